@@ -1,1 +1,20 @@
-//! placeholder
+//! The routing decision engine of aar: pure Rust, no `unsafe`, no I/O.
+//!
+//! The same code runs inside libaar.so (one engine per process) and inside every simulated rank
+//! of the Dragonfly simulator, so what the simulator measures is what ships.
+//!
+//! Data flow: the caller describes each message ([`Message`]); the engine accumulates its size
+//! and, when the cumulative-size threshold is crossed, decides with the cost model
+//! ([`model`]) from the latest counter window; after the send the caller reads the NIC counters
+//! and hands them to [`Engine::observe`].
+#![forbid(unsafe_code)]
+
+pub mod engine;
+pub mod mode;
+pub mod model;
+pub mod settings;
+
+pub use engine::{CounterSample, Decision, Engine, EngineConfig, EngineStats, Message, Policy, Reason, WindowOutcome};
+pub use mode::{dlvr_mode_name, requested_mode, with_mode, RoutingMode};
+pub use model::{LatencyUnit, Transfer, Window};
+pub use settings::{Settings, Warning};

@@ -1,0 +1,417 @@
+//! The per-rank decision state machine: the paper's Algorithm 1 in both directions.
+
+use crate::mode::RoutingMode;
+use crate::model::{message_time_us, packets, request_flits, LatencyUnit, Transfer, Window};
+
+/// What chooses routing modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase", tag = "kind", content = "mode"))]
+pub enum Policy {
+    /// De Sensi et al.'s algorithm: counters and cost model decide at each threshold crossing.
+    Auto,
+    /// Every adaptive request gets this mode.
+    Fixed(RoutingMode),
+    /// Observe only: count and read counters, never rewrite.
+    Off,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct EngineConfig {
+    pub policy: Policy,
+    /// Cumulative bytes after which counters are read and the model decides again.
+    pub threshold_bytes: u64,
+    /// Latency factor λ: plain Adaptive latency ≈ λ × High Bias latency.
+    pub lambda: f64,
+    /// Stall factor σ: High Bias stall ratio ≈ σ × plain Adaptive stall ratio.
+    pub sigma: f64,
+    /// Decisions for which a measured observation of the mode not in use stays usable.
+    pub freshness: u32,
+    /// Mode for latency-bound messages (High Bias).
+    pub low_latency_mode: RoutingMode,
+    /// Mode for stall-bound messages (plain Adaptive).
+    pub low_stall_mode: RoutingMode,
+    /// Replaces the low-stall mode inside MPI_Alltoall, as Cray MPICH does by default.
+    pub alltoall_mode: RoutingMode,
+    pub latency_unit: LatencyUnit,
+    /// Windows claiming a mean latency above this (µs) are discarded as absurd.
+    pub max_latency_us: f64,
+    /// Windows claiming more stalled cycles per flit than this are discarded as absurd.
+    pub max_stall_ratio: f64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            policy: Policy::Auto,
+            threshold_bytes: 4096,
+            lambda: 1.2,
+            sigma: 5.0,
+            freshness: 5,
+            low_latency_mode: RoutingMode::Adaptive3,
+            low_stall_mode: RoutingMode::Adaptive0,
+            alltoall_mode: RoutingMode::Adaptive1,
+            latency_unit: LatencyUnit::Microseconds,
+            max_latency_us: 1e6,
+            max_stall_ratio: 1e6,
+        }
+    }
+}
+
+/// One message as the engine sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub bytes: u64,
+    pub transfer: Transfer,
+    /// Opaque destination identity (an endpoint handle), used to match fresh observations.
+    pub endpoint: u64,
+}
+
+/// Cumulative NIC counter values read at one instant, as PAPI returns them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct CounterSample {
+    pub req_flits: i64,
+    pub req_stalled: i64,
+    pub rsp_latency: i64,
+    pub rsp_packets: i64,
+    /// Response stalls, subtracted from request stalls when the event is configured.
+    pub rsp_stalled: Option<i64>,
+}
+
+/// Why a message got its routing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum Reason {
+    /// Below the cumulative-size threshold, or no counter window yet: High Bias.
+    Threshold,
+    /// The cost model chose.
+    Model,
+    /// A fixed mode is set.
+    Fixed,
+    /// The model chose the low-stall mode inside MPI_Alltoall, which uses ADAPTIVE1 there.
+    Alltoall,
+    /// Short message (SMSG), routed through the NIC's SMSG delivery mode.
+    Smsg,
+    /// Left as the caller asked: non-adaptive request, library off or disabled.
+    Passthrough,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 6] = [Self::Threshold, Self::Model, Self::Fixed, Self::Alltoall, Self::Smsg, Self::Passthrough];
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Threshold => "threshold",
+            Self::Model => "model",
+            Self::Fixed => "fixed",
+            Self::Alltoall => "alltoall",
+            Self::Smsg => "smsg",
+            Self::Passthrough => "passthrough",
+        }
+    }
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The routing for one message.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision {
+    /// `None`: leave the descriptor as the caller wrote it.
+    pub mode: Option<RoutingMode>,
+    pub reason: Reason,
+    /// Read the NIC counters after this message is posted and pass them to [`Engine::observe`].
+    pub read_counters: bool,
+    pub flits: u64,
+    pub packets: u64,
+    /// The counter window the model used (of the mode in use), if it ran.
+    pub window: Option<Window>,
+}
+
+/// What became of a counter sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WindowOutcome {
+    /// First sample (or first after a discard): the start of the next window.
+    Baseline,
+    Valid(Window),
+    /// A counter went backwards: decreased, wrapped or was reset.
+    DiscardedDecreasing,
+    /// No request flits or no responses in the window: nothing to divide by.
+    DiscardedEmpty,
+    /// Latency or stall ratio beyond the configured plausibility limits.
+    DiscardedAbsurd,
+}
+
+/// Counts kept by the engine, for the per-rank record.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct EngineStats {
+    /// Threshold crossings decided, by reason.
+    pub decisions: u64,
+    pub decisions_model: u64,
+    pub switches_to_low_latency: u64,
+    pub switches_to_low_stall: u64,
+    pub fresh_observations_used: u64,
+    pub windows_valid: u64,
+    pub windows_discarded_decreasing: u64,
+    pub windows_discarded_empty: u64,
+    pub windows_discarded_absurd: u64,
+    /// Sums over valid windows, for mean latency and stall ratio per record.
+    pub window_latency_us_sum: f64,
+    pub window_stall_ratio_sum: f64,
+}
+
+/// The two sides of the paper's decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    LowLatency,
+    LowStall,
+}
+
+impl Side {
+    const fn index(self) -> usize {
+        self as usize
+    }
+    const fn other(self) -> Side {
+        match self {
+            Side::LowLatency => Side::LowStall,
+            Side::LowStall => Side::LowLatency,
+        }
+    }
+}
+
+/// A measured window of one side, kept to replace the scaled estimate for a while.
+#[derive(Clone, Copy, Debug)]
+struct Fresh {
+    window: Window,
+    endpoint: u64,
+    bytes: u64,
+    uses_left: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Engine {
+    cfg: EngineConfig,
+    cumulative: u64,
+    /// Side of the routing applied at the last decision (`None`: a mode that is neither).
+    in_use: Option<Side>,
+    baseline: Option<CounterSample>,
+    /// Latest valid window and the side that was in use while it was measured.
+    last: Option<(Window, Side)>,
+    fresh: [Option<Fresh>; 2],
+    stats: EngineStats,
+}
+
+impl Engine {
+    pub fn new(cfg: EngineConfig) -> Self {
+        let in_use = Some(Side::LowLatency);
+        Self { cfg, cumulative: 0, in_use, baseline: None, last: None, fresh: [None, None], stats: EngineStats::default() }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// The latest valid counter window.
+    pub fn last_window(&self) -> Option<Window> {
+        self.last.map(|(w, _)| w)
+    }
+
+    /// Change policy at run time (C API, A/B arms). Counter state is kept.
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.cfg.policy = policy;
+    }
+
+    /// Routing of a message below the threshold; constant between policy changes, so callers
+    /// with a fast path may cache it.
+    pub fn below_threshold_mode(&self) -> Option<RoutingMode> {
+        match self.cfg.policy {
+            Policy::Auto => Some(self.cfg.low_latency_mode),
+            Policy::Fixed(m) => Some(m),
+            Policy::Off => None,
+        }
+    }
+
+    fn below_threshold_reason(&self) -> Reason {
+        match self.cfg.policy {
+            Policy::Auto => Reason::Threshold,
+            Policy::Fixed(_) => Reason::Fixed,
+            Policy::Off => Reason::Passthrough,
+        }
+    }
+
+    /// The whole per-message algorithm: accumulate, and decide when the threshold is crossed.
+    /// (libaar.so keeps the accumulator itself, lock-free, and calls
+    /// [`Engine::on_threshold_crossed`] directly.)
+    pub fn decide(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
+        self.cumulative = self.cumulative.saturating_add(msg.bytes);
+        if self.cumulative <= self.cfg.threshold_bytes {
+            return Decision {
+                mode: self.below_threshold_mode(),
+                reason: self.below_threshold_reason(),
+                read_counters: false,
+                flits: request_flits(msg.bytes, msg.transfer),
+                packets: packets(msg.bytes),
+                window: None,
+            };
+        }
+        self.cumulative = 0;
+        self.on_threshold_crossed(msg, in_alltoall)
+    }
+
+    /// Decide for a message that crossed the cumulative-size threshold. Counters are read after
+    /// it in every policy but `Off` too, so records carry the network state of every arm.
+    pub fn on_threshold_crossed(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
+        self.stats.decisions += 1;
+        let flits = request_flits(msg.bytes, msg.transfer);
+        let packets = packets(msg.bytes);
+        let mut d = Decision { mode: None, reason: Reason::Passthrough, read_counters: true, flits, packets, window: None };
+        match self.cfg.policy {
+            Policy::Off => self.in_use = None,
+            Policy::Fixed(m) => {
+                d.mode = Some(m);
+                d.reason = Reason::Fixed;
+                self.in_use = self.side_of(m);
+            }
+            Policy::Auto => {
+                let side = match self.last {
+                    None => {
+                        d.reason = Reason::Threshold;
+                        Side::LowLatency
+                    }
+                    Some((window, observed)) => {
+                        d.window = Some(window);
+                        d.reason = Reason::Model;
+                        self.stats.decisions_model += 1;
+                        self.model_choice(msg, flits, packets, window, observed)
+                    }
+                };
+                if self.in_use != Some(side) {
+                    match side {
+                        Side::LowLatency => self.stats.switches_to_low_latency += 1,
+                        Side::LowStall => self.stats.switches_to_low_stall += 1,
+                    }
+                }
+                self.in_use = Some(side);
+                d.mode = Some(match side {
+                    Side::LowLatency => self.cfg.low_latency_mode,
+                    Side::LowStall if in_alltoall => {
+                        d.reason = Reason::Alltoall;
+                        self.cfg.alltoall_mode
+                    }
+                    Side::LowStall => self.cfg.low_stall_mode,
+                });
+            }
+        }
+        d
+    }
+
+    fn side_of(&self, m: RoutingMode) -> Option<Side> {
+        if m == self.cfg.low_latency_mode {
+            Some(Side::LowLatency)
+        } else if m == self.cfg.low_stall_mode || m == self.cfg.alltoall_mode {
+            Some(Side::LowStall)
+        } else {
+            None
+        }
+    }
+
+    /// Eq. 3-4: compare the estimated time of the message on both sides, measured side from the
+    /// window, the other from a fresh observation of it or scaled by λ and σ. Ties keep the side
+    /// in use.
+    fn model_choice(&mut self, msg: &Message, flits: u64, packets: u64, window: Window, observed: Side) -> Side {
+        let freshness = self.cfg.freshness;
+        self.fresh[observed.index()] = Some(Fresh { window, endpoint: msg.endpoint, bytes: msg.bytes, uses_left: freshness });
+        let other = observed.other();
+        let mut estimate = self.scaled(window, observed);
+        if let Some(f) = &mut self.fresh[other.index()] {
+            if f.uses_left > 0 {
+                f.uses_left -= 1;
+                if f.endpoint == msg.endpoint && f.bytes == msg.bytes {
+                    estimate = f.window;
+                    self.stats.fresh_observations_used += 1;
+                }
+            }
+        }
+        let (low_latency, low_stall) = match observed {
+            Side::LowLatency => (window, estimate),
+            Side::LowStall => (estimate, window),
+        };
+        let t_low_latency = message_time_us(flits, packets, low_latency);
+        let t_low_stall = message_time_us(flits, packets, low_stall);
+        match self.in_use.unwrap_or(observed) {
+            Side::LowLatency if t_low_stall < t_low_latency => Side::LowStall,
+            Side::LowLatency => Side::LowLatency,
+            Side::LowStall if t_low_latency < t_low_stall => Side::LowLatency,
+            Side::LowStall => Side::LowStall,
+        }
+    }
+
+    /// Estimate the side not in use from the one measured.
+    fn scaled(&self, w: Window, observed: Side) -> Window {
+        let (lambda, sigma) = (self.cfg.lambda, self.cfg.sigma);
+        match observed {
+            Side::LowLatency => Window { latency_us: w.latency_us * lambda, stall_ratio: w.stall_ratio / sigma },
+            Side::LowStall => Window { latency_us: w.latency_us / lambda, stall_ratio: w.stall_ratio * sigma },
+        }
+    }
+
+    /// Take a counter sample read after a send: the deltas since the previous sample form a
+    /// window attributed to the side in use. Bad windows are discarded, never divided.
+    pub fn observe(&mut self, sample: CounterSample) -> WindowOutcome {
+        let outcome = match self.baseline.replace(sample) {
+            None => WindowOutcome::Baseline,
+            Some(old) => self.window_between(&old, &sample),
+        };
+        match outcome {
+            WindowOutcome::Valid(w) => {
+                self.stats.windows_valid += 1;
+                self.stats.window_latency_us_sum += w.latency_us;
+                self.stats.window_stall_ratio_sum += w.stall_ratio;
+                if let Some(side) = self.in_use {
+                    self.last = Some((w, side));
+                }
+            }
+            WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
+            WindowOutcome::DiscardedEmpty => self.stats.windows_discarded_empty += 1,
+            WindowOutcome::DiscardedAbsurd => self.stats.windows_discarded_absurd += 1,
+            WindowOutcome::Baseline => {}
+        }
+        outcome
+    }
+
+    fn window_between(&self, old: &CounterSample, new: &CounterSample) -> WindowOutcome {
+        let delta = |a: i64, b: i64| i128::from(b) - i128::from(a);
+        let flits = delta(old.req_flits, new.req_flits);
+        let stalled = delta(old.req_stalled, new.req_stalled);
+        let latency = delta(old.rsp_latency, new.rsp_latency);
+        let responses = delta(old.rsp_packets, new.rsp_packets);
+        let rsp_stalled = match (old.rsp_stalled, new.rsp_stalled) {
+            (Some(a), Some(b)) => delta(a, b),
+            _ => 0,
+        };
+        if flits < 0 || stalled < 0 || latency < 0 || responses < 0 || rsp_stalled < 0 {
+            return WindowOutcome::DiscardedDecreasing;
+        }
+        if flits == 0 || responses == 0 {
+            return WindowOutcome::DiscardedEmpty;
+        }
+        // Response stalls can exceed request stalls by read skew; the reference clamps to zero.
+        let stall_ratio = (stalled - rsp_stalled).max(0) as f64 / flits as f64;
+        let latency_us = self.cfg.latency_unit.to_us(latency as f64 / responses as f64);
+        let plausible = latency_us.is_finite()
+            && stall_ratio.is_finite()
+            && latency_us <= self.cfg.max_latency_us
+            && stall_ratio <= self.cfg.max_stall_ratio;
+        if !plausible {
+            return WindowOutcome::DiscardedAbsurd;
+        }
+        WindowOutcome::Valid(Window { latency_us, stall_ratio })
+    }
+}

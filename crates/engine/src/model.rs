@@ -1,0 +1,132 @@
+//! The flit/packet cost model of De Sensi et al. (SC'19, Eq. 1-4).
+//!
+//! A message of `f` request flits in `p` packets takes about
+//! `T = rounds(p) * L + f * (s + 1) * cycle` where `L` is the mean request-response latency,
+//! `s` the stall ratio (stalled cycles per request flit) and `cycle` the NIC clock period.
+//! `rounds(p) = ceil((p - 1 + 512) / 1024)`: the number of round trips a message exposes when at
+//! most 1,024 packets may be outstanding, rounded to the nearest batch and never below one. We use
+//! this integer form (the reference library's) rather than the paper's continuous `(p + 512)/1024`,
+//! because it is what produced the paper's measurements and it keeps small messages at one
+//! full latency instead of half of one.
+
+/// Bytes of payload one Aries request packet carries.
+pub const PACKET_BYTES: u64 = 64;
+/// Payload bytes per flit: a PUT packet is 1 header flit and 4 payload flits.
+pub const FLIT_BYTES: u64 = 16;
+/// Packets a NIC may have outstanding at once.
+pub const MAX_OUTSTANDING_PACKETS: u64 = 1024;
+/// The NIC clock: 800 MHz.
+pub const NIC_CYCLE_US: f64 = 1.25e-3;
+
+/// Which way the data of a message travels, which decides its request flits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Transfer {
+    /// Data travels in the requests (PUT, AMO, CQ write, SMSG).
+    Put,
+    /// Requests are one flit each; the data comes back in the responses.
+    Get,
+}
+
+/// Unit of the cumulative latency counter, whose increment rate is programmable on Aries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum LatencyUnit {
+    #[cfg_attr(feature = "serde", serde(rename = "us"))]
+    Microseconds,
+    #[cfg_attr(feature = "serde", serde(rename = "cycles"))]
+    Cycles,
+}
+
+impl LatencyUnit {
+    pub fn to_us(self, value: f64) -> f64 {
+        match self {
+            Self::Microseconds => value,
+            Self::Cycles => value * NIC_CYCLE_US,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Microseconds => "us",
+            Self::Cycles => "cycles",
+        }
+    }
+}
+
+/// Packets of a message; a zero-byte post (a CQ write, a flag) still sends one.
+pub const fn packets(bytes: u64) -> u64 {
+    if bytes == 0 {
+        1
+    } else {
+        bytes.div_ceil(PACKET_BYTES)
+    }
+}
+
+/// Request flits of a message: for a PUT one header flit per packet plus one flit per 16 payload
+/// bytes (5 per full packet); for a GET one flit per request packet.
+pub const fn request_flits(bytes: u64, transfer: Transfer) -> u64 {
+    match transfer {
+        Transfer::Put => packets(bytes) + bytes.div_ceil(FLIT_BYTES),
+        Transfer::Get => packets(bytes),
+    }
+}
+
+/// Latency round trips a message of `p` packets exposes: `ceil((p - 1 + 512) / 1024)`.
+pub const fn latency_rounds(p: u64) -> u64 {
+    // Split so that no packet count can overflow: (p - 1) = q * 1024 + r.
+    let before = if p == 0 { 0 } else { p - 1 };
+    let (q, r) = (before / MAX_OUTSTANDING_PACKETS, before % MAX_OUTSTANDING_PACKETS);
+    q + (r + MAX_OUTSTANDING_PACKETS / 2).div_ceil(MAX_OUTSTANDING_PACKETS)
+}
+
+/// What one counter window says about the network: mean latency per response (µs) and stall
+/// ratio (stalled cycles per request flit). Both finite and non-negative by construction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Window {
+    pub latency_us: f64,
+    pub stall_ratio: f64,
+}
+
+/// Estimated time of a message in µs (Eq. 1).
+pub fn message_time_us(flits: u64, packets: u64, w: Window) -> f64 {
+    latency_rounds(packets) as f64 * w.latency_us + flits as f64 * (w.stall_ratio + 1.0) * NIC_CYCLE_US
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packetization() {
+        assert_eq!(packets(0), 1);
+        assert_eq!(packets(1), 1);
+        assert_eq!(packets(64), 1);
+        assert_eq!(packets(65), 2);
+        assert_eq!(packets(4 << 20), 65536);
+        assert_eq!(request_flits(64, Transfer::Put), 5, "1 header + 4 payload flits");
+        assert_eq!(request_flits(64 * 1024, Transfer::Put), 5 * 1024);
+        assert_eq!(request_flits(8, Transfer::Put), 2);
+        assert_eq!(request_flits(0, Transfer::Put), 1);
+        assert_eq!(request_flits(64 * 1024, Transfer::Get), 1024);
+        assert_eq!(request_flits(u64::MAX, Transfer::Get), u64::MAX.div_ceil(64));
+    }
+
+    #[test]
+    fn rounds_follow_the_reference_formula() {
+        // ceil((p - 1 + 512) / 1024) by hand.
+        for (p, r) in [(1, 1), (512, 1), (513, 1), (514, 2), (1024, 2), (1537, 2), (1538, 3), (65536, 65)] {
+            assert_eq!(latency_rounds(p), r, "p = {p}");
+        }
+        assert_eq!(latency_rounds(0), 1);
+        assert_eq!(latency_rounds(u64::MAX), (u64::MAX - 1) / 1024 + 2, "r = 1022 rounds up");
+    }
+
+    #[test]
+    fn message_time_by_hand() {
+        // 64 KiB PUT: p = 1024, f = 5120, rounds = 2; L = 2 us, s = 40 cycles per flit.
+        let t = message_time_us(5120, 1024, Window { latency_us: 2.0, stall_ratio: 40.0 });
+        assert!((t - (2.0 * 2.0 + 5120.0 * 41.0 * 1.25e-3)).abs() < 1e-9, "{t}");
+        assert!((LatencyUnit::Cycles.to_us(800.0) - 1.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,260 @@
+//! The paper's algorithm against hand-computed cases of Eq. 1-4.
+
+use aar_engine::model::{latency_rounds, NIC_CYCLE_US};
+use aar_engine::*;
+
+const AD0: RoutingMode = RoutingMode::Adaptive0;
+const AD1: RoutingMode = RoutingMode::Adaptive1;
+const AD3: RoutingMode = RoutingMode::Adaptive3;
+
+fn put(bytes: u64) -> Message {
+    Message { bytes, transfer: Transfer::Put, endpoint: 7 }
+}
+
+fn get(bytes: u64) -> Message {
+    Message { bytes, transfer: Transfer::Get, endpoint: 7 }
+}
+
+/// Counter totals after `flits` request flits stalled `stall` cycles each, and `responses`
+/// responses of `latency` each (counter units).
+fn sample(flits: i64, stall: f64, responses: i64, latency: f64) -> CounterSample {
+    CounterSample {
+        req_flits: flits,
+        req_stalled: (flits as f64 * stall) as i64,
+        rsp_latency: (responses as f64 * latency) as i64,
+        rsp_packets: responses,
+        rsp_stalled: None,
+    }
+}
+
+/// An engine whose latest window is (latency L µs, stall s) measured on the side of `mode`.
+fn engine_observing(mode: RoutingMode, latency: f64, stall: f64) -> Engine {
+    let cfg = EngineConfig { policy: Policy::Fixed(mode), ..EngineConfig::default() };
+    let mut e = Engine::new(cfg);
+    assert_eq!(e.observe(CounterSample::default()), WindowOutcome::Baseline);
+    let d = e.on_threshold_crossed(&put(1 << 20), false);
+    assert_eq!(d.mode, Some(mode));
+    let w = e.observe(sample(1_000_000, stall, 1_000_000, latency));
+    assert!(matches!(w, WindowOutcome::Valid(_)), "{w:?}");
+    e.set_policy(Policy::Auto);
+    e
+}
+
+#[test]
+fn below_threshold_goes_high_bias_and_crossing_reads_counters() {
+    let mut e = Engine::new(EngineConfig::default());
+    for _ in 0..4 {
+        let d = e.decide(&put(1024), false);
+        assert_eq!((d.mode, d.reason, d.read_counters), (Some(AD3), Reason::Threshold, false));
+    }
+    // 5 KiB > 4 KiB: a decision; no window yet, so High Bias, and counters are read after.
+    let d = e.decide(&put(1024), false);
+    assert_eq!((d.mode, d.reason, d.read_counters), (Some(AD3), Reason::Threshold, true));
+    // The accumulator restarts after a decision.
+    assert!(!e.decide(&put(4096), false).read_counters, "4096 <= threshold");
+    assert!(e.decide(&put(1), false).read_counters);
+    assert_eq!(e.stats().decisions, 2);
+}
+
+#[test]
+fn stall_bound_large_put_switches_high_bias_to_adaptive() {
+    // On High Bias: L = 2 us, s = 40. Estimated Adaptive: L = 2.4, s = 8.
+    // 64 KiB PUT: p = 1024, f = 5120, rounds = 2.
+    // T_bs = 2*2 + 5120*41*1.25e-3 = 266.4 us; T_ad = 2*2.4 + 5120*9*1.25e-3 = 62.4 us.
+    let mut e = engine_observing(AD3, 2.0, 40.0);
+    let d = e.on_threshold_crossed(&put(64 << 10), false);
+    assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Model));
+    assert_eq!((d.flits, d.packets), (5120, 1024));
+    let w = d.window.unwrap();
+    assert!((w.latency_us - 2.0).abs() < 1e-9 && (w.stall_ratio - 40.0).abs() < 1e-9);
+    assert_eq!(e.stats().switches_to_low_stall, 1);
+}
+
+#[test]
+fn latency_bound_small_put_switches_adaptive_to_high_bias() {
+    // On Adaptive: L = 2.4, s = 0.2. Estimated High Bias: L = 2.0, s = 1.0.
+    // 64 B PUT: f = 5, p = 1: T_ad = 2.4 + 5*1.2*1.25e-3 = 2.4075; T_bs = 2.0 + 5*2*1.25e-3 = 2.0125.
+    let mut e = engine_observing(AD0, 2.4, 0.2);
+    let d = e.on_threshold_crossed(&put(64), false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Model));
+}
+
+#[test]
+fn large_put_stays_adaptive_when_stalls_dominate() {
+    // 4 MiB PUT: p = 65536, f = 327680, rounds = ceil((65535 + 512)/1024) = 65.
+    // T_ad = 65*2.4 + 327680*1.2*1.25e-3 = 647.52; T_bs = 65*2.0 + 327680*2.0*1.25e-3 = 949.2.
+    let mut e = engine_observing(AD0, 2.4, 0.2);
+    assert_eq!(latency_rounds(65536), 65);
+    let d = e.on_threshold_crossed(&put(4 << 20), false);
+    assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Model));
+    assert_eq!(e.stats().switches_to_low_latency, 0);
+}
+
+#[test]
+fn break_even_flits_match_eq_3() {
+    // On High Bias with L = 1, s = 1: Adaptive estimate L = 1.2, s = 0.2.
+    // Eq. 3: switch when f > rounds * (L_ad - L_bs) / ((s_bs - s_ad) * cycle) = 0.2 / (0.8 * 1.25e-3) = 200.
+    let break_even = 0.2 / (0.8 * NIC_CYCLE_US);
+    assert!((break_even - 200.0).abs() < 1e-9);
+    // 2496 B PUT: p = 39, f = 39 + 156 = 195 < 200 -> stays High Bias.
+    let mut e = engine_observing(AD3, 1.0, 1.0);
+    assert_eq!(e.on_threshold_crossed(&put(2496), false).mode, Some(AD3));
+    // 2560 B PUT: p = 40, f = 200: a tie keeps the mode in use.
+    let mut e = engine_observing(AD3, 1.0, 1.0);
+    assert_eq!(e.on_threshold_crossed(&put(2560), false).mode, Some(AD3));
+    // 2624 B PUT: p = 41, f = 205 > 200 -> Adaptive.
+    let mut e = engine_observing(AD3, 1.0, 1.0);
+    assert_eq!(e.on_threshold_crossed(&put(2624), false).mode, Some(AD0));
+}
+
+#[test]
+fn get_needs_five_times_the_bytes_of_a_put() {
+    // Same break-even of 200 flits: a 4 KiB PUT (320 flits) switches, a 4 KiB GET (64 flits) does not.
+    let mut e = engine_observing(AD3, 1.0, 1.0);
+    assert_eq!(e.on_threshold_crossed(&put(4096), false).mode, Some(AD0));
+    let mut e = engine_observing(AD3, 1.0, 1.0);
+    assert_eq!(e.on_threshold_crossed(&get(4096), false).mode, Some(AD3));
+    // 16 KiB GET: 256 flits > 200.
+    let mut e = engine_observing(AD3, 1.0, 1.0);
+    assert_eq!(e.on_threshold_crossed(&get(16384), false).mode, Some(AD0));
+}
+
+#[test]
+fn alltoall_uses_adaptive1_instead_of_adaptive0() {
+    let mut e = engine_observing(AD3, 2.0, 40.0);
+    let d = e.on_threshold_crossed(&put(64 << 10), true);
+    assert_eq!((d.mode, d.reason), (Some(AD1), Reason::Alltoall));
+    // High Bias is unaffected inside alltoall.
+    let mut e = engine_observing(AD0, 2.4, 0.2);
+    let d = e.on_threshold_crossed(&put(64), true);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Model));
+}
+
+#[test]
+fn fixed_and_off_policies() {
+    let mut e = Engine::new(EngineConfig { policy: Policy::Fixed(RoutingMode::Adaptive2), ..Default::default() });
+    let d = e.decide(&put(64), false);
+    assert_eq!((d.mode, d.reason), (Some(RoutingMode::Adaptive2), Reason::Fixed));
+    let d = e.decide(&put(1 << 20), false);
+    assert_eq!((d.mode, d.reason, d.read_counters), (Some(RoutingMode::Adaptive2), Reason::Fixed, true));
+    e.set_policy(Policy::Off);
+    let d = e.decide(&put(1 << 20), false);
+    assert_eq!((d.mode, d.reason), (None, Reason::Passthrough));
+    assert_eq!(e.below_threshold_mode(), None);
+}
+
+#[test]
+fn fresh_observation_of_the_other_side_replaces_the_estimate_for_same_endpoint_and_size() {
+    // Measured High Bias: L = 1.0, s = 1.0 (scaled Adaptive: L 1.2, s 0.2 -> 64 KiB PUT goes Adaptive).
+    let mut e = engine_observing(AD3, 1.0, 1.0);
+    let msg = put(64 << 10);
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
+    // Measured on Adaptive now: L = 1, s = 3. Scaled, High Bias would be L 0.83, s 15 (keep
+    // Adaptive); the fresh High Bias observation (L 1, s 1) is better, so switch back.
+    e.observe(sample(2_000_000, 2.0, 2_000_000, 1.0)); // window: s = 3, L = 1
+    let d = e.on_threshold_crossed(&msg, false);
+    assert_eq!(d.mode, Some(AD3), "fresh High Bias (s=1) beats measured Adaptive (s=3)");
+    assert_eq!(e.stats().fresh_observations_used, 1);
+
+    // A different endpoint does not reuse it: scaled estimate from Adaptive s=3 gives High Bias s=15.
+    let mut e = engine_observing(AD3, 1.0, 1.0);
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
+    e.observe(sample(2_000_000, 2.0, 2_000_000, 1.0));
+    let other = Message { endpoint: 8, ..msg };
+    assert_eq!(e.on_threshold_crossed(&other, false).mode, Some(AD0));
+    assert_eq!(e.stats().fresh_observations_used, 0);
+}
+
+#[test]
+fn fresh_observation_expires_after_the_configured_decisions() {
+    let cfg = EngineConfig { freshness: 2, ..EngineConfig::default() };
+    let mut e = Engine::new(EngineConfig { policy: Policy::Fixed(AD3), ..cfg });
+    e.observe(CounterSample::default());
+    e.on_threshold_crossed(&put(1 << 20), false);
+    e.observe(sample(1_000_000, 1.0, 1_000_000, 1.0));
+    e.set_policy(Policy::Auto);
+    let msg = put(64 << 10);
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0)); // stores fresh High Bias
+    // Adaptive windows with s = 3, L = 1: each decision may use the fresh High Bias (s = 1) twice.
+    let mut flits = 1_000_000;
+    let mut modes = Vec::new();
+    for _ in 0..3 {
+        flits += 1_000_000;
+        // Keep the engine on Adaptive by forcing it, so each decision is taken on Adaptive.
+        e.set_policy(Policy::Fixed(AD0));
+        e.on_threshold_crossed(&msg, false);
+        e.observe(CounterSample { req_flits: flits, req_stalled: 1_000_000 + (flits - 1_000_000) * 3, rsp_latency: flits, rsp_packets: flits, rsp_stalled: None });
+        e.set_policy(Policy::Auto);
+        modes.push(e.on_threshold_crossed(&msg, false).mode);
+    }
+    assert_eq!(e.stats().fresh_observations_used, 2);
+    assert_eq!(modes[2], Some(AD0), "expired: scaled estimate (s = 15) keeps Adaptive");
+}
+
+#[test]
+fn counter_windows_by_hand() {
+    let mut e = Engine::new(EngineConfig::default());
+    let base = CounterSample { req_flits: 100, req_stalled: 1000, rsp_latency: 50, rsp_packets: 10, rsp_stalled: Some(100) };
+    assert_eq!(e.observe(base), WindowOutcome::Baseline);
+    // Δflits 400, Δstalled 2000, Δrsp_stalled 400 -> s = 1600/400 = 4; Δlat 60 / Δrsp 20 -> L = 3.
+    let next = CounterSample { req_flits: 500, req_stalled: 3000, rsp_latency: 110, rsp_packets: 30, rsp_stalled: Some(500) };
+    assert_eq!(e.observe(next), WindowOutcome::Valid(Window { latency_us: 3.0, stall_ratio: 4.0 }));
+    // Response stalls above request stalls clamp to zero, as the reference does.
+    let clamp = CounterSample { req_flits: 600, req_stalled: 3000, rsp_latency: 120, rsp_packets: 40, rsp_stalled: Some(900) };
+    assert_eq!(e.observe(clamp), WindowOutcome::Valid(Window { latency_us: 1.0, stall_ratio: 0.0 }));
+    // Latency in cycles: 800 cycles per response = 1 us.
+    let mut e = Engine::new(EngineConfig { latency_unit: LatencyUnit::Cycles, ..Default::default() });
+    e.observe(CounterSample::default());
+    let w = e.observe(CounterSample { req_flits: 10, req_stalled: 0, rsp_latency: 8000, rsp_packets: 10, rsp_stalled: None });
+    assert_eq!(w, WindowOutcome::Valid(Window { latency_us: 1.0, stall_ratio: 0.0 }));
+}
+
+#[test]
+fn zero_equal_decreasing_wrapped_and_absurd_windows_are_discarded() {
+    let mut e = Engine::new(EngineConfig::default());
+    let s = sample(1000, 1.0, 1000, 1.0);
+    e.observe(s);
+    assert_eq!(e.observe(s), WindowOutcome::DiscardedEmpty, "equal samples");
+    let only_latency = CounterSample { rsp_latency: s.rsp_latency + 10, rsp_packets: s.rsp_packets + 1, ..s };
+    assert_eq!(e.observe(only_latency), WindowOutcome::DiscardedEmpty, "no request flits");
+    let decreasing = CounterSample { req_flits: 10, ..only_latency };
+    assert_eq!(e.observe(decreasing), WindowOutcome::DiscardedDecreasing);
+    // Wrapped: a counter jumping from near the top of i64 to near the bottom.
+    let mut e = Engine::new(EngineConfig::default());
+    e.observe(CounterSample { req_flits: i64::MAX - 5, ..s });
+    assert_eq!(e.observe(CounterSample { req_flits: i64::MIN + 5, ..s }), WindowOutcome::DiscardedDecreasing);
+    // Absurd: a mean latency of 10^12 us.
+    let mut e = Engine::new(EngineConfig::default());
+    e.observe(CounterSample::default());
+    let absurd = CounterSample { req_flits: 1, req_stalled: 0, rsp_latency: i64::MAX, rsp_packets: 1, rsp_stalled: None };
+    assert_eq!(e.observe(absurd), WindowOutcome::DiscardedAbsurd);
+    assert_eq!(e.last_window(), None);
+    // A discarded window leaves the decision on the last valid one (none here: High Bias).
+    let d = e.on_threshold_crossed(&put(1 << 20), false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+    let st = e.stats();
+    assert_eq!((st.windows_valid, st.windows_discarded_absurd), (0, 1));
+}
+
+#[test]
+fn extreme_counter_values_never_produce_a_non_finite_decision() {
+    let values = [i64::MIN, i64::MIN + 1, -1, 0, 1, 2, 1000, 1 << 40, i64::MAX - 1, i64::MAX];
+    let mut e = Engine::new(EngineConfig::default());
+    let mut n = 0u64;
+    for &a in &values {
+        for &b in &values {
+            for &c in &values {
+                let s = CounterSample { req_flits: a, req_stalled: b, rsp_latency: c, rsp_packets: a ^ c, rsp_stalled: Some(b ^ c) };
+                if let WindowOutcome::Valid(w) = e.observe(s) {
+                    assert!(w.latency_us.is_finite() && w.stall_ratio.is_finite() && w.latency_us >= 0.0 && w.stall_ratio >= 0.0);
+                }
+                n += 1;
+                let d = e.on_threshold_crossed(&put(n.wrapping_mul(7919) % (1 << 30)), n % 3 == 0);
+                assert!(d.mode.is_some());
+                if let Some(w) = d.window {
+                    assert!(w.latency_us.is_finite() && w.stall_ratio.is_finite());
+                }
+            }
+        }
+    }
+}
