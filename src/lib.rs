@@ -1,1 +1,22 @@
-//! libaar.so
+//! libaar.so: application-aware routing for Cray Aries jobs.
+//!
+//! Preloaded in front of libugni, it routes every adaptive post with the decision engine and
+//! forwards it, exactly once, to the real function. The flow is one way:
+//! intercept ([`exports`], [`ugni`], [`mpi`]) → account ([`stats`]) → decide ([`runtime`], the
+//! engine) → forward → observe ([`papi`]). Output: [`output`] (per-rank record, summary),
+//! [`trace`] (decision trace), [`diag`] (stderr messages and logging).
+//!
+//! `unsafe` lives in the seams only: [`ugni`], [`mpi`], [`papi`], [`sys`] and [`exports`].
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod control;
+mod diag;
+mod exports;
+mod mpi;
+mod output;
+mod papi;
+mod runtime;
+mod stats;
+mod sys;
+mod trace;
+mod ugni;

@@ -1,0 +1,147 @@
+//! The control word: one atomic `u32` that every intercepted post loads once. It holds the
+//! policy, the run-time switches and what they imply for the fast path, so the common case
+//! (an adaptive post below the threshold) needs no other shared state but the accumulator.
+
+use aar_engine::{Policy, Reason, RoutingMode};
+
+/// Routing bits given to adaptive posts below the threshold (when [`REWRITE`]).
+pub const ROUTING: u32 = 0xff;
+const POLICY_SHIFT: u32 = 8;
+const POLICY_MASK: u32 = 0x7 << POLICY_SHIFT;
+/// Not switched off by `aar_disable()`.
+pub const ENABLED: u32 = 1 << 11;
+/// Initialised and not killed by `AAR_DISABLE`.
+pub const READY: u32 = 1 << 12;
+/// Decision trace on: every post takes the slow path, which writes a line.
+pub const TRACE: u32 = 1 << 13;
+/// Adaptive posts are rewritten (ready, enabled, policy other than off).
+pub const REWRITE: u32 = 1 << 14;
+/// The inline fast path may handle posts (ready, enabled, no trace).
+pub const FAST: u32 = 1 << 15;
+const LOW_LATENCY_SHIFT: u32 = 16;
+
+fn policy_code(p: Policy) -> u32 {
+    match p {
+        Policy::Auto => 0,
+        Policy::Fixed(m) => 1 + m.index() as u32,
+        Policy::Off => 5,
+    }
+}
+
+/// The policy a word holds.
+pub fn policy(word: u32) -> Policy {
+    match (word & POLICY_MASK) >> POLICY_SHIFT {
+        0 => Policy::Auto,
+        c @ 1..=4 => Policy::Fixed(RoutingMode::ALL[c as usize - 1]),
+        _ => Policy::Off,
+    }
+}
+
+/// Build a consistent word from its inputs; every derived bit is recomputed here and only here.
+pub fn word(policy: Policy, low_latency: RoutingMode, ready: bool, enabled: bool, trace: bool) -> u32 {
+    let below = match policy {
+        Policy::Auto => Some(low_latency),
+        Policy::Fixed(m) => Some(m),
+        Policy::Off => None,
+    };
+    let mut w = (policy_code(policy) << POLICY_SHIFT) | (u32::from(low_latency.dlvr_bits()) << LOW_LATENCY_SHIFT);
+    w |= below.map_or(0, |m| u32::from(m.dlvr_bits()));
+    if ready {
+        w |= READY;
+    }
+    if enabled {
+        w |= ENABLED;
+    }
+    if trace {
+        w |= TRACE;
+    }
+    if ready && enabled && below.is_some() {
+        w |= REWRITE;
+    }
+    if ready && enabled && !trace {
+        w |= FAST;
+    }
+    w
+}
+
+/// The same word with a new policy and/or enabled switch.
+pub fn with(w: u32, policy: Option<Policy>, enabled: Option<bool>) -> u32 {
+    let low_latency = RoutingMode::from_routing_bits((w >> LOW_LATENCY_SHIFT) as u16 & 0xff).unwrap_or(RoutingMode::Adaptive3);
+    word(
+        policy.unwrap_or(self::policy(w)),
+        low_latency,
+        w & READY != 0,
+        enabled.unwrap_or(w & ENABLED != 0),
+        w & TRACE != 0,
+    )
+}
+
+/// The mode adaptive posts below the threshold get, if any.
+pub fn below_threshold_mode(w: u32) -> Option<RoutingMode> {
+    if w & REWRITE == 0 {
+        return None;
+    }
+    RoutingMode::from_routing_bits((w & ROUTING) as u16)
+}
+
+/// Why a post below the threshold gets the routing it gets.
+pub fn below_threshold_reason(w: u32) -> Reason {
+    match policy(w) {
+        _ if w & REWRITE == 0 => Reason::Passthrough,
+        Policy::Auto => Reason::Threshold,
+        Policy::Fixed(_) => Reason::Fixed,
+        Policy::Off => Reason::Passthrough,
+    }
+}
+
+/// What the policy is called in records and by `aar_policy_name()`.
+pub fn policy_name(w: u32) -> &'static str {
+    if w & READY == 0 {
+        return "disabled";
+    }
+    if w & ENABLED == 0 {
+        return "paused";
+    }
+    match policy(w) {
+        Policy::Auto => "auto",
+        Policy::Fixed(m) => m.name(),
+        Policy::Off => "off",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_round_trip_every_policy() {
+        let policies = [Policy::Auto, Policy::Off].into_iter().chain(RoutingMode::ALL.map(Policy::Fixed));
+        for p in policies {
+            for (ready, enabled, trace) in [(true, true, false), (true, false, false), (false, true, false), (true, true, true)] {
+                let w = word(p, RoutingMode::Adaptive3, ready, enabled, trace);
+                assert_eq!(policy(w), p);
+                assert_eq!(w & FAST != 0, ready && enabled && !trace);
+                assert_eq!(w & REWRITE != 0, ready && enabled && p != Policy::Off);
+                assert_eq!(with(w, None, None), w);
+            }
+        }
+    }
+
+    #[test]
+    fn below_threshold_routing() {
+        let w = word(Policy::Auto, RoutingMode::Adaptive3, true, true, false);
+        assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive3));
+        assert_eq!(below_threshold_reason(w), Reason::Threshold);
+        let w = with(w, Some(Policy::Fixed(RoutingMode::Adaptive0)), None);
+        assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive0));
+        assert_eq!(below_threshold_reason(w), Reason::Fixed);
+        let w = with(w, None, Some(false));
+        assert_eq!(below_threshold_mode(w), None);
+        assert_eq!(below_threshold_reason(w), Reason::Passthrough);
+        assert_eq!(policy_name(w), "paused");
+        let w = with(w, Some(Policy::Auto), Some(true));
+        assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive3), "low-latency mode survives");
+        assert_eq!(policy_name(word(Policy::Off, RoutingMode::Adaptive2, true, true, false)), "off");
+        assert_eq!(below_threshold_mode(word(Policy::Auto, RoutingMode::Adaptive2, true, true, false)), Some(RoutingMode::Adaptive2));
+    }
+}

@@ -1,0 +1,88 @@
+//! Messages on stderr and diagnostics.
+//!
+//! User-facing messages carry the prefix `aar:` and say what happened, what the library did and
+//! how to change it. Warnings come from rank 0 only (a thousand ranks would print a thousand
+//! copies of the same configuration problem); errors come from every rank. Every message is also
+//! kept, bounded, for the per-rank record. Debug diagnostics go through `tracing`, silent unless
+//! `AAR_LOG` names a level.
+
+use parking_lot::Mutex;
+use std::io::Write;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+const MAX_KEPT: usize = 64;
+static KEPT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static RANK: AtomicI64 = AtomicI64::new(-1);
+
+/// Variables launchers set to the rank of the process, in the order they are trusted.
+const RANK_VARIABLES: [&str; 5] = ["PMI_RANK", "SLURM_PROCID", "ALPS_APP_PE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"];
+
+/// The rank from the launcher's environment, if any.
+pub fn detect_rank() -> Option<u32> {
+    let rank = RANK_VARIABLES.iter().find_map(|v| std::env::var(v).ok().and_then(|s| s.trim().parse::<u32>().ok()));
+    RANK.store(rank.map_or(-1, i64::from), Ordering::Relaxed);
+    rank
+}
+
+pub fn rank() -> Option<u32> {
+    u32::try_from(RANK.load(Ordering::Relaxed)).ok()
+}
+
+/// Rank 0, or a process launched without a rank (a serial program, a test).
+pub fn is_rank0() -> bool {
+    rank().is_none_or(|r| r == 0)
+}
+
+fn emit(line: &str, print: bool) {
+    if let Some(mut kept) = KEPT.try_lock() {
+        if kept.len() < MAX_KEPT {
+            kept.push(line.to_string());
+        }
+    }
+    if print {
+        // One write of the whole line, so lines from several ranks do not interleave.
+        let _ = std::io::stderr().write_all(format!("aar: {line}\n").as_bytes());
+    }
+}
+
+pub fn warn(line: &str) {
+    tracing::warn!("{line}");
+    emit(line, is_rank0());
+}
+
+pub fn error(line: &str) {
+    tracing::error!("{line}");
+    emit(line, true);
+}
+
+/// Printed by rank 0 (the exit summary).
+pub fn info_rank0(line: &str) {
+    if is_rank0() {
+        let _ = std::io::stderr().write_all(format!("aar: {line}\n").as_bytes());
+    }
+}
+
+/// Messages so far, for the record.
+pub fn kept() -> Vec<String> {
+    KEPT.try_lock().map(|k| k.clone()).unwrap_or_default()
+}
+
+/// Install a stderr subscriber when `AAR_LOG` asks for one (error, warn, info, debug, trace).
+pub fn init_logging(level: Option<&str>) {
+    let Some(level) = level else { return };
+    match level.trim().parse::<tracing_subscriber::filter::LevelFilter>() {
+        Ok(filter) => {
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(std::io::stderr)
+                .with_max_level(filter)
+                .with_ansi(false)
+                .with_target(false)
+                .finish();
+            let _ = tracing::subscriber::set_global_default(subscriber);
+        }
+        Err(_) => warn(&format!(
+            "AAR_LOG=\"{}\" is not a log level; logging stays off. Use error, warn, info, debug or trace.",
+            level.escape_debug()
+        )),
+    }
+}

@@ -1,0 +1,242 @@
+//! Every symbol libaar.so exports, in one place: the ABI surface in one screen.
+//!
+//! uGNI calls that put traffic on the network or steer it are interposed; the C API of
+//! `cabi/aar.h` lets an application pin or pause routing. Exports are `no_mangle` except in unit
+//! tests, so the test harness itself is never interposed.
+#![allow(non_snake_case)]
+
+use crate::ugni::{self, CdmAttachFn, CdmDestroyFn, SetDeliveryModeFn, SmsgSendFn, SmsgSendWTagFn};
+use crate::{control, runtime};
+use aar_abi::*;
+use aar_engine::{Policy, RoutingMode};
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+// ---- uGNI posts ------------------------------------------------------------------------------
+
+/// # Safety
+/// uGNI's contract for GNI_PostRdma.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_PostRdma(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
+    // SAFETY: the caller's arguments, under uGNI's contract.
+    unsafe { ugni::post(&ugni::POST_RDMA, ep, pd) }
+}
+
+/// # Safety
+/// uGNI's contract for GNI_PostFma.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_PostFma(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
+    // SAFETY: the caller's arguments, under uGNI's contract.
+    unsafe { ugni::post(&ugni::POST_FMA, ep, pd) }
+}
+
+/// # Safety
+/// uGNI's contract for GNI_PostCqWrite.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_PostCqWrite(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
+    // SAFETY: the caller's arguments, under uGNI's contract.
+    unsafe { ugni::post(&ugni::POST_CQWRITE, ep, pd) }
+}
+
+/// Chained FMA: only the head descriptor is read and routed (see `ugni`).
+///
+/// # Safety
+/// uGNI's contract for GNI_CtPostFma.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_CtPostFma(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
+    // SAFETY: the caller's arguments, under uGNI's contract.
+    unsafe { ugni::post(&ugni::CT_POST_FMA, ep, pd) }
+}
+
+/// # Safety
+/// uGNI's contract for GNI_CtPostCqWrite.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_CtPostCqWrite(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
+    // SAFETY: the caller's arguments, under uGNI's contract.
+    unsafe { ugni::post(&ugni::CT_POST_CQWRITE, ep, pd) }
+}
+
+// ---- uGNI short messages -----------------------------------------------------------------------
+
+/// # Safety
+/// uGNI's contract for GNI_SmsgSend.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_SmsgSend(ep: GniEpHandle, header: *mut c_void, header_length: u32, data: *mut c_void, data_length: u32, msg_id: u32) -> GniReturn {
+    let bytes = u64::from(header_length) + u64::from(data_length);
+    ugni::smsg_send(&ugni::SMSG_SEND, bytes, |addr| {
+        // SAFETY: found under this name, prototype SmsgSendFn; the caller's arguments, unchanged.
+        unsafe {
+            let real = std::mem::transmute::<*mut c_void, SmsgSendFn>(addr);
+            real(ep, header, header_length, data, data_length, msg_id)
+        }
+    })
+}
+
+/// # Safety
+/// uGNI's contract for GNI_SmsgSendWTag.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_SmsgSendWTag(
+    ep: GniEpHandle,
+    header: *mut c_void,
+    header_length: u32,
+    data: *mut c_void,
+    data_length: u32,
+    msg_id: u32,
+    tag: u8,
+) -> GniReturn {
+    let bytes = u64::from(header_length) + u64::from(data_length);
+    ugni::smsg_send(&ugni::SMSG_SEND_WTAG, bytes, |addr| {
+        // SAFETY: found under this name, prototype SmsgSendWTagFn; the caller's arguments, unchanged.
+        unsafe {
+            let real = std::mem::transmute::<*mut c_void, SmsgSendWTagFn>(addr);
+            real(ep, header, header_length, data, data_length, msg_id, tag)
+        }
+    })
+}
+
+/// Forwarded as the caller asked; remembered so SMSG steering respects it.
+///
+/// # Safety
+/// uGNI's contract for GNI_SmsgSetDeliveryMode.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> GniReturn {
+    let Some(real) = ugni::real_fn::<SetDeliveryModeFn>(&ugni::SMSG_SET_DELIVERY_MODE) else {
+        return ugni::missing_fn(&ugni::SMSG_SET_DELIVERY_MODE);
+    };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { real(nic, dlvr_mode) };
+    if rc == GNI_RC_SUCCESS {
+        let _ = std::panic::catch_unwind(|| ugni::caller_set_delivery_mode(nic, dlvr_mode));
+    }
+    rc
+}
+
+// ---- uGNI NIC lifetime ---------------------------------------------------------------------------
+
+/// # Safety
+/// uGNI's contract for GNI_CdmAttach.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_CdmAttach(cdm: GniCdmHandle, device_id: u32, local_address: *mut u32, nic: *mut GniNicHandle) -> GniReturn {
+    let Some(real) = ugni::real_fn::<CdmAttachFn>(&ugni::CDM_ATTACH) else {
+        return ugni::missing_fn(&ugni::CDM_ATTACH);
+    };
+    let _ = std::panic::catch_unwind(runtime::ensure_init);
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { real(cdm, device_id, local_address, nic) };
+    if rc == GNI_RC_SUCCESS && !nic.is_null() {
+        // SAFETY: on success uGNI wrote the NIC handle through the caller's valid pointer.
+        let handle = unsafe { *nic };
+        if !handle.is_null() {
+            let _ = std::panic::catch_unwind(|| ugni::nic_attached(cdm, handle));
+        }
+    }
+    rc
+}
+
+/// # Safety
+/// uGNI's contract for GNI_CdmDestroy.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
+    let Some(real) = ugni::real_fn::<CdmDestroyFn>(&ugni::CDM_DESTROY) else {
+        return ugni::missing_fn(&ugni::CDM_DESTROY);
+    };
+    let _ = std::panic::catch_unwind(|| ugni::cdm_destroyed(cdm));
+    // SAFETY: the caller's argument, unchanged.
+    unsafe { real(cdm) }
+}
+
+// ---- MPI -------------------------------------------------------------------------------------------
+
+/// # Safety
+/// The MPI standard's contract for MPI_Alltoall (handles forwarded as pointer-sized values).
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    comm: usize,
+) -> c_int {
+    // SAFETY: the caller's arguments, unchanged.
+    unsafe { crate::mpi::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+}
+
+// ---- C API (cabi/aar.h) ------------------------------------------------------------------------------
+
+const AAR_OK: c_int = 0;
+const AAR_EINVAL: c_int = -1;
+const AAR_EDISABLED: c_int = -2;
+
+fn api(policy: Option<Policy>, enabled: Option<bool>) -> c_int {
+    match std::panic::catch_unwind(|| runtime::set_control(policy, enabled)) {
+        Ok(true) => AAR_OK,
+        _ => AAR_EDISABLED,
+    }
+}
+
+/// Pin every adaptive message to `dlvr_mode` (GNI_DLVMODE_ADAPTIVE0..3).
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_set_mode(dlvr_mode: u16) -> c_int {
+    match (dlvr_mode & !aar_engine::mode::ROUTING_BITS, RoutingMode::from_routing_bits(dlvr_mode)) {
+        (0, Some(m)) => api(Some(Policy::Fixed(m)), None),
+        _ => AAR_EINVAL,
+    }
+}
+
+/// Pin by name ("ADAPTIVE3", "ADAPTIVE_3"), or "auto" / "off".
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn aar_set_mode_name(name: *const c_char) -> c_int {
+    if name.is_null() {
+        return AAR_EINVAL;
+    }
+    // SAFETY: non-null, NUL-terminated per the contract.
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    match name.trim().to_ascii_lowercase().as_str() {
+        "auto" => api(Some(Policy::Auto), None),
+        "off" => api(Some(Policy::Off), None),
+        _ => RoutingMode::parse(&name).map_or(AAR_EINVAL, |m| api(Some(Policy::Fixed(m)), None)),
+    }
+}
+
+/// Back to automatic routing (the paper's algorithm).
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_set_auto() -> c_int {
+    api(Some(Policy::Auto), None)
+}
+
+/// Pause: forward every call untouched until `aar_enable()`.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_disable() -> c_int {
+    api(None, Some(false))
+}
+
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_enable() -> c_int {
+    api(None, Some(true))
+}
+
+/// "auto", "off", a mode name, "paused" or "disabled" (AAR_DISABLE).
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_policy_name() -> *const c_char {
+    let _ = std::panic::catch_unwind(runtime::ensure_init);
+    let name: &'static CStr = match control::policy_name(runtime::control()) {
+        "auto" => c"auto",
+        "off" => c"off",
+        "paused" => c"paused",
+        "ADAPTIVE0" => c"ADAPTIVE0",
+        "ADAPTIVE1" => c"ADAPTIVE1",
+        "ADAPTIVE2" => c"ADAPTIVE2",
+        "ADAPTIVE3" => c"ADAPTIVE3",
+        _ => c"disabled",
+    };
+    name.as_ptr()
+}
+
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}

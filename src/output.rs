@@ -1,0 +1,241 @@
+//! What a run leaves behind: a per-rank JSON record in `AAR_OUTPUT_DIR` (created atomically:
+//! written under a temporary name, then linked to its final name, which is never overwritten)
+//! and one summary line on stderr from rank 0.
+
+use crate::runtime::{self, Decider};
+use crate::stats::{self, CLASS_NAMES};
+use crate::{control, diag, sys, trace};
+use aar_engine::{EngineStats, Reason, Settings};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub const RECORD_FORMAT: &str = "aar-record/1";
+static WRITTEN: AtomicBool = AtomicBool::new(false);
+
+#[derive(Serialize)]
+struct ModeTotals {
+    messages: u64,
+    bytes: u64,
+}
+
+#[derive(Serialize)]
+struct Counters<'a> {
+    /// "papi", or "none" when PAPI or an event was unavailable.
+    backend: &'static str,
+    library: Option<&'a str>,
+    events: &'a [String],
+    reads: u64,
+    read_failures: u64,
+}
+
+#[derive(Serialize)]
+struct Time {
+    /// Initialisation (settings, loading PAPI, opening files).
+    init_ns: u64,
+    decisions_timed: u64,
+    /// Mean time of a timed decision: model, the forwarded post and the counter read.
+    decision_mean_ns: Option<f64>,
+    /// Decisions × their sampled mean; the fast path (a few ns per post) is measured by the
+    /// benchmark, not timed in production.
+    decisions_estimated_total_ns: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Record<'a> {
+    format: &'static str,
+    version: &'static str,
+    git_revision: &'static str,
+    command_line: Vec<String>,
+    host: String,
+    pid: u32,
+    rank: Option<u32>,
+    job_id: Option<String>,
+    policy_at_exit: &'static str,
+    settings: &'a Settings,
+    /// Messages and bytes per routing mode they went out with.
+    modes: BTreeMap<&'static str, ModeTotals>,
+    /// Messages per reason for their routing.
+    reasons: BTreeMap<&'static str, u64>,
+    engine: Option<EngineStats>,
+    counters: Option<Counters<'a>>,
+    time: Option<Time>,
+    messages: Vec<String>,
+}
+
+pub fn job_id() -> Option<String> {
+    ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "LSB_JOBID", "JOB_ID"].iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+}
+
+/// File name of this process's record: job, rank and pid, so ranks and forked children never
+/// collide.
+pub fn record_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
+    let job: String = job.unwrap_or("nojob").chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
+    let rank = rank.map_or_else(|| "norank".to_string(), |r| r.to_string());
+    format!("aar.{job}.{rank}.{pid}.json")
+}
+
+/// Warn at start-up, not at exit, when the record could not be written.
+pub fn check_output_dir(dir: Option<&str>) {
+    let Some(dir) = dir else { return };
+    let problem = match std::fs::metadata(dir) {
+        Err(e) => Some(format!("cannot be used ({e})")),
+        Ok(m) if !m.is_dir() => Some("is not a folder".to_string()),
+        Ok(m) if m.permissions().readonly() => Some("is read-only".to_string()),
+        Ok(_) => None,
+    };
+    if let Some(p) = problem {
+        diag::warn(&format!(
+            "AAR_OUTPUT_DIR=\"{}\" {p}; the per-rank record will not be written. Create the folder (mkdir -p) or point AAR_OUTPUT_DIR at a writable one.",
+            dir.escape_debug()
+        ));
+    }
+}
+
+fn write_record(dir: &str, name: &str, json: &[u8]) -> std::io::Result<String> {
+    let final_path = Path::new(dir).join(name);
+    let partial = Path::new(dir).join(format!("{name}.partial"));
+    let partial_str = partial.to_string_lossy().into_owned();
+    let result = (|| {
+        let mut f = trace::create_new(&partial_str)?;
+        f.write_all(json)?;
+        f.sync_data().or(Ok::<(), std::io::Error>(()))?;
+        // link() fails if the final name exists (a symlink planted there included): never overwrite.
+        std::fs::hard_link(&partial, &final_path)
+    })();
+    let _ = std::fs::remove_file(&partial);
+    result.map(|_| final_path.to_string_lossy().into_owned())
+}
+
+fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn summary(t: &stats::Totals, decider: Option<&Decider>, record: Option<&str>, policy: &str) -> String {
+    let messages: u64 = t.messages.iter().sum();
+    let bytes: u64 = t.bytes.iter().sum();
+    let mut shares: Vec<(u64, &str)> = t.bytes.iter().zip(CLASS_NAMES).filter(|(b, _)| **b > 0).map(|(b, n)| (*b, n)).collect();
+    shares.sort_by(|a, b| b.0.cmp(&a.0));
+    let shares: Vec<String> = shares.iter().map(|(b, n)| format!("{n} {:.0}%", 100.0 * *b as f64 / bytes.max(1) as f64)).collect();
+    let mut line = format!("policy {policy}: {messages} messages, {}", human_bytes(bytes));
+    if !shares.is_empty() {
+        line += &format!(" ({} of bytes)", shares.join(", "));
+    }
+    if let Some(d) = decider {
+        let s = d.engine.stats();
+        line += &format!(
+            "; {} decisions, {} switches; {} counter reads",
+            s.decisions,
+            s.switches_to_low_latency + s.switches_to_low_stall,
+            d.counter_reads
+        );
+        if d.counter_reads == 0 && d.counters_library.is_none() {
+            line += " (no PAPI)";
+        }
+    }
+    match record {
+        Some(p) => line + &format!("; record {p}"),
+        None => line,
+    }
+}
+
+/// The exit handler: write the record and the summary once, whatever thread calls `exit()`.
+pub extern "C" fn at_exit() {
+    // A panic must not unwind into libc's exit path.
+    let _ = std::panic::catch_unwind(write_outputs);
+}
+
+fn write_outputs() {
+    if WRITTEN.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let Some(settings) = runtime::settings() else { return };
+    trace::finish();
+    let totals = stats::totals();
+    let decider = runtime::decider_for_exit();
+    let policy = control::policy_name(runtime::control());
+    let mut record_path = None;
+    if let Some(dir) = settings.output_dir.as_deref() {
+        let d = decider.as_deref();
+        let mean = d.filter(|d| d.timed_decisions > 0).map(|d| d.timed_decision_ns as f64 / d.timed_decisions as f64);
+        let record = Record {
+            format: RECORD_FORMAT,
+            version: env!("CARGO_PKG_VERSION"),
+            git_revision: env!("AAR_GIT_REVISION"),
+            command_line: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+            host: sys::hostname(),
+            pid: sys::pid(),
+            rank: diag::rank(),
+            job_id: job_id(),
+            policy_at_exit: policy,
+            settings,
+            modes: CLASS_NAMES
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| totals.messages[*i] > 0)
+                .map(|(i, n)| (*n, ModeTotals { messages: totals.messages[i], bytes: totals.bytes[i] }))
+                .collect(),
+            reasons: Reason::ALL.iter().map(|r| (r.name(), totals.reasons[r.index()])).collect(),
+            engine: d.map(|d| d.engine.stats().clone()),
+            counters: d.map(|d| Counters {
+                backend: if d.counters_library.is_some() { "papi" } else { "none" },
+                library: d.counters_library.as_deref(),
+                events: &settings.papi_events,
+                reads: d.counter_reads,
+                read_failures: d.counter_read_failures,
+            }),
+            time: d.map(|d| Time {
+                init_ns: d.init_ns,
+                decisions_timed: d.timed_decisions,
+                decision_mean_ns: mean,
+                decisions_estimated_total_ns: mean.map(|m| m * d.engine.stats().decisions as f64),
+            }),
+            messages: diag::kept(),
+        };
+        let name = record_name(record.job_id.as_deref(), record.rank, record.pid);
+        match serde_json::to_vec_pretty(&record) {
+            Ok(json) => match write_record(dir, &name, &json) {
+                Ok(p) => record_path = Some(p),
+                Err(e) => diag::warn(&format!(
+                    "could not write the record {name} in AAR_OUTPUT_DIR=\"{}\" ({e}); nothing else is affected.",
+                    dir.escape_debug()
+                )),
+            },
+            Err(e) => diag::error(&format!("could not encode the record ({e})")),
+        }
+    }
+    if settings.summary {
+        diag::info_rank0(&summary(&totals, decider.as_deref(), record_path.as_deref(), policy));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_names_are_safe_and_unique_per_process() {
+        assert_eq!(record_name(Some("123.sdb"), Some(7), 42), "aar.123.sdb.7.42.json");
+        assert_eq!(record_name(None, None, 1), "aar.nojob.norank.1.json");
+        assert_eq!(record_name(Some("../../etc/x"), Some(0), 1), "aar..._.._etc_x.0.1.json");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(human_bytes(10), "10 B");
+        assert_eq!(human_bytes(4 << 20), "4.0 MiB");
+    }
+}

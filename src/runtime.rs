@@ -1,0 +1,232 @@
+//! Process-wide state: lazy initialisation, the control word, the cumulative-size accumulator
+//! and the decider (engine + counters) behind a lock that is only ever *tried*, so no post can
+//! block on another.
+
+use crate::control::{self, READY};
+use crate::papi::Papi;
+use crate::{diag, output, sys, trace};
+use aar_engine::{CounterSample, Decision, Engine, Message, Policy, Settings, Window, WindowOutcome};
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::OnceLock;
+
+/// The control word every post loads (see [`control`]).
+pub static CONTROL: AtomicU32 = AtomicU32::new(0);
+/// Bytes since the last decision. Updated with a relaxed load and store, not an atomic add:
+/// concurrent posts may lose a few bytes, which only delays a decision slightly.
+static CUMULATIVE: AtomicU64 = AtomicU64::new(0);
+static THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
+
+const UNINIT: u8 = 0;
+const INITIALIZING: u8 = 1;
+const DONE: u8 = 2;
+static INIT: AtomicU8 = AtomicU8::new(UNINIT);
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+static DECIDER: Mutex<Option<Decider>> = Mutex::new(None);
+
+/// The latest valid window, for trace lines written without the decider lock (f64 bits).
+static LAST_LATENCY: AtomicU64 = AtomicU64::new(u64::MAX);
+static LAST_STALL: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Counter reads are timed on one decision in this many, so timing costs almost nothing.
+const TIMING_SAMPLE: u64 = 16;
+
+pub struct Decider {
+    pub engine: Engine,
+    counters: Option<Papi>,
+    pub counter_reads: u64,
+    pub counter_read_failures: u64,
+    pub timed_decisions: u64,
+    pub timed_decision_ns: u64,
+    pub init_ns: u64,
+    pub counters_library: Option<String>,
+}
+
+pub fn settings() -> Option<&'static Settings> {
+    SETTINGS.get()
+}
+
+#[inline]
+pub fn control() -> u32 {
+    CONTROL.load(Acquire)
+}
+
+/// Add `bytes` to the accumulator; `true` if the threshold is now crossed (the accumulator then
+/// restarts from zero), `false` if the message stays below it.
+#[inline]
+pub fn accumulate(bytes: u64) -> bool {
+    let sum = CUMULATIVE.load(Relaxed).saturating_add(bytes);
+    if sum <= THRESHOLD.load(Relaxed) {
+        CUMULATIVE.store(sum, Relaxed);
+        false
+    } else {
+        CUMULATIVE.store(0, Relaxed);
+        true
+    }
+}
+
+/// Initialise once, on the first intercepted call. Callers arriving while another thread
+/// initialises do not wait: they see a control word without READY and forward untouched.
+pub fn ensure_init() {
+    if INIT.load(Acquire) == DONE {
+        return;
+    }
+    if INIT.compare_exchange(UNINIT, INITIALIZING, AcqRel, Acquire).is_ok() {
+        init();
+        INIT.store(DONE, Release);
+    }
+}
+
+fn init() {
+    let t0 = sys::now_ns();
+    let lookup = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
+    let (settings, warnings) = Settings::from_lookup(&lookup);
+    diag::detect_rank();
+    diag::init_logging(settings.log.as_deref());
+    for w in &warnings {
+        diag::warn(&w.message);
+    }
+    let settings = SETTINGS.get_or_init(|| settings);
+    if settings.disabled {
+        tracing::info!("AAR_DISABLE is set: every call is forwarded untouched");
+        return;
+    }
+    let mut engine_cfg = settings.engine.clone();
+    let (counters, counters_library) = match Papi::open(settings.papi_library.as_deref(), &settings.papi_events) {
+        Ok(opened) => {
+            opened.notes.iter().for_each(|n| diag::warn(n));
+            (Some(opened.papi), Some(opened.library))
+        }
+        Err(why) => {
+            diag::warn(&counters_unavailable(&why.0, &mut engine_cfg));
+            (None, None)
+        }
+    };
+    let mut decider = Decider {
+        engine: Engine::new(engine_cfg),
+        counters,
+        counter_reads: 0,
+        counter_read_failures: 0,
+        timed_decisions: 0,
+        timed_decision_ns: 0,
+        init_ns: 0,
+        counters_library,
+    };
+    decider.read_and_observe();
+    let policy = decider.engine.config().policy;
+    let tracing = trace::open(settings.trace.as_deref());
+    output::check_output_dir(settings.output_dir.as_deref());
+    THRESHOLD.store(settings.engine.threshold_bytes, Relaxed);
+    decider.init_ns = sys::now_ns().saturating_sub(t0);
+    *DECIDER.lock() = Some(decider);
+    if !sys::at_exit(output::at_exit) {
+        diag::warn("could not register the exit handler; no record or summary will be written");
+    }
+    CONTROL.store(control::word(policy, settings.engine.low_latency_mode, true, true, tracing), Release);
+    tracing::debug!(?policy, "aar initialised");
+}
+
+/// The warning for missing counters, and the fallback: automatic routing needs counters, so
+/// it becomes the fixed low-latency mode.
+fn counters_unavailable(why: &str, cfg: &mut aar_engine::EngineConfig) -> String {
+    match cfg.policy {
+        Policy::Auto => {
+            let m = cfg.low_latency_mode;
+            cfg.policy = Policy::Fixed(m);
+            format!(
+                "{why}. Automatic routing needs the NIC counters, so every adaptive message now uses {m} (fixed). \
+                 Load PAPI (e.g. module load papi), set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS, or choose a mode with AAR_MODE."
+            )
+        }
+        _ => format!("{why}. Routing is unaffected (AAR_MODE is not auto); records will carry no counter windows."),
+    }
+}
+
+impl Decider {
+    /// Read the counters (after a send) and give them to the engine.
+    pub fn read_and_observe(&mut self) {
+        let Some(papi) = self.counters.as_mut() else { return };
+        match papi.read() {
+            Ok(sample) => {
+                self.counter_reads += 1;
+                self.observe(sample);
+            }
+            Err(why) => {
+                self.counter_read_failures += 1;
+                self.counters = None;
+                let mut cfg = self.engine.config().clone();
+                let line = counters_unavailable(&why, &mut cfg);
+                self.engine.set_policy(cfg.policy);
+                update_control(|w| control::with(w, Some(cfg.policy), None));
+                diag::warn(&line);
+            }
+        }
+    }
+
+    fn observe(&mut self, sample: CounterSample) {
+        if let WindowOutcome::Valid(Window { latency_us, stall_ratio }) = self.engine.observe(sample) {
+            LAST_LATENCY.store(latency_us.to_bits(), Relaxed);
+            LAST_STALL.store(stall_ratio.to_bits(), Relaxed);
+        }
+    }
+
+    /// Decide for a message that crossed the threshold, under the policy of control word `w`.
+    pub fn decide(&mut self, msg: &Message, in_alltoall: bool, w: u32) -> Decision {
+        let policy = control::policy(w);
+        if self.engine.config().policy != policy {
+            self.engine.set_policy(policy);
+        }
+        self.engine.on_threshold_crossed(msg, in_alltoall)
+    }
+
+    /// Counters after the send, timing one decision in [`TIMING_SAMPLE`].
+    pub fn after_send(&mut self, started_ns: Option<u64>) {
+        self.read_and_observe();
+        if let Some(t0) = started_ns {
+            self.timed_decisions += 1;
+            self.timed_decision_ns += sys::now_ns().saturating_sub(t0);
+        }
+    }
+
+    pub fn should_time(&self) -> bool {
+        self.engine.stats().decisions % TIMING_SAMPLE == 0
+    }
+}
+
+/// The decider, if no other thread is using it right now.
+pub fn try_decider() -> Option<parking_lot::MappedMutexGuard<'static, Decider>> {
+    let g = DECIDER.try_lock()?;
+    MutexGuard::try_map(g, |d| d.as_mut()).ok()
+}
+
+/// The decider for the exit record: waits a little for a thread that is deciding, never forever.
+pub fn decider_for_exit() -> Option<parking_lot::MappedMutexGuard<'static, Decider>> {
+    let g = DECIDER.try_lock_for(std::time::Duration::from_millis(200))?;
+    MutexGuard::try_map(g, |d| d.as_mut()).ok()
+}
+
+/// The latest valid window, readable without the lock.
+pub fn last_window() -> Option<Window> {
+    let (l, s) = (LAST_LATENCY.load(Relaxed), LAST_STALL.load(Relaxed));
+    (l != u64::MAX).then(|| Window { latency_us: f64::from_bits(l), stall_ratio: f64::from_bits(s) })
+}
+
+/// Change policy or pause from the C API. Returns false when the library is killed by
+/// `AAR_DISABLE` (it then stays inert).
+pub fn set_control(policy: Option<Policy>, enabled: Option<bool>) -> bool {
+    ensure_init();
+    // Another thread may be initialising: give it a moment (loading PAPI), never forever.
+    for _ in 0..2000 {
+        if INIT.load(Acquire) == DONE {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    control() & READY != 0 && update_control(|w| control::with(w, policy, enabled))
+}
+
+/// Replace the control word with `f(old)`, atomically with respect to other updates.
+fn update_control(f: impl Fn(u32) -> u32) -> bool {
+    CONTROL.fetch_update(AcqRel, Acquire, |w| Some(f(w))).is_ok()
+}

@@ -1,0 +1,176 @@
+//! Messages and bytes per routing mode and per reason, counted without contention.
+//!
+//! Each thread owns a block of counters it alone writes (a relaxed load and store, no atomic
+//! read-modify-write, which would cost as much as the rest of the fast path); the record sums
+//! the blocks at exit. A block is returned for reuse when its thread exits, so memory is bounded
+//! by the number of threads alive at once, and its totals keep counting into the sum.
+
+use aar_engine::{Reason, RoutingMode};
+use parking_lot::Mutex;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+/// Routing a message went out with: ADAPTIVE0..3, the non-adaptive ones, and SMSG left to the
+/// caller's NIC setting.
+pub const CLASS_NAMES: [&str; 9] = ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3", "IN_ORDER", "MIN_HASH", "NMIN_HASH", "OTHER", "CALLER_SMSG"];
+pub const CALLER_SMSG: usize = 8;
+const CLASSES: usize = CLASS_NAMES.len();
+const REASONS: usize = Reason::ALL.len();
+
+/// The class of a raw `dlvr_mode`.
+pub fn class_of(dlvr_mode: u16) -> usize {
+    if let Some(m) = RoutingMode::from_routing_bits(dlvr_mode) {
+        return m.index();
+    }
+    match aar_engine::dlvr_mode_name(dlvr_mode) {
+        "IN_ORDER" => 4,
+        "MIN_HASH" => 5,
+        "NMIN_HASH" => 6,
+        _ => 7,
+    }
+}
+
+#[repr(align(64))]
+struct Block {
+    in_use: AtomicBool,
+    messages: [AtomicU64; CLASSES],
+    bytes: [AtomicU64; CLASSES],
+    reasons: [AtomicU64; REASONS],
+}
+
+impl Block {
+    const fn new(in_use: bool) -> Self {
+        Self {
+            in_use: AtomicBool::new(in_use),
+            messages: [const { AtomicU64::new(0) }; CLASSES],
+            bytes: [const { AtomicU64::new(0) }; CLASSES],
+            reasons: [const { AtomicU64::new(0) }; REASONS],
+        }
+    }
+}
+
+/// Where posts go when their thread has no block (it is exiting, or registration was busy):
+/// shared, so it uses atomic adds.
+static SHARED: Block = Block::new(true);
+static BLOCKS: Mutex<Vec<&'static Block>> = Mutex::new(Vec::new());
+
+struct Slot(Cell<Option<&'static Block>>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.get() {
+            b.in_use.store(false, Relaxed);
+        }
+    }
+}
+
+thread_local! {
+    static MINE: Slot = const { Slot(Cell::new(None)) };
+}
+
+fn bump(c: &AtomicU64, by: u64) {
+    c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
+}
+
+#[cold]
+fn register() -> Option<&'static Block> {
+    // try_lock: a fork child may inherit this lock held; it then counts into SHARED.
+    let mut blocks = BLOCKS.try_lock()?;
+    if let Some(b) = blocks.iter().find(|b| b.in_use.compare_exchange(false, true, Relaxed, Relaxed).is_ok()) {
+        return Some(b);
+    }
+    let b: &'static Block = Box::leak(Box::new(Block::new(true)));
+    blocks.push(b);
+    Some(b)
+}
+
+/// Count one message.
+#[inline]
+pub fn count(class: usize, reason: Reason, bytes: u64) {
+    let owned = MINE.try_with(|slot| {
+        let b = match slot.0.get() {
+            Some(b) => b,
+            None => {
+                let b = register()?;
+                slot.0.set(Some(b));
+                b
+            }
+        };
+        bump(&b.messages[class], 1);
+        bump(&b.bytes[class], bytes);
+        bump(&b.reasons[reason.index()], 1);
+        Some(())
+    });
+    if !matches!(owned, Ok(Some(()))) {
+        SHARED.messages[class].fetch_add(1, Relaxed);
+        SHARED.bytes[class].fetch_add(bytes, Relaxed);
+        SHARED.reasons[reason.index()].fetch_add(1, Relaxed);
+    }
+}
+
+/// Totals over every thread so far.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    pub messages: [u64; CLASSES],
+    pub bytes: [u64; CLASSES],
+    pub reasons: [u64; REASONS],
+}
+
+pub fn totals() -> Totals {
+    let mut t = Totals::default();
+    let mut add = |b: &Block| {
+        for i in 0..CLASSES {
+            t.messages[i] += b.messages[i].load(Relaxed);
+            t.bytes[i] += b.bytes[i].load(Relaxed);
+        }
+        for i in 0..REASONS {
+            t.reasons[i] += b.reasons[i].load(Relaxed);
+        }
+    };
+    add(&SHARED);
+    // At exit a thread may still hold the list lock (or a fork child inherited it held): wait a
+    // little, never forever.
+    if let Some(blocks) = BLOCKS.try_lock_for(std::time::Duration::from_millis(100)) {
+        blocks.iter().for_each(|b| add(b));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_many_threads_add_up() {
+        let before = totals();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..10_000 {
+                        count(3, Reason::Threshold, 64);
+                    }
+                });
+            }
+        });
+        // Threads that exited gave their blocks back; new ones reuse them and keep counting.
+        std::thread::scope(|s| {
+            s.spawn(|| count(0, Reason::Model, 1 << 20));
+        });
+        let after = totals();
+        assert_eq!(after.messages[3] - before.messages[3], 80_000);
+        assert_eq!(after.bytes[3] - before.bytes[3], 80_000 * 64);
+        assert_eq!(after.messages[0] - before.messages[0], 1);
+        assert_eq!(after.reasons[Reason::Model.index()] - before.reasons[Reason::Model.index()], 1);
+        assert!(BLOCKS.lock().len() <= 9, "blocks are reused, not leaked per thread");
+    }
+
+    #[test]
+    fn classes() {
+        assert_eq!(class_of(0x0000), 0);
+        assert_eq!(class_of(0x0180), 3);
+        assert_eq!(class_of(0x0003), 4);
+        assert_eq!(class_of(0x0010), 5);
+        assert_eq!(class_of(0x0008), 6);
+        assert_eq!(class_of(0x0060), 7);
+    }
+}

@@ -1,0 +1,31 @@
+//! The libc seam: the few process-level calls std does not offer.
+
+/// Run `f` at `exit()`, before shared-library destructors. Returns false if libc refused.
+pub fn at_exit(f: extern "C" fn()) -> bool {
+    // SAFETY: `f` is a plain function with C linkage and static lifetime.
+    unsafe { libc::atexit(f) == 0 }
+}
+
+pub fn pid() -> u32 {
+    std::process::id()
+}
+
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length; gethostname NUL-terminates within it or
+    // truncates, and we stop at the first NUL or the end.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Monotonic nanoseconds (vDSO, no system call on Linux x86-64).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+}

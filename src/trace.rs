@@ -1,0 +1,113 @@
+//! The decision trace (`AAR_TRACE`): one JSON line per intercepted message, for debugging a
+//! policy or plotting its choices. Opt-in and off the fast path: with a trace, every post takes
+//! the slow path that writes its line.
+
+use crate::{diag, sys};
+use parking_lot::Mutex;
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
+
+static TRACE: Mutex<Option<BufWriter<File>>> = Mutex::new(None);
+
+/// One line. Field names are part of the documented format.
+#[derive(Serialize)]
+pub struct Line {
+    pub t_ns: u64,
+    pub call: &'static str,
+    pub post_type: &'static str,
+    pub bytes: u64,
+    pub flits: u64,
+    pub packets: u64,
+    pub latency_us: Option<f64>,
+    pub stall_ratio: Option<f64>,
+    pub requested: &'static str,
+    pub chosen: &'static str,
+    pub reason: &'static str,
+}
+
+/// Expand `%r` (rank, or `norank`), `%p` (pid) and `%%` in a path pattern.
+pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> String {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('r') => out.push_str(&rank.map_or_else(|| "norank".to_string(), |r| r.to_string())),
+            Some('p') => out.push_str(&pid.to_string()),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+/// Create a file that must not exist yet, never following a symlink planted at its name.
+pub fn create_new(path: &str) -> std::io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).mode(0o644).open(path)
+}
+
+/// Open the trace; `true` if tracing is on.
+pub fn open(pattern: Option<&str>) -> bool {
+    let Some(pattern) = pattern else { return false };
+    let path = expand(pattern, diag::rank(), sys::pid());
+    match create_new(&path) {
+        Ok(f) => {
+            *TRACE.lock() = Some(BufWriter::with_capacity(1 << 16, f));
+            true
+        }
+        Err(e) => {
+            diag::warn(&format!(
+                "AAR_TRACE=\"{}\": cannot create {path} ({e}); no decision trace is written. \
+                 Point it at a writable folder and a name that does not exist yet (add %p for the pid, %r for the rank).",
+                pattern.escape_debug()
+            ));
+            false
+        }
+    }
+}
+
+pub fn write(line: &Line) {
+    // A writer that is busy (another thread mid-line) would serialise posts: wait for it, the
+    // trace is a debugging mode. A write error ends the trace with one warning.
+    let mut guard = TRACE.lock();
+    let Some(w) = guard.as_mut() else { return };
+    let ok = serde_json::to_writer(&mut *w, line).is_ok() && w.write_all(b"\n").is_ok();
+    if !ok {
+        *guard = None;
+        drop(guard);
+        diag::warn("writing the decision trace failed (disk full?); the trace stops here, the application continues.");
+    }
+}
+
+/// Flush at exit.
+pub fn finish() {
+    if let Some(mut guard) = TRACE.try_lock_for(std::time::Duration::from_millis(200)) {
+        if let Some(w) = guard.as_mut() {
+            if w.flush().is_err() {
+                diag::warn("flushing the decision trace failed (disk full?); its last lines are lost.");
+            }
+        }
+        *guard = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand;
+
+    #[test]
+    fn patterns() {
+        assert_eq!(expand("/x/t.%r.%p.jsonl", Some(3), 42), "/x/t.3.42.jsonl");
+        assert_eq!(expand("t%%r%", None, 1), "t%r%");
+        assert_eq!(expand("%r-%q", None, 1), "norank-%q");
+    }
+}

@@ -1,0 +1,378 @@
+//! The uGNI seam: the real functions, resolved once with `dlsym(RTLD_NEXT)`, and the hooks that
+//! route each post and SMSG send before forwarding it exactly once.
+//!
+//! Chained posts (GNI_CtPostFma, GNI_CtPostCqWrite): the routing is set on the head descriptor
+//! only. The chain elements are a different struct whose layout is not public, so the library
+//! never reads or writes them; only the head's `length` counts toward the message size.
+
+use crate::control::{self, ENABLED, FAST, READY, TRACE};
+use crate::stats::{self, class_of, CALLER_SMSG};
+use crate::{diag, mpi, runtime, sys, trace};
+use aar_abi::*;
+use aar_engine::model::{packets, request_flits};
+use aar_engine::{dlvr_mode_name, requested_mode, with_mode, Message, Reason, RoutingMode, Transfer, Window};
+use parking_lot::Mutex;
+use std::ffi::{c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
+use std::time::Duration;
+
+pub type PostFn = unsafe extern "C" fn(GniEpHandle, *mut GniPostDescriptor) -> GniReturn;
+pub type SmsgSendFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u32, *mut c_void, u32, u32) -> GniReturn;
+pub type SmsgSendWTagFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u32, *mut c_void, u32, u32, u8) -> GniReturn;
+pub type SetDeliveryModeFn = unsafe extern "C" fn(GniNicHandle, u16) -> GniReturn;
+pub type CdmAttachFn = unsafe extern "C" fn(GniCdmHandle, u32, *mut u32, *mut GniNicHandle) -> GniReturn;
+pub type CdmDestroyFn = unsafe extern "C" fn(GniCdmHandle) -> GniReturn;
+
+/// Marks a symbol that dlsym did not find, so it is looked up once, not on every call.
+const MISSING: *mut c_void = std::ptr::without_provenance_mut(1);
+
+/// A real uGNI function.
+pub struct Real {
+    name: &'static CStr,
+    addr: AtomicPtr<c_void>,
+    reported_missing: AtomicBool,
+}
+
+impl Real {
+    pub const fn new(name: &'static CStr) -> Self {
+        Self { name, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("GNI_?")
+    }
+
+    #[inline]
+    fn addr(&self) -> Option<*mut c_void> {
+        let p = self.addr.load(Relaxed);
+        if p.is_null() {
+            return self.resolve();
+        }
+        (p != MISSING).then_some(p)
+    }
+
+    #[cold]
+    fn resolve(&self) -> Option<*mut c_void> {
+        // SAFETY: NUL-terminated name; RTLD_NEXT searches the objects loaded after libaar.so.
+        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
+        self.addr.store(if p.is_null() { MISSING } else { p }, Relaxed);
+        (!p.is_null()).then_some(p)
+    }
+}
+
+pub static POST_RDMA: Real = Real::new(c"GNI_PostRdma");
+pub static POST_FMA: Real = Real::new(c"GNI_PostFma");
+pub static POST_CQWRITE: Real = Real::new(c"GNI_PostCqWrite");
+pub static CT_POST_FMA: Real = Real::new(c"GNI_CtPostFma");
+pub static CT_POST_CQWRITE: Real = Real::new(c"GNI_CtPostCqWrite");
+pub static SMSG_SEND: Real = Real::new(c"GNI_SmsgSend");
+pub static SMSG_SEND_WTAG: Real = Real::new(c"GNI_SmsgSendWTag");
+pub static SMSG_SET_DELIVERY_MODE: Real = Real::new(c"GNI_SmsgSetDeliveryMode");
+pub static CDM_ATTACH: Real = Real::new(c"GNI_CdmAttach");
+pub static CDM_DESTROY: Real = Real::new(c"GNI_CdmDestroy");
+
+/// Reported once per function: the real symbol is absent (an older libugni without chained
+/// transactions, or no libugni at all). The call cannot be forwarded.
+#[cold]
+fn missing(real: &Real) -> GniReturn {
+    if !real.reported_missing.swap(true, Relaxed) {
+        diag::error(&format!(
+            "{} was called but the uGNI library loaded after libaar.so does not define it; returning GNI_RC_ILLEGAL_OP.",
+            real.name()
+        ));
+    }
+    GNI_RC_ILLEGAL_OP
+}
+
+/// Forward exactly once: the hook sets `rc` when it has called the real function; if it
+/// panicked before that, restore what it changed and forward now.
+fn forward_once(outcome: std::thread::Result<()>, rc: Option<GniReturn>, fallback: impl FnOnce() -> GniReturn) -> GniReturn {
+    if outcome.is_err() {
+        diag::error("internal error (a panic) in libaar.so; this call was forwarded unchanged. Please report it.");
+    }
+    rc.unwrap_or_else(fallback)
+}
+
+fn transfer_of(post_type: GniPostType) -> Transfer {
+    match post_type {
+        GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG => Transfer::Get,
+        _ => Transfer::Put,
+    }
+}
+
+/// A post through GNI_PostRdma, GNI_PostFma, GNI_PostCqWrite or a chained post.
+///
+/// # Safety
+/// `pd` is NULL or a valid descriptor owned by the caller for the duration of the call
+/// (uGNI's contract).
+#[inline(always)]
+pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
+    let Some(addr) = real.addr() else { return missing(real) };
+    // SAFETY: the symbol was found under this uGNI name, whose prototype is PostFn.
+    let real_fn = unsafe { std::mem::transmute::<*mut c_void, PostFn>(addr) };
+    let w = runtime::control();
+    if w & FAST != 0 && !pd.is_null() {
+        // SAFETY: non-null descriptor, valid per the caller's contract.
+        let (dlvr, bytes) = unsafe { ((*pd).dlvr_mode, (*pd).length) };
+        if requested_mode(dlvr).is_none() {
+            stats::count(class_of(dlvr), Reason::Passthrough, bytes);
+            // SAFETY: forwarding the caller's arguments.
+            return unsafe { real_fn(ep, pd) };
+        }
+        if !runtime::accumulate(bytes) {
+            let class = match control::below_threshold_mode(w) {
+                Some(m) => {
+                    // SAFETY: as above; only the routing byte changes, flag bits are kept.
+                    unsafe { (*pd).dlvr_mode = with_mode(dlvr, m) };
+                    m.index()
+                }
+                None => class_of(dlvr),
+            };
+            stats::count(class, control::below_threshold_reason(w), bytes);
+            // SAFETY: forwarding the caller's arguments.
+            return unsafe { real_fn(ep, pd) };
+        }
+        // SAFETY: same arguments; the accumulator was crossed (and reset) above.
+        return unsafe { guarded_post(real, real_fn, ep, pd, Some(true)) };
+    }
+    // SAFETY: same arguments.
+    unsafe { guarded_post(real, real_fn, ep, pd, None) }
+}
+
+/// Everything but the inline fast path, inside `catch_unwind`.
+#[cold]
+#[inline(never)]
+unsafe fn guarded_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut GniPostDescriptor, crossed: Option<bool>) -> GniReturn {
+    runtime::ensure_init();
+    if pd.is_null() {
+        // SAFETY: the real function reports the NULL descriptor to the caller.
+        return unsafe { real_fn(ep, pd) };
+    }
+    // SAFETY: non-null descriptor, valid per the caller's contract.
+    let original = unsafe { (*pd).dlvr_mode };
+    let mut rc = None;
+    // SAFETY: same arguments.
+    let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { route_post(real, real_fn, ep, pd, crossed, &mut rc) }));
+    forward_once(outcome, rc, || {
+        // SAFETY: restoring the caller's routing byte and forwarding its arguments.
+        unsafe {
+            (*pd).dlvr_mode = original;
+            real_fn(ep, pd)
+        }
+    })
+}
+
+/// Route one post and forward it (setting `rc`), writing a trace line when tracing.
+unsafe fn route_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut GniPostDescriptor, crossed: Option<bool>, rc: &mut Option<GniReturn>) {
+    let w = runtime::control();
+    // SAFETY: non-null (checked by the caller) and valid per uGNI's contract.
+    let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
+    let mut forward = || {
+        // SAFETY: the caller's arguments, forwarded once.
+        *rc = Some(unsafe { real_fn(ep, pd) });
+    };
+    let set_mode = |m: Option<RoutingMode>| {
+        if let Some(m) = m {
+            // SAFETY: as above; only the routing byte changes.
+            unsafe { (*pd).dlvr_mode = with_mode(dlvr, m) };
+        }
+    };
+    let transfer = transfer_of(post_type);
+    let line = |chosen: Option<RoutingMode>, reason: Reason, window: Option<Window>| {
+        if w & TRACE != 0 {
+            trace::write(&trace::Line {
+                t_ns: sys::now_ns(),
+                call: real.name(),
+                post_type: post_type_name(post_type),
+                bytes,
+                flits: request_flits(bytes, transfer),
+                packets: packets(bytes),
+                latency_us: window.map(|w| w.latency_us),
+                stall_ratio: window.map(|w| w.stall_ratio),
+                requested: dlvr_mode_name(dlvr),
+                chosen: chosen.map_or_else(|| dlvr_mode_name(dlvr), |m| m.name()),
+                reason: reason.name(),
+            });
+        }
+    };
+    if w & READY == 0 || w & ENABLED == 0 || requested_mode(dlvr).is_none() {
+        if w & READY != 0 {
+            stats::count(class_of(dlvr), Reason::Passthrough, bytes);
+        }
+        forward();
+        line(None, Reason::Passthrough, runtime::last_window());
+        return;
+    }
+    let crossed = crossed.unwrap_or_else(|| runtime::accumulate(bytes));
+    let decider = if crossed { runtime::try_decider() } else { None };
+    let Some(mut decider) = decider else {
+        // Below the threshold, or another thread is deciding right now.
+        let mode = control::below_threshold_mode(w);
+        let reason = control::below_threshold_reason(w);
+        set_mode(mode);
+        stats::count(mode.map_or_else(|| class_of(dlvr), RoutingMode::index), reason, bytes);
+        forward();
+        line(mode, reason, runtime::last_window());
+        return;
+    };
+    let started = decider.should_time().then(sys::now_ns);
+    let in_alltoall = mpi::in_alltoall() && runtime::settings().is_some_and(|s| s.alltoall_hook);
+    let msg = Message { bytes, transfer, endpoint: ep as usize as u64 };
+    let d = decider.decide(&msg, in_alltoall, w);
+    set_mode(d.mode);
+    stats::count(d.mode.map_or_else(|| class_of(dlvr), RoutingMode::index), d.reason, bytes);
+    forward();
+    if d.read_counters {
+        decider.after_send(started);
+    }
+    drop(decider);
+    line(d.mode, d.reason, d.window);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SMSG: routed per NIC with GNI_SmsgSetDeliveryMode on every NIC handle the application attached.
+
+struct Nic {
+    cdm: usize,
+    nic: usize,
+    /// What the application asked for with GNI_SmsgSetDeliveryMode (uGNI's default: 0).
+    caller_mode: u16,
+    /// What the NIC is set to, if we or the caller set it.
+    applied: Option<u16>,
+}
+
+/// NIC handles are few (one per CDM attach); more than this is not a real program.
+const MAX_NICS: usize = 4096;
+static NICS: Mutex<Vec<Nic>> = Mutex::new(Vec::new());
+/// Bumped when the set of NICs or a caller's mode changes.
+static NIC_GENERATION: AtomicU32 = AtomicU32::new(0);
+/// (generation, SMSG routing bits of the control word) the NICs were last steered to.
+static STEERED: AtomicU64 = AtomicU64::new(u64::MAX);
+
+fn steering_key(w: u32) -> u64 {
+    (u64::from(NIC_GENERATION.load(Acquire)) << 32) | u64::from(w & (control::ROUTING | control::REWRITE))
+}
+
+/// Make every NIC's SMSG mode follow the control word: the below-threshold mode when routing
+/// (High Bias in automatic mode, as the reference does), the caller's own mode otherwise.
+/// A NIC the caller set to a non-adaptive mode is never touched.
+fn steer(w: u32) {
+    let key = steering_key(w);
+    let Some(real) = SMSG_SET_DELIVERY_MODE.addr() else { return };
+    // SAFETY: found under this uGNI name, whose prototype is SetDeliveryModeFn.
+    let set: SetDeliveryModeFn = unsafe { std::mem::transmute::<*mut c_void, SetDeliveryModeFn>(real) };
+    // Another thread steering (or a lock inherited held by a fork child): skip, retry next send.
+    let Some(mut nics) = NICS.try_lock() else { return };
+    let wanted = control::below_threshold_mode(w);
+    let mut all_done = true;
+    for n in nics.iter_mut() {
+        let target = match wanted {
+            Some(m) if requested_mode(n.caller_mode).is_some() => with_mode(n.caller_mode, m),
+            _ if n.applied.is_none() => continue,
+            _ => n.caller_mode,
+        };
+        if n.applied == Some(target) {
+            continue;
+        }
+        // SAFETY: a NIC handle returned by a successful GNI_CdmAttach whose CDM is not destroyed
+        // (destruction removes it under this lock first).
+        if unsafe { set(n.nic as GniNicHandle, target) } == GNI_RC_SUCCESS {
+            n.applied = Some(target);
+        } else {
+            all_done = false;
+        }
+    }
+    if all_done {
+        STEERED.store(key, Release);
+    }
+}
+
+/// An SMSG send: steer the NICs if the policy changed, count it, forward it once.
+pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> GniReturn) -> GniReturn {
+    let Some(addr) = real.addr() else { return missing(real) };
+    let w = runtime::control();
+    let class_reason = |w: u32| match control::below_threshold_mode(w) {
+        Some(m) => (m.index(), if control::policy(w) == aar_engine::Policy::Auto { Reason::Smsg } else { Reason::Fixed }, Some(m)),
+        None => (CALLER_SMSG, Reason::Passthrough, None),
+    };
+    if w & FAST != 0 && STEERED.load(Relaxed) == steering_key(w) {
+        let (class, reason, _) = class_reason(w);
+        stats::count(class, reason, bytes);
+        return forward(addr);
+    }
+    runtime::ensure_init();
+    let w = runtime::control();
+    let mut rc = None;
+    let mut forward = Some(forward);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        if w & READY == 0 {
+            rc = forward.take().map(|f| f(addr));
+            return;
+        }
+        let w_route = if w & ENABLED == 0 { control::with(w, None, Some(false)) } else { w };
+        steer(w_route);
+        let (class, reason, mode) = class_reason(w_route);
+        stats::count(class, reason, bytes);
+        rc = forward.take().map(|f| f(addr));
+        if w & TRACE != 0 {
+            trace::write(&trace::Line {
+                t_ns: sys::now_ns(),
+                call: real.name(),
+                post_type: "SMSG",
+                bytes,
+                flits: request_flits(bytes, Transfer::Put),
+                packets: packets(bytes),
+                latency_us: None,
+                stall_ratio: None,
+                requested: "NIC",
+                chosen: mode.map_or("NIC", RoutingMode::name),
+                reason: reason.name(),
+            });
+        }
+    }));
+    forward_once(outcome, rc, || forward.take().map_or(GNI_RC_INVALID_STATE, |f| f(addr)))
+}
+
+/// Record a NIC the application attached, so SMSG traffic can be steered on it.
+pub fn nic_attached(cdm: GniCdmHandle, nic: GniNicHandle) {
+    let Some(mut nics) = NICS.try_lock_for(Duration::from_secs(1)) else { return };
+    if nics.len() >= MAX_NICS {
+        drop(nics);
+        diag::warn(&format!("more than {MAX_NICS} NIC handles attached; SMSG routing is not steered on the extra ones."));
+        return;
+    }
+    nics.push(Nic { cdm: cdm as usize, nic: nic as usize, caller_mode: 0, applied: None });
+    NIC_GENERATION.fetch_add(1, Release);
+}
+
+/// Forget the NICs of a CDM before it is destroyed: their handles become invalid.
+pub fn cdm_destroyed(cdm: GniCdmHandle) {
+    let Some(mut nics) = NICS.try_lock_for(Duration::from_secs(1)) else { return };
+    nics.retain(|n| n.cdm != cdm as usize);
+    NIC_GENERATION.fetch_add(1, Release);
+}
+
+/// The application set a NIC's SMSG mode itself: remember it as the caller's wish.
+pub fn caller_set_delivery_mode(nic: GniNicHandle, mode: u16) {
+    let Some(mut nics) = NICS.try_lock_for(Duration::from_secs(1)) else { return };
+    if let Some(n) = nics.iter_mut().find(|n| n.nic == nic as usize) {
+        n.caller_mode = mode;
+        n.applied = Some(mode);
+    } else if nics.len() < MAX_NICS {
+        nics.push(Nic { cdm: 0, nic: nic as usize, caller_mode: mode, applied: Some(mode) });
+    }
+    NIC_GENERATION.fetch_add(1, Release);
+}
+
+/// Typed access to a real function for the exports that only observe (CDM, SMSG mode).
+pub fn real_fn<F: Copy>(real: &Real) -> Option<F> {
+    let addr = real.addr()?;
+    debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+    // SAFETY: callers name `F` as the uGNI prototype of `real` (see the exports).
+    Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&addr) })
+}
+
+pub fn missing_fn(real: &Real) -> GniReturn {
+    missing(real)
+}
