@@ -1,0 +1,177 @@
+//! The five Aries NIC counters: static `long long`s updated with atomics, published as PAPI
+//! Software-Defined Events (`sde:::aries::<name>`) from an ELF constructor, and driven by the
+//! timing model. One set per process, as on a node where co-located ranks share a NIC.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::model::{DefaultModel, NetworkProfile, NicModel, Transfer};
+use crate::warn;
+
+/// Aries event names, NUL-terminated for libsde. Counters are indexed in this order everywhere
+/// (the order of `AAR_PAPI_EVENTS` and of the `aar_emu_counters_*` arguments).
+const EVENT_NAMES: [&[u8]; 5] = [
+    b"AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS\0",
+    b"AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED\0",
+    b"AR_NIC_ORB_PRF_NET_RSP_TRACK_2\0",
+    b"AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK\0",
+    b"AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED\0",
+];
+
+/// `AtomicI64` has the size and alignment of `long long`, so libsde reads these in place.
+pub static COUNTERS: [AtomicI64; 5] =
+    [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
+
+/// When set, transfers leave the counters alone (tests inject values without interference).
+pub static FROZEN: AtomicBool = AtomicBool::new(false);
+
+const PAPI_SDE_RO: c_int = 0x00;
+const PAPI_SDE_DELTA: c_int = 0x00;
+const PAPI_SDE_LONG_LONG: c_int = 0x0;
+
+#[link(name = "sde")]
+extern "C" {
+    fn papi_sde_init(name_of_library: *const c_char) -> *mut c_void;
+    fn papi_sde_register_counter(
+        handle: *mut c_void,
+        event_name: *const c_char,
+        cntr_mode: c_int,
+        cntr_type: c_int,
+        counter: *mut c_void,
+    ) -> c_int;
+}
+
+/// Registers the counters with libsde before `main`, so a PAPI event set created at any later
+/// time finds them. Only libc-level work happens here (libsde allocates its tables).
+extern "C" fn register_sde_counters() {
+    // SAFETY: the library name and event names are NUL-terminated statics; the counters are
+    // statics of `long long` layout that live for the whole process, as libsde requires.
+    unsafe {
+        let handle = papi_sde_init(c"aries".as_ptr());
+        if handle.is_null() {
+            return;
+        }
+        for (name, counter) in EVENT_NAMES.iter().zip(COUNTERS.iter()) {
+            papi_sde_register_counter(
+                handle,
+                name.as_ptr().cast(),
+                PAPI_SDE_RO | PAPI_SDE_DELTA,
+                PAPI_SDE_LONG_LONG,
+                counter.as_ptr().cast(),
+            );
+        }
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static REGISTER_SDE_COUNTERS: extern "C" fn() = register_sde_counters;
+
+/// The model plus the fractional parts that integer counters have not absorbed yet.
+struct Timing {
+    model: Box<dyn NicModel>,
+    fractions: [f64; 5],
+    /// Counter units per microsecond of latency: 1 (`us`) or 800 (`cycles` at 800 MHz).
+    latency_scale: f64,
+}
+
+static TIMING: OnceLock<Mutex<Timing>> = OnceLock::new();
+
+fn timing() -> &'static Mutex<Timing> {
+    TIMING.get_or_init(|| {
+        let mut profile = NetworkProfile::default();
+        if let Ok(spec) = std::env::var("AAR_EMU_NETWORK") {
+            let (parsed, complaints) = NetworkProfile::parse(&spec);
+            for c in complaints {
+                warn(&format!("AAR_EMU_NETWORK=\"{spec}\": {c}"));
+            }
+            profile = parsed;
+        }
+        let latency_scale = match std::env::var("AAR_EMU_LATENCY_UNIT") {
+            Err(_) => 1.0,
+            Ok(v) if v.trim().eq_ignore_ascii_case("us") => 1.0,
+            Ok(v) if v.trim().eq_ignore_ascii_case("cycles") => 800.0,
+            Ok(v) => {
+                warn(&format!(
+                    "AAR_EMU_LATENCY_UNIT=\"{v}\" is neither \"us\" nor \"cycles\"; using the default us"
+                ));
+                1.0
+            }
+        };
+        Mutex::new(Timing { model: Box::new(DefaultModel { profile }), fractions: [0.0; 5], latency_scale })
+    })
+}
+
+fn lock_timing() -> std::sync::MutexGuard<'static, Timing> {
+    // A panic while holding the lock cannot leave the counters inconsistent beyond one transfer.
+    timing().lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Applies one transfer to the counters through the model, keeping fractional remainders so that
+/// small latencies and stalls are not lost to integer rounding.
+pub fn account(t: &Transfer) {
+    if FROZEN.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut g = lock_timing();
+    let e = g.model.on_transfer(t);
+    let amounts = [
+        e.req_flits,
+        e.req_stalled_cycles,
+        e.rsp_latency_us * g.latency_scale,
+        e.rsp_packets,
+        e.rsp_stalled_cycles,
+    ];
+    for (i, amount) in amounts.into_iter().enumerate() {
+        let total = g.fractions[i] + amount;
+        if !total.is_finite() {
+            continue;
+        }
+        let whole = total.floor();
+        g.fractions[i] = total - whole;
+        if whole != 0.0 {
+            COUNTERS[i].fetch_add(whole as i64, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Replaces the network profile; false (and nothing changed) when a value is negative or not finite.
+pub fn set_network(profile: NetworkProfile) -> bool {
+    if !profile.is_valid() {
+        return false;
+    }
+    lock_timing().model.set_profile(profile);
+    true
+}
+
+/// Adds to the counters (values may be negative: tests inject decreasing counters).
+pub fn add(values: [i64; 5]) {
+    for (c, v) in COUNTERS.iter().zip(values) {
+        c.fetch_add(v, Ordering::Relaxed);
+    }
+}
+
+/// Sets absolute counter values and forgets the fractional remainders.
+pub fn set(values: [i64; 5]) {
+    let mut g = lock_timing();
+    g.fractions = [0.0; 5];
+    for (c, v) in COUNTERS.iter().zip(values) {
+        c.store(v, Ordering::Relaxed);
+    }
+}
+
+pub fn get() -> [i64; 5] {
+    std::array::from_fn(|i| COUNTERS[i].load(Ordering::Relaxed))
+}
+
+/// Posts received so far, of every kind, whatever their outcome (`aar_emu_post_count`).
+static POSTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+pub fn count_post() {
+    POSTS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn post_count() -> u64 {
+    POSTS.load(Ordering::Relaxed)
+}

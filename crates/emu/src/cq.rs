@@ -1,0 +1,316 @@
+//! Completion queues and the emulator's encoding of a `gni_cq_entry_t`.
+//!
+//! ```text
+//!  63..62  type      GNI_CQ_EVENT_TYPE_POST (0) or GNI_CQ_EVENT_TYPE_SMSG (1)
+//!  61      remote    1: delivered to a destination CQ (remote event, CQ write, SMSG arrival)
+//!  60      overrun   never set on a delivered entry (overrun is reported by the return code)
+//!  59..56  status    0 = OK (the emulator never produces failed transfers)
+//!  55..0   payload, by kind:
+//!    remote POST event (PUT/GET/AMO with REMOTE_EVENT, CQ write):
+//!          47..0  data: the CQ write's cqwrite_value (low 48 bits), or the sender's inst_id
+//!    every other event (local POST completion, SMSG sent, SMSG arrived):
+//!          55..32 inst_id (24 bits): local events carry the endpoint's remote_id, remote events
+//!                 the sender's inst_id (uGNI's defaults)
+//!          31..0  msg_id: the SMSG msg_id, or for a local POST event the completion id that
+//!                 GNI_GetCompleted uses to find the descriptor
+//! ```
+
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use aar_abi::*;
+
+pub const TYPE_POST: u64 = 0;
+pub const TYPE_SMSG: u64 = 1;
+
+const TYPE_SHIFT: u32 = 62;
+const REMOTE_BIT: u64 = 1 << 61;
+const OVERRUN_BIT: u64 = 1 << 60;
+const STATUS_SHIFT: u32 = 56;
+const STATUS_MASK: u64 = 0xf;
+const DATA_MASK: u64 = (1 << 48) - 1;
+const INST_SHIFT: u32 = 32;
+const INST_MASK: u64 = 0xff_ffff;
+const MSG_MASK: u64 = 0xffff_ffff;
+
+/// An entry with inst_id and msg_id (every kind except remote POST events).
+pub fn entry_with_ids(ty: u64, remote: bool, inst_id: u32, msg_id: u32) -> u64 {
+    (ty << TYPE_SHIFT)
+        | if remote { REMOTE_BIT } else { 0 }
+        | ((inst_id as u64 & INST_MASK) << INST_SHIFT)
+        | msg_id as u64
+}
+
+/// A remote POST event carrying 48 bits of data.
+pub fn remote_post_entry(data: u64) -> u64 {
+    (TYPE_POST << TYPE_SHIFT) | REMOTE_BIT | (data & DATA_MASK)
+}
+
+pub fn ty(e: u64) -> u64 {
+    e >> TYPE_SHIFT
+}
+pub fn is_remote(e: u64) -> bool {
+    e & REMOTE_BIT != 0
+}
+pub fn status(e: u64) -> u64 {
+    (e >> STATUS_SHIFT) & STATUS_MASK
+}
+pub fn overrun(e: u64) -> bool {
+    e & OVERRUN_BIT != 0
+}
+pub fn data(e: u64) -> u64 {
+    e & DATA_MASK
+}
+fn carries_data(e: u64) -> bool {
+    ty(e) == TYPE_POST && is_remote(e)
+}
+pub fn inst_id(e: u64) -> u64 {
+    if carries_data(e) {
+        e & INST_MASK
+    } else {
+        (e >> INST_SHIFT) & INST_MASK
+    }
+}
+pub fn msg_id(e: u64) -> u64 {
+    if carries_data(e) {
+        0
+    } else {
+        e & MSG_MASK
+    }
+}
+pub fn set_inst_id(e: u64, v: u64) -> u64 {
+    if carries_data(e) {
+        (e & !INST_MASK) | (v & INST_MASK)
+    } else {
+        (e & !(INST_MASK << INST_SHIFT)) | ((v & INST_MASK) << INST_SHIFT)
+    }
+}
+pub fn set_msg_id(e: u64, v: u64) -> u64 {
+    if carries_data(e) {
+        e
+    } else {
+        (e & !MSG_MASK) | (v & MSG_MASK)
+    }
+}
+pub fn set_type(e: u64, v: u64) -> u64 {
+    (e & !(3 << TYPE_SHIFT)) | ((v & 3) << TYPE_SHIFT)
+}
+pub fn clear_status(e: u64) -> u64 {
+    e & !(STATUS_MASK << STATUS_SHIFT)
+}
+
+/// `void (*handler)(gni_cq_entry_t *, void *)` from GNI_CqCreate.
+pub type CqHandler = unsafe extern "C" fn(*mut u64, *mut c_void);
+
+pub struct Cq {
+    /// Handle of the NIC the CQ was created on.
+    pub nic: usize,
+    capacity: usize,
+    blocking: bool,
+    handler: Option<CqHandler>,
+    context: usize,
+    state: Mutex<CqState>,
+    ready: Condvar,
+    /// Endpoints using this CQ as their source CQ (GNI_CqDestroy refuses while any remain).
+    pub eps: AtomicUsize,
+}
+
+struct Event {
+    entry: u64,
+    /// The completed `gni_post_descriptor_t *` for local POST events, else 0.
+    descr: usize,
+}
+
+#[derive(Default)]
+struct CqState {
+    events: VecDeque<Event>,
+    /// Slots promised to posts that are transferring now, so a full CQ refuses new posts.
+    reserved: usize,
+    overrun: bool,
+    /// Descriptors whose event was taken but not yet collected with GNI_GetCompleted.
+    completed: VecDeque<(u32, usize)>,
+    next_completion_id: u32,
+}
+
+impl Cq {
+    pub fn new(nic: usize, entry_count: u32, blocking: bool, handler: Option<CqHandler>, context: usize) -> Cq {
+        let capacity = entry_count as usize;
+        Cq {
+            nic,
+            capacity,
+            blocking,
+            handler,
+            context,
+            state: Mutex::new(CqState {
+                events: VecDeque::with_capacity(capacity.min(4096)),
+                ..CqState::default()
+            }),
+            ready: Condvar::new(),
+            eps: AtomicUsize::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CqState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Promises `n` event slots to a post about to run; false when the CQ has no room (the post
+    /// must then fail with GNI_RC_ERROR_RESOURCE, as a real NIC refuses more outstanding posts).
+    pub fn reserve(&self, n: usize) -> bool {
+        let mut s = self.lock();
+        if s.events.len() + s.reserved + n > self.capacity {
+            return false;
+        }
+        s.reserved += n;
+        true
+    }
+
+    /// Gives back slots reserved by a post that then failed.
+    pub fn unreserve(&self, n: usize) {
+        let mut s = self.lock();
+        s.reserved = s.reserved.saturating_sub(n);
+    }
+
+    /// Delivers a local POST completion into a reserved slot.
+    pub fn push_post_completion(&self, inst_id: u32, descr: usize) {
+        let mut s = self.lock();
+        let id = s.next_completion_id;
+        s.next_completion_id = id.wrapping_add(1);
+        s.reserved = s.reserved.saturating_sub(1);
+        s.events.push_back(Event { entry: entry_with_ids(TYPE_POST, false, inst_id, id), descr });
+        drop(s);
+        self.ready.notify_all();
+    }
+
+    /// Delivers an event into a reserved slot.
+    pub fn push_reserved(&self, entry: u64) {
+        let mut s = self.lock();
+        s.reserved = s.reserved.saturating_sub(1);
+        s.events.push_back(Event { entry, descr: 0 });
+        drop(s);
+        self.ready.notify_all();
+    }
+
+    /// Delivers an event nobody reserved room for (remote events): a full CQ overruns instead.
+    pub fn push_unreserved(&self, entry: u64) {
+        let mut s = self.lock();
+        if s.events.len() + s.reserved >= self.capacity {
+            s.overrun = true;
+        } else {
+            s.events.push_back(Event { entry, descr: 0 });
+        }
+        drop(s);
+        self.ready.notify_all();
+    }
+
+    /// Takes the next event if there is one (`Err(rc)` otherwise).
+    fn take(&self, s: &mut CqState) -> Result<u64, GniReturn> {
+        if s.overrun {
+            // Reported once; the CQ stays usable afterwards.
+            s.overrun = false;
+            return Err(GNI_RC_ERROR_RESOURCE);
+        }
+        let ev = s.events.pop_front().ok_or(GNI_RC_NOT_DONE)?;
+        if ev.descr != 0 {
+            s.completed.push_back(((ev.entry & MSG_MASK) as u32, ev.descr));
+            // Callers that never collect descriptors must not grow this without bound.
+            if s.completed.len() > self.capacity.max(1) {
+                s.completed.pop_front();
+            }
+        }
+        Ok(ev.entry)
+    }
+
+    fn finish(&self, entry: u64) -> (u64, GniReturn) {
+        let mut e = entry;
+        if let Some(h) = self.handler {
+            // SAFETY: the handler and its context were supplied together by the caller of
+            // GNI_CqCreate, which is told the handler runs before GetEvent/WaitEvent returns.
+            unsafe { h(&mut e, self.context as *mut c_void) };
+        }
+        let rc = if status(entry) != 0 { GNI_RC_TRANSACTION_ERROR } else { GNI_RC_SUCCESS };
+        (entry, rc)
+    }
+
+    pub fn get_event(&self) -> Result<(u64, GniReturn), GniReturn> {
+        let entry = self.take(&mut self.lock())?;
+        Ok(self.finish(entry))
+    }
+
+    pub fn wait_event(&self, timeout_ms: u64) -> Result<(u64, GniReturn), GniReturn> {
+        if !self.blocking {
+            return Err(GNI_RC_ERROR_RESOURCE);
+        }
+        // (uint64_t)-1 waits for ever; so does anything too large to add to now.
+        let deadline = Instant::now().checked_add(Duration::from_millis(timeout_ms));
+        let mut s = self.lock();
+        loop {
+            match self.take(&mut s) {
+                Err(GNI_RC_NOT_DONE) => {}
+                Err(rc) => return Err(rc),
+                Ok(entry) => {
+                    drop(s);
+                    return Ok(self.finish(entry));
+                }
+            }
+            s = match deadline {
+                None => self.ready.wait(s).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Err(GNI_RC_TIMEOUT);
+                    }
+                    self.ready.wait_timeout(s, d - now).unwrap_or_else(|e| e.into_inner()).0
+                }
+            };
+        }
+    }
+
+    /// The descriptor of a local POST event already taken from this CQ.
+    pub fn get_completed(&self, entry: u64) -> Option<usize> {
+        if ty(entry) != TYPE_POST || is_remote(entry) {
+            return None;
+        }
+        let id = (entry & MSG_MASK) as u32;
+        let mut s = self.lock();
+        let i = s.completed.iter().position(|&(c, _)| c == id)?;
+        s.completed.remove(i).map(|(_, d)| d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip() {
+        let e = entry_with_ids(TYPE_SMSG, true, 0xabcdef, 0x1234_5678);
+        assert_eq!((ty(e), is_remote(e), inst_id(e), msg_id(e), status(e)), (1, true, 0xabcdef, 0x1234_5678, 0));
+        let e = remote_post_entry(0xffff_1234_5678_9abc);
+        assert_eq!((ty(e), is_remote(e), data(e), msg_id(e)), (0, true, 0x1234_5678_9abc, 0));
+        let e = set_inst_id(entry_with_ids(TYPE_POST, false, 1, 2), 7);
+        assert_eq!((inst_id(e), msg_id(e)), (7, 2));
+        assert_eq!(ty(set_type(e, 1)), 1);
+    }
+
+    #[test]
+    fn full_cq_refuses_reservations_and_overruns_remote_events() {
+        let cq = Cq::new(0, 2, false, None, 0);
+        assert!(cq.reserve(2));
+        assert!(!cq.reserve(1));
+        cq.push_post_completion(5, 0x1000);
+        cq.push_unreserved(remote_post_entry(1)); // one slot still reserved: overrun
+        assert_eq!(cq.get_event().unwrap_err(), GNI_RC_ERROR_RESOURCE);
+        let (e, rc) = cq.get_event().unwrap();
+        assert_eq!((rc, inst_id(e)), (GNI_RC_SUCCESS, 5));
+        assert_eq!(cq.get_completed(e), Some(0x1000));
+        assert_eq!(cq.get_completed(e), None);
+        assert_eq!(cq.get_event().unwrap_err(), GNI_RC_NOT_DONE);
+        assert_eq!(cq.wait_event(0).unwrap_err(), GNI_RC_ERROR_RESOURCE, "non-blocking CQ");
+        let blocking = Cq::new(0, 1, true, None, 0);
+        assert_eq!(blocking.wait_event(1).unwrap_err(), GNI_RC_TIMEOUT);
+    }
+}

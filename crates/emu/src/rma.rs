@@ -1,0 +1,594 @@
+//! RDMA, FMA, AMO and CQ-write posts, single and chained. A post is checked completely (handles,
+//! binding, registered ranges, alignment, CQ room) before any byte moves, then runs to completion
+//! inside the call: data, remote events, the local completion event, then the counters.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use aar_abi::*;
+
+use crate::cq::{self, Cq};
+use crate::model::{Direction, Transfer};
+use crate::world::{self, handle_of, is_zero, nic_key, Ep, MemReg, Registry};
+use crate::{counters, log};
+
+pub const GNI_CQMODE_LOCAL_EVENT: u16 = 0x1;
+pub const GNI_CQMODE_GLOBAL_EVENT: u16 = 0x2;
+pub const GNI_CQMODE_REMOTE_EVENT: u16 = 0x4;
+
+/// Chain elements are not `gni_post_descriptor_t`; their real layout is not public. These are the
+/// emulator's (and cabi/gni_pub.h's) definitions; aar-abi deliberately has none, because the shim
+/// must never read them.
+#[repr(C)]
+pub struct CtPutDescr {
+    pub next_descr: *mut c_void,
+    pub ep_hndl: *mut c_void,
+    pub length: u64,
+    pub local_addr: u64,
+    pub remote_addr: u64,
+    pub remote_mem_hndl: GniMemHandle,
+}
+
+#[repr(C)]
+pub struct CtGetDescr {
+    pub next_descr: *mut c_void,
+    pub ep_hndl: *mut c_void,
+    pub length: u64,
+    pub local_addr: u64,
+    pub remote_addr: u64,
+    pub remote_mem_hndl: GniMemHandle,
+    pub local_mem_hndl: GniMemHandle,
+}
+
+#[repr(C)]
+pub struct CtCqwDescr {
+    pub next_descr: *mut c_void,
+    pub ep_hndl: *mut c_void,
+    pub cqwrite_value: u64,
+    pub remote_mem_hndl: GniMemHandle,
+}
+
+/// A longer chain is taken to be a cycle.
+const MAX_CHAIN: u64 = 1 << 16;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    PostRdma,
+    PostFma,
+    PostCqWrite,
+    CtPostFma,
+    CtPostCqWrite,
+}
+
+impl Call {
+    fn name(self) -> &'static str {
+        match self {
+            Call::PostRdma => "GNI_PostRdma",
+            Call::PostFma => "GNI_PostFma",
+            Call::PostCqWrite => "GNI_PostCqWrite",
+            Call::CtPostFma => "GNI_CtPostFma",
+            Call::CtPostCqWrite => "GNI_CtPostCqWrite",
+        }
+    }
+
+    fn chained(self) -> bool {
+        matches!(self, Call::CtPostFma | Call::CtPostCqWrite)
+    }
+
+    /// Which post types each call accepts (CE needs collective-engine setup the emulator lacks).
+    fn accepts(self, ty: GniPostType) -> Result<(), GniReturn> {
+        let ok = match self {
+            Call::PostRdma => matches!(ty, GNI_POST_RDMA_PUT | GNI_POST_RDMA_GET),
+            Call::PostFma => matches!(
+                ty,
+                GNI_POST_FMA_PUT
+                    | GNI_POST_FMA_PUT_W_SYNCFLAG
+                    | GNI_POST_FMA_GET
+                    | GNI_POST_FMA_GET_W_FLAG
+                    | GNI_POST_AMO
+                    | GNI_POST_AMO_W_FLAG
+            ),
+            Call::PostCqWrite | Call::CtPostCqWrite => ty == GNI_POST_CQWRITE,
+            Call::CtPostFma => matches!(ty, GNI_POST_FMA_PUT | GNI_POST_FMA_GET),
+        };
+        match (ok, ty) {
+            (true, _) => Ok(()),
+            (false, GNI_POST_CE) => Err(GNI_RC_ILLEGAL_OP),
+            (false, _) => Err(GNI_RC_INVALID_PARAM),
+        }
+    }
+}
+
+fn direction(ty: GniPostType) -> Direction {
+    match ty {
+        GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG => Direction::GetLike,
+        _ => Direction::PutLike,
+    }
+}
+
+/// One transfer's parameters, from a descriptor or a chain element.
+struct Request {
+    post_type: GniPostType,
+    local_addr: u64,
+    /// None: the request carries no local handle (chained FMA PUT elements).
+    local_mh: Option<GniMemHandle>,
+    remote_addr: u64,
+    remote_mh: GniMemHandle,
+    length: u64,
+    remote_event: bool,
+    sync_flag_addr: u64,
+    sync_flag_value: u64,
+    amo_cmd: u32,
+    first_operand: u64,
+    second_operand: u64,
+    cqwrite_value: u64,
+}
+
+impl Request {
+    fn from_descriptor(d: &GniPostDescriptor) -> Request {
+        Request {
+            post_type: d.r#type,
+            local_addr: d.local_addr,
+            local_mh: Some(d.local_mem_hndl),
+            remote_addr: d.remote_addr,
+            remote_mh: d.remote_mem_hndl,
+            length: d.length,
+            remote_event: d.cq_mode & GNI_CQMODE_REMOTE_EVENT != 0,
+            sync_flag_addr: d.sync_flag_addr,
+            sync_flag_value: d.sync_flag_value,
+            amo_cmd: d.amo_cmd,
+            first_operand: d.first_operand,
+            second_operand: d.second_operand,
+            cqwrite_value: d.cqwrite_value,
+        }
+    }
+
+    /// A chain element: the head supplies type and event modes, the element the addresses.
+    fn element(head: &Request, local_addr: u64, local_mh: Option<GniMemHandle>, remote_addr: u64, remote_mh: GniMemHandle, length: u64) -> Request {
+        Request {
+            post_type: head.post_type,
+            local_addr,
+            local_mh,
+            remote_addr,
+            remote_mh,
+            length,
+            remote_event: head.remote_event,
+            sync_flag_addr: 0,
+            sync_flag_value: 0,
+            amo_cmd: 0,
+            first_operand: 0,
+            second_operand: 0,
+            cqwrite_value: 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum AmoOp {
+    Add,
+    And,
+    Or,
+    Xor,
+    AndXor,
+    CSwap,
+    Swap,
+    IMin,
+    IMax,
+    FpMin,
+    FpMax,
+    FpAdd,
+}
+
+/// `gni_fma_cmd_type_t` → (operation, fetches the old value). The 32-bit-operand (`_S`) forms are
+/// not emulated (None → GNI_RC_ILLEGAL_OP); cached (`_C`) forms behave like the plain ones.
+fn decode_amo(cmd: u32) -> Option<(AmoOp, bool)> {
+    if cmd & !0x1ff != 0 {
+        return None;
+    }
+    let fetching = cmd & 0x100 == 0;
+    let base = cmd & 0xff;
+    let op = match base {
+        0x08 | 0x18 => AmoOp::Add,
+        0x09 | 0x19 => AmoOp::And,
+        0x0a | 0x1a => AmoOp::Or,
+        0x0b | 0x1b => AmoOp::Xor,
+        0x0c | 0x1c => AmoOp::AndXor,
+        0x0d | 0x1d => AmoOp::CSwap,
+        0x40..=0x7f => match base & !0x20 {
+            0x41 => AmoOp::And,
+            0x43 => AmoOp::Or,
+            0x45 => AmoOp::Xor,
+            0x47 => AmoOp::Swap,
+            0x49 => AmoOp::AndXor,
+            0x4b => AmoOp::CSwap,
+            0x51 => AmoOp::IMin,
+            0x53 => AmoOp::IMax,
+            0x55 => AmoOp::Add,
+            0x59 => AmoOp::FpMin,
+            0x5b => AmoOp::FpMax,
+            0x5d => AmoOp::FpAdd,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some((op, fetching))
+}
+
+/// Performs the operation atomically and returns the previous value.
+fn apply_amo(t: &AtomicU64, op: AmoOp, a: u64, b: u64) -> u64 {
+    let update = |f: &dyn Fn(u64) -> u64| {
+        t.fetch_update(Ordering::AcqRel, Ordering::Acquire, |x| Some(f(x))).unwrap_or_else(|x| x)
+    };
+    let fp = |x: u64, g: fn(f64, f64) -> f64| g(f64::from_bits(x), f64::from_bits(a)).to_bits();
+    match op {
+        AmoOp::Add => t.fetch_add(a, Ordering::AcqRel),
+        AmoOp::And => t.fetch_and(a, Ordering::AcqRel),
+        AmoOp::Or => t.fetch_or(a, Ordering::AcqRel),
+        AmoOp::Xor => t.fetch_xor(a, Ordering::AcqRel),
+        AmoOp::Swap => t.swap(a, Ordering::AcqRel),
+        // Compare with the first operand, swap in the second.
+        AmoOp::CSwap => t.compare_exchange(a, b, Ordering::AcqRel, Ordering::Acquire).unwrap_or_else(|x| x),
+        AmoOp::AndXor => update(&|x| (x & a) ^ b),
+        AmoOp::IMin => update(&|x| (x as i64).min(a as i64) as u64),
+        AmoOp::IMax => update(&|x| (x as i64).max(a as i64) as u64),
+        AmoOp::FpMin => update(&|x| fp(x, f64::min)),
+        AmoOp::FpMax => update(&|x| fp(x, f64::max)),
+        AmoOp::FpAdd => update(&|x| fp(x, |p, q| p + q)),
+    }
+}
+
+enum Op {
+    /// memmove `len` bytes, then store the 64-bit sync flag if any.
+    Copy { src: u64, dst: u64, len: u64, flag: Option<(u64, u64)> },
+    Amo { target: u64, op: AmoOp, first: u64, second: u64, fetch_to: Option<u64>, flag: Option<(u64, u64)> },
+    /// The remote event is the whole transfer.
+    CqWrite,
+}
+
+/// A checked transfer, ready to run.
+struct Leg {
+    op: Op,
+    bytes: u64,
+    dst_nic: u32,
+    /// Where a remote event (REMOTE_EVENT mode or a CQ write) goes, with its 48-bit data.
+    remote_event: Option<(Arc<Cq>, u64)>,
+}
+
+/// A region that may receive a 64-bit flag at `addr`.
+fn check_flag(region: &MemReg, addr: u64) -> Result<(), GniReturn> {
+    if addr & 7 != 0 {
+        return Err(GNI_RC_ALIGNMENT_ERROR);
+    }
+    if !region.covers(addr, 8) {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    if region.read_only {
+        return Err(GNI_RC_PERMISSION_ERROR);
+    }
+    Ok(())
+}
+
+/// The registration behind `mh` on NIC `nic`, covering [addr, addr+len), writable if `write`.
+fn region<'r>(reg: &'r Registry, mh: &GniMemHandle, nic: usize, addr: u64, len: u64, write: bool) -> Result<&'r Arc<MemReg>, GniReturn> {
+    let m = reg.mem(mh, nic).ok_or(GNI_RC_INVALID_PARAM)?;
+    if !m.covers(addr, len) {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    if write && m.read_only {
+        return Err(GNI_RC_PERMISSION_ERROR);
+    }
+    Ok(m)
+}
+
+/// Checks one transfer from `ep` to the endpoint it is bound to.
+fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
+    let (raddr, rid) = ep.remote().ok_or(GNI_RC_INVALID_STATE)?;
+    let target = reg.nic_by_key.get(&nic_key(raddr, rid)).ok_or(GNI_RC_INVALID_PARAM)?;
+    let (th, lh) = (handle_of(target), ep.nic_handle);
+    let len = r.length;
+    let remote_region;
+    let op = match r.post_type {
+        GNI_POST_RDMA_PUT | GNI_POST_FMA_PUT | GNI_POST_FMA_PUT_W_SYNCFLAG => {
+            let rdma = r.post_type == GNI_POST_RDMA_PUT;
+            if rdma && len == 0 {
+                return Err(GNI_RC_INVALID_PARAM);
+            }
+            let remote = region(reg, &r.remote_mh, th, r.remote_addr, len, true)?;
+            match r.local_mh {
+                // FMA PUT reads the source with the CPU: a local handle is optional there.
+                Some(mh) if rdma || !is_zero(&mh) => {
+                    region(reg, &mh, lh, r.local_addr, len, false)?;
+                }
+                None if rdma => return Err(GNI_RC_INVALID_PARAM),
+                _ if len > 0 && r.local_addr == 0 => return Err(GNI_RC_INVALID_PARAM),
+                _ => {}
+            }
+            let flag = if r.post_type == GNI_POST_FMA_PUT_W_SYNCFLAG {
+                check_flag(remote, r.sync_flag_addr)?;
+                Some((r.sync_flag_addr, r.sync_flag_value))
+            } else {
+                None
+            };
+            remote_region = Some(remote);
+            Op::Copy { src: r.local_addr, dst: r.remote_addr, len, flag }
+        }
+        GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG => {
+            if len == 0 {
+                return Err(GNI_RC_INVALID_PARAM);
+            }
+            if (r.local_addr | r.remote_addr | len) & 3 != 0 {
+                return Err(GNI_RC_ALIGNMENT_ERROR);
+            }
+            let remote = region(reg, &r.remote_mh, th, r.remote_addr, len, false)?;
+            let local_mh = r.local_mh.ok_or(GNI_RC_INVALID_PARAM)?;
+            let local = region(reg, &local_mh, lh, r.local_addr, len, true)?;
+            let flag = if r.post_type == GNI_POST_FMA_GET_W_FLAG {
+                check_flag(local, r.sync_flag_addr)?;
+                Some((r.sync_flag_addr, r.sync_flag_value))
+            } else {
+                None
+            };
+            remote_region = Some(remote);
+            Op::Copy { src: r.remote_addr, dst: r.local_addr, len, flag }
+        }
+        GNI_POST_AMO | GNI_POST_AMO_W_FLAG => {
+            if len == 0 {
+                return Err(GNI_RC_INVALID_PARAM);
+            }
+            let (op, fetching) = decode_amo(r.amo_cmd).ok_or(GNI_RC_ILLEGAL_OP)?;
+            if len != 8 {
+                return Err(GNI_RC_INVALID_PARAM);
+            }
+            if r.remote_addr & 7 != 0 || (fetching && r.local_addr & 7 != 0) {
+                return Err(GNI_RC_ALIGNMENT_ERROR);
+            }
+            remote_region = Some(region(reg, &r.remote_mh, th, r.remote_addr, 8, true)?);
+            let with_flag = r.post_type == GNI_POST_AMO_W_FLAG;
+            let local = if fetching || with_flag {
+                let mh = r.local_mh.ok_or(GNI_RC_INVALID_PARAM)?;
+                let m = reg.mem(&mh, lh).ok_or(GNI_RC_INVALID_PARAM)?;
+                if fetching {
+                    region(reg, &mh, lh, r.local_addr, 8, true)?;
+                }
+                Some(m)
+            } else {
+                None
+            };
+            let flag = match local {
+                Some(m) if with_flag => {
+                    check_flag(m, r.sync_flag_addr)?;
+                    Some((r.sync_flag_addr, r.sync_flag_value))
+                }
+                _ => None,
+            };
+            let fetch_to = fetching.then_some(r.local_addr);
+            Op::Amo { target: r.remote_addr, op, first: r.first_operand, second: r.second_operand, fetch_to, flag }
+        }
+        GNI_POST_CQWRITE => {
+            // The event goes to the CQ of the remote registration; without a handle, to the CQ
+            // of the endpoint bound back to us.
+            let cq = if is_zero(&r.remote_mh) {
+                reg.peer(ep).and_then(|p| p.cq.clone())
+            } else {
+                reg.mem(&r.remote_mh, th).ok_or(GNI_RC_INVALID_PARAM)?.dst_cq.clone()
+            };
+            let cq = cq.ok_or(GNI_RC_INVALID_PARAM)?;
+            return Ok(Leg {
+                op: Op::CqWrite,
+                bytes: len,
+                dst_nic: raddr,
+                remote_event: Some((cq, r.cqwrite_value)),
+            });
+        }
+        _ => return Err(GNI_RC_INVALID_PARAM),
+    };
+    let remote_event = match remote_region {
+        Some(m) if r.remote_event => m.dst_cq.clone().map(|cq| (cq, ep.nic.inst_id as u64)),
+        _ => None,
+    };
+    Ok(Leg { op, bytes: len, dst_nic: raddr, remote_event })
+}
+
+/// Moves the bytes of a checked leg and delivers its remote event.
+fn execute(leg: &Leg) {
+    let store_flag = |flag: Option<(u64, u64)>| {
+        if let Some((addr, value)) = flag {
+            // SAFETY: plan() checked the flag address is 8-aligned and inside a writable
+            // registered region; Release orders it after the data, as pollers expect.
+            unsafe { AtomicU64::from_ptr(addr as *mut u64) }.store(value, Ordering::Release);
+        }
+    };
+    match leg.op {
+        Op::Copy { src, dst, len, flag } => {
+            if len > 0 {
+                // SAFETY: plan() checked both ranges (registered regions, or for an FMA PUT
+                // source the caller's own non-null buffer); they may overlap, hence memmove.
+                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len as usize) };
+            }
+            store_flag(flag);
+        }
+        Op::Amo { target, op, first, second, fetch_to, flag } => {
+            // SAFETY: plan() checked the target is 8-aligned, 8 bytes inside a writable
+            // registered region; other AMOs on it go through atomics too.
+            let t = unsafe { AtomicU64::from_ptr(target as *mut u64) };
+            let old = apply_amo(t, op, first, second);
+            if let Some(local) = fetch_to {
+                // SAFETY: plan() checked the result address is 8-aligned inside a writable
+                // registered region of the initiator.
+                unsafe { (local as *mut u64).write(old) };
+            }
+            store_flag(flag);
+        }
+        Op::CqWrite => {}
+    }
+    if let Some((cq, data)) = &leg.remote_event {
+        cq.push_unreserved(cq::remote_post_entry(*data));
+    }
+}
+
+#[derive(Default)]
+struct ChainStats {
+    elements: u64,
+    bytes: u64,
+}
+
+/// One GNI_Post*/GNI_CtPost* call: counted, run, logged.
+pub fn post(call: Call, ep_handle: usize, pd: *mut GniPostDescriptor) -> GniReturn {
+    counters::count_post();
+    let mut chain = ChainStats::default();
+    let descr = if pd.is_null() {
+        None
+    } else {
+        // SAFETY: a non-null descriptor pointer from the caller points to a whole
+        // gni_post_descriptor_t; it is copied once and never written.
+        Some(unsafe { pd.read_unaligned() })
+    };
+    let rc = match &descr {
+        None => GNI_RC_INVALID_PARAM,
+        Some(d) => run(&world::read(), call, ep_handle, pd as usize, d, &mut chain).err().unwrap_or(GNI_RC_SUCCESS),
+    };
+    if log::enabled() {
+        let field = |f: fn(&GniPostDescriptor) -> u64| descr.as_ref().map(f);
+        let mut fields = vec![
+            ("type", field(|d| d.r#type as u64).into()),
+            ("length", field(|d| d.length).into()),
+            ("dlvr_mode", field(|d| d.dlvr_mode as u64).into()),
+        ];
+        if call.chained() {
+            fields.push(("chain_elements", chain.elements.into()));
+            fields.push(("chain_bytes", chain.bytes.into()));
+        }
+        log::record(call.name(), &fields, rc);
+    }
+    rc
+}
+
+fn run(reg: &Registry, call: Call, ep_handle: usize, pd: usize, d: &GniPostDescriptor, chain: &mut ChainStats) -> Result<(), GniReturn> {
+    let ep = reg.ep(ep_handle)?;
+    call.accepts(d.r#type)?;
+    let head = Request::from_descriptor(d);
+    let first = plan(reg, ep, &head)?;
+    let rest = if call.chained() { plan_chain(reg, ep, &head, d.next_descr, chain)? } else { Vec::new() };
+
+    // Local completion: one event per requested kind (both need a DUAL_EVENTS CDM), on the
+    // descriptor's CQ or else the endpoint's.
+    let kinds = [GNI_CQMODE_LOCAL_EVENT, GNI_CQMODE_GLOBAL_EVENT].iter().filter(|&&m| d.cq_mode & m != 0).count();
+    if kinds == 2 && !ep.nic.dual_events {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    let cq = match d.src_cq_hndl as usize {
+        0 => ep.cq.as_ref(),
+        h => Some(reg.cq(h)?),
+    };
+    let cq = match (kinds, cq) {
+        (0, _) => None,
+        (_, None) => return Err(GNI_RC_INVALID_PARAM),
+        (_, Some(cq)) if !cq.reserve(kinds) => return Err(GNI_RC_ERROR_RESOURCE),
+        (_, Some(cq)) => Some(cq),
+    };
+
+    for leg in std::iter::once(&first).chain(&rest) {
+        execute(leg);
+    }
+    if let Some(cq) = cq {
+        let remote_id = ep.remote().map_or(0, |(_, id)| id);
+        for _ in 0..kinds {
+            cq.push_post_completion(remote_id, pd);
+        }
+    }
+    for leg in std::iter::once(&first).chain(&rest) {
+        counters::account(&Transfer {
+            post_type: d.r#type,
+            direction: direction(d.r#type),
+            bytes: leg.bytes,
+            dlvr_mode: d.dlvr_mode,
+            src_nic: ep.nic.addr,
+            dst_nic: leg.dst_nic,
+        });
+    }
+    Ok(())
+}
+
+/// Checks every element linked from a chained head. Elements may each name their own endpoint,
+/// which must sit on the head's NIC.
+fn plan_chain(reg: &Registry, ep: &Arc<Ep>, head: &Request, mut next: *mut c_void, chain: &mut ChainStats) -> Result<Vec<Leg>, GniReturn> {
+    let mut legs = Vec::new();
+    while !next.is_null() {
+        if chain.elements >= MAX_CHAIN {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        // SAFETY (all three reads): a non-null next_descr of a chained post points to an element
+        // of the type the head's post type implies; elements are only read, never written.
+        let (elem_ep, request, following) = match head.post_type {
+            GNI_POST_FMA_PUT => {
+                let e = unsafe { next.cast::<CtPutDescr>().read_unaligned() };
+                (e.ep_hndl, Request::element(head, e.local_addr, None, e.remote_addr, e.remote_mem_hndl, e.length), e.next_descr)
+            }
+            GNI_POST_FMA_GET => {
+                let e = unsafe { next.cast::<CtGetDescr>().read_unaligned() };
+                let mh = Some(e.local_mem_hndl);
+                (e.ep_hndl, Request::element(head, e.local_addr, mh, e.remote_addr, e.remote_mem_hndl, e.length), e.next_descr)
+            }
+            _ => {
+                let e = unsafe { next.cast::<CtCqwDescr>().read_unaligned() };
+                let mut r = Request::element(head, 0, None, 0, e.remote_mem_hndl, 0);
+                r.cqwrite_value = e.cqwrite_value;
+                (e.ep_hndl, r, e.next_descr)
+            }
+        };
+        chain.elements += 1;
+        chain.bytes += request.length;
+        let elem_ep = reg.ep(elem_ep as usize)?;
+        if elem_ep.nic_handle != ep.nic_handle {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        legs.push(plan(reg, elem_ep, &request)?);
+        next = following;
+    }
+    Ok(legs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn chain_element_layouts_match_the_header() {
+        assert_eq!(size_of::<CtPutDescr>(), 56);
+        assert_eq!(size_of::<CtGetDescr>(), 72);
+        assert_eq!(offset_of!(CtGetDescr, local_mem_hndl), 56);
+        assert_eq!(size_of::<CtCqwDescr>(), 40);
+    }
+
+    #[test]
+    fn amo_commands_decode_and_apply() {
+        let t = AtomicU64::new(10);
+        let (op, fetch) = decode_amo(0x008).unwrap(); // FADD
+        assert!(fetch);
+        assert_eq!(apply_amo(&t, op, 5, 0), 10);
+        let (op, fetch) = decode_amo(0x108).unwrap(); // ADD
+        assert!(!fetch);
+        apply_amo(&t, op, 1, 0);
+        assert_eq!(t.load(Ordering::Relaxed), 16);
+        let (op, _) = decode_amo(0x04b).unwrap(); // FCSWAP
+        assert_eq!(apply_amo(&t, op, 16, 99), 16);
+        assert_eq!(t.load(Ordering::Relaxed), 99);
+        let (op, _) = decode_amo(0x14b).unwrap();
+        apply_amo(&t, op, 1, 5); // comparand mismatch: unchanged
+        assert_eq!(t.load(Ordering::Relaxed), 99);
+        let (op, _) = decode_amo(0x069).unwrap(); // FAX cached
+        apply_amo(&t, op, 0xf0, 0x0f);
+        assert_eq!(t.load(Ordering::Relaxed), (99 & 0xf0) ^ 0x0f);
+        let (op, _) = decode_amo(0x151).unwrap(); // IMIN
+        apply_amo(&t, op, (-3i64) as u64, 0);
+        assert_eq!(t.load(Ordering::Relaxed) as i64, -3);
+        let (op, _) = decode_amo(0x15d).unwrap(); // FPADD
+        t.store(1.5f64.to_bits(), Ordering::Relaxed);
+        apply_amo(&t, op, 2.25f64.to_bits(), 0);
+        assert_eq!(f64::from_bits(t.load(Ordering::Relaxed)), 3.75);
+        assert!(decode_amo(0x354).is_none(), "32-bit operand forms are not emulated");
+        assert!(decode_amo(0x0ff).is_none());
+    }
+}

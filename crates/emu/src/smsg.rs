@@ -1,0 +1,213 @@
+//! Short messages: each endpoint's mailbox is a ring of `mbox_maxcredit` slots of
+//! `msg_maxsize` bytes, allocated once by GNI_SmsgInit. A send copies header then data into the
+//! peer's next free slot (so the data follows the header, as in a real mailbox); no free slot
+//! means no credit (GNI_RC_NOT_DONE).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use aar_abi::*;
+
+use crate::cq::{self, Cq};
+use crate::model::{Direction, Transfer, SMSG_POST_TYPE};
+use crate::world::{self, Ep, Registry};
+use crate::{counters, log};
+
+pub const GNI_SMSG_TYPE_MBOX: u32 = 1;
+pub const GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT: u32 = 2;
+pub const GNI_SMSG_ANY_TAG: u8 = 0xff;
+
+/// Per-message bookkeeping uGNI keeps in each mailbox slot, counted in the buffer size.
+const SLOT_OVERHEAD: u64 = 32;
+
+pub struct Inbox {
+    /// u64 words so the header handed to the application is 8-byte aligned.
+    slots: Vec<Box<[u64]>>,
+    slot_bytes: usize,
+    tags: Vec<u8>,
+    head: usize,
+    count: usize,
+    /// GNI_SmsgGetNext returned the head message and GNI_SmsgRelease has not been called yet.
+    current: bool,
+    /// Where arrival events go: the mailbox registration's dst_cq, else the endpoint's CQ.
+    rx_cq: Option<Arc<Cq>>,
+}
+
+/// Bytes of mailbox GNI_SmsgBufferSizeNeeded asks for: one cache-line-rounded slot per credit.
+pub fn buffer_size_needed(attr: &GniSmsgAttr) -> Result<u64, GniReturn> {
+    check_attr(attr)?;
+    let slot = (attr.msg_maxsize as u64 + SLOT_OVERHEAD).div_ceil(64) * 64;
+    Ok(slot * attr.mbox_maxcredit as u64)
+}
+
+fn check_attr(attr: &GniSmsgAttr) -> Result<(), GniReturn> {
+    let type_ok = matches!(attr.msg_type, GNI_SMSG_TYPE_MBOX | GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT);
+    if !type_ok || attr.mbox_maxcredit == 0 || attr.msg_maxsize == 0 || attr.msg_maxsize > GNI_SMSG_MAX_SIZE {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    Ok(())
+}
+
+/// GNI_SmsgInit: `local` describes our mailbox (registered on our NIC), `remote` the peer's.
+pub fn init(reg: &Registry, ep: &Arc<Ep>, local: &GniSmsgAttr, remote: &GniSmsgAttr) -> GniReturn {
+    if ep.remote().is_none() {
+        return GNI_RC_INVALID_STATE;
+    }
+    if check_attr(local).and(check_attr(remote)).is_err() || local.msg_buffer.is_null() {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let needed = buffer_size_needed(local).unwrap_or(u64::MAX);
+    let start = local.msg_buffer as u64 + local.mbox_offset as u64;
+    match reg.mem(&local.mem_hndl, ep.nic_handle) {
+        Some(m) if (local.buff_size as u64) >= needed && m.covers(start, needed) => {
+            let slot_words = (local.msg_maxsize as usize).div_ceil(8);
+            let credits = local.mbox_maxcredit as usize;
+            *ep.lock_inbox() = Some(Inbox {
+                slots: (0..credits).map(|_| vec![0u64; slot_words].into_boxed_slice()).collect(),
+                slot_bytes: local.msg_maxsize as usize,
+                tags: vec![0; credits],
+                head: 0,
+                count: 0,
+                current: false,
+                rx_cq: m.dst_cq.clone().or_else(|| ep.cq.clone()),
+            });
+            ep.smsg_max_send.store(remote.msg_maxsize, Ordering::Relaxed);
+            GNI_RC_SUCCESS
+        }
+        _ => GNI_RC_INVALID_PARAM,
+    }
+}
+
+/// One SMSG send, already counted. `header`/`data` are the caller's pointers.
+pub struct Send {
+    pub header: *const u8,
+    pub header_len: u32,
+    pub data: *const u8,
+    pub data_len: u32,
+    pub msg_id: u32,
+    pub tag: u8,
+}
+
+pub fn send(call: &str, ep_handle: usize, s: &Send) -> GniReturn {
+    counters::count_post();
+    let reg = world::read();
+    let ep = reg.ep(ep_handle).ok();
+    let smsg_mode = ep.map(|e| e.nic.smsg_mode.load(Ordering::Relaxed));
+    let rc = match ep {
+        Some(ep) => send_on(&reg, ep, smsg_mode.unwrap_or(0), s),
+        None => GNI_RC_INVALID_PARAM,
+    };
+    if log::enabled() {
+        let length = s.header_len as u64 + s.data_len as u64;
+        log::record(
+            call,
+            &[
+                ("length", length.into()),
+                ("smsg_dlvr_mode", smsg_mode.map(u64::from).into()),
+                ("nic", ep.map(|e| e.nic.addr as u64).into()),
+            ],
+            rc,
+        );
+    }
+    rc
+}
+
+fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniReturn {
+    let max = ep.smsg_max_send.load(Ordering::Relaxed);
+    if max == 0 || (s.header.is_null() && s.header_len > 0) || (s.data.is_null() && s.data_len > 0) {
+        return GNI_RC_INVALID_PARAM;
+    }
+    let Some((_, remote_id)) = ep.remote() else { return GNI_RC_INVALID_STATE };
+    let total = s.header_len as usize + s.data_len as usize;
+    if total > max as usize {
+        return GNI_RC_ERROR_RESOURCE;
+    }
+    // The peer may not be created, bound or SMSG-initialised yet: like a full mailbox, retry later.
+    let Some(peer) = reg.peer(ep) else { return GNI_RC_NOT_DONE };
+    if let Some(cq) = &ep.cq {
+        if !cq.reserve(1) {
+            return GNI_RC_NOT_DONE;
+        }
+    }
+    let unreserve = || {
+        if let Some(cq) = &ep.cq {
+            cq.unreserve(1)
+        }
+    };
+    let rx_cq = {
+        let mut guard = peer.lock_inbox();
+        let Some(inbox) = guard.as_mut() else {
+            unreserve();
+            return GNI_RC_NOT_DONE;
+        };
+        if total > inbox.slot_bytes {
+            unreserve();
+            return GNI_RC_ERROR_RESOURCE;
+        }
+        if inbox.count == inbox.slots.len() {
+            unreserve();
+            return GNI_RC_NOT_DONE;
+        }
+        let i = (inbox.head + inbox.count) % inbox.slots.len();
+        let slot = inbox.slots[i].as_mut_ptr().cast::<u8>();
+        // SAFETY: the slot holds slot_bytes >= total bytes; the caller's header and data are
+        // readable for their stated lengths (non-null checked above when the length is non-zero).
+        unsafe {
+            if s.header_len > 0 {
+                std::ptr::copy_nonoverlapping(s.header, slot, s.header_len as usize);
+            }
+            if s.data_len > 0 {
+                std::ptr::copy_nonoverlapping(s.data, slot.add(s.header_len as usize), s.data_len as usize);
+            }
+        }
+        inbox.tags[i] = s.tag;
+        inbox.count += 1;
+        inbox.rx_cq.clone()
+    };
+    if let Some(rx) = rx_cq {
+        rx.push_unreserved(cq::entry_with_ids(cq::TYPE_SMSG, true, ep.nic.inst_id, s.msg_id));
+    }
+    if let Some(cq) = &ep.cq {
+        cq.push_reserved(cq::entry_with_ids(cq::TYPE_SMSG, false, remote_id, s.msg_id));
+    }
+    counters::account(&Transfer {
+        post_type: SMSG_POST_TYPE,
+        direction: Direction::PutLike,
+        bytes: total as u64,
+        dlvr_mode: mode,
+        src_nic: ep.nic.addr,
+        dst_nic: peer.nic.addr,
+    });
+    GNI_RC_SUCCESS
+}
+
+/// GNI_SmsgGetNext[WTag]: the head message, if its tag matches (`tag` None = GetNext, any tag).
+pub fn get_next(ep: &Ep, tag: Option<&mut u8>) -> Result<*mut u8, GniReturn> {
+    let mut guard = ep.lock_inbox();
+    let inbox = guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?;
+    if inbox.count == 0 {
+        return Err(GNI_RC_NOT_DONE);
+    }
+    let i = inbox.head;
+    if let Some(tag) = tag {
+        if *tag != GNI_SMSG_ANY_TAG && *tag != inbox.tags[i] {
+            return Err(GNI_RC_NO_MATCH);
+        }
+        *tag = inbox.tags[i];
+    }
+    inbox.current = true;
+    Ok(inbox.slots[i].as_mut_ptr().cast())
+}
+
+/// GNI_SmsgRelease: frees the slot of the message GetNext returned.
+pub fn release(ep: &Ep) -> GniReturn {
+    let mut guard = ep.lock_inbox();
+    let Some(inbox) = guard.as_mut() else { return GNI_RC_INVALID_PARAM };
+    if !inbox.current || inbox.count == 0 {
+        return GNI_RC_NOT_DONE;
+    }
+    inbox.current = false;
+    inbox.head = (inbox.head + 1) % inbox.slots.len();
+    inbox.count -= 1;
+    GNI_RC_SUCCESS
+}

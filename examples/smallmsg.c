@@ -1,0 +1,355 @@
+/*
+ * smallmsg: a stream of many small messages between two endpoints of one process, the traffic of
+ * a latency-bound runtime: SMSG sends (every fourth one tagged) interleaved with small FMA PUTs.
+ *
+ * Side A streams messages to side B in windows; B drains its receive CQ after each window: an
+ * SMSG arrival is read with GNI_SmsgGetNextWTag and released, a PUT's remote event means its slot
+ * in B's landing buffer is ready. Every message carries its sequence number and a byte pattern,
+ * and B checks both, in order. A also takes every local completion from its CQ. When the mailbox
+ * is out of credits (GNI_RC_NOT_DONE), A lets B drain and tries again.
+ *
+ *   smallmsg [--count N] [--size B] [--mix smsg|fma|both] [--window W]
+ *            [--dlvr-mode M] [--smsg-mode M]
+ *
+ * --count messages (default 10000); payload sizes cycle from 8 to --size bytes (default 64, at
+ * most 4096); --window messages between drains (default 16, at most 64); --dlvr-mode is the
+ * routing mode of the FMA PUTs (default 0); --smsg-mode, if given, is set on both NICs with
+ * GNI_SmsgSetDeliveryMode before the stream starts. Exit status 0 only if everything arrived.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gni_pub.h"
+
+#define CQ_ENTRIES 256
+#define MAX_WINDOW 64
+#define MAX_SIZE 4096
+#define CREDITS 16
+#define WAIT_MS 10000
+
+struct msg_header {
+	uint32_t seq;
+	uint32_t len;
+};
+
+struct side {
+	uint32_t inst_id, addr;
+	gni_cdm_handle_t cdm;
+	gni_nic_handle_t nic;
+	gni_cq_handle_t tx_cq, rx_cq;
+	gni_ep_handle_t ep;
+	void *mailbox;
+	gni_mem_handle_t mailbox_mh;
+	gni_smsg_attr_t smsg;
+	unsigned char *buf; /* A: PUT source; B: landing slots */
+	gni_mem_handle_t buf_mh;
+};
+
+static uint32_t max_payload = 64;
+
+static int check(gni_return_t rc, const char *what)
+{
+	if (rc != GNI_RC_SUCCESS) {
+		fprintf(stderr, "smallmsg: %s failed: %s (%d)\n", what,
+			(unsigned)rc <= GNI_RC_ERROR_NOMEM ? gni_err_str[rc] : "?", (int)rc);
+		return -1;
+	}
+	return 0;
+}
+
+static uint32_t payload_len(uint64_t seq)
+{
+	return 8 + (uint32_t)(seq * 8 % (max_payload - 7));
+}
+
+static unsigned char pattern(uint64_t seq, uint32_t i)
+{
+	return (unsigned char)(seq * 17u + i * 3u + 1u);
+}
+
+static int setup(struct side *s, uint32_t inst_id)
+{
+	s->inst_id = inst_id;
+	if (check(GNI_CdmCreate(inst_id, GNI_FIND_ALLOC_PTAG, 0x5678, 0, &s->cdm), "GNI_CdmCreate") ||
+	    check(GNI_CdmAttach(s->cdm, 0, &s->addr, &s->nic), "GNI_CdmAttach") ||
+	    check(GNI_CqCreate(s->nic, CQ_ENTRIES, 0, GNI_CQ_NOBLOCK, NULL, NULL, &s->tx_cq), "GNI_CqCreate") ||
+	    check(GNI_CqCreate(s->nic, CQ_ENTRIES, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->rx_cq), "GNI_CqCreate") ||
+	    check(GNI_EpCreate(s->nic, s->tx_cq, &s->ep), "GNI_EpCreate"))
+		return -1;
+
+	unsigned int mbox_bytes = 0;
+	memset(&s->smsg, 0, sizeof s->smsg);
+	s->smsg.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+	s->smsg.mbox_maxcredit = CREDITS;
+	s->smsg.msg_maxsize = sizeof(struct msg_header) + MAX_SIZE;
+	if (check(GNI_SmsgBufferSizeNeeded(&s->smsg, &mbox_bytes), "GNI_SmsgBufferSizeNeeded"))
+		return -1;
+	size_t buf_bytes = (size_t)MAX_WINDOW * MAX_SIZE;
+	s->mailbox = aligned_alloc(64, (mbox_bytes + 63) / 64 * 64);
+	s->buf = aligned_alloc(64, buf_bytes);
+	if (!s->mailbox || !s->buf) {
+		fprintf(stderr, "smallmsg: out of memory\n");
+		return -1;
+	}
+	memset(s->mailbox, 0, mbox_bytes);
+	memset(s->buf, 0, buf_bytes);
+	if (check(GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->mailbox, mbox_bytes, s->rx_cq,
+				  GNI_MEM_READWRITE, (uint32_t)-1, &s->mailbox_mh), "GNI_MemRegister") ||
+	    check(GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->buf, buf_bytes, s->rx_cq,
+				  GNI_MEM_READWRITE, (uint32_t)-1, &s->buf_mh), "GNI_MemRegister"))
+		return -1;
+	s->smsg.msg_buffer = s->mailbox;
+	s->smsg.buff_size = mbox_bytes;
+	s->smsg.mem_hndl = s->mailbox_mh;
+	s->smsg.mbox_offset = 0;
+	return 0;
+}
+
+struct stream {
+	struct side *a, *b;
+	const char *mix;
+	uint16_t dlvr_mode;
+	uint64_t next_to_check; /* B: sequence number of the next message expected */
+	uint64_t smsg_count, fma_count, bytes;
+	gni_post_descriptor_t pds[MAX_WINDOW];
+};
+
+/* Which transport message `seq` uses. */
+static int is_smsg(const struct stream *st, uint64_t seq)
+{
+	if (!strcmp(st->mix, "smsg"))
+		return 1;
+	if (!strcmp(st->mix, "fma"))
+		return 0;
+	return seq % 2 == 0;
+}
+
+/* B: handle every event on its receive CQ, checking messages in sequence order. */
+static int drain_receiver(struct stream *st)
+{
+	struct side *b = st->b;
+	gni_cq_entry_t ev;
+	gni_return_t rc;
+	while ((rc = GNI_CqGetEvent(b->rx_cq, &ev)) == GNI_RC_SUCCESS) {
+		uint64_t seq = st->next_to_check;
+		uint32_t len = payload_len(seq);
+		if (GNI_CQ_GET_TYPE(ev) == GNI_CQ_EVENT_TYPE_SMSG) {
+			void *msg;
+			uint8_t tag = GNI_SMSG_ANY_TAG;
+			if (check(GNI_SmsgGetNextWTag(b->ep, &msg, &tag), "GNI_SmsgGetNextWTag"))
+				return -1;
+			struct msg_header h;
+			memcpy(&h, msg, sizeof h);
+			const unsigned char *data = (const unsigned char *)msg + sizeof h;
+			uint8_t want_tag = seq % 8 == 0 ? (uint8_t)(seq / 8 % 200) : 0;
+			if (h.seq != (uint32_t)seq || h.len != len || tag != want_tag || !is_smsg(st, seq)) {
+				fprintf(stderr, "smallmsg: SMSG out of order: got seq %u len %u tag %u, expected seq %llu len %u tag %u\n",
+					h.seq, h.len, tag, (unsigned long long)seq, len, want_tag);
+				return -1;
+			}
+			for (uint32_t i = 0; i < len; i++)
+				if (data[i] != pattern(seq, i)) {
+					fprintf(stderr, "smallmsg: SMSG %llu: byte %u corrupted\n", (unsigned long long)seq, i);
+					return -1;
+				}
+			if (check(GNI_SmsgRelease(b->ep), "GNI_SmsgRelease"))
+				return -1;
+		} else {
+			const unsigned char *slot = b->buf + (seq % MAX_WINDOW) * MAX_SIZE;
+			struct msg_header h;
+			memcpy(&h, slot, sizeof h);
+			if (is_smsg(st, seq) || h.seq != (uint32_t)seq || h.len != len ||
+			    GNI_CQ_GET_INST_ID(ev) != st->a->inst_id) {
+				fprintf(stderr, "smallmsg: PUT out of order: got seq %u, expected %llu\n", h.seq,
+					(unsigned long long)seq);
+				return -1;
+			}
+			for (uint32_t i = sizeof h; i < len; i++)
+				if (slot[i] != pattern(seq, i)) {
+					fprintf(stderr, "smallmsg: PUT %llu: byte %u corrupted\n", (unsigned long long)seq, i);
+					return -1;
+				}
+		}
+		st->next_to_check++;
+	}
+	return rc == GNI_RC_NOT_DONE ? 0 : check(rc, "GNI_CqGetEvent (receiver)");
+}
+
+/* A: take every local completion. */
+static int drain_sender(struct stream *st)
+{
+	gni_cq_entry_t ev;
+	gni_return_t rc;
+	while ((rc = GNI_CqGetEvent(st->a->tx_cq, &ev)) == GNI_RC_SUCCESS) {
+		if (GNI_CQ_GET_TYPE(ev) == GNI_CQ_EVENT_TYPE_POST) {
+			gni_post_descriptor_t *pd;
+			if (check(GNI_GetCompleted(st->a->tx_cq, ev, &pd), "GNI_GetCompleted"))
+				return -1;
+			if (pd < st->pds || pd >= st->pds + MAX_WINDOW) {
+				fprintf(stderr, "smallmsg: completion for an unknown descriptor\n");
+				return -1;
+			}
+		}
+	}
+	return rc == GNI_RC_NOT_DONE ? 0 : check(rc, "GNI_CqGetEvent (sender)");
+}
+
+static int send_one(struct stream *st, uint64_t seq)
+{
+	struct side *a = st->a, *b = st->b;
+	uint32_t len = payload_len(seq);
+	unsigned char payload[MAX_SIZE];
+	struct msg_header h = { (uint32_t)seq, len };
+	for (uint32_t i = 0; i < len; i++)
+		payload[i] = pattern(seq, i);
+
+	if (is_smsg(st, seq)) {
+		for (int tries = 0;; tries++) {
+			gni_return_t rc = seq % 8 == 0
+				? GNI_SmsgSendWTag(a->ep, &h, sizeof h, payload, len, (uint32_t)seq, (uint8_t)(seq / 8 % 200))
+				: GNI_SmsgSend(a->ep, &h, sizeof h, payload, len, (uint32_t)seq);
+			if (rc == GNI_RC_SUCCESS)
+				break;
+			if (rc != GNI_RC_NOT_DONE || tries > 1000)
+				return check(rc, "GNI_SmsgSend");
+			/* Out of credits: let the receiver catch up. */
+			if (drain_receiver(st) || drain_sender(st))
+				return -1;
+		}
+		st->smsg_count++;
+		st->bytes += sizeof h + len;
+		return 0;
+	}
+
+	/* A PUT of the payload, with the header in its first 8 bytes, into B's slot for it. */
+	unsigned char *src = a->buf + (seq % MAX_WINDOW) * MAX_SIZE;
+	memcpy(src, payload, len);
+	memcpy(src, &h, sizeof h);
+	gni_post_descriptor_t *pd = &st->pds[seq % MAX_WINDOW];
+	memset(pd, 0, sizeof *pd);
+	pd->type = GNI_POST_FMA_PUT;
+	pd->cq_mode = GNI_CQMODE_GLOBAL_EVENT | GNI_CQMODE_REMOTE_EVENT;
+	pd->dlvr_mode = st->dlvr_mode;
+	pd->local_addr = (uint64_t)(uintptr_t)src;
+	pd->local_mem_hndl = a->buf_mh;
+	pd->remote_addr = (uint64_t)(uintptr_t)(b->buf + (seq % MAX_WINDOW) * MAX_SIZE);
+	pd->remote_mem_hndl = b->buf_mh;
+	pd->length = len;
+	pd->post_id = seq;
+	if (check(GNI_PostFma(a->ep, pd), "GNI_PostFma"))
+		return -1;
+	st->fma_count++;
+	st->bytes += len;
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: smallmsg [--count N] [--size B] [--mix smsg|fma|both] [--window W] [--dlvr-mode M] [--smsg-mode M]\n");
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t count = 10000, size = 64, window = 16, dlvr_mode = 0, smsg_mode = 0;
+	int set_smsg_mode = 0;
+	const char *mix = "both";
+	for (int i = 1; i < argc; i++) {
+		uint64_t *target = NULL;
+		if (!strcmp(argv[i], "--mix") && i + 1 < argc) {
+			mix = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--count"))
+			target = &count;
+		else if (!strcmp(argv[i], "--size"))
+			target = &size;
+		else if (!strcmp(argv[i], "--window"))
+			target = &window;
+		else if (!strcmp(argv[i], "--dlvr-mode"))
+			target = &dlvr_mode;
+		else if (!strcmp(argv[i], "--smsg-mode"))
+			target = &smsg_mode, set_smsg_mode = 1;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			return 0;
+		}
+		if (!target || i + 1 >= argc || parse_u64(argv[++i], target)) {
+			usage();
+			return 2;
+		}
+	}
+	if (size < 8 || size > MAX_SIZE || window == 0 || window > MAX_WINDOW || dlvr_mode > 0xffff ||
+	    smsg_mode > 0xffff || (strcmp(mix, "smsg") && strcmp(mix, "fma") && strcmp(mix, "both"))) {
+		usage();
+		return 2;
+	}
+	max_payload = (uint32_t)size;
+
+	struct side a, b;
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	if (setup(&a, 0) || setup(&b, 1) ||
+	    check(GNI_EpBind(a.ep, b.addr, b.inst_id), "GNI_EpBind") ||
+	    check(GNI_EpBind(b.ep, a.addr, a.inst_id), "GNI_EpBind") ||
+	    check(GNI_SmsgInit(a.ep, &a.smsg, &b.smsg), "GNI_SmsgInit") ||
+	    check(GNI_SmsgInit(b.ep, &b.smsg, &a.smsg), "GNI_SmsgInit"))
+		return 1;
+	if (set_smsg_mode &&
+	    (check(GNI_SmsgSetDeliveryMode(a.nic, (uint16_t)smsg_mode), "GNI_SmsgSetDeliveryMode") ||
+	     check(GNI_SmsgSetDeliveryMode(b.nic, (uint16_t)smsg_mode), "GNI_SmsgSetDeliveryMode")))
+		return 1;
+
+	static struct stream st;
+	st.a = &a;
+	st.b = &b;
+	st.mix = mix;
+	st.dlvr_mode = (uint16_t)dlvr_mode;
+
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint64_t seq = 0; seq < count; seq++) {
+		if (send_one(&st, seq))
+			return 1;
+		if ((seq + 1) % window == 0 && (drain_receiver(&st) || drain_sender(&st)))
+			return 1;
+	}
+	if (drain_receiver(&st) || drain_sender(&st))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (st.next_to_check != count) {
+		fprintf(stderr, "smallmsg: %llu of %llu messages arrived\n", (unsigned long long)st.next_to_check,
+			(unsigned long long)count);
+		return 1;
+	}
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("smallmsg: OK, %llu messages (%llu SMSG, %llu FMA PUT), %llu bytes, %.0f messages/s, all verified\n",
+	       (unsigned long long)count, (unsigned long long)st.smsg_count, (unsigned long long)st.fma_count,
+	       (unsigned long long)st.bytes, secs > 0 ? (double)count / secs : 0.0);
+
+	GNI_EpUnbind(a.ep);
+	GNI_EpUnbind(b.ep);
+	GNI_EpDestroy(a.ep);
+	GNI_EpDestroy(b.ep);
+	GNI_CdmDestroy(a.cdm);
+	GNI_CdmDestroy(b.cdm);
+	free(a.mailbox);
+	free(a.buf);
+	free(b.mailbox);
+	free(b.buf);
+	return 0;
+}
