@@ -1,1 +1,16 @@
-//! placeholder
+//! aar-sim: a packet-level Dragonfly network simulator (Cray Aries-like groups and the canonical
+//! Kim et al. Dragonfly) with credit flow control, UGAL-style adaptive routing with the Aries bias
+//! levels, request/response NICs with the counters the shim reads, and MPI-like workloads in which
+//! every rank runs the aar decision engine.
+
+pub mod config;
+pub mod net;
+pub mod rng;
+pub mod synthetic;
+pub mod bench;
+pub mod calendar;
+pub mod topology;
+
+pub use config::{Mode, NetConfig};
+pub use net::{Kind, Net, NicCounters, Note};
+pub use topology::{TopoSpec, Topology};

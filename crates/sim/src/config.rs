@@ -1,0 +1,182 @@
+//! Network parameters. Where Aries specifics are not public the values are documented choices
+//! (see docs/sim/MODEL.md); every one of them is a field here.
+
+use crate::topology::{PortClass, TopoSpec};
+use serde::{Deserialize, Serialize};
+
+/// Per-packet routing algorithm (the Aries `dlvr_mode` family plus the textbook ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Mode {
+    /// MIN_HASH: minimal, path (gateway link, dimension order, parallel link) hashed per packet.
+    Min = 0,
+    /// IN_ORDER: minimal, one deterministic path per (source, destination): in-order delivery.
+    InOrder = 1,
+    /// NMIN_HASH / Valiant: through a random intermediate group (or router, inside a group).
+    Val = 2,
+    /// ADAPTIVE0: UGAL over 2 minimal + 2 non-minimal candidates, no bias.
+    Adaptive0 = 3,
+    /// ADAPTIVE1: bias towards minimal grows with the hop index ("increasingly minimal bias").
+    Adaptive1 = 4,
+    /// ADAPTIVE2: small bias towards minimal.
+    Adaptive2 = 5,
+    /// ADAPTIVE3: large bias towards minimal.
+    Adaptive3 = 6,
+    /// UGAL-L as in BookSim2 `ugal_dragonflynew` (q_min <= 2 q_nonmin + 30), for the Kim validation.
+    Ugal = 7,
+}
+
+pub const N_MODES: usize = 8;
+
+impl Mode {
+    pub const ALL: [Mode; N_MODES] =
+        [Mode::Min, Mode::InOrder, Mode::Val, Mode::Adaptive0, Mode::Adaptive1, Mode::Adaptive2, Mode::Adaptive3, Mode::Ugal];
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Min => "MIN_HASH",
+            Mode::InOrder => "IN_ORDER",
+            Mode::Val => "NMIN_HASH",
+            Mode::Adaptive0 => "ADAPTIVE0",
+            Mode::Adaptive1 => "ADAPTIVE1",
+            Mode::Adaptive2 => "ADAPTIVE2",
+            Mode::Adaptive3 => "ADAPTIVE3",
+            Mode::Ugal => "UGAL",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Mode> {
+        let u: String = s.trim().to_ascii_uppercase().chars().filter(|c| *c != '_' && *c != '-').collect();
+        Some(match u.as_str() {
+            "MIN" | "MINHASH" => Mode::Min,
+            "INORDER" => Mode::InOrder,
+            "VAL" | "NMIN" | "NMINHASH" | "VALIANT" => Mode::Val,
+            "ADAPTIVE0" | "A0" | "AD0" => Mode::Adaptive0,
+            "ADAPTIVE1" | "A1" | "AD1" => Mode::Adaptive1,
+            "ADAPTIVE2" | "A2" | "AD2" => Mode::Adaptive2,
+            "ADAPTIVE3" | "A3" | "AD3" => Mode::Adaptive3,
+            "UGAL" | "UGALL" => Mode::Ugal,
+            _ => return None,
+        })
+    }
+    #[inline]
+    pub fn is_adaptive(self) -> bool {
+        (self as u8) >= 3
+    }
+    pub fn from_u8(x: u8) -> Mode {
+        Mode::ALL[x as usize]
+    }
+}
+
+/// Minimal path taken iff `4 * q_min <= mul_x4 * q_nonmin + 4 * add` (queues in flits).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bias {
+    pub mul_x4: u32,
+    pub add: i32,
+}
+
+impl Bias {
+    pub const fn new(mul: f32, add: i32) -> Self {
+        Bias { mul_x4: (mul * 4.0) as u32, add }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetConfig {
+    pub topo: TopoSpec,
+    /// Picoseconds per simulation tick (reporting only; Kim runs use 1 tick = 1 cycle and 1000).
+    pub tick_ps: u64,
+    /// NIC clock period in ticks (counters count NIC cycles).
+    pub nic_cycle: u64,
+    /// Bytes of payload per flit (Aries: 16, so a 64-byte PUT packet is 1 header + 4 payload flits).
+    pub flit_bytes: u32,
+    /// Channel latency per port class [Terminal, Row, Column, Global], ticks (credits use the same).
+    pub latency: [u64; 4],
+    /// Serialization time of one flit per port class, ticks.
+    pub flit_time: [u64; 4],
+    /// Router pipeline delay (routing + allocation) from head arrival to first possible departure.
+    pub router_delay: u64,
+    /// Buffer per virtual channel at the input of each port class, flits.
+    pub vc_buf: [u32; 4],
+    /// Max outstanding request packets (awaiting a response) per NIC.
+    pub max_outstanding: u32,
+    /// Adaptive decisions are re-evaluated at every source-group hop up to this hop index
+    /// (0 = decide once at the source router, like BookSim's UGAL-L).
+    pub reeval_hops: u8,
+    /// Bias per mode (index = Mode as u8) and hop index 0, 1, >=2.
+    pub bias: [[Bias; 3]; N_MODES],
+    /// Flits per packet of raw (synthetic, no response) traffic.
+    pub raw_packet_flits: u32,
+}
+
+pub fn class_index(c: PortClass) -> usize {
+    match c {
+        PortClass::Terminal => 0,
+        PortClass::Row => 1,
+        PortClass::Column => 2,
+        PortClass::Global | PortClass::Unused => 3,
+    }
+}
+
+fn default_bias() -> [[Bias; 3]; N_MODES] {
+    let none = Bias::new(1.0, 0);
+    let small = Bias::new(1.0, 16);
+    let large = Bias::new(2.0, 48);
+    [
+        [none; 3],                // Min (unused)
+        [none; 3],                // InOrder (unused)
+        [none; 3],                // Val (unused)
+        [none; 3],                // Adaptive0
+        [none, small, large],     // Adaptive1: increasingly minimal
+        [small; 3],               // Adaptive2
+        [large; 3],               // Adaptive3
+        [Bias::new(2.0, 30); 3], // Ugal (BookSim2 ugal_dragonflynew)
+    ]
+}
+
+impl NetConfig {
+    /// BookSim2 `dragonflynew` k=4 equivalent: 1 tick = 1 cycle, 1 flit/cycle/channel,
+    /// 10 cycles intra-group, 100 cycles global, 256-flit VC buffers, 10-flit packets.
+    pub fn booksim_k4() -> Self {
+        Self::kim(TopoSpec::booksim_k4())
+    }
+    pub fn kim(topo: TopoSpec) -> Self {
+        NetConfig {
+            topo,
+            tick_ps: 1000,
+            nic_cycle: 1,
+            flit_bytes: 16,
+            latency: [1, 10, 10, 100],
+            flit_time: [1, 1, 1, 1],
+            router_delay: 3,
+            vc_buf: [256, 256, 256, 256],
+            max_outstanding: 1024,
+            reeval_hops: 0,
+            bias: default_bias(),
+            raw_packet_flits: 10,
+        }
+    }
+    /// Aries-like: 1 tick = 1 ps. 16-byte flits; 5.25 GB/s intra-group (3048 ps/flit), 4.7 GB/s
+    /// global (3404 ps/flit), NIC 1 flit per 800 MHz cycle; router 70 ns + wire 30 ns = ~100 ns per
+    /// intra-group hop; optical global cables 250 ns.
+    pub fn aries(groups: u32) -> Self {
+        NetConfig {
+            topo: TopoSpec::aries(groups),
+            tick_ps: 1,
+            nic_cycle: 1250,
+            flit_bytes: 16,
+            latency: [10_000, 30_000, 30_000, 250_000],
+            flit_time: [1250, 3048, 3048, 3404],
+            router_delay: 70_000,
+            vc_buf: [64, 64, 64, 256],
+            max_outstanding: 1024,
+            reeval_hops: 2,
+            bias: default_bias(),
+            raw_packet_flits: 5,
+        }
+    }
+    pub fn ticks_to_ns(&self, t: u64) -> f64 {
+        t as f64 * self.tick_ps as f64 / 1000.0
+    }
+    pub fn ns_to_ticks(&self, ns: f64) -> u64 {
+        (ns * 1000.0 / self.tick_ps as f64).round() as u64
+    }
+}

@@ -1,0 +1,312 @@
+//! Dragonfly topologies: the canonical one-dimensional Dragonfly of Kim et al. (p, a, h, g) and an
+//! Aries-like two-dimensional group (6 chassis x 16 routers, row links all-to-all in a chassis,
+//! 3 parallel column links between every pair of chassis, up to 10 global links per router).
+//!
+//! Ids are plain integers. Router `r` is in group `r / routers_per_group`. Node `n` hangs off router
+//! `n / p` at terminal port `n % p`. A *port id* is `router * radix + port`; every router has the same
+//! port layout: `[0, p)` terminals, then local ports, then global ports. A link is bidirectional:
+//! output port `x` feeds input port `peer[x]`, and input port `x` is fed by output port `peer[x]`.
+
+use serde::{Deserialize, Serialize};
+
+pub const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PortClass {
+    Terminal,
+    /// Kim: the only local class. Aries: rank-1 (green, backplane) links within a chassis.
+    Row,
+    /// Aries rank-2 (black) links between chassis, 3 parallel links per pair.
+    Column,
+    Global,
+    /// A global port that is not cabled (more ports than the group count can use).
+    Unused,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TopoSpec {
+    /// Kim et al.: p terminals, a routers per group (all-to-all), h global links per router, g groups.
+    Kim { p: u32, a: u32, h: u32, g: u32 },
+    /// Aries-like: 4 nodes per router, 6 x 16 routers per group, `global_per_router` global ports.
+    Aries { groups: u32, global_per_router: u32 },
+}
+
+impl TopoSpec {
+    /// BookSim2 `dragonflynew` with k = 4: p = 4, a = 8, h = 4, g = 33 (1,056 nodes).
+    pub fn booksim_k4() -> Self {
+        TopoSpec::Kim { p: 4, a: 8, h: 4, g: 33 }
+    }
+    pub fn aries(groups: u32) -> Self {
+        TopoSpec::Aries { groups, global_per_router: 10 }
+    }
+    pub fn describe(&self) -> String {
+        match self {
+            TopoSpec::Kim { p, a, h, g } => format!("Kim dragonfly p={p} a={a} h={h} g={g}"),
+            TopoSpec::Aries { groups, global_per_router } => {
+                format!("Aries-like {groups} groups x 96 routers, {global_per_router} global ports/router")
+            }
+        }
+    }
+}
+
+pub const ARIES_ROWS: u32 = 6; // chassis per group
+pub const ARIES_COLS: u32 = 16; // routers (blades) per chassis
+pub const ARIES_COL_LINKS: u32 = 3; // parallel black links per chassis pair
+
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub spec: TopoSpec,
+    pub aries: bool,
+    pub p: u32,
+    pub routers_per_group: u32,
+    pub groups: u32,
+    pub radix: u32,
+    pub n_routers: u32,
+    pub n_nodes: u32,
+    /// first local port, first global port, number of global ports
+    pub local0: u32,
+    pub global0: u32,
+    pub n_global: u32,
+    /// class of each port index within a router (same layout for every router)
+    pub class_of_port: Vec<PortClass>,
+    /// per port id: the peer port id (NONE for terminals and uncabled ports)
+    pub peer: Vec<u32>,
+    /// per port id: class (global ports that are uncabled are `Unused`)
+    pub class: Vec<PortClass>,
+    /// global output port ids from group g to group d: gw[gw_off[g*G+d] .. gw_off[g*G+d+1]]
+    pub gw: Vec<u32>,
+    pub gw_off: Vec<u32>,
+    /// maximum local hops of a minimal intra-group route (1 for Kim, 2 for Aries)
+    pub local_diam: u32,
+}
+
+impl Topology {
+    pub fn new(spec: TopoSpec) -> Self {
+        match spec {
+            TopoSpec::Kim { p, a, h, g } => Self::build(spec.clone(), false, p, a, h, g),
+            TopoSpec::Aries { groups, global_per_router } => {
+                assert!(global_per_router <= 10, "Aries has at most 10 global ports per router");
+                Self::build(spec.clone(), true, 4, ARIES_ROWS * ARIES_COLS, global_per_router, groups)
+            }
+        }
+    }
+
+    fn build(spec: TopoSpec, aries: bool, p: u32, a: u32, h: u32, g: u32) -> Self {
+        assert!(g >= 1 && a >= 1 && p >= 1);
+        let n_local = if aries { (ARIES_COLS - 1) + (ARIES_ROWS - 1) * ARIES_COL_LINKS } else { a - 1 };
+        let local0 = p;
+        let global0 = p + n_local;
+        let radix = global0 + h;
+        let n_routers = a * g;
+        let mut class_of_port = vec![PortClass::Terminal; p as usize];
+        if aries {
+            class_of_port.extend(std::iter::repeat(PortClass::Row).take((ARIES_COLS - 1) as usize));
+            class_of_port
+                .extend(std::iter::repeat(PortClass::Column).take(((ARIES_ROWS - 1) * ARIES_COL_LINKS) as usize));
+        } else {
+            class_of_port.extend(std::iter::repeat(PortClass::Row).take(n_local as usize));
+        }
+        class_of_port.extend(std::iter::repeat(PortClass::Global).take(h as usize));
+        let np = (n_routers * radix) as usize;
+        let mut peer = vec![NONE; np];
+        let mut class = vec![PortClass::Terminal; np];
+        for r in 0..n_routers {
+            for port in 0..radix {
+                class[(r * radix + port) as usize] = class_of_port[port as usize];
+            }
+        }
+        // local links
+        for grp in 0..g {
+            for i in 0..a {
+                let r = grp * a + i;
+                if aries {
+                    let (c, s) = (i / ARIES_COLS, i % ARIES_COLS);
+                    for s2 in 0..ARIES_COLS {
+                        if s2 == s {
+                            continue;
+                        }
+                        let port = local0 + if s2 < s { s2 } else { s2 - 1 };
+                        let r2 = grp * a + c * ARIES_COLS + s2;
+                        let port2 = local0 + if s < s2 { s } else { s - 1 };
+                        peer[(r * radix + port) as usize] = r2 * radix + port2;
+                    }
+                    for c2 in 0..ARIES_ROWS {
+                        if c2 == c {
+                            continue;
+                        }
+                        for k in 0..ARIES_COL_LINKS {
+                            let port = local0 + (ARIES_COLS - 1) + ARIES_COL_LINKS * (if c2 < c { c2 } else { c2 - 1 }) + k;
+                            let r2 = grp * a + c2 * ARIES_COLS + s;
+                            let port2 =
+                                local0 + (ARIES_COLS - 1) + ARIES_COL_LINKS * (if c < c2 { c } else { c - 1 }) + k;
+                            peer[(r * radix + port) as usize] = r2 * radix + port2;
+                        }
+                    }
+                } else {
+                    for j in 0..a {
+                        if j == i {
+                            continue;
+                        }
+                        let port = local0 + if j < i { j } else { j - 1 };
+                        let port2 = local0 + if i < j { i } else { i - 1 };
+                        peer[(r * radix + port) as usize] = (grp * a + j) * radix + port2;
+                    }
+                }
+            }
+        }
+        // global links: global channel c = i*h + k (port k of router i) of group `grp` goes to
+        // group (grp + 1 + c % (g-1)) % g as its (c / (g-1))-th link to that group; the m-th link
+        // from grp to d is paired with the m-th link from d to grp.
+        let per_pair = if g > 1 { (a * h) / (g - 1) } else { 0 };
+        let mut gw_lists: Vec<Vec<u32>> = vec![Vec::new(); (g * g) as usize];
+        if g > 1 {
+            for grp in 0..g {
+                for c in 0..(a * h) {
+                    let (i, k) = (c / h, c % h);
+                    let port_id = (grp * a + i) * radix + global0 + k;
+                    let m = c / (g - 1);
+                    if m >= per_pair {
+                        class[port_id as usize] = PortClass::Unused;
+                        continue;
+                    }
+                    let d = (grp + 1 + c % (g - 1)) % g;
+                    gw_lists[(grp * g + d) as usize].push(port_id);
+                }
+            }
+            for grp in 0..g {
+                for d in 0..g {
+                    if d == grp {
+                        continue;
+                    }
+                    let l1 = &gw_lists[(grp * g + d) as usize];
+                    let l2 = &gw_lists[(d * g + grp) as usize];
+                    assert_eq!(l1.len(), l2.len());
+                    for m in 0..l1.len() {
+                        peer[l1[m] as usize] = l2[m];
+                    }
+                }
+            }
+        } else {
+            for r in 0..n_routers {
+                for k in 0..h {
+                    class[(r * radix + global0 + k) as usize] = PortClass::Unused;
+                }
+            }
+        }
+        let mut gw = Vec::new();
+        let mut gw_off = vec![0u32];
+        for l in &gw_lists {
+            gw.extend_from_slice(l);
+            gw_off.push(gw.len() as u32);
+        }
+        Topology {
+            spec,
+            aries,
+            p,
+            routers_per_group: a,
+            groups: g,
+            radix,
+            n_routers,
+            n_nodes: n_routers * p,
+            local0,
+            global0,
+            n_global: h,
+            class_of_port,
+            peer,
+            class,
+            gw,
+            gw_off,
+            local_diam: if aries { 2 } else { 1 },
+        }
+    }
+
+    #[inline]
+    pub fn group_of(&self, router: u32) -> u32 {
+        router / self.routers_per_group
+    }
+    #[inline]
+    pub fn router_of_node(&self, node: u32) -> u32 {
+        node / self.p
+    }
+    #[inline]
+    pub fn group_of_node(&self, node: u32) -> u32 {
+        node / (self.p * self.routers_per_group)
+    }
+    /// Global ports (port ids) from group `g` towards group `d`.
+    #[inline]
+    pub fn gateways(&self, g: u32, d: u32) -> &[u32] {
+        let i = (g * self.groups + d) as usize;
+        &self.gw[self.gw_off[i] as usize..self.gw_off[i + 1] as usize]
+    }
+
+    /// Next output port (index within router) for a minimal intra-group route from router `r` to
+    /// router `t` (same group, r != t). `bits` chooses dimension order and the parallel column link;
+    /// the same `bits` at the next router continues the same route.
+    #[inline]
+    pub fn intra_port(&self, r: u32, t: u32, bits: u32) -> u32 {
+        let a = self.routers_per_group;
+        let (i, j) = (r % a, t % a);
+        debug_assert!(i != j && self.group_of(r) == self.group_of(t));
+        if !self.aries {
+            return self.local0 + if j < i { j } else { j - 1 };
+        }
+        let (c1, s1) = (i / ARIES_COLS, i % ARIES_COLS);
+        let (c2, s2) = (j / ARIES_COLS, j % ARIES_COLS);
+        let row_port = |s2: u32| self.local0 + if s2 < s1 { s2 } else { s2 - 1 };
+        let col_port = |c2: u32, k: u32| {
+            self.local0 + (ARIES_COLS - 1) + ARIES_COL_LINKS * (if c2 < c1 { c2 } else { c2 - 1 }) + k
+        };
+        if c1 == c2 {
+            row_port(s2)
+        } else if s1 == s2 || bits & 1 == 0 {
+            col_port(c2, (bits >> 1) % ARIES_COL_LINKS)
+        } else {
+            row_port(s2)
+        }
+    }
+
+    /// Router-to-router hops of a minimal intra-group route.
+    pub fn intra_hops(&self, r: u32, t: u32) -> u32 {
+        if r == t {
+            return 0;
+        }
+        if !self.aries {
+            return 1;
+        }
+        let a = self.routers_per_group;
+        let (i, j) = (r % a, t % a);
+        if i / ARIES_COLS == j / ARIES_COLS || i % ARIES_COLS == j % ARIES_COLS {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// Router at the far end of output port id `port_id` (NONE for terminals / uncabled).
+    #[inline]
+    pub fn far_router(&self, port_id: u32) -> u32 {
+        let p = self.peer[port_id as usize];
+        if p == NONE {
+            NONE
+        } else {
+            p / self.radix
+        }
+    }
+
+    /// Length (router-to-router hops) of the shortest minimal route between two routers.
+    pub fn min_hops(&self, r: u32, t: u32) -> u32 {
+        let (g1, g2) = (self.group_of(r), self.group_of(t));
+        if g1 == g2 {
+            return self.intra_hops(r, t);
+        }
+        self.gateways(g1, g2)
+            .iter()
+            .map(|&gp| {
+                let gr = gp / self.radix;
+                let far = self.far_router(gp);
+                self.intra_hops(r, gr) + 1 + self.intra_hops(far, t)
+            })
+            .min()
+            .unwrap()
+    }
+}
