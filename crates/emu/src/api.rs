@@ -17,7 +17,9 @@ use crate::cq::{self, Cq, CqHandler};
 use crate::model::NetworkProfile;
 use crate::rma::{self, Call};
 use crate::smsg;
-use crate::world::{self, handle_of, mem_handle_for, Cdm, Ep, MemReg, Nic, FIRST_NIC_ADDR, GNI_CDM_MODE_DUAL_EVENTS};
+use crate::world::{
+    self, handle_of, mem_handle_for, Cdm, Ep, MemReg, Nic, FIRST_NIC_ADDR, GNI_CDM_MODE_DUAL_EVENTS,
+};
 use crate::{counters, log};
 
 const GNI_CQ_BLOCKING: u32 = 0x1;
@@ -48,14 +50,17 @@ unsafe fn put<T>(out: *mut T, value: T) {
 fn mapped(addr: u64, len: u64) -> bool {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-    let Some(end) = addr.checked_add(len) else { return false };
+    let Some(end) = addr.checked_add(len) else {
+        return false;
+    };
     let mut at = addr & !(page - 1);
     let mut residency = [0u8; 1024];
     while at < end {
         let chunk = (end - at).min(page * residency.len() as u64);
         // SAFETY: mincore only inspects the mapping of the page-aligned range and writes one
         // byte per page into `residency`, which has room for chunk/page (<= 1024) bytes.
-        if unsafe { libc::mincore(at as *mut c_void, chunk as usize, residency.as_mut_ptr()) } != 0 {
+        if unsafe { libc::mincore(at as *mut c_void, chunk as usize, residency.as_mut_ptr()) } != 0
+        {
             return false;
         }
         at += chunk.div_ceil(page) * page;
@@ -66,12 +71,22 @@ fn mapped(addr: u64, len: u64) -> bool {
 // ---- communication domains and NICs ----
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_CdmCreate(inst_id: u32, _ptag: u8, _cookie: u32, modes: u32, cdm: *mut GniCdmHandle) -> GniReturn {
+pub unsafe extern "C" fn GNI_CdmCreate(
+    inst_id: u32,
+    _ptag: u8,
+    _cookie: u32,
+    modes: u32,
+    cdm: *mut GniCdmHandle,
+) -> GniReturn {
     guard(|| {
         if cdm.is_null() {
             return GNI_RC_INVALID_PARAM;
         }
-        let obj = Arc::new(Cdm { inst_id, modes, nic: Mutex::new(None) });
+        let obj = Arc::new(Cdm {
+            inst_id,
+            modes,
+            nic: Mutex::new(None),
+        });
         let h = handle_of(&obj);
         world::write().cdms.insert(h, obj);
         // SAFETY: non-null out-parameter.
@@ -81,13 +96,22 @@ pub unsafe extern "C" fn GNI_CdmCreate(inst_id: u32, _ptag: u8, _cookie: u32, mo
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_CdmAttach(cdm: GniCdmHandle, device_id: u32, local_addr: *mut u32, nic: *mut GniNicHandle) -> GniReturn {
+pub unsafe extern "C" fn GNI_CdmAttach(
+    cdm: GniCdmHandle,
+    device_id: u32,
+    local_addr: *mut u32,
+    nic: *mut GniNicHandle,
+) -> GniReturn {
     guard_r(|| {
         if nic.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
         }
         let mut reg = world::write();
-        let c = reg.cdms.get(&(cdm as usize)).ok_or(GNI_RC_INVALID_PARAM)?.clone();
+        let c = reg
+            .cdms
+            .get(&(cdm as usize))
+            .ok_or(GNI_RC_INVALID_PARAM)?
+            .clone();
         if device_id != 0 && device_id != ANY_DEVICE {
             return Err(GNI_RC_NO_MATCH);
         }
@@ -122,7 +146,10 @@ pub unsafe extern "C" fn GNI_CdmAttach(cdm: GniCdmHandle, device_id: u32, local_
 pub extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     guard_r(|| {
         let mut reg = world::write();
-        let c = reg.cdms.remove(&(cdm as usize)).ok_or(GNI_RC_INVALID_PARAM)?;
+        let c = reg
+            .cdms
+            .remove(&(cdm as usize))
+            .ok_or(GNI_RC_INVALID_PARAM)?;
         let nic = *c.nic.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = nic {
             reg.remove_nic(n);
@@ -132,7 +159,11 @@ pub extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_CdmGetNicAddress(device_id: u32, address: *mut u32, cpu_id: *mut u32) -> GniReturn {
+pub unsafe extern "C" fn GNI_CdmGetNicAddress(
+    device_id: u32,
+    address: *mut u32,
+    cpu_id: *mut u32,
+) -> GniReturn {
     guard(|| {
         if address.is_null() || cpu_id.is_null() || (device_id != 0 && device_id != ANY_DEVICE) {
             return GNI_RC_INVALID_PARAM;
@@ -149,7 +180,11 @@ pub unsafe extern "C" fn GNI_CdmGetNicAddress(device_id: u32, address: *mut u32,
 // ---- endpoints ----
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_EpCreate(nic: GniNicHandle, src_cq: GniCqHandle, ep: *mut GniEpHandle) -> GniReturn {
+pub unsafe extern "C" fn GNI_EpCreate(
+    nic: GniNicHandle,
+    src_cq: GniCqHandle,
+    ep: *mut GniEpHandle,
+) -> GniReturn {
     guard_r(|| {
         if ep.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -158,7 +193,13 @@ pub unsafe extern "C" fn GNI_EpCreate(nic: GniNicHandle, src_cq: GniCqHandle, ep
         let n = reg.nic(nic as usize)?.clone();
         let cq = match src_cq as usize {
             0 => None,
-            h => Some(reg.cq(h).ok().filter(|c| c.nic == nic as usize).ok_or(GNI_RC_INVALID_PARAM)?.clone()),
+            h => Some(
+                reg.cq(h)
+                    .ok()
+                    .filter(|c| c.nic == nic as usize)
+                    .ok_or(GNI_RC_INVALID_PARAM)?
+                    .clone(),
+            ),
         };
         if let Some(c) = &cq {
             c.eps.fetch_add(1, Ordering::Relaxed);
@@ -185,7 +226,10 @@ pub extern "C" fn GNI_EpBind(ep: GniEpHandle, remote_addr: u32, remote_id: u32) 
     guard_r(|| {
         let reg = world::read();
         let e = reg.ep(ep as usize)?;
-        *e.lock_binding() = world::Binding { remote: Some((remote_addr, remote_id)), ..Default::default() };
+        *e.lock_binding() = world::Binding {
+            remote: Some((remote_addr, remote_id)),
+            ..Default::default()
+        };
         Ok(())
     })
 }
@@ -206,7 +250,10 @@ pub extern "C" fn GNI_EpUnbind(ep: GniEpHandle) -> GniReturn {
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_EpDestroy(ep: GniEpHandle) -> GniReturn {
     guard_r(|| {
-        let e = world::write().eps.remove(&(ep as usize)).ok_or(GNI_RC_INVALID_PARAM)?;
+        let e = world::write()
+            .eps
+            .remove(&(ep as usize))
+            .ok_or(GNI_RC_INVALID_PARAM)?;
         if let Some(c) = &e.cq {
             c.eps.fetch_sub(1, Ordering::Relaxed);
         }
@@ -232,7 +279,13 @@ pub unsafe extern "C" fn GNI_CqCreate(
         }
         let mut reg = world::write();
         reg.nic(nic as usize)?;
-        let obj = Arc::new(Cq::new(nic as usize, entry_count, mode & GNI_CQ_BLOCKING != 0, handler, context as usize));
+        let obj = Arc::new(Cq::new(
+            nic as usize,
+            entry_count,
+            mode & GNI_CQ_BLOCKING != 0,
+            handler,
+            context as usize,
+        ));
         let h = handle_of(&obj);
         reg.cqs.insert(h, obj);
         // SAFETY: non-null out-parameter.
@@ -276,7 +329,11 @@ pub unsafe extern "C" fn GNI_CqGetEvent(cq: GniCqHandle, event: *mut u64) -> Gni
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_CqWaitEvent(cq: GniCqHandle, timeout: u64, event: *mut u64) -> GniReturn {
+pub unsafe extern "C" fn GNI_CqWaitEvent(
+    cq: GniCqHandle,
+    timeout: u64,
+    event: *mut u64,
+) -> GniReturn {
     guard_r(|| {
         if event.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -293,7 +350,11 @@ pub unsafe extern "C" fn GNI_CqWaitEvent(cq: GniCqHandle, timeout: u64, event: *
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_GetCompleted(cq: GniCqHandle, event: u64, pd: *mut *mut GniPostDescriptor) -> GniReturn {
+pub unsafe extern "C" fn GNI_GetCompleted(
+    cq: GniCqHandle,
+    event: u64,
+    pd: *mut *mut GniPostDescriptor,
+) -> GniReturn {
     guard_r(|| {
         if pd.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -345,7 +406,10 @@ pub unsafe extern "C" fn GNI_MemRegister(
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_MemDeregister(nic: GniNicHandle, mem_hndl: *mut GniMemHandle) -> GniReturn {
+pub unsafe extern "C" fn GNI_MemDeregister(
+    nic: GniNicHandle,
+    mem_hndl: *mut GniMemHandle,
+) -> GniReturn {
     guard_r(|| {
         if mem_hndl.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -389,7 +453,10 @@ pub extern "C" fn GNI_CtPostCqWrite(ep: GniEpHandle, pd: *mut GniPostDescriptor)
 // ---- short messages ----
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_SmsgBufferSizeNeeded(attr: *mut GniSmsgAttr, size: *mut c_uint) -> GniReturn {
+pub unsafe extern "C" fn GNI_SmsgBufferSizeNeeded(
+    attr: *mut GniSmsgAttr,
+    size: *mut c_uint,
+) -> GniReturn {
     guard_r(|| {
         if attr.is_null() || size.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -404,7 +471,11 @@ pub unsafe extern "C" fn GNI_SmsgBufferSizeNeeded(attr: *mut GniSmsgAttr, size: 
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_SmsgInit(ep: GniEpHandle, local: *mut GniSmsgAttr, remote: *mut GniSmsgAttr) -> GniReturn {
+pub unsafe extern "C" fn GNI_SmsgInit(
+    ep: GniEpHandle,
+    local: *mut GniSmsgAttr,
+    remote: *mut GniSmsgAttr,
+) -> GniReturn {
     guard(|| {
         if local.is_null() || remote.is_null() {
             return GNI_RC_INVALID_PARAM;
@@ -428,7 +499,14 @@ pub unsafe extern "C" fn GNI_SmsgSend(
     data_length: u32,
     msg_id: u32,
 ) -> GniReturn {
-    let s = smsg::Send { header: header.cast(), header_len: header_length, data: data.cast(), data_len: data_length, msg_id, tag: 0 };
+    let s = smsg::Send {
+        header: header.cast(),
+        header_len: header_length,
+        data: data.cast(),
+        data_len: data_length,
+        msg_id,
+        tag: 0,
+    };
     guard(|| smsg::send("GNI_SmsgSend", ep as usize, &s))
 }
 
@@ -442,7 +520,14 @@ pub unsafe extern "C" fn GNI_SmsgSendWTag(
     msg_id: u32,
     tag: u8,
 ) -> GniReturn {
-    let s = smsg::Send { header: header.cast(), header_len: header_length, data: data.cast(), data_len: data_length, msg_id, tag };
+    let s = smsg::Send {
+        header: header.cast(),
+        header_len: header_length,
+        data: data.cast(),
+        data_len: data_length,
+        msg_id,
+        tag,
+    };
     guard(|| smsg::send("GNI_SmsgSendWTag", ep as usize, &s))
 }
 
@@ -460,7 +545,11 @@ pub unsafe extern "C" fn GNI_SmsgGetNext(ep: GniEpHandle, header: *mut *mut c_vo
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_SmsgGetNextWTag(ep: GniEpHandle, header: *mut *mut c_void, tag: *mut u8) -> GniReturn {
+pub unsafe extern "C" fn GNI_SmsgGetNextWTag(
+    ep: GniEpHandle,
+    header: *mut *mut c_void,
+    tag: *mut u8,
+) -> GniReturn {
     guard_r(|| {
         if header.is_null() || tag.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -493,11 +582,18 @@ pub extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> 
         if let Some(n) = n {
             n.smsg_mode.store(dlvr_mode, Ordering::Relaxed);
         }
-        let rc = if n.is_some() { GNI_RC_SUCCESS } else { GNI_RC_INVALID_PARAM };
+        let rc = if n.is_some() {
+            GNI_RC_SUCCESS
+        } else {
+            GNI_RC_INVALID_PARAM
+        };
         if log::enabled() {
             log::record(
                 "GNI_SmsgSetDeliveryMode",
-                &[("nic", n.map(|n| n.addr as u64).into()), ("dlvr_mode", (dlvr_mode as u64).into())],
+                &[
+                    ("nic", n.map(|n| n.addr as u64).into()),
+                    ("dlvr_mode", (dlvr_mode as u64).into()),
+                ],
                 rc,
             );
         }
@@ -605,10 +701,21 @@ pub static gni_err_str: ErrStrTable = ErrStrTable([
 // ---- the emulator's control API (cabi/aar_emu.h) ----
 
 #[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn aar_emu_set_network(latency_ad_us: f64, latency_bs_us: f64, stall_ad: f64, stall_bs: f64) -> c_int {
+pub extern "C" fn aar_emu_set_network(
+    latency_ad_us: f64,
+    latency_bs_us: f64,
+    stall_ad: f64,
+    stall_bs: f64,
+) -> c_int {
     let ok = catch_unwind(|| {
         // The response-stall fraction is only set through AAR_EMU_NETWORK; keep the default here.
-        let profile = NetworkProfile { latency_ad: latency_ad_us, latency_bs: latency_bs_us, stall_ad, stall_bs, ..Default::default() };
+        let profile = NetworkProfile {
+            latency_ad: latency_ad_us,
+            latency_bs: latency_bs_us,
+            stall_ad,
+            stall_bs,
+            ..Default::default()
+        };
         counters::set_network(profile)
     });
     if matches!(ok, Ok(true)) {
@@ -619,13 +726,39 @@ pub extern "C" fn aar_emu_set_network(latency_ad_us: f64, latency_bs_us: f64, st
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn aar_emu_counters_add(req_flits: i64, req_stalled: i64, rsp_latency: i64, rsp_packets: i64, rsp_stalled: i64) {
-    counters::add([req_flits, req_stalled, rsp_latency, rsp_packets, rsp_stalled]);
+pub extern "C" fn aar_emu_counters_add(
+    req_flits: i64,
+    req_stalled: i64,
+    rsp_latency: i64,
+    rsp_packets: i64,
+    rsp_stalled: i64,
+) {
+    counters::add([
+        req_flits,
+        req_stalled,
+        rsp_latency,
+        rsp_packets,
+        rsp_stalled,
+    ]);
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn aar_emu_counters_set(req_flits: i64, req_stalled: i64, rsp_latency: i64, rsp_packets: i64, rsp_stalled: i64) {
-    let _ = catch_unwind(|| counters::set([req_flits, req_stalled, rsp_latency, rsp_packets, rsp_stalled]));
+pub extern "C" fn aar_emu_counters_set(
+    req_flits: i64,
+    req_stalled: i64,
+    rsp_latency: i64,
+    rsp_packets: i64,
+    rsp_stalled: i64,
+) {
+    let _ = catch_unwind(|| {
+        counters::set([
+            req_flits,
+            req_stalled,
+            rsp_latency,
+            rsp_packets,
+            rsp_stalled,
+        ])
+    });
 }
 
 #[cfg_attr(not(test), no_mangle)]

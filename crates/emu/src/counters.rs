@@ -20,8 +20,13 @@ const EVENT_NAMES: [&[u8]; 5] = [
 ];
 
 /// `AtomicI64` has the size and alignment of `long long`, so libsde reads these in place.
-pub static COUNTERS: [AtomicI64; 5] =
-    [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
+pub static COUNTERS: [AtomicI64; 5] = [
+    AtomicI64::new(0),
+    AtomicI64::new(0),
+    AtomicI64::new(0),
+    AtomicI64::new(0),
+    AtomicI64::new(0),
+];
 
 /// When set, transfers leave the counters alone (tests inject values without interference).
 pub static FROZEN: AtomicBool = AtomicBool::new(false);

@@ -64,16 +64,34 @@ impl Default for NetworkProfile {
     /// A quiet network: minimal paths are shorter, so High Bias answers faster; stalls are low on
     /// both, slightly higher on minimal paths because they share fewer links.
     fn default() -> Self {
-        NetworkProfile { latency_ad: 1.4, latency_bs: 1.1, stall_ad: 1.0, stall_bs: 2.0, rsp_stall: 0.0 }
+        NetworkProfile {
+            latency_ad: 1.4,
+            latency_bs: 1.1,
+            stall_ad: 1.0,
+            stall_bs: 2.0,
+            rsp_stall: 0.0,
+        }
     }
 }
 
 impl NetworkProfile {
     /// Profile keys in the order `AAR_EMU_NETWORK` documents them.
-    pub const KEYS: [&'static str; 5] = ["latency_ad", "latency_bs", "stall_ad", "stall_bs", "rsp_stall"];
+    pub const KEYS: [&'static str; 5] = [
+        "latency_ad",
+        "latency_bs",
+        "stall_ad",
+        "stall_bs",
+        "rsp_stall",
+    ];
 
     fn get(&self, i: usize) -> f64 {
-        [self.latency_ad, self.latency_bs, self.stall_ad, self.stall_bs, self.rsp_stall][i]
+        [
+            self.latency_ad,
+            self.latency_bs,
+            self.stall_ad,
+            self.stall_bs,
+            self.rsp_stall,
+        ][i]
     }
 
     fn set(&mut self, i: usize, v: f64) {
@@ -131,12 +149,12 @@ fn valid_value(v: f64) -> bool {
 pub fn mode_behaviour(dlvr_mode: u16) -> (f64, f64) {
     // Only the low byte carries routing; flags such as ORDERED_TAIL (0x100) do not change paths.
     match dlvr_mode & 0xff {
-        0x00 => (0.0, 1.0),       // ADAPTIVE0 / PERFORMANCE
-        0x20 => (1.0 / 3.0, 1.0), // ADAPTIVE1
-        0x40 => (2.0 / 3.0, 1.0), // ADAPTIVE2
-        0x80 => (1.0, 1.0),       // ADAPTIVE3
+        0x00 => (0.0, 1.0),        // ADAPTIVE0 / PERFORMANCE
+        0x20 => (1.0 / 3.0, 1.0),  // ADAPTIVE1
+        0x40 => (2.0 / 3.0, 1.0),  // ADAPTIVE2
+        0x80 => (1.0, 1.0),        // ADAPTIVE3
         0x10 | 0x03 => (1.0, 1.0), // MIN_HASH, IN_ORDER: minimal paths only
-        0x08 => (0.0, 2.0),       // NMIN_HASH: always non-minimal, twice the hops
+        0x08 => (0.0, 2.0),        // NMIN_HASH: always non-minimal, twice the hops
         other => {
             // Combinations no real caller sends: the strongest minimal bias present wins.
             if other & 0x80 != 0 || other & 0x10 != 0 || other & 0x07 != 0 {
@@ -198,7 +216,14 @@ mod tests {
     use super::*;
 
     fn put(bytes: u64, mode: u16) -> Transfer {
-        Transfer { post_type: 3, direction: Direction::PutLike, bytes, dlvr_mode: mode, src_nic: 1, dst_nic: 2 }
+        Transfer {
+            post_type: 3,
+            direction: Direction::PutLike,
+            bytes,
+            dlvr_mode: mode,
+            src_nic: 1,
+            dst_nic: 2,
+        }
     }
 
     #[test]
@@ -212,10 +237,25 @@ mod tests {
 
     #[test]
     fn modes_interpolate_between_the_two_ends() {
-        let profile = NetworkProfile { latency_ad: 1.6, latency_bs: 1.0, stall_ad: 2.0, stall_bs: 40.0, rsp_stall: 0.0 };
+        let profile = NetworkProfile {
+            latency_ad: 1.6,
+            latency_bs: 1.0,
+            stall_ad: 2.0,
+            stall_bs: 40.0,
+            rsp_stall: 0.0,
+        };
         let mut m = DefaultModel { profile };
         let ad = m.on_transfer(&put(64, 0x00));
-        assert_eq!(ad, NicEffect { req_flits: 5.0, req_stalled_cycles: 10.0, rsp_latency_us: 1.6, rsp_packets: 1.0, rsp_stalled_cycles: 0.0 });
+        assert_eq!(
+            ad,
+            NicEffect {
+                req_flits: 5.0,
+                req_stalled_cycles: 10.0,
+                rsp_latency_us: 1.6,
+                rsp_packets: 1.0,
+                rsp_stalled_cycles: 0.0
+            }
+        );
         let bs = m.on_transfer(&put(64, 0x80));
         assert_eq!(bs.req_stalled_cycles, 200.0);
         assert!((bs.rsp_latency_us - 1.0).abs() < 1e-12);
@@ -236,7 +276,16 @@ mod tests {
     fn profile_parsing_reports_each_bad_item() {
         let (p, c) = NetworkProfile::parse("latency_ad=1.6, latency_bs=1.0,stall_ad=2,stall_bs=40");
         assert!(c.is_empty());
-        assert_eq!(p, NetworkProfile { latency_ad: 1.6, latency_bs: 1.0, stall_ad: 2.0, stall_bs: 40.0, rsp_stall: 0.0 });
+        assert_eq!(
+            p,
+            NetworkProfile {
+                latency_ad: 1.6,
+                latency_bs: 1.0,
+                stall_ad: 2.0,
+                stall_bs: 40.0,
+                rsp_stall: 0.0
+            }
+        );
         let (p, c) = NetworkProfile::parse("latency_ad=abc,stall_bs=-1,bogus=3,rsp_stall=0.1,junk");
         assert_eq!(c.len(), 4, "{c:?}");
         assert!(c[0].contains("latency_ad=\"abc\"") && c[0].contains("default latency_ad=1.4"));

@@ -1,0 +1,164 @@
+//! Builds libugni.so, compiles C programs against it and runs them, with no preload.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The target directory this test binary was built into (target/<profile>/deps/<test>), so a
+/// custom CARGO_TARGET_DIR is honoured.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.ancestors()
+        .nth(3)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+/// target/release, after making sure libugni.so there is current (a no-op build when it is).
+pub fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = target_dir();
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--release", "-q", "-p", "aar-emu"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(repo_root())
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "cargo build --release -p aar-emu failed");
+        let dir = target.join("release");
+        assert!(
+            dir.join("libugni.so").exists(),
+            "no libugni.so in {}",
+            dir.display()
+        );
+        dir
+    })
+}
+
+/// Compiles `src` (relative to the repository root) with warnings as errors, linked with -lugni.
+pub fn compile(src: &str, name: &str) -> PathBuf {
+    let lib = lib_dir();
+    let out_dir = lib.join("emu-tests");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let exe = out_dir.join(name);
+    let root = repo_root();
+    let output = Command::new("cc")
+        .args([
+            "-std=c11",
+            "-D_GNU_SOURCE",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O2",
+            "-pthread",
+        ])
+        .arg("-I")
+        .arg(root.join("cabi"))
+        .arg(root.join(src))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(lib)
+        .args(["-lugni", "-ldl"])
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .expect("run cc");
+    assert!(
+        output.status.success(),
+        "cc {src} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    exe
+}
+
+/// Runs a program with a clean emulator environment plus `env`.
+pub fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    for var in [
+        "AAR_EMU_LOG",
+        "AAR_EMU_NETWORK",
+        "AAR_EMU_LATENCY_UNIT",
+        "LD_PRELOAD",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("run test program")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a clean exit and returns stdout.
+pub fn expect_success(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+    stdout(o)
+}
+
+/// A value of a flat JSON object as this crate writes them: numbers, null or strings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json {
+    Num(u64),
+    Null,
+    Str(String),
+}
+
+/// Parses one flat JSON object line (`{"k":v,...}`) without a JSON library.
+pub fn parse_flat_json(line: &str) -> Vec<(String, Json)> {
+    let body = line
+        .trim()
+        .strip_prefix('{')
+        .and_then(|l| l.strip_suffix('}'))
+        .unwrap_or_else(|| panic!("not an object: {line}"));
+    let mut fields = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (key, after) = rest
+            .strip_prefix('"')
+            .and_then(|r| r.split_once("\":"))
+            .unwrap_or_else(|| panic!("bad key in {line}"));
+        let (value, next) = if let Some(s) = after.strip_prefix('"') {
+            let (s, n) = s
+                .split_once('"')
+                .unwrap_or_else(|| panic!("bad string in {line}"));
+            (Json::Str(s.to_string()), n)
+        } else {
+            let end = after.find(',').unwrap_or(after.len());
+            let raw = &after[..end];
+            let v = if raw == "null" {
+                Json::Null
+            } else {
+                Json::Num(
+                    raw.parse()
+                        .unwrap_or_else(|_| panic!("bad number {raw} in {line}")),
+                )
+            };
+            (v, &after[end..])
+        };
+        fields.push((key.to_string(), value));
+        rest = next.strip_prefix(',').unwrap_or(next);
+    }
+    fields
+}

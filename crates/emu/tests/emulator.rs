@@ -1,0 +1,350 @@
+//! The emulated libugni.so as C programs see it: data delivery, error codes, the post log, and
+//! the NIC counters read through the real libpapi. No preload: these test the emulator alone.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use common::*;
+
+fn emu_check() -> &'static PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| compile("crates/emu/tests/c/emu_check.c", "emu_check"))
+}
+
+fn scenario(name: &str) {
+    let out = run(emu_check(), &[name], &[]);
+    let stdout = expect_success(&out, name);
+    assert_eq!(stdout.trim(), format!("PASS {name}"));
+    assert_eq!(stderr(&out), "", "the emulator said something on stderr");
+}
+
+#[test]
+fn header_layouts_match_the_abi() {
+    scenario("layout");
+}
+
+#[test]
+fn put_and_get_deliver_bytes_and_events() {
+    scenario("put_get");
+}
+
+#[test]
+fn amos_operate_atomically_on_remote_words() {
+    scenario("amo");
+}
+
+#[test]
+fn smsg_delivers_in_order_with_credits_and_tags() {
+    scenario("smsg");
+}
+
+#[test]
+fn chained_posts_transfer_every_element_with_one_completion() {
+    scenario("chain");
+}
+
+#[test]
+fn cq_writes_reach_the_remote_cq() {
+    scenario("cqwrite");
+}
+
+#[test]
+fn bad_arguments_get_ugni_error_codes() {
+    scenario("errors");
+}
+
+#[test]
+fn eight_threads_post_at_once() {
+    scenario("threads");
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let p = lib_dir().join("emu-tests").join(name);
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+#[test]
+fn every_post_is_logged_as_received() {
+    let log = scratch("log_sequence.jsonl");
+    let out = run(
+        emu_check(),
+        &["log"],
+        &[("AAR_EMU_LOG", log.to_str().unwrap())],
+    );
+    let stdout = expect_success(&out, "log");
+    let nics: Vec<u32> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("nic "))
+        .unwrap()
+        .split(' ')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let a = nics[0];
+    let text = std::fs::read_to_string(&log).unwrap();
+    let want = [
+        r#"{"call":"GNI_PostFma","type":3,"length":64,"dlvr_mode":128,"rc":0}"#.to_string(),
+        r#"{"call":"GNI_PostRdma","type":2,"length":4096,"dlvr_mode":259,"rc":0}"#.to_string(),
+        r#"{"call":"GNI_PostFma","type":3,"length":8,"dlvr_mode":0,"rc":2}"#.to_string(),
+        r#"{"call":"GNI_PostFma","type":null,"length":null,"dlvr_mode":null,"rc":2}"#.to_string(),
+        r#"{"call":"GNI_PostCqWrite","type":7,"length":0,"dlvr_mode":32,"rc":0}"#.to_string(),
+        r#"{"call":"GNI_CtPostFma","type":3,"length":32,"dlvr_mode":64,"chain_elements":2,"chain_bytes":210,"rc":0}"#.to_string(),
+        format!(r#"{{"call":"GNI_SmsgSend","length":48,"smsg_dlvr_mode":0,"nic":{a},"rc":0}}"#),
+        format!(r#"{{"call":"GNI_SmsgSetDeliveryMode","nic":{a},"dlvr_mode":128,"rc":0}}"#),
+        format!(r#"{{"call":"GNI_SmsgSendWTag","length":16,"smsg_dlvr_mode":128,"nic":{a},"rc":0}}"#),
+        r#"{"call":"GNI_SmsgSend","length":8,"smsg_dlvr_mode":null,"nic":null,"rc":2}"#.to_string(),
+        r#"{"call":"GNI_SmsgSetDeliveryMode","nic":null,"dlvr_mode":0,"rc":2}"#.to_string(),
+    ];
+    let got: Vec<&str> = text.lines().collect();
+    assert_eq!(got, want);
+    for line in &got {
+        let fields = parse_flat_json(line);
+        assert_eq!(fields[0].0, "call");
+        assert_eq!(fields.last().unwrap().0, "rc");
+    }
+}
+
+#[test]
+fn an_unopenable_log_path_warns_and_the_program_runs() {
+    let out = run(
+        emu_check(),
+        &["put_get"],
+        &[("AAR_EMU_LOG", "/nonexistent-dir/x.jsonl")],
+    );
+    expect_success(&out, "put_get");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("aar-emu: AAR_EMU_LOG=/nonexistent-dir/x.jsonl"),
+        "{err}"
+    );
+}
+
+/// What the default timing model adds to (req_flits, req_stalled, rsp_latency_us, rsp_packets,
+/// rsp_stalled) for one transfer, computed by hand from the documented rules.
+fn model(bytes: u64, put_like: bool, mode: u16, p: (f64, f64, f64, f64)) -> [f64; 5] {
+    let (lat_ad, lat_bs, st_ad, st_bs) = p;
+    let packets = bytes.div_ceil(64).max(1) as f64;
+    let flits = if put_like {
+        packets + bytes.div_ceil(16) as f64
+    } else {
+        packets
+    };
+    let (w, factor) = match mode & 0xff {
+        0x00 => (0.0, 1.0),
+        0x20 => (1.0 / 3.0, 1.0),
+        0x40 => (2.0 / 3.0, 1.0),
+        0x80 | 0x10 | 0x03 => (1.0, 1.0),
+        0x08 => (0.0, 2.0),
+        m => panic!("mode {m:#x} not used here"),
+    };
+    let latency = (lat_ad + w * (lat_bs - lat_ad)) * factor;
+    let stall = st_ad + w * (st_bs - st_ad);
+    [flits, flits * stall, packets * latency, packets, 0.0]
+}
+
+fn sum(parts: &[[f64; 5]]) -> [f64; 5] {
+    let mut s = [0.0; 5];
+    for p in parts {
+        for i in 0..5 {
+            s[i] += p[i];
+        }
+    }
+    s
+}
+
+/// Runs papi_counters and checks every step's counter changes against the model, with
+/// fractional amounts carried over (the cumulative counter is the floor of the cumulative sum).
+fn check_counters(args: &[&str], env: &[(&str, &str)], latency_scale: f64) {
+    let exe = compile("crates/emu/tests/c/papi_counters.c", "papi_counters");
+    let out = run(&exe, args, env);
+    let stdout = expect_success(&out, "papi_counters");
+    assert_eq!(stderr(&out), "");
+    let prof = (1.5, 1.0, 2.0, 40.0);
+    let m = |bytes, put_like, mode| {
+        let mut e = model(bytes, put_like, mode, prof);
+        e[2] *= latency_scale;
+        e
+    };
+    // (step, model amounts, injected integer amounts)
+    let steps: Vec<(&str, [f64; 5], [i64; 5])> = vec![
+        ("put64_a0", m(64, true, 0x00), [0; 5]),
+        ("put64_a3", m(64, true, 0x80), [0; 5]),
+        ("get4096_a0", m(4096, false, 0x00), [0; 5]),
+        ("put1000_a3_tail", m(1000, true, 0x80), [0; 5]),
+        ("put64_nmin", m(64, true, 0x08), [0; 5]),
+        ("amo8_a2", m(8, true, 0x40), [0; 5]),
+        ("smsg100_a3", m(100, true, 0x80), [0; 5]),
+        (
+            "chain_64_2x128_a0",
+            sum(&[m(64, true, 0), m(128, true, 0), m(128, true, 0)]),
+            [0; 5],
+        ),
+        ("frozen_put", [0.0; 5], [0; 5]),
+        ("injected", [0.0; 5], [-3, 0, 0, 0, 7]),
+        ("thawed_put64_a0", m(64, true, 0x00), [0; 5]),
+        ("set", [0.0; 5], [1000, 0, 0, 0, 1]),
+    ];
+    let got: Vec<(String, [i64; 5])> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("step "))
+        .map(|l| {
+            let mut parts = l.split(' ');
+            let name = parts.next().unwrap().to_string();
+            let v: Vec<i64> = parts.map(|x| x.parse().unwrap()).collect();
+            (name, v.try_into().unwrap())
+        })
+        .collect();
+    assert_eq!(got.len(), steps.len(), "{stdout}");
+    let (mut model_sum, mut injected, mut counted) = ([0.0f64; 5], [0i64; 5], [0i64; 5]);
+    for ((name, delta), (want_name, amounts, inject)) in got.iter().zip(&steps) {
+        assert_eq!(name, want_name);
+        for i in 0..5 {
+            model_sum[i] += amounts[i];
+            injected[i] += inject[i];
+            counted[i] += delta[i];
+            let lo = (model_sum[i] - 1e-6).floor() as i64 + injected[i];
+            let hi = (model_sum[i] + 1e-6).floor() as i64 + injected[i];
+            assert!(
+                (lo..=hi).contains(&counted[i]),
+                "step {name}, counter {i}: cumulative {} but the model says {} (+{} injected)\n{stdout}",
+                counted[i],
+                model_sum[i],
+                injected[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn counters_read_through_papi_follow_the_model() {
+    check_counters(&["--set-network"], &[], 1.0);
+}
+
+#[test]
+fn network_profile_and_latency_unit_come_from_the_environment() {
+    let env = [
+        (
+            "AAR_EMU_NETWORK",
+            "latency_ad=1.5, latency_bs=1.0,stall_ad=2,stall_bs=40",
+        ),
+        ("AAR_EMU_LATENCY_UNIT", "cycles"),
+    ];
+    check_counters(&[], &env, 800.0);
+}
+
+#[test]
+fn a_bad_network_value_warns_once_and_keeps_the_default() {
+    let out = run(
+        emu_check(),
+        &["put_get"],
+        &[
+            ("AAR_EMU_NETWORK", "latency_ad=fast"),
+            ("AAR_EMU_LATENCY_UNIT", "ns"),
+        ],
+    );
+    expect_success(&out, "put_get");
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines.iter().all(|l| l.starts_with("aar-emu: ")), "{err}");
+    let network = lines
+        .iter()
+        .find(|l| l.contains("AAR_EMU_NETWORK"))
+        .expect("network warning");
+    assert!(
+        network.contains("latency_ad=\"fast\"") && network.contains("default latency_ad=1.4"),
+        "{network}"
+    );
+    let unit = lines
+        .iter()
+        .find(|l| l.contains("AAR_EMU_LATENCY_UNIT"))
+        .expect("unit warning");
+    assert!(
+        unit.contains("\"ns\"") && unit.contains("default us"),
+        "{unit}"
+    );
+}
+
+#[test]
+fn pingpong_example_sweeps_sizes_with_fma_then_rdma() {
+    let exe = compile("examples/pingpong.c", "pingpong");
+    let log = scratch("pingpong.jsonl");
+    let out = run(
+        &exe,
+        &[
+            "--min",
+            "16",
+            "--max",
+            "64K",
+            "--iters",
+            "2",
+            "--dlvr-mode",
+            "0x80",
+        ],
+        &[("AAR_EMU_LOG", log.to_str().unwrap())],
+    );
+    let stdout = expect_success(&out, "pingpong");
+    assert!(stdout.contains("pingpong: OK, 52 messages"), "{stdout}");
+    let lines: Vec<Vec<(String, Json)>> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(parse_flat_json)
+        .collect();
+    assert_eq!(lines.len(), 52);
+    for l in &lines {
+        let get = |k: &str| {
+            l.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        let Json::Num(len) = get("length") else {
+            panic!()
+        };
+        let want_call = if len < 4096 {
+            "GNI_PostFma"
+        } else {
+            "GNI_PostRdma"
+        };
+        assert_eq!(get("call"), Json::Str(want_call.into()));
+        assert_eq!(get("dlvr_mode"), Json::Num(0x80));
+        assert_eq!(get("rc"), Json::Num(0));
+    }
+    let bad = run(&exe, &["--iters", "zero"], &[]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn smallmsg_example_streams_smsg_and_fma_puts() {
+    let exe = compile("examples/smallmsg.c", "smallmsg");
+    let log = scratch("smallmsg.jsonl");
+    let out = run(
+        &exe,
+        &["--count", "300", "--window", "32", "--smsg-mode", "0x80"],
+        &[("AAR_EMU_LOG", log.to_str().unwrap())],
+    );
+    let stdout = expect_success(&out, "smallmsg");
+    assert!(
+        stdout.contains("smallmsg: OK, 300 messages (150 SMSG, 150 FMA PUT)"),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let sends = text
+        .lines()
+        .filter(|l| l.contains("\"call\":\"GNI_SmsgSend"))
+        .collect::<Vec<_>>();
+    // With 16 credits and windows of 32, some sends find no credit and are retried.
+    assert!(sends.len() >= 150, "{}", sends.len());
+    assert_eq!(
+        sends.iter().filter(|l| l.ends_with("\"rc\":0}")).count(),
+        150
+    );
+    assert!(sends.iter().all(|l| l.contains("\"smsg_dlvr_mode\":128")));
+    assert_eq!(
+        text.lines().filter(|l| l.contains("GNI_PostFma")).count(),
+        150
+    );
+}
