@@ -4,17 +4,15 @@
 mod common;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use common::*;
 
-fn emu_check() -> &'static PathBuf {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| compile("crates/emu/tests/c/emu_check.c", "emu_check"))
+fn emu_check() -> PathBuf {
+    compile("crates/emu/tests/c/emu_check.c", "emu_check")
 }
 
 fn scenario(name: &str) {
-    let out = run(emu_check(), &[name], &[]);
+    let out = run(&emu_check(), &[name], &[]);
     let stdout = expect_success(&out, name);
     assert_eq!(stdout.trim(), format!("PASS {name}"));
     assert_eq!(stderr(&out), "", "the emulator said something on stderr");
@@ -70,7 +68,7 @@ fn scratch(name: &str) -> PathBuf {
 fn every_post_is_logged_as_received() {
     let log = scratch("log_sequence.jsonl");
     let out = run(
-        emu_check(),
+        &emu_check(),
         &["log"],
         &[("AAR_EMU_LOG", log.to_str().unwrap())],
     );
@@ -109,7 +107,7 @@ fn every_post_is_logged_as_received() {
 #[test]
 fn an_unopenable_log_path_warns_and_the_program_runs() {
     let out = run(
-        emu_check(),
+        &emu_check(),
         &["put_get"],
         &[("AAR_EMU_LOG", "/nonexistent-dir/x.jsonl")],
     );
@@ -238,7 +236,7 @@ fn network_profile_and_latency_unit_come_from_the_environment() {
 #[test]
 fn a_bad_network_value_warns_once_and_keeps_the_default() {
     let out = run(
-        emu_check(),
+        &emu_check(),
         &["put_get"],
         &[
             ("AAR_EMU_NETWORK", "latency_ad=fast"),

@@ -2,9 +2,10 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The target directory this test binary was built into (target/<profile>/deps/<test>), so a
 /// custom CARGO_TARGET_DIR is honoured.
@@ -46,7 +47,19 @@ pub fn lib_dir() -> &'static Path {
 }
 
 /// Compiles `src` (relative to the repository root) with warnings as errors, linked with -lugni.
+/// Once per program and test binary: tests running in parallel share the executable.
 pub fn compile(src: &str, name: &str) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(exe) = built.get(name) {
+        return exe.clone();
+    }
+    let exe = compile_now(src, name);
+    built.insert(name.to_string(), exe.clone());
+    exe
+}
+
+fn compile_now(src: &str, name: &str) -> PathBuf {
     let lib = lib_dir();
     let out_dir = lib.join("emu-tests");
     std::fs::create_dir_all(&out_dir).unwrap();
