@@ -3,6 +3,20 @@
 //! received (`AAR_EMU_LOG`), publishes the Aries NIC counters as PAPI Software-Defined Events
 //! (`sde:::aries::AR_NIC_...`) and drives them with a deterministic NIC timing model
 //! (`AAR_EMU_NETWORK`, `AAR_EMU_LATENCY_UNIT`). C declarations: cabi/gni_pub.h, cabi/aar_emu.h.
+//!
+//! The post log (`AAR_EMU_LOG=<path>`, appended, one JSON object per line, written whole at the
+//! call, so complete at any exit), one line per call, failed calls included (`rc` says so):
+//! ```text
+//! {"call":"GNI_PostFma","type":3,"length":64,"dlvr_mode":128,"rc":0}       also GNI_PostRdma, GNI_PostCqWrite
+//! {"call":"GNI_CtPostFma","type":3,"length":32,"dlvr_mode":64,"chain_elements":2,"chain_bytes":210,"rc":0}
+//! {"call":"GNI_SmsgSend","length":48,"smsg_dlvr_mode":0,"nic":256,"rc":0}  also GNI_SmsgSendWTag
+//! {"call":"GNI_SmsgSetDeliveryMode","nic":256,"dlvr_mode":128,"rc":0}
+//! ```
+//! `type`, `length`, `dlvr_mode` are the head descriptor's fields exactly as received (null for a
+//! NULL descriptor); `chain_elements`/`chain_bytes` count the elements linked after the head and
+//! their lengths (the head's own transfer is `length`); `length` of an SMSG is header + data;
+//! `nic` is the NIC address (as GNI_CdmAttach returned it; null for an unknown handle);
+//! `smsg_dlvr_mode` is the mode set on that NIC when the message was sent.
 #![deny(unsafe_op_in_unsafe_fn)]
 // Unit tests build the exports without `no_mangle`, so nothing calls them there.
 #![cfg_attr(test, allow(dead_code))]
