@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub const RECORD_FORMAT: &str = "aar-record/1";
 static WRITTEN: AtomicBool = AtomicBool::new(false);
+/// The folder was reported unusable at start-up: one warning is enough.
+static DIR_WARNED: AtomicBool = AtomicBool::new(false);
 
 #[derive(Serialize)]
 struct ModeTotals {
@@ -87,6 +89,7 @@ pub fn check_output_dir(dir: Option<&str>) {
         Ok(_) => None,
     };
     if let Some(p) = problem {
+        DIR_WARNED.store(true, Ordering::Relaxed);
         diag::warn(&format!(
             "AAR_OUTPUT_DIR=\"{}\" {p}; the per-rank record will not be written. Create the folder (mkdir -p) or point AAR_OUTPUT_DIR at a writable one.",
             dir.escape_debug()
@@ -143,7 +146,7 @@ fn summary(t: &stats::Totals, decider: Option<&Decider>, record: Option<&str>, p
             d.counter_reads
         );
         if d.counter_reads == 0 && d.counters_library.is_none() {
-            line += " (no PAPI)";
+            line += " (no counters)";
         }
     }
     match record {
@@ -209,6 +212,7 @@ fn write_outputs() {
         match serde_json::to_vec_pretty(&record) {
             Ok(json) => match write_record(dir, &name, &json) {
                 Ok(p) => record_path = Some(p),
+                Err(_) if DIR_WARNED.load(Ordering::Relaxed) => {}
                 Err(e) => diag::warn(&format!(
                     "could not write the record {name} in AAR_OUTPUT_DIR=\"{}\" ({e}); nothing else is affected.",
                     dir.escape_debug()

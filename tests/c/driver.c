@@ -1,0 +1,510 @@
+/*
+ * driver: a scriptable uGNI program for the integration tests. Two communication domains of one
+ * process (inst_id 0 = A, 1 = B) on two emulated NICs; A sends to B. Commands run in argv order:
+ *
+ *   fma|rdma SIZE COUNT DLVR        PUTs of SIZE bytes (GNI_PostFma / GNI_PostRdma)
+ *   fmaget|rdmaget SIZE COUNT DLVR  GETs of SIZE bytes
+ *   cqwrite COUNT DLVR              GNI_PostCqWrite
+ *   ct SIZE ELEMS DLVR              chained FMA PUT: a head of SIZE bytes and ELEMS elements of SIZE
+ *   ctcqw ELEMS DLVR                chained CQ write (GNI_CtPostCqWrite)
+ *   smsg SIZE COUNT | smsgtag SIZE COUNT   short messages (GNI_SmsgSend / GNI_SmsgSendWTag)
+ *   smsgmode DLVR                   GNI_SmsgSetDeliveryMode on both NICs (the application's wish)
+ *   badpost                         an FMA PUT from unregistered memory: must fail, rc printed
+ *   nullpost                        GNI_PostFma(ep, NULL): rc printed
+ *   net LAT_AD LAT_BS STALL_AD STALL_BS    aar_emu_set_network
+ *   cadd F S L P R | cset F S L P R        aar_emu_counters_add / _set
+ *   freeze 0|1                      aar_emu_counters_freeze
+ *   api mode DLVR | api name NAME | api auto | api disable | api enable
+ *   policy                          print aar_policy_name()
+ *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE
+ *   alltoall SIZE COUNT             MPI_Alltoall, whose PMPI_Alltoall (defined here, found by
+ *                                   libaar.so at run time) makes COUNT RDMA PUTs of SIZE bytes and
+ *                                   checks that every argument arrived unchanged
+ *
+ * DLVR is the dlvr_mode the caller writes (decimal or 0x hex). Every post waits for its local completion, checks that GNI_GetCompleted returns its own
+ * descriptor, that every byte arrived, and that the descriptor fields the caller set are as the
+ * caller left them (the routing byte of dlvr_mode is the only thing a router may change; its
+ * flag bits must survive). Chain elements are checksummed before and after the post.
+ * Prints "posts=N errors=E" last; exit status 0 only if E == 0.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gni_pub.h"
+#include "aar_emu.h"
+#include "aar.h"
+
+/* The C API is optional: the driver also runs without libaar.so. */
+#pragma weak aar_set_mode
+#pragma weak aar_set_mode_name
+#pragma weak aar_set_auto
+#pragma weak aar_disable
+#pragma weak aar_enable
+#pragma weak aar_policy_name
+
+#define MAX_BYTES (8u << 20)
+#define WAIT_MS 10000
+
+struct side {
+	uint32_t inst_id, addr;
+	gni_cdm_handle_t cdm;
+	gni_nic_handle_t nic;
+	gni_cq_handle_t tx_cq, rx_cq;
+	gni_ep_handle_t ep;
+	unsigned char *buf, *rbuf, *mailbox;
+	gni_mem_handle_t mh, rmh, mailbox_mh;
+	gni_smsg_attr_t smsg;
+};
+
+struct pair {
+	struct side a, b;
+	uint64_t posts, errors;
+};
+
+static int verbose = 1;
+
+static void fail(struct pair *p, const char *what)
+{
+	p->errors++;
+	fprintf(stderr, "driver: %s\n", what);
+}
+
+static int ok(struct pair *p, gni_return_t rc, const char *what)
+{
+	if (rc == GNI_RC_SUCCESS)
+		return 1;
+	char msg[160];
+	snprintf(msg, sizeof msg, "%s failed: rc=%d", what, (int)rc);
+	fail(p, msg);
+	return 0;
+}
+
+static int setup_side(struct pair *p, struct side *s, uint32_t inst_id, uint64_t bytes)
+{
+	s->inst_id = inst_id;
+	if (!ok(p, GNI_CdmCreate(inst_id, GNI_FIND_ALLOC_PTAG, 0x5a5a, 0, &s->cdm), "GNI_CdmCreate") ||
+	    !ok(p, GNI_CdmAttach(s->cdm, 0, &s->addr, &s->nic), "GNI_CdmAttach") ||
+	    !ok(p, GNI_CqCreate(s->nic, 1024, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->tx_cq), "GNI_CqCreate") ||
+	    !ok(p, GNI_CqCreate(s->nic, 1024, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->rx_cq), "GNI_CqCreate") ||
+	    !ok(p, GNI_EpCreate(s->nic, s->tx_cq, &s->ep), "GNI_EpCreate"))
+		return -1;
+	s->buf = aligned_alloc(64, bytes);
+	s->rbuf = aligned_alloc(64, bytes);
+	if (!s->buf || !s->rbuf)
+		return -1;
+	memset(s->buf, 0, bytes);
+	memset(s->rbuf, 0, bytes);
+	if (!ok(p, GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->buf, bytes, NULL, GNI_MEM_READWRITE, (uint32_t)-1, &s->mh), "GNI_MemRegister") ||
+	    !ok(p, GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->rbuf, bytes, s->rx_cq, GNI_MEM_READWRITE, (uint32_t)-1, &s->rmh), "GNI_MemRegister"))
+		return -1;
+	return 0;
+}
+
+static int setup_smsg(struct pair *p, struct side *s)
+{
+	unsigned int mbox_bytes = 0;
+	memset(&s->smsg, 0, sizeof s->smsg);
+	s->smsg.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+	s->smsg.mbox_maxcredit = 64;
+	s->smsg.msg_maxsize = 4096;
+	if (!ok(p, GNI_SmsgBufferSizeNeeded(&s->smsg, &mbox_bytes), "GNI_SmsgBufferSizeNeeded"))
+		return -1;
+	s->mailbox = aligned_alloc(64, (mbox_bytes + 63) / 64 * 64);
+	if (!s->mailbox)
+		return -1;
+	memset(s->mailbox, 0, mbox_bytes);
+	if (!ok(p, GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->mailbox, mbox_bytes, s->rx_cq, GNI_MEM_READWRITE, (uint32_t)-1, &s->mailbox_mh), "GNI_MemRegister mailbox"))
+		return -1;
+	s->smsg.msg_buffer = s->mailbox;
+	s->smsg.buff_size = mbox_bytes;
+	s->smsg.mem_hndl = s->mailbox_mh;
+	return 0;
+}
+
+static int setup_pair(struct pair *p, uint32_t first_inst, uint64_t bytes)
+{
+	memset(p, 0, sizeof *p);
+	if (setup_side(p, &p->a, first_inst, bytes) || setup_side(p, &p->b, first_inst + 1, bytes))
+		return -1;
+	if (!ok(p, GNI_EpBind(p->a.ep, p->b.addr, p->b.inst_id), "GNI_EpBind") ||
+	    !ok(p, GNI_EpBind(p->b.ep, p->a.addr, p->a.inst_id), "GNI_EpBind"))
+		return -1;
+	if (setup_smsg(p, &p->a) || setup_smsg(p, &p->b))
+		return -1;
+	if (!ok(p, GNI_SmsgInit(p->a.ep, &p->a.smsg, &p->b.smsg), "GNI_SmsgInit") ||
+	    !ok(p, GNI_SmsgInit(p->b.ep, &p->b.smsg, &p->a.smsg), "GNI_SmsgInit"))
+		return -1;
+	return 0;
+}
+
+static unsigned char pattern(uint64_t i, uint64_t seq)
+{
+	return (unsigned char)(i * 131u + seq * 29u + 7u);
+}
+
+static uint64_t checksum(const void *mem, size_t n)
+{
+	const unsigned char *b = mem;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* Wait for the local completion of `pd` and check it is the one returned. */
+static int complete(struct pair *p, struct side *s, gni_post_descriptor_t *pd)
+{
+	gni_cq_entry_t ev;
+	gni_post_descriptor_t *done = NULL;
+	if (!ok(p, GNI_CqWaitEvent(s->tx_cq, WAIT_MS, &ev), "GNI_CqWaitEvent") ||
+	    !ok(p, GNI_GetCompleted(s->tx_cq, ev, &done), "GNI_GetCompleted"))
+		return -1;
+	if (done != pd) {
+		fail(p, "GNI_GetCompleted returned another descriptor");
+		return -1;
+	}
+	return 0;
+}
+
+static void drain_remote(struct side *s)
+{
+	gni_cq_entry_t ev;
+	while (GNI_CqGetEvent(s->rx_cq, &ev) == GNI_RC_SUCCESS)
+		;
+}
+
+/* Fields a router must leave alone: everything but the routing byte of dlvr_mode. */
+static int caller_fields_intact(const gni_post_descriptor_t *before, const gni_post_descriptor_t *after)
+{
+	return before->type == after->type && before->cq_mode == after->cq_mode &&
+	       (before->dlvr_mode & 0xff00) == (after->dlvr_mode & 0xff00) &&
+	       before->local_addr == after->local_addr && before->remote_addr == after->remote_addr &&
+	       before->length == after->length && before->post_id == after->post_id &&
+	       !memcmp(&before->local_mem_hndl, &after->local_mem_hndl, sizeof before->local_mem_hndl) &&
+	       !memcmp(&before->remote_mem_hndl, &after->remote_mem_hndl, sizeof before->remote_mem_hndl) &&
+	       before->rdma_mode == after->rdma_mode && before->src_cq_hndl == after->src_cq_hndl &&
+	       before->amo_cmd == after->amo_cmd && before->first_operand == after->first_operand &&
+	       before->cqwrite_value == after->cqwrite_value;
+}
+
+static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dlvr, uint64_t seq)
+{
+	struct side *a = &p->a, *b = &p->b;
+	int get = !strcmp(kind, "fmaget") || !strcmp(kind, "rdmaget");
+	int rdma = !strcmp(kind, "rdma") || !strcmp(kind, "rdmaget");
+	int cqw = !strcmp(kind, "cqwrite");
+	unsigned char *src = get ? b->rbuf : a->buf, *dst = get ? a->buf : b->rbuf;
+	if (size > MAX_BYTES) {
+		fail(p, "size too large");
+		return -1;
+	}
+	for (uint64_t i = 0; i < size; i++)
+		src[i] = pattern(i, seq);
+	gni_post_descriptor_t pd, before;
+	memset(&pd, 0, sizeof pd);
+	pd.type = cqw ? GNI_POST_CQWRITE : get ? (rdma ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET) : (rdma ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT);
+	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+	pd.dlvr_mode = dlvr;
+	pd.local_addr = (uint64_t)(uintptr_t)(get ? a->buf : a->buf);
+	pd.local_mem_hndl = a->mh;
+	pd.remote_addr = (uint64_t)(uintptr_t)b->rbuf;
+	pd.remote_mem_hndl = b->rmh;
+	pd.length = cqw ? 0 : size;
+	pd.post_id = seq;
+	pd.cqwrite_value = seq & 0xffffffffffffull;
+	before = pd;
+	gni_return_t rc = cqw ? GNI_PostCqWrite(a->ep, &pd) : rdma ? GNI_PostRdma(a->ep, &pd) : GNI_PostFma(a->ep, &pd);
+	p->posts++;
+	if (!ok(p, rc, kind))
+		return -1;
+	if (complete(p, a, &pd))
+		return -1;
+	drain_remote(b);
+	if (!caller_fields_intact(&before, &pd))
+		fail(p, "the descriptor's caller fields changed");
+	if (!cqw && memcmp(src, dst, size))
+		fail(p, "payload corrupted");
+	if (verbose > 1)
+		printf("post %s size=%llu dlvr_in=0x%x dlvr_out=0x%x\n", kind, (unsigned long long)size, before.dlvr_mode, pd.dlvr_mode);
+	return 0;
+}
+
+static int chained(struct pair *p, int cqw, uint64_t size, unsigned elems, uint16_t dlvr, uint64_t seq)
+{
+	struct side *a = &p->a, *b = &p->b;
+	if ((uint64_t)(elems + 1) * size > MAX_BYTES || elems > 64) {
+		fail(p, "chain too large");
+		return -1;
+	}
+	for (uint64_t i = 0; i < (elems + 1) * size; i++)
+		a->buf[i] = pattern(i, seq);
+	gni_ct_put_post_descriptor_t puts[64];
+	gni_ct_cqw_post_descriptor_t cqws[64];
+	memset(puts, 0, sizeof puts);
+	memset(cqws, 0, sizeof cqws);
+	for (unsigned i = 0; i < elems; i++) {
+		puts[i].next_descr = i + 1 < elems ? &puts[i + 1] : NULL;
+		puts[i].ep_hndl = a->ep;
+		puts[i].length = size;
+		puts[i].local_addr = (uint64_t)(uintptr_t)(a->buf + (i + 1) * size);
+		puts[i].remote_addr = (uint64_t)(uintptr_t)(b->rbuf + (i + 1) * size);
+		puts[i].remote_mem_hndl = b->rmh;
+		cqws[i].next_descr = i + 1 < elems ? &cqws[i + 1] : NULL;
+		cqws[i].ep_hndl = a->ep;
+		cqws[i].cqwrite_value = i;
+		cqws[i].remote_mem_hndl = b->rmh;
+	}
+	uint64_t sum_before = cqw ? checksum(cqws, sizeof cqws[0] * elems) : checksum(puts, sizeof puts[0] * elems);
+	gni_post_descriptor_t pd, before;
+	memset(&pd, 0, sizeof pd);
+	pd.type = cqw ? GNI_POST_CQWRITE : GNI_POST_FMA_PUT;
+	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+	pd.dlvr_mode = dlvr;
+	pd.local_addr = (uint64_t)(uintptr_t)a->buf;
+	pd.local_mem_hndl = a->mh;
+	pd.remote_addr = (uint64_t)(uintptr_t)b->rbuf;
+	pd.remote_mem_hndl = b->rmh;
+	pd.length = cqw ? 0 : size;
+	pd.post_id = seq;
+	pd.next_descr = elems ? (cqw ? (void *)cqws : (void *)puts) : NULL;
+	before = pd;
+	gni_return_t rc = cqw ? GNI_CtPostCqWrite(a->ep, &pd) : GNI_CtPostFma(a->ep, &pd);
+	p->posts++;
+	printf("ct%s rc=%d\n", cqw ? "cqw" : "", (int)rc);
+	if (!ok(p, rc, cqw ? "GNI_CtPostCqWrite" : "GNI_CtPostFma"))
+		return -1;
+	if (complete(p, a, &pd))
+		return -1;
+	drain_remote(b);
+	uint64_t sum_after = cqw ? checksum(cqws, sizeof cqws[0] * elems) : checksum(puts, sizeof puts[0] * elems);
+	printf("chain elements=%u unchanged=%d head_dlvr=0x%x\n", elems, sum_before == sum_after, pd.dlvr_mode);
+	if (sum_before != sum_after)
+		fail(p, "chain elements changed");
+	if (!caller_fields_intact(&before, &pd) || pd.next_descr != before.next_descr)
+		fail(p, "the head descriptor's caller fields changed");
+	if (!cqw && memcmp(a->buf, b->rbuf, (elems + 1) * size))
+		fail(p, "chained payload corrupted");
+	return 0;
+}
+
+static int smsg(struct pair *p, int tagged, uint64_t size, uint64_t seq)
+{
+	struct side *a = &p->a, *b = &p->b;
+	uint32_t header = (uint32_t)seq;
+	unsigned char payload[4096];
+	if (size + sizeof header > 4096) {
+		fail(p, "smsg too large");
+		return -1;
+	}
+	for (uint64_t i = 0; i < size; i++)
+		payload[i] = pattern(i, seq);
+	gni_return_t rc = tagged ? GNI_SmsgSendWTag(a->ep, &header, sizeof header, payload, (uint32_t)size, (uint32_t)seq, 7)
+				 : GNI_SmsgSend(a->ep, &header, sizeof header, payload, (uint32_t)size, (uint32_t)seq);
+	p->posts++;
+	if (!ok(p, rc, "GNI_SmsgSend"))
+		return -1;
+	void *msg = NULL;
+	uint8_t tag = GNI_SMSG_ANY_TAG;
+	rc = tagged ? GNI_SmsgGetNextWTag(b->ep, &msg, &tag) : GNI_SmsgGetNext(b->ep, &msg);
+	if (!ok(p, rc, "GNI_SmsgGetNext"))
+		return -1;
+	if (memcmp(msg, &header, sizeof header) || memcmp((unsigned char *)msg + sizeof header, payload, size) || (tagged && tag != 7))
+		fail(p, "smsg payload corrupted");
+	GNI_SmsgRelease(b->ep);
+	drain_remote(b);
+	gni_cq_entry_t ev;
+	while (GNI_CqGetEvent(a->tx_cq, &ev) == GNI_RC_SUCCESS)
+		;
+	return 0;
+}
+
+/* A stand-in MPI: handles are pointer-sized, as in Open MPI, so the check below sees all 64 bits. */
+typedef void *MPI_Datatype;
+typedef void *MPI_Comm;
+int MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+#pragma weak MPI_Alltoall
+
+static struct pair *alltoall_pair;
+static uint64_t alltoall_seq;
+static int alltoall_calls;
+
+#define SENDTYPE ((MPI_Datatype)0x1122334455667788ull)
+#define RECVTYPE ((MPI_Datatype)0x0102030405060708ull)
+#define COMM ((MPI_Comm)0x7766554433221100ull)
+
+int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		  MPI_Datatype recvtype, MPI_Comm comm)
+{
+	alltoall_calls++;
+	if (sendbuf != (void *)alltoall_pair || recvbuf != (void *)&alltoall_seq || sendtype != SENDTYPE ||
+	    recvtype != RECVTYPE || comm != COMM || recvcount != -sendcount) {
+		fail(alltoall_pair, "MPI_Alltoall arguments changed on the way to PMPI_Alltoall");
+		return 1;
+	}
+	uint64_t size = alltoall_seq >> 32, count = (uint64_t)sendcount;
+	for (uint64_t k = 0; k < count; k++)
+		transfer(alltoall_pair, "rdma", size, 0, (alltoall_seq & 0xffffffff) + k);
+	return 0;
+}
+
+struct thread_arg {
+	uint32_t inst;
+	uint64_t size, count;
+	struct pair pair;
+};
+
+static void *thread_main(void *v)
+{
+	struct thread_arg *t = v;
+	if (setup_pair(&t->pair, t->inst, t->size > 4096 ? t->size : 4096)) {
+		t->pair.errors++;
+		return NULL;
+	}
+	for (uint64_t i = 0; i < t->count; i++)
+		transfer(&t->pair, "fma", t->size, 0, i);
+	return NULL;
+}
+
+static uint64_t num(const char *s)
+{
+	return strtoull(s, NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct pair p;
+	const char *v = getenv("DRIVER_VERBOSE");
+	if (v)
+		verbose = atoi(v);
+	if (setup_pair(&p, 0, MAX_BYTES)) {
+		fprintf(stderr, "driver: setup failed\n");
+		return 2;
+	}
+	uint64_t seq = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *c = argv[i];
+#define ARG(k) (i + (k) < argc ? argv[i + (k)] : "0")
+		if (!strcmp(c, "fma") || !strcmp(c, "rdma") || !strcmp(c, "fmaget") || !strcmp(c, "rdmaget")) {
+			uint64_t size = num(ARG(1)), count = num(ARG(2));
+			uint16_t dlvr = (uint16_t)num(ARG(3));
+			for (uint64_t k = 0; k < count; k++)
+				transfer(&p, c, size, dlvr, seq++);
+			i += 3;
+		} else if (!strcmp(c, "cqwrite")) {
+			uint64_t count = num(ARG(1));
+			uint16_t dlvr = (uint16_t)num(ARG(2));
+			for (uint64_t k = 0; k < count; k++)
+				transfer(&p, c, 0, dlvr, seq++);
+			i += 2;
+		} else if (!strcmp(c, "ct")) {
+			chained(&p, 0, num(ARG(1)), (unsigned)num(ARG(2)), (uint16_t)num(ARG(3)), seq++);
+			i += 3;
+		} else if (!strcmp(c, "ctcqw")) {
+			chained(&p, 1, 0, (unsigned)num(ARG(1)), (uint16_t)num(ARG(2)), seq++);
+			i += 2;
+		} else if (!strcmp(c, "smsg") || !strcmp(c, "smsgtag")) {
+			uint64_t size = num(ARG(1)), count = num(ARG(2));
+			for (uint64_t k = 0; k < count; k++)
+				smsg(&p, !strcmp(c, "smsgtag"), size, seq++);
+			i += 2;
+		} else if (!strcmp(c, "smsgmode")) {
+			uint16_t m = (uint16_t)num(ARG(1));
+			ok(&p, GNI_SmsgSetDeliveryMode(p.a.nic, m), "GNI_SmsgSetDeliveryMode");
+			ok(&p, GNI_SmsgSetDeliveryMode(p.b.nic, m), "GNI_SmsgSetDeliveryMode");
+			i += 1;
+		} else if (!strcmp(c, "badpost")) {
+			unsigned char local[64];
+			gni_post_descriptor_t pd;
+			memset(&pd, 0, sizeof pd);
+			pd.type = GNI_POST_FMA_PUT;
+			pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+			pd.local_addr = (uint64_t)(uintptr_t)local;
+			pd.local_mem_hndl = p.a.mh;
+			pd.remote_addr = (uint64_t)(uintptr_t)p.b.rbuf;
+			pd.remote_mem_hndl = p.b.rmh;
+			pd.length = sizeof local;
+			gni_return_t rc = GNI_PostFma(p.a.ep, &pd);
+			p.posts++;
+			printf("badpost rc=%d\n", (int)rc);
+			if (rc == GNI_RC_SUCCESS)
+				fail(&p, "a post from unregistered memory succeeded");
+		} else if (!strcmp(c, "nullpost")) {
+			gni_return_t rc = GNI_PostFma(p.a.ep, NULL);
+			p.posts++;
+			printf("nullpost rc=%d\n", (int)rc);
+		} else if (!strcmp(c, "net")) {
+			if (aar_emu_set_network(atof(ARG(1)), atof(ARG(2)), atof(ARG(3)), atof(ARG(4))))
+				fail(&p, "aar_emu_set_network refused");
+			i += 4;
+		} else if (!strcmp(c, "cadd") || !strcmp(c, "cset")) {
+			long long x[5];
+			for (int k = 0; k < 5; k++)
+				x[k] = strtoll(ARG(k + 1), NULL, 0);
+			(!strcmp(c, "cadd") ? aar_emu_counters_add : aar_emu_counters_set)(x[0], x[1], x[2], x[3], x[4]);
+			i += 5;
+		} else if (!strcmp(c, "freeze")) {
+			aar_emu_counters_freeze((int)num(ARG(1)));
+			i += 1;
+		} else if (!strcmp(c, "api")) {
+			const char *what = ARG(1);
+			int takes_arg = !strcmp(what, "mode") || !strcmp(what, "name");
+			int rc = -100;
+			if (!aar_set_mode)
+				printf("api %s unavailable\n", what);
+			else if (!strcmp(what, "mode"))
+				rc = aar_set_mode((uint16_t)num(ARG(2)));
+			else if (!strcmp(what, "name"))
+				rc = aar_set_mode_name(ARG(2));
+			else if (!strcmp(what, "auto"))
+				rc = aar_set_auto();
+			else if (!strcmp(what, "disable"))
+				rc = aar_disable();
+			else if (!strcmp(what, "enable"))
+				rc = aar_enable();
+			if (aar_set_mode)
+				printf("api %s rc=%d\n", what, rc);
+			i += 1 + takes_arg;
+		} else if (!strcmp(c, "policy")) {
+			printf("policy %s\n", aar_policy_name ? aar_policy_name() : "none");
+		} else if (!strcmp(c, "alltoall")) {
+			uint64_t size = num(ARG(1)), count = num(ARG(2));
+			if (!MPI_Alltoall) {
+				printf("alltoall unavailable\n");
+			} else {
+				alltoall_pair = &p;
+				alltoall_seq = size << 32 | (seq & 0xffffffff);
+				int before = alltoall_calls;
+				int rc = MPI_Alltoall(&p, (int)count, SENDTYPE, &alltoall_seq, -(int)count, RECVTYPE, COMM);
+				seq += count;
+				printf("alltoall rc=%d reached_pmpi=%d\n", rc, alltoall_calls - before);
+				if (rc != 0 || alltoall_calls != before + 1)
+					fail(&p, "MPI_Alltoall did not reach PMPI_Alltoall once");
+			}
+			i += 2;
+		} else if (!strcmp(c, "threads")) {
+			unsigned n = (unsigned)num(ARG(1));
+			struct thread_arg *t = calloc(n, sizeof *t);
+			pthread_t *tid = calloc(n, sizeof *tid);
+			for (unsigned k = 0; k < n; k++) {
+				t[k].inst = 100 + 2 * k;
+				t[k].size = num(ARG(2));
+				t[k].count = num(ARG(3));
+				pthread_create(&tid[k], NULL, thread_main, &t[k]);
+			}
+			for (unsigned k = 0; k < n; k++) {
+				pthread_join(tid[k], NULL);
+				p.posts += t[k].pair.posts;
+				p.errors += t[k].pair.errors;
+			}
+			i += 3;
+		} else {
+			fprintf(stderr, "driver: unknown command %s\n", c);
+			return 2;
+		}
+	}
+	printf("posts=%llu errors=%llu\n", (unsigned long long)p.posts, (unsigned long long)p.errors);
+	return p.errors ? 1 : 0;
+}

@@ -1,0 +1,229 @@
+//! Shared by the integration tests: build the real artifacts, compile the C test programs, run
+//! them under LD_PRELOAD=libaar.so over the emulated libugni.so, and read what reached the
+//! emulator (its post log) and what the library wrote.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub const SDE_EVENTS: &str = "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS,\
+sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED,\
+sde:::aries::AR_NIC_ORB_PRF_NET_RSP_TRACK_2,\
+sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK,\
+sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED";
+
+/// dlvr_mode values.
+pub const AD0: u64 = 0x00;
+pub const AD1: u64 = 0x20;
+pub const AD2: u64 = 0x40;
+pub const AD3: u64 = 0x80;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+}
+
+/// libaar.so and libugni.so, built in release mode once per test binary (a no-op when fresh).
+pub fn libdir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "-p", "aar", "-p", "aar-emu"])
+            .current_dir(root())
+            .status()
+            .expect("run cargo build");
+        assert!(st.success(), "building libaar.so and libugni.so failed");
+        let dir = target_dir().join("release");
+        assert!(dir.join("libaar.so").exists() && dir.join("libugni.so").exists());
+        dir
+    })
+}
+
+pub fn libaar() -> PathBuf {
+    libdir().join("libaar.so")
+}
+
+/// A scratch folder for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = target_dir().join("aar-tests").join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compile tests/c/<name>.c against cabi/ and the emulator, once per test binary.
+pub fn program(name: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let lib = libdir();
+    let mut built = BUILT.get_or_init(Default::default).lock().unwrap();
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let out_dir = target_dir().join("aar-tests").join("bin");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = out_dir.join(format!("{name}-{}", std::process::id()));
+    let src = root().join("tests/c").join(format!("{name}.c"));
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic", "-I"])
+        .arg(root().join("cabi"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .arg("-L")
+        .arg(lib)
+        .args(["-lugni", "-lpthread", "-ldl"])
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .status()
+        .expect("run cc");
+    assert!(st.success(), "compiling {} failed", src.display());
+    built.insert(name.into(), out.clone());
+    out
+}
+
+pub struct Run {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// What reached the emulator, one JSON object per call.
+    pub log: Vec<Value>,
+    pub dir: PathBuf,
+}
+
+impl Run {
+    /// Lines the library printed (prefix "aar:").
+    pub fn aar_lines(&self) -> Vec<&str> {
+        self.stderr.lines().filter(|l| l.starts_with("aar:")).collect()
+    }
+    /// Posts of one uGNI call, in order.
+    pub fn posts(&self, call: &str) -> Vec<&Value> {
+        self.log.iter().filter(|v| v["call"] == call).collect()
+    }
+    pub fn dlvr_modes(&self, call: &str) -> Vec<u64> {
+        self.posts(call).iter().map(|v| v["dlvr_mode"].as_u64().unwrap()).collect()
+    }
+    pub fn assert_ok(&self) {
+        assert!(self.status.success(), "program failed: {}\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr);
+    }
+    /// The records written in `dir`/out.
+    pub fn records(&self) -> Vec<Value> {
+        read_records(&self.dir.join("out"))
+    }
+}
+
+pub fn read_records(dir: &Path) -> Vec<Value> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return vec![] };
+    let mut v: Vec<Value> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .map(|e| serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap())
+        .collect();
+    v.sort_by_key(|r| r["pid"].as_u64());
+    v
+}
+
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
+/// How a test program is launched.
+pub struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub remove_env: Vec<String>,
+    pub preload: bool,
+    pub wrapper: Vec<String>,
+    pub dir: PathBuf,
+}
+
+impl Launch {
+    /// The driver under libaar.so with the emulator's SDE event names, its log in a scratch dir.
+    pub fn driver(test: &str, args: &str) -> Launch {
+        let dir = scratch(test);
+        std::fs::create_dir_all(dir.join("out")).unwrap();
+        Launch {
+            program: program("driver"),
+            args: args.split_whitespace().map(String::from).collect(),
+            env: vec![
+                ("AAR_PAPI_EVENTS".into(), SDE_EVENTS.into()),
+                ("AAR_EMU_LOG".into(), dir.join("emu.jsonl").display().to_string()),
+                ("AAR_OUTPUT_DIR".into(), dir.join("out").display().to_string()),
+            ],
+            remove_env: vec![],
+            preload: true,
+            wrapper: vec![],
+            dir,
+        }
+    }
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.retain(|(key, _)| key != k);
+        self.env.push((k.into(), v.into()));
+        self
+    }
+    pub fn unset(mut self, k: &str) -> Self {
+        self.env.retain(|(key, _)| key != k);
+        self.remove_env.push(k.into());
+        self
+    }
+    pub fn no_preload(mut self) -> Self {
+        self.preload = false;
+        self
+    }
+    pub fn run(self) -> Run {
+        let mut cmd = match self.wrapper.split_first() {
+            Some((w, rest)) => {
+                let mut c = Command::new(w);
+                c.args(rest).arg(&self.program);
+                c
+            }
+            None => Command::new(&self.program),
+        };
+        cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // A clean slate: no AAR_* or launcher variables leak in from the test's environment.
+        for (k, _) in std::env::vars() {
+            if k.starts_with("AAR_") || ["LD_LIBRARY_PATH", "PMI_RANK", "SLURM_PROCID", "ALPS_APP_PE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_JOB_ID", "LD_PRELOAD"].contains(&k.as_str()) {
+                cmd.env_remove(&k);
+            }
+        }
+        for k in &self.remove_env {
+            cmd.env_remove(k);
+        }
+        if self.preload {
+            cmd.env("LD_PRELOAD", libaar());
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn test program");
+        // Never let a hang stall CI: a test program gets two minutes.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let out_t = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+        let err_t = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("test program {} {:?} did not finish in 120 s (a hang?)", self.program.display(), self.args);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let log = read_jsonl(&self.dir.join("emu.jsonl"));
+        Run { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap(), log, dir: self.dir }
+    }
+}

@@ -1,0 +1,100 @@
+//! Decisions follow the NIC counters, read through the real libpapi from the emulator's
+//! Software-Defined Events, in both directions.
+
+mod common;
+use common::*;
+
+/// Emulated networks (latency Adaptive/High Bias in µs, stall cycles per flit Adaptive/High Bias).
+const CONGESTED_MINIMAL: &str = "net 1.2 1.0 2 50"; // minimal paths stall: Adaptive wins for bulk
+const LATENCY_BOUND: &str = "net 3.0 1.0 0.1 0.2"; // non-minimal paths cost latency: High Bias wins
+
+fn trace_of(r: &Run) -> Vec<serde_json::Value> {
+    read_jsonl(&r.dir.join("trace.jsonl"))
+}
+
+#[test]
+fn counters_drive_the_model_to_adaptive_then_high_bias_then_adaptive_again() {
+    let script = format!("{CONGESTED_MINIMAL} rdma 8192 12 0 {LATENCY_BOUND} rdma 8192 12 0 {CONGESTED_MINIMAL} rdma 8192 12 0");
+    let dir_run = Launch::driver("both-ways", &script);
+    let trace = dir_run.dir.join("trace.jsonl").display().to_string();
+    let r = dir_run.env("AAR_TRACE", &trace).run();
+    r.assert_ok();
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert_eq!(modes.len(), 36);
+    // Each 8 KiB post crosses the 4 KiB threshold: a decision each. The first has no window yet
+    // (High Bias); then the model. The first posts of a phase still see the previous network.
+    assert_eq!(&modes[4..12], &[AD0; 8], "congested minimal paths: Adaptive ({modes:?})");
+    assert_eq!(&modes[16..24], &[AD3; 8], "latency-bound: back to High Bias ({modes:?})");
+    assert_eq!(&modes[28..36], &[AD0; 8], "congested again: Adaptive ({modes:?})");
+    let t = trace_of(&r);
+    assert_eq!(t.len(), 36);
+    assert!(t[4..].iter().all(|l| l["reason"] == "model"), "decided by the model");
+    // The trace shows the window the model used: the emulator's configured stall ratios.
+    assert_eq!(t[6]["stall_ratio"], 2.0, "measured on Adaptive in the congested network");
+    assert_eq!(t[20]["stall_ratio"], 0.2, "measured on High Bias in the latency-bound network");
+    let rec = &r.records()[0];
+    assert!(rec["engine"]["switches_to_low_stall"].as_u64().unwrap() >= 2);
+    assert!(rec["engine"]["switches_to_low_latency"].as_u64().unwrap() >= 1);
+    assert_eq!(rec["counters"]["backend"], "papi");
+}
+
+#[test]
+fn a_stream_of_tiny_messages_still_triggers_decisions() {
+    // 64-byte posts: 5 flits; the cumulative size crosses 4 KiB every 65 posts.
+    let r = Launch::driver("tiny-stream", "fma 64 650 0").run();
+    r.assert_ok();
+    let rec = &r.records()[0];
+    assert_eq!(rec["engine"]["decisions"], 10, "650 × 64 B = 10 crossings of 4096 B");
+    assert_eq!(rec["counters"]["reads"], 11, "one read per decision, plus the baseline");
+    // On the emulator's default (quiet) network tiny messages are latency-bound: High Bias.
+    assert!(r.dlvr_modes("GNI_PostFma").iter().all(|&m| m == AD3));
+}
+
+#[test]
+fn the_threshold_variable_sets_when_decisions_happen() {
+    let r = Launch::driver("threshold", &format!("{CONGESTED_MINIMAL} fma 1024 64 0")).env("AAR_THRESHOLD", "16K").run();
+    r.assert_ok();
+    assert_eq!(r.records()[0]["engine"]["decisions"], 3, "64 KiB in 1 KiB posts crosses 16 KiB (strictly) 3 times");
+}
+
+#[test]
+fn gets_need_five_times_the_bytes_of_puts_to_go_adaptive() {
+    // Flits: a 2 KiB PUT is 32 + 128 = 160 request flits; a 2 KiB GET is 32.
+    // Break-even on High Bias with L = 1, s = 4 (Adaptive estimated L 1.2, s 0.8): f > 0.2 / (3.2 × 1.25e-3) = 50.
+    let script = "net 1.2 1.0 0.8 4 freeze 0 fma 2048 10 0 fmaget 2048 10 0";
+    let r = Launch::driver("put-get", script).env("AAR_THRESHOLD", "0").env("AAR_FRESHNESS", "0").run();
+    r.assert_ok();
+    let puts = r.dlvr_modes("GNI_PostFma");
+    let (put, get) = puts.split_at(10);
+    assert!(put[3..].iter().all(|&m| m == AD0), "2 KiB PUTs (160 flits) go Adaptive: {put:?}");
+    assert!(get[3..].iter().all(|&m| m == AD3), "2 KiB GETs (32 flits) stay High Bias: {get:?}");
+}
+
+#[test]
+fn inside_mpi_alltoall_the_low_stall_mode_is_adaptive1() {
+    let r = Launch::driver("alltoall", &format!("{CONGESTED_MINIMAL} rdma 8192 8 0 alltoall 8192 8 rdma 8192 4 0")).run();
+    r.assert_ok();
+    assert!(r.stdout.contains("alltoall rc=0 reached_pmpi=1"), "{}", r.stdout);
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert_eq!(&modes[4..8], &[AD0; 4], "outside: ADAPTIVE0");
+    assert_eq!(&modes[8..16], &[AD1; 8], "inside MPI_Alltoall: ADAPTIVE1");
+    assert_eq!(&modes[16..], &[AD0; 4], "after it: ADAPTIVE0 again");
+    assert_eq!(r.records()[0]["reasons"]["alltoall"], 8);
+    // AAR_ALLTOALL=0 turns the override off.
+    let r = Launch::driver("alltoall-off", &format!("{CONGESTED_MINIMAL} rdma 8192 8 0 alltoall 8192 8")).env("AAR_ALLTOALL", "0").run();
+    r.assert_ok();
+    assert_eq!(&r.dlvr_modes("GNI_PostRdma")[8..], &[AD0; 8]);
+}
+
+#[test]
+fn latency_counter_in_cycles_is_converted_with_the_800_mhz_clock() {
+    for (emu_unit, aar_unit) in [("us", "us"), ("cycles", "cycles")] {
+        let launch = Launch::driver(&format!("unit-{emu_unit}"), "net 2.5 2.0 1 1 rdma 65536 4 0x80");
+        let trace = launch.dir.join("trace.jsonl").display().to_string();
+        let r = launch.env("AAR_EMU_LATENCY_UNIT", emu_unit).env("AAR_LATENCY_UNIT", aar_unit).env("AAR_TRACE", &trace).run();
+        r.assert_ok();
+        let t = trace_of(&r);
+        let l = t[3]["latency_us"].as_f64().unwrap();
+        assert!((l - 2.0).abs() < 0.01, "{emu_unit}: High Bias latency 2.0 us, got {l}");
+    }
+}

@@ -1,0 +1,206 @@
+//! The library degrades, never breaks: no PAPI, bad settings, the kill switch, fixed modes,
+//! an old libugni.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+/// Warnings only (the exit summary also starts with "aar: policy").
+fn warnings(r: &Run) -> Vec<&str> {
+    r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect()
+}
+
+#[test]
+fn without_papi_the_program_completes_with_one_warning_and_high_bias_fixed() {
+    let script = "rdma 65536 6 0 fma 64 4 0 fma 64 2 0x10 smsg 10 2";
+    let launch = Launch::driver("no-papi", script);
+    let ns = launch.dir.join("ns");
+    std::fs::create_dir_all(&ns).unwrap();
+    // Preferred: a mount namespace where no libpapi exists at all. Without the privilege to make
+    // one, point the library at a PAPI that does not exist.
+    let can_unshare = Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success());
+    let mut launch = launch;
+    if can_unshare {
+        launch.wrapper = vec!["unshare".into(), "-m".into(), "sh".into(), root().join("tests/support/without-papi.sh").display().to_string(), ns.display().to_string()];
+    } else {
+        eprintln!("note: no mount namespace here; simulating absence with AAR_PAPI_LIBRARY");
+        launch = launch.env("AAR_PAPI_LIBRARY", &ns.join("libpapi.so").display().to_string());
+    }
+    let r = launch.run();
+    assert_ne!(r.status.code(), Some(97), "the namespace could not be set up: {}", r.stderr);
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "exactly one warning: {w:?}");
+    assert!(w[0].contains("PAPI could not be loaded") && w[0].contains("ADAPTIVE3 (fixed)"), "{}", w[0]);
+    // Adaptive requests get High Bias, large or small; MIN_HASH stays.
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD3; 6]);
+    assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3, AD3, AD3, AD3, 0x10, 0x10]);
+    let rec = &r.records()[0];
+    assert_eq!(rec["counters"]["backend"], "none");
+    assert_eq!(rec["policy_at_exit"], "ADAPTIVE3");
+}
+
+#[test]
+fn a_missing_event_is_one_warning_too() {
+    // Unknown names inside the SDE namespace are accepted by PAPI as placeholders, so the
+    // missing events here are outside it.
+    let events = SDE_EVENTS.replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED", "NO_SUCH_EVENT");
+    let r = Launch::driver("no-event", "rdma 65536 3 0").env("AAR_PAPI_EVENTS", &events).run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("NO_SUCH_EVENT") && w[0].contains("is not available"), "{}", w[0]);
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD3; 3]);
+    // Only the optional fifth event missing: counters still work, with one note.
+    let events = SDE_EVENTS.replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED", "NO_SUCH_EVENT");
+    let r = Launch::driver("no-opt-event", "rdma 65536 6 0").env("AAR_PAPI_EVENTS", &events).run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("optional"), "{}", w[0]);
+    assert_eq!(r.records()[0]["counters"]["backend"], "papi");
+    assert_eq!(&r.dlvr_modes("GNI_PostRdma")[2..], [AD0; 4], "automatic routing still runs");
+}
+
+#[test]
+fn each_bad_setting_gets_one_warning_naming_it_and_the_default_is_used() {
+    let cases = [
+        ("AAR_MODE", "fastest", "auto"),
+        ("AAR_MODE", "IN_ORDER", "auto"),
+        ("AAR_DISABLE", "perhaps", "0"),
+        ("AAR_THRESHOLD", "4 bananas", "4096"),
+        ("AAR_THRESHOLD", "-1", "4096"),
+        ("AAR_LAMBDA", "NaN", "1.2"),
+        ("AAR_SIGMA", "0", "5"),
+        ("AAR_FRESHNESS", "soon", "5"),
+        ("AAR_LOW_LATENCY_MODE", "MIN_HASH", "ADAPTIVE3"),
+        ("AAR_LOW_STALL_MODE", "ADAPTIVE7", "ADAPTIVE0"),
+        ("AAR_LATENCY_UNIT", "ns", "us"),
+        ("AAR_PAPI_EVENTS", "one,two", "AR_NIC"),
+        ("AAR_ALLTOALL", "2", "1"),
+        ("AAR_SUMMARY", "loud", "1"),
+        ("AAR_LOG", "chatty", "off"),
+    ];
+    let baseline = Launch::driver("bad-baseline", "rdma 65536 5 0 fma 64 5 0").run();
+    baseline.assert_ok();
+    for (var, value, default) in cases {
+        let mut launch = Launch::driver(&format!("bad-{}", var.to_lowercase()), "rdma 65536 5 0 fma 64 5 0").env(var, value);
+        if var == "AAR_PAPI_EVENTS" {
+            launch = launch.unset("AAR_PAPI_EVENTS").env(var, value);
+        }
+        let r = launch.run();
+        r.assert_ok();
+        let w: Vec<&str> = warnings(&r).into_iter().filter(|l| l.starts_with(&format!("aar: {var}="))).collect();
+        assert_eq!(w.len(), 1, "{var}={value}: expected one warning, got {:?}", r.aar_lines());
+        assert!(w[0].contains(value) && w[0].contains(default), "{var}: {}", w[0]);
+        if var != "AAR_PAPI_EVENTS" {
+            assert_eq!(warnings(&r).len(), 1, "{var}: nothing else to warn about: {:?}", warnings(&r));
+            assert_eq!(r.dlvr_modes("GNI_PostRdma"), baseline.dlvr_modes("GNI_PostRdma"), "{var}: default behaviour");
+        }
+    }
+}
+
+#[test]
+fn the_kill_switch_leaves_every_descriptor_untouched_and_writes_nothing() {
+    let script = "rdma 65536 5 0 fma 64 5 0 fma 64 2 0x100 smsg 10 2 api mode 0x80 fma 64 2 0 policy";
+    let r = Launch::driver("disable", script).env("AAR_DISABLE", "1").run();
+    r.assert_ok();
+    let off = Launch::driver("disable-ref", script).no_preload().run();
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), off.dlvr_modes("GNI_PostRdma"));
+    assert_eq!(r.dlvr_modes("GNI_PostFma"), off.dlvr_modes("GNI_PostFma"));
+    assert!(r.posts("GNI_SmsgSetDeliveryMode").is_empty(), "SMSG modes untouched");
+    assert!(r.stdout.contains("api mode rc=-2"), "the C API reports the kill switch: {}", r.stdout);
+    assert!(r.stdout.contains("policy disabled"), "{}", r.stdout);
+    assert!(r.stderr.is_empty(), "nothing on stderr: {}", r.stderr);
+    assert!(r.records().is_empty(), "no record");
+}
+
+#[test]
+fn a_fixed_mode_from_the_environment_applies_to_every_adaptive_message() {
+    let r = Launch::driver("fixed-env", "rdma 65536 5 0 fma 64 5 0 fma 64 2 0x3 smsg 10 2").env("AAR_MODE", "ADAPTIVE_1").run();
+    r.assert_ok();
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD1; 5]);
+    assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD1, AD1, AD1, AD1, AD1, 0x3, 0x3]);
+    let smsg: Vec<_> = r.posts("GNI_SmsgSend").iter().map(|v| v["smsg_dlvr_mode"].as_u64().unwrap()).collect();
+    assert_eq!(smsg, [AD1, AD1], "SMSG steered to the fixed mode");
+    let rec = &r.records()[0];
+    assert_eq!(rec["reasons"]["fixed"], 12);
+    assert!(rec["counters"]["reads"].as_u64().unwrap() >= 5, "counters are still read for the record");
+}
+
+#[test]
+fn off_observes_without_rewriting() {
+    let r = Launch::driver("mode-off", "rdma 65536 5 0 fma 64 5 0x40").env("AAR_MODE", "off").run();
+    r.assert_ok();
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD0; 5]);
+    assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD2; 5]);
+    let rec = &r.records()[0];
+    assert_eq!(rec["reasons"]["passthrough"], 10);
+    assert!(rec["engine"]["windows_valid"].as_u64().unwrap() >= 4, "counter windows are still measured");
+}
+
+#[test]
+fn the_c_api_pins_pauses_and_resumes_routing() {
+    let script = "net 1.2 1.0 2 50 rdma 65536 4 0 \
+                  api mode 0x40 policy rdma 65536 3 0 fma 64 2 0 smsg 10 1 \
+                  api disable policy rdma 65536 3 0 smsg 10 1 \
+                  api enable policy rdma 65536 3 0 \
+                  api name ADAPTIVE_1 rdma 65536 2 0 \
+                  api auto policy rdma 65536 3 0 \
+                  api mode 0x3 api mode 0x180 api name IN_ORDER";
+    let r = Launch::driver("c-api", script).run();
+    r.assert_ok();
+    let o = &r.stdout;
+    for expect in ["api mode rc=0", "policy ADAPTIVE2", "api disable rc=0", "policy paused", "api enable rc=0", "api auto rc=0", "policy auto"] {
+        assert!(o.contains(expect), "{expect}: {o}");
+    }
+    assert_eq!(o.matches("api mode rc=-1").count(), 2, "IN_ORDER and flag bits are refused: {o}");
+    assert!(o.contains("api name rc=-1"), "{o}");
+    let rdma = r.dlvr_modes("GNI_PostRdma");
+    assert_eq!(&rdma[4..7], &[AD2; 3], "pinned");
+    assert_eq!(&rdma[7..10], &[AD0; 3], "paused: as the caller wrote them");
+    assert_eq!(&rdma[10..13], &[AD2; 3], "resumed with the pinned mode");
+    assert_eq!(&rdma[13..15], &[AD1; 2], "pinned by name");
+    assert_eq!(&rdma[16..18], &[AD0; 2], "automatic again: the model chooses Adaptive here");
+    assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD2, AD2]);
+    // SMSG: pinned mode while pinned; while paused the NICs get the caller's mode (0) back.
+    let smsg: Vec<_> = r.posts("GNI_SmsgSend").iter().map(|v| v["smsg_dlvr_mode"].as_u64().unwrap()).collect();
+    assert_eq!(smsg, [AD2, AD0]);
+}
+
+#[test]
+fn the_applications_own_smsg_mode_is_respected_when_not_adaptive() {
+    let r = Launch::driver("smsg-intent", "smsg 10 2 smsgmode 0x3 smsg 10 2 smsgmode 0x100 smsg 10 2").run();
+    r.assert_ok();
+    let smsg: Vec<_> = r.posts("GNI_SmsgSend").iter().map(|v| v["smsg_dlvr_mode"].as_u64().unwrap()).collect();
+    assert_eq!(smsg, [AD3, AD3, 0x3, 0x3, 0x180, 0x180], "High Bias, then IN_ORDER as asked, then High Bias with the flag kept");
+}
+
+#[test]
+fn an_old_libugni_without_chained_posts_is_tolerated() {
+    let dir = scratch("old-ugni");
+    let lib = dir.join("libugni.so");
+    let inc = root().join("cabi");
+    let st = Command::new("cc").args(["-O2", "-shared", "-fPIC", "-I"]).arg(&inc).arg(root().join("tests/c/old_ugni.c")).arg("-o").arg(&lib).status().unwrap();
+    assert!(st.success());
+    let prog = dir.join("old_main");
+    let st = Command::new("cc")
+        .args(["-O2", "-I"])
+        .arg(&inc)
+        .arg(root().join("tests/c/old_main.c"))
+        .arg("-o")
+        .arg(&prog)
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lugni", "-ldl"])
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = Command::new(&prog).env("LD_PRELOAD", libaar()).env_remove("LD_LIBRARY_PATH").env("AAR_MODE", "ADAPTIVE3").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("postfma rc=0 dlvr=0x80 posts=1"), "{stdout}");
+    assert!(stdout.contains("ctpostfma rc=12 posts=1"), "GNI_RC_ILLEGAL_OP, nothing forwarded: {stdout}");
+    assert_eq!(stderr.matches("GNI_CtPostFma was called but").count(), 1, "{stderr}");
+}

@@ -1,0 +1,107 @@
+//! What the library leaves behind: the per-rank record, the summary line, the decision trace,
+//! and nothing on stdout.
+
+mod common;
+use common::*;
+
+#[test]
+fn rank0_prints_one_summary_line_and_every_rank_writes_its_record() {
+    let script = "rdma 65536 6 0 fma 64 10 0 smsg 10 3";
+    let r0 = Launch::driver("rank0", script).env("PMI_RANK", "0").env("SLURM_JOB_ID", "4242").run();
+    r0.assert_ok();
+    let lines = r0.aar_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("aar: policy auto: 19 messages"), "{}", lines[0]);
+    assert!(lines[0].contains("ADAPTIVE0") && lines[0].contains("ADAPTIVE3"), "both modes chosen: {}", lines[0]);
+    let r3 = Launch::driver("rank3", script).env("PMI_RANK", "3").env("SLURM_JOB_ID", "4242").run();
+    r3.assert_ok();
+    assert!(r3.stderr.is_empty(), "ranks other than 0 are silent: {}", r3.stderr);
+
+    for (r, rank) in [(&r0, 0), (&r3, 3)] {
+        let names: Vec<String> = std::fs::read_dir(r.dir.join("out")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(names.len(), 1, "one file, no leftover .partial: {names:?}");
+        assert!(names[0].starts_with(&format!("aar.4242.{rank}.")) && names[0].ends_with(".json"), "{names:?}");
+        let rec = &r.records()[0];
+        assert_eq!(rec["format"], "aar-record/1");
+        assert_eq!(rec["rank"], rank);
+        assert_eq!(rec["job_id"], "4242");
+        assert_eq!(rec["settings"]["engine"]["threshold_bytes"], 4096);
+        assert!(rec["git_revision"].as_str().unwrap().len() >= 7);
+        assert!(rec["command_line"][0].as_str().unwrap().ends_with(&format!("driver-{}", std::process::id())) || rec["command_line"][0].as_str().unwrap().contains("driver"));
+        let modes = &rec["modes"];
+        let msgs: u64 = modes.as_object().unwrap().values().map(|m| m["messages"].as_u64().unwrap()).sum();
+        let bytes: u64 = modes.as_object().unwrap().values().map(|m| m["bytes"].as_u64().unwrap()).sum();
+        assert_eq!(msgs, 19);
+        assert_eq!(bytes, 6 * 65536 + 10 * 64 + 3 * 14, "SMSG counts header and data");
+        assert_eq!(rec["reasons"]["smsg"], 3);
+        assert!(rec["time"]["init_ns"].as_u64().unwrap() > 0);
+        assert!(rec["counters"]["reads"].as_u64().unwrap() >= 6);
+    }
+}
+
+#[test]
+fn the_summary_can_be_silenced_and_no_record_is_written_without_an_output_dir() {
+    let r = Launch::driver("quiet", "fma 64 5 0").env("AAR_SUMMARY", "0").unset("AAR_OUTPUT_DIR").run();
+    r.assert_ok();
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    assert!(r.records().is_empty());
+}
+
+#[test]
+fn a_missing_output_dir_is_one_warning_at_start_and_the_program_continues() {
+    let launch = Launch::driver("missing-out", "fma 64 5 0");
+    let missing = launch.dir.join("does/not/exist").display().to_string();
+    let r = launch.env("AAR_OUTPUT_DIR", &missing).env("AAR_SUMMARY", "0").run();
+    r.assert_ok();
+    let lines = r.aar_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("AAR_OUTPUT_DIR") && lines[0].contains(&missing), "{}", lines[0]);
+}
+
+#[test]
+fn the_trace_has_one_line_per_message_with_the_documented_fields() {
+    let launch = Launch::driver("trace", "rdma 65536 4 0 fma 64 3 0 fma 64 2 0x3 rdmaget 8192 2 0 smsg 8 2");
+    let pattern = launch.dir.join("t.%r.%p.jsonl").display().to_string();
+    let r = launch.env("AAR_TRACE", &pattern).env("PMI_RANK", "0").run();
+    r.assert_ok();
+    let files: Vec<_> = std::fs::read_dir(&r.dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("t.0.")).collect();
+    assert_eq!(files.len(), 1, "%r and %p expanded: {files:?}");
+    let t = read_jsonl(&files[0]);
+    assert_eq!(t.len(), 13);
+    for l in &t {
+        for f in ["bytes", "post_type", "flits", "packets", "latency_us", "stall_ratio", "chosen", "reason"] {
+            assert!(l.get(f).is_some(), "field {f} missing in {l}");
+        }
+    }
+    assert_eq!((t[0]["post_type"].as_str(), t[0]["bytes"].as_u64(), t[0]["flits"].as_u64(), t[0]["packets"].as_u64()), (Some("RDMA_PUT"), Some(65536), Some(5120), Some(1024)));
+    assert_eq!(t[0]["reason"], "threshold", "no counter window yet");
+    assert_eq!(t[2]["reason"], "model");
+    assert_eq!(t[2]["chosen"], "ADAPTIVE0");
+    assert_eq!(t[4]["reason"], "threshold");
+    assert_eq!(t[4]["chosen"], "ADAPTIVE3");
+    assert_eq!(t[7]["reason"], "passthrough");
+    assert_eq!(t[7]["chosen"], "IN_ORDER");
+    assert_eq!((t[9]["post_type"].as_str(), t[9]["flits"].as_u64()), (Some("RDMA_GET"), Some(128)), "a GET request is one flit per packet");
+    assert_eq!((t[11]["post_type"].as_str(), t[11]["reason"].as_str()), (Some("SMSG"), Some("smsg")));
+    // The chosen modes in the trace are what reached the emulator.
+    let rdma = r.dlvr_modes("GNI_PostRdma");
+    let traced: Vec<&str> = t.iter().filter(|l| l["call"] == "GNI_PostRdma").map(|l| l["chosen"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rdma.iter().map(|m| match m { 0 => "ADAPTIVE0", 0x80 => "ADAPTIVE3", _ => "?" }).collect();
+    assert_eq!(traced, names);
+}
+
+#[test]
+fn an_existing_trace_file_is_never_overwritten_nor_a_symlink_followed() {
+    let launch = Launch::driver("trace-exists", "fma 64 3 0");
+    let path = launch.dir.join("trace.jsonl");
+    let victim = launch.dir.join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, &path).unwrap();
+    let r = launch.env("AAR_TRACE", &path.display().to_string()).env("AAR_SUMMARY", "0").run();
+    r.assert_ok();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let lines = r.aar_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("AAR_TRACE") && lines[0].contains("cannot create"), "{}", lines[0]);
+    assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3], "routing continues without the trace");
+}
