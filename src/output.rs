@@ -130,12 +130,20 @@ fn human_bytes(b: u64) -> String {
 fn summary(t: &stats::Totals, decider: Option<&Decider>, record: Option<&str>, policy: &str) -> String {
     let messages: u64 = t.messages.iter().sum();
     let bytes: u64 = t.bytes.iter().sum();
-    let mut shares: Vec<(u64, &str)> = t.bytes.iter().zip(CLASS_NAMES).filter(|(b, _)| **b > 0).map(|(b, n)| (*b, n)).collect();
-    shares.sort_by(|a, b| b.0.cmp(&a.0));
-    let shares: Vec<String> = shares.iter().map(|(b, n)| format!("{n} {:.0}%", 100.0 * *b as f64 / bytes.max(1) as f64)).collect();
+    let mut per_mode: Vec<(u64, u64, &str)> =
+        (0..CLASS_NAMES.len()).filter(|&i| t.messages[i] > 0).map(|i| (t.bytes[i], t.messages[i], CLASS_NAMES[i])).collect();
+    per_mode.sort_by(|a, b| b.cmp(a));
+    let per_mode: Vec<String> = per_mode
+        .iter()
+        .map(|(b, m, n)| {
+            let pct = 100.0 * *b as f64 / bytes.max(1) as f64;
+            let pct = if pct > 0.0 && pct < 1.0 { "<1".to_string() } else { format!("{pct:.0}") };
+            format!("{n} {pct}% of bytes in {m} messages")
+        })
+        .collect();
     let mut line = format!("policy {policy}: {messages} messages, {}", human_bytes(bytes));
-    if !shares.is_empty() {
-        line += &format!(" ({} of bytes)", shares.join(", "));
+    if !per_mode.is_empty() {
+        line += &format!(" ({})", per_mode.join(", "));
     }
     if let Some(d) = decider {
         let s = d.engine.stats();

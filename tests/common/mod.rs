@@ -26,8 +26,11 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The target directory this test binary was built into (target/<profile>/deps/<test>), so a
+/// custom CARGO_TARGET_DIR is honoured.
 pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").to_path_buf()
 }
 
 /// libaar.so and libugni.so, built in release mode once per test binary (a no-op when fresh).
@@ -36,7 +39,8 @@ pub fn libdir() -> &'static Path {
     DIR.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let st = Command::new(cargo)
-            .args(["build", "--release", "-p", "aar", "-p", "aar-emu"])
+            .args(["build", "--release", "-q", "-p", "aar", "-p", "aar-emu"])
+            .env("CARGO_TARGET_DIR", target_dir())
             .current_dir(root())
             .status()
             .expect("run cargo build");

@@ -1,0 +1,206 @@
+/*
+ * overhead: what libaar.so adds to a uGNI post, measured in one process and one run.
+ *
+ * Run with LD_PRELOAD=libaar.so over the emulated libugni.so. The same post is issued two ways,
+ * in alternating batches: through the interposed symbol (libaar.so, then the emulator) and
+ * through the emulator's own symbol found with dlsym on its handle (the post without the shim).
+ * The difference of the median per-post times is the cost of the shim. Each path:
+ *
+ *   below   64 B FMA PUTs, below the cumulative threshold except every 65th (the common case)
+ *   1k      1 KiB FMA PUTs: every 5th crosses the 4 KiB threshold (decision + counter read)
+ *   read    64 KiB RDMA PUTs: every post crosses the threshold (one PAPI read each)
+ *   smsg    8 B SMSG sends (the receiver drains in both paths alike)
+ *   mix     a realistic size mix: 80% 8-512 B, 18% 1-16 KiB, 2% 64 KiB-1 MiB
+ *
+ * Posts are silent (no completion event), so the emulator's cheapest path is measured.
+ *   overhead [--batches N] [--batch-posts N] [--only PATH]
+ * Output: one line per path: median ns per post without and with the shim, the difference, ratio.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gni_pub.h"
+
+typedef gni_return_t (*post_fn)(gni_ep_handle_t, gni_post_descriptor_t *);
+typedef gni_return_t (*smsg_fn)(gni_ep_handle_t, void *, uint32_t, void *, uint32_t, uint32_t);
+
+struct side {
+	uint32_t inst, addr;
+	gni_cdm_handle_t cdm;
+	gni_nic_handle_t nic;
+	gni_cq_handle_t cq;
+	gni_ep_handle_t ep;
+	unsigned char *buf, *mbox;
+	gni_mem_handle_t mh, mbox_mh;
+	gni_smsg_attr_t attr;
+};
+
+#define MAX_BYTES (1u << 20)
+
+static void die(const char *what, gni_return_t rc)
+{
+	fprintf(stderr, "overhead: %s failed (rc=%d)\n", what, (int)rc);
+	exit(2);
+}
+
+static void setup(struct side *s, uint32_t inst)
+{
+	gni_return_t rc;
+	unsigned int mbytes;
+	s->inst = inst;
+	if ((rc = GNI_CdmCreate(inst, GNI_FIND_ALLOC_PTAG, 1, 0, &s->cdm)) || (rc = GNI_CdmAttach(s->cdm, 0, &s->addr, &s->nic)) ||
+	    (rc = GNI_CqCreate(s->nic, 4096, 0, GNI_CQ_NOBLOCK, NULL, NULL, &s->cq)) || (rc = GNI_EpCreate(s->nic, s->cq, &s->ep)))
+		die("setup", rc);
+	s->buf = aligned_alloc(64, MAX_BYTES);
+	memset(s->buf, 1, MAX_BYTES);
+	if ((rc = GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->buf, MAX_BYTES, NULL, GNI_MEM_READWRITE, (uint32_t)-1, &s->mh)))
+		die("GNI_MemRegister", rc);
+	memset(&s->attr, 0, sizeof s->attr);
+	s->attr.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+	s->attr.mbox_maxcredit = 64;
+	s->attr.msg_maxsize = 256;
+	if ((rc = GNI_SmsgBufferSizeNeeded(&s->attr, &mbytes)))
+		die("GNI_SmsgBufferSizeNeeded", rc);
+	s->mbox = aligned_alloc(64, (mbytes + 63) / 64 * 64);
+	if ((rc = GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->mbox, mbytes, NULL, GNI_MEM_READWRITE, (uint32_t)-1, &s->mbox_mh)))
+		die("GNI_MemRegister", rc);
+	s->attr.msg_buffer = s->mbox;
+	s->attr.buff_size = mbytes;
+	s->attr.mem_hndl = s->mbox_mh;
+}
+
+static double now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static struct side A, B;
+static gni_post_descriptor_t pd;
+static uint64_t mix_state = 88172645463325252ull;
+
+static uint64_t mix_size(void)
+{
+	mix_state ^= mix_state << 13, mix_state ^= mix_state >> 7, mix_state ^= mix_state << 17;
+	unsigned r = mix_state % 100;
+	uint64_t v = mix_state >> 20;
+	if (r < 80)
+		return 8 + v % 505;
+	if (r < 98)
+		return (1024 + v % (15 * 1024)) & ~7ull;
+	return (65536 + v % (MAX_BYTES - 65536)) & ~7ull; /* the BTE moves 4-byte multiples */
+}
+
+/* Like a runtime: FMA below 4 KiB, RDMA (BTE) from 4 KiB. */
+static void post_batch(post_fn fma, post_fn rdma, const char *path, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t len = !strcmp(path, "below") ? 64 : !strcmp(path, "1k") ? 1024 : !strcmp(path, "read") ? 65536 : mix_size();
+		int use_rdma = len >= 4096;
+		pd.type = use_rdma ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT;
+		pd.length = len;
+		pd.dlvr_mode = 0;
+		gni_return_t rc = (use_rdma ? rdma : fma)(A.ep, &pd);
+		if (rc)
+			die("post", rc);
+	}
+}
+
+static void smsg_batch(smsg_fn f, int n)
+{
+	uint64_t payload = 42;
+	for (int i = 0; i < n; i++) {
+		gni_return_t rc = f(A.ep, &payload, sizeof payload, NULL, 0, (uint32_t)i);
+		if (rc)
+			die("smsg", rc);
+		void *msg;
+		if (GNI_SmsgGetNext(B.ep, &msg) == GNI_RC_SUCCESS)
+			GNI_SmsgRelease(B.ep);
+		gni_cq_entry_t ev;
+		while (GNI_CqGetEvent(B.cq, &ev) == GNI_RC_SUCCESS)
+			;
+		while (GNI_CqGetEvent(A.cq, &ev) == GNI_RC_SUCCESS)
+			;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int batches = 200, per_batch = 2000;
+	const char *only = NULL;
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--batches"))
+			batches = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--batch-posts"))
+			per_batch = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--only"))
+			only = argv[i + 1];
+	}
+	setup(&A, 0);
+	setup(&B, 1);
+	gni_return_t rc;
+	if ((rc = GNI_EpBind(A.ep, B.addr, B.inst)) || (rc = GNI_EpBind(B.ep, A.addr, A.inst)) ||
+	    (rc = GNI_SmsgInit(A.ep, &A.attr, &B.attr)) || (rc = GNI_SmsgInit(B.ep, &B.attr, &A.attr)))
+		die("bind", rc);
+	memset(&pd, 0, sizeof pd);
+	pd.cq_mode = GNI_CQMODE_SILENT;
+	pd.local_addr = (uint64_t)(uintptr_t)A.buf;
+	pd.local_mem_hndl = A.mh;
+	pd.remote_addr = (uint64_t)(uintptr_t)B.buf;
+	pd.remote_mem_hndl = B.mh;
+
+	void *emu = dlopen("libugni.so", RTLD_NOW | RTLD_NOLOAD);
+	if (!emu) {
+		fprintf(stderr, "overhead: libugni.so is not loaded: %s\n", dlerror());
+		return 2;
+	}
+	post_fn direct_fma = (post_fn)dlsym(emu, "GNI_PostFma"), direct_rdma = (post_fn)dlsym(emu, "GNI_PostRdma");
+	smsg_fn direct_smsg = (smsg_fn)dlsym(emu, "GNI_SmsgSend");
+	int shimmed = direct_fma != GNI_PostFma;
+	printf("# overhead per post, %d batches of %d posts per path, %s\n", batches, per_batch,
+	       shimmed ? "through libaar.so vs the emulator directly" : "NO SHIM LOADED (both columns are the emulator)");
+	printf("# %-6s %12s %12s %10s %8s\n", "path", "direct_ns", "shim_ns", "added_ns", "ratio");
+	const char *paths[] = {"below", "1k", "read", "smsg", "mix"};
+	double *d = malloc(sizeof(double) * batches), *s = malloc(sizeof(double) * batches);
+	for (unsigned p = 0; p < sizeof paths / sizeof *paths; p++) {
+		const char *path = paths[p];
+		if (only && strcmp(only, path))
+			continue;
+		int n = per_batch;
+		if (!strcmp(path, "read") || !strcmp(path, "mix"))
+			n = per_batch / 10 > 0 ? per_batch / 10 : 1;
+		for (int b = 0; b < batches; b++) {
+			double t0, t1;
+			/* Alternate which goes first, so drift and cache effects fall on both alike. */
+			for (int k = 0; k < 2; k++) {
+				int through_shim = (b + k) % 2;
+				t0 = now_ns();
+				if (!strcmp(path, "smsg"))
+					smsg_batch(through_shim ? GNI_SmsgSend : direct_smsg, n);
+				else if (through_shim)
+					post_batch(GNI_PostFma, GNI_PostRdma, path, n);
+				else
+					post_batch(direct_fma, direct_rdma, path, n);
+				t1 = now_ns();
+				(through_shim ? s : d)[b] = (t1 - t0) / n;
+			}
+		}
+		qsort(d, batches, sizeof *d, cmp);
+		qsort(s, batches, sizeof *s, cmp);
+		double dm = d[batches / 2], sm = s[batches / 2];
+		printf("  %-6s %12.1f %12.1f %10.1f %8.3f\n", path, dm, sm, sm - dm, sm / dm);
+	}
+	return 0;
+}
