@@ -64,15 +64,15 @@ pub fn word(policy: Policy, low_latency: RoutingMode, ready: bool, enabled: bool
     w
 }
 
-/// The same word with a new policy and/or enabled switch.
-pub fn with(w: u32, policy: Option<Policy>, enabled: Option<bool>) -> u32 {
+/// The same word with a new policy, enabled switch or trace switch (`None`: unchanged).
+pub fn with(w: u32, policy: Option<Policy>, enabled: Option<bool>, trace: Option<bool>) -> u32 {
     let low_latency = RoutingMode::from_routing_bits((w >> LOW_LATENCY_SHIFT) as u16 & 0xff).unwrap_or(RoutingMode::Adaptive3);
     word(
         policy.unwrap_or(self::policy(w)),
         low_latency,
         w & READY != 0,
         enabled.unwrap_or(w & ENABLED != 0),
-        w & TRACE != 0,
+        trace.unwrap_or(w & TRACE != 0),
     )
 }
 
@@ -122,7 +122,7 @@ mod tests {
                 assert_eq!(policy(w), p);
                 assert_eq!(w & FAST != 0, ready && enabled && !trace);
                 assert_eq!(w & REWRITE != 0, ready && enabled && p != Policy::Off);
-                assert_eq!(with(w, None, None), w);
+                assert_eq!(with(w, None, None, None), w);
             }
         }
     }
@@ -132,14 +132,15 @@ mod tests {
         let w = word(Policy::Auto, RoutingMode::Adaptive3, true, true, false);
         assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive3));
         assert_eq!(below_threshold_reason(w), Reason::Threshold);
-        let w = with(w, Some(Policy::Fixed(RoutingMode::Adaptive0)), None);
+        let w = with(w, Some(Policy::Fixed(RoutingMode::Adaptive0)), None, None);
         assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive0));
         assert_eq!(below_threshold_reason(w), Reason::Fixed);
-        let w = with(w, None, Some(false));
+        let w = with(w, None, Some(false), None);
         assert_eq!(below_threshold_mode(w), None);
         assert_eq!(below_threshold_reason(w), Reason::Passthrough);
         assert_eq!(policy_name(w), "paused");
-        let w = with(w, Some(Policy::Auto), Some(true));
+        let w = with(w, Some(Policy::Auto), Some(true), None);
+        assert_eq!(with(w, None, None, Some(true)) & FAST, 0, "tracing takes every post off the fast path");
         assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive3), "low-latency mode survives");
         assert_eq!(policy_name(word(Policy::Off, RoutingMode::Adaptive2, true, true, false)), "off");
         assert_eq!(below_threshold_mode(word(Policy::Auto, RoutingMode::Adaptive2, true, true, false)), Some(RoutingMode::Adaptive2));

@@ -6,12 +6,12 @@
 //! kept, bounded, for the per-rank record. Debug diagnostics go through `tracing`, silent unless
 //! `AAR_LOG` names a level.
 
-use parking_lot::Mutex;
-use std::io::Write;
+use crate::sys;
+use crate::trylock::TryLock;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 const MAX_KEPT: usize = 64;
-static KEPT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+pub(crate) static KEPT: TryLock<Vec<String>> = TryLock::new(Vec::new());
 static RANK: AtomicI64 = AtomicI64::new(-1);
 
 /// Variables launchers set to the rank of the process, in the order they are trusted.
@@ -40,25 +40,22 @@ fn emit(line: &str, print: bool) {
         }
     }
     if print {
-        // One write of the whole line, so lines from several ranks do not interleave.
-        let _ = std::io::stderr().write_all(format!("aar: {line}\n").as_bytes());
+        sys::write_stderr(format!("aar: {line}\n").as_bytes());
     }
 }
 
 pub fn warn(line: &str) {
-    tracing::warn!("{line}");
     emit(line, is_rank0());
 }
 
 pub fn error(line: &str) {
-    tracing::error!("{line}");
     emit(line, true);
 }
 
 /// Printed by rank 0 (the exit summary).
 pub fn info_rank0(line: &str) {
     if is_rank0() {
-        let _ = std::io::stderr().write_all(format!("aar: {line}\n").as_bytes());
+        sys::write_stderr(format!("aar: {line}\n").as_bytes());
     }
 }
 

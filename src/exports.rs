@@ -105,7 +105,9 @@ pub unsafe extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { real(nic, dlvr_mode) };
     if rc == GNI_RC_SUCCESS {
-        let _ = std::panic::catch_unwind(|| ugni::caller_set_delivery_mode(nic, dlvr_mode));
+        if let Some(_inside) = ugni::Inside::enter() {
+            let _ = std::panic::catch_unwind(|| ugni::caller_set_delivery_mode(nic, dlvr_mode));
+        }
     }
     rc
 }
@@ -119,10 +121,13 @@ pub unsafe extern "C" fn GNI_CdmAttach(cdm: GniCdmHandle, device_id: u32, local_
     let Some(real) = ugni::real_fn::<CdmAttachFn>(&ugni::CDM_ATTACH) else {
         return ugni::missing_fn(&ugni::CDM_ATTACH);
     };
-    let _ = std::panic::catch_unwind(runtime::ensure_init);
+    let inside = ugni::Inside::enter();
+    if inside.is_some() {
+        let _ = std::panic::catch_unwind(runtime::ensure_init);
+    }
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { real(cdm, device_id, local_address, nic) };
-    if rc == GNI_RC_SUCCESS && !nic.is_null() {
+    if rc == GNI_RC_SUCCESS && !nic.is_null() && inside.is_some() {
         // SAFETY: on success uGNI wrote the NIC handle through the caller's valid pointer.
         let handle = unsafe { *nic };
         if !handle.is_null() {
@@ -139,7 +144,9 @@ pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     let Some(real) = ugni::real_fn::<CdmDestroyFn>(&ugni::CDM_DESTROY) else {
         return ugni::missing_fn(&ugni::CDM_DESTROY);
     };
-    let _ = std::panic::catch_unwind(|| ugni::cdm_destroyed(cdm));
+    if let Some(_inside) = ugni::Inside::enter() {
+        let _ = std::panic::catch_unwind(|| ugni::cdm_destroyed(cdm));
+    }
     // SAFETY: the caller's argument, unchanged.
     unsafe { real(cdm) }
 }

@@ -6,12 +6,14 @@
 //! engine) → forward → observe ([`papi`]). Output: [`output`] (per-rank record, summary),
 //! [`trace`] (decision trace), [`diag`] (stderr messages and logging).
 //!
-//! `unsafe` lives in the seams only: [`ugni`], [`mpi`], [`papi`], [`sys`] and [`exports`].
+//! `unsafe` lives in the seams only: [`ugni`], [`mpi`], [`papi`], [`sys`] and [`exports`], and in
+//! [`trylock`], the one lock the decision path takes.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod control;
 mod diag;
 mod exports;
+mod fork;
 mod mpi;
 mod output;
 mod papi;
@@ -19,4 +21,5 @@ mod runtime;
 mod stats;
 mod sys;
 mod trace;
+mod trylock;
 mod ugni;

@@ -8,7 +8,7 @@
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 pub type AlltoallFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, usize) -> c_int;
 
@@ -20,10 +20,14 @@ thread_local! {
 }
 
 static PMPI_ALLTOALL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// Set by the first MPI_Alltoall: until then no thread can be inside one, and the decision path
+/// skips the thread-local lookup.
+static ALLTOALL_SEEN: AtomicBool = AtomicBool::new(false);
 
 /// Whether this thread is inside MPI_Alltoall.
+#[inline]
 pub fn in_alltoall() -> bool {
-    ALLTOALL_DEPTH.try_with(|d| d.get() > 0).unwrap_or(false)
+    ALLTOALL_SEEN.load(Ordering::Relaxed) && ALLTOALL_DEPTH.try_with(|d| d.get() > 0).unwrap_or(false)
 }
 
 fn pmpi_alltoall() -> Option<AlltoallFn> {
@@ -49,6 +53,7 @@ fn pmpi_alltoall() -> Option<AlltoallFn> {
 struct Depth;
 impl Depth {
     fn enter() -> Depth {
+        ALLTOALL_SEEN.store(true, Ordering::Relaxed);
         let _ = ALLTOALL_DEPTH.try_with(|d| d.set(d.get().saturating_add(1)));
         Depth
     }

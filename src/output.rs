@@ -174,13 +174,15 @@ fn write_outputs() {
         return;
     }
     let Some(settings) = runtime::settings() else { return };
+    runtime::after_fork_in_child();
     trace::finish();
     let totals = stats::totals();
-    let decider = runtime::decider_for_exit();
+    let slot = runtime::decider_for_exit();
+    let decider = slot.as_deref().and_then(Option::as_ref);
     let policy = control::policy_name(runtime::control());
     let mut record_path = None;
     if let Some(dir) = settings.output_dir.as_deref() {
-        let d = decider.as_deref();
+        let d = decider;
         let mean = d.filter(|d| d.timed_decisions > 0).map(|d| d.timed_decision_ns as f64 / d.timed_decisions as f64);
         let record = Record {
             format: RECORD_FORMAT,
@@ -230,7 +232,7 @@ fn write_outputs() {
         }
     }
     if settings.summary {
-        diag::info_rank0(&summary(&totals, decider.as_deref(), record_path.as_deref(), policy));
+        diag::info_rank0(&summary(&totals, decider, record_path.as_deref(), policy));
     }
 }
 

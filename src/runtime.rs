@@ -2,12 +2,12 @@
 //! and the decider (engine + counters) behind a lock that is only ever *tried*, so no post can
 //! block on another.
 
-use crate::control::{self, READY};
+use crate::control::{self, FAST, READY};
 use crate::papi::Papi;
-use crate::{diag, output, sys, trace};
+use crate::{diag, output, stats, sys, trace};
 use aar_engine::{CounterSample, Decision, Engine, Message, Policy, Settings, Window, WindowOutcome};
-use parking_lot::{Mutex, MutexGuard};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use crate::trylock::{Guard, TryLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
 /// The control word every post loads (see [`control`]).
@@ -23,7 +23,9 @@ const DONE: u8 = 2;
 static INIT: AtomicU8 = AtomicU8::new(UNINIT);
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
-static DECIDER: Mutex<Option<Decider>> = Mutex::new(None);
+/// Set in a fork child until its own state is made (see `fork`).
+static FORKED: AtomicBool = AtomicBool::new(false);
+static DECIDER: TryLock<Option<Decider>> = TryLock::new(None);
 
 /// The latest valid window, for trace lines written without the decider lock (f64 bits).
 static LAST_LATENCY: AtomicU64 = AtomicU64::new(u64::MAX);
@@ -119,9 +121,15 @@ fn init() {
     output::check_output_dir(settings.output_dir.as_deref());
     THRESHOLD.store(settings.engine.threshold_bytes, Relaxed);
     decider.init_ns = sys::now_ns().saturating_sub(t0);
-    *DECIDER.lock() = Some(decider);
+    // Nobody else can hold it yet: posts see READY only after the store below.
+    if let Some(mut slot) = DECIDER.try_lock_for(std::time::Duration::from_secs(1)) {
+        *slot = Some(decider);
+    }
     if !sys::at_exit(output::at_exit) {
         diag::warn("could not register the exit handler; no record or summary will be written");
+    }
+    if !crate::fork::install() {
+        diag::warn("could not register the fork handlers; a forked child that sends on the network may share the parent's counters and records");
     }
     CONTROL.store(control::word(policy, settings.engine.low_latency_mode, true, true, tracing), Release);
     tracing::debug!(?policy, "aar initialised");
@@ -158,7 +166,7 @@ impl Decider {
                 let mut cfg = self.engine.config().clone();
                 let line = counters_unavailable(&why, &mut cfg);
                 self.engine.set_policy(cfg.policy);
-                update_control(|w| control::with(w, Some(cfg.policy), None));
+                update_control(|w| control::with(w, Some(cfg.policy), None, None));
                 diag::warn(&line);
             }
         }
@@ -194,16 +202,47 @@ impl Decider {
     }
 }
 
-/// The decider, if no other thread is using it right now.
-pub fn try_decider() -> Option<parking_lot::MappedMutexGuard<'static, Decider>> {
-    let g = DECIDER.try_lock()?;
-    MutexGuard::try_map(g, |d| d.as_mut()).ok()
+pub fn decider_lock() -> &'static TryLock<Option<Decider>> {
+    &DECIDER
+}
+
+/// Called in a fork child (see `fork`): only flags, the work is done by
+/// [`after_fork_in_child`] on the child's next intercepted call or at its exit.
+pub fn forked() {
+    FORKED.store(true, Relaxed);
+    // Every post takes the slow path until the child's own state exists.
+    let _ = CONTROL.fetch_and(!FAST, AcqRel);
+}
+
+/// Give a fork child its own statistics, counters and trace (once, on its first slow path).
+pub fn after_fork_in_child() {
+    if !FORKED.load(Relaxed) || !FORKED.swap(false, AcqRel) {
+        return;
+    }
+    stats::reset_in_child();
+    let Some(settings) = SETTINGS.get() else { return };
+    if let Some(mut slot) = DECIDER.try_lock_for(std::time::Duration::from_millis(200)) {
+        if let Some(d) = slot.as_mut() {
+            d.engine.reset_stats();
+            (d.counter_reads, d.counter_read_failures, d.timed_decisions, d.timed_decision_ns) = (0, 0, 0, 0);
+            // The inherited event set may still read (process-local events do); if not, the
+            // read failure path falls back, with one warning, as anywhere else.
+            d.read_and_observe();
+        }
+    }
+    let tracing = trace::reopen_in_child(settings.trace.as_deref());
+    update_control(|w| control::with(w, None, None, Some(tracing)));
+}
+
+/// The decider, if no other thread is using it right now (`None` inside before init).
+#[inline]
+pub fn try_decider() -> Option<Guard<'static, Option<Decider>>> {
+    DECIDER.try_lock()
 }
 
 /// The decider for the exit record: waits a little for a thread that is deciding, never forever.
-pub fn decider_for_exit() -> Option<parking_lot::MappedMutexGuard<'static, Decider>> {
-    let g = DECIDER.try_lock_for(std::time::Duration::from_millis(200))?;
-    MutexGuard::try_map(g, |d| d.as_mut()).ok()
+pub fn decider_for_exit() -> Option<Guard<'static, Option<Decider>>> {
+    DECIDER.try_lock_for(std::time::Duration::from_millis(200))
 }
 
 /// The latest valid window, readable without the lock.
@@ -223,7 +262,7 @@ pub fn set_control(policy: Option<Policy>, enabled: Option<bool>) -> bool {
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    control() & READY != 0 && update_control(|w| control::with(w, policy, enabled))
+    control() & READY != 0 && update_control(|w| control::with(w, policy, enabled, None))
 }
 
 /// Replace the control word with `f(old)`, atomically with respect to other updates.

@@ -6,7 +6,7 @@
 //! by the number of threads alive at once, and its totals keep counting into the sum.
 
 use aar_engine::{Reason, RoutingMode};
-use parking_lot::Mutex;
+use crate::trylock::TryLock;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
@@ -31,7 +31,7 @@ pub fn class_of(dlvr_mode: u16) -> usize {
 }
 
 #[repr(align(64))]
-struct Block {
+pub(crate) struct Block {
     in_use: AtomicBool,
     messages: [AtomicU64; CLASSES],
     bytes: [AtomicU64; CLASSES],
@@ -52,7 +52,7 @@ impl Block {
 /// Where posts go when their thread has no block (it is exiting, or registration was busy):
 /// shared, so it uses atomic adds.
 static SHARED: Block = Block::new(true);
-static BLOCKS: Mutex<Vec<&'static Block>> = Mutex::new(Vec::new());
+pub(crate) static BLOCKS: TryLock<Vec<&'static Block>> = TryLock::new(Vec::new());
 
 struct Slot(Cell<Option<&'static Block>>);
 
@@ -105,6 +105,23 @@ pub fn count(class: usize, reason: Reason, bytes: u64) {
         SHARED.messages[class].fetch_add(1, Relaxed);
         SHARED.bytes[class].fetch_add(bytes, Relaxed);
         SHARED.reasons[reason.index()].fetch_add(1, Relaxed);
+    }
+}
+
+/// In a fork child: start from zero (the child's record counts the child's messages only), and
+/// free the blocks of the threads that stayed in the parent.
+pub fn reset_in_child() {
+    let mine = MINE.try_with(|s| s.0.get()).ok().flatten();
+    let zero = |b: &Block| {
+        b.messages.iter().chain(&b.bytes).chain(&b.reasons).for_each(|c| c.store(0, Relaxed));
+    };
+    zero(&SHARED);
+    if let Some(blocks) = BLOCKS.try_lock_for(std::time::Duration::from_millis(100)) {
+        for b in blocks.iter() {
+            zero(b);
+            let is_mine = mine.is_some_and(|m| std::ptr::eq(m, *b));
+            b.in_use.store(is_mine, Relaxed);
+        }
     }
 }
 
@@ -161,7 +178,7 @@ mod tests {
         assert_eq!(after.bytes[3] - before.bytes[3], 80_000 * 64);
         assert_eq!(after.messages[0] - before.messages[0], 1);
         assert_eq!(after.reasons[Reason::Model.index()] - before.reasons[Reason::Model.index()], 1);
-        assert!(BLOCKS.lock().len() <= 9, "blocks are reused, not leaked per thread");
+        assert!(BLOCKS.try_lock().unwrap().len() <= 9, "blocks are reused, not leaked per thread");
     }
 
     #[test]

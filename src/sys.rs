@@ -6,6 +6,12 @@ pub fn at_exit(f: extern "C" fn()) -> bool {
     unsafe { libc::atexit(f) == 0 }
 }
 
+/// Run `prepare` before every `fork()` in this process, `parent` and `child` after it.
+pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) -> bool {
+    // SAFETY: plain functions with C linkage and static lifetime.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+}
+
 pub fn pid() -> u32 {
     std::process::id()
 }
@@ -28,4 +34,22 @@ pub fn now_ns() -> u64 {
     // SAFETY: `ts` is a valid, writable timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+}
+
+/// Write a whole line to stderr with write(2): no lock (std's stderr lock could be inherited held
+/// by a fork child), one call so lines of different ranks do not interleave, EINTR retried,
+/// anything else dropped (a closed stderr must not disturb the application).
+pub fn write_stderr(bytes: &[u8]) {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // SAFETY: fd 2 and a valid buffer of `rest.len()` bytes.
+        let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+        if n > 0 {
+            rest = &rest[n as usize..];
+        } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        } else {
+            return;
+        }
+    }
 }

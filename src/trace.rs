@@ -3,13 +3,14 @@
 //! the slow path that writes its line.
 
 use crate::{diag, sys};
-use parking_lot::Mutex;
+use crate::trylock::TryLock;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
+use std::time::Duration;
 
-static TRACE: Mutex<Option<BufWriter<File>>> = Mutex::new(None);
+pub(crate) static TRACE: TryLock<Option<BufWriter<File>>> = TryLock::new(None);
 
 /// One line. Field names are part of the documented format.
 #[derive(Serialize)]
@@ -61,7 +62,10 @@ pub fn open(pattern: Option<&str>) -> bool {
     let path = expand(pattern, diag::rank(), sys::pid());
     match create_new(&path) {
         Ok(f) => {
-            *TRACE.lock() = Some(BufWriter::with_capacity(1 << 16, f));
+            match TRACE.try_lock_for(Duration::from_secs(1)) {
+                Some(mut t) => *t = Some(BufWriter::with_capacity(1 << 16, f)),
+                None => return false,
+            }
             true
         }
         Err(e) => {
@@ -76,9 +80,9 @@ pub fn open(pattern: Option<&str>) -> bool {
 }
 
 pub fn write(line: &Line) {
-    // A writer that is busy (another thread mid-line) would serialise posts: wait for it, the
-    // trace is a debugging mode. A write error ends the trace with one warning.
-    let mut guard = TRACE.lock();
+    // Another thread mid-line: wait for it (the trace is a debugging mode, which serialises
+    // posts), but never forever. A write error ends the trace with one warning.
+    let Some(mut guard) = TRACE.try_lock_for(Duration::from_secs(1)) else { return };
     let Some(w) = guard.as_mut() else { return };
     let ok = serde_json::to_writer(&mut *w, line).is_ok() && w.write_all(b"\n").is_ok();
     if !ok {
@@ -88,9 +92,33 @@ pub fn write(line: &Line) {
     }
 }
 
+/// Flush the buffer (before a fork, so the child does not write the parent's lines again).
+pub fn flush() {
+    if let Some(mut guard) = TRACE.try_lock_for(Duration::from_millis(100)) {
+        if let Some(w) = guard.as_mut() {
+            let _ = w.flush();
+        }
+    }
+}
+
+/// In a fork child: a pattern with `%p` gives the child its own trace; without it the child
+/// stops tracing, rather than interleave its lines with the parent's in one file.
+pub fn reopen_in_child(pattern: Option<&str>) -> bool {
+    if let Some(mut guard) = TRACE.try_lock_for(Duration::from_millis(100)) {
+        // Discard, never flush, what the buffer may hold: those lines are the parent's.
+        if let Some(w) = guard.take() {
+            let _ = w.into_parts();
+        }
+    }
+    match pattern {
+        Some(p) if p.contains("%p") => open(Some(p)),
+        _ => false,
+    }
+}
+
 /// Flush at exit.
 pub fn finish() {
-    if let Some(mut guard) = TRACE.try_lock_for(std::time::Duration::from_millis(200)) {
+    if let Some(mut guard) = TRACE.try_lock_for(Duration::from_millis(200)) {
         if let Some(w) = guard.as_mut() {
             if w.flush().is_err() {
                 diag::warn("flushing the decision trace failed (disk full?); its last lines are lost.");

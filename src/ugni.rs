@@ -7,11 +7,12 @@
 
 use crate::control::{self, ENABLED, FAST, READY, TRACE};
 use crate::stats::{self, class_of, CALLER_SMSG};
+use crate::trylock::TryLock;
 use crate::{diag, mpi, runtime, sys, trace};
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
 use aar_engine::{dlvr_mode_name, requested_mode, with_mode, Message, Reason, RoutingMode, Transfer, Window};
-use parking_lot::Mutex;
+use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
@@ -85,6 +86,27 @@ fn missing(real: &Real) -> GniReturn {
     GNI_RC_ILLEGAL_OP
 }
 
+thread_local! {
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// This thread is inside the library's slow path. An intercepted call made from there (an
+/// allocator or PAPI calling back into uGNI) is forwarded untouched: the slow path holds locks.
+pub struct Inside;
+
+impl Inside {
+    /// `None` when this thread is already inside (or its thread-locals are gone).
+    pub fn enter() -> Option<Inside> {
+        INSIDE.try_with(|c| (!c.replace(true)).then(|| Inside)).ok().flatten()
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        let _ = INSIDE.try_with(|c| c.set(false));
+    }
+}
+
 /// Forward exactly once: the hook sets `rc` when it has called the real function; if it
 /// panicked before that, restore what it changed and forward now.
 fn forward_once(outcome: std::thread::Result<()>, rc: Option<GniReturn>, fallback: impl FnOnce() -> GniReturn) -> GniReturn {
@@ -144,7 +166,12 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
 #[cold]
 #[inline(never)]
 unsafe fn guarded_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut GniPostDescriptor, crossed: Option<bool>) -> GniReturn {
+    let Some(_inside) = Inside::enter() else {
+        // SAFETY: the caller's arguments, forwarded untouched.
+        return unsafe { real_fn(ep, pd) };
+    };
     runtime::ensure_init();
+    runtime::after_fork_in_child();
     if pd.is_null() {
         // SAFETY: the real function reports the NULL descriptor to the caller.
         return unsafe { real_fn(ep, pd) };
@@ -205,8 +232,8 @@ unsafe fn route_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut Gni
         return;
     }
     let crossed = crossed.unwrap_or_else(|| runtime::accumulate(bytes));
-    let decider = if crossed { runtime::try_decider() } else { None };
-    let Some(mut decider) = decider else {
+    let mut slot = if crossed { runtime::try_decider() } else { None };
+    let Some(decider) = slot.as_deref_mut().and_then(Option::as_mut) else {
         // Below the threshold, or another thread is deciding right now.
         let mode = control::below_threshold_mode(w);
         let reason = control::below_threshold_reason(w);
@@ -217,23 +244,27 @@ unsafe fn route_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut Gni
         return;
     };
     let started = decider.should_time().then(sys::now_ns);
-    let in_alltoall = mpi::in_alltoall() && runtime::settings().is_some_and(|s| s.alltoall_hook);
+    let in_alltoall = runtime::settings().is_some_and(|s| s.alltoall_hook) && mpi::in_alltoall();
     let msg = Message { bytes, transfer, endpoint: ep as usize as u64 };
     let d = decider.decide(&msg, in_alltoall, w);
+    if d.read_before {
+        // The side changes with this message: close the old side's window before it goes out.
+        decider.read_and_observe();
+    }
     set_mode(d.mode);
     stats::count(d.mode.map_or_else(|| class_of(dlvr), RoutingMode::index), d.reason, bytes);
     forward();
     if d.read_counters {
         decider.after_send(started);
     }
-    drop(decider);
+    drop(slot);
     line(d.mode, d.reason, d.window);
 }
 
 // ---------------------------------------------------------------------------------------------
 // SMSG: routed per NIC with GNI_SmsgSetDeliveryMode on every NIC handle the application attached.
 
-struct Nic {
+pub(crate) struct Nic {
     cdm: usize,
     nic: usize,
     /// What the application asked for with GNI_SmsgSetDeliveryMode (uGNI's default: 0).
@@ -244,7 +275,7 @@ struct Nic {
 
 /// NIC handles are few (one per CDM attach); more than this is not a real program.
 const MAX_NICS: usize = 4096;
-static NICS: Mutex<Vec<Nic>> = Mutex::new(Vec::new());
+pub(crate) static NICS: TryLock<Vec<Nic>> = TryLock::new(Vec::new());
 /// Bumped when the set of NICs or a caller's mode changes.
 static NIC_GENERATION: AtomicU32 = AtomicU32::new(0);
 /// (generation, SMSG routing bits of the control word) the NICs were last steered to.
@@ -301,7 +332,9 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
         stats::count(class, reason, bytes);
         return forward(addr);
     }
+    let Some(_inside) = Inside::enter() else { return forward(addr) };
     runtime::ensure_init();
+    runtime::after_fork_in_child();
     let w = runtime::control();
     let mut rc = None;
     let mut forward = Some(forward);
@@ -310,9 +343,8 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
             rc = forward.take().map(|f| f(addr));
             return;
         }
-        let w_route = if w & ENABLED == 0 { control::with(w, None, Some(false)) } else { w };
-        steer(w_route);
-        let (class, reason, mode) = class_reason(w_route);
+        steer(w);
+        let (class, reason, mode) = class_reason(w);
         stats::count(class, reason, bytes);
         rc = forward.take().map(|f| f(addr));
         if w & TRACE != 0 {

@@ -14,40 +14,51 @@ fn trace_of(r: &Run) -> Vec<serde_json::Value> {
 
 #[test]
 fn counters_drive_the_model_to_adaptive_then_high_bias_then_adaptive_again() {
-    let script = format!("{CONGESTED_MINIMAL} rdma 8192 12 0 {LATENCY_BOUND} rdma 8192 12 0 {CONGESTED_MINIMAL} rdma 8192 12 0");
-    let dir_run = Launch::driver("both-ways", &script);
-    let trace = dir_run.dir.join("trace.jsonl").display().to_string();
-    let r = dir_run.env("AAR_TRACE", &trace).run();
-    r.assert_ok();
-    let modes = r.dlvr_modes("GNI_PostRdma");
-    assert_eq!(modes.len(), 36);
-    // Each 8 KiB post crosses the 4 KiB threshold: a decision each. The first has no window yet
-    // (High Bias); then the model. The first posts of a phase still see the previous network.
-    assert_eq!(&modes[4..12], &[AD0; 8], "congested minimal paths: Adaptive ({modes:?})");
-    assert_eq!(&modes[16..24], &[AD3; 8], "latency-bound: back to High Bias ({modes:?})");
-    assert_eq!(&modes[28..36], &[AD0; 8], "congested again: Adaptive ({modes:?})");
-    let t = trace_of(&r);
-    assert_eq!(t.len(), 36);
-    assert!(t[4..].iter().all(|l| l["reason"] == "model"), "decided by the model");
-    // The trace shows the window the model used: the emulator's configured stall ratios.
-    assert_eq!(t[6]["stall_ratio"], 2.0, "measured on Adaptive in the congested network");
-    assert_eq!(t[20]["stall_ratio"], 0.2, "measured on High Bias in the latency-bound network");
-    let rec = &r.records()[0];
-    assert!(rec["engine"]["switches_to_low_stall"].as_u64().unwrap() >= 2);
-    assert!(rec["engine"]["switches_to_low_latency"].as_u64().unwrap() >= 1);
-    assert_eq!(rec["counters"]["backend"], "papi");
+    // The paper's setting (a counter read after every decision) and the default (one read per
+    // window of 8 decisions, and at every side change): both follow the network, the default
+    // a few decisions later.
+    for (window, settle) in [("1", 4), ("8", 18)] {
+        let script = format!("{CONGESTED_MINIMAL} rdma 8192 40 0 {LATENCY_BOUND} rdma 8192 40 0 {CONGESTED_MINIMAL} rdma 8192 40 0");
+        let launch = Launch::driver(&format!("both-ways-{window}"), &script);
+        let trace = launch.dir.join("trace.jsonl").display().to_string();
+        let r = launch.env("AAR_TRACE", &trace).env("AAR_WINDOW", window).run();
+        r.assert_ok();
+        let modes = r.dlvr_modes("GNI_PostRdma");
+        assert_eq!(modes.len(), 120);
+        // Each 8 KiB post crosses the 4 KiB threshold: a decision each.
+        let phase = |i: usize| &modes[40 * i + settle..40 * (i + 1)];
+        assert!(phase(0).iter().all(|&m| m == AD0), "window {window}: congested minimal paths: Adaptive ({modes:?})");
+        assert!(phase(1).iter().all(|&m| m == AD3), "window {window}: latency-bound: back to High Bias ({modes:?})");
+        assert!(phase(2).iter().all(|&m| m == AD0), "window {window}: congested again: Adaptive ({modes:?})");
+        let t = trace_of(&r);
+        assert_eq!(t.len(), 120);
+        assert!(t[2..].iter().all(|l| l["reason"] == "model"), "window {window}: decided by the model");
+        // The trace shows the window the model used: the emulator's configured stall ratios.
+        assert_eq!(t[39]["stall_ratio"], 2.0, "measured on Adaptive in the congested network");
+        assert_eq!(t[79]["stall_ratio"], 0.2, "measured on High Bias in the latency-bound network");
+        let rec = &r.records()[0];
+        assert!(rec["engine"]["switches_to_low_stall"].as_u64().unwrap() >= 2);
+        assert!(rec["engine"]["switches_to_low_latency"].as_u64().unwrap() >= 1);
+        assert_eq!(rec["counters"]["backend"], "papi");
+    }
 }
 
 #[test]
 fn a_stream_of_tiny_messages_still_triggers_decisions() {
     // 64-byte posts: 5 flits; the cumulative size crosses 4 KiB every 65 posts.
-    let r = Launch::driver("tiny-stream", "fma 64 650 0").run();
+    let r = Launch::driver("tiny-stream", "fma 64 650 0").env("AAR_WINDOW", "1").run();
     r.assert_ok();
     let rec = &r.records()[0];
     assert_eq!(rec["engine"]["decisions"], 10, "650 × 64 B = 10 crossings of 4096 B");
     assert_eq!(rec["counters"]["reads"], 11, "one read per decision, plus the baseline");
     // On the emulator's default (quiet) network tiny messages are latency-bound: High Bias.
     assert!(r.dlvr_modes("GNI_PostFma").iter().all(|&m| m == AD3));
+    // By default one read per 8 decisions: baseline, after the first decision (no window yet),
+    // and after the ninth.
+    let r = Launch::driver("tiny-stream-8", "fma 64 650 0").run();
+    r.assert_ok();
+    assert_eq!(r.records()[0]["engine"]["decisions"], 10);
+    assert_eq!(r.records()[0]["counters"]["reads"], 3);
 }
 
 #[test]

@@ -125,7 +125,9 @@ fn a_fixed_mode_from_the_environment_applies_to_every_adaptive_message() {
     assert_eq!(smsg, [AD1, AD1], "SMSG steered to the fixed mode");
     let rec = &r.records()[0];
     assert_eq!(rec["reasons"]["fixed"], 12);
-    assert!(rec["counters"]["reads"].as_u64().unwrap() >= 5, "counters are still read for the record");
+    // Counters are still read for the record: the baseline, and after the first decision.
+    assert!(rec["counters"]["reads"].as_u64().unwrap() >= 2, "{}", rec["counters"]);
+    assert!(rec["engine"]["windows_valid"].as_u64().unwrap() >= 1);
 }
 
 #[test]

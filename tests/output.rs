@@ -35,7 +35,7 @@ fn rank0_prints_one_summary_line_and_every_rank_writes_its_record() {
         assert_eq!(bytes, 6 * 65536 + 10 * 64 + 3 * 14, "SMSG counts header and data");
         assert_eq!(rec["reasons"]["smsg"], 3);
         assert!(rec["time"]["init_ns"].as_u64().unwrap() > 0);
-        assert!(rec["counters"]["reads"].as_u64().unwrap() >= 6);
+        assert!(rec["counters"]["reads"].as_u64().unwrap() >= 2, "baseline and the first window");
     }
 }
 

@@ -26,8 +26,13 @@ pub struct EngineConfig {
     pub lambda: f64,
     /// Stall factor σ: High Bias stall ratio ≈ σ × plain Adaptive stall ratio.
     pub sigma: f64,
-    /// Decisions for which a measured observation of the mode not in use stays usable.
+    /// Counter windows for which a measured observation of the mode not in use stays usable,
+    /// counting the window it was measured in.
     pub freshness: u32,
+    /// Decisions per counter window: the counters are read after this many decisions on one
+    /// side (and whenever the side changes, just before the first message of the new side). 1 is
+    /// the paper's algorithm: a read after every decision.
+    pub window_decisions: u32,
     /// Mode for latency-bound messages (High Bias).
     pub low_latency_mode: RoutingMode,
     /// Mode for stall-bound messages (plain Adaptive).
@@ -49,6 +54,7 @@ impl Default for EngineConfig {
             lambda: 1.2,
             sigma: 5.0,
             freshness: 5,
+            window_decisions: 8,
             low_latency_mode: RoutingMode::Adaptive3,
             low_stall_mode: RoutingMode::Adaptive0,
             alltoall_mode: RoutingMode::Adaptive1,
@@ -122,6 +128,9 @@ pub struct Decision {
     /// `None`: leave the descriptor as the caller wrote it.
     pub mode: Option<RoutingMode>,
     pub reason: Reason,
+    /// Read the NIC counters *before* posting this message and pass them to [`Engine::observe`]:
+    /// the side changes here, and the window of the old side must close without this message.
+    pub read_before: bool,
     /// Read the NIC counters after this message is posted and pass them to [`Engine::observe`].
     pub read_counters: bool,
     pub flits: u64,
@@ -154,6 +163,8 @@ pub struct EngineStats {
     pub switches_to_low_latency: u64,
     pub switches_to_low_stall: u64,
     pub fresh_observations_used: u64,
+    /// Windows whose decisions were on more than one side (no read at a switch): not used.
+    pub windows_mixed: u64,
     pub windows_valid: u64,
     pub windows_discarded_decreasing: u64,
     pub windows_discarded_empty: u64,
@@ -191,6 +202,18 @@ struct Fresh {
     uses_left: u32,
 }
 
+/// The decisions since the last counter read: what the next window will be attributed to.
+#[derive(Clone, Copy, Debug, Default)]
+struct OpenWindow {
+    decisions: u32,
+    /// Side of every decision in the window; `None` if none, or mixed, or neither side.
+    side: Option<Side>,
+    mixed: bool,
+    /// The last message decided in the window, to match fresh observations.
+    endpoint: u64,
+    bytes: u64,
+}
+
 #[derive(Clone, Debug)]
 pub struct Engine {
     cfg: EngineConfig,
@@ -198,6 +221,9 @@ pub struct Engine {
     /// Side of the routing applied at the last decision (`None`: a mode that is neither).
     in_use: Option<Side>,
     baseline: Option<CounterSample>,
+    open: OpenWindow,
+    /// A window closed at a side change, waiting for its read (see [`Decision::read_before`]).
+    closing: Option<OpenWindow>,
     /// Latest valid window and the side that was in use while it was measured.
     last: Option<(Window, Side)>,
     fresh: [Option<Fresh>; 2],
@@ -206,8 +232,17 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Self {
-        let in_use = Some(Side::LowLatency);
-        Self { cfg, cumulative: 0, in_use, baseline: None, last: None, fresh: [None, None], stats: EngineStats::default() }
+        Self {
+            cfg,
+            cumulative: 0,
+            in_use: Some(Side::LowLatency),
+            baseline: None,
+            open: OpenWindow::default(),
+            closing: None,
+            last: None,
+            fresh: [None, None],
+            stats: EngineStats::default(),
+        }
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -216,6 +251,11 @@ impl Engine {
 
     pub fn stats(&self) -> &EngineStats {
         &self.stats
+    }
+
+    /// Start the statistics over (a forked child reports its own decisions only).
+    pub fn reset_stats(&mut self) {
+        self.stats = EngineStats::default();
     }
 
     /// The latest valid counter window.
@@ -255,6 +295,7 @@ impl Engine {
             return Decision {
                 mode: self.below_threshold_mode(),
                 reason: self.below_threshold_reason(),
+                read_before: false,
                 read_counters: false,
                 flits: request_flits(msg.bytes, msg.transfer),
                 packets: packets(msg.bytes),
@@ -265,19 +306,19 @@ impl Engine {
         self.on_threshold_crossed(msg, in_alltoall)
     }
 
-    /// Decide for a message that crossed the cumulative-size threshold. Counters are read after
-    /// it in every policy but `Off` too, so records carry the network state of every arm.
+    /// Decide for a message that crossed the cumulative-size threshold. Counters are read in
+    /// every policy but `Off` too, so records carry the network state of every arm.
     pub fn on_threshold_crossed(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
         self.stats.decisions += 1;
         let flits = request_flits(msg.bytes, msg.transfer);
         let packets = packets(msg.bytes);
-        let mut d = Decision { mode: None, reason: Reason::Passthrough, read_counters: true, flits, packets, window: None };
-        match self.cfg.policy {
-            Policy::Off => self.in_use = None,
+        let mut d = Decision { mode: None, reason: Reason::Passthrough, read_before: false, read_counters: false, flits, packets, window: None };
+        let side = match self.cfg.policy {
+            Policy::Off => None,
             Policy::Fixed(m) => {
                 d.mode = Some(m);
                 d.reason = Reason::Fixed;
-                self.in_use = self.side_of(m);
+                self.side_of(m)
             }
             Policy::Auto => {
                 let side = match self.last {
@@ -298,7 +339,6 @@ impl Engine {
                         Side::LowStall => self.stats.switches_to_low_stall += 1,
                     }
                 }
-                self.in_use = Some(side);
                 d.mode = Some(match side {
                     Side::LowLatency => self.cfg.low_latency_mode,
                     Side::LowStall if in_alltoall => {
@@ -307,9 +347,35 @@ impl Engine {
                     }
                     Side::LowStall => self.cfg.low_stall_mode,
                 });
+                Some(side)
             }
-        }
+        };
+        self.in_use = side;
+        d.read_before = self.add_to_window(side, msg);
+        d.read_counters = self.last.is_none() || self.open.decisions >= self.cfg.window_decisions.max(1);
         d
+    }
+
+    /// Count a decision into the open window. A window holds one side only: when the side
+    /// changes, the old window is closed before this message is sent (returns true: read now).
+    fn add_to_window(&mut self, side: Option<Side>, msg: &Message) -> bool {
+        if self.closing.take().is_some() {
+            // The read asked for at the last side change never came: the windows run together.
+            self.open.mixed = true;
+        }
+        let switching = self.open.decisions > 0 && self.open.side != side;
+        let read_before = switching && self.cfg.window_decisions > 1 && !self.open.mixed;
+        if read_before {
+            self.closing = Some(self.open);
+            self.open = OpenWindow::default();
+        } else if switching {
+            self.open.mixed = true;
+        }
+        self.open.decisions += 1;
+        self.open.side = side;
+        self.open.endpoint = msg.endpoint;
+        self.open.bytes = msg.bytes;
+        read_before
     }
 
     fn side_of(&self, m: RoutingMode) -> Option<Side> {
@@ -326,19 +392,14 @@ impl Engine {
     /// window, the other from a fresh observation of it or scaled by λ and σ. Ties keep the side
     /// in use.
     fn model_choice(&mut self, msg: &Message, flits: u64, packets: u64, window: Window, observed: Side) -> Side {
-        let freshness = self.cfg.freshness;
-        self.fresh[observed.index()] = Some(Fresh { window, endpoint: msg.endpoint, bytes: msg.bytes, uses_left: freshness });
         let other = observed.other();
-        let mut estimate = self.scaled(window, observed);
-        if let Some(f) = &mut self.fresh[other.index()] {
-            if f.uses_left > 0 {
-                f.uses_left -= 1;
-                if f.endpoint == msg.endpoint && f.bytes == msg.bytes {
-                    estimate = f.window;
-                    self.stats.fresh_observations_used += 1;
-                }
+        let estimate = match self.fresh[other.index()] {
+            Some(f) if f.uses_left > 0 && f.endpoint == msg.endpoint && f.bytes == msg.bytes => {
+                self.stats.fresh_observations_used += 1;
+                f.window
             }
-        }
+            _ => self.scaled(window, observed),
+        };
         let (low_latency, low_stall) = match observed {
             Side::LowLatency => (window, estimate),
             Side::LowStall => (estimate, window),
@@ -362,9 +423,13 @@ impl Engine {
         }
     }
 
-    /// Take a counter sample read after a send: the deltas since the previous sample form a
-    /// window attributed to the side in use. Bad windows are discarded, never divided.
+    /// Take a counter sample: the deltas since the previous sample form a window, attributed to
+    /// the side of the decisions it covers. Bad windows are discarded, never divided.
     pub fn observe(&mut self, sample: CounterSample) -> WindowOutcome {
+        let covered = match self.closing.take() {
+            Some(closed) => closed,
+            None => std::mem::take(&mut self.open),
+        };
         let outcome = match self.baseline.replace(sample) {
             None => WindowOutcome::Baseline,
             Some(old) => self.window_between(&old, &sample),
@@ -374,8 +439,10 @@ impl Engine {
                 self.stats.windows_valid += 1;
                 self.stats.window_latency_us_sum += w.latency_us;
                 self.stats.window_stall_ratio_sum += w.stall_ratio;
-                if let Some(side) = self.in_use {
-                    self.last = Some((w, side));
+                match covered.side {
+                    Some(side) if !covered.mixed => self.remember(w, side, &covered),
+                    _ if covered.mixed => self.stats.windows_mixed += 1,
+                    _ => {}
                 }
             }
             WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
@@ -384,6 +451,17 @@ impl Engine {
             WindowOutcome::Baseline => {}
         }
         outcome
+    }
+
+    /// A valid window of one side: the latest observation, and a fresh one of that side that
+    /// ages with every window of the other side.
+    fn remember(&mut self, w: Window, side: Side, covered: &OpenWindow) {
+        self.last = Some((w, side));
+        let uses_left = self.cfg.freshness;
+        self.fresh[side.index()] = Some(Fresh { window: w, endpoint: covered.endpoint, bytes: covered.bytes, uses_left });
+        if let Some(f) = &mut self.fresh[side.other().index()] {
+            f.uses_left = f.uses_left.saturating_sub(1);
+        }
     }
 
     fn window_between(&self, old: &CounterSample, new: &CounterSample) -> WindowOutcome {

@@ -17,13 +17,14 @@ pub const DEFAULT_PAPI_EVENTS: [&str; 5] = [
 ];
 
 /// Every variable the library reads, with its default as documented in the README.
-pub const VARIABLES: [(&str, &str); 16] = [
+pub const VARIABLES: [(&str, &str); 17] = [
     ("AAR_DISABLE", "0"),
     ("AAR_MODE", "auto"),
     ("AAR_THRESHOLD", "4096"),
     ("AAR_LAMBDA", "1.2"),
     ("AAR_SIGMA", "5"),
     ("AAR_FRESHNESS", "5"),
+    ("AAR_WINDOW", "8"),
     ("AAR_LOW_LATENCY_MODE", "ADAPTIVE3"),
     ("AAR_LOW_STALL_MODE", "ADAPTIVE0"),
     ("AAR_LATENCY_UNIT", "us"),
@@ -217,6 +218,14 @@ impl Settings {
             "Use a whole number from 0 (never reuse observations) to 1000000.",
             |v| v.parse::<u32>().ok().filter(|&n| n <= 1_000_000),
         );
+        let window_decisions = p.parse(
+            "AAR_WINDOW",
+            de.window_decisions,
+            "8",
+            "is not a number of decisions per counter window",
+            "Use a whole number from 1 (read the counters after every decision, as the paper does) to 1000000.",
+            |v| v.parse::<u32>().ok().filter(|&n| (1..=1_000_000).contains(&n)),
+        );
         let mode = |v: &str| RoutingMode::parse(v);
         let low_latency_mode = p.parse("AAR_LOW_LATENCY_MODE", de.low_latency_mode, "ADAPTIVE3", "is not an adaptive routing mode", MODE_FIX, mode);
         let low_stall_mode = p.parse("AAR_LOW_STALL_MODE", de.low_stall_mode, "ADAPTIVE0", "is not an adaptive routing mode", MODE_FIX, mode);
@@ -240,7 +249,18 @@ impl Settings {
         let summary = p.parse("AAR_SUMMARY", true, "1", "is not a boolean", bool_fix, parse_bool);
         let settings = Settings {
             disabled,
-            engine: EngineConfig { policy, threshold_bytes, lambda, sigma, freshness, low_latency_mode, low_stall_mode, latency_unit, ..d.engine },
+            engine: EngineConfig {
+                policy,
+                threshold_bytes,
+                lambda,
+                sigma,
+                freshness,
+                window_decisions,
+                low_latency_mode,
+                low_stall_mode,
+                latency_unit,
+                ..d.engine
+            },
             papi_events,
             papi_library: p.text("AAR_PAPI_LIBRARY"),
             trace: p.text("AAR_TRACE"),
@@ -287,6 +307,7 @@ mod tests {
             ("AAR_LAMBDA", "1.5"),
             ("AAR_SIGMA", "3"),
             ("AAR_FRESHNESS", "0"),
+            ("AAR_WINDOW", "1"),
             ("AAR_LOW_LATENCY_MODE", "adaptive2"),
             ("AAR_LOW_STALL_MODE", "ADAPTIVE_1"),
             ("AAR_LATENCY_UNIT", "cycles"),
@@ -300,6 +321,7 @@ mod tests {
         assert_eq!(s.engine.lambda, 1.5);
         assert_eq!(s.engine.sigma, 3.0);
         assert_eq!(s.engine.freshness, 0);
+        assert_eq!(s.engine.window_decisions, 1);
         assert_eq!(s.engine.low_latency_mode, RoutingMode::Adaptive2);
         assert_eq!(s.engine.low_stall_mode, RoutingMode::Adaptive1);
         assert_eq!(s.engine.latency_unit, LatencyUnit::Cycles);
@@ -323,6 +345,7 @@ mod tests {
             ("AAR_SIGMA", "inf", "5"),
             ("AAR_SIGMA", "-5", "5"),
             ("AAR_FRESHNESS", "1.5", "5"),
+            ("AAR_WINDOW", "0", "8"),
             ("AAR_LOW_LATENCY_MODE", "MIN_HASH", "ADAPTIVE3"),
             ("AAR_LOW_STALL_MODE", "ADAPTIVE9", "ADAPTIVE0"),
             ("AAR_LATENCY_UNIT", "ns", "us"),

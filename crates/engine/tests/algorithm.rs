@@ -143,52 +143,118 @@ fn fixed_and_off_policies() {
     assert_eq!(e.below_threshold_mode(), None);
 }
 
-#[test]
-fn fresh_observation_of_the_other_side_replaces_the_estimate_for_same_endpoint_and_size() {
-    // Measured High Bias: L = 1.0, s = 1.0 (scaled Adaptive: L 1.2, s 0.2 -> 64 KiB PUT goes Adaptive).
-    let mut e = engine_observing(AD3, 1.0, 1.0);
-    let msg = put(64 << 10);
-    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
-    // Measured on Adaptive now: L = 1, s = 3. Scaled, High Bias would be L 0.83, s 15 (keep
-    // Adaptive); the fresh High Bias observation (L 1, s 1) is better, so switch back.
-    e.observe(sample(2_000_000, 2.0, 2_000_000, 1.0)); // window: s = 3, L = 1
-    let d = e.on_threshold_crossed(&msg, false);
-    assert_eq!(d.mode, Some(AD3), "fresh High Bias (s=1) beats measured Adaptive (s=3)");
-    assert_eq!(e.stats().fresh_observations_used, 1);
-
-    // A different endpoint does not reuse it: scaled estimate from Adaptive s=3 gives High Bias s=15.
-    let mut e = engine_observing(AD3, 1.0, 1.0);
-    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
-    e.observe(sample(2_000_000, 2.0, 2_000_000, 1.0));
-    let other = Message { endpoint: 8, ..msg };
-    assert_eq!(e.on_threshold_crossed(&other, false).mode, Some(AD0));
-    assert_eq!(e.stats().fresh_observations_used, 0);
+/// An engine that measured one window per `(mode, L, s)`, each of one decision on message `msg`
+/// (pinned to that mode), then switched to automatic routing.
+fn engine_with_windows(cfg: EngineConfig, msg: &Message, windows: &[(RoutingMode, f64, f64)]) -> Engine {
+    let mut e = Engine::new(cfg);
+    e.observe(CounterSample::default());
+    let mut total = CounterSample::default();
+    for &(mode, latency, stall) in windows {
+        e.set_policy(Policy::Fixed(mode));
+        e.on_threshold_crossed(msg, false);
+        total.req_flits += 1_000_000;
+        total.req_stalled += (1_000_000.0 * stall) as i64;
+        total.rsp_packets += 1_000_000;
+        total.rsp_latency += (1_000_000.0 * latency) as i64;
+        assert!(matches!(e.observe(total), WindowOutcome::Valid(_)));
+    }
+    e.set_policy(Policy::Auto);
+    e
 }
 
 #[test]
-fn fresh_observation_expires_after_the_configured_decisions() {
-    let cfg = EngineConfig { freshness: 2, ..EngineConfig::default() };
-    let mut e = Engine::new(EngineConfig { policy: Policy::Fixed(AD3), ..cfg });
-    e.observe(CounterSample::default());
-    e.on_threshold_crossed(&put(1 << 20), false);
-    e.observe(sample(1_000_000, 1.0, 1_000_000, 1.0));
-    e.set_policy(Policy::Auto);
+fn fresh_observation_of_the_other_side_replaces_the_estimate_for_same_endpoint_and_size() {
+    // High Bias measured L = 1, s = 1; then Adaptive measured L = 1, s = 3 (64 KiB PUTs).
+    // Scaled from Adaptive, High Bias would be L 0.83, s 15: keep Adaptive. The fresh High Bias
+    // observation (L 1, s 1) says High Bias is better: T_bs = 2 + 5120*2*1.25e-3 = 14.8 us,
+    // T_ad = 2 + 5120*4*1.25e-3 = 27.6 us.
     let msg = put(64 << 10);
-    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0)); // stores fresh High Bias
-    // Adaptive windows with s = 3, L = 1: each decision may use the fresh High Bias (s = 1) twice.
-    let mut flits = 1_000_000;
-    let mut modes = Vec::new();
-    for _ in 0..3 {
-        flits += 1_000_000;
-        // Keep the engine on Adaptive by forcing it, so each decision is taken on Adaptive.
-        e.set_policy(Policy::Fixed(AD0));
-        e.on_threshold_crossed(&msg, false);
-        e.observe(CounterSample { req_flits: flits, req_stalled: 1_000_000 + (flits - 1_000_000) * 3, rsp_latency: flits, rsp_packets: flits, rsp_stalled: None });
-        e.set_policy(Policy::Auto);
-        modes.push(e.on_threshold_crossed(&msg, false).mode);
+    let windows = [(AD3, 1.0, 1.0), (AD0, 1.0, 3.0)];
+    let mut e = engine_with_windows(EngineConfig::default(), &msg, &windows);
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD3), "fresh High Bias observation used");
+    assert_eq!(e.stats().fresh_observations_used, 1);
+    // Another endpoint, or another size, gets the scaled estimate.
+    for other in [Message { endpoint: 8, ..msg }, put(32 << 10)] {
+        let mut e = engine_with_windows(EngineConfig::default(), &msg, &windows);
+        assert_eq!(e.on_threshold_crossed(&other, false).mode, Some(AD0), "{other:?}");
+        assert_eq!(e.stats().fresh_observations_used, 0);
     }
-    assert_eq!(e.stats().fresh_observations_used, 2);
-    assert_eq!(modes[2], Some(AD0), "expired: scaled estimate (s = 15) keeps Adaptive");
+}
+
+#[test]
+fn fresh_observation_expires_after_the_configured_windows() {
+    let msg = put(64 << 10);
+    let hb_then_ad = |n_ad: usize| {
+        let mut w = vec![(AD3, 1.0, 1.0)];
+        w.extend(std::iter::repeat_n((AD0, 1.0, 3.0), n_ad));
+        w
+    };
+    // Freshness 2: usable in the window after the one it was measured in, not the second one.
+    let cfg = EngineConfig { freshness: 2, ..EngineConfig::default() };
+    let mut e = engine_with_windows(cfg.clone(), &msg, &hb_then_ad(1));
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD3));
+    let mut e = engine_with_windows(cfg, &msg, &hb_then_ad(2));
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0), "expired: scaled estimate keeps Adaptive");
+    assert_eq!(e.stats().fresh_observations_used, 0);
+    let cfg = EngineConfig { freshness: 3, ..EngineConfig::default() };
+    let mut e = engine_with_windows(cfg, &msg, &hb_then_ad(2));
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD3));
+    // Freshness 0: never.
+    let cfg = EngineConfig { freshness: 0, ..EngineConfig::default() };
+    let mut e = engine_with_windows(cfg, &msg, &hb_then_ad(1));
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
+}
+
+#[test]
+fn counters_are_read_once_per_window_of_decisions_and_at_every_side_change() {
+    let cfg = EngineConfig { window_decisions: 4, ..EngineConfig::default() };
+    let mut e = Engine::new(cfg);
+    e.observe(CounterSample::default());
+    let msg = put(64 << 10);
+    // No window yet: read after the first decision.
+    let d = e.on_threshold_crossed(&msg, false);
+    assert!(d.read_counters && !d.read_before);
+    // A stall-bound window on High Bias: the model switches to Adaptive. The High Bias window
+    // is already closed, so no read before; the first Adaptive window then spans 4 decisions.
+    e.observe(sample(1_000_000, 40.0, 1_000_000, 2.0));
+    let mut flits = 1_000_000;
+    let reads: Vec<(bool, bool)> = (0..8)
+        .map(|_| {
+            let d = e.on_threshold_crossed(&msg, false);
+            if d.read_counters {
+                flits += 1_000_000;
+                // Adaptive windows with s = 2, L = 2: Adaptive stays the better side.
+                let stalled = 40_000_000 + 2 * (flits - 1_000_000);
+                e.observe(CounterSample { req_flits: flits, req_stalled: stalled, rsp_latency: 2 * flits, rsp_packets: flits, rsp_stalled: None });
+            }
+            (d.read_before, d.read_counters)
+        })
+        .collect();
+    assert_eq!(reads, [(false, false), (false, false), (false, false), (false, true), (false, false), (false, false), (false, false), (false, true)]);
+    assert_eq!((e.stats().switches_to_low_stall, e.stats().switches_to_low_latency), (1, 0));
+    // Pinning High Bias mid-window: the Adaptive decisions so far close before the first
+    // High Bias message is sent, and the window is attributed to Adaptive.
+    let mut e = Engine::new(EngineConfig { window_decisions: 4, ..EngineConfig::default() });
+    e.observe(CounterSample::default());
+    e.set_policy(Policy::Fixed(AD0));
+    e.on_threshold_crossed(&msg, false);
+    e.on_threshold_crossed(&msg, false);
+    e.set_policy(Policy::Fixed(AD3));
+    let d = e.on_threshold_crossed(&msg, false);
+    assert!(d.read_before, "side change: read before posting");
+    e.observe(sample(1_000_000, 2.0, 1_000_000, 1.5)); // the Adaptive window
+    e.set_policy(Policy::Auto);
+    let d = e.on_threshold_crossed(&msg, false);
+    let w = d.window.unwrap();
+    assert_eq!((w.latency_us, w.stall_ratio), (1.5, 2.0));
+    // The paper's setting: a read after every decision, never before.
+    let mut e = Engine::new(EngineConfig { window_decisions: 1, ..EngineConfig::default() });
+    e.observe(CounterSample::default());
+    for i in 0..6 {
+        let d = e.on_threshold_crossed(&msg, false);
+        assert!(d.read_counters && !d.read_before);
+        e.observe(sample(1_000_000 * (i + 1), if i % 2 == 0 { 40.0 } else { 0.1 }, 1_000_000 * (i + 1), 2.0));
+    }
 }
 
 #[test]

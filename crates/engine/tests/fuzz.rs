@@ -1,0 +1,638 @@
+//! Hostile input for the engine (issue 4, "Fuzz the environment-variable parsing and the
+//! engine's counter input"), with proptest:
+//!
+//! - every `AAR_*` variable gets arbitrary text (empty, blank, huge, non-ASCII, control
+//!   characters, multi-byte characters at the byte offsets the parsers slice at, numbers at the
+//!   edges of every range): `Settings::from_lookup` never panics, every warning names its
+//!   variable, quotes the value safely and stays bounded in length, and the settings it returns
+//!   are within their documented ranges;
+//! - arbitrary counter samples (any `i64`, `i64::MIN`/`MAX`, decreasing, wrapped, reset, absurd)
+//!   interleaved with arbitrary messages (any `u64` size, PUT/GET, inside MPI_Alltoall or not)
+//!   and policy changes, under arbitrary valid configurations: no panic, every window finite and
+//!   non-negative, every mode one the policy allows (adaptive, or none only for `Policy::Off`),
+//!   and no memory growth (a counting allocator shows the heap the engine holds does not grow
+//!   over 100,000 steps).
+//!
+//! The runs are reproducible: a fixed seed unless `PROPTEST_RNG_SEED` is set, 2,000 cases unless
+//! `PROPTEST_CASES` is set. Explore new inputs with e.g.
+//! `PROPTEST_RNG_SEED=$RANDOM PROPTEST_CASES=20000 cargo test --release -p aar-engine --test fuzz`.
+//! A failure prints the minimal input; nothing is written to the source tree.
+//!
+//! The proptest cases are too slow for Miri and are ignored there; the deterministic edge-case
+//! tests at the end run under Miri too (`scripts/sanitize`).
+
+use aar_engine::model::{packets, request_flits};
+use aar_engine::settings::VARIABLES;
+use aar_engine::*;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::collections::HashMap;
+
+// ---------------------------------------------------------------------------------------------
+// A counting allocator: live heap bytes per thread, so tests running in parallel do not mix.
+
+struct Counting;
+
+thread_local! {
+    static LIVE: Cell<i64> = const { Cell::new(0) };
+    static PEAK: Cell<i64> = const { Cell::new(0) };
+}
+
+fn account(delta: i64) {
+    // try_with: the allocator may be called while the thread's locals are being torn down.
+    let _ = LIVE.try_with(|l| {
+        let v = l.get() + delta;
+        l.set(v);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(v)));
+    });
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        account(layout.size() as i64);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        account(-(layout.size() as i64));
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        account(layout.size() as i64);
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        account(new_size as i64 - layout.size() as i64);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Live heap bytes of this thread, and the peak since the last call (the peak restarts there).
+fn heap_mark() -> (i64, i64) {
+    let live = LIVE.with(|l| l.get());
+    let peak = PEAK.with(|p| p.replace(live));
+    (live, peak)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration of the proptest runs.
+
+fn config(cases: u32) -> Config {
+    let base = Config::default(); // reads PROPTEST_* from the environment
+    let env_set = |k: &str| std::env::var_os(k).is_some();
+    Config {
+        cases: if env_set("PROPTEST_CASES") { base.cases } else { cases },
+        rng_seed: if env_set("PROPTEST_RNG_SEED") { base.rng_seed } else { RngSeed::Fixed(0x00aa_2019_5c19) },
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        ..base
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// AAR_* values.
+
+/// Text that the parsers have special cases for, or that sits at the edge of a range.
+const TOKENS: &[&str] = &[
+    "", " ", "\t", "0", "1", "-1", "+1", "-0", "00", "0x10", "1_000", "1e3", "1.", ".5", "5.", "1,2",
+    "true", "FALSE", "Yes", "no", "on", "OFF", "maybe", "auto", "AUTO", "paper", "off", "observe",
+    "ADAPTIVE0", "ADAPTIVE_3", "adaptive3", "GNI_DLVMODE_ADAPTIVE1", "GNI_DLVMODE_", "ADAPTIVE", "ADAPTIVE_",
+    "ADAPTIVE4", "ADAPTIVE33", "ADAPTIVE__3", "IN_ORDER", "MIN_HASH", "NMIN_HASH",
+    "us", "usec", "cycles", "ns", "k", "K", "KiB", "kb", "M", "MiB", "G", "GiB", "T", "b",
+    "4096", "4K", "16k", "1M", "1125899906842624", "1125899906842625", "1048576M", "1048576G", "1048577G",
+    "18446744073709551615", "18446744073709551616", "18446744073709551615k", "99999999999999999999",
+    "4294967295", "4294967296", "1000000", "1000001", "2147483648",
+    "1000", "1000.0", "1000.0000000000001", "1000.0000001", "999.9999", "1e-300", "4.9e-324", "5e-324",
+    "2.2250738585072014e-308", "1e308", "1.7976931348623157e308", "1e309", "-1e309",
+    "nan", "NaN", "-nan", "inf", "+inf", "-inf", "infinity", "Infinity", "0.0", "-0.0", "1.2", "5",
+    "a,b,c", "a,b,c,d", "a,b,c,d,e", "a,b,c,d,e,f", "a,,c,d", ",,,,", "a b,c,d,e", "sde:::aries::X",
+    "%r", "%p", "%%", "%", "/tmp/x.%r.jsonl", "../../etc/passwd", "\\", "\"", "'", "\n", "\r\n", "\0",
+    "\u{1b}[31m", "\u{7f}", "\u{85}", "\u{a0}", "\u{200b}", "\u{202e}", "\u{2028}", "\u{feff}", "\u{fffd}",
+    "é", "€", "😀", "١٢", "１２", "Ａ", "İ", "ß", "\u{10ffff}",
+];
+
+/// Characters whose UTF-8 encoding is 2, 3 and 4 bytes long: placed at the byte offsets where
+/// a parser slices (e.g. 8, 9, 12), they catch `&s[..n]` on a non-boundary.
+const WIDE: &[char] = &['é', '€', '😀', '\u{85}', '\u{a0}', '\u{2028}', '\u{10ffff}', 'İ'];
+
+fn any_text(max: usize) -> impl Strategy<Value = String> {
+    prop::collection::vec(any::<char>(), 0..max).prop_map(String::from_iter)
+}
+
+fn value() -> impl Strategy<Value = Option<String>> {
+    let token = prop::sample::select(TOKENS);
+    let sep = prop::sample::select(&["", " ", ",", "\t", "_", "\n", "\u{a0}"][..]);
+    let suffix = prop::sample::select(&["", "k", "K", "KiB", "M", "MiB", "G", "GiB", "T", " k", "e3", "%"][..]);
+    prop_oneof![
+        3 => Just(None),
+        4 => any_text(40).prop_map(Some),
+        4 => token.clone().prop_map(|t| Some(t.to_string())),
+        4 => (prop::collection::vec((token, sep), 1..5)).prop_map(|v| Some(v.into_iter().map(|(t, s)| format!("{t}{s}")).collect())),
+        // An ASCII stem of any length then a wide character: the slicing-at-a-byte-offset bug.
+        4 => ("[A-Za-z_]{0,14}", prop::sample::select(WIDE), "[A-Za-z0-9_]{0,3}")
+            .prop_map(|(a, w, b)| Some(format!("{a}{w}{b}"))),
+        2 => ("(GNI_DLVMODE_)?(ADAPTIVE|adaptive|ADAPTIVE_)", prop::sample::select(WIDE), "[0-9]?")
+            .prop_map(|(a, w, b)| Some(format!("{a}{w}{b}"))),
+        3 => "[\\x00-\\x1f\\x7f\\u{80}-\\u{9f} ]{0,16}".prop_map(Some),
+        2 => (any::<i64>(), suffix.clone()).prop_map(|(n, s)| Some(format!("{n}{s}"))),
+        2 => (any::<u64>(), suffix).prop_map(|(n, s)| Some(format!("{n}{s}"))),
+        2 => any::<f64>().prop_map(|x| Some(format!("{x}"))),
+        2 => any::<f64>().prop_map(|x| Some(format!("{x:e}"))),
+        2 => "[ \\t]{0,3}[0-9]{0,25}[.]?[0-9]{0,5}[ \\t]{0,3}".prop_map(Some),
+        // Huge values: the warning must still be short.
+        1 => (any::<char>(), 1_000usize..100_000).prop_map(|(c, n)| Some(std::iter::repeat(c).take(n).collect())),
+        1 => (prop::sample::select(TOKENS), 1_000usize..50_000).prop_map(|(t, n)| Some(t.repeat(n.min(200_000 / t.len().max(1))))),
+    ]
+}
+
+/// One value (or none) for every variable the engine parses.
+fn environment() -> impl Strategy<Value = HashMap<&'static str, String>> {
+    prop::collection::vec(value(), VARIABLES.len()).prop_map(|values| {
+        VARIABLES.iter().zip(values).filter_map(|((name, _), v)| v.map(|v| (*name, v))).collect()
+    })
+}
+
+/// The longest a warning may be: the value is quoted up to 80 characters, each escaped to at
+/// most 10 (`\u{10ffff}`), plus the variable, the problem, the default and the fix.
+const MAX_WARNING_CHARS: usize = 1500;
+
+fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseError> {
+    let asked = std::cell::RefCell::new(Vec::<String>::new());
+    let lookup = |k: &str| {
+        asked.borrow_mut().push(k.to_string());
+        env.get(k).cloned()
+    };
+    let (s, warnings) = Settings::from_lookup(&lookup);
+    let names: Vec<&str> = VARIABLES.iter().map(|(n, _)| *n).collect();
+    for k in asked.borrow().iter() {
+        prop_assert!(names.contains(&k.as_str()), "looked up {k:?}, which settings::VARIABLES does not list");
+    }
+    let mut warned = Vec::new();
+    for w in &warnings {
+        prop_assert!(names.contains(&w.variable), "warning for an unknown variable {:?}: {}", w.variable, w.message);
+        prop_assert!(!warned.contains(&w.variable), "two warnings for {}: {warnings:?}", w.variable);
+        warned.push(w.variable);
+        let raw = env.get(w.variable);
+        prop_assert!(raw.is_some_and(|r| !r.trim().is_empty()), "warning for {} which is unset or blank: {}", w.variable, w.message);
+        prop_assert_eq!(Some(&w.value), raw, "the warning's value is the variable's value");
+        let m = &w.message;
+        prop_assert!(m.starts_with(&format!("{}=\"", w.variable)), "the warning names its variable first: {m}");
+        prop_assert!(m.contains("using the default"), "the warning says what is used instead: {m}");
+        prop_assert!(m.chars().count() <= MAX_WARNING_CHARS, "warning of {} characters for a {}-byte value", m.chars().count(), w.value.len());
+        // Quoted safely: nothing that moves the cursor, clears the line, or reorders text.
+        let bad = m.chars().find(|&c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}'));
+        prop_assert!(bad.is_none(), "warning carries {bad:?} unescaped: {m:?}");
+    }
+    // Whatever the input, what comes out is within the documented ranges.
+    let e = &s.engine;
+    prop_assert!(e.lambda.is_finite() && e.lambda > 0.0 && e.lambda <= 1000.0, "lambda {}", e.lambda);
+    prop_assert!(e.sigma.is_finite() && e.sigma > 0.0 && e.sigma <= 1000.0, "sigma {}", e.sigma);
+    prop_assert!(e.freshness <= 1_000_000, "freshness {}", e.freshness);
+    prop_assert!(e.threshold_bytes <= 1 << 50, "threshold {}", e.threshold_bytes);
+    prop_assert!((4..=5).contains(&s.papi_events.len()), "{:?}", s.papi_events);
+    prop_assert!(s.papi_events.iter().all(|n| !n.is_empty() && !n.contains(char::is_whitespace)), "{:?}", s.papi_events);
+    for v in [&s.papi_library, &s.trace, &s.output_dir, &s.log].into_iter().flatten() {
+        prop_assert!(!v.trim().is_empty() && v.trim() == v, "kept text is trimmed and not blank: {v:?}");
+    }
+    // Unset and blank mean the default, without a warning.
+    let (unset, w) = Settings::from_lookup(&|_: &str| None);
+    prop_assert!(w.is_empty());
+    prop_assert_eq!(&unset, &Settings::default());
+    // A variable that was warned about keeps its default: the settings are the same as with
+    // that variable unset.
+    for v in &warned {
+        let (without, _) = Settings::from_lookup(&|k: &str| if k == *v { None } else { env.get(k).cloned() });
+        prop_assert_eq!(&without, &s, "{} was warned about but does not keep its default", v);
+    }
+    // Parsing is a function of the variables only.
+    let (again, w2) = Settings::from_lookup(&|k: &str| env.get(k).cloned());
+    prop_assert_eq!(again, s);
+    prop_assert_eq!(w2, warnings);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn settings_never_panic_and_warnings_are_bounded(env in environment()) {
+        check_settings(&env)?;
+    }
+
+    /// One variable at a time, so that a value the other variables' warnings would hide is seen.
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn each_variable_alone(var in prop::sample::select(&VARIABLES[..]), v in value()) {
+        let env: HashMap<&'static str, String> = v.map(|v| (var.0, v)).into_iter().collect();
+        check_settings(&env)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counter samples and messages.
+
+#[derive(Clone, Copy, Debug)]
+enum SampleGen {
+    /// Any values at all.
+    Absolute([i64; 4], Option<i64>),
+    /// The previous sample plus these deltas, wrapping: mostly what real counters do, and where
+    /// they wrap past `i64::MAX`.
+    Step([i64; 4], Option<i64>),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Decide(Message, bool),
+    Crossed(Message, bool),
+    Observe(SampleGen),
+    SetPolicy(Policy),
+}
+
+fn edge_i64() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        Just(0i64),
+        Just(1),
+        Just(-1),
+        Just(i64::MIN),
+        Just(i64::MAX),
+        Just(i64::MIN + 1),
+        Just(i64::MAX - 1),
+        Just(1 << 53),
+        Just(u32::MAX as i64),
+    ]
+}
+
+fn counter_value() -> impl Strategy<Value = i64> {
+    prop_oneof![3 => any::<i64>(), 2 => edge_i64(), 2 => 0i64..1_000_000_000]
+}
+
+/// A delta: mostly what a busy NIC adds between two reads, sometimes nothing, sometimes a step
+/// back, sometimes absurd.
+fn delta() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        6 => 1i64..10_000_000,
+        2 => Just(0i64),
+        1 => -1_000i64..0,
+        1 => any::<i64>(),
+        1 => edge_i64(),
+    ]
+}
+
+fn sample_gen() -> impl Strategy<Value = SampleGen> {
+    prop_oneof![
+        1 => (prop::array::uniform4(counter_value()), prop::option::of(counter_value())).prop_map(|(v, r)| SampleGen::Absolute(v, r)),
+        6 => (prop::array::uniform4(delta()), prop::option::weighted(0.7, delta())).prop_map(|(v, r)| SampleGen::Step(v, r)),
+    ]
+}
+
+fn mode() -> impl Strategy<Value = RoutingMode> {
+    prop::sample::select(&RoutingMode::ALL[..])
+}
+
+fn policy() -> impl Strategy<Value = Policy> {
+    prop_oneof![4 => Just(Policy::Auto), 1 => mode().prop_map(Policy::Fixed), 1 => Just(Policy::Off)]
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    let bytes = prop_oneof![
+        4 => 0u64..256,
+        4 => 0u64..(1 << 20),
+        2 => prop::sample::select(&[0u64, 1, 63, 64, 65, 4095, 4096, 4097, 65536, 1 << 24, 1 << 50, u64::MAX - 1, u64::MAX][..]),
+        1 => any::<u64>(),
+    ];
+    let transfer = prop_oneof![Just(Transfer::Put), Just(Transfer::Get)];
+    // A few endpoints, so that fresh observations of the same endpoint and size are reused.
+    let endpoint = prop_oneof![4 => 0u64..3, 1 => any::<u64>()];
+    (bytes, transfer, endpoint).prop_map(|(bytes, transfer, endpoint)| Message { bytes, transfer, endpoint })
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (message(), prop::bool::weighted(0.2)).prop_map(|(m, a)| Op::Decide(m, a)),
+        2 => (message(), prop::bool::weighted(0.2)).prop_map(|(m, a)| Op::Crossed(m, a)),
+        6 => sample_gen().prop_map(Op::Observe),
+        1 => policy().prop_map(Op::SetPolicy),
+    ]
+}
+
+/// Small values for every variable, so that settings added to the engine after this file was
+/// written (they all come from `AAR_*` variables) are varied too.
+const CONFIG_TOKENS: &[&str] = &["", "0", "1", "2", "3", "8", "64", "4096", "1000", "1000000", "4294967295", "1.2", "0.5", "auto", "off", "yes", "no", "cycles", "ADAPTIVE1"];
+
+/// Any configuration `Settings` can produce, and the API's extremes beyond it.
+fn engine_config() -> impl Strategy<Value = EngineConfig> {
+    let parsed = prop::collection::vec(prop::sample::select(CONFIG_TOKENS), VARIABLES.len()).prop_map(|values| {
+        let env: HashMap<&str, &str> = VARIABLES.iter().zip(values).map(|((name, _), v)| (*name, v)).collect();
+        Settings::from_lookup(&|k: &str| env.get(k).map(|v| v.to_string())).0.engine
+    });
+    let factor = prop_oneof![
+        4 => 1e-3f64..1000.0,
+        1 => prop::sample::select(&[4.9e-324, f64::MIN_POSITIVE, 1e-300, 1e-9, 0.5, 1.0, 1.2, 5.0, 999.999, 1000.0][..]),
+    ];
+    let threshold = prop_oneof![
+        3 => prop::sample::select(&[0u64, 1, 64, 1024, 4096, 65536, 1 << 20, 1 << 50, u64::MAX][..]),
+        1 => any::<u64>(),
+        3 => 0u64..(1 << 16),
+    ];
+    let freshness = prop_oneof![3 => 0u32..10, 1 => prop::sample::select(&[0u32, 1, 1_000_000, u32::MAX][..]), 1 => any::<u32>()];
+    let unit = prop_oneof![Just(LatencyUnit::Microseconds), Just(LatencyUnit::Cycles)];
+    let limit = prop_oneof![4 => Just(1e6f64), 1 => prop::sample::select(&[0.0f64, 1.0, 1e3, 1e12, f64::MAX, f64::INFINITY][..]), 1 => 0.0f64..1e9];
+    let modes = (mode(), mode(), mode());
+    (parsed, policy(), threshold, (factor.clone(), factor), freshness, modes, unit, (limit.clone(), limit)).prop_map(
+        |(parsed, policy, threshold_bytes, (lambda, sigma), freshness, (low_latency_mode, low_stall_mode, alltoall_mode), latency_unit, (max_latency_us, max_stall_ratio))| {
+            EngineConfig {
+                policy,
+                threshold_bytes,
+                lambda,
+                sigma,
+                freshness,
+                low_latency_mode,
+                low_stall_mode,
+                alltoall_mode,
+                latency_unit,
+                max_latency_us,
+                max_stall_ratio,
+                ..parsed
+            }
+        },
+    )
+}
+
+fn deltas(a: &CounterSample, b: &CounterSample) -> [i128; 4] {
+    let d = |x: i64, y: i64| i128::from(y) - i128::from(x);
+    [d(a.req_flits, b.req_flits), d(a.req_stalled, b.req_stalled), d(a.rsp_latency, b.rsp_latency), d(a.rsp_packets, b.rsp_packets)]
+}
+
+fn finite_window(w: &Window, cfg: &EngineConfig) -> bool {
+    w.latency_us.is_finite()
+        && w.stall_ratio.is_finite()
+        && w.latency_us >= 0.0
+        && w.stall_ratio >= 0.0
+        && w.latency_us <= cfg.max_latency_us
+        && w.stall_ratio <= cfg.max_stall_ratio
+}
+
+/// Drives one engine through `ops` and checks every answer. Returns the number of valid windows
+/// and model decisions, so callers can check the run exercised the model.
+struct Driver {
+    engine: Engine,
+    policy: Policy,
+    cumulative: u64,
+    prev: Option<CounterSample>,
+    last: CounterSample,
+    observed: u64,
+    decisions: u64,
+    model: u64,
+}
+
+impl Driver {
+    fn new(cfg: EngineConfig) -> Self {
+        Driver { policy: cfg.policy, engine: Engine::new(cfg), cumulative: 0, prev: None, last: CounterSample::default(), observed: 0, decisions: 0, model: 0 }
+    }
+
+    fn check_decision(&mut self, d: &Decision, msg: &Message, in_alltoall: bool, crossed: bool) -> Result<(), String> {
+        let cfg = self.engine.config();
+        let ok_mode = match self.policy {
+            Policy::Off => d.mode.is_none(),
+            Policy::Fixed(m) => d.mode == Some(m),
+            Policy::Auto => match d.mode {
+                None => false,
+                Some(m) => m == cfg.low_latency_mode || m == cfg.low_stall_mode || (in_alltoall && m == cfg.alltoall_mode),
+            },
+        };
+        if !ok_mode {
+            return Err(format!("mode {:?} under {:?} (alltoall {in_alltoall})", d.mode, self.policy));
+        }
+        if let Some(w) = &d.window {
+            if !finite_window(w, cfg) {
+                return Err(format!("decision window {w:?} is not finite, non-negative and within the limits"));
+            }
+        }
+        if !crossed && (d.read_counters || d.window.is_some()) {
+            return Err(format!("below the threshold, yet read_counters {} window {:?}", d.read_counters, d.window));
+        }
+        if d.reason == Reason::Alltoall && !in_alltoall {
+            return Err("reason alltoall outside MPI_Alltoall".into());
+        }
+        if d.flits != request_flits(msg.bytes, msg.transfer) || d.packets != packets(msg.bytes) {
+            return Err(format!("flits/packets {}/{} for {msg:?}", d.flits, d.packets));
+        }
+        if crossed {
+            self.decisions += 1;
+            self.model += u64::from(matches!(d.reason, Reason::Model | Reason::Alltoall));
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, op: &Op) -> Result<(), String> {
+        match *op {
+            Op::Decide(msg, a) => {
+                // The documented contract: sizes add up, and a decision comes once the sum
+                // passes the threshold; the sum then restarts.
+                let sum = self.cumulative.saturating_add(msg.bytes);
+                let crossed = sum > self.engine.config().threshold_bytes;
+                self.cumulative = if crossed { 0 } else { sum };
+                let before = self.engine.stats().decisions;
+                let d = self.engine.decide(&msg, a);
+                if self.engine.stats().decisions != before + u64::from(crossed) {
+                    return Err(format!("{} bytes after {} crossed={crossed} but decisions went {before} -> {}", msg.bytes, sum - msg.bytes.min(sum), self.engine.stats().decisions));
+                }
+                self.check_decision(&d, &msg, a, crossed)?;
+            }
+            Op::Crossed(msg, a) => {
+                let before = self.engine.stats().decisions;
+                let d = self.engine.on_threshold_crossed(&msg, a);
+                if self.engine.stats().decisions != before + 1 {
+                    return Err("on_threshold_crossed did not count a decision".into());
+                }
+                self.check_decision(&d, &msg, a, true)?;
+            }
+            Op::SetPolicy(p) => {
+                self.engine.set_policy(p);
+                self.policy = p;
+                if self.engine.below_threshold_mode().is_none() != (p == Policy::Off) {
+                    return Err(format!("below-threshold mode {:?} under {p:?}", self.engine.below_threshold_mode()));
+                }
+            }
+            Op::Observe(g) => {
+                let s = match g {
+                    SampleGen::Absolute(v, r) => CounterSample { req_flits: v[0], req_stalled: v[1], rsp_latency: v[2], rsp_packets: v[3], rsp_stalled: r },
+                    SampleGen::Step(v, r) => {
+                        let l = self.last;
+                        CounterSample {
+                            req_flits: l.req_flits.wrapping_add(v[0]),
+                            req_stalled: l.req_stalled.wrapping_add(v[1]),
+                            rsp_latency: l.rsp_latency.wrapping_add(v[2]),
+                            rsp_packets: l.rsp_packets.wrapping_add(v[3]),
+                            rsp_stalled: r.map(|r| l.rsp_stalled.unwrap_or(0).wrapping_add(r)),
+                        }
+                    }
+                };
+                let outcome = self.engine.observe(s);
+                match (outcome, self.prev) {
+                    (WindowOutcome::Valid(w), Some(prev)) => {
+                        if !finite_window(&w, self.engine.config()) {
+                            return Err(format!("window {w:?} from {prev:?} to {s:?}"));
+                        }
+                        let d = deltas(&prev, &s);
+                        if d.iter().any(|&x| x < 0) || d[0] == 0 || d[3] == 0 {
+                            return Err(format!("a window with zero or negative deltas {d:?} was used: {prev:?} to {s:?}"));
+                        }
+                        self.observed += 1;
+                    }
+                    (WindowOutcome::Valid(w), None) => return Err(format!("a window {w:?} from the first sample alone")),
+                    _ => {}
+                }
+                self.prev = Some(s);
+                self.last = s;
+            }
+        }
+        if let Some(w) = self.engine.last_window() {
+            if !finite_window(&w, self.engine.config()) {
+                return Err(format!("last window {w:?}"));
+            }
+        }
+        let st = self.engine.stats();
+        for x in [st.window_latency_us_sum, st.window_stall_ratio_sum] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(format!("stats sums not finite: {st:?}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run(cfg: EngineConfig, ops: &[Op]) -> Result<Driver, TestCaseError> {
+    let mut d = Driver::new(cfg);
+    let (before, _) = heap_mark();
+    for (i, op) in ops.iter().enumerate() {
+        if let Err(e) = d.step(op) {
+            return Err(TestCaseError::fail(format!("step {i} {op:?}: {e}\nengine: {:?}", d.engine)));
+        }
+    }
+    let (after, peak) = heap_mark();
+    // The engine may allocate nothing that it keeps: same live heap after as before.
+    prop_assert_eq!(after, before, "the engine's heap grew by {} bytes over {} steps", after - before, ops.len());
+    prop_assert!(peak - before <= 64 << 10, "the engine used {} bytes of heap at peak", peak - before);
+    Ok(d)
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn engine_never_panics_and_decisions_stay_finite_and_adaptive(cfg in engine_config(), ops in prop::collection::vec(op(), 0..600)) {
+        run(cfg, &ops)?;
+    }
+
+    /// Realistic counters (mostly increasing) under the default configuration and a low
+    /// threshold, so that most runs reach the cost model and switch modes.
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn model_decisions_under_mostly_monotone_counters(
+        threshold in 0u64..8192,
+        lambda in 0.5f64..3.0,
+        sigma in 0.5f64..20.0,
+        freshness in 0u32..8,
+        ops in prop::collection::vec(prop_oneof![
+            3 => (message(), prop::bool::weighted(0.2)).prop_map(|(m, a)| Op::Decide(m, a)),
+            2 => (prop::array::uniform4(1i64..1_000_000), prop::option::of(0i64..1_000_000)).prop_map(|(v, r)| Op::Observe(SampleGen::Step(v, r))),
+            1 => sample_gen().prop_map(Op::Observe),
+        ], 100..1000),
+    ) {
+        let cfg = EngineConfig { threshold_bytes: threshold, lambda, sigma, freshness, ..EngineConfig::default() };
+        run(cfg, &ops)?;
+    }
+}
+
+/// The whole corpus must reach the model, or the properties above say little.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_generated_runs_reach_the_cost_model() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::new(Config { rng_seed: RngSeed::Fixed(7), ..Config::default() });
+    let (mut windows, mut model, mut switches) = (0, 0, 0);
+    for _ in 0..200 {
+        let ops = prop::collection::vec(op(), 300..600).new_tree(&mut runner).unwrap().current();
+        let cfg = EngineConfig { threshold_bytes: 4096, ..EngineConfig::default() };
+        let d = run(cfg, &ops).unwrap_or_else(|e| panic!("{e}"));
+        windows += d.observed;
+        model += d.model;
+        let st = d.engine.stats();
+        switches += st.switches_to_low_latency + st.switches_to_low_stall;
+    }
+    assert!(windows > 5_000 && model > 1_000 && switches > 100, "windows {windows}, model decisions {model}, switches {switches}");
+}
+
+/// 100,000 steps of one engine: the heap it holds does not grow, and neither does its state.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_long_run_holds_no_growing_state() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::new(Config { rng_seed: RngSeed::Fixed(11), ..Config::default() });
+    let ops = prop::collection::vec(op(), 100_000).new_tree(&mut runner).unwrap().current();
+    let cfg = EngineConfig { threshold_bytes: 1024, freshness: 1_000_000, ..EngineConfig::default() };
+    let size = std::mem::size_of_val(&Engine::new(cfg.clone()));
+    let (before, _) = heap_mark();
+    let mut d = Driver::new(cfg);
+    let (with_engine, _) = heap_mark();
+    let first_debug = format!("{:?}", d.engine).len();
+    for (i, op) in ops.iter().enumerate() {
+        d.step(op).unwrap_or_else(|e| panic!("step {i} {op:?}: {e}"));
+    }
+    let (after, peak) = heap_mark();
+    assert_eq!(after, with_engine, "heap held grew by {} bytes in 100,000 steps", after - with_engine);
+    assert!(peak - before < 64 << 10, "peak heap {} bytes", peak - before);
+    assert_eq!(std::mem::size_of_val(&d.engine), size);
+    let debug = format!("{:?}", d.engine).len();
+    assert!(debug < first_debug + 2048, "the engine's state printed {first_debug} bytes at the start and {debug} after 100,000 steps");
+    assert!(d.observed > 5_000 && d.model > 1_000, "windows {}, model decisions {}", d.observed, d.model);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic edge cases: fast enough for Miri.
+
+#[test]
+fn edge_values_for_every_variable() {
+    for (name, _) in VARIABLES {
+        for t in TOKENS.iter().copied().chain(["ADAPTIVEé", "aaaaaaaé", "aaaaaaaaé", "ADAPTIVE_é", "GNI_DLVMODE€", "GNI_DLVMODé", "x".repeat(5000).as_str()]) {
+            let env: HashMap<&'static str, String> = [(name, t.to_string())].into_iter().collect();
+            let r = std::panic::catch_unwind(|| check_settings(&env));
+            match r {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => panic!("{name}={t:?}: {e}"),
+                Err(_) => panic!("Settings::from_lookup panicked on {name}={t:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn edge_counter_values() {
+    let edges = [0i64, 1, -1, i64::MIN, i64::MAX, i64::MIN + 1, i64::MAX - 1];
+    for unit in [LatencyUnit::Microseconds, LatencyUnit::Cycles] {
+        let cfg = EngineConfig { threshold_bytes: 0, latency_unit: unit, sigma: 4.9e-324, lambda: 1000.0, ..EngineConfig::default() };
+        let mut ops = Vec::new();
+        for &a in &edges {
+            for &b in &edges {
+                ops.push(Op::Observe(SampleGen::Absolute([a, b, a, b], Some(b))));
+                ops.push(Op::Decide(Message { bytes: a as u64, transfer: Transfer::Put, endpoint: 0 }, false));
+                ops.push(Op::Observe(SampleGen::Step([b, a, b, a], None)));
+                ops.push(Op::Crossed(Message { bytes: b as u64, transfer: Transfer::Get, endpoint: 0 }, true));
+            }
+        }
+        let mut d = Driver::new(cfg);
+        for (i, op) in ops.iter().enumerate() {
+            d.step(op).unwrap_or_else(|e| panic!("step {i} {op:?}: {e}"));
+        }
+    }
+}
