@@ -75,7 +75,12 @@ pub fn ensure_init() {
         return;
     }
     if INIT.compare_exchange(UNINIT, INITIALIZING, AcqRel, Acquire).is_ok() {
-        init();
+        // A panic here must not reach the application (callers are C): the library then stays
+        // a pass-through for this process.
+        if std::panic::catch_unwind(init).is_err() {
+            CONTROL.store(0, Release);
+            diag::error("internal error (a panic) while initialising; every call is forwarded untouched. Please report it.");
+        }
         INIT.store(DONE, Release);
     }
 }

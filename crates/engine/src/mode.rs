@@ -59,20 +59,21 @@ impl RoutingMode {
     /// Accepts the spellings users already know: uGNI's `ADAPTIVE3`, Cray MPICH's `ADAPTIVE_3`
     /// (`MPICH_GNI_ROUTING_MODE`), with or without the `GNI_DLVMODE_` prefix, any case.
     pub fn parse(text: &str) -> Option<Self> {
-        let t = text.trim();
-        let t = t.get(..12).filter(|p| p.eq_ignore_ascii_case("GNI_DLVMODE_")).map_or(t, |_| &t[12..]);
-        let digit = if t.len() == 9 && t[..8].eq_ignore_ascii_case("ADAPTIVE") {
-            &t[8..]
-        } else if t.len() == 10 && t[..9].eq_ignore_ascii_case("ADAPTIVE_") {
-            &t[9..]
-        } else {
-            return None;
+        // Bytes, not string slices: arbitrary input must never be cut inside a UTF-8 character.
+        let b = text.trim().as_bytes();
+        let b = match b.split_at_checked(12) {
+            Some((prefix, rest)) if prefix.eq_ignore_ascii_case(b"GNI_DLVMODE_") => rest,
+            _ => b,
         };
+        let (name, digit) = b.split_last().map(|(d, name)| (name, *d))?;
+        if !name.eq_ignore_ascii_case(b"ADAPTIVE") && !name.eq_ignore_ascii_case(b"ADAPTIVE_") {
+            return None;
+        }
         match digit {
-            "0" => Some(Self::Adaptive0),
-            "1" => Some(Self::Adaptive1),
-            "2" => Some(Self::Adaptive2),
-            "3" => Some(Self::Adaptive3),
+            b'0' => Some(Self::Adaptive0),
+            b'1' => Some(Self::Adaptive1),
+            b'2' => Some(Self::Adaptive2),
+            b'3' => Some(Self::Adaptive3),
             _ => None,
         }
     }
@@ -138,7 +139,7 @@ mod tests {
         ] {
             assert_eq!(RoutingMode::parse(text), Some(mode), "{text}");
         }
-        for bad in ["", "ADAPTIVE", "ADAPTIVE4", "ADAPTIVE_", "IN_ORDER", "MIN_HASH", "3", "ADAPTIVE__3", "ADAPTIVE33", "é"] {
+        for bad in ["", "ADAPTIVE", "ADAPTIVE4", "ADAPTIVE_", "IN_ORDER", "MIN_HASH", "3", "ADAPTIVE__3", "ADAPTIVE33", "é", "ADAPTIVEé", "GNI_DLVMODEé3", "éééééééééééé3"] {
             assert_eq!(RoutingMode::parse(bad), None, "{bad}");
         }
     }
