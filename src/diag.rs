@@ -8,7 +8,7 @@
 
 use crate::sys;
 use crate::trylock::TryLock;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 const MAX_KEPT: usize = 64;
 pub(crate) static KEPT: TryLock<Vec<String>> = TryLock::new(Vec::new());
@@ -50,6 +50,33 @@ pub fn warn(line: &str) {
 
 pub fn error(line: &str) {
     emit(line, true);
+}
+
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Where the last panic inside the library happened (set by the panic hook).
+static PANIC_AT: TryLock<String> = TryLock::new(String::new());
+
+/// Replace std's panic message (which would not carry the `aar:` prefix) with a note of where it
+/// happened. libaar.so has its own copy of std, so this is not the application's hook.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        if let Some(mut at) = PANIC_AT.try_lock() {
+            *at = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        }
+    }));
+}
+
+/// A panic was caught at the C boundary: reported once per process (every rank), counted always.
+pub fn internal_error(what: &str) {
+    if PANICS.fetch_add(1, Ordering::Relaxed) == 0 {
+        let at = PANIC_AT.try_lock().map(|a| a.clone()).unwrap_or_default();
+        error(&format!("internal error (a panic at {at}) in libaar.so; {what}, and the application continues. Please report it."));
+    }
+}
+
+pub fn panics() -> u64 {
+    PANICS.load(Ordering::Relaxed)
 }
 
 /// Printed by rank 0 (the exit summary).

@@ -56,6 +56,10 @@ struct Record<'a> {
     rank: Option<u32>,
     job_id: Option<String>,
     policy_at_exit: &'static str,
+    /// A fork child of the process that loaded the library: its own messages only.
+    fork_child: bool,
+    /// Panics caught at the C boundary (each call still forwarded once).
+    internal_errors: u64,
     settings: &'a Settings,
     /// Messages and bytes per routing mode they went out with.
     modes: BTreeMap<&'static str, ModeTotals>,
@@ -141,7 +145,8 @@ fn summary(t: &stats::Totals, decider: Option<&Decider>, record: Option<&str>, p
             format!("{n} {pct}% of bytes in {m} messages")
         })
         .collect();
-    let mut line = format!("policy {policy}: {messages} messages, {}", human_bytes(bytes));
+    let child = if runtime::is_fork_child() { " (forked child)" } else { "" };
+    let mut line = format!("policy {policy}{child}: {messages} messages, {}", human_bytes(bytes));
     if !per_mode.is_empty() {
         line += &format!(" ({})", per_mode.join(", "));
     }
@@ -177,6 +182,10 @@ fn write_outputs() {
     runtime::after_fork_in_child();
     trace::finish();
     let totals = stats::totals();
+    // A fork child that sent nothing (a helper that never touched the network) leaves no trace.
+    if runtime::is_fork_child() && totals.messages.iter().all(|&m| m == 0) {
+        return;
+    }
     let slot = runtime::decider_for_exit();
     let decider = slot.as_deref().and_then(Option::as_ref);
     let policy = control::policy_name(runtime::control());
@@ -194,6 +203,8 @@ fn write_outputs() {
             rank: diag::rank(),
             job_id: job_id(),
             policy_at_exit: policy,
+            fork_child: runtime::is_fork_child(),
+            internal_errors: diag::panics(),
             settings,
             modes: CLASS_NAMES
                 .iter()

@@ -26,6 +26,7 @@ type StrerrorFn = unsafe extern "C" fn(c_int) -> *mut c_char;
 
 /// An open, started event set of the 4 or 5 NIC events.
 pub struct Papi {
+    is_initialized: IsInitializedFn,
     read: ReadFn,
     strerror: StrerrorFn,
     eventset: c_int,
@@ -132,11 +133,17 @@ impl Papi {
         if rc != PAPI_OK {
             return Err(Unavailable(format!("PAPI_start failed: {}", describe(rc))));
         }
-        Ok(Opened { papi: Papi { read, strerror, eventset, with_rsp_stalled }, notes, library })
+        Ok(Opened { papi: Papi { is_initialized, read, strerror, eventset, with_rsp_stalled }, notes, library })
     }
 
     /// Read all events at one instant.
     pub fn read(&mut self) -> Result<CounterSample, String> {
+        // An application that uses PAPI itself may shut it down; reading an event set of a shut
+        // down PAPI crashes inside libpapi, so ask first.
+        // SAFETY: PAPI_is_initialized takes no arguments and only reads PAPI's state.
+        if unsafe { (self.is_initialized)() } == PAPI_NOT_INITED {
+            return Err("PAPI was shut down by the application (PAPI_shutdown)".into());
+        }
         let mut v: [c_longlong; 5] = [0; 5];
         // SAFETY: the event set is started and holds at most 5 events; `v` has room for 5.
         let rc = unsafe { (self.read)(self.eventset, v.as_mut_ptr()) };

@@ -25,6 +25,12 @@ static INIT: AtomicU8 = AtomicU8::new(UNINIT);
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 /// Set in a fork child until its own state is made (see `fork`).
 static FORKED: AtomicBool = AtomicBool::new(false);
+/// This process is a fork child of the one that loaded the library.
+static FORK_CHILD: AtomicBool = AtomicBool::new(false);
+
+pub fn is_fork_child() -> bool {
+    FORK_CHILD.load(Relaxed)
+}
 static DECIDER: TryLock<Option<Decider>> = TryLock::new(None);
 
 /// The latest valid window, for trace lines written without the decider lock (f64 bits).
@@ -90,6 +96,7 @@ fn init() {
     let lookup = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
     let (settings, warnings) = Settings::from_lookup(&lookup);
     diag::detect_rank();
+    diag::install_panic_hook();
     diag::init_logging(settings.log.as_deref());
     for w in &warnings {
         diag::warn(&w.message);
@@ -214,6 +221,7 @@ pub fn decider_lock() -> &'static TryLock<Option<Decider>> {
 /// Called in a fork child (see `fork`): only flags, the work is done by
 /// [`after_fork_in_child`] on the child's next intercepted call or at its exit.
 pub fn forked() {
+    FORK_CHILD.store(true, Relaxed);
     FORKED.store(true, Relaxed);
     // Every post takes the slow path until the child's own state exists.
     let _ = CONTROL.fetch_and(!FAST, AcqRel);

@@ -8,7 +8,7 @@
 use aar_engine::{Reason, RoutingMode};
 use crate::trylock::TryLock;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, Ordering::Relaxed};
 
 /// Routing a message went out with: ADAPTIVE0..3, the non-adaptive ones, and SMSG left to the
 /// caller's NIC setting.
@@ -59,7 +59,8 @@ struct Slot(Cell<Option<&'static Block>>);
 impl Drop for Slot {
     fn drop(&mut self) {
         if let Some(b) = self.0.get() {
-            b.in_use.store(false, Relaxed);
+            // Release: the next owner (Acquire in `register`) must see this thread's last counts.
+            b.in_use.store(false, Ordering::Release);
         }
     }
 }
@@ -76,7 +77,7 @@ fn bump(c: &AtomicU64, by: u64) {
 fn register() -> Option<&'static Block> {
     // try_lock: a fork child may inherit this lock held; it then counts into SHARED.
     let mut blocks = BLOCKS.try_lock()?;
-    if let Some(b) = blocks.iter().find(|b| b.in_use.compare_exchange(false, true, Relaxed, Relaxed).is_ok()) {
+    if let Some(b) = blocks.iter().find(|b| b.in_use.compare_exchange(false, true, Ordering::Acquire, Relaxed).is_ok()) {
         return Some(b);
     }
     let b: &'static Block = Box::leak(Box::new(Block::new(true)));

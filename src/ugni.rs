@@ -11,7 +11,7 @@ use crate::trylock::TryLock;
 use crate::{diag, mpi, runtime, sys, trace};
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{dlvr_mode_name, requested_mode, with_mode, Message, Reason, RoutingMode, Transfer, Window};
+use aar_engine::{dlvr_mode_name, requested_mode, with_mode, Message, Reason, RoutingMode, TestPanic, Transfer, Window};
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -111,7 +111,7 @@ impl Drop for Inside {
 /// panicked before that, restore what it changed and forward now.
 fn forward_once(outcome: std::thread::Result<()>, rc: Option<GniReturn>, fallback: impl FnOnce() -> GniReturn) -> GniReturn {
     if outcome.is_err() {
-        diag::error("internal error (a panic) in libaar.so; this call was forwarded unchanged. Please report it.");
+        diag::internal_error(if rc.is_some() { "the call had been forwarded" } else { "the call was forwarded unchanged" });
     }
     rc.unwrap_or_else(fallback)
 }
@@ -224,9 +224,8 @@ unsafe fn route_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut Gni
         }
     };
     if w & READY == 0 || w & ENABLED == 0 || requested_mode(dlvr).is_none() {
-        if w & READY != 0 {
-            stats::count(class_of(dlvr), Reason::Passthrough, bytes);
-        }
+        // Counted also while another thread initialises (with AAR_DISABLE nothing is reported).
+        stats::count(class_of(dlvr), Reason::Passthrough, bytes);
         forward();
         line(None, Reason::Passthrough, runtime::last_window());
         return;
@@ -247,13 +246,20 @@ unsafe fn route_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut Gni
     let in_alltoall = runtime::settings().is_some_and(|s| s.alltoall_hook) && mpi::in_alltoall();
     let msg = Message { bytes, transfer, endpoint: ep as usize as u64 };
     let d = decider.decide(&msg, in_alltoall, w);
+    let test_panic = runtime::settings().and_then(|s| s.test_panic);
     if d.read_before {
         // The side changes with this message: close the old side's window before it goes out.
         decider.read_and_observe();
     }
     set_mode(d.mode);
+    if test_panic == Some(TestPanic::BeforeForward) {
+        panic!("AAR_TEST_PANIC=before-forward");
+    }
     stats::count(d.mode.map_or_else(|| class_of(dlvr), RoutingMode::index), d.reason, bytes);
     forward();
+    if test_panic == Some(TestPanic::AfterForward) {
+        panic!("AAR_TEST_PANIC=after-forward");
+    }
     if d.read_counters {
         decider.after_send(started);
     }
@@ -340,6 +346,7 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
     let mut forward = Some(forward);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         if w & READY == 0 {
+            stats::count(CALLER_SMSG, Reason::Passthrough, bytes);
             rc = forward.take().map(|f| f(addr));
             return;
         }

@@ -16,7 +16,15 @@
  *   freeze 0|1                      aar_emu_counters_freeze
  *   api mode DLVR | api name NAME | api auto | api disable | api enable
  *   policy                          print aar_policy_name()
- *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE
+ *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE (as the
+ *                                   first command, the threads make the first uGNI calls of the process)
+ *   fork N                          fork; the child makes N 64 B FMA PUTs and N 64 KiB RDMA PUTs on the
+ *                                   inherited endpoints and exits; the parent waits and checks it
+ *   forkexec                        fork and exec /bin/sh -c true (a helper process); wait for it
+ *   papi_shutdown                   shut PAPI down behind the library's back (its next read fails)
+ *   exit_posting                    start a thread that posts forever, then exit() from main
+ *   _exit                           leave with _exit(0): no exit handlers run
+ *   reenter 0|1                     (built with -DREENTER) malloc itself posts 1 B, re-entering uGNI
  *   alltoall SIZE COUNT             MPI_Alltoall, whose PMPI_Alltoall (defined here, found by
  *                                   libaar.so at run time) makes COUNT RDMA PUTs of SIZE bytes and
  *                                   checks that every argument arrived unchanged
@@ -25,13 +33,19 @@
  * descriptor, that every byte arrived, and that the descriptor fields the caller set are as the
  * caller left them (the routing byte of dlvr_mode is the only thing a router may change; its
  * flag bits must survive). Chain elements are checksummed before and after the post.
- * Prints "posts=N errors=E" last; exit status 0 only if E == 0.
+ * Prints "posts=N errors=E emu_posts=M" last (M: what the emulator received); exit status 0 only
+ * if E == 0.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gni_pub.h"
 #include "aar_emu.h"
@@ -368,6 +382,51 @@ static void *thread_main(void *v)
 	return NULL;
 }
 
+static struct pair *main_pair;
+
+#ifdef REENTER
+/* An allocator that itself sends on the network: every allocation, including the ones libaar.so
+ * makes in its slow path, re-enters GNI_PostFma. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+static volatile int reenter_armed;
+static __thread int in_alloc;
+static unsigned long long reentered;
+
+static void reenter(void)
+{
+	if (!reenter_armed || in_alloc || !main_pair)
+		return;
+	in_alloc = 1;
+	gni_post_descriptor_t pd;
+	memset(&pd, 0, sizeof pd);
+	pd.type = GNI_POST_FMA_PUT;
+	pd.cq_mode = GNI_CQMODE_SILENT;
+	pd.local_addr = (uint64_t)(uintptr_t)main_pair->a.buf;
+	pd.local_mem_hndl = main_pair->a.mh;
+	pd.remote_addr = (uint64_t)(uintptr_t)main_pair->b.rbuf + MAX_BYTES - 64;
+	pd.remote_mem_hndl = main_pair->b.rmh;
+	pd.length = 1;
+	if (GNI_PostFma(main_pair->a.ep, &pd) == GNI_RC_SUCCESS)
+		__atomic_add_fetch(&reentered, 1, __ATOMIC_RELAXED);
+	in_alloc = 0;
+}
+void *malloc(size_t n) { reenter(); return __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { reenter(); return __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { reenter(); return __libc_realloc(p, n); }
+void free(void *p) { __libc_free(p); }
+#endif
+
+static void *post_forever(void *v)
+{
+	struct pair *p = v;
+	for (uint64_t k = 0;; k++)
+		transfer(p, k % 2 ? "fma" : "rdma", k % 2 ? 64 : 8192, 0, k);
+	return NULL;
+}
+
 static uint64_t num(const char *s)
 {
 	return strtoull(s, NULL, 0);
@@ -375,17 +434,24 @@ static uint64_t num(const char *s)
 
 int main(int argc, char **argv)
 {
-	struct pair p;
+	static struct pair p;
+	int ready = 0;
 	const char *v = getenv("DRIVER_VERBOSE");
 	if (v)
 		verbose = atoi(v);
-	if (setup_pair(&p, 0, MAX_BYTES)) {
-		fprintf(stderr, "driver: setup failed\n");
-		return 2;
-	}
 	uint64_t seq = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *c = argv[i];
+		/* The main pair is made at the first command that needs it, so that "threads" as the
+		 * first command makes the process's first uGNI calls from several threads at once. */
+		if (!ready && strcmp(c, "threads")) {
+			if (setup_pair(&p, 0, MAX_BYTES)) {
+				fprintf(stderr, "driver: setup failed\n");
+				return 2;
+			}
+			main_pair = &p;
+			ready = 1;
+		}
 #define ARG(k) (i + (k) < argc ? argv[i + (k)] : "0")
 		if (!strcmp(c, "fma") || !strcmp(c, "rdma") || !strcmp(c, "fmaget") || !strcmp(c, "rdmaget")) {
 			uint64_t size = num(ARG(1)), count = num(ARG(2));
@@ -484,6 +550,65 @@ int main(int argc, char **argv)
 					fail(&p, "MPI_Alltoall did not reach PMPI_Alltoall once");
 			}
 			i += 2;
+		} else if (!strcmp(c, "fork")) {
+			uint64_t n = num(ARG(1));
+			fflush(stdout);
+			pid_t child = fork();
+			if (child == 0) {
+				p.posts = p.errors = 0;
+				for (uint64_t k = 0; k < n; k++)
+					transfer(&p, "fma", 64, 0, seq + k);
+				for (uint64_t k = 0; k < n; k++)
+					transfer(&p, "rdma", 65536, 0, seq + n + k);
+				printf("child posts=%llu errors=%llu\n", (unsigned long long)p.posts, (unsigned long long)p.errors);
+				exit(p.errors ? 1 : 0);
+			}
+			int status = 0;
+			if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+				fail(&p, "the forked child failed");
+			printf("fork child=%d status=%d\n", (int)child, status);
+			seq += 2 * n;
+			i += 1;
+		} else if (!strcmp(c, "forkexec")) {
+			fflush(stdout);
+			pid_t child = fork();
+			if (child == 0) {
+				execl("/bin/sh", "sh", "-c", "true", (char *)NULL);
+				_exit(127);
+			}
+			int status = 0;
+			if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+				fail(&p, "fork-then-exec failed");
+			printf("forkexec status=%d\n", status);
+		} else if (!strcmp(c, "papi_shutdown")) {
+			void *papi = dlopen("libpapi.so.7.0", RTLD_NOW | RTLD_NOLOAD);
+			void (*shutdown)(void) = papi ? (void (*)(void))dlsym(papi, "PAPI_shutdown") : NULL;
+			if (shutdown)
+				shutdown();
+			printf("papi_shutdown %s\n", shutdown ? "done" : "unavailable");
+		} else if (!strcmp(c, "exit_posting")) {
+			static struct pair tp;
+			pthread_t t;
+			if (setup_pair(&tp, 50, 1 << 20) == 0 && pthread_create(&t, NULL, post_forever, &tp) == 0) {
+				while (__atomic_load_n(&tp.posts, __ATOMIC_RELAXED) < 1000)
+					;
+				printf("exit_posting posts>=1000\n");
+				fflush(stdout);
+				exit(0);
+			}
+			fail(&p, "exit_posting could not start its thread");
+		} else if (!strcmp(c, "_exit")) {
+			printf("posts=%llu errors=%llu\n", (unsigned long long)p.posts, (unsigned long long)p.errors);
+			fflush(stdout);
+			_exit(0);
+		} else if (!strcmp(c, "reenter")) {
+#ifdef REENTER
+			reenter_armed = (int)num(ARG(1));
+			printf("reenter %d (re-entered %llu)\n", reenter_armed, reentered);
+#else
+			printf("reenter unavailable\n");
+#endif
+			i += 1;
 		} else if (!strcmp(c, "threads")) {
 			unsigned n = (unsigned)num(ARG(1));
 			struct thread_arg *t = calloc(n, sizeof *t);
@@ -505,6 +630,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	printf("posts=%llu errors=%llu\n", (unsigned long long)p.posts, (unsigned long long)p.errors);
+#ifdef REENTER
+	reenter_armed = 0;
+	printf("reentered=%llu\n", reentered);
+	p.posts += reentered;
+#endif
+	printf("posts=%llu errors=%llu emu_posts=%llu\n", (unsigned long long)p.posts, (unsigned long long)p.errors,
+	       aar_emu_post_count());
 	return p.errors ? 1 : 0;
 }

@@ -65,18 +65,27 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// Compile tests/c/<name>.c against cabi/ and the emulator, once per test binary.
 pub fn program(name: &str) -> PathBuf {
+    program_with(name, &[])
+}
+
+/// The same, with extra compiler flags (e.g. `-DREENTER`).
+pub fn program_with(name: &str, flags: &[&str]) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let lib = libdir();
+    let key = format!("{name}{}", flags.concat());
     let mut built = BUILT.get_or_init(Default::default).lock().unwrap();
-    if let Some(p) = built.get(name) {
+    if let Some(p) = built.get(&key) {
         return p.clone();
     }
     let out_dir = target_dir().join("aar-tests").join("bin");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let out = out_dir.join(format!("{name}-{}", std::process::id()));
+    let variant: String = flags.concat().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    let out = out_dir.join(format!("{name}{variant}-{}", std::process::id()));
     let src = root().join("tests/c").join(format!("{name}.c"));
     let st = Command::new("cc")
-        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic", "-I"])
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic"])
+        .args(flags)
+        .arg("-I")
         .arg(root().join("cabi"))
         .arg(&src)
         .arg("-o")
@@ -88,7 +97,7 @@ pub fn program(name: &str) -> PathBuf {
         .status()
         .expect("run cc");
     assert!(st.success(), "compiling {} failed", src.display());
-    built.insert(name.into(), out.clone());
+    built.insert(key, out.clone());
     out
 }
 

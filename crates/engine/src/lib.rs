@@ -17,4 +17,4 @@ pub mod settings;
 pub use engine::{CounterSample, Decision, Engine, EngineConfig, EngineStats, Message, Policy, Reason, WindowOutcome};
 pub use mode::{dlvr_mode_name, requested_mode, with_mode, RoutingMode};
 pub use model::{LatencyUnit, Transfer, Window};
-pub use settings::{Settings, Warning};
+pub use settings::{Settings, TestPanic, Warning};

@@ -17,7 +17,7 @@ pub const DEFAULT_PAPI_EVENTS: [&str; 5] = [
 ];
 
 /// Every variable the library reads, with its default as documented in the README.
-pub const VARIABLES: [(&str, &str); 17] = [
+pub const VARIABLES: [(&str, &str); 18] = [
     ("AAR_DISABLE", "0"),
     ("AAR_MODE", "auto"),
     ("AAR_THRESHOLD", "4096"),
@@ -35,6 +35,7 @@ pub const VARIABLES: [(&str, &str); 17] = [
     ("AAR_LOG", "unset"),
     ("AAR_ALLTOALL", "1"),
     ("AAR_SUMMARY", "1"),
+    ("AAR_TEST_PANIC", "unset"),
 ];
 
 /// Everything the `AAR_*` variables configure.
@@ -58,6 +59,18 @@ pub struct Settings {
     pub alltoall_hook: bool,
     /// The one-line summary on stderr from rank 0 at exit.
     pub summary: bool,
+    /// Testing the library's own fail-open path: panic inside the decision path, before or after
+    /// the real call (`AAR_TEST_PANIC=before-forward|after-forward`).
+    pub test_panic: Option<TestPanic>,
+}
+
+/// Where `AAR_TEST_PANIC` makes the decision path panic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum TestPanic {
+    BeforeForward,
+    AfterForward,
 }
 
 impl Default for Settings {
@@ -72,6 +85,7 @@ impl Default for Settings {
             log: None,
             alltoall_hook: true,
             summary: true,
+            test_panic: None,
         }
     }
 }
@@ -247,6 +261,18 @@ impl Settings {
         );
         let alltoall_hook = p.parse("AAR_ALLTOALL", true, "1", "is not a boolean", bool_fix, parse_bool);
         let summary = p.parse("AAR_SUMMARY", true, "1", "is not a boolean", bool_fix, parse_bool);
+        let test_panic = p.parse(
+            "AAR_TEST_PANIC",
+            None,
+            "unset (no injected panic)",
+            "is not a place to inject a panic",
+            "Use before-forward or after-forward, or leave it unset (it exists to test the library).",
+            |v| match v {
+                "before-forward" => Some(Some(TestPanic::BeforeForward)),
+                "after-forward" => Some(Some(TestPanic::AfterForward)),
+                _ => None,
+            },
+        );
         let settings = Settings {
             disabled,
             engine: EngineConfig {
@@ -268,6 +294,7 @@ impl Settings {
             log: p.text("AAR_LOG"),
             alltoall_hook,
             summary,
+            test_panic,
         };
         (settings, p.warnings)
     }

@@ -1,0 +1,225 @@
+//! The library inside someone else's job: threads, fork, exit, re-entry, panics, hostile
+//! counters and output locations. Each test would fail if its property broke.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+fn stdout_field(out: &str, key: &str) -> u64 {
+    let tail = out.rsplit(&format!("{key}=")).next().unwrap_or("");
+    tail.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("").parse().unwrap_or_else(|_| panic!("no {key}= in {out}"))
+}
+
+fn total_messages(rec: &serde_json::Value) -> u64 {
+    rec["modes"].as_object().unwrap().values().map(|m| m["messages"].as_u64().unwrap()).sum()
+}
+
+fn can_unshare() -> bool {
+    Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success())
+}
+
+#[test]
+fn eight_threads_posting_a_million_each_lose_nothing() {
+    // 64 B posts (the fast path, decisions every 65th) and 8 KiB posts (a decision on every post:
+    // the decider lock is fought over) from 8 threads at once.
+    for (size, count) in [(64, 1_000_000), (8192, 50_000)] {
+        let r = Launch::driver(&format!("stress-{size}"), &format!("threads 8 {size} {count}")).unset("AAR_EMU_LOG").run();
+        r.assert_ok();
+        let posts = 8 * count;
+        assert_eq!(stdout_field(&r.stdout, "posts"), posts, "{}", r.stdout);
+        assert_eq!(stdout_field(&r.stdout, "emu_posts"), posts, "every post reached the emulator exactly once: {}", r.stdout);
+        let rec = &r.records()[0];
+        assert_eq!(total_messages(rec), posts, "the record counts every message exactly once");
+        let bytes: u64 = rec["modes"].as_object().unwrap().values().map(|m| m["bytes"].as_u64().unwrap()).sum();
+        assert_eq!(bytes, posts * size);
+        let decisions = rec["engine"]["decisions"].as_u64().unwrap();
+        assert!(decisions > 0 && decisions <= posts, "{decisions}");
+        assert_eq!(rec["internal_errors"], 0);
+    }
+}
+
+#[test]
+fn first_calls_from_eight_threads_at_once_initialise_once() {
+    let r = Launch::driver("init-race", "threads 8 64 2000 fma 64 10 0").env("AAR_THRESHOLD", "lots").run();
+    r.assert_ok();
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("AAR_THRESHOLD")).collect();
+    assert_eq!(w.len(), 1, "settings parsed once: {:?}", r.aar_lines());
+    assert_eq!(stdout_field(&r.stdout, "emu_posts"), 8 * 2000 + 10);
+    assert_eq!(r.records().len(), 1);
+    // Every post reached the emulator; those made while another thread was initialising went
+    // untouched, all others were routed.
+    let modes = r.dlvr_modes("GNI_PostFma");
+    assert_eq!(modes.len(), 16_010);
+    assert!(modes.iter().all(|&m| m == AD0 || m == AD3));
+    assert_eq!(&modes[16_000..], &[AD3; 10]);
+}
+
+#[test]
+fn a_forked_child_keeps_routing_with_its_own_counters_record_and_trace() {
+    let launch = Launch::driver("fork", "fma 64 3 0 fork 6 forkexec rdma 65536 4 0");
+    let trace = launch.dir.join("t.%p.jsonl").display().to_string();
+    let r = launch.env("AAR_TRACE", &trace).run();
+    r.assert_ok();
+    assert!(r.stdout.contains("child posts=12 errors=0") && r.stdout.contains("forkexec status=0"), "{}", r.stdout);
+    let recs = r.records();
+    assert_eq!(recs.len(), 2, "parent and child, and no record from the exec'd shell");
+    let (parent, child): (Vec<_>, Vec<_>) = recs.iter().partition(|r| r["fork_child"] == false);
+    let (parent, child) = (parent[0], child[0]);
+    assert_ne!(parent["pid"], child["pid"]);
+    assert_eq!(total_messages(parent), 7, "the parent's own messages");
+    assert_eq!(total_messages(child), 12, "the child's own messages, not the parent's again");
+    assert!(child["counters"]["reads"].as_u64().unwrap() >= 1, "the child reads counters: {}", child["counters"]);
+    assert_eq!(child["counters"]["backend"], "papi");
+    // The child's posts were routed: its 64 KiB posts went out after decisions.
+    assert!(child["engine"]["decisions"].as_u64().unwrap() >= 6);
+    // One trace per process, no line written twice.
+    let traces: Vec<_> = std::fs::read_dir(&r.dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().ends_with(".jsonl") && p.file_name().unwrap().to_string_lossy().starts_with("t.")).collect();
+    assert_eq!(traces.len(), 2);
+    let mut lines: Vec<usize> = traces.iter().map(|t| read_jsonl(t).len()).collect();
+    lines.sort();
+    assert_eq!(lines, [7, 12]);
+    assert_eq!(r.aar_lines().iter().filter(|l| l.contains("(forked child)")).count(), 1, "{:?}", r.aar_lines());
+}
+
+#[test]
+fn exit_while_another_thread_posts_writes_one_whole_record() {
+    let r = Launch::driver("exit-posting", "fma 64 3 0 exit_posting").run();
+    assert!(r.status.success(), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("exit_posting posts>=1000"));
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "one record, valid JSON");
+    assert!(total_messages(&recs[0]) >= 1000);
+    assert_eq!(r.aar_lines().iter().filter(|l| l.starts_with("aar: policy")).count(), 1, "one summary");
+}
+
+#[test]
+fn _exit_and_kill_lose_only_their_own_record() {
+    let r = Launch::driver("underscore-exit", "fma 64 3 0 _exit").run();
+    r.assert_ok();
+    assert!(r.records().is_empty());
+    assert!(std::fs::read_dir(r.dir.join("out")).unwrap().next().is_none(), "no partial file either");
+    // A killed process: nothing of it, and nothing else disturbed.
+    let launch = Launch::driver("killed", "fma 64 3 0 exit_posting");
+    let out = launch.dir.join("out");
+    std::fs::write(out.join("other-rank.json"), "{}").unwrap();
+    let mut launch = launch;
+    launch.wrapper = vec!["sh".into(), "-c".into(), "\"$@\" & pid=$!; sleep 0.3; kill -9 $pid; wait $pid; exit 0".into(), "sh".into()];
+    launch.args = vec!["fma".into(), "64".into(), "100000000".into(), "0".into()];
+    let r = launch.run();
+    r.assert_ok();
+    let names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["other-rank.json"]);
+}
+
+#[test]
+fn an_allocator_that_re_enters_ugni_does_not_deadlock() {
+    let mut launch = Launch::driver("reenter", "reenter 1 fma 64 200 0 rdma 65536 40 0 smsg 10 20 ct 64 4 0 api mode 0x80 rdma 8192 10 0 reenter 0");
+    launch.program = program_with("driver", &["-DREENTER"]);
+    let trace = launch.dir.join("trace.jsonl").display().to_string();
+    let r = launch.env("AAR_TRACE", &trace).run();
+    r.assert_ok();
+    let reentered = stdout_field(&r.stdout, "reentered");
+    assert!(reentered > 0, "the allocator did re-enter: {}", r.stdout);
+    assert_eq!(stdout_field(&r.stdout, "posts"), stdout_field(&r.stdout, "emu_posts"), "{}", r.stdout);
+}
+
+#[test]
+fn a_panic_inside_the_library_never_reaches_the_application() {
+    // Before the real call: the post still goes out, once, exactly as the caller wrote it.
+    let r = Launch::driver("panic-before", "fma 64 3 0 rdma 65536 5 0x100 fma 64 3 0").env("AAR_TEST_PANIC", "before-forward").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("posts=11 errors=0 emu_posts=11"), "{}", r.stdout);
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [0x100; 5], "forwarded unchanged, flags and all");
+    assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 6], "below the threshold nothing panics");
+    let errors: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("internal error")).collect();
+    assert_eq!(errors.len(), 1, "reported once: {errors:?}");
+    assert!(errors[0].contains("forwarded unchanged") && errors[0].contains("src/ugni.rs"), "{}", errors[0]);
+    assert_eq!(r.records()[0]["internal_errors"], 5);
+    // After the real call: not forwarded a second time.
+    let r = Launch::driver("panic-after", "rdma 65536 5 0").env("AAR_TEST_PANIC", "after-forward").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("posts=5 errors=0 emu_posts=5"), "{}", r.stdout);
+    assert!(r.dlvr_modes("GNI_PostRdma").iter().all(|&m| m == AD3), "routed before the panic");
+}
+
+#[test]
+fn papi_shut_down_under_the_library_is_one_warning_then_high_bias() {
+    let r = Launch::driver("papi-shutdown", "rdma 65536 12 0 papi_shutdown rdma 65536 12 0").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("papi_shutdown done"), "{}", r.stdout);
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("PAPI was shut down") && w[0].contains("ADAPTIVE3 (fixed)"), "{}", w[0]);
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert!(modes[12..].iter().skip(8).all(|&m| m == AD3), "fixed High Bias after the failed read: {modes:?}");
+    assert_eq!(r.records()[0]["counters"]["read_failures"], 1);
+}
+
+#[test]
+fn decreasing_wrapped_and_absurd_counters_are_discarded_and_routing_goes_on() {
+    // Counters set backwards, wrapped to the bottom of i64, and pushed to an absurd latency,
+    // between windows of real traffic (AAR_WINDOW=1: a read after every decision).
+    let script = "net 1.2 1.0 2 50 rdma 8192 6 0 \
+                  cset 10 10 10 10 10 rdma 8192 3 0 \
+                  cset 9223372036854775800 0 0 100 0 rdma 8192 2 0 cset -9223372036854775800 0 0 100 0 rdma 8192 3 0 \
+                  cadd 1 0 9000000000000000 1 0 rdma 8192 3 0 \
+                  rdma 8192 10 0";
+    let r = Launch::driver("hostile-counters", script).env("AAR_WINDOW", "1").run();
+    r.assert_ok();
+    let rec = &r.records()[0];
+    let e = &rec["engine"];
+    assert!(e["windows_discarded_decreasing"].as_u64().unwrap() >= 2, "{e}");
+    assert!(e["windows_discarded_absurd"].as_u64().unwrap() >= 1, "{e}");
+    assert!(e["window_latency_us_sum"].as_f64().unwrap().is_finite());
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert!(modes[modes.len() - 5..].iter().all(|&m| m == AD0), "routing recovers on the next good windows: {modes:?}");
+    assert!(r.aar_lines().iter().all(|l| l.starts_with("aar: policy")), "bad windows are not warnings: {:?}", r.aar_lines());
+}
+
+#[test]
+fn output_problems_are_one_warning_and_never_touch_anything_else() {
+    // A symlink planted at the record's final name: not followed, not replaced.
+    let launch = Launch::driver("record-symlink", "fma 64 3 0");
+    let victim = launch.dir.join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let out = launch.dir.join("out");
+    let mut launch = launch;
+    launch.wrapper = vec![
+        "sh".into(),
+        "-c".into(),
+        format!("ln -s {v} {o}/aar.nojob.norank.$$.json; ln -s {v} {o}/aar.nojob.norank.$$.json.partial; exec \"$@\"", v = victim.display(), o = out.display()),
+        "sh".into(),
+    ];
+    let r = launch.run();
+    r.assert_ok();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("could not write the record")).collect();
+    assert_eq!(w.len(), 1, "{:?}", r.aar_lines());
+    // A job id that tries to climb out of the folder stays inside it.
+    let r = Launch::driver("record-jobid", "fma 64 3 0").env("SLURM_JOB_ID", "../../escape").run();
+    r.assert_ok();
+    assert_eq!(r.records().len(), 1);
+    assert!(!r.dir.join("escape").exists() && !r.dir.parent().unwrap().join("escape").exists());
+
+    if !can_unshare() {
+        eprintln!("note: no mount namespace here: the read-only and full-disk cases are not run");
+        return;
+    }
+    // Read-only and full file systems, in a private mount namespace.
+    for (name, setup) in [
+        ("record-readonly", "mount --bind \"$o\" \"$o\" && mount -o remount,ro,bind \"$o\""),
+        ("record-full", "mount -t tmpfs -o size=64k tmpfs \"$o\" && dd if=/dev/zero of=\"$o/fill\" bs=4k count=64 2>/dev/null; true"),
+    ] {
+        let launch = Launch::driver(name, "fma 64 3 0 rdma 65536 3 0");
+        let out = launch.dir.join("out");
+        let mut launch = launch;
+        launch.wrapper = vec!["unshare".into(), "-m".into(), "sh".into(), "-c".into(), format!("o={}; {setup} || exit 97; exec \"$@\"", out.display()), "sh".into()];
+        let r = launch.run();
+        assert_ne!(r.status.code(), Some(97), "{name}: namespace setup failed: {}", r.stderr);
+        r.assert_ok();
+        let lines: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+        assert_eq!(lines.len(), 1, "{name}: one warning: {lines:?}");
+        assert!(lines[0].contains("AAR_OUTPUT_DIR") || lines[0].contains("record"), "{name}: {}", lines[0]);
+        assert!(r.stdout.contains("errors=0"), "{name}: the application continues");
+    }
+}
