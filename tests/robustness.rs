@@ -223,3 +223,41 @@ fn output_problems_are_one_warning_and_never_touch_anything_else() {
         assert!(r.stdout.contains("errors=0"), "{name}: the application continues");
     }
 }
+
+#[test]
+fn the_below_threshold_path_allocates_nothing_and_makes_no_system_call() {
+    // Allocations: counted by the program's own allocator while 64 B posts run, with and without
+    // the library (the emulator's own allocations, if any, are in both).
+    let count = |preload: bool| {
+        let mut launch = Launch::driver(&format!("allocs-{preload}"), "fma 64 100 0 allocs 1 fma 64 20000 0 allocs 0").unset("AAR_EMU_LOG");
+        launch.program = program_with("driver", &["-DREENTER"]);
+        if !preload {
+            launch = launch.no_preload();
+        }
+        let r = launch.run();
+        r.assert_ok();
+        stdout_field(&r.stdout, "allocations")
+    };
+    assert_eq!(count(true), count(false), "libaar.so allocated on the below-threshold path");
+
+    // System calls the library adds (over the same program without it) do not grow with the
+    // number of posts: 20,000 versus 200,000 (a call per decision would add thousands).
+    let Ok(st) = Command::new("strace").arg("-V").output() else { panic!("strace is missing: run scripts/setup") };
+    assert!(st.status.success());
+    let syscalls = |posts: u64, preload: bool| {
+        let mut launch = Launch::driver(&format!("syscalls-{posts}-{preload}"), &format!("fma 64 {posts} 0")).unset("AAR_EMU_LOG").env("AAR_SUMMARY", "0").unset("AAR_OUTPUT_DIR");
+        if !preload {
+            launch = launch.no_preload();
+        }
+        let log = launch.dir.join("strace.txt");
+        launch.wrapper = vec!["strace".into(), "-f".into(), "-c".into(), "-o".into(), log.display().to_string()];
+        let r = launch.run();
+        r.assert_ok();
+        let text = std::fs::read_to_string(&log).unwrap();
+        let total = text.lines().find(|l| l.trim_end().ends_with("total")).unwrap_or_else(|| panic!("{text}"));
+        total.split_whitespace().nth(3).unwrap().parse::<i64>().unwrap_or_else(|_| panic!("{total}"))
+    };
+    let added = |posts| syscalls(posts, true) - syscalls(posts, false);
+    let (few, many) = (added(20_000), added(200_000));
+    assert!(many < few + 50, "system calls added by libaar.so grow with posts: {few} for 20k posts, {many} for 200k");
+}

@@ -25,6 +25,7 @@
  *   exit_posting                    start a thread that posts forever, then exit() from main
  *   _exit                           leave with _exit(0): no exit handlers run
  *   reenter 0|1                     (built with -DREENTER) malloc itself posts 1 B, re-entering uGNI
+ *   allocs 1 | allocs 0             (built with -DREENTER) count allocations from here / print the count
  *   alltoall SIZE COUNT             MPI_Alltoall, whose PMPI_Alltoall (defined here, found by
  *                                   libaar.so at run time) makes COUNT RDMA PUTs of SIZE bytes and
  *                                   checks that every argument arrived unchanged
@@ -391,9 +392,9 @@ extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
-static volatile int reenter_armed;
+static volatile int reenter_armed, count_armed;
 static __thread int in_alloc;
-static unsigned long long reentered;
+static unsigned long long reentered, allocations;
 
 static void reenter(void)
 {
@@ -413,9 +414,15 @@ static void reenter(void)
 		__atomic_add_fetch(&reentered, 1, __ATOMIC_RELAXED);
 	in_alloc = 0;
 }
-void *malloc(size_t n) { reenter(); return __libc_malloc(n); }
-void *calloc(size_t a, size_t b) { reenter(); return __libc_calloc(a, b); }
-void *realloc(void *p, size_t n) { reenter(); return __libc_realloc(p, n); }
+static void counted(void)
+{
+	if (count_armed)
+		__atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
+	reenter();
+}
+void *malloc(size_t n) { counted(); return __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { counted(); return __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { counted(); return __libc_realloc(p, n); }
 void free(void *p) { __libc_free(p); }
 #endif
 
@@ -607,6 +614,17 @@ int main(int argc, char **argv)
 			printf("reenter %d (re-entered %llu)\n", reenter_armed, reentered);
 #else
 			printf("reenter unavailable\n");
+#endif
+			i += 1;
+		} else if (!strcmp(c, "allocs")) {
+#ifdef REENTER
+			count_armed = (int)num(ARG(1));
+			if (!count_armed)
+				printf("allocations=%llu\n", allocations);
+			else
+				allocations = 0;
+#else
+			printf("allocs unavailable\n");
 #endif
 			i += 1;
 		} else if (!strcmp(c, "threads")) {
