@@ -166,7 +166,7 @@ impl NetConfig {
             latency: [10_000, 30_000, 30_000, 250_000],
             flit_time: [1250, 3048, 3048, 3404],
             router_delay: 70_000,
-            vc_buf: [64, 64, 64, 256],
+            vc_buf: [256, 128, 128, 256],
             max_outstanding: 1024,
             reeval_hops: 2,
             bias: default_bias(),

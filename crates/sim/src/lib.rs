@@ -5,11 +5,17 @@
 
 pub mod config;
 pub mod net;
+pub mod parallel;
+pub mod record;
 pub mod rng;
+pub mod stats;
 pub mod synthetic;
 pub mod bench;
 pub mod calendar;
 pub mod topology;
+pub mod validate;
+pub mod workload;
+pub mod world;
 
 pub use config::{Mode, NetConfig};
 pub use net::{Kind, Net, NicCounters, Note};

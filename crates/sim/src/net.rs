@@ -25,6 +25,8 @@ pub const EV_NIC_CREDIT: u32 = 3;
 pub const EV_NIC_FREE: u32 = 4;
 pub const EV_EJECT: u32 = 5;
 pub const EV_USER: u32 = 6;
+/// `step` result meaning "notifications are pending in `Net::notes`".
+pub const NOTES: u32 = u32::MAX;
 const KIND_SHIFT: u32 = 28;
 const DATA_MASK: u32 = (1 << KIND_SHIFT) - 1;
 
@@ -134,6 +136,8 @@ pub struct RawStats {
     pub lat_max: u64,
     pub hops_sum: u64,
     pub nonmin: u64,
+    /// (latency ticks, hops, port classes 2 bits per hop) of the last raw packet delivered
+    pub last: (u64, u8, u32),
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -278,8 +282,12 @@ impl Net {
         self.heap.len()
     }
 
-    /// Process events with time <= `limit` until a user event comes up (returned) or none is left.
+    /// Process events with time <= `limit` until a user event comes up (returned), a notification
+    /// is pending in `notes` (returns `Some((NOTES, 0))`), or no event is left (None).
     pub fn step(&mut self, limit: u64) -> Option<(u32, u32)> {
+        if !self.notes.is_empty() {
+            return Some((NOTES, 0));
+        }
         while let Some(t) = self.heap.peek_time() {
             if t > limit {
                 return None;
@@ -297,7 +305,12 @@ impl Net {
                     self.nic_try_send(ev.a);
                 }
                 EV_NIC_FREE => self.nic_try_send(ev.a),
-                EV_EJECT => self.ev_eject(ev.a),
+                EV_EJECT => {
+                    self.ev_eject(ev.a);
+                    if !self.notes.is_empty() {
+                        return Some((NOTES, 0));
+                    }
+                }
                 _ => return Some((ev.a, data)),
             }
         }
@@ -356,6 +369,10 @@ impl Net {
             rsp_stalled: (c.rsp_stalled_t + ongoing(st[1])) / cyc,
             req_packets: c.req_packets,
         }
+    }
+
+    pub fn queued_messages(&self, node: u32) -> usize {
+        self.nic_msgq[node as usize].len()
     }
 
     pub fn outstanding(&self, node: u32) -> u32 {
@@ -512,6 +529,7 @@ impl Net {
                     self.raw.lat_n += 1;
                     self.raw.lat_max = self.raw.lat_max.max(lat);
                     self.raw.hops_sum += p.hop as u64;
+                    self.raw.last = (lat, p.hop, p.path);
                     if p.flags & F_NONMIN != 0 {
                         self.raw.nonmin += 1;
                     }

@@ -72,6 +72,7 @@ pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
         }
     }
     while let Some((node, _)) = net.step(end) {
+        debug_assert!(node != crate::net::NOTES);
         let dst = match sp.pattern {
             Pattern::Uniform => {
                 let d = net.rng.below(n - 1);

@@ -154,11 +154,12 @@ fn deliver_all(cfg: NetConfig, mode: Mode, kind: Kind) {
     }
     let mut arrived = 0;
     let mut completed = 0;
-    while net.step(u64::MAX).is_some() {}
-    for note in net.notes.drain(..) {
-        match note {
-            aar_sim::Note::Arrived(_) => arrived += 1,
-            aar_sim::Note::Completed(_) => completed += 1,
+    while net.step(u64::MAX).is_some() {
+        for note in net.notes.drain(..) {
+            match note {
+                aar_sim::Note::Arrived(_) => arrived += 1,
+                aar_sim::Note::Completed(_) => completed += 1,
+            }
         }
     }
     assert_eq!(completed, posted, "{mode:?}");
@@ -200,6 +201,7 @@ fn no_deadlock_under_saturation() {
         net.post(s, d, 64 * 40, Kind::Put, Mode::Adaptive0, s, d, 0);
     }
     while net.step(u64::MAX).is_some() {
+        net.notes.clear();
         assert!(net.now < 10_000_000_000, "not drained within 10 ms: deadlock?");
     }
     assert_eq!(net.packets_in_flight(), 0);
@@ -217,9 +219,12 @@ fn credit_conservation_during_run() {
         }
     }
     let mut steps = 0;
+    let mut t = 0;
     loop {
-        let t = net.now + 37;
-        net.step(t);
+        t += 37;
+        while net.step(t).is_some() {
+            net.notes.clear();
+        }
         assert!(net.check_credit_accounting(), "credits + buffered flits == capacity");
         steps += 1;
         if net.pending_events() == 0 {

@@ -1,0 +1,605 @@
+//! Jobs of ranks running workloads on the simulated network; every rank of a measured job runs
+//! the aar decision engine (`aar-engine`) before each message, exactly as libaar.so does.
+
+use crate::config::{Mode, NetConfig};
+use crate::net::{Kind, Net, NicCounters, Note, NOTES};
+use crate::record::{IterSample, RankRecord, RECORD_SCHEMA};
+use crate::rng::Rng;
+use crate::workload::{Phase, Placement, Workload};
+use aar_engine::{CounterSample, Engine, EngineConfig, LatencyUnit, Message, Policy, RoutingMode, Transfer};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// What chooses each message's routing mode in a rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PolicySpec {
+    /// the paper's algorithm (engine `Policy::Auto`)
+    Auto,
+    /// engine `Policy::Off`: the application's default routing (ADAPTIVE0; ADAPTIVE1 in alltoall)
+    Off,
+    /// a fixed mode; adaptive ones go through the engine (`Policy::Fixed`), non-adaptive ones are
+    /// what the application requested and are never changed
+    Fixed(Mode),
+}
+
+impl PolicySpec {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "paper" => Some(PolicySpec::Auto),
+            "off" | "default" => Some(PolicySpec::Off),
+            _ => Mode::parse(s).map(PolicySpec::Fixed),
+        }
+    }
+    pub fn name(&self) -> String {
+        match self {
+            PolicySpec::Auto => "auto".into(),
+            PolicySpec::Off => "off".into(),
+            PolicySpec::Fixed(m) => m.name().into(),
+        }
+    }
+}
+
+fn to_engine_mode(m: Mode) -> Option<RoutingMode> {
+    Some(match m {
+        Mode::Adaptive0 => RoutingMode::Adaptive0,
+        Mode::Adaptive1 => RoutingMode::Adaptive1,
+        Mode::Adaptive2 => RoutingMode::Adaptive2,
+        Mode::Adaptive3 => RoutingMode::Adaptive3,
+        _ => return None,
+    })
+}
+
+fn from_engine_mode(m: RoutingMode) -> Mode {
+    match m {
+        RoutingMode::Adaptive0 => Mode::Adaptive0,
+        RoutingMode::Adaptive1 => Mode::Adaptive1,
+        RoutingMode::Adaptive2 => Mode::Adaptive2,
+        RoutingMode::Adaptive3 => Mode::Adaptive3,
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Background {
+    None,
+    /// open-loop PUT messages of `bytes` to uniformly random background nodes, `load` = fraction of
+    /// the NIC injection bandwidth
+    Uniform { load: f64, bytes: u64 },
+    /// open-loop, every background node of group i sends to background nodes of group i+1
+    WorstCase { load: f64, bytes: u64 },
+    /// GPCNeT congestors: the background nodes split in 3 closed-loop jobs (incast, alltoall,
+    /// broadcast) exchanging `bytes` messages forever
+    Congestors { bytes: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentSpec {
+    pub net: NetConfig,
+    pub workload: Workload,
+    pub ranks: u32,
+    pub placement: Placement,
+    /// policies alternated across iterations (A/B); one entry = a single policy
+    pub arms: Vec<PolicySpec>,
+    pub iterations: u32,
+    /// iterations run before recording (not recorded), per arm cycle
+    pub warmup_iterations: u32,
+    pub background: Background,
+    /// number of nodes not used by the measured job that generate background traffic, picked
+    /// first among the nodes sharing a router with the measured ranks, then at random in the
+    /// measured job's groups (`background_local`) or anywhere
+    pub background_nodes: u32,
+    pub background_local: bool,
+    /// routing of background traffic (Cray MPICH default: ADAPTIVE0)
+    pub background_mode: Mode,
+    /// simulated time the background runs before the measured job starts, ns
+    pub background_lead_ns: f64,
+    pub seed: u64,
+}
+
+impl ExperimentSpec {
+    pub fn new(net: NetConfig, workload: Workload, ranks: u32, placement: Placement) -> Self {
+        ExperimentSpec {
+            net,
+            workload,
+            ranks,
+            placement,
+            arms: vec![PolicySpec::Auto],
+            iterations: 10,
+            warmup_iterations: 0,
+            background: Background::None,
+            background_nodes: 64,
+            background_local: true,
+            background_mode: Mode::Adaptive0,
+            background_lead_ns: 5_000.0,
+            seed: 1,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExperimentResult {
+    pub label: String,
+    /// job-level iteration times: per iteration the slowest rank's duration
+    pub iterations: Vec<IterSample>,
+    pub records: Vec<RankRecord>,
+    pub packets: u64,
+    pub events: u64,
+    pub sim_time_ns: f64,
+    pub wall_s: f64,
+    /// fraction of the measured job's request packets that took a non-minimal path
+    pub nonmin_fraction: f64,
+}
+
+impl ExperimentResult {
+    /// Iteration times (ns) of one arm.
+    pub fn times(&self, arm: &str) -> Vec<f64> {
+        self.iterations.iter().filter(|s| s.arm == arm).map(|s| s.ns).collect()
+    }
+}
+
+const USER_WAKE: u32 = 0;
+const USER_NOISE: u32 = 1;
+
+struct Rank {
+    job: usize,
+    local: u32,
+    node: u32,
+    phase: usize,
+    iter: u32,
+    pending_sends: u32,
+    remaining: Vec<(u32, u32)>,
+    arrived: Vec<(u32, u32)>,
+    iter_start: u64,
+    done: bool,
+    engine: Option<Engine>,
+    arm: usize,
+    rec: RankRecord,
+}
+
+struct Job {
+    first: u32,
+    n: u32,
+    phases: Vec<Vec<Phase>>,
+    iterations: u32,
+    arms: Vec<PolicySpec>,
+    measured: bool,
+    done_ranks: u32,
+    default_mode: Mode,
+    warmup: u32,
+    /// the job's iteration time is this rank's (ping-pong: the initiator) or the slowest rank's
+    timing_rank: Option<u32>,
+    /// per recorded iteration: max rank duration
+    iter_max: Vec<u64>,
+}
+
+pub struct World {
+    pub net: Net,
+    ranks: Vec<Rank>,
+    jobs: Vec<Job>,
+    noise_nodes: Vec<u32>,
+    noise_targets: Vec<u32>,
+    noise_is_target_group: bool,
+    noise_gap: f64,
+    noise_bytes: u64,
+    noise_mode: Mode,
+    rng: Rng,
+    node_groups: u32,
+    nonmin: u64,
+    reqpk: u64,
+}
+
+fn tag_of(iter: u32, tag: u32) -> u32 {
+    ((iter & 0xFFFF) << 12) | (tag & 0xFFF)
+}
+
+impl World {
+    pub fn build(spec: &ExperimentSpec) -> World {
+        let net = Net::new(spec.net.clone(), spec.seed);
+        let mut rng = Rng::new(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA11);
+        let topo = &net.topo;
+        let nodes = spec.placement.nodes(topo, spec.ranks, &mut rng);
+        let mut w = World {
+            node_groups: topo.groups,
+            net,
+            ranks: Vec::new(),
+            jobs: Vec::new(),
+            noise_nodes: Vec::new(),
+            noise_targets: Vec::new(),
+            noise_is_target_group: false,
+            noise_gap: 0.0,
+            noise_bytes: 0,
+            noise_mode: spec.background_mode,
+            rng,
+            nonmin: 0,
+            reqpk: 0,
+        };
+        let mut ring: Vec<u32> = (0..spec.ranks).collect();
+        w.rng.shuffle(&mut ring);
+        w.add_job(&spec.workload, &nodes, &ring, spec.iterations + spec.warmup_iterations, spec.arms.clone(), true, spec.warmup_iterations);
+        // background nodes: same routers as the measured ranks first, then the scope at random
+        let topo = &w.net.topo;
+        let p = topo.p;
+        let npg = p * topo.routers_per_group;
+        let used: std::collections::HashSet<u32> = nodes.iter().copied().collect();
+        let groups: std::collections::HashSet<u32> = nodes.iter().map(|&n| n / npg).collect();
+        let in_scope = |n: u32| !used.contains(&n) && (!spec.background_local || groups.contains(&(n / npg)));
+        let mut near: Vec<u32> = nodes
+            .iter()
+            .flat_map(|&n| (n / p * p)..(n / p * p + p))
+            .filter(|&n| in_scope(n))
+            .collect();
+        near.sort();
+        near.dedup();
+        w.rng.shuffle(&mut near);
+        let mut rest: Vec<u32> = (0..topo.n_nodes).filter(|&n| in_scope(n) && !near.contains(&n)).collect();
+        let scope: Vec<u32> = (0..topo.n_nodes).filter(|&n| in_scope(n)).collect();
+        w.rng.shuffle(&mut rest);
+        let mut free = near;
+        free.extend(rest);
+        free.truncate(spec.background_nodes as usize);
+        let cfg = &spec.net;
+        match spec.background {
+            Background::None => {}
+            Background::Uniform { load, bytes } | Background::WorstCase { load, bytes } => {
+                if load > 0.0 && !free.is_empty() {
+                    let flits = bytes.div_ceil(64).max(1) as f64 + bytes.div_ceil(cfg.flit_bytes as u64) as f64;
+                    w.noise_gap = flits / load * cfg.nic_cycle as f64;
+                    w.noise_bytes = bytes;
+                    w.noise_is_target_group = matches!(spec.background, Background::WorstCase { .. });
+                    w.noise_nodes = free.clone();
+                    w.noise_targets = scope.clone();
+                    let lead = cfg.ns_to_ticks(spec.background_lead_ns);
+                    for &n in &w.noise_nodes {
+                        let t = (w.rng.f64() * w.noise_gap) as u64;
+                        w.net.schedule_user(t.min(lead), n, USER_NOISE);
+                    }
+                }
+            }
+            Background::Congestors { bytes } => {
+                let k = free.len() / 3;
+                if k >= 2 {
+                    let wl = [Workload::Incast { bytes }, Workload::Alltoall { bytes }, Workload::Bcast { bytes }];
+                    for (i, wl) in wl.iter().enumerate() {
+                        let ns = &free[i * k..(i + 1) * k];
+                        let ring: Vec<u32> = (0..k as u32).collect();
+                        w.add_job(wl, ns, &ring, u32::MAX, vec![PolicySpec::Fixed(spec.background_mode)], false, 0);
+                    }
+                }
+            }
+        }
+        // start: background congestors at 0, the measured job after the lead time
+        let lead = cfg.ns_to_ticks(spec.background_lead_ns);
+        let has_bg = !matches!(spec.background, Background::None);
+        for r in 0..w.ranks.len() {
+            let t = if w.jobs[w.ranks[r].job].measured && has_bg { lead } else { 0 };
+            w.net.schedule_user(t, r as u32, USER_WAKE | 0x100_0000);
+        }
+        w
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_job(&mut self, wl: &Workload, nodes: &[u32], ring: &[u32], iterations: u32, arms: Vec<PolicySpec>, measured: bool, warmup: u32) {
+        let n = nodes.len() as u32;
+        let first = self.ranks.len() as u32;
+        let job = self.jobs.len();
+        let phases: Vec<Vec<Phase>> = (0..n).map(|r| wl.phases(r, n, ring)).collect();
+        let default_mode = Mode::Adaptive0;
+        for (i, &node) in nodes.iter().enumerate() {
+            let engine = if measured {
+                let cfg = EngineConfig { latency_unit: LatencyUnit::Cycles, ..EngineConfig::default() };
+                Some(Engine::new(cfg))
+            } else {
+                None
+            };
+            let topo = &self.net.topo;
+            let rec = RankRecord {
+                schema: RECORD_SCHEMA.into(),
+                workload: wl.name(),
+                rank: i as u32,
+                nranks: n,
+                node,
+                router: topo.router_of_node(node),
+                group: topo.group_of_node(node),
+                arms: arms.iter().map(|a| a.name()).collect(),
+                ..Default::default()
+            };
+            self.ranks.push(Rank {
+                job,
+                local: i as u32,
+                node,
+                phase: 0,
+                iter: 0,
+                pending_sends: 0,
+                remaining: Vec::new(),
+                arrived: Vec::new(),
+                iter_start: 0,
+                done: phases[i].is_empty(),
+                engine,
+                arm: 0,
+                rec,
+            });
+        }
+        let done_ranks = phases.iter().filter(|p| p.is_empty()).count() as u32;
+        let timing_rank = if matches!(wl, Workload::PingPong { .. }) { Some(0) } else { None };
+        self.jobs.push(Job { first, n, phases, iterations, arms, measured, done_ranks, default_mode, warmup, timing_rank, iter_max: Vec::new() });
+    }
+
+    fn measured_done(&self) -> bool {
+        self.jobs.iter().filter(|j| j.measured).all(|j| j.done_ranks == j.n)
+    }
+
+    pub fn run(mut self, label: String) -> ExperimentResult {
+        let wall = Instant::now();
+        while !self.measured_done() {
+            match self.net.step(u64::MAX) {
+                None => break,
+                Some((NOTES, _)) => {
+                    let notes: Vec<Note> = self.net.notes.drain(..).collect();
+                    for n in notes {
+                        self.on_note(n);
+                    }
+                }
+                Some((a, d)) => {
+                    if d & 0xFF == USER_NOISE {
+                        self.noise(a);
+                    } else if d & 0x100_0000 != 0 {
+                        self.start_iteration(a as usize);
+                    } else {
+                        self.after_compute(a as usize);
+                    }
+                }
+            }
+        }
+        let mut iterations = Vec::new();
+        let mut records = Vec::new();
+        for (ji, j) in self.jobs.iter().enumerate() {
+            if !j.measured {
+                continue;
+            }
+            for (i, &t) in j.iter_max.iter().enumerate() {
+                let it = i as u32 + j.warmup;
+                let arm = j.arms[(it as usize) % j.arms.len()].name();
+                iterations.push(IterSample { iteration: it, arm, ns: self.net.cfg.ticks_to_ns(t) });
+            }
+            for r in &mut self.ranks[j.first as usize..(j.first + j.n) as usize] {
+                if r.job != ji {
+                    continue;
+                }
+                let c = self.net.counters(r.node);
+                r.rec.counters = c;
+                if let Some(e) = &r.engine {
+                    let s = e.stats();
+                    r.rec.engine_decisions = s.decisions;
+                    r.rec.engine_model_decisions = s.decisions_model;
+                    r.rec.switches_to_low_latency = s.switches_to_low_latency;
+                    r.rec.switches_to_low_stall = s.switches_to_low_stall;
+                    r.rec.windows_valid = s.windows_valid;
+                }
+                records.push(r.rec.clone());
+            }
+        }
+        ExperimentResult {
+            label,
+            iterations,
+            records,
+            packets: self.net.totals.packets_delivered,
+            events: self.net.totals.events,
+            sim_time_ns: self.net.cfg.ticks_to_ns(self.net.now),
+            wall_s: wall.elapsed().as_secs_f64(),
+            nonmin_fraction: if self.reqpk > 0 { self.nonmin as f64 / self.reqpk as f64 } else { 0.0 },
+        }
+    }
+
+    fn noise(&mut self, node: u32) {
+        let net = &mut self.net;
+        // throttle: an open-loop source does not queue more than 16 messages
+        if net.queued_messages(node) < 16 {
+            let dst = if self.noise_is_target_group {
+                let npg = net.topo.n_nodes / self.node_groups;
+                let g = (node / npg + 1) % self.node_groups;
+                let cands: Vec<u32> = self.noise_targets.iter().copied().filter(|&t| t / npg == g).collect();
+                if cands.is_empty() {
+                    self.noise_targets[self.rng.below(self.noise_targets.len() as u32) as usize]
+                } else {
+                    cands[self.rng.below(cands.len() as u32) as usize]
+                }
+            } else {
+                self.noise_targets[self.rng.below(self.noise_targets.len() as u32) as usize]
+            };
+            if dst != node {
+                net.post(node, dst, self.noise_bytes, Kind::Put, self.noise_mode, u32::MAX, u32::MAX, 0);
+            }
+        }
+        let gap = (-(1.0 - self.rng.f64()).ln() * self.noise_gap) as u64;
+        let t = self.net.now + gap.max(1);
+        self.net.schedule_user(t, node, USER_NOISE);
+    }
+
+    fn on_note(&mut self, n: Note) {
+        match n {
+            Note::Arrived(m) => {
+                let msg = self.net.msgs[m as usize];
+                if msg.dst_rank == u32::MAX {
+                    return;
+                }
+                let r = msg.dst_rank as usize;
+                let key = (msg.src_rank, msg.tag);
+                let rk = &mut self.ranks[r];
+                if let Some(i) = rk.remaining.iter().position(|&k| k == key) {
+                    rk.remaining.swap_remove(i);
+                    self.check_phase(r);
+                } else {
+                    rk.arrived.push(key);
+                }
+            }
+            Note::Completed(m) => {
+                let msg = self.net.msgs[m as usize];
+                self.net.free_msg(m);
+                if msg.src_rank == u32::MAX {
+                    return;
+                }
+                let r = msg.src_rank as usize;
+                if self.jobs[self.ranks[r].job].measured {
+                    self.reqpk += msg.npk as u64;
+                    self.nonmin += msg.nonmin_pk as u64;
+                }
+                self.ranks[r].pending_sends -= 1;
+                self.check_phase(r);
+            }
+        }
+    }
+
+    fn start_iteration(&mut self, r: usize) {
+        let now = self.net.now;
+        let job = self.ranks[r].job;
+        let rk = &mut self.ranks[r];
+        if rk.done {
+            return;
+        }
+        rk.iter_start = now;
+        rk.phase = 0;
+        let arms = &self.jobs[job].arms;
+        rk.arm = (rk.iter as usize) % arms.len();
+        if let Some(e) = &mut rk.engine {
+            match arms[rk.arm] {
+                PolicySpec::Auto => e.set_policy(Policy::Auto),
+                PolicySpec::Off => e.set_policy(Policy::Off),
+                PolicySpec::Fixed(m) => {
+                    if let Some(em) = to_engine_mode(m) {
+                        e.set_policy(Policy::Fixed(em))
+                    }
+                }
+            }
+        }
+        self.start_phase(r);
+    }
+
+    fn start_phase(&mut self, r: usize) {
+        let job = self.ranks[r].job;
+        let (local, pi, iter) = (self.ranks[r].local, self.ranks[r].phase, self.ranks[r].iter);
+        let ph = &self.jobs[job].phases[local as usize][pi];
+        let sends = ph.sends.clone();
+        let alltoall = ph.alltoall;
+        let first = self.jobs[job].first;
+        let arm = self.jobs[job].arms[self.ranks[r].arm];
+        let default_mode = if alltoall { Mode::Adaptive1 } else { self.jobs[job].default_mode };
+        {
+            let rk = &mut self.ranks[r];
+            rk.remaining = ph.recvs.iter().map(|&(s, t)| (first + s, tag_of(iter, t))).collect();
+            // messages that arrived before this phase started
+            let mut i = 0;
+            while i < rk.remaining.len() {
+                if let Some(j) = rk.arrived.iter().position(|&k| k == rk.remaining[i]) {
+                    rk.arrived.swap_remove(j);
+                    rk.remaining.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+            rk.pending_sends = sends.len() as u32;
+        }
+        for (dst, bytes, tag) in sends {
+            let dst_rank = first + dst;
+            let dst_node = self.ranks[dst_rank as usize].node;
+            let node = self.ranks[r].node;
+            let engine_arm = match arm {
+                PolicySpec::Auto | PolicySpec::Off => true,
+                PolicySpec::Fixed(m) => to_engine_mode(m).is_some(),
+            };
+            let (mode, read) = match (&mut self.ranks[r].engine, arm) {
+                (Some(e), _) if engine_arm => {
+                    let d = e.decide(&Message { bytes, transfer: Transfer::Put, endpoint: dst_node as u64 }, alltoall);
+                    (d.mode.map(from_engine_mode).unwrap_or(default_mode), d.read_counters)
+                }
+                (_, PolicySpec::Fixed(m)) => (m, false),
+                _ => (default_mode, false),
+            };
+            let rk = &mut self.ranks[r];
+            if self.jobs[job].measured && rk.iter >= self.jobs[job].warmup {
+                let k = mode as usize;
+                rk.rec.messages_per_mode[k] += 1;
+                rk.rec.bytes_per_mode[k] += bytes;
+            }
+            self.net.post(node, dst_node, bytes, Kind::Put, mode, r as u32, dst_rank, tag_of(iter, tag));
+            if read {
+                let c = self.net.counters(node);
+                if let Some(e) = &mut self.ranks[r].engine {
+                    e.observe(sample(&c));
+                }
+            }
+        }
+        self.check_phase(r);
+    }
+
+    fn check_phase(&mut self, r: usize) {
+        let rk = &self.ranks[r];
+        if rk.done || rk.pending_sends > 0 || !rk.remaining.is_empty() {
+            return;
+        }
+        let job = rk.job;
+        let c = self.jobs[job].phases[rk.local as usize][rk.phase].compute_ns;
+        if c > 0.0 {
+            let t = self.net.now + self.net.cfg.ns_to_ticks(c);
+            self.ranks[r].pending_sends = u32::MAX; // in compute: not complete until woken
+            self.net.schedule_user(t, r as u32, USER_WAKE);
+        } else {
+            self.next_phase(r);
+        }
+    }
+
+    fn after_compute(&mut self, r: usize) {
+        self.ranks[r].pending_sends = 0;
+        self.next_phase(r);
+    }
+
+    fn next_phase(&mut self, r: usize) {
+        let job = self.ranks[r].job;
+        let local = self.ranks[r].local as usize;
+        self.ranks[r].phase += 1;
+        if self.ranks[r].phase < self.jobs[job].phases[local].len() {
+            self.start_phase(r);
+            return;
+        }
+        // iteration finished
+        let now = self.net.now;
+        let rk = &mut self.ranks[r];
+        let dur = now - rk.iter_start;
+        let j = &mut self.jobs[job];
+        if j.measured && rk.iter >= j.warmup {
+            let idx = (rk.iter - j.warmup) as usize;
+            if j.iter_max.len() <= idx {
+                j.iter_max.resize(idx + 1, 0);
+            }
+            if j.timing_rank.is_none_or(|t| t == rk.local) {
+                j.iter_max[idx] = j.iter_max[idx].max(dur);
+            }
+            rk.rec.iterations.push(IterSample {
+                iteration: rk.iter,
+                arm: j.arms[rk.arm].name(),
+                ns: self.net.cfg.ticks_to_ns(dur),
+            });
+        }
+        rk.iter += 1;
+        if rk.iter >= j.iterations {
+            rk.done = true;
+            j.done_ranks += 1;
+            return;
+        }
+        self.start_iteration(r);
+    }
+}
+
+fn sample(c: &NicCounters) -> CounterSample {
+    CounterSample {
+        req_flits: c.req_flits as i64,
+        req_stalled: c.req_stalled as i64,
+        rsp_latency: c.rsp_latency as i64,
+        rsp_packets: c.rsp_packets as i64,
+        rsp_stalled: Some(c.rsp_stalled as i64),
+    }
+}
+
+/// Run one experiment.
+pub fn run_experiment(spec: &ExperimentSpec, label: &str) -> ExperimentResult {
+    World::build(spec).run(label.to_string())
+}
