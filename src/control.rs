@@ -66,7 +66,8 @@ pub fn word(policy: Policy, low_latency: RoutingMode, ready: bool, enabled: bool
 
 /// The same word with a new policy, enabled switch or trace switch (`None`: unchanged).
 pub fn with(w: u32, policy: Option<Policy>, enabled: Option<bool>, trace: Option<bool>) -> u32 {
-    let low_latency = RoutingMode::from_routing_bits((w >> LOW_LATENCY_SHIFT) as u16 & 0xff).unwrap_or(RoutingMode::Adaptive3);
+    let low_latency =
+        RoutingMode::from_routing_bits((w >> LOW_LATENCY_SHIFT) as u16 & 0xff).unwrap_or(RoutingMode::Adaptive3);
     word(
         policy.unwrap_or(self::policy(w)),
         low_latency,
@@ -117,7 +118,9 @@ mod tests {
     fn words_round_trip_every_policy() {
         let policies = [Policy::Auto, Policy::Off].into_iter().chain(RoutingMode::ALL.map(Policy::Fixed));
         for p in policies {
-            for (ready, enabled, trace) in [(true, true, false), (true, false, false), (false, true, false), (true, true, true)] {
+            for (ready, enabled, trace) in
+                [(true, true, false), (true, false, false), (false, true, false), (true, true, true)]
+            {
                 let w = word(p, RoutingMode::Adaptive3, ready, enabled, trace);
                 assert_eq!(policy(w), p);
                 assert_eq!(w & FAST != 0, ready && enabled && !trace);
@@ -143,6 +146,9 @@ mod tests {
         assert_eq!(with(w, None, None, Some(true)) & FAST, 0, "tracing takes every post off the fast path");
         assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive3), "low-latency mode survives");
         assert_eq!(policy_name(word(Policy::Off, RoutingMode::Adaptive2, true, true, false)), "off");
-        assert_eq!(below_threshold_mode(word(Policy::Auto, RoutingMode::Adaptive2, true, true, false)), Some(RoutingMode::Adaptive2));
+        assert_eq!(
+            below_threshold_mode(word(Policy::Auto, RoutingMode::Adaptive2, true, true, false)),
+            Some(RoutingMode::Adaptive2)
+        );
     }
 }

@@ -71,7 +71,9 @@ pub fn install_panic_hook() {
 pub fn internal_error(what: &str) {
     if PANICS.fetch_add(1, Ordering::Relaxed) == 0 {
         let at = PANIC_AT.try_lock().map(|a| a.clone()).unwrap_or_default();
-        error(&format!("internal error (a panic at {at}) in libaar.so; {what}, and the application continues. Please report it."));
+        error(&format!(
+            "internal error (a panic at {at}) in libaar.so; {what}, and the application continues. Please report it."
+        ));
     }
 }
 

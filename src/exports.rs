@@ -60,7 +60,14 @@ pub unsafe extern "C" fn GNI_CtPostCqWrite(ep: GniEpHandle, pd: *mut GniPostDesc
 /// # Safety
 /// uGNI's contract for GNI_SmsgSend.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_SmsgSend(ep: GniEpHandle, header: *mut c_void, header_length: u32, data: *mut c_void, data_length: u32, msg_id: u32) -> GniReturn {
+pub unsafe extern "C" fn GNI_SmsgSend(
+    ep: GniEpHandle,
+    header: *mut c_void,
+    header_length: u32,
+    data: *mut c_void,
+    data_length: u32,
+    msg_id: u32,
+) -> GniReturn {
     let bytes = u64::from(header_length) + u64::from(data_length);
     ugni::smsg_send(&ugni::SMSG_SEND, bytes, |addr| {
         // SAFETY: found under this name, prototype SmsgSendFn; the caller's arguments, unchanged.
@@ -117,7 +124,12 @@ pub unsafe extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u
 /// # Safety
 /// uGNI's contract for GNI_CdmAttach.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_CdmAttach(cdm: GniCdmHandle, device_id: u32, local_address: *mut u32, nic: *mut GniNicHandle) -> GniReturn {
+pub unsafe extern "C" fn GNI_CdmAttach(
+    cdm: GniCdmHandle,
+    device_id: u32,
+    local_address: *mut u32,
+    nic: *mut GniNicHandle,
+) -> GniReturn {
     let Some(real) = ugni::real_fn::<CdmAttachFn>(&ugni::CDM_ATTACH) else {
         return ugni::missing_fn(&ugni::CDM_ATTACH);
     };

@@ -72,13 +72,19 @@ struct Record<'a> {
 }
 
 pub fn job_id() -> Option<String> {
-    ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "LSB_JOBID", "JOB_ID"].iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+    ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "LSB_JOBID", "JOB_ID"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
 }
 
 /// File name of this process's record: job, rank and pid, so ranks and forked children never
 /// collide.
 pub fn record_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
-    let job: String = job.unwrap_or("nojob").chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
+    let job: String = job
+        .unwrap_or("nojob")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .collect();
     let rank = rank.map_or_else(|| "norank".to_string(), |r| r.to_string());
     format!("aar.{job}.{rank}.{pid}.json")
 }
@@ -134,8 +140,10 @@ fn human_bytes(b: u64) -> String {
 fn summary(t: &stats::Totals, decider: Option<&Decider>, record: Option<&str>, policy: &str) -> String {
     let messages: u64 = t.messages.iter().sum();
     let bytes: u64 = t.bytes.iter().sum();
-    let mut per_mode: Vec<(u64, u64, &str)> =
-        (0..CLASS_NAMES.len()).filter(|&i| t.messages[i] > 0).map(|i| (t.bytes[i], t.messages[i], CLASS_NAMES[i])).collect();
+    let mut per_mode: Vec<(u64, u64, &str)> = (0..CLASS_NAMES.len())
+        .filter(|&i| t.messages[i] > 0)
+        .map(|i| (t.bytes[i], t.messages[i], CLASS_NAMES[i]))
+        .collect();
     per_mode.sort_by(|a, b| b.cmp(a));
     let per_mode: Vec<String> = per_mode
         .iter()

@@ -13,7 +13,8 @@ const PAPI_LIB_VERSION: c_int = 21;
 
 /// Sonames tried when `AAR_PAPI_LIBRARY` is not set: the unversioned name a `module load papi`
 /// puts on the search path first, then the versions we know the ABI of.
-const SONAMES: [&str; 6] = ["libpapi.so", "libpapi.so.7.0", "libpapi.so.7", "libpapi.so.6.0", "libpapi.so.6", "libpapi.so.5"];
+const SONAMES: [&str; 6] =
+    ["libpapi.so", "libpapi.so.7.0", "libpapi.so.7", "libpapi.so.6.0", "libpapi.so.6", "libpapi.so.5"];
 
 type IsInitializedFn = unsafe extern "C" fn() -> c_int;
 type GetOptFn = unsafe extern "C" fn(c_int, *mut c_void) -> c_int;

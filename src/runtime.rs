@@ -4,9 +4,9 @@
 
 use crate::control::{self, FAST, READY};
 use crate::papi::Papi;
+use crate::trylock::{Guard, TryLock};
 use crate::{diag, output, stats, sys, trace};
 use aar_engine::{CounterSample, Decision, Engine, Message, Policy, Settings, Window, WindowOutcome};
-use crate::trylock::{Guard, TryLock};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
@@ -85,7 +85,9 @@ pub fn ensure_init() {
         // a pass-through for this process.
         if std::panic::catch_unwind(init).is_err() {
             CONTROL.store(0, Release);
-            diag::error("internal error (a panic) while initialising; every call is forwarded untouched. Please report it.");
+            diag::error(
+                "internal error (a panic) while initialising; every call is forwarded untouched. Please report it.",
+            );
         }
         INIT.store(DONE, Release);
     }
@@ -210,7 +212,7 @@ impl Decider {
     }
 
     pub fn should_time(&self) -> bool {
-        self.engine.stats().decisions % TIMING_SAMPLE == 0
+        self.engine.stats().decisions.is_multiple_of(TIMING_SAMPLE)
     }
 }
 

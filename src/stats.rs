@@ -5,14 +5,15 @@
 //! the blocks at exit. A block is returned for reuse when its thread exits, so memory is bounded
 //! by the number of threads alive at once, and its totals keep counting into the sum.
 
-use aar_engine::{Reason, RoutingMode};
 use crate::trylock::TryLock;
+use aar_engine::{Reason, RoutingMode};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, Ordering::Relaxed};
 
 /// Routing a message went out with: ADAPTIVE0..3, the non-adaptive ones, and SMSG left to the
 /// caller's NIC setting.
-pub const CLASS_NAMES: [&str; 9] = ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3", "IN_ORDER", "MIN_HASH", "NMIN_HASH", "OTHER", "CALLER_SMSG"];
+pub const CLASS_NAMES: [&str; 9] =
+    ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3", "IN_ORDER", "MIN_HASH", "NMIN_HASH", "OTHER", "CALLER_SMSG"];
 pub const CALLER_SMSG: usize = 8;
 const CLASSES: usize = CLASS_NAMES.len();
 const REASONS: usize = Reason::ALL.len();
@@ -77,7 +78,8 @@ fn bump(c: &AtomicU64, by: u64) {
 fn register() -> Option<&'static Block> {
     // try_lock: a fork child may inherit this lock held; it then counts into SHARED.
     let mut blocks = BLOCKS.try_lock()?;
-    if let Some(b) = blocks.iter().find(|b| b.in_use.compare_exchange(false, true, Ordering::Acquire, Relaxed).is_ok()) {
+    if let Some(b) = blocks.iter().find(|b| b.in_use.compare_exchange(false, true, Ordering::Acquire, Relaxed).is_ok())
+    {
         return Some(b);
     }
     let b: &'static Block = Box::leak(Box::new(Block::new(true)));

@@ -2,8 +2,8 @@
 //! policy or plotting its choices. Opt-in and off the fast path: with a trace, every post takes
 //! the slow path that writes its line.
 
-use crate::{diag, sys};
 use crate::trylock::TryLock;
+use crate::{diag, sys};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -53,7 +53,12 @@ pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> String {
 
 /// Create a file that must not exist yet, never following a symlink planted at its name.
 pub fn create_new(path: &str) -> std::io::Result<File> {
-    OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).mode(0o644).open(path)
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)
 }
 
 /// Open the trace; `true` if tracing is on.

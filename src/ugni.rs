@@ -11,7 +11,9 @@ use crate::trylock::TryLock;
 use crate::{diag, mpi, runtime, sys, trace};
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{dlvr_mode_name, requested_mode, with_mode, Message, Reason, RoutingMode, TestPanic, Transfer, Window};
+use aar_engine::{
+    dlvr_mode_name, requested_mode, with_mode, Message, Reason, RoutingMode, TestPanic, Transfer, Window,
+};
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -109,9 +111,17 @@ impl Drop for Inside {
 
 /// Forward exactly once: the hook sets `rc` when it has called the real function; if it
 /// panicked before that, restore what it changed and forward now.
-fn forward_once(outcome: std::thread::Result<()>, rc: Option<GniReturn>, fallback: impl FnOnce() -> GniReturn) -> GniReturn {
+fn forward_once(
+    outcome: std::thread::Result<()>,
+    rc: Option<GniReturn>,
+    fallback: impl FnOnce() -> GniReturn,
+) -> GniReturn {
     if outcome.is_err() {
-        diag::internal_error(if rc.is_some() { "the call had been forwarded" } else { "the call was forwarded unchanged" });
+        diag::internal_error(if rc.is_some() {
+            "the call had been forwarded"
+        } else {
+            "the call was forwarded unchanged"
+        });
     }
     rc.unwrap_or_else(fallback)
 }
@@ -165,7 +175,13 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
 /// Everything but the inline fast path, inside `catch_unwind`.
 #[cold]
 #[inline(never)]
-unsafe fn guarded_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut GniPostDescriptor, crossed: Option<bool>) -> GniReturn {
+unsafe fn guarded_post(
+    real: &Real,
+    real_fn: PostFn,
+    ep: GniEpHandle,
+    pd: *mut GniPostDescriptor,
+    crossed: Option<bool>,
+) -> GniReturn {
     let Some(_inside) = Inside::enter() else {
         // SAFETY: the caller's arguments, forwarded untouched.
         return unsafe { real_fn(ep, pd) };
@@ -191,7 +207,14 @@ unsafe fn guarded_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut G
 }
 
 /// Route one post and forward it (setting `rc`), writing a trace line when tracing.
-unsafe fn route_post(real: &Real, real_fn: PostFn, ep: GniEpHandle, pd: *mut GniPostDescriptor, crossed: Option<bool>, rc: &mut Option<GniReturn>) {
+unsafe fn route_post(
+    real: &Real,
+    real_fn: PostFn,
+    ep: GniEpHandle,
+    pd: *mut GniPostDescriptor,
+    crossed: Option<bool>,
+    rc: &mut Option<GniReturn>,
+) {
     let w = runtime::control();
     // SAFETY: non-null (checked by the caller) and valid per uGNI's contract.
     let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
@@ -330,7 +353,11 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
     let Some(addr) = real.addr() else { return missing(real) };
     let w = runtime::control();
     let class_reason = |w: u32| match control::below_threshold_mode(w) {
-        Some(m) => (m.index(), if control::policy(w) == aar_engine::Policy::Auto { Reason::Smsg } else { Reason::Fixed }, Some(m)),
+        Some(m) => (
+            m.index(),
+            if control::policy(w) == aar_engine::Policy::Auto { Reason::Smsg } else { Reason::Fixed },
+            Some(m),
+        ),
         None => (CALLER_SMSG, Reason::Passthrough, None),
     };
     if w & FAST != 0 && STEERED.load(Relaxed) == steering_key(w) {
@@ -378,7 +405,9 @@ pub fn nic_attached(cdm: GniCdmHandle, nic: GniNicHandle) {
     let Some(mut nics) = NICS.try_lock_for(Duration::from_secs(1)) else { return };
     if nics.len() >= MAX_NICS {
         drop(nics);
-        diag::warn(&format!("more than {MAX_NICS} NIC handles attached; SMSG routing is not steered on the extra ones."));
+        diag::warn(&format!(
+            "more than {MAX_NICS} NIC handles attached; SMSG routing is not steered on the extra ones."
+        ));
         return;
     }
     nics.push(Nic { cdm: cdm as usize, nic: nic as usize, caller_mode: 0, applied: None });

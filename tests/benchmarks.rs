@@ -34,7 +34,10 @@ fn the_overhead_benchmark_builds_and_measures_every_path() {
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("through libaar.so vs the emulator directly"), "the shim was measured: {stdout}");
     for path in ["below", "1k", "read", "smsg", "mix"] {
-        let line = stdout.lines().find(|l| l.split_whitespace().next() == Some(path)).unwrap_or_else(|| panic!("no {path} line: {stdout}"));
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(path))
+            .unwrap_or_else(|| panic!("no {path} line: {stdout}"));
         let numbers: Vec<f64> = line.split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
         assert_eq!(numbers.len(), 4, "{line}");
         assert!(numbers[0] > 0.0 && numbers[1] > 0.0, "{line}");

@@ -18,7 +18,9 @@ fn counters_drive_the_model_to_adaptive_then_high_bias_then_adaptive_again() {
     // window of 8 decisions, and at every side change): both follow the network, the default
     // a few decisions later.
     for (window, settle) in [("1", 4), ("8", 18)] {
-        let script = format!("{CONGESTED_MINIMAL} rdma 8192 40 0 {LATENCY_BOUND} rdma 8192 40 0 {CONGESTED_MINIMAL} rdma 8192 40 0");
+        let script = format!(
+            "{CONGESTED_MINIMAL} rdma 8192 40 0 {LATENCY_BOUND} rdma 8192 40 0 {CONGESTED_MINIMAL} rdma 8192 40 0"
+        );
         let launch = Launch::driver(&format!("both-ways-{window}"), &script);
         let trace = launch.dir.join("trace.jsonl").display().to_string();
         let r = launch.env("AAR_TRACE", &trace).env("AAR_WINDOW", window).run();
@@ -63,7 +65,8 @@ fn a_stream_of_tiny_messages_still_triggers_decisions() {
 
 #[test]
 fn the_threshold_variable_sets_when_decisions_happen() {
-    let r = Launch::driver("threshold", &format!("{CONGESTED_MINIMAL} fma 1024 64 0")).env("AAR_THRESHOLD", "16K").run();
+    let r =
+        Launch::driver("threshold", &format!("{CONGESTED_MINIMAL} fma 1024 64 0")).env("AAR_THRESHOLD", "16K").run();
     r.assert_ok();
     assert_eq!(r.records()[0]["engine"]["decisions"], 3, "64 KiB in 1 KiB posts crosses 16 KiB (strictly) 3 times");
 }
@@ -83,7 +86,8 @@ fn gets_need_five_times_the_bytes_of_puts_to_go_adaptive() {
 
 #[test]
 fn inside_mpi_alltoall_the_low_stall_mode_is_adaptive1() {
-    let r = Launch::driver("alltoall", &format!("{CONGESTED_MINIMAL} rdma 8192 8 0 alltoall 8192 8 rdma 8192 4 0")).run();
+    let r =
+        Launch::driver("alltoall", &format!("{CONGESTED_MINIMAL} rdma 8192 8 0 alltoall 8192 8 rdma 8192 4 0")).run();
     r.assert_ok();
     assert!(r.stdout.contains("alltoall rc=0 reached_pmpi=1"), "{}", r.stdout);
     let modes = r.dlvr_modes("GNI_PostRdma");
@@ -92,7 +96,9 @@ fn inside_mpi_alltoall_the_low_stall_mode_is_adaptive1() {
     assert_eq!(&modes[16..], &[AD0; 4], "after it: ADAPTIVE0 again");
     assert_eq!(r.records()[0]["reasons"]["alltoall"], 8);
     // AAR_ALLTOALL=0 turns the override off.
-    let r = Launch::driver("alltoall-off", &format!("{CONGESTED_MINIMAL} rdma 8192 8 0 alltoall 8192 8")).env("AAR_ALLTOALL", "0").run();
+    let r = Launch::driver("alltoall-off", &format!("{CONGESTED_MINIMAL} rdma 8192 8 0 alltoall 8192 8"))
+        .env("AAR_ALLTOALL", "0")
+        .run();
     r.assert_ok();
     assert_eq!(&r.dlvr_modes("GNI_PostRdma")[8..], &[AD0; 8]);
 }
@@ -102,7 +108,11 @@ fn latency_counter_in_cycles_is_converted_with_the_800_mhz_clock() {
     for (emu_unit, aar_unit) in [("us", "us"), ("cycles", "cycles")] {
         let launch = Launch::driver(&format!("unit-{emu_unit}"), "net 2.5 2.0 1 1 rdma 65536 4 0x80");
         let trace = launch.dir.join("trace.jsonl").display().to_string();
-        let r = launch.env("AAR_EMU_LATENCY_UNIT", emu_unit).env("AAR_LATENCY_UNIT", aar_unit).env("AAR_TRACE", &trace).run();
+        let r = launch
+            .env("AAR_EMU_LATENCY_UNIT", emu_unit)
+            .env("AAR_LATENCY_UNIT", aar_unit)
+            .env("AAR_TRACE", &trace)
+            .run();
         r.assert_ok();
         let t = trace_of(&r);
         let l = t[3]["latency_us"].as_f64().unwrap();

@@ -21,7 +21,13 @@ fn without_papi_the_program_completes_with_one_warning_and_high_bias_fixed() {
     let can_unshare = Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success());
     let mut launch = launch;
     if can_unshare {
-        launch.wrapper = vec!["unshare".into(), "-m".into(), "sh".into(), root().join("tests/support/without-papi.sh").display().to_string(), ns.display().to_string()];
+        launch.wrapper = vec![
+            "unshare".into(),
+            "-m".into(),
+            "sh".into(),
+            root().join("tests/support/without-papi.sh").display().to_string(),
+            ns.display().to_string(),
+        ];
     } else {
         eprintln!("note: no mount namespace here; simulating absence with AAR_PAPI_LIBRARY");
         launch = launch.env("AAR_PAPI_LIBRARY", &ns.join("libpapi.so").display().to_string());
@@ -84,7 +90,8 @@ fn each_bad_setting_gets_one_warning_naming_it_and_the_default_is_used() {
     let baseline = Launch::driver("bad-baseline", "rdma 65536 5 0 fma 64 5 0").run();
     baseline.assert_ok();
     for (var, value, default) in cases {
-        let mut launch = Launch::driver(&format!("bad-{}", var.to_lowercase()), "rdma 65536 5 0 fma 64 5 0").env(var, value);
+        let mut launch =
+            Launch::driver(&format!("bad-{}", var.to_lowercase()), "rdma 65536 5 0 fma 64 5 0").env(var, value);
         if var == "AAR_PAPI_EVENTS" {
             launch = launch.unset("AAR_PAPI_EVENTS").env(var, value);
         }
@@ -117,7 +124,9 @@ fn the_kill_switch_leaves_every_descriptor_untouched_and_writes_nothing() {
 
 #[test]
 fn a_fixed_mode_from_the_environment_applies_to_every_adaptive_message() {
-    let r = Launch::driver("fixed-env", "rdma 65536 5 0 fma 64 5 0 fma 64 2 0x3 smsg 10 2").env("AAR_MODE", "ADAPTIVE_1").run();
+    let r = Launch::driver("fixed-env", "rdma 65536 5 0 fma 64 5 0 fma 64 2 0x3 smsg 10 2")
+        .env("AAR_MODE", "ADAPTIVE_1")
+        .run();
     r.assert_ok();
     assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD1; 5]);
     assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD1, AD1, AD1, AD1, AD1, 0x3, 0x3]);
@@ -153,7 +162,15 @@ fn the_c_api_pins_pauses_and_resumes_routing() {
     let r = Launch::driver("c-api", script).run();
     r.assert_ok();
     let o = &r.stdout;
-    for expect in ["api mode rc=0", "policy ADAPTIVE2", "api disable rc=0", "policy paused", "api enable rc=0", "api auto rc=0", "policy auto"] {
+    for expect in [
+        "api mode rc=0",
+        "policy ADAPTIVE2",
+        "api disable rc=0",
+        "policy paused",
+        "api enable rc=0",
+        "api auto rc=0",
+        "policy auto",
+    ] {
         assert!(o.contains(expect), "{expect}: {o}");
     }
     assert_eq!(o.matches("api mode rc=-1").count(), 2, "IN_ORDER and flag bits are refused: {o}");
@@ -175,7 +192,11 @@ fn the_applications_own_smsg_mode_is_respected_when_not_adaptive() {
     let r = Launch::driver("smsg-intent", "smsg 10 2 smsgmode 0x3 smsg 10 2 smsgmode 0x100 smsg 10 2").run();
     r.assert_ok();
     let smsg: Vec<_> = r.posts("GNI_SmsgSend").iter().map(|v| v["smsg_dlvr_mode"].as_u64().unwrap()).collect();
-    assert_eq!(smsg, [AD3, AD3, 0x3, 0x3, 0x180, 0x180], "High Bias, then IN_ORDER as asked, then High Bias with the flag kept");
+    assert_eq!(
+        smsg,
+        [AD3, AD3, 0x3, 0x3, 0x180, 0x180],
+        "High Bias, then IN_ORDER as asked, then High Bias with the flag kept"
+    );
 }
 
 #[test]
@@ -183,7 +204,14 @@ fn an_old_libugni_without_chained_posts_is_tolerated() {
     let dir = scratch("old-ugni");
     let lib = dir.join("libugni.so");
     let inc = root().join("cabi");
-    let st = Command::new("cc").args(["-O2", "-shared", "-fPIC", "-I"]).arg(&inc).arg(root().join("tests/c/old_ugni.c")).arg("-o").arg(&lib).status().unwrap();
+    let st = Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-I"])
+        .arg(&inc)
+        .arg(root().join("tests/c/old_ugni.c"))
+        .arg("-o")
+        .arg(&lib)
+        .status()
+        .unwrap();
     assert!(st.success());
     let prog = dir.join("old_main");
     let st = Command::new("cc")
@@ -198,7 +226,12 @@ fn an_old_libugni_without_chained_posts_is_tolerated() {
         .status()
         .unwrap();
     assert!(st.success());
-    let out = Command::new(&prog).env("LD_PRELOAD", libaar()).env_remove("LD_LIBRARY_PATH").env("AAR_MODE", "ADAPTIVE3").output().unwrap();
+    let out = Command::new(&prog)
+        .env("LD_PRELOAD", libaar())
+        .env_remove("LD_LIBRARY_PATH")
+        .env("AAR_MODE", "ADAPTIVE3")
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}{stderr}");

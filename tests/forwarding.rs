@@ -25,7 +25,8 @@ fn every_post_is_forwarded_once_with_payload_intact_and_return_codes_propagated(
         assert_eq!(r.posts(call).len(), n, "{call} reached the emulator {} times, expected {n}", r.posts(call).len());
     }
     // Return codes: the emulator's rc for the bad posts is what the program saw.
-    let bad: Vec<_> = r.posts("GNI_PostFma").iter().filter(|v| v["rc"] != 0).map(|v| v["rc"].as_i64().unwrap()).collect();
+    let bad: Vec<_> =
+        r.posts("GNI_PostFma").iter().filter(|v| v["rc"] != 0).map(|v| v["rc"].as_i64().unwrap()).collect();
     assert_eq!(bad.len(), 2, "the unregistered and the NULL post fail in the emulator");
     assert!(r.stdout.contains(&format!("badpost rc={}", bad[0])), "{}", r.stdout);
     assert!(r.stdout.contains("nullpost rc="), "{}", r.stdout);
@@ -44,7 +45,13 @@ fn the_same_program_without_the_library_reaches_the_emulator_identically_but_for
         r.log
             .iter()
             .filter(|v| v["call"].as_str().unwrap().starts_with("GNI_Post"))
-            .map(|v| (v["call"].as_str().unwrap().to_string(), v["length"].as_u64().unwrap(), v["dlvr_mode"].as_u64().unwrap() & 0xff00))
+            .map(|v| {
+                (
+                    v["call"].as_str().unwrap().to_string(),
+                    v["length"].as_u64().unwrap(),
+                    v["dlvr_mode"].as_u64().unwrap() & 0xff00,
+                )
+            })
             .collect()
     };
     assert_eq!(strip(&with), strip(&without), "same calls, same lengths, same flag bits");
@@ -59,9 +66,16 @@ fn non_adaptive_requests_pass_untouched_and_flag_bits_survive() {
     let r = Launch::driver("intent", script).run();
     r.assert_ok();
     let fma = r.dlvr_modes("GNI_PostFma");
-    assert_eq!(&fma[..18], &[0x3, 0x3, 0x3, 0x8, 0x8, 0x8, 0x10, 0x10, 0x10, 0x1, 0x1, 0x1, 0x103, 0x103, 0x103, 0x110, 0x110, 0x110]);
+    assert_eq!(
+        &fma[..18],
+        &[0x3, 0x3, 0x3, 0x8, 0x8, 0x8, 0x10, 0x10, 0x10, 0x1, 0x1, 0x1, 0x103, 0x103, 0x103, 0x110, 0x110, 0x110]
+    );
     let rdma = r.dlvr_modes("GNI_PostRdma");
-    assert_eq!(&rdma[..6], &[0x3, 0x3, 0x3, 0x10, 0x10, 0x10], "non-adaptive RDMA above the threshold is untouched too");
+    assert_eq!(
+        &rdma[..6],
+        &[0x3, 0x3, 0x3, 0x10, 0x10, 0x10],
+        "non-adaptive RDMA above the threshold is untouched too"
+    );
     // Adaptive requests with ORDERED_TAIL are routed and keep the flag.
     assert_eq!(&fma[18..], &[0x180, 0x180, 0x180], "below the threshold: High Bias, flag kept");
     for m in &rdma[6..] {
@@ -76,7 +90,11 @@ fn chained_posts_route_the_head_and_never_touch_the_elements() {
     r.assert_ok();
     assert_eq!(r.stdout.matches("unchanged=1").count(), 4, "{}", r.stdout);
     let heads = r.dlvr_modes("GNI_CtPostFma");
-    assert_eq!(heads, [AD3, 0x100 | AD3, 0x3], "head routed (High Bias below the threshold), flags kept, IN_ORDER untouched");
+    assert_eq!(
+        heads,
+        [AD3, 0x100 | AD3, 0x3],
+        "head routed (High Bias below the threshold), flags kept, IN_ORDER untouched"
+    );
     assert_eq!(r.dlvr_modes("GNI_CtPostCqWrite"), [AD3]);
     // The emulator walked the whole chain: the shim did not cut or rewrite it.
     let ct = r.posts("GNI_CtPostFma");

@@ -18,7 +18,10 @@ fn rank0_prints_one_summary_line_and_every_rank_writes_its_record() {
     assert!(r3.stderr.is_empty(), "ranks other than 0 are silent: {}", r3.stderr);
 
     for (r, rank) in [(&r0, 0), (&r3, 3)] {
-        let names: Vec<String> = std::fs::read_dir(r.dir.join("out")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = std::fs::read_dir(r.dir.join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         assert_eq!(names.len(), 1, "one file, no leftover .partial: {names:?}");
         assert!(names[0].starts_with(&format!("aar.4242.{rank}.")) && names[0].ends_with(".json"), "{names:?}");
         let rec = &r.records()[0];
@@ -27,7 +30,10 @@ fn rank0_prints_one_summary_line_and_every_rank_writes_its_record() {
         assert_eq!(rec["job_id"], "4242");
         assert_eq!(rec["settings"]["engine"]["threshold_bytes"], 4096);
         assert!(rec["git_revision"].as_str().unwrap().len() >= 7);
-        assert!(rec["command_line"][0].as_str().unwrap().ends_with(&format!("driver-{}", std::process::id())) || rec["command_line"][0].as_str().unwrap().contains("driver"));
+        assert!(
+            rec["command_line"][0].as_str().unwrap().ends_with(&format!("driver-{}", std::process::id()))
+                || rec["command_line"][0].as_str().unwrap().contains("driver")
+        );
         let modes = &rec["modes"];
         let msgs: u64 = modes.as_object().unwrap().values().map(|m| m["messages"].as_u64().unwrap()).sum();
         let bytes: u64 = modes.as_object().unwrap().values().map(|m| m["bytes"].as_u64().unwrap()).sum();
@@ -64,7 +70,11 @@ fn the_trace_has_one_line_per_message_with_the_documented_fields() {
     let pattern = launch.dir.join("t.%r.%p.jsonl").display().to_string();
     let r = launch.env("AAR_TRACE", &pattern).env("PMI_RANK", "0").run();
     r.assert_ok();
-    let files: Vec<_> = std::fs::read_dir(&r.dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("t.0.")).collect();
+    let files: Vec<_> = std::fs::read_dir(&r.dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("t.0."))
+        .collect();
     assert_eq!(files.len(), 1, "%r and %p expanded: {files:?}");
     let t = read_jsonl(&files[0]);
     assert_eq!(t.len(), 13);
@@ -73,7 +83,10 @@ fn the_trace_has_one_line_per_message_with_the_documented_fields() {
             assert!(l.get(f).is_some(), "field {f} missing in {l}");
         }
     }
-    assert_eq!((t[0]["post_type"].as_str(), t[0]["bytes"].as_u64(), t[0]["flits"].as_u64(), t[0]["packets"].as_u64()), (Some("RDMA_PUT"), Some(65536), Some(5120), Some(1024)));
+    assert_eq!(
+        (t[0]["post_type"].as_str(), t[0]["bytes"].as_u64(), t[0]["flits"].as_u64(), t[0]["packets"].as_u64()),
+        (Some("RDMA_PUT"), Some(65536), Some(5120), Some(1024))
+    );
     assert_eq!(t[0]["reason"], "threshold", "no counter window yet");
     assert_eq!(t[2]["reason"], "model");
     assert_eq!(t[2]["chosen"], "ADAPTIVE0");
@@ -81,12 +94,24 @@ fn the_trace_has_one_line_per_message_with_the_documented_fields() {
     assert_eq!(t[4]["chosen"], "ADAPTIVE3");
     assert_eq!(t[7]["reason"], "passthrough");
     assert_eq!(t[7]["chosen"], "IN_ORDER");
-    assert_eq!((t[9]["post_type"].as_str(), t[9]["flits"].as_u64()), (Some("RDMA_GET"), Some(128)), "a GET request is one flit per packet");
+    assert_eq!(
+        (t[9]["post_type"].as_str(), t[9]["flits"].as_u64()),
+        (Some("RDMA_GET"), Some(128)),
+        "a GET request is one flit per packet"
+    );
     assert_eq!((t[11]["post_type"].as_str(), t[11]["reason"].as_str()), (Some("SMSG"), Some("smsg")));
     // The chosen modes in the trace are what reached the emulator.
     let rdma = r.dlvr_modes("GNI_PostRdma");
-    let traced: Vec<&str> = t.iter().filter(|l| l["call"] == "GNI_PostRdma").map(|l| l["chosen"].as_str().unwrap()).collect();
-    let names: Vec<&str> = rdma.iter().map(|m| match m { 0 => "ADAPTIVE0", 0x80 => "ADAPTIVE3", _ => "?" }).collect();
+    let traced: Vec<&str> =
+        t.iter().filter(|l| l["call"] == "GNI_PostRdma").map(|l| l["chosen"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rdma
+        .iter()
+        .map(|m| match m {
+            0 => "ADAPTIVE0",
+            0x80 => "ADAPTIVE3",
+            _ => "?",
+        })
+        .collect();
     assert_eq!(traced, names);
 }
 

@@ -54,7 +54,10 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{flavour}: {stdout}\n{stderr}");
-        assert!(stdout.contains(&format!("loaded LD_PRELOAD={}", prefix.join("lib/libaar.so").display())), "{flavour}: {stdout}");
+        assert!(
+            stdout.contains(&format!("loaded LD_PRELOAD={}", prefix.join("lib/libaar.so").display())),
+            "{flavour}: {stdout}"
+        );
         assert!(stdout.contains("unloaded LD_PRELOAD=[] 0"), "{flavour}: unload leaves nothing behind: {stdout}");
         // The job step was routed by the preloaded library and left its record where the module said.
         let modes: Vec<u64> = read_jsonl(&log).iter().map(|v| v["dlvr_mode"].as_u64().unwrap()).collect();

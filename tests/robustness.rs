@@ -7,7 +7,11 @@ use std::process::Command;
 
 fn stdout_field(out: &str, key: &str) -> u64 {
     let tail = out.rsplit(&format!("{key}=")).next().unwrap_or("");
-    tail.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("").parse().unwrap_or_else(|_| panic!("no {key}= in {out}"))
+    tail.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap_or("")
+        .parse()
+        .unwrap_or_else(|_| panic!("no {key}= in {out}"))
 }
 
 fn total_messages(rec: &serde_json::Value) -> u64 {
@@ -23,11 +27,17 @@ fn eight_threads_posting_a_million_each_lose_nothing() {
     // 64 B posts (the fast path, decisions every 65th) and 8 KiB posts (a decision on every post:
     // the decider lock is fought over) from 8 threads at once.
     for (size, count) in [(64, 1_000_000), (8192, 50_000)] {
-        let r = Launch::driver(&format!("stress-{size}"), &format!("threads 8 {size} {count}")).unset("AAR_EMU_LOG").run();
+        let r =
+            Launch::driver(&format!("stress-{size}"), &format!("threads 8 {size} {count}")).unset("AAR_EMU_LOG").run();
         r.assert_ok();
         let posts = 8 * count;
         assert_eq!(stdout_field(&r.stdout, "posts"), posts, "{}", r.stdout);
-        assert_eq!(stdout_field(&r.stdout, "emu_posts"), posts, "every post reached the emulator exactly once: {}", r.stdout);
+        assert_eq!(
+            stdout_field(&r.stdout, "emu_posts"),
+            posts,
+            "every post reached the emulator exactly once: {}",
+            r.stdout
+        );
         let rec = &r.records()[0];
         assert_eq!(total_messages(rec), posts, "the record counts every message exactly once");
         let bytes: u64 = rec["modes"].as_object().unwrap().values().map(|m| m["bytes"].as_u64().unwrap()).sum();
@@ -73,7 +83,13 @@ fn a_forked_child_keeps_routing_with_its_own_counters_record_and_trace() {
     // The child's posts were routed: its 64 KiB posts went out after decisions.
     assert!(child["engine"]["decisions"].as_u64().unwrap() >= 6);
     // One trace per process, no line written twice.
-    let traces: Vec<_> = std::fs::read_dir(&r.dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().ends_with(".jsonl") && p.file_name().unwrap().to_string_lossy().starts_with("t.")).collect();
+    let traces: Vec<_> = std::fs::read_dir(&r.dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.to_string_lossy().ends_with(".jsonl") && p.file_name().unwrap().to_string_lossy().starts_with("t.")
+        })
+        .collect();
     assert_eq!(traces.len(), 2);
     let mut lines: Vec<usize> = traces.iter().map(|t| read_jsonl(t).len()).collect();
     lines.sort();
@@ -103,17 +119,26 @@ fn _exit_and_kill_lose_only_their_own_record() {
     let out = launch.dir.join("out");
     std::fs::write(out.join("other-rank.json"), "{}").unwrap();
     let mut launch = launch;
-    launch.wrapper = vec!["sh".into(), "-c".into(), "\"$@\" & pid=$!; sleep 0.3; kill -9 $pid; wait $pid; exit 0".into(), "sh".into()];
+    launch.wrapper = vec![
+        "sh".into(),
+        "-c".into(),
+        "\"$@\" & pid=$!; sleep 0.3; kill -9 $pid; wait $pid; exit 0".into(),
+        "sh".into(),
+    ];
     launch.args = vec!["fma".into(), "64".into(), "100000000".into(), "0".into()];
     let r = launch.run();
     r.assert_ok();
-    let names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["other-rank.json"]);
 }
 
 #[test]
 fn an_allocator_that_re_enters_ugni_does_not_deadlock() {
-    let mut launch = Launch::driver("reenter", "reenter 1 fma 64 200 0 rdma 65536 40 0 smsg 10 20 ct 64 4 0 api mode 0x80 rdma 8192 10 0 reenter 0");
+    let mut launch = Launch::driver(
+        "reenter",
+        "reenter 1 fma 64 200 0 rdma 65536 40 0 smsg 10 20 ct 64 4 0 api mode 0x80 rdma 8192 10 0 reenter 0",
+    );
     launch.program = program_with("driver", &["-DREENTER"]);
     let trace = launch.dir.join("trace.jsonl").display().to_string();
     let r = launch.env("AAR_TRACE", &trace).run();
@@ -126,7 +151,9 @@ fn an_allocator_that_re_enters_ugni_does_not_deadlock() {
 #[test]
 fn a_panic_inside_the_library_never_reaches_the_application() {
     // Before the real call: the post still goes out, once, exactly as the caller wrote it.
-    let r = Launch::driver("panic-before", "fma 64 3 0 rdma 65536 5 0x100 fma 64 3 0").env("AAR_TEST_PANIC", "before-forward").run();
+    let r = Launch::driver("panic-before", "fma 64 3 0 rdma 65536 5 0x100 fma 64 3 0")
+        .env("AAR_TEST_PANIC", "before-forward")
+        .run();
     r.assert_ok();
     assert!(r.stdout.contains("posts=11 errors=0 emu_posts=11"), "{}", r.stdout);
     assert_eq!(r.dlvr_modes("GNI_PostRdma"), [0x100; 5], "forwarded unchanged, flags and all");
@@ -173,7 +200,11 @@ fn decreasing_wrapped_and_absurd_counters_are_discarded_and_routing_goes_on() {
     assert!(e["window_latency_us_sum"].as_f64().unwrap().is_finite());
     let modes = r.dlvr_modes("GNI_PostRdma");
     assert!(modes[modes.len() - 5..].iter().all(|&m| m == AD0), "routing recovers on the next good windows: {modes:?}");
-    assert!(r.aar_lines().iter().all(|l| l.starts_with("aar: policy")), "bad windows are not warnings: {:?}", r.aar_lines());
+    assert!(
+        r.aar_lines().iter().all(|l| l.starts_with("aar: policy")),
+        "bad windows are not warnings: {:?}",
+        r.aar_lines()
+    );
 }
 
 #[test]
@@ -187,7 +218,11 @@ fn output_problems_are_one_warning_and_never_touch_anything_else() {
     launch.wrapper = vec![
         "sh".into(),
         "-c".into(),
-        format!("ln -s {v} {o}/aar.nojob.norank.$$.json; ln -s {v} {o}/aar.nojob.norank.$$.json.partial; exec \"$@\"", v = victim.display(), o = out.display()),
+        format!(
+            "ln -s {v} {o}/aar.nojob.norank.$$.json; ln -s {v} {o}/aar.nojob.norank.$$.json.partial; exec \"$@\"",
+            v = victim.display(),
+            o = out.display()
+        ),
         "sh".into(),
     ];
     let r = launch.run();
@@ -229,7 +264,8 @@ fn the_below_threshold_path_allocates_nothing_and_makes_no_system_call() {
     // Allocations: counted by the program's own allocator while 64 B posts run, with and without
     // the library (the emulator's own allocations, if any, are in both).
     let count = |preload: bool| {
-        let mut launch = Launch::driver(&format!("allocs-{preload}"), "fma 64 100 0 allocs 1 fma 64 20000 0 allocs 0").unset("AAR_EMU_LOG");
+        let mut launch = Launch::driver(&format!("allocs-{preload}"), "fma 64 100 0 allocs 1 fma 64 20000 0 allocs 0")
+            .unset("AAR_EMU_LOG");
         launch.program = program_with("driver", &["-DREENTER"]);
         if !preload {
             launch = launch.no_preload();
@@ -245,7 +281,10 @@ fn the_below_threshold_path_allocates_nothing_and_makes_no_system_call() {
     let Ok(st) = Command::new("strace").arg("-V").output() else { panic!("strace is missing: run scripts/setup") };
     assert!(st.status.success());
     let syscalls = |posts: u64, preload: bool| {
-        let mut launch = Launch::driver(&format!("syscalls-{posts}-{preload}"), &format!("fma 64 {posts} 0")).unset("AAR_EMU_LOG").env("AAR_SUMMARY", "0").unset("AAR_OUTPUT_DIR");
+        let mut launch = Launch::driver(&format!("syscalls-{posts}-{preload}"), &format!("fma 64 {posts} 0"))
+            .unset("AAR_EMU_LOG")
+            .env("AAR_SUMMARY", "0")
+            .unset("AAR_OUTPUT_DIR");
         if !preload {
             launch = launch.no_preload();
         }

@@ -123,7 +123,13 @@ impl Run {
         self.posts(call).iter().map(|v| v["dlvr_mode"].as_u64().unwrap()).collect()
     }
     pub fn assert_ok(&self) {
-        assert!(self.status.success(), "program failed: {}\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr);
+        assert!(
+            self.status.success(),
+            "program failed: {}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
     }
     /// The records written in `dir`/out.
     pub fn records(&self) -> Vec<Value> {
@@ -206,7 +212,19 @@ impl Launch {
         cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // A clean slate: no AAR_* or launcher variables leak in from the test's environment.
         for (k, _) in std::env::vars() {
-            if k.starts_with("AAR_") || ["LD_LIBRARY_PATH", "PMI_RANK", "SLURM_PROCID", "ALPS_APP_PE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_JOB_ID", "LD_PRELOAD"].contains(&k.as_str()) {
+            if k.starts_with("AAR_")
+                || [
+                    "LD_LIBRARY_PATH",
+                    "PMI_RANK",
+                    "SLURM_PROCID",
+                    "ALPS_APP_PE",
+                    "OMPI_COMM_WORLD_RANK",
+                    "PMIX_RANK",
+                    "SLURM_JOB_ID",
+                    "LD_PRELOAD",
+                ]
+                .contains(&k.as_str())
+            {
                 cmd.env_remove(&k);
             }
         }

@@ -106,7 +106,8 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] = [Self::Threshold, Self::Model, Self::Fixed, Self::Alltoall, Self::Smsg, Self::Passthrough];
+    pub const ALL: [Reason; 6] =
+        [Self::Threshold, Self::Model, Self::Fixed, Self::Alltoall, Self::Smsg, Self::Passthrough];
     pub const fn name(self) -> &'static str {
         match self {
             Self::Threshold => "threshold",
@@ -312,7 +313,15 @@ impl Engine {
         self.stats.decisions += 1;
         let flits = request_flits(msg.bytes, msg.transfer);
         let packets = packets(msg.bytes);
-        let mut d = Decision { mode: None, reason: Reason::Passthrough, read_before: false, read_counters: false, flits, packets, window: None };
+        let mut d = Decision {
+            mode: None,
+            reason: Reason::Passthrough,
+            read_before: false,
+            read_counters: false,
+            flits,
+            packets,
+            window: None,
+        };
         let side = match self.cfg.policy {
             Policy::Off => None,
             Policy::Fixed(m) => {
@@ -458,7 +467,8 @@ impl Engine {
     fn remember(&mut self, w: Window, side: Side, covered: &OpenWindow) {
         self.last = Some((w, side));
         let uses_left = self.cfg.freshness;
-        self.fresh[side.index()] = Some(Fresh { window: w, endpoint: covered.endpoint, bytes: covered.bytes, uses_left });
+        self.fresh[side.index()] =
+            Some(Fresh { window: w, endpoint: covered.endpoint, bytes: covered.bytes, uses_left });
         if let Some(f) = &mut self.fresh[side.other().index()] {
             f.uses_left = f.uses_left.saturating_sub(1);
         }

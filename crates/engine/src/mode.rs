@@ -139,7 +139,21 @@ mod tests {
         ] {
             assert_eq!(RoutingMode::parse(text), Some(mode), "{text}");
         }
-        for bad in ["", "ADAPTIVE", "ADAPTIVE4", "ADAPTIVE_", "IN_ORDER", "MIN_HASH", "3", "ADAPTIVE__3", "ADAPTIVE33", "é", "ADAPTIVEé", "GNI_DLVMODEé3", "éééééééééééé3"] {
+        for bad in [
+            "",
+            "ADAPTIVE",
+            "ADAPTIVE4",
+            "ADAPTIVE_",
+            "IN_ORDER",
+            "MIN_HASH",
+            "3",
+            "ADAPTIVE__3",
+            "ADAPTIVE33",
+            "é",
+            "ADAPTIVEé",
+            "GNI_DLVMODEé3",
+            "éééééééééééé3",
+        ] {
             assert_eq!(RoutingMode::parse(bad), None, "{bad}");
         }
     }

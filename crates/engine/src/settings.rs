@@ -125,7 +125,15 @@ impl Parser<'_> {
         });
     }
 
-    fn parse<T>(&mut self, name: &'static str, default: T, show_default: &str, problem: &str, fix: &str, f: impl Fn(&str) -> Option<T>) -> T {
+    fn parse<T>(
+        &mut self,
+        name: &'static str,
+        default: T,
+        show_default: &str,
+        problem: &str,
+        fix: &str,
+        f: impl Fn(&str) -> Option<T>,
+    ) -> T {
         match self.get(name) {
             None => default,
             Some(v) => match f(v.trim()) {
@@ -191,7 +199,8 @@ fn parse_unit(v: &str) -> Option<LatencyUnit> {
 
 fn parse_events(v: &str) -> Option<Vec<String>> {
     let names: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
-    let ok = (4..=5).contains(&names.len()) && names.iter().all(|n| !n.is_empty() && n.len() <= 1024 && !n.contains(char::is_whitespace));
+    let ok = (4..=5).contains(&names.len())
+        && names.iter().all(|n| !n.is_empty() && n.len() <= 1024 && !n.contains(char::is_whitespace));
     ok.then_some(names)
 }
 
@@ -241,8 +250,22 @@ impl Settings {
             |v| v.parse::<u32>().ok().filter(|&n| (1..=1_000_000).contains(&n)),
         );
         let mode = |v: &str| RoutingMode::parse(v);
-        let low_latency_mode = p.parse("AAR_LOW_LATENCY_MODE", de.low_latency_mode, "ADAPTIVE3", "is not an adaptive routing mode", MODE_FIX, mode);
-        let low_stall_mode = p.parse("AAR_LOW_STALL_MODE", de.low_stall_mode, "ADAPTIVE0", "is not an adaptive routing mode", MODE_FIX, mode);
+        let low_latency_mode = p.parse(
+            "AAR_LOW_LATENCY_MODE",
+            de.low_latency_mode,
+            "ADAPTIVE3",
+            "is not an adaptive routing mode",
+            MODE_FIX,
+            mode,
+        );
+        let low_stall_mode = p.parse(
+            "AAR_LOW_STALL_MODE",
+            de.low_stall_mode,
+            "ADAPTIVE0",
+            "is not an adaptive routing mode",
+            MODE_FIX,
+            mode,
+        );
         let latency_unit = p.parse(
             "AAR_LATENCY_UNIT",
             de.latency_unit,

@@ -225,12 +225,30 @@ fn counters_are_read_once_per_window_of_decisions_and_at_every_side_change() {
                 flits += 1_000_000;
                 // Adaptive windows with s = 2, L = 2: Adaptive stays the better side.
                 let stalled = 40_000_000 + 2 * (flits - 1_000_000);
-                e.observe(CounterSample { req_flits: flits, req_stalled: stalled, rsp_latency: 2 * flits, rsp_packets: flits, rsp_stalled: None });
+                e.observe(CounterSample {
+                    req_flits: flits,
+                    req_stalled: stalled,
+                    rsp_latency: 2 * flits,
+                    rsp_packets: flits,
+                    rsp_stalled: None,
+                });
             }
             (d.read_before, d.read_counters)
         })
         .collect();
-    assert_eq!(reads, [(false, false), (false, false), (false, false), (false, true), (false, false), (false, false), (false, false), (false, true)]);
+    assert_eq!(
+        reads,
+        [
+            (false, false),
+            (false, false),
+            (false, false),
+            (false, true),
+            (false, false),
+            (false, false),
+            (false, false),
+            (false, true)
+        ]
+    );
     assert_eq!((e.stats().switches_to_low_stall, e.stats().switches_to_low_latency), (1, 0));
     // Pinning High Bias mid-window: the Adaptive decisions so far close before the first
     // High Bias message is sent, and the window is attributed to Adaptive.
@@ -260,18 +278,27 @@ fn counters_are_read_once_per_window_of_decisions_and_at_every_side_change() {
 #[test]
 fn counter_windows_by_hand() {
     let mut e = Engine::new(EngineConfig::default());
-    let base = CounterSample { req_flits: 100, req_stalled: 1000, rsp_latency: 50, rsp_packets: 10, rsp_stalled: Some(100) };
+    let base =
+        CounterSample { req_flits: 100, req_stalled: 1000, rsp_latency: 50, rsp_packets: 10, rsp_stalled: Some(100) };
     assert_eq!(e.observe(base), WindowOutcome::Baseline);
     // Δflits 400, Δstalled 2000, Δrsp_stalled 400 -> s = 1600/400 = 4; Δlat 60 / Δrsp 20 -> L = 3.
-    let next = CounterSample { req_flits: 500, req_stalled: 3000, rsp_latency: 110, rsp_packets: 30, rsp_stalled: Some(500) };
+    let next =
+        CounterSample { req_flits: 500, req_stalled: 3000, rsp_latency: 110, rsp_packets: 30, rsp_stalled: Some(500) };
     assert_eq!(e.observe(next), WindowOutcome::Valid(Window { latency_us: 3.0, stall_ratio: 4.0 }));
     // Response stalls above request stalls clamp to zero, as the reference does.
-    let clamp = CounterSample { req_flits: 600, req_stalled: 3000, rsp_latency: 120, rsp_packets: 40, rsp_stalled: Some(900) };
+    let clamp =
+        CounterSample { req_flits: 600, req_stalled: 3000, rsp_latency: 120, rsp_packets: 40, rsp_stalled: Some(900) };
     assert_eq!(e.observe(clamp), WindowOutcome::Valid(Window { latency_us: 1.0, stall_ratio: 0.0 }));
     // Latency in cycles: 800 cycles per response = 1 us.
     let mut e = Engine::new(EngineConfig { latency_unit: LatencyUnit::Cycles, ..Default::default() });
     e.observe(CounterSample::default());
-    let w = e.observe(CounterSample { req_flits: 10, req_stalled: 0, rsp_latency: 8000, rsp_packets: 10, rsp_stalled: None });
+    let w = e.observe(CounterSample {
+        req_flits: 10,
+        req_stalled: 0,
+        rsp_latency: 8000,
+        rsp_packets: 10,
+        rsp_stalled: None,
+    });
     assert_eq!(w, WindowOutcome::Valid(Window { latency_us: 1.0, stall_ratio: 0.0 }));
 }
 
@@ -292,7 +319,8 @@ fn zero_equal_decreasing_wrapped_and_absurd_windows_are_discarded() {
     // Absurd: a mean latency of 10^12 us.
     let mut e = Engine::new(EngineConfig::default());
     e.observe(CounterSample::default());
-    let absurd = CounterSample { req_flits: 1, req_stalled: 0, rsp_latency: i64::MAX, rsp_packets: 1, rsp_stalled: None };
+    let absurd =
+        CounterSample { req_flits: 1, req_stalled: 0, rsp_latency: i64::MAX, rsp_packets: 1, rsp_stalled: None };
     assert_eq!(e.observe(absurd), WindowOutcome::DiscardedAbsurd);
     assert_eq!(e.last_window(), None);
     // A discarded window leaves the decision on the last valid one (none here: High Bias).
@@ -310,12 +338,23 @@ fn extreme_counter_values_never_produce_a_non_finite_decision() {
     for &a in &values {
         for &b in &values {
             for &c in &values {
-                let s = CounterSample { req_flits: a, req_stalled: b, rsp_latency: c, rsp_packets: a ^ c, rsp_stalled: Some(b ^ c) };
+                let s = CounterSample {
+                    req_flits: a,
+                    req_stalled: b,
+                    rsp_latency: c,
+                    rsp_packets: a ^ c,
+                    rsp_stalled: Some(b ^ c),
+                };
                 if let WindowOutcome::Valid(w) = e.observe(s) {
-                    assert!(w.latency_us.is_finite() && w.stall_ratio.is_finite() && w.latency_us >= 0.0 && w.stall_ratio >= 0.0);
+                    assert!(
+                        w.latency_us.is_finite()
+                            && w.stall_ratio.is_finite()
+                            && w.latency_us >= 0.0
+                            && w.stall_ratio >= 0.0
+                    );
                 }
                 n += 1;
-                let d = e.on_threshold_crossed(&put(n.wrapping_mul(7919) % (1 << 30)), n % 3 == 0);
+                let d = e.on_threshold_crossed(&put(n.wrapping_mul(7919) % (1 << 30)), n.is_multiple_of(3));
                 assert!(d.mode.is_some());
                 if let Some(w) = d.window {
                     assert!(w.latency_us.is_finite() && w.stall_ratio.is_finite());
