@@ -1,0 +1,95 @@
+//! NIC counters on hand-checkable cases.
+
+use aar_sim::config::{Mode, NetConfig};
+use aar_sim::net::{Kind, Net, Note};
+use aar_sim::validate::analytic_latency;
+
+fn drain(net: &mut Net) -> Vec<Note> {
+    let mut v = Vec::new();
+    while net.step(u64::MAX).is_some() {
+        v.append(&mut net.notes);
+    }
+    v
+}
+
+#[test]
+fn one_put_packet_same_router() {
+    let cfg = NetConfig::aries(1);
+    let mut net = Net::new(cfg.clone(), 1);
+    net.post(0, 1, 64, Kind::Put, Mode::Adaptive0, 0, 1, 0);
+    let notes = drain(&mut net);
+    assert_eq!(notes.len(), 2);
+    let c = net.counters(0);
+    assert_eq!(c.req_flits, 5, "1 header + 4 payload flits per 64 B");
+    assert_eq!(c.req_packets, 1);
+    assert_eq!(c.req_stalled, 0);
+    assert_eq!(c.rsp_packets, 1);
+    // request (5 flits) there, 1-flit response back, both through one router
+    let rtt = analytic_latency(&cfg, &[], 5) + analytic_latency(&cfg, &[], 1);
+    assert_eq!(c.rsp_latency, rtt / cfg.nic_cycle);
+    // the target NIC sent only a response: no request counters there
+    let t = net.counters(1);
+    assert_eq!((t.req_flits, t.rsp_packets), (0, 0));
+}
+
+#[test]
+fn get_requests_are_one_flit() {
+    let mut net = Net::new(NetConfig::aries(1), 1);
+    net.post(0, 5, 1000, Kind::Get, Mode::Adaptive3, 0, 1, 0);
+    drain(&mut net);
+    let c = net.counters(0);
+    assert_eq!(c.req_packets, 16); // ceil(1000 / 64)
+    assert_eq!(c.req_flits, 16);
+    assert_eq!(c.rsp_packets, 16);
+    // PUT of the same size: 15 full packets (5 flits) + one of 40 B (1 + 3 flits)
+    let mut net = Net::new(NetConfig::aries(1), 1);
+    net.post(0, 5, 1000, Kind::Put, Mode::Adaptive3, 0, 1, 0);
+    drain(&mut net);
+    assert_eq!(net.counters(0).req_flits, 15 * 5 + 4);
+}
+
+#[test]
+fn stall_is_counted_when_credits_block_a_ready_flit() {
+    // terminal input buffer of exactly one packet: the second packet of a 128-byte PUT waits for
+    // the first one's credit: 2 * terminal latency + flit time + router delay
+    let mut cfg = NetConfig::aries(1);
+    cfg.vc_buf[0] = 5;
+    let mut net = Net::new(cfg.clone(), 1);
+    net.post(0, 1, 128, Kind::Put, Mode::Min, 0, 1, 0);
+    drain(&mut net);
+    let c = net.counters(0);
+    let stall = 2 * cfg.latency[0] + cfg.flit_time[0] + cfg.router_delay;
+    assert_eq!(c.req_stalled, stall / cfg.nic_cycle);
+    assert_eq!(c.req_stalled, 73);
+    assert_eq!(c.req_flits, 10);
+}
+
+#[test]
+fn counters_are_shared_by_ranks_on_a_node_and_cumulative() {
+    let mut net = Net::new(NetConfig::aries(1), 1);
+    net.post(0, 4, 64, Kind::Put, Mode::Min, 0, 9, 0);
+    net.post(0, 8, 64, Kind::Put, Mode::Min, 1, 9, 0); // another rank on node 0
+    drain(&mut net);
+    let a = net.counters(0);
+    assert_eq!((a.req_flits, a.rsp_packets), (10, 2));
+    net.post(0, 4, 64, Kind::Put, Mode::Min, 0, 9, 0);
+    drain(&mut net);
+    let b = net.counters(0);
+    assert_eq!((b.req_flits, b.rsp_packets), (15, 3));
+    assert!(b.rsp_latency > a.rsp_latency);
+}
+
+#[test]
+fn outstanding_packets_are_capped() {
+    let mut cfg = NetConfig::aries(1);
+    cfg.max_outstanding = 4;
+    let mut net = Net::new(cfg, 1);
+    net.post(0, 300, 64 * 64, Kind::Put, Mode::Min, 0, 1, 0);
+    let mut max = 0;
+    while net.step(u64::MAX).is_some() {
+        net.notes.clear();
+        max = max.max(net.outstanding(0));
+    }
+    assert_eq!(max, 4);
+    assert_eq!(net.counters(0).rsp_packets, 64);
+}
