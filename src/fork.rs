@@ -10,17 +10,17 @@
 //! record of a child counts the child's messages only, under the child's pid), its own trace.
 
 use crate::trylock::ForkHeld;
-use crate::{diag, runtime, stats, trace, ugni};
+use crate::{diag, runtime, trace, ugni};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 const HOLD: Duration = Duration::from_millis(100);
 
-fn locks() -> [&'static dyn ForkHeld; 5] {
-    [runtime::decider_lock(), &trace::TRACE, &ugni::NICS, &stats::BLOCKS, &diag::KEPT]
+fn locks() -> [&'static dyn ForkHeld; 4] {
+    [runtime::decider_lock(), &trace::TRACE, &ugni::NICS, &diag::KEPT]
 }
 
-static HELD: [AtomicBool; 5] = [const { AtomicBool::new(false) }; 5];
+static HELD: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
 
 extern "C" fn prepare() {
     trace::flush();

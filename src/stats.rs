@@ -2,10 +2,10 @@
 //!
 //! Each thread owns a block of counters it alone writes (a relaxed load and store, no atomic
 //! read-modify-write, which would cost as much as the rest of the fast path); the record sums
-//! the blocks at exit. A block is returned for reuse when its thread exits, so memory is bounded
-//! by the number of threads alive at once, and its totals keep counting into the sum.
+//! the blocks at exit. The blocks are a fixed table, never allocated: a thread claims a free one
+//! on its first message and gives it back when it exits (its totals keep counting in the sum);
+//! threads beyond the table's size share one block with atomic adds.
 
-use crate::trylock::TryLock;
 use aar_engine::{Reason, RoutingMode};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, Ordering::Relaxed};
@@ -32,7 +32,7 @@ pub fn class_of(dlvr_mode: u16) -> usize {
 }
 
 #[repr(align(64))]
-pub(crate) struct Block {
+struct Block {
     in_use: AtomicBool,
     messages: [AtomicU64; CLASSES],
     bytes: [AtomicU64; CLASSES],
@@ -50,10 +50,12 @@ impl Block {
     }
 }
 
-/// Where posts go when their thread has no block (it is exiting, or registration was busy):
-/// shared, so it uses atomic adds.
+/// More threads than this posting at once is not a real program; they would share `SHARED`.
+const MAX_THREADS: usize = 512;
+static BLOCKS: [Block; MAX_THREADS] = [const { Block::new(false) }; MAX_THREADS];
+/// Where posts go when their thread has no block (it is exiting, or the table is full): shared,
+/// so it uses atomic adds.
 static SHARED: Block = Block::new(true);
-pub(crate) static BLOCKS: TryLock<Vec<&'static Block>> = TryLock::new(Vec::new());
 
 struct Slot(Cell<Option<&'static Block>>);
 
@@ -76,15 +78,8 @@ fn bump(c: &AtomicU64, by: u64) {
 
 #[cold]
 fn register() -> Option<&'static Block> {
-    // try_lock: a fork child may inherit this lock held; it then counts into SHARED.
-    let mut blocks = BLOCKS.try_lock()?;
-    if let Some(b) = blocks.iter().find(|b| b.in_use.compare_exchange(false, true, Ordering::Acquire, Relaxed).is_ok())
-    {
-        return Some(b);
-    }
-    let b: &'static Block = Box::leak(Box::new(Block::new(true)));
-    blocks.push(b);
-    Some(b)
+    // Acquire pairs with the Release of the previous owner's exit: its last counts are seen.
+    BLOCKS.iter().find(|b| b.in_use.compare_exchange(false, true, Ordering::Acquire, Relaxed).is_ok())
 }
 
 /// Count one message.
@@ -119,12 +114,10 @@ pub fn reset_in_child() {
         b.messages.iter().chain(&b.bytes).chain(&b.reasons).for_each(|c| c.store(0, Relaxed));
     };
     zero(&SHARED);
-    if let Some(blocks) = BLOCKS.try_lock_for(std::time::Duration::from_millis(100)) {
-        for b in blocks.iter() {
-            zero(b);
-            let is_mine = mine.is_some_and(|m| std::ptr::eq(m, *b));
-            b.in_use.store(is_mine, Relaxed);
-        }
+    for b in &BLOCKS {
+        zero(b);
+        let is_mine = mine.is_some_and(|m| std::ptr::eq(m, b));
+        b.in_use.store(is_mine, Relaxed);
     }
 }
 
@@ -148,11 +141,7 @@ pub fn totals() -> Totals {
         }
     };
     add(&SHARED);
-    // At exit a thread may still hold the list lock (or a fork child inherited it held): wait a
-    // little, never forever.
-    if let Some(blocks) = BLOCKS.try_lock_for(std::time::Duration::from_millis(100)) {
-        blocks.iter().for_each(|b| add(b));
-    }
+    BLOCKS.iter().for_each(add);
     t
 }
 
@@ -181,7 +170,8 @@ mod tests {
         assert_eq!(after.bytes[3] - before.bytes[3], 80_000 * 64);
         assert_eq!(after.messages[0] - before.messages[0], 1);
         assert_eq!(after.reasons[Reason::Model.index()] - before.reasons[Reason::Model.index()], 1);
-        assert!(BLOCKS.try_lock().unwrap().len() <= 9, "blocks are reused, not leaked per thread");
+        let claimed = BLOCKS.iter().filter(|b| b.messages.iter().any(|m| m.load(Relaxed) > 0)).count();
+        assert!(claimed <= 9, "blocks are reused by later threads: {claimed} used");
     }
 
     #[test]
