@@ -148,6 +148,24 @@ pub struct Totals {
     pub hops: u64,
 }
 
+/// State of one output port (one direction of a link), kept together for cache locality.
+#[derive(Clone, Copy)]
+struct PortState {
+    /// the channel is serializing until this time
+    busy: u64,
+    /// flits sent (channel utilisation)
+    flits: u64,
+    /// flits held in the downstream buffers as seen by credits (all VCs)
+    used: u32,
+    /// flits of packets routed to this port and waiting for it
+    waiting: u32,
+    /// wait list of packets that requested this port (FIFO, linked through `Pkt::next`)
+    wait_head: u32,
+    wait_tail: u32,
+    /// class index (0 terminal, 1 row, 2 column, 3 global)
+    cls: u8,
+}
+
 pub struct Net {
     pub topo: Topology,
     pub cfg: NetConfig,
@@ -160,14 +178,7 @@ pub struct Net {
     radix: u32,
     p: u32,
     // per port id
-    pcls: Vec<u8>,
-    busy: Vec<u64>,
-    /// flits sent per output port (channel utilisation)
-    pub port_flits: Vec<u64>,
-    used: Vec<u32>,
-    waiting: Vec<u32>,
-    wait_head: Vec<u32>,
-    wait_tail: Vec<u32>,
+    ports: Vec<PortState>,
     // per port id * nvc + vc
     credits: Vec<u16>,
     // channel timing by class index
@@ -229,16 +240,13 @@ impl Net {
             vshift: nvc.trailing_zeros(),
             radix,
             p: topo.p,
-            busy: vec![0; np],
-            port_flits: vec![0; np],
-            used: vec![0; np],
-            waiting: vec![0; np],
-            wait_head: vec![NONE; np],
-            wait_tail: vec![NONE; np],
+            ports: pcls
+                .iter()
+                .map(|&cls| PortState { busy: 0, flits: 0, used: 0, waiting: 0, wait_head: NONE, wait_tail: NONE, cls })
+                .collect(),
             credits,
             lat,
             ft,
-            pcls,
             pk: Vec::new(),
             pk_free: Vec::new(),
             msgs: Vec::new(),
@@ -369,6 +377,11 @@ impl Net {
             rsp_stalled: (c.rsp_stalled_t + ongoing(st[1])) / cyc,
             req_packets: c.req_packets,
         }
+    }
+
+    /// Flits sent on output port `port_id` so far.
+    pub fn port_flits(&self, port_id: usize) -> u64 {
+        self.ports[port_id].flits
     }
 
     pub fn queued_messages(&self, node: u32) -> usize {
@@ -574,7 +587,7 @@ impl Net {
 
     #[inline]
     fn load(&self, port_id: u32) -> i64 {
-        (self.used[port_id as usize] + self.waiting[port_id as usize]) as i64
+        (self.ports[port_id as usize].used + self.ports[port_id as usize].waiting) as i64
     }
 
     /// First output port (index in router) from router r towards gateway port `gw` (global port id).
@@ -800,45 +813,45 @@ impl Net {
             p.out_vc = vc as u8;
             p.next = NONE;
         }
-        self.waiting[o] += self.pk[pid as usize].flits as u32;
-        if self.wait_tail[o] == NONE {
-            self.wait_head[o] = pid;
+        self.ports[o].waiting += self.pk[pid as usize].flits as u32;
+        if self.ports[o].wait_tail == NONE {
+            self.ports[o].wait_head = pid;
         } else {
-            self.pk[self.wait_tail[o] as usize].next = pid;
+            self.pk[self.ports[o].wait_tail as usize].next = pid;
         }
-        self.wait_tail[o] = pid;
+        self.ports[o].wait_tail = pid;
         self.try_alloc(out);
     }
 
     fn ev_credit(&mut self, outvc: u32, n: u32) {
         self.credits[outvc as usize] += n as u16;
         let port = outvc >> self.vshift;
-        self.used[port as usize] -= n;
-        if self.wait_head[port as usize] != NONE {
+        self.ports[port as usize].used -= n;
+        if self.ports[port as usize].wait_head != NONE {
             self.try_alloc(port);
         }
     }
 
     fn try_alloc(&mut self, port: u32) {
         let o = port as usize;
-        if self.busy[o] > self.now {
+        if self.ports[o].busy > self.now {
             return;
         }
-        let term = self.pcls[o] == 0;
+        let term = self.ports[o].cls == 0;
         let mut prev = NONE;
-        let mut cur = self.wait_head[o];
+        let mut cur = self.ports[o].wait_head;
         while cur != NONE {
             let p = &self.pk[cur as usize];
             let nx = p.next;
             let ok = term || self.credits[(port * self.nvc + p.out_vc as u32) as usize] >= p.flits as u16;
             if ok {
                 if prev == NONE {
-                    self.wait_head[o] = nx;
+                    self.ports[o].wait_head = nx;
                 } else {
                     self.pk[prev as usize].next = nx;
                 }
-                if self.wait_tail[o] == cur {
-                    self.wait_tail[o] = prev;
+                if self.ports[o].wait_tail == cur {
+                    self.ports[o].wait_tail = prev;
                 }
                 self.grant(port, cur);
                 return;
@@ -850,20 +863,20 @@ impl Net {
 
     fn grant(&mut self, port: u32, pid: u32) {
         let o = port as usize;
-        let cls = self.pcls[o] as usize;
+        let cls = self.ports[o].cls as usize;
         let p = self.pk[pid as usize];
         let l = p.flits as u64;
         let ser = l * self.ft[cls];
         let start = self.now.max(p.tail_at.saturating_sub(ser));
         let end = start + ser;
-        self.busy[o] = end;
-        self.port_flits[o] += l;
+        self.ports[o].busy = end;
+        self.ports[o].flits += l;
         self.push(end, EV_FREE, port, 0);
-        self.waiting[o] -= l as u32;
+        self.ports[o].waiting -= l as u32;
         // leave the input buffer; the credit goes back upstream once the tail has left
         let invc = p.inp;
         let in_port = invc >> self.vshift;
-        let in_cls = self.pcls[in_port as usize] as usize;
+        let in_cls = self.ports[in_port as usize].cls as usize;
         let back = end + self.lat[in_cls];
         if in_cls == 0 {
             let node = (in_port / self.radix) * self.p + in_port % self.radix;
@@ -880,7 +893,7 @@ impl Net {
         }
         let ovc = p.out_vc as u32;
         self.credits[(port * self.nvc + ovc) as usize] -= l as u16;
-        self.used[o] += l as u32;
+        self.ports[o].used += l as u32;
         self.totals.hops += 1;
         let lat = self.lat[cls];
         let dport = self.topo.peer[o];
@@ -917,7 +930,7 @@ impl Net {
                     bad += 1;
                 }
             }
-            if self.used[port] != 0 || self.waiting[port] != 0 {
+            if self.ports[port].used != 0 || self.ports[port].waiting != 0 {
                 bad += 1;
             }
         }
@@ -940,7 +953,7 @@ impl Net {
             let far = self.topo.peer[port] as usize;
             let cap = self.cfg.vc_buf[class_index(self.topo.class[far])] as u32;
             let s: u32 = self.credits[port * nvc..(port + 1) * nvc].iter().map(|&c| c as u32).sum();
-            if s + self.used[port] != cap * nvc as u32 {
+            if s + self.ports[port].used != cap * nvc as u32 {
                 return false;
             }
         }

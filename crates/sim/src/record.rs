@@ -14,6 +14,12 @@ pub struct IterSample {
     pub arm: String,
     /// simulated time, ns
     pub ns: f64,
+    /// NIC counter window of this iteration (rank's NIC): stalled cycles per request flit
+    #[serde(default)]
+    pub stall_ratio: f64,
+    /// NIC counter window: mean request-response latency, NIC cycles
+    #[serde(default)]
+    pub latency_cycles: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

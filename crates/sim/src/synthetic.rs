@@ -96,7 +96,7 @@ pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
     }
     let r = net.raw;
     if std::env::var("AAR_SIM_DEBUG_PORTS").is_ok() {
-        let mut v: Vec<(u64, usize)> = net.port_flits.iter().enumerate().map(|(i, &f)| (f, i)).collect();
+        let mut v: Vec<(u64, usize)> = (0..net.topo.peer.len()).map(|i| (net.port_flits(i), i)).collect();
         v.sort();
         v.reverse();
         for &(f, i) in v.iter().take(12) {

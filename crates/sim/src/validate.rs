@@ -346,6 +346,12 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
     let pool = |label: &str, arm: &str| -> Vec<f64> {
         results.iter().filter(|r| r.label == label).flat_map(|r| r.times(arm)).collect()
     };
+    let window = |label: &str, arm: &str| -> (f64, f64) {
+        let w: Vec<(f64, f64)> = results.iter().filter(|r| r.label == label).flat_map(|r| r.windows(arm)).collect();
+        let s = summarize(&w.iter().map(|x| x.0).collect::<Vec<_>>()).median;
+        let l = summarize(&w.iter().map(|x| x.1).collect::<Vec<_>>()).median;
+        (s, l)
+    };
     let nonmin = |label: &str| -> f64 {
         let v: Vec<f64> = results.iter().filter(|r| r.label == label).map(|r| r.nonmin_fraction).collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
@@ -359,7 +365,8 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
         md.push_str(&summary_row(&format!("{title}, ADAPTIVE3"), &a3));
         let a0_faster = a0.median < a3.median;
         let separated = a0.ci_hi < a3.ci_lo || a3.ci_hi < a0.ci_lo;
-        obs.push((title.to_string(), a0, a3, a0_faster == expect_a0_faster, separated, expect_a0_faster, nonmin(label)));
+        let w = (window(label, "ADAPTIVE0"), window(label, "ADAPTIVE3"));
+        obs.push((title.to_string(), a0, a3, a0_faster == expect_a0_faster, separated, expect_a0_faster, nonmin(label), w));
     };
     compare(&mut md, "pp-intra", &format!("ping-pong {} MiB, one group", pp_bytes >> 20), true);
     compare(&mut md, "pp-inter", &format!("ping-pong {} MiB, two groups", pp_bytes >> 20), false);
@@ -367,18 +374,22 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
         let expect_a0 = i + 1 == a2a_sizes.len() || b >= 16384;
         compare(&mut md, &format!("a2a-{b}"), &format!("alltoall {a2a_ranks} ranks, {b} B"), expect_a0);
     }
-    md += "\n| observation (paper) | simulator | A0/A3 median ratio | CIs separated | QCD A0 / A3 | measured non-minimal fraction (both arms) | agrees |\n|---|---|---:|---|---|---:|---|\n";
+    md += "\n| observation (paper) | simulator | A0/A3 median ratio | CIs separated | QCD A0 / A3 | rank 0 NIC stall ratio A0 / A3 (cycles/flit) | rank 0 NIC latency A0 / A3 (cycles) | non-minimal fraction (both arms) | agrees |\n|---|---|---:|---|---|---|---|---:|---|\n";
     let mut agree_all = 0;
-    for (title, a0, a3, agrees, sep, expect_a0, nm) in &obs {
+    for (title, a0, a3, agrees, sep, expect_a0, nm, w) in &obs {
         let paper = if *expect_a0 { "ADAPTIVE0 faster" } else { "ADAPTIVE3 faster" };
         let sim = if a0.median < a3.median { "ADAPTIVE0 faster" } else { "ADAPTIVE3 faster" };
         let _ = writeln!(
             md,
-            "| {title}: {paper} | {sim} | {:.3} | {} | {:.4} / {:.4} | {:.2} | {} |",
+            "| {title}: {paper} | {sim} | {:.3} | {} | {:.4} / {:.4} | {:.3} / {:.3} | {:.0} / {:.0} | {:.2} | {} |",
             a0.median / a3.median,
             if *sep { "yes" } else { "no" },
             a0.qcd,
             a3.qcd,
+            w.0 .0,
+            w.1 .0,
+            w.0 .1,
+            w.1 .1,
             nm,
             if *agrees { "yes" } else { "**no**" }
         );

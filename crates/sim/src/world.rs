@@ -131,6 +131,11 @@ pub struct ExperimentResult {
 }
 
 impl ExperimentResult {
+    /// Counter windows (stall ratio, latency cycles) of rank 0's NIC per iteration of one arm.
+    pub fn windows(&self, arm: &str) -> Vec<(f64, f64)> {
+        self.iterations.iter().filter(|s| s.arm == arm).map(|s| (s.stall_ratio, s.latency_cycles)).collect()
+    }
+
     /// Iteration times (ns) of one arm.
     pub fn times(&self, arm: &str) -> Vec<f64> {
         self.iterations.iter().filter(|s| s.arm == arm).map(|s| s.ns).collect()
@@ -150,6 +155,7 @@ struct Rank {
     remaining: Vec<(u32, u32)>,
     arrived: Vec<(u32, u32)>,
     iter_start: u64,
+    iter_ctr: NicCounters,
     done: bool,
     engine: Option<Engine>,
     arm: usize,
@@ -170,6 +176,8 @@ struct Job {
     timing_rank: Option<u32>,
     /// per recorded iteration: max rank duration
     iter_max: Vec<u64>,
+    /// per recorded iteration: (stall ratio, latency cycles) of rank 0's NIC window
+    iter_ctr: Vec<(f64, f64)>,
 }
 
 pub struct World {
@@ -313,6 +321,7 @@ impl World {
                 remaining: Vec::new(),
                 arrived: Vec::new(),
                 iter_start: 0,
+                iter_ctr: NicCounters::default(),
                 done: phases[i].is_empty(),
                 engine,
                 arm: 0,
@@ -321,7 +330,7 @@ impl World {
         }
         let done_ranks = phases.iter().filter(|p| p.is_empty()).count() as u32;
         let timing_rank = if matches!(wl, Workload::PingPong { .. }) { Some(0) } else { None };
-        self.jobs.push(Job { first, n, phases, iterations, arms, measured, done_ranks, default_mode, warmup, timing_rank, iter_max: Vec::new() });
+        self.jobs.push(Job { first, n, phases, iterations, arms, measured, done_ranks, default_mode, warmup, timing_rank, iter_max: Vec::new(), iter_ctr: Vec::new() });
     }
 
     fn measured_done(&self) -> bool {
@@ -359,7 +368,8 @@ impl World {
             for (i, &t) in j.iter_max.iter().enumerate() {
                 let it = i as u32 + j.warmup;
                 let arm = j.arms[(it as usize) % j.arms.len()].name();
-                iterations.push(IterSample { iteration: it, arm, ns: self.net.cfg.ticks_to_ns(t) });
+                let (stall_ratio, latency_cycles) = j.iter_ctr.get(i).copied().unwrap_or((0.0, 0.0));
+                iterations.push(IterSample { iteration: it, arm, ns: self.net.cfg.ticks_to_ns(t), stall_ratio, latency_cycles });
             }
             for r in &mut self.ranks[j.first as usize..(j.first + j.n) as usize] {
                 if r.job != ji {
@@ -457,6 +467,7 @@ impl World {
             return;
         }
         rk.iter_start = now;
+        rk.iter_ctr = self.net.counters(rk.node);
         rk.phase = 0;
         let arms = &self.jobs[job].arms;
         rk.arm = (rk.iter as usize) % arms.len();
@@ -562,8 +573,14 @@ impl World {
         }
         // iteration finished
         let now = self.net.now;
+        let c1 = self.net.counters(self.ranks[r].node);
         let rk = &mut self.ranks[r];
         let dur = now - rk.iter_start;
+        let c0 = rk.iter_ctr;
+        let df = c1.req_flits.saturating_sub(c0.req_flits);
+        let dp = c1.rsp_packets.saturating_sub(c0.rsp_packets);
+        let stall_ratio = if df > 0 { c1.req_stalled.saturating_sub(c0.req_stalled) as f64 / df as f64 } else { 0.0 };
+        let latency_cycles = if dp > 0 { c1.rsp_latency.saturating_sub(c0.rsp_latency) as f64 / dp as f64 } else { 0.0 };
         let j = &mut self.jobs[job];
         if j.measured && rk.iter >= j.warmup {
             let idx = (rk.iter - j.warmup) as usize;
@@ -573,10 +590,18 @@ impl World {
             if j.timing_rank.is_none_or(|t| t == rk.local) {
                 j.iter_max[idx] = j.iter_max[idx].max(dur);
             }
+            if j.iter_ctr.len() <= idx {
+                j.iter_ctr.resize(idx + 1, (0.0, 0.0));
+            }
+            if rk.local == 0 {
+                j.iter_ctr[idx] = (stall_ratio, latency_cycles);
+            }
             rk.rec.iterations.push(IterSample {
                 iteration: rk.iter,
                 arm: j.arms[rk.arm].name(),
                 ns: self.net.cfg.ticks_to_ns(dur),
+                stall_ratio,
+                latency_cycles,
             });
         }
         rk.iter += 1;
