@@ -84,11 +84,17 @@ pub fn render(r: &BenchResult) -> String {
         "Aries-like groups, UR 0.3 flits/NIC-cycle/node, ADAPTIVE0, {:.0} ns simulated, one core\n",
         r.scaling_sim_ns
     );
-    s += "| groups | nodes | packets | packet-hops | wall s | packets/s |\n|---:|---:|---:|---:|---:|---:|\n";
+    s += "| groups | nodes | packets | packet-hops | wall s | packets/s | packet-hops/s |\n|---:|---:|---:|---:|---:|---:|---:|\n";
     for row in &r.scaling {
         s += &format!(
-            "| {} | {} | {} | {} | {:.2} | {:.0} |\n",
-            row.groups, row.nodes, row.packets, row.hops, row.wall_s, row.packets_per_s
+            "| {} | {} | {} | {} | {:.2} | {:.0} | {:.0} |\n",
+            row.groups,
+            row.nodes,
+            row.packets,
+            row.hops,
+            row.wall_s,
+            row.packets_per_s,
+            row.hops as f64 / row.wall_s
         );
     }
     s

@@ -3,6 +3,9 @@
 //! levels, request/response NICs with the counters the shim reads, and MPI-like workloads in which
 //! every rank runs the aar decision engine.
 
+// MSRV is 1.80 (workspace rust-version): keep `n % x != 0` and `repeat().take()`.
+#![allow(clippy::manual_is_multiple_of, clippy::manual_repeat_n)]
+
 pub mod config;
 pub mod net;
 pub mod parallel;

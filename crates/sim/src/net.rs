@@ -264,7 +264,7 @@ impl Net {
             bias: cfg.bias,
             heap: Calendar::new(cal_shift, 12),
             now: 0,
-            rng: Rng::new(seed ^ 0x5EED_0F_A4E5),
+            rng: Rng::new(seed ^ 0x005E_ED0F_A4E5),
             topo,
             cfg,
         }
@@ -613,7 +613,7 @@ impl Net {
     fn hashed_gw(&self, g: u32, d: u32, bits: u32) -> u32 {
         let list = self.topo.gateways(g, d);
         let h = mix64(bits as u64 ^ ((d as u64) << 40));
-        list[((h >> 32) * list.len() as u64 >> 32) as usize]
+        list[(((h >> 32) * list.len() as u64) >> 32) as usize]
     }
 
     #[inline]
@@ -951,7 +951,7 @@ impl Net {
                 continue;
             }
             let far = self.topo.peer[port] as usize;
-            let cap = self.cfg.vc_buf[class_index(self.topo.class[far])] as u32;
+            let cap = self.cfg.vc_buf[class_index(self.topo.class[far])];
             let s: u32 = self.credits[port * nvc..(port + 1) * nvc].iter().map(|&c| c as u32).sum();
             if s + self.ports[port].used != cap * nvc as u32 {
                 return false;

@@ -55,7 +55,7 @@ pub fn summarize(v: &[f64]) -> Summary {
     let (q1, q3) = (quantile(&s, 0.25), quantile(&s, 0.75));
     // largest k with P(X < k) <= 2.5%: CI = [x_(k), x_(n-k+1)] (1-based)
     let mut k = 0usize;
-    while k + 1 <= n / 2 && binom_cdf(k, n) <= 0.025 {
+    while k < n / 2 && binom_cdf(k, n) <= 0.025 {
         k += 1;
     }
     let (lo, hi) = if k == 0 { (s[0], s[n - 1]) } else { (s[k - 1], s[n - k]) };
