@@ -94,8 +94,11 @@ pub struct NetConfig {
     pub flit_time: [u64; 4],
     /// Router pipeline delay (routing + allocation) from head arrival to first possible departure.
     pub router_delay: u64,
-    /// Buffer per virtual channel at the input of each port class, flits.
+    /// Space reserved for each virtual channel at the input of each port class, flits (at least one
+    /// maximum-size packet, so every VC can always make progress: deadlock freedom).
     pub vc_buf: [u32; 4],
+    /// Space shared by all virtual channels of an input port (used first), flits.
+    pub shared_buf: [u32; 4],
     /// Max outstanding request packets (awaiting a response) per NIC.
     pub max_outstanding: u32,
     /// Adaptive decisions are re-evaluated at every source-group hop up to this hop index
@@ -148,6 +151,7 @@ impl NetConfig {
             flit_time: [1, 1, 1, 1],
             router_delay: 3,
             vc_buf: [256, 256, 256, 256],
+            shared_buf: [0, 0, 0, 0],
             max_outstanding: 1024,
             reeval_hops: 0,
             bias: default_bias(),
@@ -166,7 +170,8 @@ impl NetConfig {
             latency: [10_000, 30_000, 30_000, 250_000],
             flit_time: [1250, 3048, 3048, 3404],
             router_delay: 70_000,
-            vc_buf: [256, 128, 128, 256],
+            vc_buf: [5, 5, 5, 5],
+            shared_buf: [256, 256, 256, 512],
             max_outstanding: 1024,
             reeval_hops: 2,
             bias: default_bias(),

@@ -25,6 +25,7 @@ pub const EV_NIC_CREDIT: u32 = 3;
 pub const EV_NIC_FREE: u32 = 4;
 pub const EV_EJECT: u32 = 5;
 pub const EV_USER: u32 = 6;
+const SHARED_BIT: u32 = 1 << 20;
 /// `step` result meaning "notifications are pending in `Net::notes`".
 pub const NOTES: u32 = u32::MAX;
 const KIND_SHIFT: u32 = 28;
@@ -69,6 +70,9 @@ struct Pkt {
     mode: u8,
     out_vc: u8,
     flags: u8,
+    /// the packet holds space of the shared pool (1) or of its VC's reserved space (0) in the
+    /// input buffer it occupies
+    shared: u8,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -162,6 +166,8 @@ struct PortState {
     /// wait list of packets that requested this port (FIFO, linked through `Pkt::next`)
     wait_head: u32,
     wait_tail: u32,
+    /// free shared buffer space (flits) of the input buffer at the far end, as known here
+    shared: u32,
     /// class index (0 terminal, 1 row, 2 column, 3 global)
     cls: u8,
 }
@@ -192,6 +198,7 @@ pub struct Net {
     // NICs
     nic_busy: Vec<u64>,
     nic_cred: Vec<[u32; 2]>,
+    nic_shared: Vec<u32>,
     nic_rspq: Vec<VecDeque<u32>>,
     nic_msgq: Vec<VecDeque<u32>>,
     nic_out: Vec<u32>,
@@ -242,7 +249,12 @@ impl Net {
             p: topo.p,
             ports: pcls
                 .iter()
-                .map(|&cls| PortState { busy: 0, flits: 0, used: 0, waiting: 0, wait_head: NONE, wait_tail: NONE, cls })
+                .enumerate()
+                .map(|(i, &cls)| {
+                    let far = topo.peer[i];
+                    let shared = if cls == 0 || far == NONE { 0 } else { cfg.shared_buf[class_index(topo.class[far as usize])] };
+                    PortState { busy: 0, flits: 0, used: 0, waiting: 0, wait_head: NONE, wait_tail: NONE, shared, cls }
+                })
                 .collect(),
             credits,
             lat,
@@ -253,6 +265,7 @@ impl Net {
             msg_free: Vec::new(),
             nic_busy: vec![0; nn],
             nic_cred: vec![[term_cap, term_cap]; nn],
+            nic_shared: vec![cfg.shared_buf[0]; nn],
             nic_rspq: vec![VecDeque::new(); nn],
             nic_msgq: vec![VecDeque::new(); nn],
             nic_out: vec![0; nn],
@@ -309,7 +322,11 @@ impl Net {
                 EV_FREE => self.try_alloc(ev.a),
                 EV_CREDIT => self.ev_credit(ev.a, data),
                 EV_NIC_CREDIT => {
-                    self.nic_cred[ev.a as usize][(data >> 16) as usize] += data & 0xFFFF;
+                    if data & SHARED_BIT != 0 {
+                        self.nic_shared[ev.a as usize] += data & 0xFFFF;
+                    } else {
+                        self.nic_cred[ev.a as usize][((data >> 16) & 1) as usize] += data & 0xFFFF;
+                    }
                     self.nic_try_send(ev.a);
                 }
                 EV_NIC_FREE => self.nic_try_send(ev.a),
@@ -432,7 +449,7 @@ impl Net {
         // responses first (own VC class, never blocked by requests)
         if let Some(&pid) = self.nic_rspq[n].front() {
             let l = self.pk[pid as usize].flits as u32;
-            if self.nic_cred[n][1] >= l {
+            if self.nic_cred[n][1] >= l || self.nic_shared[n] >= l {
                 self.nic_rspq[n].pop_front();
                 if self.nic_stall[n][1] != u64::MAX {
                     self.nic_ctr[n].rsp_stalled_t += self.now - self.nic_stall[n][1];
@@ -450,7 +467,7 @@ impl Net {
             return;
         }
         let l = self.req_flits_of(&m, m.sent);
-        if self.nic_cred[n][0] < l {
+        if self.nic_cred[n][0] < l && self.nic_shared[n] < l {
             if self.nic_stall[n][0] == u64::MAX {
                 self.nic_stall[n][0] = self.now;
             }
@@ -501,7 +518,13 @@ impl Net {
         let end = now + l * self.ft[0];
         self.nic_busy[node as usize] = end;
         self.push(end, EV_NIC_FREE, node, 0);
-        self.nic_cred[node as usize][cls as usize] -= l as u32;
+        // the shared pool first; the VC's reserved space only when the pool is exhausted
+        let shared = self.nic_shared[node as usize] >= l as u32;
+        if shared {
+            self.nic_shared[node as usize] -= l as u32;
+        } else {
+            self.nic_cred[node as usize][cls as usize] -= l as u32;
+        }
         self.totals.packets_injected += 1;
         let port = (node / self.p) * self.radix + node % self.p;
         let vc = cls as u32 * self.nv;
@@ -509,6 +532,7 @@ impl Net {
             let p = &mut self.pk[pid as usize];
             p.hop = 0;
             p.flags = 0;
+            p.shared = shared as u8;
             p.next = NONE;
             p.head_at = now + self.lat[0] + self.ft[0];
             p.tail_at = end + self.lat[0];
@@ -823,9 +847,14 @@ impl Net {
         self.try_alloc(out);
     }
 
-    fn ev_credit(&mut self, outvc: u32, n: u32) {
-        self.credits[outvc as usize] += n as u16;
+    fn ev_credit(&mut self, outvc: u32, data: u32) {
+        let n = data & 0xFFFF;
         let port = outvc >> self.vshift;
+        if data & SHARED_BIT != 0 {
+            self.ports[port as usize].shared += n;
+        } else {
+            self.credits[outvc as usize] += n as u16;
+        }
         self.ports[port as usize].used -= n;
         if self.ports[port as usize].wait_head != NONE {
             self.try_alloc(port);
@@ -843,7 +872,9 @@ impl Net {
         while cur != NONE {
             let p = &self.pk[cur as usize];
             let nx = p.next;
-            let ok = term || self.credits[(port * self.nvc + p.out_vc as u32) as usize] >= p.flits as u16;
+            let ok = term
+                || self.ports[o].shared >= p.flits as u32
+                || self.credits[(port * self.nvc + p.out_vc as u32) as usize] >= p.flits as u16;
             if ok {
                 if prev == NONE {
                     self.ports[o].wait_head = nx;
@@ -881,10 +912,12 @@ impl Net {
         if in_cls == 0 {
             let node = (in_port / self.radix) * self.p + in_port % self.radix;
             let class = (invc & (self.nvc - 1)) / self.nv;
-            self.push(back, EV_NIC_CREDIT, node, (class << 16) | l as u32);
+            let sh = if p.shared != 0 { SHARED_BIT } else { 0 };
+            self.push(back, EV_NIC_CREDIT, node, sh | (class << 16) | l as u32);
         } else {
             let up = self.topo.peer[in_port as usize];
-            self.push(back, EV_CREDIT, up * self.nvc + (invc & (self.nvc - 1)), l as u32);
+            let sh = if p.shared != 0 { SHARED_BIT } else { 0 };
+            self.push(back, EV_CREDIT, up * self.nvc + (invc & (self.nvc - 1)), sh | l as u32);
         }
         // travel downstream
         if cls == 0 {
@@ -892,13 +925,19 @@ impl Net {
             return;
         }
         let ovc = p.out_vc as u32;
-        self.credits[(port * self.nvc + ovc) as usize] -= l as u16;
+        let shared = self.ports[o].shared >= l as u32;
+        if shared {
+            self.ports[o].shared -= l as u32;
+        } else {
+            self.credits[(port * self.nvc + ovc) as usize] -= l as u16;
+        }
         self.ports[o].used += l as u32;
         self.totals.hops += 1;
         let lat = self.lat[cls];
         let dport = self.topo.peer[o];
         let q = &mut self.pk[pid as usize];
         q.path |= (cls as u32) << (2 * q.hop as u32);
+        q.shared = shared as u8;
         q.hop += 1;
         if cls == 3 {
             q.flags |= F_GLOBAL | F_DONE;
@@ -933,9 +972,12 @@ impl Net {
             if self.ports[port].used != 0 || self.ports[port].waiting != 0 {
                 bad += 1;
             }
+            if self.ports[port].shared != self.cfg.shared_buf[class_index(self.topo.class[far])] {
+                bad += 1;
+            }
         }
         for n in 0..self.nic_cred.len() {
-            if self.nic_cred[n] != [self.cfg.vc_buf[0]; 2] {
+            if self.nic_cred[n] != [self.cfg.vc_buf[0]; 2] || self.nic_shared[n] != self.cfg.shared_buf[0] {
                 bad += 1;
             }
         }
@@ -953,7 +995,8 @@ impl Net {
             let far = self.topo.peer[port] as usize;
             let cap = self.cfg.vc_buf[class_index(self.topo.class[far])];
             let s: u32 = self.credits[port * nvc..(port + 1) * nvc].iter().map(|&c| c as u32).sum();
-            if s + self.ports[port].used != cap * nvc as u32 {
+            let shared_cap = self.cfg.shared_buf[class_index(self.topo.class[far])];
+            if s + self.ports[port].shared + self.ports[port].used != cap * nvc as u32 + shared_cap {
                 return false;
             }
         }

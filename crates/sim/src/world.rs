@@ -587,7 +587,7 @@ impl World {
             if j.iter_max.len() <= idx {
                 j.iter_max.resize(idx + 1, 0);
             }
-            if j.timing_rank.map_or(true, |t| t == rk.local) {
+            if j.timing_rank.is_none() || j.timing_rank == Some(rk.local) {
                 j.iter_max[idx] = j.iter_max[idx].max(dur);
             }
             if j.iter_ctr.len() <= idx {

@@ -54,6 +54,7 @@ fn stall_is_counted_when_credits_block_a_ready_flit() {
     // the first one's credit: 2 * terminal latency + flit time + router delay
     let mut cfg = NetConfig::aries(1);
     cfg.vc_buf[0] = 5;
+    cfg.shared_buf[0] = 0;
     let mut net = Net::new(cfg.clone(), 1);
     net.post(0, 1, 128, Kind::Put, Mode::Min, 0, 1, 0);
     drain(&mut net);
