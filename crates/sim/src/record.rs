@@ -43,6 +43,7 @@ pub struct RankRecord {
     pub switches_to_low_latency: u64,
     pub switches_to_low_stall: u64,
     pub windows_valid: u64,
+    pub windows_discarded: u64,
 }
 
 fn ser_counters<S: serde::Serializer>(c: &NicCounters, s: S) -> Result<S::Ok, S::Error> {

@@ -384,6 +384,10 @@ impl World {
                     r.rec.switches_to_low_latency = s.switches_to_low_latency;
                     r.rec.switches_to_low_stall = s.switches_to_low_stall;
                     r.rec.windows_valid = s.windows_valid;
+                    r.rec.windows_discarded = s.windows_discarded_decreasing + s.windows_discarded_empty + s.windows_discarded_absurd;
+                    if std::env::var_os("AAR_SIM_DEBUG_ENGINE").is_some() {
+                        eprintln!("rank {}: {:?}", r.local, s);
+                    }
                 }
                 records.push(r.rec.clone());
             }
@@ -517,14 +521,21 @@ impl World {
                 PolicySpec::Auto | PolicySpec::Off => true,
                 PolicySpec::Fixed(m) => to_engine_mode(m).is_some(),
             };
-            let (mode, read) = match (&mut self.ranks[r].engine, arm) {
+            let (mode, read_before, read) = match (&mut self.ranks[r].engine, arm) {
                 (Some(e), _) if engine_arm => {
                     let d = e.decide(&Message { bytes, transfer: Transfer::Put, endpoint: dst_node as u64 }, alltoall);
-                    (d.mode.map(from_engine_mode).unwrap_or(default_mode), d.read_counters)
+                    (d.mode.map(from_engine_mode).unwrap_or(default_mode), d.read_before, d.read_counters)
                 }
-                (_, PolicySpec::Fixed(m)) => (m, false),
-                _ => (default_mode, false),
+                (_, PolicySpec::Fixed(m)) => (m, false, false),
+                _ => (default_mode, false, false),
             };
+            if read_before {
+                // the engine's window of the old side closes without this message
+                let c = self.net.counters(node);
+                if let Some(e) = &mut self.ranks[r].engine {
+                    e.observe(sample(&c));
+                }
+            }
             let rk = &mut self.ranks[r];
             if self.jobs[job].measured && rk.iter >= self.jobs[job].warmup {
                 let k = mode as usize;
