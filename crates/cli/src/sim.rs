@@ -90,6 +90,18 @@ impl ExpOpts {
             .iter()
             .map(|p| PolicySpec::parse(p).ok_or_else(|| format!("--policy {p}: unknown policy")))
             .collect::<Result<Vec<_>, _>>()?;
+        let topo = aar_sim::topology::Topology::new(net.topo.clone());
+        let max = match pl {
+            Placement::SameBlade => topo.p,
+            Placement::SameGroup => topo.routers_per_group,
+            _ => topo.n_nodes,
+        };
+        if self.ranks > max {
+            return Err(format!("--ranks {}: placement {} holds at most {max} ranks (one per node)", self.ranks, pl.name()));
+        }
+        if self.ranks < 2 {
+            return Err("--ranks: at least 2".into());
+        }
         let mut s = ExperimentSpec::new(net, wl, self.ranks, pl);
         s.arms = arms;
         s.iterations = self.iterations;
@@ -249,7 +261,8 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                 println!("| {} | {} | {} | [{}, {}] | {:.4} |", arm, s.n, fmt_ns(s.median), fmt_ns(s.ci_lo), fmt_ns(s.ci_hi), s.qcd);
                 seen.push(arm);
             }
-            println!("non-minimal fraction of the job's request packets: {:.3}", r.nonmin_fraction);
+            let per: Vec<String> = r.nonmin_by_mode.iter().map(|(m, f)| format!("{m} {f:.3}")).collect();
+            println!("non-minimal fraction of the job's request packets: {:.3} ({})", r.nonmin_fraction, per.join(", "));
             if let Some(dir) = out {
                 write_records(&dir, &r)?;
                 println!("{} rank records written to {}", r.records.len(), dir.display());

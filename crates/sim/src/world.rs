@@ -1,7 +1,7 @@
 //! Jobs of ranks running workloads on the simulated network; every rank of a measured job runs
 //! the aar decision engine (`aar-engine`) before each message, exactly as libaar.so does.
 
-use crate::config::{Mode, NetConfig};
+use crate::config::{Mode, NetConfig, N_MODES};
 use crate::net::{Kind, Net, NicCounters, Note, NOTES};
 use crate::record::{IterSample, RankRecord, RECORD_SCHEMA};
 use crate::rng::Rng;
@@ -128,6 +128,8 @@ pub struct ExperimentResult {
     pub wall_s: f64,
     /// fraction of the measured job's request packets that took a non-minimal path
     pub nonmin_fraction: f64,
+    /// the same per routing mode of the messages
+    pub nonmin_by_mode: Vec<(String, f64)>,
 }
 
 impl ExperimentResult {
@@ -194,6 +196,8 @@ pub struct World {
     node_groups: u32,
     nonmin: u64,
     reqpk: u64,
+    nonmin_mode: [u64; N_MODES],
+    reqpk_mode: [u64; N_MODES],
 }
 
 fn tag_of(iter: u32, tag: u32) -> u32 {
@@ -220,6 +224,8 @@ impl World {
             rng,
             nonmin: 0,
             reqpk: 0,
+            nonmin_mode: [0; N_MODES],
+            reqpk_mode: [0; N_MODES],
         };
         let mut ring: Vec<u32> = (0..spec.ranks).collect();
         w.rng.shuffle(&mut ring);
@@ -401,6 +407,11 @@ impl World {
             sim_time_ns: self.net.cfg.ticks_to_ns(self.net.now),
             wall_s: wall.elapsed().as_secs_f64(),
             nonmin_fraction: if self.reqpk > 0 { self.nonmin as f64 / self.reqpk as f64 } else { 0.0 },
+            nonmin_by_mode: Mode::ALL
+                .iter()
+                .filter(|m| self.reqpk_mode[**m as usize] > 0)
+                .map(|m| (m.name().to_string(), self.nonmin_mode[*m as usize] as f64 / self.reqpk_mode[*m as usize] as f64))
+                .collect(),
         }
     }
 
@@ -456,6 +467,8 @@ impl World {
                 if self.jobs[self.ranks[r].job].measured {
                     self.reqpk += msg.npk as u64;
                     self.nonmin += msg.nonmin_pk as u64;
+                    self.reqpk_mode[msg.mode as usize] += msg.npk as u64;
+                    self.nonmin_mode[msg.mode as usize] += msg.nonmin_pk as u64;
                 }
                 self.ranks[r].pending_sends -= 1;
                 self.check_phase(r);
