@@ -4,6 +4,7 @@
 use aar_engine::CounterSample;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
+use std::sync::OnceLock;
 
 const PAPI_OK: c_int = 0;
 const PAPI_NULL: c_int = -1;
@@ -45,7 +46,14 @@ pub struct Opened {
     pub library: String,
 }
 
+/// The loaded library, kept until the process ends: its functions stay in use.
+static LIBRARY: OnceLock<Library> = OnceLock::new();
+
 fn load(explicit: Option<&str>) -> Result<(&'static Library, String), Unavailable> {
+    if let Some(lib) = LIBRARY.get() {
+        // Already loaded (a fork child re-opening its event set): the same library.
+        return Ok((lib, explicit.unwrap_or("libpapi").to_string()));
+    }
     let candidates: Vec<&str> = match explicit {
         Some(path) => vec![path],
         None => SONAMES.to_vec(),
@@ -54,8 +62,7 @@ fn load(explicit: Option<&str>) -> Result<(&'static Library, String), Unavailabl
     for name in &candidates {
         // SAFETY: loading libpapi runs its ELF constructors, which only set up PAPI's own state.
         match unsafe { Library::new(name) } {
-            // Leaked on purpose: the functions stay in use until the process ends.
-            Ok(lib) => return Ok((Box::leak(Box::new(lib)), name.to_string())),
+            Ok(lib) => return Ok((LIBRARY.get_or_init(|| lib), name.to_string())),
             Err(e) => {
                 first_error.get_or_insert(e.to_string());
             }

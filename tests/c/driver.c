@@ -232,7 +232,7 @@ static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dl
 	pd.cqwrite_value = seq & 0xffffffffffffull;
 	before = pd;
 	gni_return_t rc = cqw ? GNI_PostCqWrite(a->ep, &pd) : rdma ? GNI_PostRdma(a->ep, &pd) : GNI_PostFma(a->ep, &pd);
-	p->posts++;
+	__atomic_add_fetch(&p->posts, 1, __ATOMIC_RELAXED);
 	if (!ok(p, rc, kind))
 		return -1;
 	if (complete(p, a, &pd))
@@ -287,7 +287,7 @@ static int chained(struct pair *p, int cqw, uint64_t size, unsigned elems, uint1
 	pd.next_descr = elems ? (cqw ? (void *)cqws : (void *)puts) : NULL;
 	before = pd;
 	gni_return_t rc = cqw ? GNI_CtPostCqWrite(a->ep, &pd) : GNI_CtPostFma(a->ep, &pd);
-	p->posts++;
+	__atomic_add_fetch(&p->posts, 1, __ATOMIC_RELAXED);
 	printf("ct%s rc=%d\n", cqw ? "cqw" : "", (int)rc);
 	if (!ok(p, rc, cqw ? "GNI_CtPostCqWrite" : "GNI_CtPostFma"))
 		return -1;
@@ -318,7 +318,7 @@ static int smsg(struct pair *p, int tagged, uint64_t size, uint64_t seq)
 		payload[i] = pattern(i, seq);
 	gni_return_t rc = tagged ? GNI_SmsgSendWTag(a->ep, &header, sizeof header, payload, (uint32_t)size, (uint32_t)seq, 7)
 				 : GNI_SmsgSend(a->ep, &header, sizeof header, payload, (uint32_t)size, (uint32_t)seq);
-	p->posts++;
+	__atomic_add_fetch(&p->posts, 1, __ATOMIC_RELAXED);
 	if (!ok(p, rc, "GNI_SmsgSend"))
 		return -1;
 	void *msg = NULL;
@@ -642,6 +642,8 @@ int main(int argc, char **argv)
 				p.posts += t[k].pair.posts;
 				p.errors += t[k].pair.errors;
 			}
+			free(t);
+			free(tid);
 			i += 3;
 		} else {
 			fprintf(stderr, "driver: unknown command %s\n", c);

@@ -380,7 +380,8 @@ impl Engine {
         } else if switching {
             self.open.mixed = true;
         }
-        self.open.decisions += 1;
+        // Saturating: without counters (no PAPI) the window never closes.
+        self.open.decisions = self.open.decisions.saturating_add(1);
         self.open.side = side;
         self.open.endpoint = msg.endpoint;
         self.open.bytes = msg.bytes;
