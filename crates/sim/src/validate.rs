@@ -295,7 +295,7 @@ router (BookSim2 `ugal_dragonflynew` rule: minimal iff q_min <= 2 q_nonmin + 30 
     // ------------------------------------------------------------------ SC'19
     md += "## 3. SC'19 observations on the Aries-like network with background traffic\n\n";
     let net = sc19_net();
-    let seeds: Vec<u64> = if quick { (1..=3).collect() } else { (1..=5).collect() };
+    let seeds: Vec<u64> = if quick { (1..=3).collect() } else { (1..=4).collect() };
     let pp_bytes: u64 = if quick { 1 << 20 } else { 4 << 20 };
     let iters = 4;
     let bg = Background::Uniform { load: 0.4, bytes: 4096 };
@@ -353,7 +353,7 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
     let loaded_seeds: Vec<u64> = if quick { vec![] } else { (1..=3).collect() };
     let mkl = |wl: Workload, ranks: u32, pl: Placement, bg: Background, nodes: u32, local: bool, seed: u64, its: u32| {
         let mut s = ExperimentSpec::new(loaded_net.clone(), wl, ranks, pl);
-        s.arms = vec![PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3)];
+        s.arms = vec![PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3), PolicySpec::Auto];
         s.iterations = its;
         s.background = bg;
         s.background_nodes = nodes;
@@ -364,16 +364,16 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
     for &seed in &loaded_seeds {
         scs.push(Sc {
             label: "loaded-pp-intra".into(),
-            spec: mkl(Workload::PingPong { bytes: 256 << 10 }, 2, Placement::SameGroup, Background::Uniform { load: 0.6, bytes: 4096 }, 128, true, seed, 6),
+            spec: mkl(Workload::PingPong { bytes: 256 << 10 }, 2, Placement::SameGroup, Background::Uniform { load: 0.6, bytes: 4096 }, 128, true, seed, 9),
         });
         scs.push(Sc {
             label: "loaded-pp-inter".into(),
-            spec: mkl(Workload::PingPong { bytes: 256 << 10 }, 2, Placement::AcrossGroups, Background::WorstCase { load: 0.6, bytes: 4096 }, 64, false, seed, 6),
+            spec: mkl(Workload::PingPong { bytes: 256 << 10 }, 2, Placement::AcrossGroups, Background::WorstCase { load: 0.6, bytes: 4096 }, 64, false, seed, 9),
         });
         for b in [64u64, 65536] {
             scs.push(Sc {
                 label: format!("loaded-a2a-{b}"),
-                spec: mkl(Workload::Alltoall { bytes: b }, 16, Placement::AcrossGroups, Background::Uniform { load: 0.5, bytes: 4096 }, 64, false, seed, 6),
+                spec: mkl(Workload::Alltoall { bytes: b }, 16, Placement::AcrossGroups, Background::Uniform { load: 0.5, bytes: 4096 }, 64, false, seed, 9),
             });
         }
     }
@@ -404,6 +404,10 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
         let a3 = summarize(&pool(label, "ADAPTIVE3"));
         md.push_str(&summary_row(&format!("{title}, ADAPTIVE0"), &a0));
         md.push_str(&summary_row(&format!("{title}, ADAPTIVE3"), &a3));
+        let auto = pool(label, "auto");
+        if !auto.is_empty() {
+            md.push_str(&summary_row(&format!("{title}, auto (the paper's algorithm in every rank)"), &summarize(&auto)));
+        }
         let a0_faster = a0.median < a3.median;
         let separated = a0.ci_hi < a3.ci_lo || a3.ci_hi < a0.ci_lo;
         let w = (window(label, "ADAPTIVE0"), window(label, "ADAPTIVE3"));
@@ -451,8 +455,8 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
             "\n### 3b. Loaded network\n\nAries-like, 4 groups, **1** global port per router (32 links per group pair), so that global \
 links can congest. Intra-group ping-pong (256 KiB): 128 nodes of the group send uniform random 4 KiB PUTs inside it at 60% of \
 injection bandwidth. Inter-group ping-pong (256 KiB): 64 nodes anywhere send worst-case traffic (group i -> i+1) at 60%. \
-Alltoall (16 ranks over the 4 groups): 64 nodes anywhere, uniform random at 50%. Background routing ADAPTIVE0; {} seeds, 6 A/B \
-iterations each.\n\n| experiment, arm | samples | median | 95% CI of median | QCD | max |\n|---|---:|---:|---|---:|---:|",
+Alltoall (16 ranks over the 4 groups): 64 nodes anywhere, uniform random at 50%. Background routing ADAPTIVE0; {} seeds, 9 \
+iterations each alternating ADAPTIVE0, ADAPTIVE3 and `auto` (the engine's paper policy deciding per message from the NIC counters).\n\n| experiment, arm | samples | median | 95% CI of median | QCD | max |\n|---|---:|---:|---|---:|---:|",
             loaded_seeds.len()
         );
         compare(&mut obs, &mut md, "loaded-pp-intra", "loaded, ping-pong 256 KiB, one group", true);
