@@ -16,6 +16,18 @@ pub enum Policy {
     Off,
 }
 
+impl Policy {
+    /// The names users give a policy, in `AAR_MODE` and in `aar sim --policy`: `auto` (or
+    /// `paper`), `off` (or `observe`), or an adaptive mode in either spelling.
+    pub fn parse(text: &str) -> Option<Policy> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" | "paper" => Some(Policy::Auto),
+            "off" | "observe" => Some(Policy::Off),
+            _ => RoutingMode::parse(text).map(Policy::Fixed),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct EngineConfig {

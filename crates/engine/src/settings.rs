@@ -181,14 +181,6 @@ fn parse_factor(v: &str) -> Option<f64> {
     v.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0 && *x <= 1000.0)
 }
 
-fn parse_policy(v: &str) -> Option<Policy> {
-    match v.to_ascii_lowercase().as_str() {
-        "auto" | "paper" => Some(Policy::Auto),
-        "off" | "observe" => Some(Policy::Off),
-        _ => RoutingMode::parse(v).map(Policy::Fixed),
-    }
-}
-
 fn parse_unit(v: &str) -> Option<LatencyUnit> {
     match v.to_ascii_lowercase().as_str() {
         "us" | "usec" | "microseconds" => Some(LatencyUnit::Microseconds),
@@ -220,7 +212,7 @@ impl Settings {
             "auto",
             "is not a routing policy",
             "Use auto, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.",
-            parse_policy,
+            Policy::parse,
         );
         let threshold_bytes = p.parse(
             "AAR_THRESHOLD",

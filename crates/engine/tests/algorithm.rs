@@ -363,3 +363,34 @@ fn extreme_counter_values_never_produce_a_non_finite_decision() {
         }
     }
 }
+
+#[test]
+fn zero_stalls_on_both_sides_decide_on_latency_alone() {
+    // The common case in the simulator: the NIC never stalls. From High Bias with L = 1, s = 0,
+    // Adaptive is estimated at L = 1.2, s = 0: High Bias is faster for every size.
+    for bytes in [64, 4096, 64 << 10, 4 << 20] {
+        let mut e = engine_observing(AD3, 1.0, 0.0);
+        let d = e.on_threshold_crossed(&put(bytes), false);
+        assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Model), "{bytes} B");
+    }
+    // From Adaptive with L = 1.2, s = 0: High Bias estimated at L = 1.0, s = 0: switch.
+    let mut e = engine_observing(AD0, 1.2, 0.0);
+    assert_eq!(e.on_threshold_crossed(&put(4 << 20), false).mode, Some(AD3));
+    // And with λ = 1 both sides estimate the same time: a tie keeps the mode in use.
+    let cfg = EngineConfig { lambda: 1.0, ..EngineConfig::default() };
+    let msg = put(64 << 10);
+    let mut e = engine_with_windows(cfg, &msg, &[(AD0, 1.0, 0.0)]);
+    let d = e.on_threshold_crossed(&msg, false);
+    assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Model));
+}
+
+#[test]
+fn policy_names() {
+    assert_eq!(Policy::parse("auto"), Some(Policy::Auto));
+    assert_eq!(Policy::parse(" Paper "), Some(Policy::Auto));
+    assert_eq!(Policy::parse("OFF"), Some(Policy::Off));
+    assert_eq!(Policy::parse("ADAPTIVE_2"), Some(Policy::Fixed(RoutingMode::Adaptive2)));
+    for bad in ["", "MIN_HASH", "fast", "autoo"] {
+        assert_eq!(Policy::parse(bad), None, "{bad}");
+    }
+}

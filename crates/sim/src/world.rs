@@ -23,10 +23,15 @@ pub enum PolicySpec {
 }
 
 impl PolicySpec {
+    /// The engine's policy names (as in `AAR_MODE`), plus the non-adaptive modes the simulator
+    /// can also pin (`MIN_HASH`, `NMIN_HASH`, `IN_ORDER`) and `default` for `off`.
     pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" | "paper" => Some(PolicySpec::Auto),
-            "off" | "default" => Some(PolicySpec::Off),
+        if s.trim().eq_ignore_ascii_case("default") {
+            return Some(PolicySpec::Off);
+        }
+        match aar_engine::Policy::parse(s) {
+            Some(aar_engine::Policy::Auto) => Some(PolicySpec::Auto),
+            Some(aar_engine::Policy::Off) => Some(PolicySpec::Off),
             _ => Mode::parse(s).map(PolicySpec::Fixed),
         }
     }
