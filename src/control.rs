@@ -19,6 +19,10 @@ pub const REWRITE: u32 = 1 << 14;
 /// The inline fast path may handle posts (ready, enabled, no trace).
 pub const FAST: u32 = 1 << 15;
 const LOW_LATENCY_SHIFT: u32 = 16;
+/// Precomputed for the fast path, which then needs no lookup: the mode index (class) and the
+/// reason of adaptive posts below the threshold when [`REWRITE`].
+const CLASS_SHIFT: u32 = 24;
+const REASON_SHIFT: u32 = 26;
 
 fn policy_code(p: Policy) -> u32 {
     match p {
@@ -45,7 +49,13 @@ pub fn word(policy: Policy, low_latency: RoutingMode, ready: bool, enabled: bool
         Policy::Off => None,
     };
     let mut w = (policy_code(policy) << POLICY_SHIFT) | (u32::from(low_latency.dlvr_bits()) << LOW_LATENCY_SHIFT);
-    w |= below.map_or(0, |m| u32::from(m.dlvr_bits()));
+    w |= below.map_or(0, |m| u32::from(m.dlvr_bits()) | (m.index() as u32) << CLASS_SHIFT);
+    let reason = match policy {
+        Policy::Auto => Reason::Threshold,
+        Policy::Fixed(_) => Reason::Fixed,
+        Policy::Off => Reason::Passthrough,
+    };
+    w |= (reason.index() as u32) << REASON_SHIFT;
     if ready {
         w |= READY;
     }
@@ -83,6 +93,18 @@ pub fn below_threshold_mode(w: u32) -> Option<RoutingMode> {
         return None;
     }
     RoutingMode::from_routing_bits((w & ROUTING) as u16)
+}
+
+/// Index of the mode adaptive posts below the threshold get (valid when [`REWRITE`]).
+#[inline(always)]
+pub fn below_threshold_class(w: u32) -> usize {
+    ((w >> CLASS_SHIFT) & 0x3) as usize
+}
+
+/// [`below_threshold_reason`] without a lookup (valid when [`REWRITE`]).
+#[inline(always)]
+pub fn below_threshold_reason_index(w: u32) -> usize {
+    ((w >> REASON_SHIFT) & 0x7) as usize
 }
 
 /// Why a post below the threshold gets the routing it gets.
@@ -135,9 +157,11 @@ mod tests {
         let w = word(Policy::Auto, RoutingMode::Adaptive3, true, true, false);
         assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive3));
         assert_eq!(below_threshold_reason(w), Reason::Threshold);
+        assert_eq!((below_threshold_class(w), below_threshold_reason_index(w)), (3, Reason::Threshold.index()));
         let w = with(w, Some(Policy::Fixed(RoutingMode::Adaptive0)), None, None);
         assert_eq!(below_threshold_mode(w), Some(RoutingMode::Adaptive0));
         assert_eq!(below_threshold_reason(w), Reason::Fixed);
+        assert_eq!((below_threshold_class(w), below_threshold_reason_index(w)), (0, Reason::Fixed.index()));
         let w = with(w, None, Some(false), None);
         assert_eq!(below_threshold_mode(w), None);
         assert_eq!(below_threshold_reason(w), Reason::Passthrough);

@@ -4,11 +4,12 @@
 //! read-modify-write, which would cost as much as the rest of the fast path); the record sums
 //! the blocks at exit. The blocks are a fixed table, never allocated: a thread claims a free one
 //! on its first message and gives it back when it exits (its totals keep counting in the sum);
-//! threads beyond the table's size share one block with atomic adds.
+//! a thread that finds no free block near its home shares one block with atomic adds.
 
+use crate::sys;
 use aar_engine::{Reason, RoutingMode};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed};
 
 /// Routing a message went out with: ADAPTIVE0..3, the non-adaptive ones, and SMSG left to the
 /// caller's NIC setting.
@@ -33,91 +34,128 @@ pub fn class_of(dlvr_mode: u16) -> usize {
 
 #[repr(align(64))]
 struct Block {
-    in_use: AtomicBool,
+    /// Thread pointer of the thread that writes this block; 0: free.
+    owner: AtomicUsize,
     messages: [AtomicU64; CLASSES],
     bytes: [AtomicU64; CLASSES],
     reasons: [AtomicU64; REASONS],
 }
 
 impl Block {
-    const fn new(in_use: bool) -> Self {
+    const fn new(owner: usize) -> Self {
         Self {
-            in_use: AtomicBool::new(in_use),
+            owner: AtomicUsize::new(owner),
             messages: [const { AtomicU64::new(0) }; CLASSES],
             bytes: [const { AtomicU64::new(0) }; CLASSES],
             reasons: [const { AtomicU64::new(0) }; REASONS],
         }
     }
+
+    /// Single writer: a relaxed load and store.
+    #[inline(always)]
+    fn bump(&self, class: usize, reason: usize, bytes: u64) {
+        let add = |c: &AtomicU64, by: u64| c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
+        add(&self.messages[class % CLASSES], 1);
+        add(&self.bytes[class % CLASSES], bytes);
+        add(&self.reasons[reason % REASONS], 1);
+    }
 }
 
 /// More threads than this posting at once is not a real program; they would share `SHARED`.
 const MAX_THREADS: usize = 512;
-static BLOCKS: [Block; MAX_THREADS] = [const { Block::new(false) }; MAX_THREADS];
-/// Where posts go when their thread has no block (it is exiting, or the table is full): shared,
+/// Blocks are found by hashing the thread pointer (one instruction to read, where a
+/// thread-local in a shared library costs a call to `__tls_get_addr`); a thread whose home slot
+/// is taken claims a nearby one.
+static BLOCKS: [Block; MAX_THREADS] = [const { Block::new(0) }; MAX_THREADS];
+const PROBES: usize = 8;
+/// Where messages go when their thread has no block (the table's neighbourhood is full): shared,
 /// so it uses atomic adds.
-static SHARED: Block = Block::new(true);
+static SHARED: Block = Block::new(usize::MAX);
 
-struct Slot(Cell<Option<&'static Block>>);
+#[inline]
+fn home(me: usize) -> usize {
+    // Thread pointers sit at page-aligned offsets of their stacks: hash the page number.
+    ((me >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 55) % MAX_THREADS
+}
 
-impl Drop for Slot {
+/// Frees this thread's block when it exits (registered on first use; a thread-local with a
+/// destructor is only touched then, never on the counting path).
+struct Release(Cell<usize>);
+
+impl Drop for Release {
     fn drop(&mut self) {
-        if let Some(b) = self.0.get() {
-            // Release: the next owner (Acquire in `register`) must see this thread's last counts.
-            b.in_use.store(false, Ordering::Release);
+        if let Some(b) = BLOCKS.get(self.0.get()) {
+            // Release: the next owner (Acquire in `claim`) must see this thread's last counts.
+            b.owner.store(0, Ordering::Release);
         }
     }
 }
 
 thread_local! {
-    static MINE: Slot = const { Slot(Cell::new(None)) };
-}
-
-fn bump(c: &AtomicU64, by: u64) {
-    c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
-}
-
-#[cold]
-fn register() -> Option<&'static Block> {
-    // Acquire pairs with the Release of the previous owner's exit: its last counts are seen.
-    BLOCKS.iter().find(|b| b.in_use.compare_exchange(false, true, Ordering::Acquire, Relaxed).is_ok())
+    static RELEASE: Release = const { Release(Cell::new(usize::MAX)) };
 }
 
 /// Count one message.
 #[inline]
 pub fn count(class: usize, reason: Reason, bytes: u64) {
-    let owned = MINE.try_with(|slot| {
-        let b = match slot.0.get() {
-            Some(b) => b,
-            None => {
-                let b = register()?;
-                slot.0.set(Some(b));
-                b
-            }
-        };
-        bump(&b.messages[class], 1);
-        bump(&b.bytes[class], bytes);
-        bump(&b.reasons[reason.index()], 1);
-        Some(())
-    });
-    if !matches!(owned, Ok(Some(()))) {
-        SHARED.messages[class].fetch_add(1, Relaxed);
-        SHARED.bytes[class].fetch_add(bytes, Relaxed);
-        SHARED.reasons[reason.index()].fetch_add(1, Relaxed);
+    count_indexed(class, reason.index(), bytes);
+}
+
+/// [`count`] with the reason as its index (the fast path has it precomputed).
+#[inline(always)]
+pub fn count_indexed(class: usize, reason: usize, bytes: u64) {
+    let me = sys::thread_pointer();
+    let b = &BLOCKS[home(me)];
+    if b.owner.load(Relaxed) == me {
+        b.bump(class, reason, bytes);
+    } else {
+        count_elsewhere(me, class, reason, bytes);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn count_elsewhere(me: usize, class: usize, reason: usize, bytes: u64) {
+    match claim(me) {
+        Some(b) => b.bump(class, reason, bytes),
+        None => {
+            SHARED.messages[class % CLASSES].fetch_add(1, Relaxed);
+            SHARED.bytes[class % CLASSES].fetch_add(bytes, Relaxed);
+            SHARED.reasons[reason % REASONS].fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// This thread's block near its home slot, claiming a free one on its first message.
+fn claim(me: usize) -> Option<&'static Block> {
+    let h = home(me);
+    let near = (0..PROBES).map(|k| (h + k) % MAX_THREADS);
+    if let Some(i) = near.clone().find(|&i| BLOCKS[i].owner.load(Relaxed) == me) {
+        return Some(&BLOCKS[i]);
+    }
+    // Acquire pairs with the Release of the previous owner's exit: its last counts are seen.
+    let i = near.into_iter().find(|&i| BLOCKS[i].owner.compare_exchange(0, me, Ordering::Acquire, Relaxed).is_ok())?;
+    if RELEASE.try_with(|r| r.0.set(i)).is_err() {
+        // The thread is already exiting: nothing would free the block, so do not keep it.
+        BLOCKS[i].owner.store(0, Ordering::Release);
+        return None;
+    }
+    Some(&BLOCKS[i])
 }
 
 /// In a fork child: start from zero (the child's record counts the child's messages only), and
 /// free the blocks of the threads that stayed in the parent.
 pub fn reset_in_child() {
-    let mine = MINE.try_with(|s| s.0.get()).ok().flatten();
+    let me = sys::thread_pointer();
     let zero = |b: &Block| {
         b.messages.iter().chain(&b.bytes).chain(&b.reasons).for_each(|c| c.store(0, Relaxed));
     };
     zero(&SHARED);
     for b in &BLOCKS {
         zero(b);
-        let is_mine = mine.is_some_and(|m| std::ptr::eq(m, b));
-        b.in_use.store(is_mine, Relaxed);
+        if b.owner.load(Relaxed) != me {
+            b.owner.store(0, Relaxed);
+        }
     }
 }
 

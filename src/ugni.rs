@@ -10,6 +10,7 @@ use crate::stats::{self, class_of, CALLER_SMSG};
 use crate::trylock::TryLock;
 use crate::{diag, mpi, runtime, sys, trace};
 use aar_abi::*;
+use aar_engine::mode::ROUTING_BITS;
 use aar_engine::model::{packets, request_flits};
 use aar_engine::{
     dlvr_mode_name, requested_mode, with_mode, Message, Reason, RoutingMode, TestPanic, Transfer, Window,
@@ -153,15 +154,17 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
             return unsafe { real_fn(ep, pd) };
         }
         if !runtime::accumulate(bytes) {
-            let class = match control::below_threshold_mode(w) {
-                Some(m) => {
-                    // SAFETY: as above; only the routing byte changes, flag bits are kept.
-                    unsafe { (*pd).dlvr_mode = with_mode(dlvr, m) };
-                    m.index()
-                }
-                None => class_of(dlvr),
-            };
-            stats::count(class, control::below_threshold_reason(w), bytes);
+            if w & control::REWRITE != 0 {
+                // SAFETY: as above; only the routing byte changes, flag bits are kept.
+                unsafe { (*pd).dlvr_mode = (dlvr & !ROUTING_BITS) | (w & control::ROUTING) as u16 };
+                stats::count_indexed(
+                    control::below_threshold_class(w),
+                    control::below_threshold_reason_index(w),
+                    bytes,
+                );
+            } else {
+                stats::count(class_of(dlvr), Reason::Passthrough, bytes);
+            }
             // SAFETY: forwarding the caller's arguments.
             return unsafe { real_fn(ep, pd) };
         }
