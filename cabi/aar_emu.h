@@ -25,12 +25,39 @@
  * ORDERED_TAIL are ignored). Fractions are carried over, so no small amount is lost.
  * A chained post counts as one transfer per element plus one for its head.
  *
+ * Simulated network (AAR_EMU_SIM set): instead of the model above, every transfer is injected
+ * into the packet-level Dragonfly simulator of crates/sim (Aries-like groups, credit flow
+ * control, the routing mode of dlvr_mode's low byte: ADAPTIVE0..3, MIN_HASH, NMIN_HASH,
+ * IN_ORDER; PUT-like transfers as PUTs, GET-like ones as GETs, an SMSG send as a small PUT in
+ * the NIC's SMSG mode) at the current simulated time, and the simulation, background traffic
+ * included, runs until the transfer's last response is back at the source NIC; then the post
+ * returns. Data still moves inside the process as before; only timing and counters change:
+ *   - NIC k attached by the process (addresses 0x100, 0x101, ... in attach order) sits on node
+ *     (k mod nodes) of the placement (across-groups: node i in group i mod groups);
+ *   - the five counters are the simulator's NIC counters summed over the process's nodes (the
+ *     process is one rank; with one NIC, exactly its node's counters; a two-NIC process such as
+ *     the examples sees the traffic of both sides, as co-located ranks share a NIC on Aries);
+ *     rsp_latency is simulated in 800 MHz cycles and published in AAR_EMU_LATENCY_UNIT;
+ *   - aar_emu_clock_ns() is the simulated time: it starts at 5000 ns (the background's lead
+ *     time) and moves only while transfers are in flight (host time is not modelled);
+ *   - aar_emu_set_network has no effect (the profile only applies if the simulation fails, in
+ *     which case one "aar-emu:" warning says so and the default model takes over);
+ *   - frozen counters still let transfers through the simulated network and the clock.
+ *
  * Environment (read at the first uGNI call):
  *   AAR_EMU_NETWORK="latency_ad=1.4,latency_bs=1.1,stall_ad=1,stall_bs=2,rsp_stall=0"
  *       the network profile (these are the defaults: a quiet network); any subset of the keys;
  *       a bad item gets one "aar-emu:" warning on stderr and keeps its default.
  *   AAR_EMU_LATENCY_UNIT=us|cycles   unit of rsp_latency (default us).
  *   AAR_EMU_LOG=<path>   append one JSON line per post/SMSG call (see crates/emu).
+ *   AAR_EMU_SIM="groups=2,placement=across-groups,nodes=2,background=uniform:0.3:4K,seed=1"
+ *       the simulated network (unset or empty: the model above). Keys, all optional (defaults):
+ *       groups (2, 1..16), global-per-router (10, 1..10), placement (across-groups; same-blade,
+ *       same-group, scattered), nodes (2), background (none; uniform:LOAD[:SIZE],
+ *       worst-case:LOAD[:SIZE], congestors[:SIZE]), background-nodes (32), background-global
+ *       (0: background only in the groups of the process's nodes), seed (1). "1" alone means all
+ *       defaults. A bad value gets one "aar-emu:" warning naming the variable and value, and the
+ *       model above is used.
  */
 #ifndef AAR_EMU_H
 #define AAR_EMU_H
@@ -58,6 +85,12 @@ void aar_emu_counters_get(long long values[5]);
 
 /* on != 0: transfers stop changing the counters (only _add/_set do); on == 0: they resume. */
 void aar_emu_counters_freeze(int on);
+
+/* The emulator's clock, in nanoseconds: with AAR_EMU_SIM, the simulated time (it moves only while
+ * transfers are in flight, and a post returns at its transfer's completion); 0 with the default
+ * model, which has no clock (use clock_gettime then). Programs that should also run on a real
+ * Cray declare it weak (#pragma weak aar_emu_clock_ns) and fall back when it is absent or 0. */
+unsigned long long aar_emu_clock_ns(void);
 
 /* Post and SMSG-send calls received so far, of every kind (GNI_PostRdma, GNI_PostFma,
  * GNI_PostCqWrite, GNI_CtPostFma, GNI_CtPostCqWrite, GNI_SmsgSend, GNI_SmsgSendWTag), counted on

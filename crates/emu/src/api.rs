@@ -781,3 +781,8 @@ pub extern "C" fn aar_emu_counters_freeze(on: c_int) {
 pub extern "C" fn aar_emu_post_count() -> u64 {
     counters::post_count()
 }
+
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_emu_clock_ns() -> u64 {
+    catch_unwind(counters::clock_ns).unwrap_or(0)
+}

@@ -1,6 +1,7 @@
 //! The five Aries NIC counters: static `long long`s updated with atomics, published as PAPI
 //! Software-Defined Events (`sde:::aries::<name>`) from an ELF constructor, and driven by the
-//! timing model. One set per process, as on a node where co-located ranks share a NIC.
+//! timing model: the default model, or the network simulator when `AAR_EMU_SIM` is set (see
+//! `crate::sim`). One set per process, as on a node where co-located ranks share a NIC.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -104,7 +105,19 @@ fn timing() -> &'static Mutex<Timing> {
                 1.0
             }
         };
-        Mutex::new(Timing { model: Box::new(DefaultModel { profile }), fractions: [0.0; 5], latency_scale })
+        let model: Box<dyn NicModel> = match std::env::var("AAR_EMU_SIM") {
+            Ok(spec) if !spec.trim().is_empty() => match crate::sim::SimModel::from_spec(&spec, profile) {
+                Ok(m) => Box::new(m),
+                Err(problem) => {
+                    warn(&format!(
+                        "AAR_EMU_SIM=\"{spec}\": {problem}; using the default timing model (AAR_EMU_NETWORK) instead"
+                    ));
+                    Box::new(DefaultModel { profile })
+                }
+            },
+            _ => Box::new(DefaultModel { profile }),
+        };
+        Mutex::new(Timing { model, fractions: [0.0; 5], latency_scale })
     })
 }
 
@@ -117,6 +130,12 @@ fn lock_timing() -> std::sync::MutexGuard<'static, Timing> {
 /// small latencies and stalls are not lost to integer rounding.
 pub fn account(t: &Transfer) {
     if FROZEN.load(Ordering::Relaxed) {
+        // The default model keeps no state, so a frozen transfer need not reach it; the
+        // simulator's network and clock must still carry it.
+        let mut g = lock_timing();
+        if g.model.stateful() {
+            g.model.on_transfer(t);
+        }
         return;
     }
     let mut g = lock_timing();
@@ -124,7 +143,8 @@ pub fn account(t: &Transfer) {
     let amounts = [
         e.req_flits,
         e.req_stalled_cycles,
-        e.rsp_latency_us * g.latency_scale,
+        // (+ 0.0 for the default model, which has no cycle part: the same value as before)
+        e.rsp_latency_us * g.latency_scale + e.rsp_latency_cycles * (g.latency_scale / 800.0),
         e.rsp_packets,
         e.rsp_stalled_cycles,
     ];
@@ -139,6 +159,12 @@ pub fn account(t: &Transfer) {
             COUNTERS[i].fetch_add(whole as i64, Ordering::Relaxed);
         }
     }
+}
+
+/// The model's clock in nanoseconds (`aar_emu_clock_ns`): simulated time with `AAR_EMU_SIM`,
+/// 0 with the default model.
+pub fn clock_ns() -> u64 {
+    lock_timing().model.clock_ns()
 }
 
 /// Replaces the network profile; false (and nothing changed) when a value is negative or not finite.

@@ -2,7 +2,9 @@
 //! programs use, delivering data between endpoints inside one process. It logs every post as
 //! received (`AAR_EMU_LOG`), publishes the Aries NIC counters as PAPI Software-Defined Events
 //! (`sde:::aries::AR_NIC_...`) and drives them with a deterministic NIC timing model
-//! (`AAR_EMU_NETWORK`, `AAR_EMU_LATENCY_UNIT`). C declarations: cabi/gni_pub.h, cabi/aar_emu.h.
+//! (`AAR_EMU_NETWORK`, `AAR_EMU_LATENCY_UNIT`), or with the packet-level network simulator of
+//! crates/sim (`AAR_EMU_SIM`, see [`sim`]), which also gives completion times a simulated clock
+//! (`aar_emu_clock_ns`). C declarations: cabi/gni_pub.h, cabi/aar_emu.h.
 //!
 //! The post log (`AAR_EMU_LOG=<path>`, appended, one JSON object per line, written whole at the
 //! call, so complete at any exit), one line per call, failed calls included (`rc` says so):
@@ -27,6 +29,7 @@ mod cq;
 mod log;
 pub mod model;
 mod rma;
+pub mod sim;
 mod smsg;
 mod world;
 

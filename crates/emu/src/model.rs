@@ -1,7 +1,7 @@
 //! The NIC timing model: what one transfer does to the five Aries NIC counters.
 //!
-//! Pure code (no FFI, no globals) behind the [`NicModel`] trait, so the packet-level simulator can
-//! replace the default model later without touching the uGNI emulation.
+//! Pure code (no FFI, no globals) behind the [`NicModel`] trait: the default model below, or the
+//! packet-level simulator (`crate::sim`, `AAR_EMU_SIM`), without touching the uGNI emulation.
 
 /// How a transfer loads the network: PUT-like requests carry the payload, GET-like requests are
 /// one flit per packet and the payload comes back in the responses.
@@ -37,6 +37,10 @@ pub struct NicEffect {
     pub rsp_latency_us: f64,
     pub rsp_packets: f64,
     pub rsp_stalled_cycles: f64,
+    /// More request–response latency, in NIC cycles (800 MHz): models that count cycles use this,
+    /// so that `AAR_EMU_LATENCY_UNIT=cycles` publishes their counts without a rounding trip
+    /// through microseconds. The default model leaves it at 0.
+    pub rsp_latency_cycles: f64,
 }
 
 /// A NIC timing model. The emulator calls it once per transfer (a chained post: once per element).
@@ -44,6 +48,16 @@ pub trait NicModel: Send {
     fn on_transfer(&mut self, t: &Transfer) -> NicEffect;
     /// Called by `aar_emu_set_network` and at start-up; models that do not use a profile ignore it.
     fn set_profile(&mut self, _profile: NetworkProfile) {}
+    /// The model's clock (`aar_emu_clock_ns`): nanoseconds of simulated time, or 0 for a model
+    /// without one (the default model).
+    fn clock_ns(&self) -> u64 {
+        0
+    }
+    /// True when transfers must reach the model even while the counters are frozen, because the
+    /// model keeps state of its own (the simulator's network and clock).
+    fn stateful(&self) -> bool {
+        false
+    }
 }
 
 /// The two ends of the network's behaviour: plain Adaptive (ADAPTIVE0, "ad") and Adaptive with
@@ -203,6 +217,7 @@ impl NicModel for DefaultModel {
             rsp_latency_us: packets as f64 * latency,
             rsp_packets: packets as f64,
             rsp_stalled_cycles: req_stalled * p.rsp_stall,
+            rsp_latency_cycles: 0.0,
         }
     }
 
@@ -253,7 +268,8 @@ mod tests {
                 req_stalled_cycles: 10.0,
                 rsp_latency_us: 1.6,
                 rsp_packets: 1.0,
-                rsp_stalled_cycles: 0.0
+                rsp_stalled_cycles: 0.0,
+                rsp_latency_cycles: 0.0
             }
         );
         let bs = m.on_transfer(&put(64, 0x80));

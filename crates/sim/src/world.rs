@@ -5,7 +5,7 @@ use crate::config::{Mode, NetConfig, N_MODES};
 use crate::net::{Kind, Net, NicCounters, Note, NOTES};
 use crate::record::{IterSample, RankRecord, RECORD_SCHEMA};
 use crate::rng::Rng;
-use crate::workload::{Phase, Placement, Workload};
+use crate::workload::{parse_size, Phase, Placement, Workload};
 use aar_engine::{CounterSample, Engine, EngineConfig, LatencyUnit, Message, Policy, RoutingMode, Transfer};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -75,6 +75,40 @@ pub enum Background {
     /// GPCNeT congestors: the background nodes split in 3 closed-loop jobs (incast, alltoall,
     /// broadcast) exchanging `bytes` messages forever
     Congestors { bytes: u64 },
+}
+
+impl Background {
+    /// `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]` or `congestors[:SIZE]` (SIZE as in
+    /// [`parse_size`], default 4 KiB; LOAD a fraction of the NIC injection bandwidth in [0, 1]).
+    pub fn parse(s: &str) -> Result<Background, String> {
+        let parts: Vec<&str> = s.trim().split(':').collect();
+        let size = |i: usize| match parts.get(i) {
+            None => Ok(4096),
+            Some(x) => parse_size(x).filter(|&b| b > 0).ok_or_else(|| format!("{s}: bad size \"{x}\"")),
+        };
+        let load = || {
+            parts
+                .get(1)
+                .and_then(|x| x.trim().parse::<f64>().ok())
+                .filter(|l| (0.0..=1.0).contains(l))
+                .ok_or_else(|| format!("{s}: expected KIND:LOAD[:SIZE] with LOAD in [0, 1]"))
+        };
+        let max_parts = match parts[0].trim() {
+            "none" => 1,
+            "congestors" => 2,
+            _ => 3,
+        };
+        if parts.len() > max_parts {
+            return Err(format!("{s}: too many fields"));
+        }
+        Ok(match parts[0].trim() {
+            "none" => Background::None,
+            "uniform" => Background::Uniform { load: load()?, bytes: size(2)? },
+            "worst-case" => Background::WorstCase { load: load()?, bytes: size(2)? },
+            "congestors" => Background::Congestors { bytes: size(1)? },
+            k => return Err(format!("{s}: unknown kind \"{k}\" (none, uniform, worst-case, congestors)")),
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -149,6 +183,10 @@ impl ExperimentResult {
     }
 }
 
+/// Source and destination rank of messages posted from outside the simulator
+/// ([`World::post_external`]).
+pub const EXTERNAL_RANK: u32 = u32::MAX - 1;
+
 const USER_WAKE: u32 = 0;
 const USER_NOISE: u32 = 1;
 
@@ -203,6 +241,8 @@ pub struct World {
     reqpk: u64,
     nonmin_mode: [u64; N_MODES],
     reqpk_mode: [u64; N_MODES],
+    /// external messages that have completed and not been collected yet
+    external_done: Vec<u32>,
 }
 
 fn tag_of(iter: u32, tag: u32) -> u32 {
@@ -211,6 +251,22 @@ fn tag_of(iter: u32, tag: u32) -> u32 {
 
 impl World {
     pub fn build(spec: &ExperimentSpec) -> World {
+        Self::build_with(spec, true).0
+    }
+
+    /// The experiment's network, placement and background traffic without the measured job, for a
+    /// driver outside the simulator (the emulated uGNI of crates/emu) that posts its own messages
+    /// with [`World::post_external`] and runs the network with [`World::run_until_completed`].
+    /// Returns the world and the nodes the placement gives `spec.ranks` ranks: the background
+    /// avoids these nodes and starts on the ones sharing their routers, as in an experiment. The
+    /// workload, arms and iterations of the spec are not used. Nothing has run yet: the
+    /// background's lead time (`spec.background_lead_ns`) is for the caller to run
+    /// ([`World::run_until`]).
+    pub fn build_external(spec: &ExperimentSpec) -> (World, Vec<u32>) {
+        Self::build_with(spec, false)
+    }
+
+    fn build_with(spec: &ExperimentSpec, measured_job: bool) -> (World, Vec<u32>) {
         let net = Net::new(spec.net.clone(), spec.seed);
         let mut rng = Rng::new(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA11);
         let topo = &net.topo;
@@ -231,10 +287,13 @@ impl World {
             reqpk: 0,
             nonmin_mode: [0; N_MODES],
             reqpk_mode: [0; N_MODES],
+            external_done: Vec::new(),
         };
         let mut ring: Vec<u32> = (0..spec.ranks).collect();
         w.rng.shuffle(&mut ring);
-        w.add_job(&spec.workload, &nodes, &ring, spec.iterations + spec.warmup_iterations, spec.arms.clone(), true, spec.warmup_iterations);
+        if measured_job {
+            w.add_job(&spec.workload, &nodes, &ring, spec.iterations + spec.warmup_iterations, spec.arms.clone(), true, spec.warmup_iterations);
+        }
         // background nodes: same routers as the measured ranks first, then the scope at random
         let topo = &w.net.topo;
         let p = topo.p;
@@ -293,7 +352,69 @@ impl World {
             let t = if w.jobs[w.ranks[r].job].measured && has_bg { lead } else { 0 };
             w.net.schedule_user(t, r as u32, USER_WAKE | 0x100_0000);
         }
-        w
+        (w, nodes)
+    }
+
+    /// Posts a message from node `src` to node `dst` at the current time, outside any job: its
+    /// completion is collected by [`World::run_until_completed`]. Returns the message id.
+    pub fn post_external(&mut self, src: u32, dst: u32, bytes: u64, kind: Kind, mode: Mode) -> u32 {
+        self.net.post(src, dst, bytes, kind, mode, EXTERNAL_RANK, EXTERNAL_RANK, 0)
+    }
+
+    /// Runs the network, background included, until the external message `id` has completed (all
+    /// of its responses are back at the source NIC: `self.net.now` is then its completion time)
+    /// or until time `limit` (ticks). Returns whether it completed; a completed message is freed.
+    pub fn run_until_completed(&mut self, id: u32, limit: u64) -> bool {
+        loop {
+            if let Some(i) = self.external_done.iter().position(|&m| m == id) {
+                self.external_done.swap_remove(i);
+                self.net.free_msg(id);
+                return true;
+            }
+            if !self.step_external(limit) {
+                return false;
+            }
+        }
+    }
+
+    /// Runs the network, background included, up to time `t` (ticks).
+    pub fn run_until(&mut self, t: u64) {
+        while self.step_external(t) {}
+        self.net.now = self.net.now.max(t);
+    }
+
+    /// One step of the network for an external driver; false when no event is left up to `limit`.
+    fn step_external(&mut self, limit: u64) -> bool {
+        match self.net.step(limit) {
+            None => false,
+            Some((NOTES, _)) => {
+                let notes: Vec<Note> = self.net.notes.drain(..).collect();
+                for n in notes {
+                    match n {
+                        Note::Arrived(m) if self.net.msgs[m as usize].dst_rank == EXTERNAL_RANK => {}
+                        Note::Completed(m) if self.net.msgs[m as usize].src_rank == EXTERNAL_RANK => {
+                            self.external_done.push(m)
+                        }
+                        n => self.on_note(n),
+                    }
+                }
+                true
+            }
+            Some((a, d)) => {
+                self.user_event(a, d);
+                true
+            }
+        }
+    }
+
+    fn user_event(&mut self, a: u32, d: u32) {
+        if d & 0xFF == USER_NOISE {
+            self.noise(a);
+        } else if d & 0x100_0000 != 0 {
+            self.start_iteration(a as usize);
+        } else {
+            self.after_compute(a as usize);
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -359,15 +480,7 @@ impl World {
                         self.on_note(n);
                     }
                 }
-                Some((a, d)) => {
-                    if d & 0xFF == USER_NOISE {
-                        self.noise(a);
-                    } else if d & 0x100_0000 != 0 {
-                        self.start_iteration(a as usize);
-                    } else {
-                        self.after_compute(a as usize);
-                    }
-                }
+                Some((a, d)) => self.user_event(a, d),
             }
         }
         let mut iterations = Vec::new();
@@ -656,4 +769,45 @@ fn sample(c: &NicCounters) -> CounterSample {
 /// Run one experiment.
 pub fn run_experiment(spec: &ExperimentSpec, label: &str) -> ExperimentResult {
     World::build(spec).run(label.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn background_specs_parse_as_the_cli_writes_them() {
+        assert_eq!(Background::parse("none"), Ok(Background::None));
+        assert_eq!(Background::parse("uniform:0.4:4K"), Ok(Background::Uniform { load: 0.4, bytes: 4096 }));
+        assert_eq!(Background::parse("worst-case:0.5"), Ok(Background::WorstCase { load: 0.5, bytes: 4096 }));
+        assert_eq!(Background::parse("congestors:64K"), Ok(Background::Congestors { bytes: 65536 }));
+        for bad in ["uniform", "uniform:x", "uniform:1.5", "uniform:0.1:zero", "storm:0.1", "none:1", "congestors:1:2"] {
+            assert!(Background::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_external_driver_posts_and_runs_to_completion_among_the_background() {
+        let mut spec = ExperimentSpec::new(NetConfig::aries(2), Workload::Barrier, 2, Placement::AcrossGroups);
+        spec.background = Background::Uniform { load: 0.3, bytes: 4096 };
+        spec.background_nodes = 8;
+        let run = || {
+            let (mut w, nodes) = World::build_external(&spec);
+            let npg = w.net.topo.p * w.net.topo.routers_per_group;
+            assert_eq!(nodes, vec![0, npg]);
+            let lead = spec.net.ns_to_ticks(spec.background_lead_ns);
+            w.run_until(lead);
+            assert_eq!(w.net.now, lead);
+            let id = w.post_external(nodes[0], nodes[1], 4096, Kind::Put, Mode::Adaptive3);
+            assert!(w.run_until_completed(id, u64::MAX));
+            let c = w.net.counters(nodes[0]);
+            assert_eq!((c.req_flits, c.rsp_packets), (64 * 5, 64));
+            // the background never runs on the driver's nodes
+            assert_eq!(w.net.counters(nodes[1]).req_flits, 0);
+            (w.net.now, w.net.totals.packets_delivered)
+        };
+        let (t, delivered) = run();
+        assert!(delivered > 2 * 64, "the background ran too");
+        assert_eq!(run(), (t, delivered), "deterministic");
+    }
 }

@@ -102,6 +102,7 @@ pub fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         "AAR_EMU_LOG",
         "AAR_EMU_NETWORK",
         "AAR_EMU_LATENCY_UNIT",
+        "AAR_EMU_SIM",
         "LD_PRELOAD",
     ] {
         cmd.env_remove(var);

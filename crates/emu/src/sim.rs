@@ -1,0 +1,406 @@
+//! The simulator-backed NIC model (`AAR_EMU_SIM`): every transfer is injected into the
+//! packet-level Dragonfly simulator (crates/sim) and the network, background traffic included,
+//! runs until the transfer completes. The NIC counters and the clock come from the simulation;
+//! data still moves by memcpy inside the process (crate::rma, crate::smsg).
+//!
+//! `AAR_EMU_SIM="groups=2,placement=across-groups,nodes=2,background=uniform:0.3:4K,seed=1"`
+//! (any subset of the keys, in any order; `1`/`on`/`yes`/`true` alone means all defaults):
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `groups` | 2 | Aries-like groups (96 routers, 384 nodes each), 1 to 16 |
+//! | `global-per-router` | 10 | global ports per router, 1 to 10 |
+//! | `placement` | `across-groups` | `same-blade`, `same-group`, `across-groups`, `scattered` (the simulator's placements) |
+//! | `nodes` | 2 | simulated nodes the process's NICs are placed on |
+//! | `background` | `none` | `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]`, `congestors[:SIZE]` (the simulator's background jobs) |
+//! | `background-nodes` | 32 | nodes generating the background traffic |
+//! | `background-global` | 0 | 1: background nodes anywhere, not only in the groups of the process's nodes |
+//! | `seed` | 1 | seed of the simulation (placement `scattered`, routing, background) |
+//!
+//! Node mapping: the placement gives `nodes` simulated nodes n_0, n_1, ... for ranks 0, 1, ...
+//! (across-groups: n_i in group i mod groups). The NIC with address a (GNI_CdmAttach hands out
+//! 0x100, 0x101, ... in attach order) sits on node n_((a - 0x100) mod nodes): with the default
+//! `nodes=2`, the first NIC attached is on n_0, the second on n_1, a third shares n_0.
+//!
+//! Counters: the process is one rank; the five counters it publishes are the sums of the
+//! simulated NIC counters over its `nodes` nodes (with one NIC per process, exactly that node's
+//! counters; on Aries co-located ranks share them in the same way). Only the process's own
+//! transfers run on those nodes (the background avoids them), so a post's counter deltas are its
+//! source node's, plus the response stalls of its target when that is one of the process's
+//! nodes too. The latency counter is in NIC cycles (800 MHz) in the simulator and is published
+//! in the unit `AAR_EMU_LATENCY_UNIT` says.
+//!
+//! Time: the simulation starts by running the background for the simulator's lead time (5 µs),
+//! then each transfer is injected at the current simulated time and the simulation runs until
+//! its last response is back at the source NIC (local completion); the post returns then, with
+//! the clock (`aar_emu_clock_ns`) at the completion time. Host time between posts is not
+//! modelled: the clock only moves while a transfer is in flight. A chained post runs its head
+//! and then each element, one after the other.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use aar_sim::config::{Mode, NetConfig};
+use aar_sim::net::Kind;
+use aar_sim::topology::{TopoSpec, Topology};
+use aar_sim::workload::{Placement, Workload};
+use aar_sim::world::{Background, ExperimentSpec, World};
+
+use crate::model::{DefaultModel, Direction, NetworkProfile, NicEffect, NicModel, Transfer};
+use crate::warn;
+use crate::world::FIRST_NIC_ADDR;
+
+/// What `AAR_EMU_SIM` asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimSpec {
+    pub groups: u32,
+    pub global_per_router: u32,
+    pub placement: Placement,
+    pub nodes: u32,
+    pub background: Background,
+    pub background_nodes: u32,
+    pub background_global: bool,
+    pub seed: u64,
+}
+
+impl Default for SimSpec {
+    fn default() -> Self {
+        SimSpec {
+            groups: 2,
+            global_per_router: 10,
+            placement: Placement::AcrossGroups,
+            nodes: 2,
+            background: Background::None,
+            background_nodes: 32,
+            background_global: false,
+            seed: 1,
+        }
+    }
+}
+
+/// Simulated time a single transfer may take before the simulation is declared stuck (a bug):
+/// 1 s, a thousand times what a 16 MiB PUT takes at the NIC's injection rate.
+const MAX_TRANSFER_NS: f64 = 1e9;
+
+impl SimSpec {
+    pub const KEYS: [&'static str; 8] = [
+        "groups",
+        "global-per-router",
+        "placement",
+        "nodes",
+        "background",
+        "background-nodes",
+        "background-global",
+        "seed",
+    ];
+
+    /// Parses the whole value; the first problem is returned (the caller warns once and keeps
+    /// the default model).
+    pub fn parse(spec: &str) -> Result<SimSpec, String> {
+        let mut s = SimSpec::default();
+        let trimmed = spec.trim();
+        if ["1", "on", "yes", "true"].iter().any(|v| trimmed.eq_ignore_ascii_case(v)) {
+            return Ok(s);
+        }
+        for item in trimmed.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (key, value) = item.split_once('=').ok_or_else(|| format!("item \"{item}\" is not key=value"))?;
+            let key = key.trim().replace('_', "-").to_ascii_lowercase();
+            let value = value.trim();
+            let number = |lo: u64, hi: u64| {
+                value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|v| (lo..=hi).contains(v))
+                    .ok_or_else(|| format!("{key}=\"{value}\" is not a whole number from {lo} to {hi}"))
+            };
+            match key.as_str() {
+                "groups" => s.groups = number(1, 16)? as u32,
+                "global-per-router" => s.global_per_router = number(1, 10)? as u32,
+                "placement" => {
+                    s.placement = Placement::parse(value).ok_or_else(|| {
+                        format!("placement=\"{value}\" is not one of same-blade, same-group, across-groups, scattered")
+                    })?
+                }
+                "nodes" => s.nodes = number(1, 1 << 16)? as u32,
+                "background" => s.background = Background::parse(value).map_err(|e| format!("background={e}"))?,
+                "background-nodes" => s.background_nodes = number(0, 1 << 20)? as u32,
+                "background-global" => {
+                    s.background_global = match value.to_ascii_lowercase().as_str() {
+                        "1" | "true" | "yes" | "on" => true,
+                        "0" | "false" | "no" | "off" => false,
+                        _ => {
+                            return Err(format!("background-global=\"{value}\" is not 1/0, true/false, yes/no, on/off"))
+                        }
+                    }
+                }
+                "seed" => s.seed = value.parse().map_err(|_| format!("seed=\"{value}\" is not a whole number"))?,
+                _ => return Err(format!("unknown key \"{key}\" (known: {})", Self::KEYS.join(", "))),
+            }
+        }
+        let topo = Topology::new(s.topo());
+        let max = match s.placement {
+            Placement::SameBlade => topo.p,
+            Placement::SameGroup => topo.routers_per_group,
+            Placement::AcrossGroups | Placement::Scattered => topo.n_nodes,
+        };
+        if s.nodes > max {
+            return Err(format!(
+                "nodes={} but placement {} holds at most {max} nodes on {} group(s)",
+                s.nodes,
+                s.placement.name(),
+                s.groups
+            ));
+        }
+        Ok(s)
+    }
+
+    fn topo(&self) -> TopoSpec {
+        TopoSpec::Aries { groups: self.groups, global_per_router: self.global_per_router }
+    }
+
+    /// The simulator's experiment description of this network (no measured workload runs).
+    pub fn experiment(&self) -> ExperimentSpec {
+        let mut net = NetConfig::aries(self.groups);
+        net.topo = self.topo();
+        let mut e = ExperimentSpec::new(net, Workload::Barrier, self.nodes, self.placement);
+        e.background = self.background.clone();
+        e.background_nodes = self.background_nodes;
+        e.background_local = !self.background_global;
+        e.seed = self.seed;
+        e
+    }
+}
+
+/// The routing mode the simulator gives a `dlvr_mode` (its low byte; flag bits such as
+/// ORDERED_TAIL do not change paths). Combinations no real caller sends: IN_ORDER if both
+/// NO_ADAPT and NO_HASH are set, else MIN_HASH if MIN_HASH or NO_ADAPT is set, else the strongest
+/// adaptive bias present, else NMIN_HASH if set, else ADAPTIVE0.
+pub fn sim_mode(dlvr_mode: u16) -> Mode {
+    match dlvr_mode & 0xff {
+        0x00 => Mode::Adaptive0,
+        0x20 => Mode::Adaptive1,
+        0x40 => Mode::Adaptive2,
+        0x80 => Mode::Adaptive3,
+        0x10 => Mode::Min,
+        0x08 => Mode::Val,
+        0x03 => Mode::InOrder,
+        m if m & 0x03 == 0x03 => Mode::InOrder,
+        m if m & 0x11 != 0 => Mode::Min,
+        m if m & 0x80 != 0 => Mode::Adaptive3,
+        m if m & 0x40 != 0 => Mode::Adaptive2,
+        m if m & 0x20 != 0 => Mode::Adaptive1,
+        m if m & 0x08 != 0 => Mode::Val,
+        _ => Mode::Adaptive0,
+    }
+}
+
+/// The model: the simulated network and what the process has published of its counters.
+pub struct SimModel {
+    world: World,
+    /// Simulated node of each placement slot (NIC address a → slot (a - 0x100) mod len).
+    nodes: Vec<u32>,
+    /// The same nodes without repeats, whose counters are summed.
+    counted: Vec<u32>,
+    /// Counter sums already handed out: req_flits, req_stalled, rsp_latency (cycles),
+    /// rsp_packets, rsp_stalled.
+    last: [u64; 5],
+    max_transfer_ticks: u64,
+    /// Set when the simulation failed: the default model takes over for the rest of the run.
+    fallback: Option<DefaultModel>,
+    profile: NetworkProfile,
+}
+
+impl SimModel {
+    /// Parses `AAR_EMU_SIM`, builds the network and runs the background's lead time.
+    /// `profile` is kept for the default model, should the simulation fail later.
+    pub fn from_spec(spec: &str, profile: NetworkProfile) -> Result<SimModel, String> {
+        let s = SimSpec::parse(spec)?;
+        catch_unwind(|| SimModel::new(&s, profile)).map_err(|_| "the network simulator failed to start".to_string())
+    }
+
+    pub fn new(s: &SimSpec, profile: NetworkProfile) -> SimModel {
+        let e = s.experiment();
+        let (mut world, nodes) = World::build_external(&e);
+        world.run_until(e.net.ns_to_ticks(e.background_lead_ns));
+        let mut counted = nodes.clone();
+        counted.sort_unstable();
+        counted.dedup();
+        SimModel {
+            max_transfer_ticks: e.net.ns_to_ticks(MAX_TRANSFER_NS),
+            world,
+            nodes,
+            counted,
+            last: [0; 5],
+            fallback: None,
+            profile,
+        }
+    }
+
+    /// The simulated node of a NIC address.
+    pub fn node_of(&self, nic_addr: u32) -> u32 {
+        let slot = nic_addr.wrapping_sub(FIRST_NIC_ADDR) as usize % self.nodes.len();
+        self.nodes[slot]
+    }
+
+    /// The placement's nodes, slot by slot.
+    pub fn nodes(&self) -> &[u32] {
+        &self.nodes
+    }
+
+    fn sums(&self) -> [u64; 5] {
+        let mut s = [0u64; 5];
+        for &n in &self.counted {
+            let c = self.world.net.counters(n);
+            for (acc, v) in s.iter_mut().zip([c.req_flits, c.req_stalled, c.rsp_latency, c.rsp_packets, c.rsp_stalled])
+            {
+                *acc += v;
+            }
+        }
+        s
+    }
+
+    fn simulate(&mut self, t: &Transfer) -> Result<NicEffect, String> {
+        let (src, dst) = (self.node_of(t.src_nic), self.node_of(t.dst_nic));
+        let kind = match t.direction {
+            Direction::PutLike => Kind::Put,
+            Direction::GetLike => Kind::Get,
+        };
+        let id = self.world.post_external(src, dst, t.bytes, kind, sim_mode(t.dlvr_mode));
+        let limit = self.world.net.now.saturating_add(self.max_transfer_ticks);
+        if !self.world.run_until_completed(id, limit) {
+            return Err(format!(
+                "a {}-byte transfer did not complete within {} ms of simulated time",
+                t.bytes,
+                MAX_TRANSFER_NS / 1e6
+            ));
+        }
+        let now = self.sums();
+        let d: [f64; 5] = std::array::from_fn(|i| now[i].saturating_sub(self.last[i]) as f64);
+        self.last = now;
+        Ok(NicEffect {
+            req_flits: d[0],
+            req_stalled_cycles: d[1],
+            rsp_latency_us: 0.0,
+            rsp_latency_cycles: d[2],
+            rsp_packets: d[3],
+            rsp_stalled_cycles: d[4],
+        })
+    }
+}
+
+impl NicModel for SimModel {
+    fn on_transfer(&mut self, t: &Transfer) -> NicEffect {
+        if let Some(f) = &mut self.fallback {
+            return f.on_transfer(t);
+        }
+        let problem = match catch_unwind(AssertUnwindSafe(|| self.simulate(t))) {
+            Ok(Ok(effect)) => return effect,
+            Ok(Err(problem)) => problem,
+            Err(_) => "the network simulator failed (internal error)".to_string(),
+        };
+        warn(&format!(
+            "AAR_EMU_SIM: {problem}; the default timing model (AAR_EMU_NETWORK) takes over, and the clock stops"
+        ));
+        let mut f = DefaultModel { profile: self.profile };
+        let effect = f.on_transfer(t);
+        self.fallback = Some(f);
+        effect
+    }
+
+    fn set_profile(&mut self, profile: NetworkProfile) {
+        // Only used if the simulation fails; the simulated network has no profile.
+        self.profile = profile;
+        if let Some(f) = &mut self.fallback {
+            f.profile = profile;
+        }
+    }
+
+    fn clock_ns(&self) -> u64 {
+        self.world.net.cfg.ticks_to_ns(self.world.net.now) as u64
+    }
+
+    fn stateful(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_with_defaults_and_both_spellings() {
+        assert_eq!(SimSpec::parse("1").unwrap(), SimSpec::default());
+        assert_eq!(SimSpec::parse(" on ").unwrap(), SimSpec::default());
+        let s = SimSpec::parse(
+            "groups=3, placement=same-group,background=uniform:0.3:4K,background_nodes=16,seed=7,nodes=4,global-per-router=3,background-global=yes",
+        )
+        .unwrap();
+        assert_eq!(s.groups, 3);
+        assert_eq!(s.global_per_router, 3);
+        assert_eq!(s.placement, Placement::SameGroup);
+        assert_eq!(s.background, Background::Uniform { load: 0.3, bytes: 4096 });
+        assert_eq!(s.background_nodes, 16);
+        assert!(s.background_global);
+        assert_eq!((s.nodes, s.seed), (4, 7));
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for (spec, needle) in [
+            ("groups=0", "groups=\"0\""),
+            ("groups=two", "groups=\"two\""),
+            ("placement=diagonal", "placement=\"diagonal\""),
+            ("background=uniform", "background=uniform"),
+            ("background=uniform:2", "LOAD in [0, 1]"),
+            ("background=storm:0.1", "unknown kind"),
+            ("colour=red", "unknown key \"colour\""),
+            ("groups", "not key=value"),
+            ("placement=same-blade,nodes=5", "at most 4 nodes"),
+            ("global-per-router=11", "global-per-router=\"11\""),
+        ] {
+            let e = SimSpec::parse(spec).unwrap_err();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn routing_modes_map_to_the_simulator() {
+        assert_eq!(sim_mode(0x00), Mode::Adaptive0);
+        assert_eq!(sim_mode(0x20), Mode::Adaptive1);
+        assert_eq!(sim_mode(0x40), Mode::Adaptive2);
+        assert_eq!(sim_mode(0x80), Mode::Adaptive3);
+        assert_eq!(sim_mode(0x180), Mode::Adaptive3, "ORDERED_TAIL is a flag");
+        assert_eq!(sim_mode(0x10), Mode::Min);
+        assert_eq!(sim_mode(0x08), Mode::Val);
+        assert_eq!(sim_mode(0x03), Mode::InOrder);
+        assert_eq!(sim_mode(0x01), Mode::Min);
+        assert_eq!(sim_mode(0x90), Mode::Min);
+        assert_eq!(sim_mode(0x02), Mode::Adaptive0);
+    }
+
+    fn put(bytes: u64, mode: u16, src: u32, dst: u32) -> Transfer {
+        Transfer { post_type: 3, direction: Direction::PutLike, bytes, dlvr_mode: mode, src_nic: src, dst_nic: dst }
+    }
+
+    #[test]
+    fn nics_map_to_placement_nodes_and_a_put_moves_the_clock_and_counters() {
+        let spec = SimSpec { groups: 2, ..SimSpec::default() };
+        let mut m = SimModel::new(&spec, NetworkProfile::default());
+        let npg = 384;
+        assert_eq!(m.nodes(), &[0, npg]);
+        assert_eq!(m.node_of(0x100), 0);
+        assert_eq!(m.node_of(0x101), npg);
+        assert_eq!(m.node_of(0x102), 0);
+        let t0 = m.clock_ns();
+        assert_eq!(t0, 5_000, "the clock starts after the background lead time");
+        let e = m.on_transfer(&put(64, 0x80, 0x100, 0x101));
+        assert_eq!((e.req_flits, e.rsp_packets), (5.0, 1.0));
+        assert!(e.rsp_latency_cycles > 0.0 && e.rsp_latency_us == 0.0);
+        let dt = m.clock_ns() - t0;
+        // The response latency counter runs from injection to the response's arrival: the
+        // whole transfer, within a cycle.
+        assert!((dt as f64 - e.rsp_latency_cycles * 1.25).abs() <= 2.0, "{dt} ns vs {e:?}");
+        let e = m.on_transfer(&put(4096, 0x80, 0x101, 0x100));
+        assert_eq!((e.req_flits, e.rsp_packets), (64.0 * 5.0, 64.0));
+    }
+}

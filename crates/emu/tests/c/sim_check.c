@@ -1,0 +1,131 @@
+/* sim_check: transfers between the two NICs of one process (A = first attached, B = second) over
+ * the emulator, for the simulator-backed mode (AAR_EMU_SIM). For each command it prints the change
+ * of the emulator's clock (aar_emu_clock_ns) and of the five NIC counters:
+ *
+ *   step <cmd> <size> <mode> <count> <dt_ns> <req_flits> <req_stalled> <rsp_latency> <rsp_packets> <rsp_stalled>
+ *
+ * Commands, run in argv order:
+ *   put SIZE MODE COUNT     COUNT RDMA PUTs of SIZE bytes from A to B, routing MODE (0x hex or decimal)
+ *   back SIZE MODE COUNT    the same from B to A
+ *   get SIZE MODE COUNT     COUNT RDMA GETs of SIZE bytes by A from B
+ *   smsg SIZE MODE COUNT    COUNT short messages of SIZE bytes from A to B, A's SMSG mode set to MODE
+ *   freeze 0|1              aar_emu_counters_freeze
+ * Every transfer's bytes are checked where they land. Prints "clock <ns>" first and last. */
+#include "emu_test.h"
+
+#define SIM_BUF (4u << 20)
+
+struct big {
+	unsigned char *buf;
+	gni_mem_handle_t mh;
+};
+
+static void big_init(struct node *n, struct big *b)
+{
+	b->buf = aligned_alloc(4096, SIM_BUF);
+	EXPECT(b->buf != NULL);
+	memset(b->buf, 0, SIM_BUF);
+	OK(GNI_MemRegister(n->nic, addr_of(b->buf), SIM_BUF, n->rx_cq, GNI_MEM_READWRITE, (uint32_t)-1, &b->mh));
+}
+
+static void rdma(struct node *from, struct big *fb, struct big *tb, gni_post_type_t type,
+		 uint64_t size, uint16_t mode, unsigned seed)
+{
+	gni_post_descriptor_t pd;
+	memset(&pd, 0, sizeof pd);
+	pd.type = type;
+	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+	pd.dlvr_mode = mode;
+	pd.local_addr = addr_of(fb->buf);
+	pd.local_mem_hndl = fb->mh;
+	pd.remote_addr = addr_of(tb->buf);
+	pd.remote_mem_hndl = tb->mh;
+	pd.length = size;
+	unsigned char *src = type == GNI_POST_RDMA_PUT ? fb->buf : tb->buf;
+	unsigned char *dst = type == GNI_POST_RDMA_PUT ? tb->buf : fb->buf;
+	fill(src, size, seed);
+	memset(dst, 0, size);
+	OK(GNI_PostRdma(from->ep, &pd));
+	expect_completion(from, &pd);
+	EXPECT(!memcmp(src, dst, size));
+}
+
+int main(int argc, char **argv)
+{
+	struct node a, b;
+	struct big ab, bb;
+	node_init(&a, 0, 0);
+	node_init(&b, 1, 0);
+	connect_nodes(&a, &b);
+	big_init(&a, &ab);
+	big_init(&b, &bb);
+
+	/* SMSG mailboxes, A -> B. */
+	gni_smsg_attr_t aa, ba;
+	unsigned int bytes;
+	gni_smsg_attr_t *attrs[2] = { &aa, &ba };
+	struct node *nodes[2] = { &a, &b };
+	for (int i = 0; i < 2; i++) {
+		memset(attrs[i], 0, sizeof aa);
+		attrs[i]->msg_type = GNI_SMSG_TYPE_MBOX;
+		attrs[i]->mbox_maxcredit = 4;
+		attrs[i]->msg_maxsize = 1024;
+		OK(GNI_SmsgBufferSizeNeeded(attrs[i], &bytes));
+		attrs[i]->msg_buffer = nodes[i]->buf;
+		attrs[i]->buff_size = bytes;
+		attrs[i]->mem_hndl = nodes[i]->mh;
+	}
+	OK(GNI_SmsgInit(a.ep, &aa, &ba));
+	OK(GNI_SmsgInit(b.ep, &ba, &aa));
+
+	printf("clock %llu\n", aar_emu_clock_ns());
+	unsigned seed = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *cmd = argv[i];
+		if (!strcmp(cmd, "freeze") && i + 1 < argc) {
+			aar_emu_counters_freeze(atoi(argv[++i]));
+			continue;
+		}
+		EXPECT(i + 3 < argc);
+		uint64_t size = strtoull(argv[i + 1], NULL, 0);
+		uint16_t mode = (uint16_t)strtoul(argv[i + 2], NULL, 0);
+		long count = strtol(argv[i + 3], NULL, 0);
+		EXPECT(size > 0 && size <= SIM_BUF && count > 0);
+		long long c0[5], c1[5];
+		aar_emu_counters_get(c0);
+		unsigned long long t0 = aar_emu_clock_ns();
+		for (long k = 0; k < count; k++, seed++) {
+			if (!strcmp(cmd, "put"))
+				rdma(&a, &ab, &bb, GNI_POST_RDMA_PUT, size, mode, seed);
+			else if (!strcmp(cmd, "back"))
+				rdma(&b, &bb, &ab, GNI_POST_RDMA_PUT, size, mode, seed);
+			else if (!strcmp(cmd, "get"))
+				rdma(&a, &ab, &bb, GNI_POST_RDMA_GET, size, mode, seed);
+			else if (!strcmp(cmd, "smsg")) {
+				EXPECT(size <= 1024);
+				OK(GNI_SmsgSetDeliveryMode(a.nic, mode));
+				fill(ab.buf, size, seed);
+				OK(GNI_SmsgSend(a.ep, NULL, 0, ab.buf, (uint32_t)size, (uint32_t)k));
+				gni_cq_entry_t ev;
+				void *msg;
+				OK(GNI_CqGetEvent(a.cq, &ev));
+				OK(GNI_CqGetEvent(b.rx_cq, &ev));
+				OK(GNI_SmsgGetNext(b.ep, &msg));
+				EXPECT(!memcmp(msg, ab.buf, size));
+				OK(GNI_SmsgRelease(b.ep));
+			} else {
+				fprintf(stderr, "sim_check: unknown command %s\n", cmd);
+				return 2;
+			}
+		}
+		unsigned long long t1 = aar_emu_clock_ns();
+		aar_emu_counters_get(c1);
+		printf("step %s %llu %#x %ld %llu", cmd, (unsigned long long)size, mode, count, t1 - t0);
+		for (int j = 0; j < 5; j++)
+			printf(" %lld", c1[j] - c0[j]);
+		printf("\n");
+		i += 3;
+	}
+	printf("clock %llu\n", aar_emu_clock_ns());
+	return 0;
+}
