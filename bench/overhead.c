@@ -4,7 +4,9 @@
  * Run with LD_PRELOAD=libaar.so over the emulated libugni.so. The same post is issued two ways,
  * in alternating batches: through the interposed symbol (libaar.so, then the emulator) and
  * through the emulator's own symbol found with dlsym on its handle (the post without the shim).
- * The difference of the median per-post times is the cost of the shim. Each path:
+ * Batches are paired (one of each, back to back, in alternating order) and the cost of the shim is
+ * the median of the paired differences, which cancels the drift a 64 KiB copy's memory traffic
+ * puts on both alike. Each path:
  *
  *   below   64 B FMA PUTs, below the cumulative threshold except every 65th (the common case)
  *   1k      1 KiB FMA PUTs: every 5th crosses the 4 KiB threshold (decision + counter read)
@@ -13,8 +15,13 @@
  *   mix     a realistic size mix: 80% 8-512 B, 18% 1-16 KiB, 2% 64 KiB-1 MiB
  *
  * Posts are silent (no completion event), so the emulator's cheapest path is measured.
- *   overhead [--batches N] [--batch-posts N] [--only PATH]
- * Output: one line per path: median ns per post without and with the shim, the difference, ratio.
+ *   overhead [--batches N] [--batch-posts N] [--runs R] [--only PATH]
+ *
+ * The whole measurement is repeated R times (default 5) in this process; each line reports the
+ * median over the runs of each figure, and the smallest and largest added cost, because a
+ * shared virtual machine has slow phases that last longer than a run.
+ * Output: one line per path: median ns per post without and with the shim, the median paired
+ * difference (added ns per post) and the median paired ratio.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -138,7 +145,7 @@ static void smsg_batch(smsg_fn f, int n)
 
 int main(int argc, char **argv)
 {
-	int batches = 200, per_batch = 2000;
+	int batches = 200, per_batch = 2000, runs = 5;
 	const char *only = NULL;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--batches"))
@@ -147,6 +154,8 @@ int main(int argc, char **argv)
 			per_batch = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--only"))
 			only = argv[i + 1];
+		else if (!strcmp(argv[i], "--runs"))
+			runs = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 1;
 	}
 	setup(&A, 0);
 	setup(&B, 1);
@@ -169,15 +178,20 @@ int main(int argc, char **argv)
 	post_fn direct_fma = (post_fn)dlsym(emu, "GNI_PostFma"), direct_rdma = (post_fn)dlsym(emu, "GNI_PostRdma");
 	smsg_fn direct_smsg = (smsg_fn)dlsym(emu, "GNI_SmsgSend");
 	int shimmed = direct_fma != GNI_PostFma;
-	printf("# overhead per post, %d batches of %d posts per path, %s\n", batches, per_batch,
+	printf("# overhead per post, %d runs of %d batches of %d posts per path, %s\n", runs, batches, per_batch,
 	       shimmed ? "through libaar.so vs the emulator directly" : "NO SHIM LOADED (both columns are the emulator)");
-	printf("# %-6s %12s %12s %10s %8s\n", "path", "direct_ns", "shim_ns", "added_ns", "ratio");
+	printf("# %-6s %12s %12s %10s %8s %18s\n", "path", "direct_ns", "shim_ns", "added_ns", "ratio", "added_min..max");
 	const char *paths[] = {"below", "1k", "read", "smsg", "mix"};
 	double *d = malloc(sizeof(double) * batches), *s = malloc(sizeof(double) * batches);
+	double *diff = malloc(sizeof(double) * batches), *ratio = malloc(sizeof(double) * batches);
+	double run_fig[4][64];
+	if (runs > 64)
+		runs = 64;
 	for (unsigned p = 0; p < sizeof paths / sizeof *paths; p++) {
 		const char *path = paths[p];
 		if (only && strcmp(only, path))
 			continue;
+		for (int run = 0; run < runs; run++) {
 		int n = per_batch;
 		if (!strcmp(path, "read") || !strcmp(path, "mix"))
 			n = per_batch / 10 > 0 ? per_batch / 10 : 1;
@@ -197,10 +211,28 @@ int main(int argc, char **argv)
 				(through_shim ? s : d)[b] = (t1 - t0) / n;
 			}
 		}
+		for (int b = 0; b < batches; b++) {
+			diff[b] = s[b] - d[b];
+			ratio[b] = s[b] / d[b];
+		}
 		qsort(d, batches, sizeof *d, cmp);
 		qsort(s, batches, sizeof *s, cmp);
-		double dm = d[batches / 2], sm = s[batches / 2];
-		printf("  %-6s %12.1f %12.1f %10.1f %8.3f\n", path, dm, sm, sm - dm, sm / dm);
+		qsort(diff, batches, sizeof *diff, cmp);
+		qsort(ratio, batches, sizeof *ratio, cmp);
+		run_fig[0][run] = d[batches / 2];
+		run_fig[1][run] = s[batches / 2];
+		run_fig[2][run] = diff[batches / 2];
+		run_fig[3][run] = ratio[batches / 2];
+		}
+		double lo = run_fig[2][0], hi = run_fig[2][0];
+		for (int run = 0; run < runs; run++) {
+			lo = run_fig[2][run] < lo ? run_fig[2][run] : lo;
+			hi = run_fig[2][run] > hi ? run_fig[2][run] : hi;
+		}
+		for (int f = 0; f < 4; f++)
+			qsort(run_fig[f], runs, sizeof(double), cmp);
+		printf("  %-6s %12.1f %12.1f %10.1f %8.3f %8.1f..%-8.1f\n", path, run_fig[0][runs / 2], run_fig[1][runs / 2],
+		       run_fig[2][runs / 2], run_fig[3][runs / 2], lo, hi);
 	}
 	return 0;
 }

@@ -76,10 +76,16 @@ pub fn accumulate(bytes: u64) -> bool {
 
 /// Initialise once, on the first intercepted call. Callers arriving while another thread
 /// initialises do not wait: they see a control word without READY and forward untouched.
+#[inline]
 pub fn ensure_init() {
-    if INIT.load(Acquire) == DONE {
-        return;
+    if INIT.load(Acquire) != DONE {
+        init_once();
     }
+}
+
+#[cold]
+#[inline(never)]
+fn init_once() {
     if INIT.compare_exchange(UNINIT, INITIALIZING, AcqRel, Acquire).is_ok() {
         // A panic here must not reach the application (callers are C): the library then stays
         // a pass-through for this process.
@@ -230,8 +236,17 @@ pub fn forked() {
 }
 
 /// Give a fork child its own statistics, counters and trace (once, on its first slow path).
+#[inline]
 pub fn after_fork_in_child() {
-    if !FORKED.load(Relaxed) || !FORKED.swap(false, AcqRel) {
+    if FORKED.load(Relaxed) {
+        become_fork_child();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn become_fork_child() {
+    if !FORKED.swap(false, AcqRel) {
         return;
     }
     stats::reset_in_child();

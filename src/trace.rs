@@ -3,6 +3,7 @@
 //! the slow path that writes its line.
 
 use crate::trylock::TryLock;
+use crate::ugni::Inside;
 use crate::{diag, sys};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
@@ -85,6 +86,9 @@ pub fn open(pattern: Option<&str>) -> bool {
 }
 
 pub fn write(line: &Line) {
+    // A post made from inside this very write (the allocator calling uGNI) loses its line
+    // rather than wait for a lock its own thread holds.
+    let Some(_inside) = Inside::enter() else { return };
     // Another thread mid-line: wait for it (the trace is a debugging mode, which serialises
     // posts), but never forever. A write error ends the trace with one warning.
     let Some(mut guard) = TRACE.try_lock_for(Duration::from_secs(1)) else { return };

@@ -93,8 +93,10 @@ thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// This thread is inside the library's slow path. An intercepted call made from there (an
-/// allocator or PAPI calling back into uGNI) is forwarded untouched: the slow path holds locks.
+/// This thread holds one of the library's waiting locks (the trace, the NIC table). An
+/// intercepted call made from there (an allocator or PAPI calling back into uGNI) must not wait
+/// on the same lock: it skips what needs it. The decision path needs no guard: it only ever
+/// *tries* the decider, so a re-entrant post is routed like one below the threshold.
 pub struct Inside;
 
 impl Inside {
@@ -185,10 +187,6 @@ unsafe fn guarded_post(
     pd: *mut GniPostDescriptor,
     crossed: Option<bool>,
 ) -> GniReturn {
-    let Some(_inside) = Inside::enter() else {
-        // SAFETY: the caller's arguments, forwarded untouched.
-        return unsafe { real_fn(ep, pd) };
-    };
     runtime::ensure_init();
     runtime::after_fork_in_child();
     if pd.is_null() {
