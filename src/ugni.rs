@@ -366,7 +366,6 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
         stats::count(class, reason, bytes);
         return forward(addr);
     }
-    let Some(_inside) = Inside::enter() else { return forward(addr) };
     runtime::ensure_init();
     runtime::after_fork_in_child();
     let w = runtime::control();
@@ -378,7 +377,10 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
             rc = forward.take().map(|f| f(addr));
             return;
         }
-        steer(w);
+        // Steering holds the NIC table: a send made from inside it (re-entry) skips steering.
+        if let Some(_inside) = Inside::enter() {
+            steer(w);
+        }
         let (class, reason, mode) = class_reason(w);
         stats::count(class, reason, bytes);
         rc = forward.take().map(|f| f(addr));
