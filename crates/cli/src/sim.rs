@@ -5,6 +5,7 @@ use aar_sim::parallel::run_all;
 use aar_sim::stats::summarize;
 use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::topology::TopoSpec;
+use aar_sim::validate::fmt_ns;
 use aar_sim::workload::{parse_size, Placement, Workload};
 use aar_sim::world::{run_experiment, Background, ExperimentSpec, PolicySpec};
 use clap::{Args, Subcommand};
@@ -215,16 +216,6 @@ fn write_records(dir: &Path, r: &aar_sim::world::ExperimentResult) -> Result<(),
         write_atomic(&dir.join(format!("rank-{:05}.json", rec.rank)), &text)?;
     }
     Ok(())
-}
-
-fn fmt_ns(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.3} ms", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.2} us", x / 1e3)
-    } else {
-        format!("{:.0} ns", x)
-    }
 }
 
 fn exec(a: SimArgs) -> Result<i32, String> {

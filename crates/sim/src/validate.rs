@@ -133,7 +133,8 @@ struct KimRun {
     load: f64,
 }
 
-fn fmt_ns(x: f64) -> String {
+/// Simulated time for tables: ns, µs (written us) or ms.
+pub fn fmt_ns(x: f64) -> String {
     if x >= 1e6 {
         format!("{:.3} ms", x / 1e6)
     } else if x >= 1e3 {
