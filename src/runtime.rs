@@ -74,6 +74,12 @@ pub fn accumulate(bytes: u64) -> bool {
     }
 }
 
+/// `AAR_DISABLE` (or a failed initialisation): every call goes straight to the real function.
+#[inline]
+pub fn inert() -> bool {
+    INIT.load(Acquire) == DONE && CONTROL.load(Acquire) & READY == 0
+}
+
 /// Initialise once, on the first intercepted call. Callers arriving while another thread
 /// initialises do not wait: they see a control word without READY and forward untouched.
 #[inline]
