@@ -107,7 +107,7 @@ pub unsafe extern "C" fn GNI_SmsgSendWTag(
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> GniReturn {
     let Some(real) = ugni::real_fn::<SetDeliveryModeFn>(&ugni::SMSG_SET_DELIVERY_MODE) else {
-        return ugni::missing_fn(&ugni::SMSG_SET_DELIVERY_MODE);
+        return ugni::missing(&ugni::SMSG_SET_DELIVERY_MODE);
     };
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { real(nic, dlvr_mode) };
@@ -131,7 +131,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
     nic: *mut GniNicHandle,
 ) -> GniReturn {
     let Some(real) = ugni::real_fn::<CdmAttachFn>(&ugni::CDM_ATTACH) else {
-        return ugni::missing_fn(&ugni::CDM_ATTACH);
+        return ugni::missing(&ugni::CDM_ATTACH);
     };
     let inside = ugni::Inside::enter();
     if inside.is_some() {
@@ -154,7 +154,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     let Some(real) = ugni::real_fn::<CdmDestroyFn>(&ugni::CDM_DESTROY) else {
-        return ugni::missing_fn(&ugni::CDM_DESTROY);
+        return ugni::missing(&ugni::CDM_DESTROY);
     };
     if let Some(_inside) = ugni::Inside::enter() {
         let _ = std::panic::catch_unwind(|| ugni::cdm_destroyed(cdm));

@@ -79,7 +79,7 @@ pub static CDM_DESTROY: Real = Real::new(c"GNI_CdmDestroy");
 /// Reported once per function: the real symbol is absent (an older libugni without chained
 /// transactions, or no libugni at all). The call cannot be forwarded.
 #[cold]
-fn missing(real: &Real) -> GniReturn {
+pub fn missing(real: &Real) -> GniReturn {
     if !real.reported_missing.swap(true, Relaxed) {
         diag::error(&format!(
             "{} was called but the uGNI library loaded after libaar.so does not define it; returning GNI_RC_ILLEGAL_OP.",
@@ -448,6 +448,3 @@ pub fn real_fn<F: Copy>(real: &Real) -> Option<F> {
     Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&addr) })
 }
 
-pub fn missing_fn(real: &Real) -> GniReturn {
-    missing(real)
-}
