@@ -284,7 +284,7 @@ mod tests {
     fn row(i: u64) -> Iteration {
         Iteration {
             i,
-            policy: if i % 2 == 0 { "ADAPTIVE0" } else { "ADAPTIVE3" }.into(),
+            policy: if i.is_multiple_of(2) { "ADAPTIVE0" } else { "ADAPTIVE3" }.into(),
             start_ns: 1000 * i,
             end_ns: 1000 * i + 500,
             messages: vec![1, 2],
