@@ -26,6 +26,15 @@ impl Policy {
             _ => RoutingMode::parse(text).map(Policy::Fixed),
         }
     }
+
+    /// The name records, traces and `aar_policy_name()` use: `auto`, `off` or the mode's name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Policy::Auto => "auto",
+            Policy::Off => "off",
+            Policy::Fixed(m) => m.name(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -9,11 +9,13 @@
 //! and hands them to [`Engine::observe`].
 #![forbid(unsafe_code)]
 
+pub mod ab;
 pub mod engine;
 pub mod mode;
 pub mod model;
 pub mod settings;
 
+pub use ab::{AbOrder, AbSchedule, PolicyList};
 pub use engine::{CounterSample, Decision, Engine, EngineConfig, EngineStats, Message, Policy, Reason, WindowOutcome};
 pub use mode::{dlvr_mode_name, requested_mode, with_mode, RoutingMode};
 pub use model::{LatencyUnit, Transfer, Window};
