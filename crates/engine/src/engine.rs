@@ -285,9 +285,20 @@ impl Engine {
         self.last.map(|(w, _)| w)
     }
 
-    /// Change policy at run time (C API, A/B arms). Counter state is kept.
+    /// Change policy at run time (C API, A/B iterations). The engine's state is kept across
+    /// policies: a window measured while a fixed mode was in force is attributed to that mode's
+    /// side (when it is the low-latency, low-stall or alltoall mode), so `auto` resumes from
+    /// what the fixed iterations measured, fresh observations included; a window measured under
+    /// `off` (the application's own routing) is counted in the statistics but attributed to
+    /// no side.
     pub fn set_policy(&mut self, policy: Policy) {
         self.cfg.policy = policy;
+    }
+
+    /// Decisions were made since the last counter read: a read now closes their window. At an
+    /// A/B iteration boundary the shim reads then, so that no window spans two policies.
+    pub fn window_open(&self) -> bool {
+        self.open.decisions > 0 || self.closing.is_some()
     }
 
     /// Routing of a message below the threshold; constant between policy changes, so callers

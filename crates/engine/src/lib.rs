@@ -15,8 +15,8 @@ pub mod mode;
 pub mod model;
 pub mod settings;
 
-pub use ab::{AbOrder, AbSchedule, PolicyList};
+pub use ab::{AbOrder, AbSchedule, Boundary, MpiFunction, PolicyList};
 pub use engine::{CounterSample, Decision, Engine, EngineConfig, EngineStats, Message, Policy, Reason, WindowOutcome};
 pub use mode::{dlvr_mode_name, requested_mode, with_mode, RoutingMode};
 pub use model::{LatencyUnit, Transfer, Window};
-pub use settings::{Settings, TestPanic, Warning};
+pub use settings::{RankSet, Settings, TestPanic, Warning};

@@ -2,6 +2,7 @@
 //! `getenv`), so parsing is pure and testable. A bad value never stops anything: it yields a
 //! [`Warning`] that names the variable, the value, what is used instead and how to fix it.
 
+use crate::ab::{AbOrder, AbSchedule, Boundary, PolicyList};
 use crate::engine::{EngineConfig, Policy};
 use crate::mode::RoutingMode;
 use crate::model::LatencyUnit;
@@ -17,7 +18,7 @@ pub const DEFAULT_PAPI_EVENTS: [&str; 5] = [
 ];
 
 /// Every variable the library reads, with its default as documented in the README.
-pub const VARIABLES: [(&str, &str); 18] = [
+pub const VARIABLES: [(&str, &str); 22] = [
     ("AAR_DISABLE", "0"),
     ("AAR_MODE", "auto"),
     ("AAR_THRESHOLD", "4096"),
@@ -36,6 +37,10 @@ pub const VARIABLES: [(&str, &str); 18] = [
     ("AAR_ALLTOALL", "1"),
     ("AAR_SUMMARY", "1"),
     ("AAR_TEST_PANIC", "unset"),
+    ("AAR_AB", "unset"),
+    ("AAR_AB_ORDER", "round-robin"),
+    ("AAR_AB_BOUNDARY", "markers"),
+    ("AAR_OUTPUT_RANKS", "every rank"),
 ];
 
 /// Everything the `AAR_*` variables configure.
@@ -62,6 +67,82 @@ pub struct Settings {
     /// Testing the library's own fail-open path: panic inside the decision path, before or after
     /// the real call (`AAR_TEST_PANIC=before-forward|after-forward`).
     pub test_panic: Option<TestPanic>,
+    /// A/B experiment: the policies alternated on successive iterations (`AAR_AB`); `None`: one
+    /// policy for the whole run. When set, `engine.policy` is iteration 0's policy.
+    pub ab: Option<PolicyList>,
+    /// Which policy each iteration gets (`AAR_AB_ORDER`).
+    pub ab_order: AbOrder,
+    /// What marks iterations (`AAR_AB_BOUNDARY`), with or without an A/B experiment.
+    pub ab_boundary: Boundary,
+    /// Ranks that write records (`AAR_OUTPUT_RANKS`); `None`: every rank.
+    pub output_ranks: Option<RankSet>,
+}
+
+impl Settings {
+    /// The A/B schedule, when `AAR_AB` is set.
+    pub fn ab_schedule(&self) -> Option<AbSchedule> {
+        self.ab.as_ref().map(|l| AbSchedule::new(l.0.clone(), self.ab_order))
+    }
+}
+
+/// Ranks as users write them for `AAR_OUTPUT_RANKS`: comma-separated ranks and inclusive
+/// ranges, e.g. `0:63,128`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankSet(Vec<(u32, u32)>);
+
+/// Most items one [`RankSet`] holds (a few hundred bytes of settings, whatever the input).
+pub const MAX_RANK_ITEMS: usize = 1024;
+
+impl RankSet {
+    pub fn contains(&self, rank: u32) -> bool {
+        self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&rank))
+    }
+}
+
+impl core::str::FromStr for RankSet {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mut ranges = Vec::new();
+        for item in text.split(',') {
+            if ranges.len() == MAX_RANK_ITEMS {
+                return Err(format!("more than {MAX_RANK_ITEMS} items"));
+            }
+            let rank =
+                |t: &str| t.trim().parse::<u32>().map_err(|_| format!("\"{}\" is not a rank", t.trim().escape_debug()));
+            let range = match item.split_once(':') {
+                Some((lo, hi)) => (rank(lo)?, rank(hi)?),
+                None => (rank(item)?, rank(item)?),
+            };
+            if range.0 > range.1 {
+                return Err(format!("the range {}:{} runs backwards", range.0, range.1));
+            }
+            ranges.push(range);
+        }
+        Ok(Self(ranges))
+    }
+}
+
+impl core::fmt::Display for RankSet {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, &(lo, hi)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            if lo == hi {
+                write!(f, "{lo}")?;
+            } else {
+                write!(f, "{lo}:{hi}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for RankSet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// Where `AAR_TEST_PANIC` makes the decision path panic.
@@ -86,6 +167,10 @@ impl Default for Settings {
             alltoall_hook: true,
             summary: true,
             test_panic: None,
+            ab: None,
+            ab_order: AbOrder::RoundRobin,
+            ab_boundary: Boundary::Markers,
+            output_ranks: None,
         }
     }
 }
@@ -146,6 +231,26 @@ impl Parser<'_> {
         }
     }
 
+    /// A value of a type with `FromStr`, whose error (a detail) goes into the warning; `None`
+    /// when unset or bad (the caller's default applies).
+    fn parse_str<T: core::str::FromStr<Err = String>>(
+        &mut self,
+        name: &'static str,
+        show_default: &str,
+        problem: &str,
+        fix: &str,
+    ) -> Option<T> {
+        let v = self.get(name)?;
+        match v.trim().parse::<T>() {
+            Ok(x) => Some(x),
+            Err(detail) => {
+                let detail: String = detail.chars().take(120).collect();
+                self.warn(name, &v, &format!("{problem} ({detail})"), show_default, fix);
+                None
+            }
+        }
+    }
+
     fn text(&self, name: &str) -> Option<String> {
         self.get(name).map(|v| v.trim().to_string())
     }
@@ -196,6 +301,11 @@ fn parse_events(v: &str) -> Option<Vec<String>> {
     ok.then_some(names)
 }
 
+const BOUNDARY_FIX: &str = "Use markers, or one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, \
+MPI_Alltoall, MPI_Gather, MPI_Scatter, optionally with :N for every N-th call (e.g. MPI_Allreduce:2).";
+const MODE_IGNORED: &str = "is ignored because AAR_AB is set; using the default of an A/B run instead: each \
+iteration's policy comes from the AAR_AB schedule. Unset AAR_MODE, or unset AAR_AB to run one policy.";
+
 const MODE_FIX: &str = "Use one of ADAPTIVE0, ADAPTIVE1, ADAPTIVE2, ADAPTIVE3 (ADAPTIVE_0..3 also accepted).";
 
 impl Settings {
@@ -206,14 +316,52 @@ impl Settings {
         let de = &d.engine;
         let bool_fix = "Use 1/0, true/false, yes/no or on/off.";
         let disabled = p.parse("AAR_DISABLE", false, "0 (enabled)", "is not a boolean", bool_fix, parse_bool);
-        let policy = p.parse(
-            "AAR_MODE",
-            de.policy,
-            "auto",
-            "is not a routing policy",
-            "Use auto, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.",
-            Policy::parse,
+        let ab = p.parse_str::<PolicyList>(
+            "AAR_AB",
+            "unset (no A/B experiment, one policy)",
+            "is not a list of policies to alternate",
+            "Give 2 to 8 different policies separated by commas, from auto, off and ADAPTIVE0..ADAPTIVE3 (e.g. AAR_AB=ADAPTIVE0,ADAPTIVE3).",
         );
+        let ab_order = p
+            .parse_str(
+                "AAR_AB_ORDER",
+                "round-robin",
+                "is not an order of A/B iterations",
+                "Use round-robin, shuffled, or shuffled:SEED with a whole-number seed (the same on every rank).",
+            )
+            .unwrap_or(AbOrder::RoundRobin);
+        let ab_boundary = p
+            .parse_str(
+                "AAR_AB_BOUNDARY",
+                "markers (aar_iteration_begin/end)",
+                "is not an iteration boundary",
+                BOUNDARY_FIX,
+            )
+            .unwrap_or(Boundary::Markers);
+        let output_ranks = p.parse_str::<RankSet>(
+            "AAR_OUTPUT_RANKS",
+            "(every rank writes its records)",
+            "is not a list of ranks",
+            "Give ranks and inclusive ranges separated by commas, e.g. AAR_OUTPUT_RANKS=0:63,128.",
+        );
+        let policy = match &ab {
+            Some(list) => {
+                if let Some(v) = p.get("AAR_MODE") {
+                    let shown: String = v.chars().take(80).collect();
+                    let message = format!("AAR_MODE=\"{}\" {MODE_IGNORED}", shown.escape_debug());
+                    p.warnings.push(Warning { variable: "AAR_MODE", value: v, message });
+                }
+                AbSchedule::new(list.0.clone(), ab_order).policy_at(0)
+            }
+            None => p.parse(
+                "AAR_MODE",
+                de.policy,
+                "auto",
+                "is not a routing policy",
+                "Use auto, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.",
+                Policy::parse,
+            ),
+        };
         let threshold_bytes = p.parse(
             "AAR_THRESHOLD",
             de.threshold_bytes,
@@ -310,6 +458,10 @@ impl Settings {
             alltoall_hook,
             summary,
             test_panic,
+            ab,
+            ab_order,
+            ab_boundary,
+            output_ranks,
         };
         (settings, p.warnings)
     }
@@ -393,6 +545,15 @@ mod tests {
             ("AAR_LATENCY_UNIT", "ns", "us"),
             ("AAR_PAPI_EVENTS", "a,b,c", "(the five"),
             ("AAR_PAPI_EVENTS", "a,b,,d", "(the five"),
+            ("AAR_AB", "ADAPTIVE0", "unset"),
+            ("AAR_AB", "ADAPTIVE0,fast", "unset"),
+            ("AAR_AB", "auto,auto", "unset"),
+            ("AAR_AB_ORDER", "random", "round-robin"),
+            ("AAR_AB_ORDER", "shuffled:x", "round-robin"),
+            ("AAR_AB_BOUNDARY", "MPI_Send", "markers"),
+            ("AAR_AB_BOUNDARY", "MPI_Barrier:0", "markers"),
+            ("AAR_OUTPUT_RANKS", "0:x", "every rank"),
+            ("AAR_OUTPUT_RANKS", "9:3", "every rank"),
         ];
         for (var, value, default) in cases {
             let (s, w) = parse(&[(var, value)]);
@@ -403,6 +564,50 @@ mod tests {
             assert_eq!(w[0].variable, var);
             assert_eq!(s, Settings::default(), "{var}={value} must leave the default");
         }
+    }
+
+    #[test]
+    fn ab_experiments() {
+        let (s, w) = parse(&[
+            ("AAR_AB", "ADAPTIVE_3, auto"),
+            ("AAR_AB_ORDER", "shuffled:5"),
+            ("AAR_AB_BOUNDARY", "MPI_Allreduce:2"),
+            ("AAR_OUTPUT_RANKS", "0:3, 8"),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.ab, Some(PolicyList(vec![Policy::Fixed(RoutingMode::Adaptive3), Policy::Auto])));
+        assert_eq!(s.ab_order, AbOrder::Shuffled(5));
+        assert_eq!(s.ab_boundary.to_string(), "MPI_Allreduce:2");
+        let ranks = s.output_ranks.as_ref().unwrap();
+        assert_eq!(ranks.to_string(), "0:3,8");
+        assert!([0, 3, 8].iter().all(|&r| ranks.contains(r)) && ![4, 7, 9].iter().any(|&r| ranks.contains(r)));
+        let schedule = s.ab_schedule().unwrap();
+        assert_eq!(s.engine.policy, schedule.policy_at(0), "before the first iteration: iteration 0's policy");
+        // AAR_MODE gives way to the schedule, with one warning.
+        let (s, w) = parse(&[("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("AAR_MODE", "ADAPTIVE2")]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].message.starts_with("AAR_MODE=\"ADAPTIVE2\" is ignored because AAR_AB is set"), "{}", w[0]);
+        assert_eq!(s.engine.policy, Policy::Fixed(RoutingMode::Adaptive0));
+        // Without A/B, the same variables still parse; no schedule.
+        let (s, w) = parse(&[("AAR_AB_BOUNDARY", "mpi_barrier")]);
+        assert!(w.is_empty() && s.ab_schedule().is_none());
+        assert_eq!(s.ab_boundary.to_string(), "MPI_Barrier:1");
+        // The detail of what is wrong is in the warning.
+        let (_, w) = parse(&[("AAR_AB", "ADAPTIVE0,fast")]);
+        assert!(w[0].message.contains("\"fast\" is not a policy"), "{}", w[0]);
+    }
+
+    #[test]
+    fn rank_sets() {
+        let r: RankSet = "5".parse().unwrap();
+        assert!(r.contains(5) && !r.contains(4));
+        let r: RankSet = "0:4294967295".parse().unwrap();
+        assert!(r.contains(u32::MAX));
+        for bad in ["", ",", "1,", "-1", "a", "1:2:3", "3:1", "1.5"] {
+            assert!(bad.parse::<RankSet>().is_err(), "{bad}");
+        }
+        let many = vec!["1"; MAX_RANK_ITEMS + 1].join(",");
+        assert!(many.parse::<RankSet>().is_err());
     }
 
     #[test]

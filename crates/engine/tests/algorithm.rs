@@ -394,3 +394,28 @@ fn policy_names() {
         assert_eq!(Policy::parse(bad), None, "{bad}");
     }
 }
+
+/// A/B iterations switch policies under one engine: what fixed iterations measured feeds `auto`
+/// (attributed to the side of the fixed mode); what `off` measured does not.
+#[test]
+fn policies_share_one_engine_fixed_windows_feed_auto_and_off_windows_do_not() {
+    // ADAPTIVE0 (low-stall side) measured: L = 1.4 µs, s = 1. Then auto decides at once with the
+    // model, on that window, and keeps the low-stall side for a large PUT.
+    let mut e = engine_observing(AD0, 1.4, 1.0);
+    assert!(!e.window_open(), "the read closed the window");
+    let d = e.on_threshold_crossed(&put(65536), false);
+    assert_eq!((d.reason, d.mode), (Reason::Model, Some(AD0)));
+    assert!((d.window.unwrap().latency_us - 1.4).abs() < 1e-9, "{:?}", d.window);
+    assert!(e.window_open());
+
+    // Under off, windows are counted but belong to no side: auto afterwards still has none.
+    let mut e = Engine::new(EngineConfig { policy: Policy::Off, ..EngineConfig::default() });
+    e.observe(CounterSample::default());
+    let d = e.on_threshold_crossed(&put(1 << 20), false);
+    assert_eq!(d.mode, None);
+    assert!(matches!(e.observe(sample(1_000_000, 1.0, 1_000_000, 1.4)), WindowOutcome::Valid(_)));
+    assert_eq!(e.stats().windows_valid, 1);
+    e.set_policy(Policy::Auto);
+    let d = e.on_threshold_crossed(&put(65536), false);
+    assert_eq!((d.reason, d.mode), (Reason::Threshold, Some(AD3)), "no window attributed to a side yet");
+}
