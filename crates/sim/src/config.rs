@@ -181,7 +181,35 @@ impl NetConfig {
     pub fn ticks_to_ns(&self, t: u64) -> f64 {
         t as f64 * self.tick_ps as f64 / 1000.0
     }
+    /// Simulated time in whole ns (rounded down), as iteration records hold it.
+    pub fn ticks_to_whole_ns(&self, t: u64) -> u64 {
+        (u128::from(t) * u128::from(self.tick_ps) / 1000) as u64
+    }
+    /// NIC cycles (the unit of the simulated latency counter) in µs, from the simulated NIC clock:
+    /// 1.25 ns per cycle on the Aries-like network (800 MHz, the engine's `NIC_CYCLE_US`), one
+    /// tick on a Kim network. The one place the simulator converts counter latencies to time.
+    pub fn nic_cycles_to_us(&self, cycles: f64) -> f64 {
+        cycles * (self.nic_cycle * self.tick_ps) as f64 / 1e6
+    }
     pub fn ns_to_ticks(&self, ns: f64) -> u64 {
         (ns * 1000.0 / self.tick_ps as f64).round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_conversions() {
+        let aries = NetConfig::aries(2);
+        // 800 MHz NIC: the engine converts cycles with the same period
+        assert_eq!(aries.nic_cycles_to_us(800.0), 1.0);
+        assert_eq!(aries.nic_cycles_to_us(1.0), aar_engine::LatencyUnit::Cycles.to_us(1.0));
+        assert_eq!(aries.ticks_to_whole_ns(1_999), 1);
+        assert_eq!(aries.ticks_to_whole_ns(u64::MAX), u64::MAX / 1000);
+        let kim = NetConfig::booksim_k4();
+        assert_eq!(kim.nic_cycles_to_us(1000.0), 1.0);
+        assert_eq!(kim.ticks_to_whole_ns(7), 7);
     }
 }

@@ -3,9 +3,10 @@
 
 use crate::config::{Mode, NetConfig, N_MODES};
 use crate::net::{Kind, Net, NicCounters, Note, NOTES};
-use crate::record::{IterSample, RankRecord, RECORD_SCHEMA};
+use crate::record::{IterSample, RankIteration, RankRecord, RANK_SCHEMA};
 use crate::rng::Rng;
 use crate::workload::{parse_size, Phase, Placement, Workload};
+pub use aar_engine::{AbOrder, AbSchedule};
 use aar_engine::{CounterSample, Engine, EngineConfig, LatencyUnit, Message, Policy, RoutingMode, Transfer};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -41,6 +42,34 @@ impl PolicySpec {
             PolicySpec::Off => "off".into(),
             PolicySpec::Fixed(m) => m.name().into(),
         }
+    }
+
+    /// The engine policy of this arm; `None` for the non-adaptive modes, which the engine is not
+    /// asked about.
+    pub fn engine_policy(&self) -> Option<Policy> {
+        match *self {
+            PolicySpec::Auto => Some(Policy::Auto),
+            PolicySpec::Off => Some(Policy::Off),
+            PolicySpec::Fixed(m) => to_engine_mode(m).map(Policy::Fixed),
+        }
+    }
+}
+
+/// The A/B schedule of a job's arms: the engine's [`AbSchedule`], the arithmetic libaar.so uses,
+/// so the simulator and real jobs assign iterations to policies identically. The schedule maps an
+/// iteration to an arm index from the number of arms and the order alone; arms the engine has no
+/// policy for (MIN_HASH, NMIN_HASH, IN_ORDER) are entered as `Policy::Off`, which is never applied
+/// (the simulator applies its own [`PolicySpec`] of the index).
+pub fn arm_schedule(arms: &[PolicySpec], order: AbOrder) -> AbSchedule {
+    AbSchedule::new(arms.iter().map(|a| a.engine_policy().unwrap_or(Policy::Off)).collect(), order)
+}
+
+/// How the iteration records name the order: `single` without an A/B experiment.
+pub fn order_name(arms: &[PolicySpec], order: AbOrder) -> String {
+    if arms.len() == 1 {
+        "single".into()
+    } else {
+        order.to_string()
     }
 }
 
@@ -78,6 +107,17 @@ pub enum Background {
 }
 
 impl Background {
+    /// Short name for experiment ids: `none`, `uniform-LOAD-BYTES`, `worst-case-LOAD-BYTES`,
+    /// `congestors-BYTES`.
+    pub fn name(&self) -> String {
+        match self {
+            Background::None => "none".into(),
+            Background::Uniform { load, bytes } => format!("uniform-{load}-{bytes}"),
+            Background::WorstCase { load, bytes } => format!("worst-case-{load}-{bytes}"),
+            Background::Congestors { bytes } => format!("congestors-{bytes}"),
+        }
+    }
+
     /// `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]` or `congestors[:SIZE]` (SIZE as in
     /// [`parse_size`], default 4 KiB; LOAD a fraction of the NIC injection bandwidth in [0, 1]).
     pub fn parse(s: &str) -> Result<Background, String> {
@@ -117,8 +157,12 @@ pub struct ExperimentSpec {
     pub workload: Workload,
     pub ranks: u32,
     pub placement: Placement,
-    /// policies alternated across iterations (A/B); one entry = a single policy
+    /// policies alternated across iterations (A/B); one entry = a single policy; at most
+    /// `aar_engine::ab::MAX_POLICIES`
     pub arms: Vec<PolicySpec>,
+    /// which arm runs in which iteration (the engine's A/B schedule)
+    #[serde(with = "order_serde", default = "round_robin")]
+    pub order: AbOrder,
     pub iterations: u32,
     /// iterations run before recording (not recorded), per arm cycle
     pub warmup_iterations: u32,
@@ -143,6 +187,7 @@ impl ExperimentSpec {
             ranks,
             placement,
             arms: vec![PolicySpec::Auto],
+            order: AbOrder::RoundRobin,
             iterations: 10,
             warmup_iterations: 0,
             background: Background::None,
@@ -152,6 +197,39 @@ impl ExperimentSpec {
             background_lead_ns: 5_000.0,
             seed: 1,
         }
+    }
+}
+
+fn round_robin() -> AbOrder {
+    AbOrder::RoundRobin
+}
+
+/// `AbOrder` as its text (`round-robin`, `shuffled:SEED`), parsed with its `FromStr`.
+mod order_serde {
+    use super::AbOrder;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(order: &AbOrder, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(order)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AbOrder, D::Error> {
+        String::deserialize(d)?.parse().map_err(D::Error::custom)
+    }
+}
+
+impl ExperimentSpec {
+    /// The experiment id of the records: workload (with its size), placement, ranks, background
+    /// and seed, so the ranks of one run group together and the points of a sweep stay apart.
+    pub fn experiment_id(&self) -> String {
+        format!(
+            "sim-{}_{}_{}ranks_{}_seed{}",
+            self.workload.name(),
+            self.placement.name(),
+            self.ranks,
+            self.background.name(),
+            self.seed
+        )
     }
 }
 
@@ -201,6 +279,11 @@ struct Rank {
     arrived: Vec<(u32, u32)>,
     iter_start: u64,
     iter_ctr: NicCounters,
+    /// messages and bytes posted in the current iteration, by mode
+    iter_msgs: [u64; N_MODES],
+    iter_bytes: [u64; N_MODES],
+    /// the engine's (decisions, switches) when the current iteration started
+    iter_engine: (u64, u64),
     done: bool,
     engine: Option<Engine>,
     arm: usize,
@@ -213,6 +296,7 @@ struct Job {
     phases: Vec<Vec<Phase>>,
     iterations: u32,
     arms: Vec<PolicySpec>,
+    schedule: AbSchedule,
     measured: bool,
     done_ranks: u32,
     default_mode: Mode,
@@ -292,7 +376,7 @@ impl World {
         let mut ring: Vec<u32> = (0..spec.ranks).collect();
         w.rng.shuffle(&mut ring);
         if measured_job {
-            w.add_job(&spec.workload, &nodes, &ring, spec.iterations + spec.warmup_iterations, spec.arms.clone(), true, spec.warmup_iterations);
+            w.add_job(&spec.workload, &nodes, &ring, spec.iterations + spec.warmup_iterations, spec.arms.clone(), spec.order, true, spec.warmup_iterations);
         }
         // background nodes: same routers as the measured ranks first, then the scope at random
         let topo = &w.net.topo;
@@ -340,10 +424,23 @@ impl World {
                     for (i, wl) in wl.iter().enumerate() {
                         let ns = &free[i * k..(i + 1) * k];
                         let ring: Vec<u32> = (0..k as u32).collect();
-                        w.add_job(wl, ns, &ring, u32::MAX, vec![PolicySpec::Fixed(spec.background_mode)], false, 0);
+                        w.add_job(wl, ns, &ring, u32::MAX, vec![PolicySpec::Fixed(spec.background_mode)], AbOrder::RoundRobin, false, 0);
                     }
                 }
             }
+        }
+        // GPCNeT-style label of every measured iteration: the congestors run for the whole run, so
+        // a run is either congested or isolated; open-loop background traffic gets no label
+        let label = match spec.background {
+            _ if w.jobs.iter().any(|j| !j.measured) => Some("congested"),
+            Background::None => Some("isolated"),
+            _ if w.noise_nodes.is_empty() => Some("isolated"),
+            _ => None,
+        };
+        let experiment = spec.experiment_id();
+        for r in w.ranks.iter_mut().filter(|r| w.jobs[r.job].measured) {
+            r.rec.experiment = experiment.clone();
+            r.rec.label = label.map(String::from);
         }
         // start: background congestors at 0, the measured job after the lead time
         let lead = cfg.ns_to_ticks(spec.background_lead_ns);
@@ -418,7 +515,7 @@ impl World {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn add_job(&mut self, wl: &Workload, nodes: &[u32], ring: &[u32], iterations: u32, arms: Vec<PolicySpec>, measured: bool, warmup: u32) {
+    fn add_job(&mut self, wl: &Workload, nodes: &[u32], ring: &[u32], iterations: u32, arms: Vec<PolicySpec>, order: AbOrder, measured: bool, warmup: u32) {
         let n = nodes.len() as u32;
         let first = self.ranks.len() as u32;
         let job = self.jobs.len();
@@ -433,7 +530,7 @@ impl World {
             };
             let topo = &self.net.topo;
             let rec = RankRecord {
-                schema: RECORD_SCHEMA.into(),
+                schema: RANK_SCHEMA.into(),
                 workload: wl.name(),
                 rank: i as u32,
                 nranks: n,
@@ -441,6 +538,7 @@ impl World {
                 router: topo.router_of_node(node),
                 group: topo.group_of_node(node),
                 arms: arms.iter().map(|a| a.name()).collect(),
+                order: order_name(&arms, order),
                 ..Default::default()
             };
             self.ranks.push(Rank {
@@ -454,6 +552,9 @@ impl World {
                 arrived: Vec::new(),
                 iter_start: 0,
                 iter_ctr: NicCounters::default(),
+                iter_msgs: [0; N_MODES],
+                iter_bytes: [0; N_MODES],
+                iter_engine: (0, 0),
                 done: phases[i].is_empty(),
                 engine,
                 arm: 0,
@@ -462,7 +563,8 @@ impl World {
         }
         let done_ranks = phases.iter().filter(|p| p.is_empty()).count() as u32;
         let timing_rank = if matches!(wl, Workload::PingPong { .. }) { Some(0) } else { None };
-        self.jobs.push(Job { first, n, phases, iterations, arms, measured, done_ranks, default_mode, warmup, timing_rank, iter_max: Vec::new(), iter_ctr: Vec::new() });
+        let schedule = arm_schedule(&arms, order);
+        self.jobs.push(Job { first, n, phases, iterations, arms, schedule, measured, done_ranks, default_mode, warmup, timing_rank, iter_max: Vec::new(), iter_ctr: Vec::new() });
     }
 
     fn measured_done(&self) -> bool {
@@ -491,7 +593,7 @@ impl World {
             }
             for (i, &t) in j.iter_max.iter().enumerate() {
                 let it = i as u32 + j.warmup;
-                let arm = j.arms[(it as usize) % j.arms.len()].name();
+                let arm = j.arms[j.schedule.index_at(it.into())].name();
                 let (stall_ratio, latency_cycles) = j.iter_ctr.get(i).copied().unwrap_or((0.0, 0.0));
                 iterations.push(IterSample { iteration: it, arm, ns: self.net.cfg.ticks_to_ns(t), stall_ratio, latency_cycles });
             }
@@ -603,19 +705,16 @@ impl World {
         }
         rk.iter_start = now;
         rk.iter_ctr = self.net.counters(rk.node);
+        rk.iter_msgs = [0; N_MODES];
+        rk.iter_bytes = [0; N_MODES];
         rk.phase = 0;
-        let arms = &self.jobs[job].arms;
-        rk.arm = (rk.iter as usize) % arms.len();
+        let j = &self.jobs[job];
+        rk.arm = j.schedule.index_at(rk.iter.into());
         if let Some(e) = &mut rk.engine {
-            match arms[rk.arm] {
-                PolicySpec::Auto => e.set_policy(Policy::Auto),
-                PolicySpec::Off => e.set_policy(Policy::Off),
-                PolicySpec::Fixed(m) => {
-                    if let Some(em) = to_engine_mode(m) {
-                        e.set_policy(Policy::Fixed(em))
-                    }
-                }
+            if let Some(p) = j.arms[rk.arm].engine_policy() {
+                e.set_policy(p);
             }
+            rk.iter_engine = engine_counts(e);
         }
         self.start_phase(r);
     }
@@ -648,10 +747,7 @@ impl World {
             let dst_rank = first + dst;
             let dst_node = self.ranks[dst_rank as usize].node;
             let node = self.ranks[r].node;
-            let engine_arm = match arm {
-                PolicySpec::Auto | PolicySpec::Off => true,
-                PolicySpec::Fixed(m) => to_engine_mode(m).is_some(),
-            };
+            let engine_arm = arm.engine_policy().is_some();
             let (mode, read_before, read) = match (&mut self.ranks[r].engine, arm) {
                 (Some(e), _) if engine_arm => {
                     let d = e.decide(&Message { bytes, transfer: Transfer::Put, endpoint: dst_node as u64 }, alltoall);
@@ -672,6 +768,8 @@ impl World {
                 let k = mode as usize;
                 rk.rec.messages_per_mode[k] += 1;
                 rk.rec.bytes_per_mode[k] += bytes;
+                rk.iter_msgs[k] += 1;
+                rk.iter_bytes[k] += bytes;
             }
             self.net.post(node, dst_node, bytes, Kind::Put, mode, r as u32, dst_rank, tag_of(iter, tag));
             if read {
@@ -738,12 +836,25 @@ impl World {
             if rk.local == 0 {
                 j.iter_ctr[idx] = (stall_ratio, latency_cycles);
             }
-            rk.rec.iterations.push(IterSample {
-                iteration: rk.iter,
-                arm: j.arms[rk.arm].name(),
-                ns: self.net.cfg.ticks_to_ns(dur),
-                stall_ratio,
-                latency_cycles,
+            let (decisions, switches) = match &rk.engine {
+                Some(e) => {
+                    let (d, s) = engine_counts(e);
+                    (d - rk.iter_engine.0, s - rk.iter_engine.1)
+                }
+                None => (0, 0),
+            };
+            let cfg = &self.net.cfg;
+            rk.rec.iterations.push(RankIteration {
+                i: rk.iter.into(),
+                arm: rk.arm,
+                start_ns: cfg.ticks_to_whole_ns(rk.iter_start),
+                end_ns: cfg.ticks_to_whole_ns(now),
+                messages: rk.iter_msgs,
+                bytes: rk.iter_bytes,
+                decisions,
+                switches,
+                latency_us: (dp > 0).then(|| cfg.nic_cycles_to_us(latency_cycles)),
+                stall_ratio: (df > 0).then_some(stall_ratio),
             });
         }
         rk.iter += 1;
@@ -754,6 +865,12 @@ impl World {
         }
         self.start_iteration(r);
     }
+}
+
+/// The engine's cumulative (threshold decisions, switches of side).
+fn engine_counts(e: &Engine) -> (u64, u64) {
+    let s = e.stats();
+    (s.decisions, s.switches_to_low_latency + s.switches_to_low_stall)
 }
 
 fn sample(c: &NicCounters) -> CounterSample {

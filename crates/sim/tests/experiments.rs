@@ -1,10 +1,11 @@
 //! Small end-to-end experiments: workloads complete, the engine runs in every rank, records are
-//! produced, results are deterministic, and A/B arms alternate.
+//! produced, results are deterministic, A/B arms follow the engine's schedule, and the per-rank
+//! iteration rows add up.
 
 use aar_sim::config::{Mode, NetConfig};
 use aar_sim::topology::TopoSpec;
 use aar_sim::workload::{Placement, Workload};
-use aar_sim::world::{run_experiment, Background, ExperimentSpec, PolicySpec};
+use aar_sim::world::{arm_schedule, run_experiment, AbOrder, Background, ExperimentSpec, PolicySpec};
 
 fn small_net() -> NetConfig {
     let mut c = NetConfig::aries(3);
@@ -58,7 +59,7 @@ fn engine_runs_in_every_rank_and_ab_arms_alternate() {
         assert_eq!(msgs, 5 * 6);
         assert!(rec.counters.req_flits > 0 && rec.counters.rsp_packets > 0);
         let json = serde_json::to_string(rec).unwrap();
-        assert!(json.contains("\"schema\":\"aar-sim-rank/1\""));
+        assert!(json.contains("\"schema\":\"aar-sim-rank/2\""));
     }
     // ADAPTIVE3 arm: the engine maps the fixed policy to the ADAPTIVE3 mode
     assert!(r.records.iter().all(|rec| rec.messages_per_mode[Mode::Adaptive3 as usize] >= 15));
@@ -91,4 +92,75 @@ fn small_messages_are_faster_with_high_bias_between_groups() {
     let r = run_experiment(&s, "a2a");
     let med = |arm: &str| aar_sim::stats::summarize(&r.times(arm)).median;
     assert!(med("ADAPTIVE3") < med("ADAPTIVE0"), "{} vs {}", med("ADAPTIVE3"), med("ADAPTIVE0"));
+}
+
+#[test]
+fn arms_follow_the_engine_schedule_and_rows_add_up_to_the_totals() {
+    let arms = vec![PolicySpec::Auto, PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Min)];
+    let mut s = ExperimentSpec::new(small_net(), Workload::Alltoall { bytes: 8192 }, 4, Placement::Scattered);
+    s.arms = arms.clone();
+    s.order = AbOrder::Shuffled(7);
+    s.iterations = 9;
+    s.warmup_iterations = 2;
+    let r = run_experiment(&s, "a2a");
+    let schedule = arm_schedule(&arms, s.order);
+    let expected: Vec<String> = (2..11).map(|i| arms[schedule.index_at(i)].name()).collect();
+    let got: Vec<String> = r.iterations.iter().map(|i| i.arm.clone()).collect();
+    assert_eq!(got, expected);
+    assert_ne!(expected[..3], expected[3..6], "shuffled, not round-robin (seed 7 draws different blocks)");
+    for rec in &r.records {
+        assert_eq!(rec.experiment, "sim-alltoall-8192_scattered_4ranks_none_seed1");
+        assert_eq!(rec.order, "shuffled:7");
+        assert_eq!(rec.label.as_deref(), Some("isolated"));
+        let rows: Vec<_> = rec.rows().collect();
+        assert_eq!(rows.iter().map(|r| r.i).collect::<Vec<_>>(), (2..11).collect::<Vec<_>>());
+        assert_eq!(rows.iter().map(|r| r.policy.clone()).collect::<Vec<_>>(), expected);
+        for m in 0..rec.messages_per_mode.len() {
+            assert_eq!(rows.iter().map(|r| r.messages[m]).sum::<u64>(), rec.messages_per_mode[m]);
+            assert_eq!(rows.iter().map(|r| r.bytes[m]).sum::<u64>(), rec.bytes_per_mode[m]);
+        }
+        for (row, arm) in rows.iter().zip(&expected) {
+            assert!(row.start_ns < row.end_ns);
+            assert_eq!(row.messages.iter().sum::<u64>(), 3, "3 sends per alltoall iteration");
+            // MIN_HASH is not an engine policy: the rank's messages keep the requested mode
+            assert_eq!(row.messages[Mode::Min as usize] == 3, arm == "MIN_HASH", "{row:?}");
+            assert!(row.latency_us.unwrap() > 0.1 && row.stall_ratio.is_some(), "{row:?}");
+        }
+        assert!(rows.windows(2).all(|w| w[0].end_ns <= w[1].start_ns), "iterations follow each other");
+    }
+}
+
+#[test]
+fn engine_decisions_and_switches_are_counted_per_iteration() {
+    let mut s = ExperimentSpec::new(small_net(), Workload::Alltoall { bytes: 8192 }, 6, Placement::Scattered);
+    s.arms = vec![PolicySpec::Auto, PolicySpec::Fixed(Mode::Adaptive3)];
+    s.iterations = 6;
+    s.background = Background::Uniform { load: 0.3, bytes: 2048 };
+    s.background_nodes = 8;
+    let r = run_experiment(&s, "a2a");
+    for rec in &r.records {
+        assert_eq!(rec.label, None, "open-loop background: neither isolated nor GPCNeT-congested");
+        let rows: Vec<_> = rec.rows().collect();
+        assert_eq!(rows.iter().map(|r| r.decisions).sum::<u64>(), rec.engine_decisions);
+        let switches = rec.switches_to_low_latency + rec.switches_to_low_stall;
+        assert_eq!(rows.iter().map(|r| r.switches).sum::<u64>(), switches);
+        assert!(rows.iter().filter(|r| r.policy == "auto").all(|r| r.decisions > 0));
+    }
+}
+
+#[test]
+fn gpcnet_congestors_label_the_run_congested_and_seeds_stay_apart() {
+    let mut s = ExperimentSpec::new(small_net(), Workload::RandomRingLatency, 4, Placement::AcrossGroups);
+    s.iterations = 2;
+    s.background = Background::Congestors { bytes: 1024 };
+    s.background_nodes = 30;
+    let r = run_experiment(&s, "rr");
+    assert!(r.records.iter().all(|rec| rec.label.as_deref() == Some("congested")));
+    assert_eq!(r.records[0].experiment, "sim-rr-latency_across-groups_4ranks_congestors-1024_seed1");
+    // too few nodes for the three congestor jobs: nothing runs, and the label says so
+    s.background_nodes = 3;
+    let r = run_experiment(&s, "rr");
+    assert!(r.records.iter().all(|rec| rec.label.as_deref() == Some("isolated")));
+    s.seed = 2;
+    assert_ne!(run_experiment(&s, "rr").records[0].experiment, r.records[0].experiment);
 }
