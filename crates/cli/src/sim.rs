@@ -7,14 +7,15 @@ use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::topology::TopoSpec;
 use aar_sim::validate::fmt_ns;
 use aar_sim::workload::{parse_size, Placement, Workload};
-use aar_sim::world::{run_experiment, Background, ExperimentSpec, PolicySpec};
+use aar_sim::world::{run_experiment, AbOrder, Background, ExperimentSpec, PolicySpec};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct SimArgs {
+    /// boxed: the experiment options are large, and `aar`'s command enum holds this inline
     #[command(subcommand)]
-    cmd: SimCmd,
+    cmd: Box<SimCmd>,
 }
 
 #[derive(Args, Clone)]
@@ -64,6 +65,10 @@ struct ExpOpts {
     /// policies alternated across iterations (A/B): auto, off, ADAPTIVE0..3, MIN_HASH, NMIN_HASH, IN_ORDER
     #[arg(long, default_value = "auto", value_delimiter = ',')]
     policy: Vec<String>,
+    /// which policy runs in which iteration: round-robin, or shuffled[:SEED] (randomized blocks,
+    /// each holding every policy once), the A/B schedule of libaar.so (AAR_AB_ORDER)
+    #[arg(long, default_value = "round-robin")]
+    order: AbOrder,
     #[arg(long, default_value_t = 10)]
     iterations: u32,
     #[arg(long, default_value_t = 0)]
@@ -91,6 +96,9 @@ impl ExpOpts {
             .iter()
             .map(|p| PolicySpec::parse(p).ok_or_else(|| format!("--policy {p}: unknown policy")))
             .collect::<Result<Vec<_>, _>>()?;
+        if arms.len() > aar_sim::world::MAX_ARMS {
+            return Err(format!("--policy: at most {} policies alternate", aar_sim::world::MAX_ARMS));
+        }
         let topo = aar_sim::topology::Topology::new(net.topo.clone());
         let max = match pl {
             Placement::SameBlade => topo.p,
@@ -105,27 +113,15 @@ impl ExpOpts {
         }
         let mut s = ExperimentSpec::new(net, wl, self.ranks, pl);
         s.arms = arms;
+        s.order = self.order;
         s.iterations = self.iterations;
         s.warmup_iterations = self.warmup_iterations;
-        s.background = parse_background(&self.background)?;
+        s.background = Background::parse(&self.background).map_err(|e| format!("--background {e}"))?;
         s.background_nodes = self.background_nodes;
         s.background_local = !self.background_global;
         s.seed = self.seed;
         Ok(s)
     }
-}
-
-fn parse_background(s: &str) -> Result<Background, String> {
-    let parts: Vec<&str> = s.split(':').collect();
-    let size = |i: usize, d: u64| parts.get(i).map(|x| parse_size(x).ok_or(format!("--background {s}: bad size"))).unwrap_or(Ok(d));
-    let load = || parts.get(1).and_then(|x| x.parse::<f64>().ok()).ok_or(format!("--background {s}: expected KIND:LOAD[:SIZE]"));
-    Ok(match parts[0] {
-        "none" => Background::None,
-        "uniform" => Background::Uniform { load: load()?, bytes: size(2, 4096)? },
-        "worst-case" => Background::WorstCase { load: load()?, bytes: size(2, 4096)? },
-        "congestors" => Background::Congestors { bytes: size(1, 4096)? },
-        _ => return Err(format!("--background {s}: unknown kind")),
-    })
 }
 
 #[derive(Subcommand)]
@@ -147,11 +143,12 @@ enum SimCmd {
         #[arg(long, default_value = "docs/sim/VALIDATION.md")]
         out: PathBuf,
     },
-    /// One experiment; per-rank JSON records go to --out
+    /// One experiment; per-rank records go to --out
     Run {
         #[command(flatten)]
         exp: ExpOpts,
-        /// directory for per-rank records (rank-NNNNN.json)
+        /// directory for per-rank records: aar.EXPERIMENT.RANK.0.iterations.jsonl (aar-iterations/1,
+        /// read by aar report) and aar.EXPERIMENT.RANK.0.sim-rank.json (placement, counter totals)
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -165,7 +162,8 @@ enum SimCmd {
         /// message sizes replacing the workload's (e.g. 8,64K,4M)
         #[arg(long, value_delimiter = ',')]
         sizes: Vec<String>,
-        /// directory for per-rank records (SIZE/seed-N/rank-NNNNN.json)
+        /// directory for per-rank records of every experiment, as with `run` (the experiment id
+        /// names workload, size, placement, ranks, background and seed)
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -199,27 +197,31 @@ pub fn run(a: SimArgs) -> i32 {
     }
 }
 
-fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+fn write_atomic(path: &Path, text: impl AsRef<[u8]>) -> Result<(), String> {
     if let Some(d) = path.parent() {
         if !d.as_os_str().is_empty() {
             std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
         }
     }
-    let tmp = path.with_extension("partial");
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename to {}: {e}", path.display()))
 }
 
+/// Per rank: the iteration record (aar-iterations/1) and the simulator's summary.
 fn write_records(dir: &Path, r: &aar_sim::world::ExperimentResult) -> Result<(), String> {
+    let command_line: Vec<String> = std::env::args().collect();
     for rec in &r.records {
-        let text = serde_json::to_string_pretty(rec).map_err(|e| e.to_string())?;
-        write_atomic(&dir.join(format!("rank-{:05}.json", rec.rank)), &text)?;
+        write_atomic(&dir.join(rec.iterations_file_name()), rec.iterations_jsonl(&command_line))?;
+        write_atomic(&dir.join(rec.summary_file_name()), rec.summary_json())?;
     }
     Ok(())
 }
 
 fn exec(a: SimArgs) -> Result<i32, String> {
-    match a.cmd {
+    match *a.cmd {
         SimCmd::Bench { quick, json } => {
             let r = aar_sim::bench::run_bench(quick);
             println!("{}", aar_sim::bench::render(&r));
@@ -256,7 +258,8 @@ fn exec(a: SimArgs) -> Result<i32, String> {
             println!("non-minimal fraction of the job's request packets: {:.3} ({})", r.nonmin_fraction, per.join(", "));
             if let Some(dir) = out {
                 write_records(&dir, &r)?;
-                println!("{} rank records written to {}", r.records.len(), dir.display());
+                let experiment = r.records.first().map_or("", |rec| rec.experiment.as_str());
+                println!("{} rank records of {experiment} written to {}", r.records.len(), dir.display());
             }
             Ok(0)
         }
@@ -295,9 +298,11 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                 }
             }
             if let Some(dir) = out {
-                for (s, r) in specs.iter().zip(&results) {
-                    write_records(&dir.join(&r.label).join(format!("seed-{}", s.seed)), r)?;
+                for r in &results {
+                    write_records(&dir, r)?;
                 }
+                let n: usize = results.iter().map(|r| r.records.len()).sum();
+                println!("{n} rank records of {} experiments written to {}", results.len(), dir.display());
             }
             Ok(0)
         }

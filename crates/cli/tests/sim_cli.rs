@@ -1,29 +1,151 @@
-//! `aar sim` end to end: records are written, bad arguments are reported with exit code 2.
+//! `aar sim` end to end: per-rank iteration records (aar-iterations/1) and summaries are written,
+//! A/B policies follow the engine's schedule, bad arguments are reported with exit code 2.
 
+use aar_sim::record::aar_record::{Clock, Iteration, Reader, Source, FORMAT, ITERATIONS_SUFFIX};
+use aar_sim::world::{arm_schedule, AbOrder, PolicySpec};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn aar() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aar"))
 }
 
-#[test]
-fn run_writes_one_record_per_rank() {
-    let dir = std::env::temp_dir().join(format!("aar-sim-cli-{}", std::process::id()));
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("aar-sim-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Files of `dir` whose names end with `suffix`, sorted.
+fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Reads one iteration record with the one reader: its header and rows (all of them must parse).
+fn read(path: &Path) -> (aar_sim::record::aar_record::Header, Vec<Iteration>) {
+    let reader = Reader::new(std::io::BufReader::new(std::fs::File::open(path).unwrap())).unwrap();
+    let header = reader.header().clone();
+    let rows = reader.map(|r| r.unwrap()).collect();
+    (header, rows)
+}
+
+/// Runs `aar sim run` on a small alltoall with `order`, checks every rank's record, returns the
+/// policies of rank 0's rows.
+fn run_and_check(order: &str, expect_order: &str) -> Vec<String> {
+    let dir = temp_dir(&order.replace(':', "-"));
     let out = aar()
         .args(["sim", "run", "--groups", "2", "--global-per-router", "2", "--workload", "alltoall:4K", "--ranks", "4"])
-        .args(["--placement", "scattered", "--policy", "auto,ADAPTIVE3", "--iterations", "4", "--out"])
+        .args(["--placement", "scattered", "--policy", "auto,ADAPTIVE3,off", "--iterations", "7"])
+        .args(["--warmup-iterations", "1", "--order", order, "--out"])
         .arg(&dir)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("| auto |") && text.contains("| ADAPTIVE3 |"), "{text}");
-    for r in 0..4 {
-        let rec = std::fs::read_to_string(dir.join(format!("rank-{r:05}.json"))).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&rec).unwrap();
-        assert_eq!(v["schema"], "aar-sim-rank/1");
-        assert_eq!(v["iterations"].as_array().unwrap().len(), 4);
+    assert!(text.contains("| auto |") && text.contains("| ADAPTIVE3 |") && text.contains("| off |"), "{text}");
+    let arms = [PolicySpec::Auto, PolicySpec::Fixed(aar_sim::Mode::Adaptive3), PolicySpec::Off];
+    let schedule = arm_schedule(&arms, order.parse::<AbOrder>().unwrap());
+    let expected: Vec<String> = (1..8).map(|i| arms[schedule.index_at(i)].name()).collect();
+    let records = files(&dir, ITERATIONS_SUFFIX);
+    let summaries = files(&dir, ".sim-rank.json");
+    assert_eq!((records.len(), summaries.len()), (4, 4), "{records:?} {summaries:?}");
+    let experiment = "sim-alltoall-4096_scattered_4ranks_none_seed1";
+    for (r, (path, summary)) in records.iter().zip(&summaries).enumerate() {
+        let name = format!("aar.{experiment}.{r}.0.iterations.jsonl");
+        assert_eq!(path.file_name().unwrap().to_str().unwrap(), name);
+        let (h, rows) = read(path);
+        assert_eq!(h.format, FORMAT);
+        assert_eq!((h.source, h.clock), (Source::Sim, Clock::Simulated));
+        assert_eq!(h.experiment, experiment);
+        assert_eq!((h.rank, h.nranks), (r as u32, Some(4)));
+        assert_eq!(h.policies, ["auto", "ADAPTIVE3", "off"]);
+        assert_eq!(h.order, expect_order);
+        assert_eq!(h.boundary, "sim");
+        assert_eq!(h.modes[3..7], ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3"]);
+        // one row per measured iteration, indexed as the schedule is (the warm-up iteration is 0)
+        assert_eq!(rows.iter().map(|r| r.i).collect::<Vec<_>>(), (1..8).collect::<Vec<_>>());
+        assert_eq!(rows.iter().map(|r| r.policy.clone()).collect::<Vec<_>>(), expected);
+        for row in &rows {
+            assert!(row.start_ns < row.end_ns, "{row:?}");
+            assert_eq!(row.label.as_deref(), Some("isolated"));
+            assert_eq!(row.messages.iter().sum::<u64>(), 3, "alltoall of 4 ranks: 3 sends each");
+            assert_eq!(row.bytes.iter().sum::<u64>(), 3 * 4096);
+            assert!(row.latency_us.is_some_and(|l| l > 0.1 && l < 100.0), "{row:?}");
+            assert!(row.stall_ratio.is_some());
+        }
+        assert!(rows.windows(2).all(|w| w[0].end_ns <= w[1].start_ns), "start and end increase");
+        // per mode, the rows add up to the rank's totals in its summary
+        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary).unwrap()).unwrap();
+        assert_eq!(s["schema"], "aar-sim-rank/2");
+        assert_eq!(s["rank"], r);
+        for m in 0..h.modes.len() {
+            assert_eq!(rows.iter().map(|r| r.messages[m]).sum::<u64>(), s["messages_per_mode"][m].as_u64().unwrap());
+            assert_eq!(rows.iter().map(|r| r.bytes[m]).sum::<u64>(), s["bytes_per_mode"][m].as_u64().unwrap());
+        }
+        // the engine's totals include the warm-up iteration, which has no row
+        assert!(rows.iter().map(|r| r.decisions).sum::<u64>() <= s["engine_decisions"].as_u64().unwrap());
+    }
+    // ADAPTIVE3 iterations go through the engine and keep ADAPTIVE3; `off` is the application's
+    // default, ADAPTIVE1 inside MPI_Alltoall
+    let (_, rows) = read(&records[0]);
+    for row in &rows {
+        match row.policy.as_str() {
+            "ADAPTIVE3" => assert_eq!(row.messages[6], 3),
+            "off" => assert_eq!(row.messages[4], 3),
+            _ => {}
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    rows.into_iter().map(|r| r.policy).collect()
+}
+
+#[test]
+fn run_writes_one_iteration_record_per_rank_round_robin() {
+    let policies = run_and_check("round-robin", "round-robin");
+    assert_eq!(policies, ["ADAPTIVE3", "off", "auto", "ADAPTIVE3", "off", "auto", "ADAPTIVE3"]);
+}
+
+#[test]
+fn run_follows_a_shuffled_schedule() {
+    let policies = run_and_check("shuffled:42", "shuffled:42");
+    assert_ne!(policies, ["ADAPTIVE3", "off", "auto", "ADAPTIVE3", "off", "auto", "ADAPTIVE3"]);
+}
+
+#[test]
+fn sweep_points_are_separate_experiments_in_one_folder() {
+    let dir = temp_dir("sweep");
+    let out = aar()
+        .args(["sim", "sweep", "--groups", "2", "--global-per-router", "2", "--workload", "pingpong:1K"])
+        .args(["--placement", "across-groups", "--policy", "ADAPTIVE0,ADAPTIVE3", "--iterations", "2", "--seeds", "2"])
+        .args(["--sizes", "64,1K", "--background", "congestors:1K", "--background-nodes", "12", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records = files(&dir, ITERATIONS_SUFFIX);
+    assert_eq!(records.len(), 2 * 2 * 2, "sizes x seeds x ranks: {records:?}");
+    let mut experiments: Vec<String> = records.iter().map(|p| read(p).0.experiment).collect();
+    experiments.dedup();
+    assert_eq!(
+        experiments,
+        [
+            "sim-pingpong-1024_across-groups_2ranks_congestors-1024_seed1",
+            "sim-pingpong-1024_across-groups_2ranks_congestors-1024_seed2",
+            "sim-pingpong-64_across-groups_2ranks_congestors-1024_seed1",
+            "sim-pingpong-64_across-groups_2ranks_congestors-1024_seed2",
+        ]
+    );
+    for p in &records {
+        let (h, rows) = read(p);
+        assert_eq!(h.order, "round-robin");
+        assert_eq!(rows.iter().map(|r| r.policy.as_str()).collect::<Vec<_>>(), ["ADAPTIVE0", "ADAPTIVE3"]);
+        assert!(rows.iter().all(|r| r.label.as_deref() == Some("congested")), "GPCNeT congestors ran");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -35,4 +157,19 @@ fn bad_arguments_exit_2_with_a_message() {
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("aar: --ranks 5"));
     let out = aar().args(["sim", "run", "--policy", "FASTEST"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    for bad in ["random", "shuffled:x", "rr:3"] {
+        let out = aar().args(["sim", "run", "--order", bad]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--order {bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--order") && (err.contains("round-robin") || err.contains("whole number")), "{err}");
+    }
+    let out = aar().args(["sim", "sweep", "--order", "shuffled:-1", "--seeds", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let nine = "auto,off,ADAPTIVE0,ADAPTIVE1,ADAPTIVE2,ADAPTIVE3,MIN_HASH,NMIN_HASH,IN_ORDER";
+    let out = aar().args(["sim", "run", "--policy", nine]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 8"));
+    let out = aar().args(["sim", "run", "--background", "uniform:1.5"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("aar: --background uniform:1.5"));
 }
