@@ -34,7 +34,11 @@ struct NetOpts {
 impl NetOpts {
     fn config(&self) -> Result<NetConfig, String> {
         if let Some(k) = &self.kim {
-            let v: Vec<u32> = k.split(',').map(|x| x.trim().parse::<u32>()).collect::<Result<_, _>>().map_err(|e| format!("--kim {k}: {e}"))?;
+            let v: Vec<u32> = k
+                .split(',')
+                .map(|x| x.trim().parse::<u32>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("--kim {k}: {e}"))?;
             if v.len() != 4 {
                 return Err(format!("--kim {k}: expected p,a,h,g"));
             }
@@ -89,8 +93,10 @@ struct ExpOpts {
 impl ExpOpts {
     fn spec(&self) -> Result<ExperimentSpec, String> {
         let net = self.net.config()?;
-        let wl = Workload::parse(&self.workload).ok_or_else(|| format!("--workload {}: unknown workload", self.workload))?;
-        let pl = Placement::parse(&self.placement).ok_or_else(|| format!("--placement {}: unknown placement", self.placement))?;
+        let wl =
+            Workload::parse(&self.workload).ok_or_else(|| format!("--workload {}: unknown workload", self.workload))?;
+        let pl = Placement::parse(&self.placement)
+            .ok_or_else(|| format!("--placement {}: unknown placement", self.placement))?;
         let arms = self
             .policy
             .iter()
@@ -106,7 +112,11 @@ impl ExpOpts {
             _ => topo.n_nodes,
         };
         if self.ranks > max {
-            return Err(format!("--ranks {}: placement {} holds at most {max} ranks (one per node)", self.ranks, pl.name()));
+            return Err(format!(
+                "--ranks {}: placement {} holds at most {max} ranks (one per node)",
+                self.ranks,
+                pl.name()
+            ));
         }
         if self.ranks < 2 {
             return Err("--ranks: at least 2".into());
@@ -234,7 +244,13 @@ fn exec(a: SimArgs) -> Result<i32, String> {
             let rep = aar_sim::validate::validate(quick);
             write_atomic(&out, &rep.markdown)?;
             for c in &rep.checks {
-                println!("{} {}: {} (tolerance {})", if c.pass { "pass" } else { "FAIL" }, c.name, c.value, c.tolerance);
+                println!(
+                    "{} {}: {} (tolerance {})",
+                    if c.pass { "pass" } else { "FAIL" },
+                    c.name,
+                    c.value,
+                    c.tolerance
+                );
             }
             println!("report written to {}", out.display());
             Ok(if rep.passed() { 0 } else { 1 })
@@ -243,7 +259,16 @@ fn exec(a: SimArgs) -> Result<i32, String> {
             let spec = exp.spec()?;
             let r = run_experiment(&spec, &spec.workload.name());
             let arms: Vec<String> = spec.arms.iter().map(|a| a.name()).collect();
-            println!("{} on {} ({} ranks, {}), {} packets, {:.1} ms simulated in {:.2} s", spec.workload.name(), spec.net.topo.describe(), spec.ranks, spec.placement.name(), r.packets, r.sim_time_ns / 1e6, r.wall_s);
+            println!(
+                "{} on {} ({} ranks, {}), {} packets, {:.1} ms simulated in {:.2} s",
+                spec.workload.name(),
+                spec.net.topo.describe(),
+                spec.ranks,
+                spec.placement.name(),
+                r.packets,
+                r.sim_time_ns / 1e6,
+                r.wall_s
+            );
             println!("| policy | iterations | median | 95% CI of median | QCD |\n|---|---:|---:|---|---:|");
             let mut seen = Vec::new();
             for arm in arms {
@@ -251,11 +276,23 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                     continue;
                 }
                 let s = summarize(&r.times(&arm));
-                println!("| {} | {} | {} | [{}, {}] | {:.4} |", arm, s.n, fmt_ns(s.median), fmt_ns(s.ci_lo), fmt_ns(s.ci_hi), s.qcd);
+                println!(
+                    "| {} | {} | {} | [{}, {}] | {:.4} |",
+                    arm,
+                    s.n,
+                    fmt_ns(s.median),
+                    fmt_ns(s.ci_lo),
+                    fmt_ns(s.ci_hi),
+                    s.qcd
+                );
                 seen.push(arm);
             }
             let per: Vec<String> = r.nonmin_by_mode.iter().map(|(m, f)| format!("{m} {f:.3}")).collect();
-            println!("non-minimal fraction of the job's request packets: {:.3} ({})", r.nonmin_fraction, per.join(", "));
+            println!(
+                "non-minimal fraction of the job's request packets: {:.3} ({})",
+                r.nonmin_fraction,
+                per.join(", ")
+            );
             if let Some(dir) = out {
                 write_records(&dir, &r)?;
                 let experiment = r.records.first().map_or("", |rec| rec.experiment.as_str());
@@ -268,7 +305,10 @@ fn exec(a: SimArgs) -> Result<i32, String> {
             let sizes: Vec<Option<u64>> = if sizes.is_empty() {
                 vec![None]
             } else {
-                sizes.iter().map(|s| parse_size(s).map(Some).ok_or(format!("--sizes {s}: bad size"))).collect::<Result<_, _>>()?
+                sizes
+                    .iter()
+                    .map(|s| parse_size(s).map(Some).ok_or(format!("--sizes {s}: bad size")))
+                    .collect::<Result<_, _>>()?
             };
             let mut specs = Vec::new();
             for &sz in &sizes {
@@ -293,7 +333,16 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                     }
                     let v: Vec<f64> = results.iter().filter(|r| &r.label == l).flat_map(|r| r.times(&arm)).collect();
                     let s = summarize(&v);
-                    println!("| {} | {} | {} | {} | [{}, {}] | {:.4} |", l, arm, s.n, fmt_ns(s.median), fmt_ns(s.ci_lo), fmt_ns(s.ci_hi), s.qcd);
+                    println!(
+                        "| {} | {} | {} | {} | [{}, {}] | {:.4} |",
+                        l,
+                        arm,
+                        s.n,
+                        fmt_ns(s.median),
+                        fmt_ns(s.ci_lo),
+                        fmt_ns(s.ci_hi),
+                        s.qcd
+                    );
                     seen.push(arm);
                 }
             }
@@ -313,7 +362,10 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                 "wc" | "worst-case" => Pattern::WorstCase,
                 _ => return Err(format!("--pattern {pattern}: ur or wc")),
             };
-            let modes = mode.iter().map(|m| Mode::parse(m).ok_or(format!("--mode {m}: unknown"))).collect::<Result<Vec<_>, _>>()?;
+            let modes = mode
+                .iter()
+                .map(|m| Mode::parse(m).ok_or(format!("--mode {m}: unknown")))
+                .collect::<Result<Vec<_>, _>>()?;
             let mut runs = Vec::new();
             for &m in &modes {
                 for &l in &loads {
@@ -323,7 +375,15 @@ fn exec(a: SimArgs) -> Result<i32, String> {
             let res = run_all(&runs, "synth", |p| run_synthetic(&cfg, p));
             println!("{} {}\n| mode | offered | accepted | mean latency (NIC cycles) | avg hops | non-minimal |\n|---|---:|---:|---:|---:|---:|", cfg.topo.describe(), pattern.name());
             for (p, r) in runs.iter().zip(&res) {
-                println!("| {} | {:.3} | {:.4} | {:.1} | {:.2} | {:.3} |", p.mode.name(), p.load, r.accepted, r.avg_latency, r.avg_hops, r.nonmin_fraction);
+                println!(
+                    "| {} | {:.3} | {:.4} | {:.1} | {:.2} | {:.3} |",
+                    p.mode.name(),
+                    p.load,
+                    r.accepted,
+                    r.avg_latency,
+                    r.avg_hops,
+                    r.nonmin_fraction
+                );
             }
             Ok(0)
         }

@@ -20,6 +20,9 @@ fn main() {
     for s in &r.iterations {
         println!("{} {} {:.0} ns", s.iteration, s.arm, s.ns);
     }
-    println!("packets {} events {} sim {:.0} ns wall {:.2}s nonmin {:.3}", r.packets, r.events, r.sim_time_ns, r.wall_s, r.nonmin_fraction);
+    println!(
+        "packets {} events {} sim {:.0} ns wall {:.2}s nonmin {:.3}",
+        r.packets, r.events, r.sim_time_ns, r.wall_s, r.nonmin_fraction
+    );
     println!("{}", serde_json::to_string(&r.records[0]).unwrap());
 }

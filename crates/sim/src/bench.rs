@@ -46,7 +46,14 @@ pub fn run_bench(quick: bool) -> BenchResult {
         let cfg = NetConfig::aries(g);
         let r = run_synthetic(
             &cfg,
-            &SynthParams { load: 0.3, pattern: Pattern::Uniform, mode: Mode::Adaptive0, warmup: 0, measure: sim_cycles, seed: 1 },
+            &SynthParams {
+                load: 0.3,
+                pattern: Pattern::Uniform,
+                mode: Mode::Adaptive0,
+                warmup: 0,
+                measure: sim_cycles,
+                seed: 1,
+            },
         );
         scaling.push(ScalingRow {
             groups: g,

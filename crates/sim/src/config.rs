@@ -29,8 +29,16 @@ pub enum Mode {
 pub const N_MODES: usize = 8;
 
 impl Mode {
-    pub const ALL: [Mode; N_MODES] =
-        [Mode::Min, Mode::InOrder, Mode::Val, Mode::Adaptive0, Mode::Adaptive1, Mode::Adaptive2, Mode::Adaptive3, Mode::Ugal];
+    pub const ALL: [Mode; N_MODES] = [
+        Mode::Min,
+        Mode::InOrder,
+        Mode::Val,
+        Mode::Adaptive0,
+        Mode::Adaptive1,
+        Mode::Adaptive2,
+        Mode::Adaptive3,
+        Mode::Ugal,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Mode::Min => "MIN_HASH",
@@ -124,13 +132,13 @@ fn default_bias() -> [[Bias; 3]; N_MODES] {
     let small = Bias::new(1.0, 16);
     let large = Bias::new(2.0, 48);
     [
-        [none; 3],                // Min (unused)
-        [none; 3],                // InOrder (unused)
-        [none; 3],                // Val (unused)
-        [none; 3],                // Adaptive0
-        [none, small, large],     // Adaptive1: increasingly minimal
-        [small; 3],               // Adaptive2
-        [large; 3],               // Adaptive3
+        [none; 3],               // Min (unused)
+        [none; 3],               // InOrder (unused)
+        [none; 3],               // Val (unused)
+        [none; 3],               // Adaptive0
+        [none, small, large],    // Adaptive1: increasingly minimal
+        [small; 3],              // Adaptive2
+        [large; 3],              // Adaptive3
         [Bias::new(2.0, 30); 3], // Ugal (BookSim2 ugal_dragonflynew)
     ]
 }

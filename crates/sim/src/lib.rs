@@ -6,6 +6,8 @@
 // MSRV is 1.80 (workspace rust-version): keep `n % x != 0` and `repeat().take()`.
 #![allow(clippy::manual_is_multiple_of, clippy::manual_repeat_n)]
 
+pub mod bench;
+pub mod calendar;
 pub mod config;
 pub mod net;
 pub mod parallel;
@@ -13,8 +15,6 @@ pub mod record;
 pub mod rng;
 pub mod stats;
 pub mod synthetic;
-pub mod bench;
-pub mod calendar;
 pub mod topology;
 pub mod validate;
 pub mod workload;

@@ -12,10 +12,10 @@
 //! strictly increase along a route, so the channel dependency graph is acyclic for every routing
 //! algorithm (deadlock freedom), and request/response classes are disjoint (no protocol deadlock).
 
+use crate::calendar::Calendar;
 use crate::config::{class_index, Bias, Mode, NetConfig};
 use crate::rng::{mix64, Rng};
 use crate::topology::{PortClass, Topology, NONE};
-use crate::calendar::Calendar;
 use std::collections::VecDeque;
 
 pub const EV_ROUTE: u32 = 0;
@@ -252,7 +252,8 @@ impl Net {
                 .enumerate()
                 .map(|(i, &cls)| {
                     let far = topo.peer[i];
-                    let shared = if cls == 0 || far == NONE { 0 } else { cfg.shared_buf[class_index(topo.class[far as usize])] };
+                    let shared =
+                        if cls == 0 || far == NONE { 0 } else { cfg.shared_buf[class_index(topo.class[far as usize])] };
                     PortState { busy: 0, flits: 0, used: 0, waiting: 0, wait_head: NONE, wait_tail: NONE, shared, cls }
                 })
                 .collect(),
@@ -346,7 +347,17 @@ impl Net {
 
     /// Post a message at the source NIC (now). Returns the message id.
     #[allow(clippy::too_many_arguments)]
-    pub fn post(&mut self, src: u32, dst: u32, bytes: u64, kind: Kind, mode: Mode, src_rank: u32, dst_rank: u32, tag: u32) -> u32 {
+    pub fn post(
+        &mut self,
+        src: u32,
+        dst: u32,
+        bytes: u64,
+        kind: Kind,
+        mode: Mode,
+        src_rank: u32,
+        dst_rank: u32,
+        tag: u32,
+    ) -> u32 {
         let npk = match kind {
             Kind::Raw => 1,
             _ => bytes.div_ceil(64).max(1) as u32,

@@ -100,7 +100,14 @@ pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
         v.sort();
         v.reverse();
         for &(f, i) in v.iter().take(12) {
-            eprintln!("port {} router {} idx {} class {:?} util {:.3}", i, i as u32 / net.topo.radix, i as u32 % net.topo.radix, net.topo.class[i], f as f64 / end as f64);
+            eprintln!(
+                "port {} router {} idx {} class {:?} util {:.3}",
+                i,
+                i as u32 / net.topo.radix,
+                i as u32 % net.topo.radix,
+                net.topo.class[i],
+                f as f64 / end as f64
+            );
         }
     }
     let cycles = sp.measure as f64;

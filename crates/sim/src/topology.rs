@@ -135,7 +135,8 @@ impl Topology {
                             continue;
                         }
                         for k in 0..ARIES_COL_LINKS {
-                            let port = local0 + (ARIES_COLS - 1) + ARIES_COL_LINKS * (if c2 < c { c2 } else { c2 - 1 }) + k;
+                            let port =
+                                local0 + (ARIES_COLS - 1) + ARIES_COL_LINKS * (if c2 < c { c2 } else { c2 - 1 }) + k;
                             let r2 = grp * a + c2 * ARIES_COLS + s;
                             let port2 =
                                 local0 + (ARIES_COLS - 1) + ARIES_COL_LINKS * (if c < c2 { c } else { c - 1 }) + k;

@@ -76,7 +76,11 @@ fn zero_load(cfg: &NetConfig, modes: &[Mode], pairs: u32, seed: u64) -> Vec<Zero
     for &mode in modes {
         for i in 0..pairs {
             let s = (crate::rng::splitmix64(&mut x) % n as u64) as u32;
-            let d = if i % 5 == 0 { s / cfg_p(cfg) * cfg_p(cfg) + (s + 1) % cfg_p(cfg) } else { (crate::rng::splitmix64(&mut x) % n as u64) as u32 };
+            let d = if i % 5 == 0 {
+                s / cfg_p(cfg) * cfg_p(cfg) + (s + 1) % cfg_p(cfg)
+            } else {
+                (crate::rng::splitmix64(&mut x) % n as u64) as u32
+            };
             if s == d {
                 continue;
             }
@@ -187,7 +191,16 @@ is compared with the analytic sum `sum(channel latency) + hops * router delay + 
             } else {
                 format!("{}..{}", r.sim_min as f64 / unit, r.sim_max as f64 / unit)
             };
-            let _ = writeln!(md, "| {} | {} | {} | {} | {} | {} |", r.class, r.hops, r.count, sim, r.analytic as f64 / unit, r.mismatches);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.class,
+                r.hops,
+                r.count,
+                sim,
+                r.analytic as f64 / unit,
+                r.mismatches
+            );
             bad += r.mismatches;
             total += r.count;
         }
@@ -212,7 +225,8 @@ router (BookSim2 `ugal_dragonflynew` rule: minimal iff q_min <= 2 q_nonmin + 30 
     );
     let mut runs = Vec::new();
     let ur_loads: &[f64] = if quick { &[0.1, 0.5, 0.9, 1.0] } else { &[0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0] };
-    let wc_loads: &[f64] = if quick { &[0.03, 0.1, 0.3, 0.6] } else { &[0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6] };
+    let wc_loads: &[f64] =
+        if quick { &[0.03, 0.1, 0.3, 0.6] } else { &[0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6] };
     for (pattern, loads) in [(Pattern::Uniform, ur_loads), (Pattern::WorstCase, wc_loads)] {
         for mode in [Mode::Min, Mode::Val, Mode::Ugal] {
             for &load in loads {
@@ -222,14 +236,21 @@ router (BookSim2 `ugal_dragonflynew` rule: minimal iff q_min <= 2 q_nonmin + 30 
     }
     let kcfg = NetConfig::booksim_k4();
     let res: Vec<SynthResult> = run_all(&runs, "kim", |r| {
-        run_synthetic(&kcfg, &SynthParams { load: r.load, pattern: r.pattern, mode: r.mode, warmup: warm, measure: meas, seed: 7 })
+        run_synthetic(
+            &kcfg,
+            &SynthParams { load: r.load, pattern: r.pattern, mode: r.mode, warmup: warm, measure: meas, seed: 7 },
+        )
     });
     let get = |p: Pattern, m: Mode, l: f64| -> &SynthResult {
         let i = runs.iter().position(|r| r.pattern == p && r.mode == m && (r.load - l).abs() < 1e-9).unwrap();
         &res[i]
     };
     for (pattern, loads) in [(Pattern::Uniform, ur_loads), (Pattern::WorstCase, wc_loads)] {
-        let _ = writeln!(md, "**{}** — accepted throughput / mean latency (cycles) / non-minimal fraction\n", if pattern == Pattern::Uniform { "Uniform random (UR)" } else { "Worst case (WC): group i -> group i+1" });
+        let _ = writeln!(
+            md,
+            "**{}** — accepted throughput / mean latency (cycles) / non-minimal fraction\n",
+            if pattern == Pattern::Uniform { "Uniform random (UR)" } else { "Worst case (WC): group i -> group i+1" }
+        );
         md += "| offered | MIN | VAL | UGAL |\n|---:|---|---|---|\n";
         for &l in loads {
             let cell = |m: Mode| {
@@ -332,8 +353,14 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
     };
     let pp_arms = vec![PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3)];
     for &seed in &seeds {
-        scs.push(Sc { label: "pp-intra".into(), spec: mk(Workload::PingPong { bytes: pp_bytes }, 2, Placement::SameGroup, pp_arms.clone(), seed, iters) });
-        scs.push(Sc { label: "pp-inter".into(), spec: mk(Workload::PingPong { bytes: pp_bytes }, 2, Placement::AcrossGroups, pp_arms.clone(), seed, iters) });
+        scs.push(Sc {
+            label: "pp-intra".into(),
+            spec: mk(Workload::PingPong { bytes: pp_bytes }, 2, Placement::SameGroup, pp_arms.clone(), seed, iters),
+        });
+        scs.push(Sc {
+            label: "pp-inter".into(),
+            spec: mk(Workload::PingPong { bytes: pp_bytes }, 2, Placement::AcrossGroups, pp_arms.clone(), seed, iters),
+        });
     }
     let a2a_sizes: Vec<u64> = if quick { vec![64, 16384] } else { vec![64, 1024, 16384, 65536] };
     let a2a_ranks = if quick { 8 } else { 16 };
@@ -352,29 +379,57 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
         c
     };
     let loaded_seeds: Vec<u64> = if quick { vec![] } else { (1..=3).collect() };
-    let mkl = |wl: Workload, ranks: u32, pl: Placement, bg: Background, nodes: u32, local: bool, seed: u64, its: u32| {
-        let mut s = ExperimentSpec::new(loaded_net.clone(), wl, ranks, pl);
-        s.arms = vec![PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3), PolicySpec::Auto];
-        s.iterations = its;
-        s.background = bg;
-        s.background_nodes = nodes;
-        s.background_local = local;
-        s.seed = seed;
-        s
-    };
+    let mkl =
+        |wl: Workload, ranks: u32, pl: Placement, bg: Background, nodes: u32, local: bool, seed: u64, its: u32| {
+            let mut s = ExperimentSpec::new(loaded_net.clone(), wl, ranks, pl);
+            s.arms = vec![PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3), PolicySpec::Auto];
+            s.iterations = its;
+            s.background = bg;
+            s.background_nodes = nodes;
+            s.background_local = local;
+            s.seed = seed;
+            s
+        };
     for &seed in &loaded_seeds {
         scs.push(Sc {
             label: "loaded-pp-intra".into(),
-            spec: mkl(Workload::PingPong { bytes: 256 << 10 }, 2, Placement::SameGroup, Background::Uniform { load: 0.6, bytes: 4096 }, 128, true, seed, 9),
+            spec: mkl(
+                Workload::PingPong { bytes: 256 << 10 },
+                2,
+                Placement::SameGroup,
+                Background::Uniform { load: 0.6, bytes: 4096 },
+                128,
+                true,
+                seed,
+                9,
+            ),
         });
         scs.push(Sc {
             label: "loaded-pp-inter".into(),
-            spec: mkl(Workload::PingPong { bytes: 256 << 10 }, 2, Placement::AcrossGroups, Background::WorstCase { load: 0.6, bytes: 4096 }, 64, false, seed, 9),
+            spec: mkl(
+                Workload::PingPong { bytes: 256 << 10 },
+                2,
+                Placement::AcrossGroups,
+                Background::WorstCase { load: 0.6, bytes: 4096 },
+                64,
+                false,
+                seed,
+                9,
+            ),
         });
         for b in [64u64, 65536] {
             scs.push(Sc {
                 label: format!("loaded-a2a-{b}"),
-                spec: mkl(Workload::Alltoall { bytes: b }, 16, Placement::AcrossGroups, Background::Uniform { load: 0.5, bytes: 4096 }, 64, false, seed, 9),
+                spec: mkl(
+                    Workload::Alltoall { bytes: b },
+                    16,
+                    Placement::AcrossGroups,
+                    Background::Uniform { load: 0.5, bytes: 4096 },
+                    64,
+                    false,
+                    seed,
+                    9,
+                ),
             });
         }
     }
@@ -407,12 +462,24 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
         md.push_str(&summary_row(&format!("{title}, ADAPTIVE3"), &a3));
         let auto = pool(label, "auto");
         if !auto.is_empty() {
-            md.push_str(&summary_row(&format!("{title}, auto (the paper's algorithm in every rank)"), &summarize(&auto)));
+            md.push_str(&summary_row(
+                &format!("{title}, auto (the paper's algorithm in every rank)"),
+                &summarize(&auto),
+            ));
         }
         let a0_faster = a0.median < a3.median;
         let separated = a0.ci_hi < a3.ci_lo || a3.ci_hi < a0.ci_lo;
         let w = (window(label, "ADAPTIVE0"), window(label, "ADAPTIVE3"));
-        obs.push((title.to_string(), a0, a3, a0_faster == expect_a0_faster, separated, expect_a0_faster, nonmin(label), w));
+        obs.push((
+            title.to_string(),
+            a0,
+            a3,
+            a0_faster == expect_a0_faster,
+            separated,
+            expect_a0_faster,
+            nonmin(label),
+            w,
+        ));
     };
     let render_obs = |md: &mut String, obs: &[Obs]| -> usize {
         md.push_str("\n| observation (paper) | simulator | A0/A3 median ratio | CIs separated | QCD A0 / A3 | rank 0 NIC stall ratio A0 / A3 (cycles/flit) | rank 0 NIC latency A0 / A3 (cycles) | non-minimal packets A0 / A3 | agrees |\n|---|---|---:|---|---|---|---|---:|---|\n");
@@ -480,9 +547,21 @@ for the discussion.\n",
     let mut head = String::new();
     head += "## Gated checks\n\n| check | value | tolerance | result |\n|---|---|---|---|\n";
     for c in &checks {
-        let _ = writeln!(head, "| {} | {} | {} | {} |", c.name, c.value, c.tolerance, if c.pass { "pass" } else { "**FAIL**" });
+        let _ = writeln!(
+            head,
+            "| {} | {} | {} | {} |",
+            c.name,
+            c.value,
+            c.tolerance,
+            if c.pass { "pass" } else { "**FAIL**" }
+        );
     }
-    let _ = writeln!(head, "\nValidation wall time: {:.0} s on {} threads.\n", t0.elapsed().as_secs_f64(), rayon::current_num_threads());
+    let _ = writeln!(
+        head,
+        "\nValidation wall time: {:.0} s on {} threads.\n",
+        t0.elapsed().as_secs_f64(),
+        rayon::current_num_threads()
+    );
     let split = md.find("## 1.").unwrap();
     md.insert_str(split, &head);
     Report { markdown: md, checks }

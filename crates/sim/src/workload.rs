@@ -22,23 +22,44 @@ pub struct Phase {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Workload {
-    PingPong { bytes: u64 },
-    Allreduce { bytes: u64 },
-    Alltoall { bytes: u64 },
+    PingPong {
+        bytes: u64,
+    },
+    Allreduce {
+        bytes: u64,
+    },
+    Alltoall {
+        bytes: u64,
+    },
     Barrier,
-    Broadcast { bytes: u64 },
+    Broadcast {
+        bytes: u64,
+    },
     /// 3-D halo exchange with the 6 face neighbours (periodic), then compute
-    Halo3d { bytes: u64, compute_ns: f64 },
+    Halo3d {
+        bytes: u64,
+        compute_ns: f64,
+    },
     /// 2-D wavefront sweeps from the 4 corners, compute per cell block
-    Sweep3d { bytes: u64, compute_ns: f64 },
+    Sweep3d {
+        bytes: u64,
+        compute_ns: f64,
+    },
     /// GPCNeT random-ring two-sided latency (8 B) canary
     RandomRingLatency,
     /// GPCNeT random-ring bandwidth canary: 8 outstanding 128 KiB messages per round
-    RandomRingBandwidth { bytes: u64, outstanding: u32 },
+    RandomRingBandwidth {
+        bytes: u64,
+        outstanding: u32,
+    },
     /// congestor: every rank sends to rank 0
-    Incast { bytes: u64 },
+    Incast {
+        bytes: u64,
+    },
     /// congestor: rank 0 sends to every rank
-    Bcast { bytes: u64 },
+    Bcast {
+        bytes: u64,
+    },
 }
 
 impl Workload {
@@ -73,7 +94,9 @@ impl Workload {
             "halo3d" => Workload::Halo3d { bytes, compute_ns: 1000.0 },
             "sweep3d" => Workload::Sweep3d { bytes, compute_ns: 500.0 },
             "rr-latency" => Workload::RandomRingLatency,
-            "rr-bandwidth" => Workload::RandomRingBandwidth { bytes: arg.and_then(parse_size).unwrap_or(131072), outstanding: 8 },
+            "rr-bandwidth" => {
+                Workload::RandomRingBandwidth { bytes: arg.and_then(parse_size).unwrap_or(131072), outstanding: 8 }
+            }
             "incast" => Workload::Incast { bytes },
             _ => return None,
         })
@@ -124,7 +147,11 @@ impl Workload {
                 let mut k = 0;
                 while (1u32 << k) < n {
                     let d = 1u32 << k;
-                    v.push(Phase { sends: vec![((r + d) % n, 8, k)], recvs: vec![((r + n - d % n) % n, k)], ..Default::default() });
+                    v.push(Phase {
+                        sends: vec![((r + d) % n, 8, k)],
+                        recvs: vec![((r + n - d % n) % n, k)],
+                        ..Default::default()
+                    });
                     k += 1;
                 }
             }

@@ -64,6 +64,9 @@ pub fn arm_schedule(arms: &[PolicySpec], order: AbOrder) -> AbSchedule {
     AbSchedule::new(arms.iter().map(|a| a.engine_policy().unwrap_or(Policy::Off)).collect(), order)
 }
 
+/// Most arms one experiment alternates: the engine's A/B limit.
+pub const MAX_ARMS: usize = aar_engine::ab::MAX_POLICIES;
+
 /// How the iteration records name the order: `single` without an A/B experiment.
 pub fn order_name(arms: &[PolicySpec], order: AbOrder) -> String {
     if arms.len() == 1 {
@@ -98,12 +101,20 @@ pub enum Background {
     None,
     /// open-loop PUT messages of `bytes` to uniformly random background nodes, `load` = fraction of
     /// the NIC injection bandwidth
-    Uniform { load: f64, bytes: u64 },
+    Uniform {
+        load: f64,
+        bytes: u64,
+    },
     /// open-loop, every background node of group i sends to background nodes of group i+1
-    WorstCase { load: f64, bytes: u64 },
+    WorstCase {
+        load: f64,
+        bytes: u64,
+    },
     /// GPCNeT congestors: the background nodes split in 3 closed-loop jobs (incast, alltoall,
     /// broadcast) exchanging `bytes` messages forever
-    Congestors { bytes: u64 },
+    Congestors {
+        bytes: u64,
+    },
 }
 
 impl Background {
@@ -157,8 +168,7 @@ pub struct ExperimentSpec {
     pub workload: Workload,
     pub ranks: u32,
     pub placement: Placement,
-    /// policies alternated across iterations (A/B); one entry = a single policy; at most
-    /// `aar_engine::ab::MAX_POLICIES`
+    /// policies alternated across iterations (A/B); one entry = a single policy; 1 to [`MAX_ARMS`]
     pub arms: Vec<PolicySpec>,
     /// which arm runs in which iteration (the engine's A/B schedule)
     #[serde(with = "order_serde", default = "round_robin")]
@@ -376,7 +386,16 @@ impl World {
         let mut ring: Vec<u32> = (0..spec.ranks).collect();
         w.rng.shuffle(&mut ring);
         if measured_job {
-            w.add_job(&spec.workload, &nodes, &ring, spec.iterations + spec.warmup_iterations, spec.arms.clone(), spec.order, true, spec.warmup_iterations);
+            w.add_job(
+                &spec.workload,
+                &nodes,
+                &ring,
+                spec.iterations + spec.warmup_iterations,
+                spec.arms.clone(),
+                spec.order,
+                true,
+                spec.warmup_iterations,
+            );
         }
         // background nodes: same routers as the measured ranks first, then the scope at random
         let topo = &w.net.topo;
@@ -385,11 +404,8 @@ impl World {
         let used: std::collections::HashSet<u32> = nodes.iter().copied().collect();
         let groups: std::collections::HashSet<u32> = nodes.iter().map(|&n| n / npg).collect();
         let in_scope = |n: u32| !used.contains(&n) && (!spec.background_local || groups.contains(&(n / npg)));
-        let mut near: Vec<u32> = nodes
-            .iter()
-            .flat_map(|&n| (n / p * p)..(n / p * p + p))
-            .filter(|&n| in_scope(n))
-            .collect();
+        let mut near: Vec<u32> =
+            nodes.iter().flat_map(|&n| (n / p * p)..(n / p * p + p)).filter(|&n| in_scope(n)).collect();
         near.sort();
         near.dedup();
         w.rng.shuffle(&mut near);
@@ -424,7 +440,16 @@ impl World {
                     for (i, wl) in wl.iter().enumerate() {
                         let ns = &free[i * k..(i + 1) * k];
                         let ring: Vec<u32> = (0..k as u32).collect();
-                        w.add_job(wl, ns, &ring, u32::MAX, vec![PolicySpec::Fixed(spec.background_mode)], AbOrder::RoundRobin, false, 0);
+                        w.add_job(
+                            wl,
+                            ns,
+                            &ring,
+                            u32::MAX,
+                            vec![PolicySpec::Fixed(spec.background_mode)],
+                            AbOrder::RoundRobin,
+                            false,
+                            0,
+                        );
                     }
                 }
             }
@@ -515,7 +540,17 @@ impl World {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn add_job(&mut self, wl: &Workload, nodes: &[u32], ring: &[u32], iterations: u32, arms: Vec<PolicySpec>, order: AbOrder, measured: bool, warmup: u32) {
+    fn add_job(
+        &mut self,
+        wl: &Workload,
+        nodes: &[u32],
+        ring: &[u32],
+        iterations: u32,
+        arms: Vec<PolicySpec>,
+        order: AbOrder,
+        measured: bool,
+        warmup: u32,
+    ) {
         let n = nodes.len() as u32;
         let first = self.ranks.len() as u32;
         let job = self.jobs.len();
@@ -564,7 +599,21 @@ impl World {
         let done_ranks = phases.iter().filter(|p| p.is_empty()).count() as u32;
         let timing_rank = if matches!(wl, Workload::PingPong { .. }) { Some(0) } else { None };
         let schedule = arm_schedule(&arms, order);
-        self.jobs.push(Job { first, n, phases, iterations, arms, schedule, measured, done_ranks, default_mode, warmup, timing_rank, iter_max: Vec::new(), iter_ctr: Vec::new() });
+        self.jobs.push(Job {
+            first,
+            n,
+            phases,
+            iterations,
+            arms,
+            schedule,
+            measured,
+            done_ranks,
+            default_mode,
+            warmup,
+            timing_rank,
+            iter_max: Vec::new(),
+            iter_ctr: Vec::new(),
+        });
     }
 
     fn measured_done(&self) -> bool {
@@ -595,7 +644,13 @@ impl World {
                 let it = i as u32 + j.warmup;
                 let arm = j.arms[j.schedule.index_at(it.into())].name();
                 let (stall_ratio, latency_cycles) = j.iter_ctr.get(i).copied().unwrap_or((0.0, 0.0));
-                iterations.push(IterSample { iteration: it, arm, ns: self.net.cfg.ticks_to_ns(t), stall_ratio, latency_cycles });
+                iterations.push(IterSample {
+                    iteration: it,
+                    arm,
+                    ns: self.net.cfg.ticks_to_ns(t),
+                    stall_ratio,
+                    latency_cycles,
+                });
             }
             for r in &mut self.ranks[j.first as usize..(j.first + j.n) as usize] {
                 if r.job != ji {
@@ -610,7 +665,8 @@ impl World {
                     r.rec.switches_to_low_latency = s.switches_to_low_latency;
                     r.rec.switches_to_low_stall = s.switches_to_low_stall;
                     r.rec.windows_valid = s.windows_valid;
-                    r.rec.windows_discarded = s.windows_discarded_decreasing + s.windows_discarded_empty + s.windows_discarded_absurd;
+                    r.rec.windows_discarded =
+                        s.windows_discarded_decreasing + s.windows_discarded_empty + s.windows_discarded_absurd;
                     if std::env::var_os("AAR_SIM_DEBUG_ENGINE").is_some() {
                         eprintln!("rank {}: {:?}", r.local, s);
                     }
@@ -630,7 +686,9 @@ impl World {
             nonmin_by_mode: Mode::ALL
                 .iter()
                 .filter(|m| self.reqpk_mode[**m as usize] > 0)
-                .map(|m| (m.name().to_string(), self.nonmin_mode[*m as usize] as f64 / self.reqpk_mode[*m as usize] as f64))
+                .map(|m| {
+                    (m.name().to_string(), self.nonmin_mode[*m as usize] as f64 / self.reqpk_mode[*m as usize] as f64)
+                })
                 .collect(),
         }
     }
@@ -820,7 +878,8 @@ impl World {
         let df = c1.req_flits.saturating_sub(c0.req_flits);
         let dp = c1.rsp_packets.saturating_sub(c0.rsp_packets);
         let stall_ratio = if df > 0 { c1.req_stalled.saturating_sub(c0.req_stalled) as f64 / df as f64 } else { 0.0 };
-        let latency_cycles = if dp > 0 { c1.rsp_latency.saturating_sub(c0.rsp_latency) as f64 / dp as f64 } else { 0.0 };
+        let latency_cycles =
+            if dp > 0 { c1.rsp_latency.saturating_sub(c0.rsp_latency) as f64 / dp as f64 } else { 0.0 };
         let j = &mut self.jobs[job];
         if j.measured && rk.iter >= j.warmup {
             let idx = (rk.iter - j.warmup) as usize;
@@ -898,7 +957,8 @@ mod tests {
         assert_eq!(Background::parse("uniform:0.4:4K"), Ok(Background::Uniform { load: 0.4, bytes: 4096 }));
         assert_eq!(Background::parse("worst-case:0.5"), Ok(Background::WorstCase { load: 0.5, bytes: 4096 }));
         assert_eq!(Background::parse("congestors:64K"), Ok(Background::Congestors { bytes: 65536 }));
-        for bad in ["uniform", "uniform:x", "uniform:1.5", "uniform:0.1:zero", "storm:0.1", "none:1", "congestors:1:2"] {
+        for bad in ["uniform", "uniform:x", "uniform:1.5", "uniform:0.1:zero", "storm:0.1", "none:1", "congestors:1:2"]
+        {
             assert!(Background::parse(bad).is_err(), "{bad}");
         }
     }

@@ -29,7 +29,12 @@ fn every_workload_completes_on_every_placement() {
         Workload::Bcast { bytes: 512 },
     ];
     for wl in wls {
-        for (pl, n) in [(Placement::SameBlade, 4), (Placement::SameGroup, 12), (Placement::AcrossGroups, 7), (Placement::Scattered, 8)] {
+        for (pl, n) in [
+            (Placement::SameBlade, 4),
+            (Placement::SameGroup, 12),
+            (Placement::AcrossGroups, 7),
+            (Placement::Scattered, 8),
+        ] {
             let n = if matches!(wl, Workload::PingPong { .. }) { 2 } else { n };
             let mut s = ExperimentSpec::new(small_net(), wl.clone(), n, pl);
             s.iterations = 3;

@@ -186,10 +186,7 @@ fn no_deadlock_under_saturation() {
     for mode in [Mode::Min, Mode::Val, Mode::Adaptive0, Mode::Adaptive1, Mode::Ugal, Mode::InOrder] {
         for pattern in [Pattern::Uniform, Pattern::WorstCase] {
             let cfg = small_kim();
-            let r = run_synthetic(
-                &cfg,
-                &SynthParams { load: 1.0, pattern, mode, warmup: 500, measure: 1500, seed: 9 },
-            );
+            let r = run_synthetic(&cfg, &SynthParams { load: 1.0, pattern, mode, warmup: 500, measure: 1500, seed: 9 });
             assert!(r.accepted > 0.02, "{mode:?} {pattern:?} accepted {}", r.accepted);
         }
     }
@@ -238,7 +235,8 @@ fn credit_conservation_during_run() {
 #[test]
 fn same_seed_same_result() {
     let cfg = small_kim();
-    let sp = SynthParams { load: 0.5, pattern: Pattern::Uniform, mode: Mode::Ugal, warmup: 200, measure: 800, seed: 42 };
+    let sp =
+        SynthParams { load: 0.5, pattern: Pattern::Uniform, mode: Mode::Ugal, warmup: 200, measure: 800, seed: 42 };
     let a = run_synthetic(&cfg, &sp);
     let b = run_synthetic(&cfg, &sp);
     assert_eq!(a.packets_delivered, b.packets_delivered);
