@@ -68,6 +68,8 @@ const MAX_THREADS: usize = 512;
 /// is taken claims a nearby one.
 static BLOCKS: [Block; MAX_THREADS] = [const { Block::new(0) }; MAX_THREADS];
 const PROBES: usize = 8;
+/// Blocks ever claimed, one bit each: totals (taken at every iteration boundary) sum these only.
+static USED: [AtomicU64; MAX_THREADS / 64] = [const { AtomicU64::new(0) }; MAX_THREADS / 64];
 /// Where messages go when their thread has no block (the table's neighbourhood is full): shared,
 /// so it uses atomic adds.
 static SHARED: Block = Block::new(usize::MAX);
@@ -135,6 +137,8 @@ fn claim(me: usize) -> Option<&'static Block> {
     }
     // Acquire pairs with the Release of the previous owner's exit: its last counts are seen.
     let i = near.into_iter().find(|&i| BLOCKS[i].owner.compare_exchange(0, me, Ordering::Acquire, Relaxed).is_ok())?;
+    // Release: a thread that sees the bit (Acquire in `totals`) sees the block claimed.
+    USED[i / 64].fetch_or(1 << (i % 64), Ordering::Release);
     if RELEASE.try_with(|r| r.0.set(i)).is_err() {
         // The thread is already exiting: nothing would free the block, so do not keep it.
         BLOCKS[i].owner.store(0, Ordering::Release);
@@ -179,7 +183,13 @@ pub fn totals() -> Totals {
         }
     };
     add(&SHARED);
-    BLOCKS.iter().for_each(add);
+    for (word, used) in USED.iter().enumerate() {
+        let mut bits = used.load(Ordering::Acquire);
+        while bits != 0 {
+            add(&BLOCKS[word * 64 + bits.trailing_zeros() as usize]);
+            bits &= bits - 1;
+        }
+    }
     t
 }
 
