@@ -3,8 +3,9 @@
  *
  * libaar.so is normally used without any code change: LD_PRELOAD=libaar.so (or `module load aar`)
  * routes every adaptive uGNI post automatically. These calls let an application steer routing
- * for a phase or a code region. Link with -laar before -lugni, or keep using LD_PRELOAD and
- * declare these functions weak so the program also runs without the library:
+ * for a phase or a code region, and mark the iterations of A/B routing experiments (AAR_AB).
+ * Link with -laar before -lugni, or keep using LD_PRELOAD and declare these functions weak so
+ * the program also runs without the library:
  *
  *     #pragma weak aar_set_mode
  *     if (aar_set_mode) aar_set_mode(GNI_DLVMODE_ADAPTIVE3);
@@ -23,13 +24,18 @@ extern "C" {
 
 /* Return codes. */
 #define AAR_OK         0   /* done */
-#define AAR_EINVAL    -1   /* the argument is not an adaptive routing mode (or a known name) */
+#define AAR_EINVAL    -1   /* a bad argument (not an adaptive routing mode or a known name, a bad
+                              label), or a call this state refuses (a policy change while an A/B
+                              experiment runs, an end with no iteration in progress, markers when
+                              AAR_AB_BOUNDARY names an MPI function) */
 #define AAR_EDISABLED -2   /* AAR_DISABLE is set: the library stays inert for this process */
 
 /* Pin every adaptive message (posts and SMSG) to one routing mode: GNI_DLVMODE_ADAPTIVE0 (0x00),
  * ADAPTIVE1 (0x20), ADAPTIVE2 (0x40) or ADAPTIVE3 (0x80). Any other value, including the
  * non-adaptive modes and flag bits, returns AAR_EINVAL. Posts whose caller asked for a
- * non-adaptive mode (IN_ORDER, MIN_HASH, NMIN_HASH) are never changed, pinned or not. */
+ * non-adaptive mode (IN_ORDER, MIN_HASH, NMIN_HASH) are never changed, pinned or not.
+ * While an A/B experiment runs (AAR_AB), this call, aar_set_mode_name and aar_set_auto are
+ * refused with AAR_EINVAL and change nothing: the schedule alone chooses each iteration's policy. */
 int aar_set_mode(uint16_t dlvr_mode);
 
 /* The same by name: "ADAPTIVE3" or "ADAPTIVE_3" (any case), or "auto", or "off" (count and read
@@ -40,13 +46,35 @@ int aar_set_mode_name(const char *name);
 int aar_set_auto(void);
 
 /* Pause the library: every call is forwarded untouched (SMSG modes are given back to what the
- * application set) until aar_enable(). The routing policy is kept for when it resumes. */
+ * application set) until aar_enable(). The routing policy is kept for when it resumes. Both work
+ * during A/B experiments too (a policy change at an iteration boundary keeps the pause). */
 int aar_disable(void);
 int aar_enable(void);
 
 /* The policy now in force: "auto", "off", "ADAPTIVE0".."ADAPTIVE3", "paused", or "disabled"
  * when AAR_DISABLE is set. A static string. */
 const char *aar_policy_name(void);
+
+/* Iterations (the unit A/B experiments alternate policies on; see README, "A/B experiments").
+ * Every rank must mark the same iterations in the same order: iteration i gets the policy the
+ * AAR_AB schedule gives i, on every rank, without any communication. The policy changes only
+ * here: before the first begin it is iteration 0's; after an end it stays until the next begin.
+ * Each ended iteration is one row of the rank's iteration record in AAR_OUTPUT_DIR. Begin and
+ * end are refused (AAR_EINVAL) when AAR_AB_BOUNDARY names an MPI function, which then marks
+ * iterations; labels work with both. In a fork child they switch the policy but write no rows. */
+
+/* Begin the next iteration (0, 1, 2, ...), ending the one in progress first, if any. */
+int aar_iteration_begin(void);
+
+/* End the iteration in progress; AAR_EINVAL when none is. */
+int aar_iteration_end(void);
+
+/* Label the iteration in progress, or the next one when none is (e.g. "isolated", "congested"):
+ * 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @; anything else is AAR_EINVAL. */
+int aar_iteration_label(const char *label);
+
+/* The index of the iteration in progress, or -1 when none is (before the first, after an end). */
+int64_t aar_iteration_index(void);
 
 /* The library's version, e.g. "0.1.0". A static string. */
 const char *aar_version(void);

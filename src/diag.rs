@@ -24,6 +24,14 @@ pub fn detect_rank() -> Option<u32> {
     rank
 }
 
+/// Variables launchers set to the number of ranks.
+const SIZE_VARIABLES: [&str; 3] = ["PMI_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"];
+
+/// Ranks in the job, when the launcher says.
+pub fn nranks() -> Option<u32> {
+    SIZE_VARIABLES.iter().find_map(|v| std::env::var(v).ok().and_then(|s| s.trim().parse::<u32>().ok()))
+}
+
 pub fn rank() -> Option<u32> {
     u32::try_from(RANK.load(Ordering::Relaxed)).ok()
 }

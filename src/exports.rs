@@ -1,12 +1,14 @@
 //! Every symbol libaar.so exports, in one place: the ABI surface in one screen.
 //!
-//! uGNI calls that put traffic on the network or steer it are interposed; the C API of
-//! `cabi/aar.h` lets an application pin or pause routing. Exports are `no_mangle` except in unit
-//! tests, so the test harness itself is never interposed.
+//! uGNI calls that put traffic on the network or steer it are interposed; MPI collectives that
+//! can mark A/B iterations are wrapped; the C API of `cabi/aar.h` lets an application pin or
+//! pause routing and mark iterations. Exports are `no_mangle` except in unit tests, so the test
+//! harness itself is never interposed.
 #![allow(non_snake_case)]
 
+use crate::mpi::{self, AllToAllFn, AllreduceFn, BarrierFn, BcastFn, ReduceFn, RootedFn};
 use crate::ugni::{self, CdmAttachFn, CdmDestroyFn, SetDeliveryModeFn, SmsgSendFn, SmsgSendWTagFn};
-use crate::{control, runtime};
+use crate::{control, iterations, runtime};
 use aar_abi::*;
 use aar_engine::{Policy, RoutingMode};
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -163,10 +165,91 @@ pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     unsafe { real(cdm) }
 }
 
-// ---- MPI -------------------------------------------------------------------------------------------
+// ---- MPI (handles forwarded as pointer-sized values, see `mpi`) ----------------------------------
 
 /// # Safety
-/// The MPI standard's contract for MPI_Alltoall (handles forwarded as pointer-sized values).
+/// The MPI standard's contract for MPI_Barrier.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Barrier(comm: usize) -> c_int {
+    mpi::forward(&mpi::BARRIER, |real: BarrierFn| {
+        // SAFETY: PMPI_Barrier, whose prototype BarrierFn matches; the caller's argument, unchanged.
+        unsafe { real(comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Allreduce.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    op: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::ALLREDUCE, |real: AllreduceFn| {
+        // SAFETY: PMPI_Allreduce, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Reduce.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    op: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::REDUCE, |real: ReduceFn| {
+        // SAFETY: PMPI_Reduce, whose prototype ReduceFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Bcast.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::BCAST, |real: BcastFn| {
+        // SAFETY: PMPI_Bcast, whose prototype BcastFn matches; the caller's arguments, unchanged.
+        unsafe { real(buffer, count, datatype, root, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Allgather.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::ALLGATHER, |real: AllToAllFn| {
+        // SAFETY: PMPI_Allgather, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    })
+}
+
+/// Inside it, the low-stall mode is ADAPTIVE1 (`AAR_ALLTOALL`).
+///
+/// # Safety
+/// The MPI standard's contract for MPI_Alltoall.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn MPI_Alltoall(
     sendbuf: *const c_void,
@@ -177,8 +260,48 @@ pub unsafe extern "C" fn MPI_Alltoall(
     recvtype: usize,
     comm: usize,
 ) -> c_int {
-    // SAFETY: the caller's arguments, unchanged.
-    unsafe { crate::mpi::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    mpi::forward(&mpi::ALLTOALL, |real: AllToAllFn| {
+        // SAFETY: PMPI_Alltoall, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Gather.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::GATHER, |real: RootedFn| {
+        // SAFETY: PMPI_Gather, whose prototype RootedFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Scatter.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::SCATTER, |real: RootedFn| {
+        // SAFETY: PMPI_Scatter, whose prototype RootedFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    })
 }
 
 // ---- C API (cabi/aar.h) ------------------------------------------------------------------------------
@@ -188,9 +311,25 @@ const AAR_EINVAL: c_int = -1;
 const AAR_EDISABLED: c_int = -2;
 
 fn api(policy: Option<Policy>, enabled: Option<bool>) -> c_int {
-    match std::panic::catch_unwind(|| runtime::set_control(policy, enabled)) {
-        Ok(true) => AAR_OK,
-        _ => AAR_EDISABLED,
+    let change = || {
+        // While an A/B experiment runs, its schedule alone chooses the policy.
+        if policy.is_some() && runtime::wait_ready().is_some_and(|s| !s.disabled) && iterations::ab_running() {
+            return AAR_EINVAL;
+        }
+        if runtime::set_control(policy, enabled) {
+            AAR_OK
+        } else {
+            AAR_EDISABLED
+        }
+    };
+    std::panic::catch_unwind(change).unwrap_or(AAR_EDISABLED)
+}
+
+fn iteration_api(call: impl FnOnce() -> Result<(), iterations::Refused> + std::panic::UnwindSafe) -> c_int {
+    match std::panic::catch_unwind(call) {
+        Ok(Ok(())) => AAR_OK,
+        Ok(Err(iterations::Refused::Disabled)) => AAR_EDISABLED,
+        Ok(Err(iterations::Refused::Invalid)) | Err(_) => AAR_EINVAL,
     }
 }
 
@@ -253,6 +392,41 @@ pub extern "C" fn aar_policy_name() -> *const c_char {
         _ => c"disabled",
     };
     name.as_ptr()
+}
+
+/// Begin the next iteration (ending the one in progress, if any).
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_iteration_begin() -> c_int {
+    iteration_api(iterations::api_begin)
+}
+
+/// End the iteration in progress.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_iteration_end() -> c_int {
+    iteration_api(iterations::api_end)
+}
+
+/// Label the iteration in progress, or the next one.
+///
+/// # Safety
+/// `label` is NULL or a NUL-terminated string.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn aar_iteration_label(label: *const c_char) -> c_int {
+    if label.is_null() {
+        return AAR_EINVAL;
+    }
+    // SAFETY: non-null and NUL-terminated per the contract; strnlen reads no further than one
+    // byte past the longest label, which is then refused whatever follows.
+    let len = unsafe { libc::strnlen(label, iterations::MAX_LABEL + 1) };
+    // SAFETY: the `len` bytes strnlen just read.
+    let bytes = unsafe { std::slice::from_raw_parts(label.cast::<u8>(), len) };
+    iteration_api(|| iterations::api_label(bytes))
+}
+
+/// The iteration in progress, or -1.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_iteration_index() -> i64 {
+    std::panic::catch_unwind(iterations::current).unwrap_or(-1)
 }
 
 #[cfg_attr(not(test), no_mangle)]

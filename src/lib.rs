@@ -3,8 +3,9 @@
 //! Preloaded in front of libugni, it routes every adaptive post with the decision engine and
 //! forwards it, exactly once, to the real function. The flow is one way:
 //! intercept ([`exports`], [`ugni`], [`mpi`]) → account ([`stats`]) → decide ([`runtime`], the
-//! engine) → forward → observe ([`papi`]). Output: [`output`] (per-rank record, summary),
-//! [`trace`] (decision trace), [`diag`] (stderr messages and logging).
+//! engine) → forward → observe ([`papi`]). Iterations and A/B experiments: [`iterations`].
+//! Output: [`output`] (per-rank record, summary), [`trace`] (decision trace), [`diag`] (stderr
+//! messages and logging).
 //!
 //! `unsafe` lives in the seams only: [`ugni`], [`mpi`], [`papi`], [`sys`] and [`exports`], and in
 //! [`trylock`], the one lock the decision path takes.
@@ -16,6 +17,7 @@ pub mod control;
 mod diag;
 mod exports;
 mod fork;
+mod iterations;
 mod mpi;
 mod output;
 mod papi;

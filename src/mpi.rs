@@ -1,25 +1,83 @@
-//! The MPI seam: MPI_Alltoall, so that the low-stall mode inside it is ADAPTIVE1 (what Cray
-//! MPICH uses there by default). PMPI_Alltoall is resolved at run time: libaar.so has no link
-//! dependency on any MPI.
+//! The MPI seam: the collectives that can mark A/B iterations in an unmodified program
+//! (`AAR_AB_BOUNDARY=MPI_<Fn>[:N]`), and MPI_Alltoall, inside which the low-stall mode is
+//! ADAPTIVE1 (what Cray MPICH uses there by default). The PMPI functions are resolved at run
+//! time: libaar.so has no link dependency on any MPI.
 //!
 //! MPI handles are `int` in MPICH (Cray MPICH) and pointers in Open MPI. Every handle parameter
 //! is declared pointer-sized here and forwarded unchanged in the same register or stack slot,
-//! so the wrapper is correct for both ABIs without knowing which one the application uses.
+//! so one wrapper is correct for both ABIs without knowing which one the application uses.
+//!
+//! A wrapper forwards to its PMPI function exactly once. When its function is the iteration
+//! boundary, the boundary is taken when the PMPI call returns, so that all ranks leave a
+//! collective together before they switch policy; otherwise the wrapper is a plain forward.
 
+use crate::{iterations, runtime};
+use aar_engine::{Boundary, MpiFunction};
 use std::cell::Cell;
-use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-pub type AlltoallFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, usize) -> c_int;
+pub type BarrierFn = unsafe extern "C" fn(usize) -> c_int;
+pub type AllreduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, usize, usize, usize) -> c_int;
+pub type ReduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, usize, usize, c_int, usize) -> c_int;
+pub type BcastFn = unsafe extern "C" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
+/// MPI_Allgather and MPI_Alltoall.
+pub type AllToAllFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, usize) -> c_int;
+/// MPI_Gather and MPI_Scatter.
+pub type RootedFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, c_int, usize) -> c_int;
 
 /// MPI_ERR_INTERN in MPICH, a non-zero error code in every MPI.
 const MPI_ERR_INTERN: c_int = 16;
+
+/// A wrapped MPI function and its PMPI function, found on first use.
+pub struct Collective {
+    function: MpiFunction,
+    pmpi: &'static CStr,
+    addr: AtomicPtr<c_void>,
+    reported_missing: AtomicBool,
+}
+
+impl Collective {
+    const fn new(function: MpiFunction, pmpi: &'static CStr) -> Self {
+        Self { function, pmpi, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
+    }
+
+    /// The PMPI function as `F`, its prototype (see the exports).
+    fn real<F: Copy>(&self) -> Option<F> {
+        let mut p = self.addr.load(Ordering::Acquire);
+        if p.is_null() {
+            // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the MPI library after us,
+            // RTLD_DEFAULT covers an MPI linked into the executable itself.
+            p = unsafe {
+                let next = libc::dlsym(libc::RTLD_NEXT, self.pmpi.as_ptr());
+                if next.is_null() {
+                    libc::dlsym(libc::RTLD_DEFAULT, self.pmpi.as_ptr())
+                } else {
+                    next
+                }
+            };
+            self.addr.store(p, Ordering::Release);
+        }
+        debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+        // SAFETY: a non-null PMPI function has the MPI-standard prototype that callers name as
+        // `F`, register for register (see the module comment).
+        (!p.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
+    }
+}
+
+pub static BARRIER: Collective = Collective::new(MpiFunction::Barrier, c"PMPI_Barrier");
+pub static ALLREDUCE: Collective = Collective::new(MpiFunction::Allreduce, c"PMPI_Allreduce");
+pub static REDUCE: Collective = Collective::new(MpiFunction::Reduce, c"PMPI_Reduce");
+pub static BCAST: Collective = Collective::new(MpiFunction::Bcast, c"PMPI_Bcast");
+pub static ALLGATHER: Collective = Collective::new(MpiFunction::Allgather, c"PMPI_Allgather");
+pub static ALLTOALL: Collective = Collective::new(MpiFunction::Alltoall, c"PMPI_Alltoall");
+pub static GATHER: Collective = Collective::new(MpiFunction::Gather, c"PMPI_Gather");
+pub static SCATTER: Collective = Collective::new(MpiFunction::Scatter, c"PMPI_Scatter");
 
 thread_local! {
     static ALLTOALL_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-static PMPI_ALLTOALL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 /// Set by the first MPI_Alltoall: until then no thread can be inside one, and the decision path
 /// skips the thread-local lookup.
 static ALLTOALL_SEEN: AtomicBool = AtomicBool::new(false);
@@ -28,26 +86,6 @@ static ALLTOALL_SEEN: AtomicBool = AtomicBool::new(false);
 #[inline]
 pub fn in_alltoall() -> bool {
     ALLTOALL_SEEN.load(Ordering::Relaxed) && ALLTOALL_DEPTH.try_with(|d| d.get() > 0).unwrap_or(false)
-}
-
-fn pmpi_alltoall() -> Option<AlltoallFn> {
-    let mut p = PMPI_ALLTOALL.load(Ordering::Acquire);
-    if p.is_null() {
-        // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the MPI library after us,
-        // RTLD_DEFAULT covers an MPI linked into the executable itself.
-        p = unsafe {
-            let next = libc::dlsym(libc::RTLD_NEXT, c"PMPI_Alltoall".as_ptr());
-            if next.is_null() {
-                libc::dlsym(libc::RTLD_DEFAULT, c"PMPI_Alltoall".as_ptr())
-            } else {
-                next
-            }
-        };
-        PMPI_ALLTOALL.store(p, Ordering::Release);
-    }
-    // SAFETY: a non-null PMPI_Alltoall has the MPI-standard prototype `AlltoallFn` matches
-    // register for register (see the module comment).
-    (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, AlltoallFn>(p) })
 }
 
 struct Depth;
@@ -64,22 +102,98 @@ impl Drop for Depth {
     }
 }
 
-/// # Safety
-/// The arguments are those of an application's MPI_Alltoall call.
-pub unsafe fn alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: usize,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: usize,
-    comm: usize,
-) -> c_int {
-    let Some(real) = pmpi_alltoall() else {
-        crate::diag::error("MPI_Alltoall was called but PMPI_Alltoall cannot be found; returning MPI_ERR_INTERN.");
-        return MPI_ERR_INTERN;
+/// The boundary function as an index into [`MpiFunction::ALL`], or one of these.
+const UNKNOWN: u8 = 0xff;
+const NOT_MPI: u8 = 0xfe;
+static BOUNDARY: AtomicU8 = AtomicU8::new(UNKNOWN);
+static EVERY: AtomicU32 = AtomicU32::new(1);
+/// Calls of the boundary function so far.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+fn code(f: MpiFunction) -> u8 {
+    MpiFunction::ALL.iter().position(|&g| g == f).map_or(NOT_MPI, |i| i as u8)
+}
+
+/// Set at initialisation from the settings (`None`: the library is inert).
+pub fn set_boundary(boundary: Option<Boundary>) {
+    let (c, every) = match boundary {
+        Some(Boundary::Mpi { function, every }) => (code(function), every.max(1)),
+        _ => (NOT_MPI, 1),
     };
-    let _inside = Depth::enter();
-    // SAFETY: forwarding the caller's arguments unchanged to the real implementation.
-    unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    EVERY.store(every, Ordering::Relaxed);
+    BOUNDARY.store(c, Ordering::Release);
+}
+
+/// Whether `f` marks iterations.
+#[inline]
+fn is_boundary(f: MpiFunction) -> bool {
+    let mut c = BOUNDARY.load(Ordering::Acquire);
+    if c == UNKNOWN {
+        c = peek_boundary();
+    }
+    c == code(f)
+}
+
+/// Before the library is initialised, `AAR_AB_BOUNDARY` is read once, without the settings, so
+/// that an MPI program is initialised at its first boundary call if no uGNI call came first, and
+/// left alone otherwise. Initialisation then sets the boundary from the settings.
+#[cold]
+fn peek_boundary() -> u8 {
+    let c = match std::env::var("AAR_AB_BOUNDARY").ok().and_then(|v| v.parse::<Boundary>().ok()) {
+        Some(Boundary::Mpi { function, .. }) => code(function),
+        _ => NOT_MPI,
+    };
+    // Initialisation may have set it meanwhile: its value wins.
+    match BOUNDARY.compare_exchange(UNKNOWN, c, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => c,
+        Err(set) => set,
+    }
+}
+
+/// Every N-th call of the boundary function, starting with the first, begins an iteration
+/// (and ends the one before).
+fn boundary_call() {
+    let c = CALLS.fetch_add(1, Ordering::Relaxed);
+    let every = u64::from(EVERY.load(Ordering::Relaxed).max(1));
+    if c.is_multiple_of(every) {
+        iterations::boundary(c / every);
+    }
+}
+
+#[cold]
+fn missing(c: &Collective) -> c_int {
+    if !c.reported_missing.swap(true, Ordering::Relaxed) {
+        crate::diag::error(&format!(
+            "{} was called but {} cannot be found; returning MPI_ERR_INTERN.",
+            c.function.name(),
+            c.pmpi.to_string_lossy()
+        ));
+    }
+    MPI_ERR_INTERN
+}
+
+/// Forward one call of a wrapped MPI function to its PMPI function `F` exactly once (`call`
+/// makes it), then take the iteration boundary if this function is the boundary.
+pub fn forward<F: Copy>(c: &Collective, call: impl FnOnce(F) -> c_int) -> c_int {
+    let Some(real) = c.real::<F>() else { return missing(c) };
+    let rc = if c.function == MpiFunction::Alltoall {
+        let _inside = Depth::enter();
+        call(real)
+    } else {
+        call(real)
+    };
+    if is_boundary(c.function) {
+        // A panic must not reach the application; the call has been forwarded already.
+        let take = || {
+            runtime::ensure_init();
+            // Still the boundary once the settings are known (not under AAR_DISABLE).
+            if is_boundary(c.function) {
+                boundary_call();
+            }
+        };
+        if std::panic::catch_unwind(take).is_err() {
+            crate::diag::internal_error("the MPI call had been forwarded");
+        }
+    }
+    rc
 }

@@ -1,10 +1,11 @@
 //! What a run leaves behind: a per-rank JSON record in `AAR_OUTPUT_DIR` (created atomically:
 //! written under a temporary name, then linked to its final name, which is never overwritten)
-//! and one summary line on stderr from rank 0.
+//! and one summary line on stderr from rank 0. The iteration record is written as the job runs
+//! (see `iterations`); both only by the ranks `AAR_OUTPUT_RANKS` names.
 
 use crate::runtime::{self, Decider};
 use crate::stats::{self, CLASS_NAMES};
-use crate::{control, diag, sys, trace};
+use crate::{control, diag, iterations, sys, trace};
 use aar_engine::{EngineStats, Reason, Settings};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub const RECORD_FORMAT: &str = "aar-record/1";
+pub const RECORD_FORMAT: &str = "aar-record/2";
 static WRITTEN: AtomicBool = AtomicBool::new(false);
 /// The folder was reported unusable at start-up: one warning is enough.
 static DIR_WARNED: AtomicBool = AtomicBool::new(false);
@@ -45,6 +46,19 @@ struct Time {
     decisions_estimated_total_ns: Option<f64>,
 }
 
+/// Iterations and the A/B experiment, if any.
+#[derive(Serialize)]
+struct Ab {
+    /// The policies alternated, or the one policy of the run (order `single`).
+    policies: Vec<&'static str>,
+    order: String,
+    boundary: String,
+    /// Iterations that ended.
+    iterations: u64,
+    /// The iteration record (`aar-iterations`) in the same folder, if one was written.
+    iterations_file: Option<String>,
+}
+
 #[derive(Serialize)]
 struct Record<'a> {
     format: &'static str,
@@ -68,6 +82,7 @@ struct Record<'a> {
     engine: Option<EngineStats>,
     counters: Option<Counters<'a>>,
     time: Option<Time>,
+    ab: Ab,
     messages: Vec<String>,
 }
 
@@ -77,16 +92,27 @@ pub fn job_id() -> Option<String> {
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
 }
 
-/// File name of this process's record: job, rank and pid, so ranks and forked children never
-/// collide.
-pub fn record_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
-    let job: String = job
-        .unwrap_or("nojob")
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
-        .collect();
-    let rank = rank.map_or_else(|| "norank".to_string(), |r| r.to_string());
-    format!("aar.{job}.{rank}.{pid}.json")
+/// Ranks of one run share this in their iteration records: the job and step id (Slurm's
+/// step, or the ALPS application id), the job id alone, or `nojob`.
+pub fn experiment() -> String {
+    let step = ["SLURM_STEP_ID", "ALPS_APP_ID"].iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
+    match (job_id(), step) {
+        (Some(job), Some(step)) => format!("{job}.{step}"),
+        (Some(job), None) => job,
+        (None, _) => "nojob".to_string(),
+    }
+}
+
+/// Whether this process writes records: `AAR_OUTPUT_DIR` is set and `AAR_OUTPUT_RANKS`, if
+/// set, names its rank (a process without a rank counts as rank 0, as for messages).
+pub fn writes_records(settings: &Settings) -> bool {
+    settings.output_dir.is_some()
+        && settings.output_ranks.as_ref().is_none_or(|ranks| ranks.contains(diag::rank().unwrap_or(0)))
+}
+
+/// `AAR_OUTPUT_DIR` was reported unusable at start-up.
+pub fn dir_warned() -> bool {
+    DIR_WARNED.load(Ordering::Relaxed)
 }
 
 /// Warn at start-up, not at exit, when the record could not be written.
@@ -189,6 +215,7 @@ fn write_outputs() {
     let Some(settings) = runtime::settings() else { return };
     runtime::after_fork_in_child();
     trace::finish();
+    let iterations = iterations::finish();
     let totals = stats::totals();
     // A fork child that sent nothing (a helper that never touched the network) leaves no trace.
     if runtime::is_fork_child() && totals.messages.iter().all(|&m| m == 0) {
@@ -197,8 +224,9 @@ fn write_outputs() {
     let slot = runtime::decider_for_exit();
     let decider = slot.as_deref().and_then(Option::as_ref);
     let policy = control::policy_name(runtime::control());
+    let ended = iterations.iterations;
     let mut record_path = None;
-    if let Some(dir) = settings.output_dir.as_deref() {
+    if let Some(dir) = settings.output_dir.as_deref().filter(|_| writes_records(settings)) {
         let d = decider;
         let mean = d.filter(|d| d.timed_decisions > 0).map(|d| d.timed_decision_ns as f64 / d.timed_decisions as f64);
         let record = Record {
@@ -235,9 +263,10 @@ fn write_outputs() {
                 decision_mean_ns: mean,
                 decisions_estimated_total_ns: mean.map(|m| m * d.engine.stats().decisions as f64),
             }),
+            ab: ab_section(settings, iterations),
             messages: diag::kept(),
         };
-        let name = record_name(record.job_id.as_deref(), record.rank, record.pid);
+        let name = aar_record::summary_file_name(record.job_id.as_deref(), record.rank, record.pid);
         match serde_json::to_vec_pretty(&record) {
             Ok(json) => match write_record(dir, &name, &json) {
                 Ok(p) => record_path = Some(p),
@@ -251,20 +280,31 @@ fn write_outputs() {
         }
     }
     if settings.summary {
-        diag::info_rank0(&summary(&totals, decider, record_path.as_deref(), policy));
+        let policy = match &settings.ab {
+            Some(list) => format!("{list} (A/B, {ended} iterations)"),
+            None => policy.to_string(),
+        };
+        diag::info_rank0(&summary(&totals, decider, record_path.as_deref(), &policy));
+    }
+}
+
+fn ab_section(settings: &Settings, it: iterations::Summary) -> Ab {
+    let (policies, order) = match &settings.ab {
+        Some(list) => (list.0.iter().map(|p| p.name()).collect(), settings.ab_order.to_string()),
+        None => (vec![settings.engine.policy.name()], "single".to_string()),
+    };
+    Ab {
+        policies,
+        order,
+        boundary: settings.ab_boundary.to_string(),
+        iterations: it.iterations,
+        iterations_file: it.file,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn record_names_are_safe_and_unique_per_process() {
-        assert_eq!(record_name(Some("123.sdb"), Some(7), 42), "aar.123.sdb.7.42.json");
-        assert_eq!(record_name(None, None, 1), "aar.nojob.norank.1.json");
-        assert_eq!(record_name(Some("../../etc/x"), Some(0), 1), "aar..._.._etc_x.0.1.json");
-    }
 
     #[test]
     fn sizes() {

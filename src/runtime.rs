@@ -5,7 +5,7 @@
 use crate::control::{self, FAST, READY};
 use crate::papi::Papi;
 use crate::trylock::{Guard, TryLock};
-use crate::{diag, output, stats, sys, trace};
+use crate::{diag, iterations, mpi, output, stats, sys, trace};
 use aar_engine::{CounterSample, Decision, Engine, Message, Policy, Settings, Window, WindowOutcome};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
@@ -116,6 +116,7 @@ fn init() {
         diag::warn(&w.message);
     }
     let settings = SETTINGS.get_or_init(|| settings);
+    mpi::set_boundary((!settings.disabled).then_some(settings.ab_boundary));
     if settings.disabled {
         tracing::info!("AAR_DISABLE is set: every call is forwarded untouched");
         return;
@@ -145,6 +146,7 @@ fn init() {
     let policy = decider.engine.config().policy;
     let tracing = trace::open(settings.trace.as_deref());
     output::check_output_dir(settings.output_dir.as_deref());
+    iterations::init(settings);
     THRESHOLD.store(settings.engine.threshold_bytes, Relaxed);
     decider.init_ns = sys::now_ns().saturating_sub(t0);
     // Nobody else can hold it yet: posts see READY only after the store below.
@@ -287,18 +289,37 @@ pub fn last_window() -> Option<Window> {
     (l != u64::MAX).then(|| Window { latency_us: f64::from_bits(l), stall_ratio: f64::from_bits(s) })
 }
 
-/// Change policy or pause from the C API. Returns false when the library is killed by
-/// `AAR_DISABLE` (it then stays inert).
-pub fn set_control(policy: Option<Policy>, enabled: Option<bool>) -> bool {
+/// Initialise if needed, giving another thread that is initialising a moment (loading PAPI),
+/// never forever: the settings, once parsed.
+pub fn wait_ready() -> Option<&'static Settings> {
     ensure_init();
-    // Another thread may be initialising: give it a moment (loading PAPI), never forever.
     for _ in 0..2000 {
         if INIT.load(Acquire) == DONE {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+    settings()
+}
+
+/// Change policy or pause from the C API. Returns false when the library is killed by
+/// `AAR_DISABLE` (it then stays inert).
+pub fn set_control(policy: Option<Policy>, enabled: Option<bool>) -> bool {
+    wait_ready();
     control() & READY != 0 && update_control(|w| control::with(w, policy, enabled, None))
+}
+
+/// The policy of a new A/B iteration: posts and SMSG steering follow the control word, the
+/// engine takes it up at its next decision.
+pub fn switch_policy(policy: Policy) {
+    if control() & READY != 0 {
+        update_control(|w| control::with(w, Some(policy), None, None));
+    }
+}
+
+/// The decider at an iteration boundary: waits at most `wait` for a thread that is deciding.
+pub fn decider_within(wait: std::time::Duration) -> Option<Guard<'static, Option<Decider>>> {
+    DECIDER.try_lock_for(wait)
 }
 
 /// Replace the control word with `f(old)`, atomically with respect to other updates.

@@ -12,6 +12,23 @@ pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern 
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
 }
 
+/// `unsigned long long f(void)`.
+pub type ClockFn = unsafe extern "C" fn() -> u64;
+
+/// The emulator's simulated clock (`aar_emu_clock_ns`, cabi/aar_emu.h), when this process has it
+/// and it runs (reads non-zero): iterations are then timed in simulated time.
+pub fn emulator_clock() -> Option<ClockFn> {
+    // SAFETY: dlsym with a NUL-terminated name.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"aar_emu_clock_ns".as_ptr()) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the emulator defines it as `unsigned long long aar_emu_clock_ns(void)`.
+    let f = unsafe { std::mem::transmute::<*mut libc::c_void, ClockFn>(p) };
+    // SAFETY: as above; it takes no argument and only reads the emulator's state.
+    (unsafe { f() } != 0).then_some(f)
+}
+
 pub fn pid() -> u32 {
     std::process::id()
 }

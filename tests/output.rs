@@ -25,7 +25,7 @@ fn rank0_prints_one_summary_line_and_every_rank_writes_its_record() {
         assert_eq!(names.len(), 1, "one file, no leftover .partial: {names:?}");
         assert!(names[0].starts_with(&format!("aar.4242.{rank}.")) && names[0].ends_with(".json"), "{names:?}");
         let rec = &r.records()[0];
-        assert_eq!(rec["format"], "aar-record/1");
+        assert_eq!(rec["format"], "aar-record/2");
         assert_eq!(rec["rank"], rank);
         assert_eq!(rec["job_id"], "4242");
         assert_eq!(rec["settings"]["engine"]["threshold_bytes"], 4096);

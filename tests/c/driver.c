@@ -16,6 +16,8 @@
  *   freeze 0|1                      aar_emu_counters_freeze
  *   api mode DLVR | api name NAME | api auto | api disable | api enable
  *   policy                          print aar_policy_name()
+ *   iter begin | iter end | iter label NAME | iter index   the iteration markers of aar.h (rc printed;
+ *                                   "index" prints aar_iteration_index())
  *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE (as the
  *                                   first command, the threads make the first uGNI calls of the process)
  *   fork N                          fork; the child makes N 64 B FMA PUTs and N 64 KiB RDMA PUTs on the
@@ -59,6 +61,10 @@
 #pragma weak aar_disable
 #pragma weak aar_enable
 #pragma weak aar_policy_name
+#pragma weak aar_iteration_begin
+#pragma weak aar_iteration_end
+#pragma weak aar_iteration_label
+#pragma weak aar_iteration_index
 
 #define MAX_BYTES (8u << 20)
 #define WAIT_MS 10000
@@ -539,6 +545,20 @@ int main(int argc, char **argv)
 				rc = aar_enable();
 			if (aar_set_mode)
 				printf("api %s rc=%d\n", what, rc);
+			i += 1 + takes_arg;
+		} else if (!strcmp(c, "iter")) {
+			const char *what = ARG(1);
+			int takes_arg = !strcmp(what, "label");
+			if (!aar_iteration_begin)
+				printf("iter %s unavailable\n", what);
+			else if (!strcmp(what, "begin"))
+				printf("iter begin rc=%d\n", aar_iteration_begin());
+			else if (!strcmp(what, "end"))
+				printf("iter end rc=%d\n", aar_iteration_end());
+			else if (!strcmp(what, "label"))
+				printf("iter label rc=%d\n", aar_iteration_label(ARG(2)));
+			else if (!strcmp(what, "index"))
+				printf("iter index=%lld\n", (long long)aar_iteration_index());
 			i += 1 + takes_arg;
 		} else if (!strcmp(c, "policy")) {
 			printf("policy %s\n", aar_policy_name ? aar_policy_name() : "none");

@@ -70,9 +70,26 @@ pub fn program(name: &str) -> PathBuf {
 
 /// The same, with extra compiler flags (e.g. `-DREENTER`).
 pub fn program_with(name: &str, flags: &[&str]) -> PathBuf {
+    compile("cc", name, &[root().join("tests/c").join(format!("{name}.c"))], flags)
+}
+
+/// examples/<name>.c, built as scripts/demo builds it.
+pub fn example(name: &str) -> PathBuf {
+    compile("cc", &format!("example-{name}"), &[root().join("examples").join(format!("{name}.c"))], &[])
+}
+
+/// Whether a program (a compiler, a launcher) can be run here.
+pub fn have(command: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {command} >/dev/null")]).status().is_ok_and(|s| s.success())
+}
+
+/// Compile `sources` with `compiler` (cc, mpicc.mpich, gfortran) against cabi/ and tests/c/ and
+/// the emulated libugni.so, once per test binary and set of flags. Fortran modules go to the
+/// output folder; Fortran programs link libaar.so.
+pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let lib = libdir();
-    let key = format!("{name}{}", flags.concat());
+    let key = format!("{compiler}:{name}{}", flags.concat());
     let mut built = BUILT.get_or_init(Default::default).lock().unwrap();
     if let Some(p) = built.get(&key) {
         return p.clone();
@@ -81,22 +98,30 @@ pub fn program_with(name: &str, flags: &[&str]) -> PathBuf {
     std::fs::create_dir_all(&out_dir).unwrap();
     let variant: String = flags.concat().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     let out = out_dir.join(format!("{name}{variant}-{}", std::process::id()));
-    let src = root().join("tests/c").join(format!("{name}.c"));
-    let st = Command::new("cc")
-        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic"])
-        .args(flags)
+    let mut cmd = Command::new(compiler);
+    cmd.args(["-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic"]).args(flags);
+    if compiler.contains("fortran") {
+        let modules = out_dir.join(format!("mod-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&modules).unwrap();
+        cmd.arg("-J").arg(modules);
+    }
+    let st = cmd
         .arg("-I")
         .arg(root().join("cabi"))
-        .arg(&src)
+        .arg("-I")
+        .arg(root().join("tests/c"))
+        .args(sources)
         .arg("-o")
         .arg(&out)
         .arg("-L")
         .arg(lib)
+        // Fortran has no weak symbols: a program that calls aar.f90 links libaar.so (before libugni).
+        .args(if compiler.contains("fortran") { &["-laar"][..] } else { &[] })
         .args(["-lugni", "-lpthread", "-ldl"])
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .status()
-        .expect("run cc");
-    assert!(st.success(), "compiling {} failed", src.display());
+        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
+    assert!(st.success(), "compiling {sources:?} with {compiler} failed");
     built.insert(key, out.clone());
     out
 }
@@ -170,10 +195,15 @@ pub struct Launch {
 impl Launch {
     /// The driver under libaar.so with the emulator's SDE event names, its log in a scratch dir.
     pub fn driver(test: &str, args: &str) -> Launch {
+        Launch::program(test, program("driver"), args)
+    }
+
+    /// Any program, set up as [`Launch::driver`] sets up the driver.
+    pub fn program(test: &str, program: PathBuf, args: &str) -> Launch {
         let dir = scratch(test);
         std::fs::create_dir_all(dir.join("out")).unwrap();
         Launch {
-            program: program("driver"),
+            program,
             args: args.split_whitespace().map(String::from).collect(),
             env: vec![
                 ("AAR_PAPI_EVENTS".into(), SDE_EVENTS.into()),
@@ -221,6 +251,9 @@ impl Launch {
                     "OMPI_COMM_WORLD_RANK",
                     "PMIX_RANK",
                     "SLURM_JOB_ID",
+                    "SLURM_STEP_ID",
+                    "SLURM_NTASKS",
+                    "PMI_SIZE",
                     "LD_PRELOAD",
                 ]
                 .contains(&k.as_str())
@@ -256,5 +289,36 @@ impl Launch {
         };
         let log = read_jsonl(&self.dir.join("emu.jsonl"));
         Run { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap(), log, dir: self.dir }
+    }
+}
+
+/// An iteration record: its header and its rows.
+pub type IterationRecord = (Value, Vec<Value>);
+
+/// The iteration record (`*.iterations.jsonl`) of each process in `dir`, by rank then pid.
+pub fn iteration_records(dir: &Path) -> Vec<IterationRecord> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return vec![] };
+    let mut v: Vec<IterationRecord> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".iterations.jsonl"))
+        .map(|e| {
+            let mut lines = read_jsonl(&e.path());
+            assert!(!lines.is_empty(), "{} is empty", e.path().display());
+            let header = lines.remove(0);
+            (header, lines)
+        })
+        .collect();
+    v.sort_by_key(|(h, _)| (h["rank"].as_u64(), h["pid"].as_u64()));
+    v
+}
+
+/// The name `aar_record` gives a routing mode column, for a dlvr_mode the emulator logged.
+pub fn mode_name(dlvr_mode: u64) -> &'static str {
+    match dlvr_mode & 0xff {
+        0x00 => "ADAPTIVE0",
+        0x20 => "ADAPTIVE1",
+        0x40 => "ADAPTIVE2",
+        0x80 => "ADAPTIVE3",
+        _ => "other",
     }
 }

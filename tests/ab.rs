@@ -1,0 +1,494 @@
+//! A/B routing experiments: iterations marked by the application (the C and Fortran API) or by
+//! an MPI collective, the policy schedule every rank follows without communicating, what reached
+//! the emulated NIC in each iteration, and the iteration records.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Policy names as records write them, for a mode column index.
+const MODES: [&str; 4] = ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3"];
+
+fn column(header: &Value, name: &str) -> usize {
+    header["modes"].as_array().unwrap().iter().position(|m| m == name).unwrap_or_else(|| panic!("no {name} column"))
+}
+
+fn policies(rows: &[Value]) -> Vec<String> {
+    rows.iter().map(|r| r["policy"].as_str().unwrap().to_string()).collect()
+}
+
+/// RDMA posts' modes, in order.
+fn rdma_modes(log: &[Value]) -> Vec<&'static str> {
+    log.iter().filter(|v| v["call"] == "GNI_PostRdma").map(|v| mode_name(v["dlvr_mode"].as_u64().unwrap())).collect()
+}
+
+/// Every row's messages and bytes are all in its policy's column: `posts` messages of `bytes`.
+fn assert_rows_hold_their_posts(header: &Value, rows: &[Value], posts: u64, bytes: u64) {
+    for r in rows {
+        let col = column(header, r["policy"].as_str().unwrap());
+        let messages: Vec<u64> = r["messages"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let by_mode: Vec<u64> = r["bytes"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let mut want = vec![0; messages.len()];
+        want[col] = posts;
+        assert_eq!(messages, want, "messages per mode of {r}");
+        want[col] = posts * bytes;
+        assert_eq!(by_mode, want, "bytes per mode of {r}");
+        assert!(r["end_ns"].as_u64() >= r["start_ns"].as_u64(), "{r}");
+    }
+}
+
+#[test]
+fn round_robin_markers_route_each_iteration_by_the_schedule_and_record_it() {
+    let list = ["ADAPTIVE0", "ADAPTIVE2", "ADAPTIVE3"];
+    let iters = 9;
+    let r = Launch::program("ab-rr", example("iterations"), &format!("--iters {iters} --bytes 8192 --label-every 4"))
+        .env("AAR_AB", &list.join(","))
+        .env("PMI_RANK", "0")
+        .env("SLURM_JOB_ID", "77")
+        .env("SLURM_STEP_ID", "3")
+        .env("PMI_SIZE", "1")
+        .run();
+    r.assert_ok();
+    assert!(r.stdout.starts_with(&format!("iterations: {iters} iterations")), "{}", r.stdout);
+    let summary = r.aar_lines().join("\n");
+    assert!(
+        summary.starts_with("aar: policy ADAPTIVE0,ADAPTIVE2,ADAPTIVE3 (A/B, 9 iterations): 18 messages"),
+        "{summary}"
+    );
+    // The schedule, computed here independently: iteration i uses list[i mod 3], for both of its
+    // posts, and that is what reached the NIC.
+    let expected: Vec<&str> = (0..iters).map(|i| list[i % list.len()]).collect();
+    let posted = rdma_modes(&r.log);
+    assert_eq!(posted.len(), 2 * iters);
+    for (i, want) in expected.iter().enumerate() {
+        assert_eq!(&posted[2 * i..2 * i + 2], &[*want, *want], "iteration {i}: {posted:?}");
+    }
+    let recs = iteration_records(&r.dir.join("out"));
+    assert_eq!(recs.len(), 1);
+    let (header, rows) = &recs[0];
+    assert_eq!(header["format"], "aar-iterations/1");
+    assert_eq!((header["source"].as_str(), header["experiment"].as_str()), (Some("job"), Some("77.3")));
+    assert_eq!((header["rank"].as_u64(), header["nranks"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(header["policies"], serde_json::json!(list));
+    assert_eq!((header["order"].as_str(), header["boundary"].as_str()), (Some("round-robin"), Some("markers")));
+    assert_eq!(header["clock"], "monotonic");
+    assert_eq!(header["modes"][0], "ADAPTIVE0");
+    assert_eq!(rows.len(), iters);
+    assert_eq!(
+        rows.iter().map(|r| r["i"].as_u64().unwrap()).collect::<Vec<_>>(),
+        (0..iters as u64).collect::<Vec<_>>()
+    );
+    assert_eq!(policies(rows), expected);
+    assert_rows_hold_their_posts(header, rows, 2, 8192);
+    let labels: Vec<Option<&str>> = rows.iter().map(|r| r["label"].as_str()).collect();
+    for (i, l) in labels.iter().enumerate() {
+        assert_eq!(*l, (i % 4 == 0).then_some("congested"), "labels: {labels:?}");
+    }
+    // The summary record points at it.
+    let rec = &r.records()[0];
+    assert_eq!(rec["format"], "aar-record/2");
+    let ab = &rec["ab"];
+    assert_eq!(
+        (ab["order"].as_str(), ab["boundary"].as_str(), ab["iterations"].as_u64()),
+        (Some("round-robin"), Some("markers"), Some(iters as u64))
+    );
+    assert_eq!(ab["policies"], serde_json::json!(list));
+    let file = ab["iterations_file"].as_str().unwrap();
+    assert!(file.starts_with("aar.77.0.") && file.ends_with(".iterations.jsonl"), "{file}");
+    assert!(r.dir.join("out").join(file).exists());
+}
+
+#[test]
+fn shuffled_blocks_hold_each_policy_once_and_every_rank_draws_the_same_order() {
+    let list = MODES;
+    let iters = 12;
+    let run = |rank: &str| {
+        let r = Launch::program(
+            &format!("ab-shuffled-{rank}"),
+            example("iterations"),
+            &format!("--iters {iters} --bytes 4096"),
+        )
+        .env("AAR_AB", &list.join(","))
+        .env("AAR_AB_ORDER", "shuffled:42")
+        .env("PMI_RANK", rank)
+        .run();
+        r.assert_ok();
+        let recs = iteration_records(&r.dir.join("out"));
+        assert_eq!(recs.len(), 1);
+        let (header, rows) = recs.into_iter().next().unwrap();
+        assert_eq!(header["order"], "shuffled:42");
+        assert_eq!(rows.len(), iters);
+        assert_rows_hold_their_posts(&header, &rows, 2, 4096);
+        // What the record says each iteration had is what its posts got.
+        let posted = rdma_modes(&r.log);
+        let order = policies(&rows);
+        for (i, p) in order.iter().enumerate() {
+            assert_eq!(&posted[2 * i..2 * i + 2], &[p.as_str(), p.as_str()], "iteration {i}");
+        }
+        order
+    };
+    let order = run("0");
+    for block in order.chunks(list.len()) {
+        let mut b: Vec<&str> = block.iter().map(String::as_str).collect();
+        b.sort();
+        assert_eq!(b, list, "each block of {} holds each policy once: {order:?}", list.len());
+    }
+    let round_robin: Vec<&str> = (0..iters).map(|i| list[i % list.len()]).collect();
+    assert_ne!(order, round_robin, "shuffled, not round-robin");
+    assert_eq!(run("5"), order, "another rank, without any communication, draws the same order");
+}
+
+#[test]
+fn the_policy_changes_only_at_boundaries_and_the_c_api_cannot_override_the_schedule() {
+    // Before the first begin: iteration 0's policy; after an end: it stays until the next begin.
+    let script = "rdma 8192 2 0 iter index iter begin iter index rdma 8192 3 0 iter end iter index rdma 8192 2 0 \
+                  iter label second iter begin rdma 8192 3 0 api mode 0x80 api name auto api auto rdma 8192 1 0 \
+                  api disable rdma 8192 1 0 api enable rdma 8192 1 0 iter end iter end policy";
+    let r =
+        Launch::driver("ab-boundaries", script).env("AAR_AB", "ADAPTIVE1,ADAPTIVE2").env("AAR_MODE", "ADAPTIVE3").run();
+    r.assert_ok();
+    let out = &r.stdout;
+    for want in
+        ["iter index=-1\niter begin rc=0\niter index=0\n", "iter end rc=0\niter index=-1\n", "iter label rc=0\n"]
+    {
+        assert!(out.contains(want), "{want:?} in {out}");
+    }
+    assert_eq!(
+        out.matches("api mode rc=-1").count()
+            + out.matches("api name rc=-1").count()
+            + out.matches("api auto rc=-1").count(),
+        3,
+        "policy calls refused: {out}"
+    );
+    assert!(out.contains("api disable rc=0") && out.contains("api enable rc=0"), "pausing still works: {out}");
+    assert!(out.contains("iter end rc=0\niter end rc=-1\npolicy ADAPTIVE2"), "a second end is refused: {out}");
+    let (a1, a2) = (0x20, 0x40);
+    assert_eq!(
+        r.dlvr_modes("GNI_PostRdma"),
+        [a1, a1, a1, a1, a1, a1, a1, a2, a2, a2, a2, 0, a2],
+        "before iteration 0, in it, between the iterations, in iteration 1 (refused calls change nothing; paused: as written)"
+    );
+    let warnings: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("AAR_MODE=\"ADAPTIVE3\" is ignored because AAR_AB is set"), "{}", warnings[0]);
+    let recs = iteration_records(&r.dir.join("out"));
+    let (header, rows) = &recs[0];
+    assert_eq!(policies(rows), ["ADAPTIVE1", "ADAPTIVE2"]);
+    assert_rows_hold_their_posts(header, &rows[..1], 3, 8192);
+    // Iteration 1: 6 posts, one of them paused (passthrough, as the caller wrote it: ADAPTIVE0).
+    assert_eq!(rows[1]["messages"][column(header, "ADAPTIVE2")], 5);
+    assert_eq!(rows[1]["messages"][column(header, "ADAPTIVE0")], 1);
+    assert_eq!(rows[1]["label"], "second", "a label given between iterations is the next one's");
+    assert!(rows[0].get("label").is_none());
+    assert_eq!(r.records()[0]["ab"]["iterations"], 2);
+}
+
+#[test]
+fn one_policy_runs_record_iterations_too() {
+    let script = "iter begin rdma 8192 2 0 fma 64 3 0 iter end iter label bad!label iter label x iter begin rdma 65536 2 0x80 iter end";
+    let r = Launch::driver("ab-single", script).env("AAR_MODE", "ADAPTIVE2").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("iter label rc=-1\niter label rc=0"), "a bad label is refused: {}", r.stdout);
+    let recs = iteration_records(&r.dir.join("out"));
+    let (header, rows) = &recs[0];
+    assert_eq!(
+        (header["order"].as_str(), header["policies"].clone()),
+        (Some("single"), serde_json::json!(["ADAPTIVE2"]))
+    );
+    assert_eq!(policies(rows), ["ADAPTIVE2", "ADAPTIVE2"]);
+    assert_eq!(rows[0]["messages"][column(header, "ADAPTIVE2")], 5);
+    assert_eq!(rows[0]["bytes"][column(header, "ADAPTIVE2")], 2 * 8192 + 3 * 64);
+    assert_eq!(
+        rows[1]["bytes"][column(header, "ADAPTIVE2")],
+        2 * 65536,
+        "pinned: the caller's ADAPTIVE3 becomes ADAPTIVE2"
+    );
+    assert_eq!(rows[1]["label"], "x");
+    assert!(rows[0]["decisions"].as_u64().unwrap() >= 1 && rows[1]["decisions"] == 2, "{rows:?}");
+    assert!(rows[1]["latency_us"].as_f64().unwrap() > 0.0, "counter windows read in the iteration: {}", rows[1]);
+    let rec = &r.records()[0];
+    assert_eq!((rec["ab"]["order"].as_str(), rec["ab"]["iterations"].as_u64()), (Some("single"), Some(2)));
+}
+
+/// `auto` after a fixed iteration starts from what the fixed iteration measured (its windows
+/// are attributed to the side of the mode in force); after `off` (the application's own
+/// routing) it has nothing attributed and starts as on a fresh start.
+#[test]
+fn auto_resumes_from_the_windows_fixed_iterations_measured_but_not_from_off() {
+    let script = "iter begin rdma 65536 4 0 iter end iter begin rdma 65536 4 0 iter end";
+    let run = |first: &str| {
+        let launch = Launch::driver(&format!("ab-auto-after-{first}"), script);
+        let trace = launch.dir.join("trace.jsonl");
+        let r = launch.env("AAR_AB", &format!("{first},auto")).env("AAR_TRACE", &trace.display().to_string()).run();
+        r.assert_ok();
+        let t = read_jsonl(&trace);
+        assert_eq!(t.len(), 8);
+        let rows = iteration_records(&r.dir.join("out")).remove(0).1;
+        (t, rows)
+    };
+    // The emulator's quiet network: ADAPTIVE0 latency 1.4 µs per response, ADAPTIVE3 1.1 µs.
+    let (t, rows) = run("ADAPTIVE0");
+    assert!(t[..4].iter().all(|l| l["reason"] == "fixed" && l["chosen"] == "ADAPTIVE0"), "{t:?}");
+    let first_auto = &t[4];
+    assert_eq!(first_auto["reason"], "model", "auto's first decision uses the fixed iteration's window: {first_auto}");
+    assert!((first_auto["latency_us"].as_f64().unwrap() - 1.4).abs() < 0.01, "measured under ADAPTIVE0: {first_auto}");
+    assert_eq!(first_auto["chosen"], "ADAPTIVE0");
+    assert!((rows[0]["latency_us"].as_f64().unwrap() - 1.4).abs() < 0.01, "{}", rows[0]);
+
+    let (t, _) = run("off");
+    assert!(t[..4].iter().all(|l| l["reason"] == "passthrough"), "{t:?}");
+    assert_eq!(t[4]["reason"], "threshold", "nothing attributed under off: auto starts afresh: {}", t[4]);
+    assert_eq!(t[4]["chosen"], "ADAPTIVE3");
+}
+
+#[test]
+fn bad_ab_values_are_one_warning_each_and_the_run_goes_on_without_a_b() {
+    let r = Launch::driver("ab-bad", "iter begin rdma 8192 2 0 iter end")
+        .env("AAR_AB", "ADAPTIVE0,fast")
+        .env("AAR_AB_ORDER", "random")
+        .env("AAR_AB_BOUNDARY", "MPI_Send:2")
+        .env("AAR_OUTPUT_RANKS", "0:x")
+        .run();
+    r.assert_ok();
+    let warnings: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(warnings.len(), 4, "{warnings:?}");
+    for (var, value) in [
+        ("AAR_AB", "ADAPTIVE0,fast"),
+        ("AAR_AB_ORDER", "random"),
+        ("AAR_AB_BOUNDARY", "MPI_Send:2"),
+        ("AAR_OUTPUT_RANKS", "0:x"),
+    ] {
+        let w: Vec<_> = warnings.iter().filter(|w| w.starts_with(&format!("aar: {var}=\"{value}\""))).collect();
+        assert_eq!(w.len(), 1, "{var}: {warnings:?}");
+        assert!(w[0].contains("using the default"), "{}", w[0]);
+    }
+    // The defaults: no A/B, markers, every rank writes.
+    assert!(r.stdout.contains("iter begin rc=0"), "{}", r.stdout);
+    let recs = iteration_records(&r.dir.join("out"));
+    assert_eq!(recs[0].0["order"], "single");
+    assert_eq!(recs[0].1.len(), 1);
+}
+
+#[test]
+fn output_ranks_limit_who_writes_and_a_process_without_a_rank_counts_as_rank_0() {
+    for (rank, ranks, writes) in
+        [(Some("3"), "0,2:4", true), (Some("1"), "0,2:4", false), (None, "1:9", false), (None, "0", true)]
+    {
+        let mut launch = Launch::driver(&format!("ab-ranks-{rank:?}-{ranks}"), "iter begin rdma 8192 1 0 iter end")
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+            .env("AAR_OUTPUT_RANKS", ranks);
+        if let Some(rank) = rank {
+            launch = launch.env("PMI_RANK", rank);
+        }
+        let r = launch.run();
+        r.assert_ok();
+        let files = std::fs::read_dir(r.dir.join("out")).unwrap().count();
+        assert_eq!(files, if writes { 2 } else { 0 }, "rank {rank:?} with AAR_OUTPUT_RANKS={ranks}");
+        // Routing is the same whether the rank writes or not.
+        assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD0]);
+    }
+}
+
+#[test]
+fn a_killed_job_keeps_every_row_written_before_the_kill() {
+    let mut launch = Launch::program("ab-killed", example("iterations"), "--iters 0 --bytes 4096")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .unset("AAR_EMU_LOG");
+    let out = launch.dir.join("out");
+    // Kill -9 once the record holds the header and rows from two writes (the first row is written
+    // at once, later ones about every second); never wait more than 60 s.
+    launch.wrapper = vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "\"$@\" & pid=$!; n=0; while [ $(cat {o}/*.iterations.jsonl 2>/dev/null | wc -l) -lt 3 ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; kill -9 $pid; wait $pid; exit 0",
+            o = out.display()
+        ),
+        "sh".into(),
+    ];
+    let r = launch.run();
+    r.assert_ok();
+    let files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "the iteration record only, no summary record: {files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(text.ends_with('\n'), "only complete lines");
+    let lines = read_jsonl(&files[0]);
+    assert!(lines.len() >= 3, "{} lines", lines.len());
+    let rows = &lines[1..];
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["i"], i as u64);
+        assert_eq!(row["policy"], ["ADAPTIVE0", "ADAPTIVE3"][i % 2]);
+    }
+    assert_rows_hold_their_posts(&lines[0], rows, 2, 4096);
+}
+
+#[test]
+fn a_fork_child_writes_no_rows_and_the_parent_keeps_its_own() {
+    let r = Launch::driver("ab-fork", "iter begin fma 64 3 0 fork 2 iter end iter begin fma 64 1 0 iter end")
+        .env("AAR_AB", "ADAPTIVE2,ADAPTIVE3")
+        .run();
+    r.assert_ok();
+    let recs = iteration_records(&r.dir.join("out"));
+    assert_eq!(recs.len(), 1, "the parent's iteration record only");
+    let (header, rows) = &recs[0];
+    assert_eq!(policies(rows), ["ADAPTIVE2", "ADAPTIVE3"]);
+    assert_eq!(rows[0]["messages"][column(header, "ADAPTIVE2")], 3, "the parent's own messages: {}", rows[0]);
+    let summaries = r.records();
+    assert_eq!(summaries.len(), 2);
+    let child = summaries.iter().find(|s| s["fork_child"] == true).unwrap();
+    assert!(child["ab"]["iterations_file"].is_null());
+}
+
+#[test]
+fn iterations_over_a_simulated_network_are_timed_in_simulated_time() {
+    let r = Launch::program("ab-sim", example("iterations"), "--iters 4 --bytes 65536")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .env("AAR_EMU_SIM", "groups=3")
+        .unset("AAR_EMU_LOG")
+        .run();
+    r.assert_ok();
+    assert!(r.stdout.contains("(simulated clock)"), "{}", r.stdout);
+    let (header, rows) = iteration_records(&r.dir.join("out")).remove(0);
+    assert_eq!(header["clock"], "simulated");
+    assert_eq!(rows.len(), 4);
+    // The simulated clock moves only while transfers are in flight, so the rows' durations add
+    // up to exactly what the program measured around its two PUTs per iteration.
+    let total_us: f64 =
+        rows.iter().map(|r| (r["end_ns"].as_u64().unwrap() - r["start_ns"].as_u64().unwrap()) as f64 / 1e3).sum();
+    let per_iteration: f64 = r.stdout.split(", ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        (total_us / 4.0 - per_iteration).abs() < 0.01,
+        "rows {total_us} µs in all, program {per_iteration} µs per iteration"
+    );
+    assert!(rows[0]["start_ns"].as_u64().unwrap() >= 5000, "simulated time starts at 5 µs");
+}
+
+#[test]
+fn fortran_programs_mark_iterations_through_the_aar_module() {
+    assert!(have("gfortran"), "gfortran is missing: run scripts/setup");
+    let c = |p: &str| root().join(p);
+    let prog = compile(
+        "gfortran",
+        "ab_fortran",
+        &[c("cabi/aar.f90"), c("tests/c/ab_fortran.f90"), c("tests/c/ab_fortran_posts.c")],
+        &[],
+    );
+    let r = Launch::program("ab-fortran", prog, "").env("AAR_AB", "ADAPTIVE3,ADAPTIVE1").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("fortran ok"), "{}", r.stdout);
+    let (header, rows) = iteration_records(&r.dir.join("out")).remove(0);
+    assert_eq!(policies(&rows), ["ADAPTIVE3", "ADAPTIVE1", "ADAPTIVE3", "ADAPTIVE1"]);
+    let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["isolated", "congested", "isolated", "congested"]);
+    assert_rows_hold_their_posts(&header, &rows, 3, 8192);
+    let posted = rdma_modes(&r.log);
+    assert_eq!(posted, [["ADAPTIVE3"; 3], ["ADAPTIVE1"; 3], ["ADAPTIVE3"; 3], ["ADAPTIVE1"; 3]].concat());
+}
+
+/// Per-rank iteration records and post logs of a 3-rank MPICH job (the emulator's log is made per
+/// rank by the launch wrapper).
+fn mpi_job(
+    test: &str,
+    boundary: &str,
+    iters: usize,
+    extra: &[(&str, &str)],
+) -> (Run, Vec<IterationRecord>, BTreeMap<u64, Vec<Value>>) {
+    let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
+    let kind = if boundary.starts_with("MPI_Barrier") { "barrier" } else { "allreduce" };
+    let mut launch = Launch::program(test, prog, &format!("{kind} {iters} 8192"))
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE1,ADAPTIVE3")
+        .env("AAR_AB_ORDER", "shuffled:7")
+        .env("AAR_AB_BOUNDARY", boundary)
+        .unset("AAR_EMU_LOG");
+    for (k, v) in extra {
+        launch = launch.env(k, v);
+    }
+    let logs = launch.dir.clone();
+    launch.wrapper = vec![
+        "mpiexec.mpich".into(),
+        "-n".into(),
+        "3".into(),
+        "sh".into(),
+        "-c".into(),
+        format!("AAR_EMU_LOG={}/emu.$PMI_RANK.jsonl exec \"$0\" \"$@\"", logs.display()),
+    ];
+    let r = launch.run();
+    r.assert_ok();
+    for rank in 0..3 {
+        assert!(r.stdout.contains(&format!("rank {rank} of 3: ok")), "{}", r.stdout);
+    }
+    let posts = (0..3u64).map(|rank| (rank, read_jsonl(&logs.join(format!("emu.{rank}.jsonl"))))).collect();
+    let recs = iteration_records(&r.dir.join("out"));
+    (r, recs, posts)
+}
+
+fn check_mpi_job(boundary: &str) {
+    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
+        eprintln!("SKIPPED: MPICH (mpicc.mpich, mpiexec.mpich) is not installed; scripts/setup installs it");
+        return;
+    }
+    let iters = 9;
+    let (r, recs, posts) = mpi_job(&format!("ab-mpi-{}", boundary.replace(':', "-")), boundary, iters, &[]);
+    assert_eq!(recs.len(), 3, "one iteration record per rank");
+    let reference = policies(&recs[0].1);
+    assert_eq!(reference.len(), iters, "the last collective ends the last iteration: {reference:?}");
+    for block in reference.chunks(3) {
+        let mut b = block.to_vec();
+        b.sort();
+        assert_eq!(b, ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE3"], "{reference:?}");
+    }
+    for (rank, (header, rows)) in recs.iter().enumerate() {
+        assert_eq!(header["rank"], rank as u64);
+        assert_eq!((header["nranks"].as_u64(), header["boundary"].as_str()), (Some(3), Some(boundary)));
+        assert_eq!(policies(rows), reference, "rank {rank} has the same policy in the same iteration");
+        assert_rows_hold_their_posts(header, rows, 2, 8192);
+        // And that is what its posts got.
+        let modes = rdma_modes(&posts[&(rank as u64)]);
+        let want: Vec<&str> = reference.iter().flat_map(|p| [p.as_str(), p.as_str()]).collect();
+        assert_eq!(modes, want, "rank {rank}");
+    }
+    assert_eq!(r.aar_lines().iter().filter(|l| !l.starts_with("aar: policy")).count(), 0, "{:?}", r.aar_lines());
+}
+
+#[test]
+fn an_mpi_barrier_marks_iterations_and_every_rank_follows_the_schedule() {
+    check_mpi_job("MPI_Barrier:1");
+}
+
+#[test]
+fn every_second_mpi_allreduce_marks_iterations() {
+    check_mpi_job("MPI_Allreduce:2");
+}
+
+#[test]
+fn mpi_jobs_output_ranks_programs_without_ugni_and_markers_refused_under_an_mpi_boundary() {
+    if !have("mpiexec.mpich") {
+        eprintln!("SKIPPED: MPICH is not installed; scripts/setup installs it");
+        return;
+    }
+    let (_, recs, _) = mpi_job("ab-mpi-ranks", "MPI_Barrier", 3, &[("AAR_OUTPUT_RANKS", "0,2")]);
+    let ranks: Vec<u64> = recs.iter().map(|(h, _)| h["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [0, 2]);
+    // An MPI program that makes no uGNI call is left alone, unless its first boundary call
+    // initialises the library.
+    for (boundary, initialised) in [(None, false), (Some("MPI_Barrier"), true)] {
+        let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
+        let mut launch =
+            Launch::program(&format!("ab-mpi-inert-{initialised}"), prog, "barrier 0 64").unset("AAR_EMU_LOG");
+        if let Some(b) = boundary {
+            launch = launch.env("AAR_AB_BOUNDARY", b);
+        }
+        launch.wrapper = vec!["mpiexec.mpich".into(), "-n".into(), "2".into()];
+        let r = launch.run();
+        r.assert_ok();
+        assert_eq!(r.aar_lines().len(), usize::from(initialised), "{:?}", r.aar_lines());
+        assert_eq!(r.records().len(), if initialised { 2 } else { 0 });
+    }
+    // Markers are refused while an MPI function marks iterations.
+    let r = Launch::driver("ab-markers-refused", "iter begin iter end iter label ok")
+        .env("AAR_AB_BOUNDARY", "MPI_Barrier")
+        .run();
+    r.assert_ok();
+    assert!(r.stdout.contains("iter begin rc=-1\niter end rc=-1\niter label rc=0"), "{}", r.stdout);
+}
