@@ -262,29 +262,42 @@ fn output_problems_are_one_warning_and_never_touch_anything_else() {
 #[test]
 fn the_below_threshold_path_allocates_nothing_and_makes_no_system_call() {
     // Allocations: counted by the program's own allocator while 64 B posts run, with and without
-    // the library (the emulator's own allocations, if any, are in both).
-    let count = |preload: bool| {
-        let mut launch = Launch::driver(&format!("allocs-{preload}"), "fma 64 100 0 allocs 1 fma 64 20000 0 allocs 0")
-            .unset("AAR_EMU_LOG");
+    // the library (the emulator's own allocations, if any, are in both), and inside an A/B
+    // iteration (its boundaries, which may allocate, are outside the counted posts).
+    let count = |preload: bool, ab: bool| {
+        let script = "iter begin fma 64 100 0 iter end iter begin allocs 1 fma 64 20000 0 allocs 0 iter end";
+        let mut launch = Launch::driver(&format!("allocs-{preload}-{ab}"), script).unset("AAR_EMU_LOG");
         launch.program = program_with("driver", &["-DREENTER"]);
+        if ab {
+            launch = launch.env("AAR_AB", "ADAPTIVE0,ADAPTIVE3,auto");
+        }
         if !preload {
             launch = launch.no_preload();
         }
         let r = launch.run();
         r.assert_ok();
+        if ab {
+            assert_eq!(r.records()[0]["ab"]["iterations"], 2, "the A/B run did run its iterations");
+        }
         stdout_field(&r.stdout, "allocations")
     };
-    assert_eq!(count(true), count(false), "libaar.so allocated on the below-threshold path");
+    let without = count(false, false);
+    assert_eq!(count(true, false), without, "libaar.so allocated on the below-threshold path");
+    assert_eq!(count(true, true), without, "libaar.so allocated on the below-threshold path of an A/B iteration");
 
     // System calls the library adds (over the same program without it) do not grow with the
     // number of posts: 20,000 versus 200,000 (a call per decision would add thousands).
     let Ok(st) = Command::new("strace").arg("-V").output() else { panic!("strace is missing: run scripts/setup") };
     assert!(st.status.success());
-    let syscalls = |posts: u64, preload: bool| {
-        let mut launch = Launch::driver(&format!("syscalls-{posts}-{preload}"), &format!("fma 64 {posts} 0"))
+    let syscalls = |posts: u64, preload: bool, ab: bool| {
+        let script = format!("iter begin fma 64 {posts} 0 iter end");
+        let mut launch = Launch::driver(&format!("syscalls-{posts}-{preload}-{ab}"), &script)
             .unset("AAR_EMU_LOG")
             .env("AAR_SUMMARY", "0")
             .unset("AAR_OUTPUT_DIR");
+        if ab {
+            launch = launch.env("AAR_AB", "ADAPTIVE3,auto");
+        }
         if !preload {
             launch = launch.no_preload();
         }
@@ -296,7 +309,12 @@ fn the_below_threshold_path_allocates_nothing_and_makes_no_system_call() {
         let total = text.lines().find(|l| l.trim_end().ends_with("total")).unwrap_or_else(|| panic!("{text}"));
         total.split_whitespace().nth(3).unwrap().parse::<i64>().unwrap_or_else(|_| panic!("{total}"))
     };
-    let added = |posts| syscalls(posts, true) - syscalls(posts, false);
-    let (few, many) = (added(20_000), added(200_000));
-    assert!(many < few + 50, "system calls added by libaar.so grow with posts: {few} for 20k posts, {many} for 200k");
+    let without = [syscalls(20_000, false, false), syscalls(200_000, false, false)];
+    for ab in [false, true] {
+        let (few, many) = (syscalls(20_000, true, ab) - without[0], syscalls(200_000, true, ab) - without[1]);
+        assert!(
+            many < few + 50,
+            "system calls added by libaar.so (A/B: {ab}) grow with posts: {few} for 20k posts, {many} for 200k"
+        );
+    }
 }
