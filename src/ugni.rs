@@ -447,4 +447,3 @@ pub fn real_fn<F: Copy>(real: &Real) -> Option<F> {
     // SAFETY: callers name `F` as the uGNI prototype of `real` (see the exports).
     Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&addr) })
 }
-

@@ -277,7 +277,11 @@ fn assert_clean(r: &Run, what: &str, _sanitizer_exit: i32) {
         "{what}: {} sanitizer report(s):\n{}\n--- stdout:\n{}",
         reps.len(),
         reps.iter()
-            .map(|r| format!("{}{}", if r.in_test_program_only { "(in the test program, tests/c) " } else { "" }, r.text))
+            .map(|r| format!(
+                "{}{}",
+                if r.in_test_program_only { "(in the test program, tests/c) " } else { "" },
+                r.text
+            ))
             .collect::<Vec<_>>()
             .join("\n"),
         r.stdout
