@@ -139,6 +139,8 @@ struct State {
     /// An iteration ended without the engine's counts: the next row carries them.
     carrying: bool,
     clock: Option<RowClock>,
+    /// The policy of the first iteration: the header's one policy when there is no A/B.
+    first_policy: Option<Policy>,
     rows: Vec<u8>,
     output: Output,
     last_write_ns: u64,
@@ -153,6 +155,7 @@ impl State {
             engine: None,
             carrying: false,
             clock: None,
+            first_policy: None,
             rows: Vec::new(),
             output: Output::Off,
             last_write_ns: 0,
@@ -184,6 +187,7 @@ impl State {
             self.engine = m.engine;
         }
         let label = self.pending_label.take();
+        self.first_policy.get_or_insert(policy);
         self.open = Some(Open { i, policy, label, start_ns: m.t_ns, totals: m.totals.clone() });
     }
 
@@ -248,12 +252,13 @@ impl State {
         let result = match std::mem::replace(&mut self.output, Output::Failed) {
             Output::Pending { path, name } => {
                 let clock = self.clock.unwrap_or(RowClock::Monotonic);
+                let first_policy = self.first_policy.unwrap_or(Policy::Auto);
                 let rows = &self.rows;
                 let create = || -> std::io::Result<File> {
                     let mut f = trace::create_new(&path)?;
                     // The header and the first rows in one write: the file is never seen empty.
                     let mut head = Vec::with_capacity(1024 + rows.len());
-                    aar_record::write_line(&mut head, &header(clock))?;
+                    aar_record::write_line(&mut head, &header(clock, first_policy))?;
                     head.extend_from_slice(rows);
                     f.write_all(&head)?;
                     Ok(f)
@@ -283,6 +288,7 @@ impl State {
             Err(why) => {
                 self.rows = Vec::new();
                 if !output::dir_warned() {
+                    output::set_dir_warned();
                     diag::warn(&format!(
                         "{why}; no more iteration rows are written, the application continues. Point AAR_OUTPUT_DIR at a writable folder with room."
                     ));
@@ -298,12 +304,14 @@ impl State {
     }
 }
 
-/// The first line of the iteration record.
-fn header(clock: RowClock) -> Header {
+/// The first line of the iteration record. Without A/B its one policy is the first iteration's
+/// (what was in force: `auto` without counters runs as the fixed low-latency mode); an
+/// application that changes the policy with the C API later has rows with other names.
+fn header(clock: RowClock, first_policy: Policy) -> Header {
     let settings = runtime::settings();
     let (policies, order) = match SCHEDULE.get() {
         Some(s) => (s.policies().iter().map(|p| p.name().to_string()).collect(), s.order().to_string()),
-        None => (vec![settings.map_or("auto", |s| s.engine.policy.name()).to_string()], "single".to_string()),
+        None => (vec![first_policy.name().to_string()], "single".to_string()),
     };
     Header {
         format: aar_record::FORMAT.to_string(),
@@ -456,18 +464,21 @@ pub struct Summary {
     pub iterations: u64,
     /// The iteration record's file name, if one was created.
     pub file: Option<String>,
+    /// The policy of the first iteration (the one policy of a run without A/B).
+    pub first_policy: Option<Policy>,
 }
 
 /// At exit: write the rows still buffered (the iteration in progress, if any, has no end and
 /// is dropped).
 pub fn finish() -> Summary {
-    let mut summary = Summary { iterations: ENDED.load(Relaxed), file: None };
+    let mut summary = Summary { iterations: ENDED.load(Relaxed), file: None, first_policy: None };
     if runtime::is_fork_child() {
         return summary;
     }
     if let Some(mut st) = STATE.try_lock_for(Duration::from_millis(200)) {
         st.write();
         summary.file = st.file_name.clone();
+        summary.first_policy = st.first_policy;
         st.output = Output::Off;
     }
     summary

@@ -49,7 +49,8 @@ struct Time {
 /// Iterations and the A/B experiment, if any.
 #[derive(Serialize)]
 struct Ab {
-    /// The policies alternated, or the one policy of the run (order `single`).
+    /// The policies alternated, or the one policy of the run (order `single`): its first
+    /// iteration's, as in the iteration record.
     policies: Vec<&'static str>,
     order: String,
     boundary: String,
@@ -110,9 +111,15 @@ pub fn writes_records(settings: &Settings) -> bool {
         && settings.output_ranks.as_ref().is_none_or(|ranks| ranks.contains(diag::rank().unwrap_or(0)))
 }
 
-/// `AAR_OUTPUT_DIR` was reported unusable at start-up.
+/// `AAR_OUTPUT_DIR` was reported unusable (at start-up, or by a failed write of the iteration
+/// record): one warning is enough.
 pub fn dir_warned() -> bool {
     DIR_WARNED.load(Ordering::Relaxed)
+}
+
+/// A write in `AAR_OUTPUT_DIR` failed and was reported.
+pub fn set_dir_warned() {
+    DIR_WARNED.store(true, Ordering::Relaxed);
 }
 
 /// Warn at start-up, not at exit, when the record could not be written.
@@ -291,7 +298,7 @@ fn write_outputs() {
 fn ab_section(settings: &Settings, it: iterations::Summary) -> Ab {
     let (policies, order) = match &settings.ab {
         Some(list) => (list.0.iter().map(|p| p.name()).collect(), settings.ab_order.to_string()),
-        None => (vec![settings.engine.policy.name()], "single".to_string()),
+        None => (vec![it.first_policy.unwrap_or(settings.engine.policy).name()], "single".to_string()),
     };
     Ab {
         policies,

@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::process::Command;
 
 /// Policy names as records write them, for a mode column index.
 const MODES: [&str; 4] = ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3"];
@@ -321,6 +322,59 @@ fn a_killed_job_keeps_every_row_written_before_the_kill() {
         assert_eq!(row["policy"], ["ADAPTIVE0", "ADAPTIVE3"][i % 2]);
     }
     assert_rows_hold_their_posts(&lines[0], rows, 2, 4096);
+}
+
+#[test]
+fn a_full_disk_is_one_warning_then_no_more_rows_and_the_application_goes_on() {
+    let ok = Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: no mount namespace here (unshare -m), so no full file system to test with");
+        return;
+    }
+    // 100 iterations of 2 rows' worth each fill no buffer: the rows meet the full disk at the
+    // first write (the first iteration's end) and at exit.
+    let script = "iter begin rdma 8192 1 0 iter end ".repeat(100);
+    let mut launch = Launch::driver("ab-full", &script).env("AAR_AB", "ADAPTIVE0,ADAPTIVE3").unset("AAR_EMU_LOG");
+    let out = launch.dir.join("out");
+    launch.wrapper = vec![
+        "unshare".into(),
+        "-m".into(),
+        "sh".into(),
+        "-c".into(),
+        format!("o={}; mount -t tmpfs -o size=64k tmpfs \"$o\" && dd if=/dev/zero of=\"$o/fill\" bs=4k count=64 2>/dev/null; exec \"$@\"", out.display()),
+        "sh".into(),
+    ];
+    let r = launch.run();
+    r.assert_ok();
+    assert!(r.stdout.contains("posts=100 errors=0"), "{}", r.stdout);
+    let warnings: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("iteration record") && warnings[0].contains("no more iteration rows"),
+        "{}",
+        warnings[0]
+    );
+}
+
+#[test]
+fn memory_stays_bounded_over_hundreds_of_thousands_of_iterations() {
+    let rss = |iters: u64| {
+        let r = Launch::driver(&format!("ab-memory-{iters}"), &format!("rdma 8192 2 0 iterloop {iters} maxrss"))
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3,auto")
+            .env("AAR_AB_ORDER", "shuffled")
+            .unset("AAR_EMU_LOG")
+            .run();
+        r.assert_ok();
+        assert!(r.stdout.contains("iterloop failed=0"), "{}", r.stdout);
+        let (_, rows) = iteration_records(&r.dir.join("out")).remove(0);
+        assert_eq!(rows.len() as u64, iters, "every row written");
+        assert_eq!(rows.last().unwrap()["i"], iters - 1);
+        let kb: u64 = r.stdout.split("maxrss_kb=").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+        let _ = std::fs::remove_dir_all(&r.dir);
+        kb
+    };
+    let (few, many) = (rss(2_000), rss(200_000));
+    assert!(many < few + 4096, "peak memory grows with iterations: {few} KiB for 2,000, {many} KiB for 200,000");
 }
 
 #[test]

@@ -18,6 +18,8 @@
  *   policy                          print aar_policy_name()
  *   iter begin | iter end | iter label NAME | iter index   the iteration markers of aar.h (rc printed;
  *                                   "index" prints aar_iteration_index())
+ *   iterloop N                      N empty iterations (begin, end); prints "iterloop failed=F"
+ *   maxrss                          print the process's peak resident set ("maxrss_kb=K")
  *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE (as the
  *                                   first command, the threads make the first uGNI calls of the process)
  *   fork N                          fork; the child makes N 64 B FMA PUTs and N 64 KiB RDMA PUTs on the
@@ -47,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -560,6 +563,16 @@ int main(int argc, char **argv)
 			else if (!strcmp(what, "index"))
 				printf("iter index=%lld\n", (long long)aar_iteration_index());
 			i += 1 + takes_arg;
+		} else if (!strcmp(c, "iterloop")) {
+			uint64_t n = num(ARG(1)), failed = 0;
+			for (uint64_t k = 0; aar_iteration_begin && k < n; k++)
+				failed += aar_iteration_begin() != 0 || aar_iteration_end() != 0;
+			printf("iterloop failed=%llu\n", (unsigned long long)failed);
+			i += 1;
+		} else if (!strcmp(c, "maxrss")) {
+			struct rusage ru;
+			getrusage(RUSAGE_SELF, &ru);
+			printf("maxrss_kb=%ld\n", ru.ru_maxrss);
 		} else if (!strcmp(c, "policy")) {
 			printf("policy %s\n", aar_policy_name ? aar_policy_name() : "none");
 		} else if (!strcmp(c, "alltoall")) {
