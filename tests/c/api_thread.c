@@ -2,7 +2,8 @@
  * api_thread: the integration driver (tests/c/driver.c, compiled with -Dmain=driver_main) with a
  * second thread that calls the whole C API of aar.h in a loop while the driver's script posts, so
  * that the sanitizer runs (tests/sanitizers.rs) see the control word, policy changes, pause and
- * resume race with posts, threshold crossings and counter reads.
+ * resume, and iteration boundaries (counter reads, totals, iteration rows and their file) race
+ * with posts, threshold crossings and counter reads.
  *
  *   api_thread SCRIPT...       as the driver; with API_THREAD=1 in the environment the API thread
  *                              runs from before the first command until the script ends, then
@@ -28,6 +29,10 @@
 #pragma weak aar_enable
 #pragma weak aar_policy_name
 #pragma weak aar_version
+#pragma weak aar_iteration_begin
+#pragma weak aar_iteration_end
+#pragma weak aar_iteration_label
+#pragma weak aar_iteration_index
 
 int driver_main(int argc, char **argv);
 
@@ -47,10 +52,10 @@ static void *api_loop(void *unused)
 	static const char *names[] = {"ADAPTIVE0", "ADAPTIVE_3", "auto", "off", "IN_ORDER", "bogus", ""};
 	unsigned long i = 0;
 	while (!atomic_load(&stop)) {
-		switch (i++ % 9) {
+		switch (i++ % 13) {
 		case 0: check(aar_set_mode(0x80), 0); break;
 		case 1: check(aar_set_mode(0x03), 1); break; /* IN_ORDER: refused */
-		case 2: check(aar_set_mode_name(names[i / 9 % 7]), 1); break;
+		case 2: check(aar_set_mode_name(names[i / 13 % 7]), 1); break;
 		case 3: check(aar_disable(), 0); break;
 		case 4: check(aar_enable(), 0); break;
 		case 5: check(aar_set_auto(), 0); break;
@@ -68,6 +73,16 @@ static void *api_loop(void *unused)
 			atomic_fetch_add(&calls, 1);
 			break;
 		}
+		/* Iterations: boundaries (counter reads, totals, rows, their file) race with the posts. */
+		case 9: check(aar_iteration_label(i % 2 ? "congested" : "bad label"), 1); break;
+		case 10: check(aar_iteration_begin(), 1); break; /* refused under an MPI boundary */
+		case 11: {
+			if (aar_iteration_index() < -1)
+				atomic_store(&bad, 1);
+			atomic_fetch_add(&calls, 1);
+			break;
+		}
+		case 12: check(aar_iteration_end(), 1); break; /* none in progress after a refused begin */
 		default: check(aar_set_mode(0x20), 0); break;
 		}
 	}
