@@ -1,0 +1,440 @@
+//! From the merged rows of an experiment to the figures of the report (all times in ns).
+//!
+//! The job's time for an iteration is the slowest rank's: an iteration of a bulk-synchronous code
+//! ends when its last rank ends. Iterations that some ranks lack (a job stopped mid-iteration, a
+//! rank file cut short) would understate that maximum, so they are left out of the per-policy
+//! figures (with a warning) unless `--keep-incomplete`; so are iterations whose ranks disagree on
+//! the policy. Label disagreements only drop the label.
+
+use super::read::{ExperimentData, CONFLICT};
+use super::stats;
+use serde::Serialize;
+
+/// Confidence level of every interval.
+pub const LEVEL: f64 = 0.95;
+/// Family-wise significance level of the comparisons with the first policy.
+pub const ALPHA: f64 = 0.05;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    pub skip: u64,
+    pub keep_incomplete: bool,
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Report {
+    pub format: &'static str,
+    pub settings: SettingsOut,
+    pub experiments: Vec<ExperimentReport>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct SettingsOut {
+    pub skip: u64,
+    pub keep_incomplete: bool,
+    pub confidence: f64,
+    pub alpha: f64,
+    pub bootstrap_resamples: usize,
+    pub bootstrap_seed: u64,
+    pub iteration_time: &'static str,
+    pub median_ci: &'static str,
+    pub ratio_ci: &'static str,
+    pub test: &'static str,
+    pub outlier_rule: &'static str,
+}
+
+#[derive(Serialize, Debug)]
+pub struct ExperimentReport {
+    pub experiment: String,
+    pub source: &'static str,
+    pub clock: &'static str,
+    pub order: String,
+    pub boundary: String,
+    /// Ranks whose rows were used.
+    pub ranks: usize,
+    /// Ranks the header announces, when it does.
+    pub ranks_expected: Option<u32>,
+    pub policies: Vec<String>,
+    pub modes: Vec<String>,
+    /// Iteration indices seen after the warm-up.
+    pub iterations_seen: usize,
+    pub iterations_used: usize,
+    /// Indices some ranks lack (left out unless --keep-incomplete).
+    pub iterations_incomplete: usize,
+    /// Indices whose ranks disagree on the policy (left out).
+    pub iterations_conflicting: usize,
+    /// Rows (rank-iterations) left out as warm-up by --skip.
+    pub warmup_rows: u64,
+    pub first_index: u64,
+    pub policy_stats: Vec<PolicyStats>,
+    /// Congestion impact per policy, when iterations are labelled `isolated` and `congested`.
+    pub congestion: Vec<Congestion>,
+    pub per_rank: Vec<RankSpread>,
+    /// Ranks that were the slowest most often (the ranks that set the job's time).
+    pub slowest_ranks: Vec<SlowRank>,
+    /// Sorted iteration times per policy (for plots).
+    #[serde(skip)]
+    pub samples: Vec<Vec<f64>>,
+    /// (iteration index, time, policy) in index order (for plots).
+    #[serde(skip)]
+    pub series: Vec<(u64, f64, usize)>,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct PolicyStats {
+    pub policy: String,
+    pub iterations: usize,
+    pub min_ns: Option<f64>,
+    pub q1_ns: Option<f64>,
+    pub median_ns: Option<f64>,
+    pub median_ci_ns: Option<[f64; 2]>,
+    /// Exact coverage of the median's interval (≥ the confidence level).
+    pub median_ci_coverage: Option<f64>,
+    pub q3_ns: Option<f64>,
+    pub mean_ns: Option<f64>,
+    pub p99_ns: Option<f64>,
+    pub max_ns: Option<f64>,
+    /// Quartile coefficient of dispersion (Q3 − Q1)/(Q3 + Q1).
+    pub qcd: Option<f64>,
+    /// Against the first policy (absent for the first policy itself).
+    pub vs_first: Option<Comparison>,
+    pub modes: Vec<ModeShare>,
+    /// Rank-iterations these sums cover.
+    pub rank_iterations: u64,
+    pub decisions: u64,
+    pub switches: u64,
+    pub latency_us_mean: Option<f64>,
+    pub stall_ratio_mean: Option<f64>,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct Comparison {
+    /// This policy's median divided by the first policy's.
+    pub ratio: f64,
+    pub ratio_ci: Option<[f64; 2]>,
+    /// Mann–Whitney U of this policy's iterations against the first policy's.
+    pub u: f64,
+    pub z: f64,
+    pub p: f64,
+    /// The level p is held against (ALPHA, Bonferroni-divided by the number of comparisons).
+    pub alpha: f64,
+    pub significant: bool,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct ModeShare {
+    pub mode: String,
+    pub messages: u64,
+    pub bytes: u64,
+    /// Share of this policy's bytes (0..1); absent when it moved no bytes.
+    pub share: Option<f64>,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct Congestion {
+    pub policy: String,
+    pub isolated: usize,
+    pub congested: usize,
+    pub isolated_median_ns: Option<f64>,
+    pub congested_median_ns: Option<f64>,
+    pub impact_median: Option<f64>,
+    pub isolated_p99_ns: Option<f64>,
+    pub congested_p99_ns: Option<f64>,
+    pub impact_p99: Option<f64>,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct RankSpread {
+    pub policy: String,
+    /// Ranks with iterations of this policy.
+    pub ranks: usize,
+    /// Median over ranks of each rank's median iteration time.
+    pub median_of_ranks_ns: Option<f64>,
+    pub fastest_rank: Option<u32>,
+    pub fastest_ns: Option<f64>,
+    pub slowest_rank: Option<u32>,
+    pub slowest_ns: Option<f64>,
+    /// Scaled MAD of the rank medians.
+    pub mad_ns: Option<f64>,
+    /// Distance from the median of ranks beyond which a rank is listed.
+    pub threshold_ns: Option<f64>,
+    pub outliers: Vec<RankOutlier>,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct RankOutlier {
+    pub rank: u32,
+    pub median_ns: f64,
+    pub file: String,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct SlowRank {
+    pub rank: u32,
+    /// Iterations in which this rank was the slowest.
+    pub iterations: usize,
+}
+
+fn opt(sorted: &[f64], f: impl Fn(&[f64]) -> f64) -> Option<f64> {
+    (!sorted.is_empty()).then(|| f(sorted))
+}
+
+fn is_label(l: &Option<Box<str>>, want: &str) -> bool {
+    l.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(want))
+}
+
+/// Figures of one experiment; `None` (with a warning) if nothing in it is usable.
+pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
+    let mut warn = |text: String| {
+        eprintln!("aar: {text}");
+        warnings.push(text);
+    };
+    let name = e.name.escape_debug().to_string();
+    let ranks_used = e.ranks.iter().filter(|r| r.rows > 0).count();
+    if let Some(n) = e.header.nranks {
+        if (n as usize) > ranks_used {
+            let have: std::collections::HashSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
+            let missing: Vec<String> = (0..n).filter(|r| !have.contains(r)).take(8).map(|r| r.to_string()).collect();
+            let more = if n as usize - ranks_used > missing.len() { ", ..." } else { "" };
+            warn(format!(
+                "experiment \"{name}\": the header says {n} ranks but {ranks_used} have usable rows (missing: {}{more}); \
+                 the iteration times are those of the ranks read",
+                missing.join(", ")
+            ));
+        }
+    }
+    let np = e.policies.len();
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); np];
+    let mut series = Vec::new();
+    let (mut incomplete, mut conflicting, mut label_conflicts) = (0usize, 0usize, 0usize);
+    let mut first_incomplete = None;
+    let mut first_conflict = None;
+    let mut isolated: Vec<Vec<f64>> = vec![Vec::new(); np];
+    let mut congested: Vec<Vec<f64>> = vec![Vec::new(); np];
+    let mut slowest: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for (i, agg) in &e.iterations {
+        if agg.policy == CONFLICT {
+            conflicting += 1;
+            first_conflict.get_or_insert(*i);
+            continue;
+        }
+        if (agg.ranks as usize) < ranks_used {
+            incomplete += 1;
+            first_incomplete.get_or_insert((*i, agg.ranks));
+            if !s.keep_incomplete {
+                continue;
+            }
+        }
+        let p = agg.policy as usize;
+        let v = agg.max_ns as f64;
+        samples[p].push(v);
+        series.push((*i, v, p));
+        *slowest.entry(agg.slowest_rank).or_default() += 1;
+        if agg.label_conflict {
+            label_conflicts += 1;
+        } else if is_label(&agg.label, "isolated") {
+            isolated[p].push(v);
+        } else if is_label(&agg.label, "congested") {
+            congested[p].push(v);
+        }
+    }
+    if let Some(i) = first_conflict {
+        warn(format!(
+            "experiment \"{name}\": in {conflicting} iterations the ranks disagree on the policy (first: iteration {i}): \
+             left out"
+        ));
+    }
+    if let Some((i, r)) = first_incomplete {
+        let done = if s.keep_incomplete {
+            "kept (--keep-incomplete): their time is the slowest of the ranks that have them"
+        } else {
+            "left out (the slowest rank may be the one missing; --keep-incomplete keeps them)"
+        };
+        warn(format!(
+            "experiment \"{name}\": {incomplete} iterations lack some of the {ranks_used} ranks \
+             (first: iteration {i}, on {r} ranks): {done}"
+        ));
+    }
+    if label_conflicts > 0 {
+        warn(format!(
+            "experiment \"{name}\": in {label_conflicts} iterations the ranks disagree on the label: used without a label"
+        ));
+    }
+    let used = series.len();
+    if used == 0 {
+        warn(format!("experiment \"{name}\": no usable iterations: not reported"));
+        return None;
+    }
+    for v in samples.iter_mut().chain(isolated.iter_mut()).chain(congested.iter_mut()) {
+        v.sort_by(f64::total_cmp);
+    }
+
+    let compared = samples.iter().skip(1).filter(|v| !v.is_empty()).count().max(1);
+    let alpha = ALPHA / compared as f64;
+    let first = &samples[0];
+    let policy_stats = (0..np)
+        .map(|p| {
+            let x = &samples[p];
+            let t = &e.totals[p];
+            let ci = stats::median_ci(x, LEVEL);
+            let vs_first = (p > 0 && !x.is_empty() && !first.is_empty()).then(|| {
+                let mw = stats::mann_whitney(x, first).expect("both samples are non-empty");
+                let ratio = stats::ratio_of_medians(first, x, LEVEL, s.resamples, s.seed.wrapping_add(p as u64));
+                Comparison {
+                    ratio: ratio.map_or(f64::NAN, |r| r.0),
+                    ratio_ci: ratio.filter(|r| r.1.is_finite()).map(|r| [r.1, r.2]),
+                    u: mw.u,
+                    z: mw.z,
+                    p: mw.p,
+                    alpha,
+                    significant: mw.p < alpha,
+                }
+            });
+            let total_bytes: u128 = t.bytes.iter().map(|&b| b as u128).sum();
+            let modes = e
+                .modes
+                .iter()
+                .enumerate()
+                .map(|(m, mode)| ModeShare {
+                    mode: mode.clone(),
+                    messages: t.messages[m],
+                    bytes: t.bytes[m],
+                    share: (total_bytes > 0).then(|| t.bytes[m] as f64 / total_bytes as f64),
+                })
+                .collect();
+            PolicyStats {
+                policy: e.policies[p].clone(),
+                iterations: x.len(),
+                min_ns: opt(x, |x| x[0]),
+                q1_ns: opt(x, |x| stats::quantile(x, 0.25)),
+                median_ns: opt(x, stats::median),
+                median_ci_ns: ci.map(|c| [c.low, c.high]),
+                median_ci_coverage: ci.map(|c| c.coverage),
+                q3_ns: opt(x, |x| stats::quantile(x, 0.75)),
+                mean_ns: opt(x, stats::mean),
+                p99_ns: opt(x, |x| stats::quantile(x, 0.99)),
+                max_ns: opt(x, |x| x[x.len() - 1]),
+                qcd: opt(x, |x| stats::qcd(stats::quantile(x, 0.25), stats::quantile(x, 0.75))),
+                vs_first,
+                modes,
+                rank_iterations: t.rows,
+                decisions: t.decisions,
+                switches: t.switches,
+                latency_us_mean: (t.latency_n > 0).then(|| t.latency_sum / t.latency_n as f64),
+                stall_ratio_mean: (t.stall_n > 0).then(|| t.stall_sum / t.stall_n as f64),
+            }
+        })
+        .collect();
+
+    let labelled = isolated.iter().chain(&congested).any(|v| !v.is_empty());
+    let congestion = if labelled {
+        (0..np)
+            .map(|p| {
+                let (iso, con) = (&isolated[p], &congested[p]);
+                let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                    (Some(a), Some(b)) if a > 0.0 => Some(b / a),
+                    _ => None,
+                };
+                let (im, cm) = (opt(iso, stats::median), opt(con, stats::median));
+                let (ip, cp) = (opt(iso, |x| stats::quantile(x, 0.99)), opt(con, |x| stats::quantile(x, 0.99)));
+                Congestion {
+                    policy: e.policies[p].clone(),
+                    isolated: iso.len(),
+                    congested: con.len(),
+                    isolated_median_ns: im,
+                    congested_median_ns: cm,
+                    impact_median: ratio(im, cm),
+                    isolated_p99_ns: ip,
+                    congested_p99_ns: cp,
+                    impact_p99: ratio(ip, cp),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let per_rank = (0..np)
+        .map(|p| {
+            let ranks: Vec<(u32, f64, &std::path::Path)> =
+                e.ranks.iter().filter_map(|r| r.medians[p].map(|m| (r.rank, m, r.file.as_path()))).collect();
+            let values: Vec<f64> = ranks.iter().map(|r| r.1).collect();
+            let o = stats::outliers(&values);
+            let fastest = ranks.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+            let slowest = ranks.iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+            RankSpread {
+                policy: e.policies[p].clone(),
+                ranks: ranks.len(),
+                median_of_ranks_ns: o.as_ref().map(|o| o.center),
+                fastest_rank: fastest.map(|r| r.0),
+                fastest_ns: fastest.map(|r| r.1),
+                slowest_rank: slowest.map(|r| r.0),
+                slowest_ns: slowest.map(|r| r.1),
+                mad_ns: o.as_ref().map(|o| o.mad),
+                threshold_ns: o.as_ref().map(|o| o.threshold),
+                outliers: o
+                    .map(|o| {
+                        o.indices
+                            .iter()
+                            .map(|&k| RankOutlier {
+                                rank: ranks[k].0,
+                                median_ns: ranks[k].1,
+                                file: ranks[k].2.display().to_string(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+
+    let mut slowest_ranks: Vec<SlowRank> =
+        slowest.into_iter().map(|(rank, iterations)| SlowRank { rank, iterations }).collect();
+    slowest_ranks.sort_by(|a, b| b.iterations.cmp(&a.iterations).then(a.rank.cmp(&b.rank)));
+    slowest_ranks.truncate(5);
+
+    Some(ExperimentReport {
+        experiment: e.name.clone(),
+        source: super::read::source_name(e.header.source),
+        clock: super::read::clock_name(e.header.clock),
+        order: e.header.order.clone(),
+        boundary: e.header.boundary.clone(),
+        ranks: ranks_used,
+        ranks_expected: e.header.nranks,
+        policies: e.policies.clone(),
+        modes: e.modes.clone(),
+        iterations_seen: e.iterations.len(),
+        iterations_used: used,
+        iterations_incomplete: incomplete,
+        iterations_conflicting: conflicting,
+        warmup_rows: e.warmup_rows,
+        first_index: e.first_index,
+        policy_stats,
+        congestion,
+        per_rank,
+        slowest_ranks,
+        samples,
+        series,
+    })
+}
+
+pub fn settings_out(s: &Settings) -> SettingsOut {
+    SettingsOut {
+        skip: s.skip,
+        keep_incomplete: s.keep_incomplete,
+        confidence: LEVEL,
+        alpha: ALPHA,
+        bootstrap_resamples: s.resamples,
+        bootstrap_seed: s.seed,
+        iteration_time: "max over ranks of end_ns - start_ns for each iteration index",
+        median_ci: "order statistics, exact binomial(n, 1/2)",
+        ratio_ci: "percentile bootstrap of median(policy)/median(first policy), seeded",
+        test: "Mann-Whitney U vs the first policy, two-sided, normal approximation with tie and continuity \
+               corrections; alpha 0.05 Bonferroni-divided by the number of comparisons",
+        outlier_rule:
+            "rank median more than 3 scaled MADs (1.4826 * MAD) and more than 1% from the median of rank medians",
+    }
+}

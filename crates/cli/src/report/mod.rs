@@ -1,0 +1,145 @@
+//! `aar report DIR...`: which routing policy is faster, and which is less noisy, from the
+//! per-rank iteration records (aar-record, `aar-iterations/1`) of an A/B run: a job with
+//! libaar.so (`AAR_AB=...`) or `aar sim run --out DIR`.
+//!
+//! - [`read`]: finds the files and streams their rows into per-iteration maxima and per-rank
+//!   summaries (parallel, bounded memory, one warning per bad file);
+//! - [`analysis`]: per-policy figures of the job's iteration times (the slowest rank's);
+//! - [`stats`]: the estimators and the test, and why;
+//! - [`output`]: table, JSON and CSV; [`plot`]: SVG/PNG figure; [`html`]: one self-contained page.
+//!
+//! Exit codes: 0 report written, 1 nothing reportable (or an output file could not be written),
+//! 2 bad arguments.
+
+mod analysis;
+mod html;
+mod output;
+mod plot;
+mod read;
+mod stats;
+
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Folders (searched recursively for *.iterations.jsonl) or record files
+    #[arg(required = true, value_name = "DIR|FILE")]
+    inputs: Vec<PathBuf>,
+    /// Print one JSON document instead of the table
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV instead of the table: one row per policy
+    #[arg(long)]
+    csv: bool,
+    /// Draw box plots, CDFs and the iteration series into FILE.svg or FILE.png
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
+    plot: Option<PathBuf>,
+    /// Write one self-contained HTML page with the tables and the plots
+    #[arg(long, value_name = "FILE.html")]
+    html: Option<PathBuf>,
+    /// Leave out the first N iterations of each experiment (warm-up)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    skip: u64,
+    /// Keep iterations that some ranks lack (their time is the slowest of the ranks that have them)
+    #[arg(long)]
+    keep_incomplete: bool,
+    /// Bootstrap resamples for the confidence interval of the ratio of medians
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    resamples: usize,
+    /// Seed of the bootstrap (the report is the same for the same seed)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+}
+
+/// The folder `path` would be written in must exist.
+fn check_output(flag: &str, path: &Path, extensions: &[&str]) -> Result<(), String> {
+    let ext = path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase());
+    if !ext.as_deref().is_some_and(|e| extensions.contains(&e)) {
+        let list: Vec<String> = extensions.iter().map(|e| format!(".{e}")).collect();
+        return Err(format!("{flag} {}: the file name must end in {}", path.display(), list.join(" or ")));
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(format!("{flag} {}: folder {} does not exist", path.display(), dir.display()));
+    }
+    if path.is_dir() {
+        return Err(format!("{flag} {}: is a folder", path.display()));
+    }
+    Ok(())
+}
+
+fn check(args: &ReportArgs) -> Result<(), String> {
+    if let Some(p) = &args.plot {
+        check_output("--plot", p, &["svg", "png"])?;
+    }
+    if let Some(p) = &args.html {
+        check_output("--html", p, &["html", "htm"])?;
+    }
+    if args.resamples < 100 {
+        return Err(format!("--resamples {}: at least 100", args.resamples));
+    }
+    Ok(())
+}
+
+pub fn run(args: ReportArgs) -> i32 {
+    if let Err(e) = check(&args) {
+        eprintln!("aar: {e}");
+        return 2;
+    }
+    let settings = analysis::Settings {
+        skip: args.skip,
+        keep_incomplete: args.keep_incomplete,
+        resamples: args.resamples,
+        seed: args.seed,
+    };
+    let data = read::read_all(&args.inputs, args.skip);
+    let mut warnings = data.warnings;
+    let experiments: Vec<_> =
+        data.experiments.iter().filter_map(|e| analysis::analyse(e, &settings, &mut warnings)).collect();
+    if experiments.is_empty() {
+        let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
+        eprintln!("aar: nothing to report: no usable iteration records in {}", inputs.join(" "));
+        return 1;
+    }
+    let drawing = args.plot.is_some() || args.html.is_some();
+    let text = !drawing
+        || match plot::font() {
+            Ok(()) => true,
+            Err(w) => {
+                eprintln!("aar: {w}");
+                warnings.push(w);
+                false
+            }
+        };
+    let report =
+        analysis::Report { format: "aar-report/1", settings: analysis::settings_out(&settings), experiments, warnings };
+    let mut code = 0;
+    if let Some(path) = &args.plot {
+        if let Err(e) = plot::write(path, &report.experiments, text) {
+            eprintln!("aar: --plot {}: {e}", path.display());
+            code = 1;
+        }
+    }
+    if let Some(path) = &args.html {
+        let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
+        let written = html::page(&report, &inputs, text)
+            .and_then(|page| std::fs::write(path, page).map_err(|e| format!("cannot be written ({e})")));
+        if let Err(e) = written {
+            eprintln!("aar: --html {}: {e}", path.display());
+            code = 1;
+        }
+    }
+    let text_out = if args.json {
+        output::json(&report)
+    } else if args.csv {
+        output::csv(&report)
+    } else {
+        output::table(&report)
+    };
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`aar report dir | head`) is not an error worth a panic.
+    let _ = stdout.write_all(text_out.as_bytes()).and_then(|_| stdout.flush());
+    code
+}

@@ -1,0 +1,463 @@
+//! The report as an aligned table (stdout by default), one JSON document (`--json`) or CSV
+//! (`--csv`, one row per policy; columns in [`CSV_COLUMNS`]).
+
+use super::analysis::{ExperimentReport, PolicyStats, Report};
+
+/// Time unit of one experiment's tables: chosen from its fastest median so that every median
+/// shows about four significant digits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Unit {
+    pub name: &'static str,
+    pub ns: f64,
+    pub decimals: usize,
+}
+
+impl Unit {
+    pub fn for_experiment(e: &ExperimentReport) -> Unit {
+        let smallest =
+            e.policy_stats.iter().filter_map(|p| p.median_ns).filter(|m| *m > 0.0).fold(f64::INFINITY, f64::min);
+        Unit::for_value(smallest)
+    }
+
+    pub fn for_value(ns: f64) -> Unit {
+        let (name, scale) = if !ns.is_finite() || ns < 1e3 {
+            ("ns", 1.0)
+        } else if ns < 1e6 {
+            ("µs", 1e3)
+        } else if ns < 1e9 {
+            ("ms", 1e6)
+        } else {
+            ("s", 1e9)
+        };
+        let v = if ns.is_finite() && ns > 0.0 { ns / scale } else { 1.0 };
+        let decimals = if scale == 1.0 { 0 } else { (3 - v.log10().floor() as i64).clamp(0, 3) as usize };
+        Unit { name, ns: scale, decimals }
+    }
+
+    pub fn fmt(&self, ns: f64) -> String {
+        format!("{:.*}", self.decimals, ns / self.ns)
+    }
+
+    /// With the unit, e.g. `1.234 ms`.
+    #[cfg(test)]
+    pub fn fmt_unit(&self, ns: f64) -> String {
+        format!("{} {}", self.fmt(ns), self.name)
+    }
+}
+
+/// A name from a file, made safe for a terminal: control characters become `?`, long names are cut.
+pub fn clean(name: &str) -> String {
+    let mut s: String = name.chars().take(40).map(|c| if c.is_control() { '?' } else { c }).collect();
+    if name.chars().count() > 40 {
+        s.push('…');
+    }
+    if s.is_empty() {
+        s.push_str("\"\"");
+    }
+    s
+}
+
+fn fmt_p(p: f64) -> String {
+    if p == 0.0 {
+        "<1e-300".into()
+    } else if p < 1e-4 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+pub fn fmt_ratio(r: f64) -> String {
+    format!("{r:.3}")
+}
+
+pub fn fmt_bytes(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = b as f64;
+    let mut k = 0;
+    while v >= 1024.0 && k + 1 < units.len() {
+        v /= 1024.0;
+        k += 1;
+    }
+    if k == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", units[k])
+    }
+}
+
+fn dash() -> String {
+    "-".into()
+}
+
+/// Render rows as aligned columns (`right[k]`: right-align column k), two spaces apart.
+fn render(out: &mut String, header: &[String], rows: &[Vec<String>], right: &[bool]) {
+    let width = |s: &str| s.chars().count();
+    let mut w: Vec<usize> = header.iter().map(|h| width(h)).collect();
+    for r in rows {
+        for (k, c) in r.iter().enumerate() {
+            w[k] = w[k].max(width(c));
+        }
+    }
+    for r in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
+        let mut line = String::new();
+        for (k, c) in r.iter().enumerate() {
+            let pad = " ".repeat(w[k] - width(c));
+            if k > 0 {
+                line.push_str("  ");
+            }
+            if right[k] {
+                line.push_str(&pad);
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                if k + 1 < r.len() {
+                    line.push_str(&pad);
+                }
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+/// The main table's cells for one policy (also used by the HTML page).
+pub fn policy_cells(p: &PolicyStats, u: &Unit) -> Vec<String> {
+    let t = |v: Option<f64>| v.map_or_else(dash, |v| u.fmt(v));
+    let (ratio, ratio_ci, pval, sig) = match &p.vs_first {
+        Some(c) => (
+            if c.ratio.is_finite() { fmt_ratio(c.ratio) } else { dash() },
+            c.ratio_ci.map_or_else(dash, |r| format!("{}–{}", fmt_ratio(r[0]), fmt_ratio(r[1]))),
+            fmt_p(c.p),
+            if c.significant { "yes".to_string() } else { "no".to_string() },
+        ),
+        None if p.iterations > 0 => ("1".into(), dash(), dash(), dash()),
+        None => (dash(), dash(), dash(), dash()),
+    };
+    vec![
+        clean(&p.policy),
+        p.iterations.to_string(),
+        t(p.median_ns),
+        p.median_ci_ns.map_or_else(dash, |c| format!("{}–{}", u.fmt(c[0]), u.fmt(c[1]))),
+        t(p.mean_ns),
+        t(p.p99_ns),
+        t(p.max_ns),
+        p.qcd.map_or_else(dash, |q| format!("{q:.3}")),
+        ratio,
+        ratio_ci,
+        pval,
+        sig,
+    ]
+}
+
+pub const POLICY_HEADER: [&str; 12] =
+    ["policy", "iters", "median", "95% CI", "mean", "p99", "max", "QCD", "ratio", "95% CI", "p", "significant"];
+
+/// Cells of the routing table: share of bytes per mode, then the sums.
+pub fn routing_cells(e: &ExperimentReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut header = vec!["policy".to_string()];
+    header.extend(e.modes.iter().map(|m| clean(m)));
+    header.extend(["messages", "bytes", "decisions", "switches", "latency µs", "stall"].map(String::from));
+    let rows = e
+        .policy_stats
+        .iter()
+        .map(|p| {
+            let mut r = vec![clean(&p.policy)];
+            r.extend(p.modes.iter().map(|m| m.share.map_or_else(dash, |s| format!("{:.1}%", 100.0 * s))));
+            r.push(p.modes.iter().fold(0u64, |a, m| a.saturating_add(m.messages)).to_string());
+            r.push(fmt_bytes(p.modes.iter().fold(0u64, |a, m| a.saturating_add(m.bytes))));
+            r.push(p.decisions.to_string());
+            r.push(p.switches.to_string());
+            r.push(p.latency_us_mean.map_or_else(dash, |l| format!("{l:.3}")));
+            r.push(p.stall_ratio_mean.map_or_else(dash, |s| format!("{s:.3}")));
+            r
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Cells of the congestion-impact table (GPCNeT style).
+pub fn congestion_cells(e: &ExperimentReport, u: &Unit) -> (Vec<String>, Vec<Vec<String>>) {
+    let header =
+        ["policy", "isolated", "congested", "median iso", "median cong", "impact", "p99 iso", "p99 cong", "impact p99"]
+            .map(String::from)
+            .to_vec();
+    let t = |v: Option<f64>| v.map_or_else(dash, |v| u.fmt(v));
+    let r = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.3}"));
+    let rows = e
+        .congestion
+        .iter()
+        .map(|c| {
+            vec![
+                clean(&c.policy),
+                c.isolated.to_string(),
+                c.congested.to_string(),
+                t(c.isolated_median_ns),
+                t(c.congested_median_ns),
+                r(c.impact_median),
+                t(c.isolated_p99_ns),
+                t(c.congested_p99_ns),
+                r(c.impact_p99),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Cells of the per-rank table.
+pub fn rank_cells(e: &ExperimentReport, u: &Unit) -> (Vec<String>, Vec<Vec<String>>) {
+    let header =
+        ["policy", "ranks", "median of ranks", "fastest", "slowest", "MAD", "outliers"].map(String::from).to_vec();
+    let rows = e
+        .per_rank
+        .iter()
+        .map(|r| {
+            let at = |v: Option<f64>, rank: Option<u32>| match (v, rank) {
+                (Some(v), Some(rank)) => format!("{} (rank {rank})", u.fmt(v)),
+                _ => dash(),
+            };
+            let mut out: Vec<String> =
+                r.outliers.iter().take(6).map(|o| format!("rank {} ({})", o.rank, u.fmt(o.median_ns))).collect();
+            if r.outliers.len() > 6 {
+                out.push(format!("+{} more", r.outliers.len() - 6));
+            }
+            vec![
+                clean(&r.policy),
+                r.ranks.to_string(),
+                r.median_of_ranks_ns.map_or_else(dash, |v| u.fmt(v)),
+                at(r.fastest_ns, r.fastest_rank),
+                at(r.slowest_ns, r.slowest_rank),
+                r.mad_ns.map_or_else(dash, |v| u.fmt(v)),
+                if out.is_empty() { "none".into() } else { out.join(", ") },
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// One-line description of an experiment.
+pub fn describe(e: &ExperimentReport) -> String {
+    let expected = match e.ranks_expected {
+        Some(n) if n as usize != e.ranks => format!(" of {n}"),
+        _ => String::new(),
+    };
+    format!(
+        "experiment \"{}\": {}, {} ranks{expected}, clock {}, order {}, boundary {}",
+        clean(&e.experiment),
+        e.source,
+        e.ranks,
+        e.clock,
+        clean(&e.order),
+        clean(&e.boundary)
+    )
+}
+
+/// What the iteration counts mean.
+pub fn describe_iterations(e: &ExperimentReport) -> String {
+    let mut s = format!("{} iterations used", e.iterations_used);
+    let mut left = Vec::new();
+    if e.iterations_incomplete > 0 && e.iterations_used < e.iterations_seen {
+        left.push(format!("{} lacking ranks", e.iterations_incomplete));
+    }
+    if e.iterations_conflicting > 0 {
+        left.push(format!("{} with conflicting policies", e.iterations_conflicting));
+    }
+    if !left.is_empty() {
+        s.push_str(&format!(" ({} left out: {})", e.iterations_seen - e.iterations_used, left.join(", ")));
+    }
+    if e.warmup_rows > 0 {
+        s.push_str(&format!("; {} rank-iterations skipped as warm-up", e.warmup_rows));
+    }
+    s
+}
+
+/// Notes under the main table: what each statistic is.
+pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
+    let first = clean(&e.policies[0]);
+    let compared = e.policy_stats.iter().filter(|p| p.vs_first.is_some()).count();
+    let alpha = e.policy_stats.iter().find_map(|p| p.vs_first.as_ref().map(|c| c.alpha)).unwrap_or(0.05);
+    vec![
+        "iteration time = the slowest rank's end - start in each iteration".into(),
+        "95% CI of the median: order statistics (exact binomial); QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy".into(),
+        format!(
+            "ratio = median / median of {first}, 95% CI by a seeded bootstrap ({} resamples, seed {})",
+            r.settings.bootstrap_resamples, r.settings.bootstrap_seed
+        ),
+        format!(
+            "p: two-sided Mann-Whitney U against {first} (normal approximation, tie-corrected); significant: p < {}{}",
+            alpha,
+            if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() }
+        ),
+    ]
+}
+
+/// The whole report as text tables.
+pub fn table(r: &Report) -> String {
+    let mut out = String::new();
+    for (k, e) in r.experiments.iter().enumerate() {
+        if k > 0 {
+            out.push('\n');
+        }
+        let u = Unit::for_experiment(e);
+        out.push_str(&format!("{}\n{}; times in {}\n\n", describe(e), describe_iterations(e), u.name));
+        let rows: Vec<Vec<String>> = e.policy_stats.iter().map(|p| policy_cells(p, &u)).collect();
+        let mut right = vec![true; POLICY_HEADER.len()];
+        right[0] = false;
+        right[11] = false;
+        render(&mut out, &POLICY_HEADER.map(String::from), &rows, &right);
+        for n in notes(e, r) {
+            out.push_str(&format!("  {n}\n"));
+        }
+
+        out.push_str("\nrouting modes (share of bytes) and decisions, summed over ranks\n");
+        let (h, rows) = routing_cells(e);
+        let mut right = vec![true; h.len()];
+        right[0] = false;
+        render(&mut out, &h, &rows, &right);
+
+        if !e.congestion.is_empty() {
+            out.push_str(&format!("\ncongestion impact = congested / isolated (times in {})\n", u.name));
+            let (h, rows) = congestion_cells(e, &u);
+            let mut right = vec![true; h.len()];
+            right[0] = false;
+            render(&mut out, &h, &rows, &right);
+        }
+
+        out.push_str(&format!(
+            "\nper rank: each rank's median iteration time (in {}); outliers: more than 3 scaled MADs and 1% from the \
+             median of ranks\n",
+            u.name
+        ));
+        let (h, rows) = rank_cells(e, &u);
+        let mut right = vec![true, true, true, true, true, true, false];
+        right[0] = false;
+        render(&mut out, &h, &rows, &right);
+        if !e.slowest_ranks.is_empty() {
+            let list: Vec<String> =
+                e.slowest_ranks.iter().map(|s| format!("rank {} ({} iterations)", s.rank, s.iterations)).collect();
+            out.push_str(&format!("slowest rank most often: {}\n", list.join(", ")));
+        }
+    }
+    out
+}
+
+pub fn json(r: &Report) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// The CSV columns, in order; then one `bytes_share:MODE` column per routing mode of any
+/// experiment. Times in ns, ratios and shares as plain numbers, empty where not applicable.
+pub const CSV_COLUMNS: [&str; 26] = [
+    "experiment",
+    "policy",
+    "iterations",
+    "median_ns",
+    "median_ci_low_ns",
+    "median_ci_high_ns",
+    "mean_ns",
+    "p99_ns",
+    "max_ns",
+    "min_ns",
+    "q1_ns",
+    "q3_ns",
+    "qcd",
+    "ratio",
+    "ratio_ci_low",
+    "ratio_ci_high",
+    "mwu_u",
+    "mwu_p",
+    "significant",
+    "rank_iterations",
+    "decisions",
+    "switches",
+    "latency_us_mean",
+    "stall_ratio_mean",
+    "impact_median",
+    "impact_p99",
+];
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn csv(r: &Report) -> String {
+    let mut modes: Vec<&str> = Vec::new();
+    for e in &r.experiments {
+        for m in &e.modes {
+            if !modes.contains(&m.as_str()) {
+                modes.push(m);
+            }
+        }
+    }
+    let mut out = String::new();
+    let mut header: Vec<String> = CSV_COLUMNS.iter().map(|c| c.to_string()).collect();
+    header.extend(modes.iter().map(|m| csv_field(&format!("bytes_share:{m}"))));
+    out.push_str(&header.join(","));
+    out.push('\n');
+    let num = |v: Option<f64>| v.filter(|v| v.is_finite()).map_or_else(String::new, |v| v.to_string());
+    for e in &r.experiments {
+        for (k, p) in e.policy_stats.iter().enumerate() {
+            let c = p.vs_first.as_ref();
+            let g = e.congestion.get(k);
+            let mut row = vec![
+                csv_field(&e.experiment),
+                csv_field(&p.policy),
+                p.iterations.to_string(),
+                num(p.median_ns),
+                num(p.median_ci_ns.map(|c| c[0])),
+                num(p.median_ci_ns.map(|c| c[1])),
+                num(p.mean_ns),
+                num(p.p99_ns),
+                num(p.max_ns),
+                num(p.min_ns),
+                num(p.q1_ns),
+                num(p.q3_ns),
+                num(p.qcd),
+                num(c.map(|c| c.ratio).or((k == 0 && p.iterations > 0).then_some(1.0))),
+                num(c.and_then(|c| c.ratio_ci.map(|r| r[0]))),
+                num(c.and_then(|c| c.ratio_ci.map(|r| r[1]))),
+                num(c.map(|c| c.u)),
+                num(c.map(|c| c.p)),
+                c.map_or_else(String::new, |c| c.significant.to_string()),
+                p.rank_iterations.to_string(),
+                p.decisions.to_string(),
+                p.switches.to_string(),
+                num(p.latency_us_mean),
+                num(p.stall_ratio_mean),
+                num(g.and_then(|g| g.impact_median)),
+                num(g.and_then(|g| g.impact_p99)),
+            ];
+            for m in &modes {
+                row.push(num(p.modes.iter().find(|x| x.mode == *m).and_then(|x| x.share)));
+            }
+            out.push_str(&row.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_keep_four_digits() {
+        assert_eq!(Unit::for_value(1_234_567.0).fmt_unit(1_234_567.0), "1.235 ms");
+        assert_eq!(Unit::for_value(123_456.0).fmt_unit(123_456.0), "123.5 µs");
+        assert_eq!(Unit::for_value(812.0).fmt_unit(812.0), "812 ns");
+        assert_eq!(Unit::for_value(2.5e9).fmt_unit(2.5e9), "2.500 s");
+        assert_eq!(Unit::for_value(f64::INFINITY).name, "ns");
+        assert_eq!(fmt_bytes(1536), "1.5 KiB");
+        assert_eq!(fmt_p(0.0123456), "0.0123");
+        assert_eq!(fmt_p(1.5e-9), "1.5e-9");
+        assert_eq!(clean("a\u{1b}[31m"), "a?[31m");
+        assert_eq!(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
+    }
+}

@@ -1,0 +1,357 @@
+//! One figure per report (plotters): for each experiment a row of three panels — box plots of
+//! the iteration time per policy, the empirical CDF per policy, and the iteration-time series
+//! coloured by policy with a legend naming them.
+//!
+//! Text needs a TrueType font (plotters' `ab_glyph` backend, no system font library). It is read
+//! at run time: `AAR_REPORT_FONT` if set, else DejaVu Sans or Liberation Sans where Debian, SUSE
+//! (Cray's OS), RHEL or Arch put them. Without one the plots are still drawn, without any text,
+//! after one warning (the HTML page's tables still name the policies, with their colours).
+
+use super::analysis::ExperimentReport;
+use super::output::{clean, Unit};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Colours of the policies, in order (Tableau 10), as RGB.
+pub const PALETTE: [(u8, u8, u8); 10] = [
+    (0x4e, 0x79, 0xa7),
+    (0xf2, 0x8e, 0x2b),
+    (0xe1, 0x57, 0x59),
+    (0x76, 0xb7, 0xb2),
+    (0x59, 0xa1, 0x4f),
+    (0xed, 0xc9, 0x48),
+    (0xb0, 0x7a, 0xa1),
+    (0xff, 0x9d, 0xa7),
+    (0x9c, 0x75, 0x5f),
+    (0xba, 0xb0, 0xac),
+];
+
+pub fn colour(k: usize) -> RGBColor {
+    let (r, g, b) = PALETTE[k % PALETTE.len()];
+    RGBColor(r, g, b)
+}
+
+pub fn colour_hex(k: usize) -> String {
+    let (r, g, b) = PALETTE[k % PALETTE.len()];
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+const FONT_PATHS: [&str; 6] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+];
+
+/// Register the font for "sans-serif" once; `Err(warning)` when no font could be had.
+pub fn font() -> Result<(), String> {
+    static FONT: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        let candidates: Vec<String> = match std::env::var_os("AAR_REPORT_FONT") {
+            Some(p) => vec![p.to_string_lossy().into_owned()],
+            None => FONT_PATHS.iter().map(|p| p.to_string()).collect(),
+        };
+        for path in &candidates {
+            let Ok(bytes) = std::fs::read(path) else { continue };
+            // plotters keeps fonts for the life of the process.
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                return Ok(());
+            }
+        }
+        let looked = if std::env::var_os("AAR_REPORT_FONT").is_some() {
+            format!("AAR_REPORT_FONT={}", candidates[0])
+        } else {
+            format!("{} and {} other places", FONT_PATHS[0], FONT_PATHS.len() - 1)
+        };
+        Err(format!(
+            "no usable TrueType font for the plots' text (looked at {looked}; Debian: apt-get install fonts-dejavu-core, \
+             or set AAR_REPORT_FONT to a .ttf file): the plots are drawn without text"
+        ))
+    })
+    .clone()
+}
+
+const WIDTH: u32 = 1500;
+const ROW: u32 = 500;
+
+pub fn size(exps: &[ExperimentReport]) -> (u32, u32) {
+    (WIDTH, ROW * exps.len().max(1) as u32)
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("{e:?}")
+}
+
+/// The figure as an SVG document.
+pub fn svg(r: &[ExperimentReport], text: bool) -> Result<String, String> {
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, size(r)).into_drawing_area();
+        draw(&root, r, text)?;
+        root.present().map_err(err)?;
+    }
+    Ok(s)
+}
+
+/// The figure as PNG bytes.
+pub fn png(r: &[ExperimentReport], text: bool) -> Result<Vec<u8>, String> {
+    let (w, h) = size(r);
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        draw(&root, r, text)?;
+        root.present().map_err(err)?;
+    }
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut writer = enc.write_header().map_err(err)?;
+    writer.write_image_data(&rgb).map_err(err)?;
+    writer.finish().map_err(err)?;
+    Ok(out)
+}
+
+/// Write the figure to `path` (SVG or PNG by its extension).
+pub fn write(path: &Path, r: &[ExperimentReport], text: bool) -> Result<(), String> {
+    let png_file = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    let bytes = if png_file { png(r, text)? } else { svg(r, text)?.into_bytes() };
+    std::fs::write(path, bytes).map_err(|e| format!("cannot be written ({e})"))
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &[ExperimentReport], text: bool) -> Result<(), String> {
+    root.fill(&WHITE).map_err(err)?;
+    let rows = root.split_evenly((r.len().max(1), 1));
+    for (e, row) in r.iter().zip(rows) {
+        let row = if text {
+            let title = format!("experiment \"{}\": {} iterations", clean(&e.experiment), e.iterations_used);
+            row.titled(&title, ("sans-serif", 20)).map_err(err)?
+        } else {
+            row.margin(24, 0, 0, 0)
+        };
+        let panels = row.split_evenly((1, 3));
+        let u = Unit::for_experiment(e);
+        let (lo, hi) = y_range(e);
+        boxes(&panels[0], e, &u, lo, hi, text)?;
+        ecdf(&panels[1], e, &u, lo, hi, text)?;
+        series(&panels[2], e, &u, lo, hi, text)?;
+    }
+    Ok(())
+}
+
+fn y_range(e: &ExperimentReport) -> (f64, f64) {
+    let lo = e.samples.iter().filter_map(|s| s.first()).fold(f64::INFINITY, |a, &b| a.min(b));
+    let hi = e.samples.iter().filter_map(|s| s.last()).fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+    if !lo.is_finite() || !hi.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = if hi > lo { 0.05 * (hi - lo) } else { (0.05 * hi).max(1.0) };
+    ((lo - pad).max(0.0), hi + pad)
+}
+
+fn axis_name(u: &Unit) -> String {
+    format!("iteration time ({})", u.name)
+}
+
+fn boxes<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    e: &ExperimentReport,
+    u: &Unit,
+    lo: f64,
+    hi: f64,
+    text: bool,
+) -> Result<(), String> {
+    let k = e.policies.len() as i32;
+    let mut b = ChartBuilder::on(area);
+    b.margin(12);
+    if text {
+        b.caption("box plot (whiskers: 1.5 IQR)", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(64);
+    }
+    // One segment per policy: plotters' integer ranges include their end.
+    let mut chart = b.build_cartesian_2d((0..(k - 1).max(0)).into_segmented(), lo..hi).map_err(err)?;
+    let names: Vec<String> = e.policies.iter().map(|p| clean(p)).collect();
+    let xfmt = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(i) if (0..k).contains(i) => names[*i as usize].clone(),
+        _ => String::new(),
+    };
+    let yfmt = |v: &f64| u.fmt(*v);
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh().light_line_style(WHITE.mix(0.0));
+    if text {
+        mesh.x_labels(k as usize + 1).x_label_formatter(&xfmt).y_label_formatter(&yfmt).y_desc(axis_name(u));
+    } else {
+        mesh.x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(err)?;
+    // Boxes fill the middle half of their segment.
+    let left = chart.backend_coord(&(SegmentValue::Exact(0), lo)).0;
+    let right = chart.backend_coord(&(SegmentValue::Exact(1), lo)).0;
+    let px = ((right - left).unsigned_abs() / 4).max(1);
+    for (p, s) in e.samples.iter().enumerate() {
+        if s.is_empty() {
+            continue;
+        }
+        let c = colour(p);
+        let q = |f| super::stats::quantile(s, f);
+        let (q1, med, q3) = (q(0.25), q(0.5), q(0.75));
+        let iqr = q3 - q1;
+        let low = s.iter().copied().find(|v| *v >= q1 - 1.5 * iqr).unwrap_or(q1);
+        let high = s.iter().rev().copied().find(|v| *v <= q3 + 1.5 * iqr).unwrap_or(q3);
+        let x0 = || SegmentValue::Exact(p as i32);
+        let x1 = || SegmentValue::Exact(p as i32 + 1);
+        let xc = || SegmentValue::CenterOf(p as i32);
+        let mut body = Rectangle::new([(x0(), q3), (x1(), q1)], c.mix(0.35).filled());
+        body.set_margin(0, 0, px, px);
+        let mut edge = Rectangle::new([(x0(), q3), (x1(), q1)], c.stroke_width(2));
+        edge.set_margin(0, 0, px, px);
+        let mut median = Rectangle::new([(x0(), med), (x1(), med)], c.stroke_width(3));
+        median.set_margin(0, 0, px, px);
+        chart.draw_series([body, edge, median]).map_err(err)?;
+        chart
+            .draw_series([
+                PathElement::new(vec![(xc(), q3), (xc(), high)], c.stroke_width(2)),
+                PathElement::new(vec![(xc(), q1), (xc(), low)], c.stroke_width(2)),
+            ])
+            .map_err(err)?;
+        // Outliers beyond the whiskers; at most 500 of them at each end.
+        let above = s.iter().rev().take_while(|v| **v > high).take(500);
+        let below = s.iter().take_while(|v| **v < low).take(500);
+        chart.draw_series(above.chain(below).map(|&v| Circle::new((xc(), v), 2, c.filled()))).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// At most `max` points of a sorted sample, evenly spaced in rank, always with both ends.
+fn thin(n: usize, max: usize) -> Vec<usize> {
+    if n <= max {
+        return (0..n).collect();
+    }
+    (0..max).map(|j| j * (n - 1) / (max - 1)).collect()
+}
+
+fn ecdf<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    e: &ExperimentReport,
+    u: &Unit,
+    lo: f64,
+    hi: f64,
+    text: bool,
+) -> Result<(), String> {
+    let mut b = ChartBuilder::on(area);
+    b.margin(12);
+    if text {
+        b.caption("empirical CDF", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(48);
+    }
+    let mut chart = b.build_cartesian_2d(lo..hi, 0f64..1f64).map_err(err)?;
+    let xfmt = |v: &f64| u.fmt(*v);
+    let mut mesh = chart.configure_mesh();
+    if text {
+        mesh.x_label_formatter(&xfmt).x_desc(axis_name(u)).y_desc("fraction of iterations").x_labels(6);
+    } else {
+        mesh.x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(err)?;
+    for (p, s) in e.samples.iter().enumerate() {
+        if s.is_empty() {
+            continue;
+        }
+        let n = s.len();
+        let mut pts = Vec::new();
+        for j in thin(n, 2000) {
+            pts.push((s[j], j as f64 / n as f64));
+            pts.push((s[j], (j + 1) as f64 / n as f64));
+        }
+        let c = colour(p);
+        let series = chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
+        if text {
+            series
+                .label(clean(&e.policies[p]))
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
+        }
+    }
+    if text {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+fn series<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    e: &ExperimentReport,
+    u: &Unit,
+    lo: f64,
+    hi: f64,
+    text: bool,
+) -> Result<(), String> {
+    let first = e.series.first().map_or(0, |p| p.0) as f64;
+    let last = e.series.last().map_or(1, |p| p.0) as f64;
+    let (x0, x1) = if last > first { (first, last) } else { (first - 1.0, first + 1.0) };
+    // Long runs: per policy, the least and the greatest time of each of 1,500 buckets of
+    // iterations, so that spikes stay visible.
+    const MAX_POINTS: usize = 6000;
+    let thinned = e.series.len() > MAX_POINTS;
+    let mut b = ChartBuilder::on(area);
+    b.margin(12);
+    if text {
+        let caption = if thinned { "time series (min and max per bucket)" } else { "time series" };
+        b.caption(caption, ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(64);
+    }
+    let mut chart = b.build_cartesian_2d(x0..x1, lo..hi).map_err(err)?;
+    let yfmt = |v: &f64| u.fmt(*v);
+    let xfmt = |v: &f64| format!("{v:.0}");
+    let mut mesh = chart.configure_mesh();
+    if text {
+        mesh.x_label_formatter(&xfmt).y_label_formatter(&yfmt).x_desc("iteration").y_desc(axis_name(u)).x_labels(6);
+    } else {
+        mesh.x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(err)?;
+    for p in 0..e.policies.len() {
+        let mut pts: Vec<(f64, f64)> = e.series.iter().filter(|s| s.2 == p).map(|s| (s.0 as f64, s.1)).collect();
+        if thinned && pts.len() > 3000 {
+            let buckets = 1500;
+            let span = (x1 - x0) / buckets as f64;
+            type Extremes = Option<((f64, f64), (f64, f64))>; // (least, greatest) point
+            let mut ext: Vec<Extremes> = vec![None; buckets];
+            for &pt in &pts {
+                let bkt = (((pt.0 - x0) / span) as usize).min(buckets - 1);
+                ext[bkt] = Some(match ext[bkt] {
+                    None => (pt, pt),
+                    Some((lo, hi)) => (if pt.1 < lo.1 { pt } else { lo }, if pt.1 > hi.1 { pt } else { hi }),
+                });
+            }
+            pts = ext.into_iter().flatten().flat_map(|(a, b)| [a, b]).collect();
+        }
+        let c = colour(p);
+        let s = chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 2, c.filled()))).map_err(err)?;
+        if text {
+            s.label(clean(&e.policies[p]))
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
+        } else {
+            // No text: the legend is the colour alone, in policy order.
+        }
+    }
+    if text {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}

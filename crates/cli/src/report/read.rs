@@ -1,0 +1,625 @@
+//! Reading iteration records (aar-record's `Reader`) in a streaming fashion.
+//!
+//! Three steps:
+//! 1. **Find** the files: folders are searched recursively for `*.iterations.jsonl` (symbolic links
+//!    to folders are not followed, so a link loop cannot trap the walk); files named on the command
+//!    line are read whatever their name.
+//! 2. **Heads**: every file's header and first row are read, files are grouped by `experiment`,
+//!    and each experiment's reference header is that of its lowest rank. A file is left out, with
+//!    a warning, when it is not a record, has no rows, repeats a rank already read (the file that
+//!    sorts first is kept), or disagrees with the reference on `source`, `clock` or `policies`
+//!    (its iteration times could not be compared with the others'). Mode columns may differ
+//!    between ranks: bytes are added up by mode name.
+//! 3. **Rows**, in parallel (rayon, one file per task): each file's rows update the worker's
+//!    per-iteration maxima and per-policy totals, and the file's own iteration times give the
+//!    rank's medians; then they are dropped. Memory: per experiment, one small entry per iteration
+//!    index per worker and one summary per rank — never the rows.
+//!
+//! A file gets at most one warning, naming it, the first problem line, and what was done. Rows
+//! that cannot be used are skipped one by one; a last line cut short (a job stopped at its time
+//! limit) leaves every row before it in use; an over-long line or a read error ends the file
+//! there. Rows whose policy is not in the header are skipped (counted in the warning), as are
+//! repeated iteration indices within one file (the first is kept).
+
+use aar_record::{Clock, Header, Iteration, Problem, Reader, Source, ITERATIONS_SUFFIX};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufReader, IsTerminal};
+use std::path::{Path, PathBuf};
+
+/// At most this many policies per experiment (the engine alternates far fewer).
+pub const MAX_POLICIES: usize = 64;
+/// At most this many mode columns per header.
+const MAX_MODES: usize = 64;
+/// Labels are cut to this many bytes (they name a condition, like `isolated`).
+const MAX_LABEL: usize = 64;
+/// Show a progress bar when stderr is a terminal and there is at least this much to read.
+const PROGRESS_BYTES: u64 = 256 << 20;
+
+/// Policy index of an iteration whose ranks disagree on the policy.
+pub const CONFLICT: u8 = u8::MAX;
+
+/// Everything one iteration index contributes, merged over ranks.
+#[derive(Clone, Debug)]
+pub struct IterAgg {
+    /// The slowest rank's duration.
+    pub max_ns: u64,
+    /// That rank (the lowest one on ties).
+    pub slowest_rank: u32,
+    /// Ranks that reported the iteration.
+    pub ranks: u32,
+    /// Index into the experiment's policies, or [`CONFLICT`].
+    pub policy: u8,
+    pub label: Option<Box<str>>,
+    pub label_conflict: bool,
+}
+
+impl IterAgg {
+    fn merge(&mut self, o: &IterAgg) {
+        if o.max_ns > self.max_ns || (o.max_ns == self.max_ns && o.slowest_rank < self.slowest_rank) {
+            self.max_ns = o.max_ns;
+            self.slowest_rank = o.slowest_rank;
+        }
+        self.ranks += o.ranks;
+        if self.policy != o.policy {
+            self.policy = CONFLICT;
+        }
+        if self.label != o.label || o.label_conflict {
+            self.label_conflict = true;
+        }
+    }
+}
+
+/// Per-policy sums over every rank and iteration used.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    /// Rank-iterations added up.
+    pub rows: u64,
+    /// Per experiment mode column.
+    pub messages: Vec<u64>,
+    pub bytes: Vec<u64>,
+    pub decisions: u64,
+    pub switches: u64,
+    pub latency_sum: f64,
+    pub latency_n: u64,
+    pub stall_sum: f64,
+    pub stall_n: u64,
+}
+
+impl Totals {
+    fn merge(&mut self, o: &Totals) {
+        self.rows += o.rows;
+        for (a, b) in self.messages.iter_mut().zip(&o.messages) {
+            *a = a.saturating_add(*b);
+        }
+        for (a, b) in self.bytes.iter_mut().zip(&o.bytes) {
+            *a = a.saturating_add(*b);
+        }
+        self.decisions = self.decisions.saturating_add(o.decisions);
+        self.switches = self.switches.saturating_add(o.switches);
+        self.latency_sum += o.latency_sum;
+        self.latency_n += o.latency_n;
+        self.stall_sum += o.stall_sum;
+        self.stall_n += o.stall_n;
+    }
+}
+
+/// One rank's own iteration times, summarised (the rows themselves are dropped).
+#[derive(Clone, Debug)]
+pub struct RankSummary {
+    pub rank: u32,
+    pub file: PathBuf,
+    /// Rows used.
+    pub rows: u64,
+    /// Median duration (ns) per policy; `None` where the rank has no row of that policy.
+    pub medians: Vec<Option<f64>>,
+}
+
+/// What the rows of one experiment add up to.
+#[derive(Clone, Debug)]
+pub struct ExperimentData {
+    pub name: String,
+    /// Header of the lowest rank.
+    pub header: Header,
+    pub policies: Vec<String>,
+    /// Union of the ranks' mode columns, in order of first appearance.
+    pub modes: Vec<String>,
+    /// Smallest first iteration index of the ranks; `--skip N` leaves out indices below it + N.
+    pub first_index: u64,
+    /// Iterations by index, merged over ranks.
+    pub iterations: Vec<(u64, IterAgg)>,
+    pub totals: Vec<Totals>,
+    /// Ranks read, by rank.
+    pub ranks: Vec<RankSummary>,
+    /// Rows left out as warm-up (`--skip`).
+    pub warmup_rows: u64,
+}
+
+/// All experiments found, and the warnings said along the way.
+pub struct Data {
+    pub experiments: Vec<ExperimentData>,
+    pub warnings: Vec<String>,
+}
+
+/// Say a warning now (above the progress bar if one is drawn) and keep it for `--json`.
+fn warn(warnings: &mut Vec<String>, bar: Option<&ProgressBar>, text: String) {
+    let line = format!("aar: {text}");
+    match bar {
+        Some(b) => b.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    }
+    warnings.push(text);
+}
+
+/// Step 1: the record files under `inputs`, sorted, each once.
+fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for input in inputs {
+        let meta = match std::fs::metadata(input) {
+            Ok(m) => m,
+            Err(e) => {
+                warn(warnings, None, format!("{}: cannot be opened ({e}): skipped", input.display()));
+                continue;
+            }
+        };
+        if meta.is_file() {
+            found.push(input.clone());
+            continue;
+        }
+        if !meta.is_dir() {
+            warn(warnings, None, format!("{}: not a regular file or a folder: skipped", input.display()));
+            continue;
+        }
+        let before = found.len();
+        let mut stack = vec![input.clone()];
+        while let Some(dir) = stack.pop() {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) => {
+                    warn(warnings, None, format!("{}: cannot be listed ({e}): skipped", dir.display()));
+                    continue;
+                }
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let Ok(kind) = entry.file_type() else { continue };
+                if kind.is_dir() {
+                    stack.push(path);
+                } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(ITERATIONS_SUFFIX))
+                    && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+                {
+                    found.push(path);
+                }
+            }
+        }
+        if found.len() == before {
+            warn(warnings, None, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
+        }
+    }
+    let mut seen = HashSet::new();
+    found.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    found.sort();
+    found
+}
+
+fn open(path: &Path) -> Result<Reader<BufReader<File>>, Problem> {
+    let file = File::open(path).map_err(|e| Problem { line: 0, what: format!("cannot be opened ({e})") })?;
+    Reader::new(BufReader::with_capacity(256 << 10, file))
+}
+
+/// Whether a problem ends the reading of a file (the reader could not make sense of what follows).
+fn is_fatal(p: &Problem) -> bool {
+    p.what.starts_with("cannot be read") || p.what.contains("longer than")
+}
+
+/// Step 2 for one file: its header and the index of its first usable row.
+struct Head {
+    path: PathBuf,
+    header: Header,
+    first_index: u64,
+}
+
+fn read_head(path: &Path) -> Result<Head, String> {
+    let mut reader = open(path).map_err(|p| p.to_string())?;
+    let header = reader.header().clone();
+    if header.policies.is_empty() {
+        return Err("names no policies in its header".into());
+    }
+    if header.policies.len() > MAX_POLICIES || header.modes.len() > MAX_MODES {
+        return Err(format!("names more than {MAX_POLICIES} policies or mode columns: not an A/B record"));
+    }
+    let mut first_problem = None;
+    loop {
+        match reader.next_row() {
+            None => {
+                return Err(match first_problem {
+                    None => "has a header but no iteration rows".into(),
+                    Some(p) => format!("has no usable iteration rows ({p})"),
+                })
+            }
+            Some(Ok(row)) if header.policies.contains(&row.policy) => {
+                return Ok(Head { path: path.to_path_buf(), header, first_index: row.i })
+            }
+            Some(Ok(row)) => {
+                first_problem.get_or_insert(Problem {
+                    line: 0,
+                    what: format!("policy \"{}\" is not in the header", row.policy.escape_debug()),
+                });
+            }
+            Some(Err(p)) => {
+                let fatal = is_fatal(&p);
+                let first = first_problem.get_or_insert(p);
+                if fatal {
+                    return Err(format!("has no usable iteration rows ({first})"));
+                }
+            }
+        }
+    }
+}
+
+/// What one file's rows are read against.
+struct Plan {
+    exp: usize,
+    path: PathBuf,
+    rank: u32,
+    /// The file's mode columns mapped to the experiment's.
+    mode_map: Vec<usize>,
+    policies: Vec<String>,
+    skip_below: u64,
+}
+
+/// One worker's sums for one experiment.
+#[derive(Default)]
+struct ExpAcc {
+    iterations: HashMap<u64, IterAgg>,
+    totals: Vec<Totals>,
+    ranks: Vec<RankSummary>,
+    warmup_rows: u64,
+}
+
+impl ExpAcc {
+    fn merge(&mut self, o: ExpAcc) {
+        if self.iterations.len() < o.iterations.len() {
+            let mine = std::mem::replace(&mut self.iterations, o.iterations);
+            for (i, agg) in mine {
+                self.iterations.entry(i).and_modify(|a| a.merge(&agg)).or_insert(agg);
+            }
+        } else {
+            for (i, agg) in o.iterations {
+                self.iterations.entry(i).and_modify(|a| a.merge(&agg)).or_insert(agg);
+            }
+        }
+        if self.totals.is_empty() {
+            self.totals = o.totals;
+        } else {
+            for (a, b) in self.totals.iter_mut().zip(&o.totals) {
+                a.merge(b);
+            }
+        }
+        self.ranks.extend(o.ranks);
+        self.warmup_rows += o.warmup_rows;
+    }
+}
+
+/// One worker's sums for all experiments, and the warnings of the files it read (by file index).
+struct Acc {
+    exps: Vec<ExpAcc>,
+    warnings: Vec<(usize, String)>,
+}
+
+impl Acc {
+    fn new(n: usize) -> Self {
+        Self { exps: (0..n).map(|_| ExpAcc::default()).collect(), warnings: Vec::new() }
+    }
+    fn merge(mut self, o: Acc) -> Acc {
+        for (a, b) in self.exps.iter_mut().zip(o.exps) {
+            a.merge(b);
+        }
+        self.warnings.extend(o.warnings);
+        self
+    }
+}
+
+/// Step 3 for one file: add its rows to `acc`; a warning if anything was wrong.
+fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
+    let mut reader = match open(&plan.path) {
+        Ok(r) => r,
+        Err(p) => return Some(format!("{}: {p} (it was readable a moment ago): skipped", plan.path.display())),
+    };
+    let np = plan.policies.len();
+    if acc.totals.is_empty() {
+        acc.totals = (0..np)
+            .map(|_| Totals { messages: vec![0; n_modes], bytes: vec![0; n_modes], ..Default::default() })
+            .collect();
+    }
+    let mut durations: Vec<Vec<f64>> = vec![Vec::new(); np];
+    let (mut used, mut bad, mut unknown, mut repeated) = (0u64, 0u64, 0u64, 0u64);
+    let mut first_bad: Option<Problem> = None;
+    let mut first_unknown: Option<(u64, String)> = None; // (iteration, policy)
+    let mut first_repeat: Option<u64> = None;
+    let mut cut: Option<u64> = None;
+    let mut stopped: Option<Problem> = None;
+    let mut indices: Vec<u64> = Vec::new();
+    let mut index_set: Option<HashSet<u64>> = None;
+    while let Some(item) = reader.next_row() {
+        let row: Iteration = match item {
+            Ok(row) => row,
+            Err(p) => {
+                if p.what.contains("cut short") {
+                    cut = Some(p.line);
+                } else if is_fatal(&p) {
+                    stopped = Some(p);
+                    break;
+                } else {
+                    bad += 1;
+                    first_bad.get_or_insert(p);
+                }
+                continue;
+            }
+        };
+        let Some(pi) = plan.policies.iter().position(|p| *p == row.policy) else {
+            unknown += 1;
+            first_unknown.get_or_insert_with(|| (row.i, row.policy.chars().take(40).collect()));
+            continue;
+        };
+        if row.i < plan.skip_below {
+            acc.warmup_rows += 1;
+            continue;
+        }
+        // Repeated indices: rows come in increasing order; a set is built only if they do not.
+        let repeat = match (&mut index_set, indices.last()) {
+            (None, Some(&last)) if row.i <= last => {
+                let mut set: HashSet<u64> = indices.iter().copied().collect();
+                let dup = !set.insert(row.i);
+                index_set = Some(set);
+                dup
+            }
+            (None, _) => {
+                indices.push(row.i);
+                false
+            }
+            (Some(set), _) => !set.insert(row.i),
+        };
+        if repeat {
+            repeated += 1;
+            first_repeat.get_or_insert(row.i);
+            continue;
+        }
+        used += 1;
+        let d = row.duration_ns();
+        durations[pi].push(d as f64);
+        let t = &mut acc.totals[pi];
+        t.rows += 1;
+        for (col, (&m, &b)) in row.messages.iter().zip(&row.bytes).enumerate() {
+            if let Some(&c) = plan.mode_map.get(col) {
+                t.messages[c] = t.messages[c].saturating_add(m);
+                t.bytes[c] = t.bytes[c].saturating_add(b);
+            }
+        }
+        t.decisions = t.decisions.saturating_add(row.decisions);
+        t.switches = t.switches.saturating_add(row.switches);
+        if let Some(l) = row.latency_us.filter(|l| l.is_finite()) {
+            t.latency_sum += l;
+            t.latency_n += 1;
+        }
+        if let Some(s) = row.stall_ratio.filter(|s| s.is_finite()) {
+            t.stall_sum += s;
+            t.stall_n += 1;
+        }
+        let label = row.label.map(|mut l| {
+            if l.len() > MAX_LABEL {
+                let mut end = MAX_LABEL;
+                while !l.is_char_boundary(end) {
+                    end -= 1;
+                }
+                l.truncate(end);
+            }
+            l.into_boxed_str()
+        });
+        let agg =
+            IterAgg { max_ns: d, slowest_rank: plan.rank, ranks: 1, policy: pi as u8, label, label_conflict: false };
+        acc.iterations.entry(row.i).and_modify(|a| a.merge(&agg)).or_insert(agg);
+    }
+    let medians = durations
+        .iter_mut()
+        .map(|d| {
+            (!d.is_empty()).then(|| {
+                d.sort_by(f64::total_cmp);
+                super::stats::median(d)
+            })
+        })
+        .collect();
+    acc.ranks.push(RankSummary { rank: plan.rank, file: plan.path.clone(), rows: used, medians });
+
+    let mut said = Vec::new();
+    if let Some(p) = &stopped {
+        said.push(format!("{p}: stopped reading there"));
+    }
+    if let Some(p) = &first_bad {
+        let more = if bad > 1 { format!(" (and {} more bad lines)", bad - 1) } else { String::new() };
+        said.push(format!("{p}{more}: skipped"));
+    }
+    if let Some((l, name)) = &first_unknown {
+        said.push(format!(
+            "{unknown} rows name a policy that is not in the header (first: iteration {l}, \"{}\"): skipped",
+            name.escape_debug()
+        ));
+    }
+    if let Some(i) = first_repeat {
+        said.push(format!("{repeated} rows repeat an iteration index already read (first: {i}): skipped"));
+    }
+    if let Some(l) = cut {
+        said.push(format!("line {l} is cut short (the writer was stopped): ignored"));
+    }
+    if said.is_empty() {
+        return None;
+    }
+    let outcome = if used == 0 { "no rows used".to_string() } else { format!("the other {used} rows used") };
+    Some(format!("{}: {}; {outcome}", plan.path.display(), said.join("; ")))
+}
+
+/// Find, group and read every record under `inputs`. `skip`: iterations to leave out at the start
+/// of each experiment.
+pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
+    let mut warnings = Vec::new();
+    let files = discover(inputs, &mut warnings);
+
+    // Step 2: heads, grouped by experiment.
+    let heads: Vec<Result<Head, String>> = files.par_iter().map(|p| read_head(p)).collect();
+    let mut groups: BTreeMap<String, Vec<Head>> = BTreeMap::new();
+    for (path, head) in files.iter().zip(heads) {
+        match head {
+            Ok(h) => groups.entry(h.header.experiment.clone()).or_default().push(h),
+            Err(what) => warn(&mut warnings, None, format!("{}: {what}: skipped", path.display())),
+        }
+    }
+    let mut experiments = Vec::new();
+    let mut plans = Vec::new();
+    for (name, mut heads) in groups {
+        heads.sort_by(|a, b| (a.header.rank, &a.path).cmp(&(b.header.rank, &b.path)));
+        let reference = heads[0].header.clone();
+        let ref_path = heads[0].path.clone();
+        let mut modes: Vec<String> = Vec::new();
+        let mut admitted: Vec<Head> = Vec::new();
+        for h in heads {
+            let differs = |what: &str, mine: String, theirs: String| {
+                format!(
+                    "{}: rank {} of experiment \"{}\" has {what} {mine} where rank {} ({}) has {theirs}: skipped",
+                    h.path.display(),
+                    h.header.rank,
+                    name.escape_debug(),
+                    reference.rank,
+                    ref_path.display()
+                )
+            };
+            let problem = if let Some(prev) = admitted.iter().find(|a| a.header.rank == h.header.rank) {
+                Some(format!(
+                    "{}: rank {} of experiment \"{}\" was already read from {}: skipped",
+                    h.path.display(),
+                    h.header.rank,
+                    name.escape_debug(),
+                    prev.path.display()
+                ))
+            } else if h.header.source != reference.source {
+                Some(differs("source", source_name(h.header.source).into(), source_name(reference.source).into()))
+            } else if h.header.clock != reference.clock {
+                Some(differs("clock", clock_name(h.header.clock).into(), clock_name(reference.clock).into()))
+            } else if h.header.policies != reference.policies {
+                Some(differs("policies", format!("{:?}", h.header.policies), format!("{:?}", reference.policies)))
+            } else {
+                None
+            };
+            match problem {
+                Some(p) => warn(&mut warnings, None, p),
+                None => {
+                    for m in &h.header.modes {
+                        if !modes.contains(m) {
+                            modes.push(m.clone());
+                        }
+                    }
+                    admitted.push(h);
+                }
+            }
+        }
+        let first_index = admitted.iter().map(|h| h.first_index).min().unwrap_or(0);
+        let skip_below = first_index.saturating_add(skip);
+        let exp = experiments.len();
+        for h in admitted {
+            let mode_map = h.header.modes.iter().map(|m| modes.iter().position(|x| x == m).unwrap_or(0)).collect();
+            plans.push(Plan {
+                exp,
+                path: h.path,
+                rank: h.header.rank,
+                mode_map,
+                policies: reference.policies.clone(),
+                skip_below,
+            });
+        }
+        experiments.push(ExperimentData {
+            name,
+            policies: reference.policies.clone(),
+            header: reference,
+            modes,
+            first_index,
+            iterations: Vec::new(),
+            totals: Vec::new(),
+            ranks: Vec::new(),
+            warmup_rows: 0,
+        });
+    }
+
+    // Step 3: rows, in parallel; a progress bar for long reads on a terminal.
+    let sizes: Vec<u64> = plans.iter().map(|p| std::fs::metadata(&p.path).map_or(0, |m| m.len())).collect();
+    let total: u64 = sizes.iter().sum();
+    let bar = (std::io::stderr().is_terminal() && total >= PROGRESS_BYTES).then(|| {
+        let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "aar: reading {pos:>}/{len} files [{bar:30}] {binary_bytes}/{binary_total_bytes} {eta}",
+        ) {
+            b.set_style(style.progress_chars("=> "));
+        }
+        b
+    });
+    let n_exp = experiments.len();
+    let modes_per_exp: Vec<usize> = experiments.iter().map(|e| e.modes.len()).collect();
+    let acc = plans
+        .par_iter()
+        .enumerate()
+        .fold(
+            || Acc::new(n_exp),
+            |mut acc, (k, plan)| {
+                if let Some(w) = read_rows(plan, modes_per_exp[plan.exp], &mut acc.exps[plan.exp]) {
+                    acc.warnings.push((k, w));
+                }
+                if let Some(b) = &bar {
+                    b.inc(sizes[k]);
+                }
+                acc
+            },
+        )
+        .reduce(|| Acc::new(n_exp), Acc::merge);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let mut file_warnings = acc.warnings;
+    file_warnings.sort();
+    for (_, w) in file_warnings {
+        warn(&mut warnings, None, w);
+    }
+    for (e, a) in experiments.iter_mut().zip(acc.exps) {
+        let mut iterations: Vec<(u64, IterAgg)> = a.iterations.into_iter().collect();
+        iterations.sort_unstable_by_key(|x| x.0);
+        e.iterations = iterations;
+        e.totals = if a.totals.is_empty() {
+            (0..e.policies.len())
+                .map(|_| Totals {
+                    messages: vec![0; e.modes.len()],
+                    bytes: vec![0; e.modes.len()],
+                    ..Default::default()
+                })
+                .collect()
+        } else {
+            a.totals
+        };
+        e.ranks = a.ranks;
+        e.ranks.sort_by_key(|r| r.rank);
+        e.warmup_rows = a.warmup_rows;
+    }
+    Data { experiments, warnings }
+}
+
+pub fn source_name(s: Source) -> &'static str {
+    match s {
+        Source::Job => "job",
+        Source::Sim => "sim",
+    }
+}
+
+pub fn clock_name(c: Clock) -> &'static str {
+    match c {
+        Clock::Monotonic => "monotonic",
+        Clock::Simulated => "simulated",
+    }
+}

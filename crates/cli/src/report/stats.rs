@@ -1,0 +1,386 @@
+//! The statistics `aar report` uses, in one place, each with the reason it was chosen.
+//!
+//! Samples are iteration times of one policy: few (tens to thousands), skewed to the right and
+//! often with a long tail (network noise), so every headline figure is an order statistic or a
+//! rank test, none assumes normality, and every interval is exact or comes from a seeded, hence
+//! reproducible, resampling. Iterations are treated as independent draws; alternating the
+//! policies iteration by iteration (the A/B schedule) is what makes slow drifts of the machine
+//! affect every policy alike.
+
+/// Quantile `p` (0..=1) of an ascending, non-empty sample: linear interpolation between order
+/// statistics (Hyndman & Fan type 7, the default of R and NumPy), so the numbers agree with what
+/// users compute themselves.
+pub fn quantile(sorted: &[f64], p: f64) -> f64 {
+    debug_assert!(!sorted.is_empty());
+    let n = sorted.len();
+    let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// Median of an ascending, non-empty sample (the mean of the two middle values for even sizes).
+pub fn median(sorted: &[f64]) -> f64 {
+    quantile(sorted, 0.5)
+}
+
+/// Arithmetic mean (0 for an empty sample).
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// Quartile coefficient of dispersion (Q3 − Q1) / (Q3 + Q1): a scale-free, outlier-resistant
+/// measure of noise (0 when the middle half of the iterations take the same time).
+pub fn qcd(q1: f64, q3: f64) -> f64 {
+    if q1 + q3 > 0.0 {
+        (q3 - q1) / (q3 + q1)
+    } else {
+        0.0
+    }
+}
+
+/// A distribution-free confidence interval of the median from order statistics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MedianCi {
+    pub low: f64,
+    pub high: f64,
+    /// The interval's exact coverage (at least the requested level).
+    pub coverage: f64,
+}
+
+/// Confidence interval of the median at `level` (e.g. 0.95): [x₍ₗ₎, x₍ₙ₋ₗ₊₁₎] with the largest
+/// l such that P(B < l) ≤ (1 − level)/2 for B ~ Binomial(n, ½), the number of observations
+/// below the true median. Exact for any continuous distribution, no assumption on its shape.
+/// `None` when n is too small for any such interval (n ≤ 5 at 95 %).
+pub fn median_ci(sorted: &[f64], level: f64) -> Option<MedianCi> {
+    let n = sorted.len();
+    let tail = (1.0 - level) / 2.0;
+    // cdf(k) = P(B <= k), accumulated from the pmf in log space (0.5^n underflows for large n).
+    let ln_half_n = n as f64 * std::f64::consts::LN_2;
+    let mut ln_choose = 0.0; // ln C(n, k)
+    let mut cdf = 0.0;
+    let mut l = 0; // largest l (1-based) found so far with P(B <= l-1) <= tail
+    for k in 0..n {
+        if k > 0 {
+            ln_choose += ((n - k + 1) as f64).ln() - (k as f64).ln();
+        }
+        let next = cdf + (ln_choose - ln_half_n).exp();
+        if next > tail {
+            break;
+        }
+        cdf = next;
+        l = k + 1;
+    }
+    if l == 0 || l > n - l + 1 {
+        return None;
+    }
+    Some(MedianCi { low: sorted[l - 1], high: sorted[n - l], coverage: 1.0 - 2.0 * cdf })
+}
+
+/// Complementary error function, |relative error| < 1.2·10⁻⁷ everywhere (Chebyshev fit of
+/// Numerical Recipes' `erfcc`): plenty for p-values shown to three digits.
+pub fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let r = t * poly.exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+/// Result of a two-sided Mann–Whitney U test.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MannWhitney {
+    /// U of the first sample: pairs (x, y) with x > y, plus half the tied pairs.
+    pub u: f64,
+    /// Standard score with continuity and tie corrections (0 when every value is tied).
+    pub z: f64,
+    /// Two-sided p-value from the normal approximation.
+    pub p: f64,
+}
+
+/// Mann–Whitney U (Wilcoxon rank-sum) test of `x` against `y`, two-sided: does one policy tend to
+/// take longer than the other? Rank-based, so a few huge outliers cannot make or break it.
+/// Midranks for ties; the variance is n₁n₂/12 · ((N+1) − Σ(t³−t)/(N(N−1))) (tie correction);
+/// z = (|U − n₁n₂/2| − ½)/σ (continuity correction); p = erfc(|z|/√2) — the normal approximation,
+/// accurate for the sample sizes of A/B runs (both ≥ 8 or so), and what SciPy's
+/// `mannwhitneyu(method="asymptotic")` computes. `None` if a sample is empty.
+pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
+    let (n1, n2) = (x.len(), y.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let mut pooled: Vec<(f64, bool)> = x.iter().map(|&v| (v, true)).chain(y.iter().map(|&v| (v, false))).collect();
+    pooled.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = pooled.len();
+    let (mut rank_sum_x, mut ties) = (0.0, 0.0);
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && pooled[j].0 == pooled[i].0 {
+            j += 1;
+        }
+        let t = (j - i) as f64;
+        let midrank = (i + j + 1) as f64 / 2.0; // mean of ranks i+1 ..= j
+        rank_sum_x += midrank * pooled[i..j].iter().filter(|p| p.1).count() as f64;
+        ties += t * t * t - t;
+        i = j;
+    }
+    let (f1, f2, nn) = (n1 as f64, n2 as f64, n as f64);
+    let u = rank_sum_x - f1 * (f1 + 1.0) / 2.0;
+    let mu = f1 * f2 / 2.0;
+    let var = if n > 1 { f1 * f2 / 12.0 * ((nn + 1.0) - ties / (nn * (nn - 1.0))) } else { 0.0 };
+    if var <= 0.0 {
+        return Some(MannWhitney { u, z: 0.0, p: 1.0 });
+    }
+    let z = ((u - mu).abs() - 0.5).max(0.0) / var.sqrt() * (u - mu).signum();
+    let p = erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0);
+    Some(MannWhitney { u, z, p })
+}
+
+/// A small deterministic generator (splitmix64): the same stream on every platform for a seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in (0, 1): never 0, so its logarithm is finite.
+    pub fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+    /// Uniform index in 0..n.
+    #[cfg(test)]
+    pub fn index(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+    fn normal(&mut self) -> f64 {
+        let (u1, u2) = (self.uniform(), self.uniform());
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+    /// Gamma(shape, 1), Marsaglia & Tsang (2000); shape < 1 through the boost Gamma(a+1)·U^(1/a).
+    fn gamma(&mut self, shape: f64) -> f64 {
+        if shape < 1.0 {
+            let u = self.uniform();
+            return self.gamma(shape + 1.0) * u.powf(1.0 / shape);
+        }
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = self.uniform();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
+    /// Beta(a, b) as Ga/(Ga + Gb).
+    fn beta(&mut self, a: f64, b: f64) -> f64 {
+        let x = self.gamma(a);
+        let y = self.gamma(b);
+        x / (x + y)
+    }
+}
+
+/// The median of one bootstrap resample (n draws with replacement) of an ascending sample, drawn
+/// in O(1) instead of O(n): the k-th smallest of n uniform indices is ⌊n·U₍ₖ₎⌋ where the uniform
+/// order statistic U₍ₖ₎ ~ Beta(k, n−k+1), and, given U₍ₖ₎ = a, U₍ₖ₊₁₎ is the least of n−k
+/// uniforms on (a, 1). So this draws from exactly the distribution of the resample's median that
+/// drawing n indices would give, whatever n.
+pub fn bootstrap_median(sorted: &[f64], rng: &mut Rng) -> f64 {
+    let n = sorted.len();
+    if n == 1 {
+        return sorted[0];
+    }
+    let at = |u: f64| sorted[((u * n as f64) as usize).min(n - 1)];
+    let k = n.div_ceil(2); // the lower middle order statistic (1-based)
+    let a = rng.beta(k as f64, (n - k + 1) as f64);
+    if n % 2 == 1 {
+        return at(a);
+    }
+    let rest = (n - k) as f64;
+    let b = a + (1.0 - a) * (1.0 - rng.uniform().powf(1.0 / rest));
+    (at(a) + at(b)) / 2.0
+}
+
+/// Ratio of medians median(y)/median(x) and its percentile-bootstrap confidence interval at
+/// `level`: `resamples` independent resamples of each sample, seeded, so a report is
+/// reproducible. `None` when a sample is empty or x's median is not positive.
+pub fn ratio_of_medians(x: &[f64], y: &[f64], level: f64, resamples: usize, seed: u64) -> Option<(f64, f64, f64)> {
+    if x.is_empty() || y.is_empty() || median(x) <= 0.0 {
+        return None;
+    }
+    let ratio = median(y) / median(x);
+    let mut rng = Rng::new(seed);
+    let mut draws: Vec<f64> = (0..resamples.max(1))
+        .filter_map(|_| {
+            let mx = bootstrap_median(x, &mut rng);
+            let my = bootstrap_median(y, &mut rng);
+            (mx > 0.0).then(|| my / mx)
+        })
+        .collect();
+    if draws.is_empty() {
+        return Some((ratio, f64::NAN, f64::NAN));
+    }
+    draws.sort_by(f64::total_cmp);
+    let tail = (1.0 - level) / 2.0;
+    Some((ratio, quantile(&draws, tail), quantile(&draws, 1.0 - tail)))
+}
+
+/// Which values of a set (e.g. each rank's median iteration time) lie far from the others.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outliers {
+    /// Median of the values.
+    pub center: f64,
+    /// Scaled median absolute deviation: 1.4826 · median |v − center| (σ for normal data).
+    pub mad: f64,
+    /// How far a value must be from `center` to be listed.
+    pub threshold: f64,
+    /// Indices of the values beyond the threshold.
+    pub indices: Vec<usize>,
+}
+
+/// Values more than 3 scaled MADs from the median of all values (and more than 1 % of it, so that
+/// ranks that agree to within noise are never listed when the MAD is tiny): the robust analogue
+/// of "3 σ", which the outliers themselves cannot inflate.
+pub fn outliers(values: &[f64]) -> Option<Outliers> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let center = median(&sorted);
+    let mut dev: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    let mad = 1.4826 * median(&dev);
+    let threshold = (3.0 * mad).max(0.01 * center.abs());
+    let indices = (0..values.len()).filter(|&i| (values[i] - center).abs() > threshold).collect();
+    Some(Outliers { center, mad, threshold, indices })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_match_numpy() {
+        let x = [1.0, 2.0, 3.0, 4.0, 10.0];
+        assert_eq!(median(&x), 3.0);
+        assert_eq!(quantile(&x, 0.25), 2.0);
+        assert!((quantile(&x, 0.99) - 9.76).abs() < 1e-12); // numpy.percentile(x, 99)
+        assert_eq!(median(&[1.0, 2.0, 3.0, 4.0]), 2.5);
+        assert_eq!(quantile(&[7.0], 0.99), 7.0);
+    }
+
+    #[test]
+    fn median_ci_matches_binomial_tables() {
+        let x: Vec<f64> = (1..=100).map(f64::from).collect();
+        let ci = median_ci(&x, 0.95).unwrap();
+        // n = 100: the 95 % interval is [x(40), x(61)] (Conover, table A3), coverage 0.9648.
+        assert_eq!((ci.low, ci.high), (40.0, 61.0));
+        assert!((ci.coverage - 0.9648).abs() < 1e-4, "{}", ci.coverage);
+        let six: Vec<f64> = (1..=6).map(f64::from).collect();
+        assert_eq!(median_ci(&six, 0.95).map(|c| (c.low, c.high)), Some((1.0, 6.0)));
+        assert_eq!(median_ci(&six[..5], 0.95), None);
+        assert!(median_ci(&[], 0.95).is_none());
+        // Large n stays finite (0.5^n underflows in linear space).
+        let big: Vec<f64> = (0..100_000).map(f64::from).collect();
+        let ci = median_ci(&big, 0.95).unwrap();
+        assert!(ci.low < 50_000.0 && ci.high > 50_000.0 && ci.high - ci.low < 700.0);
+    }
+
+    #[test]
+    fn erfc_values() {
+        for (x, want) in
+            [(0.0, 1.0), (1.0, 0.157_299_207_050_285), (2.0, 0.004_677_734_981_047), (-1.0, 1.842_700_792_949_715)]
+        {
+            assert!((erfc(x) - want).abs() / want < 2e-7, "erfc({x}) = {}", erfc(x));
+        }
+    }
+
+    #[test]
+    fn mann_whitney_textbook() {
+        // U = 17 (pairs counted by hand); no ties: σ² = 5·4·10/12, z = (17 − 10 − ½)/σ = 1.59217,
+        // p = erfc(z/√2) = 0.111347 (SciPy's mannwhitneyu(method="asymptotic") gives the same).
+        let r = mann_whitney(&[19.0, 22.0, 16.0, 29.0, 24.0], &[20.0, 11.0, 17.0, 12.0]).unwrap();
+        assert_eq!(r.u, 17.0);
+        assert!((r.z - 1.592_168).abs() < 1e-5 && (r.p - 0.111_347).abs() < 1e-5, "{r:?}");
+        // All tied: no evidence.
+        assert_eq!(mann_whitney(&[1.0; 4], &[1.0; 3]).unwrap().p, 1.0);
+        assert!(mann_whitney(&[], &[1.0]).is_none());
+    }
+
+    #[test]
+    fn bootstrap_median_matches_plain_resampling() {
+        // The O(1) draw and n explicit draws give the same distribution of the median.
+        for n in [7usize, 8, 40] {
+            let x: Vec<f64> = (0..n).map(|i| (i * i) as f64).collect();
+            let mut rng = Rng::new(3);
+            let fast: Vec<f64> = (0..40_000).map(|_| bootstrap_median(&x, &mut rng)).collect();
+            let slow: Vec<f64> = (0..40_000)
+                .map(|_| {
+                    let mut r: Vec<f64> = (0..n).map(|_| x[rng.index(n)]).collect();
+                    r.sort_by(f64::total_cmp);
+                    median(&r)
+                })
+                .collect();
+            let (mut f, mut s) = (fast.clone(), slow.clone());
+            f.sort_by(f64::total_cmp);
+            s.sort_by(f64::total_cmp);
+            for p in [0.025, 0.25, 0.5, 0.75, 0.975] {
+                let (a, b) = (quantile(&f, p), quantile(&s, p));
+                let spread = x[n - 1] - x[0];
+                assert!((a - b).abs() <= 0.03 * spread, "n={n} p={p}: {a} vs {b}");
+            }
+            assert!((mean(&fast) - mean(&slow)).abs() < 0.01 * x[n - 1], "n={n}");
+        }
+    }
+
+    #[test]
+    fn ratio_ci_covers_the_true_ratio() {
+        let mut rng = Rng::new(9);
+        let x: Vec<f64> = (0..400).map(|_| 100.0 * (1.0 + 0.05 * rng.normal())).collect();
+        let y: Vec<f64> = (0..400).map(|_| 120.0 * (1.0 + 0.05 * rng.normal())).collect();
+        let (mut xs, mut ys) = (x.clone(), y.clone());
+        xs.sort_by(f64::total_cmp);
+        ys.sort_by(f64::total_cmp);
+        let (r, lo, hi) = ratio_of_medians(&xs, &ys, 0.95, 4000, 1).unwrap();
+        assert!(lo < 1.2 && 1.2 < hi && lo < r && r < hi && hi - lo < 0.03, "{r} [{lo}, {hi}]");
+        assert_eq!(ratio_of_medians(&xs, &ys, 0.95, 4000, 1), Some((r, lo, hi)), "seeded: reproducible");
+        assert!(ratio_of_medians(&[0.0], &ys, 0.95, 10, 1).is_none());
+    }
+
+    #[test]
+    fn outliers_by_mad() {
+        let mut v = vec![100.0, 101.0, 99.0, 100.5, 99.5, 100.2];
+        v.push(130.0);
+        let o = outliers(&v).unwrap();
+        assert_eq!(o.indices, vec![6]);
+        // Identical values: the 1 % floor keeps jitter from being called an outlier.
+        let o = outliers(&[100.0, 100.0, 100.0, 100.4]).unwrap();
+        assert!(o.indices.is_empty());
+    }
+}
