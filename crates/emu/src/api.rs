@@ -17,9 +17,7 @@ use crate::cq::{self, Cq, CqHandler};
 use crate::model::NetworkProfile;
 use crate::rma::{self, Call};
 use crate::smsg;
-use crate::world::{
-    self, handle_of, mem_handle_for, Cdm, Ep, MemReg, Nic, FIRST_NIC_ADDR, GNI_CDM_MODE_DUAL_EVENTS,
-};
+use crate::world::{self, handle_of, mem_handle_for, Cdm, Ep, MemReg, Nic, FIRST_NIC_ADDR, GNI_CDM_MODE_DUAL_EVENTS};
 use crate::{counters, log};
 
 const GNI_CQ_BLOCKING: u32 = 0x1;
@@ -59,8 +57,7 @@ fn mapped(addr: u64, len: u64) -> bool {
         let chunk = (end - at).min(page * residency.len() as u64);
         // SAFETY: mincore only inspects the mapping of the page-aligned range and writes one
         // byte per page into `residency`, which has room for chunk/page (<= 1024) bytes.
-        if unsafe { libc::mincore(at as *mut c_void, chunk as usize, residency.as_mut_ptr()) } != 0
-        {
+        if unsafe { libc::mincore(at as *mut c_void, chunk as usize, residency.as_mut_ptr()) } != 0 {
             return false;
         }
         at += chunk.div_ceil(page) * page;
@@ -82,11 +79,7 @@ pub unsafe extern "C" fn GNI_CdmCreate(
         if cdm.is_null() {
             return GNI_RC_INVALID_PARAM;
         }
-        let obj = Arc::new(Cdm {
-            inst_id,
-            modes,
-            nic: Mutex::new(None),
-        });
+        let obj = Arc::new(Cdm { inst_id, modes, nic: Mutex::new(None) });
         let h = handle_of(&obj);
         world::write().cdms.insert(h, obj);
         // SAFETY: non-null out-parameter.
@@ -107,11 +100,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
             return Err(GNI_RC_INVALID_PARAM);
         }
         let mut reg = world::write();
-        let c = reg
-            .cdms
-            .get(&(cdm as usize))
-            .ok_or(GNI_RC_INVALID_PARAM)?
-            .clone();
+        let c = reg.cdms.get(&(cdm as usize)).ok_or(GNI_RC_INVALID_PARAM)?.clone();
         if device_id != 0 && device_id != ANY_DEVICE {
             return Err(GNI_RC_NO_MATCH);
         }
@@ -146,10 +135,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
 pub extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     guard_r(|| {
         let mut reg = world::write();
-        let c = reg
-            .cdms
-            .remove(&(cdm as usize))
-            .ok_or(GNI_RC_INVALID_PARAM)?;
+        let c = reg.cdms.remove(&(cdm as usize)).ok_or(GNI_RC_INVALID_PARAM)?;
         let nic = *c.nic.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = nic {
             reg.remove_nic(n);
@@ -159,11 +145,7 @@ pub extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_CdmGetNicAddress(
-    device_id: u32,
-    address: *mut u32,
-    cpu_id: *mut u32,
-) -> GniReturn {
+pub unsafe extern "C" fn GNI_CdmGetNicAddress(device_id: u32, address: *mut u32, cpu_id: *mut u32) -> GniReturn {
     guard(|| {
         if address.is_null() || cpu_id.is_null() || (device_id != 0 && device_id != ANY_DEVICE) {
             return GNI_RC_INVALID_PARAM;
@@ -180,11 +162,7 @@ pub unsafe extern "C" fn GNI_CdmGetNicAddress(
 // ---- endpoints ----
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_EpCreate(
-    nic: GniNicHandle,
-    src_cq: GniCqHandle,
-    ep: *mut GniEpHandle,
-) -> GniReturn {
+pub unsafe extern "C" fn GNI_EpCreate(nic: GniNicHandle, src_cq: GniCqHandle, ep: *mut GniEpHandle) -> GniReturn {
     guard_r(|| {
         if ep.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -193,13 +171,7 @@ pub unsafe extern "C" fn GNI_EpCreate(
         let n = reg.nic(nic as usize)?.clone();
         let cq = match src_cq as usize {
             0 => None,
-            h => Some(
-                reg.cq(h)
-                    .ok()
-                    .filter(|c| c.nic == nic as usize)
-                    .ok_or(GNI_RC_INVALID_PARAM)?
-                    .clone(),
-            ),
+            h => Some(reg.cq(h).ok().filter(|c| c.nic == nic as usize).ok_or(GNI_RC_INVALID_PARAM)?.clone()),
         };
         if let Some(c) = &cq {
             c.eps.fetch_add(1, Ordering::Relaxed);
@@ -226,10 +198,7 @@ pub extern "C" fn GNI_EpBind(ep: GniEpHandle, remote_addr: u32, remote_id: u32) 
     guard_r(|| {
         let reg = world::read();
         let e = reg.ep(ep as usize)?;
-        *e.lock_binding() = world::Binding {
-            remote: Some((remote_addr, remote_id)),
-            ..Default::default()
-        };
+        *e.lock_binding() = world::Binding { remote: Some((remote_addr, remote_id)), ..Default::default() };
         Ok(())
     })
 }
@@ -250,10 +219,7 @@ pub extern "C" fn GNI_EpUnbind(ep: GniEpHandle) -> GniReturn {
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_EpDestroy(ep: GniEpHandle) -> GniReturn {
     guard_r(|| {
-        let e = world::write()
-            .eps
-            .remove(&(ep as usize))
-            .ok_or(GNI_RC_INVALID_PARAM)?;
+        let e = world::write().eps.remove(&(ep as usize)).ok_or(GNI_RC_INVALID_PARAM)?;
         if let Some(c) = &e.cq {
             c.eps.fetch_sub(1, Ordering::Relaxed);
         }
@@ -279,13 +245,7 @@ pub unsafe extern "C" fn GNI_CqCreate(
         }
         let mut reg = world::write();
         reg.nic(nic as usize)?;
-        let obj = Arc::new(Cq::new(
-            nic as usize,
-            entry_count,
-            mode & GNI_CQ_BLOCKING != 0,
-            handler,
-            context as usize,
-        ));
+        let obj = Arc::new(Cq::new(nic as usize, entry_count, mode & GNI_CQ_BLOCKING != 0, handler, context as usize));
         let h = handle_of(&obj);
         reg.cqs.insert(h, obj);
         // SAFETY: non-null out-parameter.
@@ -329,11 +289,7 @@ pub unsafe extern "C" fn GNI_CqGetEvent(cq: GniCqHandle, event: *mut u64) -> Gni
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_CqWaitEvent(
-    cq: GniCqHandle,
-    timeout: u64,
-    event: *mut u64,
-) -> GniReturn {
+pub unsafe extern "C" fn GNI_CqWaitEvent(cq: GniCqHandle, timeout: u64, event: *mut u64) -> GniReturn {
     guard_r(|| {
         if event.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -350,11 +306,7 @@ pub unsafe extern "C" fn GNI_CqWaitEvent(
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_GetCompleted(
-    cq: GniCqHandle,
-    event: u64,
-    pd: *mut *mut GniPostDescriptor,
-) -> GniReturn {
+pub unsafe extern "C" fn GNI_GetCompleted(cq: GniCqHandle, event: u64, pd: *mut *mut GniPostDescriptor) -> GniReturn {
     guard_r(|| {
         if pd.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -406,10 +358,7 @@ pub unsafe extern "C" fn GNI_MemRegister(
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_MemDeregister(
-    nic: GniNicHandle,
-    mem_hndl: *mut GniMemHandle,
-) -> GniReturn {
+pub unsafe extern "C" fn GNI_MemDeregister(nic: GniNicHandle, mem_hndl: *mut GniMemHandle) -> GniReturn {
     guard_r(|| {
         if mem_hndl.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -453,10 +402,7 @@ pub extern "C" fn GNI_CtPostCqWrite(ep: GniEpHandle, pd: *mut GniPostDescriptor)
 // ---- short messages ----
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_SmsgBufferSizeNeeded(
-    attr: *mut GniSmsgAttr,
-    size: *mut c_uint,
-) -> GniReturn {
+pub unsafe extern "C" fn GNI_SmsgBufferSizeNeeded(attr: *mut GniSmsgAttr, size: *mut c_uint) -> GniReturn {
     guard_r(|| {
         if attr.is_null() || size.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -471,11 +417,7 @@ pub unsafe extern "C" fn GNI_SmsgBufferSizeNeeded(
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_SmsgInit(
-    ep: GniEpHandle,
-    local: *mut GniSmsgAttr,
-    remote: *mut GniSmsgAttr,
-) -> GniReturn {
+pub unsafe extern "C" fn GNI_SmsgInit(ep: GniEpHandle, local: *mut GniSmsgAttr, remote: *mut GniSmsgAttr) -> GniReturn {
     guard(|| {
         if local.is_null() || remote.is_null() {
             return GNI_RC_INVALID_PARAM;
@@ -545,11 +487,7 @@ pub unsafe extern "C" fn GNI_SmsgGetNext(ep: GniEpHandle, header: *mut *mut c_vo
 }
 
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn GNI_SmsgGetNextWTag(
-    ep: GniEpHandle,
-    header: *mut *mut c_void,
-    tag: *mut u8,
-) -> GniReturn {
+pub unsafe extern "C" fn GNI_SmsgGetNextWTag(ep: GniEpHandle, header: *mut *mut c_void, tag: *mut u8) -> GniReturn {
     guard_r(|| {
         if header.is_null() || tag.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
@@ -582,18 +520,11 @@ pub extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> 
         if let Some(n) = n {
             n.smsg_mode.store(dlvr_mode, Ordering::Relaxed);
         }
-        let rc = if n.is_some() {
-            GNI_RC_SUCCESS
-        } else {
-            GNI_RC_INVALID_PARAM
-        };
+        let rc = if n.is_some() { GNI_RC_SUCCESS } else { GNI_RC_INVALID_PARAM };
         if log::enabled() {
             log::record(
                 "GNI_SmsgSetDeliveryMode",
-                &[
-                    ("nic", n.map(|n| n.addr as u64).into()),
-                    ("dlvr_mode", (dlvr_mode as u64).into()),
-                ],
+                &[("nic", n.map(|n| n.addr as u64).into()), ("dlvr_mode", (dlvr_mode as u64).into())],
                 rc,
             );
         }
@@ -701,12 +632,7 @@ pub static gni_err_str: ErrStrTable = ErrStrTable([
 // ---- the emulator's control API (cabi/aar_emu.h) ----
 
 #[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn aar_emu_set_network(
-    latency_ad_us: f64,
-    latency_bs_us: f64,
-    stall_ad: f64,
-    stall_bs: f64,
-) -> c_int {
+pub extern "C" fn aar_emu_set_network(latency_ad_us: f64, latency_bs_us: f64, stall_ad: f64, stall_bs: f64) -> c_int {
     let ok = catch_unwind(|| {
         // The response-stall fraction is only set through AAR_EMU_NETWORK; keep the default here.
         let profile = NetworkProfile {
@@ -733,13 +659,7 @@ pub extern "C" fn aar_emu_counters_add(
     rsp_packets: i64,
     rsp_stalled: i64,
 ) {
-    counters::add([
-        req_flits,
-        req_stalled,
-        rsp_latency,
-        rsp_packets,
-        rsp_stalled,
-    ]);
+    counters::add([req_flits, req_stalled, rsp_latency, rsp_packets, rsp_stalled]);
 }
 
 #[cfg_attr(not(test), no_mangle)]
@@ -750,15 +670,7 @@ pub extern "C" fn aar_emu_counters_set(
     rsp_packets: i64,
     rsp_stalled: i64,
 ) {
-    let _ = catch_unwind(|| {
-        counters::set([
-            req_flits,
-            req_stalled,
-            rsp_latency,
-            rsp_packets,
-            rsp_stalled,
-        ])
-    });
+    let _ = catch_unwind(|| counters::set([req_flits, req_stalled, rsp_latency, rsp_packets, rsp_stalled]));
 }
 
 #[cfg_attr(not(test), no_mangle)]

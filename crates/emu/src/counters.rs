@@ -21,13 +21,8 @@ const EVENT_NAMES: [&[u8]; 5] = [
 ];
 
 /// `AtomicI64` has the size and alignment of `long long`, so libsde reads these in place.
-pub static COUNTERS: [AtomicI64; 5] = [
-    AtomicI64::new(0),
-    AtomicI64::new(0),
-    AtomicI64::new(0),
-    AtomicI64::new(0),
-    AtomicI64::new(0),
-];
+pub static COUNTERS: [AtomicI64; 5] =
+    [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
 
 /// When set, transfers leave the counters alone (tests inject values without interference).
 pub static FROZEN: AtomicBool = AtomicBool::new(false);
@@ -99,9 +94,7 @@ fn timing() -> &'static Mutex<Timing> {
             Ok(v) if v.trim().eq_ignore_ascii_case("us") => 1.0,
             Ok(v) if v.trim().eq_ignore_ascii_case("cycles") => 800.0,
             Ok(v) => {
-                warn(&format!(
-                    "AAR_EMU_LATENCY_UNIT=\"{v}\" is neither \"us\" nor \"cycles\"; using the default us"
-                ));
+                warn(&format!("AAR_EMU_LATENCY_UNIT=\"{v}\" is neither \"us\" nor \"cycles\"; using the default us"));
                 1.0
             }
         };

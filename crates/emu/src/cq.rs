@@ -136,13 +136,7 @@ struct CqState {
 }
 
 impl Cq {
-    pub fn new(
-        nic: usize,
-        entry_count: u32,
-        blocking: bool,
-        handler: Option<CqHandler>,
-        context: usize,
-    ) -> Cq {
+    pub fn new(nic: usize, entry_count: u32, blocking: bool, handler: Option<CqHandler>, context: usize) -> Cq {
         let capacity = entry_count as usize;
         Cq {
             nic,
@@ -150,10 +144,7 @@ impl Cq {
             blocking,
             handler,
             context,
-            state: Mutex::new(CqState {
-                events: VecDeque::with_capacity(capacity.min(4096)),
-                ..CqState::default()
-            }),
+            state: Mutex::new(CqState { events: VecDeque::with_capacity(capacity.min(4096)), ..CqState::default() }),
             ready: Condvar::new(),
             eps: AtomicUsize::new(0),
         }
@@ -186,10 +177,7 @@ impl Cq {
         let id = s.next_completion_id;
         s.next_completion_id = id.wrapping_add(1);
         s.reserved = s.reserved.saturating_sub(1);
-        s.events.push_back(Event {
-            entry: entry_with_ids(TYPE_POST, false, inst_id, id),
-            descr,
-        });
+        s.events.push_back(Event { entry: entry_with_ids(TYPE_POST, false, inst_id, id), descr });
         drop(s);
         self.ready.notify_all();
     }
@@ -224,8 +212,7 @@ impl Cq {
         }
         let ev = s.events.pop_front().ok_or(GNI_RC_NOT_DONE)?;
         if ev.descr != 0 {
-            s.completed
-                .push_back(((ev.entry & MSG_MASK) as u32, ev.descr));
+            s.completed.push_back(((ev.entry & MSG_MASK) as u32, ev.descr));
             // Callers that never collect descriptors must not grow this without bound.
             if s.completed.len() > self.capacity.max(1) {
                 s.completed.pop_front();
@@ -241,11 +228,7 @@ impl Cq {
             // GNI_CqCreate, which is told the handler runs before GetEvent/WaitEvent returns.
             unsafe { h(&mut e, self.context as *mut c_void) };
         }
-        let rc = if status(entry) != 0 {
-            GNI_RC_TRANSACTION_ERROR
-        } else {
-            GNI_RC_SUCCESS
-        };
+        let rc = if status(entry) != 0 { GNI_RC_TRANSACTION_ERROR } else { GNI_RC_SUCCESS };
         (entry, rc)
     }
 
@@ -277,10 +260,7 @@ impl Cq {
                     if now >= d {
                         return Err(GNI_RC_TIMEOUT);
                     }
-                    self.ready
-                        .wait_timeout(s, d - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
+                    self.ready.wait_timeout(s, d - now).unwrap_or_else(|e| e.into_inner()).0
                 }
             };
         }
@@ -305,15 +285,9 @@ mod tests {
     #[test]
     fn entries_round_trip() {
         let e = entry_with_ids(TYPE_SMSG, true, 0xabcdef, 0x1234_5678);
-        assert_eq!(
-            (ty(e), is_remote(e), inst_id(e), msg_id(e), status(e)),
-            (1, true, 0xabcdef, 0x1234_5678, 0)
-        );
+        assert_eq!((ty(e), is_remote(e), inst_id(e), msg_id(e), status(e)), (1, true, 0xabcdef, 0x1234_5678, 0));
         let e = remote_post_entry(0xffff_1234_5678_9abc);
-        assert_eq!(
-            (ty(e), is_remote(e), data(e), msg_id(e)),
-            (0, true, 0x1234_5678_9abc, 0)
-        );
+        assert_eq!((ty(e), is_remote(e), data(e), msg_id(e)), (0, true, 0x1234_5678_9abc, 0));
         let e = set_inst_id(entry_with_ids(TYPE_POST, false, 1, 2), 7);
         assert_eq!((inst_id(e), msg_id(e)), (7, 2));
         assert_eq!(ty(set_type(e, 1)), 1);
@@ -332,11 +306,7 @@ mod tests {
         assert_eq!(cq.get_completed(e), Some(0x1000));
         assert_eq!(cq.get_completed(e), None);
         assert_eq!(cq.get_event().unwrap_err(), GNI_RC_NOT_DONE);
-        assert_eq!(
-            cq.wait_event(0).unwrap_err(),
-            GNI_RC_ERROR_RESOURCE,
-            "non-blocking CQ"
-        );
+        assert_eq!(cq.wait_event(0).unwrap_err(), GNI_RC_ERROR_RESOURCE, "non-blocking CQ");
         let blocking = Cq::new(0, 1, true, None, 0);
         assert_eq!(blocking.wait_event(1).unwrap_err(), GNI_RC_TIMEOUT);
     }

@@ -15,17 +15,10 @@ static LOG: OnceLock<Option<Mutex<File>>> = OnceLock::new();
 fn log_file() -> Option<&'static Mutex<File>> {
     LOG.get_or_init(|| {
         let path = std::env::var_os("AAR_EMU_LOG").filter(|p| !p.is_empty())?;
-        match std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-        {
+        match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
             Ok(f) => Some(Mutex::new(f)),
             Err(e) => {
-                warn(&format!(
-                    "AAR_EMU_LOG={}: cannot open ({e}); posts are not logged",
-                    path.to_string_lossy()
-                ));
+                warn(&format!("AAR_EMU_LOG={}: cannot open ({e}); posts are not logged", path.to_string_lossy()));
                 None
             }
         }

@@ -78,34 +78,16 @@ impl Default for NetworkProfile {
     /// A quiet network: minimal paths are shorter, so High Bias answers faster; stalls are low on
     /// both, slightly higher on minimal paths because they share fewer links.
     fn default() -> Self {
-        NetworkProfile {
-            latency_ad: 1.4,
-            latency_bs: 1.1,
-            stall_ad: 1.0,
-            stall_bs: 2.0,
-            rsp_stall: 0.0,
-        }
+        NetworkProfile { latency_ad: 1.4, latency_bs: 1.1, stall_ad: 1.0, stall_bs: 2.0, rsp_stall: 0.0 }
     }
 }
 
 impl NetworkProfile {
     /// Profile keys in the order `AAR_EMU_NETWORK` documents them.
-    pub const KEYS: [&'static str; 5] = [
-        "latency_ad",
-        "latency_bs",
-        "stall_ad",
-        "stall_bs",
-        "rsp_stall",
-    ];
+    pub const KEYS: [&'static str; 5] = ["latency_ad", "latency_bs", "stall_ad", "stall_bs", "rsp_stall"];
 
     fn get(&self, i: usize) -> f64 {
-        [
-            self.latency_ad,
-            self.latency_bs,
-            self.stall_ad,
-            self.stall_bs,
-            self.rsp_stall,
-        ][i]
+        [self.latency_ad, self.latency_bs, self.stall_ad, self.stall_bs, self.rsp_stall][i]
     }
 
     fn set(&mut self, i: usize, v: f64) {
@@ -136,10 +118,7 @@ impl NetworkProfile {
             };
             let (key, value) = (key.trim(), value.trim());
             let Some(i) = Self::KEYS.iter().position(|k| *k == key) else {
-                complaints.push(format!(
-                    "unknown key \"{key}\" (known: {}); ignored",
-                    Self::KEYS.join(", ")
-                ));
+                complaints.push(format!("unknown key \"{key}\" (known: {}); ignored", Self::KEYS.join(", ")));
                 continue;
             };
             match value.parse::<f64>() {
@@ -231,14 +210,7 @@ mod tests {
     use super::*;
 
     fn put(bytes: u64, mode: u16) -> Transfer {
-        Transfer {
-            post_type: 3,
-            direction: Direction::PutLike,
-            bytes,
-            dlvr_mode: mode,
-            src_nic: 1,
-            dst_nic: 2,
-        }
+        Transfer { post_type: 3, direction: Direction::PutLike, bytes, dlvr_mode: mode, src_nic: 1, dst_nic: 2 }
     }
 
     #[test]
@@ -252,13 +224,8 @@ mod tests {
 
     #[test]
     fn modes_interpolate_between_the_two_ends() {
-        let profile = NetworkProfile {
-            latency_ad: 1.6,
-            latency_bs: 1.0,
-            stall_ad: 2.0,
-            stall_bs: 40.0,
-            rsp_stall: 0.0,
-        };
+        let profile =
+            NetworkProfile { latency_ad: 1.6, latency_bs: 1.0, stall_ad: 2.0, stall_bs: 40.0, rsp_stall: 0.0 };
         let mut m = DefaultModel { profile };
         let ad = m.on_transfer(&put(64, 0x00));
         assert_eq!(
@@ -294,13 +261,7 @@ mod tests {
         assert!(c.is_empty());
         assert_eq!(
             p,
-            NetworkProfile {
-                latency_ad: 1.6,
-                latency_bs: 1.0,
-                stall_ad: 2.0,
-                stall_bs: 40.0,
-                rsp_stall: 0.0
-            }
+            NetworkProfile { latency_ad: 1.6, latency_bs: 1.0, stall_ad: 2.0, stall_bs: 40.0, rsp_stall: 0.0 }
         );
         let (p, c) = NetworkProfile::parse("latency_ad=abc,stall_bs=-1,bogus=3,rsp_stall=0.1,junk");
         assert_eq!(c.len(), 4, "{c:?}");

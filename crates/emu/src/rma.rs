@@ -225,8 +225,7 @@ fn decode_amo(cmd: u32) -> Option<(AmoOp, bool)> {
 /// Performs the operation atomically and returns the previous value.
 fn apply_amo(t: &AtomicU64, op: AmoOp, a: u64, b: u64) -> u64 {
     let update = |f: &dyn Fn(u64) -> u64| {
-        t.fetch_update(Ordering::AcqRel, Ordering::Acquire, |x| Some(f(x)))
-            .unwrap_or_else(|x| x)
+        t.fetch_update(Ordering::AcqRel, Ordering::Acquire, |x| Some(f(x))).unwrap_or_else(|x| x)
     };
     let fp = |x: u64, g: fn(f64, f64) -> f64| g(f64::from_bits(x), f64::from_bits(a)).to_bits();
     match op {
@@ -236,9 +235,7 @@ fn apply_amo(t: &AtomicU64, op: AmoOp, a: u64, b: u64) -> u64 {
         AmoOp::Xor => t.fetch_xor(a, Ordering::AcqRel),
         AmoOp::Swap => t.swap(a, Ordering::AcqRel),
         // Compare with the first operand, swap in the second.
-        AmoOp::CSwap => t
-            .compare_exchange(a, b, Ordering::AcqRel, Ordering::Acquire)
-            .unwrap_or_else(|x| x),
+        AmoOp::CSwap => t.compare_exchange(a, b, Ordering::AcqRel, Ordering::Acquire).unwrap_or_else(|x| x),
         AmoOp::AndXor => update(&|x| (x & a) ^ b),
         AmoOp::IMin => update(&|x| (x as i64).min(a as i64) as u64),
         AmoOp::IMax => update(&|x| (x as i64).max(a as i64) as u64),
@@ -313,10 +310,7 @@ fn region<'r>(
 /// Checks one transfer from `ep` to the endpoint it is bound to.
 fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
     let (raddr, rid) = ep.remote().ok_or(GNI_RC_INVALID_STATE)?;
-    let target = reg
-        .nic_by_key
-        .get(&nic_key(raddr, rid))
-        .ok_or(GNI_RC_INVALID_PARAM)?;
+    let target = reg.nic_by_key.get(&nic_key(raddr, rid)).ok_or(GNI_RC_INVALID_PARAM)?;
     let (th, lh) = (handle_of(target), ep.nic_handle);
     let len = r.length;
     let remote_region;
@@ -343,12 +337,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 None
             };
             remote_region = Some(remote);
-            Op::Copy {
-                src: r.local_addr,
-                dst: r.remote_addr,
-                len,
-                flag,
-            }
+            Op::Copy { src: r.local_addr, dst: r.remote_addr, len, flag }
         }
         GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG => {
             if len == 0 {
@@ -367,12 +356,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 None
             };
             remote_region = Some(remote);
-            Op::Copy {
-                src: r.remote_addr,
-                dst: r.local_addr,
-                len,
-                flag,
-            }
+            Op::Copy { src: r.remote_addr, dst: r.local_addr, len, flag }
         }
         GNI_POST_AMO | GNI_POST_AMO_W_FLAG => {
             if len == 0 {
@@ -405,14 +389,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 _ => None,
             };
             let fetch_to = fetching.then_some(r.local_addr);
-            Op::Amo {
-                target: r.remote_addr,
-                op,
-                first: r.first_operand,
-                second: r.second_operand,
-                fetch_to,
-                flag,
-            }
+            Op::Amo { target: r.remote_addr, op, first: r.first_operand, second: r.second_operand, fetch_to, flag }
         }
         GNI_POST_CQWRITE => {
             // The event goes to the CQ of the remote registration; without a handle, to the CQ
@@ -420,18 +397,10 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
             let cq = if is_zero(&r.remote_mh) {
                 reg.peer(ep).and_then(|p| p.cq.clone())
             } else {
-                reg.mem(&r.remote_mh, th)
-                    .ok_or(GNI_RC_INVALID_PARAM)?
-                    .dst_cq
-                    .clone()
+                reg.mem(&r.remote_mh, th).ok_or(GNI_RC_INVALID_PARAM)?.dst_cq.clone()
             };
             let cq = cq.ok_or(GNI_RC_INVALID_PARAM)?;
-            return Ok(Leg {
-                op: Op::CqWrite,
-                bytes: len,
-                dst_nic: raddr,
-                remote_event: Some((cq, r.cqwrite_value)),
-            });
+            return Ok(Leg { op: Op::CqWrite, bytes: len, dst_nic: raddr, remote_event: Some((cq, r.cqwrite_value)) });
         }
         _ => return Err(GNI_RC_INVALID_PARAM),
     };
@@ -439,12 +408,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
         Some(m) if r.remote_event => m.dst_cq.clone().map(|cq| (cq, ep.nic.inst_id as u64)),
         _ => None,
     };
-    Ok(Leg {
-        op,
-        bytes: len,
-        dst_nic: raddr,
-        remote_event,
-    })
+    Ok(Leg { op, bytes: len, dst_nic: raddr, remote_event })
 }
 
 /// Moves the bytes of a checked leg and delivers its remote event.
@@ -457,12 +421,7 @@ fn execute(leg: &Leg) {
         }
     };
     match leg.op {
-        Op::Copy {
-            src,
-            dst,
-            len,
-            flag,
-        } => {
+        Op::Copy { src, dst, len, flag } => {
             if len > 0 {
                 // SAFETY: plan() checked both ranges (registered regions, or for an FMA PUT
                 // source the caller's own non-null buffer); they may overlap, hence memmove.
@@ -470,14 +429,7 @@ fn execute(leg: &Leg) {
             }
             store_flag(flag);
         }
-        Op::Amo {
-            target,
-            op,
-            first,
-            second,
-            fetch_to,
-            flag,
-        } => {
+        Op::Amo { target, op, first, second, fetch_to, flag } => {
             // SAFETY: plan() checked the target is 8-aligned, 8 bytes inside a writable
             // registered region; other AMOs on it go through atomics too.
             let t = unsafe { AtomicU64::from_ptr(target as *mut u64) };
@@ -515,9 +467,7 @@ pub fn post(call: Call, ep_handle: usize, pd: *mut GniPostDescriptor) -> GniRetu
     };
     let rc = match &descr {
         None => GNI_RC_INVALID_PARAM,
-        Some(d) => run(&world::read(), call, ep_handle, pd as usize, d, &mut chain)
-            .err()
-            .unwrap_or(GNI_RC_SUCCESS),
+        Some(d) => run(&world::read(), call, ep_handle, pd as usize, d, &mut chain).err().unwrap_or(GNI_RC_SUCCESS),
     };
     if log::enabled() {
         let field = |f: fn(&GniPostDescriptor) -> u64| descr.as_ref().map(f);
@@ -547,18 +497,11 @@ fn run(
     call.accepts(d.r#type)?;
     let head = Request::from_descriptor(d);
     let first = plan(reg, ep, &head)?;
-    let rest = if call.chained() {
-        plan_chain(reg, ep, &head, d.next_descr, chain)?
-    } else {
-        Vec::new()
-    };
+    let rest = if call.chained() { plan_chain(reg, ep, &head, d.next_descr, chain)? } else { Vec::new() };
 
     // Local completion: one event per requested kind (both need a DUAL_EVENTS CDM), on the
     // descriptor's CQ or else the endpoint's.
-    let kinds = [GNI_CQMODE_LOCAL_EVENT, GNI_CQMODE_GLOBAL_EVENT]
-        .iter()
-        .filter(|&&m| d.cq_mode & m != 0)
-        .count();
+    let kinds = [GNI_CQMODE_LOCAL_EVENT, GNI_CQMODE_GLOBAL_EVENT].iter().filter(|&&m| d.cq_mode & m != 0).count();
     if kinds == 2 && !ep.nic.dual_events {
         return Err(GNI_RC_INVALID_PARAM);
     }
@@ -616,14 +559,7 @@ fn plan_chain(
                 let e = unsafe { next.cast::<CtPutDescr>().read_unaligned() };
                 (
                     e.ep_hndl,
-                    Request::element(
-                        head,
-                        e.local_addr,
-                        None,
-                        e.remote_addr,
-                        e.remote_mem_hndl,
-                        e.length,
-                    ),
+                    Request::element(head, e.local_addr, None, e.remote_addr, e.remote_mem_hndl, e.length),
                     e.next_descr,
                 )
             }
@@ -632,14 +568,7 @@ fn plan_chain(
                 let mh = Some(e.local_mem_hndl);
                 (
                     e.ep_hndl,
-                    Request::element(
-                        head,
-                        e.local_addr,
-                        mh,
-                        e.remote_addr,
-                        e.remote_mem_hndl,
-                        e.length,
-                    ),
+                    Request::element(head, e.local_addr, mh, e.remote_addr, e.remote_mem_hndl, e.length),
                     e.next_descr,
                 )
             }
@@ -701,10 +630,7 @@ mod tests {
         t.store(1.5f64.to_bits(), Ordering::Relaxed);
         apply_amo(&t, op, 2.25f64.to_bits(), 0);
         assert_eq!(f64::from_bits(t.load(Ordering::Relaxed)), 3.75);
-        assert!(
-            decode_amo(0x354).is_none(),
-            "32-bit operand forms are not emulated"
-        );
+        assert!(decode_amo(0x354).is_none(), "32-bit operand forms are not emulated");
         assert!(decode_amo(0x0ff).is_none());
     }
 }

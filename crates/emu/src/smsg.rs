@@ -41,15 +41,8 @@ pub fn buffer_size_needed(attr: &GniSmsgAttr) -> Result<u64, GniReturn> {
 }
 
 fn check_attr(attr: &GniSmsgAttr) -> Result<(), GniReturn> {
-    let type_ok = matches!(
-        attr.msg_type,
-        GNI_SMSG_TYPE_MBOX | GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT
-    );
-    if !type_ok
-        || attr.mbox_maxcredit == 0
-        || attr.msg_maxsize == 0
-        || attr.msg_maxsize > GNI_SMSG_MAX_SIZE
-    {
+    let type_ok = matches!(attr.msg_type, GNI_SMSG_TYPE_MBOX | GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT);
+    if !type_ok || attr.mbox_maxcredit == 0 || attr.msg_maxsize == 0 || attr.msg_maxsize > GNI_SMSG_MAX_SIZE {
         return Err(GNI_RC_INVALID_PARAM);
     }
     Ok(())
@@ -70,9 +63,7 @@ pub fn init(reg: &Registry, ep: &Arc<Ep>, local: &GniSmsgAttr, remote: &GniSmsgA
             let slot_words = (local.msg_maxsize as usize).div_ceil(8);
             let credits = local.mbox_maxcredit as usize;
             *ep.lock_inbox() = Some(Inbox {
-                slots: (0..credits)
-                    .map(|_| vec![0u64; slot_words].into_boxed_slice())
-                    .collect(),
+                slots: (0..credits).map(|_| vec![0u64; slot_words].into_boxed_slice()).collect(),
                 slot_bytes: local.msg_maxsize as usize,
                 tags: vec![0; credits],
                 head: 0,
@@ -80,8 +71,7 @@ pub fn init(reg: &Registry, ep: &Arc<Ep>, local: &GniSmsgAttr, remote: &GniSmsgA
                 current: false,
                 rx_cq: m.dst_cq.clone().or_else(|| ep.cq.clone()),
             });
-            ep.smsg_max_send
-                .store(remote.msg_maxsize, Ordering::Relaxed);
+            ep.smsg_max_send.store(remote.msg_maxsize, Ordering::Relaxed);
             GNI_RC_SUCCESS
         }
         _ => GNI_RC_INVALID_PARAM,
@@ -124,8 +114,7 @@ pub fn send(call: &str, ep_handle: usize, s: &Send) -> GniReturn {
 
 fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniReturn {
     let max = ep.smsg_max_send.load(Ordering::Relaxed);
-    if max == 0 || (s.header.is_null() && s.header_len > 0) || (s.data.is_null() && s.data_len > 0)
-    {
+    if max == 0 || (s.header.is_null() && s.header_len > 0) || (s.data.is_null() && s.data_len > 0) {
         return GNI_RC_INVALID_PARAM;
     }
     let Some((_, remote_id)) = ep.remote() else {
@@ -172,11 +161,7 @@ fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniReturn {
                 std::ptr::copy_nonoverlapping(s.header, slot, s.header_len as usize);
             }
             if s.data_len > 0 {
-                std::ptr::copy_nonoverlapping(
-                    s.data,
-                    slot.add(s.header_len as usize),
-                    s.data_len as usize,
-                );
+                std::ptr::copy_nonoverlapping(s.data, slot.add(s.header_len as usize), s.data_len as usize);
             }
         }
         inbox.tags[i] = s.tag;
@@ -184,20 +169,10 @@ fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniReturn {
         inbox.rx_cq.clone()
     };
     if let Some(rx) = rx_cq {
-        rx.push_unreserved(cq::entry_with_ids(
-            cq::TYPE_SMSG,
-            true,
-            ep.nic.inst_id,
-            s.msg_id,
-        ));
+        rx.push_unreserved(cq::entry_with_ids(cq::TYPE_SMSG, true, ep.nic.inst_id, s.msg_id));
     }
     if let Some(cq) = &ep.cq {
-        cq.push_reserved(cq::entry_with_ids(
-            cq::TYPE_SMSG,
-            false,
-            remote_id,
-            s.msg_id,
-        ));
+        cq.push_reserved(cq::entry_with_ids(cq::TYPE_SMSG, false, remote_id, s.msg_id));
     }
     counters::account(&Transfer {
         post_type: SMSG_POST_TYPE,

@@ -6,9 +6,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
-use std::sync::{
-    Arc, LazyLock, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak,
-};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use aar_abi::*;
 
@@ -84,10 +82,7 @@ pub struct MemReg {
 impl MemReg {
     /// True when [addr, addr+len) lies inside the registered region.
     pub fn covers(&self, addr: u64, len: u64) -> bool {
-        addr >= self.addr
-            && addr
-                .checked_add(len)
-                .is_some_and(|end| end <= self.addr + self.len)
+        addr >= self.addr && addr.checked_add(len).is_some_and(|end| end <= self.addr + self.len)
     }
 }
 
@@ -138,12 +133,8 @@ pub struct Registry {
     pub next_mem_id: u64,
 }
 
-static REGISTRY: LazyLock<RwLock<Registry>> = LazyLock::new(|| {
-    RwLock::new(Registry {
-        next_nic_addr: FIRST_NIC_ADDR,
-        ..Registry::default()
-    })
-});
+static REGISTRY: LazyLock<RwLock<Registry>> =
+    LazyLock::new(|| RwLock::new(Registry { next_nic_addr: FIRST_NIC_ADDR, ..Registry::default() }));
 
 static EP_SEQ: AtomicU64 = AtomicU64::new(0);
 
@@ -170,10 +161,7 @@ const MEM_CHECK_KEY: u64 = 0x9e37_79b9_7f4a_7c15;
 
 pub fn mem_handle_for(id: u64, addr: u64, len: u64) -> GniMemHandle {
     let qword1 = MEM_TAG | id;
-    GniMemHandle {
-        qword1,
-        qword2: (addr ^ len.rotate_left(32) ^ qword1).wrapping_mul(MEM_CHECK_KEY),
-    }
+    GniMemHandle { qword1, qword2: (addr ^ len.rotate_left(32) ^ qword1).wrapping_mul(MEM_CHECK_KEY) }
 }
 
 pub fn is_zero(mh: &GniMemHandle) -> bool {
@@ -195,9 +183,7 @@ impl Registry {
 
     /// The registration behind a handle, if it is one of ours and registered on NIC `nic`.
     pub fn mem(&self, mh: &GniMemHandle, nic: usize) -> Option<&Arc<MemReg>> {
-        self.mems
-            .get(&mh.qword1)
-            .filter(|m| m.check == mh.qword2 && m.nic == nic)
+        self.mems.get(&mh.qword1).filter(|m| m.check == mh.qword2 && m.nic == nic)
     }
 
     /// The endpoint bound back to `ep`: on the NIC `ep` is bound to, itself bound to `ep`'s NIC
@@ -207,9 +193,7 @@ impl Registry {
             let b = ep.lock_binding();
             let remote = b.remote?;
             if let Some(p) = b.peer.upgrade() {
-                if self.eps.contains_key(&handle_of(&p))
-                    && p.remote() == Some((ep.nic.addr, ep.nic.inst_id))
-                {
+                if self.eps.contains_key(&handle_of(&p)) && p.remote() == Some((ep.nic.addr, ep.nic.inst_id)) {
                     return Some(p);
                 }
             }

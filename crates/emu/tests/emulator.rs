@@ -67,19 +67,10 @@ fn scratch(name: &str) -> PathBuf {
 #[test]
 fn every_post_is_logged_as_received() {
     let log = scratch("log_sequence.jsonl");
-    let out = run(
-        &emu_check(),
-        &["log"],
-        &[("AAR_EMU_LOG", log.to_str().unwrap())],
-    );
+    let out = run(&emu_check(), &["log"], &[("AAR_EMU_LOG", log.to_str().unwrap())]);
     let stdout = expect_success(&out, "log");
-    let nics: Vec<u32> = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("nic "))
-        .unwrap()
-        .split(' ')
-        .map(|n| n.parse().unwrap())
-        .collect();
+    let nics: Vec<u32> =
+        stdout.lines().find_map(|l| l.strip_prefix("nic ")).unwrap().split(' ').map(|n| n.parse().unwrap()).collect();
     let a = nics[0];
     let text = std::fs::read_to_string(&log).unwrap();
     let want = [
@@ -88,7 +79,8 @@ fn every_post_is_logged_as_received() {
         r#"{"call":"GNI_PostFma","type":3,"length":8,"dlvr_mode":0,"rc":2}"#.to_string(),
         r#"{"call":"GNI_PostFma","type":null,"length":null,"dlvr_mode":null,"rc":2}"#.to_string(),
         r#"{"call":"GNI_PostCqWrite","type":7,"length":0,"dlvr_mode":32,"rc":0}"#.to_string(),
-        r#"{"call":"GNI_CtPostFma","type":3,"length":32,"dlvr_mode":64,"chain_elements":2,"chain_bytes":210,"rc":0}"#.to_string(),
+        r#"{"call":"GNI_CtPostFma","type":3,"length":32,"dlvr_mode":64,"chain_elements":2,"chain_bytes":210,"rc":0}"#
+            .to_string(),
         format!(r#"{{"call":"GNI_SmsgSend","length":48,"smsg_dlvr_mode":0,"nic":{a},"rc":0}}"#),
         format!(r#"{{"call":"GNI_SmsgSetDeliveryMode","nic":{a},"dlvr_mode":128,"rc":0}}"#),
         format!(r#"{{"call":"GNI_SmsgSendWTag","length":16,"smsg_dlvr_mode":128,"nic":{a},"rc":0}}"#),
@@ -106,18 +98,11 @@ fn every_post_is_logged_as_received() {
 
 #[test]
 fn an_unopenable_log_path_warns_and_the_program_runs() {
-    let out = run(
-        &emu_check(),
-        &["put_get"],
-        &[("AAR_EMU_LOG", "/nonexistent-dir/x.jsonl")],
-    );
+    let out = run(&emu_check(), &["put_get"], &[("AAR_EMU_LOG", "/nonexistent-dir/x.jsonl")]);
     expect_success(&out, "put_get");
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.starts_with("aar-emu: AAR_EMU_LOG=/nonexistent-dir/x.jsonl"),
-        "{err}"
-    );
+    assert!(err.starts_with("aar-emu: AAR_EMU_LOG=/nonexistent-dir/x.jsonl"), "{err}");
 }
 
 /// What the default timing model adds to (req_flits, req_stalled, rsp_latency_us, rsp_packets,
@@ -125,11 +110,7 @@ fn an_unopenable_log_path_warns_and_the_program_runs() {
 fn model(bytes: u64, put_like: bool, mode: u16, p: (f64, f64, f64, f64)) -> [f64; 5] {
     let (lat_ad, lat_bs, st_ad, st_bs) = p;
     let packets = bytes.div_ceil(64).max(1) as f64;
-    let flits = if put_like {
-        packets + bytes.div_ceil(16) as f64
-    } else {
-        packets
-    };
+    let flits = if put_like { packets + bytes.div_ceil(16) as f64 } else { packets };
     let (w, factor) = match mode & 0xff {
         0x00 => (0.0, 1.0),
         0x20 => (1.0 / 3.0, 1.0),
@@ -175,11 +156,7 @@ fn check_counters(args: &[&str], env: &[(&str, &str)], latency_scale: f64) {
         ("put64_nmin", m(64, true, 0x08), [0; 5]),
         ("amo8_a2", m(8, true, 0x40), [0; 5]),
         ("smsg100_a3", m(100, true, 0x80), [0; 5]),
-        (
-            "chain_64_2x128_a0",
-            sum(&[m(64, true, 0), m(128, true, 0), m(128, true, 0)]),
-            [0; 5],
-        ),
+        ("chain_64_2x128_a0", sum(&[m(64, true, 0), m(128, true, 0), m(128, true, 0)]), [0; 5]),
         ("frozen_put", [0.0; 5], [0; 5]),
         ("injected", [0.0; 5], [-3, 0, 0, 0, 7]),
         ("thawed_put64_a0", m(64, true, 0x00), [0; 5]),
@@ -224,10 +201,7 @@ fn counters_read_through_papi_follow_the_model() {
 #[test]
 fn network_profile_and_latency_unit_come_from_the_environment() {
     let env = [
-        (
-            "AAR_EMU_NETWORK",
-            "latency_ad=1.5, latency_bs=1.0,stall_ad=2,stall_bs=40",
-        ),
+        ("AAR_EMU_NETWORK", "latency_ad=1.5, latency_bs=1.0,stall_ad=2,stall_bs=40"),
         ("AAR_EMU_LATENCY_UNIT", "cycles"),
     ];
     check_counters(&[], &env, 800.0);
@@ -235,35 +209,17 @@ fn network_profile_and_latency_unit_come_from_the_environment() {
 
 #[test]
 fn a_bad_network_value_warns_once_and_keeps_the_default() {
-    let out = run(
-        &emu_check(),
-        &["put_get"],
-        &[
-            ("AAR_EMU_NETWORK", "latency_ad=fast"),
-            ("AAR_EMU_LATENCY_UNIT", "ns"),
-        ],
-    );
+    let out =
+        run(&emu_check(), &["put_get"], &[("AAR_EMU_NETWORK", "latency_ad=fast"), ("AAR_EMU_LATENCY_UNIT", "ns")]);
     expect_success(&out, "put_get");
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "{err}");
     assert!(lines.iter().all(|l| l.starts_with("aar-emu: ")), "{err}");
-    let network = lines
-        .iter()
-        .find(|l| l.contains("AAR_EMU_NETWORK"))
-        .expect("network warning");
-    assert!(
-        network.contains("latency_ad=\"fast\"") && network.contains("default latency_ad=1.4"),
-        "{network}"
-    );
-    let unit = lines
-        .iter()
-        .find(|l| l.contains("AAR_EMU_LATENCY_UNIT"))
-        .expect("unit warning");
-    assert!(
-        unit.contains("\"ns\"") && unit.contains("default us"),
-        "{unit}"
-    );
+    let network = lines.iter().find(|l| l.contains("AAR_EMU_NETWORK")).expect("network warning");
+    assert!(network.contains("latency_ad=\"fast\"") && network.contains("default latency_ad=1.4"), "{network}");
+    let unit = lines.iter().find(|l| l.contains("AAR_EMU_LATENCY_UNIT")).expect("unit warning");
+    assert!(unit.contains("\"ns\"") && unit.contains("default us"), "{unit}");
 }
 
 #[test]
@@ -272,41 +228,17 @@ fn pingpong_example_sweeps_sizes_with_fma_then_rdma() {
     let log = scratch("pingpong.jsonl");
     let out = run(
         &exe,
-        &[
-            "--min",
-            "16",
-            "--max",
-            "64K",
-            "--iters",
-            "2",
-            "--dlvr-mode",
-            "0x80",
-        ],
+        &["--min", "16", "--max", "64K", "--iters", "2", "--dlvr-mode", "0x80"],
         &[("AAR_EMU_LOG", log.to_str().unwrap())],
     );
     let stdout = expect_success(&out, "pingpong");
     assert!(stdout.contains("pingpong: OK, 52 messages"), "{stdout}");
-    let lines: Vec<Vec<(String, Json)>> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(parse_flat_json)
-        .collect();
+    let lines: Vec<Vec<(String, Json)>> = std::fs::read_to_string(&log).unwrap().lines().map(parse_flat_json).collect();
     assert_eq!(lines.len(), 52);
     for l in &lines {
-        let get = |k: &str| {
-            l.iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.clone())
-                .unwrap()
-        };
-        let Json::Num(len) = get("length") else {
-            panic!()
-        };
-        let want_call = if len < 4096 {
-            "GNI_PostFma"
-        } else {
-            "GNI_PostRdma"
-        };
+        let get = |k: &str| l.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap();
+        let Json::Num(len) = get("length") else { panic!() };
+        let want_call = if len < 4096 { "GNI_PostFma" } else { "GNI_PostRdma" };
         assert_eq!(get("call"), Json::Str(want_call.into()));
         assert_eq!(get("dlvr_mode"), Json::Num(0x80));
         assert_eq!(get("rc"), Json::Num(0));
@@ -325,24 +257,12 @@ fn smallmsg_example_streams_smsg_and_fma_puts() {
         &[("AAR_EMU_LOG", log.to_str().unwrap())],
     );
     let stdout = expect_success(&out, "smallmsg");
-    assert!(
-        stdout.contains("smallmsg: OK, 300 messages (150 SMSG, 150 FMA PUT)"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("smallmsg: OK, 300 messages (150 SMSG, 150 FMA PUT)"), "{stdout}");
     let text = std::fs::read_to_string(&log).unwrap();
-    let sends = text
-        .lines()
-        .filter(|l| l.contains("\"call\":\"GNI_SmsgSend"))
-        .collect::<Vec<_>>();
+    let sends = text.lines().filter(|l| l.contains("\"call\":\"GNI_SmsgSend")).collect::<Vec<_>>();
     // With 16 credits and windows of 32, some sends find no credit and are retried.
     assert!(sends.len() >= 150, "{}", sends.len());
-    assert_eq!(
-        sends.iter().filter(|l| l.ends_with("\"rc\":0}")).count(),
-        150
-    );
+    assert_eq!(sends.iter().filter(|l| l.ends_with("\"rc\":0}")).count(), 150);
     assert!(sends.iter().all(|l| l.contains("\"smsg_dlvr_mode\":128")));
-    assert_eq!(
-        text.lines().filter(|l| l.contains("GNI_PostFma")).count(),
-        150
-    );
+    assert_eq!(text.lines().filter(|l| l.contains("GNI_PostFma")).count(), 150);
 }

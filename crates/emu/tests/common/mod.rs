@@ -11,17 +11,11 @@ use std::sync::{Mutex, OnceLock};
 /// custom CARGO_TARGET_DIR is honoured.
 fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.ancestors()
-        .nth(3)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
+    exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").to_path_buf()
 }
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
 }
 
 /// target/release, after making sure libugni.so there is current (a no-op build when it is).
@@ -37,11 +31,7 @@ pub fn lib_dir() -> &'static Path {
             .expect("run cargo build");
         assert!(status.success(), "cargo build --release -p aar-emu failed");
         let dir = target.join("release");
-        assert!(
-            dir.join("libugni.so").exists(),
-            "no libugni.so in {}",
-            dir.display()
-        );
+        assert!(dir.join("libugni.so").exists(), "no libugni.so in {}", dir.display());
         dir
     })
 }
@@ -66,15 +56,7 @@ fn compile_now(src: &str, name: &str) -> PathBuf {
     let exe = out_dir.join(name);
     let root = repo_root();
     let output = Command::new("cc")
-        .args([
-            "-std=c11",
-            "-D_GNU_SOURCE",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-O2",
-            "-pthread",
-        ])
+        .args(["-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-O2", "-pthread"])
         .arg("-I")
         .arg(root.join("cabi"))
         .arg(root.join(src))
@@ -86,11 +68,7 @@ fn compile_now(src: &str, name: &str) -> PathBuf {
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .output()
         .expect("run cc");
-    assert!(
-        output.status.success(),
-        "cc {src} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "cc {src} failed:\n{}", String::from_utf8_lossy(&output.stderr));
     exe
 }
 
@@ -98,13 +76,7 @@ fn compile_now(src: &str, name: &str) -> PathBuf {
 pub fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
     cmd.args(args);
-    for var in [
-        "AAR_EMU_LOG",
-        "AAR_EMU_NETWORK",
-        "AAR_EMU_LATENCY_UNIT",
-        "AAR_EMU_SIM",
-        "LD_PRELOAD",
-    ] {
+    for var in ["AAR_EMU_LOG", "AAR_EMU_NETWORK", "AAR_EMU_LATENCY_UNIT", "AAR_EMU_SIM", "LD_PRELOAD"] {
         cmd.env_remove(var);
     }
     cmd.envs(env.iter().copied());
@@ -121,13 +93,7 @@ pub fn stderr(o: &Output) -> String {
 
 /// Asserts a clean exit and returns stdout.
 pub fn expect_success(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        stdout(o),
-        stderr(o)
-    );
+    assert!(o.status.success(), "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}", o.status, stdout(o), stderr(o));
     stdout(o)
 }
 
@@ -149,14 +115,10 @@ pub fn parse_flat_json(line: &str) -> Vec<(String, Json)> {
     let mut fields = Vec::new();
     let mut rest = body;
     while !rest.is_empty() {
-        let (key, after) = rest
-            .strip_prefix('"')
-            .and_then(|r| r.split_once("\":"))
-            .unwrap_or_else(|| panic!("bad key in {line}"));
+        let (key, after) =
+            rest.strip_prefix('"').and_then(|r| r.split_once("\":")).unwrap_or_else(|| panic!("bad key in {line}"));
         let (value, next) = if let Some(s) = after.strip_prefix('"') {
-            let (s, n) = s
-                .split_once('"')
-                .unwrap_or_else(|| panic!("bad string in {line}"));
+            let (s, n) = s.split_once('"').unwrap_or_else(|| panic!("bad string in {line}"));
             (Json::Str(s.to_string()), n)
         } else {
             let end = after.find(',').unwrap_or(after.len());
@@ -164,10 +126,7 @@ pub fn parse_flat_json(line: &str) -> Vec<(String, Json)> {
             let v = if raw == "null" {
                 Json::Null
             } else {
-                Json::Num(
-                    raw.parse()
-                        .unwrap_or_else(|_| panic!("bad number {raw} in {line}")),
-                )
+                Json::Num(raw.parse().unwrap_or_else(|_| panic!("bad number {raw} in {line}")))
             };
             (v, &after[end..])
         };
