@@ -6,6 +6,7 @@
 //! figures (with a warning) unless `--keep-incomplete`; so are iterations whose ranks disagree on
 //! the policy. Label disagreements only drop the label.
 
+use super::output::count;
 use super::read::{ExperimentData, CONFLICT};
 use super::stats;
 use serde::Serialize;
@@ -243,8 +244,9 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     }
     if let Some(i) = first_conflict {
         warn(format!(
-            "experiment \"{name}\": in {conflicting} iterations the ranks disagree on the policy (first: iteration {i}): \
-             left out"
+            "experiment \"{name}\": in {} the ranks disagree on the policy (first: iteration {i}): \
+             left out",
+            count(conflicting as u64, "iteration", "iterations")
         ));
     }
     if let Some((i, r)) = first_incomplete {
@@ -254,13 +256,15 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
             "left out (the slowest rank may be the one missing; --keep-incomplete keeps them)"
         };
         warn(format!(
-            "experiment \"{name}\": {incomplete} iterations lack some of the {ranks_used} ranks \
-             (first: iteration {i}, on {r} ranks): {done}"
+            "experiment \"{name}\": {} some of the {ranks_used} ranks \
+             (first: iteration {i}, on {r} ranks): {done}",
+            count(incomplete as u64, "iteration lacks", "iterations lack")
         ));
     }
     if label_conflicts > 0 {
         warn(format!(
-            "experiment \"{name}\": in {label_conflicts} iterations the ranks disagree on the label: used without a label"
+            "experiment \"{name}\": in {} the ranks disagree on the label: used without a label",
+            count(label_conflicts as u64, "iteration", "iterations")
         ));
     }
     let used = series.len();

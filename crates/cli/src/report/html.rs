@@ -100,8 +100,11 @@ pub fn page(r: &Report, inputs: &[String], text: bool) -> Result<String, String>
         let (h, rows) = output::rank_cells(e, &u);
         table(&mut out, "ranks", &h, &rows, true);
         if !e.slowest_ranks.is_empty() {
-            let list: Vec<String> =
-                e.slowest_ranks.iter().map(|s| format!("rank {} ({} iterations)", s.rank, s.iterations)).collect();
+            let list: Vec<String> = e
+                .slowest_ranks
+                .iter()
+                .map(|s| format!("rank {} ({})", s.rank, output::count(s.iterations as u64, "iteration", "iterations")))
+                .collect();
             out.push_str(&format!("<p>Slowest rank most often: {}.</p>\n", esc(&list.join(", "))));
         }
         out.push_str("</section>\n");

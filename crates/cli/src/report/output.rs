@@ -86,6 +86,12 @@ pub fn fmt_bytes(b: u64) -> String {
     }
 }
 
+/// "1 row", "2 rows".
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn dash() -> String {
     "-".into()
 }
@@ -333,8 +339,11 @@ pub fn table(r: &Report) -> String {
         right[0] = false;
         render(&mut out, &h, &rows, &right);
         if !e.slowest_ranks.is_empty() {
-            let list: Vec<String> =
-                e.slowest_ranks.iter().map(|s| format!("rank {} ({} iterations)", s.rank, s.iterations)).collect();
+            let list: Vec<String> = e
+                .slowest_ranks
+                .iter()
+                .map(|s| format!("rank {} ({})", s.rank, count(s.iterations as u64, "iteration", "iterations")))
+                .collect();
             out.push_str(&format!("slowest rank most often: {}\n", list.join(", ")));
         }
     }

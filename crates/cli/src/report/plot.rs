@@ -170,7 +170,7 @@ fn boxes<DB: DrawingBackend>(
     let mut b = ChartBuilder::on(area);
     b.margin(12);
     if text {
-        b.caption("box plot (whiskers: 1.5 IQR)", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(64);
+        b.caption("box plot (whiskers: 1.5 IQR)", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(84);
     }
     // One segment per policy: plotters' integer ranges include their end.
     let mut chart = b.build_cartesian_2d((0..(k - 1).max(0)).into_segmented(), lo..hi).map_err(err)?;
@@ -183,7 +183,12 @@ fn boxes<DB: DrawingBackend>(
     let mut mesh = chart.configure_mesh();
     mesh.disable_x_mesh().light_line_style(WHITE.mix(0.0));
     if text {
-        mesh.x_labels(k as usize + 1).x_label_formatter(&xfmt).y_label_formatter(&yfmt).y_desc(axis_name(u));
+        mesh.x_labels(k as usize + 1)
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            .x_label_formatter(&xfmt)
+            .y_label_formatter(&yfmt)
+            .y_desc(axis_name(u));
     } else {
         mesh.x_labels(0).y_labels(0);
     }
@@ -245,12 +250,13 @@ fn ecdf<DB: DrawingBackend>(
     let mut b = ChartBuilder::on(area);
     b.margin(12);
     if text {
-        b.caption("empirical CDF", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(48);
+        b.caption("empirical CDF", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(60);
     }
     let mut chart = b.build_cartesian_2d(lo..hi, 0f64..1f64).map_err(err)?;
     let xfmt = |v: &f64| u.fmt(*v);
     let mut mesh = chart.configure_mesh();
     if text {
+        mesh.label_style(("sans-serif", 14)).axis_desc_style(("sans-serif", 14));
         mesh.x_label_formatter(&xfmt).x_desc(axis_name(u)).y_desc("fraction of iterations").x_labels(6);
     } else {
         mesh.x_labels(0).y_labels(0);
@@ -306,13 +312,14 @@ fn series<DB: DrawingBackend>(
     b.margin(12);
     if text {
         let caption = if thinned { "time series (min and max per bucket)" } else { "time series" };
-        b.caption(caption, ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(64);
+        b.caption(caption, ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(84);
     }
     let mut chart = b.build_cartesian_2d(x0..x1, lo..hi).map_err(err)?;
     let yfmt = |v: &f64| u.fmt(*v);
     let xfmt = |v: &f64| format!("{v:.0}");
     let mut mesh = chart.configure_mesh();
     if text {
+        mesh.label_style(("sans-serif", 14)).axis_desc_style(("sans-serif", 14));
         mesh.x_label_formatter(&xfmt).y_label_formatter(&yfmt).x_desc("iteration").y_desc(axis_name(u)).x_labels(6);
     } else {
         mesh.x_labels(0).y_labels(0);

@@ -359,15 +359,15 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
                 continue;
             }
         };
+        if row.i < plan.skip_below {
+            acc.warmup_rows += 1;
+            continue;
+        }
         let Some(pi) = plan.policies.iter().position(|p| *p == row.policy) else {
             unknown += 1;
             first_unknown.get_or_insert_with(|| (row.i, row.policy.chars().take(40).collect()));
             continue;
         };
-        if row.i < plan.skip_below {
-            acc.warmup_rows += 1;
-            continue;
-        }
         // Repeated indices: rows come in increasing order; a set is built only if they do not.
         let repeat = match (&mut index_set, indices.last()) {
             (None, Some(&last)) if row.i <= last => {
@@ -438,17 +438,25 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         said.push(format!("{p}: stopped reading there"));
     }
     if let Some(p) = &first_bad {
-        let more = if bad > 1 { format!(" (and {} more bad lines)", bad - 1) } else { String::new() };
+        let more = if bad > 1 {
+            format!(" (and {} more)", super::output::count(bad - 1, "bad line", "bad lines"))
+        } else {
+            String::new()
+        };
         said.push(format!("{p}{more}: skipped"));
     }
     if let Some((l, name)) = &first_unknown {
         said.push(format!(
-            "{unknown} rows name a policy that is not in the header (first: iteration {l}, \"{}\"): skipped",
+            "{} a policy that is not in the header (first: iteration {l}, \"{}\"): skipped",
+            super::output::count(unknown, "row names", "rows name"),
             name.escape_debug()
         ));
     }
     if let Some(i) = first_repeat {
-        said.push(format!("{repeated} rows repeat an iteration index already read (first: {i}): skipped"));
+        said.push(format!(
+            "{} an iteration index already read (first: {i}): skipped",
+            super::output::count(repeated, "row repeats", "rows repeat")
+        ));
     }
     if let Some(l) = cut {
         said.push(format!("line {l} is cut short (the writer was stopped): ignored"));
@@ -456,7 +464,11 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     if said.is_empty() {
         return None;
     }
-    let outcome = if used == 0 { "no rows used".to_string() } else { format!("the other {used} rows used") };
+    let outcome = if used == 0 {
+        "no rows used".to_string()
+    } else {
+        format!("the other {} used", super::output::count(used, "row", "rows"))
+    };
     Some(format!("{}: {}; {outcome}", plan.path.display(), said.join("; ")))
 }
 

@@ -1,0 +1,666 @@
+//! `aar report` end to end: the real binary on records written here, whose answers are computed
+//! independently in the test (sorting, brute-force pair counting, exact binomial sums).
+
+use aar_record::{write_line, Clock, Header, Iteration, Source, FORMAT};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn aar() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_aar"))
+}
+
+/// A fresh folder for one test.
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("aar-report-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn header(exp: &str, rank: u32, nranks: u32, policies: &[&str]) -> Header {
+    Header {
+        format: FORMAT.into(),
+        source: Source::Job,
+        experiment: exp.into(),
+        rank,
+        nranks: Some(nranks),
+        host: None,
+        pid: Some(100 + rank),
+        clock: Clock::Monotonic,
+        policies: policies.iter().map(|p| p.to_string()).collect(),
+        order: "round-robin".into(),
+        boundary: "markers".into(),
+        modes: vec!["ADAPTIVE0".into(), "ADAPTIVE3".into()],
+        version: "0.1.0".into(),
+        git_revision: None,
+        command_line: vec![],
+    }
+}
+
+/// One row: iteration i of `policy`, lasting `ns`, bytes in the mode column of the policy's index.
+fn row(i: u64, policy: &str, mode: usize, ns: u64, label: Option<&str>) -> Iteration {
+    let mut bytes = vec![0, 0];
+    bytes[mode] = 1000;
+    let mut messages = vec![0, 0];
+    messages[mode] = 2;
+    Iteration {
+        i,
+        policy: policy.into(),
+        label: label.map(String::from),
+        start_ns: 1_000_000_000 + i * 10_000_000,
+        end_ns: 1_000_000_000 + i * 10_000_000 + ns,
+        messages,
+        bytes,
+        decisions: 3,
+        switches: 1,
+        latency_us: Some(1.5),
+        stall_ratio: None,
+    }
+}
+
+fn record_path(dir: &Path, exp: &str, rank: u32) -> PathBuf {
+    dir.join(format!("aar.{exp}.{rank}.{}.iterations.jsonl", 100 + rank))
+}
+
+fn write_record(dir: &Path, h: &Header, rows: &[Iteration]) -> PathBuf {
+    let mut out = Vec::new();
+    write_line(&mut out, h).unwrap();
+    for r in rows {
+        write_line(&mut out, r).unwrap();
+    }
+    let path = record_path(dir, &h.experiment, h.rank);
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+fn run(args: &[&str]) -> Output {
+    aar().arg("report").args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(o.status.success(), "{}", stderr(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+/// splitmix64 and Box–Muller: reproducible noise for the generated records.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn uniform(&mut self) -> f64 {
+        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+    fn normal(&mut self) -> f64 {
+        let (a, b) = (self.uniform(), self.uniform());
+        (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
+    }
+}
+
+/// Records of `ranks` ranks × `iters` iterations alternating `policies`; rank r's time under
+/// policy p is base·scale[p]·exp(σ·Z). Returns the job's time per iteration (max over ranks) per
+/// policy, computed here.
+fn generate(
+    dir: &Path,
+    exp: &str,
+    ranks: u32,
+    iters: u64,
+    policies: &[&str],
+    scale: &[f64],
+    seed: u64,
+) -> Vec<Vec<f64>> {
+    let mut rng = Rng(seed);
+    let mut per_rank: Vec<Vec<Iteration>> = vec![Vec::new(); ranks as usize];
+    let mut job: Vec<Vec<f64>> = vec![Vec::new(); policies.len()];
+    for i in 0..iters {
+        let p = (i % policies.len() as u64) as usize;
+        let mut max = 0u64;
+        for r in 0..ranks {
+            let ns = (1_000_000.0 * scale[p] * (0.05 * rng.normal()).exp()) as u64;
+            max = max.max(ns);
+            per_rank[r as usize].push(row(i, policies[p], p % 2, ns, None));
+        }
+        job[p].push(max as f64);
+    }
+    for (r, rows) in per_rank.iter().enumerate() {
+        write_record(dir, &header(exp, r as u32, ranks, policies), rows);
+    }
+    for v in &mut job {
+        v.sort_by(f64::total_cmp);
+    }
+    job
+}
+
+/// Type-7 quantile of a sorted sample, as NumPy computes it.
+fn quantile(s: &[f64], p: f64) -> f64 {
+    let h = (s.len() - 1) as f64 * p;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(s.len() - 1);
+    s[lo] + (h - lo as f64) * (s[hi] - s[lo])
+}
+
+/// U of x against y by counting pairs.
+fn u_by_pairs(x: &[f64], y: &[f64]) -> f64 {
+    let mut u = 0.0;
+    for a in x {
+        for b in y {
+            if a > b {
+                u += 1.0;
+            } else if a == b {
+                u += 0.5;
+            }
+        }
+    }
+    u
+}
+
+/// 95 % order-statistic interval of the median: [x(l), x(n−l+1)], l the largest with
+/// P(Bin(n, ½) ≤ l − 1) ≤ 0.025, summing the binomial probabilities directly.
+fn median_ci(s: &[f64]) -> (f64, f64) {
+    let n = s.len();
+    let mut pmf = 0.5f64.powi(n as i32);
+    let mut cdf = 0.0;
+    let mut l = 0;
+    for k in 0..n {
+        if cdf + pmf > 0.025 {
+            break;
+        }
+        cdf += pmf;
+        l = k + 1;
+        pmf *= (n - k) as f64 / (k + 1) as f64;
+    }
+    (s[l - 1], s[n - l])
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-300)
+}
+
+fn policy<'a>(j: &'a Value, name: &str) -> &'a Value {
+    j["experiments"][0]["policy_stats"].as_array().unwrap().iter().find(|p| p["policy"] == name).unwrap()
+}
+
+#[test]
+fn a_known_difference_is_measured_and_significant() {
+    let dir = tmp("known");
+    let job = generate(&dir, "known", 8, 400, &["A", "B"], &[1.0, 1.2], 7);
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    let e = &j["experiments"][0];
+    assert_eq!(e["ranks"], 8);
+    assert_eq!(e["iterations_used"], 400);
+    for (k, name) in ["A", "B"].iter().enumerate() {
+        let s = &job[k];
+        let p = policy(&j, name);
+        assert_eq!(p["iterations"], 200);
+        assert_eq!(p["median_ns"].as_f64().unwrap(), quantile(s, 0.5), "{name}");
+        assert_eq!(p["p99_ns"].as_f64().unwrap(), quantile(s, 0.99), "{name}");
+        assert_eq!(p["max_ns"].as_f64().unwrap(), s[s.len() - 1]);
+        let mean = s.iter().sum::<f64>() / s.len() as f64;
+        assert!(close(p["mean_ns"].as_f64().unwrap(), mean, 1e-12));
+        let (q1, q3) = (quantile(s, 0.25), quantile(s, 0.75));
+        assert!(close(p["qcd"].as_f64().unwrap(), (q3 - q1) / (q3 + q1), 1e-12));
+        let (lo, hi) = median_ci(s);
+        assert_eq!(p["median_ci_ns"], serde_json::json!([lo, hi]), "{name}");
+        assert_eq!(p["decisions"], 8 * 200 * 3);
+        assert_eq!(p["modes"][k]["share"], 1.0);
+    }
+    let b = &policy(&j, "B")["vs_first"];
+    assert_eq!(b["u"].as_f64().unwrap(), u_by_pairs(&job[1], &job[0]));
+    let ratio = b["ratio"].as_f64().unwrap();
+    assert!(close(ratio, quantile(&job[1], 0.5) / quantile(&job[0], 0.5), 1e-12));
+    let ci = [b["ratio_ci"][0].as_f64().unwrap(), b["ratio_ci"][1].as_f64().unwrap()];
+    assert!(ci[0] < ratio && ratio < ci[1] && ci[0] < 1.2 && 1.2 < ci[1] && ci[1] - ci[0] < 0.05, "{ratio} {ci:?}");
+    assert!(b["p"].as_f64().unwrap() < 1e-10 && b["significant"] == true, "{b}");
+    // Seeded: the same report twice.
+    let again = run(&[dir.to_str().unwrap(), "--json"]);
+    assert_eq!(serde_json::from_slice::<Value>(&again.stdout).unwrap(), j);
+
+    // The table says the same, rounded.
+    let table = stdout(&run(&[dir.to_str().unwrap()]));
+    assert!(table.contains("times in ms"), "{table}");
+    for name in ["A", "B"] {
+        let line = table.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let p = policy(&j, name);
+        assert_eq!(cells[1], "200");
+        for (cell, key) in [(2, "median_ns"), (4, "mean_ns"), (5, "p99_ns"), (6, "max_ns")] {
+            let shown: f64 = cells[cell].parse().unwrap();
+            let decimals = cells[cell].split('.').nth(1).map_or(0, str::len) as i32;
+            let want = p[key].as_f64().unwrap() / 1e6;
+            assert!((shown - want).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-12, "{name} {key}: {shown} vs {want}");
+        }
+        if name == "B" {
+            assert_eq!(cells[8], format!("{:.3}", p["vs_first"]["ratio"].as_f64().unwrap()));
+            assert_eq!(cells[11], "yes");
+        }
+    }
+
+    // And the CSV, exactly.
+    let csv = stdout(&run(&[dir.to_str().unwrap(), "--csv"]));
+    let mut lines = csv.lines();
+    let cols: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r.len(), cols.len());
+        let get = |c: &str| r[cols.iter().position(|x| *x == c).unwrap()];
+        let p = policy(&j, get("policy"));
+        for key in ["median_ns", "mean_ns", "p99_ns", "max_ns", "qcd"] {
+            assert_eq!(get(key).parse::<f64>().unwrap(), p[key].as_f64().unwrap(), "{key}");
+        }
+        assert_eq!(get("iterations"), "200");
+        assert_eq!(get("experiment"), "known");
+    }
+    let b_row = rows.iter().find(|r| r[1] == "B").unwrap();
+    let get = |c: &str| b_row[cols.iter().position(|x| *x == c).unwrap()];
+    assert_eq!(get("significant"), "true");
+    assert_eq!(get("ratio").parse::<f64>().unwrap(), ratio);
+    assert_eq!(get("bytes_share:ADAPTIVE3"), "1");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn identical_distributions_are_not_significant() {
+    let dir = tmp("same");
+    // Under the null hypothesis each check below fails for about 5 % of seeds; this seed is one
+    // of the other 95 % (seed 11 gives p = 0.079 for B but a ratio interval just above 1).
+    let job = generate(&dir, "same", 4, 600, &["A", "B", "C"], &[1.0, 1.0, 1.0], 12);
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    for (k, name) in ["B", "C"].iter().enumerate() {
+        let c = &policy(&j, name)["vs_first"];
+        assert_eq!(c["u"].as_f64().unwrap(), u_by_pairs(&job[k + 1], &job[0]));
+        assert!(c["p"].as_f64().unwrap() > 0.05 && c["significant"] == false, "{c}");
+        assert!(c["ratio_ci"][0].as_f64().unwrap() < 1.0 && 1.0 < c["ratio_ci"][1].as_f64().unwrap(), "{c}");
+        assert_eq!(c["alpha"], 0.025, "Bonferroni over two comparisons");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn textbook_mann_whitney_example() {
+    // x = [19, 22, 16, 29, 24] against y = [20, 11, 17, 12]: U = 17, z = 1.5922, p = 0.1113 (two-sided,
+    // normal approximation with continuity correction, as SciPy's method="asymptotic").
+    let dir = tmp("textbook");
+    let y = [20u64, 11, 17, 12];
+    let x = [19u64, 22, 16, 29, 24];
+    let mut rows = Vec::new();
+    for (i, ns) in y.iter().enumerate() {
+        rows.push(row(i as u64, "Y", 0, *ns * 1000, None));
+    }
+    for (i, ns) in x.iter().enumerate() {
+        rows.push(row(10 + i as u64, "X", 1, *ns * 1000, None));
+    }
+    write_record(&dir, &header("tb", 0, 1, &["Y", "X"]), &rows);
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    let c = &policy(&j, "X")["vs_first"];
+    assert_eq!(c["u"], 17.0);
+    assert!((c["z"].as_f64().unwrap() - 1.592_168).abs() < 1e-5, "{c}");
+    assert!((c["p"].as_f64().unwrap() - 0.111_347).abs() < 1e-5, "{c}");
+    assert_eq!(c["significant"], false);
+    // n = 4 and 5: too few iterations for a 95 % interval of the median.
+    assert!(policy(&j, "X")["median_ci_ns"].is_null());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn congestion_impact_and_rank_outliers() {
+    let dir = tmp("gpcnet");
+    let mut want: [[Vec<f64>; 2]; 2] = Default::default(); // [policy][isolated, congested]
+    let mut rng = Rng(5);
+    let mut rows: Vec<Vec<Iteration>> = vec![Vec::new(); 6];
+    for i in 0..240u64 {
+        let p = (i % 2) as usize;
+        let congested = (i / 40) % 3 == 2;
+        let label = if congested { "congested" } else { "isolated" };
+        let factor = if congested { [1.8, 1.3][p] } else { 1.0 };
+        let mut max = 0;
+        for (r, rank_rows) in rows.iter_mut().enumerate() {
+            let slow = if r == 3 { 1.5 } else { 1.0 };
+            let ns = (50_000.0 * factor * slow * (1.0 + 0.01 * rng.normal())) as u64;
+            max = max.max(ns);
+            rank_rows.push(row(i, ["A", "B"][p], p, ns, Some(label)));
+        }
+        want[p][congested as usize].push(max as f64);
+    }
+    for (r, rr) in rows.iter().enumerate() {
+        write_record(&dir, &header("g", r as u32, 6, &["A", "B"]), rr);
+    }
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    let e = &j["experiments"][0];
+    for (p, name) in ["A", "B"].iter().enumerate() {
+        let c = e["congestion"].as_array().unwrap().iter().find(|c| c["policy"] == *name).unwrap();
+        let [iso, con] = &mut want[p];
+        iso.sort_by(f64::total_cmp);
+        con.sort_by(f64::total_cmp);
+        assert_eq!(c["isolated"], 80);
+        assert_eq!(c["congested"], 40);
+        let im = quantile(iso, 0.5);
+        let cm = quantile(con, 0.5);
+        assert!(close(c["impact_median"].as_f64().unwrap(), cm / im, 1e-12));
+        assert!(close(c["impact_p99"].as_f64().unwrap(), quantile(con, 0.99) / quantile(iso, 0.99), 1e-12));
+        let r = &e["per_rank"][p];
+        assert_eq!(r["outliers"].as_array().unwrap().len(), 1, "{r}");
+        assert_eq!(r["outliers"][0]["rank"], 3);
+        assert_eq!(r["slowest_rank"], 3);
+    }
+    assert!(close(e["congestion"][0]["impact_median"].as_f64().unwrap(), 1.8, 0.02));
+    assert_eq!(e["slowest_ranks"][0]["rank"], 3);
+    assert_eq!(e["slowest_ranks"][0]["iterations"], 240);
+    let table = stdout(&run(&[dir.to_str().unwrap()]));
+    assert!(table.contains("congestion impact") && table.contains("rank 3 ("), "{table}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Lines of stderr that name `file`.
+fn mentions(err: &str, file: &Path) -> usize {
+    let name = file.file_name().unwrap().to_str().unwrap();
+    err.lines().filter(|l| l.contains(name)).count()
+}
+
+#[test]
+fn hostile_files_get_one_warning_each_and_the_rest_is_reported() {
+    let dir = tmp("hostile");
+    generate(&dir, "h", 2, 20, &["A", "B"], &[1.0, 1.1], 3);
+    let named = |n: &str| dir.join(format!("{n}.iterations.jsonl"));
+    let mut bad = Vec::new();
+    // Rank 2, killed at its time limit: the last line is cut.
+    let mut text = Vec::new();
+    write_line(&mut text, &header("h", 2, 3, &["A", "B"])).unwrap();
+    for i in 0..20 {
+        write_line(&mut text, &row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).unwrap();
+    }
+    text.extend_from_slice(br#"{"i":20,"policy":"A","start_"#);
+    let truncated = named("truncated");
+    std::fs::write(&truncated, &text).unwrap();
+    for (name, content) in [
+        ("empty", Vec::new()),
+        ("binary", (0..4096u32).map(|i| (i * 7919 % 251) as u8).collect()),
+        ("hugeline", vec![b'{'; 3 << 20]),
+        ("deep", format!("{}{}\n", "[".repeat(100_000), "]".repeat(100_000)).into_bytes()),
+        ("version", b"{\"format\":\"aar-iterations/2\",\"rank\":0}\n".to_vec()),
+        ("foreign", b"{\"schema\":\"aar-sim-rank/1\",\"iterations\":[]}\n".to_vec()),
+        ("headeronly", {
+            let mut v = Vec::new();
+            write_line(&mut v, &header("h", 5, 3, &["A", "B"])).unwrap();
+            v
+        }),
+        ("nanish", {
+            let mut v = Vec::new();
+            write_line(&mut v, &header("h", 6, 3, &["A", "B"])).unwrap();
+            v.extend_from_slice(b"{\"i\":0,\"policy\":\"A\",\"start_ns\":0,\"end_ns\":NaN,\"messages\":[0,0],\"bytes\":[0,0],\"decisions\":0,\"switches\":0}\n");
+            v.extend_from_slice(b"{\"i\":1,\"policy\":\"B\",\"start_ns\":0,\"end_ns\":1e400,\"messages\":[0,0],\"bytes\":[0,0],\"decisions\":0,\"switches\":0}\n");
+            v.extend_from_slice(b"{\"i\":-1,\"policy\":\"A\",\"start_ns\":0,\"end_ns\":5,\"messages\":[0,0],\"bytes\":[0,0],\"decisions\":0,\"switches\":0,\"latency_us\":\"inf\"}\n");
+            v
+        }),
+    ] {
+        let p = named(name);
+        std::fs::write(&p, content).unwrap();
+        bad.push(p);
+    }
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for p in bad.iter().chain([&truncated]) {
+        assert_eq!(mentions(&err, p), 1, "{}:\n{err}", p.display());
+    }
+    let cut = err.lines().find(|l| l.contains("truncated.iterations")).unwrap();
+    assert!(cut.contains("cut short") && cut.contains("the other 20 rows used"), "{cut}");
+    assert!(err.lines().find(|l| l.contains("version.iterations")).unwrap().contains("aar-iterations/2"));
+    assert!(err.lines().find(|l| l.contains("headeronly.iterations")).unwrap().contains("no iteration rows"));
+    let j = json_of(&o);
+    let e = &j["experiments"][0];
+    assert_eq!(e["ranks"], 3, "the two good ranks and the cut one");
+    assert_eq!(e["iterations_used"], 20);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn inconsistent_ranks_are_decided_and_said() {
+    let dir = tmp("inconsistent");
+    let pol = ["A", "B"];
+    let rows = |n: u64, f: &dyn Fn(u64) -> &'static str| -> Vec<Iteration> {
+        (0..n).map(|i| row(i, f(i), 0, 1_000_000 + i * 1000, None)).collect()
+    };
+    let rr = |i: u64| ["A", "B"][i as usize % 2];
+    write_record(&dir, &header("x", 0, 4, &pol), &rows(30, &rr));
+    // Rank 1 lacks the last 3 iterations (stopped early).
+    write_record(&dir, &header("x", 1, 4, &pol), &rows(27, &rr));
+    // Rank 2 disagrees on the policy of iteration 4 and names an unknown policy in iteration 5.
+    let odd = |i: u64| {
+        if i == 4 {
+            "B"
+        } else if i == 5 {
+            "Z"
+        } else {
+            ["A", "B"][i as usize % 2]
+        }
+    };
+    let rank2 = write_record(&dir, &header("x", 2, 4, &pol), &rows(30, &odd));
+    // Rank 3 ran other policies.
+    let rank3 = write_record(&dir, &header("x", 3, 4, &["A", "C"]), &rows(30, &|i| ["A", "C"][i as usize % 2]));
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    let j = json_of(&o);
+    let e = &j["experiments"][0];
+    assert_eq!(mentions(&err, &rank3), 1, "{err}");
+    assert!(err.contains("has policies [\"A\", \"C\"]"), "{err}");
+    assert_eq!(mentions(&err, &rank2), 1, "{err}");
+    assert!(err.contains("1 row names a policy that is not in the header (first: iteration 5, \"Z\")"), "{err}");
+    assert!(err.contains("lack some of the 3 ranks"), "{err}");
+    assert!(err.contains("disagree on the policy"), "{err}");
+    assert!(err.contains("header says 4 ranks but 3"), "{err}");
+    assert_eq!(e["iterations_conflicting"], 1);
+    // Iteration 5 lacks rank 2 (its row was skipped) and 27..29 lack rank 1.
+    assert_eq!(e["iterations_incomplete"], 4);
+    assert_eq!(e["iterations_used"], 30 - 1 - 4);
+    let kept = json_of(&run(&[dir.to_str().unwrap(), "--json", "--keep-incomplete"]));
+    assert_eq!(kept["experiments"][0]["iterations_used"], 29);
+    // --skip leaves out the first iterations of the experiment.
+    let skipped = json_of(&run(&[dir.to_str().unwrap(), "--json", "--skip", "10"]));
+    let e = &skipped["experiments"][0];
+    assert_eq!(e["iterations_used"], 30 - 10 - 3);
+    assert_eq!(e["warmup_rows"], 30);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn exit_codes() {
+    let dir = tmp("codes");
+    std::fs::write(dir.join("junk.iterations.jsonl"), b"not json\n").unwrap();
+    let o = run(&[dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("junk.iterations.jsonl") && stderr(&o).contains("nothing to report"));
+    let missing = dir.join("nope");
+    let o = run(&[missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nope: cannot be opened"), "{}", stderr(&o));
+    let empty = tmp("codes-empty");
+    let o = run(&[empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("holds no *.iterations.jsonl records"), "{}", stderr(&o));
+
+    generate(&dir, "ok", 1, 10, &["A", "B"], &[1.0, 1.0], 1);
+    let d = dir.to_str().unwrap();
+    for (args, says) in [
+        (vec![d, "--plot", "x.gif"], "aar: --plot x.gif: the file name must end in .svg or .png"),
+        (
+            vec![d, "--html", "/no/such/folder/r.html"],
+            "aar: --html /no/such/folder/r.html: folder /no/such/folder does not exist",
+        ),
+        (vec![d, "--resamples", "5"], "aar: --resamples 5"),
+        (vec![d, "--json", "--csv"], "cannot be used with"),
+        (vec![d, "--skip", "many"], "--skip"),
+        (vec![], "required"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    let o = run(&[d]);
+    assert_eq!(o.status.code(), Some(0));
+    // Only the junk file is warned about.
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&empty);
+}
+
+/// The report's palette (plot.rs): the first policies' colours.
+const COLOURS: [[u8; 3]; 3] = [[0x4e, 0x79, 0xa7], [0xf2, 0x8e, 0x2b], [0xe1, 0x57, 0x59]];
+
+fn decode_png(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
+    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let step = info.color_type.samples();
+    assert!(step >= 3 && info.bit_depth == png::BitDepth::Eight, "{info:?}");
+    let pixels = buf[..info.buffer_size()].chunks(step).map(|c| [c[0], c[1], c[2]]).collect();
+    (info.width, info.height, pixels)
+}
+
+/// The PNG is not blank and holds each policy's legend colour.
+fn check_png(path: &Path, policies: usize) {
+    let (w, h, px) = decode_png(path);
+    assert!(w >= 800 && h >= 400, "{w}x{h}");
+    let inked = px.iter().filter(|p| **p != [255, 255, 255]).count();
+    assert!(inked > px.len() / 50, "{inked} of {} pixels drawn", px.len());
+    for c in &COLOURS[..policies] {
+        let n = px.iter().filter(|p| *p == c).count();
+        assert!(n > 100, "colour {c:?}: {n} pixels");
+    }
+}
+
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| t.split_once('>'))
+        .map(|(_, rest)| rest.split("</text>").next().unwrap().trim().to_string())
+        .collect()
+}
+
+#[test]
+fn svg_and_png_plots_name_the_policies() {
+    let dir = tmp("plots");
+    generate(&dir, "p", 3, 300, &["auto", "ADAPTIVE0", "ADAPTIVE3"], &[1.0, 1.3, 0.9], 2);
+    let svg = dir.join("fig.svg");
+    let o = run(&[dir.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"), "{}", &text[..100]);
+    let texts = svg_texts(&text);
+    for name in ["auto", "ADAPTIVE0", "ADAPTIVE3"] {
+        // Box-plot axis, CDF legend and series legend.
+        assert!(texts.iter().filter(|t| *t == name).count() >= 3, "{name}: {texts:?}");
+    }
+    let png = dir.join("fig.png");
+    let o = run(&[dir.to_str().unwrap(), "--plot", png.to_str().unwrap()]);
+    assert!(o.status.success() && stderr(&o).is_empty(), "{}", stderr(&o));
+    check_png(&png, 3);
+
+    // Without a font: one warning, and the plot is still drawn (without text).
+    let bare = dir.join("bare.png");
+    let o = aar()
+        .args(["report", dir.to_str().unwrap(), "--plot", bare.to_str().unwrap()])
+        .env("AAR_REPORT_FONT", dir.join("no-such-font.ttf"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("no usable TrueType font") && stderr(&o).contains("without text"));
+    check_png(&bare, 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Run chromium headless with a deadline; a missing chromium is a failure that says what to do.
+fn chromium(args: &[&str], profile: &Path) -> Output {
+    let exe = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());
+    let Some(exe) = exe else {
+        panic!("chromium is not installed: run scripts/setup (it installs Debian's chromium) to check the HTML report");
+    };
+    let mut child = Command::new(exe)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let mut out = out;
+        std::io::Read::read_to_end(&mut out, &mut s).unwrap();
+        s
+    });
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Output { status, stdout: reader.join().unwrap(), stderr: Vec::new() };
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            panic!("chromium did not finish in 90 s: {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn html_page_renders_in_a_headless_browser() {
+    let dir = tmp("html");
+    generate(&dir, "web", 4, 200, &["ADAPTIVE0", "ADAPTIVE3"], &[1.0, 0.8], 4);
+    // A policy name that would be markup if not escaped.
+    let evil = "<b>x</b>";
+    let mut rows = Vec::new();
+    for i in 0..40 {
+        rows.push(row(i, ["p1", evil][i as usize % 2], 0, 2_000_000 + i * 100, None));
+    }
+    write_record(&dir, &header("evil", 0, 1, &["p1", evil]), &rows);
+    let page = dir.join("report.html");
+    let o = run(&[dir.to_str().unwrap(), "--html", page.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<b>x</b>") && html.contains("&lt;b&gt;x&lt;/b&gt;"));
+    for external in ["src=", "href=", "<script", "@import", "url("] {
+        assert!(!html.contains(external), "external resource? {external}");
+    }
+    let url = format!("file://{}", page.display());
+    let profile = dir.join("profile");
+    let dom = String::from_utf8_lossy(&chromium(&["--dump-dom", &url], &profile).stdout).into_owned();
+    for name in ["ADAPTIVE0", "ADAPTIVE3"] {
+        assert!(dom.contains(&format!("<tr class=\"policy\" data-policy=\"{name}\">")), "{name} row:\n{dom}");
+    }
+    let svgs = dom.matches("<svg").count();
+    assert_eq!(svgs, 2, "one inline figure per experiment");
+    let web = &dom[dom.find("experiment \"web\"").unwrap()..];
+    let figure = &web[web.find("<svg").unwrap()..web.find("</svg>").unwrap()];
+    let texts = svg_texts(figure);
+    for name in ["ADAPTIVE0", "ADAPTIVE3"] {
+        assert!(texts.iter().any(|t| t == name), "{name} in the SVG: {texts:?}");
+    }
+    let shot = dir.join("shot.png");
+    let _ = chromium(&[&format!("--screenshot={}", shot.display()), "--window-size=1200,2000", &url], &profile);
+    let (w, h, px) = decode_png(&shot);
+    assert_eq!((w, h), (1200, 2000));
+    let inked = px.iter().filter(|p| **p != [255, 255, 255]).count();
+    assert!(inked > px.len() / 100, "screenshot nearly blank: {inked} pixels");
+    assert!(px.iter().any(|p| *p == COLOURS[0]) && px.iter().any(|p| *p == COLOURS[1]), "policy colours on screen");
+    let _ = std::fs::remove_dir_all(&dir);
+}
