@@ -433,3 +433,20 @@ pub extern "C" fn aar_iteration_index() -> i64 {
 pub extern "C" fn aar_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
+
+// ---- aar doctor (internal: not declared in cabi/aar.h) ------------------------------------------
+
+/// The library's own check of this environment for `aar doctor`: the effective settings and their
+/// warnings, whether PAPI loads and which version, and whether each counter event exists, as a
+/// JSON document (`aar-selfcheck/1`) copied into the caller's buffer. Returns the document's
+/// length without the NUL; it was written (with a NUL) only if `len` is larger, otherwise call
+/// again with at least that length + 1 (the same document: the check runs once per process).
+/// −1: internal error. Never initialises the library's runtime (see `selfcheck`).
+///
+/// # Safety
+/// `buf` is NULL or valid for writing `len` bytes.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn aar_selfcheck(buf: *mut c_char, len: usize) -> isize {
+    // SAFETY: the caller's buffer, under the contract above.
+    unsafe { crate::selfcheck::write_report(buf, len) }
+}

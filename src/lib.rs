@@ -22,6 +22,7 @@ mod mpi;
 mod output;
 mod papi;
 mod runtime;
+mod selfcheck;
 mod stats;
 mod sys;
 mod trace;
