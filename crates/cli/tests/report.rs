@@ -664,3 +664,29 @@ fn html_page_renders_in_a_headless_browser() {
     assert!(px.iter().any(|p| *p == COLOURS[0]) && px.iter().any(|p| *p == COLOURS[1]), "policy colours on screen");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn reads_the_simulators_records() {
+    let dir = tmp("sim");
+    let o = aar()
+        .args(["sim", "run", "--groups", "3", "--global-per-router", "2", "--workload", "alltoall:4K", "--ranks", "4"])
+        .args(["--placement", "scattered", "--policy", "ADAPTIVE0,ADAPTIVE3", "--iterations", "12", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let j = json_of(&o);
+    let e = &j["experiments"][0];
+    assert_eq!((e["source"].as_str(), e["clock"].as_str()), (Some("sim"), Some("simulated")));
+    assert_eq!((e["ranks"].as_u64(), e["iterations_used"].as_u64()), (Some(4), Some(12)));
+    for name in ["ADAPTIVE0", "ADAPTIVE3"] {
+        let p = policy(&j, name);
+        assert_eq!(p["iterations"], 6);
+        assert!(p["median_ns"].as_f64().unwrap() > 0.0);
+        let own = p["modes"].as_array().unwrap().iter().find(|m| m["mode"] == name).unwrap();
+        assert_eq!(own["share"], 1.0, "a pinned policy sends all its bytes in its mode: {p}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

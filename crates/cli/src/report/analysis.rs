@@ -333,7 +333,8 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         })
         .collect();
 
-    let labelled = isolated.iter().chain(&congested).any(|v| !v.is_empty());
+    // Only when both conditions were measured (a run labelled `isolated` throughout has no impact).
+    let labelled = isolated.iter().any(|v| !v.is_empty()) && congested.iter().any(|v| !v.is_empty());
     let congestion = if labelled {
         (0..np)
             .map(|p| {

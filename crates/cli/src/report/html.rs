@@ -84,7 +84,7 @@ pub fn page(r: &Report, inputs: &[String], text: bool) -> Result<String, String>
         }
         out.push_str("</ul>\n");
         out.push_str(&format!("<figure>\n{}\n</figure>\n", inline_svg(e, text)?));
-        out.push_str("<h3>Routing modes (share of bytes) and decisions, summed over ranks</h3>\n");
+        out.push_str("<h3>Routing modes (share of bytes; modes that carried none left out) and decisions, summed over ranks</h3>\n");
         let (h, rows) = output::routing_cells(e);
         table(&mut out, "routing", &h, &rows, true);
         if !e.congestion.is_empty() {

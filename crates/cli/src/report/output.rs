@@ -47,8 +47,13 @@ impl Unit {
 
 /// A name from a file, made safe for a terminal: control characters become `?`, long names are cut.
 pub fn clean(name: &str) -> String {
-    let mut s: String = name.chars().take(40).map(|c| if c.is_control() { '?' } else { c }).collect();
-    if name.chars().count() > 40 {
+    clean_to(name, 40)
+}
+
+/// [`clean`] with room for `max` characters.
+pub fn clean_to(name: &str, max: usize) -> String {
+    let mut s: String = name.chars().take(max).map(|c| if c.is_control() { '?' } else { c }).collect();
+    if name.chars().count() > max {
         s.push('…');
     }
     if s.is_empty() {
@@ -157,19 +162,29 @@ pub fn policy_cells(p: &PolicyStats, u: &Unit) -> Vec<String> {
 }
 
 pub const POLICY_HEADER: [&str; 12] =
-    ["policy", "iters", "median", "95% CI", "mean", "p99", "max", "QCD", "ratio", "95% CI", "p", "significant"];
+    ["policy", "iters", "median", "95% CI", "mean", "p99", "max", "QCD", "ratio", "ratio 95% CI", "p", "significant"];
 
 /// Cells of the routing table: share of bytes per mode, then the sums.
+/// Only the modes that carried bytes in some policy get a column.
 pub fn routing_cells(e: &ExperimentReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let used: Vec<bool> = (0..e.modes.len())
+        .map(|m| e.policy_stats.iter().any(|p| p.modes.get(m).is_some_and(|x| x.bytes > 0)))
+        .collect();
     let mut header = vec!["policy".to_string()];
-    header.extend(e.modes.iter().map(|m| clean(m)));
+    header.extend(e.modes.iter().zip(&used).filter(|(_, u)| **u).map(|(m, _)| clean(m)));
     header.extend(["messages", "bytes", "decisions", "switches", "latency µs", "stall"].map(String::from));
     let rows = e
         .policy_stats
         .iter()
         .map(|p| {
             let mut r = vec![clean(&p.policy)];
-            r.extend(p.modes.iter().map(|m| m.share.map_or_else(dash, |s| format!("{:.1}%", 100.0 * s))));
+            r.extend(
+                p.modes
+                    .iter()
+                    .zip(&used)
+                    .filter(|(_, u)| **u)
+                    .map(|(m, _)| m.share.map_or_else(dash, |s| format!("{:.1}%", 100.0 * s))),
+            );
             r.push(p.modes.iter().fold(0u64, |a, m| a.saturating_add(m.messages)).to_string());
             r.push(fmt_bytes(p.modes.iter().fold(0u64, |a, m| a.saturating_add(m.bytes))));
             r.push(p.decisions.to_string());
@@ -249,7 +264,7 @@ pub fn describe(e: &ExperimentReport) -> String {
     };
     format!(
         "experiment \"{}\": {}, {} ranks{expected}, clock {}, order {}, boundary {}",
-        clean(&e.experiment),
+        clean_to(&e.experiment, 120),
         e.source,
         e.ranks,
         e.clock,
@@ -315,7 +330,9 @@ pub fn table(r: &Report) -> String {
             out.push_str(&format!("  {n}\n"));
         }
 
-        out.push_str("\nrouting modes (share of bytes) and decisions, summed over ranks\n");
+        out.push_str(
+            "\nrouting modes (share of bytes; modes that carried none left out) and decisions, summed over ranks\n",
+        );
         let (h, rows) = routing_cells(e);
         let mut right = vec![true; h.len()];
         right[0] = false;

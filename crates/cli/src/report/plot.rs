@@ -129,7 +129,11 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &[ExperimentReport
     let rows = root.split_evenly((r.len().max(1), 1));
     for (e, row) in r.iter().zip(rows) {
         let row = if text {
-            let title = format!("experiment \"{}\": {} iterations", clean(&e.experiment), e.iterations_used);
+            let title = format!(
+                "experiment \"{}\": {} iterations",
+                super::output::clean_to(&e.experiment, 80),
+                e.iterations_used
+            );
             row.titled(&title, ("sans-serif", 20)).map_err(err)?
         } else {
             row.margin(24, 0, 0, 0)

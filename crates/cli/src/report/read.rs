@@ -567,9 +567,9 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let total: u64 = sizes.iter().sum();
     let bar = (std::io::stderr().is_terminal() && total >= PROGRESS_BYTES).then(|| {
         let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template(
-            "aar: reading {pos:>}/{len} files [{bar:30}] {binary_bytes}/{binary_total_bytes} {eta}",
-        ) {
+        if let Ok(style) =
+            ProgressStyle::with_template("aar: reading [{bar:30}] {binary_bytes}/{binary_total_bytes}, {eta} left")
+        {
             b.set_style(style.progress_chars("=> "));
         }
         b
