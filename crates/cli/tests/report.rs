@@ -690,3 +690,22 @@ fn reads_the_simulators_records() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn indices_in_any_order_and_repeated_ones() {
+    let dir = tmp("order");
+    // Descending indices, and iteration 7 written twice (the second is skipped with a warning).
+    let mut rows: Vec<Iteration> =
+        (0..20u64).rev().map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1000 + i, None)).collect();
+    rows.push(row(7, "B", 0, 99_999, None));
+    let path = write_record(&dir, &header("o", 0, 1, &["A", "B"]), &rows);
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert_eq!(mentions(&err, &path), 1, "{err}");
+    assert!(err.contains("1 row repeats an iteration index already read (first: 7)"), "{err}");
+    let j = json_of(&o);
+    assert_eq!(j["experiments"][0]["iterations_used"], 20);
+    assert_eq!(j["experiments"][0]["warmup_rows"], 0);
+    assert_eq!(policy(&j, "B")["max_ns"], 1019.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

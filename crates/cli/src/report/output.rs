@@ -263,10 +263,10 @@ pub fn describe(e: &ExperimentReport) -> String {
         _ => String::new(),
     };
     format!(
-        "experiment \"{}\": {}, {} ranks{expected}, clock {}, order {}, boundary {}",
+        "experiment \"{}\": {}, {}{expected}, clock {}, order {}, boundary {}",
         clean_to(&e.experiment, 120),
         e.source,
-        e.ranks,
+        count(e.ranks as u64, "rank", "ranks"),
         e.clock,
         clean(&e.order),
         clean(&e.boundary)
@@ -275,7 +275,7 @@ pub fn describe(e: &ExperimentReport) -> String {
 
 /// What the iteration counts mean.
 pub fn describe_iterations(e: &ExperimentReport) -> String {
-    let mut s = format!("{} iterations used", e.iterations_used);
+    let mut s = format!("{} used", count(e.iterations_used as u64, "iteration", "iterations"));
     let mut left = Vec::new();
     if e.iterations_incomplete > 0 && e.iterations_used < e.iterations_seen {
         left.push(format!("{} lacking ranks", e.iterations_incomplete));

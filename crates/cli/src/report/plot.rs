@@ -8,7 +8,8 @@
 //! after one warning (the HTML page's tables still name the policies, with their colours).
 
 use super::analysis::ExperimentReport;
-use super::output::{clean, Unit};
+use super::output::{clean_to, Unit};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -77,6 +78,8 @@ pub fn font() -> Result<(), String> {
 }
 
 const WIDTH: u32 = 1500;
+/// Legends name at most this many policies (the tables name them all).
+const LEGEND_MAX: usize = 12;
 const ROW: u32 = 500;
 
 pub fn size(exps: &[ExperimentReport]) -> (u32, u32) {
@@ -158,8 +161,36 @@ fn y_range(e: &ExperimentReport) -> (f64, f64) {
     ((lo - pad).max(0.0), hi + pad)
 }
 
+/// Tick labels in the experiment's unit, with as many decimals as the axis span needs.
+fn axis_format(u: &Unit, span_ns: f64) -> impl Fn(&f64) -> String {
+    let span = span_ns / u.ns;
+    let decimals =
+        if span > 0.0 && span.is_finite() { (1 - span.log10().floor() as i64).clamp(0, 6) as usize } else { 0 };
+    let scale = u.ns;
+    move |v: &f64| format!("{:.*}", decimals, v / scale)
+}
+
 fn axis_name(u: &Unit) -> String {
     format!("iteration time ({})", u.name)
+}
+
+/// The box plot's x axis: policy p at x = p, in one slot of width 1 each, ticks at the slots'
+/// centres only.
+struct Slots(usize);
+
+impl Ranged for Slots {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let f = (v + 0.5) / self.0 as f64;
+        limit.0 + (f * (limit.1 - limit.0) as f64).round() as i32
+    }
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        (0..self.0).map(|p| p as f64).collect()
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        -0.5..self.0 as f64 - 0.5
+    }
 }
 
 fn boxes<DB: DrawingBackend>(
@@ -170,24 +201,30 @@ fn boxes<DB: DrawingBackend>(
     hi: f64,
     text: bool,
 ) -> Result<(), String> {
-    let k = e.policies.len() as i32;
+    let k = e.policies.len();
     let mut b = ChartBuilder::on(area);
     b.margin(12);
     if text {
         b.caption("box plot (whiskers: 1.5 IQR)", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(84);
     }
-    // One segment per policy: plotters' integer ranges include their end.
-    let mut chart = b.build_cartesian_2d((0..(k - 1).max(0)).into_segmented(), lo..hi).map_err(err)?;
-    let names: Vec<String> = e.policies.iter().map(|p| clean(p)).collect();
-    let xfmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(i) if (0..k).contains(i) => names[*i as usize].clone(),
-        _ => String::new(),
+    // Policy p sits at x = p, labelled at exactly those points.
+    let mut chart = b.build_cartesian_2d(Slots(k.max(1)), lo..hi).map_err(err)?;
+    let width = if k > 6 { 8 } else { 24 };
+    let names: Vec<String> = e.policies.iter().map(|p| clean_to(p, width)).collect();
+    let xfmt = |v: &f64| {
+        let p = v.round();
+        // Beyond LEGEND_MAX policies the names would overlap: the tables name them.
+        if k <= LEGEND_MAX && (v - p).abs() < 1e-6 && p >= 0.0 && (p as usize) < k {
+            names[p as usize].clone()
+        } else {
+            String::new()
+        }
     };
-    let yfmt = |v: &f64| u.fmt(*v);
+    let yfmt = axis_format(u, hi - lo);
     let mut mesh = chart.configure_mesh();
     mesh.disable_x_mesh().light_line_style(WHITE.mix(0.0));
     if text {
-        mesh.x_labels(k as usize + 1)
+        mesh.x_labels(k)
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 14))
             .x_label_formatter(&xfmt)
@@ -197,10 +234,6 @@ fn boxes<DB: DrawingBackend>(
         mesh.x_labels(0).y_labels(0);
     }
     mesh.draw().map_err(err)?;
-    // Boxes fill the middle half of their segment.
-    let left = chart.backend_coord(&(SegmentValue::Exact(0), lo)).0;
-    let right = chart.backend_coord(&(SegmentValue::Exact(1), lo)).0;
-    let px = ((right - left).unsigned_abs() / 4).max(1);
     for (p, s) in e.samples.iter().enumerate() {
         if s.is_empty() {
             continue;
@@ -211,26 +244,24 @@ fn boxes<DB: DrawingBackend>(
         let iqr = q3 - q1;
         let low = s.iter().copied().find(|v| *v >= q1 - 1.5 * iqr).unwrap_or(q1);
         let high = s.iter().rev().copied().find(|v| *v <= q3 + 1.5 * iqr).unwrap_or(q3);
-        let x0 = || SegmentValue::Exact(p as i32);
-        let x1 = || SegmentValue::Exact(p as i32 + 1);
-        let xc = || SegmentValue::CenterOf(p as i32);
-        let mut body = Rectangle::new([(x0(), q3), (x1(), q1)], c.mix(0.35).filled());
-        body.set_margin(0, 0, px, px);
-        let mut edge = Rectangle::new([(x0(), q3), (x1(), q1)], c.stroke_width(2));
-        edge.set_margin(0, 0, px, px);
-        let mut median = Rectangle::new([(x0(), med), (x1(), med)], c.stroke_width(3));
-        median.set_margin(0, 0, px, px);
-        chart.draw_series([body, edge, median]).map_err(err)?;
+        let (x, x0, x1) = (p as f64, p as f64 - 0.25, p as f64 + 0.25);
         chart
             .draw_series([
-                PathElement::new(vec![(xc(), q3), (xc(), high)], c.stroke_width(2)),
-                PathElement::new(vec![(xc(), q1), (xc(), low)], c.stroke_width(2)),
+                Rectangle::new([(x0, q3), (x1, q1)], c.mix(0.35).filled()),
+                Rectangle::new([(x0, q3), (x1, q1)], c.stroke_width(2)),
+            ])
+            .map_err(err)?;
+        chart
+            .draw_series([
+                PathElement::new(vec![(x0, med), (x1, med)], c.stroke_width(3)),
+                PathElement::new(vec![(x, q3), (x, high)], c.stroke_width(2)),
+                PathElement::new(vec![(x, q1), (x, low)], c.stroke_width(2)),
             ])
             .map_err(err)?;
         // Outliers beyond the whiskers; at most 500 of them at each end.
         let above = s.iter().rev().take_while(|v| **v > high).take(500);
         let below = s.iter().take_while(|v| **v < low).take(500);
-        chart.draw_series(above.chain(below).map(|&v| Circle::new((xc(), v), 2, c.filled()))).map_err(err)?;
+        chart.draw_series(above.chain(below).map(|&v| Circle::new((x, v), 2, c.filled()))).map_err(err)?;
     }
     Ok(())
 }
@@ -257,7 +288,7 @@ fn ecdf<DB: DrawingBackend>(
         b.caption("empirical CDF", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(60);
     }
     let mut chart = b.build_cartesian_2d(lo..hi, 0f64..1f64).map_err(err)?;
-    let xfmt = |v: &f64| u.fmt(*v);
+    let xfmt = axis_format(u, hi - lo);
     let mut mesh = chart.configure_mesh();
     if text {
         mesh.label_style(("sans-serif", 14)).axis_desc_style(("sans-serif", 14));
@@ -278,9 +309,9 @@ fn ecdf<DB: DrawingBackend>(
         }
         let c = colour(p);
         let series = chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
-        if text {
+        if text && p < LEGEND_MAX {
             series
-                .label(clean(&e.policies[p]))
+                .label(clean_to(&e.policies[p], 24))
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
         }
     }
@@ -319,7 +350,7 @@ fn series<DB: DrawingBackend>(
         b.caption(caption, ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(84);
     }
     let mut chart = b.build_cartesian_2d(x0..x1, lo..hi).map_err(err)?;
-    let yfmt = |v: &f64| u.fmt(*v);
+    let yfmt = axis_format(u, hi - lo);
     let xfmt = |v: &f64| format!("{v:.0}");
     let mut mesh = chart.configure_mesh();
     if text {
@@ -347,11 +378,9 @@ fn series<DB: DrawingBackend>(
         }
         let c = colour(p);
         let s = chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 2, c.filled()))).map_err(err)?;
-        if text {
-            s.label(clean(&e.policies[p]))
+        if text && p < LEGEND_MAX {
+            s.label(clean_to(&e.policies[p], 24))
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
-        } else {
-            // No text: the legend is the colour alone, in policy order.
         }
     }
     if text {

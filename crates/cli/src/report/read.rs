@@ -536,7 +536,8 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             }
         }
         let first_index = admitted.iter().map(|h| h.first_index).min().unwrap_or(0);
-        let skip_below = first_index.saturating_add(skip);
+        // Without --skip nothing is left out, whatever order the indices come in.
+        let skip_below = if skip == 0 { 0 } else { first_index.saturating_add(skip) };
         let exp = experiments.len();
         for h in admitted {
             let mode_map = h.header.modes.iter().map(|m| modes.iter().position(|x| x == m).unwrap_or(0)).collect();
