@@ -1,0 +1,713 @@
+//! `aar doctor [PROGRAM]`: can libaar.so work for this program, in this environment?
+//!
+//! One line per check, each with a verdict — `ok`, `note` (information), `warning` (libaar.so
+//! works, but not fully as configured) or `problem` (libaar.so will not work for this program as
+//! things stand) — and, for warnings and problems, what to do about it.
+//!
+//! - The program (resolved through PATH as a shell would): an ELF executable, dynamically linked
+//!   (a static one never sees LD_PRELOAD), and which of libugni, libdmapp and an MPI library it
+//!   links, followed through its libraries as the loader would find them here ([`elf`]).
+//! - The preload: libaar.so in LD_PRELOAD (`:` or space separated), the file there, and that it
+//!   loads (dlopen).
+//! - PAPI, the counter events and the settings, from libaar.so itself: its `aar_selfcheck` export
+//!   runs the library's own settings parser and PAPI opening ([`selfcheck`]). When the program
+//!   links a libugni, that libugni is loaded first, as the job's loader would load it (the
+//!   emulator's libugni registers its counter events in its constructor).
+//!
+//! Exit status: 0 all well; 1 at least one problem; 3 warnings but no problem; 2 bad arguments
+//! (no such PROGRAM, no such `--lib` file).
+
+mod elf;
+mod selfcheck;
+
+use clap::Args;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct DoctorArgs {
+    /// The program to check, as you would launch it (a path, or a name looked up in PATH)
+    program: Option<String>,
+    /// The libaar.so to check (default: the one in LD_PRELOAD, else the one installed with this aar)
+    #[arg(long, value_name = "PATH")]
+    lib: Option<PathBuf>,
+    /// Print the checks as one JSON document (format aar-doctor/1) instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit statuses (documented in `aar doctor --help` and the README).
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_PROBLEM: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_WARNINGS: i32 = 3;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Verdict {
+    Ok,
+    Note,
+    Warning,
+    Problem,
+}
+
+impl Verdict {
+    fn word(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Note => "note",
+            Verdict::Warning => "warning",
+            Verdict::Problem => "problem",
+        }
+    }
+}
+
+/// One line of the report.
+pub struct Check {
+    pub topic: &'static str,
+    pub verdict: Verdict,
+    pub text: String,
+    pub fix: Option<String>,
+}
+
+#[derive(Default)]
+pub struct Report {
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    fn add(&mut self, topic: &'static str, verdict: Verdict, text: impl Into<String>, fix: Option<String>) {
+        self.checks.push(Check { topic, verdict, text: text.into(), fix });
+    }
+    fn ok(&mut self, topic: &'static str, text: impl Into<String>) {
+        self.add(topic, Verdict::Ok, text, None);
+    }
+    fn note(&mut self, topic: &'static str, text: impl Into<String>) {
+        self.add(topic, Verdict::Note, text, None);
+    }
+    fn warning(&mut self, topic: &'static str, text: impl Into<String>, fix: impl Into<String>) {
+        self.add(topic, Verdict::Warning, text, Some(fix.into()).filter(|f: &String| !f.is_empty()));
+    }
+    fn problem(&mut self, topic: &'static str, text: impl Into<String>, fix: impl Into<String>) {
+        self.add(topic, Verdict::Problem, text, Some(fix.into()).filter(|f: &String| !f.is_empty()));
+    }
+    fn count(&self, v: Verdict) -> usize {
+        self.checks.iter().filter(|c| c.verdict == v).count()
+    }
+    fn exit_code(&self) -> i32 {
+        if self.count(Verdict::Problem) > 0 {
+            EXIT_PROBLEM
+        } else if self.count(Verdict::Warning) > 0 {
+            EXIT_WARNINGS
+        } else {
+            EXIT_OK
+        }
+    }
+}
+
+/// The program as the doctor found it.
+struct Program {
+    path: PathBuf,
+    elf: Option<elf::Elf>,
+    closure: Option<elf::Closure>,
+}
+
+pub fn run(args: DoctorArgs) -> i32 {
+    let program_path = match args.program.as_deref().map(resolve_program).transpose() {
+        Ok(p) => p,
+        Err(message) => {
+            eprintln!("aar doctor: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Some(lib) = &args.lib {
+        if !lib.is_file() {
+            eprintln!(
+                "aar doctor: --lib {}: no such file; nothing was checked. Give the path of a libaar.so \
+                 (e.g. $AAR_ROOT/lib/libaar.so after module load aar).",
+                lib.display()
+            );
+            return EXIT_USAGE;
+        }
+    }
+    let mut report = Report::default();
+    let program = program_path.map(|p| check_program(&p, &mut report));
+    let libaar = check_preload(args.lib.as_deref(), program.as_ref(), &mut report);
+    let outcome = libaar
+        .as_ref()
+        .map(|(path, how)| selfcheck::run(path, how, program.as_ref().and_then(|p| p.closure.as_ref()), &mut report));
+    let ugni_loaded = outcome.as_ref().is_some_and(|o| o.ugni_loaded);
+    let selfcheck = outcome.and_then(|o| o.doc);
+    let libaar =
+        selfcheck.as_ref().and_then(|d| d["library"].as_str().map(PathBuf::from)).or_else(|| libaar.map(|(p, _)| p));
+    if let Some(doc) = &selfcheck {
+        check_counters(doc, ugni_loaded, &mut report);
+        check_settings(doc, &mut report);
+    }
+    let code = report.exit_code();
+    if args.json {
+        print_json(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code);
+    } else {
+        print_text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code);
+    }
+    code
+}
+
+/// PROGRAM as a shell would find it: a name with a `/` as it is, any other name in PATH.
+fn resolve_program(arg: &str) -> Result<PathBuf, String> {
+    if arg.is_empty() {
+        return Err("PROGRAM is empty; nothing was checked. Give the program you launch, e.g. aar doctor ./app.".into());
+    }
+    if arg.contains('/') {
+        let p = PathBuf::from(arg);
+        return if p.exists() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "PROGRAM \"{arg}\" does not exist; nothing was checked. Give the path of the program you launch \
+                 (build it first)."
+            ))
+        };
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    for dir in path.split(':') {
+        let dir = if dir.is_empty() { "." } else { dir };
+        let candidate = Path::new(dir).join(arg);
+        if is_executable_file(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(format!(
+        "PROGRAM \"{arg}\" was not found: it has no '/' and no folder of PATH holds an executable of that name; \
+         nothing was checked. Give its path (e.g. ./{arg}) or add its folder to PATH."
+    ))
+}
+
+fn is_executable_file(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn check_program(path: &Path, report: &mut Report) -> Program {
+    let shown = path.display().to_string();
+    let mut program = Program { path: path.to_path_buf(), elf: None, closure: None };
+    if path.is_dir() {
+        report.problem("program", format!("{shown} is a folder, not a program"), "Give the program's file.");
+        return program;
+    }
+    let file = match elf::read(path) {
+        Ok(f) => f,
+        Err(elf::NotElf::Unreadable(e)) => {
+            report.problem("program", format!("{shown} cannot be read ({e})"), "Check its permissions (chmod +r).");
+            return program;
+        }
+        Err(elf::NotElf::Script(line)) => {
+            report.problem(
+                "program",
+                format!("{shown} is a script ({line}), not an ELF program; the doctor cannot see what it runs"),
+                "Run aar doctor on the program the script launches.",
+            );
+            return program;
+        }
+        Err(elf::NotElf::Other(why)) => {
+            report.problem("program", format!("{shown} is {why}"), "Give the compiled program (an ELF executable).");
+            return program;
+        }
+    };
+    if !file.is_program() {
+        report.problem(
+            "program",
+            format!("{shown}: {}, not a program", file.describe()),
+            "Give the executable you launch; libraries are checked through it.",
+        );
+        return program;
+    }
+    if is_executable_file(path) {
+        report.ok("program", format!("{shown}: {}", file.describe()));
+    } else {
+        report.problem(
+            "program",
+            format!("{shown}: {}, but it is not executable (no x permission)", file.describe()),
+            format!("chmod +x {shown}"),
+        );
+    }
+    match &file.interpreter {
+        Some(interp) => report.ok("linking", format!("dynamically linked (loader {interp}): LD_PRELOAD applies")),
+        None => {
+            report.problem(
+                "linking",
+                format!(
+                    "statically linked{}: the dynamic loader never runs, so LD_PRELOAD (and libaar.so) cannot reach it",
+                    if file.dynamic { " (a static PIE)" } else { "" }
+                ),
+                "Rebuild it dynamically linked: on a Cray, export CRAYPE_LINK_TYPE=dynamic before compiling \
+                 (or pass -dynamic to cc/CC/ftn); elsewhere, drop -static.",
+            );
+            program.elf = Some(file);
+            return program;
+        }
+    }
+    let closure = elf::closure(path, &file, std::env::var("LD_LIBRARY_PATH").ok().as_deref());
+    check_libraries(&closure, report);
+    program.elf = Some(file);
+    program.closure = Some(closure);
+    program
+}
+
+fn describe_library(l: &elf::Library) -> String {
+    match &l.path {
+        Some(p) => format!("{} ({}, needed by {})", l.name, p.display(), l.needed_by),
+        None => format!("{} (needed by {}, but not found here)", l.name, l.needed_by),
+    }
+}
+
+fn check_libraries(closure: &elf::Closure, report: &mut Report) {
+    let ugni = closure.find(&["libugni.so"]);
+    let dmapp = closure.find(&["libdmapp.so"]);
+    let mpi = closure.find(&["libmpi", "libmpich"]);
+    let found_by_loader = |libs: &[&elf::Library]| libs.iter().any(|l| l.path.is_some());
+    for (topic, name, libs) in [("uGNI", "libugni", &ugni), ("DMAPP", "libdmapp", &dmapp)] {
+        match libs.first() {
+            Some(_) if found_by_loader(libs) => {
+                let l = libs.iter().find(|l| l.path.is_some()).unwrap_or(&libs[0]);
+                report.ok(topic, format!("links {}", describe_library(l)));
+            }
+            Some(l) => report.warning(
+                topic,
+                format!("links {}", describe_library(l)),
+                format!(
+                    "The loader would not find {name} in this environment; load the module that provides it \
+                     (e.g. module load cray-ugni) or set LD_LIBRARY_PATH, as the job will."
+                ),
+            ),
+            None => report.note(topic, format!("does not link {name}")),
+        }
+    }
+    match mpi.first() {
+        Some(l) => report.note("MPI", format!("links {}", describe_library(l))),
+        None => report.note("MPI", "links no MPI library"),
+    }
+    if ugni.is_empty() && dmapp.is_empty() {
+        report.problem(
+            "routing",
+            "links neither libugni nor libdmapp (directly or through its libraries): libaar.so has nothing to route \
+             in this program",
+            "Check that this is the program that talks to the network (a Cray MPI, SHMEM or PGAS build links \
+             libugni); a program that opens libugni itself at run time (dlopen) cannot be checked here.",
+        );
+    }
+    let missing: Vec<String> = closure
+        .missing()
+        .iter()
+        .filter(|l| !l.name.starts_with("libugni") && !l.name.starts_with("libdmapp"))
+        .map(|l| describe_library(l))
+        .collect();
+    if !missing.is_empty() {
+        report.warning(
+            "libraries",
+            format!("the loader would not find {} here: {}", plural(missing.len(), "library", "libraries"), missing.join("; ")),
+            "Load the modules the job loads (or set LD_LIBRARY_PATH) before running aar doctor, so it sees what the job sees.",
+        );
+    }
+    if closure.truncated {
+        report.note("libraries", "the dependency tree was followed only so far (over 1000 libraries)");
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// LD_PRELOAD entries, split as ld.so splits them (spaces and colons).
+fn preload_entries(value: &str) -> Vec<String> {
+    value.split([' ', ':', '\t', '\n']).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+fn is_libaar(entry: &str) -> bool {
+    elf::base_name(entry).starts_with("libaar.so")
+}
+
+/// The libaar.so installed with this `aar`: PREFIX/lib/libaar.so for PREFIX/bin/aar, or the
+/// one beside it (a cargo target folder).
+fn installed_libaar() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let dir = exe.parent()?;
+    [dir.join("../lib/libaar.so"), dir.join("libaar.so")].into_iter().find(|p| p.is_file())
+}
+
+/// LD_PRELOAD and the library file; returns the libaar.so to run the self-check with, and how it
+/// was chosen.
+fn check_preload(
+    lib_arg: Option<&Path>,
+    program: Option<&Program>,
+    report: &mut Report,
+) -> Option<(PathBuf, &'static str)> {
+    let preload = std::env::var("LD_PRELOAD").unwrap_or_default();
+    let entries: Vec<String> = preload_entries(&preload).into_iter().filter(|e| is_libaar(e)).collect();
+    let suggestion = lib_arg
+        .map(Path::to_path_buf)
+        .or_else(installed_libaar)
+        .map(|p| p.canonicalize().unwrap_or(p).display().to_string())
+        .unwrap_or_else(|| "/path/to/libaar.so".into());
+    let mut from_preload = None;
+    if entries.is_empty() {
+        report.problem(
+            "preload",
+            if preload.trim().is_empty() {
+                "LD_PRELOAD is not set: programs started from this environment run without libaar.so".to_string()
+            } else {
+                format!("LD_PRELOAD (\"{}\") does not name libaar.so: programs started from this environment run without it", preload.trim())
+            },
+            format!(
+                "module load aar (it sets LD_PRELOAD), or export LD_PRELOAD={suggestion}; for one launch only: \
+                 srun --export=ALL,LD_PRELOAD={suggestion} ./app"
+            ),
+        );
+    }
+    for entry in &entries {
+        if !entry.contains('/') {
+            report.ok(
+                "preload",
+                format!("LD_PRELOAD names {entry} (no folder: the loader searches for it like a needed library)"),
+            );
+            from_preload.get_or_insert(PathBuf::from(entry));
+        } else if Path::new(entry).is_file() {
+            report.ok("preload", format!("LD_PRELOAD names {entry}, which exists"));
+            from_preload.get_or_insert(PathBuf::from(entry));
+        } else {
+            report.problem(
+                "preload",
+                format!("LD_PRELOAD names {entry}, which does not exist: the loader skips it (with an error) and the program runs without libaar.so"),
+                format!("module load aar again (after an upgrade the path changes), or set LD_PRELOAD={suggestion}"),
+            );
+        }
+    }
+    let (path, how) = match (lib_arg, from_preload, installed_libaar()) {
+        (Some(p), _, _) => (p.to_path_buf(), "given with --lib"),
+        (None, Some(p), _) => (p, "from LD_PRELOAD"),
+        (None, None, Some(p)) => (p, "installed with this aar"),
+        (None, None, None) => {
+            report.problem(
+                "libaar.so",
+                "no libaar.so to check: none in LD_PRELOAD, none given with --lib, none installed beside this aar",
+                "Give one with --lib PATH, or module load aar.",
+            );
+            return None;
+        }
+    };
+    if let (Some(exe), Ok(lib)) = (program.and_then(|p| p.elf.as_ref()), elf::read(&path)) {
+        if !exe.compatible(&lib) {
+            report.problem(
+                "libaar.so",
+                format!(
+                    "{} is {} but the program is {}: the loader will not preload it into this program",
+                    path.display(),
+                    lib.describe(),
+                    exe.describe()
+                ),
+                "Use the libaar.so built for the program's machine.",
+            );
+        }
+    }
+    Some((path, how))
+}
+
+/// Verdicts on PAPI and each counter event, from the self-check document.
+fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
+    let papi = &doc["papi"];
+    if papi["checked"] == false {
+        report.note("PAPI", papi["skipped"].as_str().unwrap_or("not checked").to_string());
+        return;
+    }
+    let settings = &doc["settings"];
+    let auto = uses_auto(settings);
+    let serious = |r: &mut Report, topic, text: String, fix: &str| {
+        if auto {
+            r.problem(topic, text, fix)
+        } else {
+            r.warning(topic, format!("{text} (automatic routing is not in use, so routing is unaffected; records carry no counter windows)"), fix)
+        }
+    };
+    let fallback = format!(
+        "automatic routing then uses {} (fixed) for every adaptive message",
+        settings["engine"]["low_latency_mode"].as_str().unwrap_or("ADAPTIVE3")
+    );
+    match (papi["version"].as_str(), papi["path"].as_str()) {
+        (Some(v), Some(p)) => report.ok(
+            "PAPI",
+            format!(
+                "PAPI {v} loaded from {p}{}",
+                papi["loaded_as"].as_str().map(|n| format!(" (as {n})")).unwrap_or_default()
+            ),
+        ),
+        _ => serious(
+            report,
+            "PAPI",
+            format!("aar: {}; {fallback}", papi["error"].as_str().unwrap_or("PAPI could not be loaded")),
+            "module load papi (on a Cray), or set AAR_PAPI_LIBRARY to the path of libpapi.so",
+        ),
+    }
+    let loaded = papi["path"].is_string();
+    let mut missing_required = false;
+    for (i, event) in papi["events"].as_array().into_iter().flatten().enumerate() {
+        let name = event["name"].as_str().unwrap_or("?");
+        let role = event["role"].as_str().unwrap_or("?");
+        let required = event["required"] != false;
+        match event["exists"].as_bool() {
+            Some(true) => report.ok("event", format!("{role}: {name}")),
+            Some(false) => {
+                let detail = event["detail"].as_str().unwrap_or("");
+                let text = format!("{role}: {name} does not exist ({detail})");
+                let is_sde = name.starts_with("sde:::");
+                let fix = if is_sde && !ugni_loaded {
+                    "Check with a dynamically linked PROGRAM that links the libugni registering these events (the emulator's \
+                     sde:::aries:: counters exist only in a process that loaded it)."
+                } else {
+                    "Correct AAR_PAPI_EVENTS (papi_native_avail lists the events here; on a Cray XC look for AR_NIC_*), or unset it for the Aries defaults."
+                };
+                if !required {
+                    report.warning(
+                        "event",
+                        format!(
+                            "{text}; it is optional: stall ratios are computed without subtracting response stalls"
+                        ),
+                        fix,
+                    );
+                } else if is_sde && !ugni_loaded {
+                    missing_required = true;
+                    report.warning("event", text, fix);
+                } else {
+                    missing_required = true;
+                    serious(report, "event", text, fix);
+                }
+            }
+            None if loaded => report.note(
+                "event",
+                format!("{role}: {name} could not be checked ({})", event["detail"].as_str().unwrap_or("")),
+            ),
+            None => {}
+        }
+        let _ = i;
+    }
+    if loaded {
+        match papi["error"].as_str() {
+            None => {
+                if !missing_required {
+                    report.ok(
+                        "counters",
+                        "libaar.so's own PAPI opening succeeded (its event set started, then was given back)",
+                    );
+                }
+            }
+            Some(why) if !missing_required => serious(
+                report,
+                "counters",
+                format!("libaar.so's own PAPI opening fails: aar: {why}; {fallback}"),
+                "Fix the event named above (AAR_PAPI_EVENTS), or choose a mode with AAR_MODE.",
+            ),
+            Some(why) => report
+                .note("counters", format!("libaar.so's own PAPI opening fails as expected: aar: {why}; {fallback}")),
+        }
+    }
+    for n in papi["notes"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        report.warning("counters", format!("aar: {n}"), "");
+    }
+}
+
+/// Whether automatic routing (which needs the counters) is in force in any iteration.
+fn uses_auto(settings: &Value) -> bool {
+    settings["engine"]["policy"]["kind"] == "auto" || ab_policies(settings).iter().any(|p| p == "auto")
+}
+
+/// The A/B policies (`AAR_AB`, shown by the library as the list users write), if any.
+fn ab_policies(settings: &Value) -> Vec<String> {
+    settings["ab"].as_str().map(|l| l.split(',').map(|p| p.trim().to_string()).collect()).unwrap_or_default()
+}
+
+fn check_settings(doc: &Value, report: &mut Report) {
+    let settings = &doc["settings"];
+    let warnings = doc["warnings"].as_array().cloned().unwrap_or_default();
+    if settings["disabled"] == true {
+        report.warning(
+            "setting",
+            "AAR_DISABLE is set: libaar.so forwards every call untouched, reads nothing, writes nothing",
+            "unset AAR_DISABLE",
+        );
+    }
+    for w in &warnings {
+        let fix = format!("Fix or unset {}.", w["variable"].as_str().unwrap_or("the variable"));
+        report.warning("setting", format!("aar: {}", w["message"].as_str().unwrap_or("")), fix);
+    }
+    for name in doc["unknown_variables"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        report.warning(
+            "setting",
+            format!("{name} is set but libaar.so does not read it (a typo? a variable of another version?)"),
+            "See the Settings table of the README for the variables libaar.so reads.",
+        );
+    }
+    if let Some(dir) = settings["output_dir"].as_str() {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() && !m.permissions().readonly() => {
+                report.ok("records", format!("AAR_OUTPUT_DIR={dir} is a writable folder"))
+            }
+            Ok(m) if !m.is_dir() => report.warning(
+                "records",
+                format!("AAR_OUTPUT_DIR={dir} is not a folder: no record will be written"),
+                "Point AAR_OUTPUT_DIR at a folder.",
+            ),
+            Ok(_) => report.warning(
+                "records",
+                format!("AAR_OUTPUT_DIR={dir} is read-only: no record will be written"),
+                "Point AAR_OUTPUT_DIR at a writable folder.",
+            ),
+            Err(e) => report.warning(
+                "records",
+                format!("AAR_OUTPUT_DIR={dir} cannot be used ({e}): no record will be written"),
+                format!("mkdir -p {dir}"),
+            ),
+        }
+    }
+    if warnings.is_empty()
+        && doc["unknown_variables"].as_array().is_none_or(|u| u.is_empty())
+        && settings["disabled"] != true
+    {
+        let set = doc["variables_set"].as_array().map_or(0, Vec::len);
+        report.ok("settings", format!("{} set, no warning", plural(set, "AAR_* variable", "AAR_* variables")));
+    }
+}
+
+/// The settings in effect, in words: what was set, and the defaults that matter.
+fn settings_lines(doc: &Value) -> Vec<String> {
+    let s = &doc["settings"];
+    let e = &s["engine"];
+    let warned: Vec<&str> =
+        doc["warnings"].as_array().into_iter().flatten().filter_map(|w| w["variable"].as_str()).collect();
+    let mut lines: Vec<String> = doc["variables_set"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            let name = v["name"].as_str().unwrap_or("?");
+            let value = v["value"].as_str().unwrap_or("");
+            let tail = if warned.contains(&name) { "   (not taken: see the warning above)" } else { "" };
+            format!("{name}={value}{tail}")
+        })
+        .collect();
+    if lines.is_empty() {
+        lines.push("no AAR_* variable is set: every default applies".into());
+    }
+    let ab = ab_policies(s);
+    let policy = if ab.is_empty() {
+        format!("policy {}", policy_name(&e["policy"]))
+    } else {
+        format!(
+            "A/B experiment: {} alternated per iteration, order {}, iterations marked by {}",
+            ab.join(","),
+            s["ab_order"].as_str().unwrap_or("?"),
+            match s["ab_boundary"].as_str() {
+                Some("markers") => "the program's aar_iteration_begin/end markers".to_string(),
+                Some(b) => format!("every {b} call"),
+                None => "?".to_string(),
+            }
+        )
+    };
+    let events = match s["papi_events"].as_array() {
+        Some(ev)
+            if doc["variables_set"].as_array().is_some_and(|v| v.iter().any(|x| x["name"] == "AAR_PAPI_EVENTS"))
+                && !warned.contains(&"AAR_PAPI_EVENTS") =>
+        {
+            format!("{} PAPI events from AAR_PAPI_EVENTS", ev.len())
+        }
+        Some(ev) => format!("the {} default Aries PAPI events", ev.len()),
+        None => "PAPI events ?".into(),
+    };
+    let records = match s["output_dir"].as_str() {
+        Some(d) => format!("records in {d}"),
+        None => "no records (AAR_OUTPUT_DIR unset)".into(),
+    };
+    lines.push(format!(
+        "in effect: {policy}; threshold {} B; counter window {} decisions; High Bias side {}, Adaptive side {}; \
+         latency unit {}; {events}; {records}{}",
+        e["threshold_bytes"],
+        e["window_decisions"],
+        e["low_latency_mode"].as_str().unwrap_or("?"),
+        e["low_stall_mode"].as_str().unwrap_or("?"),
+        e["latency_unit"].as_str().unwrap_or("?"),
+        if s["disabled"] == true { "; DISABLED (AAR_DISABLE)" } else { "" }
+    ));
+    lines
+}
+
+fn policy_name(p: &Value) -> String {
+    match (p["kind"].as_str(), p["mode"].as_str()) {
+        (Some("fixed"), Some(mode)) => mode.to_string(),
+        (Some(kind), _) => kind.to_string(),
+        _ => p.to_string(),
+    }
+}
+
+fn summary_line(report: &Report, code: i32) -> String {
+    let (p, w) = (report.count(Verdict::Problem), report.count(Verdict::Warning));
+    match code {
+        EXIT_PROBLEM => format!(
+            "{}{}: libaar.so will not work for this program as things stand (exit {code})",
+            plural(p, "problem", "problems"),
+            if w > 0 { format!(", {}", plural(w, "warning", "warnings")) } else { String::new() }
+        ),
+        EXIT_WARNINGS => format!(
+            "{}, no problem: libaar.so will work, but see above (exit {code})",
+            plural(w, "warning", "warnings")
+        ),
+        _ => format!("all well (exit {code})"),
+    }
+}
+
+fn print_text(report: &Report, program: Option<&Program>, libaar: Option<&Path>, doc: Option<&Value>, code: i32) {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "aar doctor {}: {}\n",
+        env!("CARGO_PKG_VERSION"),
+        program.map_or("no PROGRAM given (environment only)".to_string(), |p| p.path.display().to_string())
+    ));
+    for c in &report.checks {
+        out.push_str(&format!("{:<8} {:<10} {}\n", c.verdict.word(), c.topic, c.text));
+        if let Some(fix) = &c.fix {
+            out.push_str(&format!("{:<8} {:<10}   fix: {fix}\n", "", ""));
+        }
+    }
+    if let Some(doc) = doc {
+        out.push_str(&format!(
+            "settings, as {} parses them:\n",
+            libaar.map_or("libaar.so".to_string(), |p| p.display().to_string())
+        ));
+        for line in settings_lines(doc) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.push_str(&format!("result: {}\n", summary_line(report, code)));
+    print!("{out}");
+}
+
+fn print_json(report: &Report, program: Option<&Program>, libaar: Option<&Path>, doc: Option<&Value>, code: i32) {
+    let checks: Vec<Value> = report
+        .checks
+        .iter()
+        .map(|c| json!({ "topic": c.topic, "verdict": c.verdict.word(), "text": c.text, "fix": c.fix }))
+        .collect();
+    let verdict = report.checks.iter().map(|c| c.verdict).max().unwrap_or(Verdict::Ok);
+    let libraries: Option<Vec<Value>> = program.and_then(|p| p.closure.as_ref()).map(|c| {
+        c.libraries.iter().map(|l| json!({ "name": l.name, "path": l.path, "needed_by": l.needed_by })).collect()
+    });
+    let out = json!({
+        "format": "aar-doctor/1",
+        "version": env!("CARGO_PKG_VERSION"),
+        "program": program.map(|p| p.path.display().to_string()),
+        "libaar": libaar.map(|p| p.display().to_string()),
+        "verdict": if verdict == Verdict::Note { "ok" } else { verdict.word() },
+        "exit_code": code,
+        "summary": summary_line(report, code),
+        "checks": checks,
+        "libraries": libraries,
+        "selfcheck": doc,
+    });
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+}

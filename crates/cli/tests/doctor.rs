@@ -1,0 +1,283 @@
+//! `aar doctor` end to end: the real `aar` binary checks real programs (compiled here) against
+//! the real libaar.so and the emulated libugni.so, both built in release mode into this test's
+//! target folder, and each case gets its verdict lines and its exit status.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const SDE_EVENTS: [&str; 5] = [
+    "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS",
+    "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED",
+    "sde:::aries::AR_NIC_ORB_PRF_NET_RSP_TRACK_2",
+    "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK",
+    "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED",
+];
+
+/// The workspace root (this crate is crates/cli).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+}
+
+/// The target folder this test was built into (target/<profile>/deps/<test>).
+fn target_dir() -> PathBuf {
+    std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf()
+}
+
+/// libaar.so and the emulated libugni.so, built once per test binary (a no-op when fresh).
+fn libdir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "-q", "-p", "aar", "-p", "aar-emu"])
+            .env("CARGO_TARGET_DIR", target_dir())
+            .current_dir(root())
+            .status()
+            .expect("run cargo build");
+        assert!(st.success(), "building libaar.so and libugni.so failed");
+        let dir = target_dir().join("release");
+        assert!(dir.join("libaar.so").is_file() && dir.join("libugni.so").is_file());
+        dir
+    })
+}
+
+fn libaar() -> PathBuf {
+    libdir().join("libaar.so")
+}
+
+fn scratch() -> PathBuf {
+    let d = target_dir().join("aar-tests").join(format!("doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compile a one-file C program with `flags` (once per name).
+fn compile(name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap();
+    let dir = scratch();
+    let out = dir.join(name);
+    if out.exists() {
+        return out;
+    }
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let st = Command::new("gcc")
+        .args(["-O2", "-Wall", "-Werror", "-I"])
+        .arg(root().join("cabi"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .args(flags)
+        .status()
+        .expect("run gcc");
+    assert!(st.success(), "compiling {name} failed");
+    out
+}
+
+/// A dynamic program over the emulated uGNI (-lugni from the target folder).
+fn ugni_program() -> PathBuf {
+    let lib = libdir();
+    compile(
+        "ugni-app",
+        "#include \"gni_pub.h\"\n#include <stdio.h>\nint main(void) { gni_cdm_handle_t cdm;\n\
+         printf(\"%d\\n\", (int)GNI_CdmCreate(0, 0, 0, 0, &cdm)); return 0; }\n",
+        &["-L", lib.to_str().unwrap(), "-lugni", &format!("-Wl,-rpath,{}", lib.display())],
+    )
+}
+
+/// The same kind of program, linked statically (no uGNI: a static libugni does not exist here).
+fn static_program() -> PathBuf {
+    compile("static-app", "int main(void) { return 0; }\n", &["-static"])
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn has_line(&self, verdict: &str, topic: &str, text: &str) -> bool {
+        self.stdout.lines().any(|l| {
+            let mut w = l.split_whitespace();
+            w.next() == Some(verdict) && w.next() == Some(topic) && l.contains(text)
+        })
+    }
+    #[track_caller]
+    fn expect_line(&self, verdict: &str, topic: &str, text: &str) {
+        assert!(self.has_line(verdict, topic, text), "no line `{verdict} {topic} ...{text}...` in:\n{}", self.stdout);
+    }
+    #[track_caller]
+    fn expect_code(&self, code: i32) {
+        assert_eq!(self.code, code, "exit status; stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+    }
+}
+
+/// `aar doctor ARGS` with LD_PRELOAD=libaar.so, the emulator's events and `env`, and no other
+/// AAR_* variable of the caller's environment.
+fn doctor(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aar"));
+    cmd.arg("doctor").args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AAR_") || k == "LD_PRELOAD" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("LD_PRELOAD", libaar()).env("AAR_PAPI_EVENTS", SDE_EVENTS.join(","));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let Output { status, stdout, stderr } = cmd.output().expect("run aar doctor");
+    Run {
+        code: status.code().expect("aar doctor exited by a signal"),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_dynamic_ugni_program_with_the_preload_and_its_events_is_all_well() {
+    let prog = ugni_program();
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_code(0);
+    r.expect_line("ok", "program", "ELF 64-bit");
+    r.expect_line("ok", "linking", "dynamically linked");
+    r.expect_line("ok", "uGNI", &format!("links libugni.so ({}", libdir().join("libugni.so").display()));
+    r.expect_line("note", "counters", "loaded the program's");
+    r.expect_line("ok", "preload", &format!("LD_PRELOAD names {}", libaar().display()));
+    r.expect_line("ok", "libaar.so", "loads: aar ");
+    r.expect_line("ok", "PAPI", "PAPI 7.");
+    for (i, event) in SDE_EVENTS.iter().enumerate() {
+        r.expect_line("ok", "event", event);
+        assert!(r
+            .stdout
+            .contains(["request flits", "request stalled", "cumulative", "response packets", "optional"][i]));
+    }
+    r.expect_line("ok", "counters", "libaar.so's own PAPI opening succeeded");
+    assert!(!r.stdout.lines().any(|l| l.starts_with("warning ") || l.starts_with("problem ")), "{}", r.stdout);
+    assert!(r.stdout.lines().last().unwrap().starts_with("result: all well (exit 0)"), "{}", r.stdout);
+    // Nothing of libaar.so on the doctor's stderr: the check initialises nothing that prints.
+    assert!(!r.stderr.contains("aar:"), "{}", r.stderr);
+}
+
+#[test]
+fn a_static_program_cannot_be_preloaded_and_the_fix_is_named() {
+    let prog = static_program();
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_code(1);
+    r.expect_line("ok", "program", "ELF 64-bit");
+    r.expect_line("problem", "linking", "statically linked: the dynamic loader never runs, so LD_PRELOAD");
+    assert!(r.stdout.contains("fix: Rebuild it dynamically linked: on a Cray, export CRAYPE_LINK_TYPE=dynamic"));
+    assert!(r.stdout.contains("-dynamic"), "{}", r.stdout);
+    assert!(r.stdout.contains("libaar.so will not work for this program as things stand (exit 1)"));
+}
+
+#[test]
+fn a_program_without_ugni_or_dmapp_gives_libaar_nothing_to_route() {
+    // Looked up through PATH, as a shell would.
+    let r = doctor(&["true"], &[]);
+    r.expect_code(1);
+    assert!(r.stdout.lines().next().unwrap().ends_with("/true"), "{}", r.stdout);
+    r.expect_line("ok", "linking", "dynamically linked");
+    r.expect_line("note", "uGNI", "does not link libugni");
+    r.expect_line("note", "DMAPP", "does not link libdmapp");
+    r.expect_line("problem", "routing", "links neither libugni nor libdmapp");
+    assert!(r.stdout.contains("libaar.so has nothing to route in this program"));
+}
+
+#[test]
+fn a_missing_event_is_named_whether_papi_refuses_it_or_takes_it_as_a_placeholder() {
+    let prog = ugni_program();
+    // A name no PAPI component knows: the library's own opening fails on it.
+    let mut events = SDE_EVENTS.map(str::to_string);
+    events[1] = "AR_NIC_NO_SUCH_EVENT".into();
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_PAPI_EVENTS", &events.join(","))]);
+    r.expect_code(1);
+    r.expect_line("ok", "event", SDE_EVENTS[0]);
+    r.expect_line("problem", "event", "request stalled cycles: AR_NIC_NO_SUCH_EVENT does not exist");
+    r.expect_line("ok", "event", SDE_EVENTS[2]);
+    r.expect_line("note", "counters", "aar: the PAPI event AR_NIC_NO_SUCH_EVENT is not available");
+    assert!(r.stdout.contains("fix: Correct AAR_PAPI_EVENTS"), "{}", r.stdout);
+    // An sde::: name nothing registered: PAPI would accept it and read 0 forever.
+    events[1] = "sde:::aries::AR_NIC_NO_SUCH_EVENT".into();
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_PAPI_EVENTS", &events.join(","))]);
+    r.expect_code(1);
+    r.expect_line(
+        "problem",
+        "event",
+        "sde:::aries::AR_NIC_NO_SUCH_EVENT does not exist (no library loaded in this process registered",
+    );
+    r.expect_line("ok", "event", SDE_EVENTS[3]);
+}
+
+#[test]
+fn a_bad_setting_is_a_warning_with_the_librarys_own_words() {
+    let prog = ugni_program();
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_MODE", "fast"), ("AAR_MDOE", "ADAPTIVE3")]);
+    r.expect_code(3);
+    r.expect_line(
+        "warning",
+        "setting",
+        "aar: AAR_MODE=\"fast\" is not a routing policy; using the default auto. Use auto, off, or a fixed mode",
+    );
+    r.expect_line("warning", "setting", "AAR_MDOE is set but libaar.so does not read it");
+    assert!(r.stdout.contains("AAR_MODE=fast   (not taken: see the warning above)"), "{}", r.stdout);
+    assert!(r.stdout.contains("in effect: policy auto;"), "{}", r.stdout);
+    assert!(r.stdout.contains("result: 2 warnings, no problem"), "{}", r.stdout);
+    assert!(!r.stdout.lines().any(|l| l.starts_with("problem ")), "{}", r.stdout);
+}
+
+#[test]
+fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
+    let prog = ugni_program();
+    let lib = libaar();
+    let r = doctor(&[prog.to_str().unwrap(), "--lib", lib.to_str().unwrap()], &[("LD_PRELOAD", "")]);
+    r.expect_code(1);
+    r.expect_line("problem", "preload", "LD_PRELOAD is not set");
+    assert!(r.stdout.contains(&format!("export LD_PRELOAD={}", lib.canonicalize().unwrap().display())), "{}", r.stdout);
+    r.expect_line("ok", "libaar.so", "(given with --lib) loads");
+    // A preload entry that does not exist, among others, with a space separator.
+    let gone = scratch().join("gone/libaar.so");
+    let preload = format!("/lib/nothing-else.so {}", gone.display());
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &preload)]);
+    r.expect_code(1);
+    r.expect_line("problem", "preload", &format!("LD_PRELOAD names {}, which does not exist", gone.display()));
+}
+
+#[test]
+fn bad_arguments_exit_2_and_name_the_input() {
+    let r = doctor(&["no-such-program-anywhere"], &[]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("PROGRAM \"no-such-program-anywhere\" was not found"), "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    let r = doctor(&["./no/such/file"], &[]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("PROGRAM \"./no/such/file\" does not exist"), "{}", r.stderr);
+    let r = doctor(&["--lib", "/no/such/libaar.so"], &[]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("--lib /no/such/libaar.so: no such file"), "{}", r.stderr);
+    let r = doctor(&["--no-such-option"], &[]);
+    r.expect_code(2);
+}
+
+#[test]
+fn json_output_carries_the_checks_the_code_and_the_librarys_document() {
+    let prog = ugni_program();
+    let r = doctor(&[prog.to_str().unwrap(), "--json"], &[("AAR_MODE", "fast")]);
+    r.expect_code(3);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
+    assert_eq!(doc["format"], "aar-doctor/1");
+    assert_eq!(doc["exit_code"], 3);
+    assert_eq!(doc["verdict"], "warning");
+    let checks = doc["checks"].as_array().unwrap();
+    assert!(checks.iter().any(|c| c["topic"] == "setting" && c["verdict"] == "warning"));
+    assert!(doc["libraries"].as_array().unwrap().iter().any(|l| l["name"] == "libugni.so"));
+    let sc = &doc["selfcheck"];
+    assert_eq!(sc["format"], "aar-selfcheck/1");
+    assert_eq!(sc["runtime_initialised"], false);
+    assert_eq!(sc["warnings"][0]["variable"], "AAR_MODE");
+    assert_eq!(sc["papi"]["opened"], true);
+    assert_eq!(sc["papi"]["events"].as_array().unwrap().len(), 5);
+}
