@@ -25,6 +25,8 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
+#[command(after_help = "Exit status: 0 all well; 1 at least one problem (libaar.so will not work for this program as \
+things stand); 3 warnings but no problem; 2 bad arguments.")]
 pub struct DoctorArgs {
     /// The program to check, as you would launch it (a path, or a name looked up in PATH)
     program: Option<String>,
