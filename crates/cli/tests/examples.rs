@@ -1,0 +1,152 @@
+//! The batch-script examples (examples/ab-slurm.sbatch, examples/ab-aprun.pbs) cannot rot
+//! silently: they parse (`bash -n`), every `aar` subcommand and option they use exists in the
+//! real binary's help, every option they give examples/iterations.c is in its usage text, and
+//! the AAR_* settings they export parse without a warning in the real libaar.so (its own
+//! self-check, through `aar doctor --json`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const SCRIPTS: [&str; 2] = ["examples/ab-slurm.sbatch", "examples/ab-aprun.pbs"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf()
+}
+
+fn aar_help(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_aar")).args(args).arg("--help").output().unwrap();
+    assert!(out.status.success(), "aar {args:?} --help failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The script's lines without comments (a `#` that starts a word), joined across `\` ends.
+fn commands(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let code = match line.find(" #") {
+            _ if line.trim_start().starts_with('#') => "",
+            Some(i) => &line[..i],
+            None => line,
+        };
+        match code.trim_end().strip_suffix('\\') {
+            Some(head) => current.push_str(head),
+            None => {
+                current.push_str(code);
+                lines.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    lines
+}
+
+/// Each use of `program` in the script: the words after it, up to a shell operator.
+fn invocations(text: &str, program: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for line in commands(text) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for (i, w) in words.iter().enumerate() {
+            // `module load aar` names the module, not the command.
+            if *w == program && (i == 0 || words[i - 1] != "load") {
+                let args = words[i + 1..]
+                    .iter()
+                    .take_while(|w| !["||", "&&", ";", "|", ")", "then"].contains(w))
+                    .map(|w| w.to_string())
+                    .collect();
+                found.push(args);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_batch_scripts_parse_and_use_only_what_exists() {
+    let top = aar_help(&[]);
+    let iterations_c = std::fs::read_to_string(root().join("examples/iterations.c")).unwrap();
+    let usage = iterations_c.lines().find(|l| l.contains("usage: iterations")).expect("iterations.c usage line");
+    for script in SCRIPTS {
+        let path = root().join(script);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{script}: {e}"));
+        let st = Command::new("bash").arg("-n").arg(&path).status().unwrap();
+        assert!(st.success(), "bash -n {script} failed");
+        for needed in [
+            "module load aar",
+            "CRAYPE_LINK_TYPE=dynamic",
+            "AAR_AB=ADAPTIVE0,ADAPTIVE3,auto",
+            "AAR_AB_ORDER=shuffled:7",
+            "AAR_OUTPUT_DIR=",
+            "aar doctor ./iterations",
+            "aar report \"$AAR_OUTPUT_DIR\" --plot ab.png --html ab.html",
+        ] {
+            assert!(text.contains(needed), "{script} lacks {needed:?}");
+        }
+        let uses = invocations(&text, "aar");
+        let subcommands: Vec<&str> = uses.iter().filter_map(|a| a.first().map(String::as_str)).collect();
+        assert!(subcommands.contains(&"doctor") && subcommands.contains(&"report"), "{script}: {uses:?}");
+        for args in &uses {
+            let sub = &args[0];
+            assert!(
+                top.lines().any(|l| l.split_whitespace().next() == Some(sub.as_str())),
+                "{script}: aar {sub} is not a subcommand of aar:\n{top}"
+            );
+            let help = aar_help(&[sub]);
+            for option in args.iter().filter(|a| a.starts_with("--")) {
+                let name = option.split('=').next().unwrap();
+                assert!(
+                    help.contains(&format!("{name} ")),
+                    "{script}: aar {sub} {name} is not in `aar {sub} --help`:\n{help}"
+                );
+            }
+        }
+        let runs = invocations(&text, "./iterations");
+        assert!(!runs.is_empty(), "{script} never runs ./iterations");
+        for option in runs.iter().flatten().filter(|a| a.starts_with("--")) {
+            assert!(usage.contains(option.as_str()), "{script}: iterations {option} is not in {usage:?}");
+        }
+    }
+}
+
+#[test]
+fn the_settings_the_scripts_export_parse_in_the_real_library_without_a_warning() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = Command::new(cargo)
+        .args(["build", "--release", "-q", "-p", "aar"])
+        .env("CARGO_TARGET_DIR", target_dir())
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(st.success(), "building libaar.so failed");
+    let libaar = target_dir().join("release/libaar.so");
+    for script in SCRIPTS {
+        let text = std::fs::read_to_string(root().join(script)).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_aar"));
+        cmd.args(["doctor", "--json", "--lib"]).arg(&libaar);
+        for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AAR_")) {
+            cmd.env_remove(k);
+        }
+        let mut exported = Vec::new();
+        for line in commands(&text) {
+            let Some((name, value)) = line.trim().strip_prefix("export ").and_then(|a| a.split_once('=')) else {
+                continue;
+            };
+            // Values with shell expansions (folders of the job) are not settings to parse.
+            if name.starts_with("AAR_") && !value.contains('$') {
+                cmd.env(name, value);
+                exported.push(name.to_string());
+            }
+        }
+        assert!(exported.contains(&"AAR_AB".to_string()) && exported.contains(&"AAR_AB_ORDER".to_string()));
+        let out = cmd.output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("aar doctor --json");
+        let sc = &doc["selfcheck"];
+        assert_eq!(sc["warnings"], serde_json::json!([]), "{script}: {}", sc["warnings"]);
+        assert_eq!(sc["unknown_variables"], serde_json::json!([]), "{script}");
+        assert_eq!(sc["settings"]["ab"], "ADAPTIVE0,ADAPTIVE3,auto", "{script}");
+        assert_eq!(sc["settings"]["ab_order"], "shuffled:7", "{script}");
+    }
+}
