@@ -166,6 +166,19 @@ fn init() {
 /// The warning for missing counters, and the fallback: automatic routing needs counters, so
 /// it becomes the fixed low-latency mode.
 fn counters_unavailable(why: &str, cfg: &mut aar_engine::EngineConfig) -> String {
+    // In an A/B experiment the schedule owns the policy: an `auto` iteration without counters
+    // has no window to decide from and routes like a message below the threshold.
+    if let Some(ab) = SETTINGS.get().and_then(|s| s.ab.as_ref()) {
+        let m = cfg.low_latency_mode;
+        return if ab.0.contains(&Policy::Auto) {
+            format!(
+                "{why}. The A/B policy auto needs the NIC counters: in its iterations every adaptive message uses {m}; \
+                 the other policies are unaffected. Load PAPI (e.g. module load papi), or set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS."
+            )
+        } else {
+            format!("{why}. Routing is unaffected (no A/B policy is auto); records will carry no counter windows.")
+        };
+    }
     match cfg.policy {
         Policy::Auto => {
             let m = cfg.low_latency_mode;

@@ -244,6 +244,29 @@ fn auto_resumes_from_the_windows_fixed_iterations_measured_but_not_from_off() {
 }
 
 #[test]
+fn without_counters_an_auto_arm_routes_high_bias_and_the_warning_says_so() {
+    let script = "iter begin rdma 65536 4 0 iter end iter begin rdma 65536 4 0 iter end";
+    let events = SDE_EVENTS.replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK", "NO_SUCH_EVENT");
+    let r =
+        Launch::driver("ab-no-counters", script).env("AAR_AB", "ADAPTIVE0,auto").env("AAR_PAPI_EVENTS", &events).run();
+    r.assert_ok();
+    let lines = r.aar_lines();
+    let warning = lines.iter().find(|l| l.contains("NO_SUCH_EVENT")).unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(warning.contains("The A/B policy auto needs the NIC counters"), "{warning}");
+    assert!(warning.contains("ADAPTIVE3") && !warning.contains("AAR_MODE is not auto"), "{warning}");
+    // Iteration 0 (ADAPTIVE0) keeps its fixed mode; iteration 1 (auto) has no window: High Bias.
+    assert_eq!(rdma_modes(&r.log), ["ADAPTIVE0"; 4].into_iter().chain(["ADAPTIVE3"; 4]).collect::<Vec<_>>());
+    let r = Launch::driver("ab-no-counters-fixed", script)
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE2")
+        .env("AAR_PAPI_EVENTS", &events)
+        .run();
+    let lines = r.aar_lines();
+    let warning = lines.iter().find(|l| l.contains("NO_SUCH_EVENT")).unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(warning.contains("Routing is unaffected (no A/B policy is auto)"), "{warning}");
+    assert_eq!(rdma_modes(&r.log), ["ADAPTIVE0"; 4].into_iter().chain(["ADAPTIVE2"; 4]).collect::<Vec<_>>());
+}
+
+#[test]
 fn bad_ab_values_are_one_warning_each_and_the_run_goes_on_without_a_b() {
     let r = Launch::driver("ab-bad", "iter begin rdma 8192 2 0 iter end")
         .env("AAR_AB", "ADAPTIVE0,fast")
