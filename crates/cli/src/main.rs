@@ -1,8 +1,11 @@
 //! `aar`: the command-line front end. main.rs only dispatches; each subcommand family lives in its
-//! own module (`sim.rs` now; `report` and `doctor` are added beside it).
+//! own module: `sim` (simulator experiments), `report` (statistics and plots of A/B records) and
+//! `doctor` (can this program and this environment use libaar.so?).
 
 use clap::{Parser, Subcommand};
 
+mod doctor;
+mod report;
 mod sim;
 
 #[derive(Parser)]
@@ -14,6 +17,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Statistics and plots of the per-rank iteration records of A/B runs (jobs and aar sim)
+    Report(report::ReportArgs),
+    /// Check that a program and this environment are ready for libaar.so
+    Doctor(doctor::DoctorArgs),
     /// Simulated Dragonfly (Aries-like) network: experiments, validation, benchmark
     Sim(sim::SimArgs),
 }
@@ -21,6 +28,8 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
+        Cmd::Report(a) => report::run(a),
+        Cmd::Doctor(a) => doctor::run(a),
         Cmd::Sim(a) => sim::run(a),
     };
     std::process::exit(code);
