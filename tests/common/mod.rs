@@ -51,6 +51,23 @@ pub fn libdir() -> &'static Path {
     })
 }
 
+/// The `aar` command, built in release mode once per test binary.
+pub fn aar_command() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "-q", "-p", "aar-cli"])
+            .env("CARGO_TARGET_DIR", target_dir())
+            .current_dir(root())
+            .status()
+            .expect("run cargo build");
+        assert!(st.success(), "building the aar command failed");
+        target_dir().join("release").join("aar")
+    })
+    .clone()
+}
+
 pub fn libaar() -> PathBuf {
     libdir().join("libaar.so")
 }
