@@ -24,7 +24,7 @@ pub fn class_of(dlvr_mode: u16) -> usize {
     if let Some(m) = RoutingMode::from_routing_bits(dlvr_mode) {
         return m.index();
     }
-    match aar_engine::dlvr_mode_name(dlvr_mode) {
+    match aar_abi::dlvr_mode_name(dlvr_mode) {
         "IN_ORDER" => 4,
         "MIN_HASH" => 5,
         "NMIN_HASH" => 6,

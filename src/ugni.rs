@@ -12,9 +12,7 @@ use crate::{diag, mpi, runtime, sys, trace};
 use aar_abi::*;
 use aar_engine::mode::ROUTING_BITS;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{
-    dlvr_mode_name, requested_mode, with_mode, Message, Reason, RoutingMode, TestPanic, Transfer, Window,
-};
+use aar_engine::{requested_mode, with_mode, Message, Reason, RoutingMode, TestPanic, Transfer, Window};
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,5 +1,10 @@
 //! Routing modes and the `dlvr_mode` field of a uGNI post descriptor.
 
+use aar_abi::{
+    GNI_DLVMODE_ADAPTIVE0, GNI_DLVMODE_ADAPTIVE1, GNI_DLVMODE_ADAPTIVE2, GNI_DLVMODE_ADAPTIVE3,
+    GNI_DLVMODE_ROUTING_MASK,
+};
+
 /// The adaptive routing modes of Aries, the only ones the library ever chooses.
 /// Ordered by bias towards minimal paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,22 +27,19 @@ pub enum RoutingMode {
 
 /// The low byte of `dlvr_mode` selects the routing; the bits above it are flags
 /// (e.g. `GNI_DLVMODE_ORDERED_TAIL` 0x100) that are always preserved.
-pub const ROUTING_BITS: u16 = 0x00ff;
-
-const IN_ORDER: u16 = 0x0003;
-const NMIN_HASH: u16 = 0x0008;
-const MIN_HASH: u16 = 0x0010;
+pub const ROUTING_BITS: u16 = GNI_DLVMODE_ROUTING_MASK;
 
 impl RoutingMode {
+    /// Every mode, in order of bias (and of [`RoutingMode::index`]).
     pub const ALL: [RoutingMode; 4] = [Self::Adaptive0, Self::Adaptive1, Self::Adaptive2, Self::Adaptive3];
 
     /// The `GNI_DLVMODE_ADAPTIVEn` value.
     pub const fn dlvr_bits(self) -> u16 {
         match self {
-            Self::Adaptive0 => 0x0000,
-            Self::Adaptive1 => 0x0020,
-            Self::Adaptive2 => 0x0040,
-            Self::Adaptive3 => 0x0080,
+            Self::Adaptive0 => GNI_DLVMODE_ADAPTIVE0,
+            Self::Adaptive1 => GNI_DLVMODE_ADAPTIVE1,
+            Self::Adaptive2 => GNI_DLVMODE_ADAPTIVE2,
+            Self::Adaptive3 => GNI_DLVMODE_ADAPTIVE3,
         }
     }
 
@@ -81,10 +83,10 @@ impl RoutingMode {
     /// The adaptive mode a raw routing byte encodes, if it is one.
     pub const fn from_routing_bits(bits: u16) -> Option<Self> {
         match bits & ROUTING_BITS {
-            0x00 => Some(Self::Adaptive0),
-            0x20 => Some(Self::Adaptive1),
-            0x40 => Some(Self::Adaptive2),
-            0x80 => Some(Self::Adaptive3),
+            GNI_DLVMODE_ADAPTIVE0 => Some(Self::Adaptive0),
+            GNI_DLVMODE_ADAPTIVE1 => Some(Self::Adaptive1),
+            GNI_DLVMODE_ADAPTIVE2 => Some(Self::Adaptive2),
+            GNI_DLVMODE_ADAPTIVE3 => Some(Self::Adaptive3),
             _ => None,
         }
     }
@@ -106,22 +108,6 @@ pub const fn requested_mode(dlvr_mode: u16) -> Option<RoutingMode> {
 /// `dlvr_mode` with its routing byte replaced by `mode` and every flag bit kept.
 pub const fn with_mode(dlvr_mode: u16, mode: RoutingMode) -> u16 {
     (dlvr_mode & !ROUTING_BITS) | mode.dlvr_bits()
-}
-
-/// Human name of the routing byte of any `dlvr_mode` value.
-pub fn dlvr_mode_name(dlvr_mode: u16) -> &'static str {
-    if let Some(m) = requested_mode(dlvr_mode) {
-        return m.name();
-    }
-    match dlvr_mode & ROUTING_BITS {
-        IN_ORDER => "IN_ORDER",
-        NMIN_HASH => "NMIN_HASH",
-        MIN_HASH => "MIN_HASH",
-        0x01 => "NO_ADAPT",
-        0x02 => "NO_HASH",
-        0x04 => "NO_RADAPT",
-        _ => "OTHER",
-    }
 }
 
 #[cfg(test)]
@@ -181,8 +167,5 @@ mod tests {
         assert_eq!(with_mode(0x0100, RoutingMode::Adaptive3), 0x0180);
         assert_eq!(with_mode(0xff80, RoutingMode::Adaptive0), 0xff00);
         assert_eq!(with_mode(0x0020, RoutingMode::Adaptive2), 0x0040);
-        assert_eq!(dlvr_mode_name(0x0003), "IN_ORDER");
-        assert_eq!(dlvr_mode_name(0x0110), "MIN_HASH");
-        assert_eq!(dlvr_mode_name(0x0080), "ADAPTIVE3");
     }
 }

@@ -1,0 +1,338 @@
+//! uGNI (`gni_pub.h`, GNI_MINOR_REV 0x5c) as laid out on x86-64: handles, the post descriptor,
+//! return codes, post types, delivery modes, and the type of every function aar defines or calls.
+
+use core::ffi::{c_uint, c_void};
+
+/// `gni_return_t`.
+pub type GniReturn = u32;
+/// The call succeeded.
+pub const GNI_RC_SUCCESS: GniReturn = 0;
+/// Nothing to return yet (e.g. an empty completion queue).
+pub const GNI_RC_NOT_DONE: GniReturn = 1;
+/// An argument is invalid.
+pub const GNI_RC_INVALID_PARAM: GniReturn = 2;
+/// A resource is exhausted or still in use.
+pub const GNI_RC_ERROR_RESOURCE: GniReturn = 3;
+/// A wait timed out.
+pub const GNI_RC_TIMEOUT: GniReturn = 4;
+/// Not permitted.
+pub const GNI_RC_PERMISSION_ERROR: GniReturn = 5;
+/// A post descriptor is invalid or unknown.
+pub const GNI_RC_DESCRIPTOR_ERROR: GniReturn = 6;
+/// An address or length is misaligned.
+pub const GNI_RC_ALIGNMENT_ERROR: GniReturn = 7;
+/// The object is not in a state that allows the call.
+pub const GNI_RC_INVALID_STATE: GniReturn = 8;
+/// No matching entry.
+pub const GNI_RC_NO_MATCH: GniReturn = 9;
+/// A size is out of range.
+pub const GNI_RC_SIZE_ERROR: GniReturn = 10;
+/// The network transaction failed.
+pub const GNI_RC_TRANSACTION_ERROR: GniReturn = 11;
+/// The operation is not supported (libaar.so returns it for a function the loaded libugni lacks).
+pub const GNI_RC_ILLEGAL_OP: GniReturn = 12;
+/// Out of memory.
+pub const GNI_RC_ERROR_NOMEM: GniReturn = 13;
+
+/// `gni_post_type_t`.
+pub type GniPostType = u32;
+/// RDMA (BTE) put: data travels in the requests.
+pub const GNI_POST_RDMA_PUT: GniPostType = 1;
+/// RDMA (BTE) get: data comes back in the responses.
+pub const GNI_POST_RDMA_GET: GniPostType = 2;
+/// FMA put.
+pub const GNI_POST_FMA_PUT: GniPostType = 3;
+/// FMA put followed by a synchronisation flag write.
+pub const GNI_POST_FMA_PUT_W_SYNCFLAG: GniPostType = 4;
+/// FMA get.
+pub const GNI_POST_FMA_GET: GniPostType = 5;
+/// Atomic memory operation.
+pub const GNI_POST_AMO: GniPostType = 6;
+/// Write of a remote completion-queue entry.
+pub const GNI_POST_CQWRITE: GniPostType = 7;
+/// Collective-engine operation.
+pub const GNI_POST_CE: GniPostType = 8;
+/// FMA get followed by a flag write.
+pub const GNI_POST_FMA_GET_W_FLAG: GniPostType = 9;
+/// Atomic memory operation followed by a flag write.
+pub const GNI_POST_AMO_W_FLAG: GniPostType = 10;
+
+/// Name of a post type as uGNI spells it, for traces and records.
+pub const fn post_type_name(t: GniPostType) -> &'static str {
+    match t {
+        GNI_POST_RDMA_PUT => "RDMA_PUT",
+        GNI_POST_RDMA_GET => "RDMA_GET",
+        GNI_POST_FMA_PUT => "FMA_PUT",
+        GNI_POST_FMA_PUT_W_SYNCFLAG => "FMA_PUT_W_SYNCFLAG",
+        GNI_POST_FMA_GET => "FMA_GET",
+        GNI_POST_AMO => "AMO",
+        GNI_POST_CQWRITE => "CQWRITE",
+        GNI_POST_CE => "CE",
+        GNI_POST_FMA_GET_W_FLAG => "FMA_GET_W_FLAG",
+        GNI_POST_AMO_W_FLAG => "AMO_W_FLAG",
+        _ => "UNKNOWN",
+    }
+}
+
+/// `gni_nic_handle_t`: a NIC attached to a communication domain (a pointer to an opaque struct).
+pub type GniNicHandle = *mut c_void;
+/// `gni_cdm_handle_t`: a communication domain.
+pub type GniCdmHandle = *mut c_void;
+/// `gni_ep_handle_t`: an endpoint, bound to one remote NIC address and instance.
+pub type GniEpHandle = *mut c_void;
+/// `gni_cq_handle_t`: a completion queue.
+pub type GniCqHandle = *mut c_void;
+/// `gni_cq_entry_t`: one completion-queue event.
+pub type GniCqEntry = u64;
+/// The completion handler `GNI_CqCreate` may take: `void (*)(gni_cq_entry_t *, void *)`.
+pub type GniCqHandler = unsafe extern "C" fn(*mut GniCqEntry, *mut c_void);
+
+/// `gni_mem_handle_t`: 16 bytes, opaque to users.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GniMemHandle {
+    /// First opaque word.
+    pub qword1: u64,
+    /// Second opaque word.
+    pub qword2: u64,
+}
+
+/// `gni_post_descriptor_t`: 184 bytes, align 8. aar reads `type` and `length` and writes only
+/// the routing byte of `dlvr_mode`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GniPostDescriptor {
+    /// Next descriptor: a list link, or the first element of a chained (CT) post. The chain
+    /// elements are a different, non-public struct: never read them as descriptors.
+    pub next_descr: *mut c_void,
+    /// Previous descriptor (list link).
+    pub prev_descr: *mut c_void,
+    /// The caller's identifier, returned with the completion.
+    pub post_id: u64,
+    /// Completion status, written by uGNI.
+    pub status: u64,
+    /// Completion-queue events already delivered, written by uGNI.
+    pub cq_mode_complete: u16,
+    /// What the post does (`GNI_POST_*`).
+    pub r#type: GniPostType,
+    /// Which completion events to generate (`GNI_CQMODE_*`).
+    pub cq_mode: u16,
+    /// Routing of the post's packets (`GNI_DLVMODE_*`): the routing byte and flag bits.
+    pub dlvr_mode: u16,
+    /// Local buffer address.
+    pub local_addr: u64,
+    /// Registration of the local buffer.
+    pub local_mem_hndl: GniMemHandle,
+    /// Remote buffer address.
+    pub remote_addr: u64,
+    /// Registration of the remote buffer.
+    pub remote_mem_hndl: GniMemHandle,
+    /// Bytes to transfer.
+    pub length: u64,
+    /// RDMA flags (`GNI_RDMAMODE_*`).
+    pub rdma_mode: u16,
+    /// Completion queue for local events, overriding the endpoint's.
+    pub src_cq_hndl: GniCqHandle,
+    /// Value of the synchronisation flag (`*_W_SYNCFLAG` posts).
+    pub sync_flag_value: u64,
+    /// Remote address of the synchronisation flag.
+    pub sync_flag_addr: u64,
+    /// Atomic operation (`gni_fma_cmd_type_t`) of an AMO post.
+    pub amo_cmd: u32,
+    /// First AMO operand.
+    pub first_operand: u64,
+    /// Second AMO operand.
+    pub second_operand: u64,
+    /// Value of a CQ write (the low 6 bytes are usable).
+    pub cqwrite_value: u64,
+    /// Collective-engine command.
+    pub ce_cmd: u32,
+    /// Collective-engine mode.
+    pub ce_mode: u32,
+    /// Collective-engine reduction identifier.
+    pub ce_red_id: u64,
+}
+
+/// `gni_smsg_attr_t`: a short-message mailbox, local or remote.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GniSmsgAttr {
+    /// Mailbox type (`GNI_SMSG_TYPE_*`).
+    pub msg_type: u32,
+    /// The mailbox buffer.
+    pub msg_buffer: *mut c_void,
+    /// Size of the mailbox buffer.
+    pub buff_size: u32,
+    /// Registration of the mailbox buffer.
+    pub mem_hndl: GniMemHandle,
+    /// Offset of this mailbox in the buffer.
+    pub mbox_offset: u32,
+    /// Credits: messages in flight before the receiver must release.
+    pub mbox_maxcredit: u16,
+    /// Largest message, header plus data.
+    pub msg_maxsize: u32,
+}
+
+/// Largest SMSG message, header plus data.
+pub const GNI_SMSG_MAX_SIZE: u32 = 65535;
+
+// ---- Delivery modes: the `dlvr_mode` field and GNI_SmsgSetDeliveryMode -------------------------
+
+/// Adaptive routing with no bias towards minimal paths (the same value as `PERFORMANCE`).
+pub const GNI_DLVMODE_ADAPTIVE0: u16 = 0x0000;
+/// `GNI_DLVMODE_PERFORMANCE`: the default, plain adaptive routing.
+pub const GNI_DLVMODE_PERFORMANCE: u16 = GNI_DLVMODE_ADAPTIVE0;
+/// Gemini-era bit: no adaptivity.
+pub const GNI_DLVMODE_NO_ADAPT: u16 = 0x0001;
+/// Gemini-era bit: no hashing.
+pub const GNI_DLVMODE_NO_HASH: u16 = 0x0002;
+/// Gemini-era bit: no request adaptivity.
+pub const GNI_DLVMODE_NO_RADAPT: u16 = 0x0004;
+/// Minimal, not hashed, delivered in order (`NO_ADAPT | NO_HASH`; on Aries also `MNON_HASH`).
+pub const GNI_DLVMODE_IN_ORDER: u16 = 0x0003;
+/// Non-minimal, hashed.
+pub const GNI_DLVMODE_NMIN_HASH: u16 = 0x0008;
+/// Minimal, hashed.
+pub const GNI_DLVMODE_MIN_HASH: u16 = 0x0010;
+/// Adaptive, with a bias towards minimal paths that grows as the packet nears its destination.
+pub const GNI_DLVMODE_ADAPTIVE1: u16 = 0x0020;
+/// Adaptive, with a low bias towards minimal paths.
+pub const GNI_DLVMODE_ADAPTIVE2: u16 = 0x0040;
+/// Adaptive, with a high bias towards minimal paths ("High Bias").
+pub const GNI_DLVMODE_ADAPTIVE3: u16 = 0x0080;
+/// Flag: order the completion (tail) of a transfer; not a routing.
+pub const GNI_DLVMODE_ORDERED_TAIL: u16 = 0x0100;
+
+/// The routing byte of `dlvr_mode`. Every routing value above fits in it and every flag lies
+/// above it, so a routing is changed by replacing this byte and keeping the rest.
+pub const GNI_DLVMODE_ROUTING_MASK: u16 = 0x00ff;
+
+/// Name of the routing byte of any `dlvr_mode` value, as uGNI spells it (without the
+/// `GNI_DLVMODE_` prefix); `OTHER` for a combination uGNI does not name.
+pub const fn dlvr_mode_name(dlvr_mode: u16) -> &'static str {
+    match dlvr_mode & GNI_DLVMODE_ROUTING_MASK {
+        GNI_DLVMODE_ADAPTIVE0 => "ADAPTIVE0",
+        GNI_DLVMODE_ADAPTIVE1 => "ADAPTIVE1",
+        GNI_DLVMODE_ADAPTIVE2 => "ADAPTIVE2",
+        GNI_DLVMODE_ADAPTIVE3 => "ADAPTIVE3",
+        GNI_DLVMODE_IN_ORDER => "IN_ORDER",
+        GNI_DLVMODE_NMIN_HASH => "NMIN_HASH",
+        GNI_DLVMODE_MIN_HASH => "MIN_HASH",
+        GNI_DLVMODE_NO_ADAPT => "NO_ADAPT",
+        GNI_DLVMODE_NO_HASH => "NO_HASH",
+        GNI_DLVMODE_NO_RADAPT => "NO_RADAPT",
+        _ => "OTHER",
+    }
+}
+
+// ---- Function types: every uGNI function aar defines (the emulator) or interposes (the shim) ----
+//
+// Parameters in the order of gni_pub.h. The shim resolves the real function by name and calls it
+// through these types; the emulator's definitions are checked against them at compile time.
+
+/// `GNI_CdmCreate(inst_id, ptag, cookie, modes, *cdm)`.
+pub type CdmCreateFn = unsafe extern "C" fn(u32, u8, u32, u32, *mut GniCdmHandle) -> GniReturn;
+/// `GNI_CdmAttach(cdm, device_id, *local_address, *nic)`.
+pub type CdmAttachFn = unsafe extern "C" fn(GniCdmHandle, u32, *mut u32, *mut GniNicHandle) -> GniReturn;
+/// `GNI_CdmDestroy(cdm)`.
+pub type CdmDestroyFn = unsafe extern "C" fn(GniCdmHandle) -> GniReturn;
+/// `GNI_CdmGetNicAddress(device_id, *address, *cpu_id)`.
+pub type CdmGetNicAddressFn = unsafe extern "C" fn(u32, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_EpCreate(nic, src_cq, *ep)`.
+pub type EpCreateFn = unsafe extern "C" fn(GniNicHandle, GniCqHandle, *mut GniEpHandle) -> GniReturn;
+/// `GNI_EpBind(ep, remote_addr, remote_id)`.
+pub type EpBindFn = unsafe extern "C" fn(GniEpHandle, u32, u32) -> GniReturn;
+/// `GNI_EpUnbind(ep)` and `GNI_EpDestroy(ep)`.
+pub type EpFn = unsafe extern "C" fn(GniEpHandle) -> GniReturn;
+/// `GNI_CqCreate(nic, entry_count, delay_count, mode, handler, context, *cq)`.
+pub type CqCreateFn =
+    unsafe extern "C" fn(GniNicHandle, u32, u32, u32, Option<GniCqHandler>, *mut c_void, *mut GniCqHandle) -> GniReturn;
+/// `GNI_CqDestroy(cq)`.
+pub type CqDestroyFn = unsafe extern "C" fn(GniCqHandle) -> GniReturn;
+/// `GNI_CqGetEvent(cq, *event)`.
+pub type CqGetEventFn = unsafe extern "C" fn(GniCqHandle, *mut GniCqEntry) -> GniReturn;
+/// `GNI_CqWaitEvent(cq, timeout_ms, *event)`.
+pub type CqWaitEventFn = unsafe extern "C" fn(GniCqHandle, u64, *mut GniCqEntry) -> GniReturn;
+/// `GNI_GetCompleted(cq, event, **descriptor)`.
+pub type GetCompletedFn = unsafe extern "C" fn(GniCqHandle, GniCqEntry, *mut *mut GniPostDescriptor) -> GniReturn;
+/// `GNI_MemRegister(nic, address, length, dst_cq, flags, vmdh_index, *mem_hndl)`.
+pub type MemRegisterFn =
+    unsafe extern "C" fn(GniNicHandle, u64, u64, GniCqHandle, u32, u32, *mut GniMemHandle) -> GniReturn;
+/// `GNI_MemDeregister(nic, *mem_hndl)`.
+pub type MemDeregisterFn = unsafe extern "C" fn(GniNicHandle, *mut GniMemHandle) -> GniReturn;
+/// `GNI_PostRdma`, `GNI_PostFma`, `GNI_PostCqWrite`, `GNI_CtPostFma`, `GNI_CtPostCqWrite`:
+/// `(ep, *descriptor)`.
+pub type PostFn = unsafe extern "C" fn(GniEpHandle, *mut GniPostDescriptor) -> GniReturn;
+/// `GNI_SmsgBufferSizeNeeded(*attr, *size)`.
+pub type SmsgBufferSizeNeededFn = unsafe extern "C" fn(*mut GniSmsgAttr, *mut c_uint) -> GniReturn;
+/// `GNI_SmsgInit(ep, *local, *remote)`.
+pub type SmsgInitFn = unsafe extern "C" fn(GniEpHandle, *mut GniSmsgAttr, *mut GniSmsgAttr) -> GniReturn;
+/// `GNI_SmsgSend(ep, *header, header_length, *data, data_length, msg_id)`.
+pub type SmsgSendFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u32, *mut c_void, u32, u32) -> GniReturn;
+/// `GNI_SmsgSendWTag`: `GNI_SmsgSend`'s parameters and a final tag.
+pub type SmsgSendWTagFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u32, *mut c_void, u32, u32, u8) -> GniReturn;
+/// `GNI_SmsgGetNext(ep, **header)`.
+pub type SmsgGetNextFn = unsafe extern "C" fn(GniEpHandle, *mut *mut c_void) -> GniReturn;
+/// `GNI_SmsgGetNextWTag(ep, **header, *tag)`.
+pub type SmsgGetNextWTagFn = unsafe extern "C" fn(GniEpHandle, *mut *mut c_void, *mut u8) -> GniReturn;
+/// `GNI_SmsgRelease(ep)`.
+pub type SmsgReleaseFn = unsafe extern "C" fn(GniEpHandle) -> GniReturn;
+/// `GNI_SmsgSetDeliveryMode(nic, dlvr_mode)`: the SMSG routing of one NIC handle.
+pub type SmsgSetDeliveryModeFn = unsafe extern "C" fn(GniNicHandle, u16) -> GniReturn;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{align_of, offset_of, size_of};
+
+    #[test]
+    fn post_descriptor_layout_matches_gni_pub_h() {
+        assert_eq!(size_of::<GniPostDescriptor>(), 184);
+        assert_eq!(align_of::<GniPostDescriptor>(), 8);
+        let offsets = [
+            (offset_of!(GniPostDescriptor, next_descr), 0),
+            (offset_of!(GniPostDescriptor, prev_descr), 8),
+            (offset_of!(GniPostDescriptor, post_id), 16),
+            (offset_of!(GniPostDescriptor, status), 24),
+            (offset_of!(GniPostDescriptor, cq_mode_complete), 32),
+            (offset_of!(GniPostDescriptor, r#type), 36),
+            (offset_of!(GniPostDescriptor, cq_mode), 40),
+            (offset_of!(GniPostDescriptor, dlvr_mode), 42),
+            (offset_of!(GniPostDescriptor, local_addr), 48),
+            (offset_of!(GniPostDescriptor, local_mem_hndl), 56),
+            (offset_of!(GniPostDescriptor, remote_addr), 72),
+            (offset_of!(GniPostDescriptor, remote_mem_hndl), 80),
+            (offset_of!(GniPostDescriptor, length), 96),
+            (offset_of!(GniPostDescriptor, rdma_mode), 104),
+            (offset_of!(GniPostDescriptor, src_cq_hndl), 112),
+            (offset_of!(GniPostDescriptor, sync_flag_value), 120),
+            (offset_of!(GniPostDescriptor, sync_flag_addr), 128),
+            (offset_of!(GniPostDescriptor, amo_cmd), 136),
+            (offset_of!(GniPostDescriptor, first_operand), 144),
+            (offset_of!(GniPostDescriptor, second_operand), 152),
+            (offset_of!(GniPostDescriptor, cqwrite_value), 160),
+            (offset_of!(GniPostDescriptor, ce_cmd), 168),
+            (offset_of!(GniPostDescriptor, ce_mode), 172),
+            (offset_of!(GniPostDescriptor, ce_red_id), 176),
+        ];
+        for (i, (got, want)) in offsets.iter().enumerate() {
+            assert_eq!(got, want, "field #{i} of gni_post_descriptor_t");
+        }
+    }
+
+    #[test]
+    fn delivery_modes() {
+        assert_eq!(dlvr_mode_name(GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_ORDERED_TAIL), "ADAPTIVE3");
+        assert_eq!(dlvr_mode_name(GNI_DLVMODE_IN_ORDER), "IN_ORDER");
+        assert_eq!(dlvr_mode_name(0x0060), "OTHER");
+        assert_eq!(GNI_DLVMODE_ORDERED_TAIL & GNI_DLVMODE_ROUTING_MASK, 0, "flags lie above the routing byte");
+    }
+
+    #[test]
+    fn small_types_have_c_sizes() {
+        assert_eq!(size_of::<GniMemHandle>(), 16);
+        assert_eq!(size_of::<GniSmsgAttr>(), 56);
+        assert_eq!(offset_of!(GniSmsgAttr, mem_hndl), 24);
+        assert_eq!(offset_of!(GniSmsgAttr, msg_maxsize), 48);
+    }
+}
