@@ -8,15 +8,18 @@
 //! ([`model`]) from the latest counter window; after the send the caller reads the NIC counters
 //! and hands them to [`Engine::observe`].
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod ab;
 pub mod engine;
 pub mod mode;
 pub mod model;
 pub mod settings;
+pub mod size;
 
 pub use ab::{AbOrder, AbSchedule, Boundary, MpiFunction, PolicyList};
 pub use engine::{CounterSample, Decision, Engine, EngineConfig, EngineStats, Message, Policy, Reason, WindowOutcome};
-pub use mode::{dlvr_mode_name, requested_mode, with_mode, RoutingMode};
+pub use mode::{requested_mode, with_mode, RoutingMode};
 pub use model::{LatencyUnit, Transfer, Window};
 pub use settings::{RankSet, Settings, TestPanic, Warning};
+pub use size::ByteSize;

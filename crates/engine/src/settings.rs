@@ -6,6 +6,7 @@ use crate::ab::{AbOrder, AbSchedule, Boundary, PolicyList};
 use crate::engine::{EngineConfig, Policy};
 use crate::mode::RoutingMode;
 use crate::model::LatencyUnit;
+use crate::size::ByteSize;
 
 /// Aries event names, in the order the engine needs them: request flits, request stalled cycles,
 /// cumulative response latency, response packets, and (optional) response stalled cycles.
@@ -49,6 +50,7 @@ pub const VARIABLES: [(&str, &str); 22] = [
 pub struct Settings {
     /// Kill switch: forward every call untouched, read nothing, write nothing.
     pub disabled: bool,
+    /// The engine's parameters.
     pub engine: EngineConfig,
     /// 4 or 5 PAPI event names (see [`DEFAULT_PAPI_EVENTS`]).
     pub papi_events: Vec<String>,
@@ -94,6 +96,7 @@ pub struct RankSet(Vec<(u32, u32)>);
 pub const MAX_RANK_ITEMS: usize = 1024;
 
 impl RankSet {
+    /// Whether `rank` is in the set.
     pub fn contains(&self, rank: u32) -> bool {
         self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&rank))
     }
@@ -150,7 +153,9 @@ impl serde::Serialize for RankSet {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum TestPanic {
+    /// Panic after deciding, before the real function is called.
     BeforeForward,
+    /// Panic after the real function returned.
     AfterForward,
 }
 
@@ -178,8 +183,11 @@ impl Default for Settings {
 /// A bad value, and what was done instead.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
+    /// The variable.
     pub variable: &'static str,
+    /// Its value, as given.
     pub value: String,
+    /// The whole message: variable, value, what is used instead and how to fix it.
     pub message: String,
 }
 
@@ -265,20 +273,9 @@ pub fn parse_bool(v: &str) -> Option<bool> {
     }
 }
 
-/// Bytes, optionally with a binary suffix: `4096`, `4k`, `4KiB`, `1M`, `1MiB`.
+/// Bytes, optionally with a binary suffix (see [`ByteSize`]).
 pub fn parse_bytes(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (digits, suffix) = v.split_at(split);
-    let n: u64 = digits.parse().ok()?;
-    let scale: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(scale).filter(|&b| b <= 1 << 50)
+    v.parse::<ByteSize>().ok().map(|b| b.0)
 }
 
 /// A finite factor above zero and at most 1000.

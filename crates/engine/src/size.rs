@@ -1,0 +1,96 @@
+//! Sizes in bytes as users write them: `AAR_THRESHOLD`, message sizes of simulator workloads
+//! and sweeps, background traffic. One parser for all of them.
+
+use core::fmt;
+use core::str::FromStr;
+
+/// A number of bytes, written as digits with an optional binary suffix: `4096`, `4K`, `4k`,
+/// `4KB`, `4KiB`, `1M`, `2 MiB`, `1G` (K = 1024). At most 2^50 bytes (1 PiB), so that sums of a
+/// few sizes never overflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// The largest size accepted.
+    pub const MAX: u64 = 1 << 50;
+}
+
+impl FromStr for ByteSize {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let v = text.trim();
+        let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+        let (digits, suffix) = v.split_at(split);
+        let bad = || {
+            let shown: String = v.chars().take(40).collect();
+            format!("\"{}\" is not a size in bytes (e.g. 4096, 64K, 1MiB)", shown.escape_debug())
+        };
+        let n: u64 = digits.parse().map_err(|_| bad())?;
+        let scale: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => 1 << 10,
+            "m" | "mb" | "mib" => 1 << 20,
+            "g" | "gb" | "gib" => 1 << 30,
+            _ => return Err(bad()),
+        };
+        match n.checked_mul(scale) {
+            Some(b) if b <= Self::MAX => Ok(Self(b)),
+            _ => Err(format!("{} is more than 1 PiB", v.escape_debug())),
+        }
+    }
+}
+
+impl fmt::Display for ByteSize {
+    /// The shortest exact form: `64K`, `1M`, `1000`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        match b {
+            0 => f.write_str("0"),
+            _ if b.is_multiple_of(1 << 30) => write!(f, "{}G", b >> 30),
+            _ if b.is_multiple_of(1 << 20) => write!(f, "{}M", b >> 20),
+            _ if b.is_multiple_of(1 << 10) => write!(f, "{}K", b >> 10),
+            _ => write!(f, "{b}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(t: &str) -> Option<u64> {
+        t.parse::<ByteSize>().ok().map(|b| b.0)
+    }
+
+    #[test]
+    fn sizes() {
+        for (t, b) in [
+            ("0", 0),
+            ("4096", 4096),
+            ("4k", 4096),
+            ("4K", 4096),
+            ("4KB", 4096),
+            ("4KiB", 4096),
+            ("1M", 1 << 20),
+            ("2 MiB", 2 << 20),
+            ("1g", 1 << 30),
+            ("64B", 64),
+            (" 8 ", 8),
+            ("1048576G", 1 << 50),
+        ] {
+            assert_eq!(parse(t), Some(b), "{t}");
+        }
+        for bad in ["", "k", "-4", "4.5", "4x", "0x10", "4 TB", "18446744073709551615k", "1048577G", "é", "4Ké"] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for b in [0u64, 1, 64, 1000, 4096, 65536, 1 << 20, 3 << 30, 4097] {
+            let shown = ByteSize(b).to_string();
+            assert_eq!(parse(&shown), Some(b), "{shown}");
+        }
+    }
+}
