@@ -170,29 +170,6 @@ impl SimSpec {
     }
 }
 
-/// The routing mode the simulator gives a `dlvr_mode` (its low byte; flag bits such as
-/// ORDERED_TAIL do not change paths). Combinations no real caller sends: IN_ORDER if both
-/// NO_ADAPT and NO_HASH are set, else MIN_HASH if MIN_HASH or NO_ADAPT is set, else the strongest
-/// adaptive bias present, else NMIN_HASH if set, else ADAPTIVE0.
-pub fn sim_mode(dlvr_mode: u16) -> Mode {
-    match dlvr_mode & 0xff {
-        0x00 => Mode::Adaptive0,
-        0x20 => Mode::Adaptive1,
-        0x40 => Mode::Adaptive2,
-        0x80 => Mode::Adaptive3,
-        0x10 => Mode::Min,
-        0x08 => Mode::Val,
-        0x03 => Mode::InOrder,
-        m if m & 0x03 == 0x03 => Mode::InOrder,
-        m if m & 0x11 != 0 => Mode::Min,
-        m if m & 0x80 != 0 => Mode::Adaptive3,
-        m if m & 0x40 != 0 => Mode::Adaptive2,
-        m if m & 0x20 != 0 => Mode::Adaptive1,
-        m if m & 0x08 != 0 => Mode::Val,
-        _ => Mode::Adaptive0,
-    }
-}
-
 /// The model: the simulated network and what the process has published of its counters.
 pub struct SimModel {
     world: World,
@@ -264,7 +241,7 @@ impl SimModel {
             Direction::PutLike => Kind::Put,
             Direction::GetLike => Kind::Get,
         };
-        let id = self.world.post_external(src, dst, t.bytes, kind, sim_mode(t.dlvr_mode));
+        let id = self.world.post_external(src, dst, t.bytes, kind, Mode::from_dlvr_mode(t.dlvr_mode));
         let limit = self.world.net.now.saturating_add(self.max_transfer_ticks);
         if !self.world.run_until_completed(id, limit) {
             return Err(format!(
@@ -365,17 +342,17 @@ mod tests {
 
     #[test]
     fn routing_modes_map_to_the_simulator() {
-        assert_eq!(sim_mode(0x00), Mode::Adaptive0);
-        assert_eq!(sim_mode(0x20), Mode::Adaptive1);
-        assert_eq!(sim_mode(0x40), Mode::Adaptive2);
-        assert_eq!(sim_mode(0x80), Mode::Adaptive3);
-        assert_eq!(sim_mode(0x180), Mode::Adaptive3, "ORDERED_TAIL is a flag");
-        assert_eq!(sim_mode(0x10), Mode::Min);
-        assert_eq!(sim_mode(0x08), Mode::Val);
-        assert_eq!(sim_mode(0x03), Mode::InOrder);
-        assert_eq!(sim_mode(0x01), Mode::Min);
-        assert_eq!(sim_mode(0x90), Mode::Min);
-        assert_eq!(sim_mode(0x02), Mode::Adaptive0);
+        assert_eq!(Mode::from_dlvr_mode(0x00), Mode::Adaptive0);
+        assert_eq!(Mode::from_dlvr_mode(0x20), Mode::Adaptive1);
+        assert_eq!(Mode::from_dlvr_mode(0x40), Mode::Adaptive2);
+        assert_eq!(Mode::from_dlvr_mode(0x80), Mode::Adaptive3);
+        assert_eq!(Mode::from_dlvr_mode(0x180), Mode::Adaptive3, "ORDERED_TAIL is a flag");
+        assert_eq!(Mode::from_dlvr_mode(0x10), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(0x08), Mode::Val);
+        assert_eq!(Mode::from_dlvr_mode(0x03), Mode::InOrder);
+        assert_eq!(Mode::from_dlvr_mode(0x01), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(0x90), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(0x02), Mode::Adaptive0);
     }
 
     fn put(bytes: u64, mode: u16, src: u32, dst: u32) -> Transfer {

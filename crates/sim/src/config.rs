@@ -72,6 +72,29 @@ impl Mode {
     pub fn from_u8(x: u8) -> Mode {
         Mode::ALL[x as usize]
     }
+
+    /// The mode a uGNI `dlvr_mode` asks for (its routing byte; flag bits such as ORDERED_TAIL do
+    /// not change paths). Combinations no real caller sends: IN_ORDER if both NO_ADAPT and
+    /// NO_HASH are set, else MIN_HASH if MIN_HASH or NO_ADAPT is set, else the strongest adaptive
+    /// bias present, else NMIN_HASH if set, else ADAPTIVE0.
+    pub fn from_dlvr_mode(dlvr_mode: u16) -> Mode {
+        use aar_abi::*;
+        match dlvr_mode & GNI_DLVMODE_ROUTING_MASK {
+            GNI_DLVMODE_ADAPTIVE0 => Mode::Adaptive0,
+            GNI_DLVMODE_ADAPTIVE1 => Mode::Adaptive1,
+            GNI_DLVMODE_ADAPTIVE2 => Mode::Adaptive2,
+            GNI_DLVMODE_ADAPTIVE3 => Mode::Adaptive3,
+            GNI_DLVMODE_MIN_HASH => Mode::Min,
+            GNI_DLVMODE_NMIN_HASH => Mode::Val,
+            m if m & GNI_DLVMODE_IN_ORDER == GNI_DLVMODE_IN_ORDER => Mode::InOrder,
+            m if m & (GNI_DLVMODE_MIN_HASH | GNI_DLVMODE_NO_ADAPT) != 0 => Mode::Min,
+            m if m & GNI_DLVMODE_ADAPTIVE3 != 0 => Mode::Adaptive3,
+            m if m & GNI_DLVMODE_ADAPTIVE2 != 0 => Mode::Adaptive2,
+            m if m & GNI_DLVMODE_ADAPTIVE1 != 0 => Mode::Adaptive1,
+            m if m & GNI_DLVMODE_NMIN_HASH != 0 => Mode::Val,
+            _ => Mode::Adaptive0,
+        }
+    }
 }
 
 /// Minimal path taken iff `4 * q_min <= mul_x4 * q_nonmin + 4 * add` (queues in flits).
