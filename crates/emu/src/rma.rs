@@ -552,10 +552,11 @@ fn plan_chain(
         if chain.elements >= MAX_CHAIN {
             return Err(GNI_RC_INVALID_PARAM);
         }
-        // SAFETY (all three reads): a non-null next_descr of a chained post points to an element
-        // of the type the head's post type implies; elements are only read, never written.
+        // A non-null next_descr of a chained post points to an element of the type the head's
+        // post type implies; elements are only read, never written.
         let (elem_ep, request, following) = match head.post_type {
             GNI_POST_FMA_PUT => {
+                // SAFETY: non-null chain element of this post type (above), read unaligned.
                 let e = unsafe { next.cast::<CtPutDescr>().read_unaligned() };
                 (
                     e.ep_hndl,
@@ -564,6 +565,7 @@ fn plan_chain(
                 )
             }
             GNI_POST_FMA_GET => {
+                // SAFETY: non-null chain element of this post type (above), read unaligned.
                 let e = unsafe { next.cast::<CtGetDescr>().read_unaligned() };
                 let mh = Some(e.local_mem_hndl);
                 (
@@ -573,6 +575,7 @@ fn plan_chain(
                 )
             }
             _ => {
+                // SAFETY: non-null chain element of this post type (above), read unaligned.
                 let e = unsafe { next.cast::<CtCqwDescr>().read_unaligned() };
                 let mut r = Request::element(head, 0, None, 0, e.remote_mem_hndl, 0);
                 r.cqwrite_value = e.cqwrite_value;

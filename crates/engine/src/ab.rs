@@ -104,10 +104,12 @@ impl AbSchedule {
         Self { policies, order }
     }
 
+    /// The policies, in the order users gave them.
     pub fn policies(&self) -> &[Policy] {
         &self.policies
     }
 
+    /// How iterations map to policies.
     pub fn order(&self) -> AbOrder {
         self.order
     }
@@ -143,17 +145,26 @@ impl AbSchedule {
 /// The MPI functions that can mark iterations in an unmodified program (`AAR_AB_BOUNDARY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MpiFunction {
+    /// `MPI_Barrier`.
     Barrier,
+    /// `MPI_Allreduce`.
     Allreduce,
+    /// `MPI_Reduce`.
     Reduce,
+    /// `MPI_Bcast`.
     Bcast,
+    /// `MPI_Allgather`.
     Allgather,
+    /// `MPI_Alltoall`.
     Alltoall,
+    /// `MPI_Gather`.
     Gather,
+    /// `MPI_Scatter`.
     Scatter,
 }
 
 impl MpiFunction {
+    /// Every function that can mark iterations.
     pub const ALL: [MpiFunction; 8] = [
         Self::Barrier,
         Self::Allreduce,
@@ -187,7 +198,12 @@ pub enum Boundary {
     Markers,
     /// Every `every`-th call of an MPI function, starting with the first: call 0 begins
     /// iteration 0, call `every` ends it and begins iteration 1, and so on.
-    Mpi { function: MpiFunction, every: u32 },
+    Mpi {
+        /// The collective whose calls are counted.
+        function: MpiFunction,
+        /// Calls per iteration, at least 1.
+        every: u32,
+    },
 }
 
 /// Largest N of `MPI_<Fn>:N`.

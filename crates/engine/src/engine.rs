@@ -39,7 +39,9 @@ impl Policy {
 
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+/// The engine's parameters: the policy and the algorithm's constants.
 pub struct EngineConfig {
+    /// What chooses routing modes.
     pub policy: Policy,
     /// Cumulative bytes after which counters are read and the model decides again.
     pub threshold_bytes: u64,
@@ -60,6 +62,7 @@ pub struct EngineConfig {
     pub low_stall_mode: RoutingMode,
     /// Replaces the low-stall mode inside MPI_Alltoall, as Cray MPICH does by default.
     pub alltoall_mode: RoutingMode,
+    /// Unit of the cumulative latency counter.
     pub latency_unit: LatencyUnit,
     /// Windows claiming a mean latency above this (µs) are discarded as absurd.
     pub max_latency_us: f64,
@@ -89,7 +92,9 @@ impl Default for EngineConfig {
 /// One message as the engine sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Message {
+    /// Payload bytes.
     pub bytes: u64,
+    /// PUT-like (data in the requests) or GET-like (data in the responses).
     pub transfer: Transfer,
     /// Opaque destination identity (an endpoint handle), used to match fresh observations.
     pub endpoint: u64,
@@ -99,9 +104,13 @@ pub struct Message {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CounterSample {
+    /// Request flits sent.
     pub req_flits: i64,
+    /// NIC cycles request flits were stalled.
     pub req_stalled: i64,
+    /// Cumulative request-to-response latency, in [`EngineConfig::latency_unit`].
     pub rsp_latency: i64,
+    /// Responses tracked.
     pub rsp_packets: i64,
     /// Response stalls, subtracted from request stalls when the event is configured.
     pub rsp_stalled: Option<i64>,
@@ -127,8 +136,10 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, in the order of [`Reason::index`].
     pub const ALL: [Reason; 6] =
         [Self::Threshold, Self::Model, Self::Fixed, Self::Alltoall, Self::Smsg, Self::Passthrough];
+    /// The name records and traces use.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Threshold => "threshold",
@@ -139,6 +150,7 @@ impl Reason {
             Self::Passthrough => "passthrough",
         }
     }
+    /// Position in [`Reason::ALL`], for per-reason tables.
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -149,13 +161,16 @@ impl Reason {
 pub struct Decision {
     /// `None`: leave the descriptor as the caller wrote it.
     pub mode: Option<RoutingMode>,
+    /// Why the message got that routing.
     pub reason: Reason,
     /// Read the NIC counters *before* posting this message and pass them to [`Engine::observe`]:
     /// the side changes here, and the window of the old side must close without this message.
     pub read_before: bool,
     /// Read the NIC counters after this message is posted and pass them to [`Engine::observe`].
     pub read_counters: bool,
+    /// Request flits of the message.
     pub flits: u64,
+    /// Packets of the message.
     pub packets: u64,
     /// The counter window the model used (of the mode in use), if it ran.
     pub window: Option<Window>,
@@ -166,6 +181,7 @@ pub struct Decision {
 pub enum WindowOutcome {
     /// First sample (or first after a discard): the start of the next window.
     Baseline,
+    /// A window with its latency and stall ratio.
     Valid(Window),
     /// A counter went backwards: decreased, wrapped or was reset.
     DiscardedDecreasing,
@@ -181,18 +197,27 @@ pub enum WindowOutcome {
 pub struct EngineStats {
     /// Threshold crossings decided, by reason.
     pub decisions: u64,
+    /// Decisions the cost model made (with a counter window).
     pub decisions_model: u64,
+    /// Decisions that moved to the low-latency mode.
     pub switches_to_low_latency: u64,
+    /// Decisions that moved to the low-stall mode.
     pub switches_to_low_stall: u64,
+    /// Decisions that used a fresh observation of the mode not in use.
     pub fresh_observations_used: u64,
     /// Windows whose decisions were on more than one side (no read at a switch): not used.
     pub windows_mixed: u64,
+    /// Windows used.
     pub windows_valid: u64,
+    /// Windows discarded because a counter went backwards.
     pub windows_discarded_decreasing: u64,
+    /// Windows discarded for having nothing to divide by.
     pub windows_discarded_empty: u64,
+    /// Windows discarded as implausible.
     pub windows_discarded_absurd: u64,
     /// Sums over valid windows, for mean latency and stall ratio per record.
     pub window_latency_us_sum: f64,
+    /// Sum of the stall ratios of valid windows.
     pub window_stall_ratio_sum: f64,
 }
 
@@ -237,6 +262,7 @@ struct OpenWindow {
 }
 
 #[derive(Clone, Debug)]
+/// The decision state of one rank: the policy, the open counter window, the latest observations.
 pub struct Engine {
     cfg: EngineConfig,
     cumulative: u64,
@@ -253,6 +279,7 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An engine in its initial state: High Bias in use, no window yet.
     pub fn new(cfg: EngineConfig) -> Self {
         Self {
             cfg,
@@ -267,10 +294,12 @@ impl Engine {
         }
     }
 
+    /// The configuration in force.
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
     }
 
+    /// Counts so far.
     pub fn stats(&self) -> &EngineStats {
         &self.stats
     }

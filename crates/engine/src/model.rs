@@ -33,18 +33,22 @@ pub enum Transfer {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum LatencyUnit {
     #[cfg_attr(feature = "serde", serde(rename = "us"))]
+    /// Microseconds, as the paper and the reference library read it.
     Microseconds,
     #[cfg_attr(feature = "serde", serde(rename = "cycles"))]
+    /// NIC clock cycles (800 MHz).
     Cycles,
 }
 
 impl LatencyUnit {
+    /// A latency in this unit, in microseconds.
     pub fn to_us(self, value: f64) -> f64 {
         match self {
             Self::Microseconds => value,
             Self::Cycles => value * NIC_CYCLE_US,
         }
     }
+    /// The name `AAR_LATENCY_UNIT` takes.
     pub fn name(self) -> &'static str {
         match self {
             Self::Microseconds => "us",
@@ -84,7 +88,9 @@ pub const fn latency_rounds(p: u64) -> u64 {
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Window {
+    /// Mean request-response latency, µs.
     pub latency_us: f64,
+    /// Stalled NIC cycles per request flit.
     pub stall_ratio: f64,
 }
 

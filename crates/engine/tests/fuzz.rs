@@ -56,18 +56,22 @@ fn account(delta: i64) {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         account(layout.size() as i64);
+        // SAFETY: the caller's arguments, under GlobalAlloc's contract, to the system allocator.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         account(-(layout.size() as i64));
+        // SAFETY: the caller's arguments, under GlobalAlloc's contract, to the system allocator.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         account(layout.size() as i64);
+        // SAFETY: the caller's arguments, under GlobalAlloc's contract, to the system allocator.
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         account(new_size as i64 - layout.size() as i64);
+        // SAFETY: the caller's arguments, under GlobalAlloc's contract, to the system allocator.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
