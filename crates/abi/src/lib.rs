@@ -1,5 +1,6 @@
 //! The C interfaces aar sits between, as x86-64 LP64 data: uGNI's layouts, constants and function
-//! types ([`ugni`]), and the Aries NIC counter events read through PAPI ([`counters`]).
+//! types ([`ugni`], re-exported here), DMAPP's ([`dmapp`]), and the Aries NIC counter events read
+//! through PAPI ([`counters`]).
 //!
 //! This crate is the one home of these facts. The shim (libaar.so) declares its interposed
 //! functions and the real functions it forwards to with the types here, and the emulator
@@ -11,7 +12,11 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+extern crate std;
+
 pub mod counters;
+pub mod dmapp;
 pub mod ugni;
 
 pub use ugni::*;

@@ -1,0 +1,712 @@
+//! DMAPP (`dmapp.h`), the one-sided layer under Cray SHMEM, Coarray Fortran, UPC, Chapel and
+//! Global Arrays, as laid out on x86-64: types, return codes, element types, the RMA attributes
+//! that carry routing, the routing names, and the type of every function aar interposes or the
+//! emulator defines.
+//!
+//! Two facts are not public and differ between DMAPP releases (see `docs/abi.md`): the layout of
+//! `dmapp_rma_attrs_ext_t` beyond its first bytes, and the numbers of the routing enumerators. The
+//! first is handled by treating the struct as an oversized byte buffer of which only the PUT and
+//! GET routing bytes are changed ([`RMA_ATTRS_EXT_BYTES`], [`PUT_ROUTING_OFFSET`],
+//! [`GET_ROUTING_OFFSET`]); the second by a [`RoutingTable`] that a site can give.
+
+use core::ffi::{c_int, c_void};
+use core::fmt;
+use core::str::FromStr;
+
+/// `dmapp_return_t`.
+pub type DmappReturn = u32;
+/// The call succeeded.
+pub const DMAPP_RC_SUCCESS: DmappReturn = 0;
+/// An argument is invalid (also: a routing value this DMAPP does not know).
+pub const DMAPP_RC_INVALID_PARAM: DmappReturn = 1;
+/// An address or size is misaligned for the element type.
+pub const DMAPP_RC_ALIGNMENT_ERROR: DmappReturn = 2;
+/// The network transaction failed.
+pub const DMAPP_RC_TRANSACTION_ERROR: DmappReturn = 3;
+/// A resource is exhausted.
+pub const DMAPP_RC_RESOURCE_ERROR: DmappReturn = 4;
+/// Not permitted.
+pub const DMAPP_RC_PERMISSION_ERROR: DmappReturn = 5;
+/// No space left (e.g. in the symmetric heap).
+pub const DMAPP_RC_NO_SPACE: DmappReturn = 6;
+/// Not complete yet.
+pub const DMAPP_RC_NOT_DONE: DmappReturn = 7;
+/// Not supported by this DMAPP (libaar.so returns it for a function the loaded libdmapp lacks).
+pub const DMAPP_RC_NOT_SUPPORTED: DmappReturn = 8;
+/// Not found.
+pub const DMAPP_RC_NOT_FOUND: DmappReturn = 9;
+/// Busy.
+pub const DMAPP_RC_BUSY: DmappReturn = 10;
+/// Not used.
+pub const DMAPP_RC_NOT_USED: DmappReturn = 11;
+
+/// `dmapp_pe_t`: a processing element (rank).
+pub type DmappPe = c_int;
+
+/// `dmapp_type_t`: the element type of a transfer.
+pub type DmappType = u32;
+/// 16-byte elements.
+pub const DMAPP_DQW: DmappType = 0;
+/// 8-byte elements.
+pub const DMAPP_QW: DmappType = 1;
+/// 4-byte elements.
+pub const DMAPP_DW: DmappType = 2;
+/// 1-byte elements.
+pub const DMAPP_BYTE: DmappType = 3;
+
+/// Bytes per element of `t`; `None` for a value that is not a `dmapp_type_t` (the call is then
+/// the real DMAPP's to refuse).
+pub const fn element_bytes(t: DmappType) -> Option<u64> {
+    match t {
+        DMAPP_DQW => Some(16),
+        DMAPP_QW => Some(8),
+        DMAPP_DW => Some(4),
+        DMAPP_BYTE => Some(1),
+        _ => None,
+    }
+}
+
+/// Bytes an atomic memory operation moves: its operand, one quad word.
+pub const AMO_BYTES: u64 = 8;
+
+/// `dmapp_syncid_handle_t`: completion handle of an `_nb` call (a pointer to an opaque struct).
+pub type DmappSyncidHandle = *mut c_void;
+
+/// `dmapp_seg_desc_t`: a registered memory segment (48 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DmappSegDesc {
+    /// Start of the segment.
+    pub addr: *mut c_void,
+    /// Length in bytes.
+    pub len: usize,
+    /// Its uGNI registration.
+    pub memhndl: crate::GniMemHandle,
+    /// Segment flags.
+    pub flags: u16,
+    /// Reserved.
+    pub reserved: *mut c_void,
+}
+
+/// `dmapp_jobinfo_t` (112 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DmappJobinfo {
+    /// Version of the structure.
+    pub version: c_int,
+    /// Hardware version.
+    pub hw_version: c_int,
+    /// Number of PEs in the job.
+    pub npes: c_int,
+    /// This process's PE.
+    pub pe: c_int,
+    /// The data segment (static data), symmetric across PEs.
+    pub data_seg: DmappSegDesc,
+    /// The symmetric heap.
+    pub sheap_seg: DmappSegDesc,
+}
+
+/// `dmapp_rma_attrs_t` (12 bytes), the attributes of `dmapp_init` and `dmapp_set_rma_attrs`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DmappRmaAttrs {
+    /// Most non-blocking operations in flight.
+    pub max_outstanding_nb: u32,
+    /// Transfers from this size on use the block-transfer engine.
+    pub offload_threshold: u32,
+    /// Routing of PUTs and of every AMO (a `dmapp_routing_type_t` value), despite its name.
+    pub put_relaxed_ordering: u8,
+    /// Routing of GETs (a `dmapp_routing_type_t` value).
+    pub get_relaxed_ordering: u8,
+    /// Most threads that use DMAPP at once.
+    pub max_concurrency: u8,
+}
+
+/// Offset of the PUT (and AMO) routing byte, in `dmapp_rma_attrs_t` and `dmapp_rma_attrs_ext_t`.
+pub const PUT_ROUTING_OFFSET: usize = 8;
+/// Offset of the GET routing byte, in both attribute structs.
+pub const GET_ROUTING_OFFSET: usize = 9;
+/// Bytes of a buffer that certainly holds a `dmapp_rma_attrs_ext_t` of any release (44 bytes in
+/// the oldest known header; newer ones add a few queue fields). Align 8.
+pub const RMA_ATTRS_EXT_BYTES: usize = 256;
+
+/// A buffer for `dmapp_rma_attrs_ext_t` whose layout past the routing bytes is not relied on.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmaAttrsExt(pub [u8; RMA_ATTRS_EXT_BYTES]);
+
+impl RmaAttrsExt {
+    /// All zero, as the buffer must be before DMAPP fills it.
+    pub const ZERO: RmaAttrsExt = RmaAttrsExt([0; RMA_ATTRS_EXT_BYTES]);
+
+    /// The routing byte of `direction`.
+    pub const fn routing(&self, direction: Direction) -> u8 {
+        self.0[direction.offset()]
+    }
+
+    /// The same attributes with the routing byte of `direction` replaced.
+    pub const fn with_routing(mut self, direction: Direction, value: u8) -> Self {
+        self.0[direction.offset()] = value;
+        self
+    }
+}
+
+/// Which routing attribute an operation follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// PUTs and every AMO, fetching ones included.
+    Put,
+    /// GETs.
+    Get,
+}
+
+impl Direction {
+    /// Both directions.
+    pub const ALL: [Direction; 2] = [Direction::Put, Direction::Get];
+
+    /// Offset of this direction's routing byte in the attribute structs.
+    pub const fn offset(self) -> usize {
+        match self {
+            Direction::Put => PUT_ROUTING_OFFSET,
+            Direction::Get => GET_ROUTING_OFFSET,
+        }
+    }
+
+    /// Position in [`Direction::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The routing names of `dmapp_routing_type_t` (Aries releases). Which number each has in a given
+/// `dmapp.h` is not public: see [`RoutingTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Routing {
+    /// `DMAPP_ROUTING_IN_ORDER`: minimal, not hashed, in order.
+    InOrder,
+    /// `DMAPP_ROUTING_DETERMINISTIC`: non-minimal, hashed.
+    Deterministic,
+    /// `DMAPP_ROUTING_ADAPTIVE`: adaptive, no bias (uGNI's ADAPTIVE0).
+    Adaptive,
+    /// `DMAPP_ROUTING_DETERMINISTIC_1`: minimal, hashed.
+    Deterministic1,
+    /// `DMAPP_ROUTING_ADAPTIVE_1`: adaptive, increasing bias towards minimal (ADAPTIVE1).
+    Adaptive1,
+    /// `DMAPP_ROUTING_ADAPTIVE_2`: adaptive, low bias towards minimal (ADAPTIVE2).
+    Adaptive2,
+    /// `DMAPP_ROUTING_ADAPTIVE_3`: adaptive, high bias towards minimal (ADAPTIVE3).
+    Adaptive3,
+}
+
+impl Routing {
+    /// Every name, in the order of [`Routing::index`].
+    pub const ALL: [Routing; 7] = [
+        Routing::InOrder,
+        Routing::Deterministic,
+        Routing::Adaptive,
+        Routing::Deterministic1,
+        Routing::Adaptive1,
+        Routing::Adaptive2,
+        Routing::Adaptive3,
+    ];
+
+    /// Position in [`Routing::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The name without its `DMAPP_ROUTING_` prefix, as [`RoutingTable`]'s text spells it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Routing::InOrder => "IN_ORDER",
+            Routing::Deterministic => "DETERMINISTIC",
+            Routing::Adaptive => "ADAPTIVE",
+            Routing::Deterministic1 => "DETERMINISTIC_1",
+            Routing::Adaptive1 => "ADAPTIVE_1",
+            Routing::Adaptive2 => "ADAPTIVE_2",
+            Routing::Adaptive3 => "ADAPTIVE_3",
+        }
+    }
+
+    /// The uGNI delivery mode with the same routing.
+    pub const fn dlvr_mode(self) -> u16 {
+        use crate::ugni::*;
+        match self {
+            Routing::InOrder => GNI_DLVMODE_IN_ORDER,
+            Routing::Deterministic => GNI_DLVMODE_NMIN_HASH,
+            Routing::Adaptive => GNI_DLVMODE_ADAPTIVE0,
+            Routing::Deterministic1 => GNI_DLVMODE_MIN_HASH,
+            Routing::Adaptive1 => GNI_DLVMODE_ADAPTIVE1,
+            Routing::Adaptive2 => GNI_DLVMODE_ADAPTIVE2,
+            Routing::Adaptive3 => GNI_DLVMODE_ADAPTIVE3,
+        }
+    }
+
+    /// The name whose routing is this uGNI delivery mode's routing byte, if any.
+    pub const fn from_dlvr_mode(dlvr_mode: u16) -> Option<Routing> {
+        use crate::ugni::*;
+        match dlvr_mode & GNI_DLVMODE_ROUTING_MASK {
+            GNI_DLVMODE_IN_ORDER => Some(Routing::InOrder),
+            GNI_DLVMODE_NMIN_HASH => Some(Routing::Deterministic),
+            GNI_DLVMODE_ADAPTIVE0 => Some(Routing::Adaptive),
+            GNI_DLVMODE_MIN_HASH => Some(Routing::Deterministic1),
+            GNI_DLVMODE_ADAPTIVE1 => Some(Routing::Adaptive1),
+            GNI_DLVMODE_ADAPTIVE2 => Some(Routing::Adaptive2),
+            GNI_DLVMODE_ADAPTIVE3 => Some(Routing::Adaptive3),
+            _ => None,
+        }
+    }
+
+    /// One of the adaptive family, which the library may choose; the others promise ordering or
+    /// determinism to the application and are never overridden.
+    pub const fn is_adaptive(self) -> bool {
+        matches!(self, Routing::Adaptive | Routing::Adaptive1 | Routing::Adaptive2 | Routing::Adaptive3)
+    }
+
+    /// The code Cray's own tools use for this routing (0–7, 2 reserved), e.g. in Global Arrays'
+    /// `ARMCI_DMAPP_PUT_ROUTING`. Not the enumerator's value.
+    pub const fn hardware_code(self) -> u8 {
+        match self {
+            Routing::Deterministic => 0,
+            Routing::Deterministic1 => 1,
+            Routing::InOrder => 3,
+            Routing::Adaptive => 4,
+            Routing::Adaptive1 => 5,
+            Routing::Adaptive2 => 6,
+            Routing::Adaptive3 => 7,
+        }
+    }
+}
+
+/// The value of each `DMAPP_ROUTING_*` enumerator in one DMAPP release (`None`: that release has
+/// no such name). The four adaptive names must have values for the library to steer DMAPP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoutingTable(pub [Option<u8>; 7]);
+
+impl RoutingTable {
+    /// The table aar assumes when it was not built against the site's `dmapp.h` and
+    /// `AAR_DMAPP_ROUTING` is not set: the three names of the oldest public header keep their
+    /// values (IN_ORDER 0, DETERMINISTIC 1, ADAPTIVE 2) and the Aries names follow in the order
+    /// Cray lists them. Only an assumption: the Aries values are not public. The emulator's
+    /// libdmapp implements this table.
+    pub const ASSUMED: RoutingTable = RoutingTable([Some(0), Some(1), Some(2), Some(3), Some(4), Some(5), Some(6)]);
+
+    /// The enumerator value of `r`, if this release has it.
+    pub const fn value(&self, r: Routing) -> Option<u8> {
+        self.0[r.index()]
+    }
+
+    /// The name a raw attribute value stands for, if any.
+    pub fn routing(&self, value: u8) -> Option<Routing> {
+        Routing::ALL.into_iter().find(|&r| self.value(r) == Some(value))
+    }
+
+    /// Every adaptive name has a value, and no two names share one.
+    pub fn check(&self) -> Result<(), RoutingTableError> {
+        for r in Routing::ALL {
+            if r.is_adaptive() && self.value(r).is_none() {
+                return Err(RoutingTableError::Missing(r.name()));
+            }
+            if let Some(v) = self.value(r) {
+                if let Some(other) = Routing::ALL.into_iter().find(|&o| o < r && self.value(o) == Some(v)) {
+                    return Err(RoutingTableError::Shared(other.name(), r.name(), v));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a routing table's text was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoutingTableError {
+    /// An item is not `NAME=VALUE`.
+    NotAnItem,
+    /// A name is not one of the `DMAPP_ROUTING_*` names.
+    UnknownName,
+    /// A value is not a number from 0 to 255.
+    BadValue,
+    /// A name is given twice.
+    Repeated(&'static str),
+    /// An adaptive name has no value.
+    Missing(&'static str),
+    /// Two names have the same value.
+    Shared(&'static str, &'static str, u8),
+}
+
+impl fmt::Display for RoutingTableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAnItem => f.write_str("an item is not NAME=VALUE"),
+            Self::UnknownName => f.write_str(
+                "a name is not one of IN_ORDER, DETERMINISTIC, ADAPTIVE, DETERMINISTIC_1, ADAPTIVE_1, ADAPTIVE_2, ADAPTIVE_3",
+            ),
+            Self::BadValue => f.write_str("a value is not a whole number from 0 to 255"),
+            Self::Repeated(n) => write!(f, "{n} is given twice"),
+            Self::Missing(n) => write!(f, "{n} has no value (the four adaptive names are needed)"),
+            Self::Shared(a, b, v) => write!(f, "{a} and {b} both have the value {v}"),
+        }
+    }
+}
+
+impl FromStr for RoutingTable {
+    type Err = RoutingTableError;
+
+    /// `NAME=VALUE` items separated by commas, names with or without the `DMAPP_ROUTING_`
+    /// prefix, any case, e.g. `ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3`.
+    /// Names not given are absent from the release.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let mut table = RoutingTable([None; 7]);
+        for item in text.split(',') {
+            let (name, value) = item.split_once('=').ok_or(RoutingTableError::NotAnItem)?;
+            let name = name.trim().as_bytes();
+            let name = match name.split_at_checked(14) {
+                Some((prefix, rest)) if prefix.eq_ignore_ascii_case(b"DMAPP_ROUTING_") => rest,
+                _ => name,
+            };
+            let r = Routing::ALL
+                .into_iter()
+                .find(|r| r.name().as_bytes().eq_ignore_ascii_case(name))
+                .ok_or(RoutingTableError::UnknownName)?;
+            let v: u8 = value.trim().parse().map_err(|_| RoutingTableError::BadValue)?;
+            if table.0[r.index()].replace(v).is_some() {
+                return Err(RoutingTableError::Repeated(r.name()));
+            }
+        }
+        table.check()?;
+        Ok(table)
+    }
+}
+
+impl fmt::Display for RoutingTable {
+    /// The text [`FromStr`] reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for r in Routing::ALL {
+            if let Some(v) = self.value(r) {
+                if !first {
+                    f.write_str(",")?;
+                }
+                write!(f, "{}={v}", r.name())?;
+                first = false;
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---- Function types: every DMAPP function aar interposes or the emulator defines ------------------
+//
+// Blocking forms `X`, non-blocking `X_nb` (one more parameter: `dmapp_syncid_handle_t *`) and
+// implicit non-blocking `X_nbi` (completed by `dmapp_gsync_wait`) share their leading parameters.
+
+/// `dmapp_init[_ext]` and `dmapp_set_rma_attrs[_ext]`: `(requested, actual)`; the `_ext` forms take
+/// a `dmapp_rma_attrs_ext_t`, here an [`RmaAttrsExt`] buffer.
+pub type AttrsInitFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> DmappReturn;
+/// `dmapp_get_rma_attrs[_ext](attrs)`.
+pub type GetAttrsFn = unsafe extern "C" fn(*mut c_void) -> DmappReturn;
+/// `dmapp_finalize()`, `dmapp_gsync_wait()`.
+pub type VoidFn = unsafe extern "C" fn() -> DmappReturn;
+/// `dmapp_get_jobinfo(*jobinfo)`.
+pub type GetJobinfoFn = unsafe extern "C" fn(*mut DmappJobinfo) -> DmappReturn;
+/// `dmapp_mem_register(addr, length, *seg)`.
+pub type MemRegisterFn = unsafe extern "C" fn(*mut c_void, u64, *mut DmappSegDesc) -> DmappReturn;
+/// `dmapp_mem_unregister(*seg)`.
+pub type MemUnregisterFn = unsafe extern "C" fn(*mut DmappSegDesc) -> DmappReturn;
+/// `dmapp_syncid_wait(*syncid)`.
+pub type SyncidWaitFn = unsafe extern "C" fn(*mut DmappSyncidHandle) -> DmappReturn;
+/// `dmapp_syncid_test(*syncid, *flag)`.
+pub type SyncidTestFn = unsafe extern "C" fn(*mut DmappSyncidHandle, *mut c_int) -> DmappReturn;
+/// `dmapp_gsync_test(*flag)`.
+pub type GsyncTestFn = unsafe extern "C" fn(*mut c_int) -> DmappReturn;
+
+/// `dmapp_put[_nbi](target_addr, target_seg, target_pe, source_addr, nelems, type)`.
+pub type PutFn =
+    unsafe extern "C" fn(*mut c_void, *mut DmappSegDesc, DmappPe, *mut c_void, u64, DmappType) -> DmappReturn;
+/// `dmapp_put_nb`: `dmapp_put`'s parameters, then `*syncid`.
+pub type PutNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut c_void,
+    u64,
+    DmappType,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_get[_nbi](target_addr, source_addr, source_seg, source_pe, nelems, type)`; also
+/// `dmapp_get_flag_nbi`.
+pub type GetFn =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut DmappSegDesc, DmappPe, u64, DmappType) -> DmappReturn;
+/// `dmapp_get_nb`: `dmapp_get`'s parameters, then `*syncid`.
+pub type GetNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    u64,
+    DmappType,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_put_flag[_nbi]`: `dmapp_put`'s parameters, then `target_flag, flag_value`.
+pub type PutFlagFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut c_void,
+    u64,
+    DmappType,
+    *mut c_void,
+    u64,
+) -> DmappReturn;
+/// `dmapp_put_flag_nb`: `dmapp_put_flag`'s parameters, then `*syncid`.
+pub type PutFlagNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut c_void,
+    u64,
+    DmappType,
+    *mut c_void,
+    u64,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_iput[_nbi]` (strided): `dmapp_put`'s parameters with `tst, sst` (strides in elements)
+/// before `nelems`.
+pub type IputFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut c_void,
+    isize,
+    isize,
+    u64,
+    DmappType,
+) -> DmappReturn;
+/// `dmapp_iput_nb`: `dmapp_iput`'s parameters, then `*syncid`.
+pub type IputNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut c_void,
+    isize,
+    isize,
+    u64,
+    DmappType,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_iget[_nbi]` (strided): `dmapp_get`'s parameters with `tst, sst` before `nelems`.
+pub type IgetFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    isize,
+    isize,
+    u64,
+    DmappType,
+) -> DmappReturn;
+/// `dmapp_iget_nb`: `dmapp_iget`'s parameters, then `*syncid`.
+pub type IgetNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    isize,
+    isize,
+    u64,
+    DmappType,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_ixput[_nbi]` (indexed): `dmapp_put`'s parameters with `*tidx` before `nelems`.
+pub type IxputFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut c_void,
+    *mut isize,
+    u64,
+    DmappType,
+) -> DmappReturn;
+/// `dmapp_ixput_nb`: `dmapp_ixput`'s parameters, then `*syncid`.
+pub type IxputNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut c_void,
+    *mut isize,
+    u64,
+    DmappType,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_ixget[_nbi]` (indexed): `dmapp_get`'s parameters with `*sidx` before `nelems`.
+pub type IxgetFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut isize,
+    u64,
+    DmappType,
+) -> DmappReturn;
+/// `dmapp_ixget_nb`: `dmapp_ixget`'s parameters, then `*syncid`.
+pub type IxgetNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut isize,
+    u64,
+    DmappType,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_put_ixpe[_nbi]` and `dmapp_scatter_ixpe[_nbi]`: `(target_addr, target_seg,
+/// *target_pe_list, num_target_pes, source_addr, nelems, type)`, one message per target PE.
+pub type PutIxpeFn =
+    unsafe extern "C" fn(*mut c_void, *mut DmappSegDesc, *mut DmappPe, u32, *mut c_void, u64, DmappType) -> DmappReturn;
+/// `dmapp_put_ixpe_nb`, `dmapp_scatter_ixpe_nb`: the parameters above, then `*syncid`.
+pub type PutIxpeNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut DmappSegDesc,
+    *mut DmappPe,
+    u32,
+    *mut c_void,
+    u64,
+    DmappType,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_gather_ixpe[_nbi]`: `(target_addr, source_addr, source_seg, *source_pe_list,
+/// num_source_pes, nelems, type)`, one GET per source PE.
+pub type GatherIxpeFn =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut DmappSegDesc, *mut DmappPe, u32, u64, DmappType) -> DmappReturn;
+/// `dmapp_gather_ixpe_nb`: the parameters above, then `*syncid`.
+pub type GatherIxpeNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    *mut DmappPe,
+    u32,
+    u64,
+    DmappType,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// Non-fetching AMOs `dmapp_aadd_qw`, `aand`, `aor`, `axor` `[_nbi]`: `(target_addr, target_seg,
+/// target_pe, operand)`.
+pub type AmoFn = unsafe extern "C" fn(*mut c_void, *mut DmappSegDesc, DmappPe, i64) -> DmappReturn;
+/// Their `_nb` forms: the parameters above, then `*syncid`.
+pub type AmoNbFn =
+    unsafe extern "C" fn(*mut c_void, *mut DmappSegDesc, DmappPe, i64, *mut DmappSyncidHandle) -> DmappReturn;
+/// Fetching AMOs `dmapp_afadd_qw`, `afand`, `afor`, `afxor` `[_nbi]`: `(target_addr (the fetched
+/// value), source_addr (remote), source_seg, source_pe, operand)`.
+pub type FetchAmoFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut DmappSegDesc, DmappPe, i64) -> DmappReturn;
+/// Their `_nb` forms: the parameters above, then `*syncid`.
+pub type FetchAmoNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    i64,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_afax_qw[_nbi]` (fetch, AND then XOR) and `dmapp_acswap_qw[_nbi]` (compare and swap):
+/// the fetching AMO's parameters with two operands.
+pub type FetchAmo2Fn =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut DmappSegDesc, DmappPe, i64, i64) -> DmappReturn;
+/// Their `_nb` forms: the parameters above, then `*syncid`.
+pub type FetchAmo2NbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    i64,
+    i64,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+/// `dmapp_amo_put[_nbi](target_addr, target_seg, target_pe, *amo)`: an AMO described by an opaque
+/// `dmapp_amo_t`, which aar never reads.
+pub type AmoPutFn = unsafe extern "C" fn(*mut c_void, *mut DmappSegDesc, DmappPe, *mut c_void) -> DmappReturn;
+/// `dmapp_amo_put_nb`: the parameters above, then `*syncid`.
+pub type AmoPutNbFn =
+    unsafe extern "C" fn(*mut c_void, *mut DmappSegDesc, DmappPe, *mut c_void, *mut DmappSyncidHandle) -> DmappReturn;
+/// `dmapp_amo_get[_nbi](target_addr, source_addr, source_seg, source_pe, *amo)`.
+pub type AmoGetFn =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut DmappSegDesc, DmappPe, *mut c_void) -> DmappReturn;
+/// `dmapp_amo_get_nb`: the parameters above, then `*syncid`.
+pub type AmoGetNbFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut c_void,
+    *mut DmappSegDesc,
+    DmappPe,
+    *mut c_void,
+    *mut DmappSyncidHandle,
+) -> DmappReturn;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{align_of, offset_of, size_of};
+    use std::string::ToString;
+
+    #[test]
+    fn layouts() {
+        assert_eq!(size_of::<DmappSegDesc>(), 48);
+        assert_eq!(offset_of!(DmappSegDesc, memhndl), 16);
+        assert_eq!(offset_of!(DmappSegDesc, flags), 32);
+        assert_eq!(offset_of!(DmappSegDesc, reserved), 40);
+        assert_eq!(size_of::<DmappJobinfo>(), 112);
+        assert_eq!(offset_of!(DmappJobinfo, data_seg), 16);
+        assert_eq!(offset_of!(DmappJobinfo, sheap_seg), 64);
+        assert_eq!(size_of::<DmappRmaAttrs>(), 12);
+        assert_eq!(offset_of!(DmappRmaAttrs, put_relaxed_ordering), PUT_ROUTING_OFFSET);
+        assert_eq!(offset_of!(DmappRmaAttrs, get_relaxed_ordering), GET_ROUTING_OFFSET);
+        assert_eq!((size_of::<RmaAttrsExt>(), align_of::<RmaAttrsExt>()), (RMA_ATTRS_EXT_BYTES, 8));
+    }
+
+    #[test]
+    fn routing_names() {
+        for r in Routing::ALL {
+            assert_eq!(Routing::from_dlvr_mode(r.dlvr_mode()), Some(r));
+            assert_eq!(Routing::ALL[r.index()], r);
+            assert_eq!(
+                r.is_adaptive(),
+                crate::ugni::GNI_DLVMODE_ADAPTIVE0 == r.dlvr_mode() || r.name().starts_with("ADAPTIVE")
+            );
+        }
+        assert_eq!(Routing::from_dlvr_mode(0x0060), None);
+    }
+
+    #[test]
+    fn routing_tables() {
+        assert_eq!(RoutingTable::ASSUMED.check(), Ok(()));
+        let text = RoutingTable::ASSUMED.to_string();
+        assert_eq!(text.parse(), Ok(RoutingTable::ASSUMED));
+        let t: RoutingTable =
+            "dmapp_routing_adaptive=4, ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3".parse().unwrap();
+        assert_eq!(t.value(Routing::Adaptive3), Some(7));
+        assert_eq!(t.value(Routing::Deterministic), None);
+        assert_eq!(t.routing(3), Some(Routing::InOrder));
+        assert_eq!(t.routing(0), None);
+        for (bad, err) in [
+            ("", RoutingTableError::NotAnItem),
+            ("ADAPTIVE=4", RoutingTableError::Missing("ADAPTIVE_1")),
+            (
+                "ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=6",
+                RoutingTableError::Shared("ADAPTIVE_2", "ADAPTIVE_3", 6),
+            ),
+            ("ADAPTIVE=4,ADAPTIVE=5", RoutingTableError::Repeated("ADAPTIVE")),
+            ("FAST=1", RoutingTableError::UnknownName),
+            ("ADAPTIVE=256", RoutingTableError::BadValue),
+            ("ADAPTIVE=-1", RoutingTableError::BadValue),
+        ] {
+            assert_eq!(bad.parse::<RoutingTable>(), Err(err), "{bad}");
+        }
+    }
+
+    #[test]
+    fn attribute_buffers() {
+        let a = RmaAttrsExt::ZERO.with_routing(Direction::Put, 6).with_routing(Direction::Get, 2);
+        assert_eq!((a.routing(Direction::Put), a.routing(Direction::Get)), (6, 2));
+        assert_eq!(a.0.iter().filter(|&&b| b != 0).count(), 2);
+        assert_eq!(element_bytes(DMAPP_DQW), Some(16));
+        assert_eq!(element_bytes(4), None);
+    }
+}
