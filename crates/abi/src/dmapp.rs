@@ -317,6 +317,131 @@ impl RoutingTable {
     }
 }
 
+impl RoutingTable {
+    /// The table a `dmapp.h` declares: the values of the `DMAPP_ROUTING_*` enumerators of its
+    /// `dmapp_routing_type_t`, explicit (`= 4`, `= 0x4`) or implicit (one more than the previous
+    /// enumerator, 0 for the first), comments ignored. Names aar does not know still count for
+    /// the implicit values.
+    pub fn from_c_header(text: &str) -> Result<RoutingTable, HeaderError> {
+        let first = text.find("DMAPP_ROUTING_").ok_or(HeaderError::NoRoutingEnum)?;
+        let open = text[..first].rfind('{').ok_or(HeaderError::NoRoutingEnum)?;
+        let close = open + text[open..].find('}').ok_or(HeaderError::NoRoutingEnum)?;
+        let mut table = RoutingTable([None; 7]);
+        let mut next: u64 = 0;
+        let mut body = Uncommented::new(&text[open + 1..close]);
+        let mut item = [0u8; 128];
+        while let Some(len) = body.next_item(&mut item) {
+            let item = core::str::from_utf8(&item[..len]).map_err(|_| HeaderError::Unreadable)?.trim();
+            if item.is_empty() {
+                continue;
+            }
+            let (name, value) = match item.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim())),
+                None => (item, None),
+            };
+            let value = match value {
+                None => next,
+                Some(v) => parse_c_integer(v)
+                    .or_else(|| {
+                        // An earlier enumerator of this enum.
+                        let r =
+                            Routing::ALL.into_iter().find(|r| v.strip_prefix("DMAPP_ROUTING_") == Some(r.name()))?;
+                        table.value(r).map(u64::from)
+                    })
+                    .ok_or(HeaderError::Unevaluable)?,
+            };
+            next = value.saturating_add(1);
+            if let Some(r) = Routing::ALL.into_iter().find(|r| name.strip_prefix("DMAPP_ROUTING_") == Some(r.name())) {
+                let v = u8::try_from(value).map_err(|_| HeaderError::TooLarge)?;
+                table.0[r.index()] = Some(v);
+            }
+        }
+        table.check().map_err(HeaderError::Table)?;
+        Ok(table)
+    }
+}
+
+/// A C integer literal: decimal, `0x` hexadecimal or `0` octal, with an optional `u`/`l` suffix.
+fn parse_c_integer(text: &str) -> Option<u64> {
+    let t = text.trim().trim_end_matches(['u', 'U', 'l', 'L']);
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else if t.len() > 1 && t.starts_with('0') {
+        u64::from_str_radix(&t[1..], 8).ok()
+    } else {
+        t.parse().ok()
+    }
+}
+
+/// The items of an enum body, comments removed, one at a time (no allocation: the crate is
+/// `no_std` without `alloc`).
+struct Uncommented<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Uncommented<'a> {
+    fn new(body: &'a str) -> Self {
+        Self { rest: body.as_bytes() }
+    }
+
+    /// Copies the next comma-separated item into `out` (comments dropped); its length, or `None`
+    /// at the end. An item longer than `out` is cut, which makes it fail to parse.
+    fn next_item(&mut self, out: &mut [u8]) -> Option<usize> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let mut len = 0;
+        while let Some((&c, tail)) = self.rest.split_first() {
+            if self.rest.starts_with(b"/*") {
+                let end = self.rest[2..].windows(2).position(|w| w == b"*/").map_or(self.rest.len(), |p| p + 4);
+                self.rest = &self.rest[end..];
+                continue;
+            }
+            if self.rest.starts_with(b"//") {
+                let end = self.rest.iter().position(|&b| b == b'\n').unwrap_or(self.rest.len());
+                self.rest = &self.rest[end..];
+                continue;
+            }
+            self.rest = tail;
+            if c == b',' {
+                break;
+            }
+            if len < out.len() {
+                out[len] = c;
+                len += 1;
+            }
+        }
+        Some(len)
+    }
+}
+
+/// Why a `dmapp.h` gave no routing table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderError {
+    /// No enum with `DMAPP_ROUTING_*` enumerators was found.
+    NoRoutingEnum,
+    /// The enum's text is not UTF-8.
+    Unreadable,
+    /// An enumerator's value is an expression this reader does not evaluate.
+    Unevaluable,
+    /// A routing value does not fit the attribute's byte.
+    TooLarge,
+    /// The values found do not make a usable table.
+    Table(RoutingTableError),
+}
+
+impl fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoRoutingEnum => f.write_str("no enum with DMAPP_ROUTING_* enumerators"),
+            Self::Unreadable => f.write_str("the routing enum is not UTF-8 text"),
+            Self::Unevaluable => f.write_str("an enumerator's value is not a number or an earlier enumerator"),
+            Self::TooLarge => f.write_str("a routing value is above 255"),
+            Self::Table(e) => write!(f, "the routing enum is not usable: {e}"),
+        }
+    }
+}
+
 /// Why a routing table's text was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoutingTableError {
@@ -699,6 +824,36 @@ mod tests {
         ] {
             assert_eq!(bad.parse::<RoutingTable>(), Err(err), "{bad}");
         }
+    }
+
+    #[test]
+    fn tables_from_headers() {
+        // The oldest public header: three names, implicit values.
+        let old = "typedef enum dmapp_routing_type {\n  DMAPP_ROUTING_IN_ORDER, /* no hash */\n  DMAPP_ROUTING_DETERMINISTIC,\n  DMAPP_ROUTING_ADAPTIVE\n} dmapp_routing_type_t;";
+        assert_eq!(RoutingTable::from_c_header(old), Err(HeaderError::Table(RoutingTableError::Missing("ADAPTIVE_1"))));
+        // Explicit, hexadecimal, implicit after explicit, a name aar does not know, comments
+        // with commas, an alias of an earlier enumerator.
+        let aries = "#include <x.h>\nenum { A = 1 };\ntypedef enum dmapp_routing_type {\n\
+            DMAPP_ROUTING_DETERMINISTIC = 0, // non-minimal, hashed\n\
+            DMAPP_ROUTING_DETERMINISTIC_1 = 0x1, /* minimal, hashed */\n\
+            DMAPP_ROUTING_RESERVED_2,\n\
+            DMAPP_ROUTING_IN_ORDER,\n\
+            DMAPP_ROUTING_ADAPTIVE = 04u,\n\
+            DMAPP_ROUTING_ADAPTIVE_1, DMAPP_ROUTING_ADAPTIVE_2,\n\
+            DMAPP_ROUTING_ADAPTIVE_3,\n\
+            DMAPP_ROUTING_DEFAULT = DMAPP_ROUTING_ADAPTIVE\n\
+        } dmapp_routing_type_t;";
+        let t = RoutingTable::from_c_header(aries).unwrap();
+        assert_eq!(
+            t.to_string(),
+            "IN_ORDER=3,DETERMINISTIC=0,ADAPTIVE=4,DETERMINISTIC_1=1,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7"
+        );
+        assert_eq!(RoutingTable::from_c_header(include_str!("../../../cabi/dmapp.h")), Ok(RoutingTable::ASSUMED));
+        assert_eq!(RoutingTable::from_c_header("int x;"), Err(HeaderError::NoRoutingEnum));
+        let bad = "enum { DMAPP_ROUTING_ADAPTIVE = 1 << 2 };";
+        assert_eq!(RoutingTable::from_c_header(bad), Err(HeaderError::Unevaluable));
+        let big = "enum { DMAPP_ROUTING_ADAPTIVE = 300 };";
+        assert_eq!(RoutingTable::from_c_header(big), Err(HeaderError::TooLarge));
     }
 
     #[test]
