@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 use aar_abi::*;
 
 use crate::cq::{self, Cq, CqHandler};
-use crate::model::NetworkProfile;
+use crate::timing::NetworkProfile;
 use crate::rma::{self, Call};
 use crate::smsg;
-use crate::world::{self, handle_of, mem_handle_for, Cdm, Ep, MemReg, Nic, FIRST_NIC_ADDR, GNI_CDM_MODE_DUAL_EVENTS};
-use crate::{counters, log};
+use crate::registry::{self, handle_of, mem_handle_for, Cdm, Ep, MemReg, Nic, FIRST_NIC_ADDR, GNI_CDM_MODE_DUAL_EVENTS};
+use crate::{counters, post_log};
 
 const GNI_CQ_BLOCKING: u32 = 0x1;
 const GNI_MEM_READ_ONLY: u32 = 0x1;
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn GNI_CdmCreate(
         }
         let obj = Arc::new(Cdm { inst_id, modes, nic: Mutex::new(None) });
         let h = handle_of(&obj);
-        world::write().cdms.insert(h, obj);
+        registry::write().cdms.insert(h, obj);
         // SAFETY: non-null out-parameter.
         unsafe { put(cdm, h as GniCdmHandle) };
         GNI_RC_SUCCESS
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
         if nic.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
         }
-        let mut reg = world::write();
+        let mut reg = registry::write();
         let c = reg.cdms.get(&(cdm as usize)).ok_or(GNI_RC_INVALID_PARAM)?.clone();
         if device_id != 0 && device_id != ANY_DEVICE {
             return Err(GNI_RC_NO_MATCH);
@@ -134,7 +134,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     guard_r(|| {
-        let mut reg = world::write();
+        let mut reg = registry::write();
         let c = reg.cdms.remove(&(cdm as usize)).ok_or(GNI_RC_INVALID_PARAM)?;
         let nic = *c.nic.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = nic {
@@ -167,7 +167,7 @@ pub unsafe extern "C" fn GNI_EpCreate(nic: GniNicHandle, src_cq: GniCqHandle, ep
         if ep.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
         }
-        let mut reg = world::write();
+        let mut reg = registry::write();
         let n = reg.nic(nic as usize)?.clone();
         let cq = match src_cq as usize {
             0 => None,
@@ -177,7 +177,7 @@ pub unsafe extern "C" fn GNI_EpCreate(nic: GniNicHandle, src_cq: GniCqHandle, ep
             c.eps.fetch_add(1, Ordering::Relaxed);
         }
         let obj = Arc::new(Ep {
-            seq: world::next_ep_seq(),
+            seq: registry::next_ep_seq(),
             nic: n,
             nic_handle: nic as usize,
             cq,
@@ -196,9 +196,9 @@ pub unsafe extern "C" fn GNI_EpCreate(nic: GniNicHandle, src_cq: GniCqHandle, ep
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_EpBind(ep: GniEpHandle, remote_addr: u32, remote_id: u32) -> GniReturn {
     guard_r(|| {
-        let reg = world::read();
+        let reg = registry::read();
         let e = reg.ep(ep as usize)?;
-        *e.lock_binding() = world::Binding { remote: Some((remote_addr, remote_id)), ..Default::default() };
+        *e.lock_binding() = registry::Binding { remote: Some((remote_addr, remote_id)), ..Default::default() };
         Ok(())
     })
 }
@@ -206,7 +206,7 @@ pub extern "C" fn GNI_EpBind(ep: GniEpHandle, remote_addr: u32, remote_id: u32) 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_EpUnbind(ep: GniEpHandle) -> GniReturn {
     guard_r(|| {
-        let reg = world::read();
+        let reg = registry::read();
         let e = reg.ep(ep as usize)?;
         *e.lock_binding() = Default::default();
         // Unbinding releases the SMSG resources.
@@ -219,7 +219,7 @@ pub extern "C" fn GNI_EpUnbind(ep: GniEpHandle) -> GniReturn {
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_EpDestroy(ep: GniEpHandle) -> GniReturn {
     guard_r(|| {
-        let e = world::write().eps.remove(&(ep as usize)).ok_or(GNI_RC_INVALID_PARAM)?;
+        let e = registry::write().eps.remove(&(ep as usize)).ok_or(GNI_RC_INVALID_PARAM)?;
         if let Some(c) = &e.cq {
             c.eps.fetch_sub(1, Ordering::Relaxed);
         }
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn GNI_CqCreate(
         if cq.is_null() || entry_count == 0 {
             return Err(GNI_RC_INVALID_PARAM);
         }
-        let mut reg = world::write();
+        let mut reg = registry::write();
         reg.nic(nic as usize)?;
         let obj = Arc::new(Cq::new(nic as usize, entry_count, mode & GNI_CQ_BLOCKING != 0, handler, context as usize));
         let h = handle_of(&obj);
@@ -257,7 +257,7 @@ pub unsafe extern "C" fn GNI_CqCreate(
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_CqDestroy(cq: GniCqHandle) -> GniReturn {
     guard_r(|| {
-        let mut reg = world::write();
+        let mut reg = registry::write();
         if reg.cq(cq as usize)?.eps.load(Ordering::Relaxed) > 0 {
             return Err(GNI_RC_ERROR_RESOURCE);
         }
@@ -268,7 +268,7 @@ pub extern "C" fn GNI_CqDestroy(cq: GniCqHandle) -> GniReturn {
 
 /// Looks a CQ up without holding the registry while the caller waits on it.
 fn find_cq(cq: GniCqHandle) -> Result<Arc<Cq>, GniReturn> {
-    world::read().cq(cq as usize).cloned()
+    registry::read().cq(cq as usize).cloned()
 }
 
 #[cfg_attr(not(test), no_mangle)]
@@ -334,7 +334,7 @@ pub unsafe extern "C" fn GNI_MemRegister(
         if mem_hndl.is_null() || address == 0 || length == 0 || !mapped(address, length) {
             return Err(GNI_RC_INVALID_PARAM);
         }
-        let mut reg = world::write();
+        let mut reg = registry::write();
         reg.nic(nic as usize)?;
         let dst_cq = match dst_cq as usize {
             0 => None,
@@ -365,7 +365,7 @@ pub unsafe extern "C" fn GNI_MemDeregister(nic: GniNicHandle, mem_hndl: *mut Gni
         }
         // SAFETY: non-null handle pointer from the caller.
         let mh = unsafe { mem_hndl.read_unaligned() };
-        let mut reg = world::write();
+        let mut reg = registry::write();
         reg.mem(&mh, nic as usize).ok_or(GNI_RC_INVALID_PARAM)?;
         reg.mems.remove(&mh.qword1);
         Ok(())
@@ -424,7 +424,7 @@ pub unsafe extern "C" fn GNI_SmsgInit(ep: GniEpHandle, local: *mut GniSmsgAttr, 
         }
         // SAFETY: non-null attribute pointers from the caller, copied once.
         let (local, remote) = unsafe { (local.read_unaligned(), remote.read_unaligned()) };
-        let reg = world::read();
+        let reg = registry::read();
         match reg.ep(ep as usize) {
             Ok(e) => smsg::init(&reg, e, &local, &remote),
             Err(rc) => rc,
@@ -479,7 +479,7 @@ pub unsafe extern "C" fn GNI_SmsgGetNext(ep: GniEpHandle, header: *mut *mut c_vo
         if header.is_null() {
             return Err(GNI_RC_INVALID_PARAM);
         }
-        let msg = smsg::get_next(world::read().ep(ep as usize)?, None)?;
+        let msg = smsg::get_next(registry::read().ep(ep as usize)?, None)?;
         // SAFETY: non-null out-parameter.
         unsafe { put(header, msg.cast()) };
         Ok(())
@@ -494,7 +494,7 @@ pub unsafe extern "C" fn GNI_SmsgGetNextWTag(ep: GniEpHandle, header: *mut *mut 
         }
         // SAFETY: non-null in/out tag from the caller.
         let mut t = unsafe { tag.read() };
-        let msg = smsg::get_next(world::read().ep(ep as usize)?, Some(&mut t))?;
+        let msg = smsg::get_next(registry::read().ep(ep as usize)?, Some(&mut t))?;
         // SAFETY: non-null out-parameters.
         unsafe {
             put(header, msg.cast());
@@ -506,7 +506,7 @@ pub unsafe extern "C" fn GNI_SmsgGetNextWTag(ep: GniEpHandle, header: *mut *mut 
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_SmsgRelease(ep: GniEpHandle) -> GniReturn {
-    guard_r(|| match smsg::release(world::read().ep(ep as usize)?) {
+    guard_r(|| match smsg::release(registry::read().ep(ep as usize)?) {
         GNI_RC_SUCCESS => Ok(()),
         rc => Err(rc),
     })
@@ -515,14 +515,14 @@ pub extern "C" fn GNI_SmsgRelease(ep: GniEpHandle) -> GniReturn {
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> GniReturn {
     guard(|| {
-        let reg = world::read();
+        let reg = registry::read();
         let n = reg.nic(nic as usize).ok();
         if let Some(n) = n {
             n.smsg_mode.store(dlvr_mode, Ordering::Relaxed);
         }
         let rc = if n.is_some() { GNI_RC_SUCCESS } else { GNI_RC_INVALID_PARAM };
-        if log::enabled() {
-            log::record(
+        if post_log::enabled() {
+            post_log::record(
                 "GNI_SmsgSetDeliveryMode",
                 &[("nic", n.map(|n| n.addr as u64).into()), ("dlvr_mode", (dlvr_mode as u64).into())],
                 rc,

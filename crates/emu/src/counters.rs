@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::model::{DefaultModel, NetworkProfile, NicModel, Transfer};
+use crate::timing::{DefaultModel, NetworkProfile, NicModel, Transfer};
 use crate::warn;
 
 /// Aries event names, NUL-terminated for libsde. Counters are indexed in this order everywhere
@@ -99,7 +99,7 @@ fn timing() -> &'static Mutex<Timing> {
             }
         };
         let model: Box<dyn NicModel> = match std::env::var("AAR_EMU_SIM") {
-            Ok(spec) if !spec.trim().is_empty() => match crate::sim::SimModel::from_spec(&spec, profile) {
+            Ok(spec) if !spec.trim().is_empty() => match crate::timing::simulated::SimModel::from_spec(&spec, profile) {
                 Ok(m) => Box::new(m),
                 Err(problem) => {
                     warn(&format!(

@@ -26,12 +26,11 @@
 mod api;
 mod counters;
 mod cq;
-mod log;
-pub mod model;
+mod post_log;
+mod registry;
 mod rma;
-pub mod sim;
+mod timing;
 mod smsg;
-mod world;
 
 /// The emulator's only diagnostics channel: one line on stderr with a fixed prefix.
 fn warn(msg: &str) {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use aar_abi::*;
 
 use crate::cq::{self, Cq};
-use crate::model::{Direction, Transfer};
-use crate::world::{self, handle_of, is_zero, nic_key, Ep, MemReg, Registry};
-use crate::{counters, log};
+use crate::timing::{Direction, Transfer};
+use crate::registry::{self, handle_of, is_zero, nic_key, Ep, MemReg, Registry};
+use crate::{counters, post_log};
 
 pub const GNI_CQMODE_LOCAL_EVENT: u16 = 0x1;
 pub const GNI_CQMODE_GLOBAL_EVENT: u16 = 0x2;
@@ -467,9 +467,9 @@ pub fn post(call: Call, ep_handle: usize, pd: *mut GniPostDescriptor) -> GniRetu
     };
     let rc = match &descr {
         None => GNI_RC_INVALID_PARAM,
-        Some(d) => run(&world::read(), call, ep_handle, pd as usize, d, &mut chain).err().unwrap_or(GNI_RC_SUCCESS),
+        Some(d) => run(&registry::read(), call, ep_handle, pd as usize, d, &mut chain).err().unwrap_or(GNI_RC_SUCCESS),
     };
-    if log::enabled() {
+    if post_log::enabled() {
         let field = |f: fn(&GniPostDescriptor) -> u64| descr.as_ref().map(f);
         let mut fields = vec![
             ("type", field(|d| d.r#type as u64).into()),
@@ -480,7 +480,7 @@ pub fn post(call: Call, ep_handle: usize, pd: *mut GniPostDescriptor) -> GniRetu
             fields.push(("chain_elements", chain.elements.into()));
             fields.push(("chain_bytes", chain.bytes.into()));
         }
-        log::record(call.name(), &fields, rc);
+        post_log::record(call.name(), &fields, rc);
     }
     rc
 }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use aar_abi::*;
 
 use crate::cq::{self, Cq};
-use crate::model::{Direction, Transfer, SMSG_POST_TYPE};
-use crate::world::{self, Ep, Registry};
-use crate::{counters, log};
+use crate::timing::{Direction, Transfer, SMSG_POST_TYPE};
+use crate::registry::{self, Ep, Registry};
+use crate::{counters, post_log};
 
 pub const GNI_SMSG_TYPE_MBOX: u32 = 1;
 pub const GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT: u32 = 2;
@@ -90,16 +90,16 @@ pub struct Send {
 
 pub fn send(call: &str, ep_handle: usize, s: &Send) -> GniReturn {
     counters::count_post();
-    let reg = world::read();
+    let reg = registry::read();
     let ep = reg.ep(ep_handle).ok();
     let smsg_mode = ep.map(|e| e.nic.smsg_mode.load(Ordering::Relaxed));
     let rc = match ep {
         Some(ep) => send_on(&reg, ep, smsg_mode.unwrap_or(0), s),
         None => GNI_RC_INVALID_PARAM,
     };
-    if log::enabled() {
+    if post_log::enabled() {
         let length = s.header_len as u64 + s.data_len as u64;
-        log::record(
+        post_log::record(
             call,
             &[
                 ("length", length.into()),

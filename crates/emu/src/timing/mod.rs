@@ -3,6 +3,8 @@
 //! Pure code (no FFI, no globals) behind the [`NicModel`] trait: the default model below, or the
 //! packet-level simulator (`crate::sim`, `AAR_EMU_SIM`), without touching the uGNI emulation.
 
+pub mod simulated;
+
 /// How a transfer loads the network: PUT-like requests carry the payload, GET-like requests are
 /// one flit per packet and the payload comes back in the responses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -45,9 +45,9 @@ use aar_sim::topology::{TopoSpec, Topology};
 use aar_sim::workload::{Placement, Workload};
 use aar_sim::world::{Background, ExperimentSpec, World};
 
-use crate::model::{DefaultModel, Direction, NetworkProfile, NicEffect, NicModel, Transfer};
+use crate::timing::{DefaultModel, Direction, NetworkProfile, NicEffect, NicModel, Transfer};
 use crate::warn;
-use crate::world::FIRST_NIC_ADDR;
+use crate::registry::FIRST_NIC_ADDR;
 
 /// What `AAR_EMU_SIM` asks for.
 #[derive(Clone, Debug, PartialEq)]
