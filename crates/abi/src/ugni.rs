@@ -80,6 +80,27 @@ pub const fn post_type_name(t: GniPostType) -> &'static str {
     }
 }
 
+// ---- Mode and flag bits of the calls that set up NICs, queues, registrations and posts ---------
+
+/// `GNI_CdmCreate` mode: posts on the domain's NIC may ask for both a local and a global event.
+pub const GNI_CDM_MODE_DUAL_EVENTS: u32 = 0x0000_1000;
+/// `GNI_CqCreate` mode: `GNI_CqWaitEvent` may block on the queue.
+pub const GNI_CQ_BLOCKING: u32 = 0x1;
+/// `GNI_MemRegister` flag: the region may be read remotely but not written.
+pub const GNI_MEM_READ_ONLY: u32 = 0x1;
+/// `cq_mode` of a post: an event on the local CQ when the data has left.
+pub const GNI_CQMODE_LOCAL_EVENT: u16 = 0x1;
+/// `cq_mode` of a post: an event on the local CQ when the data is globally visible.
+pub const GNI_CQMODE_GLOBAL_EVENT: u16 = 0x2;
+/// `cq_mode` of a post: an event on the CQ of the remote registration.
+pub const GNI_CQMODE_REMOTE_EVENT: u16 = 0x4;
+/// `gni_smsg_type_t`: a mailbox.
+pub const GNI_SMSG_TYPE_MBOX: u32 = 1;
+/// `gni_smsg_type_t`: a mailbox with retransmission.
+pub const GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT: u32 = 2;
+/// The tag `GNI_SmsgGetNextWTag` takes to match any message.
+pub const GNI_SMSG_ANY_TAG: u8 = 0xff;
+
 /// `gni_nic_handle_t`: a NIC attached to a communication domain (a pointer to an opaque struct).
 pub type GniNicHandle = *mut c_void;
 /// `gni_cdm_handle_t`: a communication domain.
