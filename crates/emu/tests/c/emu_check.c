@@ -9,8 +9,8 @@
 
 static void layout(void)
 {
-	/* Our header must lay the descriptor out as aries-abi.md §1.3 says, and the chain elements as
-	 * the emulator reads them. */
+	/* Our header must lay the descriptor out as the post descriptor layout of docs/abi.md (and
+	 * aar_abi::GniPostDescriptor) says, and the chain elements as the emulator reads them. */
 	EXPECT(sizeof(gni_post_descriptor_t) == 184);
 	EXPECT(offsetof(gni_post_descriptor_t, type) == 36);
 	EXPECT(offsetof(gni_post_descriptor_t, cq_mode) == 40);
