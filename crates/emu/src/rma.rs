@@ -202,8 +202,13 @@ struct Leg {
     remote_event: Option<(Arc<Cq>, u64)>,
 }
 
-/// A region that may receive a 64-bit flag at `addr`.
-fn check_flag(region: &MemReg, addr: u64) -> Result<(), GniReturn> {
+/// The (address, value) of the 64-bit flag a post stores after its data when `with_flag`,
+/// checked against the region that receives it.
+fn sync_flag(r: &Request, with_flag: bool, region: &MemReg) -> Result<Option<(u64, u64)>, GniReturn> {
+    if !with_flag {
+        return Ok(None);
+    }
+    let addr = r.sync_flag_addr;
     if addr & 7 != 0 {
         return Err(GNI_RC_ALIGNMENT_ERROR);
     }
@@ -213,7 +218,7 @@ fn check_flag(region: &MemReg, addr: u64) -> Result<(), GniReturn> {
     if region.read_only {
         return Err(GNI_RC_PERMISSION_ERROR);
     }
-    Ok(())
+    Ok(Some((addr, r.sync_flag_value)))
 }
 
 /// The registration behind `mh` on NIC `nic`, covering [addr, addr+len), writable if `write`.
@@ -258,12 +263,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 _ if len > 0 && r.local_addr == 0 => return Err(GNI_RC_INVALID_PARAM),
                 _ => {}
             }
-            let flag = if r.post_type == GNI_POST_FMA_PUT_W_SYNCFLAG {
-                check_flag(remote, r.sync_flag_addr)?;
-                Some((r.sync_flag_addr, r.sync_flag_value))
-            } else {
-                None
-            };
+            let flag = sync_flag(r, r.post_type == GNI_POST_FMA_PUT_W_SYNCFLAG, remote)?;
             remote_region = Some(remote);
             Op::Copy { src: r.local_addr, dst: r.remote_addr, len, flag }
         }
@@ -277,12 +277,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
             let remote = region(reg, &r.remote_mh, th, r.remote_addr, len, false)?;
             let local_mh = r.local_mh.ok_or(GNI_RC_INVALID_PARAM)?;
             let local = region(reg, &local_mh, lh, r.local_addr, len, true)?;
-            let flag = if r.post_type == GNI_POST_FMA_GET_W_FLAG {
-                check_flag(local, r.sync_flag_addr)?;
-                Some((r.sync_flag_addr, r.sync_flag_value))
-            } else {
-                None
-            };
+            let flag = sync_flag(r, r.post_type == GNI_POST_FMA_GET_W_FLAG, local)?;
             remote_region = Some(remote);
             Op::Copy { src: r.remote_addr, dst: r.local_addr, len, flag }
         }
@@ -310,11 +305,8 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 None
             };
             let flag = match local {
-                Some(m) if with_flag => {
-                    check_flag(m, r.sync_flag_addr)?;
-                    Some((r.sync_flag_addr, r.sync_flag_value))
-                }
-                _ => None,
+                Some(m) => sync_flag(r, with_flag, m)?,
+                None => None,
             };
             let fetch_to = fetching.then_some(r.local_addr);
             Op::Amo { target: r.remote_addr, op, first: r.first_operand, second: r.second_operand, fetch_to, flag }

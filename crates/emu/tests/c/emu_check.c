@@ -186,21 +186,6 @@ static void amo(void)
 	EXPECT(word(&b, 64) == 2 && word(&a, 0) == 1 && word(&a, 8) == 77);
 }
 
-static void smsg_attr(struct node *n, gni_smsg_attr_t *attr, uint16_t credits, uint32_t maxsize)
-{
-	unsigned int bytes;
-	memset(attr, 0, sizeof *attr);
-	attr->msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
-	attr->mbox_maxcredit = credits;
-	attr->msg_maxsize = maxsize;
-	OK(GNI_SmsgBufferSizeNeeded(attr, &bytes));
-	EXPECT(bytes >= (unsigned)credits * maxsize && bytes <= BUF_BYTES / 2);
-	attr->msg_buffer = n->buf + BUF_BYTES / 2;
-	attr->buff_size = bytes;
-	attr->mem_hndl = n->mh;
-	attr->mbox_offset = 0;
-}
-
 static void smsg(void)
 {
 	struct node a, b;
