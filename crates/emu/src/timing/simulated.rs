@@ -93,7 +93,7 @@ pub enum SimSpecError {
     #[error("unknown key \"{0}\" (known: {known})", known = SimSpec::KEYS.join(", "))]
     UnknownKey(String),
     #[error("{key}=\"{value}\" is not a whole number from {lo} to {hi}")]
-    OutOfRange { key: &'static str, value: String, lo: u64, hi: u64 },
+    OutOfRange { key: String, value: String, lo: u64, hi: u64 },
     #[error("seed=\"{0}\" is not a whole number")]
     Seed(String),
     #[error("placement=\"{0}\" is not one of same-blade, same-group, across-groups, scattered")]
@@ -161,17 +161,16 @@ impl FromStr for SimSpec {
             let (key, value) = item.split_once('=').ok_or_else(|| SimSpecError::NotKeyValue(item.to_string()))?;
             let key = key.trim().replace('_', "-").to_ascii_lowercase();
             let value = value.trim();
-            let key = Self::KEYS.into_iter().find(|k| *k == key).ok_or(SimSpecError::UnknownKey(key))?;
             let number = |lo: u64, hi: u64| {
                 value.parse::<u64>().ok().filter(|v| (lo..=hi).contains(v)).ok_or_else(|| SimSpecError::OutOfRange {
-                    key,
+                    key: key.clone(),
                     value: value.to_string(),
                     lo,
                     hi,
                 })
             };
             // The bounds fit in u32, so the narrowing casts below are exact.
-            match key {
+            match key.as_str() {
                 "groups" => s.groups = number(1, 16)? as u32,
                 "global-per-router" => s.global_per_router = number(1, 10)? as u32,
                 "placement" => {
@@ -184,7 +183,8 @@ impl FromStr for SimSpec {
                     s.background_global =
                         parse_bool(value).ok_or_else(|| SimSpecError::BackgroundGlobal(value.to_string()))?
                 }
-                _ => s.seed = value.parse().map_err(|_| SimSpecError::Seed(value.to_string()))?,
+                "seed" => s.seed = value.parse().map_err(|_| SimSpecError::Seed(value.to_string()))?,
+                _ => return Err(SimSpecError::UnknownKey(key)),
             }
         }
         let max = s.capacity();
