@@ -14,6 +14,7 @@
  *   4 rsp_stalled  AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED    response stalled cycles
  *
  * Every transfer updates them through the NIC timing model: for len bytes in routing mode m,
+ * with packets and request flits counted as aar's cost model counts them (crates/engine),
  *   p = max(1, ceil(len/64)) packets;
  *   f = p + ceil(len/16) request flits for PUT-like transfers (PUT, AMO, CQWRITE, SMSG),
  *   f = p for GET-like ones (RDMA_GET, FMA_GET, FMA_GET_W_FLAG);
@@ -44,12 +45,13 @@
  *     which case one "aar-emu:" warning says so and the default model takes over);
  *   - frozen counters still let transfers through the simulated network and the clock.
  *
- * Environment (read at the first uGNI call):
+ * Environment (each variable read once, by the first call that needs it; a bad value
+ * gets one "aar-emu:" line on stderr naming the variable and value and what is used instead):
  *   AAR_EMU_NETWORK="latency_ad=1.4,latency_bs=1.1,stall_ad=1,stall_bs=2,rsp_stall=0"
  *       the network profile (these are the defaults: a quiet network); any subset of the keys;
  *       a bad item gets one "aar-emu:" warning on stderr and keeps its default.
  *   AAR_EMU_LATENCY_UNIT=us|cycles   unit of rsp_latency (default us).
- *   AAR_EMU_LOG=<path>   append one JSON line per post/SMSG call (see crates/emu).
+ *   AAR_EMU_LOG=<path>   append one JSON line per post/SMSG call (format: crates/emu/src/lib.rs).
  *   AAR_EMU_SIM="groups=2,placement=across-groups,nodes=2,background=uniform:0.3:4K,seed=1"
  *       the simulated network (unset or empty: the model above). Keys, all optional (defaults):
  *       groups (2, 1..16), global-per-router (10, 1..10), placement (across-groups; same-blade,

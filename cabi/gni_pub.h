@@ -1,9 +1,9 @@
 /*
  * gni_pub.h: uGNI declarations for aar's C test programs and examples.
  *
- * Written for this project from the ABI facts in aries-abi.md (types, layouts, constant values and
+ * Written for this project from the ABI facts in docs/abi.md (types, layouts, constant values and
  * prototypes of Cray's gni_pub.h, GNI_MINOR_REV 0x5c, plus the chained-transaction calls of newer
- * headers). It declares only what the emulator (crates/emu, libugni.so) implements. Programs built
+ * headers; the Rust side of the same facts is crates/abi). It declares only what the emulator (crates/emu, libugni.so) implements. Programs built
  * against it also run against a real libugni for everything except the gni_ct_* element types,
  * whose real layout is not public (see the end of this file).
  */
@@ -238,7 +238,7 @@ unsigned gni_cq_bte_enq_status(gni_cq_entry_t);
 #define GNI_CQ_STATUS_DLA_OVERFLOW(entry)  (gni_cq_status_dla_overflow(entry))
 #define GNI_CQ_BTE_ENQ_STATUS(entry)       gni_cq_bte_enq_status(entry)
 
-/* ---- post descriptor: 184 bytes on x86-64 (aries-abi.md §1.3) ---- */
+/* ---- post descriptor: 184 bytes on x86-64 (docs/abi.md, post descriptor layout) ---- */
 typedef struct gni_post_descriptor {
 	void               *next_descr;
 	void               *prev_descr;

@@ -57,6 +57,12 @@ pub const GNI_POST_FMA_GET_W_FLAG: GniPostType = 9;
 /// Atomic memory operation followed by a flag write.
 pub const GNI_POST_AMO_W_FLAG: GniPostType = 10;
 
+/// True for the post types whose data comes back in the responses (RDMA and FMA GETs): their
+/// requests are one flit per packet. Every other post type carries its data in the requests.
+pub const fn post_type_is_get(t: GniPostType) -> bool {
+    matches!(t, GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG)
+}
+
 /// Name of a post type as uGNI spells it, for traces and records.
 pub const fn post_type_name(t: GniPostType) -> &'static str {
     match t {
@@ -73,6 +79,27 @@ pub const fn post_type_name(t: GniPostType) -> &'static str {
         _ => "UNKNOWN",
     }
 }
+
+// ---- Mode and flag bits of the calls that set up NICs, queues, registrations and posts ---------
+
+/// `GNI_CdmCreate` mode: posts on the domain's NIC may ask for both a local and a global event.
+pub const GNI_CDM_MODE_DUAL_EVENTS: u32 = 0x0000_1000;
+/// `GNI_CqCreate` mode: `GNI_CqWaitEvent` may block on the queue.
+pub const GNI_CQ_BLOCKING: u32 = 0x1;
+/// `GNI_MemRegister` flag: the region may be read remotely but not written.
+pub const GNI_MEM_READ_ONLY: u32 = 0x1;
+/// `cq_mode` of a post: an event on the local CQ when the data has left.
+pub const GNI_CQMODE_LOCAL_EVENT: u16 = 0x1;
+/// `cq_mode` of a post: an event on the local CQ when the data is globally visible.
+pub const GNI_CQMODE_GLOBAL_EVENT: u16 = 0x2;
+/// `cq_mode` of a post: an event on the CQ of the remote registration.
+pub const GNI_CQMODE_REMOTE_EVENT: u16 = 0x4;
+/// `gni_smsg_type_t`: a mailbox.
+pub const GNI_SMSG_TYPE_MBOX: u32 = 1;
+/// `gni_smsg_type_t`: a mailbox with retransmission.
+pub const GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT: u32 = 2;
+/// The tag `GNI_SmsgGetNextWTag` takes to match any message.
+pub const GNI_SMSG_ANY_TAG: u8 = 0xff;
 
 /// `gni_nic_handle_t`: a NIC attached to a communication domain (a pointer to an opaque struct).
 pub type GniNicHandle = *mut c_void;
@@ -280,6 +307,22 @@ pub type SmsgReleaseFn = unsafe extern "C" fn(GniEpHandle) -> GniReturn;
 /// `GNI_SmsgSetDeliveryMode(nic, dlvr_mode)`: the SMSG routing of one NIC handle.
 pub type SmsgSetDeliveryModeFn = unsafe extern "C" fn(GniNicHandle, u16) -> GniReturn;
 
+// ---- CQ-entry accessors: the functions behind the GNI_CQ_* macros -------------------------------
+//
+// The encoding of a `gni_cq_entry_t` is each libugni's own, so gni_pub.h reads and edits entries
+// only through these functions.
+
+/// `gni_cq_get_data`, `gni_cq_get_source`, `gni_cq_get_status`, `gni_cq_get_inst_id`, ... and
+/// `gni_cq_overrun`: one field of an entry, `uint64_t (*)(gni_cq_entry_t)`.
+pub type CqEntryGetFn = unsafe extern "C" fn(GniCqEntry) -> u64;
+/// `gni_cq_set_inst_id`, `gni_cq_set_msg_id`, `gni_cq_set_type`, ...: sets one field of the entry
+/// at the pointer, `void (*)(gni_cq_entry_t *, uint64_t)`.
+pub type CqEntrySetFn = unsafe extern "C" fn(*mut GniCqEntry, u64);
+/// `gni_cq_clr_status(*entry)`.
+pub type CqEntryClearFn = unsafe extern "C" fn(*mut GniCqEntry);
+/// `gni_cq_status_dla_overflow` and `gni_cq_bte_enq_status`: `unsigned (*)(gni_cq_entry_t)`.
+pub type CqEntryFlagFn = unsafe extern "C" fn(GniCqEntry) -> c_uint;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +369,14 @@ mod tests {
         assert_eq!(dlvr_mode_name(GNI_DLVMODE_IN_ORDER), "IN_ORDER");
         assert_eq!(dlvr_mode_name(0x0060), "OTHER");
         assert_eq!(GNI_DLVMODE_ORDERED_TAIL & GNI_DLVMODE_ROUTING_MASK, 0, "flags lie above the routing byte");
+    }
+
+    #[test]
+    fn gets_are_the_post_types_whose_data_comes_back() {
+        let gets: [GniPostType; 3] = [GNI_POST_RDMA_GET, GNI_POST_FMA_GET, GNI_POST_FMA_GET_W_FLAG];
+        for t in GNI_POST_RDMA_PUT..=GNI_POST_AMO_W_FLAG {
+            assert_eq!(post_type_is_get(t), gets.contains(&t), "{}", post_type_name(t));
+        }
     }
 
     #[test]

@@ -1,26 +1,24 @@
 //! The five Aries NIC counters: static `long long`s updated with atomics, published as PAPI
 //! Software-Defined Events (`sde:::aries::<name>`) from an ELF constructor, and driven by the
-//! timing model: the default model, or the network simulator when `AAR_EMU_SIM` is set (see
-//! `crate::sim`). One set per process, as on a node where co-located ranks share a NIC.
+//! timing model: the profile model, or the network simulator when `AAR_EMU_SIM` is set (see
+//! [`crate::timing`]). One set per process, as on a node where co-located ranks share a NIC.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use crate::model::{DefaultModel, NetworkProfile, NicModel, Transfer};
-use crate::warn;
+use aar_abi::counters::EVENTS;
+use aar_engine::model::NIC_CYCLE_US;
+use aar_engine::LatencyUnit;
 
-/// Aries event names, NUL-terminated for libsde. Counters are indexed in this order everywhere
-/// (the order of `AAR_PAPI_EVENTS` and of the `aar_emu_counters_*` arguments).
-const EVENT_NAMES: [&[u8]; 5] = [
-    b"AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS\0",
-    b"AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED\0",
-    b"AR_NIC_ORB_PRF_NET_RSP_TRACK_2\0",
-    b"AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK\0",
-    b"AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED\0",
-];
+use crate::settings::{self, SettingError};
+use crate::timing::profile::{DefaultModel, NetworkProfile};
+use crate::timing::simulated::SimModel;
+use crate::timing::{NicModel, NicTransfer};
 
-/// `AtomicI64` has the size and alignment of `long long`, so libsde reads these in place.
+/// The counters, indexed in the order of [`EVENTS`] everywhere (the order of
+/// `AAR_PAPI_EVENTS` and of the `aar_emu_counters_*` arguments). `AtomicI64` has the size and
+/// alignment of `long long`, so libsde reads these in place.
 pub static COUNTERS: [AtomicI64; 5] =
     [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
 
@@ -53,10 +51,10 @@ extern "C" fn register_sde_counters() {
         if handle.is_null() {
             return;
         }
-        for (name, counter) in EVENT_NAMES.iter().zip(COUNTERS.iter()) {
+        for (name, counter) in EVENTS.iter().zip(COUNTERS.iter()) {
             papi_sde_register_counter(
                 handle,
-                name.as_ptr().cast(),
+                name.as_ptr(),
                 PAPI_SDE_RO | PAPI_SDE_DELTA,
                 PAPI_SDE_LONG_LONG,
                 counter.as_ptr().cast(),
@@ -73,55 +71,41 @@ static REGISTER_SDE_COUNTERS: extern "C" fn() = register_sde_counters;
 struct Timing {
     model: Box<dyn NicModel>,
     fractions: [f64; 5],
-    /// Counter units per microsecond of latency: 1 (`us`) or 800 (`cycles` at 800 MHz).
-    latency_scale: f64,
+    /// Published latency counts per microsecond and per NIC cycle (`AAR_EMU_LATENCY_UNIT`).
+    latency_scale: (f64, f64),
 }
 
 static TIMING: OnceLock<Mutex<Timing>> = OnceLock::new();
 
 fn timing() -> &'static Mutex<Timing> {
     TIMING.get_or_init(|| {
-        let mut profile = NetworkProfile::default();
-        if let Ok(spec) = std::env::var("AAR_EMU_NETWORK") {
-            let (parsed, complaints) = NetworkProfile::parse(&spec);
-            for c in complaints {
-                warn(&format!("AAR_EMU_NETWORK=\"{spec}\": {c}"));
-            }
-            profile = parsed;
-        }
-        let latency_scale = match std::env::var("AAR_EMU_LATENCY_UNIT") {
-            Err(_) => 1.0,
-            Ok(v) if v.trim().eq_ignore_ascii_case("us") => 1.0,
-            Ok(v) if v.trim().eq_ignore_ascii_case("cycles") => 800.0,
-            Ok(v) => {
-                warn(&format!("AAR_EMU_LATENCY_UNIT=\"{v}\" is neither \"us\" nor \"cycles\"; using the default us"));
-                1.0
-            }
+        let profile = settings::network_profile();
+        let latency_scale = match settings::latency_unit() {
+            LatencyUnit::Microseconds => (1.0, NIC_CYCLE_US),
+            LatencyUnit::Cycles => (1.0 / NIC_CYCLE_US, 1.0),
         };
-        let model: Box<dyn NicModel> = match std::env::var("AAR_EMU_SIM") {
-            Ok(spec) if !spec.trim().is_empty() => match crate::sim::SimModel::from_spec(&spec, profile) {
+        let model: Box<dyn NicModel> = match settings::sim_spec() {
+            Some(spec) => match SimModel::from_spec(&spec, profile) {
                 Ok(m) => Box::new(m),
                 Err(problem) => {
-                    warn(&format!(
-                        "AAR_EMU_SIM=\"{spec}\": {problem}; using the default timing model (AAR_EMU_NETWORK) instead"
-                    ));
+                    SettingError::Sim { spec, problem }.report();
                     Box::new(DefaultModel { profile })
                 }
             },
-            _ => Box::new(DefaultModel { profile }),
+            None => Box::new(DefaultModel { profile }),
         };
         Mutex::new(Timing { model, fractions: [0.0; 5], latency_scale })
     })
 }
 
-fn lock_timing() -> std::sync::MutexGuard<'static, Timing> {
+fn lock_timing() -> MutexGuard<'static, Timing> {
     // A panic while holding the lock cannot leave the counters inconsistent beyond one transfer.
     timing().lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Applies one transfer to the counters through the model, keeping fractional remainders so that
 /// small latencies and stalls are not lost to integer rounding.
-pub fn account(t: &Transfer) {
+pub fn account(t: &NicTransfer) {
     if FROZEN.load(Ordering::Relaxed) {
         // The default model keeps no state, so a frozen transfer need not reach it; the
         // simulator's network and clock must still carry it.
@@ -136,8 +120,7 @@ pub fn account(t: &Transfer) {
     let amounts = [
         e.req_flits,
         e.req_stalled_cycles,
-        // (+ 0.0 for the default model, which has no cycle part: the same value as before)
-        e.rsp_latency_us * g.latency_scale + e.rsp_latency_cycles * (g.latency_scale / 800.0),
+        e.rsp_latency_us * g.latency_scale.0 + e.rsp_latency_cycles * g.latency_scale.1,
         e.rsp_packets,
         e.rsp_stalled_cycles,
     ];
@@ -190,7 +173,7 @@ pub fn get() -> [i64; 5] {
 }
 
 /// Posts received so far, of every kind, whatever their outcome (`aar_emu_post_count`).
-static POSTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static POSTS: AtomicU64 = AtomicU64::new(0);
 
 pub fn count_post() {
     POSTS.fetch_add(1, Ordering::Relaxed);

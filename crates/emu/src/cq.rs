@@ -1,116 +1,57 @@
-//! Completion queues and the emulator's encoding of a `gni_cq_entry_t`.
-//!
-//! ```text
-//!  63..62  type      GNI_CQ_EVENT_TYPE_POST (0) or GNI_CQ_EVENT_TYPE_SMSG (1)
-//!  61      remote    1: delivered to a destination CQ (remote event, CQ write, SMSG arrival)
-//!  60      overrun   never set on a delivered entry (overrun is reported by the return code)
-//!  59..56  status    0 = OK (the emulator never produces failed transfers)
-//!  55..0   payload, by kind:
-//!    remote POST event (PUT/GET/AMO with REMOTE_EVENT, CQ write):
-//!          47..0  data: the CQ write's cqwrite_value (low 48 bits), or the sender's inst_id
-//!    every other event (local POST completion, SMSG sent, SMSG arrived):
-//!          55..32 inst_id (24 bits): local events carry the endpoint's remote_id, remote events
-//!                 the sender's inst_id (uGNI's defaults)
-//!          31..0  msg_id: the SMSG msg_id, or for a local POST event the completion id that
-//!                 GNI_GetCompleted uses to find the descriptor
-//! ```
+//! Completion queues: GNI_CqCreate, GNI_CqDestroy, and the queue that posts and short messages
+//! deliver their events to and GNI_CqGetEvent, GNI_CqWaitEvent and GNI_GetCompleted take them from.
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use aar_abi::*;
 
-pub const TYPE_POST: u64 = 0;
-pub const TYPE_SMSG: u64 = 1;
+use crate::cq_entry::{entry_with_ids, is_remote, status, ty, MSG_MASK, TYPE_POST};
+use crate::registry::{self, handle_of};
 
-const TYPE_SHIFT: u32 = 62;
-const REMOTE_BIT: u64 = 1 << 61;
-const OVERRUN_BIT: u64 = 1 << 60;
-const STATUS_SHIFT: u32 = 56;
-const STATUS_MASK: u64 = 0xf;
-const DATA_MASK: u64 = (1 << 48) - 1;
-const INST_SHIFT: u32 = 32;
-const INST_MASK: u64 = 0xff_ffff;
-const MSG_MASK: u64 = 0xffff_ffff;
-
-/// An entry with inst_id and msg_id (every kind except remote POST events).
-pub fn entry_with_ids(ty: u64, remote: bool, inst_id: u32, msg_id: u32) -> u64 {
-    (ty << TYPE_SHIFT)
-        | if remote { REMOTE_BIT } else { 0 }
-        | ((inst_id as u64 & INST_MASK) << INST_SHIFT)
-        | msg_id as u64
-}
-
-/// A remote POST event carrying 48 bits of data.
-pub fn remote_post_entry(data: u64) -> u64 {
-    (TYPE_POST << TYPE_SHIFT) | REMOTE_BIT | (data & DATA_MASK)
-}
-
-pub fn ty(e: u64) -> u64 {
-    e >> TYPE_SHIFT
-}
-pub fn is_remote(e: u64) -> bool {
-    e & REMOTE_BIT != 0
-}
-pub fn status(e: u64) -> u64 {
-    (e >> STATUS_SHIFT) & STATUS_MASK
-}
-pub fn overrun(e: u64) -> bool {
-    e & OVERRUN_BIT != 0
-}
-pub fn data(e: u64) -> u64 {
-    e & DATA_MASK
-}
-fn carries_data(e: u64) -> bool {
-    ty(e) == TYPE_POST && is_remote(e)
-}
-pub fn inst_id(e: u64) -> u64 {
-    if carries_data(e) {
-        e & INST_MASK
-    } else {
-        (e >> INST_SHIFT) & INST_MASK
+/// GNI_CqCreate: a queue of `entry_count` events on NIC `nic`.
+pub fn create(
+    nic: usize,
+    entry_count: u32,
+    mode: u32,
+    handler: Option<GniCqHandler>,
+    context: usize,
+) -> Result<usize, GniReturn> {
+    if entry_count == 0 {
+        return Err(GNI_RC_INVALID_PARAM);
     }
-}
-pub fn msg_id(e: u64) -> u64 {
-    if carries_data(e) {
-        0
-    } else {
-        e & MSG_MASK
-    }
-}
-pub fn set_inst_id(e: u64, v: u64) -> u64 {
-    if carries_data(e) {
-        (e & !INST_MASK) | (v & INST_MASK)
-    } else {
-        (e & !(INST_MASK << INST_SHIFT)) | ((v & INST_MASK) << INST_SHIFT)
-    }
-}
-pub fn set_msg_id(e: u64, v: u64) -> u64 {
-    if carries_data(e) {
-        e
-    } else {
-        (e & !MSG_MASK) | (v & MSG_MASK)
-    }
-}
-pub fn set_type(e: u64, v: u64) -> u64 {
-    (e & !(3 << TYPE_SHIFT)) | ((v & 3) << TYPE_SHIFT)
-}
-pub fn clear_status(e: u64) -> u64 {
-    e & !(STATUS_MASK << STATUS_SHIFT)
+    let mut reg = registry::write();
+    reg.nic(nic)?;
+    let obj = Arc::new(Cq::new(nic, entry_count, mode & GNI_CQ_BLOCKING != 0, handler, context));
+    let h = handle_of(&obj);
+    reg.cqs.insert(h, obj);
+    Ok(h)
 }
 
-/// `void (*handler)(gni_cq_entry_t *, void *)` from GNI_CqCreate.
-pub type CqHandler = unsafe extern "C" fn(*mut u64, *mut c_void);
+/// GNI_CqDestroy: refused while an endpoint still uses the queue.
+pub fn destroy(cq: usize) -> Result<(), GniReturn> {
+    let mut reg = registry::write();
+    if reg.cq(cq)?.eps.load(Ordering::Relaxed) > 0 {
+        return Err(GNI_RC_ERROR_RESOURCE);
+    }
+    reg.cqs.remove(&cq);
+    Ok(())
+}
+
+/// Looks a CQ up without holding the registry while the caller waits on it.
+pub fn find(cq: usize) -> Result<Arc<Cq>, GniReturn> {
+    registry::read().cq(cq).cloned()
+}
 
 pub struct Cq {
     /// Handle of the NIC the CQ was created on.
     pub nic: usize,
     capacity: usize,
     blocking: bool,
-    handler: Option<CqHandler>,
+    handler: Option<GniCqHandler>,
     context: usize,
     state: Mutex<CqState>,
     ready: Condvar,
@@ -136,7 +77,7 @@ struct CqState {
 }
 
 impl Cq {
-    pub fn new(nic: usize, entry_count: u32, blocking: bool, handler: Option<CqHandler>, context: usize) -> Cq {
+    pub fn new(nic: usize, entry_count: u32, blocking: bool, handler: Option<GniCqHandler>, context: usize) -> Cq {
         let capacity = entry_count as usize;
         Cq {
             nic,
@@ -281,17 +222,7 @@ impl Cq {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn entries_round_trip() {
-        let e = entry_with_ids(TYPE_SMSG, true, 0xabcdef, 0x1234_5678);
-        assert_eq!((ty(e), is_remote(e), inst_id(e), msg_id(e), status(e)), (1, true, 0xabcdef, 0x1234_5678, 0));
-        let e = remote_post_entry(0xffff_1234_5678_9abc);
-        assert_eq!((ty(e), is_remote(e), data(e), msg_id(e)), (0, true, 0x1234_5678_9abc, 0));
-        let e = set_inst_id(entry_with_ids(TYPE_POST, false, 1, 2), 7);
-        assert_eq!((inst_id(e), msg_id(e)), (7, 2));
-        assert_eq!(ty(set_type(e, 1)), 1);
-    }
+    use crate::cq_entry::{inst_id, remote_post_entry};
 
     #[test]
     fn full_cq_refuses_reservations_and_overruns_remote_events() {

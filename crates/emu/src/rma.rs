@@ -7,15 +7,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use aar_abi::*;
+use aar_engine::model::Transfer;
 
-use crate::cq::{self, Cq};
-use crate::model::{Direction, Transfer};
-use crate::world::{self, handle_of, is_zero, nic_key, Ep, MemReg, Registry};
-use crate::{counters, log};
-
-pub const GNI_CQMODE_LOCAL_EVENT: u16 = 0x1;
-pub const GNI_CQMODE_GLOBAL_EVENT: u16 = 0x2;
-pub const GNI_CQMODE_REMOTE_EVENT: u16 = 0x4;
+use crate::amo::{apply_amo, decode_amo, AmoOp};
+use crate::counters;
+use crate::cq::Cq;
+use crate::cq_entry::remote_post_entry;
+use crate::post_log::{self, Record};
+use crate::registry::{self, handle_of, is_zero, nic_key, Ep, MemReg, Registry};
+use crate::timing::NicTransfer;
 
 /// Chain elements are not `gni_post_descriptor_t`; their real layout is not public. These are the
 /// emulator's (and cabi/gni_pub.h's) definitions; aar-abi deliberately has none, because the shim
@@ -100,10 +100,12 @@ impl Call {
     }
 }
 
-fn direction(ty: GniPostType) -> Direction {
-    match ty {
-        GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG => Direction::GetLike,
-        _ => Direction::PutLike,
+/// Which way a post's data travels.
+fn transfer_of(ty: GniPostType) -> Transfer {
+    if post_type_is_get(ty) {
+        Transfer::Get
+    } else {
+        Transfer::Put
     }
 }
 
@@ -171,80 +173,6 @@ impl Request {
     }
 }
 
-#[derive(Clone, Copy)]
-enum AmoOp {
-    Add,
-    And,
-    Or,
-    Xor,
-    AndXor,
-    CSwap,
-    Swap,
-    IMin,
-    IMax,
-    FpMin,
-    FpMax,
-    FpAdd,
-}
-
-/// `gni_fma_cmd_type_t` → (operation, fetches the old value). The 32-bit-operand (`_S`) forms are
-/// not emulated (None → GNI_RC_ILLEGAL_OP); cached (`_C`) forms behave like the plain ones.
-fn decode_amo(cmd: u32) -> Option<(AmoOp, bool)> {
-    if cmd & !0x1ff != 0 {
-        return None;
-    }
-    let fetching = cmd & 0x100 == 0;
-    let base = cmd & 0xff;
-    let op = match base {
-        0x08 | 0x18 => AmoOp::Add,
-        0x09 | 0x19 => AmoOp::And,
-        0x0a | 0x1a => AmoOp::Or,
-        0x0b | 0x1b => AmoOp::Xor,
-        0x0c | 0x1c => AmoOp::AndXor,
-        0x0d | 0x1d => AmoOp::CSwap,
-        0x40..=0x7f => match base & !0x20 {
-            0x41 => AmoOp::And,
-            0x43 => AmoOp::Or,
-            0x45 => AmoOp::Xor,
-            0x47 => AmoOp::Swap,
-            0x49 => AmoOp::AndXor,
-            0x4b => AmoOp::CSwap,
-            0x51 => AmoOp::IMin,
-            0x53 => AmoOp::IMax,
-            0x55 => AmoOp::Add,
-            0x59 => AmoOp::FpMin,
-            0x5b => AmoOp::FpMax,
-            0x5d => AmoOp::FpAdd,
-            _ => return None,
-        },
-        _ => return None,
-    };
-    Some((op, fetching))
-}
-
-/// Performs the operation atomically and returns the previous value.
-fn apply_amo(t: &AtomicU64, op: AmoOp, a: u64, b: u64) -> u64 {
-    let update = |f: &dyn Fn(u64) -> u64| {
-        t.fetch_update(Ordering::AcqRel, Ordering::Acquire, |x| Some(f(x))).unwrap_or_else(|x| x)
-    };
-    let fp = |x: u64, g: fn(f64, f64) -> f64| g(f64::from_bits(x), f64::from_bits(a)).to_bits();
-    match op {
-        AmoOp::Add => t.fetch_add(a, Ordering::AcqRel),
-        AmoOp::And => t.fetch_and(a, Ordering::AcqRel),
-        AmoOp::Or => t.fetch_or(a, Ordering::AcqRel),
-        AmoOp::Xor => t.fetch_xor(a, Ordering::AcqRel),
-        AmoOp::Swap => t.swap(a, Ordering::AcqRel),
-        // Compare with the first operand, swap in the second.
-        AmoOp::CSwap => t.compare_exchange(a, b, Ordering::AcqRel, Ordering::Acquire).unwrap_or_else(|x| x),
-        AmoOp::AndXor => update(&|x| (x & a) ^ b),
-        AmoOp::IMin => update(&|x| (x as i64).min(a as i64) as u64),
-        AmoOp::IMax => update(&|x| (x as i64).max(a as i64) as u64),
-        AmoOp::FpMin => update(&|x| fp(x, f64::min)),
-        AmoOp::FpMax => update(&|x| fp(x, f64::max)),
-        AmoOp::FpAdd => update(&|x| fp(x, |p, q| p + q)),
-    }
-}
-
 enum Op {
     /// memmove `len` bytes, then store the 64-bit sync flag if any.
     Copy {
@@ -274,8 +202,13 @@ struct Leg {
     remote_event: Option<(Arc<Cq>, u64)>,
 }
 
-/// A region that may receive a 64-bit flag at `addr`.
-fn check_flag(region: &MemReg, addr: u64) -> Result<(), GniReturn> {
+/// The (address, value) of the 64-bit flag a post stores after its data when `with_flag`,
+/// checked against the region that receives it.
+fn sync_flag(r: &Request, with_flag: bool, region: &MemReg) -> Result<Option<(u64, u64)>, GniReturn> {
+    if !with_flag {
+        return Ok(None);
+    }
+    let addr = r.sync_flag_addr;
     if addr & 7 != 0 {
         return Err(GNI_RC_ALIGNMENT_ERROR);
     }
@@ -285,7 +218,7 @@ fn check_flag(region: &MemReg, addr: u64) -> Result<(), GniReturn> {
     if region.read_only {
         return Err(GNI_RC_PERMISSION_ERROR);
     }
-    Ok(())
+    Ok(Some((addr, r.sync_flag_value)))
 }
 
 /// The registration behind `mh` on NIC `nic`, covering [addr, addr+len), writable if `write`.
@@ -330,12 +263,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 _ if len > 0 && r.local_addr == 0 => return Err(GNI_RC_INVALID_PARAM),
                 _ => {}
             }
-            let flag = if r.post_type == GNI_POST_FMA_PUT_W_SYNCFLAG {
-                check_flag(remote, r.sync_flag_addr)?;
-                Some((r.sync_flag_addr, r.sync_flag_value))
-            } else {
-                None
-            };
+            let flag = sync_flag(r, r.post_type == GNI_POST_FMA_PUT_W_SYNCFLAG, remote)?;
             remote_region = Some(remote);
             Op::Copy { src: r.local_addr, dst: r.remote_addr, len, flag }
         }
@@ -349,12 +277,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
             let remote = region(reg, &r.remote_mh, th, r.remote_addr, len, false)?;
             let local_mh = r.local_mh.ok_or(GNI_RC_INVALID_PARAM)?;
             let local = region(reg, &local_mh, lh, r.local_addr, len, true)?;
-            let flag = if r.post_type == GNI_POST_FMA_GET_W_FLAG {
-                check_flag(local, r.sync_flag_addr)?;
-                Some((r.sync_flag_addr, r.sync_flag_value))
-            } else {
-                None
-            };
+            let flag = sync_flag(r, r.post_type == GNI_POST_FMA_GET_W_FLAG, local)?;
             remote_region = Some(remote);
             Op::Copy { src: r.remote_addr, dst: r.local_addr, len, flag }
         }
@@ -382,11 +305,8 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 None
             };
             let flag = match local {
-                Some(m) if with_flag => {
-                    check_flag(m, r.sync_flag_addr)?;
-                    Some((r.sync_flag_addr, r.sync_flag_value))
-                }
-                _ => None,
+                Some(m) => sync_flag(r, with_flag, m)?,
+                None => None,
             };
             let fetch_to = fetching.then_some(r.local_addr);
             Op::Amo { target: r.remote_addr, op, first: r.first_operand, second: r.second_operand, fetch_to, flag }
@@ -444,7 +364,7 @@ fn execute(leg: &Leg) {
         Op::CqWrite => {}
     }
     if let Some((cq, data)) = &leg.remote_event {
-        cq.push_unreserved(cq::remote_post_entry(*data));
+        cq.push_unreserved(remote_post_entry(*data));
     }
 }
 
@@ -455,37 +375,44 @@ struct ChainStats {
 }
 
 /// One GNI_Post*/GNI_CtPost* call: counted, run, logged.
-pub fn post(call: Call, ep_handle: usize, pd: *mut GniPostDescriptor) -> GniReturn {
+///
+/// # Safety
+/// `pd` is NULL or points to a whole `gni_post_descriptor_t`; for a chained post, its
+/// `next_descr` is NULL or the first of a NULL-terminated list of the chain elements the head's
+/// post type implies (see [`CtPutDescr`]), each readable.
+pub unsafe fn post(call: Call, ep_handle: usize, pd: *mut GniPostDescriptor) -> Result<(), GniReturn> {
     counters::count_post();
     let mut chain = ChainStats::default();
     let descr = if pd.is_null() {
         None
     } else {
-        // SAFETY: a non-null descriptor pointer from the caller points to a whole
-        // gni_post_descriptor_t; it is copied once and never written.
+        // SAFETY: a non-null descriptor pointer points to a whole gni_post_descriptor_t (this
+        // function's contract); it is copied once and never written.
         Some(unsafe { pd.read_unaligned() })
     };
-    let rc = match &descr {
-        None => GNI_RC_INVALID_PARAM,
-        Some(d) => run(&world::read(), call, ep_handle, pd as usize, d, &mut chain).err().unwrap_or(GNI_RC_SUCCESS),
+    let result = match &descr {
+        None => Err(GNI_RC_INVALID_PARAM),
+        // SAFETY: the chain, if any, is as this function's contract says.
+        Some(d) => unsafe { run(&registry::read(), call, ep_handle, pd as usize, d, &mut chain) },
     };
-    if log::enabled() {
-        let field = |f: fn(&GniPostDescriptor) -> u64| descr.as_ref().map(f);
-        let mut fields = vec![
-            ("type", field(|d| d.r#type as u64).into()),
-            ("length", field(|d| d.length).into()),
-            ("dlvr_mode", field(|d| d.dlvr_mode as u64).into()),
-        ];
-        if call.chained() {
-            fields.push(("chain_elements", chain.elements.into()));
-            fields.push(("chain_bytes", chain.bytes.into()));
-        }
-        log::record(call.name(), &fields, rc);
+    if post_log::enabled() {
+        let chained = call.chained();
+        post_log::record(&Record::Post {
+            call: call.name(),
+            post_type: descr.map(|d| d.r#type),
+            length: descr.map(|d| d.length),
+            dlvr_mode: descr.map(|d| d.dlvr_mode),
+            chain_elements: chained.then_some(chain.elements),
+            chain_bytes: chained.then_some(chain.bytes),
+            rc: result.err().unwrap_or(GNI_RC_SUCCESS),
+        });
     }
-    rc
+    result
 }
 
-fn run(
+/// # Safety
+/// `d.next_descr` as [`post`] says.
+unsafe fn run(
     reg: &Registry,
     call: Call,
     ep_handle: usize,
@@ -497,7 +424,12 @@ fn run(
     call.accepts(d.r#type)?;
     let head = Request::from_descriptor(d);
     let first = plan(reg, ep, &head)?;
-    let rest = if call.chained() { plan_chain(reg, ep, &head, d.next_descr, chain)? } else { Vec::new() };
+    let rest = if call.chained() {
+        // SAFETY: this function's contract.
+        unsafe { plan_chain(reg, ep, &head, d.next_descr, chain)? }
+    } else {
+        Vec::new()
+    };
 
     // Local completion: one event per requested kind (both need a DUAL_EVENTS CDM), on the
     // descriptor's CQ or else the endpoint's.
@@ -526,9 +458,8 @@ fn run(
         }
     }
     for leg in std::iter::once(&first).chain(&rest) {
-        counters::account(&Transfer {
-            post_type: d.r#type,
-            direction: direction(d.r#type),
+        counters::account(&NicTransfer {
+            transfer: transfer_of(d.r#type),
             bytes: leg.bytes,
             dlvr_mode: d.dlvr_mode,
             src_nic: ep.nic.addr,
@@ -540,7 +471,11 @@ fn run(
 
 /// Checks every element linked from a chained head. Elements may each name their own endpoint,
 /// which must sit on the head's NIC.
-fn plan_chain(
+///
+/// # Safety
+/// `next` is NULL or the first of a NULL-terminated list of readable elements of the type the
+/// head's post type implies.
+unsafe fn plan_chain(
     reg: &Registry,
     ep: &Arc<Ep>,
     head: &Request,
@@ -556,7 +491,8 @@ fn plan_chain(
         // post type implies; elements are only read, never written.
         let (elem_ep, request, following) = match head.post_type {
             GNI_POST_FMA_PUT => {
-                // SAFETY: non-null chain element of this post type (above), read unaligned.
+                // SAFETY: `next` is non-null, so (this function's contract) a readable element of
+                // the type the head's post type implies; read unaligned.
                 let e = unsafe { next.cast::<CtPutDescr>().read_unaligned() };
                 (
                     e.ep_hndl,
@@ -565,7 +501,8 @@ fn plan_chain(
                 )
             }
             GNI_POST_FMA_GET => {
-                // SAFETY: non-null chain element of this post type (above), read unaligned.
+                // SAFETY: `next` is non-null, so (this function's contract) a readable element of
+                // the type the head's post type implies; read unaligned.
                 let e = unsafe { next.cast::<CtGetDescr>().read_unaligned() };
                 let mh = Some(e.local_mem_hndl);
                 (
@@ -575,7 +512,8 @@ fn plan_chain(
                 )
             }
             _ => {
-                // SAFETY: non-null chain element of this post type (above), read unaligned.
+                // SAFETY: `next` is non-null, so (this function's contract) a readable element of
+                // the type the head's post type implies; read unaligned.
                 let e = unsafe { next.cast::<CtCqwDescr>().read_unaligned() };
                 let mut r = Request::element(head, 0, None, 0, e.remote_mem_hndl, 0);
                 r.cqwrite_value = e.cqwrite_value;
@@ -605,35 +543,5 @@ mod tests {
         assert_eq!(size_of::<CtGetDescr>(), 72);
         assert_eq!(offset_of!(CtGetDescr, local_mem_hndl), 56);
         assert_eq!(size_of::<CtCqwDescr>(), 40);
-    }
-
-    #[test]
-    fn amo_commands_decode_and_apply() {
-        let t = AtomicU64::new(10);
-        let (op, fetch) = decode_amo(0x008).unwrap(); // FADD
-        assert!(fetch);
-        assert_eq!(apply_amo(&t, op, 5, 0), 10);
-        let (op, fetch) = decode_amo(0x108).unwrap(); // ADD
-        assert!(!fetch);
-        apply_amo(&t, op, 1, 0);
-        assert_eq!(t.load(Ordering::Relaxed), 16);
-        let (op, _) = decode_amo(0x04b).unwrap(); // FCSWAP
-        assert_eq!(apply_amo(&t, op, 16, 99), 16);
-        assert_eq!(t.load(Ordering::Relaxed), 99);
-        let (op, _) = decode_amo(0x14b).unwrap();
-        apply_amo(&t, op, 1, 5); // comparand mismatch: unchanged
-        assert_eq!(t.load(Ordering::Relaxed), 99);
-        let (op, _) = decode_amo(0x069).unwrap(); // FAX cached
-        apply_amo(&t, op, 0xf0, 0x0f);
-        assert_eq!(t.load(Ordering::Relaxed), (99 & 0xf0) ^ 0x0f);
-        let (op, _) = decode_amo(0x151).unwrap(); // IMIN
-        apply_amo(&t, op, (-3i64) as u64, 0);
-        assert_eq!(t.load(Ordering::Relaxed) as i64, -3);
-        let (op, _) = decode_amo(0x15d).unwrap(); // FPADD
-        t.store(1.5f64.to_bits(), Ordering::Relaxed);
-        apply_amo(&t, op, 2.25f64.to_bits(), 0);
-        assert_eq!(f64::from_bits(t.load(Ordering::Relaxed)), 3.75);
-        assert!(decode_amo(0x354).is_none(), "32-bit operand forms are not emulated");
-        assert!(decode_amo(0x0ff).is_none());
     }
 }

@@ -1,21 +1,21 @@
 //! Short messages: each endpoint's mailbox is a ring of `mbox_maxcredit` slots of
 //! `msg_maxsize` bytes, allocated once by GNI_SmsgInit. A send copies header then data into the
 //! peer's next free slot (so the data follows the header, as in a real mailbox); no free slot
-//! means no credit (GNI_RC_NOT_DONE).
+//! means no credit (GNI_RC_NOT_DONE). Sends are routed in the mode GNI_SmsgSetDeliveryMode set on
+//! the sending NIC.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use aar_abi::*;
+use aar_engine::model::Transfer;
 
-use crate::cq::{self, Cq};
-use crate::model::{Direction, Transfer, SMSG_POST_TYPE};
-use crate::world::{self, Ep, Registry};
-use crate::{counters, log};
-
-pub const GNI_SMSG_TYPE_MBOX: u32 = 1;
-pub const GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT: u32 = 2;
-pub const GNI_SMSG_ANY_TAG: u8 = 0xff;
+use crate::counters;
+use crate::cq::Cq;
+use crate::cq_entry::{entry_with_ids, TYPE_SMSG};
+use crate::post_log::{self, Record};
+use crate::registry::{self, Ep, Registry};
+use crate::timing::NicTransfer;
 
 /// Per-message bookkeeping uGNI keeps in each mailbox slot, counted in the buffer size.
 const SLOT_OVERHEAD: u64 = 32;
@@ -34,10 +34,15 @@ pub struct Inbox {
 }
 
 /// Bytes of mailbox GNI_SmsgBufferSizeNeeded asks for: one cache-line-rounded slot per credit.
-pub fn buffer_size_needed(attr: &GniSmsgAttr) -> Result<u64, GniReturn> {
+fn mailbox_bytes(attr: &GniSmsgAttr) -> Result<u64, GniReturn> {
     check_attr(attr)?;
     let slot = (attr.msg_maxsize as u64 + SLOT_OVERHEAD).div_ceil(64) * 64;
     Ok(slot * attr.mbox_maxcredit as u64)
+}
+
+/// GNI_SmsgBufferSizeNeeded.
+pub fn buffer_size_needed(attr: &GniSmsgAttr) -> Result<u32, GniReturn> {
+    u32::try_from(mailbox_bytes(attr)?).map_err(|_| GNI_RC_INVALID_PARAM)
 }
 
 fn check_attr(attr: &GniSmsgAttr) -> Result<(), GniReturn> {
@@ -49,14 +54,16 @@ fn check_attr(attr: &GniSmsgAttr) -> Result<(), GniReturn> {
 }
 
 /// GNI_SmsgInit: `local` describes our mailbox (registered on our NIC), `remote` the peer's.
-pub fn init(reg: &Registry, ep: &Arc<Ep>, local: &GniSmsgAttr, remote: &GniSmsgAttr) -> GniReturn {
+pub fn init(ep: usize, local: &GniSmsgAttr, remote: &GniSmsgAttr) -> Result<(), GniReturn> {
+    let reg = registry::read();
+    let ep = reg.ep(ep)?;
     if ep.remote().is_none() {
-        return GNI_RC_INVALID_STATE;
+        return Err(GNI_RC_INVALID_STATE);
     }
     if check_attr(local).and(check_attr(remote)).is_err() || local.msg_buffer.is_null() {
-        return GNI_RC_INVALID_PARAM;
+        return Err(GNI_RC_INVALID_PARAM);
     }
-    let needed = buffer_size_needed(local).unwrap_or(u64::MAX);
+    let needed = mailbox_bytes(local).unwrap_or(u64::MAX);
     let start = local.msg_buffer as u64 + local.mbox_offset as u64;
     match reg.mem(&local.mem_hndl, ep.nic_handle) {
         Some(m) if (local.buff_size as u64) >= needed && m.covers(start, needed) => {
@@ -72,13 +79,13 @@ pub fn init(reg: &Registry, ep: &Arc<Ep>, local: &GniSmsgAttr, remote: &GniSmsgA
                 rx_cq: m.dst_cq.clone().or_else(|| ep.cq.clone()),
             });
             ep.smsg_max_send.store(remote.msg_maxsize, Ordering::Relaxed);
-            GNI_RC_SUCCESS
+            Ok(())
         }
-        _ => GNI_RC_INVALID_PARAM,
+        _ => Err(GNI_RC_INVALID_PARAM),
     }
 }
 
-/// One SMSG send, already counted. `header`/`data` are the caller's pointers.
+/// One SMSG send: the caller's pointers and lengths.
 pub struct Send {
     pub header: *const u8,
     pub header_len: u32,
@@ -88,31 +95,38 @@ pub struct Send {
     pub tag: u8,
 }
 
-pub fn send(call: &str, ep_handle: usize, s: &Send) -> GniReturn {
+/// GNI_SmsgSend and GNI_SmsgSendWTag (`call` names which): counted, sent, logged.
+///
+/// # Safety
+/// `s.header` and `s.data` are each NULL or readable for their lengths.
+pub unsafe fn send(call: &'static str, ep_handle: usize, s: &Send) -> Result<(), GniReturn> {
     counters::count_post();
-    let reg = world::read();
+    let reg = registry::read();
     let ep = reg.ep(ep_handle).ok();
     let smsg_mode = ep.map(|e| e.nic.smsg_mode.load(Ordering::Relaxed));
     let rc = match ep {
-        Some(ep) => send_on(&reg, ep, smsg_mode.unwrap_or(0), s),
+        // SAFETY: this function's contract.
+        Some(ep) => unsafe { send_on(&reg, ep, smsg_mode.unwrap_or(0), s) },
         None => GNI_RC_INVALID_PARAM,
     };
-    if log::enabled() {
-        let length = s.header_len as u64 + s.data_len as u64;
-        log::record(
+    if post_log::enabled() {
+        post_log::record(&Record::SmsgSend {
             call,
-            &[
-                ("length", length.into()),
-                ("smsg_dlvr_mode", smsg_mode.map(u64::from).into()),
-                ("nic", ep.map(|e| e.nic.addr as u64).into()),
-            ],
+            length: s.header_len as u64 + s.data_len as u64,
+            smsg_dlvr_mode: smsg_mode,
+            nic: ep.map(|e| e.nic.addr),
             rc,
-        );
+        });
     }
-    rc
+    match rc {
+        GNI_RC_SUCCESS => Ok(()),
+        rc => Err(rc),
+    }
 }
 
-fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniReturn {
+/// # Safety
+/// As for [`send`].
+unsafe fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniReturn {
     let max = ep.smsg_max_send.load(Ordering::Relaxed);
     if max == 0 || (s.header.is_null() && s.header_len > 0) || (s.data.is_null() && s.data_len > 0) {
         return GNI_RC_INVALID_PARAM;
@@ -169,14 +183,13 @@ fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniReturn {
         inbox.rx_cq.clone()
     };
     if let Some(rx) = rx_cq {
-        rx.push_unreserved(cq::entry_with_ids(cq::TYPE_SMSG, true, ep.nic.inst_id, s.msg_id));
+        rx.push_unreserved(entry_with_ids(TYPE_SMSG, true, ep.nic.inst_id, s.msg_id));
     }
     if let Some(cq) = &ep.cq {
-        cq.push_reserved(cq::entry_with_ids(cq::TYPE_SMSG, false, remote_id, s.msg_id));
+        cq.push_reserved(entry_with_ids(TYPE_SMSG, false, remote_id, s.msg_id));
     }
-    counters::account(&Transfer {
-        post_type: SMSG_POST_TYPE,
-        direction: Direction::PutLike,
+    counters::account(&NicTransfer {
+        transfer: Transfer::Put,
         bytes: total as u64,
         dlvr_mode: mode,
         src_nic: ep.nic.addr,
@@ -185,9 +198,10 @@ fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniReturn {
     GNI_RC_SUCCESS
 }
 
-/// GNI_SmsgGetNext[WTag]: the head message, if its tag matches (`tag` None = GetNext, any tag).
-pub fn get_next(ep: &Ep, tag: Option<&mut u8>) -> Result<*mut u8, GniReturn> {
-    let mut guard = ep.lock_inbox();
+/// GNI_SmsgGetNext and GNI_SmsgGetNextWTag: the head message, if its tag matches (`tag` None = GetNext, any tag).
+pub fn get_next(ep: usize, tag: Option<&mut u8>) -> Result<*mut u8, GniReturn> {
+    let reg = registry::read();
+    let mut guard = reg.ep(ep)?.lock_inbox();
     let inbox = guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?;
     if inbox.count == 0 {
         return Err(GNI_RC_NOT_DONE);
@@ -204,16 +218,34 @@ pub fn get_next(ep: &Ep, tag: Option<&mut u8>) -> Result<*mut u8, GniReturn> {
 }
 
 /// GNI_SmsgRelease: frees the slot of the message GetNext returned.
-pub fn release(ep: &Ep) -> GniReturn {
-    let mut guard = ep.lock_inbox();
-    let Some(inbox) = guard.as_mut() else {
-        return GNI_RC_INVALID_PARAM;
-    };
+pub fn release(ep: usize) -> Result<(), GniReturn> {
+    let reg = registry::read();
+    let mut guard = reg.ep(ep)?.lock_inbox();
+    let inbox = guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?;
     if !inbox.current || inbox.count == 0 {
-        return GNI_RC_NOT_DONE;
+        return Err(GNI_RC_NOT_DONE);
     }
     inbox.current = false;
     inbox.head = (inbox.head + 1) % inbox.slots.len();
     inbox.count -= 1;
-    GNI_RC_SUCCESS
+    Ok(())
+}
+
+/// GNI_SmsgSetDeliveryMode: the routing of the NIC's later SMSG sends; logged.
+pub fn set_delivery_mode(nic: usize, dlvr_mode: u16) -> Result<(), GniReturn> {
+    let reg = registry::read();
+    let n = reg.nic(nic).ok();
+    if let Some(n) = n {
+        n.smsg_mode.store(dlvr_mode, Ordering::Relaxed);
+    }
+    let rc = if n.is_some() { GNI_RC_SUCCESS } else { GNI_RC_INVALID_PARAM };
+    if post_log::enabled() {
+        post_log::record(&Record::SmsgSetDeliveryMode {
+            call: "GNI_SmsgSetDeliveryMode",
+            nic: n.map(|n| n.addr),
+            dlvr_mode,
+            rc,
+        });
+    }
+    n.map(|_| ()).ok_or(GNI_RC_INVALID_PARAM)
 }

@@ -5,6 +5,8 @@ mod common;
 
 use std::path::PathBuf;
 
+use aar_abi::*;
+use aar_engine::model::{packets, request_flits, Transfer};
 use common::*;
 
 fn emu_check() -> PathBuf {
@@ -90,9 +92,9 @@ fn every_post_is_logged_as_received() {
     let got: Vec<&str> = text.lines().collect();
     assert_eq!(got, want);
     for line in &got {
-        let fields = parse_flat_json(line);
-        assert_eq!(fields[0].0, "call");
-        assert_eq!(fields.last().unwrap().0, "rc");
+        // Each a JSON object that opens with the call and closes with its return code.
+        let fields = parse_log_line(line);
+        assert!(line.starts_with(r#"{"call":""#) && line.ends_with(&format!(r#","rc":{}}}"#, fields["rc"])), "{line}");
     }
 }
 
@@ -106,17 +108,18 @@ fn an_unopenable_log_path_warns_and_the_program_runs() {
 }
 
 /// What the default timing model adds to (req_flits, req_stalled, rsp_latency_us, rsp_packets,
-/// rsp_stalled) for one transfer, computed by hand from the documented rules.
-fn model(bytes: u64, put_like: bool, mode: u16, p: (f64, f64, f64, f64)) -> [f64; 5] {
+/// rsp_stalled) for one transfer, computed from the documented rules (packets and flits as the
+/// shim's cost model counts them).
+fn model(bytes: u64, transfer: Transfer, mode: u16, p: (f64, f64, f64, f64)) -> [f64; 5] {
     let (lat_ad, lat_bs, st_ad, st_bs) = p;
-    let packets = bytes.div_ceil(64).max(1) as f64;
-    let flits = if put_like { packets + bytes.div_ceil(16) as f64 } else { packets };
-    let (w, factor) = match mode & 0xff {
-        0x00 => (0.0, 1.0),
-        0x20 => (1.0 / 3.0, 1.0),
-        0x40 => (2.0 / 3.0, 1.0),
-        0x80 | 0x10 | 0x03 => (1.0, 1.0),
-        0x08 => (0.0, 2.0),
+    let packets = packets(bytes) as f64;
+    let flits = request_flits(bytes, transfer) as f64;
+    let (w, factor) = match mode & GNI_DLVMODE_ROUTING_MASK {
+        GNI_DLVMODE_ADAPTIVE0 => (0.0, 1.0),
+        GNI_DLVMODE_ADAPTIVE1 => (1.0 / 3.0, 1.0),
+        GNI_DLVMODE_ADAPTIVE2 => (2.0 / 3.0, 1.0),
+        GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_MIN_HASH | GNI_DLVMODE_IN_ORDER => (1.0, 1.0),
+        GNI_DLVMODE_NMIN_HASH => (0.0, 2.0),
         m => panic!("mode {m:#x} not used here"),
     };
     let latency = (lat_ad + w * (lat_bs - lat_ad)) * factor;
@@ -142,24 +145,26 @@ fn check_counters(args: &[&str], env: &[(&str, &str)], latency_scale: f64) {
     let stdout = expect_success(&out, "papi_counters");
     assert_eq!(stderr(&out), "");
     let prof = (1.5, 1.0, 2.0, 40.0);
-    let m = |bytes, put_like, mode| {
-        let mut e = model(bytes, put_like, mode, prof);
+    let m = |bytes, transfer, mode| {
+        let mut e = model(bytes, transfer, mode, prof);
         e[2] *= latency_scale;
         e
     };
+    let (put, get) = (Transfer::Put, Transfer::Get);
+    let (a0, a2, a3) = (GNI_DLVMODE_ADAPTIVE0, GNI_DLVMODE_ADAPTIVE2, GNI_DLVMODE_ADAPTIVE3);
     // (step, model amounts, injected integer amounts)
     let steps: Vec<(&str, [f64; 5], [i64; 5])> = vec![
-        ("put64_a0", m(64, true, 0x00), [0; 5]),
-        ("put64_a3", m(64, true, 0x80), [0; 5]),
-        ("get4096_a0", m(4096, false, 0x00), [0; 5]),
-        ("put1000_a3_tail", m(1000, true, 0x80), [0; 5]),
-        ("put64_nmin", m(64, true, 0x08), [0; 5]),
-        ("amo8_a2", m(8, true, 0x40), [0; 5]),
-        ("smsg100_a3", m(100, true, 0x80), [0; 5]),
-        ("chain_64_2x128_a0", sum(&[m(64, true, 0), m(128, true, 0), m(128, true, 0)]), [0; 5]),
+        ("put64_a0", m(64, put, a0), [0; 5]),
+        ("put64_a3", m(64, put, a3), [0; 5]),
+        ("get4096_a0", m(4096, get, a0), [0; 5]),
+        ("put1000_a3_tail", m(1000, put, a3 | GNI_DLVMODE_ORDERED_TAIL), [0; 5]),
+        ("put64_nmin", m(64, put, GNI_DLVMODE_NMIN_HASH), [0; 5]),
+        ("amo8_a2", m(8, put, a2), [0; 5]),
+        ("smsg100_a3", m(100, put, a3), [0; 5]),
+        ("chain_64_2x128_a0", sum(&[m(64, put, a0), m(128, put, a0), m(128, put, a0)]), [0; 5]),
         ("frozen_put", [0.0; 5], [0; 5]),
         ("injected", [0.0; 5], [-3, 0, 0, 0, 7]),
-        ("thawed_put64_a0", m(64, true, 0x00), [0; 5]),
+        ("thawed_put64_a0", m(64, put, a0), [0; 5]),
         ("set", [0.0; 5], [1000, 0, 0, 0, 1]),
     ];
     let got: Vec<(String, [i64; 5])> = stdout
@@ -233,15 +238,14 @@ fn pingpong_example_sweeps_sizes_with_fma_then_rdma() {
     );
     let stdout = expect_success(&out, "pingpong");
     assert!(stdout.contains("pingpong: OK, 52 messages"), "{stdout}");
-    let lines: Vec<Vec<(String, Json)>> = std::fs::read_to_string(&log).unwrap().lines().map(parse_flat_json).collect();
+    let lines: Vec<_> = std::fs::read_to_string(&log).unwrap().lines().map(parse_log_line).collect();
     assert_eq!(lines.len(), 52);
     for l in &lines {
-        let get = |k: &str| l.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap();
-        let Json::Num(len) = get("length") else { panic!() };
+        let len = l["length"].as_u64().unwrap();
         let want_call = if len < 4096 { "GNI_PostFma" } else { "GNI_PostRdma" };
-        assert_eq!(get("call"), Json::Str(want_call.into()));
-        assert_eq!(get("dlvr_mode"), Json::Num(0x80));
-        assert_eq!(get("rc"), Json::Num(0));
+        assert_eq!(l["call"], want_call);
+        assert_eq!(l["dlvr_mode"], GNI_DLVMODE_ADAPTIVE3);
+        assert_eq!(l["rc"], GNI_RC_SUCCESS);
     }
     let bad = run(&exe, &["--iters", "zero"], &[]);
     assert_eq!(bad.status.code(), Some(2));

@@ -6,6 +6,7 @@ mod common;
 
 use std::path::PathBuf;
 
+use aar_abi::*;
 use aar_sim::config::{Mode, NetConfig};
 use aar_sim::net::Kind;
 use aar_sim::topology::TopoSpec;
@@ -88,19 +89,6 @@ enum Op {
     Freeze(bool),
 }
 
-fn mode_of(dlvr: u16) -> Mode {
-    match dlvr {
-        0x00 => Mode::Adaptive0,
-        0x20 => Mode::Adaptive1,
-        0x40 => Mode::Adaptive2,
-        0x80 => Mode::Adaptive3,
-        0x10 => Mode::Min,
-        0x08 => Mode::Val,
-        0x03 => Mode::InOrder,
-        m => panic!("mode {m:#x} not used here"),
-    }
-}
-
 /// What the simulator itself says for `ops` on the network `AAR_EMU_SIM` describes with these
 /// values: per transfer step, the clock change and the changes of the summed counters of the
 /// process's two nodes (latency in cycles), frozen transfers publishing nothing.
@@ -148,7 +136,7 @@ fn simulate_directly(
                 "get" => (nodes[0], nodes[1], Kind::Get),
                 c => panic!("{c}"),
             };
-            let id = w.post_external(src, dst, bytes, kind, mode_of(dlvr));
+            let id = w.post_external(src, dst, bytes, kind, Mode::from_dlvr_mode(dlvr));
             assert!(w.run_until_completed(id, u64::MAX));
             let s = sums(&w);
             if !frozen {
@@ -175,17 +163,18 @@ fn args_of(ops: &[Op]) -> String {
 
 #[test]
 fn counters_and_clock_are_exactly_the_simulators() {
+    let (a0, a3) = (GNI_DLVMODE_ADAPTIVE0, GNI_DLVMODE_ADAPTIVE3);
     let ops = [
-        Op::Xfer("put", 64, 0x80, 3),
-        Op::Xfer("put", 4096, 0x00, 2),
-        Op::Xfer("get", 4096, 0x80, 1),
-        Op::Xfer("smsg", 100, 0x80, 2),
-        Op::Xfer("back", 64, 0x10, 1),
-        Op::Xfer("put", 65536, 0x08, 1),
+        Op::Xfer("put", 64, a3, 3),
+        Op::Xfer("put", 4096, a0, 2),
+        Op::Xfer("get", 4096, a3, 1),
+        Op::Xfer("smsg", 100, a3, 2),
+        Op::Xfer("back", 64, GNI_DLVMODE_MIN_HASH, 1),
+        Op::Xfer("put", 65536, GNI_DLVMODE_NMIN_HASH, 1),
         Op::Freeze(true),
-        Op::Xfer("put", 1024, 0x00, 1),
+        Op::Xfer("put", 1024, a0, 1),
         Op::Freeze(false),
-        Op::Xfer("put", 200, 0x03, 1),
+        Op::Xfer("put", 200, GNI_DLVMODE_IN_ORDER, 1),
     ];
     let spec = "groups=3,placement=across-groups,background=uniform:0.3:4K,background-nodes=8,seed=3";
     let (got, clocks) = steps(&args_of(&ops), &[("AAR_EMU_SIM", spec), ("AAR_EMU_LATENCY_UNIT", "cycles")]);
@@ -220,13 +209,15 @@ fn the_clock_advances_by_the_zero_load_latency() {
     // Two nodes of one router, an idle network: request (1 + 4 flits) and response (1 flit) each
     // take exactly the analytic terminal-to-terminal latency.
     let blade = ns(analytic_latency(&cfg, &[], 5) + analytic_latency(&cfg, &[], 1));
-    let (s, _) = steps("put 64 0x80 1 put 64 0 1", &[("AAR_EMU_SIM", "groups=1,placement=same-blade")]);
+    let puts = args_of(&[Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE3, 1), Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE0, 1)]);
+    let (s, _) = steps(&puts, &[("AAR_EMU_SIM", "groups=1,placement=same-blade")]);
     for step in &s {
         assert!((step.dt_ns as f64 - blade).abs() <= 1.0, "{step:?} vs {blade} ns");
     }
     // Two groups: at least one global hop each way.
     let global = ns(analytic_latency(&cfg, &[3], 5) + analytic_latency(&cfg, &[3], 1));
-    let (s, _) = steps("put 64 0x80 4 put 64 0x10 4", &[("AAR_EMU_SIM", "groups=2,placement=across-groups")]);
+    let puts = args_of(&[Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE3, 4), Op::Xfer("put", 64, GNI_DLVMODE_MIN_HASH, 4)]);
+    let (s, _) = steps(&puts, &[("AAR_EMU_SIM", "groups=2,placement=across-groups")]);
     for step in &s {
         assert!(step.dt_ns as f64 >= 4.0 * global, "{step:?} vs 4 x {global} ns");
         assert!((step.dt_ns as f64) < 4.0 * (global + 1_000.0), "{step:?}: more than 1 us of local hops?");
@@ -238,7 +229,11 @@ fn the_clock_advances_by_the_zero_load_latency() {
 fn heavy_background_adds_stalls_and_latency() {
     let run_with = |background: &str| {
         let spec = format!("groups=1,placement=same-group,background={background},background-nodes=32");
-        steps("put 262144 0x10 1 put 64 0 10", &[("AAR_EMU_SIM", spec.as_str()), ("AAR_EMU_LATENCY_UNIT", "cycles")]).0
+        let ops = args_of(&[
+            Op::Xfer("put", 262144, GNI_DLVMODE_MIN_HASH, 1),
+            Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE0, 10),
+        ]);
+        steps(&ops, &[("AAR_EMU_SIM", spec.as_str()), ("AAR_EMU_LATENCY_UNIT", "cycles")]).0
     };
     let quiet = run_with("none");
     let busy = run_with("uniform:0.9:64K");
@@ -255,10 +250,13 @@ fn heavy_background_adds_stalls_and_latency() {
 #[test]
 fn non_minimal_routing_costs_latency_across_groups() {
     // Three groups, so that NMIN_HASH has an intermediate group to go through.
-    let (s, _) = steps(
-        "put 64 0x10 20 put 64 0x08 20 put 64 0x80 20",
-        &[("AAR_EMU_SIM", "groups=3,placement=across-groups"), ("AAR_EMU_LATENCY_UNIT", "cycles")],
-    );
+    let ops = args_of(&[
+        Op::Xfer("put", 64, GNI_DLVMODE_MIN_HASH, 20),
+        Op::Xfer("put", 64, GNI_DLVMODE_NMIN_HASH, 20),
+        Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE3, 20),
+    ]);
+    let (s, _) =
+        steps(&ops, &[("AAR_EMU_SIM", "groups=3,placement=across-groups"), ("AAR_EMU_LATENCY_UNIT", "cycles")]);
     let (min, nmin, ad3) = (&s[0], &s[1], &s[2]);
     eprintln!("MIN_HASH {min:?}\nNMIN_HASH {nmin:?}\nADAPTIVE3 {ad3:?}");
     assert!(nmin.latency() > 1.2 * min.latency(), "{min:?} {nmin:?}");
@@ -269,18 +267,19 @@ fn non_minimal_routing_costs_latency_across_groups() {
 
 #[test]
 fn a_bad_spec_warns_once_and_the_default_model_runs() {
-    let (spec, args) = ("groups=zero", ["put", "64", "0x80", "1"]);
-    let out = run(&sim_check(), &args, &[("AAR_EMU_SIM", spec)]);
+    let put = args_of(&[Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE3, 1)]);
+    let spec = "groups=zero";
+    let out = run(&sim_check(), &put.split(' ').collect::<Vec<_>>(), &[("AAR_EMU_SIM", spec)]);
     let stdout = expect_success(&out, "sim_check");
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("aar-emu: AAR_EMU_SIM=\"groups=zero\": groups=\"zero\""), "{err}");
     assert!(err.contains("default timing model"), "{err}");
     // The default model: 5 flits, 1.1 us and 2 stalled cycles per flit for ADAPTIVE3, no clock.
-    assert!(stdout.contains("step put 64 0x80 1 0 5 10 1 1 0"), "{stdout}");
+    assert!(stdout.contains(&format!("step {put} 0 5 10 1 1 0")), "{stdout}");
     assert!(stdout.lines().all(|l| !l.starts_with("clock ") || l == "clock 0"), "{stdout}");
     // Unset: the default model and no clock either.
-    let (s, clocks) = steps("put 64 0x80 1", &[]);
+    let (s, clocks) = steps(&put, &[]);
     assert_eq!(clocks, [0, 0]);
     assert_eq!(s[0].d, [5, 10, 1, 1, 0]);
 }

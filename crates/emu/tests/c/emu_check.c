@@ -9,8 +9,8 @@
 
 static void layout(void)
 {
-	/* Our header must lay the descriptor out as aries-abi.md §1.3 says, and the chain elements as
-	 * the emulator reads them. */
+	/* Our header must lay the descriptor out as the post descriptor layout of docs/abi.md (and
+	 * aar_abi::GniPostDescriptor) says, and the chain elements as the emulator reads them. */
 	EXPECT(sizeof(gni_post_descriptor_t) == 184);
 	EXPECT(offsetof(gni_post_descriptor_t, type) == 36);
 	EXPECT(offsetof(gni_post_descriptor_t, cq_mode) == 40);
@@ -184,21 +184,6 @@ static void amo(void)
 	pd.sync_flag_value = 77;
 	OK(GNI_PostFma(a.ep, &pd));
 	EXPECT(word(&b, 64) == 2 && word(&a, 0) == 1 && word(&a, 8) == 77);
-}
-
-static void smsg_attr(struct node *n, gni_smsg_attr_t *attr, uint16_t credits, uint32_t maxsize)
-{
-	unsigned int bytes;
-	memset(attr, 0, sizeof *attr);
-	attr->msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
-	attr->mbox_maxcredit = credits;
-	attr->msg_maxsize = maxsize;
-	OK(GNI_SmsgBufferSizeNeeded(attr, &bytes));
-	EXPECT(bytes >= (unsigned)credits * maxsize && bytes <= BUF_BYTES / 2);
-	attr->msg_buffer = n->buf + BUF_BYTES / 2;
-	attr->buff_size = bytes;
-	attr->mem_hndl = n->mh;
-	attr->mbox_offset = 0;
 }
 
 static void smsg(void)

@@ -68,6 +68,23 @@ static inline void connect_nodes(struct node *a, struct node *b)
 	OK(GNI_EpBind(b->ep, a->addr, a->inst));
 }
 
+/* SMSG attributes of a mailbox of `credits` messages of up to `maxsize` bytes in the second half
+ * of n's registered buffer. */
+static inline void smsg_attr(struct node *n, gni_smsg_attr_t *attr, uint16_t credits, uint32_t maxsize)
+{
+	unsigned int bytes;
+	memset(attr, 0, sizeof *attr);
+	attr->msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+	attr->mbox_maxcredit = credits;
+	attr->msg_maxsize = maxsize;
+	OK(GNI_SmsgBufferSizeNeeded(attr, &bytes));
+	EXPECT(bytes >= (unsigned)credits * maxsize && bytes <= BUF_BYTES / 2);
+	attr->msg_buffer = n->buf + BUF_BYTES / 2;
+	attr->buff_size = bytes;
+	attr->mem_hndl = n->mh;
+	attr->mbox_offset = 0;
+}
+
 static inline uint64_t addr_of(const void *p)
 {
 	return (uint64_t)(uintptr_t)p;

@@ -131,19 +131,8 @@ int main(int argc, char **argv)
 
 	/* 100 bytes of SMSG on a NIC set to ADAPTIVE3. */
 	gni_smsg_attr_t aa, ba;
-	unsigned int bytes;
-	gni_smsg_attr_t *attrs[2] = { &aa, &ba };
-	struct node *nodes[2] = { &a, &b };
-	for (int i = 0; i < 2; i++) {
-		memset(attrs[i], 0, sizeof aa);
-		attrs[i]->msg_type = GNI_SMSG_TYPE_MBOX;
-		attrs[i]->mbox_maxcredit = 4;
-		attrs[i]->msg_maxsize = 256;
-		OK(GNI_SmsgBufferSizeNeeded(attrs[i], &bytes));
-		attrs[i]->msg_buffer = nodes[i]->buf + BUF_BYTES / 2;
-		attrs[i]->buff_size = bytes;
-		attrs[i]->mem_hndl = nodes[i]->mh;
-	}
+	smsg_attr(&a, &aa, 4, 256);
+	smsg_attr(&b, &ba, 4, 256);
 	OK(GNI_SmsgInit(a.ep, &aa, &ba));
 	OK(GNI_SmsgInit(b.ep, &ba, &aa));
 	OK(GNI_SmsgSetDeliveryMode(a.nic, GNI_DLVMODE_ADAPTIVE3));

@@ -62,19 +62,8 @@ int main(int argc, char **argv)
 
 	/* SMSG mailboxes, A -> B. */
 	gni_smsg_attr_t aa, ba;
-	unsigned int bytes;
-	gni_smsg_attr_t *attrs[2] = { &aa, &ba };
-	struct node *nodes[2] = { &a, &b };
-	for (int i = 0; i < 2; i++) {
-		memset(attrs[i], 0, sizeof aa);
-		attrs[i]->msg_type = GNI_SMSG_TYPE_MBOX;
-		attrs[i]->mbox_maxcredit = 4;
-		attrs[i]->msg_maxsize = 1024;
-		OK(GNI_SmsgBufferSizeNeeded(attrs[i], &bytes));
-		attrs[i]->msg_buffer = nodes[i]->buf;
-		attrs[i]->buff_size = bytes;
-		attrs[i]->mem_hndl = nodes[i]->mh;
-	}
+	smsg_attr(&a, &aa, 4, 1024);
+	smsg_attr(&b, &ba, 4, 1024);
 	OK(GNI_SmsgInit(a.ep, &aa, &ba));
 	OK(GNI_SmsgInit(b.ep, &ba, &aa));
 

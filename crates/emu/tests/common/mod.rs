@@ -97,41 +97,7 @@ pub fn expect_success(o: &Output, what: &str) -> String {
     stdout(o)
 }
 
-/// A value of a flat JSON object as this crate writes them: numbers, null or strings.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Json {
-    Num(u64),
-    Null,
-    Str(String),
-}
-
-/// Parses one flat JSON object line (`{"k":v,...}`) without a JSON library.
-pub fn parse_flat_json(line: &str) -> Vec<(String, Json)> {
-    let body = line
-        .trim()
-        .strip_prefix('{')
-        .and_then(|l| l.strip_suffix('}'))
-        .unwrap_or_else(|| panic!("not an object: {line}"));
-    let mut fields = Vec::new();
-    let mut rest = body;
-    while !rest.is_empty() {
-        let (key, after) =
-            rest.strip_prefix('"').and_then(|r| r.split_once("\":")).unwrap_or_else(|| panic!("bad key in {line}"));
-        let (value, next) = if let Some(s) = after.strip_prefix('"') {
-            let (s, n) = s.split_once('"').unwrap_or_else(|| panic!("bad string in {line}"));
-            (Json::Str(s.to_string()), n)
-        } else {
-            let end = after.find(',').unwrap_or(after.len());
-            let raw = &after[..end];
-            let v = if raw == "null" {
-                Json::Null
-            } else {
-                Json::Num(raw.parse().unwrap_or_else(|_| panic!("bad number {raw} in {line}")))
-            };
-            (v, &after[end..])
-        };
-        fields.push((key.to_string(), value));
-        rest = next.strip_prefix(',').unwrap_or(next);
-    }
-    fields
+/// One line of the post log: a flat JSON object, its fields in the order written.
+pub fn parse_log_line(line: &str) -> serde_json::Map<String, serde_json::Value> {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON object ({e}): {line}"))
 }

@@ -41,8 +41,6 @@ pub type Map<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 /// gets the next address, as though every CDM of the process sat on its own node.
 pub const FIRST_NIC_ADDR: u32 = 0x100;
 
-pub const GNI_CDM_MODE_DUAL_EVENTS: u32 = 0x1000;
-
 pub struct Cdm {
     pub inst_id: u32,
     pub modes: u32,

@@ -38,16 +38,20 @@
 //! and then each element, one after the other.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::str::FromStr;
 
+use aar_engine::model::Transfer;
+use aar_engine::settings::parse_bool;
 use aar_sim::config::{Mode, NetConfig};
 use aar_sim::net::Kind;
 use aar_sim::topology::{TopoSpec, Topology};
 use aar_sim::workload::{Placement, Workload};
 use aar_sim::world::{Background, ExperimentSpec, World};
 
-use crate::model::{DefaultModel, Direction, NetworkProfile, NicEffect, NicModel, Transfer};
+use super::profile::{DefaultModel, NetworkProfile};
+use super::{NicEffect, NicModel, NicTransfer};
+use crate::registry::FIRST_NIC_ADDR;
 use crate::warn;
-use crate::world::FIRST_NIC_ADDR;
 
 /// What `AAR_EMU_SIM` asks for.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,6 +85,28 @@ impl Default for SimSpec {
 /// 1 s, a thousand times what a 16 MiB PUT takes at the NIC's injection rate.
 const MAX_TRANSFER_NS: f64 = 1e9;
 
+/// What is wrong with an `AAR_EMU_SIM` value: the first problem found.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimSpecError {
+    #[error("item \"{0}\" is not key=value")]
+    NotKeyValue(String),
+    #[error("unknown key \"{0}\" (known: {known})", known = SimSpec::KEYS.join(", "))]
+    UnknownKey(String),
+    #[error("{key}=\"{value}\" is not a whole number from {lo} to {hi}")]
+    OutOfRange { key: String, value: String, lo: u64, hi: u64 },
+    #[error("seed=\"{0}\" is not a whole number")]
+    Seed(String),
+    #[error("placement=\"{0}\" is not one of same-blade, same-group, across-groups, scattered")]
+    Placement(String),
+    /// The simulator's own message, which names the value.
+    #[error("background={0}")]
+    Background(String),
+    #[error("background-global=\"{0}\" is not 1/0, true/false, yes/no, on/off")]
+    BackgroundGlobal(String),
+    #[error("nodes={nodes} but placement {placement} holds at most {max} nodes on {groups} group(s)")]
+    TooManyNodes { nodes: u32, placement: &'static str, max: u32, groups: u32 },
+}
+
 impl SimSpec {
     pub const KEYS: [&'static str; 8] = [
         "groups",
@@ -93,64 +119,14 @@ impl SimSpec {
         "seed",
     ];
 
-    /// Parses the whole value; the first problem is returned (the caller warns once and keeps
-    /// the default model).
-    pub fn parse(spec: &str) -> Result<SimSpec, String> {
-        let mut s = SimSpec::default();
-        let trimmed = spec.trim();
-        if ["1", "on", "yes", "true"].iter().any(|v| trimmed.eq_ignore_ascii_case(v)) {
-            return Ok(s);
-        }
-        for item in trimmed.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (key, value) = item.split_once('=').ok_or_else(|| format!("item \"{item}\" is not key=value"))?;
-            let key = key.trim().replace('_', "-").to_ascii_lowercase();
-            let value = value.trim();
-            let number = |lo: u64, hi: u64| {
-                value
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|v| (lo..=hi).contains(v))
-                    .ok_or_else(|| format!("{key}=\"{value}\" is not a whole number from {lo} to {hi}"))
-            };
-            match key.as_str() {
-                "groups" => s.groups = number(1, 16)? as u32,
-                "global-per-router" => s.global_per_router = number(1, 10)? as u32,
-                "placement" => {
-                    s.placement = Placement::parse(value).ok_or_else(|| {
-                        format!("placement=\"{value}\" is not one of same-blade, same-group, across-groups, scattered")
-                    })?
-                }
-                "nodes" => s.nodes = number(1, 1 << 16)? as u32,
-                "background" => s.background = Background::parse(value).map_err(|e| format!("background={e}"))?,
-                "background-nodes" => s.background_nodes = number(0, 1 << 20)? as u32,
-                "background-global" => {
-                    s.background_global = match value.to_ascii_lowercase().as_str() {
-                        "1" | "true" | "yes" | "on" => true,
-                        "0" | "false" | "no" | "off" => false,
-                        _ => {
-                            return Err(format!("background-global=\"{value}\" is not 1/0, true/false, yes/no, on/off"))
-                        }
-                    }
-                }
-                "seed" => s.seed = value.parse().map_err(|_| format!("seed=\"{value}\" is not a whole number"))?,
-                _ => return Err(format!("unknown key \"{key}\" (known: {})", Self::KEYS.join(", "))),
-            }
-        }
-        let topo = Topology::new(s.topo());
-        let max = match s.placement {
+    /// The most nodes the placement holds on this network.
+    fn capacity(&self) -> u32 {
+        let topo = Topology::new(self.topo());
+        match self.placement {
             Placement::SameBlade => topo.p,
             Placement::SameGroup => topo.routers_per_group,
             Placement::AcrossGroups | Placement::Scattered => topo.n_nodes,
-        };
-        if s.nodes > max {
-            return Err(format!(
-                "nodes={} but placement {} holds at most {max} nodes on {} group(s)",
-                s.nodes,
-                s.placement.name(),
-                s.groups
-            ));
         }
-        Ok(s)
     }
 
     fn topo(&self) -> TopoSpec {
@@ -168,6 +144,78 @@ impl SimSpec {
         e.seed = self.seed;
         e
     }
+}
+
+impl FromStr for SimSpec {
+    type Err = SimSpecError;
+
+    /// `key=value,...` with any subset of [`SimSpec::KEYS`] (`_` may stand for `-`), or a true
+    /// boolean alone (`1`, `on`, ...) for all defaults. The first problem is returned.
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let mut s = SimSpec::default();
+        let trimmed = spec.trim();
+        if parse_bool(trimmed) == Some(true) {
+            return Ok(s);
+        }
+        for item in trimmed.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (key, value) = item.split_once('=').ok_or_else(|| SimSpecError::NotKeyValue(item.to_string()))?;
+            let key = key.trim().replace('_', "-").to_ascii_lowercase();
+            let value = value.trim();
+            let number = |lo: u64, hi: u64| {
+                value.parse::<u64>().ok().filter(|v| (lo..=hi).contains(v)).ok_or_else(|| SimSpecError::OutOfRange {
+                    key: key.clone(),
+                    value: value.to_string(),
+                    lo,
+                    hi,
+                })
+            };
+            // The bounds fit in u32, so the narrowing casts below are exact.
+            match key.as_str() {
+                "groups" => s.groups = number(1, 16)? as u32,
+                "global-per-router" => s.global_per_router = number(1, 10)? as u32,
+                "placement" => {
+                    s.placement = Placement::parse(value).ok_or_else(|| SimSpecError::Placement(value.to_string()))?
+                }
+                "nodes" => s.nodes = number(1, 1 << 16)? as u32,
+                "background" => s.background = Background::parse(value).map_err(SimSpecError::Background)?,
+                "background-nodes" => s.background_nodes = number(0, 1 << 20)? as u32,
+                "background-global" => {
+                    s.background_global =
+                        parse_bool(value).ok_or_else(|| SimSpecError::BackgroundGlobal(value.to_string()))?
+                }
+                "seed" => s.seed = value.parse().map_err(|_| SimSpecError::Seed(value.to_string()))?,
+                _ => return Err(SimSpecError::UnknownKey(key)),
+            }
+        }
+        let max = s.capacity();
+        if s.nodes > max {
+            return Err(SimSpecError::TooManyNodes {
+                nodes: s.nodes,
+                placement: s.placement.name(),
+                max,
+                groups: s.groups,
+            });
+        }
+        Ok(s)
+    }
+}
+
+/// Why the simulated network could not be used from the start.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimSetupError {
+    #[error(transparent)]
+    Spec(#[from] SimSpecError),
+    #[error("the network simulator failed to start")]
+    Start,
+}
+
+/// Why the simulation stopped during the run.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+enum SimRunError {
+    #[error("a {bytes}-byte transfer did not complete within {} ms of simulated time", MAX_TRANSFER_NS / 1e6)]
+    Stuck { bytes: u64 },
+    #[error("the network simulator failed (internal error)")]
+    Panicked,
 }
 
 /// The model: the simulated network and what the process has published of its counters.
@@ -189,9 +237,9 @@ pub struct SimModel {
 impl SimModel {
     /// Parses `AAR_EMU_SIM`, builds the network and runs the background's lead time.
     /// `profile` is kept for the default model, should the simulation fail later.
-    pub fn from_spec(spec: &str, profile: NetworkProfile) -> Result<SimModel, String> {
-        let s = SimSpec::parse(spec)?;
-        catch_unwind(|| SimModel::new(&s, profile)).map_err(|_| "the network simulator failed to start".to_string())
+    pub fn from_spec(spec: &str, profile: NetworkProfile) -> Result<SimModel, SimSetupError> {
+        let s: SimSpec = spec.parse()?;
+        catch_unwind(|| SimModel::new(&s, profile)).map_err(|_| SimSetupError::Start)
     }
 
     pub fn new(s: &SimSpec, profile: NetworkProfile) -> SimModel {
@@ -219,6 +267,7 @@ impl SimModel {
     }
 
     /// The placement's nodes, slot by slot.
+    #[cfg(test)]
     pub fn nodes(&self) -> &[u32] {
         &self.nodes
     }
@@ -235,20 +284,16 @@ impl SimModel {
         s
     }
 
-    fn simulate(&mut self, t: &Transfer) -> Result<NicEffect, String> {
+    fn simulate(&mut self, t: &NicTransfer) -> Result<NicEffect, SimRunError> {
         let (src, dst) = (self.node_of(t.src_nic), self.node_of(t.dst_nic));
-        let kind = match t.direction {
-            Direction::PutLike => Kind::Put,
-            Direction::GetLike => Kind::Get,
+        let kind = match t.transfer {
+            Transfer::Put => Kind::Put,
+            Transfer::Get => Kind::Get,
         };
         let id = self.world.post_external(src, dst, t.bytes, kind, Mode::from_dlvr_mode(t.dlvr_mode));
         let limit = self.world.net.now.saturating_add(self.max_transfer_ticks);
         if !self.world.run_until_completed(id, limit) {
-            return Err(format!(
-                "a {}-byte transfer did not complete within {} ms of simulated time",
-                t.bytes,
-                MAX_TRANSFER_NS / 1e6
-            ));
+            return Err(SimRunError::Stuck { bytes: t.bytes });
         }
         let now = self.sums();
         let d: [f64; 5] = std::array::from_fn(|i| now[i].saturating_sub(self.last[i]) as f64);
@@ -265,14 +310,14 @@ impl SimModel {
 }
 
 impl NicModel for SimModel {
-    fn on_transfer(&mut self, t: &Transfer) -> NicEffect {
+    fn on_transfer(&mut self, t: &NicTransfer) -> NicEffect {
         if let Some(f) = &mut self.fallback {
             return f.on_transfer(t);
         }
         let problem = match catch_unwind(AssertUnwindSafe(|| self.simulate(t))) {
             Ok(Ok(effect)) => return effect,
             Ok(Err(problem)) => problem,
-            Err(_) => "the network simulator failed (internal error)".to_string(),
+            Err(_) => SimRunError::Panicked,
         };
         warn(&format!(
             "AAR_EMU_SIM: {problem}; the default timing model (AAR_EMU_NETWORK) takes over, and the clock stops"
@@ -306,12 +351,12 @@ mod tests {
 
     #[test]
     fn specs_parse_with_defaults_and_both_spellings() {
-        assert_eq!(SimSpec::parse("1").unwrap(), SimSpec::default());
-        assert_eq!(SimSpec::parse(" on ").unwrap(), SimSpec::default());
-        let s = SimSpec::parse(
-            "groups=3, placement=same-group,background=uniform:0.3:4K,background_nodes=16,seed=7,nodes=4,global-per-router=3,background-global=yes",
-        )
-        .unwrap();
+        assert_eq!("1".parse::<SimSpec>().unwrap(), SimSpec::default());
+        assert_eq!(" on ".parse::<SimSpec>().unwrap(), SimSpec::default());
+        let s: SimSpec =
+            "groups=3, placement=same-group,background=uniform:0.3:4K,background_nodes=16,seed=7,nodes=4,global-per-router=3,background-global=yes"
+                .parse()
+                .unwrap();
         assert_eq!(s.groups, 3);
         assert_eq!(s.global_per_router, 3);
         assert_eq!(s.placement, Placement::SameGroup);
@@ -335,49 +380,54 @@ mod tests {
             ("placement=same-blade,nodes=5", "at most 4 nodes"),
             ("global-per-router=11", "global-per-router=\"11\""),
         ] {
-            let e = SimSpec::parse(spec).unwrap_err();
+            let e = spec.parse::<SimSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
         }
     }
 
     #[test]
     fn routing_modes_map_to_the_simulator() {
-        assert_eq!(Mode::from_dlvr_mode(0x00), Mode::Adaptive0);
-        assert_eq!(Mode::from_dlvr_mode(0x20), Mode::Adaptive1);
-        assert_eq!(Mode::from_dlvr_mode(0x40), Mode::Adaptive2);
-        assert_eq!(Mode::from_dlvr_mode(0x80), Mode::Adaptive3);
-        assert_eq!(Mode::from_dlvr_mode(0x180), Mode::Adaptive3, "ORDERED_TAIL is a flag");
-        assert_eq!(Mode::from_dlvr_mode(0x10), Mode::Min);
-        assert_eq!(Mode::from_dlvr_mode(0x08), Mode::Val);
-        assert_eq!(Mode::from_dlvr_mode(0x03), Mode::InOrder);
-        assert_eq!(Mode::from_dlvr_mode(0x01), Mode::Min);
-        assert_eq!(Mode::from_dlvr_mode(0x90), Mode::Min);
-        assert_eq!(Mode::from_dlvr_mode(0x02), Mode::Adaptive0);
+        use aar_abi::*;
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE0), Mode::Adaptive0);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE1), Mode::Adaptive1);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE2), Mode::Adaptive2);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE3), Mode::Adaptive3);
+        let tail = GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_ORDERED_TAIL;
+        assert_eq!(Mode::from_dlvr_mode(tail), Mode::Adaptive3, "ORDERED_TAIL is a flag");
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_MIN_HASH), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NMIN_HASH), Mode::Val);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_IN_ORDER), Mode::InOrder);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NO_ADAPT), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_MIN_HASH), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NO_HASH), Mode::Adaptive0);
     }
 
-    fn put(bytes: u64, mode: u16, src: u32, dst: u32) -> Transfer {
-        Transfer { post_type: 3, direction: Direction::PutLike, bytes, dlvr_mode: mode, src_nic: src, dst_nic: dst }
+    fn put(bytes: u64, mode: u16, src: u32, dst: u32) -> NicTransfer {
+        NicTransfer { transfer: Transfer::Put, bytes, dlvr_mode: mode, src_nic: src, dst_nic: dst }
     }
 
     #[test]
     fn nics_map_to_placement_nodes_and_a_put_moves_the_clock_and_counters() {
+        use aar_abi::GNI_DLVMODE_ADAPTIVE3;
         let spec = SimSpec { groups: 2, ..SimSpec::default() };
         let mut m = SimModel::new(&spec, NetworkProfile::default());
         let npg = 384;
+        let (first, second) = (FIRST_NIC_ADDR, FIRST_NIC_ADDR + 1);
         assert_eq!(m.nodes(), &[0, npg]);
-        assert_eq!(m.node_of(0x100), 0);
-        assert_eq!(m.node_of(0x101), npg);
-        assert_eq!(m.node_of(0x102), 0);
+        assert_eq!(m.node_of(first), 0);
+        assert_eq!(m.node_of(second), npg);
+        assert_eq!(m.node_of(FIRST_NIC_ADDR + 2), 0);
         let t0 = m.clock_ns();
         assert_eq!(t0, 5_000, "the clock starts after the background lead time");
-        let e = m.on_transfer(&put(64, 0x80, 0x100, 0x101));
+        let e = m.on_transfer(&put(64, GNI_DLVMODE_ADAPTIVE3, first, second));
         assert_eq!((e.req_flits, e.rsp_packets), (5.0, 1.0));
         assert!(e.rsp_latency_cycles > 0.0 && e.rsp_latency_us == 0.0);
         let dt = m.clock_ns() - t0;
         // The response latency counter runs from injection to the response's arrival: the
         // whole transfer, within a cycle.
-        assert!((dt as f64 - e.rsp_latency_cycles * 1.25).abs() <= 2.0, "{dt} ns vs {e:?}");
-        let e = m.on_transfer(&put(4096, 0x80, 0x101, 0x100));
+        let cycle_ns = aar_engine::model::NIC_CYCLE_US * 1e3;
+        assert!((dt as f64 - e.rsp_latency_cycles * cycle_ns).abs() <= 2.0, "{dt} ns vs {e:?}");
+        let e = m.on_transfer(&put(4096, GNI_DLVMODE_ADAPTIVE3, second, first));
         assert_eq!((e.req_flits, e.rsp_packets), (64.0 * 5.0, 64.0));
     }
 }

@@ -1,0 +1,124 @@
+//! Communication domains, the NICs they attach to, and endpoints: the calls that create, bind and
+//! destroy them. The objects and their handles live in [`crate::registry`].
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use aar_abi::*;
+
+use crate::registry::{self, handle_of, Binding, Cdm, Ep, Nic, FIRST_NIC_ADDR};
+
+/// The `device_id` that GNI_CdmAttach and GNI_CdmGetNicAddress take for "the nearest NIC".
+const ANY_DEVICE: u32 = u32::MAX;
+
+/// The emulated node has one NIC: device 0, also the nearest one.
+fn check_device(device_id: u32) -> Result<(), GniReturn> {
+    if device_id == 0 || device_id == ANY_DEVICE {
+        Ok(())
+    } else {
+        Err(GNI_RC_NO_MATCH)
+    }
+}
+
+/// GNI_CdmCreate: a new domain's handle.
+pub fn cdm_create(inst_id: u32, modes: u32) -> usize {
+    let obj = Arc::new(Cdm { inst_id, modes, nic: Mutex::new(None) });
+    let h = handle_of(&obj);
+    registry::write().cdms.insert(h, obj);
+    h
+}
+
+/// GNI_CdmAttach: attaches the domain to a NIC of its own; its address and handle.
+pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn> {
+    let mut reg = registry::write();
+    let c = reg.cdms.get(&cdm).ok_or(GNI_RC_INVALID_PARAM)?.clone();
+    check_device(device_id)?;
+    let mut attached = c.nic.lock().unwrap_or_else(|e| e.into_inner());
+    if attached.is_some() {
+        return Err(GNI_RC_INVALID_STATE);
+    }
+    let addr = reg.next_nic_addr;
+    reg.next_nic_addr += 1;
+    let obj = Arc::new(Nic {
+        addr,
+        inst_id: c.inst_id,
+        dual_events: c.modes & GNI_CDM_MODE_DUAL_EVENTS != 0,
+        smsg_mode: Default::default(),
+    });
+    let h = handle_of(&obj);
+    reg.nic_by_key.insert(obj.key(), obj.clone());
+    reg.nics.insert(h, obj);
+    *attached = Some(h);
+    Ok((addr, h))
+}
+
+/// GNI_CdmDestroy: the domain, its NIC and everything created on that NIC.
+pub fn cdm_destroy(cdm: usize) -> Result<(), GniReturn> {
+    let mut reg = registry::write();
+    let c = reg.cdms.remove(&cdm).ok_or(GNI_RC_INVALID_PARAM)?;
+    let nic = *c.nic.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = nic {
+        reg.remove_nic(n);
+    }
+    Ok(())
+}
+
+/// GNI_CdmGetNicAddress: the address of the first NIC attached, and the CPU the caller runs on.
+pub fn nic_address(device_id: u32) -> Result<(u32, u32), GniReturn> {
+    check_device(device_id).map_err(|_| GNI_RC_INVALID_PARAM)?;
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() }.max(0) as u32;
+    Ok((FIRST_NIC_ADDR, cpu))
+}
+
+/// GNI_EpCreate: an endpoint on `nic`, with `src_cq` (0: none) as its completion queue.
+pub fn ep_create(nic: usize, src_cq: usize) -> Result<usize, GniReturn> {
+    let mut reg = registry::write();
+    let n = reg.nic(nic)?.clone();
+    let cq = match src_cq {
+        0 => None,
+        h => Some(reg.cq(h).ok().filter(|c| c.nic == nic).ok_or(GNI_RC_INVALID_PARAM)?.clone()),
+    };
+    if let Some(c) = &cq {
+        c.eps.fetch_add(1, Ordering::Relaxed);
+    }
+    let obj = Arc::new(Ep {
+        seq: registry::next_ep_seq(),
+        nic: n,
+        nic_handle: nic,
+        cq,
+        binding: Default::default(),
+        smsg_max_send: Default::default(),
+        inbox: Mutex::new(None),
+    });
+    let h = handle_of(&obj);
+    reg.eps.insert(h, obj);
+    Ok(h)
+}
+
+/// GNI_EpBind: the remote NIC address and instance the endpoint talks to.
+pub fn ep_bind(ep: usize, remote_addr: u32, remote_id: u32) -> Result<(), GniReturn> {
+    let reg = registry::read();
+    let e = reg.ep(ep)?;
+    *e.lock_binding() = Binding { remote: Some((remote_addr, remote_id)), ..Default::default() };
+    Ok(())
+}
+
+/// GNI_EpUnbind: forgets the binding, and with it the SMSG mailbox.
+pub fn ep_unbind(ep: usize) -> Result<(), GniReturn> {
+    let reg = registry::read();
+    let e = reg.ep(ep)?;
+    *e.lock_binding() = Default::default();
+    e.smsg_max_send.store(0, Ordering::Relaxed);
+    *e.lock_inbox() = None;
+    Ok(())
+}
+
+/// GNI_EpDestroy.
+pub fn ep_destroy(ep: usize) -> Result<(), GniReturn> {
+    let e = registry::write().eps.remove(&ep).ok_or(GNI_RC_INVALID_PARAM)?;
+    if let Some(c) = &e.cq {
+        c.eps.fetch_sub(1, Ordering::Relaxed);
+    }
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! The post log: `AAR_EMU_LOG=<path>` → JSON Lines, one [`Record`] per call that puts traffic on
+//! the network or changes SMSG routing (the format is documented in the crate root). Each line is
+//! one `write(2)` on an `O_APPEND` file, so lines are complete at any exit (no buffer to flush)
+//! and processes sharing the file do not interleave. Without the variable nothing is opened and
+//! nothing is formatted.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::sync::{Mutex, OnceLock};
+
+use aar_abi::GniReturn;
+use serde::Serialize;
+
+use crate::settings::{self, SettingError};
+
+static LOG: OnceLock<Option<Mutex<File>>> = OnceLock::new();
+
+fn log_file() -> Option<&'static Mutex<File>> {
+    LOG.get_or_init(|| {
+        let path = settings::log_path()?;
+        match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+            Ok(f) => Some(Mutex::new(f)),
+            Err(source) => {
+                SettingError::Log { path, source }.report();
+                None
+            }
+        }
+    })
+    .as_ref()
+}
+
+/// True when a log is open; callers skip building the record otherwise.
+pub fn enabled() -> bool {
+    log_file().is_some()
+}
+
+/// One line of the log. Fields are written in the order declared; `None` is `null`, except for
+/// the chain fields, which only chained posts have.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Record {
+    /// GNI_PostRdma, GNI_PostFma, GNI_PostCqWrite, GNI_CtPostFma, GNI_CtPostCqWrite: the head
+    /// descriptor's fields as received (`None` for a NULL descriptor).
+    Post {
+        call: &'static str,
+        #[serde(rename = "type")]
+        post_type: Option<u32>,
+        length: Option<u64>,
+        dlvr_mode: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chain_elements: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        chain_bytes: Option<u64>,
+        rc: GniReturn,
+    },
+    /// GNI_SmsgSend, GNI_SmsgSendWTag: header + data bytes, the SMSG mode of the sending NIC and
+    /// its address (`None` for an unknown endpoint).
+    SmsgSend { call: &'static str, length: u64, smsg_dlvr_mode: Option<u16>, nic: Option<u32>, rc: GniReturn },
+    /// GNI_SmsgSetDeliveryMode (`nic` is `None` for an unknown handle).
+    SmsgSetDeliveryMode { call: &'static str, nic: Option<u32>, dlvr_mode: u16, rc: GniReturn },
+}
+
+/// Appends `record` as one line.
+pub fn record(record: &Record) {
+    let Some(file) = log_file() else { return };
+    let Ok(mut line) = serde_json::to_vec(record) else { return };
+    line.push(b'\n');
+    let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = f.write_all(&line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_keep_the_documented_field_order() {
+        let post = Record::Post {
+            call: "GNI_CtPostFma",
+            post_type: Some(3),
+            length: Some(32),
+            dlvr_mode: Some(64),
+            chain_elements: Some(2),
+            chain_bytes: Some(210),
+            rc: 0,
+        };
+        let want = r#"{"call":"GNI_CtPostFma","type":3,"length":32,"dlvr_mode":64,"chain_elements":2,"chain_bytes":210,"rc":0}"#;
+        assert_eq!(serde_json::to_string(&post).unwrap(), want);
+        let null = Record::Post {
+            call: "GNI_PostFma",
+            post_type: None,
+            length: None,
+            dlvr_mode: None,
+            chain_elements: None,
+            chain_bytes: None,
+            rc: 2,
+        };
+        let want = r#"{"call":"GNI_PostFma","type":null,"length":null,"dlvr_mode":null,"rc":2}"#;
+        assert_eq!(serde_json::to_string(&null).unwrap(), want);
+        let smsg = Record::SmsgSend { call: "GNI_SmsgSend", length: 48, smsg_dlvr_mode: None, nic: Some(256), rc: 0 };
+        let want = r#"{"call":"GNI_SmsgSend","length":48,"smsg_dlvr_mode":null,"nic":256,"rc":0}"#;
+        assert_eq!(serde_json::to_string(&smsg).unwrap(), want);
+        let mode = Record::SmsgSetDeliveryMode { call: "GNI_SmsgSetDeliveryMode", nic: None, dlvr_mode: 128, rc: 2 };
+        let want = r#"{"call":"GNI_SmsgSetDeliveryMode","nic":null,"dlvr_mode":128,"rc":2}"#;
+        assert_eq!(serde_json::to_string(&mode).unwrap(), want);
+    }
+}

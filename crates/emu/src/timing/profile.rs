@@ -1,0 +1,289 @@
+//! The deterministic timing model (`AAR_EMU_NETWORK`, `aar_emu_set_network`): a network profile
+//! gives the latency and the stall ratio at the two ends of adaptive routing, and every routing
+//! mode lies between them by its bias towards minimal paths.
+
+use std::str::FromStr;
+
+use aar_abi::*;
+use aar_engine::model::{packets, request_flits};
+
+use super::{NicEffect, NicModel, NicTransfer};
+
+/// The two ends of the network's behaviour: plain Adaptive (ADAPTIVE0, "ad") and Adaptive with
+/// High Bias (ADAPTIVE3, "bs"). Modes in between are interpolated by their bias weight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NetworkProfile {
+    /// Microseconds per response packet.
+    pub latency_ad: f64,
+    pub latency_bs: f64,
+    /// Stalled cycles per request flit.
+    pub stall_ad: f64,
+    pub stall_bs: f64,
+    /// Response stalled cycles as a fraction of request stalled cycles.
+    pub rsp_stall: f64,
+}
+
+impl Default for NetworkProfile {
+    /// A quiet network: minimal paths are shorter, so High Bias answers faster; stalls are low on
+    /// both, slightly higher on minimal paths because they share fewer links.
+    fn default() -> Self {
+        NetworkProfile { latency_ad: 1.4, latency_bs: 1.1, stall_ad: 1.0, stall_bs: 2.0, rsp_stall: 0.0 }
+    }
+}
+
+/// The keys of `AAR_EMU_NETWORK`, one per field of [`NetworkProfile`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileKey {
+    LatencyAd,
+    LatencyBs,
+    StallAd,
+    StallBs,
+    RspStall,
+}
+
+impl ProfileKey {
+    /// Every key, in the order `AAR_EMU_NETWORK` documents them.
+    pub const ALL: [ProfileKey; 5] =
+        [ProfileKey::LatencyAd, ProfileKey::LatencyBs, ProfileKey::StallAd, ProfileKey::StallBs, ProfileKey::RspStall];
+
+    /// The key as `AAR_EMU_NETWORK` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileKey::LatencyAd => "latency_ad",
+            ProfileKey::LatencyBs => "latency_bs",
+            ProfileKey::StallAd => "stall_ad",
+            ProfileKey::StallBs => "stall_bs",
+            ProfileKey::RspStall => "rsp_stall",
+        }
+    }
+
+    /// "latency_ad, latency_bs, ...", for messages.
+    fn known() -> String {
+        Self::ALL.map(Self::name).join(", ")
+    }
+}
+
+/// A bad item of `AAR_EMU_NETWORK`, and what is done about it.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ProfileItemError {
+    #[error("item \"{0}\" is not key=value; ignored")]
+    NotKeyValue(String),
+    #[error("unknown key \"{key}\" (known: {known}); ignored", known = ProfileKey::known())]
+    UnknownKey { key: String },
+    #[error("{}=\"{value}\" is not a finite number >= 0; using the default {}={default}", key.name(), key.name())]
+    BadValue { key: ProfileKey, value: String, default: f64 },
+}
+
+/// One `key=value` item of `AAR_EMU_NETWORK`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProfileItem {
+    pub key: ProfileKey,
+    pub value: f64,
+}
+
+impl FromStr for ProfileItem {
+    type Err = ProfileItemError;
+
+    fn from_str(item: &str) -> Result<Self, Self::Err> {
+        let (key, value) = item.split_once('=').ok_or_else(|| ProfileItemError::NotKeyValue(item.to_string()))?;
+        let (key, value) = (key.trim(), value.trim());
+        let key = ProfileKey::ALL
+            .into_iter()
+            .find(|k| k.name() == key)
+            .ok_or_else(|| ProfileItemError::UnknownKey { key: key.to_string() })?;
+        match value.parse::<f64>() {
+            Ok(v) if valid_value(v) => Ok(ProfileItem { key, value: v }),
+            _ => Err(ProfileItemError::BadValue {
+                key,
+                value: value.to_string(),
+                default: NetworkProfile::default().get(key),
+            }),
+        }
+    }
+}
+
+/// The bad items of an `AAR_EMU_NETWORK` value, and the profile its good items make.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}", .problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct NetworkProfileError {
+    /// One per bad item, in the order of the items.
+    pub problems: Vec<ProfileItemError>,
+    /// What is used instead: the good items over the defaults.
+    pub usable: NetworkProfile,
+}
+
+impl FromStr for NetworkProfile {
+    type Err = NetworkProfileError;
+
+    /// Parses `key=value,key=value` (any subset of the keys, in any order); a missing key keeps
+    /// its default. A bad item does not spoil the others: the error carries the profile the good
+    /// items make, with one problem per bad item.
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let mut profile = NetworkProfile::default();
+        let mut problems = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item.parse::<ProfileItem>() {
+                Ok(ProfileItem { key, value }) => *profile.field(key) = value,
+                Err(e) => problems.push(e),
+            }
+        }
+        if problems.is_empty() {
+            Ok(profile)
+        } else {
+            Err(NetworkProfileError { problems, usable: profile })
+        }
+    }
+}
+
+impl NetworkProfile {
+    fn field(&mut self, key: ProfileKey) -> &mut f64 {
+        match key {
+            ProfileKey::LatencyAd => &mut self.latency_ad,
+            ProfileKey::LatencyBs => &mut self.latency_bs,
+            ProfileKey::StallAd => &mut self.stall_ad,
+            ProfileKey::StallBs => &mut self.stall_bs,
+            ProfileKey::RspStall => &mut self.rsp_stall,
+        }
+    }
+
+    fn get(mut self, key: ProfileKey) -> f64 {
+        *self.field(key)
+    }
+
+    /// True when every value is finite and non-negative.
+    pub fn is_valid(&self) -> bool {
+        ProfileKey::ALL.into_iter().all(|k| valid_value(self.get(k)))
+    }
+}
+
+fn valid_value(v: f64) -> bool {
+    v.is_finite() && v >= 0.0
+}
+
+/// How a routing mode behaves in the profile model: its bias weight towards minimal paths
+/// (0 = ADAPTIVE0 … 1 = ADAPTIVE3) and a latency multiplier. Only the routing byte counts; flags
+/// such as ORDERED_TAIL do not change paths.
+pub fn mode_behaviour(dlvr_mode: u16) -> (f64, f64) {
+    const MINIMAL_BITS: u16 = GNI_DLVMODE_ADAPTIVE3
+        | GNI_DLVMODE_MIN_HASH
+        | GNI_DLVMODE_NO_ADAPT
+        | GNI_DLVMODE_NO_HASH
+        | GNI_DLVMODE_NO_RADAPT;
+    match dlvr_mode & GNI_DLVMODE_ROUTING_MASK {
+        GNI_DLVMODE_ADAPTIVE0 => (0.0, 1.0),
+        GNI_DLVMODE_ADAPTIVE1 => (1.0 / 3.0, 1.0),
+        GNI_DLVMODE_ADAPTIVE2 => (2.0 / 3.0, 1.0),
+        GNI_DLVMODE_ADAPTIVE3 => (1.0, 1.0),
+        // Minimal paths only.
+        GNI_DLVMODE_MIN_HASH | GNI_DLVMODE_IN_ORDER => (1.0, 1.0),
+        // Always non-minimal: twice the hops.
+        GNI_DLVMODE_NMIN_HASH => (0.0, 2.0),
+        // Combinations no real caller sends: the strongest minimal bias present wins.
+        other if other & MINIMAL_BITS != 0 => (1.0, 1.0),
+        other if other & GNI_DLVMODE_ADAPTIVE2 != 0 => (2.0 / 3.0, 1.0),
+        other if other & GNI_DLVMODE_ADAPTIVE1 != 0 => (1.0 / 3.0, 1.0),
+        _ => (0.0, 2.0),
+    }
+}
+
+/// The deterministic profile model: per transfer of p packets and f request flits in a mode of
+/// bias weight w, latency += p·L(w), request stalls += f·s(w), with L and s interpolated between
+/// the profile's two ends.
+#[derive(Clone, Debug, Default)]
+pub struct DefaultModel {
+    pub profile: NetworkProfile,
+}
+
+impl NicModel for DefaultModel {
+    fn on_transfer(&mut self, t: &NicTransfer) -> NicEffect {
+        let (packets, flits) = (packets(t.bytes), request_flits(t.bytes, t.transfer));
+        let (w, latency_factor) = mode_behaviour(t.dlvr_mode);
+        let p = &self.profile;
+        let latency = (p.latency_ad + w * (p.latency_bs - p.latency_ad)) * latency_factor;
+        let stall = p.stall_ad + w * (p.stall_bs - p.stall_ad);
+        let req_stalled = flits as f64 * stall;
+        NicEffect {
+            req_flits: flits as f64,
+            req_stalled_cycles: req_stalled,
+            rsp_latency_us: packets as f64 * latency,
+            rsp_packets: packets as f64,
+            rsp_stalled_cycles: req_stalled * p.rsp_stall,
+            rsp_latency_cycles: 0.0,
+        }
+    }
+
+    fn set_profile(&mut self, profile: NetworkProfile) {
+        self.profile = profile;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aar_engine::model::Transfer;
+
+    use super::*;
+
+    fn put(bytes: u64, mode: u16) -> NicTransfer {
+        NicTransfer { transfer: Transfer::Put, bytes, dlvr_mode: mode, src_nic: 1, dst_nic: 2 }
+    }
+
+    #[test]
+    fn modes_interpolate_between_the_two_ends() {
+        let profile =
+            NetworkProfile { latency_ad: 1.6, latency_bs: 1.0, stall_ad: 2.0, stall_bs: 40.0, rsp_stall: 0.0 };
+        let mut m = DefaultModel { profile };
+        let ad = m.on_transfer(&put(64, GNI_DLVMODE_ADAPTIVE0));
+        assert_eq!(
+            ad,
+            NicEffect {
+                req_flits: 5.0,
+                req_stalled_cycles: 10.0,
+                rsp_latency_us: 1.6,
+                rsp_packets: 1.0,
+                rsp_stalled_cycles: 0.0,
+                rsp_latency_cycles: 0.0
+            }
+        );
+        let bs = m.on_transfer(&put(64, GNI_DLVMODE_ADAPTIVE3));
+        assert_eq!(bs.req_stalled_cycles, 200.0);
+        assert!((bs.rsp_latency_us - 1.0).abs() < 1e-12);
+        let a1 = m.on_transfer(&put(64, GNI_DLVMODE_ADAPTIVE1));
+        assert!((a1.rsp_latency_us - 1.4).abs() < 1e-12);
+        assert!((a1.req_stalled_cycles - 5.0 * (2.0 + 38.0 / 3.0)).abs() < 1e-9);
+        // Flag bits above the routing byte are ignored.
+        assert_eq!(m.on_transfer(&put(64, GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_ORDERED_TAIL)), bs);
+        // NMIN_HASH: adaptive-end stalls, doubled latency.
+        let nmin = m.on_transfer(&put(64, GNI_DLVMODE_NMIN_HASH));
+        assert!((nmin.rsp_latency_us - 3.2).abs() < 1e-12);
+        assert_eq!(nmin.req_stalled_cycles, 10.0);
+        assert_eq!(m.on_transfer(&put(64, GNI_DLVMODE_MIN_HASH)), bs);
+        assert_eq!(m.on_transfer(&put(64, GNI_DLVMODE_IN_ORDER)), bs);
+    }
+
+    #[test]
+    fn odd_combinations_take_the_strongest_minimal_bias() {
+        assert_eq!(mode_behaviour(GNI_DLVMODE_ADAPTIVE1 | GNI_DLVMODE_ADAPTIVE2), (2.0 / 3.0, 1.0));
+        assert_eq!(mode_behaviour(GNI_DLVMODE_ADAPTIVE1 | GNI_DLVMODE_NMIN_HASH), (1.0 / 3.0, 1.0));
+        assert_eq!(mode_behaviour(GNI_DLVMODE_NO_HASH), (1.0, 1.0));
+        assert_eq!(mode_behaviour(GNI_DLVMODE_ADAPTIVE2 | GNI_DLVMODE_MIN_HASH), (1.0, 1.0));
+    }
+
+    #[test]
+    fn profile_parsing_reports_each_bad_item_and_keeps_the_good_ones() {
+        let p: NetworkProfile = "latency_ad=1.6, latency_bs=1.0,stall_ad=2,stall_bs=40".parse().unwrap();
+        assert_eq!(
+            p,
+            NetworkProfile { latency_ad: 1.6, latency_bs: 1.0, stall_ad: 2.0, stall_bs: 40.0, rsp_stall: 0.0 }
+        );
+        let e = "latency_ad=abc,stall_bs=-1,bogus=3,rsp_stall=0.1,junk".parse::<NetworkProfile>().unwrap_err();
+        let c: Vec<String> = e.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(c.len(), 4, "{c:?}");
+        assert_eq!(c[0], "latency_ad=\"abc\" is not a finite number >= 0; using the default latency_ad=1.4");
+        assert_eq!(c[1], "stall_bs=\"-1\" is not a finite number >= 0; using the default stall_bs=2");
+        assert!(c[2].starts_with("unknown key \"bogus\" (known: latency_ad, latency_bs, stall_ad,"), "{}", c[2]);
+        assert_eq!(c[3], "item \"junk\" is not key=value; ignored");
+        assert_eq!(e.usable, NetworkProfile { rsp_stall: 0.1, ..NetworkProfile::default() });
+        assert_eq!("latency_ad=inf".parse::<NetworkProfile>().unwrap_err().problems.len(), 1);
+        assert_eq!("".parse::<NetworkProfile>().unwrap(), NetworkProfile::default());
+    }
+}
