@@ -146,6 +146,23 @@ static int caller_fields_intact(const gni_post_descriptor_t *before, const gni_p
 	       before->cqwrite_value == after->cqwrite_value;
 }
 
+/* A descriptor of a post from A's send buffer to B's receive buffer, with a local completion. */
+static gni_post_descriptor_t a_to_b(struct pair *p, gni_post_type_t type, uint64_t length, uint16_t dlvr, uint64_t seq)
+{
+	gni_post_descriptor_t pd;
+	memset(&pd, 0, sizeof pd);
+	pd.type = type;
+	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+	pd.dlvr_mode = dlvr;
+	pd.local_addr = (uint64_t)(uintptr_t)p->a.send_buf;
+	pd.local_mem_hndl = p->a.send_mh;
+	pd.remote_addr = (uint64_t)(uintptr_t)p->b.recv_buf;
+	pd.remote_mem_hndl = p->b.recv_mh;
+	pd.length = length;
+	pd.post_id = seq;
+	return pd;
+}
+
 static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dlvr, uint64_t seq)
 {
 	struct ugni_side *a = &p->a, *b = &p->b;
@@ -159,19 +176,10 @@ static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dl
 	}
 	for (uint64_t i = 0; i < size; i++)
 		src[i] = pattern(i, seq);
-	gni_post_descriptor_t pd, before;
-	memset(&pd, 0, sizeof pd);
-	pd.type = cqw ? GNI_POST_CQWRITE : get ? (rdma ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET) : (rdma ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT);
-	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-	pd.dlvr_mode = dlvr;
-	pd.local_addr = (uint64_t)(uintptr_t)a->send_buf;
-	pd.local_mem_hndl = a->send_mh;
-	pd.remote_addr = (uint64_t)(uintptr_t)b->recv_buf;
-	pd.remote_mem_hndl = b->recv_mh;
-	pd.length = cqw ? 0 : size;
-	pd.post_id = seq;
+	gni_post_type_t type = cqw ? GNI_POST_CQWRITE : get ? (rdma ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET) : (rdma ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT);
+	gni_post_descriptor_t pd = a_to_b(p, type, cqw ? 0 : size, dlvr, seq);
 	pd.cqwrite_value = seq & 0xffffffffffffull;
-	before = pd;
+	gni_post_descriptor_t before = pd;
 	gni_return_t rc = cqw ? GNI_PostCqWrite(a->ep, &pd) : rdma ? GNI_PostRdma(a->ep, &pd) : GNI_PostFma(a->ep, &pd);
 	__atomic_add_fetch(&p->posts, 1, __ATOMIC_RELAXED);
 	if (!ok(p, rc, kind))
@@ -214,19 +222,9 @@ static int chained(struct pair *p, int cqw, uint64_t size, unsigned elems, uint1
 		cqws[i].remote_mem_hndl = b->recv_mh;
 	}
 	uint64_t sum_before = cqw ? checksum(cqws, sizeof cqws[0] * elems) : checksum(puts, sizeof puts[0] * elems);
-	gni_post_descriptor_t pd, before;
-	memset(&pd, 0, sizeof pd);
-	pd.type = cqw ? GNI_POST_CQWRITE : GNI_POST_FMA_PUT;
-	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-	pd.dlvr_mode = dlvr;
-	pd.local_addr = (uint64_t)(uintptr_t)a->send_buf;
-	pd.local_mem_hndl = a->send_mh;
-	pd.remote_addr = (uint64_t)(uintptr_t)b->recv_buf;
-	pd.remote_mem_hndl = b->recv_mh;
-	pd.length = cqw ? 0 : size;
-	pd.post_id = seq;
+	gni_post_descriptor_t pd = a_to_b(p, cqw ? GNI_POST_CQWRITE : GNI_POST_FMA_PUT, cqw ? 0 : size, dlvr, seq);
 	pd.next_descr = elems ? (cqw ? (void *)cqws : (void *)puts) : NULL;
-	before = pd;
+	gni_post_descriptor_t before = pd;
 	gni_return_t rc = cqw ? GNI_CtPostCqWrite(a->ep, &pd) : GNI_CtPostFma(a->ep, &pd);
 	__atomic_add_fetch(&p->posts, 1, __ATOMIC_RELAXED);
 	printf("ct%s rc=%d\n", cqw ? "cqw" : "", (int)rc);
@@ -434,15 +432,8 @@ int main(int argc, char **argv)
 			i += 1;
 		} else if (!strcmp(c, "badpost")) {
 			unsigned char local[64];
-			gni_post_descriptor_t pd;
-			memset(&pd, 0, sizeof pd);
-			pd.type = GNI_POST_FMA_PUT;
-			pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+			gni_post_descriptor_t pd = a_to_b(&p, GNI_POST_FMA_PUT, sizeof local, 0, 0);
 			pd.local_addr = (uint64_t)(uintptr_t)local;
-			pd.local_mem_hndl = p.a.send_mh;
-			pd.remote_addr = (uint64_t)(uintptr_t)p.b.recv_buf;
-			pd.remote_mem_hndl = p.b.recv_mh;
-			pd.length = sizeof local;
 			gni_return_t rc = GNI_PostFma(p.a.ep, &pd);
 			p.posts++;
 			printf("badpost rc=%d\n", (int)rc);
