@@ -178,14 +178,25 @@ where
         } else {
             row.margin(24, 0, 0, 0)
         };
-        let panels = row.split_evenly((1, 3));
-        let u = Unit::for_experiment(e);
+        let areas = row.split_evenly((1, 3));
         let (lo, hi) = y_range(e);
-        boxes(&panels[0], e, &u, lo, hi, text)?;
-        ecdf(&panels[1], e, &u, lo, hi, text)?;
-        series(&panels[2], e, &u, lo, hi, text)?;
+        let panel = Panel { e, u: Unit::for_experiment(e), lo, hi, text };
+        boxes(&areas[0], &panel)?;
+        ecdf(&areas[1], &panel)?;
+        series(&areas[2], &panel)?;
     }
     Ok(())
+}
+
+/// What the three panels of an experiment's row share.
+struct Panel<'a> {
+    e: &'a ExperimentReport,
+    u: Unit,
+    /// The iteration-time axis, ns.
+    lo: f64,
+    hi: f64,
+    /// Whether to write text (a font was found).
+    text: bool,
 }
 
 fn y_range(e: &ExperimentReport) -> (f64, f64) {
@@ -230,17 +241,11 @@ impl Ranged for Slots {
     }
 }
 
-fn boxes<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    e: &ExperimentReport,
-    u: &Unit,
-    lo: f64,
-    hi: f64,
-    text: bool,
-) -> Result<(), OutputError>
+fn boxes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<(), OutputError>
 where
     DB::ErrorType: 'static,
 {
+    let &Panel { e, ref u, lo, hi, text } = panel;
     let k = e.policies.len();
     let mut b = ChartBuilder::on(area);
     b.margin(12);
@@ -314,17 +319,11 @@ fn thin(n: usize, max: usize) -> Vec<usize> {
     (0..max).map(|j| j * (n - 1) / (max - 1)).collect()
 }
 
-fn ecdf<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    e: &ExperimentReport,
-    u: &Unit,
-    lo: f64,
-    hi: f64,
-    text: bool,
-) -> Result<(), OutputError>
+fn ecdf<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<(), OutputError>
 where
     DB::ErrorType: 'static,
 {
+    let &Panel { e, ref u, lo, hi, text } = panel;
     let mut b = ChartBuilder::on(area);
     b.margin(12);
     if text {
@@ -361,17 +360,11 @@ where
     Ok(())
 }
 
-fn series<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    e: &ExperimentReport,
-    u: &Unit,
-    lo: f64,
-    hi: f64,
-    text: bool,
-) -> Result<(), OutputError>
+fn series<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<(), OutputError>
 where
     DB::ErrorType: 'static,
 {
+    let &Panel { e, ref u, lo, hi, text } = panel;
     let first = e.series.first().map_or(0, |p| p.0) as f64;
     let last = e.series.last().map_or(1, |p| p.0) as f64;
     let (x0, x1) = if last > first { (first, last) } else { (first - 1.0, first + 1.0) };
