@@ -222,7 +222,7 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
             );
             return program;
         }
-        Err(elf::NotElf::Other(why)) => {
+        Err(why) => {
             report.problem("program", format!("{shown} is {why}"), "Give the compiled program (an ELF executable).");
             return program;
         }
