@@ -512,6 +512,8 @@ fn exit_codes() {
     }
     let o = run(&[d]);
     assert_eq!(o.status.code(), Some(0));
+    let help = stdout(&run(&["--help"]));
+    assert!(help.contains("Exit status: 0 report written; 1 nothing to report"), "{help}");
     // Only the junk file is warned about.
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }

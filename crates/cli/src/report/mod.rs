@@ -8,8 +8,7 @@
 //! - [`stats`]: the estimators and the test, and why;
 //! - [`output`]: table, JSON and CSV; [`plot`]: SVG/PNG figure; [`html`]: one self-contained page.
 //!
-//! Exit codes: 0 report written, 1 nothing reportable (or an output file could not be written),
-//! 2 bad arguments.
+//! Exit statuses (in `aar report --help`): [`EXIT_OK`], [`EXIT_FAILED`], [`EXIT_USAGE`].
 
 mod analysis;
 mod html;
@@ -22,6 +21,8 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
+#[command(after_help = "Exit status: 0 report written; 1 nothing to report, or --plot/--html could not be written; \
+2 bad arguments.")]
 pub struct ReportArgs {
     /// Folders (searched recursively for *.iterations.jsonl) or record files
     #[arg(required = true, value_name = "DIR|FILE")]
@@ -52,7 +53,14 @@ pub struct ReportArgs {
     seed: u64,
 }
 
-/// A bad argument; the text completes `aar: ...` and the exit status is 2.
+/// The report was written.
+pub const EXIT_OK: i32 = 0;
+/// No record had a usable iteration, or `--plot` or `--html` could not be written.
+pub const EXIT_FAILED: i32 = 1;
+/// A bad argument: nothing was read.
+pub const EXIT_USAGE: i32 = 2;
+
+/// A bad argument; the text completes `aar: ...` and the exit status is [`EXIT_USAGE`].
 #[derive(Debug, thiserror::Error)]
 enum ArgError {
     #[error("{flag} {}: the file name must end in {}", .path.display(), dotted(.extensions))]
@@ -135,7 +143,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 pub fn run(args: ReportArgs) -> i32 {
     if let Err(e) = check(&args) {
         eprintln!("aar: {e}");
-        return 2;
+        return EXIT_USAGE;
     }
     let settings = analysis::Settings {
         skip: args.skip,
@@ -150,7 +158,7 @@ pub fn run(args: ReportArgs) -> i32 {
     let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
     if experiments.is_empty() {
         eprintln!("aar: nothing to report: no usable iteration records in {}", inputs.join(" "));
-        return 1;
+        return EXIT_FAILED;
     }
     let drawing = args.plot.is_some() || args.html.is_some();
     let text = !drawing
@@ -163,11 +171,11 @@ pub fn run(args: ReportArgs) -> i32 {
         };
     let report =
         analysis::Report { format: "aar-report/1", settings: analysis::settings_out(&settings), experiments, warnings };
-    let mut code = 0;
+    let mut code = EXIT_OK;
     let mut write = |flag: &str, path: &Path, bytes: Result<Vec<u8>, OutputError>| {
         if let Err(e) = bytes.and_then(|bytes| write_atomically(path, &bytes)) {
             eprintln!("aar: {flag} {}: {e}", path.display());
-            code = 1;
+            code = EXIT_FAILED;
         }
     };
     if let Some(path) = &args.plot {
