@@ -14,52 +14,26 @@
  * --count messages (default 10000); payload sizes cycle from 8 to --size bytes (default 64, at
  * most 4096); --window messages between drains (default 16, at most 64); --dlvr-mode is the
  * routing mode of the FMA PUTs (default 0); --smsg-mode, if given, is set on both NICs with
- * GNI_SmsgSetDeliveryMode before the stream starts. Exit status 0 only if everything arrived.
+ * GNI_SmsgSetDeliveryMode before the stream starts. Numbers are decimal or 0x hex, with an
+ * optional K or M suffix. Exit status 0 only if everything arrived.
+ *
+ * The set-up of the two sides (domains, NICs, CQs, endpoints, registered buffers, SMSG mailboxes)
+ * is in ugni_pair.h, beside this file.
  */
-#include <errno.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include "gni_pub.h"
+#define UGNI_PROGRAM "smallmsg"
+#include "ugni_pair.h"
 
 #define CQ_ENTRIES 256
 #define MAX_WINDOW 64
 #define MAX_SIZE 4096
 #define CREDITS 16
-#define WAIT_MS 10000
 
 struct msg_header {
 	uint32_t seq;
 	uint32_t len;
 };
 
-struct side {
-	uint32_t inst_id, addr;
-	gni_cdm_handle_t cdm;
-	gni_nic_handle_t nic;
-	gni_cq_handle_t tx_cq, rx_cq;
-	gni_ep_handle_t ep;
-	void *mailbox;
-	gni_mem_handle_t mailbox_mh;
-	gni_smsg_attr_t smsg;
-	unsigned char *buf; /* A: PUT source; B: landing slots */
-	gni_mem_handle_t buf_mh;
-};
-
 static uint32_t max_payload = 64;
-
-static int check(gni_return_t rc, const char *what)
-{
-	if (rc != GNI_RC_SUCCESS) {
-		fprintf(stderr, "smallmsg: %s failed: %s (%d)\n", what,
-			(unsigned)rc <= GNI_RC_ERROR_NOMEM ? gni_err_str[rc] : "?", (int)rc);
-		return -1;
-	}
-	return 0;
-}
 
 static uint32_t payload_len(uint64_t seq)
 {
@@ -71,46 +45,8 @@ static unsigned char pattern(uint64_t seq, uint32_t i)
 	return (unsigned char)(seq * 17u + i * 3u + 1u);
 }
 
-static int setup(struct side *s, uint32_t inst_id)
-{
-	s->inst_id = inst_id;
-	if (check(GNI_CdmCreate(inst_id, GNI_FIND_ALLOC_PTAG, 0x5678, 0, &s->cdm), "GNI_CdmCreate") ||
-	    check(GNI_CdmAttach(s->cdm, 0, &s->addr, &s->nic), "GNI_CdmAttach") ||
-	    check(GNI_CqCreate(s->nic, CQ_ENTRIES, 0, GNI_CQ_NOBLOCK, NULL, NULL, &s->tx_cq), "GNI_CqCreate") ||
-	    check(GNI_CqCreate(s->nic, CQ_ENTRIES, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->rx_cq), "GNI_CqCreate") ||
-	    check(GNI_EpCreate(s->nic, s->tx_cq, &s->ep), "GNI_EpCreate"))
-		return -1;
-
-	unsigned int mbox_bytes = 0;
-	memset(&s->smsg, 0, sizeof s->smsg);
-	s->smsg.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
-	s->smsg.mbox_maxcredit = CREDITS;
-	s->smsg.msg_maxsize = sizeof(struct msg_header) + MAX_SIZE;
-	if (check(GNI_SmsgBufferSizeNeeded(&s->smsg, &mbox_bytes), "GNI_SmsgBufferSizeNeeded"))
-		return -1;
-	size_t buf_bytes = (size_t)MAX_WINDOW * MAX_SIZE;
-	s->mailbox = aligned_alloc(64, (mbox_bytes + 63) / 64 * 64);
-	s->buf = aligned_alloc(64, buf_bytes);
-	if (!s->mailbox || !s->buf) {
-		fprintf(stderr, "smallmsg: out of memory\n");
-		return -1;
-	}
-	memset(s->mailbox, 0, mbox_bytes);
-	memset(s->buf, 0, buf_bytes);
-	if (check(GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->mailbox, mbox_bytes, s->rx_cq,
-				  GNI_MEM_READWRITE, (uint32_t)-1, &s->mailbox_mh), "GNI_MemRegister") ||
-	    check(GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->buf, buf_bytes, s->rx_cq,
-				  GNI_MEM_READWRITE, (uint32_t)-1, &s->buf_mh), "GNI_MemRegister"))
-		return -1;
-	s->smsg.msg_buffer = s->mailbox;
-	s->smsg.buff_size = mbox_bytes;
-	s->smsg.mem_hndl = s->mailbox_mh;
-	s->smsg.mbox_offset = 0;
-	return 0;
-}
-
 struct stream {
-	struct side *a, *b;
+	struct ugni_side *a, *b;
 	const char *mix;
 	uint16_t dlvr_mode;
 	uint64_t next_to_check; /* B: sequence number of the next message expected */
@@ -131,7 +67,7 @@ static int is_smsg(const struct stream *st, uint64_t seq)
 /* B: handle every event on its receive CQ, checking messages in sequence order. */
 static int drain_receiver(struct stream *st)
 {
-	struct side *b = st->b;
+	struct ugni_side *b = st->b;
 	gni_cq_entry_t ev;
 	gni_return_t rc;
 	while ((rc = GNI_CqGetEvent(b->rx_cq, &ev)) == GNI_RC_SUCCESS) {
@@ -140,7 +76,7 @@ static int drain_receiver(struct stream *st)
 		if (GNI_CQ_GET_TYPE(ev) == GNI_CQ_EVENT_TYPE_SMSG) {
 			void *msg;
 			uint8_t tag = GNI_SMSG_ANY_TAG;
-			if (check(GNI_SmsgGetNextWTag(b->ep, &msg, &tag), "GNI_SmsgGetNextWTag"))
+			if (ugni_check(GNI_SmsgGetNextWTag(b->ep, &msg, &tag), "GNI_SmsgGetNextWTag"))
 				return -1;
 			struct msg_header h;
 			memcpy(&h, msg, sizeof h);
@@ -156,10 +92,10 @@ static int drain_receiver(struct stream *st)
 					fprintf(stderr, "smallmsg: SMSG %llu: byte %u corrupted\n", (unsigned long long)seq, i);
 					return -1;
 				}
-			if (check(GNI_SmsgRelease(b->ep), "GNI_SmsgRelease"))
+			if (ugni_check(GNI_SmsgRelease(b->ep), "GNI_SmsgRelease"))
 				return -1;
 		} else {
-			const unsigned char *slot = b->buf + (seq % MAX_WINDOW) * MAX_SIZE;
+			const unsigned char *slot = b->recv_buf + (seq % MAX_WINDOW) * MAX_SIZE;
 			struct msg_header h;
 			memcpy(&h, slot, sizeof h);
 			if (is_smsg(st, seq) || h.seq != (uint32_t)seq || h.len != len ||
@@ -176,7 +112,7 @@ static int drain_receiver(struct stream *st)
 		}
 		st->next_to_check++;
 	}
-	return rc == GNI_RC_NOT_DONE ? 0 : check(rc, "GNI_CqGetEvent (receiver)");
+	return rc == GNI_RC_NOT_DONE ? 0 : ugni_check(rc, "GNI_CqGetEvent (receiver)");
 }
 
 /* A: take every local completion. */
@@ -187,7 +123,7 @@ static int drain_sender(struct stream *st)
 	while ((rc = GNI_CqGetEvent(st->a->tx_cq, &ev)) == GNI_RC_SUCCESS) {
 		if (GNI_CQ_GET_TYPE(ev) == GNI_CQ_EVENT_TYPE_POST) {
 			gni_post_descriptor_t *pd;
-			if (check(GNI_GetCompleted(st->a->tx_cq, ev, &pd), "GNI_GetCompleted"))
+			if (ugni_check(GNI_GetCompleted(st->a->tx_cq, ev, &pd), "GNI_GetCompleted"))
 				return -1;
 			if (pd < st->pds || pd >= st->pds + MAX_WINDOW) {
 				fprintf(stderr, "smallmsg: completion for an unknown descriptor\n");
@@ -195,12 +131,12 @@ static int drain_sender(struct stream *st)
 			}
 		}
 	}
-	return rc == GNI_RC_NOT_DONE ? 0 : check(rc, "GNI_CqGetEvent (sender)");
+	return rc == GNI_RC_NOT_DONE ? 0 : ugni_check(rc, "GNI_CqGetEvent (sender)");
 }
 
 static int send_one(struct stream *st, uint64_t seq)
 {
-	struct side *a = st->a, *b = st->b;
+	struct ugni_side *a = st->a, *b = st->b;
 	uint32_t len = payload_len(seq);
 	unsigned char payload[MAX_SIZE];
 	struct msg_header h = { (uint32_t)seq, len };
@@ -215,7 +151,7 @@ static int send_one(struct stream *st, uint64_t seq)
 			if (rc == GNI_RC_SUCCESS)
 				break;
 			if (rc != GNI_RC_NOT_DONE || tries > 1000)
-				return check(rc, "GNI_SmsgSend");
+				return ugni_check(rc, "GNI_SmsgSend");
 			/* Out of credits: let the receiver catch up. */
 			if (drain_receiver(st) || drain_sender(st))
 				return -1;
@@ -226,7 +162,7 @@ static int send_one(struct stream *st, uint64_t seq)
 	}
 
 	/* A PUT of the payload, with the header in its first 8 bytes, into B's slot for it. */
-	unsigned char *src = a->buf + (seq % MAX_WINDOW) * MAX_SIZE;
+	unsigned char *src = a->send_buf + (seq % MAX_WINDOW) * MAX_SIZE;
 	memcpy(src, payload, len);
 	memcpy(src, &h, sizeof h);
 	gni_post_descriptor_t *pd = &st->pds[seq % MAX_WINDOW];
@@ -235,26 +171,15 @@ static int send_one(struct stream *st, uint64_t seq)
 	pd->cq_mode = GNI_CQMODE_GLOBAL_EVENT | GNI_CQMODE_REMOTE_EVENT;
 	pd->dlvr_mode = st->dlvr_mode;
 	pd->local_addr = (uint64_t)(uintptr_t)src;
-	pd->local_mem_hndl = a->buf_mh;
-	pd->remote_addr = (uint64_t)(uintptr_t)(b->buf + (seq % MAX_WINDOW) * MAX_SIZE);
-	pd->remote_mem_hndl = b->buf_mh;
+	pd->local_mem_hndl = a->send_mh;
+	pd->remote_addr = (uint64_t)(uintptr_t)(b->recv_buf + (seq % MAX_WINDOW) * MAX_SIZE);
+	pd->remote_mem_hndl = b->recv_mh;
 	pd->length = len;
 	pd->post_id = seq;
-	if (check(GNI_PostFma(a->ep, pd), "GNI_PostFma"))
+	if (ugni_check(GNI_PostFma(a->ep, pd), "GNI_PostFma"))
 		return -1;
 	st->fma_count++;
 	st->bytes += len;
-	return 0;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s || *end)
-		return -1;
-	*out = v;
 	return 0;
 }
 
@@ -268,31 +193,17 @@ int main(int argc, char **argv)
 	uint64_t count = 10000, size = 64, window = 16, dlvr_mode = 0, smsg_mode = 0;
 	int set_smsg_mode = 0;
 	const char *mix = "both";
-	for (int i = 1; i < argc; i++) {
-		uint64_t *target = NULL;
-		if (!strcmp(argv[i], "--mix") && i + 1 < argc) {
-			mix = argv[++i];
-			continue;
-		}
-		if (!strcmp(argv[i], "--count"))
-			target = &count;
-		else if (!strcmp(argv[i], "--size"))
-			target = &size;
-		else if (!strcmp(argv[i], "--window"))
-			target = &window;
-		else if (!strcmp(argv[i], "--dlvr-mode"))
-			target = &dlvr_mode;
-		else if (!strcmp(argv[i], "--smsg-mode"))
-			target = &smsg_mode, set_smsg_mode = 1;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return 0;
-		}
-		if (!target || i + 1 >= argc || parse_u64(argv[++i], target)) {
-			usage();
-			return 2;
-		}
-	}
+	const struct ugni_option options[] = {
+		{ .name = "--count", .number = &count },
+		{ .name = "--size", .number = &size },
+		{ .name = "--mix", .text = &mix },
+		{ .name = "--window", .number = &window },
+		{ .name = "--dlvr-mode", .number = &dlvr_mode },
+		{ .name = "--smsg-mode", .number = &smsg_mode, .given = &set_smsg_mode },
+	};
+	int status = ugni_options(argc, argv, options, sizeof options / sizeof *options, usage);
+	if (status >= 0)
+		return status;
 	if (size < 8 || size > MAX_SIZE || window == 0 || window > MAX_WINDOW || dlvr_mode > 0xffff ||
 	    smsg_mode > 0xffff || (strcmp(mix, "smsg") && strcmp(mix, "fma") && strcmp(mix, "both"))) {
 		usage();
@@ -300,18 +211,22 @@ int main(int argc, char **argv)
 	}
 	max_payload = (uint32_t)size;
 
-	struct side a, b;
-	memset(&a, 0, sizeof a);
-	memset(&b, 0, sizeof b);
-	if (setup(&a, 0) || setup(&b, 1) ||
-	    check(GNI_EpBind(a.ep, b.addr, b.inst_id), "GNI_EpBind") ||
-	    check(GNI_EpBind(b.ep, a.addr, a.inst_id), "GNI_EpBind") ||
-	    check(GNI_SmsgInit(a.ep, &a.smsg, &b.smsg), "GNI_SmsgInit") ||
-	    check(GNI_SmsgInit(b.ep, &b.smsg, &a.smsg), "GNI_SmsgInit"))
+	/* A's send buffer is the source of its PUTs, B's receive buffer their landing slots. */
+	struct ugni_side a, b;
+	const struct ugni_pair_config config = {
+		.inst_id = 0,
+		.cookie = 0x5678,
+		.cq_entries = CQ_ENTRIES,
+		.tx_cq_mode = GNI_CQ_NOBLOCK,
+		.bytes = (uint64_t)MAX_WINDOW * MAX_SIZE,
+		.smsg_credits = CREDITS,
+		.smsg_max_size = sizeof(struct msg_header) + MAX_SIZE,
+	};
+	if (ugni_pair_open(&a, &b, &config))
 		return 1;
 	if (set_smsg_mode &&
-	    (check(GNI_SmsgSetDeliveryMode(a.nic, (uint16_t)smsg_mode), "GNI_SmsgSetDeliveryMode") ||
-	     check(GNI_SmsgSetDeliveryMode(b.nic, (uint16_t)smsg_mode), "GNI_SmsgSetDeliveryMode")))
+	    (ugni_check(GNI_SmsgSetDeliveryMode(a.nic, (uint16_t)smsg_mode), "GNI_SmsgSetDeliveryMode") ||
+	     ugni_check(GNI_SmsgSetDeliveryMode(b.nic, (uint16_t)smsg_mode), "GNI_SmsgSetDeliveryMode")))
 		return 1;
 
 	static struct stream st;
@@ -320,8 +235,7 @@ int main(int argc, char **argv)
 	st.mix = mix;
 	st.dlvr_mode = (uint16_t)dlvr_mode;
 
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = ugni_monotonic_ns();
 	for (uint64_t seq = 0; seq < count; seq++) {
 		if (send_one(&st, seq))
 			return 1;
@@ -330,26 +244,14 @@ int main(int argc, char **argv)
 	}
 	if (drain_receiver(&st) || drain_sender(&st))
 		return 1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (double)(ugni_monotonic_ns() - t0) / 1e9;
 	if (st.next_to_check != count) {
 		fprintf(stderr, "smallmsg: %llu of %llu messages arrived\n", (unsigned long long)st.next_to_check,
 			(unsigned long long)count);
 		return 1;
 	}
-	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("smallmsg: OK, %llu messages (%llu SMSG, %llu FMA PUT), %llu bytes, %.0f messages/s, all verified\n",
 	       (unsigned long long)count, (unsigned long long)st.smsg_count, (unsigned long long)st.fma_count,
 	       (unsigned long long)st.bytes, secs > 0 ? (double)count / secs : 0.0);
-
-	GNI_EpUnbind(a.ep);
-	GNI_EpUnbind(b.ep);
-	GNI_EpDestroy(a.ep);
-	GNI_EpDestroy(b.ep);
-	GNI_CdmDestroy(a.cdm);
-	GNI_CdmDestroy(b.cdm);
-	free(a.mailbox);
-	free(a.buf);
-	free(b.mailbox);
-	free(b.buf);
-	return 0;
+	return ugni_pair_close(&a, &b) ? 1 : 0;
 }

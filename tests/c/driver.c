@@ -53,38 +53,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gni_pub.h"
 #include "aar_emu.h"
-#include "aar.h"
-
 /* The C API is optional: the driver also runs without libaar.so. */
-#pragma weak aar_set_mode
-#pragma weak aar_set_mode_name
-#pragma weak aar_set_auto
-#pragma weak aar_disable
-#pragma weak aar_enable
-#pragma weak aar_policy_name
-#pragma weak aar_iteration_begin
-#pragma weak aar_iteration_end
-#pragma weak aar_iteration_label
-#pragma weak aar_iteration_index
+#include "aar_weak.h"
+#define UGNI_PROGRAM "driver"
+#include "../../examples/ugni_pair.h"
 
 #define MAX_BYTES (8u << 20)
-#define WAIT_MS 10000
-
-struct side {
-	uint32_t inst_id, addr;
-	gni_cdm_handle_t cdm;
-	gni_nic_handle_t nic;
-	gni_cq_handle_t tx_cq, rx_cq;
-	gni_ep_handle_t ep;
-	unsigned char *buf, *rbuf, *mailbox;
-	gni_mem_handle_t mh, rmh, mailbox_mh;
-	gni_smsg_attr_t smsg;
-};
 
 struct pair {
-	struct side a, b;
+	struct ugni_side a, b;
 	uint64_t posts, errors;
 };
 
@@ -98,69 +76,29 @@ static void fail(struct pair *p, const char *what)
 
 static int ok(struct pair *p, gni_return_t rc, const char *what)
 {
-	if (rc == GNI_RC_SUCCESS)
+	if (ugni_check(rc, what) == 0)
 		return 1;
-	char msg[160];
-	snprintf(msg, sizeof msg, "%s failed: rc=%d", what, (int)rc);
-	fail(p, msg);
+	p->errors++;
 	return 0;
 }
 
-static int setup_side(struct pair *p, struct side *s, uint32_t inst_id, uint64_t bytes)
-{
-	s->inst_id = inst_id;
-	if (!ok(p, GNI_CdmCreate(inst_id, GNI_FIND_ALLOC_PTAG, 0x5a5a, 0, &s->cdm), "GNI_CdmCreate") ||
-	    !ok(p, GNI_CdmAttach(s->cdm, 0, &s->addr, &s->nic), "GNI_CdmAttach") ||
-	    !ok(p, GNI_CqCreate(s->nic, 1024, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->tx_cq), "GNI_CqCreate") ||
-	    !ok(p, GNI_CqCreate(s->nic, 1024, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->rx_cq), "GNI_CqCreate") ||
-	    !ok(p, GNI_EpCreate(s->nic, s->tx_cq, &s->ep), "GNI_EpCreate"))
-		return -1;
-	s->buf = aligned_alloc(64, bytes);
-	s->rbuf = aligned_alloc(64, bytes);
-	if (!s->buf || !s->rbuf)
-		return -1;
-	memset(s->buf, 0, bytes);
-	memset(s->rbuf, 0, bytes);
-	if (!ok(p, GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->buf, bytes, NULL, GNI_MEM_READWRITE, (uint32_t)-1, &s->mh), "GNI_MemRegister") ||
-	    !ok(p, GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->rbuf, bytes, s->rx_cq, GNI_MEM_READWRITE, (uint32_t)-1, &s->rmh), "GNI_MemRegister"))
-		return -1;
-	return 0;
-}
-
-static int setup_smsg(struct pair *p, struct side *s)
-{
-	unsigned int mbox_bytes = 0;
-	memset(&s->smsg, 0, sizeof s->smsg);
-	s->smsg.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
-	s->smsg.mbox_maxcredit = 64;
-	s->smsg.msg_maxsize = 4096;
-	if (!ok(p, GNI_SmsgBufferSizeNeeded(&s->smsg, &mbox_bytes), "GNI_SmsgBufferSizeNeeded"))
-		return -1;
-	s->mailbox = aligned_alloc(64, (mbox_bytes + 63) / 64 * 64);
-	if (!s->mailbox)
-		return -1;
-	memset(s->mailbox, 0, mbox_bytes);
-	if (!ok(p, GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)s->mailbox, mbox_bytes, s->rx_cq, GNI_MEM_READWRITE, (uint32_t)-1, &s->mailbox_mh), "GNI_MemRegister mailbox"))
-		return -1;
-	s->smsg.msg_buffer = s->mailbox;
-	s->smsg.buff_size = mbox_bytes;
-	s->smsg.mem_hndl = s->mailbox_mh;
-	return 0;
-}
-
+/* Sides A and B (inst_id `first_inst` and the next), their buffers of `bytes` and mailboxes. */
 static int setup_pair(struct pair *p, uint32_t first_inst, uint64_t bytes)
 {
+	const struct ugni_pair_config config = {
+		.inst_id = first_inst,
+		.cookie = 0x5a5a,
+		.cq_entries = 1024,
+		.tx_cq_mode = GNI_CQ_BLOCKING,
+		.bytes = bytes,
+		.smsg_credits = 64,
+		.smsg_max_size = 4096,
+	};
 	memset(p, 0, sizeof *p);
-	if (setup_side(p, &p->a, first_inst, bytes) || setup_side(p, &p->b, first_inst + 1, bytes))
+	if (ugni_pair_open(&p->a, &p->b, &config)) {
+		p->errors++;
 		return -1;
-	if (!ok(p, GNI_EpBind(p->a.ep, p->b.addr, p->b.inst_id), "GNI_EpBind") ||
-	    !ok(p, GNI_EpBind(p->b.ep, p->a.addr, p->a.inst_id), "GNI_EpBind"))
-		return -1;
-	if (setup_smsg(p, &p->a) || setup_smsg(p, &p->b))
-		return -1;
-	if (!ok(p, GNI_SmsgInit(p->a.ep, &p->a.smsg, &p->b.smsg), "GNI_SmsgInit") ||
-	    !ok(p, GNI_SmsgInit(p->b.ep, &p->b.smsg, &p->a.smsg), "GNI_SmsgInit"))
-		return -1;
+	}
 	return 0;
 }
 
@@ -178,22 +116,16 @@ static uint64_t checksum(const void *mem, size_t n)
 	return h;
 }
 
-/* Wait for the local completion of `pd` and check it is the one returned. */
-static int complete(struct pair *p, struct side *s, gni_post_descriptor_t *pd)
+/* Wait for the local completion of `pd`, posted by `s`. */
+static int complete(struct pair *p, struct ugni_side *s, gni_post_descriptor_t *pd)
 {
-	gni_cq_entry_t ev;
-	gni_post_descriptor_t *done = NULL;
-	if (!ok(p, GNI_CqWaitEvent(s->tx_cq, WAIT_MS, &ev), "GNI_CqWaitEvent") ||
-	    !ok(p, GNI_GetCompleted(s->tx_cq, ev, &done), "GNI_GetCompleted"))
-		return -1;
-	if (done != pd) {
-		fail(p, "GNI_GetCompleted returned another descriptor");
-		return -1;
-	}
-	return 0;
+	if (ugni_wait_local(s, pd) == 0)
+		return 0;
+	p->errors++;
+	return -1;
 }
 
-static void drain_remote(struct side *s)
+static void drain_remote(struct ugni_side *s)
 {
 	gni_cq_entry_t ev;
 	while (GNI_CqGetEvent(s->rx_cq, &ev) == GNI_RC_SUCCESS)
@@ -214,32 +146,40 @@ static int caller_fields_intact(const gni_post_descriptor_t *before, const gni_p
 	       before->cqwrite_value == after->cqwrite_value;
 }
 
+/* A descriptor of a post from A's send buffer to B's receive buffer, with a local completion. */
+static gni_post_descriptor_t a_to_b(struct pair *p, gni_post_type_t type, uint64_t length, uint16_t dlvr, uint64_t seq)
+{
+	gni_post_descriptor_t pd;
+	memset(&pd, 0, sizeof pd);
+	pd.type = type;
+	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+	pd.dlvr_mode = dlvr;
+	pd.local_addr = (uint64_t)(uintptr_t)p->a.send_buf;
+	pd.local_mem_hndl = p->a.send_mh;
+	pd.remote_addr = (uint64_t)(uintptr_t)p->b.recv_buf;
+	pd.remote_mem_hndl = p->b.recv_mh;
+	pd.length = length;
+	pd.post_id = seq;
+	return pd;
+}
+
 static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dlvr, uint64_t seq)
 {
-	struct side *a = &p->a, *b = &p->b;
+	struct ugni_side *a = &p->a, *b = &p->b;
 	int get = !strcmp(kind, "fmaget") || !strcmp(kind, "rdmaget");
 	int rdma = !strcmp(kind, "rdma") || !strcmp(kind, "rdmaget");
 	int cqw = !strcmp(kind, "cqwrite");
-	unsigned char *src = get ? b->rbuf : a->buf, *dst = get ? a->buf : b->rbuf;
+	unsigned char *src = get ? b->recv_buf : a->send_buf, *dst = get ? a->send_buf : b->recv_buf;
 	if (size > MAX_BYTES) {
 		fail(p, "size too large");
 		return -1;
 	}
 	for (uint64_t i = 0; i < size; i++)
 		src[i] = pattern(i, seq);
-	gni_post_descriptor_t pd, before;
-	memset(&pd, 0, sizeof pd);
-	pd.type = cqw ? GNI_POST_CQWRITE : get ? (rdma ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET) : (rdma ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT);
-	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-	pd.dlvr_mode = dlvr;
-	pd.local_addr = (uint64_t)(uintptr_t)(get ? a->buf : a->buf);
-	pd.local_mem_hndl = a->mh;
-	pd.remote_addr = (uint64_t)(uintptr_t)b->rbuf;
-	pd.remote_mem_hndl = b->rmh;
-	pd.length = cqw ? 0 : size;
-	pd.post_id = seq;
+	gni_post_type_t type = cqw ? GNI_POST_CQWRITE : get ? (rdma ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET) : (rdma ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT);
+	gni_post_descriptor_t pd = a_to_b(p, type, cqw ? 0 : size, dlvr, seq);
 	pd.cqwrite_value = seq & 0xffffffffffffull;
-	before = pd;
+	gni_post_descriptor_t before = pd;
 	gni_return_t rc = cqw ? GNI_PostCqWrite(a->ep, &pd) : rdma ? GNI_PostRdma(a->ep, &pd) : GNI_PostFma(a->ep, &pd);
 	__atomic_add_fetch(&p->posts, 1, __ATOMIC_RELAXED);
 	if (!ok(p, rc, kind))
@@ -258,13 +198,13 @@ static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dl
 
 static int chained(struct pair *p, int cqw, uint64_t size, unsigned elems, uint16_t dlvr, uint64_t seq)
 {
-	struct side *a = &p->a, *b = &p->b;
+	struct ugni_side *a = &p->a, *b = &p->b;
 	if ((uint64_t)(elems + 1) * size > MAX_BYTES || elems > 64) {
 		fail(p, "chain too large");
 		return -1;
 	}
 	for (uint64_t i = 0; i < (elems + 1) * size; i++)
-		a->buf[i] = pattern(i, seq);
+		a->send_buf[i] = pattern(i, seq);
 	gni_ct_put_post_descriptor_t puts[64];
 	gni_ct_cqw_post_descriptor_t cqws[64];
 	memset(puts, 0, sizeof puts);
@@ -273,28 +213,18 @@ static int chained(struct pair *p, int cqw, uint64_t size, unsigned elems, uint1
 		puts[i].next_descr = i + 1 < elems ? &puts[i + 1] : NULL;
 		puts[i].ep_hndl = a->ep;
 		puts[i].length = size;
-		puts[i].local_addr = (uint64_t)(uintptr_t)(a->buf + (i + 1) * size);
-		puts[i].remote_addr = (uint64_t)(uintptr_t)(b->rbuf + (i + 1) * size);
-		puts[i].remote_mem_hndl = b->rmh;
+		puts[i].local_addr = (uint64_t)(uintptr_t)(a->send_buf + (i + 1) * size);
+		puts[i].remote_addr = (uint64_t)(uintptr_t)(b->recv_buf + (i + 1) * size);
+		puts[i].remote_mem_hndl = b->recv_mh;
 		cqws[i].next_descr = i + 1 < elems ? &cqws[i + 1] : NULL;
 		cqws[i].ep_hndl = a->ep;
 		cqws[i].cqwrite_value = i;
-		cqws[i].remote_mem_hndl = b->rmh;
+		cqws[i].remote_mem_hndl = b->recv_mh;
 	}
 	uint64_t sum_before = cqw ? checksum(cqws, sizeof cqws[0] * elems) : checksum(puts, sizeof puts[0] * elems);
-	gni_post_descriptor_t pd, before;
-	memset(&pd, 0, sizeof pd);
-	pd.type = cqw ? GNI_POST_CQWRITE : GNI_POST_FMA_PUT;
-	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-	pd.dlvr_mode = dlvr;
-	pd.local_addr = (uint64_t)(uintptr_t)a->buf;
-	pd.local_mem_hndl = a->mh;
-	pd.remote_addr = (uint64_t)(uintptr_t)b->rbuf;
-	pd.remote_mem_hndl = b->rmh;
-	pd.length = cqw ? 0 : size;
-	pd.post_id = seq;
+	gni_post_descriptor_t pd = a_to_b(p, cqw ? GNI_POST_CQWRITE : GNI_POST_FMA_PUT, cqw ? 0 : size, dlvr, seq);
 	pd.next_descr = elems ? (cqw ? (void *)cqws : (void *)puts) : NULL;
-	before = pd;
+	gni_post_descriptor_t before = pd;
 	gni_return_t rc = cqw ? GNI_CtPostCqWrite(a->ep, &pd) : GNI_CtPostFma(a->ep, &pd);
 	__atomic_add_fetch(&p->posts, 1, __ATOMIC_RELAXED);
 	printf("ct%s rc=%d\n", cqw ? "cqw" : "", (int)rc);
@@ -309,14 +239,14 @@ static int chained(struct pair *p, int cqw, uint64_t size, unsigned elems, uint1
 		fail(p, "chain elements changed");
 	if (!caller_fields_intact(&before, &pd) || pd.next_descr != before.next_descr)
 		fail(p, "the head descriptor's caller fields changed");
-	if (!cqw && memcmp(a->buf, b->rbuf, (elems + 1) * size))
+	if (!cqw && memcmp(a->send_buf, b->recv_buf, (elems + 1) * size))
 		fail(p, "chained payload corrupted");
 	return 0;
 }
 
 static int smsg(struct pair *p, int tagged, uint64_t size, uint64_t seq)
 {
-	struct side *a = &p->a, *b = &p->b;
+	struct ugni_side *a = &p->a, *b = &p->b;
 	uint32_t header = (uint32_t)seq;
 	unsigned char payload[4096];
 	if (size + sizeof header > 4096) {
@@ -378,15 +308,18 @@ struct thread_arg {
 	uint32_t inst;
 	uint64_t size, count;
 	struct pair pair;
+	struct thread_arg *earlier; /* in the first of a command's threads: the previous command's */
 };
+
+/* The pairs of every "threads" command stay open until the process exits, as the main pair does
+ * (their NICs stay known to libaar.so); kept here, they stay reachable for LeakSanitizer too. */
+static struct thread_arg *thread_args;
 
 static void *thread_main(void *v)
 {
 	struct thread_arg *t = v;
-	if (setup_pair(&t->pair, t->inst, t->size > 4096 ? t->size : 4096)) {
-		t->pair.errors++;
+	if (setup_pair(&t->pair, t->inst, t->size > 4096 ? t->size : 4096))
 		return NULL;
-	}
 	for (uint64_t i = 0; i < t->count; i++)
 		transfer(&t->pair, "fma", t->size, 0, i);
 	return NULL;
@@ -414,10 +347,10 @@ static void reenter(void)
 	memset(&pd, 0, sizeof pd);
 	pd.type = GNI_POST_FMA_PUT;
 	pd.cq_mode = GNI_CQMODE_SILENT;
-	pd.local_addr = (uint64_t)(uintptr_t)main_pair->a.buf;
-	pd.local_mem_hndl = main_pair->a.mh;
-	pd.remote_addr = (uint64_t)(uintptr_t)main_pair->b.rbuf + MAX_BYTES - 64;
-	pd.remote_mem_hndl = main_pair->b.rmh;
+	pd.local_addr = (uint64_t)(uintptr_t)main_pair->a.send_buf;
+	pd.local_mem_hndl = main_pair->a.send_mh;
+	pd.remote_addr = (uint64_t)(uintptr_t)main_pair->b.recv_buf + MAX_BYTES - 64;
+	pd.remote_mem_hndl = main_pair->b.recv_mh;
 	pd.length = 1;
 	if (GNI_PostFma(main_pair->a.ep, &pd) == GNI_RC_SUCCESS)
 		__atomic_add_fetch(&reentered, 1, __ATOMIC_RELAXED);
@@ -499,15 +432,8 @@ int main(int argc, char **argv)
 			i += 1;
 		} else if (!strcmp(c, "badpost")) {
 			unsigned char local[64];
-			gni_post_descriptor_t pd;
-			memset(&pd, 0, sizeof pd);
-			pd.type = GNI_POST_FMA_PUT;
-			pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+			gni_post_descriptor_t pd = a_to_b(&p, GNI_POST_FMA_PUT, sizeof local, 0, 0);
 			pd.local_addr = (uint64_t)(uintptr_t)local;
-			pd.local_mem_hndl = p.a.mh;
-			pd.remote_addr = (uint64_t)(uintptr_t)p.b.rbuf;
-			pd.remote_mem_hndl = p.b.rmh;
-			pd.length = sizeof local;
 			gni_return_t rc = GNI_PostFma(p.a.ep, &pd);
 			p.posts++;
 			printf("badpost rc=%d\n", (int)rc);
@@ -675,7 +601,12 @@ int main(int argc, char **argv)
 				p.posts += t[k].pair.posts;
 				p.errors += t[k].pair.errors;
 			}
-			free(t);
+			if (n) { /* kept: see thread_args */
+				t[0].earlier = thread_args;
+				thread_args = t;
+			} else {
+				free(t);
+			}
 			free(tid);
 			i += 3;
 		} else {

@@ -113,24 +113,46 @@ struct Program {
     closure: Option<elf::Closure>,
 }
 
+/// A bad argument: nothing is checked, the exit status is [`EXIT_USAGE`].
+#[derive(Debug, thiserror::Error)]
+enum ArgError {
+    #[error("PROGRAM is empty; nothing was checked. Give the program you launch, e.g. aar doctor ./app.")]
+    EmptyProgram,
+    #[error(
+        "PROGRAM \"{0}\" does not exist; nothing was checked. Give the path of the program you launch (build it \
+         first)."
+    )]
+    NoSuchProgram(String),
+    #[error(
+        "PROGRAM \"{0}\" was not found: it has no '/' and no folder of PATH holds an executable of that name; \
+         nothing was checked. Give its path (e.g. ./{0}) or add its folder to PATH."
+    )]
+    NotInPath(String),
+    #[error(
+        "--lib {}: no such file; nothing was checked. Give the path of a libaar.so (e.g. \
+         $AAR_ROOT/lib/libaar.so after module load aar).",
+        .0.display()
+    )]
+    NoSuchLib(PathBuf),
+}
+
+/// The program to check, if one is given, as a shell would find it; and `--lib` must exist.
+fn check_args(args: &DoctorArgs) -> Result<Option<PathBuf>, ArgError> {
+    let program = args.program.as_deref().map(resolve_program).transpose()?;
+    match &args.lib {
+        Some(lib) if !lib.is_file() => Err(ArgError::NoSuchLib(lib.clone())),
+        _ => Ok(program),
+    }
+}
+
 pub fn run(args: DoctorArgs) -> i32 {
-    let program_path = match args.program.as_deref().map(resolve_program).transpose() {
+    let program_path = match check_args(&args) {
         Ok(p) => p,
-        Err(message) => {
-            eprintln!("aar doctor: {message}");
+        Err(e) => {
+            eprintln!("aar doctor: {e}");
             return EXIT_USAGE;
         }
     };
-    if let Some(lib) = &args.lib {
-        if !lib.is_file() {
-            eprintln!(
-                "aar doctor: --lib {}: no such file; nothing was checked. Give the path of a libaar.so \
-                 (e.g. $AAR_ROOT/lib/libaar.so after module load aar).",
-                lib.display()
-            );
-            return EXIT_USAGE;
-        }
-    }
     let mut report = Report::default();
     let program = program_path.map(|p| check_program(&p, &mut report));
     let libaar = check_preload(args.lib.as_deref(), program.as_ref(), &mut report);
@@ -155,20 +177,13 @@ pub fn run(args: DoctorArgs) -> i32 {
 }
 
 /// PROGRAM as a shell would find it: a name with a `/` as it is, any other name in PATH.
-fn resolve_program(arg: &str) -> Result<PathBuf, String> {
+fn resolve_program(arg: &str) -> Result<PathBuf, ArgError> {
     if arg.is_empty() {
-        return Err("PROGRAM is empty; nothing was checked. Give the program you launch, e.g. aar doctor ./app.".into());
+        return Err(ArgError::EmptyProgram);
     }
     if arg.contains('/') {
         let p = PathBuf::from(arg);
-        return if p.exists() {
-            Ok(p)
-        } else {
-            Err(format!(
-                "PROGRAM \"{arg}\" does not exist; nothing was checked. Give the path of the program you launch \
-                 (build it first)."
-            ))
-        };
+        return if p.exists() { Ok(p) } else { Err(ArgError::NoSuchProgram(arg.into())) };
     }
     let path = std::env::var("PATH").unwrap_or_default();
     for dir in path.split(':') {
@@ -178,10 +193,7 @@ fn resolve_program(arg: &str) -> Result<PathBuf, String> {
             return Ok(candidate);
         }
     }
-    Err(format!(
-        "PROGRAM \"{arg}\" was not found: it has no '/' and no folder of PATH holds an executable of that name; \
-         nothing was checked. Give its path (e.g. ./{arg}) or add its folder to PATH."
-    ))
+    Err(ArgError::NotInPath(arg.into()))
 }
 
 fn is_executable_file(p: &Path) -> bool {
@@ -210,7 +222,7 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
             );
             return program;
         }
-        Err(elf::NotElf::Other(why)) => {
+        Err(why) => {
             report.problem("program", format!("{shown} is {why}"), "Give the compiled program (an ELF executable).");
             return program;
         }
@@ -450,7 +462,7 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
     }
     let loaded = papi["path"].is_string();
     let mut missing_required = false;
-    for (i, event) in papi["events"].as_array().into_iter().flatten().enumerate() {
+    for event in papi["events"].as_array().into_iter().flatten() {
         let name = event["name"].as_str().unwrap_or("?");
         let role = event["role"].as_str().unwrap_or("?");
         let required = event["required"] != false;
@@ -488,7 +500,6 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
             ),
             None => {}
         }
-        let _ = i;
     }
     if loaded {
         match papi["error"].as_str() {

@@ -2,49 +2,11 @@
 //! the real libaar.so and the emulated libugni.so, both built in release mode into this test's
 //! target folder, and each case gets its verdict lines and its exit status.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-const SDE_EVENTS: [&str; 5] = [
-    "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS",
-    "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED",
-    "sde:::aries::AR_NIC_ORB_PRF_NET_RSP_TRACK_2",
-    "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK",
-    "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED",
-];
-
-/// The workspace root (this crate is crates/cli).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
-}
-
-/// The target folder this test was built into (target/<profile>/deps/<test>).
-fn target_dir() -> PathBuf {
-    std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf()
-}
-
-/// libaar.so and the emulated libugni.so, built once per test binary (a no-op when fresh).
-fn libdir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "--release", "-q", "-p", "aar", "-p", "aar-emu"])
-            .env("CARGO_TARGET_DIR", target_dir())
-            .current_dir(root())
-            .status()
-            .expect("run cargo build");
-        assert!(st.success(), "building libaar.so and libugni.so failed");
-        let dir = target_dir().join("release");
-        assert!(dir.join("libaar.so").is_file() && dir.join("libugni.so").is_file());
-        dir
-    })
-}
-
-fn libaar() -> PathBuf {
-    libdir().join("libaar.so")
-}
+use support::{libaar, libdir, root, sde_events, target_dir};
 
 fn scratch() -> PathBuf {
     let d = target_dir().join("aar-tests").join(format!("doctor-{}", std::process::id()));
@@ -125,7 +87,7 @@ fn doctor(args: &[&str], env: &[(&str, &str)]) -> Run {
             cmd.env_remove(k);
         }
     }
-    cmd.env("LD_PRELOAD", libaar()).env("AAR_PAPI_EVENTS", SDE_EVENTS.join(","));
+    cmd.env("LD_PRELOAD", libaar()).env("AAR_PAPI_EVENTS", sde_events().join(","));
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -149,7 +111,7 @@ fn a_dynamic_ugni_program_with_the_preload_and_its_events_is_all_well() {
     r.expect_line("ok", "preload", &format!("LD_PRELOAD names {}", libaar().display()));
     r.expect_line("ok", "libaar.so", "loads: aar ");
     r.expect_line("ok", "PAPI", "PAPI 7.");
-    for (i, event) in SDE_EVENTS.iter().enumerate() {
+    for (i, event) in sde_events().iter().enumerate() {
         r.expect_line("ok", "event", event);
         assert!(r
             .stdout
@@ -191,13 +153,14 @@ fn a_program_without_ugni_or_dmapp_gives_libaar_nothing_to_route() {
 fn a_missing_event_is_named_whether_papi_refuses_it_or_takes_it_as_a_placeholder() {
     let prog = ugni_program();
     // A name no PAPI component knows: the library's own opening fails on it.
-    let mut events = SDE_EVENTS.map(str::to_string);
+    let sde = sde_events();
+    let mut events = sde.clone();
     events[1] = "AR_NIC_NO_SUCH_EVENT".into();
     let r = doctor(&[prog.to_str().unwrap()], &[("AAR_PAPI_EVENTS", &events.join(","))]);
     r.expect_code(1);
-    r.expect_line("ok", "event", SDE_EVENTS[0]);
+    r.expect_line("ok", "event", &sde[0]);
     r.expect_line("problem", "event", "request stalled cycles: AR_NIC_NO_SUCH_EVENT does not exist");
-    r.expect_line("ok", "event", SDE_EVENTS[2]);
+    r.expect_line("ok", "event", &sde[2]);
     r.expect_line("note", "counters", "aar: the PAPI event AR_NIC_NO_SUCH_EVENT is not available");
     assert!(r.stdout.contains("fix: Correct AAR_PAPI_EVENTS"), "{}", r.stdout);
     // An sde::: name nothing registered: PAPI would accept it and read 0 forever.
@@ -209,7 +172,7 @@ fn a_missing_event_is_named_whether_papi_refuses_it_or_takes_it_as_a_placeholder
         "event",
         "sde:::aries::AR_NIC_NO_SUCH_EVENT does not exist (no library loaded in this process registered",
     );
-    r.expect_line("ok", "event", SDE_EVENTS[3]);
+    r.expect_line("ok", "event", &sde[3]);
 }
 
 #[test]

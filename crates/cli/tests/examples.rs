@@ -4,18 +4,12 @@
 //! the AAR_* settings they export parse without a warning in the real libaar.so (its own
 //! self-check, through `aar doctor --json`).
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::Command;
+use support::{libaar, root};
 
 const SCRIPTS: [&str; 2] = ["examples/ab-slurm.sbatch", "examples/ab-aprun.pbs"];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::current_exe().unwrap().ancestors().nth(3).unwrap().to_path_buf()
-}
 
 fn aar_help(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_aar")).args(args).arg("--help").output().unwrap();
@@ -113,15 +107,7 @@ fn the_batch_scripts_parse_and_use_only_what_exists() {
 
 #[test]
 fn the_settings_the_scripts_export_parse_in_the_real_library_without_a_warning() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = Command::new(cargo)
-        .args(["build", "--release", "-q", "-p", "aar"])
-        .env("CARGO_TARGET_DIR", target_dir())
-        .current_dir(root())
-        .status()
-        .unwrap();
-    assert!(st.success(), "building libaar.so failed");
-    let libaar = target_dir().join("release/libaar.so");
+    let libaar = libaar();
     for script in SCRIPTS {
         let text = std::fs::read_to_string(root().join(script)).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_aar"));

@@ -23,6 +23,16 @@ pub enum Source {
     Sim,
 }
 
+impl Source {
+    /// The name the record gives it (`job`, `sim`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Job => "job",
+            Source::Sim => "sim",
+        }
+    }
+}
+
 /// What the iteration times are measured with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -31,6 +41,16 @@ pub enum Clock {
     Monotonic,
     /// The simulator's clock, in ns.
     Simulated,
+}
+
+impl Clock {
+    /// The name the record gives it (`monotonic`, `simulated`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Clock::Monotonic => "monotonic",
+            Clock::Simulated => "simulated",
+        }
+    }
 }
 
 /// First line of a record: who wrote it and how its rows are to be read.
@@ -129,22 +149,50 @@ pub fn iterations_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> S
 /// How iteration records are recognised in a folder.
 pub const ITERATIONS_SUFFIX: &str = ".iterations.jsonl";
 
-/// Why a line or a file could not be used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    /// 1-based line number; 0 for the file as a whole.
-    pub line: u64,
-    pub what: String,
+/// What is wrong with a record file or one of its lines; the text completes a sentence whose
+/// subject is the file or the line (`aar: FILE: line 3: is cut short ...`).
+#[derive(Debug, thiserror::Error)]
+pub enum Fault {
+    #[error("is empty")]
+    Empty,
+    #[error("cannot be read ({0})")]
+    Unreadable(std::io::Error),
+    #[error("has a line longer than {MAX_LINE} bytes: not an aar record")]
+    LineTooLong,
+    #[error("does not start with a JSON header line: not an {FORMAT} record")]
+    NoJsonHeader,
+    #[error("is in format \"{}\", which this aar reads not ({FORMAT} only)", .0.escape_debug())]
+    OtherFormat(String),
+    #[error("has no \"format\" in its first line: not an {FORMAT} record")]
+    NoFormat,
+    #[error("has a bad header ({0})")]
+    BadHeader(serde_json::Error),
+    #[error("has {found} mode columns where the header names {expected}")]
+    ModeColumns { found: usize, expected: usize },
+    #[error("ends before it starts")]
+    EndsBeforeStart,
+    /// The last line, without its newline: the writer was stopped in the middle of it.
+    #[error("is cut short (the writer was stopped)")]
+    CutShort,
+    #[error("is not an iteration row ({0})")]
+    NotARow(serde_json::Error),
 }
 
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.line == 0 {
-            f.write_str(&self.what)
-        } else {
-            write!(f, "line {}: {}", self.line, self.what)
-        }
+impl Fault {
+    /// Whether nothing after it can be read: the input failed, or a line too long to hold means
+    /// the file is not a record.
+    pub fn ends_reading(&self) -> bool {
+        matches!(self, Fault::Unreadable(_) | Fault::LineTooLong)
     }
+}
+
+/// A line of a record that could not be used, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {fault}")]
+pub struct Problem {
+    /// 1-based line number.
+    pub line: u64,
+    pub fault: Fault,
 }
 
 /// Longest line a reader accepts: a row is a few hundred bytes; anything far longer is not a
@@ -160,10 +208,10 @@ pub struct Reader<R> {
 }
 
 /// Read one line of at most [`MAX_LINE`] bytes into `buf`; `Ok(false)` at the end of input.
-fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<bool, String> {
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<bool, Fault> {
     buf.clear();
     loop {
-        let available = input.fill_buf().map_err(|e| format!("cannot be read ({e})"))?;
+        let available = input.fill_buf().map_err(Fault::Unreadable)?;
         if available.is_empty() {
             return Ok(!buf.is_empty());
         }
@@ -172,7 +220,7 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<bool, String
             None => (available.len(), false),
         };
         if buf.len() + take > MAX_LINE + 1 {
-            return Err(format!("has a line longer than {MAX_LINE} bytes: not an aar record"));
+            return Err(Fault::LineTooLong);
         }
         buf.extend_from_slice(&available[..take]);
         input.consume(take);
@@ -183,26 +231,19 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<bool, String
 }
 
 impl<R: BufRead> Reader<R> {
-    /// Read and check the header.
-    pub fn new(mut input: R) -> Result<Self, Problem> {
+    /// Read and check the header; a fault here is the file's.
+    pub fn new(mut input: R) -> Result<Self, Fault> {
         let mut buf = Vec::new();
-        let whole = |what: String| Problem { line: 0, what };
-        if !read_line(&mut input, &mut buf).map_err(whole)? {
-            return Err(whole("is empty".into()));
+        if !read_line(&mut input, &mut buf)? {
+            return Err(Fault::Empty);
         }
-        let value: serde_json::Value = serde_json::from_slice(&buf)
-            .map_err(|_| whole(format!("does not start with a JSON header line: not an {FORMAT} record")))?;
+        let value: serde_json::Value = serde_json::from_slice(&buf).map_err(|_| Fault::NoJsonHeader)?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
-            Some(other) => {
-                return Err(whole(format!(
-                    "is in format \"{}\", which this aar reads not ({FORMAT} only)",
-                    other.escape_debug()
-                )))
-            }
-            None => return Err(whole(format!("has no \"format\" in its first line: not an {FORMAT} record"))),
+            Some(other) => return Err(Fault::OtherFormat(other.to_string())),
+            None => return Err(Fault::NoFormat),
         }
-        let header: Header = serde_json::from_value(value).map_err(|e| whole(format!("has a bad header ({e})")))?;
+        let header: Header = serde_json::from_value(value).map_err(Fault::BadHeader)?;
         Ok(Self { input, line_no: 1, buf, header })
     }
 
@@ -211,34 +252,31 @@ impl<R: BufRead> Reader<R> {
     }
 
     /// The next row: `None` at the end, `Some(Err)` for a line that is not a row (the caller
-    /// may skip it and go on; a cut last line is reported as truncated).
+    /// may skip it and go on, unless [`Fault::ends_reading`]; a cut last line is
+    /// [`Fault::CutShort`]).
     pub fn next_row(&mut self) -> Option<Result<Iteration, Problem>> {
         loop {
             self.line_no += 1;
+            let problem = |fault| Some(Err(Problem { line: self.line_no, fault }));
             match read_line(&mut self.input, &mut self.buf) {
                 Ok(false) => return None,
                 Ok(true) => {}
-                Err(what) => return Some(Err(Problem { line: self.line_no, what })),
+                Err(fault) => return problem(fault),
             }
             if self.buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
             let complete = self.buf.last() == Some(&b'\n');
-            let columns = self.header.modes.len();
-            return Some(match serde_json::from_slice::<Iteration>(&self.buf) {
-                Ok(row) if row.messages.len() != columns || row.bytes.len() != columns => Err(Problem {
-                    line: self.line_no,
-                    what: format!("has {} mode columns where the header names {columns}", row.messages.len()),
-                }),
-                Ok(row) if row.end_ns < row.start_ns => {
-                    Err(Problem { line: self.line_no, what: "ends before it starts".into() })
+            let expected = self.header.modes.len();
+            return match serde_json::from_slice::<Iteration>(&self.buf) {
+                Ok(row) if row.messages.len() != expected || row.bytes.len() != expected => {
+                    problem(Fault::ModeColumns { found: row.messages.len(), expected })
                 }
-                Ok(row) => Ok(row),
-                Err(_) if !complete => {
-                    Err(Problem { line: self.line_no, what: "is cut short (the writer was stopped)".into() })
-                }
-                Err(e) => Err(Problem { line: self.line_no, what: format!("is not an iteration row ({e})") }),
-            });
+                Ok(row) if row.end_ns < row.start_ns => problem(Fault::EndsBeforeStart),
+                Ok(row) => Some(Ok(row)),
+                Err(_) if !complete => problem(Fault::CutShort),
+                Err(e) => problem(Fault::NotARow(e)),
+            };
         }
     }
 }
@@ -308,19 +346,22 @@ mod tests {
         let rows: Vec<_> = r.by_ref().collect();
         assert_eq!(rows.len(), 4);
         assert_eq!(
-            rows[..3].iter().map(|r| r.clone().unwrap()).collect::<Vec<_>>(),
+            rows[..3].iter().map(|r| r.as_ref().unwrap().clone()).collect::<Vec<_>>(),
             (0..3).map(row).collect::<Vec<_>>()
         );
-        assert!(rows[3].as_ref().unwrap_err().what.contains("cut short"));
+        assert!(matches!(rows[3].as_ref().unwrap_err().fault, Fault::CutShort));
     }
 
     #[test]
     fn foreign_and_hostile_input() {
-        assert!(Reader::new(&b""[..]).err().unwrap().what.contains("empty"));
-        assert!(Reader::new(&b"\x00\x01binary"[..]).err().unwrap().what.contains("JSON header"));
-        assert!(Reader::new(&br#"{"format":"aar-iterations/9"}"#[..]).err().unwrap().what.contains("aar-iterations/9"));
+        let fault = |input: &[u8]| Reader::new(input).err().unwrap();
+        assert!(matches!(fault(b""), Fault::Empty));
+        assert!(matches!(fault(b"\x00\x01binary"), Fault::NoJsonHeader));
+        let other = fault(br#"{"format":"aar-iterations/9"}"#);
+        assert!(other.to_string().contains("\"aar-iterations/9\""), "{other}");
         let long = vec![b'x'; MAX_LINE + 10];
-        assert!(Reader::new(&long[..]).err().unwrap().what.contains("longer"));
+        let too_long = fault(&long);
+        assert!(matches!(too_long, Fault::LineTooLong) && too_long.ends_reading());
         let mut out = Vec::new();
         write_line(&mut out, &header()).unwrap();
         out.extend_from_slice(b"{\"i\":1}\n");
@@ -331,10 +372,20 @@ mod tests {
         );
         out.push(b'\n');
         let problems: Vec<_> = Reader::new(&out[..]).unwrap().map(|r| r.unwrap_err()).collect();
-        assert_eq!(problems.len(), 3);
-        assert!(problems[0].what.contains("not an iteration row"));
-        assert!(problems[1].what.contains("ends before"));
-        assert!(problems[2].what.contains("mode columns"));
+        assert_eq!(problems.iter().map(|p| p.line).collect::<Vec<_>>(), [2, 3, 4]);
+        assert!(matches!(problems[0].fault, Fault::NotARow(_)) && !problems[0].fault.ends_reading());
+        assert!(matches!(problems[1].fault, Fault::EndsBeforeStart));
+        assert_eq!(problems[2].to_string(), "line 4: has 1 mode columns where the header names 2");
+    }
+
+    #[test]
+    fn source_and_clock_names_are_the_serialized_ones() {
+        for s in [Source::Job, Source::Sim] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+        }
+        for c in [Clock::Monotonic, Clock::Simulated] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.name());
+        }
     }
 
     #[test]

@@ -65,13 +65,20 @@ pub fn machine_name(machine: u16) -> String {
     }
 }
 
-/// Why a file is not one we can read.
-#[derive(Debug)]
+/// Why a file is not one we can read; the text of the last three completes `PROGRAM is ...`.
+#[derive(Debug, thiserror::Error)]
 pub enum NotElf {
+    #[error("unreadable ({0})")]
     Unreadable(std::io::Error),
     /// A `#!` script, with its interpreter line.
+    #[error("a script ({0})")]
     Script(String),
-    Other(String),
+    #[error("not ELF but {0:?}")]
+    OtherFormat(FileKind),
+    #[error("not an ELF file (unknown format)")]
+    UnknownFormat,
+    #[error("a damaged ELF file ({0})")]
+    Damaged(object::Error),
 }
 
 pub fn read(path: &Path) -> Result<Elf, NotElf> {
@@ -83,13 +90,13 @@ pub fn read(path: &Path) -> Result<Elf, NotElf> {
     match FileKind::parse(&*data) {
         Ok(FileKind::Elf32) => parse::<elf::FileHeader32<Endianness>>(&data),
         Ok(FileKind::Elf64) => parse::<elf::FileHeader64<Endianness>>(&data),
-        Ok(kind) => Err(NotElf::Other(format!("not ELF but {kind:?}"))),
-        Err(_) => Err(NotElf::Other("not an ELF file (unknown format)".into())),
+        Ok(kind) => Err(NotElf::OtherFormat(kind)),
+        Err(_) => Err(NotElf::UnknownFormat),
     }
 }
 
 fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf, NotElf> {
-    let bad = |e: object::Error| NotElf::Other(format!("a damaged ELF file ({e})"));
+    let bad = NotElf::Damaged;
     let header = H::parse(data).map_err(bad)?;
     let endian = header.endian().map_err(bad)?;
     let mut info = Elf {

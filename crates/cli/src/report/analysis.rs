@@ -189,11 +189,8 @@ fn is_label(l: &Option<Box<str>>, want: &str) -> bool {
 
 /// Figures of one experiment; `None` (with a warning) if nothing in it is usable.
 pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
-    let mut warn = |text: String| {
-        eprintln!("aar: {text}");
-        warnings.push(text);
-    };
     let name = e.name.escape_debug().to_string();
+    let mut warn = |text: String| super::read::warn(warnings, format!("experiment \"{name}\": {text}"));
     let ranks_used = e.ranks.iter().filter(|r| r.rows > 0).count();
     if let Some(n) = e.header.nranks {
         if (n as usize) > ranks_used {
@@ -201,7 +198,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
             let missing: Vec<String> = (0..n).filter(|r| !have.contains(r)).take(8).map(|r| r.to_string()).collect();
             let more = if n as usize - ranks_used > missing.len() { ", ..." } else { "" };
             warn(format!(
-                "experiment \"{name}\": the header says {n} ranks but {ranks_used} have usable rows (missing: {}{more}); \
+                "the header says {n} ranks but {ranks_used} have usable rows (missing: {}{more}); \
                  the iteration times are those of the ranks read",
                 missing.join(", ")
             ));
@@ -244,7 +241,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     }
     if let Some(i) = first_conflict {
         warn(format!(
-            "experiment \"{name}\": in {} the ranks disagree on the policy (first: iteration {i}): \
+            "in {} the ranks disagree on the policy (first: iteration {i}): \
              left out",
             count(conflicting as u64, "iteration", "iterations")
         ));
@@ -256,20 +253,20 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
             "left out (the slowest rank may be the one missing; --keep-incomplete keeps them)"
         };
         warn(format!(
-            "experiment \"{name}\": {} some of the {ranks_used} ranks \
+            "{} some of the {ranks_used} ranks \
              (first: iteration {i}, on {r} ranks): {done}",
             count(incomplete as u64, "iteration lacks", "iterations lack")
         ));
     }
     if label_conflicts > 0 {
         warn(format!(
-            "experiment \"{name}\": in {} the ranks disagree on the label: used without a label",
+            "in {} the ranks disagree on the label: used without a label",
             count(label_conflicts as u64, "iteration", "iterations")
         ));
     }
     let used = series.len();
     if used == 0 {
-        warn(format!("experiment \"{name}\": no usable iterations: not reported"));
+        warn("no usable iterations: not reported".into());
         return None;
     }
     for v in samples.iter_mut().chain(isolated.iter_mut()).chain(congested.iter_mut()) {
@@ -403,8 +400,8 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
 
     Some(ExperimentReport {
         experiment: e.name.clone(),
-        source: super::read::source_name(e.header.source),
-        clock: super::read::clock_name(e.header.clock),
+        source: e.header.source.name(),
+        clock: e.header.clock.name(),
         order: e.header.order.clone(),
         boundary: e.header.boundary.clone(),
         ranks: ranks_used,

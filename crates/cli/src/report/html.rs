@@ -4,6 +4,7 @@
 use super::analysis::{ExperimentReport, Report};
 use super::output::{self, Unit};
 use super::plot;
+use super::OutputError;
 
 /// Escape text for HTML element content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -49,9 +50,9 @@ fn table(out: &mut String, class: &str, header: &[String], rows: &[Vec<String>],
 }
 
 /// The figure of one experiment, ready to sit inside the page.
-fn inline_svg(e: &ExperimentReport, text: bool) -> Result<String, String> {
+fn inline_svg(e: &ExperimentReport, text: bool) -> Result<String, OutputError> {
     let svg = plot::svg(std::slice::from_ref(e), text)?;
-    let start = svg.find("<svg").ok_or("the plot has no <svg> element")?;
+    let start = svg.find("<svg").ok_or_else(|| OutputError::Draw("the plot has no <svg> element".into()))?;
     let svg = &svg[start..];
     Ok(svg.replacen("<svg ", "<svg role=\"img\" style=\"max-width:100%;height:auto\" ", 1))
 }
@@ -64,7 +65,7 @@ thead th:first-child,tbody th{text-align:left}tbody th{font-weight:normal}\
 .swatch{display:inline-block;width:.9em;height:.9em;margin-right:.4em;vertical-align:-.1em;border-radius:2px}\
 .notes{color:#555;font-size:.9em}.warnings{color:#8a4b00}figure{margin:1em 0}";
 
-pub fn page(r: &Report, inputs: &[String], text: bool) -> Result<String, String> {
+pub fn page(r: &Report, inputs: &[String], text: bool) -> Result<String, OutputError> {
     let mut out = String::new();
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");

@@ -8,8 +8,7 @@
 //! - [`stats`]: the estimators and the test, and why;
 //! - [`output`]: table, JSON and CSV; [`plot`]: SVG/PNG figure; [`html`]: one self-contained page.
 //!
-//! Exit codes: 0 report written, 1 nothing reportable (or an output file could not be written),
-//! 2 bad arguments.
+//! Exit statuses (in `aar report --help`): [`EXIT_OK`], [`EXIT_FAILED`], [`EXIT_USAGE`].
 
 mod analysis;
 mod html;
@@ -22,6 +21,8 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
+#[command(after_help = "Exit status: 0 report written; 1 nothing to report, or --plot/--html could not be written; \
+2 bad arguments.")]
 pub struct ReportArgs {
     /// Folders (searched recursively for *.iterations.jsonl) or record files
     #[arg(required = true, value_name = "DIR|FILE")]
@@ -52,24 +53,65 @@ pub struct ReportArgs {
     seed: u64,
 }
 
-/// The folder `path` would be written in must exist.
-fn check_output(flag: &str, path: &Path, extensions: &[&str]) -> Result<(), String> {
+/// The report was written.
+pub const EXIT_OK: i32 = 0;
+/// No record had a usable iteration, or `--plot` or `--html` could not be written.
+pub const EXIT_FAILED: i32 = 1;
+/// A bad argument: nothing was read.
+pub const EXIT_USAGE: i32 = 2;
+
+/// A bad argument; the text completes `aar: ...` and the exit status is [`EXIT_USAGE`].
+#[derive(Debug, thiserror::Error)]
+enum ArgError {
+    #[error("{flag} {}: the file name must end in {}", .path.display(), dotted(.extensions))]
+    Extension { flag: &'static str, path: PathBuf, extensions: &'static [&'static str] },
+    #[error("{flag} {}: folder {} does not exist", .path.display(), folder(.path).display())]
+    NoFolder { flag: &'static str, path: PathBuf },
+    #[error("{flag} {}: is a folder", .path.display())]
+    IsFolder { flag: &'static str, path: PathBuf },
+    #[error("--resamples {0}: at least 100")]
+    TooFewResamples(usize),
+}
+
+/// Why `--plot` or `--html` was not written; the text completes `aar: --plot FILE: ...`.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("cannot be drawn ({0})")]
+    Draw(Box<dyn std::error::Error + Send + Sync>),
+    #[error("cannot be encoded as PNG ({0})")]
+    Png(#[from] png::EncodingError),
+    #[error("cannot be written ({0})")]
+    Write(#[from] std::io::Error),
+}
+
+/// ".svg or .png"
+fn dotted(extensions: &[&str]) -> String {
+    extensions.iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(" or ")
+}
+
+/// The folder a file named `path` is in.
+fn folder(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// Where `--plot` or `--html` is to be written must be a file name with one of `extensions`
+/// in a folder that exists.
+fn check_output(flag: &'static str, path: &Path, extensions: &'static [&'static str]) -> Result<(), ArgError> {
+    let path_buf = || path.to_path_buf();
     let ext = path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase());
     if !ext.as_deref().is_some_and(|e| extensions.contains(&e)) {
-        let list: Vec<String> = extensions.iter().map(|e| format!(".{e}")).collect();
-        return Err(format!("{flag} {}: the file name must end in {}", path.display(), list.join(" or ")));
+        return Err(ArgError::Extension { flag, path: path_buf(), extensions });
     }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        return Err(format!("{flag} {}: folder {} does not exist", path.display(), dir.display()));
+    if !folder(path).is_dir() {
+        return Err(ArgError::NoFolder { flag, path: path_buf() });
     }
     if path.is_dir() {
-        return Err(format!("{flag} {}: is a folder", path.display()));
+        return Err(ArgError::IsFolder { flag, path: path_buf() });
     }
     Ok(())
 }
 
-fn check(args: &ReportArgs) -> Result<(), String> {
+fn check(args: &ReportArgs) -> Result<(), ArgError> {
     if let Some(p) = &args.plot {
         check_output("--plot", p, &["svg", "png"])?;
     }
@@ -77,15 +119,31 @@ fn check(args: &ReportArgs) -> Result<(), String> {
         check_output("--html", p, &["html", "htm"])?;
     }
     if args.resamples < 100 {
-        return Err(format!("--resamples {}: at least 100", args.resamples));
+        return Err(ArgError::TooFewResamples(args.resamples));
     }
+    Ok(())
+}
+
+/// Write `bytes` to `path` whole or not at all: into a new file beside it, renamed over it when
+/// complete, so that a reader (a browser reloading the page) never sees half of it and a failed
+/// write leaves the previous one.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    // Read and write for everyone the umask lets, as a file std::fs::write creates.
+    let mut file = tempfile::Builder::new()
+        .prefix(".aar-report")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(folder(path))?;
+    file.write_all(bytes)?;
+    file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
 pub fn run(args: ReportArgs) -> i32 {
     if let Err(e) = check(&args) {
         eprintln!("aar: {e}");
-        return 2;
+        return EXIT_USAGE;
     }
     let settings = analysis::Settings {
         skip: args.skip,
@@ -97,38 +155,34 @@ pub fn run(args: ReportArgs) -> i32 {
     let mut warnings = data.warnings;
     let experiments: Vec<_> =
         data.experiments.iter().filter_map(|e| analysis::analyse(e, &settings, &mut warnings)).collect();
+    let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
     if experiments.is_empty() {
-        let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
         eprintln!("aar: nothing to report: no usable iteration records in {}", inputs.join(" "));
-        return 1;
+        return EXIT_FAILED;
     }
     let drawing = args.plot.is_some() || args.html.is_some();
     let text = !drawing
         || match plot::font() {
             Ok(()) => true,
             Err(w) => {
-                eprintln!("aar: {w}");
-                warnings.push(w);
+                read::warn(&mut warnings, w);
                 false
             }
         };
     let report =
         analysis::Report { format: "aar-report/1", settings: analysis::settings_out(&settings), experiments, warnings };
-    let mut code = 0;
-    if let Some(path) = &args.plot {
-        if let Err(e) = plot::write(path, &report.experiments, text) {
-            eprintln!("aar: --plot {}: {e}", path.display());
-            code = 1;
+    let mut code = EXIT_OK;
+    let mut write = |flag: &str, path: &Path, bytes: Result<Vec<u8>, OutputError>| {
+        if let Err(e) = bytes.and_then(|bytes| write_atomically(path, &bytes)) {
+            eprintln!("aar: {flag} {}: {e}", path.display());
+            code = EXIT_FAILED;
         }
+    };
+    if let Some(path) = &args.plot {
+        write("--plot", path, plot::render(path, &report.experiments, text));
     }
     if let Some(path) = &args.html {
-        let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
-        let written = html::page(&report, &inputs, text)
-            .and_then(|page| std::fs::write(path, page).map_err(|e| format!("cannot be written ({e})")));
-        if let Err(e) = written {
-            eprintln!("aar: --html {}: {e}", path.display());
-            code = 1;
-        }
+        write("--html", path, html::page(&report, &inputs, text).map(String::into_bytes));
     }
     let text_out = if args.json {
         output::json(&report)

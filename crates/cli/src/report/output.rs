@@ -101,32 +101,19 @@ fn dash() -> String {
     "-".into()
 }
 
-/// Render rows as aligned columns (`right[k]`: right-align column k), two spaces apart.
+/// Render rows as aligned columns, two spaces apart, without borders (`right[k]`: right-align
+/// column k).
 fn render(out: &mut String, header: &[String], rows: &[Vec<String>], right: &[bool]) {
-    let width = |s: &str| s.chars().count();
-    let mut w: Vec<usize> = header.iter().map(|h| width(h)).collect();
-    for r in rows {
-        for (k, c) in r.iter().enumerate() {
-            w[k] = w[k].max(width(c));
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING).set_header(header).add_rows(rows);
+    for (k, column) in table.column_iter_mut().enumerate() {
+        // One space on each side of each cell makes the gap; none before the first column.
+        column.set_padding((u16::from(k > 0), 1));
+        if right[k] {
+            column.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
     }
-    for r in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
-        let mut line = String::new();
-        for (k, c) in r.iter().enumerate() {
-            let pad = " ".repeat(w[k] - width(c));
-            if k > 0 {
-                line.push_str("  ");
-            }
-            if right[k] {
-                line.push_str(&pad);
-                line.push_str(c);
-            } else {
-                line.push_str(c);
-                if k + 1 < r.len() {
-                    line.push_str(&pad);
-                }
-            }
-        }
+    for line in table.lines() {
         out.push_str(line.trim_end());
         out.push('\n');
     }

@@ -9,8 +9,10 @@
 
 use super::analysis::ExperimentReport;
 use super::output::{clean_to, Unit};
+use super::OutputError;
+use plotters::chart::SeriesAnno;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
-use plotters::coord::Shift;
+use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -86,69 +88,115 @@ pub fn size(exps: &[ExperimentReport]) -> (u32, u32) {
     (WIDTH, ROW * exps.len().max(1) as u32)
 }
 
-fn err<E: std::fmt::Debug>(e: E) -> String {
-    format!("{e:?}")
+/// A drawing error of plotters, whatever the backend.
+fn drawn<E: std::error::Error + Send + Sync + 'static>(e: DrawingAreaErrorKind<E>) -> OutputError {
+    OutputError::Draw(Box::new(e))
 }
 
 /// The figure as an SVG document.
-pub fn svg(r: &[ExperimentReport], text: bool) -> Result<String, String> {
+pub fn svg(r: &[ExperimentReport], text: bool) -> Result<String, OutputError> {
     let mut s = String::new();
     {
         let root = SVGBackend::with_string(&mut s, size(r)).into_drawing_area();
         draw(&root, r, text)?;
-        root.present().map_err(err)?;
+        root.present().map_err(drawn)?;
     }
     Ok(s)
 }
 
 /// The figure as PNG bytes.
-pub fn png(r: &[ExperimentReport], text: bool) -> Result<Vec<u8>, String> {
+pub fn png(r: &[ExperimentReport], text: bool) -> Result<Vec<u8>, OutputError> {
     let (w, h) = size(r);
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
         draw(&root, r, text)?;
-        root.present().map_err(err)?;
+        root.present().map_err(drawn)?;
     }
     let mut out = Vec::new();
     let mut enc = png::Encoder::new(&mut out, w, h);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
-    let mut writer = enc.write_header().map_err(err)?;
-    writer.write_image_data(&rgb).map_err(err)?;
-    writer.finish().map_err(err)?;
+    let mut writer = enc.write_header()?;
+    writer.write_image_data(&rgb)?;
+    writer.finish()?;
     Ok(out)
 }
 
-/// Write the figure to `path` (SVG or PNG by its extension).
-pub fn write(path: &Path, r: &[ExperimentReport], text: bool) -> Result<(), String> {
-    let png_file = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
-    let bytes = if png_file { png(r, text)? } else { svg(r, text)?.into_bytes() };
-    std::fs::write(path, bytes).map_err(|e| format!("cannot be written ({e})"))
+/// The figure as the file `path` names: PNG or SVG by its extension.
+pub fn render(path: &Path, r: &[ExperimentReport], text: bool) -> Result<Vec<u8>, OutputError> {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("png")) {
+        png(r, text)
+    } else {
+        Ok(svg(r, text)?.into_bytes())
+    }
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &[ExperimentReport], text: bool) -> Result<(), String> {
-    root.fill(&WHITE).map_err(err)?;
+/// Name policy `p`'s series in the legend, in its colour (the tables name the policies beyond
+/// [`LEGEND_MAX`]).
+fn name_in_legend<DB: DrawingBackend>(series: &mut SeriesAnno<'_, DB>, e: &ExperimentReport, p: usize) {
+    if p < LEGEND_MAX {
+        let c = colour(p);
+        series
+            .label(clean_to(&e.policies[p], 24))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
+    }
+}
+
+/// The legend of a chart whose series were named, at `position`.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), OutputError>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(drawn)
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &[ExperimentReport],
+    text: bool,
+) -> Result<(), OutputError>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(drawn)?;
     let rows = root.split_evenly((r.len().max(1), 1));
     for (e, row) in r.iter().zip(rows) {
         let row = if text {
-            let title = format!(
-                "experiment \"{}\": {} iterations",
-                super::output::clean_to(&e.experiment, 80),
-                e.iterations_used
-            );
-            row.titled(&title, ("sans-serif", 20)).map_err(err)?
+            let title = format!("experiment \"{}\": {} iterations", clean_to(&e.experiment, 80), e.iterations_used);
+            row.titled(&title, ("sans-serif", 20)).map_err(drawn)?
         } else {
             row.margin(24, 0, 0, 0)
         };
-        let panels = row.split_evenly((1, 3));
-        let u = Unit::for_experiment(e);
+        let areas = row.split_evenly((1, 3));
         let (lo, hi) = y_range(e);
-        boxes(&panels[0], e, &u, lo, hi, text)?;
-        ecdf(&panels[1], e, &u, lo, hi, text)?;
-        series(&panels[2], e, &u, lo, hi, text)?;
+        let panel = Panel { e, u: Unit::for_experiment(e), lo, hi, text };
+        boxes(&areas[0], &panel)?;
+        ecdf(&areas[1], &panel)?;
+        series(&areas[2], &panel)?;
     }
     Ok(())
+}
+
+/// What the three panels of an experiment's row share.
+struct Panel<'a> {
+    e: &'a ExperimentReport,
+    u: Unit,
+    /// The iteration-time axis, ns.
+    lo: f64,
+    hi: f64,
+    /// Whether to write text (a font was found).
+    text: bool,
 }
 
 fn y_range(e: &ExperimentReport) -> (f64, f64) {
@@ -193,14 +241,11 @@ impl Ranged for Slots {
     }
 }
 
-fn boxes<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    e: &ExperimentReport,
-    u: &Unit,
-    lo: f64,
-    hi: f64,
-    text: bool,
-) -> Result<(), String> {
+fn boxes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<(), OutputError>
+where
+    DB::ErrorType: 'static,
+{
+    let &Panel { e, ref u, lo, hi, text } = panel;
     let k = e.policies.len();
     let mut b = ChartBuilder::on(area);
     b.margin(12);
@@ -208,7 +253,7 @@ fn boxes<DB: DrawingBackend>(
         b.caption("box plot (whiskers: 1.5 IQR)", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(84);
     }
     // Policy p sits at x = p, labelled at exactly those points.
-    let mut chart = b.build_cartesian_2d(Slots(k.max(1)), lo..hi).map_err(err)?;
+    let mut chart = b.build_cartesian_2d(Slots(k.max(1)), lo..hi).map_err(drawn)?;
     let width = if k > 6 { 8 } else { 24 };
     let names: Vec<String> = e.policies.iter().map(|p| clean_to(p, width)).collect();
     let xfmt = |v: &f64| {
@@ -233,7 +278,7 @@ fn boxes<DB: DrawingBackend>(
     } else {
         mesh.x_labels(0).y_labels(0);
     }
-    mesh.draw().map_err(err)?;
+    mesh.draw().map_err(drawn)?;
     for (p, s) in e.samples.iter().enumerate() {
         if s.is_empty() {
             continue;
@@ -250,18 +295,18 @@ fn boxes<DB: DrawingBackend>(
                 Rectangle::new([(x0, q3), (x1, q1)], c.mix(0.35).filled()),
                 Rectangle::new([(x0, q3), (x1, q1)], c.stroke_width(2)),
             ])
-            .map_err(err)?;
+            .map_err(drawn)?;
         chart
             .draw_series([
                 PathElement::new(vec![(x0, med), (x1, med)], c.stroke_width(3)),
                 PathElement::new(vec![(x, q3), (x, high)], c.stroke_width(2)),
                 PathElement::new(vec![(x, q1), (x, low)], c.stroke_width(2)),
             ])
-            .map_err(err)?;
+            .map_err(drawn)?;
         // Outliers beyond the whiskers; at most 500 of them at each end.
         let above = s.iter().rev().take_while(|v| **v > high).take(500);
         let below = s.iter().take_while(|v| **v < low).take(500);
-        chart.draw_series(above.chain(below).map(|&v| Circle::new((x, v), 2, c.filled()))).map_err(err)?;
+        chart.draw_series(above.chain(below).map(|&v| Circle::new((x, v), 2, c.filled()))).map_err(drawn)?;
     }
     Ok(())
 }
@@ -274,20 +319,17 @@ fn thin(n: usize, max: usize) -> Vec<usize> {
     (0..max).map(|j| j * (n - 1) / (max - 1)).collect()
 }
 
-fn ecdf<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    e: &ExperimentReport,
-    u: &Unit,
-    lo: f64,
-    hi: f64,
-    text: bool,
-) -> Result<(), String> {
+fn ecdf<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<(), OutputError>
+where
+    DB::ErrorType: 'static,
+{
+    let &Panel { e, ref u, lo, hi, text } = panel;
     let mut b = ChartBuilder::on(area);
     b.margin(12);
     if text {
         b.caption("empirical CDF", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(60);
     }
-    let mut chart = b.build_cartesian_2d(lo..hi, 0f64..1f64).map_err(err)?;
+    let mut chart = b.build_cartesian_2d(lo..hi, 0f64..1f64).map_err(drawn)?;
     let xfmt = axis_format(u, hi - lo);
     let mut mesh = chart.configure_mesh();
     if text {
@@ -296,7 +338,7 @@ fn ecdf<DB: DrawingBackend>(
     } else {
         mesh.x_labels(0).y_labels(0);
     }
-    mesh.draw().map_err(err)?;
+    mesh.draw().map_err(drawn)?;
     for (p, s) in e.samples.iter().enumerate() {
         if s.is_empty() {
             continue;
@@ -307,35 +349,22 @@ fn ecdf<DB: DrawingBackend>(
             pts.push((s[j], j as f64 / n as f64));
             pts.push((s[j], (j + 1) as f64 / n as f64));
         }
-        let c = colour(p);
-        let series = chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
-        if text && p < LEGEND_MAX {
-            series
-                .label(clean_to(&e.policies[p], 24))
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
+        let series = chart.draw_series(LineSeries::new(pts, colour(p).stroke_width(2))).map_err(drawn)?;
+        if text {
+            name_in_legend(series, e, p);
         }
     }
     if text {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
     Ok(())
 }
 
-fn series<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    e: &ExperimentReport,
-    u: &Unit,
-    lo: f64,
-    hi: f64,
-    text: bool,
-) -> Result<(), String> {
+fn series<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<(), OutputError>
+where
+    DB::ErrorType: 'static,
+{
+    let &Panel { e, ref u, lo, hi, text } = panel;
     let first = e.series.first().map_or(0, |p| p.0) as f64;
     let last = e.series.last().map_or(1, |p| p.0) as f64;
     let (x0, x1) = if last > first { (first, last) } else { (first - 1.0, first + 1.0) };
@@ -349,7 +378,7 @@ fn series<DB: DrawingBackend>(
         let caption = if thinned { "time series (min and max per bucket)" } else { "time series" };
         b.caption(caption, ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(84);
     }
-    let mut chart = b.build_cartesian_2d(x0..x1, lo..hi).map_err(err)?;
+    let mut chart = b.build_cartesian_2d(x0..x1, lo..hi).map_err(drawn)?;
     let yfmt = axis_format(u, hi - lo);
     let xfmt = |v: &f64| format!("{v:.0}");
     let mut mesh = chart.configure_mesh();
@@ -359,7 +388,7 @@ fn series<DB: DrawingBackend>(
     } else {
         mesh.x_labels(0).y_labels(0);
     }
-    mesh.draw().map_err(err)?;
+    mesh.draw().map_err(drawn)?;
     for p in 0..e.policies.len() {
         let mut pts: Vec<(f64, f64)> = e.series.iter().filter(|s| s.2 == p).map(|s| (s.0 as f64, s.1)).collect();
         if thinned && pts.len() > 3000 {
@@ -377,21 +406,13 @@ fn series<DB: DrawingBackend>(
             pts = ext.into_iter().flatten().flat_map(|(a, b)| [a, b]).collect();
         }
         let c = colour(p);
-        let s = chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 2, c.filled()))).map_err(err)?;
-        if text && p < LEGEND_MAX {
-            s.label(clean_to(&e.policies[p], 24))
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
+        let s = chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 2, c.filled()))).map_err(drawn)?;
+        if text {
+            name_in_legend(s, e, p);
         }
     }
     if text {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }

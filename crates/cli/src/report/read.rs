@@ -21,7 +21,7 @@
 //! there. Rows whose policy is not in the header are skipped (counted in the warning), as are
 //! repeated iteration indices within one file (the first is kept).
 
-use aar_record::{Clock, Header, Iteration, Problem, Reader, Source, ITERATIONS_SUFFIX};
+use aar_record::{Fault, Header, Iteration, Problem, Reader, ITERATIONS_SUFFIX};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -89,6 +89,12 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// Zero sums for each of `policies`, with `modes` mode columns.
+    fn zeroed(policies: usize, modes: usize) -> Vec<Totals> {
+        let zero = Totals { messages: vec![0; modes], bytes: vec![0; modes], ..Default::default() };
+        vec![zero; policies]
+    }
+
     fn merge(&mut self, o: &Totals) {
         self.rows += o.rows;
         for (a, b) in self.messages.iter_mut().zip(&o.messages) {
@@ -143,13 +149,9 @@ pub struct Data {
     pub warnings: Vec<String>,
 }
 
-/// Say a warning now (above the progress bar if one is drawn) and keep it for `--json`.
-fn warn(warnings: &mut Vec<String>, bar: Option<&ProgressBar>, text: String) {
-    let line = format!("aar: {text}");
-    match bar {
-        Some(b) => b.suspend(|| eprintln!("{line}")),
-        None => eprintln!("{line}"),
-    }
+/// Say a warning now and keep it for `--json` and the HTML page.
+pub fn warn(warnings: &mut Vec<String>, text: String) {
+    eprintln!("aar: {text}");
     warnings.push(text);
 }
 
@@ -160,7 +162,7 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
         let meta = match std::fs::metadata(input) {
             Ok(m) => m,
             Err(e) => {
-                warn(warnings, None, format!("{}: cannot be opened ({e}): skipped", input.display()));
+                warn(warnings, format!("{}: cannot be opened ({e}): skipped", input.display()));
                 continue;
             }
         };
@@ -169,7 +171,7 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
             continue;
         }
         if !meta.is_dir() {
-            warn(warnings, None, format!("{}: not a regular file or a folder: skipped", input.display()));
+            warn(warnings, format!("{}: not a regular file or a folder: skipped", input.display()));
             continue;
         }
         let before = found.len();
@@ -178,7 +180,7 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
             let entries = match std::fs::read_dir(&dir) {
                 Ok(e) => e,
                 Err(e) => {
-                    warn(warnings, None, format!("{}: cannot be listed ({e}): skipped", dir.display()));
+                    warn(warnings, format!("{}: cannot be listed ({e}): skipped", dir.display()));
                     continue;
                 }
             };
@@ -195,7 +197,7 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
             }
         }
         if found.len() == before {
-            warn(warnings, None, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
+            warn(warnings, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
         }
     }
     let mut seen = HashSet::new();
@@ -204,14 +206,35 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
     found
 }
 
-fn open(path: &Path) -> Result<Reader<BufReader<File>>, Problem> {
-    let file = File::open(path).map_err(|e| Problem { line: 0, what: format!("cannot be opened ({e})") })?;
-    Reader::new(BufReader::with_capacity(256 << 10, file))
+/// Why a file is left out as a whole; the text completes `aar: FILE: ...: skipped`.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("cannot be opened ({0})")]
+    Open(std::io::Error),
+    #[error(transparent)]
+    Record(#[from] Fault),
+    #[error("names no policies in its header")]
+    NoPolicies,
+    #[error("names more than {MAX_POLICIES} policies or mode columns: not an A/B record")]
+    TooManyColumns,
+    #[error("has a header but no iteration rows")]
+    NoRows,
+    #[error("has no usable iteration rows ({0})")]
+    NoUsableRows(Unusable),
 }
 
-/// Whether a problem ends the reading of a file (the reader could not make sense of what follows).
-fn is_fatal(p: &Problem) -> bool {
-    p.what.starts_with("cannot be read") || p.what.contains("longer than")
+/// Why a row cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    #[error(transparent)]
+    Line(#[from] Problem),
+    #[error("policy \"{}\" is not in the header", .0.escape_debug())]
+    UnknownPolicy(String),
+}
+
+fn open(path: &Path) -> Result<Reader<BufReader<File>>, FileError> {
+    let file = File::open(path).map_err(FileError::Open)?;
+    Ok(Reader::new(BufReader::with_capacity(256 << 10, file))?)
 }
 
 /// Step 2 for one file: its header and the index of its first usable row.
@@ -221,39 +244,30 @@ struct Head {
     first_index: u64,
 }
 
-fn read_head(path: &Path) -> Result<Head, String> {
-    let mut reader = open(path).map_err(|p| p.to_string())?;
+fn read_head(path: &Path) -> Result<Head, FileError> {
+    let mut reader = open(path)?;
     let header = reader.header().clone();
     if header.policies.is_empty() {
-        return Err("names no policies in its header".into());
+        return Err(FileError::NoPolicies);
     }
     if header.policies.len() > MAX_POLICIES || header.modes.len() > MAX_MODES {
-        return Err(format!("names more than {MAX_POLICIES} policies or mode columns: not an A/B record"));
+        return Err(FileError::TooManyColumns);
     }
     let mut first_problem = None;
     loop {
         match reader.next_row() {
-            None => {
-                return Err(match first_problem {
-                    None => "has a header but no iteration rows".into(),
-                    Some(p) => format!("has no usable iteration rows ({p})"),
-                })
-            }
+            None => return Err(first_problem.map_or(FileError::NoRows, FileError::NoUsableRows)),
             Some(Ok(row)) if header.policies.contains(&row.policy) => {
                 return Ok(Head { path: path.to_path_buf(), header, first_index: row.i })
             }
             Some(Ok(row)) => {
-                first_problem.get_or_insert(Problem {
-                    line: 0,
-                    what: format!("policy \"{}\" is not in the header", row.policy.escape_debug()),
-                });
+                first_problem.get_or_insert(Unusable::UnknownPolicy(row.policy));
+            }
+            Some(Err(p)) if p.fault.ends_reading() => {
+                return Err(FileError::NoUsableRows(first_problem.unwrap_or(Unusable::Line(p))))
             }
             Some(Err(p)) => {
-                let fatal = is_fatal(&p);
-                let first = first_problem.get_or_insert(p);
-                if fatal {
-                    return Err(format!("has no usable iteration rows ({first})"));
-                }
+                first_problem.get_or_insert(Unusable::Line(p));
             }
         }
     }
@@ -281,15 +295,13 @@ struct ExpAcc {
 
 impl ExpAcc {
     fn merge(&mut self, o: ExpAcc) {
-        if self.iterations.len() < o.iterations.len() {
-            let mine = std::mem::replace(&mut self.iterations, o.iterations);
-            for (i, agg) in mine {
-                self.iterations.entry(i).and_modify(|a| a.merge(&agg)).or_insert(agg);
-            }
-        } else {
-            for (i, agg) in o.iterations {
-                self.iterations.entry(i).and_modify(|a| a.merge(&agg)).or_insert(agg);
-            }
+        // The smaller map into the larger (IterAgg::merge is symmetric).
+        let mut other = o.iterations;
+        if self.iterations.len() < other.len() {
+            std::mem::swap(&mut self.iterations, &mut other);
+        }
+        for (i, agg) in other {
+            self.iterations.entry(i).and_modify(|a| a.merge(&agg)).or_insert(agg);
         }
         if self.totals.is_empty() {
             self.totals = o.totals;
@@ -330,9 +342,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     };
     let np = plan.policies.len();
     if acc.totals.is_empty() {
-        acc.totals = (0..np)
-            .map(|_| Totals { messages: vec![0; n_modes], bytes: vec![0; n_modes], ..Default::default() })
-            .collect();
+        acc.totals = Totals::zeroed(np, n_modes);
     }
     let mut durations: Vec<Vec<f64>> = vec![Vec::new(); np];
     let (mut used, mut bad, mut unknown, mut repeated) = (0u64, 0u64, 0u64, 0u64);
@@ -346,16 +356,17 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     while let Some(item) = reader.next_row() {
         let row: Iteration = match item {
             Ok(row) => row,
+            Err(p) if matches!(p.fault, Fault::CutShort) => {
+                cut = Some(p.line);
+                continue;
+            }
+            Err(p) if p.fault.ends_reading() => {
+                stopped = Some(p);
+                break;
+            }
             Err(p) => {
-                if p.what.contains("cut short") {
-                    cut = Some(p.line);
-                } else if is_fatal(&p) {
-                    stopped = Some(p);
-                    break;
-                } else {
-                    bad += 1;
-                    first_bad.get_or_insert(p);
-                }
+                bad += 1;
+                first_bad.get_or_insert(p);
                 continue;
             }
         };
@@ -479,12 +490,12 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let files = discover(inputs, &mut warnings);
 
     // Step 2: heads, grouped by experiment.
-    let heads: Vec<Result<Head, String>> = files.par_iter().map(|p| read_head(p)).collect();
+    let heads: Vec<Result<Head, FileError>> = files.par_iter().map(|p| read_head(p)).collect();
     let mut groups: BTreeMap<String, Vec<Head>> = BTreeMap::new();
     for (path, head) in files.iter().zip(heads) {
         match head {
             Ok(h) => groups.entry(h.header.experiment.clone()).or_default().push(h),
-            Err(what) => warn(&mut warnings, None, format!("{}: {what}: skipped", path.display())),
+            Err(what) => warn(&mut warnings, format!("{}: {what}: skipped", path.display())),
         }
     }
     let mut experiments = Vec::new();
@@ -515,16 +526,16 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                     prev.path.display()
                 ))
             } else if h.header.source != reference.source {
-                Some(differs("source", source_name(h.header.source).into(), source_name(reference.source).into()))
+                Some(differs("source", h.header.source.name().into(), reference.source.name().into()))
             } else if h.header.clock != reference.clock {
-                Some(differs("clock", clock_name(h.header.clock).into(), clock_name(reference.clock).into()))
+                Some(differs("clock", h.header.clock.name().into(), reference.clock.name().into()))
             } else if h.header.policies != reference.policies {
                 Some(differs("policies", format!("{:?}", h.header.policies), format!("{:?}", reference.policies)))
             } else {
                 None
             };
             match problem {
-                Some(p) => warn(&mut warnings, None, p),
+                Some(p) => warn(&mut warnings, p),
                 None => {
                     for m in &h.header.modes {
                         if !modes.contains(m) {
@@ -599,40 +610,16 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut file_warnings = acc.warnings;
     file_warnings.sort();
     for (_, w) in file_warnings {
-        warn(&mut warnings, None, w);
+        warn(&mut warnings, w);
     }
     for (e, a) in experiments.iter_mut().zip(acc.exps) {
         let mut iterations: Vec<(u64, IterAgg)> = a.iterations.into_iter().collect();
         iterations.sort_unstable_by_key(|x| x.0);
         e.iterations = iterations;
-        e.totals = if a.totals.is_empty() {
-            (0..e.policies.len())
-                .map(|_| Totals {
-                    messages: vec![0; e.modes.len()],
-                    bytes: vec![0; e.modes.len()],
-                    ..Default::default()
-                })
-                .collect()
-        } else {
-            a.totals
-        };
+        e.totals = if a.totals.is_empty() { Totals::zeroed(e.policies.len(), e.modes.len()) } else { a.totals };
         e.ranks = a.ranks;
         e.ranks.sort_by_key(|r| r.rank);
         e.warmup_rows = a.warmup_rows;
     }
     Data { experiments, warnings }
-}
-
-pub fn source_name(s: Source) -> &'static str {
-    match s {
-        Source::Job => "job",
-        Source::Sim => "sim",
-    }
-}
-
-pub fn clock_name(c: Clock) -> &'static str {
-    match c {
-        Clock::Monotonic => "monotonic",
-        Clock::Simulated => "simulated",
-    }
 }

@@ -1,0 +1,287 @@
+/*
+ * ugni_pair.h: the uGNI set-up the examples share, written once, so that each example's own file
+ * shows the calls that matter to it (post descriptors, posts, completions, short messages).
+ *
+ * An example runs two communication domains of one process, side A (inst_id N) and side B
+ * (N + 1), each attached to its own NIC, as two ranks on two nodes would be. ugni_pair_open()
+ * makes, for each side:
+ *
+ *   GNI_CdmCreate, GNI_CdmAttach  a communication domain on NIC device 0
+ *   GNI_CqCreate (twice)          tx_cq: the local completions of the side's own posts (the
+ *                                 endpoint's CQ); rx_cq: the remote events of data landing in
+ *                                 the side's memory, and SMSG arrivals (that memory's CQ)
+ *   GNI_EpCreate, GNI_EpBind      an endpoint bound to the other side's NIC address and inst_id
+ *   GNI_MemRegister               send_buf (no CQ) and recv_buf (rx_cq): zeroed, 64-byte aligned
+ *   GNI_SmsgBufferSizeNeeded, GNI_MemRegister, GNI_SmsgInit
+ *                                 an SMSG mailbox, when asked for
+ *
+ * and ugni_pair_close() gives it all back. Around them: the check every uGNI call goes through,
+ * the waits for a post's completions, the reading of the command line, and the clock.
+ *
+ * Define UGNI_PROGRAM, the name every message starts with, before including this header:
+ *
+ *   #define UGNI_PROGRAM "pingpong"
+ *   #include "ugni_pair.h"
+ *
+ * Header-only, so an example still builds from its one .c file with this header beside it
+ * (cc -O2 -o pingpong pingpong.c); the test programs of tests/c include it too.
+ */
+#ifndef AAR_UGNI_PAIR_H
+#define AAR_UGNI_PAIR_H
+
+#ifndef UGNI_PROGRAM
+#error "define UGNI_PROGRAM (the program's name in its messages) before including ugni_pair.h"
+#endif
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gni_pub.h"
+
+/* How long a wait for a completion may take before it counts as a failure. */
+#define UGNI_WAIT_MS 10000
+
+/* The emulator's simulated clock (cabi/aar_emu.h): absent from a real libugni, 0 without a
+ * simulated network. Weak, so that the same binary links and runs against a real libugni. */
+unsigned long long aar_emu_clock_ns(void);
+#pragma weak aar_emu_clock_ns
+
+/* One side of the pair. */
+struct ugni_side {
+	uint32_t inst_id, addr; /* the domain's instance id; its NIC's address */
+	gni_cdm_handle_t cdm;
+	gni_nic_handle_t nic;
+	gni_cq_handle_t tx_cq, rx_cq;
+	gni_ep_handle_t ep;
+	unsigned char *send_buf, *recv_buf;
+	gni_mem_handle_t send_mh, recv_mh;
+	void *mailbox; /* NULL without SMSG */
+	gni_mem_handle_t mailbox_mh;
+	gni_smsg_attr_t smsg; /* this side's mailbox, as GNI_SmsgInit takes it */
+};
+
+/* What ugni_pair_open() makes. */
+struct ugni_pair_config {
+	uint32_t inst_id;         /* side A's; side B's is the next one */
+	uint32_t cookie;          /* the job cookie of both domains */
+	uint32_t cq_entries;      /* of each CQ */
+	gni_cq_mode_t tx_cq_mode; /* GNI_CQ_BLOCKING to wait on tx_cq, GNI_CQ_NOBLOCK to poll it */
+	uint64_t bytes;           /* of each send and receive buffer */
+	uint32_t smsg_credits;    /* SMSG mailbox credits; 0: no mailbox */
+	uint32_t smsg_max_size;   /* the largest short message, header and payload together */
+};
+
+/* Every uGNI call goes through this: 0 on success; otherwise a message naming the call, and -1. */
+static inline int ugni_check(gni_return_t rc, const char *what)
+{
+	if (rc == GNI_RC_SUCCESS)
+		return 0;
+	fprintf(stderr, UGNI_PROGRAM ": %s failed: %s (%d)\n", what,
+		(unsigned)rc <= GNI_RC_ERROR_NOMEM ? gni_err_str[rc] : "?", (int)rc);
+	return -1;
+}
+
+/* `bytes` of zeroed, 64-byte aligned memory registered on `s`'s NIC, with `cq` (or NULL) as
+ * the CQ of the remote events of data landing in it; NULL on failure (said). */
+static inline void *ugni_register(struct ugni_side *s, uint64_t bytes, gni_cq_handle_t cq, gni_mem_handle_t *mh)
+{
+	size_t size = (bytes + 63) / 64 * 64;
+	void *buf = aligned_alloc(64, size ? size : 64);
+	if (!buf) {
+		fprintf(stderr, UGNI_PROGRAM ": out of memory for a %llu-byte buffer\n", (unsigned long long)bytes);
+		return NULL;
+	}
+	memset(buf, 0, size);
+	if (ugni_check(GNI_MemRegister(s->nic, (uint64_t)(uintptr_t)buf, bytes, cq, GNI_MEM_READWRITE, (uint32_t)-1, mh),
+		       "GNI_MemRegister")) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* An SMSG mailbox for `s`, registered with its rx_cq (where arrivals are announced). */
+static inline int ugni_smsg_mailbox(struct ugni_side *s, uint32_t credits, uint32_t max_size)
+{
+	unsigned int bytes = 0;
+	memset(&s->smsg, 0, sizeof s->smsg);
+	s->smsg.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+	s->smsg.mbox_maxcredit = credits;
+	s->smsg.msg_maxsize = max_size;
+	if (ugni_check(GNI_SmsgBufferSizeNeeded(&s->smsg, &bytes), "GNI_SmsgBufferSizeNeeded"))
+		return -1;
+	s->mailbox = ugni_register(s, bytes, s->rx_cq, &s->mailbox_mh);
+	if (!s->mailbox)
+		return -1;
+	s->smsg.msg_buffer = s->mailbox;
+	s->smsg.buff_size = bytes;
+	s->smsg.mem_hndl = s->mailbox_mh;
+	s->smsg.mbox_offset = 0;
+	return 0;
+}
+
+/* One side: its domain, NIC, CQs, endpoint (not bound yet), buffers and mailbox. */
+static inline int ugni_side_open(struct ugni_side *s, uint32_t inst_id, const struct ugni_pair_config *c)
+{
+	memset(s, 0, sizeof *s);
+	s->inst_id = inst_id;
+	if (ugni_check(GNI_CdmCreate(inst_id, GNI_FIND_ALLOC_PTAG, c->cookie, 0, &s->cdm), "GNI_CdmCreate") ||
+	    ugni_check(GNI_CdmAttach(s->cdm, 0, &s->addr, &s->nic), "GNI_CdmAttach") ||
+	    ugni_check(GNI_CqCreate(s->nic, c->cq_entries, 0, c->tx_cq_mode, NULL, NULL, &s->tx_cq), "GNI_CqCreate") ||
+	    ugni_check(GNI_CqCreate(s->nic, c->cq_entries, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->rx_cq), "GNI_CqCreate") ||
+	    ugni_check(GNI_EpCreate(s->nic, s->tx_cq, &s->ep), "GNI_EpCreate"))
+		return -1;
+	s->send_buf = ugni_register(s, c->bytes, NULL, &s->send_mh);
+	s->recv_buf = s->send_buf ? ugni_register(s, c->bytes, s->rx_cq, &s->recv_mh) : NULL;
+	if (!s->recv_buf)
+		return -1;
+	return c->smsg_credits ? ugni_smsg_mailbox(s, c->smsg_credits, c->smsg_max_size) : 0;
+}
+
+/* Both sides, their endpoints bound to each other, and their mailboxes paired. 0 on success. */
+static inline int ugni_pair_open(struct ugni_side *a, struct ugni_side *b, const struct ugni_pair_config *c)
+{
+	if (ugni_side_open(a, c->inst_id, c) || ugni_side_open(b, c->inst_id + 1, c) ||
+	    ugni_check(GNI_EpBind(a->ep, b->addr, b->inst_id), "GNI_EpBind") ||
+	    ugni_check(GNI_EpBind(b->ep, a->addr, a->inst_id), "GNI_EpBind"))
+		return -1;
+	if (c->smsg_credits &&
+	    (ugni_check(GNI_SmsgInit(a->ep, &a->smsg, &b->smsg), "GNI_SmsgInit") ||
+	     ugni_check(GNI_SmsgInit(b->ep, &b->smsg, &a->smsg), "GNI_SmsgInit")))
+		return -1;
+	return 0;
+}
+
+/* Everything ugni_side_open() made, given back in the reverse order. 0 if every call succeeded. */
+static inline int ugni_side_close(struct ugni_side *s)
+{
+	int failed = (s->mailbox && ugni_check(GNI_MemDeregister(s->nic, &s->mailbox_mh), "GNI_MemDeregister")) |
+		     ugni_check(GNI_MemDeregister(s->nic, &s->recv_mh), "GNI_MemDeregister") |
+		     ugni_check(GNI_MemDeregister(s->nic, &s->send_mh), "GNI_MemDeregister") |
+		     ugni_check(GNI_EpUnbind(s->ep), "GNI_EpUnbind") | ugni_check(GNI_EpDestroy(s->ep), "GNI_EpDestroy") |
+		     ugni_check(GNI_CqDestroy(s->rx_cq), "GNI_CqDestroy") |
+		     ugni_check(GNI_CqDestroy(s->tx_cq), "GNI_CqDestroy") |
+		     ugni_check(GNI_CdmDestroy(s->cdm), "GNI_CdmDestroy");
+	free(s->mailbox);
+	free(s->recv_buf);
+	free(s->send_buf);
+	return failed ? -1 : 0;
+}
+
+static inline int ugni_pair_close(struct ugni_side *a, struct ugni_side *b)
+{
+	int failed = ugni_side_close(a) | ugni_side_close(b);
+	return failed ? -1 : 0;
+}
+
+/* Wait for the local completion of `pd`, posted on `s`'s endpoint with GNI_CQMODE_GLOBAL_EVENT:
+ * 0 if the event is the post's own (GNI_GetCompleted gives back its descriptor) and says it
+ * succeeded. */
+static inline int ugni_wait_local(struct ugni_side *s, gni_post_descriptor_t *pd)
+{
+	gni_cq_entry_t ev;
+	gni_post_descriptor_t *done = NULL;
+	if (ugni_check(GNI_CqWaitEvent(s->tx_cq, UGNI_WAIT_MS, &ev), "GNI_CqWaitEvent (local)") ||
+	    ugni_check(GNI_GetCompleted(s->tx_cq, ev, &done), "GNI_GetCompleted"))
+		return -1;
+	if (done != pd || GNI_CQ_GET_TYPE(ev) != GNI_CQ_EVENT_TYPE_POST || !GNI_CQ_STATUS_OK(ev)) {
+		fprintf(stderr, UGNI_PROGRAM ": wrong local completion for post %llu\n", (unsigned long long)pd->post_id);
+		return -1;
+	}
+	return 0;
+}
+
+/* Wait for the remote event of a post from `from` (GNI_CQMODE_REMOTE_EVENT) whose data landed in
+ * `to`'s memory: 0 if the event names `from` as the sender. */
+static inline int ugni_wait_remote(struct ugni_side *to, const struct ugni_side *from)
+{
+	gni_cq_entry_t ev;
+	if (ugni_check(GNI_CqWaitEvent(to->rx_cq, UGNI_WAIT_MS, &ev), "GNI_CqWaitEvent (remote)"))
+		return -1;
+	if (GNI_CQ_GET_INST_ID(ev) != from->inst_id) {
+		fprintf(stderr, UGNI_PROGRAM ": remote event from inst_id %llu, expected %u\n",
+			(unsigned long long)GNI_CQ_GET_INST_ID(ev), from->inst_id);
+		return -1;
+	}
+	return 0;
+}
+
+/* A number of the command line: decimal or 0x hex, with an optional K or M suffix (KiB, MiB). */
+static inline int ugni_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* One `--name VALUE` option: VALUE is read into *number (ugni_parse_size), or kept in *text. */
+struct ugni_option {
+	const char *name;
+	uint64_t *number;
+	const char **text;
+	int *given; /* if not NULL, set to 1 when the option is there */
+};
+
+/* Read argv against `options` (`count` of them). Returns -1 when the program is to go on;
+ * otherwise the exit status, after `usage` was printed: 0 for --help or -h, 2 for an option it
+ * does not know or a value it cannot read. */
+static inline int ugni_options(int argc, char **argv, const struct ugni_option *options, size_t count,
+			       void (*usage)(void))
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			return 0;
+		}
+		const struct ugni_option *o = options;
+		while (o < options + count && strcmp(argv[i], o->name))
+			o++;
+		if (o == options + count || i + 1 >= argc || (o->number && ugni_parse_size(argv[i + 1], o->number))) {
+			usage();
+			return 2;
+		}
+		if (o->text)
+			*o->text = argv[i + 1];
+		if (o->given)
+			*o->given = 1;
+		i++;
+	}
+	return -1;
+}
+
+/* CLOCK_MONOTONIC, in ns. */
+static inline uint64_t ugni_monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether the program runs over the emulator on a simulated network (AAR_EMU_SIM), whose clock
+ * then times it: ask after the first uGNI call (the emulator reads its settings there). */
+static inline int ugni_clock_simulated(void)
+{
+	return aar_emu_clock_ns && aar_emu_clock_ns() != 0;
+}
+
+/* Now, in ns: the simulated clock if `simulated`, CLOCK_MONOTONIC otherwise. */
+static inline uint64_t ugni_now_ns(int simulated)
+{
+	return simulated ? aar_emu_clock_ns() : ugni_monotonic_ns();
+}
+
+#endif
