@@ -9,6 +9,7 @@
 use crate::sys;
 use crate::trylock::TryLock;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use tracing::level_filters::LevelFilter;
 
 const MAX_KEPT: usize = 64;
 pub(crate) static KEPT: TryLock<Vec<String>> = TryLock::new(Vec::new());
@@ -101,22 +102,14 @@ pub fn kept() -> Vec<String> {
     KEPT.try_lock().map(|k| k.clone()).unwrap_or_default()
 }
 
-/// Install a stderr subscriber when `AAR_LOG` asks for one (error, warn, info, debug, trace).
-pub fn init_logging(level: Option<&str>) {
+/// Install a stderr subscriber when `AAR_LOG` asks for one.
+pub fn init_logging(level: Option<LevelFilter>) {
     let Some(level) = level else { return };
-    match level.trim().parse::<tracing_subscriber::filter::LevelFilter>() {
-        Ok(filter) => {
-            let subscriber = tracing_subscriber::fmt()
-                .with_writer(std::io::stderr)
-                .with_max_level(filter)
-                .with_ansi(false)
-                .with_target(false)
-                .finish();
-            let _ = tracing::subscriber::set_global_default(subscriber);
-        }
-        Err(_) => warn(&format!(
-            "AAR_LOG=\"{}\" is not a log level; logging stays off. Use error, warn, info, debug or trace.",
-            level.escape_debug()
-        )),
-    }
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_target(false)
+        .finish();
+    let _ = tracing::subscriber::set_global_default(subscriber);
 }

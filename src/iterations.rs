@@ -14,10 +14,11 @@
 //! so memory stays bounded over any number of iterations and a killed job keeps every row
 //! written before the kill. An iteration still open at exit has no end and no row.
 
+use crate::settings::{Boundary, Settings};
 use crate::stats::{self, CLASS_NAMES};
 use crate::trylock::TryLock;
 use crate::{control, diag, output, runtime, sys, trace};
-use aar_engine::{AbSchedule, Boundary, EngineStats, Policy, Settings};
+use aar_engine::{AbSchedule, EngineStats, Policy};
 use aar_record::{Clock, Header, Iteration, Source};
 use std::fs::File;
 use std::io::Write;

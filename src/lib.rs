@@ -23,6 +23,7 @@ mod output;
 mod papi;
 mod runtime;
 mod selfcheck;
+mod settings;
 mod stats;
 mod sys;
 mod trace;

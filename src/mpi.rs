@@ -11,8 +11,8 @@
 //! boundary, the boundary is taken when the PMPI call returns, so that all ranks leave a
 //! collective together before they switch policy; otherwise the wrapper is a plain forward.
 
+use crate::settings::{Boundary, MpiFunction};
 use crate::{iterations, runtime};
-use aar_engine::{Boundary, MpiFunction};
 use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};

@@ -4,9 +4,10 @@
 //! (see `iterations`); both only by the ranks `AAR_OUTPUT_RANKS` names.
 
 use crate::runtime::{self, Decider};
+use crate::settings::Settings;
 use crate::stats::{self, CLASS_NAMES};
 use crate::{control, diag, iterations, sys, trace};
-use aar_engine::{EngineStats, Reason, Settings};
+use aar_engine::{EngineStats, Reason};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -104,11 +105,9 @@ pub fn experiment() -> String {
     }
 }
 
-/// Whether this process writes records: `AAR_OUTPUT_DIR` is set and `AAR_OUTPUT_RANKS`, if
-/// set, names its rank (a process without a rank counts as rank 0, as for messages).
+/// Whether this process writes records (see [`Settings::writes_records`]).
 pub fn writes_records(settings: &Settings) -> bool {
-    settings.output_dir.is_some()
-        && settings.output_ranks.as_ref().is_none_or(|ranks| ranks.contains(diag::rank().unwrap_or(0)))
+    settings.writes_records(diag::rank())
 }
 
 /// `AAR_OUTPUT_DIR` was reported unusable (at start-up, or by a failed write of the iteration

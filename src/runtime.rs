@@ -4,9 +4,10 @@
 
 use crate::control::{self, FAST, READY};
 use crate::papi::Papi;
+use crate::settings::Settings;
 use crate::trylock::{Guard, TryLock};
 use crate::{diag, iterations, mpi, output, stats, sys, trace};
-use aar_engine::{CounterSample, Decision, Engine, Message, Policy, Settings, Window, WindowOutcome};
+use aar_engine::{CounterSample, Decision, Engine, Message, Policy, Window, WindowOutcome};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
@@ -111,7 +112,7 @@ fn init() {
     let (settings, warnings) = Settings::from_lookup(&lookup);
     diag::detect_rank();
     diag::install_panic_hook();
-    diag::init_logging(settings.log.as_deref());
+    diag::init_logging(settings.log);
     for w in &warnings {
         diag::warn(&w.message);
     }

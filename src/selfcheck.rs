@@ -22,8 +22,7 @@
 
 use crate::papi::Papi;
 use crate::runtime;
-use aar_engine::settings::VARIABLES;
-use aar_engine::Settings;
+use crate::settings::{Settings, VARIABLES};
 use libloading::os::unix::Library;
 use serde_json::{json, Value};
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};

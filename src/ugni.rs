@@ -6,13 +6,14 @@
 //! never reads or writes them; only the head's `length` counts toward the message size.
 
 use crate::control::{self, ENABLED, FAST, READY, TRACE};
+use crate::settings::TestPanic;
 use crate::stats::{self, class_of, CALLER_SMSG};
 use crate::trylock::TryLock;
 use crate::{diag, mpi, runtime, sys, trace};
 use aar_abi::*;
 use aar_engine::mode::ROUTING_BITS;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{requested_mode, with_mode, Message, Reason, RoutingMode, TestPanic, Transfer, Window};
+use aar_engine::{requested_mode, with_mode, Message, Reason, RoutingMode, Transfer, Window};
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
