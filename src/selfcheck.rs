@@ -21,8 +21,8 @@
 //! questions (version, one event at a time), each with its SAFETY line.
 
 use crate::papi::Papi;
-use crate::runtime;
 use crate::settings::{Settings, VARIABLES};
+use crate::state;
 use libloading::os::unix::Library;
 use serde_json::{json, Value};
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
@@ -100,7 +100,7 @@ fn document() -> String {
         .collect();
     let warnings: Vec<Value> =
         warnings.iter().map(|w| json!({ "variable": w.variable, "value": w.value, "message": w.message })).collect();
-    let runtime_initialised = runtime::settings().is_some();
+    let runtime_initialised = state::settings().is_some();
     let papi = if runtime_initialised {
         json!({
             "checked": false,
@@ -433,6 +433,6 @@ mod tests {
         assert_eq!(doc["runtime_initialised"], false);
         assert!(doc["settings"]["engine"]["threshold_bytes"].is_u64(), "{doc}");
         assert!(doc["papi"]["events"].as_array().is_some_and(|e| (4..=5).contains(&e.len())), "{doc}");
-        assert!(runtime::settings().is_none(), "the check never initialises the runtime");
+        assert!(state::settings().is_none(), "the check never initialises the runtime");
     }
 }
