@@ -79,7 +79,7 @@ fn init() {
             (Some(opened.papi), Some(opened.library))
         }
         Err(why) => {
-            diag::warn(&state::counters_unavailable(&why.0, &mut engine_cfg));
+            diag::warn(&state::counters_unavailable(&why.to_string(), &mut engine_cfg));
             (None, None)
         }
     };
