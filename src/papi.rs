@@ -84,13 +84,31 @@ pub enum PapiError {
     ShutDown,
 }
 
+/// Why a read failed. Small and `Copy`, because reads are on the decision path (a `PapiError`
+/// in the read's result made every decision measurably slower); [`Papi::explain`] puts it in
+/// words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadFailure {
+    /// The application shut PAPI down (`PAPI_shutdown`).
+    ShutDown,
+    /// `PAPI_read` returned this code.
+    Failed(c_int),
+}
+
 /// `Ok` when `rc` is `PAPI_OK`, else the failure of `call` in PAPI's words.
+#[inline]
 fn check(strerror: StrerrorFn, rc: c_int, call: &'static str) -> Result<(), PapiError> {
     if rc == PAPI_OK {
         Ok(())
     } else {
-        Err(PapiError::Failed { call, code: Code::describe(strerror, rc) })
+        Err(failed(strerror, rc, call))
     }
+}
+
+/// `call` failed with `rc` (off the path of a read that succeeds).
+#[cold]
+fn failed(strerror: StrerrorFn, rc: c_int, call: &'static str) -> PapiError {
+    PapiError::Failed { call, code: Code::describe(strerror, rc) }
 }
 
 /// An open, started event set of the 4 or 5 NIC events.
@@ -156,21 +174,20 @@ impl Papi {
         let start: StartFn = symbol(lib, "PAPI_start")?;
         let read: ReadFn = symbol(lib, "PAPI_read")?;
         let strerror: StrerrorFn = symbol(lib, "PAPI_strerror")?;
-        let failed = |call, rc| PapiError::Failed { call, code: Code::describe(strerror, rc) };
 
         // SAFETY: PAPI_is_initialized takes no arguments and only reads PAPI's state.
         if unsafe { is_initialized() } == PAPI_NOT_INITED {
             // SAFETY: PAPI_LIB_VERSION takes no option structure (NULL is documented for it).
             let version = unsafe { get_opt(PAPI_LIB_VERSION, std::ptr::null_mut()) };
             if version <= 0 {
-                return Err(failed("PAPI_get_opt(PAPI_LIB_VERSION)", version));
+                return Err(failed(strerror, version, "PAPI_get_opt(PAPI_LIB_VERSION)"));
             }
             // The major.minor of the installed library, as PAPI_VER_CURRENT would be at build time.
             let wanted = version & !0xffff;
             // SAFETY: plain integer argument.
             let got = unsafe { library_init(wanted) };
             if got != wanted {
-                return Err(failed("PAPI_library_init", got));
+                return Err(failed(strerror, got, "PAPI_library_init"));
             }
         }
         let mut eventset = PAPI_NULL;
@@ -202,16 +219,19 @@ impl Papi {
     }
 
     /// Read all events at one instant.
-    pub fn read(&mut self) -> Result<CounterSample, PapiError> {
+    pub fn read(&mut self) -> Result<CounterSample, ReadFailure> {
         // An application that uses PAPI itself may shut it down; reading an event set of a shut
         // down PAPI crashes inside libpapi, so ask first.
         // SAFETY: PAPI_is_initialized takes no arguments and only reads PAPI's state.
         if unsafe { (self.is_initialized)() } == PAPI_NOT_INITED {
-            return Err(PapiError::ShutDown);
+            return Err(ReadFailure::ShutDown);
         }
         let mut v: [c_longlong; 5] = [0; 5];
         // SAFETY: the event set is started and holds at most 5 events; `v` has room for 5.
-        check(self.strerror, unsafe { (self.read)(self.eventset, v.as_mut_ptr()) }, "PAPI_read")?;
+        let rc = unsafe { (self.read)(self.eventset, v.as_mut_ptr()) };
+        if rc != PAPI_OK {
+            return Err(ReadFailure::Failed(rc));
+        }
         Ok(CounterSample {
             req_flits: v[0],
             req_stalled: v[1],
@@ -219,6 +239,14 @@ impl Papi {
             rsp_packets: v[3],
             rsp_stalled: self.with_rsp_stalled.then_some(v[4]),
         })
+    }
+
+    /// A failed read, in words.
+    pub fn explain(&self, failure: ReadFailure) -> PapiError {
+        match failure {
+            ReadFailure::ShutDown => PapiError::ShutDown,
+            ReadFailure::Failed(rc) => failed(self.strerror, rc, "PAPI_read"),
+        }
     }
 }
 

@@ -132,11 +132,12 @@ impl Decider {
                 self.counter_reads += 1;
                 self.observe(sample);
             }
-            Err(why) => {
+            Err(failure) => {
+                let why = papi.explain(failure).to_string();
                 self.counter_read_failures += 1;
                 self.counters = None;
                 let mut cfg = self.engine.config().clone();
-                let line = counters_unavailable(&why.to_string(), &mut cfg);
+                let line = counters_unavailable(&why, &mut cfg);
                 self.engine.set_policy(cfg.policy);
                 control::update(|w| control::with(w, Some(cfg.policy), None, None));
                 diag::warn(&line);
