@@ -38,8 +38,9 @@ extern "C" {
  * refused with AAR_EINVAL and change nothing: the schedule alone chooses each iteration's policy. */
 int aar_set_mode(uint16_t dlvr_mode);
 
-/* The same by name: "ADAPTIVE3" or "ADAPTIVE_3" (any case), or "auto", or "off" (count and read
- * counters, but leave every descriptor as the caller wrote it). */
+/* The same by name, as AAR_MODE takes it: "ADAPTIVE3" or "ADAPTIVE_3" (any case), or "auto" (also
+ * "paper"), or "off" (also "observe": count and read counters, but leave every descriptor as the
+ * caller wrote it). */
 int aar_set_mode_name(const char *name);
 
 /* Back to automatic routing: NIC counters and the cost model choose per message. */

@@ -3,6 +3,31 @@
 //! (an adaptive post below the threshold) needs no other shared state but the accumulator.
 
 use aar_engine::{Policy, Reason, RoutingMode};
+use std::sync::atomic::{AtomicU32, Ordering::*};
+
+/// The word itself; 0 until initialisation (not ready: every post forwarded untouched).
+static CONTROL: AtomicU32 = AtomicU32::new(0);
+
+/// The word now.
+#[inline]
+pub fn load() -> u32 {
+    CONTROL.load(Acquire)
+}
+
+/// Replace the word (at initialisation, when nobody else writes it).
+pub fn store(w: u32) {
+    CONTROL.store(w, Release);
+}
+
+/// Replace the word with `f(old)`, atomically with respect to other updates.
+pub fn update(f: impl Fn(u32) -> u32) -> bool {
+    CONTROL.fetch_update(AcqRel, Acquire, |w| Some(f(w))).is_ok()
+}
+
+/// Take every post off the fast path (a fork child, until its own state exists).
+pub fn leave_fast_path() {
+    CONTROL.fetch_and(!FAST, AcqRel);
+}
 
 /// Routing bits given to adaptive posts below the threshold (when [`REWRITE`]).
 pub const ROUTING: u32 = 0xff;
@@ -41,20 +66,12 @@ pub fn policy(word: u32) -> Policy {
     }
 }
 
-/// Build a consistent word from its inputs; every derived bit is recomputed here and only here.
+/// Build a consistent word from its inputs; every derived bit is recomputed here and only here,
+/// from the engine's rule for messages below the threshold ([`Policy::below_threshold`]).
 pub fn word(policy: Policy, low_latency: RoutingMode, ready: bool, enabled: bool, trace: bool) -> u32 {
-    let below = match policy {
-        Policy::Auto => Some(low_latency),
-        Policy::Fixed(m) => Some(m),
-        Policy::Off => None,
-    };
+    let (below, reason) = policy.below_threshold(low_latency);
     let mut w = (policy_code(policy) << POLICY_SHIFT) | (u32::from(low_latency.dlvr_bits()) << LOW_LATENCY_SHIFT);
     w |= below.map_or(0, |m| u32::from(m.dlvr_bits()) | (m.index() as u32) << CLASS_SHIFT);
-    let reason = match policy {
-        Policy::Auto => Reason::Threshold,
-        Policy::Fixed(_) => Reason::Fixed,
-        Policy::Off => Reason::Passthrough,
-    };
     w |= (reason.index() as u32) << REASON_SHIFT;
     if ready {
         w |= READY;
@@ -109,12 +126,10 @@ pub fn below_threshold_reason_index(w: u32) -> usize {
 
 /// Why a post below the threshold gets the routing it gets.
 pub fn below_threshold_reason(w: u32) -> Reason {
-    match policy(w) {
-        _ if w & REWRITE == 0 => Reason::Passthrough,
-        Policy::Auto => Reason::Threshold,
-        Policy::Fixed(_) => Reason::Fixed,
-        Policy::Off => Reason::Passthrough,
+    if w & REWRITE == 0 {
+        return Reason::Passthrough;
     }
+    Reason::ALL.get(below_threshold_reason_index(w)).copied().unwrap_or(Reason::Passthrough)
 }
 
 /// What the policy is called in records and by `aar_policy_name()`.

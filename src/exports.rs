@@ -7,11 +7,33 @@
 #![allow(non_snake_case)]
 
 use crate::mpi::{self, AllToAllFn, AllreduceFn, BarrierFn, BcastFn, ReduceFn, RootedFn};
-use crate::ugni::{self, CdmAttachFn, CdmDestroyFn, SetDeliveryModeFn, SmsgSendFn, SmsgSendWTagFn};
-use crate::{control, iterations, runtime};
+use crate::state::NICS;
+use crate::trylock::Inside;
+use crate::{control, init, iterations, rows, ugni};
 use aar_abi::*;
 use aar_engine::{Policy, RoutingMode};
 use std::ffi::{c_char, c_int, c_void, CStr};
+
+// Each interposed function has exactly the type of the function it stands in for: the uGNI ones
+// aar_abi's (which the emulator's definitions are checked against too), the MPI ones `mpi`'s.
+const _: PostFn = GNI_PostRdma;
+const _: PostFn = GNI_PostFma;
+const _: PostFn = GNI_PostCqWrite;
+const _: PostFn = GNI_CtPostFma;
+const _: PostFn = GNI_CtPostCqWrite;
+const _: SmsgSendFn = GNI_SmsgSend;
+const _: SmsgSendWTagFn = GNI_SmsgSendWTag;
+const _: SmsgSetDeliveryModeFn = GNI_SmsgSetDeliveryMode;
+const _: CdmAttachFn = GNI_CdmAttach;
+const _: CdmDestroyFn = GNI_CdmDestroy;
+const _: BarrierFn = MPI_Barrier;
+const _: AllreduceFn = MPI_Allreduce;
+const _: ReduceFn = MPI_Reduce;
+const _: BcastFn = MPI_Bcast;
+const _: AllToAllFn = MPI_Allgather;
+const _: AllToAllFn = MPI_Alltoall;
+const _: RootedFn = MPI_Gather;
+const _: RootedFn = MPI_Scatter;
 
 // ---- uGNI posts ------------------------------------------------------------------------------
 
@@ -108,14 +130,14 @@ pub unsafe extern "C" fn GNI_SmsgSendWTag(
 /// uGNI's contract for GNI_SmsgSetDeliveryMode.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> GniReturn {
-    let Some(real) = ugni::real_fn::<SetDeliveryModeFn>(&ugni::SMSG_SET_DELIVERY_MODE) else {
+    let Some(real) = ugni::real_fn::<SmsgSetDeliveryModeFn>(&ugni::SMSG_SET_DELIVERY_MODE) else {
         return ugni::missing(&ugni::SMSG_SET_DELIVERY_MODE);
     };
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { real(nic, dlvr_mode) };
     if rc == GNI_RC_SUCCESS {
-        if let Some(_inside) = ugni::Inside::enter() {
-            let _ = std::panic::catch_unwind(|| ugni::caller_set_delivery_mode(nic, dlvr_mode));
+        if let Some(_inside) = Inside::enter() {
+            let _ = std::panic::catch_unwind(|| NICS.caller_set(nic as usize, dlvr_mode));
         }
     }
     rc
@@ -135,9 +157,9 @@ pub unsafe extern "C" fn GNI_CdmAttach(
     let Some(real) = ugni::real_fn::<CdmAttachFn>(&ugni::CDM_ATTACH) else {
         return ugni::missing(&ugni::CDM_ATTACH);
     };
-    let inside = ugni::Inside::enter();
+    let inside = Inside::enter();
     if inside.is_some() {
-        let _ = std::panic::catch_unwind(runtime::ensure_init);
+        let _ = std::panic::catch_unwind(init::ensure_init);
     }
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { real(cdm, device_id, local_address, nic) };
@@ -145,7 +167,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
         // SAFETY: on success uGNI wrote the NIC handle through the caller's valid pointer.
         let handle = unsafe { *nic };
         if !handle.is_null() {
-            let _ = std::panic::catch_unwind(|| ugni::nic_attached(cdm, handle));
+            let _ = std::panic::catch_unwind(|| NICS.attached(cdm as usize, handle as usize));
         }
     }
     rc
@@ -158,8 +180,8 @@ pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     let Some(real) = ugni::real_fn::<CdmDestroyFn>(&ugni::CDM_DESTROY) else {
         return ugni::missing(&ugni::CDM_DESTROY);
     };
-    if let Some(_inside) = ugni::Inside::enter() {
-        let _ = std::panic::catch_unwind(|| ugni::cdm_destroyed(cdm));
+    if let Some(_inside) = Inside::enter() {
+        let _ = std::panic::catch_unwind(|| NICS.cdm_destroyed(cdm as usize));
     }
     // SAFETY: the caller's argument, unchanged.
     unsafe { real(cdm) }
@@ -313,10 +335,12 @@ const AAR_EDISABLED: c_int = -2;
 fn api(policy: Option<Policy>, enabled: Option<bool>) -> c_int {
     let change = || {
         // While an A/B experiment runs, its schedule alone chooses the policy.
-        if policy.is_some() && runtime::wait_ready().is_some_and(|s| !s.disabled) && iterations::ab_running() {
+        let ready = init::wait_ready().is_some_and(|s| !s.disabled);
+        if policy.is_some() && ready && iterations::ab_running() {
             return AAR_EINVAL;
         }
-        if runtime::set_control(policy, enabled) {
+        // Killed by AAR_DISABLE: the library stays inert.
+        if control::load() & control::READY != 0 && control::update(|w| control::with(w, policy, enabled, None)) {
             AAR_OK
         } else {
             AAR_EDISABLED
@@ -336,13 +360,13 @@ fn iteration_api(call: impl FnOnce() -> Result<(), iterations::Refused> + std::p
 /// Pin every adaptive message to `dlvr_mode` (GNI_DLVMODE_ADAPTIVE0..3).
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_set_mode(dlvr_mode: u16) -> c_int {
-    match (dlvr_mode & !aar_engine::mode::ROUTING_BITS, RoutingMode::from_routing_bits(dlvr_mode)) {
+    match (dlvr_mode & !GNI_DLVMODE_ROUTING_MASK, RoutingMode::from_routing_bits(dlvr_mode)) {
         (0, Some(m)) => api(Some(Policy::Fixed(m)), None),
         _ => AAR_EINVAL,
     }
 }
 
-/// Pin by name ("ADAPTIVE3", "ADAPTIVE_3"), or "auto" / "off".
+/// Pin by name ("ADAPTIVE3", "ADAPTIVE_3"), or "auto" / "off": the names of `AAR_MODE`.
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
@@ -353,11 +377,7 @@ pub unsafe extern "C" fn aar_set_mode_name(name: *const c_char) -> c_int {
     }
     // SAFETY: non-null, NUL-terminated per the contract.
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    match name.trim().to_ascii_lowercase().as_str() {
-        "auto" => api(Some(Policy::Auto), None),
-        "off" => api(Some(Policy::Off), None),
-        _ => RoutingMode::parse(&name).map_or(AAR_EINVAL, |m| api(Some(Policy::Fixed(m)), None)),
-    }
+    name.parse::<Policy>().map_or(AAR_EINVAL, |p| api(Some(p), None))
 }
 
 /// Back to automatic routing (the paper's algorithm).
@@ -380,8 +400,8 @@ pub extern "C" fn aar_enable() -> c_int {
 /// "auto", "off", a mode name, "paused" or "disabled" (AAR_DISABLE).
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_policy_name() -> *const c_char {
-    let _ = std::panic::catch_unwind(runtime::ensure_init);
-    let name: &'static CStr = match control::policy_name(runtime::control()) {
+    let _ = std::panic::catch_unwind(init::ensure_init);
+    let name: &'static CStr = match control::policy_name(control::load()) {
         "auto" => c"auto",
         "off" => c"off",
         "paused" => c"paused",
@@ -417,7 +437,7 @@ pub unsafe extern "C" fn aar_iteration_label(label: *const c_char) -> c_int {
     }
     // SAFETY: non-null and NUL-terminated per the contract; strnlen reads no further than one
     // byte past the longest label, which is then refused whatever follows.
-    let len = unsafe { libc::strnlen(label, iterations::MAX_LABEL + 1) };
+    let len = unsafe { libc::strnlen(label, rows::MAX_LABEL + 1) };
     // SAFETY: the `len` bytes strnlen just read.
     let bytes = unsafe { std::slice::from_raw_parts(label.cast::<u8>(), len) };
     iteration_api(|| iterations::api_label(bytes))

@@ -11,8 +11,8 @@
 //! boundary, the boundary is taken when the PMPI call returns, so that all ranks leave a
 //! collective together before they switch policy; otherwise the wrapper is a plain forward.
 
-use crate::{iterations, runtime};
-use aar_engine::{Boundary, MpiFunction};
+use crate::settings::{Boundary, MpiFunction};
+use crate::{diag, init, iterations, state};
 use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -105,8 +105,11 @@ impl Drop for Depth {
 /// The boundary function as an index into [`MpiFunction::ALL`], or one of these.
 const UNKNOWN: u8 = 0xff;
 const NOT_MPI: u8 = 0xfe;
+/// From the settings, once they exist.
 static BOUNDARY: AtomicU8 = AtomicU8::new(UNKNOWN);
 static EVERY: AtomicU32 = AtomicU32::new(1);
+/// From the environment, before the settings exist.
+static PEEKED: AtomicU8 = AtomicU8::new(UNKNOWN);
 /// Calls of the boundary function so far.
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
@@ -114,40 +117,39 @@ fn code(f: MpiFunction) -> u8 {
     MpiFunction::ALL.iter().position(|&g| g == f).map_or(NOT_MPI, |i| i as u8)
 }
 
-/// Set at initialisation from the settings (`None`: the library is inert).
-pub fn set_boundary(boundary: Option<Boundary>) {
-    let (c, every) = match boundary {
-        Some(Boundary::Mpi { function, every }) => (code(function), every.max(1)),
-        _ => (NOT_MPI, 1),
-    };
-    EVERY.store(every, Ordering::Relaxed);
-    BOUNDARY.store(c, Ordering::Release);
-}
-
 /// Whether `f` marks iterations.
 #[inline]
 fn is_boundary(f: MpiFunction) -> bool {
-    let mut c = BOUNDARY.load(Ordering::Acquire);
-    if c == UNKNOWN {
-        c = peek_boundary();
-    }
+    let c = BOUNDARY.load(Ordering::Acquire);
+    let c = if c == UNKNOWN { boundary_code() } else { c };
     c == code(f)
 }
 
-/// Before the library is initialised, `AAR_AB_BOUNDARY` is read once, without the settings, so
-/// that an MPI program is initialised at its first boundary call if no uGNI call came first, and
-/// left alone otherwise. Initialisation then sets the boundary from the settings.
+/// The boundary function: from the settings once they exist (none under `AAR_DISABLE`). Before
+/// the library is initialised, `AAR_AB_BOUNDARY` is read once, without the settings, so that an
+/// MPI program is initialised at its first boundary call if no uGNI call came first, and left
+/// alone otherwise.
 #[cold]
-fn peek_boundary() -> u8 {
+fn boundary_code() -> u8 {
+    if let Some(s) = state::settings() {
+        let (c, every) = match s.ab_boundary {
+            Boundary::Mpi { function, every } if !s.disabled => (code(function), every.max(1)),
+            _ => (NOT_MPI, 1),
+        };
+        EVERY.store(every, Ordering::Relaxed);
+        BOUNDARY.store(c, Ordering::Release);
+        return c;
+    }
+    let peeked = PEEKED.load(Ordering::Relaxed);
+    if peeked != UNKNOWN {
+        return peeked;
+    }
     let c = match std::env::var("AAR_AB_BOUNDARY").ok().and_then(|v| v.parse::<Boundary>().ok()) {
         Some(Boundary::Mpi { function, .. }) => code(function),
         _ => NOT_MPI,
     };
-    // Initialisation may have set it meanwhile: its value wins.
-    match BOUNDARY.compare_exchange(UNKNOWN, c, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => c,
-        Err(set) => set,
-    }
+    PEEKED.store(c, Ordering::Relaxed);
+    c
 }
 
 /// Every N-th call of the boundary function, starting with the first, begins an iteration
@@ -163,7 +165,7 @@ fn boundary_call() {
 #[cold]
 fn missing(c: &Collective) -> c_int {
     if !c.reported_missing.swap(true, Ordering::Relaxed) {
-        crate::diag::error(&format!(
+        diag::error(&format!(
             "{} was called but {} cannot be found; returning MPI_ERR_INTERN.",
             c.function.name(),
             c.pmpi.to_string_lossy()
@@ -185,14 +187,14 @@ pub fn forward<F: Copy>(c: &Collective, call: impl FnOnce(F) -> c_int) -> c_int 
     if is_boundary(c.function) {
         // A panic must not reach the application; the call has been forwarded already.
         let take = || {
-            runtime::ensure_init();
+            init::ensure_init();
             // Still the boundary once the settings are known (not under AAR_DISABLE).
             if is_boundary(c.function) {
                 boundary_call();
             }
         };
         if std::panic::catch_unwind(take).is_err() {
-            crate::diag::internal_error("the MPI call had been forwarded");
+            diag::internal_error("the MPI call had been forwarded");
         }
     }
     rc

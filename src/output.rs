@@ -1,22 +1,26 @@
-//! What a run leaves behind: a per-rank JSON record in `AAR_OUTPUT_DIR` (created atomically:
-//! written under a temporary name, then linked to its final name, which is never overwritten)
-//! and one summary line on stderr from rank 0. The iteration record is written as the job runs
-//! (see `iterations`); both only by the ranks `AAR_OUTPUT_RANKS` names.
+//! What a run leaves behind at exit: a per-rank JSON record in `AAR_OUTPUT_DIR` (created
+//! atomically: written under a temporary name, then linked to its final name, which is never
+//! overwritten) and one summary line on stderr from rank 0. The iteration record is written as
+//! the job runs (see `rows`); both only by the ranks `AAR_OUTPUT_RANKS` names.
+//!
+//! The exit handler is here, below `init`, which registers it: it only reads the process state.
 
-use crate::runtime::{self, Decider};
-use crate::stats::{self, CLASS_NAMES};
-use crate::{control, diag, iterations, sys, trace};
-use aar_engine::{EngineStats, Reason, Settings};
+use crate::rows::Written;
+use crate::settings::Settings;
+use crate::state::{self, Decider};
+use crate::tally::{self, CLASS_NAMES};
+use crate::{control, diag, job, sys};
+use aar_engine::{EngineStats, Reason};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
+/// The per-rank record's format name; bump the number when a field changes meaning.
 pub const RECORD_FORMAT: &str = "aar-record/2";
 static WRITTEN: AtomicBool = AtomicBool::new(false);
-/// The folder was reported unusable at start-up: one warning is enough.
-static DIR_WARNED: AtomicBool = AtomicBool::new(false);
 
 #[derive(Serialize)]
 struct ModeTotals {
@@ -87,41 +91,6 @@ struct Record<'a> {
     messages: Vec<String>,
 }
 
-pub fn job_id() -> Option<String> {
-    ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "LSB_JOBID", "JOB_ID"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
-}
-
-/// Ranks of one run share this in their iteration records: the job and step id (Slurm's
-/// step, or the ALPS application id), the job id alone, or `nojob`.
-pub fn experiment() -> String {
-    let step = ["SLURM_STEP_ID", "ALPS_APP_ID"].iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
-    match (job_id(), step) {
-        (Some(job), Some(step)) => format!("{job}.{step}"),
-        (Some(job), None) => job,
-        (None, _) => "nojob".to_string(),
-    }
-}
-
-/// Whether this process writes records: `AAR_OUTPUT_DIR` is set and `AAR_OUTPUT_RANKS`, if
-/// set, names its rank (a process without a rank counts as rank 0, as for messages).
-pub fn writes_records(settings: &Settings) -> bool {
-    settings.output_dir.is_some()
-        && settings.output_ranks.as_ref().is_none_or(|ranks| ranks.contains(diag::rank().unwrap_or(0)))
-}
-
-/// `AAR_OUTPUT_DIR` was reported unusable (at start-up, or by a failed write of the iteration
-/// record): one warning is enough.
-pub fn dir_warned() -> bool {
-    DIR_WARNED.load(Ordering::Relaxed)
-}
-
-/// A write in `AAR_OUTPUT_DIR` failed and was reported.
-pub fn set_dir_warned() {
-    DIR_WARNED.store(true, Ordering::Relaxed);
-}
-
 /// Warn at start-up, not at exit, when the record could not be written.
 pub fn check_output_dir(dir: Option<&str>) {
     let Some(dir) = dir else { return };
@@ -132,8 +101,7 @@ pub fn check_output_dir(dir: Option<&str>) {
         Ok(_) => None,
     };
     if let Some(p) = problem {
-        DIR_WARNED.store(true, Ordering::Relaxed);
-        diag::warn(&format!(
+        diag::warn_output_dir(&format!(
             "AAR_OUTPUT_DIR=\"{}\" {p}; the per-rank record will not be written. Create the folder (mkdir -p) or point AAR_OUTPUT_DIR at a writable one.",
             dir.escape_debug()
         ));
@@ -145,7 +113,7 @@ fn write_record(dir: &str, name: &str, json: &[u8]) -> std::io::Result<String> {
     let partial = Path::new(dir).join(format!("{name}.partial"));
     let partial_str = partial.to_string_lossy().into_owned();
     let result = (|| {
-        let mut f = trace::create_new(&partial_str)?;
+        let mut f = sys::create_new(&partial_str)?;
         f.write_all(json)?;
         f.sync_data().or(Ok::<(), std::io::Error>(()))?;
         // link() fails if the final name exists (a symlink planted there included): never overwrite.
@@ -170,7 +138,7 @@ fn human_bytes(b: u64) -> String {
     }
 }
 
-fn summary(t: &stats::Totals, decider: Option<&Decider>, record: Option<&str>, policy: &str) -> String {
+fn summary(t: &tally::Totals, decider: Option<&Decider>, record: Option<&str>, policy: &str) -> String {
     let messages: u64 = t.messages.iter().sum();
     let bytes: u64 = t.bytes.iter().sum();
     let mut per_mode: Vec<(u64, u64, &str)> = (0..CLASS_NAMES.len())
@@ -186,7 +154,7 @@ fn summary(t: &stats::Totals, decider: Option<&Decider>, record: Option<&str>, p
             format!("{n} {pct}% of bytes in {m} messages")
         })
         .collect();
-    let child = if runtime::is_fork_child() { " (forked child)" } else { "" };
+    let child = if state::is_fork_child() { " (forked child)" } else { "" };
     let mut line = format!("policy {policy}{child}: {messages} messages, {}", human_bytes(bytes));
     if !per_mode.is_empty() {
         line += &format!(" ({})", per_mode.join(", "));
@@ -209,6 +177,9 @@ fn summary(t: &stats::Totals, decider: Option<&Decider>, record: Option<&str>, p
     }
 }
 
+/// How long the exit handler waits for a thread that holds what it reads, at most.
+const EXIT_WAIT: Duration = Duration::from_millis(200);
+
 /// The exit handler: write the record and the summary once, whatever thread calls `exit()`.
 pub extern "C" fn at_exit() {
     // A panic must not unwind into libc's exit path.
@@ -219,21 +190,26 @@ fn write_outputs() {
     if WRITTEN.swap(true, Ordering::AcqRel) {
         return;
     }
-    let Some(settings) = runtime::settings() else { return };
-    runtime::after_fork_in_child();
-    trace::finish();
-    let iterations = iterations::finish();
-    let totals = stats::totals();
+    let Some(settings) = state::settings() else { return };
+    state::after_fork_in_child();
+    state::TRACE.finish();
+    let ended = state::ITERATIONS.ended();
+    // A fork child writes no rows (its buffer holds the parent's).
+    let written = match state::is_fork_child() {
+        true => None,
+        false => state::ITERATIONS.record(EXIT_WAIT).map(|mut r| r.finish()),
+    };
+    let written = written.unwrap_or(Written { file: None, first_policy: None });
+    let totals = tally::totals();
     // A fork child that sent nothing (a helper that never touched the network) leaves no trace.
-    if runtime::is_fork_child() && totals.messages.iter().all(|&m| m == 0) {
+    if state::is_fork_child() && totals.messages.iter().all(|&m| m == 0) {
         return;
     }
-    let slot = runtime::decider_for_exit();
+    let slot = state::decider_within(EXIT_WAIT);
     let decider = slot.as_deref().and_then(Option::as_ref);
-    let policy = control::policy_name(runtime::control());
-    let ended = iterations.iterations;
+    let policy = control::policy_name(control::load());
     let mut record_path = None;
-    if let Some(dir) = settings.output_dir.as_deref().filter(|_| writes_records(settings)) {
+    if let Some(dir) = settings.output_dir.as_deref().filter(|_| settings.writes_records(job::rank())) {
         let d = decider;
         let mean = d.filter(|d| d.timed_decisions > 0).map(|d| d.timed_decision_ns as f64 / d.timed_decisions as f64);
         let record = Record {
@@ -243,10 +219,10 @@ fn write_outputs() {
             command_line: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
             host: sys::hostname(),
             pid: sys::pid(),
-            rank: diag::rank(),
-            job_id: job_id(),
+            rank: job::rank(),
+            job_id: job::job_id(),
             policy_at_exit: policy,
-            fork_child: runtime::is_fork_child(),
+            fork_child: state::is_fork_child(),
             internal_errors: diag::panics(),
             settings,
             modes: CLASS_NAMES
@@ -270,15 +246,14 @@ fn write_outputs() {
                 decision_mean_ns: mean,
                 decisions_estimated_total_ns: mean.map(|m| m * d.engine.stats().decisions as f64),
             }),
-            ab: ab_section(settings, iterations),
+            ab: ab_section(settings, ended, written),
             messages: diag::kept(),
         };
         let name = aar_record::summary_file_name(record.job_id.as_deref(), record.rank, record.pid);
         match serde_json::to_vec_pretty(&record) {
             Ok(json) => match write_record(dir, &name, &json) {
                 Ok(p) => record_path = Some(p),
-                Err(_) if DIR_WARNED.load(Ordering::Relaxed) => {}
-                Err(e) => diag::warn(&format!(
+                Err(e) => diag::warn_output_dir(&format!(
                     "could not write the record {name} in AAR_OUTPUT_DIR=\"{}\" ({e}); nothing else is affected.",
                     dir.escape_debug()
                 )),
@@ -295,18 +270,12 @@ fn write_outputs() {
     }
 }
 
-fn ab_section(settings: &Settings, it: iterations::Summary) -> Ab {
+fn ab_section(settings: &Settings, ended: u64, written: Written) -> Ab {
     let (policies, order) = match &settings.ab {
         Some(list) => (list.0.iter().map(|p| p.name()).collect(), settings.ab_order.to_string()),
-        None => (vec![it.first_policy.unwrap_or(settings.engine.policy).name()], "single".to_string()),
+        None => (vec![written.first_policy.unwrap_or(settings.engine.policy).name()], "single".to_string()),
     };
-    Ab {
-        policies,
-        order,
-        boundary: settings.ab_boundary.to_string(),
-        iterations: it.iterations,
-        iterations_file: it.file,
-    }
+    Ab { policies, order, boundary: settings.ab_boundary.to_string(), iterations: ended, iterations_file: written.file }
 }
 
 #[cfg(test)]

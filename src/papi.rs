@@ -1,30 +1,115 @@
 //! The PAPI seam: libpapi is opened at run time (never linked), so libaar.so loads and runs on
-//! nodes without PAPI. All NIC counters are read as one event set at one instant.
+//! nodes without PAPI. All NIC counters are read as one event set at one instant. The PAPI
+//! declarations here (constants and function types, as in papi.h) are the only ones: the
+//! self-check uses them too.
 
+use aar_abi::counters::REQUIRED_EVENTS;
 use aar_engine::CounterSample;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
+use std::fmt;
 use std::sync::OnceLock;
 
-const PAPI_OK: c_int = 0;
+pub const PAPI_OK: c_int = 0;
 const PAPI_NULL: c_int = -1;
-const PAPI_NOT_INITED: c_int = 0;
+/// What `PAPI_is_initialized` returns before `PAPI_library_init`.
+pub const PAPI_NOT_INITED: c_int = 0;
 /// `PAPI_get_opt` option returning the library's version; works before initialisation.
-const PAPI_LIB_VERSION: c_int = 21;
+pub const PAPI_LIB_VERSION: c_int = 21;
+/// The running bit of `PAPI_state`'s status.
+pub const PAPI_RUNNING: c_int = 0x02;
 
 /// Sonames tried when `AAR_PAPI_LIBRARY` is not set: the unversioned name a `module load papi`
 /// puts on the search path first, then the versions we know the ABI of.
 const SONAMES: [&str; 6] =
     ["libpapi.so", "libpapi.so.7.0", "libpapi.so.7", "libpapi.so.6.0", "libpapi.so.6", "libpapi.so.5"];
 
-type IsInitializedFn = unsafe extern "C" fn() -> c_int;
-type GetOptFn = unsafe extern "C" fn(c_int, *mut c_void) -> c_int;
-type LibraryInitFn = unsafe extern "C" fn(c_int) -> c_int;
-type CreateEventsetFn = unsafe extern "C" fn(*mut c_int) -> c_int;
-type AddNamedEventFn = unsafe extern "C" fn(c_int, *const c_char) -> c_int;
-type StartFn = unsafe extern "C" fn(c_int) -> c_int;
-type ReadFn = unsafe extern "C" fn(c_int, *mut c_longlong) -> c_int;
-type StrerrorFn = unsafe extern "C" fn(c_int) -> *mut c_char;
+pub type IsInitializedFn = unsafe extern "C" fn() -> c_int;
+pub type GetOptFn = unsafe extern "C" fn(c_int, *mut c_void) -> c_int;
+pub type LibraryInitFn = unsafe extern "C" fn(c_int) -> c_int;
+pub type CreateEventsetFn = unsafe extern "C" fn(*mut c_int) -> c_int;
+pub type AddNamedEventFn = unsafe extern "C" fn(c_int, *const c_char) -> c_int;
+pub type StartFn = unsafe extern "C" fn(c_int) -> c_int;
+pub type ReadFn = unsafe extern "C" fn(c_int, *mut c_longlong) -> c_int;
+pub type StrerrorFn = unsafe extern "C" fn(c_int) -> *mut c_char;
+pub type QueryNamedEventFn = unsafe extern "C" fn(*const c_char) -> c_int;
+pub type StateFn = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
+pub type StopFn = unsafe extern "C" fn(c_int, *mut c_longlong) -> c_int;
+/// `PAPI_cleanup_eventset`.
+pub type EventsetFn = unsafe extern "C" fn(c_int) -> c_int;
+pub type DestroyEventsetFn = unsafe extern "C" fn(*mut c_int) -> c_int;
+
+/// A PAPI return code, with PAPI's own words for it when it has some.
+#[derive(Clone, Debug)]
+pub struct Code {
+    rc: c_int,
+    text: Option<String>,
+}
+
+impl Code {
+    /// `rc` as `PAPI_strerror` describes it.
+    pub fn describe(strerror: StrerrorFn, rc: c_int) -> Self {
+        // SAFETY: PAPI_strerror returns NULL or a pointer to a static NUL-terminated string.
+        let text = unsafe {
+            let p = strerror(rc);
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+        };
+        Self { rc, text }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.text {
+            Some(t) => write!(f, "{t} (code {})", self.rc),
+            None => write!(f, "code {}", self.rc),
+        }
+    }
+}
+
+/// Why the counters are unavailable; the text is the start of the warning the user sees.
+#[derive(Debug, thiserror::Error)]
+pub enum PapiError {
+    #[error("PAPI could not be loaded (tried {tried}: {first_error})")]
+    NotLoaded { tried: String, first_error: String },
+    #[error("the PAPI library lacks {function} ({why})")]
+    MissingFunction { function: &'static str, why: String },
+    #[error("{call} failed: {code}")]
+    Failed { call: &'static str, code: Code },
+    #[error("event name {0:?} contains a NUL byte")]
+    NulInEventName(String),
+    #[error("the PAPI event {name} is not available ({code})")]
+    EventUnavailable { name: String, code: Code },
+    #[error("PAPI was shut down by the application (PAPI_shutdown)")]
+    ShutDown,
+}
+
+/// Why a read failed. Small and `Copy`, because reads are on the decision path (a `PapiError`
+/// in the read's result made every decision measurably slower); [`Papi::explain`] puts it in
+/// words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadFailure {
+    /// The application shut PAPI down (`PAPI_shutdown`).
+    ShutDown,
+    /// `PAPI_read` returned this code.
+    Failed(c_int),
+}
+
+/// `Ok` when `rc` is `PAPI_OK`, else the failure of `call` in PAPI's words.
+#[inline]
+fn check(strerror: StrerrorFn, rc: c_int, call: &'static str) -> Result<(), PapiError> {
+    if rc == PAPI_OK {
+        Ok(())
+    } else {
+        Err(failed(strerror, rc, call))
+    }
+}
+
+/// `call` failed with `rc` (off the path of a read that succeeds).
+#[cold]
+fn failed(strerror: StrerrorFn, rc: c_int, call: &'static str) -> PapiError {
+    PapiError::Failed { call, code: Code::describe(strerror, rc) }
+}
 
 /// An open, started event set of the 4 or 5 NIC events.
 pub struct Papi {
@@ -36,10 +121,8 @@ pub struct Papi {
     with_rsp_stalled: bool,
 }
 
-/// Why counters are unavailable, in words for the warning.
-pub struct Unavailable(pub String);
-
-/// A note about an optional event that could not be added.
+/// A started event set, the notes about an optional event that could not be added, and the
+/// library as it was loaded.
 pub struct Opened {
     pub papi: Papi,
     pub notes: Vec<String>,
@@ -49,7 +132,7 @@ pub struct Opened {
 /// The loaded library, kept until the process ends: its functions stay in use.
 static LIBRARY: OnceLock<Library> = OnceLock::new();
 
-fn load(explicit: Option<&str>) -> Result<(&'static Library, String), Unavailable> {
+fn load(explicit: Option<&str>) -> Result<(&'static Library, String), PapiError> {
     if let Some(lib) = LIBRARY.get() {
         // Already loaded (a fork child re-opening its event set): the same library.
         return Ok((lib, explicit.unwrap_or("libpapi").to_string()));
@@ -68,24 +151,20 @@ fn load(explicit: Option<&str>) -> Result<(&'static Library, String), Unavailabl
             }
         }
     }
-    Err(Unavailable(format!(
-        "PAPI could not be loaded (tried {}: {})",
-        candidates.join(", "),
-        first_error.unwrap_or_default()
-    )))
+    Err(PapiError::NotLoaded { tried: candidates.join(", "), first_error: first_error.unwrap_or_default() })
 }
 
-fn symbol<T: Copy>(lib: &'static Library, name: &str) -> Result<T, Unavailable> {
+fn symbol<T: Copy>(lib: &'static Library, function: &'static str) -> Result<T, PapiError> {
     // SAFETY: each `T` at the call sites is the C prototype of the named function in papi.h.
-    unsafe { lib.get::<T>(name.as_bytes()) }
+    unsafe { lib.get::<T>(function.as_bytes()) }
         .map(|s| *s)
-        .map_err(|e| Unavailable(format!("the PAPI library lacks {name} ({e})")))
+        .map_err(|e| PapiError::MissingFunction { function, why: e.to_string() })
 }
 
 impl Papi {
     /// Load PAPI, initialise it unless the application already did, and start an event set of
     /// `events` (the first four required, the fifth optional).
-    pub fn open(explicit_library: Option<&str>, events: &[String]) -> Result<Opened, Unavailable> {
+    pub fn open(explicit_library: Option<&str>, events: &[String]) -> Result<Opened, PapiError> {
         let (lib, library) = load(explicit_library)?;
         let is_initialized: IsInitializedFn = symbol(lib, "PAPI_is_initialized")?;
         let get_opt: GetOptFn = symbol(lib, "PAPI_get_opt")?;
@@ -95,68 +174,63 @@ impl Papi {
         let start: StartFn = symbol(lib, "PAPI_start")?;
         let read: ReadFn = symbol(lib, "PAPI_read")?;
         let strerror: StrerrorFn = symbol(lib, "PAPI_strerror")?;
-        let describe = |rc: c_int| describe(strerror, rc);
 
         // SAFETY: PAPI_is_initialized takes no arguments and only reads PAPI's state.
         if unsafe { is_initialized() } == PAPI_NOT_INITED {
             // SAFETY: PAPI_LIB_VERSION takes no option structure (NULL is documented for it).
             let version = unsafe { get_opt(PAPI_LIB_VERSION, std::ptr::null_mut()) };
             if version <= 0 {
-                return Err(Unavailable(format!("PAPI_get_opt(PAPI_LIB_VERSION) failed: {}", describe(version))));
+                return Err(failed(strerror, version, "PAPI_get_opt(PAPI_LIB_VERSION)"));
             }
             // The major.minor of the installed library, as PAPI_VER_CURRENT would be at build time.
             let wanted = version & !0xffff;
             // SAFETY: plain integer argument.
             let got = unsafe { library_init(wanted) };
             if got != wanted {
-                return Err(Unavailable(format!("PAPI_library_init failed: {}", describe(got))));
+                return Err(failed(strerror, got, "PAPI_library_init"));
             }
         }
         let mut eventset = PAPI_NULL;
         // SAFETY: `eventset` is a valid int initialised to PAPI_NULL, as PAPI requires.
-        let rc = unsafe { create_eventset(&mut eventset) };
-        if rc != PAPI_OK {
-            return Err(Unavailable(format!("PAPI_create_eventset failed: {}", describe(rc))));
-        }
+        check(strerror, unsafe { create_eventset(&mut eventset) }, "PAPI_create_eventset")?;
         let mut notes = Vec::new();
         let mut with_rsp_stalled = false;
         for (i, name) in events.iter().enumerate() {
             let Ok(cname) = CString::new(name.as_str()) else {
-                return Err(Unavailable(format!("event name {name:?} contains a NUL byte")));
+                return Err(PapiError::NulInEventName(name.clone()));
             };
             // SAFETY: valid event set and NUL-terminated name.
             let rc = unsafe { add_named_event(eventset, cname.as_ptr()) };
-            match (rc, i) {
-                (PAPI_OK, 4) => with_rsp_stalled = true,
-                (PAPI_OK, _) => {}
-                (_, 4) => notes.push(format!(
+            let optional = i >= REQUIRED_EVENTS;
+            match rc {
+                PAPI_OK => with_rsp_stalled |= optional,
+                _ if optional => notes.push(format!(
                     "the optional PAPI event {name} is not available ({}); stall ratios are computed without subtracting response stalls",
-                    describe(rc)
+                    Code::describe(strerror, rc)
                 )),
-                _ => return Err(Unavailable(format!("the PAPI event {name} is not available ({})", describe(rc)))),
+                _ => {
+                    return Err(PapiError::EventUnavailable { name: name.clone(), code: Code::describe(strerror, rc) })
+                }
             }
         }
         // SAFETY: valid event set with its events added.
-        let rc = unsafe { start(eventset) };
-        if rc != PAPI_OK {
-            return Err(Unavailable(format!("PAPI_start failed: {}", describe(rc))));
-        }
+        check(strerror, unsafe { start(eventset) }, "PAPI_start")?;
         Ok(Opened { papi: Papi { is_initialized, read, strerror, eventset, with_rsp_stalled }, notes, library })
     }
 
     /// Read all events at one instant.
-    pub fn read(&mut self) -> Result<CounterSample, String> {
+    pub fn read(&mut self) -> Result<CounterSample, ReadFailure> {
         // An application that uses PAPI itself may shut it down; reading an event set of a shut
         // down PAPI crashes inside libpapi, so ask first.
         // SAFETY: PAPI_is_initialized takes no arguments and only reads PAPI's state.
         if unsafe { (self.is_initialized)() } == PAPI_NOT_INITED {
-            return Err("PAPI was shut down by the application (PAPI_shutdown)".into());
+            return Err(ReadFailure::ShutDown);
         }
         let mut v: [c_longlong; 5] = [0; 5];
         // SAFETY: the event set is started and holds at most 5 events; `v` has room for 5.
         let rc = unsafe { (self.read)(self.eventset, v.as_mut_ptr()) };
         if rc != PAPI_OK {
-            return Err(format!("PAPI_read failed: {}", describe(self.strerror, rc)));
+            return Err(ReadFailure::Failed(rc));
         }
         Ok(CounterSample {
             req_flits: v[0],
@@ -166,20 +240,28 @@ impl Papi {
             rsp_stalled: self.with_rsp_stalled.then_some(v[4]),
         })
     }
+
+    /// A failed read, in words.
+    pub fn explain(&self, failure: ReadFailure) -> PapiError {
+        match failure {
+            ReadFailure::ShutDown => PapiError::ShutDown,
+            ReadFailure::Failed(rc) => failed(self.strerror, rc, "PAPI_read"),
+        }
+    }
 }
 
-fn describe(strerror: StrerrorFn, rc: c_int) -> String {
-    // SAFETY: PAPI_strerror returns NULL or a pointer to a static NUL-terminated string.
-    let text = unsafe {
-        let p = strerror(rc);
-        if p.is_null() {
-            None
-        } else {
-            Some(CStr::from_ptr(p).to_string_lossy().into_owned())
-        }
-    };
-    match text {
-        Some(t) => format!("{t} (code {rc})"),
-        None => format!("code {rc}"),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_read_as_before_in_the_warning() {
+        let code = |rc, text: Option<&str>| Code { rc, text: text.map(str::to_string) };
+        let e = PapiError::Failed { call: "PAPI_start", code: code(-7, Some("Event does not exist")) };
+        assert_eq!(e.to_string(), "PAPI_start failed: Event does not exist (code -7)");
+        let e = PapiError::EventUnavailable { name: "X".into(), code: code(-1, None) };
+        assert_eq!(e.to_string(), "the PAPI event X is not available (code -1)");
+        let e = PapiError::NotLoaded { tried: "libpapi.so, libpapi.so.7".into(), first_error: "not found".into() };
+        assert_eq!(e.to_string(), "PAPI could not be loaded (tried libpapi.so, libpapi.so.7: not found)");
     }
 }

@@ -20,10 +20,13 @@
 //! `unsafe` here is the C boundary (the caller's buffer) and the PAPI calls of the extra
 //! questions (version, one event at a time), each with its SAFETY line.
 
-use crate::papi::Papi;
-use crate::runtime;
-use aar_engine::settings::VARIABLES;
-use aar_engine::Settings;
+use crate::papi::{
+    Code, DestroyEventsetFn, EventsetFn, GetOptFn, IsInitializedFn, Papi, QueryNamedEventFn, StateFn, StopFn,
+    StrerrorFn, PAPI_LIB_VERSION, PAPI_NOT_INITED, PAPI_OK, PAPI_RUNNING,
+};
+use crate::settings::{Settings, VARIABLES};
+use crate::state;
+use aar_abi::counters::REQUIRED_EVENTS;
 use libloading::os::unix::Library;
 use serde_json::{json, Value};
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
@@ -46,20 +49,6 @@ const ROLES: [&str; 5] = [
 const OTHER_AAR_PREFIXES: [&str; 6] =
     ["AAR_EMU_", "AAR_SIM_", "AAR_REPORT_", "AAR_PRELOAD", "AAR_ROOT", "AAR_OUTPUT_DIR_BY_MODULE"];
 
-const PAPI_OK: c_int = 0;
-const PAPI_NOT_INITED: c_int = 0;
-const PAPI_LIB_VERSION: c_int = 21;
-
-type GetOptFn = unsafe extern "C" fn(c_int, *mut c_void) -> c_int;
-type IsInitializedFn = unsafe extern "C" fn() -> c_int;
-type QueryNamedEventFn = unsafe extern "C" fn(*const c_char) -> c_int;
-type StrerrorFn = unsafe extern "C" fn(c_int) -> *mut c_char;
-type StateFn = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
-type StopFn = unsafe extern "C" fn(c_int, *mut c_longlong) -> c_int;
-type EventsetFn = unsafe extern "C" fn(c_int) -> c_int;
-type DestroyFn = unsafe extern "C" fn(*mut c_int) -> c_int;
-
-const PAPI_RUNNING: c_int = 0x02;
 /// Event set ids are small indices into PAPI's table; looking this far covers any process.
 const MAX_EVENTSET_ID: c_int = 4096;
 
@@ -101,7 +90,7 @@ fn document() -> String {
         .collect();
     let warnings: Vec<Value> =
         warnings.iter().map(|w| json!({ "variable": w.variable, "value": w.value, "message": w.message })).collect();
-    let runtime_initialised = runtime::settings().is_some();
+    let runtime_initialised = state::settings().is_some();
     let papi = if runtime_initialised {
         json!({
             "checked": false,
@@ -151,7 +140,7 @@ fn check_papi(settings: &Settings) -> Value {
     let opened = Papi::open(explicit, &settings.papi_events);
     let (ok, error, notes, loaded_as) = match opened {
         Ok(o) => (true, None, o.notes, Some(o.library)),
-        Err(why) => (false, Some(why.0), Vec::new(), None),
+        Err(why) => (false, Some(why.to_string()), Vec::new(), None),
     };
     let loaded = LoadedPapi::find(explicit, loaded_as.as_deref());
     let events: Vec<Value> = settings
@@ -171,7 +160,7 @@ fn check_papi(settings: &Settings) -> Value {
             json!({
                 "name": name,
                 "role": ROLES.get(i).copied().unwrap_or("unused"),
-                "required": i < 4,
+                "required": i < REQUIRED_EVENTS,
                 "exists": exists,
                 "detail": detail,
             })
@@ -279,7 +268,7 @@ impl LoadedPapi {
             self.initialised_fn::<StateFn>(b"PAPI_state"),
             self.initialised_fn::<StopFn>(b"PAPI_stop"),
             self.initialised_fn::<EventsetFn>(b"PAPI_cleanup_eventset"),
-            self.initialised_fn::<DestroyFn>(b"PAPI_destroy_eventset"),
+            self.initialised_fn::<DestroyEventsetFn>(b"PAPI_destroy_eventset"),
         ) else {
             return;
         };
@@ -350,12 +339,7 @@ impl LoadedPapi {
         if rc == PAPI_OK {
             return (Some(true), String::new());
         }
-        // SAFETY: PAPI_strerror returns NULL or a static NUL-terminated string.
-        let text = unsafe {
-            let p = strerror(rc);
-            (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
-        };
-        (Some(false), text.map_or(format!("code {rc}"), |t| format!("{t} (code {rc})")))
+        (Some(false), Code::describe(*strerror, rc).to_string())
     }
 }
 
@@ -434,6 +418,6 @@ mod tests {
         assert_eq!(doc["runtime_initialised"], false);
         assert!(doc["settings"]["engine"]["threshold_bytes"].is_u64(), "{doc}");
         assert!(doc["papi"]["events"].as_array().is_some_and(|e| (4..=5).contains(&e.len())), "{doc}");
-        assert!(runtime::settings().is_none(), "the check never initialises the runtime");
+        assert!(state::settings().is_none(), "the check never initialises the runtime");
     }
 }

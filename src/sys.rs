@@ -13,11 +13,24 @@ pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern 
 }
 
 /// `unsigned long long f(void)`.
-pub type ClockFn = unsafe extern "C" fn() -> u64;
+type ClockFn = unsafe extern "C" fn() -> u64;
+
+/// The emulator's simulated clock.
+#[derive(Clone, Copy)]
+pub struct EmulatorClock(ClockFn);
+
+impl EmulatorClock {
+    /// Simulated nanoseconds.
+    pub fn now(self) -> u64 {
+        // SAFETY: the emulator's `unsigned long long aar_emu_clock_ns(void)`, found by name; it
+        // takes no argument and only reads the emulator's state.
+        unsafe { (self.0)() }
+    }
+}
 
 /// The emulator's simulated clock (`aar_emu_clock_ns`, cabi/aar_emu.h), when this process has it
 /// and it runs (reads non-zero): iterations are then timed in simulated time.
-pub fn emulator_clock() -> Option<ClockFn> {
+pub fn emulator_clock() -> Option<EmulatorClock> {
     // SAFETY: dlsym with a NUL-terminated name.
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"aar_emu_clock_ns".as_ptr()) };
     if p.is_null() {
@@ -25,8 +38,8 @@ pub fn emulator_clock() -> Option<ClockFn> {
     }
     // SAFETY: the emulator defines it as `unsigned long long aar_emu_clock_ns(void)`.
     let f = unsafe { std::mem::transmute::<*mut libc::c_void, ClockFn>(p) };
-    // SAFETY: as above; it takes no argument and only reads the emulator's state.
-    (unsafe { f() } != 0).then_some(f)
+    let clock = EmulatorClock(f);
+    (clock.now() != 0).then_some(clock)
 }
 
 pub fn pid() -> u32 {
@@ -43,6 +56,17 @@ pub fn hostname() -> String {
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Create a file that must not exist yet, never following a symlink planted at its name.
+pub fn create_new(path: &str) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)
 }
 
 /// Monotonic nanoseconds (vDSO, no system call on Linux x86-64).

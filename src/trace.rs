@@ -2,16 +2,12 @@
 //! policy or plotting its choices. Opt-in and off the fast path: with a trace, every post takes
 //! the slow path that writes its line.
 
-use crate::trylock::TryLock;
-use crate::ugni::Inside;
-use crate::{diag, sys};
+use crate::trylock::{ForkHeld, Inside, TryLock};
+use crate::{diag, job, sys};
 use serde::Serialize;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
-
-pub(crate) static TRACE: TryLock<Option<BufWriter<File>>> = TryLock::new(None);
 
 /// One line. Field names are part of the documented format.
 #[derive(Serialize)]
@@ -52,88 +48,101 @@ pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> String {
     out
 }
 
-/// Create a file that must not exist yet, never following a symlink planted at its name.
-pub fn create_new(path: &str) -> std::io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o644)
-        .open(path)
-}
+/// The trace file of this process, if tracing.
+pub struct TraceFile(TryLock<Option<BufWriter<File>>>);
 
-/// Open the trace; `true` if tracing is on.
-pub fn open(pattern: Option<&str>) -> bool {
-    let Some(pattern) = pattern else { return false };
-    let path = expand(pattern, diag::rank(), sys::pid());
-    match create_new(&path) {
-        Ok(f) => {
-            match TRACE.try_lock_for(Duration::from_secs(1)) {
-                Some(mut t) => *t = Some(BufWriter::with_capacity(1 << 16, f)),
-                None => return false,
+impl TraceFile {
+    /// No trace yet.
+    pub const fn new() -> Self {
+        Self(TryLock::new(None))
+    }
+
+    /// Open the trace; `true` if tracing is on.
+    pub fn open(&self, pattern: Option<&str>) -> bool {
+        let Some(pattern) = pattern else { return false };
+        let path = expand(pattern, job::rank(), sys::pid());
+        match sys::create_new(&path) {
+            Ok(f) => {
+                match self.0.try_lock_for(Duration::from_secs(1)) {
+                    Some(mut t) => *t = Some(BufWriter::with_capacity(1 << 16, f)),
+                    None => return false,
+                }
+                true
             }
-            true
-        }
-        Err(e) => {
-            diag::warn(&format!(
-                "AAR_TRACE=\"{}\": cannot create {path} ({e}); no decision trace is written. \
-                 Point it at a writable folder and a name that does not exist yet (add %p for the pid, %r for the rank).",
-                pattern.escape_debug()
-            ));
-            false
-        }
-    }
-}
-
-pub fn write(line: &Line) {
-    // A post made from inside this very write (the allocator calling uGNI) loses its line
-    // rather than wait for a lock its own thread holds.
-    let Some(_inside) = Inside::enter() else { return };
-    // Another thread mid-line: wait for it (the trace is a debugging mode, which serialises
-    // posts), but never forever. A write error ends the trace with one warning.
-    let Some(mut guard) = TRACE.try_lock_for(Duration::from_secs(1)) else { return };
-    let Some(w) = guard.as_mut() else { return };
-    let ok = serde_json::to_writer(&mut *w, line).is_ok() && w.write_all(b"\n").is_ok();
-    if !ok {
-        *guard = None;
-        drop(guard);
-        diag::warn("writing the decision trace failed (disk full?); the trace stops here, the application continues.");
-    }
-}
-
-/// Flush the buffer (before a fork, so the child does not write the parent's lines again).
-pub fn flush() {
-    if let Some(mut guard) = TRACE.try_lock_for(Duration::from_millis(100)) {
-        if let Some(w) = guard.as_mut() {
-            let _ = w.flush();
-        }
-    }
-}
-
-/// In a fork child: a pattern with `%p` gives the child its own trace; without it the child
-/// stops tracing, rather than interleave its lines with the parent's in one file.
-pub fn reopen_in_child(pattern: Option<&str>) -> bool {
-    if let Some(mut guard) = TRACE.try_lock_for(Duration::from_millis(100)) {
-        // Discard, never flush, what the buffer may hold: those lines are the parent's.
-        if let Some(w) = guard.take() {
-            let _ = w.into_parts();
-        }
-    }
-    match pattern {
-        Some(p) if p.contains("%p") => open(Some(p)),
-        _ => false,
-    }
-}
-
-/// Flush at exit.
-pub fn finish() {
-    if let Some(mut guard) = TRACE.try_lock_for(Duration::from_millis(200)) {
-        if let Some(w) = guard.as_mut() {
-            if w.flush().is_err() {
-                diag::warn("flushing the decision trace failed (disk full?); its last lines are lost.");
+            Err(e) => {
+                diag::warn(&format!(
+                    "AAR_TRACE=\"{}\": cannot create {path} ({e}); no decision trace is written. \
+                     Point it at a writable folder and a name that does not exist yet (add %p for the pid, %r for the rank).",
+                    pattern.escape_debug()
+                ));
+                false
             }
         }
-        *guard = None;
+    }
+
+    /// Append one line.
+    pub fn write(&self, line: &Line) {
+        // A post made from inside this very write (the allocator calling uGNI) loses its line
+        // rather than wait for a lock its own thread holds.
+        let Some(_inside) = Inside::enter() else { return };
+        // Another thread mid-line: wait for it (the trace is a debugging mode, which serialises
+        // posts), but never forever. A write error ends the trace with one warning.
+        let Some(mut guard) = self.0.try_lock_for(Duration::from_secs(1)) else { return };
+        let Some(w) = guard.as_mut() else { return };
+        let ok = serde_json::to_writer(&mut *w, line).is_ok() && w.write_all(b"\n").is_ok();
+        if !ok {
+            *guard = None;
+            drop(guard);
+            diag::warn(
+                "writing the decision trace failed (disk full?); the trace stops here, the application continues.",
+            );
+        }
+    }
+
+    /// Flush the buffer (before a fork, so the child does not write the parent's lines again).
+    pub fn flush(&self) {
+        if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
+            if let Some(w) = guard.as_mut() {
+                let _ = w.flush();
+            }
+        }
+    }
+
+    /// In a fork child: a pattern with `%p` gives the child its own trace; without it the child
+    /// stops tracing, rather than interleave its lines with the parent's in one file.
+    pub fn reopen_in_child(&self, pattern: Option<&str>) -> bool {
+        if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
+            // Discard, never flush, what the buffer may hold: those lines are the parent's.
+            if let Some(w) = guard.take() {
+                let _ = w.into_parts();
+            }
+        }
+        match pattern {
+            Some(p) if p.contains("%p") => self.open(Some(p)),
+            _ => false,
+        }
+    }
+
+    /// Flush at exit.
+    pub fn finish(&self) {
+        if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(200)) {
+            if let Some(w) = guard.as_mut() {
+                if w.flush().is_err() {
+                    diag::warn("flushing the decision trace failed (disk full?); its last lines are lost.");
+                }
+            }
+            *guard = None;
+        }
+    }
+}
+
+impl ForkHeld for TraceFile {
+    fn hold_for(&self, timeout: Duration) -> bool {
+        self.0.hold_for(timeout)
+    }
+    unsafe fn release(&self) {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.release() }
     }
 }
 

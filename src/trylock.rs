@@ -3,11 +3,12 @@
 //! without deciding. A general mutex spends a second read-modify-write on unlock, which the
 //! decision path's overhead budget has no room for.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// A value behind a lock that is only ever tried (with or without a deadline).
 pub struct TryLock<T> {
     taken: AtomicBool,
     value: UnsafeCell<T>,
@@ -19,10 +20,12 @@ pub struct TryLock<T> {
 unsafe impl<T: Send> Sync for TryLock<T> {}
 
 impl<T> TryLock<T> {
+    /// A free lock around `value`.
     pub const fn new(value: T) -> Self {
         Self { taken: AtomicBool::new(false), value: UnsafeCell::new(value) }
     }
 
+    /// The value, if no one else holds it right now.
     #[inline]
     pub fn try_lock(&self) -> Option<Guard<'_, T>> {
         // `then`, not `then_some`: a guard built eagerly and dropped would release a lock that
@@ -62,6 +65,7 @@ impl<T> TryLock<T> {
 
 /// What the `fork()` handlers need of every lock, whatever it protects.
 pub trait ForkHeld: Sync {
+    /// As [`TryLock::hold_for`].
     fn hold_for(&self, timeout: Duration) -> bool;
     /// # Safety
     /// As [`TryLock::release`]; in a fork child also when another thread held it (that thread
@@ -79,6 +83,30 @@ impl<T: Send> ForkHeld for TryLock<T> {
     }
 }
 
+thread_local! {
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// This thread holds one of the library's waiting locks (the trace, the NIC table). An
+/// intercepted call made from there (an allocator or PAPI calling back into uGNI) must not wait
+/// on the same lock: it skips what needs it. The decision path needs no guard: it only ever
+/// *tries* the decider, so a re-entrant post is routed like one below the threshold.
+pub struct Inside;
+
+impl Inside {
+    /// `None` when this thread is already inside (or its thread-locals are gone).
+    pub fn enter() -> Option<Inside> {
+        INSIDE.try_with(|c| (!c.replace(true)).then(|| Inside)).ok().flatten()
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        let _ = INSIDE.try_with(|c| c.set(false));
+    }
+}
+
+/// Access to a locked value; the lock is given back when it is dropped.
 pub struct Guard<'a, T> {
     lock: &'a TryLock<T>,
 }

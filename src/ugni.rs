@@ -6,25 +6,17 @@
 //! never reads or writes them; only the head's `length` counts toward the message size.
 
 use crate::control::{self, ENABLED, FAST, READY, TRACE};
-use crate::stats::{self, class_of, CALLER_SMSG};
-use crate::trylock::TryLock;
-use crate::{diag, mpi, runtime, sys, trace};
+use crate::settings::TestPanic;
+use crate::state::{self, NICS};
+use crate::tally::{self, class_of, CALLER_SMSG};
+use crate::trylock::Inside;
+use crate::{diag, init, mpi, sys, trace};
 use aar_abi::*;
-use aar_engine::mode::ROUTING_BITS;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{requested_mode, with_mode, Message, Reason, RoutingMode, TestPanic, Transfer, Window};
-use std::cell::Cell;
+use aar_engine::{requested_mode, with_mode, Message, Policy, Reason, RoutingMode, Transfer, Window};
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
-use std::time::Duration;
-
-pub type PostFn = unsafe extern "C" fn(GniEpHandle, *mut GniPostDescriptor) -> GniReturn;
-pub type SmsgSendFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u32, *mut c_void, u32, u32) -> GniReturn;
-pub type SmsgSendWTagFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u32, *mut c_void, u32, u32, u8) -> GniReturn;
-pub type SetDeliveryModeFn = unsafe extern "C" fn(GniNicHandle, u16) -> GniReturn;
-pub type CdmAttachFn = unsafe extern "C" fn(GniCdmHandle, u32, *mut u32, *mut GniNicHandle) -> GniReturn;
-pub type CdmDestroyFn = unsafe extern "C" fn(GniCdmHandle) -> GniReturn;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
 
 /// Marks a symbol that dlsym did not find, so it is looked up once, not on every call.
 const MISSING: *mut c_void = std::ptr::without_provenance_mut(1);
@@ -87,29 +79,6 @@ pub fn missing(real: &Real) -> GniReturn {
     GNI_RC_ILLEGAL_OP
 }
 
-thread_local! {
-    static INSIDE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// This thread holds one of the library's waiting locks (the trace, the NIC table). An
-/// intercepted call made from there (an allocator or PAPI calling back into uGNI) must not wait
-/// on the same lock: it skips what needs it. The decision path needs no guard: it only ever
-/// *tries* the decider, so a re-entrant post is routed like one below the threshold.
-pub struct Inside;
-
-impl Inside {
-    /// `None` when this thread is already inside (or its thread-locals are gone).
-    pub fn enter() -> Option<Inside> {
-        INSIDE.try_with(|c| (!c.replace(true)).then(|| Inside)).ok().flatten()
-    }
-}
-
-impl Drop for Inside {
-    fn drop(&mut self) {
-        let _ = INSIDE.try_with(|c| c.set(false));
-    }
-}
-
 /// Forward exactly once: the hook sets `rc` when it has called the real function; if it
 /// panicked before that, restore what it changed and forward now.
 fn forward_once(
@@ -141,29 +110,27 @@ fn transfer_of(post_type: GniPostType) -> Transfer {
 /// (uGNI's contract).
 #[inline(always)]
 pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
-    let Some(addr) = real.addr() else { return missing(real) };
-    // SAFETY: the symbol was found under this uGNI name, whose prototype is PostFn.
-    let real_fn = unsafe { std::mem::transmute::<*mut c_void, PostFn>(addr) };
-    let w = runtime::control();
+    let Some(real_fn) = real_fn::<PostFn>(real) else { return missing(real) };
+    let w = control::load();
     if w & FAST != 0 && !pd.is_null() {
         // SAFETY: non-null descriptor, valid per the caller's contract.
         let (dlvr, bytes) = unsafe { ((*pd).dlvr_mode, (*pd).length) };
         if requested_mode(dlvr).is_none() {
-            stats::count(class_of(dlvr), Reason::Passthrough, bytes);
+            tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             // SAFETY: forwarding the caller's arguments.
             return unsafe { real_fn(ep, pd) };
         }
-        if !runtime::accumulate(bytes) {
+        if !state::accumulate(bytes) {
             if w & control::REWRITE != 0 {
                 // SAFETY: as above; only the routing byte changes, flag bits are kept.
-                unsafe { (*pd).dlvr_mode = (dlvr & !ROUTING_BITS) | (w & control::ROUTING) as u16 };
-                stats::count_indexed(
+                unsafe { (*pd).dlvr_mode = (dlvr & !GNI_DLVMODE_ROUTING_MASK) | (w & control::ROUTING) as u16 };
+                tally::count_indexed(
                     control::below_threshold_class(w),
                     control::below_threshold_reason_index(w),
                     bytes,
                 );
             } else {
-                stats::count(class_of(dlvr), Reason::Passthrough, bytes);
+                tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             }
             // SAFETY: forwarding the caller's arguments.
             return unsafe { real_fn(ep, pd) };
@@ -185,9 +152,9 @@ unsafe fn guarded_post(
     pd: *mut GniPostDescriptor,
     crossed: Option<bool>,
 ) -> GniReturn {
-    runtime::ensure_init();
-    runtime::after_fork_in_child();
-    if pd.is_null() || runtime::inert() {
+    init::ensure_init();
+    state::after_fork_in_child();
+    if pd.is_null() || state::inert() {
         // SAFETY: the caller's arguments, untouched (a NULL descriptor is the real function's
         // to report).
         return unsafe { real_fn(ep, pd) };
@@ -215,7 +182,7 @@ unsafe fn route_post(
     crossed: Option<bool>,
     rc: &mut Option<GniReturn>,
 ) {
-    let w = runtime::control();
+    let w = control::load();
     // SAFETY: non-null (checked by the caller) and valid per uGNI's contract.
     let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
     let mut forward = || {
@@ -231,7 +198,7 @@ unsafe fn route_post(
     let transfer = transfer_of(post_type);
     let line = |chosen: Option<RoutingMode>, reason: Reason, window: Option<Window>| {
         if w & TRACE != 0 {
-            trace::write(&trace::Line {
+            state::TRACE.write(&trace::Line {
                 t_ns: sys::now_ns(),
                 call: real.name(),
                 post_type: post_type_name(post_type),
@@ -248,28 +215,29 @@ unsafe fn route_post(
     };
     if w & READY == 0 || w & ENABLED == 0 || requested_mode(dlvr).is_none() {
         // Counted also while another thread initialises (with AAR_DISABLE nothing is reported).
-        stats::count(class_of(dlvr), Reason::Passthrough, bytes);
+        tally::count(class_of(dlvr), Reason::Passthrough, bytes);
         forward();
-        line(None, Reason::Passthrough, runtime::last_window());
+        line(None, Reason::Passthrough, state::last_window());
         return;
     }
-    let crossed = crossed.unwrap_or_else(|| runtime::accumulate(bytes));
-    let mut slot = if crossed { runtime::try_decider() } else { None };
+    let crossed = crossed.unwrap_or_else(|| state::accumulate(bytes));
+    let mut slot = if crossed { state::try_decider() } else { None };
     let Some(decider) = slot.as_deref_mut().and_then(Option::as_mut) else {
         // Below the threshold, or another thread is deciding right now.
         let mode = control::below_threshold_mode(w);
         let reason = control::below_threshold_reason(w);
         set_mode(mode);
-        stats::count(mode.map_or_else(|| class_of(dlvr), RoutingMode::index), reason, bytes);
+        tally::count(mode.map_or_else(|| class_of(dlvr), RoutingMode::index), reason, bytes);
         forward();
-        line(mode, reason, runtime::last_window());
+        line(mode, reason, state::last_window());
         return;
     };
     let started = decider.should_time().then(sys::now_ns);
-    let in_alltoall = runtime::settings().is_some_and(|s| s.alltoall_hook) && mpi::in_alltoall();
+    let settings = state::settings();
+    let in_alltoall = settings.is_some_and(|s| s.alltoall_hook) && mpi::in_alltoall();
     let msg = Message { bytes, transfer, endpoint: ep as usize as u64 };
     let d = decider.decide(&msg, in_alltoall, w);
-    let test_panic = runtime::settings().and_then(|s| s.test_panic);
+    let test_panic = settings.and_then(|s| s.test_panic);
     if d.read_before {
         // The side changes with this message: close the old side's window before it goes out.
         decider.read_and_observe();
@@ -278,7 +246,7 @@ unsafe fn route_post(
     if test_panic == Some(TestPanic::BeforeForward) {
         panic!("AAR_TEST_PANIC=before-forward");
     }
-    stats::count(d.mode.map_or_else(|| class_of(dlvr), RoutingMode::index), d.reason, bytes);
+    tally::count(d.mode.map_or_else(|| class_of(dlvr), RoutingMode::index), d.reason, bytes);
     forward();
     if test_panic == Some(TestPanic::AfterForward) {
         panic!("AAR_TEST_PANIC=after-forward");
@@ -293,89 +261,40 @@ unsafe fn route_post(
 // ---------------------------------------------------------------------------------------------
 // SMSG: routed per NIC with GNI_SmsgSetDeliveryMode on every NIC handle the application attached.
 
-pub(crate) struct Nic {
-    cdm: usize,
-    nic: usize,
-    /// What the application asked for with GNI_SmsgSetDeliveryMode (uGNI's default: 0).
-    caller_mode: u16,
-    /// What the NIC is set to, if we or the caller set it.
-    applied: Option<u16>,
-}
-
-/// NIC handles are few (one per CDM attach); more than this is not a real program.
-const MAX_NICS: usize = 4096;
-pub(crate) static NICS: TryLock<Vec<Nic>> = TryLock::new(Vec::new());
-/// Bumped when the set of NICs or a caller's mode changes.
-static NIC_GENERATION: AtomicU32 = AtomicU32::new(0);
-/// (generation, SMSG routing bits of the control word) the NICs were last steered to.
-static STEERED: AtomicU64 = AtomicU64::new(u64::MAX);
-
-fn steering_key(w: u32) -> u64 {
-    (u64::from(NIC_GENERATION.load(Acquire)) << 32) | u64::from(w & (control::ROUTING | control::REWRITE))
-}
-
-/// Make every NIC's SMSG mode follow the control word: the below-threshold mode when routing
-/// (High Bias in automatic mode, as the reference does), the caller's own mode otherwise.
-/// A NIC the caller set to a non-adaptive mode is never touched.
+/// Make every NIC's SMSG mode follow the control word (see [`crate::nics::NicTable::steer`]).
 fn steer(w: u32) {
-    let key = steering_key(w);
-    let Some(real) = SMSG_SET_DELIVERY_MODE.addr() else { return };
-    // SAFETY: found under this uGNI name, whose prototype is SetDeliveryModeFn.
-    let set: SetDeliveryModeFn = unsafe { std::mem::transmute::<*mut c_void, SetDeliveryModeFn>(real) };
-    // Another thread steering (or a lock inherited held by a fork child): skip, retry next send.
-    let Some(mut nics) = NICS.try_lock() else { return };
-    let wanted = control::below_threshold_mode(w);
-    let mut all_done = true;
-    for n in nics.iter_mut() {
-        let target = match wanted {
-            Some(m) if requested_mode(n.caller_mode).is_some() => with_mode(n.caller_mode, m),
-            _ if n.applied.is_none() => continue,
-            _ => n.caller_mode,
-        };
-        if n.applied == Some(target) {
-            continue;
-        }
+    let Some(set) = real_fn::<SmsgSetDeliveryModeFn>(&SMSG_SET_DELIVERY_MODE) else { return };
+    NICS.steer(w, |nic, mode| {
         // SAFETY: a NIC handle returned by a successful GNI_CdmAttach whose CDM is not destroyed
-        // (destruction removes it under this lock first).
-        if unsafe { set(n.nic as GniNicHandle, target) } == GNI_RC_SUCCESS {
-            n.applied = Some(target);
-        } else {
-            all_done = false;
-        }
-    }
-    if all_done {
-        STEERED.store(key, Release);
-    }
+        // (destruction removes it under the table's lock, which steering holds).
+        unsafe { set(nic as GniNicHandle, mode) == GNI_RC_SUCCESS }
+    });
 }
 
 /// An SMSG send: steer the NICs if the policy changed, count it, forward it once.
 pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> GniReturn) -> GniReturn {
     let Some(addr) = real.addr() else { return missing(real) };
-    let w = runtime::control();
+    let w = control::load();
     let class_reason = |w: u32| match control::below_threshold_mode(w) {
-        Some(m) => (
-            m.index(),
-            if control::policy(w) == aar_engine::Policy::Auto { Reason::Smsg } else { Reason::Fixed },
-            Some(m),
-        ),
+        Some(m) => (m.index(), if control::policy(w) == Policy::Auto { Reason::Smsg } else { Reason::Fixed }, Some(m)),
         None => (CALLER_SMSG, Reason::Passthrough, None),
     };
-    if w & FAST != 0 && STEERED.load(Relaxed) == steering_key(w) {
+    if w & FAST != 0 && NICS.steered_for(w) {
         let (class, reason, _) = class_reason(w);
-        stats::count(class, reason, bytes);
+        tally::count(class, reason, bytes);
         return forward(addr);
     }
-    runtime::ensure_init();
-    if runtime::inert() {
+    init::ensure_init();
+    if state::inert() {
         return forward(addr);
     }
-    runtime::after_fork_in_child();
-    let w = runtime::control();
+    state::after_fork_in_child();
+    let w = control::load();
     let mut rc = None;
     let mut forward = Some(forward);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         if w & READY == 0 {
-            stats::count(CALLER_SMSG, Reason::Passthrough, bytes);
+            tally::count(CALLER_SMSG, Reason::Passthrough, bytes);
             rc = forward.take().map(|f| f(addr));
             return;
         }
@@ -384,10 +303,10 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
             steer(w);
         }
         let (class, reason, mode) = class_reason(w);
-        stats::count(class, reason, bytes);
+        tally::count(class, reason, bytes);
         rc = forward.take().map(|f| f(addr));
         if w & TRACE != 0 {
-            trace::write(&trace::Line {
+            state::TRACE.write(&trace::Line {
                 t_ns: sys::now_ns(),
                 call: real.name(),
                 post_type: "SMSG",
@@ -405,43 +324,12 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
     forward_once(outcome, rc, || forward.take().map_or(GNI_RC_INVALID_STATE, |f| f(addr)))
 }
 
-/// Record a NIC the application attached, so SMSG traffic can be steered on it.
-pub fn nic_attached(cdm: GniCdmHandle, nic: GniNicHandle) {
-    let Some(mut nics) = NICS.try_lock_for(Duration::from_secs(1)) else { return };
-    if nics.len() >= MAX_NICS {
-        drop(nics);
-        diag::warn(&format!(
-            "more than {MAX_NICS} NIC handles attached; SMSG routing is not steered on the extra ones."
-        ));
-        return;
-    }
-    nics.push(Nic { cdm: cdm as usize, nic: nic as usize, caller_mode: 0, applied: None });
-    NIC_GENERATION.fetch_add(1, Release);
-}
-
-/// Forget the NICs of a CDM before it is destroyed: their handles become invalid.
-pub fn cdm_destroyed(cdm: GniCdmHandle) {
-    let Some(mut nics) = NICS.try_lock_for(Duration::from_secs(1)) else { return };
-    nics.retain(|n| n.cdm != cdm as usize);
-    NIC_GENERATION.fetch_add(1, Release);
-}
-
-/// The application set a NIC's SMSG mode itself: remember it as the caller's wish.
-pub fn caller_set_delivery_mode(nic: GniNicHandle, mode: u16) {
-    let Some(mut nics) = NICS.try_lock_for(Duration::from_secs(1)) else { return };
-    if let Some(n) = nics.iter_mut().find(|n| n.nic == nic as usize) {
-        n.caller_mode = mode;
-        n.applied = Some(mode);
-    } else if nics.len() < MAX_NICS {
-        nics.push(Nic { cdm: 0, nic: nic as usize, caller_mode: mode, applied: Some(mode) });
-    }
-    NIC_GENERATION.fetch_add(1, Release);
-}
-
-/// Typed access to a real function for the exports that only observe (CDM, SMSG mode).
+/// The real function as `F`, its uGNI prototype (an `aar_abi` function type).
+#[inline]
 pub fn real_fn<F: Copy>(real: &Real) -> Option<F> {
     let addr = real.addr()?;
     debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: callers name `F` as the uGNI prototype of `real` (see the exports).
+    // SAFETY: callers name `F` as the uGNI prototype of `real` (the exports check theirs against
+    // aar_abi at compile time).
     Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&addr) })
 }

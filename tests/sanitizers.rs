@@ -1,5 +1,6 @@
-//! The integration scenarios under sanitizers (issue 4: "Run the integration tests under
-//! AddressSanitizer/LeakSanitizer for the C side"; "the engine under a data-race checker").
+//! The integration scenarios under sanitizers: the C side (test programs, the emulator's
+//! payload copies) under AddressSanitizer/LeakSanitizer, and the library under a data-race
+//! checker.
 //!
 //! **AddressSanitizer + LeakSanitizer** (always run, stable toolchain and gcc only): the driver
 //! (tests/c/driver.c, wrapped by tests/c/api_thread.c) is compiled with
@@ -558,7 +559,7 @@ fn report_parsing_tells_test_program_reports_from_library_ones() {
     let driver_race = "==================\nWARNING: ThreadSanitizer: data race (pid=1)\n  Atomic read of size 8 at 0x1 by main thread:\n    #0 driver_main tests/c/driver.c:600 (api_thread+0x5ded)\n    #1 main tests/c/api_thread.c:86 (api_thread+0x6491)\n\n  Previous write of size 8 at 0x1 by thread T1:\n    #0 transfer tests/c/driver.c:235 (api_thread+0x2e2b)\n\nSUMMARY: ThreadSanitizer: data race tests/c/driver.c:600 in driver_main\n==================\n";
     let lib_race = driver_race.replace(
         "#0 transfer tests/c/driver.c:235 (api_thread+0x2e2b)",
-        "#0 aar::runtime::x src/runtime.rs:1 (libaar.so+0x1)",
+        "#0 aar::state::x src/state.rs:1 (libaar.so+0x1)",
     );
     let driver_leak = "==1==ERROR: LeakSanitizer: detected memory leaks\n\nDirect leak of 32 byte(s) in 1 object(s) allocated from:\n    #0 0x7f in __interceptor_calloc ../../../../src/libsanitizer/asan/asan_malloc_linux.cpp:77\n    #1 0x56 in main tests/c/driver.c:633\n    #2 0x7f in __libc_start_call_main ../sysdeps/nptl/libc_start_call_main.h:58\n\nSUMMARY: AddressSanitizer: 32 byte(s) leaked in 1 allocation(s).\n";
     let lib_leak = driver_leak.replace(

@@ -72,8 +72,7 @@ impl FromStr for PolicyList {
     fn from_str(text: &str) -> Result<Self, String> {
         let mut policies = Vec::new();
         for name in text.split(',') {
-            let p = Policy::parse(name).ok_or_else(|| format!("\"{}\" is not a policy", name.trim().escape_debug()))?;
-            policies.push(p);
+            policies.push(name.parse::<Policy>()?);
         }
         if policies.len() < 2 {
             return Err("needs at least two policies".into());
@@ -142,108 +141,6 @@ impl AbSchedule {
     }
 }
 
-/// The MPI functions that can mark iterations in an unmodified program (`AAR_AB_BOUNDARY`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MpiFunction {
-    /// `MPI_Barrier`.
-    Barrier,
-    /// `MPI_Allreduce`.
-    Allreduce,
-    /// `MPI_Reduce`.
-    Reduce,
-    /// `MPI_Bcast`.
-    Bcast,
-    /// `MPI_Allgather`.
-    Allgather,
-    /// `MPI_Alltoall`.
-    Alltoall,
-    /// `MPI_Gather`.
-    Gather,
-    /// `MPI_Scatter`.
-    Scatter,
-}
-
-impl MpiFunction {
-    /// Every function that can mark iterations.
-    pub const ALL: [MpiFunction; 8] = [
-        Self::Barrier,
-        Self::Allreduce,
-        Self::Reduce,
-        Self::Bcast,
-        Self::Allgather,
-        Self::Alltoall,
-        Self::Gather,
-        Self::Scatter,
-    ];
-
-    /// The MPI standard's name, e.g. `MPI_Barrier`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Barrier => "MPI_Barrier",
-            Self::Allreduce => "MPI_Allreduce",
-            Self::Reduce => "MPI_Reduce",
-            Self::Bcast => "MPI_Bcast",
-            Self::Allgather => "MPI_Allgather",
-            Self::Alltoall => "MPI_Alltoall",
-            Self::Gather => "MPI_Gather",
-            Self::Scatter => "MPI_Scatter",
-        }
-    }
-}
-
-/// What marks iterations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Boundary {
-    /// The application's own calls (`aar_iteration_begin` / `aar_iteration_end`).
-    Markers,
-    /// Every `every`-th call of an MPI function, starting with the first: call 0 begins
-    /// iteration 0, call `every` ends it and begins iteration 1, and so on.
-    Mpi {
-        /// The collective whose calls are counted.
-        function: MpiFunction,
-        /// Calls per iteration, at least 1.
-        every: u32,
-    },
-}
-
-/// Largest N of `MPI_<Fn>:N`.
-pub const MAX_BOUNDARY_EVERY: u32 = 1_000_000_000;
-
-impl FromStr for Boundary {
-    type Err = String;
-    /// `markers`, or `MPI_<Fn>[:N]` (any case) with N from 1 (the default) to [`MAX_BOUNDARY_EVERY`].
-    fn from_str(text: &str) -> Result<Self, String> {
-        let t = text.trim();
-        if t.eq_ignore_ascii_case("markers") {
-            return Ok(Self::Markers);
-        }
-        let (name, every) = match t.split_once(':') {
-            Some((n, e)) => (n.trim(), Some(e.trim())),
-            None => (t, None),
-        };
-        let function = MpiFunction::ALL
-            .into_iter()
-            .find(|f| f.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| "is not markers or one of the MPI functions that can mark iterations".to_string())?;
-        let every = match every {
-            None => 1,
-            Some(e) => e.parse::<u32>().ok().filter(|n| (1..=MAX_BOUNDARY_EVERY).contains(n)).ok_or_else(|| {
-                format!("has a call count \"{}\" that is not a whole number from 1", e.escape_debug())
-            })?,
-        };
-        Ok(Self::Mpi { function, every })
-    }
-}
-
-impl fmt::Display for Boundary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Markers => f.write_str("markers"),
-            Self::Mpi { function, every } => write!(f, "{}:{every}", function.name()),
-        }
-    }
-}
-
 impl fmt::Display for PolicyList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, p) in self.0.iter().enumerate() {
@@ -259,7 +156,7 @@ impl fmt::Display for PolicyList {
 #[cfg(feature = "serde")]
 mod serde_impls {
     //! Settings show these types as the strings users write.
-    use super::{AbOrder, Boundary, PolicyList};
+    use super::{AbOrder, PolicyList};
 
     macro_rules! as_string {
         ($($t:ty),*) => {$(
@@ -270,7 +167,7 @@ mod serde_impls {
             }
         )*};
     }
-    as_string!(AbOrder, Boundary, PolicyList);
+    as_string!(AbOrder, PolicyList);
 }
 
 #[cfg(test)]
@@ -293,24 +190,6 @@ mod tests {
         }
         assert_eq!(AbOrder::Shuffled(7).to_string().parse::<AbOrder>(), Ok(AbOrder::Shuffled(7)));
         assert_eq!(l.to_string(), "auto,ADAPTIVE0,ADAPTIVE3,off");
-    }
-
-    #[test]
-    fn parse_boundaries() {
-        assert_eq!("markers".parse::<Boundary>(), Ok(Boundary::Markers));
-        assert_eq!("MPI_Barrier".parse::<Boundary>(), Ok(Boundary::Mpi { function: MpiFunction::Barrier, every: 1 }));
-        assert_eq!(
-            " mpi_allreduce:2 ".parse::<Boundary>(),
-            Ok(Boundary::Mpi { function: MpiFunction::Allreduce, every: 2 })
-        );
-        for f in MpiFunction::ALL {
-            let b = Boundary::Mpi { function: f, every: 7 };
-            assert_eq!(b.to_string().parse::<Boundary>(), Ok(b));
-        }
-        for bad in ["", "MPI_Send", "MPI_Barrier:0", "MPI_Barrier:-1", "MPI_Barrier:x", "MPI_Barrier:", "markers:2"] {
-            assert!(bad.parse::<Boundary>().is_err(), "{bad}");
-        }
-        assert_eq!(Boundary::Mpi { function: MpiFunction::Bcast, every: 1 }.to_string(), "MPI_Bcast:1");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The per-rank decision state machine: the paper's Algorithm 1 in both directions.
 
 use crate::mode::RoutingMode;
-use crate::model::{message_time_us, packets, request_flits, LatencyUnit, Transfer, Window};
+use crate::model::{message_time_us, packets, request_flits, Transfer, Window};
+use crate::settings::EngineConfig;
 
 /// What chooses routing modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,13 +18,20 @@ pub enum Policy {
 }
 
 impl Policy {
-    /// The names users give a policy, in `AAR_MODE` and in `aar sim --policy`: `auto` (or
-    /// `paper`), `off` (or `observe`), or an adaptive mode in either spelling.
+    /// [`Policy`]'s `FromStr`, for callers that only ask whether a text is a policy.
     pub fn parse(text: &str) -> Option<Policy> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "auto" | "paper" => Some(Policy::Auto),
-            "off" | "observe" => Some(Policy::Off),
-            _ => RoutingMode::parse(text).map(Policy::Fixed),
+        text.parse().ok()
+    }
+
+    /// The routing of an adaptive message below the cumulative-size threshold, and why: the
+    /// low-latency mode in automatic routing, the pinned mode, or the caller's own under `Off`.
+    /// Constant between policy changes, so a caller with a fast path may precompute it.
+    #[inline]
+    pub const fn below_threshold(self, low_latency: RoutingMode) -> (Option<RoutingMode>, Reason) {
+        match self {
+            Policy::Auto => (Some(low_latency), Reason::Threshold),
+            Policy::Fixed(m) => (Some(m), Reason::Fixed),
+            Policy::Off => (None, Reason::Passthrough),
         }
     }
 
@@ -37,54 +45,19 @@ impl Policy {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-/// The engine's parameters: the policy and the algorithm's constants.
-pub struct EngineConfig {
-    /// What chooses routing modes.
-    pub policy: Policy,
-    /// Cumulative bytes after which counters are read and the model decides again.
-    pub threshold_bytes: u64,
-    /// Latency factor λ: plain Adaptive latency ≈ λ × High Bias latency.
-    pub lambda: f64,
-    /// Stall factor σ: High Bias stall ratio ≈ σ × plain Adaptive stall ratio.
-    pub sigma: f64,
-    /// Counter windows for which a measured observation of the mode not in use stays usable,
-    /// counting the window it was measured in.
-    pub freshness: u32,
-    /// Decisions per counter window: the counters are read after this many decisions on one
-    /// side (and whenever the side changes, just before the first message of the new side). 1 is
-    /// the paper's algorithm: a read after every decision.
-    pub window_decisions: u32,
-    /// Mode for latency-bound messages (High Bias).
-    pub low_latency_mode: RoutingMode,
-    /// Mode for stall-bound messages (plain Adaptive).
-    pub low_stall_mode: RoutingMode,
-    /// Replaces the low-stall mode inside MPI_Alltoall, as Cray MPICH does by default.
-    pub alltoall_mode: RoutingMode,
-    /// Unit of the cumulative latency counter.
-    pub latency_unit: LatencyUnit,
-    /// Windows claiming a mean latency above this (µs) are discarded as absurd.
-    pub max_latency_us: f64,
-    /// Windows claiming more stalled cycles per flit than this are discarded as absurd.
-    pub max_stall_ratio: f64,
-}
+impl core::str::FromStr for Policy {
+    type Err = String;
 
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            policy: Policy::Auto,
-            threshold_bytes: 4096,
-            lambda: 1.2,
-            sigma: 5.0,
-            freshness: 5,
-            window_decisions: 8,
-            low_latency_mode: RoutingMode::Adaptive3,
-            low_stall_mode: RoutingMode::Adaptive0,
-            alltoall_mode: RoutingMode::Adaptive1,
-            latency_unit: LatencyUnit::Microseconds,
-            max_latency_us: 1e6,
-            max_stall_ratio: 1e6,
+    /// The names users give a policy, in `AAR_MODE`, `AAR_AB` and `aar sim --policy`: `auto`
+    /// (or `paper`), `off` (or `observe`), or an adaptive mode in either spelling.
+    fn from_str(text: &str) -> Result<Policy, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" | "paper" => Ok(Policy::Auto),
+            "off" | "observe" => Ok(Policy::Off),
+            _ => text
+                .parse()
+                .map(Policy::Fixed)
+                .map_err(|_| format!("\"{}\" is not a policy", text.trim().escape_debug())),
         }
     }
 }
@@ -221,6 +194,19 @@ pub struct EngineStats {
     pub window_stall_ratio_sum: f64,
 }
 
+/// The cumulative-size rule: `sum` plus the message's `bytes` (saturating), and whether that
+/// passes `threshold`. Passing it restarts the sum: the returned sum is then 0. Streams of tiny
+/// messages thus still trigger decisions.
+#[inline(always)]
+pub const fn accumulate(sum: u64, bytes: u64, threshold: u64) -> (u64, bool) {
+    let sum = sum.saturating_add(bytes);
+    if sum <= threshold {
+        (sum, false)
+    } else {
+        (0, true)
+    }
+}
+
 /// The two sides of the paper's decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Side {
@@ -330,33 +316,22 @@ impl Engine {
         self.open.decisions > 0 || self.closing.is_some()
     }
 
-    /// Routing of a message below the threshold; constant between policy changes, so callers
-    /// with a fast path may cache it.
+    /// Routing of a message below the threshold (see [`Policy::below_threshold`]).
     pub fn below_threshold_mode(&self) -> Option<RoutingMode> {
-        match self.cfg.policy {
-            Policy::Auto => Some(self.cfg.low_latency_mode),
-            Policy::Fixed(m) => Some(m),
-            Policy::Off => None,
-        }
-    }
-
-    fn below_threshold_reason(&self) -> Reason {
-        match self.cfg.policy {
-            Policy::Auto => Reason::Threshold,
-            Policy::Fixed(_) => Reason::Fixed,
-            Policy::Off => Reason::Passthrough,
-        }
+        self.cfg.policy.below_threshold(self.cfg.low_latency_mode).0
     }
 
     /// The whole per-message algorithm: accumulate, and decide when the threshold is crossed.
-    /// (libaar.so keeps the accumulator itself, lock-free, and calls
+    /// (libaar.so keeps the sum itself, lock-free, with the same [`accumulate`], and calls
     /// [`Engine::on_threshold_crossed`] directly.)
     pub fn decide(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
-        self.cumulative = self.cumulative.saturating_add(msg.bytes);
-        if self.cumulative <= self.cfg.threshold_bytes {
+        let crossed;
+        (self.cumulative, crossed) = accumulate(self.cumulative, msg.bytes, self.cfg.threshold_bytes);
+        if !crossed {
+            let (mode, reason) = self.cfg.policy.below_threshold(self.cfg.low_latency_mode);
             return Decision {
-                mode: self.below_threshold_mode(),
-                reason: self.below_threshold_reason(),
+                mode,
+                reason,
                 read_before: false,
                 read_counters: false,
                 flits: request_flits(msg.bytes, msg.transfer),
@@ -364,7 +339,6 @@ impl Engine {
                 window: None,
             };
         }
-        self.cumulative = 0;
         self.on_threshold_crossed(msg, in_alltoall)
     }
 

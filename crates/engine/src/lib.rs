@@ -16,10 +16,12 @@ pub mod mode;
 pub mod model;
 pub mod settings;
 pub mod size;
+pub mod switch;
 
-pub use ab::{AbOrder, AbSchedule, Boundary, MpiFunction, PolicyList};
-pub use engine::{CounterSample, Decision, Engine, EngineConfig, EngineStats, Message, Policy, Reason, WindowOutcome};
+pub use ab::{AbOrder, AbSchedule, PolicyList};
+pub use engine::{accumulate, CounterSample, Decision, Engine, EngineStats, Message, Policy, Reason, WindowOutcome};
 pub use mode::{requested_mode, with_mode, RoutingMode};
 pub use model::{LatencyUnit, Transfer, Window};
-pub use settings::{RankSet, Settings, TestPanic, Warning};
+pub use settings::EngineConfig;
 pub use size::ByteSize;
+pub use switch::Switch;

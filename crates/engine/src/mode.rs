@@ -58,26 +58,9 @@ impl RoutingMode {
         self as usize
     }
 
-    /// Accepts the spellings users already know: uGNI's `ADAPTIVE3`, Cray MPICH's `ADAPTIVE_3`
-    /// (`MPICH_GNI_ROUTING_MODE`), with or without the `GNI_DLVMODE_` prefix, any case.
+    /// [`RoutingMode`]'s `FromStr`, for callers that only ask whether a text is a mode.
     pub fn parse(text: &str) -> Option<Self> {
-        // Bytes, not string slices: arbitrary input must never be cut inside a UTF-8 character.
-        let b = text.trim().as_bytes();
-        let b = match b.split_at_checked(12) {
-            Some((prefix, rest)) if prefix.eq_ignore_ascii_case(b"GNI_DLVMODE_") => rest,
-            _ => b,
-        };
-        let (name, digit) = b.split_last().map(|(d, name)| (name, *d))?;
-        if !name.eq_ignore_ascii_case(b"ADAPTIVE") && !name.eq_ignore_ascii_case(b"ADAPTIVE_") {
-            return None;
-        }
-        match digit {
-            b'0' => Some(Self::Adaptive0),
-            b'1' => Some(Self::Adaptive1),
-            b'2' => Some(Self::Adaptive2),
-            b'3' => Some(Self::Adaptive3),
-            _ => None,
-        }
+        text.parse().ok()
     }
 
     /// The adaptive mode a raw routing byte encodes, if it is one.
@@ -88,6 +71,33 @@ impl RoutingMode {
             GNI_DLVMODE_ADAPTIVE2 => Some(Self::Adaptive2),
             GNI_DLVMODE_ADAPTIVE3 => Some(Self::Adaptive3),
             _ => None,
+        }
+    }
+}
+
+impl core::str::FromStr for RoutingMode {
+    type Err = String;
+
+    /// Accepts the spellings users already know: uGNI's `ADAPTIVE3`, Cray MPICH's `ADAPTIVE_3`
+    /// (`MPICH_GNI_ROUTING_MODE`), with or without the `GNI_DLVMODE_` prefix, any case.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = || format!("\"{}\" is not an adaptive routing mode", text.trim().escape_debug());
+        // Bytes, not string slices: arbitrary input must never be cut inside a UTF-8 character.
+        let b = text.trim().as_bytes();
+        let b = match b.split_at_checked(12) {
+            Some((prefix, rest)) if prefix.eq_ignore_ascii_case(b"GNI_DLVMODE_") => rest,
+            _ => b,
+        };
+        let (name, digit) = b.split_last().map(|(d, name)| (name, *d)).ok_or_else(bad)?;
+        if !name.eq_ignore_ascii_case(b"ADAPTIVE") && !name.eq_ignore_ascii_case(b"ADAPTIVE_") {
+            return Err(bad());
+        }
+        match digit {
+            b'0' => Ok(Self::Adaptive0),
+            b'1' => Ok(Self::Adaptive1),
+            b'2' => Ok(Self::Adaptive2),
+            b'3' => Ok(Self::Adaptive3),
+            _ => Err(bad()),
         }
     }
 }

@@ -5,6 +5,7 @@ use aar_engine::*;
 
 const AD0: RoutingMode = RoutingMode::Adaptive0;
 const AD1: RoutingMode = RoutingMode::Adaptive1;
+const AD2: RoutingMode = RoutingMode::Adaptive2;
 const AD3: RoutingMode = RoutingMode::Adaptive3;
 
 fn put(bytes: u64) -> Message {
@@ -386,13 +387,57 @@ fn zero_stalls_on_both_sides_decide_on_latency_alone() {
 
 #[test]
 fn policy_names() {
-    assert_eq!(Policy::parse("auto"), Some(Policy::Auto));
-    assert_eq!(Policy::parse(" Paper "), Some(Policy::Auto));
-    assert_eq!(Policy::parse("OFF"), Some(Policy::Off));
-    assert_eq!(Policy::parse("ADAPTIVE_2"), Some(Policy::Fixed(RoutingMode::Adaptive2)));
+    assert_eq!("auto".parse(), Ok(Policy::Auto));
+    assert_eq!(" Paper ".parse(), Ok(Policy::Auto));
+    assert_eq!("OFF".parse(), Ok(Policy::Off));
+    assert_eq!("observe".parse(), Ok(Policy::Off));
+    assert_eq!("ADAPTIVE_2".parse(), Ok(Policy::Fixed(RoutingMode::Adaptive2)));
     for bad in ["", "MIN_HASH", "fast", "autoo"] {
+        assert!(bad.parse::<Policy>().is_err(), "{bad}");
         assert_eq!(Policy::parse(bad), None, "{bad}");
     }
+    assert_eq!("fast".parse::<Policy>(), Err("\"fast\" is not a policy".to_string()));
+    for p in [Policy::Auto, Policy::Off].into_iter().chain(RoutingMode::ALL.map(Policy::Fixed)) {
+        assert_eq!(p.name().parse(), Ok(p), "names round-trip");
+    }
+}
+
+/// Below the threshold: the low-latency mode in `auto`, the pinned mode when fixed, nothing under
+/// `off`; the same answer from `Policy::below_threshold` and from a whole `Engine::decide`.
+#[test]
+fn below_the_threshold_each_policy_has_one_routing_and_reason() {
+    let cases = [
+        (Policy::Auto, Some(AD2), Reason::Threshold),
+        (Policy::Fixed(AD1), Some(AD1), Reason::Fixed),
+        (Policy::Off, None, Reason::Passthrough),
+    ];
+    for (policy, mode, reason) in cases {
+        assert_eq!(policy.below_threshold(AD2), (mode, reason), "{policy:?}");
+        let mut e = Engine::new(EngineConfig { policy, low_latency_mode: AD2, ..EngineConfig::default() });
+        let d = e.decide(&put(64), false);
+        assert_eq!((d.mode, d.reason), (mode, reason), "{policy:?}");
+        assert_eq!(e.below_threshold_mode(), mode);
+    }
+}
+
+/// The cumulative-size rule both the engine and libaar.so's lock-free sum use.
+#[test]
+fn the_sum_restarts_when_it_passes_the_threshold_and_never_wraps() {
+    assert_eq!(accumulate(0, 4096, 4096), (4096, false), "reaching the threshold is not passing it");
+    assert_eq!(accumulate(4096, 1, 4096), (0, true));
+    assert_eq!(accumulate(0, 0, 0), (0, false));
+    assert_eq!(accumulate(0, 1, 0), (0, true), "threshold 0: every non-empty message decides");
+    assert_eq!(accumulate(u64::MAX - 1, u64::MAX, u64::MAX), (u64::MAX, false), "saturates");
+    // Tiny messages still trigger decisions: 64 B posts cross 4 KiB on every 65th.
+    let (mut sum, mut crossings) = (0, Vec::new());
+    for i in 0..200 {
+        let crossed;
+        (sum, crossed) = accumulate(sum, 64, 4096);
+        if crossed {
+            crossings.push(i);
+        }
+    }
+    assert_eq!(crossings, [64, 129, 194]);
 }
 
 /// A/B iterations switch policies under one engine: what fixed iterations measured feeds `auto`

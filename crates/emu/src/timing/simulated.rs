@@ -41,7 +41,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::str::FromStr;
 
 use aar_engine::model::Transfer;
-use aar_engine::settings::parse_bool;
+use aar_engine::Switch;
 use aar_sim::config::{Mode, NetConfig};
 use aar_sim::net::Kind;
 use aar_sim::topology::{TopoSpec, Topology};
@@ -154,7 +154,7 @@ impl FromStr for SimSpec {
     fn from_str(spec: &str) -> Result<Self, Self::Err> {
         let mut s = SimSpec::default();
         let trimmed = spec.trim();
-        if parse_bool(trimmed) == Some(true) {
+        if trimmed.parse() == Ok(Switch(true)) {
             return Ok(s);
         }
         for item in trimmed.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -181,7 +181,7 @@ impl FromStr for SimSpec {
                 "background-nodes" => s.background_nodes = number(0, 1 << 20)? as u32,
                 "background-global" => {
                     s.background_global =
-                        parse_bool(value).ok_or_else(|| SimSpecError::BackgroundGlobal(value.to_string()))?
+                        value.parse::<Switch>().map_err(|_| SimSpecError::BackgroundGlobal(value.to_string()))?.0
                 }
                 "seed" => s.seed = value.parse().map_err(|_| SimSpecError::Seed(value.to_string()))?,
                 _ => return Err(SimSpecError::UnknownKey(key)),

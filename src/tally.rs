@@ -7,28 +7,36 @@
 //! a thread that finds no free block near its home shares one block with atomic adds.
 
 use crate::sys;
+use aar_abi::{GNI_DLVMODE_IN_ORDER, GNI_DLVMODE_MIN_HASH, GNI_DLVMODE_NMIN_HASH, GNI_DLVMODE_ROUTING_MASK};
 use aar_engine::{Reason, RoutingMode};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed};
 
 /// Routing a message went out with: ADAPTIVE0..3, the non-adaptive ones, and SMSG left to the
 /// caller's NIC setting.
+/// The first four are [`RoutingMode::index`]'s.
 pub const CLASS_NAMES: [&str; 9] =
     ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3", "IN_ORDER", "MIN_HASH", "NMIN_HASH", "OTHER", "CALLER_SMSG"];
+const IN_ORDER: usize = 4;
+const MIN_HASH: usize = 5;
+const NMIN_HASH: usize = 6;
+/// Any other routing byte (NO_ADAPT, NO_HASH, a combination uGNI does not name).
+const OTHER: usize = 7;
+/// An SMSG send left to the caller's setting of its NIC.
 pub const CALLER_SMSG: usize = 8;
 const CLASSES: usize = CLASS_NAMES.len();
 const REASONS: usize = Reason::ALL.len();
 
-/// The class of a raw `dlvr_mode`.
+/// The class of a raw `dlvr_mode`: its routing byte, flags ignored.
 pub fn class_of(dlvr_mode: u16) -> usize {
     if let Some(m) = RoutingMode::from_routing_bits(dlvr_mode) {
         return m.index();
     }
-    match aar_abi::dlvr_mode_name(dlvr_mode) {
-        "IN_ORDER" => 4,
-        "MIN_HASH" => 5,
-        "NMIN_HASH" => 6,
-        _ => 7,
+    match dlvr_mode & GNI_DLVMODE_ROUTING_MASK {
+        GNI_DLVMODE_IN_ORDER => IN_ORDER,
+        GNI_DLVMODE_MIN_HASH => MIN_HASH,
+        GNI_DLVMODE_NMIN_HASH => NMIN_HASH,
+        _ => OTHER,
     }
 }
 
@@ -166,11 +174,15 @@ pub fn reset_in_child() {
 /// Totals over every thread so far.
 #[derive(Clone, Debug, Default)]
 pub struct Totals {
+    /// Messages per class ([`CLASS_NAMES`]).
     pub messages: [u64; CLASSES],
+    /// Bytes per class.
     pub bytes: [u64; CLASSES],
+    /// Messages per reason ([`Reason::index`]).
     pub reasons: [u64; REASONS],
 }
 
+/// The sum over every thread's block so far.
 pub fn totals() -> Totals {
     let mut t = Totals::default();
     let mut add = |b: &Block| {
@@ -230,5 +242,11 @@ mod tests {
         assert_eq!(class_of(0x0010), 5);
         assert_eq!(class_of(0x0008), 6);
         assert_eq!(class_of(0x0060), 7);
+        assert_eq!(class_of(0x0001), OTHER, "NO_ADAPT has no class of its own");
+        assert_eq!(class_of(0x0110), MIN_HASH, "flags do not change the class");
+        for (i, name) in CLASS_NAMES.iter().enumerate().take(OTHER) {
+            let raw = (0..=0xffu16).find(|&r| aar_abi::dlvr_mode_name(r) == *name).unwrap();
+            assert_eq!(class_of(raw), i, "{name}");
+        }
     }
 }

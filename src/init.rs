@@ -1,0 +1,154 @@
+//! Start-up: the library initialises lazily, on the first intercepted call, with an atomic state
+//! machine, so a process that never calls uGNI (a shell, `srun`, a compiler, Lmod itself) sees no
+//! output, no file, no cost. This is the only place that registers process handlers: the exit
+//! handler (`output`) and the `fork()` handlers below.
+//!
+//! `fork()`: the child keeps working and its output never mixes with the parent's. Before a fork
+//! every lock of the library ([`state::FORK_LOCKS`]) is taken, so the child inherits consistent
+//! state, and the trace buffer is flushed so the child does not write the parent's lines again.
+//! In the child every lock is released and only flags are set ([`state::forked`]); the real work
+//! waits for the child's next intercepted call or its exit ([`state::after_fork_in_child`]): its
+//! own counter event set, its own statistics (the record of a child counts the child's messages
+//! only, under the child's pid), its own trace.
+
+use crate::papi::Papi;
+use crate::settings::Settings;
+use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
+use crate::{control, diag, job, output, sys};
+use aar_engine::Engine;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Initialise once, on the first intercepted call. Callers arriving while another thread
+/// initialises do not wait: they see a control word without READY and forward untouched.
+#[inline]
+pub fn ensure_init() {
+    if !state::initialised() {
+        init_once();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn init_once() {
+    if state::claim_init() {
+        // A panic here must not reach the application (callers are C): the library then stays
+        // a pass-through for this process.
+        if std::panic::catch_unwind(init).is_err() {
+            control::store(0);
+            diag::error(
+                "internal error (a panic) while initialising; every call is forwarded untouched. Please report it.",
+            );
+        }
+        state::init_done();
+    }
+}
+
+/// Initialise if needed, giving another thread that is initialising a moment (loading PAPI),
+/// never forever: the settings, once parsed.
+pub fn wait_ready() -> Option<&'static Settings> {
+    ensure_init();
+    for _ in 0..2000 {
+        if state::initialised() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    state::settings()
+}
+
+fn init() {
+    let t0 = sys::now_ns();
+    let lookup = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
+    let (settings, warnings) = Settings::from_lookup(&lookup);
+    job::detect_rank();
+    diag::install_panic_hook();
+    diag::init_logging(settings.log);
+    for w in &warnings {
+        diag::warn(&w.message);
+    }
+    let settings = state::set_settings(settings);
+    if settings.disabled {
+        tracing::info!("AAR_DISABLE is set: every call is forwarded untouched");
+        return;
+    }
+    let mut engine_cfg = settings.engine.clone();
+    let (counters, counters_library) = match Papi::open(settings.papi_library.as_deref(), &settings.papi_events) {
+        Ok(opened) => {
+            opened.notes.iter().for_each(|n| diag::warn(n));
+            (Some(opened.papi), Some(opened.library))
+        }
+        Err(why) => {
+            diag::warn(&state::counters_unavailable(&why.to_string(), &mut engine_cfg));
+            (None, None)
+        }
+    };
+    let mut decider = Decider {
+        engine: Engine::new(engine_cfg),
+        counters,
+        counter_reads: 0,
+        counter_read_failures: 0,
+        timed_decisions: 0,
+        timed_decision_ns: 0,
+        init_ns: 0,
+        counters_library,
+    };
+    decider.read_and_observe();
+    let policy = decider.engine.config().policy;
+    let tracing = state::TRACE.open(settings.trace.as_deref());
+    output::check_output_dir(settings.output_dir.as_deref());
+    if let Some(schedule) = settings.ab_schedule() {
+        state::set_schedule(schedule);
+    }
+    if let Some(dir) = settings.output_dir.as_deref().filter(|_| settings.writes_records(job::rank())) {
+        if let Some(mut record) = state::ITERATIONS.record(Duration::from_millis(100)) {
+            record.write_to(dir, settings, state::schedule());
+        }
+    }
+    state::set_threshold(settings.engine.threshold_bytes);
+    decider.init_ns = sys::now_ns().saturating_sub(t0);
+    // Nobody else can hold it yet: posts see READY only after the store below.
+    if let Some(mut slot) = state::decider_within(Duration::from_secs(1)) {
+        *slot = Some(decider);
+    }
+    if !sys::at_exit(output::at_exit) {
+        diag::warn("could not register the exit handler; no record or summary will be written");
+    }
+    if !sys::at_fork(prepare_fork, after_fork_in_parent, after_fork_in_child) {
+        diag::warn("could not register the fork handlers; a forked child that sends on the network may share the parent's counters and records");
+    }
+    control::store(control::word(policy, settings.engine.low_latency_mode, true, true, tracing));
+    tracing::debug!(?policy, "aar initialised");
+}
+
+/// Before a fork, each lock is held at most this long (holders are mid-decision or mid-line).
+const FORK_HOLD: Duration = Duration::from_millis(100);
+
+/// Which of [`FORK_LOCKS`] `prepare_fork` took.
+static HELD: [AtomicBool; FORK_LOCK_COUNT] = [const { AtomicBool::new(false) }; FORK_LOCK_COUNT];
+
+extern "C" fn prepare_fork() {
+    state::TRACE.flush();
+    for (lock, held) in FORK_LOCKS.iter().zip(&HELD) {
+        held.store(lock.hold_for(FORK_HOLD), Ordering::Relaxed);
+    }
+}
+
+extern "C" fn after_fork_in_parent() {
+    for (lock, held) in FORK_LOCKS.iter().zip(&HELD) {
+        if held.swap(false, Ordering::Relaxed) {
+            // SAFETY: taken by `prepare_fork` with hold_for in this thread; no guard alive.
+            unsafe { lock.release() };
+        }
+    }
+}
+
+extern "C" fn after_fork_in_child() {
+    for (lock, held) in FORK_LOCKS.iter().zip(&HELD) {
+        held.store(false, Ordering::Relaxed);
+        // SAFETY: in the child only this thread exists, so whoever held the lock (prepare_fork,
+        // or a thread that stayed in the parent) has no guard here.
+        unsafe { lock.release() };
+    }
+    state::forked();
+}

@@ -1,0 +1,124 @@
+//! The NICs the application attached, for SMSG routing: short messages have no descriptor, so
+//! their routing is the NIC's SMSG delivery mode, set with `GNI_SmsgSetDeliveryMode` on every
+//! NIC handle the application attached (as the reference implementation does).
+
+use crate::control;
+use crate::diag;
+use crate::trylock::{ForkHeld, TryLock};
+use aar_engine::{requested_mode, with_mode};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::time::Duration;
+
+struct Nic {
+    cdm: usize,
+    nic: usize,
+    /// What the application asked for with GNI_SmsgSetDeliveryMode (uGNI's default: 0).
+    caller_mode: u16,
+    /// What the NIC is set to, if we or the caller set it.
+    applied: Option<u16>,
+}
+
+/// NIC handles are few (one per CDM attach); more than this is not a real program.
+const MAX_NICS: usize = 4096;
+/// Adding or removing a NIC waits this long at most for a thread that is steering.
+const WAIT: Duration = Duration::from_secs(1);
+
+/// The NIC handles of the process and what their SMSG modes were set to.
+pub struct NicTable {
+    nics: TryLock<Vec<Nic>>,
+    /// Bumped when the set of NICs or a caller's mode changes.
+    generation: AtomicU32,
+    /// (generation, SMSG routing bits of the control word) the NICs were last steered to.
+    steered: AtomicU64,
+}
+
+impl NicTable {
+    /// No NIC yet.
+    pub const fn new() -> Self {
+        Self { nics: TryLock::new(Vec::new()), generation: AtomicU32::new(0), steered: AtomicU64::new(u64::MAX) }
+    }
+
+    fn key(&self, w: u32) -> u64 {
+        (u64::from(self.generation.load(Acquire)) << 32) | u64::from(w & (control::ROUTING | control::REWRITE))
+    }
+
+    /// Every NIC already follows control word `w` (the SMSG fast path).
+    #[inline]
+    pub fn steered_for(&self, w: u32) -> bool {
+        self.steered.load(Relaxed) == self.key(w)
+    }
+
+    /// Make every NIC's SMSG mode follow control word `w`: the below-threshold mode when routing
+    /// (High Bias in automatic mode), the caller's own mode otherwise. A NIC the caller set to a
+    /// non-adaptive mode is never touched. `set(nic, mode)` calls the real
+    /// `GNI_SmsgSetDeliveryMode`, under the table's lock (so no NIC is removed meanwhile), and
+    /// says whether it succeeded.
+    pub fn steer(&self, w: u32, mut set: impl FnMut(usize, u16) -> bool) {
+        let key = self.key(w);
+        // Another thread steering (or a lock inherited held by a fork child): skip, retry next send.
+        let Some(mut nics) = self.nics.try_lock() else { return };
+        let wanted = control::below_threshold_mode(w);
+        let mut all_done = true;
+        for n in nics.iter_mut() {
+            let target = match wanted {
+                Some(m) if requested_mode(n.caller_mode).is_some() => with_mode(n.caller_mode, m),
+                _ if n.applied.is_none() => continue,
+                _ => n.caller_mode,
+            };
+            if n.applied == Some(target) {
+                continue;
+            }
+            if set(n.nic, target) {
+                n.applied = Some(target);
+            } else {
+                all_done = false;
+            }
+        }
+        if all_done {
+            self.steered.store(key, Release);
+        }
+    }
+
+    /// A NIC the application attached, so SMSG traffic can be steered on it.
+    pub fn attached(&self, cdm: usize, nic: usize) {
+        let Some(mut nics) = self.nics.try_lock_for(WAIT) else { return };
+        if nics.len() >= MAX_NICS {
+            drop(nics);
+            diag::warn(&format!(
+                "more than {MAX_NICS} NIC handles attached; SMSG routing is not steered on the extra ones."
+            ));
+            return;
+        }
+        nics.push(Nic { cdm, nic, caller_mode: 0, applied: None });
+        self.generation.fetch_add(1, Release);
+    }
+
+    /// Forget the NICs of a CDM before it is destroyed: their handles become invalid.
+    pub fn cdm_destroyed(&self, cdm: usize) {
+        let Some(mut nics) = self.nics.try_lock_for(WAIT) else { return };
+        nics.retain(|n| n.cdm != cdm);
+        self.generation.fetch_add(1, Release);
+    }
+
+    /// The application set a NIC's SMSG mode itself: remember it as the caller's wish.
+    pub fn caller_set(&self, nic: usize, mode: u16) {
+        let Some(mut nics) = self.nics.try_lock_for(WAIT) else { return };
+        if let Some(n) = nics.iter_mut().find(|n| n.nic == nic) {
+            n.caller_mode = mode;
+            n.applied = Some(mode);
+        } else if nics.len() < MAX_NICS {
+            nics.push(Nic { cdm: 0, nic, caller_mode: mode, applied: Some(mode) });
+        }
+        self.generation.fetch_add(1, Release);
+    }
+}
+
+impl ForkHeld for NicTable {
+    fn hold_for(&self, timeout: Duration) -> bool {
+        self.nics.hold_for(timeout)
+    }
+    unsafe fn release(&self) {
+        // SAFETY: forwarded contract.
+        unsafe { self.nics.release() }
+    }
+}

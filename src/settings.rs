@@ -1,0 +1,613 @@
+//! The `AAR_*` variables: parsed once, from a lookup the caller provides (initialisation passes
+//! the environment), so parsing is pure and testable. Each format has one parser, the `FromStr`
+//! of the type that owns it: the engine's [`Policy`](aar_engine::Policy), [`RoutingMode`], [`LatencyUnit`],
+//! [`ByteSize`], [`AbOrder`] and [`PolicyList`], and here [`Boundary`], [`RankSet`],
+//! [`TestPanic`], [`Switch`] and [`EventList`]. A bad value never stops anything: it yields a
+//! [`Warning`] that names the variable, the value, what is used instead and how to fix it.
+
+use aar_abi::counters::{EVENTS, REQUIRED_EVENTS};
+use aar_engine::{AbOrder, AbSchedule, ByteSize, EngineConfig, LatencyUnit, PolicyList, RoutingMode, Switch};
+use core::fmt;
+use core::str::FromStr;
+use serde::{Serialize, Serializer};
+use tracing::level_filters::LevelFilter;
+
+/// Every variable the library reads, with its default as documented in the README.
+pub const VARIABLES: [(&str, &str); 22] = [
+    ("AAR_DISABLE", "0"),
+    ("AAR_MODE", "auto"),
+    ("AAR_THRESHOLD", "4096"),
+    ("AAR_LAMBDA", "1.2"),
+    ("AAR_SIGMA", "5"),
+    ("AAR_FRESHNESS", "5"),
+    ("AAR_WINDOW", "8"),
+    ("AAR_LOW_LATENCY_MODE", "ADAPTIVE3"),
+    ("AAR_LOW_STALL_MODE", "ADAPTIVE0"),
+    ("AAR_LATENCY_UNIT", "us"),
+    ("AAR_PAPI_EVENTS", "the five Aries events"),
+    ("AAR_PAPI_LIBRARY", "libpapi.so"),
+    ("AAR_TRACE", "unset"),
+    ("AAR_OUTPUT_DIR", "unset"),
+    ("AAR_LOG", "unset"),
+    ("AAR_ALLTOALL", "1"),
+    ("AAR_SUMMARY", "1"),
+    ("AAR_TEST_PANIC", "unset"),
+    ("AAR_AB", "unset"),
+    ("AAR_AB_ORDER", "round-robin"),
+    ("AAR_AB_BOUNDARY", "markers"),
+    ("AAR_OUTPUT_RANKS", "every rank"),
+];
+
+/// Everything the `AAR_*` variables configure.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Settings {
+    /// Kill switch: forward every call untouched, read nothing, write nothing.
+    pub disabled: bool,
+    /// The engine's parameters.
+    pub engine: EngineConfig,
+    /// 4 or 5 PAPI event names, in the order of `aar_abi::counters::EVENTS`.
+    pub papi_events: Vec<String>,
+    /// Where to load PAPI from; `None`: the usual sonames through the loader's search path.
+    pub papi_library: Option<String>,
+    /// JSON Lines decision trace path pattern (`%r` rank, `%p` pid).
+    pub trace: Option<String>,
+    /// Folder for the per-rank record written at exit.
+    pub output_dir: Option<String>,
+    /// Diagnostics on stderr through `tracing`, up to this level; `None`: silent.
+    #[serde(serialize_with = "as_text")]
+    pub log: Option<LevelFilter>,
+    /// Intercept MPI_Alltoall to use the alltoall mode inside it.
+    pub alltoall_hook: bool,
+    /// The one-line summary on stderr from rank 0 at exit.
+    pub summary: bool,
+    /// Testing the library's own fail-open path: panic inside the decision path, before or after
+    /// the real call (`AAR_TEST_PANIC=before-forward|after-forward`).
+    pub test_panic: Option<TestPanic>,
+    /// A/B experiment: the policies alternated on successive iterations (`AAR_AB`); `None`: one
+    /// policy for the whole run. When set, `engine.policy` is iteration 0's policy.
+    pub ab: Option<PolicyList>,
+    /// Which policy each iteration gets (`AAR_AB_ORDER`).
+    pub ab_order: AbOrder,
+    /// What marks iterations (`AAR_AB_BOUNDARY`), with or without an A/B experiment.
+    pub ab_boundary: Boundary,
+    /// Ranks that write records (`AAR_OUTPUT_RANKS`); `None`: every rank.
+    pub output_ranks: Option<RankSet>,
+}
+
+/// A value shown as the text users write, `null` when unset.
+fn as_text<T: fmt::Display, S: Serializer>(value: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
+}
+
+impl Settings {
+    /// The A/B schedule, when `AAR_AB` is set.
+    pub fn ab_schedule(&self) -> Option<AbSchedule> {
+        self.ab.as_ref().map(|l| AbSchedule::new(l.0.clone(), self.ab_order))
+    }
+
+    /// Whether the process of this rank writes records: `AAR_OUTPUT_DIR` is set and
+    /// `AAR_OUTPUT_RANKS`, if set, names the rank (a process without a rank counts as rank 0,
+    /// as for messages).
+    pub fn writes_records(&self, rank: Option<u32>) -> bool {
+        self.output_dir.is_some() && self.output_ranks.as_ref().is_none_or(|ranks| ranks.contains(rank.unwrap_or(0)))
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            disabled: false,
+            engine: EngineConfig::default(),
+            papi_events: EVENTS.iter().map(|e| e.to_string_lossy().into_owned()).collect(),
+            papi_library: None,
+            trace: None,
+            output_dir: None,
+            log: None,
+            alltoall_hook: true,
+            summary: true,
+            test_panic: None,
+            ab: None,
+            ab_order: AbOrder::RoundRobin,
+            ab_boundary: Boundary::Markers,
+            output_ranks: None,
+        }
+    }
+}
+
+/// The PAPI events of `AAR_PAPI_EVENTS`: the required ones and optionally the last of
+/// `aar_abi::counters::EVENTS`, comma-separated, no blanks inside a name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventList(pub Vec<String>);
+
+impl FromStr for EventList {
+    type Err = String;
+    fn from_str(v: &str) -> Result<Self, String> {
+        let names: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
+        if !(REQUIRED_EVENTS..=EVENTS.len()).contains(&names.len()) {
+            return Err(format!("{} names", names.len()));
+        }
+        if names.iter().any(|n| n.is_empty() || n.len() > 1024 || n.contains(char::is_whitespace)) {
+            return Err("a name is empty, too long or has a blank inside".into());
+        }
+        Ok(Self(names))
+    }
+}
+
+/// Where `AAR_TEST_PANIC` makes the decision path panic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestPanic {
+    /// Panic after deciding, before the real function is called.
+    BeforeForward,
+    /// Panic after the real function returned.
+    AfterForward,
+}
+
+impl FromStr for TestPanic {
+    type Err = String;
+    fn from_str(v: &str) -> Result<Self, String> {
+        match v.trim() {
+            "before-forward" => Ok(Self::BeforeForward),
+            "after-forward" => Ok(Self::AfterForward),
+            _ => Err("expected before-forward or after-forward".into()),
+        }
+    }
+}
+
+/// Ranks as users write them for `AAR_OUTPUT_RANKS`: comma-separated ranks and inclusive
+/// ranges, e.g. `0:63,128`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankSet(Vec<(u32, u32)>);
+
+/// Most items one [`RankSet`] holds (a few hundred bytes of settings, whatever the input).
+pub const MAX_RANK_ITEMS: usize = 1024;
+
+impl RankSet {
+    /// Whether `rank` is in the set.
+    pub fn contains(&self, rank: u32) -> bool {
+        self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&rank))
+    }
+}
+
+impl FromStr for RankSet {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mut ranges = Vec::new();
+        for item in text.split(',') {
+            if ranges.len() == MAX_RANK_ITEMS {
+                return Err(format!("more than {MAX_RANK_ITEMS} items"));
+            }
+            let rank =
+                |t: &str| t.trim().parse::<u32>().map_err(|_| format!("\"{}\" is not a rank", t.trim().escape_debug()));
+            let range = match item.split_once(':') {
+                Some((lo, hi)) => (rank(lo)?, rank(hi)?),
+                None => (rank(item)?, rank(item)?),
+            };
+            if range.0 > range.1 {
+                return Err(format!("the range {}:{} runs backwards", range.0, range.1));
+            }
+            ranges.push(range);
+        }
+        Ok(Self(ranges))
+    }
+}
+
+impl fmt::Display for RankSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, &(lo, hi)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            if lo == hi {
+                write!(f, "{lo}")?;
+            } else {
+                write!(f, "{lo}:{hi}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+// Shown in records and the self-check as the text users write.
+impl Serialize for RankSet {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl Serialize for Boundary {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The MPI functions that can mark iterations in an unmodified program (`AAR_AB_BOUNDARY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MpiFunction {
+    /// `MPI_Barrier`.
+    Barrier,
+    /// `MPI_Allreduce`.
+    Allreduce,
+    /// `MPI_Reduce`.
+    Reduce,
+    /// `MPI_Bcast`.
+    Bcast,
+    /// `MPI_Allgather`.
+    Allgather,
+    /// `MPI_Alltoall`.
+    Alltoall,
+    /// `MPI_Gather`.
+    Gather,
+    /// `MPI_Scatter`.
+    Scatter,
+}
+
+impl MpiFunction {
+    /// Every function that can mark iterations.
+    pub const ALL: [MpiFunction; 8] = [
+        Self::Barrier,
+        Self::Allreduce,
+        Self::Reduce,
+        Self::Bcast,
+        Self::Allgather,
+        Self::Alltoall,
+        Self::Gather,
+        Self::Scatter,
+    ];
+
+    /// The MPI standard's name, e.g. `MPI_Barrier`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Barrier => "MPI_Barrier",
+            Self::Allreduce => "MPI_Allreduce",
+            Self::Reduce => "MPI_Reduce",
+            Self::Bcast => "MPI_Bcast",
+            Self::Allgather => "MPI_Allgather",
+            Self::Alltoall => "MPI_Alltoall",
+            Self::Gather => "MPI_Gather",
+            Self::Scatter => "MPI_Scatter",
+        }
+    }
+}
+
+/// What marks iterations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Boundary {
+    /// The application's own calls (`aar_iteration_begin` / `aar_iteration_end`).
+    Markers,
+    /// Every `every`-th call of an MPI function, starting with the first: call 0 begins
+    /// iteration 0, call `every` ends it and begins iteration 1, and so on.
+    Mpi {
+        /// The collective whose calls are counted.
+        function: MpiFunction,
+        /// Calls per iteration, at least 1.
+        every: u32,
+    },
+}
+
+/// Largest N of `MPI_<Fn>:N`.
+pub const MAX_BOUNDARY_EVERY: u32 = 1_000_000_000;
+
+impl FromStr for Boundary {
+    type Err = String;
+    /// `markers`, or `MPI_<Fn>[:N]` (any case) with N from 1 (the default) to [`MAX_BOUNDARY_EVERY`].
+    fn from_str(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("markers") {
+            return Ok(Self::Markers);
+        }
+        let (name, every) = match t.split_once(':') {
+            Some((n, e)) => (n.trim(), Some(e.trim())),
+            None => (t, None),
+        };
+        let function = MpiFunction::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| "is not markers or one of the MPI functions that can mark iterations".to_string())?;
+        let every = match every {
+            None => 1,
+            Some(e) => e.parse::<u32>().ok().filter(|n| (1..=MAX_BOUNDARY_EVERY).contains(n)).ok_or_else(|| {
+                format!("has a call count \"{}\" that is not a whole number from 1", e.escape_debug())
+            })?,
+        };
+        Ok(Self::Mpi { function, every })
+    }
+}
+
+impl fmt::Display for Boundary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Markers => f.write_str("markers"),
+            Self::Mpi { function, every } => write!(f, "{}:{every}", function.name()),
+        }
+    }
+}
+
+/// A bad value, and what was done instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// The variable.
+    pub variable: &'static str,
+    /// Its value, as given.
+    pub value: String,
+    /// The whole message: variable, value, what is used instead and how to fix it.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Whether a warning carries the parser's own words on what is wrong (lists and compound
+/// values, where they point at the bad part) or only the variable's problem.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    Shown,
+    Hidden,
+}
+
+struct Parser<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+    warnings: Vec<Warning>,
+}
+
+impl Parser<'_> {
+    /// The variable's value; unset and empty-or-blank both mean "use the default".
+    fn get(&self, name: &str) -> Option<String> {
+        (self.lookup)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    fn warn(&mut self, variable: &'static str, value: String, problem: &str, default: &str, fix: &str) {
+        let message = format!("{variable}=\"{}\" {problem}; using the default {default}. {fix}", shown(&value));
+        self.warnings.push(Warning { variable, value, message });
+    }
+
+    /// The value of `name` through its type's parser, kept only if `valid`; `None` when unset or
+    /// bad (the caller's default applies), with one warning when bad.
+    fn value<T: FromStr<Err: fmt::Display>>(
+        &mut self,
+        name: &'static str,
+        (show_default, problem, fix): (&str, &str, &str),
+        detail: Detail,
+        valid: impl Fn(&T) -> bool,
+    ) -> Option<T> {
+        let v = self.get(name)?;
+        match v.trim().parse::<T>() {
+            Ok(x) if valid(&x) => Some(x),
+            Err(e) if detail == Detail::Shown => {
+                let detail: String = e.to_string().chars().take(120).collect();
+                self.warn(name, v, &format!("{problem} ({detail})"), show_default, fix);
+                None
+            }
+            _ => {
+                self.warn(name, v, problem, show_default, fix);
+                None
+            }
+        }
+    }
+
+    fn text(&self, name: &str) -> Option<String> {
+        self.get(name).map(|v| v.trim().to_string())
+    }
+}
+
+/// A value quoted in a message: at most 80 characters, every control or invisible character
+/// escaped, so that no value can move the cursor, clear the line or reorder the text.
+fn shown(value: &str) -> String {
+    let head: String = value.chars().take(80).collect();
+    head.escape_debug().to_string()
+}
+
+fn always<T>(_: &T) -> bool {
+    true
+}
+
+const BOOL: (&str, &str) = ("is not a boolean", "Use 1/0, true/false, yes/no or on/off.");
+const FACTOR_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 1.2).";
+const BOUNDARY_FIX: &str = "Use markers, or one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, \
+MPI_Alltoall, MPI_Gather, MPI_Scatter, optionally with :N for every N-th call (e.g. MPI_Allreduce:2).";
+const MODE_IGNORED: &str = "is ignored because AAR_AB is set; using the default of an A/B run instead: each \
+iteration's policy comes from the AAR_AB schedule. Unset AAR_MODE, or unset AAR_AB to run one policy.";
+const MODE_FIX: &str = "Use one of ADAPTIVE0, ADAPTIVE1, ADAPTIVE2, ADAPTIVE3 (ADAPTIVE_0..3 also accepted).";
+
+/// A finite factor above zero and at most 1000 (λ, σ).
+fn factor(x: &f64) -> bool {
+    x.is_finite() && *x > 0.0 && *x <= 1000.0
+}
+
+impl Settings {
+    /// Parse every `AAR_*` variable through `lookup` (e.g. `std::env::var`).
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> (Settings, Vec<Warning>) {
+        use Detail::{Hidden, Shown};
+        let mut p = Parser { lookup, warnings: Vec::new() };
+        let d = Settings::default();
+        let de = &d.engine;
+        let switch = |p: &mut Parser, name, default: bool, show_default| {
+            p.value::<Switch>(name, (show_default, BOOL.0, BOOL.1), Hidden, always).map_or(default, |s| s.0)
+        };
+        let disabled = switch(&mut p, "AAR_DISABLE", false, "0 (enabled)");
+        let ab = p.value::<PolicyList>(
+            "AAR_AB",
+            (
+                "unset (no A/B experiment, one policy)",
+                "is not a list of policies to alternate",
+                "Give 2 to 8 different policies separated by commas, from auto, off and ADAPTIVE0..ADAPTIVE3 (e.g. AAR_AB=ADAPTIVE0,ADAPTIVE3).",
+            ),
+            Shown,
+            always,
+        );
+        let ab_order = p
+            .value(
+                "AAR_AB_ORDER",
+                (
+                    "round-robin",
+                    "is not an order of A/B iterations",
+                    "Use round-robin, shuffled, or shuffled:SEED with a whole-number seed (the same on every rank).",
+                ),
+                Shown,
+                always,
+            )
+            .unwrap_or(d.ab_order);
+        let ab_boundary = p
+            .value(
+                "AAR_AB_BOUNDARY",
+                ("markers (aar_iteration_begin/end)", "is not an iteration boundary", BOUNDARY_FIX),
+                Shown,
+                always,
+            )
+            .unwrap_or(d.ab_boundary);
+        let output_ranks = p.value::<RankSet>(
+            "AAR_OUTPUT_RANKS",
+            (
+                "(every rank writes its records)",
+                "is not a list of ranks",
+                "Give ranks and inclusive ranges separated by commas, e.g. AAR_OUTPUT_RANKS=0:63,128.",
+            ),
+            Shown,
+            always,
+        );
+        let policy = match &ab {
+            Some(list) => {
+                if let Some(v) = p.get("AAR_MODE") {
+                    let message = format!("AAR_MODE=\"{}\" {MODE_IGNORED}", shown(&v));
+                    p.warnings.push(Warning { variable: "AAR_MODE", value: v, message });
+                }
+                AbSchedule::new(list.0.clone(), ab_order).policy_at(0)
+            }
+            None => p
+                .value(
+                    "AAR_MODE",
+                    (
+                        "auto",
+                        "is not a routing policy",
+                        "Use auto, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.",
+                    ),
+                    Hidden,
+                    always,
+                )
+                .unwrap_or(de.policy),
+        };
+        let threshold_bytes = p
+            .value::<ByteSize>(
+                "AAR_THRESHOLD",
+                (
+                    "4096",
+                    "is not a size in bytes",
+                    "Use a whole number of bytes, optionally with a K or M suffix (e.g. AAR_THRESHOLD=8192 or 8K).",
+                ),
+                Hidden,
+                always,
+            )
+            .map_or(de.threshold_bytes, |b| b.0);
+        let lambda =
+            p.value("AAR_LAMBDA", ("1.2", "is not a latency factor", FACTOR_FIX), Hidden, factor).unwrap_or(de.lambda);
+        let sigma =
+            p.value("AAR_SIGMA", ("5", "is not a stall factor", FACTOR_FIX), Hidden, factor).unwrap_or(de.sigma);
+        let freshness = p
+            .value(
+                "AAR_FRESHNESS",
+                (
+                    "5",
+                    "is not a number of decisions",
+                    "Use a whole number from 0 (never reuse observations) to 1000000.",
+                ),
+                Hidden,
+                |&n: &u32| n <= 1_000_000,
+            )
+            .unwrap_or(de.freshness);
+        let window_decisions = p
+            .value(
+                "AAR_WINDOW",
+                (
+                    "8",
+                    "is not a number of decisions per counter window",
+                    "Use a whole number from 1 (read the counters after every decision, as the paper does) to 1000000.",
+                ),
+                Hidden,
+                |n: &u32| (1..=1_000_000).contains(n),
+            )
+            .unwrap_or(de.window_decisions);
+        let mode = |p: &mut Parser, name, default: RoutingMode| {
+            p.value(name, (default.name(), "is not an adaptive routing mode", MODE_FIX), Hidden, always)
+                .unwrap_or(default)
+        };
+        let low_latency_mode = mode(&mut p, "AAR_LOW_LATENCY_MODE", de.low_latency_mode);
+        let low_stall_mode = mode(&mut p, "AAR_LOW_STALL_MODE", de.low_stall_mode);
+        let latency_unit = p
+            .value::<LatencyUnit>(
+                "AAR_LATENCY_UNIT",
+                ("us", "is not a latency counter unit", "Use us (microseconds) or cycles (800 MHz NIC clock)."),
+                Hidden,
+                always,
+            )
+            .unwrap_or(de.latency_unit);
+        let papi_events = p
+            .value::<EventList>(
+                "AAR_PAPI_EVENTS",
+                (
+                    "(the five Aries AR_NIC_* events)",
+                    "is not a list of 4 or 5 PAPI event names",
+                    "Give comma-separated names in this order: request flits, request stalled cycles, cumulative response latency, response packets[, response stalled cycles].",
+                ),
+                Hidden,
+                always,
+            )
+            .map_or(d.papi_events, |l| l.0);
+        let alltoall_hook = switch(&mut p, "AAR_ALLTOALL", d.alltoall_hook, "1");
+        let summary = switch(&mut p, "AAR_SUMMARY", d.summary, "1");
+        let test_panic = p.value::<TestPanic>(
+            "AAR_TEST_PANIC",
+            (
+                "unset (no injected panic)",
+                "is not a place to inject a panic",
+                "Use before-forward or after-forward, or leave it unset (it exists to test the library).",
+            ),
+            Hidden,
+            always,
+        );
+        let log = p.value::<LevelFilter>(
+            "AAR_LOG",
+            ("unset (logging off)", "is not a log level", "Use error, warn, info, debug or trace."),
+            Hidden,
+            always,
+        );
+        let settings = Settings {
+            disabled,
+            engine: EngineConfig {
+                policy,
+                threshold_bytes,
+                lambda,
+                sigma,
+                freshness,
+                window_decisions,
+                low_latency_mode,
+                low_stall_mode,
+                latency_unit,
+                ..d.engine
+            },
+            papi_events,
+            papi_library: p.text("AAR_PAPI_LIBRARY"),
+            trace: p.text("AAR_TRACE"),
+            output_dir: p.text("AAR_OUTPUT_DIR"),
+            log,
+            alltoall_hook,
+            summary,
+            test_panic,
+            ab,
+            ab_order,
+            ab_boundary,
+            output_ranks,
+        };
+        (settings, p.warnings)
+    }
+}
+
+#[cfg(test)]
+mod fuzz;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,218 @@
+//! The parser against hand-written cases: defaults, good values, one warning per bad value.
+
+use super::*;
+use aar_engine::Policy;
+use std::collections::HashMap;
+
+fn parse(vars: &[(&str, &str)]) -> (Settings, Vec<Warning>) {
+    let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Settings::from_lookup(&|k| map.get(k).cloned())
+}
+
+#[test]
+fn nothing_set_gives_the_documented_defaults() {
+    let (s, w) = parse(&[]);
+    assert!(w.is_empty());
+    assert_eq!(s, Settings::default());
+    assert_eq!(s.engine.threshold_bytes, 4096);
+    assert_eq!(s.engine.lambda, 1.2);
+    assert_eq!(s.engine.sigma, 5.0);
+    assert_eq!(s.engine.freshness, 5);
+    assert_eq!(s.papi_events.len(), 5);
+    for (name, _) in VARIABLES {
+        assert!(name.starts_with("AAR_"));
+    }
+}
+
+#[test]
+fn good_values_are_taken() {
+    let (s, w) = parse(&[
+        ("AAR_MODE", "ADAPTIVE_2"),
+        ("AAR_DISABLE", "yes"),
+        ("AAR_THRESHOLD", "8K"),
+        ("AAR_LAMBDA", "1.5"),
+        ("AAR_SIGMA", "3"),
+        ("AAR_FRESHNESS", "0"),
+        ("AAR_WINDOW", "1"),
+        ("AAR_LOW_LATENCY_MODE", "adaptive2"),
+        ("AAR_LOW_STALL_MODE", "ADAPTIVE_1"),
+        ("AAR_LATENCY_UNIT", "cycles"),
+        ("AAR_PAPI_EVENTS", "a,b,c,d"),
+        ("AAR_TRACE", "/tmp/t.%r.jsonl"),
+        ("AAR_LOG", " Debug "),
+        ("AAR_TEST_PANIC", "after-forward"),
+        ("AAR_ALLTOALL", "off"),
+    ]);
+    assert!(w.is_empty(), "{w:?}");
+    assert!(s.disabled);
+    assert_eq!(s.engine.policy, Policy::Fixed(RoutingMode::Adaptive2));
+    assert_eq!(s.engine.threshold_bytes, 8192);
+    assert_eq!(s.engine.lambda, 1.5);
+    assert_eq!(s.engine.sigma, 3.0);
+    assert_eq!(s.engine.freshness, 0);
+    assert_eq!(s.engine.window_decisions, 1);
+    assert_eq!(s.engine.low_latency_mode, RoutingMode::Adaptive2);
+    assert_eq!(s.engine.low_stall_mode, RoutingMode::Adaptive1);
+    assert_eq!(s.engine.latency_unit, LatencyUnit::Cycles);
+    assert_eq!(s.papi_events, ["a", "b", "c", "d"]);
+    assert_eq!(s.trace.as_deref(), Some("/tmp/t.%r.jsonl"));
+    assert_eq!(s.log, Some(LevelFilter::DEBUG));
+    assert_eq!(s.test_panic, Some(TestPanic::AfterForward));
+    assert!(!s.alltoall_hook);
+    assert_eq!(parse(&[("AAR_MODE", "off")]).0.engine.policy, Policy::Off);
+    assert_eq!(parse(&[("AAR_MODE", "Auto")]).0.engine.policy, Policy::Auto);
+}
+
+#[test]
+fn each_bad_value_warns_once_naming_variable_value_and_default() {
+    let cases = [
+        ("AAR_DISABLE", "maybe", "0"),
+        ("AAR_MODE", "fast", "auto"),
+        ("AAR_MODE", "IN_ORDER", "auto"),
+        ("AAR_THRESHOLD", "-1", "4096"),
+        ("AAR_THRESHOLD", "4 TB", "4096"),
+        ("AAR_THRESHOLD", "99999999999999999999", "4096"),
+        ("AAR_LAMBDA", "nan", "1.2"),
+        ("AAR_LAMBDA", "0", "1.2"),
+        ("AAR_SIGMA", "inf", "5"),
+        ("AAR_SIGMA", "-5", "5"),
+        ("AAR_FRESHNESS", "1.5", "5"),
+        ("AAR_WINDOW", "0", "8"),
+        ("AAR_LOW_LATENCY_MODE", "MIN_HASH", "ADAPTIVE3"),
+        ("AAR_LOW_STALL_MODE", "ADAPTIVE9", "ADAPTIVE0"),
+        ("AAR_LATENCY_UNIT", "ns", "us"),
+        ("AAR_PAPI_EVENTS", "a,b,c", "(the five"),
+        ("AAR_PAPI_EVENTS", "a,b,,d", "(the five"),
+        ("AAR_AB", "ADAPTIVE0", "unset"),
+        ("AAR_AB", "ADAPTIVE0,fast", "unset"),
+        ("AAR_AB", "auto,auto", "unset"),
+        ("AAR_AB_ORDER", "random", "round-robin"),
+        ("AAR_AB_ORDER", "shuffled:x", "round-robin"),
+        ("AAR_AB_BOUNDARY", "MPI_Send", "markers"),
+        ("AAR_AB_BOUNDARY", "MPI_Barrier:0", "markers"),
+        ("AAR_OUTPUT_RANKS", "0:x", "every rank"),
+        ("AAR_OUTPUT_RANKS", "9:3", "every rank"),
+        ("AAR_LOG", "chatty", "logging off"),
+        ("AAR_TEST_PANIC", "during", "unset"),
+        ("AAR_SUMMARY", "loud", "1"),
+    ];
+    for (var, value, default) in cases {
+        let (s, w) = parse(&[(var, value)]);
+        assert_eq!(w.len(), 1, "{var}={value}: {w:?}");
+        let msg = &w[0].message;
+        assert!(msg.contains(var) && msg.contains(value) && msg.contains(default), "{msg}");
+        assert!(msg.contains("using the default"), "{msg}");
+        assert_eq!(w[0].variable, var);
+        assert_eq!(s, Settings::default(), "{var}={value} must leave the default");
+    }
+}
+
+#[test]
+fn ab_experiments() {
+    let (s, w) = parse(&[
+        ("AAR_AB", "ADAPTIVE_3, auto"),
+        ("AAR_AB_ORDER", "shuffled:5"),
+        ("AAR_AB_BOUNDARY", "MPI_Allreduce:2"),
+        ("AAR_OUTPUT_RANKS", "0:3, 8"),
+    ]);
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(s.ab, Some(PolicyList(vec![Policy::Fixed(RoutingMode::Adaptive3), Policy::Auto])));
+    assert_eq!(s.ab_order, AbOrder::Shuffled(5));
+    assert_eq!(s.ab_boundary.to_string(), "MPI_Allreduce:2");
+    let ranks = s.output_ranks.as_ref().unwrap();
+    assert_eq!(ranks.to_string(), "0:3,8");
+    assert!([0, 3, 8].iter().all(|&r| ranks.contains(r)) && ![4, 7, 9].iter().any(|&r| ranks.contains(r)));
+    let schedule = s.ab_schedule().unwrap();
+    assert_eq!(s.engine.policy, schedule.policy_at(0), "before the first iteration: iteration 0's policy");
+    // AAR_MODE gives way to the schedule, with one warning.
+    let (s, w) = parse(&[("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("AAR_MODE", "ADAPTIVE2")]);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].message.starts_with("AAR_MODE=\"ADAPTIVE2\" is ignored because AAR_AB is set"), "{}", w[0]);
+    assert_eq!(s.engine.policy, Policy::Fixed(RoutingMode::Adaptive0));
+    // Without A/B, the same variables still parse; no schedule.
+    let (s, w) = parse(&[("AAR_AB_BOUNDARY", "mpi_barrier")]);
+    assert!(w.is_empty() && s.ab_schedule().is_none());
+    assert_eq!(s.ab_boundary.to_string(), "MPI_Barrier:1");
+    // The detail of what is wrong is in the warning.
+    let (_, w) = parse(&[("AAR_AB", "ADAPTIVE0,fast")]);
+    assert!(w[0].message.contains("\"fast\" is not a policy"), "{}", w[0]);
+}
+
+#[test]
+fn rank_sets() {
+    let r: RankSet = "5".parse().unwrap();
+    assert!(r.contains(5) && !r.contains(4));
+    let r: RankSet = "0:4294967295".parse().unwrap();
+    assert!(r.contains(u32::MAX));
+    for bad in ["", ",", "1,", "-1", "a", "1:2:3", "3:1", "1.5"] {
+        assert!(bad.parse::<RankSet>().is_err(), "{bad}");
+    }
+    let many = vec!["1"; MAX_RANK_ITEMS + 1].join(",");
+    assert!(many.parse::<RankSet>().is_err());
+}
+
+#[test]
+fn blank_means_default_and_hostile_text_is_quoted_safely() {
+    let (s, w) = parse(&[("AAR_MODE", "   "), ("AAR_THRESHOLD", "")]);
+    assert!(w.is_empty());
+    assert_eq!(s, Settings::default());
+    let (_, w) = parse(&[("AAR_MODE", "x\n\u{1b}[31m\"")]);
+    assert_eq!(w.len(), 1);
+    assert!(!w[0].message.contains('\n') && !w[0].message.contains('\u{1b}'), "{}", w[0].message);
+}
+
+#[test]
+fn parse_boundaries() {
+    assert_eq!("markers".parse::<Boundary>(), Ok(Boundary::Markers));
+    assert_eq!("MPI_Barrier".parse::<Boundary>(), Ok(Boundary::Mpi { function: MpiFunction::Barrier, every: 1 }));
+    assert_eq!(
+        " mpi_allreduce:2 ".parse::<Boundary>(),
+        Ok(Boundary::Mpi { function: MpiFunction::Allreduce, every: 2 })
+    );
+    for f in MpiFunction::ALL {
+        let b = Boundary::Mpi { function: f, every: 7 };
+        assert_eq!(b.to_string().parse::<Boundary>(), Ok(b));
+    }
+    for bad in ["", "MPI_Send", "MPI_Barrier:0", "MPI_Barrier:-1", "MPI_Barrier:x", "MPI_Barrier:", "markers:2"] {
+        assert!(bad.parse::<Boundary>().is_err(), "{bad}");
+    }
+    assert_eq!(Boundary::Mpi { function: MpiFunction::Bcast, every: 1 }.to_string(), "MPI_Bcast:1");
+}
+
+#[test]
+fn records_show_the_settings_as_users_write_them() {
+    let json = |vars: &[(&str, &str)]| serde_json::to_value(parse(vars).0).unwrap();
+    let d = json(&[]);
+    assert_eq!(d["engine"]["threshold_bytes"], 4096);
+    assert_eq!(d["engine"]["policy"]["kind"], "auto");
+    assert_eq!(d["engine"]["low_latency_mode"], "ADAPTIVE3");
+    assert_eq!(d["ab_boundary"], "markers");
+    assert_eq!(d["ab_order"], "round-robin");
+    assert!(d["ab"].is_null() && d["output_ranks"].is_null() && d["log"].is_null() && d["test_panic"].is_null());
+    assert_eq!(d["papi_events"][0], "AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS");
+    let vars = [
+        ("AAR_AB", "ADAPTIVE0,ADAPTIVE_3,auto"),
+        ("AAR_AB_ORDER", "shuffled:7"),
+        ("AAR_AB_BOUNDARY", "mpi_allreduce:2"),
+        ("AAR_OUTPUT_RANKS", "0:3, 8"),
+        ("AAR_LOG", "DEBUG"),
+        ("AAR_TEST_PANIC", "before-forward"),
+    ];
+    let s = json(&vars);
+    let first = parse(&vars).0.ab_schedule().unwrap().policy_at(0);
+    assert_eq!(s["ab"], "ADAPTIVE0,ADAPTIVE3,auto");
+    assert_eq!(s["ab_order"], "shuffled:7");
+    assert_eq!(s["ab_boundary"], "MPI_Allreduce:2");
+    assert_eq!(s["output_ranks"], "0:3,8");
+    assert_eq!(s["log"], "debug");
+    assert_eq!(s["test_panic"], "before-forward");
+    assert_eq!(s["engine"]["policy"], serde_json::to_value(first).unwrap(), "iteration 0's policy");
+}
+
+#[test]
+fn records_are_written_by_the_ranks_named() {
+    let (s, _) = parse(&[("AAR_OUTPUT_DIR", "/tmp"), ("AAR_OUTPUT_RANKS", "0:1,5")]);
+    assert!(s.writes_records(Some(5)) && s.writes_records(None) && !s.writes_records(Some(2)));
+    assert!(!parse(&[]).0.writes_records(Some(0)), "no folder, no records");
+    assert!(parse(&[("AAR_OUTPUT_DIR", "/tmp")]).0.writes_records(Some(4096)));
+}

@@ -1,0 +1,345 @@
+//! Process state: the settings, where initialisation stands, the cumulative-size sum, the decider
+//! (engine + counters) behind a lock that is only ever *tried*, so no post can block on another,
+//! the per-process trace, NIC table and iterations, and what a fork child must redo.
+//!
+//! Every lock the library waits on is declared here, and [`FORK_LOCKS`] lists them beside their
+//! declarations (with the two of `diag`, a lower layer): the fork handlers hold them all across a
+//! `fork()`. A unit test checks that no lock of the crate is missing from the list.
+
+use crate::nics::NicTable;
+use crate::papi::Papi;
+use crate::rows::Iterations;
+use crate::settings::Settings;
+use crate::trace::TraceFile;
+use crate::trylock::{ForkHeld, Guard, TryLock};
+use crate::{control, diag, sys, tally};
+use aar_engine::{AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Window, WindowOutcome};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+// ---- Initialisation ----------------------------------------------------------------------------
+
+const UNINIT: u8 = 0;
+const INITIALIZING: u8 = 1;
+const DONE: u8 = 2;
+static INIT: AtomicU8 = AtomicU8::new(UNINIT);
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// Initialisation is over (done, failed or killed by `AAR_DISABLE`).
+#[inline]
+pub fn initialised() -> bool {
+    INIT.load(Acquire) == DONE
+}
+
+/// The calling thread is the one to initialise (`false`: another did or does).
+pub fn claim_init() -> bool {
+    INIT.compare_exchange(UNINIT, INITIALIZING, AcqRel, Acquire).is_ok()
+}
+
+/// Initialisation is over; called once, by the thread that claimed it.
+pub fn init_done() {
+    INIT.store(DONE, Release);
+}
+
+/// The settings, once parsed.
+pub fn settings() -> Option<&'static Settings> {
+    SETTINGS.get()
+}
+
+/// Keep the settings for the life of the process (the first ones win).
+pub fn set_settings(settings: Settings) -> &'static Settings {
+    SETTINGS.get_or_init(|| settings)
+}
+
+/// `AAR_DISABLE` (or a failed initialisation): every call goes straight to the real function.
+#[inline]
+pub fn inert() -> bool {
+    initialised() && control::load() & control::READY == 0
+}
+
+// ---- The cumulative-size sum -------------------------------------------------------------------
+
+/// Bytes since the last decision. Updated with a relaxed load and store, not an atomic add:
+/// concurrent posts may lose a few bytes, which only delays a decision slightly.
+static CUMULATIVE: AtomicU64 = AtomicU64::new(0);
+static THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Set the threshold (at initialisation).
+pub fn set_threshold(bytes: u64) {
+    THRESHOLD.store(bytes, Relaxed);
+}
+
+/// Add `bytes` to the sum (the engine's rule, [`aar_engine::accumulate`]); `true` if the
+/// threshold is now crossed (the sum then restarts from zero).
+#[inline]
+pub fn accumulate(bytes: u64) -> bool {
+    let (sum, crossed) = aar_engine::accumulate(CUMULATIVE.load(Relaxed), bytes, THRESHOLD.load(Relaxed));
+    CUMULATIVE.store(sum, Relaxed);
+    crossed
+}
+
+// ---- The A/B schedule --------------------------------------------------------------------------
+
+static SCHEDULE: OnceLock<AbSchedule> = OnceLock::new();
+
+/// The A/B schedule, when an experiment runs (`AAR_AB`).
+pub fn schedule() -> Option<&'static AbSchedule> {
+    SCHEDULE.get()
+}
+
+/// Set the A/B schedule (at initialisation).
+pub fn set_schedule(schedule: AbSchedule) {
+    let _ = SCHEDULE.set(schedule);
+}
+
+/// The policy of a new A/B iteration: posts and SMSG steering follow the control word, the
+/// engine takes it up at its next decision.
+pub fn switch_policy(policy: Policy) {
+    if control::load() & control::READY != 0 {
+        control::update(|w| control::with(w, Some(policy), None, None));
+    }
+}
+
+// ---- The decider -------------------------------------------------------------------------------
+
+/// Counter reads are timed on one decision in this many, so timing costs almost nothing.
+const TIMING_SAMPLE: u64 = 16;
+
+/// The latest valid window, for trace lines written without the decider lock (f64 bits).
+static LAST_LATENCY: AtomicU64 = AtomicU64::new(u64::MAX);
+static LAST_STALL: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The engine, the counters it observes, and what the record says about them.
+pub struct Decider {
+    pub engine: Engine,
+    pub counters: Option<Papi>,
+    pub counter_reads: u64,
+    pub counter_read_failures: u64,
+    pub timed_decisions: u64,
+    pub timed_decision_ns: u64,
+    pub init_ns: u64,
+    pub counters_library: Option<String>,
+}
+
+impl Decider {
+    /// Read the counters (after a send) and give them to the engine.
+    pub fn read_and_observe(&mut self) {
+        let Some(papi) = self.counters.as_mut() else { return };
+        match papi.read() {
+            Ok(sample) => {
+                self.counter_reads += 1;
+                self.observe(sample);
+            }
+            Err(failure) => {
+                let why = papi.explain(failure).to_string();
+                self.counter_read_failures += 1;
+                self.counters = None;
+                let mut cfg = self.engine.config().clone();
+                let line = counters_unavailable(&why, &mut cfg);
+                self.engine.set_policy(cfg.policy);
+                control::update(|w| control::with(w, Some(cfg.policy), None, None));
+                diag::warn(&line);
+            }
+        }
+    }
+
+    fn observe(&mut self, sample: CounterSample) {
+        if let WindowOutcome::Valid(Window { latency_us, stall_ratio }) = self.engine.observe(sample) {
+            LAST_LATENCY.store(latency_us.to_bits(), Relaxed);
+            LAST_STALL.store(stall_ratio.to_bits(), Relaxed);
+        }
+    }
+
+    /// Decide for a message that crossed the threshold, under the policy of control word `w`.
+    pub fn decide(&mut self, msg: &Message, in_alltoall: bool, w: u32) -> Decision {
+        let policy = control::policy(w);
+        if self.engine.config().policy != policy {
+            self.engine.set_policy(policy);
+        }
+        self.engine.on_threshold_crossed(msg, in_alltoall)
+    }
+
+    /// Counters after the send, timing one decision in [`TIMING_SAMPLE`].
+    pub fn after_send(&mut self, started_ns: Option<u64>) {
+        self.read_and_observe();
+        if let Some(t0) = started_ns {
+            self.timed_decisions += 1;
+            self.timed_decision_ns += sys::now_ns().saturating_sub(t0);
+        }
+    }
+
+    /// Whether to time this decision.
+    pub fn should_time(&self) -> bool {
+        self.engine.stats().decisions.is_multiple_of(TIMING_SAMPLE)
+    }
+}
+
+/// The warning for missing counters, and the fallback: automatic routing needs counters, so
+/// it becomes the fixed low-latency mode.
+pub fn counters_unavailable(why: &str, cfg: &mut EngineConfig) -> String {
+    // In an A/B experiment the schedule owns the policy: an `auto` iteration without counters
+    // has no window to decide from and routes like a message below the threshold.
+    if let Some(ab) = settings().and_then(|s| s.ab.as_ref()) {
+        let m = cfg.low_latency_mode;
+        return if ab.0.contains(&Policy::Auto) {
+            format!(
+                "{why}. The A/B policy auto needs the NIC counters: in its iterations every adaptive message uses {m}; \
+                 the other policies are unaffected. Load PAPI (e.g. module load papi), or set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS."
+            )
+        } else {
+            format!("{why}. Routing is unaffected (no A/B policy is auto); records will carry no counter windows.")
+        };
+    }
+    match cfg.policy {
+        Policy::Auto => {
+            let m = cfg.low_latency_mode;
+            cfg.policy = Policy::Fixed(m);
+            format!(
+                "{why}. Automatic routing needs the NIC counters, so every adaptive message now uses {m} (fixed). \
+                 Load PAPI (e.g. module load papi), set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS, or choose a mode with AAR_MODE."
+            )
+        }
+        _ => format!("{why}. Routing is unaffected (AAR_MODE is not auto); records will carry no counter windows."),
+    }
+}
+
+/// The decider, if no other thread is using it right now (`None` inside before init).
+#[inline]
+pub fn try_decider() -> Option<Guard<'static, Option<Decider>>> {
+    DECIDER.try_lock()
+}
+
+/// The decider, waiting at most `wait` for a thread that is deciding (a boundary, exit).
+pub fn decider_within(wait: Duration) -> Option<Guard<'static, Option<Decider>>> {
+    DECIDER.try_lock_for(wait)
+}
+
+/// The latest valid window, readable without the lock.
+pub fn last_window() -> Option<Window> {
+    let (l, s) = (LAST_LATENCY.load(Relaxed), LAST_STALL.load(Relaxed));
+    (l != u64::MAX).then(|| Window { latency_us: f64::from_bits(l), stall_ratio: f64::from_bits(s) })
+}
+
+// ---- The locks, and fork() ---------------------------------------------------------------------
+
+/// The decider; `None` before initialisation and under `AAR_DISABLE`.
+pub static DECIDER: TryLock<Option<Decider>> = TryLock::new(None);
+/// The decision trace.
+pub static TRACE: TraceFile = TraceFile::new();
+/// The NICs the application attached.
+pub static NICS: NicTable = NicTable::new();
+/// The iterations and their record.
+pub static ITERATIONS: Iterations = Iterations::new();
+
+/// How many locks [`FORK_LOCKS`] holds.
+pub const FORK_LOCK_COUNT: usize = 6;
+
+/// Every lock of the library, held by the `fork()` handlers so that a child inherits consistent
+/// state (holders are mid-decision or mid-line, never long) and released in the child, where a
+/// lock another thread held would otherwise stay taken forever.
+pub static FORK_LOCKS: [&dyn ForkHeld; FORK_LOCK_COUNT] =
+    [&DECIDER, &TRACE, &NICS, &ITERATIONS, &diag::KEPT, &diag::PANIC_AT];
+
+/// Set in a fork child until its own state is made.
+static FORKED: AtomicBool = AtomicBool::new(false);
+/// This process is a fork child of the one that loaded the library.
+static FORK_CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is a fork child of the one that loaded the library.
+pub fn is_fork_child() -> bool {
+    FORK_CHILD.load(Relaxed)
+}
+
+/// In a fork child, right after the fork: only flags (little is safe to call in a forked child
+/// of a threaded program); [`after_fork_in_child`] does the work on the child's next
+/// intercepted call or at its exit.
+pub fn forked() {
+    FORK_CHILD.store(true, Relaxed);
+    FORKED.store(true, Relaxed);
+    // Every post takes the slow path until the child's own state exists.
+    control::leave_fast_path();
+}
+
+/// Give a fork child its own statistics, counters and trace (once, on its first slow path).
+#[inline]
+pub fn after_fork_in_child() {
+    if FORKED.load(Relaxed) {
+        become_fork_child();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn become_fork_child() {
+    if !FORKED.swap(false, AcqRel) {
+        return;
+    }
+    tally::reset_in_child();
+    let Some(settings) = settings() else { return };
+    if let Some(mut slot) = DECIDER.try_lock_for(Duration::from_millis(200)) {
+        if let Some(d) = slot.as_mut() {
+            d.engine.reset_stats();
+            (d.counter_reads, d.counter_read_failures, d.timed_decisions, d.timed_decision_ns) = (0, 0, 0, 0);
+            // The inherited event set may still read (process-local events do); if not, the
+            // read failure path falls back, with one warning, as anywhere else.
+            d.read_and_observe();
+        }
+    }
+    let tracing = TRACE.reopen_in_child(settings.trace.as_deref());
+    control::update(|w| control::with(w, None, None, Some(tracing)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The crate's sources without their unit tests (which may declare locks of their own).
+    fn sources() -> Vec<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("\n#[cfg(test)]").next().unwrap_or_default().to_string();
+                files.push((path.file_name().unwrap().to_string_lossy().into_owned(), code));
+            }
+        }
+        files
+    }
+
+    /// The name after `for` in `impl<...> ForkHeld for Name...`.
+    fn fork_held_types(code: &str) -> Vec<String> {
+        code.match_indices("ForkHeld for ")
+            .map(|(i, m)| code[i + m.len()..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
+            .collect()
+    }
+
+    #[test]
+    fn every_lock_is_held_across_fork() {
+        let files = sources();
+        let lock_types: Vec<String> = files.iter().flat_map(|(_, code)| fork_held_types(code)).collect();
+        assert!(lock_types.iter().any(|t| t == "TryLock"), "{lock_types:?}");
+        let state = &files.iter().find(|(f, _)| f == "state.rs").unwrap().1;
+        let list = state.split("pub static FORK_LOCKS").nth(1).unwrap().split("];").next().unwrap();
+        let listed: Vec<&str> =
+            list.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect();
+        let mut locks = Vec::new();
+        for (file, code) in &files {
+            for line in code.lines().map(str::trim) {
+                let Some(decl) = line.strip_prefix("pub static ").or_else(|| line.strip_prefix("static ")) else {
+                    continue;
+                };
+                let Some((name, ty)) = decl.split_once(':') else { continue };
+                let ty: String = ty.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if lock_types.contains(&ty) {
+                    locks.push(format!("{file}: {name}"));
+                    assert!(listed.contains(&name), "{file}: the lock {name} is not in FORK_LOCKS");
+                }
+            }
+        }
+        assert_eq!(locks.len(), FORK_LOCK_COUNT, "{locks:?}");
+    }
+}
