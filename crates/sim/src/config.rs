@@ -117,8 +117,6 @@ pub struct NetConfig {
     pub tick_ps: u64,
     /// NIC clock period in ticks (counters count NIC cycles).
     pub nic_cycle: u64,
-    /// Bytes of payload per flit (Aries: 16, so a 64-byte PUT packet is 1 header + 4 payload flits).
-    pub flit_bytes: u32,
     /// Channel latency per port class [Terminal, Row, Column, Global], ticks (credits use the same).
     pub latency: [u64; 4],
     /// Serialization time of one flit per port class, ticks.
@@ -177,7 +175,6 @@ impl NetConfig {
             topo,
             tick_ps: 1000,
             nic_cycle: 1,
-            flit_bytes: 16,
             latency: [1, 10, 10, 100],
             flit_time: [1, 1, 1, 1],
             router_delay: 3,
@@ -197,7 +194,6 @@ impl NetConfig {
             topo: TopoSpec::aries(groups),
             tick_ps: 1,
             nic_cycle: 1250,
-            flit_bytes: 16,
             latency: [10_000, 30_000, 30_000, 250_000],
             flit_time: [1250, 3048, 3048, 3404],
             router_delay: 70_000,

@@ -20,6 +20,8 @@ pub mod validate;
 pub mod workload;
 pub mod world;
 
+/// PUT or GET: what [`Net::post`] sends (the engine's type, re-exported for callers of the simulator).
+pub use aar_engine::Transfer;
 pub use config::{Mode, NetConfig};
-pub use net::{Kind, Net, NicCounters, Note};
+pub use net::{Net, NicCounters, Note};
 pub use topology::{TopoSpec, Topology};

@@ -2,7 +2,7 @@
 //! without responses): the Kim et al. / BookSim2 validation and the performance benchmark.
 
 use crate::config::{Mode, NetConfig};
-use crate::net::{Kind, Net};
+use crate::net::Net;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -88,7 +88,7 @@ pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
                 dg * npg + net.rng.below(npg)
             }
         };
-        net.post(node, dst, 0, Kind::Raw, sp.mode, node, dst, 0);
+        net.post_raw(node, dst, sp.mode);
         let t = net.now + net.rng.geometric(prob) * cyc;
         if t < end {
             net.schedule_user(t, node, 0);

@@ -3,7 +3,7 @@
 //! Markdown report and a pass/fail verdict for every gated check.
 
 use crate::config::{Mode, NetConfig};
-use crate::net::{Kind, Net};
+use crate::net::Net;
 use crate::parallel::run_all;
 use crate::stats::{summarize, Summary};
 use crate::synthetic::{run_synthetic, Pattern, SynthParams, SynthResult};
@@ -84,7 +84,7 @@ fn zero_load(cfg: &NetConfig, modes: &[Mode], pairs: u32, seed: u64) -> Vec<Zero
             if s == d {
                 continue;
             }
-            net.post(s, d, 0, Kind::Raw, mode, s, d, 0);
+            net.post_raw(s, d, mode);
             while net.step(u64::MAX).is_some() {}
             let (lat, h, path) = net.raw.last;
             let hops: Vec<usize> = (0..h as usize).map(|k| ((path >> (2 * k)) & 3) as usize).collect();

@@ -2,10 +2,11 @@
 //! the aar decision engine (`aar-engine`) before each message, exactly as libaar.so does.
 
 use crate::config::{Mode, NetConfig, N_MODES};
-use crate::net::{Kind, Net, NicCounters, Note, NOTES};
+use crate::net::{Net, NicCounters, Note, NOTES};
 use crate::record::{IterSample, RankIteration, RankRecord, RANK_SCHEMA};
 use crate::rng::Rng;
 use crate::workload::{parse_size, Phase, Placement, Workload};
+use aar_engine::model::request_flits;
 pub use aar_engine::{AbOrder, AbSchedule};
 use aar_engine::{CounterSample, Engine, EngineConfig, LatencyUnit, Message, Policy, RoutingMode, Transfer};
 use serde::{Deserialize, Serialize};
@@ -420,7 +421,7 @@ impl World {
             Background::None => {}
             Background::Uniform { load, bytes } | Background::WorstCase { load, bytes } => {
                 if load > 0.0 && !free.is_empty() {
-                    let flits = bytes.div_ceil(64).max(1) as f64 + bytes.div_ceil(cfg.flit_bytes as u64) as f64;
+                    let flits = request_flits(bytes, Transfer::Put) as f64;
                     w.noise_gap = flits / load * cfg.nic_cycle as f64;
                     w.noise_bytes = bytes;
                     w.noise_is_target_group = matches!(spec.background, Background::WorstCase { .. });
@@ -479,8 +480,8 @@ impl World {
 
     /// Posts a message from node `src` to node `dst` at the current time, outside any job: its
     /// completion is collected by [`World::run_until_completed`]. Returns the message id.
-    pub fn post_external(&mut self, src: u32, dst: u32, bytes: u64, kind: Kind, mode: Mode) -> u32 {
-        self.net.post(src, dst, bytes, kind, mode, EXTERNAL_RANK, EXTERNAL_RANK, 0)
+    pub fn post_external(&mut self, src: u32, dst: u32, bytes: u64, transfer: Transfer, mode: Mode) -> u32 {
+        self.net.post(src, dst, bytes, transfer, mode, EXTERNAL_RANK, EXTERNAL_RANK, 0)
     }
 
     /// Runs the network, background included, until the external message `id` has completed (all
@@ -710,7 +711,7 @@ impl World {
                 self.noise_targets[self.rng.below(self.noise_targets.len() as u32) as usize]
             };
             if dst != node {
-                net.post(node, dst, self.noise_bytes, Kind::Put, self.noise_mode, u32::MAX, u32::MAX, 0);
+                net.post(node, dst, self.noise_bytes, Transfer::Put, self.noise_mode, u32::MAX, u32::MAX, 0);
             }
         }
         let gap = (-(1.0 - self.rng.f64()).ln() * self.noise_gap) as u64;
@@ -829,7 +830,7 @@ impl World {
                 rk.iter_msgs[k] += 1;
                 rk.iter_bytes[k] += bytes;
             }
-            self.net.post(node, dst_node, bytes, Kind::Put, mode, r as u32, dst_rank, tag_of(iter, tag));
+            self.net.post(node, dst_node, bytes, Transfer::Put, mode, r as u32, dst_rank, tag_of(iter, tag));
             if read {
                 let c = self.net.counters(node);
                 if let Some(e) = &mut self.ranks[r].engine {
@@ -975,7 +976,7 @@ mod tests {
             let lead = spec.net.ns_to_ticks(spec.background_lead_ns);
             w.run_until(lead);
             assert_eq!(w.net.now, lead);
-            let id = w.post_external(nodes[0], nodes[1], 4096, Kind::Put, Mode::Adaptive3);
+            let id = w.post_external(nodes[0], nodes[1], 4096, Transfer::Put, Mode::Adaptive3);
             assert!(w.run_until_completed(id, u64::MAX));
             let c = w.net.counters(nodes[0]);
             assert_eq!((c.req_flits, c.rsp_packets), (64 * 5, 64));

@@ -27,6 +27,7 @@ use crate::calendar::Calendar;
 use crate::config::{class_index, Bias, NetConfig};
 use crate::rng::Rng;
 use crate::topology::{PortClass, Topology, NONE};
+use aar_engine::Transfer;
 use nic::NicRaw;
 pub use nic::{NicCounters, Note, RawStats};
 use std::collections::VecDeque;
@@ -43,18 +44,6 @@ const SHARED_BIT: u32 = 1 << 20;
 pub const NOTES: u32 = u32::MAX;
 const KIND_SHIFT: u32 = 28;
 const DATA_MASK: u32 = (1 << KIND_SHIFT) - 1;
-
-/// Transfer type of a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[repr(u8)]
-pub enum Kind {
-    /// Request packets carry data (1 header + payload flits); 1-flit responses.
-    Put = 0,
-    /// 1-flit requests; responses carry the data.
-    Get = 1,
-    /// Synthetic: fixed-size packets, no response (the Kim / BookSim validation traffic).
-    Raw = 2,
-}
 
 const F_DONE: u8 = 1; // no more adaptive decisions
 const F_GLOBAL: u8 = 2; // has taken a global hop
@@ -99,7 +88,8 @@ pub struct Msg {
     pub sent: u32,
     pub delivered: u32,
     pub acked: u32,
-    pub kind: u8,
+    /// PUT or GET; `None`: a synthetic packet without response (the Kim / BookSim2 traffic)
+    pub transfer: Option<Transfer>,
     pub mode: u8,
     pub tag: u32,
     pub created: u64,

@@ -2,9 +2,11 @@
 //! outstanding-packet window), requests turn into responses at the target, and the counters the
 //! shim reads are kept per NIC.
 
-use super::{Kind, Msg, Net, Pkt, EV_NIC_FREE, EV_ROUTE, F_NONMIN};
+use super::{Msg, Net, Pkt, EV_NIC_FREE, EV_ROUTE, F_NONMIN};
 use crate::config::Mode;
 use crate::topology::NONE;
+use aar_engine::model::{packet_request_flits, packet_response_flits, packets};
+use aar_engine::Transfer;
 
 /// NIC counters as the shim reads them on Aries (cumulative, per NIC).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -57,36 +59,52 @@ pub struct RawStats {
 }
 
 impl Net {
-    /// Post a message at the source NIC (now). Returns the message id.
+    /// Post a PUT or GET message at the source NIC (now), packetized as the engine's model says.
+    /// Returns the message id.
     #[allow(clippy::too_many_arguments)]
     pub fn post(
         &mut self,
         src: u32,
         dst: u32,
         bytes: u64,
-        kind: Kind,
+        transfer: Transfer,
         mode: Mode,
         src_rank: u32,
         dst_rank: u32,
         tag: u32,
     ) -> u32 {
-        let npk = match kind {
-            Kind::Raw => 1,
-            _ => bytes.div_ceil(64).max(1) as u32,
-        };
-        let m = Msg {
+        self.queue(Msg {
             src,
             dst,
             src_rank,
             dst_rank,
             bytes,
-            npk,
-            kind: kind as u8,
+            npk: packets(bytes) as u32,
+            transfer: Some(transfer),
             mode: mode as u8,
             tag,
             created: self.now,
             ..Default::default()
-        };
+        })
+    }
+
+    /// Post one synthetic packet of `raw_packet_flits` flits without response (open-loop traffic
+    /// of the Kim / BookSim2 validation). Returns the message id.
+    pub fn post_raw(&mut self, src: u32, dst: u32, mode: Mode) -> u32 {
+        self.queue(Msg {
+            src,
+            dst,
+            src_rank: src,
+            dst_rank: dst,
+            npk: 1,
+            mode: mode as u8,
+            created: self.now,
+            ..Default::default()
+        })
+    }
+
+    fn queue(&mut self, m: Msg) -> u32 {
+        let src = m.src;
         let id = if let Some(id) = self.msg_free.pop() {
             self.msgs[id as usize] = m;
             id
@@ -125,16 +143,10 @@ impl Net {
 
     #[inline]
     fn req_flits_of(&self, m: &Msg, seq: u32) -> u32 {
-        match m.kind {
-            2 => self.cfg.raw_packet_flits,
-            1 => 1,
-            _ => 1 + self.payload_flits(m, seq),
+        match m.transfer {
+            Some(t) => packet_request_flits(m.bytes, seq.into(), t) as u32,
+            None => self.cfg.raw_packet_flits,
         }
-    }
-    #[inline]
-    fn payload_flits(&self, m: &Msg, seq: u32) -> u32 {
-        let b = (m.bytes - 64 * seq as u64).min(64) as u32;
-        b.div_ceil(self.cfg.flit_bytes).max(1)
     }
 
     pub(super) fn nic_try_send(&mut self, node: u32) {
@@ -159,7 +171,7 @@ impl Net {
         }
         let Some(&mid) = self.nic_msgq[n].front() else { return };
         let m = self.msgs[mid as usize];
-        if m.kind != Kind::Raw as u8 && self.nic_out[n] >= self.cfg.max_outstanding {
+        if m.transfer.is_some() && self.nic_out[n] >= self.cfg.max_outstanding {
             return;
         }
         let l = self.req_flits_of(&m, m.sent);
@@ -199,7 +211,7 @@ impl Net {
         };
         self.nic_ctr[n].req_flits += l as u64;
         self.nic_ctr[n].req_packets += 1;
-        if m.kind != Kind::Raw as u8 {
+        if m.transfer.is_some() {
             self.nic_out[n] += 1;
         }
         self.inject(node, pid);
@@ -253,7 +265,7 @@ impl Net {
                 m.nonmin_pk += 1;
             }
             let m = *m;
-            if m.kind == Kind::Raw as u8 {
+            let Some(transfer) = m.transfer else {
                 let now = self.now;
                 if now >= self.raw.win_start && now < self.raw.win_end {
                     self.raw.flits_in_window += p.flits as u64;
@@ -270,12 +282,12 @@ impl Net {
                 self.pk_free.push(pid);
                 self.msg_free.push(mid);
                 return;
-            }
-            if m.kind == Kind::Put as u8 && m.delivered == m.npk {
+            };
+            if transfer == Transfer::Put && m.delivered == m.npk {
                 self.notes.push(Note::Arrived(mid));
             }
             // turn the request into its response at the target NIC
-            let flits = if m.kind == Kind::Get as u8 { 1 + self.payload_flits(&m, p.seq) } else { 1 };
+            let flits = packet_response_flits(m.bytes, p.seq.into(), transfer);
             let bits = self.path_bits(p.mode, p.dst, p.src);
             let q = &mut self.pk[pid as usize];
             q.src = p.dst;
