@@ -1,13 +1,13 @@
 //! `aar sim ...`: experiments on the simulated Dragonfly network.
 
 use aar_sim::config::{Mode, NetConfig};
+use aar_sim::experiment::{run_experiment, AbOrder, Background, ExperimentSpec, PolicySpec};
 use aar_sim::parallel::run_all;
-use aar_sim::stats::summarize;
+use aar_sim::summary::summarize;
 use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::topology::TopoSpec;
 use aar_sim::validate::fmt_ns;
 use aar_sim::workload::{parse_size, Placement, Workload};
-use aar_sim::world::{run_experiment, AbOrder, Background, ExperimentSpec, PolicySpec};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -102,8 +102,8 @@ impl ExpOpts {
             .iter()
             .map(|p| PolicySpec::parse(p).ok_or_else(|| format!("--policy {p}: unknown policy")))
             .collect::<Result<Vec<_>, _>>()?;
-        if arms.len() > aar_sim::world::MAX_ARMS {
-            return Err(format!("--policy: at most {} policies alternate", aar_sim::world::MAX_ARMS));
+        if arms.len() > aar_sim::experiment::MAX_ARMS {
+            return Err(format!("--policy: at most {} policies alternate", aar_sim::experiment::MAX_ARMS));
         }
         let topo = aar_sim::topology::Topology::new(net.topo.clone());
         let max = match pl {
@@ -221,7 +221,7 @@ fn write_atomic(path: &Path, text: impl AsRef<[u8]>) -> Result<(), String> {
 }
 
 /// Per rank: the iteration record (aar-iterations/1) and the simulator's summary.
-fn write_records(dir: &Path, r: &aar_sim::world::ExperimentResult) -> Result<(), String> {
+fn write_records(dir: &Path, r: &aar_sim::experiment::ExperimentResult) -> Result<(), String> {
     let command_line: Vec<String> = std::env::args().collect();
     for rec in &r.records {
         write_atomic(&dir.join(rec.iterations_file_name()), rec.iterations_jsonl(&command_line))?;

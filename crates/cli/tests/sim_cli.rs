@@ -1,8 +1,8 @@
 //! `aar sim` end to end: per-rank iteration records (aar-iterations/1) and summaries are written,
 //! A/B policies follow the engine's schedule, bad arguments are reported with exit code 2.
 
+use aar_sim::experiment::{arm_schedule, AbOrder, PolicySpec};
 use aar_sim::record::aar_record::{Clock, Iteration, Reader, Source, FORMAT, ITERATIONS_SUFFIX};
-use aar_sim::world::{arm_schedule, AbOrder, PolicySpec};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

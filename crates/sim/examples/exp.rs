@@ -1,5 +1,5 @@
+use aar_sim::experiment::*;
 use aar_sim::workload::*;
-use aar_sim::world::*;
 use aar_sim::*;
 fn main() {
     let a: Vec<String> = std::env::args().collect();

@@ -2,6 +2,7 @@
 //! (see docs/sim/MODEL.md); every one of them is a field here.
 
 use crate::topology::{PortClass, TopoSpec};
+use aar_engine::RoutingMode;
 use serde::{Deserialize, Serialize};
 
 /// Per-packet routing algorithm (the Aries `dlvr_mode` family plus the textbook ones).
@@ -73,6 +74,18 @@ impl Mode {
         Mode::ALL[x as usize]
     }
 
+    /// The engine's routing mode of an adaptive mode; `None` for the others, which the engine
+    /// never chooses.
+    pub fn routing_mode(self) -> Option<RoutingMode> {
+        Some(match self {
+            Mode::Adaptive0 => RoutingMode::Adaptive0,
+            Mode::Adaptive1 => RoutingMode::Adaptive1,
+            Mode::Adaptive2 => RoutingMode::Adaptive2,
+            Mode::Adaptive3 => RoutingMode::Adaptive3,
+            _ => return None,
+        })
+    }
+
     /// The mode a uGNI `dlvr_mode` asks for (its routing byte; flag bits such as ORDERED_TAIL do
     /// not change paths). Combinations no real caller sends: IN_ORDER if both NO_ADAPT and
     /// NO_HASH are set, else MIN_HASH if MIN_HASH or NO_ADAPT is set, else the strongest adaptive
@@ -93,6 +106,17 @@ impl Mode {
             m if m & GNI_DLVMODE_ADAPTIVE1 != 0 => Mode::Adaptive1,
             m if m & GNI_DLVMODE_NMIN_HASH != 0 => Mode::Val,
             _ => Mode::Adaptive0,
+        }
+    }
+}
+
+impl From<RoutingMode> for Mode {
+    fn from(m: RoutingMode) -> Mode {
+        match m {
+            RoutingMode::Adaptive0 => Mode::Adaptive0,
+            RoutingMode::Adaptive1 => Mode::Adaptive1,
+            RoutingMode::Adaptive2 => Mode::Adaptive2,
+            RoutingMode::Adaptive3 => Mode::Adaptive3,
         }
     }
 }

@@ -9,16 +9,17 @@
 pub mod bench;
 pub mod calendar;
 pub mod config;
+pub mod experiment;
 pub mod net;
 pub mod parallel;
 pub mod record;
 pub mod rng;
-pub mod stats;
+pub mod simulation;
+pub mod summary;
 pub mod synthetic;
 pub mod topology;
 pub mod validate;
 pub mod workload;
-pub mod world;
 
 /// PUT or GET: what [`Net::post`] sends (the engine's type, re-exported for callers of the simulator).
 pub use aar_engine::Transfer;

@@ -3,13 +3,13 @@
 //! Markdown report and a pass/fail verdict for every gated check.
 
 use crate::config::{Mode, NetConfig};
+use crate::experiment::{run_experiment, Background, ExperimentResult, ExperimentSpec, PolicySpec};
 use crate::net::Net;
 use crate::parallel::run_all;
-use crate::stats::{summarize, Summary};
+use crate::summary::{summarize, Summary};
 use crate::synthetic::{run_synthetic, Pattern, SynthParams, SynthResult};
 use crate::topology::TopoSpec;
 use crate::workload::{Placement, Workload};
-use crate::world::{run_experiment, Background, ExperimentResult, ExperimentSpec, PolicySpec};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
