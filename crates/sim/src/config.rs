@@ -1,9 +1,11 @@
 //! Network parameters. Where Aries specifics are not public the values are documented choices
 //! (see docs/sim/MODEL.md); every one of them is a field here.
 
+use crate::error::ParseError;
 use crate::topology::{PortClass, TopoSpec};
 use aar_engine::RoutingMode;
 use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
 /// Per-packet routing algorithm (the Aries `dlvr_mode` family plus the textbook ones).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -52,20 +54,6 @@ impl Mode {
             Mode::Ugal => "UGAL",
         }
     }
-    pub fn parse(s: &str) -> Option<Mode> {
-        let u: String = s.trim().to_ascii_uppercase().chars().filter(|c| *c != '_' && *c != '-').collect();
-        Some(match u.as_str() {
-            "MIN" | "MINHASH" => Mode::Min,
-            "INORDER" => Mode::InOrder,
-            "VAL" | "NMIN" | "NMINHASH" | "VALIANT" => Mode::Val,
-            "ADAPTIVE0" | "A0" | "AD0" => Mode::Adaptive0,
-            "ADAPTIVE1" | "A1" | "AD1" => Mode::Adaptive1,
-            "ADAPTIVE2" | "A2" | "AD2" => Mode::Adaptive2,
-            "ADAPTIVE3" | "A3" | "AD3" => Mode::Adaptive3,
-            "UGAL" | "UGALL" => Mode::Ugal,
-            _ => return None,
-        })
-    }
     #[inline]
     pub fn is_adaptive(self) -> bool {
         (self as u8) >= 3
@@ -107,6 +95,30 @@ impl Mode {
             m if m & GNI_DLVMODE_NMIN_HASH != 0 => Mode::Val,
             _ => Mode::Adaptive0,
         }
+    }
+}
+
+/// The names `aar sim --mode` and `--policy` accept.
+const MODE_NAMES: &str = "MIN_HASH, IN_ORDER, NMIN_HASH (or VALIANT), ADAPTIVE0..ADAPTIVE3 (or ADAPTIVE_0..3), UGAL";
+
+impl FromStr for Mode {
+    type Err = ParseError;
+
+    /// uGNI's names (`MIN_HASH`, `ADAPTIVE3`), Cray MPICH's (`ADAPTIVE_3`), short forms (`MIN`,
+    /// `VAL`, `A3`) and `UGAL`, in any case.
+    fn from_str(s: &str) -> Result<Mode, ParseError> {
+        let u: String = s.trim().to_ascii_uppercase().chars().filter(|c| *c != '_' && *c != '-').collect();
+        Ok(match u.as_str() {
+            "MIN" | "MINHASH" => Mode::Min,
+            "INORDER" => Mode::InOrder,
+            "VAL" | "NMIN" | "NMINHASH" | "VALIANT" => Mode::Val,
+            "ADAPTIVE0" | "A0" | "AD0" => Mode::Adaptive0,
+            "ADAPTIVE1" | "A1" | "AD1" => Mode::Adaptive1,
+            "ADAPTIVE2" | "A2" | "AD2" => Mode::Adaptive2,
+            "ADAPTIVE3" | "A3" | "AD3" => Mode::Adaptive3,
+            "UGAL" | "UGALL" => Mode::Ugal,
+            _ => return Err(ParseError::Unknown { what: "routing mode", text: s.into(), accepted: MODE_NAMES }),
+        })
     }
 }
 

@@ -3,12 +3,15 @@
 //! gives back. [`crate::simulation`] runs it.
 
 use crate::config::{Mode, NetConfig};
+use crate::error::{ParseError, SpecError};
 use crate::record::{IterSample, RankRecord};
 use crate::simulation::Simulation;
-use crate::workload::{parse_size, Placement, Workload};
-use aar_engine::Policy;
+use crate::topology::Topology;
+use crate::workload::{Placement, Workload};
 pub use aar_engine::{AbOrder, AbSchedule};
+use aar_engine::{ByteSize, Policy};
 use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
 /// What chooses each message's routing mode in a rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,19 +25,28 @@ pub enum PolicySpec {
     Fixed(Mode),
 }
 
-impl PolicySpec {
+impl FromStr for PolicySpec {
+    type Err = ParseError;
+
     /// The engine's policy names (as in `AAR_MODE`), plus the non-adaptive modes the simulator
     /// can also pin (`MIN_HASH`, `NMIN_HASH`, `IN_ORDER`) and `default` for `off`.
-    pub fn parse(s: &str) -> Option<Self> {
+    fn from_str(s: &str) -> Result<PolicySpec, ParseError> {
         if s.trim().eq_ignore_ascii_case("default") {
-            return Some(PolicySpec::Off);
+            return Ok(PolicySpec::Off);
         }
-        match aar_engine::Policy::parse(s) {
-            Some(aar_engine::Policy::Auto) => Some(PolicySpec::Auto),
-            Some(aar_engine::Policy::Off) => Some(PolicySpec::Off),
-            _ => Mode::parse(s).map(PolicySpec::Fixed),
+        match Policy::parse(s) {
+            Some(Policy::Auto) => Ok(PolicySpec::Auto),
+            Some(Policy::Off) => Ok(PolicySpec::Off),
+            _ => s.parse::<Mode>().map(PolicySpec::Fixed).map_err(|_| ParseError::Unknown {
+                what: "policy",
+                text: s.into(),
+                accepted: "auto, off, ADAPTIVE0..ADAPTIVE3, MIN_HASH, NMIN_HASH, IN_ORDER",
+            }),
         }
     }
+}
+
+impl PolicySpec {
     pub fn name(&self) -> String {
         match self {
             PolicySpec::Auto => "auto".into(),
@@ -108,37 +120,59 @@ impl Background {
             Background::Congestors { bytes } => format!("congestors-{bytes}"),
         }
     }
+}
 
-    /// `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]` or `congestors[:SIZE]` (SIZE as in
-    /// [`parse_size`], default 4 KiB; LOAD a fraction of the NIC injection bandwidth in [0, 1]).
-    pub fn parse(s: &str) -> Result<Background, String> {
-        let parts: Vec<&str> = s.trim().split(':').collect();
+/// The forms of a background, for messages.
+const BACKGROUNDS: &str = "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE] or congestors[:SIZE]";
+
+impl FromStr for Background {
+    type Err = ParseError;
+
+    /// `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]` or `congestors[:SIZE]` (SIZE in
+    /// bytes above 0 as [`ByteSize`] reads it, default 4 KiB; LOAD a [`Load`]).
+    fn from_str(s: &str) -> Result<Background, ParseError> {
+        let parts: Vec<&str> = s.trim().split(':').map(str::trim).collect();
+        let form = || ParseError::Form { text: s.into(), form: BACKGROUNDS };
         let size = |i: usize| match parts.get(i) {
             None => Ok(4096),
-            Some(x) => parse_size(x).filter(|&b| b > 0).ok_or_else(|| format!("{s}: bad size \"{x}\"")),
+            Some(x) => match x.parse::<ByteSize>() {
+                Ok(ByteSize(0)) => Err(ParseError::ZeroSize { what: "background message" }),
+                Ok(b) => Ok(b.0),
+                Err(e) => Err(ParseError::Size(e)),
+            },
         };
-        let load = || {
-            parts
-                .get(1)
-                .and_then(|x| x.trim().parse::<f64>().ok())
-                .filter(|l| (0.0..=1.0).contains(l))
-                .ok_or_else(|| format!("{s}: expected KIND:LOAD[:SIZE] with LOAD in [0, 1]"))
-        };
-        let max_parts = match parts[0].trim() {
+        let load = || parts.get(1).ok_or_else(form).and_then(|x| x.parse::<Load>()).map(|l| l.0);
+        let fields = match parts[0] {
             "none" => 1,
             "congestors" => 2,
             _ => 3,
         };
-        if parts.len() > max_parts {
-            return Err(format!("{s}: too many fields"));
+        if parts.len() > fields {
+            return Err(form());
         }
-        Ok(match parts[0].trim() {
+        Ok(match parts[0] {
             "none" => Background::None,
             "uniform" => Background::Uniform { load: load()?, bytes: size(2)? },
             "worst-case" => Background::WorstCase { load: load()?, bytes: size(2)? },
             "congestors" => Background::Congestors { bytes: size(1)? },
-            k => return Err(format!("{s}: unknown kind \"{k}\" (none, uniform, worst-case, congestors)")),
+            _ => return Err(ParseError::Unknown { what: "kind of background", text: s.into(), accepted: BACKGROUNDS }),
         })
+    }
+}
+
+/// Offered load: the fraction of a NIC's injection bandwidth a source uses, in [0, 1] (of the
+/// background, and of `aar sim synth`'s open-loop traffic).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Load(pub f64);
+
+impl FromStr for Load {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Load, ParseError> {
+        match s.trim().parse::<f64>() {
+            Ok(l) if (0.0..=1.0).contains(&l) => Ok(Load(l)),
+            _ => Err(ParseError::Load(s.into())),
+        }
     }
 }
 
@@ -209,6 +243,20 @@ mod order_serde {
 }
 
 impl ExperimentSpec {
+    /// Whether the experiment can run: a network the simulator can build, a job of at least two
+    /// ranks that fits its placement, and 1 to [`MAX_ARMS`] policies.
+    pub fn check(&self) -> Result<(), SpecError> {
+        self.net.topo.check()?;
+        if self.ranks < 2 {
+            return Err(SpecError::TooFewRanks(self.ranks));
+        }
+        self.placement.check(&Topology::new(self.net.topo.clone()), self.ranks)?;
+        if !(1..=MAX_ARMS).contains(&self.arms.len()) {
+            return Err(SpecError::Arms { given: self.arms.len(), max: MAX_ARMS });
+        }
+        Ok(())
+    }
+
     /// The experiment id of the records: workload (with its size), placement, ranks, background
     /// and seed, so the ranks of one run group together and the points of a sweep stay apart.
     pub fn experiment_id(&self) -> String {
@@ -261,14 +309,74 @@ mod tests {
     use super::*;
 
     #[test]
-    fn background_specs_parse_as_the_cli_writes_them() {
-        assert_eq!(Background::parse("none"), Ok(Background::None));
-        assert_eq!(Background::parse("uniform:0.4:4K"), Ok(Background::Uniform { load: 0.4, bytes: 4096 }));
-        assert_eq!(Background::parse("worst-case:0.5"), Ok(Background::WorstCase { load: 0.5, bytes: 4096 }));
-        assert_eq!(Background::parse("congestors:64K"), Ok(Background::Congestors { bytes: 65536 }));
-        for bad in ["uniform", "uniform:x", "uniform:1.5", "uniform:0.1:zero", "storm:0.1", "none:1", "congestors:1:2"]
-        {
-            assert!(Background::parse(bad).is_err(), "{bad}");
+    fn backgrounds_parse_with_one_parser() {
+        let parse = |s: &str| s.parse::<Background>();
+        assert_eq!(parse("none"), Ok(Background::None));
+        assert_eq!(parse("uniform:0.4:4K"), Ok(Background::Uniform { load: 0.4, bytes: 4096 }));
+        assert_eq!(parse("uniform:1:4KB"), Ok(Background::Uniform { load: 1.0, bytes: 4096 }));
+        assert_eq!(parse("worst-case:0.5"), Ok(Background::WorstCase { load: 0.5, bytes: 4096 }));
+        assert_eq!(parse("congestors:64KiB"), Ok(Background::Congestors { bytes: 65536 }));
+        for bad in [
+            "uniform",
+            "uniform:x",
+            "uniform:1.5",
+            "uniform:7",
+            "uniform:-0.1",
+            "uniform:NaN",
+            "uniform:0.3:0",
+            "uniform:0.1:zero",
+            "uniform:0.3:4K:extra",
+            "uniform:0.3:99999999999999999999M",
+            "storm:0.1",
+            "none:1",
+            "congestors:1:2",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
         }
+        let e = parse("uniform:7").unwrap_err().to_string();
+        assert!(e.contains("\"7\"") && e.contains("LOAD in [0, 1]"), "{e}");
+        let e = parse("uniform:0.3:0").unwrap_err().to_string();
+        assert!(e.contains("0 bytes") && e.contains("above 0"), "{e}");
+        let e = parse("uniform:0.3:4K:extra").unwrap_err().to_string();
+        assert!(e.contains("uniform:0.3:4K:extra") && e.contains("uniform:LOAD[:SIZE]"), "{e}");
+        let e = parse("storm:0.1").unwrap_err().to_string();
+        assert!(e.contains("unknown kind") && e.contains("congestors[:SIZE]"), "{e}");
+    }
+
+    #[test]
+    fn policies_are_the_engine_s_names_and_the_simulator_s_modes() {
+        let parse = |s: &str| s.parse::<PolicySpec>();
+        assert_eq!(parse("auto"), Ok(PolicySpec::Auto));
+        assert_eq!(parse("paper"), Ok(PolicySpec::Auto));
+        assert_eq!(parse("default"), Ok(PolicySpec::Off));
+        assert_eq!(parse("ADAPTIVE_3"), Ok(PolicySpec::Fixed(Mode::Adaptive3)));
+        assert_eq!(parse("min_hash"), Ok(PolicySpec::Fixed(Mode::Min)));
+        let e = parse("FASTEST").unwrap_err().to_string();
+        assert!(e.contains("\"FASTEST\"") && e.contains("MIN_HASH"), "{e}");
+        for p in
+            [PolicySpec::Auto, PolicySpec::Off, PolicySpec::Fixed(Mode::InOrder), PolicySpec::Fixed(Mode::Adaptive1)]
+        {
+            assert_eq!(parse(&p.name()), Ok(p), "names read back");
+        }
+    }
+
+    #[test]
+    fn an_experiment_that_cannot_run_says_why() {
+        let spec = |ranks, placement| ExperimentSpec::new(NetConfig::aries(1), Workload::Barrier, ranks, placement);
+        assert_eq!(spec(4, Placement::SameBlade).check(), Ok(()));
+        assert_eq!(
+            spec(5, Placement::SameBlade).check(),
+            Err(SpecError::PlacementFull { placement: "same-blade", ranks: 5, max: 4 })
+        );
+        assert_eq!(
+            spec(97, Placement::SameGroup).check().unwrap_err().to_string(),
+            "placement same-group holds at most 96 nodes (one rank per node), not 97"
+        );
+        assert_eq!(spec(1, Placement::Scattered).check(), Err(SpecError::TooFewRanks(1)));
+        let mut s = spec(2, Placement::Scattered);
+        s.arms = vec![PolicySpec::Auto; MAX_ARMS + 1];
+        assert_eq!(s.check(), Err(SpecError::Arms { given: MAX_ARMS + 1, max: MAX_ARMS }));
+        s.arms.clear();
+        assert!(s.check().is_err());
     }
 }

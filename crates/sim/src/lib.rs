@@ -3,12 +3,10 @@
 //! levels, request/response NICs with the counters the shim reads, and MPI-like workloads in which
 //! every rank runs the aar decision engine.
 
-// MSRV is 1.80 (workspace rust-version): keep `n % x != 0` and `repeat().take()`.
-#![allow(clippy::manual_is_multiple_of, clippy::manual_repeat_n)]
-
 pub mod bench;
 pub mod calendar;
 pub mod config;
+pub mod error;
 pub mod experiment;
 pub mod net;
 pub mod parallel;
@@ -21,8 +19,9 @@ pub mod topology;
 pub mod validate;
 pub mod workload;
 
-/// PUT or GET: what [`Net::post`] sends (the engine's type, re-exported for callers of the simulator).
-pub use aar_engine::Transfer;
+// The engine's types in the simulator's interface: PUT or GET (what `Net::post` sends) and
+// sizes in bytes (of workloads, sweeps and background messages).
+pub use aar_engine::{ByteSize, Transfer};
 pub use config::{Mode, NetConfig};
 pub use net::{Net, NicCounters, Note};
 pub use topology::{TopoSpec, Topology};

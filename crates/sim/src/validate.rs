@@ -6,7 +6,7 @@ use crate::config::{Mode, NetConfig};
 use crate::experiment::{run_experiment, Background, ExperimentResult, ExperimentSpec, PolicySpec};
 use crate::net::Net;
 use crate::parallel::run_all;
-use crate::summary::{summarize, Summary};
+use crate::summary::{fmt_ns, summarize, Summary};
 use crate::synthetic::{run_synthetic, Pattern, SynthParams, SynthResult};
 use crate::topology::TopoSpec;
 use crate::workload::{Placement, Workload};
@@ -135,17 +135,6 @@ struct KimRun {
     pattern: Pattern,
     mode: Mode,
     load: f64,
-}
-
-/// Simulated time for tables: ns, µs (written us) or ms.
-pub fn fmt_ns(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.3} ms", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.2} us", x / 1e3)
-    } else {
-        format!("{:.0} ns", x)
-    }
 }
 
 fn summary_row(label: &str, s: &Summary) -> String {

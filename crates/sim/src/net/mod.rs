@@ -13,9 +13,9 @@
 //! algorithm (deadlock freedom), and request/response classes are disjoint (no protocol deadlock).
 //!
 //! The concerns are split the way BookSim2 splits them: this file holds the packet and message
-//! pools, the event queue and the dispatch of events; [`nic`] the NICs (injection, ejection,
-//! responses, counters); [`routing`] the routing functions (minimal, Valiant, UGAL with the Aries
-//! biases); [`router`] the routers (output allocation, channels, credits); [`checks`] invariants
+//! pools, the event queue and the dispatch of events; `nic` the NICs (injection, ejection,
+//! responses, counters); `routing` the routing functions (minimal, Valiant, UGAL with the Aries
+//! biases); `router` the routers (output allocation, channels, credits); `checks` invariants
 //! the tests verify.
 
 mod checks;

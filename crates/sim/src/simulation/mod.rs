@@ -1,7 +1,7 @@
 //! An experiment being simulated: the network and the jobs of ranks on it, in the manner of
 //! BookSim2's traffic manager. The measured job's ranks run their workload's phases
-//! ([`rank`]), every one of them asking the aar decision engine (`aar-engine`) before each
-//! message, exactly as libaar.so does; background jobs and open-loop traffic ([`background`])
+//! (`rank`), every one of them asking the aar decision engine (`aar-engine`) before each
+//! message, exactly as libaar.so does; background jobs and open-loop traffic (`background`)
 //! share the network. A driver outside the simulator (the emulated uGNI) may post its own
 //! messages instead of a measured job.
 
@@ -123,7 +123,6 @@ impl Simulation {
     }
 
     /// Posts a message from node `src` to node `dst` at the current time, outside any job: its
-
     /// completion is collected by [`Simulation::run_until_completed`]. Returns the message id.
     pub fn post_external(&mut self, src: u32, dst: u32, bytes: u64, transfer: Transfer, mode: Mode) -> u32 {
         self.net.post(src, dst, bytes, transfer, mode, EXTERNAL_RANK, EXTERNAL_RANK, 0)
@@ -184,8 +183,6 @@ impl Simulation {
             self.after_compute(a as usize);
         }
     }
-
-    #[allow(clippy::too_many_arguments)]
 
     fn measured_done(&self) -> bool {
         self.jobs.iter().filter(|j| j.measured).all(|j| j.done_ranks == j.n)
