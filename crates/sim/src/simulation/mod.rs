@@ -24,6 +24,8 @@ pub const EXTERNAL_RANK: u32 = u32::MAX - 1;
 const USER_WAKE: u32 = 0;
 const USER_NOISE: u32 = 1;
 
+/// The network, the jobs on it and the background: built from an [`ExperimentSpec`], then run
+/// to the end of the measured job ([`Simulation::run`]) or step by step by an external driver.
 pub struct Simulation {
     pub net: Net,
     ranks: Vec<Rank>,
