@@ -1,8 +1,9 @@
 //! `aar sim` end to end: per-rank iteration records (aar-iterations/1) and summaries are written,
-//! A/B policies follow the engine's schedule, bad arguments are reported with exit code 2.
+//! A/B policies follow the engine's schedule, bad arguments are reported with exit code 2 and a
+//! message that names the option and what it accepts, and sizes are read as the engine reads them.
 
+use aar_sim::experiment::{arm_schedule, AbOrder, PolicySpec};
 use aar_sim::record::aar_record::{Clock, Iteration, Reader, Source, FORMAT, ITERATIONS_SUFFIX};
-use aar_sim::world::{arm_schedule, AbOrder, PolicySpec};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -169,7 +170,95 @@ fn bad_arguments_exit_2_with_a_message() {
     let out = aar().args(["sim", "run", "--policy", nine]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("at most 8"));
+    // a value the option's parser refuses: clap names the option and the value, the parser says why
     let out = aar().args(["sim", "run", "--background", "uniform:1.5"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("aar: --background uniform:1.5"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("'uniform:1.5' for '--background") && err.contains("LOAD in [0, 1]"), "{err}");
+}
+
+/// Runs `aar sim ARGS` and returns (exit status, stdout, stderr).
+fn sim(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = aar().arg("sim").args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// A small experiment's options: one group, two ranks on one router, one iteration.
+const SMALL: [&str; 10] =
+    ["--groups", "1", "--placement", "same-blade", "--ranks", "2", "--iterations", "1", "--background-nodes", "2"];
+
+#[test]
+fn backgrounds_the_simulator_refuses_are_refused_with_what_is_accepted() {
+    for (bad, why) in [
+        ("uniform:7", "LOAD in [0, 1]"),
+        ("uniform:0.3:0", "above 0"),
+        ("uniform:0.3:4K:extra", "uniform:LOAD[:SIZE]"),
+        ("uniform:0.3:4X", "not a size in bytes"),
+        ("storm:0.1", "congestors[:SIZE]"),
+    ] {
+        let (code, stdout, err) = sim(&["run", "--background", bad]);
+        assert_eq!(code, Some(2), "--background {bad}: {stdout}");
+        assert!(err.contains(&format!("'{bad}' for '--background")) && err.contains(why), "{bad}: {err}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+    }
+}
+
+#[test]
+fn bad_sizes_and_workloads_are_refused_naming_the_option() {
+    for (args, option, why) in [
+        (vec!["run", "--workload", "pingpong:4X"], "--workload", "not a size in bytes"),
+        (vec!["run", "--workload", "pingpong:99999999999999999999M"], "--workload", "size"),
+        (vec!["run", "--workload", "pingpong:2000000G"], "--workload", "more than 1 PiB"),
+        (vec!["run", "--workload", "allgather:8"], "--workload", "rr-bandwidth[:SIZE]"),
+        (vec!["run", "--workload", "barrier:4K"], "--workload", "takes no size"),
+        (vec!["sweep", "--sizes", "64,4X"], "--sizes", "not a size in bytes"),
+        (vec!["run", "--placement", "diagonal"], "--placement", "same-blade, same-group"),
+        (vec!["run", "--kim", "4,8,4"], "--kim", "p,a,h,g"),
+        (vec!["run", "--kim", "4,8,1,40"], "--kim", "at most 9 groups"),
+        (vec!["run", "--iterations", "0"], "--iterations", "0"),
+        (vec!["synth", "--loads", "0.5,2"], "--loads", "LOAD in [0, 1]"),
+        (vec!["synth", "--pattern", "tornado"], "--pattern", "ur (uniform) or wc"),
+        (vec!["synth", "--mode", "FASTEST"], "--mode", "ADAPTIVE0..ADAPTIVE3"),
+    ] {
+        let (code, stdout, err) = sim(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(err.contains(option) && err.contains(why), "{args:?}: {err}");
+    }
+    // checks of the whole experiment name the option too
+    let (code, _, err) = sim(&["sweep", "--workload", "barrier", "--sizes", "64", "--seeds", "1"]);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("aar: --sizes 64: barrier takes no size"), "{err}");
+    let (code, _, err) = sim(&["run", "--groups", "0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("aar: --groups 0") && err.contains("groups = 0"), "{err}");
+    let (code, _, err) = sim(&["run", "--global-per-router", "11"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--global-per-router 11") && err.contains("1..=10"), "{err}");
+}
+
+#[test]
+fn every_option_that_takes_a_size_reads_it_as_the_engine_does() {
+    let dir = temp_dir("sizes");
+    for (size, bytes) in [("4KB", 4096), ("4KiB", 4096), ("64k", 65536)] {
+        let d = dir.to_str().unwrap();
+        let workload = format!("alltoall:{size}");
+        let (code, out, err) = sim(&[&["run", "--workload", &workload, "--out", d][..], &SMALL[..]].concat());
+        assert_eq!(code, Some(0), "--workload {workload}: {err}");
+        assert!(out.contains(&format!("sim-alltoall-{bytes}_same-blade")), "{out}");
+        for background in [format!("uniform:0.1:{size}"), format!("worst-case:0.1:{size}")] {
+            let (code, out, err) = sim(&[&["run", "--background", &background, "--out", d][..], &SMALL[..]].concat());
+            assert_eq!(code, Some(0), "--background {background}: {err}");
+            let kind = background.split(':').next().unwrap();
+            assert!(out.contains(&format!("_{kind}-0.1-{bytes}_seed1")), "{out}");
+        }
+        let background = format!("congestors:{size}");
+        let (code, out, err) = sim(&[&["run", "--background", &background, "--out", d][..], &SMALL[..]].concat());
+        assert_eq!(code, Some(0), "--background {background}: {err}");
+        assert!(out.contains(&format!("_congestors-{bytes}_seed1")), "{out}");
+        let (code, out, err) =
+            sim(&[&["sweep", "--workload", "pingpong", "--seeds", "1", "--sizes", size][..], &SMALL[..]].concat());
+        assert_eq!(code, Some(0), "--sizes {size}: {err}");
+        assert!(out.contains(&format!("| pingpong-{bytes} | auto | 1 |")), "{out}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

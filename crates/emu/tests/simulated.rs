@@ -8,11 +8,12 @@ use std::path::PathBuf;
 
 use aar_abi::*;
 use aar_sim::config::{Mode, NetConfig};
-use aar_sim::net::Kind;
+use aar_sim::experiment::ExperimentSpec;
+use aar_sim::simulation::Simulation;
 use aar_sim::topology::TopoSpec;
 use aar_sim::validate::analytic_latency;
 use aar_sim::workload::{Placement, Workload};
-use aar_sim::world::{Background, ExperimentSpec, World};
+use aar_sim::Transfer;
 use common::*;
 
 fn sim_check() -> PathBuf {
@@ -103,12 +104,12 @@ fn simulate_directly(
     let mut net = NetConfig::aries(groups);
     net.topo = TopoSpec::Aries { groups, global_per_router: 10 };
     let mut e = ExperimentSpec::new(net, Workload::Barrier, 2, placement);
-    e.background = Background::parse(background).unwrap();
+    e.background = background.parse().unwrap();
     e.background_nodes = bg_nodes;
     e.seed = seed;
-    let (mut w, nodes) = World::build_external(&e);
+    let (mut w, nodes) = Simulation::build_external(&e);
     w.run_until(e.net.ns_to_ticks(e.background_lead_ns));
-    let sums = |w: &World| {
+    let sums = |w: &Simulation| {
         let mut s = [0u64; 5];
         for &n in &nodes {
             let c = w.net.counters(n);
@@ -118,7 +119,7 @@ fn simulate_directly(
         }
         s
     };
-    let clock = |w: &World| e.net.ticks_to_ns(w.net.now) as u64;
+    let clock = |w: &Simulation| e.net.ticks_to_ns(w.net.now) as u64;
     let (mut last, mut frozen, mut out) = ([0u64; 5], false, Vec::new());
     for op in ops {
         let (cmd, bytes, dlvr, count) = match *op {
@@ -131,9 +132,9 @@ fn simulate_directly(
         let (t0, mut published) = (clock(&w), [0i64; 5]);
         for _ in 0..count {
             let (src, dst, kind) = match cmd {
-                "put" | "smsg" => (nodes[0], nodes[1], Kind::Put),
-                "back" => (nodes[1], nodes[0], Kind::Put),
-                "get" => (nodes[0], nodes[1], Kind::Get),
+                "put" | "smsg" => (nodes[0], nodes[1], Transfer::Put),
+                "back" => (nodes[1], nodes[0], Transfer::Put),
+                "get" => (nodes[0], nodes[1], Transfer::Get),
                 c => panic!("{c}"),
             };
             let id = w.post_external(src, dst, bytes, kind, Mode::from_dlvr_mode(dlvr));

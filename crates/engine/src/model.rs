@@ -66,12 +66,47 @@ pub const fn packets(bytes: u64) -> u64 {
     }
 }
 
+/// Flits that carry `bytes` of payload (no header).
+const fn payload_flits(bytes: u64) -> u64 {
+    bytes.div_ceil(FLIT_BYTES)
+}
+
 /// Request flits of a message: for a PUT one header flit per packet plus one flit per 16 payload
-/// bytes (5 per full packet); for a GET one flit per request packet.
+/// bytes (5 per full packet); for a GET one flit per request packet. The sum over the message's
+/// packets of [`packet_request_flits`].
 pub const fn request_flits(bytes: u64, transfer: Transfer) -> u64 {
     match transfer {
-        Transfer::Put => packets(bytes) + bytes.div_ceil(FLIT_BYTES),
+        Transfer::Put => packets(bytes) + payload_flits(bytes),
         Transfer::Get => packets(bytes),
+    }
+}
+
+/// Payload bytes of packet `seq` (from 0) of a message of `bytes`: [`PACKET_BYTES`] but for the
+/// last packet, which carries the rest (nothing for a zero-byte post).
+pub const fn packet_payload(bytes: u64, seq: u64) -> u64 {
+    let rest = bytes.saturating_sub(seq.saturating_mul(PACKET_BYTES));
+    if rest < PACKET_BYTES {
+        rest
+    } else {
+        PACKET_BYTES
+    }
+}
+
+/// Request flits of packet `seq` of a message, as the network carries it: for a PUT one header
+/// flit and its payload flits, for a GET one flit.
+pub const fn packet_request_flits(bytes: u64, seq: u64, transfer: Transfer) -> u64 {
+    match transfer {
+        Transfer::Put => 1 + payload_flits(packet_payload(bytes, seq)),
+        Transfer::Get => 1,
+    }
+}
+
+/// Response flits of packet `seq` of a message: a PUT is acknowledged by one flit, a GET's data
+/// comes back in one header flit and the payload flits.
+pub const fn packet_response_flits(bytes: u64, seq: u64, transfer: Transfer) -> u64 {
+    match transfer {
+        Transfer::Put => 1,
+        Transfer::Get => 1 + payload_flits(packet_payload(bytes, seq)),
     }
 }
 
@@ -116,6 +151,25 @@ mod tests {
         assert_eq!(request_flits(0, Transfer::Put), 1);
         assert_eq!(request_flits(64 * 1024, Transfer::Get), 1024);
         assert_eq!(request_flits(u64::MAX, Transfer::Get), u64::MAX.div_ceil(64));
+    }
+
+    #[test]
+    fn packets_add_up_to_the_message() {
+        for bytes in [0, 1, 8, 15, 16, 17, 63, 64, 65, 1000, 4096, 4097, (1 << 20) + 40] {
+            let p = packets(bytes);
+            for transfer in [Transfer::Put, Transfer::Get] {
+                let per_packet: u64 = (0..p).map(|seq| packet_request_flits(bytes, seq, transfer)).sum();
+                assert_eq!(per_packet, request_flits(bytes, transfer), "{bytes} B {transfer:?}");
+            }
+            assert_eq!((0..p).map(|seq| packet_payload(bytes, seq)).sum::<u64>(), bytes);
+        }
+        // 1000 B: 15 full packets and one of 40 B (1 header + 3 payload flits)
+        assert_eq!(packet_request_flits(1000, 15, Transfer::Put), 4);
+        assert_eq!(packet_request_flits(1000, 0, Transfer::Put), 5);
+        assert_eq!(packet_response_flits(1000, 0, Transfer::Put), 1);
+        assert_eq!(packet_response_flits(1000, 15, Transfer::Get), 4);
+        assert_eq!(packet_request_flits(0, 0, Transfer::Put), 1, "a zero-byte PUT is its header");
+        assert_eq!(packet_payload(u64::MAX, u64::MAX), 0);
     }
 
     #[test]

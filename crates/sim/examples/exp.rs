@@ -1,12 +1,12 @@
+use aar_sim::experiment::*;
 use aar_sim::workload::*;
-use aar_sim::world::*;
 use aar_sim::*;
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let wl = Workload::parse(&a[1]).unwrap();
+    let wl: Workload = a[1].parse().unwrap();
     let ranks: u32 = a[2].parse().unwrap();
-    let pl = Placement::parse(&a[3]).unwrap();
-    let arms: Vec<PolicySpec> = a[4].split(',').map(|x| PolicySpec::parse(x).unwrap()).collect();
+    let pl: Placement = a[3].parse().unwrap();
+    let arms: Vec<PolicySpec> = a[4].split(',').map(|x| x.parse().unwrap()).collect();
     let bg: f64 = a.get(5).map(|x| x.parse().unwrap()).unwrap_or(0.0);
     let groups: u32 = a.get(6).map(|x| x.parse().unwrap()).unwrap_or(2);
     let mut spec = ExperimentSpec::new(NetConfig::aries(groups), wl, ranks, pl);

@@ -3,7 +3,7 @@ use aar_sim::*;
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let topo = &a[1];
-    let mode = Mode::parse(&a[2]).unwrap();
+    let mode: Mode = a[2].parse().unwrap();
     let load: f64 = a[3].parse().unwrap();
     let pat = if a.get(4).map(|s| s.as_str()) == Some("wc") { Pattern::WorstCase } else { Pattern::Uniform };
     let cfg = if topo == "k4" { NetConfig::booksim_k4() } else { NetConfig::aries(topo.parse().unwrap()) };

@@ -1,8 +1,11 @@
 //! Network parameters. Where Aries specifics are not public the values are documented choices
 //! (see docs/sim/MODEL.md); every one of them is a field here.
 
+use crate::error::ParseError;
 use crate::topology::{PortClass, TopoSpec};
+use aar_engine::RoutingMode;
 use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
 /// Per-packet routing algorithm (the Aries `dlvr_mode` family plus the textbook ones).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -51,20 +54,6 @@ impl Mode {
             Mode::Ugal => "UGAL",
         }
     }
-    pub fn parse(s: &str) -> Option<Mode> {
-        let u: String = s.trim().to_ascii_uppercase().chars().filter(|c| *c != '_' && *c != '-').collect();
-        Some(match u.as_str() {
-            "MIN" | "MINHASH" => Mode::Min,
-            "INORDER" => Mode::InOrder,
-            "VAL" | "NMIN" | "NMINHASH" | "VALIANT" => Mode::Val,
-            "ADAPTIVE0" | "A0" | "AD0" => Mode::Adaptive0,
-            "ADAPTIVE1" | "A1" | "AD1" => Mode::Adaptive1,
-            "ADAPTIVE2" | "A2" | "AD2" => Mode::Adaptive2,
-            "ADAPTIVE3" | "A3" | "AD3" => Mode::Adaptive3,
-            "UGAL" | "UGALL" => Mode::Ugal,
-            _ => return None,
-        })
-    }
     #[inline]
     pub fn is_adaptive(self) -> bool {
         (self as u8) >= 3
@@ -73,10 +62,24 @@ impl Mode {
         Mode::ALL[x as usize]
     }
 
+    /// The engine's routing mode of an adaptive mode; `None` for the others, which the engine
+    /// never chooses.
+    pub fn routing_mode(self) -> Option<RoutingMode> {
+        Some(match self {
+            Mode::Adaptive0 => RoutingMode::Adaptive0,
+            Mode::Adaptive1 => RoutingMode::Adaptive1,
+            Mode::Adaptive2 => RoutingMode::Adaptive2,
+            Mode::Adaptive3 => RoutingMode::Adaptive3,
+            _ => return None,
+        })
+    }
+
     /// The mode a uGNI `dlvr_mode` asks for (its routing byte; flag bits such as ORDERED_TAIL do
-    /// not change paths). Combinations no real caller sends: IN_ORDER if both NO_ADAPT and
-    /// NO_HASH are set, else MIN_HASH if MIN_HASH or NO_ADAPT is set, else the strongest adaptive
-    /// bias present, else NMIN_HASH if set, else ADAPTIVE0.
+    /// not change paths). The one reading of `dlvr_mode` for the simulator and the emulator's
+    /// timing. Combinations no real caller sends: IN_ORDER if both NO_ADAPT and NO_HASH are set,
+    /// else MIN_HASH if MIN_HASH, NO_ADAPT or NO_RADAPT (no adaptivity) is set, else the strongest
+    /// adaptive bias present, else NMIN_HASH if set, else ADAPTIVE0 (NO_HASH alone turns off
+    /// hashing, not adaptivity).
     pub fn from_dlvr_mode(dlvr_mode: u16) -> Mode {
         use aar_abi::*;
         match dlvr_mode & GNI_DLVMODE_ROUTING_MASK {
@@ -87,12 +90,47 @@ impl Mode {
             GNI_DLVMODE_MIN_HASH => Mode::Min,
             GNI_DLVMODE_NMIN_HASH => Mode::Val,
             m if m & GNI_DLVMODE_IN_ORDER == GNI_DLVMODE_IN_ORDER => Mode::InOrder,
-            m if m & (GNI_DLVMODE_MIN_HASH | GNI_DLVMODE_NO_ADAPT) != 0 => Mode::Min,
+            m if m & (GNI_DLVMODE_MIN_HASH | GNI_DLVMODE_NO_ADAPT | GNI_DLVMODE_NO_RADAPT) != 0 => Mode::Min,
             m if m & GNI_DLVMODE_ADAPTIVE3 != 0 => Mode::Adaptive3,
             m if m & GNI_DLVMODE_ADAPTIVE2 != 0 => Mode::Adaptive2,
             m if m & GNI_DLVMODE_ADAPTIVE1 != 0 => Mode::Adaptive1,
             m if m & GNI_DLVMODE_NMIN_HASH != 0 => Mode::Val,
             _ => Mode::Adaptive0,
+        }
+    }
+}
+
+/// The names `aar sim --mode` and `--policy` accept.
+const MODE_NAMES: &str = "MIN_HASH, IN_ORDER, NMIN_HASH (or VALIANT), ADAPTIVE0..ADAPTIVE3 (or ADAPTIVE_0..3), UGAL";
+
+impl FromStr for Mode {
+    type Err = ParseError;
+
+    /// uGNI's names (`MIN_HASH`, `ADAPTIVE3`), Cray MPICH's (`ADAPTIVE_3`), short forms (`MIN`,
+    /// `VAL`, `A3`) and `UGAL`, in any case.
+    fn from_str(s: &str) -> Result<Mode, ParseError> {
+        let u: String = s.trim().to_ascii_uppercase().chars().filter(|c| *c != '_' && *c != '-').collect();
+        Ok(match u.as_str() {
+            "MIN" | "MINHASH" => Mode::Min,
+            "INORDER" => Mode::InOrder,
+            "VAL" | "NMIN" | "NMINHASH" | "VALIANT" => Mode::Val,
+            "ADAPTIVE0" | "A0" | "AD0" => Mode::Adaptive0,
+            "ADAPTIVE1" | "A1" | "AD1" => Mode::Adaptive1,
+            "ADAPTIVE2" | "A2" | "AD2" => Mode::Adaptive2,
+            "ADAPTIVE3" | "A3" | "AD3" => Mode::Adaptive3,
+            "UGAL" | "UGALL" => Mode::Ugal,
+            _ => return Err(ParseError::Unknown { what: "routing mode", text: s.into(), accepted: MODE_NAMES }),
+        })
+    }
+}
+
+impl From<RoutingMode> for Mode {
+    fn from(m: RoutingMode) -> Mode {
+        match m {
+            RoutingMode::Adaptive0 => Mode::Adaptive0,
+            RoutingMode::Adaptive1 => Mode::Adaptive1,
+            RoutingMode::Adaptive2 => Mode::Adaptive2,
+            RoutingMode::Adaptive3 => Mode::Adaptive3,
         }
     }
 }
@@ -117,8 +155,6 @@ pub struct NetConfig {
     pub tick_ps: u64,
     /// NIC clock period in ticks (counters count NIC cycles).
     pub nic_cycle: u64,
-    /// Bytes of payload per flit (Aries: 16, so a 64-byte PUT packet is 1 header + 4 payload flits).
-    pub flit_bytes: u32,
     /// Channel latency per port class [Terminal, Row, Column, Global], ticks (credits use the same).
     pub latency: [u64; 4],
     /// Serialization time of one flit per port class, ticks.
@@ -177,7 +213,6 @@ impl NetConfig {
             topo,
             tick_ps: 1000,
             nic_cycle: 1,
-            flit_bytes: 16,
             latency: [1, 10, 10, 100],
             flit_time: [1, 1, 1, 1],
             router_delay: 3,
@@ -197,7 +232,6 @@ impl NetConfig {
             topo: TopoSpec::aries(groups),
             tick_ps: 1,
             nic_cycle: 1250,
-            flit_bytes: 16,
             latency: [10_000, 30_000, 30_000, 250_000],
             flit_time: [1250, 3048, 3048, 3404],
             router_delay: 70_000,
@@ -242,5 +276,29 @@ mod tests {
         let kim = NetConfig::booksim_k4();
         assert_eq!(kim.nic_cycles_to_us(1000.0), 1.0);
         assert_eq!(kim.ticks_to_whole_ns(7), 7);
+    }
+
+    #[test]
+    fn routing_modes_from_dlvr_mode() {
+        use aar_abi::*;
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE0), Mode::Adaptive0);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE1), Mode::Adaptive1);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE2), Mode::Adaptive2);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE3), Mode::Adaptive3);
+        let tail = GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_ORDERED_TAIL;
+        assert_eq!(Mode::from_dlvr_mode(tail), Mode::Adaptive3, "ORDERED_TAIL is a flag");
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_MIN_HASH), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NMIN_HASH), Mode::Val);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_IN_ORDER), Mode::InOrder);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NO_ADAPT), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NO_RADAPT), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_MIN_HASH), Mode::Min);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NO_HASH), Mode::Adaptive0);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NO_HASH | GNI_DLVMODE_ADAPTIVE2), Mode::Adaptive2);
+        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NMIN_HASH | GNI_DLVMODE_ADAPTIVE1), Mode::Adaptive1);
+        // Every adaptive request maps to the engine's mode of the same name.
+        for m in aar_engine::RoutingMode::ALL {
+            assert_eq!(Mode::from_dlvr_mode(m.dlvr_bits()).name(), m.name());
+        }
     }
 }

@@ -3,23 +3,25 @@
 //! levels, request/response NICs with the counters the shim reads, and MPI-like workloads in which
 //! every rank runs the aar decision engine.
 
-// MSRV is 1.80 (workspace rust-version): keep `n % x != 0` and `repeat().take()`.
-#![allow(clippy::manual_is_multiple_of, clippy::manual_repeat_n)]
-
 pub mod bench;
 pub mod calendar;
 pub mod config;
+pub mod error;
+pub mod experiment;
 pub mod net;
 pub mod parallel;
 pub mod record;
 pub mod rng;
-pub mod stats;
+pub mod simulation;
+pub mod summary;
 pub mod synthetic;
 pub mod topology;
 pub mod validate;
 pub mod workload;
-pub mod world;
 
+// The engine's types in the simulator's interface: PUT or GET (what `Net::post` sends) and
+// sizes in bytes (of workloads, sweeps and background messages).
+pub use aar_engine::{ByteSize, Transfer};
 pub use config::{Mode, NetConfig};
-pub use net::{Kind, Net, NicCounters, Note};
+pub use net::{Net, NicCounters, Note};
 pub use topology::{TopoSpec, Topology};

@@ -2,8 +2,10 @@
 //! without responses): the Kim et al. / BookSim2 validation and the performance benchmark.
 
 use crate::config::{Mode, NetConfig};
-use crate::net::{Kind, Net};
+use crate::error::ParseError;
+use crate::net::Net;
 use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,6 +21,22 @@ impl Pattern {
         match self {
             Pattern::Uniform => "UR",
             Pattern::WorstCase => "WC",
+        }
+    }
+}
+
+impl FromStr for Pattern {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Pattern, ParseError> {
+        match s.trim() {
+            "ur" | "uniform" => Ok(Pattern::Uniform),
+            "wc" | "worst-case" => Ok(Pattern::WorstCase),
+            _ => Err(ParseError::Unknown {
+                what: "traffic pattern",
+                text: s.into(),
+                accepted: "ur (uniform) or wc (worst-case)",
+            }),
         }
     }
 }
@@ -88,7 +106,7 @@ pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
                 dg * npg + net.rng.below(npg)
             }
         };
-        net.post(node, dst, 0, Kind::Raw, sp.mode, node, dst, 0);
+        net.post_raw(node, dst, sp.mode);
         let t = net.now + net.rng.geometric(prob) * cyc;
         if t < end {
             net.schedule_user(t, node, 0);

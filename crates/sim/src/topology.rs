@@ -7,7 +7,9 @@
 //! port layout: `[0, p)` terminals, then local ports, then global ports. A link is bidirectional:
 //! output port `x` feeds input port `peer[x]`, and input port `x` is fed by output port `peer[x]`.
 
+use crate::error::{ParseError, TopologyError};
 use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
 pub const NONE: u32 = u32::MAX;
 
@@ -49,9 +51,82 @@ impl TopoSpec {
     }
 }
 
+impl TopoSpec {
+    /// Whether the simulator can build this Dragonfly: every dimension in range, a global link
+    /// between every pair of groups, and at most [`MAX_NODES`] nodes.
+    pub fn check(&self) -> Result<(), TopologyError> {
+        let range = |name, value: u32, min: u32, max: u32| {
+            if (min..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(TopologyError::OutOfRange { name, value: value.into(), min: min.into(), max: max.into() })
+            }
+        };
+        let (p, a, h, g) = match *self {
+            TopoSpec::Kim { p, a, h, g } => {
+                range("p (nodes per router)", p, 1, 256)?;
+                range("a (routers per group)", a, 1, 256)?;
+                range("h (global links per router)", h, 1, 256)?;
+                (p, a, h, g)
+            }
+            TopoSpec::Aries { groups, global_per_router } => {
+                range("global ports per router", global_per_router, 1, ARIES_MAX_GLOBAL_PER_ROUTER)?;
+                (ARIES_NODES_PER_ROUTER, ARIES_ROWS * ARIES_COLS, global_per_router, groups)
+            }
+        };
+        let channels = a * h;
+        if g == 0 {
+            return Err(TopologyError::OutOfRange { name: "groups", value: 0, min: 1, max: u64::from(channels) + 1 });
+        }
+        if g - 1 > channels {
+            return Err(TopologyError::TooManyGroups { groups: g, channels });
+        }
+        let nodes = u64::from(p) * u64::from(a) * u64::from(g);
+        if nodes > MAX_NODES {
+            return Err(TopologyError::TooLarge { nodes, max: MAX_NODES });
+        }
+        Ok(())
+    }
+}
+
+/// The most nodes a simulated network may have.
+pub const MAX_NODES: u64 = 1 << 20;
+
+/// The shape of a Kim et al. Dragonfly as `aar sim --kim` takes it: `p,a,h,g` (nodes per router,
+/// routers per group, global links per router, groups), e.g. `4,8,4,33` for BookSim2's k = 4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KimShape {
+    pub p: u32,
+    pub a: u32,
+    pub h: u32,
+    pub g: u32,
+}
+
+impl FromStr for KimShape {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<KimShape, ParseError> {
+        let form = || ParseError::Form { text: s.into(), form: "p,a,h,g of four whole numbers (e.g. 4,8,4,33)" };
+        let v: Vec<u32> =
+            s.split(',').map(|x| x.trim().parse::<u32>()).collect::<Result<_, _>>().map_err(|_| form())?;
+        let &[p, a, h, g] = v.as_slice() else { return Err(form()) };
+        let shape = KimShape { p, a, h, g };
+        TopoSpec::from(shape).check()?;
+        Ok(shape)
+    }
+}
+
+impl From<KimShape> for TopoSpec {
+    fn from(k: KimShape) -> TopoSpec {
+        TopoSpec::Kim { p: k.p, a: k.a, h: k.h, g: k.g }
+    }
+}
+
 pub const ARIES_ROWS: u32 = 6; // chassis per group
 pub const ARIES_COLS: u32 = 16; // routers (blades) per chassis
 pub const ARIES_COL_LINKS: u32 = 3; // parallel black links per chassis pair
+pub const ARIES_NODES_PER_ROUTER: u32 = 4;
+pub const ARIES_MAX_GLOBAL_PER_ROUTER: u32 = 10;
 
 #[derive(Clone, Debug)]
 pub struct Topology {
@@ -81,18 +156,25 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// Builds the network; `spec` must pass [`TopoSpec::check`].
     pub fn new(spec: TopoSpec) -> Self {
+        if let Err(e) = spec.check() {
+            panic!("{}: {e}", spec.describe());
+        }
         match spec {
             TopoSpec::Kim { p, a, h, g } => Self::build(spec.clone(), false, p, a, h, g),
-            TopoSpec::Aries { groups, global_per_router } => {
-                assert!(global_per_router <= 10, "Aries has at most 10 global ports per router");
-                Self::build(spec.clone(), true, 4, ARIES_ROWS * ARIES_COLS, global_per_router, groups)
-            }
+            TopoSpec::Aries { groups, global_per_router } => Self::build(
+                spec.clone(),
+                true,
+                ARIES_NODES_PER_ROUTER,
+                ARIES_ROWS * ARIES_COLS,
+                global_per_router,
+                groups,
+            ),
         }
     }
 
     fn build(spec: TopoSpec, aries: bool, p: u32, a: u32, h: u32, g: u32) -> Self {
-        assert!(g >= 1 && a >= 1 && p >= 1);
         let n_local = if aries { (ARIES_COLS - 1) + (ARIES_ROWS - 1) * ARIES_COL_LINKS } else { a - 1 };
         let local0 = p;
         let global0 = p + n_local;
@@ -100,13 +182,12 @@ impl Topology {
         let n_routers = a * g;
         let mut class_of_port = vec![PortClass::Terminal; p as usize];
         if aries {
-            class_of_port.extend(std::iter::repeat(PortClass::Row).take((ARIES_COLS - 1) as usize));
-            class_of_port
-                .extend(std::iter::repeat(PortClass::Column).take(((ARIES_ROWS - 1) * ARIES_COL_LINKS) as usize));
+            class_of_port.extend(std::iter::repeat_n(PortClass::Row, (ARIES_COLS - 1) as usize));
+            class_of_port.extend(std::iter::repeat_n(PortClass::Column, ((ARIES_ROWS - 1) * ARIES_COL_LINKS) as usize));
         } else {
-            class_of_port.extend(std::iter::repeat(PortClass::Row).take(n_local as usize));
+            class_of_port.extend(std::iter::repeat_n(PortClass::Row, n_local as usize));
         }
-        class_of_port.extend(std::iter::repeat(PortClass::Global).take(h as usize));
+        class_of_port.extend(std::iter::repeat_n(PortClass::Global, h as usize));
         let np = (n_routers * radix) as usize;
         let mut peer = vec![NONE; np];
         let mut class = vec![PortClass::Terminal; np];
@@ -309,5 +390,39 @@ impl Topology {
             })
             .min()
             .unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kim_shapes_parse_and_are_checked() {
+        assert_eq!(" 4, 8,4,33".parse::<KimShape>(), Ok(KimShape { p: 4, a: 8, h: 4, g: 33 }));
+        assert_eq!(TopoSpec::from("4,8,4,33".parse::<KimShape>().unwrap()), TopoSpec::booksim_k4());
+        for bad in ["4,8,4", "4,8,4,33,1", "4,8,x,33", "", "4,8,-4,33"] {
+            assert!(matches!(bad.parse::<KimShape>(), Err(ParseError::Form { .. })), "{bad}");
+        }
+        let e = "4,8,1,40".parse::<KimShape>().unwrap_err();
+        assert_eq!(e, ParseError::Topology(TopologyError::TooManyGroups { groups: 40, channels: 8 }));
+        assert!(e.to_string().contains("at most 9 groups"), "{e}");
+        assert!(matches!("0,8,4,33".parse::<KimShape>(), Err(ParseError::Topology(TopologyError::OutOfRange { .. }))));
+        assert!(matches!(
+            "256,256,256,2000".parse::<KimShape>(),
+            Err(ParseError::Topology(TopologyError::TooLarge { .. }))
+        ));
+    }
+
+    #[test]
+    fn aries_shapes_are_checked() {
+        assert_eq!(TopoSpec::aries(16).check(), Ok(()));
+        let bad = TopoSpec::Aries { groups: 4, global_per_router: 11 };
+        assert!(bad.check().unwrap_err().to_string().contains("global ports per router = 11 is outside 1..=10"));
+        assert!(TopoSpec::aries(0).check().is_err());
+        assert_eq!(
+            TopoSpec::Aries { groups: 98, global_per_router: 1 }.check(),
+            Err(TopologyError::TooManyGroups { groups: 98, channels: 96 })
+        );
     }
 }

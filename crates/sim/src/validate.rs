@@ -3,13 +3,13 @@
 //! Markdown report and a pass/fail verdict for every gated check.
 
 use crate::config::{Mode, NetConfig};
-use crate::net::{Kind, Net};
+use crate::experiment::{run_experiment, Background, ExperimentResult, ExperimentSpec, PolicySpec};
+use crate::net::Net;
 use crate::parallel::run_all;
-use crate::stats::{summarize, Summary};
+use crate::summary::{fmt_ns, summarize, Summary};
 use crate::synthetic::{run_synthetic, Pattern, SynthParams, SynthResult};
 use crate::topology::TopoSpec;
 use crate::workload::{Placement, Workload};
-use crate::world::{run_experiment, Background, ExperimentResult, ExperimentSpec, PolicySpec};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -84,7 +84,7 @@ fn zero_load(cfg: &NetConfig, modes: &[Mode], pairs: u32, seed: u64) -> Vec<Zero
             if s == d {
                 continue;
             }
-            net.post(s, d, 0, Kind::Raw, mode, s, d, 0);
+            net.post_raw(s, d, mode);
             while net.step(u64::MAX).is_some() {}
             let (lat, h, path) = net.raw.last;
             let hops: Vec<usize> = (0..h as usize).map(|k| ((path >> (2 * k)) & 3) as usize).collect();
@@ -135,17 +135,6 @@ struct KimRun {
     pattern: Pattern,
     mode: Mode,
     load: f64,
-}
-
-/// Simulated time for tables: ns, µs (written us) or ms.
-pub fn fmt_ns(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.3} ms", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.2} us", x / 1e3)
-    } else {
-        format!("{:.0} ns", x)
-    }
 }
 
 fn summary_row(label: &str, s: &Summary) -> String {

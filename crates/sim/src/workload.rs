@@ -4,9 +4,12 @@
 //! by the rank's engine), then waits until every send has completed locally (all responses back)
 //! and every expected message has fully arrived; then it computes for `compute_ns` and moves on.
 
+use crate::error::{ParseError, SpecError};
 use crate::rng::Rng;
 use crate::topology::Topology;
+use aar_engine::ByteSize;
 use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Phase {
@@ -79,26 +82,20 @@ impl Workload {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Workload> {
-        let (name, arg) = match s.split_once(':') {
-            Some((a, b)) => (a, Some(b)),
-            None => (s, None),
-        };
-        let bytes = arg.map(parse_size).unwrap_or(Some(8))?;
-        Some(match name {
-            "pingpong" => Workload::PingPong { bytes },
-            "allreduce" => Workload::Allreduce { bytes },
-            "alltoall" => Workload::Alltoall { bytes },
-            "barrier" => Workload::Barrier,
-            "broadcast" | "bcast" => Workload::Broadcast { bytes },
-            "halo3d" => Workload::Halo3d { bytes, compute_ns: 1000.0 },
-            "sweep3d" => Workload::Sweep3d { bytes, compute_ns: 500.0 },
-            "rr-latency" => Workload::RandomRingLatency,
-            "rr-bandwidth" => {
-                Workload::RandomRingBandwidth { bytes: arg.and_then(parse_size).unwrap_or(131072), outstanding: 8 }
-            }
-            "incast" => Workload::Incast { bytes },
-            _ => return None,
+    /// The same workload with messages of `bytes`; an error for the ones without a size.
+    pub fn with_bytes(&self, bytes: u64) -> Result<Workload, ParseError> {
+        Ok(match self.clone() {
+            Workload::PingPong { .. } => Workload::PingPong { bytes },
+            Workload::Allreduce { .. } => Workload::Allreduce { bytes },
+            Workload::Alltoall { .. } => Workload::Alltoall { bytes },
+            Workload::Broadcast { .. } => Workload::Broadcast { bytes },
+            Workload::Halo3d { compute_ns, .. } => Workload::Halo3d { bytes, compute_ns },
+            Workload::Sweep3d { compute_ns, .. } => Workload::Sweep3d { bytes, compute_ns },
+            Workload::RandomRingBandwidth { outstanding, .. } => Workload::RandomRingBandwidth { bytes, outstanding },
+            Workload::Incast { .. } => Workload::Incast { bytes },
+            Workload::Bcast { .. } => Workload::Bcast { bytes },
+            Workload::Barrier => return Err(ParseError::NoSize { workload: "barrier" }),
+            Workload::RandomRingLatency => return Err(ParseError::NoSize { workload: "rr-latency" }),
         })
     }
 
@@ -262,29 +259,54 @@ impl Workload {
     }
 }
 
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mul) = if let Some(x) = s.strip_suffix("KiB").or(s.strip_suffix('K')).or(s.strip_suffix('k')) {
-        (x, 1024)
-    } else if let Some(x) = s.strip_suffix("MiB").or(s.strip_suffix('M')) {
-        (x, 1 << 20)
-    } else if let Some(x) = s.strip_suffix('B') {
-        (x, 1)
-    } else {
-        (s, 1)
-    };
-    num.trim().parse::<u64>().ok().map(|v| v * mul)
+/// Workload names as `aar sim --workload` takes them, with their size.
+const WORKLOADS: &str = "pingpong[:SIZE], allreduce[:SIZE], alltoall[:SIZE], barrier, broadcast[:SIZE], \
+halo3d[:SIZE], sweep3d[:SIZE], rr-latency, rr-bandwidth[:SIZE], incast[:SIZE] (SIZE e.g. 64, 4K, 4KiB, 1M)";
+
+impl FromStr for Workload {
+    type Err = ParseError;
+
+    /// `NAME[:SIZE]`; without a size, messages are 8 bytes (rr-bandwidth: 128 KiB, GPCNeT's).
+    fn from_str(s: &str) -> Result<Workload, ParseError> {
+        let (name, size) = match s.trim().split_once(':') {
+            Some((name, size)) => (name, Some(size)),
+            None => (s.trim(), None),
+        };
+        let sizeless = match name {
+            "barrier" => Some(("barrier", Workload::Barrier)),
+            "rr-latency" => Some(("rr-latency", Workload::RandomRingLatency)),
+            _ => None,
+        };
+        if let Some((workload, w)) = sizeless {
+            return if size.is_none() { Ok(w) } else { Err(ParseError::NoSize { workload }) };
+        }
+        let bytes = |default: u64| match size {
+            None => Ok(default),
+            Some(x) => x.parse::<ByteSize>().map(|b| b.0).map_err(ParseError::Size),
+        };
+        Ok(match name {
+            "pingpong" => Workload::PingPong { bytes: bytes(8)? },
+            "allreduce" => Workload::Allreduce { bytes: bytes(8)? },
+            "alltoall" => Workload::Alltoall { bytes: bytes(8)? },
+            "broadcast" | "bcast" => Workload::Broadcast { bytes: bytes(8)? },
+            "halo3d" => Workload::Halo3d { bytes: bytes(8)?, compute_ns: 1000.0 },
+            "sweep3d" => Workload::Sweep3d { bytes: bytes(8)?, compute_ns: 500.0 },
+            "rr-bandwidth" => Workload::RandomRingBandwidth { bytes: bytes(128 << 10)?, outstanding: 8 },
+            "incast" => Workload::Incast { bytes: bytes(8)? },
+            _ => return Err(ParseError::Unknown { what: "workload", text: s.into(), accepted: WORKLOADS }),
+        })
+    }
 }
 
 fn grid3(n: u32) -> (u32, u32, u32) {
     let mut best = (n, 1, 1);
     let mut score = u32::MAX;
     for x in 1..=n {
-        if n % x != 0 {
+        if !n.is_multiple_of(x) {
             continue;
         }
         for y in 1..=n / x {
-            if (n / x) % y != 0 {
+            if !(n / x).is_multiple_of(y) {
                 continue;
             }
             let z = n / x / y;
@@ -300,7 +322,7 @@ fn grid3(n: u32) -> (u32, u32, u32) {
 
 fn grid2(n: u32) -> (u32, u32) {
     let mut x = (n as f64).sqrt() as u32;
-    while x > 1 && n % x != 0 {
+    while x > 1 && !n.is_multiple_of(x) {
         x -= 1;
     }
     (x.max(1), n / x.max(1))
@@ -319,16 +341,27 @@ pub enum Placement {
     Scattered,
 }
 
-impl Placement {
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
+impl FromStr for Placement {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Placement, ParseError> {
+        Ok(match s.trim() {
             "same-blade" | "blade" => Placement::SameBlade,
             "same-group" | "group" => Placement::SameGroup,
             "across-groups" | "groups" => Placement::AcrossGroups,
             "scattered" => Placement::Scattered,
-            _ => return None,
+            _ => {
+                return Err(ParseError::Unknown {
+                    what: "placement",
+                    text: s.into(),
+                    accepted: "same-blade, same-group, across-groups, scattered",
+                })
+            }
         })
     }
+}
+
+impl Placement {
     pub fn name(self) -> &'static str {
         match self {
             Placement::SameBlade => "same-blade",
@@ -338,18 +371,36 @@ impl Placement {
         }
     }
 
-    /// Nodes for `n` ranks (one rank per node).
+    /// The most ranks (one per node) the placement has nodes for on `topo`: the nodes of one
+    /// router (same blade), one node per router of a group (same group), or every node.
+    pub fn capacity(self, topo: &Topology) -> u32 {
+        match self {
+            Placement::SameBlade => topo.p,
+            Placement::SameGroup => topo.routers_per_group,
+            Placement::AcrossGroups | Placement::Scattered => topo.n_nodes,
+        }
+    }
+
+    /// Whether `ranks` ranks fit on `topo` with this placement.
+    pub fn check(self, topo: &Topology, ranks: u32) -> Result<(), SpecError> {
+        let max = self.capacity(topo);
+        if ranks > max {
+            return Err(SpecError::PlacementFull { placement: self.name(), ranks, max });
+        }
+        Ok(())
+    }
+
+    /// Nodes for `n` ranks (one rank per node); `n` must pass [`Placement::check`].
     pub fn nodes(self, topo: &Topology, n: u32, rng: &mut Rng) -> Vec<u32> {
+        if let Err(e) = self.check(topo, n) {
+            panic!("{e}");
+        }
         let p = topo.p;
         let rpg = topo.routers_per_group;
         let npg = p * rpg;
         match self {
-            Placement::SameBlade => {
-                assert!(n <= p, "same-blade placement holds at most {p} ranks");
-                (0..n).collect()
-            }
+            Placement::SameBlade => (0..n).collect(),
             Placement::SameGroup => {
-                assert!(n <= rpg, "same-group placement: at most one rank per router");
                 // routers chosen so consecutive ranks differ in chassis and slot where possible
                 let step = if topo.aries { 16 * 3 + 7 } else { 1 };
                 let mut used = vec![false; rpg as usize];
@@ -375,6 +426,59 @@ impl Placement {
                 all.truncate(n as usize);
                 all
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::TopoSpec;
+
+    #[test]
+    fn workloads_parse_with_sizes_as_the_engine_reads_them() {
+        let parse = |s: &str| s.parse::<Workload>();
+        for size in ["4096", "4K", "4k", "4KB", "4KiB", "4 KiB"] {
+            assert_eq!(parse(&format!("alltoall:{size}")), Ok(Workload::Alltoall { bytes: 4096 }), "{size}");
+        }
+        assert_eq!(parse("pingpong:64k"), Ok(Workload::PingPong { bytes: 65536 }));
+        assert_eq!(parse("pingpong"), Ok(Workload::PingPong { bytes: 8 }));
+        assert_eq!(parse("bcast:1M"), Ok(Workload::Broadcast { bytes: 1 << 20 }));
+        assert_eq!(parse("rr-bandwidth"), Ok(Workload::RandomRingBandwidth { bytes: 128 << 10, outstanding: 8 }));
+        assert_eq!(parse("barrier"), Ok(Workload::Barrier));
+        assert_eq!(parse("halo3d:2K"), Ok(Workload::Halo3d { bytes: 2048, compute_ns: 1000.0 }));
+        for bad in ["pingpong:4X", "pingpong:", "pingpong:-1", "pingpong:99999999999999999999M", "pingpong:2000000G"] {
+            assert!(matches!(parse(bad), Err(ParseError::Size(_))), "{bad}: {:?}", parse(bad));
+        }
+        assert_eq!(parse("barrier:4K"), Err(ParseError::NoSize { workload: "barrier" }));
+        let e = parse("allgather:8").unwrap_err().to_string();
+        assert!(e.contains("\"allgather:8\"") && e.contains("rr-latency"), "{e}");
+    }
+
+    #[test]
+    fn sweeps_resize_the_workloads_that_have_a_size() {
+        let w = Workload::Sweep3d { bytes: 8, compute_ns: 500.0 };
+        assert_eq!(w.with_bytes(64), Ok(Workload::Sweep3d { bytes: 64, compute_ns: 500.0 }));
+        assert_eq!(Workload::RandomRingLatency.with_bytes(64), Err(ParseError::NoSize { workload: "rr-latency" }));
+    }
+
+    #[test]
+    fn placements_parse_and_know_their_capacity() {
+        assert_eq!("blade".parse::<Placement>(), Ok(Placement::SameBlade));
+        assert_eq!(" across-groups ".parse::<Placement>(), Ok(Placement::AcrossGroups));
+        let e = "diagonal".parse::<Placement>().unwrap_err().to_string();
+        assert!(e.contains("\"diagonal\"") && e.contains("same-blade, same-group, across-groups, scattered"), "{e}");
+        let aries = Topology::new(TopoSpec::aries(2));
+        let caps: Vec<u32> =
+            [Placement::SameBlade, Placement::SameGroup, Placement::AcrossGroups, Placement::Scattered]
+                .iter()
+                .map(|p| p.capacity(&aries))
+                .collect();
+        assert_eq!(caps, [4, 96, 768, 768]);
+        for p in [Placement::SameBlade, Placement::SameGroup, Placement::AcrossGroups, Placement::Scattered] {
+            let n = p.capacity(&aries);
+            assert_eq!(p.nodes(&aries, n, &mut Rng::new(1)).len(), n as usize, "{p:?} places its capacity");
+            assert!(p.check(&aries, n + 1).is_err());
         }
     }
 }

@@ -1,7 +1,8 @@
 //! NIC counters on hand-checkable cases.
 
+use aar_engine::Transfer;
 use aar_sim::config::{Mode, NetConfig};
-use aar_sim::net::{Kind, Net, Note};
+use aar_sim::net::{Net, Note};
 use aar_sim::validate::analytic_latency;
 
 fn drain(net: &mut Net) -> Vec<Note> {
@@ -16,7 +17,7 @@ fn drain(net: &mut Net) -> Vec<Note> {
 fn one_put_packet_same_router() {
     let cfg = NetConfig::aries(1);
     let mut net = Net::new(cfg.clone(), 1);
-    net.post(0, 1, 64, Kind::Put, Mode::Adaptive0, 0, 1, 0);
+    net.post(0, 1, 64, Transfer::Put, Mode::Adaptive0, 0, 1, 0);
     let notes = drain(&mut net);
     assert_eq!(notes.len(), 2);
     let c = net.counters(0);
@@ -35,7 +36,7 @@ fn one_put_packet_same_router() {
 #[test]
 fn get_requests_are_one_flit() {
     let mut net = Net::new(NetConfig::aries(1), 1);
-    net.post(0, 5, 1000, Kind::Get, Mode::Adaptive3, 0, 1, 0);
+    net.post(0, 5, 1000, Transfer::Get, Mode::Adaptive3, 0, 1, 0);
     drain(&mut net);
     let c = net.counters(0);
     assert_eq!(c.req_packets, 16); // ceil(1000 / 64)
@@ -43,9 +44,23 @@ fn get_requests_are_one_flit() {
     assert_eq!(c.rsp_packets, 16);
     // PUT of the same size: 15 full packets (5 flits) + one of 40 B (1 + 3 flits)
     let mut net = Net::new(NetConfig::aries(1), 1);
-    net.post(0, 5, 1000, Kind::Put, Mode::Adaptive3, 0, 1, 0);
+    net.post(0, 5, 1000, Transfer::Put, Mode::Adaptive3, 0, 1, 0);
     drain(&mut net);
     assert_eq!(net.counters(0).req_flits, 15 * 5 + 4);
+}
+
+#[test]
+fn request_flits_are_the_engine_model_s() {
+    for bytes in [0, 8, 64, 1000, 4097] {
+        for transfer in [Transfer::Put, Transfer::Get] {
+            let mut net = Net::new(NetConfig::aries(1), 1);
+            net.post(0, 5, bytes, transfer, Mode::Adaptive3, 0, 1, 0);
+            drain(&mut net);
+            let c = net.counters(0);
+            assert_eq!(c.req_flits, aar_engine::model::request_flits(bytes, transfer), "{bytes} B {transfer:?}");
+            assert_eq!(c.rsp_packets, aar_engine::model::packets(bytes));
+        }
+    }
 }
 
 #[test]
@@ -56,7 +71,7 @@ fn stall_is_counted_when_credits_block_a_ready_flit() {
     cfg.vc_buf[0] = 5;
     cfg.shared_buf[0] = 0;
     let mut net = Net::new(cfg.clone(), 1);
-    net.post(0, 1, 128, Kind::Put, Mode::Min, 0, 1, 0);
+    net.post(0, 1, 128, Transfer::Put, Mode::Min, 0, 1, 0);
     drain(&mut net);
     let c = net.counters(0);
     let stall = 2 * cfg.latency[0] + cfg.flit_time[0] + cfg.router_delay;
@@ -68,12 +83,12 @@ fn stall_is_counted_when_credits_block_a_ready_flit() {
 #[test]
 fn counters_are_shared_by_ranks_on_a_node_and_cumulative() {
     let mut net = Net::new(NetConfig::aries(1), 1);
-    net.post(0, 4, 64, Kind::Put, Mode::Min, 0, 9, 0);
-    net.post(0, 8, 64, Kind::Put, Mode::Min, 1, 9, 0); // another rank on node 0
+    net.post(0, 4, 64, Transfer::Put, Mode::Min, 0, 9, 0);
+    net.post(0, 8, 64, Transfer::Put, Mode::Min, 1, 9, 0); // another rank on node 0
     drain(&mut net);
     let a = net.counters(0);
     assert_eq!((a.req_flits, a.rsp_packets), (10, 2));
-    net.post(0, 4, 64, Kind::Put, Mode::Min, 0, 9, 0);
+    net.post(0, 4, 64, Transfer::Put, Mode::Min, 0, 9, 0);
     drain(&mut net);
     let b = net.counters(0);
     assert_eq!((b.req_flits, b.rsp_packets), (15, 3));
@@ -85,7 +100,7 @@ fn outstanding_packets_are_capped() {
     let mut cfg = NetConfig::aries(1);
     cfg.max_outstanding = 4;
     let mut net = Net::new(cfg, 1);
-    net.post(0, 300, 64 * 64, Kind::Put, Mode::Min, 0, 1, 0);
+    net.post(0, 300, 64 * 64, Transfer::Put, Mode::Min, 0, 1, 0);
     let mut max = 0;
     while net.step(u64::MAX).is_some() {
         net.notes.clear();

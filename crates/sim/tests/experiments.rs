@@ -3,9 +3,9 @@
 //! iteration rows add up.
 
 use aar_sim::config::{Mode, NetConfig};
+use aar_sim::experiment::{arm_schedule, run_experiment, AbOrder, Background, ExperimentSpec, PolicySpec};
 use aar_sim::topology::TopoSpec;
 use aar_sim::workload::{Placement, Workload};
-use aar_sim::world::{arm_schedule, run_experiment, AbOrder, Background, ExperimentSpec, PolicySpec};
 
 fn small_net() -> NetConfig {
     let mut c = NetConfig::aries(3);
@@ -95,7 +95,7 @@ fn small_messages_are_faster_with_high_bias_between_groups() {
     s.background = Background::Uniform { load: 0.3, bytes: 4096 };
     s.background_nodes = 16;
     let r = run_experiment(&s, "a2a");
-    let med = |arm: &str| aar_sim::stats::summarize(&r.times(arm)).median;
+    let med = |arm: &str| aar_sim::summary::summarize(&r.times(arm)).median;
     assert!(med("ADAPTIVE3") < med("ADAPTIVE0"), "{} vs {}", med("ADAPTIVE3"), med("ADAPTIVE0"));
 }
 

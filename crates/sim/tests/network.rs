@@ -1,7 +1,8 @@
 //! Topology, routing, credit and determinism tests of the network core.
 
+use aar_engine::Transfer;
 use aar_sim::config::{Mode, NetConfig};
-use aar_sim::net::{Kind, Net};
+use aar_sim::net::Net;
 use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::topology::{PortClass, TopoSpec, Topology, NONE};
 
@@ -140,14 +141,14 @@ fn minimal_path_lengths() {
 
 /// Send every (src, dst) pair of a sample one message and check all arrive, with the hop counts
 /// each algorithm allows, and that credits are fully restored afterwards.
-fn deliver_all(cfg: NetConfig, mode: Mode, kind: Kind) {
+fn deliver_all(cfg: NetConfig, mode: Mode, transfer: Transfer) {
     let mut net = Net::new(cfg, 3);
     let n = net.topo.n_nodes;
     let mut posted = 0;
     for s in (0..n).step_by(5) {
         for d in (0..n).step_by(7) {
             if s != d {
-                net.post(s, d, 200, kind, mode, s, d, 0);
+                net.post(s, d, 200, transfer, mode, s, d, 0);
                 posted += 1;
             }
         }
@@ -163,7 +164,7 @@ fn deliver_all(cfg: NetConfig, mode: Mode, kind: Kind) {
         }
     }
     assert_eq!(completed, posted, "{mode:?}");
-    if kind == Kind::Put {
+    if transfer == Transfer::Put {
         assert_eq!(arrived, posted);
     }
     assert_eq!(net.check_credits_drained(), 0, "credits restored ({mode:?})");
@@ -173,10 +174,10 @@ fn deliver_all(cfg: NetConfig, mode: Mode, kind: Kind) {
 #[test]
 fn every_algorithm_delivers_every_packet() {
     for mode in Mode::ALL {
-        deliver_all(small_kim(), mode, Kind::Put);
-        deliver_all(NetConfig::aries(3), mode, Kind::Put);
+        deliver_all(small_kim(), mode, Transfer::Put);
+        deliver_all(NetConfig::aries(3), mode, Transfer::Put);
     }
-    deliver_all(NetConfig::aries(2), Mode::Adaptive1, Kind::Get);
+    deliver_all(NetConfig::aries(2), Mode::Adaptive1, Transfer::Get);
 }
 
 #[test]
@@ -195,7 +196,7 @@ fn no_deadlock_under_saturation() {
     let n = net.topo.n_nodes;
     for s in 0..n {
         let d = (s + n / 3 + 1) % n;
-        net.post(s, d, 64 * 40, Kind::Put, Mode::Adaptive0, s, d, 0);
+        net.post(s, d, 64 * 40, Transfer::Put, Mode::Adaptive0, s, d, 0);
     }
     while net.step(u64::MAX).is_some() {
         net.notes.clear();
@@ -212,7 +213,7 @@ fn credit_conservation_during_run() {
     for s in 0..n {
         for k in 1..4 {
             let d = (s + k * 13) % n;
-            net.post(s, d, 64 * 8, Kind::Put, Mode::Adaptive0, s, d, 0);
+            net.post(s, d, 64 * 8, Transfer::Put, Mode::Adaptive0, s, d, 0);
         }
     }
     let mut steps = 0;

@@ -4,8 +4,8 @@
 
 use std::str::FromStr;
 
-use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
+use aar_sim::config::Mode;
 
 use super::{NicEffect, NicModel, NicTransfer};
 
@@ -161,28 +161,18 @@ fn valid_value(v: f64) -> bool {
 }
 
 /// How a routing mode behaves in the profile model: its bias weight towards minimal paths
-/// (0 = ADAPTIVE0 … 1 = ADAPTIVE3) and a latency multiplier. Only the routing byte counts; flags
-/// such as ORDERED_TAIL do not change paths.
+/// (0 = ADAPTIVE0 … 1 = ADAPTIVE3) and a latency multiplier. The routing is the simulator's
+/// reading of `dlvr_mode` (`Mode::from_dlvr_mode`), so the two timing models agree on what every
+/// value asks for.
 pub fn mode_behaviour(dlvr_mode: u16) -> (f64, f64) {
-    const MINIMAL_BITS: u16 = GNI_DLVMODE_ADAPTIVE3
-        | GNI_DLVMODE_MIN_HASH
-        | GNI_DLVMODE_NO_ADAPT
-        | GNI_DLVMODE_NO_HASH
-        | GNI_DLVMODE_NO_RADAPT;
-    match dlvr_mode & GNI_DLVMODE_ROUTING_MASK {
-        GNI_DLVMODE_ADAPTIVE0 => (0.0, 1.0),
-        GNI_DLVMODE_ADAPTIVE1 => (1.0 / 3.0, 1.0),
-        GNI_DLVMODE_ADAPTIVE2 => (2.0 / 3.0, 1.0),
-        GNI_DLVMODE_ADAPTIVE3 => (1.0, 1.0),
-        // Minimal paths only.
-        GNI_DLVMODE_MIN_HASH | GNI_DLVMODE_IN_ORDER => (1.0, 1.0),
+    match Mode::from_dlvr_mode(dlvr_mode) {
+        Mode::Adaptive0 | Mode::Ugal => (0.0, 1.0),
+        Mode::Adaptive1 => (1.0 / 3.0, 1.0),
+        Mode::Adaptive2 => (2.0 / 3.0, 1.0),
+        // Minimal paths only, or the strongest bias towards them.
+        Mode::Adaptive3 | Mode::Min | Mode::InOrder => (1.0, 1.0),
         // Always non-minimal: twice the hops.
-        GNI_DLVMODE_NMIN_HASH => (0.0, 2.0),
-        // Combinations no real caller sends: the strongest minimal bias present wins.
-        other if other & MINIMAL_BITS != 0 => (1.0, 1.0),
-        other if other & GNI_DLVMODE_ADAPTIVE2 != 0 => (2.0 / 3.0, 1.0),
-        other if other & GNI_DLVMODE_ADAPTIVE1 != 0 => (1.0 / 3.0, 1.0),
-        _ => (0.0, 2.0),
+        Mode::Val => (0.0, 2.0),
     }
 }
 
@@ -219,6 +209,7 @@ impl NicModel for DefaultModel {
 
 #[cfg(test)]
 mod tests {
+    use aar_abi::*;
     use aar_engine::model::Transfer;
 
     use super::*;
@@ -264,7 +255,8 @@ mod tests {
     fn odd_combinations_take_the_strongest_minimal_bias() {
         assert_eq!(mode_behaviour(GNI_DLVMODE_ADAPTIVE1 | GNI_DLVMODE_ADAPTIVE2), (2.0 / 3.0, 1.0));
         assert_eq!(mode_behaviour(GNI_DLVMODE_ADAPTIVE1 | GNI_DLVMODE_NMIN_HASH), (1.0 / 3.0, 1.0));
-        assert_eq!(mode_behaviour(GNI_DLVMODE_NO_HASH), (1.0, 1.0));
+        assert_eq!(mode_behaviour(GNI_DLVMODE_NO_RADAPT), (1.0, 1.0));
+        assert_eq!(mode_behaviour(GNI_DLVMODE_NO_HASH), (0.0, 1.0), "no hashing, still adaptive");
         assert_eq!(mode_behaviour(GNI_DLVMODE_ADAPTIVE2 | GNI_DLVMODE_MIN_HASH), (1.0, 1.0));
     }
 

@@ -40,13 +40,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::str::FromStr;
 
-use aar_engine::model::Transfer;
 use aar_engine::Switch;
 use aar_sim::config::{Mode, NetConfig};
-use aar_sim::net::Kind;
+use aar_sim::error::{ParseError, SpecError};
+use aar_sim::experiment::{Background, ExperimentSpec};
+use aar_sim::simulation::Simulation;
 use aar_sim::topology::{TopoSpec, Topology};
 use aar_sim::workload::{Placement, Workload};
-use aar_sim::world::{Background, ExperimentSpec, World};
 
 use super::profile::{DefaultModel, NetworkProfile};
 use super::{NicEffect, NicModel, NicTransfer};
@@ -96,15 +96,17 @@ pub enum SimSpecError {
     OutOfRange { key: String, value: String, lo: u64, hi: u64 },
     #[error("seed=\"{0}\" is not a whole number")]
     Seed(String),
-    #[error("placement=\"{0}\" is not one of same-blade, same-group, across-groups, scattered")]
-    Placement(String),
-    /// The simulator's own message, which names the value.
-    #[error("background={0}")]
-    Background(String),
+    /// The simulator's own message, which names the value and what is accepted.
+    #[error("placement: {0}")]
+    Placement(ParseError),
+    /// The simulator's own message, which names the value and what is accepted.
+    #[error("background: {0}")]
+    Background(ParseError),
     #[error("background-global=\"{0}\" is not 1/0, true/false, yes/no, on/off")]
     BackgroundGlobal(String),
-    #[error("nodes={nodes} but placement {placement} holds at most {max} nodes on {groups} group(s)")]
-    TooManyNodes { nodes: u32, placement: &'static str, max: u32, groups: u32 },
+    /// The simulator's capacity check, which names the placement and its capacity.
+    #[error("nodes={nodes} on {groups} group(s): {source}")]
+    TooManyNodes { nodes: u32, groups: u32, source: SpecError },
 }
 
 impl SimSpec {
@@ -118,16 +120,6 @@ impl SimSpec {
         "background-global",
         "seed",
     ];
-
-    /// The most nodes the placement holds on this network.
-    fn capacity(&self) -> u32 {
-        let topo = Topology::new(self.topo());
-        match self.placement {
-            Placement::SameBlade => topo.p,
-            Placement::SameGroup => topo.routers_per_group,
-            Placement::AcrossGroups | Placement::Scattered => topo.n_nodes,
-        }
-    }
 
     fn topo(&self) -> TopoSpec {
         TopoSpec::Aries { groups: self.groups, global_per_router: self.global_per_router }
@@ -173,11 +165,9 @@ impl FromStr for SimSpec {
             match key.as_str() {
                 "groups" => s.groups = number(1, 16)? as u32,
                 "global-per-router" => s.global_per_router = number(1, 10)? as u32,
-                "placement" => {
-                    s.placement = Placement::parse(value).ok_or_else(|| SimSpecError::Placement(value.to_string()))?
-                }
+                "placement" => s.placement = value.parse().map_err(SimSpecError::Placement)?,
                 "nodes" => s.nodes = number(1, 1 << 16)? as u32,
-                "background" => s.background = Background::parse(value).map_err(SimSpecError::Background)?,
+                "background" => s.background = value.parse().map_err(SimSpecError::Background)?,
                 "background-nodes" => s.background_nodes = number(0, 1 << 20)? as u32,
                 "background-global" => {
                     s.background_global =
@@ -187,15 +177,12 @@ impl FromStr for SimSpec {
                 _ => return Err(SimSpecError::UnknownKey(key)),
             }
         }
-        let max = s.capacity();
-        if s.nodes > max {
-            return Err(SimSpecError::TooManyNodes {
-                nodes: s.nodes,
-                placement: s.placement.name(),
-                max,
-                groups: s.groups,
-            });
-        }
+        let topo = Topology::new(s.topo());
+        s.placement.check(&topo, s.nodes).map_err(|source| SimSpecError::TooManyNodes {
+            nodes: s.nodes,
+            groups: s.groups,
+            source,
+        })?;
         Ok(s)
     }
 }
@@ -220,7 +207,7 @@ enum SimRunError {
 
 /// The model: the simulated network and what the process has published of its counters.
 pub struct SimModel {
-    world: World,
+    world: Simulation,
     /// Simulated node of each placement slot (NIC address a → slot (a - 0x100) mod len).
     nodes: Vec<u32>,
     /// The same nodes without repeats, whose counters are summed.
@@ -244,7 +231,7 @@ impl SimModel {
 
     pub fn new(s: &SimSpec, profile: NetworkProfile) -> SimModel {
         let e = s.experiment();
-        let (mut world, nodes) = World::build_external(&e);
+        let (mut world, nodes) = Simulation::build_external(&e);
         world.run_until(e.net.ns_to_ticks(e.background_lead_ns));
         let mut counted = nodes.clone();
         counted.sort_unstable();
@@ -286,11 +273,7 @@ impl SimModel {
 
     fn simulate(&mut self, t: &NicTransfer) -> Result<NicEffect, SimRunError> {
         let (src, dst) = (self.node_of(t.src_nic), self.node_of(t.dst_nic));
-        let kind = match t.transfer {
-            Transfer::Put => Kind::Put,
-            Transfer::Get => Kind::Get,
-        };
-        let id = self.world.post_external(src, dst, t.bytes, kind, Mode::from_dlvr_mode(t.dlvr_mode));
+        let id = self.world.post_external(src, dst, t.bytes, t.transfer, Mode::from_dlvr_mode(t.dlvr_mode));
         let limit = self.world.net.now.saturating_add(self.max_transfer_ticks);
         if !self.world.run_until_completed(id, limit) {
             return Err(SimRunError::Stuck { bytes: t.bytes });
@@ -371,8 +354,8 @@ mod tests {
         for (spec, needle) in [
             ("groups=0", "groups=\"0\""),
             ("groups=two", "groups=\"two\""),
-            ("placement=diagonal", "placement=\"diagonal\""),
-            ("background=uniform", "background=uniform"),
+            ("placement=diagonal", "placement: unknown placement \"diagonal\""),
+            ("background=uniform", "background: \"uniform\""),
             ("background=uniform:2", "LOAD in [0, 1]"),
             ("background=storm:0.1", "unknown kind"),
             ("colour=red", "unknown key \"colour\""),
@@ -385,25 +368,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn routing_modes_map_to_the_simulator() {
-        use aar_abi::*;
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE0), Mode::Adaptive0);
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE1), Mode::Adaptive1);
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE2), Mode::Adaptive2);
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE3), Mode::Adaptive3);
-        let tail = GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_ORDERED_TAIL;
-        assert_eq!(Mode::from_dlvr_mode(tail), Mode::Adaptive3, "ORDERED_TAIL is a flag");
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_MIN_HASH), Mode::Min);
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NMIN_HASH), Mode::Val);
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_IN_ORDER), Mode::InOrder);
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NO_ADAPT), Mode::Min);
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_ADAPTIVE3 | GNI_DLVMODE_MIN_HASH), Mode::Min);
-        assert_eq!(Mode::from_dlvr_mode(GNI_DLVMODE_NO_HASH), Mode::Adaptive0);
-    }
-
     fn put(bytes: u64, mode: u16, src: u32, dst: u32) -> NicTransfer {
-        NicTransfer { transfer: Transfer::Put, bytes, dlvr_mode: mode, src_nic: src, dst_nic: dst }
+        NicTransfer { transfer: aar_engine::Transfer::Put, bytes, dlvr_mode: mode, src_nic: src, dst_nic: dst }
     }
 
     #[test]

@@ -72,6 +72,17 @@ pub fn summarize(v: &[f64]) -> Summary {
     }
 }
 
+/// Simulated time for tables: ns, µs (written us) or ms.
+pub fn fmt_ns(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.3} ms", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.2} us", x / 1e3)
+    } else {
+        format!("{:.0} ns", x)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,224 @@
+//! `aar sim ...`: experiments on the simulated Dragonfly network. [`options`] turns the options
+//! into the simulator's experiment; [`output`] writes records and prints tables.
+
+mod options;
+mod output;
+
+use aar_sim::config::Mode;
+use aar_sim::experiment::{run_experiment, Load};
+use aar_sim::parallel::run_all;
+use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
+use aar_sim::ByteSize;
+use clap::{Args, Subcommand};
+use options::{ExpOpts, NetOpts};
+use output::{summary_cells, write_atomic, write_records};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct SimArgs {
+    /// boxed: the experiment options are large, and `aar`'s command enum holds this inline
+    #[command(subcommand)]
+    cmd: Box<SimCmd>,
+}
+
+#[derive(Subcommand)]
+enum SimCmd {
+    /// Performance benchmark: BookSim2 k=4 dragonflynew workload and Aries group scaling
+    Bench {
+        /// a tenth of the work (CI)
+        #[arg(long)]
+        quick: bool,
+        /// also write the results as JSON
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Regenerate the validation report; exits 1 if a gated check leaves its tolerance
+    Validate {
+        /// smaller experiments (CI)
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value = "docs/sim/VALIDATION.md")]
+        out: PathBuf,
+    },
+    /// One experiment; per-rank records go to --out
+    Run {
+        #[command(flatten)]
+        exp: ExpOpts,
+        /// directory for per-rank records: aar.EXPERIMENT.RANK.0.iterations.jsonl (aar-iterations/1,
+        /// read by aar report) and aar.EXPERIMENT.RANK.0.sim-rank.json (placement, counter totals)
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Repeat an experiment over seeds and message sizes in parallel; prints per-policy statistics
+    Sweep {
+        #[command(flatten)]
+        exp: ExpOpts,
+        /// seeds 1..=N
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+        seeds: u64,
+        /// message sizes replacing the workload's (e.g. 8,64K,4MiB)
+        #[arg(long, value_delimiter = ',')]
+        sizes: Vec<ByteSize>,
+        /// directory for per-rank records of every experiment, as with `run` (the experiment id
+        /// names workload, size, placement, ranks, background and seed)
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Open-loop synthetic traffic: accepted throughput and latency versus offered load
+    Synth {
+        #[command(flatten)]
+        net: NetOpts,
+        /// ur (uniform random) or wc (worst case: group i to group i+1)
+        #[arg(long, default_value = "ur")]
+        pattern: Pattern,
+        /// routing modes: MIN_HASH, IN_ORDER, NMIN_HASH, ADAPTIVE0..3, UGAL
+        #[arg(long, default_value = "MIN_HASH", value_delimiter = ',')]
+        mode: Vec<Mode>,
+        /// offered loads in [0, 1], flits per NIC cycle per node (1 = the injection bandwidth)
+        #[arg(long, default_value = "0.1,0.3,0.5,0.7,0.9", value_delimiter = ',')]
+        loads: Vec<Load>,
+        /// NIC cycles before measuring
+        #[arg(long, default_value_t = 2000)]
+        warmup: u64,
+        /// NIC cycles measured
+        #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+        measure: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+pub fn run(a: SimArgs) -> i32 {
+    match exec(a) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("aar: {e}");
+            2
+        }
+    }
+}
+
+fn exec(a: SimArgs) -> Result<i32, String> {
+    match *a.cmd {
+        SimCmd::Bench { quick, json } => {
+            let r = aar_sim::bench::run_bench(quick);
+            println!("{}", aar_sim::bench::render(&r));
+            if let Some(p) = json {
+                write_atomic(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
+            }
+            Ok(0)
+        }
+        SimCmd::Validate { quick, out } => {
+            let rep = aar_sim::validate::validate(quick);
+            write_atomic(&out, &rep.markdown)?;
+            for c in &rep.checks {
+                let verdict = if c.pass { "pass" } else { "FAIL" };
+                println!("{verdict} {}: {} (tolerance {})", c.name, c.value, c.tolerance);
+            }
+            println!("report written to {}", out.display());
+            Ok(if rep.passed() { 0 } else { 1 })
+        }
+        SimCmd::Run { exp, out } => {
+            let spec = exp.spec()?;
+            let r = run_experiment(&spec, &spec.workload.name());
+            println!(
+                "{} on {} ({} ranks, {}), {} packets, {:.1} ms simulated in {:.2} s",
+                spec.workload.name(),
+                spec.net.topo.describe(),
+                spec.ranks,
+                spec.placement.name(),
+                r.packets,
+                r.sim_time_ns / 1e6,
+                r.wall_s
+            );
+            println!("| policy | iterations | median | 95% CI of median | QCD |\n|---|---:|---:|---|---:|");
+            for arm in distinct(spec.arms.iter().map(|a| a.name())) {
+                println!("| {arm} | {} |", summary_cells(&r.times(&arm)));
+            }
+            let per: Vec<String> = r.nonmin_by_mode.iter().map(|(m, f)| format!("{m} {f:.3}")).collect();
+            println!(
+                "non-minimal fraction of the job's request packets: {:.3} ({})",
+                r.nonmin_fraction,
+                per.join(", ")
+            );
+            if let Some(dir) = out {
+                write_records(&dir, &r)?;
+                let experiment = r.records.first().map_or("", |rec| rec.experiment.as_str());
+                println!("{} rank records of {experiment} written to {}", r.records.len(), dir.display());
+            }
+            Ok(0)
+        }
+        SimCmd::Sweep { exp, seeds, sizes, out } => {
+            let base = exp.spec()?;
+            let workloads = if sizes.is_empty() {
+                vec![base.workload.clone()]
+            } else {
+                sizes
+                    .iter()
+                    .map(|b| base.workload.with_bytes(b.0).map_err(|e| format!("--sizes {b}: {e}")))
+                    .collect::<Result<_, _>>()?
+            };
+            let mut specs = Vec::new();
+            for w in &workloads {
+                for seed in 1..=seeds {
+                    let mut s = base.clone();
+                    s.seed = seed;
+                    s.workload = w.clone();
+                    specs.push(s);
+                }
+            }
+            let results = run_all(&specs, "sweep", |s| run_experiment(s, &s.workload.name()));
+            println!("| workload | policy | samples | median | 95% CI of median | QCD |\n|---|---|---:|---:|---|---:|");
+            let mut labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
+            labels.dedup();
+            for l in &labels {
+                for arm in distinct(base.arms.iter().map(|a| a.name())) {
+                    let v: Vec<f64> = results.iter().filter(|r| &r.label == l).flat_map(|r| r.times(&arm)).collect();
+                    println!("| {l} | {arm} | {} |", summary_cells(&v));
+                }
+            }
+            if let Some(dir) = out {
+                for r in &results {
+                    write_records(&dir, r)?;
+                }
+                let n: usize = results.iter().map(|r| r.records.len()).sum();
+                println!("{n} rank records of {} experiments written to {}", results.len(), dir.display());
+            }
+            Ok(0)
+        }
+        SimCmd::Synth { net, pattern, mode, loads, warmup, measure, seed } => {
+            let cfg = net.config()?;
+            let mut runs = Vec::new();
+            for &m in &mode {
+                for l in &loads {
+                    runs.push(SynthParams { load: l.0, pattern, mode: m, warmup, measure, seed });
+                }
+            }
+            let res = run_all(&runs, "synth", |p| run_synthetic(&cfg, p));
+            println!("{} {}\n| mode | offered | accepted | mean latency (NIC cycles) | avg hops | non-minimal |\n|---|---:|---:|---:|---:|---:|", cfg.topo.describe(), pattern.name());
+            for (p, r) in runs.iter().zip(&res) {
+                println!(
+                    "| {} | {:.3} | {:.4} | {:.1} | {:.2} | {:.3} |",
+                    p.mode.name(),
+                    p.load,
+                    r.accepted,
+                    r.avg_latency,
+                    r.avg_hops,
+                    r.nonmin_fraction
+                );
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// The names in order of first appearance (an arm given twice is one row).
+fn distinct(names: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = Vec::new();
+    for n in names {
+        if !seen.contains(&n) {
+            seen.push(n);
+        }
+    }
+    seen
+}

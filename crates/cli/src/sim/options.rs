@@ -1,0 +1,107 @@
+//! The options that describe a network and an experiment. Every value is parsed by the `FromStr`
+//! of the simulator's type that owns it (clap's `value_parser`), the parser the emulator's
+//! `AAR_EMU_SIM` and the tests use too; what only the whole experiment can tell (ranks that do
+//! not fit the placement, too many policies) is checked by `ExperimentSpec::check`, and the
+//! message names the option.
+
+use aar_sim::config::NetConfig;
+use aar_sim::error::SpecError;
+use aar_sim::experiment::{AbOrder, Background, ExperimentSpec, PolicySpec};
+use aar_sim::topology::{KimShape, TopoSpec, ARIES_MAX_GLOBAL_PER_ROUTER};
+use aar_sim::workload::{Placement, Workload};
+use clap::Args;
+
+#[derive(Args, Clone)]
+pub struct NetOpts {
+    /// Aries-like groups (ignored with --kim)
+    #[arg(long, default_value_t = 4)]
+    groups: u32,
+    /// global ports per Aries router
+    #[arg(long, default_value_t = ARIES_MAX_GLOBAL_PER_ROUTER)]
+    global_per_router: u32,
+    /// Kim et al. dragonfly instead: p,a,h,g (e.g. 4,8,4,33 = BookSim2 k=4)
+    #[arg(long)]
+    kim: Option<KimShape>,
+}
+
+impl NetOpts {
+    pub fn config(&self) -> Result<NetConfig, String> {
+        if let Some(k) = self.kim {
+            return Ok(NetConfig::kim(k.into()));
+        }
+        let topo = TopoSpec::Aries { groups: self.groups, global_per_router: self.global_per_router };
+        topo.check()
+            .map_err(|e| format!("--groups {} --global-per-router {}: {e}", self.groups, self.global_per_router))?;
+        let mut c = NetConfig::aries(self.groups);
+        c.topo = topo;
+        Ok(c)
+    }
+}
+
+#[derive(Args, Clone)]
+pub struct ExpOpts {
+    #[command(flatten)]
+    net: NetOpts,
+    // The help texts with brackets are attributes: in a doc comment rustdoc reads them as links.
+    #[arg(
+        long,
+        default_value = "pingpong:4M",
+        help = "pingpong:SIZE, allreduce:SIZE, alltoall:SIZE, barrier, \
+        broadcast:SIZE, halo3d:SIZE, sweep3d:SIZE, rr-latency, rr-bandwidth[:SIZE], incast:SIZE (SIZE e.g. 64, 4K, 4KiB, 1M)"
+    )]
+    workload: Workload,
+    #[arg(long, default_value_t = 2)]
+    ranks: u32,
+    /// same-blade, same-group, across-groups, scattered
+    #[arg(long, default_value = "same-group")]
+    placement: Placement,
+    /// policies alternated across iterations (A/B): auto, off, ADAPTIVE0..3, MIN_HASH, NMIN_HASH, IN_ORDER
+    #[arg(long, default_value = "auto", value_delimiter = ',')]
+    policy: Vec<PolicySpec>,
+    #[arg(
+        long,
+        default_value = "round-robin",
+        help = "which policy runs in which iteration: round-robin, or \
+        shuffled[:SEED] (randomized blocks, each holding every policy once), the A/B schedule of libaar.so (AAR_AB_ORDER)"
+    )]
+    order: AbOrder,
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    iterations: u32,
+    #[arg(long, default_value_t = 0)]
+    warmup_iterations: u32,
+    #[arg(
+        long,
+        default_value = "none",
+        help = "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE], congestors[:SIZE] \
+        (LOAD in [0, 1], the fraction of a NIC's injection bandwidth; SIZE default 4K)"
+    )]
+    background: Background,
+    /// nodes that generate background traffic
+    #[arg(long, default_value_t = 32)]
+    background_nodes: u32,
+    /// background anywhere in the machine instead of only in the measured job's groups
+    #[arg(long)]
+    background_global: bool,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl ExpOpts {
+    pub fn spec(&self) -> Result<ExperimentSpec, String> {
+        let mut s = ExperimentSpec::new(self.net.config()?, self.workload.clone(), self.ranks, self.placement);
+        s.arms = self.policy.clone();
+        s.order = self.order;
+        s.iterations = self.iterations;
+        s.warmup_iterations = self.warmup_iterations;
+        s.background = self.background.clone();
+        s.background_nodes = self.background_nodes;
+        s.background_local = !self.background_global;
+        s.seed = self.seed;
+        s.check().map_err(|e| match e {
+            SpecError::PlacementFull { .. } | SpecError::TooFewRanks(_) => format!("--ranks {}: {e}", self.ranks),
+            SpecError::Arms { .. } => format!("--policy: {e}"),
+            SpecError::Topology(_) => e.to_string(),
+        })?;
+        Ok(s)
+    }
+}

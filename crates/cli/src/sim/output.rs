@@ -1,0 +1,45 @@
+//! What `aar sim` writes: per-rank records, reports and benchmark results, each to a temporary
+//! file in its folder that is renamed when complete, and the tables it prints.
+
+use aar_sim::experiment::ExperimentResult;
+use aar_sim::summary::{fmt_ns, summarize};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// Writes `path` whole or not at all: the text goes to `NAME.XXXXXX.partial` beside it, which is
+/// renamed to `path` once written (readable by others as `std::fs::write` would make it).
+pub fn write_atomic(path: &Path, text: impl AsRef<[u8]>) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut prefix = path.file_name().unwrap_or_default().to_owned();
+    prefix.push(".");
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".partial")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| format!("cannot create a file in {}: {e}", dir.display()))?;
+    tmp.write_all(text.as_ref()).map_err(|e| format!("cannot write {}: {e}", tmp.path().display()))?;
+    tmp.persist(path).map_err(|e| format!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+/// Per rank: the iteration record (aar-iterations/1) and the simulator's summary.
+pub fn write_records(dir: &Path, r: &ExperimentResult) -> Result<(), String> {
+    let command_line: Vec<String> = std::env::args().collect();
+    for rec in &r.records {
+        write_atomic(&dir.join(rec.iterations_file_name()), rec.iterations_jsonl(&command_line))?;
+        write_atomic(&dir.join(rec.summary_file_name()), rec.summary_json())?;
+    }
+    Ok(())
+}
+
+/// The cells of a row of iteration times: samples, median, 95% CI of the median, QCD.
+pub fn summary_cells(times: &[f64]) -> String {
+    let s = summarize(times);
+    format!("{} | {} | [{}, {}] | {:.4}", s.n, fmt_ns(s.median), fmt_ns(s.ci_lo), fmt_ns(s.ci_hi), s.qcd)
+}

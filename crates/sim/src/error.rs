@@ -1,0 +1,65 @@
+//! What can be wrong with what a user gives the simulator: the text of an input (a command-line
+//! option of `aar sim`, a key of the emulator's `AAR_EMU_SIM`) or an experiment that cannot run
+//! as described. The messages say what was given and what is accepted; the caller adds which
+//! option or key it was.
+
+/// A text that is not a valid simulator input (returned by the `FromStr` of the input's type).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    /// A name that is none of the accepted ones.
+    #[error("unknown {what} \"{text}\": use {accepted}")]
+    Unknown { what: &'static str, text: String, accepted: &'static str },
+    /// A size in bytes that does not parse; the engine's `ByteSize` says why.
+    #[error("bad size: {0}")]
+    Size(String),
+    /// A size of 0 where something must be sent.
+    #[error("{what} of 0 bytes sends nothing: use a size above 0 (e.g. 4K)")]
+    ZeroSize { what: &'static str },
+    /// A load that is not a fraction of the injection bandwidth.
+    #[error("\"{0}\" is not a load: LOAD in [0, 1] is the fraction of a NIC's injection bandwidth (e.g. 0.3)")]
+    Load(String),
+    /// A form with a missing or an extra field.
+    #[error("\"{text}\" does not have the form {form}")]
+    Form { text: String, form: &'static str },
+    /// A size given to a workload that has none.
+    #[error("{workload} takes no size: write {workload} alone")]
+    NoSize { workload: &'static str },
+    /// A topology that cannot be built.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}
+
+/// A Dragonfly whose shape the simulator cannot build.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TopologyError {
+    /// One dimension outside its range.
+    #[error("{name} = {value} is outside {min}..={max}")]
+    OutOfRange { name: &'static str, value: u64, min: u64, max: u64 },
+    /// More groups than the global links can join pairwise.
+    #[error(
+        "{groups} groups cannot all be linked: a group has {channels} global links and needs one to each other \
+         group (at most {} groups; add global links per router or routers per group)",
+        channels + 1
+    )]
+    TooManyGroups { groups: u32, channels: u32 },
+    /// A network larger than the simulator is meant for.
+    #[error("{nodes} nodes is more than {max}")]
+    TooLarge { nodes: u64, max: u64 },
+}
+
+/// An experiment that cannot run as described.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// More ranks than the placement has nodes for.
+    #[error("placement {placement} holds at most {max} nodes (one rank per node), not {ranks}")]
+    PlacementFull { placement: &'static str, ranks: u32, max: u32 },
+    /// A job of fewer than two ranks has nothing to send.
+    #[error("a job needs at least 2 ranks, not {0}")]
+    TooFewRanks(u32),
+    /// No policy, or more than an A/B experiment alternates.
+    #[error("at most {max} policies alternate, and at least one: not {given}")]
+    Arms { given: usize, max: usize },
+    /// The network's topology.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}

@@ -1,0 +1,382 @@
+//! What an experiment is: the network, the measured job (workload, ranks, placement), the
+//! policies its iterations alternate (A/B), the background traffic and the seed; and what it
+//! gives back. [`crate::simulation`] runs it.
+
+use crate::config::{Mode, NetConfig};
+use crate::error::{ParseError, SpecError};
+use crate::record::{IterSample, RankRecord};
+use crate::simulation::Simulation;
+use crate::topology::Topology;
+use crate::workload::{Placement, Workload};
+pub use aar_engine::{AbOrder, AbSchedule};
+use aar_engine::{ByteSize, Policy};
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// What chooses each message's routing mode in a rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PolicySpec {
+    /// the paper's algorithm (engine `Policy::Auto`)
+    Auto,
+    /// engine `Policy::Off`: the application's default routing (ADAPTIVE0; ADAPTIVE1 in alltoall)
+    Off,
+    /// a fixed mode; adaptive ones go through the engine (`Policy::Fixed`), non-adaptive ones are
+    /// what the application requested and are never changed
+    Fixed(Mode),
+}
+
+impl FromStr for PolicySpec {
+    type Err = ParseError;
+
+    /// The engine's policy names (as in `AAR_MODE`), plus the non-adaptive modes the simulator
+    /// can also pin (`MIN_HASH`, `NMIN_HASH`, `IN_ORDER`) and `default` for `off`.
+    fn from_str(s: &str) -> Result<PolicySpec, ParseError> {
+        if s.trim().eq_ignore_ascii_case("default") {
+            return Ok(PolicySpec::Off);
+        }
+        match Policy::parse(s) {
+            Some(Policy::Auto) => Ok(PolicySpec::Auto),
+            Some(Policy::Off) => Ok(PolicySpec::Off),
+            _ => s.parse::<Mode>().map(PolicySpec::Fixed).map_err(|_| ParseError::Unknown {
+                what: "policy",
+                text: s.into(),
+                accepted: "auto, off, ADAPTIVE0..ADAPTIVE3, MIN_HASH, NMIN_HASH, IN_ORDER",
+            }),
+        }
+    }
+}
+
+impl PolicySpec {
+    pub fn name(&self) -> String {
+        match self {
+            PolicySpec::Auto => "auto".into(),
+            PolicySpec::Off => "off".into(),
+            PolicySpec::Fixed(m) => m.name().into(),
+        }
+    }
+
+    /// The engine policy of this arm; `None` for the non-adaptive modes, which the engine is not
+    /// asked about.
+    pub fn engine_policy(&self) -> Option<Policy> {
+        match *self {
+            PolicySpec::Auto => Some(Policy::Auto),
+            PolicySpec::Off => Some(Policy::Off),
+            PolicySpec::Fixed(m) => m.routing_mode().map(Policy::Fixed),
+        }
+    }
+}
+
+/// The A/B schedule of a job's arms: the engine's [`AbSchedule`], the arithmetic libaar.so uses,
+/// so the simulator and real jobs assign iterations to policies identically. The schedule maps an
+/// iteration to an arm index from the number of arms and the order alone; arms the engine has no
+/// policy for (MIN_HASH, NMIN_HASH, IN_ORDER) are entered as `Policy::Off`, which is never applied
+/// (the simulator applies its own [`PolicySpec`] of the index).
+pub fn arm_schedule(arms: &[PolicySpec], order: AbOrder) -> AbSchedule {
+    AbSchedule::new(arms.iter().map(|a| a.engine_policy().unwrap_or(Policy::Off)).collect(), order)
+}
+
+/// Most arms one experiment alternates: the engine's A/B limit.
+pub const MAX_ARMS: usize = aar_engine::ab::MAX_POLICIES;
+
+/// How the iteration records name the order: `single` without an A/B experiment.
+pub fn order_name(arms: &[PolicySpec], order: AbOrder) -> String {
+    if arms.len() == 1 {
+        "single".into()
+    } else {
+        order.to_string()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Background {
+    None,
+    /// open-loop PUT messages of `bytes` to uniformly random background nodes, `load` = fraction of
+    /// the NIC injection bandwidth
+    Uniform {
+        load: f64,
+        bytes: u64,
+    },
+    /// open-loop, every background node of group i sends to background nodes of group i+1
+    WorstCase {
+        load: f64,
+        bytes: u64,
+    },
+    /// GPCNeT congestors: the background nodes split in 3 closed-loop jobs (incast, alltoall,
+    /// broadcast) exchanging `bytes` messages forever
+    Congestors {
+        bytes: u64,
+    },
+}
+
+impl Background {
+    /// Short name for experiment ids: `none`, `uniform-LOAD-BYTES`, `worst-case-LOAD-BYTES`,
+    /// `congestors-BYTES`.
+    pub fn name(&self) -> String {
+        match self {
+            Background::None => "none".into(),
+            Background::Uniform { load, bytes } => format!("uniform-{load}-{bytes}"),
+            Background::WorstCase { load, bytes } => format!("worst-case-{load}-{bytes}"),
+            Background::Congestors { bytes } => format!("congestors-{bytes}"),
+        }
+    }
+}
+
+/// The forms of a background, for messages.
+const BACKGROUNDS: &str = "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE] or congestors[:SIZE]";
+
+impl FromStr for Background {
+    type Err = ParseError;
+
+    /// `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]` or `congestors[:SIZE]` (SIZE in
+    /// bytes above 0 as [`ByteSize`] reads it, default 4 KiB; LOAD a [`Load`]).
+    fn from_str(s: &str) -> Result<Background, ParseError> {
+        let parts: Vec<&str> = s.trim().split(':').map(str::trim).collect();
+        let form = || ParseError::Form { text: s.into(), form: BACKGROUNDS };
+        let size = |i: usize| match parts.get(i) {
+            None => Ok(4096),
+            Some(x) => match x.parse::<ByteSize>() {
+                Ok(ByteSize(0)) => Err(ParseError::ZeroSize { what: "background message" }),
+                Ok(b) => Ok(b.0),
+                Err(e) => Err(ParseError::Size(e)),
+            },
+        };
+        let load = || parts.get(1).ok_or_else(form).and_then(|x| x.parse::<Load>()).map(|l| l.0);
+        let fields = match parts[0] {
+            "none" => 1,
+            "congestors" => 2,
+            _ => 3,
+        };
+        if parts.len() > fields {
+            return Err(form());
+        }
+        Ok(match parts[0] {
+            "none" => Background::None,
+            "uniform" => Background::Uniform { load: load()?, bytes: size(2)? },
+            "worst-case" => Background::WorstCase { load: load()?, bytes: size(2)? },
+            "congestors" => Background::Congestors { bytes: size(1)? },
+            _ => return Err(ParseError::Unknown { what: "kind of background", text: s.into(), accepted: BACKGROUNDS }),
+        })
+    }
+}
+
+/// Offered load: the fraction of a NIC's injection bandwidth a source uses, in [0, 1] (of the
+/// background, and of `aar sim synth`'s open-loop traffic).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Load(pub f64);
+
+impl FromStr for Load {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Load, ParseError> {
+        match s.trim().parse::<f64>() {
+            Ok(l) if (0.0..=1.0).contains(&l) => Ok(Load(l)),
+            _ => Err(ParseError::Load(s.into())),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentSpec {
+    pub net: NetConfig,
+    pub workload: Workload,
+    pub ranks: u32,
+    pub placement: Placement,
+    /// policies alternated across iterations (A/B); one entry = a single policy; 1 to [`MAX_ARMS`]
+    pub arms: Vec<PolicySpec>,
+    /// which arm runs in which iteration (the engine's A/B schedule)
+    #[serde(with = "order_serde", default = "round_robin")]
+    pub order: AbOrder,
+    pub iterations: u32,
+    /// iterations run before recording (not recorded), per arm cycle
+    pub warmup_iterations: u32,
+    pub background: Background,
+    /// number of nodes not used by the measured job that generate background traffic, picked
+    /// first among the nodes sharing a router with the measured ranks, then at random in the
+    /// measured job's groups (`background_local`) or anywhere
+    pub background_nodes: u32,
+    pub background_local: bool,
+    /// routing of background traffic (Cray MPICH default: ADAPTIVE0)
+    pub background_mode: Mode,
+    /// simulated time the background runs before the measured job starts, ns
+    pub background_lead_ns: f64,
+    pub seed: u64,
+}
+
+impl ExperimentSpec {
+    pub fn new(net: NetConfig, workload: Workload, ranks: u32, placement: Placement) -> Self {
+        ExperimentSpec {
+            net,
+            workload,
+            ranks,
+            placement,
+            arms: vec![PolicySpec::Auto],
+            order: AbOrder::RoundRobin,
+            iterations: 10,
+            warmup_iterations: 0,
+            background: Background::None,
+            background_nodes: 64,
+            background_local: true,
+            background_mode: Mode::Adaptive0,
+            background_lead_ns: 5_000.0,
+            seed: 1,
+        }
+    }
+}
+
+fn round_robin() -> AbOrder {
+    AbOrder::RoundRobin
+}
+
+/// `AbOrder` as its text (`round-robin`, `shuffled:SEED`), parsed with its `FromStr`.
+mod order_serde {
+    use super::AbOrder;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(order: &AbOrder, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(order)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AbOrder, D::Error> {
+        String::deserialize(d)?.parse().map_err(D::Error::custom)
+    }
+}
+
+impl ExperimentSpec {
+    /// Whether the experiment can run: a network the simulator can build, a job of at least two
+    /// ranks that fits its placement, and 1 to [`MAX_ARMS`] policies.
+    pub fn check(&self) -> Result<(), SpecError> {
+        self.net.topo.check()?;
+        if self.ranks < 2 {
+            return Err(SpecError::TooFewRanks(self.ranks));
+        }
+        self.placement.check(&Topology::new(self.net.topo.clone()), self.ranks)?;
+        if !(1..=MAX_ARMS).contains(&self.arms.len()) {
+            return Err(SpecError::Arms { given: self.arms.len(), max: MAX_ARMS });
+        }
+        Ok(())
+    }
+
+    /// The experiment id of the records: workload (with its size), placement, ranks, background
+    /// and seed, so the ranks of one run group together and the points of a sweep stay apart.
+    pub fn experiment_id(&self) -> String {
+        format!(
+            "sim-{}_{}_{}ranks_{}_seed{}",
+            self.workload.name(),
+            self.placement.name(),
+            self.ranks,
+            self.background.name(),
+            self.seed
+        )
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExperimentResult {
+    pub label: String,
+    /// job-level iteration times: per iteration the slowest rank's duration
+    pub iterations: Vec<IterSample>,
+    pub records: Vec<RankRecord>,
+    pub packets: u64,
+    pub events: u64,
+    pub sim_time_ns: f64,
+    pub wall_s: f64,
+    /// fraction of the measured job's request packets that took a non-minimal path
+    pub nonmin_fraction: f64,
+    /// the same per routing mode of the messages
+    pub nonmin_by_mode: Vec<(String, f64)>,
+}
+
+impl ExperimentResult {
+    /// Counter windows (stall ratio, latency cycles) of rank 0's NIC per iteration of one arm.
+    pub fn windows(&self, arm: &str) -> Vec<(f64, f64)> {
+        self.iterations.iter().filter(|s| s.arm == arm).map(|s| (s.stall_ratio, s.latency_cycles)).collect()
+    }
+
+    /// Iteration times (ns) of one arm.
+    pub fn times(&self, arm: &str) -> Vec<f64> {
+        self.iterations.iter().filter(|s| s.arm == arm).map(|s| s.ns).collect()
+    }
+}
+
+/// Run one experiment.
+pub fn run_experiment(spec: &ExperimentSpec, label: &str) -> ExperimentResult {
+    Simulation::build(spec).run(label.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backgrounds_parse_with_one_parser() {
+        let parse = |s: &str| s.parse::<Background>();
+        assert_eq!(parse("none"), Ok(Background::None));
+        assert_eq!(parse("uniform:0.4:4K"), Ok(Background::Uniform { load: 0.4, bytes: 4096 }));
+        assert_eq!(parse("uniform:1:4KB"), Ok(Background::Uniform { load: 1.0, bytes: 4096 }));
+        assert_eq!(parse("worst-case:0.5"), Ok(Background::WorstCase { load: 0.5, bytes: 4096 }));
+        assert_eq!(parse("congestors:64KiB"), Ok(Background::Congestors { bytes: 65536 }));
+        for bad in [
+            "uniform",
+            "uniform:x",
+            "uniform:1.5",
+            "uniform:7",
+            "uniform:-0.1",
+            "uniform:NaN",
+            "uniform:0.3:0",
+            "uniform:0.1:zero",
+            "uniform:0.3:4K:extra",
+            "uniform:0.3:99999999999999999999M",
+            "storm:0.1",
+            "none:1",
+            "congestors:1:2",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let e = parse("uniform:7").unwrap_err().to_string();
+        assert!(e.contains("\"7\"") && e.contains("LOAD in [0, 1]"), "{e}");
+        let e = parse("uniform:0.3:0").unwrap_err().to_string();
+        assert!(e.contains("0 bytes") && e.contains("above 0"), "{e}");
+        let e = parse("uniform:0.3:4K:extra").unwrap_err().to_string();
+        assert!(e.contains("uniform:0.3:4K:extra") && e.contains("uniform:LOAD[:SIZE]"), "{e}");
+        let e = parse("storm:0.1").unwrap_err().to_string();
+        assert!(e.contains("unknown kind") && e.contains("congestors[:SIZE]"), "{e}");
+    }
+
+    #[test]
+    fn policies_are_the_engine_s_names_and_the_simulator_s_modes() {
+        let parse = |s: &str| s.parse::<PolicySpec>();
+        assert_eq!(parse("auto"), Ok(PolicySpec::Auto));
+        assert_eq!(parse("paper"), Ok(PolicySpec::Auto));
+        assert_eq!(parse("default"), Ok(PolicySpec::Off));
+        assert_eq!(parse("ADAPTIVE_3"), Ok(PolicySpec::Fixed(Mode::Adaptive3)));
+        assert_eq!(parse("min_hash"), Ok(PolicySpec::Fixed(Mode::Min)));
+        let e = parse("FASTEST").unwrap_err().to_string();
+        assert!(e.contains("\"FASTEST\"") && e.contains("MIN_HASH"), "{e}");
+        for p in
+            [PolicySpec::Auto, PolicySpec::Off, PolicySpec::Fixed(Mode::InOrder), PolicySpec::Fixed(Mode::Adaptive1)]
+        {
+            assert_eq!(parse(&p.name()), Ok(p), "names read back");
+        }
+    }
+
+    #[test]
+    fn an_experiment_that_cannot_run_says_why() {
+        let spec = |ranks, placement| ExperimentSpec::new(NetConfig::aries(1), Workload::Barrier, ranks, placement);
+        assert_eq!(spec(4, Placement::SameBlade).check(), Ok(()));
+        assert_eq!(
+            spec(5, Placement::SameBlade).check(),
+            Err(SpecError::PlacementFull { placement: "same-blade", ranks: 5, max: 4 })
+        );
+        assert_eq!(
+            spec(97, Placement::SameGroup).check().unwrap_err().to_string(),
+            "placement same-group holds at most 96 nodes (one rank per node), not 97"
+        );
+        assert_eq!(spec(1, Placement::Scattered).check(), Err(SpecError::TooFewRanks(1)));
+        let mut s = spec(2, Placement::Scattered);
+        s.arms = vec![PolicySpec::Auto; MAX_ARMS + 1];
+        assert_eq!(s.check(), Err(SpecError::Arms { given: MAX_ARMS + 1, max: MAX_ARMS }));
+        s.arms.clear();
+        assert!(s.check().is_err());
+    }
+}

@@ -1,0 +1,142 @@
+//! Routers: a routed packet waits for its output port; the port serves the oldest request whose
+//! downstream virtual channel has room for the whole packet, the channel serializes it, and the
+//! credits go back upstream once its tail has left the input buffer.
+
+use super::{Net, EV_CREDIT, EV_EJECT, EV_FREE, EV_NIC_CREDIT, EV_ROUTE, F_DONE, F_GLOBAL, SHARED_BIT};
+use crate::topology::NONE;
+
+impl Net {
+    /// Flits sent on output port `port_id` so far.
+    pub fn port_flits(&self, port_id: usize) -> u64 {
+        self.ports[port_id].flits
+    }
+
+    /// A packet's head has been received and processed by the router pipeline: route it and
+    /// request its output port. Input buffers are virtual-output-queued (a packet does not wait
+    /// behind packets bound to other outputs), which is what tiled high-radix routers like Aries
+    /// (YARC heritage) approximate with their internal row/column buffering.
+    pub(super) fn ev_route(&mut self, pid: u32) {
+        let invc = self.pk[pid as usize].inp;
+        let r = (invc >> self.vshift) / self.radix;
+        let (port, vc) = self.route(r, pid);
+        let out = r * self.radix + port;
+        let o = out as usize;
+        {
+            let p = &mut self.pk[pid as usize];
+            p.out = out;
+            p.out_vc = vc as u8;
+            p.next = NONE;
+        }
+        self.ports[o].waiting += self.pk[pid as usize].flits as u32;
+        if self.ports[o].wait_tail == NONE {
+            self.ports[o].wait_head = pid;
+        } else {
+            self.pk[self.ports[o].wait_tail as usize].next = pid;
+        }
+        self.ports[o].wait_tail = pid;
+        self.try_alloc(out);
+    }
+
+    pub(super) fn ev_credit(&mut self, outvc: u32, data: u32) {
+        let n = data & 0xFFFF;
+        let port = outvc >> self.vshift;
+        if data & SHARED_BIT != 0 {
+            self.ports[port as usize].shared += n;
+        } else {
+            self.credits[outvc as usize] += n as u16;
+        }
+        self.ports[port as usize].used -= n;
+        if self.ports[port as usize].wait_head != NONE {
+            self.try_alloc(port);
+        }
+    }
+
+    pub(super) fn try_alloc(&mut self, port: u32) {
+        let o = port as usize;
+        if self.ports[o].busy > self.now {
+            return;
+        }
+        let term = self.ports[o].cls == 0;
+        let mut prev = NONE;
+        let mut cur = self.ports[o].wait_head;
+        while cur != NONE {
+            let p = &self.pk[cur as usize];
+            let nx = p.next;
+            let ok = term
+                || self.ports[o].shared >= p.flits as u32
+                || self.credits[(port * self.nvc + p.out_vc as u32) as usize] >= p.flits as u16;
+            if ok {
+                if prev == NONE {
+                    self.ports[o].wait_head = nx;
+                } else {
+                    self.pk[prev as usize].next = nx;
+                }
+                if self.ports[o].wait_tail == cur {
+                    self.ports[o].wait_tail = prev;
+                }
+                self.grant(port, cur);
+                return;
+            }
+            prev = cur;
+            cur = nx;
+        }
+    }
+
+    fn grant(&mut self, port: u32, pid: u32) {
+        let o = port as usize;
+        let cls = self.ports[o].cls as usize;
+        let p = self.pk[pid as usize];
+        let l = p.flits as u64;
+        let ser = l * self.ft[cls];
+        let start = self.now.max(p.tail_at.saturating_sub(ser));
+        let end = start + ser;
+        self.ports[o].busy = end;
+        self.ports[o].flits += l;
+        self.push(end, EV_FREE, port, 0);
+        self.ports[o].waiting -= l as u32;
+        // leave the input buffer; the credit goes back upstream once the tail has left
+        let invc = p.inp;
+        let in_port = invc >> self.vshift;
+        let in_cls = self.ports[in_port as usize].cls as usize;
+        let back = end + self.lat[in_cls];
+        if in_cls == 0 {
+            let node = (in_port / self.radix) * self.p + in_port % self.radix;
+            let class = (invc & (self.nvc - 1)) / self.nv;
+            let sh = if p.shared != 0 { SHARED_BIT } else { 0 };
+            self.push(back, EV_NIC_CREDIT, node, sh | (class << 16) | l as u32);
+        } else {
+            let up = self.topo.peer[in_port as usize];
+            let sh = if p.shared != 0 { SHARED_BIT } else { 0 };
+            self.push(back, EV_CREDIT, up * self.nvc + (invc & (self.nvc - 1)), sh | l as u32);
+        }
+        // travel downstream
+        if cls == 0 {
+            self.push(end + self.lat[0], EV_EJECT, pid, 0);
+            return;
+        }
+        let ovc = p.out_vc as u32;
+        let shared = self.ports[o].shared >= l as u32;
+        if shared {
+            self.ports[o].shared -= l as u32;
+        } else {
+            self.credits[(port * self.nvc + ovc) as usize] -= l as u16;
+        }
+        self.ports[o].used += l as u32;
+        self.totals.hops += 1;
+        let lat = self.lat[cls];
+        let dport = self.topo.peer[o];
+        let q = &mut self.pk[pid as usize];
+        q.path |= (cls as u32) << (2 * q.hop as u32);
+        q.shared = shared as u8;
+        q.hop += 1;
+        if cls == 3 {
+            q.flags |= F_GLOBAL | F_DONE;
+            q.gw = NONE;
+        }
+        q.head_at = start + lat + self.ft[cls];
+        q.tail_at = end + lat;
+        q.inp = dport * self.nvc + ovc;
+        let t = q.head_at + self.cfg.router_delay;
+        self.push(t, EV_ROUTE, pid, 0);
+    }
+}

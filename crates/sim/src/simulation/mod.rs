@@ -1,0 +1,297 @@
+//! An experiment being simulated: the network and the jobs of ranks on it, in the manner of
+//! BookSim2's traffic manager. The measured job's ranks run their workload's phases
+//! (`rank`), every one of them asking the aar decision engine (`aar-engine`) before each
+//! message, exactly as libaar.so does; background jobs and open-loop traffic (`background`)
+//! share the network. A driver outside the simulator (the emulated uGNI) may post its own
+//! messages instead of a measured job.
+
+mod background;
+mod rank;
+
+use crate::config::{Mode, N_MODES};
+use crate::experiment::{Background, ExperimentResult, ExperimentSpec};
+use crate::net::{Net, Note, NOTES};
+use crate::record::IterSample;
+use crate::rng::Rng;
+use aar_engine::Transfer;
+use rank::{Job, Rank};
+use std::time::Instant;
+
+/// Source and destination rank of messages posted from outside the simulator
+/// ([`Simulation::post_external`]).
+pub const EXTERNAL_RANK: u32 = u32::MAX - 1;
+
+const USER_WAKE: u32 = 0;
+const USER_NOISE: u32 = 1;
+
+/// The network, the jobs on it and the background: built from an [`ExperimentSpec`], then run
+/// to the end of the measured job ([`Simulation::run`]) or step by step by an external driver.
+pub struct Simulation {
+    pub net: Net,
+    ranks: Vec<Rank>,
+    jobs: Vec<Job>,
+    noise_nodes: Vec<u32>,
+    noise_targets: Vec<u32>,
+    noise_is_target_group: bool,
+    noise_gap: f64,
+    noise_bytes: u64,
+    noise_mode: Mode,
+    rng: Rng,
+    node_groups: u32,
+    nonmin: u64,
+    reqpk: u64,
+    nonmin_mode: [u64; N_MODES],
+    reqpk_mode: [u64; N_MODES],
+    /// external messages that have completed and not been collected yet
+    external_done: Vec<u32>,
+}
+
+impl Simulation {
+    pub fn build(spec: &ExperimentSpec) -> Simulation {
+        Self::build_with(spec, true).0
+    }
+
+    /// The experiment's network, placement and background traffic without the measured job, for a
+    /// driver outside the simulator (the emulated uGNI of crates/emu) that posts its own messages
+    /// with [`Simulation::post_external`] and runs the network with [`Simulation::run_until_completed`].
+    /// Returns the simulation and the nodes the placement gives `spec.ranks` ranks: the background
+    /// avoids these nodes and starts on the ones sharing their routers, as in an experiment. The
+    /// workload, arms and iterations of the spec are not used. Nothing has run yet: the
+    /// background's lead time (`spec.background_lead_ns`) is for the caller to run
+    /// ([`Simulation::run_until`]).
+    pub fn build_external(spec: &ExperimentSpec) -> (Simulation, Vec<u32>) {
+        Self::build_with(spec, false)
+    }
+
+    fn build_with(spec: &ExperimentSpec, measured_job: bool) -> (Simulation, Vec<u32>) {
+        let net = Net::new(spec.net.clone(), spec.seed);
+        let mut rng = Rng::new(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA11);
+        let topo = &net.topo;
+        let nodes = spec.placement.nodes(topo, spec.ranks, &mut rng);
+        let mut w = Simulation {
+            node_groups: topo.groups,
+            net,
+            ranks: Vec::new(),
+            jobs: Vec::new(),
+            noise_nodes: Vec::new(),
+            noise_targets: Vec::new(),
+            noise_is_target_group: false,
+            noise_gap: 0.0,
+            noise_bytes: 0,
+            noise_mode: spec.background_mode,
+            rng,
+            nonmin: 0,
+            reqpk: 0,
+            nonmin_mode: [0; N_MODES],
+            reqpk_mode: [0; N_MODES],
+            external_done: Vec::new(),
+        };
+        let mut ring: Vec<u32> = (0..spec.ranks).collect();
+        w.rng.shuffle(&mut ring);
+        if measured_job {
+            w.add_job(
+                &spec.workload,
+                &nodes,
+                &ring,
+                spec.iterations + spec.warmup_iterations,
+                spec.arms.clone(),
+                spec.order,
+                true,
+                spec.warmup_iterations,
+            );
+        }
+        w.add_background(spec, &nodes);
+        // GPCNeT-style label of every measured iteration: the congestors run for the whole run, so
+        // a run is either congested or isolated; open-loop background traffic gets no label
+        let label = match spec.background {
+            _ if w.jobs.iter().any(|j| !j.measured) => Some("congested"),
+            Background::None => Some("isolated"),
+            _ if w.noise_nodes.is_empty() => Some("isolated"),
+            _ => None,
+        };
+        let experiment = spec.experiment_id();
+        for r in w.ranks.iter_mut().filter(|r| w.jobs[r.job].measured) {
+            r.rec.experiment = experiment.clone();
+            r.rec.label = label.map(String::from);
+        }
+        // start: background congestors at 0, the measured job after the lead time
+        let lead = spec.net.ns_to_ticks(spec.background_lead_ns);
+        let has_bg = !matches!(spec.background, Background::None);
+        for r in 0..w.ranks.len() {
+            let t = if w.jobs[w.ranks[r].job].measured && has_bg { lead } else { 0 };
+            w.net.schedule_user(t, r as u32, USER_WAKE | 0x100_0000);
+        }
+        (w, nodes)
+    }
+
+    /// Posts a message from node `src` to node `dst` at the current time, outside any job: its
+    /// completion is collected by [`Simulation::run_until_completed`]. Returns the message id.
+    pub fn post_external(&mut self, src: u32, dst: u32, bytes: u64, transfer: Transfer, mode: Mode) -> u32 {
+        self.net.post(src, dst, bytes, transfer, mode, EXTERNAL_RANK, EXTERNAL_RANK, 0)
+    }
+
+    /// Runs the network, background included, until the external message `id` has completed (all
+    /// of its responses are back at the source NIC: `self.net.now` is then its completion time)
+    /// or until time `limit` (ticks). Returns whether it completed; a completed message is freed.
+    pub fn run_until_completed(&mut self, id: u32, limit: u64) -> bool {
+        loop {
+            if let Some(i) = self.external_done.iter().position(|&m| m == id) {
+                self.external_done.swap_remove(i);
+                self.net.free_msg(id);
+                return true;
+            }
+            if !self.step_external(limit) {
+                return false;
+            }
+        }
+    }
+
+    /// Runs the network, background included, up to time `t` (ticks).
+    pub fn run_until(&mut self, t: u64) {
+        while self.step_external(t) {}
+        self.net.now = self.net.now.max(t);
+    }
+
+    /// One step of the network for an external driver; false when no event is left up to `limit`.
+    fn step_external(&mut self, limit: u64) -> bool {
+        match self.net.step(limit) {
+            None => false,
+            Some((NOTES, _)) => {
+                let notes: Vec<Note> = self.net.notes.drain(..).collect();
+                for n in notes {
+                    match n {
+                        Note::Arrived(m) if self.net.msgs[m as usize].dst_rank == EXTERNAL_RANK => {}
+                        Note::Completed(m) if self.net.msgs[m as usize].src_rank == EXTERNAL_RANK => {
+                            self.external_done.push(m)
+                        }
+                        n => self.on_note(n),
+                    }
+                }
+                true
+            }
+            Some((a, d)) => {
+                self.user_event(a, d);
+                true
+            }
+        }
+    }
+
+    fn user_event(&mut self, a: u32, d: u32) {
+        if d & 0xFF == USER_NOISE {
+            self.noise(a);
+        } else if d & 0x100_0000 != 0 {
+            self.start_iteration(a as usize);
+        } else {
+            self.after_compute(a as usize);
+        }
+    }
+
+    fn measured_done(&self) -> bool {
+        self.jobs.iter().filter(|j| j.measured).all(|j| j.done_ranks == j.n)
+    }
+
+    pub fn run(mut self, label: String) -> ExperimentResult {
+        let wall = Instant::now();
+        while !self.measured_done() {
+            match self.net.step(u64::MAX) {
+                None => break,
+                Some((NOTES, _)) => {
+                    let notes: Vec<Note> = self.net.notes.drain(..).collect();
+                    for n in notes {
+                        self.on_note(n);
+                    }
+                }
+                Some((a, d)) => self.user_event(a, d),
+            }
+        }
+        let mut iterations = Vec::new();
+        let mut records = Vec::new();
+        for (ji, j) in self.jobs.iter().enumerate() {
+            if !j.measured {
+                continue;
+            }
+            for (i, &t) in j.iter_max.iter().enumerate() {
+                let it = i as u32 + j.warmup;
+                let arm = j.arms[j.schedule.index_at(it.into())].name();
+                let (stall_ratio, latency_cycles) = j.iter_ctr.get(i).copied().unwrap_or((0.0, 0.0));
+                iterations.push(IterSample {
+                    iteration: it,
+                    arm,
+                    ns: self.net.cfg.ticks_to_ns(t),
+                    stall_ratio,
+                    latency_cycles,
+                });
+            }
+            for r in &mut self.ranks[j.first as usize..(j.first + j.n) as usize] {
+                if r.job != ji {
+                    continue;
+                }
+                let c = self.net.counters(r.node);
+                r.rec.counters = c;
+                if let Some(e) = &r.engine {
+                    let s = e.stats();
+                    r.rec.engine_decisions = s.decisions;
+                    r.rec.engine_model_decisions = s.decisions_model;
+                    r.rec.switches_to_low_latency = s.switches_to_low_latency;
+                    r.rec.switches_to_low_stall = s.switches_to_low_stall;
+                    r.rec.windows_valid = s.windows_valid;
+                    r.rec.windows_discarded =
+                        s.windows_discarded_decreasing + s.windows_discarded_empty + s.windows_discarded_absurd;
+                    if std::env::var_os("AAR_SIM_DEBUG_ENGINE").is_some() {
+                        eprintln!("rank {}: {:?}", r.local, s);
+                    }
+                }
+                records.push(r.rec.clone());
+            }
+        }
+        ExperimentResult {
+            label,
+            iterations,
+            records,
+            packets: self.net.totals.packets_delivered,
+            events: self.net.totals.events,
+            sim_time_ns: self.net.cfg.ticks_to_ns(self.net.now),
+            wall_s: wall.elapsed().as_secs_f64(),
+            nonmin_fraction: if self.reqpk > 0 { self.nonmin as f64 / self.reqpk as f64 } else { 0.0 },
+            nonmin_by_mode: Mode::ALL
+                .iter()
+                .filter(|m| self.reqpk_mode[**m as usize] > 0)
+                .map(|m| {
+                    (m.name().to_string(), self.nonmin_mode[*m as usize] as f64 / self.reqpk_mode[*m as usize] as f64)
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::NetConfig;
+    use crate::workload::{Placement, Workload};
+
+    #[test]
+    fn an_external_driver_posts_and_runs_to_completion_among_the_background() {
+        let mut spec = ExperimentSpec::new(NetConfig::aries(2), Workload::Barrier, 2, Placement::AcrossGroups);
+        spec.background = Background::Uniform { load: 0.3, bytes: 4096 };
+        spec.background_nodes = 8;
+        let run = || {
+            let (mut w, nodes) = Simulation::build_external(&spec);
+            let npg = w.net.topo.p * w.net.topo.routers_per_group;
+            assert_eq!(nodes, vec![0, npg]);
+            let lead = spec.net.ns_to_ticks(spec.background_lead_ns);
+            w.run_until(lead);
+            assert_eq!(w.net.now, lead);
+            let id = w.post_external(nodes[0], nodes[1], 4096, Transfer::Put, Mode::Adaptive3);
+            assert!(w.run_until_completed(id, u64::MAX));
+            let c = w.net.counters(nodes[0]);
+            assert_eq!((c.req_flits, c.rsp_packets), (64 * 5, 64));
+            // the background never runs on the driver's nodes
+            assert_eq!(w.net.counters(nodes[1]).req_flits, 0);
+            (w.net.now, w.net.totals.packets_delivered)
+        };
+        let (t, delivered) = run();
+        assert!(delivered > 2 * 64, "the background ran too");
+        assert_eq!(run(), (t, delivered), "deterministic");
+    }
+}
