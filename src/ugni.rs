@@ -96,13 +96,6 @@ fn forward_once(
     rc.unwrap_or_else(fallback)
 }
 
-fn transfer_of(post_type: GniPostType) -> Transfer {
-    match post_type {
-        GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG => Transfer::Get,
-        _ => Transfer::Put,
-    }
-}
-
 /// A post through GNI_PostRdma, GNI_PostFma, GNI_PostCqWrite or a chained post.
 ///
 /// # Safety
@@ -195,7 +188,7 @@ unsafe fn route_post(
             unsafe { (*pd).dlvr_mode = with_mode(dlvr, m) };
         }
     };
-    let transfer = transfer_of(post_type);
+    let transfer = Transfer::of_post_type(post_type);
     let line = |chosen: Option<RoutingMode>, reason: Reason, window: Option<Window>| {
         if w & TRACE != 0 {
             state::TRACE.write(&trace::Line {

@@ -100,15 +100,6 @@ impl Call {
     }
 }
 
-/// Which way a post's data travels.
-fn transfer_of(ty: GniPostType) -> Transfer {
-    if post_type_is_get(ty) {
-        Transfer::Get
-    } else {
-        Transfer::Put
-    }
-}
-
 /// One transfer's parameters, from a descriptor or a chain element.
 struct Request {
     post_type: GniPostType,
@@ -459,7 +450,7 @@ unsafe fn run(
     }
     for leg in std::iter::once(&first).chain(&rest) {
         counters::account(&NicTransfer {
-            transfer: transfer_of(d.r#type),
+            transfer: Transfer::of_post_type(d.r#type),
             bytes: leg.bytes,
             dlvr_mode: d.dlvr_mode,
             src_nic: ep.nic.addr,

@@ -46,19 +46,15 @@ pub fn network_profile() -> NetworkProfile {
     })
 }
 
-/// `AAR_EMU_LATENCY_UNIT`: `us` (the default) or `cycles`, any case.
+/// `AAR_EMU_LATENCY_UNIT`: `us` (the default) or `cycles`, as `AAR_LATENCY_UNIT` takes them.
 pub fn latency_unit() -> LatencyUnit {
     let Ok(value) = std::env::var("AAR_EMU_LATENCY_UNIT") else {
         return LatencyUnit::Microseconds;
     };
-    let v = value.trim();
-    [LatencyUnit::Microseconds, LatencyUnit::Cycles]
-        .into_iter()
-        .find(|u| v.eq_ignore_ascii_case(u.name()))
-        .unwrap_or_else(|| {
-            SettingError::LatencyUnit(value.clone()).report();
-            LatencyUnit::Microseconds
-        })
+    value.parse().unwrap_or_else(|_| {
+        SettingError::LatencyUnit(value.clone()).report();
+        LatencyUnit::Microseconds
+    })
 }
 
 /// `AAR_EMU_SIM`, when set to something: the simulated network's description.

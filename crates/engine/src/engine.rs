@@ -18,11 +18,6 @@ pub enum Policy {
 }
 
 impl Policy {
-    /// [`Policy`]'s `FromStr`, for callers that only ask whether a text is a policy.
-    pub fn parse(text: &str) -> Option<Policy> {
-        text.parse().ok()
-    }
-
     /// The routing of an adaptive message below the cumulative-size threshold, and why: the
     /// low-latency mode in automatic routing, the pinned mode, or the caller's own under `Off`.
     /// Constant between policy changes, so a caller with a fast path may precompute it.

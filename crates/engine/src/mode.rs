@@ -58,11 +58,6 @@ impl RoutingMode {
         self as usize
     }
 
-    /// [`RoutingMode`]'s `FromStr`, for callers that only ask whether a text is a mode.
-    pub fn parse(text: &str) -> Option<Self> {
-        text.parse().ok()
-    }
-
     /// The adaptive mode a raw routing byte encodes, if it is one.
     pub const fn from_routing_bits(bits: u16) -> Option<Self> {
         match bits & ROUTING_BITS {
@@ -133,7 +128,7 @@ mod tests {
             ("GNI_DLVMODE_ADAPTIVE1", RoutingMode::Adaptive1),
             (" Adaptive2 ", RoutingMode::Adaptive2),
         ] {
-            assert_eq!(RoutingMode::parse(text), Some(mode), "{text}");
+            assert_eq!(text.parse::<RoutingMode>().ok(), Some(mode), "{text}");
         }
         for bad in [
             "",
@@ -150,14 +145,14 @@ mod tests {
             "GNI_DLVMODEé3",
             "éééééééééééé3",
         ] {
-            assert_eq!(RoutingMode::parse(bad), None, "{bad}");
+            assert_eq!(bad.parse::<RoutingMode>().ok(), None, "{bad}");
         }
     }
 
     #[test]
     fn names_round_trip() {
         for m in RoutingMode::ALL {
-            assert_eq!(RoutingMode::parse(m.name()), Some(m));
+            assert_eq!(m.name().parse::<RoutingMode>().ok(), Some(m));
             assert_eq!(RoutingMode::from_routing_bits(m.dlvr_bits()), Some(m));
             assert_eq!(RoutingMode::ALL[m.index()], m);
         }

@@ -28,6 +28,18 @@ pub enum Transfer {
     Get,
 }
 
+impl Transfer {
+    /// How a uGNI post of this type moves its data: GET posts bring it back in the responses,
+    /// every other post (PUTs, AMOs, CQ writes) carries it in the requests.
+    pub const fn of_post_type(post_type: aar_abi::GniPostType) -> Transfer {
+        if aar_abi::post_type_is_get(post_type) {
+            Transfer::Get
+        } else {
+            Transfer::Put
+        }
+    }
+}
+
 /// Unit of the cumulative latency counter, whose increment rate is programmable on Aries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -53,6 +65,20 @@ impl LatencyUnit {
         match self {
             Self::Microseconds => "us",
             Self::Cycles => "cycles",
+        }
+    }
+}
+
+impl core::str::FromStr for LatencyUnit {
+    type Err = String;
+
+    /// `us` (also `usec`, `microseconds`) or `cycles` (also `cycle`), any case: the names
+    /// [`LatencyUnit::name`] gives and their long forms.
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "us" | "usec" | "microseconds" => Ok(Self::Microseconds),
+            "cycles" | "cycle" => Ok(Self::Cycles),
+            _ => Err(format!("\"{}\" is not a latency unit (us or cycles)", text.trim().escape_debug())),
         }
     }
 }
@@ -137,6 +163,29 @@ pub fn message_time_us(flits: u64, packets: u64, w: Window) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_units_round_trip_and_accept_long_forms() {
+        for u in [LatencyUnit::Microseconds, LatencyUnit::Cycles] {
+            assert_eq!(u.name().parse::<LatencyUnit>(), Ok(u));
+        }
+        assert_eq!(" USEC ".parse::<LatencyUnit>(), Ok(LatencyUnit::Microseconds));
+        assert_eq!("Cycle".parse::<LatencyUnit>(), Ok(LatencyUnit::Cycles));
+        for bad in ["", "ns", "u s", "cyclesé"] {
+            assert!(bad.parse::<LatencyUnit>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn transfers_of_post_types() {
+        use aar_abi::*;
+        for t in [GNI_POST_RDMA_GET, GNI_POST_FMA_GET, GNI_POST_FMA_GET_W_FLAG] {
+            assert_eq!(Transfer::of_post_type(t), Transfer::Get);
+        }
+        for t in [GNI_POST_RDMA_PUT, GNI_POST_FMA_PUT, GNI_POST_AMO, GNI_POST_CQWRITE, 0, 99] {
+            assert_eq!(Transfer::of_post_type(t), Transfer::Put);
+        }
+    }
 
     #[test]
     fn packetization() {

@@ -59,34 +59,3 @@ impl Default for EngineConfig {
         }
     }
 }
-
-impl core::str::FromStr for LatencyUnit {
-    type Err = String;
-
-    /// `us` (also `usec`, `microseconds`) or `cycles` (also `cycle`), any case: the names
-    /// [`LatencyUnit::name`] gives and their long forms.
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "us" | "usec" | "microseconds" => Ok(Self::Microseconds),
-            "cycles" | "cycle" => Ok(Self::Cycles),
-            _ => Err(format!("\"{}\" is not a latency unit (us or cycles)", text.trim().escape_debug())),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn latency_units_round_trip_and_accept_long_forms() {
-        for u in [LatencyUnit::Microseconds, LatencyUnit::Cycles] {
-            assert_eq!(u.name().parse::<LatencyUnit>(), Ok(u));
-        }
-        assert_eq!(" USEC ".parse::<LatencyUnit>(), Ok(LatencyUnit::Microseconds));
-        assert_eq!("Cycle".parse::<LatencyUnit>(), Ok(LatencyUnit::Cycles));
-        for bad in ["", "ns", "u s", "cyclesé"] {
-            assert!(bad.parse::<LatencyUnit>().is_err(), "{bad}");
-        }
-    }
-}

@@ -34,9 +34,9 @@ impl FromStr for PolicySpec {
         if s.trim().eq_ignore_ascii_case("default") {
             return Ok(PolicySpec::Off);
         }
-        match Policy::parse(s) {
-            Some(Policy::Auto) => Ok(PolicySpec::Auto),
-            Some(Policy::Off) => Ok(PolicySpec::Off),
+        match s.parse::<Policy>() {
+            Ok(Policy::Auto) => Ok(PolicySpec::Auto),
+            Ok(Policy::Off) => Ok(PolicySpec::Off),
             _ => s.parse::<Mode>().map(PolicySpec::Fixed).map_err(|_| ParseError::Unknown {
                 what: "policy",
                 text: s.into(),
