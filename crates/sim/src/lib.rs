@@ -13,7 +13,6 @@ pub mod parallel;
 pub mod record;
 pub mod rng;
 pub mod simulation;
-pub mod summary;
 pub mod synthetic;
 pub mod topology;
 pub mod validate;

@@ -6,10 +6,10 @@ use crate::config::{Mode, NetConfig};
 use crate::experiment::{run_experiment, Background, ExperimentResult, ExperimentSpec, PolicySpec};
 use crate::net::Net;
 use crate::parallel::run_all;
-use crate::summary::{fmt_ns, summarize, Summary};
 use crate::synthetic::{run_synthetic, Pattern, SynthParams, SynthResult};
 use crate::topology::TopoSpec;
 use crate::workload::{Placement, Workload};
+use aar_stats::{summarize, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -596,4 +596,15 @@ fn zero_load_mean(cfg: &NetConfig) -> f64 {
         }
     }
     sum / cnt / cfg.nic_cycle as f64
+}
+
+/// Simulated time for tables: ns, µs (written us) or ms.
+pub fn fmt_ns(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.3} ms", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.2} us", x / 1e3)
+    } else {
+        format!("{:.0} ns", x)
+    }
 }

@@ -95,7 +95,7 @@ fn small_messages_are_faster_with_high_bias_between_groups() {
     s.background = Background::Uniform { load: 0.3, bytes: 4096 };
     s.background_nodes = 16;
     let r = run_experiment(&s, "a2a");
-    let med = |arm: &str| aar_sim::summary::summarize(&r.times(arm)).median;
+    let med = |arm: &str| aar_stats::summarize(&r.times(arm)).median;
     assert!(med("ADAPTIVE3") < med("ADAPTIVE0"), "{} vs {}", med("ADAPTIVE3"), med("ADAPTIVE0"));
 }
 

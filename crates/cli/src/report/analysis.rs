@@ -8,7 +8,7 @@
 
 use super::output::count;
 use super::read::{ExperimentData, CONFLICT};
-use super::stats;
+use aar_stats as stats;
 use serde::Serialize;
 
 /// Confidence level of every interval.

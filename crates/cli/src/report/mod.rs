@@ -5,7 +5,7 @@
 //! - [`read`]: finds the files and streams their rows into per-iteration maxima and per-rank
 //!   summaries (parallel, bounded memory, one warning per bad file);
 //! - [`analysis`]: per-policy figures of the job's iteration times (the slowest rank's);
-//! - [`stats`]: the estimators and the test, and why;
+//! - `aar_stats`: the estimators and the test, and why (shared with the simulator's summaries);
 //! - [`output`]: table, JSON and CSV; [`plot`]: SVG/PNG figure; [`html`]: one self-contained page.
 //!
 //! Exit statuses (in `aar report --help`): [`EXIT_OK`], [`EXIT_FAILED`], [`EXIT_USAGE`].
@@ -15,7 +15,6 @@ mod html;
 mod output;
 mod plot;
 mod read;
-mod stats;
 
 use clap::Args;
 use std::path::{Path, PathBuf};

@@ -284,7 +284,7 @@ where
             continue;
         }
         let c = colour(p);
-        let q = |f| super::stats::quantile(s, f);
+        let q = |f| aar_stats::quantile(s, f);
         let (q1, med, q3) = (q(0.25), q(0.5), q(0.75));
         let iqr = q3 - q1;
         let low = s.iter().copied().find(|v| *v >= q1 - 1.5 * iqr).unwrap_or(q1);

@@ -438,7 +438,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         .map(|d| {
             (!d.is_empty()).then(|| {
                 d.sort_by(f64::total_cmp);
-                super::stats::median(d)
+                aar_stats::median(d)
             })
         })
         .collect();

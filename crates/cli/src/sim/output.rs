@@ -2,7 +2,8 @@
 //! file in its folder that is renamed when complete, and the tables it prints.
 
 use aar_sim::experiment::ExperimentResult;
-use aar_sim::summary::{fmt_ns, summarize};
+use aar_sim::validate::fmt_ns;
+use aar_stats::summarize;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,4 +1,5 @@
-//! The statistics `aar report` uses, in one place, each with the reason it was chosen.
+//! The statistics aar reports with, in one place, each with the reason it was chosen: `aar
+//! report`'s tables and the simulator's summaries of repeated runs use the same code.
 //!
 //! Samples are iteration times of one policy: few (tens to thousands), skewed to the right and
 //! often with a long tail (network noise), so every headline figure is an order statistic or a
@@ -281,6 +282,44 @@ pub fn outliers(values: &[f64]) -> Option<Outliers> {
     Some(Outliers { center, mad, threshold, indices })
 }
 
+/// The summary of a sample the simulator's tables show: size, median with its 95 % interval,
+/// quartiles, quartile coefficient of dispersion, extremes.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Finite values summarised.
+    pub n: usize,
+    /// The median.
+    pub median: f64,
+    /// Low end of the 95 % interval of the median ([`median_ci`]; the whole range when the sample
+    /// is too small for one).
+    pub ci_lo: f64,
+    /// High end of that interval.
+    pub ci_hi: f64,
+    /// First quartile.
+    pub q1: f64,
+    /// Third quartile.
+    pub q3: f64,
+    /// [`qcd`] of the quartiles.
+    pub qcd: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// [`Summary`] of the finite values of `values`, in any order (all zero when there are none).
+pub fn summarize(values: &[f64]) -> Summary {
+    let mut s: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n == 0 {
+        return Summary::default();
+    }
+    let (q1, q3) = (quantile(&s, 0.25), quantile(&s, 0.75));
+    let (ci_lo, ci_hi) = median_ci(&s, 0.95).map_or((s[0], s[n - 1]), |ci| (ci.low, ci.high));
+    Summary { n, median: median(&s), ci_lo, ci_hi, q1, q3, qcd: qcd(q1, q3), min: s[0], max: s[n - 1] }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,5 +421,21 @@ mod tests {
         // Identical values: the 1 % floor keeps jitter from being called an outlier.
         let o = outliers(&[100.0, 100.0, 100.0, 100.4]).unwrap();
         assert!(o.indices.is_empty());
+    }
+
+    #[test]
+    fn summaries_of_repeated_runs() {
+        let v: Vec<f64> = (1..=20).rev().map(|x| x as f64).collect();
+        let s = summarize(&v);
+        assert_eq!(s.median, 10.5);
+        assert_eq!((s.ci_lo, s.ci_hi), (6.0, 15.0), "n = 20: the 6th and 15th order statistics");
+        assert!((s.qcd - (15.25 - 5.75) / (15.25 + 5.75)).abs() < 1e-12);
+        let one = summarize(&[3.0, f64::NAN]);
+        assert_eq!((one.n, one.median, one.ci_lo, one.ci_hi, one.qcd), (1, 3.0, 3.0, 3.0, 0.0));
+        assert_eq!(summarize(&[]), Summary::default());
+        // Large samples: the interval stays inside the sample (0.5^n underflows past n ~ 1075).
+        let big: Vec<f64> = (0..5000).map(|x| x as f64).collect();
+        let s = summarize(&big);
+        assert!(s.ci_lo > 2400.0 && s.ci_hi < 2600.0, "{s:?}");
     }
 }
