@@ -174,31 +174,9 @@ pub struct Op {
 }
 
 impl Op {
-    /// A contiguous PUT of `nelems` elements from `source` to `target` on each PE.
-    pub fn put(
-        target: *mut c_void,
-        seg: *mut DmappSegDesc,
-        pes: Pes,
-        source: *mut c_void,
-        nelems: u64,
-        ty: DmappType,
-    ) -> Op {
-        Op::rma(Direction::Put, target, source, seg, pes, nelems, ty)
-    }
-
-    /// A contiguous GET of `nelems` elements from `source` on each PE to `target`.
-    pub fn get(
-        target: *mut c_void,
-        source: *mut c_void,
-        seg: *mut DmappSegDesc,
-        pes: Pes,
-        nelems: u64,
-        ty: DmappType,
-    ) -> Op {
-        Op::rma(Direction::Get, target, source, seg, pes, nelems, ty)
-    }
-
-    fn rma(
+    /// A contiguous PUT (`nelems` elements from `source` to `target` on each PE) or GET (from
+    /// `source` on each PE to `target`).
+    pub fn rma(
         direction: Direction,
         target: *mut c_void,
         source: *mut c_void,

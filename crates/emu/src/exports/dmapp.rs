@@ -7,6 +7,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use aar_abi::dmapp::Direction::{Get, Put};
 use aar_abi::dmapp::*;
 
 use super::{guarded, put};
@@ -153,22 +154,27 @@ pub unsafe extern "C" fn dmapp_get_jobinfo(info: *mut DmappJobinfo) -> DmappRetu
 /// `attrs` is NULL or writable for a `dmapp_rma_attrs_t`.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dmapp_get_rma_attrs(attrs: *mut c_void) -> DmappReturn {
-    guard(|| {
-        need(!attrs.is_null())?;
-        // SAFETY: non-null out-parameter (contract above).
-        unsafe { write_attrs(attrs, Struct::Base, &attrs::get()?) };
-        Ok(())
-    })
+    // SAFETY: the caller's struct (contract above).
+    unsafe { get_into(Struct::Base, attrs) }
 }
 
 /// # Safety
 /// `attrs` is NULL or writable for a `dmapp_rma_attrs_ext_t`.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dmapp_get_rma_attrs_ext(attrs: *mut c_void) -> DmappReturn {
+    // SAFETY: the caller's struct (contract above).
+    unsafe { get_into(Struct::Ext, attrs) }
+}
+
+/// `dmapp_get_rma_attrs[_ext]`: the calling thread's attributes into the caller's struct.
+///
+/// # Safety
+/// `out` is NULL or writable for the struct's size.
+unsafe fn get_into(s: Struct, out: *mut c_void) -> DmappReturn {
     guard(|| {
-        need(!attrs.is_null())?;
-        // SAFETY: non-null out-parameter (contract above).
-        unsafe { write_attrs(attrs, Struct::Ext, &attrs::get()?) };
+        need(!out.is_null())?;
+        // SAFETY: non-null, writable for the struct's size (contract).
+        unsafe { write_attrs(out, s, &attrs::get()?) };
         Ok(())
     })
 }
@@ -328,47 +334,47 @@ type Buf = *mut c_void;
 data_calls! {
     PutFn, PutNbFn: [dmapp_put, dmapp_put_nb, dmapp_put_nbi]
         (target_addr: Buf, target_seg: Seg, target_pe: DmappPe, source_addr: Buf, nelems: u64, ty: DmappType)
-        => Op::put(target_addr, target_seg, Pes::One(target_pe), source_addr, nelems, ty);
+        => Op::rma(Put, target_addr, source_addr, target_seg, Pes::One(target_pe), nelems, ty);
     GetFn, GetNbFn: [dmapp_get, dmapp_get_nb, dmapp_get_nbi]
         (target_addr: Buf, source_addr: Buf, source_seg: Seg, source_pe: DmappPe, nelems: u64, ty: DmappType)
-        => Op::get(target_addr, source_addr, source_seg, Pes::One(source_pe), nelems, ty);
+        => Op::rma(Get, target_addr, source_addr, source_seg, Pes::One(source_pe), nelems, ty);
     PutFlagFn, PutFlagNbFn: [dmapp_put_flag, dmapp_put_flag_nb, dmapp_put_flag_nbi]
         (target_addr: Buf, target_seg: Seg, target_pe: DmappPe, source_addr: Buf, nelems: u64, ty: DmappType,
          target_flag: Buf, flag_value: u64)
-        => Op::put(target_addr, target_seg, Pes::One(target_pe), source_addr, nelems, ty).flag(target_flag, flag_value);
+        => Op::rma(Put, target_addr, source_addr, target_seg, Pes::One(target_pe), nelems, ty).flag(target_flag, flag_value);
     IputFn, IputNbFn: [dmapp_iput, dmapp_iput_nb, dmapp_iput_nbi]
         (target_addr: Buf, target_seg: Seg, target_pe: DmappPe, source_addr: Buf, tst: isize, sst: isize,
          nelems: u64, ty: DmappType)
-        => Op::put(target_addr, target_seg, Pes::One(target_pe), source_addr, nelems, ty)
+        => Op::rma(Put, target_addr, source_addr, target_seg, Pes::One(target_pe), nelems, ty)
             .steps(Step::Stride(tst), Step::Stride(sst));
     IgetFn, IgetNbFn: [dmapp_iget, dmapp_iget_nb, dmapp_iget_nbi]
         (target_addr: Buf, source_addr: Buf, source_seg: Seg, source_pe: DmappPe, tst: isize, sst: isize,
          nelems: u64, ty: DmappType)
-        => Op::get(target_addr, source_addr, source_seg, Pes::One(source_pe), nelems, ty)
+        => Op::rma(Get, target_addr, source_addr, source_seg, Pes::One(source_pe), nelems, ty)
             .steps(Step::Stride(tst), Step::Stride(sst));
     IxputFn, IxputNbFn: [dmapp_ixput, dmapp_ixput_nb, dmapp_ixput_nbi]
         (target_addr: Buf, target_seg: Seg, target_pe: DmappPe, source_addr: Buf, tidx: *mut isize, nelems: u64,
          ty: DmappType)
-        => Op::put(target_addr, target_seg, Pes::One(target_pe), source_addr, nelems, ty)
+        => Op::rma(Put, target_addr, source_addr, target_seg, Pes::One(target_pe), nelems, ty)
             .steps(Step::Index(tidx), Step::Unit);
     IxgetFn, IxgetNbFn: [dmapp_ixget, dmapp_ixget_nb, dmapp_ixget_nbi]
         (target_addr: Buf, source_addr: Buf, source_seg: Seg, source_pe: DmappPe, sidx: *mut isize, nelems: u64,
          ty: DmappType)
-        => Op::get(target_addr, source_addr, source_seg, Pes::One(source_pe), nelems, ty)
+        => Op::rma(Get, target_addr, source_addr, source_seg, Pes::One(source_pe), nelems, ty)
             .steps(Step::Unit, Step::Index(sidx));
     PutIxpeFn, PutIxpeNbFn: [dmapp_put_ixpe, dmapp_put_ixpe_nb, dmapp_put_ixpe_nbi]
         (target_addr: Buf, target_seg: Seg, target_pe_list: *mut DmappPe, num_target_pes: u32, source_addr: Buf,
          nelems: u64, ty: DmappType)
-        => Op::put(target_addr, target_seg, Pes::List(target_pe_list, num_target_pes), source_addr, nelems, ty);
+        => Op::rma(Put, target_addr, source_addr, target_seg, Pes::List(target_pe_list, num_target_pes), nelems, ty);
     PutIxpeFn, PutIxpeNbFn: [dmapp_scatter_ixpe, dmapp_scatter_ixpe_nb, dmapp_scatter_ixpe_nbi]
         (target_addr: Buf, target_seg: Seg, target_pe_list: *mut DmappPe, num_target_pes: u32, source_addr: Buf,
          nelems: u64, ty: DmappType)
-        => Op::put(target_addr, target_seg, Pes::List(target_pe_list, num_target_pes), source_addr, nelems, ty)
+        => Op::rma(Put, target_addr, source_addr, target_seg, Pes::List(target_pe_list, num_target_pes), nelems, ty)
             .blocks();
     GatherIxpeFn, GatherIxpeNbFn: [dmapp_gather_ixpe, dmapp_gather_ixpe_nb, dmapp_gather_ixpe_nbi]
         (target_addr: Buf, source_addr: Buf, source_seg: Seg, source_pe_list: *mut DmappPe, num_source_pes: u32,
          nelems: u64, ty: DmappType)
-        => Op::get(target_addr, source_addr, source_seg, Pes::List(source_pe_list, num_source_pes), nelems, ty)
+        => Op::rma(Get, target_addr, source_addr, source_seg, Pes::List(source_pe_list, num_source_pes), nelems, ty)
             .blocks();
     AmoFn, AmoNbFn: [dmapp_aadd_qw, dmapp_aadd_qw_nb, dmapp_aadd_qw_nbi]
         (target_addr: Buf, target_seg: Seg, target_pe: DmappPe, operand: i64)
@@ -415,7 +421,7 @@ data_calls! {
 const _: GetFn = dmapp_get_flag_nbi;
 data_call!(dmapp_get_flag_nbi, Form::Nbi,
     (target_addr: Buf, source_addr: Buf, source_seg: Seg, source_pe: DmappPe, nelems: u64, ty: DmappType)
-    => Op::get(target_addr, source_addr, source_seg, Pes::One(source_pe), nelems, ty));
+    => Op::rma(Get, target_addr, source_addr, source_seg, Pes::One(source_pe), nelems, ty));
 
 // ---- the emulator's DMAPP control calls (cabi/aar_emu.h) --------------------------------------------
 

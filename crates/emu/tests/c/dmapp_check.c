@@ -724,23 +724,11 @@ static void one_object(void)
 
 int main(int argc, char **argv)
 {
-	const char *which = argc > 1 ? argv[1] : "";
-	static const struct {
-		const char *name;
-		void (*run)(void);
-	} scenarios[] = {
+	static const struct scenario scenarios[] = {
 		{ "layout", layout },	{ "init", init },	 { "put_get", put_get }, { "strided", strided },
 		{ "amo", amo },		{ "segments", segments }, { "errors", errors },	 { "attrs", attrs },
 		{ "threads", threads }, { "log", log_sequence }, { "queue_first", queue_first },
 		{ "job", job_shape },	{ "one_object", one_object },
 	};
-	for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
-		if (!strcmp(which, scenarios[i].name)) {
-			scenarios[i].run();
-			printf("PASS %s\n", which);
-			return 0;
-		}
-	}
-	fprintf(stderr, "dmapp_check: unknown scenario \"%s\"\n", which);
-	return 2;
+	return run_scenario("dmapp_check", scenarios, sizeof scenarios / sizeof scenarios[0], argc, argv);
 }
