@@ -185,12 +185,30 @@ static void init(void)
 	DOK(dmapp_get_jobinfo(&again));
 	EXPECT(again.sheap_seg.addr == info.sheap_seg.addr && again.npes == info.npes);
 
-	/* A job's PEs are its own: after finalize the heap is gone and a new job has a new one, with
-	 * the new init's attributes for every thread. */
+	/* A job's PEs and attributes are its own: after finalize the heap is gone, and a new job has
+	 * a new one, with the new init's attributes for every thread, even one that set its own. */
+	dmapp_rma_attrs_t mine = a;
+	mine.put_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE_3;
+	DOK(dmapp_set_rma_attrs(&mine, NULL));
+	EXPECT(aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE_3);
 	DOK(dmapp_finalize());
 	EXPECT_DRC(dmapp_get_jobinfo(&again), DMAPP_RC_PERMISSION_ERROR);
 	EXPECT_DRC(dmapp_put(info.sheap_seg.addr, &info.sheap_seg, 0, &word, 1, DMAPP_QW), DMAPP_RC_PERMISSION_ERROR);
 	EXPECT(aar_emu_dmapp_routing(0) == -1);
+	dmapp_rma_attrs_ext_t ereq, eact;
+	memset(&ereq, 0, sizeof ereq);
+	ereq.max_outstanding_nb = 16;
+	ereq.offload_threshold = 1024;
+	ereq.put_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE_1;
+	ereq.get_relaxed_ordering = DMAPP_ROUTING_IN_ORDER;
+	ereq.max_concurrency = 2;
+	ereq.PI_ordering = DMAPP_PI_ORDERING_RELAXED;
+	ereq.queue_depth = 9;
+	ereq.queue_flags = 0x2;
+	DOK(dmapp_init_ext(&ereq, &eact));
+	EXPECT(!memcmp(&ereq, &eact, sizeof ereq));
+	EXPECT(aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE_1 && aar_emu_dmapp_routing(1) == DMAPP_ROUTING_IN_ORDER);
+	DOK(dmapp_finalize());
 	start();
 	EXPECT(aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE);
 	EXPECT_DRC(dmapp_put(info.sheap_seg.addr, &info.sheap_seg, 0, &word, 1, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
