@@ -1,7 +1,8 @@
 /*
- * aar_emu.h: control API of the emulated uGNI library (crates/emu, libugni.so), for test
- * programs that drive the emulated network. Link with -lugni. Not part of uGNI: a program that
- * calls these runs only against the emulator.
+ * aar_emu.h: control API of the emulated uGNI and DMAPP library (crates/emu, libugni.so, also
+ * reachable as libdmapp.so), for test programs that drive the emulated network. Link with -lugni
+ * (or -ldmapp). Not part of uGNI or DMAPP: a program that calls these runs only against the
+ * emulator.
  *
  * The emulator keeps five NIC counters per process, published as PAPI Software-Defined Events
  * (read them with PAPI_add_named_event("sde:::aries::<name>")), always in this order:
@@ -25,6 +26,11 @@
  * ADAPTIVE3 1, MIN_HASH and IN_ORDER 1, NMIN_HASH 0 with twice the latency (flag bits such as
  * ORDERED_TAIL are ignored). Fractions are carried over, so no small amount is lost.
  * A chained post counts as one transfer per element plus one for its head.
+ * A DMAPP data call counts as one transfer per target PE, of nelems x element size bytes (AMOs
+ * 8), GET-like for GETs and PUT-like for PUTs and every AMO, in the uGNI mode of the routing
+ * attribute in force on the calling thread (DMAPP_ROUTING_ADAPTIVE as ADAPTIVE0, _ADAPTIVE_1..3
+ * as ADAPTIVE1..3, DETERMINISTIC as NMIN_HASH, DETERMINISTIC_1 as MIN_HASH, IN_ORDER as
+ * IN_ORDER), from PE 0's NIC (address 0x100) to the PE's (0x100 + PE).
  *
  * Simulated network (AAR_EMU_SIM set): instead of the model above, every transfer is injected
  * into the packet-level Dragonfly simulator of crates/sim (Aries-like groups, credit flow
@@ -51,7 +57,8 @@
  *       the network profile (these are the defaults: a quiet network); any subset of the keys;
  *       a bad item gets one "aar-emu:" warning on stderr and keeps its default.
  *   AAR_EMU_LATENCY_UNIT=us|cycles   unit of rsp_latency (default us).
- *   AAR_EMU_LOG=<path>   append one JSON line per post/SMSG call (format: crates/emu/src/lib.rs).
+ *   AAR_EMU_LOG=<path>   append one JSON line per post/SMSG call and per DMAPP data or attribute
+ *       call (format: crates/emu/src/lib.rs).
  *   AAR_EMU_SIM="groups=2,placement=across-groups,nodes=2,background=uniform:0.3:4K,seed=1"
  *       the simulated network (unset or empty: the model above). Keys, all optional (defaults):
  *       groups (2, 1..16), global-per-router (10, 1..10), placement (across-groups; same-blade,
@@ -60,6 +67,22 @@
  *       (0: background only in the groups of the process's nodes), seed (1). "1" alone means all
  *       defaults. A bad value gets one "aar-emu:" warning naming the variable and value, and the
  *       model above is used.
+ *   AAR_EMU_DMAPP_PES=4      PEs of the DMAPP job, 1 to 4096, read by dmapp_init. The process is
+ *       PE 0; the others are virtual PEs of the same process, each with its own copy of the
+ *       symmetric heap and of every segment (made at the first transfer that touches it).
+ *   AAR_EMU_DMAPP_SHEAP=16M  bytes of each PE's symmetric heap, 4K to 64G (64K, 1M, 1GiB, ...).
+ *   AAR_EMU_DMAPP_LAYOUT=standard|queue-first   the layout of dmapp_rma_attrs_ext_t: standard is
+ *       cabi/dmapp.h's; queue-first puts a uint64_t queue_flags at bytes 8-15 (the emulator knows
+ *       its bits 1 and 9, both set by default, and a set clears the others) and the PUT and GET
+ *       routing at bytes 16 and 17, so a caller that changes bytes 8 and 9 does not read back what
+ *       it wrote (a DMAPP release whose layout aar does not know).
+ *
+ * DMAPP in the emulator (cabi/dmapp.h): everything completes inside its call (an _nb sync id is
+ * complete at once, dmapp_gsync_wait has nothing to wait for). Before dmapp_init (and after
+ * dmapp_finalize) every call returns DMAPP_RC_PERMISSION_ERROR; a bad PE, element type, segment
+ * descriptor, NULL pointer or a range outside the segment DMAPP_RC_INVALID_PARAM; an address not
+ * aligned to the element size (AMO words and put_flag flags: 8 bytes) DMAPP_RC_ALIGNMENT_ERROR; a
+ * PE copy the system has no memory for DMAPP_RC_NO_SPACE. A refused call moves nothing.
  */
 #ifndef AAR_EMU_H
 #define AAR_EMU_H
@@ -98,6 +121,20 @@ unsigned long long aar_emu_clock_ns(void);
  * GNI_PostCqWrite, GNI_CtPostFma, GNI_CtPostCqWrite, GNI_SmsgSend, GNI_SmsgSendWTag), counted on
  * entry whatever they return. */
 unsigned long long aar_emu_post_count(void);
+
+/* DMAPP data calls received so far, of every kind and form (dmapp_put, dmapp_put_nb, ...), counted
+ * on entry whatever they return. Not in aar_emu_post_count. */
+unsigned long long aar_emu_dmapp_calls(void);
+
+/* dmapp_set_rma_attrs and dmapp_set_rma_attrs_ext calls received so far, whatever they returned:
+ * by the calling thread (all == 0) or by every thread (all != 0). */
+unsigned long long aar_emu_dmapp_attr_sets(int all);
+
+/* The routing attribute in force on the calling thread, as a dmapp_routing_type_t value, for
+ * direction 0 (PUTs and AMOs) or 1 (GETs), read from the emulator itself (whatever the ext
+ * layout, and past anything that rewrites what dmapp_get_rma_attrs returns); -1 before dmapp_init
+ * or for another direction. */
+int aar_emu_dmapp_routing(int direction);
 
 #ifdef __cplusplus
 }

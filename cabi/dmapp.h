@@ -3,7 +3,9 @@
  *
  * Written for this project from the DMAPP facts in docs/abi.md (types, layouts, constants and
  * prototypes of Cray's dmapp.h). It declares what the emulator (crates/emu, which serves both
- * libugni.so and libdmapp.so) implements. Two things in it are the emulator's own, because Cray's
+ * libugni.so and libdmapp.so) implements. The emulator's build makes libdmapp.so a symbolic link
+ * to libugni.so in target/release, so programs link with -ldmapp -lugni (or -ldmapp alone) and
+ * load one object; cabi/aar_emu.h says how the emulated job behaves (PEs, heap, error codes). Two things in it are the emulator's own, because Cray's
  * are not public, and differ from a real Cray installation:
  *   - the values of the dmapp_routing_type_t enumerators (the table aar assumes by default; on a
  *     Cray, build aar against the site's dmapp.h or set AAR_DMAPP_ROUTING, see the README);

@@ -122,6 +122,24 @@ pub struct DmappRmaAttrs {
     pub max_concurrency: u8,
 }
 
+/// `DMAPP_OFFLOAD_THRESHOLD`: the default `offload_threshold`, in bytes.
+pub const DMAPP_OFFLOAD_THRESHOLD: u32 = 4096;
+/// `DMAPP_DEF_OUTSTANDING_NB`: the default `max_outstanding_nb`.
+pub const DMAPP_DEF_OUTSTANDING_NB: u32 = 512;
+/// `DMAPP_MIN_OUTSTANDING_NB`: the smallest `max_outstanding_nb`.
+pub const DMAPP_MIN_OUTSTANDING_NB: u32 = 5;
+/// `DMAPP_MAX_OUTSTANDING_NB`: the largest `max_outstanding_nb`.
+pub const DMAPP_MAX_OUTSTANDING_NB: u32 = 2048;
+
+/// `dmapp_pi_reg_type_t`, the `PI_ordering` byte of `dmapp_rma_attrs_ext_t`.
+pub type DmappPiRegType = u8;
+/// Strict ordering of PI (processor interface) writes.
+pub const DMAPP_PI_ORDERING_STRICT: DmappPiRegType = 0;
+/// The default ordering.
+pub const DMAPP_PI_ORDERING_DEFAULT: DmappPiRegType = 1;
+/// Relaxed ordering.
+pub const DMAPP_PI_ORDERING_RELAXED: DmappPiRegType = 2;
+
 /// Offset of the PUT (and AMO) routing byte, in `dmapp_rma_attrs_t` and `dmapp_rma_attrs_ext_t`.
 pub const PUT_ROUTING_OFFSET: usize = 8;
 /// Offset of the GET routing byte, in both attribute structs.

@@ -1,6 +1,7 @@
 //! Every symbol libugni.so exports, in one place: the uGNI subset (declared in cabi/gni_pub.h;
 //! the prototypes are those of docs/abi.md), the CQ-entry accessors behind the `GNI_CQ_*`
-//! macros, `gni_err_str`, and the emulator's own control API (cabi/aar_emu.h).
+//! macros, `gni_err_str`, and the emulator's own control API (cabi/aar_emu.h); the DMAPP subset
+//! (cabi/dmapp.h) and its control calls are in the submodule [`dmapp`].
 //!
 //! Each export only handles the C side: NULL out-parameters, reading and writing through the
 //! caller's pointers, and a panic (an emulator bug), which becomes GNI_RC_ERROR_RESOURCE instead
@@ -9,6 +10,8 @@
 //! the registry, never dereferenced, so a call that takes only handles and values is safe.
 //! Exports are `no_mangle` except in unit tests.
 #![allow(non_snake_case, non_upper_case_globals)] // C symbol names
+
+mod dmapp;
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -75,14 +78,19 @@ const _: [CqEntrySetFn; 5] =
 const _: CqEntryClearFn = gni_cq_clr_status;
 const _: [CqEntryFlagFn; 2] = [gni_cq_status_dla_overflow, gni_cq_bte_enq_status];
 
-/// Runs an export's body and returns its uGNI code; a panic (an emulator bug) becomes
-/// GNI_RC_ERROR_RESOURCE.
-fn guard(body: impl FnOnce() -> Result<(), GniReturn>) -> GniReturn {
+/// Runs an export's body and returns its code (0 is success in uGNI and DMAPP alike); a panic
+/// (an emulator bug) becomes `on_panic` instead of crossing into C.
+fn guarded(on_panic: u32, body: impl FnOnce() -> Result<(), u32>) -> u32 {
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => GNI_RC_SUCCESS,
+        Ok(Ok(())) => 0,
         Ok(Err(rc)) => rc,
-        Err(_) => GNI_RC_ERROR_RESOURCE,
+        Err(_) => on_panic,
     }
+}
+
+/// [`guarded`] for uGNI: a panic becomes GNI_RC_ERROR_RESOURCE.
+fn guard(body: impl FnOnce() -> Result<(), GniReturn>) -> GniReturn {
+    guarded(GNI_RC_ERROR_RESOURCE, body)
 }
 
 /// GNI_RC_INVALID_PARAM unless `ok` (the caller's pointers are usable).

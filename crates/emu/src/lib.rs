@@ -1,10 +1,26 @@
 //! `libugni.so` for tests and demos: the uGNI subset that the shim intercepts and the example
-//! programs use, delivering data between endpoints inside one process. It logs every post as
-//! received (`AAR_EMU_LOG`), publishes the Aries NIC counters as PAPI Software-Defined Events
+//! programs use, delivering data between endpoints inside one process, and the DMAPP subset
+//! (`libdmapp.so`, see below) over the same NIC. It logs every post and DMAPP call as received
+//! (`AAR_EMU_LOG`), publishes the Aries NIC counters as PAPI Software-Defined Events
 //! (`sde:::aries::AR_NIC_...`) and drives them with a deterministic NIC timing model
 //! (`AAR_EMU_NETWORK`, `AAR_EMU_LATENCY_UNIT`), or with the packet-level network simulator of
 //! crates/sim (`AAR_EMU_SIM`, see `timing::simulated`), which also gives completion times a
-//! simulated clock (`aar_emu_clock_ns`). C declarations: cabi/gni_pub.h, cabi/aar_emu.h.
+//! simulated clock (`aar_emu_clock_ns`). C declarations: cabi/gni_pub.h, cabi/dmapp.h,
+//! cabi/aar_emu.h.
+//!
+//! DMAPP: the build makes `libdmapp.so`, a symbolic link to `libugni.so`, beside it (in
+//! target/release), so `cc ... -L target/release -ldmapp -lugni` links; the object's soname stays
+//! `libugni.so`, so such a program loads one object, which holds the NIC state and the counters
+//! both APIs use. `dmapp_init` makes a job of `AAR_EMU_DMAPP_PES` PEs (default 4) in this process:
+//! PE 0 is the process itself, and PE j > 0 has its own copy of the symmetric heap
+//! (`AAR_EMU_DMAPP_SHEAP` bytes, default 16M), of the data segment and of every segment registered
+//! with `dmapp_mem_register`, at the same offsets, made at the first transfer that touches it.
+//! Data really moves (memcpy, atomics); each message is counted on the NIC from PE 0's NIC
+//! (address 0x100) to PE j's (0x100 + j) as a PUT or GET in the uGNI mode of the routing attribute
+//! the calling thread has in force. RMA attributes are per thread, validated as DMAPP does
+//! (`DMAPP_RC_INVALID_PARAM`, nothing changed), and `dmapp_rma_attrs_ext_t` has the layout of
+//! cabi/dmapp.h or, with `AAR_EMU_DMAPP_LAYOUT=queue-first`, another one whose routing is not at
+//! bytes 8 and 9 (see `dmapp::attrs`). cabi/aar_emu.h lists the error codes and control calls.
 //!
 //! The post log (`AAR_EMU_LOG=<path>`, appended, one JSON object per line, written whole at the
 //! call, so complete at any exit), one line per call, failed calls included (`rc` says so):
@@ -13,18 +29,27 @@
 //! {"call":"GNI_CtPostFma","type":3,"length":32,"dlvr_mode":64,"chain_elements":2,"chain_bytes":210,"rc":0}
 //! {"call":"GNI_SmsgSend","length":48,"smsg_dlvr_mode":0,"nic":256,"rc":0}  also GNI_SmsgSendWTag
 //! {"call":"GNI_SmsgSetDeliveryMode","nic":256,"dlvr_mode":128,"rc":0}
+//! {"call":"dmapp_put_ixpe_nbi","kind":"PUT","pes":[1,3],"nelems":8,"type":1,"bytes":64,"messages":2,"routing":6,"routing_name":"ADAPTIVE_3","thread":4711,"rc":0}
+//! {"call":"dmapp_set_rma_attrs_ext","thread":4711,"put_routing":6,"get_routing":2,"rc":0}   also dmapp_set_rma_attrs, dmapp_init[_ext]
 //! ```
 //! `type`, `length`, `dlvr_mode` are the head descriptor's fields exactly as received (null for a
 //! NULL descriptor); `chain_elements`/`chain_bytes` count the elements linked after the head and
 //! their lengths (the head's own transfer is `length`); `length` of an SMSG is header + data;
 //! `nic` is the NIC address (as GNI_CdmAttach returned it; null for an unknown handle);
-//! `smsg_dlvr_mode` is the mode set on that NIC when the message was sent.
+//! `smsg_dlvr_mode` is the mode set on that NIC when the message was sent. A DMAPP data call
+//! (every form of every call) names its `kind` (PUT, GET or AMO: the AMOs follow the PUT routing),
+//! its PEs (null for a NULL list), `nelems` and `type` as received, `bytes` per message
+//! (nelems × element size, AMOs 8; null for an unknown type), `messages` (one per PE), the
+//! routing value in force for it on the calling `thread` (the Linux thread id) and its name in
+//! the emulator's table (`RoutingTable::ASSUMED`; null before dmapp_init). An attribute call gives
+//! the routing values it asked for (null when it passed no attributes).
 //!
-//! Modules: `exports` lists every exported symbol and handles the C side of each call; the work
-//! is done by `domain` (CDMs, NICs, endpoints), `memory` (registration), `cq` and `cq_entry`
-//! (completion queues and their entries), `rma` and `amo` (posts) and `smsg` (short messages),
-//! over the handles of `registry`. Every transfer reaches `counters`, which publishes the NIC
-//! counters that a model of `timing` computes; `post_log` writes the post log and `settings`
+//! Modules: `exports` lists every exported symbol and handles the C side of each call (DMAPP's in
+//! `exports::dmapp`); the work is done by `domain` (CDMs, NICs, endpoints), `memory`
+//! (registration), `cq` and `cq_entry` (completion queues and their entries), `rma` and `amo`
+//! (posts), `smsg` (short messages) and `dmapp` (DMAPP's job, segments, attributes and data
+//! calls), over the handles of `registry`. Every transfer reaches `counters`, which publishes the
+//! NIC counters that a model of `timing` computes; `post_log` writes the post log and `settings`
 //! reads the environment.
 #![deny(unsafe_op_in_unsafe_fn)]
 // Unit tests build the exports without `no_mangle`, so nothing calls them there.
@@ -34,6 +59,7 @@ mod amo;
 mod counters;
 mod cq;
 mod cq_entry;
+mod dmapp;
 mod domain;
 mod exports;
 mod memory;

@@ -9,7 +9,7 @@ use aar_abi::*;
 use crate::registry::{self, mem_handle_for, MemReg};
 
 /// True when every page of [addr, addr+len) is mapped, checked the way registration pins pages.
-fn mapped(addr: u64, len: u64) -> bool {
+pub fn mapped(addr: u64, len: u64) -> bool {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
     let Some(end) = addr.checked_add(len) else {

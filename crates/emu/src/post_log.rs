@@ -1,5 +1,6 @@
 //! The post log: `AAR_EMU_LOG=<path>` → JSON Lines, one [`Record`] per call that puts traffic on
-//! the network or changes SMSG routing (the format is documented in the crate root). Each line is
+//! the network or changes routing (SMSG's, DMAPP's attributes) (the format is documented in the
+//! crate root). Each line is
 //! one `write(2)` on an `O_APPEND` file, so lines are complete at any exit (no buffer to flush)
 //! and processes sharing the file do not interleave. Without the variable nothing is opened and
 //! nothing is formatted.
@@ -8,6 +9,7 @@ use std::fs::File;
 use std::io::Write as _;
 use std::sync::{Mutex, OnceLock};
 
+use aar_abi::dmapp::{DmappPe, DmappReturn, DmappType};
 use aar_abi::GniReturn;
 use serde::Serialize;
 
@@ -58,6 +60,26 @@ pub enum Record {
     SmsgSend { call: &'static str, length: u64, smsg_dlvr_mode: Option<u16>, nic: Option<u32>, rc: GniReturn },
     /// GNI_SmsgSetDeliveryMode (`nic` is `None` for an unknown handle).
     SmsgSetDeliveryMode { call: &'static str, nic: Option<u32>, dlvr_mode: u16, rc: GniReturn },
+    /// A DMAPP data call: what it moves (`kind` PUT, GET or AMO, `bytes` per message, one message
+    /// per PE of `pes`) and the routing value in force for it on the calling `thread` (`None`
+    /// before dmapp_init; `pes` is `None` for a NULL PE list, `bytes` for an unknown type).
+    DmappData {
+        call: &'static str,
+        kind: &'static str,
+        pes: Option<Vec<DmappPe>>,
+        nelems: u64,
+        #[serde(rename = "type")]
+        ty: DmappType,
+        bytes: Option<u64>,
+        messages: u64,
+        routing: Option<u8>,
+        routing_name: Option<&'static str>,
+        thread: i32,
+        rc: DmappReturn,
+    },
+    /// `dmapp_init[_ext]`, `dmapp_set_rma_attrs[_ext]`: the routing values asked for (`None`: no
+    /// attributes given).
+    DmappAttrs { call: &'static str, thread: i32, put_routing: Option<u8>, get_routing: Option<u8>, rc: DmappReturn },
 }
 
 /// Appends `record` as one line.
@@ -103,5 +125,29 @@ mod tests {
         let mode = Record::SmsgSetDeliveryMode { call: "GNI_SmsgSetDeliveryMode", nic: None, dlvr_mode: 128, rc: 2 };
         let want = r#"{"call":"GNI_SmsgSetDeliveryMode","nic":null,"dlvr_mode":128,"rc":2}"#;
         assert_eq!(serde_json::to_string(&mode).unwrap(), want);
+        let data = Record::DmappData {
+            call: "dmapp_put_ixpe_nbi",
+            kind: "PUT",
+            pes: Some(vec![1, 3]),
+            nelems: 8,
+            ty: 1,
+            bytes: Some(64),
+            messages: 2,
+            routing: Some(6),
+            routing_name: Some("ADAPTIVE_3"),
+            thread: 77,
+            rc: 0,
+        };
+        let want = r#"{"call":"dmapp_put_ixpe_nbi","kind":"PUT","pes":[1,3],"nelems":8,"type":1,"bytes":64,"messages":2,"routing":6,"routing_name":"ADAPTIVE_3","thread":77,"rc":0}"#;
+        assert_eq!(serde_json::to_string(&data).unwrap(), want);
+        let set = Record::DmappAttrs {
+            call: "dmapp_set_rma_attrs_ext",
+            thread: 77,
+            put_routing: Some(9),
+            get_routing: None,
+            rc: 1,
+        };
+        let want = r#"{"call":"dmapp_set_rma_attrs_ext","thread":77,"put_routing":9,"get_routing":null,"rc":1}"#;
+        assert_eq!(serde_json::to_string(&set).unwrap(), want);
     }
 }

@@ -3,9 +3,12 @@
 //! variable accepts and what is used instead; the program always goes on.
 
 use std::ffi::OsString;
+use std::str::FromStr;
 
 use aar_engine::LatencyUnit;
 
+use crate::dmapp::attrs::AttrsLayout;
+use crate::dmapp::job::{PeCount, SheapSize};
 use crate::timing::profile::{NetworkProfile, ProfileItemError};
 use crate::timing::simulated::SimSetupError;
 
@@ -24,6 +27,12 @@ pub enum SettingError {
         path.to_string_lossy()
     )]
     Log { path: OsString, source: std::io::Error },
+    #[error("AAR_EMU_DMAPP_PES=\"{value}\": {problem}; using the default {default} PEs", default = PeCount::default().0)]
+    DmappPes { value: String, problem: <PeCount as FromStr>::Err },
+    #[error("AAR_EMU_DMAPP_SHEAP=\"{value}\": {problem}; using the default {default}", default = SheapSize::default())]
+    DmappSheap { value: String, problem: <SheapSize as FromStr>::Err },
+    #[error("AAR_EMU_DMAPP_LAYOUT=\"{value}\": {problem}; using the {default} layout of cabi/dmapp.h", default = AttrsLayout::default())]
+    DmappLayout { value: String, problem: <AttrsLayout as FromStr>::Err },
 }
 
 impl SettingError {
@@ -69,4 +78,31 @@ pub fn sim_spec() -> Option<String> {
 /// `AAR_EMU_LOG`, when set to something: the post log's path.
 pub fn log_path() -> Option<OsString> {
     std::env::var_os("AAR_EMU_LOG").filter(|p| !p.is_empty())
+}
+
+/// A variable read with its type's `FromStr`: its value, or (with one warning, made by `bad`
+/// from the value and the problem) the type's default when unset-or-empty or bad.
+fn parsed<T: FromStr + Default>(var: &str, bad: impl FnOnce(String, T::Err) -> SettingError) -> T {
+    let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else {
+        return T::default();
+    };
+    value.parse().unwrap_or_else(|problem| {
+        bad(value, problem).report();
+        T::default()
+    })
+}
+
+/// `AAR_EMU_DMAPP_PES`: how many PEs `dmapp_init` makes (the process is PE 0).
+pub fn dmapp_pes() -> PeCount {
+    parsed("AAR_EMU_DMAPP_PES", |value, problem| SettingError::DmappPes { value, problem })
+}
+
+/// `AAR_EMU_DMAPP_SHEAP`: the size of each PE's symmetric heap.
+pub fn dmapp_sheap() -> SheapSize {
+    parsed("AAR_EMU_DMAPP_SHEAP", |value, problem| SettingError::DmappSheap { value, problem })
+}
+
+/// `AAR_EMU_DMAPP_LAYOUT`: the layout of `dmapp_rma_attrs_ext_t`.
+pub fn dmapp_layout() -> AttrsLayout {
+    parsed("AAR_EMU_DMAPP_LAYOUT", |value, problem| SettingError::DmappLayout { value, problem })
 }

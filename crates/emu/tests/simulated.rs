@@ -1,11 +1,12 @@
 //! The emulator on a simulated network (`AAR_EMU_SIM`): data still arrives intact, and the NIC
 //! counters and the clock are exactly what the packet-level simulator (crates/sim) computes for
-//! the same transfers. No preload: these test the emulator alone.
+//! the same transfers, uGNI posts and DMAPP calls alike. No preload: these test the emulator alone.
 
 mod common;
 
 use std::path::PathBuf;
 
+use aar_abi::dmapp::{Routing, RoutingTable};
 use aar_abi::*;
 use aar_sim::config::{Mode, NetConfig};
 use aar_sim::net::Kind;
@@ -74,17 +75,26 @@ fn every_transfer_arrives_intact_on_the_simulated_network() {
         ("errors", "groups=2"),
         ("threads", "groups=2,nodes=16,placement=scattered"),
     ] {
-        let out = run(&exe, &[scenario], &[("AAR_EMU_SIM", spec)]);
-        let stdout = expect_success(&out, scenario);
-        assert_eq!(stdout.trim(), format!("PASS {scenario}"));
-        assert_eq!(stderr(&out), "", "{scenario}: the emulator said something on stderr");
+        assert_eq!(pass(&exe, scenario, &[("AAR_EMU_SIM", spec)]), Vec::<String>::new());
+    }
+    // DMAPP's, with the PEs on the placement's nodes (PE 2 and 3 share PE 0's and PE 1's).
+    let exe = compile_with("crates/emu/tests/c/dmapp_check.c", "dmapp_check", &["-ldmapp", "-lugni"]);
+    for (scenario, spec) in [
+        ("put_get", "groups=2"),
+        ("strided", "groups=1,placement=same-group,nodes=4"),
+        ("amo", light),
+        ("errors", "groups=2"),
+        ("threads", "groups=2,nodes=3,placement=scattered"),
+    ] {
+        pass(&exe, scenario, &[("AAR_EMU_SIM", spec)]);
     }
 }
 
 /// A transfer of the sequence that both the emulator and the direct simulation run.
 #[derive(Clone, Copy)]
 enum Op {
-    /// (sim_check command, bytes, dlvr_mode, count)
+    /// (sim_check command, bytes, dlvr_mode, count); for the DMAPP commands (dput, dget) the
+    /// routing attribute whose uGNI mode dlvr_mode is.
     Xfer(&'static str, u64, u16, u32),
     Freeze(bool),
 }
@@ -131,9 +141,9 @@ fn simulate_directly(
         let (t0, mut published) = (clock(&w), [0i64; 5]);
         for _ in 0..count {
             let (src, dst, kind) = match cmd {
-                "put" | "smsg" => (nodes[0], nodes[1], Kind::Put),
+                "put" | "smsg" | "dput" => (nodes[0], nodes[1], Kind::Put),
                 "back" => (nodes[1], nodes[0], Kind::Put),
-                "get" => (nodes[0], nodes[1], Kind::Get),
+                "get" | "dget" => (nodes[0], nodes[1], Kind::Get),
                 c => panic!("{c}"),
             };
             let id = w.post_external(src, dst, bytes, kind, Mode::from_dlvr_mode(dlvr));
@@ -154,6 +164,10 @@ fn simulate_directly(
 fn args_of(ops: &[Op]) -> String {
     ops.iter()
         .map(|op| match *op {
+            Op::Xfer(c @ ("dput" | "dget"), b, m, n) => {
+                let routing = Routing::from_dlvr_mode(m).and_then(|r| RoutingTable::ASSUMED.value(r)).unwrap();
+                format!("{c} {b} {routing} {n}")
+            }
             Op::Xfer(c, b, m, n) => format!("{c} {b} {m:#x} {n}"),
             Op::Freeze(f) => format!("freeze {}", f as u8),
         })
@@ -175,6 +189,10 @@ fn counters_and_clock_are_exactly_the_simulators() {
         Op::Xfer("put", 1024, a0, 1),
         Op::Freeze(false),
         Op::Xfer("put", 200, GNI_DLVMODE_IN_ORDER, 1),
+        Op::Xfer("dput", 4096, a3, 2),
+        Op::Xfer("dget", 4096, GNI_DLVMODE_ADAPTIVE1, 1),
+        Op::Xfer("dput", 100, GNI_DLVMODE_MIN_HASH, 3),
+        Op::Xfer("dget", 64, a0, 2),
     ];
     let spec = "groups=3,placement=across-groups,background=uniform:0.3:4K,background-nodes=8,seed=3";
     let (got, clocks) = steps(&args_of(&ops), &[("AAR_EMU_SIM", spec), ("AAR_EMU_LATENCY_UNIT", "cycles")]);
@@ -192,6 +210,9 @@ fn counters_and_clock_are_exactly_the_simulators() {
     assert_eq!(got[2].d[0], 64);
     assert_eq!(got[2].d[3], 64);
     assert_eq!(got[3].d[0], 2 * (2 + 7));
+    // DMAPP calls packetized like posts: two 4 KiB PUTs, one 4 KiB GET.
+    assert_eq!((got[8].cmd.as_str(), got[8].d[0], got[8].d[3]), ("dput", 2 * (64 + 256), 2 * 64));
+    assert_eq!((got[9].cmd.as_str(), got[9].d[0], got[9].d[3]), ("dget", 64, 64));
 
     // In microseconds (the default unit) the latency is the same count divided by 800, with
     // the fractions carried over.

@@ -646,22 +646,10 @@ static void log_sequence(void)
 
 int main(int argc, char **argv)
 {
-	const char *which = argc > 1 ? argv[1] : "";
-	static const struct {
-		const char *name;
-		void (*run)(void);
-	} scenarios[] = {
+	static const struct scenario scenarios[] = {
 		{ "layout", layout }, { "put_get", put_get }, { "amo", amo },     { "smsg", smsg },
 		{ "chain", chain },   { "cqwrite", cqwrite }, { "errors", errors }, { "threads", threads },
 		{ "log", log_sequence },
 	};
-	for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
-		if (!strcmp(which, scenarios[i].name)) {
-			scenarios[i].run();
-			printf("PASS %s\n", which);
-			return 0;
-		}
-	}
-	fprintf(stderr, "emu_check: unknown scenario \"%s\"\n", which);
-	return 2;
+	return run_scenario("emu_check", scenarios, sizeof scenarios / sizeof scenarios[0], argc, argv);
 }

@@ -131,4 +131,24 @@ static inline void fill(unsigned char *p, size_t n, unsigned seed)
 		p[i] = (unsigned char)(i * 7u + seed);
 }
 
+/* A check program's scenarios: main runs the one argv[1] names and prints "PASS <name>". */
+struct scenario {
+	const char *name;
+	void (*run)(void);
+};
+
+static inline int run_scenario(const char *program, const struct scenario *s, size_t n, int argc, char **argv)
+{
+	const char *which = argc > 1 ? argv[1] : "";
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(which, s[i].name)) {
+			s[i].run();
+			printf("PASS %s\n", which);
+			return 0;
+		}
+	}
+	fprintf(stderr, "%s: unknown scenario \"%s\"\n", program, which);
+	return 2;
+}
+
 #endif

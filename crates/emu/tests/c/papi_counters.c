@@ -1,5 +1,5 @@
 /* Reads the emulated NIC counters through the real libpapi (opened at run time, as the shim does)
- * around a fixed sequence of transfers, and prints the change of the five counters after each
+ * around a fixed sequence of transfers (uGNI posts, then DMAPP calls), and prints the change of the five counters after each
  * step as "step <name> <req_flits> <req_stalled> <rsp_latency> <rsp_packets> <rsp_stalled>".
  * The Rust test compares these with the timing model's predictions.
  *
@@ -7,7 +7,20 @@
  *                                    otherwise the environment's profile applies) */
 #include <dlfcn.h>
 
+#include "dmapp.h"
 #include "emu_test.h"
+
+#define DOK(call) EXPECT((call) == DMAPP_RC_SUCCESS)
+
+/* Sets the calling thread's DMAPP routing for PUTs (and AMOs) and GETs. */
+static void dmapp_routing(uint8_t put, uint8_t get)
+{
+	dmapp_rma_attrs_t a;
+	DOK(dmapp_get_rma_attrs(&a));
+	a.put_relaxed_ordering = put;
+	a.get_relaxed_ordering = get;
+	DOK(dmapp_set_rma_attrs(&a, NULL));
+}
 
 static const char *events[5] = {
 	"sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS",
@@ -154,6 +167,35 @@ int main(int argc, char **argv)
 	head.next_descr = &e[0];
 	OK(GNI_CtPostFma(a.ep, &head));
 	step("chain_64_2x128_a0");
+
+	/* DMAPP from PE 0 to the other PEs: the same counters, in the routing attribute's mode. */
+	dmapp_rma_attrs_t req = { 512, 4096, DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_ADAPTIVE, 1 }, act;
+	dmapp_jobinfo_t job;
+	DOK(dmapp_init(&req, &act));
+	DOK(dmapp_get_jobinfo(&job));
+	step("dmapp_init");
+	void *heap = job.sheap_seg.addr;
+	dmapp_seg_desc_t *seg = &job.sheap_seg;
+	DOK(dmapp_put(heap, seg, 1, a.buf, 8, DMAPP_QW));
+	step("dmapp_put64_ad");
+	dmapp_routing(DMAPP_ROUTING_ADAPTIVE_3, DMAPP_ROUTING_ADAPTIVE_2);
+	DOK(dmapp_put_nbi(heap, seg, 1, a.buf, 1000, DMAPP_BYTE));
+	DOK(dmapp_gsync_wait());
+	step("dmapp_put1000_a3");
+	DOK(dmapp_get(a.buf, heap, seg, 2, 1024, DMAPP_DW));
+	step("dmapp_get4096_a2");
+	int64_t old;
+	DOK(dmapp_afadd_qw(&old, heap, seg, 3, 1));
+	step("dmapp_amo_a3");
+	dmapp_pe_t pes[3] = { 1, 2, 3 };
+	DOK(dmapp_put_ixpe(heap, seg, pes, 3, a.buf, 8, DMAPP_QW));
+	step("dmapp_ixpe_3x64_a3");
+	DOK(dmapp_iput(heap, seg, 1, a.buf, 2, 1, 16, DMAPP_QW));
+	step("dmapp_iput128_a3");
+	dmapp_routing(DMAPP_ROUTING_IN_ORDER, DMAPP_ROUTING_DETERMINISTIC);
+	DOK(dmapp_put(heap, seg, 1, a.buf, 8, DMAPP_QW));
+	DOK(dmapp_get(a.buf, heap, seg, 1, 8, DMAPP_QW));
+	step("dmapp_put64_inorder_get64_nmin");
 
 	/* Frozen: transfers leave the counters alone; injected values still show. */
 	aar_emu_counters_freeze(1);

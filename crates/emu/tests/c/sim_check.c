@@ -9,9 +9,16 @@
  *   back SIZE MODE COUNT    the same from B to A
  *   get SIZE MODE COUNT     COUNT RDMA GETs of SIZE bytes by A from B
  *   smsg SIZE MODE COUNT    COUNT short messages of SIZE bytes from A to B, A's SMSG mode set to MODE
+ *   dput SIZE ROUTING COUNT COUNT dmapp_puts of SIZE bytes from PE 0 (A's NIC) to PE 1 (B's), the
+ *                           thread's PUT routing attribute set to ROUTING (a dmapp_routing_type_t)
+ *   dget SIZE ROUTING COUNT the same with dmapp_get, PE 1 to PE 0, GET routing ROUTING
  *   freeze 0|1              aar_emu_counters_freeze
- * Every transfer's bytes are checked where they land. Prints "clock <ns>" first and last. */
+ * Every transfer's bytes are checked where they land (PE 1's by the dgets that follow dputs, against
+ * a copy of what was put). Prints "clock <ns>" first and last. */
+#include "dmapp.h"
 #include "emu_test.h"
+
+#define DOK(call) EXPECT((call) == DMAPP_RC_SUCCESS)
 
 #define SIM_BUF (4u << 20)
 
@@ -67,6 +74,15 @@ int main(int argc, char **argv)
 	OK(GNI_SmsgInit(a.ep, &aa, &ba));
 	OK(GNI_SmsgInit(b.ep, &ba, &aa));
 
+	/* DMAPP: PE 0 is this process on A's NIC, PE 1 is on B's. */
+	dmapp_rma_attrs_t attrs = { 512, 4096, DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_ADAPTIVE, 1 };
+	dmapp_jobinfo_t job;
+	DOK(dmapp_init(&attrs, &attrs));
+	DOK(dmapp_get_jobinfo(&job));
+	EXPECT(job.sheap_seg.len >= SIM_BUF);
+	unsigned char *heap = job.sheap_seg.addr, *pe1 = calloc(1, SIM_BUF);
+	EXPECT(pe1 != NULL);
+
 	printf("clock %llu\n", aar_emu_clock_ns());
 	unsigned seed = 1;
 	for (int i = 1; i < argc; i++) {
@@ -102,6 +118,20 @@ int main(int argc, char **argv)
 				OK(GNI_SmsgGetNext(b.ep, &msg));
 				EXPECT(!memcmp(msg, ab.buf, size));
 				OK(GNI_SmsgRelease(b.ep));
+			} else if (!strcmp(cmd, "dput") || !strcmp(cmd, "dget")) {
+				int put = cmd[1] == 'p';
+				DOK(dmapp_get_rma_attrs(&attrs));
+				*(put ? &attrs.put_relaxed_ordering : &attrs.get_relaxed_ordering) = (uint8_t)mode;
+				DOK(dmapp_set_rma_attrs(&attrs, NULL));
+				if (put) {
+					fill(ab.buf, size, seed);
+					DOK(dmapp_put(heap, &job.sheap_seg, 1, ab.buf, size, DMAPP_BYTE));
+					memcpy(pe1, ab.buf, size);
+				} else {
+					memset(ab.buf, 0, size);
+					DOK(dmapp_get(ab.buf, heap, &job.sheap_seg, 1, size, DMAPP_BYTE));
+					EXPECT(!memcmp(ab.buf, pe1, size));
+				}
 			} else {
 				fprintf(stderr, "sim_check: unknown command %s\n", cmd);
 				return 2;

@@ -1,0 +1,303 @@
+//! The DMAPP job: `dmapp_init` makes `AAR_EMU_DMAPP_PES` virtual PEs (the process is PE 0), a
+//! symmetric heap of `AAR_EMU_DMAPP_SHEAP` bytes and the data segment; `dmapp_mem_register`
+//! adds segments; `dmapp_finalize` forgets them all. Data calls hold the job for reading while
+//! they run, so a segment never goes away under a transfer.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use aar_abi::dmapp::*;
+use aar_engine::ByteSize;
+
+use super::attrs::{self, Attrs, Requested};
+use super::segment::{Mapping, Segment, Shadow};
+use crate::memory::mapped;
+use crate::registry::{mem_handle_for, Map, FIRST_NIC_ADDR};
+use crate::settings;
+
+/// `AAR_EMU_DMAPP_PES`: the job's PEs, 1 to [`PeCount::MAX`] (default 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeCount(pub u32);
+
+impl PeCount {
+    pub const MAX: u32 = 4096;
+}
+
+impl Default for PeCount {
+    fn default() -> Self {
+        PeCount(4)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a whole number of PEs from 1 to {max}", max = PeCount::MAX)]
+pub struct PeCountError;
+
+impl FromStr for PeCount {
+    type Err = PeCountError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().parse() {
+            Ok(n) if (1..=Self::MAX).contains(&n) => Ok(PeCount(n)),
+            _ => Err(PeCountError),
+        }
+    }
+}
+
+/// `AAR_EMU_DMAPP_SHEAP`: the bytes of each PE's symmetric heap, from [`SheapSize::MIN`] to
+/// [`SheapSize::MAX`] (default 16M).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SheapSize(pub u64);
+
+impl SheapSize {
+    pub const MIN: u64 = 4 << 10;
+    pub const MAX: u64 = 64 << 30;
+}
+
+impl Default for SheapSize {
+    fn default() -> Self {
+        SheapSize(16 << 20)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SheapSizeError {
+    /// ByteSize's own message, which names the value.
+    #[error("{0}")]
+    NotASize(String),
+    #[error("{0} bytes is not from 4K to 64G")]
+    OutOfRange(u64),
+}
+
+impl FromStr for SheapSize {
+    type Err = SheapSizeError;
+
+    /// A size in bytes as `aar_engine::ByteSize` reads it (`16M`, `65536`, `1GiB`).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let ByteSize(b) = text.parse().map_err(SheapSizeError::NotASize)?;
+        if (Self::MIN..=Self::MAX).contains(&b) {
+            Ok(SheapSize(b))
+        } else {
+            Err(SheapSizeError::OutOfRange(b))
+        }
+    }
+}
+
+impl fmt::Display for SheapSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        ByteSize(self.0).fmt(f)
+    }
+}
+
+/// `dmapp_jobinfo_t.version` and `.hw_version` of the emulated job (the emulator's own values).
+const JOBINFO_VERSION: i32 = 1;
+const JOBINFO_HW_VERSION: i32 = 2;
+
+pub struct Job {
+    pub npes: u32,
+    /// Tells threads' own attributes from those they set in an earlier job (before a finalize).
+    pub generation: u64,
+    /// The attributes of threads that have not set their own (from `dmapp_init`).
+    pub defaults: Attrs,
+    /// Every segment, by its handle's first word.
+    segments: Map<u64, Segment>,
+    sheap: u64,
+    data: Option<u64>,
+}
+
+static JOB: RwLock<Option<Job>> = RwLock::new(None);
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Segment ids, never reused: a descriptor of a finalized job names nothing in the next one, even
+/// where the new heap lands at the old address.
+static SEGMENT_IDS: AtomicU64 = AtomicU64::new(0);
+
+pub fn read() -> RwLockReadGuard<'static, Option<Job>> {
+    JOB.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write() -> RwLockWriteGuard<'static, Option<Job>> {
+    JOB.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The job, or DMAPP_RC_PERMISSION_ERROR (nothing is permitted before `dmapp_init`: the
+/// emulator's choice, the real code is not known).
+pub fn get(job: &Option<Job>) -> Result<&Job, DmappReturn> {
+    job.as_ref().ok_or(DMAPP_RC_PERMISSION_ERROR)
+}
+
+/// The NIC address of a PE's node: PE j sits at 0x100 + j, so PE 0 shares its NIC with the first
+/// one GNI_CdmAttach hands out, and with `AAR_EMU_SIM` PE j is on node j mod `nodes`.
+pub fn nic_addr(pe: DmappPe) -> u32 {
+    FIRST_NIC_ADDR.wrapping_add(pe as u32)
+}
+
+impl Job {
+    fn add(&mut self, addr: u64, len: u64, shadow: Shadow, own: Option<Mapping>) -> u64 {
+        let handle = mem_handle_for(SEGMENT_IDS.fetch_add(1, Ordering::Relaxed) + 1, addr, len);
+        self.segments.insert(handle.qword1, Segment::new(addr, len, handle, self.npes, shadow, own));
+        handle.qword1
+    }
+
+    /// The segment a descriptor names (its handle, address and length all match).
+    pub fn segment(&self, d: &DmappSegDesc) -> Option<&Segment> {
+        self.segments
+            .get(&d.memhndl.qword1)
+            .filter(|s| s.handle == d.memhndl && s.addr == d.addr as u64 && s.len == d.len as u64)
+    }
+}
+
+/// `dmapp_init[_ext]`: starts the job with `requested` as every thread's attributes. When the job
+/// runs already, nothing changes. The calling thread's attributes now.
+pub fn init(call: &'static str, requested: Option<Requested>) -> Result<Attrs, DmappReturn> {
+    let result = start(requested.as_ref());
+    attrs::log_request(
+        call,
+        requested.map(|r| r.attrs(Attrs::DEFAULT)),
+        result.as_ref().err().copied().unwrap_or(DMAPP_RC_SUCCESS),
+    );
+    result
+}
+
+fn start(requested: Option<&Requested>) -> Result<Attrs, DmappReturn> {
+    let defaults = attrs::defaults(requested.ok_or(DMAPP_RC_INVALID_PARAM)?)?;
+    let mut guard = write();
+    if let Some(job) = guard.as_ref() {
+        return Ok(attrs::in_force(job));
+    }
+    let npes = settings::dmapp_pes().0;
+    let sheap_bytes = settings::dmapp_sheap().0;
+    // Read now, so that a bad value is reported when the job starts.
+    attrs::layout();
+    let heap = Mapping::new(sheap_bytes).ok_or(DMAPP_RC_NO_SPACE)?;
+    let mut job = Job {
+        npes,
+        generation: GENERATION.fetch_add(1, Ordering::Relaxed) + 1,
+        defaults,
+        segments: Map::default(),
+        sheap: 0,
+        data: None,
+    };
+    job.sheap = job.add(heap.addr(), sheap_bytes, Shadow::Zeroed, Some(heap));
+    job.data = data_segment().map(|(addr, len)| job.add(addr, len, Shadow::CopyOfPe0, None));
+    *guard = Some(job);
+    Ok(defaults)
+}
+
+/// `dmapp_finalize`: forgets the job (threads' attributes with it).
+pub fn finalize() -> Result<(), DmappReturn> {
+    write().take().map(drop).ok_or(DMAPP_RC_PERMISSION_ERROR)
+}
+
+/// `dmapp_get_jobinfo`.
+pub fn jobinfo() -> Result<DmappJobinfo, DmappReturn> {
+    let guard = read();
+    let job = get(&guard)?;
+    let empty = DmappSegDesc {
+        addr: std::ptr::null_mut(),
+        len: 0,
+        memhndl: Default::default(),
+        flags: 0,
+        reserved: std::ptr::null_mut(),
+    };
+    let desc = |key: u64| job.segments.get(&key).map_or(empty, Segment::descriptor);
+    Ok(DmappJobinfo {
+        version: JOBINFO_VERSION,
+        hw_version: JOBINFO_HW_VERSION,
+        npes: job.npes as i32,
+        pe: 0,
+        data_seg: job.data.map_or(empty, desc),
+        sheap_seg: desc(job.sheap),
+    })
+}
+
+/// `dmapp_mem_register`: [addr, addr+len) of this process becomes a segment every PE has.
+pub fn register(addr: u64, len: u64) -> Result<DmappSegDesc, DmappReturn> {
+    if addr == 0 || len == 0 || !mapped(addr, len) {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    let mut guard = write();
+    let job = guard.as_mut().ok_or(DMAPP_RC_PERMISSION_ERROR)?;
+    let key = job.add(addr, len, Shadow::Zeroed, None);
+    Ok(job.segments[&key].descriptor())
+}
+
+/// `dmapp_mem_unregister`: a segment `dmapp_mem_register` made (not the heap or data segment).
+pub fn unregister(d: &DmappSegDesc) -> Result<(), DmappReturn> {
+    let mut guard = write();
+    let job = guard.as_mut().ok_or(DMAPP_RC_PERMISSION_ERROR)?;
+    let key = d.memhndl.qword1;
+    if job.segment(d).is_none() || key == job.sheap || Some(key) == job.data {
+        return Err(DMAPP_RC_INVALID_PARAM);
+    }
+    job.segments.remove(&key);
+    Ok(())
+}
+
+/// The main program's static data (`.data` and `.bss`): the first writable PT_LOAD segment that
+/// has something left without the part that becomes read-only after relocation (PT_GNU_RELRO;
+/// some linkers give that part a writable segment of its own).
+fn data_segment() -> Option<(u64, u64)> {
+    let mut found: Option<(u64, u64)> = None;
+    // SAFETY: dl_iterate_phdr calls `first_object` with valid `dl_phdr_info` records and passes
+    // `found` back unchanged as its data pointer.
+    unsafe { libc::dl_iterate_phdr(Some(first_object), (&raw mut found).cast()) };
+    found.filter(|&(addr, len)| mapped(addr, len))
+}
+
+/// dl_iterate_phdr's callback: reads the first object (the main program) and stops.
+///
+/// # Safety
+/// `info` points to a valid record whose `dlpi_phdr` has `dlpi_phnum` headers; `data` is the
+/// `Option<(u64, u64)>` that [`data_segment`] passed.
+unsafe extern "C" fn first_object(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: per this function's contract.
+    let (info, found) = unsafe { (&*info, &mut *data.cast::<Option<(u64, u64)>>()) };
+    if info.dlpi_phdr.is_null() {
+        return 1;
+    }
+    // SAFETY: per this function's contract.
+    let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+    let base = info.dlpi_addr;
+    let relro_end = headers.iter().find(|h| h.p_type == libc::PT_GNU_RELRO).map(|h| base + h.p_vaddr + h.p_memsz);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    *found = headers.iter().filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_W != 0).find_map(|h| {
+        let (start, end) = (base + h.p_vaddr, base + h.p_vaddr + h.p_memsz);
+        let start = match relro_end {
+            Some(r) if r > start => r.next_multiple_of(page).clamp(start, end),
+            _ => start,
+        };
+        (start < end).then_some((start, end - start))
+    });
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_with_their_ranges() {
+        assert_eq!("8".parse(), Ok(PeCount(8)));
+        assert_eq!(" 4096 ".parse(), Ok(PeCount(4096)));
+        for bad in ["0", "4097", "-1", "four", ""] {
+            assert_eq!(bad.parse::<PeCount>(), Err(PeCountError), "{bad}");
+        }
+        assert_eq!("64K".parse(), Ok(SheapSize(64 << 10)));
+        assert_eq!("1GiB".parse(), Ok(SheapSize(1 << 30)));
+        assert_eq!("100".parse::<SheapSize>(), Err(SheapSizeError::OutOfRange(100)));
+        assert_eq!("65G".parse::<SheapSize>(), Err(SheapSizeError::OutOfRange(65 << 30)));
+        assert!(matches!("lots".parse::<SheapSize>(), Err(SheapSizeError::NotASize(m)) if m.contains("lots")));
+        assert_eq!(SheapSize::default().to_string(), "16M");
+    }
+
+    #[test]
+    fn the_data_segment_holds_this_programs_statics() {
+        static mut STATIC_WORD: u64 = 1;
+        let (addr, len) = data_segment().expect("a writable segment");
+        let word = (&raw const STATIC_WORD) as u64;
+        assert!(addr <= word && word + 8 <= addr + len, "{word:#x} not in {addr:#x}+{len:#x}");
+    }
+}
