@@ -330,13 +330,9 @@ static struct pair *main_pair;
 #ifdef REENTER
 /* An allocator that itself sends on the network: every allocation, including the ones libaar.so
  * makes in its slow path, re-enters GNI_PostFma. */
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-static volatile int reenter_armed, count_armed;
+static volatile int reenter_armed;
 static __thread int in_alloc;
-static unsigned long long reentered, allocations;
+static unsigned long long reentered;
 
 static void reenter(void)
 {
@@ -356,16 +352,8 @@ static void reenter(void)
 		__atomic_add_fetch(&reentered, 1, __ATOMIC_RELAXED);
 	in_alloc = 0;
 }
-static void counted(void)
-{
-	if (count_armed)
-		__atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
-	reenter();
-}
-void *malloc(size_t n) { counted(); return __libc_malloc(n); }
-void *calloc(size_t a, size_t b) { counted(); return __libc_calloc(a, b); }
-void *realloc(void *p, size_t n) { counted(); return __libc_realloc(p, n); }
-void free(void *p) { __libc_free(p); }
+#define ALLOC_HOOK() reenter()
+#include "allocs.h"
 #endif
 
 static void *post_forever(void *v)
