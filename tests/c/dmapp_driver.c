@@ -26,7 +26,7 @@
  *                                   own offset, then a checking GET; each prints its thread id and the
  *                                   attribute set calls made on it
  *   ugni SIZE COUNT                 COUNT uGNI FMA PUTs of SIZE bytes between two NICs of this process,
- *                                   each checked
+ *                                   each checked; also makes the uGNI pair dmapp_layer_post() uses
  *   api mode DLVR | api name NAME | api auto | api disable | api enable    the C API of aar.h
  *   iter begin | iter end           the iteration markers of aar.h
  *   allocs 1 | allocs 0             count allocations from here / print the count
@@ -443,6 +443,30 @@ static void ugni(uint64_t size, uint64_t count)
 		while (GNI_CqGetEvent(ub.rx_cq, &ev) == GNI_RC_SUCCESS)
 			;
 		check("uGNI put", ub.recv_buf, ua.send_buf, size);
+	}
+}
+
+/* Called by tests/c/dmapp_layer.c from inside dmapp_put (a libdmapp that sends through uGNI): one
+ * 64-byte FMA PUT that asks for ADAPTIVE0, on the pair of the last "ugni" command. */
+void dmapp_layer_post(void);
+void dmapp_layer_post(void)
+{
+	if (ugni_ready) {
+		uint64_t size = 64;
+		gni_post_descriptor_t pd;
+		memset(&pd, 0, sizeof pd);
+		pd.type = GNI_POST_FMA_PUT;
+		pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+		pd.dlvr_mode = GNI_DLVMODE_ADAPTIVE0;
+		pd.local_addr = (uint64_t)(uintptr_t)ua.send_buf;
+		pd.local_mem_hndl = ua.send_mh;
+		pd.remote_addr = (uint64_t)(uintptr_t)ub.recv_buf;
+		pd.remote_mem_hndl = ub.recv_mh;
+		pd.length = size;
+		if (ugni_check(GNI_PostFma(ua.ep, &pd), "GNI_PostFma") || ugni_wait_local(&ua, &pd))
+			fail("uGNI post from inside DMAPP");
+		if (pd.dlvr_mode != GNI_DLVMODE_ADAPTIVE0)
+			fail("a uGNI post from inside DMAPP was rerouted");
 	}
 }
 
