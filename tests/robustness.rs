@@ -160,7 +160,7 @@ fn a_panic_inside_the_library_never_reaches_the_application() {
     assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 6], "below the threshold nothing panics");
     let errors: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("internal error")).collect();
     assert_eq!(errors.len(), 1, "reported once: {errors:?}");
-    assert!(errors[0].contains("forwarded unchanged") && errors[0].contains("src/ugni.rs"), "{}", errors[0]);
+    assert!(errors[0].contains("forwarded unchanged") && errors[0].contains("src/route.rs"), "{}", errors[0]);
     assert_eq!(r.records()[0]["internal_errors"], 5);
     // After the real call: not forwarded a second time.
     let r = Launch::driver("panic-after", "rdma 65536 5 0").env("AAR_TEST_PANIC", "after-forward").run();
