@@ -181,8 +181,11 @@ pub fn with_thread<R>(f: impl FnOnce(&Thread) -> R) -> Option<R> {
     THREAD.try_with(f).ok()
 }
 
-/// Whether the calling thread is inside an intercepted DMAPP call.
-#[inline]
+/// Whether the calling thread is inside an intercepted DMAPP call. Out of line, so that the
+/// thread-local's address is not computed on uGNI's fast path before the control word says the
+/// process uses DMAPP at all.
+#[cold]
+#[inline(never)]
 pub fn inside_dmapp() -> bool {
     with_thread(|t| t.inside.get()).unwrap_or(false)
 }

@@ -126,11 +126,12 @@ pub fn missing(real: &Real) -> DmappReturn {
 
 // ---- Data calls ------------------------------------------------------------------------------------
 
-/// A data call: route it by the thread's attribute, count it, forward it once.
+/// A data call: route it by the thread's attribute, count it, forward it once. `forward` calls
+/// the real function with the caller's arguments (copied into it, so the fast path keeps them in
+/// registers); it is called exactly once.
 #[inline(always)]
-pub fn data(real: &Real, shape: Shape, forward: impl FnOnce(*mut c_void) -> DmappReturn) -> DmappReturn {
+pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape, forward: F) -> DmappReturn {
     let Some(addr) = real.addr() else { return missing(real) };
-    let mut forward = Some(forward);
     let mut crossed = None;
     let w = control::load();
     if w & FAST != 0 {
@@ -164,14 +165,13 @@ pub fn data(real: &Real, shape: Shape, forward: impl FnOnce(*mut c_void) -> Dmap
                 return None;
             }
             tally::count_all(c);
-            forward.take().map(|f| t.inside(|| f(addr)))
+            Some(t.inside(|| forward(addr)))
         });
         if let Some(Some(rc)) = fast {
             return rc;
         }
     }
-    let mut once = |a| forward.take().map_or(DMAPP_RC_NOT_DONE, |f| f(a));
-    slow(real, addr, &shape, crossed, &mut once)
+    slow(real, addr, &shape, crossed, &forward)
 }
 
 const PASSTHROUGH: usize = Reason::Passthrough.index();
@@ -184,7 +184,7 @@ fn slow(
     addr: *mut c_void,
     shape: &Shape,
     crossed: Option<bool>,
-    forward: &mut dyn FnMut(*mut c_void) -> DmappReturn,
+    forward: &dyn Fn(*mut c_void) -> DmappReturn,
 ) -> DmappReturn {
     init::ensure_init();
     state::after_fork_in_child();

@@ -215,7 +215,7 @@ macro_rules! dmapp_call {
         #[cfg_attr(not(test), no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> DmappReturn {
             static REAL: Real = Real::new(c_name(concat!(stringify!($name), "\0")));
-            dmapp::data(&REAL, $shape, |addr| {
+            dmapp::data(&REAL, $shape, move |addr| {
                 // SAFETY: the function found under this name, whose prototype is this type; the
                 // caller's arguments, unchanged.
                 unsafe { std::mem::transmute::<*mut c_void, $fn_ty>(addr)($($arg),*) }

@@ -165,13 +165,15 @@ pub fn count_all(c: Count) {
     if b.owner.load(Relaxed) == me {
         b.bump(c);
     } else {
-        count_elsewhere(me, c);
+        // In registers, not a struct in memory built before the branch on the fast path.
+        count_elsewhere(me, c.api, c.class, c.reason, c.messages, c.bytes);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn count_elsewhere(me: usize, c: Count) {
+fn count_elsewhere(me: usize, api: Api, class: usize, reason: usize, messages: u64, bytes: u64) {
+    let c = Count { api, class, reason, messages, bytes };
     match claim(me) {
         Some(b) => b.bump(c),
         None => SHARED.add(c),

@@ -20,15 +20,6 @@ fn driver(test: &str, args: &str) -> Launch {
     Launch::program(test, dmapp_program("dmapp_driver", &[]), args)
 }
 
-fn field(out: &str, key: &str) -> u64 {
-    let tail = out.rsplit(&format!("{key}=")).next().unwrap_or("");
-    tail.split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap_or("")
-        .parse()
-        .unwrap_or_else(|_| panic!("no {key}= in {out}"))
-}
-
 /// The data calls the emulator received, in order.
 fn data_calls(r: &Run) -> Vec<&Value> {
     r.log.iter().filter(|v| v.get("kind").is_some()).collect()
@@ -77,7 +68,7 @@ fn every_data_call_is_forwarded_once_with_its_data_and_return_code() {
         *received.entry(v["call"].as_str().unwrap().to_string()).or_default() += 1;
     }
     assert_eq!(received, called, "each call reached the emulator exactly once");
-    assert_eq!(field(&r.stdout, "calls"), field(&r.stdout, "emu_calls"));
+    assert_eq!(stdout_field(&r.stdout, "calls"), stdout_field(&r.stdout, "emu_calls"));
     // Return codes: what the program saw is what the emulator returned, errors included.
     let seen: Vec<(String, u64)> = r
         .stdout
@@ -170,8 +161,8 @@ fn attribute_sets_happen_only_when_the_decision_changes_per_thread() {
     assert!(small.iter().all(|(_, t)| t.sets >= 1), "64 B PUTs go High Bias: {small:?}");
     // Each thread reported the set calls made on it.
     for line in r.stdout.lines().filter(|l| l.starts_with("thread ")) {
-        let tid = field(line, "tid");
-        assert_eq!(field(line, "sets"), per[&tid].sets, "{line}");
+        let tid = stdout_field(line, "tid");
+        assert_eq!(stdout_field(line, "sets"), per[&tid].sets, "{line}");
     }
     let rec = record(&r);
     let total: u64 = per.values().map(|t| t.sets).sum();
@@ -367,7 +358,7 @@ fn a_program_mixing_ugni_and_dmapp_keeps_one_engine_and_one_record() {
     assert_eq!(rec["apis"]["uGNI"]["bytes"], 10_000);
     assert_eq!(rec["apis"]["DMAPP"]["messages"], 10);
     assert_eq!(rec["apis"]["DMAPP"]["bytes"], 35_000);
-    assert_eq!(r.posts("GNI_PostFma").len(), 10);
+    assert_eq!(r.posts("GNI_PostRdma").len(), 10);
     let lines = read_jsonl(&trace);
     let apis: Vec<&str> = lines.iter().map(|l| l["api"].as_str().unwrap()).collect();
     assert_eq!(apis, ["uGNI", "DMAPP"].repeat(10));
@@ -389,7 +380,7 @@ fn ugni_posts_made_from_inside_a_dmapp_call_go_out_untouched_and_count_once() {
     let preload = format!("{} {}", libaar().display(), layer.display());
     let r = driver("dmapp-inside", "init ugni 64 5 put 1 64 5 ugni 64 5").env("LD_PRELOAD", &preload).run();
     r.assert_ok();
-    let modes = r.dlvr_modes("GNI_PostFma");
+    let modes = r.dlvr_modes("GNI_PostRdma");
     // The program's own posts ask for ADAPTIVE0 too (0) and are routed (High Bias below the
     // threshold); the five made inside dmapp_put keep their ADAPTIVE0.
     assert_eq!(modes.len(), 15);
@@ -408,7 +399,7 @@ fn aar_disable_touches_nothing() {
     assert_eq!(sets(&r).len(), 1, "only the application's own");
     assert!(data_calls(&r).iter().all(|v| v["routing"] == ADAPTIVE));
     assert!(r.aar_lines().is_empty() && r.records().is_empty());
-    assert_eq!(field(&r.stdout, "calls"), field(&r.stdout, "emu_calls"));
+    assert_eq!(stdout_field(&r.stdout, "calls"), stdout_field(&r.stdout, "emu_calls"));
 }
 
 #[test]
@@ -424,7 +415,7 @@ fn the_below_threshold_dmapp_path_allocates_nothing() {
         }
         let r = launch.run();
         r.assert_ok();
-        field(&r.stdout, "allocations")
+        stdout_field(&r.stdout, "allocations")
     };
     let without = count(&[], false);
     assert_eq!(count(&[], true), without, "libaar.so allocated on the below-threshold DMAPP path");

@@ -5,15 +5,6 @@ mod common;
 use common::*;
 use std::process::Command;
 
-fn stdout_field(out: &str, key: &str) -> u64 {
-    let tail = out.rsplit(&format!("{key}=")).next().unwrap_or("");
-    tail.split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap_or("")
-        .parse()
-        .unwrap_or_else(|_| panic!("no {key}= in {out}"))
-}
-
 fn total_messages(rec: &serde_json::Value) -> u64 {
     rec["modes"].as_object().unwrap().values().map(|m| m["messages"].as_u64().unwrap()).sum()
 }

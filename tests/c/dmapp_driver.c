@@ -25,8 +25,9 @@
  *   threads N SIZE COUNT            N threads, each COUNT PUTs of SIZE to PE 1 + k % (npes - 1) at its
  *                                   own offset, then a checking GET; each prints its thread id and the
  *                                   attribute set calls made on it
- *   ugni SIZE COUNT                 COUNT uGNI FMA PUTs of SIZE bytes between two NICs of this process,
- *                                   each checked; also makes the uGNI pair dmapp_layer_post() uses
+ *   ugni SIZE COUNT                 COUNT uGNI RDMA PUTs of SIZE bytes between two NICs of this process
+ *                                   (tests/c/pair.h), each checked; also makes the pair
+ *                                   dmapp_layer_post() uses
  *   api mode DLVR | api name NAME | api auto | api disable | api enable    the C API of aar.h
  *   iter begin | iter end           the iteration markers of aar.h
  *   allocs 1 | allocs 0             count allocations from here / print the count
@@ -49,7 +50,7 @@
 #include "allocs.h"
 #include "dmapp.h"
 #define UGNI_PROGRAM "dmapp_driver"
-#include "../../examples/ugni_pair.h"
+#include "pair.h"
 
 static unsigned long long errors, app_sets;
 
@@ -412,62 +413,26 @@ static void *thread_main(void *v)
 
 /* ---- uGNI beside DMAPP ---------------------------------------------------------------------------- */
 
-static struct ugni_side ua, ub;
 static int ugni_ready;
 
 static void ugni(uint64_t size, uint64_t count)
 {
-	const struct ugni_pair_config config = { .inst_id = 40, .cookie = 0x5a5a, .cq_entries = 1024,
-						 .tx_cq_mode = GNI_CQ_BLOCKING, .bytes = LOCAL };
-	if (!ugni_ready && ugni_pair_open(&ua, &ub, &config)) {
+	if (!ugni_ready && pair_setup(LOCAL)) {
 		fail("uGNI setup");
 		return;
 	}
 	ugni_ready = 1;
-	for (uint64_t k = 0; k < count && size <= LOCAL; k++) {
-		fill(ua.send_buf, size, (unsigned)k);
-		gni_post_descriptor_t pd;
-		memset(&pd, 0, sizeof pd);
-		pd.type = GNI_POST_FMA_PUT;
-		pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-		pd.local_addr = (uint64_t)(uintptr_t)ua.send_buf;
-		pd.local_mem_hndl = ua.send_mh;
-		pd.remote_addr = (uint64_t)(uintptr_t)ub.recv_buf;
-		pd.remote_mem_hndl = ub.recv_mh;
-		pd.length = size;
-		if (ugni_check(GNI_PostFma(ua.ep, &pd), "GNI_PostFma") || ugni_wait_local(&ua, &pd)) {
-			fail("uGNI post");
-			continue;
-		}
-		gni_cq_entry_t ev;
-		while (GNI_CqGetEvent(ub.rx_cq, &ev) == GNI_RC_SUCCESS)
-			;
-		check("uGNI put", ub.recv_buf, ua.send_buf, size);
-	}
+	if (pair_put(size, (int)count, 0))
+		fail("uGNI put");
 }
 
 /* Called by tests/c/dmapp_layer.c from inside dmapp_put (a libdmapp that sends through uGNI): one
- * 64-byte FMA PUT that asks for ADAPTIVE0, on the pair of the last "ugni" command. */
+ * 64-byte RDMA PUT that asks for ADAPTIVE0, on the pair of the "ugni" command. */
 void dmapp_layer_post(void);
 void dmapp_layer_post(void)
 {
-	if (ugni_ready) {
-		uint64_t size = 64;
-		gni_post_descriptor_t pd;
-		memset(&pd, 0, sizeof pd);
-		pd.type = GNI_POST_FMA_PUT;
-		pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-		pd.dlvr_mode = GNI_DLVMODE_ADAPTIVE0;
-		pd.local_addr = (uint64_t)(uintptr_t)ua.send_buf;
-		pd.local_mem_hndl = ua.send_mh;
-		pd.remote_addr = (uint64_t)(uintptr_t)ub.recv_buf;
-		pd.remote_mem_hndl = ub.recv_mh;
-		pd.length = size;
-		if (ugni_check(GNI_PostFma(ua.ep, &pd), "GNI_PostFma") || ugni_wait_local(&ua, &pd))
-			fail("uGNI post from inside DMAPP");
-		if (pd.dlvr_mode != GNI_DLVMODE_ADAPTIVE0)
-			fail("a uGNI post from inside DMAPP was rerouted");
-	}
+	if (ugni_ready && pair_put(64, 1, GNI_DLVMODE_ADAPTIVE0))
+		fail("uGNI post from inside DMAPP");
 }
 
 static uint64_t num(const char *s)
@@ -551,29 +516,9 @@ int main(int argc, char **argv)
 			ugni(num(ARG(1)), num(ARG(2)));
 			i += 2;
 		} else if (!strcmp(c, "api")) {
-			const char *what = ARG(1);
-			int rc = -99, takes_arg = !strcmp(what, "mode") || !strcmp(what, "name");
-			if (!aar_set_mode)
-				rc = -99;
-			else if (!strcmp(what, "mode"))
-				rc = aar_set_mode((uint16_t)num(ARG(2)));
-			else if (!strcmp(what, "name"))
-				rc = aar_set_mode_name(ARG(2));
-			else if (!strcmp(what, "auto"))
-				rc = aar_set_auto();
-			else if (!strcmp(what, "disable"))
-				rc = aar_disable();
-			else if (!strcmp(what, "enable"))
-				rc = aar_enable();
-			printf("api %s rc=%d\n", what, rc);
-			i += 1 + takes_arg;
+			i += 1 + api_command(ARG(1), ARG(2));
 		} else if (!strcmp(c, "iter")) {
-			const char *what = ARG(1);
-			if (!aar_iteration_begin)
-				printf("iter %s unavailable\n", what);
-			else
-				printf("iter %s rc=%d\n", what, !strcmp(what, "begin") ? aar_iteration_begin() : aar_iteration_end());
-			i += 1;
+			i += 1 + iter_command(ARG(1), ARG(2));
 		} else if (!strcmp(c, "allocs")) {
 			count_armed = (int)num(ARG(1));
 			if (!count_armed)

@@ -189,6 +189,16 @@ impl Run {
     }
 }
 
+/// The number after the last `key=` in a program's output.
+pub fn stdout_field(out: &str, key: &str) -> u64 {
+    let tail = out.rsplit(&format!("{key}=")).next().unwrap_or("");
+    tail.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap_or("")
+        .parse()
+        .unwrap_or_else(|_| panic!("no {key}= in {out}"))
+}
+
 pub fn read_records(dir: &Path) -> Vec<Value> {
     let Ok(rd) = std::fs::read_dir(dir) else { return vec![] };
     let mut v: Vec<Value> = rd
