@@ -45,9 +45,10 @@ const ROLES: [&str; 5] = [
 ];
 
 /// `AAR_*` names that are not libaar.so settings but belong to the rest of aar (the emulator,
-/// the simulator, `aar report`, the modulefiles): never reported as unknown.
-const OTHER_AAR_PREFIXES: [&str; 6] =
-    ["AAR_EMU_", "AAR_SIM_", "AAR_REPORT_", "AAR_PRELOAD", "AAR_ROOT", "AAR_OUTPUT_DIR_BY_MODULE"];
+/// the simulator, `aar report`, the modulefiles, the build's `AAR_DMAPP_H`): never reported as
+/// unknown.
+const OTHER_AAR_PREFIXES: [&str; 7] =
+    ["AAR_EMU_", "AAR_SIM_", "AAR_REPORT_", "AAR_PRELOAD", "AAR_ROOT", "AAR_OUTPUT_DIR_BY_MODULE", "AAR_DMAPP_H"];
 
 /// Event set ids are small indices into PAPI's table; looking this far covers any process.
 const MAX_EVENTSET_ID: c_int = 4096;
