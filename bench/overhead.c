@@ -1,7 +1,8 @@
 /*
- * overhead: what libaar.so adds to a uGNI post, measured in one process and one run.
+ * overhead: what libaar.so adds to a uGNI post or a DMAPP PUT, measured in one process and one run.
  *
- * Run with LD_PRELOAD=libaar.so over the emulated libugni.so. The same post is issued two ways,
+ * Run with LD_PRELOAD=libaar.so over the emulated libugni.so (which is also libdmapp.so). The same
+ * call is issued two ways,
  * in alternating batches: through the interposed symbol (libaar.so, then the emulator) and
  * through the emulator's own symbol found with dlsym on its handle (the post without the shim).
  * Batches are paired (one of each, back to back, in alternating order) and the cost of the shim is
@@ -13,8 +14,12 @@
  *   read    64 KiB RDMA PUTs: every post crosses the threshold (one PAPI read each)
  *   smsg    8 B SMSG sends (the receiver drains in both paths alike)
  *   mix     a realistic size mix: 80% 8-512 B, 18% 1-16 KiB, 2% 64 KiB-1 MiB
+ *   dput    64 B dmapp_put to PE 1, below the threshold except every 65th (DMAPP's common case:
+ *           the routing attribute is already the one wanted, so no set call)
+ *   dread   64 KiB dmapp_put: every call crosses the threshold (a decision, a PAPI read every 8th)
  *
- * Posts are silent (no completion event), so the emulator's cheapest path is measured.
+ * Posts are silent (no completion event), so the emulator's cheapest path is measured; DMAPP PUTs
+ * are blocking (the emulator completes every form inside the call).
  *   overhead [--batches N] [--batch-posts N] [--runs R] [--only PATH]
  *
  * The whole measurement is repeated R times (default 5) in this process; each line reports the
@@ -31,9 +36,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "dmapp.h"
 #include "gni_pub.h"
 
 typedef gni_return_t (*post_fn)(gni_ep_handle_t, gni_post_descriptor_t *);
+typedef dmapp_return_t (*dput_fn)(void *, dmapp_seg_desc_t *, dmapp_pe_t, void *, uint64_t, dmapp_type_t);
 typedef gni_return_t (*smsg_fn)(gni_ep_handle_t, void *, uint32_t, void *, uint32_t, uint32_t);
 
 struct side {
@@ -125,6 +132,18 @@ static void post_batch(post_fn fma, post_fn rdma, const char *path, int n)
 	}
 }
 
+static dmapp_jobinfo_t job;
+
+static void dmapp_batch(dput_fn put, const char *path, int n)
+{
+	uint64_t nelems = !strcmp(path, "dput") ? 8 : 8192;
+	for (int i = 0; i < n; i++) {
+		dmapp_return_t rc = put(job.sheap_seg.addr, &job.sheap_seg, 1, A.buf, nelems, DMAPP_QW);
+		if (rc)
+			die("dmapp_put", (gni_return_t)rc);
+	}
+}
+
 static void smsg_batch(smsg_fn f, int n)
 {
 	uint64_t payload = 42;
@@ -170,6 +189,16 @@ int main(int argc, char **argv)
 	pd.remote_addr = (uint64_t)(uintptr_t)B.buf;
 	pd.remote_mem_hndl = B.mh;
 
+	dmapp_rma_attrs_t req = { .max_outstanding_nb = DMAPP_DEF_OUTSTANDING_NB,
+				  .offload_threshold = DMAPP_OFFLOAD_THRESHOLD,
+				  .put_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE,
+				  .get_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE,
+				  .max_concurrency = 1 },
+			  actual;
+	dmapp_return_t drc;
+	if ((drc = dmapp_init(&req, &actual)) || (drc = dmapp_get_jobinfo(&job)))
+		die("dmapp_init", (gni_return_t)drc);
+
 	void *emu = dlopen("libugni.so", RTLD_NOW | RTLD_NOLOAD);
 	if (!emu) {
 		fprintf(stderr, "overhead: libugni.so is not loaded: %s\n", dlerror());
@@ -177,11 +206,12 @@ int main(int argc, char **argv)
 	}
 	post_fn direct_fma = (post_fn)dlsym(emu, "GNI_PostFma"), direct_rdma = (post_fn)dlsym(emu, "GNI_PostRdma");
 	smsg_fn direct_smsg = (smsg_fn)dlsym(emu, "GNI_SmsgSend");
+	dput_fn direct_dput = (dput_fn)dlsym(emu, "dmapp_put");
 	int shimmed = direct_fma != GNI_PostFma;
 	printf("# overhead per post, %d runs of %d batches of %d posts per path, %s\n", runs, batches, per_batch,
 	       shimmed ? "through libaar.so vs the emulator directly" : "NO SHIM LOADED (both columns are the emulator)");
 	printf("# %-6s %12s %12s %10s %8s %18s\n", "path", "direct_ns", "shim_ns", "added_ns", "ratio", "added_min..max");
-	const char *paths[] = {"below", "1k", "read", "smsg", "mix"};
+	const char *paths[] = {"below", "1k", "read", "smsg", "mix", "dput", "dread"};
 	double *d = malloc(sizeof(double) * batches), *s = malloc(sizeof(double) * batches);
 	double *diff = malloc(sizeof(double) * batches), *ratio = malloc(sizeof(double) * batches);
 	double run_fig[4][64];
@@ -193,7 +223,7 @@ int main(int argc, char **argv)
 			continue;
 		for (int run = 0; run < runs; run++) {
 		int n = per_batch;
-		if (!strcmp(path, "read") || !strcmp(path, "mix"))
+		if (!strcmp(path, "read") || !strcmp(path, "mix") || !strcmp(path, "dread"))
 			n = per_batch / 10 > 0 ? per_batch / 10 : 1;
 		for (int b = 0; b < batches; b++) {
 			double t0, t1;
@@ -203,6 +233,8 @@ int main(int argc, char **argv)
 				t0 = now_ns();
 				if (!strcmp(path, "smsg"))
 					smsg_batch(through_shim ? GNI_SmsgSend : direct_smsg, n);
+				else if (path[0] == 'd')
+					dmapp_batch(through_shim ? dmapp_put : direct_dput, path, n);
 				else if (through_shim)
 					post_batch(GNI_PostFma, GNI_PostRdma, path, n);
 				else

@@ -2,7 +2,8 @@
  * aar.h — the C API of libaar.so (application-aware routing for Cray Aries jobs).
  *
  * libaar.so is normally used without any code change: LD_PRELOAD=libaar.so (or `module load aar`)
- * routes every adaptive uGNI post automatically. These calls let an application steer routing
+ * routes every adaptive uGNI post and DMAPP data call automatically. These calls let an application
+ * steer routing
  * for a phase or a code region, and mark the iterations of A/B routing experiments (AAR_AB).
  * Link with -laar before -lugni, or keep using LD_PRELOAD and declare these functions weak so
  * the program also runs without the library:
@@ -11,7 +12,10 @@
  *     if (aar_set_mode) aar_set_mode(GNI_DLVMODE_ADAPTIVE3);
  *
  * Every function is thread-safe, never blocks a sending thread and takes effect for the posts
- * that start after it returns. None of them write to stdout.
+ * that start after it returns. DMAPP routes by a routing attribute of each thread: a change
+ * reaches a thread's DMAPP operations from its next call on (operations already issued keep
+ * theirs), and the application's own attribute comes back the same way. None of them write to
+ * stdout.
  */
 #ifndef AAR_H
 #define AAR_H
@@ -30,10 +34,11 @@ extern "C" {
                               AAR_AB_BOUNDARY names an MPI function) */
 #define AAR_EDISABLED -2   /* AAR_DISABLE is set: the library stays inert for this process */
 
-/* Pin every adaptive message (posts and SMSG) to one routing mode: GNI_DLVMODE_ADAPTIVE0 (0x00),
- * ADAPTIVE1 (0x20), ADAPTIVE2 (0x40) or ADAPTIVE3 (0x80). Any other value, including the
- * non-adaptive modes and flag bits, returns AAR_EINVAL. Posts whose caller asked for a
- * non-adaptive mode (IN_ORDER, MIN_HASH, NMIN_HASH) are never changed, pinned or not.
+/* Pin every adaptive message (posts, SMSG and DMAPP) to one routing mode: GNI_DLVMODE_ADAPTIVE0
+ * (0x00), ADAPTIVE1 (0x20), ADAPTIVE2 (0x40) or ADAPTIVE3 (0x80); for DMAPP, DMAPP_ROUTING_ADAPTIVE
+ * and _ADAPTIVE_1.._3. Any other value, including the non-adaptive modes and flag bits, returns
+ * AAR_EINVAL. Posts whose caller asked for a non-adaptive mode (IN_ORDER, MIN_HASH, NMIN_HASH), and
+ * DMAPP directions set to IN_ORDER or DETERMINISTIC(_1), are never changed, pinned or not.
  * While an A/B experiment runs (AAR_AB), this call, aar_set_mode_name and aar_set_auto are
  * refused with AAR_EINVAL and change nothing: the schedule alone chooses each iteration's policy. */
 int aar_set_mode(uint16_t dlvr_mode);
@@ -46,8 +51,8 @@ int aar_set_mode_name(const char *name);
 /* Back to automatic routing: NIC counters and the cost model choose per message. */
 int aar_set_auto(void);
 
-/* Pause the library: every call is forwarded untouched (SMSG modes are given back to what the
- * application set) until aar_enable(). The routing policy is kept for when it resumes. Both work
+/* Pause the library: every call is forwarded untouched (SMSG modes and DMAPP routing attributes
+ * are given back to what the application set) until aar_enable(). The routing policy is kept for when it resumes. Both work
  * during A/B experiments too (a policy change at an iteration boundary keeps the pause). */
 int aar_disable(void);
 int aar_enable(void);

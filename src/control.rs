@@ -29,6 +29,13 @@ pub fn leave_fast_path() {
     CONTROL.fetch_and(!FAST, AcqRel);
 }
 
+/// Set [`DMAPP`] (once initialised: the word initialisation stores does not carry it).
+pub fn note_dmapp(w: u32) {
+    if w & (READY | DMAPP) == READY {
+        CONTROL.fetch_or(DMAPP, AcqRel);
+    }
+}
+
 /// Routing bits given to adaptive posts below the threshold (when [`REWRITE`]).
 pub const ROUTING: u32 = 0xff;
 const POLICY_SHIFT: u32 = 8;
@@ -48,6 +55,9 @@ const LOW_LATENCY_SHIFT: u32 = 16;
 /// reason of adaptive posts below the threshold when [`REWRITE`].
 const CLASS_SHIFT: u32 = 24;
 const REASON_SHIFT: u32 = 26;
+/// The process has made a DMAPP call: a uGNI post may then come from inside one (libdmapp sending
+/// through uGNI) and must be checked for it; programs that never use DMAPP skip that check.
+pub const DMAPP: u32 = 1 << 29;
 
 fn policy_code(p: Policy) -> u32 {
     match p {
@@ -95,13 +105,14 @@ pub fn word(policy: Policy, low_latency: RoutingMode, ready: bool, enabled: bool
 pub fn with(w: u32, policy: Option<Policy>, enabled: Option<bool>, trace: Option<bool>) -> u32 {
     let low_latency =
         RoutingMode::from_routing_bits((w >> LOW_LATENCY_SHIFT) as u16 & 0xff).unwrap_or(RoutingMode::Adaptive3);
-    word(
+    let new = word(
         policy.unwrap_or(self::policy(w)),
         low_latency,
         w & READY != 0,
         enabled.unwrap_or(w & ENABLED != 0),
         trace.unwrap_or(w & TRACE != 0),
-    )
+    );
+    new | (w & DMAPP)
 }
 
 /// The mode adaptive posts below the threshold get, if any.
@@ -163,6 +174,7 @@ mod tests {
                 assert_eq!(w & FAST != 0, ready && enabled && !trace);
                 assert_eq!(w & REWRITE != 0, ready && enabled && p != Policy::Off);
                 assert_eq!(with(w, None, None, None), w);
+                assert_eq!(with(w | DMAPP, Some(Policy::Off), Some(false), None) & DMAPP, DMAPP, "kept");
             }
         }
     }

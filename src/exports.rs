@@ -1,15 +1,18 @@
 //! Every symbol libaar.so exports, in one place: the ABI surface in one screen.
 //!
-//! uGNI calls that put traffic on the network or steer it are interposed; MPI collectives that
-//! can mark A/B iterations are wrapped; the C API of `cabi/aar.h` lets an application pin or
-//! pause routing and mark iterations. Exports are `no_mangle` except in unit tests, so the test
-//! harness itself is never interposed.
+//! uGNI and DMAPP calls that put traffic on the network or steer it are interposed; MPI
+//! collectives that can mark A/B iterations are wrapped; the C API of `cabi/aar.h` lets an
+//! application pin or pause routing and mark iterations. Exports are `no_mangle` except in unit
+//! tests, so the test harness itself is never interposed.
 #![allow(non_snake_case)]
 
+use crate::dmapp::{self, Kind, Shape};
 use crate::mpi::{self, AllToAllFn, AllreduceFn, BarrierFn, BcastFn, ReduceFn, RootedFn};
 use crate::state::NICS;
+use crate::sys::Real;
 use crate::trylock::Inside;
 use crate::{control, init, iterations, rows, ugni};
+use aar_abi::dmapp::*;
 use aar_abi::*;
 use aar_engine::{Policy, RoutingMode};
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -130,7 +133,7 @@ pub unsafe extern "C" fn GNI_SmsgSendWTag(
 /// uGNI's contract for GNI_SmsgSetDeliveryMode.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> GniReturn {
-    let Some(real) = ugni::real_fn::<SmsgSetDeliveryModeFn>(&ugni::SMSG_SET_DELIVERY_MODE) else {
+    let Some(real) = ugni::SMSG_SET_DELIVERY_MODE.get::<SmsgSetDeliveryModeFn>() else {
         return ugni::missing(&ugni::SMSG_SET_DELIVERY_MODE);
     };
     // SAFETY: the caller's arguments, unchanged.
@@ -154,7 +157,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
     local_address: *mut u32,
     nic: *mut GniNicHandle,
 ) -> GniReturn {
-    let Some(real) = ugni::real_fn::<CdmAttachFn>(&ugni::CDM_ATTACH) else {
+    let Some(real) = ugni::CDM_ATTACH.get::<CdmAttachFn>() else {
         return ugni::missing(&ugni::CDM_ATTACH);
     };
     let inside = Inside::enter();
@@ -177,7 +180,7 @@ pub unsafe extern "C" fn GNI_CdmAttach(
 /// uGNI's contract for GNI_CdmDestroy.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
-    let Some(real) = ugni::real_fn::<CdmDestroyFn>(&ugni::CDM_DESTROY) else {
+    let Some(real) = ugni::CDM_DESTROY.get::<CdmDestroyFn>() else {
         return ugni::missing(&ugni::CDM_DESTROY);
     };
     if let Some(_inside) = Inside::enter() {
@@ -185,6 +188,195 @@ pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     }
     // SAFETY: the caller's argument, unchanged.
     unsafe { real(cdm) }
+}
+
+// ---- DMAPP data calls ------------------------------------------------------------------------------
+//
+// Every data call, in each form DMAPP has: blocking, `_nb` (one more parameter, the sync id) and
+// `_nbi`. Each is routed by the calling thread's routing attribute (`dmapp`) and forwarded once;
+// its type is checked at compile time against aar_abi's.
+
+/// A C string from a literal that ends in NUL, at compile time.
+const fn c_name(name: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(name.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("a function name is NUL-terminated and has no NUL inside"),
+    }
+}
+
+/// One interposed data call: its name, its `aar_abi::dmapp` type, its parameters, and the shape of
+/// its messages (an expression of the parameters).
+macro_rules! dmapp_call {
+    ($name:ident: $fn_ty:ident ($($arg:ident: $ty:ty),* $(,)?) => $shape:expr) => {
+        #[doc = concat!("`", stringify!($name), "`, routed by the calling thread's attribute.")]
+        ///
+        /// # Safety
+        /// DMAPP's contract for this function.
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> DmappReturn {
+            static REAL: Real = Real::new(c_name(concat!(stringify!($name), "\0")));
+            dmapp::data(&REAL, $shape, move |addr| {
+                // SAFETY: the function found under this name, whose prototype is this type; the
+                // caller's arguments, unchanged.
+                unsafe { std::mem::transmute::<*mut c_void, $fn_ty>(addr)($($arg),*) }
+            })
+        }
+        const _: $fn_ty = $name;
+    };
+}
+
+/// A data call in its three forms: `[blocking, _nb, _nbi]: BlockingFn, NbFn (parameters) => shape`.
+macro_rules! dmapp_forms {
+    ($([$blocking:ident, $nb:ident, $nbi:ident]: $fn_ty:ident, $nb_ty:ident ($($arg:ident: $ty:ty),*) => $shape:expr;)*) => {$(
+        dmapp_call!($blocking: $fn_ty ($($arg: $ty),*) => $shape);
+        dmapp_call!($nb: $nb_ty ($($arg: $ty,)* syncid: *mut DmappSyncidHandle) => $shape);
+        dmapp_call!($nbi: $fn_ty ($($arg: $ty),*) => $shape);
+    )*};
+}
+
+type Addr = *mut c_void;
+type Seg = *mut DmappSegDesc;
+
+dmapp_forms! {
+    [dmapp_put, dmapp_put_nb, dmapp_put_nbi]: PutFn, PutNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, source_addr: Addr, nelems: u64, ty: DmappType)
+        => Shape::transfer(Kind::Put, target_pe, nelems, ty);
+    [dmapp_get, dmapp_get_nb, dmapp_get_nbi]: GetFn, GetNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, nelems: u64, ty: DmappType)
+        => Shape::transfer(Kind::Get, source_pe, nelems, ty);
+    [dmapp_put_flag, dmapp_put_flag_nb, dmapp_put_flag_nbi]: PutFlagFn, PutFlagNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, source_addr: Addr, nelems: u64, ty: DmappType,
+         target_flag: Addr, flag_value: u64)
+        => Shape::transfer(Kind::Put, target_pe, nelems, ty);
+    [dmapp_iput, dmapp_iput_nb, dmapp_iput_nbi]: IputFn, IputNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, source_addr: Addr, tst: isize, sst: isize,
+         nelems: u64, ty: DmappType)
+        => Shape::transfer(Kind::Put, target_pe, nelems, ty);
+    [dmapp_iget, dmapp_iget_nb, dmapp_iget_nbi]: IgetFn, IgetNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, tst: isize, sst: isize,
+         nelems: u64, ty: DmappType)
+        => Shape::transfer(Kind::Get, source_pe, nelems, ty);
+    [dmapp_ixput, dmapp_ixput_nb, dmapp_ixput_nbi]: IxputFn, IxputNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, source_addr: Addr, tidx: *mut isize, nelems: u64,
+         ty: DmappType)
+        => Shape::transfer(Kind::Put, target_pe, nelems, ty);
+    [dmapp_ixget, dmapp_ixget_nb, dmapp_ixget_nbi]: IxgetFn, IxgetNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, sidx: *mut isize, nelems: u64,
+         ty: DmappType)
+        => Shape::transfer(Kind::Get, source_pe, nelems, ty);
+    [dmapp_put_ixpe, dmapp_put_ixpe_nb, dmapp_put_ixpe_nbi]: PutIxpeFn, PutIxpeNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe_list: *mut DmappPe, num_target_pes: u32, source_addr: Addr,
+         nelems: u64, ty: DmappType)
+        // SAFETY: the caller's list of num_target_pes PEs (DMAPP's contract).
+        => unsafe { Shape::per_pe(Kind::Put, target_pe_list, num_target_pes, nelems, ty) };
+    [dmapp_scatter_ixpe, dmapp_scatter_ixpe_nb, dmapp_scatter_ixpe_nbi]: PutIxpeFn, PutIxpeNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe_list: *mut DmappPe, num_target_pes: u32, source_addr: Addr,
+         nelems: u64, ty: DmappType)
+        // SAFETY: the caller's list of num_target_pes PEs (DMAPP's contract).
+        => unsafe { Shape::per_pe(Kind::Put, target_pe_list, num_target_pes, nelems, ty) };
+    [dmapp_gather_ixpe, dmapp_gather_ixpe_nb, dmapp_gather_ixpe_nbi]: GatherIxpeFn, GatherIxpeNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe_list: *mut DmappPe, num_source_pes: u32,
+         nelems: u64, ty: DmappType)
+        // SAFETY: the caller's list of num_source_pes PEs (DMAPP's contract).
+        => unsafe { Shape::per_pe(Kind::Get, source_pe_list, num_source_pes, nelems, ty) };
+    [dmapp_aadd_qw, dmapp_aadd_qw_nb, dmapp_aadd_qw_nbi]: AmoFn, AmoNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, operand: i64) => Shape::amo(target_pe);
+    [dmapp_aand_qw, dmapp_aand_qw_nb, dmapp_aand_qw_nbi]: AmoFn, AmoNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, operand: i64) => Shape::amo(target_pe);
+    [dmapp_aor_qw, dmapp_aor_qw_nb, dmapp_aor_qw_nbi]: AmoFn, AmoNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, operand: i64) => Shape::amo(target_pe);
+    [dmapp_axor_qw, dmapp_axor_qw_nb, dmapp_axor_qw_nbi]: AmoFn, AmoNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, operand: i64) => Shape::amo(target_pe);
+    [dmapp_afadd_qw, dmapp_afadd_qw_nb, dmapp_afadd_qw_nbi]: FetchAmoFn, FetchAmoNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, operand: i64)
+        => Shape::amo(source_pe);
+    [dmapp_afand_qw, dmapp_afand_qw_nb, dmapp_afand_qw_nbi]: FetchAmoFn, FetchAmoNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, operand: i64)
+        => Shape::amo(source_pe);
+    [dmapp_afor_qw, dmapp_afor_qw_nb, dmapp_afor_qw_nbi]: FetchAmoFn, FetchAmoNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, operand: i64)
+        => Shape::amo(source_pe);
+    [dmapp_afxor_qw, dmapp_afxor_qw_nb, dmapp_afxor_qw_nbi]: FetchAmoFn, FetchAmoNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, operand: i64)
+        => Shape::amo(source_pe);
+    [dmapp_afax_qw, dmapp_afax_qw_nb, dmapp_afax_qw_nbi]: FetchAmo2Fn, FetchAmo2NbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, and_mask: i64, xor_mask: i64)
+        => Shape::amo(source_pe);
+    [dmapp_acswap_qw, dmapp_acswap_qw_nb, dmapp_acswap_qw_nbi]: FetchAmo2Fn, FetchAmo2NbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, comperand: i64, swaperand: i64)
+        => Shape::amo(source_pe);
+    [dmapp_amo_put, dmapp_amo_put_nb, dmapp_amo_put_nbi]: AmoPutFn, AmoPutNbFn
+        (target_addr: Addr, target_seg: Seg, target_pe: DmappPe, amo: Addr) => Shape::amo(target_pe);
+    [dmapp_amo_get, dmapp_amo_get_nb, dmapp_amo_get_nbi]: AmoGetFn, AmoGetNbFn
+        (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, amo: Addr)
+        => Shape::amo(source_pe);
+}
+
+dmapp_call!(dmapp_get_flag_nbi: GetFn
+    (target_addr: Addr, source_addr: Addr, source_seg: Seg, source_pe: DmappPe, nelems: u64, ty: DmappType)
+    => Shape::transfer(Kind::Get, source_pe, nelems, ty));
+
+// ---- DMAPP attributes: the application's own routing ------------------------------------------------------
+
+const _: AttrsInitFn = dmapp_init;
+const _: AttrsInitFn = dmapp_init_ext;
+const _: AttrsInitFn = dmapp_set_rma_attrs;
+const _: AttrsInitFn = dmapp_set_rma_attrs_ext;
+const _: GetAttrsFn = dmapp_get_rma_attrs;
+const _: GetAttrsFn = dmapp_get_rma_attrs_ext;
+
+/// Forwarded; a new DMAPP job, whose attributes each thread reads again.
+///
+/// # Safety
+/// DMAPP's contract for dmapp_init.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_init(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
+    // SAFETY: the caller's arguments, unchanged.
+    dmapp::init(&dmapp::INIT, |real| unsafe { real(requested, actual) })
+}
+
+/// # Safety
+/// DMAPP's contract for dmapp_init_ext.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_init_ext(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
+    // SAFETY: the caller's arguments, unchanged.
+    dmapp::init(&dmapp::INIT_EXT, |real| unsafe { real(requested, actual) })
+}
+
+/// Forwarded as asked: what the application sets is its intent, read again on success.
+///
+/// # Safety
+/// DMAPP's contract for dmapp_set_rma_attrs.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_set_rma_attrs(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
+    // SAFETY: the caller's arguments, unchanged.
+    dmapp::set_attrs(&dmapp::SET_RMA_ATTRS, |real| unsafe { real(requested, actual) })
+}
+
+/// # Safety
+/// DMAPP's contract for dmapp_set_rma_attrs_ext.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_set_rma_attrs_ext(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
+    // SAFETY: the caller's arguments, unchanged.
+    dmapp::set_attrs(&dmapp::SET_RMA_ATTRS_EXT, |real| unsafe { real(requested, actual) })
+}
+
+/// Forwarded; the routing bytes the caller gets are its own, not the library's.
+///
+/// # Safety
+/// DMAPP's contract for dmapp_get_rma_attrs.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_get_rma_attrs(attrs: *mut c_void) -> DmappReturn {
+    // SAFETY: the caller's argument, under DMAPP's contract.
+    unsafe { dmapp::get_attrs(&dmapp::GET_RMA_ATTRS, attrs) }
+}
+
+/// # Safety
+/// DMAPP's contract for dmapp_get_rma_attrs_ext.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_get_rma_attrs_ext(attrs: *mut c_void) -> DmappReturn {
+    // SAFETY: the caller's argument, under DMAPP's contract.
+    unsafe { dmapp::get_attrs(&dmapp::GET_RMA_ATTRS_EXT, attrs) }
 }
 
 // ---- MPI (handles forwarded as pointer-sized values, see `mpi`) ----------------------------------

@@ -14,7 +14,7 @@
 use crate::papi::Papi;
 use crate::settings::Settings;
 use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
-use crate::{control, diag, job, output, sys};
+use crate::{attributes, control, diag, job, output, sys};
 use aar_engine::Engine;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -106,6 +106,8 @@ fn init() {
         }
     }
     state::set_threshold(settings.engine.threshold_bytes);
+    let (table, source) = settings.dmapp_table();
+    attributes::set_table(table, source);
     decider.init_ns = sys::now_ns().saturating_sub(t0);
     // Nobody else can hold it yet: posts see READY only after the store below.
     if let Some(mut slot) = state::decider_within(Duration::from_secs(1)) {

@@ -1,9 +1,9 @@
 //! libaar.so: application-aware routing for Cray Aries jobs.
 //!
-//! Preloaded in front of libugni, it routes every adaptive post with the decision engine and
-//! forwards it, exactly once, to the real function. The flow is one way: intercept
-//! (`exports`, `ugni`, `mpi`) → account (`tally`) → decide (the decider in `state`, the
-//! engine) → forward → observe (`papi`).
+//! Preloaded in front of libugni and libdmapp, it routes every adaptive uGNI post and DMAPP data
+//! call with the decision engine and forwards it, exactly once, to the real function. The flow is
+//! one way: intercept (`exports`, `ugni`, `dmapp`, `mpi`) → account (`tally`) → decide (`route`,
+//! the decider in `state`, the engine) → forward → observe (`papi`).
 //!
 //! The modules form layers; each uses only modules of lower layers or, without a cycle, of its
 //! own (a unit test checks the `crate::` paths of every module against this list):
@@ -12,23 +12,26 @@
 //!    re-entry guard), `job` (rank and job ids), `diag` (stderr messages);
 //! 2. per-concern state: `settings` (the `AAR_*` variables), `control` (the control word every
 //!    post loads), `tally` (messages and bytes per routing), `trace` (the decision trace),
-//!    `nics` (the NIC table for SMSG routing), `papi` (the counters), `rows` (iterations and
-//!    their record);
+//!    `nics` (the NIC table for SMSG routing), `attributes` (DMAPP's routing attributes per
+//!    thread), `papi` (the counters), `rows` (iterations and their record);
 //! 3. process state: `state`, which declares every lock and the list the fork handlers hold;
 //! 4. exit: `output`, the per-rank record and summary the exit handler writes;
 //! 5. start-up: `init`, the only place that registers the exit and fork handlers;
-//! 6. hooks: `iterations` (A/B boundaries), `mpi`, `ugni`, `selfcheck` (for `aar doctor`);
+//! 6. hooks: `iterations` (A/B boundaries), `mpi`, `route` (the routing step both APIs share),
+//!    `ugni`, `dmapp`, `selfcheck` (for `aar doctor`);
 //! 7. exports: `exports`, every symbol libaar.so exports.
 //!
-//! `unsafe` lives in the seams only: `ugni`, `mpi`, `papi`, `sys`, `selfcheck` and `exports`;
+//! `unsafe` lives in the seams only: `ugni`, `dmapp`, `mpi`, `papi`, `sys`, `selfcheck` and `exports`;
 //! in `trylock`, the one lock the decision path takes; and where the fork handlers give back
 //! every lock of `state` (`init`).
 #![deny(unsafe_op_in_unsafe_fn)]
 // Unit tests do not export the C symbols (no_mangle is off under test), so most code is unused there.
 #![cfg_attr(test, allow(dead_code))]
 
+mod attributes;
 mod control;
 mod diag;
+mod dmapp;
 mod exports;
 mod init;
 mod iterations;
@@ -37,6 +40,7 @@ mod mpi;
 mod nics;
 mod output;
 mod papi;
+mod route;
 mod rows;
 mod selfcheck;
 mod settings;

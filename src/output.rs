@@ -8,8 +8,8 @@
 use crate::rows::Written;
 use crate::settings::Settings;
 use crate::state::{self, Decider};
-use crate::tally::{self, CLASS_NAMES};
-use crate::{control, diag, job, sys};
+use crate::tally::{self, Api, PerClass, CLASS_NAMES};
+use crate::{attributes, control, diag, job, sys};
 use aar_engine::{EngineStats, Reason};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -26,6 +26,50 @@ static WRITTEN: AtomicBool = AtomicBool::new(false);
 struct ModeTotals {
     messages: u64,
     bytes: u64,
+}
+
+/// Messages and bytes per routing mode they went out with (the modes with messages only).
+fn modes(t: &PerClass) -> BTreeMap<&'static str, ModeTotals> {
+    CLASS_NAMES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| t.messages[*i] > 0)
+        .map(|(i, n)| (*n, ModeTotals { messages: t.messages[i], bytes: t.bytes[i] }))
+        .collect()
+}
+
+/// One API's traffic.
+#[derive(Serialize)]
+struct ApiTotals {
+    messages: u64,
+    bytes: u64,
+    modes: BTreeMap<&'static str, ModeTotals>,
+}
+
+/// DMAPP steering: the routing table in use and where it came from, whether the library still
+/// steers DMAPP (and why not), the attribute set calls it made and the threads it read.
+#[derive(Serialize)]
+struct Dmapp {
+    routing_table: Option<String>,
+    table_source: Option<String>,
+    steering: bool,
+    stopped_because: Option<&'static str>,
+    attribute_sets: u64,
+    threads: u64,
+}
+
+impl Dmapp {
+    fn now() -> Dmapp {
+        let s = attributes::summary();
+        Dmapp {
+            routing_table: s.table.map(|(t, _)| t.to_string()),
+            table_source: s.table.map(|(_, source)| source.to_string()),
+            steering: s.stopped_because.is_none(),
+            stopped_because: s.stopped_because,
+            attribute_sets: s.attribute_sets,
+            threads: s.threads,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -80,10 +124,13 @@ struct Record<'a> {
     /// Panics caught at the C boundary (each call still forwarded once).
     internal_errors: u64,
     settings: &'a Settings,
-    /// Messages and bytes per routing mode they went out with.
+    /// Messages and bytes per routing mode they went out with, of every API.
     modes: BTreeMap<&'static str, ModeTotals>,
+    /// The same per API (`uGNI`, `DMAPP`).
+    apis: BTreeMap<&'static str, ApiTotals>,
     /// Messages per reason for their routing.
     reasons: BTreeMap<&'static str, u64>,
+    dmapp: Dmapp,
     engine: Option<EngineStats>,
     counters: Option<Counters<'a>>,
     time: Option<Time>,
@@ -138,9 +185,10 @@ fn human_bytes(b: u64) -> String {
     }
 }
 
-fn summary(t: &tally::Totals, decider: Option<&Decider>, record: Option<&str>, policy: &str) -> String {
-    let messages: u64 = t.messages.iter().sum();
-    let bytes: u64 = t.bytes.iter().sum();
+fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&str>, policy: &str) -> String {
+    let t = totals.all();
+    let messages = t.total_messages();
+    let bytes = t.total_bytes();
     let mut per_mode: Vec<(u64, u64, &str)> = (0..CLASS_NAMES.len())
         .filter(|&i| t.messages[i] > 0)
         .map(|i| (t.bytes[i], t.messages[i], CLASS_NAMES[i]))
@@ -158,6 +206,15 @@ fn summary(t: &tally::Totals, decider: Option<&Decider>, record: Option<&str>, p
     let mut line = format!("policy {policy}{child}: {messages} messages, {}", human_bytes(bytes));
     if !per_mode.is_empty() {
         line += &format!(" ({})", per_mode.join(", "));
+    }
+    let dmapp = totals.api(Api::Dmapp).total_messages();
+    if dmapp > 0 {
+        let d = attributes::summary();
+        line += &format!("; DMAPP {dmapp} of them");
+        line += &match d.stopped_because {
+            Some(_) => " (not steered: see the warning above)".to_string(),
+            None => format!(" ({} attribute set calls)", d.attribute_sets),
+        };
     }
     if let Some(d) = decider {
         let s = d.engine.stats();
@@ -202,7 +259,7 @@ fn write_outputs() {
     let written = written.unwrap_or(Written { file: None, first_policy: None });
     let totals = tally::totals();
     // A fork child that sent nothing (a helper that never touched the network) leaves no trace.
-    if state::is_fork_child() && totals.messages.iter().all(|&m| m == 0) {
+    if state::is_fork_child() && totals.all().total_messages() == 0 {
         return;
     }
     let slot = state::decider_within(EXIT_WAIT);
@@ -225,13 +282,17 @@ fn write_outputs() {
             fork_child: state::is_fork_child(),
             internal_errors: diag::panics(),
             settings,
-            modes: CLASS_NAMES
+            modes: modes(&totals.all()),
+            apis: Api::ALL
                 .iter()
-                .enumerate()
-                .filter(|(i, _)| totals.messages[*i] > 0)
-                .map(|(i, n)| (*n, ModeTotals { messages: totals.messages[i], bytes: totals.bytes[i] }))
+                .map(|&api| {
+                    let t = totals.api(api);
+                    let (messages, bytes) = (t.total_messages(), t.total_bytes());
+                    (api.name(), ApiTotals { messages, bytes, modes: modes(t) })
+                })
                 .collect(),
             reasons: Reason::ALL.iter().map(|r| (r.name(), totals.reasons[r.index()])).collect(),
+            dmapp: Dmapp::now(),
             engine: d.map(|d| d.engine.stats().clone()),
             counters: d.map(|d| Counters {
                 backend: if d.counters_library.is_some() { "papi" } else { "none" },

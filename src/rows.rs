@@ -291,14 +291,15 @@ impl Record {
             (None, _) => self.carrying = true,
         }
         let delta = |end: &[u64], start: &[u64]| end.iter().zip(start).map(|(e, s)| e.wrapping_sub(*s)).collect();
+        let (end, start) = (m.totals.all(), open.totals.all());
         let row = Iteration {
             i,
             policy: open.policy.name().to_string(),
             label: open.label,
             start_ns: open.start_ns,
             end_ns: m.t_ns.max(open.start_ns),
-            messages: delta(&m.totals.messages, &open.totals.messages),
-            bytes: delta(&m.totals.bytes, &open.totals.bytes),
+            messages: delta(&end.messages, &start.messages),
+            bytes: delta(&end.bytes, &start.bytes),
             decisions,
             switches,
             latency_us,

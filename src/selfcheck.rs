@@ -24,7 +24,7 @@ use crate::papi::{
     Code, DestroyEventsetFn, EventsetFn, GetOptFn, IsInitializedFn, Papi, QueryNamedEventFn, StateFn, StopFn,
     StrerrorFn, PAPI_LIB_VERSION, PAPI_NOT_INITED, PAPI_OK, PAPI_RUNNING,
 };
-use crate::settings::{Settings, VARIABLES};
+use crate::settings::{Settings, TableSource, VARIABLES};
 use crate::state;
 use aar_abi::counters::REQUIRED_EVENTS;
 use libloading::os::unix::Library;
@@ -45,9 +45,10 @@ const ROLES: [&str; 5] = [
 ];
 
 /// `AAR_*` names that are not libaar.so settings but belong to the rest of aar (the emulator,
-/// the simulator, `aar report`, the modulefiles): never reported as unknown.
-const OTHER_AAR_PREFIXES: [&str; 6] =
-    ["AAR_EMU_", "AAR_SIM_", "AAR_REPORT_", "AAR_PRELOAD", "AAR_ROOT", "AAR_OUTPUT_DIR_BY_MODULE"];
+/// the simulator, `aar report`, the modulefiles, the build's `AAR_DMAPP_H`): never reported as
+/// unknown.
+const OTHER_AAR_PREFIXES: [&str; 7] =
+    ["AAR_EMU_", "AAR_SIM_", "AAR_REPORT_", "AAR_PRELOAD", "AAR_ROOT", "AAR_OUTPUT_DIR_BY_MODULE", "AAR_DMAPP_H"];
 
 /// Event set ids are small indices into PAPI's table; looking this far covers any process.
 const MAX_EVENTSET_ID: c_int = 4096;
@@ -100,6 +101,7 @@ fn document() -> String {
     } else {
         check_papi(&settings)
     };
+    let (table, source) = settings.dmapp_table();
     let doc = json!({
         "format": FORMAT,
         "version": env!("CARGO_PKG_VERSION"),
@@ -112,6 +114,11 @@ fn document() -> String {
         "settings": serde_json::to_value(&settings).unwrap_or(Value::Null),
         "warnings": warnings,
         "papi": papi,
+        "dmapp": {
+            "routing_table": table.to_string(),
+            "table_source": source.to_string(),
+            "assumed": source == TableSource::Assumed,
+        },
     });
     doc.to_string()
 }
@@ -418,6 +425,9 @@ mod tests {
         assert_eq!(doc["runtime_initialised"], false);
         assert!(doc["settings"]["engine"]["threshold_bytes"].is_u64(), "{doc}");
         assert!(doc["papi"]["events"].as_array().is_some_and(|e| (4..=5).contains(&e.len())), "{doc}");
+        let (table, source) = Settings::default().dmapp_table();
+        assert_eq!(doc["dmapp"]["routing_table"], table.to_string(), "{doc}");
+        assert_eq!(doc["dmapp"]["assumed"], source == TableSource::Assumed);
         assert!(state::settings().is_none(), "the check never initialises the runtime");
     }
 }

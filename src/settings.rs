@@ -1,11 +1,12 @@
 //! The `AAR_*` variables: parsed once, from a lookup the caller provides (initialisation passes
 //! the environment), so parsing is pure and testable. Each format has one parser, the `FromStr`
 //! of the type that owns it: the engine's [`Policy`](aar_engine::Policy), [`RoutingMode`], [`LatencyUnit`],
-//! [`ByteSize`], [`AbOrder`] and [`PolicyList`], and here [`Boundary`], [`RankSet`],
-//! [`TestPanic`], [`Switch`] and [`EventList`]. A bad value never stops anything: it yields a
-//! [`Warning`] that names the variable, the value, what is used instead and how to fix it.
+//! [`ByteSize`], [`AbOrder`] and [`PolicyList`], aar_abi's [`RoutingTable`], and here [`Boundary`],
+//! [`RankSet`], [`TestPanic`], [`Switch`] and [`EventList`]. A bad value never stops anything: it
+//! yields a [`Warning`] that names the variable, the value, what is used instead and how to fix it.
 
 use aar_abi::counters::{EVENTS, REQUIRED_EVENTS};
+use aar_abi::dmapp::RoutingTable;
 use aar_engine::{AbOrder, AbSchedule, ByteSize, EngineConfig, LatencyUnit, PolicyList, RoutingMode, Switch};
 use core::fmt;
 use core::str::FromStr;
@@ -13,7 +14,7 @@ use serde::{Serialize, Serializer};
 use tracing::level_filters::LevelFilter;
 
 /// Every variable the library reads, with its default as documented in the README.
-pub const VARIABLES: [(&str, &str); 22] = [
+pub const VARIABLES: [(&str, &str); 23] = [
     ("AAR_DISABLE", "0"),
     ("AAR_MODE", "auto"),
     ("AAR_THRESHOLD", "4096"),
@@ -36,6 +37,7 @@ pub const VARIABLES: [(&str, &str); 22] = [
     ("AAR_AB_ORDER", "round-robin"),
     ("AAR_AB_BOUNDARY", "markers"),
     ("AAR_OUTPUT_RANKS", "every rank"),
+    ("AAR_DMAPP_ROUTING", "the table of the dmapp.h aar was built with, else the assumed one"),
 ];
 
 /// Everything the `AAR_*` variables configure.
@@ -72,6 +74,45 @@ pub struct Settings {
     pub ab_boundary: Boundary,
     /// Ranks that write records (`AAR_OUTPUT_RANKS`); `None`: every rank.
     pub output_ranks: Option<RankSet>,
+    /// The values of DMAPP's routing enumerators (`AAR_DMAPP_ROUTING`); `None`: see
+    /// [`Settings::dmapp_table`].
+    #[serde(serialize_with = "as_text")]
+    pub dmapp_routing: Option<RoutingTable>,
+}
+
+/// Where the DMAPP routing table in use comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableSource {
+    /// `AAR_DMAPP_ROUTING`.
+    Variable,
+    /// The site's `dmapp.h` the build read (its path).
+    Header(&'static str),
+    /// [`RoutingTable::ASSUMED`]: no source gave one.
+    Assumed,
+}
+
+impl fmt::Display for TableSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Variable => f.write_str("AAR_DMAPP_ROUTING"),
+            Self::Header(path) => write!(f, "{path} (read when libaar.so was built)"),
+            Self::Assumed => f.write_str(
+                "assumed (no site dmapp.h was found when libaar.so was built and AAR_DMAPP_ROUTING is unset)",
+            ),
+        }
+    }
+}
+
+impl Serialize for TableSource {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The table build.rs read from the site's `dmapp.h`, and the header's path.
+fn built_table() -> Option<(RoutingTable, &'static str)> {
+    let table = option_env!("AAR_DMAPP_TABLE")?.parse().ok()?;
+    Some((table, option_env!("AAR_DMAPP_HEADER").unwrap_or("dmapp.h")))
 }
 
 /// A value shown as the text users write, `null` when unset.
@@ -86,6 +127,16 @@ impl Settings {
     /// The A/B schedule, when `AAR_AB` is set.
     pub fn ab_schedule(&self) -> Option<AbSchedule> {
         self.ab.as_ref().map(|l| AbSchedule::new(l.0.clone(), self.ab_order))
+    }
+
+    /// The DMAPP routing table in use and where it comes from: `AAR_DMAPP_ROUTING`, else the
+    /// site's `dmapp.h` read at build time, else the assumed one.
+    pub fn dmapp_table(&self) -> (RoutingTable, TableSource) {
+        match (self.dmapp_routing, built_table()) {
+            (Some(t), _) => (t, TableSource::Variable),
+            (None, Some((t, path))) => (t, TableSource::Header(path)),
+            (None, None) => (RoutingTable::ASSUMED, TableSource::Assumed),
+        }
     }
 
     /// Whether the process of this rank writes records: `AAR_OUTPUT_DIR` is set and
@@ -113,6 +164,7 @@ impl Default for Settings {
             ab_order: AbOrder::RoundRobin,
             ab_boundary: Boundary::Markers,
             output_ranks: None,
+            dmapp_routing: None,
         }
     }
 }
@@ -570,6 +622,22 @@ impl Settings {
             Hidden,
             always,
         );
+        let table_default = match built_table() {
+            Some((_, path)) => format!("(the table of {path}, read when libaar.so was built)"),
+            None => format!("(the assumed table {})", RoutingTable::ASSUMED),
+        };
+        let dmapp_routing = p.value::<RoutingTable>(
+            "AAR_DMAPP_ROUTING",
+            (
+                &table_default,
+                "is not a DMAPP routing table",
+                "Give the values of the DMAPP_ROUTING_* enumerators of the site's dmapp.h as NAME=VALUE pairs \
+                 separated by commas, e.g. IN_ORDER=0,DETERMINISTIC=1,ADAPTIVE=2,DETERMINISTIC_1=3,ADAPTIVE_1=4,ADAPTIVE_2=5,ADAPTIVE_3=6; \
+                 the four ADAPTIVE names are needed.",
+            ),
+            Shown,
+            always,
+        );
         let log = p.value::<LevelFilter>(
             "AAR_LOG",
             ("unset (logging off)", "is not a log level", "Use error, warn, info, debug or trace."),
@@ -602,6 +670,7 @@ impl Settings {
             ab_order,
             ab_boundary,
             output_ranks,
+            dmapp_routing,
         };
         (settings, p.warnings)
     }

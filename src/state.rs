@@ -12,7 +12,7 @@ use crate::rows::Iterations;
 use crate::settings::Settings;
 use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
-use crate::{control, diag, sys, tally};
+use crate::{attributes, control, diag, sys, tally};
 use aar_engine::{AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Window, WindowOutcome};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
@@ -277,6 +277,7 @@ fn become_fork_child() {
         return;
     }
     tally::reset_in_child();
+    attributes::reset_in_child();
     let Some(settings) = settings() else { return };
     if let Some(mut slot) = DECIDER.try_lock_for(Duration::from_millis(200)) {
         if let Some(d) = slot.as_mut() {

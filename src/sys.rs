@@ -1,4 +1,62 @@
-//! The libc seam: the few process-level calls std does not offer.
+//! The libc seam: the few process-level calls std does not offer, and the real functions the
+//! library forwards to.
+
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
+
+/// Marks a symbol that dlsym did not find, so it is looked up once, not on every call.
+const MISSING: *mut c_void = std::ptr::without_provenance_mut(1);
+
+/// A real uGNI or DMAPP function: the next definition of its name after libaar.so, found with
+/// `dlsym(RTLD_NEXT)` on first use.
+pub struct Real {
+    name: &'static CStr,
+    addr: AtomicPtr<c_void>,
+    reported_missing: AtomicBool,
+}
+
+impl Real {
+    pub const fn new(name: &'static CStr) -> Self {
+        Self { name, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    /// The function's address, `None` when no library loaded after libaar.so defines it.
+    #[inline]
+    pub fn addr(&self) -> Option<*mut c_void> {
+        let p = self.addr.load(Relaxed);
+        if p.is_null() {
+            return self.resolve();
+        }
+        (p != MISSING).then_some(p)
+    }
+
+    #[cold]
+    fn resolve(&self) -> Option<*mut c_void> {
+        // SAFETY: NUL-terminated name; RTLD_NEXT searches the objects loaded after libaar.so.
+        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
+        self.addr.store(if p.is_null() { MISSING } else { p }, Relaxed);
+        (!p.is_null()).then_some(p)
+    }
+
+    /// The function as `F`, its C prototype (an `aar_abi` function type).
+    #[inline]
+    pub fn get<F: Copy>(&self) -> Option<F> {
+        let addr = self.addr()?;
+        debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+        // SAFETY: callers name `F` as the prototype of the function called `name` (the exports
+        // check theirs against aar_abi at compile time).
+        Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&addr) })
+    }
+
+    /// The first time the function was found missing (to report it once).
+    pub fn first_miss(&self) -> bool {
+        !self.reported_missing.swap(true, Relaxed)
+    }
+}
 
 /// Run `f` at `exit()`, before shared-library destructors. Returns false if libc refused.
 pub fn at_exit(f: extern "C" fn()) -> bool {

@@ -1,4 +1,4 @@
-//! Messages and bytes per routing mode and per reason, counted without contention.
+//! Messages and bytes per API, per routing mode and per reason, counted without contention.
 //!
 //! Each thread owns a block of counters it alone writes (a relaxed load and store, no atomic
 //! read-modify-write, which would cost as much as the rest of the fast path); the record sums
@@ -20,12 +20,34 @@ pub const CLASS_NAMES: [&str; 9] =
 const IN_ORDER: usize = 4;
 const MIN_HASH: usize = 5;
 const NMIN_HASH: usize = 6;
-/// Any other routing byte (NO_ADAPT, NO_HASH, a combination uGNI does not name).
-const OTHER: usize = 7;
+/// Any other routing byte (NO_ADAPT, NO_HASH, a combination uGNI does not name), or a DMAPP
+/// routing value the table in use does not name.
+pub const OTHER: usize = 7;
 /// An SMSG send left to the caller's setting of its NIC.
 pub const CALLER_SMSG: usize = 8;
 const CLASSES: usize = CLASS_NAMES.len();
 const REASONS: usize = Reason::ALL.len();
+
+/// The interface a message was sent through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    Ugni,
+    Dmapp,
+}
+
+impl Api {
+    pub const ALL: [Api; 2] = [Api::Ugni, Api::Dmapp];
+
+    /// As records and summaries name it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Api::Ugni => "uGNI",
+            Api::Dmapp => "DMAPP",
+        }
+    }
+}
+
+const APIS: usize = Api::ALL.len();
 
 /// The class of a raw `dlvr_mode`: its routing byte, flags ignored.
 pub fn class_of(dlvr_mode: u16) -> usize {
@@ -44,8 +66,8 @@ pub fn class_of(dlvr_mode: u16) -> usize {
 struct Block {
     /// Thread pointer of the thread that writes this block; 0: free.
     owner: AtomicUsize,
-    messages: [AtomicU64; CLASSES],
-    bytes: [AtomicU64; CLASSES],
+    messages: [[AtomicU64; CLASSES]; APIS],
+    bytes: [[AtomicU64; CLASSES]; APIS],
     reasons: [AtomicU64; REASONS],
 }
 
@@ -53,20 +75,44 @@ impl Block {
     const fn new(owner: usize) -> Self {
         Self {
             owner: AtomicUsize::new(owner),
-            messages: [const { AtomicU64::new(0) }; CLASSES],
-            bytes: [const { AtomicU64::new(0) }; CLASSES],
+            messages: [const { [const { AtomicU64::new(0) }; CLASSES] }; APIS],
+            bytes: [const { [const { AtomicU64::new(0) }; CLASSES] }; APIS],
             reasons: [const { AtomicU64::new(0) }; REASONS],
         }
     }
 
+    fn counters(&self) -> impl Iterator<Item = &AtomicU64> {
+        self.messages.iter().chain(&self.bytes).flatten().chain(&self.reasons)
+    }
+
     /// Single writer: a relaxed load and store.
     #[inline(always)]
-    fn bump(&self, class: usize, reason: usize, bytes: u64) {
+    fn bump(&self, c: Count) {
         let add = |c: &AtomicU64, by: u64| c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
-        add(&self.messages[class % CLASSES], 1);
-        add(&self.bytes[class % CLASSES], bytes);
-        add(&self.reasons[reason % REASONS], 1);
+        add(&self.messages[c.api as usize][c.class % CLASSES], c.messages);
+        add(&self.bytes[c.api as usize][c.class % CLASSES], c.bytes);
+        add(&self.reasons[c.reason % REASONS], c.messages);
     }
+
+    /// Shared: atomic adds.
+    fn add(&self, c: Count) {
+        self.messages[c.api as usize][c.class % CLASSES].fetch_add(c.messages, Relaxed);
+        self.bytes[c.api as usize][c.class % CLASSES].fetch_add(c.bytes, Relaxed);
+        self.reasons[c.reason % REASONS].fetch_add(c.messages, Relaxed);
+    }
+}
+
+/// Messages of one intercepted call: all of one API, class and reason.
+#[derive(Clone, Copy)]
+pub struct Count {
+    pub api: Api,
+    /// Routing class ([`CLASS_NAMES`]).
+    pub class: usize,
+    /// [`Reason::index`].
+    pub reason: usize,
+    pub messages: u64,
+    /// Bytes of all of them.
+    pub bytes: u64,
 }
 
 /// More threads than this posting at once is not a real program; they would share `SHARED`.
@@ -105,34 +151,32 @@ thread_local! {
     static RELEASE: Release = const { Release(Cell::new(usize::MAX)) };
 }
 
-/// Count one message.
+/// Count one uGNI message.
 #[inline]
 pub fn count(class: usize, reason: Reason, bytes: u64) {
-    count_indexed(class, reason.index(), bytes);
+    count_all(Count { api: Api::Ugni, class, reason: reason.index(), messages: 1, bytes });
 }
 
-/// [`count`] with the reason as its index (the fast path has it precomputed).
+/// Count the messages of one call (the fast paths have the reason's index precomputed).
 #[inline(always)]
-pub fn count_indexed(class: usize, reason: usize, bytes: u64) {
+pub fn count_all(c: Count) {
     let me = sys::thread_pointer();
     let b = &BLOCKS[home(me)];
     if b.owner.load(Relaxed) == me {
-        b.bump(class, reason, bytes);
+        b.bump(c);
     } else {
-        count_elsewhere(me, class, reason, bytes);
+        // In registers, not a struct in memory built before the branch on the fast path.
+        count_elsewhere(me, c.api, c.class, c.reason, c.messages, c.bytes);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn count_elsewhere(me: usize, class: usize, reason: usize, bytes: u64) {
+fn count_elsewhere(me: usize, api: Api, class: usize, reason: usize, messages: u64, bytes: u64) {
+    let c = Count { api, class, reason, messages, bytes };
     match claim(me) {
-        Some(b) => b.bump(class, reason, bytes),
-        None => {
-            SHARED.messages[class % CLASSES].fetch_add(1, Relaxed);
-            SHARED.bytes[class % CLASSES].fetch_add(bytes, Relaxed);
-            SHARED.reasons[reason % REASONS].fetch_add(1, Relaxed);
-        }
+        Some(b) => b.bump(c),
+        None => SHARED.add(c),
     }
 }
 
@@ -159,9 +203,7 @@ fn claim(me: usize) -> Option<&'static Block> {
 /// free the blocks of the threads that stayed in the parent.
 pub fn reset_in_child() {
     let me = sys::thread_pointer();
-    let zero = |b: &Block| {
-        b.messages.iter().chain(&b.bytes).chain(&b.reasons).for_each(|c| c.store(0, Relaxed));
-    };
+    let zero = |b: &Block| b.counters().for_each(|c| c.store(0, Relaxed));
     zero(&SHARED);
     for b in &BLOCKS {
         zero(b);
@@ -171,24 +213,59 @@ pub fn reset_in_child() {
     }
 }
 
+/// Messages and bytes per class ([`CLASS_NAMES`]).
+#[derive(Clone, Debug, Default)]
+pub struct PerClass {
+    pub messages: [u64; CLASSES],
+    pub bytes: [u64; CLASSES],
+}
+
+impl PerClass {
+    pub fn total_messages(&self) -> u64 {
+        self.messages.iter().sum()
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+}
+
 /// Totals over every thread so far.
 #[derive(Clone, Debug, Default)]
 pub struct Totals {
-    /// Messages per class ([`CLASS_NAMES`]).
-    pub messages: [u64; CLASSES],
-    /// Bytes per class.
-    pub bytes: [u64; CLASSES],
-    /// Messages per reason ([`Reason::index`]).
+    /// Per API ([`Api::ALL`]'s order).
+    pub apis: [PerClass; APIS],
+    /// Messages per reason ([`Reason::index`]), of every API.
     pub reasons: [u64; REASONS],
+}
+
+impl Totals {
+    /// Every API together.
+    pub fn all(&self) -> PerClass {
+        let mut all = PerClass::default();
+        for api in &self.apis {
+            for i in 0..CLASSES {
+                all.messages[i] += api.messages[i];
+                all.bytes[i] += api.bytes[i];
+            }
+        }
+        all
+    }
+
+    pub fn api(&self, api: Api) -> &PerClass {
+        &self.apis[api as usize]
+    }
 }
 
 /// The sum over every thread's block so far.
 pub fn totals() -> Totals {
     let mut t = Totals::default();
     let mut add = |b: &Block| {
-        for i in 0..CLASSES {
-            t.messages[i] += b.messages[i].load(Relaxed);
-            t.bytes[i] += b.bytes[i].load(Relaxed);
+        for (sum, api) in t.apis.iter_mut().zip(b.messages.iter().zip(&b.bytes)) {
+            for i in 0..CLASSES {
+                sum.messages[i] += api.0[i].load(Relaxed);
+                sum.bytes[i] += api.1[i].load(Relaxed);
+            }
         }
         for i in 0..REASONS {
             t.reasons[i] += b.reasons[i].load(Relaxed);
@@ -225,13 +302,25 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| count(0, Reason::Model, 1 << 20));
         });
+        // A DMAPP call of 4 messages counts apart from uGNI, with its reason once per message.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let reason = Reason::Fixed.index();
+                count_all(Count { api: Api::Dmapp, class: 2, reason, messages: 4, bytes: 4 * 32 })
+            });
+        });
         let after = totals();
-        assert_eq!(after.messages[3] - before.messages[3], 80_000);
-        assert_eq!(after.bytes[3] - before.bytes[3], 80_000 * 64);
-        assert_eq!(after.messages[0] - before.messages[0], 1);
+        let (ugni, dmapp) = (after.api(Api::Ugni), after.api(Api::Dmapp));
+        assert_eq!(ugni.messages[3] - before.api(Api::Ugni).messages[3], 80_000);
+        assert_eq!(ugni.bytes[3] - before.api(Api::Ugni).bytes[3], 80_000 * 64);
+        assert_eq!(ugni.messages[0] - before.api(Api::Ugni).messages[0], 1);
         assert_eq!(after.reasons[Reason::Model.index()] - before.reasons[Reason::Model.index()], 1);
-        let claimed = BLOCKS.iter().filter(|b| b.messages.iter().any(|m| m.load(Relaxed) > 0)).count();
-        assert!(claimed <= 9, "blocks are reused by later threads: {claimed} used");
+        assert_eq!(dmapp.messages[2] - before.api(Api::Dmapp).messages[2], 4);
+        assert_eq!(dmapp.bytes[2] - before.api(Api::Dmapp).bytes[2], 128);
+        assert_eq!(after.reasons[Reason::Fixed.index()] - before.reasons[Reason::Fixed.index()], 4);
+        assert_eq!(after.all().messages[2] - before.all().messages[2], 4);
+        let claimed = BLOCKS.iter().filter(|b| b.messages.iter().flatten().any(|m| m.load(Relaxed) > 0)).count();
+        assert!(claimed <= 10, "blocks are reused by later threads: {claimed} used");
     }
 
     #[test]

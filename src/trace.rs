@@ -13,8 +13,14 @@ use std::time::Duration;
 #[derive(Serialize)]
 pub struct Line {
     pub t_ns: u64,
+    /// `uGNI` or `DMAPP`.
+    pub api: &'static str,
     pub call: &'static str,
+    /// uGNI's post type, `SMSG`, or DMAPP's `PUT`, `GET` or `AMO`.
     pub post_type: &'static str,
+    /// Messages of the call: one, or one per target PE of DMAPP's `_ixpe` calls.
+    pub messages: u64,
+    /// Bytes of all of them; flits and packets likewise.
     pub bytes: u64,
     pub flits: u64,
     pub packets: u64,

@@ -5,55 +5,19 @@
 //! only. The chain elements are a different struct whose layout is not public, so the library
 //! never reads or writes them; only the head's `length` counts toward the message size.
 
-use crate::control::{self, ENABLED, FAST, READY, TRACE};
-use crate::settings::TestPanic;
+use crate::attributes;
+use crate::control::{self, FAST, READY, TRACE};
+use crate::route::{self, forward_once, Call};
 use crate::state::{self, NICS};
+use crate::sys::Real;
 use crate::tally::{self, class_of, CALLER_SMSG};
 use crate::trylock::Inside;
-use crate::{diag, init, mpi, sys, trace};
+use crate::{diag, init, sys, trace};
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{requested_mode, with_mode, Message, Policy, Reason, RoutingMode, Transfer, Window};
-use std::ffi::{c_void, CStr};
+use aar_engine::{requested_mode, with_mode, Message, Policy, Reason, RoutingMode, Transfer};
+use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
-
-/// Marks a symbol that dlsym did not find, so it is looked up once, not on every call.
-const MISSING: *mut c_void = std::ptr::without_provenance_mut(1);
-
-/// A real uGNI function.
-pub struct Real {
-    name: &'static CStr,
-    addr: AtomicPtr<c_void>,
-    reported_missing: AtomicBool,
-}
-
-impl Real {
-    pub const fn new(name: &'static CStr) -> Self {
-        Self { name, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
-    }
-
-    pub fn name(&self) -> &'static str {
-        self.name.to_str().unwrap_or("GNI_?")
-    }
-
-    #[inline]
-    fn addr(&self) -> Option<*mut c_void> {
-        let p = self.addr.load(Relaxed);
-        if p.is_null() {
-            return self.resolve();
-        }
-        (p != MISSING).then_some(p)
-    }
-
-    #[cold]
-    fn resolve(&self) -> Option<*mut c_void> {
-        // SAFETY: NUL-terminated name; RTLD_NEXT searches the objects loaded after libaar.so.
-        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
-        self.addr.store(if p.is_null() { MISSING } else { p }, Relaxed);
-        (!p.is_null()).then_some(p)
-    }
-}
 
 pub static POST_RDMA: Real = Real::new(c"GNI_PostRdma");
 pub static POST_FMA: Real = Real::new(c"GNI_PostFma");
@@ -70,7 +34,7 @@ pub static CDM_DESTROY: Real = Real::new(c"GNI_CdmDestroy");
 /// transactions, or no libugni at all). The call cannot be forwarded.
 #[cold]
 pub fn missing(real: &Real) -> GniReturn {
-    if !real.reported_missing.swap(true, Relaxed) {
+    if real.first_miss() {
         diag::error(&format!(
             "{} was called but the uGNI library loaded after libaar.so does not define it; returning GNI_RC_ILLEGAL_OP.",
             real.name()
@@ -79,21 +43,11 @@ pub fn missing(real: &Real) -> GniReturn {
     GNI_RC_ILLEGAL_OP
 }
 
-/// Forward exactly once: the hook sets `rc` when it has called the real function; if it
-/// panicked before that, restore what it changed and forward now.
-fn forward_once(
-    outcome: std::thread::Result<()>,
-    rc: Option<GniReturn>,
-    fallback: impl FnOnce() -> GniReturn,
-) -> GniReturn {
-    if outcome.is_err() {
-        diag::internal_error(if rc.is_some() {
-            "the call had been forwarded"
-        } else {
-            "the call was forwarded unchanged"
-        });
-    }
-    rc.unwrap_or_else(fallback)
+/// A uGNI call that libdmapp makes from inside an intercepted DMAPP call: its traffic is that
+/// call's, already routed and counted, so it goes out untouched.
+#[inline(always)]
+fn from_inside_dmapp(w: u32) -> bool {
+    w & control::DMAPP != 0 && attributes::inside_dmapp()
 }
 
 /// A post through GNI_PostRdma, GNI_PostFma, GNI_PostCqWrite or a chained post.
@@ -103,8 +57,12 @@ fn forward_once(
 /// (uGNI's contract).
 #[inline(always)]
 pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
-    let Some(real_fn) = real_fn::<PostFn>(real) else { return missing(real) };
+    let Some(real_fn) = real.get::<PostFn>() else { return missing(real) };
     let w = control::load();
+    if from_inside_dmapp(w) {
+        // SAFETY: forwarding the caller's arguments, untouched.
+        return unsafe { real_fn(ep, pd) };
+    }
     if w & FAST != 0 && !pd.is_null() {
         // SAFETY: non-null descriptor, valid per the caller's contract.
         let (dlvr, bytes) = unsafe { ((*pd).dlvr_mode, (*pd).length) };
@@ -117,11 +75,13 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
             if w & control::REWRITE != 0 {
                 // SAFETY: as above; only the routing byte changes, flag bits are kept.
                 unsafe { (*pd).dlvr_mode = (dlvr & !GNI_DLVMODE_ROUTING_MASK) | (w & control::ROUTING) as u16 };
-                tally::count_indexed(
-                    control::below_threshold_class(w),
-                    control::below_threshold_reason_index(w),
+                tally::count_all(tally::Count {
+                    api: tally::Api::Ugni,
+                    class: control::below_threshold_class(w),
+                    reason: control::below_threshold_reason_index(w),
+                    messages: 1,
                     bytes,
-                );
+                });
             } else {
                 tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             }
@@ -178,77 +138,39 @@ unsafe fn route_post(
     let w = control::load();
     // SAFETY: non-null (checked by the caller) and valid per uGNI's contract.
     let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
-    let mut forward = || {
+    let transfer = Transfer::of_post_type(post_type);
+    let call =
+        Call { api: tally::Api::Ugni, msg: Message { bytes, transfer, endpoint: ep as usize as u64 }, messages: 1 };
+    let apply = |m: Option<RoutingMode>| match m {
+        Some(m) => {
+            // SAFETY: as above; only the routing byte changes.
+            unsafe { (*pd).dlvr_mode = with_mode(dlvr, m) };
+            m.index()
+        }
+        None => class_of(dlvr),
+    };
+    let forward = || {
         // SAFETY: the caller's arguments, forwarded once.
         *rc = Some(unsafe { real_fn(ep, pd) });
     };
-    let set_mode = |m: Option<RoutingMode>| {
-        if let Some(m) = m {
-            // SAFETY: as above; only the routing byte changes.
-            unsafe { (*pd).dlvr_mode = with_mode(dlvr, m) };
-        }
-    };
-    let transfer = Transfer::of_post_type(post_type);
-    let line = |chosen: Option<RoutingMode>, reason: Reason, window: Option<Window>| {
-        if w & TRACE != 0 {
-            state::TRACE.write(&trace::Line {
-                t_ns: sys::now_ns(),
-                call: real.name(),
-                post_type: post_type_name(post_type),
-                bytes,
-                flits: request_flits(bytes, transfer),
-                packets: packets(bytes),
-                latency_us: window.map(|w| w.latency_us),
-                stall_ratio: window.map(|w| w.stall_ratio),
-                requested: dlvr_mode_name(dlvr),
-                chosen: chosen.map_or_else(|| dlvr_mode_name(dlvr), |m| m.name()),
-                reason: reason.name(),
-            });
-        }
-    };
-    if w & READY == 0 || w & ENABLED == 0 || requested_mode(dlvr).is_none() {
-        // Counted also while another thread initialises (with AAR_DISABLE nothing is reported).
-        tally::count(class_of(dlvr), Reason::Passthrough, bytes);
-        forward();
-        line(None, Reason::Passthrough, state::last_window());
-        return;
+    let routed = route::route(w, &call, crossed, requested_mode(dlvr).is_some(), apply, forward);
+    if w & TRACE != 0 {
+        state::TRACE.write(&trace::Line {
+            t_ns: sys::now_ns(),
+            api: tally::Api::Ugni.name(),
+            call: real.name(),
+            post_type: post_type_name(post_type),
+            messages: 1,
+            bytes,
+            flits: request_flits(bytes, transfer),
+            packets: packets(bytes),
+            latency_us: routed.window.map(|w| w.latency_us),
+            stall_ratio: routed.window.map(|w| w.stall_ratio),
+            requested: dlvr_mode_name(dlvr),
+            chosen: routed.mode.map_or_else(|| dlvr_mode_name(dlvr), |m| m.name()),
+            reason: routed.reason.name(),
+        });
     }
-    let crossed = crossed.unwrap_or_else(|| state::accumulate(bytes));
-    let mut slot = if crossed { state::try_decider() } else { None };
-    let Some(decider) = slot.as_deref_mut().and_then(Option::as_mut) else {
-        // Below the threshold, or another thread is deciding right now.
-        let mode = control::below_threshold_mode(w);
-        let reason = control::below_threshold_reason(w);
-        set_mode(mode);
-        tally::count(mode.map_or_else(|| class_of(dlvr), RoutingMode::index), reason, bytes);
-        forward();
-        line(mode, reason, state::last_window());
-        return;
-    };
-    let started = decider.should_time().then(sys::now_ns);
-    let settings = state::settings();
-    let in_alltoall = settings.is_some_and(|s| s.alltoall_hook) && mpi::in_alltoall();
-    let msg = Message { bytes, transfer, endpoint: ep as usize as u64 };
-    let d = decider.decide(&msg, in_alltoall, w);
-    let test_panic = settings.and_then(|s| s.test_panic);
-    if d.read_before {
-        // The side changes with this message: close the old side's window before it goes out.
-        decider.read_and_observe();
-    }
-    set_mode(d.mode);
-    if test_panic == Some(TestPanic::BeforeForward) {
-        panic!("AAR_TEST_PANIC=before-forward");
-    }
-    tally::count(d.mode.map_or_else(|| class_of(dlvr), RoutingMode::index), d.reason, bytes);
-    forward();
-    if test_panic == Some(TestPanic::AfterForward) {
-        panic!("AAR_TEST_PANIC=after-forward");
-    }
-    if d.read_counters {
-        decider.after_send(started);
-    }
-    drop(slot);
-    line(d.mode, d.reason, d.window);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -256,7 +178,7 @@ unsafe fn route_post(
 
 /// Make every NIC's SMSG mode follow the control word (see [`crate::nics::NicTable::steer`]).
 fn steer(w: u32) {
-    let Some(set) = real_fn::<SmsgSetDeliveryModeFn>(&SMSG_SET_DELIVERY_MODE) else { return };
+    let Some(set) = SMSG_SET_DELIVERY_MODE.get::<SmsgSetDeliveryModeFn>() else { return };
     NICS.steer(w, |nic, mode| {
         // SAFETY: a NIC handle returned by a successful GNI_CdmAttach whose CDM is not destroyed
         // (destruction removes it under the table's lock, which steering holds).
@@ -268,6 +190,9 @@ fn steer(w: u32) {
 pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> GniReturn) -> GniReturn {
     let Some(addr) = real.addr() else { return missing(real) };
     let w = control::load();
+    if from_inside_dmapp(w) {
+        return forward(addr);
+    }
     let class_reason = |w: u32| match control::below_threshold_mode(w) {
         Some(m) => (m.index(), if control::policy(w) == Policy::Auto { Reason::Smsg } else { Reason::Fixed }, Some(m)),
         None => (CALLER_SMSG, Reason::Passthrough, None),
@@ -301,8 +226,10 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
         if w & TRACE != 0 {
             state::TRACE.write(&trace::Line {
                 t_ns: sys::now_ns(),
+                api: tally::Api::Ugni.name(),
                 call: real.name(),
                 post_type: "SMSG",
+                messages: 1,
                 bytes,
                 flits: request_flits(bytes, Transfer::Put),
                 packets: packets(bytes),
@@ -315,14 +242,4 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
         }
     }));
     forward_once(outcome, rc, || forward.take().map_or(GNI_RC_INVALID_STATE, |f| f(addr)))
-}
-
-/// The real function as `F`, its uGNI prototype (an `aar_abi` function type).
-#[inline]
-pub fn real_fn<F: Copy>(real: &Real) -> Option<F> {
-    let addr = real.addr()?;
-    debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: callers name `F` as the uGNI prototype of `real` (the exports check theirs against
-    // aar_abi at compile time).
-    Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&addr) })
 }

@@ -17,7 +17,7 @@ fn the_overhead_benchmark_builds_and_measures_every_path() {
         .arg("-o")
         .arg(&bin)
         .arg(format!("-L{}", lib.display()))
-        .args(["-lugni", "-ldl"])
+        .args(["-ldmapp", "-lugni", "-ldl"])
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .status()
         .unwrap();
@@ -33,7 +33,7 @@ fn the_overhead_benchmark_builds_and_measures_every_path() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("through libaar.so vs the emulator directly"), "the shim was measured: {stdout}");
-    for path in ["below", "1k", "read", "smsg", "mix"] {
+    for path in ["below", "1k", "read", "smsg", "mix", "dput", "dread"] {
         let line = stdout
             .lines()
             .find(|l| l.split_whitespace().next() == Some(path))

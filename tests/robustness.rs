@@ -5,15 +5,6 @@ mod common;
 use common::*;
 use std::process::Command;
 
-fn stdout_field(out: &str, key: &str) -> u64 {
-    let tail = out.rsplit(&format!("{key}=")).next().unwrap_or("");
-    tail.split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap_or("")
-        .parse()
-        .unwrap_or_else(|_| panic!("no {key}= in {out}"))
-}
-
 fn total_messages(rec: &serde_json::Value) -> u64 {
     rec["modes"].as_object().unwrap().values().map(|m| m["messages"].as_u64().unwrap()).sum()
 }
@@ -160,7 +151,7 @@ fn a_panic_inside_the_library_never_reaches_the_application() {
     assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 6], "below the threshold nothing panics");
     let errors: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("internal error")).collect();
     assert_eq!(errors.len(), 1, "reported once: {errors:?}");
-    assert!(errors[0].contains("forwarded unchanged") && errors[0].contains("src/ugni.rs"), "{}", errors[0]);
+    assert!(errors[0].contains("forwarded unchanged") && errors[0].contains("src/route.rs"), "{}", errors[0]);
     assert_eq!(r.records()[0]["internal_errors"], 5);
     // After the real call: not forwarded a second time.
     let r = Launch::driver("panic-after", "rdma 65536 5 0").env("AAR_TEST_PANIC", "after-forward").run();

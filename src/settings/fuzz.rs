@@ -58,6 +58,8 @@ const TOKENS: &[&str] = &[
     "off",
     "observe",
     "ADAPTIVE0",
+    "ADAPTIVE=2,ADAPTIVE_1=4,ADAPTIVE_2=5,ADAPTIVE_3=6",
+    "DMAPP_ROUTING_ADAPTIVE=2,ADAPTIVE_1=4,ADAPTIVE_2=5,ADAPTIVE_3=300",
     "ADAPTIVE_3",
     "adaptive3",
     "GNI_DLVMODE_ADAPTIVE1",

@@ -95,6 +95,9 @@ fn each_bad_value_warns_once_naming_variable_value_and_default() {
         ("AAR_LOG", "chatty", "logging off"),
         ("AAR_TEST_PANIC", "during", "unset"),
         ("AAR_SUMMARY", "loud", "1"),
+        ("AAR_DMAPP_ROUTING", "ADAPTIVE=2", "(the"),
+        ("AAR_DMAPP_ROUTING", "ADAPTIVE=2,ADAPTIVE_1=2,ADAPTIVE_2=5,ADAPTIVE_3=6", "(the"),
+        ("AAR_DMAPP_ROUTING", "fast", "(the"),
     ];
     for (var, value, default) in cases {
         let (s, w) = parse(&[(var, value)]);
@@ -105,6 +108,27 @@ fn each_bad_value_warns_once_naming_variable_value_and_default() {
         assert_eq!(w[0].variable, var);
         assert_eq!(s, Settings::default(), "{var}={value} must leave the default");
     }
+}
+
+#[test]
+fn dmapp_routing_tables_and_their_source() {
+    let text = "ADAPTIVE=4, adaptive_1=5,DMAPP_ROUTING_ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3";
+    let (s, w) = parse(&[("AAR_DMAPP_ROUTING", text)]);
+    assert!(w.is_empty(), "{w:?}");
+    let (table, source) = s.dmapp_table();
+    assert_eq!(source, TableSource::Variable);
+    assert_eq!(table.to_string(), "IN_ORDER=3,ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7");
+    assert_eq!(serde_json::to_value(&s).unwrap()["dmapp_routing"], table.to_string(), "shown as users write it");
+    // Unset, or bad: the build's table, else the assumed one.
+    let (unset, _) = parse(&[]).0.dmapp_table();
+    let (bad, w) = parse(&[("AAR_DMAPP_ROUTING", "ADAPTIVE=2")]);
+    assert_eq!(bad.dmapp_table().0, unset);
+    assert!(w[0].message.contains("ADAPTIVE_1 has no value"), "the parser's words: {}", w[0].message);
+    match built_table() {
+        Some((t, path)) => assert_eq!(parse(&[]).0.dmapp_table(), (t, TableSource::Header(path))),
+        None => assert_eq!(parse(&[]).0.dmapp_table(), (RoutingTable::ASSUMED, TableSource::Assumed)),
+    }
+    assert!(TableSource::Assumed.to_string().starts_with("assumed"));
 }
 
 #[test]

@@ -330,13 +330,9 @@ static struct pair *main_pair;
 #ifdef REENTER
 /* An allocator that itself sends on the network: every allocation, including the ones libaar.so
  * makes in its slow path, re-enters GNI_PostFma. */
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-static volatile int reenter_armed, count_armed;
+static volatile int reenter_armed;
 static __thread int in_alloc;
-static unsigned long long reentered, allocations;
+static unsigned long long reentered;
 
 static void reenter(void)
 {
@@ -356,16 +352,8 @@ static void reenter(void)
 		__atomic_add_fetch(&reentered, 1, __ATOMIC_RELAXED);
 	in_alloc = 0;
 }
-static void counted(void)
-{
-	if (count_armed)
-		__atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
-	reenter();
-}
-void *malloc(size_t n) { counted(); return __libc_malloc(n); }
-void *calloc(size_t a, size_t b) { counted(); return __libc_calloc(a, b); }
-void *realloc(void *p, size_t n) { counted(); return __libc_realloc(p, n); }
-void free(void *p) { __libc_free(p); }
+#define ALLOC_HOOK() reenter()
+#include "allocs.h"
 #endif
 
 static void *post_forever(void *v)
@@ -457,38 +445,9 @@ int main(int argc, char **argv)
 			aar_emu_counters_freeze((int)num(ARG(1)));
 			i += 1;
 		} else if (!strcmp(c, "api")) {
-			const char *what = ARG(1);
-			int takes_arg = !strcmp(what, "mode") || !strcmp(what, "name");
-			int rc = -100;
-			if (!aar_set_mode)
-				printf("api %s unavailable\n", what);
-			else if (!strcmp(what, "mode"))
-				rc = aar_set_mode((uint16_t)num(ARG(2)));
-			else if (!strcmp(what, "name"))
-				rc = aar_set_mode_name(ARG(2));
-			else if (!strcmp(what, "auto"))
-				rc = aar_set_auto();
-			else if (!strcmp(what, "disable"))
-				rc = aar_disable();
-			else if (!strcmp(what, "enable"))
-				rc = aar_enable();
-			if (aar_set_mode)
-				printf("api %s rc=%d\n", what, rc);
-			i += 1 + takes_arg;
+			i += 1 + api_command(ARG(1), ARG(2));
 		} else if (!strcmp(c, "iter")) {
-			const char *what = ARG(1);
-			int takes_arg = !strcmp(what, "label");
-			if (!aar_iteration_begin)
-				printf("iter %s unavailable\n", what);
-			else if (!strcmp(what, "begin"))
-				printf("iter begin rc=%d\n", aar_iteration_begin());
-			else if (!strcmp(what, "end"))
-				printf("iter end rc=%d\n", aar_iteration_end());
-			else if (!strcmp(what, "label"))
-				printf("iter label rc=%d\n", aar_iteration_label(ARG(2)));
-			else if (!strcmp(what, "index"))
-				printf("iter index=%lld\n", (long long)aar_iteration_index());
-			i += 1 + takes_arg;
+			i += 1 + iter_command(ARG(1), ARG(2));
 		} else if (!strcmp(c, "iterloop")) {
 			uint64_t n = num(ARG(1)), failed = 0;
 			for (uint64_t k = 0; aar_iteration_begin && k < n; k++)

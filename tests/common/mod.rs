@@ -90,6 +90,13 @@ pub fn program_with(name: &str, flags: &[&str]) -> PathBuf {
     compile("cc", name, &[root().join("tests/c").join(format!("{name}.c"))], flags)
 }
 
+/// tests/c/<name>.c linked as a Cray SHMEM-style program is: `-ldmapp -lugni` (the emulator's
+/// libdmapp.so is a link to its libugni.so).
+pub fn dmapp_program(name: &str, flags: &[&str]) -> PathBuf {
+    let flags: Vec<&str> = flags.iter().copied().chain(["-ldmapp"]).collect();
+    program_with(name, &flags)
+}
+
 /// examples/<name>.c, built as scripts/demo builds it.
 pub fn example(name: &str) -> PathBuf {
     compile("cc", &format!("example-{name}"), &[root().join("examples").join(format!("{name}.c"))], &[])
@@ -101,8 +108,9 @@ pub fn have(command: &str) -> bool {
 }
 
 /// Compile `sources` with `compiler` (cc, mpicc.mpich, gfortran) against cabi/ and tests/c/ and
-/// the emulated libugni.so, once per test binary and set of flags. Fortran modules go to the
-/// output folder; Fortran programs link libaar.so.
+/// the emulated libugni.so, once per test binary and set of flags. Flags that name libraries
+/// (`-l...`) go after the sources, before `-lugni`. Fortran modules go to the output folder;
+/// Fortran programs link libaar.so.
 pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let lib = libdir();
@@ -115,6 +123,7 @@ pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) 
     std::fs::create_dir_all(&out_dir).unwrap();
     let variant: String = flags.concat().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     let out = out_dir.join(format!("{name}{variant}-{}", std::process::id()));
+    let (libs, flags): (Vec<&str>, Vec<&str>) = flags.iter().partition(|f| f.starts_with("-l"));
     let mut cmd = Command::new(compiler);
     cmd.args(["-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic"]).args(flags);
     if compiler.contains("fortran") {
@@ -134,6 +143,7 @@ pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) 
         .arg(lib)
         // Fortran has no weak symbols: a program that calls aar.f90 links libaar.so (before libugni).
         .args(if compiler.contains("fortran") { &["-laar"][..] } else { &[] })
+        .args(libs)
         .args(["-lugni", "-lpthread", "-ldl"])
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .status()
@@ -177,6 +187,16 @@ impl Run {
     pub fn records(&self) -> Vec<Value> {
         read_records(&self.dir.join("out"))
     }
+}
+
+/// The number after the last `key=` in a program's output.
+pub fn stdout_field(out: &str, key: &str) -> u64 {
+    let tail = out.rsplit(&format!("{key}=")).next().unwrap_or("");
+    tail.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap_or("")
+        .parse()
+        .unwrap_or_else(|_| panic!("no {key}= in {out}"))
 }
 
 pub fn read_records(dir: &Path) -> Vec<Value> {

@@ -9,8 +9,8 @@
 //!   links, followed through its libraries as the loader would find them here ([`elf`]).
 //! - The preload: libaar.so in LD_PRELOAD (`:` or space separated), the file there, and that it
 //!   loads (dlopen).
-//! - PAPI, the counter events and the settings, from libaar.so itself: its `aar_selfcheck` export
-//!   runs the library's own settings parser and PAPI opening ([`selfcheck`]). When the program
+//! - PAPI, the counter events, the settings and the DMAPP routing table, from libaar.so itself: its
+//!   `aar_selfcheck` export runs the library's own settings parser and PAPI opening ([`selfcheck`]). When the program
 //!   links a libugni, that libugni is loaded first, as the job's loader would load it (the
 //!   emulator's libugni registers its counter events in its constructor).
 //!
@@ -166,6 +166,7 @@ pub fn run(args: DoctorArgs) -> i32 {
     if let Some(doc) = &selfcheck {
         check_counters(doc, ugni_loaded, &mut report);
         check_settings(doc, &mut report);
+        check_dmapp_table(doc, &mut report);
     }
     let code = report.exit_code();
     if args.json {
@@ -585,6 +586,26 @@ fn check_settings(doc: &Value, report: &mut Report) {
     {
         let set = doc["variables_set"].as_array().map_or(0, Vec::len);
         report.ok("settings", format!("{} set, no warning", plural(set, "AAR_* variable", "AAR_* variables")));
+    }
+}
+
+/// The table of DMAPP routing values libaar.so uses, and where it comes from.
+fn check_dmapp_table(doc: &Value, report: &mut Report) {
+    let d = &doc["dmapp"];
+    // An older libaar.so says nothing of DMAPP.
+    let (Some(table), Some(source)) = (d["routing_table"].as_str(), d["table_source"].as_str()) else { return };
+    if d["assumed"] == true {
+        report.note(
+            "DMAPP",
+            format!(
+                "routing table {table}, {source}: DMAPP's routing values are not public and differ between releases; \
+                 libaar.so checks every attribute it changes and stops steering DMAPP, with one warning, where this \
+                 libdmapp disagrees. For the site's values, build aar with AAR_DMAPP_H=/path/to/dmapp.h (or with \
+                 cray-dmapp loaded), or set AAR_DMAPP_ROUTING"
+            ),
+        );
+    } else {
+        report.ok("DMAPP", format!("routing table {table}, from {source}"));
     }
 }
 

@@ -176,6 +176,33 @@ fn a_missing_event_is_named_whether_papi_refuses_it_or_takes_it_as_a_placeholder
 }
 
 #[test]
+fn the_dmapp_routing_table_and_its_source_are_stated() {
+    let prog = ugni_program();
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_code(0);
+    let assumed = "IN_ORDER=0,DETERMINISTIC=1,ADAPTIVE=2,DETERMINISTIC_1=3,ADAPTIVE_1=4,ADAPTIVE_2=5,ADAPTIVE_3=6";
+    r.expect_line("note", "DMAPP", &format!("routing table {assumed}, assumed"));
+    r.expect_line("note", "DMAPP", "set AAR_DMAPP_ROUTING");
+    let table = "ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3";
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_DMAPP_ROUTING", table)]);
+    r.expect_code(0);
+    r.expect_line(
+        "ok",
+        "DMAPP",
+        "routing table IN_ORDER=3,ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7, from AAR_DMAPP_ROUTING",
+    );
+    // A bad one: the library's own warning, and the table it uses instead.
+    let r = doctor(&[prog.to_str().unwrap(), "--json"], &[("AAR_DMAPP_ROUTING", "ADAPTIVE=4")]);
+    r.expect_code(3);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let checks = doc["checks"].as_array().unwrap();
+    assert!(checks.iter().any(|c| c["topic"] == "setting"
+        && c["text"].as_str().unwrap().contains("AAR_DMAPP_ROUTING=\"ADAPTIVE=4\" is not a DMAPP routing table")));
+    assert_eq!(doc["selfcheck"]["dmapp"]["routing_table"], assumed);
+    assert_eq!(doc["selfcheck"]["dmapp"]["assumed"], true);
+}
+
+#[test]
 fn a_bad_setting_is_a_warning_with_the_librarys_own_words() {
     let prog = ugni_program();
     let r = doctor(&[prog.to_str().unwrap()], &[("AAR_MODE", "fast"), ("AAR_MDOE", "ADAPTIVE3")]);

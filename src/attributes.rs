@@ -1,0 +1,341 @@
+//! DMAPP's routing attributes, as the library knows them: the table of enumerator values in use,
+//! each thread's view of its own attributes, and whether the process still steers DMAPP.
+//!
+//! DMAPP routes by an attribute of the calling thread, not by an argument of each call. A
+//! thread's view holds the application's attributes as last read (all of
+//! `dmapp_rma_attrs_ext_t`, as bytes), and per direction the application's routing value, the
+//! value the library put in force, and whether the library may change it (the application's
+//! value is adaptive in the table in use). The view is current while its stamp equals
+//! [`state_stamp`]: a new DMAPP job (`dmapp_init`) or the end of steering changes the stamp, and
+//! every thread then brings its view up to date on its next call. No lock anywhere: atomics, a
+//! thread-local, and values set once at initialisation.
+
+use crate::diag;
+use crate::settings::TableSource;
+use crate::tally::{class_of, OTHER};
+use aar_abi::dmapp::{Direction, RmaAttrsExt, Routing, RoutingTable};
+use aar_engine::RoutingMode;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::OnceLock;
+
+// ---- The table in use ----------------------------------------------------------------------------
+
+static TABLE: OnceLock<(RoutingTable, TableSource)> = OnceLock::new();
+/// The table's value of each adaptive mode, by [`RoutingMode::index`], for the fast path.
+static MODE_VALUES: [AtomicU8; 4] = [const { AtomicU8::new(0) }; 4];
+
+/// Use `table` (at initialisation, before any DMAPP call is routed).
+pub fn set_table(table: RoutingTable, source: TableSource) {
+    let (table, _) = TABLE.get_or_init(|| (table, source));
+    for m in RoutingMode::ALL {
+        // A checked table (`RoutingTable::check`) has every adaptive name.
+        let value = Routing::from_dlvr_mode(m.dlvr_bits()).and_then(|r| table.value(r)).unwrap_or(0);
+        MODE_VALUES[m.index()].store(value, Relaxed);
+    }
+}
+
+/// The table in use and where it comes from, once initialised.
+pub fn table() -> Option<&'static (RoutingTable, TableSource)> {
+    TABLE.get()
+}
+
+/// The attribute value of an adaptive mode in the table in use.
+#[inline(always)]
+pub fn mode_value(mode_index: usize) -> u8 {
+    MODE_VALUES[mode_index % 4].load(Relaxed)
+}
+
+/// The routing name of an attribute value in the table in use.
+pub fn routing_of(value: u8) -> Option<Routing> {
+    table().and_then(|(t, _)| t.routing(value))
+}
+
+/// The name of an attribute value, for the trace.
+pub fn name_of(value: u8) -> &'static str {
+    routing_of(value).map_or("unknown", Routing::name)
+}
+
+/// The tally class of messages sent with an attribute value (a value the table does not name is
+/// `OTHER`).
+pub fn class_of_value(value: u8) -> usize {
+    routing_of(value).map_or(OTHER, |r| class_of(r.dlvr_mode()))
+}
+
+// ---- Steering ------------------------------------------------------------------------------------
+
+/// The job generation (from 1) shifted left by one, and [`STOPPED`]: a thread's view is current
+/// while its stamp equals this.
+static STATE: AtomicU64 = AtomicU64::new(2);
+/// Bit of [`STATE`]: the library stopped steering DMAPP in this process.
+const STOPPED: u64 = 1;
+static WHY_STOPPED: OnceLock<String> = OnceLock::new();
+/// Attribute set calls the library made.
+static SETS: AtomicU64 = AtomicU64::new(0);
+/// Threads whose attributes the library read.
+static THREADS: AtomicU64 = AtomicU64::new(0);
+/// A routing value the table does not name was reported.
+static UNKNOWN_NOTED: AtomicBool = AtomicBool::new(false);
+
+/// What a current view's stamp must be.
+#[inline(always)]
+pub fn state_stamp() -> u64 {
+    STATE.load(Acquire)
+}
+
+/// Whether the library has stopped steering DMAPP.
+pub fn stopped() -> bool {
+    state_stamp() & STOPPED != 0
+}
+
+/// Stop steering DMAPP for the rest of the process, because of `why`; `true` the first time
+/// (whose caller warns).
+pub fn stop(why: &str) -> bool {
+    let first = STATE.fetch_or(STOPPED, AcqRel) & STOPPED == 0;
+    if first {
+        let _ = WHY_STOPPED.set(why.to_string());
+    }
+    first
+}
+
+/// `dmapp_init` started a job: every thread's attributes are the job's defaults now.
+pub fn new_job() {
+    STATE.fetch_add(2, AcqRel);
+}
+
+/// One attribute set call made by the library.
+pub fn count_set() {
+    SETS.fetch_add(1, Relaxed);
+}
+
+/// In a fork child: its record counts its own set calls.
+pub fn reset_in_child() {
+    SETS.store(0, Relaxed);
+}
+
+/// What the record says about DMAPP steering.
+pub struct Summary {
+    pub table: Option<&'static (RoutingTable, TableSource)>,
+    pub stopped_because: Option<&'static str>,
+    pub attribute_sets: u64,
+    pub threads: u64,
+}
+
+pub fn summary() -> Summary {
+    Summary {
+        table: table(),
+        stopped_because: WHY_STOPPED.get().map(String::as_str).filter(|_| stopped()),
+        attribute_sets: SETS.load(Relaxed),
+        threads: THREADS.load(Relaxed),
+    }
+}
+
+// ---- Each thread's view --------------------------------------------------------------------------
+
+/// One direction of a thread's view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dir {
+    /// The application's routing value.
+    pub app: u8,
+    /// Its tally class.
+    pub app_class: u8,
+    /// The value in force (the application's, or one the library set and read back).
+    pub in_force: u8,
+    /// The library may change it: the application's value is adaptive, and steering is on.
+    pub routable: bool,
+}
+
+impl Dir {
+    const UNKNOWN: Dir = Dir { app: 0, app_class: 0, in_force: 0, routable: false };
+}
+
+/// The calling thread's view.
+pub struct Thread {
+    /// [`state_stamp`] when the view was last brought up to date; 0: never.
+    stamp: Cell<u64>,
+    /// The application's attributes as last read.
+    app: Cell<RmaAttrsExt>,
+    dirs: [Cell<Dir>; 2],
+    /// Counted in the threads the record reports.
+    seen: Cell<bool>,
+    /// Inside an intercepted DMAPP call (its uGNI traffic, and DMAPP calls it makes itself, are
+    /// that call's).
+    inside: Cell<bool>,
+}
+
+thread_local! {
+    static THREAD: Thread = const {
+        Thread {
+            stamp: Cell::new(0),
+            app: Cell::new(RmaAttrsExt::ZERO),
+            dirs: [const { Cell::new(Dir::UNKNOWN) }; 2],
+            seen: Cell::new(false),
+            inside: Cell::new(false),
+        }
+    };
+}
+
+/// The calling thread's view (`None` while the thread is being torn down).
+#[inline(always)]
+pub fn with_thread<R>(f: impl FnOnce(&Thread) -> R) -> Option<R> {
+    THREAD.try_with(f).ok()
+}
+
+/// Whether the calling thread is inside an intercepted DMAPP call. Out of line, so that the
+/// thread-local's address is not computed on uGNI's fast path before the control word says the
+/// process uses DMAPP at all.
+#[cold]
+#[inline(never)]
+pub fn inside_dmapp() -> bool {
+    with_thread(|t| t.inside.get()).unwrap_or(false)
+}
+
+impl Thread {
+    #[inline(always)]
+    pub fn dir(&self, d: Direction) -> Dir {
+        self.dirs[d.index()].get()
+    }
+
+    /// Whether the view is up to date.
+    #[inline(always)]
+    pub fn current(&self) -> bool {
+        self.stamp.get() == state_stamp()
+    }
+
+    /// Run `f` (the forward) marked as inside a DMAPP call.
+    #[inline(always)]
+    pub fn inside<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.inside.set(true);
+        let r = f();
+        self.inside.set(false);
+        r
+    }
+
+    pub fn is_inside(&self) -> bool {
+        self.inside.get()
+    }
+
+    /// The application's attributes as last read.
+    pub fn app(&self) -> RmaAttrsExt {
+        self.app.get()
+    }
+
+    /// Whether the library has a routing of its own in force on this thread.
+    pub fn steered(&self) -> bool {
+        self.dirs.iter().any(|d| d.get().in_force != d.get().app)
+    }
+
+    /// The library put `value` in force for `d` (read back as written).
+    pub fn applied(&self, d: Direction, value: u8) {
+        let dir = self.dir(d);
+        self.dirs[d.index()].set(Dir { in_force: value, ..dir });
+    }
+
+    /// The application's attributes `app` are in force (just read from DMAPP).
+    pub fn read(&self, app: RmaAttrsExt) {
+        let stamp = state_stamp();
+        for d in Direction::ALL {
+            let value = app.routing(d);
+            let routing = routing_of(value);
+            if routing.is_none() {
+                note_unknown(d, value);
+            }
+            let routable = stamp & STOPPED == 0 && routing.is_some_and(Routing::is_adaptive);
+            let app_class = class_of_value(value) as u8;
+            self.dirs[d.index()].set(Dir { app: value, app_class, in_force: value, routable });
+        }
+        self.app.set(app);
+        self.stamp.set(stamp);
+        if !self.seen.replace(true) {
+            THREADS.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The application's attributes are back in force (given back after steering stopped): the
+    /// library changes nothing on this thread any more.
+    pub fn given_back(&self) {
+        for cell in &self.dirs {
+            let d = cell.get();
+            cell.set(Dir { in_force: d.app, routable: false, ..d });
+        }
+        self.stamp.set(state_stamp());
+    }
+
+    /// Forget the view (its attributes could not be read): the next call reads them again.
+    pub fn forget(&self) {
+        self.stamp.set(0);
+        for cell in &self.dirs {
+            cell.set(Dir::UNKNOWN);
+        }
+    }
+
+    /// Whether the view predates the current job (rather than only the end of steering).
+    pub fn predates_job(&self) -> bool {
+        self.stamp.get() >> 1 != state_stamp() >> 1
+    }
+}
+
+/// Once per process: a routing value the table in use does not name is never changed.
+fn note_unknown(d: Direction, value: u8) {
+    if UNKNOWN_NOTED.swap(true, Relaxed) {
+        return;
+    }
+    let (table, source) = match table() {
+        Some((t, s)) => (t.to_string(), s.to_string()),
+        None => (String::new(), String::new()),
+    };
+    diag::warn(&format!(
+        "DMAPP: a thread's {} routing attribute is {value}, which the routing table in use ({table}, from {source}) does not name; \
+         aar never changes a routing it cannot name, so that direction keeps the application's routing wherever it has this value. \
+         If this DMAPP numbers its routings differently, set AAR_DMAPP_ROUTING to its table or build aar against the site's dmapp.h (AAR_DMAPP_H).",
+        direction_name(d)
+    ));
+}
+
+/// `PUT` (PUTs and AMOs) or `GET`.
+pub fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Put => "PUT",
+        Direction::Get => "GET",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_follows_reads_steering_and_its_end() {
+        set_table(RoutingTable::ASSUMED, TableSource::Assumed);
+        assert_eq!(mode_value(RoutingMode::Adaptive3.index()), 6);
+        assert_eq!(mode_value(RoutingMode::Adaptive0.index()), 2);
+        assert_eq!(class_of_value(6), RoutingMode::Adaptive3.index());
+        assert_eq!(name_of(1), "DETERMINISTIC");
+        std::thread::spawn(|| {
+            with_thread(|t| {
+                assert!(!t.current(), "a new thread has no view");
+                // PUT adaptive, GET in order.
+                t.read(RmaAttrsExt::ZERO.with_routing(Direction::Put, 2).with_routing(Direction::Get, 0));
+                assert!(t.current() && !t.steered());
+                assert!(t.dir(Direction::Put).routable && !t.dir(Direction::Get).routable);
+                t.applied(Direction::Put, 6);
+                assert!(t.steered());
+                assert_eq!(t.dir(Direction::Put).app, 2);
+                new_job();
+                assert!(!t.current() && t.predates_job());
+                t.read(RmaAttrsExt::ZERO.with_routing(Direction::Put, 2).with_routing(Direction::Get, 2));
+                assert!(t.current() && !t.steered());
+                t.applied(Direction::Get, 5);
+                assert!(stop("test") && !stop("again"), "stopped once");
+                assert!(!t.current() && !t.predates_job());
+                t.given_back();
+                assert!(t.current() && !t.steered() && !t.dir(Direction::Put).routable);
+                assert_eq!(summary().stopped_because, Some("test"));
+                assert!(t.inside(inside_dmapp) && !inside_dmapp());
+            })
+            .unwrap();
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -1,0 +1,456 @@
+//! The DMAPP seam: the hooks that route each DMAPP data call by the calling thread's routing
+//! attribute before forwarding it exactly once, and the attribute calls through which the
+//! application states its own routing.
+//!
+//! DMAPP has no per-call routing argument: routing is an attribute of the thread, set with
+//! `dmapp_set_rma_attrs_ext`, that applies to the operations the thread issues after it (the PUT
+//! attribute also to AMOs). So the library puts the routing the engine chose in force on the
+//! calling thread before forwarding, and only when it differs from what is in force there (one
+//! set call per change of decision, never one per message); operations already issued keep
+//! theirs. It never changes a direction whose routing the application chose non-adaptive (or
+//! whose value the table in use does not name).
+//!
+//! The layout of `dmapp_rma_attrs_ext_t` differs between releases, so every change is
+//! read-modify-write-verify on an oversized zeroed buffer of which only the routing byte of the
+//! direction changes, read back whole. Any disagreement (a refused value: the table in use is not
+//! this DMAPP's; a byte that does not read back: the layout is not the one relied on) stops DMAPP
+//! steering for the process with one warning and gives each thread its application's attributes
+//! back; every DMAPP call is then forwarded untouched (and still counted).
+//!
+//! Giving back is lazy and per thread: after `aar_disable()`, `AAR_MODE=off` or an A/B iteration
+//! under another policy, a thread's next DMAPP operation carries the routing the policy now wants
+//! (the application's own, when the library does not route).
+
+use crate::attributes::{self, Thread};
+use crate::control::{self, FAST, READY, REWRITE, TRACE};
+use crate::route::{self, forward_once, Call};
+use crate::sys::{self, Real};
+use crate::tally::{self, Api, Count, OTHER};
+use crate::{diag, init, state, trace};
+use aar_abi::dmapp::*;
+use aar_engine::model::{packets, request_flits};
+use aar_engine::{Message, Reason, RoutingMode, Transfer};
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What a data call moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Put,
+    Get,
+    /// An atomic memory operation, fetching or not: one quad word, following the PUT attribute.
+    Amo,
+}
+
+impl Kind {
+    /// The routing attribute the call follows.
+    pub const fn direction(self) -> Direction {
+        match self {
+            Kind::Get => Direction::Get,
+            Kind::Put | Kind::Amo => Direction::Put,
+        }
+    }
+
+    /// For the cost model: GETs carry their data in the responses.
+    pub const fn transfer(self) -> Transfer {
+        match self {
+            Kind::Get => Transfer::Get,
+            Kind::Put | Kind::Amo => Transfer::Put,
+        }
+    }
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Put => "PUT",
+            Kind::Get => "GET",
+            Kind::Amo => "AMO",
+        }
+    }
+}
+
+/// The messages of one data call: `messages` of `bytes` each (one per target PE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub kind: Kind,
+    pub bytes: u64,
+    pub messages: u64,
+    /// The (first) target PE.
+    pub endpoint: u64,
+}
+
+impl Shape {
+    /// `nelems` elements of `ty` to or from `pe`. An unknown type moves 0 bytes (DMAPP refuses it).
+    pub fn transfer(kind: Kind, pe: DmappPe, nelems: u64, ty: DmappType) -> Shape {
+        let bytes = element_bytes(ty).map_or(0, |e| e.saturating_mul(nelems));
+        Shape { kind, bytes, messages: 1, endpoint: pe as u32 as u64 }
+    }
+
+    /// An AMO on `pe`.
+    pub fn amo(pe: DmappPe) -> Shape {
+        Shape { kind: Kind::Amo, bytes: AMO_BYTES, messages: 1, endpoint: pe as u32 as u64 }
+    }
+
+    /// `nelems` elements of `ty` to or from each of `n` PEs listed at `pes`.
+    ///
+    /// # Safety
+    /// `pes` is NULL or valid for reading `n` PEs (DMAPP's contract).
+    pub unsafe fn per_pe(kind: Kind, pes: *const DmappPe, n: u32, nelems: u64, ty: DmappType) -> Shape {
+        // SAFETY: non-null and holding `n` > 0 PEs per the contract.
+        let first = if pes.is_null() || n == 0 { 0 } else { unsafe { *pes } };
+        Shape { messages: u64::from(n), ..Shape::transfer(kind, first, nelems, ty) }
+    }
+
+    fn total_bytes(&self) -> u64 {
+        self.bytes.saturating_mul(self.messages)
+    }
+}
+
+pub static INIT: Real = Real::new(c"dmapp_init");
+pub static INIT_EXT: Real = Real::new(c"dmapp_init_ext");
+pub static GET_RMA_ATTRS: Real = Real::new(c"dmapp_get_rma_attrs");
+pub static GET_RMA_ATTRS_EXT: Real = Real::new(c"dmapp_get_rma_attrs_ext");
+pub static SET_RMA_ATTRS: Real = Real::new(c"dmapp_set_rma_attrs");
+pub static SET_RMA_ATTRS_EXT: Real = Real::new(c"dmapp_set_rma_attrs_ext");
+
+/// Reported once per function: no library loaded after libaar.so defines it.
+#[cold]
+pub fn missing(real: &Real) -> DmappReturn {
+    if real.first_miss() {
+        diag::error(&format!(
+            "{} was called but no library loaded after libaar.so defines it (libdmapp); returning DMAPP_RC_NOT_SUPPORTED.",
+            real.name()
+        ));
+    }
+    DMAPP_RC_NOT_SUPPORTED
+}
+
+// ---- Data calls ------------------------------------------------------------------------------------
+
+/// A data call: route it by the thread's attribute, count it, forward it once. `forward` calls
+/// the real function with the caller's arguments (copied into it, so the fast path keeps them in
+/// registers); it is called exactly once.
+#[inline(always)]
+pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape, forward: F) -> DmappReturn {
+    let Some(addr) = real.addr() else { return missing(real) };
+    let mut crossed = None;
+    let w = control::load();
+    if w & FAST != 0 {
+        let fast = attributes::with_thread(|t| {
+            if t.is_inside() || !t.current() {
+                return None;
+            }
+            let dir = t.dir(shape.kind.direction());
+            let total = shape.total_bytes();
+            let mut c = Count {
+                api: Api::Dmapp,
+                class: dir.app_class as usize,
+                reason: PASSTHROUGH,
+                messages: shape.messages,
+                bytes: total,
+            };
+            let mut desired = dir.app;
+            if dir.routable {
+                if state::accumulate(total) {
+                    crossed = Some(true);
+                    return None;
+                }
+                crossed = Some(false);
+                if w & REWRITE != 0 {
+                    c.class = control::below_threshold_class(w);
+                    c.reason = control::below_threshold_reason_index(w);
+                    desired = attributes::mode_value(c.class);
+                }
+            }
+            if desired != dir.in_force {
+                return None;
+            }
+            tally::count_all(c);
+            Some(t.inside(|| forward(addr)))
+        });
+        if let Some(Some(rc)) = fast {
+            return rc;
+        }
+    }
+    slow(real, addr, &shape, crossed, &forward)
+}
+
+const PASSTHROUGH: usize = Reason::Passthrough.index();
+
+/// Everything but the inline fast path, inside `catch_unwind`.
+#[cold]
+#[inline(never)]
+fn slow(
+    real: &Real,
+    addr: *mut c_void,
+    shape: &Shape,
+    crossed: Option<bool>,
+    forward: &dyn Fn(*mut c_void) -> DmappReturn,
+) -> DmappReturn {
+    init::ensure_init();
+    state::after_fork_in_child();
+    let inside = attributes::with_thread(Thread::is_inside).unwrap_or(true);
+    if state::inert() || inside {
+        // AAR_DISABLE, or a DMAPP call that DMAPP makes itself: untouched, not counted again.
+        return forward(addr);
+    }
+    let w = control::load();
+    control::note_dmapp(w);
+    let mut rc = None;
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        attributes::with_thread(|t| route_call(real, t, w, shape, crossed, &mut |a| rc = Some(forward(a)), addr));
+    }));
+    forward_once(outcome, rc, || forward(addr))
+}
+
+/// Route one data call on thread `t` and forward it, writing a trace line when tracing.
+fn route_call(
+    real: &Real,
+    t: &Thread,
+    w: u32,
+    shape: &Shape,
+    crossed: Option<bool>,
+    forward: &mut dyn FnMut(*mut c_void),
+    addr: *mut c_void,
+) {
+    let d = shape.kind.direction();
+    if w & READY != 0 {
+        up_to_date(t);
+    }
+    let known = t.current();
+    let requested = t.dir(d);
+    let call = Call {
+        api: Api::Dmapp,
+        msg: Message { bytes: shape.bytes, transfer: shape.kind.transfer(), endpoint: shape.endpoint },
+        messages: shape.messages,
+    };
+    let apply = |mode: Option<RoutingMode>| {
+        if !known {
+            // Its attributes cannot be read (before dmapp_init): nothing to apply, routing unknown.
+            return OTHER;
+        }
+        let desired = mode.map_or(requested.app, |m| attributes::mode_value(m.index()));
+        if desired != t.dir(d).in_force {
+            reconcile(t, d, desired);
+        }
+        attributes::class_of_value(t.dir(d).in_force)
+    };
+    let routed = route::route(w, &call, crossed, known && requested.routable, apply, || t.inside(|| forward(addr)));
+    if w & TRACE != 0 {
+        let transfer = shape.kind.transfer();
+        let name = |v: u8| if known { attributes::name_of(v) } else { "unknown" };
+        state::TRACE.write(&trace::Line {
+            t_ns: sys::now_ns(),
+            api: Api::Dmapp.name(),
+            call: real.name(),
+            post_type: shape.kind.name(),
+            messages: shape.messages,
+            bytes: call.bytes(),
+            flits: request_flits(shape.bytes, transfer).saturating_mul(shape.messages),
+            packets: packets(shape.bytes).saturating_mul(shape.messages),
+            latency_us: routed.window.map(|w| w.latency_us),
+            stall_ratio: routed.window.map(|w| w.stall_ratio),
+            requested: name(requested.app),
+            chosen: name(t.dir(d).in_force),
+            reason: routed.reason.name(),
+        });
+    }
+}
+
+// ---- The thread's attributes -------------------------------------------------------------------------
+
+/// `dmapp_get_rma_attrs_ext` into a zeroed buffer.
+fn read_attrs() -> Result<RmaAttrsExt, String> {
+    let Some(get) = GET_RMA_ATTRS_EXT.get::<GetAttrsFn>() else {
+        return Err("this libdmapp has no dmapp_get_rma_attrs_ext".into());
+    };
+    let mut attrs = RmaAttrsExt::ZERO;
+    // SAFETY: a zeroed buffer of RMA_ATTRS_EXT_BYTES, larger than any dmapp_rma_attrs_ext_t.
+    let rc = unsafe { get((&raw mut attrs).cast()) };
+    match rc {
+        DMAPP_RC_SUCCESS => Ok(attrs),
+        rc => Err(format!("dmapp_get_rma_attrs_ext returned {rc}")),
+    }
+}
+
+/// `dmapp_set_rma_attrs_ext(attrs)`, counted.
+fn write_attrs(attrs: &RmaAttrsExt) -> Result<(), String> {
+    let Some(set) = SET_RMA_ATTRS_EXT.get::<AttrsInitFn>() else {
+        return Err("this libdmapp has no dmapp_set_rma_attrs_ext".into());
+    };
+    let mut requested = *attrs;
+    let mut actual = RmaAttrsExt::ZERO;
+    attributes::count_set();
+    // SAFETY: two buffers of RMA_ATTRS_EXT_BYTES, larger than any dmapp_rma_attrs_ext_t; the
+    // first holds what the same DMAPP wrote, with at most its routing bytes changed.
+    let rc = unsafe { set((&raw mut requested).cast(), (&raw mut actual).cast()) };
+    match rc {
+        DMAPP_RC_SUCCESS => Ok(()),
+        rc => Err(format!("returned {rc}")),
+    }
+}
+
+/// Bring the thread's view up to date: read its attributes in a new job (or the first time),
+/// give them back once steering has stopped.
+fn up_to_date(t: &Thread) {
+    if t.current() {
+        return;
+    }
+    if t.predates_job() {
+        match read_attrs() {
+            Ok(app) => t.read(app),
+            Err(_) => t.forget(),
+        }
+    } else {
+        give_back(t, false);
+    }
+}
+
+/// Put the application's attributes back in force on this thread, if the library changed them
+/// (or `written`: a set call went through and its result is not known).
+fn give_back(t: &Thread, written: bool) {
+    if written || t.steered() {
+        let _ = write_attrs(&t.app());
+    }
+    t.given_back();
+}
+
+/// Put `desired` in force for direction `d`, read-modify-write-verify; on any disagreement stop
+/// steering DMAPP.
+fn reconcile(t: &Thread, d: Direction, desired: u8) {
+    let dir = attributes::direction_name(d);
+    let now = match read_attrs() {
+        Ok(now) => now,
+        Err(why) => return stop(t, &why, false),
+    };
+    let wanted = now.with_routing(d, desired);
+    if let Err(rc) = write_attrs(&wanted) {
+        let name = attributes::name_of(desired);
+        return stop(
+            t,
+            &format!("dmapp_set_rma_attrs_ext refused the {dir} routing {name} (value {desired}): it {rc}"),
+            false,
+        );
+    }
+    let back = match read_attrs() {
+        Ok(back) => back,
+        Err(why) => return stop(t, &why, true),
+    };
+    if let Some(i) = (0..RMA_ATTRS_EXT_BYTES).find(|&i| back.0[i] != wanted.0[i]) {
+        let what = format!(
+            "the routing attributes did not read back as written after setting the {dir} routing (byte {}): byte {i} was written as {} and reads {}",
+            d.offset(),
+            wanted.0[i],
+            back.0[i]
+        );
+        return stop(t, &what, true);
+    }
+    t.applied(d, desired);
+}
+
+/// Stop steering DMAPP (one warning per process), and give this thread its attributes back.
+#[cold]
+fn stop(t: &Thread, what: &str, written: bool) {
+    if attributes::stop(what) {
+        let (table, source) = match attributes::table() {
+            Some((t, s)) => (t.to_string(), s.to_string()),
+            None => (String::new(), String::new()),
+        };
+        diag::warn(&format!(
+            "DMAPP: {what}. Either the routing table in use ({table}, from {source}) or the layout of dmapp_rma_attrs_ext_t aar relies on \
+             (PUT routing at byte {PUT_ROUTING_OFFSET}, GET at byte {GET_ROUTING_OFFSET}) is not this libdmapp's, so aar stops steering DMAPP: \
+             each thread gets its application's attributes back and every DMAPP call is forwarded untouched from now on (uGNI routing is unaffected). \
+             Build aar against the site's dmapp.h (AAR_DMAPP_H=/path/to/dmapp.h) or set AAR_DMAPP_ROUTING to its routing table."
+        ));
+    }
+    give_back(t, written);
+}
+
+// ---- The application's own attribute calls -----------------------------------------------------------------
+
+/// The caller's `dmapp_set_rma_attrs[_ext]`: forwarded as asked; on success the thread's view is
+/// read again, since what the application set is its intent.
+pub fn set_attrs(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> DmappReturn {
+    let Some(real_fn) = real.get::<AttrsInitFn>() else { return missing(real) };
+    init::ensure_init();
+    let rc = forward(real_fn);
+    if rc == DMAPP_RC_SUCCESS && !state::inert() && control::load() & READY != 0 {
+        let reread = || {
+            attributes::with_thread(|t| match read_attrs() {
+                Ok(app) => t.read(app),
+                Err(_) => t.forget(),
+            })
+        };
+        if catch_unwind(reread).is_err() {
+            diag::internal_error("the call had been forwarded");
+        }
+    }
+    rc
+}
+
+/// The caller's `dmapp_get_rma_attrs[_ext]`: forwarded; while the library has its own routing in
+/// force on this thread, the routing bytes the caller gets are its own, so that a get-modify-set
+/// of the application never takes the library's routing for its intent.
+///
+/// # Safety
+/// `attrs` is NULL or valid for writing the struct the function fills (DMAPP's contract).
+pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
+    let Some(real_fn) = real.get::<GetAttrsFn>() else { return missing(real) };
+    init::ensure_init();
+    let steering = !state::inert() && control::load() & READY != 0;
+    if steering && catch_unwind(|| attributes::with_thread(up_to_date)).is_err() {
+        diag::internal_error("the call is forwarded");
+    }
+    // SAFETY: the caller's argument, unchanged.
+    let rc = unsafe { real_fn(attrs) };
+    if rc != DMAPP_RC_SUCCESS || attrs.is_null() || !steering {
+        return rc;
+    }
+    attributes::with_thread(|t| {
+        if !t.current() {
+            return;
+        }
+        for d in Direction::ALL {
+            let dir = t.dir(d);
+            if dir.in_force != dir.app {
+                // SAFETY: DMAPP filled the caller's struct, which holds the routing of `d` at
+                // this offset (in both attribute structs), as the verified set showed.
+                unsafe { attrs.cast::<u8>().add(d.offset()).write(dir.app) };
+            }
+        }
+    });
+    rc
+}
+
+/// The caller's `dmapp_init[_ext]`: forwarded; on success a new job has begun, whose attributes
+/// every thread reads again on its next call.
+pub fn init(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> DmappReturn {
+    let Some(real_fn) = real.get::<AttrsInitFn>() else { return missing(real) };
+    init::ensure_init();
+    let rc = forward(real_fn);
+    if rc == DMAPP_RC_SUCCESS && !state::inert() {
+        attributes::new_job();
+    }
+    rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        let s = Shape::transfer(Kind::Get, 3, 10, DMAPP_DQW);
+        assert_eq!((s.bytes, s.messages, s.endpoint, s.kind.direction()), (160, 1, 3, Direction::Get));
+        assert_eq!(Shape::transfer(Kind::Put, 1, u64::MAX, DMAPP_QW).bytes, u64::MAX, "saturates");
+        assert_eq!(Shape::transfer(Kind::Put, 1, 10, 9).bytes, 0, "an unknown type moves nothing");
+        let amo = Shape::amo(2);
+        assert_eq!((amo.bytes, amo.kind.direction(), amo.kind.transfer()), (AMO_BYTES, Direction::Put, Transfer::Put));
+        let pes = [5, 6, 7];
+        // SAFETY: three PEs.
+        let s = unsafe { Shape::per_pe(Kind::Put, pes.as_ptr(), 3, 4, DMAPP_DW) };
+        assert_eq!((s.bytes, s.messages, s.endpoint, s.total_bytes()), (16, 3, 5, 48));
+        // SAFETY: NULL is allowed.
+        let s = unsafe { Shape::per_pe(Kind::Get, std::ptr::null(), 2, 4, DMAPP_BYTE) };
+        assert_eq!((s.bytes, s.messages, s.endpoint), (4, 2, 0));
+    }
+}

@@ -1,0 +1,542 @@
+/*
+ * dmapp_driver: a scriptable DMAPP program for the integration tests, linked -ldmapp -lugni. This
+ * process is PE 0 of the emulator's DMAPP job and sends to its other PEs. Commands run in argv
+ * order:
+ *
+ *   init | initext                  dmapp_init / dmapp_init_ext with DMAPP's defaults (ADAPTIVE both
+ *                                   ways); rc printed
+ *   finalize                        dmapp_finalize; rc printed
+ *   form blocking|nb|nbi            the form put, get and amo use from here (blocking at first)
+ *   put PE SIZE COUNT               COUNT PUTs of SIZE bytes to heap offset 0 of PE (8-byte elements
+ *                                   when SIZE allows, else bytes)
+ *   get PE SIZE COUNT               COUNT GETs of SIZE bytes from there, each checked against what
+ *                                   the last put there wrote
+ *   ixpe N SIZE                     dmapp_put_ixpe of SIZE bytes to PEs 1..N, then each checked
+ *   amo COUNT                       COUNT dmapp_aadd_qw of 1 on PE 1, then the sum checked
+ *   all                             every interposed data call, each form, once or a few times, with
+ *                                   its effect checked (by blocking GETs)
+ *   errors                          calls the emulator refuses (bad PE, misaligned, NULL segment,
+ *                                   unknown type): "rc NAME=RC" per call
+ *   attrs PUT GET | attrs12 PUT GET the application sets its routing (dmapp_set_rma_attrs_ext /
+ *                                   dmapp_set_rma_attrs, the other fields as it read them); rc printed
+ *   getset                          get-modify-set of the application: reads its attributes (prints
+ *                                   the routing it sees), changes max_outstanding_nb, sets them
+ *   routing                         the routing in force here, as the emulator sees it
+ *   threads N SIZE COUNT            N threads, each COUNT PUTs of SIZE to PE 1 + k % (npes - 1) at its
+ *                                   own offset, then a checking GET; each prints its thread id and the
+ *                                   attribute set calls made on it
+ *   ugni SIZE COUNT                 COUNT uGNI RDMA PUTs of SIZE bytes between two NICs of this process
+ *                                   (tests/c/pair.h), each checked; also makes the pair
+ *                                   dmapp_layer_post() uses
+ *   api mode DLVR | api name NAME | api auto | api disable | api enable    the C API of aar.h
+ *   iter begin | iter end           the iteration markers of aar.h
+ *   allocs 1 | allocs 0             count allocations from here / print the count
+ *
+ * Every data call the program makes is counted by name; at the end it prints "called NAME=K" for
+ * each, then "calls=N errors=E emu_calls=M sets=S app_sets=A": M is what the emulator received,
+ * S the attribute set calls it received from every thread, A those the program made itself. Exit
+ * status 0 only if E == 0.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aar_emu.h"
+#include "aar_weak.h"
+#include "allocs.h"
+#include "dmapp.h"
+#define UGNI_PROGRAM "dmapp_driver"
+#include "pair.h"
+
+static unsigned long long errors, app_sets;
+
+static void fail(const char *what)
+{
+	__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
+	fprintf(stderr, "dmapp_driver: %s\n", what);
+}
+
+/* ---- calls, counted by name ------------------------------------------------------------------- */
+
+#define NAMES 96
+static struct {
+	const char *name;
+	unsigned long long n;
+} called[NAMES];
+static pthread_mutex_t called_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static dmapp_return_t note(const char *name, dmapp_return_t rc)
+{
+	pthread_mutex_lock(&called_lock);
+	int i = 0;
+	while (i < NAMES - 1 && called[i].name && strcmp(called[i].name, name))
+		i++;
+	called[i].name = name;
+	called[i].n++;
+	pthread_mutex_unlock(&called_lock);
+	return rc;
+}
+
+/* A call that must succeed. */
+static void ok(const char *name, dmapp_return_t rc)
+{
+	if (rc != DMAPP_RC_SUCCESS) {
+		char what[128];
+		snprintf(what, sizeof what, "%s returned %d", name, (int)rc);
+		fail(what);
+	}
+}
+
+#define CALL(fn, ...) ok(#fn, note(#fn, fn(__VA_ARGS__)))
+
+/* The form put, get and the AMOs use, and the completion each form needs. */
+enum form { BLOCKING, NB, NBI };
+static enum form form = BLOCKING;
+static __thread dmapp_syncid_handle_t sid;
+
+#define CALL3(f, fn, ...)                                                                \
+	do {                                                                             \
+		if ((f) == BLOCKING)                                                     \
+			CALL(fn, __VA_ARGS__);                                           \
+		else if ((f) == NB)                                                      \
+			CALL(fn##_nb, __VA_ARGS__, &sid);                                \
+		else                                                                     \
+			CALL(fn##_nbi, __VA_ARGS__);                                     \
+		complete(f);                                                             \
+	} while (0)
+
+static void complete(enum form f)
+{
+	if (f == NB)
+		ok("dmapp_syncid_wait", dmapp_syncid_wait(&sid));
+	else if (f == NBI)
+		ok("dmapp_gsync_wait", dmapp_gsync_wait());
+}
+
+/* ---- the job ------------------------------------------------------------------------------------ */
+
+static dmapp_jobinfo_t job;
+static unsigned char *heap;
+static dmapp_seg_desc_t *hseg;
+#define LOCAL (1u << 20)
+static unsigned char *src, *dst;
+/* What the last put wrote at heap offset 0 of each PE (first 1 MiB). */
+#define MAX_PES 16
+static unsigned char *shadow[MAX_PES];
+
+static void start(int ext)
+{
+	dmapp_return_t rc;
+	if (ext) {
+		dmapp_rma_attrs_ext_t req, act;
+		memset(&req, 0, sizeof req);
+		req.max_outstanding_nb = DMAPP_DEF_OUTSTANDING_NB;
+		req.offload_threshold = DMAPP_OFFLOAD_THRESHOLD;
+		req.put_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE;
+		req.get_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE;
+		req.max_concurrency = 1;
+		req.PI_ordering = DMAPP_PI_ORDERING_DEFAULT;
+		rc = dmapp_init_ext(&req, &act);
+	} else {
+		dmapp_rma_attrs_t req = { .max_outstanding_nb = DMAPP_DEF_OUTSTANDING_NB,
+					  .offload_threshold = DMAPP_OFFLOAD_THRESHOLD,
+					  .put_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE,
+					  .get_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE,
+					  .max_concurrency = 1 },
+				  act;
+		rc = dmapp_init(&req, &act);
+	}
+	printf("init rc=%d\n", (int)rc);
+	if (rc != DMAPP_RC_SUCCESS)
+		return;
+	ok("dmapp_get_jobinfo", dmapp_get_jobinfo(&job));
+	heap = job.sheap_seg.addr;
+	hseg = &job.sheap_seg;
+	if (job.npes > MAX_PES)
+		fail("more PEs than the driver handles");
+}
+
+static dmapp_type_t type_for(uint64_t size, uint64_t *nelems)
+{
+	if (size % 8 == 0) {
+		*nelems = size / 8;
+		return DMAPP_QW;
+	}
+	*nelems = size;
+	return DMAPP_BYTE;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 131u + seed * 29u + 7u);
+}
+
+static void check(const char *what, const void *got, const void *want, size_t n)
+{
+	if (memcmp(got, want, n)) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "%s: data corrupted", what);
+		fail(msg);
+	}
+}
+
+/* n bytes at heap offset off on PE pe, read with a blocking GET (counted). */
+static void peek(int pe, size_t off, void *out, size_t n)
+{
+	CALL(dmapp_get, out, heap + off, hseg, pe, n, DMAPP_BYTE);
+}
+
+static int64_t peek_word(int pe, size_t off)
+{
+	int64_t w = 0;
+	CALL(dmapp_get, &w, heap + off, hseg, pe, 1, DMAPP_QW);
+	return w;
+}
+
+static void put(int pe, uint64_t size, uint64_t count, unsigned seed)
+{
+	uint64_t n;
+	dmapp_type_t t = type_for(size, &n);
+	if (pe < 0 || pe >= MAX_PES || size > LOCAL) {
+		fail("put: bad PE or size");
+		return;
+	}
+	for (uint64_t k = 0; k < count; k++) {
+		fill(src, size, seed + (unsigned)k);
+		CALL3(form, dmapp_put, heap, hseg, pe, src, n, t);
+		if (shadow[pe])
+			memcpy(shadow[pe], src, size);
+	}
+}
+
+static void get(int pe, uint64_t size, uint64_t count)
+{
+	uint64_t n;
+	dmapp_type_t t = type_for(size, &n);
+	if (pe < 0 || pe >= MAX_PES || size > LOCAL) {
+		fail("get: bad PE or size");
+		return;
+	}
+	for (uint64_t k = 0; k < count; k++) {
+		memset(dst, 0xee, size);
+		CALL3(form, dmapp_get, dst, heap, hseg, pe, n, t);
+		check("get", dst, shadow[pe], size);
+	}
+}
+
+/* ---- every call --------------------------------------------------------------------------------- */
+
+static void all(void)
+{
+	static const size_t esize[4] = { 16, 8, 4, 1 };
+	unsigned char *scratch = malloc(LOCAL);
+	for (int f = 0; f < 3; f++) {
+		size_t base = 65536 * (size_t)(f + 1);
+		/* put, get, each element type */
+		for (int t = 0; t < 4; t++) {
+			size_t n = 64 / esize[t], off = base + 128 * (size_t)t;
+			fill(src, 64, (unsigned)(f * 4 + t));
+			CALL3(f, dmapp_put, heap + off, hseg, 1, src, n, (dmapp_type_t)t);
+			memset(dst, 0, 64);
+			CALL3(f, dmapp_get, dst, heap + off, hseg, 1, n, (dmapp_type_t)t);
+			check("put/get", dst, src, 64);
+		}
+		/* put_flag: the data, then the flag word; get_flag_nbi reads the data back */
+		fill(src, 256, (unsigned)(40 + f));
+		CALL3(f, dmapp_put_flag, heap + base + 1024, hseg, 2, src, 32, DMAPP_QW, heap + base + 2048,
+		      0xf1a9000 + (uint64_t)f);
+		if (peek_word(2, base + 2048) != 0xf1a9000 + f)
+			fail("put_flag: flag not written");
+		memset(dst, 0, 256);
+		CALL(dmapp_get_flag_nbi, dst, heap + base + 1024, hseg, 2, 32, DMAPP_QW);
+		ok("dmapp_gsync_wait", dmapp_gsync_wait());
+		check("put_flag/get_flag_nbi", dst, src, 256);
+		/* iput: 8 words, every other source word, to every third slot; iget them back */
+		fill(src, 128, (unsigned)(50 + f));
+		memset(scratch, 0, 256);
+		CALL(dmapp_put, heap + base + 4096, hseg, 3, scratch, 32, DMAPP_QW);
+		CALL3(f, dmapp_iput, heap + base + 4096, hseg, 3, src, 3, 2, 8, DMAPP_QW);
+		peek(3, base + 4096, dst, 192);
+		for (size_t i = 0; i < 8; i++)
+			check("iput", dst + 3 * i * 8, src + 2 * i * 8, 8);
+		memset(scratch, 0, 128);
+		CALL3(f, dmapp_iget, scratch, heap + base + 4096, hseg, 3, 2, 3, 8, DMAPP_QW);
+		for (size_t i = 0; i < 8; i++)
+			check("iget", scratch + 2 * i * 8, src + 2 * i * 8, 8);
+		/* ixput, ixget: element i to / from index idx[i] */
+		ptrdiff_t idx[4] = { 5, 0, 2, 9 };
+		fill(src, 32, (unsigned)(60 + f));
+		CALL3(f, dmapp_ixput, heap + base + 8192, hseg, 1, src, idx, 4, DMAPP_QW);
+		memset(scratch, 0, 32);
+		CALL3(f, dmapp_ixget, scratch, heap + base + 8192, hseg, 1, idx, 4, DMAPP_QW);
+		check("ixput/ixget", scratch, src, 32);
+		/* put_ixpe: the same block to each PE; scatter_ixpe: consecutive blocks; gather_ixpe:
+		 * each PE's block back into consecutive places */
+		dmapp_pe_t list[3] = { 3, 1, 2 };
+		fill(src, 3 * 64, (unsigned)(70 + f));
+		CALL3(f, dmapp_put_ixpe, heap + base + 12288, hseg, list, 3, src, 8, DMAPP_QW);
+		for (int k = 0; k < 3; k++) {
+			peek(list[k], base + 12288, dst, 64);
+			check("put_ixpe", dst, src, 64);
+		}
+		CALL3(f, dmapp_scatter_ixpe, heap + base + 16384, hseg, list, 3, src, 8, DMAPP_QW);
+		memset(scratch, 0, 3 * 64);
+		CALL3(f, dmapp_gather_ixpe, scratch, heap + base + 16384, hseg, list, 3, 8, DMAPP_QW);
+		check("scatter_ixpe/gather_ixpe", scratch, src, 3 * 64);
+		/* the AMOs on one word of PE 1 */
+		void *word = heap + base + 20480;
+		int64_t old = -1, zero = 0;
+		CALL(dmapp_put, word, hseg, 1, &zero, 1, DMAPP_QW);
+		CALL3(f, dmapp_aadd_qw, word, hseg, 1, 5);
+		CALL3(f, dmapp_afadd_qw, &old, word, hseg, 1, 3);
+		if (old != 5)
+			fail("aadd/afadd");
+		CALL3(f, dmapp_aand_qw, word, hseg, 1, 0xc);
+		CALL3(f, dmapp_aor_qw, word, hseg, 1, 1);
+		CALL3(f, dmapp_axor_qw, word, hseg, 1, 0xf);
+		if (peek_word(1, base + 20480) != 6)
+			fail("aand/aor/axor");
+		CALL3(f, dmapp_afand_qw, &old, word, hseg, 1, 0x7);
+		CALL3(f, dmapp_afor_qw, &old, word, hseg, 1, 0x10);
+		CALL3(f, dmapp_afxor_qw, &old, word, hseg, 1, 0x3);
+		if (old != 0x16)
+			fail("afand/afor/afxor");
+		CALL3(f, dmapp_afax_qw, &old, word, hseg, 1, 0xff, 0x100);
+		if (old != 0x15 || peek_word(1, base + 20480) != 0x115)
+			fail("afax");
+		CALL3(f, dmapp_acswap_qw, &old, word, hseg, 1, 0x115, 100);
+		if (old != 0x115 || peek_word(1, base + 20480) != 100)
+			fail("acswap");
+		dmapp_amo_t add = { DMAPP_AMO_ADD, 11, 0 }, swap = { DMAPP_AMO_SWAP, 42, 0 };
+		CALL3(f, dmapp_amo_put, word, hseg, 1, &add);
+		CALL3(f, dmapp_amo_get, &old, word, hseg, 1, &swap);
+		if (old != 111 || peek_word(1, base + 20480) != 42)
+			fail("amo_put/amo_get");
+	}
+	free(scratch);
+}
+
+/* ---- errors the emulator returns ------------------------------------------------------------------ */
+
+static void refused(const char *name, dmapp_return_t rc, dmapp_return_t want)
+{
+	note(name, rc);
+	printf("rc %s=%d\n", name, (int)rc);
+	if (rc != want) {
+		char what[128];
+		snprintf(what, sizeof what, "%s returned %d, the emulator's code is %d", name, (int)rc, (int)want);
+		fail(what);
+	}
+}
+
+static void refusals(void)
+{
+	int64_t w = 0;
+	dmapp_seg_desc_t none;
+	memset(&none, 0, sizeof none);
+	refused("dmapp_put", dmapp_put(heap, hseg, job.npes + 5, src, 8, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+	refused("dmapp_get_nb", dmapp_get_nb(dst, heap + 4, hseg, 1, 2, DMAPP_QW, &sid), DMAPP_RC_ALIGNMENT_ERROR);
+	refused("dmapp_aadd_qw_nbi", dmapp_aadd_qw_nbi(heap + 3, hseg, 1, 1), DMAPP_RC_ALIGNMENT_ERROR);
+	refused("dmapp_afadd_qw", dmapp_afadd_qw(&w, heap, NULL, 1, 1), DMAPP_RC_INVALID_PARAM);
+	refused("dmapp_iput", dmapp_iput(heap, &none, 1, src, 1, 1, 4, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+	refused("dmapp_put_nbi", dmapp_put_nbi(heap, hseg, 1, src, 4, (dmapp_type_t)9), DMAPP_RC_INVALID_PARAM);
+	dmapp_pe_t bad[2] = { 1, 999 };
+	refused("dmapp_put_ixpe", dmapp_put_ixpe(heap, hseg, bad, 2, src, 4, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+}
+
+/* ---- the application's own attributes -------------------------------------------------------------- */
+
+static void set_routing(int ext, int put_routing, int get_routing)
+{
+	dmapp_return_t rc;
+	if (ext) {
+		dmapp_rma_attrs_ext_t a;
+		ok("dmapp_get_rma_attrs_ext", dmapp_get_rma_attrs_ext(&a));
+		a.put_relaxed_ordering = (uint8_t)put_routing;
+		a.get_relaxed_ordering = (uint8_t)get_routing;
+		rc = dmapp_set_rma_attrs_ext(&a, NULL);
+	} else {
+		dmapp_rma_attrs_t a;
+		ok("dmapp_get_rma_attrs", dmapp_get_rma_attrs(&a));
+		a.put_relaxed_ordering = (uint8_t)put_routing;
+		a.get_relaxed_ordering = (uint8_t)get_routing;
+		rc = dmapp_set_rma_attrs(&a, NULL);
+	}
+	app_sets++;
+	printf("attrs rc=%d\n", (int)rc);
+}
+
+static void getset(void)
+{
+	dmapp_rma_attrs_ext_t a;
+	dmapp_rma_attrs_t b;
+	ok("dmapp_get_rma_attrs_ext", dmapp_get_rma_attrs_ext(&a));
+	ok("dmapp_get_rma_attrs", dmapp_get_rma_attrs(&b));
+	printf("getset saw put=%d get=%d base put=%d get=%d\n", a.put_relaxed_ordering, a.get_relaxed_ordering,
+	       b.put_relaxed_ordering, b.get_relaxed_ordering);
+	a.max_outstanding_nb = 256;
+	dmapp_return_t rc = dmapp_set_rma_attrs_ext(&a, NULL);
+	app_sets++;
+	printf("getset rc=%d\n", (int)rc);
+}
+
+/* ---- threads ------------------------------------------------------------------------------------ */
+
+struct thread_arg {
+	int index;
+	uint64_t size, count;
+};
+
+static void *thread_main(void *v)
+{
+	struct thread_arg *t = v;
+	int pe = 1 + t->index % (job.npes - 1);
+	size_t off = (size_t)(t->index + 1) << 20;
+	uint64_t n;
+	dmapp_type_t type = type_for(t->size, &n);
+	unsigned char *buf = malloc(2 * t->size + 16);
+	for (uint64_t k = 0; k < t->count; k++) {
+		fill(buf, t->size, (unsigned)(t->index * 1000 + k));
+		CALL(dmapp_put, heap + off, hseg, pe, buf, n, type);
+	}
+	CALL(dmapp_get, buf + t->size, heap + off, hseg, pe, n, type);
+	check("thread put/get", buf + t->size, buf, t->size);
+	free(buf);
+	printf("thread %d tid=%d sets=%llu\n", t->index, (int)gettid(), aar_emu_dmapp_attr_sets(0));
+	return NULL;
+}
+
+/* ---- uGNI beside DMAPP ---------------------------------------------------------------------------- */
+
+static int ugni_ready;
+
+static void ugni(uint64_t size, uint64_t count)
+{
+	if (!ugni_ready && pair_setup(LOCAL)) {
+		fail("uGNI setup");
+		return;
+	}
+	ugni_ready = 1;
+	if (pair_put(size, (int)count, 0))
+		fail("uGNI put");
+}
+
+/* Called by tests/c/dmapp_layer.c from inside dmapp_put (a libdmapp that sends through uGNI): one
+ * 64-byte RDMA PUT that asks for ADAPTIVE0, on the pair of the "ugni" command. */
+void dmapp_layer_post(void);
+void dmapp_layer_post(void)
+{
+	if (ugni_ready && pair_put(64, 1, GNI_DLVMODE_ADAPTIVE0))
+		fail("uGNI post from inside DMAPP");
+}
+
+static uint64_t num(const char *s)
+{
+	return strtoull(s, NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+	src = aligned_alloc(64, LOCAL);
+	dst = aligned_alloc(64, LOCAL);
+	for (int pe = 0; pe < MAX_PES; pe++)
+		shadow[pe] = calloc(1, LOCAL);
+	unsigned seed = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *c = argv[i];
+#define ARG(k) (i + (k) < argc ? argv[i + (k)] : "0")
+		if (!strcmp(c, "init") || !strcmp(c, "initext")) {
+			start(!strcmp(c, "initext"));
+		} else if (!strcmp(c, "finalize")) {
+			printf("finalize rc=%d\n", (int)dmapp_finalize());
+		} else if (!strcmp(c, "form")) {
+			form = !strcmp(ARG(1), "nb") ? NB : !strcmp(ARG(1), "nbi") ? NBI : BLOCKING;
+			i += 1;
+		} else if (!strcmp(c, "put")) {
+			put((int)num(ARG(1)), num(ARG(2)), num(ARG(3)), seed);
+			seed += (unsigned)num(ARG(3));
+			i += 3;
+		} else if (!strcmp(c, "get")) {
+			get((int)num(ARG(1)), num(ARG(2)), num(ARG(3)));
+			i += 3;
+		} else if (!strcmp(c, "ixpe")) {
+			dmapp_pe_t list[MAX_PES];
+			uint32_t n = (uint32_t)num(ARG(1));
+			uint64_t size = num(ARG(2)), nelems;
+			dmapp_type_t t = type_for(size, &nelems);
+			for (uint32_t k = 0; k < n && k < MAX_PES; k++)
+				list[k] = (dmapp_pe_t)(1 + k);
+			fill(src, size, seed++);
+			CALL3(form, dmapp_put_ixpe, heap, hseg, list, n, src, nelems, t);
+			for (uint32_t k = 0; k < n && k < MAX_PES; k++) {
+				memcpy(shadow[1 + k], src, size);
+				peek(1 + (int)k, 0, dst, size);
+				check("put_ixpe", dst, src, size);
+			}
+			i += 2;
+		} else if (!strcmp(c, "amo")) {
+			uint64_t count = num(ARG(1));
+			int64_t zero = 0;
+			CALL(dmapp_put, heap + 4096, hseg, 1, &zero, 1, DMAPP_QW);
+			for (uint64_t k = 0; k < count; k++)
+				CALL3(form, dmapp_aadd_qw, heap + 4096, hseg, 1, 1);
+			if (peek_word(1, 4096) != (int64_t)count)
+				fail("amo: the sum is wrong");
+			i += 1;
+		} else if (!strcmp(c, "all")) {
+			all();
+		} else if (!strcmp(c, "errors")) {
+			refusals();
+		} else if (!strcmp(c, "attrs") || !strcmp(c, "attrs12")) {
+			set_routing(!strcmp(c, "attrs"), (int)num(ARG(1)), (int)num(ARG(2)));
+			i += 2;
+		} else if (!strcmp(c, "getset")) {
+			getset();
+		} else if (!strcmp(c, "routing")) {
+			printf("routing put=%d get=%d\n", aar_emu_dmapp_routing(0), aar_emu_dmapp_routing(1));
+		} else if (!strcmp(c, "threads")) {
+			unsigned n = (unsigned)num(ARG(1));
+			struct thread_arg *t = calloc(n, sizeof *t);
+			pthread_t *tid = calloc(n, sizeof *tid);
+			for (unsigned k = 0; k < n; k++) {
+				t[k] = (struct thread_arg){ .index = (int)k, .size = num(ARG(2)), .count = num(ARG(3)) };
+				pthread_create(&tid[k], NULL, thread_main, &t[k]);
+			}
+			for (unsigned k = 0; k < n; k++)
+				pthread_join(tid[k], NULL);
+			free(t);
+			free(tid);
+			i += 3;
+		} else if (!strcmp(c, "ugni")) {
+			ugni(num(ARG(1)), num(ARG(2)));
+			i += 2;
+		} else if (!strcmp(c, "api")) {
+			i += 1 + api_command(ARG(1), ARG(2));
+		} else if (!strcmp(c, "iter")) {
+			i += 1 + iter_command(ARG(1), ARG(2));
+		} else if (!strcmp(c, "allocs")) {
+			count_armed = (int)num(ARG(1));
+			if (!count_armed)
+				printf("allocations=%llu\n", allocations);
+			else
+				allocations = 0;
+			i += 1;
+		} else {
+			fprintf(stderr, "dmapp_driver: unknown command %s\n", c);
+			return 2;
+		}
+	}
+	unsigned long long calls = 0;
+	for (int i = 0; i < NAMES && called[i].name; i++) {
+		printf("called %s=%llu\n", called[i].name, called[i].n);
+		calls += called[i].n;
+	}
+	printf("calls=%llu errors=%llu emu_calls=%llu sets=%llu app_sets=%llu\n", calls, errors, aar_emu_dmapp_calls(),
+	       aar_emu_dmapp_attr_sets(1), app_sets);
+	return errors ? 1 : 0;
+}

@@ -1,0 +1,423 @@
+//! DMAPP under libaar.so: every data call forwarded once with its data and return code, the
+//! routing attribute set only when the decision changes, per thread, never over the
+//! application's non-adaptive choice, given back when the library stops routing, and the
+//! fail-safe stop when this DMAPP's attributes are not what the library assumes. The emulator's
+//! post log names every data call with the routing in force for it, and every attribute set call.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The emulator's values of the routing names (cabi/dmapp.h, the assumed table).
+const IN_ORDER: u64 = 0;
+const DETERMINISTIC: u64 = 1;
+const ADAPTIVE: u64 = 2;
+const DETERMINISTIC_1: u64 = 3;
+const ADAPTIVE_3: u64 = 6;
+
+fn driver(test: &str, args: &str) -> Launch {
+    Launch::program(test, dmapp_program("dmapp_driver", &[]), args)
+}
+
+/// The data calls the emulator received, in order.
+fn data_calls(r: &Run) -> Vec<&Value> {
+    r.log.iter().filter(|v| v.get("kind").is_some()).collect()
+}
+
+/// The attribute set calls it received.
+fn sets(r: &Run) -> Vec<&Value> {
+    r.log.iter().filter(|v| v["call"].as_str().is_some_and(|c| c.starts_with("dmapp_set_rma_attrs"))).collect()
+}
+
+/// The routing values of the data calls of one kind (PUT, GET, AMO), in order.
+fn routings(r: &Run, kind: &str) -> Vec<u64> {
+    data_calls(r).iter().filter(|v| v["kind"] == kind).map(|v| v["routing"].as_u64().unwrap()).collect()
+}
+
+/// Lines the library printed other than the summary.
+fn warnings(r: &Run) -> Vec<&str> {
+    r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect()
+}
+
+fn record(r: &Run) -> Value {
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "one record");
+    recs[0].clone()
+}
+
+#[test]
+fn every_data_call_is_forwarded_once_with_its_data_and_return_code() {
+    let script = "init all errors put 1 64 3 get 1 64 2 ixpe 3 64 amo 5 form nb put 2 4096 2 get 2 4096 2 \
+                  form nbi put 3 65536 3 get 3 65536 1";
+    let r = driver("dmapp-forward", script).run();
+    r.assert_ok();
+    // The program checked every byte and every AMO result; it counted its own calls by name.
+    let called: BTreeMap<String, u64> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("called "))
+        .map(|l| {
+            let (name, n) = l.split_once('=').unwrap();
+            (name.to_string(), n.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(called.len(), 67, "every interposed data call was made: {called:?}");
+    let mut received: BTreeMap<String, u64> = BTreeMap::new();
+    for v in data_calls(&r) {
+        *received.entry(v["call"].as_str().unwrap().to_string()).or_default() += 1;
+    }
+    assert_eq!(received, called, "each call reached the emulator exactly once");
+    assert_eq!(stdout_field(&r.stdout, "calls"), stdout_field(&r.stdout, "emu_calls"));
+    // Return codes: what the program saw is what the emulator returned, errors included.
+    let seen: Vec<(String, u64)> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("rc "))
+        .map(|l| {
+            let (name, rc) = l.split_once('=').unwrap();
+            (name.to_string(), rc.parse().unwrap())
+        })
+        .collect();
+    let returned: Vec<(String, u64)> = data_calls(&r)
+        .iter()
+        .filter(|v| v["rc"] != 0)
+        .map(|v| (v["call"].as_str().unwrap().to_string(), v["rc"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(seen.len(), 7);
+    assert_eq!(returned, seen, "the emulator's errors came back unchanged");
+    // The record counts every message, as the emulator did: one per target PE, nelems x element
+    // size each (AMOs 8), in the API's own totals.
+    let rec = record(&r);
+    let messages: u64 = data_calls(&r).iter().map(|v| v["messages"].as_u64().unwrap()).sum();
+    let bytes: u64 =
+        data_calls(&r).iter().map(|v| v["messages"].as_u64().unwrap() * v["bytes"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(rec["apis"]["DMAPP"]["messages"], messages, "{}", rec["apis"]);
+    assert_eq!(rec["apis"]["DMAPP"]["bytes"], bytes);
+    assert_eq!(rec["apis"]["uGNI"]["messages"], 0);
+    let modes: u64 = rec["modes"].as_object().unwrap().values().map(|m| m["messages"].as_u64().unwrap()).sum();
+    assert_eq!(modes, messages);
+    // Without the library: the same output and the same calls with the same arguments and results.
+    let without = driver("dmapp-forward-without", script).no_preload().run();
+    without.assert_ok();
+    // (But for the attribute set calls the emulator counted, on the last line.)
+    let before_sets = |out: &str| out.split(" sets=").next().unwrap().to_string();
+    assert_eq!(before_sets(&r.stdout), before_sets(&without.stdout), "the library never writes to stdout");
+    let strip = |r: &Run| -> Vec<String> {
+        data_calls(r)
+            .iter()
+            .map(|v| format!("{} {} {} {} {}", v["call"], v["pes"], v["nelems"], v["type"], v["rc"]))
+            .collect()
+    };
+    assert_eq!(strip(&r), strip(&without));
+}
+
+/// What the emulator saw of one thread.
+#[derive(Debug, Default)]
+struct Thread {
+    /// Attribute set calls.
+    sets: u64,
+    /// Changes of routing along its data calls (per direction, from the job's default), which
+    /// each set call must account for.
+    changes: u64,
+    /// Bytes of each of its PUTs.
+    put_sizes: BTreeSet<u64>,
+}
+
+fn threads(r: &Run) -> BTreeMap<u64, Thread> {
+    let mut per: BTreeMap<u64, Thread> = BTreeMap::new();
+    let mut in_force: BTreeMap<(u64, bool), u64> = BTreeMap::new();
+    for v in &r.log {
+        let Some(thread) = v["thread"].as_u64() else { continue };
+        if v["call"].as_str().unwrap().starts_with("dmapp_set_rma_attrs") {
+            per.entry(thread).or_default().sets += 1;
+        } else if let Some(kind) = v["kind"].as_str() {
+            let t = per.entry(thread).or_default();
+            let routing = v["routing"].as_u64().unwrap();
+            let before = in_force.insert((thread, kind == "GET"), routing).unwrap_or(ADAPTIVE);
+            t.changes += u64::from(before != routing);
+            if kind == "PUT" {
+                t.put_sizes.insert(v["bytes"].as_u64().unwrap());
+            }
+        }
+    }
+    per
+}
+
+#[test]
+fn attribute_sets_happen_only_when_the_decision_changes_per_thread() {
+    // Automatic routing: 8 KiB PUTs decide on every call (the model may switch), 64 B ones stay
+    // below the threshold; seven threads at once.
+    let r = driver("dmapp-sets-auto", "init threads 4 8192 200 threads 3 64 500").run();
+    r.assert_ok();
+    let per = threads(&r);
+    let workers: Vec<_> = per.iter().filter(|(_, t)| !t.put_sizes.is_empty()).collect();
+    assert_eq!(workers.len(), 7, "{per:?}");
+    for (id, t) in &per {
+        assert_eq!(t.sets, t.changes, "thread {id}: one set call per change of routing, no other: {t:?}");
+    }
+    let small: Vec<_> = workers.iter().filter(|(_, t)| t.put_sizes.contains(&64)).collect();
+    assert_eq!(small.len(), 3);
+    assert!(small.iter().all(|(_, t)| t.sets >= 1), "64 B PUTs go High Bias: {small:?}");
+    // Each thread reported the set calls made on it.
+    for line in r.stdout.lines().filter(|l| l.starts_with("thread ")) {
+        let tid = stdout_field(line, "tid");
+        assert_eq!(stdout_field(line, "sets"), per[&tid].sets, "{line}");
+    }
+    let rec = record(&r);
+    let total: u64 = per.values().map(|t| t.sets).sum();
+    assert_eq!(rec["dmapp"]["attribute_sets"], total);
+    assert_eq!(rec["dmapp"]["threads"], 7);
+    // Every 8 KiB PUT crosses the threshold; one that finds another thread deciding is routed
+    // without a decision of its own.
+    let decisions = rec["engine"]["decisions"].as_u64().unwrap();
+    assert!(decisions > 0 && decisions <= rec["apis"]["DMAPP"]["messages"].as_u64().unwrap(), "{decisions}");
+    // A fixed mode: one set per thread and direction used, however many calls.
+    let r = driver("dmapp-sets-fixed", "init threads 5 64 300 put 1 65536 20 get 1 65536 20")
+        .env("AAR_MODE", "ADAPTIVE3")
+        .run();
+    r.assert_ok();
+    for (id, t) in threads(&r).iter().filter(|(_, t)| !t.put_sizes.is_empty()) {
+        assert_eq!((t.sets, t.changes), (2, 2), "thread {id}: PUT and GET set once each");
+    }
+    assert!(routings(&r, "PUT").iter().chain(&routings(&r, "GET")).all(|&v| v == ADAPTIVE_3));
+}
+
+#[test]
+fn a_direction_the_application_made_in_order_or_deterministic_is_never_changed() {
+    for (put, get, attrs) in [
+        (IN_ORDER, ADAPTIVE, "attrs"),
+        (DETERMINISTIC, ADAPTIVE, "attrs"),
+        (DETERMINISTIC_1, ADAPTIVE, "attrs12"),
+        (ADAPTIVE, IN_ORDER, "attrs12"),
+        (ADAPTIVE, DETERMINISTIC, "attrs"),
+        (ADAPTIVE, DETERMINISTIC_1, "attrs"),
+    ] {
+        let script = format!("init {attrs} {put} {get} put 1 64 5 get 1 64 5 amo 3 put 1 65536 5 get 1 65536 5");
+        for mode in ["auto", "ADAPTIVE3"] {
+            let r = driver(&format!("dmapp-intent-{put}-{get}-{mode}"), &script).env("AAR_MODE", mode).run();
+            r.assert_ok();
+            assert!(r.stdout.contains("attrs rc=0"), "{}", r.stdout);
+            let steered = |app: u64, got: Vec<u64>| {
+                if app == ADAPTIVE {
+                    assert!(got.contains(&ADAPTIVE_3), "{mode}: the adaptive direction is steered: {got:?}");
+                    assert!(got.iter().all(|&v| (2..=6).contains(&v) && v != 3), "only adaptive values: {got:?}");
+                } else {
+                    assert!(got.iter().all(|&v| v == app), "{mode}: the application's {app} kept: {got:?}");
+                }
+            };
+            steered(put, routings(&r, "PUT"));
+            steered(put, routings(&r, "AMO"));
+            steered(get, routings(&r, "GET"));
+            let ours: Vec<_> = sets(&r).into_iter().skip(1).collect();
+            assert!(!ours.is_empty(), "{mode}: the library did steer the other direction");
+            for s in ours {
+                if put != ADAPTIVE {
+                    assert_eq!(s["put_routing"], put, "{s}");
+                }
+                if get != ADAPTIVE {
+                    assert_eq!(s["get_routing"], get, "{s}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_applications_attributes_come_back_on_disable_on_off_and_across_ab_policies() {
+    // aar_disable() and aar_enable().
+    let r = driver("dmapp-disable", "init put 1 64 3 api disable put 1 64 3 get 1 64 2 api enable put 1 64 3").run();
+    r.assert_ok();
+    assert_eq!(routings(&r, "PUT"), [6, 6, 6, 2, 2, 2, 6, 6, 6]);
+    assert_eq!(routings(&r, "GET"), [2, 2], "the GET attribute was never changed");
+    assert_eq!(sets(&r).len(), 3, "to ADAPTIVE_3, back to the application's, to ADAPTIVE_3 again");
+    // AAR_MODE=off: observed, never changed.
+    let r = driver("dmapp-off", "init put 1 64 5 get 1 65536 5 amo 3").env("AAR_MODE", "off").run();
+    r.assert_ok();
+    assert!(data_calls(&r).iter().all(|v| v["routing"] == ADAPTIVE));
+    assert!(sets(&r).is_empty());
+    assert_eq!(record(&r)["apis"]["DMAPP"]["messages"], 15);
+    // Switched off, and back to automatic, from the C API.
+    let r = driver("dmapp-off-api", "init put 1 64 3 api name off put 1 64 3 api auto put 1 64 2").run();
+    r.assert_ok();
+    assert_eq!(routings(&r, "PUT"), [6, 6, 6, 2, 2, 2, 6, 6]);
+    assert_eq!(sets(&r).len(), 3);
+    // A/B iterations: ADAPTIVE_3, the application's own under off, ADAPTIVE_3 again.
+    let r = driver(
+        "dmapp-ab",
+        "init iter begin put 1 64 3 iter end iter begin put 1 64 3 iter end iter begin put 1 64 3 iter end",
+    )
+    .env("AAR_AB", "ADAPTIVE3,off")
+    .run();
+    r.assert_ok();
+    assert_eq!(routings(&r, "PUT"), [6, 6, 6, 2, 2, 2, 6, 6, 6]);
+    assert_eq!(sets(&r).len(), 3);
+    let (header, rows) = &iteration_records(&r.dir.join("out"))[0];
+    let modes: Vec<&str> = header["modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+    let column = |name: &str| modes.iter().position(|m| *m == name).unwrap();
+    assert_eq!(rows.len(), 3);
+    for (row, col) in rows.iter().zip([column("ADAPTIVE3"), column("ADAPTIVE0"), column("ADAPTIVE3")]) {
+        assert_eq!(row["messages"][col], 3, "the iteration's DMAPP messages in its mode's column: {row}");
+    }
+}
+
+#[test]
+fn the_applications_own_get_modify_set_keeps_its_routing() {
+    let r = driver("dmapp-getset", "init put 1 64 2 get 1 64 1 routing getset routing put 1 64 2 get 1 64 1 routing")
+        .env("AAR_MODE", "ADAPTIVE3")
+        .run();
+    r.assert_ok();
+    let lines: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("routing") || l.starts_with("getset")).collect();
+    assert_eq!(
+        lines,
+        [
+            "routing put=6 get=6",
+            "getset saw put=2 get=2 base put=2 get=2",
+            "getset rc=0",
+            "routing put=2 get=2",
+            "routing put=6 get=6"
+        ],
+        "the application reads its own routing, and its set keeps it"
+    );
+    let s = sets(&r);
+    assert_eq!(s.len(), 5, "two by the library, the application's, two by the library: {s:?}");
+    assert_eq!((&s[2]["put_routing"], &s[2]["get_routing"]), (&Value::from(2), &Value::from(2)), "{}", s[2]);
+}
+
+#[test]
+fn an_unknown_attribute_layout_stops_steering_with_one_warning_and_the_program_runs_on() {
+    let script = "init put 1 64 5 get 1 64 5 threads 3 64 50 amo 4 put 1 65536 5 get 1 65536 2 all";
+    let r = driver("dmapp-layout", script).env("AAR_EMU_DMAPP_LAYOUT", "queue-first").run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("did not read back as written") && w[0].contains("AAR_DMAPP_H"), "{}", w[0]);
+    assert!(data_calls(&r).iter().all(|v| v["routing"] == ADAPTIVE), "forwarded untouched");
+    assert_eq!(sets(&r).len(), 2, "the set that failed to read back, and the give-back");
+    let rec = record(&r);
+    assert_eq!(rec["dmapp"]["steering"], false);
+    assert!(rec["dmapp"]["stopped_because"].as_str().unwrap().contains("byte 8"), "{}", rec["dmapp"]);
+    assert_eq!(
+        rec["apis"]["DMAPP"]["messages"],
+        data_calls(&r).iter().map(|v| v["messages"].as_u64().unwrap()).sum::<u64>()
+    );
+    assert!(r.aar_lines().iter().any(|l| l.contains("not steered")), "{:?}", r.aar_lines());
+}
+
+#[test]
+fn the_routing_table_comes_from_aar_dmapp_routing_and_a_wrong_one_stops_steering() {
+    // A table of the emulator's values in another order: its ADAPTIVE_3 is the emulator's 5.
+    let swapped = "IN_ORDER=0,DETERMINISTIC=1,ADAPTIVE=2,DETERMINISTIC_1=3,ADAPTIVE_1=4,ADAPTIVE_2=6,ADAPTIVE_3=5";
+    let r = driver("dmapp-table", "init put 1 64 3").env("AAR_DMAPP_ROUTING", swapped).run();
+    r.assert_ok();
+    assert_eq!(routings(&r, "PUT"), [5, 5, 5]);
+    let rec = record(&r);
+    assert_eq!(rec["dmapp"]["table_source"], "AAR_DMAPP_ROUTING");
+    assert_eq!(rec["dmapp"]["routing_table"], swapped);
+    // A bad value: one warning, and the next source.
+    let r = driver("dmapp-table-bad", "init put 1 64 3").env("AAR_DMAPP_ROUTING", "ADAPTIVE=2").run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("AAR_DMAPP_ROUTING=\"ADAPTIVE=2\"") && w[0].contains("ADAPTIVE_1"), "{}", w[0]);
+    assert_eq!(routings(&r, "PUT"), [6, 6, 6]);
+    assert!(record(&r)["dmapp"]["table_source"].as_str().unwrap().starts_with("assumed"));
+    // A table whose values this DMAPP refuses: one warning, steering stops, data intact.
+    let r = driver("dmapp-table-refused", "init put 1 64 3 get 1 64 3 threads 2 64 20 all")
+        .env("AAR_DMAPP_ROUTING", "ADAPTIVE=2,ADAPTIVE_1=7,ADAPTIVE_2=8,ADAPTIVE_3=9")
+        .run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("refused the PUT routing ADAPTIVE_3 (value 9)"), "{}", w[0]);
+    assert!(data_calls(&r).iter().all(|v| v["routing"] == ADAPTIVE));
+    assert_eq!(record(&r)["dmapp"]["steering"], false);
+    // A table that does not name the application's routing: never changed, one note.
+    let r = driver("dmapp-table-unnamed", "init put 1 64 3 get 1 64 3")
+        .env("AAR_DMAPP_ROUTING", "ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7")
+        .run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("routing attribute is 2, which the routing table in use"), "{}", w[0]);
+    assert!(sets(&r).is_empty() && data_calls(&r).iter().all(|v| v["routing"] == ADAPTIVE));
+}
+
+#[test]
+fn a_program_mixing_ugni_and_dmapp_keeps_one_engine_and_one_record() {
+    // 1000 B uGNI posts and 3500 B DMAPP PUTs, alternating: one cumulative sum passes the
+    // 4096 B threshold at every DMAPP PUT (10 decisions); separate sums would decide 7 times.
+    let script = format!("init {}", "ugni 1000 1 put 1 3500 1 ".repeat(10));
+    let launch = driver("dmapp-mixed", &script);
+    let trace = launch.dir.join("trace.jsonl");
+    let r = launch.env("AAR_TRACE", &trace.display().to_string()).run();
+    r.assert_ok();
+    let rec = record(&r);
+    assert_eq!(rec["engine"]["decisions"], 10, "{}", rec["engine"]);
+    assert_eq!(rec["apis"]["uGNI"]["messages"], 10);
+    assert_eq!(rec["apis"]["uGNI"]["bytes"], 10_000);
+    assert_eq!(rec["apis"]["DMAPP"]["messages"], 10);
+    assert_eq!(rec["apis"]["DMAPP"]["bytes"], 35_000);
+    assert_eq!(r.posts("GNI_PostRdma").len(), 10);
+    let lines = read_jsonl(&trace);
+    let apis: Vec<&str> = lines.iter().map(|l| l["api"].as_str().unwrap()).collect();
+    assert_eq!(apis, ["uGNI", "DMAPP"].repeat(10));
+    for l in lines.iter().filter(|l| l["api"] == "DMAPP") {
+        assert_eq!(
+            (&l["call"], &l["post_type"], &l["bytes"], &l["messages"]),
+            (&"dmapp_put".into(), &"PUT".into(), &3500.into(), &1.into())
+        );
+        assert_eq!(l["requested"], "ADAPTIVE", "the application's routing, in DMAPP's names");
+        assert_ne!(l["reason"], "passthrough", "{l}");
+    }
+    let summary = r.aar_lines().into_iter().find(|l| l.starts_with("aar: policy")).unwrap();
+    assert!(summary.contains("20 messages") && summary.contains("DMAPP 10 of them"), "{summary}");
+}
+
+#[test]
+fn ugni_posts_made_from_inside_a_dmapp_call_go_out_untouched_and_count_once() {
+    let layer = compile("cc", "dmapp_layer", &[root().join("tests/c/dmapp_layer.c")], &["-shared", "-fPIC"]);
+    let preload = format!("{} {}", libaar().display(), layer.display());
+    let r = driver("dmapp-inside", "init ugni 64 5 put 1 64 5 ugni 64 5").env("LD_PRELOAD", &preload).run();
+    r.assert_ok();
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    // The program's own posts ask for ADAPTIVE0 too (0) and are routed (High Bias below the
+    // threshold); the five made inside dmapp_put keep their ADAPTIVE0.
+    assert_eq!(modes.len(), 15);
+    assert_eq!(&modes[..5], [AD3; 5]);
+    assert_eq!(&modes[5..10], [AD0; 5], "untouched inside DMAPP");
+    assert_eq!(&modes[10..], [AD3; 5]);
+    let rec = record(&r);
+    assert_eq!(rec["apis"]["uGNI"]["messages"], 10, "the DMAPP call's own uGNI traffic is not counted again");
+    assert_eq!(rec["apis"]["DMAPP"]["messages"], 5);
+}
+
+#[test]
+fn aar_disable_touches_nothing() {
+    let r = driver("dmapp-disabled", "init all put 1 64 10 threads 2 8192 20 getset").env("AAR_DISABLE", "1").run();
+    r.assert_ok();
+    assert_eq!(sets(&r).len(), 1, "only the application's own");
+    assert!(data_calls(&r).iter().all(|v| v["routing"] == ADAPTIVE));
+    assert!(r.aar_lines().is_empty() && r.records().is_empty());
+    assert_eq!(stdout_field(&r.stdout, "calls"), stdout_field(&r.stdout, "emu_calls"));
+}
+
+#[test]
+fn the_below_threshold_dmapp_path_allocates_nothing() {
+    let count = |env: &[(&str, &str)], preload: bool| {
+        let script = "init put 1 64 10 get 1 64 10 amo 10 allocs 1 put 1 64 20000 get 1 64 2000 amo 2000 allocs 0";
+        let mut launch = driver(&format!("dmapp-allocs-{preload}-{}", env.len()), script).unset("AAR_EMU_LOG");
+        for (k, v) in env {
+            launch = launch.env(k, v);
+        }
+        if !preload {
+            launch = launch.no_preload();
+        }
+        let r = launch.run();
+        r.assert_ok();
+        stdout_field(&r.stdout, "allocations")
+    };
+    let without = count(&[], false);
+    assert_eq!(count(&[], true), without, "libaar.so allocated on the below-threshold DMAPP path");
+    assert_eq!(count(&[("AAR_MODE", "off")], true), without, "or with AAR_MODE=off");
+}
