@@ -421,3 +421,27 @@ fn the_below_threshold_dmapp_path_allocates_nothing() {
     assert_eq!(count(&[], true), without, "libaar.so allocated on the below-threshold DMAPP path");
     assert_eq!(count(&[("AAR_MODE", "off")], true), without, "or with AAR_MODE=off");
 }
+
+#[test]
+fn the_shmem_example_verifies_its_data_and_routes_small_and_large_puts_apart() {
+    let program = compile("cc", "example-shmem_ring", &[root().join("examples/shmem_ring.c")], &["-ldmapp"]);
+    let r = Launch::program("dmapp-example", program, "--max 256K --iters 3").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("shmem_ring: all data verified"), "{}", r.stdout);
+    // On the emulator's quiet default network, small PUTs go High Bias below the threshold and
+    // large ones plain Adaptive once the model has counter windows to decide from.
+    let put_routing = |size: u64| -> BTreeSet<u64> {
+        data_calls(&r)
+            .iter()
+            .filter(|v| v["kind"] == "PUT" && v["bytes"].as_u64() == Some(size))
+            .map(|v| v["routing"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(put_routing(64), BTreeSet::from([ADAPTIVE_3]));
+    assert_eq!(put_routing(256 << 10), BTreeSet::from([ADAPTIVE]));
+    // The record counts the DMAPP traffic, with the attribute set calls the emulator saw.
+    let rec = record(&r);
+    let dmapp_messages = rec["apis"]["DMAPP"]["messages"].as_u64().unwrap();
+    assert_eq!(dmapp_messages, data_calls(&r).len() as u64);
+    assert_eq!(rec["dmapp"]["attribute_sets"].as_u64().unwrap(), sets(&r).len() as u64, "{}", rec["dmapp"]);
+}
