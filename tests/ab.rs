@@ -246,7 +246,8 @@ fn auto_resumes_from_the_windows_fixed_iterations_measured_but_not_from_off() {
 #[test]
 fn without_counters_an_auto_arm_routes_high_bias_and_the_warning_says_so() {
     let script = "iter begin rdma 65536 4 0 iter end iter begin rdma 65536 4 0 iter end";
-    let events = SDE_EVENTS.replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK", "NO_SUCH_EVENT");
+    let events =
+        sde_events_setting().replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK", "NO_SUCH_EVENT");
     let r =
         Launch::driver("ab-no-counters", script).env("AAR_AB", "ADAPTIVE0,auto").env("AAR_PAPI_EVENTS", &events).run();
     r.assert_ok();

@@ -25,7 +25,7 @@ fn the_overhead_benchmark_builds_and_measures_every_path() {
     let out = Command::new(&bin)
         .args(["--batches", "3", "--batch-posts", "200", "--runs", "2"])
         .env("LD_PRELOAD", libaar())
-        .env("AAR_PAPI_EVENTS", SDE_EVENTS)
+        .env("AAR_PAPI_EVENTS", sde_events_setting())
         .env("AAR_SUMMARY", "0")
         .env_remove("LD_LIBRARY_PATH")
         .output()

@@ -50,7 +50,7 @@ fn without_papi_the_program_completes_with_one_warning_and_high_bias_fixed() {
 fn a_missing_event_is_one_warning_too() {
     // Unknown names inside the SDE namespace are accepted by PAPI as placeholders, so the
     // missing events here are outside it.
-    let events = SDE_EVENTS.replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED", "NO_SUCH_EVENT");
+    let events = sde_events_setting().replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED", "NO_SUCH_EVENT");
     let r = Launch::driver("no-event", "rdma 65536 3 0").env("AAR_PAPI_EVENTS", &events).run();
     r.assert_ok();
     let w = warnings(&r);
@@ -58,7 +58,7 @@ fn a_missing_event_is_one_warning_too() {
     assert!(w[0].contains("NO_SUCH_EVENT") && w[0].contains("is not available"), "{}", w[0]);
     assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD3; 3]);
     // Only the optional fifth event missing: counters still work, with one note.
-    let events = SDE_EVENTS.replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED", "NO_SUCH_EVENT");
+    let events = sde_events_setting().replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED", "NO_SUCH_EVENT");
     let r = Launch::driver("no-opt-event", "rdma 65536 6 0").env("AAR_PAPI_EVENTS", &events).run();
     r.assert_ok();
     let w = warnings(&r);

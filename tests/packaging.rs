@@ -34,6 +34,7 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
     assert!(pc.contains(&format!("prefix={}", prefix.display())) && !pc.contains('@'), "{pc}");
 
     let driver = program("driver");
+    let events = sde_events_setting();
     for flavour in ["lmod", "tcl"] {
         let scratch_dir = dir.join(format!("scratch-{flavour}"));
         std::fs::create_dir_all(&scratch_dir).unwrap();
@@ -43,8 +44,8 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
              module use {prefix}/modulefiles/{flavour}\n\
              module load aar || exit 3\n\
              echo \"loaded LD_PRELOAD=$LD_PRELOAD\"\n\
-             AAR_PAPI_EVENTS={SDE_EVENTS} AAR_EMU_LOG={log} {driver} fma 64 3 0 rdma 65536 4 0 || exit 4\n\
-             AAR_PAPI_EVENTS={SDE_EVENTS} AAR_AB=ADAPTIVE0,ADAPTIVE3 {driver} {ab} || exit 5\n\
+             AAR_PAPI_EVENTS={events} AAR_EMU_LOG={log} {driver} fma 64 3 0 rdma 65536 4 0 || exit 4\n\
+             AAR_PAPI_EVENTS={events} AAR_AB=ADAPTIVE0,ADAPTIVE3 {driver} {ab} || exit 5\n\
              echo \"aar=$(command -v aar)\"\n\
              aar report \"$AAR_OUTPUT_DIR\" --csv || exit 6\n\
              module unload aar\n\

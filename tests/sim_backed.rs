@@ -46,7 +46,7 @@ fn launch(test: &str, sim: &str, mode: &str, args: &str) -> Launch {
         program: pingpong(),
         args: args.split_whitespace().map(String::from).collect(),
         env: vec![
-            ("AAR_PAPI_EVENTS".into(), SDE_EVENTS.into()),
+            ("AAR_PAPI_EVENTS".into(), sde_events_setting()),
             ("AAR_EMU_LOG".into(), dir.join("emu.jsonl").display().to_string()),
             ("AAR_OUTPUT_DIR".into(), dir.join("out").display().to_string()),
             ("AAR_TRACE".into(), dir.join("trace.jsonl").display().to_string()),

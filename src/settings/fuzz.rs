@@ -11,21 +11,7 @@
 
 use super::*;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
 use std::collections::HashMap;
-
-/// The proptest configuration: reproducible unless the environment asks otherwise.
-fn config(cases: u32) -> Config {
-    let base = Config::default(); // reads PROPTEST_* from the environment
-    let env_set = |k: &str| std::env::var_os(k).is_some();
-    Config {
-        cases: if env_set("PROPTEST_CASES") { base.cases } else { cases },
-        rng_seed: if env_set("PROPTEST_RNG_SEED") { base.rng_seed } else { RngSeed::Fixed(0x00aa_2019_5c19) },
-        failure_persistence: None,
-        max_shrink_iters: 4096,
-        ..base
-    }
-}
 
 /// Text that the parsers have special cases for, or that sits at the edge of a range.
 const TOKENS: &[&str] = &[
@@ -297,7 +283,7 @@ fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseErr
 }
 
 proptest! {
-    #![proptest_config(config(2000))]
+    #![proptest_config(aar_testkit::proptest_config(2000))]
 
     #[test]
     fn settings_never_panic_and_warnings_are_bounded(env in environment()) {

@@ -1,7 +1,7 @@
 //! Shared by the integration tests: build the real artifacts, compile the C test programs, run
 //! them under LD_PRELOAD=libaar.so over the emulated libugni.so, and read what reached the
 //! emulator (its post log) and what the library wrote.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -10,75 +10,13 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub const SDE_EVENTS: &str = "sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS,\
-sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED,\
-sde:::aries::AR_NIC_ORB_PRF_NET_RSP_TRACK_2,\
-sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_NET_TRACK,\
-sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED";
-
 /// dlvr_mode values.
 pub const AD0: u64 = 0x00;
 pub const AD1: u64 = 0x20;
 pub const AD2: u64 = 0x40;
 pub const AD3: u64 = 0x80;
 
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The target directory this test binary was built into (target/<profile>/deps/<test>), so a
-/// custom CARGO_TARGET_DIR is honoured.
-pub fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").to_path_buf()
-}
-
-/// libaar.so and libugni.so, built in release mode once per test binary (a no-op when fresh).
-pub fn libdir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "--release", "-q", "-p", "aar", "-p", "aar-emu"])
-            .env("CARGO_TARGET_DIR", target_dir())
-            .current_dir(root())
-            .status()
-            .expect("run cargo build");
-        assert!(st.success(), "building libaar.so and libugni.so failed");
-        let dir = target_dir().join("release");
-        assert!(dir.join("libaar.so").exists() && dir.join("libugni.so").exists());
-        dir
-    })
-}
-
-/// The `aar` command, built in release mode once per test binary.
-pub fn aar_command() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "--release", "-q", "-p", "aar-cli"])
-            .env("CARGO_TARGET_DIR", target_dir())
-            .current_dir(root())
-            .status()
-            .expect("run cargo build");
-        assert!(st.success(), "building the aar command failed");
-        target_dir().join("release").join("aar")
-    })
-    .clone()
-}
-
-pub fn libaar() -> PathBuf {
-    libdir().join("libaar.so")
-}
-
-/// A scratch folder for one test.
-pub fn scratch(name: &str) -> PathBuf {
-    let d = target_dir().join("aar-tests").join(format!("{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+pub use aar_testkit::{aar_command, libaar, libdir, root, scratch, sde_events_setting, target_dir};
 
 /// Compile tests/c/<name>.c against cabi/ and the emulator, once per test binary.
 pub fn program(name: &str) -> PathBuf {
@@ -243,7 +181,7 @@ impl Launch {
             program,
             args: args.split_whitespace().map(String::from).collect(),
             env: vec![
-                ("AAR_PAPI_EVENTS".into(), SDE_EVENTS.into()),
+                ("AAR_PAPI_EVENTS".into(), sde_events_setting()),
                 ("AAR_EMU_LOG".into(), dir.join("emu.jsonl").display().to_string()),
                 ("AAR_OUTPUT_DIR".into(), dir.join("out").display().to_string()),
             ],

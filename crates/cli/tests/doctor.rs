@@ -2,11 +2,9 @@
 //! the real libaar.so and the emulated libugni.so, both built in release mode into this test's
 //! target folder, and each case gets its verdict lines and its exit status.
 
-mod support;
-
+use aar_testkit::{libaar, libdir, root, sde_events, target_dir};
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use support::{libaar, libdir, root, sde_events, target_dir};
 
 fn scratch() -> PathBuf {
     let d = target_dir().join("aar-tests").join(format!("doctor-{}", std::process::id()));

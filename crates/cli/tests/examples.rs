@@ -4,10 +4,8 @@
 //! the AAR_* settings they export parse without a warning in the real libaar.so (its own
 //! self-check, through `aar doctor --json`).
 
-mod support;
-
+use aar_testkit::{libaar, root};
 use std::process::Command;
-use support::{libaar, root};
 
 const SCRIPTS: [&str; 2] = ["examples/ab-slurm.sbatch", "examples/ab-aprun.pbs"];
 

@@ -22,7 +22,6 @@
 use aar_engine::model::{packets, request_flits};
 use aar_engine::*;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -77,21 +76,6 @@ fn heap_mark() -> (i64, i64) {
     let live = LIVE.with(|l| l.get());
     let peak = PEAK.with(|p| p.replace(live));
     (live, peak)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Configuration of the proptest runs.
-
-fn config(cases: u32) -> Config {
-    let base = Config::default(); // reads PROPTEST_* from the environment
-    let env_set = |k: &str| std::env::var_os(k).is_some();
-    Config {
-        cases: if env_set("PROPTEST_CASES") { base.cases } else { cases },
-        rng_seed: if env_set("PROPTEST_RNG_SEED") { base.rng_seed } else { RngSeed::Fixed(0x00aa_2019_5c19) },
-        failure_persistence: None,
-        max_shrink_iters: 4096,
-        ..base
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -443,7 +427,7 @@ fn run(cfg: EngineConfig, ops: &[Op]) -> Result<Driver, TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config(2000))]
+    #![proptest_config(aar_testkit::proptest_config(2000))]
 
     #[test]
     #[cfg_attr(miri, ignore)]
@@ -497,7 +481,7 @@ fn realistic_message() -> BoxedStrategy<Message> {
 }
 
 proptest! {
-    #![proptest_config(config(1000))]
+    #![proptest_config(aar_testkit::proptest_config(1000))]
 
     /// A caller that does what `Decision` asks, as libaar.so does: read the counters before the
     /// post when `read_before`, after it when `read_counters`. Then a window never mixes the two
@@ -541,7 +525,7 @@ proptest! {
 #[cfg_attr(miri, ignore)]
 fn the_generated_runs_reach_the_cost_model() {
     use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
+    use proptest::test_runner::{Config, RngSeed, TestRunner};
     let mut runner = TestRunner::new(Config { rng_seed: RngSeed::Fixed(7), ..Config::default() });
     let (mut windows, mut model, mut switches) = (0, 0, 0);
     for _ in 0..200 {
@@ -564,7 +548,7 @@ fn the_generated_runs_reach_the_cost_model() {
 #[cfg_attr(miri, ignore)]
 fn a_long_run_holds_no_growing_state() {
     use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
+    use proptest::test_runner::{Config, RngSeed, TestRunner};
     let mut runner = TestRunner::new(Config { rng_seed: RngSeed::Fixed(11), ..Config::default() });
     let ops = prop::collection::vec(op(), 100_000).new_tree(&mut runner).unwrap().current();
     let cfg = EngineConfig { threshold_bytes: 1024, freshness: 1_000_000, ..EngineConfig::default() };

@@ -6,35 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
-/// The target directory this test binary was built into (target/<profile>/deps/<test>), so a
-/// custom CARGO_TARGET_DIR is honoured.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").to_path_buf()
-}
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
-}
+pub use aar_testkit::root as repo_root;
 
 /// target/release, after making sure libugni.so there is current (a no-op build when it is).
 pub fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let target = target_dir();
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--release", "-q", "-p", "aar-emu"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(repo_root())
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "cargo build --release -p aar-emu failed");
-        let dir = target.join("release");
-        assert!(dir.join("libugni.so").exists(), "no libugni.so in {}", dir.display());
-        dir
-    })
+    aar_testkit::emulator_libdir()
 }
 
 /// Compiles `src` (relative to the repository root) with warnings as errors, linked with -lugni.
