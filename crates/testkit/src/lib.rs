@@ -13,7 +13,7 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("crates/testkit in the workspace").to_path_buf()
 }
 
-/// The target folder the running test binary was built into (target/<profile>/deps/<test>), so
+/// The target folder the running test binary was built into (`target/<profile>/deps/<test>`), so
 /// a custom `CARGO_TARGET_DIR` is honoured.
 pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
