@@ -1,4 +1,5 @@
 use aar_sim::experiment::*;
+use aar_sim::simulation::run_experiment;
 use aar_sim::workload::*;
 use aar_sim::*;
 fn main() {

@@ -5,7 +5,6 @@
 use crate::config::{Mode, NetConfig};
 use crate::error::{ParseError, SpecError};
 use crate::record::{IterSample, RankRecord};
-use crate::simulation::Simulation;
 use crate::topology::Topology;
 use crate::workload::{Placement, Workload};
 pub use aar_engine::{AbOrder, AbSchedule};
@@ -297,11 +296,6 @@ impl ExperimentResult {
     pub fn times(&self, arm: &str) -> Vec<f64> {
         self.iterations.iter().filter(|s| s.arm == arm).map(|s| s.ns).collect()
     }
-}
-
-/// Run one experiment.
-pub fn run_experiment(spec: &ExperimentSpec, label: &str) -> ExperimentResult {
-    Simulation::build(spec).run(label.to_string())
 }
 
 #[cfg(test)]

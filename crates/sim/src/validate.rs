@@ -3,9 +3,10 @@
 //! Markdown report and a pass/fail verdict for every gated check.
 
 use crate::config::{Mode, NetConfig};
-use crate::experiment::{run_experiment, Background, ExperimentResult, ExperimentSpec, PolicySpec};
+use crate::experiment::{Background, ExperimentResult, ExperimentSpec, PolicySpec};
 use crate::net::Net;
 use crate::parallel::run_all;
+use crate::simulation::run_experiment;
 use crate::synthetic::{run_synthetic, Pattern, SynthParams, SynthResult};
 use crate::topology::TopoSpec;
 use crate::workload::{Placement, Workload};

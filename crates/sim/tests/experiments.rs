@@ -3,7 +3,8 @@
 //! iteration rows add up.
 
 use aar_sim::config::{Mode, NetConfig};
-use aar_sim::experiment::{arm_schedule, run_experiment, AbOrder, Background, ExperimentSpec, PolicySpec};
+use aar_sim::experiment::{arm_schedule, AbOrder, Background, ExperimentSpec, PolicySpec};
+use aar_sim::simulation::run_experiment;
 use aar_sim::topology::TopoSpec;
 use aar_sim::workload::{Placement, Workload};
 

@@ -5,8 +5,9 @@ mod options;
 mod output;
 
 use aar_sim::config::Mode;
-use aar_sim::experiment::{run_experiment, Load};
+use aar_sim::experiment::Load;
 use aar_sim::parallel::run_all;
+use aar_sim::simulation::run_experiment;
 use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::ByteSize;
 use clap::{Args, Subcommand};

@@ -46,6 +46,11 @@ pub struct Simulation {
     external_done: Vec<u32>,
 }
 
+/// Run one experiment.
+pub fn run_experiment(spec: &ExperimentSpec, label: &str) -> ExperimentResult {
+    Simulation::build(spec).run(label.to_string())
+}
+
 impl Simulation {
     pub fn build(spec: &ExperimentSpec) -> Simulation {
         Self::build_with(spec, true).0
