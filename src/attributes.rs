@@ -40,6 +40,13 @@ pub fn table() -> Option<&'static (RoutingTable, TableSource)> {
     TABLE.get()
 }
 
+/// The table in use and its source in words, for the trace (made once).
+pub fn table_description() -> Option<&'static str> {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    let (table, source) = table()?;
+    Some(TEXT.get_or_init(|| format!("{table}, from {source}")))
+}
+
 /// The attribute value of an adaptive mode in the table in use.
 #[inline(always)]
 pub fn mode_value(mode_index: usize) -> u8 {

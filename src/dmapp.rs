@@ -252,6 +252,7 @@ fn route_call(
             requested: name(requested.app),
             chosen: name(t.dir(d).in_force),
             reason: routed.reason.name(),
+            dmapp_table: attributes::table_description(),
         });
     }
 }

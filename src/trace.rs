@@ -29,6 +29,10 @@ pub struct Line {
     pub requested: &'static str,
     pub chosen: &'static str,
     pub reason: &'static str,
+    /// DMAPP lines: the enumerator table `requested` and `chosen` were named with, and where it
+    /// came from (absent on uGNI lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dmapp_table: Option<&'static str>,
 }
 
 /// Expand `%r` (rank, or `norank`), `%p` (pid) and `%%` in a path pattern.

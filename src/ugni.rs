@@ -169,6 +169,7 @@ unsafe fn route_post(
             requested: dlvr_mode_name(dlvr),
             chosen: routed.mode.map_or_else(|| dlvr_mode_name(dlvr), |m| m.name()),
             reason: routed.reason.name(),
+            dmapp_table: None,
         });
     }
 }
@@ -238,6 +239,7 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
                 requested: "NIC",
                 chosen: mode.map_or("NIC", RoutingMode::name),
                 reason: reason.name(),
+                dmapp_table: None,
             });
         }
     }));
