@@ -371,7 +371,10 @@ fn a_program_mixing_ugni_and_dmapp_keeps_one_engine_and_one_record() {
         assert_ne!(l["reason"], "passthrough", "{l}");
         // The names are those of the table in use, which the line says, with its source.
         let table = l["dmapp_table"].as_str().unwrap();
-        assert!(table.starts_with("IN_ORDER=0,DETERMINISTIC=1,ADAPTIVE=2,") && table.contains("from assumed"), "{table}");
+        assert!(
+            table.starts_with("IN_ORDER=0,DETERMINISTIC=1,ADAPTIVE=2,") && table.contains("from assumed"),
+            "{table}"
+        );
     }
     assert!(lines.iter().filter(|l| l["api"] == "uGNI").all(|l| l.get("dmapp_table").is_none()));
     let summary = r.aar_lines().into_iter().find(|l| l.starts_with("aar: policy")).unwrap();
