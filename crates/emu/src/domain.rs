@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use aar_abi::*;
 
-use crate::registry::{self, handle_of, Binding, Cdm, Ep, Nic, FIRST_NIC_ADDR};
+use crate::registry::{self, handle_of, Binding, Cdm, Ep, Nic};
+use crate::FIRST_NIC_ADDR;
 
 /// The `device_id` that GNI_CdmAttach and GNI_CdmGetNicAddress take for "the nearest NIC".
 const ANY_DEVICE: u32 = u32::MAX;

@@ -70,6 +70,11 @@ mod settings;
 mod smsg;
 mod timing;
 
+/// Address of the first attached NIC; GNI_CdmGetNicAddress reports it, and each further attach
+/// gets the next address, as though every CDM of the process sat on its own node. The registry,
+/// DMAPP's PEs and the simulated network's placement all count NICs from it.
+const FIRST_NIC_ADDR: u32 = 0x100;
+
 /// The emulator's only diagnostics channel: one line on stderr with a fixed prefix.
 fn warn(msg: &str) {
     eprintln!("aar-emu: {msg}");

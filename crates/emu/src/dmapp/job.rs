@@ -11,8 +11,8 @@ use aar_abi::dmapp::*;
 use super::attrs::{self, Attrs, Requested};
 use super::segment::{Mapping, Segment, Shadow};
 use crate::memory::mapped;
-use crate::registry::{mem_handle_for, Map, FIRST_NIC_ADDR};
-use crate::settings;
+use crate::registry::{mem_handle_for, Map};
+use crate::{settings, FIRST_NIC_ADDR};
 
 /// `dmapp_jobinfo_t.version` and `.hw_version` of the emulated job (the emulator's own values).
 const JOBINFO_VERSION: i32 = 1;
