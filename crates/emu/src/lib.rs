@@ -62,6 +62,7 @@ mod cq_entry;
 mod dmapp;
 mod domain;
 mod exports;
+mod mailbox;
 mod memory;
 mod post_log;
 mod registry;

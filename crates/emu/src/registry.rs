@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLoc
 use aar_abi::*;
 
 use crate::cq::Cq;
-use crate::smsg::Inbox;
+use crate::mailbox::Inbox;
 use crate::FIRST_NIC_ADDR;
 
 /// Keys are addresses and counters: a multiplicative hash is enough and much cheaper than SipHash
