@@ -1,50 +1,16 @@
-//! Completion queues: GNI_CqCreate, GNI_CqDestroy, and the queue that posts and short messages
-//! deliver their events to and GNI_CqGetEvent, GNI_CqWaitEvent and GNI_GetCompleted take them from.
+//! A completion queue: what posts and short messages deliver their events to and GNI_CqGetEvent,
+//! GNI_CqWaitEvent and GNI_GetCompleted take them from. The registry holds the queues;
+//! GNI_CqCreate and GNI_CqDestroy are in [`crate::domain`].
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use aar_abi::*;
 
 use crate::cq_entry::{entry_with_ids, is_remote, status, ty, MSG_MASK, TYPE_POST};
-use crate::registry::{self, handle_of};
-
-/// GNI_CqCreate: a queue of `entry_count` events on NIC `nic`.
-pub fn create(
-    nic: usize,
-    entry_count: u32,
-    mode: u32,
-    handler: Option<GniCqHandler>,
-    context: usize,
-) -> Result<usize, GniReturn> {
-    if entry_count == 0 {
-        return Err(GNI_RC_INVALID_PARAM);
-    }
-    let mut reg = registry::write();
-    reg.nic(nic)?;
-    let obj = Arc::new(Cq::new(nic, entry_count, mode & GNI_CQ_BLOCKING != 0, handler, context));
-    let h = handle_of(&obj);
-    reg.cqs.insert(h, obj);
-    Ok(h)
-}
-
-/// GNI_CqDestroy: refused while an endpoint still uses the queue.
-pub fn destroy(cq: usize) -> Result<(), GniReturn> {
-    let mut reg = registry::write();
-    if reg.cq(cq)?.eps.load(Ordering::Relaxed) > 0 {
-        return Err(GNI_RC_ERROR_RESOURCE);
-    }
-    reg.cqs.remove(&cq);
-    Ok(())
-}
-
-/// Looks a CQ up without holding the registry while the caller waits on it.
-pub fn find(cq: usize) -> Result<Arc<Cq>, GniReturn> {
-    registry::read().cq(cq).cloned()
-}
 
 pub struct Cq {
     /// Handle of the NIC the CQ was created on.

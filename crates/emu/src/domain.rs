@@ -1,12 +1,14 @@
-//! Communication domains, the NICs they attach to, and endpoints: the calls that create, bind and
-//! destroy them. The objects and their handles live in [`crate::registry`].
+//! Communication domains, the NICs they attach to, endpoints and completion queues: the calls that
+//! create, bind and destroy them. The objects and their handles live in [`crate::registry`].
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use aar_abi::*;
 
-use crate::registry::{self, handle_of, Binding, Cdm, Ep, Nic, FIRST_NIC_ADDR};
+use crate::cq::Cq;
+use crate::registry::{self, handle_of, Binding, Cdm, Ep, Nic};
+use crate::FIRST_NIC_ADDR;
 
 /// The `device_id` that GNI_CdmAttach and GNI_CdmGetNicAddress take for "the nearest NIC".
 const ANY_DEVICE: u32 = u32::MAX;
@@ -121,4 +123,38 @@ pub fn ep_destroy(ep: usize) -> Result<(), GniReturn> {
         c.eps.fetch_sub(1, Ordering::Relaxed);
     }
     Ok(())
+}
+
+/// GNI_CqCreate: a queue of `entry_count` events on NIC `nic`.
+pub fn cq_create(
+    nic: usize,
+    entry_count: u32,
+    mode: u32,
+    handler: Option<GniCqHandler>,
+    context: usize,
+) -> Result<usize, GniReturn> {
+    if entry_count == 0 {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    let mut reg = registry::write();
+    reg.nic(nic)?;
+    let obj = Arc::new(Cq::new(nic, entry_count, mode & GNI_CQ_BLOCKING != 0, handler, context));
+    let h = handle_of(&obj);
+    reg.cqs.insert(h, obj);
+    Ok(h)
+}
+
+/// GNI_CqDestroy: refused while an endpoint still uses the queue.
+pub fn cq_destroy(cq: usize) -> Result<(), GniReturn> {
+    let mut reg = registry::write();
+    if reg.cq(cq)?.eps.load(Ordering::Relaxed) > 0 {
+        return Err(GNI_RC_ERROR_RESOURCE);
+    }
+    reg.cqs.remove(&cq);
+    Ok(())
+}
+
+/// Looks a CQ up without holding the registry while the caller waits on it.
+pub fn cq_find(cq: usize) -> Result<Arc<Cq>, GniReturn> {
+    registry::read().cq(cq).cloned()
 }

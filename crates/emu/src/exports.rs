@@ -21,7 +21,7 @@ use aar_abi::*;
 
 use crate::rma::{self, Call};
 use crate::timing::profile::NetworkProfile;
-use crate::{counters, cq, cq_entry, domain, memory, smsg};
+use crate::{counters, cq_entry, domain, memory, smsg};
 
 // Every export has exactly the type aar_abi gives that function, the type libaar.so calls it
 // through, so the emulator, the shim and gni_pub.h cannot drift apart.
@@ -232,7 +232,7 @@ pub unsafe extern "C" fn GNI_CqCreate(
 ) -> GniReturn {
     guard(|| {
         need(!cq.is_null())?;
-        let h = cq::create(nic as usize, entry_count, mode, handler, context as usize)?;
+        let h = domain::cq_create(nic as usize, entry_count, mode, handler, context as usize)?;
         // SAFETY: non-null out-parameter (contract above).
         unsafe { put(cq, h as GniCqHandle) };
         Ok(())
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn GNI_CqCreate(
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_CqDestroy(cq: GniCqHandle) -> GniReturn {
-    guard(|| cq::destroy(cq as usize))
+    guard(|| domain::cq_destroy(cq as usize))
 }
 
 /// # Safety
@@ -250,7 +250,7 @@ pub extern "C" fn GNI_CqDestroy(cq: GniCqHandle) -> GniReturn {
 pub unsafe extern "C" fn GNI_CqGetEvent(cq: GniCqHandle, event: *mut GniCqEntry) -> GniReturn {
     guard(|| {
         need(!event.is_null())?;
-        let (entry, rc) = cq::find(cq as usize)?.get_event()?;
+        let (entry, rc) = domain::cq_find(cq as usize)?.get_event()?;
         // SAFETY: non-null out-parameter (contract above).
         unsafe { put(event, entry) };
         code(rc)
@@ -263,7 +263,7 @@ pub unsafe extern "C" fn GNI_CqGetEvent(cq: GniCqHandle, event: *mut GniCqEntry)
 pub unsafe extern "C" fn GNI_CqWaitEvent(cq: GniCqHandle, timeout: u64, event: *mut GniCqEntry) -> GniReturn {
     guard(|| {
         need(!event.is_null())?;
-        let (entry, rc) = cq::find(cq as usize)?.wait_event(timeout)?;
+        let (entry, rc) = domain::cq_find(cq as usize)?.wait_event(timeout)?;
         // SAFETY: non-null out-parameter (contract above).
         unsafe { put(event, entry) };
         code(rc)
@@ -280,7 +280,7 @@ pub unsafe extern "C" fn GNI_GetCompleted(
 ) -> GniReturn {
     guard(|| {
         need(!pd.is_null())?;
-        let found = cq::find(cq as usize)?.get_completed(event);
+        let found = domain::cq_find(cq as usize)?.get_completed(event);
         // SAFETY: non-null out-parameter (contract above).
         unsafe { put(pd, found.unwrap_or(0) as *mut GniPostDescriptor) };
         found.map(|_| ()).ok_or(GNI_RC_DESCRIPTOR_ERROR)

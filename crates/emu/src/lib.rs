@@ -44,13 +44,20 @@
 //! the emulator's table (`RoutingTable::ASSUMED`; null before dmapp_init). An attribute call gives
 //! the routing values it asked for (null when it passed no attributes).
 //!
-//! Modules: `exports` lists every exported symbol and handles the C side of each call (DMAPP's in
-//! `exports::dmapp`); the work is done by `domain` (CDMs, NICs, endpoints), `memory`
-//! (registration), `cq` and `cq_entry` (completion queues and their entries), `rma` and `amo`
-//! (posts), `smsg` (short messages) and `dmapp` (DMAPP's job, segments, attributes and data
-//! calls), over the handles of `registry`. Every transfer reaches `counters`, which publishes the
-//! NIC counters that a model of `timing` computes; `post_log` writes the post log and `settings`
-//! reads the environment.
+//! The modules form layers; each uses only the crate root (`warn`, `FIRST_NIC_ADDR`) and modules
+//! of lower layers or, without a cycle, of its own (a unit test checks the `crate::` and
+//! `super::` paths of every module against this list):
+//!
+//! 1. pure code, no state: `cq_entry` (the encoding of CQ entries), `amo` (the atomic memory
+//!    operations), `timing` (the NIC timing models);
+//! 2. configuration: `settings` (the environment), `post_log` (the post log);
+//! 3. the objects behind handles: `cq` (a completion queue), `mailbox` (an endpoint's SMSG
+//!    mailbox);
+//! 4. process state: `registry` (every handle and its object), `counters` (the NIC counters as
+//!    SDEs, driven by the process's timing model);
+//! 5. operations: `domain` (CDMs, NICs, endpoints, CQs), `memory` (registration), `rma` (posts),
+//!    `smsg` (short messages), `dmapp` (DMAPP's job, segments, attributes and data calls);
+//! 6. exports: `exports`, every symbol the library exports and the C side of each call.
 #![deny(unsafe_op_in_unsafe_fn)]
 // Unit tests build the exports without `no_mangle`, so nothing calls them there.
 #![cfg_attr(test, allow(dead_code))]
@@ -62,6 +69,7 @@ mod cq_entry;
 mod dmapp;
 mod domain;
 mod exports;
+mod mailbox;
 mod memory;
 mod post_log;
 mod registry;
@@ -70,7 +78,140 @@ mod settings;
 mod smsg;
 mod timing;
 
+/// Address of the first attached NIC; GNI_CdmGetNicAddress reports it, and each further attach
+/// gets the next address, as though every CDM of the process sat on its own node. The registry,
+/// DMAPP's PEs and the simulated network's placement all count NICs from it.
+const FIRST_NIC_ADDR: u32 = 0x100;
+
 /// The emulator's only diagnostics channel: one line on stderr with a fixed prefix.
 fn warn(msg: &str) {
     eprintln!("aar-emu: {msg}");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+
+    /// The layers of the crate's doc, lowest first: the module names in backquotes on each
+    /// numbered line and its continuation lines.
+    fn layers() -> Vec<Vec<String>> {
+        let doc = include_str!("lib.rs");
+        let mut layers: Vec<Vec<String>> = Vec::new();
+        for line in doc.lines().take_while(|l| l.starts_with("//!")) {
+            let text = line.trim_start_matches("//!").trim_start();
+            let numbered = text.split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+            if numbered {
+                layers.push(Vec::new());
+            } else if text.is_empty() || !line.starts_with("//!    ") {
+                continue;
+            }
+            if let Some(layer) = layers.last_mut() {
+                let quoted = text.split('`').skip(1).step_by(2);
+                layer.extend(
+                    quoted.filter(|m| m.chars().all(|c| c.is_ascii_lowercase() || c == '_')).map(str::to_string),
+                );
+            }
+        }
+        layers
+    }
+
+    /// The `.rs` files under `dir`, at any depth.
+    fn rust_files(dir: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.extend(rust_files(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+        files
+    }
+
+    /// Every top-level module (with its submodules) and the names its code (not its unit tests)
+    /// takes from the crate root: modules, or the root's own items. The root itself is "lib".
+    fn uses() -> BTreeMap<String, Vec<String>> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut uses: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for path in rust_files(&src) {
+            // src/a.rs, src/a/mod.rs and src/a/b.rs are all module a; `super::` taken as many
+            // times as the file is deep leads to the crate root.
+            let mut parts: Vec<String> = path
+                .strip_prefix(&src)
+                .unwrap()
+                .with_extension("")
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            if parts.len() > 1 && parts.last().is_some_and(|p| p == "mod") {
+                parts.pop();
+            }
+            let module = parts[0].clone();
+            let to_root = "super::".repeat(parts.len());
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code: String = text
+                .split("\n#[cfg(test)]")
+                .next()
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let named = uses.entry(module.clone()).or_default();
+            for prefix in ["crate::", to_root.as_str()] {
+                for (i, _) in code.match_indices(prefix) {
+                    let rest = &code[i + prefix.len()..];
+                    // `crate::{a, b::C}` names a and b; `crate::a::...` names a.
+                    let names: Vec<&str> = match rest.strip_prefix('{') {
+                        Some(group) => group.split('}').next().unwrap_or_default().split(',').collect(),
+                        None => vec![rest],
+                    };
+                    for n in names {
+                        let n: String = n.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                        if !n.is_empty() && n != module && !named.contains(&n) {
+                            named.push(n);
+                        }
+                    }
+                }
+            }
+        }
+        uses
+    }
+
+    #[test]
+    fn modules_use_only_their_own_or_lower_layers_and_form_no_cycle() {
+        let layers = layers();
+        assert_eq!(layers.len(), 6, "{layers:?}");
+        let layer_of = |m: &str| layers.iter().position(|l| l.iter().any(|x| x == m));
+        let mut uses = uses();
+        let root = uses.remove("lib").unwrap_or_default();
+        let is_module = |n: &String| uses.contains_key(n);
+        assert!(!root.iter().any(is_module), "the crate root names modules: {root:?}");
+        for (module, named) in &uses {
+            let own = layer_of(module).unwrap_or_else(|| panic!("the module {module} is in no layer of the doc"));
+            // What is not a module is an item of the crate root, below every layer.
+            for n in named.iter().filter(|n| is_module(n)) {
+                let Some(theirs) = layer_of(n) else { panic!("{module} names crate::{n}, which is in no layer") };
+                assert!(theirs <= own, "{module} (layer {}) uses {n} of a higher layer ({})", own + 1, theirs + 1);
+            }
+        }
+        for layer in &layers {
+            for m in layer {
+                assert!(uses.contains_key(m), "the doc lists {m}, which is not a module");
+            }
+        }
+        // No cycle: repeatedly remove the modules that use only removed ones.
+        let mut left: BTreeMap<&str, Vec<&str>> =
+            uses.iter().map(|(m, n)| (m.as_str(), n.iter().map(String::as_str).collect())).collect();
+        while !left.is_empty() {
+            let leaves: Vec<&str> =
+                left.iter().filter(|(_, n)| n.iter().all(|x| !left.contains_key(x))).map(|(m, _)| *m).collect();
+            assert!(!leaves.is_empty(), "these modules use each other in a cycle: {left:?}");
+            for m in leaves {
+                left.remove(m);
+            }
+        }
+    }
 }

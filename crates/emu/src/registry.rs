@@ -11,7 +11,8 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLoc
 use aar_abi::*;
 
 use crate::cq::Cq;
-use crate::smsg::Inbox;
+use crate::mailbox::Inbox;
+use crate::FIRST_NIC_ADDR;
 
 /// Keys are addresses and counters: a multiplicative hash is enough and much cheaper than SipHash
 /// on the post path.
@@ -36,10 +37,6 @@ impl Hasher for IdHasher {
 }
 
 pub type Map<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-
-/// Address of the first attached NIC; GNI_CdmGetNicAddress reports it, and each further attach
-/// gets the next address, as though every CDM of the process sat on its own node.
-pub const FIRST_NIC_ADDR: u32 = 0x100;
 
 pub struct Cdm {
     pub inst_id: u32,

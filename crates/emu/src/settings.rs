@@ -1,14 +1,15 @@
 //! The emulator's environment variables, each read once, when the first call needs it. A bad
 //! value gets one `aar-emu:` line on stderr that names the variable and the value, says what the
-//! variable accepts and what is used instead; the program always goes on.
+//! variable accepts and what is used instead; the program always goes on. The types of the DMAPP
+//! job's values ([`PeCount`], [`SheapSize`], [`AttrsLayout`]) live here, below the job that uses
+//! them; the timing models' types parse in [`crate::timing`].
 
 use std::ffi::OsString;
+use std::fmt;
 use std::str::FromStr;
 
-use aar_engine::LatencyUnit;
+use aar_engine::{ByteSize, LatencyUnit};
 
-use crate::dmapp::attrs::AttrsLayout;
-use crate::dmapp::job::{PeCount, SheapSize};
 use crate::timing::profile::{NetworkProfile, ProfileItemError};
 use crate::timing::simulated::SimSetupError;
 
@@ -101,4 +102,135 @@ pub fn dmapp_sheap() -> SheapSize {
 /// `AAR_EMU_DMAPP_LAYOUT`: the layout of `dmapp_rma_attrs_ext_t`.
 pub fn dmapp_layout() -> AttrsLayout {
     parsed("AAR_EMU_DMAPP_LAYOUT", |value, problem| SettingError::DmappLayout { value, problem })
+}
+
+/// `AAR_EMU_DMAPP_PES`: the job's PEs, 1 to [`PeCount::MAX`] (default 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeCount(pub u32);
+
+impl PeCount {
+    pub const MAX: u32 = 4096;
+}
+
+impl Default for PeCount {
+    fn default() -> Self {
+        PeCount(4)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a whole number of PEs from 1 to {max}", max = PeCount::MAX)]
+pub struct PeCountError;
+
+impl FromStr for PeCount {
+    type Err = PeCountError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().parse() {
+            Ok(n) if (1..=Self::MAX).contains(&n) => Ok(PeCount(n)),
+            _ => Err(PeCountError),
+        }
+    }
+}
+
+/// `AAR_EMU_DMAPP_SHEAP`: the bytes of each PE's symmetric heap, from [`SheapSize::MIN`] to
+/// [`SheapSize::MAX`] (default 16M).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SheapSize(pub u64);
+
+impl SheapSize {
+    pub const MIN: u64 = 4 << 10;
+    pub const MAX: u64 = 64 << 30;
+}
+
+impl Default for SheapSize {
+    fn default() -> Self {
+        SheapSize(16 << 20)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SheapSizeError {
+    /// ByteSize's own message, which names the value.
+    #[error("{0}")]
+    NotASize(String),
+    #[error("{0} bytes is not from 4K to 64G")]
+    OutOfRange(u64),
+}
+
+impl FromStr for SheapSize {
+    type Err = SheapSizeError;
+
+    /// A size in bytes as `aar_engine::ByteSize` reads it (`16M`, `65536`, `1GiB`).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let ByteSize(b) = text.parse().map_err(SheapSizeError::NotASize)?;
+        if (Self::MIN..=Self::MAX).contains(&b) {
+            Ok(SheapSize(b))
+        } else {
+            Err(SheapSizeError::OutOfRange(b))
+        }
+    }
+}
+
+impl fmt::Display for SheapSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        ByteSize(self.0).fmt(f)
+    }
+}
+
+/// The layout of the emulator's `dmapp_rma_attrs_ext_t` (`AAR_EMU_DMAPP_LAYOUT`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AttrsLayout {
+    /// cabi/dmapp.h's: routing at 8 and 9, `queue_flags` at 24.
+    #[default]
+    Standard,
+    /// `queue_flags` at 8–15, routing at 16 and 17: a release whose layout the shim does not know.
+    QueueFirst,
+}
+
+impl AttrsLayout {
+    const NAMES: [(AttrsLayout, &'static str); 2] =
+        [(AttrsLayout::Standard, "standard"), (AttrsLayout::QueueFirst, "queue-first")];
+}
+
+/// `AAR_EMU_DMAPP_LAYOUT` is neither of the two names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a layout (give \"standard\" or \"queue-first\")")]
+pub struct AttrsLayoutError;
+
+impl FromStr for AttrsLayout {
+    type Err = AttrsLayoutError;
+
+    /// `standard` or `queue-first`, any case.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let t = text.trim();
+        Self::NAMES.into_iter().find(|(_, n)| t.eq_ignore_ascii_case(n)).map(|(l, _)| l).ok_or(AttrsLayoutError)
+    }
+}
+
+impl fmt::Display for AttrsLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = Self::NAMES.into_iter().find(|(l, _)| l == self).map_or("?", |(_, n)| n);
+        f.write_str(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_with_their_ranges() {
+        assert_eq!("8".parse(), Ok(PeCount(8)));
+        assert_eq!(" 4096 ".parse(), Ok(PeCount(4096)));
+        for bad in ["0", "4097", "-1", "four", ""] {
+            assert_eq!(bad.parse::<PeCount>(), Err(PeCountError), "{bad}");
+        }
+        assert_eq!("64K".parse(), Ok(SheapSize(64 << 10)));
+        assert_eq!("1GiB".parse(), Ok(SheapSize(1 << 30)));
+        assert_eq!("100".parse::<SheapSize>(), Err(SheapSizeError::OutOfRange(100)));
+        assert_eq!("65G".parse::<SheapSize>(), Err(SheapSizeError::OutOfRange(65 << 30)));
+        assert!(matches!("lots".parse::<SheapSize>(), Err(SheapSizeError::NotASize(m)) if m.contains("lots")));
+        assert_eq!(SheapSize::default().to_string(), "16M");
+    }
 }

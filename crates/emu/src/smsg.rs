@@ -1,8 +1,7 @@
-//! Short messages: each endpoint's mailbox is a ring of `mbox_maxcredit` slots of
-//! `msg_maxsize` bytes, allocated once by GNI_SmsgInit. A send copies header then data into the
-//! peer's next free slot (so the data follows the header, as in a real mailbox); no free slot
-//! means no credit (GNI_RC_NOT_DONE). Sends are routed in the mode GNI_SmsgSetDeliveryMode set on
-//! the sending NIC.
+//! Short messages: GNI_SmsgInit gives each endpoint its mailbox (a ring of `mbox_maxcredit` slots
+//! of `msg_maxsize` bytes, [`crate::mailbox`]); a send copies header then data into the peer's
+//! next free slot; no free slot means no credit (GNI_RC_NOT_DONE). Sends are routed in the mode
+//! GNI_SmsgSetDeliveryMode set on the sending NIC.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,27 +10,14 @@ use aar_abi::*;
 use aar_engine::model::Transfer;
 
 use crate::counters;
-use crate::cq::Cq;
 use crate::cq_entry::{entry_with_ids, TYPE_SMSG};
+use crate::mailbox::Inbox;
 use crate::post_log::{self, Record};
 use crate::registry::{self, Ep, Registry};
 use crate::timing::NicTransfer;
 
 /// Per-message bookkeeping uGNI keeps in each mailbox slot, counted in the buffer size.
 const SLOT_OVERHEAD: u64 = 32;
-
-pub struct Inbox {
-    /// u64 words so the header handed to the application is 8-byte aligned.
-    slots: Vec<Box<[u64]>>,
-    slot_bytes: usize,
-    tags: Vec<u8>,
-    head: usize,
-    count: usize,
-    /// GNI_SmsgGetNext returned the head message and GNI_SmsgRelease has not been called yet.
-    current: bool,
-    /// Where arrival events go: the mailbox registration's dst_cq, else the endpoint's CQ.
-    rx_cq: Option<Arc<Cq>>,
-}
 
 /// Bytes of mailbox GNI_SmsgBufferSizeNeeded asks for: one cache-line-rounded slot per credit.
 fn mailbox_bytes(attr: &GniSmsgAttr) -> Result<u64, GniReturn> {
@@ -67,17 +53,8 @@ pub fn init(ep: usize, local: &GniSmsgAttr, remote: &GniSmsgAttr) -> Result<(), 
     let start = local.msg_buffer as u64 + local.mbox_offset as u64;
     match reg.mem(&local.mem_hndl, ep.nic_handle) {
         Some(m) if (local.buff_size as u64) >= needed && m.covers(start, needed) => {
-            let slot_words = (local.msg_maxsize as usize).div_ceil(8);
-            let credits = local.mbox_maxcredit as usize;
-            *ep.lock_inbox() = Some(Inbox {
-                slots: (0..credits).map(|_| vec![0u64; slot_words].into_boxed_slice()).collect(),
-                slot_bytes: local.msg_maxsize as usize,
-                tags: vec![0; credits],
-                head: 0,
-                count: 0,
-                current: false,
-                rx_cq: m.dst_cq.clone().or_else(|| ep.cq.clone()),
-            });
+            let rx_cq = m.dst_cq.clone().or_else(|| ep.cq.clone());
+            *ep.lock_inbox() = Some(Inbox::new(local.mbox_maxcredit as usize, local.msg_maxsize as usize, rx_cq));
             ep.smsg_max_send.store(remote.msg_maxsize, Ordering::Relaxed);
             Ok(())
         }
@@ -152,35 +129,18 @@ unsafe fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniRetur
             cq.unreserve(1)
         }
     };
-    let rx_cq = {
-        let mut guard = peer.lock_inbox();
-        let Some(inbox) = guard.as_mut() else {
+    let delivered = match peer.lock_inbox().as_mut() {
+        // SAFETY: the caller's header and data are readable for their stated lengths (this
+        // function's contract; non-null checked above when the length is non-zero).
+        Some(inbox) => unsafe { inbox.deliver(s.header, s.header_len as usize, s.data, s.data_len as usize, s.tag) },
+        None => Err(GNI_RC_NOT_DONE),
+    };
+    let rx_cq = match delivered {
+        Ok(rx_cq) => rx_cq,
+        Err(rc) => {
             unreserve();
-            return GNI_RC_NOT_DONE;
-        };
-        if total > inbox.slot_bytes {
-            unreserve();
-            return GNI_RC_ERROR_RESOURCE;
+            return rc;
         }
-        if inbox.count == inbox.slots.len() {
-            unreserve();
-            return GNI_RC_NOT_DONE;
-        }
-        let i = (inbox.head + inbox.count) % inbox.slots.len();
-        let slot = inbox.slots[i].as_mut_ptr().cast::<u8>();
-        // SAFETY: the slot holds slot_bytes >= total bytes; the caller's header and data are
-        // readable for their stated lengths (non-null checked above when the length is non-zero).
-        unsafe {
-            if s.header_len > 0 {
-                std::ptr::copy_nonoverlapping(s.header, slot, s.header_len as usize);
-            }
-            if s.data_len > 0 {
-                std::ptr::copy_nonoverlapping(s.data, slot.add(s.header_len as usize), s.data_len as usize);
-            }
-        }
-        inbox.tags[i] = s.tag;
-        inbox.count += 1;
-        inbox.rx_cq.clone()
     };
     if let Some(rx) = rx_cq {
         rx.push_unreserved(entry_with_ids(TYPE_SMSG, true, ep.nic.inst_id, s.msg_id));
@@ -202,33 +162,14 @@ unsafe fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniRetur
 pub fn get_next(ep: usize, tag: Option<&mut u8>) -> Result<*mut u8, GniReturn> {
     let reg = registry::read();
     let mut guard = reg.ep(ep)?.lock_inbox();
-    let inbox = guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?;
-    if inbox.count == 0 {
-        return Err(GNI_RC_NOT_DONE);
-    }
-    let i = inbox.head;
-    if let Some(tag) = tag {
-        if *tag != GNI_SMSG_ANY_TAG && *tag != inbox.tags[i] {
-            return Err(GNI_RC_NO_MATCH);
-        }
-        *tag = inbox.tags[i];
-    }
-    inbox.current = true;
-    Ok(inbox.slots[i].as_mut_ptr().cast())
+    guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?.next(tag)
 }
 
 /// GNI_SmsgRelease: frees the slot of the message GetNext returned.
 pub fn release(ep: usize) -> Result<(), GniReturn> {
     let reg = registry::read();
     let mut guard = reg.ep(ep)?.lock_inbox();
-    let inbox = guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?;
-    if !inbox.current || inbox.count == 0 {
-        return Err(GNI_RC_NOT_DONE);
-    }
-    inbox.current = false;
-    inbox.head = (inbox.head + 1) % inbox.slots.len();
-    inbox.count -= 1;
-    Ok(())
+    guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?.release()
 }
 
 /// GNI_SmsgSetDeliveryMode: the routing of the NIC's later SMSG sends; logged.

@@ -10,8 +10,6 @@
 //! bytes 8 and 9 does not read back what it wrote.
 
 use std::cell::Cell;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -19,7 +17,7 @@ use aar_abi::dmapp::*;
 
 use super::job::{self, Job};
 use crate::post_log::{self, Record};
-use crate::settings;
+use crate::settings::{self, AttrsLayout};
 
 /// Bytes of the emulator's `dmapp_rma_attrs_ext_t`, in either layout.
 pub const EXT_BYTES: usize = 48;
@@ -105,16 +103,6 @@ impl Attrs {
     }
 }
 
-/// The layout of the emulator's `dmapp_rma_attrs_ext_t` (`AAR_EMU_DMAPP_LAYOUT`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AttrsLayout {
-    /// cabi/dmapp.h's: routing at 8 and 9, `queue_flags` at 24.
-    #[default]
-    Standard,
-    /// `queue_flags` at 8–15, routing at 16 and 17: a release whose layout the shim does not know.
-    QueueFirst,
-}
-
 /// Where each field after the first 8 bytes (two `uint32_t`s in both layouts) lies.
 struct Offsets {
     put: usize,
@@ -127,9 +115,6 @@ struct Offsets {
 }
 
 impl AttrsLayout {
-    const NAMES: [(AttrsLayout, &'static str); 2] =
-        [(AttrsLayout::Standard, "standard"), (AttrsLayout::QueueFirst, "queue-first")];
-
     fn offsets(self) -> Offsets {
         match self {
             AttrsLayout::Standard => Offsets {
@@ -183,28 +168,6 @@ impl AttrsLayout {
             queue_nelems: u32_at(o.queue_nelems),
             queue_flags: u64::from_ne_bytes(flags),
         }
-    }
-}
-
-/// `AAR_EMU_DMAPP_LAYOUT` is neither of the two names.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("not a layout (give \"standard\" or \"queue-first\")")]
-pub struct AttrsLayoutError;
-
-impl FromStr for AttrsLayout {
-    type Err = AttrsLayoutError;
-
-    /// `standard` or `queue-first`, any case.
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let t = text.trim();
-        Self::NAMES.into_iter().find(|(_, n)| t.eq_ignore_ascii_case(n)).map(|(l, _)| l).ok_or(AttrsLayoutError)
-    }
-}
-
-impl fmt::Display for AttrsLayout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = Self::NAMES.into_iter().find(|(l, _)| l == self).map_or("?", |(_, n)| n);
-        f.write_str(name)
     }
 }
 
@@ -314,6 +277,7 @@ pub fn get() -> Result<Attrs, DmappReturn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::AttrsLayoutError;
 
     #[test]
     fn layouts_round_trip_and_differ_where_the_shim_looks() {

@@ -3,93 +3,16 @@
 //! adds segments; `dmapp_finalize` forgets them all. Data calls hold the job for reading while
 //! they run, so a segment never goes away under a transfer.
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use aar_abi::dmapp::*;
-use aar_engine::ByteSize;
 
 use super::attrs::{self, Attrs, Requested};
 use super::segment::{Mapping, Segment, Shadow};
 use crate::memory::mapped;
-use crate::registry::{mem_handle_for, Map, FIRST_NIC_ADDR};
-use crate::settings;
-
-/// `AAR_EMU_DMAPP_PES`: the job's PEs, 1 to [`PeCount::MAX`] (default 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PeCount(pub u32);
-
-impl PeCount {
-    pub const MAX: u32 = 4096;
-}
-
-impl Default for PeCount {
-    fn default() -> Self {
-        PeCount(4)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("not a whole number of PEs from 1 to {max}", max = PeCount::MAX)]
-pub struct PeCountError;
-
-impl FromStr for PeCount {
-    type Err = PeCountError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.trim().parse() {
-            Ok(n) if (1..=Self::MAX).contains(&n) => Ok(PeCount(n)),
-            _ => Err(PeCountError),
-        }
-    }
-}
-
-/// `AAR_EMU_DMAPP_SHEAP`: the bytes of each PE's symmetric heap, from [`SheapSize::MIN`] to
-/// [`SheapSize::MAX`] (default 16M).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SheapSize(pub u64);
-
-impl SheapSize {
-    pub const MIN: u64 = 4 << 10;
-    pub const MAX: u64 = 64 << 30;
-}
-
-impl Default for SheapSize {
-    fn default() -> Self {
-        SheapSize(16 << 20)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SheapSizeError {
-    /// ByteSize's own message, which names the value.
-    #[error("{0}")]
-    NotASize(String),
-    #[error("{0} bytes is not from 4K to 64G")]
-    OutOfRange(u64),
-}
-
-impl FromStr for SheapSize {
-    type Err = SheapSizeError;
-
-    /// A size in bytes as `aar_engine::ByteSize` reads it (`16M`, `65536`, `1GiB`).
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let ByteSize(b) = text.parse().map_err(SheapSizeError::NotASize)?;
-        if (Self::MIN..=Self::MAX).contains(&b) {
-            Ok(SheapSize(b))
-        } else {
-            Err(SheapSizeError::OutOfRange(b))
-        }
-    }
-}
-
-impl fmt::Display for SheapSize {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        ByteSize(self.0).fmt(f)
-    }
-}
+use crate::registry::{mem_handle_for, Map};
+use crate::{settings, FIRST_NIC_ADDR};
 
 /// `dmapp_jobinfo_t.version` and `.hw_version` of the emulated job (the emulator's own values).
 const JOBINFO_VERSION: i32 = 1;
@@ -277,21 +200,6 @@ unsafe extern "C" fn first_object(info: *mut libc::dl_phdr_info, _size: usize, d
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn settings_parse_with_their_ranges() {
-        assert_eq!("8".parse(), Ok(PeCount(8)));
-        assert_eq!(" 4096 ".parse(), Ok(PeCount(4096)));
-        for bad in ["0", "4097", "-1", "four", ""] {
-            assert_eq!(bad.parse::<PeCount>(), Err(PeCountError), "{bad}");
-        }
-        assert_eq!("64K".parse(), Ok(SheapSize(64 << 10)));
-        assert_eq!("1GiB".parse(), Ok(SheapSize(1 << 30)));
-        assert_eq!("100".parse::<SheapSize>(), Err(SheapSizeError::OutOfRange(100)));
-        assert_eq!("65G".parse::<SheapSize>(), Err(SheapSizeError::OutOfRange(65 << 30)));
-        assert!(matches!("lots".parse::<SheapSize>(), Err(SheapSizeError::NotASize(m)) if m.contains("lots")));
-        assert_eq!(SheapSize::default().to_string(), "16M");
-    }
 
     #[test]
     fn the_data_segment_holds_this_programs_statics() {

@@ -50,8 +50,7 @@ use aar_sim::workload::{Placement, Workload};
 
 use super::profile::{DefaultModel, NetworkProfile};
 use super::{NicEffect, NicModel, NicTransfer};
-use crate::registry::FIRST_NIC_ADDR;
-use crate::warn;
+use crate::{warn, FIRST_NIC_ADDR};
 
 /// What `AAR_EMU_SIM` asks for.
 #[derive(Clone, Debug, PartialEq)]
