@@ -192,17 +192,25 @@ static inline gni_cq_entry_t wait_event(gni_cq_handle_t cq, const char *what)
 	}
 }
 
+/* The next event of `cq`: a POST event carrying `inst_id`. */
+static inline gni_cq_entry_t expect_post_event(gni_cq_handle_t cq, uint32_t inst_id, const char *side,
+					       const char *what)
+{
+	gni_cq_entry_t ev = wait_event(cq, what);
+	if (GNI_CQ_GET_TYPE(ev) != GNI_CQ_EVENT_TYPE_POST)
+		fail("%s: %s event of type %llu, expected a POST event", what, side,
+		     (unsigned long long)GNI_CQ_GET_TYPE(ev));
+	if (GNI_CQ_GET_INST_ID(ev) != inst_id)
+		fail("%s: %s event inst_id %llu, expected %u", what, side, (unsigned long long)GNI_CQ_GET_INST_ID(ev),
+		     inst_id);
+	return ev;
+}
+
 /* The local completion of the post `pd` on `cq`: a POST event with `inst_id` whose descriptor
  * is `pd`. */
 static inline void expect_local_event(gni_cq_handle_t cq, gni_post_descriptor_t *pd, uint32_t inst_id, const char *what)
 {
-	gni_cq_entry_t ev = wait_event(cq, what);
-	if (GNI_CQ_GET_TYPE(ev) != GNI_CQ_EVENT_TYPE_POST)
-		fail("%s: local event of type %llu, expected a POST event", what,
-		     (unsigned long long)GNI_CQ_GET_TYPE(ev));
-	if (GNI_CQ_GET_INST_ID(ev) != inst_id)
-		fail("%s: local event inst_id %llu, expected %u", what, (unsigned long long)GNI_CQ_GET_INST_ID(ev),
-		     inst_id);
+	gni_cq_entry_t ev = expect_post_event(cq, inst_id, "local", what);
 	gni_post_descriptor_t *done = NULL;
 	CHECK(GNI_GetCompleted(cq, ev, &done));
 	if (done != pd)
@@ -212,13 +220,7 @@ static inline void expect_local_event(gni_cq_handle_t cq, gni_post_descriptor_t 
 /* A remote POST event on `cq` carrying `inst_id`. */
 static inline void expect_remote_event(gni_cq_handle_t cq, uint32_t inst_id, const char *what)
 {
-	gni_cq_entry_t ev = wait_event(cq, what);
-	if (GNI_CQ_GET_TYPE(ev) != GNI_CQ_EVENT_TYPE_POST)
-		fail("%s: remote event of type %llu, expected a POST event", what,
-		     (unsigned long long)GNI_CQ_GET_TYPE(ev));
-	if (GNI_CQ_GET_INST_ID(ev) != inst_id)
-		fail("%s: remote event inst_id %llu, expected %u", what, (unsigned long long)GNI_CQ_GET_INST_ID(ev),
-		     inst_id);
+	expect_post_event(cq, inst_id, "remote", what);
 }
 
 /* Byte i of the data rank `from` sends to rank `to`: differs for every (from, to, i) nearby. */
