@@ -3,9 +3,11 @@
  *
  * Written for this project from the ABI facts in docs/abi.md (types, layouts, constant values and
  * prototypes of Cray's gni_pub.h, GNI_MINOR_REV 0x5c, plus the chained-transaction calls of newer
- * headers; the Rust side of the same facts is crates/abi). It declares only what the emulator (crates/emu, libugni.so) implements. Programs built
- * against it also run against a real libugni for everything except the gni_ct_* element types,
- * whose real layout is not public (see the end of this file).
+ * headers; the Rust side of the same facts is crates/abi). It declares what the emulator
+ * (crates/emu, libugni.so) implements, and the names public uGNI programs use with Cray's values,
+ * so that a program written against Cray's header compiles unchanged. Programs built against it
+ * also run against a real libugni for everything except the gni_ct_* element types, whose real
+ * layout is not public (see the end of this file).
  */
 #ifndef _GNI_PUB_H_
 #define _GNI_PUB_H_
@@ -24,8 +26,39 @@ extern "C" {
  * sentinel is not public; this one is the emulator's and is <= GNI_VERSION on purpose, so the
  * usual test `GNI_VERSION >= GNI_VERSION_FMA_CHAIN_TRANSACTIONS` enables them. */
 #define GNI_VERSION_FMA_CHAIN_TRANSACTIONS 0x005c0000
+/* uGNI features by the version that introduced them. */
+#define GNI_VERSION_FMA_SHARING 0x5b0000
 
-#define GNI_FIND_ALLOC_PTAG 255
+#define GNI_GET_MAJOR(value) (((value) >> 24) & 0xFF)
+#define GNI_GET_MINOR(value) (((value) >> 16) & 0xFF)
+#define GNI_GET_REV(value)   ((value) & 0xFFFF)
+#define GNI_VERSION_CHECK(maj, min, code) (((maj) << 24) | ((min) << 16) | (code))
+
+/* Parameter direction markers, as Cray's header defines them (some programs use them too). */
+#define IN
+#define OUT
+#define INOUT
+
+/* Protection tags: on Aries a job's ptag comes from PMI_GNI_PTAG or GNI_GetPtag. */
+enum {
+	GNI_PTAG_LND = 1,
+	GNI_PTAG_OFED,
+	GNI_PTAG_USER_START,
+	GNI_PTAG_LND_KNC = 128,
+	GNI_PTAG_USER_END = 253,
+	GNI_PTAG_HSNBOOT = 254,
+	GNI_PTAG_MAX = 254,
+	GNI_PTAG_LB = 255
+};
+#define GNI_FIND_ALLOC_PTAG GNI_PTAG_LB
+
+#define GNI_COOKIE_PKEY_MASK      0xFFFF
+#define GNI_COOKIE_PKEY_SHIFT     16
+#define GNI_COOKIE_CBPS_MDD_MASK  0x7
+#define GNI_COOKIE_CBPS_MDD_SHIFT 3
+#define GNI_JOB_CREATE_COOKIE(pkey, cbps_mdd)                                                  \
+	(((uint32_t)(pkey) << GNI_COOKIE_PKEY_SHIFT) |                                         \
+	 (((cbps_mdd) & GNI_COOKIE_CBPS_MDD_MASK) << GNI_COOKIE_CBPS_MDD_SHIFT))
 
 /* ---- handles and small types ---- */
 typedef struct gni_mem_handle {
@@ -37,6 +70,9 @@ typedef struct gni_nic  *gni_nic_handle_t;
 typedef struct gni_cdm  *gni_cdm_handle_t;
 typedef struct gni_ep   *gni_ep_handle_t;
 typedef struct gni_cq   *gni_cq_handle_t;
+typedef struct gni_err  *gni_err_handle_t;
+typedef struct gni_msgq *gni_msgq_handle_t;
+typedef struct gni_ce   *gni_ce_handle_t;
 
 typedef uint64_t gni_cq_entry_t;
 typedef uint32_t gni_cq_mode_t;
@@ -61,6 +97,33 @@ typedef enum gni_return {
 /* Names of the return codes, indexed by gni_return_t. */
 extern const char *gni_err_str[];
 
+/* State of a datagram exchange (GNI_EpPostDataTest and its relatives). */
+typedef enum gni_post_state {
+	GNI_POST_PENDING,
+	GNI_POST_COMPLETED,
+	GNI_POST_ERROR,
+	GNI_POST_TIMEOUT,
+	GNI_POST_TERMINATED,
+	GNI_POST_REMOTE_DATA
+} gni_post_state_t;
+
+/* Maximum length in bytes of a datagram. */
+#define GNI_DATAGRAM_MAXSIZE 128
+
+/* The kind of NIC (GNI_GetDeviceType); the emulator is an Aries. */
+typedef enum gni_nic_device {
+	GNI_DEVICE_GEMINI = 0,
+	GNI_DEVICE_ARIES  = 1,
+	GNI_DEVICE_PISCES = 2,
+	GNI_DEVICE_LAST
+} gni_nic_device_t;
+
+/* One segment of a GNI_MemRegisterSegments registration. */
+typedef struct gni_mem_segment {
+	uint64_t address;
+	uint64_t length;
+} gni_mem_segment_t;
+
 typedef enum gni_post_type {
 	GNI_POST_RDMA_PUT = 1,
 	GNI_POST_RDMA_GET,
@@ -74,48 +137,135 @@ typedef enum gni_post_type {
 	GNI_POST_AMO_W_FLAG
 } gni_post_type_t;
 
-/* AMO commands (amo_cmd). The emulator performs the 64-bit ones on uint64_t; the cached (_C)
- * forms act like the plain ones. The 32-bit-operand (_S) forms are not emulated (ILLEGAL_OP). */
+/* AMO commands (amo_cmd), with Cray's values. The emulator executes every one: the 64-bit ones
+ * on a uint64_t (length 8), the 32-bit-operand ones (_S, _SC) on a uint32_t (length 4, operands
+ * in the low half of first_operand/second_operand); cached forms (_C, _SC) act like the plain
+ * ones. Any other amo_cmd gets GNI_RC_ILLEGAL_OP. */
 typedef enum gni_fma_cmd_type {
 	/* fetching (the old value is written at local_addr) */
-	GNI_FMA_ATOMIC_FADD    = 0x008,
-	GNI_FMA_ATOMIC_FADD_C  = 0x018,
-	GNI_FMA_ATOMIC_FAND    = 0x009,
-	GNI_FMA_ATOMIC_FOR     = 0x00A,
-	GNI_FMA_ATOMIC_FXOR    = 0x00B,
-	GNI_FMA_ATOMIC_FAX     = 0x00C,   /* (x & first_operand) ^ second_operand */
-	GNI_FMA_ATOMIC_CSWAP   = 0x00D,   /* if x == first_operand then x = second_operand */
-	GNI_FMA_ATOMIC2_FAND   = 0x041,
-	GNI_FMA_ATOMIC2_FOR    = 0x043,
-	GNI_FMA_ATOMIC2_FXOR   = 0x045,
-	GNI_FMA_ATOMIC2_FSWAP  = 0x047,
-	GNI_FMA_ATOMIC2_FAX    = 0x049,
-	GNI_FMA_ATOMIC2_FCSWAP = 0x04B,
-	GNI_FMA_ATOMIC2_FIMIN  = 0x051,
-	GNI_FMA_ATOMIC2_FIMAX  = 0x053,
-	GNI_FMA_ATOMIC2_FIADD  = 0x055,
-	GNI_FMA_ATOMIC2_FFPMIN = 0x059,
-	GNI_FMA_ATOMIC2_FFPMAX = 0x05B,
-	GNI_FMA_ATOMIC2_FFPADD = 0x05D,
+	GNI_FMA_ATOMIC_FADD       = 0x008,
+	GNI_FMA_ATOMIC_FADD_C     = 0x018,
+	GNI_FMA_ATOMIC_FAND       = 0x009,
+	GNI_FMA_ATOMIC_FAND_C     = 0x019,
+	GNI_FMA_ATOMIC_FOR        = 0x00A,
+	GNI_FMA_ATOMIC_FOR_C      = 0x01A,
+	GNI_FMA_ATOMIC_FXOR       = 0x00B,
+	GNI_FMA_ATOMIC_FXOR_C     = 0x01B,
+	GNI_FMA_ATOMIC_FAX        = 0x00C, /* (x & first_operand) ^ second_operand */
+	GNI_FMA_ATOMIC_FAX_C      = 0x01C,
+	GNI_FMA_ATOMIC_CSWAP      = 0x00D, /* if x == first_operand then x = second_operand */
+	GNI_FMA_ATOMIC_CSWAP_C    = 0x01D,
+	GNI_FMA_ATOMIC2_FAND_S    = 0x240,
+	GNI_FMA_ATOMIC2_FAND      = 0x041,
+	GNI_FMA_ATOMIC2_FAND_SC   = 0x260,
+	GNI_FMA_ATOMIC2_FAND_C    = 0x061,
+	GNI_FMA_ATOMIC2_FOR_S     = 0x242,
+	GNI_FMA_ATOMIC2_FOR       = 0x043,
+	GNI_FMA_ATOMIC2_FOR_SC    = 0x262,
+	GNI_FMA_ATOMIC2_FOR_C     = 0x063,
+	GNI_FMA_ATOMIC2_FXOR_S    = 0x244,
+	GNI_FMA_ATOMIC2_FXOR      = 0x045,
+	GNI_FMA_ATOMIC2_FXOR_SC   = 0x264,
+	GNI_FMA_ATOMIC2_FXOR_C    = 0x065,
+	GNI_FMA_ATOMIC2_FSWAP_S   = 0x246,
+	GNI_FMA_ATOMIC2_FSWAP     = 0x047,
+	GNI_FMA_ATOMIC2_FSWAP_SC  = 0x266,
+	GNI_FMA_ATOMIC2_FSWAP_C   = 0x067,
+	GNI_FMA_ATOMIC2_FAX_S     = 0x248,
+	GNI_FMA_ATOMIC2_FAX       = 0x049,
+	GNI_FMA_ATOMIC2_FAX_SC    = 0x268,
+	GNI_FMA_ATOMIC2_FAX_C     = 0x069,
+	GNI_FMA_ATOMIC2_FCSWAP_S  = 0x24A,
+	GNI_FMA_ATOMIC2_FCSWAP    = 0x04B,
+	GNI_FMA_ATOMIC2_FCSWAP_SC = 0x26A,
+	GNI_FMA_ATOMIC2_FCSWAP_C  = 0x06B,
+	GNI_FMA_ATOMIC2_FIMIN_S   = 0x250,
+	GNI_FMA_ATOMIC2_FIMIN     = 0x051,
+	GNI_FMA_ATOMIC2_FIMIN_SC  = 0x270,
+	GNI_FMA_ATOMIC2_FIMIN_C   = 0x071,
+	GNI_FMA_ATOMIC2_FIMAX_S   = 0x252,
+	GNI_FMA_ATOMIC2_FIMAX     = 0x053,
+	GNI_FMA_ATOMIC2_FIMAX_SC  = 0x272,
+	GNI_FMA_ATOMIC2_FIMAX_C   = 0x073,
+	GNI_FMA_ATOMIC2_FIADD_S   = 0x254,
+	GNI_FMA_ATOMIC2_FIADD     = 0x055,
+	GNI_FMA_ATOMIC2_FIADD_SC  = 0x274,
+	GNI_FMA_ATOMIC2_FIADD_C   = 0x075,
+	GNI_FMA_ATOMIC2_FFPMIN_S  = 0x258,
+	GNI_FMA_ATOMIC2_FFPMIN    = 0x059,
+	GNI_FMA_ATOMIC2_FFPMIN_SC = 0x278,
+	GNI_FMA_ATOMIC2_FFPMIN_C  = 0x079,
+	GNI_FMA_ATOMIC2_FFPMAX_S  = 0x25A,
+	GNI_FMA_ATOMIC2_FFPMAX    = 0x05B,
+	GNI_FMA_ATOMIC2_FFPMAX_SC = 0x27A,
+	GNI_FMA_ATOMIC2_FFPMAX_C  = 0x07B,
+	GNI_FMA_ATOMIC2_FFPADD_S  = 0x25C,
+	GNI_FMA_ATOMIC2_FFPADD    = 0x05D,
+	GNI_FMA_ATOMIC2_FFPADD_SC = 0x27C,
+	GNI_FMA_ATOMIC2_FFPADD_C  = 0x07D,
 	/* non-fetching */
-	GNI_FMA_ATOMIC_ADD     = 0x108,
-	GNI_FMA_ATOMIC_AND     = 0x109,
-	GNI_FMA_ATOMIC_OR      = 0x10A,
-	GNI_FMA_ATOMIC_XOR     = 0x10B,
-	GNI_FMA_ATOMIC_AX      = 0x10C,
-	GNI_FMA_ATOMIC2_AND    = 0x141,
-	GNI_FMA_ATOMIC2_OR     = 0x143,
-	GNI_FMA_ATOMIC2_XOR    = 0x145,
-	GNI_FMA_ATOMIC2_SWAP   = 0x147,
-	GNI_FMA_ATOMIC2_AX     = 0x149,
-	GNI_FMA_ATOMIC2_CSWAP  = 0x14B,
-	GNI_FMA_ATOMIC2_IMIN   = 0x151,
-	GNI_FMA_ATOMIC2_IMAX   = 0x153,
-	GNI_FMA_ATOMIC2_IADD   = 0x155,
-	GNI_FMA_ATOMIC2_FPMIN  = 0x159,
-	GNI_FMA_ATOMIC2_FPMAX  = 0x15B,
-	GNI_FMA_ATOMIC2_FPADD  = 0x15D
+	GNI_FMA_ATOMIC_ADD        = 0x108,
+	GNI_FMA_ATOMIC_ADD_C      = 0x118,
+	GNI_FMA_ATOMIC_AND        = 0x109,
+	GNI_FMA_ATOMIC_AND_C      = 0x119,
+	GNI_FMA_ATOMIC_OR         = 0x10A,
+	GNI_FMA_ATOMIC_OR_C       = 0x11A,
+	GNI_FMA_ATOMIC_XOR        = 0x10B,
+	GNI_FMA_ATOMIC_XOR_C      = 0x11B,
+	GNI_FMA_ATOMIC_AX         = 0x10C,
+	GNI_FMA_ATOMIC_AX_C       = 0x11C,
+	GNI_FMA_ATOMIC2_AND_S     = 0x340,
+	GNI_FMA_ATOMIC2_AND       = 0x141,
+	GNI_FMA_ATOMIC2_AND_SC    = 0x360,
+	GNI_FMA_ATOMIC2_AND_C     = 0x161,
+	GNI_FMA_ATOMIC2_OR_S      = 0x342,
+	GNI_FMA_ATOMIC2_OR        = 0x143,
+	GNI_FMA_ATOMIC2_OR_SC     = 0x362,
+	GNI_FMA_ATOMIC2_OR_C      = 0x163,
+	GNI_FMA_ATOMIC2_XOR_S     = 0x344,
+	GNI_FMA_ATOMIC2_XOR       = 0x145,
+	GNI_FMA_ATOMIC2_XOR_SC    = 0x364,
+	GNI_FMA_ATOMIC2_XOR_C     = 0x165,
+	GNI_FMA_ATOMIC2_SWAP_S    = 0x346,
+	GNI_FMA_ATOMIC2_SWAP      = 0x147,
+	GNI_FMA_ATOMIC2_SWAP_SC   = 0x366,
+	GNI_FMA_ATOMIC2_SWAP_C    = 0x167,
+	GNI_FMA_ATOMIC2_AX_S      = 0x348,
+	GNI_FMA_ATOMIC2_AX        = 0x149,
+	GNI_FMA_ATOMIC2_AX_SC     = 0x368,
+	GNI_FMA_ATOMIC2_AX_C      = 0x169,
+	GNI_FMA_ATOMIC2_CSWAP_S   = 0x34A,
+	GNI_FMA_ATOMIC2_CSWAP     = 0x14B,
+	GNI_FMA_ATOMIC2_CSWAP_SC  = 0x36A,
+	GNI_FMA_ATOMIC2_CSWAP_C   = 0x16B,
+	GNI_FMA_ATOMIC2_IMIN_S    = 0x350,
+	GNI_FMA_ATOMIC2_IMIN      = 0x151,
+	GNI_FMA_ATOMIC2_IMIN_SC   = 0x370,
+	GNI_FMA_ATOMIC2_IMIN_C    = 0x171,
+	GNI_FMA_ATOMIC2_IMAX_S    = 0x352,
+	GNI_FMA_ATOMIC2_IMAX      = 0x153,
+	GNI_FMA_ATOMIC2_IMAX_SC   = 0x372,
+	GNI_FMA_ATOMIC2_IMAX_C    = 0x173,
+	GNI_FMA_ATOMIC2_IADD_S    = 0x354,
+	GNI_FMA_ATOMIC2_IADD      = 0x155,
+	GNI_FMA_ATOMIC2_IADD_SC   = 0x374,
+	GNI_FMA_ATOMIC2_IADD_C    = 0x175,
+	GNI_FMA_ATOMIC2_FPMIN_S   = 0x358,
+	GNI_FMA_ATOMIC2_FPMIN     = 0x159,
+	GNI_FMA_ATOMIC2_FPMIN_SC  = 0x378,
+	GNI_FMA_ATOMIC2_FPMIN_C   = 0x179,
+	GNI_FMA_ATOMIC2_FPMAX_S   = 0x35A,
+	GNI_FMA_ATOMIC2_FPMAX     = 0x15B,
+	GNI_FMA_ATOMIC2_FPMAX_SC  = 0x37A,
+	GNI_FMA_ATOMIC2_FPMAX_C   = 0x17B,
+	GNI_FMA_ATOMIC2_FPADD_S   = 0x35C,
+	GNI_FMA_ATOMIC2_FPADD     = 0x15D,
+	GNI_FMA_ATOMIC2_FPADD_SC  = 0x37C,
+	GNI_FMA_ATOMIC2_FPADD_C   = 0x17D
 } gni_fma_cmd_type_t;
+
+/* Size in bytes of the flag of an FMA GET or fetching AMO with a flagged response. */
+#define GNI_FMA_FLAGGED_RESPONSE_SIZE 4
 
 /* Collective-engine commands: only the type, for the descriptor layout. */
 typedef enum gni_ce_cmd_type {
@@ -152,10 +302,18 @@ typedef enum gni_ce_cmd_type {
 #define GNI_CDM_MODE_FMA_DEDICATED        0x00010000
 #define GNI_CDM_MODE_FMA_SHARED           0x00020000
 #define GNI_CDM_MODE_CACHED_AMO_ENABLED   0x00040000
+#define GNI_CDM_MODE_DLA_ENABLE_FORWARDING   0x00004000
+#define GNI_CDM_MODE_DLA_DISABLE_FORWARDING  0x00008000
+#define GNI_CDM_MODE_CQ_NIC_LOCAL_PLACEMENT  0x00080000
+#define GNI_CDM_MODE_FLBTE_DISABLE           0x00100000
+#define GNI_CDM_MODE_FMA_SMALL_WINDOW        0x00200000
+#define GNI_CDM_MODE_MASK                    0x0FFFFFFF
 
 /* ---- CQ modes, post CQ modes, RDMA modes, memory flags ---- */
 #define GNI_CQ_NOBLOCK   0x00000000
 #define GNI_CQ_BLOCKING  0x00000001
+#define GNI_CQ_IS_NON_BLOCKING(modes) (((modes) & GNI_CQ_BLOCKING) == GNI_CQ_NOBLOCK)
+#define GNI_CQ_IS_BLOCKING(modes)     (((modes) & GNI_CQ_BLOCKING) == GNI_CQ_BLOCKING)
 
 #define GNI_CQMODE_SILENT        0x0000
 #define GNI_CQMODE_LOCAL_EVENT   0x0001
@@ -170,14 +328,25 @@ typedef enum gni_ce_cmd_type {
 #define GNI_MEM_READWRITE             0x00000000
 #define GNI_MEM_READ_ONLY             0x00000001
 #define GNI_MEM_USE_VMDH              0x00000002
+#define GNI_MEM_USE_GART              0x00000004
+#define GNI_MEM_PHYS_CONT             0x00000008
+#define GNI_MEM_PHYS_SEGMENTS         0x00000010
 #define GNI_MEM_STRICT_PI_ORDERING    0x00000020
+#define GNI_MEM_PI_FLUSH              0x00000040
+#define GNI_MEM_MDD_CLONE             0x00000080
 #define GNI_MEM_RELAXED_PI_ORDERING   0x00000100
+#define GNI_MEM_RESERVE_REGION        0x00000200
+#define GNI_MEM_UPDATE_REGION         0x00000400
+#define GNI_MEM_MDD_SHARED            0x00000800
+#define GNI_MEM_MDD_DEDICATED         0x00001000
 
 /* ---- completion queue entries ----
  * The encoding of a gni_cq_entry_t is each library's own; use the accessors. In the emulator:
  * type (POST or SMSG), source (1 = a remote/destination event), status (0 = OK), inst_id
- * (local events: the endpoint's remote_id; remote events: the sender's inst_id), msg_id (SMSG),
- * data (remote POST events: the CQ write's cqwrite_value, low 48 bits, or the sender's inst_id). */
+ * (24 bits; local POST events: the endpoint's local event data, by default its remote_id; remote
+ * POST events: the sender's remote event data, by default its domain's inst_id; see
+ * GNI_EpSetEventData), rem_inst_id (the same, 32 bits), msg_id (SMSG), data (remote POST events:
+ * the CQ write's cqwrite_value, low 48 bits, or the sender's remote event data). */
 #define GNI_CQ_EVENT_TYPE_POST  0x0ULL
 #define GNI_CQ_EVENT_TYPE_SMSG  0x1ULL
 #define GNI_CQ_EVENT_TYPE_DMAPP 0x2ULL
@@ -298,7 +467,32 @@ gni_return_t GNI_EpCreate(gni_nic_handle_t nic_hndl, gni_cq_handle_t src_cq_hndl
                           gni_ep_handle_t *ep_hndl);
 gni_return_t GNI_EpBind(gni_ep_handle_t ep_hndl, uint32_t remote_addr, uint32_t remote_id);
 gni_return_t GNI_EpUnbind(gni_ep_handle_t ep_hndl);
+/* The inst_id of the endpoint's post events from now on: local_event in its local (LOCAL and
+ * GLOBAL) events, remote_event in the remote events at the target (default: the remote_id of
+ * GNI_EpBind, and the inst_id of the sender's domain). */
+gni_return_t GNI_EpSetEventData(gni_ep_handle_t ep_hndl, uint32_t local_event, uint32_t remote_event);
 gni_return_t GNI_EpDestroy(gni_ep_handle_t ep_hndl);
+
+/* Datagrams: a bound endpoint exchanges up to GNI_DATAGRAM_MAXSIZE bytes with the endpoint bound
+ * back to it (the multi-process emulator implements them; with an older libugni.so a program
+ * calling them does not link). */
+gni_return_t GNI_EpPostData(gni_ep_handle_t ep_hndl, void *in_data, uint16_t data_len, void *out_buf,
+                            uint16_t buf_size);
+gni_return_t GNI_EpPostDataWId(gni_ep_handle_t ep_hndl, void *in_data, uint16_t data_len, void *out_buf,
+                               uint16_t buf_size, uint64_t datagram_id);
+gni_return_t GNI_EpPostDataTest(gni_ep_handle_t ep_hndl, gni_post_state_t *post_state, uint32_t *remote_addr,
+                                uint32_t *remote_id);
+gni_return_t GNI_EpPostDataTestById(gni_ep_handle_t ep_hndl, uint64_t datagram_id,
+                                    gni_post_state_t *post_state, uint32_t *remote_addr, uint32_t *remote_id);
+gni_return_t GNI_EpPostDataWait(gni_ep_handle_t ep_hndl, uint32_t timeout, gni_post_state_t *post_state,
+                                uint32_t *remote_addr, uint32_t *remote_id);
+gni_return_t GNI_EpPostDataWaitById(gni_ep_handle_t ep_hndl, uint64_t datagram_id, uint32_t timeout,
+                                    gni_post_state_t *post_state, uint32_t *remote_addr, uint32_t *remote_id);
+gni_return_t GNI_PostDataProbe(gni_nic_handle_t nic_hndl, uint32_t *remote_addr, uint32_t *remote_id);
+gni_return_t GNI_PostDataProbeById(gni_nic_handle_t nic_hndl, uint64_t *datagram_id);
+gni_return_t GNI_PostdataProbeWaitById(gni_nic_handle_t nic_hndl, uint32_t timeout, uint64_t *datagram_id);
+gni_return_t GNI_EpPostDataCancel(gni_ep_handle_t ep_hndl);
+gni_return_t GNI_EpPostDataCancelById(gni_ep_handle_t ep_hndl, uint64_t datagram_id);
 
 gni_return_t GNI_CqCreate(gni_nic_handle_t nic_hndl, uint32_t entry_count, uint32_t delay_count,
                           gni_cq_mode_t mode, void (*handler)(gni_cq_entry_t *, void *),
@@ -309,11 +503,26 @@ gni_return_t GNI_CqWaitEvent(gni_cq_handle_t cq_hndl, uint64_t timeout,
                              gni_cq_entry_t *event_data);
 gni_return_t GNI_GetCompleted(gni_cq_handle_t cq_hndl, gni_cq_entry_t event_data,
                               gni_post_descriptor_t **post_descr);
+/* A NUL-terminated description of the entry's status (GNI_RC_SIZE_ERROR, and as much as fits,
+ * when len is too small). */
+gni_return_t GNI_CqErrorStr(gni_cq_entry_t entry, void *buffer, uint32_t len);
+/* 1 for an entry without an error; the emulator never produces error entries, so one with an
+ * error status gets GNI_RC_INVALID_STATE. */
+gni_return_t GNI_CqErrorRecoverable(gni_cq_entry_t entry, uint32_t *recoverable);
+
+gni_return_t GNI_GetDeviceType(gni_nic_device_t *dev_type);
+/* In a job (aar run, PMI_GNI_PTAG/PMI_GNI_COOKIE set): the ptag of the job's cookie; else, or
+ * for another cookie, GNI_RC_NO_MATCH. */
+gni_return_t GNI_GetPtag(uint32_t device_id, uint32_t cookie, uint8_t *ptag);
 
 gni_return_t GNI_MemRegister(gni_nic_handle_t nic_hndl, uint64_t address, uint64_t length,
                              gni_cq_handle_t dst_cq_hndl, uint32_t flags, uint32_t vmdh_index,
                              gni_mem_handle_t *mem_hndl);
 gni_return_t GNI_MemDeregister(gni_nic_handle_t nic_hndl, gni_mem_handle_t *mem_hndl);
+/* The emulator registers one segment (as GNI_MemRegister); more than one get GNI_RC_ILLEGAL_OP. */
+gni_return_t GNI_MemRegisterSegments(gni_nic_handle_t nic_hndl, gni_mem_segment_t *mem_segments,
+                                     uint32_t segments_cnt, gni_cq_handle_t dst_cq_hndl, uint32_t flags,
+                                     uint32_t vmdh_index, gni_mem_handle_t *mem_hndl);
 
 gni_return_t GNI_PostRdma(gni_ep_handle_t ep_hndl, gni_post_descriptor_t *post_descr);
 gni_return_t GNI_PostFma(gni_ep_handle_t ep_hndl, gni_post_descriptor_t *post_descr);

@@ -101,6 +101,42 @@ pub const GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT: u32 = 2;
 /// The tag `GNI_SmsgGetNextWTag` takes to match any message.
 pub const GNI_SMSG_ANY_TAG: u8 = 0xff;
 
+/// `gni_post_state_t`: the state of a datagram exchange (`GNI_EpPostDataTest*`/`Wait*`).
+pub type GniPostState = u32;
+/// The datagram is still being exchanged.
+pub const GNI_POST_PENDING: GniPostState = 0;
+/// The exchange completed: both sides' data arrived.
+pub const GNI_POST_COMPLETED: GniPostState = 1;
+/// The exchange failed.
+pub const GNI_POST_ERROR: GniPostState = 2;
+/// The exchange timed out.
+pub const GNI_POST_TIMEOUT: GniPostState = 3;
+/// The exchange was cancelled.
+pub const GNI_POST_TERMINATED: GniPostState = 4;
+/// The remote side's data arrived; the local side's is still in flight.
+pub const GNI_POST_REMOTE_DATA: GniPostState = 5;
+/// Largest datagram `GNI_EpPostData*` exchanges, in bytes.
+pub const GNI_DATAGRAM_MAXSIZE: u32 = 128;
+
+/// `gni_nic_device_t`: the kind of network interface (`GNI_GetDeviceType`).
+pub type GniNicDevice = u32;
+/// Gemini (Cray XE/XK).
+pub const GNI_DEVICE_GEMINI: GniNicDevice = 0;
+/// Aries (Cray XC): the only device the emulator reports.
+pub const GNI_DEVICE_ARIES: GniNicDevice = 1;
+/// Pisces.
+pub const GNI_DEVICE_PISCES: GniNicDevice = 2;
+
+/// `gni_mem_segment_t`: one segment of a `GNI_MemRegisterSegments` registration.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GniMemSegment {
+    /// Start of the segment.
+    pub address: u64,
+    /// Bytes in the segment.
+    pub length: u64,
+}
+
 /// `gni_nic_handle_t`: a NIC attached to a communication domain (a pointer to an opaque struct).
 pub type GniNicHandle = *mut c_void;
 /// `gni_cdm_handle_t`: a communication domain.
@@ -307,6 +343,21 @@ pub type SmsgReleaseFn = unsafe extern "C" fn(GniEpHandle) -> GniReturn;
 /// `GNI_SmsgSetDeliveryMode(nic, dlvr_mode)`: the SMSG routing of one NIC handle.
 pub type SmsgSetDeliveryModeFn = unsafe extern "C" fn(GniNicHandle, u16) -> GniReturn;
 
+/// `GNI_EpSetEventData(ep, local_event, remote_event)`: the inst_id that the local and the
+/// remote CQ events of the endpoint's posts carry instead of uGNI's defaults.
+pub type EpSetEventDataFn = unsafe extern "C" fn(GniEpHandle, u32, u32) -> GniReturn;
+/// `GNI_CqErrorStr(entry, *buffer, len)`: a NUL-terminated description of an entry's status.
+pub type CqErrorStrFn = unsafe extern "C" fn(GniCqEntry, *mut c_void, u32) -> GniReturn;
+/// `GNI_CqErrorRecoverable(entry, *recoverable)`.
+pub type CqErrorRecoverableFn = unsafe extern "C" fn(GniCqEntry, *mut u32) -> GniReturn;
+/// `GNI_GetDeviceType(*dev_type)`.
+pub type GetDeviceTypeFn = unsafe extern "C" fn(*mut GniNicDevice) -> GniReturn;
+/// `GNI_GetPtag(device_id, cookie, *ptag)`: the protection tag that goes with a job's cookie.
+pub type GetPtagFn = unsafe extern "C" fn(u32, u32, *mut u8) -> GniReturn;
+/// `GNI_MemRegisterSegments(nic, *segments, segment_count, dst_cq, flags, vmdh_index, *mem_hndl)`.
+pub type MemRegisterSegmentsFn =
+    unsafe extern "C" fn(GniNicHandle, *mut GniMemSegment, u32, GniCqHandle, u32, u32, *mut GniMemHandle) -> GniReturn;
+
 // ---- CQ-entry accessors: the functions behind the GNI_CQ_* macros -------------------------------
 //
 // The encoding of a `gni_cq_entry_t` is each libugni's own, so gni_pub.h reads and edits entries
@@ -385,5 +436,7 @@ mod tests {
         assert_eq!(size_of::<GniSmsgAttr>(), 56);
         assert_eq!(offset_of!(GniSmsgAttr, mem_hndl), 24);
         assert_eq!(offset_of!(GniSmsgAttr, msg_maxsize), 48);
+        assert_eq!(size_of::<GniMemSegment>(), 16);
+        assert_eq!(offset_of!(GniMemSegment, length), 8);
     }
 }

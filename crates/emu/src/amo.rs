@@ -1,7 +1,7 @@
 //! Atomic memory operations (`GNI_POST_AMO`, `GNI_POST_AMO_W_FLAG`): the `amo_cmd` values the
 //! emulator performs, done with atomics on the remote word.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// What an AMO does to the remote word.
 #[derive(Clone, Copy)]
@@ -20,14 +20,71 @@ pub enum AmoOp {
     FpAdd,
 }
 
-/// `gni_fma_cmd_type_t` → (operation, fetches the old value). The 32-bit-operand (`_S`) forms are
-/// not emulated (None → GNI_RC_ILLEGAL_OP); cached (`_C`) forms behave like the plain ones.
-pub fn decode_amo(cmd: u32) -> Option<(AmoOp, bool)> {
-    if cmd & !0x1ff != 0 {
+/// The size of the remote word (and of the fetched result).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Width {
+    /// Every first-generation command and the second-generation ones without `_S`.
+    Bits64,
+    /// The second-generation `_S`/`_SC` commands: 32-bit operands (the low half of each
+    /// operand field), 4-byte remote word.
+    Bits32,
+}
+
+impl Width {
+    pub fn bytes(self) -> u64 {
+        match self {
+            Width::Bits64 => 8,
+            Width::Bits32 => 4,
+        }
+    }
+}
+
+/// A decoded `amo_cmd`.
+#[derive(Clone, Copy)]
+pub struct Amo {
+    pub op: AmoOp,
+    /// The old value comes back to the initiator's `local_addr`.
+    pub fetching: bool,
+    pub width: Width,
+}
+
+/// Bit 0x100: the command does not fetch.
+const NON_FETCHING: u32 = 0x100;
+/// Bit 0x200: a second-generation command on 32-bit operands (`_S`, `_SC`).
+const OPERANDS_32: u32 = 0x200;
+
+/// `gni_fma_cmd_type_t` → what the emulator does, or None (GNI_RC_ILLEGAL_OP) for a value that
+/// is no AMO command. Cached (`_C`, `_SC`) forms behave like the plain ones: the emulated NIC
+/// has no AMO cache.
+pub fn decode_amo(cmd: u32) -> Option<Amo> {
+    if cmd & !(NON_FETCHING | OPERANDS_32 | 0xff) != 0 {
         return None;
     }
-    let fetching = cmd & 0x100 == 0;
+    let fetching = cmd & NON_FETCHING == 0;
     let base = cmd & 0xff;
+    let second_generation = |base: u32| match base & !0x20 {
+        0x41 => Some(AmoOp::And),
+        0x43 => Some(AmoOp::Or),
+        0x45 => Some(AmoOp::Xor),
+        0x47 => Some(AmoOp::Swap),
+        0x49 => Some(AmoOp::AndXor),
+        0x4b => Some(AmoOp::CSwap),
+        0x51 => Some(AmoOp::IMin),
+        0x53 => Some(AmoOp::IMax),
+        0x55 => Some(AmoOp::Add),
+        0x59 => Some(AmoOp::FpMin),
+        0x5b => Some(AmoOp::FpMax),
+        0x5d => Some(AmoOp::FpAdd),
+        _ => None,
+    };
+    if cmd & OPERANDS_32 != 0 {
+        // The 32-bit forms are the second-generation codes with bit 0 clear (FAND_S = 0x240,
+        // FAND = 0x041) and bit 0x200 set.
+        if !(0x40..=0x7f).contains(&base) || base & 1 != 0 {
+            return None;
+        }
+        return second_generation(base | 1).map(|op| Amo { op, fetching, width: Width::Bits32 });
+    }
     let op = match base {
         0x08 | 0x18 => AmoOp::Add,
         0x09 | 0x19 => AmoOp::And,
@@ -35,24 +92,10 @@ pub fn decode_amo(cmd: u32) -> Option<(AmoOp, bool)> {
         0x0b | 0x1b => AmoOp::Xor,
         0x0c | 0x1c => AmoOp::AndXor,
         0x0d | 0x1d => AmoOp::CSwap,
-        0x40..=0x7f => match base & !0x20 {
-            0x41 => AmoOp::And,
-            0x43 => AmoOp::Or,
-            0x45 => AmoOp::Xor,
-            0x47 => AmoOp::Swap,
-            0x49 => AmoOp::AndXor,
-            0x4b => AmoOp::CSwap,
-            0x51 => AmoOp::IMin,
-            0x53 => AmoOp::IMax,
-            0x55 => AmoOp::Add,
-            0x59 => AmoOp::FpMin,
-            0x5b => AmoOp::FpMax,
-            0x5d => AmoOp::FpAdd,
-            _ => return None,
-        },
+        0x40..=0x7f => second_generation(base)?,
         _ => return None,
     };
-    Some((op, fetching))
+    Some(Amo { op, fetching, width: Width::Bits64 })
 }
 
 /// Performs the operation atomically and returns the previous value.
@@ -78,6 +121,34 @@ pub fn apply_amo(t: &AtomicU64, op: AmoOp, a: u64, b: u64) -> u64 {
     }
 }
 
+/// [`apply_amo`] on a 32-bit word: the operands are the low halves of the operand fields, the
+/// integer minimum and maximum are signed 32-bit, the floating-point ones single precision.
+pub fn apply_amo32(t: &AtomicU32, op: AmoOp, a: u64, b: u64) -> u32 {
+    let (a, b) = (a as u32, b as u32);
+    let fp = |x: u32, g: fn(f32, f32) -> f32| g(f32::from_bits(x), f32::from_bits(a)).to_bits();
+    let next = |x: u32| match op {
+        AmoOp::Add => x.wrapping_add(a),
+        AmoOp::And => x & a,
+        AmoOp::Or => x | a,
+        AmoOp::Xor => x ^ a,
+        AmoOp::Swap => a,
+        AmoOp::CSwap => {
+            if x == a {
+                b
+            } else {
+                x
+            }
+        }
+        AmoOp::AndXor => (x & a) ^ b,
+        AmoOp::IMin => (x as i32).min(a as i32) as u32,
+        AmoOp::IMax => (x as i32).max(a as i32) as u32,
+        AmoOp::FpMin => fp(x, f32::min),
+        AmoOp::FpMax => fp(x, f32::max),
+        AmoOp::FpAdd => fp(x, |p, q| p + q),
+    };
+    t.fetch_update(Ordering::AcqRel, Ordering::Acquire, |x| Some(next(x))).unwrap_or_else(|x| x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,30 +156,54 @@ mod tests {
     #[test]
     fn amo_commands_decode_and_apply() {
         let t = AtomicU64::new(10);
-        let (op, fetch) = decode_amo(0x008).unwrap(); // FADD
-        assert!(fetch);
+        let Amo { op, fetching, width } = decode_amo(0x008).unwrap(); // FADD
+        assert!(fetching && width == Width::Bits64);
         assert_eq!(apply_amo(&t, op, 5, 0), 10);
-        let (op, fetch) = decode_amo(0x108).unwrap(); // ADD
-        assert!(!fetch);
+        let Amo { op, fetching, .. } = decode_amo(0x108).unwrap(); // ADD
+        assert!(!fetching);
         apply_amo(&t, op, 1, 0);
         assert_eq!(t.load(Ordering::Relaxed), 16);
-        let (op, _) = decode_amo(0x04b).unwrap(); // FCSWAP
+        let Amo { op, .. } = decode_amo(0x04b).unwrap(); // FCSWAP
         assert_eq!(apply_amo(&t, op, 16, 99), 16);
         assert_eq!(t.load(Ordering::Relaxed), 99);
-        let (op, _) = decode_amo(0x14b).unwrap();
+        let Amo { op, .. } = decode_amo(0x14b).unwrap();
         apply_amo(&t, op, 1, 5); // comparand mismatch: unchanged
         assert_eq!(t.load(Ordering::Relaxed), 99);
-        let (op, _) = decode_amo(0x069).unwrap(); // FAX cached
+        let Amo { op, .. } = decode_amo(0x069).unwrap(); // FAX cached
         apply_amo(&t, op, 0xf0, 0x0f);
         assert_eq!(t.load(Ordering::Relaxed), (99 & 0xf0) ^ 0x0f);
-        let (op, _) = decode_amo(0x151).unwrap(); // IMIN
+        let Amo { op, .. } = decode_amo(0x151).unwrap(); // IMIN
         apply_amo(&t, op, (-3i64) as u64, 0);
         assert_eq!(t.load(Ordering::Relaxed) as i64, -3);
-        let (op, _) = decode_amo(0x15d).unwrap(); // FPADD
+        let Amo { op, .. } = decode_amo(0x15d).unwrap(); // FPADD
         t.store(1.5f64.to_bits(), Ordering::Relaxed);
         apply_amo(&t, op, 2.25f64.to_bits(), 0);
         assert_eq!(f64::from_bits(t.load(Ordering::Relaxed)), 3.75);
-        assert!(decode_amo(0x354).is_none(), "32-bit operand forms are not emulated");
         assert!(decode_amo(0x0ff).is_none());
+        assert!(decode_amo(0x355).is_none(), "32-bit forms have bit 0 clear");
+        assert!(decode_amo(0x400).is_none());
+    }
+
+    #[test]
+    fn thirty_two_bit_commands_work_on_the_low_halves() {
+        let t = AtomicU32::new(10);
+        let Amo { op, fetching, width } = decode_amo(0x254).unwrap(); // FIADD_S
+        assert!(fetching && width == Width::Bits32);
+        assert_eq!(apply_amo32(&t, op, 0xffff_ffff_0000_0005, 0), 10, "the high half is ignored");
+        assert_eq!(t.load(Ordering::Relaxed), 15);
+        let Amo { op, fetching, .. } = decode_amo(0x370).unwrap(); // IMIN_SC
+        assert!(!fetching);
+        apply_amo32(&t, op, (-2i32) as u32 as u64, 0);
+        assert_eq!(t.load(Ordering::Relaxed) as i32, -2);
+        let Amo { op, .. } = decode_amo(0x24a).unwrap(); // FCSWAP_S
+        assert_eq!(apply_amo32(&t, op, (-2i32) as u32 as u64, 7), (-2i32) as u32);
+        assert_eq!(t.load(Ordering::Relaxed), 7);
+        let Amo { op, .. } = decode_amo(0x35c).unwrap(); // FPADD_S
+        t.store(1.5f32.to_bits(), Ordering::Relaxed);
+        apply_amo32(&t, op, 2.25f32.to_bits() as u64, 0);
+        assert_eq!(f32::from_bits(t.load(Ordering::Relaxed)), 3.75);
+        let Amo { op, .. } = decode_amo(0x27a).unwrap(); // FFPMAX_SC
+        apply_amo32(&t, op, 1.0f32.to_bits() as u64, 0);
+        assert_eq!(f32::from_bits(t.load(Ordering::Relaxed)), 3.75);
     }
 }

@@ -8,10 +8,13 @@
 //!  59..56  status    0 = OK (the emulator never produces failed transfers)
 //!  55..0   payload, by kind:
 //!    remote POST event (PUT/GET/AMO with REMOTE_EVENT, CQ write):
-//!          47..0  data: the CQ write's cqwrite_value (low 48 bits), or the sender's inst_id
+//!          47..0  data: the CQ write's cqwrite_value (low 48 bits), or the sending endpoint's
+//!                 remote event data (GNI_EpSetEventData; by default its domain's inst_id),
+//!                 read as inst_id (24 bits) and rem_inst_id (32 bits)
 //!    every other event (local POST completion, SMSG sent, SMSG arrived):
-//!          55..32 inst_id (24 bits): local events carry the endpoint's remote_id, remote events
-//!                 the sender's inst_id (uGNI's defaults)
+//!          55..32 inst_id (24 bits): local POST events carry the endpoint's local event data
+//!                 (GNI_EpSetEventData; by default the remote_id it is bound to), SMSG events the
+//!                 peer's inst_id
 //!          31..0  msg_id: the SMSG msg_id, or for a local POST event the completion id that
 //!                 GNI_GetCompleted uses to find the descriptor
 //! ```
@@ -28,6 +31,7 @@ const DATA_MASK: u64 = (1 << 48) - 1;
 const INST_SHIFT: u32 = 32;
 const INST_MASK: u64 = 0xff_ffff;
 pub const MSG_MASK: u64 = 0xffff_ffff;
+const REM_INST_MASK: u64 = 0xffff_ffff;
 
 /// An entry with inst_id and msg_id (every kind except remote POST events).
 pub fn entry_with_ids(ty: u64, remote: bool, inst_id: u32, msg_id: u32) -> u64 {
@@ -67,6 +71,14 @@ pub fn inst_id(e: u64) -> u64 {
         (e >> INST_SHIFT) & INST_MASK
     }
 }
+/// The 32-bit remote inst_id of a remote POST event; of any other entry, its inst_id.
+pub fn rem_inst_id(e: u64) -> u64 {
+    if carries_data(e) {
+        e & REM_INST_MASK
+    } else {
+        inst_id(e)
+    }
+}
 pub fn msg_id(e: u64) -> u64 {
     if carries_data(e) {
         0
@@ -79,6 +91,13 @@ pub fn set_inst_id(e: u64, v: u64) -> u64 {
         (e & !INST_MASK) | (v & INST_MASK)
     } else {
         (e & !(INST_MASK << INST_SHIFT)) | ((v & INST_MASK) << INST_SHIFT)
+    }
+}
+pub fn set_rem_inst_id(e: u64, v: u64) -> u64 {
+    if carries_data(e) {
+        (e & !REM_INST_MASK) | (v & REM_INST_MASK)
+    } else {
+        set_inst_id(e, v)
     }
 }
 pub fn set_msg_id(e: u64, v: u64) -> u64 {
@@ -95,6 +114,29 @@ pub fn clear_status(e: u64) -> u64 {
     e & !(STATUS_MASK << STATUS_SHIFT)
 }
 
+/// What GNI_CqErrorStr writes for an entry: its kind and its status in words.
+pub fn describe(e: u64) -> String {
+    let kind = match ty(e) {
+        TYPE_POST => "POST",
+        TYPE_SMSG => "SMSG",
+        2 => "DMAPP",
+        _ => "MSGQ",
+    };
+    let side = if is_remote(e) { "remote" } else { "local" };
+    match status(e) {
+        0 if overrun(e) => format!("{side} {kind} event: CQ overrun, events were lost"),
+        0 => format!("{side} {kind} event: status OK, no error"),
+        s => format!("{side} {kind} event: error status {s:#x}, which the emulator never produces"),
+    }
+}
+
+/// GNI_CqErrorRecoverable's verdict: Some(true) for an entry without an error (retrying what it
+/// completes is safe); None for an error status, which the emulator never produces, so it has no
+/// meaning to translate.
+pub fn recoverable(e: u64) -> Option<bool> {
+    (status(e) == 0).then_some(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +150,22 @@ mod tests {
         let e = set_inst_id(entry_with_ids(TYPE_POST, false, 1, 2), 7);
         assert_eq!((inst_id(e), msg_id(e)), (7, 2));
         assert_eq!(ty(set_type(e, 1)), 1);
+        let e = remote_post_entry(0xabcd_1234_5678);
+        assert_eq!((inst_id(e), rem_inst_id(e)), (0x34_5678, 0x1234_5678));
+        assert_eq!(rem_inst_id(set_rem_inst_id(e, 0x8765_4321)), 0x8765_4321);
+        assert_eq!(data(set_rem_inst_id(e, 0x8765_4321)) >> 32, 0xabcd, "the rest of the data stays");
+        let local = entry_with_ids(TYPE_POST, false, 9, 3);
+        assert_eq!((rem_inst_id(local), inst_id(set_rem_inst_id(local, 4))), (9, 4));
+    }
+
+    #[test]
+    fn error_descriptions_and_verdicts() {
+        let ok = entry_with_ids(TYPE_POST, false, 1, 2);
+        assert_eq!(describe(ok), "local POST event: status OK, no error");
+        assert_eq!(recoverable(ok), Some(true));
+        let bad = ok | (5 << STATUS_SHIFT);
+        assert_eq!(describe(bad), "local POST event: error status 0x5, which the emulator never produces");
+        assert_eq!(recoverable(bad), None);
+        assert!(describe(remote_post_entry(1)).starts_with("remote POST event"));
     }
 }

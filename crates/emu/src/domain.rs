@@ -1,8 +1,9 @@
 //! Communication domains, the NICs they attach to, endpoints and completion queues: the calls that
 //! create, bind and destroy them. The objects and their handles live in [`crate::registry`].
 
+use std::str::FromStr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use aar_abi::*;
 
@@ -73,6 +74,70 @@ pub fn nic_address(device_id: u32) -> Result<(u32, u32), GniReturn> {
     Ok((FIRST_NIC_ADDR, cpu))
 }
 
+/// The values of `PMI_GNI_PTAG` or `PMI_GNI_COOKIE` as a Cray launcher sets them: one per
+/// protection domain of the job, separated by `:`, each decimal or `0x` hexadecimal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobCredentials(pub Vec<u32>);
+
+/// A value of `PMI_GNI_PTAG` or `PMI_GNI_COOKIE` that is not a `:`-separated list of numbers.
+#[derive(Debug, thiserror::Error)]
+#[error("\"{0}\" is not a number (decimal or 0x hexadecimal)")]
+pub struct BadCredential(String);
+
+impl FromStr for JobCredentials {
+    type Err = BadCredential;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let number = |item: &str| {
+            let item = item.trim();
+            match item.strip_prefix("0x").or_else(|| item.strip_prefix("0X")) {
+                Some(hex) => u32::from_str_radix(hex, 16),
+                None => item.parse(),
+            }
+            .map_err(|_| BadCredential(item.to_string()))
+        };
+        s.split(':').map(number).collect::<Result<_, _>>().map(JobCredentials)
+    }
+}
+
+/// The job's (ptags, cookies), read once; None outside a job or with a bad value, said once.
+fn job_credentials() -> Option<&'static (JobCredentials, JobCredentials)> {
+    static CREDENTIALS: OnceLock<Option<(JobCredentials, JobCredentials)>> = OnceLock::new();
+    CREDENTIALS
+        .get_or_init(|| {
+            let (Ok(ptags), Ok(cookies)) = (std::env::var("PMI_GNI_PTAG"), std::env::var("PMI_GNI_COOKIE")) else {
+                crate::warn(
+                    "GNI_GetPtag: PMI_GNI_PTAG and PMI_GNI_COOKIE are not both set, so this process is in no \
+                     job: every cookie gets GNI_RC_NO_MATCH (start the program with `aar run`, which sets them, \
+                     or pass the ptag to GNI_CdmCreate yourself)",
+                );
+                return None;
+            };
+            let parse = |name: &str, value: &str| {
+                value
+                    .parse::<JobCredentials>()
+                    .map_err(|e| {
+                        crate::warn(&format!(
+                            "GNI_GetPtag: {name}=\"{value}\": {e}; every cookie gets GNI_RC_NO_MATCH (give one \
+                             number per protection domain, separated by ':', as a Cray launcher does)"
+                        ))
+                    })
+                    .ok()
+            };
+            Some((parse("PMI_GNI_PTAG", &ptags)?, parse("PMI_GNI_COOKIE", &cookies)?))
+        })
+        .as_ref()
+}
+
+/// GNI_GetPtag: the protection tag of the job's domain whose cookie is `cookie` (the n-th
+/// PMI_GNI_PTAG for the n-th PMI_GNI_COOKIE).
+pub fn ptag_of_cookie(device_id: u32, cookie: u32) -> Result<u8, GniReturn> {
+    check_device(device_id)?;
+    let (ptags, cookies) = job_credentials().ok_or(GNI_RC_NO_MATCH)?;
+    let i = cookies.0.iter().position(|&c| c == cookie).ok_or(GNI_RC_NO_MATCH)?;
+    ptags.0.get(i).and_then(|&p| u8::try_from(p).ok()).ok_or(GNI_RC_NO_MATCH)
+}
+
 /// GNI_EpCreate: an endpoint on `nic`, with `src_cq` (0: none) as its completion queue.
 pub fn ep_create(nic: usize, src_cq: usize) -> Result<usize, GniReturn> {
     let mut reg = registry::write();
@@ -92,6 +157,7 @@ pub fn ep_create(nic: usize, src_cq: usize) -> Result<usize, GniReturn> {
         binding: Default::default(),
         smsg_max_send: Default::default(),
         inbox: Mutex::new(None),
+        event_data: Mutex::new(None),
     });
     let h = handle_of(&obj);
     reg.eps.insert(h, obj);
@@ -103,6 +169,14 @@ pub fn ep_bind(ep: usize, remote_addr: u32, remote_id: u32) -> Result<(), GniRet
     let reg = registry::read();
     let e = reg.ep(ep)?;
     *e.lock_binding() = Binding { remote: Some((remote_addr, remote_id)), ..Default::default() };
+    Ok(())
+}
+
+/// GNI_EpSetEventData: what the endpoint's posts put in the inst_id of their local and remote
+/// CQ events from now on, bound or not.
+pub fn ep_set_event_data(ep: usize, local_event: u32, remote_event: u32) -> Result<(), GniReturn> {
+    let reg = registry::read();
+    *reg.ep(ep)?.event_data.lock().unwrap_or_else(|e| e.into_inner()) = Some((local_event, remote_event));
     Ok(())
 }
 
@@ -157,4 +231,19 @@ pub fn cq_destroy(cq: usize) -> Result<(), GniReturn> {
 /// Looks a CQ up without holding the registry while the caller waits on it.
 pub fn cq_find(cq: usize) -> Result<Arc<Cq>, GniReturn> {
     registry::read().cq(cq).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_credentials_parse_as_cray_launchers_write_them() {
+        assert_eq!("219".parse::<JobCredentials>().unwrap(), JobCredentials(vec![219]));
+        assert_eq!(" 0x2a0000:1234 ".parse::<JobCredentials>().unwrap(), JobCredentials(vec![0x2a_0000, 1234]));
+        let e = "12:x1".parse::<JobCredentials>().unwrap_err();
+        assert_eq!(e.to_string(), "\"x1\" is not a number (decimal or 0x hexadecimal)");
+        assert!("".parse::<JobCredentials>().is_err());
+        assert!("4294967296".parse::<JobCredentials>().is_err());
+    }
 }

@@ -483,6 +483,107 @@ pub extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> 
     guard(|| smsg::set_delivery_mode(nic as usize, dlvr_mode))
 }
 
+// ---- the rest of what public uGNI programs call: event data, CQ errors, the device, the job's
+// ptag, segment registration (docs/abi.md, the functions) --------------------------------------
+
+const _: EpSetEventDataFn = GNI_EpSetEventData;
+const _: CqErrorStrFn = GNI_CqErrorStr;
+const _: CqErrorRecoverableFn = GNI_CqErrorRecoverable;
+const _: GetDeviceTypeFn = GNI_GetDeviceType;
+const _: GetPtagFn = GNI_GetPtag;
+const _: MemRegisterSegmentsFn = GNI_MemRegisterSegments;
+
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn GNI_EpSetEventData(ep: GniEpHandle, local_event: u32, remote_event: u32) -> GniReturn {
+    guard(|| domain::ep_set_event_data(ep as usize, local_event, remote_event))
+}
+
+/// Writes the entry's description, NUL-terminated; a buffer too small gets as much as fits (and
+/// the NUL) and GNI_RC_SIZE_ERROR.
+///
+/// # Safety
+/// `buffer` is NULL or valid for writes of `len` bytes.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_CqErrorStr(entry: GniCqEntry, buffer: *mut c_void, len: u32) -> GniReturn {
+    guard(|| {
+        need(!buffer.is_null() && len > 0)?;
+        let text = cq_entry::describe(entry);
+        let fits = text.len().min(len as usize - 1);
+        // SAFETY: non-null buffer of `len` bytes (contract above); fits + 1 <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buffer.cast::<u8>(), fits);
+            buffer.cast::<u8>().add(fits).write(0);
+        }
+        if fits < text.len() {
+            Err(GNI_RC_SIZE_ERROR)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// # Safety
+/// `recoverable` is NULL or valid for a write.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_CqErrorRecoverable(entry: GniCqEntry, recoverable: *mut u32) -> GniReturn {
+    guard(|| {
+        need(!recoverable.is_null())?;
+        let verdict = cq_entry::recoverable(entry).ok_or(GNI_RC_INVALID_STATE)?;
+        // SAFETY: non-null out-parameter (contract above).
+        unsafe { put(recoverable, verdict as u32) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `dev_type` is NULL or valid for a write.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_GetDeviceType(dev_type: *mut GniNicDevice) -> GniReturn {
+    guard(|| {
+        need(!dev_type.is_null())?;
+        // SAFETY: non-null out-parameter (contract above).
+        unsafe { put(dev_type, GNI_DEVICE_ARIES) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `ptag` is NULL or valid for a write.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_GetPtag(device_id: u32, cookie: u32, ptag: *mut u8) -> GniReturn {
+    guard(|| {
+        need(!ptag.is_null())?;
+        let found = domain::ptag_of_cookie(device_id, cookie)?;
+        // SAFETY: non-null out-parameter (contract above).
+        unsafe { put(ptag, found) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `segments` is NULL or an array of `segment_count` readable segments; `mem_hndl` is NULL or
+/// valid for a write.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_MemRegisterSegments(
+    nic: GniNicHandle,
+    segments: *mut GniMemSegment,
+    segment_count: u32,
+    dst_cq: GniCqHandle,
+    flags: u32,
+    _vmdh_index: u32,
+    mem_hndl: *mut GniMemHandle,
+) -> GniReturn {
+    guard(|| {
+        need(!segments.is_null() && !mem_hndl.is_null())?;
+        // SAFETY: a non-null array of segment_count segments (contract above), only read.
+        let segments = unsafe { std::slice::from_raw_parts(segments, segment_count as usize) };
+        let handle = memory::register_segments(nic as usize, segments, dst_cq as usize, flags)?;
+        // SAFETY: non-null out-parameter (contract above).
+        unsafe { put(mem_hndl, handle) };
+        Ok(())
+    })
+}
+
 // ---- CQ-entry accessors (encoding in cq_entry) --------------------------------------------------
 
 macro_rules! cq_getters {
@@ -503,7 +604,7 @@ cq_getters! {
     gni_cq_overrun => |e| cq_entry::overrun(e) as u64;
     gni_cq_rem_overrun => |_| 0;
     gni_cq_get_inst_id => cq_entry::inst_id;
-    gni_cq_get_rem_inst_id => cq_entry::inst_id;
+    gni_cq_get_rem_inst_id => cq_entry::rem_inst_id;
     gni_cq_get_tid => |_| 0;
     gni_cq_get_msg_id => cq_entry::msg_id;
     gni_cq_get_type => cq_entry::ty;
@@ -533,7 +634,7 @@ macro_rules! cq_setters {
 
 cq_setters! {
     gni_cq_set_inst_id => cq_entry::set_inst_id;
-    gni_cq_set_rem_inst_id => cq_entry::set_inst_id;
+    gni_cq_set_rem_inst_id => cq_entry::set_rem_inst_id;
     gni_cq_set_tid => |e, _| e;
     gni_cq_set_msg_id => cq_entry::set_msg_id;
     gni_cq_set_type => cq_entry::set_type;

@@ -2,6 +2,7 @@
 //! post read or write a range; posts check their ranges against it (crate::rma).
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use aar_abi::*;
@@ -53,6 +54,32 @@ pub fn register(nic: usize, address: u64, length: u64, dst_cq: usize, flags: u32
     };
     reg.mems.insert(handle.qword1, Arc::new(m));
     Ok(handle)
+}
+
+/// GNI_MemRegisterSegments: one segment is registered as GNI_MemRegister registers it. Several
+/// are refused with GNI_RC_ILLEGAL_OP (said once): with several, uGNI addresses the region by
+/// offsets instead of virtual addresses, which the emulator's posts do not do.
+pub fn register_segments(
+    nic: usize,
+    segments: &[GniMemSegment],
+    dst_cq: usize,
+    flags: u32,
+) -> Result<GniMemHandle, GniReturn> {
+    match segments {
+        [] => Err(GNI_RC_INVALID_PARAM),
+        [one] => register(nic, one.address, one.length, dst_cq, flags),
+        more => {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                crate::warn(&format!(
+                    "GNI_MemRegisterSegments: {} segments: the emulator registers one segment per call; \
+                     returning GNI_RC_ILLEGAL_OP (register each segment with GNI_MemRegister instead)",
+                    more.len()
+                ));
+            }
+            Err(GNI_RC_ILLEGAL_OP)
+        }
+    }
 }
 
 /// GNI_MemDeregister: a handle registered on `nic`.

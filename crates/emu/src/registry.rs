@@ -100,6 +100,8 @@ pub struct Ep {
     pub smsg_max_send: AtomicU32,
     /// The receiving mailbox, created by GNI_SmsgInit.
     pub inbox: Mutex<Option<Inbox>>,
+    /// (local, remote) event data from GNI_EpSetEventData; None: uGNI's defaults.
+    pub event_data: Mutex<Option<(u32, u32)>>,
 }
 
 impl Ep {
@@ -113,6 +115,22 @@ impl Ep {
 
     pub fn lock_inbox(&self) -> MutexGuard<'_, Option<Inbox>> {
         self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn event_data(&self) -> Option<(u32, u32)> {
+        *self.event_data.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The inst_id of the local CQ events of this endpoint's posts: GNI_EpSetEventData's
+    /// local_event, by default the remote_id it is bound to.
+    pub fn local_event_data(&self) -> u32 {
+        self.event_data().map_or_else(|| self.remote().map_or(0, |(_, id)| id), |(local, _)| local)
+    }
+
+    /// The inst_id of the remote CQ events of this endpoint's posts: GNI_EpSetEventData's
+    /// remote_event, by default the inst_id of its own domain.
+    pub fn remote_event_data(&self) -> u32 {
+        self.event_data().map_or(self.nic.inst_id, |(_, remote)| remote)
     }
 }
 

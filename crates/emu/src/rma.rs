@@ -3,13 +3,13 @@
 //! inside the call: data, remote events, the local completion event, then the counters.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use aar_abi::*;
 use aar_engine::model::Transfer;
 
-use crate::amo::{apply_amo, decode_amo, AmoOp};
+use crate::amo::{apply_amo, apply_amo32, decode_amo, Amo, AmoOp, Width};
 use crate::counters;
 use crate::cq::Cq;
 use crate::cq_entry::remote_post_entry;
@@ -166,15 +166,11 @@ impl Request {
 
 enum Op {
     /// memmove `len` bytes, then store the 64-bit sync flag if any.
-    Copy {
-        src: u64,
-        dst: u64,
-        len: u64,
-        flag: Option<(u64, u64)>,
-    },
+    Copy { src: u64, dst: u64, len: u64, flag: Option<(u64, u64)> },
     Amo {
         target: u64,
         op: AmoOp,
+        width: Width,
         first: u64,
         second: u64,
         fetch_to: Option<u64>,
@@ -210,6 +206,18 @@ fn sync_flag(r: &Request, with_flag: bool, region: &MemReg) -> Result<Option<(u6
         return Err(GNI_RC_PERMISSION_ERROR);
     }
     Ok(Some((addr, r.sync_flag_value)))
+}
+
+/// Says once per process that a post asked for an AMO command the emulator does not execute.
+fn unknown_amo_cmd(cmd: u32) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        crate::warn(&format!(
+            "GNI_PostFma: amo_cmd 0x{cmd:03x} is not an AMO command the emulator executes (it executes \
+             every gni_fma_cmd_type_t of gni_pub.h: 64-bit, cached _C, 32-bit _S and _SC); the post \
+             returns GNI_RC_ILLEGAL_OP and moves nothing (further unknown commands are not reported)"
+        ));
+    }
 }
 
 /// The registration behind `mh` on NIC `nic`, covering [addr, addr+len), writable if `write`.
@@ -276,20 +284,25 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
             if len == 0 {
                 return Err(GNI_RC_INVALID_PARAM);
             }
-            let (op, fetching) = decode_amo(r.amo_cmd).ok_or(GNI_RC_ILLEGAL_OP)?;
-            if len != 8 {
+            let Some(Amo { op, fetching, width }) = decode_amo(r.amo_cmd) else {
+                unknown_amo_cmd(r.amo_cmd);
+                return Err(GNI_RC_ILLEGAL_OP);
+            };
+            let word = width.bytes();
+            if len != word {
                 return Err(GNI_RC_INVALID_PARAM);
             }
-            if r.remote_addr & 7 != 0 || (fetching && r.local_addr & 7 != 0) {
+            let misaligned = |addr: u64| addr & (word - 1) != 0;
+            if misaligned(r.remote_addr) || (fetching && misaligned(r.local_addr)) {
                 return Err(GNI_RC_ALIGNMENT_ERROR);
             }
-            remote_region = Some(region(reg, &r.remote_mh, th, r.remote_addr, 8, true)?);
+            remote_region = Some(region(reg, &r.remote_mh, th, r.remote_addr, word, true)?);
             let with_flag = r.post_type == GNI_POST_AMO_W_FLAG;
             let local = if fetching || with_flag {
                 let mh = r.local_mh.ok_or(GNI_RC_INVALID_PARAM)?;
                 let m = reg.mem(&mh, lh).ok_or(GNI_RC_INVALID_PARAM)?;
                 if fetching {
-                    region(reg, &mh, lh, r.local_addr, 8, true)?;
+                    region(reg, &mh, lh, r.local_addr, word, true)?;
                 }
                 Some(m)
             } else {
@@ -300,7 +313,8 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 None => None,
             };
             let fetch_to = fetching.then_some(r.local_addr);
-            Op::Amo { target: r.remote_addr, op, first: r.first_operand, second: r.second_operand, fetch_to, flag }
+            let (first, second) = (r.first_operand, r.second_operand);
+            Op::Amo { target: r.remote_addr, op, width, first, second, fetch_to, flag }
         }
         GNI_POST_CQWRITE => {
             // The event goes to the CQ of the remote registration; without a handle, to the CQ
@@ -316,7 +330,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
         _ => return Err(GNI_RC_INVALID_PARAM),
     };
     let remote_event = match remote_region {
-        Some(m) if r.remote_event => m.dst_cq.clone().map(|cq| (cq, ep.nic.inst_id as u64)),
+        Some(m) if r.remote_event => m.dst_cq.clone().map(|cq| (cq, ep.remote_event_data() as u64)),
         _ => None,
     };
     Ok(Leg { op, bytes: len, dst_nic: raddr, remote_event })
@@ -340,7 +354,7 @@ fn execute(leg: &Leg) {
             }
             store_flag(flag);
         }
-        Op::Amo { target, op, first, second, fetch_to, flag } => {
+        Op::Amo { target, op, width: Width::Bits64, first, second, fetch_to, flag } => {
             // SAFETY: plan() checked the target is 8-aligned, 8 bytes inside a writable
             // registered region; other AMOs on it go through atomics too.
             let t = unsafe { AtomicU64::from_ptr(target as *mut u64) };
@@ -349,6 +363,18 @@ fn execute(leg: &Leg) {
                 // SAFETY: plan() checked the result address is 8-aligned inside a writable
                 // registered region of the initiator.
                 unsafe { (local as *mut u64).write(old) };
+            }
+            store_flag(flag);
+        }
+        Op::Amo { target, op, width: Width::Bits32, first, second, fetch_to, flag } => {
+            // SAFETY: plan() checked the target is 4-aligned, 4 bytes inside a writable
+            // registered region; other AMOs on it go through atomics too.
+            let t = unsafe { AtomicU32::from_ptr(target as *mut u32) };
+            let old = apply_amo32(t, op, first, second);
+            if let Some(local) = fetch_to {
+                // SAFETY: plan() checked the result address is 4-aligned inside a writable
+                // registered region of the initiator.
+                unsafe { (local as *mut u32).write(old) };
             }
             store_flag(flag);
         }
@@ -443,9 +469,9 @@ unsafe fn run(
         execute(leg);
     }
     if let Some(cq) = cq {
-        let remote_id = ep.remote().map_or(0, |(_, id)| id);
+        let event_data = ep.local_event_data();
         for _ in 0..kinds {
-            cq.push_post_completion(remote_id, pd);
+            cq.push_post_completion(event_data, pd);
         }
     }
     for leg in std::iter::once(&first).chain(&rest) {

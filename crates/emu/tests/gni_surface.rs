@@ -1,0 +1,146 @@
+//! The part of Cray's public uGNI surface beyond posts and messages, as C programs see it: the
+//! names of gni_pub.h that public uGNI programs use (with the values aar_abi gives them), event
+//! data (GNI_EpSetEventData) in the CQ events of posts, CQ error decoding, the device type, the
+//! job's ptag (GNI_GetPtag), segment registration, and the 32-bit and cached AMO commands.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Output;
+
+use aar_abi::*;
+use common::*;
+
+fn check() -> PathBuf {
+    compile("crates/emu/tests/c/gni_surface_check.c", "gni_surface_check")
+}
+
+/// Runs a scenario outside any job (no PMI_GNI_* variables) plus `env`.
+fn run_scenario(name: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = std::process::Command::new(check());
+    cmd.arg(name);
+    for var in ["AAR_EMU_LOG", "AAR_EMU_NETWORK", "AAR_EMU_SIM", "LD_PRELOAD", "PMI_GNI_PTAG", "PMI_GNI_COOKIE"] {
+        cmd.env_remove(var);
+    }
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("run gni_surface_check")
+}
+
+/// A clean exit with "PASS <name>" last; the lines before it and stderr.
+fn passes(name: &str, env: &[(&str, &str)]) -> (Vec<String>, String) {
+    let out = run_scenario(name, env);
+    let stdout = expect_success(&out, name);
+    let mut lines: Vec<String> = stdout.lines().map(str::to_string).collect();
+    assert_eq!(lines.pop().as_deref(), Some(format!("PASS {name}").as_str()), "{stdout}");
+    (lines, stderr(&out))
+}
+
+fn quiet(name: &str, env: &[(&str, &str)]) {
+    let (_, err) = passes(name, env);
+    assert_eq!(err, "", "{name}: the emulator said something on stderr");
+}
+
+#[test]
+fn header_names_compile_with_the_values_of_aar_abi() {
+    let (lines, err) = passes("names", &[]);
+    assert_eq!(err, "");
+    let values: BTreeMap<&str, &str> = lines.iter().filter_map(|l| l.rsplit_once(' ')).collect();
+    let want = [
+        ("GNI_POST_PENDING", GNI_POST_PENDING),
+        ("GNI_POST_COMPLETED", GNI_POST_COMPLETED),
+        ("GNI_POST_ERROR", GNI_POST_ERROR),
+        ("GNI_POST_TIMEOUT", GNI_POST_TIMEOUT),
+        ("GNI_POST_TERMINATED", GNI_POST_TERMINATED),
+        ("GNI_POST_REMOTE_DATA", GNI_POST_REMOTE_DATA),
+        ("GNI_DEVICE_GEMINI", GNI_DEVICE_GEMINI),
+        ("GNI_DEVICE_ARIES", GNI_DEVICE_ARIES),
+        ("GNI_DEVICE_PISCES", GNI_DEVICE_PISCES),
+        ("GNI_DATAGRAM_MAXSIZE", GNI_DATAGRAM_MAXSIZE),
+        ("sizeof(gni_mem_segment_t)", size_of::<GniMemSegment>() as u32),
+        ("offsetof(gni_mem_segment_t, length)", std::mem::offset_of!(GniMemSegment, length) as u32),
+    ];
+    for (name, value) in want {
+        assert_eq!(values.get(name), Some(&value.to_string().as_str()), "{name}");
+    }
+    // The cached (_C) and 32-bit (_S, _SC) commands, every one with Cray's value: the 32-bit
+    // ones have bit 0x200, and a few spot values.
+    let amos: BTreeMap<&str, u32> = values
+        .iter()
+        .filter(|(k, _)| k.starts_with("GNI_FMA_ATOMIC"))
+        .map(|(k, v)| (*k, u32::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()))
+        .collect();
+    assert_eq!(amos.len(), 6 + 5 + 2 * 12 * 3, "{amos:?}");
+    for (name, value) in &amos {
+        let thirty_two = name.ends_with("_S") || name.ends_with("_SC");
+        assert_eq!(value & 0x200 != 0, thirty_two, "{name} = {value:#x}");
+    }
+    for (name, value) in [
+        ("GNI_FMA_ATOMIC_FADD_C", 0x018),
+        ("GNI_FMA_ATOMIC_AX_C", 0x11c),
+        ("GNI_FMA_ATOMIC2_FAND_S", 0x240),
+        ("GNI_FMA_ATOMIC2_FIADD_SC", 0x274),
+        ("GNI_FMA_ATOMIC2_FCSWAP_C", 0x06b),
+        ("GNI_FMA_ATOMIC2_IADD_S", 0x354),
+        ("GNI_FMA_ATOMIC2_FPADD_SC", 0x37c),
+    ] {
+        assert_eq!(amos.get(name), Some(&value), "{name}");
+    }
+}
+
+#[test]
+fn event_data_appears_in_the_local_and_remote_events_of_posts() {
+    quiet("event_data", &[]);
+}
+
+#[test]
+fn cq_errors_decode_as_strings_and_verdicts() {
+    quiet("cq_error", &[]);
+}
+
+#[test]
+fn the_device_is_an_aries() {
+    quiet("device", &[]);
+}
+
+#[test]
+fn the_ptag_of_the_jobs_cookie_comes_from_the_environment() {
+    quiet("ptag_job", &[("PMI_GNI_PTAG", "7:219"), ("PMI_GNI_COOKIE", "0x10000:3735928559")]);
+}
+
+#[test]
+fn outside_a_job_no_cookie_has_a_ptag_and_one_line_says_why() {
+    let (_, err) = passes("ptag_none", &[]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("aar-emu: GNI_GetPtag: PMI_GNI_PTAG and PMI_GNI_COOKIE are not both set"), "{err}");
+    assert!(err.contains("GNI_RC_NO_MATCH") && err.contains("aar run"), "{err}");
+}
+
+#[test]
+fn a_bad_job_credential_is_named_once_and_matches_nothing() {
+    let (_, err) = passes("ptag_none", &[("PMI_GNI_PTAG", "7:seven"), ("PMI_GNI_COOKIE", "0x10000:1")]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("PMI_GNI_PTAG=\"7:seven\": \"seven\" is not a number"), "{err}");
+    assert!(err.contains("GNI_RC_NO_MATCH"), "{err}");
+}
+
+#[test]
+fn one_segment_registers_and_more_are_refused_once_with_a_reason() {
+    let (_, err) = passes("segments", &[]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("aar-emu: GNI_MemRegisterSegments: 2 segments"), "{err}");
+    assert!(err.contains("GNI_RC_ILLEGAL_OP") && err.contains("GNI_MemRegister instead"), "{err}");
+}
+
+#[test]
+fn thirty_two_bit_and_cached_amos_operate_on_their_words() {
+    quiet("amo32", &[]);
+}
+
+#[test]
+fn an_unknown_amo_command_is_illegal_and_named_once() {
+    let (_, err) = passes("amo_unknown", &[]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("aar-emu: GNI_PostFma: amo_cmd 0x0ff is not an AMO command"), "{err}");
+    assert!(err.contains("GNI_RC_ILLEGAL_OP"), "{err}");
+}
