@@ -240,3 +240,29 @@ fn the_same_library_works_under_mpiexec_hydra() {
     let out = Command::new(hydra).args(["-n", "2"]).arg(pmi_job()).args(["abort", "1", "7"]).output().unwrap();
     assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
 }
+
+#[test]
+fn a_rank_that_cannot_be_started_ends_the_job() {
+    let dir = target_dir().join("aar-tests").join(format!("run-noexec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("not-a-program");
+    // exec fails: its interpreter does not exist.
+    std::fs::write(&prog, "#!/no/such/interpreter\n").unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = aar().args(["run", "-n", "2"]).arg(&prog).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(err.contains("cannot start rank 0"), "{err}");
+}
+
+#[test]
+fn job_folders_of_launchers_that_are_gone_are_removed() {
+    // A job id whose launcher pid (the id modulo 2^22) does not run.
+    let pid = (1..1u64 << 22).rev().find(|p| !Path::new("/proc").join(p.to_string()).exists()).unwrap();
+    let stale = PathBuf::from(format!("/dev/shm/aar-job-{}", pid + 63 * (1 << 22)));
+    std::fs::create_dir_all(stale.join("inside")).unwrap();
+    let out = aar().args(["run", "true"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(!stale.exists(), "{} is still there", stale.display());
+    assert!(text(&out.stderr).contains(&format!("removed {}", stale.display())), "{}", text(&out.stderr));
+}

@@ -30,6 +30,32 @@ impl Drop for JobDir {
     }
 }
 
+/// Remove the job folders of launchers that no longer run (killed by SIGKILL, say, they could
+/// not clean up): the pid in a folder's job id is gone. Nothing is removed when /proc cannot tell.
+fn remove_stale() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(SHM) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_prefix("aar-job-")).and_then(|i| i.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let pid = id % PID_SPAN;
+        if Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        if std::fs::remove_dir_all(entry.path()).is_ok() {
+            eprintln!(
+                "aar run: removed {}, left behind by an aar run (pid {pid}) that no longer runs.",
+                entry.path().display()
+            );
+        }
+    }
+}
+
 /// One job: its id, its folder, its uGNI credentials and where its ranks run.
 pub struct Job {
     pub id: u64,
@@ -45,6 +71,7 @@ impl Job {
     pub fn create(size: usize, ranks_per_node: usize) -> Result<Job, String> {
         let mapping =
             ProcessMapping::block(size, ranks_per_node).ok_or("a job needs at least one rank and one rank per node")?;
+        remove_stale();
         let pid = u64::from(std::process::id());
         for k in 0..64 {
             let id = pid + k * PID_SPAN;

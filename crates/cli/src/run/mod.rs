@@ -13,7 +13,8 @@
 //!   what happened, the other ranks get SIGTERM, then SIGKILL after [`GRACE`], and the job exits
 //!   with that rank's code (128 + the signal for a signal). SIGINT, SIGTERM or SIGHUP to `aar run`
 //!   is forwarded to the ranks the same way ([`signals`]). Whatever the end, the job folder is
-//!   removed after the last rank ended.
+//!   removed after the last rank ended; folders that launchers killed by SIGKILL left behind are
+//!   removed by the next `aar run`.
 //!
 //! Ranks share the launcher's stdout and stderr; rank 0 gets its stdin, the others /dev/null.
 
@@ -40,8 +41,9 @@ const MAX_RANKS: u32 = 4096;
 
 #[derive(Args)]
 #[command(after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job (its \
-PMI_Abort code, its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 2 for bad \
-arguments, 127 when a rank cannot be started.")]
+PMI_Abort code, its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
+ended while others wait in PMI_Barrier, 2 for bad arguments, 127 when a rank cannot be started. Ranks that do not \
+end within 3 s of SIGTERM get SIGKILL.")]
 pub struct RunArgs {
     /// How many ranks (processes) to start
     #[arg(short = 'n', long = "ranks", value_name = "N", default_value_t = 1,
@@ -169,7 +171,10 @@ impl Supervisor {
         for (rank, &node) in nodes.iter().enumerate() {
             if let Err(e) = self.spawn(job, rank, node, program, command) {
                 let shown = command[0].to_string_lossy();
-                self.end(EXIT_CANNOT_START, None, format!("cannot start rank {rank} ({shown}): {e}"));
+                // The program exists (checked): a missing file is its #! interpreter or its loader.
+                let hint =
+                    if e.kind() == std::io::ErrorKind::NotFound { " (its #! interpreter or loader)" } else { "" };
+                self.end(EXIT_CANNOT_START, None, format!("cannot start rank {rank} ({shown}): {e}{hint}"));
                 return;
             }
         }
