@@ -9,22 +9,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-/// crates/cli/tests/c/pmi_job.c, built as a Cray user's Makefile would build it:
-/// `cc pmi_job.c $(pkg-config --cflags --libs cray-pmi)`.
+/// crates/cli/tests/c/pmi_job.c, built against the build tree's libpmi.so.0.
 fn pmi_job() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let release = build_release(&["aar-pmi"]);
+    BIN.get_or_init(|| build_pmi_job(&build_release(&["aar-pmi"]).join("pkgconfig"), "pmi_job"))
+}
+
+/// pmi_job.c built as a Cray user's Makefile would build it, `cc pmi_job.c $(pkg-config --cflags
+/// --libs cray-pmi)`, with the .pc files of `pkgconfig`.
+fn build_pmi_job(pkgconfig: &Path, name: &str) -> PathBuf {
+    {
         let pc = Command::new("pkg-config")
             .args(["--cflags", "--libs", "cray-pmi"])
-            .env("PKG_CONFIG_PATH", release.join("pkgconfig"))
+            .env("PKG_CONFIG_PATH", pkgconfig)
             .output()
             .expect("run pkg-config (scripts/setup installs it)");
         assert!(pc.status.success(), "pkg-config cray-pmi: {}", String::from_utf8_lossy(&pc.stderr));
         let flags = String::from_utf8(pc.stdout).unwrap();
         let dir = target_dir().join("aar-tests").join("bin");
         std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join(format!("pmi_job-{}", std::process::id()));
+        let out = dir.join(format!("{name}-{}", std::process::id()));
         let st = Command::new("cc")
             .args(["-O2", "-Wall", "-Wextra", "-Werror"])
             .arg(root().join("crates/cli/tests/c/pmi_job.c"))
@@ -35,7 +39,7 @@ fn pmi_job() -> &'static Path {
             .expect("run cc");
         assert!(st.success(), "compiling pmi_job.c with {flags} failed");
         out
-    })
+    }
 }
 
 fn aar() -> Command {
@@ -265,4 +269,44 @@ fn job_folders_of_launchers_that_are_gone_are_removed() {
     assert!(out.status.success());
     assert!(!stale.exists(), "{} is still there", stale.display());
     assert!(text(&out.stderr).contains(&format!("removed {}", stale.display())), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_installed_emulation_kit_builds_and_runs_a_job() {
+    let prefix = target_dir().join("aar-tests").join(format!("run-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&prefix);
+    let st = Command::new(root().join("scripts/install"))
+        .arg(&prefix)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "install failed: {}", text(&st.stderr));
+    let emu = prefix.join("emu");
+    for f in
+        ["lib/libpmi.so.0", "lib/libpmi.so", "lib/libugni.so", "lib/libdmapp.so", "include/pmi.h", "include/gni_pub.h"]
+    {
+        assert!(emu.join(f).exists(), "{f} not installed");
+    }
+    let pkgconfig = emu.join("lib/pkgconfig");
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "cray-pmi", "cray-ugni", "cray-dmapp"])
+        .env("PKG_CONFIG_PATH", &pkgconfig)
+        .output()
+        .unwrap();
+    let flags = text(&flags.stdout);
+    assert!(flags.contains(&format!("-I{}", emu.join("include").display())) && !flags.contains("/release"), "{flags}");
+    // Built and run from the installed tree alone: the installed aar, the installed libpmi.so.0
+    // (found through the rpath of cray-pmi.pc, not through cargo's LD_LIBRARY_PATH).
+    let prog = build_pmi_job(&pkgconfig, "pmi_job-installed");
+    let out = Command::new(prefix.join("bin/aar"))
+        .args(["run", "-n", "2"])
+        .arg(&prog)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = rank_lines(&out.stdout);
+    assert!(lines.len() == 2 && lines.iter().all(|l| l["failures"] == "0"), "{}", text(&out.stderr));
+    let ldd = Command::new("ldd").arg(&prog).env_remove("LD_LIBRARY_PATH").output().unwrap();
+    assert!(text(&ldd.stdout).contains(&emu.join("lib/libpmi.so.0").display().to_string()), "{}", text(&ldd.stdout));
 }
