@@ -15,8 +15,8 @@ fn pmi_job() -> &'static Path {
     BIN.get_or_init(|| build_pmi_job(&build_release(&["aar-pmi"]).join("pkgconfig"), "pmi_job"))
 }
 
-/// pmi_job.c built as a Cray user's Makefile would build it, `cc pmi_job.c $(pkg-config --cflags
-/// --libs cray-pmi)`, with the .pc files of `pkgconfig`.
+/// pmi_job.c built as a Cray user's Makefile would build it, `cc -pthread pmi_job.c $(pkg-config
+/// --cflags --libs cray-pmi)`, with the .pc files of `pkgconfig`.
 fn build_pmi_job(pkgconfig: &Path, name: &str) -> PathBuf {
     {
         let pc = Command::new("pkg-config")
@@ -30,7 +30,7 @@ fn build_pmi_job(pkgconfig: &Path, name: &str) -> PathBuf {
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join(format!("{name}-{}", std::process::id()));
         let st = Command::new("cc")
-            .args(["-O2", "-Wall", "-Wextra", "-Werror"])
+            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-pthread"])
             .arg(root().join("crates/cli/tests/c/pmi_job.c"))
             .arg("-o")
             .arg(&out)
@@ -267,8 +267,8 @@ fn job_folders_of_launchers_that_are_gone_are_removed() {
     std::fs::create_dir_all(stale.join("inside")).unwrap();
     let out = aar().args(["run", "true"]).output().unwrap();
     assert!(out.status.success());
+    // Removed by this aar run or by one of the other tests' (which one says so on its stderr).
     assert!(!stale.exists(), "{} is still there", stale.display());
-    assert!(text(&out.stderr).contains(&format!("removed {}", stale.display())), "{}", text(&out.stderr));
 }
 
 #[test]

@@ -1,7 +1,8 @@
 /* A rank of a PMI job, as uGNI programs use Cray's PMI: rank and size, a barrier, KVS puts and
  * gets across ranks, PMI_Allgather of rank-dependent data (small, and larger than one KVS
  * value), cliques, and the library's answers to bad arguments. Each check that fails says so on
- * stderr; the rank exits 1 if any failed.
+ * stderr; the rank exits 1 if any failed. Several threads also put and get at once (libpmi.so.0
+ * serialises them on its one socket).
  *
  *   pmi_job             the checks, then PMI_Finalize; prints one "rank=R ..." line
  *   pmi_job abort R C   the checks, then rank R calls PMI_Abort(C) and the others wait in a barrier
@@ -10,6 +11,7 @@
  *   pmi_job leave R     the checks, then rank R exits 0 and the others wait in a barrier
  */
 #include <pmi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,40 @@ static int failures;
             failures++;                                                                            \
         }                                                                                          \
     } while (0)
+
+enum { THREADS = 4, ROUNDS = 50 };
+static int thread_rank, thread_size, thread_phase;
+static const char *thread_kvs;
+
+/* Phase 0: puts ROUNDS keys of its own. Phase 1 (after a barrier): reads the keys that the same
+ * thread of the next rank put. All threads of a rank do this at once. */
+static void *put_or_get(void *arg) {
+    long t = (long)arg, bad = 0;
+    char key[64], value[64], got[64];
+    int owner = thread_phase == 0 ? thread_rank : (thread_rank + 1) % thread_size;
+    for (int i = 0; i < ROUNDS; i++) {
+        snprintf(key, sizeof key, "t%d-%ld-%d", owner, t, i);
+        snprintf(value, sizeof value, "v%ld-%d", t * 1000 + i, owner);
+        if (thread_phase == 0)
+            bad += PMI_KVS_Put(thread_kvs, key, value) != PMI_SUCCESS;
+        else
+            bad += PMI_KVS_Get(thread_kvs, key, got, sizeof got) != PMI_SUCCESS || strcmp(got, value) != 0;
+    }
+    return (void *)bad;
+}
+
+static void run_threads(int phase) {
+    int rank = thread_rank; /* for CHECK */
+    pthread_t threads[THREADS];
+    thread_phase = phase;
+    for (long t = 0; t < THREADS; t++)
+        pthread_create(&threads[t], NULL, put_or_get, (void *)t);
+    for (long t = 0; t < THREADS; t++) {
+        void *bad = NULL;
+        pthread_join(threads[t], &bad);
+        CHECK(bad == NULL, "thread %ld of phase %d: %ld puts or gets failed", t, phase, (long)bad);
+    }
+}
 
 int main(int argc, char **argv) {
     int rank = -1, size = 0, spawned = -1, initialized = -1;
@@ -78,6 +114,14 @@ int main(int argc, char **argv) {
     }
     CHECK(PMI_KVS_Get(kvs, "rank-0", value, 3) == PMI_ERR_INVALID_LENGTH, "a 3-byte value buffer");
     CHECK(PMI_KVS_Get(kvs, "no-such-key", value, sizeof value) != PMI_SUCCESS, "a key nobody put");
+
+    /* Threads: concurrent calls, each answered with its own reply. */
+    thread_rank = rank;
+    thread_size = size;
+    thread_kvs = kvs;
+    run_threads(0);
+    CHECK(PMI_Barrier() == PMI_SUCCESS, "barrier after the threads' puts");
+    run_threads(1);
 
     /* Allgather: two ints per rank, then 3000 bytes per rank (more than one KVS value). */
     int mine[2] = {rank, rank * rank + 5};
