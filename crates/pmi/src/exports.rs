@@ -101,10 +101,18 @@ pub unsafe extern "C" fn PMI_Init(spawned: *mut c_int) -> c_int {
     guard("PMI_Init", || {
         put_out("spawned", spawned, 0)?;
         let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
-        if !matches!(*state, State::Ready(_)) {
-            *state = State::Ready(Session::init()?);
+        match *state {
+            State::Ready(_) => Ok(()),
+            State::Uninit => {
+                *state = State::Ready(Session::init()?);
+                Ok(())
+            }
+            // PMI_FD was closed at PMI_Finalize: its number may now be another file of the program.
+            State::Finalized => Err(PmiError::new(
+                PMI_ERR_INIT,
+                "called after PMI_Finalize; PMI cannot be initialised twice in one process (PMI-1).",
+            )),
         }
-        Ok(())
     })
 }
 

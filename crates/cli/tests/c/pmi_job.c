@@ -188,5 +188,6 @@ int main(int argc, char **argv) {
     }
     CHECK(PMI_Finalize() == PMI_SUCCESS, "finalize");
     CHECK(PMI_Initialized(&initialized) == PMI_SUCCESS && initialized == PMI_FALSE, "initialized after finalize");
+    CHECK(PMI_Init(&spawned) == PMI_ERR_INIT, "PMI_Init after PMI_Finalize");
     return failures ? 1 : 0;
 }
