@@ -1,11 +1,13 @@
 //! `aar`: the command-line front end. main.rs only dispatches; each subcommand family lives in its
 //! own module: `sim` (simulator experiments), `report` (statistics and plots of A/B records) and
-//! `doctor` (can this program and this environment use libaar.so?).
+//! `doctor` (can this program and this environment use libaar.so?) and `run` (an emulated
+//! multi-rank job, with its PMI service).
 
 use clap::{Parser, Subcommand};
 
 mod doctor;
 mod report;
+mod run;
 mod sim;
 
 #[derive(Parser)]
@@ -23,6 +25,8 @@ enum Cmd {
     Doctor(doctor::DoctorArgs),
     /// Simulated Dragonfly (Aries-like) network: experiments, validation, benchmark
     Sim(sim::SimArgs),
+    /// Start a job of N ranks of PROGRAM on this machine (emulated Aries: Cray-style PMI and PMI_GNI_* environment)
+    Run(run::RunArgs),
 }
 
 fn main() {
@@ -31,6 +35,7 @@ fn main() {
         Cmd::Report(a) => report::run(a),
         Cmd::Doctor(a) => doctor::run(a),
         Cmd::Sim(a) => sim::run(a),
+        Cmd::Run(a) => run::run(a),
     };
     std::process::exit(code);
 }

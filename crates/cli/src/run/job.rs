@@ -1,0 +1,123 @@
+//! A job's identity and what it owns: the job id, the uGNI protection tag and cookie, the job
+//! folder the emulator keeps its shared state in, and each rank's environment, as on a Cray.
+
+use pmi::mapping::ProcessMapping;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+/// Where job folders go: shared memory, so the emulator's shared state never touches a disk.
+const SHM: &str = "/dev/shm";
+
+/// The NIC address of node 0; node i has FIRST_NIC_ADDR + i (the emulated libugni.so's numbering).
+const FIRST_NIC_ADDR: u32 = 0x100;
+
+/// Process ids stay below 2^22 (Linux's largest pid_max): job ids of one launcher pid, pid + k *
+/// 2^22, never collide with another launcher's.
+const PID_SPAN: u64 = 1 << 22;
+
+/// The job folder `AAR_EMU_JOB_DIR` (mode 0700), removed with everything in it when dropped.
+pub struct JobDir {
+    pub path: PathBuf,
+}
+
+impl Drop for JobDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("aar run: cannot remove the job folder {}: {e}; remove it by hand.", self.path.display());
+            }
+        }
+    }
+}
+
+/// Remove the job folders of launchers that no longer run (killed by SIGKILL, say, they could
+/// not clean up): the pid in a folder's job id is gone. Nothing is removed when /proc cannot tell.
+fn remove_stale() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(SHM) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_prefix("aar-job-")).and_then(|i| i.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let pid = id % PID_SPAN;
+        if Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        if std::fs::remove_dir_all(entry.path()).is_ok() {
+            eprintln!(
+                "aar run: removed {}, left behind by an aar run (pid {pid}) that no longer runs.",
+                entry.path().display()
+            );
+        }
+    }
+}
+
+/// One job: its id, its folder, its uGNI credentials and where its ranks run.
+pub struct Job {
+    pub id: u64,
+    pub dir: JobDir,
+    pub ptag: u8,
+    pub cookie: u32,
+    pub size: usize,
+    pub mapping: ProcessMapping,
+}
+
+impl Job {
+    /// A new job of `size` ranks, `ranks_per_node` per node: a fresh id and its folder.
+    pub fn create(size: usize, ranks_per_node: usize) -> Result<Job, String> {
+        let mapping =
+            ProcessMapping::block(size, ranks_per_node).ok_or("a job needs at least one rank and one rank per node")?;
+        remove_stale();
+        let pid = u64::from(std::process::id());
+        for k in 0..64 {
+            let id = pid + k * PID_SPAN;
+            let path = Path::new(SHM).join(format!("aar-job-{id}"));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {
+                    return Ok(Job {
+                        id,
+                        dir: JobDir { path },
+                        // User protection tags stay clear of 0..=9 and of GNI_FIND_ALLOC_PTAG (255).
+                        ptag: (10 + id % 240) as u8,
+                        // As ALPS hands them out: the job in the upper 16 bits.
+                        cookie: (((id % 0xffff) as u32) + 1) << 16,
+                        size,
+                        mapping,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(format!(
+                        "cannot make the job folder {}: {e}; no rank was started. aar run needs a writable {SHM}.",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        Err(format!("{SHM} holds 64 job folders of launchers with this pid (aar-job-*); remove the stale ones."))
+    }
+
+    /// The job's KVS name.
+    pub fn kvsname(&self) -> String {
+        format!("aar-{}", self.id)
+    }
+
+    /// The environment of `rank`, besides PMI_FD: as a Cray job gets it from ALPS, and the job
+    /// folder for the emulator.
+    pub fn env(&self, rank: usize, node: usize) -> Vec<(&'static str, String)> {
+        vec![
+            ("PMI_RANK", rank.to_string()),
+            ("PMI_SIZE", self.size.to_string()),
+            ("PMI_JOBID", self.id.to_string()),
+            ("PMI_GNI_PTAG", self.ptag.to_string()),
+            ("PMI_GNI_COOKIE", self.cookie.to_string()),
+            ("PMI_GNI_DEV_ID", "0".into()),
+            ("PMI_GNI_LOC_ADDR", (FIRST_NIC_ADDR + node as u32).to_string()),
+            ("AAR_EMU_JOB_DIR", self.dir.path.display().to_string()),
+        ]
+    }
+}

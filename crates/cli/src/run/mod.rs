@@ -1,0 +1,416 @@
+//! `aar run [-n N] [-N K] [--] PROGRAM ARGS...`: an emulated multi-rank job on this machine, as a
+//! Cray job is started by aprun or srun.
+//!
+//! - The job ([`job`]): a job id, the folder `AAR_EMU_JOB_DIR` (/dev/shm/aar-job-ID, mode 0700)
+//!   the emulated libugni.so keeps shared state in, and each rank's environment as ALPS sets it
+//!   (`PMI_RANK`, `PMI_SIZE`, `PMI_JOBID`, `PMI_GNI_PTAG`, `PMI_GNI_COOKIE`, `PMI_GNI_DEV_ID`,
+//!   `PMI_GNI_LOC_ADDR`: rank r is on node r / K, whose NIC address is 0x100 + node).
+//! - PMI ([`server`]): one socket pair per rank, the rank's end inherited as `PMI_FD`, served in
+//!   one poll loop with the simple PMI-1 wire protocol that MPICH's hydra speaks, so libpmi.so.0
+//!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
+//! - The end: the job's exit status is 0 when every rank exits 0. The first rank that calls
+//!   PMI_Abort, exits non-zero or dies by a signal ends the job: one message says which rank and
+//!   what happened, the other ranks get SIGTERM, then SIGKILL after [`GRACE`], and the job exits
+//!   with that rank's code (128 + the signal for a signal). SIGINT, SIGTERM or SIGHUP to `aar run`
+//!   is forwarded to the ranks the same way ([`signals`]). Whatever the end, the job folder is
+//!   removed after the last rank ended; folders that launchers killed by SIGKILL left behind are
+//!   removed by the next `aar run`.
+//!
+//! Ranks share the launcher's stdout and stderr; rank 0 gets its stdin, the others /dev/null.
+
+mod job;
+mod server;
+mod signals;
+
+use clap::Args;
+use job::Job;
+use pmi::wire::Message;
+use server::{Outcome, Server};
+use signals::SignalPipe;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The most ranks a job may have.
+const MAX_RANKS: u32 = 4096;
+
+#[derive(Args)]
+#[command(after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job (its \
+PMI_Abort code, its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
+ended while others wait in PMI_Barrier, 2 for bad arguments, 127 when a rank cannot be started. Ranks that do not \
+end within 3 s of SIGTERM get SIGKILL.")]
+pub struct RunArgs {
+    /// How many ranks (processes) to start
+    #[arg(short = 'n', long = "ranks", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_RANKS)))]
+    ranks: u32,
+    /// Ranks per node (as aprun -N): rank r runs on node r / K, whose NIC address is 0x100 + node
+    #[arg(short = 'N', long = "ranks-per-node", value_name = "K", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    ranks_per_node: u32,
+    /// The program each rank runs (a path, or a name looked up in PATH), and its arguments
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+/// Exit status for bad arguments (as clap's).
+const EXIT_USAGE: i32 = 2;
+/// Exit status when a rank cannot be started (as a shell's "command not found").
+const EXIT_CANNOT_START: i32 = 127;
+/// Exit status when the job can never finish (a barrier a rank that ended will never enter).
+const EXIT_STUCK: i32 = 1;
+/// How long ranks have to end after SIGTERM before they get SIGKILL.
+const GRACE: Duration = Duration::from_secs(3);
+
+pub fn run(args: RunArgs) -> i32 {
+    let program = match resolve_program(&args.command[0]) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("aar run: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let signals = match SignalPipe::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("aar run: cannot set up signal handling: {e}; no rank was started.");
+            return EXIT_CANNOT_START;
+        }
+    };
+    let job = match Job::create(args.ranks as usize, args.ranks_per_node as usize) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("aar run: {e}");
+            return EXIT_CANNOT_START;
+        }
+    };
+    let mut sup = Supervisor::new(&job, signals);
+    sup.start(&job, &program, &args.command);
+    sup.supervise()
+    // `job` drops here: the job folder goes, after the last rank ended.
+}
+
+/// PROGRAM as a shell would find it: a name with a `/` as it is, any other name in PATH; it
+/// must be an executable file.
+fn resolve_program(arg: &OsString) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let shown = arg.to_string_lossy();
+    if arg.is_empty() {
+        return Err(
+            "PROGRAM is empty; no job was started. Give the program each rank runs, e.g. aar run -n 2 ./app.".into()
+        );
+    }
+    if shown.contains('/') {
+        let p = PathBuf::from(arg);
+        return match std::fs::metadata(&p) {
+            Err(_) => Err(format!("PROGRAM \"{shown}\" does not exist; no job was started. Give the path of the program (build it first).")),
+            Ok(_) if !executable(&p) => Err(format!(
+                "PROGRAM \"{shown}\" is not an executable file; no job was started. Give a program (chmod +x it if it is one)."
+            )),
+            Ok(_) => Ok(p),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir }.join(arg))
+        .find(|c| executable(c))
+        .ok_or_else(|| {
+            format!(
+                "PROGRAM \"{shown}\" was not found: it has no '/' and no folder of PATH holds an executable of that name; \
+                 no job was started. Give its path (e.g. ./{shown}) or add its folder to PATH."
+            )
+        })
+}
+
+/// One started rank: its process, the launcher's end of its PMI socket, and its exit.
+struct Rank {
+    child: Child,
+    conn: Option<UnixStream>,
+    /// Bytes read past the last full line.
+    pending: Vec<u8>,
+    status: Option<ExitStatus>,
+}
+
+/// A line longer than this is no PMI message: the rank's connection is closed.
+const MAX_LINE: usize = 64 * 1024;
+
+struct Supervisor {
+    ranks: Vec<Rank>,
+    size: usize,
+    server: Server,
+    signals: SignalPipe,
+    /// The job's exit status once something ended it.
+    ending: Option<i32>,
+    /// When the ranks still running get SIGKILL.
+    kill_at: Option<Instant>,
+    killed: bool,
+}
+
+impl Supervisor {
+    fn new(job: &Job, signals: SignalPipe) -> Self {
+        Supervisor {
+            ranks: Vec::new(),
+            size: job.size,
+            server: Server::new(job.size, job.kvsname(), &job.mapping),
+            signals,
+            ending: None,
+            kill_at: None,
+            killed: false,
+        }
+    }
+
+    /// Start every rank; a rank that cannot start ends the job.
+    fn start(&mut self, job: &Job, program: &Path, command: &[OsString]) {
+        let nodes = job.mapping.nodes(job.size);
+        for (rank, &node) in nodes.iter().enumerate() {
+            if let Err(e) = self.spawn(job, rank, node, program, command) {
+                let shown = command[0].to_string_lossy();
+                // The program exists (checked): a missing file is its #! interpreter or its loader.
+                let hint =
+                    if e.kind() == std::io::ErrorKind::NotFound { " (its #! interpreter or loader)" } else { "" };
+                self.end(EXIT_CANNOT_START, None, format!("cannot start rank {rank} ({shown}): {e}{hint}"));
+                return;
+            }
+        }
+    }
+
+    fn spawn(
+        &mut self,
+        job: &Job,
+        rank: usize,
+        node: usize,
+        program: &Path,
+        command: &[OsString],
+    ) -> std::io::Result<()> {
+        let (ours, theirs) = UnixStream::pair()?;
+        let fd = theirs.as_raw_fd();
+        let mut cmd = Command::new(program);
+        cmd.arg0(&command[0]).args(&command[1..]).envs(job.env(rank, node)).env("PMI_FD", fd.to_string());
+        if rank != 0 {
+            cmd.stdin(Stdio::null());
+        }
+        // SAFETY: between fork and exec the closure calls only fcntl (async-signal-safe), to let
+        // the rank's end of its PMI socket survive exec; every other descriptor stays close-on-exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        drop(theirs);
+        self.ranks.push(Rank { child, conn: Some(ours), pending: Vec::new(), status: None });
+        Ok(())
+    }
+
+    fn running(&self) -> Vec<usize> {
+        (0..self.ranks.len()).filter(|&r| self.ranks[r].status.is_none()).collect()
+    }
+
+    fn signal_running(&self, sig: libc::c_int) {
+        self.signal(&self.running(), sig);
+    }
+
+    fn signal(&self, ranks: &[usize], sig: libc::c_int) {
+        for &r in ranks {
+            let pid = self.ranks[r].child.id() as libc::pid_t;
+            // SAFETY: kill only sends a signal; pid is a child not yet reaped, so it is still ours.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+
+    /// The first call ends the job with `code`: `why` on stderr, SIGTERM to the ranks still
+    /// running (but `by`, the rank that ended the job, which is exiting on its own), SIGKILL to
+    /// all after the grace period. Later calls change nothing.
+    fn end(&mut self, code: i32, by: Option<usize>, why: String) {
+        if self.ending.is_some() {
+            return;
+        }
+        let others: Vec<usize> = self.running().into_iter().filter(|&r| Some(r) != by).collect();
+        match others.len() {
+            0 => eprintln!("aar run: {why}; the job ends with exit code {code}."),
+            n => eprintln!(
+                "aar run: {why}; ending the job with exit code {code}: SIGTERM to the {n} {} still running.",
+                match (n, by.is_some()) {
+                    (1, true) => "other rank",
+                    (1, false) => "rank",
+                    (_, true) => "other ranks",
+                    (_, false) => "ranks",
+                }
+            ),
+        }
+        self.signal(&others, libc::SIGTERM);
+        self.ending = Some(code);
+        self.kill_at = Some(Instant::now() + GRACE);
+    }
+
+    /// Serve PMI and watch the ranks until the last ended; the job's exit status.
+    fn supervise(mut self) -> i32 {
+        while !self.running().is_empty() {
+            self.wait_for_events();
+            for sig in self.signals.drain() {
+                if signals::ENDING.contains(&sig) {
+                    self.on_launcher_signal(sig);
+                }
+            }
+            for r in 0..self.ranks.len() {
+                self.serve(r);
+            }
+            self.reap();
+            self.check_barrier();
+            if self.kill_at.is_some_and(|t| Instant::now() >= t) && !self.killed {
+                let late = self.running();
+                if !late.is_empty() {
+                    eprintln!("aar run: ranks {late:?} did not end within {} s of SIGTERM: SIGKILL.", GRACE.as_secs());
+                    self.signal_running(libc::SIGKILL);
+                }
+                self.killed = true;
+            }
+        }
+        self.ending.unwrap_or(0)
+    }
+
+    /// Block until a rank writes, a signal arrives, or the SIGKILL time comes.
+    fn wait_for_events(&mut self) {
+        let mut fds = vec![libc::pollfd { fd: self.signals.fd(), events: libc::POLLIN, revents: 0 }];
+        fds.extend(self.ranks.iter().filter_map(|r| r.conn.as_ref()).map(|c| libc::pollfd {
+            fd: c.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        let timeout = match self.kill_at {
+            Some(t) if !self.killed => {
+                t.saturating_duration_since(Instant::now()).as_millis().min(60_000) as libc::c_int
+            }
+            _ => -1,
+        };
+        // SAFETY: fds is a live array of fds.len() pollfd entries; a failure (EINTR) only means
+        // the loop looks again.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+    }
+
+    fn on_launcher_signal(&mut self, sig: libc::c_int) {
+        let name = signals::name(sig);
+        if self.ending.is_some() {
+            // A second request: no more grace.
+            eprintln!("aar run: got {name} again: SIGKILL to the ranks still running.");
+            self.signal_running(libc::SIGKILL);
+            self.killed = true;
+            return;
+        }
+        let n = self.running().len();
+        eprintln!(
+            "aar run: got {name}: forwarded to the {n} ranks still running; the job ends with exit code {}.",
+            128 + sig
+        );
+        self.signal_running(sig);
+        self.ending = Some(128 + sig);
+        self.kill_at = Some(Instant::now() + GRACE);
+    }
+
+    /// Read what rank `r` sent and answer its complete messages (a rank that waits for an
+    /// answer sends nothing more, so one read per wake-up keeps up).
+    fn serve(&mut self, r: usize) {
+        let Some(conn) = self.ranks[r].conn.as_mut() else { return };
+        let mut buf = [0u8; 4096];
+        // SAFETY: a zero-timeout poll of one live pollfd, to read only when it would not block.
+        let ready = unsafe {
+            let mut p = libc::pollfd { fd: conn.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            libc::poll(&mut p, 1, 0) > 0
+        };
+        if !ready {
+            return;
+        }
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => {
+                self.ranks[r].conn = None;
+                return;
+            }
+            Ok(n) => self.ranks[r].pending.extend_from_slice(&buf[..n]),
+        }
+        while let Some(end) = self.ranks[r].pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.ranks[r].pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            match line.parse::<Message>() {
+                Ok(msg) => self.answer(r, &msg),
+                Err(e) => {
+                    eprintln!("aar run: rank {r} sent a line that is not PMI ({e}); it was answered with an error.");
+                    self.send(r, &Message::new("error").with("rc", -1).with("msg", "not_a_PMI_message"));
+                }
+            }
+        }
+        if self.ranks[r].pending.len() > MAX_LINE {
+            eprintln!("aar run: rank {r} sent more than {MAX_LINE} bytes without a newline: not PMI; its PMI connection is closed.");
+            self.ranks[r].conn = None;
+        }
+    }
+
+    fn answer(&mut self, r: usize, msg: &Message) {
+        match self.server.handle(r, msg) {
+            Outcome::Replies(replies) => {
+                for (to, m) in replies {
+                    self.send(to, &m);
+                }
+            }
+            Outcome::Abort(code) => {
+                let pid = self.ranks[r].child.id();
+                self.end(code, Some(r), format!("rank {r} (pid {pid}) called PMI_Abort with exit code {code}"));
+            }
+        }
+    }
+
+    fn send(&mut self, r: usize, m: &Message) {
+        if let Some(conn) = self.ranks.get_mut(r).and_then(|rank| rank.conn.as_mut()) {
+            if conn.write_all(m.to_line().as_bytes()).is_err() {
+                self.ranks[r].conn = None;
+            }
+        }
+    }
+
+    /// Collect the ranks that ended; the first that failed ends the job.
+    fn reap(&mut self) {
+        for r in 0..self.ranks.len() {
+            if self.ranks[r].status.is_some() {
+                continue;
+            }
+            let Ok(Some(status)) = self.ranks[r].child.try_wait() else { continue };
+            self.ranks[r].status = Some(status);
+            let pid = self.ranks[r].child.id();
+            if let Some(sig) = status.signal() {
+                self.end(
+                    128 + sig,
+                    Some(r),
+                    format!("rank {r} (pid {pid}) was killed by {} (signal {sig})", signals::name(sig)),
+                );
+            } else if let Some(code) = status.code().filter(|&c| c != 0) {
+                self.end(code, Some(r), format!("rank {r} (pid {pid}) exited with code {code}"));
+            }
+        }
+    }
+
+    /// A barrier that a rank which already ended never enters can never complete.
+    fn check_barrier(&mut self) {
+        let waiting = self.server.waiting();
+        if waiting.is_empty() || self.ending.is_some() {
+            return;
+        }
+        let gone = (0..self.size).find(|&r| self.ranks.get(r).is_none_or(|rank| rank.status.is_some()));
+        if let Some(g) = gone {
+            self.end(
+                EXIT_STUCK,
+                None,
+                format!(
+                    "rank {g} ended while ranks {waiting:?} wait in PMI_Barrier, which therefore can never complete"
+                ),
+            );
+        }
+    }
+}

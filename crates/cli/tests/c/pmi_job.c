@@ -1,0 +1,193 @@
+/* A rank of a PMI job, as uGNI programs use Cray's PMI: rank and size, a barrier, KVS puts and
+ * gets across ranks, PMI_Allgather of rank-dependent data (small, and larger than one KVS
+ * value), cliques, and the library's answers to bad arguments. Each check that fails says so on
+ * stderr; the rank exits 1 if any failed. Several threads also put and get at once (libpmi.so.0
+ * serialises them on its one socket).
+ *
+ *   pmi_job             the checks, then PMI_Finalize; prints one "rank=R ..." line
+ *   pmi_job abort R C   the checks, then rank R calls PMI_Abort(C) and the others wait in a barrier
+ *   pmi_job segv R      the checks, then rank R dies by SIGSEGV and the others wait in a barrier
+ *   pmi_job hang        the checks, then every rank ignores SIGTERM and sleeps (prints "ready")
+ *   pmi_job leave R     the checks, then rank R exits 0 and the others wait in a barrier
+ */
+#include <pmi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "pmi_job: rank %d: check failed: %s: ", rank, #cond);                  \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+enum { THREADS = 4, ROUNDS = 50 };
+static int thread_rank, thread_size, thread_phase;
+static const char *thread_kvs;
+
+/* Phase 0: puts ROUNDS keys of its own. Phase 1 (after a barrier): reads the keys that the same
+ * thread of the next rank put. All threads of a rank do this at once. */
+static void *put_or_get(void *arg) {
+    long t = (long)arg, bad = 0;
+    char key[64], value[64], got[64];
+    int owner = thread_phase == 0 ? thread_rank : (thread_rank + 1) % thread_size;
+    for (int i = 0; i < ROUNDS; i++) {
+        snprintf(key, sizeof key, "t%d-%ld-%d", owner, t, i);
+        snprintf(value, sizeof value, "v%ld-%d", t * 1000 + i, owner);
+        if (thread_phase == 0)
+            bad += PMI_KVS_Put(thread_kvs, key, value) != PMI_SUCCESS;
+        else
+            bad += PMI_KVS_Get(thread_kvs, key, got, sizeof got) != PMI_SUCCESS || strcmp(got, value) != 0;
+    }
+    return (void *)bad;
+}
+
+static void run_threads(int phase) {
+    int rank = thread_rank; /* for CHECK */
+    pthread_t threads[THREADS];
+    thread_phase = phase;
+    for (long t = 0; t < THREADS; t++)
+        pthread_create(&threads[t], NULL, put_or_get, (void *)t);
+    for (long t = 0; t < THREADS; t++) {
+        void *bad = NULL;
+        pthread_join(threads[t], &bad);
+        CHECK(bad == NULL, "thread %ld of phase %d: %ld puts or gets failed", t, phase, (long)bad);
+    }
+}
+
+int main(int argc, char **argv) {
+    int rank = -1, size = 0, spawned = -1, initialized = -1;
+    CHECK(PMI_Initialized(&initialized) == PMI_SUCCESS && initialized == PMI_FALSE, "initialized %d", initialized);
+    CHECK(PMI_Get_rank(&rank) == PMI_ERR_INIT, "PMI_Get_rank before PMI_Init");
+    if (PMI_Init(&spawned) != PMI_SUCCESS) {
+        fprintf(stderr, "pmi_job: PMI_Init failed\n");
+        return 1;
+    }
+    CHECK(spawned == PMI_FALSE, "spawned %d", spawned);
+    CHECK(PMI_Initialized(&initialized) == PMI_SUCCESS && initialized == PMI_TRUE, "initialized %d", initialized);
+    CHECK(PMI_Get_rank(&rank) == PMI_SUCCESS, "rank");
+    CHECK(PMI_Get_size(&size) == PMI_SUCCESS && size >= 1, "size %d", size);
+    CHECK(rank >= 0 && rank < size, "rank %d of %d", rank, size);
+    int universe = 0, appnum = -1;
+    /* hydra answers -1 (not set) unless given -usize; aar run answers the job size. */
+    CHECK(PMI_Get_universe_size(&universe) == PMI_SUCCESS &&
+              (universe == size || (universe == -1 && !getenv("AAR_EMU_JOB_DIR"))),
+          "universe %d", universe);
+    CHECK(PMI_Get_appnum(&appnum) == PMI_SUCCESS && appnum == 0, "appnum %d", appnum);
+
+    /* Bad arguments: error codes, never a crash. */
+    CHECK(PMI_Get_rank(NULL) == PMI_ERR_INVALID_ARG, "PMI_Get_rank(NULL)");
+    CHECK(PMI_Get_clique_ranks(NULL, 4) == PMI_ERR_INVALID_ARG, "PMI_Get_clique_ranks(NULL)");
+
+    int name_max = 0, key_max = 0, val_max = 0;
+    CHECK(PMI_KVS_Get_name_length_max(&name_max) == PMI_SUCCESS && name_max > 1, "name max %d", name_max);
+    CHECK(PMI_KVS_Get_key_length_max(&key_max) == PMI_SUCCESS && key_max > 16, "key max %d", key_max);
+    CHECK(PMI_KVS_Get_value_length_max(&val_max) == PMI_SUCCESS && val_max > 16, "value max %d", val_max);
+    char *kvs = calloc(name_max + 1, 1);
+    CHECK(PMI_KVS_Get_my_name(kvs, 1) == PMI_ERR_INVALID_LENGTH, "a 1-byte KVS name buffer");
+    CHECK(PMI_KVS_Get_my_name(kvs, name_max) == PMI_SUCCESS && kvs[0] != 0, "kvs name");
+
+    /* KVS: each rank puts its own key; after a barrier every rank reads every other's. */
+    char key[64], value[256], expect[64];
+    snprintf(key, sizeof key, "rank-%d", rank);
+    snprintf(value, sizeof value, "value-%d-%d", rank, rank * 7 + 1);
+    CHECK(PMI_KVS_Put(kvs, key, value) == PMI_SUCCESS, "put %s", key);
+    CHECK(PMI_KVS_Put(kvs, "a key", value) == PMI_ERR_INVALID_KEY, "a key with a space");
+    CHECK(PMI_KVS_Commit(kvs) == PMI_SUCCESS, "commit");
+    CHECK(PMI_Barrier() == PMI_SUCCESS, "barrier");
+    for (int r = 0; r < size; r++) {
+        snprintf(key, sizeof key, "rank-%d", r);
+        snprintf(expect, sizeof expect, "value-%d-%d", r, r * 7 + 1);
+        memset(value, 0, sizeof value);
+        CHECK(PMI_KVS_Get(kvs, key, value, sizeof value) == PMI_SUCCESS && strcmp(value, expect) == 0,
+              "get %s: \"%s\"", key, value);
+    }
+    CHECK(PMI_KVS_Get(kvs, "rank-0", value, 3) == PMI_ERR_INVALID_LENGTH, "a 3-byte value buffer");
+    CHECK(PMI_KVS_Get(kvs, "no-such-key", value, sizeof value) != PMI_SUCCESS, "a key nobody put");
+
+    /* Threads: concurrent calls, each answered with its own reply. */
+    thread_rank = rank;
+    thread_size = size;
+    thread_kvs = kvs;
+    run_threads(0);
+    CHECK(PMI_Barrier() == PMI_SUCCESS, "barrier after the threads' puts");
+    run_threads(1);
+
+    /* Allgather: two ints per rank, then 3000 bytes per rank (more than one KVS value). */
+    int mine[2] = {rank, rank * rank + 5};
+    int *all = calloc(2 * (size_t)size, sizeof(int));
+    CHECK(PMI_Allgather(mine, all, sizeof mine) == PMI_SUCCESS, "allgather");
+    for (int r = 0; r < size; r++)
+        CHECK(all[2 * r] == r && all[2 * r + 1] == r * r + 5, "allgather[%d] = %d,%d", r, all[2 * r], all[2 * r + 1]);
+    enum { BIG = 3000 };
+    unsigned char *big = malloc(BIG), *bigs = malloc((size_t)BIG * size);
+    for (int i = 0; i < BIG; i++)
+        big[i] = (unsigned char)(i * 31 + rank);
+    CHECK(PMI_Allgather(big, bigs, BIG) == PMI_SUCCESS, "big allgather");
+    int big_ok = 1;
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < BIG; i++)
+            big_ok &= bigs[(size_t)r * BIG + i] == (unsigned char)(i * 31 + r);
+    CHECK(big_ok, "the big allgather's bytes");
+
+    /* Cliques: printed for the test to compare with the placement it asked for. */
+    int clique = 0;
+    CHECK(PMI_Get_clique_size(&clique) == PMI_SUCCESS && clique >= 1, "clique size %d", clique);
+    int *cranks = calloc((size_t)clique + 1, sizeof(int));
+    if (clique > 1)
+        CHECK(PMI_Get_clique_ranks(cranks, clique - 1) == PMI_ERR_INVALID_LENGTH, "a too short clique array");
+    CHECK(PMI_Get_clique_ranks(cranks, clique) == PMI_SUCCESS, "clique ranks");
+
+    const char *dir = getenv("AAR_EMU_JOB_DIR");
+    struct stat st;
+    int dir_mode = dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? (int)(st.st_mode & 0777) : -1;
+#define ENV(name) (getenv(name) ? getenv(name) : "none")
+    printf("rank=%d size=%d clique=", rank, size);
+    for (int i = 0; i < clique; i++)
+        printf("%s%d", i ? "," : "", cranks[i]);
+    printf(" jobid=%s ptag=%s cookie=%s dev_id=%s loc_addr=%s jobdir=%s jobdir_mode=%o failures=%d\n", ENV("PMI_JOBID"),
+           ENV("PMI_GNI_PTAG"), ENV("PMI_GNI_COOKIE"), ENV("PMI_GNI_DEV_ID"), ENV("PMI_GNI_LOC_ADDR"), ENV("AAR_EMU_JOB_DIR"),
+           dir_mode < 0 ? 0 : dir_mode, failures);
+    fflush(stdout);
+
+    if (argc >= 4 && strcmp(argv[1], "abort") == 0) {
+        if (rank == atoi(argv[2]))
+            PMI_Abort(atoi(argv[3]), "pmi_job asked to abort");
+        PMI_Barrier(); /* never completes: the aborting rank does not enter it */
+        return 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "segv") == 0) {
+        if (rank == atoi(argv[2]))
+            raise(SIGSEGV);
+        PMI_Barrier();
+        return 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "leave") == 0) {
+        if (rank == atoi(argv[2]))
+            return 0;
+        PMI_Barrier();
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "hang") == 0) {
+        signal(SIGTERM, SIG_IGN);
+        PMI_Barrier();
+        printf("ready pid=%d\n", (int)getpid());
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
+    CHECK(PMI_Finalize() == PMI_SUCCESS, "finalize");
+    CHECK(PMI_Initialized(&initialized) == PMI_SUCCESS && initialized == PMI_FALSE, "initialized after finalize");
+    CHECK(PMI_Init(&spawned) == PMI_ERR_INIT, "PMI_Init after PMI_Finalize");
+    return failures ? 1 : 0;
+}

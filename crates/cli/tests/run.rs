@@ -1,0 +1,312 @@
+//! `aar run` end to end: the real `aar` binary starts jobs of real processes, C programs built
+//! against the real libpmi.so.0 with the Cray pkg-config name (`pkg-config cray-pmi`, from the
+//! build tree's .pc files); the same program also runs under MPICH's mpiexec.hydra.
+
+use aar_testkit::{build_release, root, target_dir};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// crates/cli/tests/c/pmi_job.c, built against the build tree's libpmi.so.0.
+fn pmi_job() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| build_pmi_job(&build_release(&["aar-pmi"]).join("pkgconfig"), "pmi_job"))
+}
+
+/// pmi_job.c built as a Cray user's Makefile would build it, `cc -pthread pmi_job.c $(pkg-config
+/// --cflags --libs cray-pmi)`, with the .pc files of `pkgconfig`.
+fn build_pmi_job(pkgconfig: &Path, name: &str) -> PathBuf {
+    {
+        let pc = Command::new("pkg-config")
+            .args(["--cflags", "--libs", "cray-pmi"])
+            .env("PKG_CONFIG_PATH", pkgconfig)
+            .output()
+            .expect("run pkg-config (scripts/setup installs it)");
+        assert!(pc.status.success(), "pkg-config cray-pmi: {}", String::from_utf8_lossy(&pc.stderr));
+        let flags = String::from_utf8(pc.stdout).unwrap();
+        let dir = target_dir().join("aar-tests").join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join(format!("{name}-{}", std::process::id()));
+        let st = Command::new("cc")
+            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            .arg(root().join("crates/cli/tests/c/pmi_job.c"))
+            .arg("-o")
+            .arg(&out)
+            .args(flags.split_whitespace())
+            .status()
+            .expect("run cc");
+        assert!(st.success(), "compiling pmi_job.c with {flags} failed");
+        out
+    }
+}
+
+fn aar() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_aar"))
+}
+
+fn aar_run(args: &[&str], program_args: &[&str]) -> Output {
+    aar().arg("run").args(args).arg(pmi_job()).args(program_args).output().unwrap()
+}
+
+/// One rank's `key=value` line, by key.
+type Line = BTreeMap<String, String>;
+
+/// The ranks' report lines (`rank=...`), in rank order.
+fn rank_lines(stdout: &[u8]) -> Vec<Line> {
+    let mut lines: Vec<Line> = String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| l.starts_with("rank="))
+        .map(|l| l.split(' ').filter_map(|w| w.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect())
+        .collect();
+    lines.sort_by_key(|l| l["rank"].parse::<usize>().unwrap());
+    lines
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The job folder the ranks saw, which must be gone now that `aar run` returned.
+fn assert_job_dir_removed(lines: &[Line]) {
+    let dir = &lines[0]["jobdir"];
+    assert!(dir.starts_with("/dev/shm/aar-job-"), "job folder {dir}");
+    assert!(lines.iter().all(|l| &l["jobdir"] == dir && l["jobdir_mode"] == "700"), "{lines:?}");
+    assert!(!Path::new(dir).exists(), "{dir} is left behind");
+}
+
+#[test]
+fn ranks_find_each_other_through_pmi() {
+    let out = aar_run(&["-n", "3"], &[]);
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let lines = rank_lines(&out.stdout);
+    assert_eq!(lines.len(), 3, "{}", text(&out.stdout));
+    for (r, l) in lines.iter().enumerate() {
+        assert_eq!(l["failures"], "0", "rank {r}: {}", text(&out.stderr));
+        assert_eq!(l["size"], "3");
+        // One rank per node: each its own clique and its own NIC address.
+        assert_eq!(l["clique"], r.to_string());
+        assert_eq!(l["loc_addr"], (0x100 + r).to_string());
+        assert_eq!(l["dev_id"], "0");
+        for k in ["jobid", "ptag", "cookie"] {
+            assert_eq!(l[k], lines[0][k], "{k} differs between ranks");
+        }
+    }
+    assert!(lines[0]["cookie"].parse::<u32>().is_ok() && lines[0]["ptag"].parse::<u8>().is_ok(), "{:?}", lines[0]);
+    assert_eq!(lines[0]["jobdir"], format!("/dev/shm/aar-job-{}", lines[0]["jobid"]));
+    assert_job_dir_removed(&lines);
+}
+
+#[test]
+fn ranks_per_node_make_cliques_and_share_a_nic() {
+    let out = aar_run(&["-n", "3", "-N", "2"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = rank_lines(&out.stdout);
+    let cliques: Vec<&str> = lines.iter().map(|l| l["clique"].as_str()).collect();
+    assert_eq!(cliques, ["0,1", "0,1", "2"]);
+    let nics: Vec<&str> = lines.iter().map(|l| l["loc_addr"].as_str()).collect();
+    assert_eq!(nics, ["256", "256", "257"]);
+    assert!(lines.iter().all(|l| l["failures"] == "0"), "{}", text(&out.stderr));
+
+    let out = aar_run(&["-n", "2", "--ranks-per-node", "2"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = rank_lines(&out.stdout);
+    assert_eq!(lines.iter().map(|l| l["clique"].as_str()).collect::<Vec<_>>(), ["0,1", "0,1"]);
+    assert_job_dir_removed(&lines);
+}
+
+#[test]
+fn pmi_abort_ends_the_job_with_its_code() {
+    let out = aar_run(&["-n", "3"], &["abort", "1", "7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("aar: rank 1: PMI_Abort(7): pmi_job asked to abort"), "{err}");
+    let msg: Vec<&str> = err.lines().filter(|l| l.starts_with("aar run:")).collect();
+    assert_eq!(msg.len(), 1, "{err}");
+    assert!(msg[0].contains("rank 1") && msg[0].contains("PMI_Abort") && msg[0].contains("exit code 7"), "{err}");
+    // The other two wait in a barrier that never completes: only the launcher ends them.
+    assert!(msg[0].contains("SIGTERM to the 2 other ranks"), "{err}");
+    assert_job_dir_removed(&rank_lines(&out.stdout));
+}
+
+#[test]
+fn a_rank_killed_by_a_signal_ends_the_job() {
+    let out = aar_run(&["-n", "3"], &["segv", "2"]);
+    assert_eq!(out.status.code(), Some(128 + 11), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("rank 2") && err.contains("SIGSEGV"), "{err}");
+    assert_job_dir_removed(&rank_lines(&out.stdout));
+}
+
+#[test]
+fn a_rank_that_leaves_a_barrier_for_good_ends_the_job() {
+    let out = aar_run(&["-n", "3"], &["leave", "0"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    // Which of the others already wait depends on timing; that rank 0 is named does not.
+    assert!(err.contains("rank 0 ended while ranks [") && err.contains("] wait in PMI_Barrier"), "{err}");
+    assert_job_dir_removed(&rank_lines(&out.stdout));
+}
+
+#[test]
+fn sigterm_to_the_launcher_ends_every_rank_and_cleans_up() {
+    let mut child = aar()
+        .arg("run")
+        .args(["-n", "3"])
+        .arg(pmi_job())
+        .arg("hang")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut lines, mut pids) = (Vec::new(), Vec::new());
+    while pids.len() < 3 {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the job ended early: {lines:?}");
+        if let Some(pid) = line.trim().strip_prefix("ready pid=") {
+            pids.push(pid.to_owned());
+        } else {
+            lines.push(line);
+        }
+    }
+    // SAFETY: kill only sends SIGTERM to the launcher this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 15), "{err}");
+    assert!(err.contains("got SIGTERM: forwarded to the 3 ranks"), "{err}");
+    // The ranks ignore SIGTERM: the launcher has to escalate.
+    assert!(err.contains("SIGKILL"), "{err}");
+    for pid in &pids {
+        assert!(!Path::new("/proc").join(pid).exists(), "rank pid {pid} is still there");
+    }
+    assert_job_dir_removed(&rank_lines(lines.concat().as_bytes()));
+}
+
+#[test]
+fn plain_programs_run_and_their_exit_code_is_the_jobs() {
+    let st = aar().args(["run", "-n", "2", "true"]).status().unwrap();
+    assert!(st.success());
+    let out =
+        aar().args(["run", "-n", "3", "--", "sh", "-c", "test $PMI_RANK = 1 && exit 5; exit 0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let err = text(&out.stderr);
+    assert!(err.contains("rank 1") && err.contains("exited with code 5"), "{err}");
+}
+
+#[test]
+fn bad_arguments_are_named_and_start_nothing() {
+    for (args, named) in [
+        (&["run", "-n", "0", "true"][..], "0"),
+        (&["run", "-N", "0", "true"][..], "0"),
+        (&["run", "-n", "2"][..], "PROGRAM"),
+        (&["run", "./no-such-program"][..], "\"./no-such-program\" does not exist"),
+        (&["run", "no-such-program-in-path"][..], "no folder of PATH"),
+    ] {
+        let out = aar().args(args).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
+    let not_executable = root().join("Cargo.toml");
+    let out = aar().arg("run").arg(&not_executable).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("is not an executable file"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn outside_a_job_pmi_init_says_what_is_missing() {
+    let out = Command::new(pmi_job()).env_remove("PMI_FD").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("aar: PMI_Init: PMI_FD is not set") && err.contains("aar run -n N"), "{err}");
+}
+
+#[test]
+fn the_same_library_works_under_mpiexec_hydra() {
+    let hydra = Path::new("/usr/bin/mpiexec.hydra");
+    if !hydra.exists() {
+        eprintln!("skipped: no /usr/bin/mpiexec.hydra (Debian's mpich; scripts/setup installs it)");
+        return;
+    }
+    let out = Command::new(hydra).args(["-n", "3"]).arg(pmi_job()).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let lines = rank_lines(&out.stdout);
+    assert_eq!(lines.len(), 3);
+    for l in &lines {
+        assert_eq!(l["failures"], "0", "{}", text(&out.stderr));
+        // hydra runs all ranks on this one host: one clique, from its PMI_process_mapping.
+        assert_eq!(l["clique"], "0,1,2");
+        assert_eq!(l["jobdir"], "none");
+    }
+    let out = Command::new(hydra).args(["-n", "2"]).arg(pmi_job()).args(["abort", "1", "7"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_rank_that_cannot_be_started_ends_the_job() {
+    let dir = target_dir().join("aar-tests").join(format!("run-noexec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("not-a-program");
+    // exec fails: its interpreter does not exist.
+    std::fs::write(&prog, "#!/no/such/interpreter\n").unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = aar().args(["run", "-n", "2"]).arg(&prog).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(err.contains("cannot start rank 0"), "{err}");
+}
+
+#[test]
+fn job_folders_of_launchers_that_are_gone_are_removed() {
+    // A job id whose launcher pid (the id modulo 2^22) does not run.
+    let pid = (1..1u64 << 22).rev().find(|p| !Path::new("/proc").join(p.to_string()).exists()).unwrap();
+    let stale = PathBuf::from(format!("/dev/shm/aar-job-{}", pid + 63 * (1 << 22)));
+    std::fs::create_dir_all(stale.join("inside")).unwrap();
+    let out = aar().args(["run", "true"]).output().unwrap();
+    assert!(out.status.success());
+    // Removed by this aar run or by one of the other tests' (which one says so on its stderr).
+    assert!(!stale.exists(), "{} is still there", stale.display());
+}
+
+#[test]
+fn the_installed_emulation_kit_builds_and_runs_a_job() {
+    let prefix = target_dir().join("aar-tests").join(format!("run-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&prefix);
+    let st = Command::new(root().join("scripts/install"))
+        .arg(&prefix)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "install failed: {}", text(&st.stderr));
+    let emu = prefix.join("emu");
+    for f in
+        ["lib/libpmi.so.0", "lib/libpmi.so", "lib/libugni.so", "lib/libdmapp.so", "include/pmi.h", "include/gni_pub.h"]
+    {
+        assert!(emu.join(f).exists(), "{f} not installed");
+    }
+    let pkgconfig = emu.join("lib/pkgconfig");
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "cray-pmi", "cray-ugni", "cray-dmapp"])
+        .env("PKG_CONFIG_PATH", &pkgconfig)
+        .output()
+        .unwrap();
+    let flags = text(&flags.stdout);
+    assert!(flags.contains(&format!("-I{}", emu.join("include").display())) && !flags.contains("/release"), "{flags}");
+    // Built and run from the installed tree alone: the installed aar, the installed libpmi.so.0
+    // (found through the rpath of cray-pmi.pc, not through cargo's LD_LIBRARY_PATH).
+    let prog = build_pmi_job(&pkgconfig, "pmi_job-installed");
+    let out = Command::new(prefix.join("bin/aar"))
+        .args(["run", "-n", "2"])
+        .arg(&prog)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = rank_lines(&out.stdout);
+    assert!(lines.len() == 2 && lines.iter().all(|l| l["failures"] == "0"), "{}", text(&out.stderr));
+    let ldd = Command::new("ldd").arg(&prog).env_remove("LD_LIBRARY_PATH").output().unwrap();
+    assert!(text(&ldd.stdout).contains(&emu.join("lib/libpmi.so.0").display().to_string()), "{}", text(&ldd.stdout));
+}

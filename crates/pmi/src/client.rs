@@ -1,0 +1,344 @@
+//! The client side of the simple PMI-1 wire protocol: one session per process, on the socket the
+//! launcher passed in `PMI_FD`, behind one mutex (PMI calls may come from any thread).
+
+use crate::mapping::ProcessMapping;
+use crate::wire::{check_word, Message, PROCESS_MAPPING_KEY};
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+
+/// PMI return codes (pmi.h).
+pub const PMI_SUCCESS: i32 = 0;
+/// See [`PMI_SUCCESS`].
+pub const PMI_FAIL: i32 = -1;
+/// See [`PMI_SUCCESS`].
+pub const PMI_ERR_INIT: i32 = 1;
+/// See [`PMI_SUCCESS`].
+pub const PMI_ERR_INVALID_ARG: i32 = 3;
+/// See [`PMI_SUCCESS`].
+pub const PMI_ERR_INVALID_KEY: i32 = 4;
+/// See [`PMI_SUCCESS`].
+pub const PMI_ERR_INVALID_VAL: i32 = 6;
+/// See [`PMI_SUCCESS`].
+pub const PMI_ERR_INVALID_LENGTH: i32 = 8;
+
+/// A failed PMI call: the code it returns and what the message on stderr says.
+#[derive(Debug)]
+pub struct PmiError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl PmiError {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        PmiError { code, message: message.into() }
+    }
+}
+
+type Result<T> = std::result::Result<T, PmiError>;
+
+/// The limits the server announced (`cmd=maxes`).
+#[derive(Debug, Clone, Copy)]
+pub struct Maxes {
+    pub kvsname: usize,
+    pub key: usize,
+    pub value: usize,
+}
+
+/// An initialised PMI session.
+pub struct Session {
+    sock: UnixStream,
+    fd: RawFd,
+    /// Bytes read past the last line.
+    pending: Vec<u8>,
+    pub rank: i32,
+    pub size: i32,
+    pub kvsname: String,
+    pub maxes: Maxes,
+    allgather_seq: u64,
+    clique: Option<Vec<i32>>,
+}
+
+/// Not yet initialised, initialised, or finalised.
+pub enum State {
+    Uninit,
+    Ready(Session),
+    Finalized,
+}
+
+/// The process's one PMI state.
+pub static STATE: Mutex<State> = Mutex::new(State::Uninit);
+
+/// PMI_FD once initialised (-1 before): PMI_Abort writes to it even while another thread holds
+/// [`STATE`] (blocked in a barrier, say).
+pub static ABORT_FD: AtomicI32 = AtomicI32::new(-1);
+
+fn env_int(name: &str) -> Result<i64> {
+    let v = std::env::var(name).map_err(|_| {
+        PmiError::new(
+            PMI_ERR_INIT,
+            format!(
+                "{name} is not set: this process was not started by a PMI launcher; nothing was initialised. \
+                 Start it with aar run -n N PROGRAM (or mpiexec.hydra)."
+            ),
+        )
+    })?;
+    v.trim()
+        .parse()
+        .map_err(|_| PmiError::new(PMI_ERR_INIT, format!("{name}=\"{v}\" is not a number; nothing was initialised.")))
+}
+
+impl Session {
+    /// Connect on PMI_FD and run the protocol's start: init, maxes, KVS name.
+    pub fn init() -> Result<Session> {
+        let fd = env_int("PMI_FD")?;
+        let rank = env_int("PMI_RANK")?;
+        let size = env_int("PMI_SIZE")?;
+        let fd = RawFd::try_from(fd).ok().filter(|&fd| fd >= 0).ok_or_else(|| {
+            PmiError::new(PMI_ERR_INIT, format!("PMI_FD={fd} is not a file descriptor; nothing was initialised."))
+        })?;
+        // SAFETY: fcntl(F_GETFD) only queries the descriptor table; any fd value is allowed.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+            return Err(PmiError::new(
+                PMI_ERR_INIT,
+                format!("PMI_FD={fd} is not an open file descriptor of this process; nothing was initialised."),
+            ));
+        }
+        if size < 1 || rank < 0 || rank >= size || size > i64::from(i32::MAX) {
+            return Err(PmiError::new(
+                PMI_ERR_INIT,
+                format!("PMI_RANK={rank} and PMI_SIZE={size} do not name a rank of a job; nothing was initialised."),
+            ));
+        }
+        // SAFETY: the launcher gave this process the descriptor for PMI alone; it is open (checked
+        // above) and from here on owned by the session (closed at PMI_Finalize).
+        let sock = unsafe { UnixStream::from_raw_fd(fd) };
+        let mut s = Session {
+            sock,
+            fd,
+            pending: Vec::new(),
+            rank: rank as i32,
+            size: size as i32,
+            kvsname: String::new(),
+            maxes: Maxes { kvsname: 0, key: 0, value: 0 },
+            allgather_seq: 0,
+            clique: None,
+        };
+        s.call(Message::new("init").with("pmi_version", 1).with("pmi_subversion", 1), "response_to_init")?;
+        let m = s.call(Message::new("get_maxes"), "maxes")?;
+        let max = |k: &str| m.get_int(k).filter(|&v| v > 1).map(|v| v as usize);
+        s.maxes = match (max("kvsname_max"), max("keylen_max"), max("vallen_max")) {
+            (Some(kvsname), Some(key), Some(value)) => Maxes { kvsname, key, value },
+            _ => return Err(PmiError::new(PMI_FAIL, format!("the launcher's limits \"{m}\" are incomplete"))),
+        };
+        let m = s.call(Message::new("get_my_kvsname"), "my_kvsname")?;
+        s.kvsname = m.get("kvsname").unwrap_or_default().to_owned();
+        ABORT_FD.store(fd, Ordering::SeqCst);
+        Ok(s)
+    }
+
+    /// Send one message and read the answer, which must be `expect` with rc 0 if it has an rc.
+    pub fn call(&mut self, msg: Message, expect: &str) -> Result<Message> {
+        let answer = self.exchange(&msg, expect)?;
+        match answer.get_int("rc") {
+            Some(rc) if rc != 0 => Err(PmiError::new(
+                PMI_FAIL,
+                format!("the launcher refused \"{msg}\": {}", answer.get("msg").unwrap_or("no reason given")),
+            )),
+            _ => Ok(answer),
+        }
+    }
+
+    /// Send one message and read the answer, which must be `expect`.
+    fn exchange(&mut self, msg: &Message, expect: &str) -> Result<Message> {
+        let fd = self.fd;
+        let lost = |e: std::io::Error| {
+            PmiError::new(PMI_FAIL, format!("the PMI connection (PMI_FD={fd}) failed during cmd={}: {e}", msg.cmd))
+        };
+        self.sock.write_all(msg.to_line().as_bytes()).map_err(lost)?;
+        let line = self.read_line().map_err(lost)?;
+        let answer: Message = line.parse().map_err(|e| {
+            PmiError::new(PMI_FAIL, format!("the launcher answered cmd={} with a line that is not PMI: {e}", msg.cmd))
+        })?;
+        if answer.cmd != expect {
+            return Err(PmiError::new(
+                PMI_FAIL,
+                format!("the launcher answered cmd={} with \"{answer}\", not cmd={expect}", msg.cmd),
+            ));
+        }
+        Ok(answer)
+    }
+
+    fn read_line(&mut self) -> std::io::Result<String> {
+        loop {
+            if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                return Ok(String::from_utf8_lossy(&line).into_owned());
+            }
+            let mut buf = [0u8; 4096];
+            match self.sock.read(&mut buf) {
+                Ok(0) => return Err(std::io::Error::other("the launcher closed the connection")),
+                Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub fn barrier(&mut self) -> Result<()> {
+        self.call(Message::new("barrier_in"), "barrier_out").map(drop)
+    }
+
+    pub fn finalize(&mut self) -> Result<()> {
+        ABORT_FD.store(-1, Ordering::SeqCst);
+        self.call(Message::new("finalize"), "finalize_ack").map(drop)
+    }
+
+    pub fn universe_size(&mut self) -> Result<i32> {
+        let m = self.call(Message::new("get_universe_size"), "universe_size")?;
+        int_field(&m, "size")
+    }
+
+    pub fn appnum(&mut self) -> Result<i32> {
+        let m = self.call(Message::new("get_appnum"), "appnum")?;
+        int_field(&m, "appnum")
+    }
+
+    pub fn put(&mut self, kvsname: &str, key: &str, value: &str) -> Result<()> {
+        check_word("the KVS name", kvsname, self.maxes.kvsname - 1).map_err(|e| refused(PMI_ERR_INVALID_ARG, e))?;
+        check_word("the key", key, self.maxes.key - 1).map_err(|e| refused(PMI_ERR_INVALID_KEY, e))?;
+        check_word("the value", value, self.maxes.value - 1).map_err(|e| refused(PMI_ERR_INVALID_VAL, e))?;
+        let msg = Message::new("put").with("kvsname", kvsname).with("key", key).with("value", value);
+        self.call(msg, "put_result").map(drop)
+    }
+
+    /// The value of `key`; `Ok(None)` when the KVS has no such key.
+    pub fn get(&mut self, kvsname: &str, key: &str) -> Result<Option<String>> {
+        check_word("the KVS name", kvsname, self.maxes.kvsname - 1).map_err(|e| refused(PMI_ERR_INVALID_ARG, e))?;
+        check_word("the key", key, self.maxes.key - 1).map_err(|e| refused(PMI_ERR_INVALID_KEY, e))?;
+        let msg = Message::new("get").with("kvsname", kvsname).with("key", key);
+        let m = self.exchange(&msg, "get_result")?;
+        // A get with a non-zero rc is the protocol's "no such key".
+        Ok(match m.get_int("rc") {
+            Some(0) | None => Some(m.get("value").unwrap_or_default().to_owned()),
+            Some(_) => None,
+        })
+    }
+
+    /// Cray's PMI_Allgather: every rank's `input`, in rank order. Each rank puts its bytes,
+    /// hex-encoded in chunks that fit the value limit, under keys that carry a sequence number
+    /// (every rank calls the collective in the same order), then all meet in a barrier.
+    pub fn allgather(&mut self, input: &[u8]) -> Result<Vec<u8>> {
+        let seq = self.allgather_seq;
+        self.allgather_seq += 1;
+        let per_chunk = (self.maxes.value - 1) / 2;
+        let chunks = input.len().div_ceil(per_chunk.max(1));
+        let key = |rank: i32, chunk: usize| format!("aar-ag{seq}-{rank}-{chunk}");
+        let kvs = self.kvsname.clone();
+        for (i, part) in input.chunks(per_chunk.max(1)).enumerate() {
+            self.put(&kvs, &key(self.rank, i), &hex(part))?;
+        }
+        self.barrier()?;
+        let mut out = Vec::with_capacity(input.len() * self.size as usize);
+        for rank in 0..self.size {
+            let start = out.len();
+            for i in 0..chunks {
+                let value = self.get(&kvs, &key(rank, i))?.ok_or_else(|| {
+                    PmiError::new(PMI_FAIL, format!("rank {rank}'s part of PMI_Allgather number {seq} is missing"))
+                })?;
+                unhex(&value, &mut out).ok_or_else(|| {
+                    PmiError::new(PMI_FAIL, format!("rank {rank}'s part of PMI_Allgather number {seq} is not hex"))
+                })?;
+            }
+            if out.len() - start != input.len() {
+                return Err(PmiError::new(
+                    PMI_FAIL,
+                    format!(
+                        "rank {rank} gave {} bytes to PMI_Allgather number {seq}, this rank {}: every rank must give the same length",
+                        out.len() - start,
+                        input.len()
+                    ),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The ranks on this rank's node, from the launcher's `PMI_process_mapping`; without one,
+    /// this rank alone (said once on stderr).
+    pub fn clique(&mut self) -> Result<Vec<i32>> {
+        if let Some(c) = &self.clique {
+            return Ok(c.clone());
+        }
+        let kvs = self.kvsname.clone();
+        let value = self.get(&kvs, PROCESS_MAPPING_KEY)?;
+        let clique = match value.as_deref().map(str::parse::<ProcessMapping>) {
+            Some(Ok(m)) => m.clique(self.rank as usize, self.size as usize).into_iter().map(|r| r as i32).collect(),
+            other => {
+                let why = match other {
+                    Some(Err(e)) => e,
+                    _ => format!("the launcher publishes no {PROCESS_MAPPING_KEY}"),
+                };
+                crate::exports::say(&format!(
+                    "aar: PMI_Get_clique_size: {why}; every rank is taken to be alone on its node.\n"
+                ));
+                vec![self.rank]
+            }
+        };
+        self.clique = Some(clique.clone());
+        Ok(clique)
+    }
+}
+
+/// An argument the wire protocol cannot carry.
+fn refused(code: i32, why: String) -> PmiError {
+    PmiError::new(code, format!("{why}; nothing was sent."))
+}
+
+fn int_field(m: &Message, key: &str) -> Result<i32> {
+    m.get_int(key)
+        .and_then(|v| i32::try_from(v).ok())
+        .ok_or_else(|| PmiError::new(PMI_FAIL, format!("the launcher's answer \"{m}\" has no number {key}=")))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str, out: &mut Vec<u8>) -> Option<()> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    for pair in s.as_bytes().chunks(2) {
+        out.push(u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?);
+    }
+    Some(())
+}
+
+/// Tell the launcher the job is to end with `code`, however the session stands (another thread
+/// may be blocked in a barrier while holding [`STATE`]).
+pub fn send_abort(code: i32) {
+    let fd = ABORT_FD.load(Ordering::SeqCst);
+    if fd < 0 {
+        return;
+    }
+    let line = Message::new("abort").with("exitcode", code).to_line();
+    // SAFETY: fd is the session's open PMI socket; `line` is a live buffer of the given length.
+    let _ = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let mut back = Vec::new();
+        unhex(&hex(&bytes), &mut back).unwrap();
+        assert_eq!(back, bytes);
+        assert!(unhex("abc", &mut back).is_none() && unhex("zz", &mut back).is_none());
+    }
+}

@@ -1,0 +1,137 @@
+//! The simple PMI-1 wire protocol, as MPICH's hydra speaks it: one message per line,
+//! `cmd=NAME key=value key=value\n`. Both sides use this one parser: libpmi.so.0 (the client)
+//! and `aar run` (the server).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The longest KVS name, key and value `aar run` serves (`cmd=maxes`), as hydra's defaults.
+pub const KVSNAME_MAX: usize = 256;
+/// See [`KVSNAME_MAX`].
+pub const KEYLEN_MAX: usize = 64;
+/// See [`KVSNAME_MAX`].
+pub const VALLEN_MAX: usize = 1024;
+
+/// The KVS key under which the launcher publishes where the ranks run (see [`crate::mapping`]).
+pub const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
+
+/// One protocol message: the command and its fields, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// The value of `cmd=`.
+    pub cmd: String,
+    fields: Vec<(String, String)>,
+}
+
+/// A line that is not `cmd=NAME key=value ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub String);
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+impl Message {
+    /// A message with no fields.
+    pub fn new(cmd: &str) -> Self {
+        Message { cmd: cmd.to_owned(), fields: Vec::new() }
+    }
+
+    /// The message with one more field.
+    pub fn with(mut self, key: &str, value: impl fmt::Display) -> Self {
+        self.fields.push((key.to_owned(), value.to_string()));
+        self
+    }
+
+    /// The value of field `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// The value of field `key` as a number.
+    pub fn get_int(&self, key: &str) -> Option<i64> {
+        self.get(key)?.parse().ok()
+    }
+
+    /// The message as sent: the line with its newline.
+    pub fn to_line(&self) -> String {
+        format!("{self}\n")
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cmd={}", self.cmd)?;
+        for (k, v) in &self.fields {
+            write!(f, " {k}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Message {
+    type Err = ParseError;
+
+    /// One line, with or without its newline. A field's value runs to the next space, so it may
+    /// hold `=` (as hydra's `msg=` texts do) but never a space.
+    fn from_str(line: &str) -> Result<Self, ParseError> {
+        let mut words = line.trim_end_matches(['\n', '\r']).split(' ').filter(|w| !w.is_empty());
+        let first = words.next().ok_or_else(|| ParseError("an empty line".into()))?;
+        let cmd = first
+            .strip_prefix("cmd=")
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| ParseError(format!("\"{first}\" where cmd=NAME must come first")))?;
+        let fields = words
+            .map(|w| {
+                w.split_once('=')
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .ok_or_else(|| ParseError(format!("\"{w}\" is not key=value")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Message { cmd: cmd.to_owned(), fields })
+    }
+}
+
+/// Why a key or value cannot travel in a message: the protocol has no escapes, so a space,
+/// newline or `=` (in a key) would cut the line.
+pub fn check_word(what: &str, s: &str, max: usize) -> Result<(), String> {
+    if s.len() > max {
+        return Err(format!("{what} is {} bytes long, the longest allowed is {max}", s.len()));
+    }
+    if s.contains([' ', '\n', '\r']) {
+        return Err(format!("{what} \"{s}\" holds a space or a newline, which the PMI wire protocol cannot carry"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_round_trips() {
+        let m = Message::new("put").with("kvsname", "aar-7").with("key", "k").with("value", "a=b");
+        assert_eq!(m.to_line(), "cmd=put kvsname=aar-7 key=k value=a=b\n");
+        assert_eq!(m.to_line().parse::<Message>().unwrap(), m);
+        assert_eq!(m.get("value"), Some("a=b"));
+    }
+
+    #[test]
+    fn bad_lines_are_refused() {
+        assert!("".parse::<Message>().is_err());
+        assert!("key=v".parse::<Message>().is_err());
+        assert!("cmd=get novalue".parse::<Message>().is_err());
+        assert_eq!("cmd=barrier_out\n".parse::<Message>().unwrap(), Message::new("barrier_out"));
+    }
+
+    #[test]
+    fn words_with_spaces_cannot_travel() {
+        assert!(check_word("key", "a b", 64).is_err());
+        assert!(check_word("key", &"k".repeat(65), 64).is_err());
+        assert!(check_word("key", "ab", 64).is_ok());
+    }
+}
