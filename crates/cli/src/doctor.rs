@@ -116,18 +116,8 @@ struct Program {
 /// A bad argument: nothing is checked, the exit status is [`EXIT_USAGE`].
 #[derive(Debug, thiserror::Error)]
 enum ArgError {
-    #[error("PROGRAM is empty; nothing was checked. Give the program you launch, e.g. aar doctor ./app.")]
-    EmptyProgram,
-    #[error(
-        "PROGRAM \"{0}\" does not exist; nothing was checked. Give the path of the program you launch (build it \
-         first)."
-    )]
-    NoSuchProgram(String),
-    #[error(
-        "PROGRAM \"{0}\" was not found: it has no '/' and no folder of PATH holds an executable of that name; \
-         nothing was checked. Give its path (e.g. ./{0}) or add its folder to PATH."
-    )]
-    NotInPath(String),
+    #[error("{e}; nothing was checked. {fix}", e = .0, fix = .0.fix())]
+    Program(#[from] crate::program::ProgramError),
     #[error(
         "--lib {}: no such file; nothing was checked. Give the path of a libaar.so (e.g. \
          $AAR_ROOT/lib/libaar.so after module load aar).",
@@ -138,7 +128,7 @@ enum ArgError {
 
 /// The program to check, if one is given, as a shell would find it; and `--lib` must exist.
 fn check_args(args: &DoctorArgs) -> Result<Option<PathBuf>, ArgError> {
-    let program = args.program.as_deref().map(resolve_program).transpose()?;
+    let program = args.program.as_deref().map(|p| crate::program::find(p.as_ref())).transpose()?;
     match &args.lib {
         Some(lib) if !lib.is_file() => Err(ArgError::NoSuchLib(lib.clone())),
         _ => Ok(program),
@@ -178,30 +168,6 @@ pub fn run(args: DoctorArgs) -> i32 {
 }
 
 /// PROGRAM as a shell would find it: a name with a `/` as it is, any other name in PATH.
-fn resolve_program(arg: &str) -> Result<PathBuf, ArgError> {
-    if arg.is_empty() {
-        return Err(ArgError::EmptyProgram);
-    }
-    if arg.contains('/') {
-        let p = PathBuf::from(arg);
-        return if p.exists() { Ok(p) } else { Err(ArgError::NoSuchProgram(arg.into())) };
-    }
-    let path = std::env::var("PATH").unwrap_or_default();
-    for dir in path.split(':') {
-        let dir = if dir.is_empty() { "." } else { dir };
-        let candidate = Path::new(dir).join(arg);
-        if is_executable_file(&candidate) {
-            return Ok(candidate);
-        }
-    }
-    Err(ArgError::NotInPath(arg.into()))
-}
-
-fn is_executable_file(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 fn check_program(path: &Path, report: &mut Report) -> Program {
     let shown = path.display().to_string();
     let mut program = Program { path: path.to_path_buf(), elf: None, closure: None };
@@ -236,7 +202,7 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
         );
         return program;
     }
-    if is_executable_file(path) {
+    if crate::program::is_executable_file(path) {
         report.ok("program", format!("{shown}: {}", file.describe()));
     } else {
         report.problem(

@@ -6,6 +6,7 @@
 use clap::{Parser, Subcommand};
 
 mod doctor;
+mod program;
 mod report;
 mod run;
 mod sim;

@@ -32,7 +32,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -68,10 +68,10 @@ const EXIT_STUCK: i32 = 1;
 const GRACE: Duration = Duration::from_secs(3);
 
 pub fn run(args: RunArgs) -> i32 {
-    let program = match resolve_program(&args.command[0]) {
+    let program = match crate::program::find_executable(&args.command[0]) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("aar run: {e}");
+            eprintln!("aar run: {e}; no job was started. {}", e.fix());
             return EXIT_USAGE;
         }
     };
@@ -93,39 +93,6 @@ pub fn run(args: RunArgs) -> i32 {
     sup.start(&job, &program, &args.command);
     sup.supervise()
     // `job` drops here: the job folder goes, after the last rank ended.
-}
-
-/// PROGRAM as a shell would find it: a name with a `/` as it is, any other name in PATH; it
-/// must be an executable file.
-fn resolve_program(arg: &OsString) -> Result<PathBuf, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    let shown = arg.to_string_lossy();
-    if arg.is_empty() {
-        return Err(
-            "PROGRAM is empty; no job was started. Give the program each rank runs, e.g. aar run -n 2 ./app.".into()
-        );
-    }
-    if shown.contains('/') {
-        let p = PathBuf::from(arg);
-        return match std::fs::metadata(&p) {
-            Err(_) => Err(format!("PROGRAM \"{shown}\" does not exist; no job was started. Give the path of the program (build it first).")),
-            Ok(_) if !executable(&p) => Err(format!(
-                "PROGRAM \"{shown}\" is not an executable file; no job was started. Give a program (chmod +x it if it is one)."
-            )),
-            Ok(_) => Ok(p),
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir }.join(arg))
-        .find(|c| executable(c))
-        .ok_or_else(|| {
-            format!(
-                "PROGRAM \"{shown}\" was not found: it has no '/' and no folder of PATH holds an executable of that name; \
-                 no job was started. Give its path (e.g. ./{shown}) or add its folder to PATH."
-            )
-        })
 }
 
 /// One started rank: its process, the launcher's end of its PMI socket, and its exit.
