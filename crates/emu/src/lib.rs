@@ -49,14 +49,17 @@
 //! `super::` paths of every module against this list):
 //!
 //! 1. pure code, no state: `cq_entry` (the encoding of CQ entries), `amo` (the atomic memory
-//!    operations), `timing` (the NIC timing models);
+//!    operations), `timing` (the NIC timing models), `shm` (the records a job's ranks share,
+//!    their lock and futex waits);
 //! 2. configuration: `settings` (the environment), `post_log` (the post log);
 //! 3. the objects behind handles: `cq` (a completion queue), `mailbox` (an endpoint's SMSG
 //!    mailbox);
 //! 4. process state: `registry` (every handle and its object), `counters` (the NIC counters as
-//!    SDEs, driven by the process's timing model);
+//!    SDEs, driven by the process's timing model), `job` (the job this process is a rank of: its
+//!    shared files, memory handles that name their owner, data movement between ranks);
 //! 5. operations: `domain` (CDMs, NICs, endpoints, CQs), `memory` (registration), `rma` (posts),
-//!    `smsg` (short messages), `dmapp` (DMAPP's job, segments, attributes and data calls);
+//!    `smsg` (short messages), `datagram` (GNI_EpPostData and its family), `dmapp` (DMAPP's
+//!    job, segments, attributes and data calls);
 //! 6. exports: `exports`, every symbol the library exports and the C side of each call.
 #![deny(unsafe_op_in_unsafe_fn)]
 // Unit tests build the exports without `no_mangle`, so nothing calls them there.
@@ -66,15 +69,18 @@ mod amo;
 mod counters;
 mod cq;
 mod cq_entry;
+mod datagram;
 mod dmapp;
 mod domain;
 mod exports;
+mod job;
 mod mailbox;
 mod memory;
 mod post_log;
 mod registry;
 mod rma;
 mod settings;
+mod shm;
 mod smsg;
 mod timing;
 

@@ -1,12 +1,16 @@
 //! Memory registration: GNI_MemRegister and GNI_MemDeregister. A registration is what lets a
-//! post read or write a range; posts check their ranges against it (crate::rma).
+//! post read or write a range; posts check their ranges against it (crate::rma). In a job it is
+//! also published in the rank's shared file, under a handle that names the rank
+//! ([`crate::job`]), so that other ranks' posts find it.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
 use aar_abi::*;
 
+use crate::job;
 use crate::registry::{self, mem_handle_for, MemReg};
+use crate::shm::{Reg, NO_RING};
 
 /// True when every page of [addr, addr+len) is mapped, checked the way registration pins pages.
 pub fn mapped(addr: u64, len: u64) -> bool {
@@ -41,16 +45,18 @@ pub fn register(nic: usize, address: u64, length: u64, dst_cq: usize, flags: u32
         0 => None,
         h => Some(reg.cq(h)?.clone()),
     };
-    reg.next_mem_id += 1;
-    let handle = mem_handle_for(reg.next_mem_id, address, length);
-    let m = MemReg {
-        nic,
-        addr: address,
-        len: length,
-        dst_cq,
-        read_only: flags & GNI_MEM_READ_ONLY != 0,
-        check: handle.qword2,
+    let read_only = flags & GNI_MEM_READ_ONLY != 0;
+    let handle = match job::get() {
+        Some(j) => {
+            let ring = dst_cq.as_ref().map_or(NO_RING, |c| c.ring_index());
+            j.register(&Reg { addr: address, len: length, read_only, ring })?
+        }
+        None => {
+            reg.next_mem_id += 1;
+            mem_handle_for(reg.next_mem_id, address, length)
+        }
     };
+    let m = MemReg { nic, addr: address, len: length, dst_cq, read_only, check: handle.qword2 };
     reg.mems.insert(handle.qword1, Arc::new(m));
     Ok(handle)
 }
@@ -60,5 +66,8 @@ pub fn deregister(nic: usize, mh: &GniMemHandle) -> Result<(), GniReturn> {
     let mut reg = registry::write();
     reg.mem(mh, nic).ok_or(GNI_RC_INVALID_PARAM)?;
     reg.mems.remove(&mh.qword1);
+    if let Some(j) = job::get() {
+        j.deregister(mh);
+    }
     Ok(())
 }

@@ -213,6 +213,13 @@ impl Registry {
         }
         self.eps.retain(|_, e| e.nic_handle != nic_handle);
         self.cqs.retain(|_, c| c.nic != nic_handle);
-        self.mems.retain(|_, m| m.nic != nic_handle);
+        let job = crate::job::get();
+        self.mems.retain(|&qword1, m| {
+            let keep = m.nic != nic_handle;
+            if let (false, Some(j)) = (keep, job) {
+                j.deregister(&GniMemHandle { qword1, qword2: m.check });
+            }
+            keep
+        });
     }
 }

@@ -1,0 +1,1 @@
+//! Datagrams: GNI_EpPostData and its family.
