@@ -333,6 +333,37 @@ gni_return_t GNI_SmsgGetNext(gni_ep_handle_t ep_hndl, void **header);
 gni_return_t GNI_SmsgGetNextWTag(gni_ep_handle_t ep_hndl, void **header, uint8_t *tag);
 gni_return_t GNI_SmsgRelease(gni_ep_handle_t ep_hndl);
 
+/* ---- datagrams: up to GNI_DATAGRAM_MAXSIZE bytes exchanged between an endpoint and the one
+ * bound back to it (an unbound endpoint takes any endpoint bound to it), e.g. to trade SMSG
+ * attributes; the peer's data is in out_buf once a Test or Wait reports GNI_POST_COMPLETED ---- */
+typedef enum gni_post_state {
+	GNI_POST_PENDING,
+	GNI_POST_COMPLETED,
+	GNI_POST_ERROR,
+	GNI_POST_TIMEOUT,
+	GNI_POST_TERMINATED,
+	GNI_POST_REMOTE_DATA
+} gni_post_state_t;
+
+#define GNI_DATAGRAM_MAXSIZE 128
+
+gni_return_t GNI_EpPostData(gni_ep_handle_t ep_hndl, void *in_data, uint16_t data_len, void *out_buf,
+                            uint16_t buf_size);
+gni_return_t GNI_EpPostDataWId(gni_ep_handle_t ep_hndl, void *in_data, uint16_t data_len, void *out_buf,
+                               uint16_t buf_size, uint64_t datagram_id);
+gni_return_t GNI_EpPostDataTest(gni_ep_handle_t ep_hndl, gni_post_state_t *post_state, uint32_t *remote_addr,
+                                uint32_t *remote_id);
+gni_return_t GNI_EpPostDataTestById(gni_ep_handle_t ep_hndl, uint64_t datagram_id, gni_post_state_t *post_state,
+                                    uint32_t *remote_addr, uint32_t *remote_id);
+gni_return_t GNI_EpPostDataWait(gni_ep_handle_t ep_hndl, uint32_t timeout, gni_post_state_t *post_state,
+                                uint32_t *remote_addr, uint32_t *remote_id);
+gni_return_t GNI_EpPostDataWaitById(gni_ep_handle_t ep_hndl, uint64_t datagram_id, uint32_t timeout,
+                                    gni_post_state_t *post_state, uint32_t *remote_addr, uint32_t *remote_id);
+gni_return_t GNI_PostDataProbe(gni_nic_handle_t nic_hndl, uint32_t *remote_addr, uint32_t *remote_id);
+gni_return_t GNI_PostDataProbeById(gni_nic_handle_t nic_hndl, uint64_t *datagram_id);
+gni_return_t GNI_EpPostDataCancel(gni_ep_handle_t ep_hndl);
+gni_return_t GNI_EpPostDataCancelById(gni_ep_handle_t ep_hndl, uint64_t datagram_id);
+
 /* ---- chained-transaction elements (GNI_CtPostFma, GNI_CtPostCqWrite) ----
  * The head of a chain is a gni_post_descriptor_t: it carries the type, cq_mode, dlvr_mode and
  * src_cq_hndl for the whole chain and does its own transfer; its next_descr points to the first

@@ -101,6 +101,23 @@ pub const GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT: u32 = 2;
 /// The tag `GNI_SmsgGetNextWTag` takes to match any message.
 pub const GNI_SMSG_ANY_TAG: u8 = 0xff;
 
+/// `gni_post_state_t`: the state of a datagram exchange (`GNI_EpPostDataTest*`/`Wait*`).
+pub type GniPostState = u32;
+/// The datagram is still being exchanged.
+pub const GNI_POST_PENDING: GniPostState = 0;
+/// The exchange completed: both sides' data arrived.
+pub const GNI_POST_COMPLETED: GniPostState = 1;
+/// The exchange failed.
+pub const GNI_POST_ERROR: GniPostState = 2;
+/// The exchange timed out.
+pub const GNI_POST_TIMEOUT: GniPostState = 3;
+/// The exchange was cancelled.
+pub const GNI_POST_TERMINATED: GniPostState = 4;
+/// The remote side's data arrived; the local side's is still in flight.
+pub const GNI_POST_REMOTE_DATA: GniPostState = 5;
+/// Largest datagram `GNI_EpPostData*` exchanges, in bytes.
+pub const GNI_DATAGRAM_MAXSIZE: u32 = 128;
+
 /// `gni_nic_handle_t`: a NIC attached to a communication domain (a pointer to an opaque struct).
 pub type GniNicHandle = *mut c_void;
 /// `gni_cdm_handle_t`: a communication domain.
@@ -290,6 +307,32 @@ pub type MemDeregisterFn = unsafe extern "C" fn(GniNicHandle, *mut GniMemHandle)
 /// `GNI_PostRdma`, `GNI_PostFma`, `GNI_PostCqWrite`, `GNI_CtPostFma`, `GNI_CtPostCqWrite`:
 /// `(ep, *descriptor)`.
 pub type PostFn = unsafe extern "C" fn(GniEpHandle, *mut GniPostDescriptor) -> GniReturn;
+
+// Datagrams: a bound endpoint exchanges up to GNI_DATAGRAM_MAXSIZE bytes with the endpoint bound
+// back to it (an unbound one with any endpoint bound to it), e.g. to trade SMSG attributes.
+
+/// `GNI_EpPostData(ep, *in_data, data_len, *out_buf, buf_size)`.
+pub type EpPostDataFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u16, *mut c_void, u16) -> GniReturn;
+/// `GNI_EpPostDataWId`: `GNI_EpPostData`'s parameters and a final `datagram_id`.
+pub type EpPostDataWIdFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u16, *mut c_void, u16, u64) -> GniReturn;
+/// `GNI_EpPostDataTest(ep, *post_state, *remote_addr, *remote_id)`.
+pub type EpPostDataTestFn = unsafe extern "C" fn(GniEpHandle, *mut GniPostState, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_EpPostDataTestById(ep, datagram_id, *post_state, *remote_addr, *remote_id)`.
+pub type EpPostDataTestByIdFn =
+    unsafe extern "C" fn(GniEpHandle, u64, *mut GniPostState, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_EpPostDataWait(ep, timeout_ms, *post_state, *remote_addr, *remote_id)`.
+pub type EpPostDataWaitFn = unsafe extern "C" fn(GniEpHandle, u32, *mut GniPostState, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_EpPostDataWaitById(ep, datagram_id, timeout_ms, *post_state, *remote_addr, *remote_id)`.
+pub type EpPostDataWaitByIdFn =
+    unsafe extern "C" fn(GniEpHandle, u64, u32, *mut GniPostState, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_PostDataProbe(nic, *remote_addr, *remote_id)`: a completed datagram's peer.
+pub type PostDataProbeFn = unsafe extern "C" fn(GniNicHandle, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_PostDataProbeById(nic, *datagram_id)`.
+pub type PostDataProbeByIdFn = unsafe extern "C" fn(GniNicHandle, *mut u64) -> GniReturn;
+/// `GNI_EpPostDataCancel(ep)`.
+pub type EpPostDataCancelFn = unsafe extern "C" fn(GniEpHandle) -> GniReturn;
+/// `GNI_EpPostDataCancelById(ep, datagram_id)`.
+pub type EpPostDataCancelByIdFn = unsafe extern "C" fn(GniEpHandle, u64) -> GniReturn;
 /// `GNI_SmsgBufferSizeNeeded(*attr, *size)`.
 pub type SmsgBufferSizeNeededFn = unsafe extern "C" fn(*mut GniSmsgAttr, *mut c_uint) -> GniReturn;
 /// `GNI_SmsgInit(ep, *local, *remote)`.

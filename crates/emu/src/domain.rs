@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use aar_abi::*;
 
 use crate::cq::Cq;
+use crate::datagram;
 use crate::job;
 use crate::registry::{self, handle_of, Binding, Cdm, Ep, Nic};
 use crate::FIRST_NIC_ADDR;
@@ -118,10 +119,11 @@ pub fn ep_bind(ep: usize, remote_addr: u32, remote_id: u32) -> Result<(), GniRet
     Ok(())
 }
 
-/// GNI_EpUnbind: forgets the binding, and with it the SMSG mailbox.
+/// GNI_EpUnbind: forgets the binding, and with it the SMSG mailbox and any datagram.
 pub fn ep_unbind(ep: usize) -> Result<(), GniReturn> {
     let reg = registry::read();
     let e = reg.ep(ep)?;
+    datagram::forget(ep);
     *e.lock_binding() = Default::default();
     e.smsg_max_send.store(0, Ordering::Relaxed);
     *e.lock_inbox() = None;
@@ -131,6 +133,7 @@ pub fn ep_unbind(ep: usize) -> Result<(), GniReturn> {
 /// GNI_EpDestroy.
 pub fn ep_destroy(ep: usize) -> Result<(), GniReturn> {
     let e = registry::write().eps.remove(&ep).ok_or(GNI_RC_INVALID_PARAM)?;
+    datagram::forget(ep);
     if let Some(c) = &e.cq {
         c.eps.fetch_sub(1, Ordering::Relaxed);
     }

@@ -354,6 +354,9 @@ pub struct Dgram {
     pub id: AtomicU64,
     pub in_len: AtomicU32,
     pub out_len: AtomicU32,
+    /// The poster's buffer for the peer's data (an address in the poster's process) and its size.
+    pub out_buf: AtomicU64,
+    pub out_cap: AtomicU32,
     pub in_data: [AtomicU64; DGRAM_BYTES / 8],
     pub out_data: [AtomicU64; DGRAM_BYTES / 8],
 }

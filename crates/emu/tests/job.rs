@@ -175,6 +175,12 @@ fn a_cq_wait_sleeps_times_out_and_a_full_cq_overruns() {
     pass_job(&Launch { scenario: "overrun", ranks: 2, ..Default::default() });
 }
 
+#[test]
+fn datagrams_meet_across_processes_directed_and_wildcard() {
+    pass_job(&Launch { scenario: "dgram", ranks: 3, ..Default::default() });
+    pass_job(&Launch { scenario: "dgram", ranks: 4, per_node: 2, ..Default::default() });
+}
+
 /// Bad handles, addresses and memory get uGNI's codes and move nothing; the attacked rank goes
 /// on. One of the handles comes from another job: rank 1 of a job with another folder and
 /// cookie, whose first registration has the same rank and slot.

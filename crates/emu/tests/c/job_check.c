@@ -453,6 +453,65 @@ static void hostile(void)
 	barrier(4);
 }
 
+/* Endpoints bound to each peer's real inst_id, as datagrams need (they meet the endpoint bound
+ * back to them). */
+static gni_ep_handle_t dg_eps[64];
+
+static void bind_to_peers(void)
+{
+	for (int p = 0; p < size; p++) {
+		OK(GNI_EpCreate(me.nic, me.cq, &dg_eps[p]));
+		OK(GNI_EpBind(dg_eps[p], peers[p].addr, peers[p].inst));
+	}
+}
+
+struct hello {
+	uint32_t rank, magic;
+	gni_mem_handle_t mh;
+};
+
+/* Every pair of ranks trades a datagram; then rank 0 takes one from every other rank with
+ * wildcard posts (an unbound endpoint), by id. */
+static void dgram(void)
+{
+	setup();
+	bind_to_peers();
+	struct hello mine = {(uint32_t)rank, 0xda7a, me.mh}, theirs[64], got;
+	gni_post_state_t st;
+	uint32_t ra, ri;
+	for (int p = 0; p < size; p++)
+		if (p != rank)
+			OK(GNI_EpPostData(dg_eps[p], &mine, sizeof mine, &theirs[p], sizeof theirs[p]));
+	for (int p = 0; p < size; p++) {
+		if (p == rank)
+			continue;
+		OK(GNI_EpPostDataWait(dg_eps[p], (uint32_t)-1, &st, &ra, &ri));
+		EXPECT(st == GNI_POST_COMPLETED && ra == peers[p].addr && ri == peers[p].inst);
+		EXPECT(theirs[p].rank == (uint32_t)p && theirs[p].magic == 0xda7a);
+		EXPECT(!memcmp(&theirs[p].mh, &peers[p].mh, sizeof theirs[p].mh));
+	}
+	barrier(1);
+	if (rank == 0) {
+		gni_ep_handle_t any;
+		int seen[64] = {0};
+		OK(GNI_EpCreate(me.nic, me.cq, &any));
+		for (int k = 1; k < size; k++) {
+			OK(GNI_EpPostDataWId(any, &mine, sizeof mine, &got, sizeof got, 100 + (uint64_t)k));
+			OK(GNI_EpPostDataWaitById(any, 100 + (uint64_t)k, (uint32_t)-1, &st, &ra, &ri));
+			EXPECT(st == GNI_POST_COMPLETED && got.magic == 0xda7a && got.rank < (uint32_t)size);
+			EXPECT(ra == peers[got.rank].addr && ri == peers[got.rank].inst);
+			seen[got.rank]++;
+		}
+		for (int k = 1; k < size; k++)
+			EXPECT(seen[k] == 1);
+	} else {
+		OK(GNI_EpPostDataWId(dg_eps[0], &mine, sizeof mine, &got, sizeof got, 7));
+		OK(GNI_EpPostDataWaitById(dg_eps[0], 7, (uint32_t)-1, &st, &ra, &ri));
+		EXPECT(st == GNI_POST_COMPLETED && got.rank == 0 && ra == peers[0].addr && ri == peers[0].inst);
+	}
+	barrier(2);
+}
+
 /* Registers a buffer and writes its handle to JOB_TEST_FOREIGN_OUT: a handle of another job. */
 static void foreign(void)
 {
@@ -474,6 +533,7 @@ int main(int argc, char **argv)
 		{"overrun", overrun},
 		{"hostile", hostile},
 		{"foreign", foreign},
+		{"dgram", dgram},
 	};
 	return run_scenario(argv[0], scenarios, sizeof scenarios / sizeof *scenarios, argc, argv);
 }
