@@ -25,7 +25,7 @@ struct Local {
 
 static LOCAL: LazyLock<Box<Local>> = LazyLock::new(|| {
     // SAFETY: Local is made of atomics only; all zeroes is its empty state (every slot free).
-    unsafe { Box::new_zeroed().assume_init() }
+    unsafe { shm::zeroed_box() }
 });
 
 /// The id of a datagram posted without one (GNI_EpPostData).

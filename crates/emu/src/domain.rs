@@ -105,6 +105,7 @@ pub fn ep_create(nic: usize, src_cq: usize) -> Result<usize, GniReturn> {
         binding: Default::default(),
         smsg_max_send: Default::default(),
         inbox: Mutex::new(None),
+        shared_mbox: Mutex::new(None),
     });
     let h = handle_of(&obj);
     reg.eps.insert(h, obj);
@@ -127,6 +128,7 @@ pub fn ep_unbind(ep: usize) -> Result<(), GniReturn> {
     *e.lock_binding() = Default::default();
     e.smsg_max_send.store(0, Ordering::Relaxed);
     *e.lock_inbox() = None;
+    *e.lock_shared_mbox() = None;
     Ok(())
 }
 

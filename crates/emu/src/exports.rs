@@ -509,7 +509,7 @@ unsafe fn post_data(
     id: Option<u64>,
 ) -> GniReturn {
     guard(|| {
-        need(!(in_data.is_null() && data_len > 0) && !(out_buf.is_null() && buf_size > 0))?;
+        need(!(in_data.is_null() && data_len > 0 || out_buf.is_null() && buf_size > 0))?;
         need(data_len as u32 <= GNI_DATAGRAM_MAXSIZE).map_err(|_| GNI_RC_SIZE_ERROR)?;
         let bytes: &[u8] = match data_len {
             0 => &[],

@@ -21,7 +21,9 @@ use aar_abi::*;
 
 use crate::amo::{apply_amo, AmoOp};
 use crate::settings::{self, JobEnv};
-use crate::shm::{JobArea, LockGuard, RankArea, Reg, Ring, MAGIC, NO_RING, REG_SLOTS, RINGS};
+use crate::shm::{
+    JobArea, LockGuard, Mbox, RankArea, Reg, Ring, MAGIC, MBOX_ACTIVE, MBOX_FREE, NO_RING, REG_SLOTS, RINGS,
+};
 
 /// Marks qword1 of a job's memory handles (the in-process mode uses another tag).
 const JOB_MEM_TAG: u64 = 0xa4e6 << 48;
@@ -277,6 +279,34 @@ impl Job {
     pub fn claim_ring(&self, capacity: u32) -> Option<u32> {
         let _g = self.lock_alloc();
         (0..RINGS).find(|&i| self.me.rings[i].claim(capacity)).map(|i| i as u32)
+    }
+
+    /// A mailbox control of this rank for the mailbox at `addr` (a free one, or the one that
+    /// already has that address, reset): `credits` slots of `stride` bytes, messages up to
+    /// `maxsize` bytes, arrival events to ring `ring`.
+    pub fn claim_mbox(&self, addr: u64, credits: u32, stride: u32, maxsize: u32, ring: u32) -> Option<&'static Mbox> {
+        let _g = self.lock_alloc();
+        let active = |m: &Mbox| m.state.load(Ordering::Acquire) == MBOX_ACTIVE;
+        let m = (self.me.mboxes.iter().find(|m| active(m) && m.addr.load(Ordering::Relaxed) == addr))
+            .or_else(|| self.me.mboxes.iter().find(|m| m.state.load(Ordering::Acquire) == MBOX_FREE))?;
+        m.state.store(MBOX_FREE, Ordering::Release);
+        m.addr.store(addr, Ordering::Relaxed);
+        m.credits.store(credits, Ordering::Relaxed);
+        m.stride.store(stride, Ordering::Relaxed);
+        m.maxsize.store(maxsize, Ordering::Relaxed);
+        m.ring.store(ring, Ordering::Relaxed);
+        m.head.store(0, Ordering::Relaxed);
+        m.tail.store(0, Ordering::Relaxed);
+        m.state.store(MBOX_ACTIVE, Ordering::Release);
+        Some(m)
+    }
+
+    /// Rank `rank`'s active mailbox at `addr`, if it has one yet.
+    pub fn find_mbox(&self, rank: u32, addr: u64) -> Option<&'static Mbox> {
+        self.area(rank)?
+            .mboxes
+            .iter()
+            .find(|m| m.state.load(Ordering::Acquire) == MBOX_ACTIVE && m.addr.load(Ordering::Relaxed) == addr)
     }
 
     /// Ring `ring` of rank `rank`, if that is a ring in use.

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLoc
 use aar_abi::*;
 
 use crate::cq::Cq;
-use crate::mailbox::Inbox;
+use crate::mailbox::{Inbox, SharedMailbox};
 use crate::FIRST_NIC_ADDR;
 
 /// Keys are addresses and counters: a multiplicative hash is enough and much cheaper than SipHash
@@ -100,6 +100,8 @@ pub struct Ep {
     pub smsg_max_send: AtomicU32,
     /// The receiving mailbox, created by GNI_SmsgInit.
     pub inbox: Mutex<Option<Inbox>>,
+    /// In a job, the mailboxes instead: ours in the rank's file and where the peer's is.
+    pub shared_mbox: Mutex<Option<SharedMailbox>>,
 }
 
 impl Ep {
@@ -113,6 +115,10 @@ impl Ep {
 
     pub fn lock_inbox(&self) -> MutexGuard<'_, Option<Inbox>> {
         self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn lock_shared_mbox(&self) -> MutexGuard<'_, Option<SharedMailbox>> {
+        self.shared_mbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -383,6 +383,23 @@ pub fn load_bytes(words: &[AtomicU64], len: usize) -> Vec<u8> {
     out
 }
 
+/// A `T` of all-zero bytes on the heap: an empty set of shared records outside any file.
+///
+/// # Safety
+/// All-zero bytes are a valid `T` (true of the records here, made of atomic integers).
+pub unsafe fn zeroed_box<T>() -> Box<T> {
+    let layout = std::alloc::Layout::new::<T>();
+    assert!(layout.size() > 0);
+    // SAFETY: a non-zero-sized layout; the allocation is checked below.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: p is a fresh allocation of T's layout, whose zero bytes are a valid T (this
+    // function's contract); the Box takes ownership with the same layout.
+    unsafe { Box::from_raw(p) }
+}
+
 /// One rank's file, mapped whole.
 #[repr(C)]
 pub struct RankArea {
@@ -406,7 +423,7 @@ mod tests {
     fn zeroed<T>() -> Box<T> {
         // SAFETY: every field of the shared records is an atomic integer (or an array of them),
         // for which all-zero bytes are a valid value.
-        unsafe { Box::new_zeroed().assume_init() }
+        unsafe { zeroed_box() }
     }
 
     #[test]

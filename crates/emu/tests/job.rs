@@ -181,6 +181,12 @@ fn datagrams_meet_across_processes_directed_and_wildcard() {
     pass_job(&Launch { scenario: "dgram", ranks: 4, per_node: 2, ..Default::default() });
 }
 
+#[test]
+fn smsg_flows_between_every_pair_with_credits_after_a_datagram_exchange() {
+    pass_job(&Launch { scenario: "smsg", ranks: 3, ..Default::default() });
+    pass_job(&Launch { scenario: "smsg", ranks: 2, preload: true, ..Default::default() });
+}
+
 /// Bad handles, addresses and memory get uGNI's codes and move nothing; the attacked rank goes
 /// on. One of the handles comes from another job: rank 1 of a job with another folder and
 /// cookie, whose first registration has the same rank and slot.

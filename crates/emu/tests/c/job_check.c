@@ -512,6 +512,149 @@ static void dgram(void)
 	barrier(2);
 }
 
+/* SMSG between every pair of ranks, each mailbox's attributes traded by datagram: first the
+ * credits (rank 0's fifth message to rank 1 waits for a release), then every rank streams
+ * MSGS tagged messages to every other, receiving as it goes. */
+#define MSGS 40
+#define CREDITS 4
+#define MAXSIZE 128
+
+struct msg_header {
+	uint32_t from, seq;
+};
+
+static void payload(unsigned char *p, int from, int to, int seq)
+{
+	for (int i = 0; i < 50; i++)
+		p[i] = (unsigned char)(from * 31 + to * 7 + seq + i);
+}
+
+static void drain(gni_cq_handle_t cq, int *count)
+{
+	gni_cq_entry_t ev;
+	while (GNI_CqGetEvent(cq, &ev) == GNI_RC_SUCCESS) {
+		EXPECT(GNI_CQ_GET_TYPE(ev) == GNI_CQ_EVENT_TYPE_SMSG);
+		(*count)++;
+	}
+}
+
+static void smsg(void)
+{
+	setup();
+	bind_to_peers();
+	gni_smsg_attr_t mine[64], theirs[64];
+	unsigned int bytes;
+	for (int p = 0; p < size; p++) {
+		memset(&mine[p], 0, sizeof mine[p]);
+		mine[p].msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+		mine[p].mbox_maxcredit = CREDITS;
+		mine[p].msg_maxsize = MAXSIZE;
+		OK(GNI_SmsgBufferSizeNeeded(&mine[p], &bytes));
+		EXPECT(bytes <= 1024);
+		mine[p].msg_buffer = me.buf + 32768;
+		mine[p].buff_size = 32768;
+		mine[p].mem_hndl = me.mh;
+		mine[p].mbox_offset = (uint32_t)p * 1024;
+	}
+	gni_post_state_t st;
+	uint32_t ra, ri;
+	for (int p = 0; p < size; p++)
+		if (p != rank)
+			OK(GNI_EpPostData(dg_eps[p], &mine[p], sizeof mine[p], &theirs[p], sizeof theirs[p]));
+	for (int p = 0; p < size; p++) {
+		if (p == rank)
+			continue;
+		OK(GNI_EpPostDataWait(dg_eps[p], (uint32_t)-1, &st, &ra, &ri));
+		EXPECT(st == GNI_POST_COMPLETED && ri == peers[p].inst);
+		EXPECT(theirs[p].mbox_offset == (uint32_t)rank * 1024);
+		OK(GNI_SmsgInit(dg_eps[p], &mine[p], &theirs[p]));
+	}
+	barrier(1);
+
+	struct msg_header h;
+	unsigned char data[50];
+	void *got;
+	int local_events = 0, arrivals = 0;
+	if (rank == 0) {
+		for (int i = 0; i < CREDITS; i++) {
+			h = (struct msg_header){0, (uint32_t)i};
+			OK(GNI_SmsgSend(dg_eps[1], &h, sizeof h, NULL, 0, 900 + (uint32_t)i));
+		}
+		h.seq = CREDITS;
+		EXPECT_RC(GNI_SmsgSend(dg_eps[1], &h, sizeof h, NULL, 0, 900), GNI_RC_NOT_DONE); /* no credit */
+		barrier(2);
+		barrier(3);
+		OK(GNI_SmsgSend(dg_eps[1], &h, sizeof h, NULL, 0, 900 + CREDITS)); /* a release gave one back */
+		drain(me.cq, &local_events);
+		EXPECT(local_events == CREDITS + 1);
+	} else if (rank == 1) {
+		barrier(2);
+		for (int i = 0; i < CREDITS; i++) {
+			OK(GNI_SmsgGetNext(dg_eps[0], &got));
+			memcpy(&h, got, sizeof h);
+			EXPECT(h.from == 0 && h.seq == (uint32_t)i);
+			EXPECT_RC(GNI_SmsgGetNext(dg_eps[0], &got), GNI_RC_SUCCESS); /* the same message again */
+			OK(GNI_SmsgRelease(dg_eps[0]));
+		}
+		EXPECT_RC(GNI_SmsgGetNext(dg_eps[0], &got), GNI_RC_NOT_DONE);
+		barrier(3);
+		while (GNI_SmsgGetNext(dg_eps[0], &got) == GNI_RC_NOT_DONE)
+			sleep_ms(1);
+		memcpy(&h, got, sizeof h);
+		EXPECT(h.seq == CREDITS);
+		OK(GNI_SmsgRelease(dg_eps[0]));
+		gni_cq_entry_t ev;
+		for (int i = 0; i <= CREDITS; i++) {
+			OK(GNI_CqWaitEvent(me.rx_cq, (uint64_t)-1, &ev));
+			EXPECT(GNI_CQ_GET_TYPE(ev) == GNI_CQ_EVENT_TYPE_SMSG && GNI_CQ_GET_SOURCE(ev) == 1);
+			EXPECT(GNI_CQ_GET_INST_ID(ev) == peers[0].inst && GNI_CQ_GET_MSG_ID(ev) == 900 + (uint64_t)i);
+		}
+	} else {
+		barrier(2);
+		barrier(3);
+	}
+	barrier(4);
+	local_events = 0;
+
+	/* Every rank streams to every other. */
+	int sent[64] = {0}, received[64] = {0}, done = 0, want = 2 * MSGS * (size - 1);
+	while (done < want) {
+		for (int p = 0; p < size; p++) {
+			if (p == rank)
+				continue;
+			if (sent[p] < MSGS) {
+				h = (struct msg_header){(uint32_t)rank, (uint32_t)sent[p]};
+				payload(data, rank, p, sent[p]);
+				gni_return_t rc = GNI_SmsgSendWTag(dg_eps[p], &h, sizeof h, data, sizeof data,
+								   (uint32_t)sent[p], (uint8_t)(sent[p] % 3));
+				EXPECT(rc == GNI_RC_SUCCESS || rc == GNI_RC_NOT_DONE);
+				if (rc == GNI_RC_SUCCESS) {
+					sent[p]++;
+					done++;
+				}
+			}
+			uint8_t tag = GNI_SMSG_ANY_TAG;
+			if (GNI_SmsgGetNextWTag(dg_eps[p], &got, &tag) == GNI_RC_SUCCESS) {
+				memcpy(&h, got, sizeof h);
+				EXPECT(h.from == (uint32_t)p && h.seq == (uint32_t)received[p]);
+				EXPECT(tag == (uint8_t)(received[p] % 3));
+				payload(data, p, rank, received[p]);
+				EXPECT(!memcmp((unsigned char *)got + sizeof h, data, sizeof data));
+				OK(GNI_SmsgRelease(dg_eps[p]));
+				received[p]++;
+				done++;
+			}
+		}
+		drain(me.cq, &local_events);
+		drain(me.rx_cq, &arrivals);
+	}
+	drain(me.cq, &local_events);
+	EXPECT(local_events == MSGS * (size - 1));
+	barrier(5);
+	drain(me.rx_cq, &arrivals);
+	EXPECT(arrivals == MSGS * (size - 1));
+}
+
 /* Registers a buffer and writes its handle to JOB_TEST_FOREIGN_OUT: a handle of another job. */
 static void foreign(void)
 {
@@ -534,6 +677,7 @@ int main(int argc, char **argv)
 		{"hostile", hostile},
 		{"foreign", foreign},
 		{"dgram", dgram},
+		{"smsg", smsg},
 	};
 	return run_scenario(argv[0], scenarios, sizeof scenarios / sizeof *scenarios, argc, argv);
 }
