@@ -36,9 +36,9 @@ pub enum SettingError {
     #[error("AAR_EMU_DMAPP_LAYOUT=\"{value}\": {problem}; using the {default} layout of cabi/dmapp.h", default = AttrsLayout::default())]
     DmappLayout { value: String, problem: <AttrsLayout as FromStr>::Err },
     #[error(
-        "AAR_EMU_JOB_DIR is set but {var}{shown}: {problem}; this process runs alone (in-process \
-         mode) and the job's other ranks cannot reach it (start it with `aar run`, which sets \
-         AAR_EMU_JOB_DIR, PMI_RANK, PMI_SIZE and PMI_GNI_LOC_ADDR together)",
+        "{var}{shown} is {problem}, so this process cannot join the job of AAR_EMU_JOB_DIR: it \
+         runs alone (in-process mode) and the job's other ranks cannot reach it (start it with \
+         `aar run`, which sets AAR_EMU_JOB_DIR, PMI_RANK, PMI_SIZE and PMI_GNI_LOC_ADDR together)",
         shown = value.as_ref().map(|v| format!("=\"{v}\"")).unwrap_or_default()
     )]
     Job { var: &'static str, value: Option<String>, problem: String },
@@ -129,7 +129,8 @@ pub struct JobEnv {
 pub fn job_env() -> Option<JobEnv> {
     let dir = PathBuf::from(std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?);
     let number = |var: &'static str| -> Result<u32, SettingError> {
-        let value = std::env::var(var).map_err(|_| SettingError::Job { var, value: None, problem: "unset".into() })?;
+        let value =
+            std::env::var(var).map_err(|_| SettingError::Job { var, value: None, problem: "not set".into() })?;
         value.parse::<CrayNumber>().map(|n| n.0).map_err(|e| SettingError::Job {
             var,
             value: Some(value.clone()),
@@ -149,7 +150,7 @@ pub fn job_env() -> Option<JobEnv> {
             return Err(SettingError::Job {
                 var: "PMI_RANK",
                 value: Some(rank.to_string()),
-                problem: format!("not below PMI_SIZE={size} (at most {MAX_RANKS} ranks)"),
+                problem: format!("not below PMI_SIZE={size} (a job has at most {MAX_RANKS} ranks)"),
             });
         }
         let nic_addr = number("PMI_GNI_LOC_ADDR")?;

@@ -211,3 +211,42 @@ fn hostile_posts_fail_with_ugni_codes_and_harm_no_rank() {
 fn hostile_posts_fail_with_ugni_codes_under_libaar() {
     hostile(true);
 }
+
+/// A job environment that is missing a variable or has a bad one: one clear line that names it,
+/// and the program runs in the in-process mode, leaving nothing in the job's folder.
+#[test]
+fn a_bad_job_environment_warns_once_and_runs_alone() {
+    let emu_check = compile("crates/emu/tests/c/emu_check.c", "emu_check");
+    let dirs = JobDirs::new("badenv");
+    let dir = dirs.shared.display().to_string();
+    let cases: [(&[(&str, &str)], &str); 4] = [
+        (&[("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "256")], "PMI_RANK is not set"),
+        (
+            &[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "node7")],
+            "PMI_GNI_LOC_ADDR=\"node7\" is not a 32-bit number",
+        ),
+        (
+            &[("PMI_RANK", "2"), ("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "0x100")],
+            "PMI_RANK=\"2\" is not below PMI_SIZE=2",
+        ),
+        (
+            &[
+                ("PMI_RANK", "0"),
+                ("PMI_SIZE", "1"),
+                ("PMI_GNI_LOC_ADDR", "256"),
+                ("AAR_EMU_JOB_DIR", "/nonexistent/job"),
+            ],
+            "AAR_EMU_JOB_DIR=\"/nonexistent/job\" is not a folder",
+        ),
+    ];
+    for (env, said) in cases {
+        let mut all = vec![("AAR_EMU_JOB_DIR", dir.as_str())];
+        all.extend_from_slice(env);
+        let out = run(&emu_check, &["put_get"], &all);
+        expect_success(&out, said);
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("aar-emu: {said}")) && err.contains("in-process mode"), "{err}");
+        assert_eq!(dirs.shared_files(), Vec::<String>::new());
+    }
+}
