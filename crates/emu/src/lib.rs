@@ -1,5 +1,7 @@
 //! `libugni.so` for tests and demos: the uGNI subset that the shim intercepts and the example
-//! programs use, delivering data between endpoints inside one process, and the DMAPP subset
+//! programs use, delivering data between endpoints inside one process or, in a job that
+//! `aar run` started (`AAR_EMU_JOB_DIR`, see `job` and docs/emulator-job.md), between the
+//! job's processes, and the DMAPP subset
 //! (`libdmapp.so`, see below) over the same NIC. It logs every post and DMAPP call as received
 //! (`AAR_EMU_LOG`), publishes the Aries NIC counters as PAPI Software-Defined Events
 //! (`sde:::aries::AR_NIC_...`) and drives them with a deterministic NIC timing model
