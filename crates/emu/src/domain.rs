@@ -60,7 +60,6 @@ pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn>
         smsg_mode: Default::default(),
     });
     let h = handle_of(&obj);
-    reg.nic_by_key.insert(obj.key(), obj.clone());
     reg.nics.insert(h, obj);
     *attached = Some(h);
     Ok((addr, h))

@@ -520,17 +520,28 @@ unsafe fn post_data(
     })
 }
 
-/// Writes a datagram's state and peer to the caller's out-parameters.
+/// Runs a datagram's Test or Wait (`f`) and writes the state and peer it gives to the caller's
+/// out-parameters.
 ///
 /// # Safety
-/// Each pointer is valid for a write (checked non-null by the caller).
-unsafe fn put_state(state: *mut GniPostState, addr: *mut u32, id: *mut u32, got: (GniPostState, u32, u32)) {
-    // SAFETY: per this function's contract.
-    unsafe {
-        put(state, got.0);
-        put(addr, got.1);
-        put(id, got.2);
-    }
+/// Each pointer is NULL or valid for a write.
+unsafe fn collect(
+    state: *mut GniPostState,
+    addr: *mut u32,
+    id: *mut u32,
+    f: impl FnOnce() -> Result<(GniPostState, u32, u32), GniReturn>,
+) -> GniReturn {
+    guard(|| {
+        need(!state.is_null() && !addr.is_null() && !id.is_null())?;
+        let (s, a, i) = f()?;
+        // SAFETY: non-null out-parameters (contract above).
+        unsafe {
+            put(state, s);
+            put(addr, a);
+            put(id, i);
+        }
+        Ok(())
+    })
 }
 
 /// # Safety
@@ -574,8 +585,8 @@ pub unsafe extern "C" fn GNI_EpPostDataTest(
     remote_addr: *mut u32,
     remote_id: *mut u32,
 ) -> GniReturn {
-    // SAFETY: the caller's pointers (contract above).
-    unsafe { GNI_EpPostDataTestById(ep, u64::MAX, post_state, remote_addr, remote_id) }
+    // SAFETY: the caller's pointers and the datagram's buffer (contract above).
+    unsafe { collect(post_state, remote_addr, remote_id, || datagram::test(ep as usize, None)) }
 }
 
 /// # Safety
@@ -588,14 +599,8 @@ pub unsafe extern "C" fn GNI_EpPostDataTestById(
     remote_addr: *mut u32,
     remote_id: *mut u32,
 ) -> GniReturn {
-    guard(|| {
-        need(!post_state.is_null() && !remote_addr.is_null() && !remote_id.is_null())?;
-        // SAFETY: the datagram's buffer (contract above).
-        let got = unsafe { datagram::test(ep as usize, Some(datagram_id))? };
-        // SAFETY: non-null out-parameters (contract above).
-        unsafe { put_state(post_state, remote_addr, remote_id, got) };
-        Ok(())
-    })
+    // SAFETY: the caller's pointers and the datagram's buffer (contract above).
+    unsafe { collect(post_state, remote_addr, remote_id, || datagram::test(ep as usize, Some(datagram_id))) }
 }
 
 /// # Safety
@@ -608,8 +613,8 @@ pub unsafe extern "C" fn GNI_EpPostDataWait(
     remote_addr: *mut u32,
     remote_id: *mut u32,
 ) -> GniReturn {
-    // SAFETY: the caller's pointers (contract above).
-    unsafe { GNI_EpPostDataWaitById(ep, u64::MAX, timeout, post_state, remote_addr, remote_id) }
+    // SAFETY: the caller's pointers and the datagram's buffer (contract above).
+    unsafe { collect(post_state, remote_addr, remote_id, || datagram::wait(ep as usize, None, timeout)) }
 }
 
 /// # Safety
@@ -623,14 +628,8 @@ pub unsafe extern "C" fn GNI_EpPostDataWaitById(
     remote_addr: *mut u32,
     remote_id: *mut u32,
 ) -> GniReturn {
-    guard(|| {
-        need(!post_state.is_null() && !remote_addr.is_null() && !remote_id.is_null())?;
-        // SAFETY: the datagram's buffer (contract above).
-        let got = unsafe { datagram::wait(ep as usize, Some(datagram_id), timeout)? };
-        // SAFETY: non-null out-parameters (contract above).
-        unsafe { put_state(post_state, remote_addr, remote_id, got) };
-        Ok(())
-    })
+    // SAFETY: the caller's pointers and the datagram's buffer (contract above).
+    unsafe { collect(post_state, remote_addr, remote_id, || datagram::wait(ep as usize, Some(datagram_id), timeout)) }
 }
 
 /// # Safety

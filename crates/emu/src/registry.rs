@@ -54,16 +54,6 @@ pub struct Nic {
     pub smsg_mode: AtomicU16,
 }
 
-impl Nic {
-    pub fn key(&self) -> u64 {
-        nic_key(self.addr, self.inst_id)
-    }
-}
-
-pub fn nic_key(addr: u32, inst_id: u32) -> u64 {
-    (addr as u64) << 32 | inst_id as u64
-}
-
 pub struct MemReg {
     pub nic: usize,
     pub addr: u64,
@@ -126,7 +116,6 @@ impl Ep {
 pub struct Registry {
     pub cdms: Map<usize, Arc<Cdm>>,
     pub nics: Map<usize, Arc<Nic>>,
-    pub nic_by_key: Map<u64, Arc<Nic>>,
     pub eps: Map<usize, Arc<Ep>>,
     pub cqs: Map<usize, Arc<Cq>>,
     pub mems: Map<u64, Arc<MemReg>>,
@@ -214,9 +203,7 @@ impl Registry {
 
     /// Forgets a NIC and everything created on it (GNI_CdmDestroy).
     pub fn remove_nic(&mut self, nic_handle: usize) {
-        if let Some(nic) = self.nics.remove(&nic_handle) {
-            self.nic_by_key.remove(&nic.key());
-        }
+        self.nics.remove(&nic_handle);
         self.eps.retain(|_, e| e.nic_handle != nic_handle);
         self.cqs.retain(|_, c| c.nic != nic_handle);
         let job = crate::job::get();
