@@ -66,12 +66,14 @@ struct Launch<'a> {
     preload: bool,
     /// Start only these ranks (all when empty).
     only: &'a [u32],
+    /// (rank, start of the one line it must say on stderr).
+    says: Option<(u32, &'a str)>,
     env: &'a [(&'a str, String)],
 }
 
 impl Default for Launch<'_> {
     fn default() -> Self {
-        Launch { scenario: "", ranks: 2, per_node: 1, cookie: 0x5eed, preload: false, only: &[], env: &[] }
+        Launch { scenario: "", ranks: 2, per_node: 1, cookie: 0x5eed, preload: false, only: &[], says: None, env: &[] }
     }
 }
 
@@ -135,7 +137,14 @@ fn pass_job(l: &Launch) {
         let stdout = expect_success(&out, &what);
         assert_eq!(stdout.lines().last(), Some(format!("PASS {}", l.scenario).as_str()), "{what}: {stdout}");
         let err = stderr(&out);
-        assert!(err.lines().all(|line| l.preload && line.starts_with("aar:")), "{what} said on stderr:\n{err}");
+        let (said, other): (Vec<&str>, Vec<&str>) = err
+            .lines()
+            .filter(|line| !(l.preload && line.starts_with("aar:")))
+            .partition(|line| l.says.is_some_and(|(r, start)| r == rank && line.starts_with(start)));
+        assert!(other.is_empty(), "{what} said on stderr:\n{err}");
+        if l.says.is_some_and(|(r, _)| r == rank) {
+            assert_eq!(said.len(), 1, "{what} must say it once:\n{err}");
+        }
     }
     let mut want: Vec<String> = (0..l.ranks).map(|r| format!("rank-{r}")).collect();
     want.push("job".into());
@@ -185,6 +194,12 @@ fn datagrams_meet_across_processes_directed_and_wildcard() {
 fn smsg_flows_between_every_pair_with_credits_after_a_datagram_exchange() {
     pass_job(&Launch { scenario: "smsg", ranks: 3, ..Default::default() });
     pass_job(&Launch { scenario: "smsg", ranks: 2, preload: true, ..Default::default() });
+}
+
+#[test]
+fn posts_to_a_rank_that_ended_fail_and_the_poster_goes_on() {
+    let says = Some((0, "aar-emu: process_vm_writev to rank 1 (pid "));
+    pass_job(&Launch { scenario: "orphan", ranks: 2, says, ..Default::default() });
 }
 
 /// Bad handles, addresses and memory get uGNI's codes and move nothing; the attacked rank goes

@@ -235,6 +235,38 @@ static void rma(void)
 	       !memcmp(buf2 + 300, from_prev + 100, 16));
 	EXPECT(buf2[99] == 0x5a && buf2[104] == 0x5a && buf2[316] == 0x5a);
 	barrier(3);
+
+	/* Loop back inside the rank: a PUT with a remote event and an AMO on its own memory. */
+	gni_ep_handle_t self;
+	OK(GNI_EpCreate(me.nic, me.cq, &self));
+	OK(GNI_EpBind(self, me.addr, me.inst));
+	gni_post_descriptor_t lp;
+	memset(&lp, 0, sizeof lp);
+	lp.type = GNI_POST_FMA_PUT;
+	lp.cq_mode = GNI_CQMODE_GLOBAL_EVENT | GNI_CQMODE_REMOTE_EVENT;
+	lp.local_addr = addr_of(me.buf + 32768);
+	lp.local_mem_hndl = me.mh;
+	lp.remote_addr = addr_of(me.buf + 57344);
+	lp.remote_mem_hndl = me.mh;
+	lp.length = 64;
+	OK(GNI_PostFma(self, &lp));
+	EXPECT(!memcmp(me.buf + 57344, me.buf + 32768, 64));
+	gni_cq_entry_t ev;
+	OK(GNI_CqGetEvent(me.cq, &ev));
+	OK(GNI_CqWaitEvent(me.rx_cq, (uint64_t)-1, &ev));
+	EXPECT(GNI_CQ_GET_SOURCE(ev) == 1 && GNI_CQ_GET_INST_ID(ev) == me.inst);
+	memset(me.buf + 57344, 0, 8);
+	lp.type = GNI_POST_AMO;
+	lp.cq_mode = GNI_CQMODE_SILENT;
+	lp.amo_cmd = GNI_FMA_ATOMIC_ADD;
+	lp.first_operand = 41;
+	lp.length = 8;
+	OK(GNI_PostFma(self, &lp));
+	OK(GNI_PostFma(self, &lp));
+	uint64_t sum;
+	memcpy(&sum, me.buf + 57344, 8);
+	EXPECT(sum == 82);
+	expect_no_event(me.cq);
 }
 
 /* Every rank adds 1 to rank 0's counter ROUNDS times, all at once, fetching the old value. */
@@ -312,6 +344,20 @@ static void cqwrite(void)
 	EXPECT(GNI_CQ_GET_SOURCE(ev) == 1);
 	EXPECT(GNI_CQ_GET_DATA(ev) == (0xc0ffee000000ULL | (uint64_t)prev));
 	barrier(1);
+
+	/* A chained CQ write: the head and two elements, each an event on the successor's CQ. */
+	gni_ct_cqw_post_descriptor_t c2 = {NULL, eps[next], 0xbb0000ULL | (uint64_t)rank, peers[next].mh};
+	gni_ct_cqw_post_descriptor_t c1 = {&c2, eps[next], 0xaa0000ULL | (uint64_t)rank, peers[next].mh2};
+	pd.cqwrite_value = 0x990000ULL | (uint64_t)rank;
+	pd.next_descr = &c1;
+	OK(GNI_CtPostCqWrite(eps[next], &pd));
+	completed(&pd, next);
+	const uint64_t want[3] = {0x990000, 0xaa0000, 0xbb0000};
+	for (int i = 0; i < 3; i++) {
+		OK(GNI_CqWaitEvent(me.rx_cq, (uint64_t)-1, &ev));
+		EXPECT(GNI_CQ_GET_DATA(ev) == (want[i] | (uint64_t)prev));
+	}
+	barrier(2);
 	expect_no_event(me.rx_cq);
 }
 
@@ -655,6 +701,37 @@ static void smsg(void)
 	EXPECT(arrivals == MSGS * (size - 1));
 }
 
+/* Rank 1 registers its memory and ends; rank 0's posts to it then fail with
+ * GNI_RC_TRANSACTION_ERROR (said once on stderr) and rank 0 goes on. */
+static void orphan(void)
+{
+	setup();
+	EXPECT(size == 2);
+	if (rank == 1) {
+		publish("ended-1", &rank, sizeof rank);
+		printf("PASS orphan\n");
+		exit(0);
+	}
+	int r;
+	fetch("ended-1", &r, sizeof r);
+	/* Wait until rank 1 is gone: a post to it no longer reaches a process. */
+	gni_post_descriptor_t pd = to(1, GNI_POST_FMA_PUT, 0, 0, 64, GNI_CQMODE_GLOBAL_EVENT);
+	gni_return_t rc;
+	while ((rc = GNI_PostFma(eps[1], &pd)) == GNI_RC_SUCCESS)
+		completed(&pd, 1), sleep_ms(5);
+	EXPECT(rc == GNI_RC_TRANSACTION_ERROR);
+	pd = to(1, GNI_POST_AMO, 0, 0, 8, GNI_CQMODE_GLOBAL_EVENT);
+	pd.amo_cmd = GNI_FMA_ATOMIC_FADD;
+	EXPECT_RC(GNI_PostFma(eps[1], &pd), GNI_RC_TRANSACTION_ERROR);
+	expect_no_event(me.cq);
+	/* This rank is unharmed. */
+	gni_ep_handle_t self;
+	OK(GNI_EpCreate(me.nic, me.cq, &self));
+	OK(GNI_EpBind(self, me.addr, me.inst));
+	pd = to(0, GNI_POST_FMA_PUT, 0, 4096, 64, GNI_CQMODE_SILENT);
+	OK(GNI_PostFma(self, &pd));
+}
+
 /* Registers a buffer and writes its handle to JOB_TEST_FOREIGN_OUT: a handle of another job. */
 static void foreign(void)
 {
@@ -678,6 +755,7 @@ int main(int argc, char **argv)
 		{"foreign", foreign},
 		{"dgram", dgram},
 		{"smsg", smsg},
+		{"orphan", orphan},
 	};
 	return run_scenario(argv[0], scenarios, sizeof scenarios / sizeof *scenarios, argc, argv);
 }
