@@ -86,9 +86,10 @@ mod shm;
 mod smsg;
 mod timing;
 
-/// Address of the first attached NIC; GNI_CdmGetNicAddress reports it, and each further attach
-/// gets the next address, as though every CDM of the process sat on its own node. The registry,
-/// DMAPP's PEs and the simulated network's placement all count NICs from it.
+/// Address of the first attached NIC outside a job; GNI_CdmGetNicAddress reports it, and each
+/// further attach gets the next address, as though every CDM of the process sat on its own node.
+/// The registry, DMAPP's PEs and the simulated network's placement all count NICs from it; a
+/// job's launcher gives node n the address FIRST_NIC_ADDR + n (PMI_GNI_LOC_ADDR).
 const FIRST_NIC_ADDR: u32 = 0x100;
 
 /// The emulator's only diagnostics channel: one line on stderr with a fixed prefix.
