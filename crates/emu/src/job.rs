@@ -6,7 +6,9 @@
 //! owner's rank and registration slot, qword2 a check mixed from the job (its folder and cookie),
 //! the slot's serial number, the address and the length, so a handle of another job, a stale
 //! one or a forged one matches no registration (GNI_RC_INVALID_PARAM). Bytes move between ranks
-//! with `process_vm_readv`/`process_vm_writev`, which return only when the bytes are in place.
+//! with `process_vm_readv`/`process_vm_writev`, which return only when the bytes are in place;
+//! where the kernel refuses them (or `AAR_EMU_JOB_COPY=service`), the other rank's service
+//! thread copies them through a bounce buffer in its file ([`Service`]).
 //!
 //! Without `AAR_EMU_JOB_DIR` there is no job and nothing here is used.
 
@@ -16,13 +18,15 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use aar_abi::*;
 
 use crate::amo::{apply_amo, AmoOp};
-use crate::settings::{self, JobEnv};
+use crate::settings::{self, CopyPath, JobEnv};
 use crate::shm::{
-    JobArea, LockGuard, Mbox, RankArea, Reg, Ring, MAGIC, MBOX_ACTIVE, MBOX_FREE, NO_RING, REG_SLOTS, RINGS,
+    self, JobArea, LockGuard, Mbox, RankArea, Reg, Ring, Service, BOUNCE_BYTES, MAGIC, MBOX_ACTIVE, MBOX_FREE, NO_RING,
+    REG_SLOTS, RINGS, SERVE_READ, SERVE_WRITE,
 };
 
 /// Marks qword1 of a job's memory handles (the in-process mode uses another tag).
@@ -43,6 +47,8 @@ pub struct Job {
     /// Serialises this process's changes to its own file's slots.
     alloc: Mutex<usize>,
     serial: AtomicU64,
+    /// Bytes go through the other rank's service thread: asked for, or process_vm was refused.
+    via_service: AtomicBool,
 }
 
 static JOB: OnceLock<Option<Job>> = OnceLock::new();
@@ -140,8 +146,8 @@ fn refused(what: &str, rank: u32, pid: u32, err: &std::io::Error) -> GniReturn {
         Some(libc::EPERM) | Some(libc::EACCES) | Some(libc::ENOSYS) => (
             GNI_RC_PERMISSION_ERROR,
             "the kernel refuses cross-process memory access here (Yama ptrace_scope, a seccomp \
-             filter, or ranks of different users); there is no fallback: run the ranks as one \
-             user with kernel.yama.ptrace_scope at 0 or 1",
+             filter, or ranks of different users) and that rank runs no service thread to fall \
+             back on: run the ranks as one user with kernel.yama.ptrace_scope at 0 or 1",
         ),
         Some(libc::ESRCH) => (GNI_RC_TRANSACTION_ERROR, "that rank has ended"),
         _ => (GNI_RC_TRANSACTION_ERROR, "its registered memory is no longer mapped"),
@@ -179,6 +185,8 @@ impl Job {
             .open(env.dir.join("job"))?;
         // SAFETY: JobArea is made of atomics only.
         let shared: &'static JobArea = unsafe { map_as(&job_file)? };
+        // The service thread sleeps until a rank the kernel keeps out needs it.
+        let _ = std::thread::Builder::new().name("aar-emu-service".into()).spawn(move || serve(me));
         Ok(Job {
             rank: env.rank,
             size: env.size,
@@ -190,6 +198,7 @@ impl Job {
             areas: Mutex::new(vec![None; env.size as usize]),
             alloc: Mutex::new(0),
             serial: AtomicU64::new(1),
+            via_service: AtomicBool::new(settings::job_copy() == CopyPath::Service),
         })
     }
 
@@ -317,10 +326,6 @@ impl Job {
         self.area(rank)?.rings.get(ring as usize).filter(|r| r.in_use())
     }
 
-    fn pid(&self, rank: u32) -> Result<u32, GniReturn> {
-        Ok(self.area(rank).ok_or(GNI_RC_INVALID_PARAM)?.header.pid.load(Ordering::Relaxed))
-    }
-
     /// Copies `len` bytes from this process's `local` to `remote` in rank `rank`.
     pub fn write_to(&self, rank: u32, remote: u64, local: u64, len: u64) -> Result<(), GniReturn> {
         self.move_bytes(rank, remote, local, len, true)
@@ -332,7 +337,11 @@ impl Job {
     }
 
     fn move_bytes(&self, rank: u32, remote: u64, local: u64, len: u64, write: bool) -> Result<(), GniReturn> {
-        let pid = self.pid(rank)?;
+        let area = self.area(rank).ok_or(GNI_RC_INVALID_PARAM)?;
+        let pid = area.header.pid.load(Ordering::Relaxed);
+        if self.via_service.load(Ordering::Relaxed) {
+            return through_service(area, pid, remote, local, len, write);
+        }
         let mut done = 0u64;
         while done < len {
             let n = (len - done) as usize;
@@ -354,6 +363,17 @@ impl Job {
                     std::io::Error::last_os_error()
                 };
                 let what = if write { "process_vm_writev to" } else { "process_vm_readv from" };
+                let kept_out = matches!(err.raw_os_error(), Some(libc::EPERM | libc::EACCES | libc::ENOSYS));
+                if kept_out && area.service.running.load(Ordering::Acquire) != 0 {
+                    crate::warn(&format!(
+                        "{what} rank {rank} (pid {pid}) refused: {err}; bytes between this rank and \
+                         the others now go through their service threads (a copy through shared \
+                         memory, slower); let the ranks reach each other's memory \
+                         (kernel.yama.ptrace_scope 0 or 1, one user) to avoid it"
+                    ));
+                    self.via_service.store(true, Ordering::Relaxed);
+                    return through_service(area, pid, remote + done, local + done, len - done, write);
+                }
                 return Err(refused(what, rank, pid, &err));
             }
             done += moved as u64;
@@ -379,6 +399,86 @@ impl Job {
         }
         Ok(old)
     }
+}
+
+/// The rank's service thread: answers other ranks' requests to copy between its registered
+/// memory and the bounce buffer of its file, one at a time, for the life of the process.
+fn serve(me: &'static RankArea) {
+    let svc = &me.service;
+    let mut last = svc.request.load(Ordering::Acquire);
+    svc.running.store(1, Ordering::Release);
+    loop {
+        let now = svc.request.load(Ordering::Acquire);
+        if now == last {
+            shm::futex_wait(&svc.request, now, None);
+            continue;
+        }
+        last = now;
+        let (addr, len) = (svc.addr.load(Ordering::Relaxed), svc.len.load(Ordering::Relaxed));
+        let write = svc.op.load(Ordering::Relaxed) == SERVE_WRITE;
+        // Only inside this rank's own registrations, and only mapped pages: a request can never
+        // make this process fault.
+        let ok = len as usize <= BOUNCE_BYTES
+            && me.regs.iter().any(|r| r.allows(addr, len, write))
+            && shm::mapped(addr, len);
+        if ok && len > 0 {
+            // SAFETY: [addr, addr+len) is mapped memory of this process inside one of its
+            // registrations (checked above); the bounce buffer holds BOUNCE_BYTES >= len bytes
+            // and the requester holding the service lock waits until `done` moves.
+            unsafe {
+                if write {
+                    std::ptr::copy_nonoverlapping(svc.bounce(), addr as *mut u8, len as usize);
+                } else {
+                    std::ptr::copy_nonoverlapping(addr as *const u8, svc.bounce(), len as usize);
+                }
+            }
+        }
+        svc.status.store(!ok as u32, Ordering::Relaxed);
+        svc.done.fetch_add(1, Ordering::Release);
+        shm::futex_wake(&svc.done);
+    }
+}
+
+/// Moves bytes to (`write`) or from another rank through its service thread, a bounce buffer
+/// at a time; GNI_RC_TRANSACTION_ERROR when it refuses or its process has ended.
+fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64, write: bool) -> Result<(), GniReturn> {
+    let svc: &Service = &area.service;
+    if svc.running.load(Ordering::Acquire) == 0 {
+        return Err(GNI_RC_TRANSACTION_ERROR);
+    }
+    let _one_at_a_time = svc.lock.lock();
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(BOUNCE_BYTES as u64);
+        if write {
+            // SAFETY: the caller's checked local range; the bounce buffer is ours while we hold
+            // the service lock and holds BOUNCE_BYTES >= n bytes.
+            unsafe { std::ptr::copy_nonoverlapping((local + done) as *const u8, svc.bounce(), n as usize) };
+        }
+        svc.op.store(if write { SERVE_WRITE } else { SERVE_READ }, Ordering::Relaxed);
+        svc.addr.store(remote + done, Ordering::Relaxed);
+        svc.len.store(n, Ordering::Relaxed);
+        let before = svc.done.load(Ordering::Acquire);
+        svc.request.fetch_add(1, Ordering::Release);
+        shm::futex_wake(&svc.request);
+        while !shm::wait_until(&svc.done, Some(Instant::now() + Duration::from_millis(100)), || {
+            svc.done.load(Ordering::Acquire) != before
+        }) {
+            if !shm::alive(pid) {
+                return Err(GNI_RC_TRANSACTION_ERROR);
+            }
+        }
+        if svc.status.load(Ordering::Relaxed) != 0 {
+            return Err(GNI_RC_TRANSACTION_ERROR);
+        }
+        if !write {
+            // SAFETY: the caller's checked local range; the service thread filled n bytes of
+            // the bounce buffer, ours while we hold the service lock.
+            unsafe { std::ptr::copy_nonoverlapping(svc.bounce(), (local + done) as *mut u8, n as usize) };
+        }
+        done += n;
+    }
+    Ok(())
 }
 
 /// (owner rank, registration slot) of a job memory handle; None for any other handle.

@@ -3,35 +3,13 @@
 //! also published in the rank's shared file, under a handle that names the rank
 //! ([`crate::job`]), so that other ranks' posts find it.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use aar_abi::*;
 
 use crate::job;
 use crate::registry::{self, mem_handle_for, MemReg};
-use crate::shm::{Reg, NO_RING};
-
-/// True when every page of [addr, addr+len) is mapped, checked the way registration pins pages.
-pub fn mapped(addr: u64, len: u64) -> bool {
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-    let Some(end) = addr.checked_add(len) else {
-        return false;
-    };
-    let mut at = addr & !(page - 1);
-    let mut residency = [0u8; 1024];
-    while at < end {
-        let chunk = (end - at).min(page * residency.len() as u64);
-        // SAFETY: mincore only inspects the mapping of the page-aligned range and writes one
-        // byte per page into `residency`, which has room for chunk/page (<= 1024) bytes.
-        if unsafe { libc::mincore(at as *mut c_void, chunk as usize, residency.as_mut_ptr()) } != 0 {
-            return false;
-        }
-        at += chunk.div_ceil(page) * page;
-    }
-    true
-}
+use crate::shm::{mapped, Reg, NO_RING};
 
 /// GNI_MemRegister: registers [address, address+length) on `nic`; remote events of posts into it
 /// go to `dst_cq` (0: none).

@@ -35,6 +35,8 @@ pub enum SettingError {
     DmappSheap { value: String, problem: <SheapSize as FromStr>::Err },
     #[error("AAR_EMU_DMAPP_LAYOUT=\"{value}\": {problem}; using the {default} layout of cabi/dmapp.h", default = AttrsLayout::default())]
     DmappLayout { value: String, problem: <AttrsLayout as FromStr>::Err },
+    #[error("AAR_EMU_JOB_COPY=\"{value}\": {problem}; using process_vm (with the service thread as fallback)")]
+    JobCopy { value: String, problem: <CopyPath as FromStr>::Err },
     #[error(
         "{var}{shown} is {problem}, so this process cannot join the job of AAR_EMU_JOB_DIR: it \
          runs alone (in-process mode) and the job's other ranks cannot reach it (start it with \
@@ -158,6 +160,40 @@ pub fn job_env() -> Option<JobEnv> {
         Ok(JobEnv { dir: dir.clone(), rank, size, nic_addr, cookie })
     })();
     env.map_err(|e| e.report()).ok()
+}
+
+/// `AAR_EMU_JOB_COPY`: how bytes move between a job's ranks.
+pub fn job_copy() -> CopyPath {
+    parsed("AAR_EMU_JOB_COPY", |value, problem| SettingError::JobCopy { value, problem })
+}
+
+/// How bytes move between a job's ranks (`AAR_EMU_JOB_COPY`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CopyPath {
+    /// `process_vm_readv`/`process_vm_writev` into the other rank; where the kernel refuses,
+    /// the other rank's service thread.
+    #[default]
+    ProcessVm,
+    /// Always the other rank's service thread, which copies through a bounce buffer in its file.
+    Service,
+}
+
+/// `AAR_EMU_JOB_COPY` is neither of the two names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a copy path (give \"process_vm\" or \"service\")")]
+pub struct CopyPathError;
+
+impl FromStr for CopyPath {
+    type Err = CopyPathError;
+
+    /// `process_vm` (also `process-vm`) or `service`, any case.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "process_vm" => Ok(CopyPath::ProcessVm),
+            "service" => Ok(CopyPath::Service),
+            _ => Err(CopyPathError),
+        }
+    }
 }
 
 /// Most ranks a job may have: the rank is 24 bits of a memory handle.
@@ -318,5 +354,8 @@ mod tests {
         for bad in ["", "-1", "0x", "4294967296", "ten"] {
             assert_eq!(bad.parse::<CrayNumber>(), Err(CrayNumberError), "{bad}");
         }
+        assert_eq!("process-vm".parse(), Ok(CopyPath::ProcessVm));
+        assert_eq!(" Service ".parse(), Ok(CopyPath::Service));
+        assert_eq!("ptrace".parse::<CopyPath>(), Err(CopyPathError));
     }
 }

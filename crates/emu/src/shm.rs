@@ -7,6 +7,7 @@
 //! its AMOs take), its registration table, the inbound rings of its completion queues, its SMSG
 //! mailboxes' credit counters and its datagram slots.
 
+use std::ffi::c_void;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -34,7 +35,7 @@ fn pid() -> u32 {
 }
 
 /// True while process `pid` exists (EPERM: it exists, but is not ours to signal).
-fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks that the process exists.
     unsafe { libc::kill(pid as libc::pid_t, 0) == 0 || *libc::__errno_location() == libc::EPERM }
 }
@@ -76,6 +77,27 @@ pub fn wait_until(word: &AtomicU32, deadline: Option<Instant>, mut ready: impl F
         };
         futex_wait(word, seen, timeout);
     }
+}
+
+/// True when every page of [addr, addr+len) is mapped, checked the way registration pins pages.
+pub fn mapped(addr: u64, len: u64) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let Some(end) = addr.checked_add(len) else {
+        return false;
+    };
+    let mut at = addr & !(page - 1);
+    let mut residency = [0u8; 1024];
+    while at < end {
+        let chunk = (end - at).min(page * residency.len() as u64);
+        // SAFETY: mincore only inspects the mapping of the page-aligned range and writes one
+        // byte per page into `residency`, which has room for chunk/page (<= 1024) bytes.
+        if unsafe { libc::mincore(at as *mut c_void, chunk as usize, residency.as_mut_ptr()) } != 0 {
+            return false;
+        }
+        at += chunk.div_ceil(page) * page;
+    }
+    true
 }
 
 /// A mutual-exclusion lock in shared memory: 0 when free, else the holder's pid. A waiter that
@@ -174,6 +196,13 @@ impl RegSlot {
 
     pub fn clear(&self) {
         self.check.store(0, Ordering::Release);
+    }
+
+    /// True when the slot holds a registration (under any check) that covers [addr, addr+len)
+    /// and, when `write`, may be written.
+    pub fn allows(&self, addr: u64, len: u64, write: bool) -> bool {
+        let check = self.check.load(Ordering::Acquire);
+        self.read(check).is_some_and(|r| r.covers(addr, len) && !(write && r.read_only))
     }
 
     /// The registration, if the slot holds one under `check`.
@@ -400,10 +429,45 @@ pub unsafe fn zeroed_box<T>() -> Box<T> {
     unsafe { Box::from_raw(p) }
 }
 
+/// Bytes one request to a rank's service thread moves at most.
+pub const BOUNCE_BYTES: usize = 1 << 16;
+
+/// What a request asks the service thread to do: copy from its memory into the bounce buffer,
+/// or from the bounce buffer into its memory.
+pub const SERVE_READ: u32 = 1;
+pub const SERVE_WRITE: u32 = 2;
+
+/// A rank's service: when the kernel refuses other ranks direct access to its memory, its own
+/// thread copies between its registered memory and this bounce buffer for them. One request at
+/// a time (`lock`); the requester bumps `request`, the thread answers by bumping `done`.
+#[repr(C)]
+pub struct Service {
+    pub lock: Lock,
+    pub request: AtomicU32,
+    pub done: AtomicU32,
+    /// 1 while the rank's service thread runs.
+    pub running: AtomicU32,
+    pub op: AtomicU32,
+    /// 0: done; 1: refused (not inside a registration of the rank, or not mapped).
+    pub status: AtomicU32,
+    pub addr: AtomicU64,
+    pub len: AtomicU64,
+    pub bounce: [AtomicU64; BOUNCE_BYTES / 8],
+}
+
+impl Service {
+    /// The bounce buffer's bytes. Only the holder of `lock` (and the service thread while it
+    /// answers that holder's request) touches them.
+    pub fn bounce(&self) -> *mut u8 {
+        self.bounce.as_ptr() as *mut u8
+    }
+}
+
 /// One rank's file, mapped whole.
 #[repr(C)]
 pub struct RankArea {
     pub header: Header,
+    pub service: Service,
     pub regs: [RegSlot; REG_SLOTS],
     pub rings: [Ring; RINGS],
     pub mboxes: [Mbox; MBOXES],

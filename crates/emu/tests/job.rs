@@ -202,6 +202,18 @@ fn posts_to_a_rank_that_ended_fail_and_the_poster_goes_on() {
     pass_job(&Launch { scenario: "orphan", ranks: 2, says, ..Default::default() });
 }
 
+/// `AAR_EMU_JOB_COPY=service`: what the ranks use where the kernel refuses process_vm. Every
+/// byte then goes through the other rank's service thread.
+#[test]
+fn the_service_thread_moves_puts_gets_amos_and_smsg() {
+    let env = [("AAR_EMU_JOB_COPY", "service".to_string())];
+    pass_job(&Launch { scenario: "rma", ranks: 3, env: &env, ..Default::default() });
+    pass_job(&Launch { scenario: "amo", ranks: 3, env: &env, ..Default::default() });
+    pass_job(&Launch { scenario: "smsg", ranks: 3, env: &env, ..Default::default() });
+    pass_job(&Launch { scenario: "hostile", ranks: 2, env: &env, ..Default::default() });
+    pass_job(&Launch { scenario: "cqwrite", ranks: 2, env: &env, ..Default::default() });
+}
+
 /// Bad handles, addresses and memory get uGNI's codes and move nothing; the attacked rank goes
 /// on. One of the handles comes from another job: rank 1 of a job with another folder and
 /// cookie, whose first registration has the same rank and slot.
