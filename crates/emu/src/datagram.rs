@@ -1,4 +1,4 @@
-//! Datagrams: GNI_EpPostData[WId] and their Test, Wait, Probe and Cancel calls. A bound endpoint
+//! Datagrams: `GNI_EpPostData[WId]` and their Test, Wait, Probe and Cancel calls. A bound endpoint
 //! posts up to GNI_DATAGRAM_MAXSIZE bytes to its (remote NIC address, remote inst_id); the post
 //! meets the one that the endpoint at that address and inst_id posted to us (or posted unbound,
 //! a wildcard), and each side gets the other's bytes: the exchange programs use to trade SMSG
@@ -141,7 +141,7 @@ pub fn post(ep: usize, in_data: &[u8], out_buf: u64, out_cap: u16, id: Option<u6
     Ok(())
 }
 
-/// GNI_EpPostDataTest[ById]: the datagram's state and its peer (while pending: where it was
+/// `GNI_EpPostDataTest[ById]`: the datagram's state and its peer (while pending: where it was
 /// sent). A completed one is collected: the peer's data is copied to the poster's buffer and
 /// the slot freed. GNI_RC_NO_MATCH when the endpoint has no such datagram.
 ///
@@ -167,11 +167,11 @@ pub unsafe fn test(ep: usize, id: Option<u64>) -> Result<(GniPostState, u32, u32
     Ok((GNI_POST_COMPLETED, peer.0, peer.1))
 }
 
-/// GNI_EpPostDataWait[ById]: [`test`] once the datagram completed, sleeping until then, at most
+/// `GNI_EpPostDataWait[ById]`: [`test()`] once the datagram completed, sleeping until then, at most
 /// `timeout_ms` (u32::MAX: for ever); GNI_RC_TIMEOUT when it did not.
 ///
 /// # Safety
-/// As for [`test`].
+/// As for [`test()`].
 pub unsafe fn wait(ep: usize, id: Option<u64>, timeout_ms: u32) -> Result<(GniPostState, u32, u32), GniReturn> {
     let deadline = match timeout_ms {
         u32::MAX => None,
@@ -207,7 +207,7 @@ pub fn probe(nic: usize) -> Result<(u32, u32, u64), GniReturn> {
         .ok_or(GNI_RC_NO_MATCH)
 }
 
-/// GNI_EpPostDataCancel[ById]: withdraws the endpoint's datagram; GNI_RC_NO_MATCH without one.
+/// `GNI_EpPostDataCancel[ById]`: withdraws the endpoint's datagram; GNI_RC_NO_MATCH without one.
 pub fn cancel(ep: usize, id: Option<u64>) -> Result<(), GniReturn> {
     registry::read().ep(ep)?;
     let (lock, mine) = space();
