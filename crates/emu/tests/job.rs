@@ -163,9 +163,23 @@ fn puts_and_gets_reach_ranks_that_share_a_node() {
     pass_job(&Launch { scenario: "rma", ranks: 4, per_node: 2, ..Default::default() });
 }
 
+/// Under libaar.so every post reaches the emulator exactly once, successful (the post log all
+/// ranks append to): per rank 7 GNI_PostFma (PUTs, GETs, AMOs), 2 GNI_PostRdma, 1 GNI_CtPostFma.
 #[test]
 fn puts_and_gets_work_under_libaar() {
-    pass_job(&Launch { scenario: "rma", ranks: 3, preload: true, ..Default::default() });
+    let log = aar_testkit::scratch("job-rma-log").join("emu.jsonl");
+    let env = [("AAR_EMU_LOG", log.display().to_string())];
+    pass_job(&Launch { scenario: "rma", ranks: 3, preload: true, env: &env, ..Default::default() });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut calls = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let fields = parse_log_line(line);
+        assert_eq!(fields["rc"], 0, "{line}");
+        *calls.entry(fields["call"].as_str().unwrap().to_string()).or_insert(0) += 1;
+    }
+    let want: std::collections::BTreeMap<String, i32> =
+        [("GNI_PostFma", 21), ("GNI_PostRdma", 6), ("GNI_CtPostFma", 3)].map(|(c, n)| (c.to_string(), n)).into();
+    assert_eq!(calls, want);
 }
 
 #[test]
