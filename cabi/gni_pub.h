@@ -473,9 +473,10 @@ gni_return_t GNI_EpUnbind(gni_ep_handle_t ep_hndl);
 gni_return_t GNI_EpSetEventData(gni_ep_handle_t ep_hndl, uint32_t local_event, uint32_t remote_event);
 gni_return_t GNI_EpDestroy(gni_ep_handle_t ep_hndl);
 
-/* Datagrams: a bound endpoint exchanges up to GNI_DATAGRAM_MAXSIZE bytes with the endpoint bound
- * back to it (the multi-process emulator implements them; with an older libugni.so a program
- * calling them does not link). */
+/* Datagrams: up to GNI_DATAGRAM_MAXSIZE bytes exchanged between an endpoint and the one bound
+ * back to it (an unbound endpoint takes any endpoint bound to it), e.g. to trade SMSG attributes;
+ * the peer's data is in out_buf once a Test or Wait reports GNI_POST_COMPLETED. In one process
+ * and between the ranks of an `aar run` job. */
 gni_return_t GNI_EpPostData(gni_ep_handle_t ep_hndl, void *in_data, uint16_t data_len, void *out_buf,
                             uint16_t buf_size);
 gni_return_t GNI_EpPostDataWId(gni_ep_handle_t ep_hndl, void *in_data, uint16_t data_len, void *out_buf,

@@ -326,6 +326,32 @@ pub type MemDeregisterFn = unsafe extern "C" fn(GniNicHandle, *mut GniMemHandle)
 /// `GNI_PostRdma`, `GNI_PostFma`, `GNI_PostCqWrite`, `GNI_CtPostFma`, `GNI_CtPostCqWrite`:
 /// `(ep, *descriptor)`.
 pub type PostFn = unsafe extern "C" fn(GniEpHandle, *mut GniPostDescriptor) -> GniReturn;
+
+// Datagrams: a bound endpoint exchanges up to GNI_DATAGRAM_MAXSIZE bytes with the endpoint bound
+// back to it (an unbound one with any endpoint bound to it), e.g. to trade SMSG attributes.
+
+/// `GNI_EpPostData(ep, *in_data, data_len, *out_buf, buf_size)`.
+pub type EpPostDataFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u16, *mut c_void, u16) -> GniReturn;
+/// `GNI_EpPostDataWId`: `GNI_EpPostData`'s parameters and a final `datagram_id`.
+pub type EpPostDataWIdFn = unsafe extern "C" fn(GniEpHandle, *mut c_void, u16, *mut c_void, u16, u64) -> GniReturn;
+/// `GNI_EpPostDataTest(ep, *post_state, *remote_addr, *remote_id)`.
+pub type EpPostDataTestFn = unsafe extern "C" fn(GniEpHandle, *mut GniPostState, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_EpPostDataTestById(ep, datagram_id, *post_state, *remote_addr, *remote_id)`.
+pub type EpPostDataTestByIdFn =
+    unsafe extern "C" fn(GniEpHandle, u64, *mut GniPostState, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_EpPostDataWait(ep, timeout_ms, *post_state, *remote_addr, *remote_id)`.
+pub type EpPostDataWaitFn = unsafe extern "C" fn(GniEpHandle, u32, *mut GniPostState, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_EpPostDataWaitById(ep, datagram_id, timeout_ms, *post_state, *remote_addr, *remote_id)`.
+pub type EpPostDataWaitByIdFn =
+    unsafe extern "C" fn(GniEpHandle, u64, u32, *mut GniPostState, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_PostDataProbe(nic, *remote_addr, *remote_id)`: a completed datagram's peer.
+pub type PostDataProbeFn = unsafe extern "C" fn(GniNicHandle, *mut u32, *mut u32) -> GniReturn;
+/// `GNI_PostDataProbeById(nic, *datagram_id)`.
+pub type PostDataProbeByIdFn = unsafe extern "C" fn(GniNicHandle, *mut u64) -> GniReturn;
+/// `GNI_EpPostDataCancel(ep)`.
+pub type EpPostDataCancelFn = unsafe extern "C" fn(GniEpHandle) -> GniReturn;
+/// `GNI_EpPostDataCancelById(ep, datagram_id)`.
+pub type EpPostDataCancelByIdFn = unsafe extern "C" fn(GniEpHandle, u64) -> GniReturn;
 /// `GNI_SmsgBufferSizeNeeded(*attr, *size)`.
 pub type SmsgBufferSizeNeededFn = unsafe extern "C" fn(*mut GniSmsgAttr, *mut c_uint) -> GniReturn;
 /// `GNI_SmsgInit(ep, *local, *remote)`.

@@ -1,6 +1,8 @@
 //! A completion queue: what posts and short messages deliver their events to and GNI_CqGetEvent,
 //! GNI_CqWaitEvent and GNI_GetCompleted take them from. The registry holds the queues;
-//! GNI_CqCreate and GNI_CqDestroy are in [`crate::domain`].
+//! GNI_CqCreate and GNI_CqDestroy are in [`crate::domain`]. In a job the events are in a ring of
+//! the rank's shared file ([`Ring`]), so other ranks deliver remote events into it and
+//! GNI_CqWaitEvent sleeps on a futex of the ring; otherwise they are in the process.
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant};
 use aar_abi::*;
 
 use crate::cq_entry::{entry_with_ids, is_remote, status, ty, MSG_MASK, TYPE_POST};
+use crate::shm::{self, Ring, NO_RING};
 
 pub struct Cq {
     /// Handle of the NIC the CQ was created on.
@@ -23,6 +26,8 @@ pub struct Cq {
     ready: Condvar,
     /// Endpoints using this CQ as their source CQ (GNI_CqDestroy refuses while any remain).
     pub eps: AtomicUsize,
+    /// In a job: the ring that holds the events, and its index in the rank's file.
+    ring: Option<(&'static Ring, u32)>,
 }
 
 struct Event {
@@ -54,7 +59,19 @@ impl Cq {
             state: Mutex::new(CqState { events: VecDeque::with_capacity(capacity.min(4096)), ..CqState::default() }),
             ready: Condvar::new(),
             eps: AtomicUsize::new(0),
+            ring: None,
         }
+    }
+
+    /// A CQ whose events are in `ring` (claimed for it), ring number `index` of this rank.
+    pub fn in_ring(mut self, ring: &'static Ring, index: u32) -> Cq {
+        self.ring = Some((ring, index));
+        self
+    }
+
+    /// The number of its ring in the rank's file, or [`NO_RING`] outside a job.
+    pub fn ring_index(&self) -> u32 {
+        self.ring.map_or(NO_RING, |(_, i)| i)
     }
 
     fn lock(&self) -> MutexGuard<'_, CqState> {
@@ -64,6 +81,9 @@ impl Cq {
     /// Promises `n` event slots to a post about to run; false when the CQ has no room (the post
     /// must then fail with GNI_RC_ERROR_RESOURCE, as a real NIC refuses more outstanding posts).
     pub fn reserve(&self, n: usize) -> bool {
+        if let Some((ring, _)) = self.ring {
+            return ring.reserve(n as u32);
+        }
         let mut s = self.lock();
         if s.events.len() + s.reserved + n > self.capacity {
             return false;
@@ -74,6 +94,9 @@ impl Cq {
 
     /// Gives back slots reserved by a post that then failed.
     pub fn unreserve(&self, n: usize) {
+        if let Some((ring, _)) = self.ring {
+            return ring.unreserve(n as u32);
+        }
         let mut s = self.lock();
         s.reserved = s.reserved.saturating_sub(n);
     }
@@ -83,14 +106,24 @@ impl Cq {
         let mut s = self.lock();
         let id = s.next_completion_id;
         s.next_completion_id = id.wrapping_add(1);
+        let entry = entry_with_ids(TYPE_POST, false, inst_id, id);
+        if let Some((ring, _)) = self.ring {
+            drop(s);
+            ring.push(entry, descr as u64, true);
+            return;
+        }
         s.reserved = s.reserved.saturating_sub(1);
-        s.events.push_back(Event { entry: entry_with_ids(TYPE_POST, false, inst_id, id), descr });
+        s.events.push_back(Event { entry, descr });
         drop(s);
         self.ready.notify_all();
     }
 
     /// Delivers an event into a reserved slot.
     pub fn push_reserved(&self, entry: u64) {
+        if let Some((ring, _)) = self.ring {
+            ring.push(entry, 0, true);
+            return;
+        }
         let mut s = self.lock();
         s.reserved = s.reserved.saturating_sub(1);
         s.events.push_back(Event { entry, descr: 0 });
@@ -100,6 +133,10 @@ impl Cq {
 
     /// Delivers an event nobody reserved room for (remote events): a full CQ overruns instead.
     pub fn push_unreserved(&self, entry: u64) {
+        if let Some((ring, _)) = self.ring {
+            ring.push(entry, 0, false);
+            return;
+        }
         let mut s = self.lock();
         if s.events.len() + s.reserved >= self.capacity {
             s.overrun = true;
@@ -112,12 +149,15 @@ impl Cq {
 
     /// Takes the next event if there is one (`Err(rc)` otherwise).
     fn take(&self, s: &mut CqState) -> Result<u64, GniReturn> {
-        if s.overrun {
-            // Reported once; the CQ stays usable afterwards.
-            s.overrun = false;
-            return Err(GNI_RC_ERROR_RESOURCE);
-        }
-        let ev = s.events.pop_front().ok_or(GNI_RC_NOT_DONE)?;
+        let ev = match self.ring {
+            Some((ring, _)) => ring.take().map(|(entry, descr)| Event { entry, descr: descr as usize })?,
+            None if s.overrun => {
+                // Reported once; the CQ stays usable afterwards.
+                s.overrun = false;
+                return Err(GNI_RC_ERROR_RESOURCE);
+            }
+            None => s.events.pop_front().ok_or(GNI_RC_NOT_DONE)?,
+        };
         if ev.descr != 0 {
             s.completed.push_back(((ev.entry & MSG_MASK) as u32, ev.descr));
             // Callers that never collect descriptors must not grow this without bound.
@@ -150,6 +190,17 @@ impl Cq {
         }
         // (uint64_t)-1 waits for ever; so does anything too large to add to now.
         let deadline = Instant::now().checked_add(Duration::from_millis(timeout_ms));
+        if let Some((ring, _)) = self.ring {
+            let mut got = Err(GNI_RC_NOT_DONE);
+            let ready = shm::wait_until(&ring.seq, deadline, || {
+                got = self.take(&mut self.lock());
+                got != Err(GNI_RC_NOT_DONE)
+            });
+            return match (ready, got) {
+                (false, _) => Err(GNI_RC_TIMEOUT),
+                (true, got) => got.map(|entry| self.finish(entry)),
+            };
+        }
         let mut s = self.lock();
         loop {
             match self.take(&mut s) {
@@ -182,6 +233,14 @@ impl Cq {
         let mut s = self.lock();
         let i = s.completed.iter().position(|&(c, _)| c == id)?;
         s.completed.remove(i).map(|(_, d)| d)
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        if let Some((ring, _)) = self.ring {
+            ring.release();
+        }
     }
 }
 

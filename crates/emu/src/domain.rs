@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use aar_abi::*;
 
 use crate::cq::Cq;
+use crate::datagram;
+use crate::job;
 use crate::registry::{self, handle_of, Binding, Cdm, Ep, Nic};
 use crate::FIRST_NIC_ADDR;
 
@@ -31,8 +33,10 @@ pub fn cdm_create(inst_id: u32, modes: u32) -> usize {
     h
 }
 
-/// GNI_CdmAttach: attaches the domain to a NIC of its own; its address and handle.
+/// GNI_CdmAttach: attaches the domain to a NIC: in a job, the rank's node's (PMI_GNI_LOC_ADDR),
+/// else a NIC of its own; its address and handle.
 pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn> {
+    let job = job::get();
     let mut reg = registry::write();
     let c = reg.cdms.get(&cdm).ok_or(GNI_RC_INVALID_PARAM)?.clone();
     check_device(device_id)?;
@@ -40,8 +44,16 @@ pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn>
     if attached.is_some() {
         return Err(GNI_RC_INVALID_STATE);
     }
-    let addr = reg.next_nic_addr;
-    reg.next_nic_addr += 1;
+    let addr = match job {
+        Some(j) => {
+            j.note_inst_id(c.inst_id);
+            j.nic_addr
+        }
+        None => {
+            reg.next_nic_addr += 1;
+            reg.next_nic_addr - 1
+        }
+    };
     let obj = Arc::new(Nic {
         addr,
         inst_id: c.inst_id,
@@ -49,7 +61,6 @@ pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn>
         smsg_mode: Default::default(),
     });
     let h = handle_of(&obj);
-    reg.nic_by_key.insert(obj.key(), obj.clone());
     reg.nics.insert(h, obj);
     *attached = Some(h);
     Ok((addr, h))
@@ -66,12 +77,13 @@ pub fn cdm_destroy(cdm: usize) -> Result<(), GniReturn> {
     Ok(())
 }
 
-/// GNI_CdmGetNicAddress: the address of the first NIC attached, and the CPU the caller runs on.
+/// GNI_CdmGetNicAddress: the address GNI_CdmAttach gives (in a job the node's, else the first
+/// NIC's), and the CPU the caller runs on.
 pub fn nic_address(device_id: u32) -> Result<(u32, u32), GniReturn> {
     check_device(device_id).map_err(|_| GNI_RC_INVALID_PARAM)?;
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = unsafe { libc::sched_getcpu() }.max(0) as u32;
-    Ok((FIRST_NIC_ADDR, cpu))
+    Ok((job::get().map_or(FIRST_NIC_ADDR, |j| j.nic_addr), cpu))
 }
 
 /// The values of `PMI_GNI_PTAG` or `PMI_GNI_COOKIE` as a Cray launcher sets them: one per
@@ -158,6 +170,7 @@ pub fn ep_create(nic: usize, src_cq: usize) -> Result<usize, GniReturn> {
         smsg_max_send: Default::default(),
         inbox: Mutex::new(None),
         event_data: Mutex::new(None),
+        shared_mbox: Mutex::new(None),
     });
     let h = handle_of(&obj);
     reg.eps.insert(h, obj);
@@ -180,19 +193,22 @@ pub fn ep_set_event_data(ep: usize, local_event: u32, remote_event: u32) -> Resu
     Ok(())
 }
 
-/// GNI_EpUnbind: forgets the binding, and with it the SMSG mailbox.
+/// GNI_EpUnbind: forgets the binding, and with it the SMSG mailbox and any datagram.
 pub fn ep_unbind(ep: usize) -> Result<(), GniReturn> {
     let reg = registry::read();
     let e = reg.ep(ep)?;
+    datagram::forget(ep);
     *e.lock_binding() = Default::default();
     e.smsg_max_send.store(0, Ordering::Relaxed);
     *e.lock_inbox() = None;
+    *e.lock_shared_mbox() = None;
     Ok(())
 }
 
 /// GNI_EpDestroy.
 pub fn ep_destroy(ep: usize) -> Result<(), GniReturn> {
     let e = registry::write().eps.remove(&ep).ok_or(GNI_RC_INVALID_PARAM)?;
+    datagram::forget(ep);
     if let Some(c) = &e.cq {
         c.eps.fetch_sub(1, Ordering::Relaxed);
     }
@@ -212,7 +228,13 @@ pub fn cq_create(
     }
     let mut reg = registry::write();
     reg.nic(nic)?;
-    let obj = Arc::new(Cq::new(nic, entry_count, mode & GNI_CQ_BLOCKING != 0, handler, context));
+    let mut cq = Cq::new(nic, entry_count, mode & GNI_CQ_BLOCKING != 0, handler, context);
+    if let Some(j) = job::get() {
+        // In a job every CQ may receive remote events, so its events live in a shared ring.
+        let index = j.claim_ring(entry_count).ok_or(GNI_RC_ERROR_RESOURCE)?;
+        cq = cq.in_ring(&j.me.rings[index as usize], index);
+    }
+    let obj = Arc::new(cq);
     let h = handle_of(&obj);
     reg.cqs.insert(h, obj);
     Ok(h)

@@ -21,7 +21,7 @@ use aar_abi::*;
 
 use crate::rma::{self, Call};
 use crate::timing::profile::NetworkProfile;
-use crate::{counters, cq_entry, domain, memory, smsg};
+use crate::{counters, cq_entry, datagram, domain, memory, smsg};
 
 // Every export has exactly the type aar_abi gives that function, the type libaar.so calls it
 // through, so the emulator, the shim and gni_pub.h cannot drift apart.
@@ -481,6 +481,194 @@ pub extern "C" fn GNI_SmsgRelease(ep: GniEpHandle) -> GniReturn {
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u16) -> GniReturn {
     guard(|| smsg::set_delivery_mode(nic as usize, dlvr_mode))
+}
+
+// ---- datagrams (crate::datagram) -------------------------------------------------------------
+
+const _: EpPostDataFn = GNI_EpPostData;
+const _: EpPostDataWIdFn = GNI_EpPostDataWId;
+const _: EpPostDataTestFn = GNI_EpPostDataTest;
+const _: EpPostDataTestByIdFn = GNI_EpPostDataTestById;
+const _: EpPostDataWaitFn = GNI_EpPostDataWait;
+const _: EpPostDataWaitByIdFn = GNI_EpPostDataWaitById;
+const _: PostDataProbeFn = GNI_PostDataProbe;
+const _: PostDataProbeByIdFn = GNI_PostDataProbeById;
+const _: EpPostDataCancelFn = GNI_EpPostDataCancel;
+const _: EpPostDataCancelByIdFn = GNI_EpPostDataCancelById;
+
+/// Posts a datagram: `in_data` copied now, `out_buf` kept for the peer's data.
+///
+/// # Safety
+/// `in_data` is NULL or readable for `data_len` bytes.
+unsafe fn post_data(
+    ep: GniEpHandle,
+    in_data: *mut c_void,
+    data_len: u16,
+    out_buf: *mut c_void,
+    buf_size: u16,
+    id: Option<u64>,
+) -> GniReturn {
+    guard(|| {
+        need(!(in_data.is_null() && data_len > 0 || out_buf.is_null() && buf_size > 0))?;
+        need(data_len as u32 <= GNI_DATAGRAM_MAXSIZE).map_err(|_| GNI_RC_SIZE_ERROR)?;
+        let bytes: &[u8] = match data_len {
+            0 => &[],
+            // SAFETY: non-null and readable for data_len bytes (contract above).
+            n => unsafe { std::slice::from_raw_parts(in_data.cast(), n as usize) },
+        };
+        datagram::post(ep as usize, bytes, out_buf as u64, buf_size, id)
+    })
+}
+
+/// Runs a datagram's Test or Wait (`f`) and writes the state and peer it gives to the caller's
+/// out-parameters.
+///
+/// # Safety
+/// Each pointer is NULL or valid for a write.
+unsafe fn collect(
+    state: *mut GniPostState,
+    addr: *mut u32,
+    id: *mut u32,
+    f: impl FnOnce() -> Result<(GniPostState, u32, u32), GniReturn>,
+) -> GniReturn {
+    guard(|| {
+        need(!state.is_null() && !addr.is_null() && !id.is_null())?;
+        let (s, a, i) = f()?;
+        // SAFETY: non-null out-parameters (contract above).
+        unsafe {
+            put(state, s);
+            put(addr, a);
+            put(id, i);
+        }
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `in_data` is NULL or readable for `data_len` bytes; `out_buf` is NULL or stays valid for
+/// writes of `buf_size` bytes until the datagram is collected (Test/Wait report it completed),
+/// cancelled or its endpoint destroyed.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpPostData(
+    ep: GniEpHandle,
+    in_data: *mut c_void,
+    data_len: u16,
+    out_buf: *mut c_void,
+    buf_size: u16,
+) -> GniReturn {
+    // SAFETY: the caller's buffers (contract above).
+    unsafe { post_data(ep, in_data, data_len, out_buf, buf_size, None) }
+}
+
+/// # Safety
+/// As for [`GNI_EpPostData`].
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpPostDataWId(
+    ep: GniEpHandle,
+    in_data: *mut c_void,
+    data_len: u16,
+    out_buf: *mut c_void,
+    buf_size: u16,
+    datagram_id: u64,
+) -> GniReturn {
+    // SAFETY: the caller's buffers (contract above).
+    unsafe { post_data(ep, in_data, data_len, out_buf, buf_size, Some(datagram_id)) }
+}
+
+/// # Safety
+/// The three out-parameters are each NULL or valid for a write; the datagram's `out_buf` is
+/// still valid (see [`GNI_EpPostData`]).
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpPostDataTest(
+    ep: GniEpHandle,
+    post_state: *mut GniPostState,
+    remote_addr: *mut u32,
+    remote_id: *mut u32,
+) -> GniReturn {
+    // SAFETY: the caller's pointers and the datagram's buffer (contract above).
+    unsafe { collect(post_state, remote_addr, remote_id, || datagram::test(ep as usize, None)) }
+}
+
+/// # Safety
+/// As for [`GNI_EpPostDataTest`].
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpPostDataTestById(
+    ep: GniEpHandle,
+    datagram_id: u64,
+    post_state: *mut GniPostState,
+    remote_addr: *mut u32,
+    remote_id: *mut u32,
+) -> GniReturn {
+    // SAFETY: the caller's pointers and the datagram's buffer (contract above).
+    unsafe { collect(post_state, remote_addr, remote_id, || datagram::test(ep as usize, Some(datagram_id))) }
+}
+
+/// # Safety
+/// As for [`GNI_EpPostDataTest`].
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpPostDataWait(
+    ep: GniEpHandle,
+    timeout: u32,
+    post_state: *mut GniPostState,
+    remote_addr: *mut u32,
+    remote_id: *mut u32,
+) -> GniReturn {
+    // SAFETY: the caller's pointers and the datagram's buffer (contract above).
+    unsafe { collect(post_state, remote_addr, remote_id, || datagram::wait(ep as usize, None, timeout)) }
+}
+
+/// # Safety
+/// As for [`GNI_EpPostDataTest`].
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpPostDataWaitById(
+    ep: GniEpHandle,
+    datagram_id: u64,
+    timeout: u32,
+    post_state: *mut GniPostState,
+    remote_addr: *mut u32,
+    remote_id: *mut u32,
+) -> GniReturn {
+    // SAFETY: the caller's pointers and the datagram's buffer (contract above).
+    unsafe { collect(post_state, remote_addr, remote_id, || datagram::wait(ep as usize, Some(datagram_id), timeout)) }
+}
+
+/// # Safety
+/// `remote_addr` and `remote_id` are each NULL or valid for a write.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_PostDataProbe(nic: GniNicHandle, remote_addr: *mut u32, remote_id: *mut u32) -> GniReturn {
+    guard(|| {
+        need(!remote_addr.is_null() && !remote_id.is_null())?;
+        let (addr, id, _) = datagram::probe(nic as usize)?;
+        // SAFETY: non-null out-parameters (contract above).
+        unsafe {
+            put(remote_addr, addr);
+            put(remote_id, id);
+        }
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `datagram_id` is NULL or valid for a write.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_PostDataProbeById(nic: GniNicHandle, datagram_id: *mut u64) -> GniReturn {
+    guard(|| {
+        need(!datagram_id.is_null())?;
+        let (_, _, id) = datagram::probe(nic as usize)?;
+        // SAFETY: non-null out-parameter (contract above).
+        unsafe { put(datagram_id, id) };
+        Ok(())
+    })
+}
+
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn GNI_EpPostDataCancel(ep: GniEpHandle) -> GniReturn {
+    guard(|| datagram::cancel(ep as usize, None))
+}
+
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn GNI_EpPostDataCancelById(ep: GniEpHandle, datagram_id: u64) -> GniReturn {
+    guard(|| datagram::cancel(ep as usize, Some(datagram_id)))
 }
 
 // ---- the rest of what public uGNI programs call: event data, CQ errors, the device, the job's

@@ -1,5 +1,7 @@
 //! `libugni.so` for tests and demos: the uGNI subset that the shim intercepts and the example
-//! programs use, delivering data between endpoints inside one process, and the DMAPP subset
+//! programs use, delivering data between endpoints inside one process or, in a job that
+//! `aar run` started (`AAR_EMU_JOB_DIR`, see `job` and docs/emulator-job.md), between the
+//! job's processes, and the DMAPP subset
 //! (`libdmapp.so`, see below) over the same NIC. It logs every post and DMAPP call as received
 //! (`AAR_EMU_LOG`), publishes the Aries NIC counters as PAPI Software-Defined Events
 //! (`sde:::aries::AR_NIC_...`) and drives them with a deterministic NIC timing model
@@ -49,14 +51,17 @@
 //! `super::` paths of every module against this list):
 //!
 //! 1. pure code, no state: `cq_entry` (the encoding of CQ entries), `amo` (the atomic memory
-//!    operations), `timing` (the NIC timing models);
+//!    operations), `timing` (the NIC timing models), `shm` (the records a job's ranks share,
+//!    their lock and futex waits);
 //! 2. configuration: `settings` (the environment), `post_log` (the post log);
 //! 3. the objects behind handles: `cq` (a completion queue), `mailbox` (an endpoint's SMSG
 //!    mailbox);
 //! 4. process state: `registry` (every handle and its object), `counters` (the NIC counters as
-//!    SDEs, driven by the process's timing model);
+//!    SDEs, driven by the process's timing model), `job` (the job this process is a rank of: its
+//!    shared files, memory handles that name their owner, data movement between ranks);
 //! 5. operations: `domain` (CDMs, NICs, endpoints, CQs), `memory` (registration), `rma` (posts),
-//!    `smsg` (short messages), `dmapp` (DMAPP's job, segments, attributes and data calls);
+//!    `smsg` (short messages), `datagram` (GNI_EpPostData and its family), `dmapp` (DMAPP's
+//!    job, segments, attributes and data calls);
 //! 6. exports: `exports`, every symbol the library exports and the C side of each call.
 #![deny(unsafe_op_in_unsafe_fn)]
 // Unit tests build the exports without `no_mangle`, so nothing calls them there.
@@ -66,21 +71,25 @@ mod amo;
 mod counters;
 mod cq;
 mod cq_entry;
+mod datagram;
 mod dmapp;
 mod domain;
 mod exports;
+mod job;
 mod mailbox;
 mod memory;
 mod post_log;
 mod registry;
 mod rma;
 mod settings;
+mod shm;
 mod smsg;
 mod timing;
 
-/// Address of the first attached NIC; GNI_CdmGetNicAddress reports it, and each further attach
-/// gets the next address, as though every CDM of the process sat on its own node. The registry,
-/// DMAPP's PEs and the simulated network's placement all count NICs from it.
+/// Address of the first attached NIC outside a job; GNI_CdmGetNicAddress reports it, and each
+/// further attach gets the next address, as though every CDM of the process sat on its own node.
+/// The registry, DMAPP's PEs and the simulated network's placement all count NICs from it; a
+/// job's launcher gives node n the address FIRST_NIC_ADDR + n (PMI_GNI_LOC_ADDR).
 const FIRST_NIC_ADDR: u32 = 0x100;
 
 /// The emulator's only diagnostics channel: one line on stderr with a fixed prefix.

@@ -1,12 +1,17 @@
 //! An endpoint's SMSG mailbox, as GNI_SmsgInit makes it ([`crate::smsg`]): a ring of
 //! `mbox_maxcredit` slots of `msg_maxsize` bytes, allocated once. A message is copied header then
-//! data into the next free slot (so the data follows the header, as in a real mailbox).
+//! data into the next free slot (so the data follows the header, as in a real mailbox). In a
+//! job ([`SharedMailbox`]) the slots are the mailbox memory the program registered, and their
+//! credit counters are in the rank's shared file, so that a sender in another process fills
+//! them.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use aar_abi::*;
 
 use crate::cq::Cq;
+use crate::shm::{Mbox, MBOX_FREE};
 
 pub struct Inbox {
     /// u64 words so the header handed to the application is 8-byte aligned.
@@ -100,5 +105,64 @@ impl Inbox {
         self.head = (self.head + 1) % self.slots.len();
         self.count -= 1;
         Ok(())
+    }
+}
+
+/// In a job: the endpoint's own mailbox (its control in the rank's file, its slots in the memory
+/// GNI_SmsgInit was given) and where the peer's is. Each slot ends with the message's tag in its
+/// last 8 bytes (the slot has room for uGNI's per-message overhead).
+pub struct SharedMailbox {
+    pub mine: &'static Mbox,
+    /// GNI_SmsgGetNext returned the head message and GNI_SmsgRelease has not been called yet.
+    current: bool,
+    /// The peer's rank and the address of its mailbox (its attributes' buffer plus offset).
+    pub peer_rank: u32,
+    pub peer_addr: u64,
+    /// The peer's mailbox control, once found.
+    pub peer_box: Option<&'static Mbox>,
+}
+
+impl SharedMailbox {
+    pub fn new(mine: &'static Mbox, peer_rank: u32, peer_addr: u64) -> SharedMailbox {
+        SharedMailbox { mine, current: false, peer_rank, peer_addr, peer_box: None }
+    }
+
+    /// The head message's slot, if its tag matches (`tag` None: any tag); `tag` becomes its.
+    pub fn next(&mut self, tag: Option<&mut u8>) -> Result<*mut u8, GniReturn> {
+        let m = self.mine;
+        let head = m.head.load(Ordering::Acquire);
+        if head == m.tail.load(Ordering::Acquire) {
+            return Err(GNI_RC_NOT_DONE);
+        }
+        let stride = m.stride.load(Ordering::Relaxed) as u64;
+        let slot = m.addr.load(Ordering::Relaxed) + head % m.credits.load(Ordering::Relaxed).max(1) as u64 * stride;
+        // SAFETY: the slot lies in this process's mailbox memory, registered on the endpoint's
+        // NIC and checked by GNI_SmsgInit to hold every slot; the sender wrote the tag before
+        // publishing the message (tail, read above with Acquire).
+        let msg_tag = unsafe { ((slot + stride - 8) as *const u64).read_volatile() } as u8;
+        if let Some(tag) = tag {
+            if *tag != GNI_SMSG_ANY_TAG && *tag != msg_tag {
+                return Err(GNI_RC_NO_MATCH);
+            }
+            *tag = msg_tag;
+        }
+        self.current = true;
+        Ok(slot as *mut u8)
+    }
+
+    /// Frees the slot of the message `next` returned: a credit back to the sender.
+    pub fn release(&mut self) -> Result<(), GniReturn> {
+        if !self.current {
+            return Err(GNI_RC_NOT_DONE);
+        }
+        self.current = false;
+        self.mine.head.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Drop for SharedMailbox {
+    fn drop(&mut self) {
+        self.mine.state.store(MBOX_FREE, Ordering::Release);
     }
 }

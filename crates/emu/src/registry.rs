@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLoc
 use aar_abi::*;
 
 use crate::cq::Cq;
-use crate::mailbox::Inbox;
+use crate::mailbox::{Inbox, SharedMailbox};
 use crate::FIRST_NIC_ADDR;
 
 /// Keys are addresses and counters: a multiplicative hash is enough and much cheaper than SipHash
@@ -54,16 +54,6 @@ pub struct Nic {
     pub smsg_mode: AtomicU16,
 }
 
-impl Nic {
-    pub fn key(&self) -> u64 {
-        nic_key(self.addr, self.inst_id)
-    }
-}
-
-pub fn nic_key(addr: u32, inst_id: u32) -> u64 {
-    (addr as u64) << 32 | inst_id as u64
-}
-
 pub struct MemReg {
     pub nic: usize,
     pub addr: u64,
@@ -102,6 +92,8 @@ pub struct Ep {
     pub inbox: Mutex<Option<Inbox>>,
     /// (local, remote) event data from GNI_EpSetEventData; None: uGNI's defaults.
     pub event_data: Mutex<Option<(u32, u32)>>,
+    /// In a job, the mailboxes instead: ours in the rank's file and where the peer's is.
+    pub shared_mbox: Mutex<Option<SharedMailbox>>,
 }
 
 impl Ep {
@@ -115,6 +107,10 @@ impl Ep {
 
     pub fn lock_inbox(&self) -> MutexGuard<'_, Option<Inbox>> {
         self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn lock_shared_mbox(&self) -> MutexGuard<'_, Option<SharedMailbox>> {
+        self.shared_mbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn event_data(&self) -> Option<(u32, u32)> {
@@ -138,7 +134,6 @@ impl Ep {
 pub struct Registry {
     pub cdms: Map<usize, Arc<Cdm>>,
     pub nics: Map<usize, Arc<Nic>>,
-    pub nic_by_key: Map<u64, Arc<Nic>>,
     pub eps: Map<usize, Arc<Ep>>,
     pub cqs: Map<usize, Arc<Cq>>,
     pub mems: Map<u64, Arc<MemReg>>,
@@ -226,11 +221,16 @@ impl Registry {
 
     /// Forgets a NIC and everything created on it (GNI_CdmDestroy).
     pub fn remove_nic(&mut self, nic_handle: usize) {
-        if let Some(nic) = self.nics.remove(&nic_handle) {
-            self.nic_by_key.remove(&nic.key());
-        }
+        self.nics.remove(&nic_handle);
         self.eps.retain(|_, e| e.nic_handle != nic_handle);
         self.cqs.retain(|_, c| c.nic != nic_handle);
-        self.mems.retain(|_, m| m.nic != nic_handle);
+        let job = crate::job::get();
+        self.mems.retain(|&qword1, m| {
+            let keep = m.nic != nic_handle;
+            if let (false, Some(j)) = (keep, job) {
+                j.deregister(&GniMemHandle { qword1, qword2: m.check });
+            }
+            keep
+        });
     }
 }

@@ -13,8 +13,10 @@ use crate::amo::{apply_amo, apply_amo32, decode_amo, Amo, AmoOp, Width};
 use crate::counters;
 use crate::cq::Cq;
 use crate::cq_entry::remote_post_entry;
+use crate::job;
 use crate::post_log::{self, Record};
-use crate::registry::{self, handle_of, is_zero, nic_key, Ep, MemReg, Registry};
+use crate::registry::{self, is_zero, Ep, MemReg, Registry};
+use crate::shm::{Reg, Ring, NO_RING};
 use crate::timing::NicTransfer;
 
 /// Chain elements are not `gni_post_descriptor_t`; their real layout is not public. These are the
@@ -164,9 +166,11 @@ impl Request {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Op {
-    /// memmove `len` bytes, then store the 64-bit sync flag if any.
-    Copy { src: u64, dst: u64, len: u64, flag: Option<(u64, u64)> },
+    /// Moves `len` bytes from `src` to `dst`, then stores the 64-bit sync flag if any. `put`:
+    /// `dst` and the flag are on the remote side (else `src` is, and the flag is local).
+    Copy { src: u64, dst: u64, len: u64, put: bool, flag: Option<(u64, u64)> },
     Amo {
         target: u64,
         op: AmoOp,
@@ -180,18 +184,82 @@ enum Op {
     CqWrite,
 }
 
+/// Where the remote side of a transfer is: in this process, or in another rank of the job.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Here,
+    Rank(u32),
+}
+
+/// Where a remote event goes: a CQ of this process, or a ring of another rank's CQ.
+enum Sink {
+    Cq(Arc<Cq>),
+    Ring(&'static Ring),
+}
+
+impl Sink {
+    fn deliver(&self, entry: u64) {
+        match self {
+            Sink::Cq(cq) => cq.push_unreserved(entry),
+            Sink::Ring(ring) => {
+                ring.push(entry, 0, false);
+            }
+        }
+    }
+}
+
+/// The registration a post's remote handle names.
+struct Remote {
+    owner: Owner,
+    reg: Reg,
+    sink: Option<Sink>,
+}
+
+impl Remote {
+    /// The registration, if it covers [addr, addr+len) and allows writing when `write`.
+    fn check(self, addr: u64, len: u64, write: bool) -> Result<Remote, GniReturn> {
+        if !self.reg.covers(addr, len) {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        if write && self.reg.read_only {
+            return Err(GNI_RC_PERMISSION_ERROR);
+        }
+        Ok(self)
+    }
+}
+
+/// The registration behind the remote handle `mh` of a post to NIC address `raddr`: the target
+/// of a post is that NIC and that handle (the endpoint's remote inst_id only shapes events).
+/// One of this process's, or (in a job) of the rank the handle names, on a NIC at `raddr`.
+fn remote(reg: &Registry, mh: &GniMemHandle, raddr: u32) -> Result<Remote, GniReturn> {
+    if let Some(m) = reg.mems.get(&mh.qword1).filter(|m| m.check == mh.qword2) {
+        if reg.nics.get(&m.nic).map(|n| n.addr) != Some(raddr) {
+            return Err(GNI_RC_INVALID_PARAM);
+        }
+        let r = Reg { addr: m.addr, len: m.len, read_only: m.read_only, ring: NO_RING };
+        return Ok(Remote { owner: Owner::Here, reg: r, sink: m.dst_cq.clone().map(Sink::Cq) });
+    }
+    let j = job::get().ok_or(GNI_RC_INVALID_PARAM)?;
+    let (rank, area, r) = j.lookup(mh).ok_or(GNI_RC_INVALID_PARAM)?;
+    if rank == j.rank || area.header.nic_addr.load(Ordering::Relaxed) != raddr {
+        return Err(GNI_RC_INVALID_PARAM);
+    }
+    Ok(Remote { owner: Owner::Rank(rank), reg: r, sink: j.ring(rank, r.ring).map(Sink::Ring) })
+}
+
 /// A checked transfer, ready to run.
 struct Leg {
     op: Op,
+    owner: Owner,
     bytes: u64,
     dst_nic: u32,
     /// Where a remote event (REMOTE_EVENT mode or a CQ write) goes, with its 48-bit data.
-    remote_event: Option<(Arc<Cq>, u64)>,
+    remote_event: Option<(Sink, u64)>,
 }
 
 /// The (address, value) of the 64-bit flag a post stores after its data when `with_flag`,
 /// checked against the region that receives it.
-fn sync_flag(r: &Request, with_flag: bool, region: &MemReg) -> Result<Option<(u64, u64)>, GniReturn> {
+fn sync_flag(r: &Request, with_flag: bool, region: &Reg) -> Result<Option<(u64, u64)>, GniReturn> {
     if !with_flag {
         return Ok(None);
     }
@@ -239,20 +307,23 @@ fn region<'r>(
     Ok(m)
 }
 
-/// Checks one transfer from `ep` to the endpoint it is bound to.
+fn local_reg(m: &MemReg) -> Reg {
+    Reg { addr: m.addr, len: m.len, read_only: m.read_only, ring: NO_RING }
+}
+
+/// Checks one transfer from `ep` to the NIC it is bound to.
 fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
-    let (raddr, rid) = ep.remote().ok_or(GNI_RC_INVALID_STATE)?;
-    let target = reg.nic_by_key.get(&nic_key(raddr, rid)).ok_or(GNI_RC_INVALID_PARAM)?;
-    let (th, lh) = (handle_of(target), ep.nic_handle);
+    let (raddr, _) = ep.remote().ok_or(GNI_RC_INVALID_STATE)?;
+    let lh = ep.nic_handle;
     let len = r.length;
-    let remote_region;
+    let target;
     let op = match r.post_type {
         GNI_POST_RDMA_PUT | GNI_POST_FMA_PUT | GNI_POST_FMA_PUT_W_SYNCFLAG => {
             let rdma = r.post_type == GNI_POST_RDMA_PUT;
             if rdma && len == 0 {
                 return Err(GNI_RC_INVALID_PARAM);
             }
-            let remote = region(reg, &r.remote_mh, th, r.remote_addr, len, true)?;
+            let remote = remote(reg, &r.remote_mh, raddr)?.check(r.remote_addr, len, true)?;
             match r.local_mh {
                 // FMA PUT reads the source with the CPU: a local handle is optional there.
                 Some(mh) if rdma || !is_zero(&mh) => {
@@ -262,9 +333,9 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 _ if len > 0 && r.local_addr == 0 => return Err(GNI_RC_INVALID_PARAM),
                 _ => {}
             }
-            let flag = sync_flag(r, r.post_type == GNI_POST_FMA_PUT_W_SYNCFLAG, remote)?;
-            remote_region = Some(remote);
-            Op::Copy { src: r.local_addr, dst: r.remote_addr, len, flag }
+            let flag = sync_flag(r, r.post_type == GNI_POST_FMA_PUT_W_SYNCFLAG, &remote.reg)?;
+            target = remote;
+            Op::Copy { src: r.local_addr, dst: r.remote_addr, len, put: true, flag }
         }
         GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG => {
             if len == 0 {
@@ -273,12 +344,12 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
             if (r.local_addr | r.remote_addr | len) & 3 != 0 {
                 return Err(GNI_RC_ALIGNMENT_ERROR);
             }
-            let remote = region(reg, &r.remote_mh, th, r.remote_addr, len, false)?;
+            let remote = remote(reg, &r.remote_mh, raddr)?.check(r.remote_addr, len, false)?;
             let local_mh = r.local_mh.ok_or(GNI_RC_INVALID_PARAM)?;
             let local = region(reg, &local_mh, lh, r.local_addr, len, true)?;
-            let flag = sync_flag(r, r.post_type == GNI_POST_FMA_GET_W_FLAG, local)?;
-            remote_region = Some(remote);
-            Op::Copy { src: r.remote_addr, dst: r.local_addr, len, flag }
+            let flag = sync_flag(r, r.post_type == GNI_POST_FMA_GET_W_FLAG, &local_reg(local))?;
+            target = remote;
+            Op::Copy { src: r.remote_addr, dst: r.local_addr, len, put: false, flag }
         }
         GNI_POST_AMO | GNI_POST_AMO_W_FLAG => {
             if len == 0 {
@@ -296,7 +367,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
             if misaligned(r.remote_addr) || (fetching && misaligned(r.local_addr)) {
                 return Err(GNI_RC_ALIGNMENT_ERROR);
             }
-            remote_region = Some(region(reg, &r.remote_mh, th, r.remote_addr, word, true)?);
+            target = remote(reg, &r.remote_mh, raddr)?.check(r.remote_addr, word, true)?;
             let with_flag = r.post_type == GNI_POST_AMO_W_FLAG;
             let local = if fetching || with_flag {
                 let mh = r.local_mh.ok_or(GNI_RC_INVALID_PARAM)?;
@@ -309,7 +380,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
                 None
             };
             let flag = match local {
-                Some(m) => sync_flag(r, with_flag, m)?,
+                Some(m) => sync_flag(r, with_flag, &local_reg(m))?,
                 None => None,
             };
             let fetch_to = fetching.then_some(r.local_addr);
@@ -318,35 +389,46 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
         }
         GNI_POST_CQWRITE => {
             // The event goes to the CQ of the remote registration; without a handle, to the CQ
-            // of the endpoint bound back to us.
-            let cq = if is_zero(&r.remote_mh) {
-                reg.peer(ep).and_then(|p| p.cq.clone())
+            // of the endpoint bound back to us (in this process).
+            let (owner, sink) = if is_zero(&r.remote_mh) {
+                (Owner::Here, reg.peer(ep).and_then(|p| p.cq.clone()).map(Sink::Cq))
             } else {
-                reg.mem(&r.remote_mh, th).ok_or(GNI_RC_INVALID_PARAM)?.dst_cq.clone()
+                let t = remote(reg, &r.remote_mh, raddr)?;
+                (t.owner, t.sink)
             };
-            let cq = cq.ok_or(GNI_RC_INVALID_PARAM)?;
-            return Ok(Leg { op: Op::CqWrite, bytes: len, dst_nic: raddr, remote_event: Some((cq, r.cqwrite_value)) });
+            let sink = sink.ok_or(GNI_RC_INVALID_PARAM)?;
+            return Ok(Leg {
+                op: Op::CqWrite,
+                owner,
+                bytes: len,
+                dst_nic: raddr,
+                remote_event: Some((sink, r.cqwrite_value)),
+            });
         }
         _ => return Err(GNI_RC_INVALID_PARAM),
     };
-    let remote_event = match remote_region {
-        Some(m) if r.remote_event => m.dst_cq.clone().map(|cq| (cq, ep.remote_event_data() as u64)),
+    let remote_event = match target.sink {
+        Some(sink) if r.remote_event => Some((sink, ep.remote_event_data() as u64)),
         _ => None,
     };
-    Ok(Leg { op, bytes: len, dst_nic: raddr, remote_event })
+    Ok(Leg { op, owner: target.owner, bytes: len, dst_nic: raddr, remote_event })
 }
 
-/// Moves the bytes of a checked leg and delivers its remote event.
-fn execute(leg: &Leg) {
-    let store_flag = |flag: Option<(u64, u64)>| {
-        if let Some((addr, value)) = flag {
-            // SAFETY: plan() checked the flag address is 8-aligned and inside a writable
-            // registered region; Release orders it after the data, as pollers expect.
-            unsafe { AtomicU64::from_ptr(addr as *mut u64) }.store(value, Ordering::Release);
-        }
-    };
-    match leg.op {
-        Op::Copy { src, dst, len, flag } => {
+/// Stores a post's 64-bit flag in this process.
+fn store_flag(flag: Option<(u64, u64)>) {
+    if let Some((addr, value)) = flag {
+        // SAFETY: plan() checked the flag address is 8-aligned and inside a writable registered
+        // region; Release orders it after the data, as pollers expect.
+        unsafe { AtomicU64::from_ptr(addr as *mut u64) }.store(value, Ordering::Release);
+    }
+}
+
+/// Moves the bytes of a checked leg and then delivers its remote event: in this process with
+/// the CPU, to or from another rank through the job (whose copies are complete on return).
+fn execute(leg: &Leg) -> Result<(), GniReturn> {
+    let job = job::get();
+    match (leg.op, leg.owner) {
+        (Op::Copy { src, dst, len, flag, .. }, Owner::Here) => {
             if len > 0 {
                 // SAFETY: plan() checked both ranges (registered regions, or for an FMA PUT
                 // source the caller's own non-null buffer); they may overlap, hence memmove.
@@ -354,35 +436,61 @@ fn execute(leg: &Leg) {
             }
             store_flag(flag);
         }
-        Op::Amo { target, op, width: Width::Bits64, first, second, fetch_to, flag } => {
-            // SAFETY: plan() checked the target is 8-aligned, 8 bytes inside a writable
-            // registered region; other AMOs on it go through atomics too.
-            let t = unsafe { AtomicU64::from_ptr(target as *mut u64) };
-            let old = apply_amo(t, op, first, second);
+        (Op::Copy { src, dst, len, put, flag }, Owner::Rank(rank)) => {
+            let j = job.ok_or(GNI_RC_INVALID_PARAM)?;
+            if put {
+                j.write_to(rank, dst, src, len)?;
+                if let Some((addr, value)) = flag {
+                    j.write_to(rank, addr, &value as *const u64 as u64, 8)?;
+                }
+            } else {
+                j.read_from(rank, src, dst, len)?;
+                store_flag(flag);
+            }
+        }
+        (Op::Amo { target, op, width, first, second, fetch_to, flag }, owner) => {
+            let old = match (owner, job) {
+                (Owner::Rank(rank), Some(j)) => j.amo(rank, target, op, width, first, second)?,
+                (Owner::Rank(_), None) => return Err(GNI_RC_INVALID_PARAM),
+                (Owner::Here, _) => {
+                    // Other ranks' AMOs on this memory hold its lock around their update.
+                    let _g = match job {
+                        Some(j) => Some(j.amo_lock(j.rank)?),
+                        None => None,
+                    };
+                    match width {
+                        Width::Bits64 => {
+                            // SAFETY: plan() checked the target is 8-aligned, 8 bytes inside a
+                            // writable registered region; other AMOs on it go through atomics too.
+                            let t = unsafe { AtomicU64::from_ptr(target as *mut u64) };
+                            apply_amo(t, op, first, second)
+                        }
+                        Width::Bits32 => {
+                            // SAFETY: plan() checked the target is 4-aligned, 4 bytes inside a
+                            // writable registered region; other AMOs on it go through atomics too.
+                            let t = unsafe { AtomicU32::from_ptr(target as *mut u32) };
+                            apply_amo32(t, op, first, second) as u64
+                        }
+                    }
+                }
+            };
             if let Some(local) = fetch_to {
-                // SAFETY: plan() checked the result address is 8-aligned inside a writable
-                // registered region of the initiator.
-                unsafe { (local as *mut u64).write(old) };
+                match width {
+                    // SAFETY: plan() checked the result address is 8-aligned inside a writable
+                    // registered region of the initiator.
+                    Width::Bits64 => unsafe { (local as *mut u64).write(old) },
+                    // SAFETY: the same, 4-aligned.
+                    Width::Bits32 => unsafe { (local as *mut u32).write(old as u32) },
+                }
             }
             store_flag(flag);
         }
-        Op::Amo { target, op, width: Width::Bits32, first, second, fetch_to, flag } => {
-            // SAFETY: plan() checked the target is 4-aligned, 4 bytes inside a writable
-            // registered region; other AMOs on it go through atomics too.
-            let t = unsafe { AtomicU32::from_ptr(target as *mut u32) };
-            let old = apply_amo32(t, op, first, second);
-            if let Some(local) = fetch_to {
-                // SAFETY: plan() checked the result address is 4-aligned inside a writable
-                // registered region of the initiator.
-                unsafe { (local as *mut u32).write(old) };
-            }
-            store_flag(flag);
-        }
-        Op::CqWrite => {}
+        (Op::CqWrite, _) => {}
     }
-    if let Some((cq, data)) = &leg.remote_event {
-        cq.push_unreserved(remote_post_entry(*data));
+    if let Some((sink, data)) = &leg.remote_event {
+        sink.deliver(remote_post_entry(*data));
     }
+    Ok(())
 }
 
 #[derive(Default)]
@@ -466,7 +574,12 @@ unsafe fn run(
     };
 
     for leg in std::iter::once(&first).chain(&rest) {
-        execute(leg);
+        if let Err(rc) = execute(leg) {
+            if let Some(cq) = cq {
+                cq.unreserve(kinds);
+            }
+            return Err(rc);
+        }
     }
     if let Some(cq) = cq {
         let event_data = ep.local_event_data();

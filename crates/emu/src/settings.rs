@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use aar_engine::{ByteSize, LatencyUnit};
@@ -34,6 +35,15 @@ pub enum SettingError {
     DmappSheap { value: String, problem: <SheapSize as FromStr>::Err },
     #[error("AAR_EMU_DMAPP_LAYOUT=\"{value}\": {problem}; using the {default} layout of cabi/dmapp.h", default = AttrsLayout::default())]
     DmappLayout { value: String, problem: <AttrsLayout as FromStr>::Err },
+    #[error("AAR_EMU_JOB_COPY=\"{value}\": {problem}; using process_vm (with the service thread as fallback)")]
+    JobCopy { value: String, problem: <CopyPath as FromStr>::Err },
+    #[error(
+        "{var}{shown} is {problem}, so this process cannot join the job of AAR_EMU_JOB_DIR: it \
+         runs alone (in-process mode) and the job's other ranks cannot reach it (start it with \
+         `aar run`, which sets AAR_EMU_JOB_DIR, PMI_RANK, PMI_SIZE and PMI_GNI_LOC_ADDR together)",
+        shown = value.as_ref().map(|v| format!("=\"{v}\"")).unwrap_or_default()
+    )]
+    Job { var: &'static str, value: Option<String>, problem: String },
 }
 
 impl SettingError {
@@ -102,6 +112,112 @@ pub fn dmapp_sheap() -> SheapSize {
 /// `AAR_EMU_DMAPP_LAYOUT`: the layout of `dmapp_rma_attrs_ext_t`.
 pub fn dmapp_layout() -> AttrsLayout {
     parsed("AAR_EMU_DMAPP_LAYOUT", |value, problem| SettingError::DmappLayout { value, problem })
+}
+
+/// The job this process is a rank of, from the environment `aar run` gives each rank:
+/// `AAR_EMU_JOB_DIR` (the folder of the job's shared files), `PMI_RANK`, `PMI_SIZE`,
+/// `PMI_GNI_LOC_ADDR` (this rank's NIC address) and `PMI_GNI_COOKIE` (optional, 0 without it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobEnv {
+    pub dir: PathBuf,
+    pub rank: u32,
+    pub size: u32,
+    pub nic_addr: u32,
+    pub cookie: u32,
+}
+
+/// `AAR_EMU_JOB_DIR` and the PMI variables: None without `AAR_EMU_JOB_DIR` (the in-process
+/// mode), or, with one warning, when another of them is missing or bad.
+pub fn job_env() -> Option<JobEnv> {
+    let dir = PathBuf::from(std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?);
+    let number = |var: &'static str| -> Result<u32, SettingError> {
+        let value =
+            std::env::var(var).map_err(|_| SettingError::Job { var, value: None, problem: "not set".into() })?;
+        value.parse::<CrayNumber>().map(|n| n.0).map_err(|e| SettingError::Job {
+            var,
+            value: Some(value.clone()),
+            problem: e.to_string(),
+        })
+    };
+    let env = (|| {
+        if !dir.is_dir() {
+            return Err(SettingError::Job {
+                var: "AAR_EMU_JOB_DIR",
+                value: Some(dir.display().to_string()),
+                problem: "not a folder".into(),
+            });
+        }
+        let (rank, size) = (number("PMI_RANK")?, number("PMI_SIZE")?);
+        if rank >= size || size > MAX_RANKS {
+            return Err(SettingError::Job {
+                var: "PMI_RANK",
+                value: Some(rank.to_string()),
+                problem: format!("not below PMI_SIZE={size} (a job has at most {MAX_RANKS} ranks)"),
+            });
+        }
+        let nic_addr = number("PMI_GNI_LOC_ADDR")?;
+        let cookie = if std::env::var_os("PMI_GNI_COOKIE").is_some() { number("PMI_GNI_COOKIE")? } else { 0 };
+        Ok(JobEnv { dir: dir.clone(), rank, size, nic_addr, cookie })
+    })();
+    env.map_err(|e| e.report()).ok()
+}
+
+/// `AAR_EMU_JOB_COPY`: how bytes move between a job's ranks.
+pub fn job_copy() -> CopyPath {
+    parsed("AAR_EMU_JOB_COPY", |value, problem| SettingError::JobCopy { value, problem })
+}
+
+/// How bytes move between a job's ranks (`AAR_EMU_JOB_COPY`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CopyPath {
+    /// `process_vm_readv`/`process_vm_writev` into the other rank; where the kernel refuses,
+    /// the other rank's service thread.
+    #[default]
+    ProcessVm,
+    /// Always the other rank's service thread, which copies through a bounce buffer in its file.
+    Service,
+}
+
+/// `AAR_EMU_JOB_COPY` is neither of the two names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a copy path (give \"process_vm\" or \"service\")")]
+pub struct CopyPathError;
+
+impl FromStr for CopyPath {
+    type Err = CopyPathError;
+
+    /// `process_vm` (also `process-vm`) or `service`, any case.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "process_vm" => Ok(CopyPath::ProcessVm),
+            "service" => Ok(CopyPath::Service),
+            _ => Err(CopyPathError),
+        }
+    }
+}
+
+/// Most ranks a job may have: the rank is 24 bits of a memory handle.
+pub const MAX_RANKS: u32 = 1 << 24;
+
+/// A 32-bit number as Cray's job environment writes them: decimal, or hexadecimal after `0x`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrayNumber(pub u32);
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a 32-bit number (decimal, or hexadecimal after 0x)")]
+pub struct CrayNumberError;
+
+impl FromStr for CrayNumber {
+    type Err = CrayNumberError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let t = text.trim();
+        let n = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            Some(hex) => u32::from_str_radix(hex, 16),
+            None => t.parse(),
+        };
+        n.map(CrayNumber).map_err(|_| CrayNumberError)
+    }
 }
 
 /// `AAR_EMU_DMAPP_PES`: the job's PEs, 1 to [`PeCount::MAX`] (default 4).
@@ -232,5 +348,14 @@ mod tests {
         assert_eq!("65G".parse::<SheapSize>(), Err(SheapSizeError::OutOfRange(65 << 30)));
         assert!(matches!("lots".parse::<SheapSize>(), Err(SheapSizeError::NotASize(m)) if m.contains("lots")));
         assert_eq!(SheapSize::default().to_string(), "16M");
+        assert_eq!("257".parse(), Ok(CrayNumber(257)));
+        assert_eq!("0x101".parse(), Ok(CrayNumber(257)));
+        assert_eq!(" 0XfF ".parse(), Ok(CrayNumber(255)));
+        for bad in ["", "-1", "0x", "4294967296", "ten"] {
+            assert_eq!(bad.parse::<CrayNumber>(), Err(CrayNumberError), "{bad}");
+        }
+        assert_eq!("process-vm".parse(), Ok(CopyPath::ProcessVm));
+        assert_eq!(" Service ".parse(), Ok(CopyPath::Service));
+        assert_eq!("ptrace".parse::<CopyPath>(), Err(CopyPathError));
     }
 }

@@ -1,7 +1,9 @@
 //! Short messages: GNI_SmsgInit gives each endpoint its mailbox (a ring of `mbox_maxcredit` slots
 //! of `msg_maxsize` bytes, [`crate::mailbox`]); a send copies header then data into the peer's
 //! next free slot; no free slot means no credit (GNI_RC_NOT_DONE). Sends are routed in the mode
-//! GNI_SmsgSetDeliveryMode set on the sending NIC.
+//! GNI_SmsgSetDeliveryMode set on the sending NIC. In a job the peer's mailbox is the one its
+//! attributes (as the program exchanged them) name, found by its rank and address, and a send
+//! writes into the receiver's mailbox memory across processes before publishing the message.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,19 +13,25 @@ use aar_engine::model::Transfer;
 
 use crate::counters;
 use crate::cq_entry::{entry_with_ids, TYPE_SMSG};
-use crate::mailbox::Inbox;
+use crate::job::{self, Job};
+use crate::mailbox::{Inbox, SharedMailbox};
 use crate::post_log::{self, Record};
 use crate::registry::{self, Ep, Registry};
+use crate::shm::NO_RING;
 use crate::timing::NicTransfer;
 
 /// Per-message bookkeeping uGNI keeps in each mailbox slot, counted in the buffer size.
 const SLOT_OVERHEAD: u64 = 32;
 
-/// Bytes of mailbox GNI_SmsgBufferSizeNeeded asks for: one cache-line-rounded slot per credit.
+/// Bytes of one mailbox slot: the message and uGNI's overhead, rounded to a cache line.
+fn slot_bytes(attr: &GniSmsgAttr) -> u64 {
+    (attr.msg_maxsize as u64 + SLOT_OVERHEAD).div_ceil(64) * 64
+}
+
+/// Bytes of mailbox GNI_SmsgBufferSizeNeeded asks for: one slot per credit.
 fn mailbox_bytes(attr: &GniSmsgAttr) -> Result<u64, GniReturn> {
     check_attr(attr)?;
-    let slot = (attr.msg_maxsize as u64 + SLOT_OVERHEAD).div_ceil(64) * 64;
-    Ok(slot * attr.mbox_maxcredit as u64)
+    Ok(slot_bytes(attr) * attr.mbox_maxcredit as u64)
 }
 
 /// GNI_SmsgBufferSizeNeeded.
@@ -54,7 +62,28 @@ pub fn init(ep: usize, local: &GniSmsgAttr, remote: &GniSmsgAttr) -> Result<(), 
     match reg.mem(&local.mem_hndl, ep.nic_handle) {
         Some(m) if (local.buff_size as u64) >= needed && m.covers(start, needed) => {
             let rx_cq = m.dst_cq.clone().or_else(|| ep.cq.clone());
-            *ep.lock_inbox() = Some(Inbox::new(local.mbox_maxcredit as usize, local.msg_maxsize as usize, rx_cq));
+            match job::get() {
+                Some(j) => {
+                    // The peer's mailbox must be registered memory of a rank of this job.
+                    let peer_addr = remote.msg_buffer as u64 + remote.mbox_offset as u64;
+                    let (rank, _, r) = j.lookup(&remote.mem_hndl).ok_or(GNI_RC_INVALID_PARAM)?;
+                    if !r.covers(peer_addr, mailbox_bytes(remote)?) {
+                        return Err(GNI_RC_INVALID_PARAM);
+                    }
+                    let ring = rx_cq.map_or(NO_RING, |c| c.ring_index());
+                    let mut shared = ep.lock_shared_mbox();
+                    shared.take();
+                    let credits = local.mbox_maxcredit as u32;
+                    let mine = j
+                        .claim_mbox(start, credits, slot_bytes(local) as u32, local.msg_maxsize, ring)
+                        .ok_or(GNI_RC_ERROR_RESOURCE)?;
+                    *shared = Some(SharedMailbox::new(mine, rank, peer_addr));
+                }
+                None => {
+                    let (credits, size) = (local.mbox_maxcredit as usize, local.msg_maxsize as usize);
+                    *ep.lock_inbox() = Some(Inbox::new(credits, size, rx_cq));
+                }
+            }
             ep.smsg_max_send.store(remote.msg_maxsize, Ordering::Relaxed);
             Ok(())
         }
@@ -115,6 +144,10 @@ unsafe fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniRetur
     if total > max as usize {
         return GNI_RC_ERROR_RESOURCE;
     }
+    if let Some(j) = job::get() {
+        // SAFETY: this function's contract.
+        return unsafe { send_shared(j, ep, mode, s, remote_id) };
+    }
     // The peer may not be created, bound or SMSG-initialised yet: like a full mailbox, retry later.
     let Some(peer) = reg.peer(ep) else {
         return GNI_RC_NOT_DONE;
@@ -158,17 +191,95 @@ unsafe fn send_on(reg: &Registry, ep: &Arc<Ep>, mode: u16, s: &Send) -> GniRetur
     GNI_RC_SUCCESS
 }
 
+/// A send in a job: into the mailbox the peer's attributes named (in whichever rank), found by
+/// its address; the bytes are in the receiver's memory before the message is published and its
+/// arrival event delivered.
+///
+/// # Safety
+/// As for [`send`].
+unsafe fn send_shared(j: &Job, ep: &Arc<Ep>, mode: u16, s: &Send, remote_id: u32) -> GniReturn {
+    let mut guard = ep.lock_shared_mbox();
+    let Some(link) = guard.as_mut() else {
+        return GNI_RC_INVALID_STATE;
+    };
+    let found = link.peer_box.filter(|m| m.addr.load(Ordering::Relaxed) == link.peer_addr);
+    let Some(peer) = found.or_else(|| j.find_mbox(link.peer_rank, link.peer_addr)) else {
+        // The peer has not called GNI_SmsgInit yet: like a full mailbox, retry later.
+        return GNI_RC_NOT_DONE;
+    };
+    link.peer_box = Some(peer);
+    let rank = link.peer_rank;
+    let total = s.header_len as u64 + s.data_len as u64;
+    if total > peer.maxsize.load(Ordering::Relaxed) as u64 {
+        return GNI_RC_ERROR_RESOURCE;
+    }
+    if let Some(cq) = &ep.cq {
+        if !cq.reserve(1) {
+            return GNI_RC_NOT_DONE;
+        }
+    }
+    let written = {
+        let _one_sender = peer.send_lock.lock();
+        let (head, tail) = (peer.head.load(Ordering::Acquire), peer.tail.load(Ordering::Acquire));
+        let credits = peer.credits.load(Ordering::Relaxed).max(1) as u64;
+        if tail - head >= credits {
+            Err(GNI_RC_NOT_DONE)
+        } else {
+            let stride = peer.stride.load(Ordering::Relaxed) as u64;
+            let slot = peer.addr.load(Ordering::Relaxed) + tail % credits * stride;
+            let tag = s.tag as u64;
+            let parts = [
+                (slot, s.header as u64, s.header_len as u64),
+                (slot + s.header_len as u64, s.data as u64, s.data_len as u64),
+                (slot + stride - 8, &tag as *const u64 as u64, 8),
+            ];
+            let copied =
+                parts.iter().filter(|p| p.2 > 0).try_for_each(|&(to, from, len)| j.write_to(rank, to, from, len));
+            copied.map(|()| peer.tail.store(tail + 1, Ordering::Release))
+        }
+    };
+    if let Err(rc) = written {
+        if let Some(cq) = &ep.cq {
+            cq.unreserve(1);
+        }
+        return rc;
+    }
+    if let Some(ring) = j.ring(rank, peer.ring.load(Ordering::Relaxed)) {
+        ring.push(entry_with_ids(TYPE_SMSG, true, ep.nic.inst_id, s.msg_id), 0, false);
+    }
+    if let Some(cq) = &ep.cq {
+        cq.push_reserved(entry_with_ids(TYPE_SMSG, false, remote_id, s.msg_id));
+    }
+    let dst_nic = ep.remote().map_or(0, |(addr, _)| addr);
+    counters::account(&NicTransfer {
+        transfer: Transfer::Put,
+        bytes: total,
+        dlvr_mode: mode,
+        src_nic: ep.nic.addr,
+        dst_nic,
+    });
+    GNI_RC_SUCCESS
+}
+
 /// GNI_SmsgGetNext and GNI_SmsgGetNextWTag: the head message, if its tag matches (`tag` None = GetNext, any tag).
 pub fn get_next(ep: usize, tag: Option<&mut u8>) -> Result<*mut u8, GniReturn> {
     let reg = registry::read();
-    let mut guard = reg.ep(ep)?.lock_inbox();
+    let ep = reg.ep(ep)?;
+    if let Some(shared) = ep.lock_shared_mbox().as_mut() {
+        return shared.next(tag);
+    }
+    let mut guard = ep.lock_inbox();
     guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?.next(tag)
 }
 
 /// GNI_SmsgRelease: frees the slot of the message GetNext returned.
 pub fn release(ep: usize) -> Result<(), GniReturn> {
     let reg = registry::read();
-    let mut guard = reg.ep(ep)?.lock_inbox();
+    let ep = reg.ep(ep)?;
+    if let Some(shared) = ep.lock_shared_mbox().as_mut() {
+        return shared.release();
+    }
+    let mut guard = ep.lock_inbox();
     guard.as_mut().ok_or(GNI_RC_INVALID_PARAM)?.release()
 }
 

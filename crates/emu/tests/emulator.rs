@@ -54,6 +54,11 @@ fn bad_arguments_get_ugni_error_codes() {
 }
 
 #[test]
+fn datagrams_meet_their_peer_and_collect_its_bytes() {
+    scenario("datagram");
+}
+
+#[test]
 fn eight_threads_post_at_once() {
     scenario("threads");
 }

@@ -10,8 +10,8 @@ use aar_abi::dmapp::*;
 
 use super::attrs::{self, Attrs, Requested};
 use super::segment::{Mapping, Segment, Shadow};
-use crate::memory::mapped;
 use crate::registry::{mem_handle_for, Map};
+use crate::shm::mapped;
 use crate::{settings, FIRST_NIC_ADDR};
 
 /// `dmapp_jobinfo_t.version` and `.hw_version` of the emulated job (the emulator's own values).

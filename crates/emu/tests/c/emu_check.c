@@ -110,6 +110,19 @@ static void put_get(void)
 	OK(GNI_GetCompleted(other, ev, &done));
 	EXPECT(done == &pd);
 
+	/* The target is the bound NIC address and the remote handle: a remote_id that is no CDM's
+	 * inst_id only shapes the local event (as on an Aries). */
+	gni_ep_handle_t odd;
+	OK(GNI_EpCreate(a.nic, a.cq, &odd));
+	OK(GNI_EpBind(odd, b.addr, 12345));
+	fill(a.buf, 24, 8);
+	pd = descr(&a, &b, GNI_POST_FMA_PUT, 0, 300, 24, GNI_CQMODE_GLOBAL_EVENT);
+	OK(GNI_PostFma(odd, &pd));
+	OK(GNI_CqGetEvent(a.cq, &ev));
+	EXPECT(GNI_CQ_GET_INST_ID(ev) == 12345);
+	OK(GNI_GetCompleted(a.cq, ev, &done));
+	EXPECT(done == &pd && !memcmp(a.buf, b.buf + 300, 24));
+
 	/* Loop back: an endpoint bound to its own NIC. */
 	gni_ep_handle_t self;
 	OK(GNI_EpCreate(a.nic, a.cq, &self));
@@ -644,12 +657,80 @@ static void log_sequence(void)
 	printf("nic %u %u\n", a.addr, b.addr);
 }
 
+/* Datagrams in one process: a bound endpoint meets the one bound back to it, each side gets the
+ * other's bytes when it collects; ids, wildcards, probes, time-outs and cancels. */
+static void datagram(void)
+{
+	struct node a, b;
+	node_init(&a, 31, 0);
+	node_init(&b, 32, 0);
+	connect_nodes(&a, &b);
+	char ina[GNI_DATAGRAM_MAXSIZE] = "from a", inb[GNI_DATAGRAM_MAXSIZE] = "from b, longer";
+	char outa[GNI_DATAGRAM_MAXSIZE], outb[GNI_DATAGRAM_MAXSIZE];
+	memset(outa, 0, sizeof outa);
+	memset(outb, 0, sizeof outb);
+	gni_post_state_t st;
+	uint32_t ra, ri;
+	EXPECT_RC(GNI_EpPostDataTest(a.ep, &st, &ra, &ri), GNI_RC_NO_MATCH);
+	OK(GNI_EpPostData(a.ep, ina, 7, outa, sizeof outa));
+	EXPECT_RC(GNI_EpPostData(a.ep, ina, 7, outa, sizeof outa), GNI_RC_ERROR_RESOURCE); /* one at a time */
+	OK(GNI_EpPostDataTest(a.ep, &st, &ra, &ri));
+	EXPECT(st == GNI_POST_PENDING);
+	EXPECT_RC(GNI_EpPostDataWait(a.ep, 10, &st, &ra, &ri), GNI_RC_TIMEOUT);
+	EXPECT_RC(GNI_PostDataProbe(a.nic, &ra, &ri), GNI_RC_NO_MATCH);
+	OK(GNI_EpPostData(b.ep, inb, 15, outb, sizeof outb));
+	OK(GNI_PostDataProbe(a.nic, &ra, &ri));
+	EXPECT(ra == b.addr && ri == b.inst);
+	OK(GNI_EpPostDataWait(a.ep, (uint32_t)-1, &st, &ra, &ri));
+	EXPECT(st == GNI_POST_COMPLETED && ra == b.addr && ri == b.inst);
+	EXPECT(!strcmp(outa, "from b, longer"));
+	OK(GNI_EpPostDataTest(b.ep, &st, &ra, &ri));
+	EXPECT(st == GNI_POST_COMPLETED && ra == a.addr && ri == a.inst);
+	EXPECT(!strcmp(outb, "from a"));
+	EXPECT_RC(GNI_EpPostDataTest(b.ep, &st, &ra, &ri), GNI_RC_NO_MATCH); /* collected */
+
+	/* With ids, against a wildcard (an unbound endpoint takes any endpoint bound to it). */
+	gni_ep_handle_t any;
+	OK(GNI_EpCreate(b.nic, b.cq, &any));
+	OK(GNI_EpPostDataWId(any, inb, 2, outb, sizeof outb, 9));
+	OK(GNI_EpPostDataWId(a.ep, ina, 4, outa, sizeof outa, 7));
+	uint64_t id = 0;
+	OK(GNI_PostDataProbeById(b.nic, &id));
+	EXPECT(id == 9);
+	OK(GNI_EpPostDataWaitById(any, 9, 1000, &st, &ra, &ri));
+	EXPECT(st == GNI_POST_COMPLETED && ra == a.addr && ri == a.inst && !memcmp(outb, "from", 4));
+	OK(GNI_EpPostDataTestById(a.ep, 7, &st, &ra, &ri));
+	EXPECT(st == GNI_POST_COMPLETED && !memcmp(outa, "fr", 2));
+
+	/* Nobody answers: cancel. Bad sizes and handles. */
+	OK(GNI_EpPostData(a.ep, ina, 1, outa, 1));
+	OK(GNI_EpPostDataCancel(a.ep));
+	EXPECT_RC(GNI_EpPostDataCancel(a.ep), GNI_RC_NO_MATCH);
+	EXPECT_RC(GNI_EpPostDataTest(a.ep, &st, &ra, &ri), GNI_RC_NO_MATCH);
+	OK(GNI_EpPostDataWId(a.ep, ina, 1, outa, 1, 5));
+	OK(GNI_EpPostDataCancelById(a.ep, 5));
+	EXPECT_RC(GNI_EpPostData(a.ep, ina, GNI_DATAGRAM_MAXSIZE + 1, outa, 1), GNI_RC_SIZE_ERROR);
+	EXPECT_RC(GNI_EpPostData(NULL, ina, 1, outa, 1), GNI_RC_INVALID_PARAM);
+	EXPECT_RC(GNI_EpPostData(a.ep, NULL, 1, outa, 1), GNI_RC_INVALID_PARAM);
+	EXPECT_RC(GNI_EpPostDataTest(a.ep, NULL, &ra, &ri), GNI_RC_INVALID_PARAM);
+	/* Destroying an endpoint withdraws its datagram. */
+	gni_ep_handle_t gone;
+	OK(GNI_EpCreate(a.nic, a.cq, &gone));
+	OK(GNI_EpBind(gone, b.addr, b.inst));
+	OK(GNI_EpPostData(gone, ina, 1, outa, 1));
+	OK(GNI_EpDestroy(gone));
+	OK(GNI_EpPostData(b.ep, inb, 1, outb, 1));
+	OK(GNI_EpPostDataTest(b.ep, &st, &ra, &ri));
+	EXPECT(st == GNI_POST_PENDING);
+	OK(GNI_EpPostDataCancel(b.ep));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario scenarios[] = {
 		{ "layout", layout }, { "put_get", put_get }, { "amo", amo },     { "smsg", smsg },
 		{ "chain", chain },   { "cqwrite", cqwrite }, { "errors", errors }, { "threads", threads },
-		{ "log", log_sequence },
+		{ "log", log_sequence }, { "datagram", datagram },
 	};
 	return run_scenario("emu_check", scenarios, sizeof scenarios / sizeof scenarios[0], argc, argv);
 }

@@ -1,0 +1,528 @@
+//! Job mode: this process is one rank of a job that `aar run` started (`AAR_EMU_JOB_DIR` and the
+//! PMI variables, see [`crate::settings::job_env`]). Each rank keeps what other ranks must reach
+//! in its own file `rank-<r>` in the job's folder ([`RankArea`]: registrations, CQ rings,
+//! mailbox credits, datagrams), mapped by every rank that talks to it. Handles stay numbers of
+//! their process; only memory handles travel, and they name their owner: qword1 holds the
+//! owner's rank and registration slot, qword2 a check mixed from the job (its folder and cookie),
+//! the slot's serial number, the address and the length, so a handle of another job, a stale
+//! one or a forged one matches no registration (GNI_RC_INVALID_PARAM). Bytes move between ranks
+//! with `process_vm_readv`/`process_vm_writev`, which return only when the bytes are in place;
+//! where the kernel refuses them (or `AAR_EMU_JOB_COPY=service`), the other rank's service
+//! thread copies them through a bounce buffer in its file ([`Service`]).
+//!
+//! Without `AAR_EMU_JOB_DIR` there is no job and nothing here is used.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use aar_abi::*;
+
+use crate::amo::{apply_amo, apply_amo32, AmoOp, Width};
+use crate::settings::{self, CopyPath, JobEnv};
+use crate::shm::{
+    self, JobArea, LockGuard, Mbox, RankArea, Reg, Ring, Service, BOUNCE_BYTES, MAGIC, MBOX_ACTIVE, MBOX_FREE, NO_RING,
+    REG_SLOTS, RINGS, SERVE_READ, SERVE_WRITE,
+};
+
+/// Marks qword1 of a job's memory handles (the in-process mode uses another tag).
+const JOB_MEM_TAG: u64 = 0xa4e6 << 48;
+const FIELD_MASK: u64 = 0xff_ffff;
+
+pub struct Job {
+    pub rank: u32,
+    pub size: u32,
+    pub nic_addr: u32,
+    /// Mixed into every check, so that jobs with the same cookie still differ.
+    job_key: u64,
+    dir: PathBuf,
+    pub me: &'static RankArea,
+    pub shared: &'static JobArea,
+    /// Other ranks' files, mapped at first use.
+    areas: Mutex<Vec<Option<&'static RankArea>>>,
+    /// Serialises this process's changes to its own file's slots.
+    alloc: Mutex<usize>,
+    serial: AtomicU64,
+    /// Bytes go through the other rank's service thread: asked for, or process_vm was refused.
+    via_service: AtomicBool,
+}
+
+static JOB: OnceLock<Option<Job>> = OnceLock::new();
+
+/// The job this process is a rank of, set up at the first call; None in the in-process mode (or
+/// when the job's files cannot be made: then said once on stderr).
+pub fn get() -> Option<&'static Job> {
+    JOB.get_or_init(|| {
+        let env = settings::job_env()?;
+        Job::start(&env)
+            .map_err(|e| {
+                crate::warn(&format!(
+                    "AAR_EMU_JOB_DIR={}: cannot make this rank's shared file ({e}); this process \
+                     runs alone (in-process mode) and the job's other ranks cannot reach it",
+                    env.dir.display()
+                ))
+            })
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Maps `size` bytes of `file` shared, for the life of the process.
+fn map(file: &File, size: usize) -> std::io::Result<*mut u8> {
+    // SAFETY: a fresh shared mapping of an open file; the kernel picks the address.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(p.cast())
+}
+
+/// A mapped file of at least `size_of::<T>()` bytes as a `T` for the life of the process.
+///
+/// # Safety
+/// Every bit pattern, all zeroes included, is a valid `T` (the shared records are atomics).
+unsafe fn map_as<T>(file: &File) -> std::io::Result<&'static T> {
+    let size = std::mem::size_of::<T>();
+    if (file.metadata()?.len() as usize) < size {
+        file.set_len(size as u64)?;
+    }
+    let p = map(file, size)?;
+    // SAFETY: a page-aligned mapping of `size` bytes that is never unmapped; any bytes are a
+    // valid T (this function's contract), and T is only used through shared references.
+    Ok(unsafe { &*p.cast::<T>() })
+}
+
+/// A hash of the job's folder, so checks differ between jobs.
+fn key_of(dir: &Path, cookie: u32) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ cookie as u64;
+    for b in dir.as_os_str().as_encoded_bytes() {
+        h = (h ^ *b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Lets the job's other ranks (same user) read and write this process's memory where Yama's
+/// ptrace_scope=1 would refuse them; says once when the kernel forbids it altogether.
+fn allow_siblings() {
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok();
+    match scope.as_deref().map(str::trim) {
+        Some("1") => {
+            // SAFETY: prctl(PR_SET_PTRACER) takes a pid-sized argument and changes no memory.
+            unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
+        }
+        Some(s @ ("2" | "3")) => crate::warn(&format!(
+            "kernel.yama.ptrace_scope={s}: the kernel will refuse this job's ranks access to each \
+             other's memory, so posts between ranks fail (GNI_RC_PERMISSION_ERROR); set it to 0 or 1"
+        )),
+        _ => {}
+    }
+}
+
+/// Why a data movement to or from another rank failed, said once per process.
+fn refused(what: &str, rank: u32, pid: u32, err: &std::io::Error) -> GniReturn {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    let (rc, why) = match err.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) | Some(libc::ENOSYS) => (
+            GNI_RC_PERMISSION_ERROR,
+            "the kernel refuses cross-process memory access here (Yama ptrace_scope, a seccomp \
+             filter, or ranks of different users) and that rank runs no service thread to fall \
+             back on: run the ranks as one user with kernel.yama.ptrace_scope at 0 or 1",
+        ),
+        Some(libc::ESRCH) => (GNI_RC_TRANSACTION_ERROR, "that rank has ended"),
+        _ => (GNI_RC_TRANSACTION_ERROR, "its registered memory is no longer mapped"),
+    };
+    if !SAID.swap(true, Ordering::Relaxed) {
+        crate::warn(&format!(
+            "{what} rank {rank} (pid {pid}) failed: {err}: {why}; the post fails with {}",
+            if rc == GNI_RC_PERMISSION_ERROR { "GNI_RC_PERMISSION_ERROR" } else { "GNI_RC_TRANSACTION_ERROR" }
+        ));
+    }
+    rc
+}
+
+impl Job {
+    fn start(env: &JobEnv) -> std::io::Result<Job> {
+        allow_siblings();
+        let name = format!("rank-{}", env.rank);
+        let partial = env.dir.join(format!("{name}.partial"));
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).mode(0o600).open(&partial)?;
+        // SAFETY: RankArea is made of atomics only.
+        let me: &'static RankArea = unsafe { map_as(&file)? };
+        let h = &me.header;
+        h.pid.store(std::process::id(), Ordering::Relaxed);
+        h.rank.store(env.rank, Ordering::Relaxed);
+        h.nic_addr.store(env.nic_addr, Ordering::Relaxed);
+        h.cookie.store(env.cookie, Ordering::Relaxed);
+        h.magic.store(MAGIC, Ordering::Release);
+        std::fs::rename(&partial, env.dir.join(&name))?;
+        let job_file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(env.dir.join("job"))?;
+        // SAFETY: JobArea is made of atomics only.
+        let shared: &'static JobArea = unsafe { map_as(&job_file)? };
+        // The service thread sleeps until a rank the kernel keeps out needs it.
+        let _ = std::thread::Builder::new().name("aar-emu-service".into()).spawn(move || serve(me));
+        Ok(Job {
+            rank: env.rank,
+            size: env.size,
+            nic_addr: env.nic_addr,
+            job_key: key_of(&env.dir, env.cookie),
+            dir: env.dir.clone(),
+            me,
+            shared,
+            areas: Mutex::new(vec![None; env.size as usize]),
+            alloc: Mutex::new(0),
+            serial: AtomicU64::new(1),
+            via_service: AtomicBool::new(settings::job_copy() == CopyPath::Service),
+        })
+    }
+
+    /// Rank `rank`'s file, mapped at first use; None when that rank has not started (or the
+    /// rank is not in the job).
+    pub fn area(&self, rank: u32) -> Option<&'static RankArea> {
+        if rank == self.rank {
+            return Some(self.me);
+        }
+        let mut areas = self.areas.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = areas.get_mut(rank as usize)?;
+        if slot.is_none() {
+            let file = OpenOptions::new().read(true).write(true).open(self.dir.join(format!("rank-{rank}"))).ok()?;
+            if (file.metadata().ok()?.len() as usize) < std::mem::size_of::<RankArea>() {
+                return None;
+            }
+            // SAFETY: RankArea is made of atomics only; the file has its size (checked).
+            let area: &'static RankArea = unsafe { map_as(&file).ok()? };
+            let h = &area.header;
+            if h.magic.load(Ordering::Acquire) != MAGIC || h.rank.load(Ordering::Relaxed) != rank {
+                return None;
+            }
+            *slot = Some(area);
+        }
+        *slot
+    }
+
+    /// The ranks whose NIC address is `addr` (the ranks of one node), among those started.
+    pub fn ranks_at(&self, addr: u32) -> impl Iterator<Item = (u32, &'static RankArea)> + '_ {
+        (0..self.size)
+            .filter_map(move |r| self.area(r).map(|a| (r, a)))
+            .filter(move |(_, a)| a.header.nic_addr.load(Ordering::Relaxed) == addr)
+    }
+
+    /// Records the inst_id of a CDM attached in this rank.
+    pub fn note_inst_id(&self, inst_id: u32) {
+        let h = &self.me.header;
+        let i = h.inst_count.fetch_add(1, Ordering::Relaxed) as usize;
+        if let Some(w) = h.inst_ids.get(i) {
+            w.store(inst_id, Ordering::Relaxed);
+        }
+    }
+
+    fn lock_alloc(&self) -> MutexGuard<'_, usize> {
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn check(&self, rank: u32, slot: u32, serial: u64, addr: u64, len: u64) -> u64 {
+        let c = mix(self.job_key ^ mix(serial ^ (rank as u64) << 40 ^ slot as u64) ^ mix(addr ^ len.rotate_left(29)));
+        c.max(1)
+    }
+
+    /// Publishes a registration of this rank; its handle. GNI_RC_ERROR_RESOURCE when every slot
+    /// is taken.
+    pub fn register(&self, reg: &Reg) -> Result<GniMemHandle, GniReturn> {
+        let mut cursor = self.lock_alloc();
+        let slot = (0..REG_SLOTS).map(|i| (*cursor + i) % REG_SLOTS).find(|&s| self.me.regs[s].is_free());
+        let slot = slot.ok_or(GNI_RC_ERROR_RESOURCE)?;
+        *cursor = slot + 1;
+        let serial = self.serial.fetch_add(1, Ordering::Relaxed);
+        let check = self.check(self.rank, slot as u32, serial, reg.addr, reg.len);
+        self.me.regs[slot].publish(check, reg);
+        Ok(GniMemHandle { qword1: JOB_MEM_TAG | (self.rank as u64) << 24 | slot as u64, qword2: check })
+    }
+
+    /// Withdraws a registration of this rank (its handle was checked by the caller).
+    pub fn deregister(&self, mh: &GniMemHandle) {
+        if let Some((rank, slot)) = decode(mh) {
+            if rank == self.rank {
+                let _g = self.lock_alloc();
+                if self.me.regs[slot as usize].read(mh.qword2).is_some() {
+                    self.me.regs[slot as usize].clear();
+                }
+            }
+        }
+    }
+
+    /// The registration a handle names and its owner, if it is one of this job's and live.
+    pub fn lookup(&self, mh: &GniMemHandle) -> Option<(u32, &'static RankArea, Reg)> {
+        let (rank, slot) = decode(mh)?;
+        let area = self.area(rank)?;
+        let reg = area.regs.get(slot as usize)?.read(mh.qword2)?;
+        Some((rank, area, reg))
+    }
+
+    /// A free ring of this rank for a CQ of `capacity` events: its index.
+    pub fn claim_ring(&self, capacity: u32) -> Option<u32> {
+        let _g = self.lock_alloc();
+        (0..RINGS).find(|&i| self.me.rings[i].claim(capacity)).map(|i| i as u32)
+    }
+
+    /// A mailbox control of this rank for the mailbox at `addr` (a free one, or the one that
+    /// already has that address, reset): `credits` slots of `stride` bytes, messages up to
+    /// `maxsize` bytes, arrival events to ring `ring`.
+    pub fn claim_mbox(&self, addr: u64, credits: u32, stride: u32, maxsize: u32, ring: u32) -> Option<&'static Mbox> {
+        let _g = self.lock_alloc();
+        let active = |m: &Mbox| m.state.load(Ordering::Acquire) == MBOX_ACTIVE;
+        let m = (self.me.mboxes.iter().find(|m| active(m) && m.addr.load(Ordering::Relaxed) == addr))
+            .or_else(|| self.me.mboxes.iter().find(|m| m.state.load(Ordering::Acquire) == MBOX_FREE))?;
+        m.state.store(MBOX_FREE, Ordering::Release);
+        m.addr.store(addr, Ordering::Relaxed);
+        m.credits.store(credits, Ordering::Relaxed);
+        m.stride.store(stride, Ordering::Relaxed);
+        m.maxsize.store(maxsize, Ordering::Relaxed);
+        m.ring.store(ring, Ordering::Relaxed);
+        m.head.store(0, Ordering::Relaxed);
+        m.tail.store(0, Ordering::Relaxed);
+        m.state.store(MBOX_ACTIVE, Ordering::Release);
+        Some(m)
+    }
+
+    /// Rank `rank`'s active mailbox at `addr`, if it has one yet.
+    pub fn find_mbox(&self, rank: u32, addr: u64) -> Option<&'static Mbox> {
+        self.area(rank)?
+            .mboxes
+            .iter()
+            .find(|m| m.state.load(Ordering::Acquire) == MBOX_ACTIVE && m.addr.load(Ordering::Relaxed) == addr)
+    }
+
+    /// Ring `ring` of rank `rank`, if that is a ring in use.
+    pub fn ring(&self, rank: u32, ring: u32) -> Option<&'static Ring> {
+        if ring == NO_RING {
+            return None;
+        }
+        self.area(rank)?.rings.get(ring as usize).filter(|r| r.in_use())
+    }
+
+    /// Copies `len` bytes from this process's `local` to `remote` in rank `rank`.
+    pub fn write_to(&self, rank: u32, remote: u64, local: u64, len: u64) -> Result<(), GniReturn> {
+        self.move_bytes(rank, remote, local, len, true)
+    }
+
+    /// Copies `len` bytes from `remote` in rank `rank` to this process's `local`.
+    pub fn read_from(&self, rank: u32, remote: u64, local: u64, len: u64) -> Result<(), GniReturn> {
+        self.move_bytes(rank, remote, local, len, false)
+    }
+
+    fn move_bytes(&self, rank: u32, remote: u64, local: u64, len: u64, write: bool) -> Result<(), GniReturn> {
+        let area = self.area(rank).ok_or(GNI_RC_INVALID_PARAM)?;
+        let pid = area.header.pid.load(Ordering::Relaxed);
+        if self.via_service.load(Ordering::Relaxed) {
+            return through_service(area, pid, remote, local, len, write);
+        }
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done) as usize;
+            let l = libc::iovec { iov_base: (local + done) as *mut libc::c_void, iov_len: n };
+            let r = libc::iovec { iov_base: (remote + done) as *mut libc::c_void, iov_len: n };
+            // SAFETY: the kernel checks both ranges: a bad address is EFAULT, never a fault
+            // here; the iovecs live across the call.
+            let moved = unsafe {
+                if write {
+                    libc::process_vm_writev(pid as libc::pid_t, &l, 1, &r, 1, 0)
+                } else {
+                    libc::process_vm_readv(pid as libc::pid_t, &l, 1, &r, 1, 0)
+                }
+            };
+            if moved <= 0 {
+                let err = if moved == 0 {
+                    std::io::Error::from_raw_os_error(libc::EFAULT)
+                } else {
+                    std::io::Error::last_os_error()
+                };
+                let what = if write { "process_vm_writev to" } else { "process_vm_readv from" };
+                let kept_out = matches!(err.raw_os_error(), Some(libc::EPERM | libc::EACCES | libc::ENOSYS));
+                if kept_out && area.service.running.load(Ordering::Acquire) != 0 {
+                    crate::warn(&format!(
+                        "{what} rank {rank} (pid {pid}) refused: {err}; bytes between this rank and \
+                         the others now go through their service threads (a copy through shared \
+                         memory, slower); let the ranks reach each other's memory \
+                         (kernel.yama.ptrace_scope 0 or 1, one user) to avoid it"
+                    ));
+                    self.via_service.store(true, Ordering::Relaxed);
+                    return through_service(area, pid, remote + done, local + done, len - done, write);
+                }
+                return Err(refused(what, rank, pid, &err));
+            }
+            done += moved as u64;
+        }
+        Ok(())
+    }
+
+    /// The lock every AMO on rank `rank`'s memory holds around its read-modify-write.
+    pub fn amo_lock(&self, rank: u32) -> Result<LockGuard<'static>, GniReturn> {
+        Ok(self.area(rank).ok_or(GNI_RC_INVALID_PARAM)?.header.amo_lock.lock())
+    }
+
+    /// An AMO on the word of `width` at `target` in another rank: the previous value.
+    pub fn amo(
+        &self,
+        rank: u32,
+        target: u64,
+        op: AmoOp,
+        width: Width,
+        first: u64,
+        second: u64,
+    ) -> Result<u64, GniReturn> {
+        let _g = self.amo_lock(rank)?;
+        match width {
+            Width::Bits64 => {
+                let mut old = 0u64;
+                self.read_from(rank, target, &mut old as *mut u64 as u64, 8)?;
+                let word = std::sync::atomic::AtomicU64::new(old);
+                apply_amo(&word, op, first, second);
+                let new = word.into_inner();
+                if new != old {
+                    self.write_to(rank, target, &new as *const u64 as u64, 8)?;
+                }
+                Ok(old)
+            }
+            Width::Bits32 => {
+                let mut old = 0u32;
+                self.read_from(rank, target, &mut old as *mut u32 as u64, 4)?;
+                let word = std::sync::atomic::AtomicU32::new(old);
+                apply_amo32(&word, op, first, second);
+                let new = word.into_inner();
+                if new != old {
+                    self.write_to(rank, target, &new as *const u32 as u64, 4)?;
+                }
+                Ok(old as u64)
+            }
+        }
+    }
+}
+
+/// The rank's service thread: answers other ranks' requests to copy between its registered
+/// memory and the bounce buffer of its file, one at a time, for the life of the process.
+fn serve(me: &'static RankArea) {
+    let svc = &me.service;
+    let mut last = svc.request.load(Ordering::Acquire);
+    svc.running.store(1, Ordering::Release);
+    loop {
+        let now = svc.request.load(Ordering::Acquire);
+        if now == last {
+            shm::futex_wait(&svc.request, now, None);
+            continue;
+        }
+        last = now;
+        let (addr, len) = (svc.addr.load(Ordering::Relaxed), svc.len.load(Ordering::Relaxed));
+        let write = svc.op.load(Ordering::Relaxed) == SERVE_WRITE;
+        // Only inside this rank's own registrations, and only mapped pages: a request can never
+        // make this process fault.
+        let ok = len as usize <= BOUNCE_BYTES
+            && me.regs.iter().any(|r| r.allows(addr, len, write))
+            && shm::mapped(addr, len);
+        if ok && len > 0 {
+            // SAFETY: [addr, addr+len) is mapped memory of this process inside one of its
+            // registrations (checked above); the bounce buffer holds BOUNCE_BYTES >= len bytes
+            // and the requester holding the service lock waits until `done` moves.
+            unsafe {
+                if write {
+                    std::ptr::copy_nonoverlapping(svc.bounce(), addr as *mut u8, len as usize);
+                } else {
+                    std::ptr::copy_nonoverlapping(addr as *const u8, svc.bounce(), len as usize);
+                }
+            }
+        }
+        svc.status.store(!ok as u32, Ordering::Relaxed);
+        svc.done.fetch_add(1, Ordering::Release);
+        shm::futex_wake(&svc.done);
+    }
+}
+
+/// Moves bytes to (`write`) or from another rank through its service thread, a bounce buffer
+/// at a time; GNI_RC_TRANSACTION_ERROR when it refuses or its process has ended.
+fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64, write: bool) -> Result<(), GniReturn> {
+    let svc: &Service = &area.service;
+    if svc.running.load(Ordering::Acquire) == 0 {
+        return Err(GNI_RC_TRANSACTION_ERROR);
+    }
+    let _one_at_a_time = svc.lock.lock();
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(BOUNCE_BYTES as u64);
+        if write {
+            // SAFETY: the caller's checked local range; the bounce buffer is ours while we hold
+            // the service lock and holds BOUNCE_BYTES >= n bytes.
+            unsafe { std::ptr::copy_nonoverlapping((local + done) as *const u8, svc.bounce(), n as usize) };
+        }
+        svc.op.store(if write { SERVE_WRITE } else { SERVE_READ }, Ordering::Relaxed);
+        svc.addr.store(remote + done, Ordering::Relaxed);
+        svc.len.store(n, Ordering::Relaxed);
+        let before = svc.done.load(Ordering::Acquire);
+        svc.request.fetch_add(1, Ordering::Release);
+        shm::futex_wake(&svc.request);
+        while !shm::wait_until(&svc.done, Some(Instant::now() + Duration::from_millis(100)), || {
+            svc.done.load(Ordering::Acquire) != before
+        }) {
+            if !shm::alive(pid) {
+                return Err(GNI_RC_TRANSACTION_ERROR);
+            }
+        }
+        if svc.status.load(Ordering::Relaxed) != 0 {
+            return Err(GNI_RC_TRANSACTION_ERROR);
+        }
+        if !write {
+            // SAFETY: the caller's checked local range; the service thread filled n bytes of
+            // the bounce buffer, ours while we hold the service lock.
+            unsafe { std::ptr::copy_nonoverlapping(svc.bounce(), (local + done) as *mut u8, n as usize) };
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// (owner rank, registration slot) of a job memory handle; None for any other handle.
+pub fn decode(mh: &GniMemHandle) -> Option<(u32, u32)> {
+    if mh.qword1 & !(FIELD_MASK << 24 | FIELD_MASK) != JOB_MEM_TAG {
+        return None;
+    }
+    Some(((mh.qword1 >> 24 & FIELD_MASK) as u32, (mh.qword1 & FIELD_MASK) as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_name_their_owner() {
+        let mh = GniMemHandle { qword1: JOB_MEM_TAG | 5 << 24 | 17, qword2: 1 };
+        assert_eq!(decode(&mh), Some((5, 17)));
+        assert_eq!(decode(&GniMemHandle { qword1: 0xa4e5 << 48 | 3, qword2: 1 }), None, "in-process handle");
+        assert_eq!(decode(&GniMemHandle::default()), None);
+        assert_ne!(key_of(Path::new("/dev/shm/aar-job-1"), 7), key_of(Path::new("/dev/shm/aar-job-2"), 7));
+        assert_ne!(key_of(Path::new("/dev/shm/aar-job-1"), 7), key_of(Path::new("/dev/shm/aar-job-1"), 8));
+    }
+}

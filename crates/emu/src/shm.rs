@@ -1,0 +1,539 @@
+//! The records a job's ranks share (job mode, see [`crate::job`]) and the means to use them from
+//! several processes: a lock that survives its holder's death, futex waits, and the fixed layout
+//! of one rank's file. Every field is an atomic, so a file mapped by several processes is only
+//! ever accessed through shared references; an all-zero file is a valid empty rank.
+//!
+//! One rank's file ([`RankArea`]): a header (pid, NIC address, the inst_ids of its CDMs, the lock
+//! its AMOs take), its registration table, the inbound rings of its completion queues, its SMSG
+//! mailboxes' credit counters and its datagram slots.
+
+use std::ffi::c_void;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use aar_abi::*;
+
+/// Registrations per rank.
+pub const REG_SLOTS: usize = 8192;
+/// Completion queues per rank (each has one ring).
+pub const RINGS: usize = 64;
+/// Events a ring holds at most; a CQ created larger overruns at this many.
+pub const RING_CAP: usize = 8192;
+/// SMSG mailboxes per rank.
+pub const MBOXES: usize = 1024;
+/// Outstanding datagrams per rank.
+pub const DGRAMS: usize = 256;
+/// Largest datagram, in bytes (`GNI_DATAGRAM_MAXSIZE`).
+pub const DGRAM_BYTES: usize = 128;
+/// Marks a mapped rank file as initialised by a rank of this layout.
+pub const MAGIC: u64 = 0x6161_722d_6a6f_6201;
+/// "No ring": a registration or mailbox whose events go nowhere.
+pub const NO_RING: u32 = u32::MAX;
+
+fn pid() -> u32 {
+    std::process::id()
+}
+
+/// True while process `pid` exists (EPERM: it exists, but is not ours to signal).
+pub fn alive(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+}
+
+/// Sleeps while `word` holds `expected`, at most `timeout` (None: until woken). Returns early on
+/// a wake-up, a change of the word or a signal; callers re-check their condition.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: the word is a live, aligned u32 (in shared memory: not FUTEX_PRIVATE); the timeout
+    // is NULL or a valid timespec that outlives the call.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, ts_ptr) };
+}
+
+/// Wakes every process and thread waiting on `word`.
+pub fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE only uses the address as a key.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
+}
+
+/// Waits until `ready` says yes, sleeping on `word` between checks, at most until `deadline`
+/// (None: for ever). `ready` is checked after the word is read, so a change signalled between
+/// the two (with [`futex_wake`] after changing the word) is never missed. False on time-out.
+pub fn wait_until(word: &AtomicU32, deadline: Option<Instant>, mut ready: impl FnMut() -> bool) -> bool {
+    loop {
+        let seen = word.load(Ordering::Acquire);
+        if ready() {
+            return true;
+        }
+        let timeout = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return false,
+            },
+        };
+        futex_wait(word, seen, timeout);
+    }
+}
+
+/// True when every page of [addr, addr+len) is mapped, checked the way registration pins pages.
+pub fn mapped(addr: u64, len: u64) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let Some(end) = addr.checked_add(len) else {
+        return false;
+    };
+    let mut at = addr & !(page - 1);
+    let mut residency = [0u8; 1024];
+    while at < end {
+        let chunk = (end - at).min(page * residency.len() as u64);
+        // SAFETY: mincore only inspects the mapping of the page-aligned range and writes one
+        // byte per page into `residency`, which has room for chunk/page (<= 1024) bytes.
+        if unsafe { libc::mincore(at as *mut c_void, chunk as usize, residency.as_mut_ptr()) } != 0 {
+            return false;
+        }
+        at += chunk.div_ceil(page) * page;
+    }
+    true
+}
+
+/// A mutual-exclusion lock in shared memory: 0 when free, else the holder's pid. A waiter that
+/// finds the holder dead takes the lock over, so a crashed rank cannot hang the others.
+#[repr(C)]
+#[derive(Default)]
+pub struct Lock {
+    word: AtomicU32,
+}
+
+pub struct LockGuard<'a>(&'a Lock);
+
+impl Lock {
+    pub fn lock(&self) -> LockGuard<'_> {
+        let me = pid();
+        loop {
+            match self.word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return LockGuard(self),
+                Err(holder) => {
+                    futex_wait(&self.word, holder, Some(Duration::from_millis(20)));
+                    if holder != me && !alive(holder) {
+                        let _ = self.word.compare_exchange(holder, 0, Ordering::AcqRel, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LockGuard<'_> {
+    fn drop(&mut self) {
+        self.0.word.store(0, Ordering::Release);
+        futex_wake(&self.0.word);
+    }
+}
+
+/// The header of a rank's file.
+#[repr(C)]
+pub struct Header {
+    /// [`MAGIC`] once the rest of the header is written.
+    pub magic: AtomicU64,
+    pub pid: AtomicU32,
+    pub rank: AtomicU32,
+    pub nic_addr: AtomicU32,
+    pub cookie: AtomicU32,
+    /// Held around every AMO's read-modify-write on this rank's memory.
+    pub amo_lock: Lock,
+    /// The inst_ids of the CDMs attached in this rank (the first 16), for `aar` tools and tests.
+    pub inst_count: AtomicU32,
+    pub inst_ids: [AtomicU32; 16],
+}
+
+/// A registration as other ranks see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reg {
+    pub addr: u64,
+    pub len: u64,
+    pub read_only: bool,
+    /// The ring of the registration's CQ (its remote events), or [`NO_RING`].
+    pub ring: u32,
+}
+
+impl Reg {
+    /// True when [addr, addr+len) lies inside the registered region.
+    pub fn covers(&self, addr: u64, len: u64) -> bool {
+        addr >= self.addr && addr.checked_add(len).is_some_and(|end| end <= self.addr + self.len)
+    }
+}
+
+/// One registration slot: free while `check` is 0. Written only by its rank, seqlock-style
+/// (check cleared, fields, check set), so a reader never takes a half-written registration.
+#[repr(C)]
+pub struct RegSlot {
+    check: AtomicU64,
+    addr: AtomicU64,
+    len: AtomicU64,
+    read_only: AtomicU32,
+    ring: AtomicU32,
+}
+
+impl RegSlot {
+    pub fn is_free(&self) -> bool {
+        self.check.load(Ordering::Acquire) == 0
+    }
+
+    /// Publishes a registration under `check` (never 0).
+    pub fn publish(&self, check: u64, r: &Reg) {
+        self.check.store(0, Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.addr.store(r.addr, Ordering::Relaxed);
+        self.len.store(r.len, Ordering::Relaxed);
+        self.read_only.store(r.read_only as u32, Ordering::Relaxed);
+        self.ring.store(r.ring, Ordering::Relaxed);
+        self.check.store(check, Ordering::Release);
+    }
+
+    pub fn clear(&self) {
+        self.check.store(0, Ordering::Release);
+    }
+
+    /// True when the slot holds a registration (under any check) that covers [addr, addr+len)
+    /// and, when `write`, may be written.
+    pub fn allows(&self, addr: u64, len: u64, write: bool) -> bool {
+        let check = self.check.load(Ordering::Acquire);
+        self.read(check).is_some_and(|r| r.covers(addr, len) && !(write && r.read_only))
+    }
+
+    /// The registration, if the slot holds one under `check`.
+    pub fn read(&self, check: u64) -> Option<Reg> {
+        if check == 0 || self.check.load(Ordering::Acquire) != check {
+            return None;
+        }
+        let r = Reg {
+            addr: self.addr.load(Ordering::Relaxed),
+            len: self.len.load(Ordering::Relaxed),
+            read_only: self.read_only.load(Ordering::Relaxed) != 0,
+            ring: self.ring.load(Ordering::Relaxed),
+        };
+        fence(Ordering::Acquire);
+        (self.check.load(Ordering::Relaxed) == check).then_some(r)
+    }
+}
+
+#[repr(C)]
+struct RingEntry {
+    entry: AtomicU64,
+    /// The completed descriptor of a local POST event (meaningful only in the owner), else 0.
+    descr: AtomicU64,
+}
+
+/// The events of one completion queue, in its rank's file, so that other ranks deliver remote
+/// events into it. Fields other than `seq` change only under `lock`.
+#[repr(C)]
+pub struct Ring {
+    lock: Lock,
+    /// Bumped after every delivery; GNI_CqWaitEvent sleeps on it.
+    pub seq: AtomicU32,
+    in_use: AtomicU32,
+    capacity: AtomicU32,
+    head: AtomicU32,
+    count: AtomicU32,
+    /// Slots promised to local posts in flight.
+    reserved: AtomicU32,
+    /// A remote event found the ring full; reported once by the next take.
+    overrun: AtomicU32,
+    entries: [RingEntry; RING_CAP],
+}
+
+impl Ring {
+    /// Claims a free ring for a CQ of `capacity` events (clamped to [`RING_CAP`]).
+    pub fn claim(&self, capacity: u32) -> bool {
+        let _g = self.lock.lock();
+        if self.in_use.load(Ordering::Relaxed) != 0 {
+            return false;
+        }
+        self.in_use.store(1, Ordering::Relaxed);
+        self.capacity.store(capacity.clamp(1, RING_CAP as u32), Ordering::Relaxed);
+        for w in [&self.head, &self.count, &self.reserved, &self.overrun] {
+            w.store(0, Ordering::Relaxed);
+        }
+        true
+    }
+
+    pub fn release(&self) {
+        let _g = self.lock.lock();
+        self.in_use.store(0, Ordering::Relaxed);
+    }
+
+    pub fn in_use(&self) -> bool {
+        self.in_use.load(Ordering::Acquire) != 0
+    }
+
+    fn room(&self) -> u32 {
+        let used = self.count.load(Ordering::Relaxed) + self.reserved.load(Ordering::Relaxed);
+        self.capacity.load(Ordering::Relaxed).saturating_sub(used)
+    }
+
+    /// Promises `n` slots to a post about to run; false when there is no room.
+    pub fn reserve(&self, n: u32) -> bool {
+        let _g = self.lock.lock();
+        if self.room() < n {
+            return false;
+        }
+        self.reserved.fetch_add(n, Ordering::Relaxed);
+        true
+    }
+
+    pub fn unreserve(&self, n: u32) {
+        let _g = self.lock.lock();
+        let r = self.reserved.load(Ordering::Relaxed);
+        self.reserved.store(r.saturating_sub(n), Ordering::Relaxed);
+    }
+
+    /// Delivers an event: into a reserved slot, or (remote events) into a free one, else the
+    /// ring overruns. False when the event was lost (the ring is not in use, or overran).
+    pub fn push(&self, entry: u64, descr: u64, reserved: bool) -> bool {
+        let delivered = {
+            let _g = self.lock.lock();
+            if !self.in_use() {
+                return false;
+            }
+            if reserved {
+                let r = self.reserved.load(Ordering::Relaxed);
+                self.reserved.store(r.saturating_sub(1), Ordering::Relaxed);
+            }
+            let cap = self.capacity.load(Ordering::Relaxed);
+            let count = self.count.load(Ordering::Relaxed);
+            if !reserved && self.room() == 0 || count >= cap {
+                self.overrun.store(1, Ordering::Relaxed);
+                false
+            } else {
+                let i = (self.head.load(Ordering::Relaxed) + count) % cap;
+                let e = &self.entries[i as usize];
+                e.entry.store(entry, Ordering::Relaxed);
+                e.descr.store(descr, Ordering::Relaxed);
+                self.count.store(count + 1, Ordering::Relaxed);
+                true
+            }
+        };
+        self.seq.fetch_add(1, Ordering::Release);
+        futex_wake(&self.seq);
+        delivered
+    }
+
+    /// The next event and its descriptor: GNI_RC_ERROR_RESOURCE once after an overrun,
+    /// GNI_RC_NOT_DONE when empty.
+    pub fn take(&self) -> Result<(u64, u64), GniReturn> {
+        let _g = self.lock.lock();
+        if self.overrun.swap(0, Ordering::Relaxed) != 0 {
+            return Err(GNI_RC_ERROR_RESOURCE);
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        if count == 0 {
+            return Err(GNI_RC_NOT_DONE);
+        }
+        let head = self.head.load(Ordering::Relaxed);
+        let e = &self.entries[head as usize];
+        let got = (e.entry.load(Ordering::Relaxed), e.descr.load(Ordering::Relaxed));
+        self.head.store((head + 1) % self.capacity.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.count.store(count - 1, Ordering::Relaxed);
+        Ok(got)
+    }
+}
+
+/// An SMSG mailbox's control: its messages live in the receiver's registered memory at `addr`,
+/// one slot of `stride` bytes per credit; the sender publishes with `tail`, the receiver frees
+/// with `head`. `addr` (with the rank) is how a sender finds it from the receiver's attributes.
+#[repr(C)]
+pub struct Mbox {
+    pub state: AtomicU32,
+    pub ring: AtomicU32,
+    pub addr: AtomicU64,
+    pub credits: AtomicU32,
+    pub stride: AtomicU32,
+    pub maxsize: AtomicU32,
+    /// Serialises the senders of one mailbox.
+    pub send_lock: Lock,
+    pub head: AtomicU64,
+    pub tail: AtomicU64,
+}
+
+/// A mailbox slot is free / set up by GNI_SmsgInit.
+pub const MBOX_FREE: u32 = 0;
+pub const MBOX_ACTIVE: u32 = 1;
+
+/// One outstanding datagram (GNI_EpPostData*). Changed only under the job's datagram lock; the
+/// poster sleeps on `state`.
+#[repr(C)]
+pub struct Dgram {
+    pub state: AtomicU32,
+    /// The poster's NIC address and inst_id.
+    pub local_addr: AtomicU32,
+    pub local_inst: AtomicU32,
+    /// Where it goes: the bound endpoint's remote; `wildcard` 1 for an unbound endpoint.
+    pub remote_addr: AtomicU32,
+    pub remote_inst: AtomicU32,
+    pub wildcard: AtomicU32,
+    /// Who it was matched with.
+    pub peer_addr: AtomicU32,
+    pub peer_inst: AtomicU32,
+    /// The poster's endpoint handle (a number in the poster's process) and datagram id.
+    pub ep: AtomicU64,
+    pub id: AtomicU64,
+    pub in_len: AtomicU32,
+    pub out_len: AtomicU32,
+    /// The poster's buffer for the peer's data (an address in the poster's process) and its size.
+    pub out_buf: AtomicU64,
+    pub out_cap: AtomicU32,
+    pub in_data: [AtomicU64; DGRAM_BYTES / 8],
+    pub out_data: [AtomicU64; DGRAM_BYTES / 8],
+}
+
+/// Datagram states: free, posted and waiting for its match, matched (the peer's data is in
+/// `out_data`) and not yet collected by Test/Wait.
+pub const DG_FREE: u32 = 0;
+pub const DG_PENDING: u32 = 1;
+pub const DG_DONE: u32 = 2;
+
+/// Copies `bytes` into words of shared memory.
+pub fn store_bytes(words: &[AtomicU64], bytes: &[u8]) {
+    for (w, chunk) in words.iter().zip(bytes.chunks(8)) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        w.store(u64::from_ne_bytes(b), Ordering::Relaxed);
+    }
+}
+
+/// The first `len` bytes of words of shared memory.
+pub fn load_bytes(words: &[AtomicU64], len: usize) -> Vec<u8> {
+    let mut out: Vec<u8> = words.iter().flat_map(|w| w.load(Ordering::Relaxed).to_ne_bytes()).collect();
+    out.truncate(len);
+    out
+}
+
+/// A `T` of all-zero bytes on the heap: an empty set of shared records outside any file.
+///
+/// # Safety
+/// All-zero bytes are a valid `T` (true of the records here, made of atomic integers).
+pub unsafe fn zeroed_box<T>() -> Box<T> {
+    let layout = std::alloc::Layout::new::<T>();
+    assert!(layout.size() > 0);
+    // SAFETY: a non-zero-sized layout; the allocation is checked below.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: p is a fresh allocation of T's layout, whose zero bytes are a valid T (this
+    // function's contract); the Box takes ownership with the same layout.
+    unsafe { Box::from_raw(p) }
+}
+
+/// Bytes one request to a rank's service thread moves at most.
+pub const BOUNCE_BYTES: usize = 1 << 16;
+
+/// What a request asks the service thread to do: copy from its memory into the bounce buffer,
+/// or from the bounce buffer into its memory.
+pub const SERVE_READ: u32 = 1;
+pub const SERVE_WRITE: u32 = 2;
+
+/// A rank's service: when the kernel refuses other ranks direct access to its memory, its own
+/// thread copies between its registered memory and this bounce buffer for them. One request at
+/// a time (`lock`); the requester bumps `request`, the thread answers by bumping `done`.
+#[repr(C)]
+pub struct Service {
+    pub lock: Lock,
+    pub request: AtomicU32,
+    pub done: AtomicU32,
+    /// 1 while the rank's service thread runs.
+    pub running: AtomicU32,
+    pub op: AtomicU32,
+    /// 0: done; 1: refused (not inside a registration of the rank, or not mapped).
+    pub status: AtomicU32,
+    pub addr: AtomicU64,
+    pub len: AtomicU64,
+    pub bounce: [AtomicU64; BOUNCE_BYTES / 8],
+}
+
+impl Service {
+    /// The bounce buffer's bytes. Only the holder of `lock` (and the service thread while it
+    /// answers that holder's request) touches them.
+    pub fn bounce(&self) -> *mut u8 {
+        self.bounce.as_ptr() as *mut u8
+    }
+}
+
+/// One rank's file, mapped whole.
+#[repr(C)]
+pub struct RankArea {
+    pub header: Header,
+    pub service: Service,
+    pub regs: [RegSlot; REG_SLOTS],
+    pub rings: [Ring; RINGS],
+    pub mboxes: [Mbox; MBOXES],
+    pub dgrams: [Dgram; DGRAMS],
+}
+
+/// The job-wide file: the lock datagram matching takes.
+#[repr(C)]
+pub struct JobArea {
+    pub dgram_lock: Lock,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zeroed<T>() -> Box<T> {
+        // SAFETY: every field of the shared records is an atomic integer (or an array of them),
+        // for which all-zero bytes are a valid value.
+        unsafe { zeroed_box() }
+    }
+
+    #[test]
+    fn a_ring_reserves_delivers_and_overruns() {
+        let ring: Box<Ring> = zeroed();
+        assert!(ring.claim(2));
+        assert!(!ring.claim(2), "already in use");
+        assert!(ring.reserve(1));
+        assert!(ring.push(7, 0, false));
+        assert!(!ring.push(8, 0, false), "the reserved slot is not for remote events");
+        assert!(ring.push(9, 0x40, true));
+        assert_eq!(ring.take(), Err(GNI_RC_ERROR_RESOURCE));
+        assert_eq!(ring.take(), Ok((7, 0)));
+        assert_eq!(ring.take(), Ok((9, 0x40)));
+        assert_eq!(ring.take(), Err(GNI_RC_NOT_DONE));
+        ring.release();
+        assert!(!ring.push(1, 0, false), "a released ring takes nothing");
+    }
+
+    #[test]
+    fn a_registration_reads_only_under_its_check() {
+        let slot: Box<RegSlot> = zeroed();
+        let r = Reg { addr: 4096, len: 100, read_only: true, ring: 3 };
+        slot.publish(42, &r);
+        assert_eq!(slot.read(42), Some(r));
+        assert_eq!(slot.read(41), None);
+        assert_eq!(slot.read(0), None);
+        slot.clear();
+        assert_eq!(slot.read(42), None);
+        assert!(r.covers(4096, 100) && !r.covers(4096, 101) && !r.covers(u64::MAX, 2));
+    }
+
+    #[test]
+    fn datagram_bytes_round_trip() {
+        let words: [AtomicU64; 4] = Default::default();
+        store_bytes(&words, b"hello, world!");
+        assert_eq!(load_bytes(&words, 13), b"hello, world!");
+    }
+
+    #[test]
+    fn a_lock_excludes_and_a_dead_holders_lock_is_taken_over() {
+        let lock = Lock::default();
+        drop(lock.lock());
+        // A pid that cannot exist holds it: the next locker takes it over.
+        lock.word.store(i32::MAX as u32, Ordering::Relaxed);
+        drop(lock.lock());
+        assert_eq!(lock.word.load(Ordering::Relaxed), 0);
+    }
+}

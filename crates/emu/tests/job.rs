@@ -1,0 +1,293 @@
+//! The emulator as a job of several processes, started here as `aar run` would start them (the
+//! job contract's environment: AAR_EMU_JOB_DIR, a folder under /dev/shm this test makes and
+//! removes, PMI_RANK, PMI_SIZE, PMI_GNI_LOC_ADDR, PMI_GNI_COOKIE), each rank a real process
+//! running crates/emu/tests/c/job_check.c, with and without the real libaar.so preloaded. The
+//! ranks exchange NIC addresses and memory handles through files of a scratch folder.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn job_check() -> PathBuf {
+    compile("crates/emu/tests/c/job_check.c", "job_check")
+}
+
+/// A job's folders: the shared one under /dev/shm and the exchange folder; removed on drop,
+/// also when the test fails.
+struct JobDirs {
+    shared: PathBuf,
+    xchg: PathBuf,
+}
+
+impl JobDirs {
+    fn new(tag: &str) -> JobDirs {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let name = format!("aar-emu-test-{}-{tag}-{n}", std::process::id());
+        let shared = Path::new("/dev/shm").join(&name);
+        let _ = std::fs::remove_dir_all(&shared);
+        std::fs::create_dir(&shared).unwrap();
+        let xchg = lib_dir().join("emu-tests").join(&name);
+        let _ = std::fs::remove_dir_all(&xchg);
+        std::fs::create_dir_all(&xchg).unwrap();
+        JobDirs { shared, xchg }
+    }
+
+    /// The names of the files the ranks left in the shared folder, sorted.
+    fn shared_files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.shared)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for JobDirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.shared);
+        let _ = std::fs::remove_dir_all(&self.xchg);
+    }
+}
+
+/// How one job is started.
+struct Launch<'a> {
+    scenario: &'a str,
+    ranks: u32,
+    /// Ranks per node: they share a NIC address (0x100 + node).
+    per_node: u32,
+    cookie: u32,
+    preload: bool,
+    /// Start only these ranks (all when empty).
+    only: &'a [u32],
+    /// (rank, start of the one line it must say on stderr).
+    says: Option<(u32, &'a str)>,
+    env: &'a [(&'a str, String)],
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Launch { scenario: "", ranks: 2, per_node: 1, cookie: 0x5eed, preload: false, only: &[], says: None, env: &[] }
+    }
+}
+
+fn spawn(l: &Launch, dirs: &JobDirs, rank: u32) -> Child {
+    let mut cmd = Command::new(job_check());
+    cmd.arg(l.scenario).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AAR_") || k.starts_with("PMI_") || k == "LD_PRELOAD" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("AAR_EMU_JOB_DIR", &dirs.shared)
+        .env("JOB_TEST_XCHG", &dirs.xchg)
+        .env("PMI_RANK", rank.to_string())
+        .env("PMI_SIZE", l.ranks.to_string())
+        .env("PMI_GNI_LOC_ADDR", (0x100 + rank / l.per_node).to_string())
+        .env("PMI_GNI_COOKIE", l.cookie.to_string());
+    if l.preload {
+        let out = dirs.xchg.join("aar-records");
+        cmd.env("LD_PRELOAD", aar_testkit::libaar()).env("AAR_OUTPUT_DIR", out);
+    }
+    cmd.envs(l.env.iter().map(|(k, v)| (*k, v.as_str())));
+    cmd.spawn().expect("start a rank")
+}
+
+/// Runs the job to its end (killing every rank if one hangs); each rank's output, by rank.
+fn run_job(l: &Launch, dirs: &JobDirs) -> Vec<(u32, Output)> {
+    let ranks: Vec<u32> = if l.only.is_empty() { (0..l.ranks).collect() } else { l.only.to_vec() };
+    let mut children: Vec<(u32, Child)> = ranks.iter().map(|&r| (r, spawn(l, dirs, r))).collect();
+    // As the launcher does: a rank that fails ends the job; so does a job that hangs.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let states: Vec<_> = children.iter_mut().map(|(_, c)| c.try_wait().unwrap()).collect();
+        let failed = states.iter().flatten().any(|s| !s.success());
+        if states.iter().all(Option::is_some) {
+            break;
+        }
+        if failed || Instant::now() > deadline {
+            for (_, c) in &mut children {
+                let _ = c.kill();
+            }
+            let outs: Vec<String> = children
+                .into_iter()
+                .map(|(r, c)| format!("rank {r}: {}", stderr(&c.wait_with_output().unwrap())))
+                .collect();
+            let why = if failed { "a rank failed" } else { "the job did not end within 120 s" };
+            panic!("{}: {why}\n{}", l.scenario, outs.join("\n"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    children.into_iter().map(|(r, c)| (r, c.wait_with_output().unwrap())).collect()
+}
+
+/// Runs the job and asserts that every rank passed its scenario and said nothing on stderr
+/// but libaar.so's own `aar:` lines; the job's shared folder holds each rank's file and the
+/// job's, nothing else.
+fn pass_job(l: &Launch) {
+    let dirs = JobDirs::new(l.scenario);
+    for (rank, out) in run_job(l, &dirs) {
+        let what = format!("{} rank {rank}{}", l.scenario, if l.preload { " under libaar.so" } else { "" });
+        let stdout = expect_success(&out, &what);
+        assert_eq!(stdout.lines().last(), Some(format!("PASS {}", l.scenario).as_str()), "{what}: {stdout}");
+        let err = stderr(&out);
+        let (said, other): (Vec<&str>, Vec<&str>) = err
+            .lines()
+            .filter(|line| !(l.preload && line.starts_with("aar:")))
+            .partition(|line| l.says.is_some_and(|(r, start)| r == rank && line.starts_with(start)));
+        assert!(other.is_empty(), "{what} said on stderr:\n{err}");
+        if l.says.is_some_and(|(r, _)| r == rank) {
+            assert_eq!(said.len(), 1, "{what} must say it once:\n{err}");
+        }
+    }
+    let mut want: Vec<String> = (0..l.ranks).map(|r| format!("rank-{r}")).collect();
+    want.push("job".into());
+    want.sort();
+    assert_eq!(dirs.shared_files(), want);
+}
+
+#[test]
+fn puts_gets_and_remote_events_cross_processes() {
+    pass_job(&Launch { scenario: "rma", ranks: 2, ..Default::default() });
+    pass_job(&Launch { scenario: "rma", ranks: 3, ..Default::default() });
+}
+
+#[test]
+fn puts_and_gets_reach_ranks_that_share_a_node() {
+    pass_job(&Launch { scenario: "rma", ranks: 4, per_node: 2, ..Default::default() });
+}
+
+/// Under libaar.so every post reaches the emulator exactly once, successful (the post log all
+/// ranks append to): per rank 7 GNI_PostFma (PUTs, GETs, AMOs), 2 GNI_PostRdma, 1 GNI_CtPostFma.
+#[test]
+fn puts_and_gets_work_under_libaar() {
+    let log = aar_testkit::scratch("job-rma-log").join("emu.jsonl");
+    let env = [("AAR_EMU_LOG", log.display().to_string())];
+    pass_job(&Launch { scenario: "rma", ranks: 3, preload: true, env: &env, ..Default::default() });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut calls = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let fields = parse_log_line(line);
+        assert_eq!(fields["rc"], 0, "{line}");
+        *calls.entry(fields["call"].as_str().unwrap().to_string()).or_insert(0) += 1;
+    }
+    let want: std::collections::BTreeMap<String, i32> =
+        [("GNI_PostFma", 21), ("GNI_PostRdma", 6), ("GNI_CtPostFma", 3)].map(|(c, n)| (c.to_string(), n)).into();
+    assert_eq!(calls, want);
+}
+
+#[test]
+fn concurrent_fetch_adds_from_every_rank_are_exact() {
+    pass_job(&Launch { scenario: "amo", ranks: 4, ..Default::default() });
+}
+
+#[test]
+fn cq_writes_reach_another_ranks_cq() {
+    pass_job(&Launch { scenario: "cqwrite", ranks: 3, ..Default::default() });
+    pass_job(&Launch { scenario: "cqwrite", ranks: 2, preload: true, ..Default::default() });
+}
+
+#[test]
+fn a_cq_wait_sleeps_times_out_and_a_full_cq_overruns() {
+    pass_job(&Launch { scenario: "overrun", ranks: 2, ..Default::default() });
+}
+
+#[test]
+fn datagrams_meet_across_processes_directed_and_wildcard() {
+    pass_job(&Launch { scenario: "dgram", ranks: 3, ..Default::default() });
+    pass_job(&Launch { scenario: "dgram", ranks: 4, per_node: 2, ..Default::default() });
+}
+
+#[test]
+fn smsg_flows_between_every_pair_with_credits_after_a_datagram_exchange() {
+    pass_job(&Launch { scenario: "smsg", ranks: 3, ..Default::default() });
+    pass_job(&Launch { scenario: "smsg", ranks: 2, preload: true, ..Default::default() });
+}
+
+#[test]
+fn posts_to_a_rank_that_ended_fail_and_the_poster_goes_on() {
+    let says = Some((0, "aar-emu: process_vm_writev to rank 1 (pid "));
+    pass_job(&Launch { scenario: "orphan", ranks: 2, says, ..Default::default() });
+}
+
+/// `AAR_EMU_JOB_COPY=service`: what the ranks use where the kernel refuses process_vm. Every
+/// byte then goes through the other rank's service thread.
+#[test]
+fn the_service_thread_moves_puts_gets_amos_and_smsg() {
+    let env = [("AAR_EMU_JOB_COPY", "service".to_string())];
+    pass_job(&Launch { scenario: "rma", ranks: 3, env: &env, ..Default::default() });
+    pass_job(&Launch { scenario: "amo", ranks: 3, env: &env, ..Default::default() });
+    pass_job(&Launch { scenario: "smsg", ranks: 3, env: &env, ..Default::default() });
+    pass_job(&Launch { scenario: "hostile", ranks: 2, env: &env, ..Default::default() });
+    pass_job(&Launch { scenario: "cqwrite", ranks: 2, env: &env, ..Default::default() });
+}
+
+/// Bad handles, addresses and memory get uGNI's codes and move nothing; the attacked rank goes
+/// on. One of the handles comes from another job: rank 1 of a job with another folder and
+/// cookie, whose first registration has the same rank and slot.
+fn hostile(preload: bool) {
+    let other = JobDirs::new("foreign");
+    let handle = other.xchg.join("foreign-handle");
+    let env = [("JOB_TEST_FOREIGN_OUT", handle.display().to_string())];
+    let foreign = Launch { scenario: "foreign", ranks: 2, cookie: 0xbad, only: &[1], env: &env, ..Default::default() };
+    for (_, out) in run_job(&foreign, &other) {
+        expect_success(&out, "foreign");
+    }
+    let env = [("JOB_TEST_FOREIGN", handle.display().to_string())];
+    pass_job(&Launch { scenario: "hostile", ranks: 2, preload, env: &env, ..Default::default() });
+}
+
+#[test]
+fn hostile_posts_fail_with_ugni_codes_and_harm_no_rank() {
+    hostile(false);
+}
+
+#[test]
+fn hostile_posts_fail_with_ugni_codes_under_libaar() {
+    hostile(true);
+}
+
+/// A job environment that is missing a variable or has a bad one: one clear line that names it,
+/// and the program runs in the in-process mode, leaving nothing in the job's folder.
+#[test]
+fn a_bad_job_environment_warns_once_and_runs_alone() {
+    let emu_check = compile("crates/emu/tests/c/emu_check.c", "emu_check");
+    let dirs = JobDirs::new("badenv");
+    let dir = dirs.shared.display().to_string();
+    let cases: [(&[(&str, &str)], &str); 4] = [
+        (&[("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "256")], "PMI_RANK is not set"),
+        (
+            &[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "node7")],
+            "PMI_GNI_LOC_ADDR=\"node7\" is not a 32-bit number",
+        ),
+        (
+            &[("PMI_RANK", "2"), ("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "0x100")],
+            "PMI_RANK=\"2\" is not below PMI_SIZE=2",
+        ),
+        (
+            &[
+                ("PMI_RANK", "0"),
+                ("PMI_SIZE", "1"),
+                ("PMI_GNI_LOC_ADDR", "256"),
+                ("AAR_EMU_JOB_DIR", "/nonexistent/job"),
+            ],
+            "AAR_EMU_JOB_DIR=\"/nonexistent/job\" is not a folder",
+        ),
+    ];
+    for (env, said) in cases {
+        let mut all = vec![("AAR_EMU_JOB_DIR", dir.as_str())];
+        all.extend_from_slice(env);
+        let out = run(&emu_check, &["put_get"], &all);
+        expect_success(&out, said);
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("aar-emu: {said}")) && err.contains("in-process mode"), "{err}");
+        assert_eq!(dirs.shared_files(), Vec::<String>::new());
+    }
+}
