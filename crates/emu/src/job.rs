@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use aar_abi::*;
 
 use crate::amo::{apply_amo, apply_amo32, AmoOp, Width};
+use crate::post_log;
 use crate::settings::{self, CopyPath, JobEnv};
 use crate::shm::{
     self, JobArea, LockGuard, Mbox, RankArea, Reg, Ring, Service, BOUNCE_BYTES, MAGIC, MBOX_ACTIVE, MBOX_FREE, NO_RING,
@@ -59,6 +60,7 @@ pub fn get() -> Option<&'static Job> {
     JOB.get_or_init(|| {
         let env = settings::job_env()?;
         Job::start(&env)
+            .inspect(|job| post_log::set_rank(job.rank))
             .map_err(|e| {
                 crate::warn(&format!(
                     "AAR_EMU_JOB_DIR={}: cannot make this rank's shared file ({e}); this process \

@@ -45,6 +45,8 @@
 //! routing value in force for it on the calling `thread` (the Linux thread id) and its name in
 //! the emulator's table (`RoutingTable::ASSUMED`; null before dmapp_init). An attribute call gives
 //! the routing values it asked for (null when it passed no attributes).
+//! In an `aar run` job the ranks share the log (one `write(2)` per line, so lines never
+//! interleave), and every line a rank writes after it joined the job ends with its `"rank"`.
 //!
 //! The modules form layers; each uses only the crate root (`warn`, `FIRST_NIC_ADDR`) and modules
 //! of lower layers or, without a cycle, of its own (a unit test checks the `crate::` and
@@ -88,9 +90,8 @@ mod timing;
 
 /// Address of the first attached NIC outside a job; GNI_CdmGetNicAddress reports it, and each
 /// further attach gets the next address, as though every CDM of the process sat on its own node.
-/// The registry, DMAPP's PEs and the simulated network's placement all count NICs from it; a
-/// job's launcher gives node n the address FIRST_NIC_ADDR + n (PMI_GNI_LOC_ADDR).
-const FIRST_NIC_ADDR: u32 = 0x100;
+/// The registry, DMAPP's PEs and the simulated network's placement all count NICs from it.
+use aar_abi::FIRST_NIC_ADDR;
 
 /// The emulator's only diagnostics channel: one line on stderr with a fixed prefix.
 fn warn(msg: &str) {

@@ -17,6 +17,15 @@ use crate::settings::{self, SettingError};
 
 static LOG: OnceLock<Option<Mutex<File>>> = OnceLock::new();
 
+/// This process's rank in an `aar run` job, once it has joined one: the ranks of a job share
+/// one log, and each line says whose it is.
+static RANK: OnceLock<u32> = OnceLock::new();
+
+/// From now on every line carries `"rank": rank`.
+pub fn set_rank(rank: u32) {
+    let _ = RANK.set(rank);
+}
+
 fn log_file() -> Option<&'static Mutex<File>> {
     LOG.get_or_init(|| {
         let path = settings::log_path()?;
@@ -82,10 +91,19 @@ pub enum Record {
     DmappAttrs { call: &'static str, thread: i32, put_routing: Option<u8>, get_routing: Option<u8>, rc: DmappReturn },
 }
 
+/// A line: the record, then the rank in a job.
+#[derive(Serialize)]
+struct Line<'a> {
+    #[serde(flatten)]
+    record: &'a Record,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<u32>,
+}
+
 /// Appends `record` as one line.
 pub fn record(record: &Record) {
     let Some(file) = log_file() else { return };
-    let Ok(mut line) = serde_json::to_vec(record) else { return };
+    let Ok(mut line) = serde_json::to_vec(&Line { record, rank: RANK.get().copied() }) else { return };
     line.push(b'\n');
     let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
     let _ = f.write_all(&line);
@@ -149,5 +167,11 @@ mod tests {
         };
         let want = r#"{"call":"dmapp_set_rma_attrs_ext","thread":77,"put_routing":9,"get_routing":null,"rc":1}"#;
         assert_eq!(serde_json::to_string(&set).unwrap(), want);
+        let line = Line { record: &mode, rank: None };
+        let want = r#"{"call":"GNI_SmsgSetDeliveryMode","nic":null,"dlvr_mode":128,"rc":2}"#;
+        assert_eq!(serde_json::to_string(&line).unwrap(), want);
+        let line = Line { record: &mode, rank: Some(3) };
+        let want = r#"{"call":"GNI_SmsgSetDeliveryMode","nic":null,"dlvr_mode":128,"rc":2,"rank":3}"#;
+        assert_eq!(serde_json::to_string(&line).unwrap(), want);
     }
 }
