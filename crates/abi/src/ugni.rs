@@ -348,6 +348,9 @@ pub type EpPostDataWaitByIdFn =
 pub type PostDataProbeFn = unsafe extern "C" fn(GniNicHandle, *mut u32, *mut u32) -> GniReturn;
 /// `GNI_PostDataProbeById(nic, *datagram_id)`.
 pub type PostDataProbeByIdFn = unsafe extern "C" fn(GniNicHandle, *mut u64) -> GniReturn;
+/// `GNI_PostdataProbeWaitById(nic, timeout_ms, *datagram_id)` (Cray spells it with a lower-case
+/// "d"): [`PostDataProbeByIdFn`], waiting up to `timeout_ms` for a datagram to complete.
+pub type PostdataProbeWaitByIdFn = unsafe extern "C" fn(GniNicHandle, u32, *mut u64) -> GniReturn;
 /// `GNI_EpPostDataCancel(ep)`.
 pub type EpPostDataCancelFn = unsafe extern "C" fn(GniEpHandle) -> GniReturn;
 /// `GNI_EpPostDataCancelById(ep, datagram_id)`.

@@ -207,6 +207,26 @@ pub fn probe(nic: usize) -> Result<(u32, u32, u64), GniReturn> {
         .ok_or(GNI_RC_NO_MATCH)
 }
 
+/// `GNI_PostdataProbeWaitById`: [`probe()`], sleeping until a datagram of NIC `nic` completed, at
+/// most `timeout_ms` (u32::MAX: for ever); GNI_RC_TIMEOUT when none did. Completions arrive on
+/// any of the slots, so it looks again every millisecond rather than on one slot's futex.
+pub fn probe_wait(nic: usize, timeout_ms: u32) -> Result<(u32, u32, u64), GniReturn> {
+    let deadline = match timeout_ms {
+        u32::MAX => None,
+        ms => Some(Instant::now() + Duration::from_millis(ms as u64)),
+    };
+    loop {
+        match probe(nic) {
+            Err(GNI_RC_NO_MATCH) => {}
+            done => return done,
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(GNI_RC_TIMEOUT);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// `GNI_EpPostDataCancel[ById]`: withdraws the endpoint's datagram; GNI_RC_NO_MATCH without one.
 pub fn cancel(ep: usize, id: Option<u64>) -> Result<(), GniReturn> {
     registry::read().ep(ep)?;

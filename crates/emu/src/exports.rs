@@ -493,6 +493,7 @@ const _: EpPostDataWaitFn = GNI_EpPostDataWait;
 const _: EpPostDataWaitByIdFn = GNI_EpPostDataWaitById;
 const _: PostDataProbeFn = GNI_PostDataProbe;
 const _: PostDataProbeByIdFn = GNI_PostDataProbeById;
+const _: PostdataProbeWaitByIdFn = GNI_PostdataProbeWaitById;
 const _: EpPostDataCancelFn = GNI_EpPostDataCancel;
 const _: EpPostDataCancelByIdFn = GNI_EpPostDataCancelById;
 
@@ -655,6 +656,23 @@ pub unsafe extern "C" fn GNI_PostDataProbeById(nic: GniNicHandle, datagram_id: *
     guard(|| {
         need(!datagram_id.is_null())?;
         let (_, _, id) = datagram::probe(nic as usize)?;
+        // SAFETY: non-null out-parameter (contract above).
+        unsafe { put(datagram_id, id) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `datagram_id` is NULL or valid for a write.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_PostdataProbeWaitById(
+    nic: GniNicHandle,
+    timeout: u32,
+    datagram_id: *mut u64,
+) -> GniReturn {
+    guard(|| {
+        need(!datagram_id.is_null())?;
+        let (_, _, id) = datagram::probe_wait(nic as usize, timeout)?;
         // SAFETY: non-null out-parameter (contract above).
         unsafe { put(datagram_id, id) };
         Ok(())

@@ -678,6 +678,9 @@ static void datagram(void)
 	EXPECT(st == GNI_POST_PENDING);
 	EXPECT_RC(GNI_EpPostDataWait(a.ep, 10, &st, &ra, &ri), GNI_RC_TIMEOUT);
 	EXPECT_RC(GNI_PostDataProbe(a.nic, &ra, &ri), GNI_RC_NO_MATCH);
+	uint64_t none = 0;
+	EXPECT_RC(GNI_PostdataProbeWaitById(a.nic, 10, &none), GNI_RC_TIMEOUT);
+	EXPECT_RC(GNI_PostdataProbeWaitById(a.nic, 10, NULL), GNI_RC_INVALID_PARAM);
 	OK(GNI_EpPostData(b.ep, inb, 15, outb, sizeof outb));
 	OK(GNI_PostDataProbe(a.nic, &ra, &ri));
 	EXPECT(ra == b.addr && ri == b.inst);
@@ -696,6 +699,9 @@ static void datagram(void)
 	OK(GNI_EpPostDataWId(a.ep, ina, 4, outa, sizeof outa, 7));
 	uint64_t id = 0;
 	OK(GNI_PostDataProbeById(b.nic, &id));
+	EXPECT(id == 9);
+	id = 0;
+	OK(GNI_PostdataProbeWaitById(b.nic, 1000, &id));
 	EXPECT(id == 9);
 	OK(GNI_EpPostDataWaitById(any, 9, 1000, &st, &ra, &ri));
 	EXPECT(st == GNI_POST_COMPLETED && ra == a.addr && ri == a.inst && !memcmp(outb, "from", 4));
