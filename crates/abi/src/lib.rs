@@ -20,3 +20,9 @@ pub mod dmapp;
 pub mod ugni;
 
 pub use ugni::*;
+
+/// The NIC address of the emulated machine's first node. Real Aries addresses come from the
+/// system and nothing depends on their values; the emulated libugni.so numbers the NICs of one
+/// process from this one, and `aar run` gives node n the address `FIRST_NIC_ADDR + n`
+/// (`PMI_GNI_LOC_ADDR`), so the emulator, the launcher and their tests agree.
+pub const FIRST_NIC_ADDR: u32 = 0x100;

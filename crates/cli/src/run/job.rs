@@ -1,15 +1,13 @@
 //! A job's identity and what it owns: the job id, the uGNI protection tag and cookie, the job
 //! folder the emulator keeps its shared state in, and each rank's environment, as on a Cray.
 
+use aar_abi::FIRST_NIC_ADDR;
 use pmi::mapping::ProcessMapping;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// Where job folders go: shared memory, so the emulator's shared state never touches a disk.
 const SHM: &str = "/dev/shm";
-
-/// The NIC address of node 0; node i has FIRST_NIC_ADDR + i (the emulated libugni.so's numbering).
-const FIRST_NIC_ADDR: u32 = 0x100;
 
 /// Process ids stay below 2^22 (Linux's largest pid_max): job ids of one launcher pid, pid + k *
 /// 2^22, never collide with another launcher's.
