@@ -76,6 +76,14 @@
  *       its bits 1 and 9, both set by default, and a set clears the others) and the PUT and GET
  *       routing at bytes 16 and 17, so a caller that changes bytes 8 and 9 does not read back what
  *       it wrote (a DMAPP release whose layout aar does not know).
+ *   AAR_EMU_JOB_DIR=<folder>   set by `aar run` (with PMI_RANK, PMI_SIZE, PMI_GNI_LOC_ADDR and
+ *       PMI_GNI_COOKIE): the process is one rank of a job; NIC state other ranks must reach lives
+ *       in files of that folder, and posts, AMOs, CQ events, SMSG and datagrams reach other ranks
+ *       (docs/emulator-job.md). A missing or bad companion variable gets one "aar-emu:" warning
+ *       and the process runs in-process.
+ *   AAR_EMU_JOB_COPY=auto|service   how bytes move between ranks: auto (process_vm_readv and
+ *       _writev, or, where the kernel refuses them, the other rank's service thread), service
+ *       (always the service thread).
  *
  * DMAPP in the emulator (cabi/dmapp.h): everything completes inside its call (an _nb sync id is
  * complete at once, dmapp_gsync_wait has nothing to wait for). Before dmapp_init (and after
