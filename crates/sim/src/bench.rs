@@ -1,4 +1,5 @@
-//! The performance benchmark (see benches/booksim_k4.rs and `aar sim bench`).
+//! The performance benchmark (see benches/booksim_k4.rs and `aar sim bench`): a paper-scale
+//! experiment, the BookSim2 k=4 reference, and run time versus Aries-like group count.
 
 use crate::config::{Mode, NetConfig};
 use crate::experiment::{ExperimentSpec, PolicySpec};
