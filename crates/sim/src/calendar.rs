@@ -60,6 +60,9 @@ pub struct Calendar {
     cur_bucket: u64,
     far: BinaryHeap<FarEv>,
     seq: u64,
+    /// counting sort of a bucket: events per tick within the bucket, and the sorted copy
+    counts: Vec<usize>,
+    sorted: Vec<Ev>,
 }
 
 impl Calendar {
@@ -75,6 +78,8 @@ impl Calendar {
             cur_bucket: 0,
             far: BinaryHeap::new(),
             seq: 0,
+            counts: Vec::new(),
+            sorted: Vec::with_capacity(1024),
         }
     }
 
@@ -124,6 +129,34 @@ impl Calendar {
         Some(self.cur[self.pos - 1])
     }
 
+    /// Sorts the new current bucket by time, stably: events of the same time stay in insertion
+    /// order. Its events differ only in the low `shift` bits of their time, so a counting sort
+    /// over those does it in one pass when the bucket holds more events than it has ticks.
+    fn sort_cur(&mut self) {
+        let ticks = 1usize << self.shift;
+        if self.cur.len() < ticks / 4 || ticks > 1 << 16 {
+            self.cur.sort_by_key(|e| e.t);
+            return;
+        }
+        let low = ticks as u64 - 1;
+        self.counts.clear();
+        self.counts.resize(ticks + 1, 0);
+        for e in &self.cur {
+            self.counts[(e.t & low) as usize + 1] += 1;
+        }
+        for i in 1..=ticks {
+            self.counts[i] += self.counts[i - 1];
+        }
+        self.sorted.clear();
+        self.sorted.resize(self.cur.len(), Ev { t: 0, a: 0, b: 0 });
+        for e in &self.cur {
+            let k = (e.t & low) as usize;
+            self.sorted[self.counts[k]] = *e;
+            self.counts[k] += 1;
+        }
+        std::mem::swap(&mut self.cur, &mut self.sorted);
+    }
+
     /// Make the next non-empty bucket current (the current one is exhausted). Returns false if
     /// no events remain.
     fn advance(&mut self) -> bool {
@@ -152,8 +185,7 @@ impl Calendar {
             if !b.is_empty() {
                 self.in_wheel -= b.len();
                 std::mem::swap(&mut self.cur, b);
-                // stable: events of the same time stay in insertion order
-                self.cur.sort_by_key(|e| e.t);
+                self.sort_cur();
                 return true;
             }
             if self.in_wheel == 0 && self.far.is_empty() {
@@ -169,11 +201,18 @@ mod tests {
     use crate::rng::Rng;
 
     /// Pops in exactly the (time, insertion) order of a binary heap over (time, sequence), with
-    /// pushes into the current bucket, within the wheel and beyond its horizon interleaved.
+    /// pushes into the current bucket, within the wheel and beyond its horizon interleaved, for
+    /// buckets of one tick, of few ticks (sorted by counting) and of many (sorted by comparison).
     #[test]
     fn calendar_orders_like_a_heap() {
+        for shift in [0, 3, 6] {
+            pops_like_a_heap(shift);
+        }
+    }
+
+    fn pops_like_a_heap(shift: u32) {
         use std::cmp::Reverse;
-        let mut c = Calendar::new(3, 4);
+        let mut c = Calendar::new(shift, 4);
         let mut rng = Rng::new(7);
         let mut reference = BinaryHeap::new();
         let mut now = 0u64;
