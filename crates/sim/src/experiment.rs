@@ -277,6 +277,9 @@ pub struct ExperimentResult {
     pub iterations: Vec<IterSample>,
     pub records: Vec<RankRecord>,
     pub packets: u64,
+    /// router-to-router hops of all packets (the unit of the simulator's speed)
+    #[serde(default)]
+    pub hops: u64,
     pub events: u64,
     pub sim_time_ns: f64,
     pub wall_s: f64,

@@ -50,7 +50,9 @@ const F_GLOBAL: u8 = 2; // has taken a global hop
 const F_INTER_ROUTER: u8 = 4; // `inter` is a router (intra-group non-minimal)
 const F_NONMIN: u8 = 8; // took a non-minimal decision
 
+/// One cache line: a packet is touched at every hop, and the ones in flight do not fit in cache.
 #[derive(Clone, Copy, Default)]
+#[repr(align(64))]
 struct Pkt {
     next: u32, // next packet in the wait list of the output port it requested
     inp: u32,  // input buffer (port id * nvc + vc) the packet occupies
@@ -60,10 +62,8 @@ struct Pkt {
     dst: u32,
     gw: u32,
     inter: u32,
-    out: u32,
     bits: u32,
     seq: u32,
-    head_at: u64,
     tail_at: u64,
     inject_t: u64,
     flits: u8,
@@ -76,6 +76,7 @@ struct Pkt {
     /// input buffer it occupies
     shared: u8,
 }
+const _: () = assert!(std::mem::size_of::<Pkt>() == 64);
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Msg {

@@ -201,7 +201,6 @@ impl Net {
             dst: m.dst,
             gw: NONE,
             inter: NONE,
-            out: NONE,
             bits,
             seq,
             flits: l as u8,
@@ -242,7 +241,6 @@ impl Net {
             p.flags = 0;
             p.shared = shared as u8;
             p.next = NONE;
-            p.head_at = now + self.lat[0] + self.ft[0];
             p.tail_at = end + self.lat[0];
             p.path = 0;
             p.inp = port * self.nvc + vc;
@@ -250,7 +248,8 @@ impl Net {
                 p.inject_t = now;
             }
         }
-        let t = self.pk[pid as usize].head_at + self.cfg.router_delay;
+        let head_at = now + self.lat[0] + self.ft[0];
+        let t = head_at + self.cfg.router_delay;
         self.push(t, EV_ROUTE, pid, 0);
     }
 

@@ -23,7 +23,6 @@ impl Net {
         let o = out as usize;
         {
             let p = &mut self.pk[pid as usize];
-            p.out = out;
             p.out_vc = vc as u8;
             p.next = NONE;
         }
@@ -133,10 +132,9 @@ impl Net {
             q.flags |= F_GLOBAL | F_DONE;
             q.gw = NONE;
         }
-        q.head_at = start + lat + self.ft[cls];
         q.tail_at = end + lat;
         q.inp = dport * self.nvc + ovc;
-        let t = q.head_at + self.cfg.router_delay;
+        let t = start + lat + self.ft[cls] + self.cfg.router_delay;
         self.push(t, EV_ROUTE, pid, 0);
     }
 }

@@ -254,6 +254,7 @@ impl Simulation {
             iterations,
             records,
             packets: self.net.totals.packets_delivered,
+            hops: self.net.totals.hops,
             events: self.net.totals.events,
             sim_time_ns: self.net.cfg.ticks_to_ns(self.net.now),
             wall_s: wall.elapsed().as_secs_f64(),
