@@ -121,6 +121,29 @@ pub fn apply_amo(t: &AtomicU64, op: AmoOp, a: u64, b: u64) -> u64 {
     }
 }
 
+/// [`apply_amo`] or [`apply_amo32`] on a copy of a word (its first `width` bytes of `bytes`, in
+/// the machine's byte order), which it updates: the previous and the new value. For an AMO on
+/// memory that only the caller's lock protects (another process's, read and written back).
+pub fn apply_to_bytes(bytes: &mut [u8; 8], width: Width, op: AmoOp, a: u64, b: u64) -> (u64, u64) {
+    match width {
+        Width::Bits64 => {
+            let word = AtomicU64::new(u64::from_ne_bytes(*bytes));
+            let old = apply_amo(&word, op, a, b);
+            let new = word.into_inner();
+            *bytes = new.to_ne_bytes();
+            (old, new)
+        }
+        Width::Bits32 => {
+            let [b0, b1, b2, b3, ..] = *bytes;
+            let word = AtomicU32::new(u32::from_ne_bytes([b0, b1, b2, b3]));
+            let old = apply_amo32(&word, op, a, b);
+            let new = word.into_inner();
+            bytes[..4].copy_from_slice(&new.to_ne_bytes());
+            (old as u64, new as u64)
+        }
+    }
+}
+
 /// [`apply_amo`] on a 32-bit word: the operands are the low halves of the operand fields, the
 /// integer minimum and maximum are signed 32-bit, the floating-point ones single precision.
 pub fn apply_amo32(t: &AtomicU32, op: AmoOp, a: u64, b: u64) -> u32 {

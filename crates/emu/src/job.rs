@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use aar_abi::*;
 
-use crate::amo::{apply_amo, apply_amo32, AmoOp, Width};
+use crate::amo::{apply_to_bytes, AmoOp, Width};
 use crate::post_log;
 use crate::settings::{self, CopyPath, JobEnv};
 use crate::shm::{
@@ -399,30 +399,14 @@ impl Job {
         second: u64,
     ) -> Result<u64, GniReturn> {
         let _g = self.amo_lock(rank)?;
-        match width {
-            Width::Bits64 => {
-                let mut old = 0u64;
-                self.read_from(rank, target, &mut old as *mut u64 as u64, 8)?;
-                let word = std::sync::atomic::AtomicU64::new(old);
-                apply_amo(&word, op, first, second);
-                let new = word.into_inner();
-                if new != old {
-                    self.write_to(rank, target, &new as *const u64 as u64, 8)?;
-                }
-                Ok(old)
-            }
-            Width::Bits32 => {
-                let mut old = 0u32;
-                self.read_from(rank, target, &mut old as *mut u32 as u64, 4)?;
-                let word = std::sync::atomic::AtomicU32::new(old);
-                apply_amo32(&word, op, first, second);
-                let new = word.into_inner();
-                if new != old {
-                    self.write_to(rank, target, &new as *const u32 as u64, 4)?;
-                }
-                Ok(old as u64)
-            }
+        let len = width.bytes();
+        let mut bytes = [0u8; 8];
+        self.read_from(rank, target, bytes.as_mut_ptr() as u64, len)?;
+        let (old, new) = apply_to_bytes(&mut bytes, width, op, first, second);
+        if new != old {
+            self.write_to(rank, target, bytes.as_ptr() as u64, len)?;
         }
+        Ok(old)
     }
 }
 
