@@ -44,11 +44,9 @@ fn examples() -> &'static PathBuf {
 /// `program` of examples/cray as a job of `ranks` ranks (`ranks_per_node` to a node).
 fn job(test: &str, program: &str, ranks: u32, ranks_per_node: u32) -> Launch {
     let mut l = Launch::program(test, examples().join(program), "");
-    l.wrapper = ["run", "-n", &ranks.to_string(), "-N", &ranks_per_node.to_string(), "--"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    l.wrapper.insert(0, aar_command().display().to_string());
+    let aar = aar_command().display().to_string();
+    let (n, k) = (ranks.to_string(), ranks_per_node.to_string());
+    l.wrapper = [aar.as_str(), "run", "-n", &n, "-N", &k, "--"].map(String::from).to_vec();
     l
 }
 
