@@ -108,8 +108,11 @@ fn segment_path(events: &[String]) -> Option<(PathBuf, bool)> {
     if experiment == "nojob" {
         return None;
     }
-    let job: String =
-        experiment.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).take(64).collect();
+    let job: String = experiment
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || ".-_".contains(c) { c } else { '_' })
+        .take(64)
+        .collect();
     Some((Path::new("/dev/shm").join(format!("aar-node-{}-{job}-{}", sys::uid(), &name["aar-node-".len()..])), true))
 }
 
