@@ -14,7 +14,8 @@
 //!    post loads), `tally` (messages and bytes per routing), `trace` (the decision trace),
 //!    `nics` (the NIC table for SMSG routing), `attributes` (DMAPP's routing attributes per
 //!    thread), `papi` (the counters), `node` (the counter reading the ranks of a node share),
-//!    `topology` (NIC address -> group and router), `rows` (iterations and their record);
+//!    `topology` (NIC address -> group and router), `endpoints` (each endpoint's remote NIC),
+//!    `rows` (iterations and their record);
 //! 3. process state: `state`, which declares every lock and the list the fork handlers hold;
 //! 4. exit: `output`, the per-rank record and summary the exit handler writes;
 //! 5. start-up: `init`, the only place that registers the exit and fork handlers;
@@ -34,6 +35,7 @@ mod attributes;
 mod control;
 mod diag;
 mod dmapp;
+mod endpoints;
 mod exports;
 mod init;
 mod iterations;

@@ -89,17 +89,10 @@ fn events_hash(events: &[String]) -> u64 {
     h
 }
 
-/// The NIC address the launcher gave this node (`PMI_GNI_LOC_ADDR`, decimal or 0x hexadecimal;
-/// the first of a `:`-separated list).
-pub fn local_nic_address() -> Option<u32> {
-    let v = std::env::var("PMI_GNI_LOC_ADDR").ok()?;
-    topology::nic_address(v.split(':').next()?.trim())
-}
-
 /// The segment's path, and whether the last rank removes it; `None` when ranks of other jobs or
 /// nodes could not be told apart.
 fn segment_path(events: &[String]) -> Option<(PathBuf, bool)> {
-    let nic = local_nic_address()?;
+    let nic = topology::local_nic_address()?;
     let name = format!("aar-node-{nic:#x}-{:016x}", events_hash(events));
     if let Some(dir) = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty()) {
         return Some((Path::new(&dir).join(name), false));

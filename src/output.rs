@@ -321,7 +321,7 @@ fn write_outputs() {
                 read_failures: d.counter_read_failures,
             }),
             node: d.map(|d| {
-                let nic_address = node::local_nic_address();
+                let nic_address = topology::local_nic_address();
                 NodeInfo {
                     nic_address,
                     ranks_per_node: d.ranks_per_node,

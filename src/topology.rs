@@ -16,7 +16,7 @@
 //!
 //! Blank lines, lines starting with `#` and the `NID` header are skipped.
 
-use crate::diag;
+use crate::{diag, endpoints};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,7 +144,6 @@ pub fn table() -> Option<&'static Topology> {
 
 /// The (group, router) of the node with NIC address `nic`; `None` when no table is loaded or it
 /// does not list that node. The first time there is no table at all, the library says so once.
-#[allow(dead_code, reason = "the routing policy's destination class is computed from it once Message has a class")]
 pub fn location_of(nic: u32) -> Option<Location> {
     match table() {
         Some(t) => t.location(nic),
@@ -158,6 +157,27 @@ pub fn location_of(nic: u32) -> Option<Location> {
             None
         }
     }
+}
+
+/// The NIC address the launcher gave this node (`PMI_GNI_LOC_ADDR`; the first of a `:`-separated
+/// list).
+pub fn local_nic_address() -> Option<u32> {
+    let v = std::env::var("PMI_GNI_LOC_ADDR").ok()?;
+    nic_address(v.split(':').next()?.trim())
+}
+
+/// This node's place, found once.
+static HERE: OnceLock<Option<Location>> = OnceLock::new();
+
+/// Where a post on endpoint `ep` goes from and to: (this node's place, its destination's place),
+/// for the routing policy's destination class; `None` (class unknown) when there is no table,
+/// the table lacks either node, or the library did not see the endpoint's `GNI_EpBind`.
+/// No lock, no allocation.
+#[allow(dead_code, reason = "the shim sets Message::class from it once the engine has DestinationClass")]
+#[inline]
+pub fn post_places(ep: usize) -> Option<(Location, Location)> {
+    let here = (*HERE.get_or_init(|| local_nic_address().and_then(location_of)))?;
+    Some((here, location_of(endpoints::remote_nic(ep)?)?))
 }
 
 #[cfg(test)]
