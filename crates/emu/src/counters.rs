@@ -33,20 +33,18 @@ fn counters() -> &'static [AtomicI64; 5] {
     NODE_COUNTERS.get().copied().unwrap_or(&COUNTERS)
 }
 
-/// Map the node's counters when this process is a rank of an `aar run` job (`AAR_EMU_JOB_DIR`
-/// and `PMI_GNI_LOC_ADDR`); called from the ELF constructor, so only the environment and file
-/// calls. A rank whose job environment is otherwise bad runs in-process (see `job`) and still
-/// counts on its node's file, which only its node's ranks share.
+/// Map the node's counters when this process is a rank of an `aar run` job (a complete, valid
+/// job environment; `job` says what is wrong with a bad one, later); called from the ELF
+/// constructor, so only the environment and file calls.
 fn node_counters() -> Option<&'static [AtomicI64; 5]> {
-    let dir = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?;
-    let nic = std::env::var("PMI_GNI_LOC_ADDR").ok()?.parse::<settings::CrayNumber>().ok()?.0;
+    let env = settings::job_env_quietly()?.ok()?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .open(std::path::Path::new(&dir).join(format!("nic-{nic}")))
+        .open(env.dir.join(format!("nic-{}", env.nic_addr)))
         .ok()?;
     // SAFETY: five atomics; any bytes (zero for a new file) are valid counter values.
     unsafe { crate::job::map_as::<[AtomicI64; 5]>(&file) }.ok()
