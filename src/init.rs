@@ -93,7 +93,7 @@ fn init() {
         node,
         counter_reads: 0,
         shared_readings: 0,
-        last_reading_ns: 0,
+        last_reading: 0,
         ranks_per_node,
         counter_read_failures: 0,
         timed_decisions: 0,

@@ -35,8 +35,8 @@ struct Segment {
     /// Sequence lock: the sequence in the low 32 bits, odd while a rank writes the reading, and
     /// then the writer's pid in the high 32 bits (so one compare-and-swap claims and names).
     seq: AtomicU64,
-    /// Monotonic time (ns) just before the reading was taken; 0: none yet.
-    taken_ns: AtomicU64,
+    /// The node clock's time just before the reading was taken; 0: none yet.
+    taken: AtomicU64,
     /// 1 when `values[4]` holds response stalls.
     with_rsp_stalled: AtomicU64,
     values: [AtomicI64; 5],
@@ -56,6 +56,56 @@ fn released(claimed: u64) -> u64 {
 /// A write slot held this long is checked for a dead writer (a PAPI read takes microseconds).
 pub const STUCK_NS: u64 = 10_000_000;
 
+/// The clock the ranks of a node stamp readings with: the TSC where the kernel keeps time with it
+/// (11 ns to read on the development VM, where `clock_gettime` takes 27), else `CLOCK_MONOTONIC`
+/// in ns. Every rank of a node makes the same choice, and the segment's name carries it.
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    tsc: bool,
+    /// Ticks per nanosecond.
+    per_ns: f64,
+}
+
+impl Clock {
+    fn of_this_node() -> Clock {
+        if !sys::tsc_keeps_time() {
+            return Clock { tsc: false, per_ns: 1.0 };
+        }
+        // The rate, against CLOCK_MONOTONIC over 200 µs (once per process, at start-up).
+        let (t0, c0) = (sys::now_ns(), sys::tsc());
+        let mut t1 = t0;
+        while t1.saturating_sub(t0) < 200_000 {
+            t1 = sys::now_ns();
+        }
+        let c1 = sys::tsc();
+        match c1.checked_sub(c0) {
+            Some(ticks) if ticks > 0 => Clock { tsc: true, per_ns: ticks as f64 / (t1 - t0) as f64 },
+            _ => Clock { tsc: false, per_ns: 1.0 },
+        }
+    }
+
+    #[inline]
+    fn now(self) -> u64 {
+        if self.tsc {
+            sys::tsc()
+        } else {
+            sys::now_ns()
+        }
+    }
+
+    fn ticks(self, ns: u64) -> u64 {
+        (ns as f64 * self.per_ns) as u64
+    }
+
+    fn name(self) -> &'static str {
+        if self.tsc {
+            "tsc"
+        } else {
+            "ns"
+        }
+    }
+}
+
 /// Where a reading came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -73,8 +123,11 @@ pub struct Node {
     remove_when_last: bool,
     /// The process that attached (a fork child inherits the mapping, not the attachment).
     pid: u32,
-    /// Readings younger than this are used as they are.
-    max_age_ns: u64,
+    clock: Clock,
+    /// Readings younger than this (in the clock's ticks) are used as they are.
+    max_age: u64,
+    /// [`STUCK_NS`] in the clock's ticks.
+    stuck: u64,
 }
 
 static NODE: OnceLock<Node> = OnceLock::new();
@@ -91,9 +144,9 @@ fn events_hash(events: &[String]) -> u64 {
 
 /// The segment's path, and whether the last rank removes it; `None` when ranks of other jobs or
 /// nodes could not be told apart.
-fn segment_path(events: &[String]) -> Option<(PathBuf, bool)> {
+fn segment_path(events: &[String], clock: Clock) -> Option<(PathBuf, bool)> {
     let nic = topology::local_nic_address()?;
-    let name = format!("aar-node-{nic:#x}-{:016x}", events_hash(events));
+    let name = format!("aar-node-{nic:#x}-{:016x}-{}", events_hash(events), clock.name());
     if let Some(dir) = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty()) {
         return Some((Path::new(&dir).join(name), false));
     }
@@ -119,7 +172,8 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     if let Some(n) = NODE.get() {
         return Some(n);
     }
-    let Some((path, remove_when_last)) = segment_path(events) else {
+    let clock = Clock::of_this_node();
+    let Some((path, remove_when_last)) = segment_path(events, clock) else {
         tracing::debug!("no NIC address (PMI_GNI_LOC_ADDR) or job id: each rank reads its own counters");
         return None;
     };
@@ -135,7 +189,8 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     // value of each, so any content another process left is a valid Segment.
     let segment = unsafe { &*bytes.as_ptr().cast::<Segment>() };
     segment.users.fetch_add(1, AcqRel);
-    let node = Node { segment, path, remove_when_last, pid: sys::pid(), max_age_ns };
+    let (max_age, stuck) = (clock.ticks(max_age_ns), clock.ticks(STUCK_NS));
+    let node = Node { segment, path, remove_when_last, pid: sys::pid(), clock, max_age, stuck };
     Some(NODE.get_or_init(|| node))
 }
 
@@ -154,16 +209,16 @@ pub fn leave() {
 
 impl Node {
     /// A reading of the node's counters: the segment's when it is young enough and newer than
-    /// `not_before_ns` (when this rank's previous reading was taken), else this
+    /// `not_before` (when this rank's previous reading was taken, on the node's clock), else this
     /// rank's own PAPI read, published for the others. Returns it with its source and the time
     /// it was taken. Never waits, never allocates.
     #[inline]
-    pub fn read(&self, papi: &mut Papi, not_before_ns: u64) -> Result<(CounterSample, Source, u64), ReadFailure> {
+    pub fn read(&self, papi: &mut Papi, not_before: u64) -> Result<(CounterSample, Source, u64), ReadFailure> {
         let s = self.segment;
-        let now = sys::now_ns();
+        let now = self.clock.now();
         let seq = s.seq.load(Acquire);
         if seq & 1 == 0 {
-            if let Some((sample, taken)) = self.young_copy(seq, now, not_before_ns) {
+            if let Some((sample, taken)) = self.young_copy(seq, now, not_before) {
                 return Ok((sample, Source::Shared, taken));
             }
             let mine = claimed(seq, self.pid);
@@ -177,15 +232,15 @@ impl Node {
         papi.read().map(|sample| (sample, Source::Own, now))
     }
 
-    /// The segment's reading if it was taken at most `max_age_ns` before `now`, not before
-    /// `not_before_ns`, and was not being rewritten while it was copied.
+    /// The segment's reading if it was taken at most `max_age` before `now`, after
+    /// `not_before`, and was not being rewritten while it was copied.
     #[inline]
-    fn young_copy(&self, seq: u64, now: u64, not_before_ns: u64) -> Option<(CounterSample, u64)> {
+    fn young_copy(&self, seq: u64, now: u64, not_before: u64) -> Option<(CounterSample, u64)> {
         let s = self.segment;
-        let taken = s.taken_ns.load(Acquire);
+        let taken = s.taken.load(Acquire);
         // A reading taken after `now` (by a rank that got there first) is younger still.
         // One this rank already used (or an older one) would give an empty (or a negative) window.
-        if taken == 0 || taken <= not_before_ns || now.saturating_sub(taken) > self.max_age_ns {
+        if taken == 0 || taken <= not_before || now.saturating_sub(taken) > self.max_age {
             return None;
         }
         let v: [i64; 5] = std::array::from_fn(|i| s.values[i].load(Relaxed));
@@ -213,7 +268,7 @@ impl Node {
             }
             s.with_rsp_stalled.store(u64::from(sample.rsp_stalled.is_some()), Relaxed);
             // After the values: a slot released for a dead writer never shows a young torn reading.
-            s.taken_ns.store(now, Release);
+            s.taken.store(now, Release);
         }
         // A CAS, not a store: if the slot was released for us as dead, someone else may hold it.
         let _ = s.seq.compare_exchange(seq, released(seq), Release, Relaxed);
@@ -225,11 +280,11 @@ impl Node {
     #[cold]
     fn release_if_writer_died(&self, seq: u64, now: u64) {
         let s = self.segment;
-        if now.saturating_sub(s.taken_ns.load(Relaxed)) < STUCK_NS {
+        if now.saturating_sub(s.taken.load(Relaxed)) < self.stuck {
             return;
         }
         if sys::process_ended((seq >> 32) as u32) {
-            s.taken_ns.store(0, Relaxed);
+            s.taken.store(0, Relaxed);
             let _ = s.seq.compare_exchange(seq, released(seq), Release, Relaxed);
         }
     }

@@ -122,8 +122,9 @@ pub struct Decider {
     pub counter_reads: u64,
     /// Readings of another rank of the node that this rank used instead of a PAPI read.
     pub shared_readings: u64,
-    /// When this rank's latest reading was taken (a shared one is never older).
-    pub last_reading_ns: u64,
+    /// When this rank's latest reading was taken, on the node's clock (a shared one is never
+    /// older).
+    pub last_reading: u64,
     /// Ranks sharing this node's NIC ([`crate::node::ranks_per_node`]).
     pub ranks_per_node: u32,
     pub counter_read_failures: u64,
@@ -138,16 +139,16 @@ impl Decider {
     pub fn read_and_observe(&mut self) {
         let Some(papi) = self.counters.as_mut() else { return };
         let reading = match self.node {
-            Some(node) => node.read(papi, self.last_reading_ns),
+            Some(node) => node.read(papi, self.last_reading),
             None => papi.read().map(|sample| (sample, Source::Own, 0)),
         };
         match reading {
-            Ok((sample, source, taken_ns)) => {
+            Ok((sample, source, taken)) => {
                 match source {
                     Source::Own => self.counter_reads += 1,
                     Source::Shared => self.shared_readings += 1,
                 }
-                self.last_reading_ns = taken_ns;
+                self.last_reading = taken;
                 self.observe(sample);
             }
             Err(failure) => {

@@ -205,6 +205,25 @@ pub fn pmi_clique_size() -> Option<u32> {
     (unsafe { size(&mut n) } == 0).then(|| u32::try_from(n).ok()).flatten()
 }
 
+/// The time-stamp counter: a few nanoseconds to read where `clock_gettime` takes tens. Use it as a
+/// clock only where [`tsc_keeps_time`] says so.
+#[inline]
+pub fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: RDTSC has no preconditions and no side effects.
+    return unsafe { core::arch::x86_64::_rdtsc() };
+    #[cfg(not(target_arch = "x86_64"))]
+    return now_ns();
+}
+
+/// Whether the kernel keeps time with the TSC: then it found the counter constant in rate and in
+/// step on every CPU, so values read on different cores of the node compare.
+pub fn tsc_keeps_time() -> bool {
+    cfg!(target_arch = "x86_64")
+        && std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|s| s.trim() == "tsc")
+}
+
 /// Monotonic nanoseconds (vDSO, no system call on Linux x86-64).
 pub fn now_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
