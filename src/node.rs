@@ -5,10 +5,10 @@
 //! publishes it. No rank ever waits for another: the segment is a sequence lock whose writer slot
 //! is only ever *tried*; a rank that finds another one writing, or a torn copy, reads PAPI itself.
 //!
-//! The segment: `AAR_EMU_JOB_DIR/aar-node-<NIC>-<events>` under `aar run` (the launcher removes
-//! the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>`, removed by the last rank that
-//! leaves. `<events>` is a hash of the event names, so ranks that read different events never
-//! share. The NIC address comes from `PMI_GNI_LOC_ADDR`; without it, or without a job id outside
+//! The segment: `AAR_EMU_JOB_DIR/aar-node-<NIC>-<events>-<clock>` under `aar run` (the launcher
+//! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>`, removed by the
+//! last rank that leaves. `<events>` is a hash of the event names, so ranks that read different
+//! events never share; `<clock>` names the clock readings are stamped with ([`Clock`]). The NIC address comes from `PMI_GNI_LOC_ADDR`; without it, or without a job id outside
 //! `aar run`, every rank reads its own counters. A zero-filled file is a valid empty segment, so
 //! ranks that map it at the same time need no set-up between them.
 //!
