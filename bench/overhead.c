@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	dput_fn direct_dput = (dput_fn)dlsym(emu, "dmapp_put");
 	int shimmed = direct_fma != GNI_PostFma;
 	printf("# overhead per post, %d runs of %d batches of %d posts per path, %s\n", runs, batches, per_batch,
-	       shimmed ? "through libaar.so vs the emulator directly" : "NO SHIM LOADED (both columns are the emulator)");
+	       shimmed ? "through the preloaded library vs the emulator directly" : "NO SHIM LOADED (both columns are the emulator)");
 	printf("# %-6s %12s %12s %10s %8s %18s\n", "path", "direct_ns", "shim_ns", "added_ns", "ratio", "added_min..max");
 	const char *paths[] = {"below", "1k", "read", "smsg", "mix", "dput", "dread"};
 	double *d = malloc(sizeof(double) * batches), *s = malloc(sizeof(double) * batches);

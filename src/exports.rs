@@ -11,7 +11,7 @@ use crate::mpi::{self, AllToAllFn, AllreduceFn, BarrierFn, BcastFn, ReduceFn, Ro
 use crate::state::NICS;
 use crate::sys::Real;
 use crate::trylock::Inside;
-use crate::{control, init, iterations, rows, ugni};
+use crate::{control, endpoints, init, iterations, rows, ugni};
 use aar_abi::dmapp::*;
 use aar_abi::*;
 use aar_engine::{Policy, RoutingMode};
@@ -29,6 +29,9 @@ const _: SmsgSendWTagFn = GNI_SmsgSendWTag;
 const _: SmsgSetDeliveryModeFn = GNI_SmsgSetDeliveryMode;
 const _: CdmAttachFn = GNI_CdmAttach;
 const _: CdmDestroyFn = GNI_CdmDestroy;
+const _: EpBindFn = GNI_EpBind;
+const _: EpFn = GNI_EpUnbind;
+const _: EpFn = GNI_EpDestroy;
 const _: BarrierFn = MPI_Barrier;
 const _: AllreduceFn = MPI_Allreduce;
 const _: ReduceFn = MPI_Reduce;
@@ -188,6 +191,41 @@ pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     }
     // SAFETY: the caller's argument, unchanged.
     unsafe { real(cdm) }
+}
+
+// ---- uGNI endpoint destinations ------------------------------------------------------------------
+
+/// # Safety
+/// uGNI's contract for GNI_EpBind.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpBind(ep: GniEpHandle, remote_addr: u32, remote_id: u32) -> GniReturn {
+    let Some(real) = ugni::EP_BIND.get::<EpBindFn>() else { return ugni::missing(&ugni::EP_BIND) };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { real(ep, remote_addr, remote_id) };
+    if rc == GNI_RC_SUCCESS {
+        endpoints::bound(ep as usize, remote_addr);
+    }
+    rc
+}
+
+/// # Safety
+/// uGNI's contract for GNI_EpUnbind.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpUnbind(ep: GniEpHandle) -> GniReturn {
+    let Some(real) = ugni::EP_UNBIND.get::<EpFn>() else { return ugni::missing(&ugni::EP_UNBIND) };
+    endpoints::unbound(ep as usize);
+    // SAFETY: the caller's argument, unchanged.
+    unsafe { real(ep) }
+}
+
+/// # Safety
+/// uGNI's contract for GNI_EpDestroy.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpDestroy(ep: GniEpHandle) -> GniReturn {
+    let Some(real) = ugni::EP_DESTROY.get::<EpFn>() else { return ugni::missing(&ugni::EP_DESTROY) };
+    endpoints::unbound(ep as usize);
+    // SAFETY: the caller's argument, unchanged.
+    unsafe { real(ep) }
 }
 
 // ---- DMAPP data calls ------------------------------------------------------------------------------

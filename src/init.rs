@@ -14,7 +14,7 @@
 use crate::papi::Papi;
 use crate::settings::Settings;
 use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
-use crate::{attributes, control, diag, job, output, sys};
+use crate::{attributes, control, diag, job, node, output, sys, topology};
 use aar_engine::Engine;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -83,10 +83,18 @@ fn init() {
             (None, None)
         }
     };
+    let ranks_per_node = node::ranks_per_node();
+    let node =
+        counters.as_ref().and_then(|_| node::attach(&settings.papi_events, settings.node_reading.0, ranks_per_node));
+    topology::load(settings.topology.as_deref());
     let mut decider = Decider {
         engine: Engine::new(engine_cfg),
         counters,
+        node,
         counter_reads: 0,
+        shared_readings: 0,
+        last_reading: 0,
+        ranks_per_node,
         counter_read_failures: 0,
         timed_decisions: 0,
         timed_decision_ns: 0,

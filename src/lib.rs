@@ -13,7 +13,9 @@
 //! 2. per-concern state: `settings` (the `AAR_*` variables), `control` (the control word every
 //!    post loads), `tally` (messages and bytes per routing), `trace` (the decision trace),
 //!    `nics` (the NIC table for SMSG routing), `attributes` (DMAPP's routing attributes per
-//!    thread), `papi` (the counters), `rows` (iterations and their record);
+//!    thread), `papi` (the counters), `node` (the counter reading the ranks of a node share),
+//!    `topology` (NIC address -> group and router), `endpoints` (each endpoint's remote NIC),
+//!    `rows` (iterations and their record);
 //! 3. process state: `state`, which declares every lock and the list the fork handlers hold;
 //! 4. exit: `output`, the per-rank record and summary the exit handler writes;
 //! 5. start-up: `init`, the only place that registers the exit and fork handlers;
@@ -21,7 +23,8 @@
 //!    `ugni`, `dmapp`, `selfcheck` (for `aar doctor`);
 //! 7. exports: `exports`, every symbol libaar.so exports.
 //!
-//! `unsafe` lives in the seams only: `ugni`, `dmapp`, `mpi`, `papi`, `sys`, `selfcheck` and `exports`;
+//! `unsafe` lives in the seams only: `ugni`, `dmapp`, `mpi`, `papi`, `sys`, `selfcheck` and `exports`,
+//! and `node`, which views the shared segment `sys` maps as its struct of atomics;
 //! in `trylock`, the one lock the decision path takes; and where the fork handlers give back
 //! every lock of `state` (`init`).
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -32,12 +35,14 @@ mod attributes;
 mod control;
 mod diag;
 mod dmapp;
+mod endpoints;
 mod exports;
 mod init;
 mod iterations;
 mod job;
 mod mpi;
 mod nics;
+mod node;
 mod output;
 mod papi;
 mod route;
@@ -47,6 +52,7 @@ mod settings;
 mod state;
 mod sys;
 mod tally;
+mod topology;
 mod trace;
 mod trylock;
 mod ugni;

@@ -9,7 +9,7 @@ use crate::rows::Written;
 use crate::settings::Settings;
 use crate::state::{self, Decider};
 use crate::tally::{self, Api, PerClass, CLASS_NAMES};
-use crate::{attributes, control, diag, job, sys};
+use crate::{attributes, control, diag, job, node, sys, topology};
 use aar_engine::{EngineStats, Reason};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -78,8 +78,24 @@ struct Counters<'a> {
     backend: &'static str,
     library: Option<&'a str>,
     events: &'a [String],
+    /// PAPI reads by this rank.
     reads: u64,
+    /// Readings of another rank of the node used instead of a PAPI read (`AAR_NODE_READING`).
+    shared_readings: u64,
     read_failures: u64,
+}
+
+/// The node the rank ran on, as the library saw it.
+#[derive(Serialize)]
+struct NodeInfo {
+    /// `PMI_GNI_LOC_ADDR`.
+    nic_address: Option<u32>,
+    /// Ranks sharing the NIC (PMI's clique, else the launcher's environment, else 1).
+    ranks_per_node: u32,
+    /// (group, router) from the node table, when one is loaded and lists the node.
+    location: Option<(u32, u32)>,
+    /// The segment of the shared counter reading, when the ranks of the node share one.
+    shared_reading: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -133,6 +149,7 @@ struct Record<'a> {
     dmapp: Dmapp,
     engine: Option<EngineStats>,
     counters: Option<Counters<'a>>,
+    node: Option<NodeInfo>,
     time: Option<Time>,
     ab: Ab,
     messages: Vec<String>,
@@ -241,6 +258,7 @@ const EXIT_WAIT: Duration = Duration::from_millis(200);
 pub extern "C" fn at_exit() {
     // A panic must not unwind into libc's exit path.
     let _ = std::panic::catch_unwind(write_outputs);
+    let _ = std::panic::catch_unwind(node::leave);
 }
 
 fn write_outputs() {
@@ -299,7 +317,17 @@ fn write_outputs() {
                 library: d.counters_library.as_deref(),
                 events: &settings.papi_events,
                 reads: d.counter_reads,
+                shared_readings: d.shared_readings,
                 read_failures: d.counter_read_failures,
+            }),
+            node: d.map(|d| {
+                let nic_address = topology::local_nic_address();
+                NodeInfo {
+                    nic_address,
+                    ranks_per_node: d.ranks_per_node,
+                    location: nic_address.and_then(|nic| topology::table()?.location(nic)),
+                    shared_reading: d.node.map(|n| n.path().display().to_string()),
+                }
             }),
             time: d.map(|d| Time {
                 init_ns: d.init_ns,

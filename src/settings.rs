@@ -2,7 +2,7 @@
 //! the environment), so parsing is pure and testable. Each format has one parser, the `FromStr`
 //! of the type that owns it: the engine's [`Policy`](aar_engine::Policy), [`RoutingMode`], [`LatencyUnit`],
 //! [`ByteSize`], [`AbOrder`] and [`PolicyList`], aar_abi's [`RoutingTable`], and here [`Boundary`],
-//! [`RankSet`], [`TestPanic`], [`Switch`] and [`EventList`]. A bad value never stops anything: it
+//! [`RankSet`], [`TestPanic`], [`Switch`], [`EventList`] and [`ReadingAge`]. A bad value never stops anything: it
 //! yields a [`Warning`] that names the variable, the value, what is used instead and how to fix it.
 
 use aar_abi::counters::{EVENTS, REQUIRED_EVENTS};
@@ -14,7 +14,7 @@ use serde::{Serialize, Serializer};
 use tracing::level_filters::LevelFilter;
 
 /// Every variable the library reads, with its default as documented in the README.
-pub const VARIABLES: [(&str, &str); 23] = [
+pub const VARIABLES: [(&str, &str); 25] = [
     ("AAR_DISABLE", "0"),
     ("AAR_MODE", "auto"),
     ("AAR_THRESHOLD", "4096"),
@@ -38,6 +38,8 @@ pub const VARIABLES: [(&str, &str); 23] = [
     ("AAR_AB_BOUNDARY", "markers"),
     ("AAR_OUTPUT_RANKS", "every rank"),
     ("AAR_DMAPP_ROUTING", "the table of the dmapp.h aar was built with, else the assumed one"),
+    ("AAR_NODE_READING", "5us"),
+    ("AAR_TOPOLOGY", "unset"),
 ];
 
 /// Everything the `AAR_*` variables configure.
@@ -78,6 +80,13 @@ pub struct Settings {
     /// [`Settings::dmapp_table`].
     #[serde(serialize_with = "as_text")]
     pub dmapp_routing: Option<RoutingTable>,
+    /// The ranks of a node share a counter reading younger than this (`AAR_NODE_READING`);
+    /// 0: every rank reads its own.
+    #[serde(serialize_with = "as_display")]
+    pub node_reading: ReadingAge,
+    /// The node-to-group table (`AAR_TOPOLOGY`): a file of NIC address, group and router, or
+    /// `xtprocadmin` output.
+    pub topology: Option<String>,
 }
 
 /// Where the DMAPP routing table in use comes from.
@@ -165,8 +174,54 @@ impl Default for Settings {
             ab_boundary: Boundary::Markers,
             output_ranks: None,
             dmapp_routing: None,
+            node_reading: ReadingAge::DEFAULT,
+            topology: None,
         }
     }
+}
+
+/// How old a counter reading of another rank of the node may be to be used (`AAR_NODE_READING`):
+/// nanoseconds, written as a whole number with an optional unit `ns`, `us` or `ms` (no unit:
+/// nanoseconds). 5 µs by default: a 64 KiB PUT takes about that long on an Aries link, so a
+/// reading that young moves a window's end by less than one large message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadingAge(pub u64);
+
+impl ReadingAge {
+    pub const DEFAULT: Self = Self(5_000);
+    /// The largest bound taken: a second.
+    const MAX_NS: u64 = 1_000_000_000;
+}
+
+impl FromStr for ReadingAge {
+    type Err = String;
+    fn from_str(v: &str) -> Result<Self, String> {
+        let v = v.trim();
+        let (digits, scale) = [("ns", 1), ("us", 1_000), ("ms", 1_000_000)]
+            .into_iter()
+            .find_map(|(unit, scale)| v.strip_suffix(unit).map(|d| (d.trim_end(), scale)))
+            .unwrap_or((v, 1));
+        let n: u64 = digits.parse().map_err(|_| "expected a whole number with an optional unit ns, us or ms")?;
+        match n.checked_mul(scale) {
+            Some(ns) if ns <= Self::MAX_NS => Ok(Self(ns)),
+            _ => Err("more than 1 s".into()),
+        }
+    }
+}
+
+impl fmt::Display for ReadingAge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 => f.write_str("0"),
+            ns if ns % 1_000_000 == 0 => write!(f, "{}ms", ns / 1_000_000),
+            ns if ns % 1_000 == 0 => write!(f, "{}us", ns / 1_000),
+            ns => write!(f, "{ns}ns"),
+        }
+    }
+}
+
+fn as_display<T: fmt::Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
 }
 
 /// The PAPI events of `AAR_PAPI_EVENTS`: the required ones and optionally the last of
@@ -644,6 +699,18 @@ impl Settings {
             Hidden,
             always,
         );
+        let node_reading = p
+            .value::<ReadingAge>(
+                "AAR_NODE_READING",
+                (
+                    "5us",
+                    "is not an age of a counter reading",
+                    "Use a whole number of ns, us or ms up to 1 s (e.g. AAR_NODE_READING=5us), or 0 for one reading per rank.",
+                ),
+                Shown,
+                always,
+            )
+            .unwrap_or(d.node_reading);
         let settings = Settings {
             disabled,
             engine: EngineConfig {
@@ -671,6 +738,8 @@ impl Settings {
             ab_boundary,
             output_ranks,
             dmapp_routing,
+            node_reading,
+            topology: p.text("AAR_TOPOLOGY"),
         };
         (settings, p.warnings)
     }

@@ -7,6 +7,7 @@
 //! `fork()`. A unit test checks that no lock of the crate is missing from the list.
 
 use crate::nics::NicTable;
+use crate::node::{Node, Source};
 use crate::papi::Papi;
 use crate::rows::Iterations;
 use crate::settings::Settings;
@@ -115,7 +116,17 @@ static LAST_STALL: AtomicU64 = AtomicU64::new(u64::MAX);
 pub struct Decider {
     pub engine: Engine,
     pub counters: Option<Papi>,
+    /// The node's shared reading (`AAR_NODE_READING`); `None`: this rank reads its own.
+    pub node: Option<&'static Node>,
+    /// PAPI reads by this rank.
     pub counter_reads: u64,
+    /// Readings of another rank of the node that this rank used instead of a PAPI read.
+    pub shared_readings: u64,
+    /// When this rank's latest reading was taken, on the node's clock (a shared one is never
+    /// older).
+    pub last_reading: u64,
+    /// Ranks sharing this node's NIC ([`crate::node::ranks_per_node`]).
+    pub ranks_per_node: u32,
     pub counter_read_failures: u64,
     pub timed_decisions: u64,
     pub timed_decision_ns: u64,
@@ -127,9 +138,17 @@ impl Decider {
     /// Read the counters (after a send) and give them to the engine.
     pub fn read_and_observe(&mut self) {
         let Some(papi) = self.counters.as_mut() else { return };
-        match papi.read() {
-            Ok(sample) => {
-                self.counter_reads += 1;
+        let reading = match self.node {
+            Some(node) => node.read(papi, self.last_reading),
+            None => papi.read().map(|sample| (sample, Source::Own, 0)),
+        };
+        match reading {
+            Ok((sample, source, taken)) => {
+                match source {
+                    Source::Own => self.counter_reads += 1,
+                    Source::Shared => self.shared_readings += 1,
+                }
+                self.last_reading = taken;
                 self.observe(sample);
             }
             Err(failure) => {
@@ -282,7 +301,8 @@ fn become_fork_child() {
     if let Some(mut slot) = DECIDER.try_lock_for(Duration::from_millis(200)) {
         if let Some(d) = slot.as_mut() {
             d.engine.reset_stats();
-            (d.counter_reads, d.counter_read_failures, d.timed_decisions, d.timed_decision_ns) = (0, 0, 0, 0);
+            (d.counter_reads, d.shared_readings, d.counter_read_failures, d.timed_decisions, d.timed_decision_ns) =
+                (0, 0, 0, 0, 0);
             // The inherited event set may still read (process-local events do); if not, the
             // read failure path falls back, with one warning, as anywhere else.
             d.read_and_observe();

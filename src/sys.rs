@@ -2,6 +2,7 @@
 //! library forwards to.
 
 use std::ffi::{c_void, CStr};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 /// Marks a symbol that dlsym did not find, so it is looked up once, not on every call.
@@ -125,6 +126,102 @@ pub fn create_new(path: &str) -> std::io::Result<std::fs::File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o644)
         .open(path)
+}
+
+/// Map `len` bytes of the file at `path`, shared with every process that maps it, creating it
+/// (mode 0600, zero-filled) when it does not exist; symlinks are not followed. The mapping stays
+/// for the life of the process.
+pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o600)
+        .open(path)?;
+    // Every process grows it to the same size; a zero file is valid, so no one initialises it.
+    if file.metadata()?.len() < len as u64 {
+        file.set_len(len as u64)?;
+    }
+    use std::os::fd::AsRawFd;
+    // SAFETY: a fresh mapping of an open file at least `len` bytes long; the kernel chooses the
+    // address. The mapping outlives the descriptor, which is closed when `file` drops.
+    let p = unsafe {
+        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0)
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `len` readable bytes at `p`, never unmapped; other processes change them only
+    // through atomics, which is how the callers read them.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
+}
+
+/// Whether process `pid` has ended (`kill(pid, 0)` says it does not exist).
+pub fn process_ended(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// The real user id, for names of files that other users must not share.
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// `PMI_Get_clique_size` of the PMI library the process loaded, if it has one and has called
+/// `PMI_Init` (the library never initialises PMI itself).
+pub fn pmi_clique_size() -> Option<u32> {
+    type InitializedFn = unsafe extern "C" fn(*mut libc::c_int) -> libc::c_int;
+    type CliqueSizeFn = unsafe extern "C" fn(*mut libc::c_int) -> libc::c_int;
+    // SAFETY: NUL-terminated names looked up in the process's global scope.
+    let (init, size) = unsafe {
+        (
+            libc::dlsym(libc::RTLD_DEFAULT, c"PMI_Initialized".as_ptr()),
+            libc::dlsym(libc::RTLD_DEFAULT, c"PMI_Get_clique_size".as_ptr()),
+        )
+    };
+    if init.is_null() || size.is_null() {
+        return None;
+    }
+    // SAFETY: both are PMI-1 functions with these prototypes (pmi.h).
+    let (init, size) = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, InitializedFn>(init),
+            std::mem::transmute::<*mut c_void, CliqueSizeFn>(size),
+        )
+    };
+    let mut flag: libc::c_int = 0;
+    // SAFETY: a valid int to write to.
+    if unsafe { init(&mut flag) } != 0 || flag == 0 {
+        return None;
+    }
+    let mut n: libc::c_int = 0;
+    // SAFETY: a valid int to write to.
+    (unsafe { size(&mut n) } == 0).then(|| u32::try_from(n).ok()).flatten()
+}
+
+/// The time-stamp counter: a few nanoseconds to read where `clock_gettime` takes tens. Use it as a
+/// clock only where [`tsc_keeps_time`] says so.
+#[inline]
+pub fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: RDTSC has no preconditions and no side effects.
+    return unsafe { core::arch::x86_64::_rdtsc() };
+    #[cfg(not(target_arch = "x86_64"))]
+    return now_ns();
+}
+
+/// Whether the kernel keeps time with the TSC: then it found the counter constant in rate and in
+/// step on every CPU, so values read on different cores of the node compare.
+pub fn tsc_keeps_time() -> bool {
+    cfg!(target_arch = "x86_64")
+        && std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|s| s.trim() == "tsc")
 }
 
 /// Monotonic nanoseconds (vDSO, no system call on Linux x86-64).

@@ -29,6 +29,9 @@ pub static SMSG_SEND_WTAG: Real = Real::new(c"GNI_SmsgSendWTag");
 pub static SMSG_SET_DELIVERY_MODE: Real = Real::new(c"GNI_SmsgSetDeliveryMode");
 pub static CDM_ATTACH: Real = Real::new(c"GNI_CdmAttach");
 pub static CDM_DESTROY: Real = Real::new(c"GNI_CdmDestroy");
+pub static EP_BIND: Real = Real::new(c"GNI_EpBind");
+pub static EP_UNBIND: Real = Real::new(c"GNI_EpUnbind");
+pub static EP_DESTROY: Real = Real::new(c"GNI_EpDestroy");
 
 /// Reported once per function: the real symbol is absent (an older libugni without chained
 /// transactions, or no libugni at all). The call cannot be forwarded.

@@ -64,6 +64,20 @@ fn good_values_are_taken() {
 }
 
 #[test]
+fn node_reading_ages_in_their_units() {
+    for (text, ns) in
+        [("0", 0), ("750", 750), ("750ns", 750), ("5us", 5_000), (" 2 ms ", 2_000_000), ("1000ms", 1_000_000_000)]
+    {
+        let (s, w) = parse(&[("AAR_NODE_READING", text)]);
+        assert!(w.is_empty(), "{text}: {w:?}");
+        assert_eq!(s.node_reading, ReadingAge(ns), "{text}");
+        assert_eq!(s.node_reading.to_string().parse::<ReadingAge>(), Ok(s.node_reading), "shown as it parses");
+    }
+    assert_eq!(Settings::default().node_reading.to_string(), "5us");
+    assert!("1001ms".parse::<ReadingAge>().is_err());
+}
+
+#[test]
 fn each_bad_value_warns_once_naming_variable_value_and_default() {
     let cases = [
         ("AAR_DISABLE", "maybe", "0"),
@@ -98,6 +112,10 @@ fn each_bad_value_warns_once_naming_variable_value_and_default() {
         ("AAR_DMAPP_ROUTING", "ADAPTIVE=2", "(the"),
         ("AAR_DMAPP_ROUTING", "ADAPTIVE=2,ADAPTIVE_1=2,ADAPTIVE_2=5,ADAPTIVE_3=6", "(the"),
         ("AAR_DMAPP_ROUTING", "fast", "(the"),
+        ("AAR_NODE_READING", "5 s", "5us"),
+        ("AAR_NODE_READING", "2ms5", "5us"),
+        ("AAR_NODE_READING", "-1us", "5us"),
+        ("AAR_NODE_READING", "18446744073709551615ms", "5us"),
     ];
     for (var, value, default) in cases {
         let (s, w) = parse(&[(var, value)]);

@@ -20,6 +20,8 @@
  *                                   "index" prints aar_iteration_index())
  *   iterloop N                      N empty iterations (begin, end); prints "iterloop failed=F"
  *   maxrss                          print the process's peak resident set ("maxrss_kb=K")
+ *   touch PATH | waitfile PATH      create an empty file | wait until a file exists (every 1 ms, at
+ *                                   most 60 s, else an error): steps of several processes in order
  *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE (as the
  *                                   first command, the threads make the first uGNI calls of the process)
  *   fork N                          fork; the child makes N 64 B FMA PUTs and N 64 KiB RDMA PUTs on the
@@ -453,6 +455,18 @@ int main(int argc, char **argv)
 			for (uint64_t k = 0; aar_iteration_begin && k < n; k++)
 				failed += aar_iteration_begin() != 0 || aar_iteration_end() != 0;
 			printf("iterloop failed=%llu\n", (unsigned long long)failed);
+			i += 1;
+		} else if (!strcmp(c, "touch")) {
+			FILE *f = fopen(ARG(1), "w");
+			if (!f || fclose(f))
+				fail(&p, "touch");
+			i += 1;
+		} else if (!strcmp(c, "waitfile")) {
+			int ms = 0;
+			while (access(ARG(1), F_OK) && ms++ < 60000)
+				usleep(1000);
+			if (ms > 60000)
+				fail(&p, "waitfile: the file never appeared");
 			i += 1;
 		} else if (!strcmp(c, "maxrss")) {
 			struct rusage ru;

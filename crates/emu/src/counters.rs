@@ -1,9 +1,12 @@
 //! The five Aries NIC counters: static `long long`s updated with atomics, published as PAPI
 //! Software-Defined Events (`sde:::aries::<name>`) from an ELF constructor, and driven by the
 //! timing model: the profile model, or the network simulator when `AAR_EMU_SIM` is set (see
-//! [`crate::timing`]). One set per process, as on a node where co-located ranks share a NIC.
+//! [`crate::timing`]). One set per process; in an `aar run` job, one set per node, shared by the
+//! ranks of that node as the NIC's registers are: the file `nic-<address>` in the job's folder
+//! ([`node_counters`]).
 
 use std::ffi::{c_char, c_int, c_void};
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -21,6 +24,31 @@ use crate::timing::{NicModel, NicTransfer};
 /// alignment of `long long`, so libsde reads these in place.
 pub static COUNTERS: [AtomicI64; 5] =
     [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
+
+/// In a job, the counters of this rank's node, shared with the other ranks of its NIC address.
+static NODE_COUNTERS: OnceLock<&'static [AtomicI64; 5]> = OnceLock::new();
+
+/// The counters this process counts on and publishes.
+fn counters() -> &'static [AtomicI64; 5] {
+    NODE_COUNTERS.get().copied().unwrap_or(&COUNTERS)
+}
+
+/// Map the node's counters when this process is a rank of an `aar run` job (a complete, valid
+/// job environment; `job` says what is wrong with a bad one, later); called from the ELF
+/// constructor, so only the environment and file calls.
+fn node_counters() -> Option<&'static [AtomicI64; 5]> {
+    let env = settings::job_env_quietly()?.ok()?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(env.dir.join(format!("nic-{}", env.nic_addr)))
+        .ok()?;
+    // SAFETY: five atomics; any bytes (zero for a new file) are valid counter values.
+    unsafe { crate::job::map_as::<[AtomicI64; 5]>(&file) }.ok()
+}
 
 /// When set, transfers leave the counters alone (tests inject values without interference).
 pub static FROZEN: AtomicBool = AtomicBool::new(false);
@@ -51,7 +79,8 @@ extern "C" fn register_sde_counters() {
         if handle.is_null() {
             return;
         }
-        for (name, counter) in EVENTS.iter().zip(COUNTERS.iter()) {
+        let set = *NODE_COUNTERS.get_or_init(|| node_counters().unwrap_or(&COUNTERS));
+        for (name, counter) in EVENTS.iter().zip(set.iter()) {
             papi_sde_register_counter(
                 handle,
                 name.as_ptr(),
@@ -132,7 +161,7 @@ pub fn account(t: &NicTransfer) {
         let whole = total.floor();
         g.fractions[i] = total - whole;
         if whole != 0.0 {
-            COUNTERS[i].fetch_add(whole as i64, Ordering::Relaxed);
+            counters()[i].fetch_add(whole as i64, Ordering::Relaxed);
         }
     }
 }
@@ -154,7 +183,7 @@ pub fn set_network(profile: NetworkProfile) -> bool {
 
 /// Adds to the counters (values may be negative: tests inject decreasing counters).
 pub fn add(values: [i64; 5]) {
-    for (c, v) in COUNTERS.iter().zip(values) {
+    for (c, v) in counters().iter().zip(values) {
         c.fetch_add(v, Ordering::Relaxed);
     }
 }
@@ -163,13 +192,13 @@ pub fn add(values: [i64; 5]) {
 pub fn set(values: [i64; 5]) {
     let mut g = lock_timing();
     g.fractions = [0.0; 5];
-    for (c, v) in COUNTERS.iter().zip(values) {
+    for (c, v) in counters().iter().zip(values) {
         c.store(v, Ordering::Relaxed);
     }
 }
 
 pub fn get() -> [i64; 5] {
-    std::array::from_fn(|i| COUNTERS[i].load(Ordering::Relaxed))
+    std::array::from_fn(|i| counters()[i].load(Ordering::Relaxed))
 }
 
 /// Posts received so far, of every kind, whatever their outcome (`aar_emu_post_count`).

@@ -96,7 +96,7 @@ fn map(file: &File, size: usize) -> std::io::Result<*mut u8> {
 ///
 /// # Safety
 /// Every bit pattern, all zeroes included, is a valid `T` (the shared records are atomics).
-unsafe fn map_as<T>(file: &File) -> std::io::Result<&'static T> {
+pub unsafe fn map_as<T>(file: &File) -> std::io::Result<&'static T> {
     let size = std::mem::size_of::<T>();
     if (file.metadata()?.len() as usize) < size {
         file.set_len(size as u64)?;

@@ -129,6 +129,12 @@ pub struct JobEnv {
 /// `AAR_EMU_JOB_DIR` and the PMI variables: None without `AAR_EMU_JOB_DIR` (the in-process
 /// mode), or, with one warning, when another of them is missing or bad.
 pub fn job_env() -> Option<JobEnv> {
+    job_env_quietly()?.map_err(|e| e.report()).ok()
+}
+
+/// The job environment as [`job_env`] reads it, without saying what is wrong with it: `None`
+/// outside a job.
+pub fn job_env_quietly() -> Option<Result<JobEnv, SettingError>> {
     let dir = PathBuf::from(std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?);
     let number = |var: &'static str| -> Result<u32, SettingError> {
         let value =
@@ -159,7 +165,7 @@ pub fn job_env() -> Option<JobEnv> {
         let cookie = if std::env::var_os("PMI_GNI_COOKIE").is_some() { number("PMI_GNI_COOKIE")? } else { 0 };
         Ok(JobEnv { dir: dir.clone(), rank, size, nic_addr, cookie })
     })();
-    env.map_err(|e| e.report()).ok()
+    Some(env)
 }
 
 /// `AAR_EMU_JOB_COPY`: how bytes move between a job's ranks.

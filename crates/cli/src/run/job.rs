@@ -54,6 +54,21 @@ fn remove_stale() {
     }
 }
 
+/// The node table of the job's nodes (`topology` in the job folder, which libaar.so reads when
+/// `AAR_TOPOLOGY` is unset): node n, NIC address `FIRST_NIC_ADDR + n`, is placed as on an Aries
+/// machine filled in order, 4 nodes per router and 96 routers per group. Lines: `NIC GROUP ROUTER`.
+fn write_topology(dir: &Path, mapping: &ProcessMapping, size: usize) -> Result<(), String> {
+    use aar_sim::topology::{ARIES_COLS, ARIES_NODES_PER_ROUTER, ARIES_ROWS};
+    let nodes = mapping.nodes(size).into_iter().max().map_or(0, |n| n + 1) as u32;
+    let mut text = String::from("# NIC GROUP ROUTER, written by aar run\n");
+    for n in 0..nodes {
+        let router = n / ARIES_NODES_PER_ROUTER;
+        text += &format!("{:#x} {} {router}\n", FIRST_NIC_ADDR + n, router / (ARIES_ROWS * ARIES_COLS));
+    }
+    let path = dir.join("topology");
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}; no rank was started.", path.display()))
+}
+
 /// One job: its id, its folder, its uGNI credentials and where its ranks run.
 pub struct Job {
     pub id: u64,
@@ -76,9 +91,11 @@ impl Job {
             let path = Path::new(SHM).join(format!("aar-job-{id}"));
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
+                    let dir = JobDir { path };
+                    write_topology(&dir.path, &mapping, size)?;
                     return Ok(Job {
                         id,
-                        dir: JobDir { path },
+                        dir,
                         // User protection tags stay clear of 0..=9 and of GNI_FIND_ALLOC_PTAG (255).
                         ptag: (10 + id % 240) as u8,
                         // As ALPS hands them out: the job in the upper 16 bits.
@@ -116,6 +133,8 @@ impl Job {
             ("PMI_GNI_DEV_ID", "0".into()),
             ("PMI_GNI_LOC_ADDR", (FIRST_NIC_ADDR + node as u32).to_string()),
             ("AAR_EMU_JOB_DIR", self.dir.path.display().to_string()),
+            // As MPICH's hydra tells each rank: how many ranks share its node.
+            ("MPI_LOCALNRANKS", self.mapping.clique(rank, self.size).len().to_string()),
         ]
     }
 }

@@ -4,7 +4,8 @@
 //! - The job ([`job`]): a job id, the folder `AAR_EMU_JOB_DIR` (/dev/shm/aar-job-ID, mode 0700)
 //!   the emulated libugni.so keeps shared state in, and each rank's environment as ALPS sets it
 //!   (`PMI_RANK`, `PMI_SIZE`, `PMI_JOBID`, `PMI_GNI_PTAG`, `PMI_GNI_COOKIE`, `PMI_GNI_DEV_ID`,
-//!   `PMI_GNI_LOC_ADDR`: rank r is on node r / K, whose NIC address is `FIRST_NIC_ADDR` + node).
+//!   `PMI_GNI_LOC_ADDR`: rank r is on node r / K, whose NIC address is `FIRST_NIC_ADDR` + node;
+//!   and, as hydra, `MPI_LOCALNRANKS`), and the job's node table in its folder (`topology`).
 //! - PMI ([`server`]): one socket pair per rank, the rank's end inherited as `PMI_FD`, served in
 //!   one poll loop with the simple PMI-1 wire protocol that MPICH's hydra speaks, so libpmi.so.0
 //!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.

@@ -1,0 +1,309 @@
+//! One counter reader per node. The Aries NIC counters belong to the node, so the ranks of a node
+//! read the same values: instead of one PAPI read per rank and decision, the ranks of a node share
+//! the latest reading through a small shared-memory segment. A rank that needs a reading uses the
+//! segment's when it is younger than `AAR_NODE_READING`; otherwise it takes one itself and
+//! publishes it. No rank ever waits for another: the segment is a sequence lock whose writer slot
+//! is only ever *tried*; a rank that finds another one writing, or a torn copy, reads PAPI itself.
+//!
+//! The segment: `AAR_EMU_JOB_DIR/aar-node-<NIC>-<events>-<clock>` under `aar run` (the launcher
+//! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>`, removed by the
+//! last rank that leaves. `<events>` is a hash of the event names, so ranks that read different
+//! events never share; `<clock>` names the clock readings are stamped with ([`Clock`]). The NIC address comes from `PMI_GNI_LOC_ADDR`; without it, or without a job id outside
+//! `aar run`, every rank reads its own counters. A zero-filled file is a valid empty segment, so
+//! ranks that map it at the same time need no set-up between them.
+//!
+//! A rank that dies while writing would leave the sequence odd: once the last reading is
+//! [`STUCK_NS`] old the others check the writer's pid (kept in the sequence word) and, if that
+//! process has ended, release the slot and mark the reading as none (complete or not, nobody uses
+//! it).
+//!
+//! Sharing is on only when more than one rank shares the NIC ([`ranks_per_node`]): a lone rank
+//! would pay for the segment and never find another rank's reading.
+
+use crate::papi::{Papi, ReadFailure};
+use crate::{job, sys, topology};
+use aar_engine::CounterSample;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::OnceLock;
+
+/// The segment's layout: the reading in the first cache line (read by every rank, written by
+/// the one taking a reading), the rarely written fields in the second. Every field is an atomic
+/// and zero is a valid value of each.
+#[repr(C, align(64))]
+struct Segment {
+    /// Sequence lock: the sequence in the low 32 bits, odd while a rank writes the reading, and
+    /// then the writer's pid in the high 32 bits (so one compare-and-swap claims and names).
+    seq: AtomicU64,
+    /// The node clock's time just before the reading was taken; 0: none yet.
+    taken: AtomicU64,
+    /// 1 when `values[4]` holds response stalls.
+    with_rsp_stalled: AtomicU64,
+    values: [AtomicI64; 5],
+    /// Ranks attached (outside `aar run`, the last one to leave removes the file).
+    users: AtomicU32,
+}
+
+/// The sequence word of a writer `pid` that takes the slot after `seq` (even), and the word it
+/// leaves when done.
+fn claimed(seq: u64, pid: u32) -> u64 {
+    (u64::from(pid) << 32) | u64::from((seq as u32).wrapping_add(1))
+}
+fn released(claimed: u64) -> u64 {
+    u64::from((claimed as u32).wrapping_add(1))
+}
+
+/// A write slot held this long is checked for a dead writer (a PAPI read takes microseconds).
+pub const STUCK_NS: u64 = 10_000_000;
+
+/// The clock the ranks of a node stamp readings with: the TSC where the kernel keeps time with it
+/// (11 ns to read on the development VM, where `clock_gettime` takes 27), else `CLOCK_MONOTONIC`
+/// in ns. Every rank of a node makes the same choice, and the segment's name carries it.
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    tsc: bool,
+    /// Ticks per nanosecond.
+    per_ns: f64,
+}
+
+impl Clock {
+    fn of_this_node() -> Clock {
+        if !sys::tsc_keeps_time() {
+            return Clock { tsc: false, per_ns: 1.0 };
+        }
+        // The rate, against CLOCK_MONOTONIC over 200 µs (once per process, at start-up).
+        let (t0, c0) = (sys::now_ns(), sys::tsc());
+        let mut t1 = t0;
+        while t1.saturating_sub(t0) < 200_000 {
+            t1 = sys::now_ns();
+        }
+        let c1 = sys::tsc();
+        match c1.checked_sub(c0) {
+            Some(ticks) if ticks > 0 => Clock { tsc: true, per_ns: ticks as f64 / (t1 - t0) as f64 },
+            _ => Clock { tsc: false, per_ns: 1.0 },
+        }
+    }
+
+    #[inline]
+    fn now(self) -> u64 {
+        if self.tsc {
+            sys::tsc()
+        } else {
+            sys::now_ns()
+        }
+    }
+
+    fn ticks(self, ns: u64) -> u64 {
+        (ns as f64 * self.per_ns) as u64
+    }
+
+    fn name(self) -> &'static str {
+        if self.tsc {
+            "tsc"
+        } else {
+            "ns"
+        }
+    }
+}
+
+/// Where a reading came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// This rank read PAPI (and published the reading, when it could).
+    Own,
+    /// Another rank's reading, younger than the bound.
+    Shared,
+}
+
+/// This process's attachment to its node's segment.
+pub struct Node {
+    segment: &'static Segment,
+    path: PathBuf,
+    /// Remove the file when the last rank leaves (not under `aar run`, whose folder goes).
+    remove_when_last: bool,
+    /// The process that attached (a fork child inherits the mapping, not the attachment).
+    pid: u32,
+    clock: Clock,
+    /// Readings younger than this (in the clock's ticks) are used as they are.
+    max_age: u64,
+    /// [`STUCK_NS`] in the clock's ticks.
+    stuck: u64,
+}
+
+static NODE: OnceLock<Node> = OnceLock::new();
+
+/// A short, stable name for a list of event names (FNV-1a), so ranks reading different events
+/// use different segments.
+fn events_hash(events: &[String]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in events.iter().flat_map(|e| e.bytes().chain([0])) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The segment's path, and whether the last rank removes it; `None` when ranks of other jobs or
+/// nodes could not be told apart.
+fn segment_path(events: &[String], clock: Clock) -> Option<(PathBuf, bool)> {
+    let nic = topology::local_nic_address()?;
+    let name = format!("aar-node-{nic:#x}-{:016x}-{}", events_hash(events), clock.name());
+    if let Some(dir) = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty()) {
+        return Some((Path::new(&dir).join(name), false));
+    }
+    let experiment = job::experiment();
+    if experiment == "nojob" {
+        return None;
+    }
+    let job: String = experiment
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || ".-_".contains(c) { c } else { '_' })
+        .take(64)
+        .collect();
+    Some((Path::new("/dev/shm").join(format!("aar-node-{}-{job}-{}", sys::uid(), &name["aar-node-".len()..])), true))
+}
+
+/// Attach to this node's segment (once per process); `None`, and every rank reads its own
+/// counters, when `max_age_ns` is 0, the rank is alone on its node, no segment name can be made,
+/// or the file cannot be mapped.
+pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option<&'static Node> {
+    if max_age_ns == 0 || ranks_per_node < 2 {
+        return None;
+    }
+    if let Some(n) = NODE.get() {
+        return Some(n);
+    }
+    let clock = Clock::of_this_node();
+    let Some((path, remove_when_last)) = segment_path(events, clock) else {
+        tracing::debug!("no NIC address (PMI_GNI_LOC_ADDR) or job id: each rank reads its own counters");
+        return None;
+    };
+    let bytes = match sys::map_shared(&path, std::mem::size_of::<Segment>()) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::debug!(path = %path.display(), %e, "cannot map the node's reading; each rank reads its own counters");
+            return None;
+        }
+    };
+    // SAFETY: `bytes` is a page-aligned mapping of at least size_of::<Segment>() bytes that lives
+    // for the whole process; Segment is repr(C), made of atomics only, and all-zero is a valid
+    // value of each, so any content another process left is a valid Segment.
+    let segment = unsafe { &*bytes.as_ptr().cast::<Segment>() };
+    segment.users.fetch_add(1, AcqRel);
+    let (max_age, stuck) = (clock.ticks(max_age_ns), clock.ticks(STUCK_NS));
+    let node = Node { segment, path, remove_when_last, pid: sys::pid(), clock, max_age, stuck };
+    Some(NODE.get_or_init(|| node))
+}
+
+/// At exit: detach; outside `aar run`, the last rank of the node removes the segment.
+pub fn leave() {
+    let Some(n) = NODE.get() else { return };
+    if n.pid != sys::pid() {
+        return;
+    }
+    if n.segment.users.fetch_sub(1, AcqRel) == 1 && n.remove_when_last {
+        // A rank attaching right now keeps its mapping of the removed file; ranks after it
+        // make a new one.
+        let _ = std::fs::remove_file(&n.path);
+    }
+}
+
+impl Node {
+    /// A reading of the node's counters: the segment's when it is young enough and newer than
+    /// `not_before` (when this rank's previous reading was taken, on the node's clock), else this
+    /// rank's own PAPI read, published for the others. Returns it with its source and the time
+    /// it was taken. Never waits, never allocates.
+    #[inline]
+    pub fn read(&self, papi: &mut Papi, not_before: u64) -> Result<(CounterSample, Source, u64), ReadFailure> {
+        let s = self.segment;
+        let now = self.clock.now();
+        let seq = s.seq.load(Acquire);
+        if seq & 1 == 0 {
+            if let Some((sample, taken)) = self.young_copy(seq, now, not_before) {
+                return Ok((sample, Source::Shared, taken));
+            }
+            let mine = claimed(seq, self.pid);
+            if s.seq.compare_exchange(seq, mine, Acquire, Relaxed).is_ok() {
+                return self.publish(papi, mine, now);
+            }
+        } else {
+            self.release_if_writer_died(seq, now);
+        }
+        // Another rank is writing right now: read our own rather than wait.
+        papi.read().map(|sample| (sample, Source::Own, now))
+    }
+
+    /// The segment's reading if it was taken at most `max_age` before `now`, after
+    /// `not_before`, and was not being rewritten while it was copied.
+    #[inline]
+    fn young_copy(&self, seq: u64, now: u64, not_before: u64) -> Option<(CounterSample, u64)> {
+        let s = self.segment;
+        let taken = s.taken.load(Acquire);
+        // A reading taken after `now` (by a rank that got there first) is younger still.
+        // One this rank already used (or an older one) would give an empty (or a negative) window.
+        if taken == 0 || taken <= not_before || now.saturating_sub(taken) > self.max_age {
+            return None;
+        }
+        let v: [i64; 5] = std::array::from_fn(|i| s.values[i].load(Relaxed));
+        let with_rsp_stalled = s.with_rsp_stalled.load(Relaxed) == 1;
+        fence(Acquire);
+        let sample = CounterSample {
+            req_flits: v[0],
+            req_stalled: v[1],
+            rsp_latency: v[2],
+            rsp_packets: v[3],
+            rsp_stalled: with_rsp_stalled.then_some(v[4]),
+        };
+        (s.seq.load(Relaxed) == seq).then_some((sample, taken))
+    }
+
+    /// Holding the write slot (`seq` is this rank's claim): read PAPI, publish, release.
+    fn publish(&self, papi: &mut Papi, seq: u64, now: u64) -> Result<(CounterSample, Source, u64), ReadFailure> {
+        let s = self.segment;
+        fence(Release);
+        let result = papi.read();
+        if let Ok(sample) = &result {
+            let v = [sample.req_flits, sample.req_stalled, sample.rsp_latency, sample.rsp_packets];
+            for (slot, x) in s.values.iter().zip(v.into_iter().chain([sample.rsp_stalled.unwrap_or(0)])) {
+                slot.store(x, Relaxed);
+            }
+            s.with_rsp_stalled.store(u64::from(sample.rsp_stalled.is_some()), Relaxed);
+            // After the values: a slot released for a dead writer never shows a young torn reading.
+            s.taken.store(now, Release);
+        }
+        // A CAS, not a store: if the slot was released for us as dead, someone else may hold it.
+        let _ = s.seq.compare_exchange(seq, released(seq), Release, Relaxed);
+        result.map(|sample| (sample, Source::Own, now))
+    }
+
+    /// A writer whose reading is [`STUCK_NS`] old and whose process has ended gives up the slot
+    /// (a live writer holds it for the microseconds of one PAPI read).
+    #[cold]
+    fn release_if_writer_died(&self, seq: u64, now: u64) {
+        let s = self.segment;
+        if now.saturating_sub(s.taken.load(Relaxed)) < self.stuck {
+            return;
+        }
+        if sys::process_ended((seq >> 32) as u32) {
+            s.taken.store(0, Relaxed);
+            let _ = s.seq.compare_exchange(seq, released(seq), Release, Relaxed);
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Variables launchers set to the number of ranks on this node.
+const LOCAL_SIZE_VARIABLES: [&str; 3] = ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"];
+
+/// How many ranks share this node's NIC: PMI's clique when the process has initialised PMI,
+/// else what the launcher's environment says, else 1.
+pub fn ranks_per_node() -> u32 {
+    sys::pmi_clique_size()
+        .or_else(|| {
+            LOCAL_SIZE_VARIABLES.iter().find_map(|v| std::env::var(v).ok().and_then(|s| s.trim().parse::<u32>().ok()))
+        })
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}

@@ -1,0 +1,228 @@
+//! Where each node sits in the Dragonfly: NIC address -> (group, router), for the per-destination
+//! state of the routing policy. The library cannot ask the network, so the table comes from a file:
+//! `AAR_TOPOLOGY`, else, under `aar run`, the table the launcher writes for the emulated job
+//! (`AAR_EMU_JOB_DIR/topology`). Without one, every destination is of one class, and the library
+//! says so once.
+//!
+//! The file (one parser, [`Topology`]'s `FromStr`) holds one node per line, in either form:
+//! - `NIC GROUP ROUTER`: three whole numbers (the NIC address decimal or `0x` hexadecimal), the
+//!   form a site writes from its own records;
+//! - a line of `xtprocadmin` output, `NID (HEX) NODENAME TYPE ...`, e.g.
+//!   `20 0x14 c0-0c0s5n0 compute up batch`: the NIC address is taken to be the NID, and the place
+//!   comes from the node name `c<column>-<row>c<chassis>s<slot>n<node>`: one router per slot of a
+//!   chassis (an Aries blade), one group per two neighbouring cabinets of a row (columns 2k and
+//!   2k+1, as an XC40 group of 6 chassis is built). Group and router numbers are then dense ids
+//!   in the order they appear sorted: only equality between them means anything.
+//!
+//! Blank lines, lines starting with `#` and the `NID` header are skipped.
+
+use crate::{diag, endpoints};
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+/// A node's place: its group and its router (Aries: its blade).
+pub type Location = (u32, u32);
+
+/// NIC address -> location, for the nodes a file lists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Topology {
+    nodes: BTreeMap<u32, Location>,
+}
+
+/// Dense ids for `keys`, in their sorted order.
+fn dense<K: Ord>(keys: impl Iterator<Item = K>) -> BTreeMap<K, u32> {
+    let mut keys: Vec<K> = keys.collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter().zip(0..).collect()
+}
+
+/// A node name `c<column>-<row>c<chassis>s<slot>n<node>` as (row, column, chassis, slot).
+fn cname(name: &str) -> Option<(u32, u32, u32, u32)> {
+    let rest = name.strip_prefix('c')?;
+    let (col, rest) = rest.split_once('-')?;
+    let (row, rest) = rest.split_once('c')?;
+    let (chassis, rest) = rest.split_once('s')?;
+    let (slot, node) = rest.split_once('n')?;
+    node.parse::<u32>().ok()?;
+    Some((row.parse().ok()?, col.parse().ok()?, chassis.parse().ok()?, slot.parse().ok()?))
+}
+
+/// A NIC address as Cray's job environment and tables write them: decimal, or hexadecimal after `0x`.
+pub fn nic_address(text: &str) -> Option<u32> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+impl FromStr for Topology {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mut explicit = BTreeMap::new();
+        // xtprocadmin lines: NIC -> (group key, router key), numbered densely at the end.
+        let mut named = BTreeMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with("NID") {
+                continue;
+            }
+            let bad = |why: &str| format!("line {}: {why}: {:?}", i + 1, line.chars().take(80).collect::<String>());
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let nic = fields.first().and_then(|f| nic_address(f)).ok_or_else(|| bad("no NIC address first"))?;
+            let seen = if let Some((row, col, chassis, slot)) = fields.get(2).and_then(|n| cname(n)) {
+                named.insert(nic, ((row, col / 2), (row, col, chassis, slot))).is_some()
+            } else if let [_, group, router] = fields[..] {
+                let (Ok(group), Ok(router)) = (group.parse::<u32>(), router.parse::<u32>()) else {
+                    return Err(bad("group and router must be whole numbers"));
+                };
+                explicit.insert(nic, (group, router)).is_some()
+            } else {
+                return Err(bad("expected NIC GROUP ROUTER, or xtprocadmin's NID (HEX) NODENAME ..."));
+            };
+            if seen || (explicit.contains_key(&nic) && named.contains_key(&nic)) {
+                return Err(bad("this NIC address is listed twice"));
+            }
+        }
+        let groups = dense(named.values().map(|(g, _)| *g));
+        let routers = dense(named.values().map(|(_, r)| *r));
+        let mut nodes = explicit;
+        nodes.extend(named.into_iter().map(|(nic, (g, r))| (nic, (groups[&g], routers[&r]))));
+        if nodes.is_empty() {
+            return Err("no node is listed".into());
+        }
+        Ok(Self { nodes })
+    }
+}
+
+impl Topology {
+    /// The place of the node with this NIC address, if the table lists it.
+    pub fn location(&self, nic: u32) -> Option<Location> {
+        self.nodes.get(&nic).copied()
+    }
+}
+
+/// The table this process uses, and what the one message about it says.
+static TABLE: OnceLock<Option<Topology>> = OnceLock::new();
+static NO_TABLE_SAID: AtomicBool = AtomicBool::new(false);
+
+/// Load the table (once, at initialisation): `AAR_TOPOLOGY`'s file, else the emulated job's.
+/// A file that cannot be read or parsed gets one warning naming it.
+pub fn load(variable: Option<&str>) -> Option<&'static Topology> {
+    TABLE
+        .get_or_init(|| {
+            let (path, from) = match variable {
+                Some(p) => (std::path::PathBuf::from(p), "AAR_TOPOLOGY"),
+                None => {
+                    let dir = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?;
+                    (std::path::Path::new(&dir).join("topology"), "the emulated job's topology")
+                }
+            };
+            let parsed = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| t.parse());
+            match parsed {
+                Ok(t) => Some(t),
+                Err(why) => {
+                    NO_TABLE_SAID.store(true, Ordering::Relaxed);
+                    diag::warn(&format!(
+                        "{from}=\"{}\" is not a usable node table ({why}); every destination is treated alike \
+                         (one class). Give a file of NIC GROUP ROUTER lines or xtprocadmin output.",
+                        path.display().to_string().escape_debug()
+                    ));
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// The table [`load`] loaded, if any.
+pub fn table() -> Option<&'static Topology> {
+    TABLE.get().and_then(Option::as_ref)
+}
+
+/// The (group, router) of the node with NIC address `nic`; `None` when no table is loaded or it
+/// does not list that node. The first time there is no table at all, the library says so once.
+pub fn location_of(nic: u32) -> Option<Location> {
+    match table() {
+        Some(t) => t.location(nic),
+        None => {
+            if !NO_TABLE_SAID.swap(true, Ordering::Relaxed) {
+                diag::warn(
+                    "no node table (AAR_TOPOLOGY is unset): every destination is treated alike (one class). \
+                     Set AAR_TOPOLOGY to a file of NIC GROUP ROUTER lines or xtprocadmin output.",
+                );
+            }
+            None
+        }
+    }
+}
+
+/// The NIC address the launcher gave this node (`PMI_GNI_LOC_ADDR`; the first of a `:`-separated
+/// list).
+pub fn local_nic_address() -> Option<u32> {
+    let v = std::env::var("PMI_GNI_LOC_ADDR").ok()?;
+    nic_address(v.split(':').next()?.trim())
+}
+
+/// This node's place, found once.
+static HERE: OnceLock<Option<Location>> = OnceLock::new();
+
+/// Where a post on endpoint `ep` goes from and to: (this node's place, its destination's place),
+/// for the routing policy's destination class; `None` (class unknown) when there is no table,
+/// the table lacks either node, or the library did not see the endpoint's `GNI_EpBind`.
+/// No lock, no allocation.
+#[allow(dead_code, reason = "the shim sets Message::class from it once the engine has DestinationClass")]
+#[inline]
+pub fn post_places(ep: usize) -> Option<(Location, Location)> {
+    let here = (*HERE.get_or_init(|| local_nic_address().and_then(location_of)))?;
+    Some((here, location_of(endpoints::remote_nic(ep)?)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_lines_give_their_places() {
+        let t: Topology = "# nic group router\n0x100 0 0\n257 0 1\n\n0x200 3 7\n".parse().unwrap();
+        assert_eq!(t.location(0x100), Some((0, 0)));
+        assert_eq!(t.location(0x101), Some((0, 1)));
+        assert_eq!(t.location(0x200), Some((3, 7)));
+        assert_eq!(t.location(0x300), None);
+    }
+
+    #[test]
+    fn xtprocadmin_output_groups_cabinet_pairs_and_blades() {
+        let text = "NID    (HEX)    NODENAME     TYPE    STATUS        MODE\n\
+                    20     0x14   c0-0c0s5n0  compute      up       batch\n\
+                    21     0x15   c0-0c0s5n1  compute      up       batch\n\
+                    30     0x1e   c1-0c2s0n0  compute      up       batch\n\
+                    40     0x28   c2-0c0s5n0  compute      up       batch\n";
+        let t: Topology = text.parse().unwrap();
+        let (a, b, c, d) =
+            (t.location(20).unwrap(), t.location(21).unwrap(), t.location(30).unwrap(), t.location(40).unwrap());
+        assert_eq!(a, b, "two nodes of one blade share the router");
+        assert_eq!(a.0, c.0, "cabinets c0-0 and c1-0 form one group");
+        assert_ne!(a.1, c.1);
+        assert_ne!(a.0, d.0, "c2-0 starts the next group");
+        assert_ne!(a.1, d.1, "the same slot in another group is another router");
+    }
+
+    #[test]
+    fn bad_tables_say_which_line() {
+        for (text, want) in [
+            ("0x100 0\n", "line 1"),
+            ("0x100 0 0\nzz 1 1\n", "line 2: no NIC address"),
+            ("0x100 0 0\n0x100 1 1\n", "listed twice"),
+            ("1 0x1 c0-0c0s0n0 compute\n1 2 3\n", "listed twice"),
+            ("12 0xc notaname compute up\n", "expected NIC GROUP ROUTER"),
+            ("# nothing\n", "no node"),
+            ("5 a b\n", "whole numbers"),
+        ] {
+            let e = text.parse::<Topology>().unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! One counter reader per node (`AAR_NODE_READING`): ranks that share a NIC share a reading
+//! through a segment in shared memory. Real processes under the real libaar.so and libpapi over
+//! the emulator: several ranks racing on one segment, a rank that exits while another still uses
+//! its reading, a reading too old to use, a writer that died holding the segment, and the segment
+//! removed when the last rank leaves.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A decision after every 64 KiB post and a read after every decision, so every post needs a
+/// reading.
+fn every_post_reads(l: Launch) -> Launch {
+    l.env("AAR_WINDOW", "1").env("AAR_SUMMARY", "0")
+}
+
+/// The driver as one rank of a job `job` on the node with NIC address 0x1234, of `ranks` ranks
+/// per node, without `aar run` (so each process can run its own script).
+fn rank(test: &str, job: &str, r: u32, ranks: u32, script: &str) -> Launch {
+    every_post_reads(Launch::driver(test, script))
+        .env("SLURM_JOB_ID", job)
+        .env("PMI_RANK", &r.to_string())
+        .env("PMI_GNI_LOC_ADDR", "0x1234")
+        .env("MPI_LOCALNRANKS", &ranks.to_string())
+}
+
+/// The job's segments in /dev/shm.
+fn segments(job: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(&format!("-{job}-0x1234-")))
+        .collect();
+    v.sort();
+    v
+}
+
+fn counters(rec: &Value) -> (u64, u64) {
+    (rec["counters"]["reads"].as_u64().unwrap(), rec["counters"]["shared_readings"].as_u64().unwrap())
+}
+
+/// Every reading a rank observed is accounted for once (its baseline and one per decision), and
+/// none took it back in time.
+fn check_accounting(rec: &Value) {
+    let (reads, shared) = counters(rec);
+    let decisions = rec["engine"]["decisions"].as_u64().unwrap();
+    assert_eq!(reads + shared, decisions + 1, "readings: {}", rec["counters"]);
+    assert_eq!(
+        rec["engine"]["windows_discarded_decreasing"], 0,
+        "a reading older than the rank's own: {}",
+        rec["engine"]
+    );
+}
+
+/// Two ranks, run step by step through files: the first takes a reading, exits, and the second
+/// still uses it; the segment goes when the second leaves. `age` is `AAR_NODE_READING`.
+fn two_ranks_in_turn(test: &str, age: &str) -> (Vec<Value>, Vec<PathBuf>) {
+    let job = format!("{test}-{}", std::process::id());
+    let steps = scratch(&format!("{test}-steps"));
+    let f = |name: &str| steps.join(name).display().to_string();
+    let first = format!("fma 64 1 0 touch {} waitfile {} rdma 65536 1 0", f("ready0"), f("ready1"));
+    let second =
+        format!("fma 64 1 0 touch {} waitfile {} waitfile {} rdma 65536 1 0", f("ready1"), f("ready0"), f("gone0"));
+    let r1 = rank(&format!("{test}-1"), &job, 1, 2, &second).env("AAR_NODE_READING", age);
+    let t1 = std::thread::spawn(move || r1.run());
+    let r0 = rank(&format!("{test}-0"), &job, 0, 2, &first).env("AAR_NODE_READING", age).run();
+    r0.assert_ok();
+    std::fs::write(f("gone0"), "").unwrap();
+    let r1 = t1.join().unwrap();
+    r1.assert_ok();
+    let recs: Vec<Value> = r0.records().into_iter().chain(r1.records()).collect();
+    assert_eq!(recs.len(), 2);
+    (recs, segments(&job))
+}
+
+#[test]
+fn a_rank_uses_the_reading_of_a_rank_that_has_exited_and_the_last_one_removes_the_segment() {
+    let (recs, left) = two_ranks_in_turn("node-in-turn", "1000ms");
+    let mut shared = 0;
+    for rec in &recs {
+        check_accounting(rec);
+        assert_eq!(rec["node"]["ranks_per_node"], 2, "{}", rec["node"]);
+        assert_eq!(rec["node"]["nic_address"], 0x1234);
+        assert!(rec["node"]["shared_reading"].as_str().unwrap().starts_with("/dev/shm/aar-node-"), "{}", rec["node"]);
+        shared += counters(rec).1;
+    }
+    // Whichever rank initialised first, one of them found a newer reading of the other: the
+    // second rank's at the first one's decision, or the first rank's (now ended) at the second's.
+    assert!(shared >= 1, "no reading was shared: {recs:?}");
+    assert!(left.is_empty(), "the segment outlived its last rank: {left:?}");
+    let path = recs[1]["node"]["shared_reading"].as_str().unwrap();
+    assert!(path.contains(&format!("-node-in-turn-{}-0x1234-", std::process::id())), "{path}");
+}
+
+#[test]
+fn a_reading_older_than_the_bound_is_never_used() {
+    let (recs, left) = two_ranks_in_turn("node-stale", "1ns");
+    for rec in &recs {
+        check_accounting(rec);
+        assert_eq!(counters(rec).1, 0, "a reading older than 1 ns was used: {}", rec["counters"]);
+    }
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn without_sharing_no_segment_is_made() {
+    for (age, ranks) in [("0", "4"), ("5us", "1")] {
+        let job = format!("node-off-{}-{age}-{ranks}", std::process::id());
+        let r = rank(&format!("node-off-{age}-{ranks}"), &job, 0, 1, "rdma 65536 10 0")
+            .env("AAR_NODE_READING", age)
+            .env("MPI_LOCALNRANKS", ranks)
+            .run();
+        r.assert_ok();
+        let rec = &r.records()[0];
+        assert_eq!(rec["node"]["shared_reading"], Value::Null, "AAR_NODE_READING={age}, {ranks} ranks");
+        assert_eq!(counters(rec), (11, 0));
+        assert!(segments(&job).is_empty());
+    }
+}
+
+#[test]
+fn a_writer_that_died_holding_the_segment_does_not_stop_the_others() {
+    let test = "node-dead-writer";
+    let job = format!("{test}-{}", std::process::id());
+    let steps = scratch(&format!("{test}-steps"));
+    let f = |name: &str| steps.join(name).display().to_string();
+    let script = format!(
+        "fma 64 1 0 touch {} waitfile {} rdma 65536 5 0 touch {} waitfile {}",
+        f("attached"),
+        f("go"),
+        f("done"),
+        f("end")
+    );
+    let launch = rank(test, &job, 0, 2, &script).env("AAR_NODE_READING", "1000ms");
+    let t = std::thread::spawn(move || launch.run());
+    wait_for(&steps.join("attached"));
+    let seg = segments(&job);
+    assert_eq!(seg.len(), 1, "{seg:?}");
+    // A process that has ended, as the writer: its pid in the sequence word (high half) with an
+    // odd sequence (low half), and a reading from long ago (the segment's first 16 bytes: the
+    // sequence word, then the reading's time in ns).
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let mut bytes = std::fs::read(&seg[0]).unwrap();
+    bytes[..8].copy_from_slice(&((u64::from(dead_pid) << 32) | 7).to_ne_bytes());
+    bytes[8..16].copy_from_slice(&1u64.to_ne_bytes());
+    std::fs::write(&seg[0], &bytes).unwrap();
+    std::fs::write(f("go"), "").unwrap();
+    wait_for(&steps.join("done"));
+    let after = std::fs::read(&seg[0]).unwrap();
+    let seq = u64::from_ne_bytes(after[..8].try_into().unwrap());
+    assert_eq!(seq >> 32, 0, "the dead writer still holds the segment: {seq:#x}");
+    assert_eq!(seq & 1, 0, "left odd: {seq:#x}");
+    assert!(seq as u32 > 7, "no reading was published after the release: {seq:#x}");
+    std::fs::write(f("end"), "").unwrap();
+    let r = t.join().unwrap();
+    r.assert_ok();
+    let rec = &r.records()[0];
+    check_accounting(rec);
+    assert_eq!(counters(rec).1, 0, "only this rank took readings");
+    assert!(segments(&job).is_empty());
+}
+
+/// Ranks of one node racing: `aar run` with 4 ranks to a node, every rank a reading per post,
+/// over the emulator's node-wide counters. No rank ever goes back in time, every reading is
+/// accounted for, and the segment lives in the job's folder.
+#[test]
+fn four_ranks_of_a_node_race_on_one_segment() {
+    let mut l = every_post_reads(Launch::driver("node-race", "rdma 65536 300 0")).env("AAR_NODE_READING", "1000ms");
+    let aar = aar_command().display().to_string();
+    l.wrapper = [aar.as_str(), "run", "-n", "8", "-N", "4", "--"].map(String::from).to_vec();
+    let r = l.run();
+    r.assert_ok();
+    let recs = r.records();
+    assert_eq!(recs.len(), 8);
+    let mut by_node = std::collections::BTreeMap::<u64, Vec<&Value>>::new();
+    for rec in &recs {
+        check_accounting(rec);
+        assert_eq!(rec["node"]["ranks_per_node"], 4, "{}", rec["node"]);
+        assert!(rec["engine"]["windows_valid"].as_u64().unwrap() > 0, "{}", rec["engine"]);
+        by_node.entry(rec["node"]["nic_address"].as_u64().unwrap()).or_default().push(rec);
+    }
+    assert_eq!(by_node.len(), 2);
+    for ranks in by_node.values() {
+        let paths: std::collections::BTreeSet<&str> =
+            ranks.iter().map(|r| r["node"]["shared_reading"].as_str().unwrap()).collect();
+        assert_eq!(paths.len(), 1, "one segment per node: {paths:?}");
+        assert!(paths.iter().all(|p| p.contains("/aar-job-")), "{paths:?}");
+    }
+    // The node table aar run writes places both nodes on router 0 of group 0 (4 nodes a router).
+    assert!(recs.iter().all(|r| r["node"]["location"] == serde_json::json!([0, 0])), "{recs:?}");
+}
+
+fn wait_for(path: &Path) {
+    for _ in 0..60_000 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+#[test]
+fn sharing_a_reading_allocates_nothing() {
+    // The program's own allocator counts while 64 KiB posts each make a decision and a read, with
+    // the segment and without it (each process alone on it: its own readings, published).
+    let count = |age: &str| {
+        let job = format!("node-allocs-{}-{age}", std::process::id());
+        let mut l =
+            rank(&format!("node-allocs-{age}"), &job, 0, 2, "rdma 65536 10 0 allocs 1 rdma 65536 2000 0 allocs 0")
+                .env("AAR_NODE_READING", age)
+                .unset("AAR_EMU_LOG");
+        l.program = program_with("driver", &["-DREENTER"]);
+        let r = l.run();
+        r.assert_ok();
+        let rec = &r.records()[0];
+        assert_eq!(rec["node"]["shared_reading"].is_string(), age != "0", "{}", rec["node"]);
+        stdout_field(&r.stdout, "allocations")
+    };
+    assert_eq!(count("1000ms"), count("0"), "the shared reading allocated on the decision path");
+}
