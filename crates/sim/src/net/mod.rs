@@ -158,6 +158,13 @@ pub struct Net {
     nic_out: Vec<u32>,
     nic_stall: Vec<[u64; 2]>,
     nic_ctr: Vec<NicRaw>,
+    // processor tiles (NIC inputs), per node * 2 + class: the input queue (head, tail; FIFO
+    // linked through `Pkt::next`), the output port chosen for its head (NONE: not routed yet),
+    // and per (node * 2 + class) * radix + output port: flits of this input inside the router
+    // bound for that output (at most `cfg.tile_buf`)
+    tile_q: Vec<[u32; 2]>,
+    tile_port: Vec<u32>,
+    tile_held: Vec<u16>,
     pub notes: Vec<Note>,
     pub raw: RawStats,
     pub totals: Totals,
@@ -226,6 +233,9 @@ impl Net {
             nic_out: vec![0; nn],
             nic_stall: vec![[u64::MAX; 2]; nn],
             nic_ctr: vec![NicRaw::default(); nn],
+            tile_q: if cfg.tile_buf > 0 { vec![[NONE; 2]; 2 * nn] } else { Vec::new() },
+            tile_port: if cfg.tile_buf > 0 { vec![NONE; 2 * nn] } else { Vec::new() },
+            tile_held: if cfg.tile_buf > 0 { vec![0; 2 * nn * radix as usize] } else { Vec::new() },
             notes: Vec::new(),
             raw: RawStats { win_start: 0, win_end: u64::MAX, ..Default::default() },
             totals: Totals::default(),
