@@ -54,7 +54,6 @@ const F_NONMIN: u8 = 8; // took a non-minimal decision
 #[derive(Clone, Copy, Default)]
 #[repr(align(64))]
 struct Pkt {
-    next: u32, // next packet in the wait list of the output port it requested
     inp: u32,  // input buffer (port id * nvc + vc) the packet occupies
     path: u32, // port classes of router-to-router hops taken, 2 bits per hop
     msg: u32,
@@ -106,6 +105,14 @@ pub struct Totals {
     pub hops: u64,
 }
 
+/// A packet's place in a wait list and what output arbitration needs of it.
+#[derive(Clone, Copy, Default)]
+struct Link {
+    next: u32,
+    flits: u8,
+    out_vc: u8,
+}
+
 /// State of one output port (one direction of a link), kept together for cache locality.
 #[derive(Clone, Copy)]
 struct PortState {
@@ -117,9 +124,15 @@ struct PortState {
     used: u32,
     /// flits of packets routed to this port and waiting for it
     waiting: u32,
-    /// wait list of packets that requested this port (FIFO, linked through `Pkt::next`)
+    /// wait list of packets that requested this port (FIFO, linked through `Net::pk_link`)
     wait_head: u32,
     wait_tail: u32,
+    /// VCs of the waiting packets and the fewest flits among them (a superset and a lower
+    /// bound, exact after a walk of the list that found nothing to send): when neither the
+    /// shared space nor any of these VCs has room for that many flits, nothing can go and the
+    /// list is not walked
+    waiting_vcs: u32,
+    waiting_min: u8,
     /// free shared buffer space (flits) of the input buffer at the far end, as known here
     shared: u32,
     /// class index (0 terminal, 1 row, 2 column, 3 global)
@@ -141,11 +154,17 @@ pub struct Net {
     ports: Vec<PortState>,
     // per port id * nvc + vc
     credits: Vec<u16>,
+    /// class index of each port index within a router (the same for every router)
+    port_cls: Vec<u8>,
     // channel timing by class index
     lat: [u64; 4],
     ft: [u64; 4],
     // packets and messages
     pk: Vec<Pkt>,
+    /// per packet: its link in the wait list of the output port it requested (or in its
+    /// processor tile's queue), apart from the packets so that walking a list reads this dense
+    /// array instead of one packet cache line per waiting packet
+    pk_link: Vec<Link>,
     pk_free: Vec<u32>,
     pub msgs: Vec<Msg>,
     msg_free: Vec<u32>,
@@ -215,13 +234,26 @@ impl Net {
                     let far = topo.peer[i];
                     let shared =
                         if cls == 0 || far == NONE { 0 } else { cfg.shared_buf[class_index(topo.class[far as usize])] };
-                    PortState { busy: 0, flits: 0, used: 0, waiting: 0, wait_head: NONE, wait_tail: NONE, shared, cls }
+                    PortState {
+                        busy: 0,
+                        flits: 0,
+                        used: 0,
+                        waiting: 0,
+                        wait_head: NONE,
+                        wait_tail: NONE,
+                        waiting_vcs: 0,
+                        waiting_min: u8::MAX,
+                        shared,
+                        cls,
+                    }
                 })
                 .collect(),
             credits,
+            port_cls: topo.class_of_port.iter().map(|&c| class_index(c) as u8).collect(),
             lat,
             ft,
             pk: Vec::new(),
+            pk_link: Vec::new(),
             pk_free: Vec::new(),
             msgs: Vec::new(),
             msg_free: Vec::new(),
@@ -316,6 +348,7 @@ impl Net {
             id
         } else {
             self.pk.push(Pkt::default());
+            self.pk_link.push(Link::default());
             (self.pk.len() - 1) as u32
         }
     }

@@ -2,7 +2,7 @@
 //! downstream virtual channel has room for the whole packet, the channel serializes it, and the
 //! credits go back upstream once its tail has left the input buffer.
 
-use super::{Net, EV_CREDIT, EV_EJECT, EV_FREE, EV_NIC_CREDIT, EV_ROUTE, F_DONE, F_GLOBAL, SHARED_BIT};
+use super::{Link, Net, EV_CREDIT, EV_EJECT, EV_FREE, EV_NIC_CREDIT, EV_ROUTE, F_DONE, F_GLOBAL, SHARED_BIT};
 use crate::topology::NONE;
 
 impl Net {
@@ -22,12 +22,12 @@ impl Net {
         if self.cfg.tile_buf > 0 && in_port % self.radix < self.p {
             // from a NIC: through the processor tile's FIFO input queue
             let k = self.tile_of(in_port, invc);
-            self.pk[pid as usize].next = NONE;
+            self.pk_link[pid as usize].next = NONE;
             let [head, tail] = self.tile_q[k];
             if head == NONE {
                 self.tile_q[k][0] = pid;
             } else {
-                self.pk[tail as usize].next = pid;
+                self.pk_link[tail as usize].next = pid;
             }
             self.tile_q[k][1] = pid;
             if head == NONE {
@@ -72,7 +72,7 @@ impl Net {
                 return; // head-of-line blocked until a packet of this tile leaves through `port`
             }
             *held += l;
-            let next = self.pk[pid as usize].next;
+            let next = self.pk_link[pid as usize].next;
             self.tile_q[k][0] = next;
             if next == NONE {
                 self.tile_q[k][1] = NONE;
@@ -85,12 +85,15 @@ impl Net {
     /// Packet `pid`, routed, requests output port `out` (port id).
     fn request(&mut self, out: u32, pid: u32) {
         let o = out as usize;
-        self.pk[pid as usize].next = NONE;
-        self.ports[o].waiting += self.pk[pid as usize].flits as u32;
+        let p = &self.pk[pid as usize];
+        self.pk_link[pid as usize] = Link { next: NONE, flits: p.flits, out_vc: p.out_vc };
+        self.ports[o].waiting += p.flits as u32;
+        self.ports[o].waiting_vcs |= 1 << p.out_vc;
+        self.ports[o].waiting_min = self.ports[o].waiting_min.min(p.flits);
         if self.ports[o].wait_tail == NONE {
             self.ports[o].wait_head = pid;
         } else {
-            self.pk[self.ports[o].wait_tail as usize].next = pid;
+            self.pk_link[self.ports[o].wait_tail as usize].next = pid;
         }
         self.ports[o].wait_tail = pid;
         self.try_alloc(out);
@@ -116,29 +119,50 @@ impl Net {
             return;
         }
         let term = self.ports[o].cls == 0;
+        let shared = self.ports[o].shared;
+        let base = port * self.nvc;
+        if !term {
+            let need = self.ports[o].waiting_min as u32;
+            let mut vcs = self.ports[o].waiting_vcs;
+            let mut room = shared >= need;
+            while vcs != 0 && !room {
+                room = self.credits[(base + vcs.trailing_zeros()) as usize] as u32 >= need;
+                vcs &= vcs - 1;
+            }
+            if !room {
+                return;
+            }
+        }
+        let (mut vcs, mut min) = (0u32, u8::MAX);
         let mut prev = NONE;
         let mut cur = self.ports[o].wait_head;
         while cur != NONE {
-            let p = &self.pk[cur as usize];
-            let nx = p.next;
-            let ok = term
-                || self.ports[o].shared >= p.flits as u32
-                || self.credits[(port * self.nvc + p.out_vc as u32) as usize] >= p.flits as u16;
+            let k = self.pk_link[cur as usize];
+            let ok =
+                term || shared >= k.flits as u32 || self.credits[(base + k.out_vc as u32) as usize] >= k.flits as u16;
             if ok {
                 if prev == NONE {
-                    self.ports[o].wait_head = nx;
+                    self.ports[o].wait_head = k.next;
                 } else {
-                    self.pk[prev as usize].next = nx;
+                    self.pk_link[prev as usize].next = k.next;
                 }
                 if self.ports[o].wait_tail == cur {
                     self.ports[o].wait_tail = prev;
                 }
+                if self.ports[o].wait_head == NONE {
+                    self.ports[o].waiting_vcs = 0;
+                    self.ports[o].waiting_min = u8::MAX;
+                }
                 self.grant(port, cur);
                 return;
             }
+            vcs |= 1 << k.out_vc;
+            min = min.min(k.flits);
             prev = cur;
-            cur = nx;
+            cur = k.next;
         }
+        self.ports[o].waiting_vcs = vcs;
+        self.ports[o].waiting_min = min;
     }
 
     fn grant(&mut self, port: u32, pid: u32) {
@@ -156,7 +180,7 @@ impl Net {
         // leave the input buffer; the credit goes back upstream once the tail has left
         let invc = p.inp;
         let in_port = invc >> self.vshift;
-        let in_cls = self.ports[in_port as usize].cls as usize;
+        let in_cls = self.port_cls[(in_port % self.radix) as usize] as usize;
         let back = end + self.lat[in_cls];
         let mut tile = None;
         if in_cls == 0 {
