@@ -311,6 +311,7 @@ impl Net {
                 return None;
             }
             let ev = self.heap.pop().unwrap();
+            self.touch_ahead();
             self.now = t;
             self.totals.events += 1;
             let data = ev.b & DATA_MASK;
@@ -337,6 +338,24 @@ impl Net {
             }
         }
         None
+    }
+
+    /// Loads the packet or port an event a few places ahead works on, so that its cache miss
+    /// overlaps the work of the events before it instead of stalling its own (the packets in
+    /// flight and the ports of a large network do not fit in the caches).
+    #[inline]
+    fn touch_ahead(&self) {
+        const AHEAD: usize = 6;
+        let Some(e) = self.heap.ahead(AHEAD) else { return };
+        match e.b >> KIND_SHIFT {
+            EV_ROUTE | EV_EJECT => {
+                std::hint::black_box(self.pk[e.a as usize].inp);
+            }
+            EV_FREE => {
+                std::hint::black_box(self.ports[e.a as usize].busy);
+            }
+            _ => {}
+        }
     }
 
     pub fn free_msg(&mut self, id: u32) {
