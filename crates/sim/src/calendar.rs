@@ -129,6 +129,13 @@ impl Calendar {
         Some(self.cur[self.pos - 1])
     }
 
+    /// The event `k` places after the next one, if it is already in the current bucket (for
+    /// touching its data ahead of time; no effect on the order).
+    #[inline]
+    pub fn ahead(&self, k: usize) -> Option<&Ev> {
+        self.cur.get(self.pos + k)
+    }
+
     /// Sorts the new current bucket by time, stably: events of the same time stay in insertion
     /// order. Its events differ only in the low `shift` bits of their time, so a counting sort
     /// over those does it in one pass when the bucket holds more events than it has ticks.

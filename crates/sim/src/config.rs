@@ -166,6 +166,14 @@ pub struct NetConfig {
     pub vc_buf: [u32; 4],
     /// Space shared by all virtual channels of an input port (used first), flits.
     pub shared_buf: [u32; 4],
+    /// Flits from one NIC input (an Aries processor tile) that may wait inside the router for one
+    /// output port: the row and column buffers its packets occupy on the way to that output. The
+    /// processor tile's input queue is FIFO per class: a head packet whose output has no such room
+    /// stays at the head and blocks the packets behind it, so a NIC whose packets keep asking for
+    /// a busy output is back-pressured (its stall counter moves). 0: no limit, every input is
+    /// virtual-output-queued (the Kim / BookSim2 configuration).
+    #[serde(default)]
+    pub tile_buf: u32,
     /// Max outstanding request packets (awaiting a response) per NIC.
     pub max_outstanding: u32,
     /// Adaptive decisions are re-evaluated at every source-group hop up to this hop index
@@ -176,6 +184,11 @@ pub struct NetConfig {
     /// Flits per packet of raw (synthetic, no response) traffic.
     pub raw_packet_flits: u32,
 }
+
+/// Flits a processor tile's packets may hold inside the router for one output port on the
+/// Aries-like network (`NetConfig::tile_buf`): one 64-byte PUT packet in the row buffer of the
+/// output's column and one in the column buffer of the output tile. Not published by Cray.
+pub const ARIES_TILE_BUF: u32 = 10;
 
 pub fn class_index(c: PortClass) -> usize {
     match c {
@@ -189,7 +202,12 @@ pub fn class_index(c: PortClass) -> usize {
 fn default_bias() -> [[Bias; 3]; N_MODES] {
     let none = Bias::new(1.0, 0);
     let small = Bias::new(1.0, 16);
-    let large = Bias::new(2.0, 48);
+    // High Bias: a non-minimal path only when the minimal port holds more than half an input
+    // buffer pool (128 flits) beyond twice the non-minimal port's load. Calibrated on one
+    // published observation (SC'19 Fig. 7: under High Bias an intra-group 4 MiB ping-pong stalls
+    // clearly more than under plain Adaptive): every value from ~80 flits up keeps that
+    // ping-pong on minimal paths; 48, the value before, let it divert before the NIC stalled.
+    let large = Bias::new(2.0, 128);
     [
         [none; 3],               // Min (unused)
         [none; 3],               // InOrder (unused)
@@ -218,6 +236,7 @@ impl NetConfig {
             router_delay: 3,
             vc_buf: [256, 256, 256, 256],
             shared_buf: [0, 0, 0, 0],
+            tile_buf: 0,
             max_outstanding: 1024,
             reeval_hops: 0,
             bias: default_bias(),
@@ -237,6 +256,7 @@ impl NetConfig {
             router_delay: 70_000,
             vc_buf: [5, 5, 5, 5],
             shared_buf: [256, 256, 256, 512],
+            tile_buf: ARIES_TILE_BUF,
             max_outstanding: 1024,
             reeval_hops: 2,
             bias: default_bias(),

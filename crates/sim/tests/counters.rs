@@ -109,3 +109,48 @@ fn outstanding_packets_are_capped() {
     assert_eq!(max, 4);
     assert_eq!(net.counters(0).rsp_packets, 64);
 }
+
+/// A NIC whose only buffer downstream (the router's input, one 64-byte packet) is full counts
+/// exactly the cycles its next request packet waits for that buffer's credit: for each packet
+/// after the first, the credit comes back 2 terminal latencies + 1 flit time + the router delay
+/// after the NIC finished the previous one (73 NIC cycles on the Aries-like network).
+#[test]
+fn a_nic_blocked_by_a_full_buffer_counts_exactly_the_blocked_cycles() {
+    let mut cfg = NetConfig::aries(1);
+    cfg.vc_buf[0] = 5;
+    cfg.shared_buf[0] = 0;
+    let per_packet = 2 * cfg.latency[0] + cfg.flit_time[0] + cfg.router_delay;
+    assert_eq!(per_packet % cfg.nic_cycle, 0);
+    for packets in [1u64, 2, 10, 40] {
+        let mut net = Net::new(cfg.clone(), 1);
+        net.post(0, 1, 64 * packets, Transfer::Put, Mode::Min, 0, 1, 0);
+        drain(&mut net);
+        let c = net.counters(0);
+        assert_eq!(c.req_flits, 5 * packets);
+        assert_eq!(c.req_stalled, (packets - 1) * per_packet / cfg.nic_cycle, "{packets} packets");
+    }
+}
+
+/// A NIC limited by its own outstanding-request window waits for responses, not for buffer
+/// space: it counts no stall, although it takes much longer than its injection time.
+#[test]
+fn a_nic_limited_by_its_window_counts_no_stall() {
+    let mut cfg = NetConfig::aries(1);
+    cfg.max_outstanding = 1;
+    let mut net = Net::new(cfg.clone(), 1);
+    let packets = 20u64;
+    net.post(0, 300, 64 * packets, Transfer::Put, Mode::Min, 0, 1, 0);
+    drain(&mut net);
+    let c = net.counters(0);
+    assert_eq!(c.rsp_packets, packets);
+    assert_eq!(c.req_stalled, 0);
+    let injection = packets * 5 * cfg.flit_time[0];
+    assert!(net.now > 10 * injection, "the window, not injection, set the pace: {} vs {injection}", net.now);
+    // the same transfer with a window of one and a one-packet buffer: the window binds first
+    cfg.vc_buf[0] = 5;
+    cfg.shared_buf[0] = 0;
+    let mut net = Net::new(cfg, 1);
+    net.post(0, 300, 64 * packets, Transfer::Put, Mode::Min, 0, 1, 0);
+    drain(&mut net);
+    assert_eq!(net.counters(0).req_stalled, 0);
+}

@@ -30,6 +30,8 @@ impl Net {
                 bad += 1;
             }
         }
+        bad += self.tile_held.iter().filter(|&&h| h != 0).count();
+        bad += self.tile_q.iter().filter(|q| **q != [crate::topology::NONE; 2]).count();
         for n in 0..self.nic_cred.len() {
             if self.nic_cred[n] != [self.cfg.vc_buf[0]; 2] || self.nic_shared[n] != self.cfg.shared_buf[0] {
                 bad += 1;

@@ -54,7 +54,6 @@ const F_NONMIN: u8 = 8; // took a non-minimal decision
 #[derive(Clone, Copy, Default)]
 #[repr(align(64))]
 struct Pkt {
-    next: u32, // next packet in the wait list of the output port it requested
     inp: u32,  // input buffer (port id * nvc + vc) the packet occupies
     path: u32, // port classes of router-to-router hops taken, 2 bits per hop
     msg: u32,
@@ -106,6 +105,14 @@ pub struct Totals {
     pub hops: u64,
 }
 
+/// A packet's place in a wait list and what output arbitration needs of it.
+#[derive(Clone, Copy, Default)]
+struct Link {
+    next: u32,
+    flits: u8,
+    out_vc: u8,
+}
+
 /// State of one output port (one direction of a link), kept together for cache locality.
 #[derive(Clone, Copy)]
 struct PortState {
@@ -117,9 +124,15 @@ struct PortState {
     used: u32,
     /// flits of packets routed to this port and waiting for it
     waiting: u32,
-    /// wait list of packets that requested this port (FIFO, linked through `Pkt::next`)
+    /// wait list of packets that requested this port (FIFO, linked through `Net::pk_link`)
     wait_head: u32,
     wait_tail: u32,
+    /// VCs of the waiting packets and the fewest flits among them (a superset and a lower
+    /// bound, exact after a walk of the list that found nothing to send): when neither the
+    /// shared space nor any of these VCs has room for that many flits, nothing can go and the
+    /// list is not walked
+    waiting_vcs: u32,
+    waiting_min: u8,
     /// free shared buffer space (flits) of the input buffer at the far end, as known here
     shared: u32,
     /// class index (0 terminal, 1 row, 2 column, 3 global)
@@ -141,11 +154,17 @@ pub struct Net {
     ports: Vec<PortState>,
     // per port id * nvc + vc
     credits: Vec<u16>,
+    /// class index of each port index within a router (the same for every router)
+    port_cls: Vec<u8>,
     // channel timing by class index
     lat: [u64; 4],
     ft: [u64; 4],
     // packets and messages
     pk: Vec<Pkt>,
+    /// per packet: its link in the wait list of the output port it requested (or in its
+    /// processor tile's queue), apart from the packets so that walking a list reads this dense
+    /// array instead of one packet cache line per waiting packet
+    pk_link: Vec<Link>,
     pk_free: Vec<u32>,
     pub msgs: Vec<Msg>,
     msg_free: Vec<u32>,
@@ -158,6 +177,13 @@ pub struct Net {
     nic_out: Vec<u32>,
     nic_stall: Vec<[u64; 2]>,
     nic_ctr: Vec<NicRaw>,
+    // processor tiles (NIC inputs), per node * 2 + class: the input queue (head, tail; FIFO
+    // linked through `Pkt::next`), the output port chosen for its head (NONE: not routed yet),
+    // and per (node * 2 + class) * radix + output port: flits of this input inside the router
+    // bound for that output (at most `cfg.tile_buf`)
+    tile_q: Vec<[u32; 2]>,
+    tile_port: Vec<u32>,
+    tile_held: Vec<u16>,
     pub notes: Vec<Note>,
     pub raw: RawStats,
     pub totals: Totals,
@@ -208,13 +234,26 @@ impl Net {
                     let far = topo.peer[i];
                     let shared =
                         if cls == 0 || far == NONE { 0 } else { cfg.shared_buf[class_index(topo.class[far as usize])] };
-                    PortState { busy: 0, flits: 0, used: 0, waiting: 0, wait_head: NONE, wait_tail: NONE, shared, cls }
+                    PortState {
+                        busy: 0,
+                        flits: 0,
+                        used: 0,
+                        waiting: 0,
+                        wait_head: NONE,
+                        wait_tail: NONE,
+                        waiting_vcs: 0,
+                        waiting_min: u8::MAX,
+                        shared,
+                        cls,
+                    }
                 })
                 .collect(),
             credits,
+            port_cls: topo.class_of_port.iter().map(|&c| class_index(c) as u8).collect(),
             lat,
             ft,
             pk: Vec::new(),
+            pk_link: Vec::new(),
             pk_free: Vec::new(),
             msgs: Vec::new(),
             msg_free: Vec::new(),
@@ -226,6 +265,9 @@ impl Net {
             nic_out: vec![0; nn],
             nic_stall: vec![[u64::MAX; 2]; nn],
             nic_ctr: vec![NicRaw::default(); nn],
+            tile_q: if cfg.tile_buf > 0 { vec![[NONE; 2]; 2 * nn] } else { Vec::new() },
+            tile_port: if cfg.tile_buf > 0 { vec![NONE; 2 * nn] } else { Vec::new() },
+            tile_held: if cfg.tile_buf > 0 { vec![0; 2 * nn * radix as usize] } else { Vec::new() },
             notes: Vec::new(),
             raw: RawStats { win_start: 0, win_end: u64::MAX, ..Default::default() },
             totals: Totals::default(),
@@ -269,6 +311,7 @@ impl Net {
                 return None;
             }
             let ev = self.heap.pop().unwrap();
+            self.touch_ahead();
             self.now = t;
             self.totals.events += 1;
             let data = ev.b & DATA_MASK;
@@ -297,6 +340,24 @@ impl Net {
         None
     }
 
+    /// Loads the packet or port an event a few places ahead works on, so that its cache miss
+    /// overlaps the work of the events before it instead of stalling its own (the packets in
+    /// flight and the ports of a large network do not fit in the caches).
+    #[inline]
+    fn touch_ahead(&self) {
+        const AHEAD: usize = 6;
+        let Some(e) = self.heap.ahead(AHEAD) else { return };
+        match e.b >> KIND_SHIFT {
+            EV_ROUTE | EV_EJECT => {
+                std::hint::black_box(self.pk[e.a as usize].inp);
+            }
+            EV_FREE => {
+                std::hint::black_box(self.ports[e.a as usize].busy);
+            }
+            _ => {}
+        }
+    }
+
     pub fn free_msg(&mut self, id: u32) {
         self.msg_free.push(id);
     }
@@ -306,6 +367,7 @@ impl Net {
             id
         } else {
             self.pk.push(Pkt::default());
+            self.pk_link.push(Link::default());
             (self.pk.len() - 1) as u32
         }
     }

@@ -193,7 +193,6 @@ impl Net {
         let bits = self.path_bits(m.mode, m.src, m.dst);
         let pid = self.alloc_pkt();
         self.pk[pid as usize] = Pkt {
-            next: NONE,
             inp: NONE,
             path: 0,
             msg: mid,
@@ -240,7 +239,6 @@ impl Net {
             p.hop = 0;
             p.flags = 0;
             p.shared = shared as u8;
-            p.next = NONE;
             p.tail_at = end + self.lat[0];
             p.path = 0;
             p.inp = port * self.nvc + vc;

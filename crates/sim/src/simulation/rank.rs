@@ -10,6 +10,7 @@ use crate::net::{NicCounters, Note};
 use crate::record::{RankIteration, RankRecord, RANK_SCHEMA};
 use crate::workload::{Phase, Workload};
 use aar_engine::{AbOrder, AbSchedule, CounterSample, Engine, EngineConfig, LatencyUnit, Message, Transfer};
+use std::collections::HashMap;
 
 pub(super) struct Rank {
     pub(super) job: usize,
@@ -18,8 +19,10 @@ pub(super) struct Rank {
     pub(super) phase: usize,
     pub(super) iter: u32,
     pub(super) pending_sends: u32,
-    pub(super) remaining: Vec<(u32, u32)>,
-    pub(super) arrived: Vec<(u32, u32)>,
+    /// messages (source rank, tagged) the current phase still expects, with their count
+    pub(super) remaining: HashMap<(u32, u32), u32>,
+    /// messages that arrived before the phase expecting them started, with their count
+    pub(super) arrived: HashMap<(u32, u32), u32>,
     pub(super) iter_start: u64,
     pub(super) iter_ctr: NicCounters,
     /// messages and bytes posted in the current iteration, by mode
@@ -50,6 +53,16 @@ pub(super) struct Job {
     pub(super) iter_max: Vec<u64>,
     /// per recorded iteration: (stall ratio, latency cycles) of rank 0's NIC window
     pub(super) iter_ctr: Vec<(f64, f64)>,
+}
+
+/// Removes one `key` from a multiset; false if it holds none.
+fn take(set: &mut HashMap<(u32, u32), u32>, key: (u32, u32)) -> bool {
+    let Some(n) = set.get_mut(&key) else { return false };
+    *n -= 1;
+    if *n == 0 {
+        set.remove(&key);
+    }
+    true
 }
 
 fn tag_of(iter: u32, tag: u32) -> u32 {
@@ -103,8 +116,8 @@ impl Simulation {
                 phase: 0,
                 iter: 0,
                 pending_sends: 0,
-                remaining: Vec::new(),
-                arrived: Vec::new(),
+                remaining: HashMap::new(),
+                arrived: HashMap::new(),
                 iter_start: 0,
                 iter_ctr: NicCounters::default(),
                 iter_msgs: [0; N_MODES],
@@ -146,11 +159,10 @@ impl Simulation {
                 let r = msg.dst_rank as usize;
                 let key = (msg.src_rank, msg.tag);
                 let rk = &mut self.ranks[r];
-                if let Some(i) = rk.remaining.iter().position(|&k| k == key) {
-                    rk.remaining.swap_remove(i);
+                if take(&mut rk.remaining, key) {
                     self.check_phase(r);
                 } else {
-                    rk.arrived.push(key);
+                    *rk.arrived.entry(key).or_default() += 1;
                 }
             }
             Note::Completed(m) => {
@@ -206,15 +218,12 @@ impl Simulation {
         let default_mode = if alltoall { Mode::Adaptive1 } else { self.jobs[job].default_mode };
         {
             let rk = &mut self.ranks[r];
-            rk.remaining = ph.recvs.iter().map(|&(s, t)| (first + s, tag_of(iter, t))).collect();
-            // messages that arrived before this phase started
-            let mut i = 0;
-            while i < rk.remaining.len() {
-                if let Some(j) = rk.arrived.iter().position(|&k| k == rk.remaining[i]) {
-                    rk.arrived.swap_remove(j);
-                    rk.remaining.swap_remove(i);
-                } else {
-                    i += 1;
+            rk.remaining.clear();
+            for &(s, t) in &ph.recvs {
+                let key = (first + s, tag_of(iter, t));
+                // a message that arrived before this phase started is not waited for
+                if !take(&mut rk.arrived, key) {
+                    *rk.remaining.entry(key).or_default() += 1;
                 }
             }
             rk.pending_sends = sends.len() as u32;
