@@ -285,9 +285,9 @@ impl Supervisor {
     }
 
     /// Read what rank `r` sent and answer its complete messages (a rank that waits for an
-    /// answer sends nothing more, so one read per wake-up keeps up).
-    fn serve(&mut self, r: usize) {
-        let Some(conn) = self.ranks[r].conn.as_mut() else { return };
+    /// answer sends nothing more, so one read per wake-up keeps up). Whether anything was read.
+    fn serve(&mut self, r: usize) -> bool {
+        let Some(conn) = self.ranks[r].conn.as_mut() else { return false };
         let mut buf = [0u8; 4096];
         // SAFETY: a zero-timeout poll of one live pollfd, to read only when it would not block.
         let ready = unsafe {
@@ -295,12 +295,12 @@ impl Supervisor {
             libc::poll(&mut p, 1, 0) > 0
         };
         if !ready {
-            return;
+            return false;
         }
         match conn.read(&mut buf) {
             Ok(0) | Err(_) => {
                 self.ranks[r].conn = None;
-                return;
+                return false;
             }
             Ok(n) => self.ranks[r].pending.extend_from_slice(&buf[..n]),
         }
@@ -319,6 +319,7 @@ impl Supervisor {
             eprintln!("aar run: rank {r} sent more than {MAX_LINE} bytes without a newline: not PMI; its PMI connection is closed.");
             self.ranks[r].conn = None;
         }
+        true
     }
 
     fn answer(&mut self, r: usize, msg: &Message) {
@@ -350,6 +351,13 @@ impl Supervisor {
                 continue;
             }
             let Ok(Some(status)) = self.ranks[r].child.try_wait() else { continue };
+            // What the rank sent just before it ended (PMI_Abort, then exit) says more than its
+            // exit status; bounded, in case a child it left behind keeps the socket open.
+            for _ in 0..16 {
+                if !self.serve(r) {
+                    break;
+                }
+            }
             self.ranks[r].status = Some(status);
             let pid = self.ranks[r].child.id();
             if let Some(sig) = status.signal() {
