@@ -36,6 +36,11 @@ pub struct SteadyConfig {
     pub hysteresis: f64,
     /// Decisions of a class on one side before it may switch again.
     pub min_dwell: u32,
+    /// What a switch costs, µs: the counter read before the new side's first message and the
+    /// windows the class must measure again. A class switches only when the estimated saving
+    /// over its dwell (`min_dwell` messages like this one) exceeds it, so latency-bound
+    /// messages, whose modes differ by fractions of a microsecond, do not switch on noise.
+    pub switch_cost_us: f64,
     /// The dwell doubles at each reversal (a switch less than 4 dwells after the previous one),
     /// up to this; a switch after a longer stay starts again from [`SteadyConfig::min_dwell`].
     pub max_dwell: u32,
@@ -62,6 +67,7 @@ impl Default for SteadyConfig {
         Self {
             hysteresis: 0.1,
             min_dwell: 4,
+            switch_cost_us: 2.0,
             max_dwell: 64,
             smoothing: 0.3,
             recent_windows: 8,
@@ -201,7 +207,8 @@ impl Steady {
         let k = f64::from(cfg.ranks_per_node.max(1));
         let t_in_use = shared_message_time_us(flits, packets, in_use, k);
         let t_other = shared_message_time_us(flits, packets, other, k);
-        let wants_switch = t_other < t_in_use * (1.0 - cfg.steady.hysteresis);
+        let saving = (t_in_use - t_other) * f64::from(cfg.steady.min_dwell.max(1));
+        let wants_switch = t_other < t_in_use * (1.0 - cfg.steady.hysteresis) && saving > cfg.steady.switch_cost_us;
         // `since_switch` counts this decision: a switch at decision i allows the next at i + dwell.
         let may_switch = st.since_switch > st.dwell;
         let mut choice = SteadyChoice { side: st.side, window: Some(in_use), held: false, calibrated };

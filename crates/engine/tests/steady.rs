@@ -94,6 +94,19 @@ fn hysteresis_keeps_the_mode_when_the_other_is_only_slightly_faster() {
     assert_eq!(r.e.stats().switches_to_low_stall, 1);
 }
 
+#[test]
+fn a_switch_must_save_more_than_it_costs() {
+    // 1 KiB PUT: p = 16, f = 80, rounds 1, f · 1.25 ns = 0.1 µs; λ = 0.8 (Adaptive 20 % faster).
+    //   L = 1.4: T = 1.5 against 1.12 + 0.1 = 1.22 (0.81), saving 0.28 µs × 4 decisions = 1.12
+    //   µs < 2 µs: stays. L = 10: 10.1 against 8.1, saving 8 µs: switches.
+    let msg = put(1024, DestinationClass::SameGroup);
+    for (latency, want) in [(1.4, AD3), (10.0, AD0)] {
+        let mut r = Rig::new(EngineConfig { lambda: 0.8, ..one() });
+        r.window(Policy::Fixed(AD3), msg, latency, 0.0);
+        assert_eq!(r.decide(msg).mode, Some(want), "L = {latency}");
+    }
+}
+
 /// Windows that always make the side in use look worse than the other by more than the
 /// hysteresis, the paper's estimate in force (no recent measurement of the other side, no
 /// calibration): the model wants to switch at every decision.
@@ -354,7 +367,7 @@ proptest! {
             1..1500,
         ),
     ) {
-        let steady = SteadyConfig { min_dwell, max_dwell: 8 * min_dwell, hysteresis, ..SteadyConfig::default() };
+        let steady = SteadyConfig { min_dwell, max_dwell: 8 * min_dwell, hysteresis, switch_cost_us: 0.0, ..SteadyConfig::default() };
         let cfg = EngineConfig { policy: Policy::Steady, window_decisions: window, steady, ..EngineConfig::default() };
         let mut e = Engine::new(cfg);
         e.observe(CounterSample::default());
