@@ -350,6 +350,8 @@ mod tests {
         let parse = |s: &str| s.parse::<PolicySpec>();
         assert_eq!(parse("auto"), Ok(PolicySpec::Auto));
         assert_eq!(parse("paper"), Ok(PolicySpec::Auto));
+        assert_eq!(parse("Steady"), Ok(PolicySpec::Steady));
+        assert_eq!(PolicySpec::Steady.engine_policy(), Some(Policy::Steady));
         assert_eq!(parse("default"), Ok(PolicySpec::Off));
         assert_eq!(parse("ADAPTIVE_3"), Ok(PolicySpec::Fixed(Mode::Adaptive3)));
         assert_eq!(parse("min_hash"), Ok(PolicySpec::Fixed(Mode::Min)));
