@@ -149,7 +149,7 @@ pub(crate) struct SteadyChoice {
     pub window: Option<Window>,
     /// The model wanted the other side but the dwell held the class.
     pub held: bool,
-    /// λ and σ came from calibration.
+    /// λ or σ (or both) came from calibration.
     pub calibrated: bool,
 }
 
@@ -229,9 +229,9 @@ impl Steady {
         choice
     }
 
-    /// A valid window: attributed to `class` (when one class dominated it) and to the node-wide
-    /// state (when every decision in it was on one side). `bytes_per_message` is the class's
-    /// mean decided message size in the window.
+    /// A valid window: attributed to `class` (when one class dominated it: the class, its side
+    /// and its mean decided message size in the window) and to the node-wide state on
+    /// `node_side` (when every decision in the window was on one side).
     pub fn observe(
         &mut self,
         cfg: &SteadyConfig,
