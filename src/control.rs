@@ -64,6 +64,7 @@ fn policy_code(p: Policy) -> u32 {
         Policy::Auto => 0,
         Policy::Fixed(m) => 1 + m.index() as u32,
         Policy::Off => 5,
+        Policy::Steady => 6,
     }
 }
 
@@ -72,6 +73,7 @@ pub fn policy(word: u32) -> Policy {
     match (word & POLICY_MASK) >> POLICY_SHIFT {
         0 => Policy::Auto,
         c @ 1..=4 => Policy::Fixed(RoutingMode::ALL[c as usize - 1]),
+        6 => Policy::Steady,
         _ => Policy::Off,
     }
 }
@@ -151,11 +153,7 @@ pub fn policy_name(w: u32) -> &'static str {
     if w & ENABLED == 0 {
         return "paused";
     }
-    match policy(w) {
-        Policy::Auto => "auto",
-        Policy::Fixed(m) => m.name(),
-        Policy::Off => "off",
-    }
+    policy(w).name()
 }
 
 #[cfg(test)]
@@ -164,7 +162,8 @@ mod tests {
 
     #[test]
     fn words_round_trip_every_policy() {
-        let policies = [Policy::Auto, Policy::Off].into_iter().chain(RoutingMode::ALL.map(Policy::Fixed));
+        let policies =
+            [Policy::Auto, Policy::Steady, Policy::Off].into_iter().chain(RoutingMode::ALL.map(Policy::Fixed));
         for p in policies {
             for (ready, enabled, trace) in
                 [(true, true, false), (true, false, false), (false, true, false), (true, true, true)]

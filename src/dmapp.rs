@@ -29,7 +29,7 @@ use crate::tally::{self, Api, Count, OTHER};
 use crate::{diag, init, state, trace};
 use aar_abi::dmapp::*;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{Message, Reason, RoutingMode, Transfer};
+use aar_engine::{DestinationClass, Message, Reason, RoutingMode, Transfer};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -220,7 +220,12 @@ fn route_call(
     let requested = t.dir(d);
     let call = Call {
         api: Api::Dmapp,
-        msg: Message { bytes: shape.bytes, transfer: shape.kind.transfer(), endpoint: shape.endpoint },
+        msg: Message {
+            bytes: shape.bytes,
+            transfer: shape.kind.transfer(),
+            endpoint: shape.endpoint,
+            class: DestinationClass::Unknown,
+        },
         messages: shape.messages,
     };
     let apply = |mode: Option<RoutingMode>| {

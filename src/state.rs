@@ -202,7 +202,7 @@ pub fn counters_unavailable(why: &str, cfg: &mut EngineConfig) -> String {
     // has no window to decide from and routes like a message below the threshold.
     if let Some(ab) = settings().and_then(|s| s.ab.as_ref()) {
         let m = cfg.low_latency_mode;
-        return if ab.0.contains(&Policy::Auto) {
+        return if ab.0.iter().any(|p| p.is_automatic()) {
             format!(
                 "{why}. The A/B policy auto needs the NIC counters: in its iterations every adaptive message uses {m}; \
                  the other policies are unaffected. Load PAPI (e.g. module load papi), or set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS."
@@ -212,7 +212,7 @@ pub fn counters_unavailable(why: &str, cfg: &mut EngineConfig) -> String {
         };
     }
     match cfg.policy {
-        Policy::Auto => {
+        Policy::Auto | Policy::Steady => {
             let m = cfg.low_latency_mode;
             cfg.policy = Policy::Fixed(m);
             format!(

@@ -15,7 +15,7 @@ use crate::trylock::Inside;
 use crate::{diag, init, sys, trace};
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{requested_mode, with_mode, Message, Policy, Reason, RoutingMode, Transfer};
+use aar_engine::{requested_mode, with_mode, DestinationClass, Message, Reason, RoutingMode, Transfer};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -142,8 +142,9 @@ unsafe fn route_post(
     // SAFETY: non-null (checked by the caller) and valid per uGNI's contract.
     let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
     let transfer = Transfer::of_post_type(post_type);
-    let call =
-        Call { api: tally::Api::Ugni, msg: Message { bytes, transfer, endpoint: ep as usize as u64 }, messages: 1 };
+    // No NIC-address mapping in the shim yet: one class for every destination.
+    let msg = Message { bytes, transfer, endpoint: ep as usize as u64, class: DestinationClass::Unknown };
+    let call = Call { api: tally::Api::Ugni, msg, messages: 1 };
     let apply = |m: Option<RoutingMode>| match m {
         Some(m) => {
             // SAFETY: as above; only the routing byte changes.
@@ -198,7 +199,7 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
         return forward(addr);
     }
     let class_reason = |w: u32| match control::below_threshold_mode(w) {
-        Some(m) => (m.index(), if control::policy(w) == Policy::Auto { Reason::Smsg } else { Reason::Fixed }, Some(m)),
+        Some(m) => (m.index(), if control::policy(w).is_automatic() { Reason::Smsg } else { Reason::Fixed }, Some(m)),
         None => (CALLER_SMSG, Reason::Passthrough, None),
     };
     if w & FAST != 0 && NICS.steered_for(w) {

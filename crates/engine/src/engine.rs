@@ -1,8 +1,10 @@
 //! The per-rank decision state machine: the paper's Algorithm 1 in both directions.
 
+use crate::class::DestinationClass;
 use crate::mode::RoutingMode;
 use crate::model::{message_time_us, packets, request_flits, Transfer, Window};
 use crate::settings::EngineConfig;
+use crate::steady::{scale, Steady};
 
 /// What chooses routing modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -11,6 +13,9 @@ use crate::settings::EngineConfig;
 pub enum Policy {
     /// De Sensi et al.'s algorithm: counters and cost model decide at each threshold crossing.
     Auto,
+    /// The paper's cost model with hysteresis, a dwell that grows with reversals, state per
+    /// destination class, learned λ and σ and a shared-NIC flit term ([`crate::steady`]).
+    Steady,
     /// Every adaptive request gets this mode.
     Fixed(RoutingMode),
     /// Observe only: count and read counters, never rewrite.
@@ -24,19 +29,28 @@ impl Policy {
     #[inline]
     pub const fn below_threshold(self, low_latency: RoutingMode) -> (Option<RoutingMode>, Reason) {
         match self {
-            Policy::Auto => (Some(low_latency), Reason::Threshold),
+            Policy::Auto | Policy::Steady => (Some(low_latency), Reason::Threshold),
             Policy::Fixed(m) => (Some(m), Reason::Fixed),
             Policy::Off => (None, Reason::Passthrough),
         }
     }
 
-    /// The name records, traces and `aar_policy_name()` use: `auto`, `off` or the mode's name.
+    /// The name records, traces and `aar_policy_name()` use: `auto`, `steady`, `off` or the
+    /// mode's name.
     pub const fn name(self) -> &'static str {
         match self {
             Policy::Auto => "auto",
+            Policy::Steady => "steady",
             Policy::Off => "off",
             Policy::Fixed(m) => m.name(),
         }
+    }
+}
+
+impl Policy {
+    /// Whether the policy chooses modes from the counters (`auto`, `steady`): it needs them.
+    pub const fn is_automatic(self) -> bool {
+        matches!(self, Policy::Auto | Policy::Steady)
     }
 }
 
@@ -44,10 +58,11 @@ impl core::str::FromStr for Policy {
     type Err = String;
 
     /// The names users give a policy, in `AAR_MODE`, `AAR_AB` and `aar sim --policy`: `auto`
-    /// (or `paper`), `off` (or `observe`), or an adaptive mode in either spelling.
+    /// (or `paper`), `steady`, `off` (or `observe`), or an adaptive mode in either spelling.
     fn from_str(text: &str) -> Result<Policy, String> {
         match text.trim().to_ascii_lowercase().as_str() {
             "auto" | "paper" => Ok(Policy::Auto),
+            "steady" => Ok(Policy::Steady),
             "off" | "observe" => Ok(Policy::Off),
             _ => text
                 .parse()
@@ -66,6 +81,9 @@ pub struct Message {
     pub transfer: Transfer,
     /// Opaque destination identity (an endpoint handle), used to match fresh observations.
     pub endpoint: u64,
+    /// Where the destination is relative to the sender ([`DestinationClass::Unknown`] without a
+    /// topology mapping).
+    pub class: DestinationClass,
 }
 
 /// Cumulative NIC counter values read at one instant, as PAPI returns them.
@@ -187,6 +205,14 @@ pub struct EngineStats {
     pub window_latency_us_sum: f64,
     /// Sum of the stall ratios of valid windows.
     pub window_stall_ratio_sum: f64,
+    /// Counter samples taken (every [`Engine::observe`]).
+    pub counter_reads: u64,
+    /// `steady`: valid windows attributed to one destination class.
+    pub windows_class_attributed: u64,
+    /// `steady`: decisions whose switch the dwell held back.
+    pub switches_held: u64,
+    /// `steady`: decisions made with learned λ and σ.
+    pub decisions_calibrated: u64,
 }
 
 /// The cumulative-size rule: `sum` plus the message's `bytes` (saturating), and whether that
@@ -204,16 +230,18 @@ pub const fn accumulate(sum: u64, bytes: u64, threshold: u64) -> (u64, bool) {
 
 /// The two sides of the paper's decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Side {
+pub(crate) enum Side {
+    /// High Bias.
     LowLatency,
+    /// Plain Adaptive.
     LowStall,
 }
 
 impl Side {
-    const fn index(self) -> usize {
+    pub(crate) const fn index(self) -> usize {
         self as usize
     }
-    const fn other(self) -> Side {
+    pub(crate) const fn other(self) -> Side {
         match self {
             Side::LowLatency => Side::LowStall,
             Side::LowStall => Side::LowLatency,
@@ -240,6 +268,27 @@ struct OpenWindow {
     /// The last message decided in the window, to match fresh observations.
     endpoint: u64,
     bytes: u64,
+    /// Per destination class: decided bytes, decisions, side, and whether its side changed
+    /// without a read (`steady` attributes windows by class).
+    class_bytes: [u64; 4],
+    class_decisions: [u32; 4],
+    class_side: [Option<Side>; 4],
+    class_mixed: [bool; 4],
+}
+
+impl OpenWindow {
+    /// The class that decided at least `dominance` of the window's decided bytes, all on one
+    /// side, with that side and its mean decided message size.
+    fn dominant_class(&self, dominance: f64) -> Option<(DestinationClass, Side, u64)> {
+        let total: u64 = self.class_bytes.iter().sum();
+        let c = (0..4).max_by_key(|&c| self.class_bytes[c])?;
+        let share = self.class_bytes[c] as f64 / total.max(1) as f64;
+        if total == 0 || share < dominance || self.class_mixed[c] {
+            return None;
+        }
+        let side = self.class_side[c]?;
+        Some((DestinationClass::ALL[c], side, self.class_bytes[c] / u64::from(self.class_decisions[c].max(1))))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -256,6 +305,7 @@ pub struct Engine {
     /// Latest valid window and the side that was in use while it was measured.
     last: Option<(Window, Side)>,
     fresh: [Option<Fresh>; 2],
+    steady: Steady,
     stats: EngineStats,
 }
 
@@ -263,6 +313,7 @@ impl Engine {
     /// An engine in its initial state: High Bias in use, no window yet.
     pub fn new(cfg: EngineConfig) -> Self {
         Self {
+            steady: Steady::new(&cfg.steady),
             cfg,
             cumulative: 0,
             in_use: Some(Side::LowLatency),
@@ -288,6 +339,12 @@ impl Engine {
     /// Start the statistics over (a forked child reports its own decisions only).
     pub fn reset_stats(&mut self) {
         self.stats = EngineStats::default();
+    }
+
+    /// `steady`: the (λ, σ) a decision for `class` and a message of `bytes` uses, and whether
+    /// they were learned (else they are [`EngineConfig::lambda`] and [`EngineConfig::sigma`]).
+    pub fn calibration(&self, class: DestinationClass, bytes: u64) -> (f64, f64, bool) {
+        self.steady.calibration(&self.cfg, class, bytes)
     }
 
     /// The latest valid counter window.
@@ -373,43 +430,83 @@ impl Engine {
                     }
                 };
                 if self.in_use != Some(side) {
-                    match side {
-                        Side::LowLatency => self.stats.switches_to_low_latency += 1,
-                        Side::LowStall => self.stats.switches_to_low_stall += 1,
-                    }
+                    self.count_switch(side);
                 }
-                d.mode = Some(match side {
-                    Side::LowLatency => self.cfg.low_latency_mode,
-                    Side::LowStall if in_alltoall => {
-                        d.reason = Reason::Alltoall;
-                        self.cfg.alltoall_mode
-                    }
-                    Side::LowStall => self.cfg.low_stall_mode,
-                });
+                self.route(side, in_alltoall, &mut d);
                 Some(side)
+            }
+            Policy::Steady => {
+                let before = self.steady.side(msg.class);
+                let c = self.steady.choose(&self.cfg, msg.class, msg.bytes, flits, packets);
+                d.window = c.window;
+                d.reason = if c.window.is_some() { Reason::Model } else { Reason::Threshold };
+                self.stats.decisions_model += u64::from(c.window.is_some());
+                self.stats.switches_held += u64::from(c.held);
+                self.stats.decisions_calibrated += u64::from(c.calibrated);
+                if c.side != before {
+                    self.count_switch(c.side);
+                }
+                self.route(c.side, in_alltoall, &mut d);
+                Some(c.side)
             }
         };
         self.in_use = side;
         d.read_before = self.add_to_window(side, msg);
-        d.read_counters = self.last.is_none() || self.open.decisions >= self.cfg.window_decisions.max(1);
+        d.read_counters = match self.cfg.policy {
+            Policy::Steady => {
+                self.stats.windows_valid == 0 || self.open.decisions >= self.steady.window_decisions(&self.cfg)
+            }
+            _ => self.last.is_none() || self.open.decisions >= self.cfg.window_decisions.max(1),
+        };
         d
+    }
+
+    fn count_switch(&mut self, to: Side) {
+        match to {
+            Side::LowLatency => self.stats.switches_to_low_latency += 1,
+            Side::LowStall => self.stats.switches_to_low_stall += 1,
+        }
+    }
+
+    /// The mode of a side, and the reason when the alltoall mode replaces the low-stall one.
+    fn route(&self, side: Side, in_alltoall: bool, d: &mut Decision) {
+        d.mode = Some(match side {
+            Side::LowLatency => self.cfg.low_latency_mode,
+            Side::LowStall if in_alltoall => {
+                d.reason = Reason::Alltoall;
+                self.cfg.alltoall_mode
+            }
+            Side::LowStall => self.cfg.low_stall_mode,
+        });
     }
 
     /// Count a decision into the open window. A window holds one side only: when the side
     /// changes, the old window is closed before this message is sent (returns true: read now).
+    /// Under `steady` the side is per destination class, and only a change of the side of the
+    /// message's class closes the window.
     fn add_to_window(&mut self, side: Option<Side>, msg: &Message) -> bool {
+        let c = msg.class.index();
         if self.closing.take().is_some() {
             // The read asked for at the last side change never came: the windows run together.
             self.open.mixed = true;
+            self.open.class_mixed = [true; 4];
         }
         let switching = self.open.decisions > 0 && self.open.side != side;
-        let read_before = switching && self.cfg.window_decisions > 1 && !self.open.mixed;
+        let class_switching = self.open.class_decisions[c] > 0 && self.open.class_side[c] != side;
+        let read_before = match self.cfg.policy {
+            Policy::Steady => class_switching && !self.open.class_mixed[c],
+            _ => switching && self.cfg.window_decisions > 1 && !self.open.mixed,
+        };
         if read_before {
             self.closing = Some(self.open);
             self.open = OpenWindow::default();
-        } else if switching {
-            self.open.mixed = true;
+        } else {
+            self.open.mixed |= switching;
+            self.open.class_mixed[c] |= class_switching;
         }
+        self.open.class_decisions[c] = self.open.class_decisions[c].saturating_add(1);
+        self.open.class_bytes[c] = self.open.class_bytes[c].saturating_add(msg.bytes);
+        self.open.class_side[c] = side;
         // Saturating: without counters (no PAPI) the window never closes.
         self.open.decisions = self.open.decisions.saturating_add(1);
         self.open.side = side;
@@ -438,7 +535,7 @@ impl Engine {
                 self.stats.fresh_observations_used += 1;
                 f.window
             }
-            _ => self.scaled(window, observed),
+            _ => scale(window, observed, self.cfg.lambda, self.cfg.sigma),
         };
         let (low_latency, low_stall) = match observed {
             Side::LowLatency => (window, estimate),
@@ -454,15 +551,6 @@ impl Engine {
         }
     }
 
-    /// Estimate the side not in use from the one measured.
-    fn scaled(&self, w: Window, observed: Side) -> Window {
-        let (lambda, sigma) = (self.cfg.lambda, self.cfg.sigma);
-        match observed {
-            Side::LowLatency => Window { latency_us: w.latency_us * lambda, stall_ratio: w.stall_ratio / sigma },
-            Side::LowStall => Window { latency_us: w.latency_us / lambda, stall_ratio: w.stall_ratio * sigma },
-        }
-    }
-
     /// Take a counter sample: the deltas since the previous sample form a window, attributed to
     /// the side of the decisions it covers. Bad windows are discarded, never divided.
     pub fn observe(&mut self, sample: CounterSample) -> WindowOutcome {
@@ -470,6 +558,7 @@ impl Engine {
             Some(closed) => closed,
             None => std::mem::take(&mut self.open),
         };
+        self.stats.counter_reads += 1;
         let outcome = match self.baseline.replace(sample) {
             None => WindowOutcome::Baseline,
             Some(old) => self.window_between(&old, &sample),
@@ -484,6 +573,10 @@ impl Engine {
                     _ if covered.mixed => self.stats.windows_mixed += 1,
                     _ => {}
                 }
+                let class = covered.dominant_class(self.cfg.steady.dominance);
+                self.stats.windows_class_attributed += u64::from(class.is_some());
+                let node_side = covered.side.filter(|_| !covered.mixed);
+                self.steady.observe(&self.cfg.steady, w, class, node_side);
             }
             WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
             WindowOutcome::DiscardedEmpty => self.stats.windows_discarded_empty += 1,

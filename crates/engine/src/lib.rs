@@ -11,17 +11,21 @@
 #![deny(missing_docs)]
 
 pub mod ab;
+pub mod class;
 pub mod engine;
 pub mod mode;
 pub mod model;
 pub mod settings;
 pub mod size;
+pub mod steady;
 pub mod switch;
 
 pub use ab::{AbOrder, AbSchedule, PolicyList};
+pub use class::{DestinationClass, NodeLocation};
 pub use engine::{accumulate, CounterSample, Decision, Engine, EngineStats, Message, Policy, Reason, WindowOutcome};
 pub use mode::{requested_mode, with_mode, RoutingMode};
 pub use model::{LatencyUnit, Transfer, Window};
 pub use settings::EngineConfig;
 pub use size::ByteSize;
+pub use steady::SteadyConfig;
 pub use switch::Switch;

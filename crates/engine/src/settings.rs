@@ -7,6 +7,7 @@
 use crate::engine::Policy;
 use crate::mode::RoutingMode;
 use crate::model::LatencyUnit;
+use crate::steady::SteadyConfig;
 
 /// The engine's parameters: the policy and the algorithm's constants.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,6 +40,11 @@ pub struct EngineConfig {
     pub max_latency_us: f64,
     /// Windows claiming more stalled cycles per flit than this are discarded as absurd.
     pub max_stall_ratio: f64,
+    /// Ranks that share this rank's NIC (ranks per node). The counters are the NIC's, and its
+    /// injection is shared: the `steady` policy's cost model gives a rank 1/k of it.
+    pub ranks_per_node: u32,
+    /// The parameters of the `steady` policy.
+    pub steady: SteadyConfig,
 }
 
 impl Default for EngineConfig {
@@ -56,6 +62,8 @@ impl Default for EngineConfig {
             latency_unit: LatencyUnit::Microseconds,
             max_latency_us: 1e6,
             max_stall_ratio: 1e6,
+            ranks_per_node: 1,
+            steady: SteadyConfig::default(),
         }
     }
 }

@@ -17,6 +17,8 @@ use std::str::FromStr;
 pub enum PolicySpec {
     /// the paper's algorithm (engine `Policy::Auto`)
     Auto,
+    /// the `steady` policy (engine `Policy::Steady`)
+    Steady,
     /// engine `Policy::Off`: the application's default routing (ADAPTIVE0; ADAPTIVE1 in alltoall)
     Off,
     /// a fixed mode; adaptive ones go through the engine (`Policy::Fixed`), non-adaptive ones are
@@ -35,11 +37,12 @@ impl FromStr for PolicySpec {
         }
         match s.parse::<Policy>() {
             Ok(Policy::Auto) => Ok(PolicySpec::Auto),
+            Ok(Policy::Steady) => Ok(PolicySpec::Steady),
             Ok(Policy::Off) => Ok(PolicySpec::Off),
             _ => s.parse::<Mode>().map(PolicySpec::Fixed).map_err(|_| ParseError::Unknown {
                 what: "policy",
                 text: s.into(),
-                accepted: "auto, off, ADAPTIVE0..ADAPTIVE3, MIN_HASH, NMIN_HASH, IN_ORDER",
+                accepted: "auto, steady, off, ADAPTIVE0..ADAPTIVE3, MIN_HASH, NMIN_HASH, IN_ORDER",
             }),
         }
     }
@@ -49,6 +52,7 @@ impl PolicySpec {
     pub fn name(&self) -> String {
         match self {
             PolicySpec::Auto => "auto".into(),
+            PolicySpec::Steady => "steady".into(),
             PolicySpec::Off => "off".into(),
             PolicySpec::Fixed(m) => m.name().into(),
         }
@@ -59,6 +63,7 @@ impl PolicySpec {
     pub fn engine_policy(&self) -> Option<Policy> {
         match *self {
             PolicySpec::Auto => Some(Policy::Auto),
+            PolicySpec::Steady => Some(Policy::Steady),
             PolicySpec::Off => Some(Policy::Off),
             PolicySpec::Fixed(m) => m.routing_mode().map(Policy::Fixed),
         }
@@ -345,6 +350,8 @@ mod tests {
         let parse = |s: &str| s.parse::<PolicySpec>();
         assert_eq!(parse("auto"), Ok(PolicySpec::Auto));
         assert_eq!(parse("paper"), Ok(PolicySpec::Auto));
+        assert_eq!(parse("Steady"), Ok(PolicySpec::Steady));
+        assert_eq!(PolicySpec::Steady.engine_policy(), Some(Policy::Steady));
         assert_eq!(parse("default"), Ok(PolicySpec::Off));
         assert_eq!(parse("ADAPTIVE_3"), Ok(PolicySpec::Fixed(Mode::Adaptive3)));
         assert_eq!(parse("min_hash"), Ok(PolicySpec::Fixed(Mode::Min)));

@@ -63,6 +63,12 @@ pub enum Workload {
     Bcast {
         bytes: u64,
     },
+    /// a mixed-phase application: a 3-D halo exchange of `bytes`, an 8-byte allreduce, and the
+    /// same again, per iteration (large stall-bound messages alternating with small latency-bound ones)
+    HaloAllreduce {
+        bytes: u64,
+        compute_ns: f64,
+    },
 }
 
 impl Workload {
@@ -79,6 +85,7 @@ impl Workload {
             Workload::RandomRingBandwidth { bytes, .. } => format!("rr-bandwidth-{bytes}"),
             Workload::Incast { bytes } => format!("incast-{bytes}"),
             Workload::Bcast { bytes } => format!("bcast-{bytes}"),
+            Workload::HaloAllreduce { bytes, .. } => format!("halo-allreduce-{bytes}"),
         }
     }
 
@@ -94,6 +101,7 @@ impl Workload {
             Workload::RandomRingBandwidth { outstanding, .. } => Workload::RandomRingBandwidth { bytes, outstanding },
             Workload::Incast { .. } => Workload::Incast { bytes },
             Workload::Bcast { .. } => Workload::Bcast { bytes },
+            Workload::HaloAllreduce { compute_ns, .. } => Workload::HaloAllreduce { bytes, compute_ns },
             Workload::Barrier => return Err(ParseError::NoSize { workload: "barrier" }),
             Workload::RandomRingLatency => return Err(ParseError::NoSize { workload: "rr-latency" }),
         })
@@ -254,6 +262,19 @@ impl Workload {
                     v.push(Phase { recvs: vec![(0, 0)], ..Default::default() });
                 }
             }
+            Workload::HaloAllreduce { bytes, compute_ns } => {
+                let halo = Workload::Halo3d { bytes, compute_ns }.phases(r, n, ring);
+                let allreduce = Workload::Allreduce { bytes: 8 }.phases(r, n, ring);
+                // four motifs in a row: tags apart by 256 (the halo uses 0..5, the allreduce up to 101)
+                for (i, motif) in [&halo, &allreduce, &halo, &allreduce].into_iter().enumerate() {
+                    let shift = 256 * i as u32;
+                    v.extend(motif.iter().map(|p| Phase {
+                        sends: p.sends.iter().map(|&(d, b, t)| (d, b, t + shift)).collect(),
+                        recvs: p.recvs.iter().map(|&(s, t)| (s, t + shift)).collect(),
+                        ..p.clone()
+                    }));
+                }
+            }
         }
         v
     }
@@ -261,7 +282,7 @@ impl Workload {
 
 /// Workload names as `aar sim --workload` takes them, with their size.
 const WORKLOADS: &str = "pingpong[:SIZE], allreduce[:SIZE], alltoall[:SIZE], barrier, broadcast[:SIZE], \
-halo3d[:SIZE], sweep3d[:SIZE], rr-latency, rr-bandwidth[:SIZE], incast[:SIZE] (SIZE e.g. 64, 4K, 4KiB, 1M)";
+halo3d[:SIZE], sweep3d[:SIZE], halo-allreduce[:SIZE], rr-latency, rr-bandwidth[:SIZE], incast[:SIZE] (SIZE e.g. 64, 4K, 4KiB, 1M)";
 
 impl FromStr for Workload {
     type Err = ParseError;
@@ -291,6 +312,7 @@ impl FromStr for Workload {
             "broadcast" | "bcast" => Workload::Broadcast { bytes: bytes(8)? },
             "halo3d" => Workload::Halo3d { bytes: bytes(8)?, compute_ns: 1000.0 },
             "sweep3d" => Workload::Sweep3d { bytes: bytes(8)?, compute_ns: 500.0 },
+            "halo-allreduce" => Workload::HaloAllreduce { bytes: bytes(8)?, compute_ns: 1000.0 },
             "rr-bandwidth" => Workload::RandomRingBandwidth { bytes: bytes(128 << 10)?, outstanding: 8 },
             "incast" => Workload::Incast { bytes: bytes(8)? },
             _ => return Err(ParseError::Unknown { what: "workload", text: s.into(), accepted: WORKLOADS }),
@@ -447,12 +469,35 @@ mod tests {
         assert_eq!(parse("rr-bandwidth"), Ok(Workload::RandomRingBandwidth { bytes: 128 << 10, outstanding: 8 }));
         assert_eq!(parse("barrier"), Ok(Workload::Barrier));
         assert_eq!(parse("halo3d:2K"), Ok(Workload::Halo3d { bytes: 2048, compute_ns: 1000.0 }));
+        assert_eq!(parse("halo-allreduce:1M"), Ok(Workload::HaloAllreduce { bytes: 1 << 20, compute_ns: 1000.0 }));
         for bad in ["pingpong:4X", "pingpong:", "pingpong:-1", "pingpong:99999999999999999999M", "pingpong:2000000G"] {
             assert!(matches!(parse(bad), Err(ParseError::Size(_))), "{bad}: {:?}", parse(bad));
         }
         assert_eq!(parse("barrier:4K"), Err(ParseError::NoSize { workload: "barrier" }));
         let e = parse("allgather:8").unwrap_err().to_string();
         assert!(e.contains("\"allgather:8\"") && e.contains("rr-latency"), "{e}");
+    }
+
+    #[test]
+    fn the_mixed_workload_receives_every_message_it_sends_once() {
+        let w = Workload::HaloAllreduce { bytes: 1 << 20, compute_ns: 1000.0 };
+        for n in [2u32, 6, 8, 12] {
+            let ring: Vec<u32> = (0..n).collect();
+            let (mut sent, mut expected) = (Vec::new(), Vec::new());
+            for r in 0..n {
+                let phases = w.phases(r, n, &ring);
+                for p in &phases {
+                    sent.extend(p.sends.iter().map(|&(d, b, t)| (r, d, t, b > 8)));
+                    expected.extend(p.recvs.iter().map(|&(s, t)| (s, r, t, t % 512 < 256)));
+                }
+                let large = phases.iter().flat_map(|p| &p.sends).filter(|s| s.1 == 1 << 20).count();
+                let small = phases.iter().flat_map(|p| &p.sends).filter(|s| s.1 == 8).count();
+                assert!(large > 0 && small > 0, "rank {r} of {n}: {large} halo and {small} allreduce messages");
+            }
+            sent.sort_unstable();
+            expected.sort_unstable();
+            assert_eq!(sent, expected, "{n} ranks");
+        }
     }
 
     #[test]

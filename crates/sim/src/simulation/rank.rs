@@ -9,7 +9,10 @@ use crate::experiment::{arm_schedule, order_name, PolicySpec};
 use crate::net::{NicCounters, Note};
 use crate::record::{RankIteration, RankRecord, RANK_SCHEMA};
 use crate::workload::{Phase, Workload};
-use aar_engine::{AbOrder, AbSchedule, CounterSample, Engine, EngineConfig, LatencyUnit, Message, Transfer};
+use aar_engine::{
+    AbOrder, AbSchedule, CounterSample, DestinationClass, Engine, EngineConfig, LatencyUnit, Message, NodeLocation,
+    Transfer,
+};
 use std::collections::HashMap;
 
 pub(super) struct Rank {
@@ -89,9 +92,16 @@ impl Simulation {
         let job = self.jobs.len();
         let phases: Vec<Vec<Phase>> = (0..n).map(|r| wl.phases(r, n, ring)).collect();
         let default_mode = Mode::Adaptive0;
+        let window_decisions = if measured { window_decisions() } else { 0 };
         for (i, &node) in nodes.iter().enumerate() {
             let engine = if measured {
-                let cfg = EngineConfig { latency_unit: LatencyUnit::Cycles, ..EngineConfig::default() };
+                // One rank per node: the NIC's counters and injection are this rank's alone.
+                let cfg = EngineConfig {
+                    latency_unit: LatencyUnit::Cycles,
+                    window_decisions,
+                    ranks_per_node: 1,
+                    ..EngineConfig::default()
+                };
                 Some(Engine::new(cfg))
             } else {
                 None
@@ -233,9 +243,13 @@ impl Simulation {
             let dst_node = self.ranks[dst_rank as usize].node;
             let node = self.ranks[r].node;
             let engine_arm = arm.engine_policy().is_some();
+            let topo = &self.net.topo;
+            let at = |n: u32| NodeLocation { group: topo.group_of_node(n), router: topo.router_of_node(n) };
+            let class = DestinationClass::between(at(node), at(dst_node));
             let (mode, read_before, read) = match (&mut self.ranks[r].engine, arm) {
                 (Some(e), _) if engine_arm => {
-                    let d = e.decide(&Message { bytes, transfer: Transfer::Put, endpoint: dst_node as u64 }, alltoall);
+                    let msg = Message { bytes, transfer: Transfer::Put, endpoint: dst_node.into(), class };
+                    let d = e.decide(&msg, alltoall);
                     (d.mode.map(Mode::from).unwrap_or(default_mode), d.read_before, d.read_counters)
                 }
                 (_, PolicySpec::Fixed(m)) => (m, false, false),
@@ -350,6 +364,21 @@ impl Simulation {
             return;
         }
         self.start_iteration(r);
+    }
+}
+
+/// Decisions per counter window of the simulated ranks' engines: `AAR_WINDOW`, read as libaar.so
+/// reads it (a whole number; 0 is taken as 1), so that an evaluation can compare read schedules
+/// (`AAR_WINDOW=1` is the paper's, a read after every decision). Unset or bad: the engine's
+/// default, with one warning on stderr for a bad value.
+fn window_decisions() -> u32 {
+    let default = EngineConfig::default().window_decisions;
+    match std::env::var("AAR_WINDOW") {
+        Err(_) => default,
+        Ok(v) => v.trim().parse::<u32>().map(|w| w.max(1)).unwrap_or_else(|_| {
+            eprintln!("aar sim: AAR_WINDOW=\"{v}\" is not a whole number of decisions; using {default}. Fix or unset AAR_WINDOW.");
+            default
+        }),
     }
 }
 

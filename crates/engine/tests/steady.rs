@@ -1,0 +1,399 @@
+//! The `steady` policy against hand-computed cases: hysteresis, the dwell and its growth, state
+//! per destination class and the attribution of NIC-wide windows, the learned λ and σ (bounds,
+//! fall-back), the shared-NIC flit term; the paper's oscillation on a closed-loop NIC and its
+//! absence under `steady`; and a property: no sequence of windows makes a class switch more
+//! often than its dwell allows.
+
+use aar_engine::*;
+use proptest::prelude::*;
+
+const AD0: RoutingMode = RoutingMode::Adaptive0;
+const AD3: RoutingMode = RoutingMode::Adaptive3;
+const MIB: u64 = 1 << 20;
+const KIB64: u64 = 64 << 10;
+
+fn put(bytes: u64, class: DestinationClass) -> Message {
+    Message { bytes, transfer: Transfer::Put, endpoint: 7, class }
+}
+
+/// Counter totals that make the next window (latency L µs, stall s) after `prev`.
+fn next(prev: CounterSample, latency: f64, stall: f64) -> CounterSample {
+    CounterSample {
+        req_flits: prev.req_flits + 1_000_000,
+        req_stalled: prev.req_stalled + (1_000_000.0 * stall).round() as i64,
+        rsp_latency: prev.rsp_latency + (1_000_000.0 * latency).round() as i64,
+        rsp_packets: prev.rsp_packets + 1_000_000,
+        rsp_stalled: None,
+    }
+}
+
+/// The default configuration with a read after every decision (window 1).
+fn one() -> EngineConfig {
+    EngineConfig { window_decisions: 1, ..EngineConfig::default() }
+}
+
+/// An engine and its NIC's counter totals.
+struct Rig {
+    e: Engine,
+    c: CounterSample,
+}
+
+impl Rig {
+    fn new(cfg: EngineConfig) -> Self {
+        let mut e = Engine::new(cfg);
+        assert_eq!(e.observe(CounterSample::default()), WindowOutcome::Baseline);
+        Rig { e, c: CounterSample::default() }
+    }
+
+    /// One decision under `policy` for `msg`, then the window (L, s) read after it.
+    fn window(&mut self, policy: Policy, msg: Message, latency: f64, stall: f64) -> Decision {
+        self.e.set_policy(policy);
+        let d = self.e.on_threshold_crossed(&msg, false);
+        if d.read_before {
+            assert!(matches!(self.e.observe(self.c), WindowOutcome::Valid(_) | WindowOutcome::Baseline));
+        }
+        self.c = next(self.c, latency, stall);
+        assert!(matches!(self.e.observe(self.c), WindowOutcome::Valid(_)));
+        d
+    }
+
+    /// A steady decision without a read.
+    fn decide(&mut self, msg: Message) -> Decision {
+        self.e.set_policy(Policy::Steady);
+        self.e.on_threshold_crossed(&msg, false)
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9 * a.abs().max(1.0)
+}
+
+#[test]
+fn hysteresis_keeps_the_mode_when_the_other_is_only_slightly_faster() {
+    // 1 MiB PUT: p = 16,384, f = 81,920, rounds = ceil((16,383 + 512) / 1024) = 17, f · 1.25 ns
+    // = 102.4 µs. High Bias measured L = 2 µs, s = 0.1; Adaptive estimated L × 1.2, s ÷ 5:
+    //   T_high_bias = 17 · 2 + 102.4 · 1.1 = 146.64 µs
+    //   T_adaptive  = 17 · 2.4 + 102.4 · 1.02 = 145.248 µs  (0.99 of it: within 10 %)
+    let (t3, t0) = (17.0 * 2.0 + 102.4 * 1.1, 17.0 * 2.4 + 102.4 * 1.02);
+    assert!(t0 < t3 && t0 > 0.9 * t3);
+    let msg = put(MIB, DestinationClass::Unknown);
+    for (policy, want) in [(Policy::Auto, AD0), (Policy::Steady, AD3)] {
+        let mut r = Rig::new(one());
+        r.window(Policy::Fixed(AD3), msg, 2.0, 0.1);
+        r.e.set_policy(policy);
+        let d = r.e.on_threshold_crossed(&msg, false);
+        assert_eq!((d.mode, d.reason), (Some(want), Reason::Model), "{policy:?}");
+    }
+    // s = 1: T_high_bias = 34 + 204.8 = 238.8, T_adaptive = 40.8 + 122.88 = 163.68 (0.69): switch.
+    let mut r = Rig::new(one());
+    r.window(Policy::Fixed(AD3), msg, 2.0, 1.0);
+    let d = r.decide(msg);
+    assert_eq!(d.mode, Some(AD0));
+    let w = d.window.expect("the model ran");
+    assert!(close(w.latency_us, 2.0) && close(w.stall_ratio, 1.0), "the window of the side in use: {w:?}");
+    assert_eq!(r.e.stats().switches_to_low_stall, 1);
+}
+
+#[test]
+fn a_switch_must_save_more_than_it_costs() {
+    // 1 KiB PUT: p = 16, f = 80, rounds 1, f · 1.25 ns = 0.1 µs; λ = 0.8 (Adaptive 20 % faster).
+    //   L = 1.4: T = 1.5 against 1.12 + 0.1 = 1.22 (0.81), saving 0.28 µs × 4 decisions = 1.12
+    //   µs < 2 µs: stays. L = 10: 10.1 against 8.1, saving 8 µs: switches.
+    let msg = put(1024, DestinationClass::SameGroup);
+    for (latency, want) in [(1.4, AD3), (10.0, AD0)] {
+        let mut r = Rig::new(EngineConfig { lambda: 0.8, ..one() });
+        r.window(Policy::Fixed(AD3), msg, latency, 0.0);
+        assert_eq!(r.decide(msg).mode, Some(want), "L = {latency}");
+    }
+}
+
+/// Windows that always make the side in use look worse than the other by more than the
+/// hysteresis, the paper's estimate in force (no recent measurement of the other side, no
+/// calibration): the model wants to switch at every decision.
+fn always_unhappy(cfg: SteadyConfig) -> (Rig, Message) {
+    let steady = SteadyConfig { recent_windows: 0, calibration_pairs: u32::MAX, ..cfg };
+    (Rig::new(EngineConfig { steady, ..one() }), put(MIB, DestinationClass::OtherGroup))
+}
+
+/// On High Bias (L = 2, s = 1): Adaptive estimated (2.4, 0.2), 163.68 µs against 238.8 µs.
+/// On Adaptive (L = 20, s = 0): High Bias estimated (16.67, 0), 385.7 µs against 442.4 µs.
+fn unhappy_window(mode: Option<RoutingMode>) -> (f64, f64) {
+    if mode == Some(AD3) {
+        (2.0, 1.0)
+    } else {
+        (20.0, 0.0)
+    }
+}
+
+#[test]
+fn the_dwell_doubles_at_each_reversal_up_to_its_maximum() {
+    let (mut r, msg) = always_unhappy(SteadyConfig::default());
+    let mut switches = Vec::new();
+    let mut mode = Some(AD3);
+    for i in 0..400u32 {
+        r.e.set_policy(Policy::Steady);
+        let d = r.e.on_threshold_crossed(&msg, false);
+        if d.read_before {
+            r.e.observe(r.c);
+        }
+        if d.mode != mode {
+            switches.push(i);
+        }
+        mode = d.mode;
+        let (l, s) = unhappy_window(d.mode);
+        r.c = next(r.c, l, s);
+        r.e.observe(r.c);
+    }
+    let gaps: Vec<u32> = switches.windows(2).map(|w| w[1] - w[0]).collect();
+    // min_dwell 4, doubled at each reversal (each came at once), capped at max_dwell 64.
+    assert_eq!(switches[0], 1, "decision 0 has no window; decision 1 switches");
+    assert_eq!(gaps[..7], [4, 8, 16, 32, 64, 64, 64], "{switches:?}");
+    assert!(r.e.stats().switches_held > 300, "{:?}", r.e.stats());
+}
+
+#[test]
+fn a_switch_after_a_long_stay_starts_the_dwell_again() {
+    let (mut r, msg) = always_unhappy(SteadyConfig { min_dwell: 2, max_dwell: 8, ..SteadyConfig::default() });
+    let mut mode = Some(AD3);
+    let mut at = Vec::new();
+    let mut i = 0;
+    // Unhappy for 40 decisions (gaps 2, 4, 8, 8, ...), then happy for 40, then unhappy again.
+    for phase in [true, false, true] {
+        for _ in 0..40 {
+            let d = r.decide(msg);
+            if d.mode != mode {
+                at.push(i);
+            }
+            mode = d.mode;
+            let (l, s) = if phase { unhappy_window(d.mode) } else { unhappy_window(Some(AD3)) };
+            // Happy: whatever the side, the window looks like High Bias measured; on Adaptive
+            // that estimates High Bias at (1.67, 5), far worse: stay.
+            r.c = next(r.c, l, s);
+            r.e.observe(r.c);
+            i += 1;
+        }
+    }
+    let gaps: Vec<u32> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    let restart = at.iter().position(|&x| x >= 80).expect("switches again in the third phase");
+    assert_eq!(gaps[..4], [2, 4, 8, 8], "{at:?}");
+    assert!(at[restart] - at[restart - 1] > 4 * 8, "a long stay: {at:?}");
+    assert_eq!(gaps[restart], 2, "the dwell restarted from min_dwell: {at:?}");
+}
+
+#[test]
+fn the_paper_oscillates_on_a_closed_loop_nic_and_steady_settles() {
+    // A NIC that behaves as the paper's failure cases do: on High Bias the message's own
+    // traffic stalls (L = 2 µs, s = 1); on Adaptive the stalls all but vanish (s = 0.02) and the
+    // latency grows by λ = 1.2. The true σ is 50, not 5. For a 64 KiB PUT (p = 1024, f = 5120,
+    // rounds 2, f · 1.25 ns = 6.4 µs):
+    //   on High Bias: T = 4 + 6.4 · 2 = 16.8; Adaptive estimated (2.4, 0.2): 4.8 + 6.4 · 1.2 = 12.48
+    //   on Adaptive:  T = 4.8 + 6.4 · 1.02 = 11.328; High Bias estimated (2, 0.1): 4 + 7.04 = 11.04
+    // so the paper leaves Adaptive, though Adaptive is 33 % faster than High Bias, as soon as its
+    // fresh observation of High Bias (same endpoint and size, kept 5 windows) has aged out: one
+    // window on High Bias, five on Adaptive, two switches every six windows. Modelled cost per
+    // message: (16.8 + 5 · 11.328) / 6 = 12.24 µs against 11.328 µs when staying (8 % more).
+    let msg = put(KIB64, DestinationClass::OtherGroup);
+    let nic = |m: Option<RoutingMode>| if m == Some(AD3) { (2.0, 1.0) } else { (2.4, 0.02) };
+    let mut outcome = Vec::new();
+    for policy in [Policy::Auto, Policy::Steady] {
+        let mut r = Rig::new(EngineConfig { policy, ..one() });
+        let mut on_adaptive = 0;
+        for _ in 0..200 {
+            let d = r.e.on_threshold_crossed(&msg, false);
+            if d.read_before {
+                r.e.observe(r.c);
+            }
+            on_adaptive += u32::from(d.mode == Some(AD0));
+            let (l, s) = nic(d.mode);
+            r.c = next(r.c, l, s);
+            r.e.observe(r.c);
+        }
+        let st = r.e.stats();
+        outcome.push((st.switches_to_low_latency + st.switches_to_low_stall, on_adaptive));
+        if policy == Policy::Steady {
+            let (lambda, sigma, learned) = r.e.calibration(DestinationClass::OtherGroup, KIB64);
+            assert!(learned && close(lambda, 1.2) && close(sigma, 50.0), "λ {lambda}, σ {sigma}");
+        }
+    }
+    // 200 windows: the first decision has no window (High Bias), then 33 periods of 6 and 1.
+    assert_eq!(outcome[0], (67, 166), "auto: two switches every six windows");
+    assert_eq!(outcome[1], (1, 199), "steady: one switch to Adaptive, then stays");
+}
+
+#[test]
+fn each_destination_class_has_its_own_mode() {
+    // Other-group windows: High Bias stalls (2, 1) → Adaptive wins for 1 MiB (see above).
+    // Same-group windows: High Bias (2, 0.01) → T = 34 + 103.42 = 137.42 against 40.8 + 102.60
+    // = 143.40: High Bias stays.
+    let far = put(MIB, DestinationClass::OtherGroup);
+    let near = put(MIB, DestinationClass::SameGroup);
+    let mut r = Rig::new(one());
+    r.window(Policy::Fixed(AD3), far, 2.0, 1.0);
+    r.window(Policy::Fixed(AD3), near, 2.0, 0.01);
+    assert_eq!(r.e.stats().windows_class_attributed, 2);
+    assert_eq!(r.decide(far).mode, Some(AD0));
+    assert_eq!(r.decide(near).mode, Some(AD3));
+    assert_eq!(r.decide(far).mode, Some(AD0), "one class's side does not move the other's");
+    // A class never measured uses the node-wide state, which smoothed both windows:
+    // s = 1 + 0.3 · (0.01 − 1) = 0.703; 34 + 102.4 · 1.703 = 208.4 against 40.8 + 102.4 · 1.1406
+    // = 157.6: Adaptive.
+    assert_eq!(r.decide(put(MIB, DestinationClass::SameRouter)).mode, Some(AD0));
+}
+
+#[test]
+fn a_window_is_a_class_s_only_when_the_class_decided_three_quarters_of_its_bytes() {
+    let mut r = Rig::new(EngineConfig { window_decisions: 4, ..EngineConfig::default() });
+    r.window(Policy::Fixed(AD3), put(MIB, DestinationClass::SameRouter), 2.0, 0.0);
+    assert_eq!(r.e.stats().windows_class_attributed, 1);
+    // 3 MiB to other groups and 1 MiB within: 75 % → the other-group class's window.
+    for class in [DestinationClass::OtherGroup, DestinationClass::OtherGroup, DestinationClass::OtherGroup] {
+        assert!(!r.e.on_threshold_crossed(&put(MIB, class), false).read_counters);
+    }
+    assert!(r.e.on_threshold_crossed(&put(MIB, DestinationClass::SameGroup), false).read_counters);
+    r.c = next(r.c, 2.0, 1.0);
+    r.e.observe(r.c);
+    assert_eq!(r.e.stats().windows_class_attributed, 2);
+    // 2 MiB and 2 MiB: no class's; the node-wide state still takes it.
+    for class in [DestinationClass::OtherGroup, DestinationClass::SameGroup] {
+        r.e.on_threshold_crossed(&put(MIB, class), false);
+        r.e.on_threshold_crossed(&put(MIB, class), false);
+    }
+    r.c = next(r.c, 2.0, 1.0);
+    r.e.observe(r.c);
+    assert_eq!((r.e.stats().windows_valid, r.e.stats().windows_class_attributed), (3, 2));
+    assert_eq!(r.decide(put(MIB, DestinationClass::OtherGroup)).mode, Some(AD0), "its own window (2, 1)");
+    // Same-group never had a window of its own: the node-wide state, (2, 0) smoothed with
+    // (2, 1) twice: s = 0.3, then 0.51; 34 + 102.4 · 1.51 = 188.6 against 40.8 + 102.4 · 1.102
+    // = 153.6: Adaptive.
+    assert_eq!(r.decide(put(MIB, DestinationClass::SameGroup)).mode, Some(AD0), "node-wide");
+    // Same-router's own window (2, 0): 34 + 102.4 = 136.4 against 40.8 + 102.4: High Bias.
+    assert_eq!(r.decide(put(MIB, DestinationClass::SameRouter)).mode, Some(AD3), "its own window (2, 0)");
+}
+
+#[test]
+fn without_a_topology_mapping_every_message_is_one_class() {
+    let unknown = put(MIB, DestinationClass::Unknown);
+    let mut r = Rig::new(one());
+    r.window(Policy::Fixed(AD3), unknown, 2.0, 1.0);
+    assert_eq!(r.e.stats().windows_class_attributed, 1);
+    assert_eq!(r.decide(unknown).mode, Some(AD0));
+}
+
+#[test]
+fn calibration_falls_back_to_the_constants_then_learns_within_bounds() {
+    let class = DestinationClass::OtherGroup;
+    let msg = put(MIB, class);
+    let mut r = Rig::new(one());
+    assert_eq!(r.e.calibration(class, MIB), (1.2, 5.0, false));
+    // Alternating High Bias (1, 10) and Adaptive (2, 1): each window after the first pairs with
+    // the other side's latest: λ = 2, σ = 10 per pair.
+    r.window(Policy::Fixed(AD3), msg, 1.0, 10.0);
+    r.window(Policy::Fixed(AD0), msg, 2.0, 1.0);
+    r.window(Policy::Fixed(AD3), msg, 1.0, 10.0);
+    assert_eq!(r.e.calibration(class, MIB), (1.2, 5.0, false), "2 pairs < 3");
+    r.window(Policy::Fixed(AD0), msg, 2.0, 1.0);
+    let (lambda, sigma, learned) = r.e.calibration(class, MIB);
+    assert!(learned && close(lambda, 2.0) && close(sigma, 10.0), "{lambda} {sigma}");
+    // Per size range: 4 KiB messages (below 16 KiB) and other classes have learned nothing.
+    assert_eq!(r.e.calibration(class, 4096), (1.2, 5.0, false));
+    assert_eq!(r.e.calibration(DestinationClass::SameGroup, MIB), (1.2, 5.0, false));
+
+    // Out of bounds: λ = 10 → 4, σ = s / 0 → 50 (the defaults' upper bounds); geometric means.
+    let mut r = Rig::new(one());
+    for _ in 0..3 {
+        r.window(Policy::Fixed(AD3), msg, 1.0, 3.0);
+        r.window(Policy::Fixed(AD0), msg, 10.0, 0.0);
+    }
+    let (lambda, sigma, learned) = r.e.calibration(class, MIB);
+    assert!(learned && close(lambda, 4.0) && close(sigma, 50.0), "{lambda} {sigma}");
+    // No stalls on either side: σ is not learned (nothing to divide), λ is.
+    let mut r = Rig::new(one());
+    r.window(Policy::Fixed(AD3), msg, 1.0, 0.0);
+    for l in [1.5, 2.0, 3.0] {
+        r.window(Policy::Fixed(AD0), msg, l, 0.0);
+    }
+    let (lambda, sigma, learned) = r.e.calibration(class, MIB);
+    // λ samples 1.5, 2 (smoothing does not enter pairs: raw windows) and 3: (1.5 · 2 · 3)^(1/3) = 2.0801
+    assert!(learned && close(lambda, 9f64.cbrt()) && sigma == 5.0, "{lambda} {sigma}");
+}
+
+#[test]
+fn a_shared_nic_weighs_the_flits_by_the_ranks_on_the_node() {
+    // 64 KiB PUT, High Bias measured (2, 0.3); Adaptive estimated (2.4, 0.06).
+    //   k = 1: 4 + 6.4 · 1.3 = 12.32 against 4.8 + 6.4 · 1.06 = 11.584 (0.94: within 10 %)
+    //   k = 4: 4 + 25.6 · 1.3 = 37.28 against 4.8 + 25.6 · 1.06 = 31.936 (0.857: switch)
+    let msg = put(KIB64, DestinationClass::Unknown);
+    for (k, want) in [(1, AD3), (4, AD0)] {
+        let mut r = Rig::new(EngineConfig { ranks_per_node: k, ..one() });
+        r.window(Policy::Fixed(AD3), msg, 2.0, 0.3);
+        assert_eq!(r.decide(msg).mode, Some(want), "k = {k}");
+    }
+}
+
+#[test]
+fn reads_become_rarer_while_nothing_switches() {
+    let msg = put(MIB, DestinationClass::SameGroup);
+    let mut r = Rig::new(EngineConfig { window_decisions: 2, ..EngineConfig::default() });
+    let mut gaps = Vec::new();
+    let mut since = 0;
+    for _ in 0..200 {
+        let d = r.decide(msg);
+        since += 1;
+        if d.read_counters {
+            gaps.push(since);
+            since = 0;
+            r.c = next(r.c, 2.0, 0.0);
+            r.e.observe(r.c);
+        }
+    }
+    // The first read at once, then windows of 2 decisions, ×2 after 4 quiet windows, ×4 after
+    // 8, ×8 (16 decisions) after 12.
+    assert_eq!(gaps[..14], [1, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16], "{gaps:?}");
+}
+
+proptest! {
+    #![proptest_config(aar_testkit::proptest_config(500))]
+
+    /// Whatever the windows (any latency and stalls per read, reads missing, any classes and
+    /// sizes), a class never switches twice within `min_dwell` of its own decisions.
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn no_sequence_of_windows_switches_a_class_faster_than_its_dwell(
+        min_dwell in 1u32..8,
+        hysteresis in 0.0f64..0.3,
+        window in 1u32..4,
+        steps in prop::collection::vec(
+            (0usize..4, prop::sample::select(&[4096u64, 65536, MIB, 8 * MIB][..]), 0.1f64..50.0, 0.0f64..20.0, prop::bool::weighted(0.9)),
+            1..1500,
+        ),
+    ) {
+        let steady = SteadyConfig { min_dwell, max_dwell: 8 * min_dwell, hysteresis, switch_cost_us: 0.0, ..SteadyConfig::default() };
+        let cfg = EngineConfig { policy: Policy::Steady, window_decisions: window, steady, ..EngineConfig::default() };
+        let mut e = Engine::new(cfg);
+        e.observe(CounterSample::default());
+        let mut c = CounterSample::default();
+        // Every class starts on High Bias; its first switch may come at any decision.
+        let mut mode = [Some(AD3); 4];
+        let mut last_switch: [Option<u32>; 4] = [None; 4];
+        let mut count = [0u32; 4];
+        let mut switches = 0u64;
+        for (class, bytes, l, s, read) in steps {
+            let d = e.on_threshold_crossed(&put(bytes, DestinationClass::ALL[class]), false);
+            count[class] += 1;
+            if d.mode != mode[class] {
+                switches += 1;
+                if let Some(at) = last_switch[class] {
+                    prop_assert!(count[class] - at >= min_dwell, "class {class} switched again after {} decisions", count[class] - at);
+                }
+                last_switch[class] = Some(count[class]);
+                mode[class] = d.mode;
+            }
+            if d.read_before || (read && d.read_counters) {
+                c = next(c, l, s);
+                e.observe(c);
+            }
+        }
+        let st = e.stats();
+        prop_assert_eq!(st.switches_to_low_latency + st.switches_to_low_stall, switches);
+    }
+}
