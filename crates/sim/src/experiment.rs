@@ -416,6 +416,8 @@ mod tests {
         assert_eq!(parse("uniform:1:4KB"), Ok(Background::Uniform { load: 1.0, bytes: 4096 }));
         assert_eq!(parse("worst-case:0.5"), Ok(Background::WorstCase { load: 0.5, bytes: 4096 }));
         assert_eq!(parse("congestors:64KiB"), Ok(Background::Congestors { bytes: 65536 }));
+        assert_eq!(parse("production"), Ok(Background::Production { load: DEFAULT_PRODUCTION_LOAD, bytes: 4096 }));
+        assert_eq!(parse("production:0.1:1K"), Ok(Background::Production { load: 0.1, bytes: 1024 }));
         for bad in [
             "uniform",
             "uniform:x",
@@ -430,6 +432,9 @@ mod tests {
             "storm:0.1",
             "none:1",
             "congestors:1:2",
+            "production:2",
+            "production:0.1:0",
+            "production:0.1:4K:1",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

@@ -520,7 +520,29 @@ mod tests {
         assert_eq!(" across-groups ".parse::<Placement>(), Ok(Placement::AcrossGroups));
         let e = "diagonal".parse::<Placement>().unwrap_err().to_string();
         assert!(e.contains("\"diagonal\"") && e.contains("same-blade, same-group, across-groups, scattered"), "{e}");
+        assert_eq!("packed:257:6".parse::<Placement>(), Ok(Placement::Packed { routers: 257, groups: 6 }));
+        for bad in ["packed", "packed:257", "packed:257:6:1", "packed:x:6", "packed:5:6", "packed:4:0", "packedd:4:2"] {
+            let e = bad.parse::<Placement>().unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("packed:ROUTERS:GROUPS"), "{bad}: {e}");
+        }
         let aries = Topology::new(TopoSpec::aries(2));
+        let packed = Placement::Packed { routers: 9, groups: 2 };
+        assert_eq!(packed.capacity(&aries), 36);
+        assert!(packed.check(&aries, 8).is_err(), "a rank on every router");
+        assert!(Placement::Packed { routers: 9, groups: 3 }.check(&aries, 20).is_err(), "3 groups of 2");
+        assert!(Placement::Packed { routers: 200, groups: 2 }.check(&aries, 200).is_err(), "96 routers a group");
+        let e = packed.check(&aries, 37).unwrap_err().to_string();
+        assert!(e.contains("packed holds at most 36"), "{e}");
+        let nodes = packed.nodes(&aries, 34, &mut Rng::new(1));
+        let routers: Vec<u32> = nodes.iter().map(|n| n / 4).collect();
+        // 5 routers in group 0 (0, 19, 38, 57, 76), 4 in group 1; 34 ranks: 7 routers of 4, 2 of 3
+        assert_eq!(
+            routers,
+            [
+                0, 0, 0, 0, 19, 19, 19, 19, 38, 38, 38, 38, 57, 57, 57, 57, 76, 76, 76, 76, 96, 96, 96, 96, 120, 120,
+                120, 120, 144, 144, 144, 168, 168, 168
+            ]
+        );
         let caps: Vec<u32> =
             [Placement::SameBlade, Placement::SameGroup, Placement::AcrossGroups, Placement::Scattered]
                 .iter()
