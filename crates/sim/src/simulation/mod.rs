@@ -210,8 +210,8 @@ impl Simulation {
         &self.noise
     }
 
-    /// Flits sent so far by every output port of every router.
-    fn port_flits(&self) -> Vec<u64> {
+    /// Flits sent so far by every output port of every router (the base of [`Simulation::link_use`]).
+    pub fn port_flits(&self) -> Vec<u64> {
         (0..self.net.topo.peer.len()).map(|p| self.net.port_flits(p)).collect()
     }
 
