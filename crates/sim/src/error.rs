@@ -53,6 +53,15 @@ pub enum SpecError {
     /// More ranks than the placement has nodes for.
     #[error("placement {placement} holds at most {max} nodes (one rank per node), not {ranks}")]
     PlacementFull { placement: &'static str, ranks: u32, max: u32 },
+    /// A packed placement the machine or the job cannot fill.
+    #[error(
+        "placement packed:{routers}:{groups} needs {groups} of the machine's {machine_groups} groups, at most \
+         {routers_per_group} routers per group and at least one rank per router (ranks: {ranks})"
+    )]
+    Packed { routers: u32, groups: u32, ranks: u32, machine_groups: u32, routers_per_group: u32 },
+    /// Nodes given rank by rank that are not one distinct node of the machine per rank.
+    #[error("the job's nodes must be {ranks} distinct nodes below {nodes}, one per rank: {given} given")]
+    RankNodes { ranks: u32, given: usize, nodes: u32 },
     /// A job of fewer than two ranks has nothing to send.
     #[error("a job needs at least 2 ranks, not {0}")]
     TooFewRanks(u32),

@@ -111,7 +111,61 @@ pub enum Background {
     Congestors {
         bytes: u64,
     },
+    /// a production machine: the background nodes, shuffled (fragmented allocations), form jobs
+    /// of [`PRODUCTION_JOB_NODES`] nodes that run the patterns of [`PRODUCTION_MIX`] in turn,
+    /// open-loop, each at its share of `load`, with `bytes` messages inside the job
+    Production {
+        load: f64,
+        bytes: u64,
+    },
 }
+
+/// Nodes per background job of a [`Background::Production`] machine: a typical small production
+/// job (16 Aries routers' worth of nodes when packed).
+pub const PRODUCTION_JOB_NODES: usize = 64;
+
+/// What one background job of a production machine does: its pattern and the fraction of the
+/// background's load each of its sending nodes offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobPattern {
+    /// every node sends to uniformly random nodes of its job (a spectral or FFT code)
+    Uniform,
+    /// every node alternates between its two ring neighbours in the job (a stencil code)
+    Neighbour,
+    /// every node sends to the other nodes of its job in turn (a transpose)
+    AllToAll,
+    /// every node sends to the job's first node, which sends nothing (I/O aggregation, a
+    /// reduction to a root)
+    Incast,
+    /// allocated and computing, or waiting: no traffic
+    Idle,
+}
+
+impl JobPattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobPattern::Uniform => "uniform",
+            JobPattern::Neighbour => "nearest-neighbour",
+            JobPattern::AllToAll => "all-to-all",
+            JobPattern::Incast => "incast",
+            JobPattern::Idle => "idle",
+        }
+    }
+}
+
+/// The production mix: background job k runs `PRODUCTION_MIX[k % 5]`; its sending nodes offer
+/// the given fraction of the background's load. The incast senders offer an eighth each, so that
+/// the 63 of a job ask ~8x the load of the root's NIC (at load 0.2: 1.6x its bandwidth, a hot
+/// spot as GPCNeT's incast congestor makes one; at 0.1: 0.8x); one job in five is idle, as
+/// machines are never fully communicating.
+pub const PRODUCTION_MIX: [(JobPattern, f64); 5] = [
+    (JobPattern::Uniform, 1.0),
+    (JobPattern::Neighbour, 1.0),
+    (JobPattern::AllToAll, 1.0),
+    (JobPattern::Incast, 0.125),
+    (JobPattern::Idle, 0.0),
+];
 
 impl Background {
     /// Short name for experiment ids: `none`, `uniform-LOAD-BYTES`, `worst-case-LOAD-BYTES`,
@@ -122,18 +176,21 @@ impl Background {
             Background::Uniform { load, bytes } => format!("uniform-{load}-{bytes}"),
             Background::WorstCase { load, bytes } => format!("worst-case-{load}-{bytes}"),
             Background::Congestors { bytes } => format!("congestors-{bytes}"),
+            Background::Production { load, bytes } => format!("production-{load}-{bytes}"),
         }
     }
 }
 
 /// The forms of a background, for messages.
-const BACKGROUNDS: &str = "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE] or congestors[:SIZE]";
+const BACKGROUNDS: &str =
+    "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE], congestors[:SIZE] or production[:LOAD[:SIZE]]";
 
 impl FromStr for Background {
     type Err = ParseError;
 
-    /// `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]` or `congestors[:SIZE]` (SIZE in
-    /// bytes above 0 as [`ByteSize`] reads it, default 4 KiB; LOAD a [`Load`]).
+    /// `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]`, `congestors[:SIZE]` or
+    /// `production[:LOAD[:SIZE]]` (SIZE in bytes above 0 as [`ByteSize`] reads it, default 4 KiB;
+    /// LOAD a [`Load`], default 0.2 for production).
     fn from_str(s: &str) -> Result<Background, ParseError> {
         let parts: Vec<&str> = s.trim().split(':').map(str::trim).collect();
         let form = || ParseError::Form { text: s.into(), form: BACKGROUNDS };
@@ -151,6 +208,10 @@ impl FromStr for Background {
             "congestors" => 2,
             _ => 3,
         };
+        let production_load = || match parts.get(1) {
+            None => Ok(DEFAULT_PRODUCTION_LOAD),
+            Some(x) => x.parse::<Load>().map(|l| l.0),
+        };
         if parts.len() > fields {
             return Err(form());
         }
@@ -159,10 +220,14 @@ impl FromStr for Background {
             "uniform" => Background::Uniform { load: load()?, bytes: size(2)? },
             "worst-case" => Background::WorstCase { load: load()?, bytes: size(2)? },
             "congestors" => Background::Congestors { bytes: size(1)? },
+            "production" => Background::Production { load: production_load()?, bytes: size(2)? },
             _ => return Err(ParseError::Unknown { what: "kind of background", text: s.into(), accepted: BACKGROUNDS }),
         })
     }
 }
+
+/// The load of `production` without one: busy but not saturated (see [`PRODUCTION_MIX`]).
+pub const DEFAULT_PRODUCTION_LOAD: f64 = 0.2;
 
 /// Offered load: the fraction of a NIC's injection bandwidth a source uses, in [0, 1] (of the
 /// background, and of `aar sim synth`'s open-loop traffic).
@@ -205,6 +270,10 @@ pub struct ExperimentSpec {
     /// simulated time the background runs before the measured job starts, ns
     pub background_lead_ns: f64,
     pub seed: u64,
+    /// the node of each rank, instead of the placement's (the placement still names the
+    /// allocation): e.g. a ping-pong between rank 0 and a chosen rank of a packed job
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_nodes: Option<Vec<u32>>,
 }
 
 impl ExperimentSpec {
@@ -224,6 +293,7 @@ impl ExperimentSpec {
             background_mode: Mode::Adaptive0,
             background_lead_ns: 5_000.0,
             seed: 1,
+            rank_nodes: None,
         }
     }
 }
@@ -254,7 +324,19 @@ impl ExperimentSpec {
         if self.ranks < 2 {
             return Err(SpecError::TooFewRanks(self.ranks));
         }
-        self.placement.check(&Topology::new(self.net.topo.clone()), self.ranks)?;
+        let topo = Topology::new(self.net.topo.clone());
+        self.placement.check(&topo, self.ranks)?;
+        if let Some(nodes) = &self.rank_nodes {
+            let mut sorted = nodes.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if nodes.len() != self.ranks as usize
+                || sorted.len() != nodes.len()
+                || sorted.last().is_some_and(|&n| n >= topo.n_nodes)
+            {
+                return Err(SpecError::RankNodes { ranks: self.ranks, given: nodes.len(), nodes: topo.n_nodes });
+            }
+        }
         if !(1..=MAX_ARMS).contains(&self.arms.len()) {
             return Err(SpecError::Arms { given: self.arms.len(), max: MAX_ARMS });
         }
@@ -292,6 +374,27 @@ pub struct ExperimentResult {
     pub nonmin_fraction: f64,
     /// the same per routing mode of the messages
     pub nonmin_by_mode: Vec<(String, f64)>,
+    /// link utilisation while the measured job ran (background included)
+    #[serde(default)]
+    pub links: LinkUse,
+}
+
+/// Utilisation of the network's links (busy time / elapsed time, one direction of a link counted
+/// as one channel) over a window, per class of channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkUse {
+    /// simulated time of the window, ns
+    pub window_ns: f64,
+    /// mean over the router-to-node channels (ejection)
+    pub terminal: f64,
+    /// mean over the row (Aries green; Kim local) channels
+    pub row: f64,
+    /// mean over the column (Aries black) channels
+    pub column: f64,
+    /// mean over the cabled global channels
+    pub global: f64,
+    /// the busiest global channel
+    pub global_max: f64,
 }
 
 impl ExperimentResult {
@@ -318,6 +421,8 @@ mod tests {
         assert_eq!(parse("uniform:1:4KB"), Ok(Background::Uniform { load: 1.0, bytes: 4096 }));
         assert_eq!(parse("worst-case:0.5"), Ok(Background::WorstCase { load: 0.5, bytes: 4096 }));
         assert_eq!(parse("congestors:64KiB"), Ok(Background::Congestors { bytes: 65536 }));
+        assert_eq!(parse("production"), Ok(Background::Production { load: DEFAULT_PRODUCTION_LOAD, bytes: 4096 }));
+        assert_eq!(parse("production:0.1:1K"), Ok(Background::Production { load: 0.1, bytes: 1024 }));
         for bad in [
             "uniform",
             "uniform:x",
@@ -332,6 +437,9 @@ mod tests {
             "storm:0.1",
             "none:1",
             "congestors:1:2",
+            "production:2",
+            "production:0.1:0",
+            "production:0.1:4K:1",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

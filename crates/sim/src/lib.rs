@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod experiment;
 pub mod net;
+pub mod paper;
 pub mod parallel;
 pub mod record;
 pub mod rng;

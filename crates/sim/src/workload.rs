@@ -361,7 +361,14 @@ pub enum Placement {
     AcrossGroups,
     /// random nodes anywhere (seeded)
     Scattered,
+    /// as a scheduler packs a job into a busy machine: `routers` routers spread evenly over the
+    /// first `groups` groups (the routers of a group evenly over its chassis and slots), every
+    /// node of a router used before the next one, ranks numbered in that order
+    Packed { routers: u32, groups: u32 },
 }
+
+/// The form of a packed placement, for messages.
+const PACKED: &str = "packed:ROUTERS:GROUPS (e.g. packed:257:6)";
 
 impl FromStr for Placement {
     type Err = ParseError;
@@ -372,11 +379,25 @@ impl FromStr for Placement {
             "same-group" | "group" => Placement::SameGroup,
             "across-groups" | "groups" => Placement::AcrossGroups,
             "scattered" => Placement::Scattered,
+            t if t.starts_with("packed") => {
+                let form = || ParseError::Form { text: s.into(), form: PACKED };
+                let v: Vec<u32> = t
+                    .split(':')
+                    .skip(1)
+                    .map(|x| x.trim().parse::<u32>().map_err(|_| form()))
+                    .collect::<Result<_, _>>()?;
+                match (t.split(':').next(), v.as_slice()) {
+                    (Some("packed"), &[routers, groups]) if groups >= 1 && routers >= groups => {
+                        Placement::Packed { routers, groups }
+                    }
+                    _ => return Err(form()),
+                }
+            }
             _ => {
                 return Err(ParseError::Unknown {
                     what: "placement",
                     text: s.into(),
-                    accepted: "same-blade, same-group, across-groups, scattered",
+                    accepted: "same-blade, same-group, across-groups, scattered, packed:ROUTERS:GROUPS",
                 })
             }
         })
@@ -390,21 +411,36 @@ impl Placement {
             Placement::SameGroup => "same-group",
             Placement::AcrossGroups => "across-groups",
             Placement::Scattered => "scattered",
+            Placement::Packed { .. } => "packed",
         }
     }
 
     /// The most ranks (one per node) the placement has nodes for on `topo`: the nodes of one
-    /// router (same blade), one node per router of a group (same group), or every node.
+    /// router (same blade), one node per router of a group (same group), the nodes of its routers
+    /// (packed), or every node.
     pub fn capacity(self, topo: &Topology) -> u32 {
         match self {
             Placement::SameBlade => topo.p,
             Placement::SameGroup => topo.routers_per_group,
             Placement::AcrossGroups | Placement::Scattered => topo.n_nodes,
+            Placement::Packed { routers, .. } => routers.saturating_mul(topo.p),
         }
     }
 
-    /// Whether `ranks` ranks fit on `topo` with this placement.
+    /// Whether `ranks` ranks fit on `topo` with this placement (a packed one also needs its
+    /// groups in the machine, at most all their routers, and a rank on every router).
     pub fn check(self, topo: &Topology, ranks: u32) -> Result<(), SpecError> {
+        if let Placement::Packed { routers, groups } = self {
+            if groups > topo.groups || routers > groups * topo.routers_per_group || ranks < routers {
+                return Err(SpecError::Packed {
+                    routers,
+                    groups,
+                    ranks,
+                    machine_groups: topo.groups,
+                    routers_per_group: topo.routers_per_group,
+                });
+            }
+        }
         let max = self.capacity(topo);
         if ranks > max {
             return Err(SpecError::PlacementFull { placement: self.name(), ranks, max });
@@ -447,6 +483,22 @@ impl Placement {
                 rng.shuffle(&mut all);
                 all.truncate(n as usize);
                 all
+            }
+            Placement::Packed { routers, groups } => {
+                // routers per group as even as possible (the first groups get one more), spread
+                // evenly over the group's chassis and slots; ranks per router the same way
+                let mut out = Vec::with_capacity(n as usize);
+                let mut router = 0;
+                for g in 0..groups {
+                    let k = routers / groups + u32::from(g < routers % groups);
+                    for j in 0..k {
+                        let r = g * rpg + j * rpg / k;
+                        let on_router = n / routers + u32::from(router < n % routers);
+                        out.extend((0..on_router).map(|i| r * p + i));
+                        router += 1;
+                    }
+                }
+                out
             }
         }
     }
@@ -513,7 +565,29 @@ mod tests {
         assert_eq!(" across-groups ".parse::<Placement>(), Ok(Placement::AcrossGroups));
         let e = "diagonal".parse::<Placement>().unwrap_err().to_string();
         assert!(e.contains("\"diagonal\"") && e.contains("same-blade, same-group, across-groups, scattered"), "{e}");
+        assert_eq!("packed:257:6".parse::<Placement>(), Ok(Placement::Packed { routers: 257, groups: 6 }));
+        for bad in ["packed", "packed:257", "packed:257:6:1", "packed:x:6", "packed:5:6", "packed:4:0", "packedd:4:2"] {
+            let e = bad.parse::<Placement>().unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("packed:ROUTERS:GROUPS"), "{bad}: {e}");
+        }
         let aries = Topology::new(TopoSpec::aries(2));
+        let packed = Placement::Packed { routers: 9, groups: 2 };
+        assert_eq!(packed.capacity(&aries), 36);
+        assert!(packed.check(&aries, 8).is_err(), "a rank on every router");
+        assert!(Placement::Packed { routers: 9, groups: 3 }.check(&aries, 20).is_err(), "3 groups of 2");
+        assert!(Placement::Packed { routers: 200, groups: 2 }.check(&aries, 200).is_err(), "96 routers a group");
+        let e = packed.check(&aries, 37).unwrap_err().to_string();
+        assert!(e.contains("packed holds at most 36"), "{e}");
+        let nodes = packed.nodes(&aries, 34, &mut Rng::new(1));
+        let routers: Vec<u32> = nodes.iter().map(|n| n / 4).collect();
+        // 5 routers in group 0 (0, 19, 38, 57, 76), 4 in group 1; 34 ranks: 7 routers of 4, 2 of 3
+        assert_eq!(
+            routers,
+            [
+                0, 0, 0, 0, 19, 19, 19, 19, 38, 38, 38, 38, 57, 57, 57, 57, 76, 76, 76, 76, 96, 96, 96, 96, 120, 120,
+                120, 120, 144, 144, 144, 168, 168, 168
+            ]
+        );
         let caps: Vec<u32> =
             [Placement::SameBlade, Placement::SameGroup, Placement::AcrossGroups, Placement::Scattered]
                 .iter()

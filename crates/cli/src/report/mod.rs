@@ -13,7 +13,7 @@
 mod analysis;
 mod html;
 mod output;
-mod plot;
+pub(crate) mod plot;
 mod read;
 
 use clap::Args;

@@ -12,6 +12,7 @@ use super::output::{clean_to, Unit};
 use super::OutputError;
 use plotters::chart::SeriesAnno;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
 use std::path::Path;
@@ -89,7 +90,7 @@ pub fn size(exps: &[ExperimentReport]) -> (u32, u32) {
 }
 
 /// A drawing error of plotters, whatever the backend.
-fn drawn<E: std::error::Error + Send + Sync + 'static>(e: DrawingAreaErrorKind<E>) -> OutputError {
+pub fn drawn<E: std::error::Error + Send + Sync + 'static>(e: DrawingAreaErrorKind<E>) -> OutputError {
     OutputError::Draw(Box::new(e))
 }
 
@@ -224,7 +225,7 @@ fn axis_name(u: &Unit) -> String {
 
 /// The box plot's x axis: policy p at x = p, in one slot of width 1 each, ticks at the slots'
 /// centres only.
-struct Slots(usize);
+pub struct Slots(pub usize);
 
 impl Ranged for Slots {
     type FormatOption = DefaultFormatting;
@@ -280,34 +281,48 @@ where
     }
     mesh.draw().map_err(drawn)?;
     for (p, s) in e.samples.iter().enumerate() {
-        if s.is_empty() {
-            continue;
-        }
-        let c = colour(p);
-        let q = |f| aar_stats::quantile(s, f);
-        let (q1, med, q3) = (q(0.25), q(0.5), q(0.75));
-        let iqr = q3 - q1;
-        let low = s.iter().copied().find(|v| *v >= q1 - 1.5 * iqr).unwrap_or(q1);
-        let high = s.iter().rev().copied().find(|v| *v <= q3 + 1.5 * iqr).unwrap_or(q3);
-        let (x, x0, x1) = (p as f64, p as f64 - 0.25, p as f64 + 0.25);
-        chart
-            .draw_series([
-                Rectangle::new([(x0, q3), (x1, q1)], c.mix(0.35).filled()),
-                Rectangle::new([(x0, q3), (x1, q1)], c.stroke_width(2)),
-            ])
-            .map_err(drawn)?;
-        chart
-            .draw_series([
-                PathElement::new(vec![(x0, med), (x1, med)], c.stroke_width(3)),
-                PathElement::new(vec![(x, q3), (x, high)], c.stroke_width(2)),
-                PathElement::new(vec![(x, q1), (x, low)], c.stroke_width(2)),
-            ])
-            .map_err(drawn)?;
-        // Outliers beyond the whiskers; at most 500 of them at each end.
-        let above = s.iter().rev().take_while(|v| **v > high).take(500);
-        let below = s.iter().take_while(|v| **v < low).take(500);
-        chart.draw_series(above.chain(below).map(|&v| Circle::new((x, v), 2, c.filled()))).map_err(drawn)?;
+        draw_box(&mut chart, p as f64, s, colour(p))?;
     }
+    Ok(())
+}
+
+/// One box of a box plot at `x` (slot width 1) for an ascending sample: quartiles, median,
+/// whiskers at 1.5 IQR, and the points beyond them (at most 500 at each end); nothing for an
+/// empty sample. `aar report`'s box plots and `aar sim paper`'s normalised ones draw with it.
+pub fn draw_box<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<Slots, RangedCoordf64>>,
+    x: f64,
+    s: &[f64],
+    c: RGBColor,
+) -> Result<(), OutputError>
+where
+    DB::ErrorType: 'static,
+{
+    if s.is_empty() {
+        return Ok(());
+    }
+    let q = |f| aar_stats::quantile(s, f);
+    let (q1, med, q3) = (q(0.25), q(0.5), q(0.75));
+    let iqr = q3 - q1;
+    let low = s.iter().copied().find(|v| *v >= q1 - 1.5 * iqr).unwrap_or(q1);
+    let high = s.iter().rev().copied().find(|v| *v <= q3 + 1.5 * iqr).unwrap_or(q3);
+    let (x0, x1) = (x - 0.25, x + 0.25);
+    chart
+        .draw_series([
+            Rectangle::new([(x0, q3), (x1, q1)], c.mix(0.35).filled()),
+            Rectangle::new([(x0, q3), (x1, q1)], c.stroke_width(2)),
+        ])
+        .map_err(drawn)?;
+    chart
+        .draw_series([
+            PathElement::new(vec![(x0, med), (x1, med)], c.stroke_width(3)),
+            PathElement::new(vec![(x, q3), (x, high)], c.stroke_width(2)),
+            PathElement::new(vec![(x, q1), (x, low)], c.stroke_width(2)),
+        ])
+        .map_err(drawn)?;
+    let above = s.iter().rev().take_while(|v| **v > high).take(500);
+    let below = s.iter().take_while(|v| **v < low).take(500);
+    chart.draw_series(above.chain(below).map(|&v| Circle::new((x, v), 2, c.filled()))).map_err(drawn)?;
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 
 mod options;
 mod output;
+mod paper;
 
 use aar_sim::config::Mode;
 use aar_sim::experiment::Load;
@@ -40,6 +41,19 @@ enum SimCmd {
         quick: bool,
         #[arg(long, default_value = "docs/sim/VALIDATION.md")]
         out: PathBuf,
+    },
+    /// The SC'19 microbenchmark suite at paper scale (1,024 ranks on 257 routers over 6 groups of a
+    /// busy machine, ADAPTIVE0/ADAPTIVE3/auto alternated); regenerates docs/sim/PAPER.md and its
+    /// plots next to it; exits 1 if a gate fails
+    Paper {
+        /// the CI form: fewer benchmarks, one seed, one iteration per policy
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value = "docs/sim/PAPER.md")]
+        out: PathBuf,
+        /// also write the figures as JSON
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// One experiment; per-rank records go to --out
     Run {
@@ -118,6 +132,28 @@ fn exec(a: SimArgs) -> Result<i32, String> {
             }
             println!("report written to {}", out.display());
             Ok(if rep.passed() { 0 } else { 1 })
+        }
+        SimCmd::Paper { quick, out, json } => {
+            let suite = if quick { aar_sim::paper::Suite::quick() } else { aar_sim::paper::Suite::full() };
+            let r = aar_sim::paper::run(&suite);
+            let command = if quick { "aar sim paper --quick" } else { "aar sim paper" };
+            let dir = match out.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            for bench in paper::benches(&r) {
+                let svg = paper::plot(&r, &bench).map_err(|e| format!("plot of {bench}: {e}"))?;
+                write_atomic(&dir.join(paper::plot_name(&bench)), svg)?;
+            }
+            write_atomic(&out, aar_sim::paper::markdown(&r, paper::plot_name, command))?;
+            if let Some(p) = json {
+                write_atomic(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
+            }
+            for g in &r.gates {
+                println!("{} {}: {} (expected {})", if g.pass { "pass" } else { "FAIL" }, g.name, g.value, g.expected);
+            }
+            println!("suite wall time {:.0} s on {} threads; report written to {}", r.wall_s, r.threads, out.display());
+            Ok(if r.passed() { 0 } else { 1 })
         }
         SimCmd::Run { exp, out } => {
             let spec = exp.spec()?;

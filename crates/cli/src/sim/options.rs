@@ -52,7 +52,7 @@ pub struct ExpOpts {
     workload: Workload,
     #[arg(long, default_value_t = 2)]
     ranks: u32,
-    /// same-blade, same-group, across-groups, scattered
+    /// same-blade, same-group, across-groups, scattered, packed:ROUTERS:GROUPS
     #[arg(long, default_value = "same-group")]
     placement: Placement,
     /// policies alternated across iterations (A/B): auto, off, ADAPTIVE0..3, MIN_HASH, NMIN_HASH, IN_ORDER
@@ -99,6 +99,8 @@ impl ExpOpts {
         s.seed = self.seed;
         s.check().map_err(|e| match e {
             SpecError::PlacementFull { .. } | SpecError::TooFewRanks(_) => format!("--ranks {}: {e}", self.ranks),
+            SpecError::Packed { .. } => format!("--ranks {} --placement {}: {e}", self.ranks, self.placement.name()),
+            SpecError::RankNodes { .. } => e.to_string(),
             SpecError::Arms { .. } => format!("--policy: {e}"),
             SpecError::Topology(_) => e.to_string(),
         })?;

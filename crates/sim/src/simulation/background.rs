@@ -1,13 +1,41 @@
 //! Background traffic: the nodes it runs on (first those sharing a router with the measured
 //! ranks, then random nodes of the measured job's groups or of the whole machine), open-loop
-//! messages at a fraction of the NIC's injection bandwidth, or GPCNeT's closed-loop congestor
-//! jobs.
+//! messages at a fraction of the NIC's injection bandwidth (to random nodes, to the next group,
+//! or inside the jobs of a production machine), or GPCNeT's closed-loop congestor jobs.
 
 use super::{Simulation, USER_NOISE};
-use crate::experiment::{Background, ExperimentSpec, PolicySpec};
+use crate::experiment::{Background, ExperimentSpec, JobPattern, PolicySpec, PRODUCTION_JOB_NODES, PRODUCTION_MIX};
 use crate::workload::Workload;
 use aar_engine::model::request_flits;
 use aar_engine::{AbOrder, Transfer};
+use serde::Serialize;
+
+/// Where an open-loop source sends.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Destinations {
+    /// uniformly random nodes of the background's scope
+    Random,
+    /// random nodes of the next group (group i to group i+1, the canonical worst case)
+    NextGroup,
+    /// the source's job of a production machine (index into its jobs), with the job's pattern
+    Job { job: u32, pattern: JobPattern },
+}
+
+/// One node sending open-loop background traffic.
+#[derive(Clone, Debug, Serialize)]
+pub struct NoiseSource {
+    pub node: u32,
+    /// offered load: fraction of the NIC's injection bandwidth
+    pub load: f64,
+    pub destinations: Destinations,
+    /// mean gap between messages, ticks
+    #[serde(skip)]
+    gap: f64,
+    /// the next member of the job an all-to-all source sends to, a neighbour source's side
+    #[serde(skip)]
+    cursor: u32,
+}
 
 impl Simulation {
     /// Places the experiment's background around the measured job's `nodes` and schedules it.
@@ -24,29 +52,51 @@ impl Simulation {
         near.sort();
         near.dedup();
         self.rng.shuffle(&mut near);
-        let mut rest: Vec<u32> = (0..topo.n_nodes).filter(|&n| in_scope(n) && !near.contains(&n)).collect();
+        let near_set: std::collections::HashSet<u32> = near.iter().copied().collect();
+        let mut rest: Vec<u32> = (0..topo.n_nodes).filter(|&n| in_scope(n) && !near_set.contains(&n)).collect();
         let scope: Vec<u32> = (0..topo.n_nodes).filter(|&n| in_scope(n)).collect();
         self.rng.shuffle(&mut rest);
         let mut free = near;
         free.extend(rest);
         free.truncate(spec.background_nodes as usize);
         let cfg = &spec.net;
+        let gap = |bytes: u64, load: f64| request_flits(bytes, Transfer::Put) as f64 / load * cfg.nic_cycle as f64;
+        let source = |node: u32, load: f64, destinations, bytes| NoiseSource {
+            node,
+            load,
+            destinations,
+            gap: gap(bytes, load),
+            cursor: 0,
+        };
         match spec.background {
             Background::None => {}
             Background::Uniform { load, bytes } | Background::WorstCase { load, bytes } => {
-                if load > 0.0 && !free.is_empty() {
-                    let flits = request_flits(bytes, Transfer::Put) as f64;
-                    self.noise_gap = flits / load * cfg.nic_cycle as f64;
+                if load > 0.0 {
+                    let d = if matches!(spec.background, Background::WorstCase { .. }) {
+                        Destinations::NextGroup
+                    } else {
+                        Destinations::Random
+                    };
+                    self.noise = free.iter().map(|&n| source(n, load, d, bytes)).collect();
+                    self.noise_targets = scope;
                     self.noise_bytes = bytes;
-                    self.noise_is_target_group = matches!(spec.background, Background::WorstCase { .. });
-                    self.noise_nodes = free.clone();
-                    self.noise_targets = scope.clone();
-                    let lead = cfg.ns_to_ticks(spec.background_lead_ns);
-                    for &n in &self.noise_nodes {
-                        let t = (self.rng.f64() * self.noise_gap) as u64;
-                        self.net.schedule_user(t.min(lead), n, USER_NOISE);
-                    }
                 }
+            }
+            Background::Production { load, bytes } => {
+                // the jobs take the free nodes in a shuffled order: fragmented allocations
+                let mut order = free;
+                self.rng.shuffle(&mut order);
+                for (j, members) in order.chunks(PRODUCTION_JOB_NODES).enumerate() {
+                    let (pattern, share) = PRODUCTION_MIX[j % PRODUCTION_MIX.len()];
+                    if share > 0.0 && load > 0.0 && members.len() >= 2 {
+                        let d = Destinations::Job { job: j as u32, pattern };
+                        // an incast's root receives only
+                        let senders = if pattern == JobPattern::Incast { &members[1..] } else { members };
+                        self.noise.extend(senders.iter().map(|&n| source(n, load * share, d, bytes)));
+                    }
+                    self.noise_jobs.push(members.to_vec());
+                }
+                self.noise_bytes = bytes;
             }
             Background::Congestors { bytes } => {
                 let k = free.len() / 3;
@@ -69,32 +119,73 @@ impl Simulation {
                 }
             }
         }
+        // uniform and worst-case sources all start within the lead time; a production machine's
+        // start as a stationary Poisson process (an exponential first gap), so that what it
+        // offers over any window is its load, sources of low load included
+        let lead = cfg.ns_to_ticks(spec.background_lead_ns);
+        let stationary = matches!(spec.background, Background::Production { .. });
+        for i in 0..self.noise.len() {
+            let u = self.rng.f64();
+            let t = if stationary {
+                (-(1.0 - u).ln() * self.noise[i].gap) as u64
+            } else {
+                ((u * self.noise[i].gap) as u64).min(lead)
+            };
+            self.net.schedule_user(t, i as u32, USER_NOISE);
+        }
     }
 
-    /// One open-loop background message from `node` (unless 16 are already queued there), and
-    /// the next one after an exponential gap.
-    pub(super) fn noise(&mut self, node: u32) {
-        let net = &mut self.net;
-        // throttle: an open-loop source does not queue more than 16 messages
-        if net.queued_messages(node) < 16 {
-            let dst = if self.noise_is_target_group {
-                let npg = net.topo.n_nodes / self.node_groups;
+    /// The destination of source `i`'s next message.
+    fn noise_destination(&mut self, i: usize) -> u32 {
+        let node = self.noise[i].node;
+        let pick = |rng: &mut crate::rng::Rng, v: &[u32]| v[rng.below(v.len() as u32) as usize];
+        match self.noise[i].destinations {
+            Destinations::Random => pick(&mut self.rng, &self.noise_targets),
+            Destinations::NextGroup => {
+                let npg = self.net.topo.n_nodes / self.node_groups;
                 let g = (node / npg + 1) % self.node_groups;
                 let cands: Vec<u32> = self.noise_targets.iter().copied().filter(|&t| t / npg == g).collect();
                 if cands.is_empty() {
-                    self.noise_targets[self.rng.below(self.noise_targets.len() as u32) as usize]
+                    pick(&mut self.rng, &self.noise_targets)
                 } else {
-                    cands[self.rng.below(cands.len() as u32) as usize]
+                    pick(&mut self.rng, &cands)
                 }
-            } else {
-                self.noise_targets[self.rng.below(self.noise_targets.len() as u32) as usize]
-            };
-            if dst != node {
-                net.post(node, dst, self.noise_bytes, Transfer::Put, self.noise_mode, u32::MAX, u32::MAX, 0);
+            }
+            Destinations::Job { job, pattern } => {
+                let members = &self.noise_jobs[job as usize];
+                let n = members.len() as u32;
+                let me = members.iter().position(|&m| m == node).unwrap_or(0) as u32;
+                let src = &mut self.noise[i];
+                match pattern {
+                    JobPattern::Uniform | JobPattern::Idle => pick(&mut self.rng, members),
+                    JobPattern::Neighbour => {
+                        src.cursor ^= 1;
+                        members[((me + if src.cursor == 1 { 1 } else { n - 1 }) % n) as usize]
+                    }
+                    JobPattern::AllToAll => {
+                        src.cursor = src.cursor % (n - 1) + 1;
+                        members[((me + src.cursor) % n) as usize]
+                    }
+                    JobPattern::Incast => members[0],
+                }
             }
         }
-        let gap = (-(1.0 - self.rng.f64()).ln() * self.noise_gap) as u64;
+    }
+
+    /// One open-loop background message from source `i` (unless 16 are already queued at its
+    /// NIC), and the next one after an exponential gap.
+    pub(super) fn noise(&mut self, i: u32) {
+        let i = i as usize;
+        let node = self.noise[i].node;
+        // throttle: an open-loop source does not queue more than 16 messages
+        if self.net.queued_messages(node) < 16 {
+            let dst = self.noise_destination(i);
+            if dst != node {
+                self.net.post(node, dst, self.noise_bytes, Transfer::Put, self.noise_mode, u32::MAX, u32::MAX, 0);
+            }
+        }
+        let gap = (-(1.0 - self.rng.f64()).ln() * self.noise[i].gap) as u64;
         let t = self.net.now + gap.max(1);
-        self.net.schedule_user(t, node, USER_NOISE);
+        self.net.schedule_user(t, i as u32, USER_NOISE);
     }
 }

@@ -8,12 +8,14 @@
 mod background;
 mod rank;
 
-use crate::config::{Mode, N_MODES};
-use crate::experiment::{Background, ExperimentResult, ExperimentSpec};
+use crate::config::{class_index, Mode, N_MODES};
+use crate::experiment::{Background, ExperimentResult, ExperimentSpec, LinkUse};
 use crate::net::{Net, Note, NOTES};
 use crate::record::IterSample;
 use crate::rng::Rng;
+use crate::topology::{PortClass, NONE};
 use aar_engine::Transfer;
+pub use background::{Destinations, NoiseSource};
 use rank::{Job, Rank};
 use std::time::Instant;
 
@@ -30,12 +32,16 @@ pub struct Simulation {
     pub net: Net,
     ranks: Vec<Rank>,
     jobs: Vec<Job>,
-    noise_nodes: Vec<u32>,
+    /// the open-loop background's sending nodes (the index is the user event's argument)
+    noise: Vec<NoiseSource>,
+    /// destinations of `uniform` and `worst-case` backgrounds
     noise_targets: Vec<u32>,
-    noise_is_target_group: bool,
-    noise_gap: f64,
+    /// nodes of each job of a production background
+    noise_jobs: Vec<Vec<u32>>,
     noise_bytes: u64,
     noise_mode: Mode,
+    /// when the measured job starts (after the background's lead time), ticks
+    measured_start: u64,
     rng: Rng,
     node_groups: u32,
     nonmin: u64,
@@ -72,18 +78,21 @@ impl Simulation {
         let net = Net::new(spec.net.clone(), spec.seed);
         let mut rng = Rng::new(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA11);
         let topo = &net.topo;
-        let nodes = spec.placement.nodes(topo, spec.ranks, &mut rng);
+        let nodes = match &spec.rank_nodes {
+            Some(n) => n.clone(),
+            None => spec.placement.nodes(topo, spec.ranks, &mut rng),
+        };
         let mut w = Simulation {
             node_groups: topo.groups,
             net,
             ranks: Vec::new(),
             jobs: Vec::new(),
-            noise_nodes: Vec::new(),
+            noise: Vec::new(),
             noise_targets: Vec::new(),
-            noise_is_target_group: false,
-            noise_gap: 0.0,
+            noise_jobs: Vec::new(),
             noise_bytes: 0,
             noise_mode: spec.background_mode,
+            measured_start: 0,
             rng,
             nonmin: 0,
             reqpk: 0,
@@ -111,7 +120,7 @@ impl Simulation {
         let label = match spec.background {
             _ if w.jobs.iter().any(|j| !j.measured) => Some("congested"),
             Background::None => Some("isolated"),
-            _ if w.noise_nodes.is_empty() => Some("isolated"),
+            _ if w.noise.is_empty() => Some("isolated"),
             _ => None,
         };
         let experiment = spec.experiment_id();
@@ -122,6 +131,7 @@ impl Simulation {
         // start: background congestors at 0, the measured job after the lead time
         let lead = spec.net.ns_to_ticks(spec.background_lead_ns);
         let has_bg = !matches!(spec.background, Background::None);
+        w.measured_start = if has_bg { lead } else { 0 };
         for r in 0..w.ranks.len() {
             let t = if w.jobs[w.ranks[r].job].measured && has_bg { lead } else { 0 };
             w.net.schedule_user(t, r as u32, USER_WAKE | 0x100_0000);
@@ -195,9 +205,58 @@ impl Simulation {
         self.jobs.iter().filter(|j| j.measured).all(|j| j.done_ranks == j.n)
     }
 
+    /// The open-loop background's sending nodes, their pattern and offered load.
+    pub fn background_sources(&self) -> &[NoiseSource] {
+        &self.noise
+    }
+
+    /// Flits sent so far by every output port of every router (the base of [`Simulation::link_use`]).
+    pub fn port_flits(&self) -> Vec<u64> {
+        (0..self.net.topo.peer.len()).map(|p| self.net.port_flits(p)).collect()
+    }
+
+    /// Utilisation of the links since `base` (flits per port, from [`Simulation::port_flits`]) was
+    /// taken at time `t0`: per port, flits times the class's flit time over the elapsed time.
+    pub fn link_use(&self, base: &[u64], t0: u64) -> LinkUse {
+        let dt = self.net.now.saturating_sub(t0);
+        let topo = &self.net.topo;
+        let mut sum = [0.0f64; 4];
+        let mut n = [0u32; 4];
+        let mut global_max = 0.0f64;
+        if dt == 0 {
+            return LinkUse::default();
+        }
+        for (port, &flits0) in base.iter().enumerate() {
+            let class = topo.class[port];
+            if class == PortClass::Unused || (class != PortClass::Terminal && topo.peer[port] == NONE) {
+                continue;
+            }
+            let k = class_index(class);
+            let u = (self.net.port_flits(port) - flits0) as f64 * self.net.cfg.flit_time[k] as f64 / dt as f64;
+            sum[k] += u;
+            n[k] += 1;
+            if class == PortClass::Global {
+                global_max = global_max.max(u);
+            }
+        }
+        let mean = |k: usize| if n[k] > 0 { sum[k] / f64::from(n[k]) } else { 0.0 };
+        LinkUse {
+            window_ns: self.net.cfg.ticks_to_ns(dt),
+            terminal: mean(0),
+            row: mean(1),
+            column: mean(2),
+            global: mean(3),
+            global_max,
+        }
+    }
+
     pub fn run(mut self, label: String) -> ExperimentResult {
         let wall = Instant::now();
+        let mut base: Option<(Vec<u64>, u64)> = None;
         while !self.measured_done() {
+            if base.is_none() && self.net.now >= self.measured_start {
+                base = Some((self.port_flits(), self.net.now));
+            }
             match self.net.step(u64::MAX) {
                 None => break,
                 Some((NOTES, _)) => {
@@ -209,6 +268,7 @@ impl Simulation {
                 Some((a, d)) => self.user_event(a, d),
             }
         }
+        let links = base.map(|(b, t0)| self.link_use(&b, t0)).unwrap_or_default();
         let mut iterations = Vec::new();
         let mut records = Vec::new();
         for (ji, j) in self.jobs.iter().enumerate() {
@@ -266,6 +326,7 @@ impl Simulation {
                     (m.name().to_string(), self.nonmin_mode[*m as usize] as f64 / self.reqpk_mode[*m as usize] as f64)
                 })
                 .collect(),
+            links,
         }
     }
 }
