@@ -274,6 +274,14 @@ pub struct ExperimentSpec {
     /// allocation): e.g. a ping-pong between rank 0 and a chosen rank of a packed job
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank_nodes: Option<Vec<u32>>,
+    /// decisions per counter window of the ranks' engines (libaar.so's `AAR_WINDOW`; 1 is the
+    /// paper's read after every decision); `None`: the engine's default
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_decisions: Option<u32>,
+    /// every rank starts iteration i+1 when the last rank has ended iteration i (a barrier that
+    /// costs no time), so one iteration's skew does not carry into the next one's time
+    #[serde(default)]
+    pub synchronized_iterations: bool,
 }
 
 impl ExperimentSpec {
@@ -294,6 +302,8 @@ impl ExperimentSpec {
             background_lead_ns: 5_000.0,
             seed: 1,
             rank_nodes: None,
+            window_decisions: None,
+            synchronized_iterations: false,
         }
     }
 }

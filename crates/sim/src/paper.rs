@@ -170,9 +170,10 @@ impl Suite {
         let placement = Placement::Packed { routers: ROUTERS, groups: JOB_GROUPS };
         let mut s = ExperimentSpec::new(self.net(), case.workload.clone(), RANKS, placement);
         s.arms = ARMS.to_vec();
-        // randomized blocks: which policy an iteration follows changes from block to block (see
-        // CARRY_OVER)
+        // randomized blocks and synchronised starts: no policy's time depends on which policy ran
+        // before it (see CARRY_OVER)
         s.order = AbOrder::Shuffled(seed);
+        s.synchronized_iterations = true;
         s.iterations = if case.once { 1 } else { self.iterations_per_policy } * ARMS.len() as u32;
         s.background = self.background.clone();
         s.background_nodes = u32::MAX;
@@ -805,22 +806,16 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
 }
 
 /// What the iteration times carry over from the iteration before (a limit of the measurement).
-const CARRY_OVER: &str = "**Read with care: iterations are not separated by a barrier.** A rank starts its next
-iteration as soon as it has finished the previous one, and an iteration's time is the slowest
-rank's duration from its own start to its own end. After a slow, uneven iteration the ranks start
-the next one skewed, and the early ones wait for the late ones inside it: part of one
-iteration's time is carried into the next. In a first run of this suite in round-robin order
-(ADAPTIVE0, ADAPTIVE3, auto), ADAPTIVE3 always followed ADAPTIVE0 and `auto` always followed
-ADAPTIVE3, and `auto` came out up to 40% faster
-than ADAPTIVE3 although at these sizes it sent every byte with ADAPTIVE3 (below the 4 KiB
-threshold the algorithm keeps High Bias) and a run of ADAPTIVE3 alone takes the same time in
-every iteration. The randomized blocks above turn that bias into noise; where `auto` and
-ADAPTIVE3 sent the same bytes with the same mode, the difference between their medians measures
-what is left of it. Synchronised iteration starts (every rank starts iteration i+1 when the last
-has finished iteration i, as a barrier outside the timed region does) would remove it.
+const CARRY_OVER: &str = "**Iterations start together.** Every rank starts iteration i+1 when the last rank has
+ended iteration i (a barrier outside the timed region that takes no simulated time). Without
+it, a rank starts its next iteration as soon as it has finished its own, an uneven iteration
+leaves the ranks skewed, and the early ones wait for the late ones inside the next iteration:
+part of one policy's time is carried into the next policy's. In a first run of this suite
+without the barrier, in round-robin order, `auto` came out up to 40% faster than ADAPTIVE3
+although it sent every byte with ADAPTIVE3 at these sizes. The order of the policies is still
+drawn at random in blocks, so what is left of any order effect is noise, not bias.
 
 ";
-
 /// How the suite's sizes and repetitions were chosen (the same text in the full and the quick form).
 const BUDGET_NOTES: &str = "
 The cost of a run is the packets it simulates, and in a busy machine most of them are the

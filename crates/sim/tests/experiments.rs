@@ -192,3 +192,51 @@ fn high_bias_stalls_the_nic_more_than_adaptive_inside_a_group() {
     assert_eq!(r.windows("ADAPTIVE3"), again.windows("ADAPTIVE3"));
     assert_eq!(r.times("ADAPTIVE0"), again.times("ADAPTIVE0"));
 }
+
+#[test]
+fn synchronized_iterations_start_together_when_the_last_rank_ends() {
+    // sweep3d is a wavefront: ranks end an iteration at different times, so without the barrier
+    // the ranks start the next one at different times too.
+    let mut s = ExperimentSpec::new(small_net(), "sweep3d:4K".parse().unwrap(), 8, Placement::Scattered);
+    s.iterations = 4;
+    let starts = |s: &ExperimentSpec| -> Vec<Vec<u64>> {
+        let r = run_experiment(s, "sweep");
+        (0..4).map(|i| r.records.iter().map(|rec| rec.rows().nth(i).unwrap().start_ns).collect()).collect()
+    };
+    let ends = |s: &ExperimentSpec| -> Vec<u64> {
+        let r = run_experiment(s, "sweep");
+        (0..4).map(|i| r.records.iter().map(|rec| rec.rows().nth(i).unwrap().end_ns).max().unwrap()).collect()
+    };
+    let free = starts(&s);
+    assert!(free[1..].iter().any(|it| it.iter().min() != it.iter().max()), "skewed starts without it: {free:?}");
+    s.synchronized_iterations = true;
+    let (together, last_end) = (starts(&s), ends(&s));
+    for i in 1..4 {
+        assert!(
+            together[i].iter().all(|&t| t == last_end[i - 1]),
+            "iteration {i}: {:?} vs {}",
+            together[i],
+            last_end[i - 1]
+        );
+    }
+}
+
+#[test]
+fn the_window_sets_how_often_the_ranks_read_their_counters() {
+    let mut s = ExperimentSpec::new(small_net(), Workload::Alltoall { bytes: 65536 }, 4, Placement::Scattered);
+    s.iterations = 16;
+    s.arms = vec![PolicySpec::Fixed(Mode::Adaptive0)];
+    let windows = |s: &ExperimentSpec| {
+        let r = run_experiment(s, "a2a");
+        let sum = |f: fn(&aar_sim::record::RankRecord) -> u64| r.records.iter().map(f).sum::<u64>();
+        (sum(|r| r.windows_valid + r.windows_discarded), sum(|r| r.engine_decisions))
+    };
+    // A read closes a window: one per decision, or one per 8 (the first read opens the first).
+    s.window_decisions = Some(1);
+    let (every, decisions) = windows(&s);
+    assert_eq!(every, decisions - 4, "one window per decision after each rank's first");
+    s.window_decisions = Some(8);
+    let (eighth, same) = windows(&s);
+    assert_eq!(same, decisions);
+    assert!(eighth * 4 < every, "window 8: {eighth} windows of {decisions} decisions");
+}

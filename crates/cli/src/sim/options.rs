@@ -69,6 +69,14 @@ pub struct ExpOpts {
     iterations: u32,
     #[arg(long, default_value_t = 0)]
     warmup_iterations: u32,
+    /// decisions per counter window of the ranks' engines, as libaar.so's AAR_WINDOW (1: a read
+    /// after every decision, the paper's schedule); default: libaar.so's default
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    window: Option<u32>,
+    /// every rank starts an iteration when the last rank has ended the previous one (a barrier
+    /// that takes no simulated time), so skew does not carry from one iteration into the next
+    #[arg(long)]
+    synchronized_iterations: bool,
     #[arg(
         long,
         default_value = "none",
@@ -93,6 +101,8 @@ impl ExpOpts {
         s.order = self.order;
         s.iterations = self.iterations;
         s.warmup_iterations = self.warmup_iterations;
+        s.window_decisions = self.window;
+        s.synchronized_iterations = self.synchronized_iterations;
         s.background = self.background.clone();
         s.background_nodes = self.background_nodes;
         s.background_local = !self.background_global;

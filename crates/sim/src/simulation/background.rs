@@ -112,8 +112,7 @@ impl Simulation {
                             u32::MAX,
                             vec![PolicySpec::Fixed(spec.background_mode)],
                             AbOrder::RoundRobin,
-                            false,
-                            0,
+                            None,
                         );
                     }
                 }

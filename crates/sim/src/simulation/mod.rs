@@ -16,7 +16,7 @@ use crate::rng::Rng;
 use crate::topology::{PortClass, NONE};
 use aar_engine::Transfer;
 pub use background::{Destinations, NoiseSource};
-use rank::{Job, Rank};
+use rank::{Job, Measured, Rank};
 use std::time::Instant;
 
 /// Source and destination rank of messages posted from outside the simulator
@@ -110,8 +110,11 @@ impl Simulation {
                 spec.iterations + spec.warmup_iterations,
                 spec.arms.clone(),
                 spec.order,
-                true,
-                spec.warmup_iterations,
+                Some(Measured {
+                    warmup: spec.warmup_iterations,
+                    window_decisions: spec.window_decisions,
+                    synchronized: spec.synchronized_iterations,
+                }),
             );
         }
         w.add_background(spec, &nodes);

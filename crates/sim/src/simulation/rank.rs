@@ -39,6 +39,17 @@ pub(super) struct Rank {
     pub(super) rec: RankRecord,
 }
 
+/// What only the measured job has.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Measured {
+    /// iterations run before recording
+    pub(super) warmup: u32,
+    /// decisions per counter window; `None`: the engine's default
+    pub(super) window_decisions: Option<u32>,
+    /// ranks start each iteration together
+    pub(super) synchronized: bool,
+}
+
 pub(super) struct Job {
     pub(super) first: u32,
     pub(super) n: u32,
@@ -48,8 +59,14 @@ pub(super) struct Job {
     pub(super) schedule: AbSchedule,
     pub(super) measured: bool,
     pub(super) done_ranks: u32,
+    /// ranks without phases: done from the start
+    pub(super) idle_ranks: u32,
     pub(super) default_mode: Mode,
     pub(super) warmup: u32,
+    /// ranks start the next iteration together (see `ExperimentSpec::synchronized_iterations`)
+    pub(super) synchronized: bool,
+    /// ranks that ended the current iteration and wait for the others to end it
+    pub(super) at_barrier: Vec<usize>,
     /// the job's iteration time is this rank's (ping-pong: the initiator) or the slowest rank's
     pub(super) timing_rank: Option<u32>,
     /// per recorded iteration: max rank duration
@@ -75,7 +92,6 @@ fn tag_of(iter: u32, tag: u32) -> u32 {
 impl Simulation {
     /// Adds a job of `nodes.len()` ranks on `nodes` running `wl` for `iterations` (warm-up
     /// included) under the A/B `arms`; a measured job's ranks run the engine and are recorded.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn add_job(
         &mut self,
         wl: &Workload,
@@ -84,15 +100,16 @@ impl Simulation {
         iterations: u32,
         arms: Vec<PolicySpec>,
         order: AbOrder,
-        measured: bool,
-        warmup: u32,
+        measured: Option<Measured>,
     ) {
+        let Measured { warmup, window_decisions, synchronized } = measured.unwrap_or_default();
+        let measured = measured.is_some();
         let n = nodes.len() as u32;
         let first = self.ranks.len() as u32;
         let job = self.jobs.len();
         let phases: Vec<Vec<Phase>> = (0..n).map(|r| wl.phases(r, n, ring)).collect();
         let default_mode = Mode::Adaptive0;
-        let window_decisions = if measured { window_decisions() } else { 0 };
+        let window_decisions = window_decisions.unwrap_or(EngineConfig::default().window_decisions);
         for (i, &node) in nodes.iter().enumerate() {
             let engine = if measured {
                 // One rank per node: the NIC's counters and injection are this rank's alone.
@@ -151,8 +168,11 @@ impl Simulation {
             schedule,
             measured,
             done_ranks,
+            idle_ranks: done_ranks,
             default_mode,
             warmup,
+            synchronized,
+            at_barrier: Vec::new(),
             timing_rank,
             iter_max: Vec::new(),
             iter_ctr: Vec::new(),
@@ -363,22 +383,18 @@ impl Simulation {
             j.done_ranks += 1;
             return;
         }
-        self.start_iteration(r);
-    }
-}
-
-/// Decisions per counter window of the simulated ranks' engines: `AAR_WINDOW`, read as libaar.so
-/// reads it (a whole number; 0 is taken as 1), so that an evaluation can compare read schedules
-/// (`AAR_WINDOW=1` is the paper's, a read after every decision). Unset or bad: the engine's
-/// default, with one warning on stderr for a bad value.
-fn window_decisions() -> u32 {
-    let default = EngineConfig::default().window_decisions;
-    match std::env::var("AAR_WINDOW") {
-        Err(_) => default,
-        Ok(v) => v.trim().parse::<u32>().map(|w| w.max(1)).unwrap_or_else(|_| {
-            eprintln!("aar sim: AAR_WINDOW=\"{v}\" is not a whole number of decisions; using {default}. Fix or unset AAR_WINDOW.");
-            default
-        }),
+        if !j.synchronized {
+            self.start_iteration(r);
+            return;
+        }
+        // Ranks without phases are done from the start and never end an iteration.
+        j.at_barrier.push(r);
+        if j.at_barrier.len() as u32 != j.n - j.idle_ranks {
+            return;
+        }
+        for r in std::mem::take(&mut j.at_barrier) {
+            self.start_iteration(r);
+        }
     }
 }
 
