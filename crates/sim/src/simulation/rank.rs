@@ -92,6 +92,7 @@ fn tag_of(iter: u32, tag: u32) -> u32 {
 impl Simulation {
     /// Adds a job of `nodes.len()` ranks on `nodes` running `wl` for `iterations` (warm-up
     /// included) under the A/B `arms`; a measured job's ranks run the engine and are recorded.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn add_job(
         &mut self,
         wl: &Workload,
