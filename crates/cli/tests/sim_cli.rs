@@ -290,7 +290,7 @@ fn the_quick_paper_suite_writes_its_document_and_passes_its_gates() {
     assert!(cases.len() >= 4);
     for c in cases {
         let arms: Vec<&str> = c["arms"].as_array().unwrap().iter().map(|a| a["policy"].as_str().unwrap()).collect();
-        assert_eq!(arms, ["ADAPTIVE0", "ADAPTIVE3", "auto"]);
+        assert_eq!(arms, ["ADAPTIVE0", "ADAPTIVE3", "auto", "steady"]);
         let a0 = &c["arms"][0]["summary"]["median"];
         assert_eq!(a0.as_f64(), Some(1.0), "times are normalised to ADAPTIVE0's median");
         // every plot the document shows is there, an SVG

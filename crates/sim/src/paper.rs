@@ -34,8 +34,9 @@ pub const JOB_GROUPS: u32 = 6;
 /// group that it does not occupy.
 pub const MACHINE_GROUPS: u32 = 7;
 /// The policies every benchmark alternates, in this order, iteration by iteration.
-pub const ARMS: [PolicySpec; 3] =
-    [PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3), PolicySpec::Auto];
+/// `steady` (the policy of docs/policy.md) runs beside the paper's, so both meet the same machine.
+pub const ARMS: [PolicySpec; 4] =
+    [PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3), PolicySpec::Auto, PolicySpec::Steady];
 /// The background: a production mix at a load of 0.1 per sending node, 4 KiB messages.
 pub const BACKGROUND: Background = Background::Production { load: 0.1, bytes: 4096 };
 
@@ -601,8 +602,9 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
     );
     let _ = writeln!(
         s,
-        "- **Policies**: ADAPTIVE0, ADAPTIVE3 and `auto` (the paper's algorithm in every rank, from its own \
-         NIC's simulated counters), alternated iteration by iteration in randomized blocks (each block of 3 \
+        "- **Policies**: ADAPTIVE0, ADAPTIVE3, `auto` (the paper's algorithm in every rank, from its own \
+         NIC's simulated counters) and `steady` (aar's own policy, docs/policy.md), alternated iteration by \
+         iteration in randomized blocks (each block of 4 \
          iterations holds every policy once, in an order drawn from the seed: `--order shuffled:SEED`), \
          {} iteration(s) of each per seed, seeds 1..={} (sweep3d: one iteration of each, seed 1; a seed changes the background jobs, their traffic \
          and every routing choice; the job's placement stays).",
@@ -838,7 +840,7 @@ seconds of one core):
 - 3 seeds x 2 iterations per policy = 6 samples per policy and size, the fewest with a 95%
   order-statistic interval of the median (it is then the range of the sample).
   `aar sim sweep --ranks 1024 --placement packed:257:6 --groups 7 --background production:0.1
-  --background-global --background-nodes 4000 --policy ADAPTIVE0,ADAPTIVE3,auto --workload W
+  --background-global --background-nodes 4000 --policy ADAPTIVE0,ADAPTIVE3,auto,steady --synchronized-iterations --workload W
   --seeds N` repeats one benchmark with more seeds.
 - The background's load, 0.1 per sending node (about 0.05 flits per NIC cycle on the
   router-to-node channels on average over the machine, and 0.08 to 0.09 on the network's links,
