@@ -56,7 +56,7 @@ module aar
       integer(c_int) :: rc
     end function aar_set_mode
 
-    ! The same by name, as AAR_MODE takes it ("ADAPTIVE3", "auto", "off"), a C string.
+    ! The same by name, as AAR_MODE takes it ("ADAPTIVE3", "auto", "steady", "off"), a C string.
     function aar_set_mode_name(name) bind(C, name="aar_set_mode_name") result(rc)
       import :: c_int, c_char
       character(kind=c_char), dimension(*), intent(in) :: name

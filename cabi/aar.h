@@ -44,11 +44,13 @@ extern "C" {
 int aar_set_mode(uint16_t dlvr_mode);
 
 /* The same by name, as AAR_MODE takes it: "ADAPTIVE3" or "ADAPTIVE_3" (any case), or "auto" (also
- * "paper"), or "off" (also "observe": count and read counters, but leave every descriptor as the
- * caller wrote it). */
+ * "paper"), or "steady" (aar's own automatic policy: no oscillation, state per destination class),
+ * or "off" (also "observe": count and read counters, but leave every descriptor as the caller
+ * wrote it). */
 int aar_set_mode_name(const char *name);
 
-/* Back to automatic routing: NIC counters and the cost model choose per message. */
+/* Back to automatic routing: NIC counters and the cost model choose per message (the paper's
+ * policy, "auto"; aar_set_mode_name("steady") selects the other one). */
 int aar_set_auto(void);
 
 /* Pause the library: every call is forwarded untouched (SMSG modes and DMAPP routing attributes
@@ -57,7 +59,7 @@ int aar_set_auto(void);
 int aar_disable(void);
 int aar_enable(void);
 
-/* The policy now in force: "auto", "off", "ADAPTIVE0".."ADAPTIVE3", "paused", or "disabled"
+/* The policy now in force: "auto", "steady", "off", "ADAPTIVE0".."ADAPTIVE3", "paused", or "disabled"
  * when AAR_DISABLE is set. A static string. */
 const char *aar_policy_name(void);
 

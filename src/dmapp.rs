@@ -257,6 +257,7 @@ fn route_call(
             requested: name(requested.app),
             chosen: name(t.dir(d).in_force),
             reason: routed.reason.name(),
+            destination: call.msg.class.name(),
             dmapp_table: attributes::table_description(),
         });
     }

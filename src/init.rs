@@ -84,6 +84,8 @@ fn init() {
         }
     };
     let ranks_per_node = node::ranks_per_node();
+    // The node's ranks share its NIC: its injection and its counters (the max-rate view).
+    engine_cfg.ranks_per_node = ranks_per_node;
     let node =
         counters.as_ref().and_then(|_| node::attach(&settings.papi_events, settings.node_reading.0, ranks_per_node));
     topology::load(settings.topology.as_deref());

@@ -325,7 +325,7 @@ fn write_outputs() {
                 NodeInfo {
                     nic_address,
                     ranks_per_node: d.ranks_per_node,
-                    location: nic_address.and_then(|nic| topology::table()?.location(nic)),
+                    location: nic_address.and_then(|nic| topology::table()?.location(nic)).map(|l| (l.group, l.router)),
                     shared_reading: d.node.map(|n| n.path().display().to_string()),
                 }
             }),

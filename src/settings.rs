@@ -543,7 +543,7 @@ impl Settings {
             (
                 "unset (no A/B experiment, one policy)",
                 "is not a list of policies to alternate",
-                "Give 2 to 8 different policies separated by commas, from auto, off and ADAPTIVE0..ADAPTIVE3 (e.g. AAR_AB=ADAPTIVE0,ADAPTIVE3).",
+                "Give 2 to 8 different policies separated by commas, from auto, steady, off and ADAPTIVE0..ADAPTIVE3 (e.g. AAR_AB=ADAPTIVE0,ADAPTIVE3).",
             ),
             Shown,
             always,
@@ -592,7 +592,7 @@ impl Settings {
                     (
                         "auto",
                         "is not a routing policy",
-                        "Use auto, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.",
+                        "Use auto, steady, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.",
                     ),
                     Hidden,
                     always,

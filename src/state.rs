@@ -202,13 +202,15 @@ pub fn counters_unavailable(why: &str, cfg: &mut EngineConfig) -> String {
     // has no window to decide from and routes like a message below the threshold.
     if let Some(ab) = settings().and_then(|s| s.ab.as_ref()) {
         let m = cfg.low_latency_mode;
-        return if ab.0.iter().any(|p| p.is_automatic()) {
-            format!(
-                "{why}. The A/B policy auto needs the NIC counters: in its iterations every adaptive message uses {m}; \
-                 the other policies are unaffected. Load PAPI (e.g. module load papi), or set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS."
-            )
-        } else {
-            format!("{why}. Routing is unaffected (no A/B policy is auto); records will carry no counter windows.")
+        return match ab.0.iter().find(|p| p.is_automatic()) {
+            Some(p) => format!(
+                "{why}. The A/B policy {} needs the NIC counters: in its iterations every adaptive message uses {m}; \
+                 the other policies are unaffected. Load PAPI (e.g. module load papi), or set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS.",
+                p.name()
+            ),
+            None => format!(
+                "{why}. Routing is unaffected (no A/B policy is automatic: auto or steady); records will carry no counter windows."
+            ),
         };
     }
     match cfg.policy {

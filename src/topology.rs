@@ -17,13 +17,14 @@
 //! Blank lines, lines starting with `#` and the `NID` header are skipped.
 
 use crate::{diag, endpoints};
+use aar_engine::{DestinationClass, Policy};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// A node's place: its group and its router (Aries: its blade).
-pub type Location = (u32, u32);
+pub use aar_engine::NodeLocation as Location;
 
 /// NIC address -> location, for the nodes a file lists.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -78,7 +79,7 @@ impl FromStr for Topology {
                 let (Ok(group), Ok(router)) = (group.parse::<u32>(), router.parse::<u32>()) else {
                     return Err(bad("group and router must be whole numbers"));
                 };
-                explicit.insert(nic, (group, router)).is_some()
+                explicit.insert(nic, Location { group, router }).is_some()
             } else {
                 return Err(bad("expected NIC GROUP ROUTER, or xtprocadmin's NID (HEX) NODENAME ..."));
             };
@@ -89,7 +90,7 @@ impl FromStr for Topology {
         let groups = dense(named.values().map(|(g, _)| *g));
         let routers = dense(named.values().map(|(_, r)| *r));
         let mut nodes = explicit;
-        nodes.extend(named.into_iter().map(|(nic, (g, r))| (nic, (groups[&g], routers[&r]))));
+        nodes.extend(named.into_iter().map(|(nic, (g, r))| (nic, Location { group: groups[&g], router: routers[&r] })));
         if nodes.is_empty() {
             return Err("no node is listed".into());
         }
@@ -173,11 +174,22 @@ static HERE: OnceLock<Option<Location>> = OnceLock::new();
 /// for the routing policy's destination class; `None` (class unknown) when there is no table,
 /// the table lacks either node, or the library did not see the endpoint's `GNI_EpBind`.
 /// No lock, no allocation.
-#[allow(dead_code, reason = "the shim sets Message::class from it once the engine has DestinationClass")]
 #[inline]
 pub fn post_places(ep: usize) -> Option<(Location, Location)> {
     let here = (*HERE.get_or_init(|| local_nic_address().and_then(location_of)))?;
     Some((here, location_of(endpoints::remote_nic(ep)?)?))
+}
+
+/// The destination class of a post on endpoint `ep`, for the policies that keep state per class
+/// (`steady`); the others see one class, and never make the library look for a node table.
+#[inline]
+pub fn destination_class(policy: Policy, ep: usize) -> DestinationClass {
+    match policy {
+        Policy::Steady => {
+            post_places(ep).map_or(DestinationClass::Unknown, |(from, to)| DestinationClass::between(from, to))
+        }
+        Policy::Auto | Policy::Fixed(_) | Policy::Off => DestinationClass::Unknown,
+    }
 }
 
 #[cfg(test)]
@@ -187,9 +199,9 @@ mod tests {
     #[test]
     fn explicit_lines_give_their_places() {
         let t: Topology = "# nic group router\n0x100 0 0\n257 0 1\n\n0x200 3 7\n".parse().unwrap();
-        assert_eq!(t.location(0x100), Some((0, 0)));
-        assert_eq!(t.location(0x101), Some((0, 1)));
-        assert_eq!(t.location(0x200), Some((3, 7)));
+        assert_eq!(t.location(0x100), Some(Location { group: 0, router: 0 }));
+        assert_eq!(t.location(0x101), Some(Location { group: 0, router: 1 }));
+        assert_eq!(t.location(0x200), Some(Location { group: 3, router: 7 }));
         assert_eq!(t.location(0x300), None);
     }
 
@@ -204,10 +216,10 @@ mod tests {
         let (a, b, c, d) =
             (t.location(20).unwrap(), t.location(21).unwrap(), t.location(30).unwrap(), t.location(40).unwrap());
         assert_eq!(a, b, "two nodes of one blade share the router");
-        assert_eq!(a.0, c.0, "cabinets c0-0 and c1-0 form one group");
-        assert_ne!(a.1, c.1);
-        assert_ne!(a.0, d.0, "c2-0 starts the next group");
-        assert_ne!(a.1, d.1, "the same slot in another group is another router");
+        assert_eq!(a.group, c.group, "cabinets c0-0 and c1-0 form one group");
+        assert_ne!(a.router, c.router);
+        assert_ne!(a.group, d.group, "c2-0 starts the next group");
+        assert_ne!(a.router, d.router, "the same slot in another group is another router");
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct Line {
     pub requested: &'static str,
     pub chosen: &'static str,
     pub reason: &'static str,
+    /// Where the destination sits for the routing policy: `same-router`, `same-group`,
+    /// `other-group`, or `unknown` (no node table, a policy without classes, SMSG and DMAPP).
+    pub destination: &'static str,
     /// DMAPP lines: the enumerator table `requested` and `chosen` were named with, and where it
     /// came from (absent on uGNI lines).
     #[serde(skip_serializing_if = "Option::is_none")]

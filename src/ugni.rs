@@ -12,7 +12,7 @@ use crate::state::{self, NICS};
 use crate::sys::Real;
 use crate::tally::{self, class_of, CALLER_SMSG};
 use crate::trylock::Inside;
-use crate::{diag, init, sys, trace};
+use crate::{diag, init, sys, topology, trace};
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
 use aar_engine::{requested_mode, with_mode, DestinationClass, Message, Reason, RoutingMode, Transfer};
@@ -142,8 +142,8 @@ unsafe fn route_post(
     // SAFETY: non-null (checked by the caller) and valid per uGNI's contract.
     let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
     let transfer = Transfer::of_post_type(post_type);
-    // No NIC-address mapping in the shim yet: one class for every destination.
-    let msg = Message { bytes, transfer, endpoint: ep as usize as u64, class: DestinationClass::Unknown };
+    let class = topology::destination_class(control::policy(w), ep as usize);
+    let msg = Message { bytes, transfer, endpoint: ep as usize as u64, class };
     let call = Call { api: tally::Api::Ugni, msg, messages: 1 };
     let apply = |m: Option<RoutingMode>| match m {
         Some(m) => {
@@ -173,6 +173,7 @@ unsafe fn route_post(
             requested: dlvr_mode_name(dlvr),
             chosen: routed.mode.map_or_else(|| dlvr_mode_name(dlvr), |m| m.name()),
             reason: routed.reason.name(),
+            destination: call.msg.class.name(),
             dmapp_table: None,
         });
     }
@@ -243,6 +244,7 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
                 requested: "NIC",
                 chosen: mode.map_or("NIC", RoutingMode::name),
                 reason: reason.name(),
+                destination: DestinationClass::Unknown.name(),
                 dmapp_table: None,
             });
         }

@@ -263,7 +263,7 @@ fn without_counters_an_auto_arm_routes_high_bias_and_the_warning_says_so() {
         .run();
     let lines = r.aar_lines();
     let warning = lines.iter().find(|l| l.contains("NO_SUCH_EVENT")).unwrap_or_else(|| panic!("{lines:?}"));
-    assert!(warning.contains("Routing is unaffected (no A/B policy is auto)"), "{warning}");
+    assert!(warning.contains("Routing is unaffected (no A/B policy is automatic: auto or steady)"), "{warning}");
     assert_eq!(rdma_modes(&r.log), ["ADAPTIVE0"; 4].into_iter().chain(["ADAPTIVE2"; 4]).collect::<Vec<_>>());
 }
 

@@ -119,3 +119,41 @@ fn latency_counter_in_cycles_is_converted_with_the_800_mhz_clock() {
         assert!((l - 2.0).abs() < 0.01, "{emu_unit}: High Bias latency 2.0 us, got {l}");
     }
 }
+
+/// `steady` keeps its state per destination class: the class comes from the endpoint's remote NIC
+/// (seen at GNI_EpBind) and the node table (`AAR_TOPOLOGY`). The driver posts from the
+/// emulator's first NIC (0x100) to its second (0x101), so the table decides where that is.
+/// Without a table, or under `auto`, every destination is `unknown`, and only `steady` says once
+/// that there is no table.
+#[test]
+fn steady_sees_each_destination_through_the_node_table() {
+    let run = |test: &str, mode: &str, table: Option<&str>| {
+        let mut launch = Launch::driver(test, "rdma 65536 6 0").env("AAR_MODE", mode).env("PMI_GNI_LOC_ADDR", "0x100");
+        let trace = launch.dir.join("trace.jsonl").display().to_string();
+        if let Some(text) = table {
+            let path = launch.dir.join("nodes.txt");
+            std::fs::write(&path, text).unwrap();
+            launch = launch.env("AAR_TOPOLOGY", &path.display().to_string());
+        }
+        let r = launch.env("AAR_TRACE", &trace).run();
+        r.assert_ok();
+        let classes: Vec<String> =
+            trace_of(&r).iter().map(|l| l["destination"].as_str().unwrap().to_string()).collect();
+        assert_eq!(classes.len(), 6, "{classes:?}");
+        (classes, r)
+    };
+    for (test, table, class) in [
+        ("steady-other-group", "# nic group router\n0x100 2 17\n0x101 3 17\n", "other-group"),
+        ("steady-same-group", "0x100 2 17\n0x101 2 16\n", "same-group"),
+        ("steady-same-router", "256 2 17\n257 2 17\n", "same-router"),
+    ] {
+        let (classes, _) = run(test, "steady", Some(table));
+        assert!(classes.iter().all(|c| c == class), "{test}: {classes:?}");
+    }
+    let (classes, r) = run("steady-no-table", "steady", None);
+    assert!(classes.iter().all(|c| c == "unknown"), "{classes:?}");
+    assert_eq!(r.aar_lines().iter().filter(|l| l.contains("no node table")).count(), 1, "{:?}", r.aar_lines());
+    let (classes, r) = run("auto-no-table", "auto", None);
+    assert!(classes.iter().all(|c| c == "unknown"), "{classes:?}");
+    assert!(r.aar_lines().iter().all(|l| !l.contains("no node table")), "{:?}", r.aar_lines());
+}

@@ -208,7 +208,7 @@ fn a_bad_setting_is_a_warning_with_the_librarys_own_words() {
     r.expect_line(
         "warning",
         "setting",
-        "aar: AAR_MODE=\"fast\" is not a routing policy; using the default auto. Use auto, off, or a fixed mode",
+        "aar: AAR_MODE=\"fast\" is not a routing policy; using the default auto. Use auto, steady, off, or a fixed mode",
     );
     r.expect_line("warning", "setting", "AAR_MDOE is set but libaar.so does not read it");
     assert!(r.stdout.contains("AAR_MODE=fast   (not taken: see the warning above)"), "{}", r.stdout);

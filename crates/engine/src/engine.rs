@@ -599,23 +599,26 @@ impl Engine {
     }
 
     fn window_between(&self, old: &CounterSample, new: &CounterSample) -> WindowOutcome {
-        let delta = |a: i64, b: i64| i128::from(b) - i128::from(a);
-        let flits = delta(old.req_flits, new.req_flits);
-        let stalled = delta(old.req_stalled, new.req_stalled);
-        let latency = delta(old.rsp_latency, new.rsp_latency);
-        let responses = delta(old.rsp_packets, new.rsp_packets);
-        let rsp_stalled = match (old.rsp_stalled, new.rsp_stalled) {
-            (Some(a), Some(b)) => delta(a, b),
-            _ => 0,
-        };
-        if flits < 0 || stalled < 0 || latency < 0 || responses < 0 || rsp_stalled < 0 {
+        // A counter that did not decrease moved by at most u64::MAX; u64 converts to f64 in a
+        // few instructions, i128 through a software routine.
+        let delta = |a: i64, b: i64| (b >= a).then(|| b.wrapping_sub(a) as u64);
+        let (Some(flits), Some(stalled), Some(latency), Some(responses), Some(rsp_stalled)) = (
+            delta(old.req_flits, new.req_flits),
+            delta(old.req_stalled, new.req_stalled),
+            delta(old.rsp_latency, new.rsp_latency),
+            delta(old.rsp_packets, new.rsp_packets),
+            match (old.rsp_stalled, new.rsp_stalled) {
+                (Some(a), Some(b)) => delta(a, b),
+                _ => Some(0),
+            },
+        ) else {
             return WindowOutcome::DiscardedDecreasing;
-        }
+        };
         if flits == 0 || responses == 0 {
             return WindowOutcome::DiscardedEmpty;
         }
         // Response stalls can exceed request stalls by read skew; the reference clamps to zero.
-        let stall_ratio = (stalled - rsp_stalled).max(0) as f64 / flits as f64;
+        let stall_ratio = stalled.saturating_sub(rsp_stalled) as f64 / flits as f64;
         let latency_us = self.cfg.latency_unit.to_us(latency as f64 / responses as f64);
         let plausible = latency_us.is_finite()
             && stall_ratio.is_finite()

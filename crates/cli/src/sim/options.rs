@@ -47,7 +47,7 @@ pub struct ExpOpts {
         long,
         default_value = "pingpong:4M",
         help = "pingpong:SIZE, allreduce:SIZE, alltoall:SIZE, barrier, \
-        broadcast:SIZE, halo3d:SIZE, sweep3d:SIZE, rr-latency, rr-bandwidth[:SIZE], incast:SIZE (SIZE e.g. 64, 4K, 4KiB, 1M)"
+        broadcast:SIZE, halo3d:SIZE, sweep3d:SIZE, halo-allreduce:SIZE, rr-latency, rr-bandwidth[:SIZE], incast:SIZE (SIZE e.g. 64, 4K, 4KiB, 1M)"
     )]
     workload: Workload,
     #[arg(long, default_value_t = 2)]
@@ -55,7 +55,8 @@ pub struct ExpOpts {
     /// same-blade, same-group, across-groups, scattered, packed:ROUTERS:GROUPS
     #[arg(long, default_value = "same-group")]
     placement: Placement,
-    /// policies alternated across iterations (A/B): auto, off, ADAPTIVE0..3, MIN_HASH, NMIN_HASH, IN_ORDER
+    /// policies alternated across iterations (A/B): auto (the paper's), steady (aar's), off, ADAPTIVE0..3,
+    /// MIN_HASH, NMIN_HASH, IN_ORDER
     #[arg(long, default_value = "auto", value_delimiter = ',')]
     policy: Vec<PolicySpec>,
     #[arg(
