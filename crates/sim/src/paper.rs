@@ -129,13 +129,18 @@ impl Suite {
         let cases = vec![
             Case::new("ping-pong, one group", "pingpong:8", Some(SameGroup)),
             Case::new("ping-pong, one group", "pingpong:128K", Some(SameGroup)),
+            Case::new("ping-pong, one group", "pingpong:1M", Some(SameGroup)).once(),
             Case::new("ping-pong, two groups", "pingpong:8", Some(OtherGroup)),
             Case::new("ping-pong, two groups", "pingpong:128K", Some(OtherGroup)),
+            Case::new("ping-pong, two groups", "pingpong:1M", Some(OtherGroup)).once(),
             Case::new("allreduce", "allreduce:8", None),
+            Case::new("allreduce", "allreduce:16K", None),
             Case::new("alltoall", "alltoall:8", None),
             Case::new("barrier", "barrier", None),
             Case::new("broadcast", "broadcast:8", None),
+            Case::new("broadcast", "broadcast:16K", None),
             Case::new("halo3d", "halo3d:8", None),
+            Case::new("halo3d", "halo3d:16K", None),
             Case::new("sweep3d", "sweep3d:8", None).once(),
         ];
         Suite {
@@ -824,17 +829,19 @@ The cost of a run is the packets it simulates, and in a busy machine most of the
 background's: the 1,664 other nodes of the 7 groups, at a load of 0.1 per sending node, inject
 about 30 packets (of 64 B) per simulated ns, and a core simulates only about 3 us of that machine
 per second. A benchmark's cost therefore grows with its simulated duration as much as with its
-own packets, and that decided the sizes and repetitions (the suite was budgeted at about 1,600
+own packets, and that decided the sizes and repetitions (the suite was budgeted at about 3,000
 seconds of one core):
 
-- ping-pong: 8 B and 128 KiB. The paper's 4 MiB takes 820 us per round trip, bounded by the NIC's
-  injection bandwidth with either mode, and would cost about 250 s of one core per round trip
-  here; 128 KiB (2,048 packets, twice the NIC's 1,024-packet window) is bandwidth-bound too.
+- ping-pong: 8 B, 128 KiB and 1 MiB (1 MiB: one iteration of each policy, seed 1 only; about 20 s
+  of one core per round trip). The paper's 4 MiB takes 820 us per round trip, bounded by the NIC's
+  injection bandwidth with either mode, and would cost about four times the 1 MiB round trip;
+  128 KiB (2,048 packets, twice the NIC's 1,024-packet window) is bandwidth-bound too.
 - alltoall: 8 B only (1,047,552 messages per iteration at 1,024 ranks, ~10 s of one core per
   iteration on its own). One KiB per message would cost minutes per iteration: the paper's
   large-message alltoall finding is not measured at this scale here.
-- allreduce, barrier, broadcast and halo3d: 8 B (latency-bound, where the routing mode's path
-  length shows most); their bandwidth-bound sizes (16 KiB) did not fit the budget.
+- allreduce, broadcast and halo3d: 8 B (latency-bound, where the routing mode's path length shows
+  most) and 16 KiB (256 packets per message: bandwidth-bound; about 17, 3 and 10 s of one core per
+  iteration); barrier has no size.
 - sweep3d 8 B, one iteration of each policy, seed 1 only: at 1,024 ranks (a 32 x 32 grid) each of
   the four wavefronts crosses 63 steps, so an iteration lasts hundreds of simulated microseconds.
 - 3 seeds x 2 iterations per policy = 6 samples per policy and size, the fewest with a 95%
