@@ -453,8 +453,11 @@ impl Engine {
         self.in_use = side;
         d.read_before = self.add_to_window(side, msg);
         d.read_counters = match self.cfg.policy {
+            // Until a window is attributed to it (the class's or the node's), a read after every
+            // decision, as `auto` reads until it has a window of a side: windows that mix sides
+            // (policies alternating across iterations) are no measurement.
             Policy::Steady => {
-                self.stats.windows_valid == 0 || self.open.decisions >= self.steady.window_decisions(&self.cfg)
+                !self.steady.measured(msg.class) || self.open.decisions >= self.steady.window_decisions(&self.cfg)
             }
             _ => self.last.is_none() || self.open.decisions >= self.cfg.window_decisions.max(1),
         };

@@ -2,7 +2,9 @@
 //! fixed.
 //!
 //! - **No oscillation.** A class switches only when the other side is estimated faster by more
-//!   than [`SteadyConfig::hysteresis`] of the message's time, and only after a dwell of
+//!   than [`SteadyConfig::hysteresis`] of the message's time (by anything while the class never
+//!   measured the other side: the constants' guess is then tried once, since no margin corrects
+//!   a biased guess and only a measurement does), and only after a dwell of
 //!   decisions in the side it is on; a switch soon after the previous one (a reversal) doubles
 //!   the dwell, up to [`SteadyConfig::max_dwell`]. The side not in use is estimated from its own
 //!   smoothed measurement while that is recent, not re-derived from the side in use: switching to
@@ -32,7 +34,8 @@ use crate::settings::EngineConfig;
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SteadyConfig {
     /// A class switches only when the other side's estimated time is below
-    /// `(1 - hysteresis)` times the time of the side in use.
+    /// `(1 - hysteresis)` times the time of the side in use, once the class has measured the
+    /// other side (before that, when it is below the time of the side in use).
     pub hysteresis: f64,
     /// Decisions of a class on one side before it may switch again.
     pub min_dwell: u32,
@@ -175,6 +178,12 @@ impl Steady {
         cfg.window_decisions.max(1).saturating_mul(stretch.min(cfg.steady.max_window_stretch.max(1)))
     }
 
+    /// Whether a decision for `class` has a measurement to start from: a window attributed to
+    /// the class or to the node-wide state.
+    pub fn measured(&self, class: DestinationClass) -> bool {
+        [&self.classes[class.index()], &self.node].iter().any(|st| st.seen.iter().any(Option::is_some))
+    }
+
     /// The side a class is on.
     pub fn side(&self, class: DestinationClass) -> Side {
         self.classes[class.index()].side
@@ -199,6 +208,10 @@ impl Steady {
         };
         let estimate =
             estimates(source, st.side, lambda, sigma, cfg.steady.recent_windows).map(|(a, b)| (limit(a), limit(b)));
+        // The other side was never measured: its estimate is the constants' (or a calibration's)
+        // guess, whose bias no hysteresis corrects and only a measurement can. The class tries
+        // it as soon as the guess favours it; the dwell then holds it there for a measurement.
+        let hysteresis = if source.seen[st.side.other().index()].is_none() { 0.0 } else { cfg.steady.hysteresis };
         let st = &mut self.classes[class.index()];
         st.since_switch = st.since_switch.saturating_add(1);
         let Some((in_use, other)) = estimate else {
@@ -208,7 +221,7 @@ impl Steady {
         let t_in_use = shared_message_time_us(flits, packets, in_use, k);
         let t_other = shared_message_time_us(flits, packets, other, k);
         let saving = (t_in_use - t_other) * f64::from(cfg.steady.min_dwell.max(1));
-        let wants_switch = t_other < t_in_use * (1.0 - cfg.steady.hysteresis) && saving > cfg.steady.switch_cost_us;
+        let wants_switch = t_other < t_in_use * (1.0 - hysteresis) && saving > cfg.steady.switch_cost_us;
         // `since_switch` counts this decision: a switch at decision i allows the next at i + dwell.
         let may_switch = st.since_switch > st.dwell;
         let mut choice = SteadyChoice { side: st.side, window: Some(in_use), held: false, calibrated };

@@ -76,9 +76,13 @@ fn hysteresis_keeps_the_mode_when_the_other_is_only_slightly_faster() {
     //   T_adaptive  = 17 · 2.4 + 102.4 · 1.02 = 145.248 µs  (0.99 of it: within 10 %)
     let (t3, t0) = (17.0 * 2.0 + 102.4 * 1.1, 17.0 * 2.4 + 102.4 * 1.02);
     assert!(t0 < t3 && t0 > 0.9 * t3);
+    // Adaptive measured too (L = 2.4, s = 0.02, what the constants say): the hysteresis applies
+    // between measured sides; a side never measured is tried on any estimated gain (see
+    // `a_side_never_measured_is_tried_on_a_gain_within_the_hysteresis`).
     let msg = put(MIB, DestinationClass::Unknown);
     for (policy, want) in [(Policy::Auto, AD0), (Policy::Steady, AD3)] {
         let mut r = Rig::new(one());
+        r.window(Policy::Fixed(AD0), msg, 2.4, 0.02);
         r.window(Policy::Fixed(AD3), msg, 2.0, 0.1);
         r.e.set_policy(policy);
         let d = r.e.on_threshold_crossed(&msg, false);
@@ -92,6 +96,39 @@ fn hysteresis_keeps_the_mode_when_the_other_is_only_slightly_faster() {
     let w = d.window.expect("the model ran");
     assert!(close(w.latency_us, 2.0) && close(w.stall_ratio, 1.0), "the window of the side in use: {w:?}");
     assert_eq!(r.e.stats().switches_to_low_stall, 1);
+}
+
+#[test]
+fn a_side_never_measured_is_tried_on_a_gain_within_the_hysteresis() {
+    // The simulator's 1 MiB intra-group ping-pong on High Bias: L = 1.07 µs, s = 0.215 (the NIC
+    // stalls); on Adaptive it measures L = 0.89 µs, s = 0 and is 1.22x faster. With the
+    // constants (λ = 1.2, σ = 5) Adaptive is estimated at
+    //   T_high_bias = 17 · 1.07 + 102.4 · 1.215 = 142.6 µs
+    //   T_adaptive  = 17 · 1.284 + 102.4 · 1.043 = 128.6 µs   (0.902 of it: inside 10 %)
+    // so a hysteresis against the estimate kept High Bias for ever, never measuring Adaptive.
+    let msg = put(MIB, DestinationClass::SameGroup);
+    let mut r = Rig::new(one());
+    r.window(Policy::Steady, msg, 1.07, 0.215);
+    let d = r.decide(msg);
+    assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Model), "Adaptive is tried");
+    // Measured, Adaptive is kept: High Bias's own measurement (recent) is 142.6 µs against
+    // 17 · 0.89 + 102.4 = 117.5 µs.
+    r.c = next(r.c, 0.89, 0.0);
+    assert!(matches!(r.e.observe(r.c), WindowOutcome::Valid(_)));
+    for _ in 0..64 {
+        let d = r.window(Policy::Steady, msg, 0.89, 0.0);
+        assert_eq!(d.mode, Some(AD0));
+    }
+    assert_eq!(r.e.stats().switches_to_low_stall, 1);
+    assert_eq!(r.e.stats().switches_to_low_latency, 0);
+    // Once Adaptive is measured, the hysteresis holds again: on Adaptive (L = 2.4, s = 0.02)
+    // with High Bias measured within 10 % (L = 2, s = 0.1, 0.99 of it), the class stays.
+    let mut r = Rig::new(one());
+    r.window(Policy::Fixed(AD3), msg, 2.0, 0.1);
+    r.window(Policy::Fixed(AD0), msg, 2.4, 0.02);
+    r.window(Policy::Steady, msg, 2.0, 0.1);
+    let d = r.decide(msg);
+    assert_eq!(d.mode, Some(AD3), "measured within the hysteresis: stays");
 }
 
 #[test]
@@ -319,12 +356,14 @@ fn calibration_falls_back_to_the_constants_then_learns_within_bounds() {
 
 #[test]
 fn a_shared_nic_weighs_the_flits_by_the_ranks_on_the_node() {
-    // 64 KiB PUT, High Bias measured (2, 0.3); Adaptive estimated (2.4, 0.06).
+    // 64 KiB PUT, High Bias measured (2, 0.3); Adaptive measured (2.4, 0.06), so that the
+    // hysteresis applies (it does not to a side never measured).
     //   k = 1: 4 + 6.4 · 1.3 = 12.32 against 4.8 + 6.4 · 1.06 = 11.584 (0.94: within 10 %)
     //   k = 4: 4 + 25.6 · 1.3 = 37.28 against 4.8 + 25.6 · 1.06 = 31.936 (0.857: switch)
     let msg = put(KIB64, DestinationClass::Unknown);
     for (k, want) in [(1, AD3), (4, AD0)] {
         let mut r = Rig::new(EngineConfig { ranks_per_node: k, ..one() });
+        r.window(Policy::Fixed(AD0), msg, 2.4, 0.06);
         r.window(Policy::Fixed(AD3), msg, 2.0, 0.3);
         assert_eq!(r.decide(msg).mode, Some(want), "k = {k}");
     }
@@ -396,4 +435,23 @@ proptest! {
         let st = e.stats();
         prop_assert_eq!(st.switches_to_low_latency + st.switches_to_low_stall, switches);
     }
+}
+
+#[test]
+fn steady_reads_after_every_decision_until_a_window_is_attributed() {
+    // A valid window that no side owns (here measured under `off`; in the A/B evaluation, the
+    // windows of policies alternating across iterations) is no measurement: with a window of 8
+    // decisions, steady stopped reading after it and decided from nothing for 8 decisions.
+    let msg = put(MIB, DestinationClass::SameGroup);
+    let mut r = Rig::new(EngineConfig { window_decisions: 8, ..EngineConfig::default() });
+    r.window(Policy::Off, msg, 1.07, 0.215);
+    assert_eq!(r.e.stats().windows_valid, 1);
+    let d = r.decide(msg);
+    assert!(d.read_counters, "no window of a side yet: read");
+    r.c = next(r.c, 1.07, 0.215);
+    assert!(matches!(r.e.observe(r.c), WindowOutcome::Valid(_)));
+    // Measured (High Bias): Adaptive is tried, then the window is 8 decisions again.
+    let d = r.decide(msg);
+    assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Model));
+    assert!(!d.read_counters, "measured: the configured window");
 }
