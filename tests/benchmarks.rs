@@ -5,9 +5,8 @@ mod common;
 use common::*;
 use std::process::Command;
 
-#[test]
-fn the_overhead_benchmark_builds_and_measures_every_path() {
-    let dir = scratch("bench-overhead");
+/// bench/overhead.c built as scripts/bench-overhead builds it, warnings as errors, in `dir`.
+fn build_overhead(dir: &std::path::Path) -> std::path::PathBuf {
     let bin = dir.join("overhead");
     let lib = libdir();
     let st = Command::new("cc")
@@ -22,6 +21,13 @@ fn the_overhead_benchmark_builds_and_measures_every_path() {
         .status()
         .unwrap();
     assert!(st.success());
+    bin
+}
+
+#[test]
+fn the_overhead_benchmark_builds_and_measures_every_path() {
+    let dir = scratch("bench-overhead");
+    let bin = build_overhead(&dir);
     let out = Command::new(&bin)
         .args(["--batches", "3", "--batch-posts", "200", "--runs", "2"])
         .env("LD_PRELOAD", libaar())
@@ -54,7 +60,6 @@ fn the_overhead_benchmark_builds_and_measures_every_path() {
 #[test]
 fn the_sc19_stand_in_builds_and_routes_the_read_path() {
     let dir = scratch("bench-sc19");
-    let lib = libdir();
     let so = dir.join("libsc19.so");
     let st = Command::new("cc")
         .args(["-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"])
@@ -66,19 +71,7 @@ fn the_sc19_stand_in_builds_and_routes_the_read_path() {
         .status()
         .unwrap();
     assert!(st.success());
-    let bin = dir.join("overhead");
-    let st = Command::new("cc")
-        .args(["-O2", "-I"])
-        .arg(root().join("cabi"))
-        .arg(root().join("bench/overhead.c"))
-        .arg("-o")
-        .arg(&bin)
-        .arg(format!("-L{}", lib.display()))
-        .args(["-ldmapp", "-lugni", "-ldl"])
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let bin = build_overhead(&dir);
     let log = dir.join("emu.jsonl");
     let out = Command::new(&bin)
         .args(["--only", "read", "--batches", "2", "--batch-posts", "100", "--runs", "1"])
