@@ -99,3 +99,38 @@ fn the_production_background_offers_its_documented_loads() {
     assert!((r.links.terminal - expected).abs() < 0.1 * expected, "{} vs {expected}", r.links.terminal);
     assert!(r.links.global > 0.0 && r.links.row > 0.0 && r.links.column > 0.0, "{:?}", r.links);
 }
+
+#[test]
+fn the_longest_cases_run_first_one_policy_per_run() {
+    let suite = Suite::full();
+    let runs = suite.runs();
+    let once = suite.cases.iter().filter(|c| c.once).count();
+    assert!(once >= 2, "the full suite has long cases");
+    let arms = aar_sim::paper::ARMS.len();
+    let (first, rest) = runs.split_at(once * arms);
+    for (c, s) in first {
+        assert!(suite.cases[*c].once, "{} is not a long case but runs before one", suite.cases[*c].label());
+        assert_eq!((s.arms.len(), s.iterations, s.seed), (1, 1, 1));
+    }
+    for (c, _) in rest {
+        assert!(!suite.cases[*c].once);
+    }
+    // every long case has one run of each policy, the others one run per seed with every policy
+    for (k, case) in suite.cases.iter().enumerate() {
+        let of: Vec<_> = runs.iter().filter(|(c, _)| *c == k).map(|(_, s)| s).collect();
+        assert_eq!(of.len() as u64, suite.runs_of(case), "{}", case.label());
+        let mut policies: Vec<String> = of.iter().flat_map(|s| s.arms.iter().map(|a| a.name())).collect();
+        policies.sort();
+        policies.dedup();
+        assert_eq!(policies.len(), arms, "{}", case.label());
+    }
+    let runs_total: u64 = suite.cases.iter().map(|c| suite.runs_of(c)).sum();
+    assert_eq!(runs.len() as u64, runs_total);
+}
+
+#[test]
+fn parallel_runs_keep_the_input_order() {
+    let items: Vec<u64> = (0..200).collect();
+    let out = aar_sim::parallel::run_all(&items, "test", |&i| (i, (0..i * 1000).fold(0u64, |a, x| a ^ x)));
+    assert_eq!(out.iter().map(|r| r.0).collect::<Vec<_>>(), items);
+}
