@@ -300,3 +300,54 @@ fn the_quick_paper_suite_writes_its_document_and_passes_its_gates() {
         assert!(svg.starts_with("<svg") && svg.contains("<rect"), "{name}");
     }
 }
+
+/// `--ranks-per-node K` puts K consecutive ranks on each node of the placement (the records say
+/// which node), and the experiment id says so; a K that does not divide the ranks, or nodes the
+/// placement cannot hold, or a K outside 1..=64 are refused naming `--ranks-per-node`.
+#[test]
+fn ranks_per_node_place_consecutive_ranks_on_one_node_and_bad_values_are_refused() {
+    let dir = temp_dir("ranks-per-node");
+    let (code, stdout, err) = sim(&[
+        "run",
+        "--workload",
+        "alltoall:1K",
+        "--ranks",
+        "8",
+        "--ranks-per-node",
+        "4",
+        "--placement",
+        "same-blade",
+        "--iterations",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{err}");
+    let summaries = files(&dir, ".sim-rank.json");
+    assert_eq!(summaries.len(), 8);
+    let mut nodes = Vec::new();
+    for f in &summaries {
+        assert!(f.to_str().unwrap().contains("_8ranksx4_"), "{f:?}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        nodes.push((v["rank"].as_u64().unwrap(), v["node"].as_u64().unwrap()));
+        // 3 of an alltoall's 7 messages go to ranks of the same node, through shared memory
+        assert_eq!(v["intra_node_messages"].as_u64(), Some(2 * 3), "{v}");
+        assert_eq!(v["messages_per_mode"].as_array().unwrap().iter().map(|m| m.as_u64().unwrap()).sum::<u64>(), 2 * 4);
+    }
+    nodes.sort_unstable();
+    assert_eq!(nodes.iter().map(|n| n.1).collect::<Vec<_>>(), [0, 0, 0, 0, 1, 1, 1, 1]);
+    let _ = std::fs::remove_dir_all(&dir);
+    for (args, why) in [
+        (vec!["run", "--ranks", "6", "--ranks-per-node", "4"], "--ranks 6 --ranks-per-node 4: 6 ranks do not fill"),
+        (
+            vec!["run", "--ranks", "32", "--ranks-per-node", "4", "--placement", "same-blade"],
+            "--ranks 32 --ranks-per-node 4: placement same-blade holds at most 4 nodes",
+        ),
+        (vec!["run", "--ranks-per-node", "0"], "'0' for '--ranks-per-node"),
+        (vec!["run", "--ranks-per-node", "65"], "1 to 64"),
+    ] {
+        let (code, stdout, err) = sim(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+}

@@ -24,6 +24,9 @@ pub enum ParseError {
     /// A size given to a workload that has none.
     #[error("{workload} takes no size: write {workload} alone")]
     NoSize { workload: &'static str },
+    /// A number of ranks per node outside its range.
+    #[error("\"{text}\" is not a number of ranks per node: use a whole number from 1 to {max}")]
+    RanksPerNode { text: String, max: u32 },
     /// A topology that cannot be built.
     #[error(transparent)]
     Topology(#[from] TopologyError),
@@ -59,9 +62,26 @@ pub enum SpecError {
          {routers_per_group} routers per group and at least one rank per router (ranks: {ranks})"
     )]
     Packed { routers: u32, groups: u32, ranks: u32, machine_groups: u32, routers_per_group: u32 },
-    /// Nodes given rank by rank that are not one distinct node of the machine per rank.
-    #[error("the job's nodes must be {ranks} distinct nodes below {nodes}, one per rank: {given} given")]
-    RankNodes { ranks: u32, given: usize, nodes: u32 },
+    /// More ranks than the placement's nodes hold at `ranks_per_node` ranks each.
+    #[error(
+        "placement {placement} holds at most {max} nodes, and {ranks} ranks at {ranks_per_node} per node need {}: \
+         use fewer ranks or more ranks per node",
+        ranks / ranks_per_node
+    )]
+    NodesFull { placement: &'static str, ranks: u32, ranks_per_node: u32, max: u32 },
+    /// Ranks that do not fill whole nodes, or a number of ranks per node outside its range.
+    #[error(
+        "{ranks} ranks do not fill nodes of {ranks_per_node} ranks: the ranks per node must be 1 to {max} and divide \
+         the ranks (every node of the job holds as many ranks)"
+    )]
+    RanksPerNode { ranks: u32, ranks_per_node: u32, max: u32 },
+    /// Nodes given rank by rank that are not a node of the machine per rank, at most
+    /// `ranks_per_node` ranks on one node.
+    #[error(
+        "the job's nodes must be {ranks} nodes below {nodes}, one per rank, at most {ranks_per_node} ranks on one \
+         node: {given} given"
+    )]
+    RankNodes { ranks: u32, given: usize, nodes: u32, ranks_per_node: u32 },
     /// A job of fewer than two ranks has nothing to send.
     #[error("a job needs at least 2 ranks, not {0}")]
     TooFewRanks(u32),

@@ -226,6 +226,28 @@ impl FromStr for Background {
     }
 }
 
+/// Ranks of the measured job on one node (`--ranks-per-node`, as `aprun -N`): K consecutive ranks
+/// share a node and its NIC. At least 1, at most [`RanksPerNode::MAX`] (a KNL node's cores).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RanksPerNode(pub u32);
+
+impl RanksPerNode {
+    /// Most ranks one node holds: the cores of a KNL node (68) rounded down to the 64 an Aries
+    /// job uses.
+    pub const MAX: u32 = 64;
+}
+
+impl FromStr for RanksPerNode {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<RanksPerNode, ParseError> {
+        match s.trim().parse::<u32>() {
+            Ok(k) if (1..=Self::MAX).contains(&k) => Ok(RanksPerNode(k)),
+            _ => Err(ParseError::RanksPerNode { text: s.into(), max: Self::MAX }),
+        }
+    }
+}
+
 /// The load of `production` without one: busy but not saturated (see [`PRODUCTION_MIX`]).
 pub const DEFAULT_PRODUCTION_LOAD: f64 = 0.2;
 
@@ -282,6 +304,19 @@ pub struct ExperimentSpec {
     /// costs no time), so one iteration's skew does not carry into the next one's time
     #[serde(default)]
     pub synchronized_iterations: bool,
+    /// consecutive ranks per node ([`RanksPerNode`]): the placement gives `ranks / ranks_per_node`
+    /// nodes and each holds this many ranks, which share its NIC (queue, outstanding-packet
+    /// window, counters); messages between them go through shared memory, not the network
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub ranks_per_node: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(k: &u32) -> bool {
+    *k == 1
 }
 
 impl ExperimentSpec {
@@ -304,6 +339,7 @@ impl ExperimentSpec {
             rank_nodes: None,
             window_decisions: None,
             synchronized_iterations: false,
+            ranks_per_node: 1,
         }
     }
 }
@@ -328,23 +364,35 @@ mod order_serde {
 
 impl ExperimentSpec {
     /// Whether the experiment can run: a network the simulator can build, a job of at least two
-    /// ranks that fits its placement, and 1 to [`MAX_ARMS`] policies.
+    /// ranks whose nodes (`ranks / ranks_per_node`) fit its placement, and 1 to [`MAX_ARMS`]
+    /// policies.
     pub fn check(&self) -> Result<(), SpecError> {
         self.net.topo.check()?;
         if self.ranks < 2 {
             return Err(SpecError::TooFewRanks(self.ranks));
         }
+        let k = self.ranks_per_node;
+        if k == 0 || k > RanksPerNode::MAX || !self.ranks.is_multiple_of(k) {
+            return Err(SpecError::RanksPerNode { ranks: self.ranks, ranks_per_node: k, max: RanksPerNode::MAX });
+        }
         let topo = Topology::new(self.net.topo.clone());
-        self.placement.check(&topo, self.ranks)?;
+        self.placement.check(&topo, self.nodes()).map_err(|e| match e {
+            SpecError::PlacementFull { placement, max, .. } if k > 1 => {
+                SpecError::NodesFull { placement, ranks: self.ranks, ranks_per_node: k, max }
+            }
+            e => e,
+        })?;
         if let Some(nodes) = &self.rank_nodes {
             let mut sorted = nodes.clone();
             sorted.sort_unstable();
-            sorted.dedup();
-            if nodes.len() != self.ranks as usize
-                || sorted.len() != nodes.len()
-                || sorted.last().is_some_and(|&n| n >= topo.n_nodes)
-            {
-                return Err(SpecError::RankNodes { ranks: self.ranks, given: nodes.len(), nodes: topo.n_nodes });
+            let crowded = sorted.windows(k as usize + 1).any(|w| w[0] == w[k as usize]);
+            if nodes.len() != self.ranks as usize || crowded || sorted.last().is_some_and(|&n| n >= topo.n_nodes) {
+                return Err(SpecError::RankNodes {
+                    ranks: self.ranks,
+                    given: nodes.len(),
+                    nodes: topo.n_nodes,
+                    ranks_per_node: k,
+                });
             }
         }
         if !(1..=MAX_ARMS).contains(&self.arms.len()) {
@@ -353,11 +401,21 @@ impl ExperimentSpec {
         Ok(())
     }
 
-    /// The experiment id of the records: workload (with its size), placement, ranks, background
-    /// and seed, so the ranks of one run group together and the points of a sweep stay apart.
+    /// Nodes of the measured job: `ranks / ranks_per_node`.
+    pub fn nodes(&self) -> u32 {
+        self.ranks / self.ranks_per_node.max(1)
+    }
+
+    /// The experiment id of the records: workload (with its size), placement, ranks (and ranks per
+    /// node when more than one), background and seed, so the ranks of one run group together and
+    /// the points of a sweep stay apart.
     pub fn experiment_id(&self) -> String {
+        let per_node = match self.ranks_per_node {
+            1 => String::new(),
+            k => format!("x{k}"),
+        };
         format!(
-            "sim-{}_{}_{}ranks_{}_seed{}",
+            "sim-{}_{}_{}ranks{per_node}_{}_seed{}",
             self.workload.name(),
             self.placement.name(),
             self.ranks,

@@ -90,6 +90,12 @@ pub struct RankRecord {
     /// iterations only
     pub messages_per_mode: [u64; N_MODES],
     pub bytes_per_mode: [u64; N_MODES],
+    /// messages and bytes sent to ranks of the same node (shared memory: no routing mode, no
+    /// engine decision, not in the counts per mode), measured iterations only; absent when none
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub intra_node_messages: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub intra_node_bytes: u64,
     /// the NIC's counters at the end of the run (warm-up and background lead included)
     #[serde(serialize_with = "ser_counters", skip_deserializing)]
     pub counters: NicCounters,
@@ -99,6 +105,10 @@ pub struct RankRecord {
     pub switches_to_low_stall: u64,
     pub windows_valid: u64,
     pub windows_discarded: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn ser_counters<S: serde::Serializer>(c: &NicCounters, s: S) -> Result<S::Ok, S::Error> {

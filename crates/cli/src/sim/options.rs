@@ -6,7 +6,7 @@
 
 use aar_sim::config::NetConfig;
 use aar_sim::error::SpecError;
-use aar_sim::experiment::{AbOrder, Background, ExperimentSpec, PolicySpec};
+use aar_sim::experiment::{AbOrder, Background, ExperimentSpec, PolicySpec, RanksPerNode};
 use aar_sim::topology::{KimShape, TopoSpec, ARIES_MAX_GLOBAL_PER_ROUTER};
 use aar_sim::workload::{Placement, Workload};
 use clap::Args;
@@ -52,6 +52,10 @@ pub struct ExpOpts {
     workload: Workload,
     #[arg(long, default_value_t = 2)]
     ranks: u32,
+    /// consecutive ranks on each node of the placement (as aprun -N), 1 to 64: they share the node's
+    /// NIC (its queue, outstanding packets and counters); messages between them use shared memory
+    #[arg(long, value_name = "K", default_value = "1")]
+    ranks_per_node: RanksPerNode,
     /// same-blade, same-group, across-groups, scattered, packed:ROUTERS:GROUPS
     #[arg(long, default_value = "same-group")]
     placement: Placement,
@@ -108,9 +112,13 @@ impl ExpOpts {
         s.background_nodes = self.background_nodes;
         s.background_local = !self.background_global;
         s.seed = self.seed;
+        s.ranks_per_node = self.ranks_per_node.0;
         s.check().map_err(|e| match e {
             SpecError::PlacementFull { .. } | SpecError::TooFewRanks(_) => format!("--ranks {}: {e}", self.ranks),
             SpecError::Packed { .. } => format!("--ranks {} --placement {}: {e}", self.ranks, self.placement.name()),
+            SpecError::NodesFull { .. } | SpecError::RanksPerNode { .. } => {
+                format!("--ranks {} --ranks-per-node {}: {e}", self.ranks, self.ranks_per_node.0)
+            }
             SpecError::RankNodes { .. } => e.to_string(),
             SpecError::Arms { .. } => format!("--policy: {e}"),
             SpecError::Topology(_) => e.to_string(),

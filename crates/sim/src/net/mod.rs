@@ -39,6 +39,8 @@ pub const EV_NIC_CREDIT: u32 = 3;
 pub const EV_NIC_FREE: u32 = 4;
 pub const EV_EJECT: u32 = 5;
 pub const EV_USER: u32 = 6;
+/// a message between two ranks of one node has been copied through shared memory
+pub const EV_LOCAL: u32 = 7;
 const SHARED_BIT: u32 = 1 << 20;
 /// `step` result meaning "notifications are pending in `Net::notes`".
 pub const NOTES: u32 = u32::MAX;
@@ -333,6 +335,10 @@ impl Net {
                     if !self.notes.is_empty() {
                         return Some((NOTES, 0));
                     }
+                }
+                EV_LOCAL => {
+                    self.notes.extend([Note::Arrived(ev.a), Note::Completed(ev.a)]);
+                    return Some((NOTES, 0));
                 }
                 _ => return Some((ev.a, data)),
             }

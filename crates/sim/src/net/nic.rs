@@ -2,7 +2,7 @@
 //! outstanding-packet window), requests turn into responses at the target, and the counters the
 //! shim reads are kept per NIC.
 
-use super::{Msg, Net, Pkt, EV_NIC_FREE, EV_ROUTE, F_NONMIN};
+use super::{Msg, Net, Pkt, EV_LOCAL, EV_NIC_FREE, EV_ROUTE, F_NONMIN};
 use crate::config::Mode;
 use crate::topology::NONE;
 use aar_engine::model::{packet_request_flits, packet_response_flits, packets};
@@ -103,15 +103,40 @@ impl Net {
         })
     }
 
-    fn queue(&mut self, m: Msg) -> u32 {
-        let src = m.src;
-        let id = if let Some(id) = self.msg_free.pop() {
+    /// Post a message between two ranks of one node: it goes through the node's shared memory,
+    /// not the NIC, so it touches no queue, outstanding-packet window, counter or link, and
+    /// arrives and completes (`Note::Arrived`, then `Note::Completed`) `delay` ticks from now.
+    /// Returns the message id.
+    pub fn post_local(&mut self, node: u32, bytes: u64, src_rank: u32, dst_rank: u32, tag: u32, delay: u64) -> u32 {
+        let id = self.alloc_msg(Msg {
+            src: node,
+            dst: node,
+            src_rank,
+            dst_rank,
+            bytes,
+            transfer: Some(Transfer::Put),
+            tag,
+            created: self.now,
+            done_t: self.now + delay,
+            ..Default::default()
+        });
+        self.push(self.now + delay, EV_LOCAL, id, 0);
+        id
+    }
+
+    fn alloc_msg(&mut self, m: Msg) -> u32 {
+        if let Some(id) = self.msg_free.pop() {
             self.msgs[id as usize] = m;
             id
         } else {
             self.msgs.push(m);
             (self.msgs.len() - 1) as u32
-        };
+        }
+    }
+
+    fn queue(&mut self, m: Msg) -> u32 {
+        let src = m.src;
+        let id = self.alloc_msg(m);
         self.nic_msgq[src as usize].push_back(id);
         self.nic_try_send(src);
         id

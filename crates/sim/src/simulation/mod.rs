@@ -17,6 +17,7 @@ use crate::topology::{PortClass, NONE};
 use aar_engine::Transfer;
 pub use background::{Destinations, NoiseSource};
 use rank::{Job, Measured, Rank};
+pub use rank::{SHM_BYTES_PER_NS, SHM_LATENCY_NS};
 use std::time::Instant;
 
 /// Source and destination rank of messages posted from outside the simulator
@@ -65,9 +66,10 @@ impl Simulation {
     /// The experiment's network, placement and background traffic without the measured job, for a
     /// driver outside the simulator (the emulated uGNI of crates/emu) that posts its own messages
     /// with [`Simulation::post_external`] and runs the network with [`Simulation::run_until_completed`].
-    /// Returns the simulation and the nodes the placement gives `spec.ranks` ranks: the background
-    /// avoids these nodes and starts on the ones sharing their routers, as in an experiment. The
-    /// workload, arms and iterations of the spec are not used. Nothing has run yet: the
+    /// Returns the simulation and the node of each of `spec.ranks` ranks (`spec.ranks_per_node`
+    /// consecutive ranks per node): the background avoids these nodes and starts on the ones
+    /// sharing their routers, as in an experiment. The workload, arms and iterations of the spec
+    /// are not used. Nothing has run yet: the
     /// background's lead time (`spec.background_lead_ns`) is for the caller to run
     /// ([`Simulation::run_until`]).
     pub fn build_external(spec: &ExperimentSpec) -> (Simulation, Vec<u32>) {
@@ -78,9 +80,11 @@ impl Simulation {
         let net = Net::new(spec.net.clone(), spec.seed);
         let mut rng = Rng::new(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA11);
         let topo = &net.topo;
+        // the node of each rank: K consecutive ranks on each of the placement's nodes
+        let k = spec.ranks_per_node.max(1) as usize;
         let nodes = match &spec.rank_nodes {
             Some(n) => n.clone(),
-            None => spec.placement.nodes(topo, spec.ranks, &mut rng),
+            None => spec.placement.nodes(topo, spec.nodes(), &mut rng).iter().flat_map(|&n| [n].repeat(k)).collect(),
         };
         let mut w = Simulation {
             node_groups: topo.groups,
@@ -114,6 +118,7 @@ impl Simulation {
                     warmup: spec.warmup_iterations,
                     window_decisions: spec.window_decisions,
                     synchronized: spec.synchronized_iterations,
+                    ranks_per_node: spec.ranks_per_node.max(1),
                 }),
             );
         }

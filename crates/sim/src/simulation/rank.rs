@@ -48,7 +48,17 @@ pub(super) struct Measured {
     pub(super) window_decisions: Option<u32>,
     /// ranks start each iteration together
     pub(super) synchronized: bool,
+    /// ranks sharing each node's NIC (the engines' `ranks_per_node`)
+    pub(super) ranks_per_node: u32,
 }
+
+/// A message between two ranks of one node goes through shared memory (Cray MPICH's intra-node
+/// path), not the NIC: it takes this latency plus its bytes at [`SHM_BYTES_PER_NS`]. Orders of
+/// magnitude of a single-copy transfer between two cores, not calibrated: no measurement of
+/// this repository depends on the value, only on such messages costing no network.
+pub const SHM_LATENCY_NS: f64 = 500.0;
+/// Copy bandwidth of a shared-memory message, bytes per ns (GB/s).
+pub const SHM_BYTES_PER_NS: f64 = 8.0;
 
 pub(super) struct Job {
     pub(super) first: u32,
@@ -103,7 +113,7 @@ impl Simulation {
         order: AbOrder,
         measured: Option<Measured>,
     ) {
-        let Measured { warmup, window_decisions, synchronized } = measured.unwrap_or_default();
+        let Measured { warmup, window_decisions, synchronized, ranks_per_node } = measured.unwrap_or_default();
         let measured = measured.is_some();
         let n = nodes.len() as u32;
         let first = self.ranks.len() as u32;
@@ -113,11 +123,11 @@ impl Simulation {
         let window_decisions = window_decisions.unwrap_or(EngineConfig::default().window_decisions);
         for (i, &node) in nodes.iter().enumerate() {
             let engine = if measured {
-                // One rank per node: the NIC's counters and injection are this rank's alone.
+                // The NIC's counters and injection are shared by the node's ranks, as on Aries.
                 let cfg = EngineConfig {
                     latency_unit: LatencyUnit::Cycles,
                     window_decisions,
-                    ranks_per_node: 1,
+                    ranks_per_node: ranks_per_node.max(1),
                     ..EngineConfig::default()
                 };
                 Some(Engine::new(cfg))
@@ -263,6 +273,17 @@ impl Simulation {
             let dst_rank = first + dst;
             let dst_node = self.ranks[dst_rank as usize].node;
             let node = self.ranks[r].node;
+            if dst_node == node {
+                // shared memory: no uGNI post, so neither libaar.so nor the NIC sees it
+                let rk = &mut self.ranks[r];
+                if self.jobs[job].measured && rk.iter >= self.jobs[job].warmup {
+                    rk.rec.intra_node_messages += 1;
+                    rk.rec.intra_node_bytes += bytes;
+                }
+                let delay = self.net.cfg.ns_to_ticks(SHM_LATENCY_NS + bytes as f64 / SHM_BYTES_PER_NS);
+                self.net.post_local(node, bytes, r as u32, dst_rank, tag_of(iter, tag), delay);
+                continue;
+            }
             let engine_arm = arm.engine_policy().is_some();
             let topo = &self.net.topo;
             let at = |n: u32| NodeLocation { group: topo.group_of_node(n), router: topo.router_of_node(n) };
