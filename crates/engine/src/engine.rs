@@ -207,7 +207,8 @@ pub struct EngineStats {
     pub window_stall_ratio_sum: f64,
     /// Counter samples taken (every [`Engine::observe`]).
     pub counter_reads: u64,
-    /// `steady`: valid windows attributed to one destination class.
+    /// `steady`: valid windows attributed to one destination class (counted while `steady`'s
+    /// state is kept, [`Engine::keep_steady_state`]).
     pub windows_class_attributed: u64,
     /// `steady`: decisions whose switch the dwell held back.
     pub switches_held: u64,
@@ -306,6 +307,9 @@ pub struct Engine {
     last: Option<(Window, Side)>,
     fresh: [Option<Fresh>; 2],
     steady: Steady,
+    /// Valid windows feed `steady`'s state whatever the policy in force (see
+    /// [`Engine::keep_steady_state`]).
+    steady_learns: bool,
     stats: EngineStats,
 }
 
@@ -322,6 +326,7 @@ impl Engine {
             closing: None,
             last: None,
             fresh: [None, None],
+            steady_learns: true,
             stats: EngineStats::default(),
         }
     }
@@ -360,6 +365,17 @@ impl Engine {
     /// no side.
     pub fn set_policy(&mut self, policy: Policy) {
         self.cfg.policy = policy;
+        self.steady_learns |= policy == Policy::Steady;
+    }
+
+    /// Whether valid windows feed `steady`'s per-class state while another policy is in force
+    /// (by default they do: in an A/B experiment `steady` learns from the windows of every arm).
+    /// A caller that knows `steady` is none of its policies (neither the configured one nor an
+    /// A/B arm) turns this off and saves that bookkeeping on every window. It is on whenever
+    /// `steady` is in force: a later [`Engine::set_policy`] to `steady` turns it back on, and
+    /// `steady` then learns from the windows measured from there on.
+    pub fn keep_steady_state(&mut self, keep: bool) {
+        self.steady_learns = keep || self.cfg.policy == Policy::Steady;
     }
 
     /// Decisions were made since the last counter read: a read now closes their window. At an
@@ -576,10 +592,12 @@ impl Engine {
                     _ if covered.mixed => self.stats.windows_mixed += 1,
                     _ => {}
                 }
-                let class = covered.dominant_class(self.cfg.steady.dominance);
-                self.stats.windows_class_attributed += u64::from(class.is_some());
-                let node_side = covered.side.filter(|_| !covered.mixed);
-                self.steady.observe(&self.cfg.steady, w, class, node_side);
+                if self.steady_learns {
+                    let class = covered.dominant_class(self.cfg.steady.dominance);
+                    self.stats.windows_class_attributed += u64::from(class.is_some());
+                    let node_side = covered.side.filter(|_| !covered.mixed);
+                    self.steady.observe(&self.cfg.steady, w, class, node_side);
+                }
             }
             WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
             WindowOutcome::DiscardedEmpty => self.stats.windows_discarded_empty += 1,
