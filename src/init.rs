@@ -102,6 +102,8 @@ fn init() {
         timed_decision_ns: 0,
         init_ns: 0,
         counters_library,
+        alltoall_hook: settings.alltoall_hook,
+        test_panic: settings.test_panic,
     };
     // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`
     // may decide: as the policy, as an A/B arm, or once the application selects it (C API).

@@ -10,7 +10,7 @@ use crate::nics::NicTable;
 use crate::node::{Node, Source};
 use crate::papi::Papi;
 use crate::rows::Iterations;
-use crate::settings::Settings;
+use crate::settings::{Settings, TestPanic};
 use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{attributes, control, diag, sys, tally};
@@ -134,6 +134,10 @@ pub struct Decider {
     pub timed_decision_ns: u64,
     pub init_ns: u64,
     pub counters_library: Option<String>,
+    /// `AAR_ALLTOALL` and `AAR_TEST_PANIC`, copied from the settings: every decision asks, and
+    /// the settings' lines are cold by then.
+    pub alltoall_hook: bool,
+    pub test_panic: Option<TestPanic>,
 }
 
 impl Decider {
