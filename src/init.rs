@@ -15,7 +15,7 @@ use crate::papi::Papi;
 use crate::settings::Settings;
 use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
 use crate::{attributes, control, diag, job, node, output, sys, topology};
-use aar_engine::Engine;
+use aar_engine::{Engine, Policy};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -102,7 +102,13 @@ fn init() {
         timed_decision_ns: 0,
         init_ns: 0,
         counters_library,
+        alltoall_hook: settings.alltoall_hook,
+        test_panic: settings.test_panic,
     };
+    // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`
+    // may decide: as the policy, as an A/B arm, or once the application selects it (C API).
+    let steady_arm = settings.ab.as_ref().is_some_and(|ab| ab.0.contains(&Policy::Steady));
+    decider.engine.keep_steady_state(steady_arm);
     decider.read_and_observe();
     let policy = decider.engine.config().policy;
     let tracing = state::TRACE.open(settings.trace.as_deref());

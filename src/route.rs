@@ -69,10 +69,9 @@ pub fn route(
         return Routed { mode, reason, window: state::last_window() };
     };
     let started = decider.should_time().then(crate::sys::now_ns);
-    let settings = state::settings();
-    let in_alltoall = settings.is_some_and(|s| s.alltoall_hook) && mpi::in_alltoall();
+    let in_alltoall = decider.alltoall_hook && mpi::in_alltoall();
     let d = decider.decide(&call.msg, in_alltoall, w);
-    let test_panic = settings.and_then(|s| s.test_panic);
+    let test_panic = decider.test_panic;
     if d.read_before {
         // The side changes with this message: close the old side's window before it goes out.
         decider.read_and_observe();

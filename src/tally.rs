@@ -62,42 +62,62 @@ pub fn class_of(dlvr_mode: u16) -> usize {
     }
 }
 
-#[repr(align(64))]
+/// Messages and bytes of one API and routing class, side by side: counting a message writes
+/// one cache line of them (aligned, so never two).
+#[repr(C, align(16))]
+struct Pair {
+    messages: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Pair {
+    const fn new() -> Self {
+        Self { messages: AtomicU64::new(0), bytes: AtomicU64::new(0) }
+    }
+}
+
+/// A thread's counters, laid out so that counting a message touches two cache lines: the first
+/// (owner and reasons) and the one of its pair. On the read path every line the library touches
+/// comes back from beyond L1, after the send's own memory traffic.
+#[repr(C, align(64))]
 struct Block {
     /// Thread pointer of the thread that writes this block; 0: free.
     owner: AtomicUsize,
-    messages: [[AtomicU64; CLASSES]; APIS],
-    bytes: [[AtomicU64; CLASSES]; APIS],
     reasons: [AtomicU64; REASONS],
+    counts: [[Pair; CLASSES]; APIS],
 }
+
+// Owner and reasons fill the first line; the pairs start on the next.
+const _: () = assert!(std::mem::offset_of!(Block, counts) == 64);
 
 impl Block {
     const fn new(owner: usize) -> Self {
         Self {
             owner: AtomicUsize::new(owner),
-            messages: [const { [const { AtomicU64::new(0) }; CLASSES] }; APIS],
-            bytes: [const { [const { AtomicU64::new(0) }; CLASSES] }; APIS],
             reasons: [const { AtomicU64::new(0) }; REASONS],
+            counts: [const { [const { Pair::new() }; CLASSES] }; APIS],
         }
     }
 
     fn counters(&self) -> impl Iterator<Item = &AtomicU64> {
-        self.messages.iter().chain(&self.bytes).flatten().chain(&self.reasons)
+        self.counts.iter().flatten().flat_map(|p| [&p.messages, &p.bytes]).chain(&self.reasons)
     }
 
     /// Single writer: a relaxed load and store.
     #[inline(always)]
     fn bump(&self, c: Count) {
         let add = |c: &AtomicU64, by: u64| c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
-        add(&self.messages[c.api as usize][c.class % CLASSES], c.messages);
-        add(&self.bytes[c.api as usize][c.class % CLASSES], c.bytes);
+        let pair = &self.counts[c.api as usize][c.class % CLASSES];
+        add(&pair.messages, c.messages);
+        add(&pair.bytes, c.bytes);
         add(&self.reasons[c.reason % REASONS], c.messages);
     }
 
     /// Shared: atomic adds.
     fn add(&self, c: Count) {
-        self.messages[c.api as usize][c.class % CLASSES].fetch_add(c.messages, Relaxed);
-        self.bytes[c.api as usize][c.class % CLASSES].fetch_add(c.bytes, Relaxed);
+        let pair = &self.counts[c.api as usize][c.class % CLASSES];
+        pair.messages.fetch_add(c.messages, Relaxed);
+        pair.bytes.fetch_add(c.bytes, Relaxed);
         self.reasons[c.reason % REASONS].fetch_add(c.messages, Relaxed);
     }
 }
@@ -261,10 +281,10 @@ impl Totals {
 pub fn totals() -> Totals {
     let mut t = Totals::default();
     let mut add = |b: &Block| {
-        for (sum, api) in t.apis.iter_mut().zip(b.messages.iter().zip(&b.bytes)) {
-            for i in 0..CLASSES {
-                sum.messages[i] += api.0[i].load(Relaxed);
-                sum.bytes[i] += api.1[i].load(Relaxed);
+        for (sum, api) in t.apis.iter_mut().zip(&b.counts) {
+            for (i, pair) in api.iter().enumerate() {
+                sum.messages[i] += pair.messages.load(Relaxed);
+                sum.bytes[i] += pair.bytes.load(Relaxed);
             }
         }
         for i in 0..REASONS {
@@ -319,7 +339,7 @@ mod tests {
         assert_eq!(dmapp.bytes[2] - before.api(Api::Dmapp).bytes[2], 128);
         assert_eq!(after.reasons[Reason::Fixed.index()] - before.reasons[Reason::Fixed.index()], 4);
         assert_eq!(after.all().messages[2] - before.all().messages[2], 4);
-        let claimed = BLOCKS.iter().filter(|b| b.messages.iter().flatten().any(|m| m.load(Relaxed) > 0)).count();
+        let claimed = BLOCKS.iter().filter(|b| b.counts.iter().flatten().any(|p| p.messages.load(Relaxed) > 0)).count();
         assert!(claimed <= 10, "blocks are reused by later threads: {claimed} used");
     }
 

@@ -207,7 +207,8 @@ pub struct EngineStats {
     pub window_stall_ratio_sum: f64,
     /// Counter samples taken (every [`Engine::observe`]).
     pub counter_reads: u64,
-    /// `steady`: valid windows attributed to one destination class.
+    /// `steady`: valid windows attributed to one destination class (counted while `steady`'s
+    /// state is kept, [`Engine::keep_steady_state`]).
     pub windows_class_attributed: u64,
     /// `steady`: decisions whose switch the dwell held back.
     pub switches_held: u64,
@@ -306,6 +307,9 @@ pub struct Engine {
     last: Option<(Window, Side)>,
     fresh: [Option<Fresh>; 2],
     steady: Steady,
+    /// Valid windows feed `steady`'s state whatever the policy in force (see
+    /// [`Engine::keep_steady_state`]).
+    steady_learns: bool,
     stats: EngineStats,
 }
 
@@ -322,6 +326,7 @@ impl Engine {
             closing: None,
             last: None,
             fresh: [None, None],
+            steady_learns: true,
             stats: EngineStats::default(),
         }
     }
@@ -360,6 +365,17 @@ impl Engine {
     /// no side.
     pub fn set_policy(&mut self, policy: Policy) {
         self.cfg.policy = policy;
+        self.steady_learns |= policy == Policy::Steady;
+    }
+
+    /// Whether valid windows feed `steady`'s per-class state while another policy is in force
+    /// (by default they do: in an A/B experiment `steady` learns from the windows of every arm).
+    /// A caller that knows `steady` is none of its policies (neither the configured one nor an
+    /// A/B arm) turns this off and saves that bookkeeping on every window. It is on whenever
+    /// `steady` is in force: a later [`Engine::set_policy`] to `steady` turns it back on, and
+    /// `steady` then learns from the windows measured from there on.
+    pub fn keep_steady_state(&mut self, keep: bool) {
+        self.steady_learns = keep || self.cfg.policy == Policy::Steady;
     }
 
     /// Decisions were made since the last counter read: a read now closes their window. At an
@@ -576,10 +592,12 @@ impl Engine {
                     _ if covered.mixed => self.stats.windows_mixed += 1,
                     _ => {}
                 }
-                let class = covered.dominant_class(self.cfg.steady.dominance);
-                self.stats.windows_class_attributed += u64::from(class.is_some());
-                let node_side = covered.side.filter(|_| !covered.mixed);
-                self.steady.observe(&self.cfg.steady, w, class, node_side);
+                if self.steady_learns {
+                    let class = covered.dominant_class(self.cfg.steady.dominance);
+                    self.stats.windows_class_attributed += u64::from(class.is_some());
+                    let node_side = covered.side.filter(|_| !covered.mixed);
+                    self.steady.observe(&self.cfg.steady, w, class, node_side);
+                }
             }
             WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
             WindowOutcome::DiscardedEmpty => self.stats.windows_discarded_empty += 1,
@@ -621,8 +639,8 @@ impl Engine {
             return WindowOutcome::DiscardedEmpty;
         }
         // Response stalls can exceed request stalls by read skew; the reference clamps to zero.
-        let stall_ratio = stalled.saturating_sub(rsp_stalled) as f64 / flits as f64;
-        let latency_us = self.cfg.latency_unit.to_us(latency as f64 / responses as f64);
+        let stall_ratio = to_f64(stalled.saturating_sub(rsp_stalled)) / to_f64(flits);
+        let latency_us = self.cfg.latency_unit.to_us(to_f64(latency) / to_f64(responses));
         let plausible = latency_us.is_finite()
             && stall_ratio.is_finite()
             && latency_us <= self.cfg.max_latency_us
@@ -631,5 +649,38 @@ impl Engine {
             return WindowOutcome::DiscardedAbsurd;
         }
         WindowOutcome::Valid(Window { latency_us, stall_ratio })
+    }
+}
+
+/// `x as f64` without the two constants a `u64` conversion loads (each a cache line that the
+/// send before a read has evicted): through `i64`, halving values above `i64::MAX` with their
+/// last bit kept as a sticky bit, which rounds the same. The same value as `x as f64`.
+#[inline(always)]
+fn to_f64(x: u64) -> f64 {
+    match i64::try_from(x) {
+        Ok(i) => i as f64,
+        Err(_) => {
+            let half = ((x >> 1) | (x & 1)) as i64 as f64;
+            half + half
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_f64;
+
+    #[test]
+    fn counter_deltas_convert_as_u64_does() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let edges = [0, 1, (1 << 53) - 1, 1 << 53, (1 << 53) + 1, i64::MAX as u64, 1 << 63, (1 << 63) + 1, u64::MAX];
+        for v in edges.into_iter().chain((0..100_000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x >> (x % 64)
+        })) {
+            assert_eq!(to_f64(v).to_bits(), (v as f64).to_bits(), "{v}");
+        }
     }
 }

@@ -455,3 +455,33 @@ fn steady_reads_after_every_decision_until_a_window_is_attributed() {
     assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Model));
     assert!(!d.read_counters, "measured: the configured window");
 }
+
+/// An engine told that `steady` is none of its policies skips `steady`'s bookkeeping on every
+/// window: the other policies decide exactly as with it, and `steady`, once put in force
+/// anyway, learns from its own windows on.
+#[test]
+fn steady_state_is_kept_only_where_steady_may_decide() {
+    let msg = put(KIB64, DestinationClass::OtherGroup);
+    let (mut kept, mut skipped) = (Rig::new(one()), Rig::new(one()));
+    skipped.e.keep_steady_state(false);
+    let policies = [Policy::Auto, Policy::Fixed(AD0), Policy::Auto, Policy::Fixed(AD3), Policy::Off];
+    for (i, policy) in policies.into_iter().cycle().take(60).enumerate() {
+        let (latency, stall) = (1.0 + (i % 3) as f64, 0.4 * (i % 5) as f64);
+        let d = kept.window(policy, msg, latency, stall);
+        assert_eq!(d, skipped.window(policy, msg, latency, stall), "decision {i} ({policy:?})");
+    }
+    let (k, s) = (kept.e.stats().clone(), skipped.e.stats().clone());
+    assert!(k.windows_class_attributed > 0 && k.decisions_model > 0, "{k:?}");
+    assert_eq!(s.windows_class_attributed, 0);
+    assert_eq!(EngineStats { windows_class_attributed: 0, ..k }, s);
+    // `steady` decides from the other policies' windows where they were kept, from nothing
+    // (High Bias, reading after every decision) where they were not.
+    assert_eq!(kept.decide(msg).reason, Reason::Model);
+    let d = skipped.decide(msg);
+    assert_eq!((d.mode, d.reason, d.read_counters), (Some(AD3), Reason::Threshold, true));
+    // In force, `steady` keeps its state whatever the caller says.
+    skipped.e.keep_steady_state(false);
+    skipped.window(Policy::Steady, msg, 2.0, 0.1);
+    assert_eq!(skipped.e.stats().windows_class_attributed, 1);
+    assert_eq!(skipped.decide(msg).reason, Reason::Model);
+}
