@@ -303,6 +303,9 @@ pub struct Engine {
     open: OpenWindow,
     /// A window closed at a side change, waiting for its read (see [`Decision::read_before`]).
     closing: Option<OpenWindow>,
+    /// Decisions since the last counter read (the read schedule; the open window may hold more
+    /// when a read found none of its traffic yet).
+    since_read: u32,
     /// Latest valid window and the side that was in use while it was measured.
     last: Option<(Window, Side)>,
     fresh: [Option<Fresh>; 2],
@@ -324,6 +327,7 @@ impl Engine {
             baseline: None,
             open: OpenWindow::default(),
             closing: None,
+            since_read: 0,
             last: None,
             fresh: [None, None],
             steady_learns: true,
@@ -378,10 +382,13 @@ impl Engine {
         self.steady_learns = keep || self.cfg.policy == Policy::Steady;
     }
 
-    /// Decisions were made since the last counter read: a read now closes their window. At an
-    /// A/B iteration boundary the shim reads then, so that no window spans two policies.
+    /// The counters were read before: a read now closes a window, of the decisions since the
+    /// last read or, when there were none, of the traffic the last ones left in flight (which
+    /// then counts for no side). At an iteration boundary libaar.so and the simulator read then,
+    /// so that no window spans two policies of an A/B experiment and none of an iteration's
+    /// traffic is booked to the next one.
     pub fn window_open(&self) -> bool {
-        self.open.decisions > 0 || self.closing.is_some()
+        self.baseline.is_some() || self.closing.is_some()
     }
 
     /// Routing of a message below the threshold (see [`Policy::below_threshold`]).
@@ -473,9 +480,9 @@ impl Engine {
             // decision, as `auto` reads until it has a window of a side: windows that mix sides
             // (policies alternating across iterations) are no measurement.
             Policy::Steady => {
-                !self.steady.measured(msg.class) || self.open.decisions >= self.steady.window_decisions(&self.cfg)
+                !self.steady.measured(msg.class) || self.since_read >= self.steady.window_decisions(&self.cfg)
             }
-            _ => self.last.is_none() || self.open.decisions >= self.cfg.window_decisions.max(1),
+            _ => self.last.is_none() || self.since_read >= self.cfg.window_decisions.max(1),
         };
         d
     }
@@ -528,6 +535,7 @@ impl Engine {
         self.open.class_side[c] = side;
         // Saturating: without counters (no PAPI) the window never closes.
         self.open.decisions = self.open.decisions.saturating_add(1);
+        self.since_read = self.since_read.saturating_add(1);
         self.open.side = side;
         self.open.endpoint = msg.endpoint;
         self.open.bytes = msg.bytes;
@@ -573,14 +581,29 @@ impl Engine {
     /// Take a counter sample: the deltas since the previous sample form a window, attributed to
     /// the side of the decisions it covers. Bad windows are discarded, never divided.
     pub fn observe(&mut self, sample: CounterSample) -> WindowOutcome {
+        self.stats.counter_reads += 1;
+        self.since_read = 0;
+        let outcome = match self.baseline {
+            None => WindowOutcome::Baseline,
+            Some(old) => self.window_between(&old, &sample),
+        };
+        if outcome == WindowOutcome::DiscardedEmpty {
+            // Nothing of the window's messages reached the counters yet (a read right after
+            // the posts): the baseline stays and the decisions wait for their traffic. Taken as
+            // a window, it would throw them away, and a rank that posts all its messages at
+            // once would never see one attributed. A window closed at a side change now runs
+            // into the next one: together they belong to no side.
+            self.stats.windows_discarded_empty += 1;
+            if self.closing.take().is_some() {
+                self.open.mixed = true;
+                self.open.class_mixed = [true; 4];
+            }
+            return outcome;
+        }
+        self.baseline = Some(sample);
         let covered = match self.closing.take() {
             Some(closed) => closed,
             None => std::mem::take(&mut self.open),
-        };
-        self.stats.counter_reads += 1;
-        let outcome = match self.baseline.replace(sample) {
-            None => WindowOutcome::Baseline,
-            Some(old) => self.window_between(&old, &sample),
         };
         match outcome {
             WindowOutcome::Valid(w) => {
@@ -600,9 +623,9 @@ impl Engine {
                 }
             }
             WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
-            WindowOutcome::DiscardedEmpty => self.stats.windows_discarded_empty += 1,
             WindowOutcome::DiscardedAbsurd => self.stats.windows_discarded_absurd += 1,
-            WindowOutcome::Baseline => {}
+            // counted above
+            WindowOutcome::DiscardedEmpty | WindowOutcome::Baseline => {}
         }
         outcome
     }

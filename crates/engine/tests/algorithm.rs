@@ -303,6 +303,41 @@ fn counter_windows_by_hand() {
     assert_eq!(w, WindowOutcome::Valid(Window { latency_us: 1.0, stall_ratio: 0.0 }));
 }
 
+/// A read that finds none of the window's traffic yet (right after the posts) leaves the window
+/// open: its decisions are attributed by the first read that sees their traffic, and the read
+/// schedule still counts from the last read.
+#[test]
+fn a_window_without_traffic_yet_keeps_its_decisions() {
+    let cfg = EngineConfig { policy: Policy::Fixed(AD0), window_decisions: 2, ..EngineConfig::default() };
+    let mut e = Engine::new(cfg);
+    assert!(!e.window_open(), "nothing to close before the first read");
+    let s = sample(1000, 0.5, 1000, 2.0);
+    assert_eq!(e.observe(s), WindowOutcome::Baseline);
+    assert!(e.window_open());
+    // Until a window is attributed, a read after every decision; posted at one instant, each
+    // read finds no flit of them yet.
+    for _ in 0..2 {
+        assert!(e.on_threshold_crossed(&put(65536), false).read_counters);
+        assert_eq!(e.observe(s), WindowOutcome::DiscardedEmpty);
+    }
+    assert_eq!(e.last_window(), None);
+    // their traffic arrives: one window of both decisions, measured from the first sample
+    let later = CounterSample { req_flits: s.req_flits + 3000, rsp_packets: s.rsp_packets + 1000, ..s };
+    let w = e.observe(later);
+    assert!(matches!(w, WindowOutcome::Valid(Window { stall_ratio: 0.0, .. })), "{w:?}");
+    assert!(e.last_window().is_some());
+    // then the schedule: a read every second decision, counted from the last read
+    assert!(!e.on_threshold_crossed(&put(65536), false).read_counters);
+    assert!(e.on_threshold_crossed(&put(65536), false).read_counters);
+    assert_eq!(e.observe(later), WindowOutcome::DiscardedEmpty);
+    assert!(!e.on_threshold_crossed(&put(65536), false).read_counters, "the empty read restarted the count");
+    e.set_policy(Policy::Auto);
+    let d = e.on_threshold_crossed(&put(65536), false);
+    assert_eq!(d.reason, Reason::Model, "the window was attributed to ADAPTIVE0's side");
+    let st = e.stats();
+    assert_eq!((st.counter_reads, st.windows_valid, st.windows_discarded_empty), (5, 1, 3));
+}
+
 #[test]
 fn zero_equal_decreasing_wrapped_and_absurd_windows_are_discarded() {
     let mut e = Engine::new(EngineConfig::default());
@@ -447,7 +482,7 @@ fn policies_share_one_engine_fixed_windows_feed_auto_and_off_windows_do_not() {
     // ADAPTIVE0 (low-stall side) measured: L = 1.4 µs, s = 1. Then auto decides at once with the
     // model, on that window, and keeps the low-stall side for a large PUT.
     let mut e = engine_observing(AD0, 1.4, 1.0);
-    assert!(!e.window_open(), "the read closed the window");
+    assert!(e.window_open(), "read before: a read at an iteration boundary closes a window");
     let d = e.on_threshold_crossed(&put(65536), false);
     assert_eq!((d.reason, d.mode), (Reason::Model, Some(AD0)));
     assert!((d.window.unwrap().latency_us - 1.4).abs() < 1e-9, "{:?}", d.window);

@@ -446,7 +446,10 @@ impl Driver {
             (WindowOutcome::Valid(w), None) => return Err(format!("a window {w:?} from the first sample alone")),
             _ => {}
         }
-        self.prev = Some(s);
+        // a window without traffic keeps the baseline: its decisions wait for their traffic
+        if outcome != WindowOutcome::DiscardedEmpty {
+            self.prev = Some(s);
+        }
         self.last = s;
         Ok(outcome)
     }

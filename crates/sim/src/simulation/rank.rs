@@ -240,6 +240,11 @@ impl Simulation {
         let j = &self.jobs[job];
         rk.arm = j.schedule.index_at(rk.iter.into());
         if let Some(e) = &mut rk.engine {
+            // The previous iteration is over: its window closes with everything its sends
+            // injected, as libaar.so closes it at an iteration boundary.
+            if e.window_open() {
+                e.observe(sample(&self.net.counters(rk.node)));
+            }
             if let Some(p) = j.arms[rk.arm].engine_policy() {
                 e.set_policy(p);
             }
