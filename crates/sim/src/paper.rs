@@ -184,6 +184,10 @@ impl Suite {
                 let mut s = self.spec(case, 1);
                 s.arms = vec![arm];
                 s.iterations = 1;
+                // An automatic policy alone has no window yet at its first decision (in the
+                // alternated runs the other policies' iterations give it some): one unmeasured
+                // iteration first, as an application's first iterations are.
+                s.warmup_iterations = u32::from(arm.engine_policy().is_some_and(|p| p.is_automatic()));
                 runs.push((c, s));
             }
         }
@@ -649,7 +653,8 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
         } else {
             format!(
                 " The longest benchmarks ({}) run one iteration of each policy, seed 1, each policy in a run \
-                 of its own: every policy meets the same background traffic from the same start.",
+                 of its own: every policy meets the same background traffic from the same start; `auto` and \
+                 `steady` run one unmeasured iteration before it, to have measured a window when they decide.",
                 once.join(", ")
             )
         }
