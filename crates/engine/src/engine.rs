@@ -292,28 +292,39 @@ impl OpenWindow {
     }
 }
 
-#[derive(Clone, Debug)]
 /// The decision state of one rank: the policy, the open counter window, the latest observations.
+///
+/// Laid out hot first (`repr(C)`, in declaration order, from a cache-line boundary): in libaar.so
+/// the send between a decision and its counter read evicts every line the engine touches, so each
+/// distinct line `observe` and `on_threshold_crossed` reach costs a miss per read. The statistics,
+/// the read's state, the open window and the latest observations come first, then the
+/// configuration (its hot scalars before `steady`'s parameters), then `steady`'s per-class
+/// tables, which only `steady` (or its learning, [`Engine::keep_steady_state`]) reaches.
+#[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Engine {
-    cfg: EngineConfig,
-    cumulative: u64,
-    /// Side of the routing applied at the last decision (`None`: a mode that is neither).
-    in_use: Option<Side>,
+    stats: EngineStats,
     baseline: Option<CounterSample>,
-    open: OpenWindow,
-    /// A window closed at a side change, waiting for its read (see [`Decision::read_before`]).
-    closing: Option<OpenWindow>,
     /// Decisions since the last counter read (the read schedule; the open window may hold more
     /// when a read found none of its traffic yet).
     since_read: u32,
-    /// Latest valid window and the side that was in use while it was measured.
-    last: Option<(Window, Side)>,
-    fresh: [Option<Fresh>; 2],
-    steady: Steady,
+    /// Side of the routing applied at the last decision (`None`: a mode that is neither).
+    in_use: Option<Side>,
     /// Valid windows feed `steady`'s state whatever the policy in force (see
     /// [`Engine::keep_steady_state`]).
     steady_learns: bool,
-    stats: EngineStats,
+    /// `closing` holds a window closed at a side change, waiting for its read (see
+    /// [`Decision::read_before`]). A flag here rather than an `Option` there: every read asks,
+    /// and the window itself is only reached at side changes.
+    closing_pending: bool,
+    open: OpenWindow,
+    fresh: [Option<Fresh>; 2],
+    /// Latest valid window and the side that was in use while it was measured.
+    last: Option<(Window, Side)>,
+    cfg: EngineConfig,
+    closing: OpenWindow,
+    cumulative: u64,
+    steady: Steady,
 }
 
 impl Engine {
@@ -326,7 +337,8 @@ impl Engine {
             in_use: Some(Side::LowLatency),
             baseline: None,
             open: OpenWindow::default(),
-            closing: None,
+            closing_pending: false,
+            closing: OpenWindow::default(),
             since_read: 0,
             last: None,
             fresh: [None, None],
@@ -388,7 +400,7 @@ impl Engine {
     /// so that no window spans two policies of an A/B experiment and none of an iteration's
     /// traffic is booked to the next one.
     pub fn window_open(&self) -> bool {
-        self.baseline.is_some() || self.closing.is_some()
+        self.baseline.is_some() || self.closing_pending
     }
 
     /// Routing of a message below the threshold (see [`Policy::below_threshold`]).
@@ -487,6 +499,11 @@ impl Engine {
         d
     }
 
+    /// The window closed at a side change, if one waits for its read; it no longer waits.
+    fn take_closing(&mut self) -> Option<OpenWindow> {
+        std::mem::take(&mut self.closing_pending).then_some(self.closing)
+    }
+
     fn count_switch(&mut self, to: Side) {
         match to {
             Side::LowLatency => self.stats.switches_to_low_latency += 1,
@@ -512,7 +529,7 @@ impl Engine {
     /// message's class closes the window.
     fn add_to_window(&mut self, side: Option<Side>, msg: &Message) -> bool {
         let c = msg.class.index();
-        if self.closing.take().is_some() {
+        if self.take_closing().is_some() {
             // The read asked for at the last side change never came: the windows run together.
             self.open.mixed = true;
             self.open.class_mixed = [true; 4];
@@ -524,7 +541,8 @@ impl Engine {
             _ => switching && self.cfg.window_decisions > 1 && !self.open.mixed,
         };
         if read_before {
-            self.closing = Some(self.open);
+            self.closing = self.open;
+            self.closing_pending = true;
             self.open = OpenWindow::default();
         } else {
             self.open.mixed |= switching;
@@ -594,14 +612,14 @@ impl Engine {
             // once would never see one attributed. A window closed at a side change now runs
             // into the next one: together they belong to no side.
             self.stats.windows_discarded_empty += 1;
-            if self.closing.take().is_some() {
+            if self.take_closing().is_some() {
                 self.open.mixed = true;
                 self.open.class_mixed = [true; 4];
             }
             return outcome;
         }
         self.baseline = Some(sample);
-        let covered = match self.closing.take() {
+        let covered = match self.take_closing() {
             Some(closed) => closed,
             None => std::mem::take(&mut self.open),
         };
