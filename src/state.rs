@@ -6,6 +6,7 @@
 //! declarations (with the two of `diag`, a lower layer): the fork handlers hold them all across a
 //! `fork()`. A unit test checks that no lock of the crate is missing from the list.
 
+use crate::control::HOT;
 use crate::nics::NicTable;
 use crate::node::{Node, Source};
 use crate::papi::Papi;
@@ -15,7 +16,7 @@ use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{attributes, control, diag, sys, tally};
 use aar_engine::{AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Window, WindowOutcome};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -24,7 +25,8 @@ use std::time::Duration;
 const UNINIT: u8 = 0;
 const INITIALIZING: u8 = 1;
 const DONE: u8 = 2;
-static INIT: AtomicU8 = AtomicU8::new(UNINIT);
+/// Where initialisation stands ([`control::Hot::init`]).
+static INIT: &AtomicU8 = &HOT.init;
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
@@ -62,22 +64,17 @@ pub fn inert() -> bool {
 
 // ---- The cumulative-size sum -------------------------------------------------------------------
 
-/// Bytes since the last decision. Updated with a relaxed load and store, not an atomic add:
-/// concurrent posts may lose a few bytes, which only delays a decision slightly.
-static CUMULATIVE: AtomicU64 = AtomicU64::new(0);
-static THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
-
 /// Set the threshold (at initialisation).
 pub fn set_threshold(bytes: u64) {
-    THRESHOLD.store(bytes, Relaxed);
+    HOT.threshold.store(bytes, Relaxed);
 }
 
 /// Add `bytes` to the sum (the engine's rule, [`aar_engine::accumulate`]); `true` if the
 /// threshold is now crossed (the sum then restarts from zero).
 #[inline]
 pub fn accumulate(bytes: u64) -> bool {
-    let (sum, crossed) = aar_engine::accumulate(CUMULATIVE.load(Relaxed), bytes, THRESHOLD.load(Relaxed));
-    CUMULATIVE.store(sum, Relaxed);
+    let (sum, crossed) = aar_engine::accumulate(HOT.cumulative.load(Relaxed), bytes, HOT.threshold.load(Relaxed));
+    HOT.cumulative.store(sum, Relaxed);
     crossed
 }
 
@@ -109,10 +106,6 @@ pub fn switch_policy(policy: Policy) {
 /// `clock_gettime` calls (about 25 ns each on the development VM), 4 ns per decision at one in
 /// 16, under 1 ns at one in 64.
 const TIMING_SAMPLE: u64 = 64;
-
-/// The latest valid window, for trace lines written without the decider lock (f64 bits).
-static LAST_LATENCY: AtomicU64 = AtomicU64::new(u64::MAX);
-static LAST_STALL: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// The engine, the counters it observes, and what the record says about them.
 pub struct Decider {
@@ -172,8 +165,8 @@ impl Decider {
 
     fn observe(&mut self, sample: CounterSample) {
         if let WindowOutcome::Valid(Window { latency_us, stall_ratio }) = self.engine.observe(sample) {
-            LAST_LATENCY.store(latency_us.to_bits(), Relaxed);
-            LAST_STALL.store(stall_ratio.to_bits(), Relaxed);
+            HOT.last_latency.store(latency_us.to_bits(), Relaxed);
+            HOT.last_stall.store(stall_ratio.to_bits(), Relaxed);
         }
     }
 
@@ -245,7 +238,7 @@ pub fn decider_within(wait: Duration) -> Option<Guard<'static, Option<Decider>>>
 
 /// The latest valid window, readable without the lock.
 pub fn last_window() -> Option<Window> {
-    let (l, s) = (LAST_LATENCY.load(Relaxed), LAST_STALL.load(Relaxed));
+    let (l, s) = (HOT.last_latency.load(Relaxed), HOT.last_stall.load(Relaxed));
     (l != u64::MAX).then(|| Window { latency_us: f64::from_bits(l), stall_ratio: f64::from_bits(s) })
 }
 
@@ -269,8 +262,8 @@ pub const FORK_LOCK_COUNT: usize = 6;
 pub static FORK_LOCKS: [&dyn ForkHeld; FORK_LOCK_COUNT] =
     [&DECIDER, &TRACE, &NICS, &ITERATIONS, &diag::KEPT, &diag::PANIC_AT];
 
-/// Set in a fork child until its own state is made.
-static FORKED: AtomicBool = AtomicBool::new(false);
+/// Set in a fork child until its own state is made ([`control::Hot::forked`]).
+static FORKED: &AtomicBool = &HOT.forked;
 /// This process is a fork child of the one that loaded the library.
 static FORK_CHILD: AtomicBool = AtomicBool::new(false);
 
