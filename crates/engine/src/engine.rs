@@ -444,13 +444,10 @@ impl Engine {
             packets,
             window: None,
         };
+        // One comparison for `auto`, the others out of line: a `match` over every policy here
+        // compiles to a jump table, a line in `.rodata` that the send after the previous decision
+        // has evicted.
         let side = match self.cfg.policy {
-            Policy::Off => None,
-            Policy::Fixed(m) => {
-                d.mode = Some(m);
-                d.reason = Reason::Fixed;
-                self.side_of(m)
-            }
             Policy::Auto => {
                 let side = match self.last {
                     None => {
@@ -470,20 +467,7 @@ impl Engine {
                 self.route(side, in_alltoall, &mut d);
                 Some(side)
             }
-            Policy::Steady => {
-                let before = self.steady.side(msg.class);
-                let c = self.steady.choose(&self.cfg, msg.class, msg.bytes, flits, packets);
-                d.window = c.window;
-                d.reason = if c.window.is_some() { Reason::Model } else { Reason::Threshold };
-                self.stats.decisions_model += u64::from(c.window.is_some());
-                self.stats.switches_held += u64::from(c.held);
-                self.stats.decisions_calibrated += u64::from(c.calibrated);
-                if c.side != before {
-                    self.count_switch(c.side);
-                }
-                self.route(c.side, in_alltoall, &mut d);
-                Some(c.side)
-            }
+            _ => self.side_not_auto(msg, in_alltoall, &mut d),
         };
         self.in_use = side;
         d.read_before = self.add_to_window(side, msg);
@@ -502,6 +486,33 @@ impl Engine {
     /// The window closed at a side change, if one waits for its read; it no longer waits.
     fn take_closing(&mut self) -> Option<OpenWindow> {
         std::mem::take(&mut self.closing_pending).then_some(self.closing)
+    }
+
+    /// [`Engine::on_threshold_crossed`] under a policy other than `auto`.
+    #[inline(never)]
+    fn side_not_auto(&mut self, msg: &Message, in_alltoall: bool, d: &mut Decision) -> Option<Side> {
+        match self.cfg.policy {
+            Policy::Off | Policy::Auto => None,
+            Policy::Fixed(m) => {
+                d.mode = Some(m);
+                d.reason = Reason::Fixed;
+                self.side_of(m)
+            }
+            Policy::Steady => {
+                let before = self.steady.side(msg.class);
+                let c = self.steady.choose(&self.cfg, msg.class, msg.bytes, d.flits, d.packets);
+                d.window = c.window;
+                d.reason = if c.window.is_some() { Reason::Model } else { Reason::Threshold };
+                self.stats.decisions_model += u64::from(c.window.is_some());
+                self.stats.switches_held += u64::from(c.held);
+                self.stats.decisions_calibrated += u64::from(c.calibrated);
+                if c.side != before {
+                    self.count_switch(c.side);
+                }
+                self.route(c.side, in_alltoall, d);
+                Some(c.side)
+            }
+        }
     }
 
     fn count_switch(&mut self, to: Side) {
@@ -623,29 +634,38 @@ impl Engine {
             Some(closed) => closed,
             None => std::mem::take(&mut self.open),
         };
-        match outcome {
-            WindowOutcome::Valid(w) => {
-                self.stats.windows_valid += 1;
-                self.stats.window_latency_us_sum += w.latency_us;
-                self.stats.window_stall_ratio_sum += w.stall_ratio;
-                match covered.side {
-                    Some(side) if !covered.mixed => self.remember(w, side, &covered),
-                    _ if covered.mixed => self.stats.windows_mixed += 1,
-                    _ => {}
-                }
-                if self.steady_learns {
-                    let class = covered.dominant_class(self.cfg.steady.dominance);
-                    self.stats.windows_class_attributed += u64::from(class.is_some());
-                    let node_side = covered.side.filter(|_| !covered.mixed);
-                    self.steady.observe(&self.cfg.steady, w, class, node_side);
-                }
-            }
-            WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
-            WindowOutcome::DiscardedAbsurd => self.stats.windows_discarded_absurd += 1,
-            // counted above
-            WindowOutcome::DiscardedEmpty | WindowOutcome::Baseline => {}
+        let WindowOutcome::Valid(w) = outcome else {
+            self.count_discarded(outcome);
+            return outcome;
+        };
+        self.stats.windows_valid += 1;
+        self.stats.window_latency_us_sum += w.latency_us;
+        self.stats.window_stall_ratio_sum += w.stall_ratio;
+        match covered.side {
+            Some(side) if !covered.mixed => self.remember(w, side, &covered),
+            _ if covered.mixed => self.stats.windows_mixed += 1,
+            _ => {}
+        }
+        if self.steady_learns {
+            let class = covered.dominant_class(self.cfg.steady.dominance);
+            self.stats.windows_class_attributed += u64::from(class.is_some());
+            let node_side = covered.side.filter(|_| !covered.mixed);
+            self.steady.observe(&self.cfg.steady, w, class, node_side);
         }
         outcome
+    }
+
+    /// Count a discarded window. Out of line (discards are rare): one `match` over every outcome
+    /// in `observe` compiles to a jump table, a line in `.rodata` that the send before a read has
+    /// evicted, where the valid window's path now takes one comparison.
+    #[cold]
+    fn count_discarded(&mut self, outcome: WindowOutcome) {
+        match outcome {
+            WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
+            WindowOutcome::DiscardedAbsurd => self.stats.windows_discarded_absurd += 1,
+            // counted in `observe`, or not a window
+            WindowOutcome::DiscardedEmpty | WindowOutcome::Baseline | WindowOutcome::Valid(_) => {}
+        }
     }
 
     /// A valid window of one side: the latest observation, and a fresh one of that side that
