@@ -108,17 +108,25 @@ pub fn switch_policy(policy: Policy) {
 const TIMING_SAMPLE: u64 = 64;
 
 /// The engine, the counters it observes, and what the record says about them.
+///
+/// `repr(C)`: what every decision and read touches first, in the line of [`DECIDER`]'s lock
+/// flag, then the engine from the next line (its own layout is hot first), then the rest.
+#[repr(C)]
 pub struct Decider {
-    pub engine: Engine,
     pub counters: Option<Papi>,
     /// The node's shared reading (`AAR_NODE_READING`); `None`: this rank reads its own.
     pub node: Option<&'static Node>,
     /// PAPI reads by this rank.
     pub counter_reads: u64,
+    /// `AAR_ALLTOALL` and `AAR_TEST_PANIC`, copied from the settings: every decision asks, and
+    /// the settings' lines are cold by then.
+    pub alltoall_hook: bool,
+    pub test_panic: Option<TestPanic>,
+    pub engine: Engine,
     /// Readings of another rank of the node that this rank used instead of a PAPI read.
     pub shared_readings: u64,
     /// When this rank's latest reading was taken, on the node's clock (a shared one is never
-    /// older).
+    /// older), with a shared reading.
     pub last_reading: u64,
     /// Ranks sharing this node's NIC ([`crate::node::ranks_per_node`]).
     pub ranks_per_node: u32,
@@ -127,27 +135,30 @@ pub struct Decider {
     pub timed_decision_ns: u64,
     pub init_ns: u64,
     pub counters_library: Option<String>,
-    /// `AAR_ALLTOALL` and `AAR_TEST_PANIC`, copied from the settings: every decision asks, and
-    /// the settings' lines are cold by then.
-    pub alltoall_hook: bool,
-    pub test_panic: Option<TestPanic>,
 }
+
+// The lock flag's line: the flag (8 bytes with its padding), then the decider's first fields.
+const _: () =
+    assert!(8 + std::mem::offset_of!(Decider, engine) == 64, "the engine must start the decider's second line");
 
 impl Decider {
     /// Read the counters (after a send) and give them to the engine.
     pub fn read_and_observe(&mut self) {
         let Some(papi) = self.counters.as_mut() else { return };
+        // `last_reading` only with a node's reading: it is in a line of its own.
         let reading = match self.node {
-            Some(node) => node.read(papi, self.last_reading),
-            None => papi.read().map(|sample| (sample, Source::Own, 0)),
+            Some(node) => node.read(papi, self.last_reading).map(|(sample, source, taken)| {
+                self.last_reading = taken;
+                (sample, source)
+            }),
+            None => papi.read().map(|sample| (sample, Source::Own)),
         };
         match reading {
-            Ok((sample, source, taken)) => {
+            Ok((sample, source)) => {
                 match source {
                     Source::Own => self.counter_reads += 1,
                     Source::Shared => self.shared_readings += 1,
                 }
-                self.last_reading = taken;
                 self.observe(sample);
             }
             Err(failure) => {

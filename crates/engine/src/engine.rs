@@ -294,14 +294,15 @@ impl OpenWindow {
 
 /// The decision state of one rank: the policy, the open counter window, the latest observations.
 ///
-/// Laid out hot first (`repr(C)`, in declaration order, from a cache-line boundary): in libaar.so
+/// Laid out hot first (`repr(C)`, in declaration order; libaar.so places it at a cache-line
+/// boundary): in libaar.so
 /// the send between a decision and its counter read evicts every line the engine touches, so each
 /// distinct line `observe` and `on_threshold_crossed` reach costs a miss per read. The statistics,
 /// the read's state, the open window and the latest observations come first, then the
 /// configuration (its hot scalars before `steady`'s parameters), then `steady`'s per-class
 /// tables, which only `steady` (or its learning, [`Engine::keep_steady_state`]) reaches.
 #[derive(Clone, Debug)]
-#[repr(C, align(64))]
+#[repr(C)]
 pub struct Engine {
     stats: EngineStats,
     baseline: Option<CounterSample>,
