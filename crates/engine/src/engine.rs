@@ -468,7 +468,11 @@ impl Engine {
                 self.route(side, in_alltoall, &mut d);
                 Some(side)
             }
-            _ => self.side_not_auto(msg, in_alltoall, &mut d),
+            _ => {
+                let side;
+                (side, d) = self.side_not_auto(msg, in_alltoall, d);
+                side
+            }
         };
         self.in_use = side;
         d.read_before = self.add_to_window(side, msg);
@@ -489,10 +493,12 @@ impl Engine {
         std::mem::take(&mut self.closing_pending).then_some(self.closing)
     }
 
-    /// [`Engine::on_threshold_crossed`] under a policy other than `auto`.
+    /// [`Engine::on_threshold_crossed`] under a policy other than `auto`. The decision goes in
+    /// and out by value: a `&mut` to it would keep it in memory on `auto`'s path too, built
+    /// there in bytes and copied out in words (a store-forwarding stall per decision).
     #[inline(never)]
-    fn side_not_auto(&mut self, msg: &Message, in_alltoall: bool, d: &mut Decision) -> Option<Side> {
-        match self.cfg.policy {
+    fn side_not_auto(&mut self, msg: &Message, in_alltoall: bool, mut d: Decision) -> (Option<Side>, Decision) {
+        let side = match self.cfg.policy {
             Policy::Off | Policy::Auto => None,
             Policy::Fixed(m) => {
                 d.mode = Some(m);
@@ -510,10 +516,11 @@ impl Engine {
                 if c.side != before {
                     self.count_switch(c.side);
                 }
-                self.route(c.side, in_alltoall, d);
+                self.route(c.side, in_alltoall, &mut d);
                 Some(c.side)
             }
-        }
+        };
+        (side, d)
     }
 
     fn count_switch(&mut self, to: Side) {
