@@ -2,11 +2,53 @@
 //! policy, the run-time switches and what they imply for the fast path, so the common case
 //! (an adaptive post below the threshold) needs no other shared state but the accumulator.
 
+use crate::sys::Real;
 use aar_engine::{Policy, Reason, RoutingMode};
-use std::sync::atomic::{AtomicU32, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
-/// The word itself; 0 until initialisation (not ready: every post forwarded untouched).
-static CONTROL: AtomicU32 = AtomicU32::new(0);
+/// The word itself ([`Hot::control`]); 0 until initialisation (not ready: every post forwarded
+/// untouched).
+static CONTROL: &AtomicU32 = &HOT.control;
+
+/// What every post reads (GNI_PostRdma's address, the control word, where initialisation stands,
+/// whether a fork child still has to make its state, the cumulative-size sum and threshold,
+/// whether MPI_Alltoall was seen) and what every valid counter read writes (the latest window),
+/// in one cache line. On the read path the send between a decision and its read evicts
+/// every line the library touched, so the next post would miss on each line of its own; the
+/// write after the read brings this one back for it. `repr(C)` and atomics keep the fields
+/// together (a plain static struct may be split back into separate globals).
+#[repr(C, align(64))]
+pub struct Hot {
+    pub post_rdma: Real,
+    pub control: AtomicU32,
+    /// Set by the first MPI_Alltoall (`mpi`).
+    pub alltoall_seen: AtomicBool,
+    /// Where initialisation stands (the states are `state`'s; 0: not started).
+    pub init: AtomicU8,
+    /// Set in a fork child until its own state is made.
+    pub forked: AtomicBool,
+    /// Bytes since the last decision. Updated with a relaxed load and store, not an atomic add:
+    /// concurrent posts may lose a few bytes, which only delays a decision slightly.
+    pub cumulative: AtomicU64,
+    pub threshold: AtomicU64,
+    /// The latest valid window, for trace lines written without the decider lock (f64 bits).
+    pub last_latency: AtomicU64,
+    pub last_stall: AtomicU64,
+}
+
+pub static HOT: Hot = Hot {
+    post_rdma: Real::new(c"GNI_PostRdma"),
+    control: AtomicU32::new(0),
+    alltoall_seen: AtomicBool::new(false),
+    init: AtomicU8::new(0),
+    forked: AtomicBool::new(false),
+    cumulative: AtomicU64::new(0),
+    threshold: AtomicU64::new(u64::MAX),
+    last_latency: AtomicU64::new(u64::MAX),
+    last_stall: AtomicU64::new(u64::MAX),
+};
+
+const _: () = assert!(std::mem::size_of::<Hot>() == 64, "Hot must fit one cache line");
 
 /// The word now.
 #[inline]

@@ -48,7 +48,7 @@ const _: RootedFn = MPI_Scatter;
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_PostRdma(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
     // SAFETY: the caller's arguments, under uGNI's contract.
-    unsafe { ugni::post(&ugni::POST_RDMA, ep, pd) }
+    unsafe { ugni::post(ugni::POST_RDMA, ep, pd) }
 }
 
 /// # Safety

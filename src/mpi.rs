@@ -80,7 +80,8 @@ thread_local! {
 
 /// Set by the first MPI_Alltoall: until then no thread can be inside one, and the decision path
 /// skips the thread-local lookup.
-static ALLTOALL_SEEN: AtomicBool = AtomicBool::new(false);
+/// ([`crate::control::Hot::alltoall_seen`].)
+static ALLTOALL_SEEN: &AtomicBool = &crate::control::HOT.alltoall_seen;
 
 /// Whether this thread is inside MPI_Alltoall.
 #[inline]

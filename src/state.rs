@@ -6,6 +6,7 @@
 //! declarations (with the two of `diag`, a lower layer): the fork handlers hold them all across a
 //! `fork()`. A unit test checks that no lock of the crate is missing from the list.
 
+use crate::control::HOT;
 use crate::nics::NicTable;
 use crate::node::{Node, Source};
 use crate::papi::Papi;
@@ -15,7 +16,7 @@ use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{attributes, control, diag, sys, tally};
 use aar_engine::{AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Window, WindowOutcome};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -24,7 +25,8 @@ use std::time::Duration;
 const UNINIT: u8 = 0;
 const INITIALIZING: u8 = 1;
 const DONE: u8 = 2;
-static INIT: AtomicU8 = AtomicU8::new(UNINIT);
+/// Where initialisation stands ([`control::Hot::init`]).
+static INIT: &AtomicU8 = &HOT.init;
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
@@ -62,22 +64,17 @@ pub fn inert() -> bool {
 
 // ---- The cumulative-size sum -------------------------------------------------------------------
 
-/// Bytes since the last decision. Updated with a relaxed load and store, not an atomic add:
-/// concurrent posts may lose a few bytes, which only delays a decision slightly.
-static CUMULATIVE: AtomicU64 = AtomicU64::new(0);
-static THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
-
 /// Set the threshold (at initialisation).
 pub fn set_threshold(bytes: u64) {
-    THRESHOLD.store(bytes, Relaxed);
+    HOT.threshold.store(bytes, Relaxed);
 }
 
 /// Add `bytes` to the sum (the engine's rule, [`aar_engine::accumulate`]); `true` if the
 /// threshold is now crossed (the sum then restarts from zero).
 #[inline]
 pub fn accumulate(bytes: u64) -> bool {
-    let (sum, crossed) = aar_engine::accumulate(CUMULATIVE.load(Relaxed), bytes, THRESHOLD.load(Relaxed));
-    CUMULATIVE.store(sum, Relaxed);
+    let (sum, crossed) = aar_engine::accumulate(HOT.cumulative.load(Relaxed), bytes, HOT.threshold.load(Relaxed));
+    HOT.cumulative.store(sum, Relaxed);
     crossed
 }
 
@@ -110,22 +107,26 @@ pub fn switch_policy(policy: Policy) {
 /// 16, under 1 ns at one in 64.
 const TIMING_SAMPLE: u64 = 64;
 
-/// The latest valid window, for trace lines written without the decider lock (f64 bits).
-static LAST_LATENCY: AtomicU64 = AtomicU64::new(u64::MAX);
-static LAST_STALL: AtomicU64 = AtomicU64::new(u64::MAX);
-
 /// The engine, the counters it observes, and what the record says about them.
+///
+/// `repr(C)`: what every decision and read touches first, in the line of [`DECIDER`]'s lock
+/// flag, then the engine from the next line (its own layout is hot first), then the rest.
+#[repr(C)]
 pub struct Decider {
-    pub engine: Engine,
     pub counters: Option<Papi>,
     /// The node's shared reading (`AAR_NODE_READING`); `None`: this rank reads its own.
     pub node: Option<&'static Node>,
     /// PAPI reads by this rank.
     pub counter_reads: u64,
+    /// `AAR_ALLTOALL` and `AAR_TEST_PANIC`, copied from the settings: every decision asks, and
+    /// the settings' lines are cold by then.
+    pub alltoall_hook: bool,
+    pub test_panic: Option<TestPanic>,
+    pub engine: Engine,
     /// Readings of another rank of the node that this rank used instead of a PAPI read.
     pub shared_readings: u64,
     /// When this rank's latest reading was taken, on the node's clock (a shared one is never
-    /// older).
+    /// older), with a shared reading.
     pub last_reading: u64,
     /// Ranks sharing this node's NIC ([`crate::node::ranks_per_node`]).
     pub ranks_per_node: u32,
@@ -134,27 +135,30 @@ pub struct Decider {
     pub timed_decision_ns: u64,
     pub init_ns: u64,
     pub counters_library: Option<String>,
-    /// `AAR_ALLTOALL` and `AAR_TEST_PANIC`, copied from the settings: every decision asks, and
-    /// the settings' lines are cold by then.
-    pub alltoall_hook: bool,
-    pub test_panic: Option<TestPanic>,
 }
+
+// The lock flag's line: the flag (8 bytes with its padding), then the decider's first fields.
+const _: () =
+    assert!(8 + std::mem::offset_of!(Decider, engine) == 64, "the engine must start the decider's second line");
 
 impl Decider {
     /// Read the counters (after a send) and give them to the engine.
     pub fn read_and_observe(&mut self) {
         let Some(papi) = self.counters.as_mut() else { return };
+        // `last_reading` only with a node's reading: it is in a line of its own.
         let reading = match self.node {
-            Some(node) => node.read(papi, self.last_reading),
-            None => papi.read().map(|sample| (sample, Source::Own, 0)),
+            Some(node) => node.read(papi, self.last_reading).map(|(sample, source, taken)| {
+                self.last_reading = taken;
+                (sample, source)
+            }),
+            None => papi.read().map(|sample| (sample, Source::Own)),
         };
         match reading {
-            Ok((sample, source, taken)) => {
+            Ok((sample, source)) => {
                 match source {
                     Source::Own => self.counter_reads += 1,
                     Source::Shared => self.shared_readings += 1,
                 }
-                self.last_reading = taken;
                 self.observe(sample);
             }
             Err(failure) => {
@@ -172,8 +176,8 @@ impl Decider {
 
     fn observe(&mut self, sample: CounterSample) {
         if let WindowOutcome::Valid(Window { latency_us, stall_ratio }) = self.engine.observe(sample) {
-            LAST_LATENCY.store(latency_us.to_bits(), Relaxed);
-            LAST_STALL.store(stall_ratio.to_bits(), Relaxed);
+            HOT.last_latency.store(latency_us.to_bits(), Relaxed);
+            HOT.last_stall.store(stall_ratio.to_bits(), Relaxed);
         }
     }
 
@@ -245,7 +249,7 @@ pub fn decider_within(wait: Duration) -> Option<Guard<'static, Option<Decider>>>
 
 /// The latest valid window, readable without the lock.
 pub fn last_window() -> Option<Window> {
-    let (l, s) = (LAST_LATENCY.load(Relaxed), LAST_STALL.load(Relaxed));
+    let (l, s) = (HOT.last_latency.load(Relaxed), HOT.last_stall.load(Relaxed));
     (l != u64::MAX).then(|| Window { latency_us: f64::from_bits(l), stall_ratio: f64::from_bits(s) })
 }
 
@@ -269,8 +273,8 @@ pub const FORK_LOCK_COUNT: usize = 6;
 pub static FORK_LOCKS: [&dyn ForkHeld; FORK_LOCK_COUNT] =
     [&DECIDER, &TRACE, &NICS, &ITERATIONS, &diag::KEPT, &diag::PANIC_AT];
 
-/// Set in a fork child until its own state is made.
-static FORKED: AtomicBool = AtomicBool::new(false);
+/// Set in a fork child until its own state is made ([`control::Hot::forked`]).
+static FORKED: &AtomicBool = &HOT.forked;
 /// This process is a fork child of the one that loaded the library.
 static FORK_CHILD: AtomicBool = AtomicBool::new(false);
 

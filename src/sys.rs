@@ -3,22 +3,24 @@
 
 use std::ffi::{c_void, CStr};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 /// Marks a symbol that dlsym did not find, so it is looked up once, not on every call.
 const MISSING: *mut c_void = std::ptr::without_provenance_mut(1);
+/// A missing symbol whose absence was reported.
+const MISSING_REPORTED: *mut c_void = std::ptr::without_provenance_mut(2);
 
 /// A real uGNI or DMAPP function: the next definition of its name after libaar.so, found with
-/// `dlsym(RTLD_NEXT)` on first use.
+/// `dlsym(RTLD_NEXT)` on first use. 24 bytes (whether its absence was reported is one more
+/// marker address), so GNI_PostRdma's fits in the line every post reads ([`crate::control::Hot`]).
 pub struct Real {
     name: &'static CStr,
     addr: AtomicPtr<c_void>,
-    reported_missing: AtomicBool,
 }
 
 impl Real {
     pub const fn new(name: &'static CStr) -> Self {
-        Self { name, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
+        Self { name, addr: AtomicPtr::new(std::ptr::null_mut()) }
     }
 
     pub fn name(&self) -> &'static str {
@@ -32,7 +34,7 @@ impl Real {
         if p.is_null() {
             return self.resolve();
         }
-        (p != MISSING).then_some(p)
+        (p.addr() > MISSING_REPORTED.addr()).then_some(p)
     }
 
     #[cold]
@@ -55,7 +57,7 @@ impl Real {
 
     /// The first time the function was found missing (to report it once).
     pub fn first_miss(&self) -> bool {
-        !self.reported_missing.swap(true, Relaxed)
+        self.addr.compare_exchange(MISSING, MISSING_REPORTED, Relaxed, Relaxed).is_ok()
     }
 }
 

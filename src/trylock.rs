@@ -9,6 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// A value behind a lock that is only ever tried (with or without a deadline).
+///
+/// The flag first, from a cache-line boundary: a value whose hot fields come first shares their
+/// line with it (the decider's: on the read path, the release after a send would else miss).
+#[repr(C, align(64))]
 pub struct TryLock<T> {
     taken: AtomicBool,
     value: UnsafeCell<T>,

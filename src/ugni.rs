@@ -19,7 +19,8 @@ use aar_engine::{requested_mode, with_mode, DestinationClass, Message, Reason, R
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-pub static POST_RDMA: Real = Real::new(c"GNI_PostRdma");
+/// In the line every post reads ([`control::Hot`]).
+pub static POST_RDMA: &Real = &control::HOT.post_rdma;
 pub static POST_FMA: Real = Real::new(c"GNI_PostFma");
 pub static POST_CQWRITE: Real = Real::new(c"GNI_PostCqWrite");
 pub static CT_POST_FMA: Real = Real::new(c"GNI_CtPostFma");

@@ -292,28 +292,40 @@ impl OpenWindow {
     }
 }
 
-#[derive(Clone, Debug)]
 /// The decision state of one rank: the policy, the open counter window, the latest observations.
+///
+/// Laid out hot first (`repr(C)`, in declaration order; libaar.so places it at a cache-line
+/// boundary): in libaar.so
+/// the send between a decision and its counter read evicts every line the engine touches, so each
+/// distinct line `observe` and `on_threshold_crossed` reach costs a miss per read. The statistics,
+/// the read's state, the open window and the latest observations come first, then the
+/// configuration (its hot scalars before `steady`'s parameters), then `steady`'s per-class
+/// tables, which only `steady` (or its learning, [`Engine::keep_steady_state`]) reaches.
+#[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Engine {
-    cfg: EngineConfig,
-    cumulative: u64,
-    /// Side of the routing applied at the last decision (`None`: a mode that is neither).
-    in_use: Option<Side>,
+    stats: EngineStats,
     baseline: Option<CounterSample>,
-    open: OpenWindow,
-    /// A window closed at a side change, waiting for its read (see [`Decision::read_before`]).
-    closing: Option<OpenWindow>,
     /// Decisions since the last counter read (the read schedule; the open window may hold more
     /// when a read found none of its traffic yet).
     since_read: u32,
-    /// Latest valid window and the side that was in use while it was measured.
-    last: Option<(Window, Side)>,
-    fresh: [Option<Fresh>; 2],
-    steady: Steady,
+    /// Side of the routing applied at the last decision (`None`: a mode that is neither).
+    in_use: Option<Side>,
     /// Valid windows feed `steady`'s state whatever the policy in force (see
     /// [`Engine::keep_steady_state`]).
     steady_learns: bool,
-    stats: EngineStats,
+    /// `closing` holds a window closed at a side change, waiting for its read (see
+    /// [`Decision::read_before`]). A flag here rather than an `Option` there: every read asks,
+    /// and the window itself is only reached at side changes.
+    closing_pending: bool,
+    open: OpenWindow,
+    fresh: [Option<Fresh>; 2],
+    /// Latest valid window and the side that was in use while it was measured.
+    last: Option<(Window, Side)>,
+    cfg: EngineConfig,
+    closing: OpenWindow,
+    cumulative: u64,
+    steady: Steady,
 }
 
 impl Engine {
@@ -326,7 +338,8 @@ impl Engine {
             in_use: Some(Side::LowLatency),
             baseline: None,
             open: OpenWindow::default(),
-            closing: None,
+            closing_pending: false,
+            closing: OpenWindow::default(),
             since_read: 0,
             last: None,
             fresh: [None, None],
@@ -388,7 +401,7 @@ impl Engine {
     /// so that no window spans two policies of an A/B experiment and none of an iteration's
     /// traffic is booked to the next one.
     pub fn window_open(&self) -> bool {
-        self.baseline.is_some() || self.closing.is_some()
+        self.baseline.is_some() || self.closing_pending
     }
 
     /// Routing of a message below the threshold (see [`Policy::below_threshold`]).
@@ -432,13 +445,10 @@ impl Engine {
             packets,
             window: None,
         };
+        // One comparison for `auto`, the others out of line: a `match` over every policy here
+        // compiles to a jump table, a line in `.rodata` that the send after the previous decision
+        // has evicted.
         let side = match self.cfg.policy {
-            Policy::Off => None,
-            Policy::Fixed(m) => {
-                d.mode = Some(m);
-                d.reason = Reason::Fixed;
-                self.side_of(m)
-            }
             Policy::Auto => {
                 let side = match self.last {
                     None => {
@@ -458,19 +468,10 @@ impl Engine {
                 self.route(side, in_alltoall, &mut d);
                 Some(side)
             }
-            Policy::Steady => {
-                let before = self.steady.side(msg.class);
-                let c = self.steady.choose(&self.cfg, msg.class, msg.bytes, flits, packets);
-                d.window = c.window;
-                d.reason = if c.window.is_some() { Reason::Model } else { Reason::Threshold };
-                self.stats.decisions_model += u64::from(c.window.is_some());
-                self.stats.switches_held += u64::from(c.held);
-                self.stats.decisions_calibrated += u64::from(c.calibrated);
-                if c.side != before {
-                    self.count_switch(c.side);
-                }
-                self.route(c.side, in_alltoall, &mut d);
-                Some(c.side)
+            _ => {
+                let side;
+                (side, d) = self.side_not_auto(msg, in_alltoall, d);
+                side
             }
         };
         self.in_use = side;
@@ -485,6 +486,41 @@ impl Engine {
             _ => self.last.is_none() || self.since_read >= self.cfg.window_decisions.max(1),
         };
         d
+    }
+
+    /// The window closed at a side change, if one waits for its read; it no longer waits.
+    fn take_closing(&mut self) -> Option<OpenWindow> {
+        std::mem::take(&mut self.closing_pending).then_some(self.closing)
+    }
+
+    /// [`Engine::on_threshold_crossed`] under a policy other than `auto`. The decision goes in
+    /// and out by value: a `&mut` to it would keep it in memory on `auto`'s path too, built
+    /// there in bytes and copied out in words (a store-forwarding stall per decision).
+    #[inline(never)]
+    fn side_not_auto(&mut self, msg: &Message, in_alltoall: bool, mut d: Decision) -> (Option<Side>, Decision) {
+        let side = match self.cfg.policy {
+            Policy::Off | Policy::Auto => None,
+            Policy::Fixed(m) => {
+                d.mode = Some(m);
+                d.reason = Reason::Fixed;
+                self.side_of(m)
+            }
+            Policy::Steady => {
+                let before = self.steady.side(msg.class);
+                let c = self.steady.choose(&self.cfg, msg.class, msg.bytes, d.flits, d.packets);
+                d.window = c.window;
+                d.reason = if c.window.is_some() { Reason::Model } else { Reason::Threshold };
+                self.stats.decisions_model += u64::from(c.window.is_some());
+                self.stats.switches_held += u64::from(c.held);
+                self.stats.decisions_calibrated += u64::from(c.calibrated);
+                if c.side != before {
+                    self.count_switch(c.side);
+                }
+                self.route(c.side, in_alltoall, &mut d);
+                Some(c.side)
+            }
+        };
+        (side, d)
     }
 
     fn count_switch(&mut self, to: Side) {
@@ -512,7 +548,7 @@ impl Engine {
     /// message's class closes the window.
     fn add_to_window(&mut self, side: Option<Side>, msg: &Message) -> bool {
         let c = msg.class.index();
-        if self.closing.take().is_some() {
+        if self.take_closing().is_some() {
             // The read asked for at the last side change never came: the windows run together.
             self.open.mixed = true;
             self.open.class_mixed = [true; 4];
@@ -524,7 +560,8 @@ impl Engine {
             _ => switching && self.cfg.window_decisions > 1 && !self.open.mixed,
         };
         if read_before {
-            self.closing = Some(self.open);
+            self.closing = self.open;
+            self.closing_pending = true;
             self.open = OpenWindow::default();
         } else {
             self.open.mixed |= switching;
@@ -594,40 +631,49 @@ impl Engine {
             // once would never see one attributed. A window closed at a side change now runs
             // into the next one: together they belong to no side.
             self.stats.windows_discarded_empty += 1;
-            if self.closing.take().is_some() {
+            if self.take_closing().is_some() {
                 self.open.mixed = true;
                 self.open.class_mixed = [true; 4];
             }
             return outcome;
         }
         self.baseline = Some(sample);
-        let covered = match self.closing.take() {
+        let covered = match self.take_closing() {
             Some(closed) => closed,
             None => std::mem::take(&mut self.open),
         };
-        match outcome {
-            WindowOutcome::Valid(w) => {
-                self.stats.windows_valid += 1;
-                self.stats.window_latency_us_sum += w.latency_us;
-                self.stats.window_stall_ratio_sum += w.stall_ratio;
-                match covered.side {
-                    Some(side) if !covered.mixed => self.remember(w, side, &covered),
-                    _ if covered.mixed => self.stats.windows_mixed += 1,
-                    _ => {}
-                }
-                if self.steady_learns {
-                    let class = covered.dominant_class(self.cfg.steady.dominance);
-                    self.stats.windows_class_attributed += u64::from(class.is_some());
-                    let node_side = covered.side.filter(|_| !covered.mixed);
-                    self.steady.observe(&self.cfg.steady, w, class, node_side);
-                }
-            }
-            WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
-            WindowOutcome::DiscardedAbsurd => self.stats.windows_discarded_absurd += 1,
-            // counted above
-            WindowOutcome::DiscardedEmpty | WindowOutcome::Baseline => {}
+        let WindowOutcome::Valid(w) = outcome else {
+            self.count_discarded(outcome);
+            return outcome;
+        };
+        self.stats.windows_valid += 1;
+        self.stats.window_latency_us_sum += w.latency_us;
+        self.stats.window_stall_ratio_sum += w.stall_ratio;
+        match covered.side {
+            Some(side) if !covered.mixed => self.remember(w, side, &covered),
+            _ if covered.mixed => self.stats.windows_mixed += 1,
+            _ => {}
+        }
+        if self.steady_learns {
+            let class = covered.dominant_class(self.cfg.steady.dominance);
+            self.stats.windows_class_attributed += u64::from(class.is_some());
+            let node_side = covered.side.filter(|_| !covered.mixed);
+            self.steady.observe(&self.cfg.steady, w, class, node_side);
         }
         outcome
+    }
+
+    /// Count a discarded window. Out of line (discards are rare): one `match` over every outcome
+    /// in `observe` compiles to a jump table, a line in `.rodata` that the send before a read has
+    /// evicted, where the valid window's path now takes one comparison.
+    #[cold]
+    fn count_discarded(&mut self, outcome: WindowOutcome) {
+        match outcome {
+            WindowOutcome::DiscardedDecreasing => self.stats.windows_discarded_decreasing += 1,
+            WindowOutcome::DiscardedAbsurd => self.stats.windows_discarded_absurd += 1,
+            // counted in `observe`, or not a window
+            WindowOutcome::DiscardedEmpty | WindowOutcome::Baseline | WindowOutcome::Valid(_) => {}
+        }
     }
 
     /// A valid window of one side: the latest observation, and a fresh one of that side that

@@ -10,8 +10,13 @@ use crate::model::LatencyUnit;
 use crate::steady::SteadyConfig;
 
 /// The engine's parameters: the policy and the algorithm's constants.
+///
+/// `repr(C)`: in declaration order, so the scalars every decision and counter read use share the
+/// engine's first configuration line and `steady`'s parameters come after them (see
+/// [`Engine`](crate::Engine)).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[repr(C)]
 pub struct EngineConfig {
     /// What chooses routing modes.
     pub policy: Policy,
