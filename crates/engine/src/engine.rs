@@ -689,8 +689,8 @@ impl Engine {
     }
 
     fn window_between(&self, old: &CounterSample, new: &CounterSample) -> WindowOutcome {
-        // A counter that did not decrease moved by at most u64::MAX; u64 converts to f64 in a
-        // few instructions, i128 through a software routine.
+        // A counter that did not decrease moved by at most u64::MAX, a `u64` ([`to_f64`] converts
+        // it without constants; `i128` would go through a software routine).
         let delta = |a: i64, b: i64| (b >= a).then(|| b.wrapping_sub(a) as u64);
         let (Some(flits), Some(stalled), Some(latency), Some(responses), Some(rsp_stalled)) = (
             delta(old.req_flits, new.req_flits),
