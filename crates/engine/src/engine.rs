@@ -281,7 +281,8 @@ impl OpenWindow {
     /// The class that decided at least `dominance` of the window's decided bytes, all on one
     /// side, with that side and its mean decided message size.
     fn dominant_class(&self, dominance: f64) -> Option<(DestinationClass, Side, u64)> {
-        let total: u64 = self.class_bytes.iter().sum();
+        // Saturating: a window that never closes (no counters) keeps adding.
+        let total = self.class_bytes.iter().fold(0u64, |t, &b| t.saturating_add(b));
         let c = (0..4).max_by_key(|&c| self.class_bytes[c])?;
         let share = self.class_bytes[c] as f64 / total.max(1) as f64;
         if total == 0 || share < dominance || self.class_mixed[c] {
@@ -624,13 +625,19 @@ impl Engine {
             None => WindowOutcome::Baseline,
             Some(old) => self.window_between(&old, &sample),
         };
-        if outcome == WindowOutcome::DiscardedEmpty {
+        if matches!(outcome, WindowOutcome::DiscardedEmpty | WindowOutcome::Baseline) {
             // Nothing of the window's messages reached the counters yet (a read right after
-            // the posts): the baseline stays and the decisions wait for their traffic. Taken as
-            // a window, it would throw them away, and a rank that posts all its messages at
-            // once would never see one attributed. A window closed at a side change now runs
-            // into the next one: together they belong to no side.
-            self.stats.windows_discarded_empty += 1;
+            // the posts), or there was no sample before: the decisions wait for their traffic,
+            // which comes after this read. Taken as a window, they would be thrown away: a rank
+            // that posts all its messages at once would never see one attributed, and a rank
+            // whose iteration is one message would have its first window only after two. A
+            // window closed at a side change now runs into the next one: together they belong
+            // to no side.
+            if outcome == WindowOutcome::Baseline {
+                self.baseline = Some(sample);
+            } else {
+                self.stats.windows_discarded_empty += 1;
+            }
             if self.take_closing().is_some() {
                 self.open.mixed = true;
                 self.open.class_mixed = [true; 4];

@@ -338,6 +338,31 @@ fn a_window_without_traffic_yet_keeps_its_decisions() {
     assert_eq!((st.counter_reads, st.windows_valid, st.windows_discarded_empty), (5, 1, 3));
 }
 
+/// The first read of a run finds no sample to compare with: it becomes the baseline and keeps
+/// the decisions made before it, whose traffic comes after it. A rank whose iteration is one
+/// 4 MiB message (the paper's Fig. 7 ping-pong) thus has its window at the second read.
+#[test]
+fn the_first_read_keeps_the_decisions_before_it() {
+    let mut e = Engine::new(EngineConfig { policy: Policy::Fixed(AD0), ..EngineConfig::default() });
+    assert!(e.on_threshold_crossed(&put(4 << 20), false).read_counters, "no window yet: read");
+    let s = sample(1000, 0.5, 1000, 2.0);
+    assert_eq!(e.observe(s), WindowOutcome::Baseline);
+    assert!(e.window_open());
+    // the message's traffic: 65,536 request flits, 32,768 responses at 1.5 us, no stall
+    let later = CounterSample {
+        req_flits: s.req_flits + 65_536,
+        rsp_packets: s.rsp_packets + 32_768,
+        rsp_latency: s.rsp_latency + 32_768 * 3 / 2,
+        ..s
+    };
+    let w = e.observe(later);
+    assert_eq!(w, WindowOutcome::Valid(Window { latency_us: 1.5, stall_ratio: 0.0 }), "{w:?}");
+    e.set_policy(Policy::Auto);
+    let d = e.on_threshold_crossed(&put(4 << 20), false);
+    assert_eq!(d.reason, Reason::Model, "the window was attributed to ADAPTIVE0's side");
+    assert_eq!(e.stats().windows_valid, 1);
+}
+
 #[test]
 fn zero_equal_decreasing_wrapped_and_absurd_windows_are_discarded() {
     let mut e = Engine::new(EngineConfig::default());

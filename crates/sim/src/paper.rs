@@ -654,10 +654,8 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
             format!(
                 " The longest benchmarks ({}) run one iteration of each policy, seed 1, each policy in a run \
                  of its own: every policy meets the same background traffic from the same start; `auto` and \
-                 `steady` run one unmeasured iteration before it, to measure a window before they decide. In the \
-                 ping-pongs that is not enough: an iteration there is one decision, which the first counter read \
-                 of a run (the baseline) closes without a window, so their measured iteration is decided by the \
-                 threshold rule (High Bias), not by the model (a defect of the engine's first read, docs/policy.md).",
+                 `steady` run one unmeasured iteration before it, to measure a window before they decide (in the \
+                 ping-pongs, the warm-up's one message).",
                 once.join(", ")
             )
         }
