@@ -4,7 +4,9 @@
 //! - **No oscillation.** A class switches only when the other side is estimated faster by more
 //!   than [`SteadyConfig::hysteresis`] of the message's time (by anything while the class never
 //!   measured the other side: the constants' guess is then tried once, since no margin corrects
-//!   a biased guess and only a measurement does), and only after a dwell of
+//!   a biased guess and only a measurement does), or when it is estimated within the hysteresis
+//!   and stalls less (the model cannot tell such sides apart; stalls are congestion that the
+//!   rank's own counters see only in part), and only after a dwell of
 //!   decisions in the side it is on; a switch soon after the previous one (a reversal) doubles
 //!   the dwell, up to [`SteadyConfig::max_dwell`]. The side not in use is estimated from its own
 //!   smoothed measurement while that is recent, not re-derived from the side in use: switching to
@@ -35,7 +37,8 @@ use crate::settings::EngineConfig;
 pub struct SteadyConfig {
     /// A class switches only when the other side's estimated time is below
     /// `(1 - hysteresis)` times the time of the side in use, once the class has measured the
-    /// other side (before that, when it is below the time of the side in use).
+    /// other side (before that, when it is below the time of the side in use), or when it is
+    /// below `(1 + hysteresis)` times it and the other side stalls less.
     pub hysteresis: f64,
     /// Decisions of a class on one side before it may switch again.
     pub min_dwell: u32,
@@ -220,8 +223,19 @@ impl Steady {
         let k = f64::from(cfg.ranks_per_node.max(1));
         let t_in_use = shared_message_time_us(flits, packets, in_use, k);
         let t_other = shared_message_time_us(flits, packets, other, k);
-        let saving = (t_in_use - t_other) * f64::from(cfg.steady.min_dwell.max(1));
-        let wants_switch = t_other < t_in_use * (1.0 - hysteresis) && saving > cfg.steady.switch_cost_us;
+        let dwell = f64::from(cfg.steady.min_dwell.max(1));
+        let faster =
+            t_other < t_in_use * (1.0 - hysteresis) && (t_in_use - t_other) * dwell > cfg.steady.switch_cost_us;
+        // Within the hysteresis the model cannot tell the sides apart, and the side that stalls
+        // less is preferred: the stalls are the congestion this rank's counters see only in
+        // part (the node-mates' and other jobs' packets wait in it too), and Adaptive spreads
+        // it. The stalls alone must still pay for the switch. Going back then needs the other
+        // side to be faster by the whole hysteresis, so the two rules cannot alternate.
+        let stall_saving = k * flits as f64 * (in_use.stall_ratio - other.stall_ratio) * NIC_CYCLE_US * dwell;
+        let fewer_stalls = other.stall_ratio < in_use.stall_ratio
+            && t_other < t_in_use * (1.0 + hysteresis)
+            && stall_saving > cfg.steady.switch_cost_us;
+        let wants_switch = faster || fewer_stalls;
         // `since_switch` counts this decision: a switch at decision i allows the next at i + dwell.
         let may_switch = st.since_switch > st.dwell;
         let mut choice = SteadyChoice { side: st.side, window: Some(in_use), held: false, calibrated };

@@ -71,19 +71,18 @@ fn close(a: f64, b: f64) -> bool {
 #[test]
 fn hysteresis_keeps_the_mode_when_the_other_is_only_slightly_faster() {
     // 1 MiB PUT: p = 16,384, f = 81,920, rounds = ceil((16,383 + 512) / 1024) = 17, f · 1.25 ns
-    // = 102.4 µs. High Bias measured L = 2 µs, s = 0.1; Adaptive estimated L × 1.2, s ÷ 5:
-    //   T_high_bias = 17 · 2 + 102.4 · 1.1 = 146.64 µs
-    //   T_adaptive  = 17 · 2.4 + 102.4 · 1.02 = 145.248 µs  (0.99 of it: within 10 %)
-    let (t3, t0) = (17.0 * 2.0 + 102.4 * 1.1, 17.0 * 2.4 + 102.4 * 1.02);
+    // = 102.4 µs. High Bias measured L = 2 µs, s = 0.05; Adaptive measured L = 1.8, s = 0.07
+    // (it stalls more, so the preference for fewer stalls does not enter):
+    //   T_high_bias = 17 · 2 + 102.4 · 1.05 = 141.52 µs
+    //   T_adaptive  = 17 · 1.8 + 102.4 · 1.07 = 140.168 µs  (0.99 of it: within 10 %)
+    let (t3, t0) = (17.0 * 2.0 + 102.4 * 1.05, 17.0 * 1.8 + 102.4 * 1.07);
     assert!(t0 < t3 && t0 > 0.9 * t3);
-    // Adaptive measured too (L = 2.4, s = 0.02, what the constants say): the hysteresis applies
-    // between measured sides; a side never measured is tried on any estimated gain (see
-    // `a_side_never_measured_is_tried_on_a_gain_within_the_hysteresis`).
+    // `auto` switches on any gain; `steady` stays.
     let msg = put(MIB, DestinationClass::Unknown);
     for (policy, want) in [(Policy::Auto, AD0), (Policy::Steady, AD3)] {
         let mut r = Rig::new(one());
-        r.window(Policy::Fixed(AD0), msg, 2.4, 0.02);
-        r.window(Policy::Fixed(AD3), msg, 2.0, 0.1);
+        r.window(Policy::Fixed(AD0), msg, 1.8, 0.07);
+        r.window(Policy::Fixed(AD3), msg, 2.0, 0.05);
         r.e.set_policy(policy);
         let d = r.e.on_threshold_crossed(&msg, false);
         assert_eq!((d.mode, d.reason), (Some(want), Reason::Model), "{policy:?}");
@@ -96,6 +95,46 @@ fn hysteresis_keeps_the_mode_when_the_other_is_only_slightly_faster() {
     let w = d.window.expect("the model ran");
     assert!(close(w.latency_us, 2.0) && close(w.stall_ratio, 1.0), "the window of the side in use: {w:?}");
     assert_eq!(r.e.stats().switches_to_low_stall, 1);
+}
+
+/// Within the hysteresis, the side that stalls less is preferred, and only a gain of the whole
+/// hysteresis takes the class back: the two rules cannot alternate.
+#[test]
+fn within_the_hysteresis_the_side_with_fewer_stalls_is_preferred() {
+    // 1 MiB PUT (see above). High Bias measured L = 2, s = 0.1; Adaptive L = 2.4, s = 0.02:
+    //   T_high_bias = 34 + 102.4 · 1.1 = 146.64 µs, T_adaptive = 40.8 + 102.4 · 1.02 = 145.248
+    // Adaptive is within 10 % and stalls less; the stalls alone save
+    //   81,920 · (0.1 − 0.02) · 1.25 ns · 4 decisions = 32.8 µs > 2 µs: switch.
+    let msg = put(MIB, DestinationClass::Unknown);
+    let mut r = Rig::new(one());
+    r.window(Policy::Fixed(AD0), msg, 2.4, 0.02);
+    r.window(Policy::Fixed(AD3), msg, 2.0, 0.1);
+    assert_eq!(r.decide(msg).mode, Some(AD0));
+    // On Adaptive, High Bias measured faster but within 10 %: L = 2, s = 0.05 gives
+    // 34 + 107.52 = 141.52 against Adaptive's 145.248 (0.974). It stalls more: the class stays,
+    // past its dwell.
+    for _ in 0..16 {
+        r.window(Policy::Fixed(AD3), msg, 2.0, 0.05);
+        assert_eq!(r.window(Policy::Steady, msg, 2.4, 0.02).mode, Some(AD0));
+    }
+    // Faster by more than 10 %: three windows of L = 1 smooth High Bias's latency to
+    // 1 + 0.7³ = 1.343 (weight 0.3 for a new window): 22.83 + 107.52 = 130.35, 0.897 of
+    // Adaptive's. Back.
+    for _ in 0..3 {
+        r.window(Policy::Fixed(AD3), msg, 1.0, 0.05);
+    }
+    assert_eq!(r.decide(msg).mode, Some(AD3));
+    // Stalls too small to pay for the switch: 64 KiB (f = 5,120), High Bias s = 0.1, Adaptive
+    // measured with none and within 10 %: 5,120 · 0.1 · 1.25 ns · 4 = 2.56 µs > 2 switches;
+    // s = 0.05 saves 1.28 µs and does not.
+    let msg = put(KIB64, DestinationClass::Unknown);
+    for (stall, want) in [(0.1, AD0), (0.05, AD3)] {
+        let mut r = Rig::new(one());
+        // T_high_bias = 1 · 2 + 6.4 · (1 + s); T_adaptive = 2.5 + 6.4 = 8.9: within 10 %
+        r.window(Policy::Fixed(AD0), msg, 2.5, 0.0);
+        r.window(Policy::Fixed(AD3), msg, 2.0, stall);
+        assert_eq!(r.decide(msg).mode, Some(want), "s = {stall}");
+    }
 }
 
 #[test]
@@ -121,12 +160,13 @@ fn a_side_never_measured_is_tried_on_a_gain_within_the_hysteresis() {
     }
     assert_eq!(r.e.stats().switches_to_low_stall, 1);
     assert_eq!(r.e.stats().switches_to_low_latency, 0);
-    // Once Adaptive is measured, the hysteresis holds again: on Adaptive (L = 2.4, s = 0.02)
-    // with High Bias measured within 10 % (L = 2, s = 0.1, 0.99 of it), the class stays.
+    // Once Adaptive is measured, the hysteresis holds again: on High Bias (L = 2, s = 0.05)
+    // with Adaptive measured within 10 % and stalling more (L = 1.8, s = 0.07: 140.168 against
+    // 141.52 µs), the class stays.
     let mut r = Rig::new(one());
-    r.window(Policy::Fixed(AD3), msg, 2.0, 0.1);
-    r.window(Policy::Fixed(AD0), msg, 2.4, 0.02);
-    r.window(Policy::Steady, msg, 2.0, 0.1);
+    r.window(Policy::Fixed(AD3), msg, 2.0, 0.05);
+    r.window(Policy::Fixed(AD0), msg, 1.8, 0.07);
+    r.window(Policy::Steady, msg, 2.0, 0.05);
     let d = r.decide(msg);
     assert_eq!(d.mode, Some(AD3), "measured within the hysteresis: stays");
 }
@@ -356,14 +396,16 @@ fn calibration_falls_back_to_the_constants_then_learns_within_bounds() {
 
 #[test]
 fn a_shared_nic_weighs_the_flits_by_the_ranks_on_the_node() {
-    // 64 KiB PUT, High Bias measured (2, 0.3); Adaptive measured (2.4, 0.06), so that the
-    // hysteresis applies (it does not to a side never measured).
-    //   k = 1: 4 + 6.4 · 1.3 = 12.32 against 4.8 + 6.4 · 1.06 = 11.584 (0.94: within 10 %)
-    //   k = 4: 4 + 25.6 · 1.3 = 37.28 against 4.8 + 25.6 · 1.06 = 31.936 (0.857: switch)
+    // 64 KiB PUT (rounds 1, f = 5,120: 6.4 µs at the NIC's rate). High Bias measured (2, 0.3),
+    // Adaptive (5, 0.06):
+    //   k = 1: 2 + 6.4 · 1.3 = 10.32 against 5 + 6.4 · 1.06 = 11.784 (1.14: more than 10 %
+    //          slower): stays
+    //   k = 4: 2 + 25.6 · 1.3 = 35.28 against 5 + 25.6 · 1.06 = 32.136 (0.91: faster, within
+    //          10 %, with fewer stalls that save 4 · 5,120 · 0.24 · 1.25 ns · 4 = 24.6 µs): switch
     let msg = put(KIB64, DestinationClass::Unknown);
     for (k, want) in [(1, AD3), (4, AD0)] {
         let mut r = Rig::new(EngineConfig { ranks_per_node: k, ..one() });
-        r.window(Policy::Fixed(AD0), msg, 2.4, 0.06);
+        r.window(Policy::Fixed(AD0), msg, 5.0, 0.06);
         r.window(Policy::Fixed(AD3), msg, 2.0, 0.3);
         assert_eq!(r.decide(msg).mode, Some(want), "k = {k}");
     }
