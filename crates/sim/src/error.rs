@@ -59,9 +59,10 @@ pub enum SpecError {
     /// A packed placement the machine or the job cannot fill.
     #[error(
         "placement packed:{routers}:{groups} needs {groups} of the machine's {machine_groups} groups, at most \
-         {routers_per_group} routers per group and at least one rank per router (ranks: {ranks})"
+         {routers_per_group} routers per group and at least one node of the job per router (nodes: {nodes}): \
+         name fewer routers, or give the job more nodes"
     )]
-    Packed { routers: u32, groups: u32, ranks: u32, machine_groups: u32, routers_per_group: u32 },
+    Packed { routers: u32, groups: u32, nodes: u32, machine_groups: u32, routers_per_group: u32 },
     /// More ranks than the placement's nodes hold at `ranks_per_node` ranks each.
     #[error(
         "placement {placement} holds at most {max} nodes, and {ranks} ranks at {ranks_per_node} per node need {}: \

@@ -427,23 +427,24 @@ impl Placement {
         }
     }
 
-    /// Whether `ranks` ranks fit on `topo` with this placement (a packed one also needs its
-    /// groups in the machine, at most all their routers, and a rank on every router).
-    pub fn check(self, topo: &Topology, ranks: u32) -> Result<(), SpecError> {
+    /// Whether a job of `nodes` nodes fits on `topo` with this placement (a packed one also needs
+    /// its groups in the machine, at most all their routers, and a node on every router).
+    pub fn check(self, topo: &Topology, nodes: u32) -> Result<(), SpecError> {
         if let Placement::Packed { routers, groups } = self {
-            if groups > topo.groups || routers > groups * topo.routers_per_group || ranks < routers {
+            if groups > topo.groups || routers > groups * topo.routers_per_group || nodes < routers {
                 return Err(SpecError::Packed {
                     routers,
                     groups,
-                    ranks,
+                    nodes,
                     machine_groups: topo.groups,
                     routers_per_group: topo.routers_per_group,
                 });
             }
         }
         let max = self.capacity(topo);
-        if ranks > max {
-            return Err(SpecError::PlacementFull { placement: self.name(), ranks, max });
+        if nodes > max {
+            // one rank per node here; with more, the experiment says it in nodes
+            return Err(SpecError::PlacementFull { placement: self.name(), ranks: nodes, max });
         }
         Ok(())
     }

@@ -115,7 +115,12 @@ impl ExpOpts {
         s.ranks_per_node = self.ranks_per_node.0;
         s.check().map_err(|e| match e {
             SpecError::PlacementFull { .. } | SpecError::TooFewRanks(_) => format!("--ranks {}: {e}", self.ranks),
-            SpecError::Packed { .. } => format!("--ranks {} --placement {}: {e}", self.ranks, self.placement.name()),
+            SpecError::Packed { .. } => format!(
+                "--ranks {} --ranks-per-node {} --placement {}: {e}",
+                self.ranks,
+                self.ranks_per_node.0,
+                self.placement.name()
+            ),
             SpecError::NodesFull { .. } | SpecError::RanksPerNode { .. } => {
                 format!("--ranks {} --ranks-per-node {}: {e}", self.ranks, self.ranks_per_node.0)
             }
