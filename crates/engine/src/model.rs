@@ -157,16 +157,10 @@ pub struct Window {
 
 /// Estimated time of a message in µs (Eq. 1).
 pub fn message_time_us(flits: u64, packets: u64, w: Window) -> f64 {
-    let (one, cycle_us) = (immediate(1.0), immediate(NIC_CYCLE_US));
-    latency_rounds(packets) as f64 * w.latency_us + flits as f64 * (w.stall_ratio + one) * cycle_us
-}
-
-/// `x`, built from an integer immediate in the code rather than loaded from `.rodata`: in
-/// libaar.so the send between two decisions evicts the constants' lines, and each load would
-/// cost a miss per decision. `black_box` keeps the compiler from folding it back into a load.
-#[inline(always)]
-fn immediate(x: f64) -> f64 {
-    f64::from_bits(std::hint::black_box(x.to_bits()))
+    // The constants are loads from `.rodata`, lines that libaar.so's sends evict, but loads that
+    // depend on nothing and overlap with the rest; built from immediates (`black_box`: a store
+    // and a load in the arithmetic's chain) they cost libaar.so's read path 3 to 5 ns more.
+    latency_rounds(packets) as f64 * w.latency_us + flits as f64 * (w.stall_ratio + 1.0) * NIC_CYCLE_US
 }
 
 #[cfg(test)]
