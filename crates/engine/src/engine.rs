@@ -820,7 +820,41 @@ fn to_f64(x: u64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::to_f64;
+    use super::*;
+
+    /// A window of 2 µs latency and stall ratio 0.5 after `prev`.
+    fn next(prev: CounterSample) -> CounterSample {
+        let d = 1_000_000;
+        CounterSample {
+            req_flits: prev.req_flits + d,
+            req_stalled: prev.req_stalled + d / 2,
+            rsp_latency: prev.rsp_latency + 2 * d,
+            rsp_packets: prev.rsp_packets + d,
+            rsp_stalled: None,
+        }
+    }
+
+    /// An engine that kept no per-class window while `auto` was in force attributes to no class
+    /// the window during which `steady` is put in force (its first decisions were not kept by
+    /// class), and the next one, all `steady`'s, to the class that decided it.
+    #[test]
+    fn steady_put_in_force_mid_window_learns_from_the_next_window() {
+        let msg = Message { bytes: 1 << 20, transfer: Transfer::Put, endpoint: 7, class: DestinationClass::OtherGroup };
+        let mut e = Engine::new(EngineConfig { window_decisions: 1, ..EngineConfig::default() });
+        e.keep_steady_state(false);
+        let mut c = CounterSample::default();
+        assert_eq!(e.observe(c), WindowOutcome::Baseline);
+        e.on_threshold_crossed(&msg, false);
+        e.set_policy(Policy::Steady);
+        e.on_threshold_crossed(&msg, false);
+        c = next(c);
+        assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
+        assert_eq!((e.stats().windows_valid, e.stats().windows_class_attributed), (1, 0));
+        e.on_threshold_crossed(&msg, false);
+        c = next(c);
+        assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
+        assert_eq!((e.stats().windows_valid, e.stats().windows_class_attributed), (2, 1));
+    }
 
     #[test]
     fn counter_deltas_convert_as_u64_does() {
