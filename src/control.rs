@@ -110,6 +110,12 @@ fn policy_code(p: Policy) -> u32 {
     }
 }
 
+/// The bits of a word that hold its policy: equal bits, equal policies.
+#[inline(always)]
+pub fn policy_bits(word: u32) -> u32 {
+    word & POLICY_MASK
+}
+
 /// The policy a word holds.
 pub fn policy(word: u32) -> Policy {
     match (word & POLICY_MASK) >> POLICY_SHIFT {

@@ -103,6 +103,7 @@ fn init() {
         init_ns: 0,
         counters_library,
         alltoall_hook: settings.alltoall_hook,
+        policy_bits: u32::MAX,
         test_panic: settings.test_panic,
     };
     // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`

@@ -9,7 +9,7 @@
 use crate::control::HOT;
 use crate::nics::NicTable;
 use crate::node::{Node, Source};
-use crate::papi::Papi;
+use crate::papi::{Papi, ReadFailure};
 use crate::rows::Iterations;
 use crate::settings::{Settings, TestPanic};
 use crate::trace::TraceFile;
@@ -122,6 +122,9 @@ pub struct Decider {
     /// the settings' lines are cold by then.
     pub alltoall_hook: bool,
     pub test_panic: Option<TestPanic>,
+    /// The policy bits of the control word the engine's policy was last set from
+    /// ([`control::policy_bits`]; `u32::MAX`: none yet): a decision compares these, not policies.
+    pub policy_bits: u32,
     pub engine: Engine,
     /// Readings of another rank of the node that this rank used instead of a PAPI read.
     pub shared_readings: u64,
@@ -161,17 +164,22 @@ impl Decider {
                 }
                 self.observe(sample);
             }
-            Err(failure) => {
-                let why = papi.explain(failure).to_string();
-                self.counter_read_failures += 1;
-                self.counters = None;
-                let mut cfg = self.engine.config().clone();
-                let line = counters_unavailable(&why, &mut cfg);
-                self.engine.set_policy(cfg.policy);
-                control::update(|w| control::with(w, Some(cfg.policy), None, None));
-                diag::warn(&line);
-            }
+            Err(failure) => self.read_failed(failure),
         }
+    }
+
+    /// The counters cannot be read (any more): fall back, once, with a warning. Out of line, so
+    /// that its frame (the warning, a copy of the configuration) is not every read's.
+    #[cold]
+    #[inline(never)]
+    fn read_failed(&mut self, failure: ReadFailure) {
+        let why = self.counters.take().map(|papi| papi.explain(failure).to_string()).unwrap_or_default();
+        self.counter_read_failures += 1;
+        let mut cfg = self.engine.config().clone();
+        let line = counters_unavailable(&why, &mut cfg);
+        self.engine.set_policy(cfg.policy);
+        control::update(|w| control::with(w, Some(cfg.policy), None, None));
+        diag::warn(&line);
     }
 
     fn observe(&mut self, sample: CounterSample) {
@@ -183,9 +191,9 @@ impl Decider {
 
     /// Decide for a message that crossed the threshold, under the policy of control word `w`.
     pub fn decide(&mut self, msg: &Message, in_alltoall: bool, w: u32) -> Decision {
-        let policy = control::policy(w);
-        if self.engine.config().policy != policy {
-            self.engine.set_policy(policy);
+        if self.policy_bits != control::policy_bits(w) {
+            self.policy_bits = control::policy_bits(w);
+            self.engine.set_policy(control::policy(w));
         }
         self.engine.on_threshold_crossed(msg, in_alltoall)
     }

@@ -269,27 +269,37 @@ struct OpenWindow {
     /// The last message decided in the window, to match fresh observations.
     endpoint: u64,
     bytes: u64,
-    /// Per destination class: decided bytes, decisions, side, and whether its side changed
-    /// without a read (`steady` attributes windows by class).
-    class_bytes: [u64; 4],
-    class_decisions: [u32; 4],
-    class_side: [Option<Side>; 4],
-    class_mixed: [bool; 4],
 }
 
-impl OpenWindow {
+/// The open window per destination class, kept while `steady` learns
+/// ([`Engine::keep_steady_state`]): decided bytes, decisions, side, and whether the class's side
+/// changed without a read (`steady` attributes windows by class). Apart from [`OpenWindow`], so
+/// that the other policies' reads neither touch nor reset it.
+#[derive(Clone, Copy, Debug, Default)]
+struct ClassWindow {
+    bytes: [u64; 4],
+    decisions: [u32; 4],
+    side: [Option<Side>; 4],
+    mixed: [bool; 4],
+}
+
+impl ClassWindow {
+    /// Every class's decisions run together with others no class kept: none can be attributed.
+    const UNATTRIBUTABLE: ClassWindow =
+        ClassWindow { bytes: [0; 4], decisions: [0; 4], side: [None; 4], mixed: [true; 4] };
+
     /// The class that decided at least `dominance` of the window's decided bytes, all on one
     /// side, with that side and its mean decided message size.
     fn dominant_class(&self, dominance: f64) -> Option<(DestinationClass, Side, u64)> {
         // Saturating: a window that never closes (no counters) keeps adding.
-        let total = self.class_bytes.iter().fold(0u64, |t, &b| t.saturating_add(b));
-        let c = (0..4).max_by_key(|&c| self.class_bytes[c])?;
-        let share = self.class_bytes[c] as f64 / total.max(1) as f64;
-        if total == 0 || share < dominance || self.class_mixed[c] {
+        let total = self.bytes.iter().fold(0u64, |t, &b| t.saturating_add(b));
+        let c = (0..4).max_by_key(|&c| self.bytes[c])?;
+        let share = self.bytes[c] as f64 / total.max(1) as f64;
+        if total == 0 || share < dominance || self.mixed[c] {
             return None;
         }
-        let side = self.class_side[c]?;
-        Some((DestinationClass::ALL[c], side, self.class_bytes[c] / u64::from(self.class_decisions[c].max(1))))
+        let side = self.side[c]?;
+        Some((DestinationClass::ALL[c], side, self.bytes[c] / u64::from(self.decisions[c].max(1))))
     }
 }
 
@@ -300,8 +310,9 @@ impl OpenWindow {
 /// the send between a decision and its counter read evicts every line the engine touches, so each
 /// distinct line `observe` and `on_threshold_crossed` reach costs a miss per read. The statistics,
 /// the read's state, the open window and the latest observations come first, then the
-/// configuration (its hot scalars before `steady`'s parameters), then `steady`'s per-class
-/// tables, which only `steady` (or its learning, [`Engine::keep_steady_state`]) reaches.
+/// configuration (its hot scalars before `steady`'s parameters): six lines for `auto`'s read.
+/// Then the open window per class and `steady`'s tables, which only `steady` (or its learning,
+/// [`Engine::keep_steady_state`]) reaches.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct Engine {
@@ -319,12 +330,19 @@ pub struct Engine {
     /// [`Decision::read_before`]). A flag here rather than an `Option` there: every read asks,
     /// and the window itself is only reached at side changes.
     closing_pending: bool,
+    /// The side that was in use while `last` was measured; `None`: no valid window of a side
+    /// yet. (An `Option<(Window, Side)>` would take 8 bytes more, and the engine's seventh line.)
+    last_side: Option<Side>,
     open: OpenWindow,
+    /// The tag of these `Option`s is the niche of libaar.so's `Option<Decider>`, which every
+    /// decision checks: here, in a line the decision reads anyway.
     fresh: [Option<Fresh>; 2],
-    /// Latest valid window and the side that was in use while it was measured.
-    last: Option<(Window, Side)>,
+    /// Latest valid window (see `last_side`).
+    last: Window,
     cfg: EngineConfig,
+    open_classes: ClassWindow,
     closing: OpenWindow,
+    closing_classes: ClassWindow,
     cumulative: u64,
     steady: Steady,
 }
@@ -339,10 +357,13 @@ impl Engine {
             in_use: Some(Side::LowLatency),
             baseline: None,
             open: OpenWindow::default(),
+            open_classes: ClassWindow::default(),
             closing_pending: false,
             closing: OpenWindow::default(),
+            closing_classes: ClassWindow::default(),
             since_read: 0,
-            last: None,
+            last_side: None,
+            last: Window { latency_us: 0.0, stall_ratio: 0.0 },
             fresh: [None, None],
             steady_learns: true,
             stats: EngineStats::default(),
@@ -372,7 +393,7 @@ impl Engine {
 
     /// The latest valid counter window.
     pub fn last_window(&self) -> Option<Window> {
-        self.last.map(|(w, _)| w)
+        self.last_side.map(|_| self.last)
     }
 
     /// Change policy at run time (C API, A/B iterations). The engine's state is kept across
@@ -383,7 +404,9 @@ impl Engine {
     /// no side.
     pub fn set_policy(&mut self, policy: Policy) {
         self.cfg.policy = policy;
-        self.steady_learns |= policy == Policy::Steady;
+        if policy == Policy::Steady {
+            self.learn_steady_state();
+        }
     }
 
     /// Whether valid windows feed `steady`'s per-class state while another policy is in force
@@ -393,7 +416,22 @@ impl Engine {
     /// `steady` is in force: a later [`Engine::set_policy`] to `steady` turns it back on, and
     /// `steady` then learns from the windows measured from there on.
     pub fn keep_steady_state(&mut self, keep: bool) {
-        self.steady_learns = keep || self.cfg.policy == Policy::Steady;
+        if keep || self.cfg.policy == Policy::Steady {
+            self.learn_steady_state();
+        } else {
+            self.steady_learns = false;
+        }
+    }
+
+    /// Keep `steady`'s state from here on. Decisions already in a window were not kept by class:
+    /// such a window is attributed to no class.
+    fn learn_steady_state(&mut self) {
+        if !self.steady_learns {
+            self.steady_learns = true;
+            let untracked = |decided| if decided { ClassWindow::UNATTRIBUTABLE } else { ClassWindow::default() };
+            self.open_classes = untracked(self.open.decisions > 0);
+            self.closing_classes = untracked(self.closing_pending);
+        }
     }
 
     /// The counters were read before: a read now closes a window, of the decisions since the
@@ -451,12 +489,13 @@ impl Engine {
         // has evicted.
         let side = match self.cfg.policy {
             Policy::Auto => {
-                let side = match self.last {
+                let side = match self.last_side {
                     None => {
                         d.reason = Reason::Threshold;
                         Side::LowLatency
                     }
-                    Some((window, observed)) => {
+                    Some(observed) => {
+                        let window = self.last;
                         d.window = Some(window);
                         d.reason = Reason::Model;
                         self.stats.decisions_model += 1;
@@ -484,14 +523,23 @@ impl Engine {
             Policy::Steady => {
                 !self.steady.measured(msg.class) || self.since_read >= self.steady.window_decisions(&self.cfg)
             }
-            _ => self.last.is_none() || self.since_read >= self.cfg.window_decisions.max(1),
+            _ => self.last_side.is_none() || self.since_read >= self.cfg.window_decisions.max(1),
         };
         d
     }
 
-    /// The window closed at a side change, if one waits for its read; it no longer waits.
-    fn take_closing(&mut self) -> Option<OpenWindow> {
-        std::mem::take(&mut self.closing_pending).then_some(self.closing)
+    /// Whether a window closed at a side change waits for its read; it no longer waits.
+    fn take_closing(&mut self) -> bool {
+        std::mem::take(&mut self.closing_pending)
+    }
+
+    /// The window closed at a side change never had its read: it runs into the open one, and
+    /// the two belong to no side.
+    fn run_closing_into_open(&mut self) {
+        self.open.mixed = true;
+        if self.steady_learns {
+            self.open_classes.mixed = [true; 4];
+        }
     }
 
     /// [`Engine::on_threshold_crossed`] under a policy other than `auto`. The decision goes in
@@ -548,17 +596,15 @@ impl Engine {
     /// Under `steady` the side is per destination class, and only a change of the side of the
     /// message's class closes the window.
     fn add_to_window(&mut self, side: Option<Side>, msg: &Message) -> bool {
-        let c = msg.class.index();
-        if self.take_closing().is_some() {
+        if self.take_closing() {
             // The read asked for at the last side change never came: the windows run together.
-            self.open.mixed = true;
-            self.open.class_mixed = [true; 4];
+            self.run_closing_into_open();
         }
         let switching = self.open.decisions > 0 && self.open.side != side;
-        let class_switching = self.open.class_decisions[c] > 0 && self.open.class_side[c] != side;
-        let read_before = match self.cfg.policy {
-            Policy::Steady => class_switching && !self.open.class_mixed[c],
-            _ => switching && self.cfg.window_decisions > 1 && !self.open.mixed,
+        let read_before = if self.steady_learns {
+            self.add_to_class_window(side, msg, switching)
+        } else {
+            switching && self.cfg.window_decisions > 1 && !self.open.mixed
         };
         if read_before {
             self.closing = self.open;
@@ -566,17 +612,37 @@ impl Engine {
             self.open = OpenWindow::default();
         } else {
             self.open.mixed |= switching;
-            self.open.class_mixed[c] |= class_switching;
         }
-        self.open.class_decisions[c] = self.open.class_decisions[c].saturating_add(1);
-        self.open.class_bytes[c] = self.open.class_bytes[c].saturating_add(msg.bytes);
-        self.open.class_side[c] = side;
         // Saturating: without counters (no PAPI) the window never closes.
         self.open.decisions = self.open.decisions.saturating_add(1);
         self.since_read = self.since_read.saturating_add(1);
         self.open.side = side;
         self.open.endpoint = msg.endpoint;
         self.open.bytes = msg.bytes;
+        read_before
+    }
+
+    /// [`Engine::add_to_window`] for the open window per class, while `steady` learns: whether
+    /// to read before this message (the side of the message's class changes under `steady`, the
+    /// node's side under the other policies, as `switching` says). Out of line: the other
+    /// policies' decisions skip it.
+    #[inline(never)]
+    fn add_to_class_window(&mut self, side: Option<Side>, msg: &Message, switching: bool) -> bool {
+        let c = msg.class.index();
+        let class_switching = self.open_classes.decisions[c] > 0 && self.open_classes.side[c] != side;
+        let read_before = match self.cfg.policy {
+            Policy::Steady => class_switching && !self.open_classes.mixed[c],
+            _ => switching && self.cfg.window_decisions > 1 && !self.open.mixed,
+        };
+        if read_before {
+            self.closing_classes = std::mem::take(&mut self.open_classes);
+        } else {
+            self.open_classes.mixed[c] |= class_switching;
+        }
+        let open = &mut self.open_classes;
+        open.decisions[c] = open.decisions[c].saturating_add(1);
+        open.bytes[c] = open.bytes[c].saturating_add(msg.bytes);
+        open.side[c] = side;
         read_before
     }
 
@@ -638,18 +704,18 @@ impl Engine {
             } else {
                 self.stats.windows_discarded_empty += 1;
             }
-            if self.take_closing().is_some() {
-                self.open.mixed = true;
-                self.open.class_mixed = [true; 4];
+            if self.take_closing() {
+                self.run_closing_into_open();
             }
             return outcome;
         }
         self.baseline = Some(sample);
-        let covered = match self.take_closing() {
-            Some(closed) => closed,
-            None => std::mem::take(&mut self.open),
-        };
+        let closed = self.take_closing();
+        let covered = if closed { self.closing } else { std::mem::take(&mut self.open) };
         let WindowOutcome::Valid(w) = outcome else {
+            if self.steady_learns {
+                self.take_classes(closed);
+            }
             self.count_discarded(outcome);
             return outcome;
         };
@@ -662,12 +728,22 @@ impl Engine {
             _ => {}
         }
         if self.steady_learns {
-            let class = covered.dominant_class(self.cfg.steady.dominance);
+            let class = self.take_classes(closed).dominant_class(self.cfg.steady.dominance);
             self.stats.windows_class_attributed += u64::from(class.is_some());
             let node_side = covered.side.filter(|_| !covered.mixed);
             self.steady.observe(&self.cfg.steady, w, class, node_side);
         }
         outcome
+    }
+
+    /// The per-class part of the window a read closes (the one closed at a side change, or the
+    /// open one, which starts over).
+    fn take_classes(&mut self, closed: bool) -> ClassWindow {
+        if closed {
+            self.closing_classes
+        } else {
+            std::mem::take(&mut self.open_classes)
+        }
     }
 
     /// Count a discarded window. Out of line (discards are rare): one `match` over every outcome
@@ -686,7 +762,7 @@ impl Engine {
     /// A valid window of one side: the latest observation, and a fresh one of that side that
     /// ages with every window of the other side.
     fn remember(&mut self, w: Window, side: Side, covered: &OpenWindow) {
-        self.last = Some((w, side));
+        (self.last, self.last_side) = (w, Some(side));
         let uses_left = self.cfg.freshness;
         self.fresh[side.index()] =
             Some(Fresh { window: w, endpoint: covered.endpoint, bytes: covered.bytes, uses_left });
@@ -744,7 +820,41 @@ fn to_f64(x: u64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::to_f64;
+    use super::*;
+
+    /// A window of 2 µs latency and stall ratio 0.5 after `prev`.
+    fn next(prev: CounterSample) -> CounterSample {
+        let d = 1_000_000;
+        CounterSample {
+            req_flits: prev.req_flits + d,
+            req_stalled: prev.req_stalled + d / 2,
+            rsp_latency: prev.rsp_latency + 2 * d,
+            rsp_packets: prev.rsp_packets + d,
+            rsp_stalled: None,
+        }
+    }
+
+    /// An engine that kept no per-class window while `auto` was in force attributes to no class
+    /// the window during which `steady` is put in force (its first decisions were not kept by
+    /// class), and the next one, all `steady`'s, to the class that decided it.
+    #[test]
+    fn steady_put_in_force_mid_window_learns_from_the_next_window() {
+        let msg = Message { bytes: 1 << 20, transfer: Transfer::Put, endpoint: 7, class: DestinationClass::OtherGroup };
+        let mut e = Engine::new(EngineConfig { window_decisions: 1, ..EngineConfig::default() });
+        e.keep_steady_state(false);
+        let mut c = CounterSample::default();
+        assert_eq!(e.observe(c), WindowOutcome::Baseline);
+        e.on_threshold_crossed(&msg, false);
+        e.set_policy(Policy::Steady);
+        e.on_threshold_crossed(&msg, false);
+        c = next(c);
+        assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
+        assert_eq!((e.stats().windows_valid, e.stats().windows_class_attributed), (1, 0));
+        e.on_threshold_crossed(&msg, false);
+        c = next(c);
+        assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
+        assert_eq!((e.stats().windows_valid, e.stats().windows_class_attributed), (2, 1));
+    }
 
     #[test]
     fn counter_deltas_convert_as_u64_does() {

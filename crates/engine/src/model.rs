@@ -157,6 +157,9 @@ pub struct Window {
 
 /// Estimated time of a message in µs (Eq. 1).
 pub fn message_time_us(flits: u64, packets: u64, w: Window) -> f64 {
+    // The constants are loads from `.rodata`, lines that libaar.so's sends evict, but loads that
+    // depend on nothing and overlap with the rest; built from immediates (`black_box`: a store
+    // and a load in the arithmetic's chain) they cost libaar.so's read path 3 to 5 ns more.
     latency_rounds(packets) as f64 * w.latency_us + flits as f64 * (w.stall_ratio + 1.0) * NIC_CYCLE_US
 }
 
