@@ -627,18 +627,16 @@ impl Settings {
                 |&n: &u32| n <= 1_000_000,
             )
             .unwrap_or(de.freshness);
-        let window_decisions = p
-            .value(
-                "AAR_WINDOW",
-                (
-                    "8",
-                    "is not a number of decisions per counter window",
-                    "Use a whole number from 1 (read the counters after every decision, as the paper does) to 1000000.",
-                ),
-                Hidden,
-                |n: &u32| (1..=1_000_000).contains(n),
-            )
-            .unwrap_or(de.window_decisions);
+        let window_decisions = p.value(
+            "AAR_WINDOW",
+            (
+                "8 (steady: 1)",
+                "is not a number of decisions per counter window",
+                "Use a whole number from 1 (read the counters after every decision, as the paper does) to 1000000.",
+            ),
+            Hidden,
+            |n: &u32| (1..=1_000_000).contains(n),
+        );
         let mode = |p: &mut Parser, name, default: RoutingMode| {
             p.value(name, (default.name(), "is not an adaptive routing mode", MODE_FIX), Hidden, always)
                 .unwrap_or(default)
@@ -719,12 +717,12 @@ impl Settings {
                 lambda,
                 sigma,
                 freshness,
-                window_decisions,
                 low_latency_mode,
                 low_stall_mode,
                 latency_unit,
                 ..d.engine
-            },
+            }
+            .with_window(window_decisions),
             papi_events,
             papi_library: p.text("AAR_PAPI_LIBRARY"),
             trace: p.text("AAR_TRACE"),

@@ -18,6 +18,7 @@ fn nothing_set_gives_the_documented_defaults() {
     assert_eq!(s.engine.lambda, 1.2);
     assert_eq!(s.engine.sigma, 5.0);
     assert_eq!(s.engine.freshness, 5);
+    assert_eq!((s.engine.window_decisions, s.engine.steady.window_decisions), (8, 1), "steady's own window");
     assert_eq!(s.papi_events.len(), 5);
     for (name, _) in VARIABLES {
         assert!(name.starts_with("AAR_"));
@@ -50,7 +51,7 @@ fn good_values_are_taken() {
     assert_eq!(s.engine.lambda, 1.5);
     assert_eq!(s.engine.sigma, 3.0);
     assert_eq!(s.engine.freshness, 0);
-    assert_eq!(s.engine.window_decisions, 1);
+    assert_eq!((s.engine.window_decisions, s.engine.steady.window_decisions), (1, 1));
     assert_eq!(s.engine.low_latency_mode, RoutingMode::Adaptive2);
     assert_eq!(s.engine.low_stall_mode, RoutingMode::Adaptive1);
     assert_eq!(s.engine.latency_unit, LatencyUnit::Cycles);

@@ -625,10 +625,11 @@ fn settings_lines(doc: &Value) -> Vec<String> {
         None => "no records (AAR_OUTPUT_DIR unset)".into(),
     };
     lines.push(format!(
-        "in effect: {policy}; threshold {} B; counter window {} decisions; High Bias side {}, Adaptive side {}; \
-         latency unit {}; {events}; {records}{}",
+        "in effect: {policy}; threshold {} B; counter window {} decisions (steady: {}); High Bias side {}, \
+         Adaptive side {}; latency unit {}; {events}; {records}{}",
         e["threshold_bytes"],
         e["window_decisions"],
+        e["steady"]["window_decisions"],
         e["low_latency_mode"].as_str().unwrap_or("?"),
         e["low_stall_mode"].as_str().unwrap_or("?"),
         e["latency_unit"].as_str().unwrap_or("?"),

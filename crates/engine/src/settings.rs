@@ -31,7 +31,9 @@ pub struct EngineConfig {
     pub freshness: u32,
     /// Decisions per counter window: the counters are read after this many decisions on one
     /// side (and whenever the side changes, just before the first message of the new side). 1 is
-    /// the paper's algorithm: a read after every decision.
+    /// the paper's algorithm: a read after every decision. `steady` has its own
+    /// ([`SteadyConfig::window_decisions`](crate::SteadyConfig::window_decisions)); see
+    /// [`EngineConfig::with_window`].
     pub window_decisions: u32,
     /// Mode for latency-bound messages (High Bias).
     pub low_latency_mode: RoutingMode,
@@ -50,6 +52,18 @@ pub struct EngineConfig {
     pub ranks_per_node: u32,
     /// The parameters of the `steady` policy.
     pub steady: SteadyConfig,
+}
+
+impl EngineConfig {
+    /// The configuration with a window of `decisions` for every policy (`AAR_WINDOW`,
+    /// `aar sim --window`); without one, each policy keeps its default (8, `steady` 1).
+    pub fn with_window(mut self, decisions: Option<u32>) -> Self {
+        if let Some(n) = decisions {
+            self.window_decisions = n;
+            self.steady.window_decisions = n;
+        }
+        self
+    }
 }
 
 impl Default for EngineConfig {

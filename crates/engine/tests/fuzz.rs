@@ -253,13 +253,13 @@ fn steady_config() -> impl Strategy<Value = SteadyConfig> {
     let bounds = prop_oneof![3 => (0.01f64..2.0, 1.0f64..100.0), 1 => Just((5.0f64, 0.5f64))];
     (
         (share.clone(), share.clone(), share, prop_oneof![3 => 0.0f64..10.0, 1 => Just(f64::MAX)]),
-        (count.clone(), count.clone(), count.clone(), count.clone(), count),
+        (count.clone(), count.clone(), count.clone(), count.clone(), count.clone(), count),
         (bounds.clone(), bounds),
     )
         .prop_map(
             |(
                 (hysteresis, smoothing, dominance, switch_cost_us),
-                (min_dwell, max_dwell, recent_windows, calibration_pairs, max_window_stretch),
+                (min_dwell, max_dwell, recent_windows, calibration_pairs, window_decisions, max_window_stretch),
                 (lambda_bounds, sigma_bounds),
             )| SteadyConfig {
                 hysteresis,
@@ -272,6 +272,7 @@ fn steady_config() -> impl Strategy<Value = SteadyConfig> {
                 lambda_bounds,
                 sigma_bounds,
                 dominance,
+                window_decisions,
                 max_window_stretch,
             },
         )

@@ -413,23 +413,32 @@ fn a_shared_nic_weighs_the_flits_by_the_ranks_on_the_node() {
 
 #[test]
 fn reads_become_rarer_while_nothing_switches() {
-    let msg = put(MIB, DestinationClass::SameGroup);
-    let mut r = Rig::new(EngineConfig { window_decisions: 2, ..EngineConfig::default() });
-    let mut gaps = Vec::new();
-    let mut since = 0;
-    for _ in 0..200 {
-        let d = r.decide(msg);
-        since += 1;
-        if d.read_counters {
-            gaps.push(since);
-            since = 0;
-            r.c = next(r.c, 2.0, 0.0);
-            r.e.observe(r.c);
+    // Decisions between reads over 200 decisions on one side that never stalls.
+    let gaps = |cfg: EngineConfig| {
+        let msg = put(MIB, DestinationClass::SameGroup);
+        let mut r = Rig::new(cfg);
+        let mut gaps = Vec::new();
+        let mut since = 0;
+        for _ in 0..200 {
+            let d = r.decide(msg);
+            since += 1;
+            if d.read_counters {
+                gaps.push(since);
+                since = 0;
+                r.c = next(r.c, 2.0, 0.0);
+                r.e.observe(r.c);
+            }
         }
-    }
-    // The first read at once, then windows of 2 decisions, ×2 after 4 quiet windows, ×4 after
-    // 8, ×8 (16 decisions) after 12.
-    assert_eq!(gaps[..14], [1, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16], "{gaps:?}");
+        gaps
+    };
+    // `steady`'s own default: a read after every decision, ×2 after 4 quiet windows, ×4 after 8,
+    // ×8 (8 decisions, the other policies' default window) after 12.
+    let g = gaps(EngineConfig::default());
+    assert_eq!(g[..16], [1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8], "{g:?}");
+    // `AAR_WINDOW=2` sets every policy's window: the first read at once, then windows of 2
+    // decisions, ×2 after 4 quiet windows, ×4 after 8, ×8 (16 decisions) after 12.
+    let g = gaps(EngineConfig::default().with_window(Some(2)));
+    assert_eq!(g[..14], [1, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16], "{g:?}");
 }
 
 proptest! {
@@ -485,7 +494,7 @@ fn steady_reads_after_every_decision_until_a_window_is_attributed() {
     // windows of policies alternating across iterations) is no measurement: with a window of 8
     // decisions, steady stopped reading after it and decided from nothing for 8 decisions.
     let msg = put(MIB, DestinationClass::SameGroup);
-    let mut r = Rig::new(EngineConfig { window_decisions: 8, ..EngineConfig::default() });
+    let mut r = Rig::new(EngineConfig::default().with_window(Some(8)));
     r.window(Policy::Off, msg, 1.07, 0.215);
     assert_eq!(r.e.stats().windows_valid, 1);
     let d = r.decide(msg);

@@ -120,16 +120,15 @@ impl Simulation {
         let job = self.jobs.len();
         let phases: Vec<Vec<Phase>> = (0..n).map(|r| wl.phases(r, n, ring)).collect();
         let default_mode = Mode::Adaptive0;
-        let window_decisions = window_decisions.unwrap_or(EngineConfig::default().window_decisions);
         for (i, &node) in nodes.iter().enumerate() {
             let engine = if measured {
                 // The NIC's counters and injection are shared by the node's ranks, as on Aries.
                 let cfg = EngineConfig {
                     latency_unit: LatencyUnit::Cycles,
-                    window_decisions,
                     ranks_per_node: ranks_per_node.max(1),
                     ..EngineConfig::default()
-                };
+                }
+                .with_window(window_decisions);
                 Some(Engine::new(cfg))
             } else {
                 None
