@@ -41,7 +41,11 @@ impl Real {
     fn resolve(&self) -> Option<*mut c_void> {
         // SAFETY: NUL-terminated name; RTLD_NEXT searches the objects loaded after libaar.so.
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
-        self.addr.store(if p.is_null() { MISSING } else { p }, Relaxed);
+        // Only over "not looked up yet": a thread that resolved late must not turn a reported
+        // miss back into an unreported one (it would be reported twice). dlsym gives every
+        // thread the same answer, so a lost exchange loses nothing.
+        let _ =
+            self.addr.compare_exchange(std::ptr::null_mut(), if p.is_null() { MISSING } else { p }, Relaxed, Relaxed);
         (!p.is_null()).then_some(p)
     }
 
