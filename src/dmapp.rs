@@ -225,6 +225,7 @@ fn route_call(
             transfer: shape.kind.transfer(),
             endpoint: shape.endpoint,
             class: DestinationClass::Unknown,
+            posted_ns: None,
         },
         messages: shape.messages,
     };

@@ -144,7 +144,7 @@ unsafe fn route_post(
     let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
     let transfer = Transfer::of_post_type(post_type);
     let class = topology::destination_class(control::policy(w), ep as usize);
-    let msg = Message { bytes, transfer, endpoint: ep as usize as u64, class };
+    let msg = Message { bytes, transfer, endpoint: ep as usize as u64, class, posted_ns: None };
     let call = Call { api: tally::Api::Ugni, msg, messages: 1 };
     let apply = |m: Option<RoutingMode>| match m {
         Some(m) => {

@@ -84,6 +84,10 @@ pub struct Message {
     /// Where the destination is relative to the sender ([`DestinationClass::Unknown`] without a
     /// topology mapping).
     pub class: DestinationClass,
+    /// When it was posted (ns, any clock that only goes forward), for `steady`'s count of the
+    /// messages that share the NIC's injection with it; `None`: not known (each message is then
+    /// taken as alone).
+    pub posted_ns: Option<u64>,
 }
 
 /// Cumulative NIC counter values read at one instant, as PAPI returns them.
@@ -556,7 +560,7 @@ impl Engine {
             }
             Policy::Steady => {
                 let before = self.steady.side(msg.class);
-                let c = self.steady.choose(&self.cfg, msg.class, msg.bytes, d.flits, d.packets);
+                let c = self.steady.choose(&self.cfg, msg, d.flits, d.packets);
                 d.window = c.window;
                 d.reason = if c.window.is_some() { Reason::Model } else { Reason::Threshold };
                 self.stats.decisions_model += u64::from(c.window.is_some());
@@ -839,7 +843,13 @@ mod tests {
     /// class), and the next one, all `steady`'s, to the class that decided it.
     #[test]
     fn steady_put_in_force_mid_window_learns_from_the_next_window() {
-        let msg = Message { bytes: 1 << 20, transfer: Transfer::Put, endpoint: 7, class: DestinationClass::OtherGroup };
+        let msg = Message {
+            bytes: 1 << 20,
+            transfer: Transfer::Put,
+            endpoint: 7,
+            class: DestinationClass::OtherGroup,
+            posted_ns: None,
+        };
         let mut e = Engine::new(EngineConfig { window_decisions: 1, ..EngineConfig::default() });
         e.keep_steady_state(false);
         let mut c = CounterSample::default();

@@ -22,13 +22,16 @@
 //!   until [`SteadyConfig::calibration_pairs`] pairs exist.
 //! - **Shared NICs.** With k ranks on a node, the node's injection is shared (the max-rate
 //!   view): a rank's flits go at 1/k of the NIC's rate while the others inject too, so the flit
-//!   term of the cost weighs k times more against the latency term.
+//!   term of the cost weighs k times more against the latency term. A rank's own messages posted
+//!   together share it the same way (their latencies overlap, their flits queue): k is also
+//!   multiplied by the class's smoothed count of messages decided within one message time of
+//!   each other, from [`Message::posted_ns`].
 //! - **Reads where they decide.** A read after every decision ([`SteadyConfig::window_decisions`]
 //!   = 1, the paper's schedule) while classes switch, and, while no class switches, a window that
 //!   grows up to [`SteadyConfig::max_window_stretch`] times that.
 
 use crate::class::DestinationClass;
-use crate::engine::Side;
+use crate::engine::{Message, Side};
 use crate::model::{message_time_us, Window, NIC_CYCLE_US};
 use crate::settings::EngineConfig;
 
@@ -51,7 +54,8 @@ pub struct SteadyConfig {
     /// The dwell doubles at each reversal (a switch less than 4 dwells after the previous one),
     /// up to this; a switch after a longer stay starts again from [`SteadyConfig::min_dwell`].
     pub max_dwell: u32,
-    /// Weight of a new window in a side's smoothed latency and stall ratio (1: no smoothing).
+    /// Weight of a new window in a side's smoothed latency and stall ratio, and of a new count
+    /// in a class's count of messages injecting together (1: no smoothing).
     pub smoothing: f64,
     /// Windows of the class for which a side's own measurement stays in use once the class
     /// left that side; older, the side is estimated from the other with λ and σ.
@@ -139,6 +143,9 @@ struct ClassState {
     calibration: [Calibration; SIZE_RANGES],
     dwell: u32,
     since_switch: u32,
+    /// The class's messages' smoothed count of this rank's messages injecting with them (1:
+    /// alone), from their post times.
+    sharing: f64,
 }
 
 impl ClassState {
@@ -150,6 +157,7 @@ impl ClassState {
             calibration: [Calibration::default(); SIZE_RANGES],
             dwell: cfg.min_dwell,
             since_switch: u32::MAX,
+            sharing: 1.0,
         }
     }
 }
@@ -173,12 +181,25 @@ pub(crate) struct Steady {
     node: ClassState,
     /// Valid windows in a row during which no class switched: stretches the read window.
     quiet: u32,
+    /// Post times of the latest decided messages (a ring), to count those still injecting when
+    /// the next one is posted.
+    posts: [Option<u64>; RECENT_POSTS],
+    next_post: usize,
 }
+
+/// Decided messages remembered for the count of messages injecting together.
+const RECENT_POSTS: usize = 8;
 
 impl Steady {
     pub fn new(cfg: &SteadyConfig) -> Self {
         let c = ClassState::new(cfg);
-        Self { classes: [c.clone(), c.clone(), c.clone(), c.clone()], node: c, quiet: 0 }
+        Self {
+            classes: [c.clone(), c.clone(), c.clone(), c.clone()],
+            node: c,
+            quiet: 0,
+            posts: [None; RECENT_POSTS],
+            next_post: 0,
+        }
     }
 
     /// Decisions after which the counters are read: `steady`'s window, stretched while nothing
@@ -199,15 +220,23 @@ impl Steady {
         self.classes[class.index()].side
     }
 
-    /// Decide for a message of `flits` in `packets` to `class`, of `bytes`.
-    pub fn choose(
-        &mut self,
-        cfg: &EngineConfig,
-        class: DestinationClass,
-        bytes: u64,
-        flits: u64,
-        packets: u64,
-    ) -> SteadyChoice {
+    /// The messages injecting with one posted at `now` (itself included): those decided less
+    /// than `alone_us` (its time alone on the side in use) before it. Remembers `now`.
+    fn injecting_with(&mut self, now: Option<u64>, alone_us: Option<f64>) -> Option<f64> {
+        let now = now?;
+        let since = alone_us.map(|us| now.saturating_sub((us * 1e3) as u64));
+        let count = since.map(|since| {
+            let earlier = self.posts.iter().flatten().filter(|&&t| t > since && t <= now).count();
+            1.0 + earlier as f64
+        });
+        self.posts[self.next_post] = Some(now);
+        self.next_post = (self.next_post + 1) % RECENT_POSTS;
+        count
+    }
+
+    /// Decide for `msg`, of `flits` in `packets`.
+    pub fn choose(&mut self, cfg: &EngineConfig, msg: &Message, flits: u64, packets: u64) -> SteadyChoice {
+        let (class, bytes) = (msg.class, msg.bytes);
         let range = size_range(bytes);
         let st = &self.classes[class.index()];
         let source = if st.seen.iter().any(Option::is_some) { st } else { &self.node };
@@ -222,12 +251,17 @@ impl Steady {
         // guess, whose bias no hysteresis corrects and only a measurement can. The class tries
         // it as soon as the guess favours it; the dwell then holds it there for a measurement.
         let hysteresis = if source.seen[st.side.other().index()].is_none() { 0.0 } else { cfg.steady.hysteresis };
+        let injecting = self.injecting_with(msg.posted_ns, estimate.map(|(a, _)| message_time_us(flits, packets, a)));
         let st = &mut self.classes[class.index()];
         st.since_switch = st.since_switch.saturating_add(1);
         let Some((in_use, other)) = estimate else {
             return SteadyChoice { side: st.side, window: None, held: false, calibrated: false };
         };
-        let k = f64::from(cfg.ranks_per_node.max(1));
+        if let Some(n) = injecting {
+            st.sharing += cfg.steady.smoothing.clamp(0.0, 1.0) * (n - st.sharing);
+        }
+        // The injection is shared by the node's ranks and by this rank's own messages in flight.
+        let k = f64::from(cfg.ranks_per_node.max(1)) * st.sharing;
         let t_in_use = shared_message_time_us(flits, packets, in_use, k);
         let t_other = shared_message_time_us(flits, packets, other, k);
         let dwell = f64::from(cfg.steady.min_dwell.max(1));

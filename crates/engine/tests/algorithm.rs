@@ -9,11 +9,11 @@ const AD2: RoutingMode = RoutingMode::Adaptive2;
 const AD3: RoutingMode = RoutingMode::Adaptive3;
 
 fn put(bytes: u64) -> Message {
-    Message { bytes, transfer: Transfer::Put, endpoint: 7, class: DestinationClass::Unknown }
+    Message { bytes, transfer: Transfer::Put, endpoint: 7, class: DestinationClass::Unknown, posted_ns: None }
 }
 
 fn get(bytes: u64) -> Message {
-    Message { bytes, transfer: Transfer::Get, endpoint: 7, class: DestinationClass::Unknown }
+    Message { bytes, transfer: Transfer::Get, endpoint: 7, class: DestinationClass::Unknown, posted_ns: None }
 }
 
 /// Counter totals after `flits` request flits stalled `stall` cycles each, and `responses`

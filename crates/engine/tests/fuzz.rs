@@ -167,8 +167,16 @@ fn message() -> BoxedStrategy<Message> {
     let transfer = prop_oneof![Just(Transfer::Put), Just(Transfer::Get)];
     // A few endpoints, so that fresh observations of the same endpoint and size are reused.
     let endpoint = prop_oneof![4 => 0u64..3, 1 => any::<u64>()];
-    (bytes, transfer, endpoint, class())
-        .prop_map(|(bytes, transfer, endpoint, class)| Message { bytes, transfer, endpoint, class })
+    // Post times: none, close together, anywhere (a clock that jumps either way).
+    let posted = prop_oneof![1 => Just(None), 2 => (0u64..10_000).prop_map(Some), 1 => any::<u64>().prop_map(Some)];
+    (bytes, transfer, endpoint, class(), posted)
+        .prop_map(|(bytes, transfer, endpoint, class, posted_ns)| Message {
+            bytes,
+            transfer,
+            endpoint,
+            class,
+            posted_ns,
+        })
         .boxed()
 }
 
@@ -537,8 +545,14 @@ impl Nic {
 fn realistic_message() -> BoxedStrategy<Message> {
     let bytes = prop_oneof![3 => 0u64..512, 2 => 512u64..65536, 1 => 65536u64..(8 << 20)];
     let transfer = prop_oneof![3 => Just(Transfer::Put), 1 => Just(Transfer::Get)];
-    (bytes, transfer, 0u64..3, class())
-        .prop_map(|(bytes, transfer, endpoint, class)| Message { bytes, transfer, endpoint, class })
+    (bytes, transfer, 0u64..3, class(), prop::option::of(0u64..1_000_000))
+        .prop_map(|(bytes, transfer, endpoint, class, posted_ns)| Message {
+            bytes,
+            transfer,
+            endpoint,
+            class,
+            posted_ns,
+        })
         .boxed()
 }
 
@@ -665,6 +679,7 @@ fn edge_counter_values() {
                         transfer: Transfer::Put,
                         endpoint: 0,
                         class: DestinationClass::SameGroup,
+                        posted_ns: None,
                     },
                     false,
                 ));
@@ -675,6 +690,7 @@ fn edge_counter_values() {
                         transfer: Transfer::Get,
                         endpoint: 0,
                         class: DestinationClass::OtherGroup,
+                        posted_ns: None,
                     },
                     true,
                 ));

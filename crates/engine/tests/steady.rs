@@ -13,7 +13,7 @@ const MIB: u64 = 1 << 20;
 const KIB64: u64 = 64 << 10;
 
 fn put(bytes: u64, class: DestinationClass) -> Message {
-    Message { bytes, transfer: Transfer::Put, endpoint: 7, class }
+    Message { bytes, transfer: Transfer::Put, endpoint: 7, class, posted_ns: None }
 }
 
 /// Counter totals that make the next window (latency L µs, stall s) after `prev`.
@@ -408,6 +408,41 @@ fn a_shared_nic_weighs_the_flits_by_the_ranks_on_the_node() {
         r.window(Policy::Fixed(AD0), msg, 5.0, 0.06);
         r.window(Policy::Fixed(AD3), msg, 2.0, 0.3);
         assert_eq!(r.decide(msg).mode, Some(want), "k = {k}");
+    }
+}
+
+/// Messages posted together share the NIC's injection as node-mates do: their latencies overlap
+/// and their flits (and stalls) queue behind each other's.
+#[test]
+fn messages_posted_together_weigh_their_flits_as_a_shared_nic() {
+    // 16 KiB PUT: p = 256, f = 1,280 (1.6 µs at the NIC's rate), rounds = ceil((255 + 512) /
+    // 1024) = 1. High Bias measured (1.9, 0.2), Adaptive (3, 0). With k messages injecting:
+    //   T_high_bias = 1.9 + 1.6 · 1.2 + (k − 1) · 1.6 · 1.2 = 3.82 + 1.92 (k − 1)
+    //   T_adaptive  = 3 + 1.6 + (k − 1) · 1.6               = 4.6 + 1.6 (k − 1)
+    // k = 1: Adaptive is 1.204 × High Bias: no switch. Adaptive stalls less and comes within
+    // 10 % once 4.6 + 1.6 (k − 1) < 1.1 (3.82 + 1.92 (k − 1)), i.e. k > 1.777, where its stalls
+    // save 1,280 · k · 0.2 · 1.25 ns · 4 > 2 µs (k > 1.5625).
+    let msg = |t: u64| Message { posted_ns: Some(t), ..put(16 << 10, DestinationClass::OtherGroup) };
+    let rig = || {
+        let mut r = Rig::new(one());
+        r.window(Policy::Fixed(AD0), msg(0), 3.0, 0.0);
+        r.window(Policy::Fixed(AD3), msg(0), 1.9, 0.2);
+        r
+    };
+    // One at a time (1 ms apart, far beyond the 3.82 µs a message takes): High Bias throughout.
+    let mut r = rig();
+    for i in 1..=16 {
+        assert_eq!(r.decide(msg(i * 1_000_000)).mode, Some(AD3), "message {i}");
+    }
+    // Six posted at once: message i finds i − 1 injecting, and the class's count moves by 0.3
+    // of the difference: 1, 1.3, 1.81. The third message goes Adaptive.
+    let mut r = rig();
+    let modes: Vec<_> = (0..6).map(|_| r.decide(msg(5_000_000)).mode.expect("a mode")).collect();
+    assert_eq!(modes, [AD3, AD3, AD0, AD0, AD0, AD0]);
+    // Without post times every message is taken as alone.
+    let mut r = rig();
+    for _ in 0..6 {
+        assert_eq!(r.decide(put(16 << 10, DestinationClass::OtherGroup)).mode, Some(AD3));
     }
 }
 

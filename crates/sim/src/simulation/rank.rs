@@ -292,9 +292,16 @@ impl Simulation {
             let topo = &self.net.topo;
             let at = |n: u32| NodeLocation { group: topo.group_of_node(n), router: topo.router_of_node(n) };
             let class = DestinationClass::between(at(node), at(dst_node));
+            let now_ns = self.net.cfg.ticks_to_whole_ns(self.net.now);
             let (mode, read_before, read) = match (&mut self.ranks[r].engine, arm) {
                 (Some(e), _) if engine_arm => {
-                    let msg = Message { bytes, transfer: Transfer::Put, endpoint: dst_node.into(), class };
+                    let msg = Message {
+                        bytes,
+                        transfer: Transfer::Put,
+                        endpoint: dst_node.into(),
+                        class,
+                        posted_ns: Some(now_ns),
+                    };
                     let d = e.decide(&msg, alltoall);
                     (d.mode.map(Mode::from).unwrap_or(default_mode), d.read_before, d.read_counters)
                 }
