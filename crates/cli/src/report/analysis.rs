@@ -318,7 +318,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                 mean_ns: opt(x, stats::mean),
                 p99_ns: opt(x, |x| stats::quantile(x, 0.99)),
                 max_ns: opt(x, |x| x[x.len() - 1]),
-                qcd: opt(x, |x| stats::qcd(stats::quantile(x, 0.25), stats::quantile(x, 0.75))),
+                qcd: stats::sample_qcd(x),
                 vs_first,
                 modes,
                 rank_iterations: t.rows,
