@@ -242,8 +242,8 @@ fn a_known_difference_is_measured_and_significant() {
             assert!((shown - want).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-12, "{name} {key}: {shown} vs {want}");
         }
         if name == "B" {
-            assert_eq!(cells[8], format!("{:.3}", p["vs_first"]["ratio"].as_f64().unwrap()));
-            assert_eq!(cells[11], "yes");
+            assert_eq!(cells[9], format!("{:.3}", p["vs_first"]["ratio"].as_f64().unwrap()));
+            assert_eq!(cells[12], "yes");
         }
     }
 
@@ -283,8 +283,96 @@ fn identical_distributions_are_not_significant() {
         assert_eq!(c["u"].as_f64().unwrap(), u_by_pairs(&job[k + 1], &job[0]));
         assert!(c["p"].as_f64().unwrap() > 0.05 && c["significant"] == false, "{c}");
         assert!(c["ratio_ci"][0].as_f64().unwrap() < 1.0 && 1.0 < c["ratio_ci"][1].as_f64().unwrap(), "{c}");
+        let d = &c["qcd_difference_ci"];
+        assert!(d[0].as_f64().unwrap() < 0.0 && 0.0 < d[1].as_f64().unwrap(), "{c}");
         assert_eq!(c["alpha"], 0.025, "Bonferroni over two comparisons");
     }
+}
+
+/// Type-7 QCD of a sorted sample, as the test computes it.
+fn qcd(s: &[f64]) -> f64 {
+    let (q1, q3) = (quantile(s, 0.25), quantile(s, 0.75));
+    (q3 - q1) / (q3 + q1)
+}
+
+#[test]
+fn a_wider_spread_is_told_from_sampling_noise() {
+    let folder = tmp("spread");
+    let dir = folder.path();
+    // One rank, so the job's times are the rows' own: A and C about 1 % apart iteration to
+    // iteration, B five times as much; all three with the same median.
+    let (policies, sigma) = (["A", "B", "C"], [0.01, 0.05, 0.01]);
+    let mut rng = Rng(21);
+    let mut job: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    let rows: Vec<Iteration> = (0..600u64)
+        .map(|i| {
+            let p = (i % 3) as usize;
+            let ns = (1_000_000.0 * (1.0 + sigma[p] * rng.normal())) as u64;
+            job[p].push(ns as f64);
+            row(i, policies[p], 0, ns, None)
+        })
+        .collect();
+    for v in &mut job {
+        v.sort_by(f64::total_cmp);
+    }
+    write_record(dir, &header("spread", 0, 1, &policies), &rows);
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    assert!(j["settings"]["qcd_difference_ci"].as_str().unwrap().contains("bootstrap"), "{}", j["settings"]);
+    let a = policy(&j, "A");
+    assert!(a["vs_first"].is_null());
+    let ci = |name: &str| {
+        let c = &policy(&j, name)["vs_first"];
+        let d = c["qcd_difference"].as_f64().unwrap();
+        let k = policies.iter().position(|p| *p == name).unwrap();
+        assert!(close(d, qcd(&job[k]) - qcd(&job[0]), 1e-9), "{name}: {c}");
+        let ci = [c["qcd_difference_ci"][0].as_f64().unwrap(), c["qcd_difference_ci"][1].as_f64().unwrap()];
+        assert!(ci[0] < d && d < ci[1], "{name}: {c}");
+        (d, ci)
+    };
+    // True QCDs 0.0067 and 0.034 (0.6745·σ for a normal): B is noisier, beyond doubt.
+    let (db, b) = ci("B");
+    assert!(0.0 < b[0] && b[1] < 0.05, "B: {db} {b:?}");
+    let (dc, c) = ci("C");
+    assert!(c[0] < 0.0 && 0.0 < c[1], "C spreads as A does: {dc} {c:?}");
+
+    // The CSV carries the same numbers; nothing for the first policy.
+    let csv = stdout(&run(&[dir.to_str().unwrap(), "--csv"]));
+    let mut lines = csv.lines();
+    let cols: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for line in lines {
+        let r: Vec<&str> = line.split(',').collect();
+        assert_eq!(r.len(), cols.len());
+        let get = |c: &str| r[cols.iter().position(|x| *x == c).unwrap()];
+        let want = match get("policy") {
+            "A" => None,
+            "B" => Some((db, b)),
+            _ => Some((dc, c)),
+        };
+        let got = (!get("qcd_diff").is_empty()).then(|| {
+            let f = |c: &str| get(c).parse::<f64>().unwrap();
+            (f("qcd_diff"), [f("qcd_diff_ci_low"), f("qcd_diff_ci_high")])
+        });
+        assert_eq!(got, want, "{line}");
+    }
+
+    // The table and the page show the interval rounded to 4 decimals, after the QCD.
+    let shown = |(_, ci): (f64, [f64; 2])| format!("{:.4}–{:.4}", ci[0], ci[1]);
+    let table = stdout(&run(&[dir.to_str().unwrap()]));
+    let header: Vec<&str> = table.lines().find(|l| l.starts_with("policy ")).unwrap().split("  ").collect();
+    assert!(header.iter().map(|h| h.trim()).any(|h| h == "QCD Δ 95% CI"), "{table}");
+    for (name, want) in [("A", "-".to_string()), ("B", shown((db, b))), ("C", shown((dc, c)))] {
+        let line = table.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells[7], format!("{:.3}", policy(&j, name)["qcd"].as_f64().unwrap()), "{line}");
+        assert_eq!(cells[8], want, "{line}");
+    }
+    assert!(table.contains("QCD Δ 95% CI: of QCD - QCD of A"), "{table}");
+    let page = dir.join("report.html");
+    let o = run(&[dir.to_str().unwrap(), "--html", page.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<th>QCD</th><th>QCD Δ 95% CI</th>"), "{html}");
+    assert!(html.contains(&format!("<td>{}</td>", shown((db, b)))), "{html}");
 }
 
 #[test]

@@ -34,13 +34,19 @@ pub fn mean(values: &[f64]) -> f64 {
 }
 
 /// Quartile coefficient of dispersion (Q3 − Q1) / (Q3 + Q1): a scale-free, outlier-resistant
-/// measure of noise (0 when the middle half of the iterations take the same time).
-pub fn qcd(q1: f64, q3: f64) -> f64 {
-    if q1 + q3 > 0.0 {
-        (q3 - q1) / (q3 + q1)
-    } else {
-        0.0
+/// measure of noise (0 when the middle half of the iterations take the same time). `None` when
+/// Q3 + Q1 ≤ 0: times that are all 0 have no scale to be noisy against.
+pub fn qcd(q1: f64, q3: f64) -> Option<f64> {
+    (q1 + q3 > 0.0).then(|| (q3 - q1) / (q3 + q1))
+}
+
+/// [`qcd`] of an ascending sample from its [`quantile`]s; `None` when it is empty or the QCD is
+/// undefined.
+pub fn sample_qcd(sorted: &[f64]) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
     }
+    qcd(quantile(sorted, 0.25), quantile(sorted, 0.75))
 }
 
 /// A distribution-free confidence interval of the median from order statistics.
@@ -170,7 +176,6 @@ impl Rng {
         ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
     /// Uniform index in 0..n.
-    #[cfg(test)]
     pub fn index(&mut self, n: usize) -> usize {
         ((self.next_u64() as u128 * n as u128) >> 64) as usize
     }
@@ -236,19 +241,65 @@ pub fn ratio_of_medians(x: &[f64], y: &[f64], level: f64, resamples: usize, seed
     }
     let ratio = median(y) / median(x);
     let mut rng = Rng::new(seed);
-    let mut draws: Vec<f64> = (0..resamples.max(1))
+    let draws = (0..resamples.max(1))
         .filter_map(|_| {
             let mx = bootstrap_median(x, &mut rng);
             let my = bootstrap_median(y, &mut rng);
             (mx > 0.0).then(|| my / mx)
         })
         .collect();
+    let (low, high) = percentile_interval(draws, level);
+    Some((ratio, low, high))
+}
+
+/// The central `level` interval of bootstrap draws (NaN ends when there are none).
+fn percentile_interval(mut draws: Vec<f64>, level: f64) -> (f64, f64) {
     if draws.is_empty() {
-        return Some((ratio, f64::NAN, f64::NAN));
+        return (f64::NAN, f64::NAN);
     }
     draws.sort_by(f64::total_cmp);
     let tail = (1.0 - level) / 2.0;
-    Some((ratio, quantile(&draws, tail), quantile(&draws, 1.0 - tail)))
+    (quantile(&draws, tail), quantile(&draws, 1.0 - tail))
+}
+
+/// One bootstrap resample (n draws with replacement) of an ascending sample, ascending, into
+/// `out`. The sample is already in order, so counting how often each index is drawn and
+/// repeating each value that often sorts the resample in O(n).
+fn resample_sorted<'a>(sorted: &[f64], rng: &mut Rng, counts: &mut Vec<u32>, out: &'a mut Vec<f64>) -> &'a [f64] {
+    let n = sorted.len();
+    counts.clear();
+    counts.resize(n, 0);
+    for _ in 0..n {
+        counts[rng.index(n)] += 1;
+    }
+    out.clear();
+    for (&v, &c) in sorted.iter().zip(counts.iter()) {
+        out.extend(std::iter::repeat_n(v, c as usize));
+    }
+    out
+}
+
+/// Difference of spreads QCD(y) − QCD(x) ([`sample_qcd`], ascending samples) and its
+/// percentile-bootstrap confidence interval at `level`: `resamples` resamples of each sample, n
+/// draws with replacement each, seeded, so a report is reproducible. An interval that excludes 0
+/// says one policy is noisier than the other beyond what the iterations' sampling explains.
+/// `None` when a sample has fewer than 2 values or a QCD is undefined.
+pub fn qcd_difference(x: &[f64], y: &[f64], level: f64, resamples: usize, seed: u64) -> Option<(f64, f64, f64)> {
+    if x.len() < 2 || y.len() < 2 {
+        return None;
+    }
+    let difference = sample_qcd(y)? - sample_qcd(x)?;
+    let mut rng = Rng::new(seed);
+    let (mut counts, mut buf) = (Vec::new(), Vec::new());
+    let draws = (0..resamples.max(1))
+        .filter_map(|_| {
+            let qx = sample_qcd(resample_sorted(x, &mut rng, &mut counts, &mut buf));
+            let qy = sample_qcd(resample_sorted(y, &mut rng, &mut counts, &mut buf));
+            Some(qy? - qx?)
+        })
+        .collect();
+    let (low, high) = percentile_interval(draws, level);
+    Some((difference, low, high))
 }
 
 /// Which values of a set (e.g. each rank's median iteration time) lie far from the others.
@@ -299,7 +350,7 @@ pub struct Summary {
     pub q1: f64,
     /// Third quartile.
     pub q3: f64,
-    /// [`qcd`] of the quartiles.
+    /// [`qcd`] of the quartiles (0 when undefined).
     pub qcd: f64,
     /// Smallest value.
     pub min: f64,
@@ -317,7 +368,7 @@ pub fn summarize(values: &[f64]) -> Summary {
     }
     let (q1, q3) = (quantile(&s, 0.25), quantile(&s, 0.75));
     let (ci_lo, ci_hi) = median_ci(&s, 0.95).map_or((s[0], s[n - 1]), |ci| (ci.low, ci.high));
-    Summary { n, median: median(&s), ci_lo, ci_hi, q1, q3, qcd: qcd(q1, q3), min: s[0], max: s[n - 1] }
+    Summary { n, median: median(&s), ci_lo, ci_hi, q1, q3, qcd: qcd(q1, q3).unwrap_or(0.0), min: s[0], max: s[n - 1] }
 }
 
 #[cfg(test)]
@@ -410,6 +461,63 @@ mod tests {
         assert!(lo < 1.2 && 1.2 < hi && lo < r && r < hi && hi - lo < 0.03, "{r} [{lo}, {hi}]");
         assert_eq!(ratio_of_medians(&xs, &ys, 0.95, 4000, 1), Some((r, lo, hi)), "seeded: reproducible");
         assert!(ratio_of_medians(&[0.0], &ys, 0.95, 10, 1).is_none());
+    }
+
+    #[test]
+    fn resampling_by_counts_is_sorting_the_draws() {
+        let x: Vec<f64> = (0..9).map(|i| f64::from(i * i)).collect();
+        let (mut counts, mut buf) = (Vec::new(), Vec::new());
+        let (mut a, mut b) = (Rng::new(5), Rng::new(5));
+        for _ in 0..100 {
+            let mut plain: Vec<f64> = (0..x.len()).map(|_| x[b.index(x.len())]).collect();
+            plain.sort_by(f64::total_cmp);
+            assert_eq!(resample_sorted(&x, &mut a, &mut counts, &mut buf), &plain[..]);
+        }
+    }
+
+    #[test]
+    fn qcd_difference_tells_spreads_apart() {
+        let mut rng = Rng::new(4);
+        let mut sample = |center: f64, spread: f64, n: usize| {
+            let mut v: Vec<f64> = (0..n).map(|_| center * (1.0 + spread * rng.normal())).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (x, y) = (sample(100.0, 0.01, 200), sample(100.0, 0.01, 200));
+        let wide = sample(100.0, 0.05, 200);
+        let q = |v: &[f64]| sample_qcd(v).unwrap();
+
+        // Identical samples: the difference is 0 and the interval straddles it.
+        let (d, lo, hi) = qcd_difference(&x, &x, 0.95, 2000, 1).unwrap();
+        assert!(d == 0.0 && lo < 0.0 && 0.0 < hi, "{d} [{lo}, {hi}]");
+        // Two samples of one distribution: the interval contains 0.
+        let (d, lo, hi) = qcd_difference(&x, &y, 0.95, 2000, 1).unwrap();
+        assert_eq!(d, q(&y) - q(&x));
+        assert!(lo < 0.0 && 0.0 < hi, "{d} [{lo}, {hi}]");
+        // Five times the spread (true QCDs 0.0067 and 0.034): the interval lies above 0, around d,
+        // and the sign follows the order of the arguments.
+        let (d, lo, hi) = qcd_difference(&x, &wide, 0.95, 2000, 1).unwrap();
+        assert!(0.0 < lo && lo < d && d < hi, "{d} [{lo}, {hi}]");
+        let (d2, lo2, hi2) = qcd_difference(&wide, &x, 0.95, 2000, 1).unwrap();
+        assert!(d2 == -d && hi2 < 0.0, "{d2} [{lo2}, {hi2}]");
+
+        // Seeded: reproducible; another seed, other draws.
+        assert_eq!(qcd_difference(&x, &wide, 0.95, 2000, 1), Some((d, lo, hi)));
+        assert_ne!(qcd_difference(&x, &wide, 0.95, 2000, 2), Some((d, lo, hi)));
+    }
+
+    #[test]
+    fn qcd_difference_degenerate_cases() {
+        let x = [1.0, 2.0, 3.0];
+        assert_eq!(qcd_difference(&[1.0], &x, 0.95, 100, 1), None, "one value has no spread to resample");
+        assert_eq!(qcd_difference(&x, &[], 0.95, 100, 1), None);
+        assert_eq!(qcd(0.0, 0.0), None);
+        assert_eq!(qcd_difference(&[0.0, 0.0], &x, 0.95, 100, 1), None, "QCD undefined");
+        // Resamples whose QCD is undefined are left out: [0, 0, 4] resamples to all zeros now and then.
+        let (d, lo, hi) = qcd_difference(&x, &[0.0, 0.0, 4.0], 0.95, 1000, 1).unwrap();
+        assert!(d.is_finite() && lo.is_finite() && hi.is_finite() && lo <= hi);
+        // Constant samples: no spread, and no doubt about it.
+        assert_eq!(qcd_difference(&[2.0; 5], &[3.0; 4], 0.95, 100, 1), Some((0.0, 0.0, 0.0)));
     }
 
     #[test]

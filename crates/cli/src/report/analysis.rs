@@ -15,6 +15,9 @@ use serde::Serialize;
 pub const LEVEL: f64 = 0.95;
 /// Family-wise significance level of the comparisons with the first policy.
 pub const ALPHA: f64 = 0.05;
+/// Added to the ratio's bootstrap seed for the QCD difference's, so the two intervals come from
+/// different resamples.
+const QCD_SEED_OFFSET: u64 = 1 << 32;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
@@ -43,6 +46,7 @@ pub struct SettingsOut {
     pub iteration_time: &'static str,
     pub median_ci: &'static str,
     pub ratio_ci: &'static str,
+    pub qcd_difference_ci: &'static str,
     pub test: &'static str,
     pub outlier_rule: &'static str,
 }
@@ -98,7 +102,7 @@ pub struct PolicyStats {
     pub mean_ns: Option<f64>,
     pub p99_ns: Option<f64>,
     pub max_ns: Option<f64>,
-    /// Quartile coefficient of dispersion (Q3 − Q1)/(Q3 + Q1).
+    /// Quartile coefficient of dispersion (Q3 − Q1)/(Q3 + Q1); absent when Q3 + Q1 is 0.
     pub qcd: Option<f64>,
     /// Against the first policy (absent for the first policy itself).
     pub vs_first: Option<Comparison>,
@@ -116,6 +120,11 @@ pub struct Comparison {
     /// This policy's median divided by the first policy's.
     pub ratio: f64,
     pub ratio_ci: Option<[f64; 2]>,
+    /// This policy's QCD minus the first policy's (absent when either has fewer than 2 iterations
+    /// or no QCD).
+    pub qcd_difference: Option<f64>,
+    /// Its percentile-bootstrap interval: excludes 0 when the spreads differ beyond sampling noise.
+    pub qcd_difference_ci: Option<[f64; 2]>,
     /// Mann–Whitney U of this policy's iterations against the first policy's.
     pub u: f64,
     pub z: f64,
@@ -283,10 +292,14 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
             let ci = stats::median_ci(x, LEVEL);
             let vs_first = (p > 0 && !x.is_empty() && !first.is_empty()).then(|| {
                 let mw = stats::mann_whitney(x, first).expect("both samples are non-empty");
-                let ratio = stats::ratio_of_medians(first, x, LEVEL, s.resamples, s.seed.wrapping_add(p as u64));
+                let seed = s.seed.wrapping_add(p as u64);
+                let ratio = stats::ratio_of_medians(first, x, LEVEL, s.resamples, seed);
+                let qcd = stats::qcd_difference(first, x, LEVEL, s.resamples, seed.wrapping_add(QCD_SEED_OFFSET));
                 Comparison {
                     ratio: ratio.map_or(f64::NAN, |r| r.0),
                     ratio_ci: ratio.filter(|r| r.1.is_finite()).map(|r| [r.1, r.2]),
+                    qcd_difference: qcd.map(|d| d.0),
+                    qcd_difference_ci: qcd.filter(|d| d.1.is_finite()).map(|d| [d.1, d.2]),
                     u: mw.u,
                     z: mw.z,
                     p: mw.p,
@@ -318,7 +331,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                 mean_ns: opt(x, stats::mean),
                 p99_ns: opt(x, |x| stats::quantile(x, 0.99)),
                 max_ns: opt(x, |x| x[x.len() - 1]),
-                qcd: opt(x, |x| stats::qcd(stats::quantile(x, 0.25), stats::quantile(x, 0.75))),
+                qcd: stats::sample_qcd(x),
                 vs_first,
                 modes,
                 rank_iterations: t.rows,
@@ -434,6 +447,8 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
         iteration_time: "max over ranks of end_ns - start_ns for each iteration index",
         median_ci: "order statistics, exact binomial(n, 1/2)",
         ratio_ci: "percentile bootstrap of median(policy)/median(first policy), seeded",
+        qcd_difference_ci: "percentile bootstrap of QCD(policy) - QCD(first policy), each sample resampled \
+                            with replacement, seeded",
         test: "Mann-Whitney U vs the first policy, two-sided, normal approximation with tie and continuity \
                corrections; alpha 0.05 Bonferroni-divided by the number of comparisons",
         outlier_rule:

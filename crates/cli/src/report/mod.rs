@@ -44,7 +44,7 @@ pub struct ReportArgs {
     /// Keep iterations that some ranks lack (their time is the slowest of the ranks that have them)
     #[arg(long)]
     keep_incomplete: bool,
-    /// Bootstrap resamples for the confidence interval of the ratio of medians
+    /// Bootstrap resamples for the confidence intervals of the ratio of medians and the QCD difference
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     resamples: usize,
     /// Seed of the bootstrap (the report is the same for the same seed)

@@ -76,6 +76,16 @@ pub fn fmt_ratio(r: f64) -> String {
     format!("{r:.3}")
 }
 
+/// A difference of QCDs: one more decimal than the QCDs (differences of QCDs below 0.01 are
+/// common), and no `-0.0000`.
+fn fmt_qcd_difference(d: f64) -> String {
+    let s = format!("{d:.4}");
+    match s.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+        _ => s,
+    }
+}
+
 pub fn fmt_bytes(b: u64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut v = b as f64;
@@ -122,15 +132,17 @@ fn render(out: &mut String, header: &[String], rows: &[Vec<String>], right: &[bo
 /// The main table's cells for one policy (also used by the HTML page).
 pub fn policy_cells(p: &PolicyStats, u: &Unit) -> Vec<String> {
     let t = |v: Option<f64>| v.map_or_else(dash, |v| u.fmt(v));
-    let (ratio, ratio_ci, pval, sig) = match &p.vs_first {
+    let (qcd_ci, ratio, ratio_ci, pval, sig) = match &p.vs_first {
         Some(c) => (
+            c.qcd_difference_ci
+                .map_or_else(dash, |d| format!("{}–{}", fmt_qcd_difference(d[0]), fmt_qcd_difference(d[1]))),
             if c.ratio.is_finite() { fmt_ratio(c.ratio) } else { dash() },
             c.ratio_ci.map_or_else(dash, |r| format!("{}–{}", fmt_ratio(r[0]), fmt_ratio(r[1]))),
             fmt_p(c.p),
             if c.significant { "yes".to_string() } else { "no".to_string() },
         ),
-        None if p.iterations > 0 => ("1".into(), dash(), dash(), dash()),
-        None => (dash(), dash(), dash(), dash()),
+        None if p.iterations > 0 => (dash(), "1".into(), dash(), dash(), dash()),
+        None => (dash(), dash(), dash(), dash(), dash()),
     };
     vec![
         clean(&p.policy),
@@ -141,6 +153,7 @@ pub fn policy_cells(p: &PolicyStats, u: &Unit) -> Vec<String> {
         t(p.p99_ns),
         t(p.max_ns),
         p.qcd.map_or_else(dash, |q| format!("{q:.3}")),
+        qcd_ci,
         ratio,
         ratio_ci,
         pval,
@@ -148,8 +161,21 @@ pub fn policy_cells(p: &PolicyStats, u: &Unit) -> Vec<String> {
     ]
 }
 
-pub const POLICY_HEADER: [&str; 12] =
-    ["policy", "iters", "median", "95% CI", "mean", "p99", "max", "QCD", "ratio", "ratio 95% CI", "p", "significant"];
+pub const POLICY_HEADER: [&str; 13] = [
+    "policy",
+    "iters",
+    "median",
+    "95% CI",
+    "mean",
+    "p99",
+    "max",
+    "QCD",
+    "QCD Δ 95% CI",
+    "ratio",
+    "ratio 95% CI",
+    "p",
+    "significant",
+];
 
 /// Cells of the routing table: share of bytes per mode, then the sums.
 /// Only the modes that carried bytes in some policy get a column.
@@ -292,6 +318,10 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
             r.settings.bootstrap_resamples, r.settings.bootstrap_seed
         ),
         format!(
+            "QCD Δ 95% CI: of QCD - QCD of {first}, by a seeded bootstrap with as many resamples; when it excludes 0, \
+             the spreads differ by more than sampling noise"
+        ),
+        format!(
             "p: two-sided Mann-Whitney U against {first} (normal approximation, tie-corrected); significant: p < {}{}",
             alpha,
             if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() }
@@ -311,7 +341,7 @@ pub fn table(r: &Report) -> String {
         let rows: Vec<Vec<String>> = e.policy_stats.iter().map(|p| policy_cells(p, &u)).collect();
         let mut right = vec![true; POLICY_HEADER.len()];
         right[0] = false;
-        right[11] = false;
+        right[POLICY_HEADER.len() - 1] = false; // significant
         render(&mut out, &POLICY_HEADER.map(String::from), &rows, &right);
         for n in notes(e, r) {
             out.push_str(&format!("  {n}\n"));
@@ -362,7 +392,7 @@ pub fn json(r: &Report) -> String {
 
 /// The CSV columns, in order; then one `bytes_share:MODE` column per routing mode of any
 /// experiment. Times in ns, ratios and shares as plain numbers, empty where not applicable.
-pub const CSV_COLUMNS: [&str; 26] = [
+pub const CSV_COLUMNS: [&str; 29] = [
     "experiment",
     "policy",
     "iterations",
@@ -376,6 +406,9 @@ pub const CSV_COLUMNS: [&str; 26] = [
     "q1_ns",
     "q3_ns",
     "qcd",
+    "qcd_diff",
+    "qcd_diff_ci_low",
+    "qcd_diff_ci_high",
     "ratio",
     "ratio_ci_low",
     "ratio_ci_high",
@@ -432,6 +465,9 @@ pub fn csv(r: &Report) -> String {
                 num(p.q1_ns),
                 num(p.q3_ns),
                 num(p.qcd),
+                num(c.and_then(|c| c.qcd_difference)),
+                num(c.and_then(|c| c.qcd_difference_ci.map(|d| d[0]))),
+                num(c.and_then(|c| c.qcd_difference_ci.map(|d| d[1]))),
                 num(c.map(|c| c.ratio).or((k == 0 && p.iterations > 0).then_some(1.0))),
                 num(c.and_then(|c| c.ratio_ci.map(|r| r[0]))),
                 num(c.and_then(|c| c.ratio_ci.map(|r| r[1]))),
@@ -470,6 +506,9 @@ mod tests {
         assert_eq!(fmt_bytes(1536), "1.5 KiB");
         assert_eq!(fmt_p(0.0123456), "0.0123");
         assert_eq!(fmt_p(1.5e-9), "1.5e-9");
+        assert_eq!(fmt_qcd_difference(-0.00004), "0.0000");
+        assert_eq!(fmt_qcd_difference(-0.0025), "-0.0025");
+        assert_eq!(fmt_qcd_difference(0.01234), "0.0123");
         assert_eq!(clean("a\u{1b}[31m"), "a?[31m");
         assert_eq!(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
     }
