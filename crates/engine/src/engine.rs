@@ -182,35 +182,40 @@ pub enum WindowOutcome {
 }
 
 /// Counts kept by the engine, for the per-rank record.
+///
+/// Declared in the order of the engine's layout: the counts every decision and read under `auto`
+/// writes share the first cache line (libaar.so's read path misses on every line it writes after
+/// the send), the rare ones follow.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[repr(C)]
 pub struct EngineStats {
     /// Threshold crossings decided, by reason.
     pub decisions: u64,
     /// Decisions the cost model made (with a counter window).
     pub decisions_model: u64,
+    /// Decisions that used a fresh observation of the mode not in use.
+    pub fresh_observations_used: u64,
+    /// Counter samples taken (every [`Engine::observe`]).
+    pub counter_reads: u64,
+    /// Windows used.
+    pub windows_valid: u64,
+    /// Sums over valid windows, for mean latency and stall ratio per record.
+    pub window_latency_us_sum: f64,
+    /// Sum of the stall ratios of valid windows.
+    pub window_stall_ratio_sum: f64,
+    /// Windows whose decisions were on more than one side (no read at a switch): not used.
+    pub windows_mixed: u64,
     /// Decisions that moved to the low-latency mode.
     pub switches_to_low_latency: u64,
     /// Decisions that moved to the low-stall mode.
     pub switches_to_low_stall: u64,
-    /// Decisions that used a fresh observation of the mode not in use.
-    pub fresh_observations_used: u64,
-    /// Windows whose decisions were on more than one side (no read at a switch): not used.
-    pub windows_mixed: u64,
-    /// Windows used.
-    pub windows_valid: u64,
     /// Windows discarded because a counter went backwards.
     pub windows_discarded_decreasing: u64,
     /// Windows discarded for having nothing to divide by.
     pub windows_discarded_empty: u64,
     /// Windows discarded as implausible.
     pub windows_discarded_absurd: u64,
-    /// Sums over valid windows, for mean latency and stall ratio per record.
-    pub window_latency_us_sum: f64,
-    /// Sum of the stall ratios of valid windows.
-    pub window_stall_ratio_sum: f64,
-    /// Counter samples taken (every [`Engine::observe`]).
-    pub counter_reads: u64,
     /// `steady`: valid windows attributed to one destination class (counted while `steady`'s
     /// state is kept, [`Engine::keep_steady_state`]).
     pub windows_class_attributed: u64,
@@ -219,6 +224,9 @@ pub struct EngineStats {
     /// `steady`: decisions made with learned λ and σ.
     pub decisions_calibrated: u64,
 }
+
+// `auto`'s counts in one line, as the engine's first.
+const _: () = assert!(core::mem::offset_of!(EngineStats, windows_mixed) == 56);
 
 /// The cumulative-size rule: `sum` plus the message's `bytes` (saturating), and whether that
 /// passes `threshold`. Passing it restarts the sum: the returned sum is then 0. Streams of tiny
