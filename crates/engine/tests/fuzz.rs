@@ -169,15 +169,7 @@ fn message() -> BoxedStrategy<Message> {
     let endpoint = prop_oneof![4 => 0u64..3, 1 => any::<u64>()];
     // Post times: none, close together, anywhere (a clock that jumps either way).
     let posted = prop_oneof![1 => Just(None), 2 => (0u64..10_000).prop_map(Some), 1 => any::<u64>().prop_map(Some)];
-    (bytes, transfer, endpoint, class(), posted)
-        .prop_map(|(bytes, transfer, endpoint, class, posted_ns)| Message {
-            bytes,
-            transfer,
-            endpoint,
-            class,
-            posted_ns,
-        })
-        .boxed()
+    (bytes, transfer, endpoint, class(), posted).prop_map(message_of).boxed()
 }
 
 /// Boxed, like the strategies it is made of: proptest keeps the alternatives of a union inline,
@@ -542,18 +534,17 @@ impl Nic {
     }
 }
 
+/// A message from its generated fields.
+fn message_of(
+    (bytes, transfer, endpoint, class, posted_ns): (u64, Transfer, u64, DestinationClass, Option<u64>),
+) -> Message {
+    Message { bytes, transfer, endpoint, class, posted_ns }
+}
+
 fn realistic_message() -> BoxedStrategy<Message> {
     let bytes = prop_oneof![3 => 0u64..512, 2 => 512u64..65536, 1 => 65536u64..(8 << 20)];
     let transfer = prop_oneof![3 => Just(Transfer::Put), 1 => Just(Transfer::Get)];
-    (bytes, transfer, 0u64..3, class(), prop::option::of(0u64..1_000_000))
-        .prop_map(|(bytes, transfer, endpoint, class, posted_ns)| Message {
-            bytes,
-            transfer,
-            endpoint,
-            class,
-            posted_ns,
-        })
-        .boxed()
+    (bytes, transfer, 0u64..3, class(), prop::option::of(0u64..1_000_000)).prop_map(message_of).boxed()
 }
 
 proptest! {
