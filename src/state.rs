@@ -138,6 +138,8 @@ pub struct Decider {
     pub timed_decision_ns: u64,
     pub init_ns: u64,
     pub counters_library: Option<String>,
+    /// `steady`'s post times.
+    pub post_clock: sys::MonotonicClock,
 }
 
 // The lock flag's line: the flag (8 bytes with its padding), then the decider's first fields.
@@ -205,7 +207,7 @@ impl Decider {
     /// injection with it): it needs the post time, a clock read that only its decisions pay.
     #[inline(never)]
     fn decide_steady(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
-        let msg = Message { posted_ns: Some(sys::now_ns()), ..*msg };
+        let msg = Message { posted_ns: Some(self.post_clock.now_ns()), ..*msg };
         self.engine.on_threshold_crossed(&msg, in_alltoall)
     }
 

@@ -256,6 +256,74 @@ pub fn write_stderr(bytes: &[u8]) {
     }
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds, read with the TSC once its rate is known: where the kernel
+/// keeps time with the TSC ([`tsc_keeps_time`]), one reading pairs the two clocks and a pair at
+/// least [`TSC_CALIBRATION_NS`] later gives the TSC's rate; until then, and elsewhere, a reading
+/// is a `clock_gettime`. For intervals of microseconds within one process (`steady`'s post times).
+pub struct MonotonicClock {
+    tsc: bool,
+    /// (ns, ticks) of the first pair.
+    origin: Option<(u64, u64)>,
+    /// 0 until calibrated.
+    ns_per_tick: f64,
+}
+
+/// The interval over which the TSC's rate is measured: a pair is read within about 3 µs, so the
+/// rate is known to a few parts in 10,000.
+pub const TSC_CALIBRATION_NS: u64 = 10_000_000;
+
+impl MonotonicClock {
+    /// Reads whether the kernel keeps time with the TSC (a file): at start-up, not per reading.
+    pub fn new() -> Self {
+        Self { tsc: tsc_keeps_time(), origin: None, ns_per_tick: 0.0 }
+    }
+
+    /// Nanoseconds of `CLOCK_MONOTONIC` (with the TSC: to within its rate's error since the
+    /// origin).
+    #[inline]
+    pub fn now_ns(&mut self) -> u64 {
+        match self.origin {
+            Some((ns, ticks)) if self.ns_per_tick > 0.0 => {
+                ns.saturating_add((tsc().saturating_sub(ticks) as f64 * self.ns_per_tick) as u64)
+            }
+            _ => self.calibrating(),
+        }
+    }
+
+    #[cold]
+    fn calibrating(&mut self) -> u64 {
+        if !self.tsc {
+            return now_ns();
+        }
+        // A pair is the clock between two TSC readings close together (no interruption between).
+        let (t0, ns, t1) = (tsc(), now_ns(), tsc());
+        if t1 < t0 || t1 - t0 > 10_000 {
+            return ns;
+        }
+        let ticks = t0 + (t1 - t0) / 2;
+        match self.origin {
+            None => self.origin = Some((ns, ticks)),
+            Some((ns0, ticks0)) if ns.saturating_sub(ns0) >= TSC_CALIBRATION_NS && ticks > ticks0 => {
+                let rate = (ns - ns0) as f64 / (ticks - ticks0) as f64;
+                // Between 100 MHz and 100 GHz, else the TSC is not a clock here.
+                if (0.01..10.0).contains(&rate) {
+                    self.ns_per_tick = rate;
+                } else {
+                    self.tsc = false;
+                }
+            }
+            Some(_) => {}
+        }
+        ns
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A number that identifies the calling thread among the live ones, read in one instruction:
 /// the thread pointer (the TCB's self-pointer at %fs:0 on x86-64 Linux).
 #[inline(always)]
@@ -275,4 +343,28 @@ pub fn thread_pointer() -> usize {
 pub fn thread_pointer() -> usize {
     thread_local!(static ME: u8 = const { 0 });
     ME.with(|m| m as *const u8 as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reading lies between the `clock_gettime` readings around it, before and after the
+    /// TSC's rate is known (to within the rate's error over the test's span).
+    #[test]
+    fn the_monotonic_clock_follows_clock_monotonic() {
+        let mut clock = MonotonicClock::new();
+        let start = now_ns();
+        let mut readings = 0u64;
+        while now_ns() - start < 4 * TSC_CALIBRATION_NS {
+            let before = now_ns();
+            let t = clock.now_ns();
+            let after = now_ns();
+            assert!(t + 100_000 >= before && t <= after + 100_000, "{before} <= {t} <= {after}");
+            readings += 1;
+        }
+        assert!(readings > 100);
+        // Where the kernel keeps time with the TSC (x86-64 Linux, usually), the rate was learned.
+        assert_eq!(clock.ns_per_tick > 0.0, tsc_keeps_time(), "{}", clock.ns_per_tick);
+    }
 }
