@@ -105,7 +105,7 @@ fn init() {
         alltoall_hook: settings.alltoall_hook,
         policy_bits: u32::MAX,
         test_panic: settings.test_panic,
-        post_clock: sys::MonotonicClock::new(),
+        post_clock: sys::MonotonicClock::of_this_machine(),
     };
     // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`
     // may decide: as the policy, as an A/B arm, or once the application selects it (C API).

@@ -274,7 +274,7 @@ pub const TSC_CALIBRATION_NS: u64 = 10_000_000;
 
 impl MonotonicClock {
     /// Reads whether the kernel keeps time with the TSC (a file): at start-up, not per reading.
-    pub fn new() -> Self {
+    pub fn of_this_machine() -> Self {
         Self { tsc: tsc_keeps_time(), origin: None, ns_per_tick: 0.0 }
     }
 
@@ -318,12 +318,6 @@ impl MonotonicClock {
     }
 }
 
-impl Default for MonotonicClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// A number that identifies the calling thread among the live ones, read in one instruction:
 /// the thread pointer (the TCB's self-pointer at %fs:0 on x86-64 Linux).
 #[inline(always)]
@@ -353,7 +347,7 @@ mod tests {
     /// TSC's rate is known (to within the rate's error over the test's span).
     #[test]
     fn the_monotonic_clock_follows_clock_monotonic() {
-        let mut clock = MonotonicClock::new();
+        let mut clock = MonotonicClock::of_this_machine();
         let start = now_ns();
         let mut readings = 0u64;
         while now_ns() - start < 4 * TSC_CALIBRATION_NS {
