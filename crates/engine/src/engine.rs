@@ -333,8 +333,10 @@ pub struct Engine {
     /// Decisions since the last counter read (the read schedule; the open window may hold more
     /// when a read found none of its traffic yet).
     since_read: u32,
-    /// Side of the routing applied at the last decision (`None`: a mode that is neither).
-    in_use: Option<Side>,
+    /// The side `auto` chose at its own last decision (High Bias before its first). Only `auto`'s
+    /// decisions move it: in an A/B experiment the other arms' routing is theirs, so `auto`'s
+    /// switches (and its ties) are counted against its own previous choice, not the last arm's.
+    auto_side: Side,
     /// Valid windows feed `steady`'s state whatever the policy in force (see
     /// [`Engine::keep_steady_state`]).
     steady_learns: bool,
@@ -366,7 +368,7 @@ impl Engine {
             steady: Steady::new(&cfg.steady),
             cfg,
             cumulative: 0,
-            in_use: Some(Side::LowLatency),
+            auto_side: Side::LowLatency,
             baseline: None,
             open: OpenWindow::default(),
             open_classes: ClassWindow::default(),
@@ -514,9 +516,10 @@ impl Engine {
                         self.model_choice(msg, flits, packets, window, observed)
                     }
                 };
-                if self.in_use != Some(side) {
+                if self.auto_side != side {
                     self.count_switch(side);
                 }
+                self.auto_side = side;
                 self.route(side, in_alltoall, &mut d);
                 Some(side)
             }
@@ -526,7 +529,6 @@ impl Engine {
                 side
             }
         };
-        self.in_use = side;
         d.read_before = self.add_to_window(side, msg);
         d.read_counters = match self.cfg.policy {
             // Until a window is attributed to it (the class's or the node's), a read after every
@@ -669,8 +671,8 @@ impl Engine {
     }
 
     /// Eq. 3-4: compare the estimated time of the message on both sides, measured side from the
-    /// window, the other from a fresh observation of it or scaled by λ and σ. Ties keep the side
-    /// in use.
+    /// window, the other from a fresh observation of it or scaled by λ and σ. Ties keep `auto`'s
+    /// side.
     fn model_choice(&mut self, msg: &Message, flits: u64, packets: u64, window: Window, observed: Side) -> Side {
         let other = observed.other();
         let estimate = match self.fresh[other.index()] {
@@ -686,7 +688,7 @@ impl Engine {
         };
         let t_low_latency = message_time_us(flits, packets, low_latency);
         let t_low_stall = message_time_us(flits, packets, low_stall);
-        match self.in_use.unwrap_or(observed) {
+        match self.auto_side {
             Side::LowLatency if t_low_stall < t_low_latency => Side::LowStall,
             Side::LowLatency => Side::LowLatency,
             Side::LowStall if t_low_latency < t_low_stall => Side::LowLatency,

@@ -437,12 +437,66 @@ fn zero_stalls_on_both_sides_decide_on_latency_alone() {
     // From Adaptive with L = 1.2, s = 0: High Bias estimated at L = 1.0, s = 0: switch.
     let mut e = engine_observing(AD0, 1.2, 0.0);
     assert_eq!(e.on_threshold_crossed(&put(4 << 20), false).mode, Some(AD3));
-    // And with λ = 1 both sides estimate the same time: a tie keeps the mode in use.
+    // And with λ = 1 both sides estimate the same time: a tie keeps `auto`'s own side, not the
+    // routing another policy left in force (here a fixed ADAPTIVE0 measured the window; `auto`
+    // has not decided yet, so its side is the initial High Bias).
     let cfg = EngineConfig { lambda: 1.0, ..EngineConfig::default() };
     let msg = put(64 << 10);
-    let mut e = engine_with_windows(cfg, &msg, &[(AD0, 1.0, 0.0)]);
+    let mut e = engine_with_windows(cfg.clone(), &msg, &[(AD0, 1.0, 0.0)]);
     let d = e.on_threshold_crossed(&msg, false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Model));
+    // Once `auto` itself chose Adaptive (High Bias stalled 40 cycles a flit), a tie keeps
+    // Adaptive: a window of L = 1, s = 0 on Adaptive estimates High Bias the same (a 32 KiB
+    // message, so that the fresh High Bias window of the 64 KiB ones does not apply).
+    let mut e = engine_with_windows(cfg, &msg, &[(AD3, 1.0, 40.0)]);
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
+    let after = sample(2_000_000, 20.0, 2_000_000, 1.0); // + 1e6 flits, no stall, L = 1
+    assert!(matches!(e.observe(after), WindowOutcome::Valid(_)));
+    let d = e.on_threshold_crossed(&put(32 << 10), false);
     assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Model));
+}
+
+#[test]
+fn auto_counts_its_switches_against_its_own_last_choice() {
+    // An A/B experiment alternating ADAPTIVE0 and `auto` on a network where High Bias wins
+    // (L = 1, s = 0 on either side): `auto` chooses High Bias at every decision. Its first
+    // decision after each ADAPTIVE0 iteration changes the routing in force, but not its own
+    // choice: no switch is counted, in any iteration. (From the second `auto` iteration on, that
+    // decision is a tie, the Adaptive window against a fresh High Bias one of the same message:
+    // it keeps `auto`'s High Bias, not the ADAPTIVE0 the other arm left in force.)
+    let msg = put(64 << 10);
+    let mut e = engine_with_windows(EngineConfig::default(), &msg, &[(AD0, 1.0, 0.0)]);
+    let mut total = sample(1_000_000, 0.0, 1_000_000, 1.0);
+    for _ in 0..3 {
+        e.set_policy(Policy::Auto);
+        for _ in 0..4 {
+            assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD3));
+            total = sample(total.req_flits + 1_000_000, 0.0, total.rsp_packets + 1_000_000, 1.0);
+            assert!(matches!(e.observe(total), WindowOutcome::Valid(_)));
+        }
+        e.set_policy(Policy::Fixed(AD0));
+        for _ in 0..4 {
+            assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
+            total = sample(total.req_flits + 1_000_000, 0.0, total.rsp_packets + 1_000_000, 1.0);
+            assert!(matches!(e.observe(total), WindowOutcome::Valid(_)));
+        }
+    }
+    let st = e.stats();
+    assert_eq!((st.switches_to_low_latency, st.switches_to_low_stall), (0, 0));
+    // Where `auto` itself changes its mind, the switch counts: High Bias stalls 40 cycles a
+    // flit, and `auto` moves the next 64 KiB message to Adaptive.
+    e.set_policy(Policy::Auto);
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD3));
+    let stalled = CounterSample {
+        req_flits: total.req_flits + 1_000_000,
+        req_stalled: 40_000_000,
+        rsp_packets: total.rsp_packets + 1_000_000,
+        rsp_latency: total.rsp_latency + 1_000_000,
+        rsp_stalled: None,
+    };
+    assert!(matches!(e.observe(stalled), WindowOutcome::Valid(_)));
+    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
+    assert_eq!((e.stats().switches_to_low_latency, e.stats().switches_to_low_stall), (0, 1));
 }
 
 #[test]
