@@ -157,3 +157,51 @@ fn steady_sees_each_destination_through_the_node_table() {
     assert!(classes.iter().all(|c| c == "unknown"), "{classes:?}");
     assert!(r.aar_lines().iter().all(|l| !l.contains("no node table")), "{:?}", r.aar_lines());
 }
+
+/// `steady` weighs the flits of a rank's messages posted together as if they shared the NIC
+/// (libaar.so stamps each decision with its post time): the same 16 KiB RDMA PUTs go Adaptive
+/// when posted six at a time and stay on High Bias when posted one at a time.
+///
+/// A 16 KiB PUT is p = 256 packets, f = 1,280 request flits (1.6 µs at the NIC's rate), one
+/// latency round. The emulated network has High Bias at L = 800 µs, s = 40 and Adaptive at
+/// L = 960 µs, s = 8: λ = 1.2 and σ = 5, the engine's constants, so the guess of the side not yet
+/// measured is what the emulator then measures. With k messages injecting together:
+///   T_high_bias = 800 + k · 1.6 · 41 = 800 + 65.6 k
+///   T_adaptive  = 960 + k · 1.6 · 9  = 960 + 14.4 k
+/// Alone (k = 1) High Bias takes 865.6 µs against 974.4: it stays there. Adaptive is faster once
+/// k > 3.125 (before Adaptive is measured there is no hysteresis), and once both sides are
+/// measured the class goes back only when High Bias is 10 % faster, k < 1.216. Message i of a
+/// burst finds the i − 1 before it in flight (posted microseconds apart, well within the 866 µs a
+/// message takes), and the class's count, smoothed by 0.3 from the second message on (the first
+/// has no window yet), reaches 3.23 at the fifth message of the first burst and stays above 2.7
+/// in the bursts after it. Posted 3 ms apart (beyond a message's time on either side), each
+/// message is alone, k = 1, whatever the machine's load. A burst the scheduler interrupts counts
+/// fewer messages together, so the bursts are asserted on a majority, the spaced posts on every
+/// message.
+#[test]
+fn steady_sends_messages_posted_together_adaptive_and_spaced_ones_high_bias() {
+    const NETWORK: &str = "latency_ad=960,latency_bs=800,stall_ad=8,stall_bs=40";
+    let run = |test: &str, burst: usize, bursts: usize| {
+        let script = format!("burst 16384 {burst} 0 sleep 3000 ").repeat(bursts);
+        let launch = Launch::driver(test, &script);
+        let trace = launch.dir.join("trace.jsonl").display().to_string();
+        let mut launch = launch.env("AAR_MODE", "steady").env("AAR_EMU_NETWORK", NETWORK).env("AAR_TRACE", &trace);
+        // Alone on its NIC, whatever launcher runs the tests.
+        for var in ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"] {
+            launch = launch.unset(var);
+        }
+        let r = launch.run();
+        r.assert_ok();
+        let modes = r.dlvr_modes("GNI_PostRdma");
+        assert_eq!(modes.len(), burst * bursts);
+        let t = trace_of(&r);
+        assert_eq!(t.len(), modes.len(), "one trace line per 16 KiB post (each crosses the 4 KiB threshold)");
+        assert!(t[1..].iter().all(|l| l["reason"] == "model"), "{test}: decided by the model: {t:?}");
+        modes
+    };
+    let together = run("steady-bursts", 6, 10);
+    let adaptive = together.iter().filter(|&&m| m == AD0).count();
+    assert!(adaptive > together.len() / 2, "posted six at a time: mostly Adaptive ({together:?})");
+    let spaced = run("steady-spaced", 1, 60);
+    assert!(spaced.iter().all(|&m| m == AD3), "posted 3 ms apart: High Bias throughout ({spaced:?})");
+}

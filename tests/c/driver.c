@@ -4,6 +4,9 @@
  *
  *   fma|rdma SIZE COUNT DLVR        PUTs of SIZE bytes (GNI_PostFma / GNI_PostRdma)
  *   fmaget|rdmaget SIZE COUNT DLVR  GETs of SIZE bytes
+ *   burst SIZE COUNT DLVR           COUNT RDMA PUTs of SIZE bytes posted back to back (each its own
+ *                                   slice of the buffers), then their completions waited for in order
+ *   sleep US                        sleep US microseconds
  *   cqwrite COUNT DLVR              GNI_PostCqWrite
  *   ct SIZE ELEMS DLVR              chained FMA PUT: a head of SIZE bytes and ELEMS elements of SIZE
  *   ctcqw ELEMS DLVR                chained CQ write (GNI_CtPostCqWrite)
@@ -195,6 +198,42 @@ static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dl
 		fail(p, "payload corrupted");
 	if (verbose > 1)
 		printf("post %s size=%llu dlvr_in=0x%x dlvr_out=0x%x\n", kind, (unsigned long long)size, before.dlvr_mode, pd.dlvr_mode);
+	return 0;
+}
+
+static int burst(struct pair *p, uint64_t size, uint64_t count, uint16_t dlvr, uint64_t seq)
+{
+	struct ugni_side *a = &p->a, *b = &p->b;
+	gni_post_descriptor_t pd[64], before[64];
+	if (count > 64 || size * count > MAX_BYTES) {
+		fail(p, "burst too large");
+		return -1;
+	}
+	for (uint64_t i = 0; i < size * count; i++)
+		a->send_buf[i] = pattern(i, seq);
+	for (uint64_t k = 0; k < count; k++) {
+		pd[k] = a_to_b(p, GNI_POST_RDMA_PUT, size, dlvr, seq + k);
+		pd[k].local_addr += k * size;
+		pd[k].remote_addr += k * size;
+		before[k] = pd[k];
+	}
+	/* Nothing between the posts: they are in flight together. */
+	uint64_t posted;
+	for (posted = 0; posted < count; posted++) {
+		gni_return_t rc = GNI_PostRdma(a->ep, &pd[posted]);
+		__atomic_add_fetch(&p->posts, 1, __ATOMIC_RELAXED);
+		if (!ok(p, rc, "burst"))
+			break;
+	}
+	for (uint64_t k = 0; k < posted; k++) {
+		if (complete(p, a, &pd[k]))
+			return -1;
+		if (!caller_fields_intact(&before[k], &pd[k]))
+			fail(p, "the descriptor's caller fields changed");
+	}
+	drain_remote(b);
+	if (memcmp(a->send_buf, b->recv_buf, size * posted))
+		fail(p, "burst payload corrupted");
 	return 0;
 }
 
@@ -398,6 +437,14 @@ int main(int argc, char **argv)
 			for (uint64_t k = 0; k < count; k++)
 				transfer(&p, c, size, dlvr, seq++);
 			i += 3;
+		} else if (!strcmp(c, "burst")) {
+			uint64_t size = num(ARG(1)), count = num(ARG(2));
+			burst(&p, size, count, (uint16_t)num(ARG(3)), seq);
+			seq += count;
+			i += 3;
+		} else if (!strcmp(c, "sleep")) {
+			usleep((useconds_t)num(ARG(1)));
+			i += 1;
 		} else if (!strcmp(c, "cqwrite")) {
 			uint64_t count = num(ARG(1));
 			uint16_t dlvr = (uint16_t)num(ARG(2));
