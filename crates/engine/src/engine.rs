@@ -206,9 +206,11 @@ pub struct EngineStats {
     pub window_stall_ratio_sum: f64,
     /// Windows whose decisions were on more than one side (no read at a switch): not used.
     pub windows_mixed: u64,
-    /// Decisions that moved to the low-latency mode.
+    /// Decisions that moved to the low-latency mode: an automatic policy's choice against its
+    /// own previous one (`auto`'s last side, `steady`'s side of the message's class), so a fixed
+    /// mode another policy used in between is no switch.
     pub switches_to_low_latency: u64,
-    /// Decisions that moved to the low-stall mode.
+    /// Decisions that moved to the low-stall mode (counted as the above).
     pub switches_to_low_stall: u64,
     /// Windows discarded because a counter went backwards.
     pub windows_discarded_decreasing: u64,
