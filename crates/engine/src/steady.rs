@@ -97,6 +97,15 @@ impl Default for SteadyConfig {
     }
 }
 
+impl SteadyConfig {
+    /// `old` moved towards `new` by the weight [`SteadyConfig::smoothing`] (clamped to 0..=1):
+    /// the one smoothing rule of the measured windows and of the count of messages injecting
+    /// together.
+    fn smooth(&self, old: f64, new: f64) -> f64 {
+        old + self.smoothing.clamp(0.0, 1.0) * (new - old)
+    }
+}
+
 /// Size ranges of calibration, by decided message size: below 16 KiB, 256 KiB, 4 MiB, above.
 pub const SIZE_RANGES: usize = 4;
 
@@ -258,7 +267,7 @@ impl Steady {
             return SteadyChoice { side: st.side, window: None, held: false, calibrated: false };
         };
         if let Some(n) = injecting {
-            st.sharing += cfg.steady.smoothing.clamp(0.0, 1.0) * (n - st.sharing);
+            st.sharing = cfg.steady.smooth(st.sharing, n);
         }
         // The injection is shared by the node's ranks and by this rank's own messages in flight.
         let k = f64::from(cfg.ranks_per_node.max(1)) * st.sharing;
@@ -375,11 +384,10 @@ fn remember(st: &mut ClassState, cfg: &SteadyConfig, w: Window, side: Side, rang
     for s in st.raw[range].iter_mut().flatten() {
         s.age = s.age.saturating_add(1);
     }
-    let alpha = cfg.smoothing.clamp(0.0, 1.0);
     let smoothed = match st.seen[side.index()] {
         Some(old) if old.age <= cfg.recent_windows.saturating_add(1) => Window {
-            latency_us: old.window.latency_us + alpha * (w.latency_us - old.window.latency_us),
-            stall_ratio: old.window.stall_ratio + alpha * (w.stall_ratio - old.window.stall_ratio),
+            latency_us: cfg.smooth(old.window.latency_us, w.latency_us),
+            stall_ratio: cfg.smooth(old.window.stall_ratio, w.stall_ratio),
         },
         _ => w,
     };
