@@ -299,6 +299,7 @@ fn the_quick_paper_suite_writes_its_document_and_passes_its_gates() {
         let svg = std::fs::read_to_string(dir.join(name)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("<rect"), "{name}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--ranks-per-node K` puts K consecutive ranks on each node of the placement (the records say
