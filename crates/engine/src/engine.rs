@@ -487,6 +487,11 @@ impl Engine {
 
     /// Decide for a message that crossed the cumulative-size threshold. Counters are read in
     /// every policy but `Off` too, so records carry the network state of every arm.
+    ///
+    /// `#[inline]` here and on the helpers of `auto`'s decision and read (down to the model's
+    /// arithmetic): their code is then made in the caller's crate, so libaar.so calls them
+    /// directly, where a call into this crate goes through the GOT, a line its sends evict.
+    #[inline]
     pub fn on_threshold_crossed(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
         self.stats.decisions += 1;
         let flits = request_flits(msg.bytes, msg.transfer);
@@ -545,12 +550,14 @@ impl Engine {
     }
 
     /// Whether a window closed at a side change waits for its read; it no longer waits.
+    #[inline]
     fn take_closing(&mut self) -> bool {
         std::mem::take(&mut self.closing_pending)
     }
 
     /// The window closed at a side change never had its read: it runs into the open one, and
     /// the two belong to no side.
+    #[inline]
     fn run_closing_into_open(&mut self) {
         self.open.mixed = true;
         if self.steady_learns {
@@ -588,6 +595,7 @@ impl Engine {
         (side, d)
     }
 
+    #[inline]
     fn count_switch(&mut self, to: Side) {
         match to {
             Side::LowLatency => self.stats.switches_to_low_latency += 1,
@@ -596,6 +604,7 @@ impl Engine {
     }
 
     /// The mode of a side, and the reason when the alltoall mode replaces the low-stall one.
+    #[inline]
     fn route(&self, side: Side, in_alltoall: bool, d: &mut Decision) {
         d.mode = Some(match side {
             Side::LowLatency => self.cfg.low_latency_mode,
@@ -611,6 +620,7 @@ impl Engine {
     /// changes, the old window is closed before this message is sent (returns true: read now).
     /// Under `steady` the side is per destination class, and only a change of the side of the
     /// message's class closes the window.
+    #[inline]
     fn add_to_window(&mut self, side: Option<Side>, msg: &Message) -> bool {
         if self.take_closing() {
             // The read asked for at the last side change never came: the windows run together.
@@ -675,6 +685,7 @@ impl Engine {
     /// Eq. 3-4: compare the estimated time of the message on both sides, measured side from the
     /// window, the other from a fresh observation of it or scaled by λ and σ. Ties keep `auto`'s
     /// side.
+    #[inline]
     fn model_choice(&mut self, msg: &Message, flits: u64, packets: u64, window: Window, observed: Side) -> Side {
         let other = observed.other();
         let estimate = match self.fresh[other.index()] {
@@ -700,6 +711,7 @@ impl Engine {
 
     /// Take a counter sample: the deltas since the previous sample form a window, attributed to
     /// the side of the decisions it covers. Bad windows are discarded, never divided.
+    #[inline]
     pub fn observe(&mut self, sample: CounterSample) -> WindowOutcome {
         self.stats.counter_reads += 1;
         self.since_read = 0;
@@ -754,6 +766,7 @@ impl Engine {
 
     /// The per-class part of the window a read closes (the one closed at a side change, or the
     /// open one, which starts over).
+    #[inline]
     fn take_classes(&mut self, closed: bool) -> ClassWindow {
         if closed {
             self.closing_classes
@@ -777,6 +790,7 @@ impl Engine {
 
     /// A valid window of one side: the latest observation, and a fresh one of that side that
     /// ages with every window of the other side.
+    #[inline]
     fn remember(&mut self, w: Window, side: Side, covered: &OpenWindow) {
         (self.last, self.last_side) = (w, Some(side));
         let uses_left = self.cfg.freshness;
@@ -787,6 +801,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn window_between(&self, old: &CounterSample, new: &CounterSample) -> WindowOutcome {
         // A counter that did not decrease moved by at most u64::MAX, a `u64` ([`to_f64`] converts
         // it without constants; `i128` would go through a software routine).

@@ -54,6 +54,7 @@ pub enum LatencyUnit {
 
 impl LatencyUnit {
     /// A latency in this unit, in microseconds.
+    #[inline]
     pub fn to_us(self, value: f64) -> f64 {
         match self {
             Self::Microseconds => value,
@@ -84,6 +85,7 @@ impl core::str::FromStr for LatencyUnit {
 }
 
 /// Packets of a message; a zero-byte post (a CQ write, a flag) still sends one.
+#[inline]
 pub const fn packets(bytes: u64) -> u64 {
     if bytes == 0 {
         1
@@ -93,6 +95,7 @@ pub const fn packets(bytes: u64) -> u64 {
 }
 
 /// Flits that carry `bytes` of payload (no header).
+#[inline]
 const fn payload_flits(bytes: u64) -> u64 {
     bytes.div_ceil(FLIT_BYTES)
 }
@@ -100,6 +103,7 @@ const fn payload_flits(bytes: u64) -> u64 {
 /// Request flits of a message: for a PUT one header flit per packet plus one flit per 16 payload
 /// bytes (5 per full packet); for a GET one flit per request packet. The sum over the message's
 /// packets of [`packet_request_flits`].
+#[inline]
 pub const fn request_flits(bytes: u64, transfer: Transfer) -> u64 {
     match transfer {
         Transfer::Put => packets(bytes) + payload_flits(bytes),
@@ -137,6 +141,7 @@ pub const fn packet_response_flits(bytes: u64, seq: u64, transfer: Transfer) -> 
 }
 
 /// Latency round trips a message of `p` packets exposes: `ceil((p - 1 + 512) / 1024)`.
+#[inline]
 pub const fn latency_rounds(p: u64) -> u64 {
     // Split so that no packet count can overflow: (p - 1) = q * 1024 + r.
     let before = if p == 0 { 0 } else { p - 1 };
@@ -156,6 +161,7 @@ pub struct Window {
 }
 
 /// Estimated time of a message in µs (Eq. 1).
+#[inline]
 pub fn message_time_us(flits: u64, packets: u64, w: Window) -> f64 {
     // The constants are loads from `.rodata`, lines that libaar.so's sends evict, but loads that
     // depend on nothing and overlap with the rest; built from immediates (`black_box`: a store

@@ -367,6 +367,7 @@ fn estimates(st: &ClassState, in_use: Side, lambda: f64, sigma: f64, recent: u32
 
 /// The other side of `w`, measured on `observed`: latency × λ and stalls ÷ σ from High Bias to
 /// Adaptive, and the inverse (the paper's estimate).
+#[inline]
 pub(crate) fn scale(w: Window, observed: Side, lambda: f64, sigma: f64) -> Window {
     match observed {
         Side::LowLatency => Window { latency_us: w.latency_us * lambda, stall_ratio: w.stall_ratio / sigma },
