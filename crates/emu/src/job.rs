@@ -187,8 +187,14 @@ impl Job {
             .open(env.dir.join("job"))?;
         // SAFETY: JobArea is made of atomics only.
         let shared: &'static JobArea = unsafe { map_as(&job_file)? };
-        // The service thread sleeps until a rank the kernel keeps out needs it.
-        let _ = std::thread::Builder::new().name("aar-emu-service".into()).spawn(move || serve(me));
+        // The service thread sleeps until a rank the kernel keeps out needs it. It is marked
+        // running here, once it exists, not by the thread itself: a peer's first request may
+        // come before the new thread has run at all, and must then wait for it, not fail.
+        let first = me.service.request.load(Ordering::Acquire);
+        let spawned = std::thread::Builder::new().name("aar-emu-service".into()).spawn(move || serve(me, first));
+        if spawned.is_ok() {
+            me.service.running.store(1, Ordering::Release);
+        }
         Ok(Job {
             rank: env.rank,
             size: env.size,
@@ -412,10 +418,10 @@ impl Job {
 
 /// The rank's service thread: answers other ranks' requests to copy between its registered
 /// memory and the bounce buffer of its file, one at a time, for the life of the process.
-fn serve(me: &'static RankArea) {
+/// `last` is the request count before any peer could ask, so a request made before this
+/// thread first runs is answered.
+fn serve(me: &'static RankArea, mut last: u32) {
     let svc = &me.service;
-    let mut last = svc.request.load(Ordering::Acquire);
-    svc.running.store(1, Ordering::Release);
     loop {
         let now = svc.request.load(Ordering::Acquire);
         if now == last {

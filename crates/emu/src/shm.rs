@@ -445,7 +445,7 @@ pub struct Service {
     pub lock: Lock,
     pub request: AtomicU32,
     pub done: AtomicU32,
-    /// 1 while the rank's service thread runs.
+    /// 1 once the rank's service thread exists; it answers for the life of the process.
     pub running: AtomicU32,
     pub op: AtomicU32,
     /// 0: done; 1: refused (not inside a registration of the rank, or not mapped).
