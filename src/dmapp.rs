@@ -26,10 +26,10 @@ use crate::control::{self, FAST, READY, REWRITE, TRACE};
 use crate::route::{self, forward_once, Call};
 use crate::sys::{self, Real};
 use crate::tally::{self, Api, Count, OTHER};
-use crate::{diag, init, state, trace};
+use crate::{diag, init, state, topology, trace};
 use aar_abi::dmapp::*;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{DestinationClass, Message, Reason, RoutingMode, Transfer};
+use aar_engine::{Message, Reason, RoutingMode, Transfer};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -224,7 +224,7 @@ fn route_call(
             bytes: shape.bytes,
             transfer: shape.kind.transfer(),
             endpoint: shape.endpoint,
-            class: DestinationClass::Unknown,
+            class: topology::pe_class(control::policy(w)),
             posted_ns: None,
         },
         messages: shape.messages,

@@ -192,6 +192,28 @@ pub fn destination_class(policy: Policy, ep: usize) -> DestinationClass {
     }
 }
 
+static PE_CLASS_SAID: AtomicBool = AtomicBool::new(false);
+
+/// The destination class of a DMAPP call: always one class. A DMAPP call names its target PE,
+/// and the library has no verified way to place a PE on a node (Cray's PMI has `PMI_Get_nid`,
+/// but that a NID is the NIC address the node table lists is not verified). Under `steady`,
+/// which keeps state per class, it says so once, so that a node table given for uGNI posts is
+/// not taken to cover DMAPP calls too.
+#[inline]
+pub fn pe_class(policy: Policy) -> DestinationClass {
+    if policy == Policy::Steady
+        && !PE_CLASS_SAID.load(Ordering::Relaxed)
+        && !PE_CLASS_SAID.swap(true, Ordering::Relaxed)
+    {
+        diag::warn(
+            "DMAPP calls name a PE, which libaar.so does not place on a node: steady keeps one destination \
+             class for all of them (uGNI posts take theirs from the node table). Nothing to set; \
+             their routing is still decided per call.",
+        );
+    }
+    DestinationClass::Unknown
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -452,3 +452,35 @@ fn the_shmem_example_verifies_its_data_and_routes_small_and_large_puts_apart() {
     assert_eq!(dmapp_messages, data_calls(&r).len() as u64);
     assert_eq!(rec["dmapp"]["attribute_sets"].as_u64().unwrap(), sets(&r).len() as u64, "{}", rec["dmapp"]);
 }
+
+/// A DMAPP call names a PE, which the library does not place on a node: every DMAPP call is of
+/// one destination class (`unknown` in the trace), even with a node table. `steady`, which keeps
+/// state per class, says so once; `auto` has one class anyway and says nothing.
+#[test]
+fn dmapp_calls_are_one_destination_class_and_steady_says_so_once() {
+    let run = |test: &str, mode: &str| {
+        let launch = driver(test, "init put 1 65536 4 get 2 65536 3 put 3 8192 2");
+        let (trace, table) = (launch.dir.join("trace.jsonl"), launch.dir.join("nodes.txt"));
+        std::fs::write(&table, "0x100 0 0\n0x101 0 1\n0x102 1 0\n0x103 2 0\n").unwrap();
+        let r = launch
+            .env("AAR_MODE", mode)
+            .env("PMI_GNI_LOC_ADDR", "0x100")
+            .env("AAR_TOPOLOGY", &table.display().to_string())
+            .env("AAR_TRACE", &trace.display().to_string())
+            .run();
+        r.assert_ok();
+        let lines = read_jsonl(&trace);
+        assert_eq!(lines.len(), 9, "{test}: a decision per call (each crosses the threshold)");
+        assert!(lines.iter().all(|l| l["api"] == "DMAPP" && l["destination"] == "unknown"), "{test}: {lines:?}");
+        let said = warnings(&r).into_iter().filter(|l| l.contains("DMAPP calls name a PE")).count();
+        let kept = record(&r)["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m.as_str().unwrap().contains("DMAPP calls name a PE"))
+            .count();
+        (said, kept)
+    };
+    assert_eq!(run("dmapp-class-steady", "steady"), (1, 1), "said once on stderr, kept once in the record");
+    assert_eq!(run("dmapp-class-auto", "auto"), (0, 0));
+}
