@@ -259,4 +259,114 @@ mod tests {
             assert!(e.contains(want), "{text:?}: {e}");
         }
     }
+
+    mod hostile {
+        //! Node tables a site may hand over by mistake (a truncated file, another tool's output, a
+        //! binary): the parser, which runs inside the host program's first post, never panics and
+        //! says which line it stopped at; and what it accepts places every node as its line says.
+
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeSet;
+
+        /// Pieces of the two line forms, their edges and garbage.
+        const PIECES: &[&str] = &[
+            "0",
+            "1",
+            "0x100",
+            "0X1f",
+            "0x",
+            "0xg",
+            "4294967295",
+            "4294967296",
+            "-1",
+            "+1",
+            "1e3",
+            "NID",
+            "(HEX)",
+            "#",
+            "c0-0c0s0n0",
+            "c1-0c2s15n3",
+            "c0-0c0s0n",
+            "c-0c0s0n0",
+            "c0-c0s0n0",
+            "c99999999999-0c0s0n0",
+            "c0-0c0s0n0x",
+            "compute",
+            "up",
+            "batch",
+            "é",
+            "ß\u{0}",
+            "\t",
+            "\r",
+            "\u{1b}[0m",
+            "\u{feff}",
+            "  ",
+        ];
+
+        fn line() -> impl Strategy<Value = String> {
+            prop_oneof![
+                prop::collection::vec(prop::sample::select(PIECES), 0..7).prop_map(|p| p.join(" ")),
+                "\\PC{0,40}",
+                any::<Vec<u8>>().prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(aar_testkit::proptest_config(2000))]
+
+            #[test]
+            fn any_text_parses_or_names_its_line(lines in prop::collection::vec(line(), 0..12)) {
+                let text = lines.join("\n");
+                match text.parse::<Topology>() {
+                    Ok(t) => prop_assert!(!t.nodes.is_empty()),
+                    Err(e) => {
+                        let n = text.lines().count();
+                        let named = e.strip_prefix("line ").and_then(|r| r.split_once(':')).and_then(|(k, _)| k.parse::<usize>().ok());
+                        prop_assert!(e == "no node is listed" || named.is_some_and(|k| (1..=n).contains(&k)), "{e}");
+                        // The quoted line is cut at 80 characters, each escaped to at most 10.
+                        prop_assert!(e.len() < 1000, "{} bytes", e.len());
+                    }
+                }
+            }
+
+            #[test]
+            fn explicit_tables_place_each_node_as_listed(
+                nodes in prop::collection::btree_map(any::<u32>(), (any::<u32>(), any::<u32>()), 1..40),
+                hex in any::<bool>(),
+            ) {
+                let text: String = nodes
+                    .iter()
+                    .map(|(nic, (g, r))| if hex { format!("{nic:#x}\t{g}  {r}\n") } else { format!(" {nic} {g} {r}\n") })
+                    .collect();
+                let t: Topology = text.parse().map_err(TestCaseError::fail)?;
+                for (nic, (group, router)) in &nodes {
+                    prop_assert_eq!(t.location(*nic), Some(Location { group: *group, router: *router }));
+                }
+            }
+
+            #[test]
+            fn xtprocadmin_places_by_blade_and_cabinet_pair(
+                names in prop::collection::btree_set((0u32..3, 0u32..6, 0u32..3, 0u32..16, 0u32..4), 1..40),
+            ) {
+                let names: Vec<_> = names.into_iter().collect();
+                let mut text = String::from("NID    (HEX)    NODENAME     TYPE    STATUS        MODE\n");
+                for (nid, (row, col, chassis, slot, node)) in names.iter().enumerate() {
+                    text += &format!("{nid} {nid:#x} c{col}-{row}c{chassis}s{slot}n{node} compute up batch\n");
+                }
+                let t: Topology = text.parse().map_err(TestCaseError::fail)?;
+                let at = |i: usize| t.location(i as u32).unwrap();
+                for (i, a) in names.iter().enumerate() {
+                    for (j, b) in names.iter().enumerate() {
+                        let same_group = (a.0, a.1 / 2) == (b.0, b.1 / 2);
+                        let same_router = (a.0, a.1, a.2, a.3) == (b.0, b.1, b.2, b.3);
+                        prop_assert_eq!(at(i).group == at(j).group, same_group, "{:?} {:?}", a, b);
+                        prop_assert_eq!(at(i).router == at(j).router, same_router, "{:?} {:?}", a, b);
+                    }
+                }
+                let groups: BTreeSet<u32> = (0..names.len()).map(|i| at(i).group).collect();
+                prop_assert_eq!(groups.iter().copied().max().map_or(0, |g| g + 1) as usize, groups.len(), "dense ids");
+            }
+        }
+    }
 }
