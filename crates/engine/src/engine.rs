@@ -630,7 +630,7 @@ impl Engine {
         let read_before = if self.steady_learns {
             self.add_to_class_window(side, msg, switching)
         } else {
-            switching && self.cfg.window_decisions > 1 && !self.open.mixed
+            switching && !self.open.mixed
         };
         if read_before {
             self.closing = self.open;
@@ -658,7 +658,7 @@ impl Engine {
         let class_switching = self.open_classes.decisions[c] > 0 && self.open_classes.side[c] != side;
         let read_before = match self.cfg.policy {
             Policy::Steady => class_switching && !self.open_classes.mixed[c],
-            _ => switching && self.cfg.window_decisions > 1 && !self.open.mixed,
+            _ => switching && !self.open.mixed,
         };
         if read_before {
             self.closing_classes = std::mem::take(&mut self.open_classes);
@@ -891,6 +891,40 @@ mod tests {
         c = next(c);
         assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
         assert_eq!((e.stats().windows_valid, e.stats().windows_class_attributed), (2, 1));
+    }
+
+    /// With a read after every decision, a read that finds none of its decision's traffic keeps
+    /// the window open; a switch at the next decision must then close it before its message goes
+    /// out, as with longer windows (a property test found the two sides mixed in one window).
+    #[test]
+    fn a_switch_after_an_empty_read_closes_the_window_first() {
+        let cfg = EngineConfig { window_decisions: 1, threshold_bytes: 0, ..EngineConfig::default() };
+        let mut e = Engine::new(cfg);
+        e.keep_steady_state(false);
+        let msg = |bytes| Message {
+            bytes,
+            transfer: Transfer::Put,
+            endpoint: 7,
+            class: DestinationClass::Unknown,
+            posted_ns: None,
+        };
+        let mut c = CounterSample::default();
+        assert_eq!(e.observe(c), WindowOutcome::Baseline);
+        // High Bias stalls (2 µs, 0.5): a 1 MiB message goes Adaptive.
+        assert_eq!(e.on_threshold_crossed(&msg(1 << 20), false).reason, Reason::Threshold);
+        c = next(c);
+        assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
+        let d = e.on_threshold_crossed(&msg(1 << 20), false);
+        assert_eq!((d.mode, d.read_before), (Some(RoutingMode::Adaptive0), false));
+        assert_eq!(e.observe(c), WindowOutcome::DiscardedEmpty, "none of its traffic yet");
+        // An 8-byte message is latency-bound: back to High Bias, and the Adaptive window closes first.
+        let d = e.on_threshold_crossed(&msg(8), false);
+        assert_eq!((d.mode, d.read_before), (Some(RoutingMode::Adaptive3), true));
+        c = next(c);
+        assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
+        c = next(c);
+        assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
+        assert_eq!((e.stats().windows_valid, e.stats().windows_mixed), (3, 0));
     }
 
     #[test]

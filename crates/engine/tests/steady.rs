@@ -50,7 +50,12 @@ impl Rig {
         self.e.set_policy(policy);
         let d = self.e.on_threshold_crossed(&msg, false);
         if d.read_before {
-            assert!(matches!(self.e.observe(self.c), WindowOutcome::Valid(_) | WindowOutcome::Baseline));
+            // Empty when the decisions since the last read were made without traffic (`decide`).
+            let before = self.e.observe(self.c);
+            assert!(matches!(
+                before,
+                WindowOutcome::Valid(_) | WindowOutcome::Baseline | WindowOutcome::DiscardedEmpty
+            ));
         }
         self.c = next(self.c, latency, stall);
         assert!(matches!(self.e.observe(self.c), WindowOutcome::Valid(_)));
