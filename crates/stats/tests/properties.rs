@@ -67,12 +67,20 @@ proptest! {
     #[test]
     fn bootstrap_intervals_are_ordered_and_reproducible(x in prop::collection::vec(time(), 2..80), y in prop::collection::vec(time(), 2..80), seed in any::<u64>()) {
         let (x, y) = (sorted(x), sorted(y));
-        if let Some((r, lo, hi)) = ratio_of_medians(&x, &y, 0.95, 200, seed) {
+        // Present exactly when defined, around the point estimate of the samples themselves.
+        let ratio = ratio_of_medians(&x, &y, 0.95, 200, seed);
+        prop_assert_eq!(ratio.is_some(), median(&x) > 0.0);
+        if let Some((r, lo, hi)) = ratio {
+            prop_assert_eq!(r, median(&y) / median(&x));
             prop_assert!(r.is_finite() && lo <= hi, "{r} [{lo}, {hi}]");
-            prop_assert_eq!(Some((r, lo, hi)), ratio_of_medians(&x, &y, 0.95, 200, seed));
+            prop_assert_eq!(ratio, ratio_of_medians(&x, &y, 0.95, 200, seed));
         }
-        if let Some((d, lo, hi)) = qcd_difference(&x, &y, 0.95, 200, seed) {
-            prop_assert!((-1.0..=1.0).contains(&d) && lo <= hi && (-1.0..=1.0).contains(&lo) && (-1.0..=1.0).contains(&hi), "{d} [{lo}, {hi}]");
+        let spread = qcd_difference(&x, &y, 0.95, 200, seed);
+        let (qx, qy) = (sample_qcd(&x), sample_qcd(&y));
+        prop_assert_eq!(spread.is_some(), qx.is_some() && qy.is_some());
+        if let (Some((d, lo, hi)), Some(qx), Some(qy)) = (spread, qx, qy) {
+            prop_assert_eq!(d, qy - qx);
+            prop_assert!(lo <= hi && (-1.0..=1.0).contains(&lo) && (-1.0..=1.0).contains(&hi), "{d} [{lo}, {hi}]");
         }
     }
 
@@ -84,8 +92,16 @@ proptest! {
             prop_assert!(s.min <= s.q1 && s.q1 <= s.median && s.median <= s.q3 && s.q3 <= s.max, "{s:?}");
             prop_assert!(s.ci_lo <= s.median && s.median <= s.ci_hi, "{s:?}");
         }
-        if let Some(o) = outliers(&v.iter().copied().filter(|x| x.is_finite()).collect::<Vec<_>>()) {
+        let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        let o = outliers(&finite);
+        prop_assert_eq!(o.is_some(), !finite.is_empty());
+        if let Some(o) = o {
+            prop_assert_eq!(o.center, s.median);
             prop_assert!(o.indices.iter().all(|&i| i < s.n) && o.threshold >= 0.0, "{o:?}");
+            // Listed exactly when farther from the centre than the threshold.
+            for (i, x) in finite.iter().enumerate() {
+                prop_assert_eq!(o.indices.contains(&i), (x - o.center).abs() > o.threshold, "{} of {:?}", x, o);
+            }
         }
     }
 }
