@@ -15,8 +15,8 @@
 //! - **Per destination class.** Observations, side in use and dwell are kept per
 //!   [`DestinationClass`]. NIC counters are NIC-wide, so a counter window is attributed to a
 //!   class only when that class decided at least [`SteadyConfig::dominance`] of the window's
-//!   decided bytes, all on one side; other windows feed a node-wide estimate that classes
-//!   without their own use.
+//!   decided bytes, all on one side; only the other windows feed a node-wide estimate, which
+//!   the classes without windows of their own use (a class never borrows another's).
 //! - **Self-calibration.** λ and σ are learned per class and size range from pairs of windows
 //!   of both sides measured close together (geometric means, bounded); the constants are used
 //!   until [`SteadyConfig::calibration_pairs`] pairs exist.
@@ -306,9 +306,11 @@ impl Steady {
         choice
     }
 
-    /// A valid window: attributed to `class` (when one class dominated it: the class, its side
-    /// and its mean decided message size in the window) and to the node-wide state on
-    /// `node_side` (when every decision in the window was on one side).
+    /// A valid window: attributed to `class` when one class dominated it (the class, its side
+    /// and its mean decided message size in the window), else to the node-wide state on
+    /// `node_side` (when every decision in the window was on one side). The node-wide state is
+    /// for the classes whose messages share their windows: a dominated window is one class's
+    /// traffic, and the best side differs between classes.
     pub fn observe(
         &mut self,
         cfg: &SteadyConfig,
@@ -317,11 +319,12 @@ impl Steady {
         node_side: Option<Side>,
     ) {
         self.quiet = self.quiet.saturating_add(1);
-        if let Some((class, side, bytes)) = class {
-            remember(&mut self.classes[class.index()], cfg, w, side, size_range(bytes));
-        }
-        if let Some(side) = node_side {
-            remember(&mut self.node, cfg, w, side, 0);
+        match (class, node_side) {
+            (Some((class, side, bytes)), _) => {
+                remember(&mut self.classes[class.index()], cfg, w, side, size_range(bytes))
+            }
+            (None, Some(side)) => remember(&mut self.node, cfg, w, side, 0),
+            (None, None) => {}
         }
     }
 
