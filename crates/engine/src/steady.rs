@@ -190,14 +190,25 @@ pub(crate) struct Steady {
     node: ClassState,
     /// Valid windows in a row during which no class switched: stretches the read window.
     quiet: u32,
-    /// Post times of the latest decided messages (a ring), to count those still injecting when
-    /// the next one is posted.
-    posts: [Option<u64>; RECENT_POSTS],
-    next_post: usize,
+    /// The latest decided messages' post times, in groups (a ring), to count those still
+    /// injecting when the next one is posted.
+    posts: [PostGroup; POST_GROUPS],
+    latest_group: usize,
 }
 
-/// Decided messages remembered for the count of messages injecting together.
-const RECENT_POSTS: usize = 8;
+/// Decided messages posted close together: a post joins the latest group when it comes within
+/// an eighth of its own time alone after the group's first post. Eight groups thus span at least
+/// one message time whatever the number of messages posted at once (an alltoall posts a
+/// thousand), where eight single post times could not count more than eight.
+#[derive(Clone, Copy, Debug, Default)]
+struct PostGroup {
+    first_ns: u64,
+    last_ns: u64,
+    count: u32,
+}
+
+/// Groups of post times remembered for the count of messages injecting together.
+const POST_GROUPS: usize = 8;
 
 impl Steady {
     pub fn new(cfg: &SteadyConfig) -> Self {
@@ -206,8 +217,8 @@ impl Steady {
             classes: [c.clone(), c.clone(), c.clone(), c.clone()],
             node: c,
             quiet: 0,
-            posts: [None; RECENT_POSTS],
-            next_post: 0,
+            posts: [PostGroup::default(); POST_GROUPS],
+            latest_group: 0,
         }
     }
 
@@ -230,16 +241,29 @@ impl Steady {
     }
 
     /// The messages injecting with one posted at `now` (itself included): those decided less
-    /// than `alone_us` (its time alone on the side in use) before it. Remembers `now`.
+    /// than `alone_us` (its time alone on the side in use) before it, to within a group (a
+    /// group that began before that counts whole). Remembers `now`.
     fn injecting_with(&mut self, now: Option<u64>, alone_us: Option<f64>) -> Option<f64> {
         let now = now?;
-        let since = alone_us.map(|us| now.saturating_sub((us * 1e3) as u64));
-        let count = since.map(|since| {
-            let earlier = self.posts.iter().flatten().filter(|&&t| t > since && t <= now).count();
+        let count = alone_us.map(|us| {
+            let since = now.saturating_sub((us * 1e3) as u64);
+            let earlier: u64 = self
+                .posts
+                .iter()
+                .filter(|g| g.count > 0 && g.last_ns > since && g.first_ns <= now)
+                .map(|g| u64::from(g.count))
+                .sum();
             1.0 + earlier as f64
         });
-        self.posts[self.next_post] = Some(now);
-        self.next_post = (self.next_post + 1) % RECENT_POSTS;
+        let width = alone_us.map_or(0, |us| (us * 1e3 / POST_GROUPS as f64) as u64);
+        let latest = &mut self.posts[self.latest_group];
+        if latest.count > 0 && now >= latest.first_ns && now - latest.first_ns <= width {
+            latest.last_ns = latest.last_ns.max(now);
+            latest.count = latest.count.saturating_add(1);
+        } else {
+            self.latest_group = (self.latest_group + 1) % POST_GROUPS;
+            self.posts[self.latest_group] = PostGroup { first_ns: now, last_ns: now, count: 1 };
+        }
         count
     }
 

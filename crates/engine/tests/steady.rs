@@ -479,6 +479,36 @@ fn messages_posted_together_weigh_their_flits_as_a_shared_nic() {
     }
 }
 
+/// An alltoall posts a message to every other rank at once: every one of them counts, not only
+/// the last few.
+#[test]
+fn every_message_posted_at_once_counts_however_many() {
+    // 1 KiB PUT: p = 16, f = 80 (0.1 µs at the NIC's rate), rounds = 1. High Bias measured
+    // (3.7, 0.2), Adaptive (5.9, 0). With k messages injecting:
+    //   T_high_bias = 3.7 + 0.12 k,  T_adaptive = 5.9 + 0.1 k.
+    // Adaptive is never below 0.9 of High Bias for k < 321; it comes within 1.1 of it, with
+    // fewer stalls, once 5.9 + 0.1 k < 4.07 + 0.132 k, i.e. k > 57.19 (its stalls then save
+    // 80 · k · 0.2 · 1.25 ns · 4 > 2 µs: k > 25). Message i finds i − 1 injecting; the class's
+    // count moves by 0.3 of the difference from 1, so after message i it is
+    // i − 7/3 + (7/3)·0.7^i: 56.67 after message 59, 57.67 after message 60.
+    let msg = |t: u64| Message { posted_ns: Some(t), ..put(1 << 10, DestinationClass::OtherGroup) };
+    let rig = || {
+        let mut r = Rig::new(one());
+        r.window(Policy::Fixed(AD0), msg(0), 5.9, 0.0);
+        r.window(Policy::Fixed(AD3), msg(0), 3.7, 0.2);
+        r
+    };
+    let first_adaptive = |gap_ns: u64| {
+        let mut r = rig();
+        (1..=100u64).find(|&i| r.decide(msg(5_000_000 + i * gap_ns)).mode == Some(AD0))
+    };
+    // At one instant, or 10 ns apart (100 messages in 1 µs, within the 3.82 µs one takes).
+    assert_eq!(first_adaptive(0), Some(60));
+    assert_eq!(first_adaptive(10), Some(60));
+    // One at a time (1 ms apart): High Bias throughout.
+    assert_eq!(first_adaptive(1_000_000), None);
+}
+
 #[test]
 fn reads_become_rarer_while_nothing_switches() {
     // Decisions between reads over 200 decisions on one side that never stalls.
