@@ -101,7 +101,7 @@ const REASON_SHIFT: u32 = 26;
 /// through uGNI) and must be checked for it; programs that never use DMAPP skip that check.
 pub const DMAPP: u32 = 1 << 29;
 
-fn policy_code(p: Policy) -> u32 {
+const fn policy_code(p: Policy) -> u32 {
     match p {
         Policy::Auto => 0,
         Policy::Fixed(m) => 1 + m.index() as u32,
@@ -114,6 +114,12 @@ fn policy_code(p: Policy) -> u32 {
 #[inline(always)]
 pub fn policy_bits(word: u32) -> u32 {
     word & POLICY_MASK
+}
+
+/// Whether a word's policy is `steady`.
+#[inline(always)]
+pub fn is_steady(word: u32) -> bool {
+    policy_bits(word) == policy_code(Policy::Steady) << POLICY_SHIFT
 }
 
 /// The policy a word holds.

@@ -156,8 +156,10 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
                 }
                 crossed = Some(false);
                 if w & REWRITE != 0 {
-                    c.class = control::below_threshold_class(w);
-                    c.reason = control::below_threshold_reason_index(w);
+                    (c.class, c.reason) = match state::alltoall_follow(w) {
+                        Some(m) => (m.index(), Reason::Alltoall.index()),
+                        None => (control::below_threshold_class(w), control::below_threshold_reason_index(w)),
+                    };
                     desired = attributes::mode_value(c.class);
                 }
             }

@@ -62,8 +62,10 @@ pub fn route(
     let mut slot = if crossed { state::try_decider() } else { None };
     let Some(decider) = slot.as_deref_mut().and_then(Option::as_mut) else {
         // Below the threshold, or another thread is deciding right now.
-        let mode = control::below_threshold_mode(w);
-        let reason = control::below_threshold_reason(w);
+        let (mode, reason) = match state::alltoall_follow(w) {
+            Some(m) => (Some(m), Reason::Alltoall),
+            None => (control::below_threshold_mode(w), control::below_threshold_reason(w)),
+        };
         call.count(apply(mode), reason);
         forward();
         return Routed { mode, reason, window: state::last_window() };

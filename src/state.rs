@@ -15,7 +15,9 @@ use crate::settings::{Settings, TestPanic};
 use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{attributes, control, diag, sys, tally};
-use aar_engine::{AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Window, WindowOutcome};
+use aar_engine::{
+    AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, RoutingMode, Window, WindowOutcome,
+};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -76,6 +78,29 @@ pub fn accumulate(bytes: u64) -> bool {
     let (sum, crossed) = aar_engine::accumulate(HOT.cumulative.load(Relaxed), bytes, HOT.threshold.load(Relaxed));
     HOT.cumulative.store(sum, Relaxed);
     crossed
+}
+
+// ---- Inside MPI_Alltoall under `steady` ---------------------------------------------------------
+
+/// The mode of the posts below the threshold inside MPI_Alltoall under `steady`
+/// ([`Engine::below_threshold_in_alltoall`]) as its index + 1; 0: none. Written by the decider
+/// after each `steady` decision, read on the fast path.
+static ALLTOALL_FOLLOW: AtomicU8 = AtomicU8::new(0);
+
+/// The mode a post below the threshold takes instead of the control word's, if any: under
+/// `steady`, on a thread inside MPI_Alltoall, after a decision in it for the low-stall side.
+/// Other policies pay one comparison of the word, and `steady` in a program that never called
+/// MPI_Alltoall one load from the line the fast path reads anyway.
+#[inline]
+pub fn alltoall_follow(w: u32) -> Option<RoutingMode> {
+    if !control::is_steady(w) || !HOT.alltoall_seen.load(Relaxed) {
+        return None;
+    }
+    let i = ALLTOALL_FOLLOW.load(Relaxed);
+    if i == 0 || !crate::mpi::in_alltoall() {
+        return None;
+    }
+    RoutingMode::ALL.get(usize::from(i) - 1).copied()
 }
 
 // ---- The A/B schedule --------------------------------------------------------------------------
@@ -208,7 +233,10 @@ impl Decider {
     #[inline(never)]
     fn decide_steady(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
         let msg = Message { posted_ns: Some(self.post_clock.now_ns()), ..*msg };
-        self.engine.on_threshold_crossed(&msg, in_alltoall)
+        let d = self.engine.on_threshold_crossed(&msg, in_alltoall);
+        let follow = self.engine.below_threshold_in_alltoall().map_or(0, |m| m.index() as u8 + 1);
+        ALLTOALL_FOLLOW.store(follow, Relaxed);
+        d
     }
 
     /// Counters after the send, timing one decision in [`TIMING_SAMPLE`].

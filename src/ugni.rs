@@ -77,15 +77,17 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
         }
         if !state::accumulate(bytes) {
             if w & control::REWRITE != 0 {
+                let (routing, class, reason) = match state::alltoall_follow(w) {
+                    Some(m) => (m.dlvr_bits(), m.index(), Reason::Alltoall.index()),
+                    None => (
+                        (w & control::ROUTING) as u16,
+                        control::below_threshold_class(w),
+                        control::below_threshold_reason_index(w),
+                    ),
+                };
                 // SAFETY: as above; only the routing byte changes, flag bits are kept.
-                unsafe { (*pd).dlvr_mode = (dlvr & !GNI_DLVMODE_ROUTING_MASK) | (w & control::ROUTING) as u16 };
-                tally::count_all(tally::Count {
-                    api: tally::Api::Ugni,
-                    class: control::below_threshold_class(w),
-                    reason: control::below_threshold_reason_index(w),
-                    messages: 1,
-                    bytes,
-                });
+                unsafe { (*pd).dlvr_mode = (dlvr & !GNI_DLVMODE_ROUTING_MASK) | routing };
+                tally::count_all(tally::Count { api: tally::Api::Ugni, class, reason, messages: 1, bytes });
             } else {
                 tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             }

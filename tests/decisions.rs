@@ -103,6 +103,40 @@ fn inside_mpi_alltoall_the_low_stall_mode_is_adaptive1() {
     assert_eq!(&r.dlvr_modes("GNI_PostRdma")[8..], &[AD0; 8]);
 }
 
+/// Under `steady`, once a decision inside MPI_Alltoall goes to ADAPTIVE1, the alltoall's posts
+/// below the threshold go with it (an alltoall's messages are posted together, and a mix of
+/// minimal and non-minimal ones is the slowest); under `auto` they stay on High Bias.
+#[test]
+fn under_steady_an_alltoalls_small_posts_follow_its_decisions() {
+    let run = |mode: &str| {
+        let script = format!("{CONGESTED_MINIMAL} alltoall 1024 40 rdma 1024 10 0");
+        let mut launch = Launch::driver(&format!("alltoall-small-{mode}"), &script).env("AAR_MODE", mode);
+        for var in ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"] {
+            launch = launch.unset(var);
+        }
+        let r = launch.run();
+        r.assert_ok();
+        assert!(r.stdout.contains("alltoall rc=0 reached_pmpi=1"), "{}", r.stdout);
+        let modes = r.dlvr_modes("GNI_PostRdma");
+        assert_eq!(modes.len(), 50);
+        (modes, r.records()[0]["reasons"]["alltoall"].as_u64().unwrap())
+    };
+    // 1 KiB posts cross the 4 KiB threshold at every fifth: decisions at posts 5, 10, ..., 45.
+    // The first has no window (High Bias); the second sees High Bias stall 50 cycles per flit
+    // and goes ADAPTIVE1.
+    let (modes, alltoall) = run("steady");
+    let (inside, after) = modes.split_at(40);
+    assert_eq!(&inside[..9], &[AD3; 9], "{modes:?}");
+    assert_eq!(&inside[9..], &[AD1; 31], "from the first ADAPTIVE1 decision on, every post of the alltoall");
+    assert_eq!(alltoall, 31);
+    // After it, below the threshold, High Bias again; the one decided post is ADAPTIVE0.
+    assert_eq!(after, &[AD3, AD3, AD3, AD3, AD0, AD3, AD3, AD3, AD3, AD0], "{modes:?}");
+    let (modes, alltoall) = run("auto");
+    let decided_adaptive1: Vec<usize> = (0..40).filter(|&i| modes[i] == AD1).collect();
+    assert_eq!(decided_adaptive1, [9, 14, 19, 24, 29, 34, 39], "auto: only the decided posts: {modes:?}");
+    assert_eq!(alltoall, 7);
+}
+
 #[test]
 fn latency_counter_in_cycles_is_converted_with_the_800_mhz_clock() {
     for (emu_unit, aar_unit) in [("us", "us"), ("cycles", "cycles")] {

@@ -117,7 +117,8 @@ pub enum Reason {
     Model,
     /// A fixed mode is set.
     Fixed,
-    /// The model chose the low-stall mode inside MPI_Alltoall, which uses ADAPTIVE1 there.
+    /// The model chose the low-stall mode inside MPI_Alltoall, which uses ADAPTIVE1 there (under
+    /// `steady`, also for the messages below the threshold after such a decision in it).
     Alltoall,
     /// Short message (SMSG), routed through the NIC's SMSG delivery mode.
     Smsg,
@@ -361,6 +362,10 @@ pub struct Engine {
     closing_classes: ClassWindow,
     cumulative: u64,
     steady: Steady,
+    /// `steady`'s mode for the messages below the threshold inside MPI_Alltoall: the alltoall
+    /// mode after a decision in it for the low-stall side, else none (High Bias). Kept across
+    /// policies, as the rest of `steady`'s state.
+    alltoall_follow: Option<RoutingMode>,
 }
 
 impl Engine {
@@ -383,6 +388,7 @@ impl Engine {
             fresh: [None, None],
             steady_learns: true,
             stats: EngineStats::default(),
+            alltoall_follow: None,
         }
     }
 
@@ -464,6 +470,16 @@ impl Engine {
         self.cfg.policy.below_threshold(self.cfg.low_latency_mode).0
     }
 
+    /// Routing of a message below the threshold inside MPI_Alltoall when it is not
+    /// [`Engine::below_threshold_mode`]: under `steady`, once a decision in the alltoall chose
+    /// the low-stall side, its messages below the threshold take the alltoall mode too (reason
+    /// [`Reason::Alltoall`]). An alltoall posts its messages together, so they are not
+    /// latency-bound however small, and one that mixes minimal and non-minimal messages is
+    /// slower than either alone (docs/policy.md, section 6).
+    pub fn below_threshold_in_alltoall(&self) -> Option<RoutingMode> {
+        self.alltoall_follow.filter(|_| self.cfg.policy == Policy::Steady)
+    }
+
     /// The whole per-message algorithm: accumulate, and decide when the threshold is crossed.
     /// (libaar.so keeps the sum itself, lock-free, with the same [`accumulate`], and calls
     /// [`Engine::on_threshold_crossed`] directly.)
@@ -471,7 +487,10 @@ impl Engine {
         let crossed;
         (self.cumulative, crossed) = accumulate(self.cumulative, msg.bytes, self.cfg.threshold_bytes);
         if !crossed {
-            let (mode, reason) = self.cfg.policy.below_threshold(self.cfg.low_latency_mode);
+            let (mode, reason) = match self.below_threshold_in_alltoall().filter(|_| in_alltoall) {
+                Some(m) => (Some(m), Reason::Alltoall),
+                None => self.cfg.policy.below_threshold(self.cfg.low_latency_mode),
+            };
             return Decision {
                 mode,
                 reason,
@@ -493,6 +512,15 @@ impl Engine {
     /// directly, where a call into this crate goes through the GOT, a line its sends evict.
     #[inline]
     pub fn on_threshold_crossed(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
+        // Inside MPI_Alltoall `steady` keeps one state for every message: they go to every
+        // class at once and share their counter windows.
+        let one_class;
+        let msg = if in_alltoall && self.steady_learns {
+            one_class = Message { class: DestinationClass::Unknown, ..*msg };
+            &one_class
+        } else {
+            msg
+        };
         self.stats.decisions += 1;
         let flits = request_flits(msg.bytes, msg.transfer);
         let packets = packets(msg.bytes);
@@ -589,6 +617,7 @@ impl Engine {
                     self.count_switch(c.side);
                 }
                 self.route(c.side, in_alltoall, &mut d);
+                self.alltoall_follow = if d.reason == Reason::Alltoall { d.mode } else { None };
                 Some(c.side)
             }
         };

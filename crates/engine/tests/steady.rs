@@ -509,6 +509,54 @@ fn every_message_posted_at_once_counts_however_many() {
     assert_eq!(first_adaptive(1_000_000), None);
 }
 
+/// Inside MPI_Alltoall `steady` keeps one state for every destination, and once it decides for
+/// the low-stall side there, the alltoall's messages below the threshold go with it.
+#[test]
+fn inside_an_alltoall_one_state_decides_and_the_small_messages_follow() {
+    const AD1: RoutingMode = RoutingMode::Adaptive1;
+    let kib = |class| put(1 << 10, class);
+    let mut e = Engine::new(one());
+    e.set_policy(Policy::Steady);
+    assert_eq!(e.observe(CounterSample::default()), WindowOutcome::Baseline);
+    // The first decision in the alltoall (same group): no window yet, High Bias, a read after it.
+    let d = e.on_threshold_crossed(&kib(DestinationClass::SameGroup), true);
+    assert_eq!((d.mode, d.reason, d.read_counters), (Some(AD3), Reason::Threshold, true));
+    let c = next(CounterSample::default(), 1.0, 50.0);
+    assert!(matches!(e.observe(c), WindowOutcome::Valid(_)));
+    // Below the threshold, after a High Bias decision: High Bias.
+    let d = e.decide(&kib(DestinationClass::OtherGroup), true);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+    // An other-group message in the alltoall decides from the window the same-group one read
+    // (one state): 1 KiB, f = 80, rounds = 1; High Bias (1, 50): 1 + 80 · 51 · 1.25 ns = 6.1 µs;
+    // Adaptive never measured, from the constants (1.2, 10): 1.2 + 80 · 11 · 1.25 ns = 2.3 µs.
+    // It switches (a saving of 3.8 µs × 4 > 2 µs), to the alltoall's mode.
+    let d = e.on_threshold_crossed(&kib(DestinationClass::OtherGroup), true);
+    assert_eq!((d.mode, d.reason), (Some(AD1), Reason::Alltoall));
+    assert_eq!(e.below_threshold_in_alltoall(), Some(AD1));
+    // Its messages below the threshold now go ADAPTIVE1; outside the alltoall, High Bias.
+    let d = e.decide(&kib(DestinationClass::SameRouter), true);
+    assert_eq!((d.mode, d.reason, d.read_counters), (Some(AD1), Reason::Alltoall, false));
+    let d = e.decide(&kib(DestinationClass::SameRouter), false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+    // Outside the alltoall the classes keep their own state: the other group was never
+    // measured there, so it starts on High Bias, and the small messages stop following.
+    let d = e.on_threshold_crossed(&kib(DestinationClass::OtherGroup), false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+    assert_eq!(e.below_threshold_in_alltoall(), None);
+    let d = e.decide(&kib(DestinationClass::SameRouter), true);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+    // `auto` keeps the paper's rule: High Bias below the threshold, in an alltoall too.
+    let mut e = Engine::new(one());
+    assert_eq!(e.observe(CounterSample::default()), WindowOutcome::Baseline);
+    e.on_threshold_crossed(&kib(DestinationClass::SameGroup), true);
+    assert!(matches!(e.observe(next(CounterSample::default(), 1.0, 50.0)), WindowOutcome::Valid(_)));
+    let d = e.on_threshold_crossed(&kib(DestinationClass::OtherGroup), true);
+    assert_eq!((d.mode, d.reason), (Some(AD1), Reason::Alltoall));
+    assert_eq!(e.below_threshold_in_alltoall(), None);
+    let d = e.decide(&kib(DestinationClass::SameRouter), true);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+}
+
 #[test]
 fn reads_become_rarer_while_nothing_switches() {
     // Decisions between reads over 200 decisions on one side that never stalls.
