@@ -195,8 +195,8 @@ impl Suite {
                 s.arms = vec![arm];
                 s.iterations = 1;
                 // An automatic policy alone has no window yet at its first decision (in the
-                // alternated runs the other policies' iterations give it some): one unmeasured
-                // iteration first, as an application's first iterations are.
+                // alternated runs the other policies' iterations give it some): the case's
+                // unmeasured iterations first, as an application's first iterations are.
                 s.warmup_iterations =
                     if arm.engine_policy().is_some_and(|p| p.is_automatic()) { case.warmup } else { 0 };
                 runs.push((c, s));
