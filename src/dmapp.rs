@@ -26,7 +26,7 @@ use crate::control::{self, FAST, READY, REWRITE, TRACE};
 use crate::route::{self, forward_once, Call};
 use crate::sys::{self, Real};
 use crate::tally::{self, Api, Count, OTHER};
-use crate::{diag, init, state, topology, trace};
+use crate::{diag, init, mpi, state, topology, trace};
 use aar_abi::dmapp::*;
 use aar_engine::model::{packets, request_flits};
 use aar_engine::{Message, Reason, RoutingMode, Transfer};
@@ -156,7 +156,7 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
                 }
                 crossed = Some(false);
                 if w & REWRITE != 0 {
-                    (c.class, c.reason) = match state::alltoall_follow(w) {
+                    (c.class, c.reason) = match mpi::alltoall_follow(w) {
                         Some(m) => (m.index(), Reason::Alltoall.index()),
                         None => (control::below_threshold_class(w), control::below_threshold_reason_index(w)),
                     };

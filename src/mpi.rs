@@ -13,6 +13,7 @@
 
 use crate::settings::{Boundary, MpiFunction};
 use crate::{diag, init, iterations, state};
+use aar_engine::RoutingMode;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -87,6 +88,19 @@ static ALLTOALL_SEEN: &AtomicBool = &crate::control::HOT.alltoall_seen;
 #[inline]
 pub fn in_alltoall() -> bool {
     ALLTOALL_SEEN.load(Ordering::Relaxed) && ALLTOALL_DEPTH.try_with(|d| d.get() > 0).unwrap_or(false)
+}
+
+/// The mode a post below the threshold takes instead of the control word's, if any: under
+/// `steady`, on a thread inside MPI_Alltoall, after a decision in it for the low-stall side
+/// ([`aar_engine::Engine::below_threshold_in_alltoall`]). Other policies pay one comparison of
+/// the word, and `steady` in a program that never called MPI_Alltoall one load from the line
+/// the fast path reads anyway.
+#[inline]
+pub fn alltoall_follow(w: u32) -> Option<RoutingMode> {
+    if !crate::control::is_steady(w) || !ALLTOALL_SEEN.load(Ordering::Relaxed) {
+        return None;
+    }
+    crate::state::alltoall_follow_mode().filter(|_| in_alltoall())
 }
 
 struct Depth;

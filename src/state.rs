@@ -87,20 +87,14 @@ pub fn accumulate(bytes: u64) -> bool {
 /// after each `steady` decision, read on the fast path.
 static ALLTOALL_FOLLOW: AtomicU8 = AtomicU8::new(0);
 
-/// The mode a post below the threshold takes instead of the control word's, if any: under
-/// `steady`, on a thread inside MPI_Alltoall, after a decision in it for the low-stall side.
-/// Other policies pay one comparison of the word, and `steady` in a program that never called
-/// MPI_Alltoall one load from the line the fast path reads anyway.
+/// The mode [`ALLTOALL_FOLLOW`] holds: the one an alltoall's posts below the threshold take
+/// under `steady` on a thread inside it (`mpi::alltoall_follow` checks that).
 #[inline]
-pub fn alltoall_follow(w: u32) -> Option<RoutingMode> {
-    if !control::is_steady(w) || !HOT.alltoall_seen.load(Relaxed) {
-        return None;
+pub fn alltoall_follow_mode() -> Option<RoutingMode> {
+    match ALLTOALL_FOLLOW.load(Relaxed) {
+        0 => None,
+        i => RoutingMode::ALL.get(usize::from(i) - 1).copied(),
     }
-    let i = ALLTOALL_FOLLOW.load(Relaxed);
-    if i == 0 || !crate::mpi::in_alltoall() {
-        return None;
-    }
-    RoutingMode::ALL.get(usize::from(i) - 1).copied()
 }
 
 // ---- The A/B schedule --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ use crate::state::{self, NICS};
 use crate::sys::Real;
 use crate::tally::{self, class_of, CALLER_SMSG};
 use crate::trylock::Inside;
-use crate::{diag, init, sys, topology, trace};
+use crate::{diag, init, mpi, sys, topology, trace};
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
 use aar_engine::{requested_mode, with_mode, DestinationClass, Message, Reason, RoutingMode, Transfer};
@@ -77,7 +77,7 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
         }
         if !state::accumulate(bytes) {
             if w & control::REWRITE != 0 {
-                let (routing, class, reason) = match state::alltoall_follow(w) {
+                let (routing, class, reason) = match mpi::alltoall_follow(w) {
                     Some(m) => (m.dlvr_bits(), m.index(), Reason::Alltoall.index()),
                     None => (
                         (w & control::ROUTING) as u16,

@@ -121,7 +121,7 @@ fn under_steady_an_alltoalls_small_posts_follow_its_decisions() {
         assert_eq!(modes.len(), 50);
         (modes, r.records()[0]["reasons"]["alltoall"].as_u64().unwrap())
     };
-    // 1 KiB posts cross the 4 KiB threshold at every fifth: decisions at posts 5, 10, ..., 45.
+    // 1 KiB posts cross the 4 KiB threshold at every fifth: decisions at posts 5, 10, ..., 50.
     // The first has no window (High Bias); the second sees High Bias stall 50 cycles per flit
     // and goes ADAPTIVE1.
     let (modes, alltoall) = run("steady");
@@ -129,7 +129,7 @@ fn under_steady_an_alltoalls_small_posts_follow_its_decisions() {
     assert_eq!(&inside[..9], &[AD3; 9], "{modes:?}");
     assert_eq!(&inside[9..], &[AD1; 31], "from the first ADAPTIVE1 decision on, every post of the alltoall");
     assert_eq!(alltoall, 31);
-    // After it, below the threshold, High Bias again; the one decided post is ADAPTIVE0.
+    // After it, below the threshold, High Bias again; the two decided posts are ADAPTIVE0.
     assert_eq!(after, &[AD3, AD3, AD3, AD3, AD0, AD3, AD3, AD3, AD3, AD0], "{modes:?}");
     let (modes, alltoall) = run("auto");
     let decided_adaptive1: Vec<usize> = (0..40).filter(|&i| modes[i] == AD1).collect();
