@@ -44,7 +44,8 @@ extern "C" {
 int aar_set_mode(uint16_t dlvr_mode);
 
 /* The same by name, as AAR_MODE takes it: "ADAPTIVE3" or "ADAPTIVE_3" (any case), or "auto" (also
- * "paper"), or "steady" (aar's own automatic policy: no oscillation, state per destination class),
+ * "paper"), or "steady" (aar's own automatic policy: no oscillation, state per destination class,
+ * each MPI collective call routed as a whole with the routing its calls were fastest with),
  * or "off" (also "observe": count and read counters, but leave every descriptor as the caller
  * wrote it). */
 int aar_set_mode_name(const char *name);

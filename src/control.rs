@@ -12,7 +12,7 @@ static CONTROL: &AtomicU32 = &HOT.control;
 
 /// What every post reads (GNI_PostRdma's address, the control word, where initialisation stands,
 /// whether a fork child still has to make its state, the cumulative-size sum and threshold,
-/// whether MPI_Alltoall was seen) and what every valid counter read writes (the latest window),
+/// whether a collective was seen) and what every valid counter read writes (the latest window),
 /// in one cache line. On the read path the send between a decision and its read evicts
 /// every line the library touched, so the next post would miss on each line of its own; the
 /// write after the read brings this one back for it. `repr(C)` and atomics keep the fields
@@ -21,8 +21,8 @@ static CONTROL: &AtomicU32 = &HOT.control;
 pub struct Hot {
     pub post_rdma: Real,
     pub control: AtomicU32,
-    /// Set by the first MPI_Alltoall (`mpi`).
-    pub alltoall_seen: AtomicBool,
+    /// Set by the first collective `steady` routes or the first MPI_Alltoall (`mpi`).
+    pub collective_seen: AtomicBool,
     /// Where initialisation stands (the states are `state`'s; 0: not started).
     pub init: AtomicU8,
     /// Set in a fork child until its own state is made.
@@ -39,7 +39,7 @@ pub struct Hot {
 pub static HOT: Hot = Hot {
     post_rdma: Real::new(c"GNI_PostRdma"),
     control: AtomicU32::new(0),
-    alltoall_seen: AtomicBool::new(false),
+    collective_seen: AtomicBool::new(false),
     init: AtomicU8::new(0),
     forked: AtomicBool::new(false),
     cumulative: AtomicU64::new(0),

@@ -156,8 +156,8 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
                 }
                 crossed = Some(false);
                 if w & REWRITE != 0 {
-                    (c.class, c.reason) = match mpi::alltoall_follow(w) {
-                        Some(m) => (m.index(), Reason::Alltoall.index()),
+                    (c.class, c.reason) = match mpi::call_follow(w) {
+                        Some((m, reason)) => (m.index(), reason),
                         None => (control::below_threshold_class(w), control::below_threshold_reason_index(w)),
                     };
                     desired = attributes::mode_value(c.class);

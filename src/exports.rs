@@ -423,7 +423,7 @@ pub unsafe extern "C" fn dmapp_get_rma_attrs_ext(attrs: *mut c_void) -> DmappRet
 /// The MPI standard's contract for MPI_Barrier.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn MPI_Barrier(comm: usize) -> c_int {
-    mpi::forward(&mpi::BARRIER, |real: BarrierFn| {
+    mpi::forward(&mpi::BARRIER, [0, 0, 0, comm as u64], |real: BarrierFn| {
         // SAFETY: PMPI_Barrier, whose prototype BarrierFn matches; the caller's argument, unchanged.
         unsafe { real(comm) }
     })
@@ -440,7 +440,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: usize,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::ALLREDUCE, |real: AllreduceFn| {
+    mpi::forward(&mpi::ALLREDUCE, [count as u64, datatype as u64, op as u64, comm as u64], |real: AllreduceFn| {
         // SAFETY: PMPI_Allreduce, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) }
     })
@@ -458,7 +458,7 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::REDUCE, |real: ReduceFn| {
+    mpi::forward(&mpi::REDUCE, [count as u64, datatype as u64, root as u64, comm as u64], |real: ReduceFn| {
         // SAFETY: PMPI_Reduce, whose prototype ReduceFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) }
     })
@@ -474,7 +474,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::BCAST, |real: BcastFn| {
+    mpi::forward(&mpi::BCAST, [count as u64, datatype as u64, root as u64, comm as u64], |real: BcastFn| {
         // SAFETY: PMPI_Bcast, whose prototype BcastFn matches; the caller's arguments, unchanged.
         unsafe { real(buffer, count, datatype, root, comm) }
     })
@@ -492,7 +492,7 @@ pub unsafe extern "C" fn MPI_Allgather(
     recvtype: usize,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::ALLGATHER, |real: AllToAllFn| {
+    mpi::forward(&mpi::ALLGATHER, [sendcount as u64, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
         // SAFETY: PMPI_Allgather, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
     })
@@ -512,7 +512,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
     recvtype: usize,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::ALLTOALL, |real: AllToAllFn| {
+    mpi::forward(&mpi::ALLTOALL, [sendcount as u64, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
         // SAFETY: PMPI_Alltoall, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
     })
@@ -531,7 +531,7 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::GATHER, |real: RootedFn| {
+    mpi::forward(&mpi::GATHER, [sendcount as u64, sendtype as u64, root as u64, comm as u64], |real: RootedFn| {
         // SAFETY: PMPI_Gather, whose prototype RootedFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
     })
@@ -550,7 +550,7 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::SCATTER, |real: RootedFn| {
+    mpi::forward(&mpi::SCATTER, [sendcount as u64, sendtype as u64, root as u64, comm as u64], |real: RootedFn| {
         // SAFETY: PMPI_Scatter, whose prototype RootedFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
     })

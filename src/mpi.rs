@@ -1,6 +1,7 @@
 //! The MPI seam: the collectives that can mark A/B iterations in an unmodified program
-//! (`AAR_AB_BOUNDARY=MPI_<Fn>[:N]`), and MPI_Alltoall, inside which the low-stall mode is
-//! ADAPTIVE1 (what Cray MPICH uses there by default). The PMPI functions are resolved at run
+//! (`AAR_AB_BOUNDARY=MPI_<Fn>[:N]`), that `steady` routes and times as whole calls, and
+//! MPI_Alltoall, inside which the low-stall mode is ADAPTIVE1 (what Cray MPICH uses there by
+//! default). The PMPI functions are resolved at run
 //! time: libaar.so has no link dependency on any MPI.
 //!
 //! MPI handles are `int` in MPICH (Cray MPICH) and pointers in Open MPI. Every handle parameter
@@ -76,45 +77,60 @@ pub static GATHER: Collective = Collective::new(MpiFunction::Gather, c"PMPI_Gath
 pub static SCATTER: Collective = Collective::new(MpiFunction::Scatter, c"PMPI_Scatter");
 
 thread_local! {
-    static ALLTOALL_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Collectives and MPI_Alltoalls this thread is inside.
+    static DEPTH: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
 }
 
-/// Set by the first MPI_Alltoall: until then no thread can be inside one, and the decision path
-/// skips the thread-local lookup.
-/// ([`crate::control::Hot::alltoall_seen`].)
-static ALLTOALL_SEEN: &AtomicBool = &crate::control::HOT.alltoall_seen;
+/// Set by the first collective routed under `steady` or the first MPI_Alltoall: until then no
+/// thread can be inside one, and the decision path skips the thread-local lookup.
+/// ([`crate::control::Hot::collective_seen`].)
+static COLLECTIVE_SEEN: &AtomicBool = &crate::control::HOT.collective_seen;
 
 /// Whether this thread is inside MPI_Alltoall.
 #[inline]
 pub fn in_alltoall() -> bool {
-    ALLTOALL_SEEN.load(Ordering::Relaxed) && ALLTOALL_DEPTH.try_with(|d| d.get() > 0).unwrap_or(false)
+    COLLECTIVE_SEEN.load(Ordering::Relaxed) && DEPTH.try_with(|d| d.get().1 > 0).unwrap_or(false)
 }
 
-/// The mode a post below the threshold takes instead of the control word's, if any: under
-/// `steady`, on a thread inside MPI_Alltoall, after a decision in it for the low-stall side
-/// ([`aar_engine::Engine::below_threshold_in_alltoall`]). Other policies pay one comparison of
-/// the word, and `steady` in a program that never called MPI_Alltoall one load from the line
-/// the fast path reads anyway.
+/// The mode and reason index a post below the threshold takes instead of the control word's,
+/// if any: under `steady`, on a thread inside a collective, the call's routing
+/// ([`aar_engine::Engine::below_threshold_in_call`]). Other policies pay one comparison of the
+/// word, and `steady` in a program that never called a collective one load from the line the
+/// fast path reads anyway.
 #[inline]
-pub fn alltoall_follow(w: u32) -> Option<RoutingMode> {
-    if !crate::control::is_steady(w) || !ALLTOALL_SEEN.load(Ordering::Relaxed) {
+pub fn call_follow(w: u32) -> Option<(RoutingMode, usize)> {
+    if !crate::control::is_steady(w) || !COLLECTIVE_SEEN.load(Ordering::Relaxed) {
         return None;
     }
-    crate::state::alltoall_follow_mode().filter(|_| in_alltoall())
+    state::call_follow().filter(|_| DEPTH.try_with(|d| d.get().0 > 0).unwrap_or(false))
 }
 
-struct Depth;
+/// This thread is inside a collective (and an MPI_Alltoall, when `alltoall`) until the drop.
+struct Depth(bool);
 impl Depth {
-    fn enter() -> Depth {
-        ALLTOALL_SEEN.store(true, Ordering::Relaxed);
-        let _ = ALLTOALL_DEPTH.try_with(|d| d.set(d.get().saturating_add(1)));
-        Depth
+    fn enter(alltoall: bool) -> Depth {
+        COLLECTIVE_SEEN.store(true, Ordering::Relaxed);
+        let _ = DEPTH.try_with(|d| {
+            let (calls, alltoalls) = d.get();
+            d.set((calls.saturating_add(1), alltoalls.saturating_add(u32::from(alltoall))));
+        });
+        Depth(alltoall)
     }
 }
 impl Drop for Depth {
     fn drop(&mut self) {
-        let _ = ALLTOALL_DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
+        let _ = DEPTH.try_with(|d| {
+            let (calls, alltoalls) = d.get();
+            d.set((calls.saturating_sub(1), alltoalls.saturating_sub(u32::from(self.0))));
+        });
     }
+}
+
+/// Whether `steady` routes a collective as one call under word `w`: when it is the policy, or an
+/// A/B experiment may time the call for it under a fixed mode.
+fn routes_calls(w: u32) -> bool {
+    use crate::control::{ENABLED, READY};
+    w & (READY | ENABLED) == (READY | ENABLED) && (crate::control::is_steady(w) || state::schedule().is_some())
 }
 
 /// The boundary function as an index into [`MpiFunction::ALL`], or one of these.
@@ -190,11 +206,32 @@ fn missing(c: &Collective) -> c_int {
 }
 
 /// Forward one call of a wrapped MPI function to its PMPI function `F` exactly once (`call`
-/// makes it), then take the iteration boundary if this function is the boundary.
-pub fn forward<F: Copy>(c: &Collective, call: impl FnOnce(F) -> c_int) -> c_int {
+/// makes it), then take the iteration boundary if this function is the boundary. `key` holds
+/// what tells its calls apart besides the function (count, datatype, root, communicator): under
+/// `steady` a call is routed and timed as a whole ([`aar_engine::calls`]).
+pub fn forward<F: Copy>(c: &Collective, key: [u64; 4], call: impl FnOnce(F) -> c_int) -> c_int {
     let Some(real) = c.real::<F>() else { return missing(c) };
-    let rc = if c.function == MpiFunction::Alltoall {
-        let _inside = Depth::enter();
+    let alltoall = c.function == MpiFunction::Alltoall;
+    let w = crate::control::load();
+    let rc = if routes_calls(w) {
+        let _inside = Depth::enter(alltoall);
+        let begin = || {
+            let key = aar_engine::calls::call_key(&[code(c.function) as u64, key[0], key[1], key[2], key[3]]);
+            state::begin_call(key, alltoall && state::settings().is_some_and(|s| s.alltoall_hook), w);
+        };
+        // A panic must not reach the application; the call is forwarded whatever happens here.
+        if std::panic::catch_unwind(begin).is_err() {
+            diag::internal_error("the collective was forwarded");
+        }
+        let t0 = crate::sys::now_ns();
+        let rc = call(real);
+        let elapsed = crate::sys::now_ns().saturating_sub(t0);
+        if std::panic::catch_unwind(|| state::end_call(elapsed)).is_err() {
+            diag::internal_error("the collective had been forwarded");
+        }
+        rc
+    } else if alltoall {
+        let _inside = Depth::enter(true);
         call(real)
     } else {
         call(real)

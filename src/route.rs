@@ -62,8 +62,8 @@ pub fn route(
     let mut slot = if crossed { state::try_decider() } else { None };
     let Some(decider) = slot.as_deref_mut().and_then(Option::as_mut) else {
         // Below the threshold, or another thread is deciding right now.
-        let (mode, reason) = match mpi::alltoall_follow(w) {
-            Some(m) => (Some(m), Reason::Alltoall),
+        let (mode, reason) = match mpi::call_follow(w) {
+            Some((m, reason)) => (Some(m), Reason::ALL.get(reason).copied().unwrap_or(Reason::Passthrough)),
             None => (control::below_threshold_mode(w), control::below_threshold_reason(w)),
         };
         call.count(apply(mode), reason);

@@ -16,9 +16,10 @@ use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{attributes, control, diag, sys, tally};
 use aar_engine::{
-    AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, RoutingMode, Window, WindowOutcome,
+    AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Reason, RoutingMode, Window,
+    WindowOutcome,
 };
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -80,20 +81,57 @@ pub fn accumulate(bytes: u64) -> bool {
     crossed
 }
 
-// ---- Inside MPI_Alltoall under `steady` ---------------------------------------------------------
+// ---- Inside a collective call under `steady` ----------------------------------------------------
 
-/// The mode of the posts below the threshold inside MPI_Alltoall under `steady`
-/// ([`Engine::below_threshold_in_alltoall`]) as its index + 1; 0: none. Written by the decider
-/// after each `steady` decision, read on the fast path.
-static ALLTOALL_FOLLOW: AtomicU8 = AtomicU8::new(0);
+/// The routing of posts below the threshold on a thread inside an MPI collective under `steady`
+/// ([`Engine::below_threshold_in_call`]): the mode's index + 1 in the low four bits, the reason's
+/// index above them; 0: none. Written by the decider at a call's entry and after each `steady`
+/// decision, cleared at the call's exit; read on the fast path.
+static CALL_FOLLOW: AtomicU8 = AtomicU8::new(0);
 
-/// The mode [`ALLTOALL_FOLLOW`] holds: the one an alltoall's posts below the threshold take
-/// under `steady` on a thread inside it (`mpi::alltoall_follow` checks that).
+/// The end of a call that could not take the decider (its time in ns; `u64::MAX`: none), for the
+/// next thread that holds it.
+static CALL_END_PENDING: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// How long a call's entry or exit waits for a thread that is deciding: decisions take well under
+/// a microsecond, and a collective call many.
+const CALL_WAIT: Duration = Duration::from_millis(1);
+
+/// The mode and the reason index [`CALL_FOLLOW`] holds: what posts below the threshold take
+/// under `steady` on a thread inside a collective (`mpi::call_follow` checks that).
 #[inline]
-pub fn alltoall_follow_mode() -> Option<RoutingMode> {
-    match ALLTOALL_FOLLOW.load(Relaxed) {
+pub fn call_follow() -> Option<(RoutingMode, usize)> {
+    match CALL_FOLLOW.load(Relaxed) {
         0 => None,
-        i => RoutingMode::ALL.get(usize::from(i) - 1).copied(),
+        v => RoutingMode::ALL.get(usize::from(v & 0xf).wrapping_sub(1)).map(|&m| (m, usize::from(v >> 4))),
+    }
+}
+
+fn store_call_follow(follow: Option<(RoutingMode, Reason)>) {
+    CALL_FOLLOW.store(follow.map_or(0, |(m, r)| (m.index() as u8 + 1) | ((r.index() as u8) << 4)), Relaxed);
+}
+
+/// An MPI collective of kind `key` begins on this thread, under the policy of control word `w`
+/// (see [`Engine::begin_call`]).
+pub fn begin_call(key: u64, in_alltoall: bool, w: u32) {
+    let Some(mut slot) = decider_within(CALL_WAIT) else { return };
+    let Some(d) = slot.as_mut() else { return };
+    d.sync_policy(w);
+    d.end_pending_call();
+    d.engine.begin_call(key, in_alltoall);
+    store_call_follow(d.engine.below_threshold_in_call(in_alltoall));
+}
+
+/// The collective that began last on this thread ended, `elapsed_ns` after it began.
+pub fn end_call(elapsed_ns: u64) {
+    store_call_follow(None);
+    match decider_within(CALL_WAIT) {
+        Some(mut slot) => {
+            if let Some(d) = slot.as_mut() {
+                d.engine.end_call(elapsed_ns);
+            }
+        }
+        None => CALL_END_PENDING.store(elapsed_ns, Relaxed),
     }
 }
 
@@ -212,24 +250,37 @@ impl Decider {
 
     /// Decide for a message that crossed the threshold, under the policy of control word `w`.
     pub fn decide(&mut self, msg: &Message, in_alltoall: bool, w: u32) -> Decision {
-        if self.policy_bits != control::policy_bits(w) {
-            self.policy_bits = control::policy_bits(w);
-            self.engine.set_policy(control::policy(w));
-        }
+        self.sync_policy(w);
         if self.engine.config().policy == Policy::Steady {
             return self.decide_steady(msg, in_alltoall);
         }
         self.engine.on_threshold_crossed(msg, in_alltoall)
     }
 
+    /// Give the engine the policy of control word `w`, if it changed.
+    #[inline]
+    fn sync_policy(&mut self, w: u32) {
+        if self.policy_bits != control::policy_bits(w) {
+            self.policy_bits = control::policy_bits(w);
+            self.engine.set_policy(control::policy(w));
+        }
+    }
+
+    /// End the call whose exit found the decider busy (a thread decided meanwhile).
+    fn end_pending_call(&mut self) {
+        if CALL_END_PENDING.load(Relaxed) != u64::MAX {
+            self.engine.end_call(CALL_END_PENDING.swap(u64::MAX, Relaxed));
+        }
+    }
+
     /// `steady` counts the messages posted shortly before this one (they share the NIC's
     /// injection with it): it needs the post time, a clock read that only its decisions pay.
     #[inline(never)]
     fn decide_steady(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
+        self.end_pending_call();
         let msg = Message { posted_ns: Some(self.post_clock.now_ns()), ..*msg };
         let d = self.engine.on_threshold_crossed(&msg, in_alltoall);
-        let follow = self.engine.below_threshold_in_alltoall().map_or(0, |m| m.index() as u8 + 1);
-        ALLTOALL_FOLLOW.store(follow, Relaxed);
+        store_call_follow(self.engine.below_threshold_in_call(in_alltoall));
         d
     }
 

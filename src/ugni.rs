@@ -77,8 +77,8 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
         }
         if !state::accumulate(bytes) {
             if w & control::REWRITE != 0 {
-                let (routing, class, reason) = match mpi::alltoall_follow(w) {
-                    Some(m) => (m.dlvr_bits(), m.index(), Reason::Alltoall.index()),
+                let (routing, class, reason) = match mpi::call_follow(w) {
+                    Some((m, reason)) => (m.dlvr_bits(), m.index(), reason),
                     None => (
                         (w & control::ROUTING) as u16,
                         control::below_threshold_class(w),

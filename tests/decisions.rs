@@ -137,6 +137,41 @@ fn under_steady_an_alltoalls_small_posts_follow_its_decisions() {
     assert_eq!(alltoall, 7);
 }
 
+/// Under `steady` the calls of a collective are routed and timed as a whole: the first three try
+/// `steady`'s own decisions, every post Adaptive (ADAPTIVE1 in MPI_Alltoall), every post High
+/// Bias; then the fastest routes every post of the call, those below the threshold included. The
+/// driver's network makes a post wait by the mode it went out with (`modetime`), so the calls'
+/// wall times, measured by libaar.so around PMPI_Alltoall, decide.
+#[test]
+fn under_steady_collective_calls_try_each_routing_then_keep_the_fastest() {
+    let run = |name: &str, mode: &str, net: &str, wait: &str| {
+        // six calls of eight 1 KiB posts: a decision at every fourth post
+        let script = format!("{net} modetime {wait} {}", "alltoall 1024 8 ".repeat(6));
+        let r = Launch::driver(&format!("calls-{name}"), &script).env("AAR_MODE", mode).run();
+        r.assert_ok();
+        let modes = r.dlvr_modes("GNI_PostRdma");
+        assert_eq!(modes.len(), 48);
+        let collective = r.records()[0]["reasons"]["collective"].as_u64().unwrap();
+        (modes, collective)
+    };
+    // High Bias posts take 2 ms more: after the three tries, every post ADAPTIVE1.
+    let (modes, collective) = run("adaptive", "steady", CONGESTED_MINIMAL, "0 0 0 2000");
+    assert_eq!(&modes[8..16], &[AD1; 8], "the second call, every post Adaptive: {modes:?}");
+    assert_eq!(&modes[16..24], &[AD3; 8], "the third call, every post High Bias: {modes:?}");
+    assert_eq!(&modes[24..], &[AD1; 24], "then the fastest: {modes:?}");
+    assert_eq!(collective, 40);
+    // ADAPTIVE1 posts take 2 ms more: every post High Bias after the tries (by the call's own
+    // routing or by `steady`'s decisions, which choose High Bias on this network).
+    let (modes, _) = run("high-bias", "steady", LATENCY_BOUND, "0 2000 0 0");
+    assert_eq!(&modes[8..16], &[AD1; 8], "{modes:?}");
+    assert_eq!(&modes[16..], &[AD3; 32], "{modes:?}");
+    // `auto` keeps the paper's algorithm inside collectives: the posts below the threshold stay
+    // on High Bias, and no call is routed as a whole.
+    let (modes, collective) = run("auto", "auto", CONGESTED_MINIMAL, "0 0 0 2000");
+    assert_eq!(collective, 0);
+    assert!(modes.chunks(8).all(|call| call.iter().filter(|&&m| m == AD3).count() >= 6), "{modes:?}");
+}
+
 #[test]
 fn latency_counter_in_cycles_is_converted_with_the_800_mhz_clock() {
     for (emu_unit, aar_unit) in [("us", "us"), ("cycles", "cycles")] {

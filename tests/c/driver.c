@@ -38,6 +38,9 @@
  *   alltoall SIZE COUNT             MPI_Alltoall, whose PMPI_Alltoall (defined here, found by
  *                                   libaar.so at run time) makes COUNT RDMA PUTs of SIZE bytes and
  *                                   checks that every argument arrived unchanged
+ *   modetime US0 US1 US2 US3        from here, every post waits US microseconds after its completion,
+ *                                   by the ADAPTIVE mode it went out with (a network where the
+ *                                   routing decides the time; 0 0 0 0: none)
  *
  * DLVR is the dlvr_mode the caller writes (decimal or 0x hex). Every post waits for its local completion, checks that GNI_GetCompleted returns its own
  * descriptor, that every byte arrived, and that the descriptor fields the caller set are as the
@@ -168,6 +171,9 @@ static gni_post_descriptor_t a_to_b(struct pair *p, gni_post_type_t type, uint64
 	return pd;
 }
 
+/* microseconds a post waits after completing, by its ADAPTIVE mode (modetime) */
+static unsigned mode_wait_us[4];
+
 static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dlvr, uint64_t seq)
 {
 	struct ugni_side *a = &p->a, *b = &p->b;
@@ -198,6 +204,10 @@ static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dl
 		fail(p, "payload corrupted");
 	if (verbose > 1)
 		printf("post %s size=%llu dlvr_in=0x%x dlvr_out=0x%x\n", kind, (unsigned long long)size, before.dlvr_mode, pd.dlvr_mode);
+	uint16_t r = pd.dlvr_mode;
+	unsigned wait = mode_wait_us[r & GNI_DLVMODE_ADAPTIVE3 ? 3 : r & GNI_DLVMODE_ADAPTIVE2 ? 2 : r & GNI_DLVMODE_ADAPTIVE1 ? 1 : 0];
+	if (wait)
+		usleep(wait);
 	return 0;
 }
 
@@ -536,6 +546,10 @@ int main(int argc, char **argv)
 					fail(&p, "MPI_Alltoall did not reach PMPI_Alltoall once");
 			}
 			i += 2;
+		} else if (!strcmp(c, "modetime")) {
+			for (int k = 0; k < 4; k++)
+				mode_wait_us[k] = (unsigned)num(ARG(k + 1));
+			i += 4;
 		} else if (!strcmp(c, "fork")) {
 			uint64_t n = num(ARG(1));
 			fflush(stdout);

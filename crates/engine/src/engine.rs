@@ -1,5 +1,6 @@
 //! The per-rank decision state machine: the paper's Algorithm 1 in both directions.
 
+use crate::calls::{CallArm, CallTuner};
 use crate::class::DestinationClass;
 use crate::mode::RoutingMode;
 use crate::model::{message_time_us, packets, request_flits, Transfer, Window};
@@ -124,12 +125,15 @@ pub enum Reason {
     Smsg,
     /// Left as the caller asked: non-adaptive request, library off or disabled.
     Passthrough,
+    /// Under `steady`, inside a collective call that routes every message on one side
+    /// ([`Engine::begin_call`]).
+    Collective,
 }
 
 impl Reason {
     /// Every reason, in the order of [`Reason::index`].
-    pub const ALL: [Reason; 6] =
-        [Self::Threshold, Self::Model, Self::Fixed, Self::Alltoall, Self::Smsg, Self::Passthrough];
+    pub const ALL: [Reason; 7] =
+        [Self::Threshold, Self::Model, Self::Fixed, Self::Alltoall, Self::Smsg, Self::Passthrough, Self::Collective];
     /// The name records and traces use.
     pub const fn name(self) -> &'static str {
         match self {
@@ -139,6 +143,7 @@ impl Reason {
             Self::Alltoall => "alltoall",
             Self::Smsg => "smsg",
             Self::Passthrough => "passthrough",
+            Self::Collective => "collective",
         }
     }
     /// Position in [`Reason::ALL`], for per-reason tables.
@@ -366,6 +371,10 @@ pub struct Engine {
     /// mode after a decision in it for the low-stall side, else none (High Bias). Kept across
     /// policies, as the rest of `steady`'s state.
     alltoall_follow: Option<RoutingMode>,
+    /// `steady`'s routing of collective calls, and the side the call in progress routes every
+    /// message with, if it does.
+    calls: CallTuner,
+    call_side: Option<Side>,
 }
 
 impl Engine {
@@ -389,6 +398,8 @@ impl Engine {
             steady_learns: true,
             stats: EngineStats::default(),
             alltoall_follow: None,
+            calls: CallTuner::default(),
+            call_side: None,
         }
     }
 
@@ -470,14 +481,57 @@ impl Engine {
         self.cfg.policy.below_threshold(self.cfg.low_latency_mode).0
     }
 
-    /// Routing of a message below the threshold inside MPI_Alltoall when it is not
-    /// [`Engine::below_threshold_mode`]: under `steady`, once a decision in the alltoall chose
-    /// the low-stall side, its messages below the threshold take the alltoall mode too (reason
+    /// Routing of a message below the threshold inside a collective call when it is not
+    /// [`Engine::below_threshold_mode`], only under `steady`: the call's side when the call routes
+    /// every message with one ([`Engine::begin_call`], reason [`Reason::Collective`]); else, inside
+    /// MPI_Alltoall once a decision in it chose the low-stall side, the alltoall mode (reason
     /// [`Reason::Alltoall`]). An alltoall posts its messages together, so they are not
     /// latency-bound however small, and one that mixes minimal and non-minimal messages is
     /// slower than either alone (docs/policy.md, section 6).
-    pub fn below_threshold_in_alltoall(&self) -> Option<RoutingMode> {
-        self.alltoall_follow.filter(|_| self.cfg.policy == Policy::Steady)
+    pub fn below_threshold_in_call(&self, in_alltoall: bool) -> Option<(RoutingMode, Reason)> {
+        if self.cfg.policy != Policy::Steady {
+            return None;
+        }
+        if let Some(side) = self.call_side {
+            return Some((self.mode_of(side, in_alltoall), Reason::Collective));
+        }
+        self.alltoall_follow.filter(|_| in_alltoall).map(|m| (m, Reason::Alltoall))
+    }
+
+    /// A collective call begins (libaar.so: an MPI collective is entered; the simulator: a
+    /// collective motif starts). `key` tells kinds of call apart (the function, its size, its
+    /// communicator); every rank that makes the call must give the same key. Under `steady` the
+    /// call may route every message on one side (returned; see [`calls`](crate::calls)); under
+    /// a fixed mode its time is kept for `steady` when the mode is the one a side has in this
+    /// call (ADAPTIVE0 or, in MPI_Alltoall, ADAPTIVE1; ADAPTIVE3).
+    pub fn begin_call(&mut self, key: u64, in_alltoall: bool) -> Option<CallArm> {
+        let steady = self.cfg.policy == Policy::Steady;
+        let fixed = match self.cfg.policy {
+            Policy::Fixed(m) if self.steady_learns => match self.side_of(m) {
+                Some(Side::LowLatency) => Some(CallArm::LowLatency),
+                Some(Side::LowStall) if m == self.mode_of(Side::LowStall, in_alltoall) => Some(CallArm::LowStall),
+                _ => None,
+            },
+            _ => None,
+        };
+        let arm = self.calls.begin(key, steady, fixed);
+        self.call_side = match arm {
+            Some(CallArm::LowStall) => Some(Side::LowStall),
+            Some(CallArm::LowLatency) => Some(Side::LowLatency),
+            _ => None,
+        };
+        arm
+    }
+
+    /// The collective call that began last ended, `elapsed_ns` after it began.
+    pub fn end_call(&mut self, elapsed_ns: u64) {
+        self.calls.end(elapsed_ns);
+        self.call_side = None;
+    }
+
+    /// `steady`'s arm for calls of kind `key`, once it has timed every arm.
+    pub fn call_choice(&self, key: u64) -> Option<CallArm> {
+        self.calls.choice(key)
     }
 
     /// The whole per-message algorithm: accumulate, and decide when the threshold is crossed.
@@ -487,8 +541,8 @@ impl Engine {
         let crossed;
         (self.cumulative, crossed) = accumulate(self.cumulative, msg.bytes, self.cfg.threshold_bytes);
         if !crossed {
-            let (mode, reason) = match self.below_threshold_in_alltoall().filter(|_| in_alltoall) {
-                Some(m) => (Some(m), Reason::Alltoall),
+            let (mode, reason) = match self.below_threshold_in_call(in_alltoall) {
+                Some((m, reason)) => (Some(m), reason),
                 None => self.cfg.policy.below_threshold(self.cfg.low_latency_mode),
             };
             return Decision {
@@ -605,6 +659,14 @@ impl Engine {
                 d.reason = Reason::Fixed;
                 self.side_of(m)
             }
+            Policy::Steady if self.call_side.is_some() => {
+                // The call routes every message with one side: timed as a whole, not decided
+                // here (its windows are still measured, and kept for that side).
+                let side = self.call_side.unwrap_or(Side::LowLatency);
+                self.route(side, in_alltoall, &mut d);
+                d.reason = Reason::Collective;
+                Some(side)
+            }
             Policy::Steady => {
                 let before = self.steady.side(msg.class);
                 let c = self.steady.choose(&self.cfg, msg, d.flits, d.packets);
@@ -632,17 +694,23 @@ impl Engine {
         }
     }
 
+    /// The mode of a side.
+    #[inline]
+    fn mode_of(&self, side: Side, in_alltoall: bool) -> RoutingMode {
+        match side {
+            Side::LowLatency => self.cfg.low_latency_mode,
+            Side::LowStall if in_alltoall => self.cfg.alltoall_mode,
+            Side::LowStall => self.cfg.low_stall_mode,
+        }
+    }
+
     /// The mode of a side, and the reason when the alltoall mode replaces the low-stall one.
     #[inline]
     fn route(&self, side: Side, in_alltoall: bool, d: &mut Decision) {
-        d.mode = Some(match side {
-            Side::LowLatency => self.cfg.low_latency_mode,
-            Side::LowStall if in_alltoall => {
-                d.reason = Reason::Alltoall;
-                self.cfg.alltoall_mode
-            }
-            Side::LowStall => self.cfg.low_stall_mode,
-        });
+        d.mode = Some(self.mode_of(side, in_alltoall));
+        if side == Side::LowStall && in_alltoall {
+            d.reason = Reason::Alltoall;
+        }
     }
 
     /// Count a decision into the open window. A window holds one side only: when the side

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod ab;
+pub mod calls;
 pub mod class;
 pub mod engine;
 pub mod mode;
@@ -21,6 +22,7 @@ pub mod steady;
 pub mod switch;
 
 pub use ab::{AbOrder, AbSchedule, PolicyList};
+pub use calls::CallArm;
 pub use class::{DestinationClass, NodeLocation};
 pub use engine::{accumulate, CounterSample, Decision, Engine, EngineStats, Message, Policy, Reason, WindowOutcome};
 pub use mode::{requested_mode, with_mode, RoutingMode};

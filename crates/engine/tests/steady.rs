@@ -509,6 +509,75 @@ fn every_message_posted_at_once_counts_however_many() {
     assert_eq!(first_adaptive(1_000_000), None);
 }
 
+/// Under `steady` a collective call is timed as a whole: the first calls of a kind try each arm
+/// in turn (`steady`'s own decisions, every message Adaptive, every message High Bias), then the
+/// fastest routes every message of the call, those below the threshold included.
+#[test]
+fn collective_calls_try_each_routing_then_keep_the_fastest() {
+    let small = put(1 << 10, DestinationClass::SameGroup);
+    let large = put(16 << 10, DestinationClass::SameGroup);
+    let mut e = Engine::new(one());
+    e.set_policy(Policy::Steady);
+    // Call 1: `steady`'s own decisions (no window yet: High Bias).
+    assert_eq!(e.begin_call(42, false), Some(CallArm::PerMessage));
+    assert_eq!(e.below_threshold_in_call(false), None);
+    let d = e.decide(&large, false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+    e.end_call(90_000);
+    // Call 2: every message Adaptive, below the threshold too; ADAPTIVE1 in an alltoall.
+    assert_eq!(e.begin_call(42, false), Some(CallArm::LowStall));
+    assert_eq!(e.below_threshold_in_call(false), Some((AD0, Reason::Collective)));
+    let d = e.decide(&small, false);
+    assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Collective));
+    let d = e.decide(&large, true);
+    assert_eq!((d.mode, d.reason), (Some(RoutingMode::Adaptive1), Reason::Collective));
+    e.end_call(48_000);
+    // Between calls the paper's rule again.
+    let d = e.decide(&small, false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+    // Call 3: every message High Bias.
+    assert_eq!(e.begin_call(42, false), Some(CallArm::LowLatency));
+    let d = e.decide(&large, false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Collective));
+    e.end_call(101_000);
+    // Then the fastest, 48 µs: Adaptive.
+    assert_eq!(e.call_choice(42), Some(CallArm::LowStall));
+    assert_eq!(e.begin_call(42, false), Some(CallArm::LowStall));
+    e.end_call(48_000);
+    // Another kind starts over.
+    assert_eq!(e.begin_call(7, false), Some(CallArm::PerMessage));
+    e.end_call(1_000);
+    // `auto` keeps the paper's algorithm inside collectives, and times nothing for `steady`.
+    e.set_policy(Policy::Auto);
+    assert_eq!(e.begin_call(7, false), None);
+    let d = e.decide(&small, false);
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
+    assert_eq!(e.below_threshold_in_call(false), None);
+    e.end_call(1_000);
+    // A fixed mode's calls time its side for `steady`: with ADAPTIVE0's and ADAPTIVE3's,
+    // `steady` has timed every arm of kind 7 and takes the fastest.
+    e.set_policy(Policy::Fixed(AD0));
+    assert_eq!(e.begin_call(7, false), None);
+    let d = e.decide(&small, false);
+    assert_eq!((d.mode, d.reason), (Some(AD0), Reason::Fixed));
+    e.end_call(800);
+    e.set_policy(Policy::Fixed(AD3));
+    e.begin_call(7, false);
+    e.end_call(2_000);
+    assert_eq!(e.call_choice(7), Some(CallArm::LowStall));
+    // Inside MPI_Alltoall the low-stall side is ADAPTIVE1: an ADAPTIVE0 call there times no arm.
+    e.set_policy(Policy::Fixed(AD0));
+    e.begin_call(9, true);
+    e.end_call(500);
+    e.set_policy(Policy::Fixed(AD3));
+    e.begin_call(9, true);
+    e.end_call(2_000);
+    e.set_policy(Policy::Steady);
+    assert_eq!(e.begin_call(9, true), Some(CallArm::PerMessage));
+    e.end_call(1_000);
+    assert_eq!(e.begin_call(9, true), Some(CallArm::LowStall));
+}
+
 /// Inside MPI_Alltoall `steady` keeps one state for every destination, and once it decides for
 /// the low-stall side there, the alltoall's messages below the threshold go with it.
 #[test]
@@ -532,7 +601,8 @@ fn inside_an_alltoall_one_state_decides_and_the_small_messages_follow() {
     // It switches (a saving of 3.8 µs × 4 > 2 µs), to the alltoall's mode.
     let d = e.on_threshold_crossed(&kib(DestinationClass::OtherGroup), true);
     assert_eq!((d.mode, d.reason), (Some(AD1), Reason::Alltoall));
-    assert_eq!(e.below_threshold_in_alltoall(), Some(AD1));
+    assert_eq!(e.below_threshold_in_call(true), Some((AD1, Reason::Alltoall)));
+    assert_eq!(e.below_threshold_in_call(false), None);
     // Its messages below the threshold now go ADAPTIVE1; outside the alltoall, High Bias.
     let d = e.decide(&kib(DestinationClass::SameRouter), true);
     assert_eq!((d.mode, d.reason, d.read_counters), (Some(AD1), Reason::Alltoall, false));
@@ -542,7 +612,7 @@ fn inside_an_alltoall_one_state_decides_and_the_small_messages_follow() {
     // measured there, so it starts on High Bias, and the small messages stop following.
     let d = e.on_threshold_crossed(&kib(DestinationClass::OtherGroup), false);
     assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
-    assert_eq!(e.below_threshold_in_alltoall(), None);
+    assert_eq!(e.below_threshold_in_call(true), None);
     let d = e.decide(&kib(DestinationClass::SameRouter), true);
     assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
     // `auto` keeps the paper's rule: High Bias below the threshold, in an alltoall too.
@@ -552,7 +622,7 @@ fn inside_an_alltoall_one_state_decides_and_the_small_messages_follow() {
     assert!(matches!(e.observe(next(CounterSample::default(), 1.0, 50.0)), WindowOutcome::Valid(_)));
     let d = e.on_threshold_crossed(&kib(DestinationClass::OtherGroup), true);
     assert_eq!((d.mode, d.reason), (Some(AD1), Reason::Alltoall));
-    assert_eq!(e.below_threshold_in_alltoall(), None);
+    assert_eq!(e.below_threshold_in_call(true), None);
     let d = e.decide(&kib(DestinationClass::SameRouter), true);
     assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Threshold));
 }

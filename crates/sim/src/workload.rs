@@ -20,6 +20,11 @@ pub struct Phase {
     pub compute_ns: f64,
     /// inside MPI_Alltoall (the engine replaces plain Adaptive with ADAPTIVE1 there)
     pub alltoall: bool,
+    /// The collective call this phase begins, by its key (the same on every rank: what libaar.so
+    /// makes of an MPI collective's function and arguments), if it begins one.
+    pub call_begins: Option<u64>,
+    /// This phase ends a collective call.
+    pub call_ends: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,8 +112,28 @@ impl Workload {
         })
     }
 
-    /// One iteration of rank `r` of `n`; tags are unique within an iteration.
+    /// One iteration of rank `r` of `n`; tags are unique within an iteration. A collective's
+    /// phases are marked as one call ([`Phase::call_begins`], [`Phase::call_ends`]).
     pub fn phases(&self, r: u32, n: u32, ring: &[u32]) -> Vec<Phase> {
+        let mut v = self.motif(r, n, ring);
+        // kinds of call apart as libaar.so tells MPI collectives apart: the function and its size
+        let kind = match *self {
+            Workload::Allreduce { bytes } => Some((1, bytes)),
+            Workload::Alltoall { bytes } => Some((2, bytes)),
+            Workload::Barrier => Some((3, 0)),
+            Workload::Broadcast { bytes } => Some((4, bytes)),
+            _ => None,
+        };
+        if let (Some((function, bytes)), Some(first)) = (kind, v.first_mut()) {
+            first.call_begins = Some(aar_engine::calls::call_key(&[function, bytes]));
+            if let Some(last) = v.last_mut() {
+                last.call_ends = true;
+            }
+        }
+        v
+    }
+
+    fn motif(&self, r: u32, n: u32, ring: &[u32]) -> Vec<Phase> {
         let mut v = Vec::new();
         match *self {
             Workload::PingPong { bytes } => {

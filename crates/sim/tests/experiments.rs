@@ -242,3 +242,42 @@ fn the_window_sets_how_often_the_ranks_read_their_counters() {
     assert_eq!(same, decisions);
     assert!((eighth - boundaries) * 4 < every - boundaries, "window 8: {eighth} windows of {decisions} decisions");
 }
+
+/// Under `steady` each allreduce is one collective call: the first three calls try `steady`'s own
+/// decisions, every message Adaptive, every message High Bias, each rank timing its call; the
+/// fourth takes the routing of the first try (in that order) within 5 % of the fastest, so that
+/// ranks whose calls took about the same time agree.
+#[test]
+fn steady_routes_each_collective_call_as_a_whole_after_trying_each_routing() {
+    let mut s = ExperimentSpec::new(small_net(), Workload::Allreduce { bytes: 16384 }, 16, Placement::Scattered);
+    s.arms = vec![PolicySpec::Steady];
+    s.iterations = 6;
+    s.synchronized_iterations = true;
+    s.background = Background::Uniform { load: 0.3, bytes: 4096 };
+    s.background_nodes = 32;
+    let r = run_experiment(&s, "allreduce");
+    let (a0, a3) = (Mode::Adaptive0 as usize, Mode::Adaptive3 as usize);
+    let only =
+        |bytes: &[u64; aar_sim::config::N_MODES], m: usize| bytes[m] > 0 && bytes.iter().sum::<u64>() == bytes[m];
+    let mut chose = [0; 3];
+    for rec in &r.records {
+        let it = &rec.iterations;
+        assert_eq!(it.len(), 6);
+        assert!(only(&it[1].bytes, a0), "rank {}: the second call all ADAPTIVE0: {:?}", rec.rank, it[1].bytes);
+        assert!(only(&it[2].bytes, a3), "rank {}: the third call all ADAPTIVE3: {:?}", rec.rank, it[2].bytes);
+        // the call is the iteration: its time is the rank's iteration time
+        let time = |k: usize| (it[k].end_ns - it[k].start_ns) as f64;
+        let fastest = (0..3).map(time).fold(f64::INFINITY, f64::min);
+        let choice = (0..3).find(|&k| 0.95 * time(k) <= fastest).unwrap();
+        chose[choice] += 1;
+        // (each later call's time updates its routing's, so the choice may move after it)
+        let fourth = &it[3].bytes;
+        match choice {
+            1 => assert!(only(fourth, a0), "rank {}: {fourth:?}", rec.rank),
+            2 => assert!(only(fourth, a3), "rank {}: {fourth:?}", rec.rank),
+            _ => assert!(!only(fourth, a0), "rank {}: its own decisions: {fourth:?}", rec.rank),
+        }
+    }
+    // the ranks' calls take about the same time: most choose alike
+    assert!(chose.iter().any(|&c| c >= 12), "{chose:?}");
+}

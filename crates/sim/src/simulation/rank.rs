@@ -27,6 +27,8 @@ pub(super) struct Rank {
     /// messages that arrived before the phase expecting them started, with their count
     pub(super) arrived: HashMap<(u32, u32), u32>,
     pub(super) iter_start: u64,
+    /// when the collective call in progress began, if its time goes to the engine
+    pub(super) call_start: Option<u64>,
     pub(super) iter_ctr: NicCounters,
     /// messages and bytes posted in the current iteration, by mode
     pub(super) iter_msgs: [u64; N_MODES],
@@ -156,6 +158,7 @@ impl Simulation {
                 remaining: HashMap::new(),
                 arrived: HashMap::new(),
                 iter_start: 0,
+                call_start: None,
                 iter_ctr: NicCounters::default(),
                 iter_msgs: [0; N_MODES],
                 iter_bytes: [0; N_MODES],
@@ -258,8 +261,14 @@ impl Simulation {
         let ph = &self.jobs[job].phases[local as usize][pi];
         let sends = ph.sends.clone();
         let alltoall = ph.alltoall;
+        let call_begins = ph.call_begins;
         let first = self.jobs[job].first;
         let arm = self.jobs[job].arms[self.ranks[r].arm];
+        if let (Some(key), Some(e), true) = (call_begins, &mut self.ranks[r].engine, arm.engine_policy().is_some()) {
+            // as libaar.so at an MPI collective's entry
+            e.begin_call(key, alltoall);
+            self.ranks[r].call_start = Some(self.net.now);
+        }
         let default_mode = if alltoall { Mode::Adaptive1 } else { self.jobs[job].default_mode };
         {
             let rk = &mut self.ranks[r];
@@ -358,6 +367,13 @@ impl Simulation {
     fn next_phase(&mut self, r: usize) {
         let job = self.ranks[r].job;
         let local = self.ranks[r].local as usize;
+        if self.jobs[job].phases[local][self.ranks[r].phase].call_ends {
+            let now = self.net.now;
+            let rk = &mut self.ranks[r];
+            if let (Some(start), Some(e)) = (rk.call_start.take(), &mut rk.engine) {
+                e.end_call(self.net.cfg.ticks_to_whole_ns(now - start));
+            }
+        }
         self.ranks[r].phase += 1;
         if self.ranks[r].phase < self.jobs[job].phases[local].len() {
             self.start_phase(r);
