@@ -64,8 +64,11 @@ pub struct Case {
     /// background traffic from the same start
     pub once: bool,
     /// unmeasured iterations an automatic policy runs first in a `once` case, to have a window
-    /// before it decides
+    /// before it decides; in an alternated run, unmeasured blocks of every policy (when the
+    /// suite has [`Suite::warmup_block`])
     pub warmup: u32,
+    /// why a case has more than one
+    pub warmup_why: &'static str,
 }
 
 impl Case {
@@ -74,8 +77,9 @@ impl Case {
         self
     }
 
-    fn warmup(mut self, iterations: u32) -> Case {
+    fn warmup(mut self, iterations: u32, why: &'static str) -> Case {
         self.warmup = iterations;
+        self.warmup_why = why;
         self
     }
 
@@ -85,7 +89,7 @@ impl Case {
             Some(b) => fmt_bytes(b),
             None => "-".into(),
         };
-        Case { bench: bench.into(), size, workload, partner, once: false, warmup: 1 }
+        Case { bench: bench.into(), size, workload, partner, once: false, warmup: 1, warmup_why: "" }
     }
 
     /// `bench size` as the tables name it.
@@ -128,6 +132,9 @@ pub struct Suite {
     pub seeds: u64,
     /// iterations of each policy per seed (the run alternates the policies: 3x this many)
     pub iterations_per_policy: u32,
+    /// one unmeasured block of iterations (every policy once) before the measured ones in the
+    /// alternated runs
+    pub warmup_block: bool,
     pub background: Background,
     pub machine_groups: u32,
 }
@@ -145,10 +152,16 @@ impl Suite {
             Case::new("ping-pong, two groups", "pingpong:1M", Some(OtherGroup)).once(),
             Case::new("allreduce", "allreduce:8", None),
             Case::new("allreduce", "allreduce:16K", None),
-            Case::new("alltoall", "alltoall:8", None),
-            // Its posts are simultaneous: no read in its first iteration finds traffic, so the
-            // first window closes at the second iteration's first decision.
-            Case::new("alltoall", "alltoall:1K", None).once().warmup(2),
+            Case::new("alltoall", "alltoall:8", None).warmup(
+                2,
+                "its fixed ADAPTIVE0 iterations do not time `steady`'s low-stall routing of the call, ADAPTIVE1 \
+                 there, so `steady` tries two routings itself",
+            ),
+            Case::new("alltoall", "alltoall:1K", None).once().warmup(
+                3,
+                "a collective call: `steady` times each of its three routings of a call once before it keeps \
+                 the fastest (docs/policy.md)",
+            ),
             Case::new("barrier", "barrier", None),
             Case::new("broadcast", "broadcast:8", None),
             Case::new("broadcast", "broadcast:16K", None),
@@ -161,6 +174,7 @@ impl Suite {
             cases,
             seeds: 3,
             iterations_per_policy: 2,
+            warmup_block: true,
             background: BACKGROUND,
             machine_groups: MACHINE_GROUPS,
         }
@@ -176,7 +190,7 @@ impl Suite {
             Case::new("barrier", "barrier", None),
             Case::new("halo3d", "halo3d:8", None),
         ];
-        Suite { quick: true, cases, seeds: 1, iterations_per_policy: 1, ..Suite::full() }
+        Suite { quick: true, cases, seeds: 1, iterations_per_policy: 1, warmup_block: false, ..Suite::full() }
     }
 
     /// The network: Aries-like, 10 global ports per router.
@@ -227,6 +241,10 @@ impl Suite {
         s.order = AbOrder::Shuffled(seed);
         s.synchronized_iterations = true;
         s.iterations = self.iterations_per_policy * ARMS.len() as u32;
+        // `steady` times each routing of a collective call before it keeps the fastest, and every
+        // automatic policy needs a window: an application's first iterations are not its steady
+        // state, so one block of every policy goes unmeasured first
+        s.warmup_iterations = if self.warmup_block { case.warmup * ARMS.len() as u32 } else { 0 };
         s.background = self.background.clone();
         s.background_nodes = u32::MAX;
         s.background_local = false;
@@ -656,9 +674,24 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
          iteration in randomized blocks (each block of 4 \
          iterations holds every policy once, in an order drawn from the seed: `--order shuffled:SEED`), \
          {} iteration(s) of each per seed, seeds 1..={} (a seed changes the background jobs, their traffic \
-         and every routing choice; the job's placement stays).{}",
+         and every routing choice; the job's placement stays){}.{}",
         suite.iterations_per_policy,
         suite.seeds,
+        if suite.warmup_block {
+            let more: String = suite
+                .cases
+                .iter()
+                .filter(|c| !c.once && c.warmup != 1)
+                .map(|c| format!("; {} blocks for {}: {}", c.warmup, c.label(), c.warmup_why))
+                .collect();
+            format!(
+                ", after one unmeasured block of every policy (an application's first iterations are not its \
+                 steady state: every automatic policy measures a window, and `steady` times the routings of a \
+                 collective call before it keeps the fastest{more})"
+            )
+        } else {
+            String::new()
+        },
         if once.is_empty() {
             String::new()
         } else {
@@ -672,12 +705,7 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
                     .cases
                     .iter()
                     .filter(|c| c.once && c.warmup != 1)
-                    .map(|c| format!(
-                        ", {} for {} (its posts are simultaneous: no read during its first iteration finds \
-                         traffic, so its first window closes at the next iteration's first decision)",
-                        c.warmup,
-                        c.label()
-                    ))
+                    .map(|c| format!(", {} for {} ({})", c.warmup, c.label(), c.warmup_why))
                     .collect::<String>()
             )
         }
