@@ -268,7 +268,7 @@ fn steady_routes_each_collective_call_as_a_whole_after_trying_each_routing() {
         // the call is the iteration: its time is the rank's iteration time
         let time = |k: usize| (it[k].end_ns - it[k].start_ns) as f64;
         let fastest = (0..3).map(time).fold(f64::INFINITY, f64::min);
-        let choice = (0..3).find(|&k| 0.95 * time(k) <= fastest).unwrap();
+        let choice = (0..3).find(|&k| (1.0 - aar_engine::calls::HYSTERESIS) * time(k) <= fastest).unwrap();
         chose[choice] += 1;
         // (each later call's time updates its routing's, so the choice may move after it)
         let fourth = &it[3].bytes;
