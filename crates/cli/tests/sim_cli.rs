@@ -293,6 +293,14 @@ fn the_quick_paper_suite_writes_its_document_and_passes_its_gates() {
         assert_eq!(arms, ["ADAPTIVE0", "ADAPTIVE3", "auto", "steady"]);
         let a0 = &c["arms"][0]["summary"]["median"];
         assert_eq!(a0.as_f64(), Some(1.0), "times are normalised to ADAPTIVE0's median");
+        // Each policy runs alone against the same background from the same start: at 8 B the
+        // ping-pong's `auto` sends every byte with ADAPTIVE3, as ADAPTIVE3 does, and takes the
+        // same time to the nanosecond.
+        if c["case"]["bench"].as_str().unwrap().starts_with("ping-pong") {
+            let arm = |i: usize| (c["arms"][i]["share_a3"].as_f64(), c["arms"][i]["median_ns"].as_f64());
+            assert_eq!(arm(2).0, Some(1.0), "{c}");
+            assert_eq!(arm(2), arm(1), "auto and ADAPTIVE3 route alike and meet the same machine");
+        }
         // every plot the document shows is there, an SVG
         let bench = c["case"]["bench"].as_str().unwrap();
         let name = text.split(&format!("![{bench}](")).nth(1).and_then(|t| t.split(')').next()).unwrap();

@@ -1,14 +1,13 @@
 //! The SC'19 microbenchmark suite at the paper's scale: 1,024 ranks, one per node, packed on 257
-//! Aries routers over 6 groups of a busy machine, every benchmark alternating ADAPTIVE0,
-//! ADAPTIVE3 and `auto` (the paper's algorithm in every rank) iteration by iteration, over several
-//! seeds. [`run`] runs it (independent runs in parallel), [`markdown`] writes the document
+//! Aries routers over 6 groups of a busy machine, every benchmark run under ADAPTIVE0, ADAPTIVE3,
+//! `auto` (the paper's algorithm in every rank) and `steady`, each policy in runs of its own that
+//! meet, seed by seed, the same background from the same start. [`run`] runs it (independent runs in parallel), [`markdown`] writes the document
 //! `aar sim paper` regenerates (docs/sim/PAPER.md); the plots are drawn by the CLI, which has the
 //! plotting code of `aar report`.
 
 use crate::config::{Mode, NetConfig};
 use crate::experiment::{
-    AbOrder, Background, ExperimentResult, ExperimentSpec, JobPattern, LinkUse, PolicySpec, PRODUCTION_JOB_NODES,
-    PRODUCTION_MIX,
+    Background, ExperimentResult, ExperimentSpec, JobPattern, LinkUse, PolicySpec, PRODUCTION_JOB_NODES, PRODUCTION_MIX,
 };
 use crate::parallel::run_all;
 use crate::simulation::{Destinations, Simulation};
@@ -33,7 +32,7 @@ pub const JOB_GROUPS: u32 = 6;
 /// grows with the busy nodes, and one more group already gives the job's non-minimal paths a
 /// group that it does not occupy.
 pub const MACHINE_GROUPS: u32 = 7;
-/// The policies every benchmark alternates, in this order, iteration by iteration.
+/// The policies every benchmark runs, in this order, each in runs of its own.
 /// `steady` (the policy of docs/policy.md) runs beside the paper's, so both meet the same machine.
 pub const ARMS: [PolicySpec; 4] =
     [PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3), PolicySpec::Auto, PolicySpec::Steady];
@@ -59,13 +58,12 @@ pub struct Case {
     pub size: String,
     pub workload: Workload,
     pub partner: Option<Partner>,
-    /// one seed and one iteration of each policy instead of the suite's (the costliest benchmarks),
-    /// each policy in a run of its own: the runs go in parallel, and every policy meets the same
-    /// background traffic from the same start
+    /// one seed and one iteration of each policy instead of the suite's (the costliest benchmarks);
+    /// only the automatic policies run the case's unmeasured iterations
     pub once: bool,
-    /// unmeasured iterations an automatic policy runs first in a `once` case, to have a window
-    /// before it decides; in an alternated run, unmeasured blocks of every policy (when the
-    /// suite has [`Suite::warmup_block`])
+    /// unmeasured iterations every policy runs first (in a `once` case, the automatic policies
+    /// only): an automatic policy measures a window, and `steady` times each routing of a
+    /// collective call, before the measured iterations
     pub warmup: u32,
     /// why a case has more than one
     pub warmup_why: &'static str,
@@ -84,9 +82,12 @@ impl Case {
         self
     }
 
-    fn warmup(mut self, iterations: u32, why: &'static str) -> Case {
-        self.warmup = iterations;
-        self.warmup_why = why;
+    /// An MPI collective: `steady` times each of its three routings of the call once, in the
+    /// unmeasured iterations, before it keeps the fastest.
+    fn collective(mut self) -> Case {
+        self.warmup = 3;
+        self.warmup_why = "a collective call: `steady` times each of its three routings of a call once before it \
+                           keeps the fastest (docs/policy.md)";
         self
     }
 
@@ -137,11 +138,8 @@ pub struct Suite {
     pub cases: Vec<Case>,
     /// seeds 1..=seeds (each seed changes the background's jobs and traffic and every routing choice)
     pub seeds: u64,
-    /// iterations of each policy per seed (the run alternates the policies: 3x this many)
+    /// measured iterations of each policy per seed
     pub iterations_per_policy: u32,
-    /// one unmeasured block of iterations (every policy once) before the measured ones in the
-    /// alternated runs
-    pub warmup_block: bool,
     pub background: Background,
     pub machine_groups: u32,
 }
@@ -157,21 +155,13 @@ impl Suite {
             Case::new("ping-pong, two groups", "pingpong:8", Some(OtherGroup)).iterations(6),
             Case::new("ping-pong, two groups", "pingpong:128K", Some(OtherGroup)),
             Case::new("ping-pong, two groups", "pingpong:1M", Some(OtherGroup)).once(),
-            Case::new("allreduce", "allreduce:8", None).iterations(6),
-            Case::new("allreduce", "allreduce:16K", None),
-            Case::new("alltoall", "alltoall:8", None).warmup(
-                2,
-                "its fixed ADAPTIVE0 iterations do not time `steady`'s low-stall routing of the call, ADAPTIVE1 \
-                 there, so `steady` tries two routings itself",
-            ),
-            Case::new("alltoall", "alltoall:1K", None).once().warmup(
-                3,
-                "a collective call: `steady` times each of its three routings of a call once before it keeps \
-                 the fastest (docs/policy.md)",
-            ),
-            Case::new("barrier", "barrier", None).iterations(6),
-            Case::new("broadcast", "broadcast:8", None).iterations(6),
-            Case::new("broadcast", "broadcast:16K", None),
+            Case::new("allreduce", "allreduce:8", None).iterations(6).collective(),
+            Case::new("allreduce", "allreduce:16K", None).collective(),
+            Case::new("alltoall", "alltoall:8", None).collective(),
+            Case::new("alltoall", "alltoall:1K", None).once().collective(),
+            Case::new("barrier", "barrier", None).iterations(6).collective(),
+            Case::new("broadcast", "broadcast:8", None).iterations(6).collective(),
+            Case::new("broadcast", "broadcast:16K", None).collective(),
             Case::new("halo3d", "halo3d:8", None).iterations(6),
             Case::new("halo3d", "halo3d:16K", None),
             Case::new("sweep3d", "sweep3d:8", None).once(),
@@ -181,7 +171,6 @@ impl Suite {
             cases,
             seeds: 3,
             iterations_per_policy: 2,
-            warmup_block: true,
             background: BACKGROUND,
             machine_groups: MACHINE_GROUPS,
         }
@@ -194,10 +183,10 @@ impl Suite {
         let cases = vec![
             Case::new("ping-pong, one group", "pingpong:8", Some(SameGroup)),
             Case::new("ping-pong, two groups", "pingpong:8", Some(OtherGroup)),
-            Case::new("barrier", "barrier", None),
+            Case::new("barrier", "barrier", None).collective(),
             Case::new("halo3d", "halo3d:8", None),
         ];
-        Suite { quick: true, cases, seeds: 1, iterations_per_policy: 1, warmup_block: false, ..Suite::full() }
+        Suite { quick: true, cases, seeds: 1, iterations_per_policy: 1, ..Suite::full() }
     }
 
     /// The network: Aries-like, 10 global ports per router.
@@ -205,53 +194,55 @@ impl Suite {
         NetConfig::aries(self.machine_groups)
     }
 
-    /// Every run of the suite, with the index of its case: the `once` cases first, one run per
-    /// policy (they are the longest: started first, they do not end the suite alone on one core),
-    /// then every other case with each seed, its policies alternated in one run.
+    /// Every run of the suite, with the index of its case: one per case, seed and policy, the
+    /// `once` cases first (they are the longest: started first, they do not end the suite alone
+    /// on one core). The runs of one seed meet the same background traffic from the same start
+    /// and run the same unmeasured iterations first, so their measured iterations meet the same
+    /// machine: policies that route alike take the same time.
     pub fn runs(&self) -> Vec<(usize, ExperimentSpec)> {
+        let order = self
+            .cases
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.once)
+            .chain(self.cases.iter().enumerate().filter(|(_, c)| !c.once));
         let mut runs = Vec::new();
-        for (c, case) in self.cases.iter().enumerate().filter(|(_, c)| c.once) {
-            for arm in ARMS {
-                let mut s = self.spec(case, 1);
-                s.arms = vec![arm];
-                s.iterations = 1;
-                // An automatic policy alone has no window yet at its first decision (in the
-                // alternated runs the other policies' iterations give it some): the case's
-                // unmeasured iterations first, as an application's first iterations are.
-                s.warmup_iterations =
-                    if arm.engine_policy().is_some_and(|p| p.is_automatic()) { case.warmup } else { 0 };
-                runs.push((c, s));
+        for (c, case) in order {
+            for seed in 1..=self.seeds_of(case) {
+                runs.extend(ARMS.iter().map(|&arm| (c, self.spec(case, seed, arm))));
             }
-        }
-        for (c, case) in self.cases.iter().enumerate().filter(|(_, c)| !c.once) {
-            runs.extend((1..=self.seeds).map(|seed| (c, self.spec(case, seed))));
         }
         runs
     }
 
-    /// The runs of `case` (see [`Suite::runs`]).
-    pub fn runs_of(&self, case: &Case) -> u64 {
+    fn seeds_of(&self, case: &Case) -> u64 {
         if case.once {
-            ARMS.len() as u64
+            1
         } else {
             self.seeds
         }
     }
 
-    /// The experiment of `case` with `seed`, every policy alternated.
-    pub fn spec(&self, case: &Case, seed: u64) -> ExperimentSpec {
+    /// The runs of `case` (see [`Suite::runs`]).
+    pub fn runs_of(&self, case: &Case) -> u64 {
+        ARMS.len() as u64 * self.seeds_of(case)
+    }
+
+    /// The experiment of `case` with `seed` under policy `arm`.
+    pub fn spec(&self, case: &Case, seed: u64, arm: PolicySpec) -> ExperimentSpec {
         let placement = Placement::Packed { routers: ROUTERS, groups: JOB_GROUPS };
         let mut s = ExperimentSpec::new(self.net(), case.workload.clone(), RANKS, placement);
-        s.arms = ARMS.to_vec();
-        // randomized blocks and synchronised starts: no policy's time depends on which policy ran
-        // before it (see CARRY_OVER)
-        s.order = AbOrder::Shuffled(seed);
+        s.arms = vec![arm];
+        // synchronised starts: no iteration's time depends on how the one before it ended (see
+        // CARRY_OVER)
         s.synchronized_iterations = true;
-        s.iterations = case.iterations.unwrap_or(self.iterations_per_policy) * ARMS.len() as u32;
-        // `steady` times each routing of a collective call before it keeps the fastest, and every
-        // automatic policy needs a window: an application's first iterations are not its steady
-        // state, so one block of every policy goes unmeasured first
-        s.warmup_iterations = if self.warmup_block { case.warmup * ARMS.len() as u32 } else { 0 };
+        s.iterations = if case.once { 1 } else { case.iterations.unwrap_or(self.iterations_per_policy) };
+        // An application's first iterations are not its steady state: every automatic policy
+        // measures a window, and `steady` times the routings of a collective call, first. Every
+        // policy runs them, so that the measured iterations start at the same moment of the
+        // background; in the costliest cases only the automatic policies do.
+        let automatic = arm.engine_policy().is_some_and(|p| p.is_automatic());
+        s.warmup_iterations = if case.once && !automatic { 0 } else { case.warmup };
         s.background = self.background.clone();
         s.background_nodes = u32::MAX;
         s.background_local = false;
@@ -439,7 +430,7 @@ pub fn run(suite: &Suite) -> PaperReport {
     let wall = Instant::now();
     let specs = suite.runs();
     let results = run_all(&specs, "paper suite", |(c, s)| run_case(&suite.cases[*c], s));
-    let background = measure_background(&suite.spec(&suite.cases[0], 1), BACKGROUND_WINDOW_NS);
+    let background = measure_background(&suite.spec(&suite.cases[0], 1, ARMS[0]), BACKGROUND_WINDOW_NS);
     let mut routers = std::collections::BTreeSet::new();
     let mut groups = std::collections::BTreeSet::new();
     let mut ranks = u32::MAX;
@@ -569,8 +560,8 @@ fn steady_against_the_others(s: &mut String, r: &PaperReport) {
          of the QCDs, each with its percentile-bootstrap 95% interval ({RESAMPLES} resamples of each policy's \
          iterations, seeded): an interval that holds 1 (a ratio) or 0 (a difference) says that the two \
          policies differ by no more than the sampling of their iterations explains. *Same routing*: `steady` \
-         and `auto` sent their bytes with the same modes (every share within 1%), so what sets them apart \
-         there is when their iterations ran, not what they chose.\n"
+         and `auto` sent their bytes with the same modes (every share within 1%); their runs of a seed meet \
+         the same background from the same start, so there they take the same time.\n"
     );
     let _ = writeln!(
         s,
@@ -738,14 +729,26 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
          the bulk of the simulated packets) without adding a kind of path the job does not already have.",
         suite.machine_groups, r.background.nodes
     );
+    // The cases with more unmeasured iterations than one, grouped by why.
+    let mut more: Vec<(u32, &str, Vec<String>)> = Vec::new();
+    for c in suite.cases.iter().filter(|c| c.warmup != 1) {
+        match more.iter_mut().find(|(n, why, _)| *n == c.warmup && *why == c.warmup_why) {
+            Some((_, _, labels)) => labels.push(c.label()),
+            None => more.push((c.warmup, c.warmup_why, vec![c.label()])),
+        }
+    }
+    let more: String = more.iter().map(|(n, why, labels)| format!("; {n} for {}: {why}", labels.join(", "))).collect();
     let _ = writeln!(
         s,
         "- **Policies**: ADAPTIVE0, ADAPTIVE3, `auto` (the paper's algorithm in every rank, from its own \
-         NIC's simulated counters) and `steady` (aar's own policy, docs/policy.md), alternated iteration by \
-         iteration in randomized blocks (each block of 4 \
-         iterations holds every policy once, in an order drawn from the seed: `--order shuffled:SEED`), \
-         {} iteration(s) of each per seed{}, seeds 1..={} (a seed changes the background jobs, their traffic \
-         and every routing choice; the job's placement stays){}.{}",
+         NIC's simulated counters) and `steady` (aar's own policy, docs/policy.md), each in runs of its own: \
+         for every benchmark and seed one run per policy, the four meeting the same background traffic from \
+         the same start, so that policies that route alike take the same time (but for what `steady`'s tries of \
+         a collective change in the unmeasured iterations) and the others differ by what they chose. {} measured iteration(s) of each per seed{}, seeds 1..={} (a seed changes the background \
+         jobs, their traffic and every routing choice; the job's placement stays), after unmeasured \
+         iterations that every policy runs, so that the measured ones start at the same moment (an \
+         application's first iterations are not its steady state: one, in which every automatic policy \
+         measures a window{more}).{}",
         suite.iterations_per_policy,
         suite
             .cases
@@ -755,36 +758,13 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
             .replacen("; ", " (", 1)
             + if suite.cases.iter().any(|c| c.iterations.is_some()) { ": they run in seconds)" } else { "" },
         suite.seeds,
-        if suite.warmup_block {
-            let more: String = suite
-                .cases
-                .iter()
-                .filter(|c| !c.once && c.warmup != 1)
-                .map(|c| format!("; {} blocks for {}: {}", c.warmup, c.label(), c.warmup_why))
-                .collect();
-            format!(
-                ", after one unmeasured block of every policy (an application's first iterations are not its \
-                 steady state: every automatic policy measures a window, and `steady` times the routings of a \
-                 collective call before it keeps the fastest{more})"
-            )
-        } else {
-            String::new()
-        },
         if once.is_empty() {
             String::new()
         } else {
             format!(
-                " The longest benchmarks ({}) run one iteration of each policy, seed 1, each policy in a run \
-                 of its own: every policy meets the same background traffic from the same start; `auto` and \
-                 `steady` run unmeasured iterations before it, to measure a window before they decide: one (in \
-                 the ping-pongs, the warm-up's one message){}.",
+                " The longest benchmarks ({}) run one iteration of each policy, seed 1, and only `auto` and \
+                 `steady` run the unmeasured iterations before it (in the ping-pongs, the warm-up's one message).",
                 once.join(", "),
-                suite
-                    .cases
-                    .iter()
-                    .filter(|c| c.once && c.warmup != 1)
-                    .map(|c| format!(", {} for {} ({})", c.warmup, c.label(), c.warmup_why))
-                    .collect::<String>()
             )
         }
     );
@@ -991,10 +971,10 @@ const CARRY_OVER: &str = "**Iterations start together.** Every rank starts itera
 ended iteration i (a barrier outside the timed region that takes no simulated time). Without
 it, a rank starts its next iteration as soon as it has finished its own, an uneven iteration
 leaves the ranks skewed, and the early ones wait for the late ones inside the next iteration:
-part of one policy's time is carried into the next policy's. In a first run of this suite
-without the barrier, in round-robin order, `auto` came out up to 40% faster than ADAPTIVE3
-although it sent every byte with ADAPTIVE3 at these sizes. The order of the policies is still
-drawn at random in blocks, so what is left of any order effect is noise, not bias.
+part of one iteration's time is carried into the next. In a first run of this suite, which
+alternated the policies iteration by iteration in one run without the barrier, `auto` came out
+up to 40% faster than ADAPTIVE3 although it sent every byte with ADAPTIVE3 at these sizes. Each
+policy now runs alone, so no policy's time can be carried into another's.
 
 ";
 /// How the suite's sizes and repetitions were chosen (the same text in the full and the quick form).
@@ -1026,14 +1006,14 @@ on the 2 cores of the development machine):
   order-statistic interval of the median (it is then the range of the sample).
   `aar sim sweep --ranks 1024 --placement packed:257:6 --groups 7 --background production:0.1
   --background-global --background-nodes 4000 --policy ADAPTIVE0,ADAPTIVE3,auto,steady --synchronized-iterations --workload W
-  --seeds N` repeats one benchmark with more seeds.
+  --seeds N` repeats one benchmark with more seeds (its policies alternated in one run, as an
+  A/B experiment of the library runs them).
 - The background's load, 0.1 per sending node (about 0.05 flits per NIC cycle on the
   router-to-node channels on average over the machine, and 0.08 to 0.09 on the network's links,
   as measured above), keeps every link of the machine in use with hot spots (the incast roots,
   the busiest global channels) at half the cost of 0.2.
 
-Runs are independent (one per benchmark, size and seed; one per policy for the longest
-benchmarks) and run in parallel on every core, taken in order by the first free core, the longest
+Runs are independent (one per benchmark, size, seed and policy) and run in parallel on every core, taken in order by the first free core, the longest
 first; each is deterministic, so the document does not depend on the number of threads. The
 wall time above was measured on the 2-core development machine while other builds shared it.
 ";

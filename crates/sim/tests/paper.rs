@@ -3,7 +3,7 @@
 //! background offers the loads it documents.
 
 use aar_sim::experiment::{Background, JobPattern, PRODUCTION_MIX};
-use aar_sim::paper::{measure_background, Suite, JOB_GROUPS, RANKS, ROUTERS};
+use aar_sim::paper::{measure_background, Suite, ARMS, JOB_GROUPS, RANKS, ROUTERS};
 use aar_sim::simulation::run_experiment;
 use aar_sim::topology::Topology;
 use aar_sim::workload::Workload;
@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 fn the_packed_job_is_1024_nodes_on_257_routers_over_6_groups() {
     let suite = Suite::full();
     let case = suite.cases.iter().find(|c| c.partner.is_none()).unwrap();
-    let spec = suite.spec(case, 1);
+    let spec = suite.spec(case, 1, ARMS[0]);
     let topo = Topology::new(spec.net.topo.clone());
     let nodes = spec.placement.nodes(&topo, RANKS, &mut aar_sim::rng::Rng::new(9));
     assert_eq!(nodes.len(), RANKS as usize);
@@ -38,7 +38,7 @@ fn the_packed_job_is_1024_nodes_on_257_routers_over_6_groups() {
     assert_eq!(chassis.len(), 6 * JOB_GROUPS as usize);
     // the ping-pong partners: two hops away in rank 0's group, and in another group
     for case in suite.cases.iter().filter(|c| c.partner.is_some()) {
-        let s = suite.spec(case, 1);
+        let s = suite.spec(case, 1, ARMS[0]);
         let n = s.rank_nodes.as_ref().unwrap();
         assert!(s.check().is_ok());
         let (r0, r1) = (topo.router_of_node(n[0]), topo.router_of_node(n[1]));
@@ -54,7 +54,7 @@ fn the_packed_job_is_1024_nodes_on_257_routers_over_6_groups() {
 fn a_paper_scale_run_in_the_busy_machine_is_deterministic() {
     let suite = Suite::full();
     let case = suite.cases.iter().find(|c| matches!(c.workload, Workload::Allreduce { .. })).unwrap();
-    let mut spec = suite.spec(case, 7);
+    let mut spec = suite.spec(case, 7, ARMS[3]);
     spec.iterations = 3;
     let a = run_experiment(&spec, "a");
     let b = run_experiment(&spec, "b");
@@ -75,7 +75,7 @@ fn a_paper_scale_run_in_the_busy_machine_is_deterministic() {
 #[test]
 fn the_production_background_offers_its_documented_loads() {
     let suite = Suite::full();
-    let spec = suite.spec(&suite.cases[0], 3);
+    let spec = suite.spec(&suite.cases[0], 3, ARMS[0]);
     let Background::Production { load, bytes } = spec.background else { panic!("the suite's background") };
     let r = measure_background(&spec, 40_000.0);
     assert_eq!(r.patterns.len(), PRODUCTION_MIX.len());
@@ -101,36 +101,53 @@ fn the_production_background_offers_its_documented_loads() {
 }
 
 #[test]
-fn the_longest_cases_run_first_one_policy_per_run() {
+fn every_policy_runs_alone_and_the_runs_of_a_seed_meet_the_same_machine() {
     let suite = Suite::full();
     let runs = suite.runs();
     let once = suite.cases.iter().filter(|c| c.once).count();
     assert!(once >= 2, "the full suite has long cases");
-    let arms = aar_sim::paper::ARMS.len();
+    let arms = ARMS.len();
     let (first, rest) = runs.split_at(once * arms);
     for (c, s) in first {
         assert!(suite.cases[*c].once, "{} is not a long case but runs before one", suite.cases[*c].label());
         assert_eq!((s.arms.len(), s.iterations, s.seed), (1, 1, 1));
-        // an automatic policy alone gets unmeasured iterations to measure a window in: one, or
-        // three for the alltoall, a collective call, whose three routings `steady` times first
+        // only an automatic policy gets the unmeasured iterations there: one, or three for the
+        // alltoall, a collective call, whose three routings `steady` times first
         let automatic = s.arms[0].engine_policy().is_some_and(|p| p.is_automatic());
         let warmup = if suite.cases[*c].bench == "alltoall" { 3 } else { 1 };
         assert_eq!(s.warmup_iterations, if automatic { warmup } else { 0 }, "{}", s.arms[0].name());
     }
     for (c, s) in rest {
-        assert!(!suite.cases[*c].once);
-        // the alternated runs: unmeasured blocks of every policy first, one or the case's
-        assert_eq!(s.warmup_iterations, suite.cases[*c].warmup * arms as u32);
-        assert!(suite.cases[*c].warmup >= 1);
+        let case = &suite.cases[*c];
+        assert!(!case.once);
+        assert_eq!(s.arms.len(), 1, "{}: one policy per run", case.label());
+        // every policy runs the case's unmeasured iterations, so that the measured ones start
+        // at the same moment of the background
+        assert_eq!(s.warmup_iterations, case.warmup, "{}", case.label());
+        assert!(case.warmup >= 1);
+        assert_eq!(s.iterations, case.iterations.unwrap_or(suite.iterations_per_policy));
     }
-    // every long case has one run of each policy, the others one run per seed with every policy
+    // every case has one run of each policy per seed, and the runs of a seed differ only in the
+    // policy: the same background, placement, iterations and unmeasured iterations
     for (k, case) in suite.cases.iter().enumerate() {
         let of: Vec<_> = runs.iter().filter(|(c, _)| *c == k).map(|(_, s)| s).collect();
         assert_eq!(of.len() as u64, suite.runs_of(case), "{}", case.label());
-        let mut policies: Vec<String> = of.iter().flat_map(|s| s.arms.iter().map(|a| a.name())).collect();
-        policies.sort();
-        policies.dedup();
-        assert_eq!(policies.len(), arms, "{}", case.label());
+        let seeds: BTreeSet<u64> = of.iter().map(|s| s.seed).collect();
+        for seed in seeds {
+            let same: Vec<_> = of.iter().filter(|s| s.seed == seed).collect();
+            let mut policies: Vec<String> = same.iter().map(|s| s.arms[0].name()).collect();
+            policies.sort();
+            policies.dedup();
+            assert_eq!(policies.len(), arms, "{} seed {seed}", case.label());
+            for s in &same {
+                assert_eq!(s.background, same[0].background);
+                assert_eq!(s.rank_nodes, same[0].rank_nodes);
+                assert_eq!(s.iterations, same[0].iterations);
+                if !case.once {
+                    assert_eq!(s.warmup_iterations, same[0].warmup_iterations);
+                }
+            }
+        }
     }
     let runs_total: u64 = suite.cases.iter().map(|c| suite.runs_of(c)).sum();
     assert_eq!(runs.len() as u64, runs_total);
