@@ -210,8 +210,10 @@ pub fn leave() {
 impl Node {
     /// A reading of the node's counters: the segment's when it is young enough and newer than
     /// `not_before` (when this rank's previous reading was taken, on the node's clock), else this
-    /// rank's own PAPI read, published for the others. Returns it with its source and the time
-    /// it was taken. Never waits, never allocates.
+    /// rank's own PAPI read, published for the others. Returns it with its source and its time
+    /// on the node's clock: the clock read just before the PAPI read for a published reading
+    /// (its counters are no older), just after it for one this rank keeps to itself (they are no
+    /// newer). Never waits, never allocates.
     #[inline]
     pub fn read(&self, papi: &mut Papi, not_before: u64) -> Result<(CounterSample, Source, u64), ReadFailure> {
         let s = self.segment;
@@ -228,8 +230,12 @@ impl Node {
         } else {
             self.release_if_writer_died(seq, now);
         }
-        // Another rank is writing right now: read our own rather than wait.
-        papi.read().map(|sample| (sample, Source::Own, now))
+        // Another rank is writing right now: read our own rather than wait. Stamped after the
+        // read, not before: this rank then takes a published reading only if its writer's clock
+        // read (before its PAPI read) came after this one's PAPI read. Stamped before, a rank
+        // delayed between the two would take a reading published meanwhile, whose counters are
+        // older than its own (a decreasing window).
+        papi.read().map(|sample| (sample, Source::Own, self.clock.now()))
     }
 
     /// The segment's reading if it was taken at most `max_age` before `now`, after
