@@ -119,7 +119,7 @@ static uint16_t decide(uint64_t size, int get, gni_ep_handle_t ep)
 static void set_mode(uint16_t m)
 {
 	mode_set = 1;
-	for (unsigned i = 0; i < n_nics; i++)
+	for (unsigned i = 0; real_smsg_mode && i < n_nics; i++)
 		real_smsg_mode(nics[i], m);
 }
 
