@@ -1,9 +1,10 @@
 //! The SC'19 microbenchmark suite at the paper's scale: 1,024 ranks, one per node, packed on 257
 //! Aries routers over 6 groups of a busy machine, every benchmark run under ADAPTIVE0, ADAPTIVE3,
 //! `auto` (the paper's algorithm in every rank) and `steady`, each policy in runs of its own that
-//! meet, seed by seed, the same background from the same start. [`run`] runs it (independent runs in parallel), [`markdown`] writes the document
-//! `aar sim paper` regenerates (docs/sim/PAPER.md); the plots are drawn by the CLI, which has the
-//! plotting code of `aar report`.
+//! meet, seed by seed, the same background from the same start. [`run`] runs it (independent runs
+//! in parallel), [`markdown`] writes the document `aar sim paper` regenerates
+//! (docs/sim/PAPER.md); the plots are drawn by the CLI, which has the plotting code of
+//! `aar report`.
 
 use crate::config::{Mode, NetConfig};
 use crate::experiment::{
@@ -561,7 +562,8 @@ fn steady_against_the_others(s: &mut String, r: &PaperReport) {
          iterations, seeded): an interval that holds 1 (a ratio) or 0 (a difference) says that the two \
          policies differ by no more than the sampling of their iterations explains. *Same routing*: `steady` \
          and `auto` sent their bytes with the same modes (every share within 1%); their runs of a seed meet \
-         the same background from the same start, so there they take the same time.\n"
+         the same background from the same start, so there they take the same time, but for what `steady`'s \
+         tries of a collective changed in the unmeasured iterations.\n"
     );
     let _ = writeln!(
         s,
@@ -743,8 +745,9 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
         "- **Policies**: ADAPTIVE0, ADAPTIVE3, `auto` (the paper's algorithm in every rank, from its own \
          NIC's simulated counters) and `steady` (aar's own policy, docs/policy.md), each in runs of its own: \
          for every benchmark and seed one run per policy, the four meeting the same background traffic from \
-         the same start, so that policies that route alike take the same time (but for what `steady`'s tries of \
-         a collective change in the unmeasured iterations) and the others differ by what they chose. {} measured iteration(s) of each per seed{}, seeds 1..={} (a seed changes the background \
+         the same start, so that policies that route alike take the same time (but for what `steady`'s \
+         tries of a collective change in the unmeasured iterations) and the others differ by what they \
+         chose. {} measured iteration(s) of each per seed{}, seeds 1..={} (a seed changes the background \
          jobs, their traffic and every routing choice; the job's placement stays), after unmeasured \
          iterations that every policy runs, so that the measured ones start at the same moment (an \
          application's first iterations are not its steady state: one, in which every automatic policy \
