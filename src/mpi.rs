@@ -13,6 +13,7 @@
 //! collective together before they switch policy; otherwise the wrapper is a plain forward.
 
 use crate::settings::{Boundary, MpiFunction};
+use crate::state::Follow;
 use crate::{diag, init, iterations, state};
 use aar_engine::RoutingMode;
 use std::cell::Cell;
@@ -86,6 +87,11 @@ thread_local! {
 /// ([`crate::control::Hot::collective_seen`].)
 static COLLECTIVE_SEEN: &AtomicBool = &crate::control::HOT.collective_seen;
 
+/// Threads inside a collective right now: outside collectives, a post below the threshold under
+/// `steady` reads this and not its thread's state (a thread-local costs a call in a shared
+/// library).
+static INSIDE: AtomicU32 = AtomicU32::new(0);
+
 /// Whether this thread is inside MPI_Alltoall.
 #[inline]
 pub fn in_alltoall() -> bool {
@@ -95,14 +101,15 @@ pub fn in_alltoall() -> bool {
 /// The mode and reason index a post below the threshold takes instead of the control word's,
 /// if any: under `steady`, on a thread inside a collective, the call's routing
 /// ([`aar_engine::Engine::below_threshold_in_call`]). Other policies pay one comparison of the
-/// word, and `steady` in a program that never called a collective one load from the line the
-/// fast path reads anyway.
+/// word; `steady` in a program that never called a collective one load from the line the fast
+/// path reads anyway, and while no thread is inside one a load of [`INSIDE`].
 #[inline]
 pub fn call_follow(w: u32) -> Option<(RoutingMode, usize)> {
-    if !crate::control::is_steady(w) || !COLLECTIVE_SEEN.load(Ordering::Relaxed) {
+    if !crate::control::is_steady(w) || !COLLECTIVE_SEEN.load(Ordering::Relaxed) || INSIDE.load(Ordering::Relaxed) == 0
+    {
         return None;
     }
-    state::call_follow().filter(|_| DEPTH.try_with(|d| d.get().0 > 0).unwrap_or(false))
+    state::thread_call().1.get()
 }
 
 /// This thread is inside a collective (and an MPI_Alltoall, when `alltoall`) until the drop.
@@ -110,6 +117,7 @@ struct Depth(bool);
 impl Depth {
     fn enter(alltoall: bool) -> Depth {
         COLLECTIVE_SEEN.store(true, Ordering::Relaxed);
+        INSIDE.fetch_add(1, Ordering::Relaxed);
         let _ = DEPTH.try_with(|d| {
             let (calls, alltoalls) = d.get();
             d.set((calls.saturating_add(1), alltoalls.saturating_add(u32::from(alltoall))));
@@ -119,6 +127,7 @@ impl Depth {
 }
 impl Drop for Depth {
     fn drop(&mut self) {
+        INSIDE.fetch_sub(1, Ordering::Relaxed);
         let _ = DEPTH.try_with(|d| {
             let (calls, alltoalls) = d.get();
             d.set((calls.saturating_sub(1), alltoalls.saturating_sub(u32::from(self.0))));
@@ -217,18 +226,24 @@ pub fn forward<F: Copy>(c: &Collective, key: [u64; 4], call: impl FnOnce(F) -> c
         let _inside = Depth::enter(alltoall);
         let begin = || {
             let key = aar_engine::calls::call_key(&[code(c.function) as u64, key[0], key[1], key[2], key[3]]);
-            state::begin_call(key, alltoall && state::settings().is_some_and(|s| s.alltoall_hook), w);
+            state::begin_call(key, alltoall && state::settings().is_some_and(|s| s.alltoall_hook), w)
         };
         // A panic must not reach the application; the call is forwarded whatever happens here.
-        if std::panic::catch_unwind(begin).is_err() {
+        let call_now = std::panic::catch_unwind(begin).unwrap_or_else(|_| {
             diag::internal_error("the collective was forwarded");
-        }
+            (None, Follow::NONE)
+        });
+        // An MPI library may make collectives inside one: the outer call's state comes back after.
+        let outer = state::swap_thread_call(call_now);
         let t0 = crate::sys::now_ns();
         let rc = call(real);
         let elapsed = crate::sys::now_ns().saturating_sub(t0);
-        if std::panic::catch_unwind(|| state::end_call(elapsed)).is_err() {
-            diag::internal_error("the collective had been forwarded");
+        if let (Some(ticket), _) = call_now {
+            if std::panic::catch_unwind(|| state::end_call(ticket, elapsed)).is_err() {
+                diag::internal_error("the collective had been forwarded");
+            }
         }
+        state::swap_thread_call(outer);
         rc
     } else if alltoall {
         let _inside = Depth::enter(true);

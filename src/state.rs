@@ -16,10 +16,11 @@ use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{attributes, control, diag, sys, tally};
 use aar_engine::{
-    AbSchedule, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Reason, RoutingMode, Window,
-    WindowOutcome,
+    AbSchedule, CallTicket, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Reason, RoutingMode,
+    Window, WindowOutcome,
 };
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -83,55 +84,80 @@ pub fn accumulate(bytes: u64) -> bool {
 
 // ---- Inside a collective call under `steady` ----------------------------------------------------
 
-/// The routing of posts below the threshold on a thread inside an MPI collective under `steady`
-/// ([`Engine::below_threshold_in_call`]): the mode's index + 1 in the low four bits, the reason's
-/// index above them; 0: none. Written by the decider at a call's entry and after each `steady`
-/// decision, cleared at the call's exit; read on the fast path.
-static CALL_FOLLOW: AtomicU8 = AtomicU8::new(0);
+/// What a thread's posts below the threshold take inside its collective under `steady`
+/// ([`Engine::below_threshold_in_call`]): the mode's index + 1 in the low four bits, the
+/// reason's index above them; 0: nothing (the control word's routing). Kept per thread
+/// ([`thread_call`]), set at the call's entry and after each `steady` decision in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Follow(u8);
 
-/// The end of a call that could not take the decider (its time in ns; `u64::MAX`: none), for the
-/// next thread that holds it.
-static CALL_END_PENDING: AtomicU64 = AtomicU64::new(u64::MAX);
+impl Follow {
+    pub const NONE: Follow = Follow(0);
+
+    fn of(follow: Option<(RoutingMode, Reason)>) -> Follow {
+        Follow(follow.map_or(0, |(m, r)| (m.index() as u8 + 1) | ((r.index() as u8) << 4)))
+    }
+
+    /// The mode and the reason's index.
+    #[inline]
+    pub fn get(self) -> Option<(RoutingMode, usize)> {
+        match self.0 {
+            0 => None,
+            v => RoutingMode::ALL.get(usize::from(v & 0xf).wrapping_sub(1)).map(|&m| (m, usize::from(v >> 4))),
+        }
+    }
+}
+
+/// The collective call a thread is inside (the engine's ticket for it) and what its posts below
+/// the threshold take.
+pub type ThreadCall = (Option<CallTicket>, Follow);
+
+thread_local! {
+    /// This thread's collective under `steady` or an A/B experiment: each thread its own, so
+    /// that threads inside collectives at once neither time nor route each other's calls.
+    static CALL: Cell<ThreadCall> = const { Cell::new((None, Follow::NONE)) };
+}
+
+/// This thread's collective call (none while the thread-local is gone, at thread exit).
+#[inline]
+pub fn thread_call() -> ThreadCall {
+    CALL.try_with(Cell::get).unwrap_or((None, Follow::NONE))
+}
+
+/// Make `call` this thread's collective call, returning the one it replaces (an MPI library may
+/// make collectives inside one: the caller gives the outer one back at the inner one's exit).
+pub fn swap_thread_call(call: ThreadCall) -> ThreadCall {
+    CALL.try_with(|c| c.replace(call)).unwrap_or((None, Follow::NONE))
+}
 
 /// How long a call's entry or exit waits for a thread that is deciding: decisions take well under
 /// a microsecond, and a collective call many.
 const CALL_WAIT: Duration = Duration::from_millis(1);
 
-/// The mode and the reason index [`CALL_FOLLOW`] holds: what posts below the threshold take
-/// under `steady` on a thread inside a collective (`mpi::call_follow` checks that).
-#[inline]
-pub fn call_follow() -> Option<(RoutingMode, usize)> {
-    match CALL_FOLLOW.load(Relaxed) {
-        0 => None,
-        v => RoutingMode::ALL.get(usize::from(v & 0xf).wrapping_sub(1)).map(|&m| (m, usize::from(v >> 4))),
-    }
-}
-
-fn store_call_follow(follow: Option<(RoutingMode, Reason)>) {
-    CALL_FOLLOW.store(follow.map_or(0, |(m, r)| (m.index() as u8 + 1) | ((r.index() as u8) << 4)), Relaxed);
-}
-
 /// An MPI collective of kind `key` begins on this thread, under the policy of control word `w`
-/// (see [`Engine::begin_call`]).
-pub fn begin_call(key: u64, in_alltoall: bool, w: u32) {
-    let Some(mut slot) = decider_within(CALL_WAIT) else { return };
-    let Some(d) = slot.as_mut() else { return };
+/// (see [`Engine::begin_call`]): the engine's ticket for it, and what its posts below the
+/// threshold take. Nothing when another thread holds the decider longer than [`CALL_WAIT`]:
+/// the call then goes untimed, its messages decided one by one.
+pub fn begin_call(key: u64, in_alltoall: bool, w: u32) -> (Option<CallTicket>, Follow) {
+    let Some(mut slot) = decider_within(CALL_WAIT) else { return (None, Follow::NONE) };
+    let Some(d) = slot.as_mut() else { return (None, Follow::NONE) };
     d.sync_policy(w);
-    d.end_pending_call();
     d.engine.begin_call(key, in_alltoall);
-    store_call_follow(d.engine.below_threshold_in_call(in_alltoall));
+    let ticket = d.engine.call_ticket();
+    let follow = Follow::of(d.engine.below_threshold_in_call(in_alltoall));
+    // Until this thread's next decision gives it back, no call is the engine's current one.
+    d.engine.resume_call(None);
+    (ticket, follow)
 }
 
-/// The collective that began last on this thread ended, `elapsed_ns` after it began.
-pub fn end_call(elapsed_ns: u64) {
-    store_call_follow(None);
-    match decider_within(CALL_WAIT) {
-        Some(mut slot) => {
-            if let Some(d) = slot.as_mut() {
-                d.engine.end_call(elapsed_ns);
-            }
+/// The collective of `ticket` ended, `elapsed_ns` after it began. When another thread holds the
+/// decider longer than [`CALL_WAIT`], the call's time is not kept.
+pub fn end_call(ticket: CallTicket, elapsed_ns: u64) {
+    if let Some(mut slot) = decider_within(CALL_WAIT) {
+        if let Some(d) = slot.as_mut() {
+            d.engine.resume_call(Some(ticket));
+            d.engine.end_call(elapsed_ns);
         }
-        None => CALL_END_PENDING.store(elapsed_ns, Relaxed),
     }
 }
 
@@ -266,21 +292,17 @@ impl Decider {
         }
     }
 
-    /// End the call whose exit found the decider busy (a thread decided meanwhile).
-    fn end_pending_call(&mut self) {
-        if CALL_END_PENDING.load(Relaxed) != u64::MAX {
-            self.engine.end_call(CALL_END_PENDING.swap(u64::MAX, Relaxed));
-        }
-    }
-
     /// `steady` counts the messages posted shortly before this one (they share the NIC's
     /// injection with it): it needs the post time, a clock read that only its decisions pay.
     #[inline(never)]
     fn decide_steady(&mut self, msg: &Message, in_alltoall: bool) -> Decision {
-        self.end_pending_call();
+        // The collective this thread is inside, if any, routes the message (another thread's
+        // call may have been the engine's current one).
+        let (ticket, _) = thread_call();
+        self.engine.resume_call(ticket);
         let msg = Message { posted_ns: Some(self.post_clock.now_ns()), ..*msg };
         let d = self.engine.on_threshold_crossed(&msg, in_alltoall);
-        store_call_follow(self.engine.below_threshold_in_call(in_alltoall));
+        let _ = CALL.try_with(|c| c.set((ticket, Follow::of(self.engine.below_threshold_in_call(in_alltoall)))));
         d
     }
 

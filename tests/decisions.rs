@@ -173,6 +173,28 @@ fn under_steady_collective_calls_try_each_routing_then_keep_the_fastest() {
 }
 
 #[test]
+fn two_threads_inside_collectives_at_once_each_keep_their_own_calls_routing() {
+    // Kind A (eight 1 KiB posts) is called once, then a second time, when `steady` tries it with
+    // every message Adaptive (ADAPTIVE1 in MPI_Alltoall). Inside that second call, before its
+    // posts, another thread makes a whole call of its own of another kind (four 2 KiB posts,
+    // its first: `steady`'s own decisions, High Bias on this network).
+    let script = format!("{LATENCY_BOUND} alltoall 1024 8 alltoall2 1024 8 2048 4");
+    let r = Launch::driver("calls-threads", &script).env("AAR_MODE", "steady").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("alltoall2 rc=0 second_rc=0"), "{}", r.stdout);
+    let posts = r.posts("GNI_PostRdma");
+    let modes = |len: u64| -> Vec<u64> {
+        posts.iter().filter(|v| v["length"] == len).map(|v| v["dlvr_mode"].as_u64().unwrap()).collect()
+    };
+    let (a, b) = (modes(1024), modes(2048));
+    assert_eq!((a.len(), b.len()), (16, 4), "{posts:?}");
+    // The other thread's call began and ended inside this one: its own routing, and this call's
+    // posts still go with this call's, every one Adaptive.
+    assert_eq!(&a[8..], &[AD1; 8], "the second call of kind A, after the other thread's call: {a:?}");
+    assert_eq!(b, [AD3; 4], "the other thread's call, decided message by message: {b:?}");
+}
+
+#[test]
 fn latency_counter_in_cycles_is_converted_with_the_800_mhz_clock() {
     for (emu_unit, aar_unit) in [("us", "us"), ("cycles", "cycles")] {
         let launch = Launch::driver(&format!("unit-{emu_unit}"), "net 2.5 2.0 1 1 rdma 65536 4 0x80");

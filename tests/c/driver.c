@@ -38,6 +38,9 @@
  *   alltoall SIZE COUNT             MPI_Alltoall, whose PMPI_Alltoall (defined here, found by
  *                                   libaar.so at run time) makes COUNT RDMA PUTs of SIZE bytes and
  *                                   checks that every argument arrived unchanged
+ *   alltoall2 SIZE COUNT SIZE2 COUNT2  MPI_Alltoall of COUNT posts of SIZE; inside it, before its
+ *                                   posts, a second thread's whole MPI_Alltoall of COUNT2 posts of
+ *                                   SIZE2 on a pair of its own (two threads inside collectives at once)
  *   modetime US0 US1 US2 US3        from here, every post waits US microseconds after its completion,
  *                                   by the ADAPTIVE mode it went out with (a network where the
  *                                   routing decides the time; 0 0 0 0: none)
@@ -332,9 +335,14 @@ typedef void *MPI_Comm;
 int MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 #pragma weak MPI_Alltoall
 
-static struct pair *alltoall_pair;
-static uint64_t alltoall_seq;
+/* Each thread's own: a thread that calls MPI_Alltoall sets them first (alltoall2 has two). */
+static __thread struct pair *alltoall_pair;
+static __thread uint64_t alltoall_seq;
 static int alltoall_calls;
+/* alltoall2: the first thread waits inside its PMPI_Alltoall, before its posts, until the second
+ * thread's whole MPI_Alltoall has run (0: not in alltoall2; 1: the first is inside; 2: done). */
+static __thread int alltoall_waits;
+static int alltoall2_phase;
 
 #define SENDTYPE ((MPI_Datatype)0x1122334455667788ull)
 #define RECVTYPE ((MPI_Datatype)0x0102030405060708ull)
@@ -343,16 +351,44 @@ static int alltoall_calls;
 int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		  MPI_Datatype recvtype, MPI_Comm comm)
 {
-	alltoall_calls++;
+	__atomic_add_fetch(&alltoall_calls, 1, __ATOMIC_RELAXED);
 	if (sendbuf != (void *)alltoall_pair || recvbuf != (void *)&alltoall_seq || sendtype != SENDTYPE ||
 	    recvtype != RECVTYPE || comm != COMM || recvcount != -sendcount) {
 		fail(alltoall_pair, "MPI_Alltoall arguments changed on the way to PMPI_Alltoall");
 		return 1;
 	}
 	uint64_t size = alltoall_seq >> 32, count = (uint64_t)sendcount;
+	if (alltoall_waits) {
+		__atomic_store_n(&alltoall2_phase, 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&alltoall2_phase, __ATOMIC_ACQUIRE) != 2)
+			usleep(100);
+	}
 	for (uint64_t k = 0; k < count; k++)
 		transfer(alltoall_pair, "rdma", size, 0, (alltoall_seq & 0xffffffff) + k);
 	return 0;
+}
+
+/* alltoall2's second thread: its own pair, and one MPI_Alltoall once the first thread is inside
+ * its own. */
+struct alltoall2_arg {
+	uint64_t size, count;
+	struct pair pair;
+	int rc;
+};
+
+static void *alltoall2_second(void *v)
+{
+	struct alltoall2_arg *t = v;
+	t->rc = -1;
+	if (setup_pair(&t->pair, 70, t->size > 4096 ? t->size : 4096))
+		return NULL;
+	while (__atomic_load_n(&alltoall2_phase, __ATOMIC_ACQUIRE) != 1)
+		usleep(100);
+	alltoall_pair = &t->pair;
+	alltoall_seq = t->size << 32 | 0x10000;
+	t->rc = MPI_Alltoall(&t->pair, (int)t->count, SENDTYPE, &alltoall_seq, -(int)t->count, RECVTYPE, COMM);
+	__atomic_store_n(&alltoall2_phase, 2, __ATOMIC_RELEASE);
+	return NULL;
 }
 
 struct thread_arg {
@@ -546,6 +582,29 @@ int main(int argc, char **argv)
 					fail(&p, "MPI_Alltoall did not reach PMPI_Alltoall once");
 			}
 			i += 2;
+		} else if (!strcmp(c, "alltoall2")) {
+			/* This thread's MPI_Alltoall of COUNT posts of SIZE; inside it, before its posts,
+			 * another thread's whole MPI_Alltoall of COUNT2 posts of SIZE2, on a pair of its own. */
+			static struct alltoall2_arg second;
+			second = (struct alltoall2_arg){.size = num(ARG(3)), .count = num(ARG(4))};
+			uint64_t size = num(ARG(1)), count = num(ARG(2));
+			pthread_t t;
+			if (!MPI_Alltoall || pthread_create(&t, NULL, alltoall2_second, &second)) {
+				printf("alltoall2 unavailable\n");
+			} else {
+				__atomic_store_n(&alltoall2_phase, 0, __ATOMIC_RELEASE);
+				alltoall_pair = &p;
+				alltoall_seq = size << 32 | (seq & 0xffffffff);
+				alltoall_waits = 1;
+				int rc = MPI_Alltoall(&p, (int)count, SENDTYPE, &alltoall_seq, -(int)count, RECVTYPE, COMM);
+				alltoall_waits = 0;
+				pthread_join(t, NULL);
+				seq += count;
+				printf("alltoall2 rc=%d second_rc=%d\n", rc, second.rc);
+				if (rc != 0 || second.rc != 0)
+					fail(&p, "alltoall2: an MPI_Alltoall failed");
+			}
+			i += 4;
 		} else if (!strcmp(c, "modetime")) {
 			for (int k = 0; k < 4; k++)
 				mode_wait_us[k] = (unsigned)num(ARG(k + 1));

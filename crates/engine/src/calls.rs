@@ -68,12 +68,25 @@ struct Kind {
     choice: Option<CallArm>,
 }
 
-/// The call in progress.
-#[derive(Clone, Copy, Debug)]
-struct Current {
+/// A call in progress, as [`CallTuner::begin`] started it. Where several calls can be in
+/// progress at once (threads of one process, each inside its own collective), each caller keeps
+/// its own and makes it current again ([`CallTuner::resume`]) before the call's decisions and
+/// its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallTicket {
+    key: u64,
     slot: usize,
-    /// The arm it runs, when it is timed.
-    arm: Option<CallArm>,
+    /// The arm it is timed for, if it is.
+    timed: Option<CallArm>,
+    /// The arm `steady` routes it with, if `steady` is in force.
+    routed: Option<CallArm>,
+}
+
+impl CallTicket {
+    /// The arm `steady` routes the call with (`None`: another policy is in force).
+    pub fn arm(self) -> Option<CallArm> {
+        self.routed
+    }
 }
 
 /// `steady`'s state for collective calls.
@@ -81,7 +94,7 @@ struct Current {
 pub struct CallTuner {
     kinds: [Kind; KINDS],
     clock: u64,
-    current: Option<Current>,
+    current: Option<CallTicket>,
 }
 
 impl CallTuner {
@@ -116,13 +129,25 @@ impl CallTuner {
         } else {
             fixed
         };
-        self.current = Some(Current { slot, arm });
-        arm.filter(|_| steady)
+        let routed = arm.filter(|_| steady);
+        self.current = Some(CallTicket { key, slot, timed: arm, routed });
+        routed
     }
 
-    /// The call that began last ended, `elapsed_ns` after it began.
+    /// The call in progress: the one that began last, or the one made current again.
+    pub fn current(&self) -> Option<CallTicket> {
+        self.current
+    }
+
+    /// Make `ticket` the call in progress (`None`: none is). A ticket whose kind the tuner has
+    /// since forgotten, to make room for newer kinds, is none.
+    pub fn resume(&mut self, ticket: Option<CallTicket>) {
+        self.current = ticket.filter(|t| self.kinds[t.slot].used > 0 && self.kinds[t.slot].key == t.key);
+    }
+
+    /// The call in progress ended, `elapsed_ns` after it began.
     pub fn end(&mut self, elapsed_ns: u64) {
-        let Some(Current { slot, arm: Some(arm) }) = self.current.take() else { return };
+        let Some(CallTicket { slot, timed: Some(arm), .. }) = self.current.take() else { return };
         let kind = &mut self.kinds[slot];
         let t = elapsed_ns as f64 / 1e3;
         let i = arm.index();
@@ -190,6 +215,36 @@ mod tests {
         // call 16 times the arms again, in turn: the per-message one first
         assert_eq!(call(&mut t, 7, 90.0), PerMessage);
         assert_eq!(call(&mut t, 7, 48.0), LowStall);
+    }
+
+    #[test]
+    fn calls_in_progress_at_once_are_each_timed_for_their_own_kind() {
+        let mut t = CallTuner::default();
+        // two threads: kind 1 begins, kind 2 begins and ends, then kind 1 ends
+        assert_eq!(t.begin(1, true, None), Some(PerMessage));
+        let one = t.current();
+        assert_eq!(t.begin(2, true, None), Some(PerMessage));
+        t.end(10_000);
+        t.resume(one);
+        assert_eq!(t.current().and_then(CallTicket::arm), Some(PerMessage));
+        t.end(90_000);
+        assert_eq!(t.current(), None);
+        for (us1, us2) in [(50.0, 20.0), (120.0, 30.0)] {
+            call(&mut t, 1, us1);
+            call(&mut t, 2, us2);
+        }
+        // kind 1 got its 90 µs (its low-stall arm wins), kind 2 its 10 µs (per message wins)
+        assert_eq!((t.choice(1), t.choice(2)), (Some(LowStall), Some(PerMessage)));
+        // a ticket whose kind made room for others is none
+        let two = {
+            t.begin(2, true, None);
+            t.current()
+        };
+        for key in 10..20 {
+            call(&mut t, key, 1.0);
+        }
+        t.resume(two);
+        assert_eq!(t.current(), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The per-rank decision state machine: the paper's Algorithm 1 in both directions.
 
-use crate::calls::{CallArm, CallTuner};
+use crate::calls::{CallArm, CallTicket, CallTuner};
 use crate::class::DestinationClass;
 use crate::mode::RoutingMode;
 use crate::model::{message_time_us, packets, request_flits, Transfer, Window};
@@ -515,18 +515,32 @@ impl Engine {
             _ => None,
         };
         let arm = self.calls.begin(key, steady, fixed);
-        self.call_side = match arm {
-            Some(CallArm::LowStall) => Some(Side::LowStall),
-            Some(CallArm::LowLatency) => Some(Side::LowLatency),
-            _ => None,
-        };
+        self.resume_call(self.calls.current());
         arm
     }
 
-    /// The collective call that began last ended, `elapsed_ns` after it began.
+    /// The collective call in progress ended, `elapsed_ns` after it began.
     pub fn end_call(&mut self, elapsed_ns: u64) {
         self.calls.end(elapsed_ns);
         self.call_side = None;
+    }
+
+    /// The collective call in progress (the one that began last, or the one made current
+    /// again), for a caller that can have several at once: each thread of a process keeps its
+    /// own and gives it back to [`Engine::resume_call`] before its decisions and its end.
+    pub fn call_ticket(&self) -> Option<CallTicket> {
+        self.calls.current()
+    }
+
+    /// Make `ticket` the collective call in progress (`None`: the message being decided is in
+    /// none): its routing under `steady`, and the call [`Engine::end_call`] ends.
+    pub fn resume_call(&mut self, ticket: Option<CallTicket>) {
+        self.calls.resume(ticket);
+        self.call_side = self.calls.current().and_then(CallTicket::arm).and_then(|arm| match arm {
+            CallArm::LowStall => Some(Side::LowStall),
+            CallArm::LowLatency => Some(Side::LowLatency),
+            CallArm::PerMessage => None,
+        });
     }
 
     /// `steady`'s arm for calls of kind `key`, once it has timed every arm.

@@ -22,7 +22,7 @@ pub mod steady;
 pub mod switch;
 
 pub use ab::{AbOrder, AbSchedule, PolicyList};
-pub use calls::CallArm;
+pub use calls::{CallArm, CallTicket};
 pub use class::{DestinationClass, NodeLocation};
 pub use engine::{accumulate, CounterSample, Decision, Engine, EngineStats, Message, Policy, Reason, WindowOutcome};
 pub use mode::{requested_mode, with_mode, RoutingMode};
