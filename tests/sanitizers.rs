@@ -471,6 +471,16 @@ fn tsan_posts_smsg_alltoall_trace_and_the_c_api_from_another_thread() {
 
 #[test]
 #[ignore = "needs the nightly toolchain with rust-src (rustup); run by scripts/sanitize"]
+fn tsan_two_threads_inside_collectives_at_once_under_steady() {
+    // A second thread's whole MPI_Alltoall runs inside the first thread's (each with its own call
+    // ticket), between calls of four threads crossing the threshold on every post.
+    let script = "alltoall 1024 8 alltoall2 1024 8 2048 4 threads 4 8192 200 alltoall2 65536 4 8192 8";
+    let r = run_tsan("tsan-calls", script, &[("AAR_MODE", "steady"), ("AAR_WINDOW", "1")]);
+    assert_eq!(r.stdout.matches("alltoall2 rc=0 second_rc=0").count(), 2, "{}", r.stdout);
+}
+
+#[test]
+#[ignore = "needs the nightly toolchain with rust-src (rustup); run by scripts/sanitize"]
 fn tsan_first_calls_from_many_threads_fork_and_exit_while_posting() {
     // The first uGNI calls of the process come from 8 threads and the API thread at once.
     run_tsan("tsan-init", "threads 8 64 2000 fma 64 10 0", &[("API_THREAD", "1")]);
