@@ -313,3 +313,74 @@ pub fn ranks_per_node() -> u32 {
         .filter(|&n| n > 0)
         .unwrap_or(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::{c_int, c_longlong};
+    use std::sync::atomic::AtomicBool;
+
+    /// The node's counters: every PAPI read returns one more than the one before, so a later
+    /// read has larger values.
+    static COUNTER: AtomicI64 = AtomicI64::new(100);
+    /// Set while the slow rank's own read is in progress: the other rank takes and publishes a
+    /// reading in the middle of it (as if the slow rank were descheduled there).
+    static INTERLEAVE: AtomicBool = AtomicBool::new(false);
+    static OTHER: OnceLock<Node> = OnceLock::new();
+
+    unsafe extern "C" fn counters(_: c_int, v: *mut c_longlong) -> c_int {
+        if INTERLEAVE.swap(false, SeqCst) {
+            // The holder lets go, the other rank takes the slot and publishes: its clock read
+            // comes after the slow rank's, its PAPI read before the slow rank's.
+            let segment = OTHER.get().unwrap().segment;
+            segment.seq.store(released(segment.seq.load(SeqCst)), SeqCst);
+            let mut papi = Papi::with_reader(counters);
+            let (_, source, _) = OTHER.get().unwrap().read(&mut papi, 0).unwrap();
+            assert_eq!(source, Source::Own);
+        }
+        let x = COUNTER.fetch_add(1, SeqCst);
+        for i in 0..5 {
+            // SAFETY: the caller passes room for 5 values.
+            unsafe { *v.add(i) = x };
+        }
+        0
+    }
+
+    fn node(segment: &'static Segment, pid: u32) -> Node {
+        let clock = Clock { tsc: false, per_ns: 1.0 };
+        Node {
+            segment,
+            path: PathBuf::new(),
+            remove_when_last: false,
+            pid,
+            clock,
+            max_age: u64::MAX / 2,
+            stuck: u64::MAX,
+        }
+    }
+
+    #[test]
+    fn a_rank_that_reads_its_own_never_takes_an_older_reading_next() {
+        let segment: &'static Segment = Box::leak(Box::new(Segment {
+            seq: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+            with_rsp_stalled: AtomicU64::new(0),
+            values: Default::default(),
+            users: AtomicU32::new(0),
+        }));
+        let slow = node(segment, 1);
+        let _ = OTHER.set(node(segment, 2));
+        let mut papi = Papi::with_reader(counters);
+        // A third rank holds the slot: the slow rank reads its own, and is held up in the middle
+        // of it while the other rank publishes an older reading with a later clock read.
+        segment.seq.store(claimed(0, 3), SeqCst);
+        INTERLEAVE.store(true, SeqCst);
+        let (own, source, taken) = slow.read(&mut papi, 0).unwrap();
+        assert_eq!(source, Source::Own);
+        assert!(!INTERLEAVE.load(SeqCst), "the other rank published in the middle");
+        assert!(segment.values[0].load(SeqCst) < own.req_flits, "the published reading is older");
+        // Its next reading, not before its own: never the older one.
+        let (next, _, _) = slow.read(&mut papi, taken).unwrap();
+        assert!(next.req_flits >= own.req_flits, "a reading older than the rank's own: {next:?} after {own:?}");
+    }
+}

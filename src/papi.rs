@@ -241,6 +241,18 @@ impl Papi {
         })
     }
 
+    /// An event set of 5 events read by `read` (unit tests stand it in for libpapi's).
+    #[cfg(test)]
+    pub fn with_reader(read: ReadFn) -> Papi {
+        unsafe extern "C" fn initialised() -> c_int {
+            PAPI_NOT_INITED + 1
+        }
+        unsafe extern "C" fn no_text(_: c_int) -> *mut c_char {
+            std::ptr::null_mut()
+        }
+        Papi { is_initialized: initialised, read, strerror: no_text, eventset: 0, with_rsp_stalled: true }
+    }
+
     /// A failed read, in words.
     pub fn explain(&self, failure: ReadFailure) -> PapiError {
         match failure {
