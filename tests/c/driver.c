@@ -360,7 +360,8 @@ int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 	uint64_t size = alltoall_seq >> 32, count = (uint64_t)sendcount;
 	if (alltoall_waits) {
 		__atomic_store_n(&alltoall2_phase, 1, __ATOMIC_RELEASE);
-		while (__atomic_load_n(&alltoall2_phase, __ATOMIC_ACQUIRE) != 2)
+		/* at most 10 s: a second thread that never runs its call fails the command, not hangs it */
+		for (int k = 0; k < 100000 && __atomic_load_n(&alltoall2_phase, __ATOMIC_ACQUIRE) != 2; k++)
 			usleep(100);
 	}
 	for (uint64_t k = 0; k < count; k++)
@@ -380,9 +381,12 @@ static void *alltoall2_second(void *v)
 {
 	struct alltoall2_arg *t = v;
 	t->rc = -1;
-	if (setup_pair(&t->pair, 70, t->size > 4096 ? t->size : 4096))
+	if (setup_pair(&t->pair, 70, t->size > 4096 ? t->size : 4096)) {
+		__atomic_store_n(&alltoall2_phase, 2, __ATOMIC_RELEASE);
 		return NULL;
-	while (__atomic_load_n(&alltoall2_phase, __ATOMIC_ACQUIRE) != 1)
+	}
+	/* at most 10 s for the first thread to be inside its call */
+	for (int k = 0; k < 100000 && __atomic_load_n(&alltoall2_phase, __ATOMIC_ACQUIRE) != 1; k++)
 		usleep(100);
 	alltoall_pair = &t->pair;
 	alltoall_seq = t->size << 32 | 0x10000;
@@ -589,10 +593,10 @@ int main(int argc, char **argv)
 			second = (struct alltoall2_arg){.size = num(ARG(3)), .count = num(ARG(4))};
 			uint64_t size = num(ARG(1)), count = num(ARG(2));
 			pthread_t t;
+			__atomic_store_n(&alltoall2_phase, 0, __ATOMIC_RELEASE);
 			if (!MPI_Alltoall || pthread_create(&t, NULL, alltoall2_second, &second)) {
 				printf("alltoall2 unavailable\n");
 			} else {
-				__atomic_store_n(&alltoall2_phase, 0, __ATOMIC_RELEASE);
 				alltoall_pair = &p;
 				alltoall_seq = size << 32 | (seq & 0xffffffff);
 				alltoall_waits = 1;
