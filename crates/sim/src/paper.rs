@@ -37,6 +37,9 @@ pub const MACHINE_GROUPS: u32 = 7;
 /// `steady` (the policy of docs/policy.md) runs beside the paper's, so both meet the same machine.
 pub const ARMS: [PolicySpec; 4] =
     [PolicySpec::Fixed(Mode::Adaptive0), PolicySpec::Fixed(Mode::Adaptive3), PolicySpec::Auto, PolicySpec::Steady];
+/// Unmeasured iterations of a collective case: `steady` times each of its three routings of the
+/// call in one of them.
+const COLLECTIVE_WARMUP: u32 = 3;
 /// The background: a production mix at a load of 0.1 per sending node, 4 KiB messages.
 pub const BACKGROUND: Background = Background::Production { load: 0.1, bytes: 4096 };
 
@@ -66,8 +69,6 @@ pub struct Case {
     /// only): an automatic policy measures a window, and `steady` times each routing of a
     /// collective call, before the measured iterations
     pub warmup: u32,
-    /// why a case has more than one
-    pub warmup_why: &'static str,
     /// iterations of each policy per seed instead of the suite's (cheap cases get more samples)
     pub iterations: Option<u32>,
 }
@@ -86,9 +87,7 @@ impl Case {
     /// An MPI collective: `steady` times each of its three routings of the call once, in the
     /// unmeasured iterations, before it keeps the fastest.
     fn collective(mut self) -> Case {
-        self.warmup = 3;
-        self.warmup_why = "a collective call: `steady` times each of its three routings of a call once before it \
-                           keeps the fastest (docs/policy.md)";
+        self.warmup = COLLECTIVE_WARMUP;
         self
     }
 
@@ -98,7 +97,7 @@ impl Case {
             Some(b) => fmt_bytes(b),
             None => "-".into(),
         };
-        Case { bench: bench.into(), size, workload, partner, once: false, warmup: 1, warmup_why: "", iterations: None }
+        Case { bench: bench.into(), size, workload, partner, once: false, warmup: 1, iterations: None }
     }
 
     /// `bench size` as the tables name it.
@@ -731,15 +730,17 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
          the bulk of the simulated packets) without adding a kind of path the job does not already have.",
         suite.machine_groups, r.background.nodes
     );
-    // The cases with more unmeasured iterations than one, grouped by why.
-    let mut more: Vec<(u32, &str, Vec<String>)> = Vec::new();
-    for c in suite.cases.iter().filter(|c| c.warmup != 1) {
-        match more.iter_mut().find(|(n, why, _)| *n == c.warmup && *why == c.warmup_why) {
-            Some((_, _, labels)) => labels.push(c.label()),
-            None => more.push((c.warmup, c.warmup_why, vec![c.label()])),
-        }
-    }
-    let more: String = more.iter().map(|(n, why, labels)| format!("; {n} for {}: {why}", labels.join(", "))).collect();
+    let collectives: Vec<String> =
+        suite.cases.iter().filter(|c| c.warmup == COLLECTIVE_WARMUP).map(Case::label).collect();
+    let more = if collectives.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {COLLECTIVE_WARMUP} for {}: a collective call: `steady` times each of its three routings of a call \
+             once before it keeps the fastest (docs/policy.md)",
+            collectives.join(", ")
+        )
+    };
     let _ = writeln!(
         s,
         "- **Policies**: ADAPTIVE0, ADAPTIVE3, `auto` (the paper's algorithm in every rank, from its own \
