@@ -107,6 +107,52 @@ pub struct CounterSample {
     pub rsp_stalled: Option<i64>,
 }
 
+/// Bytes of decided messages on each side, cumulative. A node's ranks add theirs up (libaar.so
+/// in its node's shared segment, the simulator over a node's engines) and hand the sum back with
+/// each counter sample ([`Engine::observe_node`]): the NIC's counters are the node's, so a window
+/// measures the side the node's decided bytes were on, not necessarily this rank's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SideBytes {
+    /// On the low-latency side (High Bias).
+    pub low_latency: u64,
+    /// On the low-stall side (Adaptive, or the alltoall mode).
+    pub low_stall: u64,
+}
+
+impl SideBytes {
+    fn add(&mut self, side: Side, bytes: u64) {
+        let b = match side {
+            Side::LowLatency => &mut self.low_latency,
+            Side::LowStall => &mut self.low_stall,
+        };
+        *b = b.wrapping_add(bytes);
+    }
+
+    /// The bytes added since `earlier` (both cumulative; wrapping, as the sums may).
+    pub fn since(self, earlier: SideBytes) -> SideBytes {
+        SideBytes {
+            low_latency: self.low_latency.wrapping_sub(earlier.low_latency),
+            low_stall: self.low_stall.wrapping_sub(earlier.low_stall),
+        }
+    }
+
+    /// The side holding at least `dominance` of the bytes; `Err(())` when there are none.
+    fn dominant(self, dominance: f64) -> Result<Option<Side>, ()> {
+        let total = self.low_latency.saturating_add(self.low_stall);
+        if total == 0 {
+            return Err(());
+        }
+        let share = |b: u64| b as f64 / total as f64;
+        Ok(if share(self.low_latency) >= dominance {
+            Some(Side::LowLatency)
+        } else if share(self.low_stall) >= dominance {
+            Some(Side::LowStall)
+        } else {
+            None
+        })
+    }
+}
+
 /// Why a message got its routing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -231,6 +277,12 @@ pub struct EngineStats {
     pub switches_held: u64,
     /// `steady`: decisions made with learned λ and σ.
     pub decisions_calibrated: u64,
+    /// `steady` with ranks sharing the NIC: valid windows in which neither side carried
+    /// `dominance` of the node's decided bytes, attributed to nothing.
+    pub windows_node_mixed: u64,
+    /// `steady` with ranks sharing the NIC: valid windows attributed to the side of the node's
+    /// decided bytes where this rank's own decisions in them were not all on that side.
+    pub windows_node_side: u64,
 }
 
 // `auto`'s counts in one line, as the engine's first.
@@ -375,6 +427,12 @@ pub struct Engine {
     /// message with, if it does.
     calls: CallTuner,
     call_side: Option<Side>,
+    /// This rank's decided bytes per side, while `steady` learns (see [`SideBytes`]).
+    decided: SideBytes,
+    /// The node's decided bytes at the sample a window starts from (that sample with them), and
+    /// their change over the window being observed ([`Engine::observe_node`]).
+    node_baseline: Option<(CounterSample, SideBytes)>,
+    node_window: Option<SideBytes>,
 }
 
 impl Engine {
@@ -400,6 +458,9 @@ impl Engine {
             alltoall_follow: None,
             calls: CallTuner::default(),
             call_side: None,
+            decided: SideBytes::default(),
+            node_baseline: None,
+            node_window: None,
         }
     }
 
@@ -780,6 +841,9 @@ impl Engine {
         open.decisions[c] = open.decisions[c].saturating_add(1);
         open.bytes[c] = open.bytes[c].saturating_add(msg.bytes);
         open.side[c] = side;
+        if let Some(side) = side {
+            self.decided.add(side, msg.bytes);
+        }
         read_before
     }
 
@@ -868,11 +932,69 @@ impl Engine {
         }
         if self.steady_learns {
             let class = self.take_classes(closed).dominant_class(self.cfg.steady.dominance);
-            self.stats.windows_class_attributed += u64::from(class.is_some());
             let node_side = covered.side.filter(|_| !covered.mixed);
+            let (class, node_side) = match self.node_window {
+                Some(node) => self.node_attribution(node, class, node_side),
+                None => (class, node_side),
+            };
+            self.stats.windows_class_attributed += u64::from(class.is_some());
             self.steady.observe(&self.cfg.steady, w, class, node_side);
         }
         outcome
+    }
+
+    /// [`Engine::observe`] with the node's decided bytes per side at the sample (the sum over the
+    /// ranks sharing the NIC, this one's included). With more than one rank per node, `steady`
+    /// then attributes a window by the node's bytes: to the side that carried at least
+    /// `dominance` of them, whichever side this rank's own decisions were on (its class only
+    /// when that is its side too), and to nothing when neither side did. The counters are the
+    /// NIC's: a rank alone on High Bias among node-mates on Adaptive measures Adaptive.
+    pub fn observe_node(&mut self, sample: CounterSample, node: SideBytes) -> WindowOutcome {
+        if self.cfg.ranks_per_node <= 1 || !self.steady_learns {
+            return self.observe(sample);
+        }
+        // The node's bytes since the sample the window starts from; none when that sample came
+        // without them (through `observe`).
+        self.node_window = match self.node_baseline {
+            Some((at, bytes)) if self.baseline == Some(at) => Some(node.since(bytes)),
+            _ => None,
+        };
+        let outcome = self.observe(sample);
+        self.node_window = None;
+        // An empty window runs on from the same baseline, and the node's bytes with it.
+        if outcome != WindowOutcome::DiscardedEmpty && self.baseline == Some(sample) {
+            self.node_baseline = Some((sample, node));
+        }
+        outcome
+    }
+
+    /// This rank's decided bytes per side so far, for its node's sum (counted while `steady`
+    /// learns, [`Engine::keep_steady_state`]).
+    pub fn decided_bytes(&self) -> SideBytes {
+        self.decided
+    }
+
+    /// A window's attribution by the node's decided bytes in it (see [`Engine::observe_node`]).
+    /// Out of line: only `steady` with ranks sharing the NIC reaches it.
+    #[inline(never)]
+    fn node_attribution(
+        &mut self,
+        node: SideBytes,
+        class: Option<(DestinationClass, Side, u64)>,
+        own: Option<Side>,
+    ) -> (Option<(DestinationClass, Side, u64)>, Option<Side>) {
+        match node.dominant(self.cfg.steady.dominance) {
+            // No decided bytes on the node (a window of traffic in flight): this rank's view.
+            Err(()) => (class, own),
+            Ok(None) => {
+                self.stats.windows_node_mixed += 1;
+                (None, None)
+            }
+            Ok(Some(side)) => {
+                self.stats.windows_node_side += u64::from(own != Some(side));
+                (class.filter(|c| c.1 == side), Some(side))
+            }
+        }
     }
 
     /// The per-class part of the window a read closes (the one closed at a side change, or the

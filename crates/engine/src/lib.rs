@@ -24,7 +24,9 @@ pub mod switch;
 pub use ab::{AbOrder, AbSchedule, PolicyList};
 pub use calls::{CallArm, CallTicket};
 pub use class::{DestinationClass, NodeLocation};
-pub use engine::{accumulate, CounterSample, Decision, Engine, EngineStats, Message, Policy, Reason, WindowOutcome};
+pub use engine::{
+    accumulate, CounterSample, Decision, Engine, EngineStats, Message, Policy, Reason, SideBytes, WindowOutcome,
+};
 pub use mode::{requested_mode, with_mode, RoutingMode};
 pub use model::{LatencyUnit, Transfer, Window};
 pub use settings::EngineConfig;

@@ -752,3 +752,90 @@ fn steady_state_is_kept_only_where_steady_may_decide() {
     assert_eq!(skipped.e.stats().windows_class_attributed, 1);
     assert_eq!(skipped.decide(msg).reason, Reason::Model);
 }
+
+/// With ranks sharing the NIC, a window holds the node-mates' traffic too: `steady` attributes
+/// it by the node's decided bytes, to the side that carried three quarters of them.
+#[test]
+fn node_mates_windows_are_attributed_by_the_node_s_bytes() {
+    let far = put(MIB, DestinationClass::OtherGroup);
+    // One rank of four decides 1 MiB on High Bias; with the node-mates' bytes (`mates`, on top
+    // of its own) the window (L = 2, s = 0.01) is read. Four ranks share the NIC: the flit term
+    // is 4 · 102.4 = 409.6 µs.
+    let run = |mates: SideBytes, with_node: bool| {
+        let mut e = Engine::new(EngineConfig { ranks_per_node: 4, ..one() });
+        let c0 = CounterSample::default();
+        assert_eq!(e.observe_node(c0, SideBytes::default()), WindowOutcome::Baseline);
+        e.set_policy(Policy::Fixed(AD3));
+        e.on_threshold_crossed(&far, false);
+        assert_eq!(e.decided_bytes(), SideBytes { low_latency: MIB, low_stall: 0 });
+        let node = SideBytes {
+            low_latency: e.decided_bytes().low_latency + mates.low_latency,
+            low_stall: e.decided_bytes().low_stall + mates.low_stall,
+        };
+        let c1 = next(c0, 2.0, 0.01);
+        let outcome = if with_node { e.observe_node(c1, node) } else { e.observe(c1) };
+        assert!(matches!(outcome, WindowOutcome::Valid(_)));
+        e.set_policy(Policy::Steady);
+        let d = e.on_threshold_crossed(&far, false);
+        (e, d)
+    };
+    let mates_adaptive = SideBytes { low_latency: 0, low_stall: 3 * MIB };
+    // Its own view: other-group's High Bias window (2, 0.01): T = 17 · 2 + 409.6 · 1.01 =
+    // 447.70 µs; Adaptive guessed (2.4, 0.002): 40.8 + 409.6 · 1.002 = 451.22: High Bias stays.
+    let (e, d) = run(mates_adaptive, false);
+    assert_eq!((d.mode, d.window.map(|w| w.latency_us)), (Some(AD3), Some(2.0)));
+    assert_eq!(e.stats().windows_class_attributed, 1);
+    // The node's: 3 of its 4 MiB were on Adaptive, so the window measured Adaptive (no class's:
+    // the rank's class was on the other side). High Bias is guessed from it, (2 / 1.2, 0.01 ·
+    // 5): 28.33 + 409.6 · 1.05 = 458.41 µs against Adaptive's 34 + 409.6 · 1.01 = 447.70, and
+    // High Bias was never measured (no hysteresis): Adaptive.
+    let (e, d) = run(mates_adaptive, true);
+    assert_eq!(d.mode, Some(AD0));
+    let w = d.window.expect("the model ran");
+    assert!(close(w.latency_us, 2.0 / 1.2) && close(w.stall_ratio, 0.05), "{w:?}");
+    let st = e.stats();
+    assert_eq!((st.windows_class_attributed, st.windows_node_mixed, st.windows_node_side), (0, 0, 1));
+    // Half and half (1 MiB of the mates' on each side, 2 of 4 on each): no side's window.
+    let (e, d) = run(SideBytes { low_latency: MIB, low_stall: 2 * MIB }, true);
+    assert_eq!((e.stats().windows_node_mixed, e.stats().windows_class_attributed), (1, 0));
+    assert_eq!((d.mode, d.reason, d.read_counters), (Some(AD3), Reason::Threshold, true));
+    // The node's bytes on the rank's own side: its own view.
+    let (e, d) = run(SideBytes { low_latency: 3 * MIB, low_stall: 0 }, true);
+    assert_eq!((d.mode, d.window.map(|w| w.latency_us)), (Some(AD3), Some(2.0)));
+    assert_eq!((e.stats().windows_class_attributed, e.stats().windows_node_side), (1, 0));
+}
+
+/// The node's bytes follow the counters' baseline: an empty window runs on with them, and a
+/// sample taken without them (`observe`) leaves the next window to the rank's own view.
+#[test]
+fn the_node_s_bytes_run_on_with_the_counters_baseline() {
+    let far = put(MIB, DestinationClass::OtherGroup);
+    let mut e = Engine::new(EngineConfig { ranks_per_node: 4, ..one() });
+    let c0 = CounterSample::default();
+    e.observe_node(c0, SideBytes::default());
+    e.set_policy(Policy::Fixed(AD3));
+    e.on_threshold_crossed(&far, false);
+    // Read before the traffic reached the counters: the window runs on. The mates' 3 MiB on
+    // Adaptive counted by then stay in it.
+    let mates = SideBytes { low_latency: MIB, low_stall: 3 * MIB };
+    assert_eq!(e.observe_node(c0, mates), WindowOutcome::DiscardedEmpty);
+    // By the next read the rank decided another 1 MiB on High Bias. Since the first sample the
+    // node has 2 MiB on High Bias and 3 on Adaptive (60 %): no side. (From the empty read on
+    // it would have been 1 MiB on High Bias alone.)
+    e.on_threshold_crossed(&far, false);
+    let c1 = next(c0, 2.0, 0.05);
+    assert!(matches!(
+        e.observe_node(c1, SideBytes { low_latency: 2 * MIB, low_stall: 3 * MIB }),
+        WindowOutcome::Valid(_)
+    ));
+    assert_eq!(e.stats().windows_node_mixed, 1, "the empty read did not move the node's baseline");
+    // A sample without the node's bytes: the window after it is the rank's own.
+    e.on_threshold_crossed(&far, false);
+    let c2 = next(c1, 2.0, 0.05);
+    e.observe(c2);
+    e.on_threshold_crossed(&far, false);
+    let c3 = next(c2, 2.0, 0.05);
+    e.observe_node(c3, SideBytes { low_latency: 4 * MIB, low_stall: 30 * MIB });
+    let st = e.stats();
+    assert_eq!((st.windows_node_mixed, st.windows_class_attributed), (1, 2), "{st:?}");
+}
