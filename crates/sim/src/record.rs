@@ -105,6 +105,13 @@ pub struct RankRecord {
     pub switches_to_low_stall: u64,
     pub windows_valid: u64,
     pub windows_discarded: u64,
+    /// with ranks sharing the NIC, valid windows `steady`'s state took by the node's decided
+    /// bytes on a side this rank's own decisions were not all on, and those it took for no side
+    /// (neither side held three quarters of the node's bytes); absent when none
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub windows_node_side: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub windows_node_mixed: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -310,6 +310,7 @@ impl Simulation {
                     r.rec.windows_valid = s.windows_valid;
                     r.rec.windows_discarded =
                         s.windows_discarded_decreasing + s.windows_discarded_empty + s.windows_discarded_absurd;
+                    (r.rec.windows_node_side, r.rec.windows_node_mixed) = (s.windows_node_side, s.windows_node_mixed);
                     if std::env::var_os("AAR_SIM_DEBUG_ENGINE").is_some() {
                         eprintln!("rank {}: {:?}", r.local, s);
                     }

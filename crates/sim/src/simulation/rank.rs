@@ -11,7 +11,7 @@ use crate::record::{RankIteration, RankRecord, RANK_SCHEMA};
 use crate::workload::{Phase, Workload};
 use aar_engine::{
     AbOrder, AbSchedule, CounterSample, DestinationClass, Engine, EngineConfig, LatencyUnit, Message, NodeLocation,
-    Transfer,
+    SideBytes, Transfer,
 };
 use std::collections::HashMap;
 
@@ -81,6 +81,8 @@ pub(super) struct Job {
     pub(super) at_barrier: Vec<usize>,
     /// the job's iteration time is this rank's (ping-pong: the initiator) or the slowest rank's
     pub(super) timing_rank: Option<u32>,
+    /// ranks sharing each node's NIC (1 outside the measured job)
+    pub(super) ranks_per_node: u32,
     /// per recorded iteration: max rank duration
     pub(super) iter_max: Vec<u64>,
     /// per recorded iteration: (stall ratio, latency cycles) of rank 0's NIC window
@@ -187,6 +189,7 @@ impl Simulation {
             synchronized,
             at_barrier: Vec::new(),
             timing_rank,
+            ranks_per_node: ranks_per_node.max(1),
             iter_max: Vec::new(),
             iter_ctr: Vec::new(),
         });
@@ -230,10 +233,11 @@ impl Simulation {
     pub(super) fn start_iteration(&mut self, r: usize) {
         let now = self.net.now;
         let job = self.ranks[r].job;
-        let rk = &mut self.ranks[r];
-        if rk.done {
+        if self.ranks[r].done {
             return;
         }
+        let decided = self.node_decided(job, self.ranks[r].node);
+        let rk = &mut self.ranks[r];
         rk.iter_start = now;
         rk.iter_ctr = self.net.counters(rk.node);
         rk.iter_msgs = [0; N_MODES];
@@ -245,7 +249,7 @@ impl Simulation {
             // The previous iteration is over: its window closes with everything its sends
             // injected, as libaar.so closes it at an iteration boundary.
             if e.window_open() {
-                e.observe(sample(&self.net.counters(rk.node)));
+                e.observe_node(sample(&self.net.counters(rk.node)), decided);
             }
             if let Some(p) = j.arms[rk.arm].engine_policy() {
                 e.set_policy(p);
@@ -319,10 +323,7 @@ impl Simulation {
             };
             if read_before {
                 // the engine's window of the old side closes without this message
-                let c = self.net.counters(node);
-                if let Some(e) = &mut self.ranks[r].engine {
-                    e.observe(sample(&c));
-                }
+                self.observe(r);
             }
             let rk = &mut self.ranks[r];
             if self.jobs[job].measured && rk.iter >= self.jobs[job].warmup {
@@ -334,13 +335,36 @@ impl Simulation {
             }
             self.net.post(node, dst_node, bytes, Transfer::Put, mode, r as u32, dst_rank, tag_of(iter, tag));
             if read {
-                let c = self.net.counters(node);
-                if let Some(e) = &mut self.ranks[r].engine {
-                    e.observe(sample(&c));
-                }
+                self.observe(r);
             }
         }
         self.check_phase(r);
+    }
+
+    /// Rank `r`'s engine reads its node's counters, with the decided bytes of the node's ranks.
+    fn observe(&mut self, r: usize) {
+        let (job, node) = (self.ranks[r].job, self.ranks[r].node);
+        let c = self.net.counters(node);
+        let decided = self.node_decided(job, node);
+        if let Some(e) = &mut self.ranks[r].engine {
+            e.observe_node(sample(&c), decided);
+        }
+    }
+
+    /// The decided bytes per side of the measured job's ranks on `node` (its engines' sum), as
+    /// libaar.so's ranks add them up in their node's segment. Only with ranks sharing a node.
+    fn node_decided(&self, job: usize, node: u32) -> SideBytes {
+        let j = &self.jobs[job];
+        let ranks = &self.ranks[j.first as usize..(j.first + j.n) as usize];
+        let mut sum = SideBytes::default();
+        if j.ranks_per_node > 1 {
+            for e in ranks.iter().filter(|rk| rk.node == node).filter_map(|rk| rk.engine.as_ref()) {
+                let d = e.decided_bytes();
+                sum.low_latency = sum.low_latency.wrapping_add(d.low_latency);
+                sum.low_stall = sum.low_stall.wrapping_add(d.low_stall);
+            }
+        }
+        sum
     }
 
     fn check_phase(&mut self, r: usize) {
