@@ -15,7 +15,7 @@ use crate::papi::Papi;
 use crate::settings::Settings;
 use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
 use crate::{attributes, control, diag, job, node, output, sys, topology};
-use aar_engine::{Engine, Policy};
+use aar_engine::{Engine, Policy, SideBytes};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -106,6 +106,7 @@ fn init() {
         policy_bits: u32::MAX,
         test_panic: settings.test_panic,
         post_clock: sys::MonotonicClock::of_this_machine(),
+        published: SideBytes::default(),
     };
     // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`
     // may decide: as the policy, as an A/B arm, or once the application selects it (C API).

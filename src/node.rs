@@ -12,17 +12,22 @@
 //! `aar run`, every rank reads its own counters. A zero-filled file is a valid empty segment, so
 //! ranks that map it at the same time need no set-up between them.
 //!
+//! The segment also holds the node's decided bytes per side, which every rank adds to at its
+//! decisions and reads with each reading: `steady` attributes a window by them (the counters
+//! measured the node's traffic, not only this rank's). With `AAR_NODE_READING=0` the ranks share
+//! only these, and each reads its own counters.
+//!
 //! A rank that dies while writing would leave the sequence odd: once the last reading is
 //! [`STUCK_NS`] old the others check the writer's pid (kept in the sequence word) and, if that
 //! process has ended, release the slot and mark the reading as none (complete or not, nobody uses
 //! it).
 //!
-//! Sharing is on only when more than one rank shares the NIC ([`ranks_per_node`]): a lone rank
-//! would pay for the segment and never find another rank's reading.
+//! The segment is made only when more than one rank shares the NIC ([`ranks_per_node`]): a lone
+//! rank would pay for it and never find another rank's reading or bytes.
 
 use crate::papi::{Papi, ReadFailure};
 use crate::{job, sys, topology};
-use aar_engine::CounterSample;
+use aar_engine::{CounterSample, SideBytes};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::OnceLock;
@@ -42,6 +47,9 @@ struct Segment {
     values: [AtomicI64; 5],
     /// Ranks attached (outside `aar run`, the last one to leave removes the file).
     users: AtomicU32,
+    /// The node's decided bytes per side ([`SideBytes`]: low latency, low stall), which each rank
+    /// adds to at its decisions: what the node's counters measured, for `steady`'s attribution.
+    decided: [AtomicU64; 2],
 }
 
 /// The sequence word of a writer `pid` that takes the slot after `seq` (even), and the word it
@@ -126,6 +134,8 @@ pub struct Node {
     clock: Clock,
     /// Readings younger than this (in the clock's ticks) are used as they are.
     max_age: u64,
+    /// Readings are shared (`AAR_NODE_READING` is not 0); else only the decided bytes are.
+    share_readings: bool,
     /// [`STUCK_NS`] in the clock's ticks.
     stuck: u64,
 }
@@ -163,10 +173,11 @@ fn segment_path(events: &[String], clock: Clock) -> Option<(PathBuf, bool)> {
 }
 
 /// Attach to this node's segment (once per process); `None`, and every rank reads its own
-/// counters, when `max_age_ns` is 0, the rank is alone on its node, no segment name can be made,
-/// or the file cannot be mapped.
+/// counters and keeps its decided bytes to itself, when the rank is alone on its node, no
+/// segment name can be made, or the file cannot be mapped. With `max_age_ns` 0 the ranks share
+/// only their decided bytes: each reads its own counters.
 pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option<&'static Node> {
-    if max_age_ns == 0 || ranks_per_node < 2 {
+    if ranks_per_node < 2 {
         return None;
     }
     if let Some(n) = NODE.get() {
@@ -190,7 +201,8 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     let segment = unsafe { &*bytes.as_ptr().cast::<Segment>() };
     segment.users.fetch_add(1, AcqRel);
     let (max_age, stuck) = (clock.ticks(max_age_ns), clock.ticks(STUCK_NS));
-    let node = Node { segment, path, remove_when_last, pid: sys::pid(), clock, max_age, stuck };
+    let share_readings = max_age_ns > 0;
+    let node = Node { segment, path, remove_when_last, pid: sys::pid(), clock, max_age, share_readings, stuck };
     Some(NODE.get_or_init(|| node))
 }
 
@@ -216,6 +228,10 @@ impl Node {
     /// newer). Never waits, never allocates.
     #[inline]
     pub fn read(&self, papi: &mut Papi, not_before: u64) -> Result<(CounterSample, Source, u64), ReadFailure> {
+        if !self.share_readings {
+            // Sharing off (`AAR_NODE_READING=0`): this rank's own reading, published for nobody.
+            return papi.read().map(|sample| (sample, Source::Own, not_before));
+        }
         let s = self.segment;
         let now = self.clock.now();
         let seq = s.seq.load(Acquire);
@@ -295,6 +311,23 @@ impl Node {
         }
     }
 
+    /// Add this rank's decided bytes since its last call (a relaxed add per side: a count, not
+    /// a reading, so no order with the other ranks' is needed).
+    pub fn add_decided(&self, bytes: SideBytes) {
+        let d = &self.segment.decided;
+        for (slot, b) in d.iter().zip([bytes.low_latency, bytes.low_stall]) {
+            if b != 0 {
+                slot.fetch_add(b, Relaxed);
+            }
+        }
+    }
+
+    /// The node's decided bytes per side so far.
+    pub fn decided(&self) -> SideBytes {
+        let d = &self.segment.decided;
+        SideBytes { low_latency: d[0].load(Relaxed), low_stall: d[1].load(Relaxed) }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -358,6 +391,7 @@ mod tests {
             pid,
             clock,
             max_age: u64::MAX / 2,
+            share_readings: true,
             stuck: u64::MAX,
         }
     }
@@ -370,6 +404,7 @@ mod tests {
             with_rsp_stalled: AtomicU64::new(0),
             values: Default::default(),
             users: AtomicU32::new(0),
+            decided: Default::default(),
         }));
         let slow = node(segment, 1);
         let _ = OTHER.set(node(segment, 2));

@@ -81,7 +81,7 @@ pub struct Settings {
     #[serde(serialize_with = "as_text")]
     pub dmapp_routing: Option<RoutingTable>,
     /// The ranks of a node share a counter reading younger than this (`AAR_NODE_READING`);
-    /// 0: every rank reads its own.
+    /// 0: every rank reads its own (they still share their decided bytes).
     #[serde(serialize_with = "as_display")]
     pub node_reading: ReadingAge,
     /// The node-to-group table (`AAR_TOPOLOGY`): a file of NIC address, group and router, or

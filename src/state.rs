@@ -17,7 +17,7 @@ use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{attributes, control, diag, sys, tally};
 use aar_engine::{
     AbSchedule, CallTicket, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Reason, RoutingMode,
-    Window, WindowOutcome,
+    SideBytes, Window, WindowOutcome,
 };
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
@@ -197,7 +197,8 @@ const TIMING_SAMPLE: u64 = 64;
 #[repr(C)]
 pub struct Decider {
     pub counters: Option<Papi>,
-    /// The node's shared reading (`AAR_NODE_READING`); `None`: this rank reads its own.
+    /// The node's segment: its shared reading (`AAR_NODE_READING`) and decided bytes; `None`:
+    /// this rank reads its own and keeps its bytes to itself.
     pub node: Option<&'static Node>,
     /// PAPI reads by this rank.
     pub counter_reads: u64,
@@ -223,6 +224,8 @@ pub struct Decider {
     pub counters_library: Option<String>,
     /// `steady`'s post times.
     pub post_clock: sys::MonotonicClock,
+    /// This rank's decided bytes already added to its node's ([`Node::add_decided`]).
+    pub published: SideBytes,
 }
 
 // The lock flag's line: the flag (8 bytes with its padding), then the decider's first fields.
@@ -237,17 +240,17 @@ impl Decider {
         let reading = match self.node {
             Some(node) => node.read(papi, self.last_reading).map(|(sample, source, taken)| {
                 self.last_reading = taken;
-                (sample, source)
+                (sample, source, Some(node.decided()))
             }),
-            None => papi.read().map(|sample| (sample, Source::Own)),
+            None => papi.read().map(|sample| (sample, Source::Own, None)),
         };
         match reading {
-            Ok((sample, source)) => {
+            Ok((sample, source, node_decided)) => {
                 match source {
                     Source::Own => self.counter_reads += 1,
                     Source::Shared => self.shared_readings += 1,
                 }
-                self.observe(sample);
+                self.observe(sample, node_decided);
             }
             Err(failure) => self.read_failed(failure),
         }
@@ -267,8 +270,12 @@ impl Decider {
         diag::warn(&line);
     }
 
-    fn observe(&mut self, sample: CounterSample) {
-        if let WindowOutcome::Valid(Window { latency_us, stall_ratio }) = self.engine.observe(sample) {
+    fn observe(&mut self, sample: CounterSample, node_decided: Option<SideBytes>) {
+        let outcome = match node_decided {
+            Some(node) => self.engine.observe_node(sample, node),
+            None => self.engine.observe(sample),
+        };
+        if let WindowOutcome::Valid(Window { latency_us, stall_ratio }) = outcome {
             HOT.last_latency.store(latency_us.to_bits(), Relaxed);
             HOT.last_stall.store(stall_ratio.to_bits(), Relaxed);
         }
@@ -277,10 +284,23 @@ impl Decider {
     /// Decide for a message that crossed the threshold, under the policy of control word `w`.
     pub fn decide(&mut self, msg: &Message, in_alltoall: bool, w: u32) -> Decision {
         self.sync_policy(w);
-        if self.engine.config().policy == Policy::Steady {
-            return self.decide_steady(msg, in_alltoall);
+        let d = if self.engine.config().policy == Policy::Steady {
+            self.decide_steady(msg, in_alltoall)
+        } else {
+            self.engine.on_threshold_crossed(msg, in_alltoall)
+        };
+        if let Some(node) = self.node {
+            self.publish_decided(node);
         }
-        self.engine.on_threshold_crossed(msg, in_alltoall)
+        d
+    }
+
+    /// Add the bytes this decision put on a side to the node's (none unless `steady` learns).
+    #[inline(never)]
+    fn publish_decided(&mut self, node: &Node) {
+        let decided = self.engine.decided_bytes();
+        node.add_decided(decided.since(self.published));
+        self.published = decided;
     }
 
     /// Give the engine the policy of control word `w`, if it changed.

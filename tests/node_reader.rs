@@ -95,30 +95,30 @@ fn a_rank_uses_the_reading_of_a_rank_that_has_exited_and_the_last_one_removes_th
     assert!(path.contains(&format!("-node-in-turn-{}-0x1234-", std::process::id())), "{path}");
 }
 
+/// A reading older than `AAR_NODE_READING` is never used, and with `AAR_NODE_READING=0` none is
+/// (the ranks still share the segment, for their decided bytes).
 #[test]
 fn a_reading_older_than_the_bound_is_never_used() {
-    let (recs, left) = two_ranks_in_turn("node-stale", "1ns");
-    for rec in &recs {
-        check_accounting(rec);
-        assert_eq!(counters(rec).1, 0, "a reading older than 1 ns was used: {}", rec["counters"]);
+    for (test, age) in [("node-stale", "1ns"), ("node-unshared", "0")] {
+        let (recs, left) = two_ranks_in_turn(test, age);
+        for rec in &recs {
+            check_accounting(rec);
+            assert_eq!(counters(rec).1, 0, "AAR_NODE_READING={age}, a reading was shared: {}", rec["counters"]);
+            assert!(rec["node"]["shared_reading"].is_string(), "{}", rec["node"]);
+        }
+        assert!(left.is_empty(), "{left:?}");
     }
-    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
-fn without_sharing_no_segment_is_made() {
-    for (age, ranks) in [("0", "4"), ("5us", "1")] {
-        let job = format!("node-off-{}-{age}-{ranks}", std::process::id());
-        let r = rank(&format!("node-off-{age}-{ranks}"), &job, 0, 1, "rdma 65536 10 0")
-            .env("AAR_NODE_READING", age)
-            .env("MPI_LOCALNRANKS", ranks)
-            .run();
-        r.assert_ok();
-        let rec = &r.records()[0];
-        assert_eq!(rec["node"]["shared_reading"], Value::Null, "AAR_NODE_READING={age}, {ranks} ranks");
-        assert_eq!(counters(rec), (11, 0));
-        assert!(segments(&job).is_empty());
-    }
+fn a_rank_alone_on_its_node_makes_no_segment() {
+    let job = format!("node-alone-{}", std::process::id());
+    let r = rank("node-alone", &job, 0, 1, "rdma 65536 10 0").run();
+    r.assert_ok();
+    let rec = &r.records()[0];
+    assert_eq!(rec["node"]["shared_reading"], Value::Null, "{}", rec["node"]);
+    assert_eq!(counters(rec), (11, 0));
+    assert!(segments(&job).is_empty());
 }
 
 #[test]
@@ -207,20 +207,83 @@ fn wait_for(path: &Path) {
 
 #[test]
 fn sharing_a_reading_allocates_nothing() {
-    // The program's own allocator counts while 64 KiB posts each make a decision and a read, with
-    // the segment and without it (each process alone on it: its own readings, published).
-    let count = |age: &str| {
-        let job = format!("node-allocs-{}-{age}", std::process::id());
-        let mut l =
-            rank(&format!("node-allocs-{age}"), &job, 0, 2, "rdma 65536 10 0 allocs 1 rdma 65536 2000 0 allocs 0")
-                .env("AAR_NODE_READING", age)
-                .unset("AAR_EMU_LOG");
+    // The program's own allocator counts while 64 KiB posts each make a decision and a read under
+    // `steady`, with the segment (one process of two on the node, alone on it: its own readings,
+    // published, and its decided bytes) and without it (the only rank of its node).
+    let count = |ranks: u32| {
+        let job = format!("node-allocs-{}-{ranks}", std::process::id());
+        let mut l = rank(
+            &format!("node-allocs-{ranks}"),
+            &job,
+            0,
+            ranks,
+            "rdma 65536 10 0 allocs 1 rdma 65536 2000 0 allocs 0",
+        )
+        .env("AAR_NODE_READING", "1000ms")
+        .env("AAR_MODE", "steady")
+        .unset("AAR_EMU_LOG");
         l.program = program_with("driver", &["-DREENTER"]);
         let r = l.run();
         r.assert_ok();
         let rec = &r.records()[0];
-        assert_eq!(rec["node"]["shared_reading"].is_string(), age != "0", "{}", rec["node"]);
+        assert_eq!(rec["node"]["shared_reading"].is_string(), ranks > 1, "{}", rec["node"]);
         stdout_field(&r.stdout, "allocations")
     };
-    assert_eq!(count("1000ms"), count("0"), "the shared reading allocated on the decision path");
+    assert_eq!(count(2), count(1), "the shared reading or decided bytes allocated on the decision path");
+}
+
+/// The ranks of a node add their decided bytes per side to the segment, and `steady` attributes
+/// a window by them: rank 0, pinned to ADAPTIVE3 through the C API, decides on High Bias while
+/// rank 1, pinned to ADAPTIVE0, puts 30 times its bytes on Adaptive, so rank 0's window around
+/// them measured the node's Adaptive traffic (`steady` learns under both pins: it is `AAR_MODE`). Each rank reads its own counters (`AAR_NODE_READING=1ns`: no reading is
+/// young enough to share), so only the decided bytes go through the segment.
+#[test]
+fn steady_attributes_a_window_by_the_bytes_its_node_mates_decided() {
+    let test = "node-decided";
+    let job = format!("{test}-{}", std::process::id());
+    let steps = scratch(&format!("{test}-steps"));
+    let f = |name: &str| steps.join(name).display().to_string();
+    // Each rank's first reading (at its first call) comes before the other's first decision.
+    let first = format!(
+        "fma 64 1 0 touch {} waitfile {} api name ADAPTIVE3 rdma 65536 1 0 touch {} waitfile {} rdma 65536 3 0",
+        f("init0"),
+        f("init1"),
+        f("ready0"),
+        f("done1")
+    );
+    let second = format!(
+        "fma 64 1 0 touch {} waitfile {} waitfile {} api name ADAPTIVE0 rdma 65536 30 0 touch {}",
+        f("init1"),
+        f("init0"),
+        f("ready0"),
+        f("done1")
+    );
+    let launch = |r: u32, script: &str| {
+        rank(&format!("{test}-{r}"), &job, r, 2, script).env("AAR_NODE_READING", "1ns").env("AAR_MODE", "steady")
+    };
+    let r1 = launch(1, &second);
+    let t1 = std::thread::spawn(move || r1.run());
+    let r0 = launch(0, &first).run();
+    let r1 = t1.join().unwrap();
+    r0.assert_ok();
+    r1.assert_ok();
+    let (rec0, rec1) = (&r0.records()[0], &r1.records()[0]);
+    for rec in [rec0, rec1] {
+        check_accounting(rec);
+        assert_eq!(counters(rec).1, 0, "no reading shared: {}", rec["counters"]);
+    }
+    // Rank 0: its first window is its own High Bias bytes alone; the second holds rank 1's 30
+    // posts on Adaptive and its own one on High Bias; the last two its own again.
+    let e0 = &rec0["engine"];
+    assert_eq!(
+        (&e0["windows_valid"], &e0["windows_node_side"], &e0["windows_node_mixed"]),
+        (&4.into(), &1.into(), &0.into()),
+        "{e0}"
+    );
+    assert_eq!(e0["windows_class_attributed"], 3, "{e0}");
+    // Rank 1: its first window holds rank 0's first post and its own, half and half; the rest
+    // its own Adaptive bytes alone.
+    let e1 = &rec1["engine"];
+    assert_eq!((&e1["windows_node_side"], &e1["windows_node_mixed"]), (&0.into(), &1.into()), "{e1}");
+    assert!(segments(&job).is_empty());
 }
