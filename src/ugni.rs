@@ -111,12 +111,16 @@ unsafe fn guarded_post(
     pd: *mut GniPostDescriptor,
     crossed: Option<bool>,
 ) -> GniReturn {
-    init::ensure_init();
-    state::after_fork_in_child();
-    if pd.is_null() || state::inert() {
-        // SAFETY: the caller's arguments, untouched (a NULL descriptor is the real function's
-        // to report).
-        return unsafe { real_fn(ep, pd) };
+    // From the fast path (`crossed`): initialised, ready, not a fork child still without its own
+    // state (its first posts leave the fast path), and a non-null descriptor.
+    if crossed.is_none() {
+        init::ensure_init();
+        state::after_fork_in_child();
+        if pd.is_null() || state::inert() {
+            // SAFETY: the caller's arguments, untouched (a NULL descriptor is the real function's
+            // to report).
+            return unsafe { real_fn(ep, pd) };
+        }
     }
     // SAFETY: non-null descriptor, valid per the caller's contract.
     let original = unsafe { (*pd).dlvr_mode };
