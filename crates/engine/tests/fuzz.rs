@@ -95,6 +95,9 @@ enum Op {
     Decide(Message, bool),
     Crossed(Message, bool),
     Observe(SampleGen),
+    /// A sample with the node's decided bytes (`Engine::observe_node`): added to the last ones,
+    /// or anything (sums from a segment another process scribbled on).
+    ObserveNode(SampleGen, NodeGen),
     SetPolicy(Policy),
     /// What a forked child does (`Engine::reset_stats`).
     ResetStats,
@@ -140,6 +143,20 @@ fn sample_gen() -> BoxedStrategy<SampleGen> {
     .boxed()
 }
 
+#[derive(Clone, Copy, Debug)]
+enum NodeGen {
+    Step(u64, u64),
+    Absolute(u64, u64),
+}
+
+fn node_gen() -> BoxedStrategy<NodeGen> {
+    prop_oneof![
+        4 => (0u64..(4 << 20), 0u64..(4 << 20)).prop_map(|(a, b)| NodeGen::Step(a, b)),
+        1 => (any::<u64>(), any::<u64>()).prop_map(|(a, b)| NodeGen::Absolute(a, b)),
+    ]
+    .boxed()
+}
+
 fn mode() -> impl Strategy<Value = RoutingMode> {
     prop::sample::select(&RoutingMode::ALL[..])
 }
@@ -179,6 +196,7 @@ fn op() -> BoxedStrategy<Op> {
         8 => (message(), prop::bool::weighted(0.2)).prop_map(|(m, a)| Op::Decide(m, a)),
         2 => (message(), prop::bool::weighted(0.2)).prop_map(|(m, a)| Op::Crossed(m, a)),
         6 => sample_gen().prop_map(Op::Observe),
+        2 => (sample_gen(), node_gen()).prop_map(|(g, n)| Op::ObserveNode(g, n)),
         1 => policy().prop_map(Op::SetPolicy),
         1 => Just(Op::ResetStats),
     ]
@@ -305,6 +323,8 @@ struct Driver {
     cumulative: u64,
     prev: Option<CounterSample>,
     last: CounterSample,
+    /// The node's decided bytes last handed over.
+    node: SideBytes,
     observed: u64,
     decisions: u64,
     model: u64,
@@ -318,6 +338,7 @@ impl Driver {
             cumulative: 0,
             prev: None,
             last: CounterSample::default(),
+            node: SideBytes::default(),
             observed: 0,
             decisions: 0,
             model: 0,
@@ -387,27 +408,43 @@ impl Driver {
                 }
             }
             Op::Observe(g) => {
-                let l = self.last;
-                let sample = match g {
-                    SampleGen::Absolute(v, r) => CounterSample {
-                        req_flits: v[0],
-                        req_stalled: v[1],
-                        rsp_latency: v[2],
-                        rsp_packets: v[3],
-                        rsp_stalled: r,
+                let sample = self.sample(g);
+                self.observe(sample, None)?;
+            }
+            Op::ObserveNode(g, n) => {
+                let sample = self.sample(g);
+                self.node = match n {
+                    NodeGen::Step(a, b) => SideBytes {
+                        low_latency: self.node.low_latency.wrapping_add(a),
+                        low_stall: self.node.low_stall.wrapping_add(b),
                     },
-                    SampleGen::Step(v, r) => CounterSample {
-                        req_flits: l.req_flits.wrapping_add(v[0]),
-                        req_stalled: l.req_stalled.wrapping_add(v[1]),
-                        rsp_latency: l.rsp_latency.wrapping_add(v[2]),
-                        rsp_packets: l.rsp_packets.wrapping_add(v[3]),
-                        rsp_stalled: r.map(|r| l.rsp_stalled.unwrap_or(0).wrapping_add(r)),
-                    },
+                    NodeGen::Absolute(a, b) => SideBytes { low_latency: a, low_stall: b },
                 };
-                self.observe(sample)?;
+                self.observe(sample, Some(self.node))?;
             }
         }
         self.check_state()
+    }
+
+    /// The sample `g` makes after the last one.
+    fn sample(&self, g: SampleGen) -> CounterSample {
+        let l = self.last;
+        match g {
+            SampleGen::Absolute(v, r) => CounterSample {
+                req_flits: v[0],
+                req_stalled: v[1],
+                rsp_latency: v[2],
+                rsp_packets: v[3],
+                rsp_stalled: r,
+            },
+            SampleGen::Step(v, r) => CounterSample {
+                req_flits: l.req_flits.wrapping_add(v[0]),
+                req_stalled: l.req_stalled.wrapping_add(v[1]),
+                rsp_latency: l.rsp_latency.wrapping_add(v[2]),
+                rsp_packets: l.rsp_packets.wrapping_add(v[3]),
+                rsp_stalled: r.map(|r| l.rsp_stalled.unwrap_or(0).wrapping_add(r)),
+            },
+        }
     }
 
     /// `Engine::decide`, checked.
@@ -430,9 +467,12 @@ impl Driver {
         Ok(d)
     }
 
-    /// `Engine::observe`, checked.
-    fn observe(&mut self, s: CounterSample) -> Result<WindowOutcome, String> {
-        let outcome = self.engine.observe(s);
+    /// `Engine::observe` (`Engine::observe_node` with the node's bytes), checked.
+    fn observe(&mut self, s: CounterSample, node: Option<SideBytes>) -> Result<WindowOutcome, String> {
+        let outcome = match node {
+            Some(n) => self.engine.observe_node(s, n),
+            None => self.engine.observe(s),
+        };
         match (outcome, self.prev) {
             (WindowOutcome::Valid(w), Some(prev)) => {
                 if !finite_window(&w, self.engine.config()) {
@@ -568,18 +608,18 @@ proptest! {
         let mut nic = Nic { latency: [latency.0, latency.1], stall: [stall.0, stall.1], c: CounterSample { rsp_stalled: Some(0), ..CounterSample::default() } };
         let mut d = Driver::new(cfg);
         let fail = |e: String| TestCaseError::fail(e);
-        d.observe(nic.c).map_err(fail)?; // the shim reads once at initialisation
+        d.observe(nic.c, None).map_err(fail)?; // the shim reads once at initialisation
         for (i, (msg, in_alltoall, bad_read)) in msgs.iter().enumerate() {
             let dec = d.decide(msg, *in_alltoall).map_err(|e| fail(format!("message {i}: {e}")))?;
             if dec.read_before {
-                d.observe(nic.c).map_err(fail)?;
+                d.observe(nic.c, None).map_err(fail)?;
             }
             let adaptive = matches!(dec.mode, Some(m) if m == low_stall || m == alltoall);
             nic.post(dec.flits, dec.packets, adaptive);
             if dec.read_counters {
                 // Now and then a read that went wrong (a counter reset under us).
                 let s = if *bad_read { CounterSample::default() } else { nic.c };
-                d.observe(s).map_err(fail)?;
+                d.observe(s, None).map_err(fail)?;
             }
             d.check_state().map_err(fail)?;
         }

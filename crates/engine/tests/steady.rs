@@ -661,29 +661,37 @@ proptest! {
     #![proptest_config(aar_testkit::proptest_config(500))]
 
     /// Whatever the windows (any latency and stalls per read, reads missing, any classes and
-    /// sizes), a class never switches twice within `min_dwell` of its own decisions.
+    /// sizes, node-mates' decided bytes on either side), a class never switches twice within
+    /// `min_dwell` of its own decisions.
     #[test]
     #[cfg_attr(miri, ignore)]
     fn no_sequence_of_windows_switches_a_class_faster_than_its_dwell(
         min_dwell in 1u32..8,
         hysteresis in 0.0f64..0.3,
         window in 1u32..4,
+        ranks_per_node in 1u32..5,
         steps in prop::collection::vec(
-            (0usize..4, prop::sample::select(&[4096u64, 65536, MIB, 8 * MIB][..]), 0.1f64..50.0, 0.0f64..20.0, prop::bool::weighted(0.9)),
+            (
+                (0usize..4, prop::sample::select(&[4096u64, 65536, MIB, 8 * MIB][..])),
+                (0.1f64..50.0, 0.0f64..20.0, prop::bool::weighted(0.9)),
+                (0u64..4 * MIB, 0u64..4 * MIB),
+            ),
             1..1500,
         ),
     ) {
         let steady = SteadyConfig { min_dwell, max_dwell: 8 * min_dwell, hysteresis, switch_cost_us: 0.0, ..SteadyConfig::default() };
-        let cfg = EngineConfig { policy: Policy::Steady, window_decisions: window, steady, ..EngineConfig::default() };
+        let cfg = EngineConfig { policy: Policy::Steady, window_decisions: window, ranks_per_node, steady, ..EngineConfig::default() };
         let mut e = Engine::new(cfg);
-        e.observe(CounterSample::default());
+        e.observe_node(CounterSample::default(), SideBytes::default());
         let mut c = CounterSample::default();
+        // The node-mates' decided bytes, on top of this rank's.
+        let mut mates = SideBytes::default();
         // Every class starts on High Bias; its first switch may come at any decision.
         let mut mode = [Some(AD3); 4];
         let mut last_switch: [Option<u32>; 4] = [None; 4];
         let mut count = [0u32; 4];
         let mut switches = 0u64;
-        for (class, bytes, l, s, read) in steps {
+        for ((class, bytes), (l, s, read), (ll, ls)) in steps {
             let d = e.on_threshold_crossed(&put(bytes, DestinationClass::ALL[class]), false);
             count[class] += 1;
             if d.mode != mode[class] {
@@ -694,9 +702,13 @@ proptest! {
                 last_switch[class] = Some(count[class]);
                 mode[class] = d.mode;
             }
+            mates.low_latency += ll;
+            mates.low_stall += ls;
             if d.read_before || (read && d.read_counters) {
                 c = next(c, l, s);
-                e.observe(c);
+                let own = e.decided_bytes();
+                let node = SideBytes { low_latency: own.low_latency + mates.low_latency, low_stall: own.low_stall + mates.low_stall };
+                e.observe_node(c, node);
             }
         }
         let st = e.stats();
