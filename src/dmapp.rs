@@ -188,12 +188,16 @@ fn slow(
     crossed: Option<bool>,
     forward: &dyn Fn(*mut c_void) -> DmappReturn,
 ) -> DmappReturn {
-    init::ensure_init();
-    state::after_fork_in_child();
-    let inside = attributes::with_thread(Thread::is_inside).unwrap_or(true);
-    if state::inert() || inside {
-        // AAR_DISABLE, or a DMAPP call that DMAPP makes itself: untouched, not counted again.
-        return forward(addr);
+    // From the fast path (`crossed`): initialised, ready, not a fork child still without its own
+    // state (its first calls leave the fast path), and not a call DMAPP makes itself.
+    if crossed.is_none() {
+        init::ensure_init();
+        state::after_fork_in_child();
+        let inside = attributes::with_thread(Thread::is_inside).unwrap_or(true);
+        if state::inert() || inside {
+            // AAR_DISABLE, or a DMAPP call that DMAPP makes itself: untouched, not counted again.
+            return forward(addr);
+        }
     }
     let w = control::load();
     control::note_dmapp(w);
