@@ -43,8 +43,9 @@ enum SimCmd {
         out: PathBuf,
     },
     /// The SC'19 microbenchmark suite at paper scale (1,024 ranks on 257 routers over 6 groups of a
-    /// busy machine, ADAPTIVE0/ADAPTIVE3/auto/steady alternated); regenerates docs/sim/PAPER.md and its
-    /// plots next to it; exits 1 if a gate fails
+    /// busy machine; ADAPTIVE0, ADAPTIVE3, auto and steady each in runs of their own against the
+    /// same background); regenerates docs/sim/PAPER.md and its plots next to it; exits 1 if a gate
+    /// fails
     Paper {
         /// the CI form: fewer benchmarks, one seed, one iteration per policy
         #[arg(long)]
