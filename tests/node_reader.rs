@@ -235,8 +235,9 @@ fn sharing_a_reading_allocates_nothing() {
 /// The ranks of a node add their decided bytes per side to the segment, and `steady` attributes
 /// a window by them: rank 0, pinned to ADAPTIVE3 through the C API, decides on High Bias while
 /// rank 1, pinned to ADAPTIVE0, puts 30 times its bytes on Adaptive, so rank 0's window around
-/// them measured the node's Adaptive traffic (`steady` learns under both pins: it is `AAR_MODE`). Each rank reads its own counters (`AAR_NODE_READING=1ns`: no reading is
-/// young enough to share), so only the decided bytes go through the segment.
+/// them measured the node's Adaptive traffic (`steady` learns under both pins: it is `AAR_MODE`).
+/// Each rank reads its own counters (`AAR_NODE_READING=1ns`: no reading is young enough to
+/// share), so only the decided bytes go through the segment.
 #[test]
 fn steady_attributes_a_window_by_the_bytes_its_node_mates_decided() {
     let test = "node-decided";
