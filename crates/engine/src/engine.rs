@@ -128,6 +128,14 @@ impl SideBytes {
         *b = b.wrapping_add(bytes);
     }
 
+    /// Both sides' bytes added up (wrapping, as cumulative sums may): a node's sum over its ranks.
+    pub fn plus(self, other: SideBytes) -> SideBytes {
+        SideBytes {
+            low_latency: self.low_latency.wrapping_add(other.low_latency),
+            low_stall: self.low_stall.wrapping_add(other.low_stall),
+        }
+    }
+
     /// The bytes added since `earlier` (both cumulative; wrapping, as the sums may).
     pub fn since(self, earlier: SideBytes) -> SideBytes {
         SideBytes {
@@ -429,10 +437,9 @@ pub struct Engine {
     call_side: Option<Side>,
     /// This rank's decided bytes per side, while `steady` learns (see [`SideBytes`]).
     decided: SideBytes,
-    /// The node's decided bytes at the sample a window starts from (that sample with them), and
-    /// their change over the window being observed ([`Engine::observe_node`]).
+    /// The node's decided bytes at the sample a window starts from, with that sample
+    /// ([`Engine::observe_node`]).
     node_baseline: Option<(CounterSample, SideBytes)>,
-    node_window: Option<SideBytes>,
 }
 
 impl Engine {
@@ -460,7 +467,6 @@ impl Engine {
             call_side: None,
             decided: SideBytes::default(),
             node_baseline: None,
-            node_window: None,
         }
     }
 
@@ -888,6 +894,13 @@ impl Engine {
     /// the side of the decisions it covers. Bad windows are discarded, never divided.
     #[inline]
     pub fn observe(&mut self, sample: CounterSample) -> WindowOutcome {
+        self.observe_window(sample, None)
+    }
+
+    /// [`Engine::observe`], with the node's decided bytes over the window when they are known
+    /// (`steady` then attributes it by them, [`Engine::observe_node`]).
+    #[inline(always)]
+    fn observe_window(&mut self, sample: CounterSample, node: Option<SideBytes>) -> WindowOutcome {
         self.stats.counter_reads += 1;
         self.since_read = 0;
         let outcome = match self.baseline {
@@ -933,7 +946,7 @@ impl Engine {
         if self.steady_learns {
             let class = self.take_classes(closed).dominant_class(self.cfg.steady.dominance);
             let node_side = covered.side.filter(|_| !covered.mixed);
-            let (class, node_side) = match self.node_window {
+            let (class, node_side) = match node {
                 Some(node) => self.node_attribution(node, class, node_side),
                 None => (class, node_side),
             };
@@ -955,12 +968,11 @@ impl Engine {
         }
         // The node's bytes since the sample the window starts from; none when that sample came
         // without them (through `observe`).
-        self.node_window = match self.node_baseline {
+        let window = match self.node_baseline {
             Some((at, bytes)) if self.baseline == Some(at) => Some(node.since(bytes)),
             _ => None,
         };
-        let outcome = self.observe(sample);
-        self.node_window = None;
+        let outcome = self.observe_window(sample, window);
         // An empty window runs on from the same baseline, and the node's bytes with it.
         if outcome != WindowOutcome::DiscardedEmpty && self.baseline == Some(sample) {
             self.node_baseline = Some((sample, node));

@@ -414,10 +414,7 @@ impl Driver {
             Op::ObserveNode(g, n) => {
                 let sample = self.sample(g);
                 self.node = match n {
-                    NodeGen::Step(a, b) => SideBytes {
-                        low_latency: self.node.low_latency.wrapping_add(a),
-                        low_stall: self.node.low_stall.wrapping_add(b),
-                    },
+                    NodeGen::Step(a, b) => self.node.plus(SideBytes { low_latency: a, low_stall: b }),
                     NodeGen::Absolute(a, b) => SideBytes { low_latency: a, low_stall: b },
                 };
                 self.observe(sample, Some(self.node))?;

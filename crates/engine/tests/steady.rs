@@ -702,13 +702,10 @@ proptest! {
                 last_switch[class] = Some(count[class]);
                 mode[class] = d.mode;
             }
-            mates.low_latency += ll;
-            mates.low_stall += ls;
+            mates = mates.plus(SideBytes { low_latency: ll, low_stall: ls });
             if d.read_before || (read && d.read_counters) {
                 c = next(c, l, s);
-                let own = e.decided_bytes();
-                let node = SideBytes { low_latency: own.low_latency + mates.low_latency, low_stall: own.low_stall + mates.low_stall };
-                e.observe_node(c, node);
+                e.observe_node(c, e.decided_bytes().plus(mates));
             }
         }
         let st = e.stats();
@@ -780,10 +777,7 @@ fn node_mates_windows_are_attributed_by_the_node_s_bytes() {
         e.set_policy(Policy::Fixed(AD3));
         e.on_threshold_crossed(&far, false);
         assert_eq!(e.decided_bytes(), SideBytes { low_latency: MIB, low_stall: 0 });
-        let node = SideBytes {
-            low_latency: e.decided_bytes().low_latency + mates.low_latency,
-            low_stall: e.decided_bytes().low_stall + mates.low_stall,
-        };
+        let node = e.decided_bytes().plus(mates);
         let c1 = next(c0, 2.0, 0.01);
         let outcome = if with_node { e.observe_node(c1, node) } else { e.observe(c1) };
         assert!(matches!(outcome, WindowOutcome::Valid(_)));

@@ -356,15 +356,14 @@ impl Simulation {
     fn node_decided(&self, job: usize, node: u32) -> SideBytes {
         let j = &self.jobs[job];
         let ranks = &self.ranks[j.first as usize..(j.first + j.n) as usize];
-        let mut sum = SideBytes::default();
-        if j.ranks_per_node > 1 {
-            for e in ranks.iter().filter(|rk| rk.node == node).filter_map(|rk| rk.engine.as_ref()) {
-                let d = e.decided_bytes();
-                sum.low_latency = sum.low_latency.wrapping_add(d.low_latency);
-                sum.low_stall = sum.low_stall.wrapping_add(d.low_stall);
-            }
+        if j.ranks_per_node <= 1 {
+            return SideBytes::default();
         }
-        sum
+        ranks
+            .iter()
+            .filter(|rk| rk.node == node)
+            .filter_map(|rk| rk.engine.as_ref())
+            .fold(SideBytes::default(), |sum, e| sum.plus(e.decided_bytes()))
     }
 
     fn check_phase(&mut self, r: usize) {
