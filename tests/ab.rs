@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::Command;
 
 /// Policy names as records write them, for a mode column index.
@@ -461,7 +462,7 @@ fn fortran_programs_mark_iterations_through_the_aar_module() {
     let prog = compile(
         "gfortran",
         "ab_fortran",
-        &[c("cabi/aar.f90"), c("tests/c/ab_fortran.f90"), c("tests/c/ab_fortran_posts.c")],
+        &[c("cabi/aar.f90"), c("tests/c/ab_posts.f90"), c("tests/c/ab_fortran.f90"), c("tests/c/ab_fortran_posts.c")],
         &[],
     );
     let r = Launch::program("ab-fortran", prog, "").env("AAR_AB", "ADAPTIVE3,ADAPTIVE1").run();
@@ -476,17 +477,20 @@ fn fortran_programs_mark_iterations_through_the_aar_module() {
     assert_eq!(posted, [["ADAPTIVE3"; 3], ["ADAPTIVE1"; 3], ["ADAPTIVE3"; 3], ["ADAPTIVE1"; 3]].concat());
 }
 
-/// Per-rank iteration records and post logs of a 3-rank MPICH job (the emulator's log is made per
-/// rank by the launch wrapper).
-fn mpi_job(
-    test: &str,
-    boundary: &str,
-    iters: usize,
-    extra: &[(&str, &str)],
-) -> (Run, Vec<IterationRecord>, BTreeMap<u64, Vec<Value>>) {
+/// What an MPI job left: its run, the ranks' iteration records and each rank's post log.
+type MpiJob = (Run, Vec<IterationRecord>, BTreeMap<u64, Vec<Value>>);
+
+/// ab_mpi.c as a 3-rank MPICH job, its mode from the boundary (see [`mpi_program_job`]).
+fn mpi_job(test: &str, boundary: &str, iters: usize, extra: &[(&str, &str)]) -> MpiJob {
     let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
     let kind = if boundary.starts_with("MPI_Barrier") { "barrier" } else { "allreduce" };
-    let mut launch = Launch::program(test, prog, &format!("{kind} {iters} 8192"))
+    mpi_program_job(test, prog, &format!("{kind} {iters} 8192"), boundary, extra)
+}
+
+/// Per-rank iteration records and post logs of a 3-rank MPICH job of `prog` (the emulator's log
+/// is made per rank by the launch wrapper).
+fn mpi_program_job(test: &str, prog: PathBuf, args: &str, boundary: &str, extra: &[(&str, &str)]) -> MpiJob {
+    let mut launch = Launch::program(test, prog, args)
         .env("AAR_AB", "ADAPTIVE0,ADAPTIVE1,ADAPTIVE3")
         .env("AAR_AB_ORDER", "shuffled:7")
         .env("AAR_AB_BOUNDARY", boundary)
@@ -519,7 +523,13 @@ fn check_mpi_job(boundary: &str) {
         return;
     }
     let iters = 9;
-    let (r, recs, posts) = mpi_job(&format!("ab-mpi-{}", boundary.replace(':', "-")), boundary, iters, &[]);
+    let job = mpi_job(&format!("ab-mpi-{}", boundary.replace(':', "-")), boundary, iters, &[]);
+    check_schedule(boundary, iters, job);
+}
+
+/// Every rank of `job` ran `iters` iterations, with the same policy in each, in blocks holding
+/// every policy once, and its posts (two per iteration) went out with its iteration's policy.
+fn check_schedule(boundary: &str, iters: usize, (r, recs, posts): MpiJob) {
     assert_eq!(recs.len(), 3, "one iteration record per rank");
     let reference = policies(&recs[0].1);
     assert_eq!(reference.len(), iters, "the last collective ends the last iteration: {reference:?}");
@@ -549,6 +559,26 @@ fn an_mpi_barrier_marks_iterations_and_every_rank_follows_the_schedule() {
 #[test]
 fn every_second_mpi_allreduce_marks_iterations() {
     check_mpi_job("MPI_Allreduce:2");
+}
+
+/// MPICH's Fortran bindings call the C MPI functions, so libaar.so's wrappers see a Fortran
+/// program's collectives too.
+#[test]
+fn a_fortran_program_s_mpi_allreduce_marks_iterations() {
+    if !have("mpif90.mpich") || !have("mpiexec.mpich") {
+        eprintln!("SKIPPED: MPICH (mpif90.mpich, mpiexec.mpich) is not installed; scripts/setup installs it");
+        return;
+    }
+    let c = |p: &str| root().join(p);
+    let prog = compile(
+        "mpif90.mpich",
+        "ab_mpi_fortran",
+        &[c("tests/c/ab_posts.f90"), c("tests/c/ab_mpi.f90"), c("tests/c/ab_fortran_posts.c")],
+        &[],
+    );
+    let (boundary, iters) = ("MPI_Allreduce:2", 9);
+    let job = mpi_program_job("ab-mpi-fortran", prog, &format!("{iters} 8192"), boundary, &[]);
+    check_schedule(boundary, iters, job);
 }
 
 #[test]

@@ -4,20 +4,8 @@
 program ab_fortran
   use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_long
   use aar
+  use ab_posts
   implicit none
-  interface
-    function posts_setup(bytes) bind(C, name="posts_setup") result(rc)
-      import :: c_int, c_long
-      integer(c_long), value :: bytes
-      integer(c_int) :: rc
-    end function posts_setup
-    function posts_put(bytes, count) bind(C, name="posts_put") result(rc)
-      import :: c_int, c_long
-      integer(c_long), value :: bytes
-      integer(c_int), value :: count
-      integer(c_int) :: rc
-    end function posts_put
-  end interface
   integer :: it, bad
   integer(c_long), parameter :: bytes = 8192
 

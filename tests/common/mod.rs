@@ -45,10 +45,11 @@ pub fn have(command: &str) -> bool {
     Command::new("sh").args(["-c", &format!("command -v {command} >/dev/null")]).status().is_ok_and(|s| s.success())
 }
 
-/// Compile `sources` with `compiler` (cc, mpicc.mpich, gfortran) against cabi/ and tests/c/ and
-/// the emulated libugni.so, once per test binary and set of flags. Flags that name libraries
-/// (`-l...`) go after the sources, before `-lugni`. Fortran modules go to the output folder;
-/// Fortran programs link libaar.so.
+/// Compile `sources` with `compiler` (cc, mpicc.mpich, gfortran, mpif90.mpich) against cabi/ and
+/// tests/c/ and the emulated libugni.so, once per test binary and set of flags. Flags that name
+/// libraries (`-l...`) go after the sources, before `-lugni`. Fortran modules go to the output
+/// folder; gfortran programs link libaar.so. The C sources of a Fortran program are compiled by
+/// `cc` (MPI's Fortran wrapper adds Fortran-only options, which a C compile rejects).
 pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let lib = libdir();
@@ -62,9 +63,17 @@ pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) 
     let variant: String = flags.concat().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     let out = out_dir.join(format!("{name}{variant}-{}", std::process::id()));
     let (libs, flags): (Vec<&str>, Vec<&str>) = flags.iter().partition(|f| f.starts_with("-l"));
+    let fortran = compiler.contains("fortran") || compiler.contains("f90");
+    let sources: Vec<PathBuf> = sources
+        .iter()
+        .map(|s| match s.extension() {
+            Some(e) if fortran && e == "c" => c_object(s, &out_dir),
+            _ => s.clone(),
+        })
+        .collect();
     let mut cmd = Command::new(compiler);
     cmd.args(["-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic"]).args(flags);
-    if compiler.contains("fortran") {
+    if fortran {
         let modules = out_dir.join(format!("mod-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&modules).unwrap();
         cmd.arg("-J").arg(modules);
@@ -74,7 +83,7 @@ pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) 
         .arg(root().join("cabi"))
         .arg("-I")
         .arg(root().join("tests/c"))
-        .args(sources)
+        .args(&sources)
         .arg("-o")
         .arg(&out)
         .arg("-L")
@@ -88,6 +97,25 @@ pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) 
         .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
     assert!(st.success(), "compiling {sources:?} with {compiler} failed");
     built.insert(key, out.clone());
+    out
+}
+
+/// `source` compiled by `cc` to an object in `out_dir`, with the flags of [`compile`].
+fn c_object(source: &Path, out_dir: &Path) -> PathBuf {
+    let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or("c");
+    let out = out_dir.join(format!("{stem}-{}.o", std::process::id()));
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-c"])
+        .arg("-I")
+        .arg(root().join("cabi"))
+        .arg("-I")
+        .arg(root().join("tests/c"))
+        .arg(source)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap_or_else(|e| panic!("run cc: {e}"));
+    assert!(st.success(), "compiling {} with cc failed", source.display());
     out
 }
 
