@@ -1,7 +1,8 @@
 ! ab_mpi.f90: ab_mpi.c's allreduce mode from Fortran, through the MPI library's Fortran bindings
 ! (`use mpi`), so that AAR_AB_BOUNDARY=MPI_Allreduce:2 is seen to mark a Fortran program's
 ! iterations. Per iteration: MPI_ALLREDUCE, one RDMA PUT of BYTES over the emulated uGNI
-! (ab_posts.f90), MPI_ALLREDUCE, one PUT; a last MPI_ALLREDUCE closes the last iteration.
+! (ab_fortran_posts.c, through ab_posts.f90), MPI_ALLREDUCE, one PUT; a last MPI_ALLREDUCE
+! closes the last iteration.
 !
 !   ab_mpi_fortran ITERS BYTES
 !
