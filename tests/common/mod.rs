@@ -100,7 +100,7 @@ pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) 
     out
 }
 
-/// `source` compiled by `cc` to an object in `out_dir`, with the flags of [`compile`].
+/// `source` compiled by `cc` to an object in `out_dir`, its warnings errors as in [`compile`].
 fn c_object(source: &Path, out_dir: &Path) -> PathBuf {
     let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or("c");
     let out = out_dir.join(format!("{stem}-{}.o", std::process::id()));
