@@ -15,7 +15,7 @@
 use crate::settings::{Boundary, MpiFunction};
 use crate::state::Follow;
 use crate::{diag, init, iterations, state};
-use aar_engine::RoutingMode;
+use aar_engine::{Policy, RoutingMode};
 use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -136,10 +136,13 @@ impl Drop for Depth {
 }
 
 /// Whether `steady` routes a collective as one call under word `w`: when it is the policy, or an
-/// A/B experiment may time the call for it under a fixed mode.
+/// A/B experiment with a `steady` arm may time the call for it under a fixed mode. An experiment
+/// without one never routes by calls (the schedule owns the policy), so its collectives skip the
+/// decider's lock and the two clock reads.
 fn routes_calls(w: u32) -> bool {
     use crate::control::{ENABLED, READY};
-    w & (READY | ENABLED) == (READY | ENABLED) && (crate::control::is_steady(w) || state::schedule().is_some())
+    w & (READY | ENABLED) == (READY | ENABLED)
+        && (crate::control::is_steady(w) || state::schedule().is_some_and(|s| s.policies().contains(&Policy::Steady)))
 }
 
 /// The boundary function as an index into [`MpiFunction::ALL`], or one of these.
