@@ -7,7 +7,7 @@
 #![allow(non_snake_case)]
 
 use crate::dmapp::{self, Kind, Shape};
-use crate::mpi::{self, AllToAllFn, AllreduceFn, BarrierFn, BcastFn, ReduceFn, RootedFn};
+use crate::mpi::{self, AllToAllFn, AllgathervFn, AllreduceFn, AlltoallvFn, BarrierFn, BcastFn, ReduceFn, RootedFn};
 use crate::state::NICS;
 use crate::sys::Real;
 use crate::trylock::Inside;
@@ -37,7 +37,9 @@ const _: AllreduceFn = MPI_Allreduce;
 const _: ReduceFn = MPI_Reduce;
 const _: BcastFn = MPI_Bcast;
 const _: AllToAllFn = MPI_Allgather;
+const _: AllgathervFn = MPI_Allgatherv;
 const _: AllToAllFn = MPI_Alltoall;
+const _: AlltoallvFn = MPI_Alltoallv;
 const _: RootedFn = MPI_Gather;
 const _: RootedFn = MPI_Scatter;
 
@@ -498,6 +500,28 @@ pub unsafe extern "C" fn MPI_Allgather(
     })
 }
 
+/// The counts are the rank's own and may change from call to call: a kind of call is its
+/// datatype and communicator, so that every rank counts its calls alike (`steady`'s tries).
+///
+/// # Safety
+/// The MPI standard's contract for MPI_Allgatherv.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::ALLGATHERV, [0, sendtype as u64, 0, comm as u64], |real: AllgathervFn| {
+        // SAFETY: PMPI_Allgatherv, whose prototype AllgathervFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
+    })
+}
+
 /// Inside it, the low-stall mode is ADAPTIVE1 (`AAR_ALLTOALL`).
 ///
 /// # Safety
@@ -515,6 +539,30 @@ pub unsafe extern "C" fn MPI_Alltoall(
     mpi::forward(&mpi::ALLTOALL, [sendcount as u64, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
         // SAFETY: PMPI_Alltoall, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    })
+}
+
+/// Routed as the other collectives: the low-stall mode stays `AAR_LOW_STALL_MODE` (only
+/// MPI_Alltoall switches to ADAPTIVE1). A kind of call is its datatype and communicator, as for
+/// MPI_Allgatherv.
+///
+/// # Safety
+/// The MPI standard's contract for MPI_Alltoallv.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::ALLTOALLV, [0, sendtype as u64, 0, comm as u64], |real: AlltoallvFn| {
+        // SAFETY: PMPI_Alltoallv, whose prototype AlltoallvFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
     })
 }
 

@@ -26,6 +26,21 @@ pub type ReduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, usiz
 pub type BcastFn = unsafe extern "C" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
 /// MPI_Allgather and MPI_Alltoall.
 pub type AllToAllFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, usize) -> c_int;
+/// MPI_Allgatherv.
+pub type AllgathervFn =
+    unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, *const c_int, *const c_int, usize, usize) -> c_int;
+/// MPI_Alltoallv.
+pub type AlltoallvFn = unsafe extern "C" fn(
+    *const c_void,
+    *const c_int,
+    *const c_int,
+    usize,
+    *mut c_void,
+    *const c_int,
+    *const c_int,
+    usize,
+    usize,
+) -> c_int;
 /// MPI_Gather and MPI_Scatter.
 pub type RootedFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, c_int, usize) -> c_int;
 
@@ -73,7 +88,9 @@ pub static ALLREDUCE: Collective = Collective::new(MpiFunction::Allreduce, c"PMP
 pub static REDUCE: Collective = Collective::new(MpiFunction::Reduce, c"PMPI_Reduce");
 pub static BCAST: Collective = Collective::new(MpiFunction::Bcast, c"PMPI_Bcast");
 pub static ALLGATHER: Collective = Collective::new(MpiFunction::Allgather, c"PMPI_Allgather");
+pub static ALLGATHERV: Collective = Collective::new(MpiFunction::Allgatherv, c"PMPI_Allgatherv");
 pub static ALLTOALL: Collective = Collective::new(MpiFunction::Alltoall, c"PMPI_Alltoall");
+pub static ALLTOALLV: Collective = Collective::new(MpiFunction::Alltoallv, c"PMPI_Alltoallv");
 pub static GATHER: Collective = Collective::new(MpiFunction::Gather, c"PMPI_Gather");
 pub static SCATTER: Collective = Collective::new(MpiFunction::Scatter, c"PMPI_Scatter");
 

@@ -344,8 +344,12 @@ pub enum MpiFunction {
     Bcast,
     /// `MPI_Allgather`.
     Allgather,
+    /// `MPI_Allgatherv`.
+    Allgatherv,
     /// `MPI_Alltoall`.
     Alltoall,
+    /// `MPI_Alltoallv`.
+    Alltoallv,
     /// `MPI_Gather`.
     Gather,
     /// `MPI_Scatter`.
@@ -354,13 +358,15 @@ pub enum MpiFunction {
 
 impl MpiFunction {
     /// Every function that can mark iterations.
-    pub const ALL: [MpiFunction; 8] = [
+    pub const ALL: [MpiFunction; 10] = [
         Self::Barrier,
         Self::Allreduce,
         Self::Reduce,
         Self::Bcast,
         Self::Allgather,
+        Self::Allgatherv,
         Self::Alltoall,
+        Self::Alltoallv,
         Self::Gather,
         Self::Scatter,
     ];
@@ -373,7 +379,9 @@ impl MpiFunction {
             Self::Reduce => "MPI_Reduce",
             Self::Bcast => "MPI_Bcast",
             Self::Allgather => "MPI_Allgather",
+            Self::Allgatherv => "MPI_Allgatherv",
             Self::Alltoall => "MPI_Alltoall",
+            Self::Alltoallv => "MPI_Alltoallv",
             Self::Gather => "MPI_Gather",
             Self::Scatter => "MPI_Scatter",
         }
@@ -517,7 +525,8 @@ fn always<T>(_: &T) -> bool {
 const BOOL: (&str, &str) = ("is not a boolean", "Use 1/0, true/false, yes/no or on/off.");
 const FACTOR_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 1.2).";
 const BOUNDARY_FIX: &str = "Use markers, or one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, \
-MPI_Alltoall, MPI_Gather, MPI_Scatter, optionally with :N for every N-th call (e.g. MPI_Allreduce:2).";
+MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv, MPI_Gather, MPI_Scatter, optionally with :N for every N-th call \
+(e.g. MPI_Allreduce:2).";
 const MODE_IGNORED: &str = "is ignored because AAR_AB is set; using the default of an A/B run instead: each \
 iteration's policy comes from the AAR_AB schedule. Unset AAR_MODE, or unset AAR_AB to run one policy.";
 const MODE_FIX: &str = "Use one of ADAPTIVE0, ADAPTIVE1, ADAPTIVE2, ADAPTIVE3 (ADAPTIVE_0..3 also accepted).";

@@ -483,7 +483,10 @@ type MpiJob = (Run, Vec<IterationRecord>, BTreeMap<u64, Vec<Value>>);
 /// ab_mpi.c as a 3-rank MPICH job, its mode from the boundary (see [`mpi_program_job`]).
 fn mpi_job(test: &str, boundary: &str, iters: usize, extra: &[(&str, &str)]) -> MpiJob {
     let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
-    let kind = if boundary.starts_with("MPI_Barrier") { "barrier" } else { "allreduce" };
+    let kind = ["barrier", "allgatherv", "alltoallv"]
+        .into_iter()
+        .find(|k| boundary.to_lowercase().starts_with(&format!("mpi_{k}")))
+        .unwrap_or("allreduce");
     mpi_program_job(test, prog, &format!("{kind} {iters} 8192"), boundary, extra)
 }
 
@@ -559,6 +562,13 @@ fn an_mpi_barrier_marks_iterations_and_every_rank_follows_the_schedule() {
 #[test]
 fn every_second_mpi_allreduce_marks_iterations() {
     check_mpi_job("MPI_Allreduce:2");
+}
+
+/// The `v` collectives, whose counts differ between ranks and calls.
+#[test]
+fn an_mpi_allgatherv_or_alltoallv_marks_iterations() {
+    check_mpi_job("MPI_Allgatherv:1");
+    check_mpi_job("MPI_Alltoallv:1");
 }
 
 /// MPICH's Fortran bindings call the C MPI functions, so libaar.so's wrappers see a Fortran
