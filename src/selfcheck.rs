@@ -24,7 +24,7 @@ use crate::papi::{
     Code, DestroyEventsetFn, EventsetFn, GetOptFn, IsInitializedFn, Papi, QueryNamedEventFn, StateFn, StopFn,
     StrerrorFn, PAPI_LIB_VERSION, PAPI_NOT_INITED, PAPI_OK, PAPI_RUNNING,
 };
-use crate::settings::{Settings, TableSource, VARIABLES};
+use crate::settings::{MpiFunction, Settings, TableSource, VARIABLES};
 use crate::state;
 use aar_abi::counters::REQUIRED_EVENTS;
 use libloading::os::unix::Library;
@@ -119,6 +119,8 @@ fn document() -> String {
             "table_source": source.to_string(),
             "assumed": source == TableSource::Assumed,
         },
+        // What `aar doctor` looks for in a program's Fortran MPI bindings.
+        "mpi_wrapped": MpiFunction::ALL.map(MpiFunction::name),
     });
     doc.to_string()
 }

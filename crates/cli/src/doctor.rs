@@ -13,6 +13,8 @@
 //!   `aar_selfcheck` export runs the library's own settings parser and PAPI opening ([`selfcheck`]). When the program
 //!   links a libugni, that libugni is loaded first, as the job's loader would load it (the
 //!   emulator's libugni registers its counter events in its constructor).
+//! - The Fortran bindings of the program's MPI: whether they import the C functions libaar.so
+//!   wraps (the self-check lists them) or their `PMPI_` forms, which libaar.so does not see.
 //!
 //! Exit status: 0 all well; 1 at least one problem; 3 warnings but no problem; 2 bad arguments
 //! (no such PROGRAM, no such `--lib` file).
@@ -22,6 +24,7 @@ mod selfcheck;
 
 use clap::Args;
 use serde_json::{json, Value};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -157,6 +160,9 @@ pub fn run(args: DoctorArgs) -> i32 {
         check_counters(doc, ugni_loaded, &mut report);
         check_settings(doc, &mut report);
         check_dmapp_table(doc, &mut report);
+        if let Some(closure) = program.as_ref().and_then(|p| p.closure.as_ref()) {
+            check_fortran_mpi(closure, doc, &mut report);
+        }
     }
     let code = report.exit_code();
     if args.json {
@@ -291,6 +297,77 @@ fn check_libraries(closure: &elf::Closure, report: &mut Report) {
     }
     if closure.truncated {
         report.note("libraries", "the dependency tree was followed only so far (over 1000 libraries)");
+    }
+}
+
+/// The MPI libraries that hold Fortran bindings (MPICH and Cray MPICH, Open MPI), by file name.
+const FORTRAN_MPI: [&str; 8] = [
+    "libmpifort",
+    "libmpichfort",
+    "libmpichf90",
+    "libfmpich",
+    "libmpi_mpifh",
+    "libmpi_usempi",
+    "libmpi_f77",
+    "libmpi_f90",
+];
+
+/// Whether a Fortran program's collectives reach libaar.so's MPI wrappers: they do when the
+/// Fortran bindings call the C functions (`MPI_Allreduce`, which the preload interposes), not when
+/// they call `PMPI_Allreduce` directly. Told from what each binding library imports.
+fn check_fortran_mpi(closure: &elf::Closure, doc: &Value, report: &mut Report) {
+    let Some(wrapped) = doc["mpi_wrapped"].as_array() else { return };
+    let wrapped: Vec<&str> = wrapped.iter().filter_map(Value::as_str).collect();
+    let names: HashSet<String> = wrapped.iter().flat_map(|f| [f.to_string(), format!("P{f}")]).collect();
+    for lib in closure.find(&FORTRAN_MPI) {
+        let Some(path) = &lib.path else { continue };
+        let name = elf::base_name(&lib.name);
+        let imports = match elf::imports(path, &names) {
+            Ok(i) => i,
+            Err(e) => {
+                report.note("Fortran", format!("{name} ({}) could not be read: {e}", path.display()));
+                continue;
+            }
+        };
+        let through_c: Vec<&str> = wrapped.iter().copied().filter(|f| imports.contains(*f)).collect();
+        let direct: Vec<String> = wrapped
+            .iter()
+            .map(|f| format!("P{f}"))
+            .filter(|p| imports.contains(p) && !imports.contains(&p[1..]))
+            .collect();
+        if !direct.is_empty() {
+            report.warning(
+                "Fortran",
+                format!(
+                    "{name}'s Fortran bindings call {} directly: libaar.so does not see those collectives when \
+                     Fortran code makes them (AAR_AB_BOUNDARY=MPI_<Fn> marks no iteration there, and steady does not \
+                     tune them as calls); C code is not affected",
+                    direct.join(", ")
+                ),
+                "Mark the iterations of a Fortran program with the aar module instead (use aar; \
+                 aar_iteration_begin/aar_iteration_end, AAR_AB_BOUNDARY=markers).",
+            );
+        } else if !through_c.is_empty() {
+            report.ok(
+                "Fortran",
+                format!(
+                    "{name}'s Fortran bindings call the C MPI functions ({} of the {} libaar.so wraps): libaar.so \
+                     sees a Fortran program's collectives",
+                    through_c.len(),
+                    wrapped.len()
+                ),
+            );
+        } else {
+            report.note(
+                "Fortran",
+                format!(
+                    "{name} imports none of the {} MPI functions libaar.so wraps, in either form: its symbols do not \
+                     show whether a Fortran program's collectives reach libaar.so (run one with \
+                     AAR_AB_BOUNDARY=MPI_Barrier and look for its iteration record)",
+                    wrapped.len()
+                ),
+            );
+        }
     }
 }
 

@@ -122,6 +122,73 @@ fn a_dynamic_ugni_program_with_the_preload_and_its_events_is_all_well() {
     assert!(!r.stderr.contains("aar:"), "{}", r.stderr);
 }
 
+/// A program over a stand-in Fortran MPI binding library `lib` whose `mpi_allreduce_` calls
+/// `callee` (nothing: it calls no MPI function); the C functions live in a stand-in libfakempi.so.
+fn fortran_binding_program(lib: &str, callee: Option<&str>) -> PathBuf {
+    let dir = scratch();
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let d = dir.to_str().unwrap();
+    compile(
+        "libfakempi.so",
+        "int MPI_Allreduce(const void *s, void *r, int n, int t, int o, int c) { (void)s; (void)r; (void)n; \
+         (void)t; (void)o; (void)c; return 0; }\n\
+         int PMPI_Allreduce(const void *s, void *r, int n, int t, int o, int c) { return MPI_Allreduce(s, r, n, t, o, c); }\n",
+        &["-shared", "-fPIC"],
+    );
+    let body = match callee {
+        Some(f) => format!("int {f}(const void *, void *, int, int, int, int);\nvoid mpi_allreduce_(void) {{ {f}(0, 0, 0, 0, 0, 0); }}\n"),
+        None => "void mpi_allreduce_(void) {}\n".to_string(),
+    };
+    compile(&format!("{lib}.so"), &body, &["-shared", "-fPIC", "-L", d, "-lfakempi", &rpath]);
+    let link = format!("-l{}", lib.trim_start_matches("lib"));
+    compile(
+        &format!("fortran-app-{lib}"),
+        "void mpi_allreduce_(void);\nint main(void) { mpi_allreduce_(); return 0; }\n",
+        &["-L", d, &link, &rpath],
+    )
+}
+
+/// Whether a Fortran program's collectives reach libaar.so's MPI wrappers, told from what its
+/// MPI library's Fortran bindings import: the C function (seen), its PMPI_ form (not seen), or
+/// neither (cannot tell).
+#[test]
+fn the_fortran_bindings_of_the_program_s_mpi_are_checked_for_what_libaar_sees() {
+    let check = |lib: &str, callee: Option<&str>| {
+        let prog = fortran_binding_program(lib, callee);
+        doctor(&[prog.to_str().unwrap()], &[])
+    };
+    let r = check("libmpi_mpifh", Some("PMPI_Allreduce"));
+    r.expect_line("warning", "Fortran", "libmpi_mpifh.so's Fortran bindings call PMPI_Allreduce directly");
+    assert!(r.stdout.contains("fix: Mark the iterations of a Fortran program with the aar module"), "{}", r.stdout);
+    check("libmpifort_cray", Some("MPI_Allreduce")).expect_line(
+        "ok",
+        "Fortran",
+        "libmpifort_cray.so's Fortran bindings call the C MPI functions (1 of the 10 libaar.so wraps)",
+    );
+    check("libmpichf90_gnu", None).expect_line("note", "Fortran", "libmpichf90_gnu.so imports none of the 10");
+    // And a real one, where MPICH is installed: its bindings call the C functions.
+    let have_mpif90 = Command::new("mpif90.mpich").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have_mpif90 {
+        eprintln!("SKIPPED (MPICH part): mpif90.mpich is not installed; scripts/setup installs it");
+        return;
+    }
+    let dir = scratch();
+    let src = dir.join("allreduce.f90");
+    std::fs::write(
+        &src,
+        "program allreduce\n  use mpi\n  integer :: ierr, x, y\n  call MPI_INIT(ierr)\n  x = 1\n  \
+         call MPI_ALLREDUCE(x, y, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)\n  call MPI_FINALIZE(ierr)\n\
+         end program allreduce\n",
+    )
+    .unwrap();
+    let prog = dir.join("allreduce-f90");
+    let st = Command::new("mpif90.mpich").arg(&src).arg("-o").arg(&prog).status().unwrap();
+    assert!(st.success());
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_line("ok", "Fortran", "'s Fortran bindings call the C MPI functions (10 of the 10 libaar.so wraps)");
+    r.expect_line("ok", "Fortran", "libmpichfort.so");
+}
+
 #[test]
 fn a_static_program_cannot_be_preloaded_and_the_fix_is_named() {
     let prog = static_program();

@@ -6,7 +6,7 @@
 //! `$ORIGIN` and `$LIB` expanded; candidates of another class or machine skipped).
 
 use object::elf;
-use object::read::elf::{Dyn, FileHeader, ProgramHeader};
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, Sym};
 use object::{Endianness, FileKind};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -138,6 +138,37 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf, NotElf>
         }
     }
     Ok(info)
+}
+
+/// The undefined dynamic symbols of the ELF file at `path` (what it takes from other libraries at
+/// run time) whose names are in `names`.
+pub fn imports(path: &Path, names: &HashSet<String>) -> Result<HashSet<String>, NotElf> {
+    let data = std::fs::read(path).map_err(NotElf::Unreadable)?;
+    match FileKind::parse(&*data) {
+        Ok(FileKind::Elf32) => imports_of::<elf::FileHeader32<Endianness>>(&data, names),
+        Ok(FileKind::Elf64) => imports_of::<elf::FileHeader64<Endianness>>(&data, names),
+        Ok(kind) => Err(NotElf::OtherFormat(kind)),
+        Err(_) => Err(NotElf::UnknownFormat),
+    }
+}
+
+fn imports_of<H: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+    names: &HashSet<String>,
+) -> Result<HashSet<String>, NotElf> {
+    let bad = NotElf::Damaged;
+    let header = H::parse(data).map_err(bad)?;
+    let endian = header.endian().map_err(bad)?;
+    let sections = header.sections(endian, data).map_err(bad)?;
+    let symbols = sections.symbols(endian, data, elf::SHT_DYNSYM).map_err(bad)?;
+    let mut found = HashSet::new();
+    for sym in symbols.iter().filter(|s| s.is_undefined(endian)) {
+        let name = String::from_utf8_lossy(sym.name(endian, symbols.strings()).map_err(bad)?);
+        if names.contains(name.as_ref()) {
+            found.insert(name.into_owned());
+        }
+    }
+    Ok(found)
 }
 
 fn split_path(list: &str) -> Vec<String> {
