@@ -27,6 +27,7 @@ use crate::papi::{
 use crate::settings::{MpiFunction, Settings, TableSource, VARIABLES};
 use crate::state;
 use aar_abi::counters::REQUIRED_EVENTS;
+use aar_engine::RoutingMode;
 use libloading::os::unix::Library;
 use serde_json::{json, Value};
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
@@ -121,6 +122,11 @@ fn document() -> String {
         },
         // What `aar doctor` looks for in a program's Fortran MPI bindings.
         "mpi_wrapped": MpiFunction::ALL.map(MpiFunction::name),
+        // The routing Cray MPICH asks for on its own posts: libaar.so changes adaptive requests only.
+        "mpich_gni_routing_mode": lookup("MPICH_GNI_ROUTING_MODE").map(|v| json!({
+            "value": v,
+            "adaptive": v.parse::<RoutingMode>().ok().map(RoutingMode::name),
+        })),
     });
     doc.to_string()
 }

@@ -13,6 +13,7 @@
 //!   `aar_selfcheck` export runs the library's own settings parser and PAPI opening ([`selfcheck`]). When the program
 //!   links a libugni, that libugni is loaded first, as the job's loader would load it (the
 //!   emulator's libugni registers its counter events in its constructor).
+//! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
 //! - The Fortran bindings of the program's MPI: whether they import the C functions libaar.so
 //!   wraps (the self-check lists them) or their `PMPI_` forms, which libaar.so does not see.
 //!
@@ -160,6 +161,7 @@ pub fn run(args: DoctorArgs) -> i32 {
         check_counters(doc, ugni_loaded, &mut report);
         check_settings(doc, &mut report);
         check_dmapp_table(doc, &mut report);
+        check_mpich_routing(doc, &mut report);
         if let Some(closure) = program.as_ref().and_then(|p| p.closure.as_ref()) {
             check_fortran_mpi(closure, doc, &mut report);
         }
@@ -649,6 +651,30 @@ fn check_dmapp_table(doc: &Value, report: &mut Report) {
         );
     } else {
         report.ok("DMAPP", format!("routing table {table}, from {source}"));
+    }
+}
+
+/// `MPICH_GNI_ROUTING_MODE`, the routing Cray MPICH asks for on its own posts: libaar.so routes
+/// adaptive requests only, so a non-adaptive one leaves all of MPI's traffic to MPICH.
+fn check_mpich_routing(doc: &Value, report: &mut Report) {
+    let m = &doc["mpich_gni_routing_mode"];
+    let Some(value) = m["value"].as_str() else { return };
+    match m["adaptive"].as_str() {
+        Some(mode) => report.note(
+            "MPICH",
+            format!(
+                "MPICH_GNI_ROUTING_MODE={value}: Cray MPICH's posts ask for {mode}, an adaptive mode, which \
+                 libaar.so replaces by its decision on every post it routes"
+            ),
+        ),
+        None => report.warning(
+            "MPICH",
+            format!(
+                "MPICH_GNI_ROUTING_MODE={value} is not an adaptive mode: libaar.so changes adaptive requests only, \
+                 so it will route none of Cray MPICH's posts (their routing stays {value})"
+            ),
+            "Unset MPICH_GNI_ROUTING_MODE, or set one of ADAPTIVE_0 to ADAPTIVE_3.",
+        ),
     }
 }
 

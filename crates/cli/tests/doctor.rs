@@ -189,6 +189,21 @@ fn the_fortran_bindings_of_the_program_s_mpi_are_checked_for_what_libaar_sees() 
     r.expect_line("ok", "Fortran", "libmpichfort.so");
 }
 
+/// Cray MPICH's own routing request: libaar.so changes adaptive requests only.
+#[test]
+fn a_non_adaptive_mpich_gni_routing_mode_is_a_warning() {
+    let prog = ugni_program();
+    let r = doctor(&[prog.to_str().unwrap()], &[("MPICH_GNI_ROUTING_MODE", "IN_ORDER")]);
+    r.expect_code(3);
+    r.expect_line("warning", "MPICH", "MPICH_GNI_ROUTING_MODE=IN_ORDER is not an adaptive mode");
+    assert!(r.stdout.contains("fix: Unset MPICH_GNI_ROUTING_MODE, or set one of ADAPTIVE_0 to ADAPTIVE_3."));
+    let r = doctor(&[prog.to_str().unwrap()], &[("MPICH_GNI_ROUTING_MODE", "ADAPTIVE_1")]);
+    r.expect_code(0);
+    r.expect_line("note", "MPICH", "MPICH_GNI_ROUTING_MODE=ADAPTIVE_1: Cray MPICH's posts ask for ADAPTIVE1");
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    assert!(!r.stdout.contains("MPICH_GNI_ROUTING_MODE"), "{}", r.stdout);
+}
+
 #[test]
 fn a_static_program_cannot_be_preloaded_and_the_fix_is_named() {
     let prog = static_program();
