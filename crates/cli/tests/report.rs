@@ -289,6 +289,51 @@ fn identical_distributions_are_not_significant() {
     }
 }
 
+/// Runs above and below the median of `in_order`, counted here as a person would: the values
+/// equal to the median left out, a new run at every change of side.
+fn runs_by_hand(in_order: &[f64]) -> usize {
+    let mut sorted = in_order.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let m = quantile(&sorted, 0.5);
+    let sides: Vec<bool> = in_order.iter().filter(|&&v| v != m).map(|&v| v > m).collect();
+    1 + sides.windows(2).filter(|w| w[0] != w[1]).count()
+}
+
+/// The report's intervals treat iterations as independent: a policy whose slow iterations come
+/// in spells (here B, slow through the middle third of the run) is named in a warning, and the
+/// policies whose iterations are independent draws are not.
+#[test]
+fn a_policy_whose_slow_iterations_come_in_spells_is_warned_about() {
+    let folder = tmp("spells");
+    let dir = folder.path();
+    let policies = ["A", "B", "C"];
+    let mut rng = Rng(5);
+    let (mut rows, mut in_order) = (Vec::new(), vec![Vec::new(); 3]);
+    for i in 0..300u64 {
+        let p = (i % 3) as usize;
+        let spell = if p == 1 && (100..200).contains(&i) { 1.3 } else { 1.0 };
+        let ns = (1_000_000.0 * spell * (0.05 * rng.normal()).exp()) as u64;
+        rows.push(row(i, policies[p], p % 2, ns, None));
+        in_order[p].push(ns as f64);
+    }
+    write_record(dir, &header("spells", 0, 1, &policies), &rows);
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let j = json_of(&o);
+    for (k, name) in policies.iter().enumerate() {
+        let ind = &policy(&j, name)["independence"];
+        assert_eq!(ind["runs"].as_u64().unwrap() as usize, runs_by_hand(&in_order[k]), "{name}: {ind}");
+    }
+    let b = &policy(&j, "B")["independence"];
+    assert!(b["z"].as_f64().unwrap() < -4.0 && b["p"].as_f64().unwrap() < 1e-4, "{b}");
+    let warnings: Vec<&str> = j["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let spells: Vec<&&str> = warnings.iter().filter(|w| w.contains("iterations are not independent in time")).collect();
+    assert_eq!(spells.len(), 1, "{warnings:?}");
+    assert!(spells[0].contains("B's iterations"), "{spells:?}");
+    // The text report says it too, on stderr with the other warnings.
+    let text = run(&[dir.to_str().unwrap()]);
+    assert!(stderr(&text).contains("B's iterations are not independent in time"), "{}", stderr(&text));
+}
+
 /// Type-7 QCD of a sorted sample, as the test computes it.
 fn qcd(s: &[f64]) -> f64 {
     let (q1, q3) = (quantile(s, 0.25), quantile(s, 0.75));

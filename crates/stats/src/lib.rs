@@ -6,7 +6,8 @@
 //! rank test, none assumes normality, and every interval is exact or comes from a seeded, hence
 //! reproducible, resampling. Iterations are treated as independent draws; alternating the
 //! policies iteration by iteration (the A/B schedule) is what makes slow drifts of the machine
-//! affect every policy alike.
+//! affect every policy alike, and [`runs_test`] tells a report when a policy's iterations are not
+//! independent all the same.
 
 /// Quantile `p` (0..=1) of an ascending, non-empty sample: linear interpolation between order
 /// statistics (Hyndman & Fan type 7, the default of R and NumPy), so the numbers agree with what
@@ -155,6 +156,52 @@ pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
     let z = ((u - mu).abs() - 0.5).max(0.0) / var.sqrt() * (u - mu).signum();
     let p = erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0);
     Some(MannWhitney { u, z, p })
+}
+
+/// Result of a Wald–Wolfowitz runs test.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Runs {
+    /// Runs of consecutive values on the same side of the median.
+    pub runs: usize,
+    /// The runs expected of independent values: 2·n₁n₂/n + 1.
+    pub expected: f64,
+    /// Standard score with continuity correction: negative when there are too few runs (slow
+    /// values come in spells: the values are positively correlated in time).
+    pub z: f64,
+    /// Two-sided p-value from the normal approximation.
+    pub p: f64,
+}
+
+/// Fewest values (on either side of the median together) [`runs_test`] judges: below this the
+/// normal approximation is too rough to trust.
+pub const RUNS_MIN_VALUES: usize = 10;
+
+/// Wald–Wolfowitz runs test of `in_order` (values in the order they were measured) for
+/// independence: are values above and below the median mixed as independent draws would be?
+/// Rank-based like the rest of this crate (a few huge outliers count as one value above the
+/// median each), and it asks nothing of the distribution. Values equal to the median are left
+/// out. μ = 2n₁n₂/n + 1, σ² = 2n₁n₂(2n₁n₂ − n)/(n²(n − 1)); z = (|R − μ| − ½)/σ with R's sign;
+/// p = erfc(|z|/√2). `None` with fewer than [`RUNS_MIN_VALUES`] values off the median, or all
+/// on one side.
+pub fn runs_test(in_order: &[f64]) -> Option<Runs> {
+    let mut sorted = in_order.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let m = median(&sorted);
+    let sides: Vec<bool> = in_order.iter().filter(|&&v| v != m).map(|&v| v > m).collect();
+    let n1 = sides.iter().filter(|&&above| above).count();
+    let n = sides.len();
+    let n2 = n - n1;
+    if n < RUNS_MIN_VALUES || n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let runs = 1 + sides.windows(2).filter(|w| w[0] != w[1]).count();
+    let (f1, f2, nn) = (n1 as f64, n2 as f64, n as f64);
+    let expected = 2.0 * f1 * f2 / nn + 1.0;
+    let var = 2.0 * f1 * f2 * (2.0 * f1 * f2 - nn) / (nn * nn * (nn - 1.0));
+    let d = runs as f64 - expected;
+    let z = ((d.abs() - 0.5).max(0.0) / var.sqrt()) * d.signum();
+    let p = erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0);
+    Some(Runs { runs, expected, z, p })
 }
 
 /// A small deterministic generator (splitmix64): the same stream on every platform for a seed.
@@ -374,6 +421,30 @@ pub fn summarize(values: &[f64]) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_test_by_hand() {
+        // 1..=13 rising: the median 7 is left out; 6 below then 6 above, 2 runs. μ = 2·36/12 + 1
+        // = 7, σ² = 2·36·(72 − 12)/(144·11) = 2.7273, z = −(5 − ½)/1.6514 = −2.7249,
+        // p = erfc(2.7249/√2) = 0.00643.
+        let rising: Vec<f64> = (1..=13).map(f64::from).collect();
+        let r = runs_test(&rising).unwrap();
+        assert_eq!((r.runs, r.expected), (2, 7.0));
+        assert!((r.z + 2.7249).abs() < 1e-4 && (r.p - 0.00643).abs() < 1e-5, "{r:?}");
+        // Alternating around the median: 12 runs, as many too many: z = +2.7249.
+        let alternating = [1.0, 12.0, 2.0, 11.0, 3.0, 10.0, 4.0, 9.0, 5.0, 8.0, 6.0, 7.0];
+        let r = runs_test(&alternating).unwrap();
+        assert_eq!(r.runs, 12);
+        assert!((r.z - 2.7249).abs() < 1e-4, "{r:?}");
+        // A shuffled order of the same values: about the expected runs, nothing to see.
+        let mixed = [4.0, 9.0, 2.0, 1.0, 11.0, 12.0, 5.0, 3.0, 8.0, 10.0, 6.0, 7.0];
+        let r = runs_test(&mixed).unwrap();
+        assert_eq!(r.runs, 8);
+        assert!(r.z.abs() < 0.5 && r.p > 0.5, "{r:?}");
+        // Too few values off the median, or all on one side: no verdict.
+        assert_eq!(runs_test(&rising[..9]), None);
+        assert_eq!(runs_test(&[5.0; 20]), None);
+    }
 
     #[test]
     fn quantiles_match_numpy() {

@@ -49,6 +49,7 @@ pub struct SettingsOut {
     pub qcd_difference_ci: &'static str,
     pub test: &'static str,
     pub outlier_rule: &'static str,
+    pub independence_test: &'static str,
 }
 
 #[derive(Serialize, Debug)]
@@ -104,6 +105,9 @@ pub struct PolicyStats {
     pub max_ns: Option<f64>,
     /// Quartile coefficient of dispersion (Q3 − Q1)/(Q3 + Q1); absent when Q3 + Q1 is 0.
     pub qcd: Option<f64>,
+    /// Whether its iterations, in the order they ran, look independent (absent with fewer than 10
+    /// off the median).
+    pub independence: Option<Independence>,
     /// Against the first policy (absent for the first policy itself).
     pub vs_first: Option<Comparison>,
     pub modes: Vec<ModeShare>,
@@ -113,6 +117,17 @@ pub struct PolicyStats {
     pub switches: u64,
     pub latency_us_mean: Option<f64>,
     pub stall_ratio_mean: Option<f64>,
+}
+
+/// Runs test of one policy's iteration times in the order they ran: the intervals and tests above
+/// treat iterations as independent, and too few runs above and below the median say slow
+/// iterations came in spells.
+#[derive(Serialize, Debug, Clone)]
+pub struct Independence {
+    pub runs: usize,
+    pub expected_runs: f64,
+    pub z: f64,
+    pub p: f64,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -284,6 +299,30 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
 
     let compared = samples.iter().skip(1).filter(|v| !v.is_empty()).count().max(1);
     let alpha = ALPHA / compared as f64;
+    let independence: Vec<Option<Independence>> = (0..np)
+        .map(|p| {
+            let in_order: Vec<f64> = series.iter().filter(|s| s.2 == p).map(|s| s.1).collect();
+            stats::runs_test(&in_order).map(|r| Independence {
+                runs: r.runs,
+                expected_runs: r.expected,
+                z: r.z,
+                p: r.p,
+            })
+        })
+        .collect();
+    let judged = independence.iter().flatten().count().max(1);
+    for (p, ind) in independence.iter().enumerate() {
+        // Too few runs is what makes the intervals too narrow; too many (alternation) makes them wide.
+        if let Some(ind) = ind.as_ref().filter(|i| i.z < 0.0 && i.p < ALPHA / judged as f64) {
+            warn(format!(
+                "{}'s iterations are not independent in time: {} runs above and below its median where \
+                 {:.1} are expected (runs test, p = {:.2e}); slow iterations came in spells, so its \
+                 intervals and p-values, which treat iterations as independent, are too narrow. \
+                 More iterations, or several shorter runs, make them trustworthy",
+                e.policies[p], ind.runs, ind.expected_runs, ind.p
+            ));
+        }
+    }
     let first = &samples[0];
     let policy_stats = (0..np)
         .map(|p| {
@@ -332,6 +371,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                 p99_ns: opt(x, |x| stats::quantile(x, 0.99)),
                 max_ns: opt(x, |x| x[x.len() - 1]),
                 qcd: stats::sample_qcd(x),
+                independence: independence[p].clone(),
                 vs_first,
                 modes,
                 rank_iterations: t.rows,
@@ -453,5 +493,8 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
                corrections; alpha 0.05 Bonferroni-divided by the number of comparisons",
         outlier_rule:
             "rank median more than 3 scaled MADs (1.4826 * MAD) and more than 1% from the median of rank medians",
+        independence_test: "Wald-Wolfowitz runs test of each policy's iteration times, in the order they ran, \
+                            above and below its median (at least 10 off the median); a warning when too few \
+                            runs at alpha 0.05 Bonferroni-divided by the policies judged",
     }
 }

@@ -326,6 +326,9 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
             alpha,
             if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() }
         ),
+        "the intervals and p treat iterations as independent; a runs test of each policy's iterations in the \
+         order they ran checks it, and a warning names a policy whose slow iterations came in spells"
+            .into(),
     ]
 }
 
