@@ -184,6 +184,9 @@ pub const RUNS_MIN_VALUES: usize = 10;
 /// p = erfc(|z|/√2). `None` with fewer than [`RUNS_MIN_VALUES`] values off the median, or all
 /// on one side.
 pub fn runs_test(in_order: &[f64]) -> Option<Runs> {
+    if in_order.len() < RUNS_MIN_VALUES {
+        return None;
+    }
     let mut sorted = in_order.to_vec();
     sorted.sort_by(f64::total_cmp);
     let m = median(&sorted);
@@ -443,6 +446,7 @@ mod tests {
         assert!(r.z.abs() < 0.5 && r.p > 0.5, "{r:?}");
         // Too few values off the median, or all on one side: no verdict.
         assert_eq!(runs_test(&rising[..9]), None);
+        assert_eq!(runs_test(&[]), None);
         assert_eq!(runs_test(&[5.0; 20]), None);
     }
 
