@@ -524,9 +524,6 @@ fn always<T>(_: &T) -> bool {
 
 const BOOL: (&str, &str) = ("is not a boolean", "Use 1/0, true/false, yes/no or on/off.");
 const FACTOR_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 1.2).";
-const BOUNDARY_FIX: &str = "Use markers, or one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, \
-MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv, MPI_Gather, MPI_Scatter, optionally with :N for every N-th call \
-(e.g. MPI_Allreduce:2).";
 const MODE_IGNORED: &str = "is ignored because AAR_AB is set; using the default of an A/B run instead: each \
 iteration's policy comes from the AAR_AB schedule. Unset AAR_MODE, or unset AAR_AB to run one policy.";
 const MODE_FIX: &str = "Use one of ADAPTIVE0, ADAPTIVE1, ADAPTIVE2, ADAPTIVE3 (ADAPTIVE_0..3 also accepted).";
@@ -569,10 +566,14 @@ impl Settings {
                 always,
             )
             .unwrap_or(d.ab_order);
+        let boundary_fix = format!(
+            "Use markers, or one of {}, optionally with :N for every N-th call (e.g. MPI_Allreduce:2).",
+            MpiFunction::ALL.map(MpiFunction::name).join(", ")
+        );
         let ab_boundary = p
             .value(
                 "AAR_AB_BOUNDARY",
-                ("markers (aar_iteration_begin/end)", "is not an iteration boundary", BOUNDARY_FIX),
+                ("markers (aar_iteration_begin/end)", "is not an iteration boundary", &boundary_fix),
                 Shown,
                 always,
             )

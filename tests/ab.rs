@@ -289,6 +289,9 @@ fn bad_ab_values_are_one_warning_each_and_the_run_goes_on_without_a_b() {
         assert_eq!(w.len(), 1, "{var}: {warnings:?}");
         assert!(w[0].contains("using the default"), "{}", w[0]);
     }
+    // The fix lists every function that can mark iterations.
+    let boundary = warnings.iter().find(|w| w.starts_with("aar: AAR_AB_BOUNDARY")).unwrap();
+    assert!(boundary.contains("one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv, MPI_Gather, MPI_Scatter, optionally"), "{boundary}");
     // The defaults: no A/B, markers, every rank writes.
     assert!(r.stdout.contains("iter begin rc=0"), "{}", r.stdout);
     let recs = iteration_records(&r.dir.join("out"));
