@@ -334,6 +334,20 @@ fn a_policy_whose_slow_iterations_come_in_spells_is_warned_about() {
     assert!(stderr(&text).contains("B's iterations are not independent in time"), "{}", stderr(&text));
 }
 
+/// A policy of the schedule that never ran has no figures, and no independence verdict, but the
+/// report goes on (the runs test once took a median of nothing).
+#[test]
+fn a_policy_without_iterations_is_reported_empty() {
+    let folder = tmp("empty-policy");
+    let dir = folder.path();
+    let rows: Vec<Iteration> = (0..20).map(|i| row(i, "A", 0, 1_000_000 + i * 1000, None)).collect();
+    write_record(dir, &header("empty", 0, 1, &["A", "B"]), &rows);
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    assert_eq!(policy(&j, "B")["iterations"], 0);
+    assert!(policy(&j, "B")["independence"].is_null());
+    assert_eq!(policy(&j, "A")["independence"]["runs"], 2, "20 rising iterations: one run below, one above");
+}
+
 /// Type-7 QCD of a sorted sample, as the test computes it.
 fn qcd(s: &[f64]) -> f64 {
     let (q1, q3) = (quantile(s, 0.25), quantile(s, 0.75));
