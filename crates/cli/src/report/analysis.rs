@@ -6,7 +6,7 @@
 //! figures (with a warning) unless `--keep-incomplete`; so are iterations whose ranks disagree on
 //! the policy. Label disagreements only drop the label.
 
-use super::output::count;
+use super::output::{clean, count};
 use super::read::{ExperimentData, CONFLICT};
 use aar_stats as stats;
 use serde::Serialize;
@@ -319,7 +319,10 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                  {:.1} are expected (runs test, p = {:.2e}); slow iterations came in spells, so its \
                  intervals and p-values, which treat iterations as independent, are too narrow. \
                  More iterations, or several shorter runs, make them trustworthy",
-                e.policies[p], ind.runs, ind.expected_runs, ind.p
+                clean(&e.policies[p]),
+                ind.runs,
+                ind.expected_runs,
+                ind.p
             ));
         }
     }
