@@ -64,6 +64,11 @@ fn released(claimed: u64) -> u64 {
 /// A write slot held this long is checked for a dead writer (a PAPI read takes microseconds).
 pub const STUCK_NS: u64 = 10_000_000;
 
+/// A rank takes another's reading only if it was stamped at least this much after its own last
+/// one. The TSCs of two cores can differ by tens of nanoseconds (a virtual machine's vCPUs more),
+/// so stamps closer than that do not say which reading came first; a rank reads its own instead.
+pub const STAMP_SLACK_NS: u64 = 1_000;
+
 /// The clock the ranks of a node stamp readings with: the TSC where the kernel keeps time with it
 /// (11 ns to read on the development VM, where `clock_gettime` takes 27), else `CLOCK_MONOTONIC`
 /// in ns. Every rank of a node makes the same choice, and the segment's name carries it.
@@ -95,7 +100,7 @@ impl Clock {
     #[inline]
     fn now(self) -> u64 {
         if self.tsc {
-            sys::tsc()
+            sys::tsc_ordered()
         } else {
             sys::now_ns()
         }
@@ -138,6 +143,8 @@ pub struct Node {
     share_readings: bool,
     /// [`STUCK_NS`] in the clock's ticks.
     stuck: u64,
+    /// [`STAMP_SLACK_NS`] in the clock's ticks.
+    slack: u64,
 }
 
 static NODE: OnceLock<Node> = OnceLock::new();
@@ -200,9 +207,9 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     // value of each, so any content another process left is a valid Segment.
     let segment = unsafe { &*bytes.as_ptr().cast::<Segment>() };
     segment.users.fetch_add(1, AcqRel);
-    let (max_age, stuck) = (clock.ticks(max_age_ns), clock.ticks(STUCK_NS));
+    let (max_age, stuck, slack) = (clock.ticks(max_age_ns), clock.ticks(STUCK_NS), clock.ticks(STAMP_SLACK_NS));
     let share_readings = max_age_ns > 0;
-    let node = Node { segment, path, remove_when_last, pid: sys::pid(), clock, max_age, share_readings, stuck };
+    let node = Node { segment, path, remove_when_last, pid: sys::pid(), clock, max_age, share_readings, stuck, slack };
     Some(NODE.get_or_init(|| node))
 }
 
@@ -261,8 +268,9 @@ impl Node {
         let s = self.segment;
         let taken = s.taken.load(Acquire);
         // A reading taken after `now` (by a rank that got there first) is younger still.
-        // One this rank already used (or an older one) would give an empty (or a negative) window.
-        if taken == 0 || taken <= not_before || now.saturating_sub(taken) > self.max_age {
+        // One this rank already used (or an older one) would give an empty (or a negative) window,
+        // and one stamped within the slack of it may be older all the same.
+        if taken == 0 || taken <= not_before.saturating_add(self.slack) || now.saturating_sub(taken) > self.max_age {
             return None;
         }
         let v: [i64; 5] = std::array::from_fn(|i| s.values[i].load(Relaxed));
@@ -393,19 +401,42 @@ mod tests {
             max_age: u64::MAX / 2,
             share_readings: true,
             stuck: u64::MAX,
+            slack: STAMP_SLACK_NS,
         }
     }
 
-    #[test]
-    fn a_rank_that_reads_its_own_never_takes_an_older_reading_next() {
-        let segment: &'static Segment = Box::leak(Box::new(Segment {
+    fn empty_segment() -> &'static Segment {
+        Box::leak(Box::new(Segment {
             seq: AtomicU64::new(0),
             taken: AtomicU64::new(0),
             with_rsp_stalled: AtomicU64::new(0),
             values: Default::default(),
             users: AtomicU32::new(0),
             decided: Default::default(),
-        }));
+        }))
+    }
+
+    /// Stamps on different cores do not order readings closer than the slack: a reading stamped
+    /// within it of the rank's own last one is not taken; one stamped later is.
+    #[test]
+    fn a_reading_stamped_within_the_slack_of_the_rank_s_own_is_not_taken() {
+        let segment = empty_segment();
+        let rank = node(segment, 1);
+        segment.taken.store(50_000, SeqCst);
+        segment.values[0].store(7, SeqCst);
+        let now = 50_100;
+        for (own_last, taken) in
+            [(49_999, false), (50_000 - STAMP_SLACK_NS, false), (50_000 - STAMP_SLACK_NS - 1, true)]
+        {
+            let copy = rank.young_copy(0, now, own_last);
+            assert_eq!(copy.is_some(), taken, "own reading stamped at {own_last}");
+            assert!(copy.is_none_or(|(sample, t)| sample.req_flits == 7 && t == 50_000));
+        }
+    }
+
+    #[test]
+    fn a_rank_that_reads_its_own_never_takes_an_older_reading_next() {
+        let segment = empty_segment();
         let slow = node(segment, 1);
         let _ = OTHER.set(node(segment, 2));
         let mut papi = Papi::with_reader(counters);

@@ -222,6 +222,24 @@ pub fn tsc() -> u64 {
     return now_ns();
 }
 
+/// [`tsc`], read in order with the instructions around it: every load before it has its value,
+/// and none after it has started, when the counter is read (as the kernel's own clock reads it).
+/// A plain RDTSC may run tens of nanoseconds ahead of a load that misses, or behind one that
+/// follows: too much for stamps that order one rank's counter reading against another's.
+#[inline]
+pub fn tsc_ordered() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: LFENCE and RDTSC have no preconditions and no side effects.
+    return unsafe {
+        core::arch::x86_64::_mm_lfence();
+        let t = core::arch::x86_64::_rdtsc();
+        core::arch::x86_64::_mm_lfence();
+        t
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    return now_ns();
+}
+
 /// Whether the kernel keeps time with the TSC: then it found the counter constant in rate and in
 /// step on every CPU, so values read on different cores of the node compare.
 pub fn tsc_keeps_time() -> bool {
