@@ -107,6 +107,8 @@ fn init() {
         test_panic: settings.test_panic,
         post_clock: sys::MonotonicClock::of_this_machine(),
         published: SideBytes::default(),
+        last_own: None,
+        fed: Default::default(),
     };
     // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`
     // may decide: as the policy, as an A/B arm, or once the application selects it (C API).

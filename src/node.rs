@@ -1,9 +1,13 @@
 //! One counter reader per node. The Aries NIC counters belong to the node, so the ranks of a node
-//! read the same values: instead of one PAPI read per rank and decision, the ranks of a node share
-//! the latest reading through a small shared-memory segment. A rank that needs a reading uses the
-//! segment's when it is younger than `AAR_NODE_READING`; otherwise it takes one itself and
-//! publishes it. No rank ever waits for another: the segment is a sequence lock whose writer slot
-//! is only ever *tried*; a rank that finds another one writing, or a torn copy, reads PAPI itself.
+//! count the same traffic: instead of one PAPI read per rank and decision, the ranks of a node
+//! share the latest *window* through a small shared-memory segment. PAPI counts from the start of
+//! each process's event set, so two ranks' readings of one NIC differ by a constant nobody knows:
+//! only the difference of two readings of one rank is the node's traffic. A rank that takes a
+//! reading publishes the window from its previous own reading to this one; a rank that needs a
+//! window uses the segment's when it ended less than `AAR_NODE_READING` ago, after this rank's
+//! last one; otherwise it reads PAPI itself. No rank ever waits for another: the segment is a
+//! sequence lock whose writer slot is only ever *tried*; a rank that finds another one writing, or
+//! a torn copy, reads PAPI itself.
 //!
 //! The segment: `AAR_EMU_JOB_DIR/aar-node-<NIC>-<events>-<clock>` under `aar run` (the launcher
 //! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>`, removed by the
@@ -32,24 +36,27 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::OnceLock;
 
-/// The segment's layout: the reading in the first cache line (read by every rank, written by
-/// the one taking a reading), the rarely written fields in the second. Every field is an atomic
-/// and zero is a valid value of each.
+/// The segment's layout: the window in the first cache line (read by every rank, written by the
+/// one taking a reading), its decided bytes and the rarely written fields in the second. Every
+/// field is an atomic and zero is a valid value of each.
 #[repr(C, align(64))]
 struct Segment {
     /// Sequence lock: the sequence in the low 32 bits, odd while a rank writes the reading, and
     /// then the writer's pid in the high 32 bits (so one compare-and-swap claims and names).
     seq: AtomicU64,
-    /// The node clock's time just before the reading was taken; 0: none yet.
+    /// The node clock's time just before the reading that ends the window; 0: none yet.
     taken: AtomicU64,
     /// 1 when `values[4]` holds response stalls.
     with_rsp_stalled: AtomicU64,
+    /// The window's counts: the difference of two readings of the rank that published it.
     values: [AtomicI64; 5],
     /// Ranks attached (outside `aar run`, the last one to leave removes the file).
     users: AtomicU32,
     /// The node's decided bytes per side ([`SideBytes`]: low latency, low stall), which each rank
     /// adds to at its decisions: what the node's counters measured, for `steady`'s attribution.
     decided: [AtomicU64; 2],
+    /// The node's decided bytes over the window, per side.
+    window_decided: [AtomicU64; 2],
 }
 
 /// The sequence word of a writer `pid` that takes the slot after `seq` (even), and the word it
@@ -119,13 +126,23 @@ impl Clock {
     }
 }
 
-/// Where a reading came from.
+/// A rank's own reading: the counters as its PAPI event set counts them, the node's decided bytes
+/// with them, and when it was taken on the node's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    /// This rank read PAPI (and published the reading, when it could).
-    Own,
-    /// Another rank's reading, younger than the bound.
-    Shared,
+pub struct OwnReading {
+    pub sample: CounterSample,
+    pub decided: SideBytes,
+    pub taken: u64,
+}
+
+/// What a rank gets when it needs the counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// This rank read PAPI (and published the window since its previous reading, when it could).
+    Own(OwnReading),
+    /// Another rank's window, ended less than the bound ago: its counts, the node's decided bytes
+    /// over it, and when it ended.
+    Shared { window: CounterSample, decided: SideBytes, taken: u64 },
 }
 
 /// This process's attachment to its node's segment.
@@ -227,82 +244,100 @@ pub fn leave() {
 }
 
 impl Node {
-    /// A reading of the node's counters: the segment's when it is young enough and newer than
-    /// `not_before` (when this rank's previous reading was taken, on the node's clock), else this
-    /// rank's own PAPI read, published for the others. Returns it with its source and its time
-    /// on the node's clock: the clock read just before the PAPI read for a published reading
-    /// (its counters are no older), just after it for one this rank keeps to itself (they are no
-    /// newer). Never waits, never allocates.
+    /// The node's counters for a rank whose own previous reading is `last_own` and whose last
+    /// window ended at `not_before` (on the node's clock): the segment's window when it ended less
+    /// than the bound ago and after `not_before`, else this rank's own PAPI read, which publishes
+    /// the window since `last_own` for the others. An own reading is stamped with the clock read
+    /// just before its PAPI read when it is published (its counters are no older), just after it
+    /// when this rank keeps it to itself (they are no newer). Without `last_own` (the rank's
+    /// first reading) the rank reads its own and publishes nothing. Never waits, never allocates.
     #[inline]
-    pub fn read(&self, papi: &mut Papi, not_before: u64) -> Result<(CounterSample, Source, u64), ReadFailure> {
-        if !self.share_readings {
-            // Sharing off (`AAR_NODE_READING=0`): this rank's own reading, published for nobody.
-            return papi.read().map(|sample| (sample, Source::Own, not_before));
-        }
+    pub fn read(
+        &self,
+        papi: &mut Papi,
+        last_own: Option<&OwnReading>,
+        not_before: u64,
+    ) -> Result<Reading, ReadFailure> {
+        let Some(last_own) = last_own.filter(|_| self.share_readings) else {
+            // Sharing off (`AAR_NODE_READING=0`), or no window to publish yet.
+            return self.own(papi);
+        };
         let s = self.segment;
         let now = self.clock.now();
         let seq = s.seq.load(Acquire);
         if seq & 1 == 0 {
-            if let Some((sample, taken)) = self.young_copy(seq, now, not_before) {
-                return Ok((sample, Source::Shared, taken));
+            if let Some(shared) = self.young_copy(seq, now, not_before) {
+                return Ok(shared);
             }
             let mine = claimed(seq, self.pid);
             if s.seq.compare_exchange(seq, mine, Acquire, Relaxed).is_ok() {
-                return self.publish(papi, mine, now);
+                return self.publish(papi, mine, now, last_own);
             }
         } else {
             self.release_if_writer_died(seq, now);
         }
-        // Another rank is writing right now: read our own rather than wait. Stamped after the
-        // read, not before: this rank then takes a published reading only if its writer's clock
-        // read (before its PAPI read) came after this one's PAPI read. Stamped before, a rank
-        // delayed between the two would take a reading published meanwhile, whose counters are
-        // older than its own (a decreasing window).
-        papi.read().map(|sample| (sample, Source::Own, self.clock.now()))
+        // Another rank is writing right now: read our own rather than wait.
+        self.own(papi)
     }
 
-    /// The segment's reading if it was taken at most `max_age` before `now`, after
-    /// `not_before`, and was not being rewritten while it was copied.
+    /// This rank's own reading, kept to itself. Stamped after the read, not before: this rank
+    /// then takes a published window only if its writer's clock read (before its PAPI read) came
+    /// after this one's PAPI read, and the two never cover the same traffic from the same side.
+    fn own(&self, papi: &mut Papi) -> Result<Reading, ReadFailure> {
+        let sample = papi.read()?;
+        Ok(Reading::Own(OwnReading { sample, decided: self.decided(), taken: self.clock.now() }))
+    }
+
+    /// The segment's window if it ended at most `max_age` before `now`, after `not_before`, and
+    /// was not being rewritten while it was copied.
     #[inline]
-    fn young_copy(&self, seq: u64, now: u64, not_before: u64) -> Option<(CounterSample, u64)> {
+    fn young_copy(&self, seq: u64, now: u64, not_before: u64) -> Option<Reading> {
         let s = self.segment;
         let taken = s.taken.load(Acquire);
-        // A reading taken after `now` (by a rank that got there first) is younger still.
-        // One this rank already used (or an older one) would give an empty (or a negative) window,
-        // and one stamped within the slack of it may be older all the same.
+        // A window ended after `now` (by a rank that got there first) is younger still. One this
+        // rank already used (or an older one) says nothing new, and one stamped within the slack
+        // of it may be older all the same.
         if taken == 0 || taken <= not_before.saturating_add(self.slack) || now.saturating_sub(taken) > self.max_age {
             return None;
         }
         let v: [i64; 5] = std::array::from_fn(|i| s.values[i].load(Relaxed));
         let with_rsp_stalled = s.with_rsp_stalled.load(Relaxed) == 1;
+        let d = [s.window_decided[0].load(Relaxed), s.window_decided[1].load(Relaxed)];
         fence(Acquire);
-        let sample = CounterSample {
+        let window = CounterSample {
             req_flits: v[0],
             req_stalled: v[1],
             rsp_latency: v[2],
             rsp_packets: v[3],
             rsp_stalled: with_rsp_stalled.then_some(v[4]),
         };
-        (s.seq.load(Relaxed) == seq).then_some((sample, taken))
+        let decided = SideBytes { low_latency: d[0], low_stall: d[1] };
+        (s.seq.load(Relaxed) == seq).then_some(Reading::Shared { window, decided, taken })
     }
 
-    /// Holding the write slot (`seq` is this rank's claim): read PAPI, publish, release.
-    fn publish(&self, papi: &mut Papi, seq: u64, now: u64) -> Result<(CounterSample, Source, u64), ReadFailure> {
+    /// Holding the write slot (`seq` is this rank's claim): read PAPI, publish the window since
+    /// `last_own`, release.
+    fn publish(&self, papi: &mut Papi, seq: u64, now: u64, last_own: &OwnReading) -> Result<Reading, ReadFailure> {
         let s = self.segment;
         fence(Release);
         let result = papi.read();
+        let decided = self.decided();
         if let Ok(sample) = &result {
-            let v = [sample.req_flits, sample.req_stalled, sample.rsp_latency, sample.rsp_packets];
-            for (slot, x) in s.values.iter().zip(v.into_iter().chain([sample.rsp_stalled.unwrap_or(0)])) {
+            let w = sample.since(last_own.sample);
+            let v = [w.req_flits, w.req_stalled, w.rsp_latency, w.rsp_packets, w.rsp_stalled.unwrap_or(0)];
+            for (slot, x) in s.values.iter().zip(v) {
                 slot.store(x, Relaxed);
             }
-            s.with_rsp_stalled.store(u64::from(sample.rsp_stalled.is_some()), Relaxed);
-            // After the values: a slot released for a dead writer never shows a young torn reading.
+            s.with_rsp_stalled.store(u64::from(w.rsp_stalled.is_some()), Relaxed);
+            let d = decided.since(last_own.decided);
+            s.window_decided[0].store(d.low_latency, Relaxed);
+            s.window_decided[1].store(d.low_stall, Relaxed);
+            // After the values: a slot released for a dead writer never shows a young torn window.
             s.taken.store(now, Release);
         }
         // A CAS, not a store: if the slot was released for us as dead, someone else may hold it.
         let _ = s.seq.compare_exchange(seq, released(seq), Release, Relaxed);
-        result.map(|sample| (sample, Source::Own, now))
+        result.map(|sample| Reading::Own(OwnReading { sample, decided, taken: now }))
     }
 
     /// A writer whose reading is [`STUCK_NS`] old and whose process has ended gives up the slot
@@ -369,9 +404,16 @@ mod tests {
     static INTERLEAVE: AtomicBool = AtomicBool::new(false);
     static OTHER: OnceLock<Node> = OnceLock::new();
 
-    /// The other rank published its reading (checked by the test, not here: a panic must not
+    /// The other rank published its window (checked by the test, not here: a panic must not
     /// cross this `extern "C"` function).
     static PUBLISHED: AtomicBool = AtomicBool::new(false);
+
+    /// A rank's first reading, from which its first published window runs.
+    const FIRST: OwnReading = OwnReading {
+        sample: CounterSample { req_flits: 0, req_stalled: 0, rsp_latency: 0, rsp_packets: 0, rsp_stalled: None },
+        decided: SideBytes { low_latency: 0, low_stall: 0 },
+        taken: 0,
+    };
 
     unsafe extern "C" fn counters(_: c_int, v: *mut c_longlong) -> c_int {
         if let Some(other) = OTHER.get().filter(|_| INTERLEAVE.swap(false, SeqCst)) {
@@ -379,7 +421,7 @@ mod tests {
             // comes after the slow rank's, its PAPI read before the slow rank's.
             other.segment.seq.store(released(other.segment.seq.load(SeqCst)), SeqCst);
             let mut papi = Papi::with_reader(counters);
-            let published = matches!(other.read(&mut papi, 0), Ok((_, Source::Own, _)));
+            let published = matches!(other.read(&mut papi, Some(&FIRST), 0), Ok(Reading::Own(_)));
             PUBLISHED.store(published, SeqCst);
         }
         let x = COUNTER.fetch_add(1, SeqCst);
@@ -413,6 +455,7 @@ mod tests {
             values: Default::default(),
             users: AtomicU32::new(0),
             decided: Default::default(),
+            window_decided: Default::default(),
         }))
     }
 
@@ -430,7 +473,8 @@ mod tests {
         {
             let copy = rank.young_copy(0, now, own_last);
             assert_eq!(copy.is_some(), taken, "own reading stamped at {own_last}");
-            assert!(copy.is_none_or(|(sample, t)| sample.req_flits == 7 && t == 50_000));
+            assert!(copy
+                .is_none_or(|r| matches!(r, Reading::Shared { window, taken: 50_000, .. } if window.req_flits == 7)));
         }
     }
 
@@ -444,12 +488,37 @@ mod tests {
         // of it while the other rank publishes an older reading with a later clock read.
         segment.seq.store(claimed(0, 3), SeqCst);
         INTERLEAVE.store(true, SeqCst);
-        let (own, source, taken) = slow.read(&mut papi, 0).unwrap();
-        assert_eq!(source, Source::Own);
+        let Ok(Reading::Own(own)) = slow.read(&mut papi, Some(&FIRST), 0) else { panic!("not its own reading") };
         assert!(PUBLISHED.load(SeqCst), "the other rank published in the middle");
-        assert!(segment.values[0].load(SeqCst) < own.req_flits, "the published reading is older");
-        // Its next reading, not before its own: never the older one.
-        let (next, _, _) = slow.read(&mut papi, taken).unwrap();
-        assert!(next.req_flits >= own.req_flits, "a reading older than the rank's own: {next:?} after {own:?}");
+        assert!(segment.taken.load(SeqCst) < own.taken, "the published window ended before");
+        // Its next reading, not before its own: never that window, which holds traffic its own
+        // reading had counted already.
+        let next = slow.read(&mut papi, Some(&own), own.taken).unwrap();
+        assert!(matches!(next, Reading::Own(r) if r.sample.req_flits > own.sample.req_flits), "{next:?} after {own:?}");
+    }
+
+    /// A published window is the difference of two readings of the rank that published it, so
+    /// it holds the node's traffic whatever that rank's PAPI counted from; another rank takes
+    /// the window, not the reading.
+    #[test]
+    fn a_shared_window_is_the_difference_of_its_publisher_s_own_readings() {
+        let segment = empty_segment();
+        let (publisher, taker) = (node(segment, 7), node(segment, 8));
+        let mut papi = Papi::with_reader(counters);
+        // Its previous own reading counted 40 flits, its next one counts more: the window is
+        // the difference, with the node's decided bytes over it.
+        let before = OwnReading { sample: CounterSample { req_flits: 40, ..FIRST.sample }, ..FIRST };
+        publisher.add_decided(SideBytes { low_latency: 0, low_stall: 4096 });
+        let Ok(Reading::Own(mine)) = publisher.read(&mut papi, Some(&before), 0) else { panic!("not published") };
+        let window = mine.sample.since(before.sample);
+        assert!(window.req_flits > 0);
+        match taker.read(&mut papi, Some(&FIRST), 0) {
+            Ok(Reading::Shared { window: w, decided, taken }) => {
+                assert_eq!(w, window, "the publisher's window, not its reading");
+                assert_eq!(decided, SideBytes { low_latency: 0, low_stall: 4096 });
+                assert_eq!(taken, mine.taken);
+            }
+            other => panic!("not the shared window: {other:?}"),
+        }
     }
 }

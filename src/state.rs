@@ -8,7 +8,7 @@
 
 use crate::control::HOT;
 use crate::nics::NicTable;
-use crate::node::{Node, Source};
+use crate::node::{Node, OwnReading, Reading};
 use crate::papi::{Papi, ReadFailure};
 use crate::rows::Iterations;
 use crate::settings::{Settings, TestPanic};
@@ -226,6 +226,11 @@ pub struct Decider {
     pub post_clock: sys::MonotonicClock,
     /// This rank's decided bytes already added to its node's ([`Node::add_decided`]).
     pub published: SideBytes,
+    /// With a node's segment: this rank's latest own reading (the other ranks' PAPI counts from
+    /// other starts, so only windows pass between ranks), and the sample and node's decided bytes
+    /// last given to the engine, which each window moves on.
+    pub last_own: Option<OwnReading>,
+    pub fed: (CounterSample, SideBytes),
 }
 
 // The lock flag's line: the flag (8 bytes with its padding), then the decider's first fields.
@@ -236,24 +241,48 @@ impl Decider {
     /// Read the counters (after a send) and give them to the engine.
     pub fn read_and_observe(&mut self) {
         let Some(papi) = self.counters.as_mut() else { return };
-        // `last_reading` only with a node's reading: it is in a line of its own.
-        let reading = match self.node {
-            Some(node) => node.read(papi, self.last_reading).map(|(sample, source, taken)| {
-                self.last_reading = taken;
-                (sample, source, Some(node.decided()))
-            }),
-            None => papi.read().map(|sample| (sample, Source::Own, None)),
-        };
-        match reading {
-            Ok((sample, source, node_decided)) => {
-                match source {
-                    Source::Own => self.counter_reads += 1,
-                    Source::Shared => self.shared_readings += 1,
-                }
-                self.observe(sample, node_decided);
+        if let Some(node) = self.node {
+            return self.read_node(node);
+        }
+        match papi.read() {
+            Ok(sample) => {
+                self.counter_reads += 1;
+                self.observe(sample, None);
             }
             Err(failure) => self.read_failed(failure),
         }
+    }
+
+    /// With a node's segment: this rank's own reading or another rank's window, given to the
+    /// engine as the next sample of one series (the last sample given, moved on by the window
+    /// since this rank's previous own reading, or by the other rank's), with the node's decided
+    /// bytes moved on alike. Out of line: a rank alone on its node never comes here.
+    #[inline(never)]
+    fn read_node(&mut self, node: &'static Node) {
+        let Some(papi) = self.counters.as_mut() else { return };
+        let (fed, fed_decided) = self.fed;
+        let next = match node.read(papi, self.last_own.as_ref(), self.last_reading) {
+            Ok(Reading::Own(r)) => {
+                let next = match self.last_own {
+                    Some(prev) => {
+                        (fed.plus(r.sample.since(prev.sample)), fed_decided.plus(r.decided.since(prev.decided)))
+                    }
+                    None => (r.sample, r.decided),
+                };
+                self.last_own = Some(r);
+                self.last_reading = r.taken;
+                self.counter_reads += 1;
+                next
+            }
+            Ok(Reading::Shared { window, decided, taken }) => {
+                self.last_reading = taken;
+                self.shared_readings += 1;
+                (fed.plus(window), fed_decided.plus(decided))
+            }
+            Err(failure) => return self.read_failed(failure),
+        };
+        self.fed = next;
+        self.observe(next.0, Some(next.1));
     }
 
     /// The counters cannot be read (any more): fall back, once, with a warning. Out of line, so

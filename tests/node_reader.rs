@@ -95,6 +95,41 @@ fn a_rank_uses_the_reading_of_a_rank_that_has_exited_and_the_last_one_removes_th
     assert!(path.contains(&format!("-node-in-turn-{}-0x1234-", std::process::id())), "{path}");
 }
 
+/// PAPI counts from the start of each process's event set: a rank that starts after 64 posts of
+/// its node mate counts 64 posts less than it. Readings passed between them would make windows
+/// shrink by that much, or go back in time; windows (the difference of two readings of one rank)
+/// pass untouched.
+#[test]
+fn ranks_whose_counters_started_apart_share_windows_not_readings() {
+    let test = "node-offset";
+    let job = format!("{test}-{}", std::process::id());
+    let steps = scratch(&format!("{test}-steps"));
+    let f = |name: &str| steps.join(name).display().to_string();
+    let first = format!("rdma 65536 64 0 touch {} waitfile {} rdma 65536 40 0", f("ready0"), f("ready1"));
+    let second = format!("touch {} rdma 65536 40 0", f("ready1"));
+    let r0 = rank(&format!("{test}-0"), &job, 0, 2, &first).env("AAR_NODE_READING", "1000ms");
+    let t0 = std::thread::spawn(move || r0.run());
+    // The second rank's process, and its PAPI event set, start after the first one's 64 posts.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !steps.join("ready0").exists() {
+        assert!(std::time::Instant::now() < deadline, "the first rank never got ready");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let r1 = rank(&format!("{test}-1"), &job, 1, 2, &second).env("AAR_NODE_READING", "1000ms").run();
+    let r0 = t0.join().unwrap();
+    r0.assert_ok();
+    r1.assert_ok();
+    let recs: Vec<Value> = r0.records().into_iter().chain(r1.records()).collect();
+    assert_eq!(recs.len(), 2);
+    let mut shared = 0;
+    for rec in &recs {
+        check_accounting(rec);
+        assert_eq!(rec["engine"]["windows_discarded_absurd"], 0, "{}", rec["engine"]);
+        shared += counters(rec).1;
+    }
+    assert!(shared >= 1, "no window was shared: {recs:?}");
+}
+
 /// A reading older than `AAR_NODE_READING` is never used, and with `AAR_NODE_READING=0` none is
 /// (the ranks still share the segment, for their decided bytes).
 #[test]

@@ -107,6 +107,31 @@ pub struct CounterSample {
     pub rsp_stalled: Option<i64>,
 }
 
+impl CounterSample {
+    /// The counts from `earlier` to this sample (wrapping, as the registers do): a window, when
+    /// both samples come from one PAPI event set.
+    pub fn since(self, earlier: CounterSample) -> CounterSample {
+        CounterSample {
+            req_flits: self.req_flits.wrapping_sub(earlier.req_flits),
+            req_stalled: self.req_stalled.wrapping_sub(earlier.req_stalled),
+            rsp_latency: self.rsp_latency.wrapping_sub(earlier.rsp_latency),
+            rsp_packets: self.rsp_packets.wrapping_sub(earlier.rsp_packets),
+            rsp_stalled: self.rsp_stalled.zip(earlier.rsp_stalled).map(|(a, b)| a.wrapping_sub(b)),
+        }
+    }
+
+    /// This sample moved on by the counts of a window.
+    pub fn plus(self, window: CounterSample) -> CounterSample {
+        CounterSample {
+            req_flits: self.req_flits.wrapping_add(window.req_flits),
+            req_stalled: self.req_stalled.wrapping_add(window.req_stalled),
+            rsp_latency: self.rsp_latency.wrapping_add(window.rsp_latency),
+            rsp_packets: self.rsp_packets.wrapping_add(window.rsp_packets),
+            rsp_stalled: self.rsp_stalled.zip(window.rsp_stalled).map(|(a, b)| a.wrapping_add(b)),
+        }
+    }
+}
+
 /// Bytes of decided messages on each side, cumulative. A node's ranks add theirs up (libaar.so
 /// in its node's shared segment, the simulator over a node's engines) and hand the sum back with
 /// each counter sample ([`Engine::observe_node`]): the NIC's counters are the node's, so a window
@@ -1097,6 +1122,19 @@ fn to_f64(x: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_is_the_difference_of_two_samples_and_moves_a_sample_on() {
+        let a = CounterSample { req_flits: 10, req_stalled: 5, rsp_latency: 100, rsp_packets: 2, rsp_stalled: Some(1) };
+        let b = CounterSample { req_flits: 25, req_stalled: 9, rsp_latency: 160, rsp_packets: 5, rsp_stalled: Some(3) };
+        let w = b.since(a);
+        let by_hand =
+            CounterSample { req_flits: 15, req_stalled: 4, rsp_latency: 60, rsp_packets: 3, rsp_stalled: Some(2) };
+        assert_eq!(w, by_hand);
+        assert_eq!(a.plus(w), b);
+        // Without response stalls on one side there are none in the window.
+        assert_eq!(b.since(CounterSample { rsp_stalled: None, ..a }).rsp_stalled, None);
+    }
 
     /// A window of 2 µs latency and stall ratio 0.5 after `prev`.
     fn next(prev: CounterSample) -> CounterSample {
