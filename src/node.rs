@@ -285,7 +285,9 @@ impl Node {
     /// after this one's PAPI read, and the two never cover the same traffic from the same side.
     fn own(&self, papi: &mut Papi) -> Result<Reading, ReadFailure> {
         let sample = papi.read()?;
-        Ok(Reading::Own(OwnReading { sample, decided: self.decided(), taken: self.clock.now() }))
+        // Unshared, nothing is compared with the stamp: no clock read.
+        let taken = if self.share_readings { self.clock.now() } else { 0 };
+        Ok(Reading::Own(OwnReading { sample, decided: self.decided(), taken }))
     }
 
     /// The segment's window if it ended at most `max_age` before `now`, after `not_before`, and
