@@ -158,8 +158,8 @@ pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
     Some(MannWhitney { u, z, p })
 }
 
-/// Result of a Wald–Wolfowitz runs test.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Result of a Wald–Wolfowitz runs test (as `aar report`'s JSON gives it, per policy).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Runs {
     /// Runs of consecutive values on the same side of the median.
     pub runs: usize,

@@ -107,7 +107,7 @@ pub struct PolicyStats {
     pub qcd: Option<f64>,
     /// Whether its iterations, in the order they ran, look independent (absent with fewer than 10
     /// off the median).
-    pub independence: Option<Independence>,
+    pub independence: Option<stats::Runs>,
     /// Against the first policy (absent for the first policy itself).
     pub vs_first: Option<Comparison>,
     pub modes: Vec<ModeShare>,
@@ -117,17 +117,6 @@ pub struct PolicyStats {
     pub switches: u64,
     pub latency_us_mean: Option<f64>,
     pub stall_ratio_mean: Option<f64>,
-}
-
-/// Runs test of one policy's iteration times in the order they ran: the intervals and tests above
-/// treat iterations as independent, and too few runs above and below the median say slow
-/// iterations came in spells.
-#[derive(Serialize, Debug, Clone)]
-pub struct Independence {
-    pub runs: usize,
-    pub expected_runs: f64,
-    pub z: f64,
-    pub p: f64,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -299,15 +288,12 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
 
     let compared = samples.iter().skip(1).filter(|v| !v.is_empty()).count().max(1);
     let alpha = ALPHA / compared as f64;
-    let independence: Vec<Option<Independence>> = (0..np)
+    // The intervals and tests treat iterations as independent; too few runs above and below a
+    // policy's median say its slow iterations came in spells.
+    let independence: Vec<Option<stats::Runs>> = (0..np)
         .map(|p| {
             let in_order: Vec<f64> = series.iter().filter(|s| s.2 == p).map(|s| s.1).collect();
-            stats::runs_test(&in_order).map(|r| Independence {
-                runs: r.runs,
-                expected_runs: r.expected,
-                z: r.z,
-                p: r.p,
-            })
+            stats::runs_test(&in_order)
         })
         .collect();
     let judged = independence.iter().flatten().count().max(1);
@@ -321,7 +307,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                  More iterations, or several shorter runs, make them trustworthy",
                 clean(&e.policies[p]),
                 ind.runs,
-                ind.expected_runs,
+                ind.expected,
                 ind.p
             ));
         }
@@ -374,7 +360,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                 p99_ns: opt(x, |x| stats::quantile(x, 0.99)),
                 max_ns: opt(x, |x| x[x.len() - 1]),
                 qcd: stats::sample_qcd(x),
-                independence: independence[p].clone(),
+                independence: independence[p],
                 vs_first,
                 modes,
                 rank_iterations: t.rows,
