@@ -242,7 +242,7 @@ pub fn forward<F: Copy>(c: &Collective, key: [u64; 4], call: impl FnOnce(F) -> c
     let Some(real) = c.real::<F>() else { return missing(c) };
     let alltoall = c.function == MpiFunction::Alltoall;
     let w = crate::control::load();
-    let rc = if routes_calls(w) {
+    let rc = if c.function.carries_payload() && routes_calls(w) {
         let _inside = Depth::enter(alltoall);
         let begin = || {
             let key = aar_engine::calls::call_key(&[code(c.function) as u64, key[0], key[1], key[2], key[3]]);

@@ -371,6 +371,14 @@ impl MpiFunction {
         Self::Scatter,
     ];
 
+    /// Whether its calls move the caller's data. `steady` routes and times only these as whole
+    /// calls: a barrier's messages carry no payload, so its tries of three routings would time
+    /// the same few header packets three ways and differ only by the noise of the moment, and
+    /// each try would send a call on a routing chosen for bandwidth it does not use.
+    pub const fn carries_payload(self) -> bool {
+        !matches!(self, Self::Barrier)
+    }
+
     /// The MPI standard's name, e.g. `MPI_Barrier`.
     pub const fn name(self) -> &'static str {
         match self {

@@ -172,6 +172,23 @@ fn under_steady_collective_calls_try_each_routing_then_keep_the_fastest() {
     assert!(modes.chunks(8).all(|call| call.iter().filter(|&&m| m == AD3).count() >= 6), "{modes:?}");
 }
 
+/// A barrier's messages carry no payload: `steady` does not try routings on it or time it, and
+/// its posts are decided as outside collectives.
+#[test]
+fn under_steady_a_barrier_is_not_routed_as_a_whole() {
+    // six calls of eight 1 KiB posts, High Bias posts 2 ms slower (as in the test above, where
+    // an alltoall's second call goes every post Adaptive, its third every post High Bias)
+    let script = format!("{CONGESTED_MINIMAL} modetime 0 0 0 2000 {}", "barrier 1024 8 ".repeat(6));
+    let r = Launch::driver("calls-barrier", &script).env("AAR_MODE", "steady").run();
+    r.assert_ok();
+    assert_eq!(r.stdout.matches("barrier rc=0 reached_pmpi=1").count(), 6, "{}", r.stdout);
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert_eq!(modes.len(), 48);
+    let reasons = &r.records()[0]["reasons"];
+    assert_eq!(reasons["collective"].as_u64(), Some(0), "no post took a call's routing: {reasons}");
+    assert!(!modes[16..24].iter().all(|&m| m == AD3), "no try of every post High Bias: {modes:?}");
+}
+
 #[test]
 fn two_threads_inside_collectives_at_once_each_keep_their_own_calls_routing() {
     // Kind A (eight 1 KiB posts) is called once, then a second time, when `steady` tries it with

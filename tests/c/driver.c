@@ -38,6 +38,8 @@
  *   alltoall SIZE COUNT             MPI_Alltoall, whose PMPI_Alltoall (defined here, found by
  *                                   libaar.so at run time) makes COUNT RDMA PUTs of SIZE bytes and
  *                                   checks that every argument arrived unchanged
+ *   barrier SIZE COUNT              MPI_Barrier, whose PMPI_Barrier (defined here) makes COUNT RDMA
+ *                                   PUTs of SIZE bytes (an MPI library's barrier messages)
  *   alltoall2 SIZE COUNT SIZE2 COUNT2  MPI_Alltoall of COUNT posts of SIZE; inside it, before its
  *                                   posts, a second thread's whole MPI_Alltoall of COUNT2 posts of
  *                                   SIZE2 on a pair of its own (two threads inside collectives at once)
@@ -334,6 +336,8 @@ typedef void *MPI_Datatype;
 typedef void *MPI_Comm;
 int MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 #pragma weak MPI_Alltoall
+int MPI_Barrier(MPI_Comm);
+#pragma weak MPI_Barrier
 
 /* Each thread's own: a thread that calls MPI_Alltoall sets them first (alltoall2 has two). */
 static __thread struct pair *alltoall_pair;
@@ -366,6 +370,23 @@ int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 	}
 	for (uint64_t k = 0; k < count; k++)
 		transfer(alltoall_pair, "rdma", size, 0, (alltoall_seq & 0xffffffff) + k);
+	return 0;
+}
+
+/* barrier: what the next PMPI_Barrier posts (set by the command, on the main thread). */
+static struct pair *barrier_pair;
+static uint64_t barrier_size, barrier_count, barrier_seq;
+static int barrier_calls;
+
+int PMPI_Barrier(MPI_Comm comm)
+{
+	__atomic_add_fetch(&barrier_calls, 1, __ATOMIC_RELAXED);
+	if (comm != COMM) {
+		fail(barrier_pair, "MPI_Barrier's communicator changed on the way to PMPI_Barrier");
+		return 1;
+	}
+	for (uint64_t k = 0; k < barrier_count; k++)
+		transfer(barrier_pair, "rdma", barrier_size, 0, barrier_seq + k);
 	return 0;
 }
 
@@ -584,6 +605,22 @@ int main(int argc, char **argv)
 				printf("alltoall rc=%d reached_pmpi=%d\n", rc, alltoall_calls - before);
 				if (rc != 0 || alltoall_calls != before + 1)
 					fail(&p, "MPI_Alltoall did not reach PMPI_Alltoall once");
+			}
+			i += 2;
+		} else if (!strcmp(c, "barrier")) {
+			if (!MPI_Barrier) {
+				printf("barrier unavailable\n");
+			} else {
+				barrier_pair = &p;
+				barrier_size = num(ARG(1));
+				barrier_count = num(ARG(2));
+				barrier_seq = seq;
+				int before = barrier_calls;
+				int rc = MPI_Barrier(COMM);
+				seq += barrier_count;
+				printf("barrier rc=%d reached_pmpi=%d\n", rc, barrier_calls - before);
+				if (rc != 0 || barrier_calls != before + 1)
+					fail(&p, "MPI_Barrier did not reach PMPI_Barrier once");
 			}
 			i += 2;
 		} else if (!strcmp(c, "alltoall2")) {

@@ -17,6 +17,11 @@
 //! 256 and every 256 after. Arms within [`HYSTERESIS`] of the fastest count as fast: the first
 //! of them in the order above runs, so that ranks whose calls took about the same times choose
 //! the same routing, and a choice does not move on noise.
+//!
+//! Only calls that move the caller's data are calls here. A barrier's messages carry no
+//! payload: its arms would time the same few header packets three ways, differ by the noise of
+//! the moment, and the tries would send it on routings chosen for bandwidth it does not use. Its
+//! messages are decided as outside collectives.
 
 /// How a collective call is routed under `steady`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -116,11 +116,12 @@ impl Workload {
     /// phases are marked as one call ([`Phase::call_begins`], [`Phase::call_ends`]).
     pub fn phases(&self, r: u32, n: u32, ring: &[u32]) -> Vec<Phase> {
         let mut v = self.motif(r, n, ring);
-        // kinds of call apart as libaar.so tells MPI collectives apart: the function and its size
+        // kinds of call apart as libaar.so tells MPI collectives apart: the function and its size;
+        // a barrier, whose messages carry no payload, is not a call `steady` routes as a whole
+        // (libaar.so: `MpiFunction::carries_payload`)
         let kind = match *self {
             Workload::Allreduce { bytes } => Some((1, bytes)),
             Workload::Alltoall { bytes } => Some((2, bytes)),
-            Workload::Barrier => Some((3, 0)),
             Workload::Broadcast { bytes } => Some((4, bytes)),
             _ => None,
         };

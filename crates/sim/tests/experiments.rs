@@ -281,3 +281,27 @@ fn steady_routes_each_collective_call_as_a_whole_after_trying_each_routing() {
     // the ranks' calls take about the same time: most choose alike
     assert!(chose.iter().any(|&c| c >= 12), "{chose:?}");
 }
+
+/// A barrier carries no payload, so `steady` does not try routings on it: alone on the same
+/// network, it sends every message of every barrier as `auto` does, at the same moments.
+#[test]
+fn steady_does_not_route_a_barrier_as_a_whole() {
+    let run = |arm: PolicySpec| {
+        let mut s = ExperimentSpec::new(small_net(), Workload::Barrier, 16, Placement::Scattered);
+        s.arms = vec![arm];
+        s.iterations = 6;
+        s.synchronized_iterations = true;
+        s.background = Background::Uniform { load: 0.3, bytes: 4096 };
+        s.background_nodes = 32;
+        run_experiment(&s, "barrier").records
+    };
+    let (steady, auto) = (run(PolicySpec::Steady), run(PolicySpec::Auto));
+    assert_eq!(steady.len(), 16);
+    for (s, a) in steady.iter().zip(&auto) {
+        assert_eq!(s.iterations.len(), 6);
+        for (k, (si, ai)) in s.iterations.iter().zip(&a.iterations).enumerate() {
+            assert_eq!(si.bytes, ai.bytes, "rank {} call {k}: the same routing", s.rank);
+            assert_eq!((si.start_ns, si.end_ns), (ai.start_ns, ai.end_ns), "rank {} call {k}", s.rank);
+        }
+    }
+}
