@@ -301,7 +301,9 @@ fn runs_by_hand(in_order: &[f64]) -> usize {
 
 /// The report's intervals treat iterations as independent: a policy whose slow iterations come
 /// in spells (here B, slow through the middle third of the run) is named in a warning, and the
-/// policies whose iterations are independent draws are not.
+/// policies whose iterations are independent draws are not. B's intervals then come from a
+/// bootstrap that resamples blocks as long as its spells are on average: its median's interval
+/// is wider than the exact one for independent draws.
 #[test]
 fn a_policy_whose_slow_iterations_come_in_spells_is_warned_about() {
     let folder = tmp("spells");
@@ -329,9 +331,35 @@ fn a_policy_whose_slow_iterations_come_in_spells_is_warned_about() {
     let spells: Vec<&&str> = warnings.iter().filter(|w| w.contains("iterations are not independent in time")).collect();
     assert_eq!(spells.len(), 1, "{warnings:?}");
     assert!(spells[0].contains("B's iterations"), "{spells:?}");
-    // The text report says it too, on stderr with the other warnings.
+    // B's bootstrap draws blocks of ⌈n / runs⌉ iterations; A's and C's draw one at a time, and
+    // their medians' intervals are the exact ones.
+    let runs_b = runs_by_hand(&in_order[1]);
+    let block = 100usize.div_ceil(runs_b).max(2);
+    assert!(block >= 3, "spells longer than independent draws' runs of about 2: {runs_b} runs");
+    assert!(spells[0].contains(&format!("blocks of {block} consecutive iterations")), "{spells:?}");
+    for (k, name) in policies.iter().enumerate() {
+        let p = policy(&j, name);
+        let ci = [p["median_ci_ns"][0].as_f64().unwrap(), p["median_ci_ns"][1].as_f64().unwrap()];
+        let mut sorted = in_order[k].clone();
+        sorted.sort_by(f64::total_cmp);
+        let exact = median_ci(&sorted);
+        if k == 1 {
+            assert_eq!(p["bootstrap_block"], block, "{name}");
+            assert!(p["median_ci_coverage"].is_null(), "a bootstrap's interval has no exact coverage");
+            assert!(ci[1] - ci[0] > 1.5 * (exact.1 - exact.0), "{name}: {ci:?} against the exact {exact:?}");
+        } else {
+            assert_eq!(p["bootstrap_block"], 1, "{name}");
+            assert_eq!(ci, [exact.0, exact.1], "{name}");
+        }
+    }
+    // The text report says it too, on stderr with the other warnings, and in its notes.
     let text = run(&[dir.to_str().unwrap()]);
     assert!(stderr(&text).contains("B's iterations are not independent in time"), "{}", stderr(&text));
+    assert!(
+        stdout(&text).contains(&format!("for B (blocks of {block}): every interval by a bootstrap")),
+        "{}",
+        stdout(&text)
+    );
 }
 
 /// A policy of the schedule that never ran has no figures, and no independence verdict, but the

@@ -6,8 +6,8 @@
 //! rank test, none assumes normality, and every interval is exact or comes from a seeded, hence
 //! reproducible, resampling. Iterations are treated as independent draws; alternating the
 //! policies iteration by iteration (the A/B schedule) is what makes slow drifts of the machine
-//! affect every policy alike, and [`runs_test`] tells a report when a policy's iterations are not
-//! independent all the same.
+//! affect every policy alike. [`runs_test`] tells a report when a policy's iterations are not
+//! independent all the same, and its bootstrap then resamples them in blocks ([`Sample`]).
 
 /// Quantile `p` (0..=1) of an ascending, non-empty sample: linear interpolation between order
 /// statistics (Hyndman & Fan type 7, the default of R and NumPy), so the numbers agree with what
@@ -207,6 +207,101 @@ pub fn runs_test(in_order: &[f64]) -> Option<Runs> {
     Some(Runs { runs, expected, z, p })
 }
 
+/// A sample for the bootstrap: ascending, and, when its values came in spells, the order they
+/// were measured in with the length of the blocks a resample draws.
+///
+/// Resampling values one by one assumes they are independent. Where slow values come in spells
+/// (a slow phase of the machine longer than an A/B block), one-by-one draws mix the spells away
+/// and the intervals come out too narrow. A circular moving-block bootstrap (Künsch 1989;
+/// Politis & Romano 1992) draws runs of consecutive values instead, so a resample has spells as
+/// long as the sample's.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample<'a> {
+    sorted: &'a [f64],
+    /// In the order measured, and the block length (at least 2).
+    blocks: Option<(&'a [f64], usize)>,
+}
+
+impl<'a> Sample<'a> {
+    /// Independent values, ascending.
+    pub fn independent(sorted: &'a [f64]) -> Self {
+        Self { sorted, blocks: None }
+    }
+
+    /// Values whose order matters: `sorted` ascending, `in_order` the same values in the order
+    /// measured, resampled in blocks of `block` consecutive values (1: one by one, as
+    /// [`Sample::independent`]).
+    pub fn in_blocks(sorted: &'a [f64], in_order: &'a [f64], block: usize) -> Self {
+        debug_assert_eq!(sorted.len(), in_order.len());
+        let blocks = (block > 1 && in_order.len() == sorted.len()).then_some((in_order, block));
+        Self { sorted, blocks }
+    }
+
+    /// One resample (n draws), ascending, into `out`.
+    fn resample<'o>(&self, rng: &mut Rng, counts: &mut Vec<u32>, out: &'o mut Vec<f64>) -> &'o [f64] {
+        match self.blocks {
+            None => resample_sorted(self.sorted, rng, counts, out),
+            Some((in_order, block)) => {
+                let n = in_order.len();
+                out.clear();
+                while out.len() < n {
+                    let start = rng.index(n);
+                    let take = block.min(n - out.len());
+                    out.extend((start..start + take).map(|k| in_order[k % n]));
+                }
+                out.sort_by(f64::total_cmp);
+                out
+            }
+        }
+    }
+
+    /// The median of one resample.
+    fn resample_median(&self, rng: &mut Rng, counts: &mut Vec<u32>, out: &mut Vec<f64>) -> f64 {
+        match self.blocks {
+            None => bootstrap_median(self.sorted, rng),
+            Some(_) => median(self.resample(rng, counts, out)),
+        }
+    }
+}
+
+impl<'a> From<&'a [f64]> for Sample<'a> {
+    fn from(sorted: &'a [f64]) -> Self {
+        Self::independent(sorted)
+    }
+}
+
+impl<'a> From<&'a Vec<f64>> for Sample<'a> {
+    fn from(sorted: &'a Vec<f64>) -> Self {
+        Self::independent(sorted)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [f64; N]> for Sample<'a> {
+    fn from(sorted: &'a [f64; N]) -> Self {
+        Self::independent(sorted)
+    }
+}
+
+/// The block length for a sample of `n` values whose runs test counted `runs`: the mean length
+/// of a run above or below the median, ⌈n / runs⌉, at least 2 and at most n / 2. Independent
+/// values have runs of about 2; spells make them longer, and a block as long as a spell keeps
+/// it whole in a resample.
+pub fn block_length(n: usize, runs: usize) -> usize {
+    n.div_ceil(runs.max(1)).clamp(2, (n / 2).max(2))
+}
+
+/// Percentile-bootstrap interval of the median at `level` (for a sample in blocks; independent
+/// values have the exact [`median_ci`]). `None` for an empty sample.
+pub fn bootstrap_median_ci(x: Sample, level: f64, resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    if x.sorted.is_empty() {
+        return None;
+    }
+    let mut rng = Rng::new(seed);
+    let (mut counts, mut buf) = (Vec::new(), Vec::new());
+    let draws = (0..resamples.max(1)).map(|_| x.resample_median(&mut rng, &mut counts, &mut buf)).collect();
+    Some(percentile_interval(draws, level))
+}
+
 /// A small deterministic generator (splitmix64): the same stream on every platform for a seed.
 pub struct Rng(u64);
 
@@ -283,18 +378,27 @@ pub fn bootstrap_median(sorted: &[f64], rng: &mut Rng) -> f64 {
 }
 
 /// Ratio of medians median(y)/median(x) and its percentile-bootstrap confidence interval at
-/// `level`: `resamples` independent resamples of each sample, seeded, so a report is
-/// reproducible. `None` when a sample is empty or x's median is not positive.
-pub fn ratio_of_medians(x: &[f64], y: &[f64], level: f64, resamples: usize, seed: u64) -> Option<(f64, f64, f64)> {
-    if x.is_empty() || y.is_empty() || median(x) <= 0.0 {
+/// `level`: `resamples` independent resamples of each sample (each as its [`Sample`] says),
+/// seeded, so a report is reproducible. `None` when a sample is empty or x's median is not
+/// positive.
+pub fn ratio_of_medians<'a>(
+    x: impl Into<Sample<'a>>,
+    y: impl Into<Sample<'a>>,
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64, f64)> {
+    let (x, y) = (x.into(), y.into());
+    if x.sorted.is_empty() || y.sorted.is_empty() || median(x.sorted) <= 0.0 {
         return None;
     }
-    let ratio = median(y) / median(x);
+    let ratio = median(y.sorted) / median(x.sorted);
     let mut rng = Rng::new(seed);
+    let (mut counts, mut buf) = (Vec::new(), Vec::new());
     let draws = (0..resamples.max(1))
         .filter_map(|_| {
-            let mx = bootstrap_median(x, &mut rng);
-            let my = bootstrap_median(y, &mut rng);
+            let mx = x.resample_median(&mut rng, &mut counts, &mut buf);
+            let my = y.resample_median(&mut rng, &mut counts, &mut buf);
             (mx > 0.0).then(|| my / mx)
         })
         .collect();
@@ -329,22 +433,29 @@ fn resample_sorted<'a>(sorted: &[f64], rng: &mut Rng, counts: &mut Vec<u32>, out
     out
 }
 
-/// Difference of spreads QCD(y) − QCD(x) ([`sample_qcd`], ascending samples) and its
-/// percentile-bootstrap confidence interval at `level`: `resamples` resamples of each sample, n
-/// draws with replacement each, seeded, so a report is reproducible. An interval that excludes 0
-/// says one policy is noisier than the other beyond what the iterations' sampling explains.
-/// `None` when a sample has fewer than 2 values or a QCD is undefined.
-pub fn qcd_difference(x: &[f64], y: &[f64], level: f64, resamples: usize, seed: u64) -> Option<(f64, f64, f64)> {
-    if x.len() < 2 || y.len() < 2 {
+/// Difference of spreads QCD(y) − QCD(x) ([`sample_qcd`]) and its percentile-bootstrap
+/// confidence interval at `level`: `resamples` resamples of each sample, n draws each (one by
+/// one, or in blocks, as its [`Sample`] says), seeded, so a report is reproducible. An interval
+/// that excludes 0 says one policy is noisier than the other beyond what the iterations'
+/// sampling explains. `None` when a sample has fewer than 2 values or a QCD is undefined.
+pub fn qcd_difference<'a>(
+    x: impl Into<Sample<'a>>,
+    y: impl Into<Sample<'a>>,
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64, f64)> {
+    let (x, y) = (x.into(), y.into());
+    if x.sorted.len() < 2 || y.sorted.len() < 2 {
         return None;
     }
-    let difference = sample_qcd(y)? - sample_qcd(x)?;
+    let difference = sample_qcd(y.sorted)? - sample_qcd(x.sorted)?;
     let mut rng = Rng::new(seed);
     let (mut counts, mut buf) = (Vec::new(), Vec::new());
     let draws = (0..resamples.max(1))
         .filter_map(|_| {
-            let qx = sample_qcd(resample_sorted(x, &mut rng, &mut counts, &mut buf));
-            let qy = sample_qcd(resample_sorted(y, &mut rng, &mut counts, &mut buf));
+            let qx = sample_qcd(x.resample(&mut rng, &mut counts, &mut buf));
+            let qy = sample_qcd(y.resample(&mut rng, &mut counts, &mut buf));
             Some(qy? - qx?)
         })
         .collect();
@@ -448,6 +559,58 @@ mod tests {
         assert_eq!(runs_test(&rising[..9]), None);
         assert_eq!(runs_test(&[]), None);
         assert_eq!(runs_test(&[5.0; 20]), None);
+    }
+
+    #[test]
+    fn block_length_is_the_mean_run_within_bounds() {
+        assert_eq!(block_length(100, 50), 2, "independent values: runs of about 2");
+        assert_eq!(block_length(100, 26), 4, "⌈100/26⌉");
+        assert_eq!(block_length(100, 1), 50, "at most half the sample");
+        assert_eq!(block_length(10, 100), 2, "at least 2");
+        assert_eq!(block_length(3, 0), 2);
+    }
+
+    /// A series whose values are correlated in time (AR(1), φ = 0.8, stationary, true median 0):
+    /// the exact interval, which assumes independence, misses the true median far more often
+    /// than 5 % of the time; blocks of the mean run length miss it much less often.
+    #[test]
+    fn blocks_widen_the_median_interval_of_correlated_values() {
+        let mut rng = Rng::new(7);
+        let phi: f64 = 0.8;
+        let (mut exact_covers, mut block_covers, series_count) = (0, 0, 200);
+        for seed in 0..series_count {
+            let mut v = rng.normal() / (1.0 - phi * phi).sqrt();
+            let series: Vec<f64> = (0..120)
+                .map(|_| {
+                    v = phi * v + rng.normal();
+                    v
+                })
+                .collect();
+            let mut sorted = series.clone();
+            sorted.sort_by(f64::total_cmp);
+            let block = block_length(series.len(), runs_test(&series).unwrap().runs);
+            let exact = median_ci(&sorted, 0.95).unwrap();
+            exact_covers += usize::from(exact.low <= 0.0 && 0.0 <= exact.high);
+            let (low, high) =
+                bootstrap_median_ci(Sample::in_blocks(&sorted, &series, block), 0.95, 1000, seed).unwrap();
+            block_covers += usize::from(low <= 0.0 && 0.0 <= high);
+        }
+        assert!(exact_covers < 150, "the exact interval covers {exact_covers} of {series_count}");
+        assert!(block_covers >= exact_covers + 30, "blocks {block_covers}, exact {exact_covers}");
+    }
+
+    /// Blocks of 1 are draws one by one: the same figures as an independent sample.
+    #[test]
+    fn blocks_of_one_are_independent_draws() {
+        let x: Vec<f64> = (1..=40).map(|i| f64::from(i * 7 % 41)).collect();
+        let mut sorted = x.clone();
+        sorted.sort_by(f64::total_cmp);
+        let y: Vec<f64> = sorted.iter().map(|v| v * 1.1).collect();
+        let one = Sample::in_blocks(&sorted, &x, 1);
+        assert_eq!(ratio_of_medians(one, &y, 0.95, 500, 3), ratio_of_medians(&sorted, &y, 0.95, 500, 3));
+        assert_eq!(qcd_difference(one, &y, 0.95, 500, 3), qcd_difference(&sorted, &y, 0.95, 500, 3));
+        let three = Sample::in_blocks(&sorted, &x, 3);
+        assert_ne!(qcd_difference(three, &y, 0.95, 500, 3), qcd_difference(&sorted, &y, 0.95, 500, 3));
     }
 
     #[test]

@@ -108,6 +108,10 @@ pub struct PolicyStats {
     /// Whether its iterations, in the order they ran, look independent (absent with fewer than 10
     /// off the median).
     pub independence: Option<stats::Runs>,
+    /// Iterations per block its bootstrap resamples together: 1 when they look independent, else
+    /// the mean length of its spells above and below the median (its median's interval is then
+    /// a block bootstrap's, without an exact coverage).
+    pub bootstrap_block: usize,
     /// Against the first policy (absent for the first policy itself).
     pub vs_first: Option<Comparison>,
     pub modes: Vec<ModeShare>,
@@ -290,39 +294,46 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     let alpha = ALPHA / compared as f64;
     // The intervals and tests treat iterations as independent; too few runs above and below a
     // policy's median say its slow iterations came in spells.
-    let independence: Vec<Option<stats::Runs>> = (0..np)
-        .map(|p| {
-            let in_order: Vec<f64> = series.iter().filter(|s| s.2 == p).map(|s| s.1).collect();
-            stats::runs_test(&in_order)
-        })
-        .collect();
+    let in_order: Vec<Vec<f64>> = (0..np).map(|p| series.iter().filter(|s| s.2 == p).map(|s| s.1).collect()).collect();
+    let independence: Vec<Option<stats::Runs>> = in_order.iter().map(|v| stats::runs_test(v)).collect();
     let judged = independence.iter().flatten().count().max(1);
+    let mut blocks = vec![1; np];
     for (p, ind) in independence.iter().enumerate() {
         // Too few runs is what makes the intervals too narrow; too many (alternation) makes them wide.
         if let Some(ind) = ind.as_ref().filter(|i| i.z < 0.0 && i.p < ALPHA / judged as f64) {
+            blocks[p] = stats::block_length(in_order[p].len(), ind.runs);
             warn(format!(
                 "{}'s iterations are not independent in time: {} runs above and below its median where \
-                 {:.1} are expected (runs test, p = {:.2e}); slow iterations came in spells, so its \
-                 intervals and p-values, which treat iterations as independent, are too narrow. \
-                 More iterations, or several shorter runs, make them trustworthy",
+                 {:.1} are expected (runs test, p = {:.2e}); slow iterations came in spells. Its intervals \
+                 come from a bootstrap that resamples blocks of {} consecutive iterations (the mean length \
+                 of a spell), which keeps spells of about that length; longer ones, and its p-value, \
+                 which treats iterations as independent, can still make it look surer than it is. \
+                 More iterations, or several shorter runs, make it trustworthy",
                 clean(&e.policies[p]),
                 ind.runs,
                 ind.expected,
-                ind.p
+                ind.p,
+                blocks[p]
             ));
         }
     }
+    let sample = |p: usize| stats::Sample::in_blocks(&samples[p], &in_order[p], blocks[p]);
     let first = &samples[0];
     let policy_stats = (0..np)
         .map(|p| {
             let x = &samples[p];
             let t = &e.totals[p];
-            let ci = stats::median_ci(x, LEVEL);
+            let seed = s.seed.wrapping_add(p as u64);
+            // An exact interval for independent iterations; a block bootstrap's for spells.
+            let ci = match blocks[p] {
+                1 => stats::median_ci(x, LEVEL).map(|c| ([c.low, c.high], Some(c.coverage))),
+                _ => stats::bootstrap_median_ci(sample(p), LEVEL, s.resamples, seed).map(|c| ([c.0, c.1], None)),
+            };
             let vs_first = (p > 0 && !x.is_empty() && !first.is_empty()).then(|| {
                 let mw = stats::mann_whitney(x, first).expect("both samples are non-empty");
-                let seed = s.seed.wrapping_add(p as u64);
-                let ratio = stats::ratio_of_medians(first, x, LEVEL, s.resamples, seed);
-                let qcd = stats::qcd_difference(first, x, LEVEL, s.resamples, seed.wrapping_add(QCD_SEED_OFFSET));
+                let ratio = stats::ratio_of_medians(sample(0), sample(p), LEVEL, s.resamples, seed);
+                let qcd =
+                    stats::qcd_difference(sample(0), sample(p), LEVEL, s.resamples, seed.wrapping_add(QCD_SEED_OFFSET));
                 Comparison {
                     ratio: ratio.map_or(f64::NAN, |r| r.0),
                     ratio_ci: ratio.filter(|r| r.1.is_finite()).map(|r| [r.1, r.2]),
@@ -353,14 +364,15 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                 min_ns: opt(x, |x| x[0]),
                 q1_ns: opt(x, |x| stats::quantile(x, 0.25)),
                 median_ns: opt(x, stats::median),
-                median_ci_ns: ci.map(|c| [c.low, c.high]),
-                median_ci_coverage: ci.map(|c| c.coverage),
+                median_ci_ns: ci.map(|c| c.0),
+                median_ci_coverage: ci.and_then(|c| c.1),
                 q3_ns: opt(x, |x| stats::quantile(x, 0.75)),
                 mean_ns: opt(x, stats::mean),
                 p99_ns: opt(x, |x| stats::quantile(x, 0.99)),
                 max_ns: opt(x, |x| x[x.len() - 1]),
                 qcd: stats::sample_qcd(x),
                 independence: independence[p],
+                bootstrap_block: blocks[p],
                 vs_first,
                 modes,
                 rank_iterations: t.rows,
@@ -474,16 +486,20 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
         bootstrap_resamples: s.resamples,
         bootstrap_seed: s.seed,
         iteration_time: "max over ranks of end_ns - start_ns for each iteration index",
-        median_ci: "order statistics, exact binomial(n, 1/2)",
-        ratio_ci: "percentile bootstrap of median(policy)/median(first policy), seeded",
+        median_ci: "order statistics, exact binomial(n, 1/2); for a policy whose iterations came in spells \
+                    (independence_test), percentile bootstrap in blocks of bootstrap_block iterations",
+        ratio_ci: "percentile bootstrap of median(policy)/median(first policy), seeded; each sample resampled \
+                   one iteration at a time, or in circular blocks of bootstrap_block consecutive iterations for \
+                   a policy whose iterations came in spells",
         qcd_difference_ci: "percentile bootstrap of QCD(policy) - QCD(first policy), each sample resampled \
-                            with replacement, seeded",
+                            with replacement as for ratio_ci, seeded",
         test: "Mann-Whitney U vs the first policy, two-sided, normal approximation with tie and continuity \
                corrections; alpha 0.05 Bonferroni-divided by the number of comparisons",
         outlier_rule:
             "rank median more than 3 scaled MADs (1.4826 * MAD) and more than 1% from the median of rank medians",
         independence_test: "Wald-Wolfowitz runs test of each policy's iteration times, in the order they ran, \
                             above and below its median (at least 10 off the median); a warning when too few \
-                            runs at alpha 0.05 Bonferroni-divided by the policies judged",
+                            runs at alpha 0.05 Bonferroni-divided by the policies judged, and that policy's \
+                            bootstrap resamples blocks of ceil(n / runs) iterations (at least 2, at most n / 2)",
     }
 }

@@ -310,7 +310,7 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
     let first = clean(&e.policies[0]);
     let compared = e.policy_stats.iter().filter(|p| p.vs_first.is_some()).count();
     let alpha = e.policy_stats.iter().find_map(|p| p.vs_first.as_ref().map(|c| c.alpha)).unwrap_or(0.05);
-    vec![
+    let mut notes = vec![
         "iteration time = the slowest rank's end - start in each iteration".into(),
         "95% CI of the median: order statistics (exact binomial); QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy".into(),
         format!(
@@ -329,7 +329,21 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
         "the intervals and p treat iterations as independent; a runs test of each policy's iterations in the \
          order they ran checks it, and a warning names a policy whose slow iterations came in spells"
             .into(),
-    ]
+    ];
+    let spells: Vec<String> = e
+        .policy_stats
+        .iter()
+        .filter(|p| p.bootstrap_block > 1)
+        .map(|p| format!("{} (blocks of {})", clean(&p.policy), p.bootstrap_block))
+        .collect();
+    if !spells.is_empty() {
+        notes.push(format!(
+            "for {}: every interval by a bootstrap that resamples blocks of consecutive iterations, as long as \
+             its spells are on average (the median's without an exact coverage); p still treats them as independent",
+            spells.join(", ")
+        ));
+    }
+    notes
 }
 
 /// The whole report as text tables.
