@@ -7,7 +7,10 @@
 #![allow(non_snake_case)]
 
 use crate::dmapp::{self, Kind, Shape};
-use crate::mpi::{self, AllToAllFn, AllgathervFn, AllreduceFn, AlltoallvFn, BarrierFn, BcastFn, ReduceFn, RootedFn};
+use crate::mpi::{
+    self, AllToAllFn, AllgathervFn, AllreduceFn, AlltoallvFn, AlltoallwFn, BarrierFn, BcastFn, GathervFn, ReduceFn,
+    ReduceScatterFn, RootedFn, ScattervFn,
+};
 use crate::state::NICS;
 use crate::sys::Real;
 use crate::trylock::Inside;
@@ -42,6 +45,13 @@ const _: AllToAllFn = MPI_Alltoall;
 const _: AlltoallvFn = MPI_Alltoallv;
 const _: RootedFn = MPI_Gather;
 const _: RootedFn = MPI_Scatter;
+const _: GathervFn = MPI_Gatherv;
+const _: ScattervFn = MPI_Scatterv;
+const _: AlltoallwFn = MPI_Alltoallw;
+const _: ReduceScatterFn = MPI_Reduce_scatter;
+const _: AllreduceFn = MPI_Reduce_scatter_block;
+const _: AllreduceFn = MPI_Scan;
+const _: AllreduceFn = MPI_Exscan;
 
 // ---- uGNI posts ------------------------------------------------------------------------------
 
@@ -601,6 +611,144 @@ pub unsafe extern "C" fn MPI_Scatter(
     mpi::forward(&mpi::SCATTER, [sendcount as u64, sendtype as u64, root as u64, comm as u64], |real: RootedFn| {
         // SAFETY: PMPI_Scatter, whose prototype RootedFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    })
+}
+
+/// The counts are each rank's own: a kind of call is its send datatype, root and communicator,
+/// as for MPI_Allgatherv.
+///
+/// # Safety
+/// The MPI standard's contract for MPI_Gatherv.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::GATHERV, [0, sendtype as u64, root as u64, comm as u64], |real: GathervFn| {
+        // SAFETY: PMPI_Gatherv, whose prototype GathervFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
+    })
+}
+
+/// A kind of call is its receive datatype (significant on every rank), root and communicator.
+///
+/// # Safety
+/// The MPI standard's contract for MPI_Scatterv.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    root: c_int,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::SCATTERV, [0, recvtype as u64, root as u64, comm as u64], |real: ScattervFn| {
+        // SAFETY: PMPI_Scatterv, whose prototype ScattervFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    })
+}
+
+/// Its counts and datatypes are arrays of the rank's own: a kind of call is its communicator.
+///
+/// # Safety
+/// The MPI standard's contract for MPI_Alltoallw.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const usize,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::ALLTOALLW, [0, 0, 0, comm as u64], |real: AlltoallwFn| {
+        // SAFETY: PMPI_Alltoallw, whose prototype AlltoallwFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
+    })
+}
+
+/// A kind of call is its datatype, operation and communicator (the counts are an array).
+///
+/// # Safety
+/// The MPI standard's contract for MPI_Reduce_scatter.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: usize,
+    op: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::REDUCE_SCATTER, [0, datatype as u64, op as u64, comm as u64], |real: ReduceScatterFn| {
+        // SAFETY: PMPI_Reduce_scatter, whose prototype ReduceScatterFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Reduce_scatter_block.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: usize,
+    op: usize,
+    comm: usize,
+) -> c_int {
+    let key = [recvcount as u64, datatype as u64, op as u64, comm as u64];
+    mpi::forward(&mpi::REDUCE_SCATTER_BLOCK, key, |real: AllreduceFn| {
+        // SAFETY: PMPI_Reduce_scatter_block, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Scan.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    op: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::SCAN, [count as u64, datatype as u64, op as u64, comm as u64], |real: AllreduceFn| {
+        // SAFETY: PMPI_Scan, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Exscan.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    op: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::EXSCAN, [count as u64, datatype as u64, op as u64, comm as u64], |real: AllreduceFn| {
+        // SAFETY: PMPI_Exscan, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) }
     })
 }
 

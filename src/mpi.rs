@@ -21,7 +21,10 @@ use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 pub type BarrierFn = unsafe extern "C" fn(usize) -> c_int;
+/// MPI_Allreduce, MPI_Scan, MPI_Exscan and MPI_Reduce_scatter_block.
 pub type AllreduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, usize, usize, usize) -> c_int;
+/// MPI_Reduce_scatter.
+pub type ReduceScatterFn = unsafe extern "C" fn(*const c_void, *mut c_void, *const c_int, usize, usize, usize) -> c_int;
 pub type ReduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, usize, usize, c_int, usize) -> c_int;
 pub type BcastFn = unsafe extern "C" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
 /// MPI_Allgather and MPI_Alltoall.
@@ -43,6 +46,42 @@ pub type AlltoallvFn = unsafe extern "C" fn(
 ) -> c_int;
 /// MPI_Gather and MPI_Scatter.
 pub type RootedFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, c_int, usize) -> c_int;
+/// MPI_Gatherv.
+pub type GathervFn = unsafe extern "C" fn(
+    *const c_void,
+    c_int,
+    usize,
+    *mut c_void,
+    *const c_int,
+    *const c_int,
+    usize,
+    c_int,
+    usize,
+) -> c_int;
+/// MPI_Scatterv.
+pub type ScattervFn = unsafe extern "C" fn(
+    *const c_void,
+    *const c_int,
+    *const c_int,
+    usize,
+    *mut c_void,
+    c_int,
+    usize,
+    c_int,
+    usize,
+) -> c_int;
+/// MPI_Alltoallw (its datatypes are arrays of handles, one per rank).
+pub type AlltoallwFn = unsafe extern "C" fn(
+    *const c_void,
+    *const c_int,
+    *const c_int,
+    *const usize,
+    *mut c_void,
+    *const c_int,
+    *const c_int,
+    *const usize,
+    usize,
+) -> c_int;
 
 /// MPI_ERR_INTERN in MPICH, a non-zero error code in every MPI.
 const MPI_ERR_INTERN: c_int = 16;
@@ -93,6 +132,14 @@ pub static ALLTOALL: Collective = Collective::new(MpiFunction::Alltoall, c"PMPI_
 pub static ALLTOALLV: Collective = Collective::new(MpiFunction::Alltoallv, c"PMPI_Alltoallv");
 pub static GATHER: Collective = Collective::new(MpiFunction::Gather, c"PMPI_Gather");
 pub static SCATTER: Collective = Collective::new(MpiFunction::Scatter, c"PMPI_Scatter");
+pub static GATHERV: Collective = Collective::new(MpiFunction::Gatherv, c"PMPI_Gatherv");
+pub static SCATTERV: Collective = Collective::new(MpiFunction::Scatterv, c"PMPI_Scatterv");
+pub static ALLTOALLW: Collective = Collective::new(MpiFunction::Alltoallw, c"PMPI_Alltoallw");
+pub static REDUCE_SCATTER: Collective = Collective::new(MpiFunction::ReduceScatter, c"PMPI_Reduce_scatter");
+pub static REDUCE_SCATTER_BLOCK: Collective =
+    Collective::new(MpiFunction::ReduceScatterBlock, c"PMPI_Reduce_scatter_block");
+pub static SCAN: Collective = Collective::new(MpiFunction::Scan, c"PMPI_Scan");
+pub static EXSCAN: Collective = Collective::new(MpiFunction::Exscan, c"PMPI_Exscan");
 
 thread_local! {
     /// Collectives and MPI_Alltoalls this thread is inside.

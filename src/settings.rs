@@ -354,11 +354,25 @@ pub enum MpiFunction {
     Gather,
     /// `MPI_Scatter`.
     Scatter,
+    /// `MPI_Gatherv`.
+    Gatherv,
+    /// `MPI_Scatterv`.
+    Scatterv,
+    /// `MPI_Alltoallw`.
+    Alltoallw,
+    /// `MPI_Reduce_scatter`.
+    ReduceScatter,
+    /// `MPI_Reduce_scatter_block`.
+    ReduceScatterBlock,
+    /// `MPI_Scan`.
+    Scan,
+    /// `MPI_Exscan`.
+    Exscan,
 }
 
 impl MpiFunction {
     /// Every function that can mark iterations.
-    pub const ALL: [MpiFunction; 10] = [
+    pub const ALL: [MpiFunction; 17] = [
         Self::Barrier,
         Self::Allreduce,
         Self::Reduce,
@@ -369,6 +383,13 @@ impl MpiFunction {
         Self::Alltoallv,
         Self::Gather,
         Self::Scatter,
+        Self::Gatherv,
+        Self::Scatterv,
+        Self::Alltoallw,
+        Self::ReduceScatter,
+        Self::ReduceScatterBlock,
+        Self::Scan,
+        Self::Exscan,
     ];
 
     /// Whether its calls move the caller's data. `steady` routes and times only these as whole
@@ -392,6 +413,13 @@ impl MpiFunction {
             Self::Alltoallv => "MPI_Alltoallv",
             Self::Gather => "MPI_Gather",
             Self::Scatter => "MPI_Scatter",
+            Self::Gatherv => "MPI_Gatherv",
+            Self::Scatterv => "MPI_Scatterv",
+            Self::Alltoallw => "MPI_Alltoallw",
+            Self::ReduceScatter => "MPI_Reduce_scatter",
+            Self::ReduceScatterBlock => "MPI_Reduce_scatter_block",
+            Self::Scan => "MPI_Scan",
+            Self::Exscan => "MPI_Exscan",
         }
     }
 }

@@ -291,7 +291,7 @@ fn bad_ab_values_are_one_warning_each_and_the_run_goes_on_without_a_b() {
     }
     // The fix lists every function that can mark iterations.
     let boundary = warnings.iter().find(|w| w.starts_with("aar: AAR_AB_BOUNDARY")).unwrap();
-    assert!(boundary.contains("one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv, MPI_Gather, MPI_Scatter, optionally"), "{boundary}");
+    assert!(boundary.contains("one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv, MPI_Gather, MPI_Scatter, MPI_Gatherv, MPI_Scatterv, MPI_Alltoallw, MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Scan, MPI_Exscan, optionally"), "{boundary}");
     // The defaults: no A/B, markers, every rank writes.
     assert!(r.stdout.contains("iter begin rc=0"), "{}", r.stdout);
     let recs = iteration_records(&r.dir.join("out"));
@@ -486,10 +486,9 @@ type MpiJob = (Run, Vec<IterationRecord>, BTreeMap<u64, Vec<Value>>);
 /// ab_mpi.c as a 3-rank MPICH job, its mode from the boundary (see [`mpi_program_job`]).
 fn mpi_job(test: &str, boundary: &str, iters: usize, extra: &[(&str, &str)]) -> MpiJob {
     let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
-    let kind = ["barrier", "allgatherv", "alltoallv"]
-        .into_iter()
-        .find(|k| boundary.to_lowercase().starts_with(&format!("mpi_{k}")))
-        .unwrap_or("allreduce");
+    // ab_mpi's mode is the function's name: MPI_Reduce_scatter_block:1 -> reduce_scatter_block
+    let name = boundary.split(':').next().unwrap().to_lowercase();
+    let kind = name.strip_prefix("mpi_").unwrap();
     mpi_program_job(test, prog, &format!("{kind} {iters} 8192"), boundary, extra)
 }
 
@@ -572,6 +571,23 @@ fn every_second_mpi_allreduce_marks_iterations() {
 fn an_mpi_allgatherv_or_alltoallv_marks_iterations() {
     check_mpi_job("MPI_Allgatherv:1");
     check_mpi_job("MPI_Alltoallv:1");
+}
+
+/// The other blocking collectives: rooted `v` forms, `MPI_Alltoallw`, the reduce-scatters and the
+/// scans, each with its results checked by every rank.
+#[test]
+fn every_other_wrapped_collective_marks_iterations() {
+    for f in [
+        "MPI_Gatherv",
+        "MPI_Scatterv",
+        "MPI_Alltoallw",
+        "MPI_Reduce_scatter",
+        "MPI_Reduce_scatter_block",
+        "MPI_Scan",
+        "MPI_Exscan",
+    ] {
+        check_mpi_job(&format!("{f}:1"));
+    }
 }
 
 /// MPICH's Fortran bindings call the C MPI functions, so libaar.so's wrappers see a Fortran

@@ -1,6 +1,6 @@
 /*
  * ab_mpi: an unmodified MPI program whose iterations an MPI collective marks
- * (AAR_AB_BOUNDARY=MPI_Barrier, MPI_Allreduce:2, MPI_Allgatherv or MPI_Alltoallv). Every rank
+ * (AAR_AB_BOUNDARY=MPI_Barrier, MPI_Allreduce:2, or any other collective below). Every rank
  * also posts over the emulated uGNI (two NICs of its own, tests/c/pair.h), since MPICH's own
  * transport does not use uGNI.
  *
@@ -10,6 +10,9 @@
  *                                  longs), then 2 PUTs
  *   ab_mpi alltoallv ITERS BYTES   per iteration: MPI_Alltoallv (rank r sends r + 1 + ITER longs
  *                                  to each rank), then 2 PUTs
+ *   ab_mpi gatherv|scatterv|alltoallw|reduce_scatter|reduce_scatter_block|scan|exscan ITERS BYTES
+ *                                  per iteration: that collective (counts that differ by rank and
+ *                                  grow by iteration where it takes counts per rank), then 2 PUTs
  *
  * A last collective closes the last iteration, so ITERS iterations end on every rank. The uGNI
  * NICs are set up after the first collective: libaar.so is initialised at the first boundary
@@ -26,23 +29,37 @@
 /* Each rank's counts differ, and grow with the iteration: a kind of call is not its counts. */
 #define V_MAX 64
 
-/* MPI_Allgatherv of rank r's r + 1 + it longs (value r * 1000 + it); 0 if every block arrived. */
-static int allgatherv(int rank, int size, long it)
+/* Rank r's count r + 1 + it, and the blocks' displacements one after the other; 1 if they do not
+ * fit in V_MAX. */
+static int layout(int size, long it, int *counts, int *displs)
 {
-	long send[V_MAX] = {0}, recv[V_MAX * V_MAX] = {0};
-	int counts[V_MAX] = {0}, displs[V_MAX] = {0}, off = 0, bad = 0;
 	if (size > V_MAX || size + it > V_MAX)
 		return 1;
-	for (int r = 0; r < size; r++) {
+	for (int r = 0, off = 0; r < size; r++) {
 		counts[r] = r + 1 + (int)it;
 		displs[r] = off;
 		off += counts[r];
 	}
+	return 0;
+}
+
+/* MPI_Allgatherv (root < 0) or MPI_Gatherv to root of rank r's r + 1 + it longs (value
+ * r * 1000 + it); 0 if every block arrived. */
+static int gather_v(int rank, int size, long it, int root)
+{
+	long send[V_MAX] = {0}, recv[V_MAX * V_MAX] = {0};
+	int counts[V_MAX] = {0}, displs[V_MAX] = {0}, bad = 0;
+	if (layout(size, it, counts, displs))
+		return 1;
 	for (int i = 0; i < counts[rank]; i++)
 		send[i] = rank * 1000L + it;
-	bad |= MPI_Allgatherv(send, counts[rank], MPI_LONG, recv, counts, displs, MPI_LONG, MPI_COMM_WORLD) !=
-	       MPI_SUCCESS;
-	for (int r = 0; r < size; r++)
+	if (root < 0)
+		bad |= MPI_Allgatherv(send, counts[rank], MPI_LONG, recv, counts, displs, MPI_LONG, MPI_COMM_WORLD) !=
+		       MPI_SUCCESS;
+	else
+		bad |= MPI_Gatherv(send, counts[rank], MPI_LONG, recv, counts, displs, MPI_LONG, root,
+				   MPI_COMM_WORLD) != MPI_SUCCESS;
+	for (int r = 0; (root < 0 || rank == root) && r < size; r++)
 		for (int i = 0; i < counts[r]; i++)
 			bad |= recv[displs[r] + i] != r * 1000L + it;
 	return bad;
@@ -75,18 +92,139 @@ static int alltoallv(int rank, int size, long it)
 	return bad;
 }
 
+/* MPI_Scatterv from rank 1: rank r gets r + 1 + it longs (value r * 1000 + it). */
+static int scatterv(int rank, int size, long it)
+{
+	long send[V_MAX * V_MAX] = {0}, recv[V_MAX] = {0};
+	int counts[V_MAX] = {0}, displs[V_MAX] = {0}, bad = 0, root = 1 % size;
+	if (layout(size, it, counts, displs))
+		return 1;
+	for (int r = 0; r < size; r++)
+		for (int i = 0; i < counts[r]; i++)
+			send[displs[r] + i] = r * 1000L + it;
+	bad |= MPI_Scatterv(send, counts, displs, MPI_LONG, recv, counts[rank], MPI_LONG, root, MPI_COMM_WORLD) !=
+	       MPI_SUCCESS;
+	for (int i = 0; i < counts[rank]; i++)
+		bad |= recv[i] != rank * 1000L + it;
+	return bad;
+}
+
+/* MPI_Alltoallw: as alltoallv, with a datatype per rank and displacements in bytes. */
+static int alltoallw(int rank, int size, long it)
+{
+	long send[V_MAX * V_MAX] = {0}, recv[V_MAX * V_MAX] = {0};
+	int scounts[V_MAX] = {0}, sdispls[V_MAX] = {0}, rcounts[V_MAX] = {0}, rdispls[V_MAX] = {0};
+	MPI_Datatype types[V_MAX];
+	int soff = 0, roff = 0, bad = 0;
+	if (size > V_MAX || size + it > V_MAX)
+		return 1;
+	for (int r = 0; r < V_MAX; r++)
+		types[r] = MPI_LONG;
+	for (int r = 0; r < size; r++) {
+		scounts[r] = rank + 1 + (int)it;
+		sdispls[r] = soff * (int)sizeof(long);
+		rcounts[r] = r + 1 + (int)it;
+		rdispls[r] = roff * (int)sizeof(long);
+		for (int i = 0; i < scounts[r]; i++)
+			send[soff + i] = rank * 1000L + r;
+		soff += scounts[r];
+		roff += rcounts[r];
+	}
+	bad |= MPI_Alltoallw(send, scounts, sdispls, types, recv, rcounts, rdispls, types, MPI_COMM_WORLD) !=
+	       MPI_SUCCESS;
+	for (int r = 0; r < size; r++)
+		for (int i = 0; i < rcounts[r]; i++)
+			bad |= recv[rdispls[r] / (int)sizeof(long) + i] != r * 1000L + rank;
+	return bad;
+}
+
+/* MPI_Reduce_scatter (rank r gets r + 1 longs) or MPI_Reduce_scatter_block (2 longs each) of
+ * every rank's q + it: each value received is the sum over the ranks. */
+static int reduce_scatter(int rank, int size, long it, int block)
+{
+	long send[V_MAX * V_MAX] = {0}, recv[V_MAX] = {0};
+	int counts[V_MAX] = {0}, total = 0, bad = 0;
+	if (size > V_MAX)
+		return 1;
+	for (int r = 0; r < size; r++) {
+		counts[r] = block ? 2 : r + 1;
+		total += counts[r];
+	}
+	for (int i = 0; i < total; i++)
+		send[i] = rank + it;
+	if (block)
+		bad |= MPI_Reduce_scatter_block(send, recv, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+	else
+		bad |= MPI_Reduce_scatter(send, recv, counts, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+	for (int i = 0; i < counts[rank]; i++)
+		bad |= recv[i] != (long)size * (size - 1) / 2 + size * it;
+	return bad;
+}
+
+/* MPI_Scan (inclusive) or MPI_Exscan (exclusive; rank 0 gets nothing defined) of rank + it. */
+static int scan(int rank, long it, int exclusive)
+{
+	long in = rank + it, out = 0;
+	int bad = 0;
+	if (exclusive) {
+		bad |= MPI_Exscan(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+		bad |= rank > 0 && out != (long)rank * (rank - 1) / 2 + rank * it;
+	} else {
+		bad |= MPI_Scan(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+		bad |= out != (long)rank * (rank + 1) / 2 + (rank + 1) * it;
+	}
+	return bad;
+}
+
+static const char *const MODES[] = {
+	"barrier",  "allreduce", "allgatherv",	   "alltoallv",		   "gatherv", "scatterv",
+	"alltoallw", "reduce_scatter", "reduce_scatter_block", "scan", "exscan",
+};
+
+static int known(const char *mode)
+{
+	for (size_t i = 0; i < sizeof MODES / sizeof *MODES; i++)
+		if (!strcmp(mode, MODES[i]))
+			return 1;
+	return 0;
+}
+
+/* One call of the collective MODE names (not allreduce or barrier). */
+static int collective(const char *mode, int rank, int size, long it)
+{
+	if (!strcmp(mode, "allgatherv"))
+		return gather_v(rank, size, it, -1);
+	if (!strcmp(mode, "alltoallv"))
+		return alltoallv(rank, size, it);
+	if (!strcmp(mode, "gatherv"))
+		return gather_v(rank, size, it, 1 % size);
+	if (!strcmp(mode, "scatterv"))
+		return scatterv(rank, size, it);
+	if (!strcmp(mode, "alltoallw"))
+		return alltoallw(rank, size, it);
+	if (!strcmp(mode, "reduce_scatter"))
+		return reduce_scatter(rank, size, it, 0);
+	if (!strcmp(mode, "reduce_scatter_block"))
+		return reduce_scatter(rank, size, it, 1);
+	if (!strcmp(mode, "scan"))
+		return scan(rank, it, 0);
+	if (!strcmp(mode, "exscan"))
+		return scan(rank, it, 1);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
 	int rank = 0, size = 0, bad = 0;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (argc != 4) {
-		fprintf(stderr, "usage: ab_mpi barrier|allreduce|allgatherv|alltoallv ITERS BYTES\n");
+	if (argc != 4 || !known(argv[1])) {
+		fprintf(stderr, "usage: ab_mpi barrier|allreduce|allgatherv|alltoallv|gatherv|scatterv|alltoallw|"
+				"reduce_scatter|reduce_scatter_block|scan|exscan ITERS BYTES\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
-	int allreduce = !strcmp(argv[1], "allreduce");
-	int gatherv = !strcmp(argv[1], "allgatherv"), toallv = !strcmp(argv[1], "alltoallv");
+	int allreduce = !strcmp(argv[1], "allreduce"), barrier = !strcmp(argv[1], "barrier");
 	long iters = atol(argv[2]);
 	uint64_t bytes = strtoull(argv[3], NULL, 0);
 	for (long it = 0; it <= iters; it++) {
@@ -94,12 +232,10 @@ int main(int argc, char **argv)
 			long in = it + rank, out = 0;
 			bad |= MPI_Allreduce(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
 			bad |= out != it * size + (long)size * (size - 1) / 2;
-		} else if (gatherv) {
-			bad |= allgatherv(rank, size, it);
-		} else if (toallv) {
-			bad |= alltoallv(rank, size, it);
-		} else {
+		} else if (barrier) {
 			bad |= MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS;
+		} else {
+			bad |= collective(argv[1], rank, size, it) != 0;
 		}
 		if (it == iters)
 			break;
