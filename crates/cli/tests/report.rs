@@ -362,6 +362,69 @@ fn a_policy_whose_slow_iterations_come_in_spells_is_warned_about() {
     );
 }
 
+/// `--pool`: the same A/B experiment run in three jobs, each on a machine of its own speed, is
+/// also reported as one. Its figures are those of the three jobs' iterations together, computed
+/// here; an experiment with other policies is left out with a warning; a pooled report has no
+/// per-rank figures (rank r of one job is not the node of rank r in another).
+#[test]
+fn experiments_of_several_jobs_are_pooled_into_one() {
+    let folder = tmp("pool");
+    let dir = folder.path();
+    let policies = ["A", "B"];
+    let mut all: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    for (k, speed) in [1.0, 1.2, 0.9].into_iter().enumerate() {
+        let job = generate(dir, &format!("job{k}"), 2, 40, &policies, &[speed, 1.1 * speed], 30 + k as u64);
+        for p in 0..2 {
+            all[p].extend(&job[p]);
+        }
+    }
+    generate(dir, "other", 2, 20, &["C", "D"], &[1.0, 1.0], 9);
+    for v in &mut all {
+        v.sort_by(f64::total_cmp);
+    }
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json", "--pool"]));
+    let experiments = j["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 5, "four experiments and the pooled one");
+    let pooled = &experiments[4];
+    let mut from: Vec<&str> = pooled["pooled_from"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    from.sort();
+    assert_eq!(from, ["job0", "job1", "job2"]);
+    assert_eq!(pooled["experiment"], "3 experiments pooled");
+    assert_eq!(pooled["iterations_used"], 120);
+    assert!(
+        pooled["per_rank"].as_array().unwrap().is_empty() && pooled["slowest_ranks"].as_array().unwrap().is_empty()
+    );
+    let stats = pooled["policy_stats"].as_array().unwrap();
+    for (p, st) in stats.iter().enumerate() {
+        assert_eq!(st["iterations"], 60, "{st}");
+        assert_eq!(st["median_ns"].as_f64().unwrap(), quantile(&all[p], 0.5), "{st}");
+        assert_eq!(st["rank_iterations"], 120, "2 ranks x 60 iterations: {st}");
+    }
+    let ratio = stats[1]["vs_first"]["ratio"].as_f64().unwrap();
+    assert!(close(ratio, quantile(&all[1], 0.5) / quantile(&all[0], 0.5), 1e-12), "{ratio}");
+    assert!(experiments[..4].iter().all(|e| e.get("pooled_from").is_none()));
+    let warnings: Vec<&str> = j["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let left_out: Vec<&&str> = warnings.iter().filter(|w| w.starts_with("--pool: experiment \"other\"")).collect();
+    assert_eq!(left_out.len(), 1, "{warnings:?}");
+    assert!(left_out[0].contains("has the policies C,D") && left_out[0].contains("not pooled"), "{left_out:?}");
+    // The text report: the pooled table last, without a per-rank table.
+    let text = stdout(&run(&[dir.to_str().unwrap(), "--pool"]));
+    let last = text.split("experiment \"").last().unwrap();
+    assert!(last.contains("3 experiments pooled (--pool"), "{text}");
+    let pooled_text = &text[text.find("3 experiments pooled (--pool").unwrap()..];
+    assert!(!pooled_text.contains("per rank:"), "{pooled_text}");
+    assert_eq!(text.matches("per rank:").count(), 4, "{text}");
+    // Without --pool, the experiments alone.
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    assert_eq!(j["experiments"].as_array().unwrap().len(), 4);
+    // One experiment alone has nothing to pool with: a warning, and its own report.
+    let one = tmp("pool-one");
+    generate(one.path(), "job", 2, 20, &policies, &[1.0, 1.1], 3);
+    let j = json_of(&run(&[one.path().to_str().unwrap(), "--json", "--pool"]));
+    assert_eq!(j["experiments"].as_array().unwrap().len(), 1);
+    assert!(j["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("nothing pooled")), "{j}");
+}
+
 /// A policy of the schedule that never ran has no figures, and no independence verdict, but the
 /// report goes on (the runs test once took a median of nothing).
 #[test]

@@ -55,6 +55,9 @@ pub struct SettingsOut {
 #[derive(Serialize, Debug)]
 pub struct ExperimentReport {
     pub experiment: String,
+    /// The experiments `--pool` put together in this one (empty: an experiment of its own).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pooled_from: Vec<String>,
     pub source: &'static str,
     pub clock: &'static str,
     pub order: String,
@@ -204,6 +207,104 @@ fn is_label(l: &Option<Box<str>>, want: &str) -> bool {
     l.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(want))
 }
 
+/// The iterations of one experiment the figures are made of: the job's time for each (the
+/// slowest rank's), in index order, with its policy; the ones labelled `isolated` or `congested`;
+/// how often each rank was the slowest.
+struct Usable {
+    /// (iteration index, time, policy)
+    series: Vec<(u64, f64, usize)>,
+    isolated: Vec<Vec<f64>>,
+    congested: Vec<Vec<f64>>,
+    slowest: std::collections::HashMap<u32, usize>,
+    incomplete: usize,
+    conflicting: usize,
+}
+
+impl Usable {
+    fn new(policies: usize) -> Self {
+        Usable {
+            series: Vec::new(),
+            isolated: vec![Vec::new(); policies],
+            congested: vec![Vec::new(); policies],
+            slowest: std::collections::HashMap::new(),
+            incomplete: 0,
+            conflicting: 0,
+        }
+    }
+
+    /// `o`'s iterations after these, its indices moved up by `offset` (the slowest ranks are
+    /// not added up: ranks of different jobs are different nodes).
+    fn append(&mut self, o: Usable, offset: u64) {
+        self.series.extend(o.series.iter().map(|&(i, v, p)| (offset + i, v, p)));
+        for (mine, theirs) in self.isolated.iter_mut().zip(o.isolated).chain(self.congested.iter_mut().zip(o.congested))
+        {
+            mine.extend(theirs);
+        }
+        self.incomplete += o.incomplete;
+        self.conflicting += o.conflicting;
+    }
+}
+
+/// The usable iterations of `e`, with a warning (through `warn`) for each kind left out.
+fn usable(e: &ExperimentData, s: &Settings, warn: &mut impl FnMut(String)) -> Usable {
+    let ranks_used = e.ranks.iter().filter(|r| r.rows > 0).count();
+    let mut u = Usable::new(e.policies.len());
+    let mut label_conflicts = 0usize;
+    let mut first_incomplete = None;
+    let mut first_conflict = None;
+    for (i, agg) in &e.iterations {
+        if agg.policy == CONFLICT {
+            u.conflicting += 1;
+            first_conflict.get_or_insert(*i);
+            continue;
+        }
+        if (agg.ranks as usize) < ranks_used {
+            u.incomplete += 1;
+            first_incomplete.get_or_insert((*i, agg.ranks));
+            if !s.keep_incomplete {
+                continue;
+            }
+        }
+        let p = agg.policy as usize;
+        let v = agg.max_ns as f64;
+        u.series.push((*i, v, p));
+        *u.slowest.entry(agg.slowest_rank).or_default() += 1;
+        if agg.label_conflict {
+            label_conflicts += 1;
+        } else if is_label(&agg.label, "isolated") {
+            u.isolated[p].push(v);
+        } else if is_label(&agg.label, "congested") {
+            u.congested[p].push(v);
+        }
+    }
+    if let Some(i) = first_conflict {
+        warn(format!(
+            "in {} the ranks disagree on the policy (first: iteration {i}): \
+             left out",
+            count(u.conflicting as u64, "iteration", "iterations")
+        ));
+    }
+    if let Some((i, r)) = first_incomplete {
+        let done = if s.keep_incomplete {
+            "kept (--keep-incomplete): their time is the slowest of the ranks that have them"
+        } else {
+            "left out (the slowest rank may be the one missing; --keep-incomplete keeps them)"
+        };
+        warn(format!(
+            "{} some of the {ranks_used} ranks \
+             (first: iteration {i}, on {r} ranks): {done}",
+            count(u.incomplete as u64, "iteration lacks", "iterations lack")
+        ));
+    }
+    if label_conflicts > 0 {
+        warn(format!(
+            "in {} the ranks disagree on the label: used without a label",
+            count(label_conflicts as u64, "iteration", "iterations")
+        ));
+    }
+    u
+}
+
 /// Figures of one experiment; `None` (with a warning) if nothing in it is usable.
 pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
     let name = e.name.escape_debug().to_string();
@@ -221,71 +322,98 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
             ));
         }
     }
-    let np = e.policies.len();
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); np];
-    let mut series = Vec::new();
-    let (mut incomplete, mut conflicting, mut label_conflicts) = (0usize, 0usize, 0usize);
-    let mut first_incomplete = None;
-    let mut first_conflict = None;
-    let mut isolated: Vec<Vec<f64>> = vec![Vec::new(); np];
-    let mut congested: Vec<Vec<f64>> = vec![Vec::new(); np];
-    let mut slowest: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
-    for (i, agg) in &e.iterations {
-        if agg.policy == CONFLICT {
-            conflicting += 1;
-            first_conflict.get_or_insert(*i);
-            continue;
-        }
-        if (agg.ranks as usize) < ranks_used {
-            incomplete += 1;
-            first_incomplete.get_or_insert((*i, agg.ranks));
-            if !s.keep_incomplete {
-                continue;
-            }
-        }
-        let p = agg.policy as usize;
-        let v = agg.max_ns as f64;
-        samples[p].push(v);
-        series.push((*i, v, p));
-        *slowest.entry(agg.slowest_rank).or_default() += 1;
-        if agg.label_conflict {
-            label_conflicts += 1;
-        } else if is_label(&agg.label, "isolated") {
-            isolated[p].push(v);
-        } else if is_label(&agg.label, "congested") {
-            congested[p].push(v);
-        }
-    }
-    if let Some(i) = first_conflict {
-        warn(format!(
-            "in {} the ranks disagree on the policy (first: iteration {i}): \
-             left out",
-            count(conflicting as u64, "iteration", "iterations")
-        ));
-    }
-    if let Some((i, r)) = first_incomplete {
-        let done = if s.keep_incomplete {
-            "kept (--keep-incomplete): their time is the slowest of the ranks that have them"
-        } else {
-            "left out (the slowest rank may be the one missing; --keep-incomplete keeps them)"
-        };
-        warn(format!(
-            "{} some of the {ranks_used} ranks \
-             (first: iteration {i}, on {r} ranks): {done}",
-            count(incomplete as u64, "iteration lacks", "iterations lack")
-        ));
-    }
-    if label_conflicts > 0 {
-        warn(format!(
-            "in {} the ranks disagree on the label: used without a label",
-            count(label_conflicts as u64, "iteration", "iterations")
-        ));
-    }
-    let used = series.len();
-    if used == 0 {
+    let u = usable(e, s, &mut warn);
+    if u.series.is_empty() {
         warn("no usable iterations: not reported".into());
         return None;
     }
+    let per_rank = rank_spreads(e);
+    let mut slowest_ranks: Vec<SlowRank> =
+        u.slowest.iter().map(|(&rank, &iterations)| SlowRank { rank, iterations }).collect();
+    slowest_ranks.sort_by(|a, b| b.iterations.cmp(&a.iterations).then(a.rank.cmp(&b.rank)));
+    slowest_ranks.truncate(5);
+    let mut r = figures(e, u, &e.totals, s, &mut warn);
+    r.ranks = ranks_used;
+    r.per_rank = per_rank;
+    r.slowest_ranks = slowest_ranks;
+    Some(r)
+}
+
+/// One report of the experiments `es` together, as if their iterations had run one after the
+/// other in one job: the A/B experiment repeated in several jobs (several allocations, days,
+/// placements), whose iterations are independent across jobs. Only the experiments with the
+/// policies and modes most of them have are pooled (a warning names the others). Ranks are not
+/// the same nodes from one job to the next, so there are no per-rank figures. `None` with fewer
+/// than two experiments to pool, or no usable iteration.
+pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
+    let alike = |a: &ExperimentData, b: &ExperimentData| a.policies == b.policies && a.modes == b.modes;
+    let alike_count = |e: &ExperimentData| es.iter().filter(|o| alike(o, e)).count();
+    let most = es.iter().map(alike_count).max()?;
+    let first = es.iter().find(|e| alike_count(e) == most)?;
+    let (same, other): (Vec<&ExperimentData>, Vec<&ExperimentData>) = es.iter().partition(|e| alike(e, first));
+    for e in other {
+        super::read::warn(
+            warnings,
+            format!(
+                "--pool: experiment \"{}\" has the policies {} where \"{}\" has {}: not pooled",
+                e.name.escape_debug(),
+                e.policies.join(","),
+                first.name.escape_debug(),
+                first.policies.join(",")
+            ),
+        );
+    }
+    if same.len() < 2 {
+        return None;
+    }
+    // The experiments' own warnings are in their reports already.
+    let mut quiet = |_: String| {};
+    let mut pooled = Usable::new(first.policies.len());
+    let mut totals = same[0].totals.clone();
+    let (mut seen, mut offset, mut warmup_rows) = (0, 0u64, 0);
+    for (k, e) in same.iter().enumerate() {
+        // indices one after the other, in the order the experiments were read
+        pooled.append(usable(e, s, &mut quiet), offset);
+        offset += e.iterations.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+        if k > 0 {
+            for (sum, t) in totals.iter_mut().zip(&e.totals) {
+                sum.merge(t);
+            }
+        }
+        seen += e.iterations.len();
+        warmup_rows += e.warmup_rows;
+    }
+    if pooled.series.is_empty() {
+        return None;
+    }
+    let name = format!("{} experiments pooled", same.len());
+    let mut warn = |text: String| super::read::warn(warnings, format!("{name}: {text}"));
+    let mut r = figures(first, pooled, &totals, s, &mut warn);
+    r.experiment = name;
+    r.pooled_from = same.iter().map(|e| e.name.clone()).collect();
+    r.ranks = same.iter().map(|e| e.ranks.iter().filter(|r| r.rows > 0).count()).max().unwrap_or(0);
+    r.ranks_expected = None;
+    r.iterations_seen = seen;
+    r.warmup_rows = warmup_rows;
+    r.first_index = 0;
+    Some(r)
+}
+
+/// Per-policy figures of `u`'s iterations (the header's fields from `e`).
+fn figures(
+    e: &ExperimentData,
+    u: Usable,
+    totals: &[super::read::Totals],
+    s: &Settings,
+    warn: &mut impl FnMut(String),
+) -> ExperimentReport {
+    let np = e.policies.len();
+    let Usable { series, mut isolated, mut congested, incomplete, conflicting, .. } = u;
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); np];
+    for &(_, v, p) in &series {
+        samples[p].push(v);
+    }
+    let used = series.len();
     for v in samples.iter_mut().chain(isolated.iter_mut()).chain(congested.iter_mut()) {
         v.sort_by(f64::total_cmp);
     }
@@ -308,7 +436,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                  come from a bootstrap that resamples blocks of {} consecutive iterations (the mean length \
                  of a spell), which keeps spells of about that length; longer ones, and its p-value, \
                  which treats iterations as independent, can still make it look surer than it is. \
-                 More iterations, or several shorter runs, make it trustworthy",
+                 More iterations, or several shorter runs (read together with --pool), make it trustworthy",
                 clean(&e.policies[p]),
                 ind.runs,
                 ind.expected,
@@ -322,7 +450,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     let policy_stats = (0..np)
         .map(|p| {
             let x = &samples[p];
-            let t = &e.totals[p];
+            let t = &totals[p];
             let seed = s.seed.wrapping_add(p as u64);
             // An exact interval for independent iterations; a block bootstrap's for spells.
             let ci = match blocks[p] {
@@ -413,7 +541,35 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         Vec::new()
     };
 
-    let per_rank = (0..np)
+    ExperimentReport {
+        experiment: e.name.clone(),
+        pooled_from: Vec::new(),
+        source: e.header.source.name(),
+        clock: e.header.clock.name(),
+        order: e.header.order.clone(),
+        boundary: e.header.boundary.clone(),
+        ranks: 0,
+        ranks_expected: e.header.nranks,
+        policies: e.policies.clone(),
+        modes: e.modes.clone(),
+        iterations_seen: e.iterations.len(),
+        iterations_used: used,
+        iterations_incomplete: incomplete,
+        iterations_conflicting: conflicting,
+        warmup_rows: e.warmup_rows,
+        first_index: e.first_index,
+        policy_stats,
+        congestion,
+        per_rank: Vec::new(),
+        slowest_ranks: Vec::new(),
+        samples,
+        series,
+    }
+}
+
+/// Each rank's median iteration time per policy, and the ranks far from the others.
+fn rank_spreads(e: &ExperimentData) -> Vec<RankSpread> {
+    (0..e.policies.len())
         .map(|p| {
             let ranks: Vec<(u32, f64, &std::path::Path)> =
                 e.ranks.iter().filter_map(|r| r.medians[p].map(|m| (r.rank, m, r.file.as_path()))).collect();
@@ -445,36 +601,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                     .unwrap_or_default(),
             }
         })
-        .collect();
-
-    let mut slowest_ranks: Vec<SlowRank> =
-        slowest.into_iter().map(|(rank, iterations)| SlowRank { rank, iterations }).collect();
-    slowest_ranks.sort_by(|a, b| b.iterations.cmp(&a.iterations).then(a.rank.cmp(&b.rank)));
-    slowest_ranks.truncate(5);
-
-    Some(ExperimentReport {
-        experiment: e.name.clone(),
-        source: e.header.source.name(),
-        clock: e.header.clock.name(),
-        order: e.header.order.clone(),
-        boundary: e.header.boundary.clone(),
-        ranks: ranks_used,
-        ranks_expected: e.header.nranks,
-        policies: e.policies.clone(),
-        modes: e.modes.clone(),
-        iterations_seen: e.iterations.len(),
-        iterations_used: used,
-        iterations_incomplete: incomplete,
-        iterations_conflicting: conflicting,
-        warmup_rows: e.warmup_rows,
-        first_index: e.first_index,
-        policy_stats,
-        congestion,
-        per_rank,
-        slowest_ranks,
-        samples,
-        series,
-    })
+        .collect()
 }
 
 pub fn settings_out(s: &Settings) -> SettingsOut {

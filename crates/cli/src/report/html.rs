@@ -93,13 +93,15 @@ pub fn page(r: &Report, inputs: &[String], text: bool) -> Result<String, OutputE
             let (h, rows) = output::congestion_cells(e, &u);
             table(&mut out, "congestion", &h, &rows, true);
         }
-        out.push_str(&format!(
-            "<h3>Per rank: each rank's median iteration time ({})</h3>\n<p class=\"notes\">Outliers: more than 3 \
-             scaled MADs and 1% from the median of ranks.</p>\n",
-            u.name
-        ));
-        let (h, rows) = output::rank_cells(e, &u);
-        table(&mut out, "ranks", &h, &rows, true);
+        if !e.per_rank.is_empty() {
+            out.push_str(&format!(
+                "<h3>Per rank: each rank's median iteration time ({})</h3>\n<p class=\"notes\">Outliers: more than 3 \
+                 scaled MADs and 1% from the median of ranks.</p>\n",
+                u.name
+            ));
+            let (h, rows) = output::rank_cells(e, &u);
+            table(&mut out, "ranks", &h, &rows, true);
+        }
         if !e.slowest_ranks.is_empty() {
             let list: Vec<String> = e
                 .slowest_ranks

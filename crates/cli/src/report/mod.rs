@@ -50,6 +50,10 @@ pub struct ReportArgs {
     /// Seed of the bootstrap (the report is the same for the same seed)
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
+    /// Also report the experiments read as one: the same A/B experiment run in several jobs,
+    /// their iterations one job after the other (those with the first one's policies)
+    #[arg(long)]
+    pool: bool,
 }
 
 /// The report was written.
@@ -152,8 +156,18 @@ pub fn run(args: ReportArgs) -> i32 {
     };
     let data = read::read_all(&args.inputs, args.skip);
     let mut warnings = data.warnings;
-    let experiments: Vec<_> =
+    let mut experiments: Vec<_> =
         data.experiments.iter().filter_map(|e| analysis::analyse(e, &settings, &mut warnings)).collect();
+    if args.pool {
+        match analysis::pool(&data.experiments, &settings, &mut warnings) {
+            Some(pooled) => experiments.push(pooled),
+            None => read::warn(
+                &mut warnings,
+                "--pool: fewer than two experiments with the same policies have usable iterations: nothing pooled"
+                    .into(),
+            ),
+        }
+    }
     let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
     if experiments.is_empty() {
         eprintln!("aar: nothing to report: no usable iteration records in {}", inputs.join(" "));

@@ -271,6 +271,16 @@ pub fn rank_cells(e: &ExperimentReport, u: &Unit) -> (Vec<String>, Vec<Vec<Strin
 
 /// One-line description of an experiment.
 pub fn describe(e: &ExperimentReport) -> String {
+    if !e.pooled_from.is_empty() {
+        let names: Vec<String> = e.pooled_from.iter().map(|n| format!("\"{}\"", clean_to(n, 60))).collect();
+        return format!(
+            "{} (--pool: their iterations one experiment after the other): {}; {} at most, clock {}",
+            e.experiment,
+            names.join(", "),
+            count(e.ranks as u64, "rank", "ranks"),
+            e.clock
+        );
+    }
     let expected = match e.ranks_expected {
         Some(n) if n as usize != e.ranks => format!(" of {n}"),
         _ => String::new(),
@@ -380,15 +390,18 @@ pub fn table(r: &Report) -> String {
             render(&mut out, &h, &rows, &right);
         }
 
-        out.push_str(&format!(
-            "\nper rank: each rank's median iteration time (in {}); outliers: more than 3 scaled MADs and 1% from the \
-             median of ranks\n",
-            u.name
-        ));
-        let (h, rows) = rank_cells(e, &u);
-        let mut right = vec![true, true, true, true, true, true, false];
-        right[0] = false;
-        render(&mut out, &h, &rows, &right);
+        // A pooled report has none: rank r of one job is not the node of rank r in another.
+        if !e.per_rank.is_empty() {
+            out.push_str(&format!(
+                "\nper rank: each rank's median iteration time (in {}); outliers: more than 3 scaled MADs and 1% from \
+                 the median of ranks\n",
+                u.name
+            ));
+            let (h, rows) = rank_cells(e, &u);
+            let mut right = vec![true, true, true, true, true, true, false];
+            right[0] = false;
+            render(&mut out, &h, &rows, &right);
+        }
         if !e.slowest_ranks.is_empty() {
             let list: Vec<String> = e
                 .slowest_ranks

@@ -95,7 +95,7 @@ impl Totals {
         vec![zero; policies]
     }
 
-    fn merge(&mut self, o: &Totals) {
+    pub fn merge(&mut self, o: &Totals) {
         self.rows += o.rows;
         for (a, b) in self.messages.iter_mut().zip(&o.messages) {
             *a = a.saturating_add(*b);
