@@ -352,6 +352,12 @@ fn a_policy_whose_slow_iterations_come_in_spells_is_warned_about() {
             assert_eq!(ci, [exact.0, exact.1], "{name}");
         }
     }
+    // The CSV carries the block lengths too.
+    let csv = stdout(&run(&[dir.to_str().unwrap(), "--csv"]));
+    let cols: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = cols.iter().position(|c| *c == "bootstrap_block").unwrap();
+    let blocks: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(at).unwrap()).collect();
+    assert_eq!(blocks, ["1", block.to_string().as_str(), "1"], "{csv}");
     // The text report says it too, on stderr with the other warnings, and in its notes.
     let text = run(&[dir.to_str().unwrap()]);
     assert!(stderr(&text).contains("B's iterations are not independent in time"), "{}", stderr(&text));

@@ -422,7 +422,7 @@ pub fn json(r: &Report) -> String {
 
 /// The CSV columns, in order; then one `bytes_share:MODE` column per routing mode of any
 /// experiment. Times in ns, ratios and shares as plain numbers, empty where not applicable.
-pub const CSV_COLUMNS: [&str; 29] = [
+pub const CSV_COLUMNS: [&str; 30] = [
     "experiment",
     "policy",
     "iterations",
@@ -452,6 +452,7 @@ pub const CSV_COLUMNS: [&str; 29] = [
     "stall_ratio_mean",
     "impact_median",
     "impact_p99",
+    "bootstrap_block",
 ];
 
 fn csv_field(s: &str) -> String {
@@ -511,6 +512,7 @@ pub fn csv(r: &Report) -> String {
                 num(p.stall_ratio_mean),
                 num(g.and_then(|g| g.impact_median)),
                 num(g.and_then(|g| g.impact_p99)),
+                p.bootstrap_block.to_string(),
             ];
             for m in &modes {
                 row.push(num(p.modes.iter().find(|x| x.mode == *m).and_then(|x| x.share)));
