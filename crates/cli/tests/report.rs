@@ -413,6 +413,11 @@ fn experiments_of_several_jobs_are_pooled_into_one() {
     let left_out: Vec<&&str> = warnings.iter().filter(|w| w.starts_with("--pool: experiment \"other\"")).collect();
     assert_eq!(left_out.len(), 1, "{warnings:?}");
     assert!(left_out[0].contains("has the policies C,D") && left_out[0].contains("not pooled"), "{left_out:?}");
+    // The jobs' speeds differ: pooled, each policy's iterations come in spells, one job long.
+    let spells: Vec<&&str> = warnings.iter().filter(|w| w.starts_with("3 experiments pooled: ")).collect();
+    assert_eq!(spells.len(), 2, "{warnings:?}");
+    assert!(spells.iter().all(|w| w.contains("not independent in time") && w.contains("a whole job")), "{spells:?}");
+    assert!(stats.iter().all(|st| st["bootstrap_block"].as_u64().unwrap() > 1), "{stats:?}");
     // The text report: the pooled table last, without a per-rank table.
     let text = stdout(&run(&[dir.to_str().unwrap(), "--pool"]));
     let last = text.split("experiment \"").last().unwrap();

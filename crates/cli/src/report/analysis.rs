@@ -332,7 +332,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         u.slowest.iter().map(|(&rank, &iterations)| SlowRank { rank, iterations }).collect();
     slowest_ranks.sort_by(|a, b| b.iterations.cmp(&a.iterations).then(a.rank.cmp(&b.rank)));
     slowest_ranks.truncate(5);
-    let mut r = figures(e, u, &e.totals, s, &mut warn);
+    let mut r = figures(e, u, &e.totals, s, &mut warn, SPELLS_FIX);
     r.ranks = ranks_used;
     r.per_rank = per_rank;
     r.slowest_ranks = slowest_ranks;
@@ -388,7 +388,7 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     }
     let name = format!("{} experiments pooled", same.len());
     let mut warn = |text: String| super::read::warn(warnings, format!("{name}: {text}"));
-    let mut r = figures(first, pooled, &totals, s, &mut warn);
+    let mut r = figures(first, pooled, &totals, s, &mut warn, POOLED_SPELLS_FIX);
     r.experiment = name;
     r.pooled_from = same.iter().map(|e| e.name.clone()).collect();
     r.ranks = same.iter().map(|e| e.ranks.iter().filter(|r| r.rows > 0).count()).max().unwrap_or(0);
@@ -399,13 +399,21 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     Some(r)
 }
 
-/// Per-policy figures of `u`'s iterations (the header's fields from `e`).
+/// What a warning about spells advises for one experiment.
+const SPELLS_FIX: &str = "More iterations, or several shorter runs (read together with --pool), make it trustworthy";
+/// ... and for experiments pooled, whose spells may be the jobs themselves.
+const POOLED_SPELLS_FIX: &str = "Pooled, a spell may be a whole job faster or slower than the others: each job's own \
+                                 table says which";
+
+/// Per-policy figures of `u`'s iterations (the header's fields from `e`); `spells_fix` ends a
+/// warning about spells.
 fn figures(
     e: &ExperimentData,
     u: Usable,
     totals: &[super::read::Totals],
     s: &Settings,
     warn: &mut impl FnMut(String),
+    spells_fix: &str,
 ) -> ExperimentReport {
     let np = e.policies.len();
     let Usable { series, mut isolated, mut congested, incomplete, conflicting, .. } = u;
@@ -436,7 +444,7 @@ fn figures(
                  come from a bootstrap that resamples blocks of {} consecutive iterations (the mean length \
                  of a spell), which keeps spells of about that length; longer ones, and its p-value, \
                  which treats iterations as independent, can still make it look surer than it is. \
-                 More iterations, or several shorter runs (read together with --pool), make it trustworthy",
+                 {spells_fix}",
                 clean(&e.policies[p]),
                 ind.runs,
                 ind.expected,
