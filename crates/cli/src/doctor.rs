@@ -162,8 +162,11 @@ pub fn run(args: DoctorArgs) -> i32 {
         check_settings(doc, &mut report);
         check_dmapp_table(doc, &mut report);
         check_mpich_routing(doc, &mut report);
-        if let Some(closure) = program.as_ref().and_then(|p| p.closure.as_ref()) {
-            check_fortran_mpi(closure, doc, &mut report);
+        if let Some(p) = program.as_ref() {
+            if let Some(closure) = &p.closure {
+                check_fortran_mpi(closure, doc, &mut report);
+                check_unwrapped_collectives(&p.path, closure, doc, &mut report);
+            }
         }
     }
     let code = report.exit_code();
@@ -371,6 +374,64 @@ fn check_fortran_mpi(closure: &elf::Closure, doc: &Value, report: &mut Report) {
             );
         }
     }
+}
+
+/// The neighbourhood collectives (MPI 3), blocking and not: libaar.so wraps none of them.
+const NEIGHBOUR_COLLECTIVES: [&str; 5] = [
+    "MPI_Neighbor_allgather",
+    "MPI_Neighbor_allgatherv",
+    "MPI_Neighbor_alltoall",
+    "MPI_Neighbor_alltoallv",
+    "MPI_Neighbor_alltoallw",
+];
+
+/// The nonblocking form of a blocking collective's name: `MPI_Allreduce` -> `MPI_Iallreduce`.
+fn nonblocking(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("MPI_")?;
+    let mut chars = rest.chars();
+    let first = chars.next()?;
+    Some(format!("MPI_I{}{}", first.to_ascii_lowercase(), chars.as_str()))
+}
+
+/// Whether the program (or a library of its own, not MPI's) calls collectives libaar.so does
+/// not wrap: the nonblocking forms of the ones it does (from its self-check document) and the
+/// neighbourhood collectives. Under `steady` their messages are decided one by one, not timed
+/// as whole calls, and none of them can mark iterations.
+fn check_unwrapped_collectives(program: &Path, closure: &elf::Closure, doc: &Value, report: &mut Report) {
+    let Some(wrapped) = doc["mpi_wrapped"].as_array() else { return };
+    let neighbour = NEIGHBOUR_COLLECTIVES.iter().flat_map(|n| [n.to_string(), nonblocking(n).unwrap_or_default()]);
+    let names: HashSet<String> =
+        wrapped.iter().filter_map(Value::as_str).filter_map(nonblocking).chain(neighbour).collect();
+    // MPI's own libraries define them, or import them to give their Fortran forms.
+    let is_mpi = |name: &str| ["libmpi", "libmpich", "libfmpich", "libopen-"].iter().any(|p| name.starts_with(p));
+    let files = std::iter::once((program.display().to_string(), Some(program.to_path_buf()))).chain(
+        closure
+            .libraries
+            .iter()
+            .filter(|l| !is_mpi(elf::base_name(&l.name)))
+            .map(|l| (elf::base_name(&l.name).to_string(), l.path.clone())),
+    );
+    let mut callers = Vec::new();
+    let mut called = std::collections::BTreeSet::new();
+    for (name, path) in files {
+        let Some(found) = path.and_then(|p| elf::imports(&p, &names).ok()).filter(|f| !f.is_empty()) else { continue };
+        callers.push(name);
+        called.extend(found);
+    }
+    if called.is_empty() {
+        return;
+    }
+    let called: Vec<String> = called.into_iter().collect();
+    report.note(
+        "MPI",
+        format!(
+            "{} {} {}, which libaar.so does not wrap: under steady their messages are decided one by one, not \
+             timed as whole calls, and AAR_AB_BOUNDARY cannot name them",
+            callers.join(", "),
+            if callers.len() == 1 { "calls" } else { "call" },
+            called.join(", ")
+        ),
+    );
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

@@ -189,6 +189,63 @@ fn the_fortran_bindings_of_the_program_s_mpi_are_checked_for_what_libaar_sees() 
     r.expect_line("ok", "Fortran", "libmpichfort.so");
 }
 
+/// Collectives libaar.so does not wrap (nonblocking, neighbourhood), called by the program or a
+/// library of its own, are named in a note; the ones MPI's own libraries import (to give their
+/// Fortran forms) are not the program's calls.
+#[test]
+fn unwrapped_collectives_the_program_calls_are_named() {
+    let dir = scratch();
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let d = dir.to_str().unwrap();
+    compile(
+        "libcollstub.so",
+        "int MPI_Iallreduce(void) { return 0; }
+int MPI_Neighbor_alltoall(void) { return 0; }
+         int MPI_Ibcast(void) { return 0; }
+int MPI_Allreduce(void) { return 0; }
+",
+        &["-shared", "-fPIC"],
+    );
+    // MPI's Fortran binding library: imports MPI_Ibcast, which is then not the program's call.
+    compile(
+        "libmpifort_stub.so",
+        "int MPI_Ibcast(void);
+void mpi_ibcast_(void) { MPI_Ibcast(); }
+",
+        &["-shared", "-fPIC", "-L", d, "-lcollstub", &rpath],
+    );
+    compile(
+        "libsolver.so",
+        "int MPI_Neighbor_alltoall(void);
+int solve(void) { return MPI_Neighbor_alltoall(); }
+",
+        &["-shared", "-fPIC", "-L", d, "-lcollstub", &rpath],
+    );
+    let prog = compile(
+        "coll-app",
+        "int MPI_Iallreduce(void);
+int MPI_Allreduce(void);
+int solve(void);
+void mpi_ibcast_(void);
+         int main(void) { mpi_ibcast_(); return MPI_Iallreduce() + MPI_Allreduce() + solve(); }
+",
+        &["-L", d, "-lsolver", "-lmpifort_stub", "-lcollstub", &rpath],
+    );
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_line(
+        "note",
+        "MPI",
+        &format!(
+            "{}, libsolver.so call MPI_Iallreduce, MPI_Neighbor_alltoall, which libaar.so does not wrap",
+            prog.display()
+        ),
+    );
+    assert!(!r.stdout.contains("MPI_Ibcast"), "{}", r.stdout);
+    // A program that calls none: no such line.
+    let r = doctor(&[ugni_program().to_str().unwrap()], &[]);
+    assert!(!r.has_line("note", "MPI", "which libaar.so does not wrap"), "{}", r.stdout);
+}
+
 /// Cray MPICH's own routing request: libaar.so changes adaptive requests only.
 #[test]
 fn a_non_adaptive_mpich_gni_routing_mode_is_a_warning() {
