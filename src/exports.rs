@@ -614,8 +614,8 @@ pub unsafe extern "C" fn MPI_Scatter(
     })
 }
 
-/// The counts are each rank's own: a kind of call is its send datatype, root and communicator,
-/// as for MPI_Allgatherv.
+/// The counts are each rank's own: a kind of call is its send datatype (significant on every
+/// rank but a root that passes MPI_IN_PLACE), root and communicator, as for MPI_Allgatherv.
 ///
 /// # Safety
 /// The MPI standard's contract for MPI_Gatherv.
@@ -637,7 +637,8 @@ pub unsafe extern "C" fn MPI_Gatherv(
     })
 }
 
-/// A kind of call is its receive datatype (significant on every rank), root and communicator.
+/// A kind of call is its receive datatype (significant on every rank but a root that passes
+/// MPI_IN_PLACE), root and communicator.
 ///
 /// # Safety
 /// The MPI standard's contract for MPI_Scatterv.

@@ -385,6 +385,25 @@ const NEIGHBOUR_COLLECTIVES: [&str; 5] = [
     "MPI_Neighbor_alltoallw",
 ];
 
+/// Libraries, by file name, whose imports are not the program's MPI calls: MPI's own, and the
+/// language runtimes.
+const NOT_CALLERS: [&str; 14] = [
+    "libmpi",
+    "libmpich",
+    "libfmpich",
+    "libopen-",
+    "libc.",
+    "libm.",
+    "libstdc++",
+    "libgcc",
+    "libgfortran",
+    "libquadmath",
+    "libpthread",
+    "libdl.",
+    "librt.",
+    "ld-linux",
+];
+
 /// The nonblocking form of a blocking collective's name: `MPI_Allreduce` -> `MPI_Iallreduce`.
 fn nonblocking(name: &str) -> Option<String> {
     let rest = name.strip_prefix("MPI_")?;
@@ -402,13 +421,14 @@ fn check_unwrapped_collectives(program: &Path, closure: &elf::Closure, doc: &Val
     let neighbour = NEIGHBOUR_COLLECTIVES.iter().flat_map(|n| [n.to_string(), nonblocking(n).unwrap_or_default()]);
     let names: HashSet<String> =
         wrapped.iter().filter_map(Value::as_str).filter_map(nonblocking).chain(neighbour).collect();
-    // MPI's own libraries define them, or import them to give their Fortran forms.
-    let is_mpi = |name: &str| ["libmpi", "libmpich", "libfmpich", "libopen-"].iter().any(|p| name.starts_with(p));
+    // MPI's own libraries define them, or import them to give their Fortran forms; the language
+    // runtimes call no MPI (and each library read is a whole file).
+    let skipped = |name: &str| NOT_CALLERS.iter().any(|p| name.starts_with(p));
     let files = std::iter::once((program.display().to_string(), Some(program.to_path_buf()))).chain(
         closure
             .libraries
             .iter()
-            .filter(|l| !is_mpi(elf::base_name(&l.name)))
+            .filter(|l| !skipped(elf::base_name(&l.name)))
             .map(|l| (elf::base_name(&l.name).to_string(), l.path.clone())),
     );
     let mut callers = Vec::new();
