@@ -246,6 +246,29 @@ void mpi_ibcast_(void);
     assert!(!r.has_line("note", "MPI", "which libaar.so does not wrap"), "{}", r.stdout);
 }
 
+/// A script, a file that is not ELF and a cut ELF file are problems that say what the file is
+/// (the doctor reads only where the headers point).
+#[test]
+fn a_script_or_a_non_elf_file_is_named_for_what_it_is() {
+    let dir = scratch();
+    let script = dir.join("launch.sh");
+    std::fs::write(&script, "#!/bin/sh -e\nexec ./app \"$@\"\n").unwrap();
+    let r = doctor(&[script.to_str().unwrap()], &[]);
+    r.expect_code(1);
+    r.expect_line("problem", "program", "is a script (#!/bin/sh -e), not an ELF program");
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, vec![0x5a_u8; 64 << 20]).unwrap();
+    let r = doctor(&[junk.to_str().unwrap()], &[]);
+    r.expect_line("problem", "program", "is not an ELF file (unknown format)");
+    // The first 200 bytes of a real program: its header, then program headers cut short.
+    let cut = dir.join("cut");
+    std::fs::write(&cut, &std::fs::read(ugni_program()).unwrap()[..200]).unwrap();
+    let r = doctor(&[cut.to_str().unwrap()], &[]);
+    r.expect_code(1);
+    r.expect_line("problem", "program", "is a damaged ELF file");
+    let _ = std::fs::remove_file(&junk);
+}
+
 /// Cray MPICH's own routing request: libaar.so changes adaptive requests only.
 #[test]
 fn a_non_adaptive_mpich_gni_routing_mode_is_a_warning() {

@@ -7,7 +7,8 @@
 
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, Sym};
-use object::{Endianness, FileKind};
+use object::read::ReadCache;
+use object::{Endianness, FileKind, ReadRef};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
@@ -81,21 +82,31 @@ pub enum NotElf {
     Damaged(object::Error),
 }
 
+/// The file at `path`, read only where the headers point (a library of a program's closure can
+/// be hundreds of megabytes; the doctor needs its headers, dynamic section and symbols).
+fn open(path: &Path) -> Result<ReadCache<std::fs::File>, NotElf> {
+    std::fs::File::open(path).map(ReadCache::new).map_err(NotElf::Unreadable)
+}
+
 pub fn read(path: &Path) -> Result<Elf, NotElf> {
-    let data = std::fs::read(path).map_err(NotElf::Unreadable)?;
-    if data.starts_with(b"#!") {
-        let line = data.split(|&b| b == b'\n').next().unwrap_or_default();
+    let cache = open(path)?;
+    let data = &cache;
+    if data.read_bytes_at(0, 2) == Ok(b"#!") {
+        // The interpreter line: at most a page of it.
+        let size = data.len().map_or(0, |n| n.min(4096));
+        let head = data.read_bytes_at(0, size).unwrap_or_default();
+        let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
         return Err(NotElf::Script(String::from_utf8_lossy(line).trim().to_string()));
     }
-    match FileKind::parse(&*data) {
-        Ok(FileKind::Elf32) => parse::<elf::FileHeader32<Endianness>>(&data),
-        Ok(FileKind::Elf64) => parse::<elf::FileHeader64<Endianness>>(&data),
+    match FileKind::parse(data) {
+        Ok(FileKind::Elf32) => parse::<elf::FileHeader32<Endianness>, _>(data),
+        Ok(FileKind::Elf64) => parse::<elf::FileHeader64<Endianness>, _>(data),
         Ok(kind) => Err(NotElf::OtherFormat(kind)),
         Err(_) => Err(NotElf::UnknownFormat),
     }
 }
 
-fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf, NotElf> {
+fn parse<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(data: R) -> Result<Elf, NotElf> {
     let bad = NotElf::Damaged;
     let header = H::parse(data).map_err(bad)?;
     let endian = header.endian().map_err(bad)?;
@@ -126,7 +137,11 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf, NotElf>
         let strings = sections.strings(endian, data, strtab).map_err(bad)?;
         for d in dyns {
             let Some(tag) = d.tag32(endian) else { continue };
-            let text = || d.string(endian, strings).map(|s| String::from_utf8_lossy(s).into_owned()).ok();
+            // `Dyn::string` takes a table of an in-memory file; this one reads from the cache.
+            let text = || {
+                let offset = u32::try_from(d.d_val(endian).into()).ok()?;
+                strings.get(offset).map(|s| String::from_utf8_lossy(s).into_owned()).ok()
+            };
             match tag {
                 elf::DT_NEEDED => info.needed.extend(text()),
                 elf::DT_SONAME => info.soname = text(),
@@ -143,17 +158,18 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf, NotElf>
 /// The undefined dynamic symbols of the ELF file at `path` (what it takes from other libraries at
 /// run time) whose names are in `names`.
 pub fn imports(path: &Path, names: &HashSet<String>) -> Result<HashSet<String>, NotElf> {
-    let data = std::fs::read(path).map_err(NotElf::Unreadable)?;
-    match FileKind::parse(&*data) {
-        Ok(FileKind::Elf32) => imports_of::<elf::FileHeader32<Endianness>>(&data, names),
-        Ok(FileKind::Elf64) => imports_of::<elf::FileHeader64<Endianness>>(&data, names),
+    let cache = open(path)?;
+    let data = &cache;
+    match FileKind::parse(data) {
+        Ok(FileKind::Elf32) => imports_of::<elf::FileHeader32<Endianness>, _>(data, names),
+        Ok(FileKind::Elf64) => imports_of::<elf::FileHeader64<Endianness>, _>(data, names),
         Ok(kind) => Err(NotElf::OtherFormat(kind)),
         Err(_) => Err(NotElf::UnknownFormat),
     }
 }
 
-fn imports_of<H: FileHeader<Endian = Endianness>>(
-    data: &[u8],
+fn imports_of<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
+    data: R,
     names: &HashSet<String>,
 ) -> Result<HashSet<String>, NotElf> {
     let bad = NotElf::Damaged;
