@@ -51,7 +51,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
     /// Also report the experiments read as one: the same A/B experiment run in several jobs,
-    /// their iterations one job after the other (those with the first one's policies)
+    /// their iterations one job after the other (those with the policies most of them have)
     #[arg(long)]
     pool: bool,
 }
