@@ -177,8 +177,8 @@ static int scan(int rank, long it, int exclusive)
 }
 
 static const char *const MODES[] = {
-	"barrier",  "allreduce", "allgatherv",	   "alltoallv",		   "gatherv", "scatterv",
-	"alltoallw", "reduce_scatter", "reduce_scatter_block", "scan", "exscan",
+	"barrier",   "allreduce",      "allgatherv",           "alltoallv", "gatherv", "scatterv",
+	"alltoallw", "reduce_scatter", "reduce_scatter_block", "scan",      "exscan",
 };
 
 static int known(const char *mode)
