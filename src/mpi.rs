@@ -89,26 +89,41 @@ const MPI_ERR_INTERN: c_int = 16;
 /// A wrapped MPI function and its PMPI function, found on first use.
 pub struct Collective {
     function: MpiFunction,
-    pmpi: &'static CStr,
     addr: AtomicPtr<c_void>,
     reported_missing: AtomicBool,
 }
 
+/// Longest PMPI name with its NUL (`PMPI_Reduce_scatter_block`).
+const PMPI_NAME_MAX: usize = 32;
+
 impl Collective {
-    const fn new(function: MpiFunction, pmpi: &'static CStr) -> Self {
-        Self { function, pmpi, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
+    const fn new(function: MpiFunction) -> Self {
+        Self { function, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
+    }
+
+    /// `P` and the function's own name, NUL-terminated, in `buf` (no allocation: the first call
+    /// of each function looks it up, inside the application's call).
+    fn pmpi_name<'b>(&self, buf: &'b mut [u8; PMPI_NAME_MAX]) -> &'b CStr {
+        let name = self.function.name().as_bytes();
+        let n = name.len().min(PMPI_NAME_MAX - 2);
+        buf[0] = b'P';
+        buf[1..=n].copy_from_slice(&name[..n]);
+        buf[n + 1] = 0;
+        CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"")
     }
 
     /// The PMPI function as `F`, its prototype (see the exports).
     fn real<F: Copy>(&self) -> Option<F> {
         let mut p = self.addr.load(Ordering::Acquire);
         if p.is_null() {
+            let mut buf = [0; PMPI_NAME_MAX];
+            let pmpi = self.pmpi_name(&mut buf);
             // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the MPI library after us,
             // RTLD_DEFAULT covers an MPI linked into the executable itself.
             p = unsafe {
-                let next = libc::dlsym(libc::RTLD_NEXT, self.pmpi.as_ptr());
+                let next = libc::dlsym(libc::RTLD_NEXT, pmpi.as_ptr());
                 if next.is_null() {
-                    libc::dlsym(libc::RTLD_DEFAULT, self.pmpi.as_ptr())
+                    libc::dlsym(libc::RTLD_DEFAULT, pmpi.as_ptr())
                 } else {
                     next
                 }
@@ -122,24 +137,23 @@ impl Collective {
     }
 }
 
-pub static BARRIER: Collective = Collective::new(MpiFunction::Barrier, c"PMPI_Barrier");
-pub static ALLREDUCE: Collective = Collective::new(MpiFunction::Allreduce, c"PMPI_Allreduce");
-pub static REDUCE: Collective = Collective::new(MpiFunction::Reduce, c"PMPI_Reduce");
-pub static BCAST: Collective = Collective::new(MpiFunction::Bcast, c"PMPI_Bcast");
-pub static ALLGATHER: Collective = Collective::new(MpiFunction::Allgather, c"PMPI_Allgather");
-pub static ALLGATHERV: Collective = Collective::new(MpiFunction::Allgatherv, c"PMPI_Allgatherv");
-pub static ALLTOALL: Collective = Collective::new(MpiFunction::Alltoall, c"PMPI_Alltoall");
-pub static ALLTOALLV: Collective = Collective::new(MpiFunction::Alltoallv, c"PMPI_Alltoallv");
-pub static GATHER: Collective = Collective::new(MpiFunction::Gather, c"PMPI_Gather");
-pub static SCATTER: Collective = Collective::new(MpiFunction::Scatter, c"PMPI_Scatter");
-pub static GATHERV: Collective = Collective::new(MpiFunction::Gatherv, c"PMPI_Gatherv");
-pub static SCATTERV: Collective = Collective::new(MpiFunction::Scatterv, c"PMPI_Scatterv");
-pub static ALLTOALLW: Collective = Collective::new(MpiFunction::Alltoallw, c"PMPI_Alltoallw");
-pub static REDUCE_SCATTER: Collective = Collective::new(MpiFunction::ReduceScatter, c"PMPI_Reduce_scatter");
-pub static REDUCE_SCATTER_BLOCK: Collective =
-    Collective::new(MpiFunction::ReduceScatterBlock, c"PMPI_Reduce_scatter_block");
-pub static SCAN: Collective = Collective::new(MpiFunction::Scan, c"PMPI_Scan");
-pub static EXSCAN: Collective = Collective::new(MpiFunction::Exscan, c"PMPI_Exscan");
+pub static BARRIER: Collective = Collective::new(MpiFunction::Barrier);
+pub static ALLREDUCE: Collective = Collective::new(MpiFunction::Allreduce);
+pub static REDUCE: Collective = Collective::new(MpiFunction::Reduce);
+pub static BCAST: Collective = Collective::new(MpiFunction::Bcast);
+pub static ALLGATHER: Collective = Collective::new(MpiFunction::Allgather);
+pub static ALLGATHERV: Collective = Collective::new(MpiFunction::Allgatherv);
+pub static ALLTOALL: Collective = Collective::new(MpiFunction::Alltoall);
+pub static ALLTOALLV: Collective = Collective::new(MpiFunction::Alltoallv);
+pub static GATHER: Collective = Collective::new(MpiFunction::Gather);
+pub static SCATTER: Collective = Collective::new(MpiFunction::Scatter);
+pub static GATHERV: Collective = Collective::new(MpiFunction::Gatherv);
+pub static SCATTERV: Collective = Collective::new(MpiFunction::Scatterv);
+pub static ALLTOALLW: Collective = Collective::new(MpiFunction::Alltoallw);
+pub static REDUCE_SCATTER: Collective = Collective::new(MpiFunction::ReduceScatter);
+pub static REDUCE_SCATTER_BLOCK: Collective = Collective::new(MpiFunction::ReduceScatterBlock);
+pub static SCAN: Collective = Collective::new(MpiFunction::Scan);
+pub static EXSCAN: Collective = Collective::new(MpiFunction::Exscan);
 
 thread_local! {
     /// Collectives and MPI_Alltoalls this thread is inside.
@@ -273,9 +287,9 @@ fn boundary_call() {
 fn missing(c: &Collective) -> c_int {
     if !c.reported_missing.swap(true, Ordering::Relaxed) {
         diag::error(&format!(
-            "{} was called but {} cannot be found; returning MPI_ERR_INTERN.",
+            "{} was called but P{} cannot be found; returning MPI_ERR_INTERN.",
             c.function.name(),
-            c.pmpi.to_string_lossy()
+            c.function.name()
         ));
     }
     MPI_ERR_INTERN
@@ -332,4 +346,18 @@ pub fn forward<F: Copy>(c: &Collective, key: [u64; 4], call: impl FnOnce(F) -> c
         }
     }
     rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_pmpi_name_is_its_function_s_name_after_a_p() {
+        for f in MpiFunction::ALL {
+            let mut buf = [0; PMPI_NAME_MAX];
+            let name = Collective::new(f).pmpi_name(&mut buf).to_str().unwrap().to_string();
+            assert_eq!(name, format!("P{}", f.name()));
+        }
+    }
 }
