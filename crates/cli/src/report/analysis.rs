@@ -369,17 +369,18 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     // The experiments' own warnings are in their reports already.
     let mut quiet = |_: String| {};
     let mut pooled = Usable::new(first.policies.len());
-    let mut totals = same[0].totals.clone();
+    // `first` is `same[0]`: the others' sums are added to its own.
+    let mut totals = first.totals.clone();
+    for e in &same[1..] {
+        for (sum, t) in totals.iter_mut().zip(&e.totals) {
+            sum.merge(t);
+        }
+    }
     let (mut seen, mut offset, mut warmup_rows) = (0, 0u64, 0);
-    for (k, e) in same.iter().enumerate() {
+    for e in &same {
         // indices one after the other, in the order the experiments were read
         pooled.append(usable(e, s, &mut quiet), offset);
         offset += e.iterations.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
-        if k > 0 {
-            for (sum, t) in totals.iter_mut().zip(&e.totals) {
-                sum.merge(t);
-            }
-        }
         seen += e.iterations.len();
         warmup_rows += e.warmup_rows;
     }
