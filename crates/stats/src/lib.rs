@@ -184,31 +184,53 @@ pub const RUNS_MIN_VALUES: usize = 10;
 /// p = erfc(|z|/√2). `None` with fewer than [`RUNS_MIN_VALUES`] values off the median, or all
 /// on one side.
 pub fn runs_test(in_order: &[f64]) -> Option<Runs> {
-    if in_order.len() < RUNS_MIN_VALUES {
+    runs_test_within(in_order, &[])
+}
+
+/// [`runs_test`] of values measured in several parts (e.g. jobs) that may differ as a whole:
+/// `strata` are the lengths of `in_order`'s consecutive parts (empty: one part). Each part's values
+/// are judged above or below that part's own median and its runs counted within it; R, μ and σ²
+/// are the sums over the parts, so a part faster or slower than the others is not a spell.
+pub fn runs_test_within(in_order: &[f64], strata: &[usize]) -> Option<Runs> {
+    let whole = [in_order.len()];
+    let strata = if strata.is_empty() || strata.iter().sum::<usize>() != in_order.len() { &whole[..] } else { strata };
+    let (mut runs, mut n, mut expected, mut var) = (0usize, 0usize, 0.0, 0.0);
+    let mut start = 0;
+    for &len in strata {
+        let part = &in_order[start..start + len];
+        start += len;
+        if part.is_empty() {
+            continue;
+        }
+        let mut sorted = part.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let m = median(&sorted);
+        let sides: Vec<bool> = part.iter().filter(|&&v| v != m).map(|&v| v > m).collect();
+        let k = sides.len();
+        if k == 0 {
+            continue;
+        }
+        let n1 = sides.iter().filter(|&&above| above).count() as f64;
+        let (n2, kk) = ((k as f64) - n1, k as f64);
+        runs += 1 + sides.windows(2).filter(|w| w[0] != w[1]).count();
+        n += k;
+        expected += 2.0 * n1 * n2 / kk + 1.0;
+        if k > 1 {
+            var += 2.0 * n1 * n2 * (2.0 * n1 * n2 - kk) / (kk * kk * (kk - 1.0));
+        }
+    }
+    if n < RUNS_MIN_VALUES || var <= 0.0 {
         return None;
     }
-    let mut sorted = in_order.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let m = median(&sorted);
-    let sides: Vec<bool> = in_order.iter().filter(|&&v| v != m).map(|&v| v > m).collect();
-    let n1 = sides.iter().filter(|&&above| above).count();
-    let n = sides.len();
-    let n2 = n - n1;
-    if n < RUNS_MIN_VALUES || n1 == 0 || n2 == 0 {
-        return None;
-    }
-    let runs = 1 + sides.windows(2).filter(|w| w[0] != w[1]).count();
-    let (f1, f2, nn) = (n1 as f64, n2 as f64, n as f64);
-    let expected = 2.0 * f1 * f2 / nn + 1.0;
-    let var = 2.0 * f1 * f2 * (2.0 * f1 * f2 - nn) / (nn * nn * (nn - 1.0));
     let d = runs as f64 - expected;
     let z = ((d.abs() - 0.5).max(0.0) / var.sqrt()) * d.signum();
     let p = erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0);
     Some(Runs { runs, expected, z, p })
 }
 
-/// A sample for the bootstrap: ascending, and, when its values came in spells, the order they
-/// were measured in with the length of the blocks a resample draws.
+/// A sample for the bootstrap: ascending, and, when its values came in spells or in parts that
+/// may differ as a whole, the order they were measured in with the length of the blocks a
+/// resample draws and the parts each resampled on its own.
 ///
 /// Resampling values one by one assumes they are independent. Where slow values come in spells
 /// (a slow phase of the machine longer than an A/B block), one-by-one draws mix the spells away
@@ -218,46 +240,74 @@ pub fn runs_test(in_order: &[f64]) -> Option<Runs> {
 #[derive(Clone, Copy, Debug)]
 pub struct Sample<'a> {
     sorted: &'a [f64],
-    /// In the order measured, and the block length (at least 2).
-    blocks: Option<(&'a [f64], usize)>,
+    /// How a resample draws, when not one value at a time from the whole sample.
+    draws: Option<Draws<'a>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Draws<'a> {
+    /// The values in the order measured.
+    in_order: &'a [f64],
+    /// Consecutive values drawn together (1: one at a time).
+    block: usize,
+    /// Lengths of `in_order`'s consecutive parts, each resampled on its own (empty: one part).
+    strata: &'a [usize],
 }
 
 impl<'a> Sample<'a> {
     /// Independent values, ascending.
     pub fn independent(sorted: &'a [f64]) -> Self {
-        Self { sorted, blocks: None }
+        Self { sorted, draws: None }
     }
 
     /// Values whose order matters: `sorted` ascending, `in_order` the same values in the order
     /// measured, resampled in blocks of `block` consecutive values (1: one by one, as
     /// [`Sample::independent`]).
     pub fn in_blocks(sorted: &'a [f64], in_order: &'a [f64], block: usize) -> Self {
+        Self::in_strata(sorted, in_order, block, &[])
+    }
+
+    /// [`Sample::in_blocks`] for values measured in several parts (e.g. jobs) that may differ as
+    /// a whole: `strata` are the lengths of `in_order`'s consecutive parts, and a resample draws
+    /// each part's length from that part alone (a stratified bootstrap), so the differences
+    /// between the parts do not enter the intervals. Empty, or not adding up to the sample's
+    /// length: one part.
+    pub fn in_strata(sorted: &'a [f64], in_order: &'a [f64], block: usize, strata: &'a [usize]) -> Self {
         debug_assert_eq!(sorted.len(), in_order.len());
-        let blocks = (block > 1 && in_order.len() == sorted.len()).then_some((in_order, block));
-        Self { sorted, blocks }
+        let strata = if strata.len() > 1 && strata.iter().sum::<usize>() == in_order.len() { strata } else { &[] };
+        let draws = ((block > 1 || !strata.is_empty()) && in_order.len() == sorted.len()).then_some(Draws {
+            in_order,
+            block: block.max(1),
+            strata,
+        });
+        Self { sorted, draws }
     }
 
     /// One resample (n draws), ascending, into `out`.
     fn resample<'o>(&self, rng: &mut Rng, counts: &mut Vec<u32>, out: &'o mut Vec<f64>) -> &'o [f64] {
-        match self.blocks {
-            None => resample_sorted(self.sorted, rng, counts, out),
-            Some((in_order, block)) => {
-                let n = in_order.len();
-                out.clear();
-                while out.len() < n {
-                    let start = rng.index(n);
-                    let take = block.min(n - out.len());
-                    out.extend((start..start + take).map(|k| in_order[k % n]));
-                }
-                out.sort_by(f64::total_cmp);
-                out
+        let Some(d) = self.draws else { return resample_sorted(self.sorted, rng, counts, out) };
+        out.clear();
+        let whole = [d.in_order.len()];
+        let strata = if d.strata.is_empty() { &whole[..] } else { d.strata };
+        let mut start = 0;
+        for &len in strata {
+            let part = &d.in_order[start..start + len];
+            start += len;
+            // Circular blocks within the part: each draw is one of its values, in its order.
+            let end = out.len() + len;
+            while out.len() < end {
+                let at = rng.index(len);
+                let take = d.block.min(len).min(end - out.len());
+                out.extend((at..at + take).map(|k| part[k % len]));
             }
         }
+        out.sort_by(f64::total_cmp);
+        out
     }
 
     /// The median of one resample.
     fn resample_median(&self, rng: &mut Rng, counts: &mut Vec<u32>, out: &mut Vec<f64>) -> f64 {
-        match self.blocks {
+        match self.draws {
             None => bootstrap_median(self.sorted, rng),
             Some(_) => median(self.resample(rng, counts, out)),
         }
@@ -611,6 +661,68 @@ mod tests {
         assert_eq!(qcd_difference(one, &y, 0.95, 500, 3), qcd_difference(&sorted, &y, 0.95, 500, 3));
         let three = Sample::in_blocks(&sorted, &x, 3);
         assert_ne!(qcd_difference(three, &y, 0.95, 500, 3), qcd_difference(&sorted, &y, 0.95, 500, 3));
+    }
+
+    /// Three parts (jobs) at different speeds, each of independent values: judged as one series
+    /// their values come in spells a part long; judged within the parts, they do not. With one
+    /// part the test is the plain runs test's.
+    #[test]
+    fn runs_within_parts_do_not_see_the_parts_as_spells() {
+        let mut rng = Rng::new(11);
+        let series: Vec<f64> = [1.0, 1.3, 0.8]
+            .into_iter()
+            .flat_map(|speed| (0..40).map(|_| speed * (0.02 * rng.normal()).exp()).collect::<Vec<_>>())
+            .collect();
+        let whole = runs_test(&series).unwrap();
+        assert!(whole.z < -5.0, "{whole:?}");
+        let within = runs_test_within(&series, &[40, 40, 40]).unwrap();
+        assert!(within.z.abs() < 2.0 && within.p > 0.05, "{within:?}");
+        // By hand: each part's runs about its own median, summed.
+        let by_part: usize = series.chunks(40).map(|c| runs_test(c).unwrap().runs).sum();
+        assert_eq!(within.runs, by_part);
+        assert_eq!(runs_test_within(&series, &[120]), Some(whole));
+        assert_eq!(runs_test_within(&series, &[]), Some(whole));
+        assert_eq!(runs_test_within(&series, &[40, 40]), Some(whole), "parts that do not add up: one part");
+    }
+
+    /// A stratified resample draws each part's length from that part alone; the ratio of two
+    /// policies measured alike in every part then has a narrower interval than when the parts'
+    /// mix varies from resample to resample, and it still covers the true ratio.
+    #[test]
+    fn strata_are_resampled_apart() {
+        // Parts whose values do not overlap: every resample has 10, 20 and 30 values in them.
+        let x: Vec<f64> = (0..10)
+            .map(f64::from)
+            .chain((0..20).map(|i| 100.0 + f64::from(i)))
+            .chain((0..30).map(|i| 1000.0 + f64::from(i)))
+            .collect();
+        let sorted = x.clone();
+        let s = Sample::in_strata(&sorted, &x, 1, &[10, 20, 30]);
+        let (mut rng, mut counts, mut out) = (Rng::new(3), Vec::new(), Vec::new());
+        for _ in 0..50 {
+            let r = s.resample(&mut rng, &mut counts, &mut out);
+            let part = |lo: f64, hi: f64| r.iter().filter(|&&v| lo <= v && v < hi).count();
+            assert_eq!((part(0.0, 10.0), part(100.0, 120.0), part(1000.0, 1030.0)), (10, 20, 30));
+        }
+        // Two policies, B 1.1 × A, in three jobs of different speeds.
+        let mut rng = Rng::new(5);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for speed in [1.0, 1.2, 0.9] {
+            for _ in 0..40 {
+                a.push(speed * (0.02 * rng.normal()).exp());
+                b.push(1.1 * speed * (0.02 * rng.normal()).exp());
+            }
+        }
+        let (mut sa, mut sb) = (a.clone(), b.clone());
+        sa.sort_by(f64::total_cmp);
+        sb.sort_by(f64::total_cmp);
+        let jobs = [40, 40, 40];
+        let strata =
+            ratio_of_medians(Sample::in_strata(&sa, &a, 1, &jobs), Sample::in_strata(&sb, &b, 1, &jobs), 0.95, 2000, 1)
+                .unwrap();
+        let mixed = ratio_of_medians(&sa, &sb, 0.95, 2000, 1).unwrap();
+        assert!(strata.1 <= 1.1 && 1.1 <= strata.2, "{strata:?}");
+        assert!(strata.2 - strata.1 < 0.75 * (mixed.2 - mixed.1), "strata {strata:?}, mixed {mixed:?}");
     }
 
     #[test]

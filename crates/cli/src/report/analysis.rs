@@ -218,6 +218,8 @@ struct Usable {
     slowest: std::collections::HashMap<u32, usize>,
     incomplete: usize,
     conflicting: usize,
+    /// Pooled: the first index of each job's iterations (empty for one experiment).
+    jobs: Vec<u64>,
 }
 
 impl Usable {
@@ -229,12 +231,14 @@ impl Usable {
             slowest: std::collections::HashMap::new(),
             incomplete: 0,
             conflicting: 0,
+            jobs: Vec::new(),
         }
     }
 
     /// `o`'s iterations after these, its indices moved up by `offset` (the slowest ranks are
     /// not added up: ranks of different jobs are different nodes).
     fn append(&mut self, o: Usable, offset: u64) {
+        self.jobs.push(offset);
         self.series.extend(o.series.iter().map(|&(i, v, p)| (offset + i, v, p)));
         for (mine, theirs) in self.isolated.iter_mut().zip(o.isolated).chain(self.congested.iter_mut().zip(o.congested))
         {
@@ -339,10 +343,13 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     Some(r)
 }
 
-/// One report of the experiments `es` together, as if their iterations had run one after the
-/// other in one job: the A/B experiment repeated in several jobs (several allocations, days,
-/// placements), whose iterations are independent across jobs. Only the experiments with the
-/// policies and modes most of them have are pooled (a warning names the others). Ranks are not
+/// One report of the experiments `es` together, their iterations one job after the other: the
+/// A/B experiment repeated in several jobs (several allocations, days, placements). The policies
+/// ran alike in every job, so each job is a stratum: judged against its own median for spells
+/// and resampled apart from the others, so that a job faster or slower than the rest (another
+/// placement, another day's traffic) does not widen the intervals of the policies' comparison.
+/// Only the experiments with the policies and modes most of them have are pooled (a warning
+/// names the others). Ranks are not
 /// the same nodes from one job to the next, so there are no per-rank figures. `None` with fewer
 /// than two experiments to pool, or no usable iteration.
 pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
@@ -400,11 +407,24 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     Some(r)
 }
 
+/// How many of policy `p`'s iterations of `series` (in index order) each job has, the jobs
+/// starting at the indices `jobs` (empty with fewer than two jobs).
+fn per_job(series: &[(u64, f64, usize)], jobs: &[u64], p: usize) -> Vec<usize> {
+    if jobs.len() < 2 {
+        return Vec::new();
+    }
+    let mut counts = vec![0; jobs.len()];
+    for &(i, _, _) in series.iter().filter(|s| s.2 == p) {
+        counts[jobs.partition_point(|&start| start <= i).saturating_sub(1)] += 1;
+    }
+    counts
+}
+
 /// What a warning about spells advises for one experiment.
 const SPELLS_FIX: &str = "More iterations, or several shorter runs (read together with --pool), make it trustworthy";
 /// ... and for experiments pooled, whose spells may be the jobs themselves.
-const POOLED_SPELLS_FIX: &str = "Pooled, a spell may be a whole job faster or slower than the others: each job's own \
-                                 table says which";
+const POOLED_SPELLS_FIX: &str = "Pooled, these spells are within jobs (each job judged against its own median): \
+                                 each job's own table says which";
 
 /// Per-policy figures of `u`'s iterations (the header's fields from `e`); `spells_fix` ends a
 /// warning about spells.
@@ -417,7 +437,7 @@ fn figures(
     spells_fix: &str,
 ) -> ExperimentReport {
     let np = e.policies.len();
-    let Usable { series, mut isolated, mut congested, incomplete, conflicting, .. } = u;
+    let Usable { series, mut isolated, mut congested, incomplete, conflicting, jobs, .. } = u;
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); np];
     for &(_, v, p) in &series {
         samples[p].push(v);
@@ -432,7 +452,11 @@ fn figures(
     // The intervals and tests treat iterations as independent; too few runs above and below a
     // policy's median say its slow iterations came in spells.
     let in_order: Vec<Vec<f64>> = (0..np).map(|p| series.iter().filter(|s| s.2 == p).map(|s| s.1).collect()).collect();
-    let independence: Vec<Option<stats::Runs>> = in_order.iter().map(|v| stats::runs_test(v)).collect();
+    // Pooled, each job's iterations are judged against its own median and resampled apart from
+    // the other jobs' (the policies ran alike in every job, so a job's own speed is no spell).
+    let strata: Vec<Vec<usize>> = (0..np).map(|p| per_job(&series, &jobs, p)).collect();
+    let independence: Vec<Option<stats::Runs>> =
+        in_order.iter().zip(&strata).map(|(v, jobs)| stats::runs_test_within(v, jobs)).collect();
     let judged = independence.iter().flatten().count().max(1);
     let mut blocks = vec![1; np];
     for (p, ind) in independence.iter().enumerate() {
@@ -454,16 +478,17 @@ fn figures(
             ));
         }
     }
-    let sample = |p: usize| stats::Sample::in_blocks(&samples[p], &in_order[p], blocks[p]);
+    let sample = |p: usize| stats::Sample::in_strata(&samples[p], &in_order[p], blocks[p], &strata[p]);
     let first = &samples[0];
     let policy_stats = (0..np)
         .map(|p| {
             let x = &samples[p];
             let t = &totals[p];
             let seed = s.seed.wrapping_add(p as u64);
-            // An exact interval for independent iterations; a block bootstrap's for spells.
-            let ci = match blocks[p] {
-                1 => stats::median_ci(x, LEVEL).map(|c| ([c.low, c.high], Some(c.coverage))),
+            // An exact interval for independent iterations of one job; a bootstrap's for spells
+            // (in blocks) or jobs (each resampled apart).
+            let ci = match (blocks[p], strata[p].is_empty()) {
+                (1, true) => stats::median_ci(x, LEVEL).map(|c| ([c.low, c.high], Some(c.coverage))),
                 _ => stats::bootstrap_median_ci(sample(p), LEVEL, s.resamples, seed).map(|c| ([c.0, c.1], None)),
             };
             let vs_first = (p > 0 && !x.is_empty() && !first.is_empty()).then(|| {
@@ -623,10 +648,12 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
         bootstrap_seed: s.seed,
         iteration_time: "max over ranks of end_ns - start_ns for each iteration index",
         median_ci: "order statistics, exact binomial(n, 1/2); for a policy whose iterations came in spells \
-                    (independence_test), percentile bootstrap in blocks of bootstrap_block iterations",
+                    (independence_test), percentile bootstrap in blocks of bootstrap_block iterations; pooled \
+                    (--pool), percentile bootstrap with each job's iterations resampled apart",
         ratio_ci: "percentile bootstrap of median(policy)/median(first policy), seeded; each sample resampled \
                    one iteration at a time, or in circular blocks of bootstrap_block consecutive iterations for \
-                   a policy whose iterations came in spells",
+                   a policy whose iterations came in spells; pooled (--pool), each job's iterations resampled \
+                   apart from the other jobs' (stratified), as many as it has",
         qcd_difference_ci: "percentile bootstrap of QCD(policy) - QCD(first policy), each sample resampled \
                             with replacement as for ratio_ci, seeded",
         test: "Mann-Whitney U vs the first policy, two-sided, normal approximation with tie and continuity \
@@ -636,6 +663,8 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
         independence_test: "Wald-Wolfowitz runs test of each policy's iteration times, in the order they ran, \
                             above and below its median (at least 10 off the median); a warning when too few \
                             runs at alpha 0.05 Bonferroni-divided by the policies judged, and that policy's \
-                            bootstrap resamples blocks of ceil(n / runs) iterations (at least 2, at most n / 2)",
+                            bootstrap resamples blocks of ceil(n / runs) iterations (at least 2, at most n / 2); \
+                            pooled (--pool), each job's iterations above and below its own median, the runs, \
+                            their expected count and variance summed over the jobs",
     }
 }

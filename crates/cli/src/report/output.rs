@@ -322,7 +322,14 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
     let alpha = e.policy_stats.iter().find_map(|p| p.vs_first.as_ref().map(|c| c.alpha)).unwrap_or(0.05);
     let mut notes = vec![
         "iteration time = the slowest rank's end - start in each iteration".into(),
-        "95% CI of the median: order statistics (exact binomial); QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy".into(),
+        format!(
+            "95% CI of the median: {}; QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy",
+            if e.pooled_from.is_empty() {
+                "order statistics (exact binomial)"
+            } else {
+                "bootstrap (pooled: see below)"
+            }
+        ),
         format!(
             "ratio = median / median of {first}, 95% CI by a seeded bootstrap ({} resamples, seed {})",
             r.settings.bootstrap_resamples, r.settings.bootstrap_seed
@@ -352,6 +359,14 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
              its spells are on average (the median's without an exact coverage); p still treats them as independent",
             spells.join(", ")
         ));
+    }
+    if !e.pooled_from.is_empty() {
+        notes.push(
+            "pooled: each job's iterations are judged for spells against their job's own median and resampled apart \
+             from the other jobs' (a stratified bootstrap), so a job faster or slower than the others does not widen \
+             the intervals; p pools the jobs' iterations as one sample"
+                .into(),
+        );
     }
     notes
 }
