@@ -8,7 +8,8 @@
 //! - `NIC GROUP ROUTER`: three whole numbers (the NIC address decimal or `0x` hexadecimal), the
 //!   form a site writes from its own records;
 //! - a line of `xtprocadmin` output, `NID (HEX) NODENAME TYPE ...`, e.g.
-//!   `20 0x14 c0-0c0s5n0 compute up batch`: the NIC address is taken to be the NID, and the place
+//!   `20 0x14 c0-0c0s5n0 compute up batch`: the NIC address is taken to be the NID (checked
+//!   against this node's `/proc/cray_xt`, [`Topology::check_names`]), and the place
 //!   comes from the node name `c<column>-<row>c<chassis>s<slot>n<node>`: one router per slot of a
 //!   chassis (an Aries blade), one group per two neighbouring cabinets of a row (columns 2k and
 //!   2k+1, as an XC40 group of 6 chassis is built). Group and router numbers are then dense ids
@@ -30,6 +31,28 @@ pub use aar_engine::NodeLocation as Location;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Topology {
     nodes: BTreeMap<u32, Location>,
+    /// The node names of the `xtprocadmin` lines, by NID (their key in `nodes`).
+    named: BTreeMap<u32, String>,
+}
+
+/// What a Cray XC node says of itself in `/proc/cray_xt`: its NID and its node name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrayXt {
+    pub nid: u32,
+    pub cname: Option<String>,
+}
+
+impl CrayXt {
+    /// This node's files (`AAR_EMU_CRAY_XT`, the emulator's stand-in, else `/proc/cray_xt`);
+    /// `None` off a Cray XC node.
+    pub fn read() -> Option<CrayXt> {
+        let dir = std::env::var_os("AAR_EMU_CRAY_XT")
+            .filter(|d| !d.is_empty())
+            .map_or_else(|| std::path::PathBuf::from("/proc/cray_xt"), std::path::PathBuf::from);
+        let nid = std::fs::read_to_string(dir.join("nid")).ok()?.trim().parse().ok()?;
+        let cname = std::fs::read_to_string(dir.join("cname")).ok().map(|c| c.trim().to_string());
+        Some(CrayXt { nid, cname: cname.filter(|c| !c.is_empty()) })
+    }
 }
 
 /// Dense ids for `keys`, in their sorted order.
@@ -63,7 +86,7 @@ impl FromStr for Topology {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, String> {
         let mut explicit = BTreeMap::new();
-        // xtprocadmin lines: NIC -> (group key, router key), numbered densely at the end.
+        // xtprocadmin lines: NIC -> (node name, group key, router key), numbered densely at the end.
         let mut named = BTreeMap::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -74,7 +97,7 @@ impl FromStr for Topology {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let nic = fields.first().and_then(|f| nic_address(f)).ok_or_else(|| bad("no NIC address first"))?;
             let seen = if let Some((row, col, chassis, slot)) = fields.get(2).and_then(|n| cname(n)) {
-                named.insert(nic, ((row, col / 2), (row, col, chassis, slot))).is_some()
+                named.insert(nic, (fields[2].to_string(), (row, col / 2), (row, col, chassis, slot))).is_some()
             } else if let [_, group, router] = fields[..] {
                 let (Ok(group), Ok(router)) = (group.parse::<u32>(), router.parse::<u32>()) else {
                     return Err(bad("group and router must be whole numbers"));
@@ -87,14 +110,14 @@ impl FromStr for Topology {
                 return Err(bad("this NIC address is listed twice"));
             }
         }
-        let groups = dense(named.values().map(|(g, _)| *g));
-        let routers = dense(named.values().map(|(_, r)| *r));
+        let groups = dense(named.values().map(|(_, g, _)| *g));
+        let routers = dense(named.values().map(|(_, _, r)| *r));
         let mut nodes = explicit;
-        nodes.extend(named.into_iter().map(|(nic, (g, r))| (nic, Location { group: groups[&g], router: routers[&r] })));
+        nodes.extend(named.iter().map(|(&nic, (_, g, r))| (nic, Location { group: groups[g], router: routers[r] })));
         if nodes.is_empty() {
             return Err("no node is listed".into());
         }
-        Ok(Self { nodes })
+        Ok(Self { nodes, named: named.into_iter().map(|(nic, (name, _, _))| (nic, name)).collect() })
     }
 }
 
@@ -102,6 +125,32 @@ impl Topology {
     /// The place of the node with this NIC address, if the table lists it.
     pub fn location(&self, nic: u32) -> Option<Location> {
         self.nodes.get(&nic).copied()
+    }
+
+    /// Check the `xtprocadmin` lines against what this node says of itself (`here`: its
+    /// `/proc/cray_xt`; `nic`: its NIC address). Those lines name nodes by NID, which the table
+    /// takes to be the NIC address: if this node's NID is not its NIC address, or the table gives
+    /// its NID another node name, they would put destinations in the wrong classes. Then they
+    /// are left out, and the error says why. Nothing to check without such lines or off a Cray XC
+    /// node.
+    pub fn check_names(&mut self, here: Option<&CrayXt>, nic: Option<u32>) -> Result<(), String> {
+        let Some(here) = here.filter(|_| !self.named.is_empty()) else { return Ok(()) };
+        let why = match (nic, self.named.get(&here.nid), here.cname.as_deref()) {
+            (Some(nic), _, _) if nic != here.nid => format!(
+                "this node's NID is {} (/proc/cray_xt/nid) but its NIC address is {nic:#x} (PMI_GNI_LOC_ADDR), \
+                 so the NIDs of its xtprocadmin lines are not the NIC addresses posts go to",
+                here.nid
+            ),
+            (_, Some(listed), Some(cname)) if listed != cname => format!(
+                "it lists NID {} as {listed} but this node is {cname} (/proc/cray_xt/cname): its xtprocadmin \
+                 lines are not this machine's",
+                here.nid
+            ),
+            _ => return Ok(()),
+        };
+        let named = std::mem::take(&mut self.named);
+        self.nodes.retain(|nic, _| !named.contains_key(nic));
+        Err(why)
     }
 }
 
@@ -121,9 +170,25 @@ pub fn load(variable: Option<&str>) -> Option<&'static Topology> {
                     (std::path::Path::new(&dir).join("topology"), "the emulated job's topology")
                 }
             };
-            let parsed = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| t.parse());
+            let parsed = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| t.parse::<Topology>());
             match parsed {
-                Ok(t) => Some(t),
+                Ok(mut t) => {
+                    let shown = path.display().to_string();
+                    if let Err(why) = t.check_names(CrayXt::read().as_ref(), local_nic_address()) {
+                        let kept = if t.nodes.is_empty() {
+                            "every destination is treated alike (one class)".to_string()
+                        } else {
+                            format!("only its {} NIC GROUP ROUTER lines are used", t.nodes.len())
+                        };
+                        NO_TABLE_SAID.store(true, Ordering::Relaxed);
+                        diag::warn(&format!(
+                            "{from}=\"{}\": {why}. Its xtprocadmin lines are left out: {kept}. Give this machine's \
+                             table, with lines of NIC GROUP ROUTER keyed by the NIC addresses PMI_GNI_LOC_ADDR gives.",
+                            shown.escape_debug()
+                        ));
+                    }
+                    (!t.nodes.is_empty()).then_some(t)
+                }
                 Err(why) => {
                     NO_TABLE_SAID.store(true, Ordering::Relaxed);
                     diag::warn(&format!(
@@ -242,6 +307,38 @@ mod tests {
         assert_ne!(a.router, c.router);
         assert_ne!(a.group, d.group, "c2-0 starts the next group");
         assert_ne!(a.router, d.router, "the same slot in another group is another router");
+    }
+
+    /// The xtprocadmin lines are checked against what the node says of itself; the NIC lines
+    /// need no check and stay.
+    #[test]
+    fn xtprocadmin_lines_are_checked_against_the_node() {
+        let text = "20 0x14 c0-0c0s5n0 compute up batch\n21 0x15 c0-0c0s5n1 compute up batch\n0x100 4 9\n";
+        let table: Topology = text.parse().unwrap();
+        let node = |nid: u32, cname: &str| CrayXt { nid, cname: Some(cname.to_string()) };
+        for (here, nic) in [
+            (Some(node(20, "c0-0c0s5n0")), Some(20)),
+            (Some(node(20, "c0-0c0s5n0")), None),
+            (Some(CrayXt { nid: 21, cname: None }), Some(21)),
+            (None, Some(0x100)),
+        ] {
+            let mut t = table.clone();
+            assert_eq!(t.check_names(here.as_ref(), nic), Ok(()), "{here:?} {nic:?}");
+            assert_eq!(t, table);
+        }
+        for (here, nic, want) in [
+            (node(20, "c0-0c0s5n0"), Some(0x100), "NID is 20 (/proc/cray_xt/nid) but its NIC address is 0x100"),
+            (node(20, "c3-0c1s2n0"), Some(20), "lists NID 20 as c0-0c0s5n0 but this node is c3-0c1s2n0"),
+        ] {
+            let mut t = table.clone();
+            let why = t.check_names(Some(&here), nic).unwrap_err();
+            assert!(why.contains(want), "{why}");
+            assert_eq!((t.location(20), t.location(21)), (None, None), "the xtprocadmin lines are left out");
+            assert_eq!(t.location(0x100), Some(Location { group: 4, router: 9 }));
+        }
+        // A table of NIC lines only is keyed by NIC address: nothing to check.
+        let mut nics: Topology = "0x100 4 9\n".parse().unwrap();
+        assert_eq!(nics.check_names(Some(&node(7, "c0-0c0s0n0")), Some(0x100)), Ok(()));
     }
 
     #[test]

@@ -266,6 +266,56 @@ fn steady_sees_each_destination_through_the_node_table() {
     assert!(r.aar_lines().iter().all(|l| !l.contains("no node table")), "{:?}", r.aar_lines());
 }
 
+/// A node table of `xtprocadmin` lines names nodes by NID, which the library takes to be the NIC
+/// address. On a Cray XC node it checks that against `/proc/cray_xt` (here the emulator's stand-in,
+/// `AAR_EMU_CRAY_XT`): where this node's NID is its NIC address and its name is the table's, the
+/// lines place the destinations; where either differs, one warning says which and the lines are
+/// left out (every destination `unknown`, with no second message about a missing table).
+#[test]
+fn xtprocadmin_tables_are_checked_against_the_node() {
+    let table = "NID (HEX) NODENAME TYPE STATUS MODE\n\
+                 256 0x100 c0-0c0s5n0 compute up batch\n\
+                 257 0x101 c2-0c0s5n0 compute up batch\n";
+    let run = |test: &str, nid: &str, cname: &str| {
+        let launch = Launch::driver(test, "rdma 65536 6 0").env("AAR_MODE", "steady").env("PMI_GNI_LOC_ADDR", "0x100");
+        let (nodes, proc_dir, trace) =
+            (launch.dir.join("nodes.txt"), launch.dir.join("cray_xt"), launch.dir.join("trace.jsonl"));
+        std::fs::write(&nodes, table).unwrap();
+        std::fs::create_dir_all(&proc_dir).unwrap();
+        std::fs::write(proc_dir.join("nid"), nid).unwrap();
+        std::fs::write(proc_dir.join("cname"), cname).unwrap();
+        let r = launch
+            .env("AAR_TOPOLOGY", &nodes.display().to_string())
+            .env("AAR_EMU_CRAY_XT", &proc_dir.display().to_string())
+            .env("AAR_TRACE", &trace.display().to_string())
+            .run();
+        r.assert_ok();
+        let classes: Vec<String> =
+            trace_of(&r).iter().map(|l| l["destination"].as_str().unwrap().to_string()).collect();
+        assert_eq!(classes.len(), 6, "{test}: {classes:?}");
+        (classes, r.aar_lines().iter().map(|l| l.to_string()).collect::<Vec<String>>())
+    };
+    let (classes, lines) = run("xt-agrees", "256\n", "c0-0c0s5n0\n");
+    assert!(classes.iter().all(|c| c == "other-group"), "{classes:?}");
+    assert!(lines.iter().all(|l| !l.contains("xtprocadmin")), "{lines:?}");
+    for (test, nid, cname, want) in [
+        (
+            "xt-nid-differs",
+            "300\n",
+            "c0-0c0s5n0\n",
+            "this node's NID is 300 (/proc/cray_xt/nid) but its NIC address is 0x100",
+        ),
+        ("xt-other-machine", "256\n", "c5-1c2s3n1\n", "lists NID 256 as c0-0c0s5n0 but this node is c5-1c2s3n1"),
+    ] {
+        let (classes, lines) = run(test, nid, cname);
+        assert!(classes.iter().all(|c| c == "unknown"), "{test}: {classes:?}");
+        let said: Vec<&String> = lines.iter().filter(|l| l.contains("xtprocadmin lines are left out")).collect();
+        assert_eq!(said.len(), 1, "{test}: {lines:?}");
+        assert!(said[0].contains(want) && said[0].contains("AAR_TOPOLOGY="), "{test}: {said:?}");
+        assert!(lines.iter().all(|l| !l.contains("no node table")), "{test}: {lines:?}");
+    }
+}
+
 /// `steady` weighs the flits of a rank's messages posted together as if they shared the NIC
 /// (libaar.so stamps each decision with its post time): the same 16 KiB RDMA PUTs go Adaptive
 /// when posted six at a time and stay on High Bias when posted one at a time.
