@@ -134,6 +134,26 @@ pub fn create_new(path: &str) -> std::io::Result<std::fs::File> {
         .open(path)
 }
 
+/// The text of a file a setting or the system names (a node table, `/proc/cray_xt`), read only if
+/// it is a regular file of at most `limit` bytes: a FIFO or a device in its place would block the
+/// host's thread (opening a FIFO waits for a writer) or never end (`/dev/zero`). Opened without
+/// blocking, checked on the open file, so a swap after a check cannot slip one in.
+pub fn read_text_file(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut text = String::new();
+    file.take(limit.saturating_add(1)).read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("larger than {} MiB", limit >> 20)));
+    }
+    Ok(text)
+}
+
 /// Map `len` bytes of the file at `path`, shared with every process that maps it, creating it
 /// (mode 0600, zero-filled) when it does not exist; symlinks are not followed. The mapping stays
 /// for the life of the process.
@@ -244,7 +264,7 @@ pub fn tsc_ordered() -> u64 {
 /// step on every CPU, so values read on different cores of the node compare.
 pub fn tsc_keeps_time() -> bool {
     cfg!(target_arch = "x86_64")
-        && std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        && read_text_file(Path::new("/sys/devices/system/clocksource/clocksource0/current_clocksource"), 4096)
             .is_ok_and(|s| s.trim() == "tsc")
 }
 

@@ -49,8 +49,9 @@ impl CrayXt {
         let dir = std::env::var_os("AAR_EMU_CRAY_XT")
             .filter(|d| !d.is_empty())
             .map_or_else(|| std::path::PathBuf::from("/proc/cray_xt"), std::path::PathBuf::from);
-        let nid = std::fs::read_to_string(dir.join("nid")).ok()?.trim().parse().ok()?;
-        let cname = std::fs::read_to_string(dir.join("cname")).ok().map(|c| c.trim().to_string());
+        let read = |name: &str| crate::sys::read_text_file(&dir.join(name), 4096).ok();
+        let nid = read("nid")?.trim().parse().ok()?;
+        let cname = read("cname").map(|c| c.trim().to_string());
         Some(CrayXt { nid, cname: cname.filter(|c| !c.is_empty()) })
     }
 }
@@ -154,6 +155,10 @@ impl Topology {
     }
 }
 
+/// The largest node table read: xtprocadmin's lines are under 100 bytes, so this is more than a
+/// million nodes.
+const TABLE_LIMIT: u64 = 64 << 20;
+
 /// The table this process uses, and what the one message about it says.
 static TABLE: OnceLock<Option<Topology>> = OnceLock::new();
 static NO_TABLE_SAID: AtomicBool = AtomicBool::new(false);
@@ -170,7 +175,9 @@ pub fn load(variable: Option<&str>) -> Option<&'static Topology> {
                     (std::path::Path::new(&dir).join("topology"), "the emulated job's topology")
                 }
             };
-            let parsed = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| t.parse::<Topology>());
+            let parsed = crate::sys::read_text_file(&path, TABLE_LIMIT)
+                .map_err(|e| e.to_string())
+                .and_then(|t| t.parse::<Topology>());
             match parsed {
                 Ok(mut t) => {
                     let shown = path.display().to_string();

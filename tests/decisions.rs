@@ -316,6 +316,59 @@ fn xtprocadmin_tables_are_checked_against_the_node() {
     }
 }
 
+/// A node table is a file: a FIFO (opening it for reading waits for a writer) or a device that
+/// never ends (`/dev/zero`) in its place gets one warning naming it, and the job runs on with
+/// every destination of one class. The same holds for `/proc/cray_xt` (`AAR_EMU_CRAY_XT`).
+#[test]
+fn a_node_table_that_is_not_a_regular_file_is_refused() {
+    let dir = scratch("table-files");
+    let mkfifo =
+        |path: &std::path::Path| assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success());
+    let fifo = dir.join("nodes.fifo");
+    mkfifo(&fifo);
+    let table = dir.join("nodes.txt");
+    std::fs::write(&table, "256 0x100 c0-0c0s5n0 compute up batch\n257 0x101 c2-0c0s5n0 compute up batch\n").unwrap();
+    let proc_dir = dir.join("cray_xt");
+    std::fs::create_dir_all(&proc_dir).unwrap();
+    std::fs::write(proc_dir.join("cname"), "c0-0c0s5n0\n").unwrap();
+    mkfifo(&proc_dir.join("nid"));
+    for (test, topology, cray_xt) in [
+        ("table-dev-zero", "/dev/zero".to_string(), None),
+        ("table-fifo", fifo.display().to_string(), None),
+        ("table-proc-fifo", table.display().to_string(), Some(proc_dir.display().to_string())),
+    ] {
+        let launch = Launch::driver(test, "rdma 65536 4 0");
+        let trace = launch.dir.join("trace.jsonl").display().to_string();
+        let mut launch = launch
+            .env("AAR_MODE", "steady")
+            .env("PMI_GNI_LOC_ADDR", "0x100")
+            .env("AAR_TOPOLOGY", &topology)
+            .env("AAR_TRACE", &trace);
+        if let Some(dir) = &cray_xt {
+            launch = launch.env("AAR_EMU_CRAY_XT", dir);
+        }
+        let r = launch.run();
+        r.assert_ok();
+        let lines = r.aar_lines();
+        let classes: Vec<String> =
+            trace_of(&r).iter().map(|l| l["destination"].as_str().unwrap().to_string()).collect();
+        assert_eq!(classes.len(), 4, "{test}: {classes:?}");
+        if cray_xt.is_some() {
+            // The node says nothing readable of itself: the table's lines are used unchecked.
+            assert!(classes.iter().all(|c| c == "other-group"), "{test}: {classes:?}");
+            assert!(lines.iter().all(|l| !l.contains("AAR_TOPOLOGY")), "{test}: {lines:?}");
+        } else {
+            assert!(classes.iter().all(|c| c == "unknown"), "{test}: {classes:?}");
+            let said: Vec<&&str> = lines.iter().filter(|l| l.contains("is not a usable node table")).collect();
+            assert_eq!(said.len(), 1, "{test}: {lines:?}");
+            assert!(
+                said[0].contains(&format!("AAR_TOPOLOGY=\"{topology}\"")) && said[0].contains("not a regular file"),
+                "{said:?}"
+            );
+        }
+    }
+}
+
 /// `steady` weighs the flits of a rank's messages posted together as if they shared the NIC
 /// (libaar.so stamps each decision with its post time): the same 16 KiB RDMA PUTs go Adaptive
 /// when posted six at a time and stay on High Bias when posted one at a time.
