@@ -143,6 +143,12 @@ fn load(explicit: Option<&str>) -> Result<(&'static Library, String), PapiError>
     };
     let mut first_error = None;
     for name in &candidates {
+        // A path given by the user: dlopen would block on a FIFO there (its open waits for a
+        // writer), so only a regular file is opened.
+        if name.contains('/') && std::fs::metadata(name).is_ok_and(|m| !m.is_file()) {
+            first_error.get_or_insert(format!("{name}: not a regular file"));
+            continue;
+        }
         // SAFETY: loading libpapi runs its ELF constructors, which only set up PAPI's own state.
         match unsafe { Library::new(name) } {
             Ok(lib) => return Ok((LIBRARY.get_or_init(|| lib), name.to_string())),

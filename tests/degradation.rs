@@ -46,6 +46,22 @@ fn without_papi_the_program_completes_with_one_warning_and_high_bias_fixed() {
     assert_eq!(rec["policy_at_exit"], "ADAPTIVE3");
 }
 
+/// AAR_PAPI_LIBRARY naming a FIFO: dlopen would wait for a writer at initialisation, inside
+/// the host's first post. The library is not opened; one warning says why, and routing falls
+/// back as without PAPI.
+#[test]
+fn a_papi_library_that_is_not_a_file_is_not_opened() {
+    let launch = Launch::driver("papi-fifo", "rdma 65536 3 0");
+    let fifo = launch.dir.join("libpapi.so");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let r = launch.env("AAR_PAPI_LIBRARY", &fifo.display().to_string()).run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("PAPI could not be loaded") && w[0].contains("not a regular file"), "{}", w[0]);
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD3; 3]);
+}
+
 #[test]
 fn a_missing_event_is_one_warning_too() {
     // Unknown names inside the SDE namespace are accepted by PAPI as placeholders, so the
