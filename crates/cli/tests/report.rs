@@ -432,6 +432,20 @@ fn experiments_of_several_jobs_are_pooled_into_one() {
         assert!(st["independence"]["p"].as_f64().unwrap() > 0.05, "{st}");
         assert!(st["median_ci_coverage"].is_null(), "a stratified bootstrap's interval: {st}");
     }
+    // The test compares B with A within each job (van Elteren), computed here.
+    let (mut u, mut t, mut mean, mut var) = (0.0, 0.0, 0.0, 0.0);
+    for job in &jobs {
+        let (m, n) = (job[1].len() as f64, job[0].len() as f64);
+        let (us, w) = (u_by_pairs(&job[1], &job[0]), 1.0 / (m + n + 1.0));
+        u += us;
+        t += w * us;
+        mean += w * m * n / 2.0;
+        var += w * w * m * n * (m + n + 1.0) / 12.0;
+    }
+    let vs = &stats[1]["vs_first"];
+    assert_eq!(vs["u"].as_f64().unwrap(), u, "{vs}");
+    assert!(close(vs["z"].as_f64().unwrap(), (t - mean) / var.sqrt(), 1e-9), "{vs}");
+    assert!(vs["significant"] == true, "B is 1.1 x A in every job: {vs}");
     // Resampled job by job, the ratio's interval is narrower than that of the same iterations
     // read as one job, where the jobs' speeds are spells and blocks of them are resampled.
     let ci = |st: &serde_json::Value| [st["ratio_ci"][0].as_f64().unwrap(), st["ratio_ci"][1].as_f64().unwrap()];

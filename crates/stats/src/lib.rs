@@ -126,6 +126,19 @@ pub struct MannWhitney {
 /// accurate for the sample sizes of A/B runs (both ≥ 8 or so), and what SciPy's
 /// `mannwhitneyu(method="asymptotic")` computes. `None` if a sample is empty.
 pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
+    let (u, var) = u_and_variance(x, y)?;
+    let mu = x.len() as f64 * y.len() as f64 / 2.0;
+    if var <= 0.0 {
+        return Some(MannWhitney { u, z: 0.0, p: 1.0 });
+    }
+    let z = ((u - mu).abs() - 0.5).max(0.0) / var.sqrt() * (u - mu).signum();
+    let p = erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0);
+    Some(MannWhitney { u, z, p })
+}
+
+/// U of `x` against `y` (midranks for ties) and its variance under the null hypothesis,
+/// n₁n₂/12 · ((N+1) − Σ(t³−t)/(N(N−1))); `None` if a sample is empty.
+fn u_and_variance(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
     let (n1, n2) = (x.len(), y.len());
     if n1 == 0 || n2 == 0 {
         return None;
@@ -148,12 +161,36 @@ pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
     }
     let (f1, f2, nn) = (n1 as f64, n2 as f64, n as f64);
     let u = rank_sum_x - f1 * (f1 + 1.0) / 2.0;
-    let mu = f1 * f2 / 2.0;
     let var = if n > 1 { f1 * f2 / 12.0 * ((nn + 1.0) - ties / (nn * (nn - 1.0))) } else { 0.0 };
+    Some((u, var))
+}
+
+/// [`mann_whitney`] for samples measured in several parts (e.g. jobs) that may differ as a
+/// whole: van Elteren's stratified rank-sum test (1960). Each part's U is computed within it and
+/// weighted by 1/(Nₛ + 1), so a part faster or slower than the others moves neither sample's
+/// ranks against the other's; T = Σ Uₛ/(Nₛ+1), E[T] = Σ n₁ₛn₂ₛ/(2(Nₛ+1)), Var T = Σ σₛ²/(Nₛ+1)²,
+/// z = (T − E[T])/√Var T (no continuity correction: T is not a whole number), p = erfc(|z|/√2).
+/// `u` is Σ Uₛ, the pairs within parts. Parts where either sample is empty are left out; `None`
+/// if every part is.
+pub fn van_elteren(parts: &[(&[f64], &[f64])]) -> Option<MannWhitney> {
+    let (mut u, mut t, mut mean, mut var) = (0.0, 0.0, 0.0, 0.0);
+    let mut any = false;
+    for &(x, y) in parts {
+        let Some((us, vs)) = u_and_variance(x, y) else { continue };
+        any = true;
+        let w = 1.0 / ((x.len() + y.len()) as f64 + 1.0);
+        u += us;
+        t += w * us;
+        mean += w * x.len() as f64 * y.len() as f64 / 2.0;
+        var += w * w * vs;
+    }
+    if !any {
+        return None;
+    }
     if var <= 0.0 {
         return Some(MannWhitney { u, z: 0.0, p: 1.0 });
     }
-    let z = ((u - mu).abs() - 0.5).max(0.0) / var.sqrt() * (u - mu).signum();
+    let z = (t - mean) / var.sqrt();
     let p = erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0);
     Some(MannWhitney { u, z, p })
 }
@@ -771,6 +808,37 @@ mod tests {
         // All tied: no evidence.
         assert_eq!(mann_whitney(&[1.0; 4], &[1.0; 3]).unwrap().p, 1.0);
         assert!(mann_whitney(&[], &[1.0]).is_none());
+    }
+
+    /// Van Elteren's test with one part is the rank-sum test without its continuity correction;
+    /// with parts at different levels it compares the samples within each part, where the
+    /// pooled test sees mostly the parts' levels.
+    #[test]
+    fn van_elteren_compares_within_parts() {
+        let (x, y) = ([19.0, 22.0, 16.0, 29.0, 24.0], [20.0, 11.0, 17.0, 12.0]);
+        let one = van_elteren(&[(&x, &y)]).unwrap();
+        // U = 17, σ² = 5·4·10/12: z = (17 − 10)/σ = 1.71464 without the ½ of continuity.
+        assert_eq!(one.u, 17.0);
+        assert!((one.z - 1.714_643).abs() < 1e-5, "{one:?}");
+        // Two parts, x 1 % above y in each, the second part 50 % above the first: by hand,
+        // part 1: x = [1.01, 1.02, 1.03], y = [1.0, 1.005, 1.015]: U = 2 + 3 + 3 = 8 (x > y pairs),
+        // part 2 the same scaled by 1.5: U = 8. N = 6 each, weight 1/7: T = 16/7, E[T] = 2·(9/2)/7,
+        // Var T = 2 · (3·3·7/12)/49.
+        let (x1, y1) = (vec![1.01, 1.02, 1.03], vec![1.0, 1.005, 1.015]);
+        let (x2, y2): (Vec<f64>, Vec<f64>) =
+            (x1.iter().map(|v| v * 1.5).collect(), y1.iter().map(|v| v * 1.5).collect());
+        let r = van_elteren(&[(&x1, &y1), (&x2, &y2)]).unwrap();
+        let (t, mean, var) = (16.0 / 7.0, 9.0 / 7.0, 2.0 * (63.0 / 12.0) / 49.0);
+        assert_eq!(r.u, 16.0);
+        assert!((r.z - (t - mean) / f64::sqrt(var)).abs() < 1e-12, "{r:?}");
+        // Pooled, the parts' levels dominate the ranks: U is the 16 pairs within parts and the 9
+        // of x's second part over y's first, 25 of 36 (mean 18), and the test sees less.
+        let (xs, ys): (Vec<f64>, Vec<f64>) = ([x1.clone(), x2.clone()].concat(), [y1.clone(), y2.clone()].concat());
+        let pooled = mann_whitney(&xs, &ys).unwrap();
+        assert!(pooled.z.abs() < r.z.abs(), "pooled {pooled:?}, within parts {r:?}");
+        // A part with one sample empty says nothing; all such: no test.
+        assert_eq!(van_elteren(&[(&x1, &y1), (&x2, &[])]).map(|r| r.u), Some(8.0));
+        assert!(van_elteren(&[(&[], &y1)]).is_none());
     }
 
     #[test]

@@ -420,6 +420,15 @@ fn per_job(series: &[(u64, f64, usize)], jobs: &[u64], p: usize) -> Vec<usize> {
     counts
 }
 
+/// `in_order`'s iterations job by job, `counts` of them in each.
+fn by_job<'a>(in_order: &'a [f64], counts: &'a [usize]) -> impl Iterator<Item = &'a [f64]> + 'a {
+    counts.iter().scan(0, move |start, &n| {
+        let part = &in_order[*start..*start + n];
+        *start += n;
+        Some(part)
+    })
+}
+
 /// What a warning about spells advises for one experiment.
 const SPELLS_FIX: &str = "More iterations, or several shorter runs (read together with --pool), make it trustworthy";
 /// ... and for experiments pooled, whose spells may be the jobs themselves.
@@ -492,7 +501,15 @@ fn figures(
                 _ => stats::bootstrap_median_ci(sample(p), LEVEL, s.resamples, seed).map(|c| ([c.0, c.1], None)),
             };
             let vs_first = (p > 0 && !x.is_empty() && !first.is_empty()).then(|| {
-                let mw = stats::mann_whitney(x, first).expect("both samples are non-empty");
+                // Pooled, the test compares the policies within each job (van Elteren); with no
+                // job holding both, all their iterations as one sample.
+                let parts: Vec<(&[f64], &[f64])> =
+                    by_job(&in_order[p], &strata[p]).zip(by_job(&in_order[0], &strata[0])).collect();
+                let mw = (!parts.is_empty())
+                    .then(|| stats::van_elteren(&parts))
+                    .flatten()
+                    .or_else(|| stats::mann_whitney(x, first))
+                    .expect("both samples are non-empty");
                 let ratio = stats::ratio_of_medians(sample(0), sample(p), LEVEL, s.resamples, seed);
                 let qcd =
                     stats::qcd_difference(sample(0), sample(p), LEVEL, s.resamples, seed.wrapping_add(QCD_SEED_OFFSET));
@@ -657,7 +674,9 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
         qcd_difference_ci: "percentile bootstrap of QCD(policy) - QCD(first policy), each sample resampled \
                             with replacement as for ratio_ci, seeded",
         test: "Mann-Whitney U vs the first policy, two-sided, normal approximation with tie and continuity \
-               corrections; alpha 0.05 Bonferroni-divided by the number of comparisons",
+               corrections; pooled (--pool), van Elteren's stratified form: each job's U weighted by \
+               1 / (its iterations of the two policies + 1), u the sum of the jobs' U, no continuity \
+               correction; alpha 0.05 Bonferroni-divided by the number of comparisons",
         outlier_rule:
             "rank median more than 3 scaled MADs (1.4826 * MAD) and more than 1% from the median of rank medians",
         independence_test: "Wald-Wolfowitz runs test of each policy's iteration times, in the order they ran, \

@@ -364,7 +364,7 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
         notes.push(
             "pooled: each job's iterations are judged for spells against their job's own median and resampled apart \
              from the other jobs' (a stratified bootstrap), so a job faster or slower than the others does not widen \
-             the intervals; p pools the jobs' iterations as one sample"
+             the intervals; p is van Elteren's stratified rank-sum test, which compares the policies within each job"
                 .into(),
         );
     }
