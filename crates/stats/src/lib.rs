@@ -168,8 +168,8 @@ fn u_and_variance(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
 /// [`mann_whitney`] for samples measured in several parts (e.g. jobs) that may differ as a
 /// whole: van Elteren's stratified rank-sum test (1960). Each part's U is computed within it and
 /// weighted by 1/(Nₛ + 1), so a part faster or slower than the others moves neither sample's
-/// ranks against the other's; T = Σ Uₛ/(Nₛ+1), E[T] = Σ n₁ₛn₂ₛ/(2(Nₛ+1)), Var T = Σ σₛ²/(Nₛ+1)²,
-/// z = (T − E[T])/√Var T (no continuity correction: T is not a whole number), p = erfc(|z|/√2).
+/// ranks against the other's; T = Σ Uₛ/(Nₛ+1), E(T) = Σ n₁ₛn₂ₛ/(2(Nₛ+1)), Var T = Σ σₛ²/(Nₛ+1)²,
+/// z = (T − E(T))/√Var T (no continuity correction: T is not a whole number), p = erfc(|z|/√2).
 /// `u` is Σ Uₛ, the pairs within parts. Parts where either sample is empty are left out; `None`
 /// if every part is.
 pub fn van_elteren(parts: &[(&[f64], &[f64])]) -> Option<MannWhitney> {
