@@ -25,7 +25,7 @@ use crate::papi::{
     StrerrorFn, PAPI_LIB_VERSION, PAPI_NOT_INITED, PAPI_OK, PAPI_RUNNING,
 };
 use crate::settings::{MpiFunction, Settings, TableSource, VARIABLES};
-use crate::state;
+use crate::{state, topology};
 use aar_abi::counters::REQUIRED_EVENTS;
 use aar_engine::RoutingMode;
 use libloading::os::unix::Library;
@@ -120,6 +120,16 @@ fn document() -> String {
             "table_source": source.to_string(),
             "assumed": source == TableSource::Assumed,
         },
+        // The node table `steady` would use, read and checked as at initialisation.
+        "topology": topology::Read::named(settings.topology.as_deref()).map(|r| json!({
+            "from": r.from,
+            "path": r.path.display().to_string(),
+            "nodes": r.table.as_ref().map_or(0, |t| t.len()),
+            "xtprocadmin_nodes": r.table.as_ref().map_or(0, |t| t.named_len()),
+            "node": r.node.map(|n| json!({ "nid": n.nid, "cname": n.cname })),
+            "nic_address": topology::local_nic_address(),
+            "warning": r.warning,
+        })),
         // What `aar doctor` looks for in a program's Fortran MPI bindings.
         "mpi_wrapped": MpiFunction::ALL.map(MpiFunction::name),
         // The routing Cray MPICH asks for on its own posts: libaar.so changes adaptive requests only.

@@ -163,49 +163,89 @@ const TABLE_LIMIT: u64 = 64 << 20;
 static TABLE: OnceLock<Option<Topology>> = OnceLock::new();
 static NO_TABLE_SAID: AtomicBool = AtomicBool::new(false);
 
+/// A node table as read: where it came from, what of it is usable, and the one warning it
+/// earns, if any.
+pub struct Read {
+    /// `AAR_TOPOLOGY`, or the emulated job's table.
+    pub from: &'static str,
+    pub path: std::path::PathBuf,
+    /// `None`: nothing of it is usable.
+    pub table: Option<Topology>,
+    /// The node's own account (`/proc/cray_xt`), which the xtprocadmin lines were checked against.
+    pub node: Option<CrayXt>,
+    pub warning: Option<String>,
+}
+
+impl Read {
+    /// The table named by `AAR_TOPOLOGY` (`variable`), else the emulated job's; `None` when no
+    /// table is named. Read, parsed and checked against this node, as [`load`] does at
+    /// initialisation and `aar doctor` does before a job.
+    pub fn named(variable: Option<&str>) -> Option<Read> {
+        let (path, from) = match variable {
+            Some(p) => (std::path::PathBuf::from(p), "AAR_TOPOLOGY"),
+            None => {
+                let dir = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?;
+                (std::path::Path::new(&dir).join("topology"), "the emulated job's topology")
+            }
+        };
+        let shown = path.display().to_string();
+        let shown = shown.escape_debug();
+        let node = CrayXt::read();
+        let parsed = crate::sys::read_text_file(&path, TABLE_LIMIT)
+            .map_err(|e| e.to_string())
+            .and_then(|t| t.parse::<Topology>());
+        let (table, warning) = match parsed {
+            Ok(mut t) => match t.check_names(node.as_ref(), local_nic_address()) {
+                Ok(()) => (Some(t), None),
+                Err(why) => {
+                    let kept = if t.nodes.is_empty() {
+                        "every destination is treated alike (one class)".to_string()
+                    } else {
+                        format!("only its {} NIC GROUP ROUTER lines are used", t.nodes.len())
+                    };
+                    let warning = format!(
+                        "{from}=\"{shown}\": {why}. Its xtprocadmin lines are left out: {kept}. Give this machine's \
+                         table, with lines of NIC GROUP ROUTER keyed by the NIC addresses PMI_GNI_LOC_ADDR gives."
+                    );
+                    ((!t.nodes.is_empty()).then_some(t), Some(warning))
+                }
+            },
+            Err(why) => (
+                None,
+                Some(format!(
+                    "{from}=\"{shown}\" is not a usable node table ({why}); every destination is treated alike \
+                     (one class). Give a file of NIC GROUP ROUTER lines or xtprocadmin output."
+                )),
+            ),
+        };
+        Some(Read { from, path, table, node, warning })
+    }
+}
+
+impl Topology {
+    /// Nodes listed (after the checks).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Nodes listed by xtprocadmin lines (after the checks).
+    pub fn named_len(&self) -> usize {
+        self.named.len()
+    }
+}
+
 /// Load the table (once, at initialisation): `AAR_TOPOLOGY`'s file, else the emulated job's.
-/// A file that cannot be read or parsed gets one warning naming it.
+/// A file that cannot be read or parsed, or whose xtprocadmin lines this node contradicts, gets
+/// one warning naming it.
 pub fn load(variable: Option<&str>) -> Option<&'static Topology> {
     TABLE
         .get_or_init(|| {
-            let (path, from) = match variable {
-                Some(p) => (std::path::PathBuf::from(p), "AAR_TOPOLOGY"),
-                None => {
-                    let dir = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?;
-                    (std::path::Path::new(&dir).join("topology"), "the emulated job's topology")
-                }
-            };
-            let parsed = crate::sys::read_text_file(&path, TABLE_LIMIT)
-                .map_err(|e| e.to_string())
-                .and_then(|t| t.parse::<Topology>());
-            match parsed {
-                Ok(mut t) => {
-                    let shown = path.display().to_string();
-                    if let Err(why) = t.check_names(CrayXt::read().as_ref(), local_nic_address()) {
-                        let kept = if t.nodes.is_empty() {
-                            "every destination is treated alike (one class)".to_string()
-                        } else {
-                            format!("only its {} NIC GROUP ROUTER lines are used", t.nodes.len())
-                        };
-                        NO_TABLE_SAID.store(true, Ordering::Relaxed);
-                        diag::warn(&format!(
-                            "{from}=\"{}\": {why}. Its xtprocadmin lines are left out: {kept}. Give this machine's \
-                             table, with lines of NIC GROUP ROUTER keyed by the NIC addresses PMI_GNI_LOC_ADDR gives.",
-                            shown.escape_debug()
-                        ));
-                    }
-                    (!t.nodes.is_empty()).then_some(t)
-                }
-                Err(why) => {
-                    NO_TABLE_SAID.store(true, Ordering::Relaxed);
-                    diag::warn(&format!(
-                        "{from}=\"{}\" is not a usable node table ({why}); every destination is treated alike \
-                         (one class). Give a file of NIC GROUP ROUTER lines or xtprocadmin output.",
-                        path.display().to_string().escape_debug()
-                    ));
-                    None
-                }
+            let read = Read::named(variable)?;
+            if let Some(w) = &read.warning {
+                NO_TABLE_SAID.store(true, Ordering::Relaxed);
+                diag::warn(w);
             }
+            read.table
         })
         .as_ref()
 }

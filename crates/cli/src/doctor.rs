@@ -160,6 +160,7 @@ pub fn run(args: DoctorArgs) -> i32 {
     if let Some(doc) = &selfcheck {
         check_counters(doc, ugni_loaded, &mut report);
         check_settings(doc, &mut report);
+        check_topology(doc, &mut report);
         check_dmapp_table(doc, &mut report);
         check_mpich_routing(doc, &mut report);
         if let Some(p) = program.as_ref() {
@@ -560,7 +561,7 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
         return;
     }
     let settings = &doc["settings"];
-    let auto = uses_auto(settings);
+    let auto = uses_automatic(settings);
     let serious = |r: &mut Report, topic, text: String, fix: &str| {
         if auto {
             r.problem(topic, text, fix)
@@ -653,9 +654,15 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
     }
 }
 
+/// Whether the automatic policy `name` (`auto` or `steady`), which needs the counters and
+/// `steady` the node table, is in force in any iteration.
+fn uses_policy(settings: &Value, name: &str) -> bool {
+    settings["engine"]["policy"]["kind"] == name || ab_policies(settings).iter().any(|p| p == name)
+}
+
 /// Whether automatic routing (which needs the counters) is in force in any iteration.
-fn uses_auto(settings: &Value) -> bool {
-    settings["engine"]["policy"]["kind"] == "auto" || ab_policies(settings).iter().any(|p| p == "auto")
+fn uses_automatic(settings: &Value) -> bool {
+    uses_policy(settings, "auto") || uses_policy(settings, "steady")
 }
 
 /// The A/B policies (`AAR_AB`, shown by the library as the list users write), if any.
@@ -712,6 +719,53 @@ fn check_settings(doc: &Value, report: &mut Report) {
     {
         let set = doc["variables_set"].as_array().map_or(0, Vec::len);
         report.ok("settings", format!("{} set, no warning", plural(set, "AAR_* variable", "AAR_* variables")));
+    }
+}
+
+/// The node table `steady` keeps its state per destination class by (`AAR_TOPOLOGY`): read and
+/// checked against this node as the library does at initialisation.
+fn check_topology(doc: &Value, report: &mut Report) {
+    // An older libaar.so says nothing of it.
+    let Some(t) = doc.get("topology") else { return };
+    let steady = uses_policy(&doc["settings"], "steady");
+    if t.is_null() {
+        if steady {
+            report.note(
+                "topology",
+                "no node table (AAR_TOPOLOGY is unset): steady keeps one state for every destination \
+                 (one class) instead of one per router, group and other group. Set AAR_TOPOLOGY to a file of \
+                 NIC GROUP ROUTER lines or xtprocadmin output (docs/node-reader.md)",
+            );
+        }
+        return;
+    }
+    let shown = format!("{}={}", t["from"].as_str().unwrap_or("AAR_TOPOLOGY"), t["path"].as_str().unwrap_or("?"));
+    if let Some(w) = t["warning"].as_str() {
+        report.warning("topology", format!("aar: {w}"), format!("Fix the table {shown} names, or unset it."));
+        return;
+    }
+    let (nodes, named) = (t["nodes"].as_u64().unwrap_or(0), t["xtprocadmin_nodes"].as_u64().unwrap_or(0));
+    let mut text = format!("{shown}: {}", plural(nodes as usize, "node", "nodes"));
+    if named > 0 {
+        text.push_str(&format!(" ({named} from xtprocadmin lines, keyed by NID)"));
+        match (t["node"]["nid"].as_u64(), t["nic_address"].as_u64()) {
+            (Some(nid), Some(nic)) => text.push_str(&format!(
+                "; this node's NID {nid} (/proc/cray_xt) is its NIC address {nic:#x} (PMI_GNI_LOC_ADDR)"
+            )),
+            (Some(nid), None) => text.push_str(&format!(
+                "; this node (NID {nid}) agrees with the table, but PMI_GNI_LOC_ADDR is unset here, so that NIDs \
+                 are NIC addresses is checked only in the job, where libaar.so warns if they are not"
+            )),
+            (None, _) => text.push_str(
+                "; this is not a Cray XC node (no /proc/cray_xt), so the table's NIDs could not be checked here: \
+                 libaar.so checks them on each compute node",
+            ),
+        }
+    }
+    if steady {
+        report.ok("topology", text);
+    } else {
+        report.note("topology", format!("{text}; only steady uses it, and it is not in force"));
     }
 }
 

@@ -335,6 +335,63 @@ fn a_missing_event_is_named_whether_papi_refuses_it_or_takes_it_as_a_placeholder
     r.expect_line("ok", "event", &sde[3]);
 }
 
+/// `steady` is automatic routing too: without its counters it falls back to a fixed mode, so a
+/// missing event is a problem under it, as under `auto`, not a warning that routing is unaffected.
+#[test]
+fn a_missing_event_is_a_problem_under_steady_too() {
+    let prog = ugni_program();
+    let mut events = sde_events();
+    events[1] = "AR_NIC_NO_SUCH_EVENT".into();
+    for mode in ["steady", "ADAPTIVE0"] {
+        let r = doctor(&[prog.to_str().unwrap()], &[("AAR_PAPI_EVENTS", &events.join(",")), ("AAR_MODE", mode)]);
+        if mode == "steady" {
+            r.expect_code(1);
+            r.expect_line("problem", "event", "request stalled cycles: AR_NIC_NO_SUCH_EVENT does not exist");
+        } else {
+            r.expect_line("warning", "event", "automatic routing is not in use, so routing is unaffected");
+        }
+    }
+}
+
+/// The node table `steady` keeps its state per destination class by: read and checked against
+/// the node (`/proc/cray_xt`, here the emulator's `AAR_EMU_CRAY_XT`, and `PMI_GNI_LOC_ADDR`) as
+/// libaar.so does at initialisation, so that a table that would put destinations in the wrong
+/// classes is found before the job.
+#[test]
+fn the_node_table_is_read_and_checked_as_the_job_would() {
+    let prog = ugni_program().display().to_string();
+    let dir = scratch().join("doctor-topology");
+    std::fs::create_dir_all(dir.join("cray_xt")).unwrap();
+    let table = dir.join("nodes.txt");
+    std::fs::write(&table, "256 0x100 c0-0c0s5n0 compute up batch\n257 0x101 c2-0c0s5n0 compute up batch\n0x300 1 1\n")
+        .unwrap();
+    std::fs::write(dir.join("cray_xt/cname"), "c0-0c0s5n0\n").unwrap();
+    let (table, cray_xt) = (table.display().to_string(), dir.join("cray_xt").display().to_string());
+    let with = |nid: &str, extra: &[(&str, &str)]| {
+        std::fs::write(dir.join("cray_xt/nid"), nid).unwrap();
+        let mut env = vec![("AAR_TOPOLOGY", table.as_str()), ("AAR_EMU_CRAY_XT", cray_xt.as_str())];
+        env.extend_from_slice(extra);
+        doctor(&[prog.as_str()], &env)
+    };
+    let steady = [("AAR_MODE", "steady"), ("PMI_GNI_LOC_ADDR", "0x100")];
+    let r = with("256\n", &steady);
+    r.expect_line("ok", "topology", &format!("AAR_TOPOLOGY={table}: 3 nodes (2 from xtprocadmin lines, keyed by NID)"));
+    r.expect_line("ok", "topology", "this node's NID 256 (/proc/cray_xt) is its NIC address 0x100 (PMI_GNI_LOC_ADDR)");
+    let r = with("300\n", &steady);
+    r.expect_line("warning", "topology", "this node's NID is 300 (/proc/cray_xt/nid) but its NIC address is 0x100");
+    r.expect_line("warning", "topology", "only its 1 NIC GROUP ROUTER lines are used");
+    // Not steady: the table is only described.
+    let r = with("256\n", &[("PMI_GNI_LOC_ADDR", "0x100")]);
+    r.expect_line("note", "topology", "only steady uses it, and it is not in force");
+    // A table that is no file, and no table at all under steady.
+    let r = doctor(&[prog.as_str()], &[("AAR_TOPOLOGY", "/dev/zero"), ("AAR_MODE", "steady")]);
+    r.expect_line("warning", "topology", "AAR_TOPOLOGY=\"/dev/zero\" is not a usable node table (not a regular file)");
+    let r = doctor(&[prog.as_str()], &[("AAR_MODE", "steady")]);
+    r.expect_line("note", "topology", "no node table (AAR_TOPOLOGY is unset)");
+    let r = doctor(&[prog.as_str()], &[]);
+    assert!(!r.stdout.contains("topology"), "auto, no table: nothing to say\n{}", r.stdout);
+}
+
 #[test]
 fn the_dmapp_routing_table_and_its_source_are_stated() {
     let prog = ugni_program();
