@@ -793,7 +793,7 @@ pub extern "C" fn aar_set_mode(dlvr_mode: u16) -> c_int {
     }
 }
 
-/// Pin by name ("ADAPTIVE3", "ADAPTIVE_3"), or "auto" / "off": the names of `AAR_MODE`.
+/// Pin by name ("ADAPTIVE3", "ADAPTIVE_3"), or "auto" / "steady" / "off": the names of `AAR_MODE`.
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
@@ -824,21 +824,18 @@ pub extern "C" fn aar_enable() -> c_int {
     api(None, Some(true))
 }
 
-/// "auto", "off", a mode name, "paused" or "disabled" (AAR_DISABLE).
+/// "auto", "steady", "off", a mode name, "paused" or "disabled" (AAR_DISABLE).
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_policy_name() -> *const c_char {
     let _ = std::panic::catch_unwind(init::ensure_init);
-    let name: &'static CStr = match control::policy_name(control::load()) {
-        "auto" => c"auto",
-        "off" => c"off",
-        "paused" => c"paused",
-        "ADAPTIVE0" => c"ADAPTIVE0",
-        "ADAPTIVE1" => c"ADAPTIVE1",
-        "ADAPTIVE2" => c"ADAPTIVE2",
-        "ADAPTIVE3" => c"ADAPTIVE3",
-        _ => c"disabled",
-    };
-    name.as_ptr()
+    policy_c_name(control::policy_name(control::load())).as_ptr()
+}
+
+/// A name [`control::policy_name`] gives, as a static C string.
+fn policy_c_name(name: &str) -> &'static CStr {
+    const NAMES: [&CStr; 9] =
+        [c"auto", c"steady", c"off", c"ADAPTIVE0", c"ADAPTIVE1", c"ADAPTIVE2", c"ADAPTIVE3", c"paused", c"disabled"];
+    NAMES.into_iter().find(|c| c.to_bytes() == name.as_bytes()).unwrap_or(c"disabled")
 }
 
 /// Begin the next iteration (ending the one in progress, if any).
@@ -896,4 +893,22 @@ pub extern "C" fn aar_version() -> *const c_char {
 pub unsafe extern "C" fn aar_selfcheck(buf: *mut c_char, len: usize) -> isize {
     // SAFETY: the caller's buffer, under the contract above.
     unsafe { crate::selfcheck::write_report(buf, len) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aar_engine::RoutingMode;
+
+    /// Every policy's name comes back as itself (`steady` once came back as "disabled").
+    #[test]
+    fn every_policy_has_its_c_name() {
+        let policies =
+            [Policy::Auto, Policy::Steady, Policy::Off].into_iter().chain(RoutingMode::ALL.map(Policy::Fixed));
+        for p in policies {
+            assert_eq!(policy_c_name(p.name()).to_str(), Ok(p.name()), "{p:?}");
+        }
+        assert_eq!(policy_c_name("paused").to_str(), Ok("paused"));
+        assert_eq!(policy_c_name("what").to_str(), Ok("disabled"));
+    }
 }

@@ -173,6 +173,7 @@ fn the_c_api_pins_pauses_and_resumes_routing() {
                   api disable policy rdma 65536 3 0 smsg 10 1 \
                   api enable policy rdma 65536 3 0 \
                   api name ADAPTIVE_1 rdma 65536 2 0 \
+                  api name steady policy \
                   api auto policy rdma 65536 3 0 \
                   api mode 0x3 api mode 0x180 api name IN_ORDER";
     let r = Launch::driver("c-api", script).run();
@@ -184,6 +185,7 @@ fn the_c_api_pins_pauses_and_resumes_routing() {
         "api disable rc=0",
         "policy paused",
         "api enable rc=0",
+        "policy steady",
         "api auto rc=0",
         "policy auto",
     ] {
