@@ -349,9 +349,8 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
 /// and resampled apart from the others, so that a job faster or slower than the rest (another
 /// placement, another day's traffic) does not widen the intervals of the policies' comparison.
 /// Only the experiments with the policies and modes most of them have are pooled (a warning
-/// names the others). Ranks are not
-/// the same nodes from one job to the next, so there are no per-rank figures. `None` with fewer
-/// than two experiments to pool, or no usable iteration.
+/// names the others). Ranks are not the same nodes from one job to the next, so there are no
+/// per-rank figures. `None` with fewer than two experiments to pool, or no usable iteration.
 pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
     let alike = |a: &ExperimentData, b: &ExperimentData| a.policies == b.policies && a.modes == b.modes;
     let alike_count = |e: &ExperimentData| es.iter().filter(|o| alike(o, e)).count();
