@@ -739,7 +739,11 @@ fn check_topology(doc: &Value, report: &mut Report) {
         }
         return;
     }
-    let shown = format!("{}={}", t["from"].as_str().unwrap_or("AAR_TOPOLOGY"), t["path"].as_str().unwrap_or("?"));
+    let path = t["path"].as_str().unwrap_or("?");
+    let shown = match t["from"].as_str() {
+        Some("AAR_TOPOLOGY") | None => format!("AAR_TOPOLOGY={path}"),
+        Some(from) => format!("{from} ({path})"),
+    };
     if let Some(w) = t["warning"].as_str() {
         report.warning("topology", format!("aar: {w}"), format!("Fix the table {shown} names, or unset it."));
         return;
