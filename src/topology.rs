@@ -281,15 +281,55 @@ pub fn local_nic_address() -> Option<u32> {
 
 /// This node's place, found once.
 static HERE: OnceLock<Option<Location>> = OnceLock::new();
+static UNLISTED_SAID: AtomicBool = AtomicBool::new(false);
+
+/// This node's place; a table that cannot give it is said once (every class is then unknown).
+fn here() -> Option<Location> {
+    *HERE.get_or_init(|| {
+        let nic = local_nic_address();
+        let place = nic.and_then(location_of);
+        if place.is_none() && table().is_some() {
+            let why = match nic {
+                Some(nic) => format!("it does not list this node (NIC address {nic:#x}, PMI_GNI_LOC_ADDR)"),
+                None => "PMI_GNI_LOC_ADDR is unset, so this node's NIC address is unknown".to_string(),
+            };
+            diag::warn(&format!(
+                "the node table cannot place this node: {why}; every destination is treated alike (one class). \
+                 Give a table that lists every node of the job, and run under Cray's PMI (or aar run), which sets \
+                 PMI_GNI_LOC_ADDR."
+            ));
+        }
+        place
+    })
+}
+
+/// A destination the table does not list: said once, for the first such NIC address.
+#[cold]
+#[inline(never)]
+fn unlisted(nic: u32) {
+    if table().is_some() && !UNLISTED_SAID.swap(true, Ordering::Relaxed) {
+        diag::warn(&format!(
+            "the node table does not list NIC address {nic:#x}, a destination of this process's posts: posts to \
+             nodes it does not list are of no class (unknown). Give a table that lists every node of the job."
+        ));
+    }
+}
 
 /// Where a post on endpoint `ep` goes from and to: (this node's place, its destination's place),
 /// for the routing policy's destination class; `None` (class unknown) when there is no table,
-/// the table lacks either node, or the library did not see the endpoint's `GNI_EpBind`.
-/// No lock, no allocation.
+/// the table lacks either node (said once), or the library did not see the endpoint's
+/// `GNI_EpBind`. No lock, no allocation.
 #[inline]
 pub fn post_places(ep: usize) -> Option<(Location, Location)> {
-    let here = (*HERE.get_or_init(|| local_nic_address().and_then(location_of)))?;
-    Some((here, location_of(endpoints::remote_nic(ep)?)?))
+    let here = here()?;
+    let nic = endpoints::remote_nic(ep)?;
+    match location_of(nic) {
+        Some(there) => Some((here, there)),
+        None => {
+            unlisted(nic);
+            None
+        }
+    }
 }
 
 /// The destination class of a post on endpoint `ep`, for the policies that keep state per class

@@ -258,6 +258,22 @@ fn steady_sees_each_destination_through_the_node_table() {
         let (classes, _) = run(test, "steady", Some(table));
         assert!(classes.iter().all(|c| c == class), "{test}: {classes:?}");
     }
+    // A table that cannot place this node, or a destination: one warning each, naming the NIC.
+    for (test, table, want) in [
+        (
+            "steady-here-unlisted",
+            "0x101 3 17\n",
+            "the node table cannot place this node: it does not list this node (NIC address 0x100",
+        ),
+        ("steady-there-unlisted", "0x100 2 17\n", "the node table does not list NIC address 0x101, a destination"),
+    ] {
+        let (classes, r) = run(test, "steady", Some(table));
+        assert!(classes.iter().all(|c| c == "unknown"), "{test}: {classes:?}");
+        let lines = r.aar_lines();
+        let said: Vec<&&str> = lines.iter().filter(|l| l.contains("node table")).collect();
+        assert_eq!(said.len(), 1, "{test}: {lines:?}");
+        assert!(said[0].contains(want), "{test}: {said:?}");
+    }
     let (classes, r) = run("steady-no-table", "steady", None);
     assert!(classes.iter().all(|c| c == "unknown"), "{classes:?}");
     assert_eq!(r.aar_lines().iter().filter(|l| l.contains("no node table")).count(), 1, "{:?}", r.aar_lines());
