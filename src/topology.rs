@@ -128,6 +128,16 @@ impl Topology {
         self.nodes.get(&nic).copied()
     }
 
+    /// Nodes listed (after the checks).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Nodes listed by xtprocadmin lines (after the checks).
+    pub fn named_len(&self) -> usize {
+        self.named.len()
+    }
+
     /// Check the `xtprocadmin` lines against what this node says of itself (`here`: its
     /// `/proc/cray_xt`; `nic`: its NIC address). Those lines name nodes by NID, which the table
     /// takes to be the NIC address: if this node's NID is not its NIC address, or the table gives
@@ -219,18 +229,6 @@ impl Read {
             ),
         };
         Some(Read { from, path, table, node, warning })
-    }
-}
-
-impl Topology {
-    /// Nodes listed (after the checks).
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Nodes listed by xtprocadmin lines (after the checks).
-    pub fn named_len(&self) -> usize {
-        self.named.len()
     }
 }
 
