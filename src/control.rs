@@ -216,9 +216,7 @@ mod tests {
 
     #[test]
     fn words_round_trip_every_policy() {
-        let policies =
-            [Policy::Auto, Policy::Steady, Policy::Off].into_iter().chain(RoutingMode::ALL.map(Policy::Fixed));
-        for p in policies {
+        for p in Policy::ALL {
             for (ready, enabled, trace) in
                 [(true, true, false), (true, false, false), (false, true, false), (true, true, true)]
             {

@@ -49,6 +49,17 @@ impl Policy {
 }
 
 impl Policy {
+    /// Every policy, each fixed mode once: what a table of names or codes must cover.
+    pub const ALL: [Policy; 7] = [
+        Policy::Auto,
+        Policy::Steady,
+        Policy::Off,
+        Policy::Fixed(RoutingMode::Adaptive0),
+        Policy::Fixed(RoutingMode::Adaptive1),
+        Policy::Fixed(RoutingMode::Adaptive2),
+        Policy::Fixed(RoutingMode::Adaptive3),
+    ];
+
     /// Whether the policy chooses modes from the counters (`auto`, `steady`): it needs them.
     pub const fn is_automatic(self) -> bool {
         matches!(self, Policy::Auto | Policy::Steady)

@@ -511,9 +511,23 @@ fn policy_names() {
         assert_eq!(bad.parse::<Policy>().ok(), None, "{bad}");
     }
     assert_eq!("fast".parse::<Policy>(), Err("\"fast\" is not a policy".to_string()));
-    for p in [Policy::Auto, Policy::Off].into_iter().chain(RoutingMode::ALL.map(Policy::Fixed)) {
+    for p in Policy::ALL {
         assert_eq!(p.name().parse(), Ok(p), "names round-trip");
     }
+}
+
+/// `Policy::ALL` holds every policy once: a new variant fails to compile here until it is placed.
+#[test]
+fn policy_all_covers_every_policy_once() {
+    let slot = |p: Policy| match p {
+        Policy::Auto => 0,
+        Policy::Steady => 1,
+        Policy::Off => 2,
+        Policy::Fixed(m) => 3 + m.index(),
+    };
+    let mut slots: Vec<usize> = Policy::ALL.map(slot).to_vec();
+    slots.sort_unstable();
+    assert_eq!(slots, (0..3 + RoutingMode::ALL.len()).collect::<Vec<_>>());
 }
 
 /// Below the threshold: the low-latency mode in `auto`, the pinned mode when fixed, nothing under
