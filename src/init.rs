@@ -109,6 +109,7 @@ fn init() {
         published: SideBytes::default(),
         last_own: None,
         fed: Default::default(),
+        node_looks: Default::default(),
     };
     // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`
     // may decide: as the policy, as an A/B arm, or once the application selects it (C API).

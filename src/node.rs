@@ -27,7 +27,8 @@
 //! it).
 //!
 //! The segment is made only when more than one rank shares the NIC ([`ranks_per_node`]): a lone
-//! rank would pay for it and never find another rank's reading or bytes.
+//! rank would pay for it and never find another rank's reading or bytes. A rank whose looks at
+//! the segment keep finding no window it can use pauses them ([`Looks`]).
 
 use crate::papi::{Papi, ReadFailure};
 use crate::{job, sys, topology};
@@ -75,6 +76,72 @@ pub const STUCK_NS: u64 = 10_000_000;
 /// one. The TSCs of two cores can differ by tens of nanoseconds (a virtual machine's vCPUs more),
 /// so stamps closer than that do not say which reading came first; a rank reads its own instead.
 pub const STAMP_SLACK_NS: u64 = 1_000;
+
+/// Looks at the segment in one round: at the end of each, the rank decides whether to pause.
+pub const LOOKS_PER_ROUND: u32 = 64;
+/// Windows a round's looks must find for the rank to go on looking. A low bar: a pause also stops
+/// the rank publishing, so the others find fewer windows; with 4 the pauses fed each other
+/// (docs/node-reader.md).
+pub const FOUND_PER_ROUND: u32 = 1;
+/// The longest pause, in readings.
+pub const MAX_PAUSE: u32 = 1024;
+
+/// When a rank looks at the segment. A look, and the publishing that follows a look that finds
+/// nothing, move the segment's lines between the cores of the node and read the clock; where the
+/// ranks rarely find a window they can use, that costs each reading more than the PAPI reads it
+/// saves (45 to 150 ns per reading with 4 ranks on the 2-core development VM, whose looks found
+/// 12 to 65 windows in 16,004 readings). So a rank counts the windows found by each round of
+/// [`LOOKS_PER_ROUND`] looks: after a round that found fewer than [`FOUND_PER_ROUND`] it reads
+/// its own, without looking, publishing or reading the clock, for a pause of as many readings as
+/// a round has looks, doubled (up to [`MAX_PAUSE`]) after each further such round; a round that
+/// finds enough ends the pauses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Looks {
+    /// Looks in this round, and the windows they found.
+    looked: u32,
+    found: u32,
+    /// The latest pause (0: none since the last round that found enough).
+    pause: u32,
+    /// Readings of the current pause still to make.
+    left: u32,
+    /// Readings made in pauses (the record's `reads_in_pauses`).
+    paused_readings: u64,
+}
+
+impl Looks {
+    /// This reading is part of a pause: no look.
+    #[inline]
+    fn paused(&mut self) -> bool {
+        let paused = self.left > 0;
+        self.left = self.left.saturating_sub(1);
+        self.paused_readings += u64::from(paused);
+        paused
+    }
+
+    /// A look found a window (`true`) or not.
+    fn looked(&mut self, found: bool) {
+        self.looked += 1;
+        self.found += u32::from(found);
+        if self.looked < LOOKS_PER_ROUND {
+            return;
+        }
+        self.pause = if self.found < FOUND_PER_ROUND {
+            self.pause.saturating_mul(2).clamp(LOOKS_PER_ROUND, MAX_PAUSE)
+        } else {
+            0
+        };
+        (self.left, self.looked, self.found) = (self.pause, 0, 0);
+    }
+
+    /// Readings this rank made in pauses, without looking at the segment.
+    pub fn paused_readings(&self) -> u64 {
+        self.paused_readings
+    }
+}
+
+/// The stamp of a reading made without a clock read (in a pause of the looks): later than any
+/// window, so the next look takes none.
+pub const UNSTAMPED: u64 = u64::MAX;
 
 /// The clock the ranks of a node stamp readings with: the TSC where the kernel keeps time with it
 /// (11 ns to read on the development VM, where `clock_gettime` takes 27), else `CLOCK_MONOTONIC`
@@ -250,18 +317,34 @@ impl Node {
     /// the window since `last_own` for the others. An own reading is stamped with the clock read
     /// just before its PAPI read when it is published (its counters are no older), just after it
     /// when this rank keeps it to itself (they are no newer). Without `last_own` (the rank's
-    /// first reading) the rank reads its own and publishes nothing. Never waits, never allocates.
+    /// first reading), or while `looks` pause, the rank reads its own and publishes nothing.
+    /// Never waits, never allocates.
     #[inline]
     pub fn read(
         &self,
         papi: &mut Papi,
         last_own: Option<&OwnReading>,
         not_before: u64,
+        looks: &mut Looks,
     ) -> Result<Reading, ReadFailure> {
         let Some(last_own) = last_own.filter(|_| self.share_readings) else {
             // Sharing off (`AAR_NODE_READING=0`), or no window to publish yet.
             return self.own(papi);
         };
+        if looks.paused() {
+            // Unstamped: the first look after the pause takes no window (none ended after
+            // `UNSTAMPED`), it publishes one, with a stamp the looks after it compare with.
+            let sample = papi.read()?;
+            return Ok(Reading::Own(OwnReading { sample, decided: self.decided(), taken: UNSTAMPED }));
+        }
+        let reading = self.look(papi, last_own, not_before);
+        looks.looked(matches!(reading, Ok(Reading::Shared { .. })));
+        reading
+    }
+
+    /// The segment's window if this rank can use it, else this rank's own reading, published when
+    /// no other rank is writing.
+    fn look(&self, papi: &mut Papi, last_own: &OwnReading, not_before: u64) -> Result<Reading, ReadFailure> {
         let s = self.segment;
         let now = self.clock.now();
         let seq = s.seq.load(Acquire);
@@ -423,7 +506,8 @@ mod tests {
             // comes after the slow rank's, its PAPI read before the slow rank's.
             other.segment.seq.store(released(other.segment.seq.load(SeqCst)), SeqCst);
             let mut papi = Papi::with_reader(counters);
-            let published = matches!(other.read(&mut papi, Some(&FIRST), 0), Ok(Reading::Own(_)));
+            let published =
+                matches!(other.read(&mut papi, Some(&FIRST), 0, &mut Looks::default()), Ok(Reading::Own(_)));
             PUBLISHED.store(published, SeqCst);
         }
         let x = COUNTER.fetch_add(1, SeqCst);
@@ -486,16 +570,19 @@ mod tests {
         let slow = node(segment, 1);
         let _ = OTHER.set(node(segment, 2));
         let mut papi = Papi::with_reader(counters);
+        let mut looks = Looks::default();
         // A third rank holds the slot: the slow rank reads its own, and is held up in the middle
         // of it while the other rank publishes an older reading with a later clock read.
         segment.seq.store(claimed(0, 3), SeqCst);
         INTERLEAVE.store(true, SeqCst);
-        let Ok(Reading::Own(own)) = slow.read(&mut papi, Some(&FIRST), 0) else { panic!("not its own reading") };
+        let Ok(Reading::Own(own)) = slow.read(&mut papi, Some(&FIRST), 0, &mut looks) else {
+            panic!("not its own reading")
+        };
         assert!(PUBLISHED.load(SeqCst), "the other rank published in the middle");
         assert!(segment.taken.load(SeqCst) < own.taken, "the published window ended before");
         // Its next reading, not before its own: never that window, which holds traffic its own
         // reading had counted already.
-        let next = slow.read(&mut papi, Some(&own), own.taken).unwrap();
+        let next = slow.read(&mut papi, Some(&own), own.taken, &mut looks).unwrap();
         assert!(matches!(next, Reading::Own(r) if r.sample.req_flits > own.sample.req_flits), "{next:?} after {own:?}");
     }
 
@@ -511,10 +598,12 @@ mod tests {
         // the difference, with the node's decided bytes over it.
         let before = OwnReading { sample: CounterSample { req_flits: 40, ..FIRST.sample }, ..FIRST };
         publisher.add_decided(SideBytes { low_latency: 0, low_stall: 4096 });
-        let Ok(Reading::Own(mine)) = publisher.read(&mut papi, Some(&before), 0) else { panic!("not published") };
+        let Ok(Reading::Own(mine)) = publisher.read(&mut papi, Some(&before), 0, &mut Looks::default()) else {
+            panic!("not published")
+        };
         let window = mine.sample.since(before.sample);
         assert!(window.req_flits > 0);
-        match taker.read(&mut papi, Some(&FIRST), 0) {
+        match taker.read(&mut papi, Some(&FIRST), 0, &mut Looks::default()) {
             Ok(Reading::Shared { window: w, decided, taken }) => {
                 assert_eq!(w, window, "the publisher's window, not its reading");
                 assert_eq!(decided, SideBytes { low_latency: 0, low_stall: 4096 });
@@ -522,5 +611,87 @@ mod tests {
             }
             other => panic!("not the shared window: {other:?}"),
         }
+    }
+
+    /// By hand: a round of 64 looks that finds no window pauses the next 64 readings; each
+    /// further such round doubles the pause, up to 1024; a round that finds one ends the pauses.
+    #[test]
+    fn rounds_of_looks_that_find_nothing_pause_for_longer_each_time_until_one_finds_a_window() {
+        let mut c = Looks::default();
+        let pause = |c: &mut Looks| {
+            let mut n = 0;
+            while c.paused() {
+                n += 1;
+            }
+            n
+        };
+        let mut pauses = Vec::new();
+        for _ in 0..7 {
+            for _ in 0..LOOKS_PER_ROUND {
+                assert!(!c.paused());
+                c.looked(false);
+            }
+            pauses.push(pause(&mut c));
+        }
+        assert_eq!(pauses, [64, 128, 256, 512, 1024, 1024, 1024]);
+        assert_eq!(c.paused_readings(), pauses.iter().sum::<u64>());
+        // One window found in a round: no pause after it, and the next round that finds nothing
+        // pauses 64 again.
+        for i in 0..LOOKS_PER_ROUND {
+            c.looked(i == 40);
+        }
+        assert_eq!(pause(&mut c), 0, "paused after a round that found a window");
+        for _ in 0..LOOKS_PER_ROUND - 1 {
+            c.looked(false);
+            assert!(!c.paused(), "paused before the round's end");
+        }
+        c.looked(false);
+        assert_eq!(pause(&mut c), u64::from(LOOKS_PER_ROUND));
+        assert_eq!(c.paused_readings(), pauses.iter().sum::<u64>() + 64);
+    }
+
+    /// In a pause a rank neither takes nor publishes a window (the segment is not touched), and
+    /// the first look after it takes none that ended before its unstamped readings: it
+    /// publishes one. The look after that takes a fresh window again.
+    #[test]
+    fn a_paused_rank_leaves_the_segment_alone_and_its_first_look_after_takes_nothing() {
+        let segment = empty_segment();
+        let rank = node(segment, 9);
+        // Not `counters`, whose interleaving belongs to another test running at the same time.
+        unsafe extern "C" fn plain(_: c_int, v: *mut c_longlong) -> c_int {
+            for i in 0..5 {
+                // SAFETY: the caller passes room for 5 values.
+                unsafe { *v.add(i) = 1 };
+            }
+            0
+        }
+        let mut papi = Papi::with_reader(plain);
+        let mut looks = Looks { left: 2, pause: 64, ..Looks::default() };
+        let publish = |taken: u64| {
+            segment.values[0].store(3, SeqCst);
+            segment.taken.store(taken, SeqCst);
+        };
+        publish(u64::MAX / 4);
+        let seq = segment.seq.load(SeqCst);
+        let mut last = FIRST;
+        for _ in 0..2 {
+            let Ok(Reading::Own(r)) = rank.read(&mut papi, Some(&last), 0, &mut looks) else {
+                panic!("a paused reading is the rank's own")
+            };
+            assert_eq!(r.taken, UNSTAMPED);
+            assert_eq!(segment.seq.load(SeqCst), seq, "a paused reading touched the segment");
+            last = r;
+        }
+        assert_eq!(looks.paused_readings(), 2);
+        // The window in the segment is fresh, but may hold traffic the paused readings counted.
+        let Ok(Reading::Own(r)) = rank.read(&mut papi, Some(&last), last.taken, &mut looks) else {
+            panic!("the first look after a pause took a window")
+        };
+        assert_ne!(segment.seq.load(SeqCst), seq, "the first look after a pause published nothing");
+        assert_eq!(segment.taken.load(SeqCst), r.taken);
+        // Another rank's window, ended after this one: taken.
+        publish(r.taken + 2 * STAMP_SLACK_NS);
+        let next = rank.read(&mut papi, Some(&r), r.taken, &mut looks);
+        assert!(matches!(next, Ok(Reading::Shared { window, .. }) if window.req_flits == 3), "{next:?}");
     }
 }

@@ -82,6 +82,9 @@ struct Counters<'a> {
     reads: u64,
     /// Readings of another rank of the node used instead of a PAPI read (`AAR_NODE_READING`).
     shared_readings: u64,
+    /// PAPI reads made without looking at the node's segment: this rank's looks kept finding no
+    /// window it could use, so it paused them (docs/node-reader.md).
+    reads_in_pauses: u64,
     read_failures: u64,
 }
 
@@ -318,6 +321,7 @@ fn write_outputs() {
                 events: &settings.papi_events,
                 reads: d.counter_reads,
                 shared_readings: d.shared_readings,
+                reads_in_pauses: d.node_looks.paused_readings(),
                 read_failures: d.counter_read_failures,
             }),
             node: d.map(|d| {

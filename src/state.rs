@@ -8,7 +8,7 @@
 
 use crate::control::HOT;
 use crate::nics::NicTable;
-use crate::node::{Node, OwnReading, Reading};
+use crate::node::{Looks, Node, OwnReading, Reading};
 use crate::papi::{Papi, ReadFailure};
 use crate::rows::Iterations;
 use crate::settings::{Settings, TestPanic};
@@ -231,6 +231,8 @@ pub struct Decider {
     /// last given to the engine, which each window moves on.
     pub last_own: Option<OwnReading>,
     pub fed: (CounterSample, SideBytes),
+    /// When this rank looks at the node's segment, and the readings it made without looking.
+    pub node_looks: Looks,
 }
 
 // The lock flag's line: the flag (8 bytes with its padding), then the decider's first fields.
@@ -261,7 +263,7 @@ impl Decider {
     fn read_node(&mut self, node: &'static Node) {
         let Some(papi) = self.counters.as_mut() else { return };
         let (fed, fed_decided) = self.fed;
-        let next = match node.read(papi, self.last_own.as_ref(), self.last_reading) {
+        let next = match node.read(papi, self.last_own.as_ref(), self.last_reading, &mut self.node_looks) {
             Ok(Reading::Own(r)) => {
                 let next = match self.last_own {
                     Some(prev) => {
@@ -483,6 +485,7 @@ fn become_fork_child() {
             d.engine.reset_stats();
             (d.counter_reads, d.shared_readings, d.counter_read_failures, d.timed_decisions, d.timed_decision_ns) =
                 (0, 0, 0, 0, 0);
+            d.node_looks = Looks::default();
             // The inherited event set may still read (process-local events do); if not, the
             // read failure path falls back, with one warning, as anywhere else.
             d.read_and_observe();

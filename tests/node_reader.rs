@@ -95,21 +95,22 @@ fn a_rank_uses_the_reading_of_a_rank_that_has_exited_and_the_last_one_removes_th
     assert!(path.contains(&format!("-node-in-turn-{}-0x1234-", std::process::id())), "{path}");
 }
 
-/// PAPI counts from the start of each process's event set: a rank that starts after 64 posts of
-/// its node mate counts 64 posts less than it. Readings passed between them would make windows
+/// PAPI counts from the start of each process's event set: a rank that starts after 32 posts of
+/// its node mate counts 32 posts less than it. Readings passed between them would make windows
 /// shrink by that much, or go back in time; windows (the difference of two readings of one rank)
-/// pass untouched.
+/// pass untouched. (32: the first rank is then still in its first round of looks at the segment,
+/// `node::Looks`, when the second starts publishing.)
 #[test]
 fn ranks_whose_counters_started_apart_share_windows_not_readings() {
     let test = "node-offset";
     let job = format!("{test}-{}", std::process::id());
     let steps = scratch(&format!("{test}-steps"));
     let f = |name: &str| steps.join(name).display().to_string();
-    let first = format!("rdma 65536 64 0 touch {} waitfile {} rdma 65536 40 0", f("ready0"), f("ready1"));
+    let first = format!("rdma 65536 32 0 touch {} waitfile {} rdma 65536 40 0", f("ready0"), f("ready1"));
     let second = format!("touch {} rdma 65536 40 0", f("ready1"));
     let r0 = rank(&format!("{test}-0"), &job, 0, 2, &first).env("AAR_NODE_READING", "1000ms");
     let t0 = std::thread::spawn(move || r0.run());
-    // The second rank's process, and its PAPI event set, start after the first one's 64 posts.
+    // The second rank's process, and its PAPI event set, start after the first one's 32 posts.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !steps.join("ready0").exists() {
         assert!(std::time::Instant::now() < deadline, "the first rank never got ready");
@@ -153,6 +154,25 @@ fn a_rank_alone_on_its_node_makes_no_segment() {
     let rec = &r.records()[0];
     assert_eq!(rec["node"]["shared_reading"], Value::Null, "{}", rec["node"]);
     assert_eq!(counters(rec), (11, 0));
+    assert!(segments(&job).is_empty());
+}
+
+/// A rank whose node mate never reads finds no window in a round of 64 looks at the segment, so
+/// it pauses its looks for 64 readings, then 128 (`node::Looks`): of its 200 decisions'
+/// readings, 64 + 8 are made without looking, and each is still accounted for once.
+#[test]
+fn a_rank_whose_looks_find_nothing_pauses_them() {
+    let job = format!("node-pause-{}", std::process::id());
+    let r = rank("node-pause", &job, 0, 2, "rdma 65536 200 0").env("AAR_NODE_READING", "1000ms").run();
+    r.assert_ok();
+    let rec = &r.records()[0];
+    check_accounting(rec);
+    assert_eq!(counters(rec), (201, 0));
+    assert_eq!(rec["counters"]["reads_in_pauses"], 72, "{}", rec["counters"]);
+    // With one reading per rank, no look and no pause.
+    let r = rank("node-pause-off", &job, 0, 2, "rdma 65536 200 0").env("AAR_NODE_READING", "0").run();
+    r.assert_ok();
+    assert_eq!(r.records()[0]["counters"]["reads_in_pauses"], 0, "{}", r.records()[0]["counters"]);
     assert!(segments(&job).is_empty());
 }
 
