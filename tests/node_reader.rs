@@ -1,8 +1,8 @@
 //! One counter reader per node (`AAR_NODE_READING`): ranks that share a NIC share a reading
 //! through a segment in shared memory. Real processes under the real libaar.so and libpapi over
 //! the emulator: several ranks racing on one segment, a rank that exits while another still uses
-//! its reading, a reading too old to use, a writer that died holding the segment, and the segment
-//! removed when the last rank leaves.
+//! its reading, a reading too old to use, a writer that died holding the segment, a rank whose
+//! looks at the segment find nothing and pause, and the segment removed when the last rank leaves.
 
 mod common;
 
