@@ -651,8 +651,8 @@ mod tests {
     }
 
     /// In a pause a rank neither takes nor publishes a window (the segment is not touched), and
-    /// the first look after it takes none that ended before its unstamped readings: it
-    /// publishes one. The look after that takes a fresh window again.
+    /// the first look after it takes no window, however fresh (one may hold traffic the pause's
+    /// unstamped readings counted): it publishes one. The look after that takes a fresh window.
     #[test]
     fn a_paused_rank_leaves_the_segment_alone_and_its_first_look_after_takes_nothing() {
         let segment = empty_segment();
