@@ -139,8 +139,8 @@ impl Looks {
     }
 }
 
-/// The stamp of a reading made without a clock read (in a pause of the looks): later than any
-/// window, so the next look takes none.
+/// The stamp of a reading made without a clock read (in a pause of the looks, or with sharing off):
+/// later than any window, so the next look takes none.
 pub const UNSTAMPED: u64 = u64::MAX;
 
 /// The clock the ranks of a node stamp readings with: the TSC where the kernel keeps time with it
@@ -328,14 +328,14 @@ impl Node {
         looks: &mut Looks,
     ) -> Result<Reading, ReadFailure> {
         let Some(last_own) = last_own.filter(|_| self.share_readings) else {
-            // Sharing off (`AAR_NODE_READING=0`), or no window to publish yet.
-            return self.own(papi);
+            // Sharing off (`AAR_NODE_READING=0`: nothing is compared with the stamp), or no window
+            // to publish yet.
+            return self.own(papi, self.share_readings);
         };
         if looks.paused() {
             // Unstamped: the first look after the pause takes no window (none ended after
             // `UNSTAMPED`), it publishes one, with a stamp the looks after it compare with.
-            let sample = papi.read()?;
-            return Ok(Reading::Own(OwnReading { sample, decided: self.decided(), taken: UNSTAMPED }));
+            return self.own(papi, false);
         }
         let reading = self.look(papi, last_own, not_before);
         looks.looked(matches!(reading, Ok(Reading::Shared { .. })));
@@ -360,16 +360,16 @@ impl Node {
             self.release_if_writer_died(seq, now);
         }
         // Another rank is writing right now: read our own rather than wait.
-        self.own(papi)
+        self.own(papi, true)
     }
 
-    /// This rank's own reading, kept to itself. Stamped after the read, not before: this rank
-    /// then takes a published window only if its writer's clock read (before its PAPI read) came
-    /// after this one's PAPI read, and the two never cover the same traffic from the same side.
-    fn own(&self, papi: &mut Papi) -> Result<Reading, ReadFailure> {
+    /// This rank's own reading, kept to itself. `stamped`: stamped after the read, not before
+    /// (this rank then takes a published window only if its writer's clock read, before its PAPI
+    /// read, came after this one's PAPI read, and the two never cover the same traffic from the
+    /// same side); else [`UNSTAMPED`], with no clock read.
+    fn own(&self, papi: &mut Papi, stamped: bool) -> Result<Reading, ReadFailure> {
         let sample = papi.read()?;
-        // Unshared, nothing is compared with the stamp: no clock read.
-        let taken = if self.share_readings { self.clock.now() } else { 0 };
+        let taken = if stamped { self.clock.now() } else { UNSTAMPED };
         Ok(Reading::Own(OwnReading { sample, decided: self.decided(), taken }))
     }
 
