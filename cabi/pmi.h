@@ -1,6 +1,6 @@
 /* pmi.h: PMI-1 (as MPICH declares it) with Cray's extensions, for aar's libpmi.so.0.
  * Programs find their job through it: rank, size, a barrier, a key-value space (KVS), and
- * Cray's PMI_Allgather and clique calls. libpmi.so.0 speaks the simple PMI-1 wire protocol on the
+ * Cray's PMI_Allgather, clique and NID calls. libpmi.so.0 speaks the simple PMI-1 wire protocol on the
  * socket in PMI_FD, so it works under `aar run` and under MPICH's mpiexec.hydra.
  * Build with: cc prog.c $(pkg-config --cflags --libs cray-pmi)
  */
@@ -58,6 +58,9 @@ int PMI_Allgather(void *in, void *out, int len);
 /* Cray: the ranks on this rank's node (from PMI_process_mapping), in rank order. */
 int PMI_Get_clique_size(int *size);
 int PMI_Get_clique_ranks(int ranks[], int length);
+/* Cray: the NID of rank's node. Under aar run a node's NID is the NIC address its ranks get in
+ * PMI_GNI_LOC_ADDR. */
+int PMI_Get_nid(int rank, int *nid);
 
 #ifdef __cplusplus
 }

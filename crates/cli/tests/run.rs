@@ -88,6 +88,8 @@ fn ranks_find_each_other_through_pmi() {
         // One rank per node: each its own clique and its own NIC address.
         assert_eq!(l["clique"], r.to_string());
         assert_eq!(l["loc_addr"], (0x100 + r).to_string());
+        // Cray's PMI_Get_nid: a node's NID is its NIC address.
+        assert_eq!(l["nids"], "256,257,258");
         assert_eq!(l["dev_id"], "0");
         for k in ["jobid", "ptag", "cookie"] {
             assert_eq!(l[k], lines[0][k], "{k} differs between ranks");
@@ -107,6 +109,7 @@ fn ranks_per_node_make_cliques_and_share_a_nic() {
     assert_eq!(cliques, ["0,1", "0,1", "2"]);
     let nics: Vec<&str> = lines.iter().map(|l| l["loc_addr"].as_str()).collect();
     assert_eq!(nics, ["256", "256", "257"]);
+    assert!(lines.iter().all(|l| l["nids"] == nics.join(",")), "{lines:?}");
     assert!(lines.iter().all(|l| l["failures"] == "0"), "{}", text(&out.stderr));
 
     let out = aar_run(&["-n", "2", "--ranks-per-node", "2"], &[]);
@@ -239,6 +242,7 @@ fn the_same_library_works_under_mpiexec_hydra() {
         assert_eq!(l["failures"], "0", "{}", text(&out.stderr));
         // hydra runs all ranks on this one host: one clique, from its PMI_process_mapping.
         assert_eq!(l["clique"], "0,1,2");
+        assert_eq!(l["nids"], "256,256,256");
         assert_eq!(l["jobdir"], "none");
     }
     let out = Command::new(hydra).args(["-n", "2"]).arg(pmi_job()).args(["abort", "1", "7"]).output().unwrap();

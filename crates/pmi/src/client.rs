@@ -58,7 +58,8 @@ pub struct Session {
     pub kvsname: String,
     pub maxes: Maxes,
     allgather_seq: u64,
-    clique: Option<Vec<i32>>,
+    /// The node of every rank, in rank order (`nodes`).
+    nodes: Option<Vec<usize>>,
 }
 
 /// Not yet initialised, initialised, or finalised.
@@ -124,7 +125,7 @@ impl Session {
             kvsname: String::new(),
             maxes: Maxes { kvsname: 0, key: 0, value: 0 },
             allgather_seq: 0,
-            clique: None,
+            nodes: None,
         };
         s.call(Message::new("init").with("pmi_version", 1).with("pmi_subversion", 1), "response_to_init")?;
         let m = s.call(Message::new("get_maxes"), "maxes")?;
@@ -266,29 +267,60 @@ impl Session {
         Ok(out)
     }
 
-    /// The ranks on this rank's node, from the launcher's `PMI_process_mapping`; without one,
-    /// this rank alone (said once on stderr).
-    pub fn clique(&mut self) -> Result<Vec<i32>> {
-        if let Some(c) = &self.clique {
-            return Ok(c.clone());
+    /// The node of every rank, in rank order, from the launcher's `PMI_process_mapping`; without
+    /// one, every rank on a node of its own (said once on stderr).
+    fn nodes(&mut self) -> Result<&[usize]> {
+        if self.nodes.is_none() {
+            let kvs = self.kvsname.clone();
+            let value = self.get(&kvs, PROCESS_MAPPING_KEY)?;
+            let size = self.size as usize;
+            let nodes = match value.as_deref().map(str::parse::<ProcessMapping>) {
+                Some(Ok(m)) => m.nodes(size),
+                other => {
+                    let why = match other {
+                        Some(Err(e)) => e,
+                        _ => format!("the launcher publishes no {PROCESS_MAPPING_KEY}"),
+                    };
+                    crate::exports::say(&format!(
+                        "aar: PMI: {why}; every rank is taken to be alone on its node (PMI_Get_clique_size, \
+                         PMI_Get_nid).\n"
+                    ));
+                    (0..size).collect()
+                }
+            };
+            self.nodes = Some(nodes);
         }
-        let kvs = self.kvsname.clone();
-        let value = self.get(&kvs, PROCESS_MAPPING_KEY)?;
-        let clique = match value.as_deref().map(str::parse::<ProcessMapping>) {
-            Some(Ok(m)) => m.clique(self.rank as usize, self.size as usize).into_iter().map(|r| r as i32).collect(),
-            other => {
-                let why = match other {
-                    Some(Err(e)) => e,
-                    _ => format!("the launcher publishes no {PROCESS_MAPPING_KEY}"),
-                };
-                crate::exports::say(&format!(
-                    "aar: PMI_Get_clique_size: {why}; every rank is taken to be alone on its node.\n"
-                ));
-                vec![self.rank]
-            }
-        };
-        self.clique = Some(clique.clone());
-        Ok(clique)
+        Ok(self.nodes.as_deref().unwrap_or_default())
+    }
+
+    /// The ranks on this rank's node, in rank order.
+    pub fn clique(&mut self) -> Result<Vec<i32>> {
+        let me = self.rank as usize;
+        Ok(crate::mapping::clique(self.nodes()?, me).into_iter().map(|r| r as i32).collect())
+    }
+
+    /// Cray's NID of the node `rank` runs on: node n is NID `FIRST_NIC_ADDR + n`, the NIC address
+    /// `aar run` gives its ranks in `PMI_GNI_LOC_ADDR` (libaar.so checks that a rank's NID is
+    /// its NIC address before it places DMAPP PEs by NID).
+    pub fn nid(&mut self, rank: i32) -> Result<i32> {
+        let size = self.size;
+        let nodes = self.nodes()?;
+        let node = usize::try_from(rank).ok().and_then(|r| nodes.get(r)).ok_or_else(|| {
+            PmiError::new(
+                PMI_ERR_INVALID_ARG,
+                format!("rank {rank} is not a rank of this job of {size}; nothing was written."),
+            )
+        })?;
+        u32::try_from(*node)
+            .ok()
+            .map(|n| aar_abi::FIRST_NIC_ADDR.wrapping_add(n))
+            .and_then(|nid| i32::try_from(nid).ok())
+            .ok_or_else(|| {
+                PmiError::new(
+                    PMI_FAIL,
+                    format!("node {node} of rank {rank} has no NID that fits an int; nothing was written."),
+                )
+            })
     }
 }
 

@@ -1,5 +1,5 @@
 //! Every C symbol of libpmi.so.0, in one file: PMI-1 (as MPICH's pmi.h declares it) and Cray's
-//! extensions (`PMI_Allgather`, `PMI_Get_clique_size`, `PMI_Get_clique_ranks`). Each checks its
+//! extensions (`PMI_Allgather`, `PMI_Get_clique_size`, `PMI_Get_clique_ranks`, `PMI_Get_nid`). Each checks its
 //! pointers, runs inside `catch_unwind`, and on failure says why on stderr (prefix `aar:`, the
 //! call's name) and returns a PMI error code. Only `PMI_Abort` ends the process.
 
@@ -355,5 +355,20 @@ pub unsafe extern "C" fn PMI_Get_clique_ranks(ranks: *mut c_int, length: c_int) 
         // caller's promise by Cray's API).
         unsafe { std::ptr::copy_nonoverlapping(clique.as_ptr(), ranks, clique.len()) };
         Ok(())
+    })
+}
+
+/// Cray's extension: the NID of the node `rank` runs on (Cray programs map ranks to nodes with it;
+/// libaar.so places DMAPP PEs with it).
+/// # Safety
+/// pmi.h's contract: each pointer is NULL (refused) or points to what pmi.h says.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn PMI_Get_nid(rank: c_int, nid: *mut c_int) -> c_int {
+    guard("PMI_Get_nid", || {
+        if nid.is_null() {
+            return Err(null("nid"));
+        }
+        let n = with_session(|s| s.nid(rank))?;
+        put_out("nid", nid, n)
     })
 }

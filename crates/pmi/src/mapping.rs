@@ -63,11 +63,15 @@ impl ProcessMapping {
 
     /// The ranks on `rank`'s node (its clique), in rank order, in a job of `size` ranks.
     pub fn clique(&self, rank: usize, size: usize) -> Vec<usize> {
-        let nodes = self.nodes(size);
-        match nodes.get(rank) {
-            Some(&mine) => (0..size).filter(|&r| nodes[r] == mine).collect(),
-            None => Vec::new(),
-        }
+        clique(&self.nodes(size), rank)
+    }
+}
+
+/// The ranks on `rank`'s node, in rank order, given the node of every rank.
+pub fn clique(nodes: &[usize], rank: usize) -> Vec<usize> {
+    match nodes.get(rank) {
+        Some(&mine) => (0..nodes.len()).filter(|&r| nodes[r] == mine).collect(),
+        None => Vec::new(),
     }
 }
 

@@ -88,6 +88,10 @@ int main(int argc, char **argv) {
     /* Bad arguments: error codes, never a crash. */
     CHECK(PMI_Get_rank(NULL) == PMI_ERR_INVALID_ARG, "PMI_Get_rank(NULL)");
     CHECK(PMI_Get_clique_ranks(NULL, 4) == PMI_ERR_INVALID_ARG, "PMI_Get_clique_ranks(NULL)");
+    int no_nid = -1;
+    CHECK(PMI_Get_nid(0, NULL) == PMI_ERR_INVALID_ARG, "PMI_Get_nid(0, NULL)");
+    CHECK(PMI_Get_nid(size, &no_nid) == PMI_ERR_INVALID_ARG && no_nid == -1, "PMI_Get_nid of rank %d", size);
+    CHECK(PMI_Get_nid(-1, &no_nid) == PMI_ERR_INVALID_ARG && no_nid == -1, "PMI_Get_nid of rank -1");
 
     int name_max = 0, key_max = 0, val_max = 0;
     CHECK(PMI_KVS_Get_name_length_max(&name_max) == PMI_SUCCESS && name_max > 1, "name max %d", name_max);
@@ -155,6 +159,12 @@ int main(int argc, char **argv) {
     printf("rank=%d size=%d clique=", rank, size);
     for (int i = 0; i < clique; i++)
         printf("%s%d", i ? "," : "", cranks[i]);
+    printf(" nids=");
+    for (int r = 0; r < size; r++) {
+        int nid = -1;
+        CHECK(PMI_Get_nid(r, &nid) == PMI_SUCCESS, "PMI_Get_nid(%d)", r);
+        printf("%s%d", r ? "," : "", nid);
+    }
     printf(" jobid=%s ptag=%s cookie=%s dev_id=%s loc_addr=%s jobdir=%s jobdir_mode=%o failures=%d\n", ENV("PMI_JOBID"),
            ENV("PMI_GNI_PTAG"), ENV("PMI_GNI_COOKIE"), ENV("PMI_GNI_DEV_ID"), ENV("PMI_GNI_LOC_ADDR"), ENV("AAR_EMU_JOB_DIR"),
            dir_mode < 0 ? 0 : dir_mode, failures);
