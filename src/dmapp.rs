@@ -111,6 +111,25 @@ pub static GET_RMA_ATTRS: Real = Real::new(c"dmapp_get_rma_attrs");
 pub static GET_RMA_ATTRS_EXT: Real = Real::new(c"dmapp_get_rma_attrs_ext");
 pub static SET_RMA_ATTRS: Real = Real::new(c"dmapp_set_rma_attrs");
 pub static SET_RMA_ATTRS_EXT: Real = Real::new(c"dmapp_set_rma_attrs_ext");
+pub static GET_JOBINFO: Real = Real::new(c"dmapp_get_jobinfo");
+
+/// This process's PE and the job's number of PEs, from the real `dmapp_get_jobinfo` (after
+/// `dmapp_init`). `Err`: why not, for a message.
+pub fn job_pe() -> Result<(usize, usize), String> {
+    let get = GET_JOBINFO.get::<GetJobinfoFn>().ok_or("no library loaded after libaar.so defines dmapp_get_jobinfo")?;
+    let mut info = std::mem::MaybeUninit::<DmappJobinfo>::zeroed();
+    // SAFETY: a writable dmapp_jobinfo_t, the struct the function fills.
+    let rc = unsafe { get(info.as_mut_ptr()) };
+    if rc != DMAPP_RC_SUCCESS {
+        return Err(format!("dmapp_get_jobinfo returned {rc}"));
+    }
+    // SAFETY: zeroed (a valid value: integers and raw pointers), then filled by the call.
+    let info = unsafe { info.assume_init() };
+    match (usize::try_from(info.pe), usize::try_from(info.npes)) {
+        (Ok(pe), Ok(npes)) if pe < npes => Ok((pe, npes)),
+        _ => Err(format!("dmapp_get_jobinfo gives PE {} of {}", info.pe, info.npes)),
+    }
+}
 
 /// Reported once per function: no library loaded after libaar.so defines it.
 #[cold]
@@ -230,7 +249,7 @@ fn route_call(
             bytes: shape.bytes,
             transfer: shape.kind.transfer(),
             endpoint: shape.endpoint,
-            class: topology::pe_class(control::policy(w)),
+            class: topology::pe_class(control::policy(w), shape.endpoint, shape.messages),
             posted_ns: None,
         },
         messages: shape.messages,

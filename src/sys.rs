@@ -199,36 +199,70 @@ pub fn uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
-/// `PMI_Get_clique_size` of the PMI library the process loaded, if it has one and has called
-/// `PMI_Init` (the library never initialises PMI itself).
-pub fn pmi_clique_size() -> Option<u32> {
+/// A function of the PMI library the process loaded, if it has one and has called `PMI_Init`
+/// (the library never initialises PMI itself). `F` is the function's type by pmi.h.
+fn pmi_function<F: Copy>(name: &CStr) -> Option<F> {
     type InitializedFn = unsafe extern "C" fn(*mut libc::c_int) -> libc::c_int;
-    type CliqueSizeFn = unsafe extern "C" fn(*mut libc::c_int) -> libc::c_int;
+    debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
     // SAFETY: NUL-terminated names looked up in the process's global scope.
-    let (init, size) = unsafe {
-        (
-            libc::dlsym(libc::RTLD_DEFAULT, c"PMI_Initialized".as_ptr()),
-            libc::dlsym(libc::RTLD_DEFAULT, c"PMI_Get_clique_size".as_ptr()),
-        )
+    let (init, f) = unsafe {
+        (libc::dlsym(libc::RTLD_DEFAULT, c"PMI_Initialized".as_ptr()), libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()))
     };
-    if init.is_null() || size.is_null() {
+    if init.is_null() || f.is_null() {
         return None;
     }
-    // SAFETY: both are PMI-1 functions with these prototypes (pmi.h).
-    let (init, size) = unsafe {
-        (
-            std::mem::transmute::<*mut c_void, InitializedFn>(init),
-            std::mem::transmute::<*mut c_void, CliqueSizeFn>(size),
-        )
-    };
+    // SAFETY: PMI_Initialized is a PMI-1 function with this prototype (pmi.h).
+    let init = unsafe { std::mem::transmute::<*mut c_void, InitializedFn>(init) };
     let mut flag: libc::c_int = 0;
     // SAFETY: a valid int to write to.
     if unsafe { init(&mut flag) } != 0 || flag == 0 {
         return None;
     }
+    // SAFETY: callers name `F` as the pmi.h prototype of the function called `name`.
+    Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) })
+}
+
+type PmiIntFn = unsafe extern "C" fn(*mut libc::c_int) -> libc::c_int;
+
+/// One `int` from a PMI call that writes one.
+fn pmi_int(name: &CStr) -> Option<libc::c_int> {
+    let f = pmi_function::<PmiIntFn>(name)?;
     let mut n: libc::c_int = 0;
     // SAFETY: a valid int to write to.
-    (unsafe { size(&mut n) } == 0).then(|| u32::try_from(n).ok()).flatten()
+    (unsafe { f(&mut n) } == 0).then_some(n)
+}
+
+/// `PMI_Get_clique_size` of the PMI library the process loaded, if it has one and has called
+/// `PMI_Init`.
+pub fn pmi_clique_size() -> Option<u32> {
+    pmi_int(c"PMI_Get_clique_size").and_then(|n| u32::try_from(n).ok())
+}
+
+/// This rank and the NID of every rank's node, in rank order, from Cray's `PMI_Get_rank`,
+/// `PMI_Get_size` and `PMI_Get_nid`; jobs of more than `max_ranks` are refused. `Err`: why not,
+/// for a message.
+pub fn pmi_nids(max_ranks: usize) -> Result<(usize, Vec<u32>), String> {
+    type NidFn = unsafe extern "C" fn(libc::c_int, *mut libc::c_int) -> libc::c_int;
+    let (Some(rank), Some(size), Some(nid)) =
+        (pmi_int(c"PMI_Get_rank"), pmi_int(c"PMI_Get_size"), pmi_function::<NidFn>(c"PMI_Get_nid"))
+    else {
+        return Err("the process has no initialised PMI with PMI_Get_nid (Cray's PMI)".into());
+    };
+    let (Ok(rank), Ok(size)) = (usize::try_from(rank), usize::try_from(size)) else {
+        return Err(format!("PMI gives rank {rank} of {size}"));
+    };
+    if rank >= size || size > max_ranks {
+        return Err(format!("PMI gives rank {rank} of {size} (at most {max_ranks} ranks are placed)"));
+    }
+    (0..size)
+        .map(|r| {
+            let mut n: libc::c_int = -1;
+            // SAFETY: a rank of the job and a valid int to write to.
+            let rc = unsafe { nid(r as libc::c_int, &mut n) };
+            u32::try_from(n).ok().filter(|_| rc == 0).ok_or_else(|| format!("PMI_Get_nid({r}) failed (code {rc})"))
+        })
+        .collect::<Result<Vec<u32>, String>>()
+        .map(|nids| (rank, nids))
 }
 
 /// The time-stamp counter: a few nanoseconds to read where `clock_gettime` takes tens. Use it as a

@@ -2,7 +2,8 @@
 //! state of the routing policy. The library cannot ask the network, so the table comes from a file:
 //! `AAR_TOPOLOGY`, else, under `aar run`, the table the launcher writes for the emulated job
 //! (`AAR_EMU_JOB_DIR/topology`). Without one, every destination is of one class, and the library
-//! says so once.
+//! says so once. A uGNI post's destination is its endpoint's NIC (`endpoints`); a DMAPP call's is
+//! its PE's node, whose NID Cray's PMI gives ([`pe_class`]).
 //!
 //! The file (one parser, [`Topology`]'s `FromStr`) holds one node per line, in either form:
 //! - `NIC GROUP ROUTER`: three whole numbers (the NIC address decimal or `0x` hexadecimal), the
@@ -307,8 +308,8 @@ fn here() -> Option<Location> {
 fn unlisted(nic: u32) {
     if table().is_some() && !UNLISTED_SAID.swap(true, Ordering::Relaxed) {
         diag::warn(&format!(
-            "the node table does not list NIC address {nic:#x}, a destination of this process's posts: posts to \
-             nodes it does not list are of no class (unknown). Give a table that lists every node of the job."
+            "the node table does not list NIC address {nic:#x}, a destination of this process's messages: messages \
+             to nodes it does not list are of no class (unknown). Give a table that lists every node of the job."
         ));
     }
 }
@@ -342,26 +343,69 @@ pub fn destination_class(policy: Policy, ep: usize) -> DestinationClass {
     }
 }
 
-static PE_CLASS_SAID: AtomicBool = AtomicBool::new(false);
+/// The largest DMAPP job whose PEs are placed (a NID and a place each: 12 bytes a PE).
+const MAX_PES: usize = 1 << 22;
 
-/// The destination class of a DMAPP call: always one class. A DMAPP call names its target PE,
-/// and the library has no verified way to place a PE on a node (Cray's PMI has `PMI_Get_nid`,
-/// but that a NID is the NIC address the node table lists is not verified). Under `steady`,
-/// which keeps state per class, it says so once, so that a node table given for uGNI posts is
-/// not taken to cover DMAPP calls too.
-#[inline]
-pub fn pe_class(policy: Policy) -> DestinationClass {
-    if policy == Policy::Steady
-        && !PE_CLASS_SAID.load(Ordering::Relaxed)
-        && !PE_CLASS_SAID.swap(true, Ordering::Relaxed)
-    {
-        diag::warn(
-            "DMAPP calls name a PE, which libaar.so does not place on a node: steady keeps one destination \
-             class for all of them (uGNI posts take theirs from the node table). Nothing to set; \
-             their routing is still decided per call.",
-        );
+/// The NID of every DMAPP PE's node and its place in the table, by PE number.
+type PePlaces = Box<[(u32, Option<Location>)]>;
+
+/// The PEs' places (built once, under `steady`); `None` when PEs cannot be placed (said once).
+static PE_PLACES: OnceLock<Option<PePlaces>> = OnceLock::new();
+
+/// Where the PEs sit. A DMAPP call names a PE; Cray's PMI gives the NID of a rank's node
+/// (`PMI_Get_nid`), and on a Cray the PE is the PMI rank. Both are checked on this rank before
+/// any PE is placed: DMAPP's PE and PE count must be PMI's rank and size, and this rank's NID must
+/// be its NIC address (`PMI_GNI_LOC_ADDR`), the key of the table's lines.
+fn pe_places(table: &Topology) -> Result<PePlaces, String> {
+    let (pe, npes) = crate::dmapp::job_pe()?;
+    let (rank, nids) = crate::sys::pmi_nids(MAX_PES)?;
+    if (pe, npes) != (rank, nids.len()) {
+        return Err(format!("DMAPP's PE {pe} of {npes} is not PMI's rank {rank} of {}", nids.len()));
     }
-    DestinationClass::Unknown
+    let nic = local_nic_address();
+    if nic != Some(nids[rank]) {
+        let nic = nic.map_or_else(|| "unknown (PMI_GNI_LOC_ADDR is unset)".to_string(), |n| format!("{n:#x}"));
+        return Err(format!("this rank's NID is {:#x} (PMI_Get_nid) but its NIC address is {nic}", nids[rank]));
+    }
+    Ok(nids.iter().map(|&nid| (nid, table.location(nid))).collect())
+}
+
+/// The destination class of a DMAPP call to `messages` PEs, the first `pe`, for the policies
+/// that keep state per class (`steady`); the others see one class, and never make the library
+/// place PEs. A call to several PEs is of no class (unknown).
+#[inline]
+pub fn pe_class(policy: Policy, pe: u64, messages: u64) -> DestinationClass {
+    match policy {
+        Policy::Steady => steady_pe_class(pe, messages),
+        Policy::Auto | Policy::Fixed(_) | Policy::Off => DestinationClass::Unknown,
+    }
+}
+
+fn steady_pe_class(pe: u64, messages: u64) -> DestinationClass {
+    let Some(here) = here() else { return DestinationClass::Unknown };
+    let places = PE_PLACES.get_or_init(|| {
+        let table = table()?;
+        pe_places(table)
+            .inspect_err(|why| {
+                diag::warn(&format!(
+                    "DMAPP calls cannot be placed: {why}; steady keeps one destination class for all of them (uGNI \
+                     posts take theirs from the node table). Run under Cray's PMI (or aar run), with PMI_Init called \
+                     (dmapp_init does) and a node table that lists every node of the job."
+                ))
+            })
+            .ok()
+    });
+    let Some(&(nid, there)) = places.as_deref().and_then(|p| usize::try_from(pe).ok().and_then(|pe| p.get(pe))) else {
+        return DestinationClass::Unknown;
+    };
+    match there {
+        _ if messages != 1 => DestinationClass::Unknown,
+        Some(there) => DestinationClass::between(here, there),
+        None => {
+            unlisted(nid);
+            DestinationClass::Unknown
+        }
+    }
 }
 
 #[cfg(test)]

@@ -453,11 +453,12 @@ fn the_shmem_example_verifies_its_data_and_routes_small_and_large_puts_apart() {
     assert_eq!(rec["dmapp"]["attribute_sets"].as_u64().unwrap(), sets(&r).len() as u64, "{}", rec["dmapp"]);
 }
 
-/// A DMAPP call names a PE, which the library does not place on a node: every DMAPP call is of
+/// A DMAPP call names a PE, which the library places through Cray's PMI (`PMI_Get_nid`). This
+/// process has no PMI (it is PE 0 of the emulator's job of virtual PEs), so every DMAPP call is of
 /// one destination class (`unknown` in the trace), even with a node table. `steady`, which keeps
 /// state per class, says so once; `auto` has one class anyway and says nothing.
 #[test]
-fn dmapp_calls_are_one_destination_class_and_steady_says_so_once() {
+fn without_pmi_dmapp_calls_are_one_destination_class_and_steady_says_so_once() {
     let run = |test: &str, mode: &str| {
         let launch = driver(test, "init put 1 65536 4 get 2 65536 3 put 3 8192 2");
         let (trace, table) = (launch.dir.join("trace.jsonl"), launch.dir.join("nodes.txt"));
@@ -472,15 +473,83 @@ fn dmapp_calls_are_one_destination_class_and_steady_says_so_once() {
         let lines = read_jsonl(&trace);
         assert_eq!(lines.len(), 9, "{test}: a decision per call (each crosses the threshold)");
         assert!(lines.iter().all(|l| l["api"] == "DMAPP" && l["destination"] == "unknown"), "{test}: {lines:?}");
-        let said = warnings(&r).into_iter().filter(|l| l.contains("DMAPP calls name a PE")).count();
-        let kept = record(&r)["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m.as_str().unwrap().contains("DMAPP calls name a PE"))
-            .count();
-        (said, kept)
+        let said = "DMAPP calls cannot be placed: the process has no initialised PMI with PMI_Get_nid";
+        let kept =
+            record(&r)["messages"].as_array().unwrap().iter().filter(|m| m.as_str().unwrap().contains(said)).count();
+        (warnings(&r).into_iter().filter(|l| l.contains(said)).count(), kept)
     };
     assert_eq!(run("dmapp-class-steady", "steady"), (1, 1), "said once on stderr, kept once in the record");
     assert_eq!(run("dmapp-class-auto", "auto"), (0, 0));
+}
+
+/// Under `aar run`, 4 ranks on 4 nodes, with PMI initialised (as Cray's `dmapp_init` does), the
+/// DMAPP job of each process has 4 PEs: in rank 0, PE p is PMI's rank p, whose NID
+/// (`PMI_Get_nid`) is the NIC address of its node, so `steady` gives each call the class of its
+/// PE's node in the table. In the other ranks DMAPP's PE (0, the emulator's) is not PMI's rank:
+/// they place no PE, and say why once in their records.
+#[test]
+fn under_pmi_steady_places_each_dmapp_pe_on_its_node() {
+    let program = dmapp_program("dmapp_driver", &["-DWITH_PMI", "-lpmi"]);
+    let mut l =
+        Launch::program("dmapp-pe-places", program, "pmi init put 1 65536 2 put 2 65536 2 put 3 65536 2 ixpe 3 65536")
+            .env("AAR_MODE", "steady")
+            .env("AAR_EMU_DMAPP_PES", "4");
+    let (trace, table) = (l.dir.join("trace-%r.jsonl"), l.dir.join("nodes.txt"));
+    // Node n of the job has NIC address 0x100 + n (PMI_GNI_LOC_ADDR): PE 1 shares rank 0's group,
+    // PE 2 its router, PE 3 is in another group.
+    std::fs::write(&table, "0x100 0 0\n0x101 0 1\n0x102 0 0\n0x103 2 0\n").unwrap();
+    l = l.env("AAR_TOPOLOGY", &table.display().to_string()).env("AAR_TRACE", &trace.display().to_string());
+    let aar = aar_command().display().to_string();
+    l.wrapper = [aar.as_str(), "run", "-n", "4", "-N", "1", "--"].map(String::from).to_vec();
+    let r = l.run();
+    r.assert_ok();
+    let classes = |rank: usize| -> Vec<(u64, String)> {
+        read_jsonl(&r.dir.join(format!("trace-{rank}.jsonl")))
+            .iter()
+            .filter(|l| l["api"] == "DMAPP")
+            .map(|l| (l["messages"].as_u64().unwrap(), l["destination"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let one = |c: &str| (1, c.to_string());
+    assert_eq!(
+        classes(0),
+        [one("same-group"), one("same-group"), one("same-router"), one("same-router")]
+            .into_iter()
+            .chain([one("other-group"), one("other-group"), (3, "unknown".to_string())])
+            .chain([one("same-group"), one("same-router"), one("other-group")])
+            .collect::<Vec<_>>(),
+        "rank 0: each PE's class; a call to several PEs (ixpe) is of none, its checking GETs of theirs"
+    );
+    let said = "DMAPP calls cannot be placed: DMAPP's PE 0 of 4 is not PMI's rank";
+    for rank in 1..4 {
+        assert!(classes(rank).iter().all(|(_, c)| c == "unknown"), "rank {rank}: {:?}", classes(rank));
+    }
+    let recs = r.records();
+    assert_eq!(recs.len(), 4);
+    for rec in &recs {
+        let kept = rec["messages"].as_array().unwrap().iter().filter(|m| m.as_str().unwrap().contains(said)).count();
+        let rank = rec["rank"].as_u64().unwrap();
+        assert_eq!(kept, usize::from(rank != 0), "rank {rank}: {}", rec["messages"]);
+    }
+
+    // Where a rank's NIC address (PMI_GNI_LOC_ADDR) is not its NID, the table's keys are not NIDs:
+    // no PE is placed, said once.
+    let l = Launch::program(
+        "dmapp-pe-nid-not-nic",
+        dmapp_program("dmapp_driver", &["-DWITH_PMI", "-lpmi"]),
+        "pmi init put 1 65536 2",
+    )
+    .env("AAR_MODE", "steady")
+    .env("AAR_EMU_DMAPP_PES", "2");
+    let (trace, table) = (l.dir.join("trace-%r.jsonl"), l.dir.join("nodes.txt"));
+    std::fs::write(&table, "0x200 0 0\n0x100 0 0\n0x101 0 1\n").unwrap();
+    let mut l = l.env("AAR_TOPOLOGY", &table.display().to_string()).env("AAR_TRACE", &trace.display().to_string());
+    l.wrapper =
+        [aar.as_str(), "run", "-n", "2", "-N", "1", "--", "env", "PMI_GNI_LOC_ADDR=0x200"].map(String::from).to_vec();
+    let r = l.run();
+    r.assert_ok();
+    let lines = read_jsonl(&r.dir.join("trace-0.jsonl"));
+    assert!(lines.iter().all(|l| l["destination"] == "unknown"), "{lines:?}");
+    let said = "DMAPP calls cannot be placed: this rank's NID is 0x100 (PMI_Get_nid) but its NIC address is 0x200";
+    assert_eq!(r.aar_lines().iter().filter(|l| l.contains(said)).count(), 1, "{:?}", r.aar_lines());
 }

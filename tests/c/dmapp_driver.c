@@ -5,6 +5,8 @@
  *
  *   init | initext                  dmapp_init / dmapp_init_ext with DMAPP's defaults (ADAPTIVE both
  *                                   ways); rc printed
+ *   pmi                             PMI_Init, as Cray's dmapp_init does (built with -DWITH_PMI -lpmi,
+ *                                   to run under aar run); rc printed
  *   finalize                        dmapp_finalize; rc printed
  *   form blocking|nb|nbi            the form put, get and amo use from here (blocking at first)
  *   put PE SIZE COUNT               COUNT PUTs of SIZE bytes to heap offset 0 of PE (8-byte elements
@@ -38,6 +40,9 @@
  * status 0 only if E == 0.
  */
 #define _GNU_SOURCE
+#ifdef WITH_PMI
+#include <pmi.h>
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -454,6 +459,11 @@ int main(int argc, char **argv)
 			start(!strcmp(c, "initext"));
 		} else if (!strcmp(c, "finalize")) {
 			printf("finalize rc=%d\n", (int)dmapp_finalize());
+#ifdef WITH_PMI
+		} else if (!strcmp(c, "pmi")) {
+			int spawned = 0;
+			printf("PMI_Init rc=%d\n", PMI_Init(&spawned));
+#endif
 		} else if (!strcmp(c, "form")) {
 			form = !strcmp(ARG(1), "nb") ? NB : !strcmp(ARG(1), "nbi") ? NBI : BLOCKING;
 			i += 1;
