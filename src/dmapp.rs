@@ -455,13 +455,17 @@ pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
 }
 
 /// The caller's `dmapp_init[_ext]`: forwarded; on success a new job has begun, whose attributes
-/// every thread reads again on its next call.
+/// every thread reads again on its next call, and whose PEs `steady` places now.
 pub fn init(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> DmappReturn {
     let Some(real_fn) = real.get::<AttrsInitFn>() else { return missing(real) };
     init::ensure_init();
     let rc = forward(real_fn);
     if rc == DMAPP_RC_SUCCESS && !state::inert() {
         attributes::new_job();
+        let w = control::load();
+        if catch_unwind(|| topology::place_pes_after_dmapp_init(w)).is_err() {
+            diag::internal_error("the call had been forwarded");
+        }
     }
     rc
 }

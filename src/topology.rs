@@ -383,19 +383,7 @@ pub fn pe_class(policy: Policy, pe: u64, messages: u64) -> DestinationClass {
 
 fn steady_pe_class(pe: u64, messages: u64) -> DestinationClass {
     let Some(here) = here() else { return DestinationClass::Unknown };
-    let places = PE_PLACES.get_or_init(|| {
-        let table = table()?;
-        pe_places(table)
-            .inspect_err(|why| {
-                diag::warn(&format!(
-                    "DMAPP calls cannot be placed: {why}; steady keeps one destination class for all of them (uGNI \
-                     posts take theirs from the node table). Run under Cray's PMI (or aar run), with PMI_Init called \
-                     (dmapp_init does) and a node table that lists every node of the job."
-                ))
-            })
-            .ok()
-    });
-    let Some(&(nid, there)) = places.as_deref().and_then(|p| usize::try_from(pe).ok().and_then(|pe| p.get(pe))) else {
+    let Some(&(nid, there)) = placed_pes().and_then(|p| usize::try_from(pe).ok().and_then(|pe| p.get(pe))) else {
         return DestinationClass::Unknown;
     };
     match there {
@@ -405,6 +393,37 @@ fn steady_pe_class(pe: u64, messages: u64) -> DestinationClass {
             unlisted(nid);
             DestinationClass::Unknown
         }
+    }
+}
+
+/// The PEs' places, placed on the first call; `None` (said once) where they cannot be.
+fn placed_pes() -> Option<&'static PePlaces> {
+    PE_PLACES
+        .get_or_init(|| {
+            let table = table()?;
+            pe_places(table)
+                .inspect_err(|why| {
+                    diag::warn(&format!(
+                        "DMAPP calls cannot be placed: {why}; steady keeps one destination class for all of them \
+                         (uGNI posts take theirs from the node table). Run under Cray's PMI (or aar run), with \
+                         PMI_Init called (dmapp_init does) and a node table that lists every node of the job."
+                    ))
+                })
+                .ok()
+        })
+        .as_ref()
+}
+
+/// After a successful `dmapp_init`, on its thread: place the PEs now if `steady` may decide (the
+/// policy in force, or an A/B arm). PMI-1 is not thread-safe, and this thread has just used it
+/// (Cray's `dmapp_init` does), so the library's own PMI calls are best made here, not at some
+/// later DMAPP call that may run while another thread of the application is inside PMI. An
+/// application that selects `steady` later (C API) has its PEs placed at its first DMAPP call.
+pub fn place_pes_after_dmapp_init(w: u32) {
+    let steady = crate::control::policy(w) == Policy::Steady
+        || crate::state::settings().and_then(|s| s.ab.as_ref()).is_some_and(|ab| ab.0.contains(&Policy::Steady));
+    if steady && here().is_some() {
+        placed_pes();
     }
 }
 

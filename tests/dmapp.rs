@@ -459,27 +459,34 @@ fn the_shmem_example_verifies_its_data_and_routes_small_and_large_puts_apart() {
 /// state per class, says so once; `auto` has one class anyway and says nothing.
 #[test]
 fn without_pmi_dmapp_calls_are_one_destination_class_and_steady_says_so_once() {
-    let run = |test: &str, mode: &str| {
-        let launch = driver(test, "init put 1 65536 4 get 2 65536 3 put 3 8192 2");
+    let run = |test: &str, (var, mode): (&str, &str), calls: usize| {
+        let commands = if calls == 0 { "init" } else { "init put 1 65536 4 get 2 65536 3 put 3 8192 2" };
+        let launch = driver(test, commands);
         let (trace, table) = (launch.dir.join("trace.jsonl"), launch.dir.join("nodes.txt"));
         std::fs::write(&table, "0x100 0 0\n0x101 0 1\n0x102 1 0\n0x103 2 0\n").unwrap();
         let r = launch
-            .env("AAR_MODE", mode)
+            .env(var, mode)
             .env("PMI_GNI_LOC_ADDR", "0x100")
             .env("AAR_TOPOLOGY", &table.display().to_string())
             .env("AAR_TRACE", &trace.display().to_string())
             .run();
         r.assert_ok();
         let lines = read_jsonl(&trace);
-        assert_eq!(lines.len(), 9, "{test}: a decision per call (each crosses the threshold)");
+        assert_eq!(lines.len(), calls, "{test}: a decision per call (each crosses the threshold)");
         assert!(lines.iter().all(|l| l["api"] == "DMAPP" && l["destination"] == "unknown"), "{test}: {lines:?}");
         let said = "DMAPP calls cannot be placed: the process has no initialised PMI with PMI_Get_nid";
         let kept =
             record(&r)["messages"].as_array().unwrap().iter().filter(|m| m.as_str().unwrap().contains(said)).count();
         (warnings(&r).into_iter().filter(|l| l.contains(said)).count(), kept)
     };
-    assert_eq!(run("dmapp-class-steady", "steady"), (1, 1), "said once on stderr, kept once in the record");
-    assert_eq!(run("dmapp-class-auto", "auto"), (0, 0));
+    let steady = ("AAR_MODE", "steady");
+    assert_eq!(run("dmapp-class-steady", steady, 9), (1, 1), "said once on stderr, kept once in the record");
+    assert_eq!(run("dmapp-class-auto", ("AAR_MODE", "auto"), 9), (0, 0));
+    // Where steady may decide (the policy, or an A/B arm), the PEs are placed at dmapp_init, on
+    // its thread (PMI-1 is not thread-safe), not at the first data call.
+    assert_eq!(run("dmapp-class-init-only", steady, 0), (1, 1));
+    assert_eq!(run("dmapp-class-init-ab", ("AAR_AB", "auto,steady"), 0), (1, 1));
+    assert_eq!(run("dmapp-class-init-auto", ("AAR_MODE", "auto"), 0), (0, 0));
 }
 
 /// Under `aar run`, 4 ranks on 4 nodes, with PMI initialised (as Cray's `dmapp_init` does), the
