@@ -20,6 +20,9 @@
 //! Giving back is lazy and per thread: after `aar_disable()`, `AAR_MODE=off` or an A/B iteration
 //! under another policy, a thread's next DMAPP operation carries the routing the policy now wants
 //! (the application's own, when the library does not route).
+//!
+//! A data call names a PE; under `steady` its destination class is that of the PE's node, placed
+//! through Cray's PMI ([`pe_class`]).
 
 use crate::attributes::{self, Thread};
 use crate::control::{self, FAST, READY, REWRITE, TRACE};
@@ -29,9 +32,10 @@ use crate::tally::{self, Api, Count, OTHER};
 use crate::{diag, init, mpi, state, topology, trace};
 use aar_abi::dmapp::*;
 use aar_engine::model::{packets, request_flits};
-use aar_engine::{Message, Reason, RoutingMode, Transfer};
+use aar_engine::{DestinationClass, Message, Policy, Reason, RoutingMode, Transfer};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
 
 /// What a data call moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,7 +119,7 @@ pub static GET_JOBINFO: Real = Real::new(c"dmapp_get_jobinfo");
 
 /// This process's PE and the job's number of PEs, from the real `dmapp_get_jobinfo` (after
 /// `dmapp_init`). `Err`: why not, for a message.
-pub fn job_pe() -> Result<(usize, usize), String> {
+fn job_pe() -> Result<(usize, usize), String> {
     let get = GET_JOBINFO.get::<GetJobinfoFn>().ok_or("no library loaded after libaar.so defines dmapp_get_jobinfo")?;
     let mut info = std::mem::MaybeUninit::<DmappJobinfo>::zeroed();
     // SAFETY: a writable dmapp_jobinfo_t, the struct the function fills.
@@ -128,6 +132,92 @@ pub fn job_pe() -> Result<(usize, usize), String> {
     match (usize::try_from(info.pe), usize::try_from(info.npes)) {
         (Ok(pe), Ok(npes)) if pe < npes => Ok((pe, npes)),
         _ => Err(format!("dmapp_get_jobinfo gives PE {} of {}", info.pe, info.npes)),
+    }
+}
+
+// ---- Where a PE sits ------------------------------------------------------------------------------
+
+/// The largest DMAPP job whose PEs are placed (a NID and a place each: 12 bytes a PE).
+const MAX_PES: usize = 1 << 22;
+
+/// The NID of every DMAPP PE's node and its place in the table, by PE number.
+type PePlaces = Box<[(u32, Option<topology::Location>)]>;
+
+/// The PEs' places (built once, under `steady`); `None` when PEs cannot be placed (said once).
+static PE_PLACES: OnceLock<Option<PePlaces>> = OnceLock::new();
+
+/// Where the PEs sit. A DMAPP call names a PE; Cray's PMI gives the NID of a rank's node
+/// (`PMI_Get_nid`), and on a Cray the PE is the PMI rank. Both are checked on this rank before
+/// any PE is placed: DMAPP's PE and PE count must be PMI's rank and size, and this rank's NID must
+/// be its NIC address (`PMI_GNI_LOC_ADDR`), the key of the table's lines.
+fn pe_places(table: &topology::Topology) -> Result<PePlaces, String> {
+    let (pe, npes) = job_pe()?;
+    let (rank, nids) = crate::sys::pmi_nids(MAX_PES)?;
+    if (pe, npes) != (rank, nids.len()) {
+        return Err(format!("DMAPP's PE {pe} of {npes} is not PMI's rank {rank} of {}", nids.len()));
+    }
+    let nic = topology::local_nic_address();
+    if nic != Some(nids[rank]) {
+        let nic = nic.map_or_else(|| "unknown (PMI_GNI_LOC_ADDR is unset)".to_string(), |n| format!("{n:#x}"));
+        return Err(format!("this rank's NID is {:#x} (PMI_Get_nid) but its NIC address is {nic}", nids[rank]));
+    }
+    Ok(nids.iter().map(|&nid| (nid, table.location(nid))).collect())
+}
+
+/// The destination class of a DMAPP call to `messages` PEs, the first `pe`, for the policies
+/// that keep state per class (`steady`); the others see one class, and never make the library
+/// place PEs. A call to several PEs is of no class (unknown).
+#[inline]
+pub fn pe_class(policy: Policy, pe: u64, messages: u64) -> DestinationClass {
+    match policy {
+        Policy::Steady => steady_pe_class(pe, messages),
+        Policy::Auto | Policy::Fixed(_) | Policy::Off => DestinationClass::Unknown,
+    }
+}
+
+fn steady_pe_class(pe: u64, messages: u64) -> DestinationClass {
+    let Some(here) = topology::here() else { return DestinationClass::Unknown };
+    let Some(&(nid, there)) = placed_pes().and_then(|p| usize::try_from(pe).ok().and_then(|pe| p.get(pe))) else {
+        return DestinationClass::Unknown;
+    };
+    match there {
+        _ if messages != 1 => DestinationClass::Unknown,
+        Some(there) => DestinationClass::between(here, there),
+        None => {
+            topology::unlisted(nid);
+            DestinationClass::Unknown
+        }
+    }
+}
+
+/// The PEs' places, placed on the first call; `None` (said once) where they cannot be.
+fn placed_pes() -> Option<&'static PePlaces> {
+    PE_PLACES
+        .get_or_init(|| {
+            let table = topology::table()?;
+            pe_places(table)
+                .inspect_err(|why| {
+                    diag::warn(&format!(
+                        "DMAPP calls cannot be placed: {why}; steady keeps one destination class for all of them \
+                         (uGNI posts take theirs from the node table). Run under Cray's PMI (or aar run), with \
+                         PMI_Init called (dmapp_init does) and a node table that lists every node of the job."
+                    ))
+                })
+                .ok()
+        })
+        .as_ref()
+}
+
+/// After a successful `dmapp_init`, on its thread: place the PEs now if `steady` may decide (the
+/// policy in force, or an A/B arm). PMI-1 is not thread-safe, and this thread has just used it
+/// (Cray's `dmapp_init` does), so the library's own PMI calls are best made here, not at some
+/// later DMAPP call that may run while another thread of the application is inside PMI. An
+/// application that selects `steady` later (C API) has its PEs placed at its first DMAPP call.
+pub fn place_pes_after_dmapp_init(w: u32) {
+    let steady = control::policy(w) == Policy::Steady
+        || state::settings().and_then(|s| s.ab.as_ref()).is_some_and(|ab| ab.0.contains(&Policy::Steady));
+    if steady && topology::here().is_some() {
+        placed_pes();
     }
 }
 
@@ -249,7 +339,7 @@ fn route_call(
             bytes: shape.bytes,
             transfer: shape.kind.transfer(),
             endpoint: shape.endpoint,
-            class: topology::pe_class(control::policy(w), shape.endpoint, shape.messages),
+            class: pe_class(control::policy(w), shape.endpoint, shape.messages),
             posted_ns: None,
         },
         messages: shape.messages,
@@ -463,7 +553,7 @@ pub fn init(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> Dm
     if rc == DMAPP_RC_SUCCESS && !state::inert() {
         attributes::new_job();
         let w = control::load();
-        if catch_unwind(|| topology::place_pes_after_dmapp_init(w)).is_err() {
+        if catch_unwind(|| place_pes_after_dmapp_init(w)).is_err() {
             diag::internal_error("the call had been forwarded");
         }
     }

@@ -3,7 +3,7 @@
 //! `AAR_TOPOLOGY`, else, under `aar run`, the table the launcher writes for the emulated job
 //! (`AAR_EMU_JOB_DIR/topology`). Without one, every destination is of one class, and the library
 //! says so once. A uGNI post's destination is its endpoint's NIC (`endpoints`); a DMAPP call's is
-//! its PE's node, whose NID Cray's PMI gives ([`pe_class`]).
+//! its PE's node, whose NID Cray's PMI gives (`dmapp::pe_class`).
 //!
 //! The file (one parser, [`Topology`]'s `FromStr`) holds one node per line, in either form:
 //! - `NIC GROUP ROUTER`: three whole numbers (the NIC address decimal or `0x` hexadecimal), the
@@ -283,7 +283,7 @@ static HERE: OnceLock<Option<Location>> = OnceLock::new();
 static UNLISTED_SAID: AtomicBool = AtomicBool::new(false);
 
 /// This node's place; a table that cannot give it is said once (every class is then unknown).
-fn here() -> Option<Location> {
+pub fn here() -> Option<Location> {
     *HERE.get_or_init(|| {
         let nic = local_nic_address();
         let place = nic.and_then(location_of);
@@ -305,7 +305,7 @@ fn here() -> Option<Location> {
 /// A destination the table does not list: said once, for the first such NIC address.
 #[cold]
 #[inline(never)]
-fn unlisted(nic: u32) {
+pub fn unlisted(nic: u32) {
     if table().is_some() && !UNLISTED_SAID.swap(true, Ordering::Relaxed) {
         diag::warn(&format!(
             "the node table does not list NIC address {nic:#x}, a destination of this process's messages: messages \
@@ -340,90 +340,6 @@ pub fn destination_class(policy: Policy, ep: usize) -> DestinationClass {
             post_places(ep).map_or(DestinationClass::Unknown, |(from, to)| DestinationClass::between(from, to))
         }
         Policy::Auto | Policy::Fixed(_) | Policy::Off => DestinationClass::Unknown,
-    }
-}
-
-/// The largest DMAPP job whose PEs are placed (a NID and a place each: 12 bytes a PE).
-const MAX_PES: usize = 1 << 22;
-
-/// The NID of every DMAPP PE's node and its place in the table, by PE number.
-type PePlaces = Box<[(u32, Option<Location>)]>;
-
-/// The PEs' places (built once, under `steady`); `None` when PEs cannot be placed (said once).
-static PE_PLACES: OnceLock<Option<PePlaces>> = OnceLock::new();
-
-/// Where the PEs sit. A DMAPP call names a PE; Cray's PMI gives the NID of a rank's node
-/// (`PMI_Get_nid`), and on a Cray the PE is the PMI rank. Both are checked on this rank before
-/// any PE is placed: DMAPP's PE and PE count must be PMI's rank and size, and this rank's NID must
-/// be its NIC address (`PMI_GNI_LOC_ADDR`), the key of the table's lines.
-fn pe_places(table: &Topology) -> Result<PePlaces, String> {
-    let (pe, npes) = crate::dmapp::job_pe()?;
-    let (rank, nids) = crate::sys::pmi_nids(MAX_PES)?;
-    if (pe, npes) != (rank, nids.len()) {
-        return Err(format!("DMAPP's PE {pe} of {npes} is not PMI's rank {rank} of {}", nids.len()));
-    }
-    let nic = local_nic_address();
-    if nic != Some(nids[rank]) {
-        let nic = nic.map_or_else(|| "unknown (PMI_GNI_LOC_ADDR is unset)".to_string(), |n| format!("{n:#x}"));
-        return Err(format!("this rank's NID is {:#x} (PMI_Get_nid) but its NIC address is {nic}", nids[rank]));
-    }
-    Ok(nids.iter().map(|&nid| (nid, table.location(nid))).collect())
-}
-
-/// The destination class of a DMAPP call to `messages` PEs, the first `pe`, for the policies
-/// that keep state per class (`steady`); the others see one class, and never make the library
-/// place PEs. A call to several PEs is of no class (unknown).
-#[inline]
-pub fn pe_class(policy: Policy, pe: u64, messages: u64) -> DestinationClass {
-    match policy {
-        Policy::Steady => steady_pe_class(pe, messages),
-        Policy::Auto | Policy::Fixed(_) | Policy::Off => DestinationClass::Unknown,
-    }
-}
-
-fn steady_pe_class(pe: u64, messages: u64) -> DestinationClass {
-    let Some(here) = here() else { return DestinationClass::Unknown };
-    let Some(&(nid, there)) = placed_pes().and_then(|p| usize::try_from(pe).ok().and_then(|pe| p.get(pe))) else {
-        return DestinationClass::Unknown;
-    };
-    match there {
-        _ if messages != 1 => DestinationClass::Unknown,
-        Some(there) => DestinationClass::between(here, there),
-        None => {
-            unlisted(nid);
-            DestinationClass::Unknown
-        }
-    }
-}
-
-/// The PEs' places, placed on the first call; `None` (said once) where they cannot be.
-fn placed_pes() -> Option<&'static PePlaces> {
-    PE_PLACES
-        .get_or_init(|| {
-            let table = table()?;
-            pe_places(table)
-                .inspect_err(|why| {
-                    diag::warn(&format!(
-                        "DMAPP calls cannot be placed: {why}; steady keeps one destination class for all of them \
-                         (uGNI posts take theirs from the node table). Run under Cray's PMI (or aar run), with \
-                         PMI_Init called (dmapp_init does) and a node table that lists every node of the job."
-                    ))
-                })
-                .ok()
-        })
-        .as_ref()
-}
-
-/// After a successful `dmapp_init`, on its thread: place the PEs now if `steady` may decide (the
-/// policy in force, or an A/B arm). PMI-1 is not thread-safe, and this thread has just used it
-/// (Cray's `dmapp_init` does), so the library's own PMI calls are best made here, not at some
-/// later DMAPP call that may run while another thread of the application is inside PMI. An
-/// application that selects `steady` later (C API) has its PEs placed at its first DMAPP call.
-pub fn place_pes_after_dmapp_init(w: u32) {
-    let steady = crate::control::policy(w) == Policy::Steady
-        || crate::state::settings().and_then(|s| s.ab.as_ref()).is_some_and(|ab| ab.0.contains(&Policy::Steady));
-    if steady && here().is_some() {
-        placed_pes();
     }
 }
 
