@@ -334,10 +334,7 @@ pub fn write_stderr(bytes: &[u8]) {
 /// is a `clock_gettime`. For intervals of microseconds within one process (`steady`'s post times).
 pub struct MonotonicClock {
     tsc: bool,
-    /// Whether `origin` holds the first pair. (Not an `Option`: its tag, a word with two valid
-    /// values, would be the largest niche in the decider, and `Option<Decider>`, which every
-    /// decision checks, would keep its own tag in this line, which nothing else on the read path
-    /// touches.)
+    /// Whether `origin` holds the first pair.
     paired: bool,
     /// (ns, ticks) of the first pair.
     origin: (u64, u64),

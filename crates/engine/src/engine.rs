@@ -452,8 +452,6 @@ pub struct Engine {
     /// yet. (An `Option<(Window, Side)>` would take 8 bytes more, and the engine's seventh line.)
     last_side: Option<Side>,
     open: OpenWindow,
-    /// The tag of these `Option`s is the niche of libaar.so's `Option<Decider>`, which every
-    /// decision checks: here, in a line the decision reads anyway.
     fresh: [Option<Fresh>; 2],
     /// Latest valid window (see `last_side`).
     last: Window,
