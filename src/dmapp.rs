@@ -196,6 +196,10 @@ fn placed_pes() -> Option<&'static PePlaces> {
         .get_or_init(|| {
             let table = topology::table()?;
             pe_places(table)
+                .inspect(|places| {
+                    let listed = places.iter().filter(|(_, place)| place.is_some()).count();
+                    tracing::debug!(pes = places.len(), listed, "DMAPP PEs placed through PMI_Get_nid");
+                })
                 .inspect_err(|why| {
                     diag::warn(&format!(
                         "DMAPP calls cannot be placed: {why}; steady keeps one destination class for all of them \
