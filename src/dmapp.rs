@@ -117,6 +117,8 @@ pub static SET_RMA_ATTRS: Real = Real::new(c"dmapp_set_rma_attrs");
 pub static SET_RMA_ATTRS_EXT: Real = Real::new(c"dmapp_set_rma_attrs_ext");
 pub static GET_JOBINFO: Real = Real::new(c"dmapp_get_jobinfo");
 
+// ---- Where a PE sits ------------------------------------------------------------------------------
+
 /// This process's PE and the job's number of PEs, from the real `dmapp_get_jobinfo` (after
 /// `dmapp_init`). `Err`: why not, for a message.
 fn job_pe() -> Result<(usize, usize), String> {
@@ -134,8 +136,6 @@ fn job_pe() -> Result<(usize, usize), String> {
         _ => Err(format!("dmapp_get_jobinfo gives PE {} of {}", info.pe, info.npes)),
     }
 }
-
-// ---- Where a PE sits ------------------------------------------------------------------------------
 
 /// The largest DMAPP job whose PEs are placed (a NID and a place each: 12 bytes a PE).
 const MAX_PES: usize = 1 << 22;
