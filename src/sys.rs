@@ -259,7 +259,11 @@ pub fn pmi_nids(max_ranks: usize) -> Result<(usize, Vec<u32>), String> {
             let mut n: libc::c_int = -1;
             // SAFETY: a rank of the job and a valid int to write to.
             let rc = unsafe { nid(r as libc::c_int, &mut n) };
-            u32::try_from(n).ok().filter(|_| rc == 0).ok_or_else(|| format!("PMI_Get_nid({r}) failed (code {rc})"))
+            match u32::try_from(n) {
+                Ok(n) if rc == 0 => Ok(n),
+                _ if rc != 0 => Err(format!("PMI_Get_nid({r}) returned {rc}")),
+                _ => Err(format!("PMI_Get_nid({r}) gave the NID {n}")),
+            }
         })
         .collect::<Result<Vec<u32>, String>>()
         .map(|nids| (rank, nids))
