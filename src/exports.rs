@@ -8,8 +8,8 @@
 
 use crate::dmapp::{self, Kind, Shape};
 use crate::mpi::{
-    self, AllToAllFn, AllgathervFn, AllreduceFn, AlltoallvFn, AlltoallwFn, BarrierFn, BcastFn, GathervFn, ReduceFn,
-    ReduceScatterFn, RootedFn, ScattervFn,
+    self, AllToAllFn, AllgathervFn, AllreduceFn, AlltoallvFn, AlltoallwFn, BarrierFn, BcastFn, GathervFn,
+    NeighborAlltoallwFn, ReduceFn, ReduceScatterFn, RootedFn, ScattervFn,
 };
 use crate::state::NICS;
 use crate::sys::Real;
@@ -52,6 +52,11 @@ const _: ReduceScatterFn = MPI_Reduce_scatter;
 const _: AllreduceFn = MPI_Reduce_scatter_block;
 const _: AllreduceFn = MPI_Scan;
 const _: AllreduceFn = MPI_Exscan;
+const _: AllToAllFn = MPI_Neighbor_allgather;
+const _: AllgathervFn = MPI_Neighbor_allgatherv;
+const _: AllToAllFn = MPI_Neighbor_alltoall;
+const _: AlltoallvFn = MPI_Neighbor_alltoallv;
+const _: NeighborAlltoallwFn = MPI_Neighbor_alltoallw;
 
 // ---- uGNI posts ------------------------------------------------------------------------------
 
@@ -750,6 +755,108 @@ pub unsafe extern "C" fn MPI_Exscan(
     mpi::forward(&mpi::EXSCAN, [count as u64, datatype as u64, op as u64, comm as u64], |real: AllreduceFn| {
         // SAFETY: PMPI_Exscan, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) }
+    })
+}
+
+// The neighbourhood collectives (on a communicator with a topology). A rank's neighbours, and so
+// what it sends, differ from rank to rank: a kind of call is its datatype and communicator, as
+// for the `v` forms, and `MPI_Neighbor_alltoallw`'s, whose datatypes are arrays, its communicator.
+
+/// # Safety
+/// The MPI standard's contract for MPI_Neighbor_allgather.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Neighbor_allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::NEIGHBOR_ALLGATHER, [0, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
+        // SAFETY: PMPI_Neighbor_allgather, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Neighbor_allgatherv.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Neighbor_allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::NEIGHBOR_ALLGATHERV, [0, sendtype as u64, 0, comm as u64], |real: AllgathervFn| {
+        // SAFETY: PMPI_Neighbor_allgatherv, whose prototype AllgathervFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
+    })
+}
+
+/// Routed as the other collectives: only MPI_Alltoall switches the low-stall mode to ADAPTIVE1.
+///
+/// # Safety
+/// The MPI standard's contract for MPI_Neighbor_alltoall.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Neighbor_alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::NEIGHBOR_ALLTOALL, [0, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
+        // SAFETY: PMPI_Neighbor_alltoall, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Neighbor_alltoallv.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Neighbor_alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: usize,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::NEIGHBOR_ALLTOALLV, [0, sendtype as u64, 0, comm as u64], |real: AlltoallvFn| {
+        // SAFETY: PMPI_Neighbor_alltoallv, whose prototype AlltoallvFn matches; the caller's arguments, unchanged.
+        unsafe { real(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for MPI_Neighbor_alltoallw.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn MPI_Neighbor_alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const isize,
+    sendtypes: *const usize,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const isize,
+    recvtypes: *const usize,
+    comm: usize,
+) -> c_int {
+    mpi::forward(&mpi::NEIGHBOR_ALLTOALLW, [0, 0, 0, comm as u64], |real: NeighborAlltoallwFn| {
+        // SAFETY: PMPI_Neighbor_alltoallw, whose prototype NeighborAlltoallwFn matches; the caller's arguments,
+        // unchanged.
+        unsafe { real(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
     })
 }
 

@@ -27,12 +27,12 @@ pub type AllreduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, u
 pub type ReduceScatterFn = unsafe extern "C" fn(*const c_void, *mut c_void, *const c_int, usize, usize, usize) -> c_int;
 pub type ReduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, usize, usize, c_int, usize) -> c_int;
 pub type BcastFn = unsafe extern "C" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
-/// MPI_Allgather and MPI_Alltoall.
+/// MPI_Allgather and MPI_Alltoall, and their neighbourhood forms.
 pub type AllToAllFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, usize) -> c_int;
-/// MPI_Allgatherv.
+/// MPI_Allgatherv and MPI_Neighbor_allgatherv.
 pub type AllgathervFn =
     unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, *const c_int, *const c_int, usize, usize) -> c_int;
-/// MPI_Alltoallv.
+/// MPI_Alltoallv and MPI_Neighbor_alltoallv.
 pub type AlltoallvFn = unsafe extern "C" fn(
     *const c_void,
     *const c_int,
@@ -79,6 +79,19 @@ pub type AlltoallwFn = unsafe extern "C" fn(
     *mut c_void,
     *const c_int,
     *const c_int,
+    *const usize,
+    usize,
+) -> c_int;
+
+/// MPI_Neighbor_alltoallw: as MPI_Alltoallw, with displacements of `MPI_Aint`.
+pub type NeighborAlltoallwFn = unsafe extern "C" fn(
+    *const c_void,
+    *const c_int,
+    *const isize,
+    *const usize,
+    *mut c_void,
+    *const c_int,
+    *const isize,
     *const usize,
     usize,
 ) -> c_int;
@@ -154,6 +167,11 @@ pub static REDUCE_SCATTER: Collective = Collective::new(MpiFunction::ReduceScatt
 pub static REDUCE_SCATTER_BLOCK: Collective = Collective::new(MpiFunction::ReduceScatterBlock);
 pub static SCAN: Collective = Collective::new(MpiFunction::Scan);
 pub static EXSCAN: Collective = Collective::new(MpiFunction::Exscan);
+pub static NEIGHBOR_ALLGATHER: Collective = Collective::new(MpiFunction::NeighborAllgather);
+pub static NEIGHBOR_ALLGATHERV: Collective = Collective::new(MpiFunction::NeighborAllgatherv);
+pub static NEIGHBOR_ALLTOALL: Collective = Collective::new(MpiFunction::NeighborAlltoall);
+pub static NEIGHBOR_ALLTOALLV: Collective = Collective::new(MpiFunction::NeighborAlltoallv);
+pub static NEIGHBOR_ALLTOALLW: Collective = Collective::new(MpiFunction::NeighborAlltoallw);
 
 thread_local! {
     /// Collectives and MPI_Alltoalls this thread is inside.

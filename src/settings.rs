@@ -368,11 +368,21 @@ pub enum MpiFunction {
     Scan,
     /// `MPI_Exscan`.
     Exscan,
+    /// `MPI_Neighbor_allgather`.
+    NeighborAllgather,
+    /// `MPI_Neighbor_allgatherv`.
+    NeighborAllgatherv,
+    /// `MPI_Neighbor_alltoall`.
+    NeighborAlltoall,
+    /// `MPI_Neighbor_alltoallv`.
+    NeighborAlltoallv,
+    /// `MPI_Neighbor_alltoallw`.
+    NeighborAlltoallw,
 }
 
 impl MpiFunction {
     /// Every function that can mark iterations.
-    pub const ALL: [MpiFunction; 17] = [
+    pub const ALL: [MpiFunction; 22] = [
         Self::Barrier,
         Self::Allreduce,
         Self::Reduce,
@@ -390,6 +400,11 @@ impl MpiFunction {
         Self::ReduceScatterBlock,
         Self::Scan,
         Self::Exscan,
+        Self::NeighborAllgather,
+        Self::NeighborAllgatherv,
+        Self::NeighborAlltoall,
+        Self::NeighborAlltoallv,
+        Self::NeighborAlltoallw,
     ];
 
     /// Whether its calls move the caller's data. `steady` routes and times only these as whole
@@ -420,6 +435,11 @@ impl MpiFunction {
             Self::ReduceScatterBlock => "MPI_Reduce_scatter_block",
             Self::Scan => "MPI_Scan",
             Self::Exscan => "MPI_Exscan",
+            Self::NeighborAllgather => "MPI_Neighbor_allgather",
+            Self::NeighborAllgatherv => "MPI_Neighbor_allgatherv",
+            Self::NeighborAlltoall => "MPI_Neighbor_alltoall",
+            Self::NeighborAlltoallv => "MPI_Neighbor_alltoallv",
+            Self::NeighborAlltoallw => "MPI_Neighbor_alltoallw",
         }
     }
 }

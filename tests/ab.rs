@@ -291,7 +291,7 @@ fn bad_ab_values_are_one_warning_each_and_the_run_goes_on_without_a_b() {
     }
     // The fix lists every function that can mark iterations.
     let boundary = warnings.iter().find(|w| w.starts_with("aar: AAR_AB_BOUNDARY")).unwrap();
-    assert!(boundary.contains("one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv, MPI_Gather, MPI_Scatter, MPI_Gatherv, MPI_Scatterv, MPI_Alltoallw, MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Scan, MPI_Exscan, optionally"), "{boundary}");
+    assert!(boundary.contains("one of MPI_Barrier, MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv, MPI_Gather, MPI_Scatter, MPI_Gatherv, MPI_Scatterv, MPI_Alltoallw, MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Scan, MPI_Exscan, MPI_Neighbor_allgather, MPI_Neighbor_allgatherv, MPI_Neighbor_alltoall, MPI_Neighbor_alltoallv, MPI_Neighbor_alltoallw, optionally"), "{boundary}");
     // The defaults: no A/B, markers, every rank writes.
     assert!(r.stdout.contains("iter begin rc=0"), "{}", r.stdout);
     let recs = iteration_records(&r.dir.join("out"));
@@ -573,8 +573,9 @@ fn an_mpi_allgatherv_or_alltoallv_marks_iterations() {
     check_mpi_job("MPI_Alltoallv:1");
 }
 
-/// The other blocking collectives: rooted `v` forms, `MPI_Alltoallw`, the reduce-scatters and the
-/// scans, each with its results checked by every rank.
+/// The other blocking collectives: rooted `v` forms, `MPI_Alltoallw`, the reduce-scatters, the
+/// scans and the neighbourhood collectives (on a periodic ring), each with its results checked by
+/// every rank.
 #[test]
 fn every_other_wrapped_collective_marks_iterations() {
     for f in [
@@ -585,6 +586,11 @@ fn every_other_wrapped_collective_marks_iterations() {
         "MPI_Reduce_scatter_block",
         "MPI_Scan",
         "MPI_Exscan",
+        "MPI_Neighbor_allgather",
+        "MPI_Neighbor_allgatherv",
+        "MPI_Neighbor_alltoall",
+        "MPI_Neighbor_alltoallv",
+        "MPI_Neighbor_alltoallw",
     ] {
         check_mpi_job(&format!("{f}:1"));
     }

@@ -172,6 +172,22 @@ fn under_steady_collective_calls_try_each_routing_then_keep_the_fastest() {
     assert!(modes.chunks(8).all(|call| call.iter().filter(|&&m| m == AD3).count() >= 6), "{modes:?}");
 }
 
+/// A neighbourhood collective is routed and timed as a whole like the others, but its Adaptive
+/// is the low-stall mode (ADAPTIVE0): only MPI_Alltoall's is ADAPTIVE1, as in Cray MPICH.
+#[test]
+fn under_steady_a_neighbourhood_collective_is_routed_as_a_whole_with_adaptive0() {
+    let script = format!("{CONGESTED_MINIMAL} modetime 0 0 0 2000 {}", "neighbor 1024 8 ".repeat(6));
+    let r = Launch::driver("calls-neighbor", &script).env("AAR_MODE", "steady").run();
+    r.assert_ok();
+    assert_eq!(r.stdout.matches("neighbor rc=0 reached_pmpi=1").count(), 6, "{}", r.stdout);
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert_eq!(modes.len(), 48);
+    assert_eq!(&modes[8..16], &[AD0; 8], "the second call, every post Adaptive: {modes:?}");
+    assert_eq!(&modes[16..24], &[AD3; 8], "the third call, every post High Bias: {modes:?}");
+    assert_eq!(&modes[24..], &[AD0; 24], "then the fastest: {modes:?}");
+    assert_eq!(r.records()[0]["reasons"]["collective"].as_u64(), Some(40));
+}
+
 /// A barrier's messages carry no payload: `steady` does not try routings on it or time it, and
 /// its posts are decided as outside collectives.
 #[test]

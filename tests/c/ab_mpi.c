@@ -13,6 +13,11 @@
  *   ab_mpi gatherv|scatterv|alltoallw|reduce_scatter|reduce_scatter_block|scan|exscan ITERS BYTES
  *                                  per iteration: that collective (counts that differ by rank and
  *                                  grow by iteration where it takes counts per rank), then 2 PUTs
+ *   ab_mpi neighbor_allgather|neighbor_allgatherv|neighbor_alltoall|neighbor_alltoallv|
+ *          neighbor_alltoallw ITERS BYTES
+ *                                  per iteration: that neighbourhood collective on a periodic ring
+ *                                  (MPI_Cart_create; the neighbours are the ranks either side),
+ *                                  then 2 PUTs
  *
  * A last collective closes the last iteration, so ITERS iterations end on every rank. The uGNI
  * NICs are set up after the first collective: libaar.so is initialised at the first boundary
@@ -176,9 +181,71 @@ static int scan(int rank, long it, int exclusive)
 	return bad;
 }
 
+/* The periodic ring the neighbourhood collectives run on; its neighbours are, in order, the rank
+ * below and the rank above (MPI_Cart_create's order for one dimension). */
+static MPI_Comm ring = MPI_COMM_NULL;
+
+/* Rank r's count towards its neighbours: r + 1 + it longs. */
+static int ring_count(int r, long it)
+{
+	return r + 1 + (int)it;
+}
+
+/* A neighbourhood collective MODE (without "neighbor_") on the ring; 0 if every block arrived.
+ * Rank r sends r * 1000 + k to its k-th neighbour (allgather forms: r * 1000 to both). */
+static int neighbor(const char *mode, int rank, int size, long it)
+{
+	int nb[2] = {(rank + size - 1) % size, (rank + 1) % size};
+	long send[2 * V_MAX] = {0}, recv[2 * V_MAX] = {0};
+	int scounts[2], sdispls[2], rcounts[2], rdispls[2], bad = 0;
+	MPI_Aint sbytes[2], rbytes[2];
+	MPI_Datatype types[2] = {MPI_LONG, MPI_LONG};
+	if (size + it > V_MAX)
+		return 1;
+	/* The forms that take one count use the same everywhere (the ring's smallest), in blocks of it. */
+	int gather = !strncmp(mode, "allgather", 9), one = ring_count(0, it);
+	int single = !strcmp(mode, "allgather") || !strcmp(mode, "alltoall");
+	for (int k = 0, soff = 0, roff = 0; k < 2; k++) {
+		scounts[k] = single ? one : ring_count(rank, it);
+		sdispls[k] = gather ? 0 : soff;
+		rcounts[k] = single ? one : ring_count(nb[k], it);
+		rdispls[k] = roff;
+		sbytes[k] = (MPI_Aint)sdispls[k] * (MPI_Aint)sizeof(long);
+		rbytes[k] = (MPI_Aint)rdispls[k] * (MPI_Aint)sizeof(long);
+		for (int i = 0; i < scounts[k]; i++)
+			send[sdispls[k] + i] = rank * 1000L + (gather ? 0 : k);
+		soff += scounts[k];
+		roff += rcounts[k];
+	}
+	if (!strcmp(mode, "allgather"))
+		bad |= MPI_Neighbor_allgather(send, one, MPI_LONG, recv, one, MPI_LONG, ring) != MPI_SUCCESS;
+	else if (!strcmp(mode, "allgatherv"))
+		bad |= MPI_Neighbor_allgatherv(send, scounts[0], MPI_LONG, recv, rcounts, rdispls, MPI_LONG, ring) !=
+		       MPI_SUCCESS;
+	else if (!strcmp(mode, "alltoall"))
+		bad |= MPI_Neighbor_alltoall(send, one, MPI_LONG, recv, one, MPI_LONG, ring) != MPI_SUCCESS;
+	else if (!strcmp(mode, "alltoallv"))
+		bad |= MPI_Neighbor_alltoallv(send, scounts, sdispls, MPI_LONG, recv, rcounts, rdispls, MPI_LONG, ring) !=
+		       MPI_SUCCESS;
+	else if (!strcmp(mode, "alltoallw"))
+		bad |= MPI_Neighbor_alltoallw(send, scounts, sbytes, types, recv, rcounts, rbytes, types, ring) !=
+		       MPI_SUCCESS;
+	else
+		return 1;
+	for (int k = 0; k < 2; k++) {
+		/* The k-th neighbour sent its block for its (1 - k)-th neighbour: this rank. */
+		long want = nb[k] * 1000L + (gather ? 0 : 1 - k);
+		for (int i = 0; i < rcounts[k]; i++)
+			bad |= recv[rdispls[k] + i] != want;
+	}
+	return bad;
+}
+
 static const char *const MODES[] = {
-	"barrier",   "allreduce",      "allgatherv",           "alltoallv", "gatherv", "scatterv",
-	"alltoallw", "reduce_scatter", "reduce_scatter_block", "scan",      "exscan",
+	"barrier",           "allreduce",          "allgatherv",         "alltoallv",         "gatherv",
+	"scatterv",          "alltoallw",          "reduce_scatter",     "reduce_scatter_block",
+	"scan",              "exscan",             "neighbor_allgather", "neighbor_allgatherv",
+	"neighbor_alltoall", "neighbor_alltoallv", "neighbor_alltoallw",
 };
 
 static int known(const char *mode)
@@ -210,6 +277,8 @@ static int collective(const char *mode, int rank, int size, long it)
 		return scan(rank, it, 0);
 	if (!strcmp(mode, "exscan"))
 		return scan(rank, it, 1);
+	if (!strncmp(mode, "neighbor_", 9))
+		return neighbor(mode + 9, rank, size, it);
 	return 1;
 }
 
@@ -221,9 +290,14 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (argc != 4 || !known(argv[1])) {
 		fprintf(stderr, "usage: ab_mpi barrier|allreduce|allgatherv|alltoallv|gatherv|scatterv|alltoallw|"
-				"reduce_scatter|reduce_scatter_block|scan|exscan ITERS BYTES\n");
+				"reduce_scatter|reduce_scatter_block|scan|exscan|neighbor_allgather|"
+				"neighbor_allgatherv|neighbor_alltoall|neighbor_alltoallv|neighbor_alltoallw ITERS BYTES\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
+	int periodic = 1;
+	if (!strncmp(argv[1], "neighbor_", 9) &&
+	    MPI_Cart_create(MPI_COMM_WORLD, 1, &size, &periodic, 0, &ring) != MPI_SUCCESS)
+		MPI_Abort(MPI_COMM_WORLD, 1);
 	int allreduce = !strcmp(argv[1], "allreduce"), barrier = !strcmp(argv[1], "barrier");
 	long iters = atol(argv[2]);
 	uint64_t bytes = strtoull(argv[3], NULL, 0);
@@ -249,6 +323,8 @@ int main(int argc, char **argv)
 		bad |= pair_put(bytes, 1, 0) != 0;
 	}
 	printf("rank %d of %d: %s\n", rank, size, bad ? "FAILED" : "ok");
+	if (ring != MPI_COMM_NULL)
+		MPI_Comm_free(&ring);
 	MPI_Finalize();
 	return bad;
 }

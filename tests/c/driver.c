@@ -40,6 +40,8 @@
  *                                   checks that every argument arrived unchanged
  *   barrier SIZE COUNT              MPI_Barrier, whose PMPI_Barrier (defined here) makes COUNT RDMA
  *                                   PUTs of SIZE bytes (an MPI library's barrier messages)
+ *   neighbor SIZE COUNT             MPI_Neighbor_alltoall, as alltoall (its PMPI_Neighbor_alltoall,
+ *                                   defined here, makes COUNT RDMA PUTs of SIZE bytes)
  *   alltoall2 SIZE COUNT SIZE2 COUNT2  MPI_Alltoall of COUNT posts of SIZE; inside it, before its
  *                                   posts, a second thread's whole MPI_Alltoall of COUNT2 posts of
  *                                   SIZE2 on a pair of its own (two threads inside collectives at once)
@@ -338,6 +340,8 @@ int MPI_Alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI
 #pragma weak MPI_Alltoall
 int MPI_Barrier(MPI_Comm);
 #pragma weak MPI_Barrier
+int MPI_Neighbor_alltoall(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+#pragma weak MPI_Neighbor_alltoall
 
 /* Each thread's own: a thread that calls MPI_Alltoall sets them first (alltoall2 has two). */
 static __thread struct pair *alltoall_pair;
@@ -368,6 +372,24 @@ int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		for (int k = 0; k < 100000 && __atomic_load_n(&alltoall2_phase, __ATOMIC_ACQUIRE) != 2; k++)
 			usleep(100);
 	}
+	for (uint64_t k = 0; k < count; k++)
+		transfer(alltoall_pair, "rdma", size, 0, (alltoall_seq & 0xffffffff) + k);
+	return 0;
+}
+
+/* neighbor: MPI_Neighbor_alltoall's calls reach this, with alltoall's arguments. */
+static int neighbor_calls;
+
+int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+			   MPI_Datatype recvtype, MPI_Comm comm)
+{
+	__atomic_add_fetch(&neighbor_calls, 1, __ATOMIC_RELAXED);
+	if (sendbuf != (void *)alltoall_pair || recvbuf != (void *)&alltoall_seq || sendtype != SENDTYPE ||
+	    recvtype != RECVTYPE || comm != COMM || recvcount != -sendcount) {
+		fail(alltoall_pair, "MPI_Neighbor_alltoall arguments changed on the way to PMPI_Neighbor_alltoall");
+		return 1;
+	}
+	uint64_t size = alltoall_seq >> 32, count = (uint64_t)sendcount;
 	for (uint64_t k = 0; k < count; k++)
 		transfer(alltoall_pair, "rdma", size, 0, (alltoall_seq & 0xffffffff) + k);
 	return 0;
@@ -605,6 +627,22 @@ int main(int argc, char **argv)
 				printf("alltoall rc=%d reached_pmpi=%d\n", rc, alltoall_calls - before);
 				if (rc != 0 || alltoall_calls != before + 1)
 					fail(&p, "MPI_Alltoall did not reach PMPI_Alltoall once");
+			}
+			i += 2;
+		} else if (!strcmp(c, "neighbor")) {
+			uint64_t size = num(ARG(1)), count = num(ARG(2));
+			if (!MPI_Neighbor_alltoall) {
+				printf("neighbor unavailable\n");
+			} else {
+				alltoall_pair = &p;
+				alltoall_seq = size << 32 | (seq & 0xffffffff);
+				int before = neighbor_calls;
+				int rc = MPI_Neighbor_alltoall(&p, (int)count, SENDTYPE, &alltoall_seq, -(int)count, RECVTYPE,
+							       COMM);
+				seq += count;
+				printf("neighbor rc=%d reached_pmpi=%d\n", rc, neighbor_calls - before);
+				if (rc != 0 || neighbor_calls != before + 1)
+					fail(&p, "MPI_Neighbor_alltoall did not reach PMPI_Neighbor_alltoall once");
 			}
 			i += 2;
 		} else if (!strcmp(c, "barrier")) {

@@ -377,15 +377,6 @@ fn check_fortran_mpi(closure: &elf::Closure, doc: &Value, report: &mut Report) {
     }
 }
 
-/// The neighbourhood collectives (MPI 3), blocking and not: libaar.so wraps none of them.
-const NEIGHBOUR_COLLECTIVES: [&str; 5] = [
-    "MPI_Neighbor_allgather",
-    "MPI_Neighbor_allgatherv",
-    "MPI_Neighbor_alltoall",
-    "MPI_Neighbor_alltoallv",
-    "MPI_Neighbor_alltoallw",
-];
-
 /// Libraries, by file name, whose imports are not the program's MPI calls: MPI's own, and the
 /// language runtimes.
 const NOT_CALLERS: [&str; 14] = [
@@ -414,14 +405,20 @@ fn nonblocking(name: &str) -> Option<String> {
 }
 
 /// Whether the program (or a library of its own, not MPI's) calls collectives libaar.so does
-/// not wrap: the nonblocking forms of the ones it does (from its self-check document) and the
-/// neighbourhood collectives. Under `steady` their messages are decided one by one, not timed
-/// as whole calls, and none of them can mark iterations.
+/// not wrap: the nonblocking forms of the ones it does (from its self-check document), the
+/// neighbourhood ones among them, and MPI 4's large-count (`_c`) forms of both. Under `steady`
+/// their messages are decided one by one, not timed as whole calls, and none of them can mark
+/// iterations.
 fn check_unwrapped_collectives(program: &Path, closure: &elf::Closure, doc: &Value, report: &mut Report) {
     let Some(wrapped) = doc["mpi_wrapped"].as_array() else { return };
-    let neighbour = NEIGHBOUR_COLLECTIVES.iter().flat_map(|n| [n.to_string(), nonblocking(n).unwrap_or_default()]);
-    let names: HashSet<String> =
-        wrapped.iter().filter_map(Value::as_str).filter_map(nonblocking).chain(neighbour).collect();
+    let names: HashSet<String> = wrapped
+        .iter()
+        .filter_map(Value::as_str)
+        .flat_map(|f| [Some(f.to_string()), nonblocking(f)])
+        .flatten()
+        .flat_map(|f| [format!("{f}_c"), f])
+        .filter(|f| !wrapped.iter().any(|w| w == f.as_str()))
+        .collect();
     // MPI's own libraries define them, or import them to give their Fortran forms; the language
     // runtimes call no MPI (and each library read is a whole file).
     let skipped = |name: &str| NOT_CALLERS.iter().any(|p| name.starts_with(p));
