@@ -356,17 +356,20 @@ static int alltoall2_phase;
 #define RECVTYPE ((MPI_Datatype)0x0102030405060708ull)
 #define COMM ((MPI_Comm)0x7766554433221100ull)
 
-int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-		  MPI_Datatype recvtype, MPI_Comm comm)
+/* What PMPI_Alltoall and PMPI_Neighbor_alltoall (NAME) do: check that every argument arrived
+ * unchanged, then make the posts the command asked for (after alltoall2's wait, with WAIT). */
+static int alltoall_posts(const char *name, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+			  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int wait)
 {
-	__atomic_add_fetch(&alltoall_calls, 1, __ATOMIC_RELAXED);
 	if (sendbuf != (void *)alltoall_pair || recvbuf != (void *)&alltoall_seq || sendtype != SENDTYPE ||
 	    recvtype != RECVTYPE || comm != COMM || recvcount != -sendcount) {
-		fail(alltoall_pair, "MPI_Alltoall arguments changed on the way to PMPI_Alltoall");
+		char why[96];
+		snprintf(why, sizeof why, "%s arguments changed on the way to P%s", name, name);
+		fail(alltoall_pair, why);
 		return 1;
 	}
 	uint64_t size = alltoall_seq >> 32, count = (uint64_t)sendcount;
-	if (alltoall_waits) {
+	if (wait) {
 		__atomic_store_n(&alltoall2_phase, 1, __ATOMIC_RELEASE);
 		/* at most 10 s: a second thread that never runs its call fails the command, not hangs it */
 		for (int k = 0; k < 100000 && __atomic_load_n(&alltoall2_phase, __ATOMIC_ACQUIRE) != 2; k++)
@@ -377,6 +380,14 @@ int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 	return 0;
 }
 
+int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		  MPI_Datatype recvtype, MPI_Comm comm)
+{
+	__atomic_add_fetch(&alltoall_calls, 1, __ATOMIC_RELAXED);
+	return alltoall_posts("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+			      alltoall_waits);
+}
+
 /* neighbor: MPI_Neighbor_alltoall's calls reach this, with alltoall's arguments. */
 static int neighbor_calls;
 
@@ -384,15 +395,8 @@ int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 			   MPI_Datatype recvtype, MPI_Comm comm)
 {
 	__atomic_add_fetch(&neighbor_calls, 1, __ATOMIC_RELAXED);
-	if (sendbuf != (void *)alltoall_pair || recvbuf != (void *)&alltoall_seq || sendtype != SENDTYPE ||
-	    recvtype != RECVTYPE || comm != COMM || recvcount != -sendcount) {
-		fail(alltoall_pair, "MPI_Neighbor_alltoall arguments changed on the way to PMPI_Neighbor_alltoall");
-		return 1;
-	}
-	uint64_t size = alltoall_seq >> 32, count = (uint64_t)sendcount;
-	for (uint64_t k = 0; k < count; k++)
-		transfer(alltoall_pair, "rdma", size, 0, (alltoall_seq & 0xffffffff) + k);
-	return 0;
+	return alltoall_posts("MPI_Neighbor_alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+			      0);
 }
 
 /* barrier: what the next PMPI_Barrier posts (set by the command, on the main thread). */
