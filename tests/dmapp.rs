@@ -529,7 +529,9 @@ fn under_pmi_steady_places_each_dmapp_pe_on_its_node() {
     );
     let said = "DMAPP calls cannot be placed: DMAPP's PE 0 of 4 is not PMI's rank";
     for rank in 1..4 {
-        assert!(classes(rank).iter().all(|(_, c)| c == "unknown"), "rank {rank}: {:?}", classes(rank));
+        let theirs = classes(rank);
+        assert_eq!(theirs.len(), 10, "rank {rank}: a line per DMAPP call, as rank 0: {theirs:?}");
+        assert!(theirs.iter().all(|(_, c)| c == "unknown"), "rank {rank}: {theirs:?}");
     }
     let recs = r.records();
     assert_eq!(recs.len(), 4);
@@ -556,6 +558,7 @@ fn under_pmi_steady_places_each_dmapp_pe_on_its_node() {
     let r = l.run();
     r.assert_ok();
     let lines = read_jsonl(&r.dir.join("trace-0.jsonl"));
+    assert_eq!(lines.iter().filter(|l| l["api"] == "DMAPP").count(), 2, "{lines:?}");
     assert!(lines.iter().all(|l| l["destination"] == "unknown"), "{lines:?}");
     let said = "DMAPP calls cannot be placed: this rank's NID is 0x100 (PMI_Get_nid) but its NIC address is 0x200";
     assert_eq!(r.aar_lines().iter().filter(|l| l.contains(said)).count(), 1, "{:?}", r.aar_lines());
