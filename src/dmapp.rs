@@ -115,9 +115,9 @@ pub static GET_RMA_ATTRS: Real = Real::new(c"dmapp_get_rma_attrs");
 pub static GET_RMA_ATTRS_EXT: Real = Real::new(c"dmapp_get_rma_attrs_ext");
 pub static SET_RMA_ATTRS: Real = Real::new(c"dmapp_set_rma_attrs");
 pub static SET_RMA_ATTRS_EXT: Real = Real::new(c"dmapp_set_rma_attrs_ext");
-pub static GET_JOBINFO: Real = Real::new(c"dmapp_get_jobinfo");
-
 // ---- Where a PE sits ------------------------------------------------------------------------------
+
+static GET_JOBINFO: Real = Real::new(c"dmapp_get_jobinfo");
 
 /// This process's PE and the job's number of PEs, from the real `dmapp_get_jobinfo` (after
 /// `dmapp_init`). `Err`: why not, for a message.

@@ -618,35 +618,26 @@ int main(int argc, char **argv)
 			printf("maxrss_kb=%ld\n", ru.ru_maxrss);
 		} else if (!strcmp(c, "policy")) {
 			printf("policy %s\n", aar_policy_name ? aar_policy_name() : "none");
-		} else if (!strcmp(c, "alltoall")) {
+		} else if (!strcmp(c, "alltoall") || !strcmp(c, "neighbor")) {
 			uint64_t size = num(ARG(1)), count = num(ARG(2));
-			if (!MPI_Alltoall) {
-				printf("alltoall unavailable\n");
+			int neighbor = !strcmp(c, "neighbor"), *calls = neighbor ? &neighbor_calls : &alltoall_calls;
+			int (*call)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm) =
+				neighbor ? MPI_Neighbor_alltoall : MPI_Alltoall;
+			const char *name = neighbor ? "MPI_Neighbor_alltoall" : "MPI_Alltoall";
+			if (!call) {
+				printf("%s unavailable\n", c);
 			} else {
 				alltoall_pair = &p;
 				alltoall_seq = size << 32 | (seq & 0xffffffff);
-				int before = alltoall_calls;
-				int rc = MPI_Alltoall(&p, (int)count, SENDTYPE, &alltoall_seq, -(int)count, RECVTYPE, COMM);
+				int before = *calls;
+				int rc = call(&p, (int)count, SENDTYPE, &alltoall_seq, -(int)count, RECVTYPE, COMM);
 				seq += count;
-				printf("alltoall rc=%d reached_pmpi=%d\n", rc, alltoall_calls - before);
-				if (rc != 0 || alltoall_calls != before + 1)
-					fail(&p, "MPI_Alltoall did not reach PMPI_Alltoall once");
-			}
-			i += 2;
-		} else if (!strcmp(c, "neighbor")) {
-			uint64_t size = num(ARG(1)), count = num(ARG(2));
-			if (!MPI_Neighbor_alltoall) {
-				printf("neighbor unavailable\n");
-			} else {
-				alltoall_pair = &p;
-				alltoall_seq = size << 32 | (seq & 0xffffffff);
-				int before = neighbor_calls;
-				int rc = MPI_Neighbor_alltoall(&p, (int)count, SENDTYPE, &alltoall_seq, -(int)count, RECVTYPE,
-							       COMM);
-				seq += count;
-				printf("neighbor rc=%d reached_pmpi=%d\n", rc, neighbor_calls - before);
-				if (rc != 0 || neighbor_calls != before + 1)
-					fail(&p, "MPI_Neighbor_alltoall did not reach PMPI_Neighbor_alltoall once");
+				printf("%s rc=%d reached_pmpi=%d\n", c, rc, *calls - before);
+				if (rc != 0 || *calls != before + 1) {
+					char why[96];
+					snprintf(why, sizeof why, "%s did not reach P%s once", name, name);
+					fail(&p, why);
+				}
 			}
 			i += 2;
 		} else if (!strcmp(c, "barrier")) {
