@@ -172,7 +172,7 @@ extern "C" fn after_fork_in_child() {
         held.store(false, Ordering::Relaxed);
         // SAFETY: in the child only this thread exists, so whoever held the lock (prepare_fork,
         // or a thread that stayed in the parent) has no guard here.
-        unsafe { lock.release() };
+        unsafe { lock.release_in_child() };
     }
     state::forked();
 }

@@ -235,9 +235,10 @@ pub struct Decider {
     pub node_looks: Looks,
 }
 
-// The lock flag's line: the flag (8 bytes with its padding), then the decider's first fields.
+// The lock's line: its bias word and flags (16 bytes with their padding), then the decider's first
+// fields.
 const _: () =
-    assert!(8 + std::mem::offset_of!(Decider, engine) == 64, "the engine must start the decider's second line");
+    assert!(16 + std::mem::offset_of!(Decider, engine) == 64, "the engine must start the decider's second line");
 
 impl Decider {
     /// Read the counters (after a send) and give them to the engine.
@@ -426,7 +427,7 @@ pub fn last_window() -> Option<Window> {
 // ---- The locks, and fork() ---------------------------------------------------------------------
 
 /// The decider; `None` before initialisation and under `AAR_DISABLE`.
-pub static DECIDER: TryLock<Option<Decider>> = TryLock::new(None);
+pub static DECIDER: TryLock<Option<Decider>> = TryLock::biased(None);
 /// The decision trace.
 pub static TRACE: TraceFile = TraceFile::new();
 /// The NICs the application attached.

@@ -414,8 +414,40 @@ pub fn thread_pointer() -> usize {
 #[inline]
 #[cfg(not(target_arch = "x86_64"))]
 pub fn thread_pointer() -> usize {
-    thread_local!(static ME: u8 = const { 0 });
-    ME.with(|m| m as *const u8 as usize)
+    // 8-aligned, as a TCB is: [`crate::trylock::TryLock`] keeps flags in the low bits beside it.
+    thread_local!(static ME: u64 = const { 0 });
+    ME.with(|m| m as *const u64 as usize)
+}
+
+// membarrier(2) commands (linux/membarrier.h).
+const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+fn membarrier(cmd: libc::c_int) -> libc::c_long {
+    // SAFETY: membarrier takes two ints (the command and flags) and touches no user memory.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0) }
+}
+
+/// Whether [`process_barrier`] works in this process: the kernel has private expedited
+/// membarriers (Linux 4.14 on) and this process is now registered for them. False under a
+/// seccomp filter that forbids the call, or on an older kernel.
+pub fn process_barrier_ready() -> bool {
+    let commands = membarrier(MEMBARRIER_CMD_QUERY);
+    commands > 0
+        && commands & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
+        && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+}
+
+/// A full memory barrier on every running thread of this process, as if each had executed one
+/// at some point during the call (membarrier(2), private expedited): each thread's stores from
+/// before that point are visible to the caller afterwards, and its loads after it see the
+/// caller's stores from before the call. False if the kernel refused (the process was not
+/// registered, e.g. a fork child whose kernel dropped the registration, which is retried once).
+pub fn process_barrier() -> bool {
+    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0
+        || (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+            && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
 }
 
 #[cfg(test)]

@@ -1,40 +1,143 @@
-//! A lock that is only ever *tried*: one atomic exchange to take it, a plain release store to
-//! give it back. Nothing ever sleeps on it: a post that finds the decider taken is routed
-//! without deciding. A general mutex spends a second read-modify-write on unlock, which the
-//! decision path's overhead budget has no room for.
+//! A lock that is only ever *tried*: nothing ever sleeps on it, and a post that finds the
+//! decider taken is routed without deciding. A general mutex spends a second read-modify-write
+//! on unlock, which the decision path's overhead budget has no room for.
+//!
+//! Most locks are taken with one atomic exchange and given back with a plain release store. The
+//! decider's is *biased* ([`TryLock::biased`]) to the thread that takes it first, which in an MPI
+//! rank is the one thread that posts: that thread takes it with plain loads and stores and no
+//! read-modify-write. An x86 exchange is a full barrier, which waits for every earlier store to
+//! drain (after a send, its data's) and costs a decision about 4 ns on the development VM
+//! (docs/node-reader.md). Mutual exclusion with the other threads is a Dekker handshake whose
+//! barrier is all on their side: the owner marks itself busy and then checks that the lock is
+//! still biased to it; another thread that wants the lock ends the bias for good, then has the
+//! kernel run a barrier on every thread of the process (membarrier(2)), then checks that the
+//! owner is not busy. Either the owner sees the bias gone, or the other thread sees it busy. So
+//! the cost of a second thread is one system call, once; from then on every thread, the owner
+//! too, takes the lock with the exchange. Without membarrier (a kernel before 4.14, a seccomp
+//! filter) the lock is never biased.
 
+use crate::sys;
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// The bias word: the owner's [`sys::thread_pointer`] (8-aligned) and these flags in its low bits;
+/// 0 until a biased lock is first taken.
+const UNBIASED: usize = 0;
+/// The bias has ended: every thread takes the lock with the exchange.
+const SHARED: usize = 1;
+/// The bias has ended but no process barrier followed yet: threads other than the owner may not
+/// take the lock until one does.
+const BARRIER_OWED: usize = 2;
+const FLAGS: usize = SHARED | BARRIER_OWED;
 
 /// A value behind a lock that is only ever tried (with or without a deadline).
 ///
-/// The flag first, from a cache-line boundary: a value whose hot fields come first shares their
-/// line with it (the decider's: on the read path, the release after a send would else miss).
+/// The flags first, from a cache-line boundary: a value whose hot fields come first shares their
+/// line with them (the decider's: on the read path, the release after a send would else miss).
 #[repr(C, align(64))]
 pub struct TryLock<T> {
+    bias: AtomicUsize,
+    /// Held through the exchange.
     taken: AtomicBool,
+    /// Held by the owner of the bias, without an exchange. Only the owner writes it.
+    busy: AtomicBool,
     value: UnsafeCell<T>,
 }
 
-// SAFETY: the value is only reached through a `Guard`, and at most one guard exists at a time
-// (the exchange in `try_lock` hands out one; its drop releases with Release ordering, pairing
-// with the next taker's Acquire).
+// SAFETY: the value is only reached through a `Guard`, and at most one guard exists at a time:
+// the exchange in `try_lock_shared` hands out one among the threads that use it (its drop releases
+// with Release ordering, pairing with the next taker's Acquire); the owner of the bias takes its
+// guard only while the bias holds after it marked itself busy, and the other threads take theirs
+// only after the bias ended, a process barrier passed, and they saw the owner not busy (Acquire,
+// pairing with the owner's Release when it stops being busy). See the module's comment.
 unsafe impl<T: Send> Sync for TryLock<T> {}
 
 impl<T> TryLock<T> {
-    /// A free lock around `value`.
+    /// A free lock around `value`, taken with the exchange by every thread.
     pub const fn new(value: T) -> Self {
-        Self { taken: AtomicBool::new(false), value: UnsafeCell::new(value) }
+        Self::with_bias(value, SHARED)
+    }
+
+    /// A free lock around `value`, biased to the first thread that takes it.
+    pub const fn biased(value: T) -> Self {
+        Self::with_bias(value, UNBIASED)
+    }
+
+    const fn with_bias(value: T, bias: usize) -> Self {
+        Self {
+            bias: AtomicUsize::new(bias),
+            taken: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+        }
     }
 
     /// The value, if no one else holds it right now.
     #[inline]
     pub fn try_lock(&self) -> Option<Guard<'_, T>> {
+        let me = sys::thread_pointer();
+        if self.bias.load(Ordering::Relaxed) == me {
+            if self.busy.load(Ordering::Relaxed) {
+                // This thread holds it already (a post made from inside a decision).
+                return None;
+            }
+            self.busy.store(true, Ordering::Relaxed);
+            // The owner's half of the barrier; the other half is the process barrier of a thread
+            // that ends the bias.
+            compiler_fence(Ordering::SeqCst);
+            if self.bias.load(Ordering::Relaxed) == me {
+                return Some(Guard { lock: self, biased: true });
+            }
+            self.busy.store(false, Ordering::Release);
+        }
+        self.try_lock_shared(me)
+    }
+
+    /// The exchange, by a thread that is not (or no longer) the owner of the bias; it ends the
+    /// bias, or sets it on the first take of a biased lock.
+    #[inline(never)]
+    fn try_lock_shared(&self, me: usize) -> Option<Guard<'_, T>> {
         // `then`, not `then_some`: a guard built eagerly and dropped would release a lock that
         // someone else holds.
-        (!self.taken.swap(true, Ordering::Acquire)).then(|| Guard { lock: self })
+        let guard = (!self.taken.swap(true, Ordering::Acquire)).then(|| Guard { lock: self, biased: false })?;
+        let bias = self.bias.load(Ordering::Relaxed);
+        if bias == UNBIASED {
+            // The first take: from now on this thread takes the lock without the exchange. The
+            // word changes only under `taken`, so no other thread can be setting it.
+            if me & FLAGS != 0 || !sys::process_barrier_ready() {
+                self.bias.store(SHARED, Ordering::Relaxed);
+                return Some(guard);
+            }
+            // Held through the bias already (busy first: a signal handler that posts in between
+            // must not take it), so that this thread cannot take it twice; the exchange's release
+            // then publishes both stores to the next thread that tries it.
+            self.busy.store(true, Ordering::Relaxed);
+            self.bias.store(me, Ordering::Relaxed);
+            drop(guard);
+            return Some(Guard { lock: self, biased: true });
+        }
+        let owner = bias & !FLAGS;
+        if owner == 0 {
+            return Some(guard);
+        }
+        if owner == me {
+            // Unless it holds the lock through the bias already (its own store, in its order).
+            return (!self.busy.load(Ordering::Relaxed)).then_some(guard);
+        }
+        if bias & SHARED == 0 {
+            self.bias.store(owner | SHARED | BARRIER_OWED, Ordering::Relaxed);
+        }
+        if self.bias.load(Ordering::Relaxed) & BARRIER_OWED != 0 {
+            // Until a barrier passes, the owner may not have seen the bias end.
+            if !sys::process_barrier() {
+                return None;
+            }
+            self.bias.store(owner | SHARED, Ordering::Relaxed);
+        }
+        // The owner, inside since before the barrier; it sees the bias gone at its next take.
+        (!self.busy.load(Ordering::Acquire)).then_some(guard)
     }
 
     /// Keep trying for up to `timeout` (exit, fork): a holder is mid-decision and soon done,
@@ -67,7 +170,13 @@ impl<T> TryLock<T> {
     /// # Safety
     /// The caller took it with `hold_for` and holds no guard of it.
     pub unsafe fn release(&self) {
-        self.taken.store(false, Ordering::Release);
+        // The owner of the bias is busy only while it holds the lock through the bias.
+        let me = sys::thread_pointer();
+        if self.bias.load(Ordering::Relaxed) & !FLAGS == me && self.busy.load(Ordering::Relaxed) {
+            self.busy.store(false, Ordering::Release);
+        } else {
+            self.taken.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -76,9 +185,17 @@ pub trait ForkHeld: Sync {
     /// As [`TryLock::hold_for`].
     fn hold_for(&self, timeout: Duration) -> bool;
     /// # Safety
-    /// As [`TryLock::release`]; in a fork child also when another thread held it (that thread
-    /// does not exist there, so no guard of it can be alive).
+    /// As [`TryLock::release`].
     unsafe fn release(&self);
+    /// Free it in a fork child, also when another thread held it.
+    ///
+    /// # Safety
+    /// In a fork child, where only the calling thread exists, so no guard of another thread's can
+    /// be alive, holding no guard of it.
+    unsafe fn release_in_child(&self) {
+        // SAFETY: the caller's contract (a lock taken by the exchange is freed by its flag alone).
+        unsafe { self.release() }
+    }
 }
 
 impl<T: Send> ForkHeld for TryLock<T> {
@@ -88,6 +205,11 @@ impl<T: Send> ForkHeld for TryLock<T> {
     unsafe fn release(&self) {
         // SAFETY: forwarded contract.
         unsafe { TryLock::release(self) }
+    }
+    unsafe fn release_in_child(&self) {
+        // Whoever held it, through the bias or not: only this thread exists here.
+        self.busy.store(false, Ordering::Release);
+        self.taken.store(false, Ordering::Release);
     }
 }
 
@@ -117,6 +239,8 @@ impl Drop for Inside {
 /// Access to a locked value; the lock is given back when it is dropped.
 pub struct Guard<'a, T> {
     lock: &'a TryLock<T>,
+    /// Taken through the bias (released by the owner's `busy`), not the exchange.
+    biased: bool,
 }
 
 impl<T> Deref for Guard<'_, T> {
@@ -136,7 +260,8 @@ impl<T> DerefMut for Guard<'_, T> {
 
 impl<T> Drop for Guard<'_, T> {
     fn drop(&mut self) {
-        self.lock.taken.store(false, Ordering::Release);
+        let flag = if self.biased { &self.lock.busy } else { &self.lock.taken };
+        flag.store(false, Ordering::Release);
     }
 }
 
@@ -170,5 +295,106 @@ mod tests {
         // SAFETY: taken with hold_for just above, no guard alive.
         unsafe { LOCK.release() };
         assert!(LOCK.try_lock().is_some());
+    }
+
+    /// `threads` threads try the lock `tries` times each and hold it for `hold` steps, the first
+    /// of them after a take of its own before the others start (a biased lock's owner). Returns
+    /// the takes, and fails if two threads ever hold it at once.
+    fn hammer(lock: &TryLock<u64>, threads: usize, tries: usize, hold: usize) -> u64 {
+        let (taken, inside) = (std::sync::atomic::AtomicU64::new(0), AtomicBool::new(false));
+        let start = std::sync::Barrier::new(threads);
+        std::thread::scope(|s| {
+            for i in 0..threads {
+                let (taken, inside, start) = (&taken, &inside, &start);
+                s.spawn(move || {
+                    if i == 0 {
+                        *lock.try_lock().unwrap() += 1;
+                        taken.fetch_add(1, Ordering::Relaxed);
+                    }
+                    start.wait();
+                    for _ in 0..tries {
+                        if let Some(mut g) = lock.try_lock() {
+                            assert!(!inside.swap(true, Ordering::Relaxed), "two holders at once");
+                            // A holder that stays longer than a process barrier takes (a few
+                            // µs), so that others end the bias while it holds the lock.
+                            for _ in 0..hold {
+                                *g = std::hint::black_box(*g);
+                            }
+                            *g += 1;
+                            inside.store(false, Ordering::Relaxed);
+                            taken.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        taken.into_inner()
+    }
+
+    #[test]
+    fn a_biased_lock_is_taken_without_the_exchange_by_its_first_taker_only() {
+        let lock = TryLock::biased(0u64);
+        let me = sys::thread_pointer();
+        let first = lock.try_lock().unwrap();
+        assert!(first.biased && !lock.taken.load(Ordering::Relaxed), "the first take sets the bias");
+        assert!(sys::process_barrier_ready(), "this kernel has membarrier; without it nothing is biased");
+        assert_eq!(lock.bias.load(Ordering::Relaxed), me);
+        assert!(lock.try_lock().is_none());
+        drop(first);
+        let mut g = lock.try_lock().unwrap();
+        assert!(g.biased && lock.busy.load(Ordering::Relaxed) && !lock.taken.load(Ordering::Relaxed));
+        *g += 1;
+        // A post made from inside the decision does not take it again.
+        assert!(lock.try_lock().is_none());
+        assert!(std::thread::scope(|s| s.spawn(|| lock.try_lock().is_none()).join().unwrap()));
+        // The other thread ended the bias; the owner, holding it, still cannot take it twice.
+        assert_eq!(lock.bias.load(Ordering::Relaxed), me | SHARED);
+        assert!(lock.try_lock().is_none());
+        drop(g);
+        assert!(!lock.busy.load(Ordering::Relaxed));
+        let other = std::thread::scope(|s| s.spawn(|| lock.try_lock().map(|mut g| *g += 1).is_some()).join().unwrap());
+        assert!(other);
+        let g = lock.try_lock().unwrap();
+        assert!(!g.biased && *g == 2, "after the bias ends, the owner takes it with the exchange too");
+        drop(g);
+        // Held for a fork by the owner, through the bias, and released.
+        let lock = TryLock::biased(0u64);
+        drop(lock.try_lock());
+        assert!(lock.hold_for(Duration::from_millis(5)) && lock.busy.load(Ordering::Relaxed));
+        // SAFETY: taken with hold_for just above, no guard alive.
+        unsafe { lock.release() };
+        assert!(!lock.busy.load(Ordering::Relaxed) && lock.try_lock().is_some());
+    }
+
+    #[test]
+    fn a_biased_lock_has_one_holder_at_a_time_while_the_bias_ends() {
+        // Each lock is biased to the thread that takes it first, then other threads end the bias
+        // while the owner is taking it through the bias as fast as it can.
+        for _ in 0..300 {
+            let lock = TryLock::biased(0u64);
+            let taken = hammer(&lock, 3, 200, 5_000);
+            assert_eq!(*lock.try_lock().unwrap(), taken);
+            assert_ne!(lock.bias.load(Ordering::Relaxed) & SHARED, 0);
+        }
+        let lock = TryLock::biased(0u64);
+        let taken = hammer(&lock, 4, 100_000, 0);
+        assert_eq!(*lock.try_lock().unwrap(), taken);
+    }
+
+    #[test]
+    fn in_a_fork_child_a_lock_held_through_the_bias_is_freed() {
+        let lock = TryLock::biased(0u64);
+        // A thread that a child would not have holds it through the bias.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                drop(lock.try_lock());
+                std::mem::forget(lock.try_lock().unwrap());
+            });
+        });
+        assert!(lock.busy.load(Ordering::Relaxed));
+        assert!(lock.try_lock().is_none());
+        // SAFETY: the only guard was the other thread's, which has ended, as in a child.
+        unsafe { ForkHeld::release_in_child(&lock) };
+        assert!(lock.try_lock().is_some());
     }
 }
