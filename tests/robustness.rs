@@ -40,6 +40,22 @@ fn eight_threads_posting_a_million_each_lose_nothing() {
 }
 
 #[test]
+fn a_thread_that_decides_after_another_decides_too() {
+    // The decider's lock is biased to the first thread that decides; the next one ends the bias
+    // (a process barrier) and decides as well, whether the first thread still runs or has ended.
+    for (name, commands) in
+        [("main-first", "fma 8192 20 0 threads 1 8192 30"), ("thread-first", "threads 1 8192 30 fma 8192 20 0")]
+    {
+        let r = Launch::driver(name, commands).run();
+        r.assert_ok();
+        let rec = &r.records()[0];
+        assert_eq!(rec["engine"]["decisions"], 50, "{name}: every 8 KiB post crosses the threshold and is decided");
+        assert_eq!(total_messages(rec), 50);
+        assert_eq!(rec["internal_errors"], 0);
+    }
+}
+
+#[test]
 fn first_calls_from_eight_threads_at_once_initialise_once() {
     let r = Launch::driver("init-race", "threads 8 64 2000 fma 64 10 0").env("AAR_THRESHOLD", "lots").run();
     r.assert_ok();
