@@ -430,13 +430,22 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
 }
 
 /// Whether [`process_barrier`] works in this process: the kernel has private expedited
-/// membarriers (Linux 4.14 on) and this process is now registered for them. False under a
-/// seccomp filter that forbids the call, or on an older kernel.
+/// membarriers (Linux 4.14 on) and this process is now registered for them. False on an older
+/// kernel, and without trying under a seccomp filter (`Seccomp:` other than 0 in
+/// /proc/self/status, or no /proc): a filter may kill the process for a call it does not list.
 pub fn process_barrier_ready() -> bool {
+    if !read_text_file(Path::new("/proc/self/status"), 1 << 16).is_ok_and(|status| no_seccomp_filter(&status)) {
+        return false;
+    }
     let commands = membarrier(MEMBARRIER_CMD_QUERY);
     commands > 0
         && commands & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
         && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+}
+
+/// Whether a process status (/proc/PID/status) says no seccomp filter or strict mode applies.
+fn no_seccomp_filter(status: &str) -> bool {
+    status.lines().any(|line| line.split_once(':').is_some_and(|(k, v)| k == "Seccomp" && v.trim() == "0"))
 }
 
 /// A full memory barrier on every running thread of this process, as if each had executed one
@@ -453,6 +462,14 @@ pub fn process_barrier() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn membarrier_is_only_tried_without_a_seccomp_filter() {
+        assert!(no_seccomp_filter("Name:\tx\nSeccomp:\t0\nSeccomp_filters:\t0\n"));
+        assert!(!no_seccomp_filter("Name:\tx\nSeccomp:\t2\nSeccomp_filters:\t1\n"));
+        assert!(!no_seccomp_filter("Seccomp:\t1\n"));
+        assert!(!no_seccomp_filter("Name:\tx\n"), "a kernel that does not say");
+    }
 
     /// Every reading lies between the `clock_gettime` readings around it, before and after the
     /// TSC's rate is known (to within the rate's error over the test's span).

@@ -13,8 +13,8 @@
 //! kernel run a barrier on every thread of the process (membarrier(2)), then checks that the
 //! owner is not busy. Either the owner sees the bias gone, or the other thread sees it busy. So
 //! the cost of a second thread is one system call, once; from then on every thread, the owner
-//! too, takes the lock with the exchange. Without membarrier (a kernel before 4.14, a seccomp
-//! filter) the lock is never biased.
+//! too, takes the lock with the exchange. Without membarrier (a kernel before 4.14) the lock is
+//! never biased, nor under a seccomp filter, which might kill the process for the call.
 
 use crate::sys;
 use std::cell::{Cell, UnsafeCell};
