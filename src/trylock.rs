@@ -6,7 +6,7 @@
 //! decider's is *biased* ([`TryLock::biased`]) to the thread that takes it first, which in an MPI
 //! rank is the one thread that posts: that thread takes it with plain loads and stores and no
 //! read-modify-write. An x86 exchange is a full barrier, which waits for every earlier store to
-//! drain (after a send, its data's) and costs a decision about 4 ns on the development VM
+//! drain (after a send, its data's) and costs a decision about 3 ns on the development VM
 //! (docs/node-reader.md). Mutual exclusion with the other threads is a Dekker handshake whose
 //! barrier is all on their side: the owner marks itself busy and then checks that the lock is
 //! still biased to it; another thread that wants the lock ends the bias for good, then has the
