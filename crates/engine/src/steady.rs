@@ -140,6 +140,10 @@ struct Calibration {
     lambda_pairs: u32,
     log_sigma_sum: f64,
     sigma_pairs: u32,
+    /// The factors themselves, `exp` of the means, made when a pair is learned: every decision
+    /// of the class uses them, and an `exp` costs a decision some 10 ns.
+    lambda: f64,
+    sigma: f64,
 }
 
 /// The state of one destination class (or the node-wide fallback).
@@ -367,8 +371,8 @@ pub fn shared_message_time_us(flits: u64, packets: u64, w: Window, k: f64) -> f6
 /// (λ, σ, learned): the class's learned factors once it has enough pairs, else the constants.
 fn calibrated(cfg: &EngineConfig, c: &Calibration) -> (f64, f64, bool) {
     let need = cfg.steady.calibration_pairs.max(1);
-    let lambda = if c.lambda_pairs >= need { (c.log_lambda_sum / f64::from(c.lambda_pairs)).exp() } else { cfg.lambda };
-    let sigma = if c.sigma_pairs >= need { (c.log_sigma_sum / f64::from(c.sigma_pairs)).exp() } else { cfg.sigma };
+    let lambda = if c.lambda_pairs >= need { c.lambda } else { cfg.lambda };
+    let sigma = if c.sigma_pairs >= need { c.sigma } else { cfg.sigma };
     (lambda, sigma, c.lambda_pairs >= need || c.sigma_pairs >= need)
 }
 
@@ -434,6 +438,7 @@ fn remember(st: &mut ClassState, cfg: &SteadyConfig, w: Window, side: Side, rang
 /// clamped to its bounds; σ only when there were stalls to divide.
 fn learn(c: &mut Calibration, cfg: &SteadyConfig, high_bias: Window, adaptive: Window) {
     let bounded = |x: f64, (lo, hi): (f64, f64)| x.clamp(lo.min(hi), hi.max(lo)).ln();
+    // Adds a sample to a mean of logarithms and gives the factor, the mean's exponential.
     let add = |sum: &mut f64, pairs: &mut u32, log: f64| {
         if *pairs >= CALIBRATION_MEMORY {
             *sum *= f64::from(CALIBRATION_MEMORY - 1) / f64::from(CALIBRATION_MEMORY);
@@ -441,13 +446,14 @@ fn learn(c: &mut Calibration, cfg: &SteadyConfig, high_bias: Window, adaptive: W
             *pairs += 1;
         }
         *sum += log;
+        (*sum / f64::from(*pairs)).exp()
     };
     if high_bias.latency_us > 0.0 && adaptive.latency_us > 0.0 {
         let log = bounded(adaptive.latency_us / high_bias.latency_us, cfg.lambda_bounds);
-        add(&mut c.log_lambda_sum, &mut c.lambda_pairs, log);
+        c.lambda = add(&mut c.log_lambda_sum, &mut c.lambda_pairs, log);
     }
     if high_bias.stall_ratio > NO_STALL || adaptive.stall_ratio > NO_STALL {
         let ratio = high_bias.stall_ratio.max(NO_STALL) / adaptive.stall_ratio.max(NO_STALL);
-        add(&mut c.log_sigma_sum, &mut c.sigma_pairs, bounded(ratio, cfg.sigma_bounds));
+        c.sigma = add(&mut c.log_sigma_sum, &mut c.sigma_pairs, bounded(ratio, cfg.sigma_bounds));
     }
 }
