@@ -336,8 +336,16 @@ mod tests {
         let lock = TryLock::biased(0u64);
         let me = sys::thread_pointer();
         let first = lock.try_lock().unwrap();
+        if !sys::process_barrier_ready() {
+            // No membarrier here (a kernel before 4.14, or a seccomp filter, as in a container):
+            // the lock is never biased, and every take is the exchange.
+            assert!(!first.biased && lock.taken.load(Ordering::Relaxed));
+            assert_eq!(lock.bias.load(Ordering::Relaxed), SHARED);
+            assert!(lock.try_lock().is_none());
+            eprintln!("no membarrier on this machine: the bias itself is not tested");
+            return;
+        }
         assert!(first.biased && !lock.taken.load(Ordering::Relaxed), "the first take sets the bias");
-        assert!(sys::process_barrier_ready(), "this kernel has membarrier; without it nothing is biased");
         assert_eq!(lock.bias.load(Ordering::Relaxed), me);
         assert!(lock.try_lock().is_none());
         drop(first);
@@ -391,7 +399,8 @@ mod tests {
                 std::mem::forget(lock.try_lock().unwrap());
             });
         });
-        assert!(lock.busy.load(Ordering::Relaxed));
+        // Through the bias where this machine has membarrier, else through the exchange.
+        assert!(lock.busy.load(Ordering::Relaxed) || lock.taken.load(Ordering::Relaxed));
         assert!(lock.try_lock().is_none());
         // SAFETY: the only guard was the other thread's, which has ended, as in a child.
         unsafe { ForkHeld::release_in_child(&lock) };

@@ -56,6 +56,17 @@ fn a_thread_that_decides_after_another_decides_too() {
 }
 
 #[test]
+fn under_a_seccomp_filter_the_lock_is_not_biased_and_membarrier_never_made() {
+    // A filter may kill the process for a call it does not list, as this one does for
+    // membarrier(2): the decider's lock is then taken with the exchange by both threads.
+    let mut launch = Launch::driver("seccomp", "fma 8192 20 0 threads 1 8192 30");
+    launch.wrapper = vec![program("seccomp_exec").display().to_string()];
+    let r = launch.run();
+    r.assert_ok();
+    assert_eq!(r.records()[0]["engine"]["decisions"], 50, "both threads decide");
+}
+
+#[test]
 fn first_calls_from_eight_threads_at_once_initialise_once() {
     let r = Launch::driver("init-race", "threads 8 64 2000 fma 64 10 0").env("AAR_THRESHOLD", "lots").run();
     r.assert_ok();
