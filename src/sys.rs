@@ -430,29 +430,36 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
 }
 
 /// Whether [`process_barrier`] works in this process: the kernel has private expedited
-/// membarriers (Linux 4.14 on) and this process is now registered for them. False on an older
-/// kernel, and without trying under a seccomp filter (`Seccomp:` other than 0 in
-/// /proc/self/status, or no /proc): a filter may kill the process for a call it does not list.
+/// membarriers (Linux 4.14 on). False on an older kernel, and without trying under a seccomp
+/// filter (`Seccomp:` other than 0 in /proc/self/status, or no /proc): a filter may kill the
+/// process for a call it does not list. Registers the process for them when it has one thread:
+/// with more, registering waits for an RCU grace period (10 ms on the development VM), which is
+/// then left to the first barrier.
 pub fn process_barrier_ready() -> bool {
-    if !read_text_file(Path::new("/proc/self/status"), 1 << 16).is_ok_and(|status| no_seccomp_filter(&status)) {
+    let Ok(status) = read_text_file(Path::new("/proc/self/status"), 1 << 16) else { return false };
+    if status_field(&status, "Seccomp") != Some("0") {
         return false;
     }
     let commands = membarrier(MEMBARRIER_CMD_QUERY);
-    commands > 0
-        && commands & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
-        && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+    if commands <= 0 || commands & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
+        return false;
+    }
+    if status_field(&status, "Threads") == Some("1") {
+        let _ = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+    }
+    true
 }
 
-/// Whether a process status (/proc/PID/status) says no seccomp filter or strict mode applies.
-fn no_seccomp_filter(status: &str) -> bool {
-    status.lines().any(|line| line.split_once(':').is_some_and(|(k, v)| k == "Seccomp" && v.trim() == "0"))
+/// A field of a process status (/proc/PID/status), trimmed.
+fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
+    status.lines().find_map(|line| line.split_once(':').filter(|(k, _)| *k == name).map(|(_, v)| v.trim()))
 }
 
 /// A full memory barrier on every running thread of this process, as if each had executed one
 /// at some point during the call (membarrier(2), private expedited): each thread's stores from
 /// before that point are visible to the caller afterwards, and its loads after it see the
-/// caller's stores from before the call. False if the kernel refused (the process was not
-/// registered, e.g. a fork child whose kernel dropped the registration, which is retried once).
+/// caller's stores from before the call. Registers the process first where it is not yet (see
+/// [`process_barrier_ready`]). False if the kernel refused.
 pub fn process_barrier() -> bool {
     membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0
         || (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
@@ -464,11 +471,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn membarrier_is_only_tried_without_a_seccomp_filter() {
-        assert!(no_seccomp_filter("Name:\tx\nSeccomp:\t0\nSeccomp_filters:\t0\n"));
-        assert!(!no_seccomp_filter("Name:\tx\nSeccomp:\t2\nSeccomp_filters:\t1\n"));
-        assert!(!no_seccomp_filter("Seccomp:\t1\n"));
-        assert!(!no_seccomp_filter("Name:\tx\n"), "a kernel that does not say");
+    fn a_process_status_gives_its_fields() {
+        let status = "Name:\tx\nThreads:\t1\nSeccomp:\t0\nSeccomp_filters:\t0\n";
+        assert_eq!(status_field(status, "Seccomp"), Some("0"));
+        assert_eq!(status_field(status, "Threads"), Some("1"));
+        assert_eq!(status_field("Seccomp:\t2\nSeccomp_filters:\t1\n", "Seccomp"), Some("2"));
+        assert_eq!(status_field("Name:\tx\n", "Seccomp"), None, "a kernel that does not say");
     }
 
     /// Every reading lies between the `clock_gettime` readings around it, before and after the
