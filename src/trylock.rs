@@ -273,20 +273,8 @@ mod tests {
     #[test]
     fn one_holder_at_a_time_and_no_update_lost() {
         static LOCK: TryLock<u64> = TryLock::new(0);
-        let taken = std::sync::atomic::AtomicU64::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for _ in 0..100_000 {
-                        if let Some(mut g) = LOCK.try_lock() {
-                            *g += 1;
-                            taken.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                });
-            }
-        });
-        assert_eq!(*LOCK.try_lock().unwrap(), taken.load(Ordering::Relaxed));
+        let taken = hammer(&LOCK, 4, 100_000, 0);
+        assert_eq!(*LOCK.try_lock().unwrap(), taken);
         let g = LOCK.try_lock().unwrap();
         assert!(LOCK.try_lock().is_none());
         assert!(LOCK.try_lock_for(Duration::from_millis(5)).is_none());
