@@ -84,6 +84,8 @@ impl<T> TryLock<T> {
                 // This thread holds it already (a post made from inside a decision).
                 return None;
             }
+            #[cfg(test)]
+            tests::after_the_owners_check();
             self.busy.store(true, Ordering::Relaxed);
             // The owner's half of the barrier; the other half is the process barrier of a thread
             // that ends the bias.
@@ -269,6 +271,19 @@ impl<T> Drop for Guard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Barrier;
+
+    thread_local! {
+        /// Run once by this thread as the owner, between its check of the bias and its mark: a
+        /// test widens the window in which another thread ends the bias.
+        static OWNER_PAUSE: Cell<Option<fn()>> = const { Cell::new(None) };
+    }
+
+    pub(super) fn after_the_owners_check() {
+        if let Some(pause) = OWNER_PAUSE.with(Cell::take) {
+            pause();
+        }
+    }
 
     #[test]
     fn one_holder_at_a_time_and_no_update_lost() {
@@ -376,6 +391,46 @@ mod tests {
         let lock = TryLock::biased(0u64);
         let taken = hammer(&lock, 4, 100_000, 0);
         assert_eq!(*lock.try_lock().unwrap(), taken);
+    }
+
+    #[test]
+    fn an_owner_that_checked_the_bias_before_another_thread_ended_it_does_not_take_the_lock_too() {
+        static PAUSED: Barrier = Barrier::new(2);
+        static TAKEN: Barrier = Barrier::new(2);
+        static TRIED: Barrier = Barrier::new(2);
+        let lock = TryLock::biased(0u64);
+        drop(lock.try_lock());
+        if lock.bias.load(Ordering::Relaxed) != sys::thread_pointer() {
+            eprintln!("no membarrier on this machine: the bias itself is not tested");
+            return;
+        }
+        // The owner stops after it found the bias its own and before it marks itself busy;
+        // meanwhile the other thread ends the bias, finds the owner not busy, and takes the lock.
+        OWNER_PAUSE.with(|p| {
+            p.set(Some(|| {
+                PAUSED.wait();
+                TAKEN.wait();
+            }))
+        });
+        let (owner_took, other_took) = std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                PAUSED.wait();
+                let g = lock.try_lock();
+                let took = g.is_some();
+                TAKEN.wait();
+                TRIED.wait();
+                drop(g);
+                took
+            });
+            // Every thread reaches every barrier whatever it gets, so that a failure cannot hang.
+            let owner_took = lock.try_lock().is_some();
+            TRIED.wait();
+            (owner_took, other.join().unwrap())
+        });
+        assert!(other_took, "the owner was not busy yet");
+        assert!(!owner_took, "the owner took it though the bias ended before its mark: two holders at once");
+        assert!(!lock.busy.load(Ordering::Relaxed), "the owner's mark was taken back");
+        assert!(lock.try_lock().is_some());
     }
 
     #[test]
