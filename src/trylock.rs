@@ -412,7 +412,7 @@ mod tests {
                 TAKEN.wait();
             }))
         });
-        let (owner_took, other_took) = std::thread::scope(|s| {
+        let (owner_took, stopped, other_took) = std::thread::scope(|s| {
             let other = s.spawn(|| {
                 PAUSED.wait();
                 let g = lock.try_lock();
@@ -422,11 +422,15 @@ mod tests {
                 drop(g);
                 took
             });
-            // Every thread reaches every barrier whatever it gets, so that a failure cannot hang.
+            // Every thread reaches every barrier whatever it gets, so that a failure cannot hang
+            // (nor a take that never stopped where the pause is: it is run here instead).
             let owner_took = lock.try_lock().is_some();
+            let stopped = OWNER_PAUSE.with(|p| p.get().is_none());
+            after_the_owners_check();
             TRIED.wait();
-            (owner_took, other.join().unwrap())
+            (owner_took, stopped, other.join().unwrap())
         });
+        assert!(stopped, "the owner's take never came to the pause");
         assert!(other_took, "the owner was not busy yet");
         assert!(!owner_took, "the owner took it though the bias ended before its mark: two holders at once");
         assert!(!lock.busy.load(Ordering::Relaxed), "the owner's mark was taken back");
