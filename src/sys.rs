@@ -419,11 +419,6 @@ pub fn thread_pointer() -> usize {
     ME.with(|m| m as *const u64 as usize)
 }
 
-// membarrier(2) commands (linux/membarrier.h).
-const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
-
 fn membarrier(cmd: libc::c_int) -> libc::c_long {
     // SAFETY: membarrier takes two ints (the command and flags) and touches no user memory.
     unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0) }
@@ -440,12 +435,12 @@ pub fn process_barrier_ready() -> bool {
     if status_field(&status, "Seccomp") != Some("0") {
         return false;
     }
-    let commands = membarrier(MEMBARRIER_CMD_QUERY);
-    if commands <= 0 || commands & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
+    let commands = membarrier(libc::MEMBARRIER_CMD_QUERY);
+    if commands <= 0 || commands & libc::c_long::from(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
         return false;
     }
     if status_field(&status, "Threads") == Some("1") {
-        let _ = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+        let _ = membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
     }
     true
 }
@@ -461,9 +456,9 @@ fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
 /// caller's stores from before the call. Registers the process first where it is not yet (see
 /// [`process_barrier_ready`]). False if the kernel refused.
 pub fn process_barrier() -> bool {
-    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0
-        || (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
-            && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+    membarrier(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0
+        || (membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+            && membarrier(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
 }
 
 #[cfg(test)]
