@@ -137,7 +137,8 @@ fn job_pe() -> Result<(usize, usize), String> {
     }
 }
 
-/// The largest DMAPP job whose PEs are placed (a NID and a place each: 12 bytes a PE).
+/// The largest DMAPP job whose PEs are placed (a NID and a place each: 16 bytes a PE, 64 MiB at
+/// most).
 const MAX_PES: usize = 1 << 22;
 
 /// The NID of every DMAPP PE's node and its place in the table, by PE number.

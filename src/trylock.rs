@@ -14,8 +14,9 @@
 //! owner is not busy. Either the owner sees the bias gone, or the other thread sees it busy. So
 //! the cost of a second thread is one barrier, once (with the kernel's registration for it, which
 //! waits for an RCU grace period where the process had several threads when the bias was set);
-//! from then on every thread, the owner too, takes the lock with the exchange. Without membarrier (a kernel before 4.14) the lock is
-//! never biased, nor under a seccomp filter, which might kill the process for the call.
+//! from then on every thread, the owner too, takes the lock with the exchange. Without membarrier
+//! (a kernel before 4.14) the lock is never biased, nor under a seccomp filter, which might kill
+//! the process for the call.
 
 use crate::sys;
 use std::cell::{Cell, UnsafeCell};
