@@ -551,11 +551,19 @@ fn asan_self_test_a_heap_overflow_and_a_leak_are_caught() {
 
 #[test]
 fn tsan_self_test_a_data_race_is_caught() {
+    // The second write follows the first through relaxed flags, which order nothing for TSan: a
+    // race every run. Two writes at the same instant can go unseen (TSan's maintainers call that
+    // a trade-off for speed; CI missed one in a loop of increments), so they never overlap, and
+    // the first thread stays alive until the second has written.
     let racy = throwaway(
         "racy",
-        "#include <pthread.h>\nlong counter;\nstatic void *run(void *a) { for (int i = 0; i < 100000; i++) counter++; return a; }\n\
-         int main(void) { pthread_t t[2]; for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, run, 0); \
-         for (int i = 0; i < 2; i++) pthread_join(t[i], 0); return counter == 0; }\n",
+        "#include <pthread.h>\nlong counter;\nint wrote, done;\n\
+         static void *first(void *a) { counter++; __atomic_store_n(&wrote, 1, __ATOMIC_RELAXED); \
+         while (!__atomic_load_n(&done, __ATOMIC_RELAXED)) ; return a; }\n\
+         static void *second(void *a) { while (!__atomic_load_n(&wrote, __ATOMIC_RELAXED)) ; \
+         counter++; __atomic_store_n(&done, 1, __ATOMIC_RELAXED); return a; }\n\
+         int main(void) { pthread_t t[2]; pthread_create(&t[0], 0, first, 0); pthread_create(&t[1], 0, second, 0); \
+         for (int i = 0; i < 2; i++) pthread_join(t[i], 0); return counter != 2; }\n",
         &["-fsanitize=thread"],
     );
     let (code, err) = run_throwaway(&racy, &[("TSAN_OPTIONS", "halt_on_error=0:exitcode=66")]);
