@@ -101,6 +101,16 @@ struct NodeInfo {
     shared_reading: Option<String>,
 }
 
+/// The decider's lock: how it is taken, and the calls that found it held.
+#[derive(Serialize)]
+struct DeciderLock {
+    /// [`crate::trylock::Bias::name`].
+    lock: &'static str,
+    /// Calls past the threshold that went out without a decision, in the mode of a call below
+    /// it, because another thread was deciding.
+    undecided_crossings: u64,
+}
+
 #[derive(Serialize)]
 struct Time {
     /// Initialisation (settings, loading PAPI, opening files).
@@ -151,6 +161,7 @@ struct Record<'a> {
     reasons: BTreeMap<&'static str, u64>,
     dmapp: Dmapp,
     engine: Option<EngineStats>,
+    decider: DeciderLock,
     counters: Option<Counters<'a>>,
     node: Option<NodeInfo>,
     time: Option<Time>,
@@ -238,9 +249,13 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
     }
     if let Some(d) = decider {
         let s = d.engine.stats();
+        line += &format!("; {} decisions", s.decisions);
+        let undecided = state::undecided_crossings();
+        if undecided > 0 {
+            line += &format!(" ({undecided} crossings of the threshold undecided: another thread was deciding)");
+        }
         line += &format!(
-            "; {} decisions, {} switches; {} counter reads",
-            s.decisions,
+            ", {} switches; {} counter reads",
             s.switches_to_low_latency + s.switches_to_low_stall,
             d.counter_reads
         );
@@ -315,6 +330,10 @@ fn write_outputs() {
             reasons: Reason::ALL.iter().map(|r| (r.name(), totals.reasons[r.index()])).collect(),
             dmapp: Dmapp::now(),
             engine: d.map(|d| d.engine.stats().clone()),
+            decider: DeciderLock {
+                lock: state::DECIDER.bias().name(),
+                undecided_crossings: state::undecided_crossings(),
+            },
             counters: d.map(|d| Counters {
                 backend: if d.counters_library.is_some() { "papi" } else { "none" },
                 library: d.counters_library.as_deref(),

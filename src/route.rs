@@ -62,6 +62,9 @@ pub fn route(
     let mut slot = if crossed { state::try_decider() } else { None };
     let Some(decider) = slot.as_deref_mut().and_then(Option::as_mut) else {
         // Below the threshold, or another thread is deciding right now.
+        if crossed && slot.is_none() {
+            state::count_undecided_crossing();
+        }
         let (mode, reason) = match mpi::call_follow(w) {
             Some((m, reason)) => (Some(m), Reason::ALL.get(reason).copied().unwrap_or(Reason::Passthrough)),
             None => (control::below_threshold_mode(w), control::below_threshold_reason(w)),

@@ -34,6 +34,32 @@ const SHARED: usize = 1;
 const BARRIER_OWED: usize = 2;
 const FLAGS: usize = SHARED | BARRIER_OWED;
 
+/// How a lock biased at its creation ([`TryLock::biased`]) is taken now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bias {
+    /// No thread took it yet.
+    NeverTaken,
+    /// By its first taker with plain loads and stores.
+    Biased,
+    /// With the exchange, since a second thread took it.
+    Ended,
+    /// With the exchange from the first take: no process barrier here (Linux before 4.14, or a
+    /// seccomp filter). A lock made with [`TryLock::new`] says this too.
+    NeverBiased,
+}
+
+impl Bias {
+    /// As the record names it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Bias::NeverTaken => "never-taken",
+            Bias::Biased => "biased",
+            Bias::Ended => "bias-ended",
+            Bias::NeverBiased => "never-biased",
+        }
+    }
+}
+
 /// A value behind a lock that is only ever tried (with or without a deadline).
 ///
 /// The flags first, from a cache-line boundary: a value whose hot fields come first shares their
@@ -142,6 +168,16 @@ impl<T> TryLock<T> {
         }
         // The owner, inside since before the barrier; it sees the bias gone at its next take.
         (!self.busy.load(Ordering::Acquire)).then_some(guard)
+    }
+
+    /// How the lock is taken now, for the record.
+    pub fn bias(&self) -> Bias {
+        match self.bias.load(Ordering::Relaxed) {
+            UNBIASED => Bias::NeverTaken,
+            SHARED => Bias::NeverBiased,
+            b if b & SHARED != 0 => Bias::Ended,
+            _ => Bias::Biased,
+        }
     }
 
     /// Keep trying for up to `timeout` (exit, fork): a holder is mid-decision and soon done,
@@ -340,18 +376,21 @@ mod tests {
     fn a_biased_lock_is_taken_without_the_exchange_by_its_first_taker_only() {
         let lock = TryLock::biased(0u64);
         let me = sys::thread_pointer();
+        assert_eq!(lock.bias(), Bias::NeverTaken);
         let first = lock.try_lock().unwrap();
         if !sys::process_barrier_ready() {
             // No membarrier here (a kernel before 4.14, or a seccomp filter, as in a container):
             // the lock is never biased, and every take is the exchange.
             assert!(!first.biased && lock.taken.load(Ordering::Relaxed));
             assert_eq!(lock.bias.load(Ordering::Relaxed), SHARED);
+            assert_eq!(lock.bias(), Bias::NeverBiased);
             assert!(lock.try_lock().is_none());
             eprintln!("no membarrier on this machine: the bias itself is not tested");
             return;
         }
         assert!(first.biased && !lock.taken.load(Ordering::Relaxed), "the first take sets the bias");
         assert_eq!(lock.bias.load(Ordering::Relaxed), me);
+        assert_eq!(lock.bias(), Bias::Biased);
         assert!(lock.try_lock().is_none());
         drop(first);
         let mut g = lock.try_lock().unwrap();
@@ -362,6 +401,7 @@ mod tests {
         assert!(std::thread::scope(|s| s.spawn(|| lock.try_lock().is_none()).join().unwrap()));
         // The other thread ended the bias; the owner, holding it, still cannot take it twice.
         assert_eq!(lock.bias.load(Ordering::Relaxed), me | SHARED);
+        assert_eq!(lock.bias(), Bias::Ended);
         assert!(lock.try_lock().is_none());
         drop(g);
         assert!(!lock.busy.load(Ordering::Relaxed));

@@ -42,6 +42,9 @@ fn rank0_prints_one_summary_line_and_every_rank_writes_its_record() {
         assert_eq!(rec["reasons"]["smsg"], 3);
         assert!(rec["time"]["init_ns"].as_u64().unwrap() > 0);
         assert!(rec["counters"]["reads"].as_u64().unwrap() >= 2, "baseline and the first window");
+        let lock = if lock_can_be_biased() { "biased" } else { "never-biased" };
+        assert_eq!(rec["decider"]["lock"], lock, "one thread decides");
+        assert_eq!(rec["decider"]["undecided_crossings"], 0);
     }
 }
 

@@ -36,6 +36,18 @@ fn eight_threads_posting_a_million_each_lose_nothing() {
         let decisions = rec["engine"]["decisions"].as_u64().unwrap();
         assert!(decisions > 0 && decisions <= posts, "{decisions}");
         assert_eq!(rec["internal_errors"], 0);
+        let undecided = rec["decider"]["undecided_crossings"].as_u64().unwrap();
+        if size == 8192 {
+            // Every post crosses the threshold: it was decided, found another thread deciding, or
+            // went out untouched while the first thread initialised the library.
+            let untouched = rec["reasons"]["passthrough"].as_u64().unwrap();
+            assert_eq!(decisions + undecided + untouched, posts, "{} {}", rec["decider"], rec["reasons"]);
+            assert!(undecided > 0, "8 threads never found the decider taken: {}", rec["decider"]);
+            assert_eq!(rec["decider"]["lock"], if lock_can_be_biased() { "bias-ended" } else { "never-biased" });
+            let summary = r.aar_lines().into_iter().find(|l| l.contains("decisions")).unwrap();
+            let says = format!("{decisions} decisions ({undecided} crossings of the threshold undecided: another");
+            assert!(summary.contains(&says), "{summary}");
+        }
     }
 }
 
@@ -50,8 +62,10 @@ fn a_thread_that_decides_after_another_decides_too() {
         r.assert_ok();
         let rec = &r.records()[0];
         assert_eq!(rec["engine"]["decisions"], 50, "{name}: every 8 KiB post crosses the threshold and is decided");
+        assert_eq!(rec["decider"]["undecided_crossings"], 0, "{name}");
         assert_eq!(total_messages(rec), 50);
         assert_eq!(rec["internal_errors"], 0);
+        assert_eq!(rec["decider"]["lock"], if lock_can_be_biased() { "bias-ended" } else { "never-biased" }, "{name}");
     }
 }
 
@@ -64,6 +78,7 @@ fn under_a_seccomp_filter_the_lock_is_not_biased_and_membarrier_never_made() {
     let r = launch.run();
     r.assert_ok();
     assert_eq!(r.records()[0]["engine"]["decisions"], 50, "both threads decide");
+    assert_eq!(r.records()[0]["decider"]["lock"], "never-biased");
 }
 
 #[test]
