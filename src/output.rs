@@ -250,7 +250,7 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
     if let Some(d) = decider {
         let s = d.engine.stats();
         line += &format!("; {} decisions", s.decisions);
-        let undecided = state::undecided_crossings();
+        let undecided = totals.undecided;
         if undecided > 0 {
             line += &format!(" ({undecided} crossings of the threshold undecided: another thread was deciding)");
         }
@@ -330,10 +330,7 @@ fn write_outputs() {
             reasons: Reason::ALL.iter().map(|r| (r.name(), totals.reasons[r.index()])).collect(),
             dmapp: Dmapp::now(),
             engine: d.map(|d| d.engine.stats().clone()),
-            decider: DeciderLock {
-                lock: state::DECIDER.bias().name(),
-                undecided_crossings: state::undecided_crossings(),
-            },
+            decider: DeciderLock { lock: state::DECIDER.bias().name(), undecided_crossings: totals.undecided },
             counters: d.map(|d| Counters {
                 backend: if d.counters_library.is_some() { "papi" } else { "none" },
                 library: d.counters_library.as_deref(),

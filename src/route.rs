@@ -63,7 +63,7 @@ pub fn route(
     let Some(decider) = slot.as_deref_mut().and_then(Option::as_mut) else {
         // Below the threshold, or another thread is deciding right now.
         if crossed && slot.is_none() {
-            state::count_undecided_crossing();
+            tally::count_undecided();
         }
         let (mode, reason) = match mpi::call_follow(w) {
             Some((m, reason)) => (Some(m), Reason::ALL.get(reason).copied().unwrap_or(Reason::Passthrough)),

@@ -20,7 +20,7 @@ use aar_engine::{
     SideBytes, Window, WindowOutcome,
 };
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -413,21 +413,6 @@ pub fn try_decider() -> Option<Guard<'static, Option<Decider>>> {
     DECIDER.try_lock()
 }
 
-/// Calls past the threshold that found the decider held (by another thread, or by this one in a
-/// post made from inside a decision) and went out without a decision. Only that path adds to it.
-static UNDECIDED_CROSSINGS: AtomicU64 = AtomicU64::new(0);
-
-/// Count a call past the threshold that found the decider held.
-#[cold]
-pub fn count_undecided_crossing() {
-    UNDECIDED_CROSSINGS.fetch_add(1, Relaxed);
-}
-
-/// Calls past the threshold routed without a decision ([`count_undecided_crossing`]).
-pub fn undecided_crossings() -> u64 {
-    UNDECIDED_CROSSINGS.load(Relaxed)
-}
-
 /// The decider, waiting at most `wait` for a thread that is deciding (a boundary, exit).
 pub fn decider_within(wait: Duration) -> Option<Guard<'static, Option<Decider>>> {
     DECIDER.try_lock_for(wait)
@@ -495,7 +480,6 @@ fn become_fork_child() {
     }
     tally::reset_in_child();
     attributes::reset_in_child();
-    UNDECIDED_CROSSINGS.store(0, Relaxed);
     let Some(settings) = settings() else { return };
     if let Some(mut slot) = DECIDER.try_lock_for(Duration::from_millis(200)) {
         if let Some(d) = slot.as_mut() {

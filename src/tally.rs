@@ -1,4 +1,5 @@
-//! Messages and bytes per API, per routing mode and per reason, counted without contention.
+//! Messages and bytes per API, per routing mode and per reason, and the calls past the threshold
+//! that found the decider held, counted without contention.
 //!
 //! Each thread owns a block of counters it alone writes (a relaxed load and store, no atomic
 //! read-modify-write, which would cost as much as the rest of the fast path); the record sums
@@ -85,10 +86,14 @@ struct Block {
     owner: AtomicUsize,
     reasons: [AtomicU64; REASONS],
     counts: [[Pair; CLASSES]; APIS],
+    /// Calls past the threshold that went out undecided: another thread held the decider. In the
+    /// block's padding (it is 6 lines either way); only that path touches its line.
+    undecided: AtomicU64,
 }
 
 // Owner and reasons fill the first line; the pairs start on the next.
 const _: () = assert!(std::mem::offset_of!(Block, counts) == 64);
+const _: () = assert!(std::mem::size_of::<Block>() == 6 * 64, "the undecided count fits in the padding");
 
 impl Block {
     const fn new(owner: usize) -> Self {
@@ -96,11 +101,12 @@ impl Block {
             owner: AtomicUsize::new(owner),
             reasons: [const { AtomicU64::new(0) }; REASONS],
             counts: [const { [const { Pair::new() }; CLASSES] }; APIS],
+            undecided: AtomicU64::new(0),
         }
     }
 
     fn counters(&self) -> impl Iterator<Item = &AtomicU64> {
-        self.counts.iter().flatten().flat_map(|p| [&p.messages, &p.bytes]).chain(&self.reasons)
+        self.counts.iter().flatten().flat_map(|p| [&p.messages, &p.bytes]).chain(&self.reasons).chain([&self.undecided])
     }
 
     /// Single writer: a relaxed load and store.
@@ -190,6 +196,19 @@ pub fn count_all(c: Count) {
     }
 }
 
+/// Count a call past the threshold that found the decider held (its messages are counted as
+/// any others, by [`count_all`]).
+#[cold]
+#[inline(never)]
+pub fn count_undecided() {
+    let me = sys::thread_pointer();
+    let add = |c: &AtomicU64| c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+    match claim(me) {
+        Some(b) => add(&b.undecided),
+        None => _ = SHARED.undecided.fetch_add(1, Relaxed),
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn count_elsewhere(me: usize, api: Api, class: usize, reason: usize, messages: u64, bytes: u64) {
@@ -257,6 +276,8 @@ pub struct Totals {
     pub apis: [PerClass; APIS],
     /// Messages per reason ([`Reason::index`]), of every API.
     pub reasons: [u64; REASONS],
+    /// Calls past the threshold that went out undecided ([`count_undecided`]).
+    pub undecided: u64,
 }
 
 impl Totals {
@@ -290,6 +311,7 @@ pub fn totals() -> Totals {
         for i in 0..REASONS {
             t.reasons[i] += b.reasons[i].load(Relaxed);
         }
+        t.undecided += b.undecided.load(Relaxed);
     };
     add(&SHARED);
     for (word, used) in USED.iter().enumerate() {
@@ -312,8 +334,11 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..8 {
                 s.spawn(|| {
-                    for _ in 0..10_000 {
+                    for i in 0..10_000 {
                         count(3, Reason::Threshold, 64);
+                        if i % 100 == 0 {
+                            count_undecided();
+                        }
                     }
                 });
             }
@@ -339,6 +364,7 @@ mod tests {
         assert_eq!(dmapp.bytes[2] - before.api(Api::Dmapp).bytes[2], 128);
         assert_eq!(after.reasons[Reason::Fixed.index()] - before.reasons[Reason::Fixed.index()], 4);
         assert_eq!(after.all().messages[2] - before.all().messages[2], 4);
+        assert_eq!(after.undecided - before.undecided, 800);
         let claimed = BLOCKS.iter().filter(|b| b.counts.iter().flatten().any(|p| p.messages.load(Relaxed) > 0)).count();
         assert!(claimed <= 10, "blocks are reused by later threads: {claimed} used");
     }
