@@ -61,3 +61,62 @@ fn a_b_run_over_a_simulated_network_then_aar_report_finds_the_faster_policy() {
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(svg.contains("ADAPTIVE0") && svg.contains("ADAPTIVE3"), "the plot names the policies");
 }
+
+#[test]
+fn aar_report_names_the_ranks_whose_records_say_the_policies_did_not_run_as_named() {
+    // One A/B job of five ranks into one folder: rank 0 clean; rank 1 without one of the NIC
+    // counters (its auto iterations route in a fixed mode); rank 2 with eight threads posting
+    // at once (most of its crossings find the decider taken); rank 3 with a panic in every
+    // decision (each call still forwarded); rank 4 a DMAPP program whose libdmapp refuses the
+    // routing values in use (steering stops).
+    let out = scratch("report-health").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let iterations = "iter begin rdma 65536 4 0 iter end ".repeat(4);
+    let (last, last_threads) = ("iter begin rdma 65536 4 0 iter end", "iter begin threads 8 8192 20000 iter end");
+    let no_counters =
+        sde_events_setting().replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS", "NO_SUCH_EVENT");
+    let ugni = |name: &str, script: String| Launch::driver(&format!("report-health-{name}"), &script);
+    let dmapp_script = format!("init {}", "iter begin put 1 64 4 put 1 65536 4 iter end ".repeat(5));
+    let ranks = [
+        ugni("clean", format!("{iterations}{last}")),
+        ugni("no-counters", format!("{iterations}{last}")).env("AAR_PAPI_EVENTS", &no_counters),
+        ugni("threads", format!("{iterations}{last_threads}")),
+        ugni("panics", format!("{iterations}{last}")).env("AAR_TEST_PANIC", "before-forward"),
+        Launch::program("report-health-dmapp", dmapp_program("dmapp_driver", &[]), &dmapp_script)
+            .env("AAR_DMAPP_ROUTING", "ADAPTIVE=2,ADAPTIVE_1=7,ADAPTIVE_2=8,ADAPTIVE_3=9"),
+    ];
+    for (rank, launch) in ranks.into_iter().enumerate() {
+        launch
+            .env("AAR_AB", "ADAPTIVE0,auto")
+            .env("AAR_OUTPUT_DIR", &out.display().to_string())
+            .env("SLURM_JOB_ID", "4343")
+            .env("SLURM_STEP_ID", "0")
+            .env("PMI_RANK", &rank.to_string())
+            .unset("AAR_EMU_LOG")
+            .run()
+            .assert_ok();
+    }
+    let run = Command::new(aar_command()).arg("report").arg(&out).arg("--json").output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let warnings: Vec<&str> = report["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let about = |what: &str| -> &str {
+        let found: Vec<&&str> = warnings.iter().filter(|w| w.contains(what)).collect();
+        assert_eq!(found.len(), 1, "one warning about {what}: {warnings:#?}");
+        found[0]
+    };
+    let w = about("NIC counters could not be read");
+    assert!(w.contains("\"4343.0\"") && w.contains("on rank 1 (1 of the 5 ranks"), "{w}");
+    assert!(w.contains("; rank 1's record: the PAPI event NO_SUCH_EVENT is not available"), "{w}");
+    let w = about("went out undecided");
+    assert!(w.contains("on rank 2 (1 of the 5 ranks"), "{w}");
+    let w = about("internal errors");
+    assert!(w.contains("on rank 3 (1 of the 5 ranks"), "{w}");
+    let w = about("DMAPP was not steered");
+    assert!(w.contains("on rank 4 (1 of the 5 ranks"), "{w}");
+    assert_eq!(warnings.len(), 4, "rank 0 and the iterations give none: {warnings:#?}");
+    for w in &warnings {
+        assert!(stderr.contains(w), "every warning is on stderr too: {w}");
+    }
+}

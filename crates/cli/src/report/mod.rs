@@ -11,6 +11,7 @@
 //! Exit statuses (in `aar report --help`): [`EXIT_OK`], [`EXIT_FAILED`], [`EXIT_USAGE`].
 
 mod analysis;
+mod health;
 mod html;
 mod output;
 pub(crate) mod plot;

@@ -14,6 +14,8 @@
 //!    per-iteration maxima and per-policy totals, and the file's own iteration times give the
 //!    rank's medians; then they are dropped. Memory: per experiment, one small entry per iteration
 //!    index per worker and one summary per rank — never the rows.
+//! 4. **Health**: the summary record beside each rank's iteration record says whether the rank
+//!    ran the policies as named ([`super::health`]).
 //!
 //! A file gets at most one warning, naming it, the first problem line, and what was done. Rows
 //! that cannot be used are skipped one by one; a last line cut short (a job stopped at its time
@@ -21,6 +23,7 @@
 //! there. Rows whose policy is not in the header are skipped (counted in the warning), as are
 //! repeated iteration indices within one file (the first is kept).
 
+use super::health;
 use aar_record::{Fault, Header, Iteration, Problem, Reader, ITERATIONS_SUFFIX};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -620,6 +623,14 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         e.ranks = a.ranks;
         e.ranks.sort_by_key(|r| r.rank);
         e.warmup_rows = a.warmup_rows;
+    }
+    // What the ranks' summary records say of how the policies ran.
+    for (k, e) in experiments.iter().enumerate() {
+        let files: Vec<(u32, &Path)> =
+            plans.iter().filter(|p| p.exp == k).map(|p| (p.rank, p.path.as_path())).collect();
+        for w in health::warnings(&e.name, &e.policies, &files) {
+            warn(&mut warnings, w);
+        }
     }
     Data { experiments, warnings }
 }

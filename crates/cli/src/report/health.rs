@@ -1,0 +1,171 @@
+//! Whether the policies ran as named on every rank: what each rank's summary record (written by
+//! libaar.so at exit beside its iteration record, `aar.<job>.<rank>.<pid>.json`) says went wrong.
+//! An automatic policy whose counters failed routes in a fixed mode from then on, a rank whose
+//! threads kept finding the decider taken sent much of its traffic undecided, DMAPP traffic
+//! that was not steered kept the application's routing under every policy: the table still names
+//! the policies, so the report says which ranks did not run them as such.
+//!
+//! One warning per kind of problem and experiment, naming the ranks. A rank without a summary
+//! record (killed, `_exit`, or written by the simulator) is not looked at. Summary records are
+//! small (a few KiB) and read in parallel.
+
+use aar_engine::Policy;
+use aar_record::ITERATIONS_SUFFIX;
+use rayon::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A rank's share of threshold crossings that went out undecided above which it is named.
+pub const UNDECIDED_SHARE: f64 = 0.1;
+/// Summary records larger than this are not summary records.
+const MAX_SUMMARY_BYTES: u64 = 4 << 20;
+/// Ranks named in a warning; the others are counted.
+const RANKS_NAMED: usize = 8;
+
+/// What one rank's summary record says went wrong.
+#[derive(Debug, Default)]
+struct Problems {
+    internal_errors: u64,
+    /// The counters could not be read (from the start, or from some read on): its first kept
+    /// message, if any.
+    counters: Option<String>,
+    /// Why DMAPP stopped being steered, when the rank made DMAPP calls.
+    dmapp: Option<String>,
+    /// Crossings undecided and all crossings, when the share is above [`UNDECIDED_SHARE`].
+    undecided: Option<(u64, u64)>,
+}
+
+/// The summary record beside an iteration record, if it has the library's naming.
+fn summary_beside(iterations: &Path) -> Option<PathBuf> {
+    let name = iterations.file_name()?.to_str()?;
+    Some(iterations.with_file_name(format!("{}.json", name.strip_suffix(ITERATIONS_SUFFIX)?)))
+}
+
+fn read_summary(path: &Path) -> Option<Value> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_SUMMARY_BYTES {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    v["format"].as_str().is_some_and(|f| f.starts_with("aar-record/")).then_some(v)
+}
+
+fn problems(rec: &Value, automatic: bool) -> Problems {
+    let n = |p: &str| rec.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    // The first sentence of the first kept message about the counters.
+    let counters_message = || {
+        let m = rec["messages"].as_array()?.iter().filter_map(Value::as_str).find(|m| m.contains("PAPI"))?;
+        let m = m.strip_prefix("aar: ").unwrap_or(m);
+        Some(m.split_once(". ").map_or(m, |(first, _)| first).trim_end_matches('.').to_string())
+    };
+    let counters_failed =
+        rec.pointer("/counters/backend").and_then(Value::as_str) == Some("none") || n("/counters/read_failures") > 0;
+    let dmapp_stopped = n("/apis/DMAPP/messages") > 0 && rec.pointer("/dmapp/steering") == Some(&Value::Bool(false));
+    let undecided = n("/decider/undecided_crossings");
+    let crossings = undecided + n("/engine/decisions");
+    Problems {
+        internal_errors: n("/internal_errors"),
+        counters: (automatic && counters_failed).then(|| counters_message().unwrap_or_default()),
+        dmapp: dmapp_stopped
+            .then(|| rec.pointer("/dmapp/stopped_because").and_then(Value::as_str).unwrap_or("").to_string()),
+        undecided: (crossings > 0 && undecided as f64 > UNDECIDED_SHARE * crossings as f64)
+            .then_some((undecided, crossings)),
+    }
+}
+
+/// "ranks 3, 5 and 9" or "ranks 0, 1, …, 7 and 12 more".
+fn ranks(list: &[u32]) -> String {
+    let named: Vec<String> = list.iter().take(RANKS_NAMED).map(u32::to_string).collect();
+    let word = if list.len() == 1 { "rank" } else { "ranks" };
+    match list.len() {
+        0 => String::new(),
+        1 => format!("{word} {}", named[0]),
+        n if n <= RANKS_NAMED => format!("{word} {} and {}", named[..n - 1].join(", "), named[n - 1]),
+        n => format!("{word} {} and {} more", named.join(", "), n - RANKS_NAMED),
+    }
+}
+
+/// The warnings for one experiment: its name, its policies, and its ranks' iteration records.
+pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> Vec<String> {
+    let automatic = policies.iter().any(|p| p.parse::<Policy>().is_ok_and(Policy::is_automatic));
+    let mut found: Vec<(u32, Problems)> = files
+        .par_iter()
+        .filter_map(|&(rank, path)| {
+            let rec = read_summary(&summary_beside(path)?)?;
+            Some((rank, problems(&rec, automatic)))
+        })
+        .collect();
+    found.sort_by_key(|(rank, _)| *rank);
+    let looked = found.len();
+    let exp = experiment.escape_debug();
+    let mut out = Vec::new();
+    let of_and = |list: &[u32], more: &str| {
+        format!("{} ({} of the {looked} ranks with a summary record{more})", ranks(list), list.len())
+    };
+    let of = |list: &[u32]| of_and(list, "");
+
+    let errors: Vec<u32> = found.iter().filter(|(_, p)| p.internal_errors > 0).map(|(r, _)| *r).collect();
+    if !errors.is_empty() {
+        let total: u64 = found.iter().map(|(_, p)| p.internal_errors).sum();
+        out.push(format!(
+            "experiment \"{exp}\": libaar.so caught {total} internal errors on {}: each call was still forwarded, \
+             some without the policy's routing; the records' messages say where (a bug in libaar.so: please \
+             report it with a record)",
+            of(&errors)
+        ));
+    }
+    // The ranks with a problem that has a reason, and the first one's: "on ranks ... (rank r's record: why)".
+    let with_reason = |why: fn(&Problems) -> Option<&String>| {
+        let list: Vec<u32> = found.iter().filter(|(_, p)| why(p).is_some()).map(|(r, _)| *r).collect();
+        let (rank, first) = found.iter().find_map(|(r, p)| Some((*r, why(p)?)))?;
+        let first = if first.is_empty() { String::new() } else { format!(": {first}") };
+        Some(of_and(&list, &format!("; rank {rank}'s record{first}")))
+    };
+    if let Some(on) = with_reason(|p| p.counters.as_ref()) {
+        out.push(format!(
+            "experiment \"{exp}\": the NIC counters could not be read on {on}: there the automatic policies routed \
+             in a fixed mode, so their rows are not the policies'; check AAR_PAPI_EVENTS and PAPI with aar doctor \
+             on such a node"
+        ));
+    }
+    if let Some(on) = with_reason(|p| p.dmapp.as_ref()) {
+        out.push(format!(
+            "experiment \"{exp}\": DMAPP was not steered on {on}: from then on their DMAPP traffic kept the \
+             application's routing under every policy; build aar against the site's dmapp.h \
+             (AAR_DMAPP_H=/path/to/dmapp.h) or set AAR_DMAPP_ROUTING to its routing table"
+        ));
+    }
+    let undecided: Vec<(u32, (u64, u64))> = found.iter().filter_map(|(r, p)| Some((*r, p.undecided?))).collect();
+    if !undecided.is_empty() {
+        let list: Vec<u32> = undecided.iter().map(|(r, _)| *r).collect();
+        let worst = undecided.iter().map(|(_, (u, c))| *u as f64 / *c as f64).fold(0.0, f64::max);
+        out.push(format!(
+            "experiment \"{exp}\": on {} more than {:.0} % of the messages past the threshold went out undecided \
+             (up to {:.0} %): several threads posted at once and found the decider taken, so those messages used \
+             the mode of a message below the threshold",
+            of(&list),
+            UNDECIDED_SHARE * 100.0,
+            worst * 100.0
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_lists_name_a_few_and_count_the_rest() {
+        assert_eq!(ranks(&[4]), "rank 4");
+        assert_eq!(ranks(&[1, 2, 3]), "ranks 1, 2 and 3");
+        assert_eq!(ranks(&(0..20).collect::<Vec<_>>()), "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 12 more");
+    }
+
+    #[test]
+    fn a_summary_record_sits_beside_its_iteration_record() {
+        let p = Path::new("/o/aar.42.0.7.iterations.jsonl");
+        assert_eq!(summary_beside(p), Some(PathBuf::from("/o/aar.42.0.7.json")));
+        assert_eq!(summary_beside(Path::new("/o/rank.jsonl")), None);
+    }
+}
