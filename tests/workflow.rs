@@ -120,3 +120,75 @@ fn aar_report_names_the_ranks_whose_records_say_the_policies_did_not_run_as_name
         assert!(stderr.contains(w), "every warning is on stderr too: {w}");
     }
 }
+
+#[test]
+fn aar_report_sums_a_job_without_iterations_from_its_summary_records() {
+    // The plainest run: no A/B, no marked iterations. Each rank leaves its summary record only,
+    // and the report sums them per job; rank 1 ran without one of the NIC counters.
+    let out = scratch("report-jobs").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let no_counters =
+        sde_events_setting().replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS", "NO_SUCH_EVENT");
+    for (rank, script) in ["rdma 65536 6 0 fma 64 10 0", "rdma 65536 3 0 fma 8192 5 0"].into_iter().enumerate() {
+        let mut launch = Launch::driver(&format!("report-jobs-{rank}"), script)
+            .env("AAR_OUTPUT_DIR", &out.display().to_string())
+            .env("SLURM_JOB_ID", "77")
+            .env("PMI_RANK", &rank.to_string())
+            .unset("AAR_EMU_LOG");
+        if rank == 1 {
+            launch = launch.env("AAR_PAPI_EVENTS", &no_counters);
+        }
+        launch.run().assert_ok();
+    }
+    let records = read_records(&out);
+    assert_eq!(records.len(), 2);
+    let report = |args: &[&str]| Command::new(aar_command()).arg("report").arg(&out).args(args).output().unwrap();
+    let o = report(&["--json"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let job = &doc["jobs"][0];
+    assert_eq!((job["job"].as_str(), job["records"].as_u64(), job["ranks"].as_u64()), (Some("77"), Some(2), Some(2)));
+    // The sums are the records' own, mode by mode.
+    let mut modes: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for rec in &records {
+        for (m, t) in rec["modes"].as_object().unwrap() {
+            let e = modes.entry(m.clone()).or_default();
+            e.0 += t["messages"].as_u64().unwrap();
+            e.1 += t["bytes"].as_u64().unwrap();
+        }
+    }
+    assert_eq!(modes.values().map(|t| t.0).sum::<u64>(), 24, "every message of both ranks");
+    for (m, (messages, bytes)) in &modes {
+        assert_eq!(
+            (job["modes"][m]["messages"].as_u64(), job["modes"][m]["bytes"].as_u64()),
+            (Some(*messages), Some(*bytes)),
+            "{m}"
+        );
+    }
+    let decisions: u64 = records.iter().map(|r| r["engine"]["decisions"].as_u64().unwrap()).sum();
+    assert_eq!(job["decisions"].as_u64(), Some(decisions));
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = warnings[0].as_str().unwrap();
+    assert!(w.starts_with("job \"77\": the NIC counters could not be read on rank 1 (1 of the 2 ranks"), "{w}");
+    assert!(stderr.contains(w) && !stderr.contains("holds no"), "{stderr}");
+    // The table says the same, and how to get times.
+    let o = report(&[]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("job \"77\": 2 summary records, ranks 0-1 (2 of them) on 1 host; policy at exit: "),
+        "{text}"
+    );
+    let (m, (messages, _)) = modes.iter().next().unwrap();
+    assert!(
+        text.lines().any(|l| l.starts_with(m.as_str()) && l.split_whitespace().nth(1) == Some(&messages.to_string())),
+        "{text}"
+    );
+    assert!(text.contains("these records have no iterations") && text.contains("AAR_AB_BOUNDARY"), "{text}");
+    // Nothing to plot or to write as CSV: exit 1, and CSV writes nothing.
+    let o = report(&["--csv"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty() && String::from_utf8_lossy(&o.stderr).contains("--csv: nothing written"));
+}

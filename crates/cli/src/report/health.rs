@@ -24,7 +24,7 @@ const RANKS_NAMED: usize = 8;
 
 /// What one rank's summary record says went wrong.
 #[derive(Debug, Default)]
-struct Problems {
+pub struct Problems {
     internal_errors: u64,
     /// The counters could not be read (from the start, or from some read on): its first kept
     /// message, if any.
@@ -41,7 +41,8 @@ fn summary_beside(iterations: &Path) -> Option<PathBuf> {
     Some(iterations.with_file_name(format!("{}.json", name.strip_suffix(ITERATIONS_SUFFIX)?)))
 }
 
-fn read_summary(path: &Path) -> Option<Value> {
+/// A summary record (format `aar-record/...`), if `path` is one.
+pub fn read_summary(path: &Path) -> Option<Value> {
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_SUMMARY_BYTES {
         return None;
@@ -50,7 +51,13 @@ fn read_summary(path: &Path) -> Option<Value> {
     v["format"].as_str().is_some_and(|f| f.starts_with("aar-record/")).then_some(v)
 }
 
-fn problems(rec: &Value, automatic: bool) -> Problems {
+/// Whether a policy name is an automatic policy's (`auto`, `steady`: they need the counters).
+pub fn is_automatic(policy: &str) -> bool {
+    policy.parse::<Policy>().is_ok_and(Policy::is_automatic)
+}
+
+/// What a rank's summary record says went wrong; `automatic`: the rank ran an automatic policy.
+pub fn problems(rec: &Value, automatic: bool) -> Problems {
     let n = |p: &str| rec.pointer(p).and_then(Value::as_u64).unwrap_or(0);
     // The first sentence of the first kept message about the counters.
     let counters_message = || {
@@ -87,17 +94,22 @@ fn ranks(list: &[u32]) -> String {
 
 /// The warnings for one experiment: its name, its policies, and its ranks' iteration records.
 pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> Vec<String> {
-    let automatic = policies.iter().any(|p| p.parse::<Policy>().is_ok_and(Policy::is_automatic));
-    let mut found: Vec<(u32, Problems)> = files
+    let automatic = policies.iter().any(|p| is_automatic(p));
+    let found: Vec<(u32, Problems)> = files
         .par_iter()
         .filter_map(|&(rank, path)| {
             let rec = read_summary(&summary_beside(path)?)?;
             Some((rank, problems(&rec, automatic)))
         })
         .collect();
+    name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found)
+}
+
+/// One warning per kind of problem found in the ranks' records of `what` (an experiment, a job),
+/// naming the ranks.
+pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
     found.sort_by_key(|(rank, _)| *rank);
     let looked = found.len();
-    let exp = experiment.escape_debug();
     let mut out = Vec::new();
     let of_and = |list: &[u32], more: &str| {
         format!("{} ({} of the {looked} ranks with a summary record{more})", ranks(list), list.len())
@@ -108,7 +120,7 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     if !errors.is_empty() {
         let total: u64 = found.iter().map(|(_, p)| p.internal_errors).sum();
         out.push(format!(
-            "experiment \"{exp}\": libaar.so caught {total} internal errors on {}: each call was still forwarded, \
+            "{what}: libaar.so caught {total} internal errors on {}: each call was still forwarded, \
              some without the policy's routing; the records' messages say where (a bug in libaar.so: please \
              report it with a record)",
             of(&errors)
@@ -123,14 +135,14 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     };
     if let Some(on) = with_reason(|p| p.counters.as_ref()) {
         out.push(format!(
-            "experiment \"{exp}\": the NIC counters could not be read on {on}: there the automatic policies routed \
+            "{what}: the NIC counters could not be read on {on}: there the automatic policies routed \
              in a fixed mode, so their rows are not the policies'; check AAR_PAPI_EVENTS and PAPI with aar doctor \
              on such a node"
         ));
     }
     if let Some(on) = with_reason(|p| p.dmapp.as_ref()) {
         out.push(format!(
-            "experiment \"{exp}\": DMAPP was not steered on {on}: from then on their DMAPP traffic kept the \
+            "{what}: DMAPP was not steered on {on}: from then on their DMAPP traffic kept the \
              application's routing under every policy; build aar against the site's dmapp.h \
              (AAR_DMAPP_H=/path/to/dmapp.h) or set AAR_DMAPP_ROUTING to its routing table"
         ));
@@ -140,7 +152,7 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
         let list: Vec<u32> = undecided.iter().map(|(r, _)| *r).collect();
         let worst = undecided.iter().map(|(_, (u, c))| *u as f64 / *c as f64).fold(0.0, f64::max);
         out.push(format!(
-            "experiment \"{exp}\": on {} more than {:.0} % of the messages past the threshold went out undecided \
+            "{what}: on {} more than {:.0} % of the messages past the threshold went out undecided \
              (up to {:.0} %): several threads posted at once and found the decider taken, so those messages used \
              the mode of a message below the threshold",
             of(&list),

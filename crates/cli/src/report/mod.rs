@@ -6,13 +6,16 @@
 //!   summaries (parallel, bounded memory, one warning per bad file);
 //! - [`analysis`]: per-policy figures of the job's iteration times (the slowest rank's);
 //! - `aar_stats`: the estimators and the test, and why (shared with the simulator's summaries);
-//! - [`output`]: table, JSON and CSV; [`plot`]: SVG/PNG figure; [`html`]: one self-contained page.
+//! - [`output`]: table, JSON and CSV; [`plot`]: SVG/PNG figure; [`html`]: one self-contained page;
+//! - [`health`]: what the ranks' summary records say of how the policies ran; [`jobs`]: those
+//!   records summed per job, for a run without iterations.
 //!
 //! Exit statuses (in `aar report --help`): [`EXIT_OK`], [`EXIT_FAILED`], [`EXIT_USAGE`].
 
 mod analysis;
 mod health;
 mod html;
+mod jobs;
 mod output;
 pub(crate) mod plot;
 mod read;
@@ -21,10 +24,12 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
-#[command(after_help = "Exit status: 0 report written; 1 nothing to report, or --plot/--html could not be written; \
-2 bad arguments.")]
+#[command(after_help = "Without iteration records, the summary records (aar.<job>.<rank>.<pid>.json) are summed per \
+job: bytes per routing mode, decisions, counter reads; --json gives them as \"jobs\".\n\n\
+Exit status: 0 report written; 1 nothing to report, or --plot/--html could not be written (or asked, with \
+--csv, of records without iterations); 2 bad arguments.")]
 pub struct ReportArgs {
-    /// Folders (searched recursively for *.iterations.jsonl) or record files
+    /// Folders (searched recursively for *.iterations.jsonl, else for summary records) or record files
     #[arg(required = true, value_name = "DIR|FILE")]
     inputs: Vec<PathBuf>,
     /// Print one JSON document instead of the table
@@ -144,6 +149,28 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     Ok(())
 }
 
+/// Without iteration records: the summary records summed per job (`None`: there are none
+/// either). Tables and JSON only: without iterations there is nothing to plot or to compare.
+fn report_jobs(args: &ReportArgs, mut warnings: Vec<String>) -> Option<i32> {
+    let (jobs, found) = jobs::read(&args.inputs)?;
+    for w in found {
+        read::warn(&mut warnings, w);
+    }
+    // CSV is one row per policy of an experiment: there is none to write.
+    if !args.csv {
+        let text = if args.json { jobs::json(&jobs, &warnings) } else { jobs::table(&jobs) };
+        use std::io::Write;
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    }
+    let flags = [("--csv", args.csv), ("--plot", args.plot.is_some()), ("--html", args.html.is_some())];
+    let asked: Vec<&str> = flags.iter().filter(|(_, on)| *on).map(|(f, _)| *f).collect();
+    if asked.is_empty() {
+        return Some(EXIT_OK);
+    }
+    eprintln!("aar: {}: nothing written: {}", asked.join(", "), jobs::NO_ITERATIONS);
+    Some(EXIT_FAILED)
+}
+
 pub fn run(args: ReportArgs) -> i32 {
     if let Err(e) = check(&args) {
         eprintln!("aar: {e}");
@@ -171,6 +198,9 @@ pub fn run(args: ReportArgs) -> i32 {
     }
     let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
     if experiments.is_empty() {
+        if let Some(code) = report_jobs(&args, warnings) {
+            return code;
+        }
         eprintln!("aar: nothing to report: no usable iteration records in {}", inputs.join(" "));
         return EXIT_FAILED;
     }

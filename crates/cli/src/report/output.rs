@@ -113,7 +113,7 @@ fn dash() -> String {
 
 /// Render rows as aligned columns, two spaces apart, without borders (`right[k]`: right-align
 /// column k).
-fn render(out: &mut String, header: &[String], rows: &[Vec<String>], right: &[bool]) {
+pub fn render(out: &mut String, header: &[String], rows: &[Vec<String>], right: &[bool]) {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING).set_header(header).add_rows(rows);
     for (k, column) in table.column_iter_mut().enumerate() {

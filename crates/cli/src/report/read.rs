@@ -23,7 +23,7 @@
 //! there. Rows whose policy is not in the header are skipped (counted in the warning), as are
 //! repeated iteration indices within one file (the first is kept).
 
-use super::health;
+use super::{health, jobs};
 use aar_record::{Fault, Header, Iteration, Problem, Reader, ITERATIONS_SUFFIX};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -199,7 +199,8 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
                 }
             }
         }
-        if found.len() == before {
+        // Summary records alone are reported as such (`jobs`).
+        if found.len() == before && jobs::discover(std::slice::from_ref(input)).is_empty() {
             warn(warnings, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
         }
     }

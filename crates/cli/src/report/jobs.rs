@@ -1,0 +1,232 @@
+//! `aar report` on a run without iterations: a job with neither `AAR_AB` nor marked iterations
+//! leaves only each rank's summary record (`aar.<job>.<rank>.<pid>.json`, written by libaar.so
+//! at exit). Without iteration times there is no table of times; the records are summed per job
+//! instead: ranks, policies, messages and bytes per routing mode, decisions, switches, counter
+//! reads, and what [`super::health`] finds in them.
+
+use super::health;
+use super::output::{count, fmt_bytes, render};
+use aar_record::ITERATIONS_SUFFIX;
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// Whether a file name is a summary record's (`aar.<job>.<rank>.<pid>.json`). The simulator's
+/// per-rank files end in `.sim-rank.json` and are not.
+pub fn is_summary_name(name: &str) -> bool {
+    name.starts_with("aar.") && name.ends_with(".json") && !name.ends_with(".sim-rank.json")
+}
+
+/// The summary records under `inputs` (folders searched recursively, without following links to
+/// folders; files named on the command line taken whatever their name), sorted, each once.
+pub fn discover(inputs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = BTreeSet::new();
+    for input in inputs {
+        let Ok(meta) = std::fs::metadata(input) else { continue };
+        if meta.is_file() {
+            if !input.to_string_lossy().ends_with(ITERATIONS_SUFFIX) {
+                found.insert(input.clone());
+            }
+            continue;
+        }
+        let mut stack = vec![input.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else { continue };
+                let path = entry.path();
+                if kind.is_dir() {
+                    stack.push(path);
+                } else if kind.is_file() && path.file_name().and_then(|n| n.to_str()).is_some_and(is_summary_name) {
+                    found.insert(path);
+                }
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// One job's summary records, summed.
+#[derive(Debug, Default, Serialize)]
+pub struct Job {
+    /// The job id the ranks read from their launcher (`SLURM_JOB_ID`, ...); `null`: none.
+    pub job: Option<String>,
+    /// Summary records read (a rank run twice, or a forked child, has more than one).
+    pub records: u64,
+    /// Distinct ranks and hosts (counted in JSON).
+    #[serde(serialize_with = "count_of")]
+    pub ranks: BTreeSet<u32>,
+    #[serde(serialize_with = "count_of")]
+    pub hosts: BTreeSet<String>,
+    /// Records per policy in force at exit.
+    pub policies: BTreeMap<String, u64>,
+    /// Messages and bytes per routing mode they went out with.
+    pub modes: BTreeMap<String, Traffic>,
+    pub decisions: u64,
+    pub undecided_crossings: u64,
+    pub switches: u64,
+    pub counter_reads: u64,
+}
+
+fn count_of<T, S: serde::Serializer>(set: &BTreeSet<T>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(set.len() as u64)
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Traffic {
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+impl Job {
+    fn add(&mut self, rec: &Value) {
+        let n = |p: &str| rec.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        self.records += 1;
+        if let Some(r) = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()) {
+            self.ranks.insert(r);
+        }
+        if let Some(h) = rec["host"].as_str() {
+            self.hosts.insert(h.to_string());
+        }
+        *self.policies.entry(rec["policy_at_exit"].as_str().unwrap_or("?").to_string()).or_default() += 1;
+        for (mode, t) in rec["modes"].as_object().into_iter().flatten() {
+            let sum = self.modes.entry(mode.clone()).or_default();
+            sum.messages += t["messages"].as_u64().unwrap_or(0);
+            sum.bytes += t["bytes"].as_u64().unwrap_or(0);
+        }
+        self.decisions += n("/engine/decisions");
+        self.undecided_crossings += n("/decider/undecided_crossings");
+        self.switches += n("/engine/switches_to_low_latency") + n("/engine/switches_to_low_stall");
+        self.counter_reads += n("/counters/reads");
+    }
+
+    /// Add another part of the same job.
+    fn merge(&mut self, o: Job) {
+        self.records += o.records;
+        self.ranks.extend(o.ranks);
+        self.hosts.extend(o.hosts);
+        for (p, n) in o.policies {
+            *self.policies.entry(p).or_default() += n;
+        }
+        for (m, t) in o.modes {
+            let sum = self.modes.entry(m).or_default();
+            sum.messages += t.messages;
+            sum.bytes += t.bytes;
+        }
+        self.decisions += o.decisions;
+        self.undecided_crossings += o.undecided_crossings;
+        self.switches += o.switches;
+        self.counter_reads += o.counter_reads;
+    }
+
+    /// "job \"4242\"", or "records without a job id".
+    fn name(&self) -> String {
+        self.job
+            .as_deref()
+            .map_or_else(|| "records without a job id".into(), |j| format!("job \"{}\"", j.escape_debug()))
+    }
+}
+
+/// Whether a record's policies include an automatic one (they need the counters).
+fn automatic(rec: &Value) -> bool {
+    let kind = rec.pointer("/settings/engine/policy/kind").and_then(Value::as_str).unwrap_or("");
+    let ab = rec.pointer("/settings/ab").and_then(Value::as_str).unwrap_or("");
+    health::is_automatic(kind) || ab.split(',').any(health::is_automatic)
+}
+
+/// The jobs of the summary records under `inputs`, and the health warnings; `None` when there is
+/// no summary record. Each record is read, summed into a job of its own and dropped (in
+/// parallel); the jobs are then merged: memory is a few hundred bytes per record.
+pub fn read(inputs: &[PathBuf]) -> Option<(Vec<Job>, Vec<String>)> {
+    let parts: Vec<(Job, u32, health::Problems)> = discover(inputs)
+        .par_iter()
+        .filter_map(|p| {
+            let rec = health::read_summary(p)?;
+            let rank = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
+            let mut job = Job { job: rec["job_id"].as_str().map(str::to_string), ..Job::default() };
+            job.add(&rec);
+            Some((job, rank, health::problems(&rec, automatic(&rec))))
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    // Per job id: the sums, and each rank's problems.
+    type Found = Vec<(u32, health::Problems)>;
+    let mut jobs: BTreeMap<Option<String>, (Job, Found)> = BTreeMap::new();
+    for (part, rank, problems) in parts {
+        let (job, found) = jobs
+            .entry(part.job.clone())
+            .or_insert_with(|| (Job { job: part.job.clone(), ..Job::default() }, Vec::new()));
+        job.merge(part);
+        found.push((rank, problems));
+    }
+    let mut warnings = Vec::new();
+    let jobs = jobs
+        .into_values()
+        .map(|(job, found)| {
+            warnings.extend(health::name_ranks(&job.name(), found));
+            job
+        })
+        .collect();
+    Some((jobs, warnings))
+}
+
+/// What the records cannot give, and how to get it.
+pub const NO_ITERATIONS: &str = "these records have no iterations, so no times to compare: mark iterations \
+    (AAR_AB_BOUNDARY=MPI_Barrier:10, or aar_iteration_begin/end) and alternate policies over them with AAR_AB";
+
+/// The jobs as text.
+pub fn table(jobs: &[Job]) -> String {
+    let mut out = String::new();
+    for (k, job) in jobs.iter().enumerate() {
+        if k > 0 {
+            out.push('\n');
+        }
+        let policies: Vec<String> = job.policies.iter().map(|(p, n)| format!("{p} ({n})")).collect();
+        let ranks = match (job.ranks.first(), job.ranks.last()) {
+            (Some(a), Some(b)) if a == b => format!(", rank {a}"),
+            (Some(a), Some(b)) => format!(", ranks {a}-{b} ({} of them)", job.ranks.len()),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "{}: {}{ranks} on {}; policy at exit: {}\n\n",
+            job.name(),
+            count(job.records, "summary record", "summary records"),
+            count(job.hosts.len() as u64, "host", "hosts"),
+            policies.join(", ")
+        ));
+        let total: u64 = job.modes.values().map(|t| t.bytes).sum();
+        let rows: Vec<Vec<String>> = job
+            .modes
+            .iter()
+            .map(|(mode, t)| {
+                let share = if total == 0 { 0.0 } else { 100.0 * t.bytes as f64 / total as f64 };
+                vec![mode.clone(), t.messages.to_string(), fmt_bytes(t.bytes), format!("{share:.1} %")]
+            })
+            .collect();
+        let header = ["routing mode", "messages", "bytes", "share of bytes"].map(String::from);
+        render(&mut out, &header, &rows, &[false, true, true, true]);
+        out.push_str(&format!(
+            "\ndecisions {}, undecided crossings {}, switches {}, counter reads {} (summed over the records)\n",
+            job.decisions, job.undecided_crossings, job.switches, job.counter_reads
+        ));
+    }
+    out.push_str(&format!("\n{NO_ITERATIONS}.\n"));
+    out
+}
+
+/// The jobs as one JSON document.
+pub fn json(jobs: &[Job], warnings: &[String]) -> String {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        format: &'static str,
+        experiments: [(); 0],
+        jobs: &'a [Job],
+        warnings: &'a [String],
+    }
+    let doc = Doc { format: "aar-report/1", experiments: [], jobs, warnings };
+    serde_json::to_string_pretty(&doc).map_or_else(|e| format!("{{\"error\": \"{e}\"}}"), |s| s + "\n")
+}
