@@ -39,7 +39,9 @@ pub fn discover(inputs: &[PathBuf]) -> Vec<PathBuf> {
                 let path = entry.path();
                 if kind.is_dir() {
                     stack.push(path);
-                } else if kind.is_file() && path.file_name().and_then(|n| n.to_str()).is_some_and(is_summary_name) {
+                } else if path.file_name().and_then(|n| n.to_str()).is_some_and(is_summary_name)
+                    && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+                {
                     found.insert(path);
                 }
             }
