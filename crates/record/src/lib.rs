@@ -138,7 +138,16 @@ pub fn base_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
 
 /// The per-rank summary record (`aar-record`, written at exit).
 pub fn summary_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
-    format!("{}.json", base_name(job, rank, pid))
+    format!("{}{SUMMARY_SUFFIX}", base_name(job, rank, pid))
+}
+
+/// How summary records end (after [`base_name`]).
+pub const SUMMARY_SUFFIX: &str = ".json";
+
+/// The name of the summary record a rank writes beside its iteration record `iterations` (a
+/// file name): the same base name. `None` for a name that is not an iteration record's.
+pub fn summary_beside(iterations: &str) -> Option<String> {
+    Some(format!("{}{SUMMARY_SUFFIX}", iterations.strip_suffix(ITERATIONS_SUFFIX)?))
 }
 
 /// The per-rank iteration record ([`FORMAT`], streamed while the job runs).

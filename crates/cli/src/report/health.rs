@@ -10,7 +10,6 @@
 //! small (a few KiB) and read in parallel.
 
 use aar_engine::Policy;
-use aar_record::ITERATIONS_SUFFIX;
 use rayon::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -37,8 +36,7 @@ pub struct Problems {
 
 /// The summary record beside an iteration record, if it has the library's naming.
 fn summary_beside(iterations: &Path) -> Option<PathBuf> {
-    let name = iterations.file_name()?.to_str()?;
-    Some(iterations.with_file_name(format!("{}.json", name.strip_suffix(ITERATIONS_SUFFIX)?)))
+    Some(iterations.with_file_name(aar_record::summary_beside(iterations.file_name()?.to_str()?)?))
 }
 
 /// A summary record (format `aar-record/...`), if `path` is one.

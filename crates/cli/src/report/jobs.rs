@@ -6,7 +6,9 @@
 
 use super::health;
 use super::output::{count, fmt_bytes, render};
-use aar_record::ITERATIONS_SUFFIX;
+use super::read::walk;
+use aar_record::{ITERATIONS_SUFFIX, SUMMARY_SUFFIX};
+use aar_sim::record::RANK_SUFFIX;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
@@ -16,12 +18,12 @@ use std::path::PathBuf;
 /// Whether a file name is a summary record's (`aar.<job>.<rank>.<pid>.json`). The simulator's
 /// per-rank files end in `.sim-rank.json` and are not.
 pub fn is_summary_name(name: &str) -> bool {
-    name.starts_with("aar.") && name.ends_with(".json") && !name.ends_with(".sim-rank.json")
+    name.starts_with("aar.") && name.ends_with(SUMMARY_SUFFIX) && !name.ends_with(RANK_SUFFIX)
 }
 
-/// The summary records under `inputs` (folders searched recursively, without following links to
-/// folders; files named on the command line taken whatever their name), sorted, each once.
-pub fn discover(inputs: &[PathBuf]) -> Vec<PathBuf> {
+/// The summary records under `inputs` (files named on the command line taken whatever their
+/// name but an iteration record's), sorted, each once.
+fn discover(inputs: &[PathBuf]) -> Vec<PathBuf> {
     let mut found = BTreeSet::new();
     for input in inputs {
         let Ok(meta) = std::fs::metadata(input) else { continue };
@@ -29,22 +31,8 @@ pub fn discover(inputs: &[PathBuf]) -> Vec<PathBuf> {
             if !input.to_string_lossy().ends_with(ITERATIONS_SUFFIX) {
                 found.insert(input.clone());
             }
-            continue;
-        }
-        let mut stack = vec![input.clone()];
-        while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-            for entry in entries.flatten() {
-                let Ok(kind) = entry.file_type() else { continue };
-                let path = entry.path();
-                if kind.is_dir() {
-                    stack.push(path);
-                } else if path.file_name().and_then(|n| n.to_str()).is_some_and(is_summary_name)
-                    && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
-                {
-                    found.insert(path);
-                }
-            }
+        } else {
+            found.extend(walk(input, is_summary_name, |_, _| {}));
         }
     }
     found.into_iter().collect()

@@ -158,6 +158,39 @@ pub fn warn(warnings: &mut Vec<String>, text: String) {
     warnings.push(text);
 }
 
+/// The files under folder `root` whose names `keep` takes (regular files, or links to them),
+/// searched recursively without following links to folders, so that a link loop cannot trap the
+/// walk; `unlistable` hears of each folder that cannot be listed.
+pub fn walk(
+    root: &Path,
+    keep: impl Fn(&str) -> bool,
+    mut unlistable: impl FnMut(&Path, std::io::Error),
+) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) => {
+                unlistable(&dir, e);
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                stack.push(path);
+            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(&keep)
+                && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
 /// Step 1: the record files under `inputs`, sorted, each once.
 fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -178,29 +211,13 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
             continue;
         }
         let before = found.len();
-        let mut stack = vec![input.clone()];
-        while let Some(dir) = stack.pop() {
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) => {
-                    warn(warnings, format!("{}: cannot be listed ({e}): skipped", dir.display()));
-                    continue;
-                }
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let Ok(kind) = entry.file_type() else { continue };
-                if kind.is_dir() {
-                    stack.push(path);
-                } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(ITERATIONS_SUFFIX))
-                    && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
-                {
-                    found.push(path);
-                }
-            }
-        }
+        found.extend(walk(
+            input,
+            |n| n.ends_with(ITERATIONS_SUFFIX),
+            |dir, e| warn(warnings, format!("{}: cannot be listed ({e}): skipped", dir.display())),
+        ));
         // Summary records alone are reported as such (`jobs`).
-        if found.len() == before && jobs::discover(std::slice::from_ref(input)).is_empty() {
+        if found.len() == before && walk(input, jobs::is_summary_name, |_, _| {}).is_empty() {
             warn(warnings, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
         }
     }
