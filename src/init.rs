@@ -73,16 +73,18 @@ fn init() {
         return;
     }
     let mut engine_cfg = settings.engine.clone();
-    let (counters, counters_library) = match Papi::open(settings.papi_library.as_deref(), &settings.papi_events) {
-        Ok(opened) => {
-            opened.notes.iter().for_each(|n| diag::warn(n));
-            (Some(opened.papi), Some(opened.library))
-        }
-        Err(why) => {
-            diag::warn(&state::counters_unavailable(&why.to_string(), &mut engine_cfg));
-            (None, None)
-        }
-    };
+    let (counters, counters_library, counters_unavailable) =
+        match Papi::open(settings.papi_library.as_deref(), &settings.papi_events) {
+            Ok(opened) => {
+                opened.notes.iter().for_each(|n| diag::warn(n));
+                (Some(opened.papi), Some(opened.library), None)
+            }
+            Err(why) => {
+                let why = why.to_string();
+                diag::warn(&state::counters_unavailable(&why, &mut engine_cfg));
+                (None, None, Some(why))
+            }
+        };
     let ranks_per_node = node::ranks_per_node();
     // The node's ranks share its NIC: its injection and its counters (the max-rate view).
     engine_cfg.ranks_per_node = ranks_per_node;
@@ -102,6 +104,7 @@ fn init() {
         timed_decision_ns: 0,
         init_ns: 0,
         counters_library,
+        counters_unavailable,
         alltoall_hook: settings.alltoall_hook,
         policy_bits: u32::MAX,
         test_panic: settings.test_panic,

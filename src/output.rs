@@ -86,6 +86,9 @@ struct Counters<'a> {
     /// window it could use, so it paused them (docs/node-reader.md).
     reads_in_pauses: u64,
     read_failures: u64,
+    /// Why the counters are not read (PAPI's failure, at start-up or at the read that failed);
+    /// null while they are.
+    unavailable_because: Option<&'a str>,
 }
 
 /// The node the rank ran on, as the library saw it.
@@ -339,6 +342,7 @@ fn write_outputs() {
                 shared_readings: d.shared_readings,
                 reads_in_pauses: d.node_looks.paused_readings(),
                 read_failures: d.counter_read_failures,
+                unavailable_because: d.counters_unavailable.as_deref(),
             }),
             node: d.map(|d| {
                 let nic_address = topology::local_nic_address();

@@ -222,6 +222,8 @@ pub struct Decider {
     pub timed_decision_ns: u64,
     pub init_ns: u64,
     pub counters_library: Option<String>,
+    /// Why the counters are not read: PAPI's failure at start-up, or at the read that failed.
+    pub counters_unavailable: Option<String>,
     /// `steady`'s post times.
     pub post_clock: sys::MonotonicClock,
     /// This rank's decided bytes already added to its node's ([`Node::add_decided`]).
@@ -297,6 +299,7 @@ impl Decider {
         self.counter_read_failures += 1;
         let mut cfg = self.engine.config().clone();
         let line = counters_unavailable(&why, &mut cfg);
+        self.counters_unavailable = Some(why);
         self.engine.set_policy(cfg.policy);
         control::update(|w| control::with(w, Some(cfg.policy), None, None));
         diag::warn(&line);

@@ -43,6 +43,8 @@ fn without_papi_the_program_completes_with_one_warning_and_high_bias_fixed() {
     assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3, AD3, AD3, AD3, 0x10, 0x10]);
     let rec = &r.records()[0];
     assert_eq!(rec["counters"]["backend"], "none");
+    let why = rec["counters"]["unavailable_because"].as_str().unwrap();
+    assert!(why.starts_with("PAPI could not be loaded") && w[0].starts_with(&format!("aar: {why}")), "{why}");
     assert_eq!(rec["policy_at_exit"], "ADAPTIVE3");
 }
 
@@ -80,7 +82,9 @@ fn a_missing_event_is_one_warning_too() {
     let w = warnings(&r);
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].contains("optional"), "{}", w[0]);
-    assert_eq!(r.records()[0]["counters"]["backend"], "papi");
+    let counters = &r.records()[0]["counters"];
+    assert_eq!(counters["backend"], "papi");
+    assert!(counters["unavailable_because"].is_null(), "{counters}");
     assert_eq!(&r.dlvr_modes("GNI_PostRdma")[2..], [AD0; 4], "automatic routing still runs");
 }
 

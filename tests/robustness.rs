@@ -212,7 +212,11 @@ fn papi_shut_down_under_the_library_is_one_warning_then_high_bias() {
     assert!(w[0].contains("PAPI was shut down") && w[0].contains("ADAPTIVE3 (fixed)"), "{}", w[0]);
     let modes = r.dlvr_modes("GNI_PostRdma");
     assert!(modes[12..].iter().skip(8).all(|&m| m == AD3), "fixed High Bias after the failed read: {modes:?}");
-    assert_eq!(r.records()[0]["counters"]["read_failures"], 1);
+    let counters = &r.records()[0]["counters"];
+    assert_eq!(counters["read_failures"], 1);
+    // The record says why, in the warning's first words.
+    let why = counters["unavailable_because"].as_str().unwrap();
+    assert!(why.contains("PAPI was shut down") && w[0].starts_with(&format!("aar: {why}")), "{why} / {}", w[0]);
 }
 
 #[test]

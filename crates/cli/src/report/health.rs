@@ -25,8 +25,8 @@ const RANKS_NAMED: usize = 8;
 #[derive(Debug, Default)]
 pub struct Problems {
     internal_errors: u64,
-    /// The counters could not be read (from the start, or from some read on): its first kept
-    /// message, if any.
+    /// The counters could not be read (from the start, or from some read on): why, as the
+    /// record says (empty in a record that does not).
     counters: Option<String>,
     /// Why DMAPP stopped being steered, when the rank made DMAPP calls.
     dmapp: Option<String>,
@@ -57,12 +57,6 @@ pub fn is_automatic(policy: &str) -> bool {
 /// What a rank's summary record says went wrong; `automatic`: the rank ran an automatic policy.
 pub fn problems(rec: &Value, automatic: bool) -> Problems {
     let n = |p: &str| rec.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    // The first sentence of the first kept message about the counters.
-    let counters_message = || {
-        let m = rec["messages"].as_array()?.iter().filter_map(Value::as_str).find(|m| m.contains("PAPI"))?;
-        let m = m.strip_prefix("aar: ").unwrap_or(m);
-        Some(m.split_once(". ").map_or(m, |(first, _)| first).trim_end_matches('.').to_string())
-    };
     let counters_failed =
         rec.pointer("/counters/backend").and_then(Value::as_str) == Some("none") || n("/counters/read_failures") > 0;
     let dmapp_stopped = n("/apis/DMAPP/messages") > 0 && rec.pointer("/dmapp/steering") == Some(&Value::Bool(false));
@@ -70,7 +64,9 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
     let crossings = undecided + n("/engine/decisions");
     Problems {
         internal_errors: n("/internal_errors"),
-        counters: (automatic && counters_failed).then(|| counters_message().unwrap_or_default()),
+        counters: (automatic && counters_failed).then(|| {
+            rec.pointer("/counters/unavailable_because").and_then(Value::as_str).unwrap_or_default().to_string()
+        }),
         dmapp: dmapp_stopped
             .then(|| rec.pointer("/dmapp/stopped_because").and_then(Value::as_str).unwrap_or("").to_string()),
         undecided: (crossings > 0 && undecided as f64 > UNDECIDED_SHARE * crossings as f64)
