@@ -3,7 +3,8 @@
 //! uGNI and DMAPP calls that put traffic on the network or steer it are interposed; MPI
 //! collectives that can mark A/B iterations are wrapped; the C API of `cabi/aar.h` lets an
 //! application pin or pause routing and mark iterations. Exports are `no_mangle` except in unit
-//! tests, so the test harness itself is never interposed.
+//! tests, so the test harness itself is never interposed. The MPI wrappers are `"C-unwind"`: an
+//! exception or a cancellation out of the MPI library passes through them (`mpi` says why).
 #![allow(non_snake_case)]
 
 use crate::dmapp::{self, Kind, Shape};
@@ -439,7 +440,7 @@ pub unsafe extern "C" fn dmapp_get_rma_attrs_ext(attrs: *mut c_void) -> DmappRet
 /// # Safety
 /// The MPI standard's contract for MPI_Barrier.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Barrier(comm: usize) -> c_int {
+pub unsafe extern "C-unwind" fn MPI_Barrier(comm: usize) -> c_int {
     mpi::forward(&mpi::BARRIER, [0, 0, 0, comm as u64], |real: BarrierFn| {
         // SAFETY: PMPI_Barrier, whose prototype BarrierFn matches; the caller's argument, unchanged.
         unsafe { real(comm) }
@@ -449,7 +450,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: usize) -> c_int {
 /// # Safety
 /// The MPI standard's contract for MPI_Allreduce.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Allreduce(
+pub unsafe extern "C-unwind" fn MPI_Allreduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -466,7 +467,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
 /// # Safety
 /// The MPI standard's contract for MPI_Reduce.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Reduce(
+pub unsafe extern "C-unwind" fn MPI_Reduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -484,7 +485,7 @@ pub unsafe extern "C" fn MPI_Reduce(
 /// # Safety
 /// The MPI standard's contract for MPI_Bcast.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Bcast(
+pub unsafe extern "C-unwind" fn MPI_Bcast(
     buffer: *mut c_void,
     count: c_int,
     datatype: usize,
@@ -500,7 +501,7 @@ pub unsafe extern "C" fn MPI_Bcast(
 /// # Safety
 /// The MPI standard's contract for MPI_Allgather.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Allgather(
+pub unsafe extern "C-unwind" fn MPI_Allgather(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -521,7 +522,7 @@ pub unsafe extern "C" fn MPI_Allgather(
 /// # Safety
 /// The MPI standard's contract for MPI_Allgatherv.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Allgatherv(
+pub unsafe extern "C-unwind" fn MPI_Allgatherv(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -542,7 +543,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
 /// # Safety
 /// The MPI standard's contract for MPI_Alltoall.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Alltoall(
+pub unsafe extern "C-unwind" fn MPI_Alltoall(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -564,7 +565,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
 /// # Safety
 /// The MPI standard's contract for MPI_Alltoallv.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Alltoallv(
+pub unsafe extern "C-unwind" fn MPI_Alltoallv(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const c_int,
@@ -584,7 +585,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
 /// # Safety
 /// The MPI standard's contract for MPI_Gather.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Gather(
+pub unsafe extern "C-unwind" fn MPI_Gather(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -603,7 +604,7 @@ pub unsafe extern "C" fn MPI_Gather(
 /// # Safety
 /// The MPI standard's contract for MPI_Scatter.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Scatter(
+pub unsafe extern "C-unwind" fn MPI_Scatter(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -625,7 +626,7 @@ pub unsafe extern "C" fn MPI_Scatter(
 /// # Safety
 /// The MPI standard's contract for MPI_Gatherv.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Gatherv(
+pub unsafe extern "C-unwind" fn MPI_Gatherv(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -648,7 +649,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
 /// # Safety
 /// The MPI standard's contract for MPI_Scatterv.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Scatterv(
+pub unsafe extern "C-unwind" fn MPI_Scatterv(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     displs: *const c_int,
@@ -670,7 +671,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
 /// # Safety
 /// The MPI standard's contract for MPI_Alltoallw.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Alltoallw(
+pub unsafe extern "C-unwind" fn MPI_Alltoallw(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const c_int,
@@ -692,7 +693,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
 /// # Safety
 /// The MPI standard's contract for MPI_Reduce_scatter.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Reduce_scatter(
+pub unsafe extern "C-unwind" fn MPI_Reduce_scatter(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
@@ -709,7 +710,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
 /// # Safety
 /// The MPI standard's contract for MPI_Reduce_scatter_block.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+pub unsafe extern "C-unwind" fn MPI_Reduce_scatter_block(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcount: c_int,
@@ -727,7 +728,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
 /// # Safety
 /// The MPI standard's contract for MPI_Scan.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Scan(
+pub unsafe extern "C-unwind" fn MPI_Scan(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -744,7 +745,7 @@ pub unsafe extern "C" fn MPI_Scan(
 /// # Safety
 /// The MPI standard's contract for MPI_Exscan.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Exscan(
+pub unsafe extern "C-unwind" fn MPI_Exscan(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -765,7 +766,7 @@ pub unsafe extern "C" fn MPI_Exscan(
 /// # Safety
 /// The MPI standard's contract for MPI_Neighbor_allgather.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Neighbor_allgather(
+pub unsafe extern "C-unwind" fn MPI_Neighbor_allgather(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -783,7 +784,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
 /// # Safety
 /// The MPI standard's contract for MPI_Neighbor_allgatherv.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Neighbor_allgatherv(
+pub unsafe extern "C-unwind" fn MPI_Neighbor_allgatherv(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -804,7 +805,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv(
 /// # Safety
 /// The MPI standard's contract for MPI_Neighbor_alltoall.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Neighbor_alltoall(
+pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoall(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: usize,
@@ -822,7 +823,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
 /// # Safety
 /// The MPI standard's contract for MPI_Neighbor_alltoallv.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallv(
+pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoallv(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const c_int,
@@ -842,7 +843,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv(
 /// # Safety
 /// The MPI standard's contract for MPI_Neighbor_alltoallw.
 #[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallw(
+pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoallw(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const isize,

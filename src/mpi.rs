@@ -11,6 +11,13 @@
 //! A wrapper forwards to its PMPI function exactly once. When its function is the iteration
 //! boundary, the boundary is taken when the PMPI call returns, so that all ranks leave a
 //! collective together before they switch policy; otherwise the wrapper is a plain forward.
+//!
+//! An MPI library may unwind out of a collective: a C++ exception from an error handler that
+//! throws, or the thread cancelled (pthread_cancel) at a cancellation point inside it. The
+//! wrappers and the PMPI function types are `extern "C-unwind"`, so that the unwind goes on to the
+//! application and the wrapper's guards run on the way: the thread is no longer inside the
+//! collective. (Through `"C"` frames the guards were skipped, which is undefined behaviour, and a
+//! thread that caught an exception out of MPI_Alltoall routed as if inside it from then on.)
 
 use crate::settings::{Boundary, MpiFunction};
 use crate::state::Follow;
@@ -20,20 +27,30 @@ use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-pub type BarrierFn = unsafe extern "C" fn(usize) -> c_int;
+pub type BarrierFn = unsafe extern "C-unwind" fn(usize) -> c_int;
 /// MPI_Allreduce, MPI_Scan, MPI_Exscan and MPI_Reduce_scatter_block.
-pub type AllreduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, usize, usize, usize) -> c_int;
+pub type AllreduceFn = unsafe extern "C-unwind" fn(*const c_void, *mut c_void, c_int, usize, usize, usize) -> c_int;
 /// MPI_Reduce_scatter.
-pub type ReduceScatterFn = unsafe extern "C" fn(*const c_void, *mut c_void, *const c_int, usize, usize, usize) -> c_int;
-pub type ReduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, c_int, usize, usize, c_int, usize) -> c_int;
-pub type BcastFn = unsafe extern "C" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
+pub type ReduceScatterFn =
+    unsafe extern "C-unwind" fn(*const c_void, *mut c_void, *const c_int, usize, usize, usize) -> c_int;
+pub type ReduceFn = unsafe extern "C-unwind" fn(*const c_void, *mut c_void, c_int, usize, usize, c_int, usize) -> c_int;
+pub type BcastFn = unsafe extern "C-unwind" fn(*mut c_void, c_int, usize, c_int, usize) -> c_int;
 /// MPI_Allgather and MPI_Alltoall, and their neighbourhood forms.
-pub type AllToAllFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, usize) -> c_int;
+pub type AllToAllFn =
+    unsafe extern "C-unwind" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, usize) -> c_int;
 /// MPI_Allgatherv and MPI_Neighbor_allgatherv.
-pub type AllgathervFn =
-    unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, *const c_int, *const c_int, usize, usize) -> c_int;
+pub type AllgathervFn = unsafe extern "C-unwind" fn(
+    *const c_void,
+    c_int,
+    usize,
+    *mut c_void,
+    *const c_int,
+    *const c_int,
+    usize,
+    usize,
+) -> c_int;
 /// MPI_Alltoallv and MPI_Neighbor_alltoallv.
-pub type AlltoallvFn = unsafe extern "C" fn(
+pub type AlltoallvFn = unsafe extern "C-unwind" fn(
     *const c_void,
     *const c_int,
     *const c_int,
@@ -45,9 +62,10 @@ pub type AlltoallvFn = unsafe extern "C" fn(
     usize,
 ) -> c_int;
 /// MPI_Gather and MPI_Scatter.
-pub type RootedFn = unsafe extern "C" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, c_int, usize) -> c_int;
+pub type RootedFn =
+    unsafe extern "C-unwind" fn(*const c_void, c_int, usize, *mut c_void, c_int, usize, c_int, usize) -> c_int;
 /// MPI_Gatherv.
-pub type GathervFn = unsafe extern "C" fn(
+pub type GathervFn = unsafe extern "C-unwind" fn(
     *const c_void,
     c_int,
     usize,
@@ -59,7 +77,7 @@ pub type GathervFn = unsafe extern "C" fn(
     usize,
 ) -> c_int;
 /// MPI_Scatterv.
-pub type ScattervFn = unsafe extern "C" fn(
+pub type ScattervFn = unsafe extern "C-unwind" fn(
     *const c_void,
     *const c_int,
     *const c_int,
@@ -71,7 +89,7 @@ pub type ScattervFn = unsafe extern "C" fn(
     usize,
 ) -> c_int;
 /// MPI_Alltoallw (its datatypes are arrays of handles, one per rank).
-pub type AlltoallwFn = unsafe extern "C" fn(
+pub type AlltoallwFn = unsafe extern "C-unwind" fn(
     *const c_void,
     *const c_int,
     *const c_int,
@@ -84,7 +102,7 @@ pub type AlltoallwFn = unsafe extern "C" fn(
 ) -> c_int;
 
 /// MPI_Neighbor_alltoallw: as MPI_Alltoallw, with displacements of `MPI_Aint`.
-pub type NeighborAlltoallwFn = unsafe extern "C" fn(
+pub type NeighborAlltoallwFn = unsafe extern "C-unwind" fn(
     *const c_void,
     *const c_int,
     *const isize,
@@ -208,7 +226,9 @@ pub fn call_follow(w: u32) -> Option<(RoutingMode, usize)> {
     state::thread_call().1.get()
 }
 
-/// This thread is inside a collective (and an MPI_Alltoall, when `alltoall`) until the drop.
+/// This thread is inside a collective (and an MPI_Alltoall, when `alltoall`) until the drop, which
+/// also runs when an exception or a cancellation unwinds out of the MPI library (the wrappers and
+/// the `PMPI_` function types are `"C-unwind"` for that).
 struct Depth(bool);
 impl Depth {
     fn enter(alltoall: bool) -> Depth {
@@ -228,6 +248,16 @@ impl Drop for Depth {
             let (calls, alltoalls) = d.get();
             d.set((calls.saturating_sub(1), alltoalls.saturating_sub(u32::from(self.0))));
         });
+    }
+}
+
+/// The collective this thread was inside when another began (an MPI library may make collectives
+/// inside one), given back when the inner one ends: when it returns, and when an exception or a
+/// cancellation unwinds out of the MPI library through the wrapper (whose call is then not timed).
+struct OuterCall(state::ThreadCall);
+impl Drop for OuterCall {
+    fn drop(&mut self) {
+        state::swap_thread_call(self.0);
     }
 }
 
@@ -332,8 +362,7 @@ pub fn forward<F: Copy>(c: &Collective, key: [u64; 4], call: impl FnOnce(F) -> c
             diag::internal_error("the collective was forwarded");
             (None, Follow::NONE)
         });
-        // An MPI library may make collectives inside one: the outer call's state comes back after.
-        let outer = state::swap_thread_call(call_now);
+        let outer = OuterCall(state::swap_thread_call(call_now));
         let t0 = crate::sys::now_ns();
         let rc = call(real);
         let elapsed = crate::sys::now_ns().saturating_sub(t0);
@@ -342,7 +371,7 @@ pub fn forward<F: Copy>(c: &Collective, key: [u64; 4], call: impl FnOnce(F) -> c
                 diag::internal_error("the collective had been forwarded");
             }
         }
-        state::swap_thread_call(outer);
+        drop(outer);
         rc
     } else if alltoall {
         let _inside = Depth::enter(true);

@@ -142,6 +142,55 @@ fn exit_while_another_thread_posts_writes_one_whole_record() {
 }
 
 #[test]
+fn a_thread_cancelled_inside_a_wrapped_collective_unwinds_through_it() {
+    // pthread_cancel at a cancellation point inside PMPI_Allreduce: the forced unwind passes
+    // through libaar.so's MPI_Allreduce, with the call routed as a call (`steady`) and as an
+    // iteration boundary. The process goes on: the wrapper still forwards, posts are still routed,
+    // the record is written and says nothing went wrong.
+    for (test, env) in [
+        ("cancel-steady", vec![("AAR_MODE", "steady")]),
+        ("cancel-ab", vec![("AAR_AB", "steady,auto"), ("AAR_AB_BOUNDARY", "MPI_Allreduce")]),
+    ] {
+        let mut launch = Launch::program(test, program("cancel"), "65536 10");
+        for (k, v) in env {
+            launch = launch.env(k, v);
+        }
+        let r = launch.run();
+        r.assert_ok();
+        assert!(r.stdout.contains("worker: cancelled") && r.stdout.contains("posts=20 errors=0"), "{}", r.stdout);
+        assert_eq!(r.dlvr_modes("GNI_PostRdma").len(), 20);
+        let recs = r.records();
+        assert_eq!(recs.len(), 1, "{test}");
+        assert_eq!(recs[0]["internal_errors"], 0, "{test}");
+        assert_eq!(total_messages(&recs[0]), 20, "{test}");
+        // Every post after the cancellation was decided: nothing the worker held stayed held.
+        assert_eq!(recs[0]["engine"]["decisions"], 20, "{test}");
+        assert!(r.aar_lines().iter().all(|l| !l.contains("error")), "{test}: {:?}", r.aar_lines());
+    }
+}
+
+#[test]
+fn an_exception_thrown_by_the_mpi_library_reaches_the_program_and_leaves_no_state_behind() {
+    // A C++ exception out of PMPI_Alltoall (an MPI error handler that throws) passes through
+    // libaar.so's MPI_Alltoall to the program's catch, and the thread is no longer inside
+    // MPI_Alltoall: its later posts on the Adaptive side use ADAPTIVE0, not MPI_Alltoall's ADAPTIVE1.
+    // Under `steady` the call is also routed and timed as a whole.
+    let prog =
+        compile("g++", "throw", &[root().join("tests/c/throw.cc"), root().join("tests/c/ab_fortran_posts.c")], &[]);
+    for policy in ["auto", "steady"] {
+        let r = Launch::program(&format!("throw-{policy}"), prog.clone(), "65536 8").env("AAR_MODE", policy).run();
+        r.assert_ok();
+        let out = &r.stdout;
+        assert!(out.contains("caught: MPI_ERR_OTHER from the error handler") && out.contains("posts ok"), "{out}");
+        let modes = r.dlvr_modes("GNI_PostRdma");
+        assert_eq!(modes.len(), 16, "{policy}");
+        assert_eq!(modes[7], AD0, "{policy}: before the call, Adaptive: {modes:?}");
+        assert!(modes[9..].iter().all(|&m| m == AD0), "{policy}: after the exception, still Adaptive: {modes:?}");
+        assert_eq!(r.records()[0]["internal_errors"], 0, "{policy}");
+    }
+}
+
+#[test]
 fn _exit_and_kill_lose_only_their_own_record() {
     let r = Launch::driver("underscore-exit", "fma 64 3 0 _exit").run();
     r.assert_ok();

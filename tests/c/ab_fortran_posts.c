@@ -1,4 +1,5 @@
-/* The uGNI side of ab_fortran.f90: C functions Fortran calls through bind(C). */
+/* The uGNI side of programs in other languages (ab_fortran.f90 through bind(C), throw.cc): two
+ * NICs of one process, A PUTting into B (pair.h). */
 #include "pair.h"
 
 int posts_setup(long bytes)

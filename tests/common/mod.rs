@@ -57,11 +57,12 @@ pub fn lock_can_be_biased() -> bool {
     version >= (4, 14) && !filtered
 }
 
-/// Compile `sources` with `compiler` (cc, mpicc.mpich, gfortran, mpif90.mpich) against cabi/ and
-/// tests/c/ and the emulated libugni.so, once per test binary and set of flags. Flags that name
+/// Compile `sources` with `compiler` (cc, mpicc.mpich, g++, gfortran, mpif90.mpich) against cabi/
+/// and tests/c/ and the emulated libugni.so, once per test binary and set of flags. Flags that name
 /// libraries (`-l...`) go after the sources, before `-lugni`. Fortran modules go to the output
-/// folder; gfortran programs link libaar.so. The C sources of a Fortran program are compiled by
-/// `cc` (MPI's Fortran wrapper adds Fortran-only options, which a C compile rejects).
+/// folder; gfortran programs link libaar.so. The C sources of a Fortran or C++ program are compiled
+/// by `cc` (MPI's Fortran wrapper adds Fortran-only options, which a C compile rejects; g++ would
+/// compile them as C++).
 pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let lib = libdir();
@@ -76,10 +77,11 @@ pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) 
     let out = out_dir.join(format!("{name}{variant}-{}", std::process::id()));
     let (libs, flags): (Vec<&str>, Vec<&str>) = flags.iter().partition(|f| f.starts_with("-l"));
     let fortran = compiler.contains("fortran") || compiler.contains("f90");
+    let other_language = fortran || compiler.contains("++");
     let sources: Vec<PathBuf> = sources
         .iter()
         .map(|s| match s.extension() {
-            Some(e) if fortran && e == "c" => c_object(s, &out_dir),
+            Some(e) if other_language && e == "c" => c_object(s, &out_dir),
             _ => s.clone(),
         })
         .collect();
