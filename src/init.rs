@@ -60,7 +60,10 @@ pub fn wait_ready() -> Option<&'static Settings> {
 fn init() {
     let t0 = sys::now_ns();
     let lookup = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
-    let (settings, warnings) = Settings::from_lookup(&lookup);
+    let (mut settings, warnings) = Settings::from_lookup(&lookup);
+    if let Ok(start) = std::env::current_dir() {
+        settings.anchor_paths(&start);
+    }
     job::detect_rank();
     diag::install_panic_hook();
     diag::init_logging(settings.log);

@@ -11,6 +11,7 @@ use aar_engine::{AbOrder, AbSchedule, ByteSize, EngineConfig, LatencyUnit, Polic
 use core::fmt;
 use core::str::FromStr;
 use serde::{Serialize, Serializer};
+use std::path::Path;
 use tracing::level_filters::LevelFilter;
 
 /// Every variable the library reads, with its default as documented in the README.
@@ -145,6 +146,20 @@ impl Settings {
             (Some(t), _) => (t, TableSource::Variable),
             (None, Some((t, path))) => (t, TableSource::Header(path)),
             (None, None) => (RoutingTable::ASSUMED, TableSource::Assumed),
+        }
+    }
+
+    /// Relative paths of files written after start-up (the record folder, the trace pattern)
+    /// made relative to `start`, the folder the process started in: an application may move into
+    /// another before it writes its first iteration row or exits, or forks a child that traces.
+    /// (A start-up folder whose name is not UTF-8 leaves them as they are.)
+    pub fn anchor_paths(&mut self, start: &Path) {
+        for path in [&mut self.output_dir, &mut self.trace].into_iter().flatten() {
+            if Path::new(path.as_str()).is_relative() {
+                if let Some(anchored) = start.join(path.as_str()).to_str() {
+                    *path = anchored.to_string();
+                }
+            }
         }
     }
 

@@ -68,6 +68,43 @@ fn a_missing_output_dir_is_one_warning_at_start_and_the_program_continues() {
 }
 
 #[test]
+fn relative_output_and_trace_paths_are_the_start_up_folder_s_after_the_application_moves() {
+    // AAR_OUTPUT_DIR and AAR_TRACE relative to the folder the job started in; the application then
+    // moves into a folder of its own (which has no `out`) before it exits, and forks a child that
+    // traces. The record, the iteration record and both traces are in the start-up folder.
+    let mut launch =
+        Launch::driver("relative-paths", "rdma 65536 4 0 iter begin chdir run rdma 65536 4 0 iter end fork 2");
+    std::fs::create_dir(launch.dir.join("run")).unwrap();
+    let start = launch.dir.display().to_string();
+    launch.wrapper = vec!["sh".into(), "-c".into(), "cd \"$0\" && exec \"$@\"".into(), start];
+    let r = launch
+        .env("AAR_OUTPUT_DIR", "out")
+        .env("AAR_TRACE", "trace.%p.jsonl")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .run();
+    r.assert_ok();
+    assert!(
+        r.aar_lines().iter().all(|l| !l.contains("AAR_OUTPUT_DIR") && !l.contains("AAR_TRACE")),
+        "{:?}",
+        r.aar_lines()
+    );
+    let names = |d: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(r.dir.join(d))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert!(names("run").is_empty(), "nothing written in the folder moved to: {:?}", names("run"));
+    let out = names("out");
+    assert_eq!(out.iter().filter(|n| n.ends_with(".iterations.jsonl")).count(), 1, "{out:?}");
+    assert_eq!(r.records().len(), 2, "the parent's and the child's summary records: {out:?}");
+    let traces = names(".").into_iter().filter(|n| n.starts_with("trace.")).count();
+    assert_eq!(traces, 2, "the parent's trace and the child's: {:?}", names("."));
+}
+
+#[test]
 fn the_trace_has_one_line_per_message_with_the_documented_fields() {
     let launch = Launch::driver("trace", "rdma 65536 4 0 fma 64 3 0 fma 64 2 0x3 rdmaget 8192 2 0 smsg 8 2");
     let pattern = launch.dir.join("t.%r.%p.jsonl").display().to_string();

@@ -259,3 +259,16 @@ fn records_are_written_by_the_ranks_named() {
     assert!(!parse(&[]).0.writes_records(Some(0)), "no folder, no records");
     assert!(parse(&[("AAR_OUTPUT_DIR", "/tmp")]).0.writes_records(Some(4096)));
 }
+
+#[test]
+fn relative_output_and_trace_paths_are_anchored_at_the_start_up_folder() {
+    let (mut s, _) = parse(&[("AAR_OUTPUT_DIR", "records"), ("AAR_TRACE", "t/%r.jsonl")]);
+    s.anchor_paths(Path::new("/scratch/run"));
+    assert_eq!(s.output_dir.as_deref(), Some("/scratch/run/records"));
+    assert_eq!(s.trace.as_deref(), Some("/scratch/run/t/%r.jsonl"));
+    // Absolute paths, and unset ones, stay as they are.
+    let (mut s, _) = parse(&[("AAR_OUTPUT_DIR", "/lus/aar-records")]);
+    s.anchor_paths(Path::new("/scratch/run"));
+    assert_eq!(s.output_dir.as_deref(), Some("/lus/aar-records"));
+    assert_eq!(s.trace, None);
+}

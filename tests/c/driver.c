@@ -23,6 +23,7 @@
  *                                   "index" prints aar_iteration_index())
  *   iterloop N                      N empty iterations (begin, end); prints "iterloop failed=F"
  *   maxrss                          print the process's peak resident set ("maxrss_kb=K")
+ *   chdir PATH                      change the working folder (an application moving into its run's)
  *   touch PATH | waitfile PATH      create an empty file | wait until a file exists (every 1 ms, at
  *                                   most 60 s, else an error): steps of several processes in order
  *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE (as the
@@ -587,6 +588,10 @@ int main(int argc, char **argv)
 				x[k] = strtoll(ARG(k + 1), NULL, 0);
 			(!strcmp(c, "cadd") ? aar_emu_counters_add : aar_emu_counters_set)(x[0], x[1], x[2], x[3], x[4]);
 			i += 5;
+		} else if (!strcmp(c, "chdir")) {
+			if (chdir(ARG(1)))
+				fail(&p, "chdir");
+			i += 1;
 		} else if (!strcmp(c, "freeze")) {
 			aar_emu_counters_freeze((int)num(ARG(1)));
 			i += 1;
