@@ -132,6 +132,12 @@ fn document() -> String {
         })),
         // What `aar doctor` looks for in a program's Fortran MPI bindings.
         "mpi_wrapped": MpiFunction::ALL.map(MpiFunction::name),
+        // Whether the decider's lock can be biased to the posting thread here (README, "Inside a
+        // production job").
+        "decider_lock": match crate::sys::process_barrier_usable() {
+            Ok(_) => json!({ "can_be_biased": true }),
+            Err(why) => json!({ "can_be_biased": false, "because": why }),
+        },
         // The routing Cray MPICH asks for on its own posts: libaar.so changes adaptive requests only.
         "mpich_gni_routing_mode": lookup("MPICH_GNI_ROUTING_MODE").map(|v| json!({
             "value": v,

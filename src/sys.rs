@@ -431,18 +431,27 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
 /// with more, registering waits for an RCU grace period (10 ms on the development VM), which is
 /// then left to the first barrier.
 pub fn process_barrier_ready() -> bool {
-    let Ok(status) = read_text_file(Path::new("/proc/self/status"), 1 << 16) else { return false };
-    if status_field(&status, "Seccomp") != Some("0") {
-        return false;
-    }
-    let commands = membarrier(libc::MEMBARRIER_CMD_QUERY);
-    if commands <= 0 || commands & libc::c_long::from(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
-        return false;
-    }
+    let Ok(status) = process_barrier_usable() else { return false };
     if status_field(&status, "Threads") == Some("1") {
         let _ = membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
     }
     true
+}
+
+/// The process's status if [`process_barrier`] can be used here, else why not (for `aar doctor`,
+/// in words). Makes no call that a seccomp filter might kill the process for.
+pub fn process_barrier_usable() -> Result<String, &'static str> {
+    let Ok(status) = read_text_file(Path::new("/proc/self/status"), 1 << 16) else {
+        return Err("/proc/self/status cannot be read, so a seccomp filter cannot be ruled out");
+    };
+    if status_field(&status, "Seccomp") != Some("0") {
+        return Err("the process runs under a seccomp filter, which might kill it for membarrier(2)");
+    }
+    let commands = membarrier(libc::MEMBARRIER_CMD_QUERY);
+    if commands <= 0 || commands & libc::c_long::from(libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
+        return Err("the kernel has no private expedited membarrier(2) (Linux before 4.14)");
+    }
+    Ok(status)
 }
 
 /// A field of a process status (/proc/PID/status), trimmed.

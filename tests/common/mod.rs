@@ -16,7 +16,7 @@ pub const AD1: u64 = 0x20;
 pub const AD2: u64 = 0x40;
 pub const AD3: u64 = 0x80;
 
-pub use aar_testkit::{aar_command, libaar, libdir, root, scratch, sde_events_setting, target_dir};
+pub use aar_testkit::{aar_command, libaar, libdir, lock_can_be_biased, root, scratch, sde_events_setting, target_dir};
 
 /// Compile tests/c/<name>.c against cabi/ and the emulator, once per test binary.
 pub fn program(name: &str) -> PathBuf {
@@ -43,18 +43,6 @@ pub fn example(name: &str) -> PathBuf {
 /// Whether a program (a compiler, a launcher) can be run here.
 pub fn have(command: &str) -> bool {
     Command::new("sh").args(["-c", &format!("command -v {command} >/dev/null")]).status().is_ok_and(|s| s.success())
-}
-
-/// Whether libaar.so can bias its decider's lock in a process started from here: a kernel with
-/// private expedited membarriers (Linux 4.14 on) and no seccomp filter. The record then says
-/// `biased` for one deciding thread, else `never-biased`.
-pub fn lock_can_be_biased() -> bool {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut v = release.trim().split(|c: char| !c.is_ascii_digit()).map(|n| n.parse::<u32>().unwrap_or(0));
-    let version = (v.next().unwrap_or(0), v.next().unwrap_or(0));
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let filtered = status.lines().find_map(|l| l.strip_prefix("Seccomp:")).is_some_and(|v| v.trim() != "0");
-    version >= (4, 14) && !filtered
 }
 
 /// Compile `sources` with `compiler` (cc, mpicc.mpich, g++, gfortran, mpif90.mpich) against cabi/

@@ -2,8 +2,8 @@
 //! the real libaar.so and the emulated libugni.so, both built in release mode into this test's
 //! target folder, and each case gets its verdict lines and its exit status.
 
-use aar_testkit::{libaar, libdir, root, sde_events, target_dir};
-use std::path::PathBuf;
+use aar_testkit::{libaar, libdir, lock_can_be_biased, root, sde_events, target_dir};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn scratch() -> PathBuf {
@@ -78,7 +78,19 @@ impl Run {
 /// `aar doctor ARGS` with LD_PRELOAD=libaar.so, the emulator's events and `env`, and no other
 /// AAR_* variable of the caller's environment.
 fn doctor(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aar"));
+    doctor_under(None, args, env)
+}
+
+/// [`doctor`], started by `wrapper` (a program that runs its arguments) when given.
+fn doctor_under(wrapper: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = match wrapper {
+        Some(w) => {
+            let mut c = Command::new(w);
+            c.arg(env!("CARGO_BIN_EXE_aar"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_aar")),
+    };
     cmd.arg("doctor").args(args);
     for (k, _) in std::env::vars() {
         if k.starts_with("AAR_") || k == "LD_PRELOAD" {
@@ -277,6 +289,24 @@ fn a_script_or_a_non_elf_file_is_named_for_what_it_is() {
 }
 
 /// Cray MPICH's own routing request: libaar.so changes adaptive requests only.
+#[test]
+fn whether_the_decider_s_lock_can_be_biased_on_this_node_is_stated() {
+    let prog = ugni_program();
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    if lock_can_be_biased() {
+        r.expect_line("ok", "lock", "can be biased to the thread that posts here");
+    } else {
+        r.expect_line("note", "lock", "cannot be biased here");
+    }
+    // Under a seccomp filter that kills a process for membarrier(2), as a container's may: a note
+    // that says so, and the doctor is not killed for asking.
+    let seccomp =
+        compile("seccomp-exec", &std::fs::read_to_string(root().join("tests/c/seccomp_exec.c")).unwrap(), &[]);
+    let r = doctor_under(Some(&seccomp), &[prog.to_str().unwrap()], &[]);
+    r.expect_code(0);
+    r.expect_line("note", "lock", "cannot be biased here: the process runs under a seccomp filter");
+}
+
 #[test]
 fn a_non_adaptive_mpich_gni_routing_mode_is_a_warning() {
     let prog = ugni_program();
