@@ -67,12 +67,23 @@ fn init() {
     job::detect_rank();
     diag::install_panic_hook();
     diag::init_logging(settings.log);
-    for w in &warnings {
-        diag::warn(&w.message);
+    if let Some(first) = sys::earlier_copy() {
+        // Both copies would route each call, this one last (its routing on the wire), and both
+        // would read the counters (the second PAPI_start fails) and write a record of one name.
+        diag::warn(&format!(
+            "two copies of libaar.so are loaded: {first} routes the calls, and this one ({}) forwards them untouched \
+             and writes nothing. Load one: look at LD_PRELOAD and at the modules loaded (module list).",
+            sys::own_path().unwrap_or_else(|| "another file".into())
+        ));
+        settings.disabled = true;
+    } else {
+        for w in &warnings {
+            diag::warn(&w.message);
+        }
     }
     let settings = state::set_settings(settings);
     if settings.disabled {
-        tracing::info!("AAR_DISABLE is set: every call is forwarded untouched");
+        tracing::info!("AAR_DISABLE is set, or another copy of libaar.so routes: every call is forwarded untouched");
         return;
     }
     let mut engine_cfg = settings.engine.clone();

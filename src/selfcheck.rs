@@ -107,7 +107,7 @@ fn document() -> String {
         "format": FORMAT,
         "version": env!("CARGO_PKG_VERSION"),
         "git_revision": env!("AAR_GIT_REVISION"),
-        "library": own_path(),
+        "library": crate::sys::own_path(),
         "pid": std::process::id(),
         "runtime_initialised": runtime_initialised,
         "variables_set": set,
@@ -378,28 +378,7 @@ impl LoadedPapi {
 fn symbol_file(lib: &Library, name: &str) -> Option<String> {
     // SAFETY: the symbol is only used for its address, never called.
     let sym = unsafe { lib.get::<*mut c_void>(name.as_bytes()) }.ok()?;
-    file_of(*sym as *const c_void)
-}
-
-/// The shared object an address belongs to (dladdr).
-fn file_of(addr: *const c_void) -> Option<String> {
-    let mut info = libc::Dl_info {
-        dli_fname: std::ptr::null(),
-        dli_fbase: std::ptr::null_mut(),
-        dli_sname: std::ptr::null(),
-        dli_saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: dladdr only reads the loader's tables and fills `info`.
-    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string owned by the loader, valid while the object is loaded.
-    Some(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
-}
-
-/// This library's own file.
-fn own_path() -> Option<String> {
-    file_of(own_path as *const c_void)
+    crate::sys::file_of(*sym as *const c_void)
 }
 
 /// The files of every shared object loaded in the process, in load order.

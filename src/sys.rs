@@ -93,6 +93,49 @@ impl EmulatorClock {
     }
 }
 
+/// The shared object an address belongs to (dladdr): its file and where it is loaded.
+fn object_of(addr: *const libc::c_void) -> Option<(String, usize)> {
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only reads the loader's tables and fills `info`.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader, valid while the object is loaded.
+    let file = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    Some((file, info.dli_fbase as usize))
+}
+
+/// The file of the shared object an address belongs to.
+pub fn file_of(addr: *const libc::c_void) -> Option<String> {
+    object_of(addr).map(|(file, _)| file)
+}
+
+/// This library's own file. (Through a function it does not export: the address of an exported
+/// one may be another copy's, which the loader lets interpose.)
+pub fn own_path() -> Option<String> {
+    file_of(own_path as *const libc::c_void)
+}
+
+/// The file of another copy of libaar.so that the loader put before this one (two of them in
+/// `LD_PRELOAD`: a module's and one set by hand), if there is one: the application's calls reach
+/// that copy first, and it forwards them to this one. Told by where `aar_selfcheck` is found,
+/// which only libaar.so defines (an application may define a fallback of the C API, never that).
+pub fn earlier_copy() -> Option<String> {
+    // SAFETY: dlsym with a NUL-terminated name; the address is looked up, never called.
+    let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"aar_selfcheck".as_ptr()) };
+    if first.is_null() {
+        return None;
+    }
+    let (file, base) = object_of(first)?;
+    let (_, own_base) = object_of(own_path as *const libc::c_void)?;
+    (base != own_base).then_some(file)
+}
+
 /// The emulator's simulated clock (`aar_emu_clock_ns`, cabi/aar_emu.h), when this process has it
 /// and it runs (reads non-zero): iterations are then timed in simulated time.
 pub fn emulator_clock() -> Option<EmulatorClock> {

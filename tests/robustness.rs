@@ -191,6 +191,29 @@ fn an_exception_thrown_by_the_mpi_library_reaches_the_program_and_leaves_no_stat
 }
 
 #[test]
+fn with_two_copies_of_the_library_loaded_the_first_routes_and_the_second_forwards() {
+    // A module's libaar.so and one set by hand, both in LD_PRELOAD: each call reaches the first
+    // copy, which forwards it to the second. The second says so once and forwards untouched.
+    let launch = Launch::driver("two-copies", "net 1.2 1.0 2 50 rdma 65536 10 0");
+    let copy = launch.dir.join("libaar-copy.so");
+    std::fs::copy(libaar(), &copy).unwrap();
+    let r = launch.env("LD_PRELOAD", &format!("{}:{}", libaar().display(), copy.display())).run();
+    r.assert_ok();
+    let lines = r.aar_lines();
+    assert_eq!(lines.len(), 2, "the warning and one summary line: {lines:?}");
+    let w = lines[0];
+    assert!(w.contains("two copies of libaar.so are loaded") && w.contains(&copy.display().to_string()), "{w}");
+    assert!(w.contains(&format!("{} routes the calls", libaar().display())), "{w}");
+    assert!(lines[1].starts_with("aar: policy auto:"), "{}", lines[1]);
+    // The first copy's decisions reach the NIC (Adaptive once it has a window), not the
+    // second's (it would have no counters: the first copy's event set holds the component).
+    assert!(r.dlvr_modes("GNI_PostRdma")[2..].iter().all(|&m| m == AD0), "{:?}", r.dlvr_modes("GNI_PostRdma"));
+    let recs = r.records();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["policy_at_exit"], "auto");
+}
+
+#[test]
 fn _exit_and_kill_lose_only_their_own_record() {
     let r = Launch::driver("underscore-exit", "fma 64 3 0 _exit").run();
     r.assert_ok();

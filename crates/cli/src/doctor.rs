@@ -521,6 +521,26 @@ fn check_preload(
             );
         }
     }
+    // The loader loads one file once, whatever it is called: distinct files are distinct copies.
+    let mut files: Vec<PathBuf> = Vec::new();
+    for file in entries.iter().filter_map(|e| Path::new(e).canonicalize().ok()).filter(|p| p.is_file()) {
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    if files.len() > 1 {
+        let list: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        report.warning(
+            "preload",
+            format!(
+                "LD_PRELOAD names {} copies of libaar.so ({}): the first routes the calls, the others forward them \
+                 untouched (each says so once in the job)",
+                files.len(),
+                list.join(", ")
+            ),
+            "Keep one: set LD_PRELOAD to one of them, or unset it and module load aar.",
+        );
+    }
     let (path, how) = match (lib_arg, from_preload, installed_libaar()) {
         (Some(p), _, _) => (p.to_path_buf(), "given with --lib"),
         (None, Some(p), _) => (p, "from LD_PRELOAD"),

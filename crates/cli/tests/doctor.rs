@@ -308,6 +308,31 @@ fn whether_the_decider_s_lock_can_be_biased_on_this_node_is_stated() {
 }
 
 #[test]
+fn two_copies_of_libaar_in_ld_preload_are_a_warning() {
+    let prog = ugni_program();
+    let other = scratch().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let copy = other.join("libaar.so");
+    std::fs::copy(libaar(), &copy).unwrap();
+    // The same file twice is one copy; another file is a second.
+    let same = format!("{0}:{0}", libaar().display());
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &same)]);
+    assert!(!r.stdout.contains("copies of libaar.so"), "{}", r.stdout);
+    let two = format!("{}:{}:{}", libaar().display(), copy.display(), libaar().display());
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &two)]);
+    r.expect_line(
+        "warning",
+        "preload",
+        &format!(
+            "LD_PRELOAD names 2 copies of libaar.so ({}, {})",
+            libaar().canonicalize().unwrap().display(),
+            copy.canonicalize().unwrap().display()
+        ),
+    );
+    r.expect_code(3);
+}
+
+#[test]
 fn a_non_adaptive_mpich_gni_routing_mode_is_a_warning() {
     let prog = ugni_program();
     let r = doctor(&[prog.to_str().unwrap()], &[("MPICH_GNI_ROUTING_MODE", "IN_ORDER")]);
