@@ -52,12 +52,12 @@ pub fn job_id() -> Option<String> {
     first_set(&JOB_VARIABLES)
 }
 
-/// Ranks of one run share this in their iteration records: the job and step id, the job id
-/// alone, or `nojob`.
-pub fn experiment() -> String {
-    match (job_id(), first_set(&STEP_VARIABLES)) {
-        (Some(job), Some(step)) => format!("{job}.{step}"),
-        (Some(job), None) => job,
-        (None, _) => "nojob".to_string(),
-    }
+/// What the ranks of one run (one job step) share, in their iteration records and their files'
+/// names: the job and step id, or the job id alone; `None` without a job id.
+pub fn experiment() -> Option<String> {
+    let job = job_id()?;
+    Some(match first_set(&STEP_VARIABLES) {
+        Some(step) => format!("{job}.{step}"),
+        None => job,
+    })
 }

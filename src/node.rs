@@ -251,10 +251,7 @@ fn segment_path(events: &[String], clock: Clock) -> Option<(PathBuf, bool)> {
     if let Some(dir) = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty()) {
         return Some((Path::new(&dir).join(name), false));
     }
-    let experiment = job::experiment();
-    if experiment == "nojob" {
-        return None;
-    }
+    let experiment = job::experiment()?;
     let job: String = experiment
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || ".-_".contains(c) { c } else { '_' })

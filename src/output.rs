@@ -362,7 +362,7 @@ fn write_outputs() {
             ab: ab_section(settings, ended, written),
             messages: diag::kept(),
         };
-        let name = aar_record::summary_file_name(record.job_id.as_deref(), record.rank, record.pid);
+        let name = aar_record::summary_file_name(job::experiment().as_deref(), record.rank, record.pid);
         match serde_json::to_vec_pretty(&record) {
             Ok(json) => match write_record(dir, &name, &json) {
                 Ok(p) => record_path = Some(p),

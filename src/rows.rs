@@ -225,7 +225,8 @@ impl Record {
     /// Write rows in folder `dir` (the file is created on the first write). The header says what
     /// the rows are of: `schedule`'s policies, or the first iteration's one policy.
     pub fn write_to(&mut self, dir: &str, settings: &Settings, schedule: Option<&AbSchedule>) {
-        let name = aar_record::iterations_file_name(job::job_id().as_deref(), job::rank(), sys::pid());
+        let experiment = job::experiment();
+        let name = aar_record::iterations_file_name(experiment.as_deref(), job::rank(), sys::pid());
         let path = Path::new(dir).join(&name).to_string_lossy().into_owned();
         let (policies, order) = match schedule {
             Some(s) => (s.policies().iter().map(|p| p.name().to_string()).collect(), s.order().to_string()),
@@ -234,7 +235,7 @@ impl Record {
         let header = Header {
             format: aar_record::FORMAT.to_string(),
             source: Source::Job,
-            experiment: job::experiment(),
+            experiment: experiment.unwrap_or_else(|| aar_record::NO_JOB.to_string()),
             rank: job::rank().unwrap_or(0),
             nranks: job::nranks(),
             host: Some(sys::hostname()),

@@ -97,7 +97,7 @@ fn round_robin_markers_route_each_iteration_by_the_schedule_and_record_it() {
     );
     assert_eq!(ab["policies"], serde_json::json!(list));
     let file = ab["iterations_file"].as_str().unwrap();
-    assert!(file.starts_with("aar.77.0.") && file.ends_with(".iterations.jsonl"), "{file}");
+    assert!(file.starts_with("aar.77.3.0.") && file.ends_with(".iterations.jsonl"), "job 77, step 3, rank 0: {file}");
     assert!(r.dir.join("out").join(file).exists());
 }
 

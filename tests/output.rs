@@ -105,6 +105,44 @@ fn relative_output_and_trace_paths_are_the_start_up_folder_s_after_the_applicati
 }
 
 #[test]
+fn two_steps_of_a_job_whose_ranks_have_one_pid_keep_both_records() {
+    // Job steps in PID namespaces (a container per step): rank 0 of each step is pid 1, so a
+    // record name of job, rank and pid alone would be the same for both, and the second step's
+    // records could not be written (they never overwrite). The step tells them apart.
+    if !std::process::Command::new("unshare").args(["-fp", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no PID namespace here (unshare -fp); the test is skipped");
+        return;
+    }
+    let out = scratch("steps-one-pid").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    for step in ["0", "1"] {
+        let mut launch = Launch::driver(&format!("step-{step}"), "rdma 65536 3 0 iter begin rdma 65536 3 0 iter end");
+        launch.wrapper = vec!["unshare".into(), "-fp".into()];
+        let r = launch
+            .env("AAR_OUTPUT_DIR", &out.display().to_string())
+            .env("SLURM_JOB_ID", "555")
+            .env("SLURM_STEP_ID", step)
+            .env("SLURM_PROCID", "0")
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+            .run();
+        r.assert_ok();
+        assert!(r.aar_lines().iter().all(|l| !l.contains("could not") && !l.contains("cannot")), "{:?}", r.aar_lines());
+    }
+    let mut names: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "aar.555.0.0.1.iterations.jsonl",
+            "aar.555.0.0.1.json",
+            "aar.555.1.0.1.iterations.jsonl",
+            "aar.555.1.0.1.json"
+        ]
+    );
+}
+
+#[test]
 fn the_trace_has_one_line_per_message_with_the_documented_fields() {
     let launch = Launch::driver("trace", "rdma 65536 4 0 fma 64 3 0 fma 64 2 0x3 rdmaget 8192 2 0 smsg 8 2");
     let pattern = launch.dir.join("t.%r.%p.jsonl").display().to_string();

@@ -128,10 +128,14 @@ fn safe(text: &str) -> String {
     text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
 }
 
-/// Base name of a job's per-rank files: job, rank and pid, so that ranks and forked children
-/// never collide.
+/// What a run without a job id is called, in its files' names and its iteration records.
+pub const NO_JOB: &str = "nojob";
+
+/// Base name of a run's per-rank files: the job (with its step, e.g. `555.1`: steps of one job
+/// may write into one folder, and their ranks may have the same pid, as in a PID namespace per
+/// step), rank and pid, so that ranks and forked children never collide.
 pub fn base_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
-    let job = safe(job.unwrap_or("nojob"));
+    let job = safe(job.unwrap_or(NO_JOB));
     let rank = rank.map_or_else(|| "norank".to_string(), |r| r.to_string());
     format!("aar.{job}.{rank}.{pid}")
 }

@@ -1,5 +1,5 @@
 //! `aar report` on a run without iterations: a job with neither `AAR_AB` nor marked iterations
-//! leaves only each rank's summary record (`aar.<job>.<rank>.<pid>.json`, written by libaar.so
+//! leaves only each rank's summary record (`aar.<job>[.<step>].<rank>.<pid>.json`, written by libaar.so
 //! at exit). Without iteration times there is no table of times; the records are summed per job
 //! instead: ranks, policies, messages and bytes per routing mode, decisions, switches, counter
 //! reads, and what [`super::health`] finds in them.
@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-/// Whether a file name is a summary record's (`aar.<job>.<rank>.<pid>.json`). The simulator's
+/// Whether a file name is a summary record's (`aar.<job>[.<step>].<rank>.<pid>.json`). The simulator's
 /// per-rank files end in `.sim-rank.json` and are not.
 pub fn is_summary_name(name: &str) -> bool {
     name.starts_with("aar.") && name.ends_with(SUMMARY_SUFFIX) && !name.ends_with(RANK_SUFFIX)

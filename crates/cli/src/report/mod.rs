@@ -24,10 +24,12 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
-#[command(after_help = "Without iteration records, the summary records (aar.<job>.<rank>.<pid>.json) are summed per \
+#[command(
+    after_help = "Without iteration records, the summary records (aar.<job>[.<step>].<rank>.<pid>.json) are summed per \
 job: bytes per routing mode, decisions, counter reads; --json gives them as \"jobs\".\n\n\
 Exit status: 0 report written; 1 nothing to report, or --plot/--html could not be written (or asked, with \
---csv, of records without iterations); 2 bad arguments.")]
+--csv, of records without iterations); 2 bad arguments."
+)]
 pub struct ReportArgs {
     /// Folders (searched recursively for *.iterations.jsonl, else for summary records) or record files
     #[arg(required = true, value_name = "DIR|FILE")]
