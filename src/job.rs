@@ -52,11 +52,16 @@ pub fn job_id() -> Option<String> {
     first_set(&JOB_VARIABLES)
 }
 
+/// The job step (Slurm's step id, or the ALPS application id), when the launcher sets one.
+pub fn step() -> Option<String> {
+    first_set(&STEP_VARIABLES)
+}
+
 /// What the ranks of one run (one job step) share, in their iteration records and their files'
 /// names: the job and step id, or the job id alone; `None` without a job id.
 pub fn experiment() -> Option<String> {
     let job = job_id()?;
-    Some(match first_set(&STEP_VARIABLES) {
+    Some(match step() {
         Some(step) => format!("{job}.{step}"),
         None => job,
     })

@@ -150,6 +150,8 @@ struct Record<'a> {
     pid: u32,
     rank: Option<u32>,
     job_id: Option<String>,
+    /// The job step ([`job::step`]): `aar report` sums a job's records per step.
+    step: Option<String>,
     policy_at_exit: &'static str,
     /// A fork child of the process that loaded the library: its own messages only.
     fork_child: bool,
@@ -317,6 +319,7 @@ fn write_outputs() {
             pid: sys::pid(),
             rank: job::rank(),
             job_id: job::job_id(),
+            step: job::step(),
             policy_at_exit: policy,
             fork_child: state::is_fork_child(),
             internal_errors: diag::panics(),

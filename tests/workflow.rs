@@ -192,3 +192,43 @@ fn aar_report_sums_a_job_without_iterations_from_its_summary_records() {
     assert_eq!(o.status.code(), Some(1));
     assert!(o.stdout.is_empty() && String::from_utf8_lossy(&o.stderr).contains("--csv: nothing written"));
 }
+
+#[test]
+fn aar_report_sums_each_step_of_a_job_apart() {
+    // One step per fixed policy in one allocation, no iterations: the report sums each step's
+    // summary records on their own, so that the policies' traffic is not mixed.
+    let out = scratch("report-steps").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    for (step, mode) in [("0", "ADAPTIVE0"), ("1", "ADAPTIVE3")] {
+        for rank in ["0", "1"] {
+            Launch::driver(&format!("report-steps-{step}-{rank}"), "rdma 65536 4 0")
+                .env("AAR_OUTPUT_DIR", &out.display().to_string())
+                .env("AAR_MODE", mode)
+                .env("SLURM_JOB_ID", "88")
+                .env("SLURM_STEP_ID", step)
+                .env("PMI_RANK", rank)
+                .unset("AAR_EMU_LOG")
+                .run()
+                .assert_ok();
+        }
+    }
+    let o = Command::new(aar_command()).arg("report").arg(&out).arg("--json").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let jobs = doc["jobs"].as_array().unwrap();
+    let seen: Vec<(Option<&str>, Option<&str>, u64, u64)> = jobs
+        .iter()
+        .map(|j| {
+            let only = |mode: &str| j["modes"][mode]["messages"].as_u64().unwrap_or(0);
+            (j["job"].as_str(), j["step"].as_str(), only("ADAPTIVE0"), only("ADAPTIVE3"))
+        })
+        .collect();
+    assert_eq!(seen, [(Some("88"), Some("0"), 8, 0), (Some("88"), Some("1"), 0, 8)], "{doc}");
+    let o = Command::new(aar_command()).arg("report").arg(&out).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("job \"88\" step \"0\": 2 summary records")
+            && text.contains("job \"88\" step \"1\": 2 summary records"),
+        "{text}"
+    );
+}

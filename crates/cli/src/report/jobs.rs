@@ -43,6 +43,9 @@ fn discover(inputs: &[PathBuf]) -> Vec<PathBuf> {
 pub struct Job {
     /// The job id the ranks read from their launcher (`SLURM_JOB_ID`, ...); `null`: none.
     pub job: Option<String>,
+    /// The job step (`SLURM_STEP_ID`, the ALPS application id); `null`: none, or a record that
+    /// does not say. The steps of a job are summed apart (each may run another policy).
+    pub step: Option<String>,
     /// Summary records read (a rank run twice, or a forked child, has more than one).
     pub records: u64,
     /// Distinct ranks and hosts (counted in JSON).
@@ -111,11 +114,13 @@ impl Job {
         self.counter_reads += o.counter_reads;
     }
 
-    /// "job \"4242\"", or "records without a job id".
+    /// "job \"4242\"", "job \"4242\" step \"1\"", or "records without a job id".
     fn name(&self) -> String {
-        self.job
-            .as_deref()
-            .map_or_else(|| "records without a job id".into(), |j| format!("job \"{}\"", j.escape_debug()))
+        let Some(job) = self.job.as_deref() else { return "records without a job id".into() };
+        match self.step.as_deref() {
+            Some(step) => format!("job \"{}\" step \"{}\"", job.escape_debug(), step.escape_debug()),
+            None => format!("job \"{}\"", job.escape_debug()),
+        }
     }
 }
 
@@ -135,7 +140,10 @@ pub fn read(inputs: &[PathBuf]) -> Option<(Vec<Job>, Vec<String>)> {
         .filter_map(|p| {
             let rec = health::read_summary(p)?;
             let rank = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
-            let mut job = Job { job: rec["job_id"].as_str().map(str::to_string), ..Job::default() };
+            let text = |key: &str| rec[key].as_str().map(str::to_string);
+            // A step belongs to a job: without a job id it tells nothing apart.
+            let (job_id, step) = (text("job_id"), text("step"));
+            let mut job = Job { step: job_id.as_ref().and(step), job: job_id, ..Job::default() };
             job.add(&rec);
             Some((job, rank, health::problems(&rec, automatic(&rec))))
         })
@@ -143,13 +151,14 @@ pub fn read(inputs: &[PathBuf]) -> Option<(Vec<Job>, Vec<String>)> {
     if parts.is_empty() {
         return None;
     }
-    // Per job id: the sums, and each rank's problems.
+    // Per job id and step: the sums, and each rank's problems.
     type Found = Vec<(u32, health::Problems)>;
-    let mut jobs: BTreeMap<Option<String>, (Job, Found)> = BTreeMap::new();
+    let mut jobs: BTreeMap<(Option<String>, Option<String>), (Job, Found)> = BTreeMap::new();
     for (part, rank, problems) in parts {
+        let key = (part.job.clone(), part.step.clone());
         let (job, found) = jobs
-            .entry(part.job.clone())
-            .or_insert_with(|| (Job { job: part.job.clone(), ..Job::default() }, Vec::new()));
+            .entry(key)
+            .or_insert_with(|| (Job { job: part.job.clone(), step: part.step.clone(), ..Job::default() }, Vec::new()));
         job.merge(part);
         found.push((rank, problems));
     }
