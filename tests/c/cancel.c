@@ -24,13 +24,15 @@ int MPI_Allreduce(const void *in, void *out, int count, int datatype, int op, in
 #pragma weak MPI_Allreduce
 
 static pthread_t worker_thread;
+/* Set by the worker itself: whether pthread_create has stored its id yet does not matter. */
+static __thread int is_worker;
 
 int PMPI_Allreduce(const void *in, void *out, int count, int datatype, int op, int comm)
 {
 	(void)datatype;
 	(void)op;
 	(void)comm;
-	if (pthread_equal(pthread_self(), worker_thread))
+	if (is_worker)
 		for (;;)
 			pause();
 	for (int i = 0; i < count; i++)
@@ -46,6 +48,7 @@ static int allreduce(const long *in, long *out)
 static void *worker(void *arg)
 {
 	(void)arg;
+	is_worker = 1;
 	long in = 1, out = 0;
 	allreduce(&in, &out);
 	return NULL;
