@@ -10,8 +10,9 @@
 //! a torn copy, reads PAPI itself.
 //!
 //! The segment: `AAR_EMU_JOB_DIR/aar-node-<NIC>-<events>-<clock>` under `aar run` (the launcher
-//! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>`, removed by the
-//! last rank that leaves. `<events>` is a hash of the event names, so ranks that read different
+//! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>`, removed as
+//! soon as every rank of the node has mapped it (so that a job killed whole leaves nothing
+//! behind), or else by the last rank that leaves. `<events>` is a hash of the event names, so ranks that read different
 //! events never share; `<clock>` names the clock readings are stamped with ([`Clock`]). The NIC address comes from `PMI_GNI_LOC_ADDR`; without it, or without a job id outside
 //! `aar run`, every rank reads its own counters. A zero-filled file is a valid empty segment, so
 //! ranks that map it at the same time need no set-up between them.
@@ -51,8 +52,11 @@ struct Segment {
     with_rsp_stalled: AtomicU64,
     /// The window's counts: the difference of two readings of the rank that published it.
     values: [AtomicI64; 5],
-    /// Ranks attached (outside `aar run`, the last one to leave removes the file).
+    /// Ranks attached (outside `aar run`, the file is removed once as many as the node has
+    /// have attached, or else by the last one to leave).
     users: AtomicU32,
+    /// 1 once a rank has removed the file: its name may since be another segment's.
+    removed: AtomicU32,
     /// The node's decided bytes per side ([`SideBytes`]: low latency, low stall), which each rank
     /// adds to at its decisions: what the node's counters measured, for `steady`'s attribution.
     decided: [AtomicU64; 2],
@@ -216,7 +220,8 @@ pub enum Reading {
 pub struct Node {
     segment: &'static Segment,
     path: PathBuf,
-    /// Remove the file when the last rank leaves (not under `aar run`, whose folder goes).
+    /// Remove the file once the node's ranks have attached, or when the last leaves (not under
+    /// `aar run`, whose folder goes).
     remove_when_last: bool,
     /// The process that attached (a fork child inherits the mapping, not the attachment).
     pid: u32,
@@ -287,23 +292,38 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     // for the whole process; Segment is repr(C), made of atomics only, and all-zero is a valid
     // value of each, so any content another process left is a valid Segment.
     let segment = unsafe { &*bytes.as_ptr().cast::<Segment>() };
-    segment.users.fetch_add(1, AcqRel);
+    let users = segment.users.fetch_add(1, AcqRel) + 1;
+    if remove_when_last && users >= ranks_per_node {
+        // Every rank of the node has its mapping: the name can go now, so that a job whose ranks
+        // are all killed (time limit, scancel, MPI_Abort) leaves nothing in /dev/shm. A rank that
+        // opened it meanwhile keeps its mapping; one that comes later makes a new one.
+        remove_once(segment, &path);
+    }
     let (max_age, stuck, slack) = (clock.ticks(max_age_ns), clock.ticks(STUCK_NS), clock.ticks(STAMP_SLACK_NS));
     let share_readings = max_age_ns > 0;
     let node = Node { segment, path, remove_when_last, pid: sys::pid(), clock, max_age, share_readings, stuck, slack };
     Some(NODE.get_or_init(|| node))
 }
 
-/// At exit: detach; outside `aar run`, the last rank of the node removes the segment.
+/// At exit: detach; outside `aar run`, the last rank of the node removes the segment if no rank
+/// has yet.
 pub fn leave() {
     let Some(n) = NODE.get() else { return };
     if n.pid != sys::pid() {
         return;
     }
     if n.segment.users.fetch_sub(1, AcqRel) == 1 && n.remove_when_last {
-        // A rank attaching right now keeps its mapping of the removed file; ranks after it
-        // make a new one.
-        let _ = std::fs::remove_file(&n.path);
+        // Fewer ranks attached than the node has (or the count was wrong): the last one removes
+        // it. A rank attaching right now keeps its mapping; ranks after it make a new one.
+        remove_once(n.segment, &n.path);
+    }
+}
+
+/// Remove the segment's file, unless a rank already has: by then its name may be a newer
+/// segment's.
+fn remove_once(segment: &Segment, path: &Path) {
+    if segment.removed.swap(1, AcqRel) == 0 {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -537,6 +557,7 @@ mod tests {
             with_rsp_stalled: AtomicU64::new(0),
             values: Default::default(),
             users: AtomicU32::new(0),
+            removed: AtomicU32::new(0),
             decided: Default::default(),
             window_decided: Default::default(),
         }))

@@ -343,3 +343,47 @@ fn steady_attributes_a_window_by_the_bytes_its_node_mates_decided() {
     assert_eq!((&e1["windows_node_side"], &e1["windows_node_mixed"]), (&0.into(), &1.into()), "{e1}");
     assert!(segments(&job).is_empty());
 }
+
+/// A job killed whole (its time limit, `scancel`, an `MPI_Abort`): no rank leaves, and still
+/// nothing of it stays in /dev/shm, because the segment's file goes as soon as both ranks of the
+/// node have mapped it; they go on sharing it through their mappings.
+#[test]
+fn a_job_whose_ranks_are_all_killed_leaves_no_segment_behind() {
+    let test = "node-killed";
+    let job = format!("{test}-{}", std::process::id());
+    let steps = scratch(&format!("{test}-steps"));
+    let f = |name: &str| steps.join(name).display().to_string();
+    let ranks: Vec<_> = (0..2u32)
+        .map(|r| {
+            // Both ranks post, then wait for the other's readiness; the wrapper then notes what
+            // the rank has mapped and kills it (never waiting more than 60 s).
+            let other = 1 - r;
+            let script = format!("rdma 65536 4 0 touch {} waitfile {} waitfile {}", f(&format!("ready{r}")), f(&format!("ready{other}")), f("never"));
+            let mut l = rank(&format!("{test}-{r}"), &job, r, 2, &script).env("AAR_NODE_READING", "1000ms");
+            l.wrapper = vec![
+                "sh".into(),
+                "-c".into(),
+                format!(
+                    "\"$@\" & pid=$!; n=0; while ! [ -e {a} -a -e {b} ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
+                     grep aar-node /proc/$pid/maps >{maps}; kill -9 $pid; wait $pid; exit 0",
+                    a = f("ready0"),
+                    b = f("ready1"),
+                    maps = f(&format!("maps{r}"))
+                ),
+                "sh".into(),
+            ];
+            std::thread::spawn(move || l.run())
+        })
+        .collect();
+    for t in ranks {
+        let r = t.join().unwrap();
+        r.assert_ok();
+        assert!(r.records().is_empty(), "a killed rank wrote its summary: {}", r.stderr);
+    }
+    for r in 0..2 {
+        let maps = std::fs::read_to_string(steps.join(format!("maps{r}"))).unwrap();
+        assert!(maps.contains(&format!("-{job}-0x1234-")), "rank {r} never mapped the node's segment: {maps:?}");
+        assert!(maps.contains("(deleted)"), "rank {r} ran with the segment's file still named: {maps:?}");
+    }
+    assert_eq!(segments(&job), Vec::<PathBuf>::new(), "the killed job's segment stayed in /dev/shm");
+}
