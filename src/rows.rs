@@ -355,7 +355,12 @@ impl Record {
                     let mut head = Vec::with_capacity(1024 + rows.len());
                     aar_record::write_line(&mut head, &*header)?;
                     head.extend_from_slice(rows);
-                    f.write_all(&head)?;
+                    if let Err(e) = f.write_all(&head) {
+                        // A full or over-quota file system: an empty or cut header is no record,
+                        // and the file is this process's own (created new).
+                        let _ = std::fs::remove_file(&path);
+                        return Err(e);
+                    }
                     Ok(f)
                 };
                 create()

@@ -62,7 +62,25 @@ pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> String {
 }
 
 /// The trace file of this process, if tracing.
-pub struct TraceFile(TryLock<Option<BufWriter<File>>>);
+pub struct TraceFile(TryLock<Option<Open>>);
+
+/// An open trace, and its path for the warning if writing it fails.
+struct Open {
+    w: BufWriter<File>,
+    path: String,
+}
+
+impl Open {
+    /// Warn that writing it failed with `e` (a full or over-quota file system), and `then`: what
+    /// is lost.
+    fn warn(&self, e: &std::io::Error, then: &str) {
+        diag::warn(&format!(
+            "writing the decision trace {} (AAR_TRACE) failed ({e}); {then}. \
+             Point AAR_TRACE at a file system with room.",
+            self.path
+        ));
+    }
+}
 
 impl TraceFile {
     /// No trace yet.
@@ -77,7 +95,7 @@ impl TraceFile {
         match sys::create_new(&path) {
             Ok(f) => {
                 match self.0.try_lock_for(Duration::from_secs(1)) {
-                    Some(mut t) => *t = Some(BufWriter::with_capacity(1 << 16, f)),
+                    Some(mut t) => *t = Some(Open { w: BufWriter::with_capacity(1 << 16, f), path }),
                     None => return false,
                 }
                 true
@@ -101,22 +119,24 @@ impl TraceFile {
         // Another thread mid-line: wait for it (the trace is a debugging mode, which serialises
         // posts), but never forever. A write error ends the trace with one warning.
         let Some(mut guard) = self.0.try_lock_for(Duration::from_secs(1)) else { return };
-        let Some(w) = guard.as_mut() else { return };
-        let ok = serde_json::to_writer(&mut *w, line).is_ok() && w.write_all(b"\n").is_ok();
-        if !ok {
-            *guard = None;
-            drop(guard);
-            diag::warn(
-                "writing the decision trace failed (disk full?); the trace stops here, the application continues.",
-            );
+        let Some(t) = guard.as_mut() else { return };
+        let written =
+            serde_json::to_writer(&mut t.w, line).map_err(std::io::Error::from).and_then(|()| t.w.write_all(b"\n"));
+        if let Err(e) = written {
+            if let Some(t) = guard.take() {
+                drop(guard);
+                t.warn(&e, "the trace stops here, the application continues");
+                // Its buffer is not written again at exit.
+                let _ = t.w.into_parts();
+            }
         }
     }
 
     /// Flush the buffer (before a fork, so the child does not write the parent's lines again).
     pub fn flush(&self) {
         if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
-            if let Some(w) = guard.as_mut() {
-                let _ = w.flush();
+            if let Some(t) = guard.as_mut() {
+                let _ = t.w.flush();
             }
         }
     }
@@ -126,8 +146,8 @@ impl TraceFile {
     pub fn reopen_in_child(&self, pattern: Option<&str>) -> bool {
         if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
             // Discard, never flush, what the buffer may hold: those lines are the parent's.
-            if let Some(w) = guard.take() {
-                let _ = w.into_parts();
+            if let Some(t) = guard.take() {
+                let _ = t.w.into_parts();
             }
         }
         match pattern {
@@ -139,12 +159,12 @@ impl TraceFile {
     /// Flush at exit.
     pub fn finish(&self) {
         if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(200)) {
-            if let Some(w) = guard.as_mut() {
-                if w.flush().is_err() {
-                    diag::warn("flushing the decision trace failed (disk full?); its last lines are lost.");
+            if let Some(mut t) = guard.take() {
+                if let Err(e) = t.w.flush() {
+                    t.warn(&e, "its lines not yet written are lost");
+                    let _ = t.w.into_parts();
                 }
             }
-            *guard = None;
         }
     }
 }

@@ -365,35 +365,53 @@ fn a_killed_job_keeps_every_row_written_before_the_kill() {
 }
 
 #[test]
-fn a_full_disk_is_one_warning_then_no_more_rows_and_the_application_goes_on() {
+fn a_full_disk_is_one_warning_per_file_then_no_more_rows_and_no_empty_record() {
     let ok = Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success());
     if !ok {
         eprintln!("SKIPPED: no mount namespace here (unshare -m), so no full file system to test with");
         return;
     }
     // 100 iterations of 2 rows' worth each fill no buffer: the rows meet the full disk at the
-    // first write (the first iteration's end) and at exit.
+    // first write (the first iteration's end) and at exit; the trace's buffer, at exit.
     let script = "iter begin rdma 8192 1 0 iter end ".repeat(100);
     let mut launch = Launch::driver("ab-full", &script).env("AAR_AB", "ADAPTIVE0,ADAPTIVE3").unset("AAR_EMU_LOG");
     let out = launch.dir.join("out");
+    let trace = out.join("trace.jsonl");
+    let listing = launch.dir.join("listing");
+    launch = launch.env("AAR_TRACE", &trace.display().to_string());
+    // The full file system is seen only inside the namespace: what is left in it is listed there.
     launch.wrapper = vec![
         "unshare".into(),
         "-m".into(),
         "sh".into(),
         "-c".into(),
-        format!("o={}; mount -t tmpfs -o size=64k tmpfs \"$o\" && dd if=/dev/zero of=\"$o/fill\" bs=4k count=64 2>/dev/null; exec \"$@\"", out.display()),
+        format!(
+            "o={}; mount -t tmpfs -o size=64k tmpfs \"$o\" && dd if=/dev/zero of=\"$o/fill\" bs=4k count=64 2>/dev/null; \
+             \"$@\"; rc=$?; ls -A \"$o\" >{}; exit $rc",
+            out.display(),
+            listing.display()
+        ),
         "sh".into(),
     ];
     let r = launch.run();
     r.assert_ok();
     assert!(r.stdout.contains("posts=100 errors=0"), "{}", r.stdout);
     let warnings: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    let rows = warnings.iter().find(|w| w.contains("iteration record")).expect("a warning about the rows");
+    assert!(rows.contains("no more iteration rows") && rows.contains("AAR_OUTPUT_DIR"), "{rows}");
+    let traced = warnings.iter().find(|w| w.contains("decision trace")).expect("a warning about the trace");
     assert!(
-        warnings[0].contains("iteration record") && warnings[0].contains("no more iteration rows"),
-        "{}",
-        warnings[0]
+        traced.contains(&format!("{} (AAR_TRACE)", trace.display()))
+            && traced.contains("No space left on device")
+            && traced.contains("Point AAR_TRACE at"),
+        "{traced}"
     );
+    // The record it could not write is not left empty (or cut) for `aar report` to trip on.
+    let left = std::fs::read_to_string(&listing).unwrap();
+    let mut left: Vec<&str> = left.lines().collect();
+    left.sort();
+    assert_eq!(left, ["fill", "trace.jsonl"], "left in the output folder");
 }
 
 #[test]
