@@ -1,6 +1,6 @@
 //! What a run leaves behind at exit: a per-rank JSON record in `AAR_OUTPUT_DIR` (created
 //! atomically: written under a temporary name, then linked to its final name, which is never
-//! overwritten) and one summary line on stderr from rank 0. The iteration record is written as
+//! overwritten; on a file system without hard links, created under its name) and one summary line on stderr from rank 0. The iteration record is written as
 //! the job runs (see `rows`); both only by the ranks `AAR_OUTPUT_RANKS` names.
 //!
 //! The exit handler is here, below `init`, which registers it: it only reads the process state.
@@ -194,16 +194,32 @@ pub fn check_output_dir(dir: Option<&str>) {
 fn write_record(dir: &str, name: &str, json: &[u8]) -> std::io::Result<String> {
     let final_path = Path::new(dir).join(name);
     let partial = Path::new(dir).join(format!("{name}.partial"));
-    let partial_str = partial.to_string_lossy().into_owned();
-    let result = (|| {
-        let mut f = sys::create_new(&partial_str)?;
-        f.write_all(json)?;
-        f.sync_data().or(Ok::<(), std::io::Error>(()))?;
+    let result = write_new(&partial, json).and_then(|()| {
         // link() fails if the final name exists (a symlink planted there included): never overwrite.
-        std::fs::hard_link(&partial, &final_path)
-    })();
+        match std::fs::hard_link(&partial, &final_path) {
+            Err(e) if refuses_hard_links(&e) => write_new(&final_path, json),
+            linked => linked,
+        }
+    });
     let _ = std::fs::remove_file(&partial);
     result.map(|_| final_path.to_string_lossy().into_owned())
+}
+
+/// Create `path` (never an existing name) with `json` in it, synced; removed if that fails.
+fn write_new(path: &Path, json: &[u8]) -> std::io::Result<()> {
+    let mut f = sys::create_new(&path.to_string_lossy())?;
+    let written = f.write_all(json).and_then(|()| f.sync_data().or(Ok(())));
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
+/// A file system without hard links (vfat, DAOS's dfuse, FUSE and object-store ones) refuses
+/// link(2) this way: the record is then created under its own name directly (a reader at that
+/// moment could see it part-written, which the link avoids where it can).
+fn refuses_hard_links(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS))
 }
 
 fn human_bytes(b: u64) -> String {

@@ -105,6 +105,27 @@ fn relative_output_and_trace_paths_are_the_start_up_folder_s_after_the_applicati
 }
 
 #[test]
+fn the_record_is_written_on_a_file_system_without_hard_links() {
+    // vfat, DAOS's dfuse and some FUSE or object-store file systems refuse link(2): the record,
+    // written under a temporary name and linked to its own, would never appear. Here link(2)
+    // and linkat(2) fail with EPERM, as they do there.
+    let mut launch = Launch::driver("no-links", "rdma 65536 3 0 fma 64 2 0").env("SLURM_JOB_ID", "66");
+    launch.wrapper = vec![program("seccomp_exec").display().to_string(), "--no-links".into()];
+    let r = launch.run();
+    r.assert_ok();
+    assert!(r.aar_lines().iter().all(|l| !l.contains("could not")), "{:?}", r.aar_lines());
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "one whole record");
+    assert_eq!(recs[0]["apis"]["uGNI"]["messages"], 5, "{}", recs[0]);
+    let names: Vec<String> = std::fs::read_dir(r.dir.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+    assert!(names[0].starts_with("aar.66.") && names[0].ends_with(".json"), "{names:?}");
+}
+
+#[test]
 fn two_steps_of_a_job_whose_ranks_have_one_pid_keep_both_records() {
     // Job steps in PID namespaces (a container per step): rank 0 of each step is pid 1, so a
     // record name of job, rank and pid alone would be the same for both, and the second step's
