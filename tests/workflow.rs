@@ -191,6 +191,26 @@ fn aar_report_sums_a_job_without_iterations_from_its_summary_records() {
     let o = report(&["--csv"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(o.stdout.is_empty() && String::from_utf8_lossy(&o.stderr).contains("--csv: nothing written"));
+    // A record cut short (its rank stopped while writing it, where it cannot be linked into
+    // place) is named and skipped; the others are still summed.
+    let whole = std::fs::read(out.join(read_dir_names(&out)[0].as_str())).unwrap();
+    std::fs::write(out.join("aar.77.2.99.json"), &whole[..whole.len() / 2]).unwrap();
+    let o = report(&["--json"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["jobs"][0]["records"], 2, "{}", doc["jobs"]);
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("aar.77.2.99.json")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("not a whole summary record") && said[0].ends_with(": skipped"), "{}", said[0]);
+}
+
+/// The file names in `dir`, sorted.
+fn read_dir_names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
 }
 
 #[test]

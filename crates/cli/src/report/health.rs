@@ -39,14 +39,23 @@ fn summary_beside(iterations: &Path) -> Option<PathBuf> {
     Some(iterations.with_file_name(aar_record::summary_beside(iterations.file_name()?.to_str()?)?))
 }
 
-/// A summary record (format `aar-record/...`), if `path` is one.
-pub fn read_summary(path: &Path) -> Option<Value> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_SUMMARY_BYTES {
-        return None;
+/// A summary record (format `aar-record/...`), or why `path` is not one that can be read (the
+/// text completes `aar: FILE: ...: skipped`).
+pub fn read_summary(path: &Path) -> Result<Value, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read ({e})"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
     }
-    let v: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    v["format"].as_str().is_some_and(|f| f.starts_with("aar-record/")).then_some(v)
+    if meta.len() > MAX_SUMMARY_BYTES {
+        return Err(format!("larger than {} MiB, so not a summary record", MAX_SUMMARY_BYTES >> 20));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read ({e})"))?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("not a whole summary record ({e}; cut short if its rank was stopped while writing it)"))?;
+    match v["format"].as_str() {
+        Some(f) if f.starts_with("aar-record/") => Ok(v),
+        _ => Err("JSON, but not a summary record (no \"format\": \"aar-record/...\")".into()),
+    }
 }
 
 /// Whether a policy name is an automatic policy's (`auto`, `steady`: they need the counters).
@@ -92,7 +101,7 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     let found: Vec<(u32, Problems)> = files
         .par_iter()
         .filter_map(|&(rank, path)| {
-            let rec = read_summary(&summary_beside(path)?)?;
+            let rec = read_summary(&summary_beside(path)?).ok()?;
             Some((rank, problems(&rec, automatic)))
         })
         .collect();

@@ -131,26 +131,26 @@ fn automatic(rec: &Value) -> bool {
     health::is_automatic(kind) || ab.split(',').any(health::is_automatic)
 }
 
-/// The jobs of the summary records under `inputs`, and the health warnings; `None` when there is
-/// no summary record. Each record is read, summed into a job of its own and dropped (in
-/// parallel); the jobs are then merged: memory is a few hundred bytes per record.
-pub fn read(inputs: &[PathBuf]) -> Option<(Vec<Job>, Vec<String>)> {
-    let parts: Vec<(Job, u32, health::Problems)> = discover(inputs)
+/// The jobs of the summary records under `inputs` (none when there is no record it can read),
+/// and the warnings: the files skipped and the ranks' health. Each record is read, summed into a
+/// job of its own and dropped (in parallel); the jobs are then merged: memory is a few hundred
+/// bytes per record.
+pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
+    let read: Vec<Result<(Job, u32, health::Problems), String>> = discover(inputs)
         .par_iter()
-        .filter_map(|p| {
-            let rec = health::read_summary(p)?;
+        .map(|p| {
+            let rec = health::read_summary(p).map_err(|why| format!("{}: {why}: skipped", p.display()))?;
             let rank = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
             let text = |key: &str| rec[key].as_str().map(str::to_string);
             // A step belongs to a job: without a job id it tells nothing apart.
             let (job_id, step) = (text("job_id"), text("step"));
             let mut job = Job { step: job_id.as_ref().and(step), job: job_id, ..Job::default() };
             job.add(&rec);
-            Some((job, rank, health::problems(&rec, automatic(&rec))))
+            Ok((job, rank, health::problems(&rec, automatic(&rec))))
         })
         .collect();
-    if parts.is_empty() {
-        return None;
-    }
+    let mut warnings = Vec::new();
+    let parts: Vec<_> = read.into_iter().filter_map(|r| r.map_err(|w| warnings.push(w)).ok()).collect();
     // Per job id and step: the sums, and each rank's problems.
     type Found = Vec<(u32, health::Problems)>;
     let mut jobs: BTreeMap<(Option<String>, Option<String>), (Job, Found)> = BTreeMap::new();
@@ -162,7 +162,6 @@ pub fn read(inputs: &[PathBuf]) -> Option<(Vec<Job>, Vec<String>)> {
         job.merge(part);
         found.push((rank, problems));
     }
-    let mut warnings = Vec::new();
     let jobs = jobs
         .into_values()
         .map(|(job, found)| {
@@ -170,7 +169,7 @@ pub fn read(inputs: &[PathBuf]) -> Option<(Vec<Job>, Vec<String>)> {
             job
         })
         .collect();
-    Some((jobs, warnings))
+    (jobs, warnings)
 }
 
 /// What the records cannot give, and how to get it.

@@ -154,9 +154,12 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 /// Without iteration records: the summary records summed per job (`None`: there are none
 /// either). Tables and JSON only: without iterations there is nothing to plot or to compare.
 fn report_jobs(args: &ReportArgs, mut warnings: Vec<String>) -> Option<i32> {
-    let (jobs, found) = jobs::read(&args.inputs)?;
+    let (jobs, found) = jobs::read(&args.inputs);
     for w in found {
         read::warn(&mut warnings, w);
+    }
+    if jobs.is_empty() {
+        return None;
     }
     // CSV is one row per policy of an experiment: there is none to write.
     if !args.csv {
@@ -203,7 +206,7 @@ pub fn run(args: ReportArgs) -> i32 {
         if let Some(code) = report_jobs(&args, warnings) {
             return code;
         }
-        eprintln!("aar: nothing to report: no usable iteration records in {}", inputs.join(" "));
+        eprintln!("aar: nothing to report: no usable iteration or summary records in {}", inputs.join(" "));
         return EXIT_FAILED;
     }
     let drawing = args.plot.is_some() || args.html.is_some();
