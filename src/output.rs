@@ -1,7 +1,8 @@
 //! What a run leaves behind at exit: a per-rank JSON record in `AAR_OUTPUT_DIR` (created
 //! atomically: written under a temporary name, then linked to its final name, which is never
-//! overwritten; on a file system without hard links, created under its name) and one summary line on stderr from rank 0. The iteration record is written as
-//! the job runs (see `rows`); both only by the ranks `AAR_OUTPUT_RANKS` names.
+//! overwritten; on a file system without hard links, created under its name) and one summary
+//! line on stderr from rank 0. The iteration record is written as the job runs (see `rows`);
+//! both only by the ranks `AAR_OUTPUT_RANKS` names.
 //!
 //! The exit handler is here, below `init`, which registers it: it only reads the process state.
 
