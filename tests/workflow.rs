@@ -203,6 +203,14 @@ fn aar_report_sums_a_job_without_iterations_from_its_summary_records() {
     let said: Vec<&str> = stderr.lines().filter(|l| l.contains("aar.77.2.99.json")).collect();
     assert_eq!(said.len(), 1, "{stderr}");
     assert!(said[0].contains("not a whole summary record") && said[0].ends_with(": skipped"), "{}", said[0]);
+    // Named on the command line, each file is still read once and said once.
+    let cut = out.join("aar.77.2.99.json");
+    let whole = out.join(read_dir_names(&out)[0].as_str());
+    let o = Command::new(aar_command()).arg("report").arg(&cut).arg(&whole).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one warning, of the cut record: {stderr}");
+    assert!(stderr.contains("aar.77.2.99.json: not a whole summary record"), "{stderr}");
 }
 
 /// The file names in `dir`, sorted.

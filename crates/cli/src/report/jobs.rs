@@ -136,10 +136,14 @@ fn automatic(rec: &Value) -> bool {
 /// job of its own and dropped (in parallel); the jobs are then merged: memory is a few hundred
 /// bytes per record.
 pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
-    let read: Vec<Result<(Job, u32, health::Problems), String>> = discover(inputs)
+    let read: Vec<Result<(Job, u32, health::Problems), Option<String>>> = discover(inputs)
         .par_iter()
         .map(|p| {
-            let rec = health::read_summary(p).map_err(|why| format!("{}: {why}: skipped", p.display()))?;
+            // A file of another name was named on the command line, and the iteration records'
+            // reader has already said why it is not one of those.
+            let named_so = p.file_name().is_some_and(|n| is_summary_name(&n.to_string_lossy()));
+            let rec =
+                health::read_summary(p).map_err(|why| named_so.then(|| format!("{}: {why}: skipped", p.display())))?;
             let rank = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
             let text = |key: &str| rec[key].as_str().map(str::to_string);
             // A step belongs to a job: without a job id it tells nothing apart.
@@ -150,7 +154,7 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
         })
         .collect();
     let mut warnings = Vec::new();
-    let parts: Vec<_> = read.into_iter().filter_map(|r| r.map_err(|w| warnings.push(w)).ok()).collect();
+    let parts: Vec<_> = read.into_iter().filter_map(|r| r.map_err(|w| warnings.extend(w)).ok()).collect();
     // Per job id and step: the sums, and each rank's problems.
     type Found = Vec<(u32, health::Problems)>;
     let mut jobs: BTreeMap<(Option<String>, Option<String>), (Job, Found)> = BTreeMap::new();

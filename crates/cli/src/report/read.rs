@@ -203,7 +203,10 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
             }
         };
         if meta.is_file() {
-            found.push(input.clone());
+            // A summary record named on the command line is `jobs`'s to read (and to warn of).
+            if !input.file_name().is_some_and(|n| jobs::is_summary_name(&n.to_string_lossy())) {
+                found.push(input.clone());
+            }
             continue;
         }
         if !meta.is_dir() {
