@@ -14,7 +14,6 @@ use crate::{attributes, control, diag, job, node, sys, topology};
 use aar_engine::{EngineStats, Reason};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -206,14 +205,11 @@ fn write_record(dir: &str, name: &str, json: &[u8]) -> std::io::Result<String> {
     result.map(|_| final_path.to_string_lossy().into_owned())
 }
 
-/// Create `path` (never an existing name) with `json` in it, synced; removed if that fails.
+/// Create `path` (never an existing name) with `json` in it, synced where the file system can.
 fn write_new(path: &Path, json: &[u8]) -> std::io::Result<()> {
-    let mut f = sys::create_new(&path.to_string_lossy())?;
-    let written = f.write_all(json).and_then(|()| f.sync_data().or(Ok(())));
-    if written.is_err() {
-        let _ = std::fs::remove_file(path);
-    }
-    written
+    let f = sys::create_new_with(&path.to_string_lossy(), json)?;
+    let _ = f.sync_data();
+    Ok(())
 }
 
 /// A file system without hard links (vfat, DAOS's dfuse, FUSE and object-store ones) refuses

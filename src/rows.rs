@@ -350,18 +350,11 @@ impl Record {
                 }
                 let rows = &self.rows;
                 let create = || -> std::io::Result<File> {
-                    let mut f = sys::create_new(&path)?;
                     // The header and the first rows in one write: the file is never seen empty.
                     let mut head = Vec::with_capacity(1024 + rows.len());
                     aar_record::write_line(&mut head, &*header)?;
                     head.extend_from_slice(rows);
-                    if let Err(e) = f.write_all(&head) {
-                        // A full or over-quota file system: an empty or cut header is no record,
-                        // and the file is this process's own (created new).
-                        let _ = std::fs::remove_file(&path);
-                        return Err(e);
-                    }
-                    Ok(f)
+                    sys::create_new_with(&path, &head)
                 };
                 create()
                     .map(|f| (f, Some(name)))

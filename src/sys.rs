@@ -177,6 +177,18 @@ pub fn create_new(path: &str) -> std::io::Result<std::fs::File> {
         .open(path)
 }
 
+/// [`create_new`] with `bytes` written in one go; where that write fails (a full or over-quota
+/// file system), the file, this process's own, is removed: an empty or cut file is no record.
+pub fn create_new_with(path: &str, bytes: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut f = create_new(path)?;
+    if let Err(e) = f.write_all(bytes) {
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(f)
+}
+
 /// The text of a file a setting or the system names (a node table, `/proc/cray_xt`), read only if
 /// it is a regular file of at most `limit` bytes: a FIFO or a device in its place would block the
 /// host's thread (opening a FIFO waits for a writer) or never end (`/dev/zero`). Opened without

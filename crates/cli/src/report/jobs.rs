@@ -13,12 +13,17 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Whether a file name is a summary record's (`aar.<job>[.<step>].<rank>.<pid>.json`). The simulator's
 /// per-rank files end in `.sim-rank.json` and are not.
 pub fn is_summary_name(name: &str) -> bool {
     name.starts_with("aar.") && name.ends_with(SUMMARY_SUFFIX) && !name.ends_with(RANK_SUFFIX)
+}
+
+/// Whether `path`'s file name is a summary record's ([`is_summary_name`]).
+pub fn names_a_summary(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| is_summary_name(&n.to_string_lossy()))
 }
 
 /// The summary records under `inputs` (files named on the command line taken whatever their
@@ -139,11 +144,10 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
     let read: Vec<Result<(Job, u32, health::Problems), Option<String>>> = discover(inputs)
         .par_iter()
         .map(|p| {
-            // A file of another name was named on the command line, and the iteration records'
-            // reader has already said why it is not one of those.
-            let named_so = p.file_name().is_some_and(|n| is_summary_name(&n.to_string_lossy()));
-            let rec =
-                health::read_summary(p).map_err(|why| named_so.then(|| format!("{}: {why}: skipped", p.display())))?;
+            // Only a file named as a summary record is warned of here: any other was named on the
+            // command line, and the iteration records' reader has said why it skipped it.
+            let said = |why| names_a_summary(p).then(|| format!("{}: {why}: skipped", p.display()));
+            let rec = health::read_summary(p).map_err(said)?;
             let rank = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
             let text = |key: &str| rec[key].as_str().map(str::to_string);
             // A step belongs to a job: without a job id it tells nothing apart.

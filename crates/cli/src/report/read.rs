@@ -204,7 +204,7 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
         };
         if meta.is_file() {
             // A summary record named on the command line is `jobs`'s to read (and to warn of).
-            if !input.file_name().is_some_and(|n| jobs::is_summary_name(&n.to_string_lossy())) {
+            if !jobs::names_a_summary(input) {
                 found.push(input.clone());
             }
             continue;
