@@ -442,7 +442,8 @@ pub unsafe extern "C" fn dmapp_get_rma_attrs_ext(attrs: *mut c_void) -> DmappRet
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C-unwind" fn MPI_Barrier(comm: usize) -> c_int {
     mpi::forward(&mpi::BARRIER, [0, 0, 0, comm as u64], |real: BarrierFn| {
-        // SAFETY: PMPI_Barrier, whose prototype BarrierFn matches; the caller's argument, unchanged.
+        // SAFETY: the next MPI_Barrier (or PMPI_Barrier), whose prototype BarrierFn matches; the caller's argument,
+        // unchanged.
         unsafe { real(comm) }
     })
 }
@@ -459,7 +460,8 @@ pub unsafe extern "C-unwind" fn MPI_Allreduce(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::ALLREDUCE, [count as u64, datatype as u64, op as u64, comm as u64], |real: AllreduceFn| {
-        // SAFETY: PMPI_Allreduce, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Allreduce (or PMPI_Allreduce), whose prototype AllreduceFn matches; the caller's
+        // arguments, unchanged.
         unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) }
     })
 }
@@ -477,7 +479,8 @@ pub unsafe extern "C-unwind" fn MPI_Reduce(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::REDUCE, [count as u64, datatype as u64, root as u64, comm as u64], |real: ReduceFn| {
-        // SAFETY: PMPI_Reduce, whose prototype ReduceFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Reduce (or PMPI_Reduce), whose prototype ReduceFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) }
     })
 }
@@ -493,7 +496,8 @@ pub unsafe extern "C-unwind" fn MPI_Bcast(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::BCAST, [count as u64, datatype as u64, root as u64, comm as u64], |real: BcastFn| {
-        // SAFETY: PMPI_Bcast, whose prototype BcastFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Bcast (or PMPI_Bcast), whose prototype BcastFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(buffer, count, datatype, root, comm) }
     })
 }
@@ -511,7 +515,8 @@ pub unsafe extern "C-unwind" fn MPI_Allgather(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::ALLGATHER, [sendcount as u64, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
-        // SAFETY: PMPI_Allgather, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Allgather (or PMPI_Allgather), whose prototype AllToAllFn matches; the caller's
+        // arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
     })
 }
@@ -533,7 +538,8 @@ pub unsafe extern "C-unwind" fn MPI_Allgatherv(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::ALLGATHERV, [0, sendtype as u64, 0, comm as u64], |real: AllgathervFn| {
-        // SAFETY: PMPI_Allgatherv, whose prototype AllgathervFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Allgatherv (or PMPI_Allgatherv), whose prototype AllgathervFn matches; the caller's
+        // arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
     })
 }
@@ -553,7 +559,8 @@ pub unsafe extern "C-unwind" fn MPI_Alltoall(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::ALLTOALL, [sendcount as u64, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
-        // SAFETY: PMPI_Alltoall, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Alltoall (or PMPI_Alltoall), whose prototype AllToAllFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
     })
 }
@@ -577,7 +584,8 @@ pub unsafe extern "C-unwind" fn MPI_Alltoallv(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::ALLTOALLV, [0, sendtype as u64, 0, comm as u64], |real: AlltoallvFn| {
-        // SAFETY: PMPI_Alltoallv, whose prototype AlltoallvFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Alltoallv (or PMPI_Alltoallv), whose prototype AlltoallvFn matches; the caller's
+        // arguments, unchanged.
         unsafe { real(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
     })
 }
@@ -596,7 +604,8 @@ pub unsafe extern "C-unwind" fn MPI_Gather(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::GATHER, [sendcount as u64, sendtype as u64, root as u64, comm as u64], |real: RootedFn| {
-        // SAFETY: PMPI_Gather, whose prototype RootedFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Gather (or PMPI_Gather), whose prototype RootedFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
     })
 }
@@ -615,7 +624,8 @@ pub unsafe extern "C-unwind" fn MPI_Scatter(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::SCATTER, [sendcount as u64, sendtype as u64, root as u64, comm as u64], |real: RootedFn| {
-        // SAFETY: PMPI_Scatter, whose prototype RootedFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Scatter (or PMPI_Scatter), whose prototype RootedFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
     })
 }
@@ -638,7 +648,8 @@ pub unsafe extern "C-unwind" fn MPI_Gatherv(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::GATHERV, [0, sendtype as u64, root as u64, comm as u64], |real: GathervFn| {
-        // SAFETY: PMPI_Gatherv, whose prototype GathervFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Gatherv (or PMPI_Gatherv), whose prototype GathervFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
     })
 }
@@ -661,7 +672,8 @@ pub unsafe extern "C-unwind" fn MPI_Scatterv(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::SCATTERV, [0, recvtype as u64, root as u64, comm as u64], |real: ScattervFn| {
-        // SAFETY: PMPI_Scatterv, whose prototype ScattervFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Scatterv (or PMPI_Scatterv), whose prototype ScattervFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
     })
 }
@@ -683,7 +695,8 @@ pub unsafe extern "C-unwind" fn MPI_Alltoallw(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::ALLTOALLW, [0, 0, 0, comm as u64], |real: AlltoallwFn| {
-        // SAFETY: PMPI_Alltoallw, whose prototype AlltoallwFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Alltoallw (or PMPI_Alltoallw), whose prototype AlltoallwFn matches; the caller's
+        // arguments, unchanged.
         unsafe { real(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
     })
 }
@@ -702,7 +715,8 @@ pub unsafe extern "C-unwind" fn MPI_Reduce_scatter(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::REDUCE_SCATTER, [0, datatype as u64, op as u64, comm as u64], |real: ReduceScatterFn| {
-        // SAFETY: PMPI_Reduce_scatter, whose prototype ReduceScatterFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Reduce_scatter (or PMPI_Reduce_scatter), whose prototype ReduceScatterFn matches; the
+        // caller's arguments, unchanged.
         unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
     })
 }
@@ -720,7 +734,8 @@ pub unsafe extern "C-unwind" fn MPI_Reduce_scatter_block(
 ) -> c_int {
     let key = [recvcount as u64, datatype as u64, op as u64, comm as u64];
     mpi::forward(&mpi::REDUCE_SCATTER_BLOCK, key, |real: AllreduceFn| {
-        // SAFETY: PMPI_Reduce_scatter_block, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Reduce_scatter_block (or PMPI_Reduce_scatter_block), whose prototype AllreduceFn
+        // matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) }
     })
 }
@@ -737,7 +752,8 @@ pub unsafe extern "C-unwind" fn MPI_Scan(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::SCAN, [count as u64, datatype as u64, op as u64, comm as u64], |real: AllreduceFn| {
-        // SAFETY: PMPI_Scan, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Scan (or PMPI_Scan), whose prototype AllreduceFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) }
     })
 }
@@ -754,7 +770,8 @@ pub unsafe extern "C-unwind" fn MPI_Exscan(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::EXSCAN, [count as u64, datatype as u64, op as u64, comm as u64], |real: AllreduceFn| {
-        // SAFETY: PMPI_Exscan, whose prototype AllreduceFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Exscan (or PMPI_Exscan), whose prototype AllreduceFn matches; the caller's arguments,
+        // unchanged.
         unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) }
     })
 }
@@ -776,7 +793,8 @@ pub unsafe extern "C-unwind" fn MPI_Neighbor_allgather(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::NEIGHBOR_ALLGATHER, [0, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
-        // SAFETY: PMPI_Neighbor_allgather, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Neighbor_allgather (or PMPI_Neighbor_allgather), whose prototype AllToAllFn matches; the
+        // caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
     })
 }
@@ -795,7 +813,8 @@ pub unsafe extern "C-unwind" fn MPI_Neighbor_allgatherv(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::NEIGHBOR_ALLGATHERV, [0, sendtype as u64, 0, comm as u64], |real: AllgathervFn| {
-        // SAFETY: PMPI_Neighbor_allgatherv, whose prototype AllgathervFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Neighbor_allgatherv (or PMPI_Neighbor_allgatherv), whose prototype AllgathervFn matches;
+        // the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
     })
 }
@@ -815,7 +834,8 @@ pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoall(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::NEIGHBOR_ALLTOALL, [0, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
-        // SAFETY: PMPI_Neighbor_alltoall, whose prototype AllToAllFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Neighbor_alltoall (or PMPI_Neighbor_alltoall), whose prototype AllToAllFn matches; the
+        // caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
     })
 }
@@ -835,7 +855,8 @@ pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoallv(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::NEIGHBOR_ALLTOALLV, [0, sendtype as u64, 0, comm as u64], |real: AlltoallvFn| {
-        // SAFETY: PMPI_Neighbor_alltoallv, whose prototype AlltoallvFn matches; the caller's arguments, unchanged.
+        // SAFETY: the next MPI_Neighbor_alltoallv (or PMPI_Neighbor_alltoallv), whose prototype AlltoallvFn matches;
+        // the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
     })
 }
@@ -855,8 +876,8 @@ pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoallw(
     comm: usize,
 ) -> c_int {
     mpi::forward(&mpi::NEIGHBOR_ALLTOALLW, [0, 0, 0, comm as u64], |real: NeighborAlltoallwFn| {
-        // SAFETY: PMPI_Neighbor_alltoallw, whose prototype NeighborAlltoallwFn matches; the caller's arguments,
-        // unchanged.
+        // SAFETY: the next MPI_Neighbor_alltoallw (or PMPI_Neighbor_alltoallw), whose prototype NeighborAlltoallwFn
+        // matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
     })
 }

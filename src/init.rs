@@ -12,7 +12,7 @@
 //! only, under the child's pid), its own trace.
 
 use crate::papi::Papi;
-use crate::settings::Settings;
+use crate::settings::{Boundary, Settings};
 use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
 use crate::{attributes, control, diag, job, node, output, sys, topology};
 use aar_engine::{Engine, Policy, SideBytes};
@@ -85,6 +85,20 @@ fn init() {
     if settings.disabled {
         tracing::info!("AAR_DISABLE is set, or another copy of libaar.so routes: every call is forwarded untouched");
         return;
+    }
+    if let Boundary::Mpi { function, .. } = settings.ab_boundary {
+        // A profiling tool preloaded before libaar.so (mpiP, IPM, Score-P), or the program itself.
+        let first = std::ffi::CString::new(function.name()).ok().and_then(|n| sys::defined_before_this(&n));
+        if let Some(first) = first.map(|f| if f.is_empty() { "the program itself".into() } else { f }) {
+            let name = function.name();
+            diag::warn(&format!(
+                "AAR_AB_BOUNDARY={}: {name} is defined first by {first}, loaded before libaar.so. If that is a \
+                 profiling tool (mpiP, IPM, Score-P, ...), its {name} calls P{name} itself, libaar.so never sees the \
+                 call and no iteration is recorded; the boundary stays {name}. Put libaar.so before it in \
+                 LD_PRELOAD (load the aar module after the tool's module): libaar.so passes each call on to the tool.",
+                settings.ab_boundary
+            ));
+        }
     }
     let mut engine_cfg = settings.engine.clone();
     let (counters, counters_library, counters_unavailable) =

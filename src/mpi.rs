@@ -1,20 +1,24 @@
 //! The MPI seam: the collectives that can mark A/B iterations in an unmodified program
 //! (`AAR_AB_BOUNDARY=MPI_<Fn>[:N]`), that `steady` routes and times as whole calls, and
 //! MPI_Alltoall, inside which the low-stall mode is ADAPTIVE1 (what Cray MPICH uses there by
-//! default). The PMPI functions are resolved at run
-//! time: libaar.so has no link dependency on any MPI.
+//! default). The functions calls go on to are resolved at run time: libaar.so has no link
+//! dependency on any MPI.
 //!
 //! MPI handles are `int` in MPICH (Cray MPICH) and pointers in Open MPI. Every handle parameter
 //! is declared pointer-sized here and forwarded unchanged in the same register or stack slot,
 //! so one wrapper is correct for both ABIs without knowing which one the application uses.
 //!
-//! A wrapper forwards to its PMPI function exactly once. When its function is the iteration
-//! boundary, the boundary is taken when the PMPI call returns, so that all ranks leave a
-//! collective together before they switch policy; otherwise the wrapper is a plain forward.
+//! A wrapper forwards each call exactly once, to the next definition of its MPI function after
+//! libaar.so (a profiling tool preloaded after it, or the MPI library), else to its PMPI function:
+//! calling PMPI directly would hide the call from a tool after libaar.so. When its function is the
+//! iteration boundary, the boundary is taken when the call returns, so that all ranks leave a
+//! collective together before they switch policy; otherwise the wrapper is a plain forward. A
+//! tool preloaded *before* libaar.so calls PMPI itself and libaar.so never sees the call: the
+//! boundary's function is checked for such a tool at start-up.
 //!
 //! An MPI library may unwind out of a collective: a C++ exception from an error handler that
 //! throws, or the thread cancelled (pthread_cancel) at a cancellation point inside it. The
-//! wrappers and the PMPI function types are `extern "C-unwind"`, so that the unwind goes on to the
+//! wrappers and the types of the functions they call are `extern "C-unwind"`, so that the unwind goes on to the
 //! application and the wrapper's guards run on the way: the thread is no longer inside the
 //! collective. (Through `"C"` frames the guards were skipped, which is undefined behaviour, and a
 //! thread that caught an exception out of MPI_Alltoall routed as if inside it from then on.)
@@ -117,53 +121,64 @@ pub type NeighborAlltoallwFn = unsafe extern "C-unwind" fn(
 /// MPI_ERR_INTERN in MPICH, a non-zero error code in every MPI.
 const MPI_ERR_INTERN: c_int = 16;
 
-/// A wrapped MPI function and its PMPI function, found on first use.
+/// A wrapped MPI function and the function its calls go on to, found on first use.
 pub struct Collective {
     function: MpiFunction,
     addr: AtomicPtr<c_void>,
     reported_missing: AtomicBool,
 }
 
-/// Longest PMPI name with its NUL (`PMPI_Reduce_scatter_block`).
-const PMPI_NAME_MAX: usize = 32;
+/// Longest MPI or PMPI name with its NUL (`PMPI_Reduce_scatter_block`).
+const NAME_MAX: usize = 32;
 
 impl Collective {
     const fn new(function: MpiFunction) -> Self {
         Self { function, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
     }
 
-    /// `P` and the function's own name, NUL-terminated, in `buf` (no allocation: the first call
-    /// of each function looks it up, inside the application's call).
-    fn pmpi_name<'b>(&self, buf: &'b mut [u8; PMPI_NAME_MAX]) -> &'b CStr {
+    /// The function's own name, after a `P` when `profiling`, NUL-terminated, in `buf` (no
+    /// allocation: the first call of each function looks it up, inside the application's call).
+    fn c_name<'b>(&self, buf: &'b mut [u8; NAME_MAX], profiling: bool) -> &'b CStr {
         let name = self.function.name().as_bytes();
-        let n = name.len().min(PMPI_NAME_MAX - 2);
+        let at = usize::from(profiling);
+        let n = name.len().min(NAME_MAX - 1 - at);
         buf[0] = b'P';
-        buf[1..=n].copy_from_slice(&name[..n]);
-        buf[n + 1] = 0;
+        buf[at..at + n].copy_from_slice(&name[..n]);
+        buf[at + n] = 0;
         CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"")
     }
 
-    /// The PMPI function as `F`, its prototype (see the exports).
+    /// Where a call goes on to, as `F`, its prototype (see the exports): the next definition of
+    /// the MPI function after libaar.so, which is a profiling tool's wrapper when one (mpiP, IPM,
+    /// Score-P) is preloaded after libaar.so, so that the tool still sees the call, or else the
+    /// MPI library's own; without one, the PMPI function. Never the MPI name by `RTLD_DEFAULT`,
+    /// which would find libaar.so's own wrapper, or a tool's before it, and call round.
     fn real<F: Copy>(&self) -> Option<F> {
         let mut p = self.addr.load(Ordering::Acquire);
         if p.is_null() {
-            let mut buf = [0; PMPI_NAME_MAX];
-            let pmpi = self.pmpi_name(&mut buf);
-            // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the MPI library after us,
-            // RTLD_DEFAULT covers an MPI linked into the executable itself.
-            p = unsafe {
-                let next = libc::dlsym(libc::RTLD_NEXT, pmpi.as_ptr());
-                if next.is_null() {
-                    libc::dlsym(libc::RTLD_DEFAULT, pmpi.as_ptr())
-                } else {
-                    next
-                }
-            };
+            let mut buf = [0; NAME_MAX];
+            let mpi = self.c_name(&mut buf, false);
+            // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT searches only the objects after
+            // libaar.so.
+            p = unsafe { libc::dlsym(libc::RTLD_NEXT, mpi.as_ptr()) };
+            if p.is_null() {
+                let pmpi = self.c_name(&mut buf, true);
+                // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the MPI library after
+                // us, RTLD_DEFAULT covers an MPI linked into the executable itself.
+                p = unsafe {
+                    let next = libc::dlsym(libc::RTLD_NEXT, pmpi.as_ptr());
+                    if next.is_null() {
+                        libc::dlsym(libc::RTLD_DEFAULT, pmpi.as_ptr())
+                    } else {
+                        next
+                    }
+                };
+            }
             self.addr.store(p, Ordering::Release);
         }
         debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-        // SAFETY: a non-null PMPI function has the MPI-standard prototype that callers name as
-        // `F`, register for register (see the module comment).
+        // SAFETY: a non-null MPI or PMPI function has the MPI-standard prototype that callers
+        // name as `F`, register for register (see the module comment).
         (!p.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
     }
 }
@@ -228,7 +243,7 @@ pub fn call_follow(w: u32) -> Option<(RoutingMode, usize)> {
 
 /// This thread is inside a collective (and an MPI_Alltoall, when `alltoall`) until the drop, which
 /// also runs when an exception or a cancellation unwinds out of the MPI library (the wrappers and
-/// the `PMPI_` function types are `"C-unwind"` for that).
+/// the types of the functions they call are `"C-unwind"` for that).
 struct Depth(bool);
 impl Depth {
     fn enter(alltoall: bool) -> Depth {
@@ -343,8 +358,8 @@ fn missing(c: &Collective) -> c_int {
     MPI_ERR_INTERN
 }
 
-/// Forward one call of a wrapped MPI function to its PMPI function `F` exactly once (`call`
-/// makes it), then take the iteration boundary if this function is the boundary. `key` holds
+/// Forward one call of a wrapped MPI function exactly once to the function `F` it goes on to
+/// ([`Collective::real`]; `call` makes it), then take the iteration boundary if this function is the boundary. `key` holds
 /// what tells its calls apart besides the function (count, datatype, root, communicator): under
 /// `steady` a call is routed and timed as a whole ([`aar_engine::calls`]).
 pub fn forward<F: Copy>(c: &Collective, key: [u64; 4], call: impl FnOnce(F) -> c_int) -> c_int {
@@ -400,11 +415,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_pmpi_name_is_its_function_s_name_after_a_p() {
+    fn each_name_is_the_function_s_and_its_pmpi_name_has_a_p_before_it() {
         for f in MpiFunction::ALL {
-            let mut buf = [0; PMPI_NAME_MAX];
-            let name = Collective::new(f).pmpi_name(&mut buf).to_str().unwrap().to_string();
-            assert_eq!(name, format!("P{}", f.name()));
+            let mut buf = [0; NAME_MAX];
+            let c = Collective::new(f);
+            assert_eq!(c.c_name(&mut buf, false).to_str().unwrap(), f.name());
+            assert_eq!(c.c_name(&mut buf, true).to_str().unwrap(), format!("P{}", f.name()));
         }
     }
 }

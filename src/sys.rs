@@ -126,8 +126,15 @@ pub fn own_path() -> Option<String> {
 /// that copy first, and it forwards them to this one. Told by where `aar_selfcheck` is found,
 /// which only libaar.so defines (an application may define a fallback of the C API, never that).
 pub fn earlier_copy() -> Option<String> {
+    defined_before_this(c"aar_selfcheck")
+}
+
+/// The file of the object where the loader finds `name` first, when that is not this library:
+/// an object loaded before it defines `name`, and the application's calls of it go there. An
+/// empty name is the program itself.
+pub fn defined_before_this(name: &std::ffi::CStr) -> Option<String> {
     // SAFETY: dlsym with a NUL-terminated name; the address is looked up, never called.
-    let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"aar_selfcheck".as_ptr()) };
+    let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
     if first.is_null() {
         return None;
     }

@@ -614,6 +614,80 @@ fn every_other_wrapped_collective_marks_iterations() {
     }
 }
 
+/// What `tests/c/pmpi_tool.c` (a profiling tool of the mpiP, IPM or Score-P kind) counted: its
+/// `pmpi_tool: MPI_<Fn> N` lines, one per function and rank, sorted.
+fn tool_counts(r: &Run) -> Vec<&str> {
+    let mut lines: Vec<&str> = r.stderr.lines().filter(|l| l.starts_with("pmpi_tool: ")).collect();
+    lines.sort();
+    lines
+}
+
+/// A profiling tool preloaded after libaar.so (`module load aar` after the tool's module: the aar
+/// module prepends) sees every call of each wrapped collective, as many as without libaar.so,
+/// while libaar.so marks iterations by that collective as before. One preloaded before libaar.so
+/// takes the calls and calls PMPI itself: a boundary there is one warning naming the tool.
+#[test]
+fn a_profiling_tool_after_the_library_sees_every_collective_and_one_before_it_is_named() {
+    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
+        eprintln!("SKIPPED: MPICH (mpicc.mpich, mpiexec.mpich) is not installed; scripts/setup installs it");
+        return;
+    }
+    let tool = compile("mpicc.mpich", "pmpi_tool", &[root().join("tests/c/pmpi_tool.c")], &["-shared", "-fPIC"]);
+    let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
+    let both = format!("{} {}", libaar().display(), tool.display());
+    let iters = 6;
+    for (boundary, args) in [
+        ("MPI_Allreduce:2", "allreduce"),
+        ("MPI_Alltoallv:1", "alltoallv"),
+        ("MPI_Neighbor_alltoallw:1", "neighbor_alltoallw"),
+    ] {
+        let args = format!("{args} {iters} 8192");
+        let test = format!("ab-pmpi-tool-{}", boundary.replace(':', "-"));
+        let (alone, _, _) = mpi_program_job(
+            &format!("{test}-alone"),
+            prog.clone(),
+            &args,
+            boundary,
+            &[("LD_PRELOAD", &tool.display().to_string())],
+        );
+        assert!(alone.aar_lines().is_empty(), "{:?}", alone.aar_lines());
+        let counted = tool_counts(&alone);
+        let function = boundary.split(':').next().unwrap();
+        assert!(
+            counted.iter().filter(|l| l.starts_with(&format!("pmpi_tool: {function} "))).count() == 3,
+            "{counted:?}"
+        );
+        let job = mpi_program_job(&test, prog.clone(), &args, boundary, &[("LD_PRELOAD", &both)]);
+        assert_eq!(tool_counts(&job.0), counted, "the tool after libaar.so counts what it counts alone");
+        check_schedule(boundary, iters, job);
+    }
+
+    let boundary = "MPI_Allreduce:2";
+    let before = format!("{} {}", tool.display(), libaar().display());
+    let (r, recs, _) = mpi_program_job(
+        "ab-pmpi-tool-before",
+        prog,
+        &format!("allreduce {iters} 8192"),
+        boundary,
+        &[("LD_PRELOAD", &before)],
+    );
+    let warnings: Vec<&str> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(warnings.len(), 1, "one warning, from rank 0: {warnings:?}");
+    for part in [
+        "AAR_AB_BOUNDARY=MPI_Allreduce:2".to_string(),
+        format!("defined first by {}", tool.display()),
+        "PMPI_Allreduce".into(),
+        "Put libaar.so before it in LD_PRELOAD".into(),
+    ] {
+        assert!(warnings[0].contains(&part), "{part:?} in {}", warnings[0]);
+    }
+    assert!(recs.is_empty(), "libaar.so saw no boundary, as the warning says");
+    let summaries = r.records();
+    assert_eq!(summaries.len(), 3);
+    assert!(summaries.iter().all(|s| s["ab"]["iterations"] == 0), "{summaries:?}");
+    assert_eq!(tool_counts(&r).len(), 3, "the tool before libaar.so counted its calls: {}", r.stderr);
+}
+
 /// MPICH's Fortran bindings call the C MPI functions, so libaar.so's wrappers see a Fortran
 /// program's collectives too.
 #[test]
