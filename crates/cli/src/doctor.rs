@@ -14,6 +14,8 @@
 //!   links a libugni, that libugni is loaded first, as the job's loader would load it (the
 //!   emulator's libugni registers its counter events in its constructor).
 //! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
+//! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
+//!   tools): one before libaar.so hides the calls from it.
 //! - The Fortran bindings of the program's MPI: whether they import the C functions libaar.so
 //!   wraps (the self-check lists them) or their `PMPI_` forms, which libaar.so does not see.
 //!
@@ -164,6 +166,7 @@ pub fn run(args: DoctorArgs) -> i32 {
         check_dmapp_table(doc, &mut report);
         check_mpich_routing(doc, &mut report);
         check_decider_lock(doc, &mut report);
+        check_preloaded_tools(doc, &mut report);
         if let Some(p) = program.as_ref() {
             if let Some(closure) = &p.closure {
                 check_fortran_mpi(closure, doc, &mut report);
@@ -451,6 +454,53 @@ fn check_unwrapped_collectives(program: &Path, closure: &elf::Closure, doc: &Val
             called.join(", ")
         ),
     );
+}
+
+/// The other libraries in LD_PRELOAD that define MPI functions libaar.so wraps: profiling tools
+/// (mpiP, IPM, Score-P). One before libaar.so takes the program's calls first and, as such tools
+/// do, calls PMPI itself, so libaar.so does not see them; one after it sees every call, since
+/// libaar.so passes each on to the next definition. Only entries with a folder are read (a bare
+/// name is found by the loader's search).
+fn check_preloaded_tools(doc: &Value, report: &mut Report) {
+    let Some(wrapped) = doc["mpi_wrapped"].as_array() else { return };
+    let names: HashSet<String> = wrapped.iter().filter_map(Value::as_str).map(String::from).collect();
+    let entries = preload_entries(&std::env::var("LD_PRELOAD").unwrap_or_default());
+    let Some(first_libaar) = entries.iter().position(|e| is_libaar(e)) else { return };
+    for (i, entry) in entries.iter().enumerate() {
+        if is_libaar(entry) || !entry.contains('/') {
+            continue;
+        }
+        let Ok(defined) = elf::definitions(Path::new(entry), &names) else { continue };
+        if defined.is_empty() {
+            continue;
+        }
+        let mut defined: Vec<String> = defined.into_iter().collect();
+        defined.sort();
+        let list = if defined.len() > 3 {
+            format!("{} and {} more", defined[..3].join(", "), defined.len() - 3)
+        } else {
+            defined.join(", ")
+        };
+        let share = format!("{list}: {} of the {} collectives libaar.so wraps", defined.len(), names.len());
+        if i < first_libaar {
+            report.warning(
+                "preload",
+                format!(
+                    "LD_PRELOAD puts {entry} before libaar.so, and it defines {share}. It takes the program's calls \
+                     of them first and, if it is a profiling tool (mpiP, IPM, Score-P, ...), calls PMPI itself: \
+                     libaar.so does not see them (AAR_AB_BOUNDARY=MPI_<Fn> marks no iteration, steady does not \
+                     tune them as calls, MPI_Alltoall's low-stall mode is not applied)"
+                ),
+                "Put libaar.so first in LD_PRELOAD (load the aar module after the tool's module): libaar.so passes \
+                 each call on to the tool, which still sees it.",
+            );
+        } else {
+            report.ok(
+                "preload",
+                format!("{entry}, after libaar.so in LD_PRELOAD, defines {share}: libaar.so passes each call on to it"),
+            );
+        }
+    }
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

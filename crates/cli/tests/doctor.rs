@@ -332,6 +332,33 @@ fn two_copies_of_libaar_in_ld_preload_are_a_warning() {
     r.expect_code(3);
 }
 
+/// A library in LD_PRELOAD that defines MPI collectives libaar.so wraps (a profiling tool): before
+/// libaar.so it is a warning that names it, how many it defines and the fix; after it, an `ok`;
+/// one that defines none gets no line.
+#[test]
+fn a_profiling_tool_preloaded_before_libaar_is_a_warning_and_after_it_ok() {
+    let prog = ugni_program();
+    let tool = compile(
+        "libtool.so",
+        "int MPI_Allreduce(void) { return 0; }\nint MPI_Barrier(void) { return 0; }\n\
+         int MPI_Init(void) { return 0; }\n",
+        &["-shared", "-fPIC"],
+    );
+    let other = compile("libother.so", "int other(void) { return 0; }\n", &["-shared", "-fPIC"]);
+    let (tool, other, aar) = (tool.display().to_string(), other.display().to_string(), libaar().display().to_string());
+    let defines = "defines MPI_Allreduce, MPI_Barrier: 2 of the ";
+
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &format!("{other} {tool}:{aar}"))]);
+    r.expect_line("warning", "preload", &format!("LD_PRELOAD puts {tool} before libaar.so, and it {defines}"));
+    assert!(r.stdout.contains("Put libaar.so first in LD_PRELOAD"), "{}", r.stdout);
+    assert!(!r.stdout.contains(&other), "a library that defines none gets no line:\n{}", r.stdout);
+    r.expect_code(3);
+
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &format!("{aar} {tool}"))]);
+    r.expect_line("ok", "preload", &format!("{tool}, after libaar.so in LD_PRELOAD, {defines}"));
+    r.expect_code(0);
+}
+
 #[test]
 fn a_non_adaptive_mpich_gni_routing_mode_is_a_warning() {
     let prog = ugni_program();

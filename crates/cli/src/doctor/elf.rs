@@ -158,19 +158,30 @@ fn parse<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(data: R) 
 /// The undefined dynamic symbols of the ELF file at `path` (what it takes from other libraries at
 /// run time) whose names are in `names`.
 pub fn imports(path: &Path, names: &HashSet<String>) -> Result<HashSet<String>, NotElf> {
+    dynamic_symbols(path, names, false)
+}
+
+/// The dynamic symbols the ELF file at `path` defines (what it gives other objects at run time,
+/// and takes from those after it in the loader's search) whose names are in `names`.
+pub fn definitions(path: &Path, names: &HashSet<String>) -> Result<HashSet<String>, NotElf> {
+    dynamic_symbols(path, names, true)
+}
+
+fn dynamic_symbols(path: &Path, names: &HashSet<String>, defined: bool) -> Result<HashSet<String>, NotElf> {
     let cache = open(path)?;
     let data = &cache;
     match FileKind::parse(data) {
-        Ok(FileKind::Elf32) => imports_of::<elf::FileHeader32<Endianness>, _>(data, names),
-        Ok(FileKind::Elf64) => imports_of::<elf::FileHeader64<Endianness>, _>(data, names),
+        Ok(FileKind::Elf32) => symbols_of::<elf::FileHeader32<Endianness>, _>(data, names, defined),
+        Ok(FileKind::Elf64) => symbols_of::<elf::FileHeader64<Endianness>, _>(data, names, defined),
         Ok(kind) => Err(NotElf::OtherFormat(kind)),
         Err(_) => Err(NotElf::UnknownFormat),
     }
 }
 
-fn imports_of<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
+fn symbols_of<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
     data: R,
     names: &HashSet<String>,
+    defined: bool,
 ) -> Result<HashSet<String>, NotElf> {
     let bad = NotElf::Damaged;
     let header = H::parse(data).map_err(bad)?;
@@ -178,7 +189,7 @@ fn imports_of<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
     let sections = header.sections(endian, data).map_err(bad)?;
     let symbols = sections.symbols(endian, data, elf::SHT_DYNSYM).map_err(bad)?;
     let mut found = HashSet::new();
-    for sym in symbols.iter().filter(|s| s.is_undefined(endian)) {
+    for sym in symbols.iter().filter(|s| s.is_undefined(endian) != defined) {
         let name = String::from_utf8_lossy(sym.name(endian, symbols.strings()).map_err(bad)?);
         if names.contains(name.as_ref()) {
             found.insert(name.into_owned());
