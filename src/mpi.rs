@@ -136,8 +136,8 @@ impl Collective {
         Self { function, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
     }
 
-    /// The function's own name, after a `P` when `profiling`, NUL-terminated, in `buf` (no
-    /// allocation: the first call of each function looks it up, inside the application's call).
+    /// The function's own name, after a `P` when `profiling`, NUL-terminated, in `buf` (the first
+    /// call of each function looks it up, inside the application's call).
     fn c_name<'b>(&self, buf: &'b mut [u8; NAME_MAX], profiling: bool) -> &'b CStr {
         let name = self.function.name().as_bytes();
         let at = usize::from(profiling);
@@ -149,30 +149,25 @@ impl Collective {
     }
 
     /// Where a call goes on to, as `F`, its prototype (see the exports): the next definition of
-    /// the MPI function after libaar.so, which is a profiling tool's wrapper when one (mpiP, IPM,
-    /// Score-P) is preloaded after libaar.so, so that the tool still sees the call, or else the
-    /// MPI library's own; without one, the PMPI function. Never the MPI name by `RTLD_DEFAULT`,
-    /// which would find libaar.so's own wrapper, or a tool's before it, and call round.
+    /// the MPI function after libaar.so ([`crate::sys::next_definition`]), which is a profiling
+    /// tool's wrapper when one (mpiP, IPM, Score-P) is preloaded after libaar.so, so that the tool
+    /// still sees the call, or else the MPI library's own; without one, the PMPI function. Never
+    /// the MPI name by `RTLD_DEFAULT`, which would find libaar.so's own wrapper, or a tool's
+    /// before it, and call round.
     fn real<F: Copy>(&self) -> Option<F> {
         let mut p = self.addr.load(Ordering::Acquire);
         if p.is_null() {
             let mut buf = [0; NAME_MAX];
             let mpi = self.c_name(&mut buf, false);
-            // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT searches only the objects after
-            // libaar.so.
-            p = unsafe { libc::dlsym(libc::RTLD_NEXT, mpi.as_ptr()) };
+            p = crate::sys::next_definition(mpi);
             if p.is_null() {
                 let pmpi = self.c_name(&mut buf, true);
-                // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the MPI library after
-                // us, RTLD_DEFAULT covers an MPI linked into the executable itself.
-                p = unsafe {
-                    let next = libc::dlsym(libc::RTLD_NEXT, pmpi.as_ptr());
-                    if next.is_null() {
-                        libc::dlsym(libc::RTLD_DEFAULT, pmpi.as_ptr())
-                    } else {
-                        next
-                    }
-                };
+                p = crate::sys::next_definition(pmpi);
+                if p.is_null() {
+                    // SAFETY: dlsym with a NUL-terminated name: an MPI linked into the executable
+                    // itself, before libaar.so.
+                    p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, pmpi.as_ptr()) };
+                }
             }
             self.addr.store(p, Ordering::Release);
         }

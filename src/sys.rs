@@ -10,8 +10,8 @@ const MISSING: *mut c_void = std::ptr::without_provenance_mut(1);
 /// A missing symbol whose absence was reported.
 const MISSING_REPORTED: *mut c_void = std::ptr::without_provenance_mut(2);
 
-/// A real uGNI or DMAPP function: the next definition of its name after libaar.so, found with
-/// `dlsym(RTLD_NEXT)` on first use. 24 bytes (whether its absence was reported is one more
+/// A real uGNI or DMAPP function: the next definition of its name after libaar.so
+/// ([`next_definition`]), found on first use. 24 bytes (whether its absence was reported is one more
 /// marker address), so GNI_PostRdma's fits in the line every post reads ([`crate::control::Hot`]).
 pub struct Real {
     name: &'static CStr,
@@ -39,8 +39,7 @@ impl Real {
 
     #[cold]
     fn resolve(&self) -> Option<*mut c_void> {
-        // SAFETY: NUL-terminated name; RTLD_NEXT searches the objects loaded after libaar.so.
-        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
+        let p = next_definition(self.name);
         // Only over "not looked up yet": a thread that resolved late must not turn a reported
         // miss back into an unreported one (it would be reported twice). dlsym gives every
         // thread the same answer, so a lost exchange loses nothing.
@@ -63,6 +62,71 @@ impl Real {
     pub fn first_miss(&self) -> bool {
         self.addr.compare_exchange(MISSING, MISSING_REPORTED, Relaxed, Relaxed).is_ok()
     }
+}
+
+/// The next definition of `name` after libaar.so: `dlsym(RTLD_NEXT)`, which searches the objects
+/// after it in the loader's global scope; else the first object loaded after it, outside that
+/// scope, that defines `name` itself. A library dlopen()ed with RTLD_LOCAL and what it links are
+/// outside it: a Python extension module (mpi4py's) and the MPI library and libugni under it call
+/// libaar.so's exports (the global scope is searched first), whose real functions only the
+/// second search finds. Null when neither finds one.
+pub fn next_definition(name: &CStr) -> *mut c_void {
+    // SAFETY: NUL-terminated name; RTLD_NEXT searches the objects loaded after libaar.so.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+    if !p.is_null() {
+        return p;
+    }
+    let Some(own) = own_path() else { return std::ptr::null_mut() };
+    for object in objects_loaded_after(&own) {
+        // SAFETY: RTLD_NOLOAD only gives a handle of an object already loaded (or null), whose
+        // reference is given back below; dlsym with a handle searches that object and what it
+        // links; the addresses are looked up, never called here.
+        unsafe {
+            let handle = libc::dlopen(object.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+            if handle.is_null() {
+                continue;
+            }
+            let p = libc::dlsym(handle, name.as_ptr());
+            // Its own definition, not one of what it links (found in load order anyway), and
+            // not another copy of libaar.so's, which would forward the call back here.
+            let defines =
+                |p: *mut c_void| !p.is_null() && file_of(p).is_some_and(|f| f.as_bytes() == object.to_bytes());
+            let found = defines(p) && !defines(libc::dlsym(handle, c"aar_selfcheck".as_ptr()));
+            libc::dlclose(handle);
+            if found {
+                return p;
+            }
+        }
+    }
+    std::ptr::null_mut()
+}
+
+/// The file names of the objects loaded after the one named `own`, in load order.
+fn objects_loaded_after(own: &str) -> Vec<std::ffi::CString> {
+    struct Walk<'a> {
+        own: &'a [u8],
+        after: bool,
+        names: Vec<std::ffi::CString>,
+    }
+    // The loader holds its lock while it calls this: it only copies names (no dlopen here).
+    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, walk: *mut c_void) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid entry and the `Walk` given to it below.
+        let (info, walk) = unsafe { (&*info, &mut *walk.cast::<Walk>()) };
+        if info.dlpi_name.is_null() {
+            return 0;
+        }
+        // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
+        let name = unsafe { CStr::from_ptr(info.dlpi_name) };
+        if walk.after && !name.is_empty() {
+            walk.names.push(name.to_owned());
+        }
+        walk.after |= name.to_bytes() == walk.own;
+        0
+    }
+    let mut walk = Walk { own: own.as_bytes(), after: false, names: Vec::new() };
+    // SAFETY: `visit` matches dl_iterate_phdr's callback and only uses `walk` during the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut walk).cast()) };
+    walk.names
 }
 
 /// Run `f` at `exit()`, before shared-library destructors. Returns false if libc refused.

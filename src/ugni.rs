@@ -1,4 +1,4 @@
-//! The uGNI seam: the real functions, resolved once with `dlsym(RTLD_NEXT)`, and the hooks that
+//! The uGNI seam: the real functions, resolved once ([`crate::sys::next_definition`]), and the hooks that
 //! route each post and SMSG send before forwarding it exactly once.
 //!
 //! Chained posts (GNI_CtPostFma, GNI_CtPostCqWrite): the routing is set on the head descriptor

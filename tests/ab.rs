@@ -688,6 +688,36 @@ fn a_profiling_tool_after_the_library_sees_every_collective_and_one_before_it_is
     assert_eq!(tool_counts(&r).len(), 3, "the tool before libaar.so counted its calls: {}", r.stderr);
 }
 
+/// An MPI program loaded the way Python loads an extension module (mpi4py): dlopen() with
+/// RTLD_LOCAL, so that it, MPICH and libugni are outside the loader's global scope, where
+/// `dlsym(RTLD_NEXT)` from libaar.so does not look. Its collectives and posts still reach MPICH and
+/// libugni, and the A/B experiment runs as in a program that links them.
+#[test]
+fn a_program_dlopened_with_rtld_local_like_a_python_module_is_routed_and_forwarded() {
+    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
+        eprintln!("SKIPPED: MPICH (mpicc.mpich, mpiexec.mpich) is not installed; scripts/setup installs it");
+        return;
+    }
+    let module = compile(
+        "mpicc.mpich",
+        "ab_mpi_module",
+        &[root().join("tests/c/ab_mpi.c")],
+        &["-shared", "-fPIC", "-Dmain=ab_mpi_main"],
+    );
+    // --as-needed: the host links neither libugni nor MPI (compile adds -lugni).
+    let host = compile("cc", "dlopen_host", &[root().join("tests/c/dlopen_host.c")], &["-Wl,--as-needed"]);
+    let needed = Command::new("readelf").arg("-d").arg(&host).output().unwrap();
+    assert!(!String::from_utf8_lossy(&needed.stdout).contains("libugni"), "the host must not link libugni");
+    let (boundary, iters) = ("MPI_Allreduce:2", 6);
+    let args = format!("{} ab_mpi_main allreduce {iters} 8192", module.display());
+    // The emulator publishes its counters through libsde, where PAPI finds them only in the global
+    // scope (on a Cray they are the NIC's, read by PAPI's own component): preloaded, libsde is
+    // there, as for a program that links the emulator.
+    let preload = format!("{} libsde.so.1", libaar().display());
+    let job = mpi_program_job("ab-rtld-local", host, &args, boundary, &[("LD_PRELOAD", &preload)]);
+    check_schedule(boundary, iters, job);
+}
+
 /// MPICH's Fortran bindings call the C MPI functions, so libaar.so's wrappers see a Fortran
 /// program's collectives too.
 #[test]

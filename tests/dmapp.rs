@@ -112,6 +112,37 @@ fn every_data_call_is_forwarded_once_with_its_data_and_return_code() {
     assert_eq!(strip(&r), strip(&without));
 }
 
+/// A DMAPP program loaded the way Python loads an extension module: dlopen() with RTLD_LOCAL, so
+/// that it and libdmapp are outside the loader's global scope, where `dlsym(RTLD_NEXT)` from
+/// libaar.so does not look. Every data call still reaches libdmapp, with the routing it gets in a
+/// program that links libdmapp.
+#[test]
+fn a_dmapp_program_dlopened_with_rtld_local_is_forwarded_and_routed_as_when_linked() {
+    let script = "init put 1 64 3 get 1 64 2 amo 5 form nbi put 3 65536 3 get 3 65536 1 put 2 64 2";
+    let linked = driver("dmapp-linked", script).run();
+    linked.assert_ok();
+    let module = program_with("dmapp_driver", &["-shared", "-fPIC", "-Dmain=dmapp_main", "-ldmapp"]);
+    // --as-needed: the host links no DMAPP or uGNI (compile adds -lugni).
+    let host = program_with("dlopen_host", &["-Wl,--as-needed"]);
+    // The emulator's counters are libsde's, which PAPI finds only in the global scope: preloaded,
+    // libsde is there, as for a program that links the emulator.
+    let local = Launch::program("dmapp-rtld-local", host, &format!("{} dmapp_main {script}", module.display()))
+        .env("LD_PRELOAD", &format!("{} libsde.so.1", libaar().display()))
+        .run();
+    local.assert_ok();
+    assert!(warnings(&local).is_empty(), "{:?}", warnings(&local));
+    let calls = |r: &Run| -> Vec<String> {
+        data_calls(r)
+            .iter()
+            .map(|v| format!("{} {} {} {} {}", v["call"], v["nelems"], v["type"], v["routing"], v["rc"]))
+            .collect()
+    };
+    let routed: BTreeSet<u64> = data_calls(&local).iter().map(|v| v["routing"].as_u64().unwrap()).collect();
+    assert_eq!(routed, BTreeSet::from([ADAPTIVE, ADAPTIVE_3]), "libaar.so routed them: {:?}", calls(&local));
+    assert_eq!(calls(&local), calls(&linked));
+    assert_eq!(record(&local)["apis"]["DMAPP"], record(&linked)["apis"]["DMAPP"]);
+}
+
 /// What the emulator saw of one thread.
 #[derive(Debug, Default)]
 struct Thread {
