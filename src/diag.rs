@@ -88,11 +88,24 @@ pub fn kept() -> Vec<String> {
     KEPT.try_lock().map(|k| k.clone()).unwrap_or_default()
 }
 
+/// Stderr through [`sys::write_stderr`]: each event in one write(2), with no lock and no SIGPIPE.
+struct Stderr;
+
+impl std::io::Write for Stderr {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        sys::write_stderr(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Install a stderr subscriber when `AAR_LOG` asks for one.
 pub fn init_logging(level: Option<LevelFilter>) {
     let Some(level) = level else { return };
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| Stderr)
         .with_max_level(level)
         .with_ansi(false)
         .with_target(false)

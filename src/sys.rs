@@ -442,8 +442,11 @@ pub fn now_ns() -> u64 {
 
 /// Write a whole line to stderr with write(2): no lock (std's stderr lock could be inherited held
 /// by a fork child), one call so lines of different ranks do not interleave, EINTR retried,
-/// anything else dropped (a closed stderr must not disturb the application).
+/// anything else dropped (a closed stderr must not disturb the application), and never a SIGPIPE:
+/// a stderr whose reader has gone (`app 2>&1 | head`) would kill the application for a line of
+/// ours.
 pub fn write_stderr(bytes: &[u8]) {
+    let _quiet = SigpipeHeld::new();
     let mut rest = bytes;
     while !rest.is_empty() {
         // SAFETY: fd 2 and a valid buffer of `rest.len()` bytes.
@@ -454,6 +457,52 @@ pub fn write_stderr(bytes: &[u8]) {
             continue;
         } else {
             return;
+        }
+    }
+}
+
+/// SIGPIPE blocked in this thread until the drop, which takes away a SIGPIPE the writes meanwhile
+/// raised (a write to a pipe without a reader raises it in the writing thread) and restores the
+/// thread's mask. A SIGPIPE already pending before is left pending: it is the application's.
+struct SigpipeHeld {
+    old_mask: libc::sigset_t,
+    was_pending: bool,
+}
+
+impl SigpipeHeld {
+    fn new() -> SigpipeHeld {
+        // SAFETY: sigset_t values filled by sigemptyset/pthread_sigmask/sigpending before any read;
+        // these calls only read and write them and the thread's signal mask.
+        unsafe {
+            let mut pipe: libc::sigset_t = std::mem::zeroed();
+            let mut old_mask: libc::sigset_t = std::mem::zeroed();
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut pipe);
+            libc::sigaddset(&mut pipe, libc::SIGPIPE);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old_mask);
+            libc::sigpending(&mut pending);
+            SigpipeHeld { old_mask, was_pending: libc::sigismember(&pending, libc::SIGPIPE) == 1 }
+        }
+    }
+}
+
+impl Drop for SigpipeHeld {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`; a zero timeout makes sigtimedwait take a pending SIGPIPE or return
+        // at once.
+        unsafe {
+            let mut pipe: libc::sigset_t = std::mem::zeroed();
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut pipe);
+            libc::sigaddset(&mut pipe, libc::SIGPIPE);
+            libc::sigpending(&mut pending);
+            if !self.was_pending && libc::sigismember(&pending, libc::SIGPIPE) == 1 {
+                let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                while libc::sigtimedwait(&pipe, std::ptr::null_mut(), &zero) < 0
+                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                {}
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old_mask, std::ptr::null_mut());
         }
     }
 }

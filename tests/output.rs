@@ -48,6 +48,30 @@ fn rank0_prints_one_summary_line_and_every_rank_writes_its_record() {
     }
 }
 
+/// A stderr whose reader has gone (`app 2>&1 | head`, a log filter that died): the library's
+/// lines (a warning at start, the summary at exit) raise no SIGPIPE, which would kill the program.
+/// It runs to its end, exits 0 and writes its record, as it does without the library.
+#[test]
+fn a_stderr_without_a_reader_never_kills_the_program() {
+    // No counters: a warning at start-up as well as the summary at exit, and debug lines between.
+    let script = "rdma 65536 3 0 fma 64 2 0";
+    let launch = |test: &str| {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut l =
+            Launch::driver(test, script).env("AAR_PAPI_EVENTS", "sde:::aries::NO_SUCH_EVENT").env("AAR_LOG", "debug");
+        l.stderr = Some(writer.into());
+        l
+    };
+    let without = launch("stderr-gone-without").no_preload().run();
+    without.assert_ok();
+    let r = launch("stderr-gone").run();
+    assert!(r.status.success(), "{} (a SIGPIPE kills with status 141 from a shell)", r.status);
+    assert_eq!(r.stdout, without.stdout);
+    assert_eq!(r.posts("GNI_PostRdma").len(), 3);
+    assert_eq!(r.records().len(), 1);
+}
+
 #[test]
 fn the_summary_can_be_silenced_and_no_record_is_written_without_an_output_dir() {
     let r = Launch::driver("quiet", "fma 64 5 0").env("AAR_SUMMARY", "0").unset("AAR_OUTPUT_DIR").run();

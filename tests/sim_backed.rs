@@ -40,24 +40,9 @@ fn pingpong() -> PathBuf {
 /// pingpong under libaar.so on the simulated network `sim`, with AAR_MODE=`mode`, a decision
 /// trace and a record.
 fn launch(test: &str, sim: &str, mode: &str, args: &str) -> Launch {
-    let dir = scratch(test);
-    std::fs::create_dir_all(dir.join("out")).unwrap();
-    Launch {
-        program: pingpong(),
-        args: args.split_whitespace().map(String::from).collect(),
-        env: vec![
-            ("AAR_PAPI_EVENTS".into(), sde_events_setting()),
-            ("AAR_EMU_LOG".into(), dir.join("emu.jsonl").display().to_string()),
-            ("AAR_OUTPUT_DIR".into(), dir.join("out").display().to_string()),
-            ("AAR_TRACE".into(), dir.join("trace.jsonl").display().to_string()),
-            ("AAR_EMU_SIM".into(), sim.into()),
-            ("AAR_MODE".into(), mode.into()),
-        ],
-        remove_env: vec![],
-        preload: true,
-        wrapper: vec![],
-        dir,
-    }
+    let l = Launch::program(test, pingpong(), args);
+    let trace = l.dir.join("trace.jsonl").display().to_string();
+    l.env("AAR_TRACE", &trace).env("AAR_EMU_SIM", sim).env("AAR_MODE", mode)
 }
 
 /// Round-trip times (µs) per message size, from pingpong's table.

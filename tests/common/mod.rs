@@ -195,6 +195,8 @@ pub struct Launch {
     pub preload: bool,
     pub wrapper: Vec<String>,
     pub dir: PathBuf,
+    /// Where the program's stderr goes instead of [`Run::stderr`].
+    pub stderr: Option<Stdio>,
 }
 
 impl Launch {
@@ -219,6 +221,7 @@ impl Launch {
             preload: true,
             wrapper: vec![],
             dir,
+            stderr: None,
         }
     }
     pub fn env(mut self, k: &str, v: &str) -> Self {
@@ -244,7 +247,7 @@ impl Launch {
             }
             None => Command::new(&self.program),
         };
-        cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.args(&self.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(self.stderr.unwrap_or(Stdio::piped()));
         // A clean slate: no AAR_* or launcher variables leak in from the test's environment.
         for (k, _) in std::env::vars() {
             if k.starts_with("AAR_")
@@ -279,9 +282,9 @@ impl Launch {
         // Never let a hang stall CI: a test program gets two minutes.
         let deadline = Instant::now() + Duration::from_secs(120);
         let stdout = child.stdout.take().unwrap();
-        let stderr = child.stderr.take().unwrap();
+        let stderr = child.stderr.take();
         let out_t = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
-        let err_t = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+        let err_t = std::thread::spawn(move || stderr.map(|e| std::io::read_to_string(e).unwrap_or_default()));
         let status = loop {
             if let Some(st) = child.try_wait().unwrap() {
                 break st;
@@ -293,7 +296,8 @@ impl Launch {
             std::thread::sleep(Duration::from_millis(5));
         };
         let log = read_jsonl(&self.dir.join("emu.jsonl"));
-        Run { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap(), log, dir: self.dir }
+        let stderr = err_t.join().unwrap().unwrap_or_default();
+        Run { status, stdout: out_t.join().unwrap(), stderr, log, dir: self.dir }
     }
 }
 
