@@ -71,6 +71,32 @@ impl Real {
 /// libaar.so's exports (the global scope is searched first), whose real functions only the
 /// second search finds. Null when neither finds one.
 pub fn next_definition(name: &CStr) -> *mut c_void {
+    let p = next_definition_unpinned(name);
+    if !p.is_null() {
+        keep_loaded(p);
+    }
+    p
+}
+
+/// Mark the object that holds `addr` never to be unloaded: the callers keep the address for the
+/// life of the process, and a library loaded by dlopen() (a plugin's libugni, an MPI under a
+/// Python module) can be unloaded by the dlclose() of what loaded it, and another mapped at its
+/// place. `RTLD_NOLOAD | RTLD_NODELETE` changes only the flag of an object already loaded.
+fn keep_loaded(addr: *mut c_void) {
+    let Some(file) = file_of(addr).filter(|f| !f.is_empty()).and_then(|f| std::ffi::CString::new(f).ok()) else {
+        return;
+    };
+    // SAFETY: dlopen of an object already loaded (RTLD_NOLOAD: nothing is loaded or initialised),
+    // and the handle's reference given back at once.
+    unsafe {
+        let handle = libc::dlopen(file.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE);
+        if !handle.is_null() {
+            libc::dlclose(handle);
+        }
+    }
+}
+
+fn next_definition_unpinned(name: &CStr) -> *mut c_void {
     // SAFETY: NUL-terminated name; RTLD_NEXT searches the objects loaded after libaar.so.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
     if !p.is_null() {

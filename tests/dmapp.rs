@@ -115,7 +115,7 @@ fn every_data_call_is_forwarded_once_with_its_data_and_return_code() {
 /// A DMAPP program loaded the way Python loads an extension module: dlopen() with RTLD_LOCAL, so
 /// that it and libdmapp are outside the loader's global scope, where `dlsym(RTLD_NEXT)` from
 /// libaar.so does not look. Every data call still reaches libdmapp, with the routing it gets in a
-/// program that links libdmapp.
+/// program that links libdmapp, and libdmapp stays loaded after the program is closed.
 #[test]
 fn a_dmapp_program_dlopened_with_rtld_local_is_forwarded_and_routed_as_when_linked() {
     let script = "init put 1 64 3 get 1 64 2 amo 5 form nbi put 3 65536 3 get 3 65536 1 put 2 64 2";
@@ -126,10 +126,18 @@ fn a_dmapp_program_dlopened_with_rtld_local_is_forwarded_and_routed_as_when_link
     let host = program_with("dlopen_host", &["-Wl,--as-needed"]);
     // The emulator's counters are libsde's, which PAPI finds only in the global scope: preloaded,
     // libsde is there, as for a program that links the emulator.
-    let local = Launch::program("dmapp-rtld-local", host, &format!("{} dmapp_main {script}", module.display()))
+    // Then the host closes the program, as a plugin framework closes a plugin it does not use:
+    // libaar.so keeps loaded the libdmapp it forwards to, so that the addresses it keeps stay
+    // valid; without libaar.so it is unloaded.
+    let args = format!("--then-check libugni.so {} dmapp_main {script}", module.display());
+    let local = Launch::program("dmapp-rtld-local", host.clone(), &args)
         .env("LD_PRELOAD", &format!("{} libsde.so.1", libaar().display()))
         .run();
     local.assert_ok();
+    assert!(local.stdout.ends_with("libugni.so still loaded: yes\n"), "{}", local.stdout);
+    let alone = Launch::program("dmapp-rtld-local-alone", host, &args).env("LD_PRELOAD", "libsde.so.1").run();
+    alone.assert_ok();
+    assert!(alone.stdout.ends_with("libugni.so still loaded: no\n"), "{}", alone.stdout);
     assert!(warnings(&local).is_empty(), "{:?}", warnings(&local));
     let calls = |r: &Run| -> Vec<String> {
         data_calls(r)

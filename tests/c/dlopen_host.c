@@ -7,14 +7,25 @@
  *   dlopen_host LIBRARY FUNCTION [ARGS...]   calls int FUNCTION(int argc, char **argv) in LIBRARY
  *                                            with argv[0] = LIBRARY and ARGS; exits with its
  *                                            result
+ *   dlopen_host --then-check NAME LIBRARY FUNCTION [ARGS...]
+ *                                            the same, then dlclose()s LIBRARY (as a plugin
+ *                                            framework closes a plugin it does not use) and
+ *                                            prints "NAME still loaded: yes" or "no"
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
+	const char *check = NULL;
+	if (argc > 2 && strcmp(argv[1], "--then-check") == 0) {
+		check = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: dlopen_host LIBRARY FUNCTION [ARGS...]\n");
+		fprintf(stderr, "usage: dlopen_host [--then-check NAME] LIBRARY FUNCTION [ARGS...]\n");
 		return 2;
 	}
 	void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -28,5 +39,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	argv[2] = argv[1];
-	return function(argc - 2, argv + 2);
+	int rc = function(argc - 2, argv + 2);
+	if (check) {
+		dlclose(lib);
+		void *still = dlopen(check, RTLD_LAZY | RTLD_NOLOAD);
+		printf("%s still loaded: %s\n", check, still ? "yes" : "no");
+		if (still)
+			dlclose(still);
+	}
+	return rc;
 }
