@@ -57,7 +57,24 @@ pub fn wait_ready() -> Option<&'static Settings> {
     state::settings()
 }
 
+/// What [`prepare`] made, for [`install`].
+struct Prepared {
+    decider: Decider,
+    policy: Policy,
+    tracing: bool,
+}
+
+/// The library's start-up. Its work (the settings, PAPI, the node's segment, the files) runs on a
+/// thread with room when the calling thread has little stack left ([`sys::with_room`]); the
+/// decider is installed by the calling thread, so that the decider's lock is biased to a thread
+/// that posts, not to a helper that is gone.
 fn init() {
+    if let Some(prepared) = sys::with_room(prepare) {
+        install(prepared);
+    }
+}
+
+fn prepare() -> Option<Prepared> {
     let t0 = sys::now_ns();
     let lookup = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
     let (mut settings, warnings) = Settings::from_lookup(&lookup);
@@ -84,7 +101,7 @@ fn init() {
     let settings = state::set_settings(settings);
     if settings.disabled {
         tracing::info!("AAR_DISABLE is set, or another copy of libaar.so routes: every call is forwarded untouched");
-        return;
+        return None;
     }
     if let Boundary::Mpi { function, .. } = settings.ab_boundary {
         // A profiling tool preloaded before libaar.so (mpiP, IPM, Score-P), or the program itself.
@@ -162,6 +179,11 @@ fn init() {
     let (table, source) = settings.dmapp_table();
     attributes::set_table(table, source);
     decider.init_ns = sys::now_ns().saturating_sub(t0);
+    Some(Prepared { decider, policy, tracing })
+}
+
+fn install(Prepared { decider, policy, tracing }: Prepared) {
+    let Some(settings) = state::settings() else { return };
     // Nobody else can hold it yet: posts see READY only after the store below.
     if let Some(mut slot) = state::decider_within(Duration::from_secs(1)) {
         *slot = Some(decider);

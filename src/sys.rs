@@ -64,6 +64,54 @@ impl Real {
     }
 }
 
+/// Stack a thread needs left for the library's start-up: measured over the emulator, the start-up
+/// (the settings, PAPI's initialisation, the files) needed between 10 and 14 KiB, more than a
+/// runtime's thread made with a small stack may have left; real PAPI builds with more components
+/// may need more.
+const ROOM_NEEDED: usize = 128 << 10;
+/// The stack of the thread that runs it where the caller's is smaller.
+const ROOM_GIVEN: usize = 1 << 20;
+
+/// `f()`, run on a thread of its own with a stack of [`ROOM_GIVEN`] bytes, waited for, when this
+/// thread has less than [`ROOM_NEEDED`] left below this point (a runtime's progress thread made
+/// with a small stack, whose first uGNI call starts the library); here otherwise, and when no
+/// thread can be made. A panic in `f` goes on in the caller.
+pub fn with_room<T: Send + 'static>(f: fn() -> T) -> T {
+    if stack_left().is_none_or(|left| left >= ROOM_NEEDED) {
+        return f();
+    }
+    match std::thread::Builder::new().name("aar-start-up".into()).stack_size(ROOM_GIVEN).spawn(f) {
+        Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(_) => f(),
+    }
+}
+
+/// Bytes of this thread's stack below this point; `None` on the main thread (its stack grows up
+/// to its limit) and when glibc cannot tell.
+fn stack_left() -> Option<usize> {
+    // SAFETY: gettid takes no argument.
+    if unsafe { libc::syscall(libc::SYS_gettid) } == i64::from(std::process::id()) {
+        return None;
+    }
+    let here = 0u8;
+    // SAFETY: `attr` is initialised by pthread_getattr_np before it is read, and destroyed once;
+    // pthread_attr_getstack writes the stack's lowest address and size.
+    let lowest = unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let (mut addr, mut size) = (std::ptr::null_mut(), 0);
+        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        if rc != 0 {
+            return None;
+        }
+        addr as usize
+    };
+    (std::ptr::addr_of!(here) as usize).checked_sub(lowest)
+}
+
 /// The next definition of `name` after libaar.so: `dlsym(RTLD_NEXT)`, which searches the objects
 /// after it in the loader's global scope; else the first object loaded after it, outside that
 /// scope, that defines `name` itself. A library dlopen()ed with RTLD_LOCAL and what it links are

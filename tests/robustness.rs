@@ -97,6 +97,23 @@ fn first_calls_from_eight_threads_at_once_initialise_once() {
     assert_eq!(&modes[16_000..], &[AD3; 10]);
 }
 
+/// A thread made with a small stack (24 KiB, as a runtime may make its progress thread; the driver's
+/// own calls take about 15 KiB of it) makes the first uGNI call of the process. The library's
+/// start-up needs more than is left (PAPI's initialisation): it runs on a thread of its own, and
+/// the program runs on, routed as with a thread of the default stack.
+#[test]
+fn a_thread_with_a_small_stack_can_start_the_library() {
+    let small = Launch::driver("small-stack", "stack 24576 threads 1 8192 20").run();
+    small.assert_ok();
+    let default = Launch::driver("default-stack", "threads 1 8192 20").run();
+    default.assert_ok();
+    assert_eq!(stdout_field(&small.stdout, "emu_posts"), 20);
+    assert_eq!(small.dlvr_modes("GNI_PostFma"), default.dlvr_modes("GNI_PostFma"));
+    let rec = &small.records()[0];
+    assert!(rec["counters"]["reads"].as_u64().unwrap() >= 2, "{}", rec["counters"]);
+    assert_eq!(small.aar_lines().len(), 1, "the summary only: {:?}", small.aar_lines());
+}
+
 #[test]
 fn a_forked_child_keeps_routing_with_its_own_counters_record_and_trace() {
     let launch = Launch::driver("fork", "fma 64 3 0 fork 6 forkexec rdma 65536 4 0");

@@ -27,7 +27,10 @@
  *   touch PATH | waitfile PATH      create an empty file | wait until a file exists (every 1 ms, at
  *                                   most 60 s, else an error): steps of several processes in order
  *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE (as the
- *                                   first command, the threads make the first uGNI calls of the process)
+ *                                   first command, or after "stack", the threads make the first uGNI
+ *                                   calls of the process)
+ *   stack BYTES                     the threads of later "threads" commands get stacks of BYTES (a
+ *                                   runtime's progress thread made small); 0: the default
  *   fork N                          fork; the child makes N 64 B FMA PUTs and N 64 KiB RDMA PUTs on the
  *                                   inherited endpoints and exits; the parent waits and checks it
  *   forkexec                        fork and exec /bin/sh -c true (a helper process); wait for it
@@ -453,6 +456,8 @@ struct thread_arg {
 /* The pairs of every "threads" command stay open until the process exits, as the main pair does
  * (their NICs stay known to libaar.so); kept here, they stay reachable for LeakSanitizer too. */
 static struct thread_arg *thread_args;
+/* Stack size of the threads the "threads" command makes; 0: the default. */
+static size_t thread_stack;
 
 static void *thread_main(void *v)
 {
@@ -519,8 +524,9 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *c = argv[i];
 		/* The main pair is made at the first command that needs it, so that "threads" as the
-		 * first command makes the process's first uGNI calls from several threads at once. */
-		if (!ready && strcmp(c, "threads")) {
+		 * first command (after "stack", if any) makes the process's first uGNI calls from several
+		 * threads at once. */
+		if (!ready && strcmp(c, "threads") && strcmp(c, "stack")) {
 			if (setup_pair(&p, 0, MAX_BYTES)) {
 				fprintf(stderr, "driver: setup failed\n");
 				return 2;
@@ -758,6 +764,9 @@ int main(int argc, char **argv)
 			printf("allocs unavailable\n");
 #endif
 			i += 1;
+		} else if (!strcmp(c, "stack")) {
+			thread_stack = (size_t)num(ARG(1));
+			i += 1;
 		} else if (!strcmp(c, "threads")) {
 			unsigned n = (unsigned)num(ARG(1));
 			struct thread_arg *t = calloc(n, sizeof *t);
@@ -766,7 +775,14 @@ int main(int argc, char **argv)
 				t[k].inst = 100 + 2 * k;
 				t[k].size = num(ARG(2));
 				t[k].count = num(ARG(3));
-				pthread_create(&tid[k], NULL, thread_main, &t[k]);
+				pthread_attr_t attr;
+				pthread_attr_init(&attr);
+				if (thread_stack && pthread_attr_setstacksize(&attr, thread_stack)) {
+					fprintf(stderr, "driver: stack %zu refused\n", thread_stack);
+					p.errors++;
+				}
+				pthread_create(&tid[k], &attr, thread_main, &t[k]);
+				pthread_attr_destroy(&attr);
 			}
 			for (unsigned k = 0; k < n; k++) {
 				pthread_join(tid[k], NULL);
