@@ -18,9 +18,9 @@
 //!
 //! An MPI library may unwind out of a collective: a C++ exception from an error handler that
 //! throws, or the thread cancelled (pthread_cancel) at a cancellation point inside it. The
-//! wrappers and the types of the functions they call are `extern "C-unwind"`, so that the unwind goes on to the
-//! application and the wrapper's guards run on the way: the thread is no longer inside the
-//! collective. (Through `"C"` frames the guards were skipped, which is undefined behaviour, and a
+//! wrappers and the types of the functions they call are `extern "C-unwind"`, so that the unwind
+//! goes on to the application and the wrapper's guards run on the way: the thread is no longer
+//! inside the collective. (Through `"C"` frames the guards were skipped, which is undefined behaviour, and a
 //! thread that caught an exception out of MPI_Alltoall routed as if inside it from then on.)
 
 use crate::settings::{Boundary, MpiFunction};
