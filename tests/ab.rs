@@ -501,35 +501,92 @@ fn fortran_programs_mark_iterations_through_the_aar_module() {
 /// What an MPI job left: its run, the ranks' iteration records and each rank's post log.
 type MpiJob = (Run, Vec<IterationRecord>, BTreeMap<u64, Vec<Value>>);
 
+/// An MPI implementation the tests run jobs under: MPICH (Cray MPICH's base, `int` handles) or
+/// Open MPI (pointer handles).
+#[derive(Clone, Copy)]
+enum Mpi {
+    Mpich,
+    OpenMpi,
+}
+
+impl Mpi {
+    fn compiler(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "mpicc.mpich",
+            Mpi::OpenMpi => "mpicc.openmpi",
+        }
+    }
+
+    /// The launcher of a 3-rank job, and the variable that holds a rank's number.
+    fn launcher(self) -> (Vec<String>, &'static str) {
+        match self {
+            Mpi::Mpich => (vec!["mpiexec.mpich".into(), "-n".into(), "3".into()], "PMI_RANK"),
+            Mpi::OpenMpi => {
+                (["mpiexec.openmpi", "--oversubscribe", "-n", "3"].map(String::from).to_vec(), "OMPI_COMM_WORLD_RANK")
+            }
+        }
+    }
+
+    /// Whether its compiler and launcher are installed; else the test says it is skipped.
+    fn present(self) -> bool {
+        let launcher = self.launcher().0.remove(0);
+        let here = have(self.compiler()) && have(&launcher);
+        if !here {
+            eprintln!("SKIPPED: {} or {launcher} is not installed; scripts/setup installs them", self.compiler());
+        }
+        here
+    }
+}
+
 /// ab_mpi.c as a 3-rank MPICH job, its mode from the boundary (see [`mpi_program_job`]).
 fn mpi_job(test: &str, boundary: &str, iters: usize, extra: &[(&str, &str)]) -> MpiJob {
-    let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
+    mpi_job_under(Mpi::Mpich, test, boundary, iters, extra)
+}
+
+/// [`mpi_job`] under `mpi`.
+fn mpi_job_under(mpi: Mpi, test: &str, boundary: &str, iters: usize, extra: &[(&str, &str)]) -> MpiJob {
+    let prog = compile(mpi.compiler(), "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
     // ab_mpi's mode is the function's name: MPI_Reduce_scatter_block:1 -> reduce_scatter_block
     let name = boundary.split(':').next().unwrap().to_lowercase();
     let kind = name.strip_prefix("mpi_").unwrap();
-    mpi_program_job(test, prog, &format!("{kind} {iters} 8192"), boundary, extra)
+    mpi_program_job_under(mpi, test, prog, &format!("{kind} {iters} 8192"), boundary, extra)
 }
 
 /// Per-rank iteration records and post logs of a 3-rank MPICH job of `prog` (the emulator's log
 /// is made per rank by the launch wrapper).
 fn mpi_program_job(test: &str, prog: PathBuf, args: &str, boundary: &str, extra: &[(&str, &str)]) -> MpiJob {
+    mpi_program_job_under(Mpi::Mpich, test, prog, args, boundary, extra)
+}
+
+/// [`mpi_program_job`] under `mpi`.
+fn mpi_program_job_under(
+    mpi: Mpi,
+    test: &str,
+    prog: PathBuf,
+    args: &str,
+    boundary: &str,
+    extra: &[(&str, &str)],
+) -> MpiJob {
     let mut launch = Launch::program(test, prog, args)
         .env("AAR_AB", "ADAPTIVE0,ADAPTIVE1,ADAPTIVE3")
         .env("AAR_AB_ORDER", "shuffled:7")
         .env("AAR_AB_BOUNDARY", boundary)
+        // Open MPI: as root, and on this node only (no ssh needed).
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_plm", "isolated")
         .unset("AAR_EMU_LOG");
     for (k, v) in extra {
         launch = launch.env(k, v);
     }
     let logs = launch.dir.clone();
-    launch.wrapper = vec![
-        "mpiexec.mpich".into(),
-        "-n".into(),
-        "3".into(),
+    let (mut wrapper, rank) = mpi.launcher();
+    wrapper.extend([
         "sh".into(),
         "-c".into(),
-        format!("AAR_EMU_LOG={}/emu.$PMI_RANK.jsonl exec \"$0\" \"$@\"", logs.display()),
-    ];
+        format!("AAR_EMU_LOG={}/emu.${rank}.jsonl exec \"$0\" \"$@\"", logs.display()),
+    ]);
+    launch.wrapper = wrapper;
     let r = launch.run();
     r.assert_ok();
     for rank in 0..3 {
@@ -541,12 +598,16 @@ fn mpi_program_job(test: &str, prog: PathBuf, args: &str, boundary: &str, extra:
 }
 
 fn check_mpi_job(boundary: &str) {
-    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
-        eprintln!("SKIPPED: MPICH (mpicc.mpich, mpiexec.mpich) is not installed; scripts/setup installs it");
+    check_mpi_job_under(Mpi::Mpich, boundary);
+}
+
+fn check_mpi_job_under(mpi: Mpi, boundary: &str) {
+    if !mpi.present() {
         return;
     }
     let iters = 9;
-    let job = mpi_job(&format!("ab-mpi-{}", boundary.replace(':', "-")), boundary, iters, &[]);
+    let test = format!("ab-{}-{}", mpi.compiler(), boundary.replace(':', "-"));
+    let job = mpi_job_under(mpi, &test, boundary, iters, &[]);
     check_schedule(boundary, iters, job);
 }
 
@@ -611,6 +672,16 @@ fn every_other_wrapped_collective_marks_iterations() {
         "MPI_Neighbor_alltoallw",
     ] {
         check_mpi_job(&format!("{f}:1"));
+    }
+}
+
+/// Open MPI's handles are pointers where MPICH's are `int`s: the same wrappers forward them
+/// unchanged, in registers and on the stack, and in arrays (MPI_Alltoallw's datatypes), so an
+/// Open MPI job's collectives mark iterations as an MPICH job's do.
+#[test]
+fn open_mpi_s_collectives_mark_iterations_through_the_same_wrappers() {
+    for boundary in ["MPI_Allreduce:2", "MPI_Alltoallw:1", "MPI_Neighbor_alltoallw:1", "MPI_Scatterv:1"] {
+        check_mpi_job_under(Mpi::OpenMpi, boundary);
     }
 }
 

@@ -199,6 +199,18 @@ fn the_fortran_bindings_of_the_program_s_mpi_are_checked_for_what_libaar_sees() 
     let r = doctor(&[prog.to_str().unwrap()], &[]);
     r.expect_line("ok", "Fortran", "'s Fortran bindings call the C MPI functions (22 of the 22 libaar.so wraps)");
     r.expect_line("ok", "Fortran", "libmpichfort.so");
+    // And Open MPI's, where it is installed: they call the PMPI functions directly.
+    let have_openmpi = Command::new("mpif90.openmpi").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have_openmpi {
+        eprintln!("SKIPPED (Open MPI part): mpif90.openmpi is not installed; scripts/setup installs it");
+        return;
+    }
+    let prog = dir.join("allreduce-f90-openmpi");
+    let st = Command::new("mpif90.openmpi").arg(&src).arg("-o").arg(&prog).status().unwrap();
+    assert!(st.success());
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_line("warning", "Fortran", "'s Fortran bindings call PMPI_Barrier, PMPI_Allreduce,");
+    assert!(r.stdout.contains("warning  Fortran    libmpi_mpifh.so"), "{}", r.stdout);
 }
 
 /// Collectives libaar.so does not wrap (the nonblocking ones, neighbourhood ones among them, and
