@@ -399,15 +399,24 @@ pub fn uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
+/// The first definition of `name` in the process: in the loader's global scope (`RTLD_DEFAULT`),
+/// else in the objects loaded outside it ([`next_definition`]: a PMI under a Python module).
+fn first_definition(name: &CStr) -> *mut c_void {
+    // SAFETY: NUL-terminated name; the address is looked up, never called here.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if p.is_null() {
+        next_definition(name)
+    } else {
+        p
+    }
+}
+
 /// A function of the PMI library the process loaded, if it has one and has called `PMI_Init`
 /// (the library never initialises PMI itself). `F` is the function's type by pmi.h.
 fn pmi_function<F: Copy>(name: &CStr) -> Option<F> {
     type InitializedFn = unsafe extern "C" fn(*mut libc::c_int) -> libc::c_int;
     debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: NUL-terminated names looked up in the process's global scope.
-    let (init, f) = unsafe {
-        (libc::dlsym(libc::RTLD_DEFAULT, c"PMI_Initialized".as_ptr()), libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()))
-    };
+    let (init, f) = (first_definition(c"PMI_Initialized"), first_definition(name));
     if init.is_null() || f.is_null() {
         return None;
     }

@@ -151,6 +151,36 @@ fn a_dmapp_program_dlopened_with_rtld_local_is_forwarded_and_routed_as_when_link
     assert_eq!(record(&local)["apis"]["DMAPP"], record(&linked)["apis"]["DMAPP"]);
 }
 
+/// PMI loaded with the program the way Python loads an extension module (dlopen, RTLD_LOCAL): the
+/// library still finds it, and takes the number of ranks on the node from PMI's clique, as when
+/// the program links PMI. (The launcher's own count, `MPI_LOCALNRANKS`, is taken away.)
+#[test]
+fn pmi_dlopened_with_rtld_local_still_gives_the_ranks_on_the_node() {
+    let linked = dmapp_program("dmapp_driver", &["-DWITH_PMI", "-lpmi"]);
+    let module =
+        program_with("dmapp_driver", &["-shared", "-fPIC", "-Dmain=dmapp_main", "-DWITH_PMI", "-lpmi", "-ldmapp"]);
+    let host = program_with("dlopen_host", &["-Wl,--as-needed"]);
+    let script = "pmi init put 1 65536 2";
+    let aar = aar_command().display().to_string();
+    let with_libsde = format!("{} libsde.so.1", libaar().display());
+    for (test, program, args, preload) in [
+        ("pmi-linked", linked, script.to_string(), libaar().display().to_string()),
+        ("pmi-rtld-local", host, format!("{} dmapp_main {script}", module.display()), with_libsde),
+    ] {
+        let mut l = Launch::program(test, program, &args).env("LD_PRELOAD", &preload);
+        l.wrapper = [aar.as_str(), "run", "-n", "2", "-N", "2", "--", "env", "-u", "MPI_LOCALNRANKS"]
+            .map(String::from)
+            .to_vec();
+        let r = l.run();
+        r.assert_ok();
+        let recs = r.records();
+        assert_eq!(recs.len(), 2, "{test}");
+        for rec in &recs {
+            assert_eq!(rec["node"]["ranks_per_node"], 2, "{test}: {}", rec["node"]);
+        }
+    }
+}
+
 /// What the emulator saw of one thread.
 #[derive(Debug, Default)]
 struct Thread {
