@@ -103,6 +103,9 @@ fn prepare() -> Option<Prepared> {
         tracing::info!("AAR_DISABLE is set, or another copy of libaar.so routes: every call is forwarded untouched");
         return None;
     }
+    for name in crate::settings::unknown_variables(sys::variable_names()) {
+        diag::warn(&crate::settings::unknown_variable_warning(&name));
+    }
     if let Boundary::Mpi { function, .. } = settings.ab_boundary {
         // A profiling tool preloaded before libaar.so (mpiP, IPM, Score-P), or the program itself.
         let first = std::ffi::CString::new(function.name()).ok().and_then(|n| sys::defined_before_this(&n));

@@ -45,12 +45,6 @@ const ROLES: [&str; 5] = [
     "response stalled cycles (optional)",
 ];
 
-/// `AAR_*` names that are not libaar.so settings but belong to the rest of aar (the emulator,
-/// the simulator, `aar report`, the modulefiles, the build's `AAR_DMAPP_H`): never reported as
-/// unknown.
-const OTHER_AAR_PREFIXES: [&str; 7] =
-    ["AAR_EMU_", "AAR_SIM_", "AAR_REPORT_", "AAR_PRELOAD", "AAR_ROOT", "AAR_OUTPUT_DIR_BY_MODULE", "AAR_DMAPP_H"];
-
 /// Event set ids are small indices into PAPI's table; looking this far covers any process.
 const MAX_EVENTSET_ID: c_int = 4096;
 
@@ -111,7 +105,7 @@ fn document() -> String {
         "pid": std::process::id(),
         "runtime_initialised": runtime_initialised,
         "variables_set": set,
-        "unknown_variables": unknown_variables(),
+        "unknown_variables": crate::settings::unknown_variables(crate::sys::variable_names()),
         "settings": serde_json::to_value(&settings).unwrap_or(Value::Null),
         "warnings": warnings,
         "papi": papi,
@@ -145,19 +139,6 @@ fn document() -> String {
         })),
     });
     doc.to_string()
-}
-
-/// `AAR_*` variables in the environment that the library does not read (a typo, a variable of
-/// another version).
-fn unknown_variables() -> Vec<String> {
-    let mut names: Vec<String> = std::env::vars_os()
-        .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| k.starts_with("AAR_"))
-        .filter(|k| !VARIABLES.iter().any(|(v, _)| v == k))
-        .filter(|k| !OTHER_AAR_PREFIXES.iter().any(|p| k.starts_with(p)))
-        .collect();
-    names.sort();
-    names
 }
 
 /// Open PAPI as the job would, then ask it the questions the job does not.

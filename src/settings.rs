@@ -43,6 +43,76 @@ pub const VARIABLES: [(&str, &str); 25] = [
     ("AAR_TOPOLOGY", "unset"),
 ];
 
+/// `AAR_*` names that are not libaar.so settings but belong to the rest of aar (the emulator,
+/// the simulator, `aar report`, the modulefiles, the build's `AAR_DMAPP_H`, the benchmarks'
+/// `AAR_BENCH_DIR`): never reported as unknown.
+const OTHER_AAR_PREFIXES: [&str; 8] = [
+    "AAR_EMU_",
+    "AAR_SIM_",
+    "AAR_REPORT_",
+    "AAR_PRELOAD",
+    "AAR_ROOT",
+    "AAR_OUTPUT_DIR_BY_MODULE",
+    "AAR_DMAPP_H",
+    "AAR_BENCH_DIR",
+];
+
+/// The `AAR_*` names among `names` (the environment's) that neither libaar.so nor the rest of aar
+/// reads: a typo, or a variable of another version. Sorted.
+pub fn unknown_variables(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut unknown: Vec<String> = names
+        .into_iter()
+        .filter(|k| k.starts_with("AAR_"))
+        .filter(|k| !VARIABLES.iter().any(|(v, _)| v == k))
+        .filter(|k| !OTHER_AAR_PREFIXES.iter().any(|p| k.starts_with(p)))
+        .collect();
+    unknown.sort();
+    unknown
+}
+
+/// The variable libaar.so reads that `name` most likely misspells: the nearest by letters changed,
+/// added, removed or swapped with a neighbour, if at most two; the first of the nearest in
+/// [`VARIABLES`].
+pub fn misspelt(name: &str) -> Option<&'static str> {
+    VARIABLES
+        .iter()
+        .map(|(v, _)| (edits(name.as_bytes(), v.as_bytes()), *v))
+        .filter(|&(d, _)| d <= 2)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, v)| v)
+}
+
+/// Edits between `a` and `b`: letters changed, added, removed, or two neighbours swapped (the
+/// optimal string alignment distance).
+fn edits(a: &[u8], b: &[u8]) -> usize {
+    let mut rows = vec![vec![0; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    rows[0] = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let change = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[i - 1][j] + 1).min(rows[i][j - 1] + 1).min(rows[i - 1][j - 1] + change);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = d;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
+/// The warning for an `AAR_*` variable libaar.so does not read ([`unknown_variables`]).
+pub fn unknown_variable_warning(name: &str) -> String {
+    let guess =
+        misspelt(name).map_or("a typo? a variable of another version?".to_string(), |v| format!("did you mean {v}?"));
+    format!(
+        "{name} is set but libaar.so does not read it ({guess}): it has no effect. Correct its name or unset it; \
+         the variables libaar.so reads are in the Settings table of the README (aar doctor shows their effect)."
+    )
+}
+
 /// Everything the `AAR_*` variables configure.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Settings {

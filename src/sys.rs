@@ -295,6 +295,11 @@ pub fn emulator_clock() -> Option<EmulatorClock> {
     (clock.now() != 0).then_some(clock)
 }
 
+/// The names of the environment's variables (those that are text).
+pub fn variable_names() -> impl Iterator<Item = String> {
+    std::env::vars_os().filter_map(|(k, _)| k.into_string().ok())
+}
+
 pub fn pid() -> u32 {
     std::process::id()
 }

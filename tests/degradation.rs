@@ -88,6 +88,34 @@ fn a_missing_event_is_one_warning_too() {
     assert_eq!(&r.dlvr_modes("GNI_PostRdma")[2..], [AD0; 4], "automatic routing still runs");
 }
 
+/// An `AAR_*` variable libaar.so does not read (a typo, a variable of another version) gets one
+/// warning from rank 0 that names it and the variable it most likely misspells; the others are
+/// quiet but keep it in their record. aar's other variables (the emulator's, the module's) get
+/// none, and routing is what it is without the typo.
+#[test]
+fn an_aar_variable_nobody_reads_is_one_warning_with_the_likely_name() {
+    let script = "rdma 65536 5 0 fma 64 5 0";
+    let typos = |l: Launch| l.env("AAR_MOED", "ADAPTIVE3").env("AAR_ZZZ_TOP", "1").env("AAR_PRELOAD", "/x/libaar.so");
+    let r = typos(Launch::driver("unknown-variables", script)).env("PMI_RANK", "0").run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].starts_with("aar: AAR_MOED is set but libaar.so does not read it (did you mean AAR_MODE?)"),
+        "{}",
+        w[0]
+    );
+    assert!(w[1].starts_with("aar: AAR_ZZZ_TOP is set but libaar.so does not read it (a typo?"), "{}", w[1]);
+    let baseline = Launch::driver("unknown-variables-baseline", script).run();
+    baseline.assert_ok();
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), baseline.dlvr_modes("GNI_PostRdma"), "AAR_MOED pins nothing");
+    let other = typos(Launch::driver("unknown-variables-rank1", script)).env("PMI_RANK", "1").run();
+    other.assert_ok();
+    assert!(other.stderr.is_empty(), "{}", other.stderr);
+    let kept = other.records()[0]["messages"].to_string();
+    assert!(kept.contains("AAR_MOED is set") && kept.contains("AAR_ZZZ_TOP is set"), "{kept}");
+}
+
 #[test]
 fn each_bad_setting_gets_one_warning_naming_it_and_the_default_is_used() {
     let cases = [

@@ -272,3 +272,25 @@ fn relative_output_and_trace_paths_are_anchored_at_the_start_up_folder() {
     assert_eq!(s.output_dir.as_deref(), Some("/lus/aar-records"));
     assert_eq!(s.trace, None);
 }
+
+#[test]
+fn unknown_variables_are_the_aar_names_nobody_reads_and_a_near_one_is_named() {
+    let env =
+        ["AAR_MODE", "AAR_MOED", "AAR_EMU_LOG", "AAR_PRELOAD", "AAR_BENCH_DIR", "PATH", "AAR_ZZZ_TOP", "AAR_TRESHOLD"];
+    assert_eq!(unknown_variables(env.map(String::from)), ["AAR_MOED", "AAR_TRESHOLD", "AAR_ZZZ_TOP"]);
+    // Two neighbours swapped, a letter left out, one added, one changed: one edit each.
+    assert_eq!(misspelt("AAR_MOED"), Some("AAR_MODE"));
+    assert_eq!(misspelt("AAR_TRESHOLD"), Some("AAR_THRESHOLD"));
+    assert_eq!(misspelt("AAR_MODES"), Some("AAR_MODE"));
+    assert_eq!(misspelt("AAR_OUTPUT_DIT"), Some("AAR_OUTPUT_DIR"));
+    // Three edits away from every variable: no guess.
+    assert_eq!(misspelt("AAR_ZZZ_TOP"), None);
+    assert_eq!(misspelt("AAR_MO"), Some("AAR_MODE"), "two edits, as AAR_AB: a tie goes to the first in the table");
+    assert_eq!(edits(b"kitten", b"sitting"), 3);
+    assert_eq!(edits(b"ab", b"ba"), 1);
+    assert_eq!(edits(b"", b"abc"), 3);
+    assert_eq!(edits(b"ca", b"abc"), 3, "a swap is not edited again (optimal string alignment)");
+    let w = unknown_variable_warning("AAR_MOED");
+    assert!(w.starts_with("AAR_MOED is set but libaar.so does not read it (did you mean AAR_MODE?)"), "{w}");
+    assert!(unknown_variable_warning("AAR_ZZZ_TOP").contains("(a typo? a variable of another version?)"));
+}
