@@ -1011,7 +1011,7 @@ pub extern "C" fn aar_version() -> *const c_char {
 
 /// The library's own check of this environment for `aar doctor`: the effective settings and their
 /// warnings, whether PAPI loads and which version, and whether each counter event exists, as a
-/// JSON document (`aar-selfcheck/1`) copied into the caller's buffer. Returns the document's
+/// JSON document (`aar-selfcheck/2`) copied into the caller's buffer. Returns the document's
 /// length without the NUL; it was written (with a NUL) only if `len` is larger, otherwise call
 /// again with at least that length + 1 (the same document: the check runs once per process).
 /// −1: internal error. Never initialises the library's runtime (see `selfcheck`).

@@ -34,7 +34,7 @@ use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 /// The document's format name; bump the number when a field changes meaning.
-pub const FORMAT: &str = "aar-selfcheck/1";
+pub const FORMAT: &str = "aar-selfcheck/2";
 
 /// What each configured event is for, in the order of `AAR_PAPI_EVENTS`.
 const ROLES: [&str; 5] = [
@@ -97,6 +97,7 @@ fn document() -> String {
         check_papi(&settings)
     };
     let (table, source) = settings.dmapp_table();
+    let unknown = crate::settings::unknown_variables(crate::sys::variable_names());
     let doc = json!({
         "format": FORMAT,
         "version": env!("CARGO_PKG_VERSION"),
@@ -105,7 +106,10 @@ fn document() -> String {
         "pid": std::process::id(),
         "runtime_initialised": runtime_initialised,
         "variables_set": set,
-        "unknown_variables": crate::settings::unknown_variables(crate::sys::variable_names()),
+        "unknown_variables": unknown.iter().map(|name| json!({
+            "name": name,
+            "warning": crate::settings::unknown_variable_warning(name),
+        })).collect::<Vec<_>>(),
         "settings": serde_json::to_value(&settings).unwrap_or(Value::Null),
         "warnings": warnings,
         "papi": papi,

@@ -752,12 +752,15 @@ fn check_settings(doc: &Value, report: &mut Report) {
         let fix = format!("Fix or unset {}.", w["variable"].as_str().unwrap_or("the variable"));
         report.warning("setting", format!("aar: {}", w["message"].as_str().unwrap_or("")), fix);
     }
-    for name in doc["unknown_variables"].as_array().into_iter().flatten().filter_map(Value::as_str) {
-        report.warning(
-            "setting",
-            format!("{name} is set but libaar.so does not read it (a typo? a variable of another version?)"),
-            "See the Settings table of the README for the variables libaar.so reads.",
-        );
+    for unknown in doc["unknown_variables"].as_array().into_iter().flatten() {
+        // aar-selfcheck/2 gives the library's own warning; /1 (an older libaar.so) only the name.
+        let (name, warning) = match unknown.as_str() {
+            Some(name) => (name, format!("{name} is set but libaar.so does not read it (a typo?)")),
+            None => {
+                (unknown["name"].as_str().unwrap_or("?"), unknown["warning"].as_str().unwrap_or_default().to_string())
+            }
+        };
+        report.warning("setting", format!("aar: {warning}"), format!("Correct the name of {name}, or unset it."));
     }
     if let Some(dir) = settings["output_dir"].as_str() {
         match std::fs::metadata(dir) {

@@ -530,7 +530,7 @@ fn a_bad_setting_is_a_warning_with_the_librarys_own_words() {
         "setting",
         "aar: AAR_MODE=\"fast\" is not a routing policy; using the default auto. Use auto, steady, off, or a fixed mode",
     );
-    r.expect_line("warning", "setting", "AAR_MDOE is set but libaar.so does not read it");
+    r.expect_line("warning", "setting", "aar: AAR_MDOE is set but libaar.so does not read it (did you mean AAR_MODE?)");
     assert!(r.stdout.contains("AAR_MODE=fast   (not taken: see the warning above)"), "{}", r.stdout);
     assert!(r.stdout.contains("in effect: policy auto;"), "{}", r.stdout);
     assert!(r.stdout.contains("result: 2 warnings, no problem"), "{}", r.stdout);
@@ -583,7 +583,7 @@ fn json_output_carries_the_checks_the_code_and_the_librarys_document() {
     assert!(checks.iter().any(|c| c["topic"] == "setting" && c["verdict"] == "warning"));
     assert!(doc["libraries"].as_array().unwrap().iter().any(|l| l["name"] == "libugni.so"));
     let sc = &doc["selfcheck"];
-    assert_eq!(sc["format"], "aar-selfcheck/1");
+    assert_eq!(sc["format"], "aar-selfcheck/2");
     assert_eq!(sc["runtime_initialised"], false);
     assert_eq!(sc["warnings"][0]["variable"], "AAR_MODE");
     assert_eq!(sc["papi"]["opened"], true);

@@ -12,7 +12,7 @@ type VersionFn = unsafe extern "C" fn() -> *const c_char;
 
 /// What the self-check gave.
 pub struct Outcome {
-    /// The self-check document (`aar-selfcheck/1`), when it ran.
+    /// The self-check document (`aar-selfcheck/2`), when it ran.
     pub doc: Option<Value>,
     /// The program's libugni was loaded into this process before it.
     pub ugni_loaded: bool,
