@@ -61,7 +61,10 @@ pub fn compile(compiler: &str, name: &str, sources: &[PathBuf], flags: &[&str]) 
     }
     let out_dir = target_dir().join("aar-tests").join("bin");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let variant: String = flags.concat().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    // The compiler is part of the name too: one program built against two MPIs is two files.
+    let compiler_tag = if compiler == "cc" { "" } else { compiler };
+    let variant: String =
+        [compiler_tag, &flags.concat()].concat().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     let out = out_dir.join(format!("{name}{variant}-{}", std::process::id()));
     let (libs, flags): (Vec<&str>, Vec<&str>) = flags.iter().partition(|f| f.starts_with("-l"));
     let fortran = compiler.contains("fortran") || compiler.contains("f90");
