@@ -6,7 +6,9 @@
 //!
 //! - The program (resolved through PATH as a shell would): an ELF executable, dynamically linked
 //!   (a static one never sees LD_PRELOAD), and which of libugni, libdmapp and an MPI library it
-//!   links, followed through its libraries as the loader would find them here ([`elf`]).
+//!   links, followed through its libraries as the loader would find them here ([`elf`]). For a
+//!   Python script, or the interpreter itself, mpi4py's MPI module is checked in its place
+//!   ([`python`]).
 //! - The preload: libaar.so in LD_PRELOAD (`:` or space separated), the file there, and that it
 //!   loads (dlopen).
 //! - PAPI, the counter events, the settings and the DMAPP routing table, from libaar.so itself: its
@@ -23,6 +25,7 @@
 //! (no such PROGRAM, no such `--lib` file).
 
 mod elf;
+mod python;
 mod selfcheck;
 
 use clap::Args;
@@ -117,6 +120,8 @@ struct Program {
     path: PathBuf,
     elf: Option<elf::Elf>,
     closure: Option<elf::Closure>,
+    /// For a Python program, mpi4py's MPI module: the file that makes its MPI calls.
+    mpi_module: Option<PathBuf>,
 }
 
 /// A bad argument: nothing is checked, the exit status is [`EXIT_USAGE`].
@@ -170,7 +175,7 @@ pub fn run(args: DoctorArgs) -> i32 {
         if let Some(p) = program.as_ref() {
             if let Some(closure) = &p.closure {
                 check_fortran_mpi(closure, doc, &mut report);
-                check_unwrapped_collectives(&p.path, closure, doc, &mut report);
+                check_unwrapped_collectives(p.mpi_module.as_ref().unwrap_or(&p.path), closure, doc, &mut report);
             }
         }
     }
@@ -186,7 +191,7 @@ pub fn run(args: DoctorArgs) -> i32 {
 /// PROGRAM as a shell would find it: a name with a `/` as it is, any other name in PATH.
 fn check_program(path: &Path, report: &mut Report) -> Program {
     let shown = path.display().to_string();
-    let mut program = Program { path: path.to_path_buf(), elf: None, closure: None };
+    let mut program = Program { path: path.to_path_buf(), elf: None, closure: None, mpi_module: None };
     if path.is_dir() {
         report.problem("program", format!("{shown} is a folder, not a program"), "Give the program's file.");
         return program;
@@ -198,11 +203,36 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
             return program;
         }
         Err(elf::NotElf::Script(line)) => {
-            report.problem(
-                "program",
-                format!("{shown} is a script ({line}), not an ELF program; the doctor cannot see what it runs"),
-                "Run aar doctor on the program the script launches.",
-            );
+            // A Python script, or a launcher script named python (pyenv's, conda's, a module's).
+            let Some(python) = python::Python::of_script(&line).or_else(|| python::Python::of_program(path)) else {
+                report.problem(
+                    "program",
+                    format!("{shown} is a script ({line}), not an ELF program; the doctor cannot see what it runs"),
+                    "Run aar doctor on the program the script launches.",
+                );
+                return program;
+            };
+            let what = format!("{shown} is Python (a script: {line})");
+            let asked = match python.ask() {
+                Ok(a) => a,
+                Err(why) => {
+                    report.problem("program", format!("{what}, but {why}"), "Run aar doctor on the Python it runs.");
+                    return program;
+                }
+            };
+            match elf::read(&asked.executable) {
+                Ok(interpreter) => {
+                    if check_linking(&interpreter, report) {
+                        check_python(&mut program, &what, &asked.executable, asked.mpi_module, report);
+                    }
+                    program.elf = Some(interpreter);
+                }
+                Err(e) => report.problem(
+                    "program",
+                    format!("{what}, whose interpreter {} cannot be read ({e})", asked.executable.display()),
+                    "Run aar doctor on the Python it runs.",
+                ),
+            }
             return program;
         }
         Err(why) => {
@@ -227,8 +257,33 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
             format!("chmod +x {shown}"),
         );
     }
+    if !check_linking(&file, report) {
+        program.elf = Some(file);
+        return program;
+    }
+    // The interpreter given as the program: its MPI is mpi4py's module, where there is one.
+    if let Some(python) = python::Python::of_program(path) {
+        if let Ok(python::Asked { mpi_module: Some(module), .. }) = python.ask() {
+            check_python(&mut program, &format!("{shown} is Python"), path, Some(module), report);
+            program.elf = Some(file);
+            return program;
+        }
+    }
+    let closure = elf::closure(path, &file, std::env::var("LD_LIBRARY_PATH").ok().as_deref());
+    check_libraries(&closure, report);
+    program.elf = Some(file);
+    program.closure = Some(closure);
+    program
+}
+
+/// Whether the program (or a script's interpreter) is dynamically linked, so that LD_PRELOAD
+/// reaches it; a verdict either way.
+fn check_linking(file: &elf::Elf, report: &mut Report) -> bool {
     match &file.interpreter {
-        Some(interp) => report.ok("linking", format!("dynamically linked (loader {interp}): LD_PRELOAD applies")),
+        Some(interp) => {
+            report.ok("linking", format!("dynamically linked (loader {interp}): LD_PRELOAD applies"));
+            true
+        }
         None => {
             report.problem(
                 "linking",
@@ -239,15 +294,43 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
                 "Rebuild it dynamically linked: on a Cray, export CRAYPE_LINK_TYPE=dynamic before compiling \
                  (or pass -dynamic to cc/CC/ftn); elsewhere, drop -static.",
             );
-            program.elf = Some(file);
-            return program;
+            false
         }
     }
-    let closure = elf::closure(path, &file, std::env::var("LD_LIBRARY_PATH").ok().as_deref());
-    check_libraries(&closure, report);
-    program.elf = Some(file);
-    program.closure = Some(closure);
-    program
+}
+
+/// A Python program (`what` says which): its MPI is mpi4py's `MPI` module, whose libraries are
+/// checked in the program's place; libaar.so reaches them however Python loads the module.
+fn check_python(program: &mut Program, what: &str, python: &Path, module: Option<PathBuf>, report: &mut Report) {
+    let module = match module {
+        Some(m) => m,
+        None => {
+            report.problem(
+                "program",
+                format!("{what}, and {} has no mpi4py: the doctor cannot see which MPI it runs", python.display()),
+                "Install mpi4py for this Python, built against the job's MPI (on a Cray, with cray-mpich loaded), \
+                 or run aar doctor on the program the script launches.",
+            );
+            return;
+        }
+    };
+    match elf::read(&module) {
+        Ok(m) => {
+            report.ok(
+                "program",
+                format!("{what}: its MPI is mpi4py's module {}, whose libraries are checked here", module.display()),
+            );
+            let closure = elf::closure(&module, &m, std::env::var("LD_LIBRARY_PATH").ok().as_deref());
+            check_libraries(&closure, report);
+            program.closure = Some(closure);
+            program.mpi_module = Some(module);
+        }
+        Err(e) => report.problem(
+            "program",
+            format!("{what}: mpi4py's module {} cannot be read ({e})", module.display()),
+            "Reinstall mpi4py for this Python.",
+        ),
+    }
 }
 
 fn describe_library(l: &elf::Library) -> String {

@@ -279,6 +279,51 @@ void mpi_ibcast_(void);
 
 /// A script, a file that is not ELF and a cut ELF file are problems that say what the file is
 /// (the doctor reads only where the headers point).
+/// A Python program runs MPI through mpi4py, whose `MPI` module links the MPI library (and,
+/// through a Cray MPICH, libugni): the doctor checks that module in the script's place, found as
+/// the script's own Python (with its `#!` options) finds it. A Python without mpi4py is a problem
+/// that says so.
+#[test]
+fn a_python_script_is_checked_through_mpi4py_s_module() {
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!("SKIPPED: no /usr/bin/python3");
+        return;
+    }
+    let lib = libdir();
+    // What Cray MPICH's mpi4py module is to the loader: a library that needs libugni.
+    let module = compile(
+        "mpi4py-MPI.so",
+        "#include \"gni_pub.h\"\nint mpi4py_module(void) { gni_cdm_handle_t c; return (int)GNI_CdmCreate(0, 0, 0, 0, &c); }\n",
+        &["-shared", "-fPIC", "-L", lib.to_str().unwrap(), "-lugni", &format!("-Wl,-rpath,{}", lib.display())],
+    );
+    let site = scratch().join("site");
+    std::fs::create_dir_all(site.join("mpi4py")).unwrap();
+    std::fs::write(site.join("mpi4py/__init__.py"), "").unwrap();
+    std::fs::copy(&module, site.join("mpi4py/MPI.so")).unwrap();
+    // -S: the system's own mpi4py, if it has one, stays out of sight; PYTHONPATH still counts.
+    let script = scratch().join("app.py");
+    std::fs::write(&script, "#!/usr/bin/python3 -S\nfrom mpi4py import MPI\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let s = script.to_str().unwrap();
+
+    let r = doctor(&[s], &[("PYTHONPATH", site.to_str().unwrap())]);
+    r.expect_line(
+        "ok",
+        "program",
+        &format!(
+            "is Python (a script: #!/usr/bin/python3 -S): its MPI is mpi4py's module {}",
+            site.join("mpi4py/MPI.so").display()
+        ),
+    );
+    r.expect_line("ok", "uGNI", "links libugni.so");
+    assert!(!r.stdout.contains("nothing to route"), "{}", r.stdout);
+
+    let r = doctor(&[s], &[]);
+    r.expect_line("problem", "program", "and /usr/bin/python3 has no mpi4py: the doctor cannot see which MPI it runs");
+    r.expect_code(1);
+}
+
 #[test]
 fn a_script_or_a_non_elf_file_is_named_for_what_it_is() {
     let dir = scratch();
