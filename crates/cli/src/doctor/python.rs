@@ -9,10 +9,14 @@ use std::time::{Duration, Instant};
 /// The interpreter is given this long to say where mpi4py's module is.
 const ASK_FOR: Duration = Duration::from_secs(30);
 
+/// The `#!` options that decide where Python looks for modules; the others are left out (`-m`
+/// and `-c` would run code of their own).
+const PATH_OPTIONS: [&str; 5] = ["-I", "-E", "-s", "-S", "-P"];
+
 /// A Python interpreter as a script's `#!` line runs it.
 pub struct Python {
     pub path: PathBuf,
-    /// The options of the `#!` line (`-S`, `-I`, ...): they decide what the script can import.
+    /// The options of the `#!` line that decide what the script can import ([`PATH_OPTIONS`]).
     pub options: Vec<String>,
 }
 
@@ -26,7 +30,7 @@ impl Python {
             let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
             (crate::program::find_executable(name.as_ref()).ok()?, Vec::new())
         } else {
-            (PathBuf::from(first), words.map(str::to_string).collect())
+            (PathBuf::from(first), words.filter(|w| PATH_OPTIONS.contains(w)).map(str::to_string).collect())
         };
         Python::named(&program).then_some(Python { path: program, options })
     }
@@ -93,8 +97,8 @@ mod tests {
 
     #[test]
     fn a_python_is_found_in_a_hash_bang_line_with_its_options() {
-        let p = Python::of_script("#!/usr/bin/python3 -S -u").unwrap();
-        assert_eq!((p.path, p.options), (PathBuf::from("/usr/bin/python3"), vec!["-S".to_string(), "-u".to_string()]));
+        let p = Python::of_script("#!/usr/bin/python3 -S -u -m app").unwrap();
+        assert_eq!((p.path, p.options), (PathBuf::from("/usr/bin/python3"), vec!["-S".to_string()]));
         assert!(Python::of_script("#!/bin/bash").is_none());
         assert!(Python::of_script("#!/usr/bin/env perl").is_none());
         assert!(Python::of_program(Path::new("/opt/python3.11")).is_some());
