@@ -49,7 +49,7 @@ impl Python {
     /// `MPI` module is, without importing it (importing it initialises MPI).
     pub fn ask(&self) -> Result<Asked, String> {
         let ask = "import sys, importlib.util as u\nprint(sys.executable)\ntry:\n    s = u.find_spec('mpi4py.MPI')\n\
-                   except ImportError:\n    s = None\nprint(s.origin if s and s.origin else '')";
+                   except Exception:\n    s = None\nprint(s.origin if s and s.origin else '')";
         let mut child = Command::new(&self.path)
             .args(&self.options)
             .args(["-c", ask])
