@@ -319,12 +319,32 @@ pub fn hostname() -> String {
 /// Create a file that must not exist yet, never following a symlink planted at its name.
 pub fn create_new(path: &str) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o644)
-        .open(path)
+        .open(path)?;
+    Ok(above_stdio(file))
+}
+
+/// `file` on a descriptor above 2: in a process started with stdin, stdout or stderr closed, a new
+/// file takes the lowest free number, and the application's output (and the library's lines to
+/// stderr) would then go into a record or the trace. Where no other number can be had, `file` as
+/// it is.
+fn above_stdio(file: std::fs::File) -> std::fs::File {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    if file.as_raw_fd() > 2 {
+        return file;
+    }
+    // SAFETY: F_DUPFD_CLOEXEC duplicates an open descriptor onto the lowest free number from 3;
+    // the new descriptor is owned by the File made from it, the old one closes when `file` drops.
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return file;
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    unsafe { std::fs::File::from_raw_fd(fd) }
 }
 
 /// [`create_new`] with `bytes` written in one go; where that write fails (a full or over-quota

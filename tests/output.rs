@@ -72,6 +72,27 @@ fn a_stderr_without_a_reader_never_kills_the_program() {
     assert_eq!(r.records().len(), 1);
 }
 
+/// A process started with stderr closed: the trace file, opened later, must not take its number
+/// (the lowest free one), or the lines written to stderr while it is open (the library's debug
+/// lines here, any of the application's) would go into the trace. Every line of the trace stays
+/// a JSON object.
+#[test]
+fn with_stderr_closed_the_library_s_files_never_take_its_place() {
+    // No emulator log: the emulator's file would take the number first.
+    let mut l =
+        Launch::driver("stderr-closed", "rdma 65536 3 0 fma 64 2 0").unset("AAR_EMU_LOG").env("AAR_LOG", "debug");
+    let trace = l.dir.join("trace.jsonl");
+    l = l.env("AAR_TRACE", &trace.display().to_string());
+    l.wrapper = vec!["sh".into(), "-c".into(), "exec \"$0\" \"$@\" 2>&-".into()];
+    let r = l.run();
+    r.assert_ok();
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(!text.contains("aar:"), "a line to stderr went into the trace:\n{text}");
+    assert_eq!(read_jsonl(&trace).len(), 5, "{text}");
+    assert_eq!(r.records().len(), 1);
+}
+
 #[test]
 fn the_summary_can_be_silenced_and_no_record_is_written_without_an_output_dir() {
     let r = Launch::driver("quiet", "fma 64 5 0").env("AAR_SUMMARY", "0").unset("AAR_OUTPUT_DIR").run();
