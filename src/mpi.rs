@@ -161,13 +161,8 @@ impl Collective {
             let mpi = self.c_name(&mut buf, false);
             p = crate::sys::next_definition(mpi);
             if p.is_null() {
-                let pmpi = self.c_name(&mut buf, true);
-                p = crate::sys::next_definition(pmpi);
-                if p.is_null() {
-                    // SAFETY: dlsym with a NUL-terminated name: an MPI linked into the executable
-                    // itself, before libaar.so.
-                    p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, pmpi.as_ptr()) };
-                }
+                // Anywhere: an MPI linked into the program itself is before libaar.so.
+                p = crate::sys::first_definition(self.c_name(&mut buf, true));
             }
             self.addr.store(p, Ordering::Release);
         }

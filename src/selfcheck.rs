@@ -249,7 +249,8 @@ struct LoadedPapi {
 impl LoadedPapi {
     fn find(explicit: Option<&str>, loaded_as: Option<&str>) -> Option<LoadedPapi> {
         let mut candidates: Vec<String> = loaded_as.into_iter().chain(explicit).map(str::to_string).collect();
-        candidates.extend(loaded_objects().into_iter().filter(|p| {
+        let loaded = crate::sys::loaded_objects().into_iter().map(|n| n.to_string_lossy().into_owned());
+        candidates.extend(loaded.filter(|p| {
             let base = p.rsplit('/').next().unwrap_or(p);
             base.starts_with("libpapi.so") || base.starts_with("libpapi-")
         }));
@@ -364,25 +365,6 @@ fn symbol_file(lib: &Library, name: &str) -> Option<String> {
     // SAFETY: the symbol is only used for its address, never called.
     let sym = unsafe { lib.get::<*mut c_void>(name.as_bytes()) }.ok()?;
     crate::sys::file_of(*sym as *const c_void)
-}
-
-/// The files of every shared object loaded in the process, in load order.
-fn loaded_objects() -> Vec<String> {
-    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-        // SAFETY: the loader passes a valid info for the duration of the call; `data` is the
-        // Vec below, borrowed mutably by this walk only.
-        unsafe {
-            let name = (*info).dlpi_name;
-            if !name.is_null() && *name != 0 {
-                (*data.cast::<Vec<String>>()).push(CStr::from_ptr(name).to_string_lossy().into_owned());
-            }
-        }
-        0
-    }
-    let mut names: Vec<String> = Vec::new();
-    // SAFETY: `each` matches the callback type and only touches `names` through `data`.
-    unsafe { libc::dl_iterate_phdr(Some(each), (&mut names as *mut Vec<String>).cast()) };
-    names
 }
 
 #[cfg(test)]

@@ -119,11 +119,28 @@ fn stack_left() -> Option<usize> {
 /// libaar.so's exports (the global scope is searched first), whose real functions only the
 /// second search finds. Null when neither finds one.
 pub fn next_definition(name: &CStr) -> *mut c_void {
-    let p = next_definition_unpinned(name);
-    if !p.is_null() {
-        keep_loaded(p);
+    kept_loaded(next_definition_unpinned(name))
+}
+
+/// The first definition of `name` in the process: in the loader's global scope (`RTLD_DEFAULT`,
+/// the program itself included), else where [`next_definition`] looks (a PMI or an MPI under a
+/// Python module). For names libaar.so does not define itself.
+pub fn first_definition(name: &CStr) -> *mut c_void {
+    // SAFETY: NUL-terminated name; the address is looked up, never called here.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if p.is_null() {
+        next_definition(name)
+    } else {
+        kept_loaded(p)
     }
-    p
+}
+
+/// `addr`, with the object that holds it kept loaded ([`keep_loaded`]) when it is not null.
+fn kept_loaded(addr: *mut c_void) -> *mut c_void {
+    if !addr.is_null() {
+        keep_loaded(addr);
+    }
+    addr
 }
 
 /// Mark the object that holds `addr` never to be unloaded: the callers keep the address for the
@@ -176,31 +193,30 @@ fn next_definition_unpinned(name: &CStr) -> *mut c_void {
 }
 
 /// The file names of the objects loaded after the one named `own`, in load order.
-fn objects_loaded_after(own: &str) -> Vec<std::ffi::CString> {
-    struct Walk<'a> {
-        own: &'a [u8],
-        after: bool,
-        names: Vec<std::ffi::CString>,
-    }
+fn objects_loaded_after(own: &str) -> impl Iterator<Item = std::ffi::CString> + '_ {
+    loaded_objects().into_iter().skip_while(move |name| name.to_bytes() != own.as_bytes()).skip(1)
+}
+
+/// The file names of every shared object loaded in the process, in load order (the program
+/// itself, which has none, left out).
+pub fn loaded_objects() -> Vec<std::ffi::CString> {
     // The loader holds its lock while it calls this: it only copies names (no dlopen here).
-    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, walk: *mut c_void) -> libc::c_int {
-        // SAFETY: dl_iterate_phdr passes a valid entry and the `Walk` given to it below.
-        let (info, walk) = unsafe { (&*info, &mut *walk.cast::<Walk>()) };
-        if info.dlpi_name.is_null() {
-            return 0;
+    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, names: *mut c_void) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid entry, and the Vec given to it below.
+        let (info, names) = unsafe { (&*info, &mut *names.cast::<Vec<std::ffi::CString>>()) };
+        if !info.dlpi_name.is_null() {
+            // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
+            let name = unsafe { CStr::from_ptr(info.dlpi_name) };
+            if !name.is_empty() {
+                names.push(name.to_owned());
+            }
         }
-        // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
-        let name = unsafe { CStr::from_ptr(info.dlpi_name) };
-        if walk.after && !name.is_empty() {
-            walk.names.push(name.to_owned());
-        }
-        walk.after |= name.to_bytes() == walk.own;
         0
     }
-    let mut walk = Walk { own: own.as_bytes(), after: false, names: Vec::new() };
-    // SAFETY: `visit` matches dl_iterate_phdr's callback and only uses `walk` during the call.
-    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut walk).cast()) };
-    walk.names
+    let mut names: Vec<std::ffi::CString> = Vec::new();
+    // SAFETY: `visit` matches dl_iterate_phdr's callback and only uses `names` during the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut names).cast()) };
+    names
 }
 
 /// Run `f` at `exit()`, before shared-library destructors. Returns false if libc refused.
@@ -422,18 +438,6 @@ pub fn process_ended(pid: u32) -> bool {
 pub fn uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
     unsafe { libc::getuid() }
-}
-
-/// The first definition of `name` in the process: in the loader's global scope (`RTLD_DEFAULT`),
-/// else in the objects loaded outside it ([`next_definition`]: a PMI under a Python module).
-fn first_definition(name: &CStr) -> *mut c_void {
-    // SAFETY: NUL-terminated name; the address is looked up, never called here.
-    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    if p.is_null() {
-        next_definition(name)
-    } else {
-        p
-    }
 }
 
 /// A function of the PMI library the process loaded, if it has one and has called `PMI_Init`
