@@ -32,7 +32,7 @@
 //! the segment keep finding no window it can use pauses them ([`Looks`]).
 
 use crate::papi::{Papi, ReadFailure};
-use crate::{job, sys, topology};
+use crate::{diag, job, sys, topology};
 use aar_engine::{CounterSample, SideBytes};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
@@ -284,7 +284,12 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     let bytes = match sys::map_shared(&path, std::mem::size_of::<Segment>()) {
         Ok(b) => b,
         Err(e) => {
-            tracing::debug!(path = %path.display(), %e, "cannot map the node's reading; each rank reads its own counters");
+            diag::warn(&format!(
+                "cannot make the node's shared segment {} ({e}): this rank reads its own counters and keeps its \
+                 decided bytes to itself; free space in {} (MPI libraries keep their shared memory there too)",
+                path.display(),
+                path.parent().unwrap_or(Path::new("/")).display()
+            ));
             return None;
         }
     };

@@ -397,7 +397,10 @@ pub fn read_text_file(path: &Path, limit: u64) -> std::io::Result<String> {
 
 /// Map `len` bytes of the file at `path`, shared with every process that maps it, creating it
 /// (mode 0600, zero-filled) when it does not exist; symlinks are not followed. The mapping stays
-/// for the life of the process.
+/// for the life of the process. Its pages are allocated first (by every process: one that only
+/// grew the file leaves them to the first touch): a full file system (a node's /dev/shm, which
+/// MPI libraries fill too) is then an error here, where a touch of a page it cannot give would
+/// kill the process with SIGBUS.
 pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -408,11 +411,27 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o600)
         .open(path)?;
-    // Every process grows it to the same size; a zero file is valid, so no one initialises it.
-    if file.metadata()?.len() < len as u64 {
-        file.set_len(len as u64)?;
-    }
     use std::os::fd::AsRawFd;
+    // Every process grows it to the same size; a zero file is valid, so no one initialises it.
+    let size = libc::off_t::try_from(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: an open descriptor; mode 0 allocates what is not yet allocated and keeps the
+    // bytes that are, so a process that maps the file meanwhile sees its content unchanged.
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+            // Nothing was ever allocated in it (a failed allocation is undone): no one can use
+            // the name, so it does not stay behind.
+            if file.metadata().is_ok_and(|m| m.len() == 0) {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+        // A file system without it (not tmpfs): grow the file only. (glibc's posix_fallocate
+        // would write zeros over bytes other processes may be writing.)
+        if file.metadata()?.len() < len as u64 {
+            file.set_len(len as u64)?;
+        }
+    }
     // SAFETY: a fresh mapping of an open file at least `len` bytes long; the kernel chooses the
     // address. The mapping outlives the descriptor, which is closed when `file` drops.
     let p = unsafe {

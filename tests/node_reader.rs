@@ -387,3 +387,35 @@ fn a_job_whose_ranks_are_all_killed_leaves_no_segment_behind() {
     }
     assert_eq!(segments(&job), Vec::<PathBuf>::new(), "the killed job's segment stayed in /dev/shm");
 }
+
+/// MPI libraries keep their own shared memory in /dev/shm, and a node's /dev/shm fills up. A
+/// segment whose pages the file system cannot give would kill the rank with SIGBUS at its first
+/// touch (a file grown by `ftruncate` on tmpfs has no pages yet): the rank must find out before,
+/// say so once, and read its own counters.
+#[test]
+fn a_full_dev_shm_leaves_each_rank_its_own_reading() {
+    if !std::process::Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here: the full /dev/shm case is not run");
+        return;
+    }
+    let job = format!("full-shm-{}", std::process::id());
+    let mut launch = rank("node-full-shm", &job, 0, 2, "rdma 65536 8 0");
+    // A private /dev/shm of one page, taken whole by another file.
+    let setup =
+        "mount -t tmpfs -o size=4k tmpfs /dev/shm && dd if=/dev/zero of=/dev/shm/fill bs=4k count=1 2>/dev/null";
+    // What is left in it after the rank, on stderr.
+    let script = format!("{setup} || exit 97; \"$@\"; rc=$?; echo left: $(ls /dev/shm) >&2; exit $rc");
+    launch.wrapper = vec!["unshare".into(), "-m".into(), "sh".into(), "-c".into(), script, "sh".into()];
+    let r = launch.run();
+    assert_ne!(r.status.code(), Some(97), "namespace setup failed: {}", r.stderr);
+    r.assert_ok();
+    let recs = r.records();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["node"]["shared_reading"], Value::Null, "{}", recs[0]["node"]);
+    assert_eq!(counters(&recs[0]).1, 0, "{}", recs[0]["counters"]);
+    assert_eq!(recs[0]["engine"]["decisions"], 8);
+    let lines: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("/dev/shm")).collect();
+    assert_eq!(lines.len(), 1, "one warning that names /dev/shm: {}", r.stderr);
+    assert!(lines[0].contains("No space left") && lines[0].contains("its own"), "{}", lines[0]);
+    assert!(r.stderr.contains("left: fill\n"), "a segment stayed behind: {}", r.stderr);
+}
