@@ -46,6 +46,15 @@ pub fn warn_output_dir(line: &str) {
     }
 }
 
+/// How to fix a failed write `e` of a file of the library's in the place `setting` names.
+pub fn write_fix(e: &std::io::Error, setting: &str) -> String {
+    if e.raw_os_error() == Some(libc::EFBIG) {
+        "The file reached the job's file size limit: raise it (ulimit -f) in the batch script.".to_string()
+    } else {
+        format!("Point {setting} at a writable file system with room.")
+    }
+}
+
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
 /// Where the last panic inside the library happened (set by the panic hook).

@@ -383,8 +383,9 @@ fn write_outputs() {
             Ok(json) => match write_record(dir, &name, &json) {
                 Ok(p) => record_path = Some(p),
                 Err(e) => diag::warn_output_dir(&format!(
-                    "could not write the record {name} in AAR_OUTPUT_DIR=\"{}\" ({e}); nothing else is affected.",
-                    dir.escape_debug()
+                    "could not write the record {name} in AAR_OUTPUT_DIR=\"{}\" ({e}); nothing else is affected. {}",
+                    dir.escape_debug(),
+                    diag::write_fix(&e, "AAR_OUTPUT_DIR")
                 )),
             },
             Err(e) => diag::error(&format!("could not encode the record ({e})")),

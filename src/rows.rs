@@ -15,7 +15,6 @@ use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{diag, job, sys};
 use aar_engine::{AbSchedule, EngineStats, Policy};
 use aar_record::{Clock, Header, Iteration, Source};
-use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
@@ -175,7 +174,7 @@ enum Output {
         name: String,
         header: Box<Header>,
     },
-    Open(File),
+    Open(sys::OwnFile),
     /// A write failed (warned once): rows are no longer kept.
     Failed,
 }
@@ -349,7 +348,7 @@ impl Record {
                     header.policies = vec![self.first_policy.unwrap_or(Policy::Auto).name().to_string()];
                 }
                 let rows = &self.rows;
-                let create = || -> std::io::Result<File> {
+                let create = || -> std::io::Result<sys::OwnFile> {
                     // The header and the first rows in one write: the file is never seen empty.
                     let mut head = Vec::with_capacity(1024 + rows.len());
                     aar_record::write_line(&mut head, &*header)?;
@@ -358,11 +357,11 @@ impl Record {
                 };
                 create()
                     .map(|f| (f, Some(name)))
-                    .map_err(|e| format!("cannot create the iteration record {path} ({e})"))
+                    .map_err(|e| (format!("cannot create the iteration record {path} ({e})"), e))
             }
             Output::Open(mut f) => match f.write_all(&self.rows) {
                 Ok(()) => Ok((f, None)),
-                Err(e) => Err(format!("writing the iteration record failed ({e})")),
+                Err(e) => Err((format!("writing the iteration record failed ({e})"), e)),
             },
             other => {
                 self.output = other;
@@ -378,10 +377,11 @@ impl Record {
                     self.file_name = name;
                 }
             }
-            Err(why) => {
+            Err((why, e)) => {
                 self.rows = Vec::new();
                 diag::warn_output_dir(&format!(
-                    "{why}; no more iteration rows are written, the application continues. Point AAR_OUTPUT_DIR at a writable folder with room."
+                    "{why}; no more iteration rows are written, the application continues. {}",
+                    diag::write_fix(&e, "AAR_OUTPUT_DIR")
                 ));
             }
         }

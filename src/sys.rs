@@ -332,8 +332,30 @@ pub fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+/// A file of the library's own (a record, the trace): its writes never raise a signal in the
+/// application ([`SignalsHeld`]); one past the job's file size limit fails with `EFBIG`.
+pub struct OwnFile(std::fs::File);
+
+impl std::io::Write for OwnFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _quiet = SignalsHeld::new();
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl OwnFile {
+    /// `fdatasync`, where the file system can.
+    pub fn sync_data(&self) -> std::io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
 /// Create a file that must not exist yet, never following a symlink planted at its name.
-pub fn create_new(path: &str) -> std::io::Result<std::fs::File> {
+pub fn create_new(path: &str) -> std::io::Result<OwnFile> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -341,7 +363,7 @@ pub fn create_new(path: &str) -> std::io::Result<std::fs::File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o644)
         .open(path)?;
-    Ok(above_stdio(file))
+    Ok(OwnFile(above_stdio(file)))
 }
 
 /// `file` on a descriptor above 2: in a process started with stdin, stdout or stderr closed, a new
@@ -365,7 +387,7 @@ fn above_stdio(file: std::fs::File) -> std::fs::File {
 
 /// [`create_new`] with `bytes` written in one go; where that write fails (a full or over-quota
 /// file system), the file, this process's own, is removed: an empty or cut file is no record.
-pub fn create_new_with(path: &str, bytes: &[u8]) -> std::io::Result<std::fs::File> {
+pub fn create_new_with(path: &str, bytes: &[u8]) -> std::io::Result<OwnFile> {
     use std::io::Write;
     let mut f = create_new(path)?;
     if let Err(e) = f.write_all(bytes) {
@@ -414,6 +436,8 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
     use std::os::fd::AsRawFd;
     // Every process grows it to the same size; a zero file is valid, so no one initialises it.
     let size = libc::off_t::try_from(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // Past the job's file size limit the allocation fails rather than raise SIGXFSZ.
+    let quiet = SignalsHeld::new();
     // SAFETY: an open descriptor; mode 0 allocates what is not yet allocated and keeps the
     // bytes that are, so a process that maps the file meanwhile sees its content unchanged.
     if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size) } != 0 {
@@ -432,6 +456,7 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
             file.set_len(len as u64)?;
         }
     }
+    drop(quiet);
     // SAFETY: a fresh mapping of an open file at least `len` bytes long; the kernel chooses the
     // address. The mapping outlives the descriptor, which is closed when `file` drops.
     let p = unsafe {
@@ -573,11 +598,11 @@ pub fn now_ns() -> u64 {
 
 /// Write a whole line to stderr with write(2): no lock (std's stderr lock could be inherited held
 /// by a fork child), one call so lines of different ranks do not interleave, EINTR retried,
-/// anything else dropped (a closed stderr must not disturb the application), and never a SIGPIPE:
-/// a stderr whose reader has gone (`app 2>&1 | head`) would kill the application for a line of
-/// ours.
+/// anything else dropped (a closed stderr must not disturb the application), and never a SIGPIPE
+/// or a SIGXFSZ: a stderr whose reader has gone (`app 2>&1 | head`), or a log file at the job's
+/// file size limit, would kill the application for a line of ours.
 pub fn write_stderr(bytes: &[u8]) {
-    let _quiet = SigpipeHeld::new();
+    let _quiet = SignalsHeld::new();
     let mut rest = bytes;
     while !rest.is_empty() {
         // SAFETY: fd 2 and a valid buffer of `rest.len()` bytes.
@@ -592,44 +617,52 @@ pub fn write_stderr(bytes: &[u8]) {
     }
 }
 
-/// SIGPIPE blocked in this thread until the drop, which takes away a SIGPIPE the writes meanwhile
-/// raised (a write to a pipe without a reader raises it in the writing thread) and restores the
-/// thread's mask. A SIGPIPE already pending before is left pending: it is the application's.
-struct SigpipeHeld {
+/// The signals a write can raise in the writing thread, whose default action ends the process:
+/// SIGPIPE (a pipe without a reader) and SIGXFSZ (a file grown past the job's `ulimit -f`, which
+/// batch systems pass on to the job). A write of the library's must fail instead.
+const WRITE_SIGNALS: [libc::c_int; 2] = [libc::SIGPIPE, libc::SIGXFSZ];
+
+/// [`WRITE_SIGNALS`] blocked in this thread until the drop, which takes away those the writes
+/// meanwhile raised and restores the thread's mask. One already pending before is left pending:
+/// it is the application's.
+struct SignalsHeld {
     old_mask: libc::sigset_t,
-    was_pending: bool,
+    was_pending: [bool; WRITE_SIGNALS.len()],
 }
 
-impl SigpipeHeld {
-    fn new() -> SigpipeHeld {
+impl SignalsHeld {
+    fn new() -> SignalsHeld {
         // SAFETY: sigset_t values filled by sigemptyset/pthread_sigmask/sigpending before any read;
         // these calls only read and write them and the thread's signal mask.
         unsafe {
-            let mut pipe: libc::sigset_t = std::mem::zeroed();
+            let mut held: libc::sigset_t = std::mem::zeroed();
             let mut old_mask: libc::sigset_t = std::mem::zeroed();
             let mut pending: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut pipe);
-            libc::sigaddset(&mut pipe, libc::SIGPIPE);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old_mask);
+            libc::sigemptyset(&mut held);
+            WRITE_SIGNALS.iter().for_each(|&s| _ = libc::sigaddset(&mut held, s));
+            libc::pthread_sigmask(libc::SIG_BLOCK, &held, &mut old_mask);
             libc::sigpending(&mut pending);
-            SigpipeHeld { old_mask, was_pending: libc::sigismember(&pending, libc::SIGPIPE) == 1 }
+            SignalsHeld { old_mask, was_pending: WRITE_SIGNALS.map(|s| libc::sigismember(&pending, s) == 1) }
         }
     }
 }
 
-impl Drop for SigpipeHeld {
+impl Drop for SignalsHeld {
     fn drop(&mut self) {
-        // SAFETY: as in `new`; a zero timeout makes sigtimedwait take a pending SIGPIPE or return
+        // SAFETY: as in `new`; a zero timeout makes sigtimedwait take the pending signal or return
         // at once.
         unsafe {
-            let mut pipe: libc::sigset_t = std::mem::zeroed();
             let mut pending: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut pipe);
-            libc::sigaddset(&mut pipe, libc::SIGPIPE);
             libc::sigpending(&mut pending);
-            if !self.was_pending && libc::sigismember(&pending, libc::SIGPIPE) == 1 {
+            for (&signal, &was_pending) in WRITE_SIGNALS.iter().zip(&self.was_pending) {
+                if was_pending || libc::sigismember(&pending, signal) != 1 {
+                    continue;
+                }
+                let mut one: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut one);
+                libc::sigaddset(&mut one, signal);
                 let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-                while libc::sigtimedwait(&pipe, std::ptr::null_mut(), &zero) < 0
+                while libc::sigtimedwait(&one, std::ptr::null_mut(), &zero) < 0
                     && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
                 {}
             }

@@ -5,7 +5,6 @@
 use crate::trylock::{ForkHeld, Inside, TryLock};
 use crate::{diag, job, sys};
 use serde::Serialize;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::time::Duration;
 
@@ -66,7 +65,7 @@ pub struct TraceFile(TryLock<Option<Open>>);
 
 /// An open trace, and its path for the warning if writing it fails.
 struct Open {
-    w: BufWriter<File>,
+    w: BufWriter<sys::OwnFile>,
     path: String,
 }
 
@@ -75,9 +74,9 @@ impl Open {
     /// is lost.
     fn warn(&self, e: &std::io::Error, then: &str) {
         diag::warn(&format!(
-            "writing the decision trace {} (AAR_TRACE) failed ({e}); {then}. \
-             Point AAR_TRACE at a file system with room.",
-            self.path
+            "writing the decision trace {} (AAR_TRACE) failed ({e}); {then}. {}",
+            self.path,
+            diag::write_fix(e, "AAR_TRACE")
         ));
     }
 }

@@ -439,3 +439,40 @@ fn the_below_threshold_path_allocates_nothing_and_makes_no_system_call() {
     let (few, many) = (added(20_000), added(200_000));
     assert!(many < few + 50, "system calls added by libaar.so grow with posts: {few} for 20k posts, {many} for 200k");
 }
+
+/// Batch systems pass the user's limits on to the job, `ulimit -f` among them, and a write past
+/// it raises SIGXFSZ, whose default action ends the process. The library's trace, record and
+/// lines on stderr fail instead, with the limit named as the fix, and the application goes on.
+#[test]
+fn the_job_file_size_limit_ends_the_library_files_never_the_application() {
+    // The trace and the record grow past a limit of 2 or 4 KiB (the emulator's own log is not
+    // ours).
+    let launch = Launch::driver("fsize-files", "rdma 65536 300 0").unset("AAR_EMU_LOG");
+    let trace = launch.dir.join("trace.jsonl");
+    let mut launch = launch.env("AAR_TRACE", &trace.display().to_string());
+    launch.wrapper = ["sh", "-c", "ulimit -f 4 && exec \"$@\"", "sh"].map(String::from).to_vec();
+    let r = launch.run();
+    r.assert_ok();
+    assert_eq!(stdout_field(&r.stdout, "errors"), 0, "{}", r.stdout);
+    // (`ulimit -f` counts 512 or 1024 bytes, by the shell.)
+    let traced = std::fs::metadata(&trace).unwrap().len();
+    assert!((2048..=4096).contains(&traced), "the trace up to the limit: {traced} bytes");
+    let lines = r.aar_lines();
+    for what in ["AAR_TRACE", "record"] {
+        let line =
+            lines.iter().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no warning about the {what}: {lines:?}"));
+        assert!(line.contains("File too large") && line.contains("ulimit -f"), "{line}");
+    }
+
+    // Stderr is a log file the limit has already stopped: the library's lines go nowhere.
+    let launch = Launch::driver("fsize-stderr", "rdma 65536 8 0").unset("AAR_EMU_LOG").env("AAR_WINDOWS", "1");
+    let log = launch.dir.join("stderr.log");
+    let mut launch = launch;
+    let script = format!("head -c 4096 /dev/zero >{0} && ulimit -f 4 && exec \"$@\" 2>>{0}", log.display());
+    launch.wrapper = vec!["sh".into(), "-c".into(), script, "sh".into()];
+    let r = launch.run();
+    r.assert_ok();
+    assert_eq!(stdout_field(&r.stdout, "errors"), 0, "{}", r.stdout);
+    // The warning about the misspelt variable and the summary went nowhere (the record too).
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), 4096);
+}
