@@ -58,6 +58,7 @@ const _: AllgathervFn = MPI_Neighbor_allgatherv;
 const _: AllToAllFn = MPI_Neighbor_alltoall;
 const _: AlltoallvFn = MPI_Neighbor_alltoallv;
 const _: NeighborAlltoallwFn = MPI_Neighbor_alltoallw;
+const _: crate::papi::StartFn = PAPI_start;
 
 // ---- uGNI posts ------------------------------------------------------------------------------
 
@@ -880,6 +881,18 @@ pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoallw(
         // matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
     })
+}
+
+// ---- PAPI ------------------------------------------------------------------------------------
+
+/// The application's own PAPI measurements come first: libaar.so stops its event set when it is
+/// what keeps the application's from starting (`state::start_for_application`).
+///
+/// # Safety
+/// PAPI's contract for PAPI_start.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn PAPI_start(EventSet: c_int) -> c_int {
+    crate::state::start_for_application(EventSet)
 }
 
 // ---- C API (cabi/aar.h) ------------------------------------------------------------------------------

@@ -128,9 +128,8 @@ fn prepare() -> Option<Prepared> {
                 (Some(opened.papi), Some(opened.library), None)
             }
             Err(why) => {
-                let why = why.to_string();
                 diag::warn(&state::counters_unavailable(&why, &mut engine_cfg));
-                (None, None, Some(why))
+                (None, None, Some(why.to_string()))
             }
         };
     let ranks_per_node = node::ranks_per_node();

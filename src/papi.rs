@@ -3,6 +3,7 @@
 //! declarations here (constants and function types, as in papi.h) are the only ones: the
 //! self-check uses them too.
 
+use crate::sys::Real;
 use aar_abi::counters::REQUIRED_EVENTS;
 use aar_engine::CounterSample;
 use libloading::Library;
@@ -18,6 +19,11 @@ pub const PAPI_NOT_INITED: c_int = 0;
 pub const PAPI_LIB_VERSION: c_int = 21;
 /// The running bit of `PAPI_state`'s status.
 pub const PAPI_RUNNING: c_int = 0x02;
+/// `PAPI_start`'s answer when an event set of the same component already counts (PAPI counts one
+/// event set per component at a time).
+pub const PAPI_EISRUN: c_int = -10;
+/// PAPI is not initialised (the answer of a `PAPI_start` with no PAPI behind it).
+pub const PAPI_ENOINIT: c_int = -16;
 
 /// Sonames tried when `AAR_PAPI_LIBRARY` is not set: the unversioned name a `module load papi`
 /// puts on the search path first, then the versions we know the ABI of.
@@ -82,6 +88,29 @@ pub enum PapiError {
     EventUnavailable { name: String, code: Code },
     #[error("PAPI was shut down by the application (PAPI_shutdown)")]
     ShutDown,
+    #[error(
+        "another PAPI event set of this process (the application's, or a tool's in it) already counts events of the \
+         PAPI component that serves the NIC counters, and PAPI counts one event set per component at a time"
+    )]
+    InUse,
+    #[error(
+        "the application started a PAPI event set of its own on the PAPI component that serves the NIC counters, \
+         and PAPI counts one event set per component at a time: libaar.so stopped its counters to let it count"
+    )]
+    GaveWay,
+}
+
+impl PapiError {
+    /// How to get the counters back, the start of the warning's last sentence.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            PapiError::InUse | PapiError::GaveWay => {
+                "Leave that component's events out of the application's (or the tool's) PAPI measurements"
+            }
+            PapiError::ShutDown => "Shut PAPI down only after the application's last send",
+            _ => "Load PAPI (e.g. module load papi), set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS",
+        }
+    }
 }
 
 /// Why a read failed. Small and `Copy`, because reads are on the decision path (a `PapiError`
@@ -132,6 +161,10 @@ pub struct Opened {
 
 /// The loaded library, kept until the process ends: its functions stay in use.
 static LIBRARY: OnceLock<Library> = OnceLock::new();
+
+/// The `PAPI_start` after libaar.so's (libpapi's), for the application's calls: libaar.so's own
+/// go to the function in [`LIBRARY`].
+pub static APPLICATION_START: Real = Real::new(c"PAPI_start");
 
 fn load(explicit: Option<&str>) -> Result<(&'static Library, String), PapiError> {
     if let Some(lib) = LIBRARY.get() {
@@ -221,7 +254,10 @@ impl Papi {
             }
         }
         // SAFETY: valid event set with its events added.
-        check(strerror, unsafe { start(eventset) }, "PAPI_start")?;
+        match unsafe { start(eventset) } {
+            PAPI_EISRUN => return Err(PapiError::InUse),
+            rc => check(strerror, rc, "PAPI_start")?,
+        }
         Ok(Opened { papi: Papi { is_initialized, read, eventset, with_rsp_stalled }, notes, library })
     }
 
@@ -246,6 +282,28 @@ impl Papi {
             rsp_packets: v[3],
             rsp_stalled: self.with_rsp_stalled.then_some(v[4]),
         })
+    }
+
+    /// Stop the event set, so that another of its component can count; `false` if PAPI would
+    /// not (it may belong to another thread).
+    pub fn stop(&self) -> bool {
+        let Some(stop) = LIBRARY.get().and_then(|lib| symbol::<StopFn>(lib, "PAPI_stop").ok()) else { return false };
+        let mut v: [c_longlong; 5] = [0; 5];
+        // SAFETY: a started event set of at most 5 events; `v` has room for 5.
+        unsafe { stop(self.eventset, v.as_mut_ptr()) == PAPI_OK }
+    }
+
+    /// Start it again after [`Papi::stop`]: it counts from zero.
+    pub fn restart(&self) -> Result<(), PapiError> {
+        let lib = LIBRARY.get().ok_or(PapiError::ShutDown)?;
+        let (start, strerror) = (symbol::<StartFn>(lib, "PAPI_start")?, symbol::<StrerrorFn>(lib, "PAPI_strerror")?);
+        // SAFETY: an event set with its events added, stopped.
+        check(strerror, unsafe { start(self.eventset) }, "PAPI_start")
+    }
+
+    /// Whether `eventset` is this one.
+    pub fn is(&self, eventset: c_int) -> bool {
+        self.eventset == eventset
     }
 
     /// An event set of 5 events read by `read` (unit tests stand it in for libpapi's).

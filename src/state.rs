@@ -9,7 +9,7 @@
 use crate::control::HOT;
 use crate::nics::NicTable;
 use crate::node::{Looks, Node, OwnReading, Reading};
-use crate::papi::{Papi, ReadFailure};
+use crate::papi::{self, Papi, PapiError, ReadFailure, PAPI_OK};
 use crate::rows::Iterations;
 use crate::settings::{Settings, TestPanic};
 use crate::trace::TraceFile;
@@ -20,6 +20,7 @@ use aar_engine::{
     SideBytes, Window, WindowOutcome,
 };
 use std::cell::Cell;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -295,14 +296,41 @@ impl Decider {
     #[cold]
     #[inline(never)]
     fn read_failed(&mut self, failure: ReadFailure) {
-        let why = self.counters.take().map(|papi| papi.explain(failure).to_string()).unwrap_or_default();
+        let Some(papi) = self.counters.as_ref() else { return };
+        let why = papi.explain(failure);
         self.counter_read_failures += 1;
+        self.give_up_counters(&why);
+    }
+
+    /// Read no counters from here on, because of `why`: fall back, with a warning.
+    fn give_up_counters(&mut self, why: &PapiError) {
+        self.counters = None;
         let mut cfg = self.engine.config().clone();
-        let line = counters_unavailable(&why, &mut cfg);
-        self.counters_unavailable = Some(why);
+        let line = counters_unavailable(why, &mut cfg);
+        self.counters_unavailable = Some(why.to_string());
         self.engine.set_policy(cfg.policy);
         control::update(|w| control::with(w, Some(cfg.policy), None, None));
         diag::warn(&line);
+    }
+
+    /// The application's `PAPI_start` of `theirs` found an event set of the same component
+    /// counting: if that is this rank's, stop it and start theirs again with `start`. Theirs
+    /// counting, the counters are given up; else this rank's counts again (from zero: the window
+    /// across the restart is discarded as decreasing, and the next one starts from there). The
+    /// answer of the second start, or `None` when there was none.
+    pub fn give_way(&mut self, theirs: c_int, start: impl FnOnce() -> c_int) -> Option<c_int> {
+        let papi = self.counters.as_ref().filter(|p| !p.is(theirs))?;
+        if !papi.stop() {
+            return None;
+        }
+        let rc = start();
+        let given_up = if rc == PAPI_OK { Some(PapiError::GaveWay) } else { papi.restart().err() };
+        match given_up {
+            Some(why) => self.give_up_counters(&why),
+            // Counting from zero: no window of the node's passes across the restart.
+            None => self.last_own = None,
+        }
+        Some(rc)
     }
 
     /// Inline in both callers: out of line, the read path (a rank alone on its node) pays a call
@@ -381,7 +409,8 @@ impl Decider {
 
 /// The warning for missing counters, and the fallback: automatic routing needs counters, so
 /// it becomes the fixed low-latency mode.
-pub fn counters_unavailable(why: &str, cfg: &mut EngineConfig) -> String {
+pub fn counters_unavailable(why: &PapiError, cfg: &mut EngineConfig) -> String {
+    let fix = why.fix();
     // In an A/B experiment the schedule owns the policy: an `auto` iteration without counters
     // has no window to decide from and routes like a message below the threshold.
     if let Some(ab) = settings().and_then(|s| s.ab.as_ref()) {
@@ -389,7 +418,7 @@ pub fn counters_unavailable(why: &str, cfg: &mut EngineConfig) -> String {
         return match ab.0.iter().find(|p| p.is_automatic()) {
             Some(p) => format!(
                 "{why}. The A/B policy {} needs the NIC counters: in its iterations every adaptive message uses {m}; \
-                 the other policies are unaffected. Load PAPI (e.g. module load papi), or set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS.",
+                 the other policies are unaffected. {fix}.",
                 p.name()
             ),
             None => format!(
@@ -403,7 +432,7 @@ pub fn counters_unavailable(why: &str, cfg: &mut EngineConfig) -> String {
             cfg.policy = Policy::Fixed(m);
             format!(
                 "{why}. Automatic routing needs the NIC counters, so every adaptive message now uses {m} (fixed). \
-                 Load PAPI (e.g. module load papi), set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS, or choose a mode with AAR_MODE."
+                 {fix}, or choose a mode with AAR_MODE."
             )
         }
         _ => format!("{why}. Routing is unaffected (AAR_MODE is not auto); records will carry no counter windows."),
@@ -419,6 +448,26 @@ pub fn try_decider() -> Option<Guard<'static, Option<Decider>>> {
 /// The decider, waiting at most `wait` for a thread that is deciding (a boundary, exit).
 pub fn decider_within(wait: Duration) -> Option<Guard<'static, Option<Decider>>> {
     DECIDER.try_lock_for(wait)
+}
+
+/// The application's `PAPI_start` of `eventset`, forwarded. Where it finds an event set of
+/// libaar.so counting on the same PAPI component (PAPI counts one per component at a time),
+/// libaar.so gives way ([`Decider::give_way`]): the application's measurement is its own, the
+/// routing an optimisation.
+pub fn start_for_application(eventset: c_int) -> c_int {
+    let Some(start) = papi::APPLICATION_START.get::<papi::StartFn>() else { return papi::PAPI_ENOINIT };
+    // SAFETY: libpapi's PAPI_start (StartFn is its prototype), the caller's argument.
+    let rc = unsafe { start(eventset) };
+    if rc != papi::PAPI_EISRUN {
+        return rc;
+    }
+    let give_way = || {
+        // The decider is held only for a decision and its read; bounded, in case this thread holds it.
+        let mut decider = decider_within(Duration::from_millis(100))?;
+        // SAFETY: as above.
+        decider.as_mut()?.give_way(eventset, || unsafe { start(eventset) })
+    };
+    std::panic::catch_unwind(give_way).ok().flatten().unwrap_or(rc)
 }
 
 /// The latest valid window, readable without the lock.

@@ -476,3 +476,46 @@ fn the_job_file_size_limit_ends_the_library_files_never_the_application() {
     // The warning about the misspelt variable and the summary went nowhere (the record too).
     assert_eq!(std::fs::metadata(&log).unwrap().len(), 4096);
 }
+
+/// A program that measures with PAPI itself (or a tool in it: Score-P, TAU, HPCToolkit) counts
+/// on the PAPI component that serves the NIC counters too, and PAPI counts one event set per
+/// component at a time. The program's measurement comes first: started after libaar.so's event
+/// set, libaar.so stops its own and gives way; started before, libaar.so goes without. Either
+/// way one warning names the conflict, and routing falls back as without counters.
+#[test]
+fn the_programs_own_papi_measurement_comes_first() {
+    let program = program_with("driver", &["-DWITH_PAPI", "-lpapi"]);
+    let event = sde_events_setting().split(',').next().unwrap().to_string();
+    for (name, script, why) in [
+        (
+            "papi-own-after",
+            format!("rdma 65536 12 0 papi start {event} rdma 65536 12 0 papi stop"),
+            "stopped its counters",
+        ),
+        ("papi-own-before", format!("papi start {event} rdma 65536 12 0 papi stop rdma 65536 12 0"), "already counts"),
+    ] {
+        let r = Launch::program(name, program.clone(), &script).run();
+        r.assert_ok();
+        assert!(
+            r.stdout.contains("papi start rc=0\n") && r.stdout.contains("papi stop rc=0\n"),
+            "{name}: {}",
+            r.stdout
+        );
+        let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+        assert_eq!(w.len(), 1, "{name}: {w:?}");
+        assert!(w[0].contains(why) && w[0].contains("ADAPTIVE3 (fixed)"), "{name}: {}", w[0]);
+        assert!(w[0].contains("Leave that component's events out"), "{name}: {}", w[0]);
+        let modes = r.dlvr_modes("GNI_PostRdma");
+        let fixed_from = if name.ends_with("after") { 12 } else { 0 };
+        assert!(modes[fixed_from..].iter().all(|&m| m == AD3), "{name}: fixed High Bias: {modes:?}");
+        let counters = &r.records()[0]["counters"];
+        assert_eq!(counters["read_failures"], 0, "{name}: {counters}");
+        assert!(counters["unavailable_because"].as_str().unwrap().contains(why), "{name}: {counters}");
+    }
+    // Without libaar.so the same program measures as it does with it.
+    let r = Launch::program("papi-own-alone", program, &format!("rdma 65536 12 0 papi start {event} papi stop"))
+        .no_preload()
+        .run();
+    r.assert_ok();
+    assert!(r.stdout.contains("papi start rc=0\n"), "{}", r.stdout);
+}

@@ -35,6 +35,11 @@
  *                                   inherited endpoints and exits; the parent waits and checks it
  *   forkexec                        fork and exec /bin/sh -c true (a helper process); wait for it
  *   papi_shutdown                   shut PAPI down behind the library's back (its next read fails)
+ *   papi start EVENT | papi stop    (built with -DWITH_PAPI, linked with -lpapi, as a program that
+ *                                   measures with PAPI itself) an event set of its own: PAPI
+ *                                   initialised if it is not, EVENT added, started; or stopped
+ *                                   ("papi start rc=R" / "papi stop rc=R"; as the first commands,
+ *                                   before the process's first uGNI call)
  *   exit_posting                    start a thread that posts forever, then exit() from main
  *   _exit                           leave with _exit(0): no exit handlers run
  *   reenter 0|1                     (built with -DREENTER) malloc itself posts 1 B, re-entering uGNI
@@ -513,6 +518,37 @@ static uint64_t num(const char *s)
 	return strtoull(s, NULL, 0);
 }
 
+#ifdef WITH_PAPI
+#include <papi.h>
+
+/* The program's own PAPI measurement: calls to PAPI_start and PAPI_stop resolve as in any program
+ * linked with libpapi (to libaar.so's PAPI_start when it is preloaded). */
+static int papi_command(const char *what, const char *event)
+{
+	static int set = PAPI_NULL;
+	long long v[1];
+	if (!strcmp(what, "stop"))
+		return PAPI_stop(set, v);
+	if (!PAPI_is_initialized() && PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
+		return -1000;
+	if (set == PAPI_NULL) {
+		int rc = PAPI_create_eventset(&set);
+		if (rc == PAPI_OK)
+			rc = PAPI_add_named_event(set, event);
+		if (rc != PAPI_OK)
+			return rc - 1000;
+	}
+	return PAPI_start(set);
+}
+#else
+static int papi_command(const char *what, const char *event)
+{
+	(void)what;
+	(void)event;
+	return -2000;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	static struct pair p;
@@ -526,7 +562,7 @@ int main(int argc, char **argv)
 		/* The main pair is made at the first command that needs it, so that "threads" as the
 		 * first command (after "stack", if any) makes the process's first uGNI calls from several
 		 * threads at once. */
-		if (!ready && strcmp(c, "threads") && strcmp(c, "stack")) {
+		if (!ready && strcmp(c, "threads") && strcmp(c, "stack") && strcmp(c, "papi")) {
 			if (setup_pair(&p, 0, MAX_BYTES)) {
 				fprintf(stderr, "driver: setup failed\n");
 				return 2;
@@ -724,6 +760,9 @@ int main(int argc, char **argv)
 			if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
 				fail(&p, "fork-then-exec failed");
 			printf("forkexec status=%d\n", status);
+		} else if (!strcmp(c, "papi")) {
+			printf("papi %s rc=%d\n", ARG(1), papi_command(ARG(1), ARG(2)));
+			i += strcmp(ARG(1), "start") ? 1 : 2;
 		} else if (!strcmp(c, "papi_shutdown")) {
 			void *papi = dlopen("libpapi.so.7.0", RTLD_NOW | RTLD_NOLOAD);
 			void (*shutdown)(void) = papi ? (void (*)(void))dlsym(papi, "PAPI_shutdown") : NULL;
