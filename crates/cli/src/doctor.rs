@@ -6,7 +6,8 @@
 //!
 //! - The program (resolved through PATH as a shell would): an ELF executable, dynamically linked
 //!   (a static one never sees LD_PRELOAD), and which of libugni, libdmapp and an MPI library it
-//!   links, followed through its libraries as the loader would find them here ([`elf`]). For a
+//!   links, followed through its libraries as the loader would find them here ([`elf`]), or, with
+//!   neither, whether it carries uGNI's or DMAPP's sends itself (from a static archive). For a
 //!   Python script, or the interpreter itself, mpi4py's MPI module is checked in its place
 //!   ([`python`]).
 //! - The preload: libaar.so in LD_PRELOAD (`:` or space separated), the file there, and that it
@@ -270,7 +271,7 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
         }
     }
     let closure = elf::closure(path, &file, std::env::var("LD_LIBRARY_PATH").ok().as_deref());
-    check_libraries(&closure, report);
+    check_libraries(path, &closure, report);
     program.elf = Some(file);
     program.closure = Some(closure);
     program
@@ -321,7 +322,7 @@ fn check_python(program: &mut Program, what: &str, python: &Path, module: Option
                 format!("{what}: its MPI is mpi4py's module {}, whose libraries are checked here", module.display()),
             );
             let closure = elf::closure(&module, &m, std::env::var("LD_LIBRARY_PATH").ok().as_deref());
-            check_libraries(&closure, report);
+            check_libraries(&module, &closure, report);
             program.closure = Some(closure);
             program.mpi_module = Some(module);
         }
@@ -340,7 +341,7 @@ fn describe_library(l: &elf::Library) -> String {
     }
 }
 
-fn check_libraries(closure: &elf::Closure, report: &mut Report) {
+fn check_libraries(program: &Path, closure: &elf::Closure, report: &mut Report) {
     let ugni = closure.find(&["libugni.so"]);
     let dmapp = closure.find(&["libdmapp.so"]);
     let mpi = closure.find(&["libmpi", "libmpich"]);
@@ -367,14 +368,41 @@ fn check_libraries(closure: &elf::Closure, report: &mut Report) {
         None => report.note("MPI", "links no MPI library"),
     }
     if ugni.is_empty() && dmapp.is_empty() {
+        // Linked in from libugni.a or libdmapp.a: the program's calls to them stay inside it.
+        let sends: HashSet<String> = SENDS.iter().map(|s| s.to_string()).collect();
+        let mut inside: Vec<String> = elf::linked_in(program, &sends).unwrap_or_default().into_iter().collect();
+        inside.sort();
+        if !inside.is_empty() {
+            report.problem(
+                "routing",
+                format!(
+                    "the program has its own copy of {} ({}: libugni or libdmapp linked in from its static archive): \
+                     its calls to them never leave the program, and libaar.so cannot reach them",
+                    if inside.len() == 1 { "a network function" } else { "network functions" },
+                    inside.join(", ")
+                ),
+                "Link libugni and libdmapp as shared libraries: on a Cray, export CRAYPE_LINK_TYPE=dynamic before \
+                 compiling and put no -Wl,-Bstatic before -lugni or -ldmapp.",
+            );
+            return finish_libraries(closure, report);
+        }
         report.problem(
             "routing",
             "links neither libugni nor libdmapp (directly or through its libraries): libaar.so has nothing to route \
              in this program",
             "Check that this is the program that talks to the network (a Cray MPI, SHMEM or PGAS build links \
-             libugni); a program that opens libugni itself at run time (dlopen) cannot be checked here.",
+             libugni); a program that opens libugni itself at run time (dlopen), or a stripped one that carries \
+             libugni from its static archive, cannot be checked here.",
         );
     }
+    finish_libraries(closure, report);
+}
+
+/// The uGNI and DMAPP sends whose code in a program means it carries its own libugni or libdmapp.
+const SENDS: [&str; 6] = ["GNI_PostRdma", "GNI_PostFma", "GNI_SmsgSend", "dmapp_put", "dmapp_get", "dmapp_put_nbi"];
+
+/// The libraries of the program that the loader would not find here, and a tree cut short.
+fn finish_libraries(closure: &elf::Closure, report: &mut Report) {
     let missing: Vec<String> = closure
         .missing()
         .iter()

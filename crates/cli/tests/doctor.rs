@@ -455,6 +455,46 @@ fn a_program_without_ugni_or_dmapp_gives_libaar_nothing_to_route() {
     assert!(r.stdout.contains("libaar.so has nothing to route in this program"));
 }
 
+/// A dynamic program with libugni linked in from its static archive (`-Wl,-Bstatic -lugni`): its
+/// calls to uGNI never go through the loader, so libaar.so cannot route them, and no libugni.so
+/// appears among its libraries.
+#[test]
+fn a_program_that_carries_its_own_libugni_is_named_for_it() {
+    // An archive libugni.a that defines two of uGNI's sends, as Cray's does.
+    let dir = scratch().join("archive");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("ugni.c");
+    std::fs::write(
+        &src,
+        "int GNI_PostRdma(void *e, void *d) { return e != d; }\nint GNI_PostFma(void *e, void *d) { return e == d; }\n",
+    )
+    .unwrap();
+    let object = dir.join("ugni.o");
+    assert!(Command::new("gcc").args(["-O2", "-c"]).arg(&src).arg("-o").arg(&object).status().unwrap().success());
+    let _ = std::fs::remove_file(dir.join("libugni.a"));
+    assert!(Command::new("ar").arg("rcs").arg(dir.join("libugni.a")).arg(&object).status().unwrap().success());
+    let source = "int GNI_PostRdma(void *, void *);\nint main(void) { return GNI_PostRdma(0, 0); }\n";
+    let prog =
+        compile("archive-app", source, &["-L", dir.to_str().unwrap(), "-Wl,-Bstatic", "-lugni", "-Wl,-Bdynamic"]);
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_code(1);
+    r.expect_line("ok", "linking", "dynamically linked");
+    r.expect_line("note", "uGNI", "does not link libugni");
+    r.expect_line(
+        "problem",
+        "routing",
+        "the program has its own copy of network functions (GNI_PostFma, GNI_PostRdma: libugni",
+    );
+    assert!(r.stdout.contains("fix: Link libugni and libdmapp as shared libraries"), "{}", r.stdout);
+
+    // Stripped, the program no longer says what it carries: the general problem, which says so.
+    let stripped = scratch().join("archive-app-stripped");
+    assert!(Command::new("strip").arg("-o").arg(&stripped).arg(&prog).status().unwrap().success());
+    let r = doctor(&[stripped.to_str().unwrap()], &[]);
+    r.expect_line("problem", "routing", "links neither libugni nor libdmapp");
+    assert!(r.stdout.contains("a stripped one that carries libugni from its static archive"), "{}", r.stdout);
+}
+
 #[test]
 fn a_missing_event_is_named_whether_papi_refuses_it_or_takes_it_as_a_placeholder() {
     let prog = ugni_program();

@@ -158,21 +158,27 @@ fn parse<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(data: R) 
 /// The undefined dynamic symbols of the ELF file at `path` (what it takes from other libraries at
 /// run time) whose names are in `names`.
 pub fn imports(path: &Path, names: &HashSet<String>) -> Result<HashSet<String>, NotElf> {
-    dynamic_symbols(path, names, false)
+    symbols(path, names, false, &[elf::SHT_DYNSYM])
 }
 
 /// The dynamic symbols the ELF file at `path` defines (what it gives other objects at run time,
 /// and takes from those after it in the loader's search) whose names are in `names`.
 pub fn definitions(path: &Path, names: &HashSet<String>) -> Result<HashSet<String>, NotElf> {
-    dynamic_symbols(path, names, true)
+    symbols(path, names, true, &[elf::SHT_DYNSYM])
 }
 
-fn dynamic_symbols(path: &Path, names: &HashSet<String>, defined: bool) -> Result<HashSet<String>, NotElf> {
+/// The functions whose code is in the ELF file at `path` (linked in from an archive, exported or
+/// not: its symbol table too, unless stripped) whose names are in `names`.
+pub fn linked_in(path: &Path, names: &HashSet<String>) -> Result<HashSet<String>, NotElf> {
+    symbols(path, names, true, &[elf::SHT_DYNSYM, elf::SHT_SYMTAB])
+}
+
+fn symbols(path: &Path, names: &HashSet<String>, defined: bool, tables: &[u32]) -> Result<HashSet<String>, NotElf> {
     let cache = open(path)?;
     let data = &cache;
     match FileKind::parse(data) {
-        Ok(FileKind::Elf32) => symbols_of::<elf::FileHeader32<Endianness>, _>(data, names, defined),
-        Ok(FileKind::Elf64) => symbols_of::<elf::FileHeader64<Endianness>, _>(data, names, defined),
+        Ok(FileKind::Elf32) => symbols_of::<elf::FileHeader32<Endianness>, _>(data, names, defined, tables),
+        Ok(FileKind::Elf64) => symbols_of::<elf::FileHeader64<Endianness>, _>(data, names, defined, tables),
         Ok(kind) => Err(NotElf::OtherFormat(kind)),
         Err(_) => Err(NotElf::UnknownFormat),
     }
@@ -182,17 +188,20 @@ fn symbols_of<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
     data: R,
     names: &HashSet<String>,
     defined: bool,
+    tables: &[u32],
 ) -> Result<HashSet<String>, NotElf> {
     let bad = NotElf::Damaged;
     let header = H::parse(data).map_err(bad)?;
     let endian = header.endian().map_err(bad)?;
     let sections = header.sections(endian, data).map_err(bad)?;
-    let symbols = sections.symbols(endian, data, elf::SHT_DYNSYM).map_err(bad)?;
     let mut found = HashSet::new();
-    for sym in symbols.iter().filter(|s| s.is_undefined(endian) != defined) {
-        let name = String::from_utf8_lossy(sym.name(endian, symbols.strings()).map_err(bad)?);
-        if names.contains(name.as_ref()) {
-            found.insert(name.into_owned());
+    for &table in tables {
+        let symbols = sections.symbols(endian, data, table).map_err(bad)?;
+        for sym in symbols.iter().filter(|s| s.is_undefined(endian) != defined) {
+            let name = String::from_utf8_lossy(sym.name(endian, symbols.strings()).map_err(bad)?);
+            if names.contains(name.as_ref()) {
+                found.insert(name.into_owned());
+            }
         }
     }
     Ok(found)
