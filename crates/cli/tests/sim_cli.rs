@@ -211,6 +211,8 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
         (vec!["run", "--workload", "pingpong:2000000G"], "--workload", "more than 1 PiB"),
         (vec!["run", "--workload", "allgather:8"], "--workload", "rr-bandwidth[:SIZE]"),
         (vec!["run", "--workload", "barrier:4K"], "--workload", "takes no size"),
+        (vec!["run", "--workload", "pingpong:2G"], "--workload", "at most 1073741824 bytes (16777216 packets)"),
+        (vec!["run", "--background", "uniform:0.3:2G"], "--background", "background messages of 2147483648 bytes"),
         (vec!["sweep", "--sizes", "64,4X"], "--sizes", "not a size in bytes"),
         (vec!["run", "--placement", "diagonal"], "--placement", "same-blade, same-group"),
         (vec!["run", "--kim", "4,8,4"], "--kim", "p,a,h,g"),
@@ -228,6 +230,9 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
     let (code, _, err) = sim(&["sweep", "--workload", "barrier", "--sizes", "64", "--seeds", "1"]);
     assert_eq!(code, Some(2));
     assert!(err.starts_with("aar: --sizes 64: barrier takes no size"), "{err}");
+    let (code, _, err) = sim(&["sweep", "--workload", "halo3d", "--sizes", "64,2GiB", "--seeds", "1"]);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("aar: --sizes 2G: halo3d messages of 2147483648 bytes"), "{err}");
     let (code, _, err) = sim(&["run", "--groups", "0"]);
     assert_eq!(code, Some(2));
     assert!(err.starts_with("aar: --groups 0") && err.contains("groups = 0"), "{err}");

@@ -21,6 +21,12 @@ pub enum ParseError {
     /// A form with a missing or an extra field.
     #[error("\"{text}\" does not have the form {form}")]
     Form { text: String, form: &'static str },
+    /// A message too large to simulate packet by packet.
+    #[error(
+        "{workload} messages of {bytes} bytes are {packets} packets each, and the simulator moves every packet: \
+         at most {max} bytes ({max_packets} packets) per message; use a smaller SIZE"
+    )]
+    MessageTooLarge { workload: String, bytes: u64, packets: u64, max: u64, max_packets: u64 },
     /// A size given to a workload that has none.
     #[error("{workload} takes no size: write {workload} alone")]
     NoSize { workload: &'static str },

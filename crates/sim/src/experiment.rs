@@ -198,7 +198,7 @@ impl FromStr for Background {
             None => Ok(4096),
             Some(x) => match x.parse::<ByteSize>() {
                 Ok(ByteSize(0)) => Err(ParseError::ZeroSize { what: "background message" }),
-                Ok(b) => Ok(b.0),
+                Ok(b) => crate::workload::simulated_message("background", b.0),
                 Err(e) => Err(ParseError::Size(e)),
             },
         };

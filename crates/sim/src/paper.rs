@@ -93,7 +93,7 @@ impl Case {
 
     fn new(bench: &str, workload: &str, partner: Option<Partner>) -> Case {
         let workload: Workload = workload.parse().expect("the suite's workloads parse");
-        let size = match workload_bytes(&workload) {
+        let size = match workload.bytes() {
             Some(b) => fmt_bytes(b),
             None => "-".into(),
         };
@@ -107,18 +107,6 @@ impl Case {
         } else {
             format!("{} {}", self.bench, self.size)
         }
-    }
-}
-
-fn workload_bytes(w: &Workload) -> Option<u64> {
-    match *w {
-        Workload::PingPong { bytes }
-        | Workload::Allreduce { bytes }
-        | Workload::Alltoall { bytes }
-        | Workload::Broadcast { bytes }
-        | Workload::Halo3d { bytes, .. }
-        | Workload::Sweep3d { bytes, .. } => Some(bytes),
-        _ => None,
     }
 }
 
@@ -615,7 +603,7 @@ fn steady_against_the_others(s: &mut String, r: &PaperReport) {
 fn finding(c: &CaseReport) -> Finding {
     let (a0, a3, auto) = (&c.arms[0], &c.arms[1], &c.arms[2]);
     let m = |a: &ArmReport| a.summary.median;
-    let bytes = workload_bytes(&c.case.workload).unwrap_or(0);
+    let bytes = c.case.workload.bytes().unwrap_or(0);
     let faster = |x: &ArmReport, y: &ArmReport| if m(x) < m(y) { x.policy.clone() } else { y.policy.clone() };
     let fixed = format!("{} faster ({:.3} vs {:.3})", faster(a0, a3), m(a0), m(a3));
     let (paper, ours, agrees) = match (c.case.partner, &c.case.workload) {

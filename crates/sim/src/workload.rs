@@ -7,6 +7,7 @@
 use crate::error::{ParseError, SpecError};
 use crate::rng::Rng;
 use crate::topology::Topology;
+use aar_engine::model::packets;
 use aar_engine::ByteSize;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
@@ -77,25 +78,53 @@ pub enum Workload {
 }
 
 impl Workload {
+    /// `KIND-BYTES`, or the kind alone for the workloads without a size.
     pub fn name(&self) -> String {
-        match self {
-            Workload::PingPong { bytes } => format!("pingpong-{bytes}"),
-            Workload::Allreduce { bytes } => format!("allreduce-{bytes}"),
-            Workload::Alltoall { bytes } => format!("alltoall-{bytes}"),
-            Workload::Barrier => "barrier".into(),
-            Workload::Broadcast { bytes } => format!("broadcast-{bytes}"),
-            Workload::Halo3d { bytes, .. } => format!("halo3d-{bytes}"),
-            Workload::Sweep3d { bytes, .. } => format!("sweep3d-{bytes}"),
-            Workload::RandomRingLatency => "rr-latency".into(),
-            Workload::RandomRingBandwidth { bytes, .. } => format!("rr-bandwidth-{bytes}"),
-            Workload::Incast { bytes } => format!("incast-{bytes}"),
-            Workload::Bcast { bytes } => format!("bcast-{bytes}"),
-            Workload::HaloAllreduce { bytes, .. } => format!("halo-allreduce-{bytes}"),
+        match self.bytes() {
+            Some(bytes) => format!("{}-{bytes}", self.kind()),
+            None => self.kind().into(),
         }
     }
 
-    /// The same workload with messages of `bytes`; an error for the ones without a size.
+    /// The size of its messages; `None` for the workloads without one.
+    pub fn bytes(&self) -> Option<u64> {
+        match *self {
+            Workload::PingPong { bytes }
+            | Workload::Allreduce { bytes }
+            | Workload::Alltoall { bytes }
+            | Workload::Broadcast { bytes }
+            | Workload::Halo3d { bytes, .. }
+            | Workload::Sweep3d { bytes, .. }
+            | Workload::RandomRingBandwidth { bytes, .. }
+            | Workload::Incast { bytes }
+            | Workload::Bcast { bytes }
+            | Workload::HaloAllreduce { bytes, .. } => Some(bytes),
+            Workload::Barrier | Workload::RandomRingLatency => None,
+        }
+    }
+
+    /// The kind of workload, as in [`Workload::name`].
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::PingPong { .. } => "pingpong",
+            Workload::Allreduce { .. } => "allreduce",
+            Workload::Alltoall { .. } => "alltoall",
+            Workload::Barrier => "barrier",
+            Workload::Broadcast { .. } => "broadcast",
+            Workload::Halo3d { .. } => "halo3d",
+            Workload::Sweep3d { .. } => "sweep3d",
+            Workload::RandomRingLatency => "rr-latency",
+            Workload::RandomRingBandwidth { .. } => "rr-bandwidth",
+            Workload::Incast { .. } => "incast",
+            Workload::Bcast { .. } => "bcast",
+            Workload::HaloAllreduce { .. } => "halo-allreduce",
+        }
+    }
+
+    /// The same workload with messages of `bytes`; an error for the ones without a size, and for
+    /// messages above [`MAX_MESSAGE_BYTES`].
     pub fn with_bytes(&self, bytes: u64) -> Result<Workload, ParseError> {
+        let bytes = simulated_message(self.kind(), bytes)?;
         Ok(match self.clone() {
             Workload::PingPong { .. } => Workload::PingPong { bytes },
             Workload::Allreduce { .. } => Workload::Allreduce { bytes },
@@ -306,6 +335,24 @@ impl Workload {
     }
 }
 
+/// The largest message a workload sends: 1 GiB, 16 Mi packets, each of which the simulator moves
+/// hop by hop (the paper measures up to 4 MiB).
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
+
+/// `bytes`, if the simulator can move a message of that size: at most [`MAX_MESSAGE_BYTES`].
+pub fn simulated_message(what: &str, bytes: u64) -> Result<u64, ParseError> {
+    if bytes <= MAX_MESSAGE_BYTES {
+        return Ok(bytes);
+    }
+    Err(ParseError::MessageTooLarge {
+        workload: what.to_string(),
+        bytes,
+        packets: packets(bytes),
+        max: MAX_MESSAGE_BYTES,
+        max_packets: packets(MAX_MESSAGE_BYTES),
+    })
+}
+
 /// Workload names as `aar sim --workload` takes them, with their size.
 const WORKLOADS: &str = "pingpong[:SIZE], allreduce[:SIZE], alltoall[:SIZE], barrier, broadcast[:SIZE], \
 halo3d[:SIZE], sweep3d[:SIZE], halo-allreduce[:SIZE], rr-latency, rr-bandwidth[:SIZE], incast[:SIZE] (SIZE e.g. 64, 4K, 4KiB, 1M)";
@@ -327,22 +374,22 @@ impl FromStr for Workload {
         if let Some((workload, w)) = sizeless {
             return if size.is_none() { Ok(w) } else { Err(ParseError::NoSize { workload }) };
         }
-        let bytes = |default: u64| match size {
-            None => Ok(default),
-            Some(x) => x.parse::<ByteSize>().map(|b| b.0).map_err(ParseError::Size),
-        };
-        Ok(match name {
-            "pingpong" => Workload::PingPong { bytes: bytes(8)? },
-            "allreduce" => Workload::Allreduce { bytes: bytes(8)? },
-            "alltoall" => Workload::Alltoall { bytes: bytes(8)? },
-            "broadcast" | "bcast" => Workload::Broadcast { bytes: bytes(8)? },
-            "halo3d" => Workload::Halo3d { bytes: bytes(8)?, compute_ns: 1000.0 },
-            "sweep3d" => Workload::Sweep3d { bytes: bytes(8)?, compute_ns: 500.0 },
-            "halo-allreduce" => Workload::HaloAllreduce { bytes: bytes(8)?, compute_ns: 1000.0 },
-            "rr-bandwidth" => Workload::RandomRingBandwidth { bytes: bytes(128 << 10)?, outstanding: 8 },
-            "incast" => Workload::Incast { bytes: bytes(8)? },
+        let w = match name {
+            "pingpong" => Workload::PingPong { bytes: 8 },
+            "allreduce" => Workload::Allreduce { bytes: 8 },
+            "alltoall" => Workload::Alltoall { bytes: 8 },
+            "broadcast" | "bcast" => Workload::Broadcast { bytes: 8 },
+            "halo3d" => Workload::Halo3d { bytes: 8, compute_ns: 1000.0 },
+            "sweep3d" => Workload::Sweep3d { bytes: 8, compute_ns: 500.0 },
+            "halo-allreduce" => Workload::HaloAllreduce { bytes: 8, compute_ns: 1000.0 },
+            "rr-bandwidth" => Workload::RandomRingBandwidth { bytes: 128 << 10, outstanding: 8 },
+            "incast" => Workload::Incast { bytes: 8 },
             _ => return Err(ParseError::Unknown { what: "workload", text: s.into(), accepted: WORKLOADS }),
-        })
+        };
+        match size {
+            None => Ok(w),
+            Some(x) => w.with_bytes(x.parse::<ByteSize>().map_err(ParseError::Size)?.0),
+        }
     }
 }
 
@@ -553,6 +600,20 @@ mod tests {
             assert!(matches!(parse(bad), Err(ParseError::Size(_))), "{bad}: {:?}", parse(bad));
         }
         assert_eq!(parse("barrier:4K"), Err(ParseError::NoSize { workload: "barrier" }));
+        // Every packet is simulated: 1 GiB (16 Mi packets) is the largest message, whichever way
+        // the size comes.
+        assert_eq!(parse("halo-allreduce:1G"), Ok(Workload::HaloAllreduce { bytes: 1 << 30, compute_ns: 1000.0 }));
+        let too_large = |kind: &str, bytes: u64| ParseError::MessageTooLarge {
+            workload: kind.into(),
+            bytes,
+            packets: bytes.div_ceil(64),
+            max: 1 << 30,
+            max_packets: 1 << 24,
+        };
+        assert_eq!(parse("halo-allreduce:1025M"), Err(too_large("halo-allreduce", 1025 << 20)));
+        assert_eq!(Workload::Incast { bytes: 8 }.with_bytes((1 << 30) + 1), Err(too_large("incast", (1 << 30) + 1)));
+        let e = parse("pingpong:2G").unwrap_err().to_string();
+        assert!(e.contains("pingpong messages of 2147483648 bytes are 33554432 packets"), "{e}");
         let e = parse("allgather:8").unwrap_err().to_string();
         assert!(e.contains("\"allgather:8\"") && e.contains("rr-latency"), "{e}");
     }
