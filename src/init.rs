@@ -76,8 +76,7 @@ fn init() {
 
 fn prepare() -> Option<Prepared> {
     let t0 = sys::now_ns();
-    let lookup = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
-    let (mut settings, warnings) = Settings::from_lookup(&lookup);
+    let (mut settings, warnings) = Settings::from_environment();
     if let Ok(start) = std::env::current_dir() {
         settings.anchor_paths(&start);
     }

@@ -77,7 +77,7 @@ pub unsafe fn write_report(buf: *mut c_char, len: usize) -> isize {
 /// The whole check, as JSON.
 fn document() -> String {
     let lookup = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
-    let (settings, warnings) = Settings::from_lookup(&lookup);
+    let (settings, warnings) = Settings::from_environment();
     let set: Vec<Value> = VARIABLES
         .iter()
         .filter_map(|(name, default)| {

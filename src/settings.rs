@@ -607,15 +607,34 @@ enum Detail {
     Hidden,
 }
 
+/// A variable's value as the environment holds it: text, or bytes that are not UTF-8 (shown with
+/// U+FFFD where they are not).
+type Raw = Result<String, String>;
+
 struct Parser<'a> {
-    lookup: &'a dyn Fn(&str) -> Option<String>,
+    lookup: &'a dyn Fn(&str) -> Option<Raw>,
     warnings: Vec<Warning>,
 }
 
 impl Parser<'_> {
-    /// The variable's value; unset and empty-or-blank both mean "use the default".
-    fn get(&self, name: &str) -> Option<String> {
-        (self.lookup)(name).filter(|v| !v.trim().is_empty())
+    /// The variable's value; unset and empty-or-blank both mean "use the default". A value that
+    /// is not UTF-8 means it too, with one warning: read with U+FFFD in place of its bytes, a path
+    /// would name another file, and a number or a name could not be right.
+    fn get(&mut self, name: &'static str) -> Option<String> {
+        match (self.lookup)(name)? {
+            Ok(v) => Some(v).filter(|v| !v.trim().is_empty()),
+            Err(shown_value) => {
+                if !self.warnings.iter().any(|w| w.variable == name) {
+                    let message = format!(
+                        "{name}=\"{}\" is not valid UTF-8 (U+FFFD stands for the bytes that are not); it is ignored, \
+                         as if unset. Give it in UTF-8 (for a path: a name in UTF-8, e.g. a symbolic link to it).",
+                        shown(&shown_value)
+                    );
+                    self.warnings.push(Warning { variable: name, value: shown_value, message });
+                }
+                None
+            }
+        }
     }
 
     fn warn(&mut self, variable: &'static str, value: String, problem: &str, default: &str, fix: &str) {
@@ -647,7 +666,7 @@ impl Parser<'_> {
         }
     }
 
-    fn text(&self, name: &str) -> Option<String> {
+    fn text(&mut self, name: &'static str) -> Option<String> {
         self.get(name).map(|v| v.trim().to_string())
     }
 }
@@ -675,8 +694,20 @@ fn factor(x: &f64) -> bool {
 }
 
 impl Settings {
-    /// Parse every `AAR_*` variable through `lookup` (e.g. `std::env::var`).
+    /// Parse every `AAR_*` variable of the process's environment.
+    pub fn from_environment() -> (Settings, Vec<Warning>) {
+        Settings::parse(&|k: &str| {
+            std::env::var_os(k).map(|v| v.into_string().map_err(|v| v.to_string_lossy().into_owned()))
+        })
+    }
+
+    /// Parse every `AAR_*` variable through `lookup` (the tests' environments).
+    #[cfg(test)]
     pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> (Settings, Vec<Warning>) {
+        Settings::parse(&|k: &str| lookup(k).map(Ok))
+    }
+
+    fn parse(lookup: &dyn Fn(&str) -> Option<Raw>) -> (Settings, Vec<Warning>) {
         use Detail::{Hidden, Shown};
         let mut p = Parser { lookup, warnings: Vec::new() };
         let d = Settings::default();

@@ -289,3 +289,37 @@ fn an_old_libugni_without_chained_posts_is_tolerated() {
     assert!(stdout.contains("ctpostfma rc=12 posts=1"), "GNI_RC_ILLEGAL_OP, nothing forwarded: {stdout}");
     assert_eq!(stderr.matches("GNI_CtPostFma was called but").count(), 1, "{stderr}");
 }
+
+/// A value that is not UTF-8 (a path in another encoding) is one warning and ignored. Read with
+/// U+FFFD in place of its bytes, a path names another file: the record went nowhere with a
+/// misleading "no such folder", and a trace was written under another name without a word.
+#[test]
+fn a_setting_that_is_not_utf8_is_one_warning_and_ignored() {
+    use std::os::unix::ffi::OsStrExt;
+    let mut launch = Launch::driver("not-utf8", "rdma 65536 3 0");
+    let dir = launch.dir.clone();
+    let out = dir.join(std::ffi::OsStr::from_bytes(b"out\xff"));
+    std::fs::create_dir_all(&out).unwrap();
+    let script = format!(
+        "export AAR_OUTPUT_DIR=\"$(printf '{0}/out\\377')\" AAR_TRACE=\"$(printf '{0}/trace\\377.jsonl')\" \
+         AAR_MODE=\"$(printf 'ADAPTIVE\\377')\"; exec \"$@\"",
+        dir.display()
+    );
+    launch.wrapper = vec!["sh".into(), "-c".into(), script, "sh".into()];
+    let r = launch.run();
+    r.assert_ok();
+    let w = warnings(&r);
+    for var in ["AAR_OUTPUT_DIR", "AAR_TRACE", "AAR_MODE"] {
+        let line = w.iter().find(|l| l.starts_with(&format!("aar: {var}="))).unwrap_or_else(|| panic!("{var}: {w:?}"));
+        assert!(line.contains("is not valid UTF-8") && line.contains("ignored, as if unset"), "{line}");
+    }
+    assert_eq!(w.len(), 3, "one warning each: {w:?}");
+    // AAR_MODE ignored: the default, auto, and its first decision High Bias.
+    assert_eq!(r.dlvr_modes("GNI_PostRdma")[0], AD3);
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing in the folder it named");
+    let named: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(
+        !named.iter().any(|n| n.to_str().is_some_and(|n| n.contains('\u{FFFD}'))),
+        "a file under a mangled name: {named:?}"
+    );
+}

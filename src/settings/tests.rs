@@ -294,3 +294,25 @@ fn unknown_variables_are_the_aar_names_nobody_reads_and_a_near_one_is_named() {
     assert!(w.starts_with("AAR_MOED is set but libaar.so does not read it (did you mean AAR_MODE?)"), "{w}");
     assert!(unknown_variable_warning("AAR_ZZZ_TOP").contains("(a typo? a variable of another version?)"));
 }
+
+#[test]
+fn a_value_that_is_not_utf8_is_ignored_with_one_warning() {
+    // The environment's bytes, as `from_environment` passes them: U+FFFD where they are not UTF-8.
+    let lookup = |k: &str| match k {
+        "AAR_MODE" | "AAR_OUTPUT_DIR" => Some(Err(format!("{k}-\u{FFFD}"))),
+        "AAR_AB" => Some(Ok("ADAPTIVE0,ADAPTIVE3".to_string())),
+        _ => None,
+    };
+    let (s, w) = Settings::parse(&lookup);
+    assert_eq!(s.output_dir, None);
+    assert_eq!(s.ab, Some("ADAPTIVE0,ADAPTIVE3".parse().unwrap()));
+    // AAR_MODE, which an A/B run reads only to say it is ignored, is one warning too.
+    let vars: Vec<_> = w.iter().map(|w| w.variable).collect();
+    assert_eq!(vars, ["AAR_MODE", "AAR_OUTPUT_DIR"], "{w:?}");
+    assert!(
+        w[1].message.starts_with("AAR_OUTPUT_DIR=\"AAR_OUTPUT_DIR-\u{FFFD}\" is not valid UTF-8"),
+        "{}",
+        w[1].message
+    );
+    assert_eq!(w[1].value, "AAR_OUTPUT_DIR-\u{FFFD}");
+}
