@@ -16,6 +16,8 @@
 //!   `aar_selfcheck` export runs the library's own settings parser and PAPI opening ([`selfcheck`]). When the program
 //!   links a libugni, that libugni is loaded first, as the job's loader would load it (the
 //!   emulator's libugni registers its counter events in its constructor).
+//! - A program that links libpapi may count on the NIC counters' PAPI component itself: libaar.so
+//!   then gives way (a note).
 //! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it.
@@ -366,6 +368,18 @@ fn check_libraries(program: &Path, closure: &elf::Closure, report: &mut Report) 
     match mpi.first() {
         Some(l) => report.note("MPI", format!("links {}", describe_library(l))),
         None => report.note("MPI", "links no MPI library"),
+    }
+    // PAPI counts one event set per component at a time: the program's comes first.
+    if let Some(l) = closure.find(&["libpapi.so"]).first() {
+        report.note(
+            "PAPI",
+            format!(
+                "links {}: where the program (or a tool in it) counts events of the PAPI component that serves the \
+                 NIC counters, libaar.so gives its counters up to it and routes as without counters (automatic routing: \
+                 the fixed low-latency mode), with one warning",
+                describe_library(l)
+            ),
+        );
     }
     if ugni.is_empty() && dmapp.is_empty() {
         // Linked in from libugni.a or libdmapp.a: the program's calls to them stay inside it.

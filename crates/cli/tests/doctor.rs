@@ -455,6 +455,24 @@ fn a_program_without_ugni_or_dmapp_gives_libaar_nothing_to_route() {
     assert!(r.stdout.contains("libaar.so has nothing to route in this program"));
 }
 
+/// A program that measures with PAPI itself may count on the NIC counters' component, which PAPI
+/// gives one event set at a time: the doctor says that libaar.so then gives way.
+#[test]
+fn a_program_that_links_papi_is_told_that_its_measurement_comes_first() {
+    let lib = libdir();
+    let source =
+        "#include \"gni_pub.h\"\n#include <papi.h>\n#include <stdio.h>\nint main(void) { gni_cdm_handle_t cdm;\n\
+                  printf(\"%d %d\\n\", (int)GNI_CdmCreate(0, 0, 0, 0, &cdm), PAPI_is_initialized()); return 0; }\n";
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    let prog = compile("ugni-papi-app", source, &["-L", lib.to_str().unwrap(), "-lugni", "-lpapi", &rpath]);
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_code(0);
+    r.expect_line("note", "PAPI", "links libpapi.so");
+    r.expect_line("note", "PAPI", "libaar.so gives its counters up to it");
+    let r = doctor(&[ugni_program().to_str().unwrap()], &[]);
+    assert!(!r.has_line("note", "PAPI", "gives its counters up"), "{}", r.stdout);
+}
+
 /// A dynamic program with libugni linked in from its static archive (`-Wl,-Bstatic -lugni`): its
 /// calls to uGNI never go through the loader, so libaar.so cannot route them, and no libugni.so
 /// appears among its libraries.
