@@ -119,6 +119,29 @@ fn prepare() -> Option<Prepared> {
             ));
         }
     }
+    // Another library that takes the program's posts before this one: a second router (the SC'19
+    // authors' awr), a tracer, or libugni linked into the program and exported by it.
+    if let Some(first) = sys::defined_before_this(c"GNI_PostRdma") {
+        // libugni itself defines GNI_CdmCreate too; a router or a tracer takes the posts only.
+        let libugni = sys::defined_before_this(c"GNI_CdmCreate").as_ref() == Some(&first);
+        diag::warn(&if first.is_empty() {
+            "the program itself defines GNI_PostRdma (libugni linked in from its static archive): its own posts never \
+             reach libaar.so. Link libugni as a shared library (on a Cray: CRAYPE_LINK_TYPE=dynamic)."
+                .to_string()
+        } else if libugni {
+            format!(
+                "libugni ({first}) is loaded before libaar.so: the program's posts go to it directly, and libaar.so \
+                 routes none of them. Put libaar.so first in LD_PRELOAD, or leave libugni out of it."
+            )
+        } else {
+            format!(
+                "GNI_PostRdma is defined first by {first}, loaded before libaar.so: the program's posts reach it \
+                 first (a second router, such as the SC'19 authors' awr, or a tracer), and libaar.so routes what it \
+                 passes on, so two libraries route or watch every post and both may read the counters. Preload \
+                 one router: take {first} out of LD_PRELOAD (its module: module unload), or unload aar."
+            )
+        });
+    }
     let mut engine_cfg = settings.engine.clone();
     let (counters, counters_library, counters_unavailable) =
         match Papi::open(settings.papi_library.as_deref(), &settings.papi_events) {

@@ -519,3 +519,45 @@ fn the_programs_own_papi_measurement_comes_first() {
     r.assert_ok();
     assert!(r.stdout.contains("papi start rc=0\n"), "{}", r.stdout);
 }
+
+/// A second library that takes the program's posts (another router, such as the SC'19 authors'
+/// awr, or a tracer), preloaded with libaar.so. Before it: the program's posts reach it first, and
+/// libaar.so says so once, naming it. After it: libaar.so routes, then passes each post on to it.
+/// Either way every post goes out once, routed by libaar.so (the later of the two that route).
+#[test]
+fn another_library_that_takes_the_posts_is_named_when_it_comes_first() {
+    let router = compile("cc", "other_router", &[root().join("tests/c/other_router.c")], &["-shared", "-fPIC"]);
+    for (name, before) in [("router-before", true), ("router-after", false)] {
+        let preload = if before {
+            format!("{} {}", router.display(), libaar().display())
+        } else {
+            format!("{} {}", libaar().display(), router.display())
+        };
+        let r = Launch::driver(name, "rdma 65536 4 0 fma 64 3 0").env("LD_PRELOAD", &preload).run();
+        r.assert_ok();
+        assert!(r.stdout.contains("posts=7 errors=0 emu_posts=7"), "{name}: {}", r.stdout);
+        assert!(r.stderr.contains("other_router: posts 7\n"), "{name}: the router saw every post: {}", r.stderr);
+        assert_eq!(r.dlvr_modes("GNI_PostRdma")[0], AD3, "{name}: libaar.so's first decision on the wire");
+        let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+        if before {
+            assert_eq!(w.len(), 1, "{name}: {w:?}");
+            let first = format!("GNI_PostRdma is defined first by {}", router.display());
+            assert!(w[0].contains(&first) && w[0].contains("Preload one router"), "{name}: {}", w[0]);
+        } else {
+            assert!(w.is_empty(), "{name}: {w:?}");
+        }
+    }
+    // libugni itself before libaar.so takes every post: libaar.so, initialised by a collective it
+    // wraps, says so (the posts alone would never reach it).
+    let ugni = libaar().with_file_name("libugni.so");
+    let r = Launch::driver("ugni-before", "alltoall 65536 2")
+        .env("LD_PRELOAD", &format!("{} {}", ugni.display(), libaar().display()))
+        .env("AAR_AB_BOUNDARY", "MPI_Alltoall")
+        .run();
+    r.assert_ok();
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("GNI_PostRdma") || l.contains("libugni")).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains(&format!("libugni ({}) is loaded before libaar.so", ugni.display())), "{}", w[0]);
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert!(modes.iter().all(|&m| m == 0), "as the caller asked: {modes:?}");
+}

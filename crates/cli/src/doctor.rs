@@ -20,7 +20,8 @@
 //!   then gives way (a note).
 //! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
-//!   tools): one before libaar.so hides the calls from it.
+//!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
+//!   sends (a second router, a tracer) route or watch every post with it.
 //! - The Fortran bindings of the program's MPI: whether they import the C functions libaar.so
 //!   wraps (the self-check lists them) or their `PMPI_` forms, which libaar.so does not see.
 //!
@@ -175,6 +176,7 @@ pub fn run(args: DoctorArgs) -> i32 {
         check_mpich_routing(doc, &mut report);
         check_decider_lock(doc, &mut report);
         check_preloaded_tools(doc, &mut report);
+        check_preloaded_routers(&mut report);
         if let Some(p) = program.as_ref() {
             if let Some(closure) = &p.closure {
                 check_fortran_mpi(closure, doc, &mut report);
@@ -625,6 +627,52 @@ fn check_preloaded_tools(doc: &Value, report: &mut Report) {
                 format!("{entry}, after libaar.so in LD_PRELOAD, defines {share}: libaar.so passes each call on to it"),
             );
         }
+    }
+}
+
+/// The other libraries in LD_PRELOAD that define uGNI's or DMAPP's sends: a second router (the SC'19
+/// authors' awr) or a tracer. Either way two libraries route or watch every post, and both may
+/// read the counters. libugni or libdmapp itself before libaar.so takes every call from it.
+fn check_preloaded_routers(report: &mut Report) {
+    let sends: HashSet<String> = SENDS.iter().map(|s| s.to_string()).collect();
+    let entries = preload_entries(&std::env::var("LD_PRELOAD").unwrap_or_default());
+    let Some(first_libaar) = entries.iter().position(|e| is_libaar(e)) else { return };
+    for (i, entry) in entries.iter().enumerate() {
+        let base = elf::base_name(entry);
+        let real = base.starts_with("libugni") || base.starts_with("libdmapp");
+        if real && i < first_libaar {
+            report.problem(
+                "preload",
+                format!(
+                    "LD_PRELOAD puts {entry} before libaar.so: the program's calls go to it directly, and libaar.so \
+                     routes none of them"
+                ),
+                format!("Put libaar.so first in LD_PRELOAD, or take {entry} out of it (the program links it anyway)."),
+            );
+        }
+        if is_libaar(entry) || !entry.contains('/') || real {
+            continue;
+        }
+        let Ok(defined) = elf::definitions(Path::new(entry), &sends) else { continue };
+        let mut defined: Vec<String> = defined.into_iter().collect();
+        if defined.is_empty() {
+            continue;
+        }
+        defined.sort();
+        let order = if i < first_libaar {
+            "before libaar.so: the program's posts reach it first, and libaar.so routes what it passes on"
+        } else {
+            "after libaar.so: it receives the posts libaar.so has routed, and may route them again"
+        };
+        report.warning(
+            "preload",
+            format!(
+                "LD_PRELOAD also has {entry}, {order}. It defines {}: a second router (such as the SC'19 authors' \
+                 awr) or a tracer, so two libraries route or watch every post, and both may read the NIC counters",
+                defined.join(", ")
+            ),
+            format!("Preload one router: take {entry} out of LD_PRELOAD (module unload its module), or unload aar."),
+        );
     }
 }
 

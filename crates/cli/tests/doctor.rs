@@ -389,6 +389,45 @@ fn two_copies_of_libaar_in_ld_preload_are_a_warning() {
     r.expect_code(3);
 }
 
+/// A library in LD_PRELOAD that takes uGNI's posts too (a second router such as awr, or a
+/// tracer), before or after libaar.so, is a warning that names it, what it defines and the fix;
+/// libugni itself is no router, but before libaar.so it takes every post from it: a problem.
+#[test]
+fn a_second_router_in_ld_preload_is_a_warning_in_either_place() {
+    let prog = ugni_program();
+    let router = scratch().join("libother_router.so");
+    let st = Command::new("gcc")
+        .args(["-O2", "-shared", "-fPIC", "-I"])
+        .arg(root().join("cabi"))
+        .arg(root().join("tests/c/other_router.c"))
+        .arg("-o")
+        .arg(&router)
+        .arg("-ldl")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for (order, place) in [((true, false), "before libaar.so"), ((false, true), "after libaar.so")] {
+        let entries = match order {
+            (true, _) => [router.display().to_string(), libaar().display().to_string()],
+            _ => [libaar().display().to_string(), router.display().to_string()],
+        };
+        let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &entries.join(":"))]);
+        r.expect_code(3);
+        r.expect_line("warning", "preload", &format!("LD_PRELOAD also has {}, {place}", router.display()));
+        r.expect_line("warning", "preload", "It defines GNI_PostFma, GNI_PostRdma: a second router");
+        assert!(r.stdout.contains(&format!("fix: Preload one router: take {} out of LD_PRELOAD", router.display())));
+    }
+    // libugni itself: after libaar.so it is no router; before it, it takes every post.
+    let ugni = libdir().join("libugni.so");
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &format!("{}:{}", libaar().display(), ugni.display()))]);
+    r.expect_code(0);
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &format!("{}:{}", ugni.display(), libaar().display()))]);
+    assert!(!r.stdout.contains("second router"), "{}", r.stdout);
+    r.expect_code(1);
+    r.expect_line("problem", "preload", &format!("LD_PRELOAD puts {} before libaar.so", ugni.display()));
+    r.expect_line("problem", "preload", "libaar.so routes none of them");
+}
+
 /// A library in LD_PRELOAD that defines MPI collectives libaar.so wraps (a profiling tool): before
 /// libaar.so it is a warning that names it, how many it defines and the fix; after it, an `ok`;
 /// one that defines none gets no line.
