@@ -418,4 +418,21 @@ fn a_full_dev_shm_leaves_each_rank_its_own_reading() {
     assert_eq!(lines.len(), 1, "one warning that names /dev/shm: {}", r.stderr);
     assert!(lines[0].contains("No space left") && lines[0].contains("its own"), "{}", lines[0]);
     assert!(r.stderr.contains("left: fill\n"), "a segment stayed behind: {}", r.stderr);
+
+    // Under `aar run`, whose job folder is there too: room for the launcher's node table, none for
+    // the emulator's rank files or the node's segment. Each rank runs alone, none dies of SIGBUS.
+    let mut launch = rank("node-full-shm-run", &job, 0, 2, "rdma 65536 8 0");
+    let setup =
+        "mount -t tmpfs -o size=12k tmpfs /dev/shm && dd if=/dev/zero of=/dev/shm/fill bs=4k count=2 2>/dev/null";
+    let aar = aar_command().display().to_string();
+    let script = format!("{setup} || exit 97; exec \"$@\"");
+    launch.wrapper = ["unshare", "-m", "sh", "-c", &script, "sh", &aar, "run", "-n", "2", "-N", "2", "--"]
+        .map(String::from)
+        .to_vec();
+    let r = launch.run();
+    assert_ne!(r.status.code(), Some(97), "namespace setup failed: {}", r.stderr);
+    r.assert_ok();
+    assert_eq!(r.stdout.matches("posts=8 errors=0").count(), 2, "{}", r.stdout);
+    let alone = r.stderr.lines().filter(|l| l.contains("cannot make this rank's shared file (No space left")).count();
+    assert_eq!(alone, 2, "each rank runs alone, and says so: {}", r.stderr);
 }

@@ -92,14 +92,24 @@ fn map(file: &File, size: usize) -> std::io::Result<*mut u8> {
     Ok(p.cast())
 }
 
-/// A mapped file of at least `size_of::<T>()` bytes as a `T` for the life of the process.
+/// A mapped file of at least `size_of::<T>()` bytes as a `T` for the life of the process. Its
+/// pages are allocated first: on a full file system (a node's /dev/shm) a page of a file only
+/// grown to size would kill the rank with SIGBUS at its first touch, where this is an error.
 ///
 /// # Safety
 /// Every bit pattern, all zeroes included, is a valid `T` (the shared records are atomics).
 pub unsafe fn map_as<T>(file: &File) -> std::io::Result<&'static T> {
     let size = std::mem::size_of::<T>();
-    if (file.metadata()?.len() as usize) < size {
-        file.set_len(size as u64)?;
+    let len = libc::off_t::try_from(size).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: an open descriptor; mode 0 allocates what is not yet and keeps the bytes that are.
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+            return Err(e);
+        }
+        if (file.metadata()?.len() as usize) < size {
+            file.set_len(size as u64)?;
+        }
     }
     let p = map(file, size)?;
     // SAFETY: a page-aligned mapping of `size` bytes that is never unmapped; any bytes are a

@@ -94,8 +94,11 @@ mod timing;
 use aar_abi::FIRST_NIC_ADDR;
 
 /// The emulator's only diagnostics channel: one line on stderr with a fixed prefix.
+/// One line on stderr in one write (ranks of a job share it: `eprintln!` writes the prefix and
+/// the message apart, and lines of two ranks interleave), never a panic if it cannot be written.
 fn warn(msg: &str) {
-    eprintln!("aar-emu: {msg}");
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("aar-emu: {msg}\n").as_bytes());
 }
 
 #[cfg(test)]
