@@ -136,7 +136,8 @@ fn aar_report_sums_a_job_without_iterations_from_its_summary_records() {
             .env("PMI_RANK", &rank.to_string())
             .unset("AAR_EMU_LOG");
         if rank == 1 {
-            launch = launch.env("AAR_PAPI_EVENTS", &no_counters);
+            // Its warnings are kept in its record, not printed (only rank 0 prints them).
+            launch = launch.env("AAR_PAPI_EVENTS", &no_counters).env("AAR_THRESHOLD", "4 bananas");
         }
         launch.run().assert_ok();
     }
@@ -169,10 +170,18 @@ fn aar_report_sums_a_job_without_iterations_from_its_summary_records() {
     let decisions: u64 = records.iter().map(|r| r["engine"]["decisions"].as_u64().unwrap()).sum();
     assert_eq!(job["decisions"].as_u64(), Some(decisions));
     let warnings = doc["warnings"].as_array().unwrap();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
     let w = warnings[0].as_str().unwrap();
     assert!(w.starts_with("job \"77\": the NIC counters could not be read on rank 1 (1 of the 2 ranks"), "{w}");
     assert!(stderr.contains(w) && !stderr.contains("holds no"), "{stderr}");
+    // Rank 1's bad setting, which it kept but did not print; its counters' warning is the one above.
+    let w = warnings[1].as_str().unwrap();
+    assert!(
+        w.starts_with(
+            "job \"77\": rank 1 (1 of the 2 ranks with a summary record) kept a warning that rank 0 did not print"
+        ) && w.contains("did not print (only rank 0 prints them): AAR_THRESHOLD=\"4 bananas\" is not a size in bytes"),
+        "{w}"
+    );
     // The table says the same, and how to get times.
     let o = report(&[]);
     assert!(o.status.success());

@@ -5,13 +5,15 @@
 //! that was not steered kept the application's routing under every policy: the table still names
 //! the policies, so the report says which ranks did not run them as such.
 //!
-//! One warning per kind of problem and experiment, naming the ranks. A rank without a summary
+//! One warning per kind of problem and experiment, naming the ranks; and the warnings other
+//! ranks kept that rank 0 did not print (libaar.so prints them from rank 0 only). A rank without a summary
 //! record (killed, `_exit`, or written by the simulator) is not looked at. Summary records are
 //! small (a few KiB) and read in parallel.
 
 use aar_engine::Policy;
 use rayon::prelude::*;
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// A rank's share of threshold crossings that went out undecided above which it is named.
@@ -20,6 +22,8 @@ pub const UNDECIDED_SHARE: f64 = 0.1;
 const MAX_SUMMARY_BYTES: u64 = 4 << 20;
 /// Ranks named in a warning; the others are counted.
 const RANKS_NAMED: usize = 8;
+/// Distinct warnings of other ranks than rank 0 quoted; the others are counted.
+const UNPRINTED_SHOWN: usize = 3;
 
 /// What one rank's summary record says went wrong.
 #[derive(Debug, Default)]
@@ -32,6 +36,8 @@ pub struct Problems {
     dmapp: Option<String>,
     /// Crossings undecided and all crossings, when the share is above [`UNDECIDED_SHARE`].
     undecided: Option<(u64, u64)>,
+    /// The messages the rank kept (its warnings, which only rank 0 prints, and its errors).
+    messages: Vec<String>,
 }
 
 /// The summary record beside an iteration record, if it has the library's naming.
@@ -80,6 +86,13 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             .then(|| rec.pointer("/dmapp/stopped_because").and_then(Value::as_str).unwrap_or("").to_string()),
         undecided: (crossings > 0 && undecided as f64 > UNDECIDED_SHARE * crossings as f64)
             .then_some((undecided, crossings)),
+        messages: rec["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
     }
 }
 
@@ -161,6 +174,45 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
             of(&list),
             UNDECIDED_SHARE * 100.0,
             worst * 100.0
+        ));
+    }
+    out.extend(unprinted(what, &found, of_and));
+    out
+}
+
+/// Warnings other ranks kept that rank 0 did not (a full /dev/shm on their node, a setting only
+/// their environment had): libaar.so prints warnings from rank 0 only, so no one saw these. Said
+/// only when rank 0's record was read; those the kinds above cover (counters, DMAPP, internal
+/// errors) are left out.
+fn unprinted(what: &str, found: &[(u32, Problems)], of_and: impl Fn(&[u32], &str) -> String) -> Vec<String> {
+    let Some((_, zero)) = found.iter().find(|(rank, _)| *rank == 0) else { return Vec::new() };
+    let printed: BTreeSet<&str> = zero.messages.iter().map(String::as_str).collect();
+    let mut unseen: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
+    for (rank, p) in found.iter().filter(|(rank, _)| *rank != 0) {
+        let said = |why: &Option<String>| why.as_deref().is_some_and(|w| !w.is_empty());
+        let covered = |m: &str| {
+            m.starts_with("internal error")
+                || [&p.counters, &p.dmapp].into_iter().any(|why| said(why) && m.contains(why.as_deref().unwrap_or("")))
+        };
+        for m in p.messages.iter().map(String::as_str).filter(|m| !printed.contains(m) && !covered(m)) {
+            unseen.entry(m).or_default().insert(*rank);
+        }
+    }
+    let mut out: Vec<String> = unseen
+        .iter()
+        .take(UNPRINTED_SHOWN)
+        .map(|(m, list)| {
+            let list: Vec<u32> = list.iter().copied().collect();
+            format!(
+                "{what}: {} kept a warning that rank 0 did not print (only rank 0 prints them): {m}",
+                of_and(&list, "")
+            )
+        })
+        .collect();
+    if unseen.len() > UNPRINTED_SHOWN {
+        out.push(format!(
+            "{what}: and {} more warnings kept by other ranks than rank 0, in their summary records (\"messages\")",
+            unseen.len() - UNPRINTED_SHOWN
         ));
     }
     out
