@@ -53,6 +53,7 @@ pub struct ReportArgs {
     #[arg(long)]
     keep_incomplete: bool,
     /// Bootstrap resamples for the confidence intervals of the ratio of medians and the QCD difference
+    /// (100 to 10000000)
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     resamples: usize,
     /// Seed of the bootstrap (the report is the same for the same seed)
@@ -80,9 +81,15 @@ enum ArgError {
     NoFolder { flag: &'static str, path: PathBuf },
     #[error("{flag} {}: is a folder", .path.display())]
     IsFolder { flag: &'static str, path: PathBuf },
-    #[error("--resamples {0}: at least 100")]
-    TooFewResamples(usize),
+    #[error("--resamples {0}: at least {MIN_RESAMPLES} and at most {MAX_RESAMPLES}")]
+    Resamples(usize),
 }
+
+/// Fewer resamples than this give intervals that move from one seed to the next.
+const MIN_RESAMPLES: usize = 100;
+/// Each resample takes every policy's median again: a million takes about a second over a few
+/// hundred iterations, and the time grows with both (the default, 10000, is the usual choice).
+const MAX_RESAMPLES: usize = 10_000_000;
 
 /// Why `--plot` or `--html` was not written; the text completes `aar: --plot FILE: ...`.
 #[derive(Debug, thiserror::Error)]
@@ -129,8 +136,8 @@ fn check(args: &ReportArgs) -> Result<(), ArgError> {
     if let Some(p) = &args.html {
         check_output("--html", p, &["html", "htm"])?;
     }
-    if args.resamples < 100 {
-        return Err(ArgError::TooFewResamples(args.resamples));
+    if !(MIN_RESAMPLES..=MAX_RESAMPLES).contains(&args.resamples) {
+        return Err(ArgError::Resamples(args.resamples));
     }
     Ok(())
 }
