@@ -98,7 +98,8 @@ fn sanitized_driver(variant: &str, san: &[&str], libdir: &Path, extra_c: Option<
     let s = |p: &Path| p.display().to_string();
     let common_flags = ["-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror", "-I"];
     let mut objects = Vec::new();
-    for (src, defs) in [("driver.c", vec!["-Dmain=driver_main"]), ("api_thread.c", vec![])] {
+    // The driver measures with PAPI itself too (its `papi` commands), as a program may.
+    for (src, defs) in [("driver.c", vec!["-Dmain=driver_main", "-DWITH_PAPI"]), ("api_thread.c", vec![])] {
         let obj = dir.join(src.replace(".c", ".o"));
         let mut args: Vec<String> = common_flags.iter().map(|a| a.to_string()).collect();
         args.push(s(&inc));
@@ -117,7 +118,8 @@ fn sanitized_driver(variant: &str, san: &[&str], libdir: &Path, extra_c: Option<
     let mut args: Vec<String> = san.iter().map(|a| a.to_string()).collect();
     args.push("-rdynamic".into());
     args.extend(objects);
-    args.extend(["-o".into(), s(&exe), "-L".into(), s(libdir), "-lugni".into(), "-lpthread".into(), "-ldl".into()]);
+    args.extend(["-o".into(), s(&exe), "-L".into(), s(libdir), "-lugni".into(), "-lpapi".into(), "-lpthread".into()]);
+    args.push("-ldl".into());
     args.push(format!("-Wl,-rpath,{}", libdir.display()));
     gcc(&args.iter().map(String::as_str).collect::<Vec<_>>(), "link");
     built.insert(variant.into(), exe.clone());
@@ -346,6 +348,11 @@ fn tsan(test: &str, script: &str) -> Launch {
         .unset("AAR_EMU_LOG")
 }
 
+/// The first of the emulator's counter events, for the driver's own PAPI measurement.
+fn first_event() -> String {
+    sde_events_setting().split(',').next().unwrap_or_default().to_string()
+}
+
 fn run_asan(test: &str, script: &str, env: &[(&str, &str)]) -> Run {
     let mut l = asan(test, script);
     for (k, v) in env {
@@ -409,6 +416,11 @@ fn asan_threads_with_the_c_api_from_another_thread() {
 fn asan_fork_exit_and_papi_failures() {
     run_asan("asan-fork", "fma 64 3 0 fork 6 forkexec rdma 65536 4 0", &[]);
     run_asan("asan-papi-shutdown", "rdma 65536 12 0 papi_shutdown rdma 65536 12 0", &[]);
+    // The program's own PAPI measurement: libaar.so gives way while the API thread reads at
+    // iteration boundaries.
+    let own = format!("rdma 65536 12 0 papi start {} rdma 65536 12 0 papi stop", first_event());
+    let r = run_asan("asan-papi-own", &own, &[("API_THREAD", "1")]);
+    assert!(r.stdout.contains("papi start rc=0\n") && r.stdout.contains("papi stop rc=0\n"), "{}", r.stdout);
     let r = run_asan("asan-exit-posting", "fma 64 3 0 exit_posting", &[]);
     assert!(r.stdout.contains("exit_posting posts>="), "{}", r.stdout);
     run_asan("asan-underscore-exit", "fma 64 3 0 rdma 65536 3 0 _exit", &[]);
@@ -486,6 +498,10 @@ fn tsan_first_calls_from_many_threads_fork_and_exit_while_posting() {
     run_tsan("tsan-init", "threads 8 64 2000 fma 64 10 0", &[("API_THREAD", "1")]);
     run_tsan("tsan-fork", "fma 64 3 0 fork 6 forkexec rdma 65536 4 0", &[]);
     run_tsan("tsan-papi-shutdown", "threads 4 8192 200 papi_shutdown threads 4 8192 200", &[]);
+    // libaar.so gives way to the program's own PAPI measurement while the API thread reads.
+    let own = format!("threads 4 8192 100 papi start {} threads 4 8192 100 papi stop", first_event());
+    let r = run_tsan("tsan-papi-own", &own, &[("API_THREAD", "1")]);
+    assert!(r.stdout.contains("papi start rc=0\n"), "{}", r.stdout);
     // exit() runs the library's exit path while another thread is inside a post.
     run_tsan("tsan-exit-posting", "threads 4 8192 100 exit_posting", &[("API_THREAD", "1")]);
 }
