@@ -68,7 +68,8 @@ fn aar_report_names_the_ranks_whose_records_say_the_policies_did_not_run_as_name
     // counters (its auto iterations route in a fixed mode); rank 2 with eight threads posting
     // at once (most of its crossings find the decider taken); rank 3 with a panic in every
     // decision (each call still forwarded); rank 4 a DMAPP program whose libdmapp refuses the
-    // routing values in use (steering stops).
+    // routing values in use (steering stops); rank 5 a program that starts a PAPI event set of its
+    // own on the counters' component (libaar.so gives its counters up to it).
     let out = scratch("report-health").join("out");
     std::fs::create_dir_all(&out).unwrap();
     let iterations = "iter begin rdma 65536 4 0 iter end ".repeat(4);
@@ -84,6 +85,11 @@ fn aar_report_names_the_ranks_whose_records_say_the_policies_did_not_run_as_name
         ugni("panics", format!("{iterations}{last}")).env("AAR_TEST_PANIC", "before-forward"),
         Launch::program("report-health-dmapp", dmapp_program("dmapp_driver", &[]), &dmapp_script)
             .env("AAR_DMAPP_ROUTING", "ADAPTIVE=2,ADAPTIVE_1=7,ADAPTIVE_2=8,ADAPTIVE_3=9"),
+        Launch::program(
+            "report-health-papi",
+            program_with("driver", &["-DWITH_PAPI", "-lpapi"]),
+            &format!("{iterations}papi start {} {last}", sde_events_setting().split(',').next().unwrap()),
+        ),
     ];
     for (rank, launch) in ranks.into_iter().enumerate() {
         launch
@@ -107,14 +113,14 @@ fn aar_report_names_the_ranks_whose_records_say_the_policies_did_not_run_as_name
         found[0]
     };
     let w = about("NIC counters could not be read");
-    assert!(w.contains("\"4343.0\"") && w.contains("on rank 1 (1 of the 5 ranks"), "{w}");
+    assert!(w.contains("\"4343.0\"") && w.contains("on ranks 1 and 5 (2 of the 6 ranks"), "{w}");
     assert!(w.contains("; rank 1's record: the PAPI event NO_SUCH_EVENT is not available"), "{w}");
     let w = about("went out undecided");
-    assert!(w.contains("on rank 2 (1 of the 5 ranks"), "{w}");
+    assert!(w.contains("on rank 2 (1 of the 6 ranks"), "{w}");
     let w = about("internal errors");
-    assert!(w.contains("on rank 3 (1 of the 5 ranks"), "{w}");
+    assert!(w.contains("on rank 3 (1 of the 6 ranks"), "{w}");
     let w = about("DMAPP was not steered");
-    assert!(w.contains("on rank 4 (1 of the 5 ranks"), "{w}");
+    assert!(w.contains("on rank 4 (1 of the 6 ranks"), "{w}");
     assert_eq!(warnings.len(), 4, "rank 0 and the iterations give none: {warnings:#?}");
     for w in &warnings {
         assert!(stderr.contains(w), "every warning is on stderr too: {w}");

@@ -72,8 +72,11 @@ pub fn is_automatic(policy: &str) -> bool {
 /// What a rank's summary record says went wrong; `automatic`: the rank ran an automatic policy.
 pub fn problems(rec: &Value, automatic: bool) -> Problems {
     let n = |p: &str| rec.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    let counters_failed =
-        rec.pointer("/counters/backend").and_then(Value::as_str) == Some("none") || n("/counters/read_failures") > 0;
+    // Never opened, a read failed, or given up to the program's own PAPI measurement (which
+    // leaves the backend and the failures as they were, and says why).
+    let counters_failed = rec.pointer("/counters/backend").and_then(Value::as_str) == Some("none")
+        || n("/counters/read_failures") > 0
+        || rec.pointer("/counters/unavailable_because").is_some_and(Value::is_string);
     let dmapp_stopped = n("/apis/DMAPP/messages") > 0 && rec.pointer("/dmapp/steering") == Some(&Value::Bool(false));
     let undecided = n("/decider/undecided_crossings");
     let crossings = undecided + n("/engine/decisions");
