@@ -59,6 +59,7 @@ const _: AllToAllFn = MPI_Neighbor_alltoall;
 const _: AlltoallvFn = MPI_Neighbor_alltoallv;
 const _: NeighborAlltoallwFn = MPI_Neighbor_alltoallw;
 const _: crate::papi::StartFn = PAPI_start;
+const _: crate::papi::StopFn = PAPI_stop;
 
 // ---- uGNI posts ------------------------------------------------------------------------------
 
@@ -893,6 +894,17 @@ pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoallw(
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn PAPI_start(EventSet: c_int) -> c_int {
     crate::state::start_for_application(EventSet)
+}
+
+/// The application's measurement done: libaar.so's event set counts again if it stepped aside
+/// for this one (`state::stop_for_application`).
+///
+/// # Safety
+/// PAPI's contract for PAPI_stop.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn PAPI_stop(EventSet: c_int, values: *mut std::ffi::c_longlong) -> c_int {
+    // SAFETY: the caller's arguments, under PAPI's contract, passed on unchanged.
+    unsafe { crate::state::stop_for_application(EventSet, values) }
 }
 
 // ---- C API (cabi/aar.h) ------------------------------------------------------------------------------

@@ -182,6 +182,8 @@ fn prepare() -> Option<Prepared> {
         last_own: None,
         fed: Default::default(),
         node_looks: Default::default(),
+        aside: None,
+        gave_way: 0,
     };
     // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`
     // may decide: as the policy, as an A/B arm, or once the application selects it (C API).

@@ -89,6 +89,9 @@ struct Counters<'a> {
     /// Why the counters are not read (PAPI's failure, at start-up or at the read that failed);
     /// null while they are.
     unavailable_because: Option<&'a str>,
+    /// Times the counters stepped aside for the application's own PAPI measurement (they count
+    /// again when it stops its set).
+    gave_way: u64,
 }
 
 /// The node the rank ran on, as the library saw it.
@@ -359,6 +362,7 @@ fn write_outputs() {
                 reads_in_pauses: d.node_looks.paused_readings(),
                 read_failures: d.counter_read_failures,
                 unavailable_because: d.counters_unavailable.as_deref(),
+                gave_way: d.gave_way,
             }),
             node: d.map(|d| {
                 let nic_address = topology::local_nic_address();

@@ -95,7 +95,8 @@ pub enum PapiError {
     InUse,
     #[error(
         "the application started a PAPI event set of its own on the PAPI component that serves the NIC counters, \
-         and PAPI counts one event set per component at a time: libaar.so stopped its counters to let it count"
+         and PAPI counts one event set per component at a time: libaar.so stopped its counters to let it count, \
+         until the application stops that set"
     )]
     GaveWay,
 }
@@ -162,9 +163,10 @@ pub struct Opened {
 /// The loaded library, kept until the process ends: its functions stay in use.
 static LIBRARY: OnceLock<Library> = OnceLock::new();
 
-/// The `PAPI_start` after libaar.so's (libpapi's), for the application's calls: libaar.so's own
-/// go to the function in [`LIBRARY`].
+/// The `PAPI_start` and `PAPI_stop` after libaar.so's (libpapi's), for the application's calls:
+/// libaar.so's own go to the functions in [`LIBRARY`].
 pub static APPLICATION_START: Real = Real::new(c"PAPI_start");
+pub static APPLICATION_STOP: Real = Real::new(c"PAPI_stop");
 
 fn load(explicit: Option<&str>) -> Result<(&'static Library, String), PapiError> {
     if let Some(lib) = LIBRARY.get() {

@@ -21,7 +21,7 @@ use aar_engine::{
 };
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -236,7 +236,25 @@ pub struct Decider {
     pub fed: (CounterSample, SideBytes),
     /// When this rank looks at the node's segment, and the readings it made without looking.
     pub node_looks: Looks,
+    /// The counters while they are stepped aside for the application's own PAPI measurement
+    /// ([`Decider::give_way`]), and how often they were.
+    pub aside: Option<Aside>,
+    pub gave_way: u64,
 }
+
+/// libaar.so's event set, stopped while the application's set `theirs` counts, and the policies
+/// before and after the fall back (the one before comes back if the fall back is still in force).
+pub struct Aside {
+    papi: Papi,
+    theirs: c_int,
+    before: Policy,
+    fallback: Policy,
+}
+
+/// The application's event set libaar.so stepped aside for, [`NO_SET`] when none: every
+/// application `PAPI_stop` looks, without the decider's lock.
+static STEPPED_ASIDE_FOR: AtomicI64 = AtomicI64::new(NO_SET);
+const NO_SET: i64 = i64::MIN;
 
 // The lock's line: its bias word and flags (16 bytes with their padding), then the decider's first
 // fields.
@@ -299,38 +317,68 @@ impl Decider {
         let Some(papi) = self.counters.as_ref() else { return };
         let why = papi.explain(failure);
         self.counter_read_failures += 1;
-        self.give_up_counters(&why);
+        self.give_up_counters(&why, true);
     }
 
-    /// Read no counters from here on, because of `why`: fall back, with a warning.
-    fn give_up_counters(&mut self, why: &PapiError) {
+    /// Read no counters from here on, because of `why`: fall back, with a warning (if `warn`).
+    fn give_up_counters(&mut self, why: &PapiError, warn: bool) {
         self.counters = None;
         let mut cfg = self.engine.config().clone();
         let line = counters_unavailable(why, &mut cfg);
         self.counters_unavailable = Some(why.to_string());
         self.engine.set_policy(cfg.policy);
         control::update(|w| control::with(w, Some(cfg.policy), None, None));
-        diag::warn(&line);
+        if warn {
+            diag::warn(&line);
+        }
     }
 
     /// The application's `PAPI_start` of `theirs` found an event set of the same component
     /// counting: if that is this rank's, stop it and start theirs again with `start`. Theirs
-    /// counting, the counters are given up; else this rank's counts again (from zero: the window
-    /// across the restart is discarded as decreasing, and the next one starts from there). The
-    /// answer of the second start, or `None` when there was none.
+    /// counting, the counters step aside until the application stops it
+    /// ([`Decider::resume_after`]), with a warning the first time; else this rank's counts again.
+    /// Either way it counts from zero when it counts again: the window across the stop is
+    /// discarded as decreasing, and the next one starts from there. The answer of the second
+    /// start, or `None` when there was none.
     pub fn give_way(&mut self, theirs: c_int, start: impl FnOnce() -> c_int) -> Option<c_int> {
         let papi = self.counters.as_ref().filter(|p| !p.is(theirs))?;
         if !papi.stop() {
             return None;
         }
         let rc = start();
-        let given_up = if rc == PAPI_OK { Some(PapiError::GaveWay) } else { papi.restart().err() };
-        match given_up {
-            Some(why) => self.give_up_counters(&why),
-            // Counting from zero: no window of the node's passes across the restart.
-            None => self.last_own = None,
+        if rc == PAPI_OK {
+            let before = self.engine.config().policy;
+            let papi = self.counters.take()?;
+            self.give_up_counters(&PapiError::GaveWay, self.gave_way == 0);
+            self.gave_way += 1;
+            self.aside = Some(Aside { papi, theirs, before, fallback: self.engine.config().policy });
+            STEPPED_ASIDE_FOR.store(i64::from(theirs), Relaxed);
+        } else if let Err(why) = papi.restart() {
+            self.give_up_counters(&why, true);
+        } else {
+            self.last_own = None;
         }
         Some(rc)
+    }
+
+    /// The application stopped its event set `theirs`: if the counters stepped aside for it,
+    /// they count again, and the policy they fell back from comes back unless another was chosen
+    /// meanwhile (the C API, an A/B iteration).
+    fn resume_after(&mut self, theirs: c_int) {
+        let Some(aside) = self.aside.take_if(|a| a.theirs == theirs) else { return };
+        STEPPED_ASIDE_FOR.store(NO_SET, Relaxed);
+        if let Err(why) = aside.papi.restart() {
+            self.counters_unavailable = Some(why.to_string());
+            return;
+        }
+        self.counters = Some(aside.papi);
+        self.counters_unavailable = None;
+        // Counting from zero: no window of the node's passes across the stop.
+        self.last_own = None;
+        if aside.before != aside.fallback && control::policy(control::load()) == aside.fallback {
+            self.engine.set_policy(aside.before);
+            control::update(|w| control::with(w, Some(aside.before), None, None));
+        }
     }
 
     /// Inline in both callers: out of line, the read path (a rank alone on its node) pays a call
@@ -468,6 +516,27 @@ pub fn start_for_application(eventset: c_int) -> c_int {
         decider.as_mut()?.give_way(eventset, || unsafe { start(eventset) })
     };
     std::panic::catch_unwind(give_way).ok().flatten().unwrap_or(rc)
+}
+
+/// The application's `PAPI_stop` of `eventset`, passed on; the counters that stepped aside for
+/// that set count again ([`Decider::resume_after`]).
+///
+/// # Safety
+/// `values` as PAPI_stop takes it (room for the set's counts, or NULL).
+pub unsafe fn stop_for_application(eventset: c_int, values: *mut std::ffi::c_longlong) -> c_int {
+    let Some(stop) = papi::APPLICATION_STOP.get::<papi::StopFn>() else { return papi::PAPI_ENOINIT };
+    // SAFETY: libpapi's PAPI_stop (StopFn is its prototype), the caller's arguments.
+    let rc = unsafe { stop(eventset, values) };
+    if rc == PAPI_OK && STEPPED_ASIDE_FOR.load(Relaxed) == i64::from(eventset) {
+        let resume = || {
+            // Bounded, in case this thread holds the decider.
+            let mut decider = decider_within(Duration::from_millis(100))?;
+            decider.as_mut()?.resume_after(eventset);
+            Some(())
+        };
+        let _ = std::panic::catch_unwind(resume);
+    }
+    rc
 }
 
 /// The latest valid window, readable without the lock.

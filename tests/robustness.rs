@@ -479,39 +479,52 @@ fn the_job_file_size_limit_ends_the_library_files_never_the_application() {
 
 /// A program that measures with PAPI itself (or a tool in it: Score-P, TAU, HPCToolkit) counts
 /// on the PAPI component that serves the NIC counters too, and PAPI counts one event set per
-/// component at a time. The program's measurement comes first: started after libaar.so's event
-/// set, libaar.so stops its own and gives way; started before, libaar.so goes without. Either
-/// way one warning names the conflict, and routing falls back as without counters.
+/// component at a time. The program's measurement comes first. Started after libaar.so's event
+/// set, libaar.so stops its own and steps aside (one warning, the first time), and counts again,
+/// with the policy it fell back from, when the program stops its set. Started before, libaar.so
+/// goes without. Either way routing falls back as without counters while the program counts.
 #[test]
 fn the_programs_own_papi_measurement_comes_first() {
     let program = program_with("driver", &["-DWITH_PAPI", "-lpapi"]);
     let event = sde_events_setting().split(',').next().unwrap().to_string();
-    for (name, script, why) in [
-        (
-            "papi-own-after",
-            format!("rdma 65536 12 0 papi start {event} rdma 65536 12 0 papi stop"),
-            "stopped its counters",
-        ),
-        ("papi-own-before", format!("papi start {event} rdma 65536 12 0 papi stop rdma 65536 12 0"), "already counts"),
-    ] {
-        let r = Launch::program(name, program.clone(), &script).run();
-        r.assert_ok();
-        assert!(
-            r.stdout.contains("papi start rc=0\n") && r.stdout.contains("papi stop rc=0\n"),
-            "{name}: {}",
-            r.stdout
-        );
-        let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
-        assert_eq!(w.len(), 1, "{name}: {w:?}");
-        assert!(w[0].contains(why) && w[0].contains("ADAPTIVE3 (fixed)"), "{name}: {}", w[0]);
-        assert!(w[0].contains("Leave that component's events out"), "{name}: {}", w[0]);
-        let modes = r.dlvr_modes("GNI_PostRdma");
-        let fixed_from = if name.ends_with("after") { 12 } else { 0 };
-        assert!(modes[fixed_from..].iter().all(|&m| m == AD3), "{name}: fixed High Bias: {modes:?}");
-        let counters = &r.records()[0]["counters"];
-        assert_eq!(counters["read_failures"], 0, "{name}: {counters}");
-        assert!(counters["unavailable_because"].as_str().unwrap().contains(why), "{name}: {counters}");
-    }
+
+    // Twice around: auto, the program's set (fixed), auto again, the program's set again.
+    let script = format!(
+        "rdma 65536 12 0 papi start {event} rdma 65536 12 0 papi stop rdma 65536 24 0 \
+         papi start {event} rdma 65536 4 0 papi stop"
+    );
+    let r = Launch::program("papi-own-after", program.clone(), &script).run();
+    r.assert_ok();
+    assert_eq!(r.stdout.matches("papi start rc=0\n").count(), 2, "{}", r.stdout);
+    assert_eq!(r.stdout.matches("papi stop rc=0\n").count(), 2, "{}", r.stdout);
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(w.len(), 1, "one warning, the first time: {w:?}");
+    assert!(w[0].contains("stopped its counters to let it count, until the application stops that set"), "{}", w[0]);
+    assert!(w[0].contains("ADAPTIVE3 (fixed)") && w[0].contains("Leave that component's events out"), "{}", w[0]);
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert_eq!(modes.len(), 52);
+    assert!(modes[..12].contains(&AD0), "auto before: {modes:?}");
+    assert!(modes[12..24].iter().all(|&m| m == AD3), "fixed High Bias while the program counts: {modes:?}");
+    assert!(modes[24..48].contains(&AD0), "auto again after its stop: {modes:?}");
+    assert!(modes[48..].iter().all(|&m| m == AD3), "fixed again: {modes:?}");
+    let rec = &r.records()[0];
+    let counters = &rec["counters"];
+    assert_eq!((counters["gave_way"].as_u64(), counters["read_failures"].as_u64()), (Some(2), Some(0)), "{counters}");
+    assert_eq!(counters["unavailable_because"], serde_json::Value::Null, "counting again at exit: {counters}");
+    assert_eq!(rec["policy_at_exit"], "auto");
+
+    // The program's set first: libaar.so's never starts.
+    let script = format!("papi start {event} rdma 65536 12 0 papi stop rdma 65536 12 0");
+    let r = Launch::program("papi-own-before", program.clone(), &script).run();
+    r.assert_ok();
+    assert!(r.stdout.contains("papi start rc=0\n") && r.stdout.contains("papi stop rc=0\n"), "{}", r.stdout);
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("already counts") && w[0].contains("ADAPTIVE3 (fixed)"), "{}", w[0]);
+    assert!(r.dlvr_modes("GNI_PostRdma").iter().all(|&m| m == AD3), "{:?}", r.dlvr_modes("GNI_PostRdma"));
+    let counters = &r.records()[0]["counters"];
+    assert!(counters["unavailable_because"].as_str().unwrap().contains("already counts"), "{counters}");
+
     // Without libaar.so the same program measures as it does with it.
     let r = Launch::program("papi-own-alone", program, &format!("rdma 65536 12 0 papi start {event} papi stop"))
         .no_preload()

@@ -377,8 +377,8 @@ fn check_libraries(program: &Path, closure: &elf::Closure, report: &mut Report) 
             "PAPI",
             format!(
                 "links {}: where the program (or a tool in it) counts events of the PAPI component that serves the \
-                 NIC counters, libaar.so gives its counters up to it and routes as without counters (automatic routing: \
-                 the fixed low-latency mode), with one warning",
+                 NIC counters, libaar.so gives its counters up to it while it counts and routes as without counters \
+                 (automatic routing: the fixed low-latency mode), with one warning",
                 describe_library(l)
             ),
         );

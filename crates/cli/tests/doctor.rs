@@ -507,7 +507,7 @@ fn a_program_that_links_papi_is_told_that_its_measurement_comes_first() {
     let r = doctor(&[prog.to_str().unwrap()], &[]);
     r.expect_code(0);
     r.expect_line("note", "PAPI", "links libpapi.so");
-    r.expect_line("note", "PAPI", "libaar.so gives its counters up to it");
+    r.expect_line("note", "PAPI", "libaar.so gives its counters up to it while it counts");
     let r = doctor(&[ugni_program().to_str().unwrap()], &[]);
     assert!(!r.has_line("note", "PAPI", "gives its counters up"), "{}", r.stdout);
 }

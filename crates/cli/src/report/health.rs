@@ -72,18 +72,25 @@ pub fn is_automatic(policy: &str) -> bool {
 /// What a rank's summary record says went wrong; `automatic`: the rank ran an automatic policy.
 pub fn problems(rec: &Value, automatic: bool) -> Problems {
     let n = |p: &str| rec.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    // Never opened, a read failed, or given up to the program's own PAPI measurement (which
-    // leaves the backend and the failures as they were, and says why).
+    // Never opened, a read failed, or stepped aside for the program's own PAPI measurement (which
+    // leaves the backend and the failures as they were; the reason stays only while aside).
+    let gave_way = n("/counters/gave_way");
     let counters_failed = rec.pointer("/counters/backend").and_then(Value::as_str) == Some("none")
         || n("/counters/read_failures") > 0
-        || rec.pointer("/counters/unavailable_because").is_some_and(Value::is_string);
+        || rec.pointer("/counters/unavailable_because").is_some_and(Value::is_string)
+        || gave_way > 0;
     let dmapp_stopped = n("/apis/DMAPP/messages") > 0 && rec.pointer("/dmapp/steering") == Some(&Value::Bool(false));
     let undecided = n("/decider/undecided_crossings");
     let crossings = undecided + n("/engine/decisions");
     Problems {
         internal_errors: n("/internal_errors"),
-        counters: (automatic && counters_failed).then(|| {
-            rec.pointer("/counters/unavailable_because").and_then(Value::as_str).unwrap_or_default().to_string()
+        counters: (automatic && counters_failed).then(|| match rec.pointer("/counters/unavailable_because") {
+            Some(Value::String(why)) => why.clone(),
+            _ if gave_way > 0 => format!(
+                "the counters stepped aside {gave_way} {} for the program's own PAPI measurement, and counted again after",
+                if gave_way == 1 { "time" } else { "times" }
+            ),
+            _ => String::new(),
         }),
         dmapp: dmapp_stopped
             .then(|| rec.pointer("/dmapp/stopped_because").and_then(Value::as_str).unwrap_or("").to_string()),
@@ -230,6 +237,21 @@ mod tests {
         assert_eq!(ranks(&[4]), "rank 4");
         assert_eq!(ranks(&[1, 2, 3]), "ranks 1, 2 and 3");
         assert_eq!(ranks(&(0..20).collect::<Vec<_>>()), "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 12 more");
+    }
+
+    #[test]
+    fn counters_that_stepped_aside_and_came_back_still_count_as_not_read() {
+        let rec = serde_json::json!({
+            "counters": { "backend": "papi", "read_failures": 0, "unavailable_because": null, "gave_way": 2 }
+        });
+        let why = problems(&rec, true).counters.unwrap();
+        assert_eq!(
+            why,
+            "the counters stepped aside 2 times for the program's own PAPI measurement, and counted again after"
+        );
+        assert_eq!(problems(&rec, false).counters, None, "no automatic policy ran: nothing to say");
+        let clean = serde_json::json!({ "counters": { "backend": "papi", "read_failures": 0, "gave_way": 0 } });
+        assert_eq!(problems(&clean, true).counters, None);
     }
 
     #[test]
