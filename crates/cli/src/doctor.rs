@@ -19,6 +19,7 @@
 //! - A program that links libpapi may count on the NIC counters' PAPI component itself: libaar.so
 //!   then gives way (a note).
 //! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
+//! - A file size limit (`ulimit -f`): the library's records and trace stop at it.
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
@@ -177,6 +178,7 @@ pub fn run(args: DoctorArgs) -> i32 {
         check_decider_lock(doc, &mut report);
         check_preloaded_tools(doc, &mut report);
         check_preloaded_routers(&mut report);
+        check_file_size_limit(&mut report);
         if let Some(p) = program.as_ref() {
             if let Some(closure) = &p.closure {
                 check_fortran_mpi(closure, doc, &mut report);
@@ -1064,6 +1066,27 @@ fn check_mpich_routing(doc: &Value, report: &mut Report) {
 /// Whether the decider's lock can be biased to the thread that posts, as libaar.so finds out at
 /// initialisation: the kernel and the seccomp filter of the node the doctor runs on (a login
 /// node's may differ from the compute nodes').
+/// The file size limit (`ulimit -f`, which batch systems pass on to the job): the library's
+/// records, iteration rows and trace stop at it (with a warning), as the application's files do.
+fn check_file_size_limit(report: &mut Report) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: a valid rlimit to write to.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return;
+    }
+    let text = format!(
+        "files are limited to {} bytes here (ulimit -f): the library's records, iteration rows and trace stop \
+         there, with a warning, as the program's own files do",
+        limit.rlim_cur
+    );
+    let writes = ["AAR_OUTPUT_DIR", "AAR_TRACE"].iter().any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if writes {
+        report.warning("files", text, "Raise it in the batch script (ulimit -f unlimited) if they may grow past it.");
+    } else {
+        report.note("files", text);
+    }
+}
+
 fn check_decider_lock(doc: &Value, report: &mut Report) {
     // An older libaar.so says nothing of it.
     let Some(lock) = doc.get("decider_lock") else { return };

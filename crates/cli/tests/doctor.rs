@@ -389,6 +389,29 @@ fn two_copies_of_libaar_in_ld_preload_are_a_warning() {
     r.expect_code(3);
 }
 
+/// A file size limit (`ulimit -f`, which batch systems pass on) stops the library's records and
+/// trace: a warning where the settings write some, a note otherwise, nothing without a limit.
+#[test]
+fn a_file_size_limit_is_named_where_the_library_writes_files() {
+    let prog = ugni_program();
+    let sh = scratch().join("ulimit-sh");
+    std::fs::write(&sh, "#!/bin/sh\nulimit -f 2048 && exec \"$@\"\n").unwrap();
+    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/tmp")]);
+    // (`ulimit -f` counts 512 or 1024 bytes, by the shell.)
+    assert!(
+        r.has_line("warning", "files", "files are limited to 1048576 bytes here")
+            || r.has_line("warning", "files", "files are limited to 2097152 bytes here"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("fix: Raise it in the batch script (ulimit -f unlimited)"), "{}", r.stdout);
+    let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[]);
+    r.expect_line("note", "files", "(ulimit -f)");
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/tmp")]);
+    assert!(!r.stdout.contains("ulimit -f"), "{}", r.stdout);
+}
+
 /// A library in LD_PRELOAD that takes uGNI's posts too (a second router such as awr, or a
 /// tracer), before or after libaar.so, is a warning that names it, what it defines and the fix;
 /// libugni itself is no router, but before libaar.so it takes every post from it: a problem.
