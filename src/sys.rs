@@ -294,7 +294,19 @@ pub fn defined_before_this(name: &std::ffi::CStr) -> Option<String> {
     }
     let (file, base) = object_of(first)?;
     let (_, own_base) = object_of(own_path as *const libc::c_void)?;
+    if Some(base) == program_base() {
+        // dladdr names the program by how it was started (argv[0]), not as a library.
+        return Some(String::new());
+    }
     (base != own_base).then_some(file)
+}
+
+/// Where the program itself is mapped: the object that holds its program headers.
+fn program_base() -> Option<usize> {
+    // SAFETY: getauxval only reads the auxiliary vector; AT_PHDR is the address of the program's
+    // program headers in memory (0 if the kernel did not give it).
+    let headers = unsafe { libc::getauxval(libc::AT_PHDR) };
+    (headers != 0).then(|| object_of(headers as *const libc::c_void).map(|(_, base)| base)).flatten()
 }
 
 /// The emulator's simulated clock (`aar_emu_clock_ns`, cabi/aar_emu.h), when this process has it

@@ -573,4 +573,12 @@ fn another_library_that_takes_the_posts_is_named_when_it_comes_first() {
     assert!(w[0].contains(&format!("libugni ({}) is loaded before libaar.so", ugni.display())), "{}", w[0]);
     let modes = r.dlvr_modes("GNI_PostRdma");
     assert!(modes.iter().all(|&m| m == 0), "as the caller asked: {modes:?}");
+
+    // The program exports sends of its own (libugni's archive linked in, -rdynamic): named as the
+    // program, not by the name it was started with.
+    let r = Launch::program("own-ugni", program("own_ugni"), "").run();
+    r.assert_ok();
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("GNI_PostRdma")).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("aar: the program itself defines GNI_PostRdma"), "{}", w[0]);
 }
