@@ -6,9 +6,9 @@
 //! the policies, so the report says which ranks did not run them as such.
 //!
 //! One warning per kind of problem and experiment, naming the ranks; and the warnings other
-//! ranks kept that rank 0 did not print (libaar.so prints them from rank 0 only). A rank without a summary
-//! record (killed, `_exit`, or written by the simulator) is not looked at. Summary records are
-//! small (a few KiB) and read in parallel.
+//! ranks kept that rank 0 did not print (libaar.so prints them from rank 0 only). A rank without
+//! a summary record (killed, `_exit`, or written by the simulator) is not looked at. Summary
+//! records are small (a few KiB) and read in parallel.
 
 use aar_engine::Policy;
 use rayon::prelude::*;
