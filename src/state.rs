@@ -341,14 +341,14 @@ impl Decider {
     /// discarded as decreasing, and the next one starts from there. The answer of the second
     /// start, or `None` when there was none.
     pub fn give_way(&mut self, theirs: c_int, start: impl FnOnce() -> c_int) -> Option<c_int> {
-        let papi = self.counters.as_ref().filter(|p| !p.is(theirs))?;
+        let papi = self.counters.take_if(|p| !p.is(theirs))?;
         if !papi.stop() {
+            self.counters = Some(papi);
             return None;
         }
         let rc = start();
         if rc == PAPI_OK {
             let before = self.engine.config().policy;
-            let papi = self.counters.take()?;
             self.give_up_counters(&PapiError::GaveWay, self.gave_way == 0);
             self.gave_way += 1;
             self.aside = Some(Aside { papi, theirs, before, fallback: self.engine.config().policy });
@@ -356,6 +356,7 @@ impl Decider {
         } else if let Err(why) = papi.restart() {
             self.give_up_counters(&why, true);
         } else {
+            self.counters = Some(papi);
             self.last_own = None;
         }
         Some(rc)
@@ -368,6 +369,11 @@ impl Decider {
         let Some(aside) = self.aside.take_if(|a| a.theirs == theirs) else { return };
         STEPPED_ASIDE_FOR.store(NO_SET, Relaxed);
         if let Err(why) = aside.papi.restart() {
+            // The first give-way's warning promised the counters back: say they are not.
+            diag::warn(&format!(
+                "{why}: after the application stopped its PAPI event set, libaar.so's counters could not count \
+                 again, and routing stays as without counters"
+            ));
             self.counters_unavailable = Some(why.to_string());
             return;
         }
