@@ -9,7 +9,8 @@
 //! own (a unit test checks the `crate::` and `super::` paths of every module against this list):
 //!
 //! 1. primitives: `sys` (libc), `trylock` (the lock the library only ever tries, and the
-//!    re-entry guard), `job` (rank and job ids), `diag` (stderr messages);
+//!    re-entry guard), `reserve` (the allocator: malloc, then a reserve of its own), `job` (rank
+//!    and job ids), `diag` (stderr messages);
 //! 2. per-concern state: `settings` (the `AAR_*` variables), `control` (the control word every
 //!    post loads), `tally` (messages and bytes per routing), `trace` (the decision trace),
 //!    `nics` (the NIC table for SMSG routing), `attributes` (DMAPP's routing attributes per
@@ -24,7 +25,8 @@
 //! 7. exports: `exports`, every symbol libaar.so exports.
 //!
 //! `unsafe` lives in the seams only: `ugni`, `dmapp`, `mpi`, `papi`, `sys`, `selfcheck` and `exports`,
-//! and `node`, which views the shared segment `sys` maps as its struct of atomics;
+//! and `node`, which views the shared segment `sys` maps as its struct of atomics; in `reserve`,
+//! the allocator;
 //! in `trylock`, the one lock the decision path takes; and where the fork handlers give back
 //! every lock of `state` (`init`).
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -45,6 +47,7 @@ mod nics;
 mod node;
 mod output;
 mod papi;
+mod reserve;
 mod route;
 mod rows;
 mod selfcheck;

@@ -10,7 +10,7 @@ use crate::rows::Written;
 use crate::settings::Settings;
 use crate::state::{self, Decider};
 use crate::tally::{self, Api, PerClass, CLASS_NAMES};
-use crate::{attributes, control, diag, job, node, sys, topology};
+use crate::{attributes, control, diag, job, node, reserve, sys, topology};
 use aar_engine::{EngineStats, Reason};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -290,6 +290,9 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
     }
 }
 
+/// What writing the record and the summary may allocate at most, with room to spare.
+const EXIT_NEEDS_BYTES: usize = 256 << 10;
+
 /// How long the exit handler waits for a thread that holds what it reads, at most.
 const EXIT_WAIT: Duration = Duration::from_millis(200);
 
@@ -305,6 +308,17 @@ fn write_outputs() {
         return;
     }
     let Some(settings) = state::settings() else { return };
+    if !reserve::can_spare(EXIT_NEEDS_BYTES) {
+        // An allocation that fails aborts the process: better no record than that.
+        sys::write_stderr(
+            b"aar: no memory is left for libaar.so's record and summary (malloc refuses and its reserve \
+              is used up): none is written; the program's exit is not affected.\n",
+        );
+        return;
+    }
+    if let Some(line) = reserve::refusals() {
+        diag::warn(&line);
+    }
     state::after_fork_in_child();
     state::TRACE.finish();
     let ended = state::ITERATIONS.ended();

@@ -14,7 +14,7 @@ use crate::rows::Iterations;
 use crate::settings::{Settings, TestPanic};
 use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
-use crate::{attributes, control, diag, sys, tally};
+use crate::{attributes, control, diag, reserve, sys, tally};
 use aar_engine::{
     AbSchedule, CallTicket, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Reason, RoutingMode,
     SideBytes, Window, WindowOutcome,
@@ -563,13 +563,13 @@ pub static NICS: NicTable = NicTable::new();
 pub static ITERATIONS: Iterations = Iterations::new();
 
 /// How many locks [`FORK_LOCKS`] holds.
-pub const FORK_LOCK_COUNT: usize = 6;
+pub const FORK_LOCK_COUNT: usize = 7;
 
 /// Every lock of the library, held by the `fork()` handlers so that a child inherits consistent
 /// state (holders are mid-decision or mid-line, never long) and released in the child, where a
 /// lock another thread held would otherwise stay taken forever.
 pub static FORK_LOCKS: [&dyn ForkHeld; FORK_LOCK_COUNT] =
-    [&DECIDER, &TRACE, &NICS, &ITERATIONS, &diag::KEPT, &diag::PANIC_AT];
+    [&DECIDER, &TRACE, &NICS, &ITERATIONS, &diag::KEPT, &diag::PANIC_AT, &reserve::RESERVE];
 
 /// Set in a fork child until its own state is made ([`control::Hot::forked`]).
 static FORKED: &AtomicBool = &HOT.forked;

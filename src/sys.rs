@@ -231,6 +231,28 @@ pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern 
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
 }
 
+/// A value per thread with a destructor run when the thread exits: a pthread key. Setting a key
+/// among a thread's first 32 allocates nothing, and a later one that cannot allocate fails; a
+/// Rust `thread_local!` with a destructor asks glibc for memory at its first use in each thread,
+/// and glibc ends the process when it gets none (a program at its memory limit).
+pub struct ThreadKey(libc::pthread_key_t);
+
+impl ThreadKey {
+    /// A new key whose `destructor` gets a thread's non-zero value at its exit; `None` when the
+    /// process has no key left.
+    pub fn new(destructor: unsafe extern "C" fn(*mut c_void)) -> Option<ThreadKey> {
+        let mut key = 0;
+        // SAFETY: `key` is written by the call; the destructor has the signature it expects.
+        (unsafe { libc::pthread_key_create(&mut key, Some(destructor)) } == 0).then_some(ThreadKey(key))
+    }
+
+    /// Set this thread's value; false when glibc had no memory for it.
+    pub fn set(&self, value: usize) -> bool {
+        // SAFETY: a key made by `pthread_key_create` and never deleted.
+        unsafe { libc::pthread_setspecific(self.0, value as *const c_void) == 0 }
+    }
+}
+
 /// `unsigned long long f(void)`.
 type ClockFn = unsafe extern "C" fn() -> u64;
 

@@ -10,8 +10,8 @@
 use crate::sys;
 use aar_abi::{GNI_DLVMODE_IN_ORDER, GNI_DLVMODE_MIN_HASH, GNI_DLVMODE_NMIN_HASH, GNI_DLVMODE_ROUTING_MASK};
 use aar_engine::{Reason, RoutingMode};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 /// Routing a message went out with: ADAPTIVE0..3, the non-adaptive ones, and SMSG left to the
 /// caller's NIC setting.
@@ -160,21 +160,17 @@ fn home(me: usize) -> usize {
     ((me >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 55) % MAX_THREADS
 }
 
-/// Frees this thread's block when it exits (registered on first use; a thread-local with a
-/// destructor is only touched then, never on the counting path).
-struct Release(Cell<usize>);
+/// The key whose destructor frees a thread's block when it exits: set when a thread claims one,
+/// never on the counting path. (Not a `thread_local!` with a destructor: glibc allocates to
+/// register one and ends the process when it cannot; see [`sys::ThreadKey`].)
+static RELEASE: OnceLock<Option<sys::ThreadKey>> = OnceLock::new();
 
-impl Drop for Release {
-    fn drop(&mut self) {
-        if let Some(b) = BLOCKS.get(self.0.get()) {
-            // Release: the next owner (Acquire in `claim`) must see this thread's last counts.
-            b.owner.store(0, Ordering::Release);
-        }
+/// Frees the block of index `value - 1` of an exiting thread.
+unsafe extern "C" fn release(value: *mut libc::c_void) {
+    if let Some(b) = (value as usize).checked_sub(1).and_then(|i| BLOCKS.get(i)) {
+        // Release: the next owner (Acquire in `claim`) must see this thread's last counts.
+        b.owner.store(0, Ordering::Release);
     }
-}
-
-thread_local! {
-    static RELEASE: Release = const { Release(Cell::new(usize::MAX)) };
 }
 
 /// Count one uGNI message.
@@ -230,8 +226,9 @@ fn claim(me: usize) -> Option<&'static Block> {
     let i = near.into_iter().find(|&i| BLOCKS[i].owner.compare_exchange(0, me, Ordering::Acquire, Relaxed).is_ok())?;
     // Release: a thread that sees the bit (Acquire in `totals`) sees the block claimed.
     USED[i / 64].fetch_or(1 << (i % 64), Ordering::Release);
-    if RELEASE.try_with(|r| r.0.set(i)).is_err() {
-        // The thread is already exiting: nothing would free the block, so do not keep it.
+    if !RELEASE.get_or_init(|| sys::ThreadKey::new(release)).as_ref().is_some_and(|k| k.set(i + 1)) {
+        // No key, or no memory for this thread's value: nothing would free the block, so do
+        // not keep it.
         BLOCKS[i].owner.store(0, Ordering::Release);
         return None;
     }

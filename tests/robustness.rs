@@ -477,6 +477,33 @@ fn the_job_file_size_limit_ends_the_library_files_never_the_application() {
     assert_eq!(std::fs::metadata(&log).unwrap().len(), 4096);
 }
 
+/// A program at its memory limit (`ulimit -v`, a batch system's memory limit, a node with strict
+/// overcommit) sees malloc return NULL and copes. libaar.so's own needs must not then end it: its
+/// first post (the thread's counters), an A/B experiment's iteration rows and the record at exit
+/// take their memory from the library's reserve, and the program keeps its exit status and its
+/// output.
+#[test]
+fn a_program_at_its_memory_limit_keeps_running_and_gets_its_record() {
+    let r = Launch::driver("memfull", "memfull rdma 65536 100 0 iterloop 20000")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3,auto")
+        // The emulator's post log allocates on every post.
+        .unset("AAR_EMU_LOG")
+        .run();
+    r.assert_ok();
+    assert!(stdout_field(&r.stdout, "memfull bytes") > 0, "{}", r.stdout);
+    assert_eq!(stdout_field(&r.stdout, "posts"), 100, "{}", r.stdout);
+    assert_eq!(stdout_field(&r.stdout, "errors"), 0, "{}", r.stdout);
+    assert!(r.stdout.contains("iterloop failed=0"), "{}", r.stdout);
+    let warning =
+        r.aar_lines().into_iter().find(|l| l.contains("malloc refused")).unwrap_or_else(|| panic!("{}", r.stderr));
+    assert!(warning.contains("reserve") && warning.contains("ulimit -v"), "{warning}");
+    let record = r.records().pop().expect("the record");
+    assert_eq!(total_messages(&record), 100);
+    assert!(record["messages"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().contains("malloc refused")));
+    let (_, rows) = iteration_records(&r.dir.join("out")).remove(0);
+    assert_eq!(rows.len(), 20000, "every row written");
+}
+
 /// A program that measures with PAPI itself (or a tool in it: Score-P, TAU, HPCToolkit) counts
 /// on the PAPI component that serves the NIC counters too, and PAPI counts one event set per
 /// component at a time. The program's measurement comes first. Started after libaar.so's event

@@ -56,7 +56,13 @@ impl Cq {
             blocking,
             handler,
             context,
-            state: Mutex::new(CqState { events: VecDeque::with_capacity(capacity.min(4096)), ..CqState::default() }),
+            // Room made now, so that a post and its completion allocate nothing (a program at its
+            // memory limit still posts).
+            state: Mutex::new(CqState {
+                events: VecDeque::with_capacity(capacity.min(4096)),
+                completed: VecDeque::with_capacity((capacity + 1).min(4096)),
+                ..CqState::default()
+            }),
             ready: Condvar::new(),
             eps: AtomicUsize::new(0),
             ring: None,

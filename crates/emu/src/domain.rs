@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use aar_abi::*;
 
+use crate::counters;
 use crate::cq::Cq;
 use crate::datagram;
 use crate::job;
@@ -37,6 +38,7 @@ pub fn cdm_create(inst_id: u32, modes: u32) -> usize {
 /// else a NIC of its own; its address and handle.
 pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn> {
     let job = job::get();
+    counters::make_model();
     let mut reg = registry::write();
     let c = reg.cdms.get(&cdm).ok_or(GNI_RC_INVALID_PARAM)?.clone();
     check_device(device_id)?;
