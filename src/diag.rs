@@ -46,12 +46,22 @@ pub fn warn_output_dir(line: &str) {
     }
 }
 
-/// How to fix a failed write `e` of a file of the library's in the place `setting` names.
+/// How to fix a failed create or write `e` of a file of the library's in the place `setting` names.
 pub fn write_fix(e: &std::io::Error, setting: &str) -> String {
-    if e.raw_os_error() == Some(libc::EFBIG) {
-        "The file reached the job's file size limit: raise it (ulimit -f) in the batch script.".to_string()
-    } else {
-        format!("Point {setting} at a writable file system with room.")
+    limit_fix(e).map_or_else(|| format!("Point {setting} at a writable file system with room."), str::to_string)
+}
+
+/// How to fix `e` when it is a limit of the job's or the node's (which no other place for the
+/// file would lift), not a problem of the place.
+pub fn limit_fix(e: &std::io::Error) -> Option<&'static str> {
+    match e.raw_os_error()? {
+        libc::EFBIG => Some("The file reached the job's file size limit: raise it (ulimit -f) in the batch script."),
+        libc::EMFILE => Some(
+            "The program has as many files open as its limit allows: raise the limit (ulimit -n) in the batch \
+             script, or have the program close files it no longer needs.",
+        ),
+        libc::ENFILE => Some("The node's table of open files is full: the job cannot open more files on this node."),
+        _ => None,
     }
 }
 

@@ -284,11 +284,15 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     let bytes = match sys::map_shared(&path, std::mem::size_of::<Segment>()) {
         Ok(b) => b,
         Err(e) => {
+            let place = path.parent().unwrap_or(Path::new("/")).display();
+            let fix = diag::limit_fix(&e).map_or_else(
+                || format!("Free space in {place} (MPI libraries keep their shared memory there too)."),
+                str::to_string,
+            );
             diag::warn(&format!(
                 "cannot make the node's shared segment {} ({e}): this rank reads its own counters and keeps its \
-                 decided bytes to itself; free space in {} (MPI libraries keep their shared memory there too)",
-                path.display(),
-                path.parent().unwrap_or(Path::new("/")).display()
+                 decided bytes to itself. {fix}",
+                path.display()
             ));
             return None;
         }

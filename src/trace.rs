@@ -100,9 +100,12 @@ impl TraceFile {
                 true
             }
             Err(e) => {
+                let fix = diag::limit_fix(&e).unwrap_or(
+                    "Point it at a writable folder and a name that does not exist yet (add %p for the pid, %r for \
+                     the rank).",
+                );
                 diag::warn(&format!(
-                    "AAR_TRACE=\"{}\": cannot create {path} ({e}); no decision trace is written. \
-                     Point it at a writable folder and a name that does not exist yet (add %p for the pid, %r for the rank).",
+                    "AAR_TRACE=\"{}\": cannot create {path} ({e}); no decision trace is written. {fix}",
                     pattern.escape_debug()
                 ));
                 false

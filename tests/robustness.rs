@@ -477,6 +477,25 @@ fn the_job_file_size_limit_ends_the_library_files_never_the_application() {
     assert_eq!(std::fs::metadata(&log).unwrap().len(), 4096);
 }
 
+/// A program that keeps as many files open as its limit allows (sockets of a large job, a file
+/// per rank) leaves none for the library's records: the warning names the limit (`ulimit -n`),
+/// not the output folder, which is fine.
+#[test]
+fn with_every_descriptor_taken_the_warning_names_the_open_file_limit() {
+    let mut launch = Launch::driver("fdfull", "rdma 65536 10 0 fdfull rdma 65536 10 0 iterloop 10")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .unset("AAR_EMU_LOG");
+    launch.wrapper = ["sh", "-c", "ulimit -n 256 && exec \"$@\"", "sh"].map(String::from).to_vec();
+    let r = launch.run();
+    r.assert_ok();
+    assert!(stdout_field(&r.stdout, "fds") > 0, "{}", r.stdout);
+    assert_eq!((stdout_field(&r.stdout, "posts"), stdout_field(&r.stdout, "errors")), (20, 0), "{}", r.stdout);
+    let lines = r.aar_lines();
+    let warning = lines.iter().find(|l| l.contains("iteration record")).unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(warning.contains("Too many open files") && warning.contains("ulimit -n"), "{warning}");
+    assert!(!lines.iter().any(|l| l.contains("writable file system")), "{lines:?}");
+}
+
 /// A program at its memory limit (`ulimit -v`, a batch system's memory limit, a node with strict
 /// overcommit) sees malloc return NULL and copes. libaar.so's own needs must not then end it: its
 /// first post (the thread's counters), an A/B experiment's iteration rows and the record at exit

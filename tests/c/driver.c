@@ -23,6 +23,8 @@
  *                                   "index" prints aar_iteration_index())
  *   iterloop N                      N empty iterations (begin, end); prints "iterloop failed=F"
  *   maxrss                          print the process's peak resident set ("maxrss_kb=K")
+ *   fdfull                          a program with every descriptor its limit allows open: stdin
+ *                                   duplicated until dup() fails ("fdfull fds=N")
  *   memfull                         a program at its memory limit: the address space capped at what is
  *                                   mapped now (RLIMIT_AS), then every byte malloc can still give taken
  *                                   and kept ("memfull bytes=B")
@@ -662,6 +664,11 @@ int main(int argc, char **argv)
 			if (ms > 60000)
 				fail(&p, "waitfile: the file never appeared");
 			i += 1;
+		} else if (!strcmp(c, "fdfull")) {
+			int fds = 0;
+			while (dup(0) >= 0)
+				fds++;
+			printf("fdfull fds=%d\n", fds);
 		} else if (!strcmp(c, "memfull")) {
 			long pages = 0;
 			FILE *statm = fopen("/proc/self/statm", "r");
