@@ -11,7 +11,7 @@
 //! own counter event set, its own statistics (the record of a child counts the child's messages
 //! only, under the child's pid), its own trace.
 
-use crate::papi::Papi;
+use crate::papi::{Papi, PapiError};
 use crate::settings::{Boundary, Settings};
 use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
 use crate::{attributes, control, diag, job, node, output, sys, topology};
@@ -143,11 +143,19 @@ fn prepare() -> Option<Prepared> {
         });
     }
     let mut engine_cfg = settings.engine.clone();
+    // A set that could not start (another of its component counts) waits for the application's.
+    let mut waiting = None;
     let (counters, counters_library, counters_unavailable) =
         match Papi::open(settings.papi_library.as_deref(), &settings.papi_events) {
-            Ok(opened) => {
+            Ok(opened) if opened.counting => {
                 opened.notes.iter().for_each(|n| diag::warn(n));
                 (Some(opened.papi), Some(opened.library), None)
+            }
+            Ok(opened) => {
+                opened.notes.iter().for_each(|n| diag::warn(n));
+                diag::warn(&state::counters_unavailable(&PapiError::InUse, &mut engine_cfg));
+                waiting = Some(opened.papi);
+                (None, Some(opened.library), Some(PapiError::InUse.to_string()))
             }
             Err(why) => {
                 diag::warn(&state::counters_unavailable(&why, &mut engine_cfg));
@@ -185,6 +193,9 @@ fn prepare() -> Option<Prepared> {
         aside: None,
         gave_way: 0,
     };
+    if let Some(papi) = waiting {
+        decider.wait_for_application(papi, settings.engine.policy);
+    }
     // `steady`'s per-class bookkeeping on every window is only worth its cost where `steady`
     // may decide: as the policy, as an A/B arm, or once the application selects it (C API).
     let steady_arm = settings.ab.as_ref().is_some_and(|ab| ab.0.contains(&Policy::Steady));

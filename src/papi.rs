@@ -90,7 +90,8 @@ pub enum PapiError {
     ShutDown,
     #[error(
         "another PAPI event set of this process (the application's, or a tool's in it) already counts events of the \
-         PAPI component that serves the NIC counters, and PAPI counts one event set per component at a time"
+         PAPI component that serves the NIC counters, and PAPI counts one event set per component at a time: \
+         libaar.so's counters count once the application stops that set"
     )]
     InUse,
     #[error(
@@ -158,6 +159,9 @@ pub struct Opened {
     pub papi: Papi,
     pub notes: Vec<String>,
     pub library: String,
+    /// Started; false when another event set of the same component was counting
+    /// ([`PapiError::InUse`]): the set is made, and [`Papi::restart`] starts it later.
+    pub counting: bool,
 }
 
 /// The loaded library, kept until the process ends: its functions stay in use.
@@ -256,11 +260,11 @@ impl Papi {
             }
         }
         // SAFETY: valid event set with its events added.
-        match unsafe { start(eventset) } {
-            PAPI_EISRUN => return Err(PapiError::InUse),
-            rc => check(strerror, rc, "PAPI_start")?,
-        }
-        Ok(Opened { papi: Papi { is_initialized, read, eventset, with_rsp_stalled }, notes, library })
+        let counting = match unsafe { start(eventset) } {
+            PAPI_EISRUN => false,
+            rc => check(strerror, rc, "PAPI_start").map(|()| true)?,
+        };
+        Ok(Opened { papi: Papi { is_initialized, read, eventset, with_rsp_stalled }, notes, library, counting })
     }
 
     /// Read all events at one instant.
@@ -300,7 +304,10 @@ impl Papi {
         let lib = LIBRARY.get().ok_or(PapiError::ShutDown)?;
         let (start, strerror) = (symbol::<StartFn>(lib, "PAPI_start")?, symbol::<StrerrorFn>(lib, "PAPI_strerror")?);
         // SAFETY: an event set with its events added, stopped.
-        check(strerror, unsafe { start(self.eventset) }, "PAPI_start")
+        match unsafe { start(self.eventset) } {
+            PAPI_EISRUN => Err(PapiError::InUse),
+            rc => check(strerror, rc, "PAPI_start"),
+        }
     }
 
     /// Whether `eventset` is this one.

@@ -21,8 +21,8 @@
 //! questions (version, one event at a time), each with its SAFETY line.
 
 use crate::papi::{
-    Code, DestroyEventsetFn, EventsetFn, GetOptFn, IsInitializedFn, Papi, QueryNamedEventFn, StateFn, StopFn,
-    StrerrorFn, PAPI_LIB_VERSION, PAPI_NOT_INITED, PAPI_OK, PAPI_RUNNING,
+    Code, DestroyEventsetFn, EventsetFn, GetOptFn, IsInitializedFn, Papi, PapiError, QueryNamedEventFn, StateFn,
+    StopFn, StrerrorFn, PAPI_LIB_VERSION, PAPI_NOT_INITED, PAPI_OK, PAPI_RUNNING,
 };
 use crate::settings::{MpiFunction, Settings, TableSource, VARIABLES};
 use crate::{state, topology};
@@ -155,7 +155,8 @@ fn check_papi(settings: &Settings) -> Value {
     let sde = sde_registered();
     let opened = Papi::open(explicit, &settings.papi_events);
     let (ok, error, notes, loaded_as) = match opened {
-        Ok(o) => (true, None, o.notes, Some(o.library)),
+        Ok(o) if o.counting => (true, None, o.notes, Some(o.library)),
+        Ok(o) => (false, Some(PapiError::InUse.to_string()), o.notes, Some(o.library)),
         Err(why) => (false, Some(why.to_string()), Vec::new(), None),
     };
     let loaded = LoadedPapi::find(explicit, loaded_as.as_deref());

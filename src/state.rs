@@ -242,19 +242,27 @@ pub struct Decider {
     pub gave_way: u64,
 }
 
-/// libaar.so's event set, stopped while the application's set `theirs` counts, and the policies
-/// before and after the fall back (the one before comes back if the fall back is still in force).
+/// libaar.so's event set, stopped while the application's set `theirs` counts (`None`: a set
+/// that was counting when libaar.so started, which it cannot name), and the policies before and
+/// after the fall back (the one before comes back if the fall back is still in force).
 pub struct Aside {
     papi: Papi,
-    theirs: c_int,
+    theirs: Option<c_int>,
     before: Policy,
     fallback: Policy,
 }
 
-/// The application's event set libaar.so stepped aside for, [`NO_SET`] when none: every
-/// application `PAPI_stop` looks, without the decider's lock.
+/// The application's event set libaar.so stepped aside for, [`NO_SET`] when none, [`ANY_SET`] when
+/// it could not name it: every application `PAPI_stop` looks, without the decider's lock.
 static STEPPED_ASIDE_FOR: AtomicI64 = AtomicI64::new(NO_SET);
 const NO_SET: i64 = i64::MIN;
+const ANY_SET: i64 = i64::MIN + 1;
+
+impl Aside {
+    fn is_for(&self, eventset: c_int) -> bool {
+        self.theirs.is_none_or(|t| t == eventset)
+    }
+}
 
 // The lock's line: its bias word and flags (16 bytes with their padding), then the decider's first
 // fields.
@@ -351,7 +359,7 @@ impl Decider {
             let before = self.engine.config().policy;
             self.give_up_counters(&PapiError::GaveWay, self.gave_way == 0);
             self.gave_way += 1;
-            self.aside = Some(Aside { papi, theirs, before, fallback: self.engine.config().policy });
+            self.aside = Some(Aside { papi, theirs: Some(theirs), before, fallback: self.engine.config().policy });
             STEPPED_ASIDE_FOR.store(i64::from(theirs), Relaxed);
         } else if let Err(why) = papi.restart() {
             self.give_up_counters(&why, true);
@@ -362,13 +370,29 @@ impl Decider {
         Some(rc)
     }
 
+    /// The counters' event set could not start because another of the same component was counting
+    /// ([`PapiError::InUse`]): it waits, as for a set the application started later
+    /// ([`Decider::give_way`]), until the application stops one, then counts, and `before` comes
+    /// back if the fall back is still in force.
+    pub fn wait_for_application(&mut self, papi: Papi, before: Policy) {
+        self.aside = Some(Aside { papi, theirs: None, before, fallback: self.engine.config().policy });
+        STEPPED_ASIDE_FOR.store(ANY_SET, Relaxed);
+    }
+
     /// The application stopped its event set `theirs`: if the counters stepped aside for it,
     /// they count again, and the policy they fell back from comes back unless another was chosen
     /// meanwhile (the C API, an A/B iteration).
     fn resume_after(&mut self, theirs: c_int) {
-        let Some(aside) = self.aside.take_if(|a| a.theirs == theirs) else { return };
+        let Some(aside) = self.aside.take_if(|a| a.is_for(theirs)) else { return };
         STEPPED_ASIDE_FOR.store(NO_SET, Relaxed);
         if let Err(why) = aside.papi.restart() {
+            if matches!(why, PapiError::InUse) {
+                // Another set of the component still counts (the one that was counting when
+                // libaar.so started, which it cannot name): wait for the next stop.
+                self.aside = Some(Aside { theirs: None, ..aside });
+                STEPPED_ASIDE_FOR.store(ANY_SET, Relaxed);
+                return;
+            }
             // The first give-way's warning promised the counters back: say they are not.
             diag::warn(&format!(
                 "{why}: after the application stopped its PAPI event set, libaar.so's counters could not count \
@@ -533,7 +557,8 @@ pub unsafe fn stop_for_application(eventset: c_int, values: *mut std::ffi::c_lon
     let Some(stop) = papi::APPLICATION_STOP.get::<papi::StopFn>() else { return papi::PAPI_ENOINIT };
     // SAFETY: libpapi's PAPI_stop (StopFn is its prototype), the caller's arguments.
     let rc = unsafe { stop(eventset, values) };
-    if rc == PAPI_OK && STEPPED_ASIDE_FOR.load(Relaxed) == i64::from(eventset) {
+    let aside = STEPPED_ASIDE_FOR.load(Relaxed);
+    if rc == PAPI_OK && (aside == i64::from(eventset) || aside == ANY_SET) {
         let resume = || {
             // Bounded, in case this thread holds the decider.
             let mut decider = decider_within(Duration::from_millis(100))?;

@@ -527,8 +527,9 @@ fn a_program_at_its_memory_limit_keeps_running_and_gets_its_record() {
 /// on the PAPI component that serves the NIC counters too, and PAPI counts one event set per
 /// component at a time. The program's measurement comes first. Started after libaar.so's event
 /// set, libaar.so stops its own and steps aside (one warning, the first time), and counts again,
-/// with the policy it fell back from, when the program stops its set. Started before, libaar.so
-/// goes without. Either way routing falls back as without counters while the program counts.
+/// with the policy it fell back from, when the program stops its set. Started before, libaar.so's
+/// waits and starts when the program stops its set. Either way routing falls back as without
+/// counters while the program counts.
 #[test]
 fn the_programs_own_papi_measurement_comes_first() {
     let program = program_with("driver", &["-DWITH_PAPI", "-lpapi"]);
@@ -559,17 +560,23 @@ fn the_programs_own_papi_measurement_comes_first() {
     assert_eq!(counters["unavailable_because"], serde_json::Value::Null, "counting again at exit: {counters}");
     assert_eq!(rec["policy_at_exit"], "auto");
 
-    // The program's set first: libaar.so's never starts.
-    let script = format!("papi start {event} rdma 65536 12 0 papi stop rdma 65536 12 0");
-    let r = Launch::program("papi-own-before", program.clone(), &script).run();
+    // The program's set first: libaar.so's waits for it to stop, then counts.
+    let script = format!("papi start {event} rdma 65536 12 0 papi stop rdma 65536 48 0");
+    let r = Launch::program("papi-own-before", program.clone(), &script).env("AAR_WINDOW", "1").run();
     r.assert_ok();
     assert!(r.stdout.contains("papi start rc=0\n") && r.stdout.contains("papi stop rc=0\n"), "{}", r.stdout);
     let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].contains("already counts") && w[0].contains("ADAPTIVE3 (fixed)"), "{}", w[0]);
-    assert!(r.dlvr_modes("GNI_PostRdma").iter().all(|&m| m == AD3), "{:?}", r.dlvr_modes("GNI_PostRdma"));
-    let counters = &r.records()[0]["counters"];
-    assert!(counters["unavailable_because"].as_str().unwrap().contains("already counts"), "{counters}");
+    assert!(w[0].contains("once the application stops that set"), "{}", w[0]);
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert!(modes[..12].iter().all(|&m| m == AD3), "fixed while the program's set counts: {modes:?}");
+    assert!(modes[12..].contains(&AD0), "automatic again after its stop: {modes:?}");
+    let rec = &r.records()[0];
+    let counters = &rec["counters"];
+    assert_eq!(counters["unavailable_because"], serde_json::Value::Null, "counting at exit: {counters}");
+    assert!(counters["reads"].as_u64().unwrap() >= 40, "{counters}");
+    assert_eq!(rec["policy_at_exit"], "auto");
 
     // Without libaar.so the same program measures as it does with it.
     let r = Launch::program("papi-own-alone", program, &format!("rdma 65536 12 0 papi start {event} papi stop"))
