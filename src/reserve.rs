@@ -26,8 +26,10 @@ const SMALLEST_SHIFT: u32 = 4;
 const SIZES: usize = (RESERVE_BYTES.trailing_zeros() - SMALLEST_SHIFT + 1) as usize;
 /// No block is aligned beyond a page (a larger alignment is left to malloc).
 const MAX_ALIGN: usize = 4096;
-/// How long an allocation waits for another thread's turn in the reserve (a few instructions).
-const WAIT: Duration = Duration::from_millis(100);
+/// How long an allocation waits for another thread's turn in the reserve: a few instructions, or
+/// a `fork()` of the whole process, whose handlers hold the reserve while the kernel copies the
+/// process (most of a second for a large one). A null answer would end the process.
+const WAIT: Duration = Duration::from_secs(5);
 
 #[global_allocator]
 static ALLOCATOR: MallocThenReserve = MallocThenReserve;
