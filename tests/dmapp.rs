@@ -632,3 +632,23 @@ fn under_pmi_steady_places_each_dmapp_pe_on_its_node() {
     let said = "DMAPP calls cannot be placed: this rank's NID is 0x100 (PMI_Get_nid) but its NIC address is 0x200";
     assert_eq!(r.aar_lines().iter().filter(|l| l.contains(said)).count(), 1, "{:?}", r.aar_lines());
 }
+
+/// A SHMEM program at its memory limit (malloc returns NULL) keeps making its DMAPP calls, each
+/// forwarded and routed, and keeps its exit status: what libaar.so still needs comes from its
+/// reserve, and the record says so.
+#[test]
+fn a_program_at_its_memory_limit_keeps_its_dmapp_calls_and_its_record() {
+    // The emulator's post log allocates on every call; its first PUT and the first of the
+    // non-blocking form set up what they need before the memory runs out.
+    let script = "init put 1 65536 10 form nbi put 1 65536 1 form blocking memfull put 1 65536 100 get 1 65536 10 \
+                  form nbi put 1 65536 50";
+    let r = driver("dmapp-memfull", script).unset("AAR_EMU_LOG").run();
+    r.assert_ok();
+    assert!(stdout_field(&r.stdout, "memfull bytes") > 0, "{}", r.stdout);
+    assert!(r.stdout.contains("calls=171 errors=0 emu_calls=171"), "{}", r.stdout);
+    let w = warnings(&r);
+    assert!(w.iter().any(|l| l.contains("malloc refused libaar.so")), "{w:?}");
+    let rec = record(&r);
+    assert_eq!(rec["apis"]["DMAPP"]["messages"], 171, "{}", rec["apis"]);
+    assert!(rec["messages"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().contains("malloc refused")));
+}

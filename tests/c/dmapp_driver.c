@@ -33,6 +33,7 @@
  *   api mode DLVR | api name NAME | api auto | api disable | api enable    the C API of aar.h
  *   iter begin | iter end           the iteration markers of aar.h
  *   allocs 1 | allocs 0             count allocations from here / print the count
+ *   memfull                         a program at its memory limit (limits.h; "memfull bytes=B")
  *
  * Every data call the program makes is counted by name; at the end it prints "called NAME=K" for
  * each, then "calls=N errors=E emu_calls=M sets=S app_sets=A": M is what the emulator received,
@@ -54,6 +55,7 @@
 #include "aar_weak.h"
 #include "allocs.h"
 #include "dmapp.h"
+#include "limits.h"
 #define UGNI_PROGRAM "dmapp_driver"
 #include "pair.h"
 
@@ -529,6 +531,11 @@ int main(int argc, char **argv)
 			i += 1 + api_command(ARG(1), ARG(2));
 		} else if (!strcmp(c, "iter")) {
 			i += 1 + iter_command(ARG(1), ARG(2));
+		} else if (!strcmp(c, "memfull")) {
+			size_t taken = take_all_memory();
+			if (!taken)
+				fail("memfull: cannot cap the address space");
+			printf("memfull bytes=%zu\n", taken);
 		} else if (!strcmp(c, "allocs")) {
 			count_armed = (int)num(ARG(1));
 			if (!count_armed)

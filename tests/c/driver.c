@@ -23,11 +23,9 @@
  *                                   "index" prints aar_iteration_index())
  *   iterloop N                      N empty iterations (begin, end); prints "iterloop failed=F"
  *   maxrss                          print the process's peak resident set ("maxrss_kb=K")
- *   fdfull                          a program with every descriptor its limit allows open: stdin
- *                                   duplicated until dup() fails ("fdfull fds=N")
- *   memfull                         a program at its memory limit: the address space capped at what is
- *                                   mapped now (RLIMIT_AS), then every byte malloc can still give taken
- *                                   and kept ("memfull bytes=B")
+ *   fdfull                          a program with every descriptor its limit allows open (limits.h;
+ *                                   "fdfull fds=N")
+ *   memfull                         a program at its memory limit (limits.h; "memfull bytes=B")
  *   chdir PATH                      change the working folder (an application moving into its run's)
  *   touch PATH | waitfile PATH      create an empty file | wait until a file exists (every 1 ms, at
  *                                   most 60 s, else an error): steps of several processes in order
@@ -85,6 +83,7 @@
 #include "aar_emu.h"
 /* The C API is optional: the driver also runs without libaar.so. */
 #include "aar_weak.h"
+#include "limits.h"
 #define UGNI_PROGRAM "driver"
 #include "../../examples/ugni_pair.h"
 
@@ -665,24 +664,11 @@ int main(int argc, char **argv)
 				fail(&p, "waitfile: the file never appeared");
 			i += 1;
 		} else if (!strcmp(c, "fdfull")) {
-			int fds = 0;
-			while (dup(0) >= 0)
-				fds++;
-			printf("fdfull fds=%d\n", fds);
+			printf("fdfull fds=%d\n", take_all_descriptors());
 		} else if (!strcmp(c, "memfull")) {
-			long pages = 0;
-			FILE *statm = fopen("/proc/self/statm", "r");
-			if (statm && fscanf(statm, "%ld", &pages) != 1)
-				pages = 0;
-			if (statm)
-				fclose(statm);
-			struct rlimit as = {(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE), RLIM_INFINITY};
-			if (!pages || setrlimit(RLIMIT_AS, &as))
+			size_t taken = take_all_memory();
+			if (!taken)
 				fail(&p, "memfull: cannot cap the address space");
-			size_t taken = 0;
-			for (size_t size = 1 << 20; size >= 16; size /= 2)
-				while (malloc(size))
-					taken += size;
 			printf("memfull bytes=%zu\n", taken);
 		} else if (!strcmp(c, "maxrss")) {
 			struct rusage ru;
