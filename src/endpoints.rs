@@ -9,13 +9,15 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 const SLOTS: usize = 1 << 16;
 /// Slots probed from an endpoint's home before giving up (a full neighbourhood: not remembered).
 const PROBES: usize = 64;
-/// The address of an endpoint that is not bound.
-const UNBOUND: u32 = u32::MAX;
+/// What `nic` holds for an endpoint that is not bound.
+const UNBOUND: u32 = 0;
 
 struct Slot {
     /// The endpoint handle; 0: free. A slot once taken keeps its handle (handles are reused by
     /// the application's allocator, and a rebound endpoint finds its slot again).
     ep: AtomicUsize,
+    /// The bound NIC address plus one; [`UNBOUND`] (so that the table is all zero, in `.bss`: a
+    /// table of non-zero values is a MiB of the library's file, read page by page as it is used).
     nic: AtomicU32,
 }
 
@@ -42,7 +44,8 @@ pub fn bound(ep: usize, nic: u32) {
             Err(other) if other == ep => {}
             Err(_) => continue,
         }
-        slot.nic.store(nic, Release);
+        // (u32::MAX, which no NIC has, reads as unbound.)
+        slot.nic.store(nic.wrapping_add(1), Release);
         return;
     }
 }
@@ -60,7 +63,7 @@ pub fn remote_nic(ep: usize) -> Option<u32> {
     for slot in probe(ep) {
         match slot.ep.load(Acquire) {
             0 => return None,
-            e if e == ep => return Some(slot.nic.load(Acquire)).filter(|&n| n != UNBOUND),
+            e if e == ep => return slot.nic.load(Acquire).checked_sub(1),
             _ => {}
         }
     }
