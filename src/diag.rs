@@ -48,7 +48,16 @@ pub fn warn_output_dir(line: &str) {
 
 /// How to fix a failed create or write `e` of a file of the library's in the place `setting` names.
 pub fn write_fix(e: &std::io::Error, setting: &str) -> String {
-    limit_fix(e).map_or_else(|| format!("Point {setting} at a writable file system with room."), str::to_string)
+    match limit_fix(e) {
+        Some(fix) => fix.to_string(),
+        // Names hold the job, rank and pid: without a job id, an earlier run's rank can have had
+        // the same pid (a PID namespace per container, or pids come round again).
+        None if e.kind() == std::io::ErrorKind::AlreadyExists => format!(
+            "A file of that name is already there (an earlier run's, if it had no job id and a rank with the \
+             same pid): give each run its own {setting}."
+        ),
+        None => format!("Point {setting} at a writable file system with room."),
+    }
 }
 
 /// How to fix `e` when it is a limit of the job's or the node's (which no other place for the
