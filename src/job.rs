@@ -1,5 +1,5 @@
 //! The process's place in its job, from the launcher's environment: its rank, the number of
-//! ranks, and the job and step it belongs to.
+//! ranks, and the job and step it belongs to; and its command line, as the records keep it.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -23,6 +23,34 @@ fn first_set(variables: &[&str]) -> Option<String> {
 
 fn first_number(variables: &[&str]) -> Option<u32> {
     variables.iter().find_map(|v| std::env::var(v).ok().and_then(|s| s.trim().parse::<u32>().ok()))
+}
+
+/// Bytes of arguments the records keep after the program's name.
+const COMMAND_LINE_BYTES: usize = 16 << 10;
+
+/// The process's command line as the records keep it: the arguments as text, the program's name
+/// and then up to [`COMMAND_LINE_BYTES`] of the others, then one element that says how many were
+/// left out. A program given thousands of input files on its command line would otherwise make
+/// records of megabytes, and an iteration record's header longer than a reader takes.
+pub fn command_line() -> Vec<String> {
+    bounded_command_line(std::env::args_os().map(|a| a.to_string_lossy().into_owned()))
+}
+
+fn bounded_command_line(args: impl Iterator<Item = String>) -> Vec<String> {
+    let (mut kept, mut bytes, mut left, mut left_bytes) = (Vec::new(), 0, 0usize, 0usize);
+    for (i, arg) in args.enumerate() {
+        if i == 0 || (left == 0 && bytes + arg.len() <= COMMAND_LINE_BYTES) {
+            bytes += if i == 0 { 0 } else { arg.len() };
+            kept.push(arg);
+        } else {
+            left += 1;
+            left_bytes += arg.len();
+        }
+    }
+    if left > 0 {
+        kept.push(format!("... ({left} more arguments, {left_bytes} bytes, not kept)"));
+    }
+    kept
 }
 
 /// Read the rank from the launcher's environment (once, at initialisation).
@@ -65,4 +93,22 @@ pub fn experiment() -> Option<String> {
         Some(step) => format!("{job}.{step}"),
         None => job,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_keeps_the_program_and_16_kib_of_arguments() {
+        let line = |args: &[&str]| bounded_command_line(args.iter().map(|a| a.to_string()));
+        assert_eq!(line(&["./app", "-n", "4"]), ["./app", "-n", "4"]);
+        let big = "x".repeat(10 << 10);
+        let kept = line(&["./app", &big, "-v", &big, "input"]);
+        assert_eq!(kept[..3], ["./app", big.as_str(), "-v"], "10 KiB and 2 bytes fit; another 10 KiB does not");
+        assert_eq!(kept[3], format!("... (2 more arguments, {} bytes, not kept)", (10 << 10) + 5));
+        assert_eq!(kept.len(), 4, "and nothing after the first left out");
+        let long_name = "/".repeat(20 << 10);
+        assert_eq!(line(&[&long_name]), [long_name.as_str()], "the program's name is always kept");
+    }
 }

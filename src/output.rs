@@ -344,7 +344,7 @@ fn write_outputs() {
             format: RECORD_FORMAT,
             version: env!("CARGO_PKG_VERSION"),
             git_revision: env!("AAR_GIT_REVISION"),
-            command_line: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+            command_line: job::command_line(),
             host: sys::hostname(),
             pid: sys::pid(),
             rank: job::rank(),

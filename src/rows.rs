@@ -246,7 +246,7 @@ impl Record {
             modes: CLASS_NAMES.iter().map(|m| m.to_string()).collect(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             git_revision: Some(env!("AAR_GIT_REVISION").to_string()),
-            command_line: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+            command_line: job::command_line(),
         };
         self.output = Output::Pending { path, name, header: Box::new(header) };
     }

@@ -274,3 +274,28 @@ fn an_existing_trace_file_is_never_overwritten_nor_a_symlink_followed() {
     assert!(lines[0].contains("AAR_TRACE") && lines[0].contains("cannot create"), "{}", lines[0]);
     assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3], "routing continues without the trace");
 }
+
+/// A program given thousands of arguments (its input files, say) leaves records of bounded size
+/// that `aar report` reads: they keep the program's name and 16 KiB of its arguments, and say how
+/// many they left out. Kept whole, 1.5 MB of arguments made an iteration record whose header line
+/// no reader takes.
+#[test]
+fn a_long_command_line_is_cut_and_its_records_stay_readable() {
+    let files: Vec<String> = (0..1500).map(|i| format!("input-{i:04}-{}", "x".repeat(990))).collect();
+    let script = format!("rdma 65536 10 0 iterloop 10 {}", files.join(" "));
+    let r = Launch::driver("long-command-line", &script).run();
+    // The driver stops at the first argument that is not a command of its, after the others.
+    assert_eq!(r.status.code(), Some(2), "{}", r.stderr);
+    let rec = &r.records()[0];
+    let line: Vec<&str> = rec["command_line"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(line[1..7], ["rdma", "65536", "10", "0", "iterloop", "10"]);
+    let kept: usize = line[1..line.len() - 1].iter().map(|a| a.len()).sum();
+    assert!((15 << 10..=16 << 10).contains(&kept), "{kept} bytes of arguments kept");
+    let left_out = &files[line.len() - 1 - 7..];
+    let bytes: usize = left_out.iter().map(String::len).sum();
+    assert_eq!(line.last().unwrap(), &format!("... ({} more arguments, {bytes} bytes, not kept)", left_out.len()));
+    let out = std::process::Command::new(aar_command()).arg("report").arg(r.dir.join("out")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !stderr.contains("skipped"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("10 iterations"), "{}", String::from_utf8_lossy(&out.stdout));
+}
