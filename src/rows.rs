@@ -26,6 +26,14 @@ const BUFFER_BYTES: usize = 64 << 10;
 /// [`MAX_LABEL`]-byte label, a policy name and two floats).
 const ROW_ROOM: usize = 2048;
 const FLUSH_EVERY_NS: u64 = 1_000_000_000;
+/// Rows a process writes at most (about 20 MB): a thousand ranks that end an iteration every few
+/// microseconds (a boundary on a solver's every `MPI_Allreduce`) would otherwise write hundreds
+/// of MB a second each, and a long experiment fill the job's quota. Far more than a comparison of
+/// policies needs.
+pub const MAX_ROWS: u64 = 100_000;
+/// After this many rows, iterations shorter than [`SHORT_ITERATION_NS`] on average are warned of.
+const SHORT_CHECK_ROWS: u64 = 1_000;
+const SHORT_ITERATION_NS: u64 = 1_000_000;
 /// Longest label, in bytes.
 pub const MAX_LABEL: usize = 64;
 
@@ -195,6 +203,9 @@ pub struct Record {
     output: Output,
     last_write_ns: u64,
     file_name: Option<String>,
+    /// Rows kept so far, and the start of the first.
+    kept: u64,
+    first_start_ns: u64,
 }
 
 /// What the per-rank summary record says of the iteration record.
@@ -218,6 +229,8 @@ impl Record {
             output: Output::Off,
             last_write_ns: 0,
             file_name: None,
+            kept: 0,
+            first_start_ns: 0,
         }
     }
 
@@ -317,8 +330,19 @@ impl Record {
     }
 
     fn keep(&mut self, row: &Iteration) {
-        if !matches!(self.output, Output::Pending { .. } | Output::Open(_)) {
+        if !matches!(self.output, Output::Pending { .. } | Output::Open(_)) || self.kept >= MAX_ROWS {
             return;
+        }
+        self.kept += 1;
+        match self.kept {
+            1 => self.first_start_ns = row.start_ns,
+            SHORT_CHECK_ROWS => warn_if_short(row.end_ns.saturating_sub(self.first_start_ns) / SHORT_CHECK_ROWS),
+            MAX_ROWS => diag::warn(&format!(
+                "the iteration record holds the first {MAX_ROWS} iterations; later ones are counted in the summary \
+                 record but not written, so that no rank's rows fill the file system. Mark longer iterations to \
+                 compare policies over a longer run."
+            )),
+            _ => {}
         }
         if self.rows.capacity() < BUFFER_BYTES {
             self.rows.reserve_exact(BUFFER_BYTES - self.rows.len());
@@ -401,6 +425,24 @@ impl Record {
         self.output = Output::Off;
         Written { file: self.file_name.clone(), first_policy: self.first_policy }
     }
+}
+
+/// Iterations `mean_ns` long on average: each ends with a row, so from every rank hundreds of
+/// bytes each time, and each is too short to show what a routing policy does.
+fn warn_if_short(mean_ns: u64) {
+    if mean_ns >= SHORT_ITERATION_NS {
+        return;
+    }
+    let per_second = 1e9 / mean_ns.max(1) as f64;
+    diag::warn(&format!(
+        "iterations last {:.1} us on average over the first {SHORT_CHECK_ROWS}: each ends with a row of the \
+         iteration record, about {:.0} rows a second from each rank, and one that short shows little of a \
+         routing policy's effect (after {MAX_ROWS} iterations rows are no longer written). Mark iterations of a \
+         millisecond or more: AAR_AB_BOUNDARY=MPI_<Fn>:N with a larger N, or aar_iteration_begin/end around a \
+         whole time step.",
+        mean_ns as f64 / 1e3,
+        per_second
+    ));
 }
 
 /// A label is short and safe anywhere (a file, a shell, a plot): ASCII letters, digits and
