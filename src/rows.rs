@@ -14,7 +14,7 @@ use crate::tally::{Totals, CLASS_NAMES};
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{diag, job, sys};
 use aar_engine::{AbSchedule, EngineStats, Policy};
-use aar_record::{Clock, Header, Iteration, Source};
+use aar_record::{Clock, Header, Iteration, Source, MAX_ROWS};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
@@ -26,11 +26,6 @@ const BUFFER_BYTES: usize = 64 << 10;
 /// [`MAX_LABEL`]-byte label, a policy name and two floats).
 const ROW_ROOM: usize = 2048;
 const FLUSH_EVERY_NS: u64 = 1_000_000_000;
-/// Rows a process writes at most (about 20 MB): a thousand ranks that end an iteration every few
-/// microseconds (a boundary on a solver's every `MPI_Allreduce`) would otherwise write hundreds
-/// of MB a second each, and a long experiment fill the job's quota. Far more than a comparison of
-/// policies needs.
-pub const MAX_ROWS: u64 = 100_000;
 /// After this many rows, iterations shorter than [`SHORT_ITERATION_NS`] on average are warned of.
 const SHORT_CHECK_ROWS: u64 = 1_000;
 const SHORT_ITERATION_NS: u64 = 1_000_000;
@@ -329,6 +324,10 @@ impl Record {
         }
     }
 
+    /// Keep a row to write, up to [`MAX_ROWS`]: a thousand ranks that end an iteration every few
+    /// microseconds (a boundary on a solver's every `MPI_Allreduce`) would otherwise write hundreds
+    /// of MB a second each, and a long experiment fill the job's quota; far more rows than a
+    /// comparison of policies needs.
     fn keep(&mut self, row: &Iteration) {
         if !matches!(self.output, Output::Pending { .. } | Output::Open(_)) || self.kept >= MAX_ROWS {
             return;

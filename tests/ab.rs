@@ -437,6 +437,15 @@ fn iterations_of_microseconds_are_warned_of_and_their_rows_capped() {
     let (_, rows) = iteration_records(&r.dir.join("out")).remove(0);
     assert_eq!(rows.len() as u64, MAX_ROWS);
     assert_eq!(r.records()[0]["ab"]["iterations"], 120_000, "every iteration counted");
+    // The report says what it compares (few resamples: the intervals are not what is checked).
+    let out = std::process::Command::new(aar_command())
+        .args(["report", "--resamples", "100"])
+        .arg(r.dir.join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("hold their first 100000 iterations of up to 120000"), "{stderr}");
 
     // Iterations of 2 ms: no warning.
     let r = Launch::driver("ab-long", &"iter begin sleep 2000 iter end ".repeat(1001))

@@ -208,6 +208,11 @@ pub struct Problem {
     pub fault: Fault,
 }
 
+/// Rows a job's process writes at most (about 20 MB): libaar.so writes no row after the
+/// iteration of index `MAX_ROWS - 1`, and the summary record's `ab.iterations` still counts every
+/// iteration, so a reader can tell a record that stopped there.
+pub const MAX_ROWS: u64 = 100_000;
+
 /// Longest line a reader accepts: a row is a few hundred bytes; anything far longer is not a
 /// record (and must not make the reader hold a whole foreign file in memory).
 pub const MAX_LINE: usize = 1 << 20;

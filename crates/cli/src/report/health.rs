@@ -38,6 +38,8 @@ pub struct Problems {
     undecided: Option<(u64, u64)>,
     /// The messages the rank kept (its warnings, which only rank 0 prints, and its errors).
     messages: Vec<String>,
+    /// Iterations ended, when more than its iteration record can hold ([`aar_record::MAX_ROWS`]).
+    rows_capped: Option<u64>,
 }
 
 /// The summary record beside an iteration record, if it has the library's naming.
@@ -103,6 +105,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             .filter_map(Value::as_str)
             .map(String::from)
             .collect(),
+        rows_capped: Some(n("/ab/iterations")).filter(|&ended| ended > aar_record::MAX_ROWS),
     }
 }
 
@@ -184,6 +187,16 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
             of(&list),
             UNDECIDED_SHARE * 100.0,
             worst * 100.0
+        ));
+    }
+    let capped: Vec<(u32, u64)> = found.iter().filter_map(|(r, p)| Some((*r, p.rows_capped?))).collect();
+    if let Some(most) = capped.iter().map(|(_, ended)| *ended).max() {
+        let list: Vec<u32> = capped.iter().map(|(r, _)| *r).collect();
+        out.push(format!(
+            "{what}: the iteration records of {} hold their first {} iterations of up to {most} (libaar.so writes no \
+             more rows per process): what follows compares those",
+            of(&list),
+            aar_record::MAX_ROWS
         ));
     }
     out.extend(unprinted(what, &found, of_and));
