@@ -192,6 +192,8 @@ fn prepare() -> Option<Prepared> {
         node_looks: Default::default(),
         aside: None,
         gave_way: 0,
+        failing_in_a_row: 0,
+        reads_at_last_failure: 0,
     };
     if let Some(papi) = waiting {
         decider.wait_for_application(papi, settings.engine.policy);

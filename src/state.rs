@@ -240,7 +240,16 @@ pub struct Decider {
     /// ([`Decider::give_way`]), and how often they were.
     pub aside: Option<Aside>,
     pub gave_way: u64,
+    /// Failed reads in a row ([`READS_FAILING_IN_A_ROW`] end the counters' use), and how many
+    /// readings (own and shared) had succeeded at the last failure: one since starts it again.
+    pub failing_in_a_row: u32,
+    pub reads_at_last_failure: u64,
 }
+
+/// A read that fails is tried again at the next decision (a PAPI component's read can fail once,
+/// an interrupted system call under it); this many failures in a row, and the counters are given
+/// up. A PAPI the application shut down is given up at once.
+const READS_FAILING_IN_A_ROW: u32 = 3;
 
 /// libaar.so's event set, stopped while the application's set `theirs` counts (`None`: a set
 /// that was counting when libaar.so started, which it cannot name), and the policies before and
@@ -317,14 +326,24 @@ impl Decider {
         self.observe(next.0, Some(next.1));
     }
 
-    /// The counters cannot be read (any more): fall back, once, with a warning. Out of line, so
-    /// that its frame (the warning, a copy of the configuration) is not every read's.
+    /// A read failed: tried again at the next decision, unless it is the
+    /// [`READS_FAILING_IN_A_ROW`]th in a row or PAPI was shut down; then the counters cannot be
+    /// read any more: fall back, once, with a warning. Out of line, so that its frame (the
+    /// warning, a copy of the configuration) is not every read's.
     #[cold]
     #[inline(never)]
     fn read_failed(&mut self, failure: ReadFailure) {
         let Some(papi) = self.counters.as_ref() else { return };
-        let why = papi.explain(failure);
         self.counter_read_failures += 1;
+        let reads = self.counter_reads + self.shared_readings;
+        let again = self.reads_at_last_failure == reads && self.failing_in_a_row > 0;
+        self.failing_in_a_row = if again { self.failing_in_a_row + 1 } else { 1 };
+        self.reads_at_last_failure = reads;
+        if failure != ReadFailure::ShutDown && self.failing_in_a_row < READS_FAILING_IN_A_ROW {
+            // No window this time: the open one runs on to the next read.
+            return;
+        }
+        let why = papi.explain(failure);
         self.give_up_counters(&why, true);
     }
 
@@ -639,6 +658,7 @@ fn become_fork_child() {
             (d.counter_reads, d.shared_readings, d.counter_read_failures, d.timed_decisions, d.timed_decision_ns) =
                 (0, 0, 0, 0, 0);
             d.node_looks = Looks::default();
+            d.failing_in_a_row = 0;
             // The inherited event set may still read (process-local events do); if not, the
             // read failure path falls back, with one warning, as anywhere else.
             d.read_and_observe();

@@ -308,6 +308,50 @@ fn papi_shut_down_under_the_library_is_one_warning_then_high_bias() {
     assert!(why.contains("PAPI was shut down") && w[0].starts_with(&format!("aar: {why}")), "{why} / {}", w[0]);
 }
 
+/// A PAPI whose read fails now and then (a component's read interrupted under it): two failures
+/// in a row are tried again at the next decisions, and routing stays automatic with no warning;
+/// three in a row give the counters up, with one warning, as a PAPI that went away.
+#[test]
+fn a_read_that_fails_is_tried_again_and_three_in_a_row_give_the_counters_up() {
+    let flaky = compile(
+        "cc",
+        "flaky_papi",
+        &[root().join("tests/c/flaky_papi.c")],
+        &["-shared", "-fPIC", "-Wl,--no-as-needed", "-lpapi"],
+    );
+    let run = |name: &str, fail: &str| {
+        Launch::driver(name, "rdma 65536 40 0")
+            .env("AAR_WINDOW", "1")
+            .env("AAR_PAPI_LIBRARY", &flaky.display().to_string())
+            .env("FLAKY_PAPI_FAIL", fail)
+            .run()
+    };
+    // Reads 10 and 11 fail, or read 20 alone: never three in a row.
+    for (name, fail, failures) in [("papi-flaky-2", "10 2", 2), ("papi-flaky-1", "20 1", 1)] {
+        let r = run(name, fail);
+        r.assert_ok();
+        let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+        assert!(w.is_empty(), "{name}: {w:?}");
+        let rec = &r.records()[0];
+        let counters = &rec["counters"];
+        assert_eq!(counters["read_failures"], failures, "{name}: {counters}");
+        assert_eq!(counters["unavailable_because"], serde_json::Value::Null, "{name}: {counters}");
+        assert_eq!(rec["policy_at_exit"], "auto", "{name}");
+        assert!(r.dlvr_modes("GNI_PostRdma")[30..].contains(&AD0), "{name}: automatic to the end");
+    }
+    // From read 10 on, every read fails: given up at the third.
+    let r = run("papi-flaky-all", "10 0");
+    r.assert_ok();
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("PAPI_read failed") && w[0].contains("ADAPTIVE3 (fixed)"), "{}", w[0]);
+    let counters = &r.records()[0]["counters"];
+    assert_eq!(counters["read_failures"], 3, "{counters}");
+    assert!(counters["unavailable_because"].as_str().unwrap().contains("PAPI_read failed"), "{counters}");
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    assert!(modes[14..].iter().all(|&m| m == AD3), "fixed High Bias once given up: {modes:?}");
+}
+
 #[test]
 fn decreasing_wrapped_and_absurd_counters_are_discarded_and_routing_goes_on() {
     // Counters set backwards, wrapped to the bottom of i64, and pushed to an absurd latency,

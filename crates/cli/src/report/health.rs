@@ -74,11 +74,11 @@ pub fn is_automatic(policy: &str) -> bool {
 /// What a rank's summary record says went wrong; `automatic`: the rank ran an automatic policy.
 pub fn problems(rec: &Value, automatic: bool) -> Problems {
     let n = |p: &str| rec.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    // Never opened, a read failed, or stepped aside for the program's own PAPI measurement (which
-    // leaves the backend and the failures as they were; the reason stays only while aside).
+    // Never opened, given up (a reason is kept: reads that failed and were tried again are not),
+    // or stepped aside for the program's own PAPI measurement (which leaves the backend as it
+    // was; the reason stays only while aside).
     let gave_way = n("/counters/gave_way");
     let counters_failed = rec.pointer("/counters/backend").and_then(Value::as_str) == Some("none")
-        || n("/counters/read_failures") > 0
         || rec.pointer("/counters/unavailable_because").is_some_and(Value::is_string)
         || gave_way > 0;
     let dmapp_stopped = n("/apis/DMAPP/messages") > 0 && rec.pointer("/dmapp/steering") == Some(&Value::Bool(false));
@@ -265,6 +265,10 @@ mod tests {
         assert_eq!(problems(&rec, false).counters, None, "no automatic policy ran: nothing to say");
         let clean = serde_json::json!({ "counters": { "backend": "papi", "read_failures": 0, "gave_way": 0 } });
         assert_eq!(problems(&clean, true).counters, None);
+        // Two reads failed and were tried again: the counters still counted.
+        let retried =
+            serde_json::json!({ "counters": { "backend": "papi", "read_failures": 2, "unavailable_because": null } });
+        assert_eq!(problems(&retried, true).counters, None);
     }
 
     #[test]
