@@ -339,6 +339,16 @@ fn a_read_that_fails_is_tried_again_and_three_in_a_row_give_the_counters_up() {
         assert_eq!(rec["policy_at_exit"], "auto", "{name}");
         assert!(r.dlvr_modes("GNI_PostRdma")[30..].contains(&AD0), "{name}: automatic to the end");
     }
+    // Every other read from the 10th on: never two in a row, so never given up, but aar report
+    // names the rank (more than 1 % of its reads failed).
+    let r = run("papi-flaky-every-other", "10 0 2");
+    r.assert_ok();
+    assert!(r.aar_lines().iter().all(|l| l.starts_with("aar: policy")), "{:?}", r.aar_lines());
+    let failed = r.records()[0]["counters"]["read_failures"].as_u64().unwrap();
+    assert!((14..=17).contains(&failed), "{failed}");
+    let out = Command::new(aar_command()).arg("report").arg(r.dir.join("out")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("of the counter reads failed") && stderr.contains("tried again"), "{stderr}");
     // From read 10 on, every read fails: given up at the third.
     let r = run("papi-flaky-all", "10 0");
     r.assert_ok();

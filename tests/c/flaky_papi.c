@@ -1,8 +1,9 @@
 /*
  * flaky_papi: a PAPI whose reads fail now and then (a component whose read is interrupted),
  * given to libaar.so as AAR_PAPI_LIBRARY. It defines PAPI_read only; every other PAPI function
- * is found in the libpapi it links. FLAKY_PAPI_FAIL="FIRST COUNT": calls FIRST..FIRST+COUNT-1
- * (counting from 1) of PAPI_read fail with PAPI_ESYS; COUNT 0 means every call from FIRST on.
+ * is found in the libpapi it links. FLAKY_PAPI_FAIL="FIRST COUNT [EVERY]": COUNT calls of
+ * PAPI_read (counting from 1) fail with PAPI_ESYS, from call FIRST on, every EVERY-th (1 if not
+ * given: calls FIRST..FIRST+COUNT-1); COUNT 0 means without end.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -13,18 +14,20 @@
 int PAPI_read(int set, long long *values)
 {
 	static int (*real)(int, long long *);
-	static unsigned long calls, first, count;
+	static unsigned long calls, first, count, every = 1, failed;
 	static int parsed;
 	if (!real)
 		real = (int (*)(int, long long *))dlsym(RTLD_NEXT, "PAPI_read");
 	if (!parsed) {
 		const char *spec = getenv("FLAKY_PAPI_FAIL");
-		if (!spec || sscanf(spec, "%lu %lu", &first, &count) != 2)
+		if (!spec || sscanf(spec, "%lu %lu %lu", &first, &count, &every) < 2 || every == 0)
 			first = 0;
 		parsed = 1;
 	}
 	calls++;
-	if (first && calls >= first && (count == 0 || calls < first + count))
+	if (first && calls >= first && (calls - first) % every == 0 && (count == 0 || failed < count)) {
+		failed++;
 		return PAPI_ESYS;
+	}
 	return real ? real(set, values) : PAPI_ENOSUPP;
 }

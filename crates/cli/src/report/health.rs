@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 /// A rank's share of threshold crossings that went out undecided above which it is named.
 pub const UNDECIDED_SHARE: f64 = 0.1;
+/// A rank's share of counter reads that failed (and were tried again) above which it is named.
+pub const FAILED_READ_SHARE: f64 = 0.01;
 /// Summary records larger than this are not summary records.
 const MAX_SUMMARY_BYTES: u64 = 4 << 20;
 /// Ranks named in a warning; the others are counted.
@@ -40,6 +42,9 @@ pub struct Problems {
     messages: Vec<String>,
     /// Iterations ended, when more than its iteration record can hold ([`aar_record::MAX_ROWS`]).
     rows_capped: Option<u64>,
+    /// Reads that failed and were tried again, and all reads, when the share is above
+    /// [`FAILED_READ_SHARE`] and the counters were not given up.
+    failed_reads: Option<(u64, u64)>,
 }
 
 /// The summary record beside an iteration record, if it has the library's naming.
@@ -106,6 +111,14 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             .map(String::from)
             .collect(),
         rows_capped: Some(n("/ab/iterations")).filter(|&ended| ended > aar_record::MAX_ROWS),
+        failed_reads: {
+            // Successful reads and failed ones: libaar.so tries a failed read again, and gives
+            // the counters up (a reason, above) only at three failures in a row.
+            let (failed, read) = (n("/counters/read_failures"), n("/counters/reads"));
+            let tried = failed + read;
+            (!counters_failed && failed > 0 && failed as f64 > FAILED_READ_SHARE * tried as f64)
+                .then_some((failed, tried))
+        },
     }
 }
 
@@ -189,6 +202,18 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
             worst * 100.0
         ));
     }
+    let failing: Vec<(u32, (u64, u64))> = found.iter().filter_map(|(r, p)| Some((*r, p.failed_reads?))).collect();
+    if !failing.is_empty() {
+        let list: Vec<u32> = failing.iter().map(|(r, _)| *r).collect();
+        let worst = failing.iter().map(|(_, (f, t))| *f as f64 / *t as f64).fold(0.0, f64::max);
+        out.push(format!(
+            "{what}: on {} more than {:.0} % of the counter reads failed (up to {:.0} %) and were tried again at \
+             the next decision: those ranks decided from fewer windows; check PAPI on such a node with aar doctor",
+            of(&list),
+            FAILED_READ_SHARE * 100.0,
+            worst * 100.0
+        ));
+    }
     let capped: Vec<(u32, u64)> = found.iter().filter_map(|(r, p)| Some((*r, p.rows_capped?))).collect();
     if let Some(most) = capped.iter().map(|(_, ended)| *ended).max() {
         let list: Vec<u32> = capped.iter().map(|(r, _)| *r).collect();
@@ -265,10 +290,21 @@ mod tests {
         assert_eq!(problems(&rec, false).counters, None, "no automatic policy ran: nothing to say");
         let clean = serde_json::json!({ "counters": { "backend": "papi", "read_failures": 0, "gave_way": 0 } });
         assert_eq!(problems(&clean, true).counters, None);
-        // Two reads failed and were tried again: the counters still counted.
-        let retried =
-            serde_json::json!({ "counters": { "backend": "papi", "read_failures": 2, "unavailable_because": null } });
-        assert_eq!(problems(&retried, true).counters, None);
+        // Reads failed and were tried again: the counters still counted; named only when that
+        // is more than 1 % of the reads.
+        let retried = |failed: u64, reads: u64| {
+            let rec = serde_json::json!({
+                "counters": { "backend": "papi", "reads": reads, "read_failures": failed, "unavailable_because": null }
+            });
+            problems(&rec, true)
+        };
+        assert_eq!(retried(20, 980).counters, None);
+        assert_eq!(retried(20, 980).failed_reads, Some((20, 1000)));
+        assert_eq!(retried(10, 990).failed_reads, None, "10 in 1,000 is not more than 1 %");
+        let given_up = serde_json::json!({
+            "counters": { "backend": "papi", "reads": 10, "read_failures": 3, "unavailable_because": "PAPI_read failed" }
+        });
+        assert_eq!(problems(&given_up, true).failed_reads, None, "said as counters not read");
     }
 
     #[test]
