@@ -147,15 +147,15 @@ fn prepare() -> Option<Prepared> {
     let mut waiting = None;
     let (counters, counters_library, counters_unavailable) =
         match Papi::open(settings.papi_library.as_deref(), &settings.papi_events) {
-            Ok(opened) if opened.counting => {
-                opened.notes.iter().for_each(|n| diag::warn(n));
-                (Some(opened.papi), Some(opened.library), None)
-            }
             Ok(opened) => {
                 opened.notes.iter().for_each(|n| diag::warn(n));
-                diag::warn(&state::counters_unavailable(&PapiError::InUse, &mut engine_cfg));
-                waiting = Some(opened.papi);
-                (None, Some(opened.library), Some(PapiError::InUse.to_string()))
+                if opened.counting {
+                    (Some(opened.papi), Some(opened.library), None)
+                } else {
+                    diag::warn(&state::counters_unavailable(&PapiError::InUse, &mut engine_cfg));
+                    waiting = Some(opened.papi);
+                    (None, Some(opened.library), Some(PapiError::InUse.to_string()))
+                }
             }
             Err(why) => {
                 diag::warn(&state::counters_unavailable(&why, &mut engine_cfg));

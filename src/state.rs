@@ -378,8 +378,8 @@ impl Decider {
             let before = self.engine.config().policy;
             self.give_up_counters(&PapiError::GaveWay, self.gave_way == 0);
             self.gave_way += 1;
-            self.aside = Some(Aside { papi, theirs: Some(theirs), before, fallback: self.engine.config().policy });
-            STEPPED_ASIDE_FOR.store(i64::from(theirs), Relaxed);
+            let fallback = self.engine.config().policy;
+            self.step_aside(Aside { papi, theirs: Some(theirs), before, fallback });
         } else if let Err(why) = papi.restart() {
             self.give_up_counters(&why, true);
         } else {
@@ -394,8 +394,14 @@ impl Decider {
     /// ([`Decider::give_way`]), until the application stops one, then counts, and `before` comes
     /// back if the fall back is still in force.
     pub fn wait_for_application(&mut self, papi: Papi, before: Policy) {
-        self.aside = Some(Aside { papi, theirs: None, before, fallback: self.engine.config().policy });
-        STEPPED_ASIDE_FOR.store(ANY_SET, Relaxed);
+        let fallback = self.engine.config().policy;
+        self.step_aside(Aside { papi, theirs: None, before, fallback });
+    }
+
+    /// Keep the counters aside, and tell every application `PAPI_stop` which set they wait for.
+    fn step_aside(&mut self, aside: Aside) {
+        STEPPED_ASIDE_FOR.store(aside.theirs.map_or(ANY_SET, i64::from), Relaxed);
+        self.aside = Some(aside);
     }
 
     /// The application stopped its event set `theirs`: if the counters stepped aside for it,
@@ -408,8 +414,7 @@ impl Decider {
             if matches!(why, PapiError::InUse) {
                 // Another set of the component still counts (the one that was counting when
                 // libaar.so started, which it cannot name): wait for the next stop.
-                self.aside = Some(Aside { theirs: None, ..aside });
-                STEPPED_ASIDE_FOR.store(ANY_SET, Relaxed);
+                self.step_aside(Aside { theirs: None, ..aside });
                 return;
             }
             // The first give-way's warning promised the counters back: say they are not.
