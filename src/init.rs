@@ -204,7 +204,7 @@ fn prepare() -> Option<Prepared> {
     decider.engine.keep_steady_state(steady_arm);
     decider.read_and_observe();
     let policy = decider.engine.config().policy;
-    let tracing = state::TRACE.open(settings.trace.as_deref());
+    let tracing = state::TRACE.open(settings.trace.as_deref(), settings.trace_max);
     output::check_output_dir(settings.output_dir.as_deref());
     if let Some(schedule) = settings.ab_schedule() {
         state::set_schedule(schedule);

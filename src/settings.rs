@@ -15,7 +15,7 @@ use std::path::Path;
 use tracing::level_filters::LevelFilter;
 
 /// Every variable the library reads, with its default as documented in the README.
-pub const VARIABLES: [(&str, &str); 25] = [
+pub const VARIABLES: [(&str, &str); 26] = [
     ("AAR_DISABLE", "0"),
     ("AAR_MODE", "auto"),
     ("AAR_THRESHOLD", "4096"),
@@ -29,6 +29,7 @@ pub const VARIABLES: [(&str, &str); 25] = [
     ("AAR_PAPI_EVENTS", "the five Aries events"),
     ("AAR_PAPI_LIBRARY", "libpapi.so"),
     ("AAR_TRACE", "unset"),
+    ("AAR_TRACE_MAX", "1G"),
     ("AAR_OUTPUT_DIR", "unset"),
     ("AAR_LOG", "unset"),
     ("AAR_ALLTOALL", "1"),
@@ -126,6 +127,8 @@ pub struct Settings {
     pub papi_library: Option<String>,
     /// JSON Lines decision trace path pattern (`%r` rank, `%p` pid).
     pub trace: Option<String>,
+    /// Bytes a process's trace may take; it stops at the line that would pass them.
+    pub trace_max: u64,
     /// Folder for the per-rank record written at exit.
     pub output_dir: Option<String>,
     /// Diagnostics on stderr through `tracing`, up to this level; `None`: silent.
@@ -249,6 +252,7 @@ impl Default for Settings {
             papi_events: EVENTS.iter().map(|e| e.to_string_lossy().into_owned()).collect(),
             papi_library: None,
             trace: None,
+            trace_max: 1 << 30,
             output_dir: None,
             log: None,
             alltoall_hook: true,
@@ -891,6 +895,18 @@ impl Settings {
                 always,
             )
             .unwrap_or(d.node_reading);
+        let trace_max = p
+            .value::<ByteSize>(
+                "AAR_TRACE_MAX",
+                (
+                    "1G",
+                    "is not a size in bytes above 0",
+                    "Use a size with an optional K, M or G suffix (e.g. AAR_TRACE_MAX=8G).",
+                ),
+                Shown,
+                |b| b.0 > 0,
+            )
+            .map_or(d.trace_max, |b| b.0);
         let settings = Settings {
             disabled,
             engine: EngineConfig {
@@ -908,6 +924,7 @@ impl Settings {
             papi_events,
             papi_library: p.text("AAR_PAPI_LIBRARY"),
             trace: p.text("AAR_TRACE"),
+            trace_max,
             output_dir: p.text("AAR_OUTPUT_DIR"),
             log,
             alltoall_hook,

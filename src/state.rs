@@ -669,7 +669,7 @@ fn become_fork_child() {
             d.read_and_observe();
         }
     }
-    let tracing = TRACE.reopen_in_child(settings.trace.as_deref());
+    let tracing = TRACE.reopen_in_child(settings.trace.as_deref(), settings.trace_max);
     control::update(|w| control::with(w, None, None, Some(tracing)));
 }
 

@@ -1,9 +1,9 @@
 //! The decision trace (`AAR_TRACE`): one JSON line per intercepted message, for debugging a
 //! policy or plotting its choices. Opt-in and off the fast path: with a trace, every post takes
-//! the slow path that writes its line.
+//! the slow path that writes its line, until the trace reaches `AAR_TRACE_MAX` or a write fails.
 
 use crate::trylock::{ForkHeld, Inside, TryLock};
-use crate::{diag, job, sys};
+use crate::{control, diag, job, sys};
 use serde::Serialize;
 use std::io::{BufWriter, Write};
 use std::time::Duration;
@@ -67,9 +67,32 @@ pub struct TraceFile(TryLock<Option<Open>>);
 struct Open {
     w: BufWriter<sys::OwnFile>,
     path: String,
+    /// The line being written, serialised first so that its length is known before it goes out.
+    line: Vec<u8>,
+    /// Bytes and lines written so far, and the most bytes it may take (`AAR_TRACE_MAX`).
+    bytes: u64,
+    lines: u64,
+    max: u64,
 }
 
 impl Open {
+    /// The next line would take the trace past `AAR_TRACE_MAX`: write what it has, warn, stop.
+    fn stop_at_max(mut self) {
+        let flushed = self.w.flush();
+        diag::warn(&format!(
+            "the decision trace {} reached AAR_TRACE_MAX={} after {} lines; the trace stops here, the application \
+             continues. Raise AAR_TRACE_MAX (e.g. AAR_TRACE_MAX=8G), or trace fewer ranks (AAR_TRACE in their \
+             environment only).",
+            self.path,
+            aar_engine::ByteSize(self.max),
+            self.lines
+        ));
+        if let Err(e) = flushed {
+            self.warn(&e, "its lines not yet written are lost");
+        }
+        let _ = self.w.into_parts();
+    }
+
     /// Warn that writing it failed with `e` (a full or over-quota file system), and `then`: what
     /// is lost.
     fn warn(&self, e: &std::io::Error, then: &str) {
@@ -87,14 +110,17 @@ impl TraceFile {
         Self(TryLock::new(None))
     }
 
-    /// Open the trace; `true` if tracing is on.
-    pub fn open(&self, pattern: Option<&str>) -> bool {
+    /// Open the trace, to take at most `max` bytes; `true` if tracing is on.
+    pub fn open(&self, pattern: Option<&str>, max: u64) -> bool {
         let Some(pattern) = pattern else { return false };
         let path = expand(pattern, job::rank(), sys::pid());
         match sys::create_new(&path) {
             Ok(f) => {
                 match self.0.try_lock_for(Duration::from_secs(1)) {
-                    Some(mut t) => *t = Some(Open { w: BufWriter::with_capacity(1 << 16, f), path }),
+                    Some(mut t) => {
+                        let w = BufWriter::with_capacity(1 << 16, f);
+                        *t = Some(Open { w, path, line: Vec::with_capacity(512), bytes: 0, lines: 0, max })
+                    }
                     None => return false,
                 }
                 true
@@ -122,14 +148,32 @@ impl TraceFile {
         // posts), but never forever. A write error ends the trace with one warning.
         let Some(mut guard) = self.0.try_lock_for(Duration::from_secs(1)) else { return };
         let Some(t) = guard.as_mut() else { return };
-        let written =
-            serde_json::to_writer(&mut t.w, line).map_err(std::io::Error::from).and_then(|()| t.w.write_all(b"\n"));
-        if let Err(e) = written {
-            if let Some(t) = guard.take() {
-                drop(guard);
-                t.warn(&e, "the trace stops here, the application continues");
-                // Its buffer is not written again at exit.
-                let _ = t.w.into_parts();
+        t.line.clear();
+        // Serialised first: a line that would take the trace past its cap is not begun.
+        let written = serde_json::to_writer(&mut t.line, line).map_err(std::io::Error::from).and_then(|()| {
+            t.line.push(b'\n');
+            let len = t.line.len() as u64;
+            if t.bytes.saturating_add(len) > t.max {
+                return Ok(false);
+            }
+            t.w.write_all(&t.line)?;
+            (t.bytes, t.lines) = (t.bytes + len, t.lines + 1);
+            Ok(true)
+        });
+        if written.as_ref().is_ok_and(|&fits| fits) {
+            return;
+        }
+        if let Some(t) = guard.take() {
+            drop(guard);
+            // Posts go back to the fast path: nothing would take their lines.
+            control::update(|w| control::with(w, None, None, Some(false)));
+            match written {
+                Err(e) => {
+                    t.warn(&e, "the trace stops here, the application continues");
+                    // Its buffer is not written again at exit.
+                    let _ = t.w.into_parts();
+                }
+                Ok(_) => t.stop_at_max(),
             }
         }
     }
@@ -145,7 +189,7 @@ impl TraceFile {
 
     /// In a fork child: a pattern with `%p` gives the child its own trace; without it the child
     /// stops tracing, rather than interleave its lines with the parent's in one file.
-    pub fn reopen_in_child(&self, pattern: Option<&str>) -> bool {
+    pub fn reopen_in_child(&self, pattern: Option<&str>, max: u64) -> bool {
         if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
             // Discard, never flush, what the buffer may hold: those lines are the parent's.
             if let Some(t) = guard.take() {
@@ -153,7 +197,7 @@ impl TraceFile {
             }
         }
         match pattern {
-            Some(p) if p.contains("%p") => self.open(Some(p)),
+            Some(p) if p.contains("%p") => self.open(Some(p), max),
             _ => false,
         }
     }

@@ -259,6 +259,27 @@ fn the_trace_has_one_line_per_message_with_the_documented_fields() {
     assert_eq!(traced, names);
 }
 
+/// A trace stops at `AAR_TRACE_MAX` (one line on every post of a long job would fill the file
+/// system), after whole lines only, with one warning that names the variable; routing goes on.
+#[test]
+fn the_trace_stops_whole_at_its_cap_and_routing_goes_on() {
+    let launch = Launch::driver("trace-max", "rdma 65536 40 0 fma 64 40 0");
+    let path = launch.dir.join("t.jsonl");
+    let r = launch.env("AAR_TRACE", &path.display().to_string()).env("AAR_TRACE_MAX", "4K").run();
+    r.assert_ok();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.len() <= 4096 && text.len() > 3072, "{} bytes", text.len());
+    assert!(text.ends_with('\n'));
+    let lines = read_jsonl(&path);
+    assert_eq!(lines.len(), text.lines().count(), "every line is whole JSON");
+    let warnings: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("AAR_TRACE_MAX")).collect();
+    assert_eq!(warnings.len(), 1, "{}", r.stderr);
+    assert!(warnings[0].contains(&format!("reached AAR_TRACE_MAX=4K after {} lines", lines.len())), "{}", warnings[0]);
+    assert_eq!((r.dlvr_modes("GNI_PostRdma").len(), r.dlvr_modes("GNI_PostFma").len()), (40, 40));
+    let rec = &r.records()[0];
+    assert_eq!(rec["settings"]["trace_max"], 4096);
+}
+
 #[test]
 fn an_existing_trace_file_is_never_overwritten_nor_a_symlink_followed() {
     let launch = Launch::driver("trace-exists", "fma 64 3 0");

@@ -117,6 +117,9 @@ fn each_bad_value_warns_once_naming_variable_value_and_default() {
         ("AAR_NODE_READING", "2ms5", "5us"),
         ("AAR_NODE_READING", "-1us", "5us"),
         ("AAR_NODE_READING", "18446744073709551615ms", "5us"),
+        ("AAR_TRACE_MAX", "0", "1G"),
+        ("AAR_TRACE_MAX", "2 TB", "1G"),
+        ("AAR_TRACE_MAX", "-1K", "1G"),
     ];
     for (var, value, default) in cases {
         let (s, w) = parse(&[(var, value)]);
