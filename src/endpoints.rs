@@ -3,10 +3,10 @@
 //! `GNI_EpUnbind` and `GNI_EpDestroy`). A fixed table of atomics, open addressing on the handle:
 //! the decision path looks an endpoint up without a lock or an allocation, and binding never waits.
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 /// Endpoints remembered at most (MPI binds one per peer; 16 bytes each, in zero pages until used).
-const SLOTS: usize = 1 << 16;
+pub const SLOTS: usize = 1 << 16;
 /// Slots probed from an endpoint's home before giving up (a full neighbourhood: not remembered).
 const PROBES: usize = 64;
 /// What `nic` holds for an endpoint that is not bound.
@@ -22,6 +22,10 @@ struct Slot {
 }
 
 static TABLE: [Slot; SLOTS] = [const { Slot { ep: AtomicUsize::new(0), nic: AtomicU32::new(UNBOUND) } }; SLOTS];
+
+/// Binds that found no free slot near their endpoint's home: those endpoints have no remembered
+/// destination ([`forgotten`]).
+static FORGOTTEN: AtomicU64 = AtomicU64::new(0);
 
 fn home(ep: usize) -> usize {
     // Handles are heap pointers: the low bits are alignment, the multiply spreads the rest.
@@ -48,6 +52,12 @@ pub fn bound(ep: usize, nic: u32) {
         slot.nic.store(nic.wrapping_add(1), Release);
         return;
     }
+    FORGOTTEN.fetch_add(1, Relaxed);
+}
+
+/// How many binds the table had no room for (a process bound to more peers than it holds).
+pub fn forgotten() -> u64 {
+    FORGOTTEN.load(Relaxed)
 }
 
 /// `ep` is unbound or destroyed.

@@ -281,6 +281,7 @@ pub fn local_nic_address() -> Option<u32> {
 /// This node's place, found once.
 static HERE: OnceLock<Option<Location>> = OnceLock::new();
 static UNLISTED_SAID: AtomicBool = AtomicBool::new(false);
+static UNREMEMBERED_SAID: AtomicBool = AtomicBool::new(false);
 
 /// This node's place; a table that cannot give it is said once (every class is then unknown).
 pub fn here() -> Option<Location> {
@@ -314,6 +315,22 @@ pub fn unlisted(nic: u32) {
     }
 }
 
+/// A post on an endpoint without a remembered destination, in a process whose endpoint table
+/// had no room for some binds: said once.
+#[cold]
+#[inline(never)]
+fn unremembered() {
+    let forgotten = endpoints::forgotten();
+    if forgotten > 0 && !UNREMEMBERED_SAID.swap(true, Ordering::Relaxed) {
+        diag::warn(&format!(
+            "this process bound more uGNI endpoints at once than libaar.so keeps destinations for (up to {}; \
+             {forgotten} binds so far found no room): messages on those endpoints are of no class (unknown), as \
+             without a node table. Nothing else is affected.",
+            endpoints::SLOTS
+        ));
+    }
+}
+
 /// Where a post on endpoint `ep` goes from and to: (this node's place, its destination's place),
 /// for the routing policy's destination class; `None` (class unknown) when there is no table,
 /// the table lacks either node (said once), or the library did not see the endpoint's
@@ -321,7 +338,10 @@ pub fn unlisted(nic: u32) {
 #[inline]
 pub fn post_places(ep: usize) -> Option<(Location, Location)> {
     let here = here()?;
-    let nic = endpoints::remote_nic(ep)?;
+    let Some(nic) = endpoints::remote_nic(ep) else {
+        unremembered();
+        return None;
+    };
     match location_of(nic) {
         Some(there) => Some((here, there)),
         None => {

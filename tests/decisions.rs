@@ -348,6 +348,38 @@ fn xtprocadmin_tables_are_checked_against_the_node() {
     }
 }
 
+/// A rank bound to more peers than the endpoint table holds (65,536) says so once, and the
+/// endpoints it has no room for are of no class; those it remembered keep theirs.
+#[test]
+fn endpoints_past_the_table_are_of_no_class_and_said_once() {
+    let table = "0x100 2 17\n0x101 3 17\n";
+    let run = |test: &str, endpoints: u32| {
+        let launch = Launch::driver(test, &format!("rdma 65536 3 0 endpoints {endpoints} rdma 65536 3 0"))
+            .env("AAR_MODE", "steady")
+            .env("PMI_GNI_LOC_ADDR", "0x100");
+        let (trace, nodes) = (launch.dir.join("trace.jsonl"), launch.dir.join("nodes.txt"));
+        std::fs::write(&nodes, table).unwrap();
+        let r = launch
+            .env("AAR_TOPOLOGY", &nodes.display().to_string())
+            .env("AAR_TRACE", &trace.display().to_string())
+            .run();
+        r.assert_ok();
+        let classes: Vec<String> =
+            trace_of(&r).iter().map(|l| l["destination"].as_str().unwrap().to_string()).collect();
+        let said: Vec<String> =
+            r.aar_lines().iter().filter(|l| l.contains("endpoints at once")).map(|l| l.to_string()).collect();
+        (classes, said)
+    };
+    let (classes, said) = run("endpoints-fit", 1000);
+    assert_eq!(classes, ["other-group"; 6], "{said:?}");
+    assert!(said.is_empty(), "{said:?}");
+    let (classes, said) = run("endpoints-overflow", 140_000);
+    assert_eq!(classes[..3], ["other-group"; 3]);
+    assert_eq!(classes[3..], ["unknown"; 3], "the last endpoint found no room");
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("up to 65536") && said[0].contains("binds so far found no room"), "{}", said[0]);
+}
+
 /// A node table is a file: a FIFO (opening it for reading waits for a writer) or a device that
 /// never ends (`/dev/zero`) in its place gets one warning naming it, and the job runs on with
 /// every destination of one class. The same holds for `/proc/cray_xt` (`AAR_EMU_CRAY_XT`).

@@ -26,6 +26,8 @@
  *   fdfull                          a program with every descriptor its limit allows open (limits.h;
  *                                   "fdfull fds=N")
  *   memfull                         a program at its memory limit (limits.h; "memfull bytes=B")
+ *   endpoints N                     N more endpoints of A, each bound to B (a rank with N peers);
+ *                                   later posts go out on the last
  *   chdir PATH                      change the working folder (an application moving into its run's)
  *   touch PATH | waitfile PATH      create an empty file | wait until a file exists (every 1 ms, at
  *                                   most 60 s, else an error): steps of several processes in order
@@ -662,6 +664,18 @@ int main(int argc, char **argv)
 				usleep(1000);
 			if (ms > 60000)
 				fail(&p, "waitfile: the file never appeared");
+			i += 1;
+		} else if (!strcmp(c, "endpoints")) {
+			/* N more endpoints bound to the same peer, as a rank talking to N peers has; later
+			 * posts go out on the last one. */
+			uint64_t n = num(ARG(1));
+			for (uint64_t k = 0; k < n; k++) {
+				gni_ep_handle_t ep;
+				if (!ok(&p, GNI_EpCreate(p.a.nic, p.a.tx_cq, &ep), "GNI_EpCreate") ||
+				    !ok(&p, GNI_EpBind(ep, p.b.addr, p.b.inst_id), "GNI_EpBind"))
+					break;
+				p.a.ep = ep;
+			}
 			i += 1;
 		} else if (!strcmp(c, "fdfull")) {
 			printf("fdfull fds=%d\n", take_all_descriptors());
