@@ -226,6 +226,25 @@ fn aar_report_sums_a_job_without_iterations_from_its_summary_records() {
     assert!(o.status.success(), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "one warning, of the cut record: {stderr}");
     assert!(stderr.contains("aar.77.2.99.json: not a whole summary record"), "{stderr}");
+    // A copy of the records in a subfolder (or a folder and its files both named): each process's
+    // record is summed once, and each copy said.
+    std::fs::remove_file(&cut).unwrap();
+    let copy = out.join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for name in read_dir_names(&out).iter().filter(|n| n.ends_with(".json")) {
+        std::fs::copy(out.join(name), copy.join(name)).unwrap();
+    }
+    let o = report(&["--json"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["jobs"][0]["records"], 2, "{stderr}");
+    assert_eq!(doc["jobs"][0]["modes"], job["modes"], "the sums of the two records only");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("was already read from")).collect();
+    assert_eq!(said.len(), 2, "{stderr}");
+    assert!(
+        said.iter().all(|l| l.contains("/copy/aar.77.") && l.contains("the record of the same process")),
+        "{said:?}"
+    );
 }
 
 /// The file names in `dir`, sorted.

@@ -1022,3 +1022,102 @@ fn indices_in_any_order_and_repeated_ones() {
     assert_eq!(j["experiments"][0]["warmup_rows"], 0);
     assert_eq!(policy(&j, "B")["max_ns"], 1019.0);
 }
+
+/// Two runs without a job id in one folder share the experiment name "nojob": the ranks of the
+/// run with another number of ranks, or beyond the first run's ranks, are not mixed into it.
+#[test]
+fn another_run_of_the_same_name_is_not_mixed_in() {
+    let folder = tmp("same-name");
+    let dir = folder.path();
+    let pol = ["A", "B"];
+    let rows = |ns: u64| -> Vec<Iteration> { (0..10).map(|i| row(i, pol[i as usize % 2], 0, ns, None)).collect() };
+    for rank in 0..4 {
+        write_record(dir, &header("nojob", rank, 4, &pol), &rows(1_000_000));
+    }
+    // The other run: 6 ranks, ten times slower; its ranks 0..3 repeat the first run's.
+    let other = dir.join("other");
+    std::fs::create_dir(&other).unwrap();
+    let mut later = Vec::new();
+    for rank in 0..6 {
+        later.push(write_record(&other, &header("nojob", rank, 6, &pol), &rows(10_000_000)));
+    }
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    let e = &json_of(&o)["experiments"][0];
+    for path in &later[4..] {
+        assert_eq!(mentions(&err, path), 1, "{err}");
+    }
+    assert!(err.contains("has ranks 6 where rank 0") && err.contains("another run of the same name"), "{err}");
+    assert_eq!(e["ranks"], 4, "{e}");
+    assert_eq!(policy(&json_of(&o), "A")["median_ns"].as_f64(), Some(1_000_000.0), "the first run's times only");
+    // A rank beyond the run's ranks is said too.
+    let beyond = write_record(dir, &header("nojob", 9, 4, &pol), &rows(10_000_000));
+    let err = stderr(&run(&[dir.to_str().unwrap()]));
+    assert!(
+        err.contains(&format!("{}: rank 9 of experiment \"nojob\" is not one of its 4 ranks", beyond.display())),
+        "{err}"
+    );
+}
+
+/// What the report cannot take in is said, never dropped in silence: a folder of summary records
+/// only beside one of iterations, a report that cannot be written, a font that is no file.
+#[test]
+fn inputs_and_outputs_it_cannot_use_are_said() {
+    let folder = tmp("said");
+    let dir = folder.path();
+    let iterations = dir.join("iterations");
+    std::fs::create_dir(&iterations).unwrap();
+    generate(&iterations, "ok", 2, 10, &["A", "B"], &[1.0, 1.0], 1);
+    let summaries = dir.join("summaries");
+    std::fs::create_dir(&summaries).unwrap();
+    std::fs::write(summaries.join("aar.5.0.10.json"), r#"{"format":"aar-record/2","job_id":"5","rank":0}"#).unwrap();
+    let o = run(&[iterations.to_str().unwrap(), summaries.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{}: summary records only, no iteration record: left out", summaries.display())),
+        "{}",
+        stderr(&o)
+    );
+    // A summary record beside a rank's iterations, cut short: named, where its rank's health
+    // would be told.
+    let cut = iterations.join("aar.ok.1.101.json");
+    std::fs::write(&cut, r#"{"format":"aar-record/2","internal_errors":5,"#).unwrap();
+    let err = stderr(&run(&[iterations.to_str().unwrap()]));
+    assert!(err.contains(&format!("{}: not a whole summary record", cut.display())), "{err}");
+    assert!(err.contains("rank 1's health is not checked"), "{err}");
+    std::fs::remove_file(&cut).unwrap();
+    // A full disk under `aar report DIR > FILE`: said, and exit 1.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let o = aar().arg("report").arg(&iterations).stdout(Stdio::from(full)).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the report could not be written to the standard output"), "{}", stderr(&o));
+    // A reader that goes away early is not an error.
+    let mut child = aar().arg("report").arg(&iterations).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // AAR_REPORT_FONT naming a FIFO (opening it would wait for a writer forever) or a device.
+    let fifo = dir.join("font.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for font in [fifo.as_path(), Path::new("/dev/zero")] {
+        let svg = dir.join("p.svg");
+        let mut child = aar()
+            .arg("report")
+            .arg(&iterations)
+            .arg("--plot")
+            .arg(&svg)
+            .env("AAR_REPORT_FONT", font)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{font:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("no usable TrueType font") && svg.exists(), "{font:?}: {}", stderr(&o));
+    }
+}

@@ -135,16 +135,27 @@ fn ranks(list: &[u32]) -> String {
 }
 
 /// The warnings for one experiment: its name, its policies, and its ranks' iteration records.
+/// A rank without a summary record beside its iteration record (stopped before its exit) is not
+/// looked at; one whose record cannot be read is named.
 pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> Vec<String> {
     let automatic = policies.iter().any(|p| is_automatic(p));
-    let found: Vec<(u32, Problems)> = files
+    let read: Vec<Result<(u32, Problems), String>> = files
         .par_iter()
         .filter_map(|&(rank, path)| {
-            let rec = read_summary(&summary_beside(path)?).ok()?;
-            Some((rank, problems(&rec, automatic)))
+            let summary = summary_beside(path).filter(|s| std::fs::symlink_metadata(s).is_ok())?;
+            Some(match read_summary(&summary) {
+                Ok(rec) => Ok((rank, problems(&rec, automatic))),
+                Err(why) => Err(format!("{}: {why}: rank {rank}'s health is not checked", summary.display())),
+            })
         })
         .collect();
-    name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found)
+    let (found, unread): (Vec<_>, Vec<_>) = read.into_iter().partition(Result::is_ok);
+    let mut out: Vec<String> = unread.into_iter().filter_map(Result::err).collect();
+    out.extend(name_ranks(
+        &format!("experiment \"{}\"", experiment.escape_debug()),
+        found.into_iter().flatten().collect(),
+    ));
+    out
 }
 
 /// One warning per kind of problem found in the ranks' records of `what` (an experiment, a job),

@@ -12,7 +12,7 @@ use aar_sim::record::RANK_SUFFIX;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Whether a file name is a summary record's (`aar.<job>[.<step>].<rank>.<pid>.json`). The simulator's
@@ -81,7 +81,7 @@ pub struct Traffic {
 impl Job {
     fn add(&mut self, rec: &Value) {
         let n = |p: &str| rec.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-        self.records += 1;
+        self.records = self.records.saturating_add(1);
         if let Some(r) = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()) {
             self.ranks.insert(r);
         }
@@ -91,18 +91,20 @@ impl Job {
         *self.policies.entry(rec["policy_at_exit"].as_str().unwrap_or("?").to_string()).or_default() += 1;
         for (mode, t) in rec["modes"].as_object().into_iter().flatten() {
             let sum = self.modes.entry(mode.clone()).or_default();
-            sum.messages += t["messages"].as_u64().unwrap_or(0);
-            sum.bytes += t["bytes"].as_u64().unwrap_or(0);
+            sum.messages = sum.messages.saturating_add(t["messages"].as_u64().unwrap_or(0));
+            sum.bytes = sum.bytes.saturating_add(t["bytes"].as_u64().unwrap_or(0));
         }
-        self.decisions += n("/engine/decisions");
-        self.undecided_crossings += n("/decider/undecided_crossings");
-        self.switches += n("/engine/switches_to_low_latency") + n("/engine/switches_to_low_stall");
-        self.counter_reads += n("/counters/reads");
+        self.decisions = self.decisions.saturating_add(n("/engine/decisions"));
+        self.undecided_crossings = self.undecided_crossings.saturating_add(n("/decider/undecided_crossings"));
+        self.switches = self
+            .switches
+            .saturating_add(n("/engine/switches_to_low_latency").saturating_add(n("/engine/switches_to_low_stall")));
+        self.counter_reads = self.counter_reads.saturating_add(n("/counters/reads"));
     }
 
     /// Add another part of the same job.
     fn merge(&mut self, o: Job) {
-        self.records += o.records;
+        self.records = self.records.saturating_add(o.records);
         self.ranks.extend(o.ranks);
         self.hosts.extend(o.hosts);
         for (p, n) in o.policies {
@@ -110,13 +112,13 @@ impl Job {
         }
         for (m, t) in o.modes {
             let sum = self.modes.entry(m).or_default();
-            sum.messages += t.messages;
-            sum.bytes += t.bytes;
+            sum.messages = sum.messages.saturating_add(t.messages);
+            sum.bytes = sum.bytes.saturating_add(t.bytes);
         }
-        self.decisions += o.decisions;
-        self.undecided_crossings += o.undecided_crossings;
-        self.switches += o.switches;
-        self.counter_reads += o.counter_reads;
+        self.decisions = self.decisions.saturating_add(o.decisions);
+        self.undecided_crossings = self.undecided_crossings.saturating_add(o.undecided_crossings);
+        self.switches = self.switches.saturating_add(o.switches);
+        self.counter_reads = self.counter_reads.saturating_add(o.counter_reads);
     }
 
     /// "job \"4242\"", "job \"4242\" step \"1\"", or "records without a job id".
@@ -128,6 +130,12 @@ impl Job {
         }
     }
 }
+
+/// What tells one process's record from another's: job, step, rank, host and pid.
+type Identity = (Option<String>, Option<String>, Option<u64>, Option<String>, Option<u64>);
+
+/// One record read: its sums as a job of its own, its rank, what went wrong in it, and whose it is.
+type Part = (Job, u32, health::Problems, Identity);
 
 /// Whether a record's policies include an automatic one (they need the counters).
 fn automatic(rec: &Value) -> bool {
@@ -141,7 +149,8 @@ fn automatic(rec: &Value) -> bool {
 /// job of its own and dropped (in parallel); the jobs are then merged: memory is a few hundred
 /// bytes per record.
 pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
-    let read: Vec<Result<(Job, u32, health::Problems), Option<String>>> = discover(inputs)
+    let files = discover(inputs);
+    let read: Vec<Result<Part, Option<String>>> = files
         .par_iter()
         .map(|p| {
             // Only a file named as a summary record is warned of here: any other was named on the
@@ -154,11 +163,32 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
             let (job_id, step) = (text("job_id"), text("step"));
             let mut job = Job { step: job_id.as_ref().and(step), job: job_id, ..Job::default() };
             job.add(&rec);
-            Ok((job, rank, health::problems(&rec, automatic(&rec))))
+            let identity = (job.job.clone(), job.step.clone(), rec["rank"].as_u64(), text("host"), rec["pid"].as_u64());
+            Ok((job, rank, health::problems(&rec, automatic(&rec)), identity))
         })
         .collect();
     let mut warnings = Vec::new();
-    let parts: Vec<_> = read.into_iter().filter_map(|r| r.map_err(|w| warnings.extend(w)).ok()).collect();
+    // A process writes one record: the same one found twice (a copy in a subfolder, a folder
+    // and a file in it both named) is summed once.
+    let mut first: HashMap<Identity, &Path> = HashMap::new();
+    let mut parts = Vec::new();
+    for (path, r) in files.iter().zip(read) {
+        match r {
+            Err(w) => warnings.extend(w),
+            Ok((part, rank, problems, identity)) => match first.get(&identity) {
+                Some(earlier) => warnings.push(format!(
+                    "{}: the record of the same process (rank {rank}, pid {}) was already read from {}: skipped",
+                    path.display(),
+                    identity.4.map_or_else(|| "?".to_string(), |p| p.to_string()),
+                    earlier.display()
+                )),
+                None => {
+                    first.insert(identity, path);
+                    parts.push((part, rank, problems));
+                }
+            },
+        }
+    }
     // Per job id and step: the sums, and each rank's problems.
     type Found = Vec<(u32, health::Problems)>;
     let mut jobs: BTreeMap<(Option<String>, Option<String>), (Job, Found)> = BTreeMap::new();
@@ -204,7 +234,7 @@ pub fn table(jobs: &[Job]) -> String {
             count(job.hosts.len() as u64, "host", "hosts"),
             policies.join(", ")
         ));
-        let total: u64 = job.modes.values().map(|t| t.bytes).sum();
+        let total = job.modes.values().fold(0u64, |sum, t| sum.saturating_add(t.bytes));
         let rows: Vec<Vec<String>> = job
             .modes
             .iter()

@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 #[command(
     after_help = "Without iteration records, the summary records (aar.<job>[.<step>].<rank>.<pid>.json) are summed per \
 job: bytes per routing mode, decisions, counter reads; --json gives them as \"jobs\".\n\n\
-Exit status: 0 report written; 1 nothing to report, or --plot/--html could not be written (or asked, with \
---csv, of records without iterations); 2 bad arguments."
+Exit status: 0 report written; 1 nothing to report, or the report or --plot/--html could not be written (or \
+asked, with --csv, of records without iterations); 2 bad arguments."
 )]
 pub struct ReportArgs {
     /// Folders (searched recursively for *.iterations.jsonl, else for summary records) or record files
@@ -67,7 +67,7 @@ pub struct ReportArgs {
 
 /// The report was written.
 pub const EXIT_OK: i32 = 0;
-/// No record had a usable iteration, or `--plot` or `--html` could not be written.
+/// No record had a usable iteration, or the report, `--plot` or `--html` could not be written.
 pub const EXIT_FAILED: i32 = 1;
 /// A bad argument: nothing was read.
 pub const EXIT_USAGE: i32 = 2;
@@ -171,8 +171,9 @@ fn report_jobs(args: &ReportArgs, mut warnings: Vec<String>) -> Option<i32> {
     // CSV is one row per policy of an experiment: there is none to write.
     if !args.csv {
         let text = if args.json { jobs::json(&jobs, &warnings) } else { jobs::table(&jobs) };
-        use std::io::Write;
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        if !print(&text) {
+            return Some(EXIT_FAILED);
+        }
     }
     let flags = [("--csv", args.csv), ("--plot", args.plot.is_some()), ("--html", args.html.is_some())];
     let asked: Vec<&str> = flags.iter().filter(|(_, on)| *on).map(|(f, _)| *f).collect();
@@ -216,6 +217,17 @@ pub fn run(args: ReportArgs) -> i32 {
         eprintln!("aar: nothing to report: no usable iteration or summary records in {}", inputs.join(" "));
         return EXIT_FAILED;
     }
+    for input in &data.summaries_only {
+        read::warn(
+            &mut warnings,
+            format!(
+                "{}: summary records only, no iteration record: left out of this report of the others' iterations \
+                 (aar report {} alone sums them per job)",
+                input.display(),
+                input.display()
+            ),
+        );
+    }
     let drawing = args.plot.is_some() || args.html.is_some();
     let text = !drawing
         || match plot::font() {
@@ -247,9 +259,22 @@ pub fn run(args: ReportArgs) -> i32 {
     } else {
         output::table(&report)
     };
+    if !print(&text_out) {
+        code = EXIT_FAILED;
+    }
+    code
+}
+
+/// Print the report on stdout; `false`, said, when it could not be written (a full disk under
+/// `aar report DIR > FILE`). A reader that has gone (`aar report DIR | head`) took what it wanted.
+fn print(text: &str) -> bool {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`aar report dir | head`) is not an error worth a panic.
-    let _ = stdout.write_all(text_out.as_bytes()).and_then(|_| stdout.flush());
-    code
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("aar: the report could not be written to the standard output ({e}); free space where it goes, or give another file");
+            false
+        }
+        _ => true,
+    }
 }

@@ -51,6 +51,9 @@ const FONT_PATHS: [&str; 6] = [
     "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
 ];
 
+/// No TrueType font of a plot's text is larger (DejaVu Sans: 740 KiB; a CJK font: 20 MiB).
+const MAX_FONT_BYTES: u64 = 64 << 20;
+
 /// Register the font for "sans-serif" once; `Err(warning)` when no font could be had.
 pub fn font() -> Result<(), String> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
@@ -60,7 +63,9 @@ pub fn font() -> Result<(), String> {
             None => FONT_PATHS.iter().map(|p| p.to_string()).collect(),
         };
         for path in &candidates {
-            let Ok(bytes) = std::fs::read(path) else { continue };
+            // A regular file of a font's size: a FIFO would wait for a writer, a device never end.
+            let fits = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= MAX_FONT_BYTES);
+            let Some(bytes) = fits.then(|| std::fs::read(path).ok()).flatten() else { continue };
             // plotters keeps fonts for the life of the process.
             let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
             if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {

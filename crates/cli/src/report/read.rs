@@ -7,7 +7,8 @@
 //! 2. **Heads**: every file's header and first row are read, files are grouped by `experiment`,
 //!    and each experiment's reference header is that of its lowest rank. A file is left out, with
 //!    a warning, when it is not a record, has no rows, repeats a rank already read (the file that
-//!    sorts first is kept), or disagrees with the reference on `source`, `clock` or `policies`
+//!    sorts first is kept), says another number of ranks or a rank beyond the reference's (another
+//!    run of the same name), or disagrees with the reference on `source`, `clock` or `policies`
 //!    (its iteration times could not be compared with the others'). Mode columns may differ
 //!    between ranks: bytes are added up by mode name.
 //! 3. **Rows**, in parallel (rayon, one file per task): each file's rows update the worker's
@@ -150,6 +151,9 @@ pub struct ExperimentData {
 pub struct Data {
     pub experiments: Vec<ExperimentData>,
     pub warnings: Vec<String>,
+    /// Inputs with summary records but no iteration record: reported per job only when no input
+    /// has iterations.
+    pub summaries_only: Vec<PathBuf>,
 }
 
 /// Say a warning now and keep it for `--json` and the HTML page.
@@ -192,7 +196,7 @@ pub fn walk(
 }
 
 /// Step 1: the record files under `inputs`, sorted, each once.
-fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
+fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>, summaries_only: &mut Vec<PathBuf>) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for input in inputs {
         let meta = match std::fs::metadata(input) {
@@ -204,7 +208,9 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
         };
         if meta.is_file() {
             // A summary record named on the command line is `jobs`'s to read (and to warn of).
-            if !jobs::names_a_summary(input) {
+            if jobs::names_a_summary(input) {
+                summaries_only.push(input.clone());
+            } else {
                 found.push(input.clone());
             }
             continue;
@@ -220,8 +226,12 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Vec<PathBuf> {
             |dir, e| warn(warnings, format!("{}: cannot be listed ({e}): skipped", dir.display())),
         ));
         // Summary records alone are reported as such (`jobs`).
-        if found.len() == before && walk(input, jobs::is_summary_name, |_, _| {}).is_empty() {
-            warn(warnings, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
+        if found.len() == before {
+            if walk(input, jobs::is_summary_name, |_, _| {}).is_empty() {
+                warn(warnings, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
+            } else {
+                summaries_only.push(input.clone());
+            }
         }
     }
     let mut seen = HashSet::new();
@@ -511,7 +521,8 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
 /// of each experiment.
 pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut warnings = Vec::new();
-    let files = discover(inputs, &mut warnings);
+    let mut summaries_only = Vec::new();
+    let files = discover(inputs, &mut warnings, &mut summaries_only);
 
     // Step 2: heads, grouped by experiment.
     let heads: Vec<Result<Head, FileError>> = files.par_iter().map(|p| read_head(p)).collect();
@@ -548,6 +559,16 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                     h.header.rank,
                     name.escape_debug(),
                     prev.path.display()
+                ))
+            } else if let Some((mine, theirs)) = h.header.nranks.zip(reference.nranks).filter(|(m, t)| m != t) {
+                Some(differs("ranks", mine.to_string(), format!("{theirs} (another run of the same name)")))
+            } else if let Some(n) = reference.nranks.filter(|&n| h.header.rank >= n) {
+                Some(format!(
+                    "{}: rank {} of experiment \"{}\" is not one of its {n} ranks (0 to {}): skipped",
+                    h.path.display(),
+                    h.header.rank,
+                    name.escape_debug(),
+                    n.saturating_sub(1)
                 ))
             } else if h.header.source != reference.source {
                 Some(differs("source", h.header.source.name().into(), reference.source.name().into()))
@@ -653,5 +674,5 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             warn(&mut warnings, w);
         }
     }
-    Data { experiments, warnings }
+    Data { experiments, warnings, summaries_only }
 }
