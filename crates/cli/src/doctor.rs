@@ -27,7 +27,7 @@
 //!   wraps (the self-check lists them) or their `PMPI_` forms, which libaar.so does not see.
 //!
 //! Exit status: 0 all well; 1 at least one problem; 3 warnings but no problem; 2 bad arguments
-//! (no such PROGRAM, no such `--lib` file).
+//! (no such PROGRAM, no such `--lib` file); 4 the report could not be written.
 
 mod elf;
 mod python;
@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 #[command(after_help = "Exit status: 0 all well; 1 at least one problem (libaar.so will not work for this program as \
-things stand); 3 warnings but no problem; 2 bad arguments.")]
+things stand); 3 warnings but no problem; 2 bad arguments; 4 the report could not be written.")]
 pub struct DoctorArgs {
     /// The program to check, as you would launch it (a path, or a name looked up in PATH)
     program: Option<String>,
@@ -57,6 +57,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_PROBLEM: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_WARNINGS: i32 = 3;
+/// The checks ran but their report could not be written.
+pub const EXIT_NOT_WRITTEN: i32 = 4;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Verdict {
@@ -187,12 +189,18 @@ pub fn run(args: DoctorArgs) -> i32 {
         }
     }
     let code = report.exit_code();
-    if args.json {
-        print_json(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code);
+    let text = if args.json {
+        json_text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code)
     } else {
-        print_text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code);
+        text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code)
+    };
+    match crate::print(&text) {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("aar doctor: {e}");
+            EXIT_NOT_WRITTEN
+        }
     }
-    code
 }
 
 /// PROGRAM as a shell would find it: a name with a `/` as it is, any other name in PATH.
@@ -1195,7 +1203,7 @@ fn summary_line(report: &Report, code: i32) -> String {
     }
 }
 
-fn print_text(report: &Report, program: Option<&Program>, libaar: Option<&Path>, doc: Option<&Value>, code: i32) {
+fn text(report: &Report, program: Option<&Program>, libaar: Option<&Path>, doc: Option<&Value>, code: i32) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "aar doctor {}: {}\n",
@@ -1218,10 +1226,16 @@ fn print_text(report: &Report, program: Option<&Program>, libaar: Option<&Path>,
         }
     }
     out.push_str(&format!("result: {}\n", summary_line(report, code)));
-    print!("{out}");
+    out
 }
 
-fn print_json(report: &Report, program: Option<&Program>, libaar: Option<&Path>, doc: Option<&Value>, code: i32) {
+fn json_text(
+    report: &Report,
+    program: Option<&Program>,
+    libaar: Option<&Path>,
+    doc: Option<&Value>,
+    code: i32,
+) -> String {
     let checks: Vec<Value> = report
         .checks
         .iter()
@@ -1243,5 +1257,5 @@ fn print_json(report: &Report, program: Option<&Program>, libaar: Option<&Path>,
         "libraries": libraries,
         "selfcheck": doc,
     });
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
 }

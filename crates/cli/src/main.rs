@@ -30,6 +30,21 @@ enum Cmd {
     Run(run::RunArgs),
 }
 
+/// Write a command's output on stdout: `Err`, a sentence for `aar: ...`, when it could not be
+/// written (a full disk under `aar ... > FILE`). A reader that has gone (`aar ... | head`) took
+/// what it wanted: no error. Never a panic, as `print!` would.
+fn print(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!(
+            "the output could not be written to the standard output ({e}); free space where it goes, or give \
+             another file"
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {

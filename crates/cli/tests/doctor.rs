@@ -754,3 +754,20 @@ fn json_output_carries_the_checks_the_code_and_the_librarys_document() {
     assert_eq!(sc["papi"]["opened"], true);
     assert_eq!(sc["papi"]["events"].as_array().unwrap().len(), 5);
 }
+
+/// A report that cannot be written (a full disk under `aar doctor ... > FILE`) is said, with an
+/// exit status of its own, never a panic.
+#[test]
+fn a_report_that_cannot_be_written_is_said_with_exit_4() {
+    let prog = ugni_program();
+    for json in [false, true] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_aar"));
+        cmd.arg("doctor").arg(&prog).args(json.then_some("--json")).stdout(full);
+        cmd.env("LD_PRELOAD", libaar()).env("AAR_PAPI_EVENTS", sde_events().join(","));
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "--json {json}: {err}");
+        assert!(err.contains("aar doctor: the output could not be written") && !err.contains("panicked"), "{err}");
+    }
+}

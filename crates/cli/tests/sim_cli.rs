@@ -371,3 +371,31 @@ fn ranks_per_node_place_consecutive_ranks_on_one_node_and_bad_values_are_refused
         assert!(err.contains(why), "{args:?}: {err}");
     }
 }
+
+/// Output that cannot be written (a full disk under `aar sim ... > FILE`) is an error said like
+/// any other, never a panic, and the records are written all the same; a reader that stops early
+/// (`| head -1`) is no error.
+#[test]
+fn a_stdout_that_cannot_be_written_is_said_and_the_records_are_kept() {
+    let dir = temp_dir("full");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let o = aar()
+        .args([&["sim", "run", "--out", dir.to_str().unwrap()][..], &SMALL[..]].concat())
+        .stdout(std::process::Stdio::from(full))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("aar: the output could not be written to the standard output") && !err.contains("panicked"));
+    assert!(!files(&dir, ITERATIONS_SUFFIX).is_empty(), "the records were written");
+    let mut child = aar()
+        .args([&["sim", "run"][..], &SMALL[..]].concat())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -265,16 +265,7 @@ pub fn run(args: ReportArgs) -> i32 {
     code
 }
 
-/// Print the report on stdout; `false`, said, when it could not be written (a full disk under
-/// `aar report DIR > FILE`). A reader that has gone (`aar report DIR | head`) took what it wanted.
+/// Print the report on stdout; `false`, said, when it could not be written.
 fn print(text: &str) -> bool {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            eprintln!("aar: the report could not be written to the standard output ({e}); free space where it goes, or give another file");
-            false
-        }
-        _ => true,
-    }
+    crate::print(text).map_err(|e| eprintln!("aar: {e}")).is_ok()
 }

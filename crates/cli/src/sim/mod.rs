@@ -105,20 +105,31 @@ enum SimCmd {
 }
 
 pub fn run(a: SimArgs) -> i32 {
-    match exec(a) {
-        Ok(code) => code,
-        Err(e) => {
+    // Printed once the command is done (its files written): what could be said is said before
+    // the error, and stdout that cannot be written is an error like any other.
+    let mut text = String::new();
+    let result = exec(a, &mut text);
+    match (result, crate::print(&text)) {
+        (Ok(code), Ok(())) => code,
+        (Err(e), _) | (Ok(_), Err(e)) => {
             eprintln!("aar: {e}");
             2
         }
     }
 }
 
-fn exec(a: SimArgs) -> Result<i32, String> {
+fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
+    // Lines of the command's output.
+    macro_rules! say {
+        ($($arg:tt)*) => {{
+            text.push_str(&format!($($arg)*));
+            text.push('\n');
+        }};
+    }
     match *a.cmd {
         SimCmd::Bench { quick, json } => {
             let r = aar_sim::bench::run_bench(quick);
-            println!("{}", aar_sim::bench::render(&r));
+            say!("{}", aar_sim::bench::render(&r));
             if let Some(p) = json {
                 write_atomic(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
             }
@@ -129,9 +140,9 @@ fn exec(a: SimArgs) -> Result<i32, String> {
             write_atomic(&out, &rep.markdown)?;
             for c in &rep.checks {
                 let verdict = if c.pass { "pass" } else { "FAIL" };
-                println!("{verdict} {}: {} (tolerance {})", c.name, c.value, c.tolerance);
+                say!("{verdict} {}: {} (tolerance {})", c.name, c.value, c.tolerance);
             }
-            println!("report written to {}", out.display());
+            say!("report written to {}", out.display());
             Ok(if rep.passed() { 0 } else { 1 })
         }
         SimCmd::Paper { quick, out, json } => {
@@ -151,15 +162,15 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                 write_atomic(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
             }
             for g in &r.gates {
-                println!("{} {}: {} (expected {})", if g.pass { "pass" } else { "FAIL" }, g.name, g.value, g.expected);
+                say!("{} {}: {} (expected {})", if g.pass { "pass" } else { "FAIL" }, g.name, g.value, g.expected);
             }
-            println!("suite wall time {:.0} s on {} threads; report written to {}", r.wall_s, r.threads, out.display());
+            say!("suite wall time {:.0} s on {} threads; report written to {}", r.wall_s, r.threads, out.display());
             Ok(if r.passed() { 0 } else { 1 })
         }
         SimCmd::Run { exp, out } => {
             let spec = exp.spec()?;
             let r = run_experiment(&spec, &spec.workload.name());
-            println!(
+            say!(
                 "{} on {} ({} ranks, {}), {} packets, {:.1} ms simulated in {:.2} s",
                 spec.workload.name(),
                 spec.net.topo.describe(),
@@ -169,20 +180,16 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                 r.sim_time_ns / 1e6,
                 r.wall_s
             );
-            println!("| policy | iterations | median | 95% CI of median | QCD |\n|---|---:|---:|---|---:|");
+            say!("| policy | iterations | median | 95% CI of median | QCD |\n|---|---:|---:|---|---:|");
             for arm in distinct(spec.arms.iter().map(|a| a.name())) {
-                println!("| {arm} | {} |", summary_cells(&r.times(&arm)));
+                say!("| {arm} | {} |", summary_cells(&r.times(&arm)));
             }
             let per: Vec<String> = r.nonmin_by_mode.iter().map(|(m, f)| format!("{m} {f:.3}")).collect();
-            println!(
-                "non-minimal fraction of the job's request packets: {:.3} ({})",
-                r.nonmin_fraction,
-                per.join(", ")
-            );
+            say!("non-minimal fraction of the job's request packets: {:.3} ({})", r.nonmin_fraction, per.join(", "));
             if let Some(dir) = out {
                 write_records(&dir, &r)?;
                 let experiment = r.records.first().map_or("", |rec| rec.experiment.as_str());
-                println!("{} rank records of {experiment} written to {}", r.records.len(), dir.display());
+                say!("{} rank records of {experiment} written to {}", r.records.len(), dir.display());
             }
             Ok(0)
         }
@@ -206,13 +213,13 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                 }
             }
             let results = run_all(&specs, "sweep", |s| run_experiment(s, &s.workload.name()));
-            println!("| workload | policy | samples | median | 95% CI of median | QCD |\n|---|---|---:|---:|---|---:|");
+            say!("| workload | policy | samples | median | 95% CI of median | QCD |\n|---|---|---:|---:|---|---:|");
             let mut labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
             labels.dedup();
             for l in &labels {
                 for arm in distinct(base.arms.iter().map(|a| a.name())) {
                     let v: Vec<f64> = results.iter().filter(|r| &r.label == l).flat_map(|r| r.times(&arm)).collect();
-                    println!("| {l} | {arm} | {} |", summary_cells(&v));
+                    say!("| {l} | {arm} | {} |", summary_cells(&v));
                 }
             }
             if let Some(dir) = out {
@@ -220,7 +227,7 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                     write_records(&dir, r)?;
                 }
                 let n: usize = results.iter().map(|r| r.records.len()).sum();
-                println!("{n} rank records of {} experiments written to {}", results.len(), dir.display());
+                say!("{n} rank records of {} experiments written to {}", results.len(), dir.display());
             }
             Ok(0)
         }
@@ -233,9 +240,9 @@ fn exec(a: SimArgs) -> Result<i32, String> {
                 }
             }
             let res = run_all(&runs, "synth", |p| run_synthetic(&cfg, p));
-            println!("{} {}\n| mode | offered | accepted | mean latency (NIC cycles) | avg hops | non-minimal |\n|---|---:|---:|---:|---:|---:|", cfg.topo.describe(), pattern.name());
+            say!("{} {}\n| mode | offered | accepted | mean latency (NIC cycles) | avg hops | non-minimal |\n|---|---:|---:|---:|---:|---:|", cfg.topo.describe(), pattern.name());
             for (p, r) in runs.iter().zip(&res) {
-                println!(
+                say!(
                     "| {} | {:.3} | {:.4} | {:.1} | {:.2} | {:.3} |",
                     p.mode.name(),
                     p.load,
