@@ -717,6 +717,14 @@ fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
     let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &preload)]);
     r.expect_code(1);
     r.expect_line("problem", "preload", &format!("LD_PRELOAD names {}, which does not exist", gone.display()));
+    // Another library under libaar.so's name (a copy of the emulator's libugni.so) routes nothing.
+    let impostor = scratch().join("impostor/libaar.so");
+    std::fs::create_dir_all(impostor.parent().unwrap()).unwrap();
+    std::fs::copy(libdir().join("libugni.so"), &impostor).unwrap();
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", impostor.to_str().unwrap())]);
+    r.expect_code(1);
+    r.expect_line("problem", "libaar.so", "loads but is not libaar.so: it does not define aar_version");
+    assert!(!r.stdout.lines().any(|l| l.starts_with("ok       libaar.so")), "{}", r.stdout);
 }
 
 #[test]

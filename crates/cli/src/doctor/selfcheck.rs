@@ -75,10 +75,18 @@ fn check(libaar: &Path, how: &str, report: &mut Report) -> Option<Value> {
     let version = unsafe { lib.get::<VersionFn>(b"aar_version") }
         .ok()
         .map(|f| unsafe { CStr::from_ptr(f()) }.to_string_lossy().into_owned());
+    let Some(version) = version else {
+        // Every libaar.so has defined aar_version: this is another library under its name.
+        report.problem(
+            "libaar.so",
+            format!("{} ({how}) loads but is not libaar.so: it does not define aar_version", libaar.display()),
+            "Preload the libaar.so of this aar ($AAR_ROOT/lib/libaar.so, or module load aar), or pass it with --lib.",
+        );
+        return None;
+    };
     // SAFETY: the prototype of the export in src/exports.rs.
     let Ok(selfcheck) = (unsafe { lib.get::<SelfcheckFn>(b"aar_selfcheck") }) else {
-        report
-            .ok("libaar.so", format!("{} ({how}) loads (aar {})", libaar.display(), version.as_deref().unwrap_or("?")));
+        report.ok("libaar.so", format!("{} ({how}) loads (aar {version})", libaar.display()));
         report.warning(
             "libaar.so",
             "this libaar.so has no aar_selfcheck (it is older than this aar): PAPI, the counter events and the \
@@ -108,8 +116,7 @@ fn check(libaar: &Path, how: &str, report: &mut Report) -> Option<Value> {
     report.ok(
         "libaar.so",
         format!(
-            "{shown} ({how}) loads: aar {}{}",
-            version.as_deref().unwrap_or("?"),
+            "{shown} ({how}) loads: aar {version}{}",
             doc.as_ref().and_then(|d| d["git_revision"].as_str()).map(|g| format!(", git {g}")).unwrap_or_default()
         ),
     );
