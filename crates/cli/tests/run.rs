@@ -125,12 +125,18 @@ fn pmi_abort_ends_the_job_with_its_code() {
     assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(err.contains("aar: rank 1: PMI_Abort(7): pmi_job asked to abort"), "{err}");
-    let msg: Vec<&str> = err.lines().filter(|l| l.starts_with("aar run:")).collect();
+    // (A folder another test's launcher left behind may be removed, and said, by this one.)
+    let msg: Vec<&str> =
+        err.lines().filter(|l| l.starts_with("aar run:") && !l.contains("that no longer runs")).collect();
     assert_eq!(msg.len(), 1, "{err}");
     assert!(msg[0].contains("rank 1") && msg[0].contains("PMI_Abort") && msg[0].contains("exit code 7"), "{err}");
     // The other two wait in a barrier that never completes: only the launcher ends them.
     assert!(msg[0].contains("SIGTERM to the 2 other ranks"), "{err}");
     assert_job_dir_removed(&rank_lines(&out.stdout));
+    // A code exit() would cut to its low byte: the message says what the status will be.
+    let out = aar_run(&["-n", "2"], &["abort", "0", "300"]);
+    assert_eq!(out.status.code(), Some(44), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("PMI_Abort with exit code 300 (exit status 44)"), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -313,4 +319,68 @@ fn the_installed_emulation_kit_builds_and_runs_a_job() {
     assert!(lines.len() == 2 && lines.iter().all(|l| l["failures"] == "0"), "{}", text(&out.stderr));
     let ldd = Command::new("ldd").arg(&prog).env_remove("LD_LIBRARY_PATH").output().unwrap();
     assert!(text(&ldd.stdout).contains(&emu.join("lib/libpmi.so.0").display().to_string()), "{}", text(&ldd.stdout));
+}
+
+/// Processes running `sleep SECONDS`: `SECONDS` marks the ones a test started.
+fn sleeps(seconds: &str) -> Vec<libc::pid_t> {
+    let want = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want.as_bytes()))
+        .collect()
+}
+
+/// Wait up to 10 s for no process to run `sleep SECONDS`; those left are killed (so a failing
+/// test leaves nothing behind) and returned.
+fn gone_within_10_s(seconds: &str) -> Vec<libc::pid_t> {
+    let start = std::time::Instant::now();
+    while !sleeps(seconds).is_empty() && start.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left = sleeps(seconds);
+    for &pid in &left {
+        // SAFETY: kill only sends SIGKILL to a `sleep` this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    left
+}
+
+/// What the ranks leave running ends with the job, as a job step's processes do (they would hold
+/// a pipe on the job's output open, so `aar run ... | tee log` would not end), and a launcher
+/// killed by SIGKILL takes its ranks with it.
+#[test]
+fn processes_the_ranks_leave_behind_end_with_the_job() {
+    let tag = std::process::id() % 100_000;
+    let scratch = tempfile::tempdir().unwrap();
+    let file = |name: &str| Stdio::from(std::fs::File::create(scratch.path().join(name)).unwrap());
+    // Rank 0 fails; rank 1's shell ends at SIGTERM, its `sleep` does not (it is not signalled).
+    // Rank 2 exits 0 and leaves a `sleep` in the background.
+    let (orphan, daemon) = (format!("9{tag:05}1"), format!("9{tag:05}2"));
+    let script = format!(
+        "case $PMI_RANK in 0) sleep 0.5; exit 3;; 1) sleep {orphan}; exit 0;; *) sleep {daemon} & exit 0;; esac"
+    );
+    let st = aar()
+        .args(["run", "-n", "3", "--", "sh", "-c", &script])
+        .stdout(file("out"))
+        .stderr(file("err"))
+        .status()
+        .unwrap();
+    let err = std::fs::read_to_string(scratch.path().join("err")).unwrap();
+    assert_eq!(st.code(), Some(3), "{err}");
+    assert!(gone_within_10_s(&orphan).is_empty() && gone_within_10_s(&daemon).is_empty(), "{err}");
+    assert!(err.contains("aar run: the ranks left 2 processes running (pids ["), "{err}");
+    // SIGKILL to the launcher: no handler of its runs, its ranks end all the same.
+    let held = format!("9{tag:05}3");
+    let mut launcher = aar().args(["run", "-n", "2", "sleep", &held]).stderr(Stdio::null()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while sleeps(&held).len() < 2 && start.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(sleeps(&held).len(), 2, "both ranks started");
+    launcher.kill().unwrap();
+    launcher.wait().unwrap();
+    // Its job folder, which it could not remove (the next aar run would, and say so).
+    let _ = std::fs::remove_dir_all(format!("/dev/shm/aar-job-{}", launcher.id()));
+    assert_eq!(gone_within_10_s(&held), [], "ranks outlived their launcher");
 }

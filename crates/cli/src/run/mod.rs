@@ -13,9 +13,10 @@
 //!   PMI_Abort, exits non-zero or dies by a signal ends the job: one message says which rank and
 //!   what happened, the other ranks get SIGTERM, then SIGKILL after [`GRACE`], and the job exits
 //!   with that rank's code (128 + the signal for a signal). SIGINT, SIGTERM or SIGHUP to `aar run`
-//!   is forwarded to the ranks the same way ([`signals`]). Whatever the end, the job folder is
-//!   removed after the last rank ended; folders that launchers killed by SIGKILL left behind are
-//!   removed by the next `aar run`.
+//!   is forwarded to the ranks the same way ([`signals`]). Processes the ranks leave running end
+//!   with the job (the launcher is their subreaper), and ranks end with a launcher killed by
+//!   SIGKILL. Whatever the end, the job folder is removed after the last rank ended; folders that
+//!   launchers killed by SIGKILL left behind are removed by the next `aar run`.
 //!
 //! Ranks share the launcher's stdout and stderr; rank 0 gets its stdin, the others /dev/null.
 
@@ -44,7 +45,7 @@ const MAX_RANKS: u32 = 4096;
 #[command(after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job (its \
 PMI_Abort code, its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
 ended while others wait in PMI_Barrier, 2 for bad arguments, 127 when a rank cannot be started. Ranks that do not \
-end within 3 s of SIGTERM get SIGKILL.")]
+end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job.")]
 pub struct RunArgs {
     /// How many ranks (processes) to start
     #[arg(short = 'n', long = "ranks", value_name = "N", default_value_t = 1,
@@ -90,10 +91,81 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_CANNOT_START;
         }
     };
+    // Processes the ranks start and leave behind become this launcher's children, not init's:
+    // they are ended with the job, as a job step's are, instead of holding its output open.
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
     let mut sup = Supervisor::new(&job, signals);
     sup.start(&job, &program, &args.command);
-    sup.supervise()
+    let code = sup.supervise();
+    end_leftovers();
+    code
     // `job` drops here: the job folder goes, after the last rank ended.
+}
+
+/// The processes the ranks left running (this launcher's children once the ranks ended, as
+/// their subreaper): SIGTERM, SIGKILL after [`GRACE`], and reaped; one that a SIGKILL does not
+/// end within another [`GRACE`] (stuck in the kernel) is left, said.
+fn end_leftovers() {
+    let left = reap_orphans(&[]);
+    if left.is_empty() {
+        return;
+    }
+    eprintln!(
+        "aar run: the ranks left {} running (pids {left:?}): SIGTERM, then SIGKILL after {} s, as at the end of a \
+         job step.",
+        if left.len() == 1 { "1 process".to_string() } else { format!("{} processes", left.len()) },
+        GRACE.as_secs()
+    );
+    let send = |pids: &[libc::pid_t], sig| {
+        for &pid in pids {
+            // SAFETY: kill only sends a signal; pid is a child of this process not yet reaped.
+            unsafe { libc::kill(pid, sig) };
+        }
+    };
+    send(&left, libc::SIGTERM);
+    let started = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let left = reap_orphans(&[]);
+        if left.is_empty() {
+            return;
+        }
+        if started.elapsed() >= GRACE * 2 {
+            eprintln!("aar run: processes {left:?} did not end after SIGKILL: left running.");
+            return;
+        }
+        if started.elapsed() >= GRACE {
+            send(&left, libc::SIGKILL);
+        }
+    }
+}
+
+/// Reap this process's children that ended, but `ranks` (their statuses are the supervisor's);
+/// those still running.
+fn reap_orphans(ranks: &[libc::pid_t]) -> Vec<libc::pid_t> {
+    children()
+        .into_iter()
+        .filter(|pid| !ranks.contains(pid))
+        // SAFETY: waitpid with WNOHANG on one child of this process.
+        .filter(|&pid| unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } == 0)
+        .collect()
+}
+
+/// This process's children, from /proc.
+fn children() -> Vec<libc::pid_t> {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            // The parent is the 4th field of /proc/PID/stat, after the name in parentheses.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().nth(1).map(str::to_string)))
+                .flatten()
+                .is_some_and(|ppid| ppid == me)
+        })
+        .collect()
 }
 
 /// One started rank: its process, the launcher's end of its PMI socket, and its exit.
@@ -115,8 +187,9 @@ struct Supervisor {
     signals: SignalPipe,
     /// The job's exit status once something ended it.
     ending: Option<i32>,
-    /// When the ranks still running get SIGKILL.
+    /// When the ranks still running get SIGKILL, and the signal they got before.
     kill_at: Option<Instant>,
+    sent: libc::c_int,
     killed: bool,
 }
 
@@ -129,6 +202,7 @@ impl Supervisor {
             signals,
             ending: None,
             kill_at: None,
+            sent: libc::SIGTERM,
             killed: false,
         }
     }
@@ -163,13 +237,16 @@ impl Supervisor {
         if rank != 0 {
             cmd.stdin(Stdio::null());
         }
-        // SAFETY: between fork and exec the closure calls only fcntl (async-signal-safe), to let
-        // the rank's end of its PMI socket survive exec; every other descriptor stays close-on-exec.
+        // SAFETY: between fork and exec the closure calls only fcntl and prctl (async-signal-safe),
+        // to let the rank's end of its PMI socket survive exec (every other descriptor stays
+        // close-on-exec) and to end the rank with the launcher.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // A launcher killed by SIGKILL (no handler runs) takes its ranks with it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 Ok(())
             });
         }
@@ -224,10 +301,16 @@ impl Supervisor {
     fn supervise(mut self) -> i32 {
         while !self.running().is_empty() {
             self.wait_for_events();
-            for sig in self.signals.drain() {
+            let arrived = self.signals.drain();
+            for &sig in &arrived {
                 if signals::ENDING.contains(&sig) {
                     self.on_launcher_signal(sig);
                 }
+            }
+            if arrived.contains(&libc::SIGCHLD) {
+                // Processes the ranks left behind that ended: no zombies for the job's length.
+                let ranks: Vec<libc::pid_t> = self.ranks.iter().map(|r| r.child.id() as libc::pid_t).collect();
+                reap_orphans(&ranks);
             }
             for r in 0..self.ranks.len() {
                 self.serve(r);
@@ -237,7 +320,11 @@ impl Supervisor {
             if self.kill_at.is_some_and(|t| Instant::now() >= t) && !self.killed {
                 let late = self.running();
                 if !late.is_empty() {
-                    eprintln!("aar run: ranks {late:?} did not end within {} s of SIGTERM: SIGKILL.", GRACE.as_secs());
+                    eprintln!(
+                        "aar run: ranks {late:?} did not end within {} s of {}: SIGKILL.",
+                        GRACE.as_secs(),
+                        signals::name(self.sent)
+                    );
                     self.signal_running(libc::SIGKILL);
                 }
                 self.killed = true;
@@ -276,10 +363,12 @@ impl Supervisor {
         }
         let n = self.running().len();
         eprintln!(
-            "aar run: got {name}: forwarded to the {n} ranks still running; the job ends with exit code {}.",
+            "aar run: got {name}: forwarded to the {n} {} still running; the job ends with exit code {}.",
+            if n == 1 { "rank" } else { "ranks" },
             128 + sig
         );
         self.signal_running(sig);
+        self.sent = sig;
         self.ending = Some(128 + sig);
         self.kill_at = Some(Instant::now() + GRACE);
     }
@@ -331,7 +420,14 @@ impl Supervisor {
             }
             Outcome::Abort(code) => {
                 let pid = self.ranks[r].child.id();
-                self.end(code, Some(r), format!("rank {r} (pid {pid}) called PMI_Abort with exit code {code}"));
+                // As exit() would give it: the code's low byte.
+                let status = code & 0xff;
+                let shown = if status == code { String::new() } else { format!(" (exit status {status})") };
+                self.end(
+                    status,
+                    Some(r),
+                    format!("rank {r} (pid {pid}) called PMI_Abort with exit code {code}{shown}"),
+                );
             }
         }
     }
