@@ -218,6 +218,12 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
         (vec!["run", "--kim", "4,8,4"], "--kim", "p,a,h,g"),
         (vec!["run", "--kim", "4,8,1,40"], "--kim", "at most 9 groups"),
         (vec!["run", "--iterations", "0"], "--iterations", "0"),
+        // Bounded: each iteration is kept in memory, and cycle counts must not overflow.
+        (vec!["run", "--iterations", "4294967295"], "--iterations", "1..=100000"),
+        (vec!["run", "--warmup-iterations", "100001"], "--warmup-iterations", "0..=100000"),
+        (vec!["sweep", "--seeds", "18446744073709551614"], "--seeds", "1..=100000"),
+        (vec!["synth", "--measure", "18446744073709549616"], "--measure", "1..=1000000000"),
+        (vec!["synth", "--warmup", "18446744073709551615"], "--warmup", "0..=1000000000"),
         (vec!["synth", "--loads", "0.5,2"], "--loads", "LOAD in [0, 1]"),
         (vec!["synth", "--pattern", "tornado"], "--pattern", "ur (uniform) or wc"),
         (vec!["synth", "--mode", "FASTEST"], "--mode", "ADAPTIVE0..ADAPTIVE3"),

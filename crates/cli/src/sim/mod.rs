@@ -69,8 +69,8 @@ enum SimCmd {
     Sweep {
         #[command(flatten)]
         exp: ExpOpts,
-        /// seeds 1..=N
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+        /// seeds 1..=N (at most 100000)
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         seeds: u64,
         /// message sizes replacing the workload's (e.g. 8,64K,4MiB)
         #[arg(long, value_delimiter = ',')]
@@ -93,11 +93,11 @@ enum SimCmd {
         /// offered loads in [0, 1], flits per NIC cycle per node (1 = the injection bandwidth)
         #[arg(long, default_value = "0.1,0.3,0.5,0.7,0.9", value_delimiter = ',')]
         loads: Vec<Load>,
-        /// NIC cycles before measuring
-        #[arg(long, default_value_t = 2000)]
+        /// NIC cycles before measuring (at most 10^9: 1.25 s of the NIC's clock)
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(..=1_000_000_000))]
         warmup: u64,
-        /// NIC cycles measured
-        #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+        /// NIC cycles measured (at most 10^9)
+        #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
         measure: u64,
         #[arg(long, default_value_t = 1)]
         seed: u64,

@@ -11,6 +11,9 @@ use aar_sim::topology::{KimShape, TopoSpec, ARIES_MAX_GLOBAL_PER_ROUTER};
 use aar_sim::workload::{Placement, Workload};
 use clap::Args;
 
+/// Most iterations of a run: each keeps about 1 KB per rank until the end (a million took 930 MB).
+const MAX_ITERATIONS: u32 = 100_000;
+
 #[derive(Args, Clone)]
 pub struct NetOpts {
     /// Aries-like groups (ignored with --kim)
@@ -70,9 +73,10 @@ pub struct ExpOpts {
         shuffled[:SEED] (randomized blocks, each holding every policy once), the A/B schedule of libaar.so (AAR_AB_ORDER)"
     )]
     order: AbOrder,
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    /// iterations measured (each keeps about 1 KB per rank until the end: at most 100000)
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ITERATIONS)))]
     iterations: u32,
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(..=i64::from(MAX_ITERATIONS)))]
     warmup_iterations: u32,
     /// decisions per counter window of the ranks' engines, as libaar.so's AAR_WINDOW (1: a read
     /// after every decision, the paper's schedule); default: libaar.so's default
