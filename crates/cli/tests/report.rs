@@ -673,17 +673,17 @@ fn mentions(err: &str, file: &Path) -> usize {
 fn hostile_files_get_one_warning_each_and_the_rest_is_reported() {
     let folder = tmp("hostile");
     let dir = folder.path();
-    generate(dir, "h", 2, 20, &["A", "B"], &[1.0, 1.1], 3);
+    generate(dir, "h", 3, 20, &["A", "B"], &[1.0, 1.1], 3);
     let named = |n: &str| dir.join(format!("{n}.iterations.jsonl"));
     let mut bad = Vec::new();
-    // Rank 2, killed at its time limit: the last line is cut.
+    // Rank 2, killed at its time limit: the last line is cut (in place of the one generated).
     let mut text = Vec::new();
     write_line(&mut text, &header("h", 2, 3, &["A", "B"])).unwrap();
     for i in 0..20 {
         write_line(&mut text, &row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).unwrap();
     }
     text.extend_from_slice(br#"{"i":20,"policy":"A","start_"#);
-    let truncated = named("truncated");
+    let truncated = record_path(dir, "h", 2);
     std::fs::write(&truncated, &text).unwrap();
     for (name, content) in [
         ("empty", Vec::new()),
@@ -717,7 +717,7 @@ fn hostile_files_get_one_warning_each_and_the_rest_is_reported() {
     for p in bad.iter().chain([&truncated]) {
         assert_eq!(mentions(&err, p), 1, "{}:\n{err}", p.display());
     }
-    let cut = err.lines().find(|l| l.contains("truncated.iterations")).unwrap();
+    let cut = err.lines().find(|l| l.contains(truncated.to_str().unwrap())).unwrap();
     assert!(cut.contains("cut short") && cut.contains("the other 20 rows used"), "{cut}");
     assert!(err.lines().find(|l| l.contains("version.iterations")).unwrap().contains("aar-iterations/2"));
     assert!(err.lines().find(|l| l.contains("headeronly.iterations")).unwrap().contains("no iteration rows"));
@@ -1086,11 +1086,16 @@ fn inputs_and_outputs_it_cannot_use_are_said() {
     assert!(err.contains(&format!("{}: not a whole summary record", cut.display())), "{err}");
     assert!(err.contains("rank 1's health is not checked"), "{err}");
     std::fs::remove_file(&cut).unwrap();
+    // A --skip past every iteration: said as such, and no summary stands in for the comparison.
+    let o = run(&[iterations.to_str().unwrap(), "--skip", "1000"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--skip 1000 leaves out every one of its iterations (20 rows)"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("usable rows") && stdout(&o).is_empty(), "{}", stderr(&o));
     // A full disk under `aar report DIR > FILE`: said, and exit 1.
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
     let o = aar().arg("report").arg(&iterations).stdout(Stdio::from(full)).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("the report could not be written to the standard output"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the output could not be written to the standard output"), "{}", stderr(&o));
     // A reader that goes away early is not an error.
     let mut child = aar().arg("report").arg(&iterations).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     drop(child.stdout.take());

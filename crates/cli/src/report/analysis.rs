@@ -314,6 +314,14 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     let name = e.name.escape_debug().to_string();
     let mut warn = |text: String| super::read::warn(warnings, format!("experiment \"{name}\": {text}"));
     let ranks_used = e.ranks.iter().filter(|r| r.rows > 0).count();
+    if ranks_used == 0 && e.warmup_rows > 0 {
+        warn(format!(
+            "--skip {} leaves out every one of its iterations ({}): not reported. Give a smaller --skip",
+            s.skip,
+            count(e.warmup_rows, "row", "rows")
+        ));
+        return None;
+    }
     if let Some(n) = e.header.nranks {
         if (n as usize) > ranks_used {
             let have: std::collections::HashSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();

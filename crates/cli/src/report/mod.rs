@@ -211,6 +211,15 @@ pub fn run(args: ReportArgs) -> i32 {
     }
     let inputs: Vec<String> = args.inputs.iter().map(|p| p.display().to_string()).collect();
     if experiments.is_empty() {
+        if !data.experiments.is_empty() {
+            // Iteration records were read, and none had a usable iteration (said above): the
+            // summary records cannot stand in for the comparison asked for.
+            eprintln!(
+                "aar: nothing to report: the iteration records in {} have no usable iterations (see above)",
+                inputs.join(" ")
+            );
+            return EXIT_FAILED;
+        }
         if let Some(code) = report_jobs(&args, warnings) {
             return code;
         }
