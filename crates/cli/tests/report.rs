@@ -1126,3 +1126,27 @@ fn inputs_and_outputs_it_cannot_use_are_said() {
         assert!(stderr(&o).contains("no usable TrueType font") && svg.exists(), "{font:?}: {}", stderr(&o));
     }
 }
+
+/// Text a record carries (a rank's kept messages, the policy at exit, mode names) reaches the
+/// terminal with its control characters shown as `?`: no escape sequence, no forged line.
+#[test]
+fn text_from_records_cannot_drive_the_terminal() {
+    let folder = tmp("escapes");
+    let dir = folder.path();
+    let esc = "\u{1b}[2J\u{1b}[31mred\nforged line";
+    let summary = |rank: u32, messages: Vec<&str>| {
+        serde_json::json!({
+            "format": "aar-record/2", "job_id": "7", "rank": rank, "pid": 10 + rank, "host": "h",
+            "policy_at_exit": esc, "modes": { esc: { "messages": 1, "bytes": 8 } }, "messages": messages,
+        })
+    };
+    std::fs::write(dir.join("aar.7.0.10.json"), summary(0, vec![]).to_string()).unwrap();
+    std::fs::write(dir.join("aar.7.1.11.json"), summary(1, vec![esc]).to_string()).unwrap();
+    let o = run(&[dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for text in [stdout(&o), stderr(&o)] {
+        assert!(!text.contains('\u{1b}') && !text.contains("\nforged line"), "{text:?}");
+    }
+    assert!(stdout(&o).contains("?[2J?[31mred?forged line"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("kept a warning that rank 0 did not print"), "{}", stderr(&o));
+}

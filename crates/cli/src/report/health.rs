@@ -10,6 +10,7 @@
 //! a summary record (killed, `_exit`, or written by the simulator) is not looked at. Summary
 //! records are small (a few KiB) and read in parallel.
 
+use super::output::clean_to;
 use aar_engine::Policy;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -24,6 +25,17 @@ pub const FAILED_READ_SHARE: f64 = 0.01;
 const MAX_SUMMARY_BYTES: u64 = 4 << 20;
 /// Ranks named in a warning; the others are counted.
 const RANKS_NAMED: usize = 8;
+
+/// Text from a record quoted in a warning: control characters (a terminal's escape sequences, a
+/// newline that would forge a line) shown as `?`, and at most this many characters.
+const MAX_QUOTED: usize = 400;
+
+fn quoted(text: &str) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    clean_to(text, MAX_QUOTED)
+}
 /// Distinct warnings of other ranks than rank 0 quoted; the others are counted.
 const UNPRINTED_SHOWN: usize = 3;
 
@@ -92,7 +104,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
     Problems {
         internal_errors: n("/internal_errors"),
         counters: (automatic && counters_failed).then(|| match rec.pointer("/counters/unavailable_because") {
-            Some(Value::String(why)) => why.clone(),
+            Some(Value::String(why)) => quoted(why),
             _ if gave_way > 0 => format!(
                 "the counters stepped aside {gave_way} {} for the program's own PAPI measurement, and counted again after",
                 if gave_way == 1 { "time" } else { "times" }
@@ -100,7 +112,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             _ => String::new(),
         }),
         dmapp: dmapp_stopped
-            .then(|| rec.pointer("/dmapp/stopped_because").and_then(Value::as_str).unwrap_or("").to_string()),
+            .then(|| quoted(rec.pointer("/dmapp/stopped_because").and_then(Value::as_str).unwrap_or(""))),
         undecided: (crossings > 0 && undecided as f64 > UNDECIDED_SHARE * crossings as f64)
             .then_some((undecided, crossings)),
         messages: rec["messages"]
@@ -108,7 +120,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .map(String::from)
+            .map(quoted)
             .collect(),
         rows_capped: Some(n("/ab/iterations")).filter(|&ended| ended > aar_record::MAX_ROWS),
         failed_reads: {

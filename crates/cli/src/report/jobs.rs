@@ -5,7 +5,7 @@
 //! reads, and what [`super::health`] finds in them.
 
 use super::health;
-use super::output::{count, fmt_bytes, render};
+use super::output::{clean, count, fmt_bytes, render};
 use super::read::walk;
 use aar_record::{ITERATIONS_SUFFIX, SUMMARY_SUFFIX};
 use aar_sim::record::RANK_SUFFIX;
@@ -221,7 +221,7 @@ pub fn table(jobs: &[Job]) -> String {
         if k > 0 {
             out.push('\n');
         }
-        let policies: Vec<String> = job.policies.iter().map(|(p, n)| format!("{p} ({n})")).collect();
+        let policies: Vec<String> = job.policies.iter().map(|(p, n)| format!("{} ({n})", clean(p))).collect();
         let ranks = match (job.ranks.first(), job.ranks.last()) {
             (Some(a), Some(b)) if a == b => format!(", rank {a}"),
             (Some(a), Some(b)) => format!(", ranks {a}-{b} ({} of them)", job.ranks.len()),
@@ -240,7 +240,7 @@ pub fn table(jobs: &[Job]) -> String {
             .iter()
             .map(|(mode, t)| {
                 let share = if total == 0 { 0.0 } else { 100.0 * t.bytes as f64 / total as f64 };
-                vec![mode.clone(), t.messages.to_string(), fmt_bytes(t.bytes), format!("{share:.1} %")]
+                vec![clean(mode), t.messages.to_string(), fmt_bytes(t.bytes), format!("{share:.1} %")]
             })
             .collect();
         let header = ["routing mode", "messages", "bytes", "share of bytes"].map(String::from);
