@@ -282,6 +282,10 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
         );
         if d.counter_reads == 0 && d.counters_library.is_none() {
             line += " (no counters)";
+        } else if d.counter_read_failures > 0 {
+            // Reads that failed were tried again at the next decision (a warning says when they
+            // were given up); said here too, as `aar report` says it.
+            line += &format!(" ({} failed)", d.counter_read_failures);
         }
     }
     match record {

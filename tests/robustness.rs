@@ -332,6 +332,9 @@ fn a_read_that_fails_is_tried_again_and_three_in_a_row_give_the_counters_up() {
         r.assert_ok();
         let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
         assert!(w.is_empty(), "{name}: {w:?}");
+        // The summary line at exit says them, where no warning did.
+        let summary = r.aar_lines().into_iter().find(|l| l.starts_with("aar: policy")).unwrap();
+        assert!(summary.contains(&format!(" counter reads ({failures} failed)")), "{name}: {summary}");
         let rec = &r.records()[0];
         let counters = &rec["counters"];
         assert_eq!(counters["read_failures"], failures, "{name}: {counters}");
