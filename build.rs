@@ -22,6 +22,9 @@ fn main() {
     println!("cargo:rustc-env=AAR_GIT_REVISION={rev}{}", if dirty { "-dirty" } else { "" });
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/index");
+    // Its own name as its soname: a program linked with -laar (the Fortran markers, the C API
+    // without weak declarations) finds its dependency in the copy LD_PRELOAD already loaded.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libaar.so");
 
     // The DMAPP routing table (src/settings.rs reads these two at compile time).
     let var = |k: &str| std::env::var(k).ok();

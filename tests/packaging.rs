@@ -85,3 +85,94 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
         assert!(stderr.contains("aar: policy auto"), "{flavour}: summary line: {stderr}");
     }
 }
+
+/// Install into `prefix`; the install's output.
+fn install(prefix: &std::path::Path, cwd: &std::path::Path) -> std::process::Output {
+    Command::new(root().join("scripts/install"))
+        .arg(prefix)
+        .current_dir(cwd)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap()
+}
+
+/// The module among the others a user loads and in the environments users have: another module
+/// adding to LD_PRELOAD (with ':', as modules do) is neither lost nor left holding libaar.so
+/// after unload or purge; a `'` in $SCRATCH is a folder name, not shell code; an empty $SCRATCH
+/// is unset; a program linked with -laar (pkg-config aar) runs with the module loaded and
+/// without it. And install refuses a prefix LD_PRELOAD cannot carry, and takes a relative one
+/// from where it was given.
+#[test]
+fn the_module_lives_with_other_modules_and_odd_environments() {
+    let dir = scratch("packaging-odd");
+    for bad in ["with space", "colon:ed", "R&D", "it's"] {
+        let out = install(&dir.join(bad).join("0.1"), &dir);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was installed"), "{bad}");
+        assert!(!dir.join(bad).exists(), "{bad}");
+    }
+    let out = install(std::path::Path::new("rel/prefix"), &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let prefix = dir.join("rel/prefix");
+    assert!(prefix.join("lib/libaar.so").exists(), "a relative prefix is taken from where install ran");
+    let tool = dir.join("mf/tool");
+    std::fs::create_dir_all(&tool).unwrap();
+    std::fs::write(tool.join("1.0.lua"), "prepend_path(\"LD_PRELOAD\", \"/opt/tool/libtool.so\")\n").unwrap();
+    std::fs::write(
+        dir.join("capi.c"),
+        "#include <aar.h>\n#include <stdio.h>\nint main(void) { printf(\"version=%s\\n\", aar_version()); return 0; }\n",
+    )
+    .unwrap();
+    let lib = prefix.join("lib/libaar.so");
+    for flavour in ["lmod", "tcl"] {
+        let quoted = dir.join(format!("q'{flavour};touch pwned;'"));
+        let script = format!(
+            "source {LMOD_INIT}\n\
+             module use {prefix}/modulefiles/{flavour}\n\
+             module use {mf}\n\
+             module load aar tool; module unload aar; echo \"A=[$LD_PRELOAD]\"\n\
+             module purge; echo \"B=[$LD_PRELOAD]\"\n\
+             module load tool aar; echo \"C=[$LD_PRELOAD]\"; module purge; echo \"D=[$LD_PRELOAD]\"\n\
+             export SCRATCH=\"{quoted}\"; module load aar || exit 3\n\
+             echo \"E=$AAR_OUTPUT_DIR\"; test -d \"$AAR_OUTPUT_DIR\" && echo made\n\
+             module purge; export SCRATCH=; module load aar; echo \"F=$AAR_OUTPUT_DIR\"\n\
+             cd {dir} && cc capi.c $(pkg-config --cflags --libs aar) -o capi-{flavour} || exit 4\n\
+             ./capi-{flavour} || exit 5\n\
+             module purge; ./capi-{flavour} || exit 6\n",
+            prefix = prefix.display(),
+            mf = dir.join("mf").display(),
+            quoted = quoted.display(),
+            dir = dir.display(),
+        );
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(&dir)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{flavour}: {stdout}\n{stderr}");
+        let lib = lib.display();
+        for want in [
+            "A=[/opt/tool/libtool.so]".to_string(),
+            "B=[]".to_string(),
+            format!("C=[{lib}:/opt/tool/libtool.so]"),
+            "D=[]".to_string(),
+            format!("E={}/aar-records\nmade", quoted.display()),
+            format!("F={}/aar-records", dir.display()),
+        ] {
+            assert!(stdout.contains(&want), "{flavour}: no {want:?} in:\n{stdout}\n{stderr}");
+        }
+        assert!(!dir.join("pwned").exists(), "{flavour}: $SCRATCH ran as shell code");
+        assert_eq!(
+            stdout.matches("version=").count(),
+            2,
+            "{flavour}: -laar runs with and without the module: {stdout}"
+        );
+    }
+}
