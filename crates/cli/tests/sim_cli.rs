@@ -405,3 +405,18 @@ fn a_stdout_that_cannot_be_written_is_said_and_the_records_are_kept() {
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A second run of the same scenario into the same folder (other policies, other iterations: the
+/// experiment id names neither) replaces the first one's records, and says so.
+#[test]
+fn records_of_an_earlier_run_that_are_replaced_are_said() {
+    let dir = temp_dir("replace");
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = sim(&[&["run", "--out", d, "--policy", "ADAPTIVE0"][..], &SMALL[..]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("replacing"), "{err}");
+    let (code, _, err) = sim(&[&["run", "--out", d, "--policy", "ADAPTIVE3"][..], &SMALL[..]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("replacing records that an earlier run wrote there").count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,6 +7,7 @@ use aar_stats::summarize;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Writes `path` whole or not at all: the text goes to `NAME.XXXXXX.partial` beside it, which is
 /// renamed to `path` once written (readable by others as `std::fs::write` would make it).
@@ -32,6 +33,19 @@ pub fn write_atomic(path: &Path, text: impl AsRef<[u8]>) -> Result<(), String> {
 /// Per rank: the iteration record (aar-iterations/1) and the simulator's summary.
 pub fn write_records(dir: &Path, r: &ExperimentResult) -> Result<(), String> {
     let command_line: Vec<String> = std::env::args().collect();
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if let Some(rec) = r.records.iter().find(|rec| dir.join(rec.iterations_file_name()).exists()) {
+        // The experiment id names the scenario, not the policies or the iterations: an earlier
+        // run of it with others would be lost without a word. Said once per command (a sweep).
+        if !SAID.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "aar: {}: replacing records that an earlier run wrote there (first: experiment {}); give each run \
+                 its own --out folder to keep both",
+                dir.display(),
+                rec.experiment
+            );
+        }
+    }
     for rec in &r.records {
         write_atomic(&dir.join(rec.iterations_file_name()), rec.iterations_jsonl(&command_line))?;
         write_atomic(&dir.join(rec.summary_file_name()), rec.summary_json())?;
