@@ -1150,3 +1150,20 @@ fn text_from_records_cannot_drive_the_terminal() {
     assert!(stdout(&o).contains("?[2J?[31mred?forged line"), "{}", stdout(&o));
     assert!(stderr(&o).contains("kept a warning that rank 0 did not print"), "{}", stderr(&o));
 }
+
+/// `--pool` says which of the policies or the mode columns kept an experiment out.
+#[test]
+fn pool_names_what_differs() {
+    let folder = tmp("pool-modes");
+    let dir = folder.path();
+    let policies = ["A", "B"];
+    generate(dir, "job0", 2, 20, &policies, &[1.0, 1.0], 1);
+    generate(dir, "job1", 2, 20, &policies, &[1.0, 1.0], 2);
+    let mut h = header("sim", 0, 1, &policies);
+    h.modes = vec!["UGAL".into(), "ADAPTIVE3".into()];
+    write_record(dir, &h, &(0..20).map(|i| row(i, policies[i as usize % 2], 0, 1_000_000, None)).collect::<Vec<_>>());
+    let err = stderr(&run(&[dir.to_str().unwrap(), "--pool"]));
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("--pool: experiment \"sim\"")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("has the mode columns UGAL,ADAPTIVE3 where \"job0\" has ADAPTIVE0,ADAPTIVE3"), "{err}");
+}

@@ -366,14 +366,20 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     let first = es.iter().find(|e| alike_count(e) == most)?;
     let (same, other): (Vec<&ExperimentData>, Vec<&ExperimentData>) = es.iter().partition(|e| alike(e, first));
     for e in other {
+        // Whichever differs: the policies, else the routing modes the records count.
+        let (what, mine, theirs) = if e.policies != first.policies {
+            ("policies", e.policies.join(","), first.policies.join(","))
+        } else {
+            ("mode columns", e.modes.join(","), first.modes.join(","))
+        };
         super::read::warn(
             warnings,
             format!(
-                "--pool: experiment \"{}\" has the policies {} where \"{}\" has {}: not pooled",
+                "--pool: experiment \"{}\" has the {what} {} where \"{}\" has {}: not pooled",
                 e.name.escape_debug(),
-                e.policies.join(","),
+                super::output::clean_to(&mine, 200),
                 first.name.escape_debug(),
-                first.policies.join(",")
+                super::output::clean_to(&theirs, 200)
             ),
         );
     }
