@@ -137,9 +137,10 @@ enum ArgError {
     #[error("{e}; nothing was checked. {fix}", e = .0, fix = .0.fix())]
     Program(#[from] crate::program::ProgramError),
     #[error(
-        "--lib {}: no such file; nothing was checked. Give the path of a libaar.so (e.g. \
+        "--lib {}: {}; nothing was checked. Give the path of a libaar.so (e.g. \
          $AAR_ROOT/lib/libaar.so after module load aar).",
-        .0.display()
+        .0.display(),
+        if .0.is_dir() { "a folder, not a file" } else { "no such file" }
     )]
     NoSuchLib(PathBuf),
 }

@@ -739,6 +739,9 @@ fn bad_arguments_exit_2_and_name_the_input() {
     let r = doctor(&["--lib", "/no/such/libaar.so"], &[]);
     r.expect_code(2);
     assert!(r.stderr.contains("--lib /no/such/libaar.so: no such file"), "{}", r.stderr);
+    let r = doctor(&["--lib", "/tmp"], &[]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("--lib /tmp: a folder, not a file"), "{}", r.stderr);
     let r = doctor(&["--no-such-option"], &[]);
     r.expect_code(2);
 }
