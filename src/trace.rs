@@ -37,9 +37,11 @@ pub struct Line {
     pub dmapp_table: Option<&'static str>,
 }
 
-/// Expand `%r` (rank, or `norank`), `%p` (pid) and `%%` in a path pattern.
-pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> String {
+/// Expand `%r` (rank, or `norank`), `%p` (pid) and `%%` in a path pattern; any other `%x` is
+/// kept as written, and the first such is returned too (to be said).
+pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> (String, Option<String>) {
     let mut out = String::with_capacity(pattern.len() + 8);
+    let mut unknown = None;
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
         if c != '%' {
@@ -53,11 +55,12 @@ pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> String {
             Some(other) => {
                 out.push('%');
                 out.push(other);
+                unknown.get_or_insert_with(|| format!("%{other}"));
             }
             None => out.push('%'),
         }
     }
-    out
+    (out, unknown)
 }
 
 /// The trace file of this process, if tracing.
@@ -113,7 +116,17 @@ impl TraceFile {
     /// Open the trace, to take at most `max` bytes; `true` if tracing is on.
     pub fn open(&self, pattern: Option<&str>, max: u64) -> bool {
         let Some(pattern) = pattern else { return false };
-        let path = expand(pattern, job::rank(), sys::pid());
+        let (path, unknown) = expand(pattern, job::rank(), sys::pid());
+        // Said once: a fork child that opens its own trace inherits the flag.
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if let Some(u) = unknown.filter(|_| !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)) {
+            diag::warn(&format!(
+                "AAR_TRACE=\"{}\": {} is not one of %r (the rank), %p (the pid) or %% (a %): kept as written. \
+                 Write %% for a %.",
+                pattern.escape_debug(),
+                u.escape_debug()
+            ));
+        }
         match sys::create_new(&path) {
             Ok(f) => {
                 match self.0.try_lock_for(Duration::from_secs(1)) {
@@ -231,8 +244,8 @@ mod tests {
 
     #[test]
     fn patterns() {
-        assert_eq!(expand("/x/t.%r.%p.jsonl", Some(3), 42), "/x/t.3.42.jsonl");
-        assert_eq!(expand("t%%r%", None, 1), "t%r%");
-        assert_eq!(expand("%r-%q", None, 1), "norank-%q");
+        assert_eq!(expand("/x/t.%r.%p.jsonl", Some(3), 42), ("/x/t.3.42.jsonl".into(), None));
+        assert_eq!(expand("t%%r%", None, 1), ("t%r%".into(), None));
+        assert_eq!(expand("%r-%q.%z", None, 1), ("norank-%q.%z".into(), Some("%q".into())));
     }
 }

@@ -280,6 +280,28 @@ fn the_trace_stops_whole_at_its_cap_and_routing_goes_on() {
     assert_eq!(rec["settings"]["trace_max"], 4096);
 }
 
+/// A `%` the trace pattern does not know is kept as written, and said once.
+#[test]
+fn an_unknown_escape_in_the_trace_pattern_is_kept_and_said() {
+    let launch = Launch::driver("trace-escape", "rdma 65536 2 0 fork 1");
+    let pattern = launch.dir.join("t.%p.%q").display().to_string();
+    let r = launch.env("AAR_TRACE", &pattern).env("AAR_SUMMARY", "0").run();
+    r.assert_ok();
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("AAR_TRACE=")).collect();
+    assert_eq!(said.len(), 1, "once, though the fork child opens a trace too: {}", r.stderr);
+    assert!(
+        said[0].contains("%q is not one of %r (the rank), %p (the pid) or %% (a %): kept as written"),
+        "{}",
+        said[0]
+    );
+    let traces: Vec<String> = std::fs::read_dir(&r.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("t.") && n.ends_with(".%q"))
+        .collect();
+    assert_eq!(traces.len(), 2, "the parent's and the child's: {traces:?}");
+}
+
 #[test]
 fn an_existing_trace_file_is_never_overwritten_nor_a_symlink_followed() {
     let launch = Launch::driver("trace-exists", "fma 64 3 0");
