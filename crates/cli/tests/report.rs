@@ -1167,3 +1167,20 @@ fn pool_names_what_differs() {
     assert_eq!(said.len(), 1, "{err}");
     assert!(said[0].contains("has the mode columns UGAL,ADAPTIVE3 where \"job0\" has ADAPTIVE0,ADAPTIVE3"), "{err}");
 }
+
+/// A summary record renamed and named on the command line is read as one, without a warning
+/// that it was skipped as an iteration record.
+#[test]
+fn a_renamed_summary_record_is_read_as_one() {
+    let folder = tmp("renamed");
+    let path = folder.path().join("rank0.json");
+    let rec = serde_json::json!({
+        "format": "aar-record/2", "job_id": "8", "rank": 0, "pid": 5, "host": "h", "policy_at_exit": "auto",
+        "modes": { "ADAPTIVE3": { "messages": 4, "bytes": 64 } },
+    });
+    std::fs::write(&path, rec.to_string()).unwrap();
+    let o = run(&[path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("job \"8\": 1 summary record"), "{}", stdout(&o));
+}

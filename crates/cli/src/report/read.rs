@@ -207,8 +207,11 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>, summaries_only: &mut
             }
         };
         if meta.is_file() {
-            // A summary record named on the command line is `jobs`'s to read (and to warn of).
-            if jobs::names_a_summary(input) {
+            // A summary record named on the command line, renamed or not, is `jobs`'s to read
+            // (and to warn of).
+            let renamed_summary =
+                || !input.to_string_lossy().ends_with(ITERATIONS_SUFFIX) && health::read_summary(input).is_ok();
+            if jobs::names_a_summary(input) || renamed_summary() {
                 summaries_only.push(input.clone());
             } else {
                 found.push(input.clone());
