@@ -1184,3 +1184,31 @@ fn a_renamed_summary_record_is_read_as_one() {
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("job \"8\": 1 summary record"), "{}", stdout(&o));
 }
+
+/// Summary records without a job id are summed per program, not all together: runs of different
+/// programs outside a batch job are not one job.
+#[test]
+fn summaries_without_a_job_id_are_summed_per_program() {
+    let folder = tmp("nojob-programs");
+    for (pid, program) in [(1, "/x/pingpong"), (2, "./pingpong"), (3, "/y/smallmsg")] {
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": null, "rank": null, "pid": pid, "host": "h",
+            "command_line": [program, "--iters", "3"], "policy_at_exit": "auto",
+            "modes": { "ADAPTIVE3": { "messages": pid, "bytes": 8 } },
+        });
+        std::fs::write(folder.path().join(format!("aar.nojob.norank.{pid}.json")), rec.to_string()).unwrap();
+    }
+    let j = json_of(&run(&[folder.path().to_str().unwrap(), "--json"]));
+    let jobs: Vec<(String, u64, u64)> = j["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| {
+            let messages = job["modes"]["ADAPTIVE3"]["messages"].as_u64().unwrap();
+            (job["program"].as_str().unwrap().to_string(), job["records"].as_u64().unwrap(), messages)
+        })
+        .collect();
+    assert_eq!(jobs, [("pingpong".to_string(), 2, 3), ("smallmsg".to_string(), 1, 3)]);
+    let text = stdout(&run(&[folder.path().to_str().unwrap()]));
+    assert!(text.contains("records of pingpong without a job id: 2 summary records"), "{text}");
+}

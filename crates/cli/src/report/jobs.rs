@@ -51,6 +51,10 @@ pub struct Job {
     /// The job step (`SLURM_STEP_ID`, the ALPS application id); `null`: none, or a record that
     /// does not say. The steps of a job are summed apart (each may run another policy).
     pub step: Option<String>,
+    /// Without a job id: the program the records are of (such records are summed per program,
+    /// not all together).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     /// Summary records read (a rank run twice, or a forked child, has more than one).
     pub records: u64,
     /// Distinct ranks and hosts (counted in JSON).
@@ -121,9 +125,14 @@ impl Job {
         self.counter_reads = self.counter_reads.saturating_add(o.counter_reads);
     }
 
-    /// "job \"4242\"", "job \"4242\" step \"1\"", or "records without a job id".
+    /// "job \"4242\"", "job \"4242\" step \"1\"", or "records of app without a job id".
     fn name(&self) -> String {
-        let Some(job) = self.job.as_deref() else { return "records without a job id".into() };
+        let Some(job) = self.job.as_deref() else {
+            return match &self.program {
+                Some(p) => format!("records of {} without a job id", clean(p)),
+                None => "records without a job id".into(),
+            };
+        };
         match self.step.as_deref() {
             Some(step) => format!("job \"{}\" step \"{}\"", job.escape_debug(), step.escape_debug()),
             None => format!("job \"{}\"", job.escape_debug()),
@@ -161,7 +170,10 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
             let text = |key: &str| rec[key].as_str().map(str::to_string);
             // A step belongs to a job: without a job id it tells nothing apart.
             let (job_id, step) = (text("job_id"), text("step"));
-            let mut job = Job { step: job_id.as_ref().and(step), job: job_id, ..Job::default() };
+            // Without a job id, the program's name tells runs of different programs apart.
+            let program = job_id.is_none().then(|| rec.pointer("/command_line/0").and_then(Value::as_str)).flatten();
+            let program = program.map(|p| Path::new(p).file_name().map_or(p.into(), |n| n.to_string_lossy().into()));
+            let mut job = Job { step: job_id.as_ref().and(step), program, job: job_id, ..Job::default() };
             job.add(&rec);
             let identity = (job.job.clone(), job.step.clone(), rec["rank"].as_u64(), text("host"), rec["pid"].as_u64());
             Ok((job, rank, health::problems(&rec, automatic(&rec)), identity))
@@ -191,12 +203,14 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
     }
     // Per job id and step: the sums, and each rank's problems.
     type Found = Vec<(u32, health::Problems)>;
-    let mut jobs: BTreeMap<(Option<String>, Option<String>), (Job, Found)> = BTreeMap::new();
+    type Key = (Option<String>, Option<String>, Option<String>);
+    let mut jobs: BTreeMap<Key, (Job, Found)> = BTreeMap::new();
     for (part, rank, problems) in parts {
-        let key = (part.job.clone(), part.step.clone());
-        let (job, found) = jobs
-            .entry(key)
-            .or_insert_with(|| (Job { job: part.job.clone(), step: part.step.clone(), ..Job::default() }, Vec::new()));
+        let key = (part.job.clone(), part.step.clone(), part.program.clone());
+        let (job, found) = jobs.entry(key).or_insert_with(|| {
+            let (job, step, program) = (part.job.clone(), part.step.clone(), part.program.clone());
+            (Job { job, step, program, ..Job::default() }, Vec::new())
+        });
         job.merge(part);
         found.push((rank, problems));
     }
