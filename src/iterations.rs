@@ -62,12 +62,16 @@ fn policy_of(i: u64) -> Policy {
 /// Iteration `i` begins (and the one in progress, if any, ends): from a marker or an MPI
 /// boundary.
 pub fn boundary(i: u64) {
-    let previous = ITERATIONS.begin(i);
     let policy = policy_of(i);
+    // The record first, then the iteration: threads at a boundary at once (collectives of
+    // MPI_THREAD_MULTIPLE) each end the iteration the one before them began, under the record's
+    // lock, so that every begun iteration is ended and its row kept.
     let Some(mut record) = record() else {
+        ITERATIONS.begin(i);
         switch(policy);
         return;
     };
+    let previous = ITERATIONS.begin(i);
     let m = marks(&mut record);
     switch(policy);
     if let Some(previous) = previous {
@@ -105,12 +109,14 @@ pub fn api_end() -> Result<(), Refused> {
     if ready()?.ab_boundary != Boundary::Markers {
         return Err(Refused::Invalid);
     }
+    let Some(mut record) = record() else {
+        ITERATIONS.end().ok_or(Refused::Invalid)?;
+        return Ok(());
+    };
     let i = ITERATIONS.end().ok_or(Refused::Invalid)?;
-    if let Some(mut record) = record() {
-        let m = marks(&mut record);
-        record.end(i, &m);
-        record.write_if_due();
-    }
+    let m = marks(&mut record);
+    record.end(i, &m);
+    record.write_if_due();
     Ok(())
 }
 

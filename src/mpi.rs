@@ -279,6 +279,9 @@ fn routes_calls(w: u32) -> bool {
 /// The boundary function as an index into [`MpiFunction::ALL`], or one of these.
 const UNKNOWN: u8 = 0xff;
 const NOT_MPI: u8 = 0xfe;
+/// `AAR_AB_BOUNDARY` is set but names no function (before the settings exist): the library is
+/// initialised at the first wrapped call, so that the setting's warning is said.
+const NOT_A_BOUNDARY: u8 = 0xfd;
 /// From the settings, once they exist.
 static BOUNDARY: AtomicU8 = AtomicU8::new(UNKNOWN);
 static EVERY: AtomicU32 = AtomicU32::new(1);
@@ -318,12 +321,25 @@ fn boundary_code() -> u8 {
     if peeked != UNKNOWN {
         return peeked;
     }
-    let c = match std::env::var("AAR_AB_BOUNDARY").ok().and_then(|v| v.parse::<Boundary>().ok()) {
-        Some(Boundary::Mpi { function, .. }) => code(function),
+    let c = match std::env::var("AAR_AB_BOUNDARY").ok().map(|v| v.parse::<Boundary>()) {
+        Some(Ok(Boundary::Mpi { function, .. })) => code(function),
+        Some(Err(_)) => NOT_A_BOUNDARY,
         _ => NOT_MPI,
     };
     PEEKED.store(c, Ordering::Relaxed);
     c
+}
+
+/// Whether this call of a wrapped function `f` initialises the library though it is not the
+/// boundary: before the settings exist, when `AAR_AB_BOUNDARY` names an MPI function (a
+/// profiling tool preloaded before libaar.so may take every call of it, which start-up names) or
+/// is not a boundary at all (its warning). Without such a setting an MPI program is left alone.
+#[inline]
+fn initialises(f: MpiFunction) -> bool {
+    BOUNDARY.load(Ordering::Acquire) == UNKNOWN && {
+        let c = boundary_code();
+        c != NOT_MPI && c != code(f)
+    }
 }
 
 /// Every N-th call of the boundary function, starting with the first, begins an iteration
@@ -384,10 +400,12 @@ pub fn forward<F: Copy>(c: &Collective, key: [u64; 4], call: impl FnOnce(F) -> c
     } else {
         call(real)
     };
-    if is_boundary(c.function) {
+    if is_boundary(c.function) || initialises(c.function) {
         // A panic must not reach the application; the call has been forwarded already.
         let take = || {
-            init::ensure_init();
+            // Threads at their first boundary at once: each waits for the settings (the A/B
+            // schedule), so that none takes a boundary under the policy before it.
+            init::wait_ready();
             // Still the boundary once the settings are known (not under AAR_DISABLE).
             if is_boundary(c.function) {
                 boundary_call();

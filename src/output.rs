@@ -7,7 +7,7 @@
 //! The exit handler is here, below `init`, which registers it: it only reads the process state.
 
 use crate::rows::Written;
-use crate::settings::Settings;
+use crate::settings::{Boundary, Settings};
 use crate::state::{self, Decider};
 use crate::tally::{self, Api, PerClass, CLASS_NAMES};
 use crate::{attributes, control, diag, job, node, reserve, sys, topology};
@@ -326,6 +326,23 @@ fn write_outputs() {
     state::after_fork_in_child();
     state::TRACE.finish();
     let ended = state::ITERATIONS.ended();
+    if let (Some(_), Boundary::Mpi { function, .. }) = (&settings.ab, settings.ab_boundary) {
+        // (A tool defining the function first was named at start-up already.)
+        if ended == 0
+            && state::ITERATIONS.current() < 0
+            && !state::is_fork_child()
+            && crate::init::boundary_defined_before(function).is_none()
+        {
+            // Said where it shows: otherwise only the summary's "0 iterations" would.
+            diag::warn(&format!(
+                "AAR_AB is set but no iteration was marked: no call of {} reached libaar.so. A Fortran mpi_f08 \
+                 binding or a profiling tool preloaded before libaar.so calls P{} itself; choose a function \
+                 the program calls from C or through `use mpi`, or mark iterations with aar_iteration_begin/end.",
+                function.name(),
+                function.name()
+            ));
+        }
+    }
     // A fork child writes no rows (its buffer holds the parent's).
     let written = match state::is_fork_child() {
         true => None,

@@ -883,3 +883,64 @@ fn mpi_jobs_output_ranks_programs_without_ugni_and_markers_refused_under_an_mpi_
     r.assert_ok();
     assert!(r.stdout.contains("iter begin rc=-1\niter end rc=-1\niter label rc=0"), "{}", r.stdout);
 }
+
+/// Threads that reach the boundary at the same moments (MPI_THREAD_MULTIPLE collectives on
+/// MPI_COMM_SELF), from the first call on, while the library starts up: every iteration begun
+/// is ended and keeps its row, each under its own scheduled policy (rows were lost when one
+/// thread ended an iteration another had not yet begun in the record, and the first ones took
+/// the policy in force before the schedule existed).
+#[test]
+fn boundaries_of_several_threads_at_once_keep_every_row_and_policy() {
+    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
+        eprintln!("SKIPPED: MPICH (mpicc.mpich, mpiexec.mpich) is not installed; scripts/setup installs it");
+        return;
+    }
+    let prog = ab_threads_program();
+    let (calls, threads, every) = (5000u64, 4u64, 10u64);
+    let mut launch = Launch::program("ab-threads", prog, &format!("{calls} {threads}"))
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .env("AAR_AB_BOUNDARY", &format!("MPI_Barrier:{every}"))
+        .unset("AAR_EMU_LOG");
+    launch.wrapper = ["mpiexec.mpich", "-n", "1"].map(String::from).to_vec();
+    let r = launch.run();
+    r.assert_ok();
+    let recs = iteration_records(&r.dir.join("out"));
+    assert_eq!(recs.len(), 1);
+    let rows = &recs[0].1;
+    let summary = &r.records()[0];
+    let boundaries = calls * threads / every;
+    // The last iteration is still open at exit: every one before it has its row.
+    assert_eq!(summary["ab"]["iterations"], boundaries - 1, "{}", summary["ab"]);
+    assert_eq!(rows.len() as u64, boundaries - 1, "one row per ended iteration");
+    let mut seen: Vec<u64> = rows.iter().map(|row| row["i"].as_u64().unwrap()).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), rows.len(), "each iteration once");
+    for row in rows {
+        let i = row["i"].as_u64().unwrap();
+        assert_eq!(row["policy"], ["ADAPTIVE0", "ADAPTIVE3"][(i % 2) as usize], "iteration {i}: {row}");
+    }
+    // A program that makes no uGNI call: a bad boundary, or one the program never calls, is
+    // still said (the library starts at the first wrapped collective when a boundary is asked).
+    for (boundary, said) in [
+        ("MPI_Barrier:0", "AAR_AB_BOUNDARY=\"MPI_Barrier:0\" is not an iteration boundary"),
+        ("MPI_Ibarrier", "AAR_AB_BOUNDARY=\"MPI_Ibarrier\" is not an iteration boundary"),
+        ("MPI_Allreduce", "AAR_AB is set but no iteration was marked: no call of MPI_Allreduce reached libaar.so"),
+    ] {
+        let mut launch =
+            Launch::program(&format!("ab-threads-{}", boundary.replace(':', "-")), ab_threads_program(), "10 2")
+                .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+                .env("AAR_AB_BOUNDARY", boundary)
+                .unset("AAR_EMU_LOG");
+        launch.wrapper = ["mpiexec.mpich", "-n", "1"].map(String::from).to_vec();
+        let r = launch.run();
+        r.assert_ok();
+        let lines: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains(said)).collect();
+        assert_eq!(lines.len(), 1, "{boundary}: {}", r.stderr);
+    }
+}
+
+/// ab_threads, built once.
+fn ab_threads_program() -> PathBuf {
+    compile("mpicc.mpich", "ab_threads", &[root().join("tests/c/ab_threads.c")], &["-pthread"])
+}
