@@ -57,13 +57,6 @@ pub fn wait_ready() -> Option<&'static Settings> {
     state::settings()
 }
 
-/// What defines the boundary's MPI function before libaar.so, if anything does: a profiling
-/// tool preloaded before it (mpiP, IPM, Score-P), or "the program itself".
-pub fn boundary_defined_before(function: crate::settings::MpiFunction) -> Option<String> {
-    let first = std::ffi::CString::new(function.name()).ok().and_then(|n| sys::defined_before_this(&n))?;
-    Some(if first.is_empty() { "the program itself".into() } else { first })
-}
-
 /// What [`prepare`] made, for [`install`].
 struct Prepared {
     decider: Decider,
@@ -113,7 +106,8 @@ fn prepare() -> Option<Prepared> {
         diag::warn(&crate::settings::unknown_variable_warning(&name));
     }
     if let Boundary::Mpi { function, .. } = settings.ab_boundary {
-        if let Some(first) = boundary_defined_before(function) {
+        // A profiling tool preloaded before libaar.so (mpiP, IPM, Score-P), or the program itself.
+        if let Some(first) = sys::first_definer(function.name()) {
             let name = function.name();
             diag::warn(&format!(
                 "AAR_AB_BOUNDARY={}: {name} is defined first by {first}, loaded before libaar.so. If that is a \

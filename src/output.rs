@@ -331,7 +331,7 @@ fn write_outputs() {
         if ended == 0
             && state::ITERATIONS.current() < 0
             && !state::is_fork_child()
-            && crate::init::boundary_defined_before(function).is_none()
+            && sys::first_definer(function.name()).is_none()
         {
             // Said where it shows: otherwise only the summary's "0 iterations" would.
             diag::warn(&format!(

@@ -305,6 +305,12 @@ pub fn earlier_copy() -> Option<String> {
     defined_before_this(c"aar_selfcheck")
 }
 
+/// [`defined_before_this`] for a function name, an empty file named as "the program itself".
+pub fn first_definer(name: &str) -> Option<String> {
+    let first = std::ffi::CString::new(name).ok().and_then(|n| defined_before_this(&n))?;
+    Some(if first.is_empty() { "the program itself".into() } else { first })
+}
+
 /// The file of the object where the loader finds `name` first, when that is not this library:
 /// an object loaded before it defines `name`, and the application's calls of it go there. An
 /// empty name is the program itself.
