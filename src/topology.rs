@@ -307,7 +307,8 @@ pub fn here() -> Option<Location> {
 #[cold]
 #[inline(never)]
 pub fn unlisted(nic: u32) {
-    if table().is_some() && !UNLISTED_SAID.swap(true, Ordering::Relaxed) {
+    // A load first: posts keep coming this way once said, and a swap is a locked instruction.
+    if table().is_some() && !UNLISTED_SAID.load(Ordering::Relaxed) && !UNLISTED_SAID.swap(true, Ordering::Relaxed) {
         diag::warn(&format!(
             "the node table does not list NIC address {nic:#x}, a destination of this process's messages: messages \
              to nodes it does not list are of no class (unknown). Give a table that lists every node of the job."
@@ -321,7 +322,7 @@ pub fn unlisted(nic: u32) {
 #[inline(never)]
 fn unremembered() {
     let forgotten = endpoints::forgotten();
-    if forgotten > 0 && !UNREMEMBERED_SAID.swap(true, Ordering::Relaxed) {
+    if forgotten > 0 && !UNREMEMBERED_SAID.load(Ordering::Relaxed) && !UNREMEMBERED_SAID.swap(true, Ordering::Relaxed) {
         diag::warn(&format!(
             "this process bound more uGNI endpoints at once than libaar.so keeps destinations for (up to {}; \
              {forgotten} binds so far found no room): messages on those endpoints are of no class (unknown), as \
