@@ -24,7 +24,9 @@
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
 //! - The Fortran bindings of the program's MPI: whether they import the C functions libaar.so
-//!   wraps (the self-check lists them) or their `PMPI_` forms, which libaar.so does not see.
+//!   wraps (the self-check lists them) or their `PMPI_` forms, which libaar.so does not see; and
+//!   where a library imports both forms (MPICH: its `use mpi_f08` `MPI_Barrier` calls the `PMPI_`
+//!   one), whether the program calls the function through the `mpi_f08` bindings.
 //!
 //! Exit status: 0 all well; 1 at least one problem; 3 warnings but no problem; 2 bad arguments
 //! (no such PROGRAM, no such `--lib` file); 4 the report could not be written.
@@ -184,8 +186,9 @@ pub fn run(args: DoctorArgs) -> i32 {
         check_file_size_limit(&mut report);
         if let Some(p) = program.as_ref() {
             if let Some(closure) = &p.closure {
-                check_fortran_mpi(closure, doc, &mut report);
-                check_unwrapped_collectives(p.mpi_module.as_ref().unwrap_or(&p.path), closure, doc, &mut report);
+                let program = p.mpi_module.as_ref().unwrap_or(&p.path);
+                check_fortran_mpi(program, closure, doc, &mut report);
+                check_unwrapped_collectives(program, closure, doc, &mut report);
             }
         }
     }
@@ -462,8 +465,11 @@ const FORTRAN_MPI: [&str; 8] = [
 
 /// Whether a Fortran program's collectives reach libaar.so's MPI wrappers: they do when the
 /// Fortran bindings call the C functions (`MPI_Allreduce`, which the preload interposes), not when
-/// they call `PMPI_Allreduce` directly. Told from what each binding library imports.
-fn check_fortran_mpi(closure: &elf::Closure, doc: &Value, report: &mut Report) {
+/// they call `PMPI_Allreduce` directly. Told from what each binding library imports. A library
+/// that imports both forms of a function has bindings of each kind: MPICH's `use mpi_f08`
+/// bindings of the functions without a buffer (`MPI_Barrier`) call the `PMPI_` form, its other
+/// bindings the C one; whether the program calls the `mpi_f08` ones is told from its imports.
+fn check_fortran_mpi(program: &Path, closure: &elf::Closure, doc: &Value, report: &mut Report) {
     let Some(wrapped) = doc["mpi_wrapped"].as_array() else { return };
     let wrapped: Vec<&str> = wrapped.iter().filter_map(Value::as_str).collect();
     let names: HashSet<String> = wrapped.iter().flat_map(|f| [f.to_string(), format!("P{f}")]).collect();
@@ -483,6 +489,7 @@ fn check_fortran_mpi(closure: &elf::Closure, doc: &Value, report: &mut Report) {
             .map(|f| format!("P{f}"))
             .filter(|p| imports.contains(p) && !imports.contains(&p[1..]))
             .collect();
+        let both: Vec<&str> = through_c.iter().copied().filter(|f| imports.contains(&format!("P{f}"))).collect();
         if !direct.is_empty() {
             report.warning(
                 "Fortran",
@@ -492,15 +499,22 @@ fn check_fortran_mpi(closure: &elf::Closure, doc: &Value, report: &mut Report) {
                      tune them as calls); C code is not affected",
                     direct.join(", ")
                 ),
-                "Mark the iterations of a Fortran program with the aar module instead (use aar; \
-                 aar_iteration_begin/aar_iteration_end, AAR_AB_BOUNDARY=markers).",
+                FORTRAN_FIX,
             );
         } else if !through_c.is_empty() {
+            let except = match both.as_slice() {
+                [] => String::new(),
+                both => format!(
+                    ", except {} from `use mpi_f08` code (it imports {} too, which MPICH's mpi_f08 bindings call)",
+                    both.join(", "),
+                    both.iter().map(|f| format!("P{f}")).collect::<Vec<_>>().join(", ")
+                ),
+            };
             report.ok(
                 "Fortran",
                 format!(
                     "{name}'s Fortran bindings call the C MPI functions ({} of the {} libaar.so wraps): libaar.so \
-                     sees a Fortran program's collectives",
+                     sees a Fortran program's collectives{except}",
                     through_c.len(),
                     wrapped.len()
                 ),
@@ -516,7 +530,53 @@ fn check_fortran_mpi(closure: &elf::Closure, doc: &Value, report: &mut Report) {
                 ),
             );
         }
+        check_f08_bindings(program, closure, name, &both, report);
     }
+}
+
+/// What to do when Fortran code's collectives do not reach libaar.so.
+const FORTRAN_FIX: &str = "Mark the iterations of a Fortran program with the aar module instead (use aar; \
+                           aar_iteration_begin/aar_iteration_end, AAR_AB_BOUNDARY=markers).";
+
+/// The functions `both` of binding library `lib` that it imports in both forms: a warning when
+/// the program (or a library of its own) calls them through the `mpi_f08` bindings, MPICH's
+/// `mpi_<fn>_f08_` and `mpi_<fn>_f08ts_`, which for those functions are the ones that call the
+/// `PMPI_` form.
+fn check_f08_bindings(program: &Path, closure: &elf::Closure, lib: &str, both: &[&str], report: &mut Report) {
+    let f08 = |f: &str| {
+        let lower = f.to_ascii_lowercase();
+        [format!("{lower}_f08_"), format!("{lower}_f08ts_")]
+    };
+    let names: HashSet<String> = both.iter().flat_map(|f| f08(f)).collect();
+    if names.is_empty() {
+        return;
+    }
+    let (callers, found) = callers_importing(program, closure, &names);
+    let called: Vec<&str> = both.iter().copied().filter(|f| f08(f).iter().any(|s| found.contains(s))).collect();
+    if called.is_empty() {
+        return;
+    }
+    let pmpi: Vec<String> = called.iter().map(|f| format!("P{f}")).collect();
+    report.warning(
+        "Fortran",
+        format!(
+            "{} {} {} through the mpi_f08 bindings, and {lib} imports {} besides the C {}: its mpi_f08 bindings of \
+             {} call the PMPI form directly (MPICH's do), so libaar.so does not see those calls (AAR_AB_BOUNDARY={} \
+             marks no iteration there)",
+            callers.join(", "),
+            if callers.len() == 1 { "calls" } else { "call" },
+            called.join(", "),
+            pmpi.join(", "),
+            if called.len() == 1 { "function" } else { "functions" },
+            if called.len() == 1 { "it" } else { "them" },
+            called[0],
+        ),
+        format!(
+            "Mark iterations with a collective whose mpi_f08 binding calls the C function (one with a buffer, \
+             e.g. AAR_AB_BOUNDARY=MPI_Allreduce), or {}",
+            FORTRAN_FIX.replacen("Mark", "mark", 1)
+        ),
+    );
 }
 
 /// Libraries, by file name, whose imports are not the program's MPI calls: MPI's own, and the
@@ -561,23 +621,7 @@ fn check_unwrapped_collectives(program: &Path, closure: &elf::Closure, doc: &Val
         .flat_map(|f| [format!("{f}_c"), f])
         .filter(|f| !wrapped.iter().any(|w| w == f.as_str()))
         .collect();
-    // MPI's own libraries define them, or import them to give their Fortran forms; the language
-    // runtimes call no MPI (and each library read is a whole file).
-    let skipped = |name: &str| NOT_CALLERS.iter().any(|p| name.starts_with(p));
-    let files = std::iter::once((program.display().to_string(), Some(program.to_path_buf()))).chain(
-        closure
-            .libraries
-            .iter()
-            .filter(|l| !skipped(elf::base_name(&l.name)))
-            .map(|l| (elf::base_name(&l.name).to_string(), l.path.clone())),
-    );
-    let mut callers = Vec::new();
-    let mut called = std::collections::BTreeSet::new();
-    for (name, path) in files {
-        let Some(found) = path.and_then(|p| elf::imports(&p, &names).ok()).filter(|f| !f.is_empty()) else { continue };
-        callers.push(name);
-        called.extend(found);
-    }
+    let (callers, called) = callers_importing(program, closure, &names);
     if called.is_empty() {
         return;
     }
@@ -592,6 +636,32 @@ fn check_unwrapped_collectives(program: &Path, closure: &elf::Closure, doc: &Val
             called.join(", ")
         ),
     );
+}
+
+/// The program and the libraries of its own (not MPI's) that import any of `names`, by name, and
+/// which of `names` they import. MPI's own libraries define them, or import them to give their
+/// Fortran forms; the language runtimes call no MPI (and each library read is a whole file).
+fn callers_importing(
+    program: &Path,
+    closure: &elf::Closure,
+    names: &HashSet<String>,
+) -> (Vec<String>, std::collections::BTreeSet<String>) {
+    let skipped = |name: &str| NOT_CALLERS.iter().any(|p| name.starts_with(p));
+    let files = std::iter::once((program.display().to_string(), Some(program.to_path_buf()))).chain(
+        closure
+            .libraries
+            .iter()
+            .filter(|l| !skipped(elf::base_name(&l.name)))
+            .map(|l| (elf::base_name(&l.name).to_string(), l.path.clone())),
+    );
+    let mut callers = Vec::new();
+    let mut called = std::collections::BTreeSet::new();
+    for (name, path) in files {
+        let Some(found) = path.and_then(|p| elf::imports(&p, names).ok()).filter(|f| !f.is_empty()) else { continue };
+        callers.push(name);
+        called.extend(found);
+    }
+    (callers, called)
 }
 
 /// The other libraries in LD_PRELOAD that define MPI functions libaar.so wraps: profiling tools

@@ -199,6 +199,22 @@ fn the_fortran_bindings_of_the_program_s_mpi_are_checked_for_what_libaar_sees() 
     let r = doctor(&[prog.to_str().unwrap()], &[]);
     r.expect_line("ok", "Fortran", "'s Fortran bindings call the C MPI functions (22 of the 22 libaar.so wraps)");
     r.expect_line("ok", "Fortran", "libmpichfort.so");
+    assert!(!r.stdout.contains("through the mpi_f08 bindings"), "{}", r.stdout);
+    // Its `use mpi_f08` MPI_Barrier calls PMPI_Barrier: a program that calls it is warned.
+    let src08 = dir.join("barrier08.f90");
+    std::fs::write(
+        &src08,
+        "program barrier08\n  use mpi_f08\n  call MPI_Init()\n  call MPI_Barrier(MPI_COMM_WORLD)\n  \
+         call MPI_Finalize()\nend program barrier08\n",
+    )
+    .unwrap();
+    let prog08 = dir.join("barrier-f08");
+    let st = Command::new("mpif90.mpich").arg(&src08).arg("-J").arg(&dir).arg("-o").arg(&prog08).status().unwrap();
+    assert!(st.success());
+    let r = doctor(&[prog08.to_str().unwrap()], &[]);
+    r.expect_line("ok", "Fortran", "except MPI_Barrier from `use mpi_f08` code (it imports PMPI_Barrier too");
+    r.expect_line("warning", "Fortran", "barrier-f08 calls MPI_Barrier through the mpi_f08 bindings, and libmpichfort");
+    assert!(r.stdout.contains("e.g. AAR_AB_BOUNDARY=MPI_Allreduce), or mark the iterations"), "{}", r.stdout);
     // And Open MPI's, where it is installed: they call the PMPI functions directly.
     let have_openmpi = Command::new("mpif90.openmpi").arg("--version").output().is_ok_and(|o| o.status.success());
     if !have_openmpi {
