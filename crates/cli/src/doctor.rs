@@ -787,7 +787,10 @@ fn check_preload(
 ) -> Option<(PathBuf, &'static str)> {
     let preload = std::env::var("LD_PRELOAD").unwrap_or_default();
     let entries: Vec<String> = preload_entries(&preload).into_iter().filter(|e| is_libaar(e)).collect();
+    // A `--lib` of another name is not suggested: it may be no libaar.so at all (the
+    // self-check tells).
     let suggestion = lib_arg
+        .filter(|p| is_libaar(&p.to_string_lossy()))
         .map(Path::to_path_buf)
         .or_else(installed_libaar)
         .map(|p| p.canonicalize().unwrap_or(p).display().to_string())

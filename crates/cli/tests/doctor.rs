@@ -727,6 +727,12 @@ fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
     r.expect_line("problem", "preload", "LD_PRELOAD is not set");
     assert!(r.stdout.contains(&format!("export LD_PRELOAD={}", lib.canonicalize().unwrap().display())), "{}", r.stdout);
     r.expect_line("ok", "libaar.so", "(given with --lib) loads");
+    // A `--lib` that is another library is not what the fix suggests preloading.
+    let other = libdir().join("libugni.so");
+    let r = doctor(&[prog.to_str().unwrap(), "--lib", other.to_str().unwrap()], &[("LD_PRELOAD", "")]);
+    r.expect_line("problem", "libaar.so", "(given with --lib) loads but is not libaar.so");
+    assert!(r.stdout.contains(&format!("export LD_PRELOAD={}", lib.canonicalize().unwrap().display())), "{}", r.stdout);
+    assert!(!r.stdout.contains(&format!("LD_PRELOAD={}", other.canonicalize().unwrap().display())), "{}", r.stdout);
     // A preload entry that does not exist, among others, with a space separator.
     let gone = scratch().join("gone/libaar.so");
     let preload = format!("/lib/nothing-else.so {}", gone.display());
