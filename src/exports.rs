@@ -9,8 +9,9 @@
 
 use crate::dmapp::{self, Kind, Shape};
 use crate::mpi::{
-    self, AllToAllFn, AllgathervFn, AllreduceFn, AlltoallvFn, AlltoallwFn, BarrierFn, BcastFn, GathervFn,
-    NeighborAlltoallwFn, ReduceFn, ReduceScatterFn, RootedFn, ScattervFn,
+    self, AllToAllCFn, AllToAllFn, AllgathervCFn, AllgathervFn, AllreduceCFn, AllreduceFn, AlltoallvCFn, AlltoallvFn,
+    AlltoallwCFn, AlltoallwFn, BarrierFn, BcastCFn, BcastFn, GathervCFn, GathervFn, NeighborAlltoallwFn, ReduceCFn,
+    ReduceFn, ReduceScatterCFn, ReduceScatterFn, RootedCFn, RootedFn, ScattervCFn, ScattervFn,
 };
 use crate::state::NICS;
 use crate::sys::Real;
@@ -882,6 +883,92 @@ pub unsafe extern "C-unwind" fn MPI_Neighbor_alltoallw(
         // matches; the caller's arguments, unchanged.
         unsafe { real(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm) }
     })
+}
+
+// ---- MPI 4's large-count forms ----------------------------------------------------------------
+
+/// The large-count forms (`MPI_Allreduce_c`: counts of `MPI_Count`, displacements of `MPI_Aint`)
+/// of the wrapped collectives: each forwarded as its function's is, to the next definition of the
+/// `_c` name (or its PMPI form), with the same key; a boundary named for the function is taken at
+/// either form. Programs built against an MPI 4 library call these where their counts need 64
+/// bits, and some bindings always do.
+macro_rules! large_count {
+    ($($name:ident($($arg:ident: $t:ty),* $(,)?) as $ty:ident via $collective:ident, key $key:expr;)*) => {$(
+        /// # Safety
+        /// The MPI standard's contract for the function of this name.
+        #[cfg_attr(not(test), no_mangle)]
+        pub unsafe extern "C-unwind" fn $name($($arg: $t),*) -> c_int {
+            mpi::forward(&mpi::$collective, $key, |real: $ty| {
+                // SAFETY: the next definition of this function (or of its PMPI form), whose
+                // prototype is the type named with it; the caller's arguments, unchanged.
+                unsafe { real($($arg),*) }
+            })
+        }
+        const _: $ty = $name;
+    )*};
+}
+
+large_count! {
+    MPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize)
+        as AllreduceCFn via ALLREDUCE_C, key [count as u64, datatype as u64, op as u64, comm as u64];
+    MPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, root: c_int,
+        comm: usize)
+        as ReduceCFn via REDUCE_C, key [count as u64, datatype as u64, root as u64, comm as u64];
+    MPI_Bcast_c(buffer: *mut c_void, count: i64, datatype: usize, root: c_int, comm: usize)
+        as BcastCFn via BCAST_C, key [count as u64, datatype as u64, root as u64, comm as u64];
+    MPI_Allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64,
+        recvtype: usize, comm: usize)
+        as AllToAllCFn via ALLGATHER_C, key [sendcount as u64, sendtype as u64, 0, comm as u64];
+    MPI_Allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void,
+        recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize)
+        as AllgathervCFn via ALLGATHERV_C, key [0, sendtype as u64, 0, comm as u64];
+    MPI_Alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64,
+        recvtype: usize, comm: usize)
+        as AllToAllCFn via ALLTOALL_C, key [sendcount as u64, sendtype as u64, 0, comm as u64];
+    MPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize,
+        recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize)
+        as AlltoallvCFn via ALLTOALLV_C, key [0, sendtype as u64, 0, comm as u64];
+    MPI_Gather_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64,
+        recvtype: usize, root: c_int, comm: usize)
+        as RootedCFn via GATHER_C, key [sendcount as u64, sendtype as u64, root as u64, comm as u64];
+    MPI_Scatter_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64,
+        recvtype: usize, root: c_int, comm: usize)
+        as RootedCFn via SCATTER_C, key [sendcount as u64, sendtype as u64, root as u64, comm as u64];
+    MPI_Gatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void,
+        recvcounts: *const i64, displs: *const isize, recvtype: usize, root: c_int, comm: usize)
+        as GathervCFn via GATHERV_C, key [0, sendtype as u64, root as u64, comm as u64];
+    MPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const i64, displs: *const isize, sendtype: usize,
+        recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize)
+        as ScattervCFn via SCATTERV_C, key [0, recvtype as u64, root as u64, comm as u64];
+    MPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize,
+        recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize)
+        as AlltoallwCFn via ALLTOALLW_C, key [0, 0, 0, comm as u64];
+    MPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: usize,
+        op: usize, comm: usize)
+        as ReduceScatterCFn via REDUCE_SCATTER_C, key [0, datatype as u64, op as u64, comm as u64];
+    MPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: usize,
+        op: usize, comm: usize)
+        as AllreduceCFn via REDUCE_SCATTER_BLOCK_C, key [recvcount as u64, datatype as u64, op as u64, comm as u64];
+    MPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize)
+        as AllreduceCFn via SCAN_C, key [count as u64, datatype as u64, op as u64, comm as u64];
+    MPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize)
+        as AllreduceCFn via EXSCAN_C, key [count as u64, datatype as u64, op as u64, comm as u64];
+    MPI_Neighbor_allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void,
+        recvcount: i64, recvtype: usize, comm: usize)
+        as AllToAllCFn via NEIGHBOR_ALLGATHER_C, key [0, sendtype as u64, 0, comm as u64];
+    MPI_Neighbor_allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void,
+        recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize)
+        as AllgathervCFn via NEIGHBOR_ALLGATHERV_C, key [0, sendtype as u64, 0, comm as u64];
+    MPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void,
+        recvcount: i64, recvtype: usize, comm: usize)
+        as AllToAllCFn via NEIGHBOR_ALLTOALL_C, key [0, sendtype as u64, 0, comm as u64];
+    MPI_Neighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize,
+        recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize)
+        as AlltoallvCFn via NEIGHBOR_ALLTOALLV_C, key [0, sendtype as u64, 0, comm as u64];
+    MPI_Neighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize,
+        sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize,
+        recvtypes: *const usize, comm: usize)
+        as AlltoallwCFn via NEIGHBOR_ALLTOALLW_C, key [0, 0, 0, comm as u64];
 }
 
 // ---- PAPI ------------------------------------------------------------------------------------

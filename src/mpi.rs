@@ -4,6 +4,10 @@
 //! default). The functions calls go on to are resolved at run time: libaar.so has no link
 //! dependency on any MPI.
 //!
+//! Each collective with a buffer is wrapped in its MPI 4 large-count form too (`MPI_Allreduce_c`),
+//! as the same function: programs built against an MPI 4 library call those where counts need 64
+//! bits, and some bindings always do.
+//!
 //! MPI handles are `int` in MPICH (Cray MPICH) and pointers in Open MPI. Every handle parameter
 //! is declared pointer-sized here and forwarded unchanged in the same register or stack slot,
 //! so one wrapper is correct for both ABIs without knowing which one the application uses.
@@ -118,33 +122,131 @@ pub type NeighborAlltoallwFn = unsafe extern "C-unwind" fn(
     usize,
 ) -> c_int;
 
+// MPI 4's large-count forms (`MPI_Allreduce_c`, ...): counts of `MPI_Count` (a 64-bit integer)
+// and displacements of `MPI_Aint`, the rest as above. `MPI_Count` is `i64` here: MPICH's and Open
+// MPI's on 64-bit Linux.
+
+/// MPI_Allreduce_c, MPI_Scan_c, MPI_Exscan_c and MPI_Reduce_scatter_block_c.
+pub type AllreduceCFn = unsafe extern "C-unwind" fn(*const c_void, *mut c_void, i64, usize, usize, usize) -> c_int;
+/// MPI_Reduce_scatter_c.
+pub type ReduceScatterCFn =
+    unsafe extern "C-unwind" fn(*const c_void, *mut c_void, *const i64, usize, usize, usize) -> c_int;
+pub type ReduceCFn = unsafe extern "C-unwind" fn(*const c_void, *mut c_void, i64, usize, usize, c_int, usize) -> c_int;
+pub type BcastCFn = unsafe extern "C-unwind" fn(*mut c_void, i64, usize, c_int, usize) -> c_int;
+/// MPI_Allgather_c and MPI_Alltoall_c, and their neighbourhood forms.
+pub type AllToAllCFn = unsafe extern "C-unwind" fn(*const c_void, i64, usize, *mut c_void, i64, usize, usize) -> c_int;
+/// MPI_Allgatherv_c and MPI_Neighbor_allgatherv_c.
+pub type AllgathervCFn = unsafe extern "C-unwind" fn(
+    *const c_void,
+    i64,
+    usize,
+    *mut c_void,
+    *const i64,
+    *const isize,
+    usize,
+    usize,
+) -> c_int;
+/// MPI_Alltoallv_c and MPI_Neighbor_alltoallv_c.
+pub type AlltoallvCFn = unsafe extern "C-unwind" fn(
+    *const c_void,
+    *const i64,
+    *const isize,
+    usize,
+    *mut c_void,
+    *const i64,
+    *const isize,
+    usize,
+    usize,
+) -> c_int;
+/// MPI_Gather_c and MPI_Scatter_c.
+pub type RootedCFn =
+    unsafe extern "C-unwind" fn(*const c_void, i64, usize, *mut c_void, i64, usize, c_int, usize) -> c_int;
+pub type GathervCFn = unsafe extern "C-unwind" fn(
+    *const c_void,
+    i64,
+    usize,
+    *mut c_void,
+    *const i64,
+    *const isize,
+    usize,
+    c_int,
+    usize,
+) -> c_int;
+pub type ScattervCFn = unsafe extern "C-unwind" fn(
+    *const c_void,
+    *const i64,
+    *const isize,
+    usize,
+    *mut c_void,
+    i64,
+    usize,
+    c_int,
+    usize,
+) -> c_int;
+/// MPI_Alltoallw_c and MPI_Neighbor_alltoallw_c.
+pub type AlltoallwCFn = unsafe extern "C-unwind" fn(
+    *const c_void,
+    *const i64,
+    *const isize,
+    *const usize,
+    *mut c_void,
+    *const i64,
+    *const isize,
+    *const usize,
+    usize,
+) -> c_int;
+
 /// MPI_ERR_INTERN in MPICH, a non-zero error code in every MPI.
 const MPI_ERR_INTERN: c_int = 16;
 
-/// A wrapped MPI function and the function its calls go on to, found on first use.
+/// A wrapped MPI function, or its large-count form, and the function its calls go on to, found
+/// on first use. Both forms are the same [`MpiFunction`]: a boundary named `MPI_Allreduce` is taken
+/// at either, and `steady` keys them as one kind of call.
 pub struct Collective {
     function: MpiFunction,
+    /// MPI 4's large-count form (`MPI_Allreduce_c`).
+    large_count: bool,
     addr: AtomicPtr<c_void>,
     reported_missing: AtomicBool,
 }
 
-/// Longest MPI or PMPI name with its NUL (`PMPI_Reduce_scatter_block`).
+/// Longest MPI or PMPI name with its NUL (`PMPI_Reduce_scatter_block_c`).
 const NAME_MAX: usize = 32;
 
 impl Collective {
     const fn new(function: MpiFunction) -> Self {
-        Self { function, addr: AtomicPtr::new(std::ptr::null_mut()), reported_missing: AtomicBool::new(false) }
+        Self::of(function, false)
+    }
+
+    const fn large_count(function: MpiFunction) -> Self {
+        Self::of(function, true)
+    }
+
+    const fn of(function: MpiFunction, large_count: bool) -> Self {
+        Self {
+            function,
+            large_count,
+            addr: AtomicPtr::new(std::ptr::null_mut()),
+            reported_missing: AtomicBool::new(false),
+        }
+    }
+
+    /// The MPI standard's name of this form (`MPI_Allreduce_c`).
+    pub fn name(&self) -> String {
+        self.c_name(&mut [0; NAME_MAX], false).to_string_lossy().into_owned()
     }
 
     /// The function's own name, after a `P` when `profiling`, NUL-terminated, in `buf` (the first
     /// call of each function looks it up, inside the application's call).
     fn c_name<'b>(&self, buf: &'b mut [u8; NAME_MAX], profiling: bool) -> &'b CStr {
-        let name = self.function.name().as_bytes();
-        let at = usize::from(profiling);
-        let n = name.len().min(NAME_MAX - 1 - at);
-        buf[0] = b'P';
-        buf[at..at + n].copy_from_slice(&name[..n]);
-        buf[at + n] = 0;
+        let suffix: &[u8] = if self.large_count { b"_c" } else { b"" };
+        let mut at = 0;
+        for part in [&b"P"[..usize::from(profiling)], self.function.name().as_bytes(), suffix] {
+            let n = part.len().min(NAME_MAX - 1 - at);
+            buf[at..at + n].copy_from_slice(&part[..n]);
+            at += n;
+        }
+        buf[at] = 0;
         CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"")
     }
 
@@ -195,6 +297,52 @@ pub static NEIGHBOR_ALLGATHERV: Collective = Collective::new(MpiFunction::Neighb
 pub static NEIGHBOR_ALLTOALL: Collective = Collective::new(MpiFunction::NeighborAlltoall);
 pub static NEIGHBOR_ALLTOALLV: Collective = Collective::new(MpiFunction::NeighborAlltoallv);
 pub static NEIGHBOR_ALLTOALLW: Collective = Collective::new(MpiFunction::NeighborAlltoallw);
+pub static ALLREDUCE_C: Collective = Collective::large_count(MpiFunction::Allreduce);
+pub static REDUCE_C: Collective = Collective::large_count(MpiFunction::Reduce);
+pub static BCAST_C: Collective = Collective::large_count(MpiFunction::Bcast);
+pub static ALLGATHER_C: Collective = Collective::large_count(MpiFunction::Allgather);
+pub static ALLGATHERV_C: Collective = Collective::large_count(MpiFunction::Allgatherv);
+pub static ALLTOALL_C: Collective = Collective::large_count(MpiFunction::Alltoall);
+pub static ALLTOALLV_C: Collective = Collective::large_count(MpiFunction::Alltoallv);
+pub static GATHER_C: Collective = Collective::large_count(MpiFunction::Gather);
+pub static SCATTER_C: Collective = Collective::large_count(MpiFunction::Scatter);
+pub static GATHERV_C: Collective = Collective::large_count(MpiFunction::Gatherv);
+pub static SCATTERV_C: Collective = Collective::large_count(MpiFunction::Scatterv);
+pub static ALLTOALLW_C: Collective = Collective::large_count(MpiFunction::Alltoallw);
+pub static REDUCE_SCATTER_C: Collective = Collective::large_count(MpiFunction::ReduceScatter);
+pub static REDUCE_SCATTER_BLOCK_C: Collective = Collective::large_count(MpiFunction::ReduceScatterBlock);
+pub static SCAN_C: Collective = Collective::large_count(MpiFunction::Scan);
+pub static EXSCAN_C: Collective = Collective::large_count(MpiFunction::Exscan);
+pub static NEIGHBOR_ALLGATHER_C: Collective = Collective::large_count(MpiFunction::NeighborAllgather);
+pub static NEIGHBOR_ALLGATHERV_C: Collective = Collective::large_count(MpiFunction::NeighborAllgatherv);
+pub static NEIGHBOR_ALLTOALL_C: Collective = Collective::large_count(MpiFunction::NeighborAlltoall);
+pub static NEIGHBOR_ALLTOALLV_C: Collective = Collective::large_count(MpiFunction::NeighborAlltoallv);
+pub static NEIGHBOR_ALLTOALLW_C: Collective = Collective::large_count(MpiFunction::NeighborAlltoallw);
+
+/// The large-count forms libaar.so wraps (the self-check lists them for `aar doctor`).
+pub static LARGE_COUNT: [&Collective; 21] = [
+    &ALLREDUCE_C,
+    &REDUCE_C,
+    &BCAST_C,
+    &ALLGATHER_C,
+    &ALLGATHERV_C,
+    &ALLTOALL_C,
+    &ALLTOALLV_C,
+    &GATHER_C,
+    &SCATTER_C,
+    &GATHERV_C,
+    &SCATTERV_C,
+    &ALLTOALLW_C,
+    &REDUCE_SCATTER_C,
+    &REDUCE_SCATTER_BLOCK_C,
+    &SCAN_C,
+    &EXSCAN_C,
+    &NEIGHBOR_ALLGATHER_C,
+    &NEIGHBOR_ALLGATHERV_C,
+    &NEIGHBOR_ALLTOALL_C,
+    &NEIGHBOR_ALLTOALLV_C,
+    &NEIGHBOR_ALLTOALLW_C,
+];
 
 thread_local! {
     /// Collectives and MPI_Alltoalls this thread is inside.
@@ -355,11 +503,8 @@ fn boundary_call() {
 #[cold]
 fn missing(c: &Collective) -> c_int {
     if !c.reported_missing.swap(true, Ordering::Relaxed) {
-        diag::error(&format!(
-            "{} was called but P{} cannot be found; returning MPI_ERR_INTERN.",
-            c.function.name(),
-            c.function.name()
-        ));
+        let name = c.name();
+        diag::error(&format!("{name} was called but P{name} cannot be found; returning MPI_ERR_INTERN."));
     }
     MPI_ERR_INTERN
 }
@@ -429,6 +574,18 @@ mod tests {
             let c = Collective::new(f);
             assert_eq!(c.c_name(&mut buf, false).to_str().unwrap(), f.name());
             assert_eq!(c.c_name(&mut buf, true).to_str().unwrap(), format!("P{}", f.name()));
+            let c = Collective::large_count(f);
+            assert_eq!(c.c_name(&mut buf, false).to_str().unwrap(), format!("{}_c", f.name()));
+            assert_eq!(c.c_name(&mut buf, true).to_str().unwrap(), format!("P{}_c", f.name()));
         }
+    }
+
+    /// MPI 4 gives every collective with a buffer a large-count form (MPI_Barrier has none).
+    #[test]
+    fn every_function_with_a_payload_has_its_large_count_form_listed_once() {
+        let listed: Vec<MpiFunction> = LARGE_COUNT.iter().map(|c| c.function).collect();
+        let with_payload: Vec<MpiFunction> = MpiFunction::ALL.into_iter().filter(|f| f.carries_payload()).collect();
+        assert_eq!(listed, with_payload);
+        assert!(LARGE_COUNT.iter().all(|c| c.large_count && c.name().ends_with("_c")));
     }
 }

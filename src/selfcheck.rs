@@ -130,6 +130,8 @@ fn document() -> String {
         })),
         // What `aar doctor` looks for in a program's Fortran MPI bindings.
         "mpi_wrapped": MpiFunction::ALL.map(MpiFunction::name),
+        // And their MPI 4 large-count forms (`MPI_Allreduce_c`), which it wraps too.
+        "mpi_wrapped_large_count": crate::mpi::LARGE_COUNT.map(|c| c.name()),
         // Whether the decider's lock can be biased to the posting thread here (README, "Inside a
         // production job").
         "decider_lock": match crate::sys::process_barrier_usable() {

@@ -563,10 +563,17 @@ impl FromStr for Boundary {
             Some((n, e)) => (n.trim(), Some(e.trim())),
             None => (t, None),
         };
-        let function = MpiFunction::ALL
-            .into_iter()
-            .find(|f| f.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| "is not markers or one of the MPI functions that can mark iterations".to_string())?;
+        let named = |n: &str| MpiFunction::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(n));
+        let function = named(name).ok_or_else(|| {
+            // A large-count form is counted with its function: the boundary names the function.
+            match name.get(..name.len().saturating_sub(2)).filter(|_| name.to_ascii_lowercase().ends_with("_c")) {
+                Some(base) if named(base).is_some_and(MpiFunction::carries_payload) => format!(
+                    "names a large-count form: name its function, {} (its calls of either form are counted)",
+                    named(base).map_or("", MpiFunction::name)
+                ),
+                _ => "is not markers or one of the MPI functions that can mark iterations".to_string(),
+            }
+        })?;
         let every = match every {
             None => 1,
             Some(e) => e.parse::<u32>().ok().filter(|n| (1..=MAX_BOUNDARY_EVERY).contains(n)).ok_or_else(|| {

@@ -718,6 +718,45 @@ fn every_other_wrapped_collective_marks_iterations() {
     }
 }
 
+/// MPI 4's large-count forms (`MPI_Allreduce_c`, counts of `MPI_Count` and displacements of
+/// `MPI_Aint`) are wrapped too, and a boundary named for a function is taken at its large-count
+/// form: `ab_mpi` built with `-DLARGE_COUNT` calls only those (MPICH 4 has them; Open MPI 4.1
+/// does not), with every result checked by every rank.
+#[test]
+fn the_large_count_forms_of_the_collectives_mark_iterations() {
+    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
+        eprintln!("SKIPPED: MPICH (mpicc.mpich, mpiexec.mpich) is not installed; scripts/setup installs it");
+        return;
+    }
+    let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &["-DLARGE_COUNT"]);
+    let needed = Command::new("nm").args(["-D", "--undefined-only"]).arg(&prog).output().unwrap();
+    let needed = String::from_utf8_lossy(&needed.stdout);
+    assert!(needed.contains("MPI_Allreduce_c") && !needed.contains("MPI_Allreduce\n"), "{needed}");
+    let iters = 6;
+    for boundary in [
+        "MPI_Allreduce:2",
+        "MPI_Allgatherv:1",
+        "MPI_Alltoallv:1",
+        "MPI_Gatherv:1",
+        "MPI_Scatterv:1",
+        "MPI_Alltoallw:1",
+        "MPI_Reduce_scatter:1",
+        "MPI_Reduce_scatter_block:1",
+        "MPI_Scan:1",
+        "MPI_Exscan:1",
+        "MPI_Neighbor_allgather:1",
+        "MPI_Neighbor_allgatherv:1",
+        "MPI_Neighbor_alltoall:1",
+        "MPI_Neighbor_alltoallv:1",
+        "MPI_Neighbor_alltoallw:1",
+    ] {
+        let kind = boundary.split(':').next().unwrap().to_lowercase();
+        let args = format!("{} {iters} 8192", kind.strip_prefix("mpi_").unwrap());
+        let test = format!("ab-large-count-{}", boundary.replace(':', "-"));
+        check_schedule(boundary, iters, mpi_program_job(&test, prog.clone(), &args, boundary, &[]));
+    }
+}
+
 /// Open MPI's handles are pointers where MPICH's are `int`s: the same wrappers forward them
 /// unchanged, in registers and on the stack, and in arrays (MPI_Alltoallw's datatypes), so an
 /// Open MPI job's collectives mark iterations as an MPICH job's do.

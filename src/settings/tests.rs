@@ -223,6 +223,13 @@ fn parse_boundaries() {
         assert!(bad.parse::<Boundary>().is_err(), "{bad}");
     }
     assert_eq!(Boundary::Mpi { function: MpiFunction::Bcast, every: 1 }.to_string(), "MPI_Bcast:1");
+    // A large-count form is counted with its function, which the message names.
+    let e = "MPI_Allreduce_c:2".parse::<Boundary>().unwrap_err();
+    assert!(e.contains("names a large-count form: name its function, MPI_Allreduce"), "{e}");
+    for not_a_form in ["MPI_Barrier_c", "MPI_c", "_c"] {
+        let e = not_a_form.parse::<Boundary>().unwrap_err();
+        assert!(e.starts_with("is not markers"), "{not_a_form}: {e}");
+    }
 }
 
 #[test]

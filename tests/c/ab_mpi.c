@@ -31,12 +31,24 @@
 
 #include "pair.h"
 
+/* Built with -DLARGE_COUNT, every collective but MPI_Barrier is called in its MPI 4 large-count
+ * form (MPI_Allreduce_c): counts of MPI_Count, displacements of MPI_Aint. */
+#ifdef LARGE_COUNT
+#define C(f) f##_c
+typedef MPI_Count count_t;
+typedef MPI_Aint displ_t;
+#else
+#define C(f) f
+typedef int count_t;
+typedef int displ_t;
+#endif
+
 /* Each rank's counts differ, and grow with the iteration: a kind of call is not its counts. */
 #define V_MAX 64
 
 /* Rank r's count r + 1 + it, and the blocks' displacements one after the other; 1 if they do not
  * fit in V_MAX. */
-static int layout(int size, long it, int *counts, int *displs)
+static int layout(int size, long it, count_t *counts, displ_t *displs)
 {
 	if (size > V_MAX || size + it > V_MAX)
 		return 1;
@@ -53,16 +65,18 @@ static int layout(int size, long it, int *counts, int *displs)
 static int gather_v(int rank, int size, long it, int root)
 {
 	long send[V_MAX] = {0}, recv[V_MAX * V_MAX] = {0};
-	int counts[V_MAX] = {0}, displs[V_MAX] = {0}, bad = 0;
+	count_t counts[V_MAX] = {0};
+	displ_t displs[V_MAX] = {0};
+	int bad = 0;
 	if (layout(size, it, counts, displs))
 		return 1;
 	for (int i = 0; i < counts[rank]; i++)
 		send[i] = rank * 1000L + it;
 	if (root < 0)
-		bad |= MPI_Allgatherv(send, counts[rank], MPI_LONG, recv, counts, displs, MPI_LONG, MPI_COMM_WORLD) !=
+		bad |= C(MPI_Allgatherv)(send, counts[rank], MPI_LONG, recv, counts, displs, MPI_LONG, MPI_COMM_WORLD) !=
 		       MPI_SUCCESS;
 	else
-		bad |= MPI_Gatherv(send, counts[rank], MPI_LONG, recv, counts, displs, MPI_LONG, root,
+		bad |= C(MPI_Gatherv)(send, counts[rank], MPI_LONG, recv, counts, displs, MPI_LONG, root,
 				   MPI_COMM_WORLD) != MPI_SUCCESS;
 	for (int r = 0; (root < 0 || rank == root) && r < size; r++)
 		for (int i = 0; i < counts[r]; i++)
@@ -75,7 +89,8 @@ static int gather_v(int rank, int size, long it, int root)
 static int alltoallv(int rank, int size, long it)
 {
 	long send[V_MAX * V_MAX] = {0}, recv[V_MAX * V_MAX] = {0};
-	int scounts[V_MAX] = {0}, sdispls[V_MAX] = {0}, rcounts[V_MAX] = {0}, rdispls[V_MAX] = {0};
+	count_t scounts[V_MAX] = {0}, rcounts[V_MAX] = {0};
+	displ_t sdispls[V_MAX] = {0}, rdispls[V_MAX] = {0};
 	int soff = 0, roff = 0, bad = 0;
 	if (size > V_MAX || size + it > V_MAX)
 		return 1;
@@ -89,7 +104,7 @@ static int alltoallv(int rank, int size, long it)
 		for (int i = 0; i < scounts[r]; i++)
 			send[sdispls[r] + i] = rank * 1000L + r;
 	}
-	bad |= MPI_Alltoallv(send, scounts, sdispls, MPI_LONG, recv, rcounts, rdispls, MPI_LONG, MPI_COMM_WORLD) !=
+	bad |= C(MPI_Alltoallv)(send, scounts, sdispls, MPI_LONG, recv, rcounts, rdispls, MPI_LONG, MPI_COMM_WORLD) !=
 	       MPI_SUCCESS;
 	for (int r = 0; r < size; r++)
 		for (int i = 0; i < rcounts[r]; i++)
@@ -101,13 +116,15 @@ static int alltoallv(int rank, int size, long it)
 static int scatterv(int rank, int size, long it)
 {
 	long send[V_MAX * V_MAX] = {0}, recv[V_MAX] = {0};
-	int counts[V_MAX] = {0}, displs[V_MAX] = {0}, bad = 0, root = 1 % size;
+	count_t counts[V_MAX] = {0};
+	displ_t displs[V_MAX] = {0};
+	int bad = 0, root = 1 % size;
 	if (layout(size, it, counts, displs))
 		return 1;
 	for (int r = 0; r < size; r++)
 		for (int i = 0; i < counts[r]; i++)
 			send[displs[r] + i] = r * 1000L + it;
-	bad |= MPI_Scatterv(send, counts, displs, MPI_LONG, recv, counts[rank], MPI_LONG, root, MPI_COMM_WORLD) !=
+	bad |= C(MPI_Scatterv)(send, counts, displs, MPI_LONG, recv, counts[rank], MPI_LONG, root, MPI_COMM_WORLD) !=
 	       MPI_SUCCESS;
 	for (int i = 0; i < counts[rank]; i++)
 		bad |= recv[i] != rank * 1000L + it;
@@ -118,7 +135,8 @@ static int scatterv(int rank, int size, long it)
 static int alltoallw(int rank, int size, long it)
 {
 	long send[V_MAX * V_MAX] = {0}, recv[V_MAX * V_MAX] = {0};
-	int scounts[V_MAX] = {0}, sdispls[V_MAX] = {0}, rcounts[V_MAX] = {0}, rdispls[V_MAX] = {0};
+	count_t scounts[V_MAX] = {0}, rcounts[V_MAX] = {0};
+	displ_t sdispls[V_MAX] = {0}, rdispls[V_MAX] = {0};
 	MPI_Datatype types[V_MAX];
 	int soff = 0, roff = 0, bad = 0;
 	if (size > V_MAX || size + it > V_MAX)
@@ -135,7 +153,7 @@ static int alltoallw(int rank, int size, long it)
 		soff += scounts[r];
 		roff += rcounts[r];
 	}
-	bad |= MPI_Alltoallw(send, scounts, sdispls, types, recv, rcounts, rdispls, types, MPI_COMM_WORLD) !=
+	bad |= C(MPI_Alltoallw)(send, scounts, sdispls, types, recv, rcounts, rdispls, types, MPI_COMM_WORLD) !=
 	       MPI_SUCCESS;
 	for (int r = 0; r < size; r++)
 		for (int i = 0; i < rcounts[r]; i++)
@@ -148,7 +166,8 @@ static int alltoallw(int rank, int size, long it)
 static int reduce_scatter(int rank, int size, long it, int block)
 {
 	long send[V_MAX * V_MAX] = {0}, recv[V_MAX] = {0};
-	int counts[V_MAX] = {0}, total = 0, bad = 0;
+	count_t counts[V_MAX] = {0};
+	int total = 0, bad = 0;
 	if (size > V_MAX)
 		return 1;
 	for (int r = 0; r < size; r++) {
@@ -158,9 +177,9 @@ static int reduce_scatter(int rank, int size, long it, int block)
 	for (int i = 0; i < total; i++)
 		send[i] = rank + it;
 	if (block)
-		bad |= MPI_Reduce_scatter_block(send, recv, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+		bad |= C(MPI_Reduce_scatter_block)(send, recv, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
 	else
-		bad |= MPI_Reduce_scatter(send, recv, counts, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+		bad |= C(MPI_Reduce_scatter)(send, recv, counts, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
 	for (int i = 0; i < counts[rank]; i++)
 		bad |= recv[i] != (long)size * (size - 1) / 2 + size * it;
 	return bad;
@@ -172,10 +191,10 @@ static int scan(int rank, long it, int exclusive)
 	long in = rank + it, out = 0;
 	int bad = 0;
 	if (exclusive) {
-		bad |= MPI_Exscan(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+		bad |= C(MPI_Exscan)(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
 		bad |= rank > 0 && out != (long)rank * (rank - 1) / 2 + rank * it;
 	} else {
-		bad |= MPI_Scan(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+		bad |= C(MPI_Scan)(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
 		bad |= out != (long)rank * (rank + 1) / 2 + (rank + 1) * it;
 	}
 	return bad;
@@ -197,7 +216,9 @@ static int neighbor(const char *mode, int rank, int size, long it)
 {
 	int nb[2] = {(rank + size - 1) % size, (rank + 1) % size};
 	long send[2 * V_MAX] = {0}, recv[2 * V_MAX] = {0};
-	int scounts[2], sdispls[2], rcounts[2], rdispls[2], bad = 0;
+	count_t scounts[2], rcounts[2];
+	displ_t sdispls[2], rdispls[2];
+	int bad = 0;
 	MPI_Aint sbytes[2], rbytes[2];
 	MPI_Datatype types[2] = {MPI_LONG, MPI_LONG};
 	if (size + it > V_MAX)
@@ -218,17 +239,17 @@ static int neighbor(const char *mode, int rank, int size, long it)
 		roff += rcounts[k];
 	}
 	if (!strcmp(mode, "allgather"))
-		bad |= MPI_Neighbor_allgather(send, one, MPI_LONG, recv, one, MPI_LONG, ring) != MPI_SUCCESS;
+		bad |= C(MPI_Neighbor_allgather)(send, one, MPI_LONG, recv, one, MPI_LONG, ring) != MPI_SUCCESS;
 	else if (!strcmp(mode, "allgatherv"))
-		bad |= MPI_Neighbor_allgatherv(send, scounts[0], MPI_LONG, recv, rcounts, rdispls, MPI_LONG, ring) !=
+		bad |= C(MPI_Neighbor_allgatherv)(send, scounts[0], MPI_LONG, recv, rcounts, rdispls, MPI_LONG, ring) !=
 		       MPI_SUCCESS;
 	else if (!strcmp(mode, "alltoall"))
-		bad |= MPI_Neighbor_alltoall(send, one, MPI_LONG, recv, one, MPI_LONG, ring) != MPI_SUCCESS;
+		bad |= C(MPI_Neighbor_alltoall)(send, one, MPI_LONG, recv, one, MPI_LONG, ring) != MPI_SUCCESS;
 	else if (!strcmp(mode, "alltoallv"))
-		bad |= MPI_Neighbor_alltoallv(send, scounts, sdispls, MPI_LONG, recv, rcounts, rdispls, MPI_LONG, ring) !=
+		bad |= C(MPI_Neighbor_alltoallv)(send, scounts, sdispls, MPI_LONG, recv, rcounts, rdispls, MPI_LONG, ring) !=
 		       MPI_SUCCESS;
 	else if (!strcmp(mode, "alltoallw"))
-		bad |= MPI_Neighbor_alltoallw(send, scounts, sbytes, types, recv, rcounts, rbytes, types, ring) !=
+		bad |= C(MPI_Neighbor_alltoallw)(send, scounts, sbytes, types, recv, rcounts, rbytes, types, ring) !=
 		       MPI_SUCCESS;
 	else
 		return 1;
@@ -304,7 +325,7 @@ int main(int argc, char **argv)
 	for (long it = 0; it <= iters; it++) {
 		if (allreduce) {
 			long in = it + rank, out = 0;
-			bad |= MPI_Allreduce(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
+			bad |= C(MPI_Allreduce)(&in, &out, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS;
 			bad |= out != it * size + (long)size * (size - 1) / 2;
 		} else if (barrier) {
 			bad |= MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS;
@@ -318,7 +339,7 @@ int main(int argc, char **argv)
 		bad |= pair_put(bytes, 1, 0) != 0;
 		if (allreduce) {
 			int one = 1, sum = 0;
-			bad |= MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS || sum != size;
+			bad |= C(MPI_Allreduce)(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS || sum != size;
 		}
 		bad |= pair_put(bytes, 1, 0) != 0;
 	}

@@ -613,13 +613,15 @@ fn nonblocking(name: &str) -> Option<String> {
 /// iterations.
 fn check_unwrapped_collectives(program: &Path, closure: &elf::Closure, doc: &Value, report: &mut Report) {
     let Some(wrapped) = doc["mpi_wrapped"].as_array() else { return };
+    // A libaar.so before the large-count forms were wrapped lists none.
+    let large_count = doc["mpi_wrapped_large_count"].as_array().map_or(&[][..], Vec::as_slice);
     let names: HashSet<String> = wrapped
         .iter()
         .filter_map(Value::as_str)
         .flat_map(|f| [Some(f.to_string()), nonblocking(f)])
         .flatten()
         .flat_map(|f| [format!("{f}_c"), f])
-        .filter(|f| !wrapped.iter().any(|w| w == f.as_str()))
+        .filter(|f| !wrapped.iter().chain(large_count).any(|w| w == f.as_str()))
         .collect();
     let (callers, called) = callers_importing(program, closure, &names);
     if called.is_empty() {

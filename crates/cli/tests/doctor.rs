@@ -230,10 +230,9 @@ fn the_fortran_bindings_of_the_program_s_mpi_are_checked_for_what_libaar_sees() 
 }
 
 /// Collectives libaar.so does not wrap (the nonblocking ones, neighbourhood ones among them, and
-/// the large-count forms),
-/// called by the program or a library of its own, are named in a note; the ones MPI's own
-/// libraries import (to give their Fortran forms) are not the program's calls, and the blocking
-/// neighbourhood collectives are wrapped.
+/// their large-count forms), called by the program or a library of its own, are named in a note;
+/// the ones MPI's own libraries import (to give their Fortran forms) are not the program's calls,
+/// and the blocking neighbourhood collectives and the blocking large-count forms are wrapped.
 #[test]
 fn unwrapped_collectives_the_program_calls_are_named() {
     let dir = scratch();
@@ -245,6 +244,7 @@ fn unwrapped_collectives_the_program_calls_are_named() {
 int MPI_Neighbor_alltoall(void) { return 0; }
 int MPI_Ineighbor_alltoall(void) { return 0; }
 int MPI_Alltoall_c(void) { return 0; }
+int MPI_Iallreduce_c(void) { return 0; }
          int MPI_Ibcast(void) { return 0; }
 int MPI_Allreduce(void) { return 0; }
 ",
@@ -271,9 +271,10 @@ int solve(void) { return MPI_Neighbor_alltoall() + MPI_Ineighbor_alltoall(); }
         "int MPI_Iallreduce(void);
 int MPI_Allreduce(void);
 int MPI_Alltoall_c(void);
+int MPI_Iallreduce_c(void);
 int solve(void);
 void mpi_ibcast_(void);
-         int main(void) { mpi_ibcast_(); return MPI_Iallreduce() + MPI_Allreduce() + MPI_Alltoall_c() + solve(); }
+         int main(void) { mpi_ibcast_(); return MPI_Iallreduce() + MPI_Allreduce() + MPI_Alltoall_c() + MPI_Iallreduce_c() + solve(); }
 ",
         &["-L", d, "-lsolver", "-lmpifort_stub", "-lcollstub", &rpath],
     );
@@ -282,12 +283,14 @@ void mpi_ibcast_(void);
         "note",
         "MPI",
         &format!(
-            "{}, libsolver.so call MPI_Alltoall_c, MPI_Iallreduce, MPI_Ineighbor_alltoall, which libaar.so does not \
-             wrap",
+            "{}, libsolver.so call MPI_Iallreduce, MPI_Iallreduce_c, MPI_Ineighbor_alltoall, which libaar.so does \
+             not wrap",
             prog.display()
         ),
     );
-    assert!(!r.stdout.contains("MPI_Ibcast") && !r.stdout.contains("MPI_Neighbor_alltoall"), "{}", r.stdout);
+    for wrapped_or_not_the_program_s in ["MPI_Ibcast", "MPI_Neighbor_alltoall", "MPI_Alltoall_c"] {
+        assert!(!r.stdout.contains(wrapped_or_not_the_program_s), "{}", r.stdout);
+    }
     // A program that calls none: no such line.
     let r = doctor(&[ugni_program().to_str().unwrap()], &[]);
     assert!(!r.has_line("note", "MPI", "which libaar.so does not wrap"), "{}", r.stdout);
