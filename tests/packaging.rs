@@ -100,7 +100,8 @@ fn install(prefix: &std::path::Path, cwd: &std::path::Path) -> std::process::Out
 /// The module among the others a user loads and in the environments users have: another module
 /// adding to LD_PRELOAD (with ':', as modules do) is neither lost nor left holding libaar.so
 /// after unload or purge; a `'` in $SCRATCH is a folder name, not shell code; an empty $SCRATCH
-/// is unset; a program linked with -laar (pkg-config aar) runs with the module loaded and
+/// is unset; a folder the user exports after loading survives a reload and the unload; a program
+/// linked with -laar (pkg-config aar) runs with the module loaded and
 /// without it. And install refuses a prefix LD_PRELOAD cannot carry, and takes a relative one
 /// from where it was given.
 #[test]
@@ -137,6 +138,9 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
              export SCRATCH=\"{quoted}\"; module load aar || exit 3\n\
              echo \"E=$AAR_OUTPUT_DIR\"; test -d \"$AAR_OUTPUT_DIR\" && echo made\n\
              module purge; export SCRATCH=; module load aar; echo \"F=$AAR_OUTPUT_DIR\"\n\
+             export AAR_OUTPUT_DIR={dir}/mine; module reload aar 2>/dev/null || exit 7\n\
+             echo \"G=$AAR_OUTPUT_DIR\"; module unload aar; echo \"H=[$AAR_OUTPUT_DIR]\"; module load aar\n\
+             unset AAR_OUTPUT_DIR; module reload aar 2>/dev/null; echo \"I=$AAR_OUTPUT_DIR\"\n\
              cd {dir} && cc capi.c $(pkg-config --cflags --libs aar) -o capi-{flavour} || exit 4\n\
              ./capi-{flavour} || exit 5\n\
              module purge; ./capi-{flavour} || exit 6\n",
@@ -165,6 +169,10 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
             "D=[]".to_string(),
             format!("E={}/aar-records\nmade", quoted.display()),
             format!("F={}/aar-records", dir.display()),
+            // The user's own folder, exported after the load, survives a reload and the unload.
+            format!("G={}/mine", dir.display()),
+            format!("H=[{}/mine]", dir.display()),
+            format!("I={}/aar-records", dir.display()),
         ] {
             assert!(stdout.contains(&want), "{flavour}: no {want:?} in:\n{stdout}\n{stderr}");
         }
