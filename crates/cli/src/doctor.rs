@@ -23,6 +23,8 @@
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
+//! - Wrapped MPI functions the program defines itself (a linked-in profiling tool or MPI): its
+//!   calls of them never reach libaar.so.
 //! - The Fortran bindings of the program's MPI: whether they import the C functions libaar.so
 //!   wraps (the self-check lists them) or their `PMPI_` forms, which libaar.so does not see; and
 //!   where a library imports both forms (MPICH: its `use mpi_f08` `MPI_Barrier` calls the `PMPI_`
@@ -187,6 +189,7 @@ pub fn run(args: DoctorArgs) -> i32 {
         if let Some(p) = program.as_ref() {
             if let Some(closure) = &p.closure {
                 let program = p.mpi_module.as_ref().unwrap_or(&p.path);
+                check_own_mpi_definitions(program, doc, &mut report);
                 check_fortran_mpi(program, closure, doc, &mut report);
                 check_unwrapped_collectives(program, closure, doc, &mut report);
             }
@@ -451,6 +454,36 @@ fn finish_libraries(closure: &elf::Closure, report: &mut Report) {
     }
 }
 
+/// The wrapped MPI functions the program defines itself: a profiling tool linked into it (CrayPat's
+/// `pat_build` instrumentation, a static mpiP) or a static MPI. The program's calls of them reach
+/// its own code, exported or not, before any preloaded library: libaar.so never sees them.
+fn check_own_mpi_definitions(program: &Path, doc: &Value, report: &mut Report) {
+    let names: HashSet<String> = ["mpi_wrapped", "mpi_wrapped_large_count"]
+        .iter()
+        .filter_map(|k| doc[*k].as_array())
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect();
+    let own = elf::linked_in(program, &names).unwrap_or_default();
+    if own.is_empty() {
+        return;
+    }
+    let list = first_names(own);
+    report.warning(
+        "MPI",
+        format!(
+            "the program defines {list} itself (a profiling tool linked into it, such as CrayPat's pat_build \
+             instrumentation, or an MPI linked in statically): its calls of them stay inside it, and libaar.so does \
+             not see them (AAR_AB_BOUNDARY=MPI_<Fn> marks no iteration there, steady does not time them as calls, \
+             MPI_Alltoall's low-stall mode is not applied)"
+        ),
+        "For A/B runs use a build without the tool's MPI wrappers (instrument with a tool preloaded after \
+         libaar.so instead), or mark the iterations with the C API (aar_iteration_begin/aar_iteration_end, \
+         AAR_AB_BOUNDARY=markers).",
+    );
+}
+
 /// The MPI libraries that hold Fortran bindings (MPICH and Cray MPICH, Open MPI), by file name.
 const FORTRAN_MPI: [&str; 8] = [
     "libmpifort",
@@ -684,14 +717,8 @@ fn check_preloaded_tools(doc: &Value, report: &mut Report) {
         if defined.is_empty() {
             continue;
         }
-        let mut defined: Vec<String> = defined.into_iter().collect();
-        defined.sort();
-        let list = if defined.len() > 3 {
-            format!("{} and {} more", defined[..3].join(", "), defined.len() - 3)
-        } else {
-            defined.join(", ")
-        };
-        let share = format!("{list}: {} of the {} collectives libaar.so wraps", defined.len(), names.len());
+        let count = defined.len();
+        let share = format!("{}: {count} of the {} collectives libaar.so wraps", first_names(defined), names.len());
         if i < first_libaar {
             report.warning(
                 "preload",
@@ -756,6 +783,16 @@ fn check_preloaded_routers(report: &mut Report) {
             ),
             format!("Preload one router: take {entry} out of LD_PRELOAD (module unload its module), or unload aar."),
         );
+    }
+}
+
+/// Names in order, the first three and how many more.
+fn first_names(names: HashSet<String>) -> String {
+    let mut names: Vec<String> = names.into_iter().collect();
+    names.sort();
+    match names.len() {
+        0..=3 => names.join(", "),
+        n => format!("{} and {} more", names[..3].join(", "), n - 3),
     }
 }
 

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn scratch() -> PathBuf {
+    static FRESH: std::sync::Once = std::sync::Once::new();
     let d = target_dir().join("aar-tests").join(format!("doctor-{}", std::process::id()));
+    // An earlier run with the same process id left its programs here, built from older sources.
+    FRESH.call_once(|| _ = std::fs::remove_dir_all(&d));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -294,6 +297,24 @@ void mpi_ibcast_(void);
     // A program that calls none: no such line.
     let r = doctor(&[ugni_program().to_str().unwrap()], &[]);
     assert!(!r.has_line("note", "MPI", "which libaar.so does not wrap"), "{}", r.stdout);
+}
+
+/// A program that defines wrapped MPI functions itself (a profiling tool linked in, as CrayPat's
+/// pat_build instrumentation is, or a static MPI) keeps its calls of them from libaar.so: a warning
+/// naming them, large-count forms included.
+#[test]
+fn mpi_functions_the_program_defines_itself_are_a_warning() {
+    let prog = compile(
+        "instrumented-app",
+        "int MPI_Allreduce(void) { return 0; }\nint MPI_Alltoall_c(void) { return 0; }\n\
+         int main(void) { return MPI_Allreduce() + MPI_Alltoall_c(); }\n",
+        &[],
+    );
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_line("warning", "MPI", "the program defines MPI_Allreduce, MPI_Alltoall_c itself (a profiling tool");
+    assert!(r.stdout.contains("fix: For A/B runs use a build without the tool's MPI wrappers"), "{}", r.stdout);
+    let r = doctor(&[ugni_program().to_str().unwrap()], &[]);
+    assert!(!r.has_line("warning", "MPI", "the program defines"), "{}", r.stdout);
 }
 
 /// A script, a file that is not ELF and a cut ELF file are problems that say what the file is
