@@ -784,10 +784,13 @@ fn exit_codes() {
     let o = run(&[dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("junk.iterations.jsonl") && stderr(&o).contains("nothing to report"));
+    // An input that is not there is a bad argument (a typo), as the help says: exit 2, nothing
+    // read, even beside one that is there.
     let missing = dir.join("nope");
-    let o = run(&[missing.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("nope: cannot be opened"), "{}", stderr(&o));
+    let o = run(&[dir.to_str().unwrap(), missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nope: no such file or folder: nothing read"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("junk"), "nothing was read: {}", stderr(&o));
     let empty_folder = tmp("codes-empty");
     let empty = empty_folder.path();
     let o = run(&[empty.to_str().unwrap()]);
@@ -816,6 +819,7 @@ fn exit_codes() {
     assert_eq!(o.status.code(), Some(0));
     let help = stdout(&run(&["--help"]));
     assert!(help.contains("Exit status: 0 report written; 1 nothing to report"), "{help}");
+    assert!(help.contains("2 bad arguments (an input that does not exist included)"), "{help}");
     // Only the junk file is warned about.
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }

@@ -28,7 +28,8 @@ use std::path::{Path, PathBuf};
     after_help = "Without iteration records, the summary records (aar.<job>[.<step>].<rank>.<pid>.json) are summed per \
 job (without a job id, per program): bytes per routing mode, decisions, counter reads; --json gives them as \"jobs\".\n\n\
 Exit status: 0 report written; 1 nothing to report, or the report or --plot/--html could not be written (or \
-asked, with --csv, of records without iterations); 2 bad arguments."
+asked, with --csv, of records without iterations); 2 bad arguments (an input that does not exist included): nothing \
+read."
 )]
 pub struct ReportArgs {
     /// Folders (searched recursively for *.iterations.jsonl, else for summary records) or record files
@@ -69,7 +70,7 @@ pub struct ReportArgs {
 pub const EXIT_OK: i32 = 0;
 /// No record had a usable iteration, or the report, `--plot` or `--html` could not be written.
 pub const EXIT_FAILED: i32 = 1;
-/// A bad argument: nothing was read.
+/// A bad argument (an option's value, an input that does not exist): nothing was read.
 pub const EXIT_USAGE: i32 = 2;
 
 /// A bad argument; the text completes `aar: ...` and the exit status is [`EXIT_USAGE`].
@@ -83,6 +84,8 @@ enum ArgError {
     IsFolder { flag: &'static str, path: PathBuf },
     #[error("--resamples {0}: at least {MIN_RESAMPLES} and at most {MAX_RESAMPLES}")]
     Resamples(usize),
+    #[error("{}: no such file or folder: nothing read; give the folder AAR_OUTPUT_DIR named, or record files", .0.display())]
+    NoInput(PathBuf),
 }
 
 /// Fewer resamples than this give intervals that move from one seed to the next.
@@ -138,6 +141,13 @@ fn check(args: &ReportArgs) -> Result<(), ArgError> {
     }
     if !(MIN_RESAMPLES..=MAX_RESAMPLES).contains(&args.resamples) {
         return Err(ArgError::Resamples(args.resamples));
+    }
+    // A name that is not there is a typo, not a record to skip (one that is there but cannot be
+    // read is said and skipped while reading). A link to nothing is not there either.
+    if let Some(p) =
+        args.inputs.iter().find(|p| std::fs::metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound))
+    {
+        return Err(ArgError::NoInput(p.clone()));
     }
     Ok(())
 }
