@@ -502,6 +502,31 @@ fn a_policy_without_iterations_is_reported_empty() {
     assert_eq!(policy(&j, "A")["independence"]["runs"], 2, "20 rising iterations: one run below, one above");
 }
 
+/// One iteration per policy has no spread: its intervals are not a point that looks certain
+/// ("1.000–1.000") but say why there are none (n=1), and a warning says how to get them.
+#[test]
+fn one_iteration_per_policy_gives_no_interval_and_says_why() {
+    let folder = tmp("n1");
+    let dir = folder.path();
+    let rows = [row(0, "A", 0, 1_000_000, None), row(1, "B", 1, 1_000_000, None)];
+    write_record(dir, &header("n1", 0, 1, &["A", "B"]), &rows);
+    let o = run(&[dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let b = table.lines().find(|l| l.starts_with("B ")).unwrap();
+    assert!(!b.contains('–') && b.contains("n=1"), "{table}");
+    let a = table.lines().find(|l| l.starts_with("A ")).unwrap();
+    assert!(a.contains("n=1"), "{table}");
+    let err = stderr(&o);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("1 iteration each")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("experiment \"n1\"") && said[0].contains("Run more iterations"), "{err}");
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    let b = policy(&j, "B");
+    assert!(b["vs_first"]["ratio_ci"].is_null() && b["median_ci_ns"].is_null() && b["qcd"].is_null(), "{b}");
+    assert_eq!(b["vs_first"]["ratio"], 1.0);
+}
+
 /// Type-7 QCD of a sorted sample, as the test computes it.
 fn qcd(s: &[f64]) -> f64 {
     let (q1, q3) = (quantile(s, 0.25), quantile(s, 0.75));

@@ -15,6 +15,9 @@ use serde::Serialize;
 pub const LEVEL: f64 = 0.95;
 /// Family-wise significance level of the comparisons with the first policy.
 pub const ALPHA: f64 = 0.05;
+/// Fewest iterations whose order statistics give an exact 95% interval of the median (with 5,
+/// the widest, smallest to largest, covers 1 - 2/32 < 95%).
+pub const MIN_ITERATIONS_CI: usize = 6;
 /// Added to the ratio's bootstrap seed for the QCD difference's, so the two intervals come from
 /// different resamples.
 const QCD_SEED_OFFSET: u64 = 1 << 32;
@@ -502,6 +505,19 @@ fn figures(
     }
     let sample = |p: usize| stats::Sample::in_strata(&samples[p], &in_order[p], blocks[p], &strata[p]);
     let first = &samples[0];
+    // One iteration has no spread: every resample of it is itself, so an interval of it would
+    // be a point that looks certain. Said, and shown as n=1.
+    let single: Vec<String> = (0..np).filter(|&p| samples[p].len() == 1).map(|p| clean(&e.policies[p])).collect();
+    if !single.is_empty() {
+        warn(format!(
+            "{} {}: no confidence interval, spread (QCD) or interval of a ratio with {} can be estimated from one \
+             iteration (n=1; the table shows n=1 there). Run more iterations: at least {MIN_ITERATIONS_CI} per \
+             policy for a 95% interval of the median",
+            single.join(", "),
+            if single.len() == 1 { "has 1 iteration" } else { "have 1 iteration each" },
+            if single.len() == 1 { "it" } else { "them" },
+        ));
+    }
     let policy_stats = (0..np)
         .map(|p| {
             let x = &samples[p];
@@ -510,6 +526,7 @@ fn figures(
             // An exact interval for independent iterations of one job; a bootstrap's for spells
             // (in blocks) or jobs (each resampled apart).
             let ci = match (blocks[p], strata[p].is_empty()) {
+                _ if x.len() < 2 => None,
                 (1, true) => stats::median_ci(x, LEVEL).map(|c| ([c.low, c.high], Some(c.coverage))),
                 _ => stats::bootstrap_median_ci(sample(p), LEVEL, s.resamples, seed).map(|c| ([c.0, c.1], None)),
             };
@@ -528,7 +545,7 @@ fn figures(
                     stats::qcd_difference(sample(0), sample(p), LEVEL, s.resamples, seed.wrapping_add(QCD_SEED_OFFSET));
                 Comparison {
                     ratio: ratio.map_or(f64::NAN, |r| r.0),
-                    ratio_ci: ratio.filter(|r| r.1.is_finite()).map(|r| [r.1, r.2]),
+                    ratio_ci: ratio.filter(|r| r.1.is_finite() && x.len() > 1 && first.len() > 1).map(|r| [r.1, r.2]),
                     qcd_difference: qcd.map(|d| d.0),
                     qcd_difference_ci: qcd.filter(|d| d.1.is_finite()).map(|d| [d.1, d.2]),
                     u: mw.u,
@@ -562,7 +579,7 @@ fn figures(
                 mean_ns: opt(x, stats::mean),
                 p99_ns: opt(x, |x| stats::quantile(x, 0.99)),
                 max_ns: opt(x, |x| x[x.len() - 1]),
-                qcd: stats::sample_qcd(x),
+                qcd: stats::sample_qcd(x).filter(|_| x.len() > 1),
                 independence: independence[p],
                 bootstrap_block: blocks[p],
                 vs_first,

@@ -76,7 +76,8 @@ pub fn page(r: &Report, inputs: &[String], text: bool) -> Result<String, OutputE
         let u = Unit::for_experiment(e);
         out.push_str(&format!("<section class=\"experiment\">\n<h2>{}</h2>\n", esc(&output::describe(e))));
         out.push_str(&format!("<p>{}; times in {}.</p>\n", esc(&output::describe_iterations(e)), u.name));
-        let rows: Vec<Vec<String>> = e.policy_stats.iter().map(|p| output::policy_cells(p, &u)).collect();
+        let first_n = e.policy_stats.first().map_or(0, |p| p.iterations);
+        let rows: Vec<Vec<String>> = e.policy_stats.iter().map(|p| output::policy_cells(p, first_n, &u)).collect();
         let header: Vec<String> = output::POLICY_HEADER.iter().map(|h| h.to_string()).collect();
         table(&mut out, "policies", &header, &rows, true);
         out.push_str("<ul class=\"notes\">\n");

@@ -1,7 +1,7 @@
 //! The report as an aligned table (stdout by default), one JSON document (`--json`) or CSV
 //! (`--csv`, one row per policy; columns in [`CSV_COLUMNS`]).
 
-use super::analysis::{ExperimentReport, PolicyStats, Report};
+use super::analysis::{ExperimentReport, PolicyStats, Report, MIN_ITERATIONS_CI};
 
 /// Time unit of one experiment's tables: chosen from its fastest median so that every median
 /// shows about four significant digits.
@@ -129,15 +129,18 @@ pub fn render(out: &mut String, header: &[String], rows: &[Vec<String>], right: 
     }
 }
 
-/// The main table's cells for one policy (also used by the HTML page).
-pub fn policy_cells(p: &PolicyStats, u: &Unit) -> Vec<String> {
+/// The main table's cells for one policy (also used by the HTML page); `first_n`: the first
+/// policy's iterations. An interval too few iterations leave out shows how many there are (`n=1`).
+pub fn policy_cells(p: &PolicyStats, first_n: usize, u: &Unit) -> Vec<String> {
     let t = |v: Option<f64>| v.map_or_else(dash, |v| u.fmt(v));
+    let few = |n: usize| move || if n > 0 && n < MIN_ITERATIONS_CI { format!("n={n}") } else { dash() };
+    let fewest = few(p.iterations.min(first_n));
     let (qcd_ci, ratio, ratio_ci, pval, sig) = match &p.vs_first {
         Some(c) => (
             c.qcd_difference_ci
-                .map_or_else(dash, |d| format!("{}–{}", fmt_qcd_difference(d[0]), fmt_qcd_difference(d[1]))),
+                .map_or_else(&fewest, |d| format!("{}–{}", fmt_qcd_difference(d[0]), fmt_qcd_difference(d[1]))),
             if c.ratio.is_finite() { fmt_ratio(c.ratio) } else { dash() },
-            c.ratio_ci.map_or_else(dash, |r| format!("{}–{}", fmt_ratio(r[0]), fmt_ratio(r[1]))),
+            c.ratio_ci.map_or_else(&fewest, |r| format!("{}–{}", fmt_ratio(r[0]), fmt_ratio(r[1]))),
             fmt_p(c.p),
             if c.significant { "yes".to_string() } else { "no".to_string() },
         ),
@@ -148,7 +151,7 @@ pub fn policy_cells(p: &PolicyStats, u: &Unit) -> Vec<String> {
         clean(&p.policy),
         p.iterations.to_string(),
         t(p.median_ns),
-        p.median_ci_ns.map_or_else(dash, |c| format!("{}–{}", u.fmt(c[0]), u.fmt(c[1]))),
+        p.median_ci_ns.map_or_else(few(p.iterations), |c| format!("{}–{}", u.fmt(c[0]), u.fmt(c[1]))),
         t(p.mean_ns),
         t(p.p99_ns),
         t(p.max_ns),
@@ -323,7 +326,8 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
     let mut notes = vec![
         "iteration time = the slowest rank's end - start in each iteration".into(),
         format!(
-            "95% CI of the median: {}; QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy",
+            "95% CI of the median: {}; n=K: too few iterations for an interval ({MIN_ITERATIONS_CI} at least \
+             for the median's); QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy",
             if e.pooled_from.is_empty() {
                 "order statistics (exact binomial)"
             } else {
@@ -380,7 +384,8 @@ pub fn table(r: &Report) -> String {
         }
         let u = Unit::for_experiment(e);
         out.push_str(&format!("{}\n{}; times in {}\n\n", describe(e), describe_iterations(e), u.name));
-        let rows: Vec<Vec<String>> = e.policy_stats.iter().map(|p| policy_cells(p, &u)).collect();
+        let first_n = e.policy_stats.first().map_or(0, |p| p.iterations);
+        let rows: Vec<Vec<String>> = e.policy_stats.iter().map(|p| policy_cells(p, first_n, &u)).collect();
         let mut right = vec![true; POLICY_HEADER.len()];
         right[0] = false;
         right[POLICY_HEADER.len() - 1] = false; // significant
