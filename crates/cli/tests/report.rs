@@ -1033,6 +1033,35 @@ fn reads_the_simulators_records() {
     }
 }
 
+/// A schedule that names a policy twice (aar sim --policy A,B,A: A in two iterations of three)
+/// gives one row per policy with all its iterations, not an empty row for the second A.
+#[test]
+fn a_policy_named_twice_in_the_schedule_is_one_row() {
+    let folder = tmp("sim-twice");
+    let dir = folder.path();
+    let o = aar()
+        .args(["sim", "run", "--workload", "pingpong:4K", "--policy", "ADAPTIVE0,ADAPTIVE3,ADAPTIVE0"])
+        .args(["--iterations", "12", "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let j = json_of(&o);
+    let e = &j["experiments"][0];
+    let rows: Vec<(&str, u64)> = e["policy_stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["policy"].as_str().unwrap(), p["iterations"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(rows, [("ADAPTIVE0", 8), ("ADAPTIVE3", 4)], "{e}");
+    let err = stderr(&o);
+    assert_eq!(err.lines().filter(|l| l.contains("names ADAPTIVE0 more than once")).count(), 1, "{err}");
+    let csv = stdout(&run(&[dir.to_str().unwrap(), "--csv"]));
+    assert_eq!(csv.lines().count(), 3, "a header and one line per policy: {csv}");
+}
+
 #[test]
 fn indices_in_any_order_and_repeated_ones() {
     let folder = tmp("order");

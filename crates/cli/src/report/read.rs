@@ -594,6 +594,32 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 }
             }
         }
+        // A schedule may name a policy twice (aar sim --policy A,B,A runs A two iterations in
+        // three): its rows are one policy's, one row of the tables, whichever place they ran in.
+        let mut policies: Vec<String> = Vec::new();
+        for p in &reference.policies {
+            if !policies.contains(p) {
+                policies.push(p.clone());
+            }
+        }
+        if policies.len() < reference.policies.len() {
+            let twice: Vec<String> = policies
+                .iter()
+                .filter(|p| reference.policies.iter().filter(|q| q == p).count() > 1)
+                .map(|p| super::output::clean(p))
+                .collect();
+            warn(
+                &mut warnings,
+                format!(
+                    "experiment \"{}\": its schedule names {} more than once ({}, in {}): each policy's iterations \
+                     are reported together in one row",
+                    name.escape_debug(),
+                    twice.join(", "),
+                    super::output::clean_to(&reference.policies.join(","), 200),
+                    ref_path.display()
+                ),
+            );
+        }
         let first_index = admitted.iter().map(|h| h.first_index).min().unwrap_or(0);
         // Without --skip nothing is left out, whatever order the indices come in.
         let skip_below = if skip == 0 { 0 } else { first_index.saturating_add(skip) };
@@ -605,13 +631,13 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 path: h.path,
                 rank: h.header.rank,
                 mode_map,
-                policies: reference.policies.clone(),
+                policies: policies.clone(),
                 skip_below,
             });
         }
         experiments.push(ExperimentData {
             name,
-            policies: reference.policies.clone(),
+            policies,
             header: reference,
             modes,
             first_index,
