@@ -1185,6 +1185,48 @@ fn inputs_and_outputs_it_cannot_use_are_said() {
     }
 }
 
+/// Special files with a record's name in a folder (a FIFO, whose opening would wait for a writer
+/// forever, a socket, a link to nothing) are said once each, naming them; unfinished records
+/// (`*.partial`, left by a job killed while libaar.so wrote them) are counted once per folder.
+#[test]
+fn special_and_unfinished_files_in_a_folder_are_said_once() {
+    let folder = tmp("special");
+    let dir = folder.path();
+    generate(dir, "sp", 2, 10, &["A", "B"], &[1.0, 1.0], 1);
+    let fifo = dir.join("aar.sp.2.102.iterations.jsonl");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let socket = dir.join("aar.sp.3.103.json");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let dangling = dir.join("aar.sp.4.104.iterations.jsonl");
+    std::os::unix::fs::symlink(dir.join("gone"), &dangling).unwrap();
+    let sub = dir.join("late");
+    std::fs::create_dir(&sub).unwrap();
+    let summary = r#"{"format":"aar-record/2","job_id":"sp","rank":5,"pid":105}"#;
+    for name in ["aar.sp.5.105.json.partial", "aar.sp.6.106.json.partial", "notes.partial"] {
+        std::fs::write(sub.join(name), summary).unwrap();
+    }
+    let mut child = aar().arg("report").arg(dir).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for (path, what) in [(&fifo, "a FIFO"), (&socket, "a socket"), (&dangling, "a symbolic link to")] {
+        assert_eq!(mentions(&err, path), 1, "{}:\n{err}", path.display());
+        let line = err.lines().find(|l| l.contains(path.to_str().unwrap())).unwrap();
+        assert!(line.contains(what) && line.ends_with("skipped"), "{line}");
+    }
+    let partial: Vec<&str> = err.lines().filter(|l| l.contains(".partial")).collect();
+    assert_eq!(partial.len(), 1, "{err}");
+    assert!(partial[0].starts_with(&format!("aar: {}: 2 unfinished records", sub.display())), "{err}");
+    assert!(partial[0].contains("stopped before it finished"), "{err}");
+    assert_eq!(err.lines().count(), 4, "nothing else: {err}");
+    assert!(stdout(&o).contains("10 iterations used"), "{}", stdout(&o));
+}
+
 /// Text a record carries (a rank's kept messages, the policy at exit, mode names) reaches the
 /// terminal with its control characters shown as `?`: no escape sequence, no forged line.
 #[test]

@@ -37,7 +37,8 @@ fn discover(inputs: &[PathBuf]) -> Vec<PathBuf> {
                 found.insert(input.clone());
             }
         } else {
-            found.extend(walk(input, is_summary_name, |_, _| {}));
+            // Said by the iteration records' reader, which walks the same folders first.
+            found.extend(walk(input, is_summary_name, |_| {}));
         }
     }
     found.into_iter().collect()

@@ -3,7 +3,9 @@
 //! Three steps:
 //! 1. **Find** the files: folders are searched recursively for `*.iterations.jsonl` (symbolic links
 //!    to folders are not followed, so a link loop cannot trap the walk); files named on the command
-//!    line are read whatever their name.
+//!    line are read whatever their name. A record's name on something that is not a regular file
+//!    (a FIFO, a socket, a device, a link to nothing) is said and skipped, and unfinished records
+//!    (`aar.*.partial`, a writer stopped before it renamed them) are counted once per folder.
 //! 2. **Heads**: every file's header and first row are read, files are grouped by `experiment`,
 //!    and each experiment's reference header is that of its lowest rank. A file is left out, with
 //!    a warning, when it is not a record, has no rows, repeats a rank already read (the file that
@@ -164,19 +166,17 @@ pub fn warn(warnings: &mut Vec<String>, text: String) {
 
 /// The files under folder `root` whose names `keep` takes (regular files, or links to them),
 /// searched recursively without following links to folders, so that a link loop cannot trap the
-/// walk; `unlistable` hears of each folder that cannot be listed.
-pub fn walk(
-    root: &Path,
-    keep: impl Fn(&str) -> bool,
-    mut unlistable: impl FnMut(&Path, std::io::Error),
-) -> Vec<PathBuf> {
+/// walk; `said` hears, as a warning, of each folder that cannot be listed and of each name
+/// `keep` takes that is not a regular file (a FIFO, whose opening would wait for a writer, a
+/// socket, a device, a link to nothing).
+pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(String)) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) => {
-                unlistable(&dir, e);
+                said(format!("{}: cannot be listed ({e}): skipped", dir.display()));
                 continue;
             }
         };
@@ -185,19 +185,52 @@ pub fn walk(
             let Ok(kind) = entry.file_type() else { continue };
             if kind.is_dir() {
                 stack.push(path);
-            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(&keep)
-                && std::fs::metadata(&path).is_ok_and(|m| m.is_file())
-            {
-                found.push(path);
+            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(&keep) {
+                match std::fs::metadata(&path) {
+                    Ok(m) if m.is_file() => found.push(path),
+                    Ok(m) => said(not_regular(&path, m.file_type())),
+                    Err(_) if kind.is_symlink() => said(format!(
+                        "{}: a symbolic link to {}, which does not exist: skipped",
+                        path.display(),
+                        std::fs::read_link(&path).unwrap_or_default().display()
+                    )),
+                    Err(e) => said(format!("{}: cannot be read ({e}): skipped", path.display())),
+                }
             }
         }
     }
     found
 }
 
+/// "PATH: a FIFO, not a regular file: skipped" (what it is, so the user knows what to remove).
+fn not_regular(path: &Path, kind: std::fs::FileType) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "a special file"
+    };
+    format!("{}: {what}, not a regular file or a folder of records: skipped", path.display())
+}
+
+/// Whether a file name is a record its writer did not finish: libaar.so writes a rank's summary
+/// record to `NAME.partial` and renames it when whole, `aar sim` its records to
+/// `NAME.XXXXXX.partial`; a job killed in between leaves it.
+fn is_partial(name: &str) -> bool {
+    name.starts_with("aar.") && name.ends_with(".partial")
+}
+
 /// Step 1: the record files under `inputs`, sorted, each once.
 fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>, summaries_only: &mut Vec<PathBuf>) -> Vec<PathBuf> {
     let mut found = Vec::new();
+    // Unfinished records per folder, said once each.
+    let mut partial: BTreeMap<PathBuf, u64> = BTreeMap::new();
     for input in inputs {
         let meta = match std::fs::metadata(input) {
             Ok(m) => m,
@@ -219,23 +252,44 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>, summaries_only: &mut
             continue;
         }
         if !meta.is_dir() {
-            warn(warnings, format!("{}: not a regular file or a folder: skipped", input.display()));
+            warn(warnings, not_regular(input, meta.file_type()));
             continue;
         }
-        let before = found.len();
-        found.extend(walk(
+        // One walk for every kind of record: special files among them are said here, once
+        // (the summary records' reader walks again, quietly).
+        let mut here = walk(
             input,
-            |n| n.ends_with(ITERATIONS_SUFFIX),
-            |dir, e| warn(warnings, format!("{}: cannot be listed ({e}): skipped", dir.display())),
-        ));
+            |n| n.ends_with(ITERATIONS_SUFFIX) || jobs::is_summary_name(n) || is_partial(n),
+            |w| warn(warnings, w),
+        );
+        here.retain(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            if is_partial(&name) {
+                *partial.entry(super::folder(p).to_path_buf()).or_default() += 1;
+            }
+            name.ends_with(ITERATIONS_SUFFIX)
+        });
         // Summary records alone are reported as such (`jobs`).
-        if found.len() == before {
-            if walk(input, jobs::is_summary_name, |_, _| {}).is_empty() {
+        if here.is_empty() {
+            if walk(input, jobs::is_summary_name, |_| {}).is_empty() {
                 warn(warnings, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
             } else {
                 summaries_only.push(input.clone());
             }
         }
+        found.extend(here);
+    }
+    for (dir, n) in partial {
+        warn(
+            warnings,
+            format!(
+                "{}: {} (aar.*.partial) ignored: their writer was stopped before it finished them (a job killed at \
+                 its time limit or by a signal while libaar.so wrote its ranks' summary records, or aar sim while it \
+                 wrote its records); the finished records beside them are read, and these can be removed",
+                dir.display(),
+                super::output::count(n, "unfinished record", "unfinished records")
+            ),
+        );
     }
     let mut seen = HashSet::new();
     found.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
