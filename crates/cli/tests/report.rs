@@ -1227,6 +1227,66 @@ fn special_and_unfinished_files_in_a_folder_are_said_once() {
     assert!(stdout(&o).contains("10 iterations used"), "{}", stdout(&o));
 }
 
+/// A record of a newer format is skipped with a word to upgrade aar, and a summary record's
+/// fields of another JSON type than libaar.so writes are named, once per file, and read as absent.
+#[test]
+fn newer_formats_and_fields_of_the_wrong_type_are_said_once_per_file() {
+    let folder = tmp("versions");
+    let dir = folder.path();
+    generate(dir, "v", 3, 10, &["A", "B"], &[1.0, 1.0], 1);
+    let mut text = Vec::new();
+    write_line(&mut text, &header("v", 3, 3, &["A", "B"])).unwrap();
+    let text = String::from_utf8(text).unwrap().replace(FORMAT, "aar-iterations/2");
+    let newer = dir.join("aar.v.3.103.iterations.jsonl");
+    std::fs::write(&newer, text).unwrap();
+    let summary = |rank: u32, format: &str, extra: Value| {
+        let mut rec = serde_json::json!({
+            "format": format, "job_id": "v", "rank": rank, "pid": 100 + rank, "host": "h",
+            "policy_at_exit": "A", "internal_errors": 0, "counters": { "backend": "papi", "reads": 10 },
+            "modes": { "ADAPTIVE0": { "messages": 2, "bytes": 64 } },
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            rec[k] = v.clone();
+        }
+        rec.to_string()
+    };
+    let newer_summary = dir.join("aar.v.0.100.json");
+    std::fs::write(&newer_summary, summary(0, "aar-record/3", serde_json::json!({}))).unwrap();
+    let typed = dir.join("aar.v.1.101.json");
+    let wrong = serde_json::json!({ "internal_errors": "5", "counters": { "backend": "papi", "reads": -3 } });
+    std::fs::write(&typed, summary(1, "aar-record/2", wrong)).unwrap();
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for p in [&newer, &newer_summary, &typed] {
+        assert_eq!(mentions(&err, p), 1, "{}:\n{err}", p.display());
+    }
+    let line = |p: &Path| err.lines().find(|l| l.contains(p.to_str().unwrap())).unwrap();
+    assert!(line(&newer).contains("\"aar-iterations/2\"") && line(&newer).contains("upgrade aar"), "{err}");
+    assert!(line(&newer).ends_with("skipped"), "{err}");
+    let l = line(&newer_summary);
+    assert!(
+        l.contains("\"aar-record/3\"") && l.contains("upgrade aar") && l.contains("rank 0's health is not checked")
+    );
+    let l = line(&typed);
+    assert!(l.contains("\"internal_errors\" is \"5\"") && l.contains("\"counters/reads\" is -3"), "{l}");
+    assert!(l.contains("read as absent"), "{l}");
+    assert!(!err.contains("internal errors on"), "a string is not 5 internal errors: {err}");
+    // Summary records alone: summed per job, the bad field left out of the sums and said once.
+    let only = tmp("versions-summaries");
+    let bad_bytes = serde_json::json!({ "modes": { "ADAPTIVE0": { "messages": 2, "bytes": "64" } } });
+    let bad = only.path().join("aar.v.1.101.json");
+    std::fs::write(only.path().join("aar.v.0.100.json"), summary(0, "aar-record/2", serde_json::json!({}))).unwrap();
+    std::fs::write(&bad, summary(1, "aar-record/2", bad_bytes)).unwrap();
+    let o = run(&[only.path().to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert_eq!(mentions(&err, &bad), 1, "{err}");
+    assert!(err.contains("\"modes/ADAPTIVE0/bytes\" is \"64\" where a whole number"), "{err}");
+    let j = json_of(&o);
+    assert_eq!(j["jobs"][0]["records"], 2);
+    assert_eq!(j["jobs"][0]["modes"]["ADAPTIVE0"]["bytes"], 64, "only the good record's bytes");
+}
+
 /// Text a record carries (a rank's kept messages, the policy at exit, mode names) reaches the
 /// terminal with its control characters shown as `?`: no escape sequence, no forged line.
 #[test]

@@ -64,9 +64,101 @@ fn summary_beside(iterations: &Path) -> Option<PathBuf> {
     Some(iterations.with_file_name(aar_record::summary_beside(iterations.file_name()?.to_str()?)?))
 }
 
-/// A summary record (format `aar-record/...`), or why `path` is not one that can be read (the
-/// text completes `aar: FILE: ...: skipped`).
-pub fn read_summary(path: &Path) -> Result<Value, String> {
+/// The newest summary record format this aar reads (libaar.so's `RECORD_FORMAT`, src/output.rs):
+/// its number goes up when a field changes meaning, so a newer one is not read as this one.
+pub const SUMMARY_FORMAT: u32 = 2;
+
+/// What a field of a summary record the report reads must be (or `null`, or absent).
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A non-negative integer.
+    Count,
+    Text,
+    Flag,
+    /// A list of strings.
+    Texts,
+}
+
+/// The fields of a summary record the report reads ([`problems`] and the jobs' sums).
+const FIELDS: &[(&str, Kind)] = &[
+    ("/rank", Kind::Count),
+    ("/pid", Kind::Count),
+    ("/host", Kind::Text),
+    ("/job_id", Kind::Text),
+    ("/step", Kind::Text),
+    ("/policy_at_exit", Kind::Text),
+    ("/command_line", Kind::Texts),
+    ("/settings/engine/policy/kind", Kind::Text),
+    ("/settings/ab", Kind::Text),
+    ("/internal_errors", Kind::Count),
+    ("/counters/backend", Kind::Text),
+    ("/counters/unavailable_because", Kind::Text),
+    ("/counters/gave_way", Kind::Count),
+    ("/counters/reads", Kind::Count),
+    ("/counters/read_failures", Kind::Count),
+    ("/apis/DMAPP/messages", Kind::Count),
+    ("/dmapp/steering", Kind::Flag),
+    ("/dmapp/stopped_because", Kind::Text),
+    ("/decider/undecided_crossings", Kind::Count),
+    ("/engine/decisions", Kind::Count),
+    ("/engine/switches_to_low_latency", Kind::Count),
+    ("/engine/switches_to_low_stall", Kind::Count),
+    ("/ab/iterations", Kind::Count),
+    ("/messages", Kind::Texts),
+];
+
+impl Kind {
+    fn fits(self, v: &Value) -> bool {
+        match self {
+            Kind::Count => v.is_u64(),
+            Kind::Text => v.is_string(),
+            Kind::Flag => v.is_boolean(),
+            Kind::Texts => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Count => "a whole number of at least 0",
+            Kind::Text => "a string",
+            Kind::Flag => "true or false",
+            Kind::Texts => "a list of strings",
+        }
+    }
+}
+
+/// The fields of `rec` the report reads that have another JSON type than libaar.so writes,
+/// each set to `null` (read as absent: not counted), and how each was.
+fn wrong_types(rec: &mut Value) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut check = |rec: &mut Value, pointer: &str, kind: Kind| {
+        if let Some(v) = rec.pointer_mut(pointer).filter(|v| !v.is_null() && !kind.fits(v)) {
+            wrong.push(format!(
+                "\"{}\" is {} where {} is expected",
+                &pointer[1..],
+                quoted(&v.to_string()),
+                kind.name()
+            ));
+            *v = Value::Null;
+        }
+    };
+    for &(pointer, kind) in FIELDS {
+        check(rec, pointer, kind);
+    }
+    let modes: Vec<String> = rec["modes"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    for mode in modes {
+        let escaped = mode.replace('~', "~0").replace('/', "~1");
+        for key in ["messages", "bytes"] {
+            check(rec, &format!("/modes/{escaped}/{key}"), Kind::Count);
+        }
+    }
+    wrong
+}
+
+/// A summary record (format `aar-record/N`, N at most [`SUMMARY_FORMAT`]) and what in it could
+/// not be read (fields of another type than libaar.so writes, read as absent: the text completes
+/// `aar: FILE: ...`); or why `path` is not one that can be read (the text completes `aar: FILE:
+/// ...: skipped`).
+pub fn read_summary(path: &Path) -> Result<(Value, Option<String>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read ({e})"))?;
     if !meta.is_file() {
         return Err("not a regular file".into());
@@ -75,12 +167,29 @@ pub fn read_summary(path: &Path) -> Result<Value, String> {
         return Err(format!("larger than {} MiB, so not a summary record", MAX_SUMMARY_BYTES >> 20));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot be read ({e})"))?;
-    let v: Value = serde_json::from_slice(&bytes)
+    let mut v: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("not a whole summary record ({e}; cut short if its rank was stopped while writing it)"))?;
-    match v["format"].as_str() {
-        Some(f) if f.starts_with("aar-record/") => Ok(v),
-        _ => Err("JSON, but not a summary record (no \"format\": \"aar-record/...\")".into()),
+    let version = match v["format"].as_str().and_then(|f| f.strip_prefix("aar-record/")) {
+        Some(n) => {
+            n.parse::<u32>().map_err(|_| format!("in format \"aar-record/{}\", which no aar writes", quoted(n)))?
+        }
+        None => return Err("JSON, but not a summary record (no \"format\": \"aar-record/...\")".into()),
+    };
+    if version > SUMMARY_FORMAT {
+        return Err(format!(
+            "in format \"aar-record/{version}\", which a newer libaar.so writes (this aar reads aar-record/{SUMMARY_FORMAT} \
+             and older; upgrade aar to read it)"
+        ));
     }
+    let wrong = wrong_types(&mut v);
+    let note = (!wrong.is_empty()).then(|| {
+        format!(
+            "{}: read as absent (not counted). libaar.so writes none of these: the record was edited or damaged; \
+             run the job again for a clean record",
+            wrong.join("; ")
+        )
+    });
+    Ok((v, note))
 }
 
 /// Whether a policy name is an automatic policy's (`auto`, `steady`: they need the counters).
@@ -151,22 +260,26 @@ fn ranks(list: &[u32]) -> String {
 /// looked at; one whose record cannot be read is named.
 pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> Vec<String> {
     let automatic = policies.iter().any(|p| is_automatic(p));
-    let read: Vec<Result<(u32, Problems), String>> = files
+    // A rank's problems and what in its record could not be read, or why it was not read.
+    type Read = Result<(u32, Problems, Option<String>), String>;
+    let read: Vec<Read> = files
         .par_iter()
         .filter_map(|&(rank, path)| {
             let summary = summary_beside(path).filter(|s| std::fs::symlink_metadata(s).is_ok())?;
             Some(match read_summary(&summary) {
-                Ok(rec) => Ok((rank, problems(&rec, automatic))),
+                Ok((rec, note)) => {
+                    Ok((rank, problems(&rec, automatic), note.map(|n| format!("{}: {n}", summary.display()))))
+                }
                 Err(why) => Err(format!("{}: {why}: rank {rank}'s health is not checked", summary.display())),
             })
         })
         .collect();
     let (found, unread): (Vec<_>, Vec<_>) = read.into_iter().partition(Result::is_ok);
     let mut out: Vec<String> = unread.into_iter().filter_map(Result::err).collect();
-    out.extend(name_ranks(
-        &format!("experiment \"{}\"", experiment.escape_debug()),
-        found.into_iter().flatten().collect(),
-    ));
+    let found: Vec<(u32, Problems, Option<String>)> = found.into_iter().flatten().collect();
+    out.extend(found.iter().filter_map(|(_, _, note)| note.clone()));
+    let found = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
+    out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
     out
 }
 

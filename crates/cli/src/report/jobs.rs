@@ -144,8 +144,9 @@ impl Job {
 /// What tells one process's record from another's: job, step, rank, host and pid.
 type Identity = (Option<String>, Option<String>, Option<u64>, Option<String>, Option<u64>);
 
-/// One record read: its sums as a job of its own, its rank, what went wrong in it, and whose it is.
-type Part = (Job, u32, health::Problems, Identity);
+/// One record read: its sums as a job of its own, its rank, what went wrong in it, whose it is,
+/// and what in it could not be read.
+type Part = (Job, u32, health::Problems, Identity, Option<String>);
 
 /// Whether a record's policies include an automatic one (they need the counters).
 fn automatic(rec: &Value) -> bool {
@@ -166,7 +167,8 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
             // Only a file named as a summary record is warned of here: any other was named on the
             // command line, and the iteration records' reader has said why it skipped it.
             let said = |why| names_a_summary(p).then(|| format!("{}: {why}: skipped", p.display()));
-            let rec = health::read_summary(p).map_err(said)?;
+            let (rec, note) = health::read_summary(p).map_err(said)?;
+            let note = note.map(|n| format!("{}: {n}", p.display()));
             let rank = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
             let text = |key: &str| rec[key].as_str().map(str::to_string);
             // A step belongs to a job: without a job id it tells nothing apart.
@@ -177,7 +179,7 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
             let mut job = Job { step: job_id.as_ref().and(step), program, job: job_id, ..Job::default() };
             job.add(&rec);
             let identity = (job.job.clone(), job.step.clone(), rec["rank"].as_u64(), text("host"), rec["pid"].as_u64());
-            Ok((job, rank, health::problems(&rec, automatic(&rec)), identity))
+            Ok((job, rank, health::problems(&rec, automatic(&rec)), identity, note))
         })
         .collect();
     let mut warnings = Vec::new();
@@ -188,7 +190,7 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
     for (path, r) in files.iter().zip(read) {
         match r {
             Err(w) => warnings.extend(w),
-            Ok((part, rank, problems, identity)) => match first.get(&identity) {
+            Ok((part, rank, problems, identity, note)) => match first.get(&identity) {
                 Some(earlier) => warnings.push(format!(
                     "{}: the record of the same process (rank {rank}, pid {}) was already read from {}: skipped",
                     path.display(),
@@ -196,6 +198,7 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
                     earlier.display()
                 )),
                 None => {
+                    warnings.extend(note);
                     first.insert(identity, path);
                     parts.push((part, rank, problems));
                 }

@@ -27,7 +27,7 @@
 //! repeated iteration indices within one file (the first is kept).
 
 use super::{health, jobs};
-use aar_record::{Fault, Header, Iteration, Problem, Reader, ITERATIONS_SUFFIX};
+use aar_record::{Fault, Header, Iteration, Problem, Reader, FORMAT, ITERATIONS_SUFFIX};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -587,6 +587,20 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     for (path, head) in files.iter().zip(heads) {
         match head {
             Ok(h) => groups.entry(h.header.experiment.clone()).or_default().push(h),
+            // A newer format may give a field another meaning: not read as this one.
+            Err(FileError::Record(Fault::OtherFormat(f)))
+                if f.strip_prefix("aar-iterations/").and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n > 1) =>
+            {
+                warn(
+                    &mut warnings,
+                    format!(
+                        "{}: is in format \"{}\", which a newer aar writes (this aar reads {FORMAT} only; upgrade aar \
+                         to read it): skipped",
+                        path.display(),
+                        super::output::clean(&f)
+                    ),
+                )
+            }
             Err(what) => warn(&mut warnings, format!("{}: {what}: skipped", path.display())),
         }
     }
