@@ -801,6 +801,43 @@ fn inconsistent_ranks_are_decided_and_said() {
     assert_eq!(e["warmup_rows"], 30);
 }
 
+/// Ranks that exited having marked fewer iterations than the others (their summary records say
+/// how many they ended) are not blamed as missing: the warning says the ranks reached the
+/// iteration boundary unequally often, and how to mark iterations alike; a rank with no summary
+/// record was stopped.
+#[test]
+fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
+    let folder = tmp("uneven");
+    let dir = folder.path();
+    let rr =
+        |n: u64| -> Vec<Iteration> { (0..n).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect() };
+    let summary = |rank: u32, ended: u64| {
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": "u", "rank": rank, "pid": 100 + rank, "host": "h",
+            "policy_at_exit": "A", "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": ended },
+        });
+        std::fs::write(dir.join(format!("aar.u.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+    };
+    for (rank, n) in [(0, 30), (1, 27)] {
+        write_record(dir, &header("u", rank, 2, &["A", "B"]), &rr(n));
+        summary(rank, n);
+    }
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("lack some of the 2 ranks")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("rank 1 (27 iterations) ended normally having marked fewer than rank 0 (30 iterations)"));
+    assert!(said[0].contains("reached the iteration boundary (markers) less often"), "{err}");
+    assert!(said[0].contains("AAR_AB_BOUNDARY") && !said[0].contains("may be the one missing"), "{err}");
+    assert!(stdout(&o).contains("27 iterations used (3 left out: 3 not on every rank)"), "{}", stdout(&o));
+    // Without its summary record, rank 1 was stopped before its exit.
+    std::fs::remove_file(dir.join("aar.u.1.101.json")).unwrap();
+    let err = stderr(&run(&[dir.to_str().unwrap()]));
+    assert!(err.contains("The rows of rank 1 end early and no summary record is beside it: stopped"), "{err}");
+    assert!(!err.contains("marked fewer"), "{err}");
+}
+
 #[test]
 fn exit_codes() {
     let folder = tmp("codes");

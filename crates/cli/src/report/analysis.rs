@@ -292,15 +292,18 @@ fn usable(e: &ExperimentData, s: &Settings, warn: &mut impl FnMut(String)) -> Us
         ));
     }
     if let Some((i, r)) = first_incomplete {
-        let done = if s.keep_incomplete {
+        let (why, uneven) = why_ranks_lack(e);
+        let done = if uneven && !s.keep_incomplete {
+            "left out (--keep-incomplete keeps them, their time the slowest of the ranks that marked them)"
+        } else if s.keep_incomplete {
             "kept (--keep-incomplete): their time is the slowest of the ranks that have them"
         } else {
             "left out (the slowest rank may be the one missing; --keep-incomplete keeps them)"
         };
         warn(format!(
             "{} some of the {ranks_used} ranks \
-             (first: iteration {i}, on {r} ranks): {done}",
-            count(u.incomplete as u64, "iteration lacks", "iterations lack")
+             (first: iteration {i}, on {r} ranks): {done}{why}",
+            count(u.incomplete as u64, "iteration lacks", "iterations lack"),
         ));
     }
     if label_conflicts > 0 {
@@ -310,6 +313,45 @@ fn usable(e: &ExperimentData, s: &Settings, warn: &mut impl FnMut(String)) -> Us
         ));
     }
     u
+}
+
+/// Why some ranks' rows end before others' (completes the warning of iterations some ranks
+/// lack): a rank that exited (its summary record says how many iterations it ended) marked fewer
+/// iterations than the others: the ranks did not reach the iteration boundary equally often; a
+/// rank without a summary record was stopped before its exit. `true`: only the first.
+fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
+    let ranks: Vec<&super::read::RankSummary> = e.ranks.iter().filter(|r| r.rows > 0).collect();
+    let Some(most) = ranks.iter().filter_map(|r| r.last_index).max() else { return (String::new(), false) };
+    let short: Vec<&&super::read::RankSummary> = ranks.iter().filter(|r| r.last_index < Some(most)).collect();
+    let Some(longest) = ranks.iter().find(|r| r.last_index == Some(most)) else { return (String::new(), false) };
+    let marked = |r: &super::read::RankSummary| {
+        format!("rank {} ({})", r.rank, count(r.ended.unwrap_or(r.rows), "iteration", "iterations"))
+    };
+    let exited: Vec<String> = short.iter().filter(|r| r.ended.is_some()).take(4).map(|r| marked(r)).collect();
+    let stopped: Vec<String> = short.iter().filter(|r| r.ended.is_none()).take(4).map(|r| r.rank.to_string()).collect();
+    let mut why = String::new();
+    if !exited.is_empty() {
+        why.push_str(&format!(
+            ". The ranks marked different numbers of iterations: {} ended normally having marked fewer than {} \
+             (their summary records say so), so they reached the iteration boundary ({}) less often, and \
+             iterations of the same index may not be the same work on every rank. Mark iterations where every \
+             rank passes equally often (aar_iteration_begin/end called alike on every rank, or AAR_AB_BOUNDARY \
+             on a collective every rank calls)",
+            exited.join(", "),
+            marked(longest),
+            clean(&e.header.boundary)
+        ));
+    }
+    if !stopped.is_empty() {
+        why.push_str(&format!(
+            ". The rows of rank{} {} end early and no summary record is beside {}: stopped before exiting \
+             (killed, or at the job's time limit)",
+            if stopped.len() == 1 { "" } else { "s" },
+            stopped.join(", "),
+            if stopped.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    (why, !exited.is_empty() && stopped.is_empty())
 }
 
 /// Figures of one experiment; `None` (with a warning) if nothing in it is usable.

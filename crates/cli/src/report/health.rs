@@ -54,6 +54,9 @@ pub struct Problems {
     messages: Vec<String>,
     /// Iterations ended, when more than its iteration record can hold ([`aar_record::MAX_ROWS`]).
     rows_capped: Option<u64>,
+    /// Iterations the rank ended, as its record's `ab` section says (a rank with a summary record
+    /// exited: it was not stopped).
+    pub ended: Option<u64>,
     /// Reads that failed and were tried again, and all reads, when the share is above
     /// [`FAILED_READ_SHARE`] and the counters were not given up.
     failed_reads: Option<(u64, u64)>,
@@ -232,6 +235,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             .map(quoted)
             .collect(),
         rows_capped: Some(n("/ab/iterations")).filter(|&ended| ended > aar_record::MAX_ROWS),
+        ended: rec.pointer("/ab/iterations").and_then(Value::as_u64),
         failed_reads: {
             // Successful reads and failed ones: libaar.so tries a failed read again, and gives
             // the counters up (a reason, above) only at three failures in a row.
@@ -255,10 +259,11 @@ fn ranks(list: &[u32]) -> String {
     }
 }
 
-/// The warnings for one experiment: its name, its policies, and its ranks' iteration records.
-/// A rank without a summary record beside its iteration record (stopped before its exit) is not
-/// looked at; one whose record cannot be read is named.
-pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> Vec<String> {
+/// The warnings for one experiment: its name, its policies, and its ranks' iteration records;
+/// and the iterations each rank with a summary record ended (it exited, and says so). A rank
+/// without a summary record beside its iteration record (stopped before its exit) is not looked
+/// at; one whose record cannot be read is named.
+pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> (Vec<String>, Vec<(u32, u64)>) {
     let automatic = policies.iter().any(|p| is_automatic(p));
     // A rank's problems and what in its record could not be read, or why it was not read.
     type Read = Result<(u32, Problems, Option<String>), String>;
@@ -278,9 +283,10 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     let mut out: Vec<String> = unread.into_iter().filter_map(Result::err).collect();
     let found: Vec<(u32, Problems, Option<String>)> = found.into_iter().flatten().collect();
     out.extend(found.iter().filter_map(|(_, _, note)| note.clone()));
+    let ended = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.ended?))).collect();
     let found = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
-    out
+    (out, ended)
 }
 
 /// One warning per kind of problem found in the ranks' records of `what` (an experiment, a job),

@@ -304,7 +304,7 @@ pub fn describe_iterations(e: &ExperimentReport) -> String {
     let mut s = format!("{} used", count(e.iterations_used as u64, "iteration", "iterations"));
     let mut left = Vec::new();
     if e.iterations_incomplete > 0 && e.iterations_used < e.iterations_seen {
-        left.push(format!("{} lacking ranks", e.iterations_incomplete));
+        left.push(format!("{} not on every rank", e.iterations_incomplete));
     }
     if e.iterations_conflicting > 0 {
         left.push(format!("{} with conflicting policies", e.iterations_conflicting));

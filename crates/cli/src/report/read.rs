@@ -127,6 +127,11 @@ pub struct RankSummary {
     pub rows: u64,
     /// Median duration (ns) per policy; `None` where the rank has no row of that policy.
     pub medians: Vec<Option<f64>>,
+    /// The highest iteration index of the rows used.
+    pub last_index: Option<u64>,
+    /// Iterations the rank ended, from its summary record: `None` without one (the rank was
+    /// stopped before its exit, or the simulator wrote the record).
+    pub ended: Option<u64>,
 }
 
 /// What the rows of one experiment add up to.
@@ -444,6 +449,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     let mut stopped: Option<Problem> = None;
     let mut indices: Vec<u64> = Vec::new();
     let mut index_set: Option<HashSet<u64>> = None;
+    let mut last_index: Option<u64> = None;
     while let Some(item) = reader.next_row() {
         let row: Iteration = match item {
             Ok(row) => row,
@@ -490,6 +496,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
             continue;
         }
         used += 1;
+        last_index = last_index.max(Some(row.i));
         let d = row.duration_ns();
         durations[pi].push(d as f64);
         let t = &mut acc.totals[pi];
@@ -533,7 +540,14 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
             })
         })
         .collect();
-    acc.ranks.push(RankSummary { rank: plan.rank, file: plan.path.clone(), rows: used, medians });
+    acc.ranks.push(RankSummary {
+        rank: plan.rank,
+        file: plan.path.clone(),
+        rows: used,
+        medians,
+        last_index,
+        ended: None,
+    });
 
     let mut said = Vec::new();
     if let Some(p) = &stopped {
@@ -764,11 +778,17 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         e.warmup_rows = a.warmup_rows;
     }
     // What the ranks' summary records say of how the policies ran.
-    for (k, e) in experiments.iter().enumerate() {
+    for (k, e) in experiments.iter_mut().enumerate() {
         let files: Vec<(u32, &Path)> =
             plans.iter().filter(|p| p.exp == k).map(|p| (p.rank, p.path.as_path())).collect();
-        for w in health::warnings(&e.name, &e.policies, &files) {
+        let (said, ended) = health::warnings(&e.name, &e.policies, &files);
+        for w in said {
             warn(&mut warnings, w);
+        }
+        for (rank, n) in ended {
+            if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
+                r.ended = Some(n);
+            }
         }
     }
     Data { experiments, warnings, summaries_only }
