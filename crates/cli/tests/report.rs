@@ -838,6 +838,51 @@ fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
     assert!(!err.contains("marked fewer"), "{err}");
 }
 
+/// Values no job can have (an iteration of no time, bytes beyond any NIC, a negative mean latency)
+/// do not reach the tables: the rows are left out, said once per file with the first of them.
+#[test]
+fn absurd_values_are_left_out_and_said() {
+    let folder = tmp("absurd");
+    let dir = folder.path();
+    let pol = ["A", "B"];
+    let rows = |r: u32| -> Vec<Iteration> {
+        (0..20)
+            .map(|i| {
+                let mut row = row(i, pol[i as usize % 2], 0, 1_000_000 + u64::from(r) * 1000, None);
+                if r == 1 && i == 4 {
+                    row.end_ns = row.start_ns;
+                }
+                if r == 1 && i == 7 {
+                    row.bytes[1] = u64::MAX / 2;
+                }
+                if r == 1 && i == 9 {
+                    row.latency_us = Some(-3.0);
+                }
+                row
+            })
+            .collect()
+    };
+    write_record(dir, &header("x", 0, 2, &pol), &rows(0));
+    let bad = write_record(dir, &header("x", 1, 2, &pol), &rows(1));
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert_eq!(mentions(&err, &bad), 1, "{err}");
+    let line = err.lines().find(|l| l.contains(bad.to_str().unwrap())).unwrap();
+    assert!(line.contains("2 rows have values no job can have (an iteration of 0 ns"), "{line}");
+    assert!(line.contains("first: iteration 4") && line.contains("run the job again"), "{line}");
+    assert!(line.contains("1 value is a negative mean (latency_us -3"), "{line}");
+    assert!(line.ends_with("the other 18 rows used"), "{line}");
+    let j = json_of(&o);
+    let e = &j["experiments"][0];
+    assert_eq!((e["iterations_used"].as_u64(), e["iterations_incomplete"].as_u64()), (Some(18), Some(2)), "{e}");
+    for p in pol {
+        assert_eq!(policy(&j, p)["latency_us_mean"], 1.5, "{p}");
+        assert!(policy(&j, p)["min_ns"].as_f64().unwrap() >= 1_000_000.0, "{p}");
+        let bytes: u64 = policy(&j, p)["modes"].as_array().unwrap().iter().map(|m| m["bytes"].as_u64().unwrap()).sum();
+        assert!(bytes < 1 << 20, "{p}: {bytes}");
+    }
+}
+
 #[test]
 fn exit_codes() {
     let folder = tmp("codes");

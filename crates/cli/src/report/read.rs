@@ -24,7 +24,9 @@
 //! that cannot be used are skipped one by one; a last line cut short (a job stopped at its time
 //! limit) leaves every row before it in use; an over-long line or a read error ends the file
 //! there. Rows whose policy is not in the header are skipped (counted in the warning), as are
-//! repeated iteration indices within one file (the first is kept).
+//! repeated iteration indices within one file (the first is kept) and rows no job can have
+//! (no time, more than [`MAX_ITERATION_NS`], bytes beyond [`MAX_BYTES_PER_SECOND`]); a negative
+//! mean latency or stall ratio is left out of the means.
 
 use super::{health, jobs};
 use aar_record::{Fault, Header, Iteration, Problem, Reader, FORMAT, ITERATIONS_SUFFIX};
@@ -41,6 +43,13 @@ pub const MAX_POLICIES: usize = 64;
 const MAX_MODES: usize = 64;
 /// Labels are cut to this many bytes (they name a condition, like `isolated`).
 const MAX_LABEL: usize = 64;
+/// An iteration longer than this (30 days) is not one a job ran: a clock that jumped, or a row
+/// written by hand.
+pub const MAX_ITERATION_NS: u64 = 30 * 24 * 3600 * 1_000_000_000;
+/// Bytes a rank can have sent per second of an iteration, counted over at least one second (a
+/// message posted at its end may complete after it): 10 TB/s, a thousand times an Aries NIC's
+/// injection rate.
+pub const MAX_BYTES_PER_SECOND: u64 = 10_000_000_000_000;
 /// Show a progress bar when stderr is a terminal and there is at least this much to read.
 const PROGRESS_BYTES: u64 = 256 << 20;
 
@@ -450,6 +459,8 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     let mut indices: Vec<u64> = Vec::new();
     let mut index_set: Option<HashSet<u64>> = None;
     let mut last_index: Option<u64> = None;
+    let (mut absurd_rows, mut first_absurd) = (0u64, None::<(u64, String)>);
+    let (mut absurd_values, mut first_absurd_value) = (0u64, None::<(u64, String)>);
     while let Some(item) = reader.next_row() {
         let row: Iteration = match item {
             Ok(row) => row,
@@ -495,6 +506,11 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
             first_repeat.get_or_insert(row.i);
             continue;
         }
+        if let Some(why) = absurd(&row) {
+            absurd_rows += 1;
+            first_absurd.get_or_insert((row.i, why));
+            continue;
+        }
         used += 1;
         last_index = last_index.max(Some(row.i));
         let d = row.duration_ns();
@@ -509,11 +525,18 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         }
         t.decisions = t.decisions.saturating_add(row.decisions);
         t.switches = t.switches.saturating_add(row.switches);
-        if let Some(l) = row.latency_us.filter(|l| l.is_finite()) {
+        // A mean of windows is never below 0: such a value is left out of the means, not the time.
+        for (name, v) in [("latency_us", row.latency_us), ("stall_ratio", row.stall_ratio)] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                absurd_values += 1;
+                first_absurd_value.get_or_insert((row.i, format!("{name} {v}")));
+            }
+        }
+        if let Some(l) = row.latency_us.filter(|l| l.is_finite() && *l >= 0.0) {
             t.latency_sum += l;
             t.latency_n += 1;
         }
-        if let Some(s) = row.stall_ratio.filter(|s| s.is_finite()) {
+        if let Some(s) = row.stall_ratio.filter(|s| s.is_finite() && *s >= 0.0) {
             t.stall_sum += s;
             t.stall_n += 1;
         }
@@ -574,6 +597,19 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
             super::output::count(repeated, "row repeats", "rows repeat")
         ));
     }
+    if let Some((i, why)) = &first_absurd {
+        said.push(format!(
+            "{} no job can have ({why}; first: iteration {i}): left out, so that iteration lacks this rank \
+             (the record was damaged or edited: run the job again for a clean one)",
+            super::output::count(absurd_rows, "row has a value", "rows have values")
+        ));
+    }
+    if let Some((i, what)) = &first_absurd_value {
+        said.push(format!(
+            "{} a negative mean ({what}; first: iteration {i}): left out of the means of latency and stall",
+            super::output::count(absurd_values, "value is", "values are")
+        ));
+    }
     if let Some(l) = cut {
         said.push(format!("line {l} is cut short (the writer was stopped): ignored"));
     }
@@ -586,6 +622,29 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         format!("the other {} used", super::output::count(used, "row", "rows"))
     };
     Some(format!("{}: {}; {outcome}", plan.path.display(), said.join("; ")))
+}
+
+/// What makes a row's time or bytes impossible for a job: no time at all, more than
+/// [`MAX_ITERATION_NS`], or more bytes than [`MAX_BYTES_PER_SECOND`] allows.
+fn absurd(row: &Iteration) -> Option<String> {
+    let d = row.duration_ns();
+    if d == 0 {
+        return Some("an iteration of 0 ns: end_ns = start_ns".into());
+    }
+    if d > MAX_ITERATION_NS {
+        return Some(format!("an iteration of {} days", d / (24 * 3600 * 1_000_000_000)));
+    }
+    let bytes = row.bytes.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    let seconds = d.div_ceil(1_000_000_000).max(1);
+    if bytes / seconds > MAX_BYTES_PER_SECOND {
+        return Some(format!(
+            "{} in {} ns, beyond {} per second",
+            super::output::fmt_bytes(bytes),
+            d,
+            super::output::fmt_bytes(MAX_BYTES_PER_SECOND)
+        ));
+    }
+    None
 }
 
 /// Find, group and read every record under `inputs`. `skip`: iterations to leave out at the start
