@@ -18,8 +18,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// The per-rank record's format name; bump the number when a field changes meaning.
-pub const RECORD_FORMAT: &str = "aar-record/2";
 static WRITTEN: AtomicBool = AtomicBool::new(false);
 
 #[derive(Serialize)]
@@ -362,7 +360,7 @@ fn write_outputs() {
         let d = decider;
         let mean = d.filter(|d| d.timed_decisions > 0).map(|d| d.timed_decision_ns as f64 / d.timed_decisions as f64);
         let record = Record {
-            format: RECORD_FORMAT,
+            format: aar_record::SUMMARY_FORMAT,
             version: env!("CARGO_PKG_VERSION"),
             git_revision: env!("AAR_GIT_REVISION"),
             command_line: job::command_line(),

@@ -140,6 +140,10 @@ pub fn base_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
     format!("aar.{job}.{rank}.{pid}")
 }
 
+/// The per-rank summary record's format, its name and version: the version is bumped when a field
+/// changes meaning, so that a reader does not take a newer record for one it knows.
+pub const SUMMARY_FORMAT: &str = "aar-record/2";
+
 /// The per-rank summary record (`aar-record`, written at exit).
 pub fn summary_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
     format!("{}{SUMMARY_SUFFIX}", base_name(job, rank, pid))

@@ -67,10 +67,6 @@ fn summary_beside(iterations: &Path) -> Option<PathBuf> {
     Some(iterations.with_file_name(aar_record::summary_beside(iterations.file_name()?.to_str()?)?))
 }
 
-/// The newest summary record format this aar reads (libaar.so's `RECORD_FORMAT`, src/output.rs):
-/// its number goes up when a field changes meaning, so a newer one is not read as this one.
-pub const SUMMARY_FORMAT: u32 = 2;
-
 /// What a field of a summary record the report reads must be (or `null`, or absent).
 #[derive(Clone, Copy)]
 enum Kind {
@@ -157,7 +153,7 @@ fn wrong_types(rec: &mut Value) -> Vec<String> {
     wrong
 }
 
-/// A summary record (format `aar-record/N`, N at most [`SUMMARY_FORMAT`]) and what in it could
+/// A summary record (format `aar-record/N`, N at most [`aar_record::SUMMARY_FORMAT`]'s) and what in it could
 /// not be read (fields of another type than libaar.so writes, read as absent: the text completes
 /// `aar: FILE: ...`); or why `path` is not one that can be read (the text completes `aar: FILE:
 /// ...: skipped`).
@@ -172,16 +168,16 @@ pub fn read_summary(path: &Path) -> Result<(Value, Option<String>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot be read ({e})"))?;
     let mut v: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("not a whole summary record ({e}; cut short if its rank was stopped while writing it)"))?;
-    let version = match v["format"].as_str().and_then(|f| f.strip_prefix("aar-record/")) {
-        Some(n) => {
-            n.parse::<u32>().map_err(|_| format!("in format \"aar-record/{}\", which no aar writes", quoted(n)))?
-        }
-        None => return Err("JSON, but not a summary record (no \"format\": \"aar-record/...\")".into()),
+    // The newest format this aar reads: the one its libaar.so writes.
+    let (name, newest) = aar_record::SUMMARY_FORMAT.rsplit_once('/').unwrap_or_default();
+    let version = match v["format"].as_str().and_then(|f| f.strip_prefix(name)?.strip_prefix('/')) {
+        Some(n) => n.parse::<u32>().map_err(|_| format!("in format \"{name}/{}\", which no aar writes", quoted(n)))?,
+        None => return Err(format!("JSON, but not a summary record (no \"format\": \"{name}/...\")")),
     };
-    if version > SUMMARY_FORMAT {
+    if newest.parse::<u32>().is_ok_and(|newest| version > newest) {
         return Err(format!(
-            "in format \"aar-record/{version}\", which a newer libaar.so writes (this aar reads aar-record/{SUMMARY_FORMAT} \
-             and older; upgrade aar to read it)"
+            "in format \"{name}/{version}\", which a newer libaar.so writes (this aar reads {name}/{newest} and \
+             older; upgrade aar to read it)"
         ));
     }
     let wrong = wrong_types(&mut v);
