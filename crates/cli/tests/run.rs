@@ -137,6 +137,16 @@ fn pmi_abort_ends_the_job_with_its_code() {
     let out = aar_run(&["-n", "2"], &["abort", "0", "300"]);
     assert_eq!(out.status.code(), Some(44), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("PMI_Abort with exit code 300 (exit status 44)"), "{}", text(&out.stderr));
+    // MPI_Abort(comm, 0) (and a code exit() would cut to 0) is no success in a batch script.
+    for code in ["0", "256"] {
+        let out = aar_run(&["-n", "2"], &["abort", "1", code]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "PMI_Abort({code}): {err}");
+        assert!(
+            err.contains(&format!("PMI_Abort with exit code {code} (exit status 1: an abort is no success)")),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -12,8 +12,10 @@
 //! - The end: the job's exit status is 0 when every rank exits 0. The first rank that calls
 //!   PMI_Abort, exits non-zero or dies by a signal ends the job: one message says which rank and
 //!   what happened, the other ranks get SIGTERM, then SIGKILL after [`GRACE`], and the job exits
-//!   with that rank's code (128 + the signal for a signal). SIGINT, SIGTERM or SIGHUP to `aar run`
-//!   is forwarded to the ranks the same way ([`signals`]). Processes the ranks leave running end
+//!   with that rank's code (128 + the signal for a signal; a PMI_Abort code's low byte, but 1
+//!   for a code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
+//!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). SIGINT, SIGTERM or SIGHUP to
+//!   `aar run` is forwarded to the ranks the same way ([`signals`]). Processes the ranks leave running end
 //!   with the job (the launcher is their subreaper), and ranks end with a launcher killed by
 //!   SIGKILL. Whatever the end, the job folder is removed after the last rank ended; folders that
 //!   launchers killed by SIGKILL left behind are removed by the next `aar run`.
@@ -43,7 +45,7 @@ const MAX_RANKS: u32 = 4096;
 
 #[derive(Args)]
 #[command(after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job (its \
-PMI_Abort code, its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
+PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
 ended while others wait in PMI_Barrier, 2 for bad arguments, 127 when a rank cannot be started. Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job.")]
 pub struct RunArgs {
@@ -64,6 +66,8 @@ pub struct RunArgs {
 const EXIT_USAGE: i32 = 2;
 /// Exit status when a rank cannot be started (as a shell's "command not found").
 const EXIT_CANNOT_START: i32 = 127;
+/// Exit status of a job ended by PMI_Abort with a code whose low byte is 0 (MPI_Abort(comm, 0)).
+const EXIT_ABORT_ZERO: i32 = 1;
 /// Exit status when the job can never finish (a barrier a rank that ended will never enter).
 const EXIT_STUCK: i32 = 1;
 /// How long ranks have to end after SIGTERM before they get SIGKILL.
@@ -420,9 +424,14 @@ impl Supervisor {
             }
             Outcome::Abort(code) => {
                 let pid = self.ranks[r].child.id();
-                // As exit() would give it: the code's low byte.
-                let status = code & 0xff;
-                let shown = if status == code { String::new() } else { format!(" (exit status {status})") };
+                // As exit() would give it: the code's low byte; but an abort is never a success,
+                // though MPI_Abort(comm, 0) is common (hydra's mpiexec exits 0 then, Slurm's srun
+                // does not: it kills the step).
+                let (status, shown) = match code & 0xff {
+                    0 => (EXIT_ABORT_ZERO, format!(" (exit status {EXIT_ABORT_ZERO}: an abort is no success)")),
+                    s if s == code => (s, String::new()),
+                    s => (s, format!(" (exit status {s})")),
+                };
                 self.end(
                     status,
                     Some(r),
