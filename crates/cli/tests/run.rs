@@ -394,3 +394,69 @@ fn processes_the_ranks_leave_behind_end_with_the_job() {
     let _ = std::fs::remove_dir_all(format!("/dev/shm/aar-job-{}", launcher.id()));
     assert_eq!(gone_within_10_s(&held), [], "ranks outlived their launcher");
 }
+
+/// `aar` under coreutils' `timeout -s KILL 60`: a launcher that fails to end a hung job fails
+/// the test (exit status 137; its ranks end with it) instead of hanging it.
+fn aar_within_60_s() -> Command {
+    let mut c = Command::new("timeout");
+    c.args(["-s", "KILL", "60", env!("CARGO_BIN_EXE_aar")]);
+    c
+}
+
+/// A hung job ends at its time limit (`--time`, else `MPIEXEC_TIMEOUT`): one message names the
+/// limit and the ranks still running, and the exit status is 124, as GNU timeout's.
+#[test]
+fn a_job_past_its_time_limit_is_ended() {
+    let tag = std::process::id() % 100_000;
+    let held = format!("8{tag:05}1");
+    // Every rank waits for ever; none is in a barrier the launcher could see as stuck.
+    let out = aar_within_60_s().args(["run", "-n", "3", "--time", "0:01", "sleep", &held]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    let msg: Vec<&str> =
+        err.lines().filter(|l| l.starts_with("aar run:") && !l.contains("that no longer runs")).collect();
+    assert_eq!(msg.len(), 1, "{err}");
+    assert!(
+        msg[0].contains("the time limit of 0:00:01 (--time 0:01) ran out with ranks [0, 1, 2] still running")
+            && msg[0].contains("exit code 124"),
+        "{err}"
+    );
+    assert_eq!(gone_within_10_s(&held), [], "ranks outlived the time limit");
+
+    // Ranks in a barrier that one never enters (it ignores SIGTERM: the limit escalates to SIGKILL).
+    let out = aar_within_60_s()
+        .args(["run", "-n", "2"])
+        .arg(pmi_job())
+        .arg("hang")
+        .env("MPIEXEC_TIMEOUT", "1")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(err.contains("(MPIEXEC_TIMEOUT=1) ran out with ranks [0, 1] still running"), "{err}");
+    assert!(err.contains("did not end within 3 s of SIGTERM: SIGKILL"), "{err}");
+    assert_job_dir_removed(&rank_lines(&out.stdout));
+
+    // --time wins over MPIEXEC_TIMEOUT; 0 is no limit.
+    let out = aar().args(["run", "--time", "0", "sleep", "1.5"]).env("MPIEXEC_TIMEOUT", "1").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Bad limits are named, and start nothing.
+    for (time, env, named) in [
+        (Some("1:2:3:4"), None, "\"1:2:3:4\" is no time limit"),
+        (Some("10m"), None, "\"10m\" is no time limit"),
+        (None, Some("10m"), "MPIEXEC_TIMEOUT=\"10m\" is not a whole number of seconds"),
+    ] {
+        let mut cmd = aar();
+        cmd.arg("run");
+        if let Some(t) = time {
+            cmd.args(["--time", t]);
+        }
+        if let Some(e) = env {
+            cmd.env("MPIEXEC_TIMEOUT", e);
+        }
+        let out = cmd.args(["sh", "-c", "echo started"]).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{time:?} {env:?}: {err}");
+        assert!(err.contains(named) && out.stdout.is_empty(), "{time:?} {env:?}: {err}");
+    }
+}

@@ -1,5 +1,5 @@
-//! `aar run [-n N] [-N K] [--] PROGRAM ARGS...`: an emulated multi-rank job on this machine, as a
-//! Cray job is started by aprun or srun.
+//! `aar run [-n N] [-N K] [--time LIMIT] [--] PROGRAM ARGS...`: an emulated multi-rank job on
+//! this machine, as a Cray job is started by aprun or srun.
 //!
 //! - The job ([`job`]): a job id, the folder `AAR_EMU_JOB_DIR` (/dev/shm/aar-job-ID, mode 0700)
 //!   the emulated libugni.so keeps shared state in, and each rank's environment as ALPS sets it
@@ -15,7 +15,9 @@
 //!   with that rank's code (128 + the signal for a signal; a PMI_Abort code's low byte, but 1
 //!   for a code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
 //!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). SIGINT, SIGTERM or SIGHUP to
-//!   `aar run` is forwarded to the ranks the same way ([`signals`]). Processes the ranks leave running end
+//!   `aar run` is forwarded to the ranks the same way ([`signals`]). A time limit ([`time`]:
+//!   `--time`, `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with
+//!   exit status 124. Processes the ranks leave running end
 //!   with the job (the launcher is their subreaper), and ranks end with a launcher killed by
 //!   SIGKILL. Whatever the end, the job folder is removed after the last rank ended; folders that
 //!   launchers killed by SIGKILL left behind are removed by the next `aar run`.
@@ -25,6 +27,7 @@
 mod job;
 mod server;
 mod signals;
+mod time;
 
 use clap::Args;
 use job::Job;
@@ -46,7 +49,8 @@ const MAX_RANKS: u32 = 4096;
 #[derive(Args)]
 #[command(after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job (its \
 PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
-ended while others wait in PMI_Barrier, 2 for bad arguments, 127 when a rank cannot be started. Ranks that do not \
+ended while others wait in PMI_Barrier, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
+out, 2 for bad arguments, 127 when a rank cannot be started. Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job.")]
 pub struct RunArgs {
     /// How many ranks (processes) to start
@@ -57,6 +61,13 @@ pub struct RunArgs {
     #[arg(short = 'N', long = "ranks-per-node", value_name = "K", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     ranks_per_node: u32,
+    /// Time limit, as srun --time: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or
+    /// DAYS-HOURS[:MINUTES[:SECONDS]]; 0 for none. On expiry the ranks still running are named and
+    /// ended as at any end, and aar run exits 124. Default: MPIEXEC_TIMEOUT (seconds, as hydra and
+    /// Open MPI read it), else none, as mpiexec's: a long run is no error, and a guessed limit would
+    /// kill honest ones; set one where a hung rank must not wait forever (batch scripts, tests)
+    #[arg(long = "time", value_name = "LIMIT", value_parser = parse_time)]
+    time: Option<(Duration, String)>,
     /// The program each rank runs (a path, or a name looked up in PATH), and its arguments
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -68,12 +79,26 @@ const EXIT_USAGE: i32 = 2;
 const EXIT_CANNOT_START: i32 = 127;
 /// Exit status of a job ended by PMI_Abort with a code whose low byte is 0 (MPI_Abort(comm, 0)).
 const EXIT_ABORT_ZERO: i32 = 1;
+/// Exit status when the time limit ran out (as GNU timeout's).
+const EXIT_TIMEOUT: i32 = 124;
 /// Exit status when the job can never finish (a barrier a rank that ended will never enter).
 const EXIT_STUCK: i32 = 1;
 /// How long ranks have to end after SIGTERM before they get SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
 
+fn parse_time(s: &str) -> Result<(Duration, String), String> {
+    time::parse(s).map(|d| (d, s.to_owned()))
+}
+
 pub fn run(args: RunArgs) -> i32 {
+    let env = std::env::var_os(time::ENV).map(|v| v.to_string_lossy().into_owned());
+    let limit = match time::choose(args.time.as_ref().map(|(d, s)| (*d, s.as_str())), env.as_deref()) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("aar run: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let program = match crate::program::find_executable(&args.command[0]) {
         Ok(p) => p,
         Err(e) => {
@@ -99,7 +124,7 @@ pub fn run(args: RunArgs) -> i32 {
     // they are ended with the job, as a job step's are, instead of holding its output open.
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
-    let mut sup = Supervisor::new(&job, signals);
+    let mut sup = Supervisor::new(&job, signals, limit);
     sup.start(&job, &program, &args.command);
     let code = sup.supervise();
     end_leftovers();
@@ -195,10 +220,13 @@ struct Supervisor {
     kill_at: Option<Instant>,
     sent: libc::c_int,
     killed: bool,
+    /// The job's time limit, and when it runs out (from the start of the first rank).
+    limit: Option<time::TimeLimit>,
+    deadline: Option<Instant>,
 }
 
 impl Supervisor {
-    fn new(job: &Job, signals: SignalPipe) -> Self {
+    fn new(job: &Job, signals: SignalPipe, limit: Option<time::TimeLimit>) -> Self {
         Supervisor {
             ranks: Vec::new(),
             size: job.size,
@@ -208,12 +236,15 @@ impl Supervisor {
             kill_at: None,
             sent: libc::SIGTERM,
             killed: false,
+            limit,
+            deadline: None,
         }
     }
 
     /// Start every rank; a rank that cannot start ends the job.
     fn start(&mut self, job: &Job, program: &Path, command: &[OsString]) {
         let nodes = job.mapping.nodes(job.size);
+        self.deadline = self.limit.as_ref().map(|l| Instant::now() + l.limit);
         for (rank, &node) in nodes.iter().enumerate() {
             if let Err(e) = self.spawn(job, rank, node, program, command) {
                 let shown = command[0].to_string_lossy();
@@ -321,6 +352,7 @@ impl Supervisor {
             }
             self.reap();
             self.check_barrier();
+            self.check_time();
             if self.kill_at.is_some_and(|t| Instant::now() >= t) && !self.killed {
                 let late = self.running();
                 if !late.is_empty() {
@@ -345,11 +377,14 @@ impl Supervisor {
             events: libc::POLLIN,
             revents: 0,
         }));
-        let timeout = match self.kill_at {
-            Some(t) if !self.killed => {
-                t.saturating_duration_since(Instant::now()).as_millis().min(60_000) as libc::c_int
+        let kill_at = self.kill_at.filter(|_| !self.killed);
+        let deadline = self.deadline.filter(|_| self.ending.is_none());
+        let timeout = match kill_at.into_iter().chain(deadline).min() {
+            // Rounded up: a wake-up just before the time would only poll again.
+            Some(t) => {
+                t.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000).min(60_000) as libc::c_int
             }
-            _ => -1,
+            None => -1,
         };
         // SAFETY: fds is a live array of fds.len() pollfd entries; a failure (EINTR) only means
         // the loop looks again.
@@ -475,6 +510,21 @@ impl Supervisor {
                 self.end(code, Some(r), format!("rank {r} (pid {pid}) exited with code {code}"));
             }
         }
+    }
+
+    /// The time limit ran out: the job ends.
+    fn check_time(&mut self) {
+        if self.ending.is_some() || self.deadline.is_none_or(|t| Instant::now() < t) {
+            return;
+        }
+        let Some(limit) = &self.limit else { return };
+        let why = format!(
+            "the time limit of {} ({}) ran out with ranks {:?} still running",
+            time::show(limit.limit),
+            limit.from,
+            self.running()
+        );
+        self.end(EXIT_TIMEOUT, None, why);
     }
 
     /// A barrier that a rank which already ended never enters can never complete.
