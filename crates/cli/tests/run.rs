@@ -169,6 +169,21 @@ fn a_rank_that_leaves_a_barrier_for_good_ends_the_job() {
 }
 
 #[test]
+fn a_rank_that_closes_its_pmi_fd_while_others_wait_in_a_barrier_ends_the_job() {
+    // Rank 1 closes PMI_FD and waits for a signal; were the job not ended, it would run for ever.
+    let out = aar_within_60_s().args(["run", "-n", "3"]).arg(pmi_job()).args(["close", "1"]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(text(&out.stdout).contains("closed\n"), "{}", text(&out.stdout));
+    assert!(
+        err.contains("rank 1 closed its PMI connection (PMI_FD) and runs on while ranks [")
+            && err.contains("] wait in PMI_Barrier, which therefore can never complete"),
+        "{err}"
+    );
+    assert_job_dir_removed(&rank_lines(&out.stdout));
+}
+
+#[test]
 fn sigterm_to_the_launcher_ends_every_rank_and_cleans_up() {
     let mut child = aar()
         .arg("run")

@@ -12,15 +12,17 @@
 //! - The end: the job's exit status is 0 when every rank exits 0. The first rank that calls
 //!   PMI_Abort, exits non-zero or dies by a signal ends the job: one message says which rank and
 //!   what happened, the other ranks get SIGTERM, then SIGKILL after [`GRACE`], and the job exits
-//!   with that rank's code (128 + the signal for a signal; a PMI_Abort code's low byte, but 1
-//!   for a code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
-//!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). SIGINT, SIGTERM or SIGHUP to
-//!   `aar run` is forwarded to the ranks the same way ([`signals`]). A time limit ([`time`]:
-//!   `--time`, `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with
-//!   exit status 124. Processes the ranks leave running end
-//!   with the job (the launcher is their subreaper), and ranks end with a launcher killed by
-//!   SIGKILL. Whatever the end, the job folder is removed after the last rank ended; folders that
-//!   launchers killed by SIGKILL left behind are removed by the next `aar run`.
+//!   with that rank's code (128 + the signal for a signal; a PMI_Abort code's low byte, but 1 for a
+//!   code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
+//!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that ended, or closed its
+//!   PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the job with
+//!   exit status 1: that barrier can never complete. SIGINT, SIGTERM or SIGHUP to `aar run` is
+//!   forwarded to the ranks the same way ([`signals`]). A time limit ([`time`]: `--time`,
+//!   `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with exit status
+//!   124. Processes the ranks leave running end with the job (the launcher is their subreaper), and
+//!   ranks end with a launcher killed by SIGKILL. Whatever the end, the job folder is removed after
+//!   the last rank ended; folders that launchers killed by SIGKILL left behind are removed by the
+//!   next `aar run`.
 //!
 //! Ranks share the launcher's stdout and stderr; rank 0 gets its stdin, the others /dev/null.
 
@@ -49,7 +51,7 @@ const MAX_RANKS: u32 = 4096;
 #[derive(Args)]
 #[command(after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job (its \
 PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
-ended while others wait in PMI_Barrier, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
+ended or closed its PMI_FD while others wait in PMI_Barrier, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when a rank cannot be started. Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job.")]
 pub struct RunArgs {
@@ -201,10 +203,28 @@ fn children() -> Vec<libc::pid_t> {
 struct Rank {
     child: Child,
     conn: Option<UnixStream>,
+    /// When `conn` was closed.
+    closed_at: Option<Instant>,
     /// Bytes read past the last full line.
     pending: Vec<u8>,
     status: Option<ExitStatus>,
 }
+
+impl Rank {
+    fn close(&mut self) {
+        self.conn = None;
+        self.closed_at.get_or_insert_with(Instant::now);
+    }
+
+    /// Its PMI connection was closed at least [`CLOSED_GRACE`] ago while it runs on. (A rank that
+    /// is exiting closes it before the launcher can reap it: its exit status says more.)
+    fn closed_for_good(&self, now: Instant) -> bool {
+        self.status.is_none() && self.closed_at.is_some_and(|t| now >= t + CLOSED_GRACE)
+    }
+}
+
+/// How long a rank that closed its PMI connection may take to show that it exited.
+const CLOSED_GRACE: Duration = Duration::from_secs(1);
 
 /// A line longer than this is no PMI message: the rank's connection is closed.
 const MAX_LINE: usize = 64 * 1024;
@@ -287,7 +307,7 @@ impl Supervisor {
         }
         let child = cmd.spawn()?;
         drop(theirs);
-        self.ranks.push(Rank { child, conn: Some(ours), pending: Vec::new(), status: None });
+        self.ranks.push(Rank { child, conn: Some(ours), closed_at: None, pending: Vec::new(), status: None });
         Ok(())
     }
 
@@ -379,7 +399,18 @@ impl Supervisor {
         }));
         let kill_at = self.kill_at.filter(|_| !self.killed);
         let deadline = self.deadline.filter(|_| self.ending.is_none());
-        let timeout = match kill_at.into_iter().chain(deadline).min() {
+        // A barrier waits: when a rank that closed its PMI connection is known to run on.
+        let waiting = self.server.waiting();
+        let closed = self
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(r, rank)| {
+                self.ending.is_none() && !waiting.is_empty() && !waiting.contains(r) && rank.status.is_none()
+            })
+            .filter_map(|(_, rank)| rank.closed_at.map(|t| t + CLOSED_GRACE))
+            .min();
+        let timeout = match kill_at.into_iter().chain(deadline).chain(closed).min() {
             // Rounded up: a wake-up just before the time would only poll again.
             Some(t) => {
                 t.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000).min(60_000) as libc::c_int
@@ -427,7 +458,7 @@ impl Supervisor {
         }
         match conn.read(&mut buf) {
             Ok(0) | Err(_) => {
-                self.ranks[r].conn = None;
+                self.ranks[r].close();
                 return false;
             }
             Ok(n) => self.ranks[r].pending.extend_from_slice(&buf[..n]),
@@ -445,7 +476,7 @@ impl Supervisor {
         }
         if self.ranks[r].pending.len() > MAX_LINE {
             eprintln!("aar run: rank {r} sent more than {MAX_LINE} bytes without a newline: not PMI; its PMI connection is closed.");
-            self.ranks[r].conn = None;
+            self.ranks[r].close();
         }
         true
     }
@@ -479,7 +510,7 @@ impl Supervisor {
     fn send(&mut self, r: usize, m: &Message) {
         if let Some(conn) = self.ranks.get_mut(r).and_then(|rank| rank.conn.as_mut()) {
             if conn.write_all(m.to_line().as_bytes()).is_err() {
-                self.ranks[r].conn = None;
+                self.ranks[r].close();
             }
         }
     }
@@ -527,20 +558,26 @@ impl Supervisor {
         self.end(EXIT_TIMEOUT, None, why);
     }
 
-    /// A barrier that a rank which already ended never enters can never complete.
+    /// A barrier that a rank which already ended, or closed its PMI connection (PMI_Finalize
+    /// closes it), never enters can never complete.
     fn check_barrier(&mut self) {
         let waiting = self.server.waiting();
         if waiting.is_empty() || self.ending.is_some() {
             return;
         }
-        let gone = (0..self.size).find(|&r| self.ranks.get(r).is_none_or(|rank| rank.status.is_some()));
+        let now = Instant::now();
+        let gone = (0..self.size).filter(|r| !waiting.contains(r)).find_map(|r| match self.ranks.get(r) {
+            Some(rank) if rank.closed_for_good(now) => {
+                Some(format!("rank {r} closed its PMI connection (PMI_FD) and runs on"))
+            }
+            Some(rank) if rank.status.is_none() => None,
+            _ => Some(format!("rank {r} ended")),
+        });
         if let Some(g) = gone {
             self.end(
                 EXIT_STUCK,
                 None,
-                format!(
-                    "rank {g} ended while ranks {waiting:?} wait in PMI_Barrier, which therefore can never complete"
-                ),
+                format!("{g} while ranks {waiting:?} wait in PMI_Barrier, which therefore can never complete"),
             );
         }
     }

@@ -9,6 +9,8 @@
  *   pmi_job segv R      the checks, then rank R dies by SIGSEGV and the others wait in a barrier
  *   pmi_job hang        the checks, then every rank ignores SIGTERM and sleeps (prints "ready")
  *   pmi_job leave R     the checks, then rank R exits 0 and the others wait in a barrier
+ *   pmi_job close R     the checks, then rank R closes PMI_FD and waits for a signal (prints
+ *                       "closed"), the others wait in a barrier
  */
 #include <pmi.h>
 #include <pthread.h>
@@ -185,6 +187,17 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "leave") == 0) {
         if (rank == atoi(argv[2]))
             return 0;
+        PMI_Barrier();
+        return 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "close") == 0) {
+        if (rank == atoi(argv[2])) {
+            printf("closed\n"); /* first: the launcher may end the job as soon as it is closed */
+            fflush(stdout);
+            close(atoi(getenv("PMI_FD")));
+            for (;;)
+                pause();
+        }
         PMI_Barrier();
         return 0;
     }
