@@ -419,16 +419,19 @@ fn a_full_dev_shm_leaves_each_rank_its_own_reading() {
     assert!(lines[0].contains("No space left") && lines[0].contains("its own"), "{}", lines[0]);
     assert!(r.stderr.contains("left: fill\n"), "a segment stayed behind: {}", r.stderr);
 
-    // Under `aar run`, whose job folder is there too: room for the launcher's node table, none for
-    // the emulator's rank files or the node's segment. Each rank runs alone, none dies of SIGBUS.
+    // Under `aar run`, whose job folder is there too: /dev/shm has room for the job when it starts
+    // (aar run refuses a job that does not fit), then each rank fills it before its program runs:
+    // none is left for the emulator's rank files or the node's segment. Each rank runs alone,
+    // none dies of SIGBUS.
     let mut launch = rank("node-full-shm-run", &job, 0, 2, "rdma 65536 8 0");
-    let setup =
-        "mount -t tmpfs -o size=12k tmpfs /dev/shm && dd if=/dev/zero of=/dev/shm/fill bs=4k count=2 2>/dev/null";
+    let setup = "mount -t tmpfs -o size=20m tmpfs /dev/shm";
+    let fill = "dd if=/dev/zero of=/dev/shm/fill-$PMI_RANK bs=64k 2>/dev/null; exec \"$@\"";
     let aar = aar_command().display().to_string();
     let script = format!("{setup} || exit 97; exec \"$@\"");
-    launch.wrapper = ["unshare", "-m", "sh", "-c", &script, "sh", &aar, "run", "-n", "2", "-N", "2", "--"]
-        .map(String::from)
-        .to_vec();
+    launch.wrapper =
+        ["unshare", "-m", "sh", "-c", &script, "sh", &aar, "run", "-n", "2", "-N", "2", "--", "sh", "-c", fill, "sh"]
+            .map(String::from)
+            .to_vec();
     let r = launch.run();
     assert_ne!(r.status.code(), Some(97), "namespace setup failed: {}", r.stderr);
     r.assert_ok();

@@ -475,3 +475,113 @@ fn a_job_past_its_time_limit_is_ended() {
         assert!(err.contains(named) && out.stdout.is_empty(), "{time:?} {env:?}: {err}");
     }
 }
+
+/// The bytes of a rank's file in the job folder, as `aar run`'s capacity check counts them
+/// (crates/cli/src/run/capacity.rs, RANK_FILE_BYTES).
+const RANK_FILE_BYTES: u64 = 8_851_592;
+
+/// What the capacity check counts per rank is what a rank of a uGNI program takes of /dev/shm.
+#[test]
+fn the_capacity_check_counts_what_a_rank_takes_of_dev_shm() {
+    let release = build_release(&["aar-pmi", "aar-emu"]);
+    let pc = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "cray-pmi", "cray-ugni"])
+        .env("PKG_CONFIG_PATH", release.join("pkgconfig"))
+        .output()
+        .unwrap();
+    assert!(pc.status.success(), "{}", text(&pc.stderr));
+    let prog = target_dir().join("aar-tests").join("bin").join(format!("all_pairs-{}", std::process::id()));
+    let st = Command::new("cc")
+        .arg("-O2")
+        .arg(root().join("examples/cray/all_pairs.c"))
+        .arg("-o")
+        .arg(&prog)
+        .args(text(&pc.stdout).split_whitespace())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // Each rank's file after the program ended (the folder goes when the job does): its length
+    // and the bytes allocated to it.
+    let script = r#""$0" || exit 9; stat -c "file=%s blocks=%b of=%B" "$AAR_EMU_JOB_DIR/rank-$PMI_RANK""#;
+    let out = aar().args(["run", "-n", "2", "--", "sh", "-c", script]).arg(&prog).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let sizes: Vec<(u64, u64)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let (len, rest) = l.strip_prefix("file=")?.split_once(" blocks=")?;
+            let (blocks, of) = rest.split_once(" of=")?;
+            Some((len.parse().ok()?, blocks.parse::<u64>().ok()? * of.parse::<u64>().ok()?))
+        })
+        .collect();
+    assert_eq!(sizes.len(), 2, "{stdout}");
+    for (len, allocated) in sizes {
+        assert_eq!(len, RANK_FILE_BYTES, "the emulator's rank file changed size: update capacity.rs and this test");
+        assert!(allocated <= RANK_FILE_BYTES.div_ceil(4096) * 4096, "{allocated} bytes allocated");
+        assert!(allocated >= RANK_FILE_BYTES, "{allocated} bytes allocated: not allocated whole?");
+    }
+}
+
+/// A job too big for this machine's /dev/shm or limits is refused before any rank starts, with
+/// the need, what there is, and the fix.
+#[test]
+fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
+    let aar_path = env!("CARGO_BIN_EXE_aar");
+    // A private /dev/shm of 20 MiB: room for 2 ranks, not 4.
+    let script = format!(
+        "mount -t tmpfs -o size=20m tmpfs /dev/shm || exit 97; {aar_path} run -n 4 sh -c 'echo started'; rc=$?; \
+         echo left: $(ls /dev/shm) >&2; exit $rc"
+    );
+    let out = Command::new("unshare").args(["-m", "sh", "-c", &script]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(97), "namespace setup failed: {err}");
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(
+        err.contains("a job of 4 ranks needs 33.8 MiB of /dev/shm for the emulator's shared state (8.4 MiB per rank)")
+            && err.contains("and it has 20.0 MiB free of 20.0 MiB; no rank was started. Run fewer ranks (-n 2 fits)")
+            && err.contains("mount -o remount,size="),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty() && err.contains("left:\n"), "{err}");
+
+    // Open files: a socket per rank. A soft limit too low is raised (the ranks get it back); a
+    // hard limit too low refuses the job.
+    let ranks_see = "test $(ulimit -n) = 40 || echo rank sees $(ulimit -n)";
+    let out = Command::new("prlimit")
+        .args(["--nofile=40:4096", "--", aar_path, "run", "-n", "50", "sh", "-c", ranks_see])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stdout.is_empty(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let out =
+        Command::new("prlimit").args(["--nofile=40:40", "--", aar_path, "run", "-n", "50", "true"]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(
+        err.contains("a job of 50 ranks needs 66 open files in aar run")
+            && err.contains("its limit is 40 (hard limit 40); no rank was started. Run at most -n 24 ranks")
+            && err.contains("ulimit -n 66"),
+        "{err}"
+    );
+
+    // Processes: the kernel does not count root's, so as nobody without capabilities.
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped the process limit: needs root to run aar run as nobody");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        .args(["prlimit", "--nproc=20:20", "--", aar_path, "run", "-n", "50", "sh", "-c", "echo started"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(
+        err.contains("a job of 50 ranks needs 100 more processes and threads of user 65534")
+            && err.contains("the limit is 20 (ulimit -u)")
+            && err.contains("no rank was started"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}

@@ -85,6 +85,8 @@ impl Job {
         let mapping =
             ProcessMapping::block(size, ranks_per_node).ok_or("a job needs at least one rank and one rank per node")?;
         remove_stale();
+        let nodes = mapping.nodes(size).into_iter().max().map_or(0, |n| n + 1);
+        super::capacity::check_shm(Path::new(SHM), size as u64, nodes as u64)?;
         let pid = u64::from(std::process::id());
         for k in 0..64 {
             let id = pid + k * PID_SPAN;

@@ -6,6 +6,11 @@
 //!   (`PMI_RANK`, `PMI_SIZE`, `PMI_JOBID`, `PMI_GNI_PTAG`, `PMI_GNI_COOKIE`, `PMI_GNI_DEV_ID`,
 //!   `PMI_GNI_LOC_ADDR`: rank r is on node r / K, whose NIC address is `FIRST_NIC_ADDR` + node;
 //!   and, as hydra, `MPI_LOCALNRANKS`), and the job's node table in its folder (`topology`).
+//! - Capacity ([`capacity`]): before any rank starts, the job's need of /dev/shm (the emulator's
+//!   shared state, about 8.4 MiB per rank), of processes (RLIMIT_NPROC) and of open files (a PMI
+//!   socket per rank) is checked; a job too big is refused with the need, what there is and the
+//!   fix. A soft open-file limit too low is raised to the need when the hard one allows (as srun
+//!   does); the ranks get the original back.
 //! - PMI ([`server`]): one socket pair per rank, the rank's end inherited as `PMI_FD`, served in
 //!   one poll loop with the simple PMI-1 wire protocol that MPICH's hydra speaks, so libpmi.so.0
 //!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
@@ -26,6 +31,7 @@
 //!
 //! Ranks share the launcher's stdout and stderr; rank 0 gets its stdin, the others /dev/null.
 
+mod capacity;
 mod job;
 mod server;
 mod signals;
@@ -52,7 +58,8 @@ const MAX_RANKS: u32 = 4096;
 #[command(after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job (its \
 PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
 ended or closed its PMI_FD while others wait in PMI_Barrier, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
-out, 2 for bad arguments, 127 when a rank cannot be started. Ranks that do not \
+out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
+limits is refused before any rank starts). Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job.")]
 pub struct RunArgs {
     /// How many ranks (processes) to start
@@ -108,6 +115,16 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    // Limits first: nothing to undo yet.
+    let nofile = match capacity::check_processes(u64::from(args.ranks))
+        .and_then(|()| capacity::check_open_files(u64::from(args.ranks)))
+    {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("aar run: {e}");
+            return EXIT_CANNOT_START;
+        }
+    };
     let signals = match SignalPipe::install() {
         Ok(s) => s,
         Err(e) => {
@@ -126,7 +143,7 @@ pub fn run(args: RunArgs) -> i32 {
     // they are ended with the job, as a job step's are, instead of holding its output open.
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
-    let mut sup = Supervisor::new(&job, signals, limit);
+    let mut sup = Supervisor::new(&job, signals, limit, nofile);
     sup.start(&job, &program, &args.command);
     let code = sup.supervise();
     end_leftovers();
@@ -243,10 +260,12 @@ struct Supervisor {
     /// The job's time limit, and when it runs out (from the start of the first rank).
     limit: Option<time::TimeLimit>,
     deadline: Option<Instant>,
+    /// The open-file limit the ranks get back at exec, if this launcher raised its own.
+    nofile: Option<libc::rlimit>,
 }
 
 impl Supervisor {
-    fn new(job: &Job, signals: SignalPipe, limit: Option<time::TimeLimit>) -> Self {
+    fn new(job: &Job, signals: SignalPipe, limit: Option<time::TimeLimit>, nofile: Option<libc::rlimit>) -> Self {
         Supervisor {
             ranks: Vec::new(),
             size: job.size,
@@ -258,6 +277,7 @@ impl Supervisor {
             killed: false,
             limit,
             deadline: None,
+            nofile,
         }
     }
 
@@ -292,13 +312,18 @@ impl Supervisor {
         if rank != 0 {
             cmd.stdin(Stdio::null());
         }
-        // SAFETY: between fork and exec the closure calls only fcntl and prctl (async-signal-safe),
-        // to let the rank's end of its PMI socket survive exec (every other descriptor stays
-        // close-on-exec) and to end the rank with the launcher.
+        let nofile = self.nofile;
+        // SAFETY: between fork and exec the closure calls only fcntl, setrlimit and prctl
+        // (async-signal-safe), to let the rank's end of its PMI socket survive exec (every other
+        // descriptor stays close-on-exec), to give the rank the open-file limit aar run was
+        // started with, and to end the rank with the launcher.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                if let Some(lim) = nofile {
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
                 }
                 // A launcher killed by SIGKILL (no handler runs) takes its ranks with it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);

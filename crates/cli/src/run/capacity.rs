@@ -1,0 +1,214 @@
+//! What a job of N ranks needs of this machine, checked before any rank starts, so that a job too
+//! big for it is refused with the need, what there is and the fix, instead of failing late and
+//! obscurely (a rank that runs alone for want of /dev/shm, `Too many open files` at rank 1000):
+//!
+//! - /dev/shm: the emulator's shared state, [`RANK_FILE_BYTES`] per rank (measured: the size of
+//!   its `rank-R` file, allocated whole at the rank's first uGNI call; `tests/run.rs` checks it
+//!   against a real rank's file), a page per node and a few per job.
+//! - Open files: the launcher holds the PMI socket of every rank, and a few more. A soft limit
+//!   below that is raised to what is needed (as srun does) when the hard limit allows; the ranks
+//!   get the soft limit back at exec.
+//! - Processes: each rank is one, and the emulator starts a thread in it (RLIMIT_NPROC counts
+//!   both), unless the kernel does not enforce the limit for this user (root, CAP_SYS_RESOURCE,
+//!   CAP_SYS_ADMIN).
+
+use std::ffi::CString;
+use std::path::Path;
+
+/// The bytes of a rank's file in the job folder (`rank-R`: the emulator's `RankArea`).
+pub const RANK_FILE_BYTES: u64 = 8_851_592;
+/// Files in the job folder besides the ranks': `job`, `topology` and a partial rank file.
+const JOB_FILES: u64 = 3;
+/// Descriptors the launcher holds besides one per rank: stdin, stdout, stderr, the signal pipe,
+/// a socket pair and the exec-error pipe while a rank starts, /proc and /dev/shm listings.
+pub const LAUNCHER_FDS: u64 = 16;
+/// Tasks (processes and threads, as RLIMIT_NPROC counts them) per rank: the process and the
+/// emulator's service thread.
+const TASKS_PER_RANK: u64 = 2;
+
+fn mib(bytes: u64) -> String {
+    if bytes >= 10 << 30 {
+        format!("{:.0} GiB", bytes as f64 / (1u64 << 30) as f64)
+    } else if bytes >= 1 << 30 {
+        format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    }
+}
+
+fn ranks(n: u64) -> String {
+    if n == 1 {
+        "1 rank".into()
+    } else {
+        format!("{n} ranks")
+    }
+}
+
+/// /dev/shm (`dir`) has room for the job folder of `size` ranks on `nodes` nodes.
+pub fn check_shm(dir: &Path, size: u64, nodes: u64) -> Result<(), String> {
+    let Ok(path) = CString::new(dir.as_os_str().as_encoded_bytes()) else { return Ok(()) };
+    // SAFETY: a zeroed statvfs is valid for statvfs to fill; path is a NUL-terminated string.
+    let st = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(path.as_ptr(), &mut st) != 0 {
+            // Job::create says what is wrong with the folder.
+            return Ok(());
+        }
+        st
+    };
+    let page = (st.f_frsize as u64).max(1);
+    let pages = |bytes: u64| bytes.div_ceil(page) * page;
+    let per_rank = pages(RANK_FILE_BYTES);
+    // The node table is about 20 bytes a node.
+    let need = size * per_rank + nodes * page + pages(20 * nodes) + 2 * page;
+    let free = st.f_bavail as u64 * page;
+    let total = st.f_blocks as u64 * page;
+    if need > free {
+        let fit = free.saturating_sub(need - size * per_rank) / per_rank;
+        return Err(format!(
+            "a job of {} needs {} of {} for the emulator's shared state ({} per rank), and it has {} free \
+             of {}; no rank was started. Run fewer ranks (-n {} fits), free {} (aar-job-* folders of jobs \
+             that still run, other programs' files), or make it bigger (as root: mount -o remount,size={}M {}).",
+            ranks(size),
+            mib(need),
+            dir.display(),
+            mib(per_rank),
+            mib(free),
+            mib(total),
+            fit,
+            dir.display(),
+            (total + need - free).div_ceil(1 << 20),
+            dir.display(),
+        ));
+    }
+    // A tmpfs may run out of inodes (nr_inodes) before it runs out of bytes.
+    let files = size + nodes + JOB_FILES + 1;
+    if st.f_files > 0 && (st.f_favail as u64) < files {
+        return Err(format!(
+            "a job of {} needs {files} files in {}, and it has room for {} more (nr_inodes); no rank was \
+             started. Run fewer ranks, or give it more inodes (as root: mount -o remount,nr_inodes={} {}).",
+            ranks(size),
+            dir.display(),
+            st.f_favail,
+            st.f_files as u64 + files - st.f_favail as u64,
+            dir.display(),
+        ));
+    }
+    Ok(())
+}
+
+/// The open-file limit lets the launcher hold a socket per rank: the soft limit is raised when
+/// it is too low and the hard limit allows; the soft limit the ranks get back, if it was raised.
+pub fn check_open_files(size: u64) -> Result<Option<libc::rlimit>, String> {
+    let need = size + LAUNCHER_FDS;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(None);
+    }
+    let fits = |l: libc::rlim_t| l == libc::RLIM_INFINITY || l >= need;
+    if fits(lim.rlim_cur) {
+        return Ok(None);
+    }
+    if fits(lim.rlim_max) {
+        let raised = libc::rlimit { rlim_cur: need, rlim_max: lim.rlim_max };
+        // SAFETY: setrlimit reads a valid rlimit; a soft limit up to the hard one is always allowed.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Ok(Some(lim));
+        }
+        return Err(format!(
+            "a job of {} needs {need} open files in aar run (the PMI socket of every rank, and {LAUNCHER_FDS} of \
+             its own), and raising its limit from {} to {need} failed: {}; no rank was started. Run at most -n {} \
+             ranks, or raise the limit before (ulimit -n {need}).",
+            ranks(size),
+            lim.rlim_cur,
+            std::io::Error::last_os_error(),
+            lim.rlim_cur.saturating_sub(LAUNCHER_FDS),
+        ));
+    }
+    Err(format!(
+        "a job of {} needs {need} open files in aar run (the PMI socket of every rank, and {LAUNCHER_FDS} of \
+         its own), and its limit is {} (hard limit {}); no rank was started. Run at most -n {} ranks, or raise \
+         the hard limit (ulimit -n {need} as root, or nofile in /etc/security/limits.conf).",
+        ranks(size),
+        lim.rlim_cur,
+        lim.rlim_max,
+        lim.rlim_max.saturating_sub(LAUNCHER_FDS),
+    ))
+}
+
+/// Whether the kernel enforces RLIMIT_NPROC on this process: not for root, nor with
+/// CAP_SYS_RESOURCE or CAP_SYS_ADMIN (as fork checks).
+fn nproc_enforced() -> bool {
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } == 0 {
+        return false;
+    }
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("CapEff:").map(|v| v.trim().to_owned())))
+        .and_then(|v| u64::from_str_radix(&v, 16).ok())
+        .unwrap_or(0);
+    // linux/capability.h: CAP_SYS_ADMIN 21, CAP_SYS_RESOURCE 24.
+    let has = |cap: u32| caps & (1 << cap) != 0;
+    !has(21) && !has(24)
+}
+
+/// The tasks (threads) of the processes of real user `uid`, from /proc.
+fn tasks_of(uid: libc::uid_t) -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+        .filter(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<libc::uid_t>().ok())
+                == Some(uid)
+        })
+        .map(|s| s.lines().find_map(|l| l.strip_prefix("Threads:")?.trim().parse().ok()).unwrap_or(1))
+        .sum()
+}
+
+/// The process limit lets `size` more ranks start.
+pub fn check_processes(size: u64) -> Result<(), String> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+        || !nproc_enforced()
+    {
+        return Ok(());
+    }
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let used = tasks_of(uid);
+    let need = size * TASKS_PER_RANK;
+    if used + need <= lim.rlim_cur {
+        return Ok(());
+    }
+    Err(format!(
+        "a job of {} needs {need} more processes and threads of user {uid} (each rank and the emulator's thread \
+         in it), and the limit is {} (ulimit -u) with {used} in use; no rank was started. Run at most -n {} \
+         ranks, or raise the limit (ulimit -u {}; above the hard limit, {}, as root or nproc in \
+         /etc/security/limits.conf).",
+        ranks(size),
+        lim.rlim_cur,
+        lim.rlim_cur.saturating_sub(used) / TASKS_PER_RANK,
+        used + need,
+        if lim.rlim_max == libc::RLIM_INFINITY { "unlimited".to_string() } else { lim.rlim_max.to_string() },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_too_small_is_named_with_what_fits() {
+        // /proc has no free blocks.
+        let e = check_shm(Path::new("/proc"), 4, 4).unwrap_err();
+        assert!(e.contains("a job of 4 ranks needs 33.8 MiB of /proc") && e.contains("(8.4 MiB per rank)"), "{e}");
+        assert!(e.contains("-n 0 fits"), "{e}");
+        assert!(check_shm(Path::new("/no/such/folder"), 4, 4).is_ok());
+    }
+}
