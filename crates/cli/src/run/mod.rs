@@ -75,8 +75,8 @@ pub struct RunArgs {
     /// ended as at any end, and aar run exits 124. Default: MPIEXEC_TIMEOUT (seconds, as hydra and
     /// Open MPI read it), else none, as mpiexec's: a long run is no error, and a guessed limit would
     /// kill honest ones; set one where a hung rank must not wait forever (batch scripts, tests)
-    #[arg(long = "time", value_name = "LIMIT", value_parser = parse_time)]
-    time: Option<(Duration, String)>,
+    #[arg(long = "time", value_name = "LIMIT")]
+    time: Option<time::TimeLimit>,
     /// The program each rank runs (a path, or a name looked up in PATH), and its arguments
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -95,13 +95,9 @@ const EXIT_STUCK: i32 = 1;
 /// How long ranks have to end after SIGTERM before they get SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
 
-fn parse_time(s: &str) -> Result<(Duration, String), String> {
-    time::parse(s).map(|d| (d, s.to_owned()))
-}
-
 pub fn run(args: RunArgs) -> i32 {
     let env = std::env::var_os(time::ENV).map(|v| v.to_string_lossy().into_owned());
-    let limit = match time::choose(args.time.as_ref().map(|(d, s)| (*d, s.as_str())), env.as_deref()) {
+    let limit = match time::choose(args.time.clone(), env.as_deref()) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("aar run: {e}");

@@ -14,53 +14,58 @@ pub struct TimeLimit {
     pub from: String,
 }
 
-/// A `--time` value, as srun reads it: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS,
-/// DAYS-HOURS, DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS; 0, UNLIMITED or INFINITE for
-/// none (`Duration::ZERO`).
-pub fn parse(s: &str) -> Result<Duration, String> {
-    let bad = || {
-        format!(
-            "\"{s}\" is no time limit: give MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or \
-             DAYS-HOURS[:MINUTES[:SECONDS]] (as srun --time), or 0 for none"
-        )
-    };
-    if s.eq_ignore_ascii_case("unlimited") || s.eq_ignore_ascii_case("infinite") {
-        return Ok(Duration::ZERO);
-    }
-    let num = |f: &str| -> Result<u64, String> {
-        if f.is_empty() || !f.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
+impl std::str::FromStr for TimeLimit {
+    type Err = String;
+
+    /// A `--time` value, as srun reads it: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS,
+    /// DAYS-HOURS, DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS; 0, UNLIMITED or INFINITE for
+    /// none (a limit of zero).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "\"{s}\" is no time limit: give MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or \
+                 DAYS-HOURS[:MINUTES[:SECONDS]] (as srun --time), or 0 for none"
+            )
+        };
+        let from = format!("--time {s}");
+        if s.eq_ignore_ascii_case("unlimited") || s.eq_ignore_ascii_case("infinite") {
+            return Ok(TimeLimit { limit: Duration::ZERO, from });
         }
-        f.parse::<u64>().map_err(|_| bad())
-    };
-    let (days, rest) = match s.split_once('-') {
-        Some((d, rest)) => (Some(num(d)?), rest),
-        None => (None, s),
-    };
-    let f: Vec<u64> = rest.split(':').map(num).collect::<Result<_, _>>()?;
-    let (h, m, sec) = match (days, f.as_slice()) {
-        (None, [m]) => (0, *m, 0),
-        (None, [m, s]) => (0, *m, *s),
-        (None, [h, m, s]) | (Some(_), [h, m, s]) => (*h, *m, *s),
-        (Some(_), [h]) => (*h, 0, 0),
-        (Some(_), [h, m]) => (*h, *m, 0),
-        _ => return Err(bad()),
-    };
-    let secs = days
-        .unwrap_or(0)
-        .checked_mul(86_400)
-        .and_then(|d| h.checked_mul(3600).and_then(|h| d.checked_add(h)))
-        .and_then(|t| m.checked_mul(60).and_then(|m| t.checked_add(m)))
-        .and_then(|t| t.checked_add(sec))
-        .ok_or_else(bad)?;
-    Ok(Duration::from_secs(secs))
+        let num = |f: &str| -> Result<u64, String> {
+            if f.is_empty() || !f.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            f.parse::<u64>().map_err(|_| bad())
+        };
+        let (days, rest) = match s.split_once('-') {
+            Some((d, rest)) => (Some(num(d)?), rest),
+            None => (None, s),
+        };
+        let f: Vec<u64> = rest.split(':').map(num).collect::<Result<_, _>>()?;
+        let (h, m, sec) = match (days, f.as_slice()) {
+            (None, [m]) => (0, *m, 0),
+            (None, [m, s]) => (0, *m, *s),
+            (None, [h, m, s]) | (Some(_), [h, m, s]) => (*h, *m, *s),
+            (Some(_), [h]) => (*h, 0, 0),
+            (Some(_), [h, m]) => (*h, *m, 0),
+            _ => return Err(bad()),
+        };
+        let secs = days
+            .unwrap_or(0)
+            .checked_mul(86_400)
+            .and_then(|d| h.checked_mul(3600).and_then(|h| d.checked_add(h)))
+            .and_then(|t| m.checked_mul(60).and_then(|m| t.checked_add(m)))
+            .and_then(|t| t.checked_add(sec))
+            .ok_or_else(bad)?;
+        Ok(TimeLimit { limit: Duration::from_secs(secs), from })
+    }
 }
 
 /// The job's time limit: `--time` if given (0 for none), else `MPIEXEC_TIMEOUT` (whole seconds,
 /// 0 or empty for none); a bad `MPIEXEC_TIMEOUT` is an error that names it.
-pub fn choose(option: Option<(Duration, &str)>, env: Option<&str>) -> Result<Option<TimeLimit>, String> {
-    if let Some((limit, given)) = option {
-        return Ok((!limit.is_zero()).then(|| TimeLimit { limit, from: format!("--time {given}") }));
+pub fn choose(option: Option<TimeLimit>, env: Option<&str>) -> Result<Option<TimeLimit>, String> {
+    if let Some(given) = option {
+        return Ok(Some(given).filter(|l| !l.limit.is_zero()));
     }
     let Some(v) = env.map(str::trim).filter(|v| !v.is_empty()) else { return Ok(None) };
     match v.parse::<u64>() {
@@ -90,7 +95,7 @@ mod tests {
 
     #[test]
     fn srun_formats_are_read() {
-        let secs = |s: &str| parse(s).map(|d| d.as_secs());
+        let secs = |s: &str| s.parse::<TimeLimit>().map(|l| l.limit.as_secs());
         assert_eq!(secs("5"), Ok(300));
         assert_eq!(secs("0:30"), Ok(30));
         assert_eq!(secs("1:02:03"), Ok(3723));
@@ -100,18 +105,20 @@ mod tests {
         assert_eq!(secs("0"), Ok(0));
         assert_eq!(secs("UNLIMITED"), Ok(0));
         for bad in ["", "x", "1:2:3:4", "-1", "1m", "1.5", "1-", "1-2:3:4:5", ":30", "99999999999999999999"] {
-            assert!(parse(bad).is_err_and(|e| e.contains("srun --time")), "{bad:?}");
+            assert!(bad.parse::<TimeLimit>().is_err_and(|e| e.contains("srun --time")), "{bad:?}");
         }
     }
 
     #[test]
     fn the_option_wins_over_the_environment() {
-        let limit = |opt, env| choose(opt, env).map(|l| l.map(|l| (l.limit.as_secs(), l.from)));
+        let limit = |opt: Option<&str>, env| {
+            choose(opt.map(|o| o.parse().unwrap()), env).map(|l| l.map(|l| (l.limit.as_secs(), l.from)))
+        };
         assert_eq!(limit(None, None), Ok(None));
         assert_eq!(limit(None, Some("30")), Ok(Some((30, "MPIEXEC_TIMEOUT=30".into()))));
         assert_eq!(limit(None, Some("0")), Ok(None));
-        assert_eq!(limit(Some((Duration::from_secs(60), "1")), Some("30")), Ok(Some((60, "--time 1".into()))));
-        assert_eq!(limit(Some((Duration::ZERO, "0")), Some("30")), Ok(None));
+        assert_eq!(limit(Some("1"), Some("30")), Ok(Some((60, "--time 1".into()))));
+        assert_eq!(limit(Some("0"), Some("30")), Ok(None));
         assert!(limit(None, Some("10m")).is_err_and(|e| e.contains("MPIEXEC_TIMEOUT=\"10m\"")));
     }
 
