@@ -184,3 +184,61 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
         );
     }
 }
+
+/// A program built with AddressSanitizer (a user's debug build, started from the same batch
+/// script as the job) runs with the module loaded: ASan refuses to start when a library is
+/// preloaded before its runtime, unless told that this one may be. Its checks still work (an
+/// overflow is still caught), the user's own ASAN_OPTIONS are kept, and unload restores them.
+#[test]
+fn a_program_built_with_asan_runs_with_the_module_loaded() {
+    let dir = scratch("packaging-asan");
+    let out = install(&dir.join("prefix"), &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let source = dir.join("asan.c");
+    std::fs::write(
+        &source,
+        "#include <stdio.h>\n#include <stdlib.h>\n\
+         int main(int argc, char **argv) { (void)argv; char *p = malloc(8); p[argc > 1 ? 8 : 0] = 1;\n\
+         printf(\"asan ok\\n\"); free(p); return 0; }\n",
+    )
+    .unwrap();
+    let program = dir.join("asan");
+    let st = Command::new("gcc").args(["-fsanitize=address", "-g", "-o"]).arg(&program).arg(&source).status().unwrap();
+    assert!(st.success(), "gcc -fsanitize=address failed (install gcc's sanitizer runtimes)");
+    for flavour in ["lmod", "tcl"] {
+        let script = format!(
+            "source {LMOD_INIT}\n\
+             module use {prefix}/modulefiles/{flavour}\n\
+             export ASAN_OPTIONS=detect_leaks=0\n\
+             module load aar || exit 3\n\
+             echo \"loaded=[$ASAN_OPTIONS] [$LD_PRELOAD]\"\n\
+             {program}; echo \"clean=$?\"\n\
+             {program} overflow; echo \"overflow=$?\"\n\
+             module unload aar; echo \"unloaded=[$ASAN_OPTIONS]\"\n",
+            prefix = dir.join("prefix").display(),
+            program = program.display(),
+        );
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{flavour}: {stdout}\n{stderr}");
+        let lib = dir.join("prefix/lib/libaar.so");
+        for want in [
+            "asan ok\nclean=0".to_string(),
+            format!("loaded=[verify_asan_link_order=0:detect_leaks=0] [{}]", lib.display()),
+            "overflow=1".to_string(),
+            "unloaded=[detect_leaks=0]".to_string(),
+        ] {
+            assert!(stdout.contains(&want), "{flavour}: no {want:?} in:\n{stdout}\n{stderr}");
+        }
+        assert!(!stderr.contains("does not come first"), "{flavour}: ASan refused the preload:\n{stderr}");
+        assert!(stderr.contains("heap-buffer-overflow"), "{flavour}: ASan still catches an overflow:\n{stderr}");
+    }
+}
