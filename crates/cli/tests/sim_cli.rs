@@ -420,3 +420,20 @@ fn records_of_an_earlier_run_that_are_replaced_are_said() {
     assert_eq!(err.matches("replacing records that an earlier run wrote there").count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--placement across-groups` spreads consecutive ranks over the groups: on a network of one
+/// group it would be a same-group job under another name, so it is refused naming both options
+/// (the network's shape as it was given: `--groups` or `--kim`).
+#[test]
+fn across_groups_on_one_group_is_refused_naming_both_options() {
+    for (shape, named) in [(vec!["--groups", "1"], "--groups 1"), (vec!["--kim", "1,2,1,1"], "--kim 1,2,1,1")] {
+        let args = [&["run", "--placement", "across-groups", "--iterations", "1"][..], &shape[..]].concat();
+        let (code, stdout, err) = sim(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(err.starts_with(&format!("aar: --placement across-groups {named}: ")), "{err}");
+        assert!(err.contains("2 or more groups") && err.contains("same-group"), "{err}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+    }
+    let (code, _, err) = sim(&["run", "--placement", "across-groups", "--groups", "2", "--iterations", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+}

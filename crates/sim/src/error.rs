@@ -89,6 +89,12 @@ pub enum SpecError {
          node: {given} given"
     )]
     RankNodes { ranks: u32, given: usize, nodes: u32, ranks_per_node: u32 },
+    /// Ranks spread over the groups of a network that has only one.
+    #[error(
+        "placement across-groups puts consecutive ranks in different groups, and the network has {groups} group: \
+         give it 2 or more groups, or use placement same-group (or scattered) for a job inside one group"
+    )]
+    AcrossOneGroup { groups: u32 },
     /// A job of fewer than two ranks has nothing to send.
     #[error("a job needs at least 2 ranks, not {0}")]
     TooFewRanks(u32),

@@ -364,8 +364,8 @@ mod order_serde {
 
 impl ExperimentSpec {
     /// Whether the experiment can run: a network the simulator can build, a job of at least two
-    /// ranks whose nodes (`ranks / ranks_per_node`) fit its placement, and 1 to [`MAX_ARMS`]
-    /// policies.
+    /// ranks whose nodes (`ranks / ranks_per_node`) fit its placement (across groups: of a network
+    /// of two or more), and 1 to [`MAX_ARMS`] policies.
     pub fn check(&self) -> Result<(), SpecError> {
         self.net.topo.check()?;
         if self.ranks < 2 {
@@ -376,6 +376,9 @@ impl ExperimentSpec {
             return Err(SpecError::RanksPerNode { ranks: self.ranks, ranks_per_node: k, max: RanksPerNode::MAX });
         }
         let topo = Topology::new(self.net.topo.clone());
+        if self.placement == Placement::AcrossGroups && topo.groups < 2 {
+            return Err(SpecError::AcrossOneGroup { groups: topo.groups });
+        }
         self.placement.check(&topo, self.nodes()).map_err(|e| match e {
             SpecError::PlacementFull { placement, max, .. } if k > 1 => {
                 SpecError::NodesFull { placement, ranks: self.ranks, ranks_per_node: k, max }
@@ -553,6 +556,11 @@ mod tests {
             "placement same-group holds at most 96 nodes (one rank per node), not 97"
         );
         assert_eq!(spec(1, Placement::Scattered).check(), Err(SpecError::TooFewRanks(1)));
+        // across the groups of a one-group network would be the same group under another name
+        assert_eq!(spec(2, Placement::AcrossGroups).check(), Err(SpecError::AcrossOneGroup { groups: 1 }));
+        let mut two = spec(2, Placement::AcrossGroups);
+        two.net = NetConfig::aries(2);
+        assert_eq!(two.check(), Ok(()));
         let mut s = spec(2, Placement::Scattered);
         s.arms = vec![PolicySpec::Auto; MAX_ARMS + 1];
         assert_eq!(s.check(), Err(SpecError::Arms { given: MAX_ARMS + 1, max: MAX_ARMS }));

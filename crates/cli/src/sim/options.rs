@@ -28,6 +28,14 @@ pub struct NetOpts {
 }
 
 impl NetOpts {
+    /// The options that give the network's shape, as written: `--kim P,A,H,G` or `--groups N`.
+    fn shape(&self) -> String {
+        match self.kim {
+            Some(k) => format!("--kim {},{},{},{}", k.p, k.a, k.h, k.g),
+            None => format!("--groups {}", self.groups),
+        }
+    }
+
     pub fn config(&self) -> Result<NetConfig, String> {
         if let Some(k) = self.kim {
             return Ok(NetConfig::kim(k.into()));
@@ -59,7 +67,8 @@ pub struct ExpOpts {
     /// NIC (its queue, outstanding packets and counters); messages between them use shared memory
     #[arg(long, value_name = "K", default_value = "1")]
     ranks_per_node: RanksPerNode,
-    /// same-blade, same-group, across-groups, scattered, packed:ROUTERS:GROUPS
+    /// same-blade, same-group, across-groups (rank i in group i mod groups: 2 or more groups),
+    /// scattered, packed:ROUTERS:GROUPS
     #[arg(long, default_value = "same-group")]
     placement: Placement,
     /// policies alternated across iterations (A/B): auto (the paper's), steady (aar's), off, ADAPTIVE0..3,
@@ -128,6 +137,7 @@ impl ExpOpts {
             SpecError::NodesFull { .. } | SpecError::RanksPerNode { .. } => {
                 format!("--ranks {} --ranks-per-node {}: {e}", self.ranks, self.ranks_per_node.0)
             }
+            SpecError::AcrossOneGroup { .. } => format!("--placement across-groups {}: {e}", self.net.shape()),
             SpecError::RankNodes { .. } => e.to_string(),
             SpecError::Arms { .. } => format!("--policy: {e}"),
             SpecError::Topology(_) => e.to_string(),
