@@ -15,8 +15,11 @@ pub enum ParseError {
     /// A size of 0 where something must be sent.
     #[error("{what} of 0 bytes sends nothing: use a size above 0 (e.g. 4K)")]
     ZeroSize { what: &'static str },
-    /// A load that is not a fraction of the injection bandwidth.
-    #[error("\"{0}\" is not a load: LOAD in [0, 1] is the fraction of a NIC's injection bandwidth (e.g. 0.3)")]
+    /// A load that is not a fraction of the injection bandwidth: 0, or from `Load::MIN` to 1.
+    #[error(
+        "\"{0}\" is not a load: LOAD in [0, 1] is the fraction of a NIC's injection bandwidth (e.g. 0.3); above 0, \
+         at least 0.000001"
+    )]
     Load(String),
     /// A form with a missing or an extra field.
     #[error("\"{text}\" does not have the form {form}")]

@@ -252,16 +252,25 @@ impl FromStr for RanksPerNode {
 pub const DEFAULT_PRODUCTION_LOAD: f64 = 0.2;
 
 /// Offered load: the fraction of a NIC's injection bandwidth a source uses, in [0, 1] (of the
-/// background, and of `aar sim synth`'s open-loop traffic).
+/// background, and of `aar sim synth`'s open-loop traffic): 0 (no traffic) or at least
+/// [`Load::MIN`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Load(pub f64);
+
+impl Load {
+    /// The smallest load above 0: one flit per million NIC cycles. Below it a source sends
+    /// nothing in any simulated time the simulator is meant for, and the gaps between its
+    /// messages leave the range of the simulated clock (1e-300 injected at full rate).
+    pub const MIN: f64 = 1e-6;
+}
 
 impl FromStr for Load {
     type Err = ParseError;
 
     fn from_str(s: &str) -> Result<Load, ParseError> {
         match s.trim().parse::<f64>() {
-            Ok(l) if (0.0..=1.0).contains(&l) => Ok(Load(l)),
+            // + 0.0: -0 is 0 (and named so in experiment ids)
+            Ok(l) if l == 0.0 || (Self::MIN..=1.0).contains(&l) => Ok(Load(l + 0.0)),
             _ => Err(ParseError::Load(s.into())),
         }
     }
@@ -501,6 +510,9 @@ mod tests {
             "uniform:7",
             "uniform:-0.1",
             "uniform:NaN",
+            "uniform:inf",
+            "uniform:1e-300",
+            "uniform:0.0000009",
             "uniform:0.3:0",
             "uniform:0.1:zero",
             "uniform:0.3:4K:extra",
@@ -514,6 +526,11 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        let e = parse("uniform:1e-300").unwrap_err().to_string();
+        assert!(e.contains("\"1e-300\"") && e.contains("at least 0.000001"), "{e}");
+        assert_eq!(parse("uniform:-0"), Ok(Background::Uniform { load: 0.0, bytes: 4096 }));
+        assert_eq!(parse("uniform:-0").unwrap().name(), "uniform-0-4096");
+        assert_eq!(parse("uniform:1e-6"), Ok(Background::Uniform { load: 1e-6, bytes: 4096 }));
         let e = parse("uniform:7").unwrap_err().to_string();
         assert!(e.contains("\"7\"") && e.contains("LOAD in [0, 1]"), "{e}");
         let e = parse("uniform:0.3:0").unwrap_err().to_string();

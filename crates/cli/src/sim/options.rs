@@ -99,7 +99,7 @@ pub struct ExpOpts {
         long,
         default_value = "none",
         help = "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE], congestors[:SIZE] \
-        (LOAD in [0, 1], the fraction of a NIC's injection bandwidth; SIZE default 4K)"
+        (LOAD in [0, 1], at least 0.000001 above 0: the fraction of a NIC's injection bandwidth; SIZE default 4K)"
     )]
     background: Background,
     /// nodes that generate background traffic
