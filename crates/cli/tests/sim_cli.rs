@@ -437,3 +437,26 @@ fn across_groups_on_one_group_is_refused_naming_both_options() {
     let (code, _, err) = sim(&["run", "--placement", "across-groups", "--groups", "2", "--iterations", "1"]);
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// `aar sim synth`: a load of 0 offers nothing to measure and is refused saying what to give
+/// instead; a load too small to simulate is refused by the load's parser; a window in which no
+/// packet arrives shows `-` and says why, never NaN.
+#[test]
+fn synthetic_loads_that_measure_nothing_are_refused_or_said_never_nan() {
+    let small = ["synth", "--groups", "2", "--warmup", "0"];
+    for loads in ["0", "0.1,0"] {
+        let (code, stdout, err) = sim(&[&small[..], &["--loads", loads, "--measure", "100"]].concat());
+        assert_eq!(code, Some(2), "--loads {loads}: {stdout}");
+        assert!(err.starts_with("aar: --loads 0: a load of 0 offers no traffic") && err.contains("0.01"), "{err}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+    }
+    // 1e-300 injected at full rate: the geometric gap of so small a probability is 0
+    let (code, stdout, err) = sim(&[&small[..], &["--loads", "1e-300", "--measure", "10"]].concat());
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(err.contains("'1e-300' for '--loads") && err.contains("at least 0.000001"), "{err}");
+    let (code, stdout, err) = sim(&[&small[..], &["--loads", "0.1", "--measure", "1"]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!stdout.to_lowercase().contains("nan"), "{stdout}");
+    assert!(stdout.contains("| MIN_HASH | 0.100 | 0.0000 | - | - | - |"), "{stdout}");
+    assert!(stdout.contains("no packet was delivered in the 1 NIC cycles measured"), "{stdout}");
+}

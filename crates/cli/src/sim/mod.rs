@@ -90,7 +90,8 @@ enum SimCmd {
         /// routing modes: MIN_HASH, IN_ORDER, NMIN_HASH, ADAPTIVE0..3, UGAL
         #[arg(long, default_value = "MIN_HASH", value_delimiter = ',')]
         mode: Vec<Mode>,
-        /// offered loads in [0, 1], flits per NIC cycle per node (1 = the injection bandwidth)
+        /// offered loads in (0, 1] (at least 0.000001), flits per NIC cycle per node (1 = the injection
+        /// bandwidth)
         #[arg(long, default_value = "0.1,0.3,0.5,0.7,0.9", value_delimiter = ',')]
         loads: Vec<Load>,
         /// NIC cycles before measuring (at most 10^9: 1.25 s of the NIC's clock)
@@ -232,6 +233,11 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             Ok(0)
         }
         SimCmd::Synth { net, pattern, mode, loads, warmup, measure, seed } => {
+            if loads.iter().any(|l| l.0 == 0.0) {
+                return Err("--loads 0: a load of 0 offers no traffic, so there is nothing to measure; for the \
+                            latency of an idle network give a small load (e.g. 0.01)"
+                    .into());
+            }
             let cfg = net.config()?;
             let mut runs = Vec::new();
             for &m in &mode {
@@ -241,15 +247,22 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             }
             let res = run_all(&runs, "synth", |p| run_synthetic(&cfg, p));
             say!("{} {}\n| mode | offered | accepted | mean latency (NIC cycles) | avg hops | non-minimal |\n|---|---:|---:|---:|---:|---:|", cfg.topo.describe(), pattern.name());
+            let mut unmeasured = false;
             for (p, r) in runs.iter().zip(&res) {
+                // The means are over the packets delivered in the window: with none there are none
+                // (the simulator's latency is NaN then), which the row says as `-`.
+                let means = if r.avg_latency.is_finite() {
+                    format!("{:.1} | {:.2} | {:.3}", r.avg_latency, r.avg_hops, r.nonmin_fraction)
+                } else {
+                    unmeasured = true;
+                    "- | - | -".into()
+                };
+                say!("| {} | {:.3} | {:.4} | {means} |", p.mode.name(), p.load, r.accepted);
+            }
+            if unmeasured {
                 say!(
-                    "| {} | {:.3} | {:.4} | {:.1} | {:.2} | {:.3} |",
-                    p.mode.name(),
-                    p.load,
-                    r.accepted,
-                    r.avg_latency,
-                    r.avg_hops,
-                    r.nonmin_fraction
+                    "-: no packet was delivered in the {measure} NIC cycles measured; measure longer (--measure) or \
+                     offer more load"
                 );
             }
             Ok(0)
