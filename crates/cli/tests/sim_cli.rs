@@ -460,3 +460,23 @@ fn synthetic_loads_that_measure_nothing_are_refused_or_said_never_nan() {
     assert!(stdout.contains("| MIN_HASH | 0.100 | 0.0000 | - | - | - |"), "{stdout}");
     assert!(stdout.contains("no packet was delivered in the 1 NIC cycles measured"), "{stdout}");
 }
+
+/// A policy, mode, load or size given twice (under any of its spellings) would run twice: an A/B
+/// arm of the same name takes half the iterations and the table pooled them in one row, a sweep
+/// point counted its identical samples twice. Each is refused naming the option and the value.
+#[test]
+fn a_value_given_twice_is_refused_naming_the_option_and_the_value() {
+    for (args, why) in [
+        (vec!["run", "--policy", "auto,ADAPTIVE3,paper"], "aar: --policy: auto is given more than once"),
+        (vec!["run", "--policy", "ADAPTIVE3", "--policy", "adaptive_3"], "aar: --policy: ADAPTIVE3 is given more"),
+        (vec!["sweep", "--policy", "off,default", "--seeds", "1"], "aar: --policy: off is given more than once"),
+        (vec!["sweep", "--sizes", "64,4K,4096", "--seeds", "1"], "aar: --sizes: 4K is given more than once"),
+        (vec!["synth", "--mode", "MIN_HASH,ADAPTIVE0,MIN"], "aar: --mode: MIN_HASH is given more than once"),
+        (vec!["synth", "--loads", "0.1,0.3,0.10"], "aar: --loads: 0.1 is given more than once"),
+    ] {
+        let (code, stdout, err) = sim(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(err.starts_with(why) && err.contains("give each"), "{args:?}: {err}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+    }
+}

@@ -104,6 +104,12 @@ pub enum SpecError {
     /// No policy, or more than an A/B experiment alternates.
     #[error("at most {max} policies alternate, and at least one: not {given}")]
     Arms { given: usize, max: usize },
+    /// One policy given twice: its iterations would be split between two arms of one name.
+    #[error(
+        "{policy} is given more than once (under this name or another of its names): an A/B experiment alternates \
+         distinct policies, so give each once"
+    )]
+    DuplicateArm { policy: String },
     /// The network's topology.
     #[error(transparent)]
     Topology(#[from] TopologyError),

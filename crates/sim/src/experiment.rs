@@ -374,7 +374,7 @@ mod order_serde {
 impl ExperimentSpec {
     /// Whether the experiment can run: a network the simulator can build, a job of at least two
     /// ranks whose nodes (`ranks / ranks_per_node`) fit its placement (across groups: of a network
-    /// of two or more), and 1 to [`MAX_ARMS`] policies.
+    /// of two or more), and 1 to [`MAX_ARMS`] distinct policies.
     pub fn check(&self) -> Result<(), SpecError> {
         self.net.topo.check()?;
         if self.ranks < 2 {
@@ -409,6 +409,9 @@ impl ExperimentSpec {
         }
         if !(1..=MAX_ARMS).contains(&self.arms.len()) {
             return Err(SpecError::Arms { given: self.arms.len(), max: MAX_ARMS });
+        }
+        if let Some((_, twice)) = self.arms.iter().enumerate().find(|&(i, a)| self.arms[..i].contains(a)) {
+            return Err(SpecError::DuplicateArm { policy: twice.name() });
         }
         Ok(())
     }
@@ -581,6 +584,8 @@ mod tests {
         let mut s = spec(2, Placement::Scattered);
         s.arms = vec![PolicySpec::Auto; MAX_ARMS + 1];
         assert_eq!(s.check(), Err(SpecError::Arms { given: MAX_ARMS + 1, max: MAX_ARMS }));
+        s.arms = vec![PolicySpec::Auto, PolicySpec::Fixed(Mode::Adaptive3), "paper".parse().unwrap()];
+        assert_eq!(s.check(), Err(SpecError::DuplicateArm { policy: "auto".into() }));
         s.arms.clear();
         assert!(s.check().is_err());
     }

@@ -182,7 +182,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 r.wall_s
             );
             say!("| policy | iterations | median | 95% CI of median | QCD |\n|---|---:|---:|---|---:|");
-            for arm in distinct(spec.arms.iter().map(|a| a.name())) {
+            for arm in spec.arms.iter().map(|a| a.name()) {
                 say!("| {arm} | {} |", summary_cells(&r.times(&arm)));
             }
             let per: Vec<String> = r.nonmin_by_mode.iter().map(|(m, f)| format!("{m} {f:.3}")).collect();
@@ -196,6 +196,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
         }
         SimCmd::Sweep { exp, seeds, sizes, out } => {
             let base = exp.spec()?;
+            once("--sizes", &sizes, |a, b| a == b, |b| b.to_string())?;
             let workloads = if sizes.is_empty() {
                 vec![base.workload.clone()]
             } else {
@@ -218,7 +219,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             let mut labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
             labels.dedup();
             for l in &labels {
-                for arm in distinct(base.arms.iter().map(|a| a.name())) {
+                for arm in base.arms.iter().map(|a| a.name()) {
                     let v: Vec<f64> = results.iter().filter(|r| &r.label == l).flat_map(|r| r.times(&arm)).collect();
                     say!("| {l} | {arm} | {} |", summary_cells(&v));
                 }
@@ -238,6 +239,8 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                             latency of an idle network give a small load (e.g. 0.01)"
                     .into());
             }
+            once("--mode", &mode, |a, b| a == b, |m| m.name().to_string())?;
+            once("--loads", &loads, |a, b| a.0 == b.0, |l| l.0.to_string())?;
             let cfg = net.config()?;
             let mut runs = Vec::new();
             for &m in &mode {
@@ -270,13 +273,20 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
     }
 }
 
-/// The names in order of first appearance (an arm given twice is one row).
-fn distinct(names: impl Iterator<Item = String>) -> Vec<String> {
-    let mut seen = Vec::new();
-    for n in names {
-        if !seen.contains(&n) {
-            seen.push(n);
-        }
+/// Refuses a list option that names one value twice (as `a` and `b` when `same(a, b)`): it would
+/// run the same thing twice and count its samples twice; `shown` is how the message writes it.
+fn once<T>(
+    option: &str,
+    items: &[T],
+    same: impl Fn(&T, &T) -> bool,
+    shown: impl Fn(&T) -> String,
+) -> Result<(), String> {
+    match items.iter().enumerate().find(|&(i, x)| items[..i].iter().any(|y| same(x, y))) {
+        Some((_, x)) => Err(format!(
+            "{option}: {} is given more than once (under this spelling or another): it would run twice, so give each \
+             value once",
+            shown(x)
+        )),
+        None => Ok(()),
     }
-    seen
 }

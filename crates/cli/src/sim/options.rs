@@ -71,8 +71,8 @@ pub struct ExpOpts {
     /// scattered, packed:ROUTERS:GROUPS
     #[arg(long, default_value = "same-group")]
     placement: Placement,
-    /// policies alternated across iterations (A/B): auto (the paper's), steady (aar's), off, ADAPTIVE0..3,
-    /// MIN_HASH, NMIN_HASH, IN_ORDER
+    /// policies alternated across iterations (A/B), each once: auto (the paper's), steady (aar's), off,
+    /// ADAPTIVE0..3, MIN_HASH, NMIN_HASH, IN_ORDER
     #[arg(long, default_value = "auto", value_delimiter = ',')]
     policy: Vec<PolicySpec>,
     #[arg(
@@ -139,7 +139,7 @@ impl ExpOpts {
             }
             SpecError::AcrossOneGroup { .. } => format!("--placement across-groups {}: {e}", self.net.shape()),
             SpecError::RankNodes { .. } => e.to_string(),
-            SpecError::Arms { .. } => format!("--policy: {e}"),
+            SpecError::Arms { .. } | SpecError::DuplicateArm { .. } => format!("--policy: {e}"),
             SpecError::Topology(_) => e.to_string(),
         })?;
         Ok(s)
