@@ -480,3 +480,23 @@ fn a_value_given_twice_is_refused_naming_the_option_and_the_value() {
         assert!(stdout.is_empty(), "nothing ran: {stdout}");
     }
 }
+
+/// The help of every option whose value has forms lists what its parser accepts, from the list
+/// the parser's own messages use (the production background was missing from it).
+#[test]
+fn the_help_lists_every_form_the_parsers_accept() {
+    use aar_sim::config::MODE_NAMES;
+    use aar_sim::experiment::{BACKGROUNDS, POLICIES};
+    use aar_sim::workload::{PLACEMENTS, WORKLOADS};
+    for cmd in ["run", "sweep"] {
+        let (code, help, err) = sim(&[cmd, "--help"]);
+        assert_eq!(code, Some(0), "{err}");
+        for forms in [WORKLOADS, BACKGROUNDS, PLACEMENTS, POLICIES] {
+            assert!(help.contains(forms), "aar sim {cmd} --help lacks {forms}:\n{help}");
+        }
+        assert!(help.contains("production[:LOAD[:SIZE]]") && help.contains("LOAD default 0.2"), "{help}");
+    }
+    let (code, help, err) = sim(&["synth", "--help"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(help.contains(MODE_NAMES), "{help}");
+}

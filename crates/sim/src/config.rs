@@ -100,8 +100,9 @@ impl Mode {
     }
 }
 
-/// The names `aar sim --mode` and `--policy` accept.
-const MODE_NAMES: &str = "MIN_HASH, IN_ORDER, NMIN_HASH (or VALIANT), ADAPTIVE0..ADAPTIVE3 (or ADAPTIVE_0..3), UGAL";
+/// The names `aar sim --mode` and `--policy` accept: their messages and `aar sim`'s help.
+pub const MODE_NAMES: &str =
+    "MIN_HASH, IN_ORDER, NMIN_HASH (or VALIANT), ADAPTIVE0..ADAPTIVE3 (or ADAPTIVE_0..3), UGAL";
 
 impl FromStr for Mode {
     type Err = ParseError;

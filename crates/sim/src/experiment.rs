@@ -26,11 +26,16 @@ pub enum PolicySpec {
     Fixed(Mode),
 }
 
+/// The policies an experiment alternates (`aar sim --policy`): the parser's messages and `aar sim`'s
+/// help.
+pub const POLICIES: &str = "auto (the paper's), steady (aar's), off (the application's default routing), or \
+one routing mode pinned: MIN_HASH, IN_ORDER, NMIN_HASH, ADAPTIVE0..ADAPTIVE3, UGAL";
+
 impl FromStr for PolicySpec {
     type Err = ParseError;
 
     /// The engine's policy names (as in `AAR_MODE`), plus the non-adaptive modes the simulator
-    /// can also pin (`MIN_HASH`, `NMIN_HASH`, `IN_ORDER`) and `default` for `off`.
+    /// can also pin (`MIN_HASH`, `NMIN_HASH`, `IN_ORDER`, `UGAL`) and `default` for `off`.
     fn from_str(s: &str) -> Result<PolicySpec, ParseError> {
         if s.trim().eq_ignore_ascii_case("default") {
             return Ok(PolicySpec::Off);
@@ -42,7 +47,7 @@ impl FromStr for PolicySpec {
             _ => s.parse::<Mode>().map(PolicySpec::Fixed).map_err(|_| ParseError::Unknown {
                 what: "policy",
                 text: s.into(),
-                accepted: "auto, steady, off, ADAPTIVE0..ADAPTIVE3, MIN_HASH, NMIN_HASH, IN_ORDER",
+                accepted: POLICIES,
             }),
         }
     }
@@ -181,8 +186,8 @@ impl Background {
     }
 }
 
-/// The forms of a background, for messages.
-const BACKGROUNDS: &str =
+/// The forms of a background: the parser's messages and `aar sim`'s help.
+pub const BACKGROUNDS: &str =
     "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE], congestors[:SIZE] or production[:LOAD[:SIZE]]";
 
 impl FromStr for Background {
@@ -560,6 +565,14 @@ mod tests {
             [PolicySpec::Auto, PolicySpec::Off, PolicySpec::Fixed(Mode::InOrder), PolicySpec::Fixed(Mode::Adaptive1)]
         {
             assert_eq!(parse(&p.name()), Ok(p), "names read back");
+        }
+        // every mode can be pinned, and the list of policies (messages, `aar sim --help`) names it
+        for m in Mode::ALL {
+            assert_eq!(parse(m.name()), Ok(PolicySpec::Fixed(m)));
+            assert!(
+                POLICIES.contains(m.name()) || m.routing_mode().is_some() && POLICIES.contains("ADAPTIVE0..ADAPTIVE3"),
+                "{m:?}"
+            );
         }
     }
 

@@ -353,8 +353,9 @@ pub fn simulated_message(what: &str, bytes: u64) -> Result<u64, ParseError> {
     })
 }
 
-/// Workload names as `aar sim --workload` takes them, with their size.
-const WORKLOADS: &str = "pingpong[:SIZE], allreduce[:SIZE], alltoall[:SIZE], barrier, broadcast[:SIZE], \
+/// Workload names as `aar sim --workload` takes them, with their size: the parser's messages and
+/// `aar sim`'s help.
+pub const WORKLOADS: &str = "pingpong[:SIZE], allreduce[:SIZE], alltoall[:SIZE], barrier, broadcast[:SIZE], \
 halo3d[:SIZE], sweep3d[:SIZE], halo-allreduce[:SIZE], rr-latency, rr-bandwidth[:SIZE], incast[:SIZE] (SIZE e.g. 64, 4K, 4KiB, 1M)";
 
 impl FromStr for Workload {
@@ -440,6 +441,9 @@ pub enum Placement {
     Packed { routers: u32, groups: u32 },
 }
 
+/// The placements `aar sim --placement` takes: the parser's messages and `aar sim`'s help.
+pub const PLACEMENTS: &str = "same-blade, same-group, across-groups, scattered, packed:ROUTERS:GROUPS";
+
 /// The form of a packed placement, for messages.
 const PACKED: &str = "packed:ROUTERS:GROUPS (e.g. packed:257:6)";
 
@@ -466,13 +470,7 @@ impl FromStr for Placement {
                     _ => return Err(form()),
                 }
             }
-            _ => {
-                return Err(ParseError::Unknown {
-                    what: "placement",
-                    text: s.into(),
-                    accepted: "same-blade, same-group, across-groups, scattered, packed:ROUTERS:GROUPS",
-                })
-            }
+            _ => return Err(ParseError::Unknown { what: "placement", text: s.into(), accepted: PLACEMENTS }),
         })
     }
 }

@@ -87,8 +87,7 @@ enum SimCmd {
         /// ur (uniform random) or wc (worst case: group i to group i+1)
         #[arg(long, default_value = "ur")]
         pattern: Pattern,
-        /// routing modes: MIN_HASH, IN_ORDER, NMIN_HASH, ADAPTIVE0..3, UGAL
-        #[arg(long, default_value = "MIN_HASH", value_delimiter = ',')]
+        #[arg(long, default_value = "MIN_HASH", value_delimiter = ',', help = options::help::modes())]
         mode: Vec<Mode>,
         /// offered loads in (0, 1] (at least 0.000001), flits per NIC cycle per node (1 = the injection
         /// bandwidth)

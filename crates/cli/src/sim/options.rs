@@ -53,13 +53,9 @@ impl NetOpts {
 pub struct ExpOpts {
     #[command(flatten)]
     net: NetOpts,
-    // The help texts with brackets are attributes: in a doc comment rustdoc reads them as links.
-    #[arg(
-        long,
-        default_value = "pingpong:4M",
-        help = "pingpong:SIZE, allreduce:SIZE, alltoall:SIZE, barrier, \
-        broadcast:SIZE, halo3d:SIZE, sweep3d:SIZE, halo-allreduce:SIZE, rr-latency, rr-bandwidth[:SIZE], incast:SIZE (SIZE e.g. 64, 4K, 4KiB, 1M)"
-    )]
+    // The forms in the help are the parsers' own lists (one place says what each parser takes);
+    // texts with brackets are attributes, as rustdoc reads brackets in a doc comment as links.
+    #[arg(long, default_value = "pingpong:4M", help = help::workload())]
     workload: Workload,
     #[arg(long, default_value_t = 2)]
     ranks: u32,
@@ -67,13 +63,9 @@ pub struct ExpOpts {
     /// NIC (its queue, outstanding packets and counters); messages between them use shared memory
     #[arg(long, value_name = "K", default_value = "1")]
     ranks_per_node: RanksPerNode,
-    /// same-blade, same-group, across-groups (rank i in group i mod groups: 2 or more groups),
-    /// scattered, packed:ROUTERS:GROUPS
-    #[arg(long, default_value = "same-group")]
+    #[arg(long, default_value = "same-group", help = help::placement())]
     placement: Placement,
-    /// policies alternated across iterations (A/B), each once: auto (the paper's), steady (aar's), off,
-    /// ADAPTIVE0..3, MIN_HASH, NMIN_HASH, IN_ORDER
-    #[arg(long, default_value = "auto", value_delimiter = ',')]
+    #[arg(long, default_value = "auto", value_delimiter = ',', help = help::policy())]
     policy: Vec<PolicySpec>,
     #[arg(
         long,
@@ -95,12 +87,7 @@ pub struct ExpOpts {
     /// that takes no simulated time), so skew does not carry from one iteration into the next
     #[arg(long)]
     synchronized_iterations: bool,
-    #[arg(
-        long,
-        default_value = "none",
-        help = "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE], congestors[:SIZE] \
-        (LOAD in [0, 1], at least 0.000001 above 0: the fraction of a NIC's injection bandwidth; SIZE default 4K)"
-    )]
+    #[arg(long, default_value = "none", help = help::background())]
     background: Background,
     /// nodes that generate background traffic
     #[arg(long, default_value_t = 32)]
@@ -143,5 +130,43 @@ impl ExpOpts {
             SpecError::Topology(_) => e.to_string(),
         })?;
         Ok(s)
+    }
+}
+
+/// The help of the options whose values have forms: each lists what the option's parser takes,
+/// from the constant the parser's own messages use.
+pub mod help {
+    use aar_sim::config::MODE_NAMES;
+    use aar_sim::experiment::{Load, BACKGROUNDS, DEFAULT_PRODUCTION_LOAD, POLICIES};
+    use aar_sim::workload::{MAX_MESSAGE_BYTES, PLACEMENTS, WORKLOADS};
+    use aar_sim::ByteSize;
+
+    pub fn workload() -> String {
+        format!(
+            "{WORKLOADS}; without SIZE, 8-byte messages (rr-bandwidth: 128K); SIZE at most {}",
+            ByteSize(MAX_MESSAGE_BYTES)
+        )
+    }
+
+    pub fn placement() -> String {
+        format!("{PLACEMENTS} (across-groups: rank i in group i mod groups, so 2 or more groups)")
+    }
+
+    pub fn policy() -> String {
+        format!("policies alternated across iterations (A/B), each once: {POLICIES}")
+    }
+
+    pub fn background() -> String {
+        format!(
+            "{BACKGROUNDS} (LOAD in [0, 1], at least {} above 0: the fraction of a NIC's injection bandwidth; \
+             production: background jobs of a busy machine, LOAD default {DEFAULT_PRODUCTION_LOAD}; SIZE default 4K, \
+             at most {})",
+            Load::MIN,
+            ByteSize(MAX_MESSAGE_BYTES)
+        )
+    }
+
+    pub fn modes() -> String {
+        format!("routing modes: {MODE_NAMES}")
     }
 }
