@@ -208,7 +208,7 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
     for (args, option, why) in [
         (vec!["run", "--workload", "pingpong:4X"], "--workload", "not a size in bytes"),
         (vec!["run", "--workload", "pingpong:99999999999999999999M"], "--workload", "size"),
-        (vec!["run", "--workload", "pingpong:2000000G"], "--workload", "more than 1 PiB"),
+        (vec!["run", "--workload", "pingpong:2000000G"], "--workload", "more than 1P (1 PiB)"),
         (vec!["run", "--workload", "allgather:8"], "--workload", "rr-bandwidth[:SIZE]"),
         (vec!["run", "--workload", "barrier:4K"], "--workload", "takes no size"),
         (vec!["run", "--workload", "pingpong:2G"], "--workload", "at most 1073741824 bytes (16777216 packets)"),
@@ -499,4 +499,31 @@ fn the_help_lists_every_form_the_parsers_accept() {
     let (code, help, err) = sim(&["synth", "--help"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(help.contains(MODE_NAMES), "{help}");
+}
+
+/// Sizes take the suffixes B, K, M, G, T and P (K = 1024); the largest message the simulator
+/// moves packet by packet is 1G, and a larger one is refused with that bound before anything is
+/// built, whichever option gives it; past 1P the size itself is refused with its bound.
+#[test]
+fn every_suffix_is_read_and_sizes_past_the_bound_are_refused_with_it() {
+    let started = std::time::Instant::now();
+    for (args, why) in [
+        (vec!["run", "--workload", "pingpong:1T"], "pingpong messages of 1099511627776 bytes"),
+        (vec!["run", "--workload", "alltoall:1P"], "alltoall messages of 1125899906842624 bytes"),
+        (vec!["run", "--background", "uniform:0.1:1TiB"], "background messages of 1099511627776 bytes"),
+        (vec!["run", "--background", "production:0.1:1pb"], "background messages of 1125899906842624 bytes"),
+        (vec!["sweep", "--sizes", "64,1T", "--seeds", "1"], "aar: --sizes 1T: pingpong messages"),
+    ] {
+        let (code, stdout, err) = sim(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(err.contains(why) && err.contains("at most 1073741824 bytes"), "{args:?}: {err}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+    }
+    for (size, why) in [("2P", "2P is more than 1P (1 PiB)"), ("1E", "optionally followed by B, K, M, G, T or P")] {
+        let workload = format!("pingpong:{size}");
+        let (code, _, err) = sim(&["run", "--workload", &workload]);
+        assert_eq!(code, Some(2), "{size}");
+        assert!(err.contains(&format!("'{workload}' for '--workload")) && err.contains(why), "{err}");
+    }
+    assert!(started.elapsed().as_secs() < 20, "refused before any simulation: {:?}", started.elapsed());
 }

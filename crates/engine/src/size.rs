@@ -5,8 +5,8 @@ use core::fmt;
 use core::str::FromStr;
 
 /// A number of bytes, written as digits with an optional binary suffix: `4096`, `4K`, `4k`,
-/// `4KB`, `4KiB`, `1M`, `2 MiB`, `1G` (K = 1024). At most 2^50 bytes (1 PiB), so that sums of a
-/// few sizes never overflow.
+/// `4KB`, `4KiB`, `1M`, `2 MiB`, `1G`, `1T`, `1P` (K = 1024). At most 2^50 bytes (1 PiB), so that
+/// sums of a few sizes never overflow; what uses a size may bound it further and says so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ByteSize(pub u64);
 
@@ -24,7 +24,11 @@ impl FromStr for ByteSize {
         let (digits, suffix) = v.split_at(split);
         let bad = || {
             let shown: String = v.chars().take(40).collect();
-            format!("\"{}\" is not a size in bytes (e.g. 4096, 64K, 1MiB)", shown.escape_debug())
+            format!(
+                "\"{}\" is not a size in bytes: a whole number, optionally followed by B, K, M, G, T or P (K = 1024; \
+                 KB and KiB too), e.g. 4096, 64K, 1MiB",
+                shown.escape_debug()
+            )
         };
         let n: u64 = digits.parse().map_err(|_| bad())?;
         let scale: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
@@ -32,11 +36,13 @@ impl FromStr for ByteSize {
             "k" | "kb" | "kib" => 1 << 10,
             "m" | "mb" | "mib" => 1 << 20,
             "g" | "gb" | "gib" => 1 << 30,
+            "t" | "tb" | "tib" => 1 << 40,
+            "p" | "pb" | "pib" => 1 << 50,
             _ => return Err(bad()),
         };
         match n.checked_mul(scale) {
             Some(b) if b <= Self::MAX => Ok(Self(b)),
-            _ => Err(format!("{} is more than 1 PiB", v.escape_debug())),
+            _ => Err(format!("{} is more than 1P (1 PiB), the largest size", v.escape_debug())),
         }
     }
 }
@@ -47,6 +53,8 @@ impl fmt::Display for ByteSize {
         let b = self.0;
         match b {
             0 => f.write_str("0"),
+            _ if b.is_multiple_of(1 << 50) => write!(f, "{}P", b >> 50),
+            _ if b.is_multiple_of(1 << 40) => write!(f, "{}T", b >> 40),
             _ if b.is_multiple_of(1 << 30) => write!(f, "{}G", b >> 30),
             _ if b.is_multiple_of(1 << 20) => write!(f, "{}M", b >> 20),
             _ if b.is_multiple_of(1 << 10) => write!(f, "{}K", b >> 10),
@@ -78,17 +86,27 @@ mod tests {
             ("64B", 64),
             (" 8 ", 8),
             ("1048576G", 1 << 50),
+            ("4 TB", 4 << 40),
+            ("1t", 1 << 40),
+            ("1P", 1 << 50),
+            ("1PiB", 1 << 50),
         ] {
             assert_eq!(parse(t), Some(b), "{t}");
         }
-        for bad in ["", "k", "-4", "4.5", "4x", "0x10", "4 TB", "18446744073709551615k", "1048577G", "é", "4Ké"] {
+        for bad in
+            ["", "k", "-4", "4.5", "4x", "0x10", "1E", "2P", "1025T", "18446744073709551615k", "1048577G", "é", "4Ké"]
+        {
             assert_eq!(parse(bad), None, "{bad}");
         }
+        let e = "1E".parse::<ByteSize>().unwrap_err();
+        assert!(e.contains("\"1E\" is not a size in bytes") && e.contains("B, K, M, G, T or P"), "{e}");
+        let e = "2P".parse::<ByteSize>().unwrap_err();
+        assert!(e.contains("2P is more than 1P (1 PiB)"), "{e}");
     }
 
     #[test]
     fn display_round_trips() {
-        for b in [0u64, 1, 64, 1000, 4096, 65536, 1 << 20, 3 << 30, 4097] {
+        for b in [0u64, 1, 64, 1000, 4096, 65536, 1 << 20, 3 << 30, 4097, 5 << 40, 1 << 50] {
             let shown = ByteSize(b).to_string();
             assert_eq!(parse(&shown), Some(b), "{shown}");
         }
