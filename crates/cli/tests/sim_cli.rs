@@ -527,3 +527,43 @@ fn every_suffix_is_read_and_sizes_past_the_bound_are_refused_with_it() {
     }
     assert!(started.elapsed().as_secs() < 20, "refused before any simulation: {:?}", started.elapsed());
 }
+
+/// Where the output cannot go is said before anything runs, naming the option and what to give:
+/// `--out` of run and sweep is a folder (a file, a device or a path under a file is refused);
+/// the reports and JSON of validate, paper and bench are files (a folder or a device is refused:
+/// the file is renamed over its path, which would replace `/dev/null` itself).
+#[test]
+fn outputs_that_cannot_be_written_are_refused_before_the_simulation() {
+    let dir = temp_dir("outputs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, "kept").unwrap();
+    let under_file = file.join("records");
+    let (file, under_file, folder) = (file.to_str().unwrap(), under_file.to_str().unwrap(), dir.to_str().unwrap());
+    let small = |cmd: &str, option: &str, path: &str| {
+        let mut v = vec![cmd.to_string(), option.to_string(), path.to_string()];
+        if cmd == "run" || cmd == "sweep" {
+            v.extend(SMALL.iter().map(|a| a.to_string()));
+        }
+        v
+    };
+    for (args, why) in [
+        (small("run", "--out", "/dev/null"), "aar: --out /dev/null: not a folder".to_string()),
+        (small("sweep", "--out", file), format!("aar: --out {file}: not a folder")),
+        (small("run", "--out", under_file), format!("aar: --out {under_file}: cannot create the folder")),
+        (small("validate", "--out", "/dev/null"), "aar: --out /dev/null: not a regular file".to_string()),
+        (small("validate", "--out", folder), format!("aar: --out {folder}: a folder, not a file")),
+        (small("paper", "--out", under_file), format!("aar: --out {under_file}: cannot create the folder")),
+        (small("bench", "--json", folder), format!("aar: --json {folder}: a folder, not a file: give a file name")),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stdout, err) = sim(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(err.starts_with(&why) && err.contains("give a"), "{args:?}: {err}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+    }
+    assert_eq!(std::fs::read_to_string(file).unwrap(), "kept");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    let _ = std::fs::remove_dir_all(&dir);
+}

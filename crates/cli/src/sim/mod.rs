@@ -13,7 +13,7 @@ use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::ByteSize;
 use clap::{Args, Subcommand};
 use options::{ExpOpts, NetOpts};
-use output::{summary_cells, write_atomic, write_records};
+use output::{prepare_dir, prepare_file, summary_cells, write_atomic, write_records};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -128,6 +128,9 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
     }
     match *a.cmd {
         SimCmd::Bench { quick, json } => {
+            if let Some(p) = &json {
+                prepare_file("--json", p, "results.json")?;
+            }
             let r = aar_sim::bench::run_bench(quick);
             say!("{}", aar_sim::bench::render(&r));
             if let Some(p) = json {
@@ -136,6 +139,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             Ok(0)
         }
         SimCmd::Validate { quick, out } => {
+            prepare_file("--out", &out, "REPORT.md")?;
             let rep = aar_sim::validate::validate(quick);
             write_atomic(&out, &rep.markdown)?;
             for c in &rep.checks {
@@ -146,6 +150,10 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             Ok(if rep.passed() { 0 } else { 1 })
         }
         SimCmd::Paper { quick, out, json } => {
+            prepare_file("--out", &out, "REPORT.md")?;
+            if let Some(p) = &json {
+                prepare_file("--json", p, "results.json")?;
+            }
             let suite = if quick { aar_sim::paper::Suite::quick() } else { aar_sim::paper::Suite::full() };
             let r = aar_sim::paper::run(&suite);
             let command = if quick { "aar sim paper --quick" } else { "aar sim paper" };
@@ -169,6 +177,9 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
         }
         SimCmd::Run { exp, out } => {
             let spec = exp.spec()?;
+            if let Some(dir) = &out {
+                prepare_dir("--out", dir)?;
+            }
             let r = run_experiment(&spec, &spec.workload.name());
             say!(
                 "{} on {} ({} ranks, {}), {} packets, {:.1} ms simulated in {:.2} s",
@@ -204,6 +215,9 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                     .map(|b| base.workload.with_bytes(b.0).map_err(|e| format!("--sizes {b}: {e}")))
                     .collect::<Result<_, _>>()?
             };
+            if let Some(dir) = &out {
+                prepare_dir("--out", dir)?;
+            }
             let mut specs = Vec::new();
             for w in &workloads {
                 for seed in 1..=seeds {

@@ -30,6 +30,55 @@ pub fn write_atomic(path: &Path, text: impl AsRef<[u8]>) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks, before any simulation, that the folder `dir` of `option` can take the records: it is
+/// created if missing and a file can be made in it; a path that is something else is refused.
+pub fn prepare_dir(option: &str, dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "{option} {shown}: not a folder: {option} names the folder the per-rank records go to (created if \
+             missing); give a folder"
+        ));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("{option} {shown}: cannot create the folder ({e}); give a folder you can write"))?;
+    probe(option, dir)
+}
+
+/// Checks, before any work, that the file `path` of `option` can be written: not a folder, in a
+/// folder that is created if missing and in which a file can be made. `example` is a file name
+/// the message suggests for a folder. Refusing what is not a regular file matters: the file is
+/// written beside it and renamed over it, which would replace `/dev/null` itself.
+pub fn prepare_file(option: &str, path: &Path, example: &str) -> Result<(), String> {
+    let shown = path.display();
+    if path.is_dir() || path.file_name().is_none() {
+        return Err(format!(
+            "{option} {shown}: a folder, not a file: give a file name (e.g. {})",
+            path.join(example).display()
+        ));
+    }
+    if path.exists() && !path.is_file() {
+        return Err(format!(
+            "{option} {shown}: not a regular file, which a file renamed over it would replace: give a file name"
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!("{option} {shown}: cannot create the folder {} ({e}); give a path you can write", dir.display())
+    })?;
+    probe(option, dir)
+}
+
+/// Whether a file can be made in `dir` (the one made is removed at once).
+fn probe(option: &str, dir: &Path) -> Result<(), String> {
+    tempfile::Builder::new().prefix(".aar-probe.").tempfile_in(dir).map(drop).map_err(|e| {
+        format!("{option} {}: cannot write in this folder ({e}); give a folder you can write", dir.display())
+    })
+}
+
 /// Per rank: the iteration record (aar-iterations/1) and the simulator's summary.
 pub fn write_records(dir: &Path, r: &ExperimentResult) -> Result<(), String> {
     let command_line: Vec<String> = std::env::args().collect();
