@@ -217,6 +217,9 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
         (vec!["run", "--placement", "diagonal"], "--placement", "same-blade, same-group"),
         (vec!["run", "--kim", "4,8,4"], "--kim", "p,a,h,g"),
         (vec!["run", "--kim", "4,8,1,40"], "--kim", "at most 9 groups"),
+        // --kim gives the whole shape: an Aries option beside it was silently ignored
+        (vec!["run", "--kim", "4,8,4,33", "--groups", "2"], "--kim", "cannot be used with '--groups"),
+        (vec!["synth", "--kim", "4,8,4,33", "--global-per-router", "2"], "--kim", "with '--global-per-router"),
         (vec!["run", "--iterations", "0"], "--iterations", "0"),
         // Bounded: each iteration is kept in memory, and cycle counts must not overflow.
         (vec!["run", "--iterations", "4294967295"], "--iterations", "1..=100000"),

@@ -16,11 +16,11 @@ const MAX_ITERATIONS: u32 = 100_000;
 
 #[derive(Args, Clone)]
 pub struct NetOpts {
-    /// Aries-like groups (ignored with --kim)
-    #[arg(long, default_value_t = 4)]
+    /// Aries-like groups (not with --kim, which gives its own)
+    #[arg(long, default_value_t = 4, conflicts_with = "kim")]
     groups: u32,
-    /// global ports per Aries router
-    #[arg(long, default_value_t = ARIES_MAX_GLOBAL_PER_ROUTER)]
+    /// global ports per Aries router (not with --kim)
+    #[arg(long, default_value_t = ARIES_MAX_GLOBAL_PER_ROUTER, conflicts_with = "kim")]
     global_per_router: u32,
     /// Kim et al. dragonfly instead: p,a,h,g (e.g. 4,8,4,33 = BookSim2 k=4)
     #[arg(long)]
