@@ -224,6 +224,12 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
         // Bounded: each iteration is kept in memory, and cycle counts must not overflow.
         (vec!["run", "--iterations", "4294967295"], "--iterations", "1..=100000"),
         (vec!["run", "--warmup-iterations", "100001"], "--warmup-iterations", "0..=100000"),
+        // ... and so is the product: 6,144 ranks x 100,000 rows would be about 300 GB
+        (
+            vec!["run", "--groups", "16", "--placement", "scattered", "--ranks", "6144", "--iterations", "100000"],
+            "--ranks 6144 --iterations 100000",
+            "at most 4000000 (about 2 GB); use fewer iterations (at most 651)",
+        ),
         (vec!["sweep", "--seeds", "18446744073709551614"], "--seeds", "1..=100000"),
         (vec!["synth", "--measure", "18446744073709549616"], "--measure", "1..=1000000000"),
         (vec!["synth", "--warmup", "18446744073709551615"], "--warmup", "0..=1000000000"),

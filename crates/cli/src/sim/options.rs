@@ -11,8 +11,14 @@ use aar_sim::topology::{KimShape, TopoSpec, ARIES_MAX_GLOBAL_PER_ROUTER};
 use aar_sim::workload::{Placement, Workload};
 use clap::Args;
 
-/// Most iterations of a run: each keeps about 1 KB per rank until the end (a million took 930 MB).
+/// Most iterations of a run: each keeps about 0.5 KB per rank until the end (a million of 2 ranks
+/// took 930 MB).
 const MAX_ITERATIONS: u32 = 100_000;
+
+/// Most measured iterations times ranks of a run: every rank keeps a row of about 0.5 KB per
+/// measured iteration until the end (96 ranks x 2,000 iterations: 80 MB), so 4 million are
+/// about 2 GB, per run of a sweep's parallel runs.
+const MAX_RANK_ITERATIONS: u64 = 4_000_000;
 
 #[derive(Args, Clone)]
 pub struct NetOpts {
@@ -74,7 +80,8 @@ pub struct ExpOpts {
         shuffled[:SEED] (randomized blocks, each holding every policy once), the A/B schedule of libaar.so (AAR_AB_ORDER)"
     )]
     order: AbOrder,
-    /// iterations measured (each keeps about 1 KB per rank until the end: at most 100000)
+    /// iterations measured (each keeps about 0.5 KB per rank until the end: at most 100000, and
+    /// ranks x iterations at most 4000000)
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ITERATIONS)))]
     iterations: u32,
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(..=i64::from(MAX_ITERATIONS)))]
@@ -129,6 +136,16 @@ impl ExpOpts {
             SpecError::Arms { .. } | SpecError::DuplicateArm { .. } => format!("--policy: {e}"),
             SpecError::Topology(_) => e.to_string(),
         })?;
+        let rows = u64::from(self.ranks) * u64::from(self.iterations);
+        if rows > MAX_RANK_ITERATIONS {
+            return Err(format!(
+                "--ranks {} --iterations {}: {rows} rows of records, each kept (about 0.5 KB) until the end: at most \
+                 {MAX_RANK_ITERATIONS} (about 2 GB); use fewer iterations (at most {}) or fewer ranks",
+                self.ranks,
+                self.iterations,
+                MAX_RANK_ITERATIONS / u64::from(self.ranks)
+            ));
+        }
         Ok(s)
     }
 }
