@@ -193,6 +193,9 @@ pub enum Fault {
     CutShort,
     #[error("is not an iteration row ({0})")]
     NotARow(serde_json::Error),
+    /// A row whose one field has the wrong type (a string where a number goes): named.
+    #[error("has a field \"{}\" of the wrong type ({error})", .field.escape_debug())]
+    FieldType { field: String, error: serde_json::Error },
 }
 
 impl Fault {
@@ -297,10 +300,38 @@ impl<R: BufRead> Reader<R> {
                 Ok(row) if row.end_ns < row.start_ns => problem(Fault::EndsBeforeStart),
                 Ok(row) => Some(Ok(row)),
                 Err(_) if !complete => problem(Fault::CutShort),
-                Err(e) => problem(Fault::NotARow(e)),
+                Err(error) => match wrong_field(&self.buf) {
+                    Some(field) => problem(Fault::FieldType { field, error }),
+                    None => problem(Fault::NotARow(error)),
+                },
             };
         }
     }
+}
+
+/// The field of a row that keeps it from being read, if one does: each field of `line` put in
+/// turn into a row that reads; the first that stops it. (serde's message gives only a column.)
+fn wrong_field(line: &[u8]) -> Option<String> {
+    let serde_json::Value::Object(fields) = serde_json::from_slice(line).ok()? else { return None };
+    let row = Iteration {
+        i: 0,
+        policy: String::new(),
+        label: None,
+        start_ns: 0,
+        end_ns: 0,
+        messages: Vec::new(),
+        bytes: Vec::new(),
+        decisions: 0,
+        switches: 0,
+        latency_us: None,
+        stall_ratio: None,
+    };
+    let good = serde_json::to_value(row).ok()?;
+    fields.into_iter().find_map(|(name, value)| {
+        let mut probe = good.clone();
+        probe.as_object_mut()?.insert(name.clone(), value);
+        serde_json::from_value::<Iteration>(probe).is_err().then_some(name)
+    })
 }
 
 impl<R: BufRead> Iterator for Reader<R> {
@@ -398,6 +429,15 @@ mod tests {
         assert!(matches!(problems[0].fault, Fault::NotARow(_)) && !problems[0].fault.ends_reading());
         assert!(matches!(problems[1].fault, Fault::EndsBeforeStart));
         assert_eq!(problems[2].to_string(), "line 4: has 1 mode columns where the header names 2");
+        // A field of the wrong type is named.
+        let mut out = Vec::new();
+        write_line(&mut out, &header()).unwrap();
+        out.extend_from_slice(
+            br#"{"i":3,"policy":"x","start_ns":0,"end_ns":"1","messages":[0,0],"bytes":[0,0],"decisions":0,"switches":0}"#,
+        );
+        out.push(b'\n');
+        let problems: Vec<_> = Reader::new(&out[..]).unwrap().map(|r| r.unwrap_err()).collect();
+        assert!(problems[0].to_string().starts_with("line 2: has a field \"end_ns\" of the wrong type (invalid type"));
     }
 
     #[test]
