@@ -326,3 +326,20 @@ fn a_value_that_is_not_utf8_is_ignored_with_one_warning() {
     );
     assert_eq!(w[1].value, "AAR_OUTPUT_DIR-\u{FFFD}");
 }
+
+#[test]
+fn the_readme_settings_table_lists_exactly_the_variables_read() {
+    let readme = include_str!("../../README.md");
+    let start = readme.find("\n## Settings\n").expect("README has a Settings section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |e| e + 1)];
+    let mut documented: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+        .filter(|n| n.starts_with("AAR_"))
+        .collect();
+    let mut read: Vec<&str> = VARIABLES.iter().map(|(n, _)| *n).collect();
+    documented.sort_unstable();
+    read.sort_unstable();
+    assert_eq!(documented, read, "README's Settings table against settings::VARIABLES");
+}
