@@ -5,11 +5,16 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 static RANK: AtomicI64 = AtomicI64::new(-1);
 
-/// Variables launchers set to the rank of the process, in the order they are trusted.
-const RANK_VARIABLES: [&str; 5] = ["PMI_RANK", "SLURM_PROCID", "ALPS_APP_PE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"];
+/// Variables launchers set to the rank of the process, in the order they are trusted: the MPI
+/// launchers' first, Slurm's last. A launcher started inside a Slurm step or batch script (Open
+/// MPI's `mpirun` in an allocation, whose daemons `srun` starts one per node) leaves every process
+/// it starts with the `SLURM_PROCID` of its daemon (the node's index; 0 in the batch script) and
+/// sets its own rank beside it; a process `srun` starts itself has the same rank in both.
+const RANK_VARIABLES: [&str; 5] = ["PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "ALPS_APP_PE", "SLURM_PROCID"];
 
-/// Variables launchers set to the number of ranks.
-const SIZE_VARIABLES: [&str; 3] = ["PMI_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"];
+/// Variables launchers set to the number of ranks, in the same order (`SLURM_NTASKS` is then
+/// the number of the daemons).
+const SIZE_VARIABLES: [&str; 3] = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"];
 
 /// Variables batch systems set to the job id, in the order they are trusted.
 const JOB_VARIABLES: [&str; 5] = ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "LSB_JOBID", "JOB_ID"];

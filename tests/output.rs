@@ -209,6 +209,42 @@ fn two_steps_of_a_job_whose_ranks_have_one_pid_keep_both_records() {
 }
 
 #[test]
+fn ranks_that_mpirun_starts_inside_a_slurm_allocation_keep_their_own_rank() {
+    // Open MPI's mpirun in an allocation: srun starts one daemon per node, and every process a
+    // daemon starts inherits its SLURM_PROCID (the node's index) and SLURM_NTASKS (the number of
+    // nodes) beside the rank mpirun gives it. Taken from Slurm's variables, ranks 0 and 1 of one
+    // node were both rank 0 of a 2-rank job: the report kept one of them, and both spoke as rank 0.
+    let out = scratch("mpirun-in-slurm").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    for rank in ["0", "1"] {
+        let r = Launch::driver(&format!("mpirun-in-slurm-{rank}"), "iter begin rdma 65536 3 0 iter end")
+            .env("AAR_OUTPUT_DIR", &out.display().to_string())
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+            .env("SLURM_JOB_ID", "700")
+            .env("SLURM_STEP_ID", "0")
+            .env("SLURM_PROCID", "0")
+            .env("SLURM_NTASKS", "2")
+            .env("OMPI_COMM_WORLD_RANK", rank)
+            .env("OMPI_COMM_WORLD_SIZE", "4")
+            .unset("AAR_EMU_LOG")
+            .run();
+        r.assert_ok();
+        let summaries = r.aar_lines().iter().filter(|l| l.starts_with("aar: policy")).count();
+        assert_eq!(summaries, usize::from(rank == "0"), "rank 0 alone says its summary: {:?}", r.aar_lines());
+    }
+    let headers: Vec<(u64, u64)> = iteration_records(&out)
+        .iter()
+        .map(|(h, _)| (h["rank"].as_u64().unwrap(), h["nranks"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(headers, [(0, 4), (1, 4)], "mpirun's ranks, of mpirun's 4");
+    let o = std::process::Command::new(aar_command()).arg("report").arg(&out).arg("--json").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("already read"), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc.pointer("/experiments/0/ranks").and_then(|r| r.as_u64()), Some(2), "both ranks are read: {doc}");
+}
+
+#[test]
 fn the_trace_has_one_line_per_message_with_the_documented_fields() {
     let launch = Launch::driver("trace", "rdma 65536 4 0 fma 64 3 0 fma 64 2 0x3 rdmaget 8192 2 0 smsg 8 2");
     let pattern = launch.dir.join("t.%r.%p.jsonl").display().to_string();

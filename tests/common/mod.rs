@@ -264,6 +264,7 @@ impl Launch {
                     "SLURM_JOB_ID",
                     "SLURM_STEP_ID",
                     "SLURM_NTASKS",
+                    "OMPI_COMM_WORLD_SIZE",
                     "PMI_SIZE",
                     "LD_PRELOAD",
                 ]
