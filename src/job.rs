@@ -90,13 +90,25 @@ pub fn step() -> Option<String> {
     first_set(&STEP_VARIABLES)
 }
 
+/// How many times Slurm has started the job again (`SLURM_RESTART_COUNT`: requeued, by `scontrol
+/// requeue` or after a node failed), when it has: the run again has the job id and step ids of
+/// the first, and its ranks may have the same pids (a PID namespace per step).
+pub fn restart() -> Option<u32> {
+    first_number(&["SLURM_RESTART_COUNT"]).filter(|&n| n > 0)
+}
+
 /// What the ranks of one run (one job step) share, in their iteration records and their files'
-/// names: the job and step id, or the job id alone; `None` without a job id.
+/// names: the job and step id, or the job id alone, then `.restart<N>` in a job Slurm started
+/// again; `None` without a job id.
 pub fn experiment() -> Option<String> {
     let job = job_id()?;
-    Some(match step() {
+    let run = match step() {
         Some(step) => format!("{job}.{step}"),
         None => job,
+    };
+    Some(match restart() {
+        Some(n) => format!("{run}.restart{n}"),
+        None => run,
     })
 }
 

@@ -153,6 +153,8 @@ struct Record<'a> {
     job_id: Option<String>,
     /// The job step ([`job::step`]): `aar report` sums a job's records per step.
     step: Option<String>,
+    /// Times Slurm started the job again before this run ([`job::restart`]); null: never.
+    restart: Option<u32>,
     policy_at_exit: &'static str,
     /// A fork child of the process that loaded the library: its own messages only.
     fork_child: bool,
@@ -369,6 +371,7 @@ fn write_outputs() {
             rank: job::rank(),
             job_id: job::job_id(),
             step: job::step(),
+            restart: job::restart(),
             policy_at_exit: policy,
             fork_child: state::is_fork_child(),
             internal_errors: diag::panics(),

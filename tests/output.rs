@@ -245,6 +245,50 @@ fn ranks_that_mpirun_starts_inside_a_slurm_allocation_keep_their_own_rank() {
 }
 
 #[test]
+fn a_requeued_job_keeps_both_runs_records_and_reports_them_apart() {
+    // scontrol requeue, or a node failure: Slurm starts the job again with its job id, numbers its
+    // steps from 0 again and sets SLURM_RESTART_COUNT. In PID namespaces its ranks have the pids
+    // of the first run's too: named by job, step, rank and pid alone, the second run's records
+    // could not be written; and even under other pids, aar report mixed the two runs' ranks into
+    // one experiment, skipping the later run's as "already read".
+    let namespaces = std::process::Command::new("unshare").args(["-fp", "true"]).status().is_ok_and(|s| s.success());
+    let out = scratch("requeued").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    for (run, restart) in [("first", None), ("again", Some("1"))] {
+        let mut launch = Launch::driver(&format!("requeued-{run}"), "iter begin rdma 65536 3 0 iter end")
+            .env("AAR_OUTPUT_DIR", &out.display().to_string())
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+            .env("SLURM_JOB_ID", "910")
+            .env("SLURM_STEP_ID", "0")
+            .env("SLURM_PROCID", "0")
+            .unset("AAR_EMU_LOG");
+        if let Some(n) = restart {
+            launch = launch.env("SLURM_RESTART_COUNT", n);
+        }
+        if namespaces {
+            launch.wrapper = vec!["unshare".into(), "-fp".into()];
+        }
+        let r = launch.run();
+        r.assert_ok();
+        assert!(r.aar_lines().iter().all(|l| !l.contains("could not") && !l.contains("cannot")), "{:?}", r.aar_lines());
+    }
+    let records = read_records(&out);
+    let runs: Vec<(&str, Option<u64>)> =
+        records.iter().map(|r| (r["step"].as_str().unwrap(), r["restart"].as_u64())).collect();
+    assert_eq!(runs.len(), 2, "both runs' summary records: {runs:?}");
+    assert!(runs.contains(&("0", None)) && runs.contains(&("0", Some(1))), "{runs:?}");
+    let experiments: Vec<String> =
+        iteration_records(&out).iter().map(|(h, _)| h["experiment"].as_str().unwrap().to_string()).collect();
+    assert_eq!(experiments.len(), 2, "{experiments:?}");
+    assert!(experiments.contains(&"910.0".into()) && experiments.contains(&"910.0.restart1".into()), "{experiments:?}");
+    let o = std::process::Command::new(aar_command()).arg("report").arg(&out).arg("--json").output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("already read"), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["experiments"].as_array().map(Vec::len), Some(2), "one experiment per run: {doc}");
+}
+
+#[test]
 fn the_trace_has_one_line_per_message_with_the_documented_fields() {
     let launch = Launch::driver("trace", "rdma 65536 4 0 fma 64 3 0 fma 64 2 0x3 rdmaget 8192 2 0 smsg 8 2");
     let pattern = launch.dir.join("t.%r.%p.jsonl").display().to_string();

@@ -265,6 +265,7 @@ impl Launch {
                     "SLURM_STEP_ID",
                     "SLURM_NTASKS",
                     "OMPI_COMM_WORLD_SIZE",
+                    "SLURM_RESTART_COUNT",
                     "PMI_SIZE",
                     "LD_PRELOAD",
                 ]

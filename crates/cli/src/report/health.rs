@@ -1,5 +1,5 @@
 //! Whether the policies ran as named on every rank: what each rank's summary record (written by
-//! libaar.so at exit beside its iteration record, `aar.<job>[.<step>].<rank>.<pid>.json`) says went wrong.
+//! libaar.so at exit beside its iteration record, `aar.<job>[.<step>][.restart<N>].<rank>.<pid>.json`) says went wrong.
 //! An automatic policy whose counters failed routes in a fixed mode from then on, a rank whose
 //! threads kept finding the decider taken sent much of its traffic undecided, DMAPP traffic
 //! that was not steered kept the application's routing under every policy: the table still names
@@ -85,6 +85,7 @@ const FIELDS: &[(&str, Kind)] = &[
     ("/host", Kind::Text),
     ("/job_id", Kind::Text),
     ("/step", Kind::Text),
+    ("/restart", Kind::Count),
     ("/policy_at_exit", Kind::Text),
     ("/command_line", Kind::Texts),
     ("/settings/engine/policy/kind", Kind::Text),

@@ -1,5 +1,5 @@
 //! `aar report` on a run without iterations: a job with neither `AAR_AB` nor marked iterations
-//! leaves only each rank's summary record (`aar.<job>[.<step>].<rank>.<pid>.json`, written by libaar.so
+//! leaves only each rank's summary record (`aar.<job>[.<step>][.restart<N>].<rank>.<pid>.json`, written by libaar.so
 //! at exit). Without iteration times there is no table of times; the records are summed per job
 //! instead: ranks, policies, messages and bytes per routing mode, decisions, switches, counter
 //! reads, and what [`super::health`] finds in them.
@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-/// Whether a file name is a summary record's (`aar.<job>[.<step>].<rank>.<pid>.json`). The simulator's
+/// Whether a file name is a summary record's (`aar.<job>[.<step>][.restart<N>].<rank>.<pid>.json`). The simulator's
 /// per-rank files end in `.sim-rank.json` and are not.
 pub fn is_summary_name(name: &str) -> bool {
     name.starts_with("aar.") && name.ends_with(SUMMARY_SUFFIX) && !name.ends_with(RANK_SUFFIX)
@@ -52,6 +52,11 @@ pub struct Job {
     /// The job step (`SLURM_STEP_ID`, the ALPS application id); `null`: none, or a record that
     /// does not say. The steps of a job are summed apart (each may run another policy).
     pub step: Option<String>,
+    /// Times Slurm had started the job again (requeued) before this run (`SLURM_RESTART_COUNT`);
+    /// absent: never. A job started again has the same job id and step ids: each run is summed
+    /// apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart: Option<u64>,
     /// Without a job id: the program the records are of (such records are summed per program,
     /// not all together).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,15 +139,19 @@ impl Job {
                 None => "records without a job id".into(),
             };
         };
-        match self.step.as_deref() {
+        let name = match self.step.as_deref() {
             Some(step) => format!("job \"{}\" step \"{}\"", job.escape_debug(), step.escape_debug()),
             None => format!("job \"{}\"", job.escape_debug()),
+        };
+        match self.restart {
+            Some(n) => format!("{name} (restart {n})"),
+            None => name,
         }
     }
 }
 
-/// What tells one process's record from another's: job, step, rank, host and pid.
-type Identity = (Option<String>, Option<String>, Option<u64>, Option<String>, Option<u64>);
+/// What tells one process's record from another's: job, step, restart, rank, host and pid.
+type Identity = (Option<String>, Option<String>, Option<u64>, Option<u64>, Option<String>, Option<u64>);
 
 /// One record read: its sums as a job of its own, its rank, what went wrong in it, whose it is,
 /// and what in it could not be read.
@@ -176,9 +185,11 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
             // Without a job id, the program's name tells runs of different programs apart.
             let program = job_id.is_none().then(|| rec.pointer("/command_line/0").and_then(Value::as_str)).flatten();
             let program = program.map(|p| Path::new(p).file_name().map_or(p.into(), |n| n.to_string_lossy().into()));
-            let mut job = Job { step: job_id.as_ref().and(step), program, job: job_id, ..Job::default() };
+            let restart = job_id.as_ref().and(rec["restart"].as_u64()).filter(|&n| n > 0);
+            let mut job = Job { step: job_id.as_ref().and(step), restart, program, job: job_id, ..Job::default() };
             job.add(&rec);
-            let identity = (job.job.clone(), job.step.clone(), rec["rank"].as_u64(), text("host"), rec["pid"].as_u64());
+            let identity =
+                (job.job.clone(), job.step.clone(), restart, rec["rank"].as_u64(), text("host"), rec["pid"].as_u64());
             Ok((job, rank, health::problems(&rec, automatic(&rec)), identity, note))
         })
         .collect();
@@ -194,7 +205,7 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
                 Some(earlier) => warnings.push(format!(
                     "{}: the record of the same process (rank {rank}, pid {}) was already read from {}: skipped",
                     path.display(),
-                    identity.4.map_or_else(|| "?".to_string(), |p| p.to_string()),
+                    identity.5.map_or_else(|| "?".to_string(), |p| p.to_string()),
                     earlier.display()
                 )),
                 None => {
@@ -207,13 +218,14 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
     }
     // Per job id and step: the sums, and each rank's problems.
     type Found = Vec<(u32, health::Problems)>;
-    type Key = (Option<String>, Option<String>, Option<String>);
+    type Key = (Option<String>, Option<String>, Option<u64>, Option<String>);
     let mut jobs: BTreeMap<Key, (Job, Found)> = BTreeMap::new();
     for (part, rank, problems) in parts {
-        let key = (part.job.clone(), part.step.clone(), part.program.clone());
+        let key = (part.job.clone(), part.step.clone(), part.restart, part.program.clone());
         let (job, found) = jobs.entry(key).or_insert_with(|| {
-            let (job, step, program) = (part.job.clone(), part.step.clone(), part.program.clone());
-            (Job { job, step, program, ..Job::default() }, Vec::new())
+            let (job, step, restart, program) =
+                (part.job.clone(), part.step.clone(), part.restart, part.program.clone());
+            (Job { job, step, restart, program, ..Job::default() }, Vec::new())
         });
         job.merge(part);
         found.push((rank, problems));

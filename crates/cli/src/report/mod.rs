@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 #[command(
-    after_help = "Without iteration records, the summary records (aar.<job>[.<step>].<rank>.<pid>.json) are summed per \
+    after_help = "Without iteration records, the summary records (aar.<job>[.<step>][.restart<N>].<rank>.<pid>.json) are summed per \
 job (without a job id, per program): bytes per routing mode, decisions, counter reads; --json gives them as \"jobs\".\n\n\
 Exit status: 0 report written; 1 nothing to report, or the report or --plot/--html could not be written (or \
 asked, with --csv, of records without iterations); 2 bad arguments (an input that does not exist included): nothing \
