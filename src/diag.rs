@@ -46,6 +46,17 @@ pub fn warn_output_dir(line: &str) {
     }
 }
 
+/// A record of this process could not be written in `AAR_OUTPUT_DIR` though the folder was usable
+/// at start-up (a file system or quota that filled, a name already taken): said by every rank, once,
+/// for only this rank knows its record is lost (its messages were to be kept in it, and `aar
+/// report` takes a rank without a summary record for one that was stopped). After a problem with
+/// the folder itself at start-up (said by rank 0: every rank has it), nothing more is said.
+pub fn error_output_write(line: &str) {
+    if !OUTPUT_DIR_REPORTED.swap(true, Ordering::Relaxed) {
+        error(line);
+    }
+}
+
 /// How to fix a failed create or write `e` of a file of the library's in the place `setting` names.
 pub fn write_fix(e: &std::io::Error, setting: &str) -> String {
     match limit_fix(e) {

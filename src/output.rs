@@ -422,7 +422,7 @@ fn write_outputs() {
         match serde_json::to_vec_pretty(&record) {
             Ok(json) => match write_record(dir, &name, &json) {
                 Ok(p) => record_path = Some(p),
-                Err(e) => diag::warn_output_dir(&format!(
+                Err(e) => diag::error_output_write(&format!(
                     "could not write the record {name} in AAR_OUTPUT_DIR=\"{}\" ({e}); nothing else is affected. {}",
                     dir.escape_debug(),
                     diag::write_fix(&e, "AAR_OUTPUT_DIR")

@@ -402,7 +402,7 @@ impl Record {
             }
             Err((why, e)) => {
                 self.rows = Vec::new();
-                diag::warn_output_dir(&format!(
+                diag::error_output_write(&format!(
                     "{why}; no more iteration rows are written, the application continues. {}",
                     diag::write_fix(&e, "AAR_OUTPUT_DIR")
                 ));

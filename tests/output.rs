@@ -289,6 +289,49 @@ fn a_requeued_job_keeps_both_runs_records_and_reports_them_apart() {
 }
 
 #[test]
+fn a_rank_other_than_0_whose_record_cannot_be_written_says_so() {
+    // The folder is there and writable, but this rank's record meets a full file system (or its
+    // quota): at exit, or (in an A/B experiment) its iteration record at the first rows. Only this rank knows the record is lost; said as a warning, from rank 0
+    // alone, nothing was said at all, and aar report took the rank for one that was stopped.
+    if !std::process::Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here (unshare -m); the test is skipped");
+        return;
+    }
+    for (name, ab) in [("rank5-full", None), ("rank5-full-ab", Some("ADAPTIVE0,ADAPTIVE3"))] {
+        let mut launch = Launch::driver(name, "iter begin rdma 65536 3 0 iter end")
+            .env("PMI_RANK", "5")
+            .env("SLURM_JOB_ID", "920")
+            .unset("AAR_EMU_LOG");
+        if let Some(policies) = ab {
+            launch = launch.env("AAR_AB", policies);
+        }
+        let out = launch.dir.join("out");
+        // The folder is there and writable (as the check at initialisation sees it), but full.
+        let setup = "mount -t tmpfs -o size=64k tmpfs \"$o\" || exit 97; dd if=/dev/zero of=\"$o/fill\" bs=4k count=64 2>/dev/null";
+        launch.wrapper = vec![
+            "unshare".into(),
+            "-m".into(),
+            "sh".into(),
+            "-c".into(),
+            format!("o={}; {setup}; exec \"$@\"", out.display()),
+            "sh".into(),
+        ];
+        let r = launch.run();
+        assert_ne!(r.status.code(), Some(97), "{name}: namespace setup failed: {}", r.stderr);
+        r.assert_ok();
+        let lines = r.aar_lines();
+        assert_eq!(lines.len(), 1, "{name}: one line, from rank 5 too: {lines:?}");
+        assert!(
+            lines[0].contains("aar.920.5.")
+                && lines[0].contains("AAR_OUTPUT_DIR")
+                && lines[0].contains("No space left on device"),
+            "{name}: names the record, the setting and the cause: {}",
+            lines[0]
+        );
+    }
+}
+
+#[test]
 fn the_trace_has_one_line_per_message_with_the_documented_fields() {
     let launch = Launch::driver("trace", "rdma 65536 4 0 fma 64 3 0 fma 64 2 0x3 rdmaget 8192 2 0 smsg 8 2");
     let pattern = launch.dir.join("t.%r.%p.jsonl").display().to_string();
