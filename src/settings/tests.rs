@@ -85,7 +85,7 @@ fn each_bad_value_warns_once_naming_variable_value_and_default() {
         ("AAR_MODE", "fast", "auto"),
         ("AAR_MODE", "IN_ORDER", "auto"),
         ("AAR_THRESHOLD", "-1", "4096"),
-        ("AAR_THRESHOLD", "4 TB", "4096"),
+        ("AAR_THRESHOLD", "4 EB", "4096"),
         ("AAR_THRESHOLD", "99999999999999999999", "4096"),
         ("AAR_LAMBDA", "nan", "1.2"),
         ("AAR_LAMBDA", "0", "1.2"),
@@ -118,7 +118,7 @@ fn each_bad_value_warns_once_naming_variable_value_and_default() {
         ("AAR_NODE_READING", "-1us", "5us"),
         ("AAR_NODE_READING", "18446744073709551615ms", "5us"),
         ("AAR_TRACE_MAX", "0", "1G"),
-        ("AAR_TRACE_MAX", "2 TB", "1G"),
+        ("AAR_TRACE_MAX", "2 EB", "1G"),
         ("AAR_TRACE_MAX", "-1K", "1G"),
     ];
     for (var, value, default) in cases {
