@@ -199,12 +199,15 @@ fn write_record(dir: &str, name: &str, json: &[u8]) -> std::io::Result<String> {
     let partial = Path::new(dir).join(format!("{name}.partial"));
     let result = write_new(&partial, json).and_then(|()| {
         // link() fails if the final name exists (a symlink planted there included): never overwrite.
-        match std::fs::hard_link(&partial, &final_path) {
+        let linked = match std::fs::hard_link(&partial, &final_path) {
             Err(e) if refuses_hard_links(&e) => write_new(&final_path, json),
             linked => linked,
-        }
+        };
+        // Only the partial this process made: one another process is writing under the same
+        // name (which made write_new fail here) is that process's record.
+        let _ = std::fs::remove_file(&partial);
+        linked
     });
-    let _ = std::fs::remove_file(&partial);
     result.map(|_| final_path.to_string_lossy().into_owned())
 }
 

@@ -208,6 +208,37 @@ fn two_steps_of_a_job_whose_ranks_have_one_pid_keep_both_records() {
     );
 }
 
+/// Another process writing its record under the same name (its `.partial` there first) keeps
+/// it: the process that finds the name taken says so and leaves the other's partial alone, where
+/// it removed it, and the other's record was lost with its own.
+#[test]
+fn a_record_another_process_is_writing_under_the_same_name_is_left_alone() {
+    if !std::process::Command::new("unshare").args(["-fp", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no PID namespace here (unshare -fp); the test is skipped");
+        return;
+    }
+    let out = scratch("partial-taken-out").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // Rank 0 of job 556 step 0 is pid 1 in its namespace: the other process's partial record.
+    let theirs = out.join("aar.556.0.0.1.json.partial");
+    std::fs::write(&theirs, "{\"being\": \"written\"}").unwrap();
+    let mut launch = Launch::driver("partial-taken", "rdma 65536 3 0");
+    launch.wrapper = vec!["unshare".into(), "-fp".into()];
+    let r = launch
+        .env("AAR_OUTPUT_DIR", &out.display().to_string())
+        .env("SLURM_JOB_ID", "556")
+        .env("SLURM_STEP_ID", "0")
+        .env("SLURM_PROCID", "0")
+        .run();
+    r.assert_ok();
+    assert!(
+        r.aar_lines().iter().any(|l| l.contains("could not write the record aar.556.0.0.1.json")),
+        "the name taken is said: {:?}",
+        r.aar_lines()
+    );
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "{\"being\": \"written\"}", "the other's partial stays");
+}
+
 #[test]
 fn ranks_that_mpirun_starts_inside_a_slurm_allocation_keep_their_own_rank() {
     // Open MPI's mpirun in an allocation: srun starts one daemon per node, and every process a
