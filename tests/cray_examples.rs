@@ -146,3 +146,75 @@ fn all_pairs_exchange_with_remote_events() {
     check("all_pairs", 2, 1);
     check("all_pairs", 3, 1);
 }
+
+/// ab_exchange, the program of the batch-script A/B examples: pairs of ranks on different nodes
+/// RDMA PUT to each other in every iteration. Under libaar.so with `AAR_AB`, every rank's record
+/// has each iteration, under the policy the schedule gives it, and the emulator saw each
+/// iteration's posts, from every rank, with that policy's routing mode; `aar report` then
+/// compares the policies.
+#[test]
+fn ab_exchange_alternates_policies_iteration_by_iteration_across_nodes() {
+    check("ab_exchange", 2, 1);
+
+    let (ranks, iters, bytes) = (4u32, 6usize, 8192u64);
+    let list = ["ADAPTIVE0", "ADAPTIVE3"];
+    let mut launch = job("cray-ab-exchange-ab", "ab_exchange", ranks, 1).env("AAR_AB", &list.join(","));
+    launch.args = ["--iters", &iters.to_string(), "--bytes", "8K"].map(String::from).to_vec();
+    let r = launch.run();
+    r.assert_ok();
+    assert!(r.stdout.starts_with("ab_exchange: 4 ranks, 2 pairs across nodes, 6 iterations"), "{}", r.stdout);
+    // The schedule, computed here: round-robin, iteration i runs under list[i mod 2].
+    let expected: Vec<&str> = (0..iters).map(|i| list[i % list.len()]).collect();
+
+    let out = r.dir.join("out");
+    let recs = iteration_records(&out);
+    assert_eq!(recs.len(), ranks as usize, "one iteration record per rank: {recs:?}");
+    for (rank, (header, rows)) in recs.iter().enumerate() {
+        assert_eq!(header["rank"].as_u64(), Some(rank as u64));
+        assert_eq!(header["nranks"].as_u64(), Some(ranks as u64));
+        assert_eq!(header["policies"], serde_json::json!(list));
+        assert_eq!((header["order"].as_str(), header["boundary"].as_str()), (Some("round-robin"), Some("markers")));
+        let index: Vec<u64> = rows.iter().map(|row| row["i"].as_u64().unwrap()).collect();
+        assert_eq!(index, (0..iters as u64).collect::<Vec<_>>(), "rank {rank}: the iterations asked for");
+        let policies: Vec<&str> = rows.iter().map(|row| row["policy"].as_str().unwrap()).collect();
+        assert_eq!(policies, expected, "rank {rank}: the schedule");
+        // Each iteration's one PUT is in its policy's column.
+        let modes = header["modes"].as_array().unwrap();
+        for row in rows {
+            let col = modes.iter().position(|m| *m == row["policy"]).unwrap();
+            let mut want = vec![0; modes.len()];
+            want[col] = 1;
+            assert_eq!(row["messages"], serde_json::json!(want), "rank {rank}: {row}");
+            want[col] = bytes;
+            assert_eq!(row["bytes"], serde_json::json!(want), "rank {rank}: {row}");
+        }
+    }
+
+    // The emulator's log is one file the ranks append to: iteration i's PUTs, one from each rank,
+    // all come before any of iteration i + 1 (the barrier inside each iteration), and carry the
+    // routing mode of iteration i's policy.
+    let puts: Vec<&Value> = r.posts("GNI_PostRdma");
+    assert_eq!(puts.len(), iters * ranks as usize, "one PUT per rank and iteration: {puts:?}");
+    for (i, block) in puts.chunks(ranks as usize).enumerate() {
+        let mut from: Vec<u64> = block.iter().map(|v| v["rank"].as_u64().unwrap()).collect();
+        from.sort();
+        assert_eq!(from, (0..ranks as u64).collect::<Vec<_>>(), "iteration {i}: a PUT from every rank: {block:?}");
+        for v in block {
+            assert_eq!(v["rc"], 0, "{v}");
+            assert_eq!(v["length"].as_u64(), Some(bytes), "{v}");
+            assert_eq!(mode_name(v["dlvr_mode"].as_u64().unwrap()), expected[i], "iteration {i}: {v}");
+        }
+    }
+
+    // One row per policy, each with its iterations.
+    let report =
+        Command::new(aar_command()).args(["report", "--json", "--resamples", "100"]).arg(&out).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let doc: Value = serde_json::from_slice(&report.stdout).expect("aar report --json");
+    let experiments = doc["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 1, "one experiment: {doc}");
+    let stats = experiments[0]["policy_stats"].as_array().unwrap();
+    let rows: Vec<(&str, u64)> =
+        stats.iter().map(|p| (p["policy"].as_str().unwrap(), p["iterations"].as_u64().unwrap())).collect();
+    assert_eq!(rows, [("ADAPTIVE0", 3), ("ADAPTIVE3", 3)], "{doc}");
+}
