@@ -27,6 +27,9 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
         "lib/pkgconfig/aar.pc",
         "share/doc/aar/README.md",
         "share/doc/aar/examples/ab-slurm.sbatch",
+        "share/doc/aar/examples/ab-aprun.pbs",
+        "share/doc/aar/examples/cray/ab_exchange.c",
+        "share/doc/aar/examples/cray/cray_util.h",
     ] {
         assert!(prefix.join(f).exists(), "{f} not installed");
     }
@@ -83,6 +86,66 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
         assert_eq!(rows.len(), 2, "{flavour}: one CSV row per policy: {stdout}");
         assert!(rows[0].starts_with("nojob,ADAPTIVE0,1,") && rows[1].starts_with("nojob,ADAPTIVE3,1,"), "{rows:?}");
         assert!(stderr.contains("aar: policy auto"), "{flavour}: summary line: {stderr}");
+    }
+}
+
+/// The batch scripts are submitted from a writable copy of PREFIX/share/doc/aar/examples: there,
+/// their own build lines (from `export CRAYPE_LINK_TYPE=dynamic` to the `cc` line, with the
+/// emulation kit's cray-pmi and cray-ugni) build ab_exchange, which then runs as their job step
+/// does, two ranks on two nodes under the module's libaar.so, and `aar report` compares the two
+/// policies.
+#[test]
+fn the_batch_scripts_build_and_run_ab_exchange_from_an_installed_copy() {
+    assert!(std::path::Path::new(LMOD_INIT).exists(), "Lmod is missing: run scripts/setup");
+    let dir = scratch("packaging-ab");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(prefix.join("emu/lib/pkgconfig/cray-ugni.pc").exists(), "the emulation kit was not installed");
+    let copy = dir.join("examples");
+    let st = Command::new("cp").arg("-r").arg(prefix.join("share/doc/aar/examples")).arg(&copy).status().unwrap();
+    assert!(st.success());
+    for script in ["ab-slurm.sbatch", "ab-aprun.pbs"] {
+        let text = std::fs::read_to_string(copy.join(script)).unwrap();
+        let build: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("export CRAYPE_LINK_TYPE=dynamic"))
+            .scan(false, |done, l| (!std::mem::replace(done, l.starts_with("cc "))).then_some(l))
+            .collect();
+        assert!(build.last().is_some_and(|l| l.starts_with("cc ")), "{script}: no build lines: {build:?}");
+        let out_dir = dir.join(format!("out-{script}"));
+        std::fs::create_dir_all(&out_dir).unwrap();
+        let job = format!(
+            "source {LMOD_INIT}\n\
+             module use {prefix}/modulefiles/lmod\n\
+             module load aar || exit 3\n\
+             set -e\n\
+             export PKG_CONFIG_PATH={prefix}/emu/lib/pkgconfig\n\
+             {build}\n\
+             AAR_AB=ADAPTIVE0,ADAPTIVE3 AAR_OUTPUT_DIR={out} AAR_PAPI_EVENTS={events} \\\n\
+               aar run -n 2 -N 1 ./ab_exchange --iters 6 --bytes 4K\n\
+             aar report {out} --csv\n",
+            prefix = prefix.display(),
+            build = build.join("\n"),
+            out = out_dir.display(),
+            events = sde_events_setting(),
+        );
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(&job)
+            .current_dir(&copy)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{script}: {stdout}\n{stderr}");
+        assert!(stdout.contains("ab_exchange: 2 ranks, 1 pairs across nodes, 6 iterations"), "{script}: {stdout}");
+        let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("nojob,")).collect();
+        assert_eq!(rows.len(), 2, "{script}: one CSV row per policy: {stdout}");
+        assert!(rows[0].starts_with("nojob,ADAPTIVE0,3,") && rows[1].starts_with("nojob,ADAPTIVE3,3,"), "{rows:?}");
     }
 }
 

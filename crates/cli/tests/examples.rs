@@ -1,8 +1,10 @@
 //! The batch-script examples (examples/ab-slurm.sbatch, examples/ab-aprun.pbs) cannot rot
 //! silently: they parse (`bash -n`), every `aar` subcommand and option they use exists in the
-//! real binary's help, every option they give examples/iterations.c is in its usage text, and
-//! the AAR_* settings they export parse without a warning in the real libaar.so (its own
-//! self-check, through `aar doctor --json`).
+//! real binary's help, they build examples/cray/ab_exchange.c (the source path they compile is
+//! there, from examples/ where they are submitted) as examples/cray/Makefile does, with the
+//! cray-pmi and cray-ugni flags of pkg-config, run it as two ranks on two nodes with only options
+//! its usage text names, and the AAR_* settings they export parse without a warning in the real
+//! libaar.so (its own self-check, through `aar doctor --json`).
 
 use aar_testkit::{libaar, root};
 use std::process::Command;
@@ -59,8 +61,8 @@ fn invocations(text: &str, program: &str) -> Vec<Vec<String>> {
 #[test]
 fn the_batch_scripts_parse_and_use_only_what_exists() {
     let top = aar_help(&[]);
-    let iterations_c = std::fs::read_to_string(root().join("examples/iterations.c")).unwrap();
-    let usage = iterations_c.lines().find(|l| l.contains("usage: iterations")).expect("iterations.c usage line");
+    let program_c = std::fs::read_to_string(root().join("examples/cray/ab_exchange.c")).unwrap();
+    let usage = program_c.lines().find(|l| l.contains("usage: ab_exchange")).expect("ab_exchange.c usage line");
     for script in SCRIPTS {
         let path = root().join(script);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{script}: {e}"));
@@ -72,7 +74,8 @@ fn the_batch_scripts_parse_and_use_only_what_exists() {
             "AAR_AB=ADAPTIVE0,ADAPTIVE3,auto",
             "AAR_AB_ORDER=shuffled:7",
             "AAR_OUTPUT_DIR=",
-            "aar doctor ./iterations",
+            "cc -O2 -o ab_exchange cray/ab_exchange.c $(pkg-config --cflags --libs cray-pmi cray-ugni)",
+            "aar doctor ./ab_exchange",
             "aar report \"$AAR_OUTPUT_DIR\" --plot ab.png --html ab.html",
         ] {
             assert!(text.contains(needed), "{script} lacks {needed:?}");
@@ -95,10 +98,26 @@ fn the_batch_scripts_parse_and_use_only_what_exists() {
                 );
             }
         }
-        let runs = invocations(&text, "./iterations");
-        assert!(!runs.is_empty(), "{script} never runs ./iterations");
+        // What they compile is there from examples/, and only what they compile.
+        for args in invocations(&text, "cc") {
+            for source in args.iter().filter(|a| a.ends_with(".c")) {
+                assert!(root().join("examples").join(source).is_file(), "{script}: cc {source}: no examples/{source}");
+            }
+        }
+        assert!(!text.contains("iterations.c") && !text.contains("./iterations"), "{script} still names iterations.c");
+        // ab_exchange pairs ranks across nodes: two ranks, one on each of two nodes.
+        let layout = if script.ends_with(".sbatch") {
+            ["#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1"].as_slice()
+        } else {
+            ["aprun -n 2 -N 1 ./ab_exchange"].as_slice()
+        };
+        for needed in layout {
+            assert!(text.contains(needed), "{script} lacks {needed:?}");
+        }
+        let runs = invocations(&text, "./ab_exchange");
+        assert!(!runs.is_empty(), "{script} never runs ./ab_exchange");
         for option in runs.iter().flatten().filter(|a| a.starts_with("--")) {
-            assert!(usage.contains(option.as_str()), "{script}: iterations {option} is not in {usage:?}");
+            assert!(usage.contains(option.as_str()), "{script}: ab_exchange {option} is not in {usage:?}");
         }
     }
 }
