@@ -6,10 +6,12 @@
  * Rank r pairs with rank r + size/2 (and that rank with r). Each iteration, bracketed by
  * aar_iteration_begin() and aar_iteration_end() (cabi/aar.h, declared weak: the same binary runs
  * without libaar.so), both partners RDMA PUT --bytes bytes into each other's receive buffer at
- * once, wait for the local completion of their PUT and the remote event of their partner's, and
- * meet every other rank in a PMI_Barrier, so that every rank's iteration covers the same
- * exchange of the whole job. With libaar.so and AAR_AB set, successive iterations run under the
- * policies of the experiment, and each is one row of the rank's iteration record.
+ * once and wait for the local completion of their PUT and the remote event of their partner's.
+ * Every rank meets every other in a PMI_Barrier before each iteration (outside it: a PMI barrier
+ * is far slower and noisier than the exchange), so that the job's iterations start together and
+ * aar report's iteration time (the slowest rank's end - start) is the exchange's. With libaar.so
+ * and AAR_AB set, successive iterations run under the policies of the experiment, and each is one
+ * row of the rank's iteration record.
  *
  * The job must have an even number of ranks, and rank r and rank r + size/2 on different nodes
  * (so that the PUTs cross the network, where routing matters): one rank per node does it
@@ -18,9 +20,9 @@
  * NIC address, and ends the job otherwise.
  *
  * --iters iterations (default 100, at least 1); --bytes per PUT (default 64K; K and M suffixes,
- * up to 512M). Every byte is checked after each iteration (outside it: the receive buffer
- * alternates between two halves, so the partner's next PUT cannot overwrite what is being
- * checked); so is every CQ event. Rank 0 prints one result line.
+ * up to 512M). Every byte is checked after each iteration, outside it (the partner's next PUT
+ * comes after the next barrier, and into the other half of the receive buffer); so is every CQ
+ * event. Rank 0 prints one result line.
  */
 #include "cray_util.h"
 
@@ -123,13 +125,15 @@ int main(int argc, char **argv)
 		put.post_id = it;
 		snprintf(what, sizeof what, "iteration %llu: RDMA PUT", (unsigned long long)it);
 
+		/* Every rank starts the iteration together; the barrier stays outside it: a PMI barrier
+		 * goes through the launcher's daemons, far slower and noisier than the exchange timed. */
+		PMI_CHECK(PMI_Barrier());
 		if (aar_iteration_begin)
 			aar_iteration_begin();
 		double t0 = now_seconds();
 		CHECK(GNI_PostRdma(ep, &put));
 		expect_local_event(cq, &put, peer_inst, what);
 		expect_remote_event(rx_cq, peer_inst, what);
-		PMI_CHECK(PMI_Barrier());
 		seconds += now_seconds() - t0;
 		if (aar_iteration_end)
 			aar_iteration_end();
