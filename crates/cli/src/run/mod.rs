@@ -570,11 +570,19 @@ impl Supervisor {
             return;
         }
         let Some(limit) = &self.limit else { return };
+        let running = self.running();
+        // A hung job of thousands of ranks names a few of them.
+        let shown: Vec<String> = running.iter().take(8).map(|r| r.to_string()).collect();
+        let more = match running.len().saturating_sub(shown.len()) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
         let why = format!(
-            "the time limit of {} ({}) ran out with ranks {:?} still running",
+            "the time limit of {} ({}) ran out with {} still running ({}{more})",
             time::show(limit.limit),
             limit.from,
-            self.running()
+            if running.len() == 1 { "rank" } else { "ranks" },
+            shown.join(", ")
         );
         self.end(EXIT_TIMEOUT, None, why);
     }
