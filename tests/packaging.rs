@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use std::path::Path;
 use std::process::Command;
 
 const LMOD_INIT: &str = "/usr/share/lmod/lmod/init/bash";
@@ -58,18 +59,7 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
             driver = driver.display(),
             ab = "iter begin rdma 65536 2 0 iter end iter begin rdma 65536 2 0 iter end",
         );
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(&script)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", &dir)
-            .env("SCRATCH", &scratch_dir)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{flavour}: {stdout}\n{stderr}");
+        let (stdout, stderr) = login_shell(&script, &dir, &dir, &[("SCRATCH", &scratch_dir)], flavour);
         assert!(
             stdout.contains(&format!("loaded LD_PRELOAD={}", prefix.join("lib/libaar.so").display())),
             "{flavour}: {stdout}"
@@ -130,23 +120,32 @@ fn the_batch_scripts_build_and_run_ab_exchange_from_an_installed_copy() {
             out = out_dir.display(),
             events = sde_events_setting(),
         );
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(&job)
-            .current_dir(&copy)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", &dir)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{script}: {stdout}\n{stderr}");
+        let (stdout, _) = login_shell(&job, &dir, &copy, &[], script);
         assert!(stdout.contains("ab_exchange: 2 ranks, 1 pairs across nodes, 6 iterations"), "{script}: {stdout}");
         let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("nojob,")).collect();
         assert_eq!(rows.len(), 2, "{script}: one CSV row per policy: {stdout}");
         assert!(rows[0].starts_with("nojob,ADAPTIVE0,3,") && rows[1].starts_with("nojob,ADAPTIVE3,3,"), "{rows:?}");
     }
+}
+
+/// Run `script` in a login-like shell: an empty environment but PATH, HOME=`home` and `env`, in
+/// `cwd`; it must succeed (`what` names it in the failure). Its stdout and stderr.
+fn login_shell(script: &str, home: &Path, cwd: &Path, env: &[(&str, &Path)], what: &str) -> (String, String) {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{what}: {stdout}\n{stderr}");
+    (stdout, stderr)
 }
 
 /// Install into `prefix`; the install's output.
@@ -212,18 +211,7 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
             quoted = quoted.display(),
             dir = dir.display(),
         );
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(&script)
-            .current_dir(&dir)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", &dir)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{flavour}: {stdout}\n{stderr}");
+        let (stdout, stderr) = login_shell(&script, &dir, &dir, &[], flavour);
         let lib = lib.display();
         for want in [
             "A=[/opt/tool/libtool.so]".to_string(),
@@ -281,17 +269,7 @@ fn a_program_built_with_asan_runs_with_the_module_loaded() {
             prefix = dir.join("prefix").display(),
             program = program.display(),
         );
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(&script)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", &dir)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{flavour}: {stdout}\n{stderr}");
+        let (stdout, stderr) = login_shell(&script, &dir, &dir, &[], flavour);
         let lib = dir.join("prefix/lib/libaar.so");
         for want in [
             "asan ok\nclean=0".to_string(),
