@@ -5,8 +5,9 @@
 //! reads, and what [`super::health`] finds in them.
 
 use super::health;
-use super::output::{clean, count, fmt_bytes, render};
+use super::output::{clean, count, render};
 use super::read::walk;
+use crate::fmt_bytes;
 use aar_record::{ITERATIONS_SUFFIX, SUMMARY_SUFFIX};
 use aar_sim::record::RANK_SUFFIX;
 use rayon::prelude::*;

@@ -2,6 +2,7 @@
 //! (`--csv`, one row per policy; columns in [`CSV_COLUMNS`]).
 
 use super::analysis::{ExperimentReport, PolicyStats, Report, MIN_ITERATIONS_CI};
+use crate::fmt_bytes;
 
 /// Time unit of one experiment's tables: chosen from its fastest median so that every median
 /// shows about four significant digits.
@@ -83,21 +84,6 @@ fn fmt_qcd_difference(d: f64) -> String {
     match s.strip_prefix('-') {
         Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
         _ => s,
-    }
-}
-
-pub fn fmt_bytes(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = b as f64;
-    let mut k = 0;
-    while v >= 1024.0 && k + 1 < units.len() {
-        v /= 1024.0;
-        k += 1;
-    }
-    if k == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", units[k])
     }
 }
 

@@ -639,9 +639,9 @@ fn absurd(row: &Iteration) -> Option<String> {
     if bytes / seconds > MAX_BYTES_PER_SECOND {
         return Some(format!(
             "{} in {} ns, beyond {} per second",
-            super::output::fmt_bytes(bytes),
+            crate::fmt_bytes(bytes),
             d,
-            super::output::fmt_bytes(MAX_BYTES_PER_SECOND)
+            crate::fmt_bytes(MAX_BYTES_PER_SECOND)
         ));
     }
     None

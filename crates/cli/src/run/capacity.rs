@@ -26,16 +26,6 @@ pub const LAUNCHER_FDS: u64 = 16;
 /// emulator's service thread.
 const TASKS_PER_RANK: u64 = 2;
 
-fn mib(bytes: u64) -> String {
-    if bytes >= 10 << 30 {
-        format!("{:.0} GiB", bytes as f64 / (1u64 << 30) as f64)
-    } else if bytes >= 1 << 30 {
-        format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
-    }
-}
-
 fn ranks(n: u64) -> String {
     if n == 1 {
         "1 rank".into()
@@ -70,11 +60,11 @@ pub fn check_shm(dir: &Path, size: u64, nodes: u64) -> Result<(), String> {
              of {}; no rank was started. Run fewer ranks (-n {} fits), free {} (aar-job-* folders of jobs \
              that still run, other programs' files), or make it bigger (as root: mount -o remount,size={}M {}).",
             ranks(size),
-            mib(need),
+            crate::fmt_bytes(need),
             dir.display(),
-            mib(per_rank),
-            mib(free),
-            mib(total),
+            crate::fmt_bytes(per_rank),
+            crate::fmt_bytes(free),
+            crate::fmt_bytes(total),
             fit,
             dir.display(),
             (total + need - free).div_ceil(1 << 20),
