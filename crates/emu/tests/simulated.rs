@@ -290,16 +290,25 @@ fn non_minimal_routing_costs_latency_across_groups() {
 #[test]
 fn a_bad_spec_warns_once_and_the_default_model_runs() {
     let put = args_of(&[Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE3, 1)]);
-    let spec = "groups=zero";
-    let out = run(&sim_check(), &put.split(' ').collect::<Vec<_>>(), &[("AAR_EMU_SIM", spec)]);
-    let stdout = expect_success(&out, "sim_check");
-    let err = stderr(&out);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("aar-emu: AAR_EMU_SIM=\"groups=zero\": groups=\"zero\""), "{err}");
-    assert!(err.contains("default timing model"), "{err}");
-    // The default model: 5 flits, 1.1 us and 2 stalled cycles per flit for ADAPTIVE3, no clock.
-    assert!(stdout.contains(&format!("step {put} 0 5 10 1 1 0")), "{stdout}");
-    assert!(stdout.lines().all(|l| !l.starts_with("clock ") || l == "clock 0"), "{stdout}");
+    for (spec, problem) in [
+        ("groups=zero", "groups=\"zero\""),
+        // Well-formed keys that mean nothing together.
+        ("groups=1,placement=across-groups", "placement=across-groups with groups=1: there is no other group"),
+        (
+            "background=uniform:0.5,background-nodes=0",
+            "background=\"uniform:0.5\" with background-nodes=0: it needs 1 or more",
+        ),
+    ] {
+        let out = run(&sim_check(), &put.split(' ').collect::<Vec<_>>(), &[("AAR_EMU_SIM", spec)]);
+        let stdout = expect_success(&out, "sim_check");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("aar-emu: AAR_EMU_SIM=\"{spec}\": {problem}")), "{err}");
+        assert!(err.contains("default timing model"), "{err}");
+        // The default model: 5 flits, 1.1 us and 2 stalled cycles per flit for ADAPTIVE3, no clock.
+        assert!(stdout.contains(&format!("step {put} 0 5 10 1 1 0")), "{stdout}");
+        assert!(stdout.lines().all(|l| !l.starts_with("clock ") || l == "clock 0"), "{stdout}");
+    }
     // Unset: the default model and no clock either.
     let (s, clocks) = steps(&put, &[]);
     assert_eq!(clocks, [0, 0]);

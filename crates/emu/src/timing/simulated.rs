@@ -10,12 +10,16 @@
 //! |---|---|---|
 //! | `groups` | 2 | Aries-like groups (96 routers, 384 nodes each), 1 to 16 |
 //! | `global-per-router` | 10 | global ports per router, 1 to 10 |
-//! | `placement` | `across-groups` | `same-blade`, `same-group`, `across-groups`, `scattered` (the simulator's placements) |
+//! | `placement` | `across-groups` (`same-group` with `groups=1`) | `same-blade`, `same-group`, `across-groups`, `scattered` (the simulator's placements) |
 //! | `nodes` | 2 | simulated nodes the process's NICs are placed on |
 //! | `background` | `none` | `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]`, `congestors[:SIZE]` (the simulator's background jobs) |
 //! | `background-nodes` | 32 | nodes generating the background traffic |
 //! | `background-global` | 0 | 1: background nodes anywhere, not only in the groups of the process's nodes |
 //! | `seed` | 1 | seed of the simulation (placement `scattered`, routing, background) |
+//!
+//! A key given twice, and combinations that cannot mean anything (across groups or worst-case
+//! background on one group, a background with too few `background-nodes` to run), are refused
+//! like bad values.
 //!
 //! Node mapping: the placement gives `nodes` simulated nodes n_0, n_1, ... for ranks 0, 1, ...
 //! (across-groups: n_i in group i mod groups). The NIC with address a (GNI_CdmAttach hands out
@@ -106,6 +110,23 @@ pub enum SimSpecError {
     /// The simulator's capacity check, which names the placement and its capacity.
     #[error("nodes={nodes} on {groups} group(s): {source}")]
     TooManyNodes { nodes: u32, groups: u32, source: SpecError },
+    #[error("key \"{0}\" is given twice (give each key once)")]
+    Repeated(String),
+    #[error(
+        "placement=across-groups with groups=1: there is no other group to place nodes in (give groups=2 or more, \
+         or placement=same-group for nodes inside one group)"
+    )]
+    AcrossOneGroup,
+    #[error(
+        "background=\"{0}\" with groups=1: worst-case traffic goes from each group to the next, and there is no \
+         other group (give groups=2 or more, or background=uniform:LOAD)"
+    )]
+    WorstCaseOneGroup(String),
+    #[error(
+        "background=\"{background}\" with background-nodes={nodes}: it needs {min} or more background nodes, \
+         {why} (give background-nodes={min} or more, or background=none)"
+    )]
+    TooFewBackgroundNodes { background: String, nodes: u32, min: u32, why: &'static str },
 }
 
 impl SimSpec {
@@ -119,6 +140,36 @@ impl SimSpec {
         "background-global",
         "seed",
     ];
+
+    /// Refuses keys that cannot mean anything together. With one group and no `placement`
+    /// given, the default placement (across groups) becomes `same-group`.
+    fn check_combination(&mut self, placement_given: bool, background_text: String) -> Result<(), SimSpecError> {
+        if self.groups == 1 && self.placement == Placement::AcrossGroups {
+            if placement_given {
+                return Err(SimSpecError::AcrossOneGroup);
+            }
+            self.placement = Placement::SameGroup;
+        }
+        let (min, why) = match self.background {
+            Background::None => (0, ""),
+            Background::Uniform { load, .. } | Background::WorstCase { load, .. } if load == 0.0 => (0, ""),
+            Background::Uniform { .. } | Background::WorstCase { .. } => (1, "one per source of traffic"),
+            Background::Production { .. } => (2, "a background job has 2 or more"),
+            Background::Congestors { .. } => (6, "three congestor jobs of 2 or more"),
+        };
+        if matches!(self.background, Background::WorstCase { .. }) && self.groups == 1 {
+            return Err(SimSpecError::WorstCaseOneGroup(background_text));
+        }
+        if self.background_nodes < min {
+            return Err(SimSpecError::TooFewBackgroundNodes {
+                background: background_text,
+                nodes: self.background_nodes,
+                min,
+                why,
+            });
+        }
+        Ok(())
+    }
 
     fn topo(&self) -> TopoSpec {
         TopoSpec::Aries { groups: self.groups, global_per_router: self.global_per_router }
@@ -148,10 +199,16 @@ impl FromStr for SimSpec {
         if trimmed.parse() == Ok(Switch(true)) {
             return Ok(s);
         }
+        let mut given: Vec<String> = Vec::new();
+        let mut background_text = String::new();
         for item in trimmed.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (key, value) = item.split_once('=').ok_or_else(|| SimSpecError::NotKeyValue(item.to_string()))?;
             let key = key.trim().replace('_', "-").to_ascii_lowercase();
             let value = value.trim();
+            if given.contains(&key) {
+                return Err(SimSpecError::Repeated(key));
+            }
+            given.push(key.clone());
             let number = |lo: u64, hi: u64| {
                 value.parse::<u64>().ok().filter(|v| (lo..=hi).contains(v)).ok_or_else(|| SimSpecError::OutOfRange {
                     key: key.clone(),
@@ -166,7 +223,10 @@ impl FromStr for SimSpec {
                 "global-per-router" => s.global_per_router = number(1, 10)? as u32,
                 "placement" => s.placement = value.parse().map_err(SimSpecError::Placement)?,
                 "nodes" => s.nodes = number(1, 1 << 16)? as u32,
-                "background" => s.background = value.parse().map_err(SimSpecError::Background)?,
+                "background" => {
+                    s.background = value.parse().map_err(SimSpecError::Background)?;
+                    background_text = value.to_string();
+                }
                 "background-nodes" => s.background_nodes = number(0, 1 << 20)? as u32,
                 "background-global" => {
                     s.background_global =
@@ -176,6 +236,7 @@ impl FromStr for SimSpec {
                 _ => return Err(SimSpecError::UnknownKey(key)),
             }
         }
+        s.check_combination(given.iter().any(|k| k == "placement"), background_text)?;
         let topo = Topology::new(s.topo());
         s.placement.check(&topo, s.nodes).map_err(|source| SimSpecError::TooManyNodes {
             nodes: s.nodes,
@@ -361,9 +422,31 @@ mod tests {
             ("groups", "not key=value"),
             ("placement=same-blade,nodes=5", "at most 4 nodes"),
             ("global-per-router=11", "global-per-router=\"11\""),
+            ("groups=2,nodes=4,groups=3", "key \"groups\" is given twice"),
+            ("groups=1,placement=across-groups", "placement=across-groups with groups=1: there is no other group"),
+            ("placement=across-groups,groups=1", "give groups=2 or more, or placement=same-group"),
+            ("groups=1,placement=same-group,background=worst-case:0.5", "background=\"worst-case:0.5\" with groups=1"),
+            ("background=uniform:0.3,background-nodes=0", "background-nodes=0: it needs 1 or more background nodes"),
+            ("background=congestors,background-nodes=5", "needs 6 or more background nodes"),
+            ("background=production,background-nodes=1", "needs 2 or more background nodes"),
         ] {
             let e = spec.parse::<SimSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn combinations_that_mean_something_are_kept() {
+        // One group and no placement given: the default placement stays inside the group.
+        let one: SimSpec = "groups=1".parse().unwrap();
+        assert_eq!(one.placement, Placement::SameGroup);
+        assert_eq!("groups=1,placement=scattered".parse::<SimSpec>().unwrap().placement, Placement::Scattered);
+        // No load, or no background, needs no background nodes.
+        for spec in ["background=uniform:0,background-nodes=0", "background=none,background-nodes=0"] {
+            assert!(spec.parse::<SimSpec>().is_ok(), "{spec}");
+        }
+        for spec in ["background=congestors,background-nodes=6", "background=worst-case:0.1,groups=2"] {
+            assert!(spec.parse::<SimSpec>().is_ok(), "{spec}");
         }
     }
 
