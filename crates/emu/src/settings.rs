@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use aar_engine::{ByteSize, LatencyUnit};
+use aar_engine::{ByteSize, LatencyUnit, Switch};
 
 use crate::timing::profile::{NetworkProfile, ProfileItemError};
 use crate::timing::simulated::SimSetupError;
@@ -66,9 +66,10 @@ pub fn network_profile() -> NetworkProfile {
     })
 }
 
-/// `AAR_EMU_LATENCY_UNIT`: `us` (the default) or `cycles`, as `AAR_LATENCY_UNIT` takes them.
+/// `AAR_EMU_LATENCY_UNIT`: `us` (the default, also when unset or blank) or `cycles`, as
+/// `AAR_LATENCY_UNIT` takes them.
 pub fn latency_unit() -> LatencyUnit {
-    let Ok(value) = std::env::var("AAR_EMU_LATENCY_UNIT") else {
+    let Some(value) = std::env::var("AAR_EMU_LATENCY_UNIT").ok().filter(|v| !v.trim().is_empty()) else {
         return LatencyUnit::Microseconds;
     };
     value.parse().unwrap_or_else(|_| {
@@ -77,14 +78,16 @@ pub fn latency_unit() -> LatencyUnit {
     })
 }
 
-/// `AAR_EMU_SIM`, when set to something: the simulated network's description.
+/// `AAR_EMU_SIM`, when set to something other than a false boolean (`0`, `off`, `no`,
+/// `false`, which turn the simulator off as unsetting it does): the simulated network's
+/// description.
 pub fn sim_spec() -> Option<String> {
-    std::env::var("AAR_EMU_SIM").ok().filter(|spec| !spec.trim().is_empty())
+    std::env::var("AAR_EMU_SIM").ok().filter(|spec| !spec.trim().is_empty() && spec.parse() != Ok(Switch(false)))
 }
 
-/// `AAR_EMU_LOG`, when set to something: the post log's path.
+/// `AAR_EMU_LOG`, when set to something other than blanks: the post log's path.
 pub fn log_path() -> Option<OsString> {
-    std::env::var_os("AAR_EMU_LOG").filter(|p| !p.is_empty())
+    std::env::var_os("AAR_EMU_LOG").filter(|p| !p.to_string_lossy().trim().is_empty())
 }
 
 /// A variable read with its type's `FromStr`: its value, or (with one warning, made by `bad`

@@ -104,6 +104,23 @@ fn an_unopenable_log_path_warns_and_the_program_runs() {
     assert!(err.starts_with("aar-emu: AAR_EMU_LOG=/nonexistent-dir/x.jsonl"), "{err}");
 }
 
+#[test]
+fn blank_values_are_unset_values() {
+    // A blank AAR_EMU_LOG names no file: nothing is created in the working directory.
+    let blank = std::path::Path::new("  ");
+    let _ = std::fs::remove_file(blank);
+    let out = run(
+        &emu_check(),
+        &["put_get"],
+        &[("AAR_EMU_LOG", "  "), ("AAR_EMU_LATENCY_UNIT", ""), ("AAR_EMU_NETWORK", " "), ("AAR_EMU_SIM", "")],
+    );
+    expect_success(&out, "put_get");
+    assert_eq!(stderr(&out), "", "blank values are unset values, with nothing to warn about");
+    let created = blank.exists();
+    let _ = std::fs::remove_file(blank);
+    assert!(!created, "AAR_EMU_LOG=\"  \" created a file named by two blanks");
+}
+
 /// What the default timing model adds to (req_flits, req_stalled, rsp_latency_us, rsp_packets,
 /// rsp_stalled) for one transfer, computed from the documented rules (packets and flits as the
 /// shim's cost model counts them).

@@ -309,10 +309,12 @@ fn a_bad_spec_warns_once_and_the_default_model_runs() {
         assert!(stdout.contains(&format!("step {put} 0 5 10 1 1 0")), "{stdout}");
         assert!(stdout.lines().all(|l| !l.starts_with("clock ") || l == "clock 0"), "{stdout}");
     }
-    // Unset: the default model and no clock either.
-    let (s, clocks) = steps(&put, &[]);
-    assert_eq!(clocks, [0, 0]);
-    assert_eq!(s[0].d, [5, 10, 1, 1, 0]);
+    // Unset, or turned off with a false boolean: the default model, no clock, no warning.
+    for env in [&[][..], &[("AAR_EMU_SIM", "off")], &[("AAR_EMU_SIM", " 0 ")], &[("AAR_EMU_SIM", "No")]] {
+        let (s, clocks) = steps(&put, env);
+        assert_eq!(clocks, [0, 0], "{env:?}");
+        assert_eq!(s[0].d, [5, 10, 1, 1, 0], "{env:?}");
+    }
 }
 
 #[test]
