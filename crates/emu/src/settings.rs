@@ -138,7 +138,7 @@ pub fn job_env() -> Option<JobEnv> {
 /// The job environment as [`job_env`] reads it, without saying what is wrong with it: `None`
 /// outside a job.
 pub fn job_env_quietly() -> Option<Result<JobEnv, SettingError>> {
-    let dir = PathBuf::from(std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?);
+    let dir = PathBuf::from(std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.to_string_lossy().trim().is_empty())?);
     let number = |var: &'static str| -> Result<u32, SettingError> {
         let value =
             std::env::var(var).map_err(|_| SettingError::Job { var, value: None, problem: "not set".into() })?;

@@ -112,7 +112,13 @@ fn blank_values_are_unset_values() {
     let out = run(
         &emu_check(),
         &["put_get"],
-        &[("AAR_EMU_LOG", "  "), ("AAR_EMU_LATENCY_UNIT", ""), ("AAR_EMU_NETWORK", " "), ("AAR_EMU_SIM", "")],
+        &[
+            ("AAR_EMU_LOG", "  "),
+            ("AAR_EMU_LATENCY_UNIT", ""),
+            ("AAR_EMU_NETWORK", " "),
+            ("AAR_EMU_SIM", ""),
+            ("AAR_EMU_JOB_DIR", " "),
+        ],
     );
     expect_success(&out, "put_get");
     assert_eq!(stderr(&out), "", "blank values are unset values, with nothing to warn about");
