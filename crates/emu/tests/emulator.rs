@@ -159,11 +159,18 @@ fn sum(parts: &[[f64; 5]]) -> [f64; 5] {
 
 /// Runs papi_counters and checks every step's counter changes against the model, with
 /// fractional amounts carried over (the cumulative counter is the floor of the cumulative sum).
+/// Nothing on stderr.
 fn check_counters(args: &[&str], env: &[(&str, &str)], latency_scale: f64) {
+    check_counters_warned(args, env, latency_scale, "");
+}
+
+/// [`check_counters`], with `warning` (if not empty) as the one line on stderr.
+fn check_counters_warned(args: &[&str], env: &[(&str, &str)], latency_scale: f64, warning: &str) {
     let exe = compile("crates/emu/tests/c/papi_counters.c", "papi_counters");
     let out = run(&exe, args, env);
     let stdout = expect_success(&out, "papi_counters");
-    assert_eq!(stderr(&out), "");
+    let want = if warning.is_empty() { String::new() } else { format!("{warning}\n") };
+    assert_eq!(stderr(&out), want);
     let prof = (1.5, 1.0, 2.0, 40.0);
     let m = |bytes, transfer, mode| {
         let mut e = model(bytes, transfer, mode, prof);
@@ -243,6 +250,23 @@ fn network_profile_and_latency_unit_come_from_the_environment() {
         ("AAR_EMU_LATENCY_UNIT", "cycles"),
     ];
     check_counters(&[], &env, 800.0);
+}
+
+#[test]
+fn a_network_value_too_large_to_count_warns_and_keeps_the_default() {
+    // rsp_stall=u64::MAX would add about 1.8e19 response stalls per stalled request cycle:
+    // the counter would overflow at the first transfer. The model's rsp_stall is the default 0.
+    let huge = "18446744073709551615";
+    let env = [
+        ("AAR_EMU_NETWORK", &*format!("latency_ad=1.5, latency_bs=1.0,stall_ad=2,stall_bs=40,rsp_stall={huge}")),
+        ("AAR_EMU_LATENCY_UNIT", "cycles"),
+    ];
+    let warning = format!(
+        "aar-emu: AAR_EMU_NETWORK=\"{}\": rsp_stall=\"{huge}\" is not a number from 0 to 1e6; using the default \
+         rsp_stall=0",
+        env[0].1
+    );
+    check_counters_warned(&[], &env, 800.0, &warning);
 }
 
 #[test]

@@ -70,7 +70,12 @@ pub enum ProfileItemError {
     NotKeyValue(String),
     #[error("unknown key \"{key}\" (known: {known}); ignored", known = ProfileKey::known())]
     UnknownKey { key: String },
-    #[error("{}=\"{value}\" is not a finite number >= 0; using the default {}={default}", key.name(), key.name())]
+    #[error(
+        "{}=\"{value}\" is not a number from 0 to {max:e}; using the default {}={default}",
+        key.name(),
+        key.name(),
+        max = NetworkProfile::MAX_VALUE
+    )]
     BadValue { key: ProfileKey, value: String, default: f64 },
 }
 
@@ -92,7 +97,7 @@ impl FromStr for ProfileItem {
             .find(|k| k.name() == key)
             .ok_or_else(|| ProfileItemError::UnknownKey { key: key.to_string() })?;
         match value.parse::<f64>() {
-            Ok(v) if valid_value(v) => Ok(ProfileItem { key, value: v }),
+            Ok(v) if valid_value(v) && v <= NetworkProfile::MAX_VALUE => Ok(ProfileItem { key, value: v }),
             _ => Err(ProfileItemError::BadValue {
                 key,
                 value: value.to_string(),
@@ -136,6 +141,12 @@ impl FromStr for NetworkProfile {
 }
 
 impl NetworkProfile {
+    /// The largest value `AAR_EMU_NETWORK` takes for any key: a second per response, a million
+    /// stalled cycles per flit. Far beyond any network, and small enough that the counters a
+    /// program drives for days stay far from overflowing (a larger value, e.g. u64::MAX, fills
+    /// a 64-bit counter in a few transfers and wraps it negative).
+    pub const MAX_VALUE: f64 = 1e6;
+
     fn field(&mut self, key: ProfileKey) -> &mut f64 {
         match key {
             ProfileKey::LatencyAd => &mut self.latency_ad,
@@ -270,12 +281,17 @@ mod tests {
         let e = "latency_ad=abc,stall_bs=-1,bogus=3,rsp_stall=0.1,junk".parse::<NetworkProfile>().unwrap_err();
         let c: Vec<String> = e.problems.iter().map(ToString::to_string).collect();
         assert_eq!(c.len(), 4, "{c:?}");
-        assert_eq!(c[0], "latency_ad=\"abc\" is not a finite number >= 0; using the default latency_ad=1.4");
-        assert_eq!(c[1], "stall_bs=\"-1\" is not a finite number >= 0; using the default stall_bs=2");
+        assert_eq!(c[0], "latency_ad=\"abc\" is not a number from 0 to 1e6; using the default latency_ad=1.4");
+        assert_eq!(c[1], "stall_bs=\"-1\" is not a number from 0 to 1e6; using the default stall_bs=2");
         assert!(c[2].starts_with("unknown key \"bogus\" (known: latency_ad, latency_bs, stall_ad,"), "{}", c[2]);
         assert_eq!(c[3], "item \"junk\" is not key=value; ignored");
         assert_eq!(e.usable, NetworkProfile { rsp_stall: 0.1, ..NetworkProfile::default() });
-        assert_eq!("latency_ad=inf".parse::<NetworkProfile>().unwrap_err().problems.len(), 1);
+        for bad in ["inf", "-inf", "NaN", "1000000.5", "18446744073709551615", "1e308"] {
+            let e = format!("latency_ad={bad}").parse::<NetworkProfile>().unwrap_err();
+            assert_eq!((e.problems.len(), e.usable), (1, NetworkProfile::default()), "{bad}");
+        }
+        let p: NetworkProfile = "stall_bs=1e6,rsp_stall=0".parse().unwrap();
+        assert_eq!(p.stall_bs, 1e6);
         assert_eq!("".parse::<NetworkProfile>().unwrap(), NetworkProfile::default());
     }
 }
