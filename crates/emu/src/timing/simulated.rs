@@ -10,9 +10,9 @@
 //! |---|---|---|
 //! | `groups` | 2 | Aries-like groups (96 routers, 384 nodes each), 1 to 16 |
 //! | `global-per-router` | 10 | global ports per router, 1 to 10 |
-//! | `placement` | `across-groups` (`same-group` with `groups=1`) | `same-blade`, `same-group`, `across-groups`, `scattered` (the simulator's placements) |
+//! | `placement` | `across-groups` (`same-group` with `groups=1`) | `same-blade`, `same-group`, `across-groups`, `scattered`, `packed:ROUTERS:GROUPS` (the simulator's placements) |
 //! | `nodes` | 2 | simulated nodes the process's NICs are placed on |
-//! | `background` | `none` | `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]`, `congestors[:SIZE]` (the simulator's background jobs) |
+//! | `background` | `none` | `none`, `uniform:LOAD[:SIZE]`, `worst-case:LOAD[:SIZE]`, `congestors[:SIZE]`, `production[:LOAD[:SIZE]]` (the simulator's background jobs) |
 //! | `background-nodes` | 32 | nodes generating the background traffic |
 //! | `background-global` | 0 | 1: background nodes anywhere, not only in the groups of the process's nodes |
 //! | `seed` | 1 | seed of the simulation (placement `scattered`, routing, background) |
@@ -407,6 +407,25 @@ mod tests {
         assert_eq!(s.background_nodes, 16);
         assert!(s.background_global);
         assert_eq!((s.nodes, s.seed), (4, 7));
+        // The forms and bounds README's AAR_EMU_SIM table gives.
+        for spec in [
+            "placement=packed:2:1",
+            "Placement=packed:3:2,nodes=3",
+            "background=production",
+            "background=production:0.1:4K",
+            "background=uniform:0.000001:1G",
+            "background=congestors:1",
+            "background-nodes=1048576",
+            "groups=16,placement=scattered,nodes=6144",
+            "placement=same-blade,nodes=4",
+            "placement=same-group,nodes=96",
+            "seed=18446744073709551615",
+        ] {
+            assert!(spec.parse::<SimSpec>().is_ok(), "{spec}: {:?}", spec.parse::<SimSpec>());
+        }
+        for spec in ["background-nodes=1048577", "placement=same-group,nodes=97", "background=uniform:0.3:1025M"] {
+            assert!(spec.parse::<SimSpec>().is_err(), "{spec}");
+        }
     }
 
     #[test]
