@@ -157,11 +157,18 @@ pub fn job_env_quietly() -> Option<Result<JobEnv, SettingError>> {
             });
         }
         let (rank, size) = (number("PMI_RANK")?, number("PMI_SIZE")?);
-        if rank >= size || size > MAX_RANKS {
+        if !(1..=MAX_RANKS).contains(&size) {
+            return Err(SettingError::Job {
+                var: "PMI_SIZE",
+                value: Some(size.to_string()),
+                problem: format!("not a number of ranks from 1 to {MAX_RANKS}"),
+            });
+        }
+        if rank >= size {
             return Err(SettingError::Job {
                 var: "PMI_RANK",
                 value: Some(rank.to_string()),
-                problem: format!("not below PMI_SIZE={size} (a job has at most {MAX_RANKS} ranks)"),
+                problem: format!("not below PMI_SIZE={size}"),
             });
         }
         let nic_addr = number("PMI_GNI_LOC_ADDR")?;

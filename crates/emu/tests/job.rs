@@ -263,7 +263,7 @@ fn a_bad_job_environment_warns_once_and_runs_alone() {
     let emu_check = compile("crates/emu/tests/c/emu_check.c", "emu_check");
     let dirs = JobDirs::new("badenv");
     let dir = dirs.shared.display().to_string();
-    let cases: [(&[(&str, &str)], &str); 4] = [
+    let cases: [(&[(&str, &str)], &str); 6] = [
         (&[("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "256")], "PMI_RANK is not set"),
         (
             &[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "node7")],
@@ -272,6 +272,15 @@ fn a_bad_job_environment_warns_once_and_runs_alone() {
         (
             &[("PMI_RANK", "2"), ("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "0x100")],
             "PMI_RANK=\"2\" is not below PMI_SIZE=2",
+        ),
+        // A size out of range is PMI_SIZE's fault, whatever the rank.
+        (
+            &[("PMI_RANK", "0"), ("PMI_SIZE", "0"), ("PMI_GNI_LOC_ADDR", "256")],
+            "PMI_SIZE=\"0\" is not a number of ranks from 1 to 16777216",
+        ),
+        (
+            &[("PMI_RANK", "0"), ("PMI_SIZE", "16777217"), ("PMI_GNI_LOC_ADDR", "256")],
+            "PMI_SIZE=\"16777217\" is not a number of ranks from 1 to 16777216",
         ),
         (
             &[
