@@ -5,6 +5,7 @@
 //! and processes sharing the file do not interleave. Without the variable nothing is opened and
 //! nothing is formatted.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write as _;
 use std::sync::{Mutex, OnceLock};
@@ -15,7 +16,14 @@ use serde::Serialize;
 
 use crate::settings::{self, SettingError};
 
-static LOG: OnceLock<Option<Mutex<File>>> = OnceLock::new();
+static LOG: OnceLock<Option<Mutex<Log>>> = OnceLock::new();
+
+/// The open log, its path for messages, and whether a failed write was reported already.
+struct Log {
+    file: File,
+    path: OsString,
+    write_failed: bool,
+}
 
 /// This process's rank in an `aar run` job, once it has joined one: the ranks of a job share
 /// one log, and each line says whose it is.
@@ -26,11 +34,11 @@ pub fn set_rank(rank: u32) {
     let _ = RANK.set(rank);
 }
 
-fn log_file() -> Option<&'static Mutex<File>> {
+fn log_file() -> Option<&'static Mutex<Log>> {
     LOG.get_or_init(|| {
         let path = settings::log_path()?;
         match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
-            Ok(f) => Some(Mutex::new(f)),
+            Ok(file) => Some(Mutex::new(Log { file, path, write_failed: false })),
             Err(source) => {
                 SettingError::Log { path, source }.report();
                 None
@@ -105,8 +113,13 @@ pub fn record(record: &Record) {
     let Some(file) = log_file() else { return };
     let Ok(mut line) = serde_json::to_vec(&Line { record, rank: RANK.get().copied() }) else { return };
     line.push(b'\n');
-    let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = f.write_all(&line);
+    let mut log = file.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(source) = log.file.write_all(&line) {
+        // Once: a full disk would otherwise say it at every post.
+        if !std::mem::replace(&mut log.write_failed, true) {
+            SettingError::LogWrite { path: log.path.clone(), source }.report();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,12 @@ pub enum SettingError {
         path.to_string_lossy()
     )]
     Log { path: OsString, source: std::io::Error },
+    #[error(
+        "AAR_EMU_LOG={}: cannot write a line ({source}); lines that cannot be written are left out of the log, \
+         and this is said once (give a file on a file system with room)",
+        path.to_string_lossy()
+    )]
+    LogWrite { path: OsString, source: std::io::Error },
     #[error("AAR_EMU_DMAPP_PES=\"{value}\": {problem}; using the default {default} PEs", default = PeCount::default().0)]
     DmappPes { value: String, problem: <PeCount as FromStr>::Err },
     #[error("AAR_EMU_DMAPP_SHEAP=\"{value}\": {problem}; using the default {default}", default = SheapSize::default())]

@@ -127,6 +127,17 @@ fn blank_values_are_unset_values() {
     assert!(!created, "AAR_EMU_LOG=\"  \" created a file named by two blanks");
 }
 
+#[test]
+fn a_log_that_cannot_be_written_warns_once_and_the_program_runs() {
+    // /dev/full opens, and every write to it fails with ENOSPC.
+    let out = run(&emu_check(), &["put_get"], &[("AAR_EMU_LOG", "/dev/full")]);
+    expect_success(&out, "put_get");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("aar-emu: AAR_EMU_LOG=/dev/full: cannot write a line ("), "{err}");
+    assert!(err.contains("said once"), "{err}");
+}
+
 /// What the default timing model adds to (req_flits, req_stalled, rsp_latency_us, rsp_packets,
 /// rsp_stalled) for one transfer, computed from the documented rules (packets and flits as the
 /// shim's cost model counts them).
