@@ -339,9 +339,10 @@ pub struct AttrsLayoutError;
 impl FromStr for AttrsLayout {
     type Err = AttrsLayoutError;
 
-    /// `standard` or `queue-first`, any case.
+    /// `standard` or `queue-first` (also `queue_first`, as `AAR_EMU_JOB_COPY` and `AAR_EMU_SIM`
+    /// take `_` for `-`), any case.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let t = text.trim();
+        let t = text.trim().replace('_', "-");
         Self::NAMES.into_iter().find(|(_, n)| t.eq_ignore_ascii_case(n)).map(|(l, _)| l).ok_or(AttrsLayoutError)
     }
 }
@@ -379,5 +380,8 @@ mod tests {
         assert_eq!("process-vm".parse(), Ok(CopyPath::ProcessVm));
         assert_eq!(" Service ".parse(), Ok(CopyPath::Service));
         assert_eq!("ptrace".parse::<CopyPath>(), Err(CopyPathError));
+        assert_eq!(" Queue_First ".parse(), Ok(AttrsLayout::QueueFirst));
+        assert_eq!("queue-first".parse(), Ok(AttrsLayout::QueueFirst));
+        assert_eq!("queue first".parse::<AttrsLayout>(), Err(AttrsLayoutError));
     }
 }
