@@ -54,18 +54,22 @@
  * Environment (each variable read once, by the first call that needs it; a bad value
  * gets one "aar-emu:" line on stderr naming the variable and value and what is used instead):
  *   AAR_EMU_NETWORK="latency_ad=1.4,latency_bs=1.1,stall_ad=1,stall_bs=2,rsp_stall=0"
- *       the network profile (these are the defaults: a quiet network); any subset of the keys;
- *       a bad item gets one "aar-emu:" warning on stderr and keeps its default.
+ *       the network profile (these are the defaults: a quiet network); any subset of the keys,
+ *       each from 0 to 1e6; a bad item gets one "aar-emu:" warning on stderr and keeps its
+ *       default. (aar_emu_set_network takes any finite value of 0 or more.)
  *   AAR_EMU_LATENCY_UNIT=us|cycles   unit of rsp_latency (default us).
  *   AAR_EMU_LOG=<path>   append one JSON line per post/SMSG call and per DMAPP data or attribute
  *       call (format: crates/emu/src/lib.rs).
  *   AAR_EMU_SIM="groups=2,placement=across-groups,nodes=2,background=uniform:0.3:4K,seed=1"
- *       the simulated network (unset or empty: the model above). Keys, all optional (defaults):
- *       groups (2, 1..16), global-per-router (10, 1..10), placement (across-groups; same-blade,
- *       same-group, scattered), nodes (2), background (none; uniform:LOAD[:SIZE],
- *       worst-case:LOAD[:SIZE], congestors[:SIZE]), background-nodes (32), background-global
- *       (0: background only in the groups of the process's nodes), seed (1). "1" alone means all
- *       defaults. A bad value gets one "aar-emu:" warning naming the variable and value, and the
+ *       the simulated network (unset, blank, 0, off, no or false: the model above). Keys, all
+ *       optional (defaults): groups (2, 1..16), global-per-router (10, 1..10), placement
+ *       (across-groups, or same-group with groups=1; same-blade, same-group, scattered,
+ *       packed:ROUTERS:GROUPS), nodes (2), background (none; uniform:LOAD[:SIZE],
+ *       worst-case:LOAD[:SIZE], congestors[:SIZE], production[:LOAD[:SIZE]]), background-nodes
+ *       (32), background-global (0: background only in the groups of the process's nodes), seed
+ *       (1). "1" alone means all defaults. A bad value, a key given twice, or keys that mean
+ *       nothing together (across-groups or worst-case on one group, too few background-nodes
+ *       for the background) get one "aar-emu:" warning naming the variable and value, and the
  *       model above is used.
  *   AAR_EMU_DMAPP_PES=4      PEs of the DMAPP job, 1 to 4096, read by dmapp_init. The process is
  *       PE 0; the others are virtual PEs of the same process, each with its own copy of the
