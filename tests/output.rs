@@ -496,3 +496,41 @@ fn a_long_command_line_is_cut_and_its_records_stay_readable() {
     assert!(out.status.success() && !stderr.contains("skipped"), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("10 iterations"), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// A batch system's job id is text the library does not choose: a PBS server's long host name,
+/// a workflow tool's own ids, or a user's `export SLURM_JOB_ID=...` with slashes in it. Made into
+/// records' names as it was, one longer than a file name may be (255 bytes) made every record
+/// fail to be written; a '/' would have put the record in another folder. Two jobs whose long ids
+/// differ only at the end keep names of their own.
+#[test]
+fn a_job_id_no_file_name_can_hold_still_names_the_records() {
+    let head = format!("job/{}", "x".repeat(300));
+    let mut names = Vec::new();
+    for (test, job) in [("long-job-id-a", format!("{head} ä/a")), ("long-job-id-b", format!("{head} ä/b"))] {
+        let r = Launch::driver(test, "iter begin rdma 65536 3 0 iter end")
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+            .env("SLURM_JOB_ID", &job)
+            .env("PMI_RANK", "0")
+            .unset("AAR_EMU_LOG")
+            .run();
+        r.assert_ok();
+        let lines = r.aar_lines();
+        assert!(lines.iter().all(|l| !l.contains("could not") && !l.contains("cannot")), "{lines:?}");
+        let mut files: Vec<String> = std::fs::read_dir(r.dir.join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 2, "the summary and the iteration record, in the folder itself: {files:?}");
+        for f in &files {
+            assert!(f.len() <= 200 && f.starts_with("aar.job_xxx"), "{f}");
+        }
+        assert_eq!(r.records()[0]["job_id"], job.as_str(), "the record keeps the whole job id");
+        let (header, rows) = &iteration_records(&r.dir.join("out"))[0];
+        assert_eq!(header["experiment"], job.as_str());
+        assert_eq!(rows.len(), 1);
+        // Rank 0's files: what the job id made of the name is before ".0.<pid>".
+        names.push(files[0][..files[0].find(".0.").unwrap()].to_string());
+    }
+    assert_ne!(names[0], names[1], "ids that differ only past the cut have names of their own");
+}

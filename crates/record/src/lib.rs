@@ -131,11 +131,32 @@ fn safe(text: &str) -> String {
 /// What a run without a job id is called, in its files' names and its iteration records.
 pub const NO_JOB: &str = "nojob";
 
+/// Most bytes of the job in a file's name: with `aar.`, the rank, the pid and the longest ending
+/// (`.iterations.jsonl.partial`), a name stays well under what a file name may be (NAME_MAX, 255
+/// bytes), whatever the batch system or the user put in the job id.
+pub const MAX_JOB_IN_NAME: usize = 128;
+
+/// The job (with its step) as files' names carry it: [`safe`], and a job longer than
+/// [`MAX_JOB_IN_NAME`] cut, with a hash of the whole id (FNV-1a, 16 hex digits) in place of its
+/// end, so that every rank of a job has the same one and jobs whose ids differ past the cut do not.
+fn job_in_name(job: &str) -> String {
+    let name = safe(job);
+    if name.len() <= MAX_JOB_IN_NAME {
+        return name;
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in job.bytes() {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    // `safe` leaves ASCII only: any byte is a character's end.
+    format!("{}-{hash:016x}", &name[..MAX_JOB_IN_NAME - 17])
+}
+
 /// Base name of a run's per-rank files: the job (with its step, e.g. `555.1`: steps of one job
 /// may write into one folder, and their ranks may have the same pid, as in a PID namespace per
 /// step), rank and pid, so that ranks and forked children never collide.
 pub fn base_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
-    let job = safe(job.unwrap_or(NO_JOB));
+    let job = job_in_name(job.unwrap_or(NO_JOB));
     let rank = rank.map_or_else(|| "norank".to_string(), |r| r.to_string());
     format!("aar.{job}.{rank}.{pid}")
 }
@@ -455,5 +476,14 @@ mod tests {
         assert_eq!(summary_file_name(Some("123.sdb"), Some(7), 42), "aar.123.sdb.7.42.json");
         assert_eq!(iterations_file_name(None, None, 1), "aar.nojob.norank.1.iterations.jsonl");
         assert_eq!(base_name(Some("../../etc/x"), Some(0), 1), "aar..._.._etc_x.0.1");
+        let fits = "j".repeat(MAX_JOB_IN_NAME);
+        assert_eq!(base_name(Some(&fits), Some(0), 1), format!("aar.{fits}.0.1"), "kept whole up to the limit");
+        let long = |end: &str| base_name(Some(&format!("{}/{end}", "j".repeat(300))), Some(u32::MAX), u32::MAX);
+        let (a, b) = (long("a"), long("b"));
+        assert_ne!(a, b, "a hash of the whole id tells ids apart that differ past the cut");
+        assert_eq!(a, long("a"), "the same for every rank of the job");
+        assert!(a.starts_with(&format!("aar.{}-", "j".repeat(MAX_JOB_IN_NAME - 17))), "{a}");
+        let longest = iterations_file_name(Some(&"j".repeat(100_000)), Some(u32::MAX), u32::MAX) + ".partial";
+        assert!(longest.len() < 255, "{} bytes", longest.len());
     }
 }
