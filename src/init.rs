@@ -80,7 +80,7 @@ fn prepare() -> Option<Prepared> {
     if let Ok(start) = std::env::current_dir() {
         settings.anchor_paths(&start);
     }
-    job::detect_rank();
+    let place_warnings = job::detect();
     diag::install_panic_hook();
     diag::init_logging(settings.log);
     if let Some(first) = sys::earlier_copy() {
@@ -93,8 +93,8 @@ fn prepare() -> Option<Prepared> {
         ));
         settings.disabled = true;
     } else {
-        for w in &warnings {
-            diag::warn(&w.message);
+        for w in warnings.iter().map(|w| &w.message).chain(&place_warnings) {
+            diag::warn(w);
         }
     }
     let settings = state::set_settings(settings);

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 static RANK: AtomicI64 = AtomicI64::new(-1);
+static NRANKS: AtomicI64 = AtomicI64::new(-1);
 
 /// Variables launchers set to the rank of the process, in the order they are trusted: the MPI
 /// launchers' first, Slurm's last. A launcher started inside a Slurm step or batch script (Open
@@ -26,8 +27,98 @@ fn first_set(variables: &[&str]) -> Option<String> {
     variables.iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
 }
 
-fn first_number(variables: &[&str]) -> Option<u32> {
-    variables.iter().find_map(|v| std::env::var(v).ok().and_then(|s| s.trim().parse::<u32>().ok()))
+/// A variable's value as the environment holds it: text, or bytes that are not UTF-8 (shown with
+/// U+FFFD where they are not).
+type Raw = Result<String, String>;
+
+fn environment(name: &str) -> Option<Raw> {
+    std::env::var_os(name).map(|v| v.into_string().map_err(|v| v.to_string_lossy().into_owned()))
+}
+
+/// The one parser of the launchers' numbers (ranks, numbers of ranks, restarts): a whole number,
+/// blanks around it allowed.
+fn number(value: &str) -> Option<u32> {
+    value.trim().parse().ok()
+}
+
+/// What a list of launcher variables gave: the first that holds a valid number, and each one set
+/// before it that does not (its value as set).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Found {
+    used: Option<(&'static str, u32)>,
+    bad: Vec<(&'static str, String)>,
+}
+
+/// The first of `variables` that `lookup` gives a number `valid` holds for. Unset, empty and blank
+/// variables are passed over silently, as the `AAR_*` ones are (`export PMI_RANK=$X` with `X`
+/// unset); any other value, bytes that are not UTF-8 included, is kept as bad.
+fn first_number(variables: &[&'static str], lookup: &dyn Fn(&str) -> Option<Raw>, valid: fn(u32) -> bool) -> Found {
+    let mut found = Found::default();
+    for &variable in variables {
+        let value = match lookup(variable) {
+            None => continue,
+            Some(Ok(v)) if v.trim().is_empty() => continue,
+            Some(Ok(v)) => v,
+            Some(Err(shown)) => {
+                found.bad.push((variable, shown));
+                continue;
+            }
+        };
+        match number(&value).filter(|&n| valid(n)) {
+            Some(n) => {
+                found.used = Some((variable, n));
+                break;
+            }
+            None => found.bad.push((variable, value)),
+        }
+    }
+    found
+}
+
+/// What a launcher number is, for messages: its name, what a valid one is, and what the process
+/// does without one.
+struct Quantity {
+    a: &'static str,
+    name: &'static str,
+    valid: &'static str,
+    without: &'static str,
+}
+
+const A_RANK: Quantity = Quantity {
+    a: "a rank",
+    name: "the rank",
+    valid: "a whole number from 0",
+    without: "the process has no rank: its records are named \"norank\" and it prints warnings as rank 0 does",
+};
+
+const A_SIZE: Quantity = Quantity {
+    a: "a number of ranks",
+    name: "the number of ranks",
+    valid: "a whole number from 1",
+    without: "the iteration record gives no number of ranks (nranks null)",
+};
+
+/// One warning per variable set to something that is not a number: the variable, its value,
+/// what was used instead and how to fix it.
+fn warnings(q: &Quantity, found: &Found) -> Vec<String> {
+    let instead = match found.used {
+        Some((variable, n)) => format!("{} is taken from {variable}={n} instead", q.name),
+        None => q.without.to_string(),
+    };
+    found
+        .bad
+        .iter()
+        .map(|(variable, value)| {
+            let shown: String = value.chars().take(80).collect();
+            format!(
+                "{variable}=\"{}\" is not {} ({}); {instead}. Launchers set {variable} themselves: find what sets it \
+                 in the batch script, a module or a wrapper (env | grep {variable}) and unset it there.",
+                shown.escape_debug(),
+                q.a,
+                q.valid
+            )
+        })
+        .collect()
 }
 
 /// Bytes of arguments the records keep after the program's name.
@@ -58,14 +149,20 @@ fn bounded_command_line(args: impl Iterator<Item = String>) -> Vec<String> {
     kept
 }
 
-/// Read the rank from the launcher's environment (once, at initialisation).
-pub fn detect_rank() -> Option<u32> {
-    let rank = first_number(&RANK_VARIABLES);
-    RANK.store(rank.map_or(-1, i64::from), Ordering::Relaxed);
-    rank
+/// Read the rank and the number of ranks from the launcher's environment (once, at
+/// initialisation); the warnings, for variables set to something that is not a number, are the
+/// caller's to say (after this, so that they come from rank 0 only).
+pub fn detect() -> Vec<String> {
+    let rank = first_number(&RANK_VARIABLES, &environment, |_| true);
+    let size = first_number(&SIZE_VARIABLES, &environment, |n| n > 0);
+    RANK.store(rank.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
+    NRANKS.store(size.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
+    let mut said = warnings(&A_RANK, &rank);
+    said.extend(warnings(&A_SIZE, &size));
+    said
 }
 
-/// The rank [`detect_rank`] found.
+/// The rank [`detect`] found.
 pub fn rank() -> Option<u32> {
     u32::try_from(RANK.load(Ordering::Relaxed)).ok()
 }
@@ -75,9 +172,9 @@ pub fn is_rank0() -> bool {
     rank().is_none_or(|r| r == 0)
 }
 
-/// Ranks in the job, when the launcher says.
+/// Ranks in the job, when the launcher says ([`detect`] found).
 pub fn nranks() -> Option<u32> {
-    first_number(&SIZE_VARIABLES)
+    u32::try_from(NRANKS.load(Ordering::Relaxed)).ok()
 }
 
 /// The batch system's job id.
@@ -94,7 +191,7 @@ pub fn step() -> Option<String> {
 /// requeue` or after a node failed), when it has: the run again has the job id and step ids of
 /// the first, and its ranks may have the same pids (a PID namespace per step).
 pub fn restart() -> Option<u32> {
-    first_number(&["SLURM_RESTART_COUNT"]).filter(|&n| n > 0)
+    std::env::var("SLURM_RESTART_COUNT").ok().as_deref().and_then(number).filter(|&n| n > 0)
 }
 
 /// What the ranks of one run (one job step) share, in their iteration records and their files'
@@ -115,6 +212,73 @@ pub fn experiment() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lookup(set: &[(&str, &str)]) -> impl Fn(&str) -> Option<Raw> {
+        let set: Vec<(String, String)> = set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |name| set.iter().find(|(k, _)| k == name).map(|(_, v)| Ok(v.clone()))
+    }
+
+    fn rank(set: &[(&str, &str)]) -> (Found, Vec<String>) {
+        let found = first_number(&RANK_VARIABLES, &lookup(set), |_| true);
+        let said = warnings(&A_RANK, &found);
+        (found, said)
+    }
+
+    #[test]
+    fn a_rank_variable_that_is_not_a_number_is_said_and_the_next_one_used() {
+        let (found, said) = rank(&[("PMI_RANK", "abc"), ("SLURM_PROCID", "3")]);
+        assert_eq!(found.used, Some(("SLURM_PROCID", 3)));
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with("PMI_RANK=\"abc\" is not a rank (a whole number from 0); the rank is taken from SLURM_PROCID=3 instead. ")
+                && said[0].contains("unset it"),
+            "{}",
+            said[0]
+        );
+        for bad in ["-3", "1 2", "4294967296", "3.0", "0x1"] {
+            let (found, said) = rank(&[("SLURM_PROCID", bad)]);
+            assert_eq!((found.used, said.len()), (None, 1), "{bad}");
+            assert!(said[0].contains("the process has no rank"), "{}", said[0]);
+        }
+        let (found, said) = rank(&[("PMI_RANK", "x"), ("PMIX_RANK", "\u{1b}[2J"), ("ALPS_APP_PE", "7")]);
+        assert_eq!(found.used, Some(("ALPS_APP_PE", 7)));
+        assert_eq!(said.len(), 2, "each bad variable before the one used: {said:?}");
+        assert!(said[1].starts_with("PMIX_RANK=\"\\u{1b}[2J\""), "control characters shown escaped: {}", said[1]);
+    }
+
+    #[test]
+    fn blank_rank_variables_are_unset_and_good_ones_after_the_used_one_are_not_read() {
+        assert_eq!(
+            rank(&[("PMI_RANK", ""), ("OMPI_COMM_WORLD_RANK", "  "), ("SLURM_PROCID", " 5 ")]).0.used,
+            Some(("SLURM_PROCID", 5))
+        );
+        assert!(rank(&[("PMI_RANK", ""), ("SLURM_PROCID", "5")]).1.is_empty());
+        assert_eq!(
+            rank(&[("PMI_RANK", "2"), ("SLURM_PROCID", "x")]),
+            (Found { used: Some(("PMI_RANK", 2)), bad: vec![] }, vec![])
+        );
+        let not_utf8 = |_: &str| Some(Err("a\u{fffd}b".to_string()));
+        let found = first_number(&["PMI_RANK"], &not_utf8, |_| true);
+        assert_eq!(found.bad, [("PMI_RANK", "a\u{fffd}b".to_string())], "bytes that are not UTF-8 are not a number");
+    }
+
+    #[test]
+    fn a_number_of_ranks_is_from_1() {
+        let set = lookup(&[("PMI_SIZE", "0"), ("SLURM_NTASKS", "4")]);
+        let found = first_number(&SIZE_VARIABLES, &set, |n| n > 0);
+        assert_eq!(found.used, Some(("SLURM_NTASKS", 4)));
+        let said = warnings(&A_SIZE, &found);
+        assert_eq!(said.len(), 1);
+        assert!(
+            said[0].starts_with(
+                "PMI_SIZE=\"0\" is not a number of ranks (a whole number from 1); the number of ranks is taken from SLURM_NTASKS=4 instead."
+            ),
+            "{}",
+            said[0]
+        );
+        let found = first_number(&SIZE_VARIABLES, &lookup(&[("OMPI_COMM_WORLD_SIZE", "many")]), |n| n > 0);
+        assert!(warnings(&A_SIZE, &found)[0].contains("no number of ranks (nranks null)"));
+    }
 
     #[test]
     fn the_command_line_keeps_the_program_and_16_kib_of_arguments() {

@@ -323,3 +323,59 @@ fn a_setting_that_is_not_utf8_is_one_warning_and_ignored() {
         "a file under a mangled name: {named:?}"
     );
 }
+
+/// A launcher's rank or size variable set to something that is not a number (a batch script's
+/// `export PMI_RANK=$RANK` with the wrong variable, a wrapper's leftovers) was passed over
+/// silently: the rank came from the next variable, or there was none, and nothing said why the
+/// records were named `norank` or two processes both spoke as rank 0. Each is one warning, from
+/// rank 0 as the other settings' are, kept in every rank's record; the call goes on as before.
+#[test]
+fn a_rank_or_size_variable_that_is_not_a_number_is_said_and_the_next_one_used() {
+    let script = "iter begin rdma 65536 3 0 iter end";
+    let launch = |test: &str, vars: &[(&str, &str)]| {
+        let mut l = Launch::driver(test, script).env("AAR_AB", "ADAPTIVE0,ADAPTIVE3").env("SLURM_JOB_ID", "77");
+        for (k, v) in vars {
+            l = l.env(k, v);
+        }
+        let r = l.run();
+        r.assert_ok();
+        assert_eq!(r.dlvr_modes("GNI_PostRdma").len(), 3, "every call forwarded");
+        r
+    };
+
+    // Rank 0 (from SLURM_PROCID) says it, and the size is the one of the next variable.
+    let r =
+        launch("bad-rank-0", &[("PMI_RANK", "abc"), ("SLURM_PROCID", "0"), ("PMI_SIZE", "0"), ("SLURM_NTASKS", "4")]);
+    let w = warnings(&r);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].starts_with("aar: PMI_RANK=\"abc\" is not a rank") && w[0].contains("SLURM_PROCID=0 instead"),
+        "{}",
+        w[0]
+    );
+    assert!(
+        w[1].starts_with("aar: PMI_SIZE=\"0\" is not a number of ranks") && w[1].contains("SLURM_NTASKS=4"),
+        "{}",
+        w[1]
+    );
+    let (header, _) = &iteration_records(&r.dir.join("out"))[0];
+    assert_eq!((header["rank"].as_u64(), header["nranks"].as_u64()), (Some(0), Some(4)));
+
+    // Rank 3 is silent, and keeps the warning in its record.
+    let r = launch("bad-rank-3", &[("PMI_RANK", "abc"), ("SLURM_PROCID", "3")]);
+    assert!(r.stderr.is_empty(), "ranks other than 0 are silent: {}", r.stderr);
+    let rec = &r.records()[0];
+    assert_eq!(rec["rank"], 3);
+    assert!(rec["messages"][0].as_str().unwrap().starts_with("PMI_RANK=\"abc\" is not a rank"), "{}", rec["messages"]);
+
+    // Nothing else gives the rank: the process has none, and says so.
+    let r = launch("bad-rank-none", &[("SLURM_PROCID", "-3")]);
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("aar: SLURM_PROCID=\"-3\"") && w[0].contains("no rank"), "{}", w[0]);
+    assert_eq!(r.records()[0]["rank"], serde_json::Value::Null);
+
+    // Blank is unset, as for the AAR_* variables: nothing to say.
+    let r = launch("blank-rank", &[("PMI_RANK", " "), ("SLURM_PROCID", "0")]);
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+}
