@@ -10,7 +10,7 @@
 //! a torn copy, reads PAPI itself.
 //!
 //! The segment: `AAR_EMU_JOB_DIR/aar-node-<NIC>-<events>-<clock>` under `aar run` (the launcher
-//! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>`, removed as
+//! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>` (`<job>` as the records name it), removed as
 //! soon as every rank of the node has mapped it (so that a job killed whole leaves nothing
 //! behind), or else by the last rank that leaves. `<events>` is a hash of the event names, so
 //! ranks that read different events never share; `<clock>` names the clock readings are stamped with ([`Clock`]). The NIC address comes from `PMI_GNI_LOC_ADDR`; without it, or without a job id outside
@@ -256,12 +256,7 @@ fn segment_path(events: &[String], clock: Clock) -> Option<(PathBuf, bool)> {
     if let Some(dir) = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty()) {
         return Some((Path::new(&dir).join(name), false));
     }
-    let experiment = job::experiment()?;
-    let job: String = experiment
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || ".-_".contains(c) { c } else { '_' })
-        .take(64)
-        .collect();
+    let job = aar_record::job_in_name(&job::experiment()?);
     Some((Path::new("/dev/shm").join(format!("aar-node-{}-{job}-{}", sys::uid(), &name["aar-node-".len()..])), true))
 }
 

@@ -95,6 +95,27 @@ fn a_rank_uses_the_reading_of_a_rank_that_has_exited_and_the_last_one_removes_th
     assert!(path.contains(&format!("-node-in-turn-{}-0x1234-", std::process::id())), "{path}");
 }
 
+/// Jobs whose ids differ only past the length a segment's name keeps of them (batch systems and
+/// users make ids of any length) have segments of their own: a rank never takes another job's
+/// readings or decided bytes for its node mates'.
+#[test]
+fn jobs_whose_long_ids_differ_only_at_their_ends_have_segments_of_their_own() {
+    let long = format!("{}-{}", "j".repeat(200), std::process::id());
+    let path = |job: String, test: &str| {
+        let out = rank(test, &job, 0, 2, "rdma 65536 2 0").run();
+        out.assert_ok();
+        let rec = out.records().remove(0);
+        rec["node"]["shared_reading"].as_str().unwrap_or_else(|| panic!("no segment: {}", rec["node"])).to_string()
+    };
+    let a = path(format!("{long}-a"), "node-long-id-a");
+    let b = path(format!("{long}-b"), "node-long-id-b");
+    assert_ne!(a, b, "two jobs share a node segment");
+    for p in [&a, &b] {
+        let name = Path::new(p).file_name().unwrap().len();
+        assert!(name < 255, "{p}: {name} bytes, longer than a file name may be");
+    }
+}
+
 /// PAPI counts from the start of each process's event set: a rank that starts after 32 posts of
 /// its node mate counts 32 posts less than it. Readings passed between them would make windows
 /// shrink by that much, or go back in time; windows (the difference of two readings of one rank)

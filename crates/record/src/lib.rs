@@ -139,7 +139,8 @@ pub const MAX_JOB_IN_NAME: usize = 128;
 /// The job (with its step) as files' names carry it: [`safe`], and a job longer than
 /// [`MAX_JOB_IN_NAME`] cut, with a hash of the whole id (FNV-1a, 16 hex digits) in place of its
 /// end, so that every rank of a job has the same one and jobs whose ids differ past the cut do not.
-fn job_in_name(job: &str) -> String {
+/// The records' names and the node segment's (libaar.so's shared reading) use it.
+pub fn job_in_name(job: &str) -> String {
     let name = safe(job);
     if name.len() <= MAX_JOB_IN_NAME {
         return name;
