@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 static RANK: AtomicI64 = AtomicI64::new(-1);
 static NRANKS: AtomicI64 = AtomicI64::new(-1);
+static LOCAL_NRANKS: AtomicI64 = AtomicI64::new(-1);
 
 /// Variables launchers set to the rank of the process, in the order they are trusted: the MPI
 /// launchers' first, Slurm's last. A launcher started inside a Slurm step or batch script (Open
@@ -16,6 +17,9 @@ const RANK_VARIABLES: [&str; 5] = ["PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RAN
 /// Variables launchers set to the number of ranks, in the same order (`SLURM_NTASKS` is then
 /// the number of the daemons).
 const SIZE_VARIABLES: [&str; 3] = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"];
+
+/// Variables launchers set to the number of ranks on this node.
+const LOCAL_SIZE_VARIABLES: [&str; 3] = ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"];
 
 /// Variables batch systems set to the job id, in the order they are trusted.
 const JOB_VARIABLES: [&str; 5] = ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "LSB_JOBID", "JOB_ID"];
@@ -91,6 +95,14 @@ const A_RANK: Quantity = Quantity {
     without: "the process has no rank: its records are named \"norank\" and it prints warnings as rank 0 does",
 };
 
+const A_LOCAL_SIZE: Quantity = Quantity {
+    a: "a number of ranks on a node",
+    name: "the number of ranks on this node",
+    valid: "a whole number from 1",
+    without: "unless PMI says how many ranks share the node, libaar.so takes this rank as alone on it and it reads \
+              its own counters",
+};
+
 const A_SIZE: Quantity = Quantity {
     a: "a number of ranks",
     name: "the number of ranks",
@@ -155,11 +167,20 @@ fn bounded_command_line(args: impl Iterator<Item = String>) -> Vec<String> {
 pub fn detect() -> Vec<String> {
     let rank = first_number(&RANK_VARIABLES, &environment, |_| true);
     let size = first_number(&SIZE_VARIABLES, &environment, |n| n > 0);
+    let local = first_number(&LOCAL_SIZE_VARIABLES, &environment, |n| n > 0);
     RANK.store(rank.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
     NRANKS.store(size.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
+    LOCAL_NRANKS.store(local.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
     let mut said = warnings(&A_RANK, &rank);
     said.extend(warnings(&A_SIZE, &size));
+    said.extend(warnings(&A_LOCAL_SIZE, &local));
     said
+}
+
+/// Ranks on this node, when the launcher's environment says ([`detect`] found; PMI's clique,
+/// where the process has one, comes first: `node::ranks_per_node`).
+pub fn local_nranks() -> Option<u32> {
+    u32::try_from(LOCAL_NRANKS.load(Ordering::Relaxed)).ok()
 }
 
 /// The rank [`detect`] found.

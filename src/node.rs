@@ -482,18 +482,10 @@ impl Node {
     }
 }
 
-/// Variables launchers set to the number of ranks on this node.
-const LOCAL_SIZE_VARIABLES: [&str; 3] = ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"];
-
 /// How many ranks share this node's NIC: PMI's clique when the process has initialised PMI,
-/// else what the launcher's environment says, else 1.
+/// else what the launcher's environment says ([`job::local_nranks`]), else 1.
 pub fn ranks_per_node() -> u32 {
-    sys::pmi_clique_size()
-        .or_else(|| {
-            LOCAL_SIZE_VARIABLES.iter().find_map(|v| std::env::var(v).ok().and_then(|s| s.trim().parse::<u32>().ok()))
-        })
-        .filter(|&n| n > 0)
-        .unwrap_or(1)
+    sys::pmi_clique_size().filter(|&n| n > 0).or_else(job::local_nranks).unwrap_or(1)
 }
 
 #[cfg(test)]

@@ -378,4 +378,16 @@ fn a_rank_or_size_variable_that_is_not_a_number_is_said_and_the_next_one_used() 
     // Blank is unset, as for the AAR_* variables: nothing to say.
     let r = launch("blank-rank", &[("PMI_RANK", " "), ("SLURM_PROCID", "0")]);
     assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+
+    // The ranks on the node (whether the ranks share one counter reading) alike.
+    let r = launch("bad-local-size", &[("MPI_LOCALNRANKS", "four"), ("OMPI_COMM_WORLD_LOCAL_SIZE", "2")]);
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("aar: MPI_LOCALNRANKS=\"four\" is not a number of ranks on a node")
+            && w[0].contains("OMPI_COMM_WORLD_LOCAL_SIZE=2 instead"),
+        "{}",
+        w[0]
+    );
+    assert_eq!(r.records()[0]["node"]["ranks_per_node"], 2);
 }
