@@ -353,6 +353,79 @@ fn the_applications_own_get_modify_set_keeps_its_routing() {
     assert_eq!((&s[2]["put_routing"], &s[2]["get_routing"]), (&Value::from(2), &Value::from(2)), "{}", s[2]);
 }
 
+/// The (PUT, GET) routing of every attribute set call the emulator received, in order.
+fn set_routings(r: &Run) -> Vec<(u64, u64)> {
+    sets(r).iter().map(|s| (s["put_routing"].as_u64().unwrap(), s["get_routing"].as_u64().unwrap())).collect()
+}
+
+/// An application (a PGAS runtime, a SHMEM library) may state its routing at any time, also after
+/// the library has steered the thread: from that call on the application's routing is what the
+/// library keeps, gives back and never changes when it is not adaptive; made adaptive again, it is
+/// steered again.
+#[test]
+fn the_applications_change_of_routing_between_calls_is_followed_and_never_overridden() {
+    let script = "init put 1 64 3 attrs 0 2 put 1 64 3 get 1 64 2 api disable put 1 64 2 get 1 64 1 \
+                  api enable put 1 64 2 attrs 2 2 put 1 64 3";
+    let r = driver("dmapp-change", script).run();
+    r.assert_ok();
+    // 64 B PUTs go High Bias (ADAPTIVE_3) while the application's PUT routing is ADAPTIVE, and
+    // keep IN_ORDER from the application's set on, disabled or not, until it makes them ADAPTIVE.
+    assert_eq!(routings(&r, "PUT"), [6, 6, 6, 0, 0, 0, 0, 0, 0, 0, 6, 6, 6]);
+    assert_eq!(routings(&r, "GET"), [6, 6, 2], "GET steered, then given back on disable");
+    assert_eq!(
+        set_routings(&r),
+        [(6, 2), (0, 2), (0, 6), (0, 2), (2, 2), (6, 2)],
+        "library, application, library (GET only), give-back (the application's IN_ORDER PUT in it), \
+         application, library"
+    );
+    // The record counts the IN_ORDER PUTs as such, the steered ones as High Bias.
+    let rec = record(&r);
+    assert_eq!(rec["modes"]["IN_ORDER"]["messages"], 7, "{}", rec["modes"]);
+    assert_eq!(rec["modes"]["ADAPTIVE3"]["messages"], 8, "{}", rec["modes"]);
+}
+
+/// DMAPP's attributes are the calling thread's: a thread that sets its own routing changes only
+/// its own traffic, the library steers each thread's adaptive directions apart, and another
+/// thread's set call leaves the threads the library already steers alone (no set call on them).
+#[test]
+fn a_threads_own_routing_is_its_own_and_leaves_the_other_threads_alone() {
+    let script = "init put 1 64 3 tattrs 0 2 64 3 put 1 64 3 tattrs 2 1 64 2 put 1 64 2";
+    let r = driver("dmapp-thread-attrs", script).run();
+    r.assert_ok();
+    let mut per: BTreeMap<u64, BTreeMap<&str, Vec<u64>>> = BTreeMap::new();
+    let mut set_calls: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for v in &r.log {
+        let Some(thread) = v["thread"].as_u64() else { continue };
+        if let Some(kind) = v["kind"].as_str() {
+            per.entry(thread).or_default().entry(kind).or_default().push(v["routing"].as_u64().unwrap());
+        } else if v["call"].as_str().is_some_and(|c| c.starts_with("dmapp_set_rma_attrs")) {
+            set_calls
+                .entry(thread)
+                .or_default()
+                .push((v["put_routing"].as_u64().unwrap(), v["get_routing"].as_u64().unwrap()));
+        }
+    }
+    assert_eq!(per.len(), 3, "{per:?}");
+    let main = *per.iter().find(|(_, k)| !k.contains_key("GET")).unwrap().0;
+    assert_eq!(per[&main]["PUT"], [6; 8], "the main thread stays steered");
+    assert_eq!(set_calls[&main], [(6, 2)], "one set call on the main thread, whatever the others set");
+    let lines: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("tattrs ")).collect();
+    assert_eq!(lines.len(), 2, "{}", r.stdout);
+    for (line, (put, get, count)) in lines.iter().zip([(0, 6, 3), (6, 1, 2)]) {
+        let tid = stdout_field(line, "tid");
+        assert_eq!(per[&tid]["PUT"], vec![put; count], "{line}");
+        assert_eq!(per[&tid]["GET"], vec![get; count], "{line}");
+        assert_eq!((stdout_field(line, "put"), stdout_field(line, "get")), (put, get), "{line}");
+        assert_eq!(stdout_field(line, "sets"), 2, "its own set and the library's one: {line}");
+        assert_eq!(set_calls[&tid].len(), 2, "{line}");
+        // The library's set on this thread kept the application's non-adaptive direction.
+        let (app_put, app_get) = set_calls[&tid][0];
+        assert!(app_put == 0 || app_get == 1, "{line}: {:?}", set_calls[&tid]);
+        assert_eq!(set_calls[&tid][1], (put, get), "{line}");
+    }
+    assert_eq!(record(&r)["dmapp"]["threads"], 3);
+}
+
 #[test]
 fn an_unknown_attribute_layout_stops_steering_with_one_warning_and_the_program_runs_on() {
     let script = "init put 1 64 5 get 1 64 5 threads 3 64 50 amo 4 put 1 65536 5 get 1 65536 2 all";

@@ -27,6 +27,10 @@
  *   threads N SIZE COUNT            N threads, each COUNT PUTs of SIZE to PE 1 + k % (npes - 1) at its
  *                                   own offset, then a checking GET; each prints its thread id and the
  *                                   attribute set calls made on it
+ *   tattrs PUT GET SIZE COUNT       one thread that sets its own routing (as "attrs"), then makes COUNT
+ *                                   PUTs and COUNT GETs of SIZE to PE 1 at its own offset, each
+ *                                   checked; prints "tattrs tid=T put=P get=G sets=S": its id, the
+ *                                   routing in force on it at the end, the set calls made on it
  *   ugni SIZE COUNT                 COUNT uGNI RDMA PUTs of SIZE bytes between two NICs of this process
  *                                   (tests/c/pair.h), each checked; also makes the pair
  *                                   dmapp_layer_post() uses
@@ -418,6 +422,32 @@ static void *thread_main(void *v)
 	return NULL;
 }
 
+/* One thread that states its own routing, then sends: DMAPP's attributes are the thread's. */
+struct tattrs_arg {
+	int put_routing, get_routing;
+	uint64_t size, count;
+};
+
+static void *tattrs_main(void *v)
+{
+	struct tattrs_arg *a = v;
+	size_t off = (size_t)12 << 20; /* past the "threads" threads' offsets, in the 16 MiB heap */
+	uint64_t n;
+	dmapp_type_t type = type_for(a->size, &n);
+	unsigned char *buf = malloc(2 * a->size + 16);
+	set_routing(1, a->put_routing, a->get_routing);
+	for (uint64_t k = 0; k < a->count; k++) {
+		fill(buf, a->size, (unsigned)(7000 + k));
+		CALL(dmapp_put, heap + off, hseg, 1, buf, n, type);
+		CALL(dmapp_get, buf + a->size, heap + off, hseg, 1, n, type);
+		check("tattrs put/get", buf + a->size, buf, a->size);
+	}
+	free(buf);
+	printf("tattrs tid=%d put=%d get=%d sets=%llu\n", (int)gettid(), aar_emu_dmapp_routing(0),
+	       aar_emu_dmapp_routing(1), aar_emu_dmapp_attr_sets(0));
+	return NULL;
+}
+
 /* ---- uGNI beside DMAPP ---------------------------------------------------------------------------- */
 
 static int ugni_ready;
@@ -524,6 +554,12 @@ int main(int argc, char **argv)
 			free(t);
 			free(tid);
 			i += 3;
+		} else if (!strcmp(c, "tattrs")) {
+			struct tattrs_arg a = { (int)num(ARG(1)), (int)num(ARG(2)), num(ARG(3)), num(ARG(4)) };
+			pthread_t tid;
+			pthread_create(&tid, NULL, tattrs_main, &a);
+			pthread_join(tid, NULL);
+			i += 4;
 		} else if (!strcmp(c, "ugni")) {
 			ugni(num(ARG(1)), num(ARG(2)));
 			i += 2;
