@@ -384,6 +384,26 @@ fn the_applications_change_of_routing_between_calls_is_followed_and_never_overri
     assert_eq!(rec["modes"]["ADAPTIVE3"]["messages"], 8, "{}", rec["modes"]);
 }
 
+/// A set call of the application's that DMAPP refuses changes nothing: not the routing in force
+/// (the library's, over the application's adaptive one), not the library's view of its intent,
+/// and it does not stop the library steering.
+#[test]
+fn a_set_the_application_makes_that_dmapp_refuses_changes_nothing() {
+    let r =
+        driver("dmapp-refused-set", "init put 1 64 3 attrs 99 0 put 1 64 3 get 1 64 2 api disable put 1 64 1").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("attrs rc=1"), "DMAPP_RC_INVALID_PARAM: {}", r.stdout);
+    assert_eq!(routings(&r, "PUT"), [6, 6, 6, 6, 6, 6, 2]);
+    assert_eq!(routings(&r, "GET"), [6, 6], "the refused IN_ORDER GET was never in force");
+    assert_eq!(
+        set_routings(&r),
+        [(6, 2), (99, 0), (6, 6), (2, 6)],
+        "the refused set, then the library's only (given back lazily, the PUT direction at the next PUT)"
+    );
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    assert!(record(&r)["dmapp"]["stopped_because"].is_null(), "{}", record(&r)["dmapp"]);
+}
+
 /// DMAPP's attributes are the calling thread's: a thread that sets its own routing changes only
 /// its own traffic, the library steers each thread's adaptive directions apart, and another
 /// thread's set call leaves the threads the library already steers alone (no set call on them).
