@@ -54,6 +54,16 @@ fn from_inside_dmapp(w: u32) -> bool {
     w & control::DMAPP != 0 && attributes::inside_dmapp()
 }
 
+/// Whether libaar.so may choose the routing of a post: the caller asked for an adaptive mode
+/// (a non-adaptive one carries an ordering or determinism guarantee), and it is not a
+/// collective-engine operation (`GNI_POST_CE`: a reduction step that the Aries collective engine
+/// carries, whose use of the routing field nothing public describes; it goes out as the caller
+/// made it, counted as passed through).
+#[inline(always)]
+fn routable(dlvr: u16, post_type: GniPostType) -> bool {
+    requested_mode(dlvr).is_some() && post_type != GNI_POST_CE
+}
+
 /// A post through GNI_PostRdma, GNI_PostFma, GNI_PostCqWrite or a chained post.
 ///
 /// # Safety
@@ -69,8 +79,8 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
     }
     if w & FAST != 0 && !pd.is_null() {
         // SAFETY: non-null descriptor, valid per the caller's contract.
-        let (dlvr, bytes) = unsafe { ((*pd).dlvr_mode, (*pd).length) };
-        if requested_mode(dlvr).is_none() {
+        let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
+        if !routable(dlvr, post_type) {
             tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             // SAFETY: forwarding the caller's arguments.
             return unsafe { real_fn(ep, pd) };
@@ -164,7 +174,7 @@ unsafe fn route_post(
         // SAFETY: the caller's arguments, forwarded once.
         *rc = Some(unsafe { real_fn(ep, pd) });
     };
-    let routed = route::route(w, &call, crossed, requested_mode(dlvr).is_some(), apply, forward);
+    let routed = route::route(w, &call, crossed, routable(dlvr, post_type), apply, forward);
     if w & TRACE != 0 {
         trace_post(real, post_type, dlvr, &call.msg, &routed);
     }

@@ -85,6 +85,35 @@ fn non_adaptive_requests_pass_untouched_and_flag_bits_survive() {
 }
 
 #[test]
+fn collective_engine_posts_go_out_as_the_caller_made_them() {
+    // Fixed ADAPTIVE3 rewrites every adaptive request; automatic routing decides the large ones.
+    // A collective-engine post keeps its routing under both, and is counted as passed through.
+    for mode in ["ADAPTIVE3", "auto"] {
+        let script = "fma 64 1 0 cepost 64 0 cepost 65536 0x20 rdma 65536 2 0 cepost 65536 0 cepost 8 0x103";
+        let r = Launch::driver(&format!("ce-{mode}"), script).env("AAR_MODE", mode).run();
+        r.assert_ok();
+        let ce: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("cepost ")).collect();
+        assert_eq!(
+            ce,
+            [
+                "cepost rc=12 dlvr_out=0x0",
+                "cepost rc=12 dlvr_out=0x20",
+                "cepost rc=12 dlvr_out=0x0",
+                "cepost rc=12 dlvr_out=0x103"
+            ],
+            "{mode}: forwarded (the emulator has no collective engine: GNI_RC_ILLEGAL_OP) with the caller's routing"
+        );
+        assert_eq!(
+            r.dlvr_modes("GNI_PostFma"),
+            [AD3, 0x0, 0x20, 0x0, 0x103],
+            "{mode}: the FMA PUT is routed, and the emulator got each CE post as the caller made it"
+        );
+        let rec = &r.records()[0];
+        assert_eq!(rec["reasons"]["passthrough"], 4, "{mode}: {}", rec["reasons"]);
+    }
+}
+
+#[test]
 fn chained_posts_route_the_head_and_never_touch_the_elements() {
     let r = Launch::driver("chain", "ct 64 8 0 ct 4096 4 0x100 ctcqw 5 0 ct 64 3 0x3").run();
     r.assert_ok();

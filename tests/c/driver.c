@@ -14,6 +14,8 @@
  *   smsgmode DLVR                   GNI_SmsgSetDeliveryMode on both NICs (the application's wish)
  *   badpost                         an FMA PUT from unregistered memory: must fail, rc printed
  *   nullpost                        GNI_PostFma(ep, NULL): rc printed
+ *   cepost SIZE DLVR                a collective-engine post (GNI_POST_CE) through GNI_PostFma: rc and
+ *                                   the routing it went out with printed ("cepost rc=R dlvr_out=0xM")
  *   net LAT_AD LAT_BS STALL_AD STALL_BS    aar_emu_set_network
  *   cadd F S L P R | cset F S L P R        aar_emu_counters_add / _set
  *   freeze 0|1                      aar_emu_counters_freeze
@@ -622,6 +624,12 @@ int main(int argc, char **argv)
 			printf("badpost rc=%d\n", (int)rc);
 			if (rc == GNI_RC_SUCCESS)
 				fail(&p, "a post from unregistered memory succeeded");
+		} else if (!strcmp(c, "cepost")) {
+			gni_post_descriptor_t pd = a_to_b(&p, GNI_POST_CE, num(ARG(1)), (uint16_t)num(ARG(2)), 0);
+			gni_return_t rc = GNI_PostFma(p.a.ep, &pd);
+			p.posts++;
+			printf("cepost rc=%d dlvr_out=0x%x\n", (int)rc, pd.dlvr_mode);
+			i += 2;
 		} else if (!strcmp(c, "nullpost")) {
 			gni_return_t rc = GNI_PostFma(p.a.ep, NULL);
 			p.posts++;
