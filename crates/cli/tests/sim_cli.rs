@@ -187,6 +187,22 @@ fn sim(args: &[&str]) -> (Option<i32>, String, String) {
 const SMALL: [&str; 10] =
     ["--groups", "1", "--placement", "same-blade", "--ranks", "2", "--iterations", "1", "--background-nodes", "2"];
 
+/// The same with a background that can run as described: worst-case traffic needs a second group
+/// in its scope (`--background-global`), the congestors 6 background nodes.
+const SMALL_BACKGROUND: [&str; 11] = [
+    "--groups",
+    "2",
+    "--placement",
+    "same-blade",
+    "--ranks",
+    "2",
+    "--iterations",
+    "1",
+    "--background-nodes",
+    "6",
+    "--background-global",
+];
+
 #[test]
 fn backgrounds_the_simulator_refuses_are_refused_with_what_is_accepted() {
     for (bad, why) in [
@@ -266,13 +282,15 @@ fn every_option_that_takes_a_size_reads_it_as_the_engine_does() {
         assert_eq!(code, Some(0), "--workload {workload}: {err}");
         assert!(out.contains(&format!("sim-alltoall-{bytes}_same-blade")), "{out}");
         for background in [format!("uniform:0.1:{size}"), format!("worst-case:0.1:{size}")] {
-            let (code, out, err) = sim(&[&["run", "--background", &background, "--out", d][..], &SMALL[..]].concat());
+            let (code, out, err) =
+                sim(&[&["run", "--background", &background, "--out", d][..], &SMALL_BACKGROUND[..]].concat());
             assert_eq!(code, Some(0), "--background {background}: {err}");
             let kind = background.split(':').next().unwrap();
             assert!(out.contains(&format!("_{kind}-0.1-{bytes}_seed1")), "{out}");
         }
         let background = format!("congestors:{size}");
-        let (code, out, err) = sim(&[&["run", "--background", &background, "--out", d][..], &SMALL[..]].concat());
+        let (code, out, err) =
+            sim(&[&["run", "--background", &background, "--out", d][..], &SMALL_BACKGROUND[..]].concat());
         assert_eq!(code, Some(0), "--background {background}: {err}");
         assert!(out.contains(&format!("_congestors-{bytes}_seed1")), "{out}");
         let (code, out, err) =
@@ -575,4 +593,60 @@ fn outputs_that_cannot_be_written_are_refused_before_the_simulation() {
     use std::os::unix::fs::FileTypeExt;
     assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A background that cannot mean what it says is refused before anything runs, by the
+/// simulator's one check (the one `AAR_EMU_SIM` uses), naming the options: worst-case traffic
+/// (group to group) on a network of one group ran as traffic inside the group, and a background
+/// with fewer `--background-nodes` than it needs to send anything ran as no background at all.
+#[test]
+fn backgrounds_that_cannot_run_as_described_are_refused_naming_the_options() {
+    let small = ["run", "--placement", "same-blade", "--ranks", "2", "--iterations", "1", "--workload", "pingpong:8"];
+    for (args, starts, why) in [
+        (
+            vec!["--groups", "1", "--background", "worst-case:0.5"],
+            "aar: --background worst-case:0.5:4K --groups 1: ",
+            "the network has 1 group: give it 2 or more groups",
+        ),
+        (
+            vec!["--kim", "2,2,1,1", "--background", "worst-case:0.1:64"],
+            "aar: --background worst-case:0.1:64 --kim 2,2,1,1: ",
+            "from each group to the next",
+        ),
+        (
+            vec!["--groups", "1", "--background", "uniform:0.3", "--background-nodes", "0"],
+            "aar: --background uniform:0.3:4K --background-nodes 0: ",
+            "needs 1 or more background nodes",
+        ),
+        (
+            vec!["--groups", "1", "--background", "production", "--background-nodes", "1"],
+            "aar: --background production:0.2:4K --background-nodes 1: ",
+            "needs 2 or more background nodes",
+        ),
+        (
+            vec!["--groups", "1", "--background", "congestors:64", "--background-nodes", "5"],
+            "aar: --background congestors:64 --background-nodes 5: ",
+            "needs 6 or more background nodes (three congestor jobs of 2 or more)",
+        ),
+    ] {
+        for cmd in [&["run"][..], &["sweep", "--seeds", "1"][..]] {
+            let args = [cmd, &small[1..], &args[..]].concat();
+            let (code, stdout, err) = sim(&args);
+            assert_eq!(code, Some(2), "{args:?}: {stdout}");
+            assert!(err.starts_with(starts) && err.contains(why) && err.contains("give "), "{args:?}: {err}");
+            assert!(stdout.is_empty(), "nothing ran: {stdout}");
+        }
+    }
+    // what means something still runs: no traffic needs no background node; enough nodes; two groups
+    for args in [
+        vec!["--groups", "1", "--background", "uniform:0", "--background-nodes", "0"],
+        vec!["--groups", "1", "--background", "production:0", "--background-nodes", "0"],
+        vec!["--groups", "1", "--background", "none", "--background-nodes", "0"],
+        vec!["--groups", "1", "--background", "congestors:64", "--background-nodes", "6"],
+        vec!["--groups", "2", "--background", "worst-case:0.1:64", "--background-nodes", "1"],
+    ] {
+        let args = [&small[..], &args[..]].concat();
+        let (code, _, err) = sim(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+    }
 }

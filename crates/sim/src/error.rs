@@ -98,6 +98,20 @@ pub enum SpecError {
          give it 2 or more groups, or use placement same-group (or scattered) for a job inside one group"
     )]
     AcrossOneGroup { groups: u32 },
+    /// Worst-case background (each group's background nodes send to the next group's) on a
+    /// network of one group: it would be traffic inside the group under another name.
+    #[error(
+        "background {background} sends from each group to the next, and the network has {groups} group: give it 2 \
+         or more groups, or use a background inside one group (uniform:LOAD)"
+    )]
+    WorstCaseOneGroup { background: String, groups: u32 },
+    /// A background that sends nothing with so few background nodes (see
+    /// `Background::min_nodes`).
+    #[error(
+        "background {background} needs {min} or more background nodes ({why}), and {nodes} would send nothing: \
+         give {min} or more background nodes, or no background (none)"
+    )]
+    TooFewBackgroundNodes { background: String, nodes: u32, min: u32, why: &'static str },
     /// A job of fewer than two ranks has nothing to send.
     #[error("a job needs at least 2 ranks, not {0}")]
     TooFewRanks(u32),

@@ -186,6 +186,41 @@ impl Background {
     }
 }
 
+impl Background {
+    /// The background as the parser reads it back (`uniform:0.3:4K`), for messages.
+    pub fn form(&self) -> String {
+        let size = |b: u64| ByteSize(b).to_string();
+        match self {
+            Background::None => "none".into(),
+            Background::Uniform { load, bytes } => format!("uniform:{load}:{}", size(*bytes)),
+            Background::WorstCase { load, bytes } => format!("worst-case:{load}:{}", size(*bytes)),
+            Background::Congestors { bytes } => format!("congestors:{}", size(*bytes)),
+            Background::Production { load, bytes } => format!("production:{load}:{}", size(*bytes)),
+        }
+    }
+
+    /// The fewest background nodes with which this background sends anything, and why: none
+    /// without traffic (no background, or a load of 0); one per open-loop source (uniform,
+    /// worst-case); 2 for a production job (a job of one node has no one to send to); 6 for the
+    /// congestors (three jobs of 2 or more). With fewer, the simulation runs as if there were no
+    /// background at all.
+    pub fn min_nodes(&self) -> (u32, &'static str) {
+        match *self {
+            Background::None => (0, ""),
+            Background::Uniform { load, .. }
+            | Background::WorstCase { load, .. }
+            | Background::Production { load, .. }
+                if load == 0.0 =>
+            {
+                (0, "")
+            }
+            Background::Uniform { .. } | Background::WorstCase { .. } => (1, "one per source of traffic"),
+            Background::Production { .. } => (2, "a background job has 2 or more"),
+            Background::Congestors { .. } => (6, "three congestor jobs of 2 or more"),
+        }
+    }
+}
+
 /// The forms of a background: the parser's messages and `aar sim`'s help.
 pub const BACKGROUNDS: &str =
     "none, uniform:LOAD[:SIZE], worst-case:LOAD[:SIZE], congestors[:SIZE] or production[:LOAD[:SIZE]]";
@@ -379,7 +414,8 @@ mod order_serde {
 impl ExperimentSpec {
     /// Whether the experiment can run: a network the simulator can build, a job of at least two
     /// ranks whose nodes (`ranks / ranks_per_node`) fit its placement (across groups: of a network
-    /// of two or more), and 1 to [`MAX_ARMS`] distinct policies.
+    /// of two or more), 1 to [`MAX_ARMS`] distinct policies, and a background that can run
+    /// ([`ExperimentSpec::check_background`]).
     pub fn check(&self) -> Result<(), SpecError> {
         self.net.topo.check()?;
         if self.ranks < 2 {
@@ -417,6 +453,27 @@ impl ExperimentSpec {
         }
         if let Some((_, twice)) = self.arms.iter().enumerate().find(|&(i, a)| self.arms[..i].contains(a)) {
             return Err(SpecError::DuplicateArm { policy: twice.name() });
+        }
+        self.check_background()
+    }
+
+    /// Whether the background can mean what it says: worst-case traffic (group to group) needs
+    /// two or more groups, and a background with traffic needs enough background nodes to send
+    /// it ([`Background::min_nodes`]). Part of [`ExperimentSpec::check`]; the emulator's
+    /// `AAR_EMU_SIM`, which places no measured job of its own, asks this alone.
+    pub fn check_background(&self) -> Result<(), SpecError> {
+        let groups = self.net.topo.groups();
+        if matches!(self.background, Background::WorstCase { .. }) && groups < 2 {
+            return Err(SpecError::WorstCaseOneGroup { background: self.background.form(), groups });
+        }
+        let (min, why) = self.background.min_nodes();
+        if self.background_nodes < min {
+            return Err(SpecError::TooFewBackgroundNodes {
+                background: self.background.form(),
+                nodes: self.background_nodes,
+                min,
+                why,
+            });
         }
         Ok(())
     }
@@ -601,5 +658,35 @@ mod tests {
         assert_eq!(s.check(), Err(SpecError::DuplicateArm { policy: "auto".into() }));
         s.arms.clear();
         assert!(s.check().is_err());
+    }
+
+    #[test]
+    fn a_background_that_cannot_run_as_described_is_refused() {
+        let spec = |groups, background: &str, nodes| {
+            let mut s = ExperimentSpec::new(NetConfig::aries(groups), Workload::Barrier, 2, Placement::SameBlade);
+            s.background = background.parse().unwrap();
+            s.background_nodes = nodes;
+            s
+        };
+        assert_eq!(
+            spec(1, "worst-case:0.5", 32).check(),
+            Err(SpecError::WorstCaseOneGroup { background: "worst-case:0.5:4K".into(), groups: 1 })
+        );
+        assert_eq!(spec(2, "worst-case:0.5", 32).check(), Ok(()));
+        for (background, min) in [("uniform:0.3", 1), ("worst-case:0.1:64", 1), ("production", 2), ("congestors", 6)] {
+            let e = spec(2, background, min - 1).check().unwrap_err();
+            assert!(matches!(e, SpecError::TooFewBackgroundNodes { min: m, .. } if m == min), "{background}: {e:?}");
+            assert!(e.to_string().contains(&format!("needs {min} or more background nodes")), "{e}");
+            assert_eq!(spec(2, background, min).check(), Ok(()), "{background} on {min}");
+        }
+        // without traffic, no background node is needed
+        for background in ["none", "uniform:0", "worst-case:0", "production:0"] {
+            assert_eq!(spec(2, background, 0).check(), Ok(()), "{background}");
+        }
+        // the message's form reads back as the same background
+        for b in ["uniform:0.3:4K", "production:0.2:1M", "congestors:64", "worst-case:1:4K", "none"] {
+            let parsed: Background = b.parse().unwrap();
+            assert_eq!(parsed.form().parse::<Background>(), Ok(parsed), "{b}");
+        }
     }
 }

@@ -41,6 +41,13 @@ impl TopoSpec {
     pub fn aries(groups: u32) -> Self {
         TopoSpec::Aries { groups, global_per_router: 10 }
     }
+    /// The number of groups, without building the network.
+    pub fn groups(&self) -> u32 {
+        match *self {
+            TopoSpec::Kim { g, .. } => g,
+            TopoSpec::Aries { groups, .. } => groups,
+        }
+    }
     pub fn describe(&self) -> String {
         match self {
             TopoSpec::Kim { p, a, h, g } => format!("Kim dragonfly p={p} a={a} h={h} g={g}"),

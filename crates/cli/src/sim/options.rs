@@ -132,6 +132,12 @@ impl ExpOpts {
                 format!("--ranks {} --ranks-per-node {}: {e}", self.ranks, self.ranks_per_node.0)
             }
             SpecError::AcrossOneGroup { .. } => format!("--placement across-groups {}: {e}", self.net.shape()),
+            SpecError::WorstCaseOneGroup { .. } => {
+                format!("--background {} {}: {e}", self.background.form(), self.net.shape())
+            }
+            SpecError::TooFewBackgroundNodes { .. } => {
+                format!("--background {} --background-nodes {}: {e}", self.background.form(), self.background_nodes)
+            }
             SpecError::RankNodes { .. } => e.to_string(),
             SpecError::Arms { .. } | SpecError::DuplicateArm { .. } => format!("--policy: {e}"),
             SpecError::Topology(_) => e.to_string(),

@@ -127,6 +127,9 @@ pub enum SimSpecError {
          {why} (give background-nodes={min} or more, or background=none)"
     )]
     TooFewBackgroundNodes { background: String, nodes: u32, min: u32, why: &'static str },
+    /// Any other of the simulator's checks of the experiment, in its own words.
+    #[error("{0}")]
+    Experiment(SpecError),
 }
 
 impl SimSpec {
@@ -150,24 +153,15 @@ impl SimSpec {
             }
             self.placement = Placement::SameGroup;
         }
-        let (min, why) = match self.background {
-            Background::None => (0, ""),
-            Background::Uniform { load, .. } | Background::WorstCase { load, .. } if load == 0.0 => (0, ""),
-            Background::Uniform { .. } | Background::WorstCase { .. } => (1, "one per source of traffic"),
-            Background::Production { .. } => (2, "a background job has 2 or more"),
-            Background::Congestors { .. } => (6, "three congestor jobs of 2 or more"),
-        };
-        if matches!(self.background, Background::WorstCase { .. }) && self.groups == 1 {
-            return Err(SimSpecError::WorstCaseOneGroup(background_text));
-        }
-        if self.background_nodes < min {
-            return Err(SimSpecError::TooFewBackgroundNodes {
-                background: background_text,
-                nodes: self.background_nodes,
-                min,
-                why,
-            });
-        }
+        // The simulator's rule (worst case needs two groups; a background needs enough nodes to
+        // send), said in the keys of AAR_EMU_SIM.
+        self.experiment().check_background().map_err(|e| match e {
+            SpecError::WorstCaseOneGroup { .. } => SimSpecError::WorstCaseOneGroup(background_text),
+            SpecError::TooFewBackgroundNodes { nodes, min, why, .. } => {
+                SimSpecError::TooFewBackgroundNodes { background: background_text, nodes, min, why }
+            }
+            other => SimSpecError::Experiment(other),
+        })?;
         Ok(())
     }
 
@@ -461,7 +455,11 @@ mod tests {
         assert_eq!(one.placement, Placement::SameGroup);
         assert_eq!("groups=1,placement=scattered".parse::<SimSpec>().unwrap().placement, Placement::Scattered);
         // No load, or no background, needs no background nodes.
-        for spec in ["background=uniform:0,background-nodes=0", "background=none,background-nodes=0"] {
+        for spec in [
+            "background=uniform:0,background-nodes=0",
+            "background=production:0,background-nodes=0",
+            "background=none,background-nodes=0",
+        ] {
             assert!(spec.parse::<SimSpec>().is_ok(), "{spec}");
         }
         for spec in ["background=congestors,background-nodes=6", "background=worst-case:0.1,groups=2"] {
