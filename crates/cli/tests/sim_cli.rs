@@ -613,6 +613,13 @@ fn backgrounds_that_cannot_run_as_described_are_refused_naming_the_options() {
             "aar: --background worst-case:0.1:64 --kim 2,2,1,1: ",
             "from each group to the next",
         ),
+        // kept to the job's groups (the default), the background of a job inside one group has no
+        // next group either: it ran as uniform traffic in the group
+        (
+            vec!["--groups", "2", "--background", "worst-case:0.5"],
+            "aar: --background worst-case:0.5:4K --placement same-blade: ",
+            "only group 0 of the 2: give the background the whole machine",
+        ),
         (
             vec!["--groups", "1", "--background", "uniform:0.3", "--background-nodes", "0"],
             "aar: --background uniform:0.3:4K --background-nodes 0: ",
@@ -643,7 +650,8 @@ fn backgrounds_that_cannot_run_as_described_are_refused_naming_the_options() {
         vec!["--groups", "1", "--background", "production:0", "--background-nodes", "0"],
         vec!["--groups", "1", "--background", "none", "--background-nodes", "0"],
         vec!["--groups", "1", "--background", "congestors:64", "--background-nodes", "6"],
-        vec!["--groups", "2", "--background", "worst-case:0.1:64", "--background-nodes", "1"],
+        vec!["--groups", "2", "--background", "worst-case:0.1:64", "--background-nodes", "1", "--background-global"],
+        vec!["--groups", "2", "--background", "worst-case:0", "--background-nodes", "0"],
     ] {
         let args = [&small[..], &args[..]].concat();
         let (code, _, err) = sim(&args);

@@ -98,13 +98,22 @@ pub enum SpecError {
          give it 2 or more groups, or use placement same-group (or scattered) for a job inside one group"
     )]
     AcrossOneGroup { groups: u32 },
-    /// Worst-case background (each group's background nodes send to the next group's) on a
-    /// network of one group: it would be traffic inside the group under another name.
+    /// Worst-case traffic (each group's nodes send to the next group's) on a network of one
+    /// group: it would be traffic inside the group under another name. `traffic` says which
+    /// (a background, `aar sim synth`'s pattern).
     #[error(
-        "background {background} sends from each group to the next, and the network has {groups} group: give it 2 \
-         or more groups, or use a background inside one group (uniform:LOAD)"
+        "{traffic} sends from each group to the next, and the network has {groups} group: give it 2 or more \
+         groups, or use uniform traffic"
     )]
-    WorstCaseOneGroup { background: String, groups: u32 },
+    WorstCaseOneGroup { traffic: String, groups: u32 },
+    /// Worst-case background kept to the measured job's groups, of a job inside one group: the
+    /// background has no next group to send to, and would run as uniform traffic in the group.
+    #[error(
+        "background {background} sends from each group to the next, and kept to the measured job's groups it has \
+         only group {group} of the {groups}: give the background the whole machine, the job 2 or more groups, or \
+         give a uniform background"
+    )]
+    WorstCaseJobGroup { background: String, group: u32, groups: u32 },
     /// A background that sends nothing with so few background nodes (see
     /// `Background::min_nodes`).
     #[error(

@@ -5,6 +5,7 @@
 use crate::config::{Mode, NetConfig};
 use crate::error::{ParseError, SpecError};
 use crate::record::{IterSample, RankRecord};
+use crate::rng::Rng;
 use crate::topology::Topology;
 use crate::workload::{Placement, Workload};
 pub use aar_engine::{AbOrder, AbSchedule};
@@ -463,8 +464,27 @@ impl ExperimentSpec {
     /// `AAR_EMU_SIM`, which places no measured job of its own, asks this alone.
     pub fn check_background(&self) -> Result<(), SpecError> {
         let groups = self.net.topo.groups();
-        if matches!(self.background, Background::WorstCase { .. }) && groups < 2 {
-            return Err(SpecError::WorstCaseOneGroup { background: self.background.form(), groups });
+        let worst_case = matches!(self.background, Background::WorstCase { load, .. } if load > 0.0);
+        if worst_case && groups < 2 {
+            return Err(SpecError::WorstCaseOneGroup {
+                traffic: format!("background {}", self.background.form()),
+                groups,
+            });
+        }
+        if worst_case && self.background_local && self.net.topo.check().is_ok() {
+            // kept to the measured job's groups, the background has a next group only if the job
+            // has nodes in two (a placement that does not fit is its own check's to say)
+            let topo = Topology::new(self.net.topo.clone());
+            if self.placement.check(&topo, self.nodes()).is_ok() {
+                let nodes = self.node_of_ranks(&topo, &mut self.rng());
+                if nodes.iter().all(|&n| topo.group_of_node(n) == topo.group_of_node(nodes[0])) {
+                    return Err(SpecError::WorstCaseJobGroup {
+                        background: self.background.form(),
+                        group: nodes.first().map_or(0, |&n| topo.group_of_node(n)),
+                        groups,
+                    });
+                }
+            }
         }
         let (min, why) = self.background.min_nodes();
         if self.background_nodes < min {
@@ -476,6 +496,22 @@ impl ExperimentSpec {
             });
         }
         Ok(())
+    }
+
+    /// The random numbers of a run (placement, then background, routing and ring), from the seed.
+    pub(crate) fn rng(&self) -> Rng {
+        Rng::new(self.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA11)
+    }
+
+    /// The node of each rank, `ranks_per_node` consecutive ranks on each of the placement's nodes
+    /// (or `rank_nodes`); the placement must pass its check. A `scattered` placement draws from
+    /// `rng`, which a run starts with [`ExperimentSpec::rng`].
+    pub(crate) fn node_of_ranks(&self, topo: &Topology, rng: &mut Rng) -> Vec<u32> {
+        let k = self.ranks_per_node.max(1) as usize;
+        match &self.rank_nodes {
+            Some(n) => n.clone(),
+            None => self.placement.nodes(topo, self.nodes(), rng).iter().flat_map(|&n| [n].repeat(k)).collect(),
+        }
     }
 
     /// Nodes of the measured job: `ranks / ranks_per_node`.
@@ -670,10 +706,42 @@ mod tests {
         };
         assert_eq!(
             spec(1, "worst-case:0.5", 32).check(),
-            Err(SpecError::WorstCaseOneGroup { background: "worst-case:0.5:4K".into(), groups: 1 })
+            Err(SpecError::WorstCaseOneGroup { traffic: "background worst-case:0.5:4K".into(), groups: 1 })
         );
-        assert_eq!(spec(2, "worst-case:0.5", 32).check(), Ok(()));
+        // kept to the groups of a job inside one group, it has no next group either
+        assert_eq!(
+            spec(2, "worst-case:0.5", 32).check(),
+            Err(SpecError::WorstCaseJobGroup { background: "worst-case:0.5:4K".into(), group: 0, groups: 2 })
+        );
+        let mut global = spec(2, "worst-case:0.5", 32);
+        global.background_local = false;
+        assert_eq!(global.check(), Ok(()));
+        let mut across = spec(2, "worst-case:0.5", 32);
+        across.placement = Placement::AcrossGroups;
+        assert_eq!(across.check(), Ok(()));
+        // two ranks on one node are in one group, wherever the node is
+        across.ranks_per_node = 2;
+        assert!(matches!(across.check(), Err(SpecError::WorstCaseJobGroup { .. })), "{:?}", across.check());
+        // scattered: as the run places the job (seed 1 and 3 put 2 nodes in one group of 2; 2 in two)
+        let mut scattered = spec(2, "worst-case:0.5", 32);
+        scattered.placement = Placement::Scattered;
+        let outcomes: Vec<bool> = (1..=8)
+            .map(|seed| {
+                scattered.seed = seed;
+                let topo = Topology::new(scattered.net.topo.clone());
+                let nodes = scattered.node_of_ranks(&topo, &mut scattered.rng());
+                let one = topo.group_of_node(nodes[0]) == topo.group_of_node(nodes[1]);
+                assert_eq!(scattered.check().is_err(), one, "seed {seed}: {nodes:?}");
+                one
+            })
+            .collect();
+        assert!(outcomes.contains(&true) && outcomes.contains(&false), "{outcomes:?}");
         for (background, min) in [("uniform:0.3", 1), ("worst-case:0.1:64", 1), ("production", 2), ("congestors", 6)] {
+            let spec = |groups, background, nodes| {
+                let mut s = spec(groups, background, nodes);
+                s.background_local = false;
+                s
+            };
             let e = spec(2, background, min - 1).check().unwrap_err();
             assert!(matches!(e, SpecError::TooFewBackgroundNodes { min: m, .. } if m == min), "{background}: {e:?}");
             assert!(e.to_string().contains(&format!("needs {min} or more background nodes")), "{e}");

@@ -135,6 +135,11 @@ impl ExpOpts {
             SpecError::WorstCaseOneGroup { .. } => {
                 format!("--background {} {}: {e}", self.background.form(), self.net.shape())
             }
+            SpecError::WorstCaseJobGroup { .. } => format!(
+                "--background {} --placement {}: {e} (--background-global, --placement across-groups)",
+                self.background.form(),
+                self.placement.name()
+            ),
             SpecError::TooFewBackgroundNodes { .. } => {
                 format!("--background {} --background-nodes {}: {e}", self.background.form(), self.background_nodes)
             }

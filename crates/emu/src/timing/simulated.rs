@@ -18,8 +18,9 @@
 //! | `seed` | 1 | seed of the simulation (placement `scattered`, routing, background) |
 //!
 //! A key given twice, and combinations that cannot mean anything (across groups or worst-case
-//! background on one group, a background with too few `background-nodes` to run), are refused
-//! like bad values.
+//! background on one group, worst-case background kept to the one group of the process's nodes,
+//! a background with too few `background-nodes` to run), are refused like bad values; the
+//! background's rules are the simulator's (`ExperimentSpec::check_background`).
 //!
 //! Node mapping: the placement gives `nodes` simulated nodes n_0, n_1, ... for ranks 0, 1, ...
 //! (across-groups: n_i in group i mod groups). The NIC with address a (GNI_CdmAttach hands out
@@ -123,6 +124,12 @@ pub enum SimSpecError {
     )]
     WorstCaseOneGroup(String),
     #[error(
+        "background=\"{0}\" with background-global=0 and the process's nodes all in group {1}: worst-case traffic \
+         goes from each group to the next, and the background is kept to that group (give background-global=1, \
+         a placement over 2 or more groups, or background=uniform:LOAD)"
+    )]
+    WorstCaseNodesGroup(String, u32),
+    #[error(
         "background=\"{background}\" with background-nodes={nodes}: it needs {min} or more background nodes, \
          {why} (give background-nodes={min} or more, or background=none)"
     )]
@@ -157,6 +164,7 @@ impl SimSpec {
         // send), said in the keys of AAR_EMU_SIM.
         self.experiment().check_background().map_err(|e| match e {
             SpecError::WorstCaseOneGroup { .. } => SimSpecError::WorstCaseOneGroup(background_text),
+            SpecError::WorstCaseJobGroup { group, .. } => SimSpecError::WorstCaseNodesGroup(background_text, group),
             SpecError::TooFewBackgroundNodes { nodes, min, why, .. } => {
                 SimSpecError::TooFewBackgroundNodes { background: background_text, nodes, min, why }
             }
@@ -442,6 +450,10 @@ mod tests {
             ("background=uniform:0.3,background-nodes=0", "background-nodes=0: it needs 1 or more background nodes"),
             ("background=congestors,background-nodes=5", "needs 6 or more background nodes"),
             ("background=production,background-nodes=1", "needs 2 or more background nodes"),
+            (
+                "groups=2,placement=same-group,background=worst-case:0.5",
+                "background=\"worst-case:0.5\" with background-global=0 and the process's nodes all in group 0",
+            ),
         ] {
             let e = spec.parse::<SimSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
@@ -462,7 +474,11 @@ mod tests {
         ] {
             assert!(spec.parse::<SimSpec>().is_ok(), "{spec}");
         }
-        for spec in ["background=congestors,background-nodes=6", "background=worst-case:0.1,groups=2"] {
+        for spec in [
+            "background=congestors,background-nodes=6",
+            "background=worst-case:0.1,groups=2",
+            "background=worst-case:0.1,placement=same-group,background-global=1",
+        ] {
             assert!(spec.parse::<SimSpec>().is_ok(), "{spec}");
         }
     }

@@ -78,16 +78,10 @@ impl Simulation {
 
     fn build_with(spec: &ExperimentSpec, measured_job: bool) -> (Simulation, Vec<u32>) {
         let net = Net::new(spec.net.clone(), spec.seed);
-        let mut rng = Rng::new(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA11);
-        let topo = &net.topo;
-        // the node of each rank: K consecutive ranks on each of the placement's nodes
-        let k = spec.ranks_per_node.max(1) as usize;
-        let nodes = match &spec.rank_nodes {
-            Some(n) => n.clone(),
-            None => spec.placement.nodes(topo, spec.nodes(), &mut rng).iter().flat_map(|&n| [n].repeat(k)).collect(),
-        };
+        let mut rng = spec.rng();
+        let nodes = spec.node_of_ranks(&net.topo, &mut rng);
         let mut w = Simulation {
-            node_groups: topo.groups,
+            node_groups: net.topo.groups,
             net,
             ranks: Vec::new(),
             jobs: Vec::new(),
