@@ -588,3 +588,204 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
     );
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
 }
+
+/// A job of `aar run` over `sh -c SCRIPT`, its stdout read line by line on a thread (so a job
+/// that misbehaves fails the test at a deadline instead of hanging it); killed if the test fails.
+struct Job {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Job {
+    fn start(args: &[&str], script: &str, session: Session) -> Job {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = aar();
+        cmd.arg("run").args(args).args(["--", "sh", "-c", script]).stdout(Stdio::piped()).stderr(Stdio::piped());
+        match session {
+            // As a shell starts a job: its own process group, its parent (the shell) in another
+            // of the same session.
+            Session::Job => {
+                cmd.process_group(0);
+            }
+            // A new session: an orphaned process group (a daemon's, a batch system's), in which
+            // the kernel discards SIGTSTP.
+            Session::Orphaned => unsafe {
+                // SAFETY: setsid is async-signal-safe.
+                cmd.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+            },
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Job { child, lines }
+    }
+
+    fn pid(&self) -> libc::pid_t {
+        self.child.id() as libc::pid_t
+    }
+
+    /// Wait up to 30 s for `n` lines that start with `prefix` (other lines are skipped).
+    fn expect_lines(&self, n: usize, prefix: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut seen = 0;
+        while seen < n {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => seen += 1,
+                Ok(_) => {}
+                Err(e) => panic!("{seen} of {n} lines \"{prefix}...\" within 30 s ({e})"),
+            }
+        }
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill only sends a signal to the launcher this test started.
+        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0);
+    }
+
+    /// Wait up to 60 s for the launcher to exit: its status and stderr.
+    fn finish(mut self) -> (std::process::ExitStatus, String) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut err).unwrap();
+                return (st, err);
+            }
+            assert!(std::time::Instant::now() < deadline, "aar run did not exit within 60 s");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        // A test that failed: the launcher goes, and its ranks with it (PR_SET_PDEATHSIG).
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Session {
+    Job,
+    Orphaned,
+}
+
+/// A process's state (R, S, T...) from /proc/PID/stat; None once it is gone.
+fn state(pid: libc::pid_t) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().next()?.chars().next()
+}
+
+/// The descendants of `pid`, from /proc.
+fn descendants(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let parent = |p: libc::pid_t| -> Option<libc::pid_t> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    };
+    let all: Vec<(libc::pid_t, libc::pid_t)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter_map(|p| Some((p, parent(p)?)))
+        .collect();
+    let (mut found, mut parents) = (Vec::new(), vec![pid]);
+    while let Some(p) = parents.pop() {
+        for &(child, _) in all.iter().filter(|(_, pp)| *pp == p) {
+            found.push(child);
+            parents.push(child);
+        }
+    }
+    found
+}
+
+/// Poll up to 30 s for `check`; whether it held.
+fn within_30_s(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !check() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
+/// SIGTSTP to `aar run` (Ctrl-Z, or `kill -TSTP` of the launcher alone) stops every process of
+/// the job, the ranks' children too, then the launcher; SIGCONT resumes them all, and the time
+/// the job was stopped does not count against its time limit. In an orphaned process group,
+/// where the kernel discards SIGTSTP, the launcher stops all the same.
+#[test]
+fn sigtstp_stops_the_whole_job_and_sigcont_resumes_it() {
+    let tag = std::process::id() % 100_000;
+    for (i, (session, limit)) in [(Session::Job, 6), (Session::Orphaned, 0)].into_iter().enumerate() {
+        // Each rank: a shell whose child `sleep` runs until the test ends it.
+        let held = format!("7{tag:05}{i}");
+        let script = format!("echo ready; sleep {held}; echo done $PMI_RANK");
+        let started = std::time::Instant::now();
+        let job = Job::start(&["-n", "2", "--time", &format!("0:{limit}")], &script, session);
+        job.expect_lines(2, "ready");
+        // Both `sleep`s started (a shell that is starting one may wait for it in state D).
+        assert!(within_30_s(|| sleeps(&held).len() == 2), "{session:?}: the ranks' sleeps did not start");
+        job.signal(libc::SIGTSTP);
+        let all_stopped = || {
+            let procs = descendants(job.pid());
+            procs.len() == 4 && state(job.pid()) == Some('T') && procs.iter().all(|&p| state(p) == Some('T'))
+        };
+        assert!(
+            within_30_s(all_stopped),
+            "{session:?}: launcher {:?}, job {:?}",
+            state(job.pid()),
+            descendants(job.pid()).iter().map(|&p| (p, state(p))).collect::<Vec<_>>()
+        );
+        // A stopped process acts on SIGTERM only once continued; and a stop longer than the time
+        // limit does not end the job once it goes on.
+        for pid in sleeps(&held) {
+            // SAFETY: kill only sends SIGTERM to a `sleep` this test started.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        while started.elapsed() < std::time::Duration::from_secs(limit + 2) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(all_stopped(), "{session:?}: the job went on while stopped");
+        job.signal(libc::SIGCONT);
+        job.expect_lines(2, "done");
+        let (st, err) = job.finish();
+        assert_eq!(st.code(), Some(0), "{session:?}: {err}");
+        assert!(
+            err.contains(
+                "got SIGTSTP: SIGSTOP to the 2 ranks still running and the processes they started, then aar run stops"
+            ) && err.contains("stopped: the 2 ranks still running go on"),
+            "{session:?}: {err}"
+        );
+        if limit > 0 {
+            assert!(err.contains("the time limit of 0:00:06 (--time 0:6) does not count the time stopped"), "{err}");
+        }
+        assert_eq!(gone_within_10_s(&held), [], "{session:?}");
+    }
+}
+
+/// SIGUSR1 and SIGUSR2 to `aar run` go to the ranks, as srun and hydra's mpiexec forward them,
+/// and the job goes on.
+#[test]
+fn sigusr1_and_sigusr2_are_forwarded_to_the_ranks() {
+    let script = "trap 'echo usr1 $PMI_RANK' USR1; trap 'echo usr2 $PMI_RANK; exit 0' USR2; echo ready; \
+                  while :; do sleep 0.05; done";
+    let job = Job::start(&["-n", "3"], script, Session::Job);
+    job.expect_lines(3, "ready");
+    job.signal(libc::SIGUSR1);
+    job.expect_lines(3, "usr1 ");
+    job.signal(libc::SIGUSR2);
+    job.expect_lines(3, "usr2 ");
+    let (st, err) = job.finish();
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert!(err.contains("got SIGUSR1: forwarded to the 3 ranks still running."), "{err}");
+    assert!(err.contains("got SIGUSR2: forwarded to the 3 ranks"), "{err}");
+}

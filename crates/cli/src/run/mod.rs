@@ -24,10 +24,18 @@
 //!   exit status 1: that barrier can never complete. SIGINT, SIGTERM or SIGHUP to `aar run` is
 //!   forwarded to the ranks the same way ([`signals`]). A time limit ([`time`]: `--time`,
 //!   `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with exit status
-//!   124. Processes the ranks leave running end with the job (the launcher is their subreaper), and
-//!   ranks end with a launcher killed by SIGKILL. Whatever the end, the job folder is removed after
-//!   the last rank ended; folders that launchers killed by SIGKILL left behind are removed by the
-//!   next `aar run`.
+//!   124; the time the job was stopped does not count. Processes the ranks leave running end with
+//!   the job (the launcher is their subreaper), and ranks end with a launcher killed by SIGKILL.
+//!   Whatever the end, the job folder is removed after the last rank ended; folders that launchers
+//!   killed by SIGKILL left behind are removed by the next `aar run`.
+//!
+//! - Job control, as users of mpiexec and srun expect it: SIGTSTP (Ctrl-Z) stops the job, SIGSTOP
+//!   to the ranks and every process they started (as srun: no rank can catch or ignore it), then
+//!   the launcher stops itself with SIGTSTP (so its shell reports a stopped job), or with SIGSTOP
+//!   in an orphaned process group, where the kernel discards SIGTSTP. SIGCONT (`fg`, `bg`,
+//!   `kill -CONT`) goes to all of them; the time limit and the grace before SIGKILL are moved by the
+//!   time stopped. SIGUSR1 and SIGUSR2 are forwarded to the ranks, as srun and hydra forward them.
+//!   SIGSTOP, which no process can catch, stops only the launcher.
 //!
 //! Ranks share the launcher's stdout and stderr; rank 0 gets its stdin, the others /dev/null.
 
@@ -72,9 +80,10 @@ pub struct RunArgs {
     ranks_per_node: u32,
     /// Time limit, as srun --time: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or
     /// DAYS-HOURS[:MINUTES[:SECONDS]]; 0 for none. On expiry the ranks still running are named and
-    /// ended as at any end, and aar run exits 124. Default: MPIEXEC_TIMEOUT (seconds, as hydra and
-    /// Open MPI read it), else none, as mpiexec's: a long run is no error, and a guessed limit would
-    /// kill honest ones; set one where a hung rank must not wait forever (batch scripts, tests)
+    /// ended as at any end, and aar run exits 124; time the job was stopped (Ctrl-Z) does not count.
+    /// Default: MPIEXEC_TIMEOUT (seconds, as hydra and Open MPI read it), else none, as mpiexec's:
+    /// a long run is no error, and a guessed limit would kill honest ones; set one where a hung
+    /// rank must not wait forever (batch scripts, tests)
     #[arg(long = "time", value_name = "LIMIT")]
     time: Option<time::TimeLimit>,
     /// The program each rank runs (a path, or a name looked up in PATH), and its arguments
@@ -94,6 +103,8 @@ const EXIT_TIMEOUT: i32 = 124;
 const EXIT_STUCK: i32 = 1;
 /// How long ranks have to end after SIGTERM before they get SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
+/// How long a stop of the job waits for its ranks to be stopped before the launcher stops.
+const STOP_WAIT: Duration = Duration::from_secs(1);
 
 pub fn run(args: RunArgs) -> i32 {
     let env = std::env::var_os(time::ENV).map(|v| v.to_string_lossy().into_owned());
@@ -198,18 +209,80 @@ fn reap_orphans(ranks: &[libc::pid_t]) -> Vec<libc::pid_t> {
 
 /// This process's children, from /proc.
 fn children() -> Vec<libc::pid_t> {
-    let me = std::process::id().to_string();
+    let me = std::process::id() as libc::pid_t;
+    processes().into_iter().filter(|p| p.ppid == me).map(|p| p.pid).collect()
+}
+
+/// This process's descendants (the ranks, what they started, and what they left to this launcher
+/// as their subreaper), parents before their children, from /proc.
+fn descendants() -> Vec<Process> {
+    let all = processes();
+    let mut found: Vec<Process> = Vec::new();
+    let mut parents = vec![std::process::id() as libc::pid_t];
+    // Bounded: /proc is read process by process, so a reused pid could make a loop of parents.
+    while let Some(parent) = parents.pop().filter(|_| found.len() < all.len()) {
+        for p in all.iter().filter(|p| p.ppid == parent) {
+            parents.push(p.pid);
+            found.push(p.clone());
+        }
+    }
+    found
+}
+
+/// A process as /proc/PID/stat shows it.
+#[derive(Clone)]
+struct Process {
+    pid: libc::pid_t,
+    ppid: libc::pid_t,
+    /// R, S, D, T (stopped), t (traced), Z, X...
+    state: char,
+}
+
+impl Process {
+    /// Stopped, or gone: nothing of it runs.
+    fn halted(&self) -> bool {
+        matches!(self.state, 'T' | 't' | 'Z' | 'X')
+    }
+}
+
+/// The processes of this machine.
+fn processes() -> Vec<Process> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
-        .filter(|pid| {
-            // The parent is the 4th field of /proc/PID/stat, after the name in parentheses.
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().nth(1).map(str::to_string)))
-                .flatten()
-                .is_some_and(|ppid| ppid == me)
+        .filter_map(|pid| {
+            // The state and the parent are the 3rd and 4th fields, after the name in parentheses.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = rest.next()?.chars().next()?;
+            let ppid = rest.next()?.parse().ok()?;
+            Some(Process { pid, ppid, state })
         })
         .collect()
+}
+
+/// SIGSTOP to this launcher's descendants, parents first, again until no new one shows (a process
+/// may fork before its stop), then wait until they are stopped, so the job is stopped when its
+/// shell says so; bounded by [`STOP_WAIT`], for a process stuck in the kernel (it stops when it
+/// leaves it).
+fn stop_descendants() {
+    let started = Instant::now();
+    let mut sent: Vec<libc::pid_t> = Vec::new();
+    loop {
+        let new: Vec<libc::pid_t> =
+            descendants().into_iter().map(|p| p.pid).filter(|pid| !sent.contains(pid)).collect();
+        if new.is_empty() || started.elapsed() >= STOP_WAIT {
+            break;
+        }
+        for &pid in &new {
+            // SAFETY: kill only sends SIGSTOP to a process of this job (found just now; as with any
+            // kill by pid, one that ended since and whose pid was reused would get it instead).
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+        }
+        sent.extend(new);
+    }
+    while !descendants().iter().all(Process::halted) && started.elapsed() < STOP_WAIT {
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// One started rank: its process, the launcher's end of its PMI socket, and its exit.
@@ -258,6 +331,8 @@ struct Supervisor {
     deadline: Option<Instant>,
     /// The open-file limit the ranks get back at exec, if this launcher raised its own.
     nofile: Option<libc::rlimit>,
+    /// When SIGTSTP stopped the job, until the SIGCONT that resumed it.
+    stopped_at: Option<Instant>,
 }
 
 impl Supervisor {
@@ -274,6 +349,7 @@ impl Supervisor {
             limit,
             deadline: None,
             nofile,
+            stopped_at: None,
         }
     }
 
@@ -381,6 +457,12 @@ impl Supervisor {
             for &sig in &arrived {
                 if signals::ENDING.contains(&sig) {
                     self.on_launcher_signal(sig);
+                } else if signals::FORWARDED.contains(&sig) {
+                    self.forward(sig);
+                } else if sig == libc::SIGTSTP {
+                    self.stop();
+                } else if sig == libc::SIGCONT {
+                    self.resume();
                 }
             }
             if arrived.contains(&libc::SIGCHLD) {
@@ -462,6 +544,77 @@ impl Supervisor {
         self.sent = sig;
         self.ending = Some(128 + sig);
         self.kill_at = Some(Instant::now() + GRACE);
+    }
+
+    /// SIGUSR1 or SIGUSR2 to the launcher: to the ranks still running, and nothing else (a rank
+    /// that dies of it ends the job, as any rank killed by a signal).
+    fn forward(&mut self, sig: libc::c_int) {
+        let n = self.running().len();
+        eprintln!(
+            "aar run: got {}: forwarded to the {n} {} still running.",
+            signals::name(sig),
+            if n == 1 { "rank" } else { "ranks" }
+        );
+        self.signal_running(sig);
+    }
+
+    /// SIGTSTP to the launcher (Ctrl-Z): SIGSTOP to the ranks still running and to the processes
+    /// they started (as srun stops a step's tasks: none can catch or ignore SIGSTOP, so nothing of
+    /// the job runs on alone), then the launcher stops; it returns once resumed. The time limit
+    /// and the grace before SIGKILL do not count the time stopped ([`Self::resume`]).
+    fn stop(&mut self) {
+        if signals::continued_since_stop_request() {
+            // `kill -TSTP` then `kill -CONT` before this loop looked: the stop is already over.
+            return;
+        }
+        let n = self.running().len();
+        let limit = match (&self.limit, self.deadline.filter(|_| self.ending.is_none())) {
+            (Some(l), Some(t)) => format!(
+                "; the time limit of {} ({}) does not count the time stopped ({} left)",
+                time::show(l.limit),
+                l.from,
+                time::show(t.saturating_duration_since(Instant::now()))
+            ),
+            _ => String::new(),
+        };
+        eprintln!(
+            "aar run: got SIGTSTP: SIGSTOP to the {n} {} still running and the processes they started, then aar run \
+             stops; SIGCONT (fg or bg in its shell, kill -CONT {}) resumes the job{limit}.",
+            if n == 1 { "rank" } else { "ranks" },
+            std::process::id()
+        );
+        stop_descendants();
+        self.stopped_at.get_or_insert_with(Instant::now);
+        signals::stop_self();
+        // Resumed: at once, before the time limit is looked at (the SIGCONT that resumed this
+        // process comes through the pipe too, and only resumes again what is still stopped).
+        self.resume();
+    }
+
+    /// SIGCONT to the launcher: to the ranks and the processes they started (stopped or not: a
+    /// continue is harmless to a running process); after a stop of the job, its time limit and the
+    /// grace before SIGKILL are moved by the time it was stopped.
+    fn resume(&mut self) {
+        for p in descendants() {
+            // SAFETY: kill only sends SIGCONT to a process of this job.
+            unsafe { libc::kill(p.pid, libc::SIGCONT) };
+        }
+        let Some(at) = self.stopped_at.take() else { return };
+        let stopped = at.elapsed();
+        self.deadline = self.deadline.map(|t| t + stopped);
+        self.kill_at = self.kill_at.map(|t| t + stopped);
+        let n = self.running().len();
+        let limit = match (&self.limit, self.deadline.filter(|_| self.ending.is_none())) {
+            (Some(_), Some(t)) => {
+                format!("; the time limit has {} left", time::show(t.saturating_duration_since(Instant::now())))
+            }
+            _ => String::new(),
+        };
+        eprintln!(
+            "aar run: got SIGCONT after {} stopped: the {n} {} still running go on{limit}.",
+            time::show(stopped),
+            if n == 1 { "rank" } else { "ranks" }
+        );
     }
 
     /// Read what rank `r` sent and answer its complete messages (a rank that waits for an

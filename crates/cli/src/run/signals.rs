@@ -1,17 +1,37 @@
 //! The launcher's signals as bytes on a pipe (the self-pipe trick), so one poll loop sees rank
-//! messages, rank exits (SIGCHLD) and requests to end the job (SIGINT, SIGTERM, SIGHUP) in order.
+//! messages, rank exits (SIGCHLD), requests to end the job (SIGINT, SIGTERM, SIGHUP), job control
+//! (SIGTSTP, SIGCONT) and signals meant for the ranks (SIGUSR1, SIGUSR2) in order.
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// The signals that end the job: forwarded to the ranks.
 pub const ENDING: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
+/// The signals only forwarded to the ranks, as srun and hydra's mpiexec forward them (a program
+/// may use them to checkpoint or report progress); the job goes on unless a rank dies of one.
+pub const FORWARDED: [libc::c_int; 2] = [libc::SIGUSR1, libc::SIGUSR2];
+
+/// Job control: a stop request (Ctrl-Z, `kill -TSTP`) and the continue that ends a stop.
+pub const JOB_CONTROL: [libc::c_int; 2] = [libc::SIGTSTP, libc::SIGCONT];
+
 /// The pipe's write end, for the handler.
 static WRITE_END: AtomicI32 = AtomicI32::new(-1);
 
+/// Numbers the handler's runs; the last SIGTSTP's and the last SIGCONT's, so [`stop_self`] can
+/// tell a continue that came after the stop request (nothing would end that stop) and whether
+/// its own stop happened.
+static SEQ: AtomicU64 = AtomicU64::new(1);
+static LAST_TSTP: AtomicU64 = AtomicU64::new(0);
+static LAST_CONT: AtomicU64 = AtomicU64::new(0);
+
 extern "C" fn on_signal(sig: libc::c_int) {
+    match sig {
+        libc::SIGTSTP => LAST_TSTP.store(SEQ.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst),
+        libc::SIGCONT => LAST_CONT.store(SEQ.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst),
+        _ => {}
+    }
     let byte = sig as u8;
     let fd = WRITE_END.load(Ordering::Relaxed);
     // SAFETY: write is async-signal-safe; fd is the pipe's non-blocking write end (a full pipe
@@ -29,8 +49,8 @@ pub struct SignalPipe {
 }
 
 impl SignalPipe {
-    /// Install the handlers for SIGCHLD and [`ENDING`]. Ranks started after this get the default
-    /// dispositions back at exec.
+    /// Install the handlers for SIGCHLD, [`ENDING`], [`FORWARDED`] and [`JOB_CONTROL`]. Ranks
+    /// started after this get the default dispositions back at exec.
     pub fn install() -> std::io::Result<Self> {
         let mut fds = [0; 2];
         // SAFETY: fds is a valid array of two ints for pipe2 to fill.
@@ -42,18 +62,8 @@ impl SignalPipe {
         let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         WRITE_END.store(write_end.as_raw_fd(), Ordering::Relaxed);
         std::mem::forget(write_end);
-        for sig in ENDING.into_iter().chain([libc::SIGCHLD]) {
-            // SAFETY: a zeroed sigaction is valid; the handler only calls async-signal-safe
-            // functions; SA_RESTART keeps the loop's blocking writes going (poll still returns).
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-                sa.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut sa.sa_mask);
-                if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
+        for sig in ENDING.into_iter().chain(FORWARDED).chain(JOB_CONTROL).chain([libc::SIGCHLD]) {
+            handle(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t)?;
         }
         Ok(SignalPipe { read_end: std::fs::File::from(read_end) })
     }
@@ -71,6 +81,47 @@ impl SignalPipe {
             out.extend(buf[..n].iter().map(|&b| libc::c_int::from(b)));
         }
         out
+    }
+}
+
+/// Set `sig`'s disposition: [`on_signal`] (with SA_RESTART, which keeps the loop's blocking writes
+/// going; poll still returns) or SIG_DFL.
+fn handle(sig: libc::c_int, handler: libc::sighandler_t) -> std::io::Result<()> {
+    // SAFETY: a zeroed sigaction is valid; the handler only calls async-signal-safe functions.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Whether a SIGCONT came after the last SIGTSTP: the stop it asked for is already over.
+pub fn continued_since_stop_request() -> bool {
+    LAST_CONT.load(Ordering::SeqCst) > LAST_TSTP.load(Ordering::SeqCst)
+}
+
+/// Stop this process as SIGTSTP's default action does (so a shell reports the job as stopped by
+/// Ctrl-Z), and return once a SIGCONT resumed it. In an orphaned process group (a launcher under
+/// `setsid`, a daemon, a batch system) the kernel discards SIGTSTP, as nothing could resume the
+/// group by job control; the process then stops with SIGSTOP: its ranks are stopped, so must it
+/// be, and `kill -CONT` resumes it.
+pub fn stop_self() {
+    let before = LAST_CONT.load(Ordering::SeqCst);
+    // With SIGTSTP's handler back in place on every path: a failure to set SIG_DFL (which cannot
+    // fail for SIGTSTP) only means the SIGSTOP below does the stopping.
+    let _ = handle(libc::SIGTSTP, libc::SIG_DFL);
+    // SAFETY: raise only sends a signal to this process; the stop happens before it returns.
+    unsafe { libc::raise(libc::SIGTSTP) };
+    let _ = handle(libc::SIGTSTP, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+    // A stop ends only with a SIGCONT, whose handler ran before raise returned.
+    if LAST_CONT.load(Ordering::SeqCst) == before {
+        // SAFETY: as above; SIGSTOP cannot be caught, ignored or discarded.
+        unsafe { libc::raise(libc::SIGSTOP) };
     }
 }
 
@@ -92,6 +143,12 @@ pub fn name(sig: libc::c_int) -> String {
         (libc::SIGPIPE, "SIGPIPE"),
         (libc::SIGALRM, "SIGALRM"),
         (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGCHLD, "SIGCHLD"),
+        (libc::SIGCONT, "SIGCONT"),
+        (libc::SIGSTOP, "SIGSTOP"),
+        (libc::SIGTSTP, "SIGTSTP"),
+        (libc::SIGTTIN, "SIGTTIN"),
+        (libc::SIGTTOU, "SIGTTOU"),
         (libc::SIGXCPU, "SIGXCPU"),
     ];
     known.iter().find(|(s, _)| *s == sig).map_or_else(|| format!("signal {sig}"), |(_, n)| (*n).to_owned())
