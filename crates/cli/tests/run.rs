@@ -483,26 +483,79 @@ fn a_job_past_its_time_limit_is_ended() {
 /// (crates/cli/src/run/capacity.rs, RANK_FILE_BYTES).
 const RANK_FILE_BYTES: u64 = 8_851_592;
 
+/// examples/cray/all_pairs.c (every rank puts to every other through the emulated uGNI), built
+/// with `pkg-config cray-pmi cray-ugni` of the build tree.
+fn all_pairs() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let release = build_release(&["aar-pmi", "aar-emu"]);
+        let pc = Command::new("pkg-config")
+            .args(["--cflags", "--libs", "cray-pmi", "cray-ugni"])
+            .env("PKG_CONFIG_PATH", release.join("pkgconfig"))
+            .output()
+            .unwrap();
+        assert!(pc.status.success(), "{}", text(&pc.stderr));
+        let prog = target_dir().join("aar-tests").join("bin").join(format!("all_pairs-{}", std::process::id()));
+        let st = Command::new("cc")
+            .arg("-O2")
+            .arg(root().join("examples/cray/all_pairs.c"))
+            .arg("-o")
+            .arg(&prog)
+            .args(text(&pc.stdout).split_whitespace())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        prog
+    })
+}
+
+/// The address space a small uGNI rank takes besides the rank files it maps, as
+/// crates/cli/src/run/capacity.rs counts it (RANK_BASE_BYTES).
+const RANK_BASE_BYTES: u64 = 8 << 20;
+
+/// An address-space limit (`ulimit -v`, which the ranks inherit) below what a rank that reaches
+/// every rank through the emulated uGNI needs is named before the job starts, with the fix; the
+/// job starts all the same (a rank without uGNI needs little). Within the limit the check asks
+/// for, such ranks run.
+#[test]
+fn an_address_space_limit_too_low_for_the_ranks_is_named() {
+    let need = 3 * RANK_FILE_BYTES.div_ceil(4096) * 4096 + RANK_BASE_BYTES;
+    let aar_path = env!("CARGO_BIN_EXE_aar");
+    let out = Command::new("prlimit")
+        .arg(format!("--as={need}"))
+        .args(["--", aar_path, "run", "-n", "3"])
+        .arg(all_pairs())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "all_pairs within --as={need}: {}\n{err}", text(&out.stdout));
+    assert!(!err.contains("ulimit -v"), "{err}");
+
+    let low = need - 1;
+    let out = Command::new("prlimit")
+        .arg(format!("--as={low}"))
+        .args(["--", aar_path, "run", "-n", "3", "sh", "-c", "echo started"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(text(&out.stdout).matches("started").count(), 3, "{err}");
+    assert!(
+        err.contains(&format!(
+            "the address-space limit (ulimit -v, RLIMIT_AS), which the ranks inherit, is {} KiB",
+            low / 1024
+        )) && err.contains("a job of 3 ranks that reaches every rank through the emulated uGNI")
+            && err.contains("The job is started all the same")
+            && err.contains(&format!("ulimit -v unlimited, or at least ulimit -v {}", need.div_ceil(1024)))
+            && err.contains("or run fewer ranks (-n 2 fits)"),
+        "{err}"
+    );
+}
+
 /// What the capacity check counts per rank is what a rank of a uGNI program takes of /dev/shm.
 #[test]
 fn the_capacity_check_counts_what_a_rank_takes_of_dev_shm() {
-    let release = build_release(&["aar-pmi", "aar-emu"]);
-    let pc = Command::new("pkg-config")
-        .args(["--cflags", "--libs", "cray-pmi", "cray-ugni"])
-        .env("PKG_CONFIG_PATH", release.join("pkgconfig"))
-        .output()
-        .unwrap();
-    assert!(pc.status.success(), "{}", text(&pc.stderr));
-    let prog = target_dir().join("aar-tests").join("bin").join(format!("all_pairs-{}", std::process::id()));
-    let st = Command::new("cc")
-        .arg("-O2")
-        .arg(root().join("examples/cray/all_pairs.c"))
-        .arg("-o")
-        .arg(&prog)
-        .args(text(&pc.stdout).split_whitespace())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let prog = all_pairs();
     // Each rank's file after the program ended (the folder goes when the job does): its length
     // and the bytes allocated to it.
     let script = r#""$0" || exit 9; stat -c "file=%s blocks=%b of=%B" "$AAR_EMU_JOB_DIR/rank-$PMI_RANK""#;

@@ -11,6 +11,11 @@
 //! - Processes: each rank is one, and the emulator starts a thread in it (RLIMIT_NPROC counts
 //!   both), unless the kernel does not enforce the limit for this user (root, CAP_SYS_RESOURCE,
 //!   CAP_SYS_ADMIN).
+//! - Address space (`ulimit -v`, RLIMIT_AS, which the ranks inherit): a rank maps the file of every
+//!   rank it reaches through the emulated uGNI, its own included, besides its program. A limit
+//!   below what a rank that reaches all ranks needs is said before the job starts, which it does
+//!   all the same (a rank that uses no uGNI, `aar run sh -c ...`, needs little): the rank's own
+//!   failure (a file it cannot map, a GNI call that fails) would not name the limit.
 
 use std::ffi::CString;
 use std::path::Path;
@@ -25,6 +30,11 @@ pub const LAUNCHER_FDS: u64 = 16;
 /// Tasks (processes and threads, as RLIMIT_NPROC counts them) per rank: the process and the
 /// emulator's service thread.
 const TASKS_PER_RANK: u64 = 2;
+
+/// Address space a small uGNI rank takes besides the rank files it maps: its code, libraries,
+/// stacks and the emulator's thread (measured: examples/cray/all_pairs takes 6.9 to 7.1 MiB at
+/// 2 to 8 ranks; `tests/run.rs` runs it within the limit this check asks for).
+pub const RANK_BASE_BYTES: u64 = 8 << 20;
 
 fn ranks(n: u64) -> String {
     if n == 1 {
@@ -124,6 +134,41 @@ pub fn check_open_files(size: u64) -> Result<Option<libc::rlimit>, String> {
         lim.rlim_cur,
         lim.rlim_max,
         lim.rlim_max.saturating_sub(LAUNCHER_FDS),
+    ))
+}
+
+/// The address space a rank of a job of `size` ranks needs to reach every rank through the
+/// emulated uGNI.
+pub fn address_space_need(size: u64) -> u64 {
+    size * RANK_FILE_BYTES.div_ceil(4096) * 4096 + RANK_BASE_BYTES
+}
+
+/// What to say when the address-space limit (`ulimit -v`) is too low for a rank of a job of
+/// `size` ranks that reaches every rank through the emulated uGNI; nothing when it is not.
+pub fn check_address_space(size: u64) -> Option<String> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    let need = address_space_need(size);
+    if lim.rlim_cur >= need {
+        return None;
+    }
+    let fit = lim.rlim_cur.saturating_sub(RANK_BASE_BYTES) / (RANK_FILE_BYTES.div_ceil(4096) * 4096);
+    Some(format!(
+        "the address-space limit (ulimit -v, RLIMIT_AS), which the ranks inherit, is {} KiB ({}); a rank of a \
+         job of {} that reaches every rank through the emulated uGNI maps each one's shared file ({} each) and \
+         needs at least {} with its program, so such a rank will fail (its emulator cannot map a rank's file, or \
+         a GNI call fails). The job is started all the same: a rank that uses no uGNI, or reaches fewer ranks, \
+         needs less. To fix it, raise the limit before aar run (ulimit -v unlimited, or at least ulimit -v {}){}.",
+        lim.rlim_cur / 1024,
+        crate::fmt_bytes(lim.rlim_cur),
+        ranks(size),
+        crate::fmt_bytes(RANK_FILE_BYTES),
+        crate::fmt_bytes(need),
+        need.div_ceil(1024),
+        if fit > 0 { format!(", or run fewer ranks (-n {fit} fits)") } else { String::new() },
     ))
 }
 

@@ -10,7 +10,8 @@
 //!   shared state, about 8.4 MiB per rank), of processes (RLIMIT_NPROC) and of open files (a PMI
 //!   socket per rank) is checked; a job too big is refused with the need, what there is and the
 //!   fix. A soft open-file limit too low is raised to the need when the hard one allows (as srun
-//!   does); the ranks get the original back.
+//!   does); the ranks get the original back. An address-space limit (`ulimit -v`) too low for a
+//!   rank that maps the emulator files of all ranks is said, with the fix; the job starts anyway.
 //! - PMI ([`server`]): one socket pair per rank, the rank's end inherited as `PMI_FD`, served in
 //!   one poll loop with the simple PMI-1 wire protocol that MPICH's hydra speaks, so libpmi.so.0
 //!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
@@ -132,6 +133,9 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_CANNOT_START;
         }
     };
+    if let Some(warning) = capacity::check_address_space(u64::from(args.ranks)) {
+        eprintln!("aar run: {warning}");
+    }
     let signals = match SignalPipe::install() {
         Ok(s) => s,
         Err(e) => {
