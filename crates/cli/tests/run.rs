@@ -559,7 +559,7 @@ fn the_capacity_check_counts_what_a_rank_takes_of_dev_shm() {
     // Each rank's file after the program ended (the folder goes when the job does): its length
     // and the bytes allocated to it.
     let script = r#""$0" || exit 9; stat -c "file=%s blocks=%b of=%B" "$AAR_EMU_JOB_DIR/rank-$PMI_RANK""#;
-    let out = aar().args(["run", "-n", "2", "--", "sh", "-c", script]).arg(&prog).output().unwrap();
+    let out = aar().args(["run", "-n", "2", "--", "sh", "-c", script]).arg(prog).output().unwrap();
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let stdout = text(&out.stdout);
     let sizes: Vec<(u64, u64)> = stdout
@@ -841,4 +841,38 @@ fn sigusr1_and_sigusr2_are_forwarded_to_the_ranks() {
     assert_eq!(st.code(), Some(0), "{err}");
     assert!(err.contains("got SIGUSR1: forwarded to the 3 ranks still running."), "{err}");
     assert!(err.contains("got SIGUSR2: forwarded to the 3 ranks"), "{err}");
+}
+
+/// A rank stopped from outside the launcher (`kill -STOP`, a debugger's stop that was let go)
+/// acts on the SIGTERM that ends the job at once, as `kill %1` and scancel make it: SIGCONT
+/// follows the SIGTERM, so it is not left for the SIGKILL after the grace.
+#[test]
+fn a_rank_stopped_from_outside_ends_with_the_job_at_its_sigterm() {
+    let tag = std::process::id() % 100_000;
+    let held = format!("6{tag:05}1");
+    let go = std::env::temp_dir().join(format!("aar-run-stopped-{tag}"));
+    let _ = std::fs::remove_file(&go);
+    let script = format!(
+        "if [ \"$PMI_RANK\" = 0 ]; then while [ ! -e {go} ]; do sleep 0.05; done; exit 3; else exec sleep {held}; fi",
+        go = go.display()
+    );
+    let child = aar_within_60_s()
+        .args(["run", "-n", "2", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(within_30_s(|| sleeps(&held).len() == 1), "rank 1 did not start");
+    let rank1 = sleeps(&held)[0];
+    // SAFETY: kill only sends SIGSTOP to the `sleep` this test's job started.
+    unsafe { libc::kill(rank1, libc::SIGSTOP) };
+    assert!(within_30_s(|| state(rank1) == Some('T')), "rank 1 did not stop");
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&go);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("SIGTERM to the 1 other rank still running"), "{err}");
+    assert!(!err.contains("SIGKILL"), "the stopped rank waited for SIGKILL: {err}");
+    assert_eq!(gone_within_10_s(&held), []);
 }

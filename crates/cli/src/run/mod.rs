@@ -17,7 +17,8 @@
 //!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
 //! - The end: the job's exit status is 0 when every rank exits 0. The first rank that calls
 //!   PMI_Abort, exits non-zero or dies by a signal ends the job: one message says which rank and
-//!   what happened, the other ranks get SIGTERM, then SIGKILL after [`GRACE`], and the job exits
+//!   what happened, the other ranks get SIGTERM (and SIGCONT, so that a rank stopped from outside
+//!   acts on it), then SIGKILL after [`GRACE`], and the job exits
 //!   with that rank's code (128 + the signal for a signal; a PMI_Abort code's low byte, but 1 for a
 //!   code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
 //!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that ended, or closed its
@@ -182,7 +183,9 @@ fn end_leftovers() {
             unsafe { libc::kill(pid, sig) };
         }
     };
+    // SIGCONT after it, as to the ranks (`Supervisor::terminate`).
     send(&left, libc::SIGTERM);
+    send(&left, libc::SIGCONT);
     let started = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(20));
@@ -420,6 +423,14 @@ impl Supervisor {
         self.signal(&self.running(), sig);
     }
 
+    /// `sig`, which ends a process, then SIGCONT: a rank stopped from outside (`kill -STOP`, a
+    /// debugger that let it go stopped) acts on it now, not at the SIGKILL after the grace, as
+    /// `kill %1` and scancel do.
+    fn terminate(&self, ranks: &[usize], sig: libc::c_int) {
+        self.signal(ranks, sig);
+        self.signal(ranks, libc::SIGCONT);
+    }
+
     fn signal(&self, ranks: &[usize], sig: libc::c_int) {
         for &r in ranks {
             let pid = self.ranks[r].child.id() as libc::pid_t;
@@ -448,7 +459,7 @@ impl Supervisor {
                 }
             ),
         }
-        self.signal(&others, libc::SIGTERM);
+        self.terminate(&others, libc::SIGTERM);
         self.ending = Some(code);
         self.kill_at = Some(Instant::now() + GRACE);
     }
@@ -544,7 +555,7 @@ impl Supervisor {
             if n == 1 { "rank" } else { "ranks" },
             128 + sig
         );
-        self.signal_running(sig);
+        self.terminate(&self.running(), sig);
         self.sent = sig;
         self.ending = Some(128 + sig);
         self.kill_at = Some(Instant::now() + GRACE);
