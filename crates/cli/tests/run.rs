@@ -550,6 +550,24 @@ fn an_address_space_limit_too_low_for_the_ranks_is_named() {
             && err.contains("or run fewer ranks (-n 2 fits)"),
         "{err}"
     );
+
+    // With room for its own file and one peer's only, a uGNI rank says which peer it cannot map
+    // and why, where its post only failed with GNI_RC_INVALID_PARAM.
+    let short = need - RANK_FILE_BYTES.div_ceil(4096) * 4096 / 2;
+    let out = Command::new("prlimit")
+        .arg(format!("--as={short}"))
+        .args(["--", aar_path, "run", "-n", "3"])
+        .arg(all_pairs())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("aar-emu: cannot map rank ")
+            && err.contains("posts to it fail with GNI_RC_INVALID_PARAM")
+            && err.contains("raise the address-space limit (ulimit -v) or run fewer ranks"),
+        "{err}"
+    );
 }
 
 /// What the capacity check counts per rank is what a rank of a uGNI program takes of /dev/shm.

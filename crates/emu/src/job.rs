@@ -151,6 +151,21 @@ fn allow_siblings() {
     }
 }
 
+/// A started rank's shared file that this rank cannot map (each rank maps every peer's it talks
+/// to, so what a rank needs of its address space grows with the job), said once per process:
+/// posts to that rank fail with GNI_RC_INVALID_PARAM, as to a rank that never started.
+fn unmappable(rank: u32, err: &std::io::Error) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        crate::warn(&format!(
+            "cannot map rank {rank}'s shared file ({err}): this rank cannot reach it, and posts to it fail with \
+             GNI_RC_INVALID_PARAM. Each rank maps the {} KiB file of every rank it talks to: raise the \
+             address-space limit (ulimit -v) or run fewer ranks",
+            std::mem::size_of::<RankArea>() >> 10
+        ));
+    }
+}
+
 /// Why a data movement to or from another rank failed, said once per process.
 fn refused(what: &str, rank: u32, pid: u32, err: &std::io::Error) -> GniReturn {
     static SAID: AtomicBool = AtomicBool::new(false);
@@ -234,7 +249,13 @@ impl Job {
                 return None;
             }
             // SAFETY: RankArea is made of atomics only; the file has its size (checked).
-            let area: &'static RankArea = unsafe { map_as(&file).ok()? };
+            let area: &'static RankArea = match unsafe { map_as(&file) } {
+                Ok(area) => area,
+                Err(e) => {
+                    unmappable(rank, &e);
+                    return None;
+                }
+            };
             let h = &area.header;
             if h.magic.load(Ordering::Acquire) != MAGIC || h.rank.load(Ordering::Relaxed) != rank {
                 return None;
