@@ -251,6 +251,7 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
         (vec!["synth", "--warmup", "18446744073709551615"], "--warmup", "0..=1000000000"),
         (vec!["synth", "--loads", "0.5,2"], "--loads", "LOAD in [0, 1]"),
         (vec!["synth", "--pattern", "tornado"], "--pattern", "ur (uniform) or wc"),
+        (vec!["synth", "--pattern", "wc", "--groups", "1"], "--pattern wc", "the network has 1 group"),
         (vec!["synth", "--mode", "FASTEST"], "--mode", "ADAPTIVE0..ADAPTIVE3"),
     ] {
         let (code, stdout, err) = sim(&args);

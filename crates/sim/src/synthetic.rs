@@ -2,7 +2,7 @@
 //! without responses): the Kim et al. / BookSim2 validation and the performance benchmark.
 
 use crate::config::{Mode, NetConfig};
-use crate::error::ParseError;
+use crate::error::{ParseError, SpecError};
 use crate::net::Net;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
@@ -72,6 +72,18 @@ pub struct SynthResult {
 }
 
 /// Run open-loop synthetic traffic on `cfg`.
+impl SynthParams {
+    /// Refuses a pattern the network cannot carry as described: worst-case traffic on one group
+    /// would be traffic inside the group under another name.
+    pub fn check(&self, cfg: &NetConfig) -> Result<(), SpecError> {
+        let groups = cfg.topo.groups();
+        if self.pattern == Pattern::WorstCase && groups < 2 {
+            return Err(SpecError::WorstCaseOneGroup { traffic: "the worst-case pattern (wc)".into(), groups });
+        }
+        Ok(())
+    }
+}
+
 pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
     let wall = Instant::now();
     let mut net = Net::new(cfg.clone(), sp.seed);

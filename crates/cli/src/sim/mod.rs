@@ -258,7 +258,9 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             let mut runs = Vec::new();
             for &m in &mode {
                 for l in &loads {
-                    runs.push(SynthParams { load: l.0, pattern, mode: m, warmup, measure, seed });
+                    let run = SynthParams { load: l.0, pattern, mode: m, warmup, measure, seed };
+                    run.check(&cfg).map_err(|e| format!("--pattern {}: {e}", pattern.name().to_lowercase()))?;
+                    runs.push(run);
                 }
             }
             let res = run_all(&runs, "synth", |p| run_synthetic(&cfg, p));
