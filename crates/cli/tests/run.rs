@@ -894,3 +894,27 @@ fn a_rank_stopped_from_outside_ends_with_the_job_at_its_sigterm() {
     assert!(!err.contains("SIGKILL"), "the stopped rank waited for SIGKILL: {err}");
     assert_eq!(gone_within_10_s(&held), []);
 }
+
+/// SIGQUIT to `aar run` goes to the ranks, as srun and hydra's mpiexec forward it (a user asking
+/// a hung job for core dumps), and ends the job with 128 + SIGQUIT.
+#[test]
+fn sigquit_to_the_launcher_goes_to_the_ranks() {
+    let tag = std::process::id() % 100_000;
+    let held = format!("5{tag:05}1");
+    // No core files from the test's `sleep`s.
+    let child = Command::new("prlimit")
+        .args(["--core=0", "--", env!("CARGO_BIN_EXE_aar"), "run", "-n", "2", "sleep", &held])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(within_30_s(|| sleeps(&held).len() == 2), "the ranks did not start");
+    // SAFETY: kill only sends SIGQUIT to the launcher this test started (prlimit execs it).
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGQUIT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGQUIT), "{err}");
+    assert!(err.contains("got SIGQUIT: forwarded to the 2 ranks still running"), "{err}");
+    assert!(!err.contains("SIGKILL"), "the ranks' default action is to end: {err}");
+    assert_eq!(gone_within_10_s(&held), []);
+}

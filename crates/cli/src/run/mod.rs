@@ -23,7 +23,7 @@
 //!   code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
 //!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that ended, or closed its
 //!   PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the job with
-//!   exit status 1: that barrier can never complete. SIGINT, SIGTERM or SIGHUP to `aar run` is
+//!   exit status 1: that barrier can never complete. SIGINT, SIGTERM, SIGHUP or SIGQUIT to `aar run` is
 //!   forwarded to the ranks the same way ([`signals`]). A time limit ([`time`]: `--time`,
 //!   `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with exit status
 //!   124; the time the job was stopped does not count. Processes the ranks leave running end with

@@ -6,8 +6,9 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
-/// The signals that end the job: forwarded to the ranks.
-pub const ENDING: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// The signals that end the job: forwarded to the ranks (SIGQUIT too, as srun and hydra's mpiexec
+/// forward it: a user asks a hung job for its ranks' core dumps).
+pub const ENDING: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// The signals only forwarded to the ranks, as srun and hydra's mpiexec forward them (a program
 /// may use them to checkpoint or report progress); the job goes on unless a rank dies of one.
