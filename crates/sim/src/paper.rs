@@ -1010,3 +1010,22 @@ Runs are independent (one per benchmark, size, seed and policy) and run in paral
 first; each is deterministic, so the document does not depend on the number of threads. The
 wall time above was measured on the 2-core development machine while other builds shared it.
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The suite builds its experiments itself, past the CLI's and the emulator's checks: each
+    /// must pass the same check (a background that cannot run as described, a placement that
+    /// does not fit), or the suite would measure something other than what it says.
+    #[test]
+    fn every_run_of_the_suites_passes_the_experiment_check() {
+        for suite in [Suite::full(), Suite::quick()] {
+            for (case, spec) in suite.runs() {
+                if let Err(e) = spec.check() {
+                    panic!("{}: {e}", suite.cases[case].label());
+                }
+            }
+        }
+    }
+}
