@@ -798,7 +798,8 @@ impl Settings {
                 (
                     "4096",
                     "is not a size in bytes",
-                    "Use a whole number of bytes, optionally with a K or M suffix (e.g. AAR_THRESHOLD=8192 or 8K).",
+                    "Use a whole number of bytes, optionally with a K, M, G, T or P suffix (K = 1024), at most 1P (e.g. \
+                     AAR_THRESHOLD=8192 or 8K).",
                 ),
                 Hidden,
                 always,
@@ -813,7 +814,7 @@ impl Settings {
                 "AAR_FRESHNESS",
                 (
                     "5",
-                    "is not a number of decisions",
+                    "is not a number of counter windows",
                     "Use a whole number from 0 (never reuse observations) to 1000000.",
                 ),
                 Hidden,
@@ -908,7 +909,7 @@ impl Settings {
                 (
                     "1G",
                     "is not a size in bytes above 0",
-                    "Use a size with an optional K, M or G suffix (e.g. AAR_TRACE_MAX=8G).",
+                    "Use a size with an optional K, M, G, T or P suffix (K = 1024), at most 1P (e.g. AAR_TRACE_MAX=8G).",
                 ),
                 Shown,
                 |b| b.0 > 0,
