@@ -6,10 +6,17 @@
 set -e
 scratch=$1
 shift
+# Whether folder $1 holds a libpapi.so* (a file or a link, dangling included).
+has_papi() {
+    for f in "$1"/libpapi.so*; do
+        if [ -e "$f" ] || [ -L "$f" ]; then return 0; fi
+    done
+    return 1
+}
 mount --make-rprivate / 2>/dev/null || exit 97
 for dir in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib /usr/local/lib; do
     [ -d "$dir" ] || continue
-    ls "$dir" | grep -q '^libpapi\.so' || continue
+    has_papi "$dir" || continue
     real=$(readlink -f "$dir")
     key=$(echo "$real" | tr / _)
     mkdir -p "$scratch/orig$key" "$scratch/farm$key"
@@ -19,7 +26,7 @@ for dir in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib /usr/local/l
         case "${f##*/}" in libpapi.so*) continue ;; esac
         ln -sfn "$f" "$scratch/farm$key/${f##*/}"
     done
-    mountpoint -q "$real" && [ -z "$(ls "$real" | grep '^libpapi\.so')" ] && continue
+    mountpoint -q "$real" && ! has_papi "$real" && continue
     mount --bind "$scratch/farm$key" "$real" || exit 97
 done
 exec "$@"
