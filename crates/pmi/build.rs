@@ -20,8 +20,8 @@ fn main() {
         println!("cargo:rerun-if-changed={}", template.display());
         let text = match std::fs::read_to_string(&template) {
             Ok(t) => t
-                .replace("@LIBDIR@", &profile.display().to_string())
-                .replace("@INCLUDEDIR@", &root.join("cabi").display().to_string())
+                .replace("@LIBDIR@", &pc_value(&profile))
+                .replace("@INCLUDEDIR@", &pc_value(&root.join("cabi")))
                 .replace("@VERSION@", env!("CARGO_PKG_VERSION")),
             Err(e) => {
                 println!("cargo:warning=cannot read {}: {e}", template.display());
@@ -35,6 +35,13 @@ fn main() {
             }
         }
     }
+}
+
+/// A path as a pkg-config variable's value: pkg-config splits flags at blanks, so a checkout under
+/// a folder whose name has a space needs it escaped (`pkg-config` then prints `-L/a\ b/...`, which
+/// make and the shell read back as one word).
+fn pc_value(path: &Path) -> String {
+    path.display().to_string().replace(' ', "\\ ")
 }
 
 /// The profile's folder (target/<profile>, or target/<triple>/<profile>): OUT_DIR is
