@@ -161,9 +161,9 @@ fn bounded_command_line(args: impl Iterator<Item = String>) -> Vec<String> {
     kept
 }
 
-/// Read the rank and the number of ranks from the launcher's environment (once, at
-/// initialisation); the warnings, for variables set to something that is not a number, are the
-/// caller's to say (after this, so that they come from rank 0 only).
+/// Read the rank, the number of ranks and the ranks on this node from the launcher's environment
+/// (once, at initialisation); the warnings, for variables set to something that is not a number,
+/// are the caller's to say (after this, so that they come from rank 0 only).
 pub fn detect() -> Vec<String> {
     let rank = first_number(&RANK_VARIABLES, &environment, |_| true);
     let size = first_number(&SIZE_VARIABLES, &environment, |n| n > 0);
