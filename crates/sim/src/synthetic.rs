@@ -71,7 +71,6 @@ pub struct SynthResult {
     pub wall_s: f64,
 }
 
-/// Run open-loop synthetic traffic on `cfg`.
 impl SynthParams {
     /// Refuses a pattern the network cannot carry as described: worst-case traffic on one group
     /// would be traffic inside the group under another name.
@@ -84,6 +83,7 @@ impl SynthParams {
     }
 }
 
+/// Run open-loop synthetic traffic on `cfg`.
 pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
     let wall = Instant::now();
     let mut net = Net::new(cfg.clone(), sp.seed);
