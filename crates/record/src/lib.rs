@@ -136,7 +136,8 @@ pub const NO_JOB: &str = "nojob";
 /// bytes), whatever the batch system or the user put in the job id.
 pub const MAX_JOB_IN_NAME: usize = 128;
 
-/// The job (with its step) as files' names carry it: [`safe`], and a job longer than
+/// The job (with its step) as files' names carry it: every character but ASCII letters, digits,
+/// `.` and `-` made `_`, and a job longer than
 /// [`MAX_JOB_IN_NAME`] cut, with a hash of the whole id (FNV-1a, 16 hex digits) in place of its
 /// end, so that every rank of a job has the same one and jobs whose ids differ past the cut do not.
 /// The records' names and the node segment's (libaar.so's shared reading) use it.
