@@ -38,14 +38,35 @@ fn commands(text: &str) -> Vec<String> {
     lines
 }
 
+/// `line` with each double-quoted string one word, `"..."`: a message that names the program is
+/// not a use of it, and a quoted argument stays one argument.
+fn quoted_as_words(line: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for c in line.chars() {
+        match (c, inside) {
+            ('"', false) => {
+                inside = true;
+                out.push_str("\"...\"");
+            }
+            ('"', true) => inside = false,
+            (_, true) => {}
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
 /// Each use of `program` in the script: the words after it, up to a shell operator.
 fn invocations(text: &str, program: &str) -> Vec<Vec<String>> {
     let mut found = Vec::new();
     for line in commands(text) {
+        let line = quoted_as_words(&line);
         let words: Vec<&str> = line.split_whitespace().collect();
         for (i, w) in words.iter().enumerate() {
-            // `module load aar` names the module, not the command.
-            if *w == program && (i == 0 || words[i - 1] != "load") {
+            // `module load aar` names the module, and `command -v aar` asks whether the command
+            // exists: neither runs it.
+            if *w == program && (i == 0 || !["load", "-v"].contains(&words[i - 1])) {
                 let args = words[i + 1..]
                     .iter()
                     .take_while(|w| !["||", "&&", ";", "|", ")", "then"].contains(w))
