@@ -225,21 +225,6 @@ fn refuses_hard_links(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS))
 }
 
-fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&str>, policy: &str) -> String {
     let t = totals.all();
     let messages = t.total_messages();
@@ -258,7 +243,7 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
         })
         .collect();
     let child = if state::is_fork_child() { " (forked child)" } else { "" };
-    let mut line = format!("policy {policy}{child}: {messages} messages, {}", human_bytes(bytes));
+    let mut line = format!("policy {policy}{child}: {messages} messages, {}", aar_record::human_bytes(bytes));
     if !per_mode.is_empty() {
         line += &format!(" ({})", per_mode.join(", "));
     }
@@ -449,15 +434,4 @@ fn ab_section(settings: &Settings, ended: u64, written: Written) -> Ab {
         None => (vec![written.first_policy.unwrap_or(settings.engine.policy).name()], "single".to_string()),
     };
     Ab { policies, order, boundary: settings.ab_boundary.to_string(), iterations: ended, iterations_file: written.file }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(human_bytes(10), "10 B");
-        assert_eq!(human_bytes(4 << 20), "4.0 MiB");
-    }
 }

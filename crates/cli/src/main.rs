@@ -30,22 +30,6 @@ enum Cmd {
     Run(run::RunArgs),
 }
 
-/// Bytes for people: `512 B`, `1.5 KiB`, `8.4 MiB` (binary units, one decimal).
-pub fn fmt_bytes(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = b as f64;
-    let mut k = 0;
-    while v >= 1024.0 && k + 1 < units.len() {
-        v /= 1024.0;
-        k += 1;
-    }
-    if k == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", units[k])
-    }
-}
-
 /// Write a command's output on stdout: `Err`, a sentence for `aar: ...`, when it could not be
 /// written (a full disk under `aar ... > FILE`). A reader that has gone (`aar ... | head`) took
 /// what it wanted: no error. Never a panic, as `print!` would.

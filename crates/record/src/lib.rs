@@ -371,9 +371,35 @@ pub fn write_line<T: Serialize>(out: &mut Vec<u8>, value: &T) -> Result<(), serd
     Ok(())
 }
 
+/// Bytes for people, as libaar.so's summary line and the CLI print them: `512 B`, `1.5 KiB`,
+/// `8.4 MiB` (binary units, one decimal).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = b as f64;
+    let mut k = 0;
+    while v >= 1024.0 && k + 1 < UNITS.len() {
+        v /= 1024.0;
+        k += 1;
+    }
+    if k == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[k])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_for_people() {
+        assert_eq!(human_bytes(10), "10 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(4 << 20), "4.0 MiB");
+        assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
+    }
 
     fn header() -> Header {
         Header {

@@ -7,7 +7,7 @@
 use super::health;
 use super::output::{clean, count, render};
 use super::read::walk;
-use crate::fmt_bytes;
+use aar_record::human_bytes;
 use aar_record::{ITERATIONS_SUFFIX, SUMMARY_SUFFIX};
 use aar_sim::record::RANK_SUFFIX;
 use rayon::prelude::*;
@@ -271,7 +271,7 @@ pub fn table(jobs: &[Job]) -> String {
             .iter()
             .map(|(mode, t)| {
                 let share = if total == 0 { 0.0 } else { 100.0 * t.bytes as f64 / total as f64 };
-                vec![clean(mode), t.messages.to_string(), fmt_bytes(t.bytes), format!("{share:.1} %")]
+                vec![clean(mode), t.messages.to_string(), human_bytes(t.bytes), format!("{share:.1} %")]
             })
             .collect();
         let header = ["routing mode", "messages", "bytes", "share of bytes"].map(String::from);

@@ -2,7 +2,7 @@
 //! (`--csv`, one row per policy; columns in [`CSV_COLUMNS`]).
 
 use super::analysis::{ExperimentReport, PolicyStats, Report, MIN_ITERATIONS_CI};
-use crate::fmt_bytes;
+use aar_record::human_bytes;
 
 /// Time unit of one experiment's tables: chosen from its fastest median so that every median
 /// shows about four significant digits.
@@ -188,7 +188,7 @@ pub fn routing_cells(e: &ExperimentReport) -> (Vec<String>, Vec<Vec<String>>) {
                     .map(|(m, _)| m.share.map_or_else(dash, |s| format!("{:.1}%", 100.0 * s))),
             );
             r.push(p.modes.iter().fold(0u64, |a, m| a.saturating_add(m.messages)).to_string());
-            r.push(fmt_bytes(p.modes.iter().fold(0u64, |a, m| a.saturating_add(m.bytes))));
+            r.push(human_bytes(p.modes.iter().fold(0u64, |a, m| a.saturating_add(m.bytes))));
             r.push(p.decisions.to_string());
             r.push(p.switches.to_string());
             r.push(p.latency_us_mean.map_or_else(dash, |l| format!("{l:.3}")));
@@ -541,7 +541,7 @@ mod tests {
         assert_eq!(Unit::for_value(812.0).fmt_unit(812.0), "812 ns");
         assert_eq!(Unit::for_value(2.5e9).fmt_unit(2.5e9), "2.500 s");
         assert_eq!(Unit::for_value(f64::INFINITY).name, "ns");
-        assert_eq!(fmt_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(fmt_p(0.0123456), "0.0123");
         assert_eq!(fmt_p(1.5e-9), "1.5e-9");
         assert_eq!(fmt_qcd_difference(-0.00004), "0.0000");

@@ -639,9 +639,9 @@ fn absurd(row: &Iteration) -> Option<String> {
     if bytes / seconds > MAX_BYTES_PER_SECOND {
         return Some(format!(
             "{} in {} ns, beyond {} per second",
-            crate::fmt_bytes(bytes),
+            aar_record::human_bytes(bytes),
             d,
-            crate::fmt_bytes(MAX_BYTES_PER_SECOND)
+            aar_record::human_bytes(MAX_BYTES_PER_SECOND)
         ));
     }
     None
