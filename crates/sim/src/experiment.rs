@@ -185,9 +185,7 @@ impl Background {
             Background::Production { load, bytes } => format!("production-{load}-{bytes}"),
         }
     }
-}
 
-impl Background {
     /// The background as the parser reads it back (`uniform:0.3:4K`), for messages.
     pub fn form(&self) -> String {
         let size = |b: u64| ByteSize(b).to_string();
