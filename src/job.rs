@@ -165,16 +165,41 @@ fn bounded_command_line(args: impl Iterator<Item = String>) -> Vec<String> {
 /// (once, at initialisation); the warnings, for variables set to something that is not a number,
 /// are the caller's to say (after this, so that they come from rank 0 only).
 pub fn detect() -> Vec<String> {
-    let rank = first_number(&RANK_VARIABLES, &environment, |_| true);
-    let size = first_number(&SIZE_VARIABLES, &environment, |n| n > 0);
-    let local = first_number(&LOCAL_SIZE_VARIABLES, &environment, |n| n > 0);
-    RANK.store(rank.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
-    NRANKS.store(size.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
-    LOCAL_NRANKS.store(local.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
-    let mut said = warnings(&A_RANK, &rank);
-    said.extend(warnings(&A_SIZE, &size));
-    said.extend(warnings(&A_LOCAL_SIZE, &local));
+    let place = place(&environment);
+    RANK.store(place.rank.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
+    NRANKS.store(place.size.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
+    LOCAL_NRANKS.store(place.local.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
+    let mut said = warnings(&A_RANK, &place.rank);
+    said.extend(warnings(&A_SIZE, &place.size));
+    said.extend(warnings(&A_LOCAL_SIZE, &place.local));
     said
+}
+
+/// What the launcher's variables give: the rank, the number of ranks, the ranks on the node.
+struct Place {
+    rank: Found,
+    size: Found,
+    local: Found,
+}
+
+/// The process's place from the variables `lookup` gives. Slurm's numbers of tasks are the
+/// process's only when it is a task of the Slurm step: when its rank is its `SLURM_PROCID`. A
+/// process that another launcher started inside the step (whose daemons are the step's tasks)
+/// has a rank of its own beside its daemon's `SLURM_PROCID`, and `SLURM_NTASKS` counts the
+/// daemons: the number of ranks is then one the launcher sets, or unknown.
+fn place(lookup: &dyn Fn(&str) -> Option<Raw>) -> Place {
+    let rank = first_number(&RANK_VARIABLES, lookup, |_| true);
+    let slurm_task = match rank.used {
+        None => true,
+        Some((variable, n)) => {
+            variable == "SLURM_PROCID"
+                || lookup("SLURM_PROCID").is_none_or(|v| v.ok().as_deref().and_then(number) == Some(n))
+        }
+    };
+    let not_slurm = |v: &&&str| slurm_task || !v.starts_with("SLURM_");
+    let sizes: Vec<&'static str> = SIZE_VARIABLES.iter().filter(not_slurm).copied().collect();
+    let locals: Vec<&'static str> = LOCAL_SIZE_VARIABLES.iter().filter(not_slurm).copied().collect();
+    Place { size: first_number(&sizes, lookup, |n| n > 0), local: first_number(&locals, lookup, |n| n > 0), rank }
 }
 
 /// Ranks on this node, when the launcher's environment says ([`detect`] found; PMI's clique,
@@ -299,6 +324,42 @@ mod tests {
         );
         let found = first_number(&SIZE_VARIABLES, &lookup(&[("OMPI_COMM_WORLD_SIZE", "many")]), |n| n > 0);
         assert!(warnings(&A_SIZE, &found)[0].contains("no number of ranks (nranks null)"));
+    }
+
+    #[test]
+    fn slurm_numbers_of_tasks_count_only_for_a_task_of_the_slurm_step() {
+        let used = |set: &[(&str, &str)]| {
+            let p = place(&lookup(set));
+            (p.rank.used, p.size.used, p.local.used)
+        };
+        // srun's own task (with PMIx): the rank is its SLURM_PROCID.
+        let srun = [("PMIX_RANK", "5"), ("SLURM_PROCID", "5"), ("SLURM_NTASKS", "8"), ("SLURM_NTASKS_PER_NODE", "4")];
+        assert_eq!(
+            used(&srun),
+            (Some(("PMIX_RANK", 5)), Some(("SLURM_NTASKS", 8)), Some(("SLURM_NTASKS_PER_NODE", 4)))
+        );
+        // A PMIx launcher's rank 5 on the second of two daemons that srun started.
+        let daemon = [("PMIX_RANK", "5"), ("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_NTASKS_PER_NODE", "1")];
+        assert_eq!(used(&daemon), (Some(("PMIX_RANK", 5)), None, None), "the daemons' numbers are not the ranks'");
+        // Its own numbers, where it sets them, still count.
+        let ompi = [
+            ("OMPI_COMM_WORLD_RANK", "5"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_NTASKS_PER_NODE", "1"),
+        ];
+        assert_eq!(used(&ompi), (Some(("OMPI_COMM_WORLD_RANK", 5)), Some(("OMPI_COMM_WORLD_SIZE", 8)), None));
+        // Slurm alone, or no rank at all: Slurm's numbers.
+        assert_eq!(
+            used(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2")]),
+            (Some(("SLURM_PROCID", 1)), Some(("SLURM_NTASKS", 2)), None)
+        );
+        assert_eq!(used(&[("SLURM_NTASKS", "2")]), (None, Some(("SLURM_NTASKS", 2)), None));
+        // A rank without SLURM_PROCID beside it (no Slurm step): SLURM_NTASKS is passed over
+        // only when a SLURM_PROCID says otherwise.
+        assert_eq!(used(&[("PMI_RANK", "3"), ("SLURM_NTASKS", "4")]).1, Some(("SLURM_NTASKS", 4)));
+        assert_eq!(used(&[("PMI_RANK", "3"), ("SLURM_PROCID", "x"), ("SLURM_NTASKS", "4")]).1, None);
     }
 
     #[test]

@@ -1196,6 +1196,29 @@ fn another_run_of_the_same_name_is_not_mixed_in() {
     );
 }
 
+/// A PMIx launcher run inside a Slurm step: its rank 0 is the first daemon's SLURM_PROCID 0 and
+/// takes the daemons' SLURM_NTASKS (2) as its number of ranks, the other ranks know none. Every
+/// rank is reported, and none is said to be beyond the run's ranks.
+#[test]
+fn a_number_of_ranks_only_some_ranks_know_skips_no_rank() {
+    let folder = tmp("daemons");
+    let dir = folder.path();
+    let pol = ["A", "B"];
+    let rows: Vec<Iteration> = (0..10).map(|i| row(i, pol[i as usize % 2], 0, 1_000_000, None)).collect();
+    for rank in 0..6 {
+        let mut h = header("pmix", rank, 2, &pol);
+        if rank > 0 {
+            h.nranks = None;
+        }
+        write_record(dir, &h, &rows);
+    }
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("skipped") && !err.contains("the header says"), "{err}");
+    assert_eq!(json_of(&o)["experiments"][0]["ranks"], 6, "{err}");
+}
+
 /// What the report cannot take in is said, never dropped in silence: a folder of summary records
 /// only beside one of iterations, a report that cannot be written, a font that is no file.
 #[test]

@@ -681,7 +681,14 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut plans = Vec::new();
     for (name, mut heads) in groups {
         heads.sort_by(|a, b| (a.header.rank, &a.path).cmp(&(b.header.rank, &b.path)));
-        let reference = heads[0].header.clone();
+        let mut reference = heads[0].header.clone();
+        // Ranks of which some know a number of ranks and some none: the number is not the run's.
+        // A launcher run inside a Slurm step (a PMIx launcher's, whose daemons srun starts)
+        // leaves its rank 0 the SLURM_PROCID 0 of the first daemon and with it the daemons'
+        // SLURM_NTASKS, and the others none: the ranks are those whose records are read.
+        if heads.iter().any(|h| h.header.nranks.is_none()) {
+            reference.nranks = None;
+        }
         let ref_path = heads[0].path.clone();
         let mut modes: Vec<String> = Vec::new();
         let mut admitted: Vec<Head> = Vec::new();
