@@ -25,6 +25,19 @@ pub enum AbOrder {
 /// Seed of `shuffled` when none is given: fixed, so that every rank of a job agrees.
 pub const DEFAULT_SEED: u64 = 1;
 
+/// A seed as written: a whole number from 0 to 2^64 − 1 (`shuffled:SEED`, `aar sim --seed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seed(pub u64);
+
+impl FromStr for Seed {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        text.trim().parse::<u64>().map(Seed).map_err(|_| {
+            format!("\"{}\" is not a seed: a seed is a whole number from 0 to {}", text.escape_debug(), u64::MAX)
+        })
+    }
+}
+
 impl FromStr for AbOrder {
     type Err = String;
     /// `round-robin` (or `rr`), `shuffled`, `shuffled:SEED`.
@@ -37,11 +50,7 @@ impl FromStr for AbOrder {
         match (name.to_ascii_lowercase().as_str(), seed) {
             ("round-robin" | "roundrobin" | "rr", None) => Ok(Self::RoundRobin),
             ("shuffled" | "shuffle", None) => Ok(Self::Shuffled(DEFAULT_SEED)),
-            ("shuffled" | "shuffle", Some(s)) => s
-                .trim()
-                .parse::<u64>()
-                .map(Self::Shuffled)
-                .map_err(|_| format!("the seed \"{}\" is not a whole number", s.escape_debug())),
+            ("shuffled" | "shuffle", Some(s)) => s.parse::<Seed>().map(|s| Self::Shuffled(s.0)),
             _ => Err("expected round-robin, shuffled or shuffled:SEED".into()),
         }
     }
@@ -188,6 +197,11 @@ mod tests {
         for bad in ["", "random", "shuffled:x", "shuffled:-1", "rr:3"] {
             assert!(bad.parse::<AbOrder>().is_err(), "{bad}");
         }
+        for bad in ["-1", "x", "", "18446744073709551616", "1.5"] {
+            let e = bad.parse::<Seed>().unwrap_err();
+            assert!(e.contains(&format!("\"{bad}\" is not a seed")) && e.contains("0 to 18446744073709551615"), "{e}");
+        }
+        assert_eq!(" 18446744073709551615".parse::<Seed>(), Ok(Seed(u64::MAX)));
         assert_eq!(AbOrder::Shuffled(7).to_string().parse::<AbOrder>(), Ok(AbOrder::Shuffled(7)));
         assert_eq!(l.to_string(), "auto,ADAPTIVE0,ADAPTIVE3,off");
     }

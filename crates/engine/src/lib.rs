@@ -21,7 +21,7 @@ pub mod size;
 pub mod steady;
 pub mod switch;
 
-pub use ab::{AbOrder, AbSchedule, PolicyList};
+pub use ab::{AbOrder, AbSchedule, PolicyList, Seed};
 pub use calls::{CallArm, CallTicket};
 pub use class::{DestinationClass, NodeLocation};
 pub use engine::{

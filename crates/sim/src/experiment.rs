@@ -8,7 +8,7 @@ use crate::record::{IterSample, RankRecord};
 use crate::rng::Rng;
 use crate::topology::Topology;
 use crate::workload::{Placement, Workload};
-pub use aar_engine::{AbOrder, AbSchedule};
+pub use aar_engine::{AbOrder, AbSchedule, Seed};
 use aar_engine::{ByteSize, Policy};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;

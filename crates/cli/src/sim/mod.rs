@@ -6,13 +6,13 @@ mod output;
 mod paper;
 
 use aar_sim::config::Mode;
-use aar_sim::experiment::Load;
+use aar_sim::experiment::{Load, Seed};
 use aar_sim::parallel::run_all;
 use aar_sim::simulation::run_experiment;
 use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::ByteSize;
 use clap::{Args, Subcommand};
-use options::{ExpOpts, NetOpts};
+use options::{whole, ExpOpts, NetOpts};
 use output::{prepare_dir, prepare_file, summary_cells, write_atomic, write_records};
 use std::path::PathBuf;
 
@@ -70,10 +70,10 @@ enum SimCmd {
         #[command(flatten)]
         exp: ExpOpts,
         /// seeds 1..=N (at most 100000)
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        #[arg(long, default_value_t = 5, value_parser = whole::<u64>(1, 100_000), allow_negative_numbers = true)]
         seeds: u64,
         /// message sizes replacing the workload's (e.g. 8,64K,4MiB)
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
         sizes: Vec<ByteSize>,
         /// directory for per-rank records of every experiment, as with `run` (the experiment id
         /// names workload, size, placement, ranks, background and seed)
@@ -91,16 +91,27 @@ enum SimCmd {
         mode: Vec<Mode>,
         /// offered loads in (0, 1] (at least 0.000001), flits per NIC cycle per node (1 = the injection
         /// bandwidth)
-        #[arg(long, default_value = "0.1,0.3,0.5,0.7,0.9", value_delimiter = ',')]
+        #[arg(long, default_value = "0.1,0.3,0.5,0.7,0.9", value_delimiter = ',', allow_negative_numbers = true)]
         loads: Vec<Load>,
         /// NIC cycles before measuring (at most 10^9: 1.25 s of the NIC's clock)
-        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(..=1_000_000_000))]
+        #[arg(
+            long,
+            default_value_t = 2000,
+            value_parser = whole::<u64>(0, 1_000_000_000),
+            allow_negative_numbers = true
+        )]
         warmup: u64,
         /// NIC cycles measured (at most 10^9)
-        #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+        #[arg(
+            long,
+            default_value_t = 5000,
+            value_parser = whole::<u64>(1, 1_000_000_000),
+            allow_negative_numbers = true
+        )]
         measure: u64,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
+        /// the random numbers of the traffic: a whole number from 0 to 18446744073709551615
+        #[arg(long, default_value = "1", allow_negative_numbers = true)]
+        seed: Seed,
     },
 }
 
@@ -258,7 +269,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             let mut runs = Vec::new();
             for &m in &mode {
                 for l in &loads {
-                    let run = SynthParams { load: l.0, pattern, mode: m, warmup, measure, seed };
+                    let run = SynthParams { load: l.0, pattern, mode: m, warmup, measure, seed: seed.0 };
                     run.check(&cfg).map_err(|e| format!("--pattern {}: {e}", pattern.name().to_lowercase()))?;
                     runs.push(run);
                 }

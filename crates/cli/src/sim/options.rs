@@ -6,7 +6,7 @@
 
 use aar_sim::config::NetConfig;
 use aar_sim::error::SpecError;
-use aar_sim::experiment::{AbOrder, Background, ExperimentSpec, PolicySpec, RanksPerNode};
+use aar_sim::experiment::{AbOrder, Background, ExperimentSpec, PolicySpec, RanksPerNode, Seed};
 use aar_sim::topology::{KimShape, TopoSpec, ARIES_MAX_GLOBAL_PER_ROUTER};
 use aar_sim::workload::{Placement, Workload};
 use clap::Args;
@@ -20,13 +20,38 @@ const MAX_ITERATIONS: u32 = 100_000;
 /// about 2 GB, per run of a sweep's parallel runs.
 const MAX_RANK_ITERATIONS: u64 = 4_000_000;
 
+/// The parser of a whole-number option of `lo..=hi`. A negative number reaches it (the options
+/// take one as a value, `allow_negative_numbers`, rather than as an unknown option), and it and
+/// one too large for any type are refused, as clap shows it, naming the option and the range.
+pub fn whole<T: TryFrom<u64>>(lo: u64, hi: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
+    move |text| {
+        text.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (lo..=hi).contains(n))
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| format!("\"{}\" is not a whole number from {lo} to {hi}", text.escape_debug()))
+    }
+}
+
+/// [`whole`] from 0 to the largest `u32`.
+pub fn count() -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync {
+    whole(0, u32::MAX.into())
+}
+
 #[derive(Args, Clone)]
 pub struct NetOpts {
     /// Aries-like groups (not with --kim, which gives its own)
-    #[arg(long, default_value_t = 4, conflicts_with = "kim")]
+    #[arg(long, default_value_t = 4, conflicts_with = "kim", value_parser = count(), allow_negative_numbers = true)]
     groups: u32,
     /// global ports per Aries router (not with --kim)
-    #[arg(long, default_value_t = ARIES_MAX_GLOBAL_PER_ROUTER, conflicts_with = "kim")]
+    #[arg(
+        long,
+        default_value_t = ARIES_MAX_GLOBAL_PER_ROUTER,
+        conflicts_with = "kim",
+        value_parser = count(),
+        allow_negative_numbers = true
+    )]
     global_per_router: u32,
     /// Kim et al. dragonfly instead: p,a,h,g (e.g. 4,8,4,33 = BookSim2 k=4)
     #[arg(long)]
@@ -63,11 +88,11 @@ pub struct ExpOpts {
     // texts with brackets are attributes, as rustdoc reads brackets in a doc comment as links.
     #[arg(long, default_value = "pingpong:4M", help = help::workload())]
     workload: Workload,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = count(), allow_negative_numbers = true)]
     ranks: u32,
     /// consecutive ranks on each node of the placement (as aprun -N), 1 to 64: they share the node's
     /// NIC (its queue, outstanding packets and counters); messages between them use shared memory
-    #[arg(long, value_name = "K", default_value = "1")]
+    #[arg(long, value_name = "K", default_value = "1", allow_negative_numbers = true)]
     ranks_per_node: RanksPerNode,
     #[arg(long, default_value = "same-group", help = help::placement())]
     placement: Placement,
@@ -82,28 +107,40 @@ pub struct ExpOpts {
     order: AbOrder,
     /// iterations measured (each keeps about 0.5 KB per rank until the end: at most 100000, and
     /// ranks x iterations at most 4000000)
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ITERATIONS)))]
+    #[arg(
+        long,
+        default_value_t = 10,
+        value_parser = whole::<u32>(1, MAX_ITERATIONS.into()),
+        allow_negative_numbers = true
+    )]
     iterations: u32,
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(..=i64::from(MAX_ITERATIONS)))]
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_parser = whole::<u32>(0, MAX_ITERATIONS.into()),
+        allow_negative_numbers = true
+    )]
     warmup_iterations: u32,
     /// decisions per counter window of the ranks' engines, as libaar.so's AAR_WINDOW (1: a read
     /// after every decision, the paper's schedule); default: libaar.so's default
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, value_parser = whole::<u32>(1, 1_000_000), allow_negative_numbers = true)]
     window: Option<u32>,
     /// every rank starts an iteration when the last rank has ended the previous one (a barrier
     /// that takes no simulated time), so skew does not carry from one iteration into the next
     #[arg(long)]
     synchronized_iterations: bool,
-    #[arg(long, default_value = "none", help = help::background())]
+    #[arg(long, default_value = "none", help = help::background(), allow_negative_numbers = true)]
     background: Background,
     /// nodes that generate background traffic
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = count(), allow_negative_numbers = true)]
     background_nodes: u32,
     /// background anywhere in the machine instead of only in the measured job's groups
     #[arg(long)]
     background_global: bool,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// the run's random numbers (scattered placement, background, routing): a whole number from 0 to
+    /// 18446744073709551615; the same seed repeats the run
+    #[arg(long, default_value = "1", allow_negative_numbers = true)]
+    seed: Seed,
 }
 
 impl ExpOpts {
@@ -118,7 +155,7 @@ impl ExpOpts {
         s.background = self.background.clone();
         s.background_nodes = self.background_nodes;
         s.background_local = !self.background_global;
-        s.seed = self.seed;
+        s.seed = self.seed.0;
         s.ranks_per_node = self.ranks_per_node.0;
         s.check().map_err(|e| match e {
             SpecError::PlacementFull { .. } | SpecError::TooFewRanks(_) => format!("--ranks {}: {e}", self.ranks),
