@@ -655,6 +655,20 @@ fn backgrounds_that_cannot_run_as_described_are_refused_naming_the_options() {
             "aar: --background congestors:64 --background-nodes 5: ",
             "needs 6 or more background nodes (three congestor jobs of 2 or more)",
         ),
+        // as many asked for as it needs, but not as many free: a group of one router of 2 nodes,
+        // both the job's, so the background ran without a word as if there were none
+        (
+            vec!["--kim", "2,1,1,2", "--background", "uniform:0.3"],
+            "aar: --background uniform:0.3:4K --background-nodes 32: ",
+            "kept to the measured job's group, where only 0 nodes are free: it would send nothing; give the \
+             background the whole machine, a network with more nodes per group, or no background (none) \
+             (--background-global)",
+        ),
+        (
+            vec!["--kim", "2,1,1,2", "--background", "congestors:64", "--background-global"],
+            "aar: --background congestors:64 --background-nodes 32: ",
+            "only 2 nodes of the machine are free of the measured job: it would send nothing; give a larger network",
+        ),
     ] {
         for cmd in [&["run"][..], &["sweep", "--seeds", "1"][..]] {
             let args = [cmd, &small[1..], &args[..]].concat();
@@ -672,6 +686,7 @@ fn backgrounds_that_cannot_run_as_described_are_refused_naming_the_options() {
         vec!["--groups", "1", "--background", "congestors:64", "--background-nodes", "6"],
         vec!["--groups", "2", "--background", "worst-case:0.1:64", "--background-nodes", "1", "--background-global"],
         vec!["--groups", "2", "--background", "worst-case:0", "--background-nodes", "0"],
+        vec!["--kim", "2,1,1,2", "--background", "uniform:0.3", "--background-global"],
     ] {
         let args = [&small[..], &args[..]].concat();
         let (code, _, err) = sim(&args);

@@ -121,6 +121,23 @@ pub enum SpecError {
          give {min} or more background nodes, or no background (none)"
     )]
     TooFewBackgroundNodes { background: String, nodes: u32, min: u32, why: &'static str },
+    /// A background with enough background nodes asked for, but fewer free nodes in its scope
+    /// than it needs to send anything: the nodes the measured job leaves in its groups
+    /// (`job_groups`, when the background is kept to them) or in the whole machine.
+    #[error(
+        "background {background} needs {min} or more background nodes ({why}), but {}: it would send nothing; {}",
+        match job_groups {
+            Some(1) => format!("it is kept to the measured job's group, where only {free} nodes are free"),
+            Some(g) => format!("it is kept to the measured job's {g} groups, where only {free} nodes are free"),
+            None => format!("only {free} nodes of the machine are free of the measured job"),
+        },
+        if job_groups.is_some() {
+            "give the background the whole machine, a network with more nodes per group, or no background (none)"
+        } else {
+            "give a larger network, fewer ranks, or no background (none)"
+        }
+    )]
+    BackgroundOutOfReach { background: String, min: u32, why: &'static str, free: u32, job_groups: Option<u32> },
     /// A job of fewer than two ranks has nothing to send.
     #[error("a job needs at least 2 ranks, not {0}")]
     TooFewRanks(u32),

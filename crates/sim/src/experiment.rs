@@ -493,7 +493,37 @@ impl ExperimentSpec {
                 why,
             });
         }
+        if min > 0 && self.net.topo.check().is_ok() {
+            // as many as asked for, but only those in its scope: the nodes the run leaves free
+            let topo = Topology::new(self.net.topo.clone());
+            if self.placement.check(&topo, self.nodes()).is_ok() {
+                let job = self.node_of_ranks(&topo, &mut self.rng());
+                let free = self.background_scope(&topo, &job).len();
+                if free < min as usize {
+                    let mut groups: Vec<u32> = job.iter().map(|&n| topo.group_of_node(n)).collect();
+                    groups.sort_unstable();
+                    groups.dedup();
+                    return Err(SpecError::BackgroundOutOfReach {
+                        background: self.background.form(),
+                        min,
+                        why,
+                        free: free as u32,
+                        job_groups: self.background_local.then_some(groups.len() as u32),
+                    });
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The nodes a background may run on around the measured job's nodes `job`, in ascending
+    /// order: every node the job does not use, only in the job's groups when `background_local`.
+    pub(crate) fn background_scope(&self, topo: &Topology, job: &[u32]) -> Vec<u32> {
+        let used: std::collections::HashSet<u32> = job.iter().copied().collect();
+        let groups: std::collections::HashSet<u32> = job.iter().map(|&n| topo.group_of_node(n)).collect();
+        (0..topo.n_nodes)
+            .filter(|n| !used.contains(n) && (!self.background_local || groups.contains(&topo.group_of_node(*n))))
+            .collect()
     }
 
     /// The random numbers of a run (placement, then background, routing and ring), from the seed.
@@ -745,6 +775,47 @@ mod tests {
             assert!(e.to_string().contains(&format!("needs {min} or more background nodes")), "{e}");
             assert_eq!(spec(2, background, min).check(), Ok(()), "{background} on {min}");
         }
+        // enough asked for, but not free in its scope: a group of 4 nodes (2 routers of 2), 2
+        // taken by a job of one rank per router, leaves 2 in the job's group, and 10 in the machine
+        let small = |background: &str, local| {
+            let net = NetConfig::kim(crate::TopoSpec::Kim { p: 2, a: 2, h: 1, g: 3 });
+            let mut s = ExperimentSpec::new(net, Workload::Barrier, 2, Placement::SameGroup);
+            s.background = background.parse().unwrap();
+            s.background_nodes = 32;
+            s.background_local = local;
+            s
+        };
+        for (background, min) in [("uniform:0.3", 1), ("production", 2), ("congestors", 6)] {
+            let local = small(background, true);
+            let topo = Topology::new(local.net.topo.clone());
+            let scope = local.background_scope(&topo, &local.node_of_ranks(&topo, &mut local.rng()));
+            assert_eq!(scope, [1, 3]);
+            match local.check() {
+                Ok(()) => assert!(min <= 2, "{background}"),
+                Err(e) => {
+                    let expected = SpecError::BackgroundOutOfReach {
+                        background: local.background.form(),
+                        min,
+                        why: local.background.min_nodes().1,
+                        free: 2,
+                        job_groups: Some(1),
+                    };
+                    assert_eq!(e, expected, "{background}");
+                    assert!(
+                        e.to_string().contains(
+                            "kept to the measured job's group, where only 2 nodes are free: it would send nothing"
+                        ),
+                        "{e}"
+                    );
+                }
+            }
+            assert_eq!(small(background, false).check(), Ok(()), "{background} in the whole machine");
+        }
+        let mut crowded = small("congestors", false);
+        crowded.net = NetConfig::kim(crate::TopoSpec::Kim { p: 1, a: 2, h: 1, g: 3 });
+        crowded.ranks = 4;
+        crowded.placement = Placement::Scattered;
+        assert!(matches!(crowded.check(), Err(SpecError::BackgroundOutOfReach { free: 2, job_groups: None, .. })));
         // without traffic, no background node is needed
         for background in ["none", "uniform:0", "worst-case:0", "production:0"] {
             assert_eq!(spec(2, background, 0).check(), Ok(()), "{background}");

@@ -180,6 +180,12 @@ impl ExpOpts {
             SpecError::TooFewBackgroundNodes { .. } => {
                 format!("--background {} --background-nodes {}: {e}", self.background.form(), self.background_nodes)
             }
+            SpecError::BackgroundOutOfReach { job_groups, .. } => format!(
+                "--background {} --background-nodes {}: {e}{}",
+                self.background.form(),
+                self.background_nodes,
+                if job_groups.is_some() { " (--background-global)" } else { "" }
+            ),
             SpecError::RankNodes { .. } => e.to_string(),
             SpecError::Arms { .. } | SpecError::DuplicateArm { .. } => format!("--policy: {e}"),
             SpecError::Topology(_) => e.to_string(),

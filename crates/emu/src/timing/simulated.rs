@@ -134,6 +134,13 @@ pub enum SimSpecError {
          {why} (give background-nodes={min} or more, or background=none)"
     )]
     TooFewBackgroundNodes { background: String, nodes: u32, min: u32, why: &'static str },
+    #[error(
+        "background=\"{background}\": it needs {min} or more background nodes, {why}, but only {free} nodes {} \
+         (give {}a network with more nodes, fewer nodes, or background=none)",
+        if *job_groups { "of the process's groups are free of its nodes" } else { "are free of the process's nodes" },
+        if *job_groups { "background-global=1, " } else { "" }
+    )]
+    BackgroundOutOfReach { background: String, min: u32, why: &'static str, free: u32, job_groups: bool },
     /// Any other of the simulator's checks of the experiment, in its own words.
     #[error("{0}")]
     Experiment(SpecError),
@@ -168,6 +175,13 @@ impl SimSpec {
             SpecError::TooFewBackgroundNodes { nodes, min, why, .. } => {
                 SimSpecError::TooFewBackgroundNodes { background: background_text, nodes, min, why }
             }
+            SpecError::BackgroundOutOfReach { min, why, free, job_groups, .. } => SimSpecError::BackgroundOutOfReach {
+                background: background_text,
+                min,
+                why,
+                free,
+                job_groups: job_groups.is_some(),
+            },
             other => SimSpecError::Experiment(other),
         })?;
         Ok(())
@@ -450,6 +464,15 @@ mod tests {
             ("background=uniform:0.3,background-nodes=0", "background-nodes=0: it needs 1 or more background nodes"),
             ("background=congestors,background-nodes=5", "needs 6 or more background nodes"),
             ("background=production,background-nodes=1", "needs 2 or more background nodes"),
+            // enough asked for, but the process's nodes take every node of the scope
+            (
+                "groups=1,placement=scattered,nodes=384,background=uniform:0.3",
+                "only 0 nodes of the process's groups are free of its nodes (give background-global=1,",
+            ),
+            (
+                "groups=1,placement=scattered,nodes=381,background=congestors,background-global=1",
+                "needs 6 or more background nodes, three congestor jobs of 2 or more, but only 3 nodes are free",
+            ),
             (
                 "groups=2,placement=same-group,background=worst-case:0.5",
                 "background=\"worst-case:0.5\" with background-global=0 and the process's nodes all in group 0",

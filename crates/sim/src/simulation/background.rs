@@ -43,18 +43,15 @@ impl Simulation {
         // background nodes: same routers as the measured ranks first, then the scope at random
         let topo = &self.net.topo;
         let p = topo.p;
-        let npg = p * topo.routers_per_group;
-        let used: std::collections::HashSet<u32> = nodes.iter().copied().collect();
-        let groups: std::collections::HashSet<u32> = nodes.iter().map(|&n| n / npg).collect();
-        let in_scope = |n: u32| !used.contains(&n) && (!spec.background_local || groups.contains(&(n / npg)));
+        let scope = spec.background_scope(topo, nodes);
+        let in_scope: std::collections::HashSet<u32> = scope.iter().copied().collect();
         let mut near: Vec<u32> =
-            nodes.iter().flat_map(|&n| (n / p * p)..(n / p * p + p)).filter(|&n| in_scope(n)).collect();
+            nodes.iter().flat_map(|&n| (n / p * p)..(n / p * p + p)).filter(|n| in_scope.contains(n)).collect();
         near.sort();
         near.dedup();
         self.rng.shuffle(&mut near);
         let near_set: std::collections::HashSet<u32> = near.iter().copied().collect();
-        let mut rest: Vec<u32> = (0..topo.n_nodes).filter(|&n| in_scope(n) && !near_set.contains(&n)).collect();
-        let scope: Vec<u32> = (0..topo.n_nodes).filter(|&n| in_scope(n)).collect();
+        let mut rest: Vec<u32> = scope.iter().copied().filter(|n| !near_set.contains(n)).collect();
         self.rng.shuffle(&mut rest);
         let mut free = near;
         free.extend(rest);
