@@ -177,6 +177,39 @@ fn bad_arguments_exit_2_with_a_message() {
     assert!(err.contains("'uniform:1.5' for '--background") && err.contains("LOAD in [0, 1]"), "{err}");
 }
 
+#[test]
+fn a_sweep_starts_from_its_seed() {
+    let dir = temp_dir("sweep-seed");
+    let (code, stdout, err) = sim(&[
+        "sweep",
+        "--groups",
+        "1",
+        "--placement",
+        "scattered",
+        "--workload",
+        "pingpong:64",
+        "--iterations",
+        "1",
+        "--seed",
+        "7",
+        "--seeds",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{err}");
+    let mut experiments: Vec<String> = files(&dir, ITERATIONS_SUFFIX).iter().map(|p| read(p).0.experiment).collect();
+    experiments.dedup();
+    assert_eq!(
+        experiments,
+        ["sim-pingpong-64_scattered_2ranks_none_seed7", "sim-pingpong-64_scattered_2ranks_none_seed8"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, stdout, err) = sim(&["sweep", "--seed", "18446744073709551615", "--seeds", "2"]);
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(err.starts_with("aar: --seed 18446744073709551615 --seeds 2: the seeds would go past"), "{err}");
+}
+
 /// Runs `aar sim ARGS` and returns (exit status, stdout, stderr).
 fn sim(args: &[&str]) -> (Option<i32>, String, String) {
     let out = aar().arg("sim").args(args).output().unwrap();

@@ -69,7 +69,8 @@ enum SimCmd {
     Sweep {
         #[command(flatten)]
         exp: ExpOpts,
-        /// seeds 1..=N (at most 100000)
+        /// N runs of each size, with seeds --seed, --seed + 1, ..., --seed + N - 1 (1 to N by default; N at
+        /// most 100000)
         #[arg(long, default_value_t = 5, value_parser = whole::<u64>(1, 100_000), allow_negative_numbers = true)]
         seeds: u64,
         /// message sizes replacing the workload's (e.g. 8,64K,4MiB)
@@ -217,6 +218,15 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
         }
         SimCmd::Sweep { exp, seeds, sizes, out } => {
             let base = exp.spec()?;
+            // --seed is the first seed: the sweep's seeds go on from it (it was ignored, every sweep
+            // running seeds 1..=N whatever --seed said)
+            let first = base.seed;
+            if first.checked_add(seeds - 1).is_none() {
+                return Err(format!(
+                    "--seed {first} --seeds {seeds}: the seeds would go past {}, the largest seed; give a smaller --seed",
+                    u64::MAX
+                ));
+            }
             once("--sizes", &sizes, |a, b| a == b, |b| b.to_string())?;
             let workloads = if sizes.is_empty() {
                 vec![base.workload.clone()]
@@ -231,7 +241,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             }
             let mut specs = Vec::new();
             for w in &workloads {
-                for seed in 1..=seeds {
+                for seed in (0..seeds).map(|i| first + i) {
                     let mut s = base.clone();
                     s.seed = seed;
                     s.workload = w.clone();
