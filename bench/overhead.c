@@ -24,7 +24,7 @@
  *
  * Posts are silent (no completion event), so the emulator's cheapest path is measured; DMAPP PUTs
  * are blocking (the emulator completes every form inside the call).
- *   overhead [--batches N] [--batch-posts N] [--runs R] [--only PATH]
+ *   overhead [--batches N] [--batch-posts N] [--runs R] [--only PATH]   (--help: the bounds)
  *
  * The whole measurement is repeated R times (default 5) in this process; each line reports the
  * median over the runs of each figure, and the smallest and largest added cost, because a
@@ -190,19 +190,54 @@ static void smsg_batch(smsg_fn f, int n)
 	}
 }
 
+static const char *const paths[] = {"below", "1k", "read", "smsg", "mix", "dput", "dread", "coll"};
+#define N_PATHS (sizeof paths / sizeof *paths)
+#define USAGE "usage: overhead [--batches N] [--batch-posts N] [--runs R] [--only PATH]\n" \
+	      "  N from 1 to 1000000 (defaults 200 and 2000), R from 1 to 64 (default 5),\n" \
+	      "  PATH one of below, 1k, read, smsg, mix, dput, dread, coll (default: all)\n"
+
+/* The value of option `name` (argv[i + 1]), a whole number from 1 to max; anything else is said
+ * on stderr, with the usage, and the harness exits 2 (a value read as 0 or negative indexed
+ * outside the arrays of the batches). */
+static int whole(int argc, char **argv, int i, long max)
+{
+	char *end;
+	long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+	if (i + 1 >= argc || end == argv[i + 1] || *end || v < 1 || v > max) {
+		fprintf(stderr, "overhead: %s %s: give a whole number from 1 to %ld; nothing was measured\n" USAGE, argv[i],
+			i + 1 < argc ? argv[i + 1] : "(no value)", max);
+		exit(2);
+	}
+	return (int)v;
+}
+
 int main(int argc, char **argv)
 {
 	int batches = 200, per_batch = 2000, runs = 5;
 	const char *only = NULL;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--batches"))
-			batches = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--batch-posts"))
-			per_batch = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--only"))
+	for (int i = 1; i < argc; i += 2) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(USAGE, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--batches")) {
+			batches = whole(argc, argv, i, 1000000);
+		} else if (!strcmp(argv[i], "--batch-posts")) {
+			per_batch = whole(argc, argv, i, 1000000);
+		} else if (!strcmp(argv[i], "--runs")) {
+			runs = whole(argc, argv, i, 64);
+		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
 			only = argv[i + 1];
-		else if (!strcmp(argv[i], "--runs"))
-			runs = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 1;
+			unsigned p = 0;
+			while (p < N_PATHS && strcmp(only, paths[p]))
+				p++;
+			if (p == N_PATHS) {
+				fprintf(stderr, "overhead: --only %s: no such path; nothing was measured\n" USAGE, only);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "overhead: %s: unknown option or missing value; nothing was measured\n" USAGE, argv[i]);
+			return 2;
+		}
 	}
 	setup(&A, 0);
 	setup(&B, 1);
@@ -239,13 +274,10 @@ int main(int argc, char **argv)
 	printf("# overhead per post, %d runs of %d batches of %d posts per path, %s\n", runs, batches, per_batch,
 	       shimmed ? "through the preloaded library vs the emulator directly" : "NO SHIM LOADED (both columns are the emulator)");
 	printf("# %-6s %12s %12s %10s %8s %18s\n", "path", "direct_ns", "shim_ns", "added_ns", "ratio", "added_min..max");
-	const char *paths[] = {"below", "1k", "read", "smsg", "mix", "dput", "dread", "coll"};
 	double *d = malloc(sizeof(double) * batches), *s = malloc(sizeof(double) * batches);
 	double *diff = malloc(sizeof(double) * batches), *ratio = malloc(sizeof(double) * batches);
 	double run_fig[4][64];
-	if (runs > 64)
-		runs = 64;
-	for (unsigned p = 0; p < sizeof paths / sizeof *paths; p++) {
+	for (unsigned p = 0; p < N_PATHS; p++) {
 		const char *path = paths[p];
 		if (only && strcmp(only, path))
 			continue;

@@ -60,6 +60,36 @@ fn the_overhead_benchmark_builds_and_measures_every_path() {
 }
 
 #[test]
+fn the_overhead_benchmark_refuses_what_it_would_misread_and_says_its_usage() {
+    let dir = scratch("bench-overhead-args");
+    let bin = build_overhead(&dir);
+    // Each was measured as something else: an unknown option or path was skipped (nothing, or
+    // every path, measured), and --batches 0 read a median outside its array.
+    for (args, said) in [
+        (&["--batches", "0"][..], "--batches 0: give a whole number from 1 to 1000000"),
+        (&["--batches", "-5"][..], "--batches -5: give a whole number from 1 to 1000000"),
+        (&["--batch-posts", "2x"][..], "--batch-posts 2x: give a whole number"),
+        (&["--runs", "65"][..], "--runs 65: give a whole number from 1 to 64"),
+        (&["--batches"][..], "--batches (no value)"),
+        (&["--only", "reads"][..], "--only reads: no such path"),
+        (&["--help-me"][..], "--help-me: unknown option"),
+    ] {
+        let out = Command::new(&bin).args(args).env_remove("LD_PRELOAD").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said) && stderr.contains("usage: overhead"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing measured");
+    }
+    let out = Command::new(&bin).arg("--help").output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("--only PATH"));
+    // the script's --help is its comment, before it builds anything
+    let out = Command::new(root().join("scripts/bench-overhead")).arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("scripts/bench-overhead --compare [ROUNDS]"), "{text}");
+    assert!(!text.contains("set -euo") && !text.contains("# overhead per post"), "{text}");
+}
+
+#[test]
 fn the_sc19_stand_in_builds_and_routes_the_read_path() {
     let dir = scratch("bench-sc19");
     let so = dir.join("libsc19.so");
