@@ -27,7 +27,8 @@ pub struct SimArgs {
 enum SimCmd {
     /// Performance benchmark: BookSim2 k=4 dragonflynew workload and Aries group scaling
     Bench {
-        /// a tenth of the work (CI)
+        /// smaller (CI): the paper-scale alltoall under one policy, not two (most of the time), a tenth
+        /// of the BookSim2 workload's cycles, and 1, 2 and 4 groups for a quarter of the simulated time
         #[arg(long)]
         quick: bool,
         /// also write the results as JSON
