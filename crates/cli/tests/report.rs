@@ -914,6 +914,7 @@ fn exit_codes() {
         ),
         (vec![d, "--resamples", "5"], "aar: --resamples 5: at least 100 and at most 10000000"),
         (vec![d, "--resamples", "999999999"], "aar: --resamples 999999999: at least 100 and at most 10000000"),
+        (vec![d, "--seed", "-1"], "\"-1\" is not a seed: a seed is a whole number from 0 to 18446744073709551615"),
         (vec![d, "--json", "--csv"], "cannot be used with"),
         (vec![d, "--skip", "many"], "--skip"),
         (vec![], "required"),

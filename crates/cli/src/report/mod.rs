@@ -20,6 +20,7 @@ mod output;
 pub(crate) mod plot;
 mod read;
 
+use aar_engine::Seed;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -57,9 +58,10 @@ pub struct ReportArgs {
     /// (100 to 10000000)
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     resamples: usize,
-    /// Seed of the bootstrap (the report is the same for the same seed)
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    seed: u64,
+    /// Seed of the bootstrap, a whole number from 0 to 18446744073709551615 (the report is the
+    /// same for the same seed)
+    #[arg(long, value_name = "N", default_value = "1", allow_negative_numbers = true)]
+    seed: Seed,
     /// Also report the experiments read as one: the same A/B experiment run in several jobs,
     /// their iterations one job after the other (those with the policies most of them have)
     #[arg(long)]
@@ -203,7 +205,7 @@ pub fn run(args: ReportArgs) -> i32 {
         skip: args.skip,
         keep_incomplete: args.keep_incomplete,
         resamples: args.resamples,
-        seed: args.seed,
+        seed: args.seed.0,
     };
     let data = read::read_all(&args.inputs, args.skip);
     let mut warnings = data.warnings;

@@ -45,7 +45,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::str::FromStr;
 
-use aar_engine::Switch;
+use aar_engine::{Seed, Switch};
 use aar_sim::config::{Mode, NetConfig};
 use aar_sim::error::{ParseError, SpecError};
 use aar_sim::experiment::{Background, ExperimentSpec};
@@ -98,7 +98,8 @@ pub enum SimSpecError {
     UnknownKey(String),
     #[error("{key}=\"{value}\" is not a whole number from {lo} to {hi}")]
     OutOfRange { key: String, value: String, lo: u64, hi: u64 },
-    #[error("seed=\"{0}\" is not a whole number")]
+    /// The seed's own message, which names the value and the range.
+    #[error("seed: {0}")]
     Seed(String),
     /// The simulator's own message, which names the value and what is accepted.
     #[error("placement: {0}")]
@@ -248,7 +249,7 @@ impl FromStr for SimSpec {
                     s.background_global =
                         value.parse::<Switch>().map_err(|_| SimSpecError::BackgroundGlobal(value.to_string()))?.0
                 }
-                "seed" => s.seed = value.parse().map_err(|_| SimSpecError::Seed(value.to_string()))?,
+                "seed" => s.seed = value.parse::<Seed>().map_err(SimSpecError::Seed)?.0,
                 _ => return Err(SimSpecError::UnknownKey(key)),
             }
         }
@@ -458,6 +459,7 @@ mod tests {
             ("placement=same-blade,nodes=5", "at most 4 nodes"),
             ("global-per-router=11", "global-per-router=\"11\""),
             ("groups=2,nodes=4,groups=3", "key \"groups\" is given twice"),
+            ("seed=-1", "seed: \"-1\" is not a seed: a seed is a whole number from 0 to 18446744073709551615"),
             ("groups=1,placement=across-groups", "placement=across-groups with groups=1: there is no other group"),
             ("placement=across-groups,groups=1", "give groups=2 or more, or placement=same-group"),
             ("groups=1,placement=same-group,background=worst-case:0.5", "background=\"worst-case:0.5\" with groups=1"),
