@@ -55,8 +55,9 @@
  * gets one "aar-emu:" line on stderr naming the variable and value and what is used instead):
  *   AAR_EMU_NETWORK="latency_ad=1.4,latency_bs=1.1,stall_ad=1,stall_bs=2,rsp_stall=0"
  *       the network profile (these are the defaults: a quiet network); any subset of the keys,
- *       each from 0 to 1e6; a bad item gets one "aar-emu:" warning on stderr and keeps its
- *       default. (aar_emu_set_network takes any finite value of 0 or more.)
+ *       each once, each from 0 to 1e6; a bad item gets one "aar-emu:" warning on stderr and keeps
+ *       its default, a key given again one warning and its first value. (aar_emu_set_network
+ *       takes any finite value of 0 or more.)
  *   AAR_EMU_LATENCY_UNIT=us|cycles   unit of rsp_latency (default us).
  *   AAR_EMU_LOG=<path>   append one JSON line per post/SMSG call and per DMAPP data or attribute
  *       call (format: crates/emu/src/lib.rs).

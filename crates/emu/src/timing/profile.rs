@@ -66,8 +66,10 @@ impl ProfileKey {
 /// A bad item of `AAR_EMU_NETWORK`, and what is done about it.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ProfileItemError {
-    #[error("item \"{0}\" is not key=value; ignored")]
+    #[error("item \"{0}\" is not key=value (keys: {known}); ignored", known = ProfileKey::known())]
     NotKeyValue(String),
+    #[error("key \"{}\" is given twice (give each key once); the first, {}={first}, is kept", key.name(), key.name())]
+    Repeated { key: ProfileKey, first: f64 },
     #[error("unknown key \"{key}\" (known: {known}); ignored", known = ProfileKey::known())]
     UnknownKey { key: String },
     #[error(
@@ -126,8 +128,22 @@ impl FromStr for NetworkProfile {
     fn from_str(spec: &str) -> Result<Self, Self::Err> {
         let mut profile = NetworkProfile::default();
         let mut problems = Vec::new();
+        let mut given = Vec::new();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            match item.parse::<ProfileItem>() {
+            let parsed = item.parse::<ProfileItem>();
+            // A key given again, with a good value or a bad one, changes nothing.
+            let key = match &parsed {
+                Ok(ProfileItem { key, .. }) | Err(ProfileItemError::BadValue { key, .. }) => Some(*key),
+                Err(_) => None,
+            };
+            if let Some(key) = key {
+                if given.contains(&key) {
+                    problems.push(ProfileItemError::Repeated { key, first: profile.get(key) });
+                    continue;
+                }
+                given.push(key);
+            }
+            match parsed {
                 Ok(ProfileItem { key, value }) => *profile.field(key) = value,
                 Err(e) => problems.push(e),
             }
@@ -284,7 +300,10 @@ mod tests {
         assert_eq!(c[0], "latency_ad=\"abc\" is not a number from 0 to 1e6; using the default latency_ad=1.4");
         assert_eq!(c[1], "stall_bs=\"-1\" is not a number from 0 to 1e6; using the default stall_bs=2");
         assert!(c[2].starts_with("unknown key \"bogus\" (known: latency_ad, latency_bs, stall_ad,"), "{}", c[2]);
-        assert_eq!(c[3], "item \"junk\" is not key=value; ignored");
+        assert_eq!(
+            c[3],
+            "item \"junk\" is not key=value (keys: latency_ad, latency_bs, stall_ad, stall_bs, rsp_stall); ignored"
+        );
         assert_eq!(e.usable, NetworkProfile { rsp_stall: 0.1, ..NetworkProfile::default() });
         for bad in ["inf", "-inf", "NaN", "1000000.5", "18446744073709551615", "1e308"] {
             let e = format!("latency_ad={bad}").parse::<NetworkProfile>().unwrap_err();
@@ -293,5 +312,17 @@ mod tests {
         let p: NetworkProfile = "stall_bs=1e6,rsp_stall=0".parse().unwrap();
         assert_eq!(p.stall_bs, 1e6);
         assert_eq!("".parse::<NetworkProfile>().unwrap(), NetworkProfile::default());
+        // A key given twice (a typo for another, or an edit that left the old item) is said,
+        // as AAR_EMU_SIM says it, and the first stays.
+        let e = "latency_ad=1,stall_ad=3,latency_ad=2".parse::<NetworkProfile>().unwrap_err();
+        let c: Vec<String> = e.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(c, ["key \"latency_ad\" is given twice (give each key once); the first, latency_ad=1, is kept"]);
+        assert_eq!(e.usable, NetworkProfile { latency_ad: 1.0, stall_ad: 3.0, ..NetworkProfile::default() });
+        let e = "latency_ad=1,latency_ad=x".parse::<NetworkProfile>().unwrap_err();
+        assert_eq!((e.problems.len(), e.usable.latency_ad), (1, 1.0), "{e}");
+        assert!(e.to_string().contains("the first, latency_ad=1, is kept"), "{e}");
+        let e = "latency_ad=x,latency_ad=1".parse::<NetworkProfile>().unwrap_err();
+        assert_eq!((e.problems.len(), e.usable.latency_ad), (2, 1.4), "{e}");
+        assert!(e.to_string().ends_with("the first, latency_ad=1.4, is kept"), "{e}");
     }
 }
