@@ -86,9 +86,9 @@
  *       in files of that folder, and posts, AMOs, CQ events, SMSG and datagrams reach other ranks
  *       (docs/emulator-job.md). A missing or bad companion variable gets one "aar-emu:" warning
  *       and the process runs in-process.
- *   AAR_EMU_JOB_COPY=auto|service   how bytes move between ranks: auto (process_vm_readv and
- *       _writev, or, where the kernel refuses them, the other rank's service thread), service
- *       (always the service thread).
+ *   AAR_EMU_JOB_COPY=process_vm|service   how bytes move between ranks: process_vm (the default,
+ *       also process-vm: process_vm_readv and _writev, or, where the kernel refuses them, the other
+ *       rank's service thread), service (always the service thread).
  *
  * DMAPP in the emulator (cabi/dmapp.h): everything completes inside its call (an _nb sync id is
  * complete at once, dmapp_gsync_wait has nothing to wait for). Before dmapp_init (and after
