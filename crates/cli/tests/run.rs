@@ -231,6 +231,36 @@ fn plain_programs_run_and_their_exit_code_is_the_jobs() {
 }
 
 #[test]
+fn options_take_attached_values_as_srun_does_and_program_arguments_pass_untouched() {
+    // `-n3 -N2`, as srun and aprun users write them; what follows PROGRAM is its own, options
+    // of aar run's among it included.
+    let out = aar()
+        .args([
+            "run",
+            "-n3",
+            "-N2",
+            "--time=1",
+            "sh",
+            "-c",
+            r#"echo "rank=$PMI_RANK of $PMI_SIZE local $MPI_LOCALNRANKS: $*""#,
+        ])
+        .args(["x", "-n", "5", "-N1", "--bogus"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "rank=0 of 3 local 2: -n 5 -N1 --bogus",
+            "rank=1 of 3 local 2: -n 5 -N1 --bogus",
+            "rank=2 of 3 local 1: -n 5 -N1 --bogus"
+        ]
+    );
+}
+
+#[test]
 fn bad_arguments_are_named_and_start_nothing() {
     for (args, named) in [
         (&["run", "-n", "0", "true"][..], "0"),
@@ -238,6 +268,9 @@ fn bad_arguments_are_named_and_start_nothing() {
         (&["run", "-n", "2"][..], "PROGRAM"),
         (&["run", "./no-such-program"][..], "\"./no-such-program\" does not exist"),
         (&["run", "no-such-program-in-path"][..], "no folder of PATH"),
+        // An option aar run does not have is named as one, not looked for as PROGRAM.
+        (&["run", "--nodes", "2", "true"][..], "unexpected argument '--nodes'"),
+        (&["run", "-x", "true"][..], "unexpected argument '-x'"),
     ] {
         let out = aar().args(args).output().unwrap();
         let err = text(&out.stderr);

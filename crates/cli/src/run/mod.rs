@@ -89,7 +89,10 @@ pub struct RunArgs {
     #[arg(long = "time", value_name = "LIMIT")]
     time: Option<time::TimeLimit>,
     /// The program each rank runs (a path, or a name looked up in PATH), and its arguments
-    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    // Everything from PROGRAM on is its own (trailing_var_arg). Not allow_hyphen_values: with it
+    // clap reads `-n4` (srun's spelling) as a PROGRAM named "-n4"; a program whose name starts
+    // with '-' comes after `--`.
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     command: Vec<OsString>,
 }
 
