@@ -325,7 +325,8 @@ fn write_outputs() {
             diag::warn(&format!(
                 "AAR_AB is set but no iteration was marked: no call of {} reached libaar.so. A Fortran mpi_f08 \
                  binding or a profiling tool preloaded before libaar.so calls P{} itself; choose a function \
-                 the program calls from C or through `use mpi`, or mark iterations with aar_iteration_begin/end.",
+                 the program calls from C or through `use mpi`, or unset AAR_AB_BOUNDARY and mark iterations \
+                 with aar_iteration_begin/end (refused while it names an MPI function).",
                 function.name(),
                 function.name()
             ));
