@@ -51,7 +51,10 @@ int aar_set_mode(uint16_t dlvr_mode);
 int aar_set_mode_name(const char *name);
 
 /* Back to automatic routing: NIC counters and the cost model choose per message (the paper's
- * policy, "auto"; aar_set_mode_name("steady") selects the other one). */
+ * policy, "auto"; aar_set_mode_name("steady") selects the other one). Without the counters (PAPI
+ * or its events missing: one warning at start, and the fixed low-latency mode) it is accepted all
+ * the same, but with no counter window to decide from every adaptive message gets
+ * AAR_LOW_LATENCY_MODE (ADAPTIVE3), as one below the threshold does. */
 int aar_set_auto(void);
 
 /* Pause the library: every call is forwarded untouched (SMSG modes and DMAPP routing attributes
