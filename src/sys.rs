@@ -636,12 +636,36 @@ pub fn now_ns() -> u64 {
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
+/// Whether descriptor 2 was open when libaar.so was loaded (set by [`note_stderr_at_load`]).
+static STDERR_OPEN_AT_LOAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Run by the loader when libaar.so is loaded (before `main` when preloaded): note whether the
+/// process has a stderr. In one started without (`app 2>&-`), the first file the application
+/// opens takes descriptor 2, and a line written there would land in the application's own file.
+/// Only a `fcntl`: nothing else is safe this early.
+extern "C" fn note_stderr_at_load() {
+    // SAFETY: F_GETFD reads the flags of a descriptor number; on a closed one it fails with EBADF.
+    let open = unsafe { libc::fcntl(2, libc::F_GETFD) } >= 0;
+    STDERR_OPEN_AT_LOAD.store(open, Relaxed);
+}
+
+// Not under unit tests: the test harness's stderr is no business of the library's.
+#[cfg(not(test))]
+#[used]
+#[link_section = ".init_array"]
+static NOTE_STDERR_AT_LOAD: extern "C" fn() = note_stderr_at_load;
+
 /// Write a whole line to stderr with write(2): no lock (std's stderr lock could be inherited held
 /// by a fork child), one call so lines of different ranks do not interleave, EINTR retried,
 /// anything else dropped (a closed stderr must not disturb the application), and never a SIGPIPE
 /// or a SIGXFSZ: a stderr whose reader has gone (`app 2>&1 | head`), or a log file at the job's
-/// file size limit, would kill the application for a line of ours.
+/// file size limit, would kill the application for a line of ours. In a process that had no
+/// stderr when the library was loaded, nothing is written: descriptor 2, if open now, is a file
+/// of the application's.
 pub fn write_stderr(bytes: &[u8]) {
+    if !STDERR_OPEN_AT_LOAD.load(Relaxed) {
+        return;
+    }
     let _quiet = SignalsHeld::new();
     let mut rest = bytes;
     while !rest.is_empty() {

@@ -93,6 +93,25 @@ fn with_stderr_closed_the_library_s_files_never_take_its_place() {
     assert_eq!(r.records().len(), 1);
 }
 
+/// A process started with stderr closed whose first file (its output) takes descriptor 2: the
+/// library's lines (the summary at exit) must not go into it. A warning is kept in the record.
+#[test]
+fn with_stderr_closed_the_application_s_own_file_gets_no_line_of_the_library_s() {
+    let mut l = Launch::driver("stderr-closed-app-file", "").unset("AAR_EMU_LOG").env("AAR_THRESHOLD", "banana");
+    let file = l.dir.join("app-output.txt");
+    l.args = ["open", &file.display().to_string(), "rdma", "65536", "3", "0", "fma", "64", "2", "0"]
+        .map(String::from)
+        .to_vec();
+    l.wrapper = vec!["sh".into(), "-c".into(), "exec \"$0\" \"$@\" 2>&-".into()];
+    let r = l.run();
+    r.assert_ok();
+    assert!(r.stdout.contains("open fd=2"), "the file took stderr's number: {}", r.stdout);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "data\n", "only the application's own output");
+    let records = r.records();
+    assert_eq!(records.len(), 1);
+    assert!(records[0]["messages"].to_string().contains("AAR_THRESHOLD"), "the warning is kept in the record");
+}
+
 #[test]
 fn the_summary_can_be_silenced_and_no_record_is_written_without_an_output_dir() {
     let r = Launch::driver("quiet", "fma 64 5 0").env("AAR_SUMMARY", "0").unset("AAR_OUTPUT_DIR").run();

@@ -33,6 +33,8 @@
  *   chdir PATH                      change the working folder (an application moving into its run's)
  *   touch PATH | waitfile PATH      create an empty file | wait until a file exists (every 1 ms, at
  *                                   most 60 s, else an error): steps of several processes in order
+ *   open PATH                       create PATH and keep it open to the end, as an application's
+ *                                   output file ("open fd=N"; "data" is written into it at exit)
  *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE (as the
  *                                   first command, or after "stack", the threads make the first uGNI
  *                                   calls of the process)
@@ -74,6 +76,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -99,6 +102,15 @@ struct pair {
 };
 
 static int verbose = 1;
+
+/* The file of the "open" command, written into at exit as an application writes its output. */
+static int output_fd = -1;
+
+static void write_output_file(void)
+{
+	if (output_fd >= 0 && write(output_fd, "data\n", 5) != 5)
+		perror("driver: open");
+}
 
 static void fail(struct pair *p, const char *what)
 {
@@ -665,6 +677,13 @@ int main(int argc, char **argv)
 			FILE *f = fopen(ARG(1), "w");
 			if (!f || fclose(f))
 				fail(&p, "touch");
+			i += 1;
+		} else if (!strcmp(c, "open")) {
+			int fd = open(ARG(1), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+			if (fd < 0 || atexit(write_output_file))
+				fail(&p, "open");
+			output_fd = fd;
+			printf("open fd=%d\n", fd);
 			i += 1;
 		} else if (!strcmp(c, "waitfile")) {
 			int ms = 0;
