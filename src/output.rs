@@ -183,8 +183,7 @@ pub fn check_output_dir(dir: Option<&str>) {
     let problem = match std::fs::metadata(dir) {
         Err(e) => Some(format!("cannot be used ({e})")),
         Ok(m) if !m.is_dir() => Some("is not a folder".to_string()),
-        Ok(m) if m.permissions().readonly() => Some("is read-only".to_string()),
-        Ok(_) => None,
+        Ok(_) => sys::can_create_in(Path::new(dir)).err().map(|e| format!("cannot be written in ({e})")),
     };
     if let Some(p) = problem {
         diag::warn_output_dir(&format!(

@@ -518,6 +518,21 @@ pub fn process_ended(pid: u32) -> bool {
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
+/// Whether this process may create files in the folder `dir` (access(2) with the effective ids,
+/// as open(2) checks them): the file system's and the folder owner's answer, which the mode bits
+/// alone do not give (a folder of another user's, a read-only mount, root's way past the bits).
+pub fn can_create_in(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated path; faccessat only reads it.
+    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::W_OK | libc::X_OK, libc::AT_EACCESS) };
+    match rc {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// The real user id, for names of files that other users must not share.
 pub fn uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.

@@ -131,6 +131,40 @@ fn a_missing_output_dir_is_one_warning_at_start_and_the_program_continues() {
     assert!(lines[0].contains("AAR_OUTPUT_DIR") && lines[0].contains(&missing), "{}", lines[0]);
 }
 
+/// A folder the user may not write in, though its mode has the owner's write bit (another user's
+/// folder, `/` here): said at start-up, by rank 0 only, as a missing one is; not an error from
+/// every rank at exit. Run as `nobody` when the tests run as root (root may write anywhere).
+#[test]
+fn a_folder_of_another_user_s_is_one_warning_at_start_from_rank_0() {
+    // /proc/self belongs to the process's effective user.
+    let as_root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    if as_root && !have("setpriv") {
+        eprintln!("note: running as root without setpriv: the case is not run");
+        return;
+    }
+    let run = |rank: &str| {
+        let mut l = Launch::driver(&format!("unwritable-out-{rank}"), "fma 64 3 0 rdma 65536 3 0")
+            .unset("AAR_EMU_LOG")
+            .env("AAR_OUTPUT_DIR", "/")
+            .env("PMI_RANK", rank);
+        if as_root {
+            l.wrapper = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"].map(String::from).to_vec();
+        }
+        let r = l.run();
+        r.assert_ok();
+        r
+    };
+    let lines = run("0").aar_lines().into_iter().map(String::from).collect::<Vec<_>>();
+    assert_eq!(lines.len(), 2, "one warning and the summary: {lines:?}");
+    assert!(
+        lines[0].contains("AAR_OUTPUT_DIR=\"/\" cannot be written in") && lines[0].contains("will not be written"),
+        "{}",
+        lines[0]
+    );
+    let other = run("1");
+    assert!(other.aar_lines().is_empty(), "rank 1 says nothing: {:?}", other.aar_lines());
+}
+
 #[test]
 fn relative_output_and_trace_paths_are_the_start_up_folder_s_after_the_application_moves() {
     // AAR_OUTPUT_DIR and AAR_TRACE relative to the folder the job started in; the application then
