@@ -1060,19 +1060,19 @@ fn check_settings(doc: &Value, report: &mut Report) {
     }
     if let Some(dir) = settings["output_dir"].as_str() {
         match std::fs::metadata(dir) {
-            Ok(m) if m.is_dir() && !m.permissions().readonly() => {
-                report.ok("records", format!("AAR_OUTPUT_DIR={dir} is a writable folder"))
-            }
             Ok(m) if !m.is_dir() => report.warning(
                 "records",
                 format!("AAR_OUTPUT_DIR={dir} is not a folder: no record will be written"),
                 "Point AAR_OUTPUT_DIR at a folder.",
             ),
-            Ok(_) => report.warning(
-                "records",
-                format!("AAR_OUTPUT_DIR={dir} is read-only: no record will be written"),
-                "Point AAR_OUTPUT_DIR at a writable folder.",
-            ),
+            Ok(_) => match can_create_in(dir) {
+                Ok(()) => report.ok("records", format!("AAR_OUTPUT_DIR={dir} is a writable folder")),
+                Err(e) => report.warning(
+                    "records",
+                    format!("AAR_OUTPUT_DIR={dir} cannot be written in ({e}): no record will be written"),
+                    "Point AAR_OUTPUT_DIR at a folder you may write in.",
+                ),
+            },
             Err(e) => report.warning(
                 "records",
                 format!("AAR_OUTPUT_DIR={dir} cannot be used ({e}): no record will be written"),
@@ -1371,4 +1371,17 @@ fn json_text(
         "selfcheck": doc,
     });
     serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
+}
+
+/// Whether this user may create files in the folder `dir`, as libaar.so asks at start-up:
+/// access(2), whose answer the mode bits alone do not give (another user's folder, a read-only
+/// mount, root).
+fn can_create_in(dir: &str) -> std::io::Result<()> {
+    let path = std::ffi::CString::new(dir).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated path; faccessat only reads it.
+    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::W_OK | libc::X_OK, libc::AT_EACCESS) };
+    match rc {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
 }

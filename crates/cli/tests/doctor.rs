@@ -828,3 +828,25 @@ fn a_report_that_cannot_be_written_is_said_with_exit_4() {
         assert!(err.contains("aar doctor: the output could not be written") && !err.contains("panicked"), "{err}");
     }
 }
+
+/// A record folder the user may not write in, though its mode has its owner's write bit (`/`,
+/// another user's folder): a warning, not "a writable folder". Run as `nobody` when the tests
+/// run as root (root may write anywhere).
+#[test]
+fn a_record_folder_of_another_user_s_is_not_called_writable() {
+    let prog = ugni_program();
+    // /proc/self belongs to the process's effective user.
+    let as_root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    let setpriv_found =
+        Command::new("sh").args(["-c", "command -v setpriv >/dev/null"]).status().is_ok_and(|s| s.success());
+    if as_root && !setpriv_found {
+        eprintln!("note: running as root without setpriv: the case is not run");
+        return;
+    }
+    let sh = scratch().join("as-nobody-sh");
+    let run_as = if as_root { "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" } else { "exec \"$@\"" };
+    std::fs::write(&sh, format!("#!/bin/sh\n{run_as}\n")).unwrap();
+    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/")]);
+    r.expect_line("warning", "records", "AAR_OUTPUT_DIR=/ cannot be written in (Permission denied");
+}
