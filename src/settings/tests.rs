@@ -343,3 +343,24 @@ fn the_readme_settings_table_lists_exactly_the_variables_read() {
     read.sort_unstable();
     assert_eq!(documented, read, "README's Settings table against settings::VARIABLES");
 }
+
+/// A parser's message is kept whole, its example included; only the long values it quotes are cut
+/// (with `…`, the quote closed).
+#[test]
+fn a_parser_s_message_is_whole_and_its_quoted_values_are_cut() {
+    let (_, w) = parse(&[("AAR_TRACE_MAX", "-1")]);
+    assert_eq!(w.len(), 1);
+    assert!(w[0].message.contains("e.g. 4096, 64K, 1MiB); using the default 1G"), "{}", w[0].message);
+    let long = format!("ADAPTIVE0,{}", "x".repeat(300));
+    let (_, w) = parse(&[("AAR_AB", &long)]);
+    assert_eq!(w.len(), 1);
+    let quoted = format!("(\"{}…\" is not a policy", "x".repeat(40));
+    assert!(w[0].message.contains(&quoted), "{}", w[0].message);
+    assert!(w[0].message.len() < 600, "{}", w[0].message);
+    // An escaped quote inside a value does not end it.
+    assert_eq!(quotes_shortened(r#"the seed "a\"b" is bad"#), r#"the seed "a\"b" is bad"#);
+    let escapes = format!(r#""{}" is bad"#, r"\\".repeat(30));
+    assert_eq!(quotes_shortened(&escapes), escapes, "an escape counts as one character");
+    let escapes = format!(r#""{}" is bad"#, r"\\".repeat(50));
+    assert_eq!(quotes_shortened(&escapes), format!(r#""{}…" is bad"#, r"\\".repeat(40)));
+}
