@@ -248,11 +248,15 @@ fn _exit_and_kill_lose_only_their_own_record() {
         "sh".into(),
     ];
     launch.args = vec!["fma".into(), "64".into(), "100000000".into(), "0".into()];
-    let r = launch.run();
+    let trace = launch.dir.join("trace.jsonl");
+    let r = launch.env("AAR_TRACE", &trace.display().to_string()).run();
     r.assert_ok();
     let names: Vec<String> =
         std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["other-rank.json"]);
+    // Its trace keeps the lines written before, whole (the last ones, in the buffer, are lost).
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.ends_with('\n') && !read_jsonl(&trace).is_empty(), "{} bytes of trace", text.len());
 }
 
 #[test]
