@@ -1373,15 +1373,10 @@ fn json_text(
     serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
 }
 
-/// Whether this user may create files in the folder `dir`, as libaar.so asks at start-up:
-/// access(2), whose answer the mode bits alone do not give (another user's folder, a read-only
-/// mount, root).
+/// Whether this user may create files in the folder `dir`: a file created there (and removed),
+/// which the mode bits alone do not tell (another user's folder, a read-only mount, root).
 fn can_create_in(dir: &str) -> std::io::Result<()> {
-    let path = std::ffi::CString::new(dir).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    // SAFETY: a NUL-terminated path; faccessat only reads it.
-    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::W_OK | libc::X_OK, libc::AT_EACCESS) };
-    match rc {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
+    let probe = std::path::Path::new(dir).join(format!(".aar-doctor-{}", std::process::id()));
+    std::fs::File::create_new(&probe)?;
+    std::fs::remove_file(&probe)
 }
