@@ -81,6 +81,9 @@
  *       its bits 1 and 9, both set by default, and a set clears the others) and the PUT and GET
  *       routing at bytes 16 and 17, so a caller that changes bytes 8 and 9 does not read back what
  *       it wrote (a DMAPP release whose layout aar does not know).
+ *   AAR_EMU_DMAPP_SET_BUSY=0   the first N dmapp_set_rma_attrs[_ext] calls of the process (any
+ *       thread's) return DMAPP_RC_BUSY and change nothing; "always": every one (see also
+ *       aar_emu_dmapp_set_busy below).
  *   AAR_EMU_JOB_DIR=<folder>   set by `aar run` (with PMI_RANK, PMI_SIZE, PMI_GNI_LOC_ADDR and
  *       PMI_GNI_COOKIE): the process is one rank of a job; NIC state other ranks must reach lives
  *       in files of that folder, and posts, AMOs, CQ events, SMSG and datagrams reach other ranks
@@ -142,6 +145,11 @@ unsigned long long aar_emu_dmapp_calls(void);
 /* dmapp_set_rma_attrs and dmapp_set_rma_attrs_ext calls received so far, whatever they returned:
  * by the calling thread (all == 0) or by every thread (all != 0). */
 unsigned long long aar_emu_dmapp_attr_sets(int all);
+
+/* The next n dmapp_set_rma_attrs and dmapp_set_rma_attrs_ext calls, of any thread, return
+ * DMAPP_RC_BUSY and change nothing (UINT_MAX: every one from now on; 0: none); replaces what is
+ * left of AAR_EMU_DMAPP_SET_BUSY. */
+void aar_emu_dmapp_set_busy(unsigned n);
 
 /* The routing attribute in force on the calling thread, as a dmapp_routing_type_t value, for
  * direction 0 (PUTs and AMOs) or 1 (GETs), read from the emulator itself (whatever the ext

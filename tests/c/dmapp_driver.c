@@ -24,6 +24,8 @@
  *   getset                          get-modify-set of the application: reads its attributes (prints
  *                                   the routing it sees), changes max_outstanding_nb, sets them
  *   routing                         the routing in force here, as the emulator sees it
+ *   busy N                          the emulator answers the next N attribute set calls (of every
+ *                                   thread, libaar.so's too) DMAPP_RC_BUSY; N = -1: every one
  *   threads N SIZE COUNT            N threads, each COUNT PUTs of SIZE to PE 1 + k % (npes - 1) at its
  *                                   own offset, then a checking GET; each prints its thread id and the
  *                                   attribute set calls made on it
@@ -539,6 +541,9 @@ int main(int argc, char **argv)
 			i += 2;
 		} else if (!strcmp(c, "getset")) {
 			getset();
+		} else if (!strcmp(c, "busy")) {
+			aar_emu_dmapp_set_busy((unsigned)strtol(ARG(1), NULL, 0));
+			i += 1;
 		} else if (!strcmp(c, "routing")) {
 			printf("routing put=%d get=%d\n", aar_emu_dmapp_routing(0), aar_emu_dmapp_routing(1));
 		} else if (!strcmp(c, "threads")) {

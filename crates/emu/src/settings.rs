@@ -41,6 +41,10 @@ pub enum SettingError {
     DmappSheap { value: String, problem: <SheapSize as FromStr>::Err },
     #[error("AAR_EMU_DMAPP_LAYOUT=\"{value}\": {problem}; using the {default} layout of cabi/dmapp.h", default = AttrsLayout::default())]
     DmappLayout { value: String, problem: <AttrsLayout as FromStr>::Err },
+    #[error(
+        "AAR_EMU_DMAPP_SET_BUSY=\"{value}\": {problem}; every dmapp_set_rma_attrs[_ext] call is answered as usual"
+    )]
+    DmappSetBusy { value: String, problem: <BusyCount as FromStr>::Err },
     #[error("AAR_EMU_JOB_COPY=\"{value}\": {problem}; using process_vm (with the service thread as fallback)")]
     JobCopy { value: String, problem: <CopyPath as FromStr>::Err },
     #[error(
@@ -121,6 +125,12 @@ pub fn dmapp_sheap() -> SheapSize {
 /// `AAR_EMU_DMAPP_LAYOUT`: the layout of `dmapp_rma_attrs_ext_t`.
 pub fn dmapp_layout() -> AttrsLayout {
     parsed("AAR_EMU_DMAPP_LAYOUT", |value, problem| SettingError::DmappLayout { value, problem })
+}
+
+/// `AAR_EMU_DMAPP_SET_BUSY`: how many `dmapp_set_rma_attrs[_ext]` calls, the first of the
+/// process, DMAPP answers `DMAPP_RC_BUSY` (changing nothing).
+pub fn dmapp_set_busy() -> BusyCount {
+    parsed("AAR_EMU_DMAPP_SET_BUSY", |value, problem| SettingError::DmappSetBusy { value, problem })
 }
 
 /// The job this process is a rank of, from the environment `aar run` gives each rank:
@@ -316,6 +326,27 @@ impl fmt::Display for SheapSize {
     }
 }
 
+/// `AAR_EMU_DMAPP_SET_BUSY`: the number of calls answered busy, 0 (the default) to
+/// [`u32::MAX`], or `always`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BusyCount(pub u32);
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a number of calls (give a whole number from 0 to {max}, or \"always\")", max = u32::MAX)]
+pub struct BusyCountError;
+
+impl FromStr for BusyCount {
+    type Err = BusyCountError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("always") {
+            return Ok(BusyCount(u32::MAX));
+        }
+        t.parse().map(BusyCount).map_err(|_| BusyCountError)
+    }
+}
+
 /// The layout of the emulator's `dmapp_rma_attrs_ext_t` (`AAR_EMU_DMAPP_LAYOUT`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AttrsLayout {
@@ -383,5 +414,10 @@ mod tests {
         assert_eq!(" Queue_First ".parse(), Ok(AttrsLayout::QueueFirst));
         assert_eq!("queue-first".parse(), Ok(AttrsLayout::QueueFirst));
         assert_eq!("queue first".parse::<AttrsLayout>(), Err(AttrsLayoutError));
+        assert_eq!(" 3 ".parse(), Ok(BusyCount(3)));
+        assert_eq!("Always".parse(), Ok(BusyCount(u32::MAX)));
+        for bad in ["-1", "4294967296", "some", "1.5"] {
+            assert_eq!(bad.parse::<BusyCount>(), Err(BusyCountError), "{bad}");
+        }
     }
 }

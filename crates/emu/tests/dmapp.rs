@@ -168,6 +168,26 @@ fn the_queue_first_layout_does_not_read_back_bytes_8_and_9() {
     assert!(stderr(&out).contains("buf[16] == DMAPP_ROUTING_ADAPTIVE"), "{}", stderr(&out));
 }
 
+#[test]
+fn aar_emu_dmapp_set_busy_makes_set_calls_busy_and_a_bad_value_is_said() {
+    assert_eq!(pass(&dmapp_check(), "busy", &[("AAR_EMU_DMAPP_SET_BUSY", "2")]), Vec::<String>::new());
+    // Without it no set is busy: the scenario's first check fails, which shows the variable is
+    // what made the calls busy.
+    let out = run(&dmapp_check(), &["busy"], &[]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("returned 0, expected 10"), "DMAPP_RC_BUSY: {}", stderr(&out));
+    let out = run(&dmapp_check(), &["busy"], &[("AAR_EMU_DMAPP_SET_BUSY", "lots")]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "aar-emu: AAR_EMU_DMAPP_SET_BUSY=\"lots\": not a number of calls (give a whole number from 0 to 4294967295, \
+             or \"always\"); every dmapp_set_rma_attrs[_ext] call is answered as usual"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// "job npes N sheap BYTES" from the job scenario, with its stderr.
 fn job_shape(env: &[(&str, &str)]) -> ((u32, u64), String) {
     let out = run(&dmapp_check(), &["job"], env);

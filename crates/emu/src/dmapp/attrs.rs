@@ -10,7 +10,7 @@
 //! bytes 8 and 9 does not read back what it wrote.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use aar_abi::dmapp::*;
@@ -244,14 +244,39 @@ pub fn log_request(call: &'static str, asked: Option<Attrs>, rc: DmappReturn) {
     }
 }
 
+/// The set calls still to be answered busy ([`u32::MAX`]: every one), from
+/// `AAR_EMU_DMAPP_SET_BUSY` until [`set_busy`].
+fn busy_left() -> &'static AtomicU32 {
+    static LEFT: OnceLock<AtomicU32> = OnceLock::new();
+    LEFT.get_or_init(|| AtomicU32::new(settings::dmapp_set_busy().0))
+}
+
+/// The next `n` set calls (every one from now on: [`u32::MAX`]) answer `DMAPP_RC_BUSY`.
+pub fn set_busy(n: u32) {
+    busy_left().store(n, Ordering::Relaxed);
+}
+
+/// Whether this set call is one to answer busy (counting it).
+fn busy() -> bool {
+    busy_left()
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| match n {
+            0 => None,
+            u32::MAX => Some(n),
+            n => Some(n - 1),
+        })
+        .is_ok()
+}
+
 /// `dmapp_set_rma_attrs[_ext]`: the calling thread's attributes become `requested` when DMAPP
-/// accepts them; nothing changes otherwise. What is now in force.
+/// accepts them; nothing changes otherwise (also when `AAR_EMU_DMAPP_SET_BUSY` makes the call
+/// busy). What is now in force.
 pub fn set(call: &'static str, requested: Option<Requested>) -> Result<Attrs, DmappReturn> {
     SETS.fetch_add(1, Ordering::Relaxed);
     SETS_HERE.set(SETS_HERE.get() + 1);
     let guard = job::read();
     let (asked, result) = match (job::get(&guard), requested) {
         (Err(rc), r) => (r.map(|r| r.attrs(Attrs::DEFAULT)), Err(rc)),
+        (Ok(job), Some(r)) if busy() => (Some(r.attrs(in_force(job))), Err(DMAPP_RC_BUSY)),
         (Ok(_), None) => (None, Err(DMAPP_RC_INVALID_PARAM)),
         (Ok(job), Some(r)) => {
             let asked = r.attrs(in_force(job));

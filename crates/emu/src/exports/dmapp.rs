@@ -442,6 +442,14 @@ pub extern "C" fn aar_emu_dmapp_attr_sets(all: c_int) -> u64 {
     }
 }
 
+/// The next `n` `dmapp_set_rma_attrs[_ext]` calls of any thread answer `DMAPP_RC_BUSY` and
+/// change nothing (`UINT_MAX`: every one from now on; 0: none), replacing what is left of
+/// `AAR_EMU_DMAPP_SET_BUSY`.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn aar_emu_dmapp_set_busy(n: u32) {
+    attrs::set_busy(n);
+}
+
 /// The routing value in force on the calling thread for `direction` (0 PUT and AMO, 1 GET),
 /// whatever the layout of the ext struct; -1 before `dmapp_init` or for another direction.
 #[cfg_attr(not(test), no_mangle)]

@@ -3,6 +3,7 @@
  * the first surprise. Linked -ldmapp -lugni. Remote data is checked by reading it back with GETs
  * and by what it does to PE 0's memory (this process's), which is the only copy C can see. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -705,6 +706,38 @@ static void queue_first(void)
 	EXPECT(base.put_relaxed_ordering == DMAPP_ROUTING_ADAPTIVE_3);
 }
 
+/* AAR_EMU_DMAPP_SET_BUSY=2 (from the Rust test): the first two set calls, base and ext, are busy
+ * and change nothing, the third goes through; aar_emu_dmapp_set_busy makes the next ones busy
+ * again, UINT_MAX every one, 0 none; init is never busy, and every set is counted. */
+static void busy(void)
+{
+	start();
+	unsigned long long sets0 = aar_emu_dmapp_attr_sets(0);
+	dmapp_rma_attrs_ext_t e, actual;
+	DOK(dmapp_get_rma_attrs_ext(&e));
+	e.put_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE_3;
+	memset(&actual, 0xee, sizeof actual);
+	EXPECT_DRC(dmapp_set_rma_attrs_ext(&e, &actual), DMAPP_RC_BUSY);
+	EXPECT(actual.max_outstanding_nb == 0xeeeeeeee);
+	dmapp_rma_attrs_t base;
+	DOK(dmapp_get_rma_attrs(&base));
+	base.get_relaxed_ordering = DMAPP_ROUTING_IN_ORDER;
+	EXPECT_DRC(dmapp_set_rma_attrs(&base, NULL), DMAPP_RC_BUSY);
+	EXPECT(aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE && aar_emu_dmapp_routing(1) == DMAPP_ROUTING_ADAPTIVE);
+	DOK(dmapp_set_rma_attrs_ext(&e, &actual));
+	EXPECT(aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE_3);
+	aar_emu_dmapp_set_busy(1);
+	EXPECT_DRC(dmapp_set_rma_attrs(&base, NULL), DMAPP_RC_BUSY);
+	DOK(dmapp_set_rma_attrs(&base, NULL));
+	EXPECT(aar_emu_dmapp_routing(1) == DMAPP_ROUTING_IN_ORDER);
+	aar_emu_dmapp_set_busy(UINT_MAX);
+	for (int i = 0; i < 5; i++)
+		EXPECT_DRC(dmapp_set_rma_attrs_ext(&e, NULL), DMAPP_RC_BUSY);
+	aar_emu_dmapp_set_busy(0);
+	DOK(dmapp_set_rma_attrs_ext(&e, NULL));
+	EXPECT(aar_emu_dmapp_attr_sets(0) - sets0 == 11);
+}
+
 /* The job's shape, for the settings tests: "job npes N sheap BYTES", and PE N-1 works. */
 static void job_shape(void)
 {
@@ -746,7 +779,7 @@ int main(int argc, char **argv)
 		{ "layout", layout },	{ "init", init },	 { "put_get", put_get }, { "strided", strided },
 		{ "amo", amo },		{ "segments", segments }, { "errors", errors },	 { "attrs", attrs },
 		{ "threads", threads }, { "log", log_sequence }, { "queue_first", queue_first },
-		{ "job", job_shape },	{ "one_object", one_object },
+		{ "job", job_shape },	{ "one_object", one_object }, { "busy", busy },
 	};
 	return run_scenario("dmapp_check", scenarios, sizeof scenarios / sizeof scenarios[0], argc, argv);
 }

@@ -76,6 +76,7 @@ pub fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         "AAR_EMU_DMAPP_PES",
         "AAR_EMU_DMAPP_SHEAP",
         "AAR_EMU_DMAPP_LAYOUT",
+        "AAR_EMU_DMAPP_SET_BUSY",
         "LD_PRELOAD",
     ] {
         cmd.env_remove(var);
