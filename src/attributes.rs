@@ -168,7 +168,15 @@ pub struct Thread {
     /// Inside an intercepted DMAPP call (its uGNI traffic, and DMAPP calls it makes itself, are
     /// that call's).
     inside: Cell<bool>,
+    /// Changes of routing DMAPP answered with a transient failure in a row on this thread.
+    busy_streak: Cell<u32>,
+    /// Changes to let pass before the next attempt after such a failure.
+    busy_wait: Cell<u32>,
 }
+
+/// After the n-th transient failure in a row, a thread lets 2^(n-1) - 1 changes pass (at most
+/// this many) before it tries again: 0, 1, 3, 7, ...
+const BUSY_WAIT_MAX: u32 = 127;
 
 thread_local! {
     static THREAD: Thread = const {
@@ -178,6 +186,8 @@ thread_local! {
             dirs: [const { Cell::new(Dir::UNKNOWN) }; 2],
             seen: Cell::new(false),
             inside: Cell::new(false),
+            busy_streak: Cell::new(0),
+            busy_wait: Cell::new(0),
         }
     };
 }
@@ -236,6 +246,41 @@ impl Thread {
     pub fn applied(&self, d: Direction, value: u8) {
         let dir = self.dir(d);
         self.dirs[d.index()].set(Dir { in_force: value, ..dir });
+        self.busy_streak.set(0);
+        self.busy_wait.set(0);
+    }
+
+    /// Whether a change of routing is to be tried now: not while the thread lets changes pass
+    /// after a transient failure (this one is then counted as passed).
+    pub fn change_due(&self) -> bool {
+        match self.busy_wait.get() {
+            0 => true,
+            n => {
+                self.busy_wait.set(n - 1);
+                false
+            }
+        }
+    }
+
+    /// DMAPP answered a change of routing with a transient failure, which changed nothing: the
+    /// failures in a row on this thread, this one included. The thread tries again at its next
+    /// change after the first, then less and less often.
+    pub fn failed_transiently(&self) -> u32 {
+        let streak = self.busy_streak.get().saturating_add(1);
+        self.busy_streak.set(streak);
+        let wait = 1u32.checked_shl(streak - 1).map_or(BUSY_WAIT_MAX, |w| (w - 1).min(BUSY_WAIT_MAX));
+        self.busy_wait.set(wait);
+        streak
+    }
+
+    /// The library's attributes could not be taken back from this thread (DMAPP was busy): the
+    /// library changes nothing more on it but giving them back, and what is in force stays as it
+    /// is, for the counts.
+    pub fn give_back_pending(&self) {
+        for cell in &self.dirs {
+            cell.set(Dir { routable: false, ..cell.get() });
+        }
+        self.stamp.set(state_stamp());
     }
 
     /// The application's attributes `app` are in force (just read from DMAPP).
@@ -253,6 +298,8 @@ impl Thread {
         }
         self.app.set(app);
         self.stamp.set(stamp);
+        self.busy_streak.set(0);
+        self.busy_wait.set(0);
         if !self.seen.replace(true) {
             THREADS.fetch_add(1, Relaxed);
         }
@@ -339,6 +386,28 @@ mod tests {
                 assert!(t.current() && !t.steered() && !t.dir(Direction::Put).routable);
                 assert_eq!(summary().stopped_because, Some("test"));
                 assert!(t.inside(inside_dmapp) && !inside_dmapp());
+            })
+            .unwrap();
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn after_transient_failures_a_thread_waits_longer_each_time_and_a_success_resets() {
+        std::thread::spawn(|| {
+            with_thread(|t| {
+                let mut tried = Vec::new();
+                for call in 0..400 {
+                    if t.change_due() && t.failed_transiently() <= 10 {
+                        tried.push(call);
+                    }
+                }
+                // Tried at the first call, then after letting 1, 3, 7, ... pass (127 at most).
+                assert_eq!(tried, [0, 1, 3, 7, 15, 31, 63, 127, 255, 383]);
+                t.applied(Direction::Put, 6);
+                assert!(t.change_due(), "a success ends the wait");
+                assert_eq!(t.failed_transiently(), 1, "and the streak");
             })
             .unwrap();
         })

@@ -15,7 +15,10 @@
 //! direction changes, read back whole. Any disagreement (a refused value: the table in use is not
 //! this DMAPP's; a byte that does not read back: the layout is not the one relied on) stops DMAPP
 //! steering for the process with one warning and gives each thread its application's attributes
-//! back; every DMAPP call is then forwarded untouched (and still counted).
+//! back; every DMAPP call is then forwarded untouched (and still counted). A transient refusal
+//! (`DMAPP_RC_BUSY` and the like, [`Rc::is_transient`]) changes nothing and is no disagreement: the
+//! call goes out with the routing in force, counted with it, and the thread tries again at a later
+//! call; only [`TRANSIENT_FAILURES_LIMIT`] of them in a row stop steering.
 //!
 //! Giving back is lazy and per thread: after `aar_disable()`, `AAR_MODE=off` or an A/B iteration
 //! under another policy, a thread's next DMAPP operation carries the routing the policy now wants
@@ -386,24 +389,51 @@ fn route_call(
 
 // ---- The thread's attributes -------------------------------------------------------------------------
 
+/// Why the thread's attributes could not be read or written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttrsError {
+    /// The loaded libdmapp does not define the function.
+    Missing(&'static str),
+    /// The function returned this code.
+    Failed(&'static str, Rc),
+}
+
+impl AttrsError {
+    /// A failure the same call may not repeat later (DMAPP was busy): it changed nothing.
+    fn is_transient(self) -> bool {
+        matches!(self, AttrsError::Failed(_, rc) if rc.is_transient())
+    }
+}
+
+impl std::fmt::Display for AttrsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttrsError::Missing(call) => write!(f, "this libdmapp has no {call}"),
+            AttrsError::Failed(call, rc) => write!(f, "{call} returned {rc}"),
+        }
+    }
+}
+
 /// `dmapp_get_rma_attrs_ext` into a zeroed buffer.
-fn read_attrs() -> Result<RmaAttrsExt, String> {
+fn read_attrs() -> Result<RmaAttrsExt, AttrsError> {
+    const CALL: &str = "dmapp_get_rma_attrs_ext";
     let Some(get) = GET_RMA_ATTRS_EXT.get::<GetAttrsFn>() else {
-        return Err("this libdmapp has no dmapp_get_rma_attrs_ext".into());
+        return Err(AttrsError::Missing(CALL));
     };
     let mut attrs = RmaAttrsExt::ZERO;
     // SAFETY: a zeroed buffer of RMA_ATTRS_EXT_BYTES, larger than any dmapp_rma_attrs_ext_t.
     let rc = unsafe { get((&raw mut attrs).cast()) };
     match rc {
         DMAPP_RC_SUCCESS => Ok(attrs),
-        rc => Err(format!("dmapp_get_rma_attrs_ext returned {rc}")),
+        rc => Err(AttrsError::Failed(CALL, Rc(rc))),
     }
 }
 
 /// `dmapp_set_rma_attrs_ext(attrs)`, counted.
-fn write_attrs(attrs: &RmaAttrsExt) -> Result<(), String> {
+fn write_attrs(attrs: &RmaAttrsExt) -> Result<(), AttrsError> {
+    const CALL: &str = "dmapp_set_rma_attrs_ext";
     let Some(set) = SET_RMA_ATTRS_EXT.get::<AttrsInitFn>() else {
-        return Err("this libdmapp has no dmapp_set_rma_attrs_ext".into());
+        return Err(AttrsError::Missing(CALL));
     };
     let mut requested = *attrs;
     let mut actual = RmaAttrsExt::ZERO;
@@ -413,7 +443,7 @@ fn write_attrs(attrs: &RmaAttrsExt) -> Result<(), String> {
     let rc = unsafe { set((&raw mut requested).cast(), (&raw mut actual).cast()) };
     match rc {
         DMAPP_RC_SUCCESS => Ok(()),
-        rc => Err(format!("returned {rc}")),
+        rc => Err(AttrsError::Failed(CALL, Rc(rc))),
     }
 }
 
@@ -434,34 +464,59 @@ fn up_to_date(t: &Thread) {
 }
 
 /// Put the application's attributes back in force on this thread, if the library changed them
-/// (or `written`: a set call went through and its result is not known).
+/// (or `written`: a set call went through and its result is not known). When DMAPP is busy, what
+/// is in force stays as it is and is given back at a later call of the thread's
+/// ([`Thread::give_back_pending`]).
 fn give_back(t: &Thread, written: bool) {
     if written || t.steered() {
-        let _ = write_attrs(&t.app());
+        if let Err(e) = write_attrs(&t.app()) {
+            if e.is_transient() && !written {
+                t.failed_transiently();
+                return t.give_back_pending();
+            }
+        }
     }
     t.given_back();
 }
 
-/// Put `desired` in force for direction `d`, read-modify-write-verify; on any disagreement stop
-/// steering DMAPP.
+/// Transient failures in a row on one thread after which a change of routing is taken to fail
+/// for good: the thread tried at its next change after the first, then after letting 1, 3, 7,
+/// ... changes pass (127 changes in all between the first failure and the last).
+pub const TRANSIENT_FAILURES_LIMIT: u32 = 8;
+
+/// Put `desired` in force for direction `d`, read-modify-write-verify. A transient failure (DMAPP
+/// busy) changes nothing: the call goes out with the routing in force, and the thread tries again
+/// at a later change ([`Thread::change_due`]); [`TRANSIENT_FAILURES_LIMIT`] of them in a row, or
+/// any other disagreement, stop steering DMAPP.
 fn reconcile(t: &Thread, d: Direction, desired: u8) {
+    if !t.change_due() {
+        return;
+    }
     let dir = attributes::direction_name(d);
+    let name = attributes::name_of(desired);
     let now = match read_attrs() {
         Ok(now) => now,
-        Err(why) => return stop(t, &why, false),
+        Err(e) if e.is_transient() => return busy(t, e, dir, name),
+        Err(e) => return stop(t, &e.to_string(), false),
     };
     let wanted = now.with_routing(d, desired);
-    if let Err(rc) = write_attrs(&wanted) {
-        let name = attributes::name_of(desired);
-        return stop(
-            t,
-            &format!("dmapp_set_rma_attrs_ext refused the {dir} routing {name} (value {desired}): it {rc}"),
-            false,
-        );
+    match write_attrs(&wanted) {
+        Ok(()) => {}
+        Err(e) if e.is_transient() => return busy(t, e, dir, name),
+        Err(AttrsError::Failed(call, rc)) => {
+            return stop(
+                t,
+                &format!("{call} refused the {dir} routing {name} (value {desired}): it returned {rc}"),
+                false,
+            )
+        }
+        Err(e) => return stop(t, &e.to_string(), false),
     }
     let back = match read_attrs() {
         Ok(back) => back,
-        Err(why) => return stop(t, &why, true),
+        // Not verified: put back what was in force, and try again later.
+        Err(e) if e.is_transient() && write_attrs(&now).is_ok() => return busy(t, e, dir, name),
+        Err(e) => return stop(t, &e.to_string(), true),
     };
     if let Some(i) = (0..RMA_ATTRS_EXT_BYTES).find(|&i| back.0[i] != wanted.0[i]) {
         let what = format!(
@@ -473,6 +528,28 @@ fn reconcile(t: &Thread, d: Direction, desired: u8) {
         return stop(t, &what, true);
     }
     t.applied(d, desired);
+}
+
+/// DMAPP answered a change of routing with a transient failure `e`: nothing changed, and the
+/// thread tries again later, unless this makes [`TRANSIENT_FAILURES_LIMIT`] in a row.
+#[cold]
+fn busy(t: &Thread, e: AttrsError, dir: &str, name: &str) {
+    let streak = t.failed_transiently();
+    if streak < TRANSIENT_FAILURES_LIMIT || attributes::stopped() {
+        return;
+    }
+    let why = format!("{e} on {streak} attempts in a row to set a thread's {dir} routing to {name}");
+    if attributes::stop(&why) {
+        diag::warn(&format!(
+            "DMAPP: {why} (the thread tried again at later DMAPP calls, which went out, and were counted, with the routing in \
+             force). aar takes this as lasting and stops steering DMAPP: each thread gets its application's attributes \
+             back and every DMAPP call is forwarded untouched from now on (uGNI routing is unaffected). A DMAPP may refuse \
+             attribute changes while the thread has operations outstanding: completing non-blocking operations sooner \
+             (dmapp_gsync_wait), or a fixed AAR_MODE (one change per thread and direction), lets fewer changes meet a busy \
+             DMAPP; with AAR_MODE=off aar never changes DMAPP's attributes."
+        ));
+    }
+    give_back(t, false);
 }
 
 /// Stop steering DMAPP (one warning per process), and give this thread its attributes back.

@@ -404,6 +404,92 @@ fn a_set_the_application_makes_that_dmapp_refuses_changes_nothing() {
     assert!(record(&r)["dmapp"]["stopped_because"].is_null(), "{}", record(&r)["dmapp"]);
 }
 
+/// What the emulator saw, in order: `S` for an attribute set call DMAPP answered busy, `s` for one
+/// it took, and each data call's routing value.
+fn sets_and_routings(r: &Run) -> String {
+    let mut out = String::new();
+    for v in &r.log {
+        if v["call"].as_str().is_some_and(|c| c.starts_with("dmapp_set_rma_attrs")) {
+            out += if v["rc"] == 10 { "S" } else { "s" };
+        } else if let Some(routing) = v["routing"].as_u64() {
+            out += &routing.to_string();
+        }
+    }
+    out
+}
+
+/// The record's count of DMAPP messages of each routing against what the emulator's log says went
+/// out with it: ADAPTIVE (2) is ADAPTIVE0, ADAPTIVE_3 (6) is ADAPTIVE3.
+fn assert_counted_as_sent(r: &Run) {
+    let rec = record(r);
+    for (value, mode) in [(ADAPTIVE, "ADAPTIVE0"), (ADAPTIVE_3, "ADAPTIVE3")] {
+        let sent = data_calls(r).iter().filter(|v| v["routing"] == value).count() as u64;
+        let counted = rec["modes"][mode]["messages"].as_u64().unwrap_or(0);
+        assert_eq!(counted, sent, "{mode}: {}", rec["modes"]);
+    }
+}
+
+/// DMAPP answering the library's attribute set `DMAPP_RC_BUSY` once changes nothing: the call
+/// goes out with the routing in force and is counted with it, the thread's next call sets the
+/// routing again, and steering goes on without a word.
+#[test]
+fn a_busy_attribute_set_is_tried_again_at_the_next_call_and_steering_goes_on() {
+    let r = driver("dmapp-busy-once", "init put 1 64 5 get 1 64 3").env("AAR_EMU_DMAPP_SET_BUSY", "1").run();
+    r.assert_ok();
+    assert_eq!(sets_and_routings(&r), "S2s6666s666", "busy, tried again at the next PUT, then steered");
+    assert_eq!(set_routings(&r), [(6, 2), (6, 2), (6, 6)]);
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    let rec = record(&r);
+    assert_eq!(rec["dmapp"]["steering"], true, "{}", rec["dmapp"]);
+    assert!(rec["dmapp"]["stopped_because"].is_null(), "{}", rec["dmapp"]);
+    assert_eq!(rec["dmapp"]["attribute_sets"], 3);
+    assert_counted_as_sent(&r);
+}
+
+/// A DMAPP that answers every attribute set busy: the thread tries again at its next call, then
+/// after letting 1, 3, 7, ... calls pass; the eighth busy answer in a row stops DMAPP steering
+/// with one warning that names the call, the code, what happens instead and what to change.
+#[test]
+fn an_attribute_set_busy_eight_times_in_a_row_stops_steering_with_one_warning() {
+    let r = driver("dmapp-busy-always", "init put 1 64 200 get 1 64 3").env("AAR_EMU_DMAPP_SET_BUSY", "always").run();
+    r.assert_ok();
+    assert!(data_calls(&r).iter().all(|v| v["routing"] == ADAPTIVE), "nothing was ever changed");
+    let seen = sets_and_routings(&r);
+    let attempts_before: Vec<usize> = seen.match_indices('S').map(|(i, _)| seen[..i].matches('2').count()).collect();
+    assert_eq!(attempts_before, [0, 1, 3, 7, 15, 31, 63, 127], "{seen}");
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    for part in [
+        "DMAPP: dmapp_set_rma_attrs_ext returned DMAPP_RC_BUSY (10) on 8 attempts in a row to set a thread's PUT routing to ADAPTIVE_3",
+        "stops steering DMAPP",
+        "forwarded untouched",
+        "dmapp_gsync_wait",
+        "AAR_MODE",
+    ] {
+        assert!(w[0].contains(part), "{part:?} in {}", w[0]);
+    }
+    let rec = record(&r);
+    assert_eq!(rec["dmapp"]["steering"], false);
+    assert!(rec["dmapp"]["stopped_because"].as_str().unwrap().contains("DMAPP_RC_BUSY (10)"), "{}", rec["dmapp"]);
+    assert_counted_as_sent(&r);
+}
+
+/// DMAPP turns busy after the library has steered the thread: giving the application's routing
+/// back (here after `aar_disable`) fails like any change, so the calls go out with the library's
+/// routing and are counted with it; once DMAPP takes sets again, the routing is given back.
+#[test]
+fn a_routing_that_cannot_be_given_back_while_dmapp_is_busy_is_counted_as_it_went_out() {
+    let script = "init put 1 64 3 busy -1 api disable put 1 64 200 busy 0 put 1 64 200";
+    let r = driver("dmapp-busy-give-back", script).run();
+    r.assert_ok();
+    let seen = sets_and_routings(&r);
+    assert!(seen.starts_with("s666S6S6"), "steered, then busy: {seen}");
+    let (_, after) = seen.rsplit_once('s').unwrap();
+    assert!(after.len() > 50 && after.chars().all(|c| c == '2'), "given back once DMAPP takes sets again: {seen}");
+    assert_eq!(warnings(&r).len(), 1, "{:?}", warnings(&r));
+    assert_counted_as_sent(&r);
+}
+
 /// DMAPP's attributes are the calling thread's: a thread that sets its own routing changes only
 /// its own traffic, the library steers each thread's adaptive directions apart, and another
 /// thread's set call leaves the threads the library already steers alone (no set call on them).

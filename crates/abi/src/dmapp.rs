@@ -40,6 +40,45 @@ pub const DMAPP_RC_BUSY: DmappReturn = 10;
 /// Not used.
 pub const DMAPP_RC_NOT_USED: DmappReturn = 11;
 
+/// The name of each `dmapp_return_t` value, by value.
+const RC_NAMES: [&str; 12] = [
+    "DMAPP_RC_SUCCESS",
+    "DMAPP_RC_INVALID_PARAM",
+    "DMAPP_RC_ALIGNMENT_ERROR",
+    "DMAPP_RC_TRANSACTION_ERROR",
+    "DMAPP_RC_RESOURCE_ERROR",
+    "DMAPP_RC_PERMISSION_ERROR",
+    "DMAPP_RC_NO_SPACE",
+    "DMAPP_RC_NOT_DONE",
+    "DMAPP_RC_NOT_SUPPORTED",
+    "DMAPP_RC_NOT_FOUND",
+    "DMAPP_RC_BUSY",
+    "DMAPP_RC_NOT_USED",
+];
+
+/// A return code for messages: its name and value (`DMAPP_RC_BUSY (10)`), or the value alone
+/// with what it is not, for a value `dmapp.h` does not define.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rc(pub DmappReturn);
+
+impl Rc {
+    /// A code that says "not now" rather than "never" (busy, not done yet, out of a resource or
+    /// of space): the same call may succeed later. Every other failure, and a value `dmapp.h`
+    /// does not define, is taken as lasting.
+    pub const fn is_transient(self) -> bool {
+        matches!(self.0, DMAPP_RC_BUSY | DMAPP_RC_NOT_DONE | DMAPP_RC_RESOURCE_ERROR | DMAPP_RC_NO_SPACE)
+    }
+}
+
+impl fmt::Display for Rc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match RC_NAMES.get(self.0 as usize) {
+            Some(name) => write!(f, "{name} ({})", self.0),
+            None => write!(f, "{} (not a dmapp_return_t)", self.0),
+        }
+    }
+}
+
 /// `dmapp_pe_t`: a processing element (rank).
 pub type DmappPe = c_int;
 
@@ -802,6 +841,16 @@ mod tests {
         assert_eq!(offset_of!(DmappRmaAttrs, put_relaxed_ordering), PUT_ROUTING_OFFSET);
         assert_eq!(offset_of!(DmappRmaAttrs, get_relaxed_ordering), GET_ROUTING_OFFSET);
         assert_eq!((size_of::<RmaAttrsExt>(), align_of::<RmaAttrsExt>()), (RMA_ATTRS_EXT_BYTES, 8));
+    }
+
+    #[test]
+    fn return_codes_name_themselves_and_say_which_pass() {
+        assert_eq!(Rc(DMAPP_RC_BUSY).to_string(), "DMAPP_RC_BUSY (10)");
+        assert_eq!(Rc(DMAPP_RC_INVALID_PARAM).to_string(), "DMAPP_RC_INVALID_PARAM (1)");
+        assert_eq!(Rc(DMAPP_RC_NOT_USED).to_string(), "DMAPP_RC_NOT_USED (11)");
+        assert_eq!(Rc(12).to_string(), "12 (not a dmapp_return_t)");
+        let transient: std::vec::Vec<_> = (0..20).filter(|&rc| Rc(rc).is_transient()).collect();
+        assert_eq!(transient, [DMAPP_RC_RESOURCE_ERROR, DMAPP_RC_NO_SPACE, DMAPP_RC_NOT_DONE, DMAPP_RC_BUSY]);
     }
 
     #[test]
