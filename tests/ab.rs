@@ -767,6 +767,38 @@ fn open_mpi_s_collectives_mark_iterations_through_the_same_wrappers() {
     }
 }
 
+/// Open MPI's Fortran bindings, `use mpi` included, call `PMPI_Allreduce` themselves (README,
+/// "Limits"): a boundary on MPI_Allreduce marks nothing in a Fortran program, and the one warning
+/// says so, with what to do instead (not `use mpi`, which is what the program uses).
+#[test]
+fn under_open_mpi_a_fortran_program_s_boundary_is_bypassed_and_the_warning_says_what_to_do() {
+    if !have("mpif90.openmpi") || !have("mpiexec.openmpi") {
+        eprintln!("SKIPPED: Open MPI (mpif90.openmpi, mpiexec.openmpi) is not installed; scripts/setup installs it");
+        return;
+    }
+    let c = |p: &str| root().join(p);
+    let prog = compile(
+        "mpif90.openmpi",
+        "ab_mpi_fortran",
+        &[c("tests/c/ab_posts.f90"), c("tests/c/ab_mpi.f90"), c("tests/c/ab_fortran_posts.c")],
+        &[],
+    );
+    let (r, recs, _) =
+        mpi_program_job_under(Mpi::OpenMpi, "ab-openmpi-fortran", prog, "9 8192", "MPI_Allreduce:2", &[]);
+    assert!(recs.iter().all(|(_, rows)| rows.is_empty()), "no iteration marked");
+    let w: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("no iteration was marked")).collect();
+    assert_eq!(w.len(), 1, "{}", r.stderr);
+    for part in [
+        "no call of MPI_Allreduce reached libaar.so. Something calls PMPI_Allreduce instead",
+        "Open MPI's, for `use mpi` and mpif.h too",
+        "`aar doctor PROGRAM`",
+        "the aar module's",
+    ] {
+        assert!(w[0].contains(part), "{part:?} in {}", w[0]);
+    }
+    assert!(!w[0].contains("through `use mpi`"), "{}", w[0]);
+}
+
 /// What `tests/c/pmpi_tool.c` (a profiling tool of the mpiP, IPM or Score-P kind) counted: its
 /// `pmpi_tool: MPI_<Fn> N` lines, one per function and rank, sorted.
 fn tool_counts(r: &Run) -> Vec<&str> {
