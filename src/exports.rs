@@ -61,6 +61,7 @@ const _: AlltoallvFn = MPI_Neighbor_alltoallv;
 const _: NeighborAlltoallwFn = MPI_Neighbor_alltoallw;
 const _: crate::papi::StartFn = PAPI_start;
 const _: crate::papi::StopFn = PAPI_stop;
+const _: crate::papi::LibraryInitFn = PAPI_library_init;
 
 // ---- uGNI posts ------------------------------------------------------------------------------
 
@@ -992,6 +993,16 @@ pub unsafe extern "C" fn PAPI_start(EventSet: c_int) -> c_int {
 pub unsafe extern "C" fn PAPI_stop(EventSet: c_int, values: *mut std::ffi::c_longlong) -> c_int {
     // SAFETY: the caller's arguments, under PAPI's contract, passed on unchanged.
     unsafe { crate::state::stop_for_application(EventSet, values) }
+}
+
+/// The application's PAPI initialisation waits for libaar.so's own PAPI set-up when another
+/// thread is making it (`state::library_init_for_application`).
+///
+/// # Safety
+/// PAPI's contract for PAPI_library_init.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn PAPI_library_init(version: c_int) -> c_int {
+    crate::state::library_init_for_application(version)
 }
 
 // ---- C API (cabi/aar.h) ------------------------------------------------------------------------------

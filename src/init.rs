@@ -28,10 +28,16 @@ pub fn ensure_init() {
     }
 }
 
+thread_local! {
+    /// This thread is the one initialising (a call it makes from inside must not wait for itself).
+    static INITIALISING_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 #[cold]
 #[inline(never)]
 fn init_once() {
     if state::claim_init() {
+        let _ = INITIALISING_HERE.try_with(|h| h.set(true));
         // A panic here must not reach the application (callers are C): the library then stays
         // a pass-through for this process.
         if std::panic::catch_unwind(init).is_err() {
@@ -41,19 +47,29 @@ fn init_once() {
             );
         }
         state::init_done();
+        let _ = INITIALISING_HERE.try_with(|h| h.set(false));
     }
 }
+
+/// Wait, at most [`READY_WAIT`], for an initialisation another thread is making; none is started.
+pub fn wait_for_other_thread() {
+    if INITIALISING_HERE.try_with(|h| h.get()).unwrap_or(true) {
+        return;
+    }
+    let until = std::time::Instant::now() + READY_WAIT;
+    while state::initialising() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// How long a caller that needs the initialisation done waits for another thread's.
+const READY_WAIT: Duration = Duration::from_secs(2);
 
 /// Initialise if needed, giving another thread that is initialising a moment (loading PAPI),
 /// never forever: the settings, once parsed.
 pub fn wait_ready() -> Option<&'static Settings> {
     ensure_init();
-    for _ in 0..2000 {
-        if state::initialised() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_for_other_thread();
     state::settings()
 }
 

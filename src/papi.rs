@@ -167,10 +167,12 @@ pub struct Opened {
 /// The loaded library, kept until the process ends: its functions stay in use.
 static LIBRARY: OnceLock<Library> = OnceLock::new();
 
-/// The `PAPI_start` and `PAPI_stop` after libaar.so's (libpapi's), for the application's calls:
+/// The `PAPI_start`, `PAPI_stop` and `PAPI_library_init` after libaar.so's (libpapi's), for the
+/// application's calls:
 /// libaar.so's own go to the functions in [`LIBRARY`].
 pub static APPLICATION_START: Real = Real::new(c"PAPI_start");
 pub static APPLICATION_STOP: Real = Real::new(c"PAPI_stop");
+pub static APPLICATION_LIBRARY_INIT: Real = Real::new(c"PAPI_library_init");
 
 fn load(explicit: Option<&str>) -> Result<(&'static Library, String), PapiError> {
     if let Some(lib) = LIBRARY.get() {

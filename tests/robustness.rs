@@ -665,6 +665,34 @@ fn the_programs_own_papi_measurement_comes_first() {
     assert!(r.stdout.contains("papi start rc=0\n"), "{}", r.stdout);
 }
 
+/// libpapi is not safe to initialise from two threads at once: a program's `PAPI_library_init`
+/// while another thread's first call has libaar.so opening PAPI waits for libaar.so to finish.
+/// flaky_papi makes libaar.so's set-up take a second (its first `PAPI_is_initialized`) and says
+/// when libaar.so initialises PAPI: it does, the program's call coming after it.
+#[test]
+fn the_programs_papi_initialisation_waits_for_libaar_s_set_up_on_another_thread() {
+    let flaky = compile(
+        "cc",
+        "flaky_papi",
+        &[root().join("tests/c/flaky_papi.c")],
+        &["-shared", "-fPIC", "-Wl,--no-as-needed", "-lpapi"],
+    );
+    let program = program_with("papi_init_race", &["-lpapi", "-lpthread"]);
+    let r = Launch::program("papi-init-race", program, "")
+        .env("AAR_PAPI_LIBRARY", &flaky.display().to_string())
+        .env("FLAKY_PAPI_SLOW_START", "1000")
+        .run();
+    r.assert_ok();
+    assert!(r.stdout.contains("PAPI_library_init ok"), "{}", r.stdout);
+    assert_eq!(
+        r.stderr.matches("flaky_papi: PAPI_library_init").count(),
+        1,
+        "libaar.so initialised PAPI: {}",
+        r.stderr
+    );
+    assert!(r.aar_lines().iter().all(|l| l.starts_with("aar: policy")), "{:?}", r.aar_lines());
+}
+
 /// A second library that takes the program's posts (another router, such as the SC'19 authors'
 /// awr, or a tracer), preloaded with libaar.so. Before it: the program's posts reach it first, and
 /// libaar.so says so once, naming it. After it: libaar.so routes, then passes each post on to it.

@@ -3,13 +3,16 @@
  * given to libaar.so as AAR_PAPI_LIBRARY. It defines PAPI_read only; every other PAPI function
  * is found in the libpapi it links. FLAKY_PAPI_FAIL="FIRST COUNT [EVERY]": COUNT calls of
  * PAPI_read (counting from 1) fail with PAPI_ESYS, from call FIRST on, every EVERY-th (1 if not
- * given: calls FIRST..FIRST+COUNT-1); COUNT 0 means without end.
+ * given: calls FIRST..FIRST+COUNT-1); COUNT 0 means without end. FLAKY_PAPI_SLOW_START=MS: the
+ * first PAPI_is_initialized (libaar.so's set-up asks it first) takes MS milliseconds more, and
+ * PAPI_library_init says "flaky_papi: PAPI_library_init" on stderr when libaar.so calls it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <papi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 int PAPI_read(int set, long long *values)
 {
@@ -30,4 +33,26 @@ int PAPI_read(int set, long long *values)
 		return PAPI_ESYS;
 	}
 	return real ? real(set, values) : PAPI_ENOSUPP;
+}
+
+int PAPI_is_initialized(void)
+{
+	static int (*real)(void);
+	static int called;
+	if (!real)
+		real = (int (*)(void))dlsym(RTLD_NEXT, "PAPI_is_initialized");
+	const char *slow = getenv("FLAKY_PAPI_SLOW_START");
+	if (!called++ && slow)
+		usleep((useconds_t)atoi(slow) * 1000);
+	return real ? real() : PAPI_NOT_INITED;
+}
+
+int PAPI_library_init(int version)
+{
+	static int (*real)(int);
+	if (!real)
+		real = (int (*)(int))dlsym(RTLD_NEXT, "PAPI_library_init");
+	if (getenv("FLAKY_PAPI_SLOW_START"))
+		fputs("flaky_papi: PAPI_library_init\n", stderr);
+	return real ? real(version) : PAPI_ENOSUPP;
 }
