@@ -312,17 +312,22 @@ fn papi_shut_down_under_the_library_is_one_warning_then_high_bias() {
     assert!(why.contains("PAPI was shut down") && w[0].starts_with(&format!("aar: {why}")), "{why} / {}", w[0]);
 }
 
+/// tests/c/flaky_papi.c, a PAPI for AAR_PAPI_LIBRARY over the real libpapi.
+fn flaky_papi() -> std::path::PathBuf {
+    compile(
+        "cc",
+        "flaky_papi",
+        &[root().join("tests/c/flaky_papi.c")],
+        &["-shared", "-fPIC", "-Wl,--no-as-needed", "-lpapi"],
+    )
+}
+
 /// A PAPI whose read fails now and then (a component's read interrupted under it): two failures
 /// in a row are tried again at the next decisions, and routing stays automatic with no warning;
 /// three in a row give the counters up, with one warning, as a PAPI that went away.
 #[test]
 fn a_read_that_fails_is_tried_again_and_three_in_a_row_give_the_counters_up() {
-    let flaky = compile(
-        "cc",
-        "flaky_papi",
-        &[root().join("tests/c/flaky_papi.c")],
-        &["-shared", "-fPIC", "-Wl,--no-as-needed", "-lpapi"],
-    );
+    let flaky = flaky_papi();
     let run = |name: &str, fail: &str| {
         Launch::driver(name, "rdma 65536 40 0")
             .env("AAR_WINDOW", "1")
@@ -671,12 +676,7 @@ fn the_programs_own_papi_measurement_comes_first() {
 /// when libaar.so initialises PAPI: it does, the program's call coming after it.
 #[test]
 fn the_programs_papi_initialisation_waits_for_libaar_s_set_up_on_another_thread() {
-    let flaky = compile(
-        "cc",
-        "flaky_papi",
-        &[root().join("tests/c/flaky_papi.c")],
-        &["-shared", "-fPIC", "-Wl,--no-as-needed", "-lpapi"],
-    );
+    let flaky = flaky_papi();
     let program = program_with("papi_init_race", &["-lpapi", "-lpthread"]);
     let r = Launch::program("papi-init-race", program, "")
         .env("AAR_PAPI_LIBRARY", &flaky.display().to_string())
