@@ -159,6 +159,55 @@ fn install(prefix: &std::path::Path, cwd: &std::path::Path) -> std::process::Out
         .unwrap()
 }
 
+/// Install takes the files cargo built, from where cargo put them: with CARGO_TARGET_DIR set (a
+/// login node's home quota), or a cargo config's target-dir, target/release holds an older build
+/// or none, and copying from there installed a stale libaar.so without a word. Here `cargo` is a
+/// stand-in that reports, as cargo does in its JSON messages, files of its own in another folder.
+#[test]
+fn install_takes_the_files_from_where_cargo_built_them() {
+    let dir = scratch("packaging-target-dir");
+    let release = dir.join("elsewhere/release");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&release).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let built = ["libaar.so", "aar", "libugni.so", "libpmi.so"];
+    for f in built {
+        std::fs::write(release.join(f), format!("built by cargo: {f}\n")).unwrap();
+    }
+    let report: String = built
+        .iter()
+        .map(|f| {
+            format!(
+                "printf '%s\\n' '{{\"reason\":\"compiler-artifact\",\"filenames\":[\"{}\"],\"fresh\":true}}'\n",
+                release.join(f).display()
+            )
+        })
+        .collect();
+    let cargo = bin.join("cargo");
+    std::fs::write(&cargo, format!("#!/bin/sh\n{report}")).unwrap();
+    let exec = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(&cargo, exec).unwrap();
+    let prefix = dir.join("prefix");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new(root().join("scripts/install")).arg(&prefix).env("PATH", path).output().unwrap();
+    assert!(out.status.success(), "install failed: {}", String::from_utf8_lossy(&out.stderr));
+    for (installed, f) in [
+        ("lib/libaar.so", "libaar.so"),
+        ("bin/aar", "aar"),
+        ("emu/lib/libugni.so", "libugni.so"),
+        ("emu/lib/libpmi.so.0", "libpmi.so"),
+    ] {
+        let got = std::fs::read(prefix.join(installed)).unwrap();
+        let want = format!("built by cargo: {f}\n");
+        assert!(
+            got == want.as_bytes(),
+            "{installed} ({} bytes) is not the {f} cargo built in {} (an older build from target/release?)",
+            got.len(),
+            release.display()
+        );
+    }
+}
+
 /// The module among the others a user loads and in the environments users have: another module
 /// adding to LD_PRELOAD (with ':', as modules do) is neither lost nor left holding libaar.so
 /// after unload or purge; a `'` in $SCRATCH is a folder name, not shell code; an empty $SCRATCH
