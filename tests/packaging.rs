@@ -208,6 +208,42 @@ fn install_takes_the_files_from_where_cargo_built_them() {
     }
 }
 
+/// A site install is for everyone who loads the module: an administrator's umask of 077 (or 027,
+/// as hardened hosts set) must not leave folders, modulefiles or pkg-config files that only the
+/// installer can read, while the copied files had explicit modes.
+#[test]
+fn an_install_under_a_strict_umask_is_readable_by_everyone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("packaging-umask");
+    let prefix = dir.join("opt/aar/0.1");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("umask 077 && exec \"$0\" \"$1\"")
+        .arg(root().join("scripts/install"))
+        .arg(&prefix)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "install failed: {}", String::from_utf8_lossy(&out.stderr));
+    let version = std::fs::read_dir(prefix.join("modulefiles/tcl/aar")).unwrap().next().unwrap().unwrap().file_name();
+    let version = version.to_str().unwrap();
+    for (path, want) in [
+        (dir.join("opt"), 0o755),
+        (prefix.clone(), 0o755),
+        (prefix.join("lib"), 0o755),
+        (prefix.join("lib/libaar.so"), 0o755),
+        (prefix.join("lib/pkgconfig/aar.pc"), 0o644),
+        (prefix.join("modulefiles/lmod/aar"), 0o755),
+        (prefix.join(format!("modulefiles/lmod/aar/{version}.lua")), 0o644),
+        (prefix.join(format!("modulefiles/tcl/aar/{version}")), 0o644),
+        (prefix.join("share/doc/aar/examples/cray"), 0o755),
+    ] {
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, want, "{}: mode {mode:o}, not {want:o}", path.display());
+    }
+}
+
 /// The module among the others a user loads and in the environments users have: another module
 /// adding to LD_PRELOAD (with ':', as modules do) is neither lost nor left holding libaar.so
 /// after unload or purge; a `'` in $SCRATCH is a folder name, not shell code; an empty $SCRATCH
