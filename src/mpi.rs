@@ -469,7 +469,9 @@ fn boundary_code() -> u8 {
     if peeked != UNKNOWN {
         return peeked;
     }
-    let c = match std::env::var("AAR_AB_BOUNDARY").ok().map(|v| v.parse::<Boundary>()) {
+    // Empty or blank is unset, as the settings read it: no boundary, the program is left alone.
+    let c = match std::env::var("AAR_AB_BOUNDARY").ok().filter(|v| !v.trim().is_empty()).map(|v| v.parse::<Boundary>())
+    {
         Some(Ok(Boundary::Mpi { function, .. })) => code(function),
         Some(Err(_)) => NOT_A_BOUNDARY,
         _ => NOT_MPI,

@@ -933,18 +933,18 @@ fn mpi_jobs_output_ranks_programs_without_ugni_and_markers_refused_under_an_mpi_
     let ranks: Vec<u64> = recs.iter().map(|(h, _)| h["rank"].as_u64().unwrap()).collect();
     assert_eq!(ranks, [0, 2]);
     // An MPI program that makes no uGNI call is left alone, unless its first boundary call
-    // initialises the library.
-    for (boundary, initialised) in [(None, false), (Some("MPI_Barrier"), true)] {
+    // initialises the library. An empty or blank AAR_AB_BOUNDARY is unset: no boundary.
+    let cases = [(None, false), (Some(""), false), (Some(" "), false), (Some("MPI_Barrier"), true)];
+    for (i, (boundary, initialised)) in cases.into_iter().enumerate() {
         let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
-        let mut launch =
-            Launch::program(&format!("ab-mpi-inert-{initialised}"), prog, "barrier 0 64").unset("AAR_EMU_LOG");
+        let mut launch = Launch::program(&format!("ab-mpi-inert-{i}"), prog, "barrier 0 64").unset("AAR_EMU_LOG");
         if let Some(b) = boundary {
             launch = launch.env("AAR_AB_BOUNDARY", b);
         }
         launch.wrapper = vec!["mpiexec.mpich".into(), "-n".into(), "2".into()];
         let r = launch.run();
         r.assert_ok();
-        assert_eq!(r.aar_lines().len(), usize::from(initialised), "{:?}", r.aar_lines());
+        assert_eq!(r.aar_lines().len(), usize::from(initialised), "{boundary:?}: {:?}", r.aar_lines());
         assert_eq!(r.records().len(), if initialised { 2 } else { 0 });
     }
     // Markers are refused while an MPI function marks iterations.
