@@ -108,7 +108,9 @@ fn prepare() -> Option<Prepared> {
             sys::own_path().unwrap_or_else(|| "another file".into())
         ));
         settings.disabled = true;
-    } else {
+    } else if !settings.disabled {
+        // Under AAR_DISABLE nothing is used: a warning that some value was replaced by a default
+        // would be untrue, and the kill switch writes nothing. (A bad AAR_DISABLE is not set.)
         for w in warnings.iter().map(|w| &w.message).chain(&place_warnings) {
             diag::warn(w);
         }

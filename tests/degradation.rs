@@ -158,7 +158,13 @@ fn each_bad_setting_gets_one_warning_naming_it_and_the_default_is_used() {
 #[test]
 fn the_kill_switch_leaves_every_descriptor_untouched_and_writes_nothing() {
     let script = "rdma 65536 5 0 fma 64 5 0 fma 64 2 0x100 smsg 10 2 api mode 0x80 fma 64 2 0 policy";
-    let r = Launch::driver("disable", script).env("AAR_DISABLE", "1").run();
+    // Bad values of the settings it does not use are not said: nothing replaces them.
+    let r = Launch::driver("disable", script)
+        .env("AAR_DISABLE", "1")
+        .env("AAR_THRESHOLD", "4 bananas")
+        .env("PMI_RANK", "first")
+        .env("AAR_MOED", "steady")
+        .run();
     r.assert_ok();
     let off = Launch::driver("disable-ref", script).no_preload().run();
     assert_eq!(r.dlvr_modes("GNI_PostRdma"), off.dlvr_modes("GNI_PostRdma"));
