@@ -577,7 +577,10 @@ impl FromStr for Boundary {
         let every = match every {
             None => 1,
             Some(e) => e.parse::<u32>().ok().filter(|n| (1..=MAX_BOUNDARY_EVERY).contains(n)).ok_or_else(|| {
-                format!("has a call count \"{}\" that is not a whole number from 1", e.escape_debug())
+                format!(
+                    "has a call count \"{}\" that is not a whole number from 1 to {MAX_BOUNDARY_EVERY}",
+                    e.escape_debug()
+                )
             })?,
         };
         Ok(Self::Mpi { function, every })
@@ -772,7 +775,7 @@ impl Settings {
             (
                 "unset (no A/B experiment, one policy)",
                 "is not a list of policies to alternate",
-                "Give 2 to 8 different policies separated by commas, from auto, steady, off and ADAPTIVE0..ADAPTIVE3 (e.g. AAR_AB=ADAPTIVE0,ADAPTIVE3).",
+                "Give two or more different policies separated by commas, from auto, steady, off and ADAPTIVE0..ADAPTIVE3, each at most once (e.g. AAR_AB=ADAPTIVE0,ADAPTIVE3).",
             ),
             Shown,
             always,

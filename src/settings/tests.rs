@@ -223,6 +223,11 @@ fn parse_boundaries() {
         assert!(bad.parse::<Boundary>().is_err(), "{bad}");
     }
     assert_eq!(Boundary::Mpi { function: MpiFunction::Bcast, every: 1 }.to_string(), "MPI_Bcast:1");
+    // The largest call count is taken; above it the message says where the counts end.
+    let most = format!("MPI_Bcast:{MAX_BOUNDARY_EVERY}");
+    assert_eq!(most.parse::<Boundary>(), Ok(Boundary::Mpi { function: MpiFunction::Bcast, every: MAX_BOUNDARY_EVERY }));
+    let e = format!("MPI_Bcast:{}", MAX_BOUNDARY_EVERY + 1).parse::<Boundary>().unwrap_err();
+    assert!(e.ends_with("that is not a whole number from 1 to 1000000000"), "{e}");
     // A large-count form is counted with its function, which the message names.
     let e = "MPI_Allreduce_c:2".parse::<Boundary>().unwrap_err();
     assert!(e.contains("names a large-count form: name its function, MPI_Allreduce"), "{e}");

@@ -200,10 +200,13 @@ fn fresh_observation_expires_after_the_configured_windows() {
     let cfg = EngineConfig { freshness: 3, ..EngineConfig::default() };
     let mut e = engine_with_windows(cfg, &msg, &hb_then_ad(2));
     assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD3));
-    // Freshness 0: never.
-    let cfg = EngineConfig { freshness: 0, ..EngineConfig::default() };
-    let mut e = engine_with_windows(cfg, &msg, &hb_then_ad(1));
-    assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0));
+    // Freshness 0 and 1: never (1 counts only the window it was measured in, README's table).
+    for freshness in [0, 1] {
+        let cfg = EngineConfig { freshness, ..EngineConfig::default() };
+        let mut e = engine_with_windows(cfg, &msg, &hb_then_ad(1));
+        assert_eq!(e.on_threshold_crossed(&msg, false).mode, Some(AD0), "freshness {freshness}");
+        assert_eq!(e.stats().fresh_observations_used, 0);
+    }
 }
 
 #[test]
