@@ -37,8 +37,9 @@ pub struct Line {
     pub dmapp_table: Option<&'static str>,
 }
 
-/// Expand `%r` (rank, or `norank`), `%p` (pid) and `%%` in a path pattern; any other `%x` is
-/// kept as written, and the first such is returned too (to be said).
+/// Expand `%r` (rank, or `norank`), `%p` (pid) and `%%` in a path pattern; any other `%x`, and a
+/// `%` that ends the pattern, is kept as written, and the first such is returned too (named, to be
+/// said).
 pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> (String, Option<String>) {
     let mut out = String::with_capacity(pattern.len() + 8);
     let mut unknown = None;
@@ -57,7 +58,10 @@ pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> (String, Option<Str
                 out.push(other);
                 unknown.get_or_insert_with(|| format!("%{other}"));
             }
-            None => out.push('%'),
+            None => {
+                out.push('%');
+                unknown.get_or_insert_with(|| "a lone % at the end".to_string());
+            }
         }
     }
     (out, unknown)
@@ -245,7 +249,10 @@ mod tests {
     #[test]
     fn patterns() {
         assert_eq!(expand("/x/t.%r.%p.jsonl", Some(3), 42), ("/x/t.3.42.jsonl".into(), None));
-        assert_eq!(expand("t%%r%", None, 1), ("t%r%".into(), None));
+        assert_eq!(expand("t%%r%%", None, 1), ("t%r%".into(), None));
+        assert_eq!(expand("t.%", None, 1), ("t.%".into(), Some("a lone % at the end".into())));
+        assert_eq!(expand("t%%r%", None, 1), ("t%r%".into(), Some("a lone % at the end".into())));
+        assert_eq!(expand("%q.%", None, 1), ("%q.%".into(), Some("%q".into())), "the first is said");
         assert_eq!(expand("%r-%q.%z", None, 1), ("norank-%q.%z".into(), Some("%q".into())));
     }
 }
