@@ -27,10 +27,6 @@ const JOB_VARIABLES: [&str; 5] = ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "
 /// Variables that tell the job step (Slurm's step, or the ALPS application id).
 const STEP_VARIABLES: [&str; 2] = ["SLURM_STEP_ID", "ALPS_APP_ID"];
 
-fn first_set(variables: &[&str]) -> Option<String> {
-    variables.iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
-}
-
 /// A variable's value as the environment holds it: text, or bytes that are not UTF-8 (shown with
 /// U+FFFD where they are not).
 type Raw = Result<String, String>;
@@ -45,12 +41,18 @@ fn number(value: &str) -> Option<u32> {
     value.trim().parse().ok()
 }
 
-/// What a list of launcher variables gave: the first that holds a valid number, and each one set
-/// before it that does not (its value as set).
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Found {
-    used: Option<(&'static str, u32)>,
+/// What a list of launcher variables gave: the first that holds a valid value (a number, or the
+/// text of an id), and each one set before it that does not (its value as set).
+#[derive(Debug, PartialEq, Eq)]
+struct Found<T = u32> {
+    used: Option<(&'static str, T)>,
     bad: Vec<(&'static str, String)>,
+}
+
+impl<T> Default for Found<T> {
+    fn default() -> Self {
+        Self { used: None, bad: Vec::new() }
+    }
 }
 
 /// The first of `variables` that `lookup` gives a number `valid` holds for. Unset, empty and blank
@@ -79,6 +81,24 @@ fn first_number(variables: &[&'static str], lookup: &dyn Fn(&str) -> Option<Raw>
     found
 }
 
+/// The first of `variables` that `lookup` gives text for (a job or step id). Unset and empty
+/// variables are passed over silently; one that holds bytes that are not UTF-8 is kept as bad.
+fn first_text(variables: &[&'static str], lookup: &dyn Fn(&str) -> Option<Raw>) -> Found<String> {
+    let mut found = Found::default();
+    for &variable in variables {
+        match lookup(variable) {
+            None => {}
+            Some(Ok(v)) if v.is_empty() => {}
+            Some(Ok(v)) => {
+                found.used = Some((variable, v));
+                break;
+            }
+            Some(Err(shown)) => found.bad.push((variable, shown)),
+        }
+    }
+    found
+}
+
 /// What a launcher number is, for messages: its name, what a valid one is, and what the process
 /// does without one.
 struct Quantity {
@@ -86,6 +106,8 @@ struct Quantity {
     name: &'static str,
     valid: &'static str,
     without: &'static str,
+    /// Who sets its variables.
+    set_by: &'static str,
 }
 
 const A_RANK: Quantity = Quantity {
@@ -93,6 +115,7 @@ const A_RANK: Quantity = Quantity {
     name: "the rank",
     valid: "a whole number from 0",
     without: "the process has no rank: its records are named \"norank\" and it prints warnings as rank 0 does",
+    set_by: "Launchers",
 };
 
 const A_LOCAL_SIZE: Quantity = Quantity {
@@ -101,6 +124,7 @@ const A_LOCAL_SIZE: Quantity = Quantity {
     valid: "a whole number from 1",
     without: "unless PMI says how many ranks share the node, libaar.so takes this rank as alone on it and it reads \
               its own counters",
+    set_by: "Launchers",
 };
 
 const A_SIZE: Quantity = Quantity {
@@ -108,13 +132,30 @@ const A_SIZE: Quantity = Quantity {
     name: "the number of ranks",
     valid: "a whole number from 1",
     without: "the iteration record gives no number of ranks (nranks null)",
+    set_by: "Launchers",
 };
 
-/// One warning per variable set to something that is not a number: the variable, its value,
-/// what was used instead and how to fix it.
-fn warnings(q: &Quantity, found: &Found) -> Vec<String> {
-    let instead = match found.used {
-        Some((variable, n)) => format!("{} is taken from {variable}={n} instead", q.name),
+const A_JOB_ID: Quantity = Quantity {
+    a: "a job id",
+    name: "the job id",
+    valid: "text; U+FFFD marks its bytes that are not UTF-8",
+    without: "the process has no job id: its records and files are named \"nojob\"",
+    set_by: "Batch systems",
+};
+
+const A_STEP: Quantity = Quantity {
+    a: "a job step",
+    name: "the job step",
+    valid: "text; U+FFFD marks its bytes that are not UTF-8",
+    without: "the process has no job step: its records and files are named by the job id alone",
+    set_by: "Launchers",
+};
+
+/// One warning per variable set to something that is not valid: the variable, its value, what
+/// was used instead (`used`: a variable and its value as shown) and how to fix it.
+fn warnings<T>(q: &Quantity, found: &Found<T>, shown: fn(&T) -> String) -> Vec<String> {
+    let instead = match &found.used {
+        Some((variable, value)) => format!("{} is taken from {variable}={} instead", q.name, shown(value)),
         None => q.without.to_string(),
     };
     found
@@ -123,11 +164,12 @@ fn warnings(q: &Quantity, found: &Found) -> Vec<String> {
         .map(|(variable, value)| {
             let shown: String = value.chars().take(80).collect();
             format!(
-                "{variable}=\"{}\" is not {} ({}); {instead}. Launchers set {variable} themselves: find what sets it \
-                 in the batch script, a module or a wrapper (env | grep {variable}) and unset it there.",
+                "{variable}=\"{}\" is not {} ({}); {instead}. {} set {variable} themselves: find what sets it in \
+                 the batch script, a module or a wrapper (env | grep {variable}) and unset it there.",
                 shown.escape_debug(),
                 q.a,
-                q.valid
+                q.valid,
+                q.set_by
             )
         })
         .collect()
@@ -161,17 +203,30 @@ fn bounded_command_line(args: impl Iterator<Item = String>) -> Vec<String> {
     kept
 }
 
+/// A number in a warning.
+fn plain(n: &u32) -> String {
+    n.to_string()
+}
+
+/// An id in a warning: quoted, control characters escaped.
+fn quoted(id: &str) -> String {
+    format!("\"{}\"", id.escape_debug())
+}
+
 /// Read the rank, the number of ranks and the ranks on this node from the launcher's environment
-/// (once, at initialisation); the warnings, for variables set to something that is not a number,
-/// are the caller's to say (after this, so that they come from rank 0 only).
+/// (once, at initialisation); the warnings, for variables set to something that is not a number
+/// and job or step ids that are not UTF-8, are the caller's to say (after this, so that they come
+/// from rank 0 only).
 pub fn detect() -> Vec<String> {
     let place = place(&environment);
     RANK.store(place.rank.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
     NRANKS.store(place.size.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
     LOCAL_NRANKS.store(place.local.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
-    let mut said = warnings(&A_RANK, &place.rank);
-    said.extend(warnings(&A_SIZE, &place.size));
-    said.extend(warnings(&A_LOCAL_SIZE, &place.local));
+    let mut said = warnings(&A_RANK, &place.rank, plain);
+    said.extend(warnings(&A_SIZE, &place.size, plain));
+    said.extend(warnings(&A_LOCAL_SIZE, &place.local, plain));
+    said.extend(warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &environment), |id| quoted(id)));
+    said.extend(warnings(&A_STEP, &first_text(&STEP_VARIABLES, &environment), |id| quoted(id)));
     said
 }
 
@@ -225,12 +280,12 @@ pub fn nranks() -> Option<u32> {
 
 /// The batch system's job id.
 pub fn job_id() -> Option<String> {
-    first_set(&JOB_VARIABLES)
+    first_text(&JOB_VARIABLES, &environment).used.map(|(_, id)| id)
 }
 
 /// The job step (Slurm's step id, or the ALPS application id), when the launcher sets one.
 pub fn step() -> Option<String> {
-    first_set(&STEP_VARIABLES)
+    first_text(&STEP_VARIABLES, &environment).used.map(|(_, id)| id)
 }
 
 /// How many times Slurm has started the job again (`SLURM_RESTART_COUNT`: requeued, by `scontrol
@@ -266,7 +321,7 @@ mod tests {
 
     fn rank(set: &[(&str, &str)]) -> (Found, Vec<String>) {
         let found = first_number(&RANK_VARIABLES, &lookup(set), |_| true);
-        let said = warnings(&A_RANK, &found);
+        let said = warnings(&A_RANK, &found, plain);
         (found, said)
     }
 
@@ -309,11 +364,41 @@ mod tests {
     }
 
     #[test]
+    fn a_job_id_that_is_not_utf8_is_said_and_the_next_one_used() {
+        let set = |name: &str| match name {
+            "SLURM_JOB_ID" => Some(Err("12\u{fffd}4".to_string())),
+            "PBS_JOBID" => Some(Ok(String::new())),
+            "LSB_JOBID" => Some(Ok("77".to_string())),
+            _ => None,
+        };
+        let found = first_text(&JOB_VARIABLES, &set);
+        assert_eq!(found.used, Some(("LSB_JOBID", "77".to_string())), "an empty one is unset, and silent");
+        let said = warnings(&A_JOB_ID, &found, |id| quoted(id));
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with(
+                "SLURM_JOB_ID=\"12\u{fffd}4\" is not a job id (text; U+FFFD marks its bytes that are not UTF-8); the job \
+                 id is taken from LSB_JOBID=\"77\" instead. Batch systems set SLURM_JOB_ID themselves"
+            ),
+            "{}",
+            said[0]
+        );
+        let alone = |name: &str| (name == "ALPS_APP_ID").then(|| Err("\u{fffd}".to_string()));
+        let said = warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &alone), |id| quoted(id));
+        assert!(said.is_empty(), "only the job's variables are read: {said:?}");
+        let found = first_text(&STEP_VARIABLES, &alone);
+        assert_eq!(found.used, None);
+        let said = warnings(&A_STEP, &found, |id| quoted(id));
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("the process has no job step: its records and files are named by the job id alone"));
+    }
+
+    #[test]
     fn a_number_of_ranks_is_from_1() {
         let set = lookup(&[("PMI_SIZE", "0"), ("SLURM_NTASKS", "4")]);
         let found = first_number(&SIZE_VARIABLES, &set, |n| n > 0);
         assert_eq!(found.used, Some(("SLURM_NTASKS", 4)));
-        let said = warnings(&A_SIZE, &found);
+        let said = warnings(&A_SIZE, &found, plain);
         assert_eq!(said.len(), 1);
         assert!(
             said[0].starts_with(
@@ -323,7 +408,7 @@ mod tests {
             said[0]
         );
         let found = first_number(&SIZE_VARIABLES, &lookup(&[("OMPI_COMM_WORLD_SIZE", "many")]), |n| n > 0);
-        assert!(warnings(&A_SIZE, &found)[0].contains("no number of ranks (nranks null)"));
+        assert!(warnings(&A_SIZE, &found, plain)[0].contains("no number of ranks (nranks null)"));
     }
 
     #[test]

@@ -330,6 +330,42 @@ fn a_setting_that_is_not_utf8_is_one_warning_and_ignored() {
     );
 }
 
+/// A batch system's job id variable (or a step's) that holds bytes that are not UTF-8 was passed
+/// over silently: the records took the next variable's id, or were named `nojob`, with no word of
+/// why. Each is one warning, as for the rank variables, that names it and what was used instead.
+#[test]
+fn a_job_id_that_is_not_utf8_is_said_and_the_next_one_used() {
+    let run = |test: &str, exports: &str| {
+        let mut launch = Launch::driver(test, "rdma 65536 3 0");
+        for var in ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "LSB_JOBID", "JOB_ID", "SLURM_STEP_ID", "ALPS_APP_ID"]
+        {
+            launch = launch.unset(var);
+        }
+        launch.wrapper = vec!["sh".into(), "-c".into(), format!("export {exports}; exec \"$@\""), "sh".into()];
+        let r = launch.env("SLURM_PROCID", "0").run();
+        r.assert_ok();
+        assert_eq!(r.dlvr_modes("GNI_PostRdma").len(), 3, "every call forwarded");
+        r
+    };
+    let r = run("job-not-utf8", "SLURM_JOB_ID=\"$(printf '12\\377')\" PBS_JOBID=55 SLURM_STEP_ID=0");
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("aar: SLURM_JOB_ID=\"12\u{fffd}\" is not a job id")
+            && w[0].contains("the job id is taken from PBS_JOBID=\"55\" instead"),
+        "{}",
+        w[0]
+    );
+    assert_eq!((r.records()[0]["job_id"].as_str(), r.records()[0]["step"].as_str()), (Some("55"), Some("0")));
+
+    let r = run("job-none-utf8", "SLURM_JOB_ID=\"$(printf '\\377')\" SLURM_STEP_ID=\"$(printf '\\376')\"");
+    let w = warnings(&r);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w[0].starts_with("aar: SLURM_JOB_ID=") && w[0].contains("no job id"), "{}", w[0]);
+    assert!(w[1].starts_with("aar: SLURM_STEP_ID=") && w[1].contains("no job step"), "{}", w[1]);
+    assert_eq!(r.records()[0]["job_id"], serde_json::Value::Null);
+}
+
 /// A launcher's rank or size variable set to something that is not a number (a batch script's
 /// `export PMI_RANK=$RANK` with the wrong variable, a wrapper's leftovers) was passed over
 /// silently: the rank came from the next variable, or there was none, and nothing said why the
