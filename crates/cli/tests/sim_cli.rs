@@ -648,6 +648,43 @@ fn outputs_that_cannot_be_written_are_refused_before_the_simulation() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Two outputs of one command on one file (`--out` and `--json` of paper, or either on one of the
+/// plots paper writes beside `--out`) were both written, the last over the first, after the whole
+/// suite: refused before anything runs, naming both and the path.
+#[test]
+fn two_outputs_on_one_file_are_refused_before_the_simulation() {
+    let dir = temp_dir("one-file");
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("X.md");
+    std::fs::write(&report, "kept").unwrap();
+    let (x, folder) = (report.to_str().unwrap(), dir.to_str().unwrap());
+    let dotted = format!("{folder}/./X.md");
+    let plot = format!("{folder}/paper-barrier.svg");
+    for (args, why) in [
+        (vec!["paper", "--quick", "--out", x, "--json", x], format!("aar: --out {x} and --json {x}: the same file")),
+        (
+            vec!["paper", "--quick", "--out", x, "--json", &dotted],
+            format!("aar: --out {x} and --json {dotted}: the same file"),
+        ),
+        (
+            vec!["paper", "--quick", "--out", x, "--json", &plot],
+            format!("aar: --json {plot} and the plot of barrier (beside --out) {plot}: the same file"),
+        ),
+        (
+            vec!["paper", "--quick", "--out", &plot],
+            format!("aar: --out {plot} and the plot of barrier (beside --out) {plot}: the same file"),
+        ),
+    ] {
+        let (code, stdout, err) = sim(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(err.starts_with(&why) && err.contains("give each its own file"), "{args:?}: {err}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+    }
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "kept");
+    assert!(!Path::new(&plot).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A background that cannot mean what it says is refused before anything runs, by the
 /// simulator's one check (the one `AAR_EMU_SIM` uses), naming the options: worst-case traffic
 /// (group to group) on a network of one group ran as traffic inside the group, and a background

@@ -13,7 +13,7 @@ use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::ByteSize;
 use clap::{Args, Subcommand};
 use options::{whole, ExpOpts, NetOpts};
-use output::{prepare_dir, prepare_file, summary_cells, write_atomic, write_records};
+use output::{distinct_files, prepare_dir, prepare_file, summary_cells, write_atomic, write_records};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -168,15 +168,24 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 prepare_file("--json", p, "results.json")?;
             }
             let suite = if quick { aar_sim::paper::Suite::quick() } else { aar_sim::paper::Suite::full() };
-            let r = aar_sim::paper::run(&suite);
-            let command = if quick { "aar sim paper --quick" } else { "aar sim paper" };
             let dir = match out.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
                 _ => PathBuf::from("."),
             };
-            for bench in paper::benches(&r) {
-                let svg = paper::plot(&r, &bench).map_err(|e| format!("plot of {bench}: {e}"))?;
-                write_atomic(&dir.join(paper::plot_name(&bench)), svg)?;
+            // One plot per benchmark, beside --out.
+            let plots: Vec<(String, PathBuf)> =
+                paper::benches(&suite.cases).into_iter().map(|b| (b.clone(), dir.join(paper::plot_name(&b)))).collect();
+            let labels: Vec<String> =
+                plots.iter().map(|(bench, _)| format!("the plot of {bench} (beside --out)")).collect();
+            let mut outputs = vec![("--out", out.as_path())];
+            outputs.extend(json.as_deref().map(|p| ("--json", p)));
+            outputs.extend(labels.iter().zip(&plots).map(|(label, (_, p))| (label.as_str(), p.as_path())));
+            distinct_files(&outputs)?;
+            let r = aar_sim::paper::run(&suite);
+            let command = if quick { "aar sim paper --quick" } else { "aar sim paper" };
+            for (bench, path) in &plots {
+                let svg = paper::plot(&r, bench).map_err(|e| format!("plot of {bench}: {e}"))?;
+                write_atomic(path, svg)?;
             }
             write_atomic(&out, aar_sim::paper::markdown(&r, paper::plot_name, command))?;
             if let Some(p) = json {

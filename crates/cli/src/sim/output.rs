@@ -72,6 +72,33 @@ pub fn prepare_file(option: &str, path: &Path, example: &str) -> Result<(), Stri
     probe(option, dir)
 }
 
+/// Checks, before any work, that no two of the files a command writes (`(option, path)`, each
+/// already passed by [`prepare_file`], whose folder therefore exists) are one file: the second
+/// would be renamed over the first. Paths are compared as the rename sees them: the folder
+/// resolved (`.`, `..` and links), then the file's name.
+pub fn distinct_files(outputs: &[(&str, &Path)]) -> Result<(), String> {
+    let resolved = |path: &Path| {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        (std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()), path.file_name().map(|n| n.to_owned()))
+    };
+    for (i, (first, a)) in outputs.iter().enumerate() {
+        for (second, b) in &outputs[i + 1..] {
+            if resolved(a) == resolved(b) {
+                return Err(format!(
+                    "{first} {} and {second} {}: the same file, which would hold only what is written last; give each \
+                     its own file",
+                    a.display(),
+                    b.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether a file can be made in `dir` (the one made is removed at once).
 fn probe(option: &str, dir: &Path) -> Result<(), String> {
     tempfile::Builder::new().prefix(".aar-probe.").tempfile_in(dir).map(drop).map_err(|e| {
