@@ -92,6 +92,23 @@ fn the_batch_scripts_build_and_run_ab_exchange_from_an_installed_copy() {
     let out = install(&prefix, &dir);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(prefix.join("emu/lib/pkgconfig/cray-ugni.pc").exists(), "the emulation kit was not installed");
+    // The emulator's own functions (the README's aar_emu_clock_ns, aar_emu_set_network, ...) are
+    // declared by the kit's aar_emu.h, on cray-ugni's include path.
+    let emu_c = dir.join("emu_calls.c");
+    std::fs::write(
+        &emu_c,
+        "#include <aar_emu.h>\n#include <stdio.h>\n\
+         int main(void) { printf(\"posts=%llu\\n\", aar_emu_post_count()); return 0; }\n",
+    )
+    .unwrap();
+    let build = format!(
+        "set -e\nexport PKG_CONFIG_PATH={}/emu/lib/pkgconfig\n\
+         cc -Wall -Werror {} $(pkg-config --cflags --libs cray-ugni) -o emu_calls\n./emu_calls\n",
+        prefix.display(),
+        emu_c.display()
+    );
+    let (stdout, _) = login_shell(&build, &dir, &dir, &[], "aar_emu.h");
+    assert_eq!(stdout, "posts=0\n");
     let copy = dir.join("examples");
     let st = Command::new("cp").arg("-r").arg(prefix.join("share/doc/aar/examples")).arg(&copy).status().unwrap();
     assert!(st.success());
