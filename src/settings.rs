@@ -775,7 +775,7 @@ impl Settings {
             (
                 "unset (no A/B experiment, one policy)",
                 "is not a list of policies to alternate",
-                "Give two or more different policies separated by commas, from auto, steady, off and ADAPTIVE0..ADAPTIVE3, each at most once (e.g. AAR_AB=ADAPTIVE0,ADAPTIVE3).",
+                "Give 2 to 7 different policies separated by commas, from auto, steady, off and ADAPTIVE0..ADAPTIVE3 (e.g. AAR_AB=ADAPTIVE0,ADAPTIVE3).",
             ),
             Shown,
             always,

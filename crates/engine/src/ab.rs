@@ -72,7 +72,8 @@ pub struct AbSchedule {
     order: AbOrder,
 }
 
-/// A comma-separated list of 2 to [`MAX_POLICIES`] policy names (`auto`, `off`, `ADAPTIVE0`..`3`).
+/// A comma-separated list of 2 or more different policy names (`auto`, `steady`, `off`,
+/// `ADAPTIVE0`..`3`: at most the 7 there are, within [`MAX_POLICIES`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicyList(pub Vec<Policy>);
 
@@ -86,11 +87,13 @@ impl FromStr for PolicyList {
         if policies.len() < 2 {
             return Err("needs at least two policies".into());
         }
-        if policies.len() > MAX_POLICIES {
-            return Err(format!("has more than {MAX_POLICIES} policies"));
-        }
+        // Repeats first: there are only 7 policies, so a longer list always repeats one, and
+        // the name repeated says more than a count.
         if let Some(p) = policies.iter().enumerate().find_map(|(i, p)| policies[..i].contains(p).then_some(p)) {
             return Err(format!("names {} twice", p.name()));
+        }
+        if policies.len() > MAX_POLICIES {
+            return Err(format!("has more than {MAX_POLICIES} policies"));
         }
         Ok(Self(policies))
     }
@@ -191,6 +194,10 @@ mod tests {
         for bad in ["", "auto", "auto,fast", "auto,auto", "a,b,c,d,e,f,g,h,i", "auto,"] {
             assert!(bad.parse::<PolicyList>().is_err(), "{bad}");
         }
+        // Every policy, then one again: the repeat is named, not a count of more than 8.
+        let all = "auto,steady,off,ADAPTIVE0,ADAPTIVE1,ADAPTIVE2,ADAPTIVE3";
+        assert_eq!(all.parse::<PolicyList>().map(|l| l.0.len()), Ok(7));
+        assert_eq!(format!("{all},paper,off").parse::<PolicyList>(), Err("names auto twice".to_string()));
         assert_eq!("rr".parse::<AbOrder>(), Ok(AbOrder::RoundRobin));
         assert_eq!("shuffled".parse::<AbOrder>(), Ok(AbOrder::Shuffled(DEFAULT_SEED)));
         assert_eq!("Shuffled:42".parse::<AbOrder>(), Ok(AbOrder::Shuffled(42)));

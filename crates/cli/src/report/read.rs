@@ -742,8 +742,9 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 }
             }
         }
-        // A schedule may name a policy twice (aar sim --policy A,B,A runs A two iterations in
-        // three): its rows are one policy's, one row of the tables, whichever place they ran in.
+        // A schedule may name a policy twice (an older aar sim wrote --policy A,B,A, A in two
+        // iterations of three): its rows are one policy's, one row of the tables, whichever place
+        // they ran in.
         let mut policies: Vec<String> = Vec::new();
         for p in &reference.policies {
             if !policies.contains(p) {
