@@ -838,6 +838,45 @@ fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
     assert!(!err.contains("marked fewer"), "{err}");
 }
 
+/// A rank whose summary record says it ended more iterations than its iteration record holds rows
+/// of (the file size limit or a full disk stopped the rows: libaar.so goes on, and writes its small
+/// summary record) is said as such, not as a rank that marked fewer iterations ("rank 1 (30
+/// iterations) ended having marked fewer than rank 0 (30 iterations)") nor as a stopped one.
+#[test]
+fn rows_cut_by_a_write_failure_are_told_from_uneven_boundaries() {
+    let folder = tmp("unwritten");
+    let dir = folder.path();
+    let rr =
+        |n: u64| -> Vec<Iteration> { (0..n).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect() };
+    for (rank, rows) in [(0, 30), (1, 12)] {
+        let path = write_record(dir, &header("w", rank, 2, &["A", "B"]), &rr(rows));
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": "w", "rank": rank, "pid": 100 + rank, "host": "h",
+            "policy_at_exit": "A", "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": 30 },
+        });
+        std::fs::write(dir.join(format!("aar.w.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+        if rank == 1 {
+            // The last row cut in the middle, as a write stopped at the file size limit leaves it.
+            let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+            std::io::Write::write_all(&mut f, b"{\"i\":12,\"policy\":\"A\",\"sta").unwrap();
+        }
+    }
+    let o = run(&[dir.to_str().unwrap(), "--skip", "2"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("line 14 is cut short (its writer was stopped, or could write no more"), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("could not write the rest")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("rank 1's iteration record") && said[0].contains("rows of its first 12 iterations of the 30")
+    );
+    assert!(said[0].contains("ulimit -f"), "{err}");
+    assert!(err.contains("The rows of rank 1 end before the iterations its summary record says it ended"), "{err}");
+    assert!(!err.contains("marked fewer") && !err.contains("stopped before exiting"), "{err}");
+    // Rank 0 holds all 30: it is not named.
+    assert!(!err.contains("rank 0's iteration record"), "{err}");
+}
+
 /// Values no job can have (an iteration of no time, bytes beyond any NIC, a negative mean latency)
 /// do not reach the tables: the rows are left out, said once per file with the first of them.
 #[test]

@@ -211,8 +211,9 @@ pub enum Fault {
     ModeColumns { found: usize, expected: usize },
     #[error("ends before it starts")]
     EndsBeforeStart,
-    /// The last line, without its newline: the writer was stopped in the middle of it.
-    #[error("is cut short (the writer was stopped)")]
+    /// The last line, without its newline: the writer was stopped in the middle of it, or could
+    /// write no more of it (a full disk, the file size limit).
+    #[error("is cut short (its writer was stopped, or could write no more: a full disk, the file size limit)")]
     CutShort,
     #[error("is not an iteration row ({0})")]
     NotARow(serde_json::Error),

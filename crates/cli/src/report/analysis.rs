@@ -327,7 +327,11 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
     let marked = |r: &super::read::RankSummary| {
         format!("rank {} ({})", r.rank, count(r.ended.unwrap_or(r.rows), "iteration", "iterations"))
     };
-    let exited: Vec<String> = short.iter().filter(|r| r.ended.is_some()).take(4).map(|r| marked(r)).collect();
+    // A rank whose record holds fewer rows than it ended iterations is said apart (read.rs).
+    let exited: Vec<String> =
+        short.iter().filter(|r| r.ended.is_some() && r.unwritten().is_none()).take(4).map(|r| marked(r)).collect();
+    let unwritten: Vec<String> =
+        short.iter().filter(|r| r.unwritten().is_some()).take(4).map(|r| r.rank.to_string()).collect();
     let stopped: Vec<String> = short.iter().filter(|r| r.ended.is_none()).take(4).map(|r| r.rank.to_string()).collect();
     let mut why = String::new();
     if !exited.is_empty() {
@@ -342,6 +346,18 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             clean(&e.header.boundary)
         ));
     }
+    if !unwritten.is_empty() {
+        why.push_str(&format!(
+            ". The rows of rank{} {} end before the iterations {} summary record{} say{} {} ended: not written \
+             whole (said above)",
+            if unwritten.len() == 1 { "" } else { "s" },
+            unwritten.join(", "),
+            if unwritten.len() == 1 { "its" } else { "their" },
+            if unwritten.len() == 1 { "" } else { "s" },
+            if unwritten.len() == 1 { "s" } else { "" },
+            if unwritten.len() == 1 { "it" } else { "they" },
+        ));
+    }
     if !stopped.is_empty() {
         why.push_str(&format!(
             ". The rows of rank{} {} end early and no summary record is beside {}: stopped before exiting \
@@ -351,7 +367,7 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             if stopped.len() == 1 { "it" } else { "them" }
         ));
     }
-    (why, !exited.is_empty() && stopped.is_empty())
+    (why, !exited.is_empty() && stopped.is_empty() && unwritten.is_empty())
 }
 
 /// Figures of one experiment; `None` (with a warning) if nothing in it is usable.

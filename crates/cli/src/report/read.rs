@@ -138,9 +138,22 @@ pub struct RankSummary {
     pub medians: Vec<Option<f64>>,
     /// The highest iteration index of the rows used.
     pub last_index: Option<u64>,
+    /// The highest iteration index of any whole row in the file, used or not (warm-up, damaged).
+    pub last_written: Option<u64>,
     /// Iterations the rank ended, from its summary record: `None` without one (the rank was
     /// stopped before its exit, or the simulator wrote the record).
     pub ended: Option<u64>,
+}
+
+impl RankSummary {
+    /// The iterations the rank ended (its summary record says so) when its iteration record
+    /// holds rows of fewer of them than libaar.so writes ([`aar_record::MAX_ROWS`] at most): the
+    /// rest could not be written (a full disk, the file size limit).
+    pub fn unwritten(&self) -> Option<u64> {
+        let ended = self.ended?;
+        let held = self.last_written.map_or(0, |i| i.saturating_add(1));
+        (held < ended.min(aar_record::MAX_ROWS)).then_some(ended)
+    }
 }
 
 /// What the rows of one experiment add up to.
@@ -459,11 +472,15 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     let mut indices: Vec<u64> = Vec::new();
     let mut index_set: Option<HashSet<u64>> = None;
     let mut last_index: Option<u64> = None;
+    let mut last_written: Option<u64> = None;
     let (mut absurd_rows, mut first_absurd) = (0u64, None::<(u64, String)>);
     let (mut absurd_values, mut first_absurd_value) = (0u64, None::<(u64, String)>);
     while let Some(item) = reader.next_row() {
         let row: Iteration = match item {
-            Ok(row) => row,
+            Ok(row) => {
+                last_written = last_written.max(Some(row.i));
+                row
+            }
             Err(p) if matches!(p.fault, Fault::CutShort) => {
                 cut = Some(p.line);
                 continue;
@@ -569,6 +586,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         rows: used,
         medians,
         last_index,
+        last_written,
         ended: None,
     });
 
@@ -611,7 +629,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         ));
     }
     if let Some(l) = cut {
-        said.push(format!("line {l} is cut short (the writer was stopped): ignored"));
+        said.push(format!("line {l} {}: ignored", Fault::CutShort));
     }
     if said.is_empty() {
         return None;
@@ -622,6 +640,28 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         format!("the other {} used", super::output::count(used, "row", "rows"))
     };
     Some(format!("{}: {}; {outcome}", plan.path.display(), said.join("; ")))
+}
+
+/// Ranks that exited having ended more iterations than their iteration records hold rows of
+/// (below the rows libaar.so writes per process): writing the rest failed, and the table compares
+/// the rows written.
+fn unwritten(e: &ExperimentData) -> Option<String> {
+    let short: Vec<(&RankSummary, u64)> = e.ranks.iter().filter_map(|r| Some((r, r.unwritten()?))).collect();
+    let (first, ended) = short.first()?;
+    let held = first.last_written.map_or(0, |i| i + 1);
+    let more = match short.len() {
+        1 => String::new(),
+        n => format!(" (and {} more)", super::output::count(n as u64 - 1, "rank", "ranks")),
+    };
+    Some(format!(
+        "experiment \"{}\": rank {}'s iteration record {} holds rows of its first {held} iterations of the {ended} its summary record says \
+         it ended{more}: libaar.so could not write the rest (a full disk, or the file size limit, ulimit -f: its \
+         warning at run time, and the record's \"messages\", say which), and the tables compare the rows written. \
+         Free space or raise the limit in the batch script, and run again",
+        e.name.escape_debug(),
+        first.rank,
+        first.file.display()
+    ))
 }
 
 /// What makes a row's time or bytes impossible for a job: no time at all, more than
@@ -856,6 +896,9 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
                 r.ended = Some(n);
             }
+        }
+        if let Some(w) = unwritten(e) {
+            warn(&mut warnings, w);
         }
     }
     Data { experiments, warnings, summaries_only }
