@@ -942,6 +942,9 @@ fn exit_codes() {
     let o = run(&[empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("holds no *.iterations.jsonl records"), "{}", stderr(&o));
+    // The last word says what to give instead.
+    assert!(stderr(&o).contains("nothing to report: no usable iteration or summary records in"), "{}", stderr(&o));
+    assert!(stderr(&o).contains(". Give the folder AAR_OUTPUT_DIR named in the job"), "{}", stderr(&o));
 
     generate(dir, "ok", 1, 10, &["A", "B"], &[1.0, 1.0], 1);
     let d = dir.to_str().unwrap();

@@ -235,7 +235,12 @@ pub fn run(args: ReportArgs) -> i32 {
         if let Some(code) = report_jobs(&args, warnings) {
             return code;
         }
-        eprintln!("aar: nothing to report: no usable iteration or summary records in {}", inputs.join(" "));
+        eprintln!(
+            "aar: nothing to report: no usable iteration or summary records in {}. Give the folder AAR_OUTPUT_DIR \
+             named in the job (where libaar.so wrote its aar.<job>...<rank>.<pid>.iterations.jsonl and .json records) \
+             or aar sim run --out named, or such files",
+            inputs.join(" ")
+        );
         return EXIT_FAILED;
     }
     for input in &data.summaries_only {
