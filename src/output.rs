@@ -332,6 +332,18 @@ fn write_outputs() {
             ));
         }
     }
+    if let (Some(_), Boundary::Markers) = (&settings.ab, settings.ab_boundary) {
+        if ended == 0 && state::ITERATIONS.current() < 0 && !state::is_fork_child() {
+            // The whole run had iteration 0's policy: an experiment that compared nothing.
+            diag::warn(&format!(
+                "AAR_AB is set but no iteration was marked: the program never called aar_iteration_begin, so the \
+                 whole run used {} (iteration 0's policy) and there is nothing to compare. Mark the iterations \
+                 with aar_iteration_begin/end (cabi/aar.h; Fortran: use aar), or, in an MPI program, set \
+                 AAR_AB_BOUNDARY=MPI_<Fn>[:N] to a collective every rank calls once per iteration.",
+                settings.engine.policy.name()
+            ));
+        }
+    }
     // A fork child writes no rows (its buffer holds the parent's).
     let written = match state::is_fork_child() {
         true => None,

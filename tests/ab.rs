@@ -1023,3 +1023,27 @@ fn boundaries_of_several_threads_at_once_keep_every_row_and_policy() {
 fn ab_threads_program() -> PathBuf {
     compile("mpicc.mpich", "ab_threads", &[root().join("tests/c/ab_threads.c")], &["-pthread"])
 }
+
+/// AAR_AB with markers in a program that never marks an iteration: the whole run had iteration
+/// 0's policy and compared nothing, which the exit says (else only the summary's "0 iterations"
+/// would); a program that marks one is not told so.
+#[test]
+fn an_experiment_whose_iterations_were_never_marked_says_so() {
+    let said = "AAR_AB is set but no iteration was marked: the program never called aar_iteration_begin, so \
+                the whole run used ADAPTIVE3 (iteration 0's policy)";
+    for (test, script, warned) in
+        [("ab-unmarked", "rdma 8192 1 0 ", true), ("ab-marked", "iter begin rdma 8192 1 0 iter end ", false)]
+    {
+        let launch = Launch::driver(test, script)
+            .env("AAR_AB", "ADAPTIVE3,ADAPTIVE0")
+            .env("AAR_AB_ORDER", "round-robin")
+            .unset("AAR_EMU_LOG");
+        let r = launch.run();
+        r.assert_ok();
+        let lines: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains(said)).collect();
+        assert_eq!(lines.len(), usize::from(warned), "{test}: {}", r.stderr);
+        if warned {
+            assert!(lines[0].contains("AAR_AB_BOUNDARY=MPI_<Fn>[:N]"), "{}", lines[0]);
+        }
+    }
+}
