@@ -338,7 +338,7 @@ fn write_outputs() {
             diag::warn(&format!(
                 "AAR_AB is set but no iteration was marked: the program never called aar_iteration_begin, so the \
                  whole run used {} (iteration 0's policy) and there is nothing to compare. Mark the iterations \
-                 with aar_iteration_begin/end (cabi/aar.h; Fortran: use aar), or, in an MPI program, set \
+                 with aar_iteration_begin/end (aar.h; Fortran: use aar), or, in an MPI program, set \
                  AAR_AB_BOUNDARY=MPI_<Fn>[:N] to a collective every rank calls once per iteration.",
                 settings.engine.policy.name()
             ));
