@@ -996,13 +996,13 @@ pub unsafe extern "C" fn PAPI_stop(EventSet: c_int, values: *mut std::ffi::c_lon
 }
 
 /// The application's PAPI initialisation waits for libaar.so's own PAPI set-up when another
-/// thread is making it (`state::library_init_for_application`).
+/// thread is making it (`init::library_init_for_application`).
 ///
 /// # Safety
 /// PAPI's contract for PAPI_library_init.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn PAPI_library_init(version: c_int) -> c_int {
-    crate::state::library_init_for_application(version)
+    init::library_init_for_application(version)
 }
 
 // ---- C API (cabi/aar.h) ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 //! own counter event set, its own statistics (the record of a child counts the child's messages
 //! only, under the child's pid), its own trace.
 
-use crate::papi::{Papi, PapiError};
+use crate::papi::{self, Papi, PapiError};
 use crate::settings::{Boundary, Settings};
 use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
 use crate::{attributes, control, diag, job, node, output, sys, topology};
@@ -60,6 +60,19 @@ pub fn wait_for_other_thread() {
     while state::initialising() && std::time::Instant::now() < until {
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// The application's `PAPI_library_init`, passed on once libaar.so's own PAPI set-up, if another
+/// thread is making it, is over (waited for at most two seconds): libpapi is not safe to
+/// initialise from two threads at once. Nothing is started here: a program that initialises PAPI
+/// before its first uGNI call initialises it alone, and libaar.so then uses it as it finds it.
+pub fn library_init_for_application(version: std::ffi::c_int) -> std::ffi::c_int {
+    let Some(library_init) = papi::APPLICATION_LIBRARY_INIT.get::<papi::LibraryInitFn>() else {
+        return papi::PAPI_ENOINIT;
+    };
+    let _ = std::panic::catch_unwind(wait_for_other_thread);
+    // SAFETY: libpapi's PAPI_library_init (LibraryInitFn is its prototype), the caller's argument.
+    unsafe { library_init(version) }
 }
 
 /// How long a caller that needs the initialisation done waits for another thread's.

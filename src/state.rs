@@ -577,19 +577,6 @@ pub fn start_for_application(eventset: c_int) -> c_int {
     std::panic::catch_unwind(give_way).ok().flatten().unwrap_or(rc)
 }
 
-/// The application's `PAPI_library_init`, passed on once libaar.so's own PAPI set-up, if another
-/// thread is making it, is over (waited for at most two seconds): libpapi is not safe to
-/// initialise from two threads at once. Nothing is started here: a program that initialises PAPI
-/// before its first uGNI call initialises it alone, and libaar.so then uses it as it finds it.
-pub fn library_init_for_application(version: c_int) -> c_int {
-    let Some(library_init) = papi::APPLICATION_LIBRARY_INIT.get::<papi::LibraryInitFn>() else {
-        return papi::PAPI_ENOINIT;
-    };
-    let _ = std::panic::catch_unwind(crate::init::wait_for_other_thread);
-    // SAFETY: libpapi's PAPI_library_init (LibraryInitFn is its prototype), the caller's argument.
-    unsafe { library_init(version) }
-}
-
 /// The application's `PAPI_stop` of `eventset`, passed on; the counters that stepped aside for
 /// that set count again ([`Decider::resume_after`]).
 ///
