@@ -150,7 +150,31 @@ pub fn name(sig: libc::c_int) -> String {
         (libc::SIGTSTP, "SIGTSTP"),
         (libc::SIGTTIN, "SIGTTIN"),
         (libc::SIGTTOU, "SIGTTOU"),
+        (libc::SIGURG, "SIGURG"),
         (libc::SIGXCPU, "SIGXCPU"),
+        (libc::SIGXFSZ, "SIGXFSZ"),
+        (libc::SIGVTALRM, "SIGVTALRM"),
+        (libc::SIGPROF, "SIGPROF"),
+        (libc::SIGWINCH, "SIGWINCH"),
+        (libc::SIGIO, "SIGIO"),
+        (libc::SIGPWR, "SIGPWR"),
+        (libc::SIGSYS, "SIGSYS"),
+        (libc::SIGSTKFLT, "SIGSTKFLT"),
     ];
     known.iter().find(|(s, _)| *s == sig).map_or_else(|| format!("signal {sig}"), |(_, n)| (*n).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every standard signal has its name (a rank past `ulimit -f` dies of SIGXFSZ); real-time
+    /// signals have their number.
+    #[test]
+    fn every_standard_signal_is_named() {
+        for sig in 1..32 {
+            let name = super::name(sig);
+            assert!(name.starts_with("SIG"), "signal {sig}: {name}");
+        }
+        assert_eq!(super::name(libc::SIGXFSZ), "SIGXFSZ");
+        assert_eq!(super::name(40), "signal 40");
+    }
 }
