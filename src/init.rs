@@ -1,7 +1,8 @@
 //! Start-up: the library initialises lazily, on the first intercepted call, with an atomic state
 //! machine, so a process that never calls uGNI (a shell, `srun`, a compiler, Lmod itself) sees no
-//! output, no file, no cost. This is the only place that registers process handlers: the exit
-//! handler (`output`) and the `fork()` handlers below.
+//! output, no file, no cost (at load, one `fcntl` notes whether stderr is open). This is the only
+//! place that registers process handlers: the exit handler (`output`), the `fork()` handlers
+//! below and that load-time note.
 //!
 //! `fork()`: the child keeps working and its output never mixes with the parent's. Before a fork
 //! every lock of the library ([`state::FORK_LOCKS`]) is taken, so the child inherits consistent
@@ -27,6 +28,14 @@ pub fn ensure_init() {
         init_once();
     }
 }
+
+// The one thing done when libaar.so is loaded rather than at its first call: whether the process
+// has a stderr, which by the first call may be a file of the application's. Not under unit tests:
+// the test harness's stderr is no business of the library's.
+#[cfg(not(test))]
+#[used]
+#[link_section = ".init_array"]
+static NOTE_STDERR_AT_LOAD: extern "C" fn() = sys::note_stderr_at_load;
 
 thread_local! {
     /// This thread is the one initialising (a call it makes from inside must not wait for itself).

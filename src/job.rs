@@ -1,6 +1,7 @@
 //! The process's place in its job, from the launcher's environment: its rank, the number of
 //! ranks, and the job and step it belongs to; and its command line, as the records keep it.
 
+use crate::sys::{env_value, EnvValue};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 static RANK: AtomicI64 = AtomicI64::new(-1);
@@ -27,14 +28,6 @@ const JOB_VARIABLES: [&str; 5] = ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "
 /// Variables that tell the job step (Slurm's step, or the ALPS application id).
 const STEP_VARIABLES: [&str; 2] = ["SLURM_STEP_ID", "ALPS_APP_ID"];
 
-/// A variable's value as the environment holds it: text, or bytes that are not UTF-8 (shown with
-/// U+FFFD where they are not).
-type Raw = Result<String, String>;
-
-fn environment(name: &str) -> Option<Raw> {
-    std::env::var_os(name).map(|v| v.into_string().map_err(|v| v.to_string_lossy().into_owned()))
-}
-
 /// The one parser of the launchers' numbers (ranks, numbers of ranks, restarts): a whole number,
 /// blanks around it allowed.
 fn number(value: &str) -> Option<u32> {
@@ -58,7 +51,11 @@ impl<T> Default for Found<T> {
 /// The first of `variables` that `lookup` gives a number `valid` holds for. Unset, empty and blank
 /// variables are passed over silently, as the `AAR_*` ones are (`export PMI_RANK=$X` with `X`
 /// unset); any other value, bytes that are not UTF-8 included, is kept as bad.
-fn first_number(variables: &[&'static str], lookup: &dyn Fn(&str) -> Option<Raw>, valid: fn(u32) -> bool) -> Found {
+fn first_number(
+    variables: &[&'static str],
+    lookup: &dyn Fn(&str) -> Option<EnvValue>,
+    valid: fn(u32) -> bool,
+) -> Found {
     let mut found = Found::default();
     for &variable in variables {
         let value = match lookup(variable) {
@@ -83,7 +80,7 @@ fn first_number(variables: &[&'static str], lookup: &dyn Fn(&str) -> Option<Raw>
 
 /// The first of `variables` that `lookup` gives text for (a job or step id). Unset and empty
 /// variables are passed over silently; one that holds bytes that are not UTF-8 is kept as bad.
-fn first_text(variables: &[&'static str], lookup: &dyn Fn(&str) -> Option<Raw>) -> Found<String> {
+fn first_text(variables: &[&'static str], lookup: &dyn Fn(&str) -> Option<EnvValue>) -> Found<String> {
     let mut found = Found::default();
     for &variable in variables {
         match lookup(variable) {
@@ -218,15 +215,15 @@ fn quoted(id: &str) -> String {
 /// and job or step ids that are not UTF-8, are the caller's to say (after this, so that they come
 /// from rank 0 only).
 pub fn detect() -> Vec<String> {
-    let place = place(&environment);
+    let place = place(&env_value);
     RANK.store(place.rank.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
     NRANKS.store(place.size.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
     LOCAL_NRANKS.store(place.local.used.map_or(-1, |(_, n)| i64::from(n)), Ordering::Relaxed);
     let mut said = warnings(&A_RANK, &place.rank, plain);
     said.extend(warnings(&A_SIZE, &place.size, plain));
     said.extend(warnings(&A_LOCAL_SIZE, &place.local, plain));
-    said.extend(warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &environment), |id| quoted(id)));
-    said.extend(warnings(&A_STEP, &first_text(&STEP_VARIABLES, &environment), |id| quoted(id)));
+    said.extend(warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &env_value), |id| quoted(id)));
+    said.extend(warnings(&A_STEP, &first_text(&STEP_VARIABLES, &env_value), |id| quoted(id)));
     said
 }
 
@@ -242,7 +239,7 @@ struct Place {
 /// process that another launcher started inside the step (whose daemons are the step's tasks)
 /// has a rank of its own beside its daemon's `SLURM_PROCID`, and `SLURM_NTASKS` counts the
 /// daemons: the number of ranks is then one the launcher sets, or unknown.
-fn place(lookup: &dyn Fn(&str) -> Option<Raw>) -> Place {
+fn place(lookup: &dyn Fn(&str) -> Option<EnvValue>) -> Place {
     let rank = first_number(&RANK_VARIABLES, lookup, |_| true);
     let slurm_task = match rank.used {
         None => true,
@@ -280,12 +277,12 @@ pub fn nranks() -> Option<u32> {
 
 /// The batch system's job id.
 pub fn job_id() -> Option<String> {
-    first_text(&JOB_VARIABLES, &environment).used.map(|(_, id)| id)
+    first_text(&JOB_VARIABLES, &env_value).used.map(|(_, id)| id)
 }
 
 /// The job step (Slurm's step id, or the ALPS application id), when the launcher sets one.
 pub fn step() -> Option<String> {
-    first_text(&STEP_VARIABLES, &environment).used.map(|(_, id)| id)
+    first_text(&STEP_VARIABLES, &env_value).used.map(|(_, id)| id)
 }
 
 /// How many times Slurm has started the job again (`SLURM_RESTART_COUNT`: requeued, by `scontrol
@@ -314,7 +311,7 @@ pub fn experiment() -> Option<String> {
 mod tests {
     use super::*;
 
-    fn lookup(set: &[(&str, &str)]) -> impl Fn(&str) -> Option<Raw> {
+    fn lookup(set: &[(&str, &str)]) -> impl Fn(&str) -> Option<EnvValue> {
         let set: Vec<(String, String)> = set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         move |name| set.iter().find(|(k, _)| k == name).map(|(_, v)| Ok(v.clone()))
     }

@@ -5,6 +5,7 @@
 //! [`RankSet`], [`TestPanic`], [`Switch`], [`EventList`] and [`ReadingAge`]. A bad value never stops anything: it
 //! yields a [`Warning`] that names the variable, the value, what is used instead and how to fix it.
 
+use crate::sys::{env_value, EnvValue};
 use aar_abi::counters::{EVENTS, REQUIRED_EVENTS};
 use aar_abi::dmapp::RoutingTable;
 use aar_engine::{AbOrder, AbSchedule, ByteSize, EngineConfig, LatencyUnit, PolicyList, RoutingMode, Switch};
@@ -621,12 +622,8 @@ enum Detail {
     Hidden,
 }
 
-/// A variable's value as the environment holds it: text, or bytes that are not UTF-8 (shown with
-/// U+FFFD where they are not).
-type Raw = Result<String, String>;
-
 struct Parser<'a> {
-    lookup: &'a dyn Fn(&str) -> Option<Raw>,
+    lookup: &'a dyn Fn(&str) -> Option<EnvValue>,
     warnings: Vec<Warning>,
 }
 
@@ -750,9 +747,7 @@ fn factor(x: &f64) -> bool {
 impl Settings {
     /// Parse every `AAR_*` variable of the process's environment.
     pub fn from_environment() -> (Settings, Vec<Warning>) {
-        Settings::parse(&|k: &str| {
-            std::env::var_os(k).map(|v| v.into_string().map_err(|v| v.to_string_lossy().into_owned()))
-        })
+        Settings::parse(&env_value)
     }
 
     /// Parse every `AAR_*` variable through `lookup` (the tests' environments).
@@ -761,7 +756,7 @@ impl Settings {
         Settings::parse(&|k: &str| lookup(k).map(Ok))
     }
 
-    fn parse(lookup: &dyn Fn(&str) -> Option<Raw>) -> (Settings, Vec<Warning>) {
+    fn parse(lookup: &dyn Fn(&str) -> Option<EnvValue>) -> (Settings, Vec<Warning>) {
         use Detail::{Hidden, Shown};
         let mut p = Parser { lookup, warnings: Vec::new() };
         let d = Settings::default();

@@ -533,6 +533,15 @@ pub fn can_create_in(dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// A variable's value as the environment holds it: text, or bytes that are not UTF-8 (shown with
+/// U+FFFD where they are not).
+pub type EnvValue = Result<String, String>;
+
+/// The environment variable `name`, unset as `None` (the settings' and the launcher's variables).
+pub fn env_value(name: &str) -> Option<EnvValue> {
+    std::env::var_os(name).map(|v| v.into_string().map_err(|v| v.to_string_lossy().into_owned()))
+}
+
 /// The real user id, for names of files that other users must not share.
 pub fn uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
@@ -654,21 +663,15 @@ pub fn now_ns() -> u64 {
 /// Whether descriptor 2 was open when libaar.so was loaded (set by [`note_stderr_at_load`]).
 static STDERR_OPEN_AT_LOAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
-/// Run by the loader when libaar.so is loaded (before `main` when preloaded): note whether the
-/// process has a stderr. In one started without (`app 2>&-`), the first file the application
-/// opens takes descriptor 2, and a line written there would land in the application's own file.
-/// Only a `fcntl`: nothing else is safe this early.
-extern "C" fn note_stderr_at_load() {
+/// Run by the loader when libaar.so is loaded (before `main` when preloaded; registered in
+/// `init`): note whether the process has a stderr. In one started without (`app 2>&-`), the first
+/// file the application opens takes descriptor 2, and a line written there would land in the
+/// application's own file. Only a `fcntl`: nothing else is safe this early.
+pub extern "C" fn note_stderr_at_load() {
     // SAFETY: F_GETFD reads the flags of a descriptor number; on a closed one it fails with EBADF.
     let open = unsafe { libc::fcntl(2, libc::F_GETFD) } >= 0;
     STDERR_OPEN_AT_LOAD.store(open, Relaxed);
 }
-
-// Not under unit tests: the test harness's stderr is no business of the library's.
-#[cfg(not(test))]
-#[used]
-#[link_section = ".init_array"]
-static NOTE_STDERR_AT_LOAD: extern "C" fn() = note_stderr_at_load;
 
 /// Write a whole line to stderr with write(2): no lock (std's stderr lock could be inherited held
 /// by a fork child), one call so lines of different ranks do not interleave, EINTR retried,
