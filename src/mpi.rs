@@ -27,7 +27,7 @@
 //! inside the collective. (Through `"C"` frames the guards were skipped, which is undefined behaviour, and a
 //! thread that caught an exception out of MPI_Alltoall routed as if inside it from then on.)
 
-use crate::settings::{Boundary, MpiFunction};
+use crate::settings::{self, Boundary, MpiFunction};
 use crate::state::Follow;
 use crate::{diag, init, iterations, state};
 use aar_engine::{Policy, RoutingMode};
@@ -469,9 +469,8 @@ fn boundary_code() -> u8 {
     if peeked != UNKNOWN {
         return peeked;
     }
-    // Empty or blank is unset, as the settings read it: no boundary, the program is left alone.
-    let c = match std::env::var("AAR_AB_BOUNDARY").ok().filter(|v| !v.trim().is_empty()).map(|v| v.parse::<Boundary>())
-    {
+    // Read as the settings will read it (empty or blank is unset): no boundary, the program is left alone.
+    let c = match settings::peek("AAR_AB_BOUNDARY").map(|v| v.parse::<Boundary>()) {
         Some(Ok(Boundary::Mpi { function, .. })) => code(function),
         Some(Err(_)) => NOT_A_BOUNDARY,
         _ => NOT_MPI,

@@ -622,6 +622,17 @@ enum Detail {
     Hidden,
 }
 
+/// A value as the settings take it: empty or blank is as if unset.
+fn given(value: String) -> Option<String> {
+    Some(value).filter(|v| !v.trim().is_empty())
+}
+
+/// The value of `name` as the settings will take it, read before they exist (the boundary an MPI
+/// call checks before start-up): unset, empty, blank or not UTF-8 is none.
+pub fn peek(name: &str) -> Option<String> {
+    env_value(name)?.ok().and_then(given)
+}
+
 struct Parser<'a> {
     lookup: &'a dyn Fn(&str) -> Option<EnvValue>,
     warnings: Vec<Warning>,
@@ -633,7 +644,7 @@ impl Parser<'_> {
     /// would name another file, and a number or a name could not be right.
     fn get(&mut self, name: &'static str) -> Option<String> {
         match (self.lookup)(name)? {
-            Ok(v) => Some(v).filter(|v| !v.trim().is_empty()),
+            Ok(v) => given(v),
             Err(shown_value) => {
                 if !self.warnings.iter().any(|w| w.variable == name) {
                     let message = format!(
