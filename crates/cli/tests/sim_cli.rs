@@ -170,6 +170,15 @@ fn bad_arguments_exit_2_with_a_message() {
     let out = aar().args(["sim", "run", "--policy", nine]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("at most 8"));
+    // a packed placement of the right form whose groups cannot each get a router says so, not that
+    // the form is wrong
+    for (bad, why) in [("packed:5:6", "spreads 5 routers over 6 groups"), ("packed:4:0", "GROUPS must be 1 or more")] {
+        let out = aar().args(["sim", "run", "--placement", bad]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--placement {bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("'{bad}' for '--placement")) && err.contains(why), "{err}");
+        assert!(!err.contains("does not have the form"), "{err}");
+    }
     // a value the option's parser refuses: clap names the option and the value, the parser says why
     let out = aar().args(["sim", "run", "--background", "uniform:1.5"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -24,6 +24,12 @@ pub enum ParseError {
     /// A form with a missing or an extra field.
     #[error("\"{text}\" does not have the form {form}")]
     Form { text: String, form: &'static str },
+    /// A packed placement of the right form whose groups cannot each get a router.
+    #[error(
+        "\"{text}\" spreads {routers} routers over {groups} groups: every group of a packed placement holds at \
+         least one of its routers, so GROUPS must be 1 or more and ROUTERS at least GROUPS (e.g. packed:257:6)"
+    )]
+    PackedShape { text: String, routers: u32, groups: u32 },
     /// A message too large to simulate packet by packet.
     #[error(
         "{workload} messages of {bytes} bytes are {packets} packets each, and the simulator moves every packet: \

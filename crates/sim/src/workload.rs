@@ -467,6 +467,9 @@ impl FromStr for Placement {
                     (Some("packed"), &[routers, groups]) if groups >= 1 && routers >= groups => {
                         Placement::Packed { routers, groups }
                     }
+                    (Some("packed"), &[routers, groups]) => {
+                        return Err(ParseError::PackedShape { text: s.into(), routers, groups })
+                    }
                     _ => return Err(form()),
                 }
             }
@@ -652,7 +655,11 @@ mod tests {
         let e = "diagonal".parse::<Placement>().unwrap_err().to_string();
         assert!(e.contains("\"diagonal\"") && e.contains("same-blade, same-group, across-groups, scattered"), "{e}");
         assert_eq!("packed:257:6".parse::<Placement>(), Ok(Placement::Packed { routers: 257, groups: 6 }));
-        for bad in ["packed", "packed:257", "packed:257:6:1", "packed:x:6", "packed:5:6", "packed:4:0", "packedd:4:2"] {
+        for bad in ["packed:5:6", "packed:4:0"] {
+            let e = bad.parse::<Placement>().unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("ROUTERS at least GROUPS"), "{bad}: {e}");
+        }
+        for bad in ["packed", "packed:257", "packed:257:6:1", "packed:x:6", "packedd:4:2"] {
             let e = bad.parse::<Placement>().unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("packed:ROUTERS:GROUPS"), "{bad}: {e}");
         }
