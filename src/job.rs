@@ -28,6 +28,9 @@ const JOB_VARIABLES: [&str; 5] = ["SLURM_JOB_ID", "PBS_JOBID", "COBALT_JOBID", "
 /// Variables that tell the job step (Slurm's step, or the ALPS application id).
 const STEP_VARIABLES: [&str; 2] = ["SLURM_STEP_ID", "ALPS_APP_ID"];
 
+/// The variable that tells how many times Slurm has started the job again.
+const RESTART_VARIABLES: [&str; 1] = ["SLURM_RESTART_COUNT"];
+
 /// The one parser of the launchers' numbers (ranks, numbers of ranks, restarts): a whole number,
 /// blanks around it allowed.
 fn number(value: &str) -> Option<u32> {
@@ -148,6 +151,14 @@ const A_STEP: Quantity = Quantity {
     set_by: "Launchers",
 };
 
+const A_RESTART_COUNT: Quantity = Quantity {
+    a: "a number of restarts",
+    name: "the number of restarts",
+    valid: "a whole number from 0",
+    without: "the run is taken for the job's first (restart null in its records, no .restart<N> in their names)",
+    set_by: "Slurm's daemons",
+};
+
 /// One warning per variable set to something that is not valid: the variable, its value, what
 /// was used instead (`used`: a variable and its value as shown) and how to fix it.
 fn warnings<T>(q: &Quantity, found: &Found<T>, shown: fn(&T) -> String) -> Vec<String> {
@@ -224,6 +235,7 @@ pub fn detect() -> Vec<String> {
     said.extend(warnings(&A_LOCAL_SIZE, &place.local, plain));
     said.extend(warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &env_value), |id| quoted(id)));
     said.extend(warnings(&A_STEP, &first_text(&STEP_VARIABLES, &env_value), |id| quoted(id)));
+    said.extend(warnings(&A_RESTART_COUNT, &first_number(&RESTART_VARIABLES, &env_value, |_| true), plain));
     said
 }
 
@@ -287,9 +299,10 @@ pub fn step() -> Option<String> {
 
 /// How many times Slurm has started the job again (`SLURM_RESTART_COUNT`: requeued, by `scontrol
 /// requeue` or after a node failed), when it has: the run again has the job id and step ids of
-/// the first, and its ranks may have the same pids (a PID namespace per step).
+/// the first, and its ranks may have the same pids (a PID namespace per step). A value that is not
+/// a number counts as none ([`detect`] warns of it).
 pub fn restart() -> Option<u32> {
-    std::env::var("SLURM_RESTART_COUNT").ok().as_deref().and_then(number).filter(|&n| n > 0)
+    first_number(&RESTART_VARIABLES, &env_value, |_| true).used.map(|(_, n)| n).filter(|&n| n > 0)
 }
 
 /// What the ranks of one run (one job step) share, in their iteration records and their files'

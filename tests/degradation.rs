@@ -433,3 +433,41 @@ fn a_rank_or_size_variable_that_is_not_a_number_is_said_and_the_next_one_used() 
     );
     assert_eq!(r.records()[0]["node"]["ranks_per_node"], 2);
 }
+
+/// `SLURM_RESTART_COUNT` set to something that is not a number (a batch script's own variable of
+/// that name, a wrapper's leftovers) was ignored silently: the run was taken for the job's first,
+/// and nothing said why its records had no `.restart<N>`. It is one warning, as the launchers'
+/// other numbers get, from rank 0, kept in the record; the call goes on as before.
+#[test]
+fn a_restart_count_that_is_not_a_number_is_said() {
+    let launch = |test: &str, count: &str| {
+        let r = Launch::driver(test, "iter begin rdma 65536 3 0 iter end")
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+            .env("SLURM_JOB_ID", "78")
+            .env("SLURM_PROCID", "0")
+            .env("SLURM_RESTART_COUNT", count)
+            .run();
+        r.assert_ok();
+        assert_eq!(r.dlvr_modes("GNI_PostRdma").len(), 3, "every call forwarded");
+        r
+    };
+    let r = launch("bad-restart-count", "twice");
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("aar: SLURM_RESTART_COUNT=\"twice\" is not a number of restarts (a whole number from 0)")
+            && w[0].contains("the run is taken for the job's first"),
+        "{}",
+        w[0]
+    );
+    let rec = &r.records()[0];
+    assert_eq!(rec["restart"], serde_json::Value::Null);
+    assert!(rec["messages"][0].as_str().unwrap().starts_with("SLURM_RESTART_COUNT=\"twice\""), "{}", rec["messages"]);
+
+    // 0 (the job's first run, as Slurm sets it) and a count are silent.
+    for (count, restart) in [("0", None), ("2", Some(2))] {
+        let r = launch(&format!("restart-count-{count}"), count);
+        assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+        assert_eq!(r.records()[0]["restart"].as_u64(), restart);
+    }
+}
