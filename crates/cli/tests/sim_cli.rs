@@ -304,6 +304,8 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
         (vec!["run", "--warmup-iterations", "-1"], "'-1' for '--warmup-iterations", "a whole number from 0"),
         (vec!["run", "--window", "-2"], "'-2' for '--window", "a whole number from 1 to 1000000"),
         (vec!["run", "--ranks-per-node", "-1"], "'-1' for '--ranks-per-node", "from 1 to 64"),
+        (vec!["run", "--kim", "-1,8,4,33"], "'-1,8,4,33' for '--kim", "p,a,h,g of four whole numbers"),
+        (vec!["synth", "--kim", "4,8,-4,33"], "'4,8,-4,33' for '--kim", "p,a,h,g of four whole numbers"),
         (vec!["run", "--background", "-1"], "'-1' for '--background", "none, uniform:LOAD"),
         (vec!["sweep", "--seeds", "-1"], "'-1' for '--seeds", "a whole number from 1 to 100000"),
         (vec!["sweep", "--sizes", "-1"], "'-1' for '--sizes", "not a size in bytes"),

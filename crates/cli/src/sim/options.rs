@@ -54,7 +54,9 @@ pub struct NetOpts {
     )]
     global_per_router: u32,
     /// Kim et al. dragonfly instead: p,a,h,g (e.g. 4,8,4,33 = BookSim2 k=4)
-    #[arg(long)]
+    // A value that starts with '-' ("-1,8,4,33") reaches KimShape's parser, which says what it
+    // takes (allow_negative_numbers takes only a whole value that is one number).
+    #[arg(long, allow_hyphen_values = true)]
     kim: Option<KimShape>,
 }
 
