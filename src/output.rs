@@ -238,11 +238,15 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
         .map(|(b, m, n)| {
             let pct = 100.0 * *b as f64 / bytes.max(1) as f64;
             let pct = if pct > 0.0 && pct < 1.0 { "<1".to_string() } else { format!("{pct:.0}") };
-            format!("{n} {pct}% of bytes in {m} messages")
+            format!("{n} {pct}% of bytes in {}", count(*m, "message", "messages"))
         })
         .collect();
     let child = if state::is_fork_child() { " (forked child)" } else { "" };
-    let mut line = format!("policy {policy}{child}: {messages} messages, {}", aar_record::human_bytes(bytes));
+    let mut line = format!(
+        "policy {policy}{child}: {}, {}",
+        count(messages, "message", "messages"),
+        aar_record::human_bytes(bytes)
+    );
     if !per_mode.is_empty() {
         line += &format!(" ({})", per_mode.join(", "));
     }
@@ -252,20 +256,23 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
         line += &format!("; DMAPP {dmapp} of them");
         line += &match d.stopped_because {
             Some(_) => " (not steered: see the warning above)".to_string(),
-            None => format!(" ({} attribute set calls)", d.attribute_sets),
+            None => format!(" ({})", count(d.attribute_sets, "attribute set call", "attribute set calls")),
         };
     }
     if let Some(d) = decider {
         let s = d.engine.stats();
-        line += &format!("; {} decisions", s.decisions);
+        line += &format!("; {}", count(s.decisions, "decision", "decisions"));
         let undecided = totals.undecided;
         if undecided > 0 {
-            line += &format!(" ({undecided} crossings of the threshold undecided: another thread was deciding)");
+            line += &format!(
+                " ({} of the threshold undecided: another thread was deciding)",
+                count(undecided, "crossing", "crossings")
+            );
         }
         line += &format!(
-            ", {} switches; {} counter reads",
-            s.switches_to_low_latency + s.switches_to_low_stall,
-            d.counter_reads
+            ", {}; {}",
+            count(s.switches_to_low_latency + s.switches_to_low_stall, "switch", "switches"),
+            count(d.counter_reads, "counter read", "counter reads")
         );
         if d.counter_reads == 0 && d.counters_library.is_none() {
             line += " (no counters)";
@@ -279,6 +286,12 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
         Some(p) => line + &format!("; record {p}"),
         None => line,
     }
+}
+
+/// "1 decision", "2 decisions".
+fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// What writing the record and the summary may allocate at most, with room to spare.
@@ -434,7 +447,7 @@ fn write_outputs() {
     }
     if settings.summary {
         let policy = match &settings.ab {
-            Some(list) => format!("{list} (A/B, {ended} iterations)"),
+            Some(list) => format!("{list} (A/B, {})", count(ended, "iteration", "iterations")),
             None => policy.to_string(),
         };
         diag::info_rank0(&summary(&totals, decider, record_path.as_deref(), &policy));

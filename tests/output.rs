@@ -587,3 +587,29 @@ fn a_job_id_no_file_name_can_hold_still_names_the_records() {
     }
     assert_ne!(names[0], names[1], "ids that differ only past the cut have names of their own");
 }
+
+/// The summary line counts one in the singular: it said "1 messages", "1 decisions", "1 switches"
+/// and "A/B, 1 iterations".
+#[test]
+fn the_summary_line_says_one_in_the_singular() {
+    let summary = |r: &Run| r.aar_lines().into_iter().find(|l| l.starts_with("aar: policy")).unwrap().to_string();
+    let r = Launch::driver("summary-one", "iter begin rdma 65536 1 0 iter end")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .env("PMI_RANK", "0")
+        .run();
+    r.assert_ok();
+    let line = summary(&r);
+    assert!(
+        line.starts_with(
+            "aar: policy ADAPTIVE0,ADAPTIVE3 (A/B, 1 iteration): 1 message, 64.0 KiB (ADAPTIVE0 100% of bytes in 1 \
+             message); 1 decision, 0 switches; "
+        ),
+        "{line}"
+    );
+    // auto's first decision has no counter window: High Bias, then Adaptive to measure it.
+    let r = Launch::driver("summary-one-switch", "rdma 65536 2 0").env("PMI_RANK", "0").run();
+    r.assert_ok();
+    let line = summary(&r);
+    assert!(line.starts_with("aar: policy auto: 2 messages, 128.0 KiB ("), "{line}");
+    assert!(line.contains(" in 1 message, ") && line.contains("; 2 decisions, 1 switch; "), "{line}");
+}
