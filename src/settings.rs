@@ -271,8 +271,8 @@ impl Default for Settings {
 }
 
 /// How old a counter reading of another rank of the node may be to be used (`AAR_NODE_READING`):
-/// nanoseconds, written as a whole number with an optional unit `ns`, `us` or `ms` (no unit:
-/// nanoseconds). 5 µs by default: a 64 KiB PUT takes about that long on an Aries link, so a
+/// nanoseconds, written as a whole number with an optional unit `ns`, `us` or `ms`, in any case (no
+/// unit: nanoseconds). 5 µs by default: a 64 KiB PUT takes about that long on an Aries link, so a
 /// reading that young moves a window's end by less than one large message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadingAge(pub u64);
@@ -286,7 +286,8 @@ impl ReadingAge {
 impl FromStr for ReadingAge {
     type Err = String;
     fn from_str(v: &str) -> Result<Self, String> {
-        let v = v.trim();
+        let v = v.trim().to_ascii_lowercase();
+        let v = v.as_str();
         let (digits, scale) = [("ns", 1), ("us", 1_000), ("ms", 1_000_000)]
             .into_iter()
             .find_map(|(unit, scale)| v.strip_suffix(unit).map(|d| (d.trim_end(), scale)))
@@ -333,7 +334,8 @@ impl FromStr for EventList {
     }
 }
 
-/// Where `AAR_TEST_PANIC` makes the decision path panic.
+/// Where `AAR_TEST_PANIC` makes the decision path panic: `before-forward` or `after-forward`, in
+/// any case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TestPanic {
@@ -346,7 +348,7 @@ pub enum TestPanic {
 impl FromStr for TestPanic {
     type Err = String;
     fn from_str(v: &str) -> Result<Self, String> {
-        match v.trim() {
+        match v.trim().to_ascii_lowercase().as_str() {
             "before-forward" => Ok(Self::BeforeForward),
             "after-forward" => Ok(Self::AfterForward),
             _ => Err("expected before-forward or after-forward".into()),

@@ -471,3 +471,21 @@ fn a_restart_count_that_is_not_a_number_is_said() {
         assert_eq!(r.records()[0]["restart"].as_u64(), restart);
     }
 }
+
+/// The AAR_* values that are names or units are taken in any case, as AAR_MODE's (`adaptive3`),
+/// AAR_THRESHOLD's (`8k`) and AAR_LOG's (`DEBUG`) are: AAR_NODE_READING's unit and
+/// AAR_TEST_PANIC's place were refused unless in lower case, with a warning and the default.
+#[test]
+fn names_and_units_in_values_are_taken_in_any_case() {
+    let r = Launch::driver("any-case", "rdma 65536 3 0")
+        .env("AAR_NODE_READING", "7US")
+        .env("AAR_TEST_PANIC", "After-Forward")
+        .run();
+    r.assert_ok();
+    assert!(r.stdout.contains("posts=3 errors=0 emu_posts=3"), "{}", r.stdout);
+    assert!(warnings(&r).iter().all(|l| l.contains("internal error")), "{:?}", warnings(&r));
+    let rec = &r.records()[0];
+    assert_eq!(rec["settings"]["node_reading"], "7us");
+    assert_eq!(rec["settings"]["test_panic"], "after-forward");
+    assert_eq!(rec["internal_errors"], 3, "every decision panicked after forwarding");
+}
