@@ -690,6 +690,46 @@ impl Parser<'_> {
         }
     }
 
+    /// The two sides' modes, from `AAR_LOW_LATENCY_MODE` and `AAR_LOW_STALL_MODE` as given (`None`:
+    /// unset or bad) and the defaults `d`. One mode on both sides leaves `auto` and `steady`
+    /// (under `AAR_MODE`, `AAR_AB` or `aar_set_auto`) nothing to choose: they would never switch,
+    /// and would take the measurements of that mode for the low-latency side's. The variable set
+    /// to the mode of the other side then gets one warning and its default, which differs: the
+    /// one set away from its default, `AAR_LOW_STALL_MODE` when both are.
+    fn two_sides(
+        &mut self,
+        latency: Option<RoutingMode>,
+        stall: Option<RoutingMode>,
+        d: &EngineConfig,
+    ) -> (RoutingMode, RoutingMode) {
+        let (l, s) = (latency.unwrap_or(d.low_latency_mode), stall.unwrap_or(d.low_stall_mode));
+        if l != s {
+            return (l, s);
+        }
+        let (variable, default, other) = if stall.is_some_and(|m| m != d.low_stall_mode) {
+            ("AAR_LOW_STALL_MODE", d.low_stall_mode, "AAR_LOW_LATENCY_MODE")
+        } else {
+            ("AAR_LOW_LATENCY_MODE", d.low_latency_mode, "AAR_LOW_STALL_MODE")
+        };
+        let value = self.get(variable).unwrap_or_default();
+        let message = format!(
+            "{variable}=\"{}\" is the mode {other} gives too ({}): with one mode for both, auto and steady could never \
+             switch; using the default {} for {variable} instead. Give the two different modes, or, to send every \
+             adaptive message with {}, set AAR_MODE={} and leave them unset.",
+            shown(&value),
+            l.name(),
+            default.name(),
+            l.name(),
+            l.name()
+        );
+        self.warnings.push(Warning { variable, value, message });
+        if variable == "AAR_LOW_STALL_MODE" {
+            (l, default)
+        } else {
+            (default, s)
+        }
+    }
+
     fn text(&mut self, name: &'static str) -> Option<String> {
         self.get(name).map(|v| v.trim().to_string())
     }
@@ -883,11 +923,11 @@ impl Settings {
             |n: &u32| (1..=1_000_000).contains(n),
         );
         let mode = |p: &mut Parser, name, default: RoutingMode| {
-            p.value(name, (default.name(), "is not an adaptive routing mode", MODE_FIX), Hidden, always)
-                .unwrap_or(default)
+            p.value::<RoutingMode>(name, (default.name(), "is not an adaptive routing mode", MODE_FIX), Hidden, always)
         };
-        let low_latency_mode = mode(&mut p, "AAR_LOW_LATENCY_MODE", de.low_latency_mode);
-        let low_stall_mode = mode(&mut p, "AAR_LOW_STALL_MODE", de.low_stall_mode);
+        let latency_given = mode(&mut p, "AAR_LOW_LATENCY_MODE", de.low_latency_mode);
+        let stall_given = mode(&mut p, "AAR_LOW_STALL_MODE", de.low_stall_mode);
+        let (low_latency_mode, low_stall_mode) = p.two_sides(latency_given, stall_given, de);
         let latency_unit = p
             .value::<LatencyUnit>(
                 "AAR_LATENCY_UNIT",

@@ -489,3 +489,22 @@ fn names_and_units_in_values_are_taken_in_any_case() {
     assert_eq!(rec["settings"]["test_panic"], "after-forward");
     assert_eq!(rec["internal_errors"], 3, "every decision panicked after forwarding");
 }
+
+/// AAR_LOW_LATENCY_MODE set to AAR_LOW_STALL_MODE's mode (here its default, ADAPTIVE0) was taken
+/// silently: auto had one mode for both sides and could never switch. It is one warning, and the
+/// variable set to it gets its default: auto switches as it does by default.
+#[test]
+fn one_mode_for_both_sides_is_said_and_the_variable_gets_its_default() {
+    let r = Launch::driver("same-modes", "rdma 65536 2 0").env("AAR_LOW_LATENCY_MODE", "adaptive0").run();
+    r.assert_ok();
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("aar: AAR_LOW_LATENCY_MODE=\"adaptive0\" is the mode AAR_LOW_STALL_MODE gives too")
+            && w[0].contains("could never switch; using the default ADAPTIVE3 for AAR_LOW_LATENCY_MODE instead"),
+        "{}",
+        w[0]
+    );
+    assert_eq!(r.records()[0]["settings"]["engine"]["low_latency_mode"], "ADAPTIVE3");
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD3, AD0], "High Bias first, then Adaptive, as by default");
+}

@@ -262,6 +262,7 @@ fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseErr
         "{:?}",
         s.papi_events
     );
+    prop_assert_ne!(e.low_latency_mode, e.low_stall_mode, "the two sides have two modes");
     for v in [&s.papi_library, &s.trace, &s.output_dir].into_iter().flatten() {
         prop_assert!(!v.trim().is_empty() && v.trim() == v, "kept text is trimmed and not blank: {v:?}");
     }

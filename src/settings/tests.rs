@@ -369,3 +369,38 @@ fn a_parser_s_message_is_whole_and_its_quoted_values_are_cut() {
     let escapes = format!(r#""{}" is bad"#, r"\\".repeat(50));
     assert_eq!(quotes_shortened(&escapes), format!(r#""{}…" is bad"#, r"\\".repeat(40)));
 }
+
+#[test]
+fn one_mode_for_both_sides_gives_the_variable_set_to_it_its_default() {
+    use RoutingMode::{Adaptive0 as A0, Adaptive2 as A2, Adaptive3 as A3};
+    let cases = [
+        (&[("AAR_LOW_LATENCY_MODE", "ADAPTIVE0")][..], "AAR_LOW_LATENCY_MODE", (A3, A0)),
+        (&[("AAR_LOW_STALL_MODE", "adaptive_3")][..], "AAR_LOW_STALL_MODE", (A3, A0)),
+        (
+            &[("AAR_LOW_LATENCY_MODE", "ADAPTIVE0"), ("AAR_LOW_STALL_MODE", "ADAPTIVE0")][..],
+            "AAR_LOW_LATENCY_MODE",
+            (A3, A0),
+        ),
+        (
+            &[("AAR_LOW_LATENCY_MODE", "ADAPTIVE3"), ("AAR_LOW_STALL_MODE", "ADAPTIVE3")][..],
+            "AAR_LOW_STALL_MODE",
+            (A3, A0),
+        ),
+        (
+            &[("AAR_LOW_LATENCY_MODE", "ADAPTIVE2"), ("AAR_LOW_STALL_MODE", "ADAPTIVE2")][..],
+            "AAR_LOW_STALL_MODE",
+            (A2, A0),
+        ),
+    ];
+    for (vars, variable, modes) in cases {
+        let (s, w) = parse(vars);
+        assert_eq!((s.engine.low_latency_mode, s.engine.low_stall_mode), modes, "{vars:?}");
+        assert_eq!(w.len(), 1, "{vars:?}: {w:?}");
+        assert_eq!(w[0].variable, variable, "{vars:?}");
+        let m = &w[0].message;
+        assert!(m.contains("could never switch") && m.contains("using the default"), "{m}");
+    }
+    let (s, w) = parse(&[("AAR_LOW_LATENCY_MODE", "ADAPTIVE2"), ("AAR_LOW_STALL_MODE", "ADAPTIVE1")]);
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!((s.engine.low_latency_mode, s.engine.low_stall_mode), (A2, RoutingMode::Adaptive1));
+}
