@@ -15,14 +15,28 @@ const MAX_KEPT: usize = 64;
 /// Messages so far, for the record.
 pub static KEPT: TryLock<Vec<String>> = TryLock::new(Vec::new());
 
-fn emit(line: &str, print: bool) {
+/// The prefix of every line libaar.so writes on stderr.
+const PREFIX: &[u8] = b"aar: ";
+
+/// `parts` on stderr behind [`PREFIX`], in one write(2) (a line of another rank or thread never
+/// comes between the prefix and the rest).
+fn print(parts: &[&[u8]]) {
+    let mut out = Vec::with_capacity(PREFIX.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+    out.extend_from_slice(PREFIX);
+    for part in parts {
+        out.extend_from_slice(part);
+    }
+    sys::write_stderr(&out);
+}
+
+fn emit(line: &str, print_it: bool) {
     if let Some(mut kept) = KEPT.try_lock() {
         if kept.len() < MAX_KEPT {
             kept.push(line.to_string());
         }
     }
-    if print {
-        sys::write_stderr(format!("aar: {line}\n").as_bytes());
+    if print_it {
+        print(&[line.as_bytes(), b"\n"]);
     }
 }
 
@@ -118,7 +132,7 @@ pub fn panics() -> u64 {
 /// Printed by rank 0 (the exit summary).
 pub fn info_rank0(line: &str) {
     if job::is_rank0() {
-        sys::write_stderr(format!("aar: {line}\n").as_bytes());
+        print(&[line.as_bytes(), b"\n"]);
     }
 }
 
@@ -127,12 +141,13 @@ pub fn kept() -> Vec<String> {
     KEPT.try_lock().map(|k| k.clone()).unwrap_or_default()
 }
 
-/// Stderr through [`sys::write_stderr`]: each event in one write(2), with no lock and no SIGPIPE.
+/// Stderr through [`sys::write_stderr`] behind the prefix: each event (`tracing` writes one whole
+/// event per call) in one write(2), with no lock and no SIGPIPE.
 struct Stderr;
 
 impl std::io::Write for Stderr {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        sys::write_stderr(bytes);
+        print(&[bytes]);
         Ok(bytes.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {

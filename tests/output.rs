@@ -613,3 +613,15 @@ fn the_summary_line_says_one_in_the_singular() {
     assert!(line.starts_with("aar: policy auto: 2 messages, 128.0 KiB ("), "{line}");
     assert!(line.contains(" in 1 message, ") && line.contains("; 2 decisions, 1 switch; "), "{line}");
 }
+
+/// AAR_LOG's diagnostics carry the prefix `aar:` as the library's other lines on stderr do (they
+/// had none: a time stamp first, among the application's own lines).
+#[test]
+fn every_line_on_stderr_carries_the_prefix_aar_log_s_too() {
+    let r = Launch::driver("log-prefix", "rdma 65536 2 0").env("AAR_LOG", "debug").env("AAR_THRESHOLD", "4 K!").run();
+    r.assert_ok();
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(lines.iter().any(|l| l.contains(" DEBUG ")), "a debug line: {}", r.stderr);
+    assert!(lines.iter().any(|l| l.starts_with("aar: AAR_THRESHOLD=")), "a warning: {}", r.stderr);
+    assert!(lines.iter().all(|l| l.starts_with("aar: ")), "{}", r.stderr);
+}
