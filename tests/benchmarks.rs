@@ -132,3 +132,44 @@ fn the_sc19_stand_in_builds_and_routes_the_read_path() {
     let report = format!("sc19: {through} bytes, 0 below the threshold, {} on the low-stall side", through - 2 * 65536);
     assert!(stderr.contains(&report), "expected {report:?} in {stderr}");
 }
+
+/// scripts/bench-report runs the `aar` and `gen_records` cargo built, from where cargo put them
+/// (scripts/build-release, as install and demo do): it took them from target/release (or
+/// CARGO_TARGET_DIR), where a cargo config's target-dir leaves an older build or none. Here `cargo`
+/// is a stand-in that reports, as cargo does in its JSON messages, programs of its own elsewhere.
+#[test]
+fn bench_report_runs_the_programs_from_where_cargo_built_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("bench-report-target-dir");
+    let (release, bin, log) = (dir.join("elsewhere/release"), dir.join("bin"), dir.join("ran.log"));
+    std::fs::create_dir_all(release.join("examples")).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = |path: &std::path::Path, text: String| {
+        std::fs::write(path, format!("#!/bin/sh\n{text}")).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let (aar, gen) = (release.join("aar"), release.join("examples/gen_records"));
+    script(&aar, format!("echo \"aar $*\" >>'{}'\necho '\"iterations_used\": 10'\n", log.display()));
+    script(&gen, format!("echo \"gen_records $*\" >>'{}'\nmkdir -p \"$2\"\n", log.display()));
+    let report: String = [&aar, &gen]
+        .iter()
+        .map(|f| {
+            format!(
+                "printf '%s\\n' '{{\"reason\":\"compiler-artifact\",\"filenames\":[\"{}\"],\"fresh\":true}}'\n",
+                f.display()
+            )
+        })
+        .collect();
+    script(&bin.join("cargo"), report);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new(root().join("scripts/bench-report"))
+        .args(["2", "3"])
+        .env("PATH", path)
+        .env("AAR_BENCH_DIR", &dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .unwrap();
+    let ran = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(out.status.success(), "{}{ran}", String::from_utf8_lossy(&out.stderr));
+    assert!(ran.contains("gen_records --out ") && ran.contains("aar report "), "{ran}");
+}
