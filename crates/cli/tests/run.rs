@@ -528,7 +528,9 @@ fn all_pairs() -> &'static Path {
             .output()
             .unwrap();
         assert!(pc.status.success(), "{}", text(&pc.stderr));
-        let prog = target_dir().join("aar-tests").join("bin").join(format!("all_pairs-{}", std::process::id()));
+        let dir = target_dir().join("aar-tests").join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let prog = dir.join(format!("all_pairs-{}", std::process::id()));
         let st = Command::new("cc")
             .arg("-O2")
             .arg(root().join("examples/cray/all_pairs.c"))
@@ -599,6 +601,41 @@ fn an_address_space_limit_too_low_for_the_ranks_is_named() {
         err.contains("aar-emu: cannot map rank ")
             && err.contains("posts to it fail with GNI_RC_INVALID_PARAM")
             && err.contains("raise the address-space limit (ulimit -v) or run fewer ranks"),
+        "{err}"
+    );
+}
+
+/// A file size limit (`ulimit -f`, which batch systems pass on to the ranks) below the file a
+/// rank's emulated uGNI allocates whole at its first call kills that rank with SIGXFSZ before it
+/// writes anything: named before the job starts, with the fix. At that file's size the ranks run
+/// and nothing is said.
+#[test]
+fn a_file_size_limit_below_a_ranks_emulator_file_is_named() {
+    let run = |fsize: u64| {
+        Command::new("prlimit")
+            .arg(format!("--fsize={fsize}"))
+            .args(["--", env!("CARGO_BIN_EXE_aar"), "run", "-n", "2", "--time", "1"])
+            .arg(all_pairs())
+            .output()
+            .unwrap()
+    };
+    let out = run(RANK_FILE_BYTES);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "all_pairs within --fsize={RANK_FILE_BYTES}: {}\n{err}", text(&out.stdout));
+    assert!(!err.contains("ulimit -f"), "{err}");
+
+    let out = run(RANK_FILE_BYTES - 1);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGXFSZ), "{err}");
+    let warning = err.find(&format!(
+        "aar run: the file size limit (ulimit -f, RLIMIT_FSIZE), which the ranks inherit, is {} bytes",
+        RANK_FILE_BYTES - 1
+    ));
+    let death = err.find("was killed by SIGXFSZ");
+    assert!(warning.is_some() && death.is_some() && warning < death, "{err}");
+    assert!(
+        err.contains("so such a rank will be killed by SIGXFSZ before it writes any record")
+            && err.contains(&format!("ulimit -f unlimited, or at least {} KiB", RANK_FILE_BYTES.div_ceil(1024))),
         "{err}"
     );
 }

@@ -16,6 +16,10 @@
 //!   below what a rank that reaches all ranks needs is said before the job starts, which it does
 //!   all the same (a rank that uses no uGNI, `aar run sh -c ...`, needs little): the rank's own
 //!   failure (a file it cannot map, a GNI call that fails) would not name the limit.
+//! - File size (`ulimit -f`, RLIMIT_FSIZE, which batch systems pass on and the ranks inherit): a
+//!   rank allocates its file whole at its first uGNI call, so a limit below [`RANK_FILE_BYTES`]
+//!   kills it with SIGXFSZ before it writes a record. Said before the job starts, which it does
+//!   all the same (a rank that uses no uGNI writes no such file).
 
 use std::ffi::CString;
 use std::path::Path;
@@ -169,6 +173,32 @@ pub fn check_address_space(size: u64) -> Option<String> {
         aar_record::human_bytes(need),
         need.div_ceil(1024),
         if fit > 0 { format!(", or run fewer ranks (-n {fit} fits)") } else { String::new() },
+    ))
+}
+
+/// What to say when the file size limit (`ulimit -f`) is below the file each rank's emulated uGNI
+/// allocates at its first call; nothing when it is not.
+pub fn check_file_size() -> Option<String> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+        || lim.rlim_cur >= RANK_FILE_BYTES
+    {
+        return None;
+    }
+    Some(format!(
+        "the file size limit (ulimit -f, RLIMIT_FSIZE), which the ranks inherit, is {} bytes ({}); the emulated \
+         uGNI allocates a shared file of {} bytes ({}) for each rank at its first uGNI call, so such a rank will be \
+         killed by SIGXFSZ before it writes any record. The job is started all the same: a rank that uses no uGNI \
+         is not affected. To fix it, raise the limit before aar run (ulimit -f unlimited, or at least {} KiB: \
+         ulimit -f {} in bash, which counts KiB); libaar.so's records are still limited by it.",
+        lim.rlim_cur,
+        aar_record::human_bytes(lim.rlim_cur),
+        RANK_FILE_BYTES,
+        aar_record::human_bytes(RANK_FILE_BYTES),
+        RANK_FILE_BYTES.div_ceil(1024),
+        RANK_FILE_BYTES.div_ceil(1024),
     ))
 }
 

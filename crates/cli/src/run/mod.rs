@@ -140,6 +140,9 @@ pub fn run(args: RunArgs) -> i32 {
     if let Some(warning) = capacity::check_address_space(u64::from(args.ranks)) {
         eprintln!("aar run: {warning}");
     }
+    if let Some(warning) = capacity::check_file_size() {
+        eprintln!("aar run: {warning}");
+    }
     let signals = match SignalPipe::install() {
         Ok(s) => s,
         Err(e) => {
