@@ -838,6 +838,58 @@ fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
     assert!(!err.contains("marked fewer"), "{err}");
 }
 
+/// Ranks that marked as many iterations as the others (their summary records say so) but whose
+/// record is damaged are not said to have marked fewer ("rank 1 (30 iterations) ended normally
+/// having marked fewer than rank 0 (30 iterations)"): a row left out as one no job can have is
+/// named as the cause, and so is a row whose index goes past the iterations its rank ended.
+#[test]
+fn a_damaged_record_is_not_taken_for_uneven_iteration_boundaries() {
+    let folder = tmp("damaged");
+    let dir = folder.path();
+    let write = |last: Iteration| {
+        for rank in [0u32, 1] {
+            let mut rows: Vec<Iteration> =
+                (0..30).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect();
+            if rank == 1 {
+                rows[29] = last.clone();
+            }
+            write_record(dir, &header("d", rank, 2, &["A", "B"]), &rows);
+            let rec = serde_json::json!({
+                "format": "aar-record/2", "job_id": "d", "rank": rank, "pid": 100 + rank, "host": "h",
+                "policy_at_exit": "A", "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": 30 },
+            });
+            std::fs::write(dir.join(format!("aar.d.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+        }
+    };
+    let lack = |err: &str| -> String {
+        let said: Vec<&str> = err.lines().filter(|l| l.contains("some of the 2 ranks")).collect();
+        assert_eq!(said.len(), 1, "{err}");
+        assert!(!said[0].contains("marked fewer") && !said[0].contains("stopped"), "{err}");
+        said[0].to_string()
+    };
+    // Rank 1's last iteration lasted longer than any job runs: the row is left out.
+    let mut absurd = row(29, "B", 0, 1_000_000, None);
+    absurd.end_ns = u64::MAX;
+    write(absurd);
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("1 row has a value no job can have"), "{err}");
+    let said = lack(&err);
+    assert!(said.contains("Rank 1 had lines of its iteration record left out (said above with the file)"), "{said}");
+    // Rank 1's last row has an index past the 30 iterations it ended.
+    write(row(1_000_000, "B", 0, 1_000_000, None));
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said = lack(&err);
+    assert!(
+        said.contains("The rows of rank 1 go on to iteration 1000000, past the 30 iterations its summary record says")
+            && said.contains("was damaged or edited"),
+        "{said}"
+    );
+}
+
 /// A rank whose summary record says it ended more iterations than its iteration record holds rows
 /// of (the file size limit or a full disk stopped the rows: libaar.so goes on, and writes its small
 /// summary record) is said as such, not as a rank that marked fewer iterations ("rank 1 (30

@@ -302,8 +302,9 @@ fn usable(e: &ExperimentData, s: &Settings, warn: &mut impl FnMut(String)) -> Us
         };
         warn(format!(
             "{} some of the {ranks_used} ranks \
-             (first: iteration {i}, on {r} ranks): {done}{why}",
+             (first: iteration {i}, on {}): {done}{why}",
             count(u.incomplete as u64, "iteration lacks", "iterations lack"),
+            count(u64::from(r), "rank", "ranks"),
         ));
     }
     if label_conflicts > 0 {
@@ -318,21 +319,33 @@ fn usable(e: &ExperimentData, s: &Settings, warn: &mut impl FnMut(String)) -> Us
 /// Why some ranks' rows end before others' (completes the warning of iterations some ranks
 /// lack): a rank that exited (its summary record says how many iterations it ended) marked fewer
 /// iterations than the others: the ranks did not reach the iteration boundary equally often; a
-/// rank without a summary record was stopped before its exit. `true`: only the first.
+/// rank without a summary record was stopped; a rank whose rows were left out (said with its file)
+/// or go past the iterations it ended has a damaged record, whatever it marked. `true`: only the
+/// first.
 fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
-    let ranks: Vec<&super::read::RankSummary> = e.ranks.iter().filter(|r| r.rows > 0).collect();
+    use super::read::RankSummary;
+    let ranks: Vec<&RankSummary> = e.ranks.iter().filter(|r| r.rows > 0).collect();
     let Some(most) = ranks.iter().filter_map(|r| r.last_index).max() else { return (String::new(), false) };
-    let short: Vec<&&super::read::RankSummary> = ranks.iter().filter(|r| r.last_index < Some(most)).collect();
+    let short: Vec<&&RankSummary> = ranks.iter().filter(|r| r.last_index < Some(most)).collect();
     let Some(longest) = ranks.iter().find(|r| r.last_index == Some(most)) else { return (String::new(), false) };
-    let marked = |r: &super::read::RankSummary| {
-        format!("rank {} ({})", r.rank, count(r.ended.unwrap_or(r.rows), "iteration", "iterations"))
-    };
+    let ended_or_rows = |r: &RankSummary| r.ended.unwrap_or(r.rows);
+    let marked = |r: &RankSummary| format!("rank {} ({})", r.rank, count(ended_or_rows(r), "iteration", "iterations"));
+    // Rows past the iterations the rank ended: an index no row of libaar.so's can have.
+    let past_ended = |r: &RankSummary| r.ended.is_some_and(|n| r.last_index.is_some_and(|i| i >= n));
+    let damaged = |r: &RankSummary| r.left_out > 0 || past_ended(r);
     // A rank whose record holds fewer rows than it ended iterations is said apart (read.rs).
-    let exited: Vec<String> =
-        short.iter().filter(|r| r.ended.is_some() && r.unwritten().is_none()).take(4).map(|r| marked(r)).collect();
+    let exited: Vec<String> = short
+        .iter()
+        .filter(|r| r.ended.is_some_and(|n| n < ended_or_rows(longest)) && r.unwritten().is_none() && !damaged(r))
+        .take(4)
+        .map(|r| marked(r))
+        .collect();
     let unwritten: Vec<String> =
         short.iter().filter(|r| r.unwritten().is_some()).take(4).map(|r| r.rank.to_string()).collect();
-    let stopped: Vec<String> = short.iter().filter(|r| r.ended.is_none()).take(4).map(|r| r.rank.to_string()).collect();
+    let stopped: Vec<String> =
+        short.iter().filter(|r| r.ended.is_none() && !damaged(r)).take(4).map(|r| r.rank.to_string()).collect();
+    let left_out: Vec<String> = ranks.iter().filter(|r| r.left_out > 0).take(4).map(|r| r.rank.to_string()).collect();
+    let past: Option<&&RankSummary> = ranks.iter().find(|r| past_ended(r));
     let mut why = String::new();
     if !exited.is_empty() {
         why.push_str(&format!(
@@ -346,28 +359,53 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             clean(&e.header.boundary)
         ));
     }
+    let one =
+        |list: &[String], single: &'static str, plural: &'static str| if list.len() == 1 { single } else { plural };
     if !unwritten.is_empty() {
         why.push_str(&format!(
             ". The rows of rank{} {} end before the iterations {} summary record{} say{} {} ended: not written \
              whole (said above)",
-            if unwritten.len() == 1 { "" } else { "s" },
+            one(&unwritten, "", "s"),
             unwritten.join(", "),
-            if unwritten.len() == 1 { "its" } else { "their" },
-            if unwritten.len() == 1 { "" } else { "s" },
-            if unwritten.len() == 1 { "s" } else { "" },
-            if unwritten.len() == 1 { "it" } else { "they" },
+            one(&unwritten, "its", "their"),
+            one(&unwritten, "", "s"),
+            one(&unwritten, "s", ""),
+            one(&unwritten, "it", "they"),
         ));
     }
     if !stopped.is_empty() {
         why.push_str(&format!(
             ". The rows of rank{} {} end early and no summary record is beside {}: stopped before exiting \
              (killed, or at the job's time limit)",
-            if stopped.len() == 1 { "" } else { "s" },
+            one(&stopped, "", "s"),
             stopped.join(", "),
-            if stopped.len() == 1 { "it" } else { "them" }
+            one(&stopped, "it", "them")
         ));
     }
-    (why, !exited.is_empty() && stopped.is_empty() && unwritten.is_empty())
+    if !left_out.is_empty() {
+        why.push_str(&format!(
+            ". Rank{} {} had lines of {} iteration record{} left out (said above with the file{}), so {} those \
+             iterations",
+            one(&left_out, "", "s"),
+            left_out.join(", "),
+            one(&left_out, "its", "their"),
+            one(&left_out, "", "s"),
+            one(&left_out, "", "s"),
+            one(&left_out, "it lacks", "they lack"),
+        ));
+    }
+    if let Some(r) = past {
+        why.push_str(&format!(
+            ". The rows of rank {} go on to iteration {}, past the {} its summary record says it ended: its \
+             iteration record {} was damaged or edited (run the job again for a clean one)",
+            r.rank,
+            r.last_index.unwrap_or_default(),
+            count(r.ended.unwrap_or_default(), "iteration", "iterations"),
+            r.file.display()
+        ));
+    }
+    let only_uneven = stopped.is_empty() && unwritten.is_empty() && left_out.is_empty() && past.is_none();
+    (why, !exited.is_empty() && only_uneven)
 }
 
 /// Figures of one experiment; `None` (with a warning) if nothing in it is usable.

@@ -140,6 +140,10 @@ pub struct RankSummary {
     pub last_index: Option<u64>,
     /// The highest iteration index of any whole row in the file, used or not (warm-up, damaged).
     pub last_written: Option<u64>,
+    /// Whole lines of the file past the warm-up that were left out (not rows, of no policy of the
+    /// schedule, repeated, values no job can have; a read that failed counts one): said with the
+    /// file, and the rank lacks those iterations.
+    pub left_out: u64,
     /// Iterations the rank ended, from its summary record: `None` without one (the rank was
     /// stopped before its exit, or the simulator wrote the record).
     pub ended: Option<u64>,
@@ -587,6 +591,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         medians,
         last_index,
         last_written,
+        left_out: bad + unknown + repeated + absurd_rows + u64::from(stopped.is_some()),
         ended: None,
     });
 
