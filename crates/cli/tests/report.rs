@@ -716,6 +716,7 @@ fn hostile_files_get_one_warning_each_and_the_rest_is_reported() {
         ("hugeline", vec![b'{'; 3 << 20]),
         ("deep", format!("{}{}\n", "[".repeat(100_000), "]".repeat(100_000)).into_bytes()),
         ("version", b"{\"format\":\"aar-iterations/2\",\"rank\":0}\n".to_vec()),
+        ("older", b"{\"format\":\"aar-iterations/0\",\"rank\":0}\n".to_vec()),
         ("foreign", b"{\"schema\":\"aar-sim-rank/1\",\"iterations\":[]}\n".to_vec()),
         ("headeronly", {
             let mut v = Vec::new();
@@ -745,6 +746,13 @@ fn hostile_files_get_one_warning_each_and_the_rest_is_reported() {
     let cut = err.lines().find(|l| l.contains(truncated.to_str().unwrap())).unwrap();
     assert!(cut.contains("cut short") && cut.contains("the other 20 rows used"), "{cut}");
     assert!(err.lines().find(|l| l.contains("version.iterations")).unwrap().contains("aar-iterations/2"));
+    let older = err.lines().find(|l| l.contains("older.iterations")).unwrap();
+    assert!(
+        older.contains(
+            "is in format \"aar-iterations/0\", which this aar does not read (it reads aar-iterations/1 only)"
+        ),
+        "{older}"
+    );
     assert!(err.lines().find(|l| l.contains("headeronly.iterations")).unwrap().contains("no iteration rows"));
     let j = json_of(&o);
     let e = &j["experiments"][0];
@@ -989,6 +997,18 @@ fn exit_codes() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("nope: no such file or folder: nothing read"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("junk"), "nothing was read: {}", stderr(&o));
+    // A file's name with a trailing / names nothing either (it was read as a folder that could not
+    // be listed, and the report ended with 'nothing to report', exit 1).
+    let through_file = format!("{}/", dir.join("junk.iterations.jsonl").display());
+    let o = run(&[dir.to_str().unwrap(), &through_file]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{through_file}: goes through a file as if it were a folder"))
+            && stderr(&o).contains("nothing read; give the file's name alone"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("JSON header") && stdout(&o).is_empty(), "nothing was read: {}", stderr(&o));
     let empty_folder = tmp("codes-empty");
     let empty = empty_folder.path();
     let o = run(&[empty.to_str().unwrap()]);

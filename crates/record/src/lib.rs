@@ -201,7 +201,7 @@ pub enum Fault {
     LineTooLong,
     #[error("does not start with a JSON header line: not an {FORMAT} record")]
     NoJsonHeader,
-    #[error("is in format \"{}\", which this aar reads not ({FORMAT} only)", .0.escape_debug())]
+    #[error("is in format \"{}\", which this aar does not read (it reads {FORMAT} only)", .0.escape_debug())]
     OtherFormat(String),
     #[error("has no \"format\" in its first line: not an {FORMAT} record")]
     NoFormat,

@@ -427,8 +427,9 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
             let missing: Vec<String> = (0..n).filter(|r| !have.contains(r)).take(8).map(|r| r.to_string()).collect();
             let more = if n as usize - ranks_used > missing.len() { ", ..." } else { "" };
             warn(format!(
-                "the header says {n} ranks but {ranks_used} have usable rows (missing: {}{more}); \
+                "the header says {n} ranks but {ranks_used} {} usable rows (missing: {}{more}); \
                  the iteration times are those of the ranks read",
+                if ranks_used == 1 { "has" } else { "have" },
                 missing.join(", ")
             ));
         }

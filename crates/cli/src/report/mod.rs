@@ -88,6 +88,12 @@ enum ArgError {
     Resamples(usize),
     #[error("{}: no such file or folder: nothing read; give the folder AAR_OUTPUT_DIR named, or record files", .0.display())]
     NoInput(PathBuf),
+    #[error(
+        "{}: goes through a file as if it were a folder (a trailing / after a file's name, or a file where a \
+         folder was meant): nothing read; give the file's name alone, or the folder AAR_OUTPUT_DIR named",
+        .0.display()
+    )]
+    NotAFolder(PathBuf),
 }
 
 /// Fewer resamples than this give intervals that move from one seed to the next.
@@ -146,10 +152,13 @@ fn check(args: &ReportArgs) -> Result<(), ArgError> {
     }
     // A name that is not there is a typo, not a record to skip (one that is there but cannot be
     // read is said and skipped while reading). A link to nothing is not there either.
-    if let Some(p) =
-        args.inputs.iter().find(|p| std::fs::metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound))
-    {
-        return Err(ArgError::NoInput(p.clone()));
+    // A file's name with a trailing / (tab completion of a folder, then a file) names nothing either.
+    for p in &args.inputs {
+        match std::fs::metadata(p).map_err(|e| e.kind()) {
+            Err(std::io::ErrorKind::NotFound) => return Err(ArgError::NoInput(p.clone())),
+            Err(std::io::ErrorKind::NotADirectory) => return Err(ArgError::NotAFolder(p.clone())),
+            _ => {}
+        }
     }
     Ok(())
 }
