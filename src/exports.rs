@@ -1076,10 +1076,12 @@ pub extern "C" fn aar_enable() -> c_int {
     api(None, Some(true))
 }
 
-/// "auto", "steady", "off", a mode name, "paused" or "disabled" (AAR_DISABLE).
+/// "auto", "steady", "off", a mode name, "paused" or "disabled" (AAR_DISABLE). A call made while
+/// another thread initialises waits for it, as the other calls do (it would read the word before
+/// READY is set and say "disabled").
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_policy_name() -> *const c_char {
-    let _ = std::panic::catch_unwind(init::ensure_init);
+    let _ = std::panic::catch_unwind(init::wait_ready);
     policy_c_name(control::policy_name(control::load())).as_ptr()
 }
 
