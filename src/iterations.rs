@@ -121,11 +121,12 @@ pub fn api_end() -> Result<(), Refused> {
 }
 
 /// `aar_iteration_label`: the iteration in progress, or the next one when none is.
+/// A bad label is refused before the state is looked at, as every bad argument of the C API is.
 pub fn api_label(label: &[u8]) -> Result<(), Refused> {
-    ready()?;
     if !valid_label(label) {
         return Err(Refused::Invalid);
     }
+    ready()?;
     if state::is_fork_child() {
         return Ok(());
     }

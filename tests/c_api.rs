@@ -1,6 +1,6 @@
-//! The C API of libaar.so (cabi/aar.h) at its edges: first calls racing the library's start-up.
-//! The rest of the API is exercised where its effect is (degradation.rs: pinning, pausing; ab.rs:
-//! iterations; dmapp.rs: DMAPP routing).
+//! The C API of libaar.so (cabi/aar.h) at its edges: first calls racing the library's start-up,
+//! bad arguments under the kill switch. The rest of the API is exercised where its effect is
+//! (degradation.rs: pinning, pausing; ab.rs: iterations; dmapp.rs: DMAPP routing).
 
 mod common;
 use common::*;
@@ -24,4 +24,21 @@ fn policy_names_asked_during_start_up_are_the_policy_not_disabled() {
     }
     let r = Launch::program("api-first-names-disabled", api_edges(), "first-names").env("AAR_DISABLE", "1").run();
     assert_eq!(r.stdout.matches("policy disabled\n").count(), 8, "{}", r.stdout);
+}
+
+/// A bad argument is AAR_EINVAL (-1) whether or not AAR_DISABLE is set: the answer to a bad call
+/// does not depend on the environment.
+#[test]
+fn a_bad_argument_is_einval_under_the_kill_switch_too() {
+    for disable in ["0", "1"] {
+        let r = Launch::program(&format!("api-bad-args-{disable}"), api_edges(), "bad-args")
+            .env("AAR_DISABLE", disable)
+            .run();
+        assert!(r.status.success(), "{}", r.stderr);
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        assert_eq!(lines.len(), 8, "{}", r.stdout);
+        for l in lines {
+            assert!(l.ends_with(" rc=-1"), "AAR_DISABLE={disable}: {l}");
+        }
+    }
 }

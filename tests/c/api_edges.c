@@ -3,6 +3,10 @@
  *
  *   api_edges first-names   8 threads, released at once, each make the process's first call of
  *                           libaar.so, aar_policy_name(), and print "policy NAME"
+ *   api_edges bad-args      every function that takes an argument, given a bad one (NULL, empty,
+ *                           too long, a character outside the label set, a mode with a flag bit,
+ *                           a DMAPP routing value, a name that is no policy): prints "CALL rc=RC"
+ *                           for each
  *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
@@ -36,6 +40,21 @@ int main(int argc, char **argv)
 			pthread_join(t[i], NULL);
 		return 0;
 	}
-	fprintf(stderr, "usage: api_edges first-names\n");
+	if (argc == 2 && !strcmp(argv[1], "bad-args")) {
+		char long_label[66];
+		memset(long_label, 'a', 65);
+		long_label[65] = 0;
+		printf("label(NULL) rc=%d\n", aar_iteration_label(NULL));
+		printf("label(\"\") rc=%d\n", aar_iteration_label(""));
+		printf("label(65 chars) rc=%d\n", aar_iteration_label(long_label));
+		printf("label(\"a b\") rc=%d\n", aar_iteration_label("a b"));
+		printf("set_mode(0x81) rc=%d\n", aar_set_mode(0x81));
+		/* DMAPP_ROUTING_ADAPTIVE_3: DMAPP's own value, not uGNI's. */
+		printf("set_mode(6) rc=%d\n", aar_set_mode(6));
+		printf("set_mode_name(NULL) rc=%d\n", aar_set_mode_name(NULL));
+		printf("set_mode_name(\"bogus\") rc=%d\n", aar_set_mode_name("bogus"));
+		return 0;
+	}
+	fprintf(stderr, "usage: api_edges first-names|bad-args\n");
 	return 2;
 }
