@@ -157,7 +157,10 @@ pub fn word(policy: Policy, low_latency: RoutingMode, ready: bool, enabled: bool
     w
 }
 
-/// The same word with a new policy, enabled switch or trace switch (`None`: unchanged).
+/// The same word with a new policy, enabled switch or trace switch (`None`: unchanged). A fork
+/// child stays off the fast path until its own state exists ([`leave_fast_path`]): a C API call
+/// there (`aar_set_mode` before the child's first post) must not put its posts back on it, where
+/// they would be counted in the parent's statistics, which the child's state then replaces.
 pub fn with(w: u32, policy: Option<Policy>, enabled: Option<bool>, trace: Option<bool>) -> u32 {
     let low_latency =
         RoutingMode::from_routing_bits((w >> LOW_LATENCY_SHIFT) as u16 & 0xff).unwrap_or(RoutingMode::Adaptive3);
@@ -168,7 +171,10 @@ pub fn with(w: u32, policy: Option<Policy>, enabled: Option<bool>, trace: Option
         enabled.unwrap_or(w & ENABLED != 0),
         trace.unwrap_or(w & TRACE != 0),
     );
-    new | (w & DMAPP)
+    // Read after the caller's acquire load of the word: a child that has made its state (cleared
+    // `forked`, then updated the word) is seen as such, or the update retries.
+    let fast = if HOT.forked.load(Relaxed) { !FAST } else { u32::MAX };
+    (new | (w & DMAPP)) & fast
 }
 
 /// The mode adaptive posts below the threshold get, if any.

@@ -1,6 +1,7 @@
 //! The C API of libaar.so (cabi/aar.h) at its edges: first calls racing the library's start-up,
-//! bad arguments under the kill switch. The rest of the API is exercised where its effect is
-//! (degradation.rs: pinning, pausing; ab.rs: iterations; dmapp.rs: DMAPP routing).
+//! bad arguments under the kill switch, a fork child whose first call is one of them. The rest of
+//! the API is exercised where its effect is (degradation.rs: pinning, pausing; ab.rs: iterations;
+//! dmapp.rs: DMAPP routing).
 
 mod common;
 use common::*;
@@ -41,4 +42,24 @@ fn a_bad_argument_is_einval_under_the_kill_switch_too() {
             assert!(l.ends_with(" rc=-1"), "AAR_DISABLE={disable}: {l}");
         }
     }
+}
+
+/// A fork child that pins a mode before its first post (so the pin is the first thing the library
+/// sees in it) routes with it and keeps its own record of every message it sent: the pin must
+/// not put the child's posts on the fast path before the child has statistics of its own.
+#[test]
+fn a_fork_child_that_pins_a_mode_first_keeps_its_own_record() {
+    let r = Launch::driver("api-fork-pin", "fma 64 3 0 forkmode 5 0x20 fma 64 2 0").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("child api mode rc=0\nchild posts=10 errors=0"), "{}", r.stdout);
+    let fma = r.dlvr_modes("GNI_PostFma");
+    assert_eq!(fma, [AD3, AD3, AD3, AD1, AD1, AD1, AD1, AD1, AD3, AD3], "the child's posts pinned, the parent's not");
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD1; 5]);
+    let recs = r.records();
+    let child: Vec<_> = recs.iter().filter(|r| r["fork_child"] == true).collect();
+    assert_eq!(child.len(), 1, "the child's record: {:?}", r.aar_lines());
+    assert_eq!(child[0]["policy_at_exit"], "ADAPTIVE1");
+    let ugni = &child[0]["apis"]["uGNI"];
+    assert_eq!(ugni["messages"], 10, "every message the child sent, none of the parent's: {ugni}");
+    assert_eq!(ugni["modes"]["ADAPTIVE1"]["messages"], 10, "{ugni}");
 }

@@ -42,6 +42,7 @@
  *                                   runtime's progress thread made small); 0: the default
  *   fork N                          fork; the child makes N 64 B FMA PUTs and N 64 KiB RDMA PUTs on the
  *                                   inherited endpoints and exits; the parent waits and checks it
+ *   forkmode N DLVR                 as fork, but the child first pins DLVR (aar_set_mode, rc printed)
  *   forkexec                        fork and exec /bin/sh -c true (a helper process); wait for it
  *   papi_shutdown                   shut PAPI down behind the library's back (its next read fails)
  *   papi start EVENT | papi stop    (built with -DWITH_PAPI, linked with -lpapi, as a program that
@@ -782,12 +783,15 @@ int main(int argc, char **argv)
 			for (int k = 0; k < 4; k++)
 				mode_wait_us[k] = (unsigned)num(ARG(k + 1));
 			i += 4;
-		} else if (!strcmp(c, "fork")) {
+		} else if (!strcmp(c, "fork") || !strcmp(c, "forkmode")) {
 			uint64_t n = num(ARG(1));
+			int pin = !strcmp(c, "forkmode");
 			fflush(stdout);
 			pid_t child = fork();
 			if (child == 0) {
 				p.posts = p.errors = 0;
+				if (pin && aar_set_mode)
+					printf("child api mode rc=%d\n", aar_set_mode((uint16_t)num(ARG(2))));
 				for (uint64_t k = 0; k < n; k++)
 					transfer(&p, "fma", 64, 0, seq + k);
 				for (uint64_t k = 0; k < n; k++)
@@ -800,7 +804,7 @@ int main(int argc, char **argv)
 				fail(&p, "the forked child failed");
 			printf("fork child=%d status=%d\n", (int)child, status);
 			seq += 2 * n;
-			i += 1;
+			i += 1 + pin;
 		} else if (!strcmp(c, "forkexec")) {
 			fflush(stdout);
 			pid_t child = fork();
