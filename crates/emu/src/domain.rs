@@ -35,13 +35,15 @@ pub fn cdm_create(inst_id: u32, modes: u32) -> usize {
 }
 
 /// GNI_CdmAttach: attaches the domain to a NIC: in a job, the rank's node's (PMI_GNI_LOC_ADDR),
-/// else a NIC of its own; its address and handle.
+/// else a NIC of its own; its address and handle. GNI_RC_ERROR_RESOURCE when the rank cannot
+/// join its job for the file size limit ([`job::joined`]).
 pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn> {
-    let job = job::get();
+    let job = job::joined();
     counters::make_model();
     let mut reg = registry::write();
     let c = reg.cdms.get(&cdm).ok_or(GNI_RC_INVALID_PARAM)?.clone();
     check_device(device_id)?;
+    let job = job?;
     let mut attached = c.nic.lock().unwrap_or_else(|e| e.into_inner());
     if attached.is_some() {
         return Err(GNI_RC_INVALID_STATE);

@@ -52,25 +52,66 @@ pub struct Job {
     via_service: AtomicBool,
 }
 
-static JOB: OnceLock<Option<Job>> = OnceLock::new();
+static JOB: OnceLock<Result<Option<Job>, GniReturn>> = OnceLock::new();
 
 /// The job this process is a rank of, set up at the first call; None in the in-process mode (or
 /// when the job's files cannot be made: then said once on stderr).
 pub fn get() -> Option<&'static Job> {
+    joined().ok().flatten()
+}
+
+/// As [`get`], but GNI_RC_ERROR_RESOURCE when this rank's shared file would pass the file size
+/// limit (`ulimit -f`): GNI_CdmAttach fails with it, as on a NIC out of resources, since the
+/// rank can neither join its job nor, running alone, be reached by the other ranks. Said once,
+/// by every rank that meets it (an error of the rank's, not a warning about a setting).
+pub fn joined() -> Result<Option<&'static Job>, GniReturn> {
     JOB.get_or_init(|| {
-        let env = settings::job_env()?;
-        Job::start(&env)
-            .inspect(|job| post_log::set_rank(job.rank))
-            .map_err(|e| {
+        let Some(env) = settings::job_env() else {
+            return Ok(None);
+        };
+        match Job::start(&env) {
+            Ok(job) => {
+                post_log::set_rank(job.rank);
+                Ok(Some(job))
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EFBIG) => {
+                crate::warn(&format!(
+                    "the file size limit (ulimit -f, RLIMIT_FSIZE) is {}, below the {} bytes of this rank's \
+                     shared file in AAR_EMU_JOB_DIR={}: the file is not made, so this process cannot join \
+                     the job, and GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE. To fix it, raise the limit \
+                     before aar run (ulimit -f unlimited, or at least {} KiB: ulimit -f {} in bash, which \
+                     counts KiB)",
+                    file_size_limit().map_or("lower".to_string(), |l| format!("{l} bytes")),
+                    std::mem::size_of::<RankArea>(),
+                    env.dir.display(),
+                    std::mem::size_of::<RankArea>().div_ceil(1024),
+                    std::mem::size_of::<RankArea>().div_ceil(1024),
+                ));
+                Err(GNI_RC_ERROR_RESOURCE)
+            }
+            Err(e) => {
                 crate::warn(&format!(
                     "AAR_EMU_JOB_DIR={}: cannot make this rank's shared file ({e}); this process \
                      runs alone (in-process mode) and the job's other ranks cannot reach it",
                     env.dir.display()
-                ))
-            })
-            .ok()
+                ));
+                Ok(None)
+            }
+        }
     })
     .as_ref()
+    .map(Option::as_ref)
+    .map_err(|rc| *rc)
+}
+
+/// The file size limit (`ulimit -f`, RLIMIT_FSIZE) in bytes; None when there is none.
+fn file_size_limit() -> Option<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    Some(lim.rlim_cur)
 }
 
 /// Maps `size` bytes of `file` shared, for the life of the process.
@@ -101,6 +142,20 @@ fn map(file: &File, size: usize) -> std::io::Result<*mut u8> {
 pub unsafe fn map_as<T>(file: &File) -> std::io::Result<&'static T> {
     let size = std::mem::size_of::<T>();
     let len = libc::off_t::try_from(size).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // Growing a file past the file size limit (`ulimit -f`) raises SIGXFSZ, whose default action
+    // kills the process, which is the application's and not a library's to end: so a file that
+    // would pass the limit is refused here, before anything is allocated, with EFBIG (what the
+    // kernel gives where SIGXFSZ is ignored). This changes no signal state. Ignoring SIGXFSZ
+    // around the call would change a disposition the whole process shares: another thread's
+    // write past the limit would fail quietly instead of raising the signal its program expects,
+    // and a handler the application installs meanwhile would be overwritten when the old one is
+    // put back. Blocking it in this thread would leave the signal pending, to be taken away
+    // after the call (libaar.so does that for writes whose size it cannot know before): a
+    // SIGXFSZ sent to the process meanwhile could be taken with it. Here the size is known, so
+    // a check suffices. (Only growth is limited: mapping a peer's file of full size is not.)
+    if (file.metadata()?.len() as usize) < size && file_size_limit().is_some_and(|limit| size as u64 > limit) {
+        return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
+    }
     // SAFETY: an open descriptor; mode 0 allocates what is not yet and keeps the bytes that are.
     if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } != 0 {
         let e = std::io::Error::last_os_error();
@@ -195,7 +250,10 @@ impl Job {
         let partial = env.dir.join(format!("{name}.partial"));
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).mode(0o600).open(&partial)?;
         // SAFETY: RankArea is made of atomics only.
-        let me: &'static RankArea = unsafe { map_as(&file)? };
+        let me: &'static RankArea = unsafe { map_as(&file) }.inspect_err(|_| {
+            // No rank maps a `.partial` file: one that cannot be made does not stay behind.
+            let _ = std::fs::remove_file(&partial);
+        })?;
         let h = &me.header;
         h.pid.store(std::process::id(), Ordering::Relaxed);
         h.rank.store(env.rank, Ordering::Relaxed);

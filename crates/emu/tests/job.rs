@@ -69,16 +69,35 @@ struct Launch<'a> {
     /// (rank, start of the one line it must say on stderr).
     says: Option<(u32, &'a str)>,
     env: &'a [(&'a str, String)],
+    /// A command each rank runs under (`prlimit ... --`), before job_check.
+    wrapper: &'a [&'a str],
 }
 
 impl Default for Launch<'_> {
     fn default() -> Self {
-        Launch { scenario: "", ranks: 2, per_node: 1, cookie: 0x5eed, preload: false, only: &[], says: None, env: &[] }
+        Launch {
+            scenario: "",
+            ranks: 2,
+            per_node: 1,
+            cookie: 0x5eed,
+            preload: false,
+            only: &[],
+            says: None,
+            env: &[],
+            wrapper: &[],
+        }
     }
 }
 
 fn spawn(l: &Launch, dirs: &JobDirs, rank: u32) -> Child {
-    let mut cmd = Command::new(job_check());
+    let mut cmd = match l.wrapper {
+        [] => Command::new(job_check()),
+        [first, rest @ ..] => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(job_check());
+            c
+        }
+    };
     cmd.arg(l.scenario).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (k, _) in std::env::vars() {
         if k.starts_with("AAR_") || k.starts_with("PMI_") || k == "LD_PRELOAD" {
@@ -302,4 +321,28 @@ fn a_bad_job_environment_warns_once_and_runs_alone() {
         assert!(err.starts_with(&format!("aar-emu: {said}")) && err.contains("in-process mode"), "{err}");
         assert_eq!(dirs.shared_files(), Vec::<String>::new());
     }
+}
+
+/// Under a file size limit (`ulimit -f`) below a rank's shared file, which a rank makes at its
+/// first uGNI call: no rank is killed by SIGXFSZ. GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE,
+/// each rank says why in one line with the fix, and no rank's file stays in the job's folder.
+#[test]
+fn a_file_size_limit_below_the_rank_file_fails_the_attach_and_kills_no_rank() {
+    let fsize = format!("--fsize={}", 64 * 1024);
+    let l = Launch { scenario: "attach", wrapper: &["prlimit", &fsize, "--"], ..Launch::default() };
+    let dirs = JobDirs::new("fsize");
+    for (rank, out) in run_job(&l, &dirs) {
+        let stdout = expect_success(&out, &format!("rank {rank} under {fsize}"));
+        assert!(stdout.contains(&format!("attach rc={}\n", aar_abi::GNI_RC_ERROR_RESOURCE)), "rank {rank}: {stdout}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "rank {rank}: {err}");
+        assert!(
+            err.starts_with("aar-emu: the file size limit (ulimit -f, RLIMIT_FSIZE) is 65536 bytes")
+                && err.contains("GNI_RC_ERROR_RESOURCE")
+                && err.contains("ulimit -f unlimited"),
+            "rank {rank}: {err}"
+        );
+    }
+    // The node's counters (40 bytes, within the limit), and no rank's file, not even a partial one.
+    assert_eq!(dirs.shared_files(), ["nic-256", "nic-257"]);
 }

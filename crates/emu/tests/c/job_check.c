@@ -744,6 +744,19 @@ static void foreign(void)
 	EXPECT(fclose(f) == 0);
 }
 
+/* Only attaches a CDM, and says what GNI_CdmAttach returned ("attach rc=<n>"): what a rank
+ * meets at its first uGNI call, which is where the emulator makes the rank's shared file. */
+static void attach(void)
+{
+	gni_cdm_handle_t cdm;
+	gni_nic_handle_t nic;
+	uint32_t addr = 0;
+	OK(GNI_CdmCreate((uint32_t)env_int("PMI_RANK"), GNI_FIND_ALLOC_PTAG, 42, 0, &cdm));
+	gni_return_t rc = GNI_CdmAttach(cdm, 0, &addr, &nic);
+	printf("attach rc=%d\n", (int)rc);
+	OK(GNI_CdmDestroy(cdm));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario scenarios[] = {
@@ -756,6 +769,7 @@ int main(int argc, char **argv)
 		{"dgram", dgram},
 		{"smsg", smsg},
 		{"orphan", orphan},
+		{"attach", attach},
 	};
 	return run_scenario(argv[0], scenarios, sizeof scenarios / sizeof *scenarios, argc, argv);
 }
