@@ -12,6 +12,7 @@ use crate::cq::Cq;
 use crate::datagram;
 use crate::job;
 use crate::registry::{self, handle_of, Binding, Cdm, Ep, Nic};
+use crate::settings;
 use crate::FIRST_NIC_ADDR;
 
 /// The `device_id` that GNI_CdmAttach and GNI_CdmGetNicAddress take for "the nearest NIC".
@@ -122,7 +123,7 @@ fn job_credentials() -> Option<&'static (JobCredentials, JobCredentials)> {
     CREDENTIALS
         .get_or_init(|| {
             let (Ok(ptags), Ok(cookies)) = (std::env::var("PMI_GNI_PTAG"), std::env::var("PMI_GNI_COOKIE")) else {
-                crate::warn(
+                settings::warn(
                     "GNI_GetPtag: PMI_GNI_PTAG and PMI_GNI_COOKIE are not both set, so this process is in no \
                      job: every cookie gets GNI_RC_NO_MATCH (start the program with `aar run`, which sets them, \
                      or pass the ptag to GNI_CdmCreate yourself)",
@@ -133,7 +134,7 @@ fn job_credentials() -> Option<&'static (JobCredentials, JobCredentials)> {
                 value
                     .parse::<JobCredentials>()
                     .map_err(|e| {
-                        crate::warn(&format!(
+                        settings::warn(&format!(
                             "GNI_GetPtag: {name}=\"{value}\": {e}; every cookie gets GNI_RC_NO_MATCH (give one \
                              number per protection domain, separated by ':', as a Cray launcher does)"
                         ))

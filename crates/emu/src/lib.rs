@@ -93,7 +93,9 @@ mod timing;
 /// The registry, DMAPP's PEs and the simulated network's placement all count NICs from it.
 use aar_abi::FIRST_NIC_ADDR;
 
-/// The emulator's only diagnostics channel: one line on stderr with a fixed prefix.
+/// The emulator's only diagnostics channel: one line on stderr with a fixed prefix, said by
+/// this process (warnings about the environment, which every rank of a job shares, go through
+/// `settings::warn`, which says them from rank 0 only).
 /// One line on stderr in one write (ranks of a job share it: `eprintln!` writes the prefix and
 /// the message apart, and lines of two ranks interleave), never a panic if it cannot be written.
 fn warn(msg: &str) {

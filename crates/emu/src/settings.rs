@@ -1,6 +1,7 @@
 //! The emulator's environment variables, each read once, when the first call needs it. A bad
-//! value gets one `aar-emu:` line on stderr that names the variable and the value, says what the
-//! variable accepts and what is used instead; the program always goes on. The types of the DMAPP
+//! value gets one `aar-emu:` line on stderr ([`warn`]: in a job, from rank 0 only) that names the
+//! variable and the value, says what the variable accepts and what is used instead; the program
+//! always goes on. The types of the DMAPP
 //! job's values ([`PeCount`], [`SheapSize`], [`AttrsLayout`]) live here, below the job that uses
 //! them; the timing models' types parse in [`crate::timing`].
 
@@ -57,9 +58,22 @@ pub enum SettingError {
 }
 
 impl SettingError {
-    /// Says it on stderr, once per bad value.
+    /// Says it on stderr, once per bad value: a bad value by rank 0 only ([`warn`]); a log line
+    /// that could not be written by the rank that lost it, which only that rank knows.
     pub fn report(&self) {
-        crate::warn(&self.to_string());
+        match self {
+            SettingError::LogWrite { .. } => crate::warn(&self.to_string()),
+            _ => warn(&self.to_string()),
+        }
+    }
+}
+
+/// A warning about the environment, which every rank of a job reads alike: said by rank 0 only,
+/// as libaar.so says its warnings (src/diag.rs), not once per rank. A process whose rank is not
+/// known (no job, or a job environment that is not valid: [`job_env_quietly`]) says it itself.
+pub fn warn(line: &str) {
+    if job_env_quietly().and_then(Result::ok).is_none_or(|job| job.rank == 0) {
+        crate::warn(line);
     }
 }
 

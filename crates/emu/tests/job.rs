@@ -346,3 +346,23 @@ fn a_file_size_limit_below_the_rank_file_fails_the_attach_and_kills_no_rank() {
     // The node's counters (40 bytes, within the limit), and no rank's file, not even a partial one.
     assert_eq!(dirs.shared_files(), ["nic-256", "nic-257"]);
 }
+
+/// A bad value of one of the emulator's variables, in an `aar run` job whose every rank reads it:
+/// said once, by rank 0, as libaar.so says its warnings; every rank uses the default.
+#[test]
+fn a_bad_setting_in_an_aar_run_job_is_said_by_rank_0_only() {
+    let out = Command::new(aar_testkit::aar_command())
+        .args(["run", "-n", "4", "--"])
+        .arg(job_check())
+        .arg("attach")
+        .env("AAR_EMU_JOB_COPY", "bogus")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    let stdout = expect_success(&out, "aar run -n 4 job_check attach");
+    assert_eq!(stdout.matches("attach rc=0\n").count(), 4, "{stdout}");
+    let err = stderr(&out);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("AAR_EMU_JOB_COPY")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].starts_with("aar-emu: AAR_EMU_JOB_COPY=\"bogus\": not a copy path"), "{err}");
+}
