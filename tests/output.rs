@@ -129,6 +129,36 @@ fn a_missing_output_dir_is_one_warning_at_start_and_the_program_continues() {
     let lines = r.aar_lines();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("AAR_OUTPUT_DIR") && lines[0].contains(&missing), "{}", lines[0]);
+    assert!(lines[0].contains("Create the folder (mkdir -p)"), "{}", lines[0]);
+}
+
+/// A folder that exists on a file system mounted read-only (in a mount namespace of the test's):
+/// the warning names that cause and its fix, and does not tell to create the folder.
+#[test]
+fn an_output_dir_on_a_read_only_file_system_is_named_as_such() {
+    if !std::process::Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here: the read-only case is not run");
+        return;
+    }
+    let mut launch = Launch::driver("read-only-out", "fma 64 3 0");
+    let ro = launch.dir.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let ro = ro.display().to_string();
+    let script = "mount -t tmpfs -o ro tmpfs \"$0\" || exit 97; exec \"$@\"".to_string();
+    launch.wrapper = ["unshare", "-m", "sh", "-c", &script, &ro].map(String::from).to_vec();
+    let r = launch.env("AAR_OUTPUT_DIR", &ro).env("AAR_SUMMARY", "0").run();
+    assert_ne!(r.status.code(), Some(97), "namespace setup failed: {}", r.stderr);
+    r.assert_ok();
+    let lines = r.aar_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(&format!("AAR_OUTPUT_DIR=\"{ro}\" cannot be written in (Read-only file system"))
+            && lines[0]
+                .contains("It is on a read-only file system: point AAR_OUTPUT_DIR at a folder on a writable one.")
+            && !lines[0].contains("mkdir"),
+        "{}",
+        lines[0]
+    );
 }
 
 /// A folder the user may not write in, though its mode has the owner's write bit (another user's
@@ -161,6 +191,7 @@ fn a_folder_of_another_user_s_is_one_warning_at_start_from_rank_0() {
         "{}",
         lines[0]
     );
+    assert!(lines[0].contains("This user may not create files in it") && !lines[0].contains("mkdir"), "{}", lines[0]);
     let other = run("1");
     assert!(other.aar_lines().is_empty(), "rank 1 says nothing: {:?}", other.aar_lines());
 }
