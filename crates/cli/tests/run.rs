@@ -606,9 +606,9 @@ fn an_address_space_limit_too_low_for_the_ranks_is_named() {
 }
 
 /// A file size limit (`ulimit -f`, which batch systems pass on to the ranks) below the file a
-/// rank's emulated uGNI allocates whole at its first call kills that rank with SIGXFSZ before it
-/// writes anything: named before the job starts, with the fix. At that file's size the ranks run
-/// and nothing is said.
+/// rank's emulated uGNI allocates whole at its first call fails that rank's `GNI_CdmAttach`:
+/// named before the job starts, with the fix, and by the rank itself; no rank is killed. At that
+/// file's size the ranks run and nothing is said.
 #[test]
 fn a_file_size_limit_below_a_ranks_emulator_file_is_named() {
     let run = |fsize: u64| {
@@ -626,15 +626,17 @@ fn a_file_size_limit_below_a_ranks_emulator_file_is_named() {
 
     let out = run(RANK_FILE_BYTES - 1);
     let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(128 + libc::SIGXFSZ), "{err}");
+    // all_pairs aborts the job (PMI_Abort(1)) when its attach fails.
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("SIGXFSZ"), "no rank is killed: {err}");
     let warning = err.find(&format!(
         "aar run: the file size limit (ulimit -f, RLIMIT_FSIZE), which the ranks inherit, is {} bytes",
         RANK_FILE_BYTES - 1
     ));
-    let death = err.find("was killed by SIGXFSZ");
-    assert!(warning.is_some() && death.is_some() && warning < death, "{err}");
+    let rank = err.find("aar-emu: the file size limit");
+    assert!(warning.is_some() && rank.is_some() && warning < rank, "{err}");
     assert!(
-        err.contains("so such a rank will be killed by SIGXFSZ before it writes any record")
+        err.contains("so such a rank's GNI_CdmAttach will fail with GNI_RC_ERROR_RESOURCE")
             && err.contains(&format!("ulimit -f unlimited, or at least {} KiB", RANK_FILE_BYTES.div_ceil(1024))),
         "{err}"
     );

@@ -17,9 +17,10 @@
 //!   all the same (a rank that uses no uGNI, `aar run sh -c ...`, needs little): the rank's own
 //!   failure (a file it cannot map, a GNI call that fails) would not name the limit.
 //! - File size (`ulimit -f`, RLIMIT_FSIZE, which batch systems pass on and the ranks inherit): a
-//!   rank allocates its file whole at its first uGNI call, so a limit below [`RANK_FILE_BYTES`]
-//!   kills it with SIGXFSZ before it writes a record. Said before the job starts, which it does
-//!   all the same (a rank that uses no uGNI writes no such file).
+//!   rank allocates its file whole at its first uGNI call, so under a limit below
+//!   [`RANK_FILE_BYTES`] its `GNI_CdmAttach` fails (`GNI_RC_ERROR_RESOURCE`, said by the emulator
+//!   in its own line). Said before the job starts, which it does all the same (a rank that uses no
+//!   uGNI writes no such file).
 
 use std::ffi::CString;
 use std::path::Path;
@@ -189,8 +190,8 @@ pub fn check_file_size() -> Option<String> {
     }
     Some(format!(
         "the file size limit (ulimit -f, RLIMIT_FSIZE), which the ranks inherit, is {} bytes ({}); the emulated \
-         uGNI allocates a shared file of {} bytes ({}) for each rank at its first uGNI call, so such a rank will be \
-         killed by SIGXFSZ before it writes any record. The job is started all the same: a rank that uses no uGNI \
+         uGNI allocates a shared file of {} bytes ({}) for each rank at its first uGNI call, so such a rank's \
+         GNI_CdmAttach will fail with GNI_RC_ERROR_RESOURCE. The job is started all the same: a rank that uses no uGNI \
          is not affected. To fix it, raise the limit before aar run (ulimit -f unlimited, or at least {} KiB: \
          ulimit -f {} in bash, which counts KiB); libaar.so's records are still limited by it.",
         lim.rlim_cur,
