@@ -105,7 +105,7 @@ pub fn joined() -> Result<Option<&'static Job>, GniReturn> {
 }
 
 /// The file size limit (`ulimit -f`, RLIMIT_FSIZE) in bytes; None when there is none.
-fn file_size_limit() -> Option<u64> {
+pub(crate) fn file_size_limit() -> Option<u64> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit fills a valid rlimit.
     if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {

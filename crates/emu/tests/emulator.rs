@@ -5,6 +5,7 @@
 mod common;
 
 use std::path::PathBuf;
+use std::process::Command;
 
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits, Transfer};
@@ -136,6 +137,29 @@ fn a_log_that_cannot_be_written_warns_once_and_the_program_runs() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("aar-emu: AAR_EMU_LOG=/dev/full: cannot write a line ("), "{err}");
     assert!(err.contains("said once"), "{err}");
+}
+
+/// A log that reaches the file size limit (`ulimit -f`, which batch systems pass on) is one that
+/// cannot be written: its lines are left out with one warning, and no SIGXFSZ ends the program.
+#[test]
+fn a_log_at_the_file_size_limit_warns_once_and_the_program_runs() {
+    let log = std::env::temp_dir().join(format!("aar-emu-fsize-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let out = Command::new("prlimit")
+        .args(["--fsize=200", "--"])
+        .arg(emu_check())
+        .arg("put_get")
+        .env("AAR_EMU_LOG", &log)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    let kept = std::fs::metadata(&log).map(|m| m.len());
+    let _ = std::fs::remove_file(&log);
+    expect_success(&out, "put_get under prlimit --fsize=200");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot write a line (File too large"), "{err}");
+    assert!(kept.as_ref().is_ok_and(|&n| n <= 200), "the log stays within the limit: {kept:?}");
 }
 
 /// What the default timing model adds to (req_flits, req_stalled, rsp_latency_us, rsp_packets,
