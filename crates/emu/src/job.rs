@@ -81,7 +81,7 @@ pub fn joined() -> Result<Option<&'static Job>, GniReturn> {
                      the job, and GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE. To fix it, raise the limit \
                      before aar run (ulimit -f unlimited, or at least {} KiB: ulimit -f {} in bash, which \
                      counts KiB)",
-                    file_size_limit().map_or("lower".to_string(), |l| format!("{l} bytes")),
+                    settings::file_size_limit().map_or("lower".to_string(), |l| format!("{l} bytes")),
                     std::mem::size_of::<RankArea>(),
                     env.dir.display(),
                     std::mem::size_of::<RankArea>().div_ceil(1024),
@@ -102,16 +102,6 @@ pub fn joined() -> Result<Option<&'static Job>, GniReturn> {
     .as_ref()
     .map(Option::as_ref)
     .map_err(|rc| *rc)
-}
-
-/// The file size limit (`ulimit -f`, RLIMIT_FSIZE) in bytes; None when there is none.
-pub(crate) fn file_size_limit() -> Option<u64> {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit fills a valid rlimit.
-    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
-        return None;
-    }
-    Some(lim.rlim_cur)
 }
 
 /// Maps `size` bytes of `file` shared, for the life of the process.
@@ -153,7 +143,8 @@ pub unsafe fn map_as<T>(file: &File) -> std::io::Result<&'static T> {
     // after the call (libaar.so does that for writes whose size it cannot know before): a
     // SIGXFSZ sent to the process meanwhile could be taken with it. Here the size is known, so
     // a check suffices. (Only growth is limited: mapping a peer's file of full size is not.)
-    if (file.metadata()?.len() as usize) < size && file_size_limit().is_some_and(|limit| size as u64 > limit) {
+    if (file.metadata()?.len() as usize) < size && settings::file_size_limit().is_some_and(|limit| size as u64 > limit)
+    {
         return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
     }
     // SAFETY: an open descriptor; mode 0 allocates what is not yet and keeps the bytes that are.

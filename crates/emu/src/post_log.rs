@@ -116,8 +116,8 @@ pub fn record(record: &Record) {
     let mut log = file.lock().unwrap_or_else(|e| e.into_inner());
     // A write that starts at the file size limit (`ulimit -f`) raises SIGXFSZ, which kills the
     // process: a line that would pass the limit is refused here instead (EFBIG), as the rank's
-    // file is (`job::file_size_limit`). Ranks appending to one log can still race past it.
-    let fits = crate::job::file_size_limit()
+    // file is (`settings::file_size_limit`). Ranks appending to one log can still race past it.
+    let fits = settings::file_size_limit()
         .is_none_or(|limit| log.file.metadata().is_ok_and(|m| m.len().saturating_add(line.len() as u64) <= limit));
     let written = if fits { log.file.write_all(&line) } else { Err(std::io::Error::from_raw_os_error(libc::EFBIG)) };
     if let Err(source) = written {

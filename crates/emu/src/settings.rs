@@ -399,6 +399,16 @@ impl fmt::Display for AttrsLayout {
     }
 }
 
+/// The file size limit (`ulimit -f`, RLIMIT_FSIZE) in bytes; None when there is none.
+pub fn file_size_limit() -> Option<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    Some(lim.rlim_cur)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
