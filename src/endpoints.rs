@@ -1,11 +1,13 @@
-//! The remote NIC address of each endpoint, for per-destination routing: a post names only its
-//! endpoint, and the endpoint's destination is what `GNI_EpBind` gave it (forgotten again at
-//! `GNI_EpUnbind` and `GNI_EpDestroy`). A fixed table of atomics, open addressing on the handle:
-//! the decision path looks an endpoint up without a lock or an allocation, and binding never waits.
+//! The two NICs of each endpoint. Its remote NIC address, for per-destination routing: a post
+//! names only its endpoint, and the endpoint's destination is what `GNI_EpBind` gave it (forgotten
+//! again at `GNI_EpUnbind` and `GNI_EpDestroy`). Its local NIC handle, the one `GNI_EpCreate` made
+//! it on (forgotten at `GNI_EpDestroy`), for SMSG: a send goes out with its NIC's SMSG mode. A fixed
+//! table of atomics, open addressing on the handle: the decision path and the SMSG fast path look
+//! an endpoint up without a lock or an allocation, and creating or binding never waits.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
-/// Endpoints remembered at most (MPI binds one per peer; 16 bytes each, in zero pages until used).
+/// Endpoints remembered at most (MPI binds one per peer; 24 bytes each, in zero pages until used).
 pub const SLOTS: usize = 1 << 16;
 /// Slots probed from an endpoint's home before giving up (a full neighbourhood: not remembered).
 const PROBES: usize = 64;
@@ -19,9 +21,12 @@ struct Slot {
     /// The bound NIC address plus one; [`UNBOUND`] (so that the table is all zero, in `.bss`: a
     /// table of non-zero values is a MiB of the library's file, read page by page as it is used).
     nic: AtomicU32,
+    /// The NIC handle the endpoint was created on; 0: not seen.
+    local: AtomicUsize,
 }
 
-static TABLE: [Slot; SLOTS] = [const { Slot { ep: AtomicUsize::new(0), nic: AtomicU32::new(UNBOUND) } }; SLOTS];
+static TABLE: [Slot; SLOTS] =
+    [const { Slot { ep: AtomicUsize::new(0), nic: AtomicU32::new(UNBOUND), local: AtomicUsize::new(0) } }; SLOTS];
 
 /// Binds that found no free slot near their endpoint's home: those endpoints have no remembered
 /// destination ([`forgotten`]).
@@ -37,22 +42,35 @@ fn probe(ep: usize) -> impl Iterator<Item = &'static Slot> {
     (0..PROBES).map(move |k| &TABLE[(h + k) % SLOTS])
 }
 
+/// The slot of `ep`, taking a free one near its home if it has none.
+fn claim(ep: usize) -> Option<&'static Slot> {
+    if ep == 0 {
+        return None;
+    }
+    probe(ep).find(|slot| match slot.ep.compare_exchange(0, ep, AcqRel, Acquire) {
+        Ok(_) => true,
+        Err(other) => other == ep,
+    })
+}
+
+/// `ep` was created on the NIC handle `nic` (after a successful `GNI_EpCreate`). Without a free
+/// slot it is not remembered: its SMSG sends are counted as if its NIC followed the library.
+pub fn created(ep: usize, nic: usize) {
+    if let Some(slot) = claim(ep) {
+        slot.local.store(nic, Release);
+    }
+}
+
 /// `ep` is bound to the NIC at `nic` (after a successful `GNI_EpBind`).
 pub fn bound(ep: usize, nic: u32) {
     if ep == 0 {
         return;
     }
-    for slot in probe(ep) {
-        match slot.ep.compare_exchange(0, ep, AcqRel, Acquire) {
-            Ok(_) => {}
-            Err(other) if other == ep => {}
-            Err(_) => continue,
-        }
+    match claim(ep) {
         // (u32::MAX, which no NIC has, reads as unbound.)
-        slot.nic.store(nic.wrapping_add(1), Release);
-        return;
+        Some(slot) => slot.nic.store(nic.wrapping_add(1), Release),
+        None => _ = FORGOTTEN.fetch_add(1, Relaxed),
     }
-    FORGOTTEN.fetch_add(1, Relaxed);
 }
 
 /// How many binds the table had no room for (a process bound to more peers than it holds).
@@ -60,24 +78,44 @@ pub fn forgotten() -> u64 {
     FORGOTTEN.load(Relaxed)
 }
 
-/// `ep` is unbound or destroyed.
+/// The slot of `ep`, if it has one (no lock, no allocation).
+#[inline]
+fn find(ep: usize) -> Option<&'static Slot> {
+    for slot in probe(ep) {
+        match slot.ep.load(Acquire) {
+            0 => return None,
+            e if e == ep => return Some(slot),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `ep` is unbound (`GNI_EpUnbind`): it keeps its NIC.
 pub fn unbound(ep: usize) {
-    if let Some(slot) = probe(ep).find(|s| s.ep.load(Acquire) == ep) {
+    if let Some(slot) = find(ep) {
         slot.nic.store(UNBOUND, Release);
+    }
+}
+
+/// `ep` is destroyed (`GNI_EpDestroy`): its handle may come back as another endpoint's.
+pub fn destroyed(ep: usize) {
+    if let Some(slot) = find(ep) {
+        slot.nic.store(UNBOUND, Release);
+        slot.local.store(0, Release);
     }
 }
 
 /// The NIC address `ep` is bound to, if the library saw the bind.
 #[inline]
 pub fn remote_nic(ep: usize) -> Option<u32> {
-    for slot in probe(ep) {
-        match slot.ep.load(Acquire) {
-            0 => return None,
-            e if e == ep => return slot.nic.load(Acquire).checked_sub(1),
-            _ => {}
-        }
-    }
-    None
+    find(ep)?.nic.load(Acquire).checked_sub(1)
+}
+
+/// The NIC handle `ep` was created on, if the library saw the creation.
+#[inline]
+pub fn local_nic(ep: usize) -> Option<usize> {
+    find(ep).map(|s| s.local.load(Acquire)).filter(|&nic| nic != 0)
 }
 
 #[cfg(test)]
@@ -100,5 +138,18 @@ mod tests {
             bound(ep, i as u32);
         }
         assert!(many.iter().enumerate().all(|(i, &ep)| remote_nic(ep) == Some(i as u32)));
+    }
+
+    #[test]
+    fn an_endpoint_keeps_its_nic_until_destroyed() {
+        let (ep, nic) = (0x7e00_4321_0000_usize, 0x5555_0000_usize);
+        assert_eq!(local_nic(ep), None);
+        created(ep, nic);
+        bound(ep, 7);
+        assert_eq!((local_nic(ep), remote_nic(ep)), (Some(nic), Some(7)));
+        unbound(ep);
+        assert_eq!((local_nic(ep), remote_nic(ep)), (Some(nic), None), "unbound, still on its NIC");
+        destroyed(ep);
+        assert_eq!(local_nic(ep), None);
     }
 }

@@ -34,6 +34,7 @@ const _: SmsgSendWTagFn = GNI_SmsgSendWTag;
 const _: SmsgSetDeliveryModeFn = GNI_SmsgSetDeliveryMode;
 const _: CdmAttachFn = GNI_CdmAttach;
 const _: CdmDestroyFn = GNI_CdmDestroy;
+const _: EpCreateFn = GNI_EpCreate;
 const _: EpBindFn = GNI_EpBind;
 const _: EpFn = GNI_EpUnbind;
 const _: EpFn = GNI_EpDestroy;
@@ -121,7 +122,7 @@ pub unsafe extern "C" fn GNI_SmsgSend(
     msg_id: u32,
 ) -> GniReturn {
     let bytes = u64::from(header_length) + u64::from(data_length);
-    ugni::smsg_send(&ugni::SMSG_SEND, bytes, |addr| {
+    ugni::smsg_send(&ugni::SMSG_SEND, ep, bytes, |addr| {
         // SAFETY: found under this name, prototype SmsgSendFn; the caller's arguments, unchanged.
         unsafe {
             let real = std::mem::transmute::<*mut c_void, SmsgSendFn>(addr);
@@ -143,7 +144,7 @@ pub unsafe extern "C" fn GNI_SmsgSendWTag(
     tag: u8,
 ) -> GniReturn {
     let bytes = u64::from(header_length) + u64::from(data_length);
-    ugni::smsg_send(&ugni::SMSG_SEND_WTAG, bytes, |addr| {
+    ugni::smsg_send(&ugni::SMSG_SEND_WTAG, ep, bytes, |addr| {
         // SAFETY: found under this name, prototype SmsgSendWTagFn; the caller's arguments, unchanged.
         unsafe {
             let real = std::mem::transmute::<*mut c_void, SmsgSendWTagFn>(addr);
@@ -215,7 +216,21 @@ pub unsafe extern "C" fn GNI_CdmDestroy(cdm: GniCdmHandle) -> GniReturn {
     unsafe { real(cdm) }
 }
 
-// ---- uGNI endpoint destinations ------------------------------------------------------------------
+// ---- uGNI endpoints: their NIC and their destination ----------------------------------------------
+
+/// # Safety
+/// uGNI's contract for GNI_EpCreate.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn GNI_EpCreate(nic: GniNicHandle, src_cq: GniCqHandle, ep: *mut GniEpHandle) -> GniReturn {
+    let Some(real) = ugni::EP_CREATE.get::<EpCreateFn>() else { return ugni::missing(&ugni::EP_CREATE) };
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { real(nic, src_cq, ep) };
+    if rc == GNI_RC_SUCCESS && !ep.is_null() {
+        // SAFETY: on success uGNI wrote the endpoint handle through the caller's valid pointer.
+        endpoints::created(unsafe { *ep } as usize, nic as usize);
+    }
+    rc
+}
 
 /// # Safety
 /// uGNI's contract for GNI_EpBind.
@@ -245,7 +260,7 @@ pub unsafe extern "C" fn GNI_EpUnbind(ep: GniEpHandle) -> GniReturn {
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_EpDestroy(ep: GniEpHandle) -> GniReturn {
     let Some(real) = ugni::EP_DESTROY.get::<EpFn>() else { return ugni::missing(&ugni::EP_DESTROY) };
-    endpoints::unbound(ep as usize);
+    endpoints::destroyed(ep as usize);
     // SAFETY: the caller's argument, unchanged.
     unsafe { real(ep) }
 }

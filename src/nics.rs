@@ -1,12 +1,15 @@
 //! The NICs the application attached, for SMSG routing: short messages have no descriptor, so
 //! their routing is the NIC's SMSG delivery mode, set with `GNI_SmsgSetDeliveryMode` on every
 //! NIC handle the application attached (as the reference implementation does).
+//!
+//! A NIC the application set to a non-adaptive mode is never steered, and its sends are counted
+//! and traced with that mode ([`pinned_mode`]): the SMSG fast path asks without a lock.
 
 use crate::control;
 use crate::diag;
 use crate::trylock::{ForkHeld, TryLock};
 use aar_engine::{requested_mode, with_mode};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::time::Duration;
 
 struct Nic {
@@ -22,6 +25,76 @@ struct Nic {
 const MAX_NICS: usize = 4096;
 /// Adding or removing a NIC waits this long at most for a thread that is steering.
 const WAIT: Duration = Duration::from_secs(1);
+
+/// A NIC handle and the mode the application pinned it to.
+struct PinSlot {
+    /// The NIC handle; 0: free. A slot once taken keeps its handle (as `endpoints`' slots do).
+    nic: AtomicUsize,
+    /// [`PINNED`] with the application's non-adaptive mode; 0: not pinned.
+    mode: AtomicU32,
+}
+
+/// Marks a pinned mode (IN_ORDER's routing bits are 0x3, and a mode of 0 is ADAPTIVE0's).
+const PINNED: u32 = 1 << 16;
+const PIN_SLOTS: usize = 2 * MAX_NICS;
+/// Slots probed from a handle's home before giving up (a full neighbourhood: not remembered, and
+/// its sends are counted as the library's).
+const PIN_PROBES: usize = 64;
+
+/// The NICs the application pinned, written under the table's lock and read by every SMSG send
+/// without one. Zero, so in `.bss`; 16 bytes a slot, in zero pages until used.
+static PINS: [PinSlot; PIN_SLOTS] =
+    [const { PinSlot { nic: AtomicUsize::new(0), mode: AtomicU32::new(0) } }; PIN_SLOTS];
+/// NICs pinned now: while 0 (the common case) a send looks nothing up.
+static PINNED_NICS: AtomicU32 = AtomicU32::new(0);
+
+fn pin_probe(nic: usize) -> impl Iterator<Item = &'static PinSlot> {
+    // Handles are heap pointers: the low bits are alignment, the multiply spreads the rest.
+    let h = (nic >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> (usize::BITS - PIN_SLOTS.trailing_zeros());
+    (0..PIN_PROBES).map(move |k| &PINS[(h + k) % PIN_SLOTS])
+}
+
+/// Pin `nic` to the application's non-adaptive `mode`, or (`None`) unpin it. Under the table's
+/// lock: one writer at a time.
+fn pin(nic: usize, mode: Option<u16>) {
+    let slot = match mode {
+        Some(_) => pin_probe(nic).find(|s| match s.nic.compare_exchange(0, nic, AcqRel, Acquire) {
+            Ok(_) => true,
+            Err(other) => other == nic,
+        }),
+        None => pin_probe(nic).take_while(|s| s.nic.load(Acquire) != 0).find(|s| s.nic.load(Acquire) == nic),
+    };
+    let Some(slot) = slot else { return };
+    let new = mode.map_or(0, |m| PINNED | u32::from(m));
+    match (slot.mode.swap(new, AcqRel) != 0, new != 0) {
+        (false, true) => _ = PINNED_NICS.fetch_add(1, Release),
+        (true, false) => _ = PINNED_NICS.fetch_sub(1, Release),
+        _ => {}
+    }
+}
+
+/// The non-adaptive SMSG mode the application set on NIC handle `nic`, if it did (no lock, no
+/// allocation: the SMSG fast path asks).
+#[inline]
+pub fn pinned_mode(nic: usize) -> Option<u16> {
+    for slot in pin_probe(nic) {
+        match slot.nic.load(Acquire) {
+            0 => return None,
+            n if n == nic => {
+                let m = slot.mode.load(Acquire);
+                return (m != 0).then_some(m as u16);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether any NIC is pinned now.
+#[inline(always)]
+pub fn any_pinned() -> bool {
+    PINNED_NICS.load(Relaxed) != 0
+}
 
 /// The NIC handles of the process and what their SMSG modes were set to.
 pub struct NicTable {
@@ -96,13 +169,20 @@ impl NicTable {
     /// Forget the NICs of a CDM before it is destroyed: their handles become invalid.
     pub fn cdm_destroyed(&self, cdm: usize) {
         let Some(mut nics) = self.nics.try_lock_for(WAIT) else { return };
-        nics.retain(|n| n.cdm != cdm);
+        nics.retain(|n| {
+            if n.cdm == cdm {
+                pin(n.nic, None);
+            }
+            n.cdm != cdm
+        });
         self.generation.fetch_add(1, Release);
     }
 
-    /// The application set a NIC's SMSG mode itself: remember it as the caller's wish.
+    /// The application set a NIC's SMSG mode itself: remember it as the caller's wish (and, when
+    /// it is not adaptive, as what the NIC's sends go out with).
     pub fn caller_set(&self, nic: usize, mode: u16) {
         let Some(mut nics) = self.nics.try_lock_for(WAIT) else { return };
+        pin(nic, requested_mode(mode).is_none().then_some(mode));
         if let Some(n) = nics.iter_mut().find(|n| n.nic == nic) {
             n.caller_mode = mode;
             n.applied = Some(mode);
@@ -120,5 +200,30 @@ impl ForkHeld for NicTable {
     unsafe fn release(&self) {
         // SAFETY: forwarded contract.
         unsafe { self.nics.release() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nic_set_to_a_non_adaptive_mode_is_pinned_until_set_adaptive_or_destroyed() {
+        let t = NicTable::new();
+        let (a, b) = (0x7d00_1000_0000_usize, 0x7d00_2000_0000_usize);
+        t.attached(1, a);
+        t.attached(2, b);
+        assert_eq!((pinned_mode(a), pinned_mode(b)), (None, None));
+        t.caller_set(a, 0x3);
+        t.caller_set(b, 0x40);
+        assert_eq!((pinned_mode(a), pinned_mode(b)), (Some(0x3), None), "ADAPTIVE2 is the library's to steer");
+        assert!(any_pinned());
+        t.caller_set(a, 0x10);
+        assert_eq!(pinned_mode(a), Some(0x10));
+        t.caller_set(a, 0x80);
+        assert_eq!(pinned_mode(a), None);
+        t.caller_set(a, 0x3);
+        t.cdm_destroyed(1);
+        assert_eq!(pinned_mode(a), None, "its handle may come back as another NIC's");
     }
 }

@@ -12,7 +12,7 @@ use crate::state::{self, NICS};
 use crate::sys::Real;
 use crate::tally::{self, class_of, CALLER_SMSG};
 use crate::trylock::Inside;
-use crate::{diag, init, mpi, sys, topology, trace};
+use crate::{diag, endpoints, init, mpi, nics, sys, topology, trace};
 use aar_abi::*;
 use aar_engine::model::{packets, request_flits};
 use aar_engine::{requested_mode, with_mode, DestinationClass, Message, Reason, RoutingMode, Transfer};
@@ -30,6 +30,7 @@ pub static SMSG_SEND_WTAG: Real = Real::new(c"GNI_SmsgSendWTag");
 pub static SMSG_SET_DELIVERY_MODE: Real = Real::new(c"GNI_SmsgSetDeliveryMode");
 pub static CDM_ATTACH: Real = Real::new(c"GNI_CdmAttach");
 pub static CDM_DESTROY: Real = Real::new(c"GNI_CdmDestroy");
+pub static EP_CREATE: Real = Real::new(c"GNI_EpCreate");
 pub static EP_BIND: Real = Real::new(c"GNI_EpBind");
 pub static EP_UNBIND: Real = Real::new(c"GNI_EpUnbind");
 pub static EP_DESTROY: Real = Real::new(c"GNI_EpDestroy");
@@ -218,19 +219,46 @@ fn steer(w: u32) {
     });
 }
 
-/// An SMSG send: steer the NICs if the policy changed, count it, forward it once.
-pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> GniReturn) -> GniReturn {
+/// The non-adaptive mode the application set on the NIC `ep` was created on: the library never
+/// steers that NIC, so the send goes out with it. No lock and no allocation, and while no NIC is
+/// pinned (the common case) one load.
+#[inline(always)]
+fn pinned_nic_mode(ep: usize) -> Option<u16> {
+    if !nics::any_pinned() {
+        return None;
+    }
+    pinned_lookup(ep)
+}
+
+/// Out of line: only a process that pinned a NIC runs it.
+#[inline(never)]
+fn pinned_lookup(ep: usize) -> Option<u16> {
+    nics::pinned_mode(endpoints::local_nic(ep)?)
+}
+
+/// An SMSG send on endpoint `ep`: steer the NICs if the policy changed, count it (with the
+/// application's own mode when its NIC is pinned), forward it once.
+pub fn smsg_send(
+    real: &Real,
+    ep: GniEpHandle,
+    bytes: u64,
+    forward: impl FnOnce(*mut c_void) -> GniReturn,
+) -> GniReturn {
     let Some(addr) = real.addr() else { return missing(real) };
     let w = control::load();
     if from_inside_dmapp(w) {
         return forward(addr);
     }
-    let class_reason = |w: u32| match control::below_threshold_mode(w) {
-        Some(m) => (m.index(), if control::policy(w).is_automatic() { Reason::Smsg } else { Reason::Fixed }, Some(m)),
-        None => (CALLER_SMSG, Reason::Passthrough, None),
+    let ep = ep as usize;
+    let class_reason = |w: u32, pinned: Option<u16>| match (pinned, control::below_threshold_mode(w)) {
+        (Some(m), _) => (class_of(m), Reason::Passthrough, None),
+        (None, Some(m)) => {
+            (m.index(), if control::policy(w).is_automatic() { Reason::Smsg } else { Reason::Fixed }, Some(m))
+        }
+        (None, None) => (CALLER_SMSG, Reason::Passthrough, None),
     };
     if w & FAST != 0 && NICS.steered_for(w) {
-        let (class, reason, _) = class_reason(w);
+        let (class, reason, _) = class_reason(w, pinned_nic_mode(ep));
         tally::count(class, reason, bytes);
         return forward(addr);
     }
@@ -243,8 +271,9 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
     let mut rc = None;
     let mut forward = Some(forward);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let pinned = pinned_nic_mode(ep);
         if w & READY == 0 {
-            tally::count(CALLER_SMSG, Reason::Passthrough, bytes);
+            tally::count(pinned.map_or(CALLER_SMSG, class_of), Reason::Passthrough, bytes);
             rc = forward.take().map(|f| f(addr));
             return;
         }
@@ -252,10 +281,13 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
         if let Some(_inside) = Inside::enter() {
             steer(w);
         }
-        let (class, reason, mode) = class_reason(w);
+        let (class, reason, mode) = class_reason(w, pinned);
         tally::count(class, reason, bytes);
         rc = forward.take().map(|f| f(addr));
         if w & TRACE != 0 {
+            // What the NIC sends with: the application's pinned mode, the library's, or (neither)
+            // whatever the application left on it.
+            let nic = pinned.map_or("NIC", dlvr_mode_name);
             state::TRACE.write(&trace::Line {
                 t_ns: sys::now_ns(),
                 api: tally::Api::Ugni.name(),
@@ -267,8 +299,8 @@ pub fn smsg_send(real: &Real, bytes: u64, forward: impl FnOnce(*mut c_void) -> G
                 packets: packets(bytes),
                 latency_us: None,
                 stall_ratio: None,
-                requested: "NIC",
-                chosen: mode.map_or("NIC", RoutingMode::name),
+                requested: nic,
+                chosen: mode.map_or(nic, RoutingMode::name),
                 reason: reason.name(),
                 destination: DestinationClass::Unknown.name(),
                 dmapp_table: None,

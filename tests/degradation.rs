@@ -508,3 +508,36 @@ fn one_mode_for_both_sides_is_said_and_the_variable_gets_its_default() {
     assert_eq!(r.records()[0]["settings"]["engine"]["low_latency_mode"], "ADAPTIVE3");
     assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD3, AD0], "High Bias first, then Adaptive, as by default");
 }
+
+/// A NIC the application set to a non-adaptive SMSG mode is never steered, and what went on the
+/// wire is what the trace, the record and the summary say: its sends carry the application's
+/// mode, passed through, whatever the library's policy (automatic, then pinned to ADAPTIVE2).
+/// Traced (every send on the slow path) and not (after each change, sends on the fast path).
+#[test]
+fn smsg_sends_on_a_nic_the_application_pinned_are_counted_with_its_mode() {
+    for traced in [true, false] {
+        let script = "smsgmode 0x3 smsg 10 2 api mode 0x40 smsg 20 3";
+        let launch = Launch::driver(&format!("smsg-pinned-count-{traced}"), script);
+        let trace = launch.dir.join("t.jsonl");
+        let r = if traced { launch.env("AAR_TRACE", &trace.display().to_string()) } else { launch }.run();
+        r.assert_ok();
+        let wire: Vec<_> = r.posts("GNI_SmsgSend").iter().map(|v| v["smsg_dlvr_mode"].as_u64().unwrap()).collect();
+        assert_eq!(wire, [0x3; 5], "the NICs stay IN_ORDER");
+        assert_eq!(r.posts("GNI_SmsgSetDeliveryMode").len(), 2, "the driver's own two calls, none from the library");
+        if traced {
+            let lines: Vec<_> = read_jsonl(&trace).into_iter().filter(|l| l["post_type"] == "SMSG").collect();
+            assert_eq!(lines.len(), 5, "{lines:?}");
+            for l in &lines {
+                let said = (l["requested"].as_str(), l["chosen"].as_str(), l["reason"].as_str());
+                assert_eq!(said, (Some("IN_ORDER"), Some("IN_ORDER"), Some("passthrough")), "{l}");
+            }
+        }
+        let rec = &r.records()[0];
+        let modes = &rec["modes"];
+        assert_eq!((&modes["IN_ORDER"]["messages"], &modes["IN_ORDER"]["bytes"]), (&5.into(), &100.into()), "{modes}");
+        assert_eq!(modes.as_object().unwrap().len(), 1, "nothing counted as the library's: {modes}");
+        assert_eq!(rec["reasons"]["passthrough"], 5, "{}", rec["reasons"]);
+        let summary = r.aar_lines().into_iter().find(|l| l.starts_with("aar: policy")).unwrap();
+        assert!(summary.contains("IN_ORDER 100% of bytes in 5 messages"), "{summary}");
+    }
+}
