@@ -31,7 +31,8 @@ extern "C" {
 #define AAR_EINVAL    -1   /* a bad argument (not an adaptive routing mode or a known name, a bad
                               label), or a call this state refuses (a policy change while an A/B
                               experiment runs, an end with no iteration in progress, markers when
-                              AAR_AB_BOUNDARY names an MPI function) */
+                              AAR_AB_BOUNDARY names an MPI function, a label the iteration record
+                              could not take: see aar_iteration_label) */
 #define AAR_EDISABLED -2   /* AAR_DISABLE is set: the library stays inert for this process (a bad
                               argument is still AAR_EINVAL) */
 
@@ -74,7 +75,12 @@ const char *aar_policy_name(void);
  * here: before the first begin it is iteration 0's; after an end it stays until the next begin.
  * Each ended iteration is one row of the rank's iteration record in AAR_OUTPUT_DIR. Begin and
  * end are refused (AAR_EINVAL) when AAR_AB_BOUNDARY names an MPI function, which then marks
- * iterations; labels work with both. In a fork child they switch the policy but write no rows. */
+ * iterations; labels work with both. In a fork child they switch the policy but write no rows.
+ * They wait at most 100 ms for the iteration record, which another thread may hold longer (one
+ * inside fork(), until the fork is done; one writing rows to a slow file system): begin and end
+ * then still begin and end iterations (index and policy change, AAR_OK), but those iterations
+ * have no row; they count in the summary record's ab.iterations, and one message on stderr (once
+ * per process) says so. */
 
 /* Begin the next iteration (0, 1, 2, ...), ending the one in progress first, if any. */
 int aar_iteration_begin(void);
@@ -83,7 +89,8 @@ int aar_iteration_begin(void);
 int aar_iteration_end(void);
 
 /* Label the iteration in progress, or the next one when none is (e.g. "isolated", "congested"):
- * 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @; anything else is AAR_EINVAL. */
+ * 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @; anything else is AAR_EINVAL. AAR_EINVAL
+ * too, the label not set, when the iteration record stays held by another thread (see above). */
 int aar_iteration_label(const char *label);
 
 /* The index of the iteration in progress, or -1 when none is (before the first, after an end). */

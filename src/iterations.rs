@@ -7,13 +7,20 @@
 //! every post loads anyway: posts gain no lock, allocation or system call. Before the first
 //! iteration the policy is iteration 0's; after an end it stays until the next begin. Each
 //! ended iteration becomes one row of the iteration record (`rows`).
+//!
+//! A boundary waits for the record at most [`LOCK_WAIT`]: a thread inside fork() (whose fork
+//! handler holds the record until the fork is done) or one writing rows to a slow file system
+//! may hold it longer. The boundary is then taken all the same (the index and the policy change)
+//! but the rows of the iterations it ends and begins are lost: they count in the summary record's
+//! `ab.iterations` as every ended iteration does, and one message per process says so ([`lost`]).
 
 use crate::rows::{valid_label, EngineMark, Marks, Record};
 use crate::settings::{Boundary, Settings};
 use crate::state::{self, ITERATIONS};
 use crate::trylock::Guard;
-use crate::{control, init, tally};
+use crate::{control, diag, init, tally};
 use aar_engine::Policy;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
 /// A boundary waits this long at most for another thread's boundary or for the decider.
@@ -28,13 +35,38 @@ pub enum Refused {
     Disabled,
 }
 
-/// The record, unless this is a fork child (which writes no rows: its buffer holds the
-/// parent's).
-fn record() -> Option<Guard<'static, Record>> {
+/// Why a boundary has no record to write its row in.
+enum NoRecord {
+    /// A fork child: it writes no rows (its buffer holds the parent's).
+    ForkChild,
+    /// Another thread held the record for over [`LOCK_WAIT`].
+    Busy,
+}
+
+fn record() -> Result<Guard<'static, Record>, NoRecord> {
     if state::is_fork_child() {
-        return None;
+        return Err(NoRecord::ForkChild);
     }
-    ITERATIONS.record(LOCK_WAIT)
+    ITERATIONS.record(LOCK_WAIT).ok_or(NoRecord::Busy)
+}
+
+/// Whether a loss ([`lost`]) was said.
+static LOSS_SAID: AtomicBool = AtomicBool::new(false);
+
+/// `what` was lost because the record stayed held: said once per process, by every rank (only
+/// this rank knows its rows are missing).
+#[cold]
+fn lost(what: &str) {
+    if LOSS_SAID.swap(true, Relaxed) {
+        return;
+    }
+    diag::error(&format!(
+        "{what}: another thread held the iteration record for over {} ms (a fork in progress, or rows being \
+         written to a slow file system) and iteration calls do not wait longer. Iterations that ended without \
+         their row still count in the summary record (ab.iterations); later losses are not said again. Mark \
+         iterations from one thread, away from forks, to keep every row.",
+        LOCK_WAIT.as_millis()
+    ));
 }
 
 /// Close the counter window, then read the time and the counts, in that order, so the window
@@ -66,10 +98,19 @@ pub fn boundary(i: u64) {
     // The record first, then the iteration: threads at a boundary at once (collectives of
     // MPI_THREAD_MULTIPLE) each end the iteration the one before them began, under the record's
     // lock, so that every begun iteration is ended and its row kept.
-    let Some(mut record) = record() else {
-        ITERATIONS.begin(i);
-        switch(policy);
-        return;
+    let mut record = match record() {
+        Ok(record) => record,
+        Err(why) => {
+            let previous = ITERATIONS.begin(i);
+            switch(policy);
+            if let NoRecord::Busy = why {
+                lost(&match previous {
+                    Some(p) => format!("iterations {p} (ended) and {i} (begun) have no row in the iteration record"),
+                    None => format!("iteration {i} (begun) has no row in the iteration record"),
+                });
+            }
+            return;
+        }
     };
     let previous = ITERATIONS.begin(i);
     let m = marks(&mut record);
@@ -109,9 +150,15 @@ pub fn api_end() -> Result<(), Refused> {
     if ready()?.ab_boundary != Boundary::Markers {
         return Err(Refused::Invalid);
     }
-    let Some(mut record) = record() else {
-        ITERATIONS.end().ok_or(Refused::Invalid)?;
-        return Ok(());
+    let mut record = match record() {
+        Ok(record) => record,
+        Err(why) => {
+            let i = ITERATIONS.end().ok_or(Refused::Invalid)?;
+            if let NoRecord::Busy = why {
+                lost(&format!("iteration {i} ended without its row in the iteration record"));
+            }
+            return Ok(());
+        }
     };
     let i = ITERATIONS.end().ok_or(Refused::Invalid)?;
     let m = marks(&mut record);
@@ -122,15 +169,22 @@ pub fn api_end() -> Result<(), Refused> {
 
 /// `aar_iteration_label`: the iteration in progress, or the next one when none is.
 /// A bad label is refused before the state is looked at, as every bad argument of the C API is.
+/// A label the record, held by another thread, cannot take is refused too (`AAR_EINVAL`, as aar.h
+/// says; it has no busy code) and said ([`lost`]).
 pub fn api_label(label: &[u8]) -> Result<(), Refused> {
     if !valid_label(label) {
         return Err(Refused::Invalid);
     }
     ready()?;
-    if state::is_fork_child() {
-        return Ok(());
+    let label = String::from_utf8_lossy(label).into_owned();
+    match record() {
+        Ok(mut record) => record.label(label),
+        Err(NoRecord::ForkChild) => {}
+        Err(NoRecord::Busy) => {
+            lost(&format!("the label \"{label}\" was not set (aar_iteration_label returned AAR_EINVAL)"));
+            return Err(Refused::Invalid);
+        }
     }
-    record().ok_or(Refused::Invalid)?.label(String::from_utf8_lossy(label).into_owned());
     Ok(())
 }
 

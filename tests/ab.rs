@@ -1047,3 +1047,40 @@ fn an_experiment_whose_iterations_were_never_marked_says_so() {
         }
     }
 }
+
+/// Iteration calls while another thread holds the iteration record for over 100 ms (here, one
+/// inside fork(): libaar.so's fork handler holds the record until the fork is done). They do not
+/// wait longer: an end and a begin still end and begin (AAR_OK), but those iterations have no row,
+/// count in the summary record all the same, and one message says so, whichever call lost first;
+/// a label is AAR_EINVAL, as aar.h says, and not set. Once the fork is done, rows are kept again.
+#[test]
+fn iteration_calls_that_find_the_record_held_lose_their_rows_visibly() {
+    let cases = [
+        (
+            "iter label late iter end iter index iter begin iter end",
+            "iter label rc=-1\niter end rc=0\niter index=-1\niter begin rc=0\niter end rc=0\n",
+            "the label \"late\" was not set",
+        ),
+        ("iter end iter begin", "iter end rc=0\niter begin rc=0\n", "iteration 1 ended without its row"),
+        ("iter begin iter end", "iter begin rc=0\niter end rc=0\n", "iterations 1 (ended) and 2 (begun) have no row"),
+    ];
+    for (k, (held_calls, held_out, said)) in cases.into_iter().enumerate() {
+        let script = format!(
+            "iter begin rdma 8192 1 0 iter end iter begin rdma 8192 1 0 forkhold {held_calls} forkrelease \
+             iter begin iter label after rdma 8192 2 0 iter end"
+        );
+        let r = Launch::driver(&format!("ab-record-held-{k}"), &script).run();
+        r.assert_ok();
+        let out = &r.stdout;
+        assert!(out.contains("forkhold entered=1\n") && out.contains("forkrelease ok=1\n"), "{out}");
+        let held = out.split("forkhold entered=1\n").nth(1).and_then(|t| t.split("forkrelease").next());
+        assert_eq!(held, Some(held_out), "ended and begun all the same; a label refused: {out}");
+        let lost: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("held the iteration record")).collect();
+        assert_eq!(lost.len(), 1, "said once: {}", r.stderr);
+        assert!(lost[0].contains(said), "{}", lost[0]);
+        let (_, rows) = iteration_records(&r.dir.join("out")).remove(0);
+        let kept: Vec<_> = rows.iter().map(|row| (row["i"].as_u64(), row["label"].as_str())).collect();
+        assert_eq!(kept, [(Some(0), None), (Some(3), Some("after"))], "iterations 1 and 2 have no row: {rows:?}");
+        assert_eq!(r.records()[0]["ab"]["iterations"], 4, "every ended iteration counts");
+    }
+}

@@ -24,6 +24,12 @@
  *   iter begin | iter end | iter label NAME | iter index   the iteration markers of aar.h (rc printed;
  *                                   "index" prints aar_iteration_index())
  *   iterloop N                      N empty iterations (begin, end); prints "iterloop failed=F"
+ *   forkhold | forkrelease          a thread forks and stays inside fork() between the fork handlers,
+ *                                   libaar.so's having run (it holds the library's locks, the
+ *                                   iteration record's among them) and the parent's not yet: our
+ *                                   prepare handler, registered first, so run last, waits there
+ *                                   ("forkhold entered=1"); forkrelease lets the fork finish and
+ *                                   waits for the thread and its child ("forkrelease ok=1")
  *   maxrss                          print the process's peak resident set ("maxrss_kb=K")
  *   fdfull                          a program with every descriptor its limit allows open (limits.h;
  *                                   "fdfull fds=N")
@@ -570,10 +576,43 @@ static int papi_command(const char *what, const char *event)
 }
 #endif
 
+/* forkhold: pipes to the prepare handler (entered; may leave), and the forking thread. */
+static int hold_entered[2] = {-1, -1}, hold_leave[2] = {-1, -1};
+static int hold_armed;
+static pthread_t hold_thread;
+
+/* Registered before libaar.so registers its handlers (at its start-up, in the first uGNI call):
+ * prepare handlers run in the reverse order of registration (POSIX), so this one runs after
+ * libaar.so's has taken its locks. */
+static void hold_prepare(void)
+{
+	char c = 1;
+	if (!__atomic_exchange_n(&hold_armed, 0, __ATOMIC_ACQ_REL))
+		return;
+	if (write(hold_entered[1], &c, 1) != 1 || read(hold_leave[0], &c, 1) != 1)
+		fprintf(stderr, "driver: forkhold pipe failed\n");
+}
+
+static void *hold_fork(void *arg)
+{
+	(void)arg;
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	int status = -1;
+	if (child < 0 || waitpid(child, &status, 0) != child)
+		return (void *)0;
+	return (void *)(intptr_t)(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	static struct pair p;
 	int ready = 0;
+	if (pthread_atfork(hold_prepare, NULL, NULL)) {
+		fprintf(stderr, "driver: pthread_atfork failed\n");
+		return 2;
+	}
 	const char *v = getenv("DRIVER_VERBOSE");
 	if (v)
 		verbose = atoi(v);
@@ -674,6 +713,28 @@ int main(int argc, char **argv)
 				failed += aar_iteration_begin() != 0 || aar_iteration_end() != 0;
 			printf("iterloop failed=%llu\n", (unsigned long long)failed);
 			i += 1;
+		} else if (!strcmp(c, "forkhold")) {
+			char ch = 0;
+			if (pipe(hold_entered) || pipe(hold_leave)) {
+				fail(&p, "forkhold: pipe");
+				continue;
+			}
+			__atomic_store_n(&hold_armed, 1, __ATOMIC_RELEASE);
+			if (pthread_create(&hold_thread, NULL, hold_fork, NULL)) {
+				fail(&p, "forkhold: pthread_create");
+				continue;
+			}
+			printf("forkhold entered=%d\n", read(hold_entered[0], &ch, 1) == 1);
+		} else if (!strcmp(c, "forkrelease")) {
+			char ch = 1;
+			void *ok_fork = NULL;
+			if (write(hold_leave[1], &ch, 1) != 1 || pthread_join(hold_thread, &ok_fork))
+				fail(&p, "forkrelease");
+			for (int k = 0; k < 2; k++) {
+				close(hold_entered[k]);
+				close(hold_leave[k]);
+			}
+			printf("forkrelease ok=%d\n", ok_fork != NULL);
 		} else if (!strcmp(c, "touch")) {
 			FILE *f = fopen(ARG(1), "w");
 			if (!f || fclose(f))
