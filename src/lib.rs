@@ -15,7 +15,7 @@
 //!    post loads), `tally` (messages and bytes per routing), `trace` (the decision trace),
 //!    `nics` (the NIC table for SMSG routing), `attributes` (DMAPP's routing attributes per
 //!    thread), `papi` (the counters), `node` (the counter reading the ranks of a node share),
-//!    `topology` (NIC address -> group and router), `endpoints` (each endpoint's remote NIC),
+//!    `topology` (NIC address -> group and router), `endpoints` (each endpoint's NIC and remote NIC),
 //!    `rows` (iterations and their record);
 //! 3. process state: `state`, which declares every lock and the list the fork handlers hold;
 //! 4. exit: `output`, the per-rank record and summary the exit handler writes;
