@@ -20,6 +20,8 @@
 //!   then gives way (a note).
 //! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
 //! - A file size limit (`ulimit -f`): the library's records and trace stop at it.
+//! - The record folder (`AAR_OUTPUT_DIR`): one this user may create files in; a missing one gets
+//!   the `mkdir -p` that makes it, or another folder where that mkdir would fail.
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
@@ -1076,7 +1078,7 @@ fn check_settings(doc: &Value, report: &mut Report) {
             Err(e) => report.warning(
                 "records",
                 format!("AAR_OUTPUT_DIR={dir} cannot be used ({e}): no record will be written"),
-                format!("mkdir -p {dir}"),
+                missing_folder_fix(dir),
             ),
         }
     }
@@ -1371,6 +1373,40 @@ fn json_text(
         "selfcheck": doc,
     });
     serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
+}
+
+/// What makes the missing record folder `dir`: `mkdir -p` (quoted for the shell) where its nearest
+/// existing parent folder may be written in; where it may not (the module's `$HOME/aar-records`
+/// under a read-only home, another user's folder), another folder, since mkdir would fail too.
+fn missing_folder_fix(dir: &str) -> String {
+    let mut parent = Path::new(dir);
+    while !parent.exists() {
+        match parent.parent() {
+            Some(p) if !p.as_os_str().is_empty() => parent = p,
+            _ => {
+                parent = Path::new(".");
+                break;
+            }
+        }
+    }
+    let point = "Point AAR_OUTPUT_DIR at a folder you may write in (one of yours on scratch), made with mkdir -p";
+    if !parent.is_dir() {
+        return format!("{} is not a folder, so mkdir cannot make {dir}. {point}.", parent.display());
+    }
+    match can_create_in(&parent.to_string_lossy()) {
+        Ok(()) => format!("mkdir -p {}", shell_quoted(dir)),
+        Err(e) => format!("{} cannot be written in ({e}), so mkdir cannot make {dir}. {point}.", parent.display()),
+    }
+}
+
+/// `text` as one word for a POSIX shell: as it is when it has nothing the shell would split or
+/// expand, else in single quotes (a `'` in it as `'\''`), so that a fix line can be pasted.
+fn shell_quoted(text: &str) -> String {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+,=@%:".contains(&b)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// Whether this user may create files in the folder `dir`: a file created there (and removed),

@@ -659,6 +659,43 @@ fn a_missing_event_is_a_problem_under_steady_too() {
     }
 }
 
+/// A missing record folder: the fix line, pasted into a shell, makes that folder (a space or a
+/// quote in its name included) and the doctor then calls it writable; where mkdir cannot make it
+/// (under a file), the fix says so and offers no mkdir.
+#[test]
+fn the_fix_for_a_missing_record_folder_makes_it() {
+    let prog = ugni_program();
+    let top = scratch().join("records of mine");
+    _ = std::fs::remove_dir_all(&top);
+    let dir = top.join("Jo's");
+    let d = dir.to_str().unwrap();
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", d)]);
+    r.expect_code(3);
+    r.expect_line("warning", "records", &format!("AAR_OUTPUT_DIR={d} cannot be used (No such file"));
+    let fix = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("warning  records"))
+        .nth(1)
+        .and_then(|l| l.trim().strip_prefix("fix: "))
+        .unwrap_or_else(|| panic!("no fix line under the records warning:\n{}", r.stdout))
+        .to_string();
+    let st = Command::new("sh").arg("-c").arg(&fix).current_dir(scratch()).status().unwrap();
+    assert!(st.success() && dir.is_dir(), "`{fix}` did not make {d}");
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", d)]);
+    r.expect_code(0);
+    r.expect_line("ok", "records", &format!("AAR_OUTPUT_DIR={d} is a writable folder"));
+    let under_file = format!("{}/records", libaar().display());
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", &under_file)]);
+    r.expect_line("warning", "records", &format!("AAR_OUTPUT_DIR={under_file} cannot be used"));
+    assert!(
+        r.stdout.contains(&format!("fix: {} is not a folder, so mkdir cannot make {under_file}.", libaar().display())),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("fix: mkdir"), "{}", r.stdout);
+}
+
 /// The node table `steady` keeps its state per destination class by: read and checked against
 /// the node (`/proc/cray_xt`, here the emulator's `AAR_EMU_CRAY_XT`, and `PMI_GNI_LOC_ADDR`) as
 /// libaar.so does at initialisation, so that a table that would put destinations in the wrong
@@ -849,4 +886,17 @@ fn a_record_folder_of_another_user_s_is_not_called_writable() {
     std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/")]);
     r.expect_line("warning", "records", "AAR_OUTPUT_DIR=/ cannot be written in (Permission denied");
+    // A missing folder there (the module's $HOME/aar-records under a home that cannot be written
+    // in): mkdir would fail the same way, so the fix is another folder.
+    let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/aar-doctor-none/records")]);
+    r.expect_line("warning", "records", "AAR_OUTPUT_DIR=/aar-doctor-none/records cannot be used (No such file");
+    assert!(
+        r.stdout.contains(
+            "fix: / cannot be written in (Permission denied (os error 13)), so mkdir cannot make /aar-doctor-none/records. \
+             Point AAR_OUTPUT_DIR at a folder you may write in"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("fix: mkdir"), "{}", r.stdout);
 }
