@@ -659,6 +659,51 @@ fn a_missing_event_is_a_problem_under_steady_too() {
     }
 }
 
+/// Without a libpapi where the loader looks (no `module load papi`): a problem whose fix, followed
+/// (AAR_PAPI_LIBRARY naming a libpapi elsewhere), makes PAPI load and the events exist. Run in a
+/// mount namespace in which no libpapi exists (tests/support/without-papi.sh), where one can be made.
+#[test]
+fn without_libpapi_the_fix_names_aar_papi_library_and_following_it_works() {
+    if !Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here: the case is not run");
+        return;
+    }
+    let prog = ugni_program();
+    let dir = scratch().join("no-papi");
+    std::fs::create_dir_all(dir.join("ns")).unwrap();
+    // The libpapi the loader finds here, copied where no folder of the loader's is.
+    let r = doctor(&[prog.to_str().unwrap(), "--json"], &[]);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
+    let papi = doc["selfcheck"]["papi"]["path"].as_str().expect("PAPI loads outside the namespace").to_string();
+    let copy = dir.join("papi/libpapi.so");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(&papi, &copy).unwrap();
+    let wrapper = dir.join("without-papi");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec unshare -m sh {} {} \"$@\"\n",
+            root().join("tests/support/without-papi.sh").display(),
+            dir.join("ns").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[]);
+    assert_ne!(r.code, 97, "the namespace could not be set up: {}", r.stderr);
+    r.expect_code(1);
+    r.expect_line("problem", "PAPI", "aar: PAPI could not be loaded (tried libpapi.so,");
+    assert!(
+        r.stdout.contains("fix: module load papi (on a Cray), or set AAR_PAPI_LIBRARY to the path of libpapi.so"),
+        "{}",
+        r.stdout
+    );
+    let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", copy.to_str().unwrap())]);
+    r.expect_code(0);
+    r.expect_line("ok", "PAPI", &format!("loaded from {}", copy.display()));
+    r.expect_line("ok", "counters", "libaar.so's own PAPI opening succeeded");
+}
+
 /// A missing record folder: the fix line, pasted into a shell, makes that folder (a space or a
 /// quote in its name included) and the doctor then calls it writable; where mkdir cannot make it
 /// (under a file), the fix says so and offers no mkdir.
