@@ -955,6 +955,9 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
         ),
     }
     let loaded = papi["path"].is_string();
+    // The events checked are AAR_PAPI_EVENTS's where it was set and taken, else the Aries defaults.
+    let named = |list: &str, key: &str| doc[list].as_array().into_iter().flatten().any(|v| v[key] == "AAR_PAPI_EVENTS");
+    let events_set = named("variables_set", "name") && !named("warnings", "variable");
     let mut missing_required = false;
     for event in papi["events"].as_array().into_iter().flatten() {
         let name = event["name"].as_str().unwrap_or("?");
@@ -969,8 +972,22 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
                 let fix = if is_sde && !ugni_loaded {
                     "Check with a dynamically linked PROGRAM that links the libugni registering these events (the emulator's \
                      sde:::aries:: counters exist only in a process that loaded it)."
+                        .to_string()
+                } else if !events_set {
+                    // The defaults are what is missing: "unset it" would change nothing.
+                    format!(
+                        "These are the Aries defaults ({}), which exist on the compute nodes of a Cray XC only: run \
+                         this check there (srun -n 1 aar doctor ./app, or aprun -n 1), with the PAPI module loaded; \
+                         elsewhere set AAR_PAPI_EVENTS to events that exist (papi_native_avail lists them).",
+                        if named("variables_set", "name") {
+                            "AAR_PAPI_EVENTS was not taken: see its warning"
+                        } else {
+                            "AAR_PAPI_EVENTS is unset"
+                        }
+                    )
                 } else {
                     "Correct AAR_PAPI_EVENTS (papi_native_avail lists the events here; on a Cray XC look for AR_NIC_*), or unset it for the Aries defaults."
+                        .to_string()
                 };
                 if !required {
                     report.warning(
@@ -985,7 +1002,7 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
                     report.warning("event", text, fix);
                 } else {
                     missing_required = true;
-                    serious(report, "event", text, fix);
+                    serious(report, "event", text, &fix);
                 }
             }
             None if loaded => report.note(

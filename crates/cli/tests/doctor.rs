@@ -80,6 +80,10 @@ impl Run {
 
 /// `aar doctor ARGS` with LD_PRELOAD=libaar.so, the emulator's events and `env`, and no other
 /// AAR_* variable of the caller's environment.
+/// A value in the `env` of [`doctor`] that removes the variable (LD_PRELOAD and AAR_PAPI_EVENTS
+/// are set for every case) instead of setting it.
+const UNSET: &str = "\0unset";
+
 fn doctor(args: &[&str], env: &[(&str, &str)]) -> Run {
     doctor_under(None, args, env)
 }
@@ -102,7 +106,11 @@ fn doctor_under(wrapper: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> 
     }
     cmd.env("LD_PRELOAD", libaar()).env("AAR_PAPI_EVENTS", sde_events().join(","));
     for (k, v) in env {
-        cmd.env(k, v);
+        if *v == UNSET {
+            cmd.env_remove(k);
+        } else {
+            cmd.env(k, v);
+        }
     }
     let Output { status, stdout, stderr } = cmd.output().expect("run aar doctor");
     Run {
@@ -656,6 +664,27 @@ fn a_missing_event_is_a_problem_under_steady_too() {
         } else {
             r.expect_line("warning", "event", "automatic routing is not in use, so routing is unaffected");
         }
+    }
+}
+
+/// The Aries default events missing (a login node, a node without PAPI's Aries counters, off-Cray):
+/// "unset AAR_PAPI_EVENTS for the Aries defaults" would change nothing, so the fix says where
+/// they exist instead, and why the defaults are in use.
+#[test]
+fn missing_default_events_are_sent_to_a_compute_node_not_to_unset_the_variable() {
+    let prog = ugni_program();
+    for (value, why) in
+        [(UNSET, "(AAR_PAPI_EVENTS is unset)"), ("A,B", "(AAR_PAPI_EVENTS was not taken: see its warning)")]
+    {
+        let r = doctor(&[prog.to_str().unwrap()], &[("AAR_PAPI_EVENTS", value)]);
+        r.expect_code(1);
+        r.expect_line("problem", "event", "request flits: AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS does not exist");
+        let fix = format!(
+            "fix: These are the Aries defaults {why}, which exist on the compute nodes of a Cray XC only: run this \
+             check there (srun -n 1 aar doctor ./app"
+        );
+        assert_eq!(r.stdout.matches(&fix).count(), 5, "one per event:\n{}", r.stdout);
+        assert!(!r.stdout.contains("or unset it for the Aries defaults"), "{}", r.stdout);
     }
 }
 
