@@ -225,6 +225,34 @@ fn install_takes_the_files_from_where_cargo_built_them() {
     }
 }
 
+/// An administrator's `scripts/install --help` (or `-h`, or `--prefix=/opt/aar`) is not a relative
+/// PREFIX: it installed into a folder named `--help` under the current one. Options, no argument
+/// and more than one are refused before anything is built or made; `--help` prints the usage.
+#[test]
+fn install_takes_one_folder_and_no_option_for_it() {
+    let dir = scratch("packaging-args");
+    let run = |args: &[&str]| {
+        let out = Command::new(root().join("scripts/install")).args(args).current_dir(&dir).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    for help in ["--help", "-h"] {
+        let (code, text) = run(&[help]);
+        assert_eq!(code, Some(0), "{help}: {text}");
+        assert!(text.starts_with("usage: scripts/install PREFIX"), "{help}: {text}");
+    }
+    for args in [&["--prefix=/opt/aar"][..], &["-x"], &[], &[""], &["/opt/aar/0.1.0", "extra"]] {
+        let (code, text) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {text}");
+        assert!(
+            text.contains("usage: scripts/install PREFIX") && text.contains("nothing was installed"),
+            "{args:?}: {text}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "install made {left:?} in the current folder");
+}
+
 /// A site install is for everyone who loads the module: an administrator's umask of 077 (or 027,
 /// as hardened hosts set) must not leave folders, modulefiles or pkg-config files that only the
 /// installer can read, while the copied files had explicit modes.
