@@ -862,10 +862,25 @@ fn check_preload(
             report.ok("preload", format!("LD_PRELOAD names {entry}, which exists"));
             from_preload.get_or_insert(PathBuf::from(entry));
         } else {
+            // "module load aar again" does not mend this: a module loaded before its files moved
+            // (an upgrade) cannot take its entry back, and loading keeps it (Lmod adds the new one
+            // before it; Environment Modules takes the module as loaded). LD_PRELOAD without the
+            // entries that do not exist does, with a libaar.so that does when none is left.
+            let mut mended: Vec<String> = preload_entries(&preload)
+                .into_iter()
+                .filter(|e| !(is_libaar(e) && e.contains('/') && !Path::new(e).is_file()))
+                .collect();
+            if !mended.iter().any(|e| is_libaar(e)) {
+                mended.insert(0, suggestion.clone());
+            }
             report.problem(
                 "preload",
                 format!("LD_PRELOAD names {entry}, which does not exist: the loader skips it (with an error) and the program runs without libaar.so"),
-                format!("module load aar again (after an upgrade the path changes), or set LD_PRELOAD={suggestion}"),
+                format!(
+                    "export LD_PRELOAD={} (a module loaded before its files moved or were removed, as by an upgrade, \
+                     cannot take its entry back, and module load aar keeps it: a new login shell starts clean)",
+                    shell_quoted(&mended.join(":"))
+                ),
             );
         }
     }

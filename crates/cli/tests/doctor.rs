@@ -874,6 +874,22 @@ fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
     let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &preload)]);
     r.expect_code(1);
     r.expect_line("problem", "preload", &format!("LD_PRELOAD names {}, which does not exist", gone.display()));
+    // The fix is the LD_PRELOAD that works: `module load aar` again keeps an entry a module loaded
+    // before an upgrade (Lmod puts the new one before it: the second case), and following the fix
+    // leaves no problem with the preload.
+    let lib_now = lib.canonicalize().unwrap();
+    for (preload, mended) in [
+        (preload.clone(), format!("{}:/lib/nothing-else.so", lib_now.display())),
+        (format!("{}:{}", lib.display(), gone.display()), lib.display().to_string()),
+    ] {
+        let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &preload)]);
+        let fix = format!("fix: export LD_PRELOAD={mended} (a module loaded before its files moved");
+        assert!(r.stdout.contains(&fix), "no {fix:?} in:\n{}", r.stdout);
+        assert!(!r.stdout.contains("module load aar again"), "{}", r.stdout);
+        let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &mended)]);
+        assert!(!r.stdout.lines().any(|l| l.starts_with("problem  preload")), "{}", r.stdout);
+        r.expect_line("ok", "preload", &format!("LD_PRELOAD names {}", mended.split(':').next().unwrap()));
+    }
     // Another library under libaar.so's name (a copy of the emulator's libugni.so) routes nothing.
     let impostor = scratch().join("impostor/libaar.so");
     std::fs::create_dir_all(impostor.parent().unwrap()).unwrap();
