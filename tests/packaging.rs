@@ -305,10 +305,16 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was installed"), "{bad}");
         assert!(!dir.join(bad).exists(), "{bad}");
     }
-    let out = install(std::path::Path::new("rel/prefix"), &dir);
+    // Spelt as tab completion leaves it, with a trailing '/' (and a '//' and a '/./'): the
+    // modulefiles name one spelling, or Environment Modules' unload, which removes exactly what
+    // the modulefile names, would leave a first install's entries behind after a reinstall.
+    let out = install(std::path::Path::new("rel//./prefix/"), &dir);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let prefix = dir.join("rel/prefix");
     assert!(prefix.join("lib/libaar.so").exists(), "a relative prefix is taken from where install ran");
+    let version = std::fs::read_dir(prefix.join("modulefiles/tcl/aar")).unwrap().next().unwrap().unwrap().path();
+    let tcl = std::fs::read_to_string(version).unwrap();
+    assert!(tcl.contains(&format!("set root \"{}\"\n", prefix.display())), "{tcl}");
     let tool = dir.join("mf/tool");
     std::fs::create_dir_all(&tool).unwrap();
     std::fs::write(tool.join("1.0.lua"), "prepend_path(\"LD_PRELOAD\", \"/opt/tool/libtool.so\")\n").unwrap();
