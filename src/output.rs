@@ -12,6 +12,7 @@ use crate::state::{self, Decider};
 use crate::tally::{self, Api, PerClass, CLASS_NAMES};
 use crate::{attributes, control, diag, job, node, reserve, sys, topology};
 use aar_engine::{EngineStats, Reason};
+use aar_record::count;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -304,12 +305,6 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
         Some(p) => line + &format!("; record {p}"),
         None => line,
     }
-}
-
-/// "1 decision", "2 decisions".
-fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// What writing the record and the summary may allocate at most, with room to spare.

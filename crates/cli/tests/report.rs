@@ -1306,7 +1306,28 @@ fn another_run_of_the_same_name_is_not_mixed_in() {
     let beyond = write_record(dir, &header("nojob", 9, 4, &pol), &rows(10_000_000));
     let err = stderr(&run(&[dir.to_str().unwrap()]));
     assert!(
-        err.contains(&format!("{}: rank 9 of experiment \"nojob\" is not one of its 4 ranks", beyond.display())),
+        err.contains(&format!("{}: rank 9 of experiment \"nojob\" is outside its 4 ranks", beyond.display())),
+        "{err}"
+    );
+}
+
+/// A run of one rank: a record of another rank under its name is outside its 1 rank (in the singular).
+#[test]
+fn a_rank_beyond_a_run_of_one_rank_is_said_in_the_singular() {
+    let folder = tmp("one-rank");
+    let dir = folder.path();
+    let pol = ["A", "B"];
+    let rows: Vec<Iteration> = (0..10).map(|i| row(i, pol[i as usize % 2], 0, 1_000_000, None)).collect();
+    write_record(dir, &header("solo", 0, 1, &pol), &rows);
+    let beyond = write_record(dir, &header("solo", 3, 1, &pol), &rows);
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: rank 3 of experiment \"solo\" is outside its 1 rank (0 to 0): skipped",
+            beyond.display()
+        )),
         "{err}"
     );
 }

@@ -372,6 +372,14 @@ pub fn write_line<T: Serialize>(out: &mut Vec<u8>, value: &T) -> Result<(), serd
     Ok(())
 }
 
+/// A number and the word for it, singular or plural, as libaar.so's summary line and the CLI
+/// print them: `count(1, "row", "rows")` is `1 row`, `count(2, "row", "rows")` `2 rows` (and
+/// `count(0, ...)` `0 rows`).
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Bytes for people, as libaar.so's summary line and the CLI print them: `512 B`, `1.5 KiB`,
 /// `8.4 MiB` (binary units, one decimal).
 pub fn human_bytes(b: u64) -> String {
@@ -392,6 +400,13 @@ pub fn human_bytes(b: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_for_people() {
+        assert_eq!(count(0u32, "row", "rows"), "0 rows");
+        assert_eq!(count(1u32, "row", "rows"), "1 row");
+        assert_eq!(count(2u64, "rank has", "ranks have"), "2 ranks have");
+    }
 
     #[test]
     fn bytes_for_people() {

@@ -6,8 +6,9 @@
 //! figures (with a warning) unless `--keep-incomplete`; so are iterations whose ranks disagree on
 //! the policy. Label disagreements only drop the label.
 
-use super::output::{clean, count};
+use super::output::clean;
 use super::read::{ExperimentData, CONFLICT};
+use aar_record::count;
 use aar_stats as stats;
 use serde::Serialize;
 
@@ -427,9 +428,10 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
             let missing: Vec<String> = (0..n).filter(|r| !have.contains(r)).take(8).map(|r| r.to_string()).collect();
             let more = if n as usize - ranks_used > missing.len() { ", ..." } else { "" };
             warn(format!(
-                "the header says {n} ranks but {ranks_used} {} usable rows (missing: {}{more}); \
+                "the header says {} but {} usable rows (missing: {}{more}); \
                  the iteration times are those of the ranks read",
-                if ranks_used == 1 { "has" } else { "have" },
+                count(n, "rank", "ranks"),
+                count(ranks_used as u64, "rank has", "ranks have"),
                 missing.join(", ")
             ));
         }

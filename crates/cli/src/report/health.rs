@@ -215,8 +215,8 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
         counters: (automatic && counters_failed).then(|| match rec.pointer("/counters/unavailable_because") {
             Some(Value::String(why)) => quoted(why),
             _ if gave_way > 0 => format!(
-                "the counters stepped aside {gave_way} {} for the program's own PAPI measurement, and counted again after",
-                if gave_way == 1 { "time" } else { "times" }
+                "the counters stepped aside {} for the program's own PAPI measurement, and counted again after",
+                aar_record::count(gave_way, "time", "times")
             ),
             _ => String::new(),
         }),
@@ -224,13 +224,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             .then(|| quoted(rec.pointer("/dmapp/stopped_because").and_then(Value::as_str).unwrap_or(""))),
         undecided: (crossings > 0 && undecided as f64 > UNDECIDED_SHARE * crossings as f64)
             .then_some((undecided, crossings)),
-        messages: rec["messages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(quoted)
-            .collect(),
+        messages: rec["messages"].as_array().into_iter().flatten().filter_map(Value::as_str).map(quoted).collect(),
         rows_capped: Some(n("/ab/iterations")).filter(|&ended| ended > aar_record::MAX_ROWS),
         ended: rec.pointer("/ab/iterations").and_then(Value::as_u64),
         failed_reads: {
@@ -427,6 +421,8 @@ mod tests {
             "the counters stepped aside 2 times for the program's own PAPI measurement, and counted again after"
         );
         assert_eq!(problems(&rec, false).counters, None, "no automatic policy ran: nothing to say");
+        let once = serde_json::json!({ "counters": { "backend": "papi", "read_failures": 0, "gave_way": 1 } });
+        assert!(problems(&once, true).counters.unwrap().contains("stepped aside 1 time for"));
         let clean = serde_json::json!({ "counters": { "backend": "papi", "read_failures": 0, "gave_way": 0 } });
         assert_eq!(problems(&clean, true).counters, None);
         // Reads failed and were tried again: the counters still counted; named only when that

@@ -107,7 +107,9 @@ pub fn page(r: &Report, inputs: &[String], text: bool) -> Result<String, OutputE
             let list: Vec<String> = e
                 .slowest_ranks
                 .iter()
-                .map(|s| format!("rank {} ({})", s.rank, output::count(s.iterations as u64, "iteration", "iterations")))
+                .map(|s| {
+                    format!("rank {} ({})", s.rank, aar_record::count(s.iterations as u64, "iteration", "iterations"))
+                })
                 .collect();
             out.push_str(&format!("<p>Slowest rank most often: {}.</p>\n", esc(&list.join(", "))));
         }

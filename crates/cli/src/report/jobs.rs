@@ -5,9 +5,9 @@
 //! reads, and what [`super::health`] finds in them.
 
 use super::health;
-use super::output::{clean, count, render};
+use super::output::{clean, render};
 use super::read::walk;
-use aar_record::human_bytes;
+use aar_record::{count, human_bytes};
 use aar_record::{ITERATIONS_SUFFIX, SUMMARY_SUFFIX};
 use aar_sim::record::RANK_SUFFIX;
 use rayon::prelude::*;

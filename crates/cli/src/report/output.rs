@@ -2,7 +2,7 @@
 //! (`--csv`, one row per policy; columns in [`CSV_COLUMNS`]).
 
 use super::analysis::{ExperimentReport, PolicyStats, Report, MIN_ITERATIONS_CI};
-use aar_record::human_bytes;
+use aar_record::{count, human_bytes};
 
 /// Time unit of one experiment's tables: chosen from its fastest median so that every median
 /// shows about four significant digits.
@@ -85,12 +85,6 @@ fn fmt_qcd_difference(d: f64) -> String {
         Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
         _ => s,
     }
-}
-
-/// "1 row", "2 rows".
-pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn dash() -> String {

@@ -29,7 +29,7 @@
 //! mean latency or stall ratio is left out of the means.
 
 use super::{health, jobs};
-use aar_record::{Fault, Header, Iteration, Problem, Reader, FORMAT, ITERATIONS_SUFFIX};
+use aar_record::{count, Fault, Header, Iteration, Problem, Reader, FORMAT, ITERATIONS_SUFFIX};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -318,7 +318,7 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>, summaries_only: &mut
                  its time limit or by a signal while libaar.so wrote its ranks' summary records, or aar sim while it \
                  wrote its records); the finished records beside them are read, and these can be removed",
                 dir.display(),
-                super::output::count(n, "unfinished record", "unfinished records")
+                count(n, "unfinished record", "unfinished records")
             ),
         );
     }
@@ -600,37 +600,34 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         said.push(format!("{p}: stopped reading there"));
     }
     if let Some(p) = &first_bad {
-        let more = if bad > 1 {
-            format!(" (and {} more)", super::output::count(bad - 1, "bad line", "bad lines"))
-        } else {
-            String::new()
-        };
+        let more =
+            if bad > 1 { format!(" (and {} more)", count(bad - 1, "bad line", "bad lines")) } else { String::new() };
         said.push(format!("{p}{more}: skipped"));
     }
     if let Some((l, name)) = &first_unknown {
         said.push(format!(
             "{} a policy that is not in the header (first: iteration {l}, \"{}\"): skipped",
-            super::output::count(unknown, "row names", "rows name"),
+            count(unknown, "row names", "rows name"),
             name.escape_debug()
         ));
     }
     if let Some(i) = first_repeat {
         said.push(format!(
             "{} an iteration index already read (first: {i}): skipped",
-            super::output::count(repeated, "row repeats", "rows repeat")
+            count(repeated, "row repeats", "rows repeat")
         ));
     }
     if let Some((i, why)) = &first_absurd {
         said.push(format!(
             "{} no job can have ({why}; first: iteration {i}): left out, so that iteration lacks this rank \
              (the record was damaged or edited: run the job again for a clean one)",
-            super::output::count(absurd_rows, "row has a value", "rows have values")
+            count(absurd_rows, "row has a value", "rows have values")
         ));
     }
     if let Some((i, what)) = &first_absurd_value {
         said.push(format!(
             "{} a negative mean ({what}; first: iteration {i}): left out of the means of latency and stall",
-            super::output::count(absurd_values, "value is", "values are")
+            count(absurd_values, "value is", "values are")
         ));
     }
     if let Some(l) = cut {
@@ -639,11 +636,8 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     if said.is_empty() {
         return None;
     }
-    let outcome = if used == 0 {
-        "no rows used".to_string()
-    } else {
-        format!("the other {} used", super::output::count(used, "row", "rows"))
-    };
+    let outcome =
+        if used == 0 { "no rows used".to_string() } else { format!("the other {} used", count(used, "row", "rows")) };
     Some(format!("{}: {}; {outcome}", plan.path.display(), said.join("; ")))
 }
 
@@ -656,7 +650,7 @@ fn unwritten(e: &ExperimentData) -> Option<String> {
     let held = first.last_written.map_or(0, |i| i + 1);
     let more = match short.len() {
         1 => String::new(),
-        n => format!(" (and {} more)", super::output::count(n as u64 - 1, "rank", "ranks")),
+        n => format!(" (and {} more)", count(n as u64 - 1, "rank", "ranks")),
     };
     Some(format!(
         "experiment \"{}\": rank {}'s iteration record {} holds rows of its first {held} iterations of the {ended} its summary record says \
@@ -760,10 +754,11 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 Some(differs("ranks", mine.to_string(), format!("{theirs} (another run of the same name)")))
             } else if let Some(n) = reference.nranks.filter(|&n| h.header.rank >= n) {
                 Some(format!(
-                    "{}: rank {} of experiment \"{}\" is not one of its {n} ranks (0 to {}): skipped",
+                    "{}: rank {} of experiment \"{}\" is outside its {} (0 to {}): skipped",
                     h.path.display(),
                     h.header.rank,
                     name.escape_debug(),
+                    count(n, "rank", "ranks"),
                     n.saturating_sub(1)
                 ))
             } else if h.header.source != reference.source {
