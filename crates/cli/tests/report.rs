@@ -927,14 +927,37 @@ fn rows_cut_by_a_write_failure_are_told_from_uneven_boundaries() {
     assert!(err.contains("line 14 is cut short (its writer was stopped, or could write no more"), "{err}");
     let said: Vec<&str> = err.lines().filter(|l| l.contains("could not write the rest")).collect();
     assert_eq!(said.len(), 1, "{err}");
-    assert!(
-        said[0].contains("rank 1's iteration record") && said[0].contains("rows of its first 12 iterations of the 30")
-    );
+    assert!(said[0].contains("rank 1's iteration record") && said[0].contains("rows of only 12 iterations of the 30"));
     assert!(said[0].contains("ulimit -f"), "{err}");
     assert!(err.contains("The rows of rank 1 end before the iterations its summary record says it ended"), "{err}");
     assert!(!err.contains("marked fewer") && !err.contains("stopped before exiting"), "{err}");
     // Rank 0 holds all 30: it is not named.
     assert!(!err.contains("rank 0's iteration record"), "{err}");
+}
+
+/// One rank that ended more iterations than its rows (past the rows libaar.so writes, and then
+/// cut to one row) and caught an internal error: every warning about it is in the singular.
+#[test]
+fn warnings_about_one_rank_and_one_row_are_in_the_singular() {
+    let folder = tmp("singular");
+    let dir = folder.path();
+    write_record(dir, &header("s", 0, 1, &["A", "B"]), &[row(0, "A", 0, 1_000_000, None)]);
+    let rec = serde_json::json!({
+        "format": "aar-record/2", "job_id": "s", "rank": 0, "pid": 100, "host": "h", "internal_errors": 1,
+        "policy_at_exit": "A", "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": 120_000 },
+    });
+    std::fs::write(dir.join("aar.s.0.100.json"), rec.to_string()).unwrap();
+    let o = run(&[dir.to_str().unwrap(), "--resamples", "100"]);
+    let err = stderr(&o);
+    for said in [
+        "caught 1 internal error on rank 0 (the only rank with a summary record):",
+        "the iteration record of rank 0 (the only rank with a summary record) holds its first 100000 iterations \
+         of up to 120000",
+        "holds rows of only 1 iteration of the 120000 its summary record says it ended",
+    ] {
+        assert!(err.contains(said), "{said}:\n{err}");
+    }
+    assert!(!err.contains(" 1 iterations") && !err.contains("1 of the 1 "), "{err}");
 }
 
 /// Values no job can have (an iteration of no time, bytes beyond any NIC, a negative mean latency)

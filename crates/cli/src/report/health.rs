@@ -286,8 +286,9 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
     found.sort_by_key(|(rank, _)| *rank);
     let looked = found.len();
     let mut out = Vec::new();
-    let of_and = |list: &[u32], more: &str| {
-        format!("{} ({} of the {looked} ranks with a summary record{more})", ranks(list), list.len())
+    let of_and = |list: &[u32], more: &str| match looked {
+        1 => format!("{} (the only rank with a summary record{more})", ranks(list)),
+        _ => format!("{} ({} of the {looked} ranks with a summary record{more})", ranks(list), list.len()),
     };
     let of = |list: &[u32]| of_and(list, "");
 
@@ -295,9 +296,10 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
     if !errors.is_empty() {
         let total: u64 = found.iter().map(|(_, p)| p.internal_errors).sum();
         out.push(format!(
-            "{what}: libaar.so caught {total} internal errors on {}: each call was still forwarded, \
+            "{what}: libaar.so caught {} on {}: each call was still forwarded, \
              some without the policy's routing; the records' messages say where (a bug in libaar.so: please \
              report it with a record)",
+            aar_record::count(total, "internal error", "internal errors"),
             of(&errors)
         ));
     }
@@ -350,8 +352,9 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
     let capped: Vec<(u32, u64)> = found.iter().filter_map(|(r, p)| Some((*r, p.rows_capped?))).collect();
     if let Some(most) = capped.iter().map(|(_, ended)| *ended).max() {
         let list: Vec<u32> = capped.iter().map(|(r, _)| *r).collect();
+        let (records, hold) = if list.len() == 1 { ("record", "holds its") } else { ("records", "hold their") };
         out.push(format!(
-            "{what}: the iteration records of {} hold their first {} iterations of up to {most} (libaar.so writes no \
+            "{what}: the iteration {records} of {} {hold} first {} iterations of up to {most} (libaar.so writes no \
              more rows per process): what follows compares those",
             of(&list),
             aar_record::MAX_ROWS

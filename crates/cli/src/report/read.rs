@@ -653,13 +653,14 @@ fn unwritten(e: &ExperimentData) -> Option<String> {
         n => format!(" (and {} more)", count(n as u64 - 1, "rank", "ranks")),
     };
     Some(format!(
-        "experiment \"{}\": rank {}'s iteration record {} holds rows of its first {held} iterations of the {ended} its summary record says \
-         it ended{more}: libaar.so could not write the rest (a full disk, or the file size limit, ulimit -f: its \
+        "experiment \"{}\": rank {}'s iteration record {} holds rows of only {} of the {ended} its summary record \
+         says it ended{more}: libaar.so could not write the rest (a full disk, or the file size limit, ulimit -f: its \
          warning at run time, and the record's \"messages\", say which), and the tables compare the rows written. \
          Free space or raise the limit in the batch script, and run again",
         e.name.escape_debug(),
         first.rank,
-        first.file.display()
+        first.file.display(),
+        count(held, "iteration", "iterations")
     ))
 }
 
