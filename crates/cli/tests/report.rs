@@ -1488,6 +1488,34 @@ fn special_and_unfinished_files_in_a_folder_are_said_once() {
     assert!(stdout(&o).contains("10 iterations used"), "{}", stdout(&o));
 }
 
+/// A loop of symbolic links (`ln -s a b.iterations.jsonl; ln -s b.iterations.jsonl a`) is said
+/// as one, with its links and how to mend it, in a folder and named on the command line; the
+/// records beside it are reported.
+#[test]
+fn a_loop_of_symbolic_links_is_said_as_one() {
+    let folder = tmp("loop");
+    let dir = folder.path();
+    generate(dir, "lp", 1, 10, &["A", "B"], &[1.0, 1.0], 1);
+    let link = dir.join("b.iterations.jsonl");
+    std::os::unix::fs::symlink("a", &link).unwrap();
+    std::os::unix::fs::symlink("b.iterations.jsonl", dir.join("a")).unwrap();
+    for input in [dir, link.as_path()] {
+        let o = run(&[input.to_str().unwrap()]);
+        let err = stderr(&o);
+        let line = err.lines().find(|l| l.contains(link.to_str().unwrap())).unwrap_or_else(|| panic!("{err}"));
+        assert!(
+            line.ends_with(&format!(
+                "{0}: a loop of symbolic links ({0} -> a -> b.iterations.jsonl): no file at its end (ELOOP): \
+                 skipped. Point the link at a record (ln -sfn FILE {0}) or remove it",
+                link.display()
+            )),
+            "{line}"
+        );
+        assert!(!err.contains("does not exist") && !err.contains("Too many levels"), "{err}");
+    }
+    assert!(stdout(&run(&[dir.to_str().unwrap()])).contains("10 iterations used"));
+}
+
 /// A record of a newer format is skipped with a word to upgrade aar, and a summary record's
 /// fields of another JSON type than libaar.so writes are named, once per file, and read as absent.
 #[test]

@@ -4,7 +4,7 @@
 //! 1. **Find** the files: folders are searched recursively for `*.iterations.jsonl` (symbolic links
 //!    to folders are not followed, so a link loop cannot trap the walk); files named on the command
 //!    line are read whatever their name. A record's name on something that is not a regular file
-//!    (a FIFO, a socket, a device, a link to nothing) is said and skipped, and unfinished records
+//!    (a FIFO, a socket, a device, a link to nothing, a loop of links) is said and skipped, and unfinished records
 //!    (`aar.*.partial`, a writer stopped before it renamed them) are counted once per folder.
 //! 2. **Heads**: every file's header and first row are read, files are grouped by `experiment`,
 //!    and each experiment's reference header is that of its lowest rank. A file is left out, with
@@ -220,6 +220,7 @@ pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(Strin
                 match std::fs::metadata(&path) {
                     Ok(m) if m.is_file() => found.push(path),
                     Ok(m) => said(not_regular(&path, m.file_type())),
+                    Err(e) if is_loop(&e) => said(link_loop(&path)),
                     Err(_) if kind.is_symlink() => said(format!(
                         "{}: a symbolic link to {}, which does not exist: skipped",
                         path.display(),
@@ -231,6 +232,39 @@ pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(Strin
         }
     }
     found
+}
+
+/// Whether opening failed on a loop of symbolic links (ELOOP), which the OS's message ("Too many
+/// levels of symbolic links") does not make plain.
+fn is_loop(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// "PATH: a loop of symbolic links (PATH -> a -> PATH): skipped. ..." (the links followed, each
+/// as it is written, until one comes round again; a few at most), and how to mend it.
+fn link_loop(path: &Path) -> String {
+    let mut chain = vec![path.display().to_string()];
+    // Each link's place as folder/name, so that a link back to `path` is seen as `path`.
+    let mut at = super::folder(path).join(path.file_name().unwrap_or_default());
+    let mut seen = vec![at.clone()];
+    while let Ok(to) = std::fs::read_link(&at) {
+        chain.push(to.display().to_string());
+        at = super::folder(&at).join(to);
+        if seen.contains(&at) || chain.len() > 6 {
+            if !seen.contains(&at) {
+                chain.push("...".into());
+            }
+            break;
+        }
+        seen.push(at.clone());
+    }
+    let chain = if chain.len() > 1 { format!(" ({})", chain.join(" -> ")) } else { String::new() };
+    format!(
+        "{}: a loop of symbolic links{chain}: no file at its end (ELOOP): skipped. Point the link at a record \
+         (ln -sfn FILE {}) or remove it",
+        path.display(),
+        path.display()
+    )
 }
 
 /// "PATH: a FIFO, not a regular file: skipped" (what it is, so the user knows what to remove).
@@ -266,7 +300,12 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>, summaries_only: &mut
         let meta = match std::fs::metadata(input) {
             Ok(m) => m,
             Err(e) => {
-                warn(warnings, format!("{}: cannot be opened ({e}): skipped", input.display()));
+                let why = if is_loop(&e) {
+                    link_loop(input)
+                } else {
+                    format!("{}: cannot be opened ({e}): skipped", input.display())
+                };
+                warn(warnings, why);
                 continue;
             }
         };
