@@ -1355,6 +1355,43 @@ fn a_rank_beyond_a_run_of_one_rank_is_said_in_the_singular() {
     );
 }
 
+/// Ranks the header counts but no record has rows of are named, with where their records would
+/// be and what to check: the job's AAR_OUTPUT_DIR, or aar sim's --out folder.
+#[test]
+fn missing_ranks_are_said_with_where_their_records_would_be() {
+    let folder = tmp("missing");
+    let dir = folder.path();
+    let pol = ["A", "B"];
+    let rows: Vec<Iteration> = (0..10).map(|i| row(i, pol[i as usize % 2], 0, 1_000_000, None)).collect();
+    write_record(dir, &header("m4", 0, 4, &pol), &rows);
+    let mut sim = header("s3", 0, 3, &pol);
+    sim.source = Source::Sim;
+    write_record(dir, &sim, &rows);
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said = |exp: &str| {
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(&format!("\"{exp}\": the header says"))).collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        lines[0].to_string()
+    };
+    let job = said("m4");
+    assert!(
+        job.contains(
+            "the header says 4 ranks but 1 rank has usable rows (missing: 1, 2, 3); the iteration times are those \
+             of the ranks read. A missing rank's record would be aar.m4.1.<pid>.iterations.jsonl in the folder \
+             AAR_OUTPUT_DIR named in the job: give every folder that holds one"
+        ) && job.contains("AAR_OUTPUT_RANKS leaves out"),
+        "{job}"
+    );
+    let sim = said("s3");
+    assert!(
+        sim.contains("record would be aar.s3.1.<pid>.iterations.jsonl in the folder aar sim run --out named")
+            && !sim.contains("AAR_OUTPUT"),
+        "{sim}"
+    );
+}
+
 /// A PMIx launcher run inside a Slurm step: its rank 0 is the first daemon's SLURM_PROCID 0 and
 /// takes the daemons' SLURM_NTASKS (2) as its number of ranks, the other ranks know none. Every
 /// rank is reported, and none is said to be beyond the run's ranks.

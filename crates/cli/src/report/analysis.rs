@@ -427,9 +427,25 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
             let have: std::collections::HashSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
             let missing: Vec<String> = (0..n).filter(|r| !have.contains(r)).take(8).map(|r| r.to_string()).collect();
             let more = if n as usize - ranks_used > missing.len() { ", ..." } else { "" };
+            // Where the missing ranks' records would be, as libaar.so and aar sim name them.
+            let name = format!(
+                "aar.{}.{}.<pid>{}",
+                aar_record::job_in_name(&e.name),
+                missing.first().map_or("<rank>", String::as_str),
+                aar_record::ITERATIONS_SUFFIX
+            );
+            let (folder, none) = match e.header.source {
+                aar_record::Source::Job => (
+                    "the folder AAR_OUTPUT_DIR named in the job: give every folder that holds one (one on a \
+                     node's own disk holds that node's ranks only)",
+                    "; a rank that AAR_OUTPUT_RANKS leaves out, or that ended no iteration, writes none",
+                ),
+                aar_record::Source::Sim => ("the folder aar sim run --out named: give it whole", ""),
+            };
             warn(format!(
                 "the header says {} but {} usable rows (missing: {}{more}); \
-                 the iteration times are those of the ranks read",
+                 the iteration times are those of the ranks read. A missing rank's record would be {name} in \
+                 {folder}; a warning above says why any record read was left out{none}",
                 count(n, "rank", "ranks"),
                 count(ranks_used as u64, "rank has", "ranks have"),
                 missing.join(", ")
