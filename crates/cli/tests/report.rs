@@ -1392,6 +1392,38 @@ fn missing_ranks_are_said_with_where_their_records_would_be() {
     );
 }
 
+/// From 2,000,000,000 iterations × resamples one note says, before the bootstrap starts, that it
+/// may take a while and how to make it faster; below, none. The note is read as it comes and the
+/// report stopped then: how long the bootstrap takes is not what is checked.
+#[test]
+fn a_long_bootstrap_is_announced_by_its_size() {
+    use std::io::BufRead;
+    let folder = tmp("long-bootstrap");
+    let dir = folder.path();
+    generate(dir, "big", 1, 200, &["A", "B"], &[1.0, 1.1], 1);
+    let mut child = aar()
+        .args(["report", dir.to_str().unwrap(), "--resamples", "10000000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let note = lines.map_while(Result::ok).find(|l| l.contains("may take a while"));
+    let _ = child.kill();
+    child.wait().unwrap();
+    assert_eq!(
+        note.as_deref(),
+        Some(
+            "aar: 200 iterations × 10000000 resamples: the bootstrap intervals may take a while (their time grows \
+             with both); fewer resamples make it faster in proportion (--resamples N, at least 100; the intervals \
+             then move a little more from one --seed to the next)"
+        )
+    );
+    // A tenth of that: no note.
+    let o = run(&[dir.to_str().unwrap(), "--resamples", "1000000"]);
+    assert!(o.status.success() && !stderr(&o).contains("take a while"), "{}", stderr(&o));
+}
+
 /// A PMIx launcher run inside a Slurm step: its rank 0 is the first daemon's SLURM_PROCID 0 and
 /// takes the daemons' SLURM_NTASKS (2) as its number of ranks, the other ranks know none. Every
 /// rank is reported, and none is said to be beyond the run's ranks.

@@ -23,6 +23,28 @@ pub const MIN_ITERATIONS_CI: usize = 6;
 /// different resamples.
 const QCD_SEED_OFFSET: u64 = 1 << 32;
 
+/// Iterations × resamples from which the bootstrap may take a while (its time grows with both:
+/// about 15 s on one core of a 2-core test machine here, minutes for millions of iterations),
+/// said before it starts.
+pub const SLOW_BOOTSTRAP: u64 = 2_000_000_000;
+
+/// The note said before the bootstrap of `experiments` (and their pool) when its iterations ×
+/// resamples reach [`SLOW_BOOTSTRAP`].
+pub fn slow_bootstrap(experiments: &[ExperimentData], s: &Settings, pool: bool) -> Option<String> {
+    let each: u64 = experiments.iter().map(|e| e.iterations.len() as u64).sum();
+    // The pool resamples every experiment's iterations once more.
+    let iterations = if pool { 2 * each } else { each };
+    (iterations.saturating_mul(s.resamples as u64) >= SLOW_BOOTSTRAP).then(|| {
+        format!(
+            "{} × {} resamples: the bootstrap intervals may take a while (their time grows with both); \
+             fewer resamples make it faster in proportion (--resamples N, at least 100; the intervals then move \
+             a little more from one --seed to the next)",
+            count(iterations, "iteration", "iterations"),
+            s.resamples
+        )
+    })
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
     pub skip: u64,

@@ -55,7 +55,7 @@ pub struct ReportArgs {
     #[arg(long)]
     keep_incomplete: bool,
     /// Bootstrap resamples for the confidence intervals of the ratio of medians and the QCD difference
-    /// (100 to 10000000)
+    /// (100 to 10000000; the bootstrap's time grows with iterations × resamples)
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     resamples: usize,
     /// Seed of the bootstrap, a whole number from 0 to 18446744073709551615 (the report is the
@@ -217,6 +217,9 @@ pub fn run(args: ReportArgs) -> i32 {
         seed: args.seed.0,
     };
     let data = read::read_all(&args.inputs, args.skip);
+    if let Some(note) = analysis::slow_bootstrap(&data.experiments, &settings, args.pool) {
+        eprintln!("aar: {note}");
+    }
     let mut warnings = data.warnings;
     let mut experiments: Vec<_> =
         data.experiments.iter().filter_map(|e| analysis::analyse(e, &settings, &mut warnings)).collect();
