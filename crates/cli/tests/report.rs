@@ -1039,7 +1039,10 @@ fn exit_codes() {
     assert!(stderr(&o).contains("holds no *.iterations.jsonl records"), "{}", stderr(&o));
     // The last word says what to give instead.
     assert!(stderr(&o).contains("nothing to report: no usable iteration or summary records in"), "{}", stderr(&o));
-    assert!(stderr(&o).contains(". Give the folder AAR_OUTPUT_DIR named in the job"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("; give the folder AAR_OUTPUT_DIR named in the job"), "{}", stderr(&o));
+    // A folder named `.` does not end the sentence twice.
+    let o = aar().args(["report", "."]).current_dir(empty).output().unwrap();
+    assert!(stderr(&o).contains("records in .; give the folder"), "{}", stderr(&o));
 
     generate(dir, "ok", 1, 10, &["A", "B"], &[1.0, 1.0], 1);
     let d = dir.to_str().unwrap();

@@ -248,7 +248,7 @@ pub fn run(args: ReportArgs) -> i32 {
             return code;
         }
         eprintln!(
-            "aar: nothing to report: no usable iteration or summary records in {}. Give the folder AAR_OUTPUT_DIR \
+            "aar: nothing to report: no usable iteration or summary records in {}; give the folder AAR_OUTPUT_DIR \
              named in the job (where libaar.so wrote its aar.<job>...<rank>.<pid>.iterations.jsonl and .json records) \
              or aar sim run --out named, or such files",
             inputs.join(" ")
