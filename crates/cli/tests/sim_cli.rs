@@ -696,6 +696,28 @@ fn two_outputs_on_one_file_are_refused_before_the_simulation() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A background asked for on more nodes than are free in its reach runs on all of those: the run
+/// says on how many, and a note says the request was more than there are, with what gives more.
+#[test]
+fn a_background_on_more_nodes_than_are_free_says_how_many_ran_it() {
+    let small = ["run", "--placement", "same-blade", "--ranks", "2", "--iterations", "1", "--workload", "pingpong:8"];
+    let bg = ["--groups", "1", "--background", "uniform:0.1:64"];
+    let (code, stdout, err) = sim(&[&small[..], &bg[..], &["--background-nodes", "4"]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(stdout.contains("background uniform:0.1:64 on 4 nodes\n"), "{stdout}");
+    assert!(err.is_empty(), "{err}");
+    // One group of 96 routers with 4 nodes each, 2 of them the job's: only more groups give more.
+    let (code, stdout, err) = sim(&[&small[..], &bg[..], &["--background-nodes", "100000"]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(stdout.contains("background uniform:0.1:64 on 382 nodes\n"), "{stdout}");
+    assert!(
+        err.starts_with("aar: --background-nodes 100000: only 382 nodes are free in the background's reach")
+            && err.contains("give at most 382")
+            && err.contains("or more --groups for more nodes"),
+        "{err}"
+    );
+}
+
 /// A background that cannot mean what it says is refused before anything runs, by the
 /// simulator's one check (the one `AAR_EMU_SIM` uses), naming the options: worst-case traffic
 /// (group to group) on a network of one group ran as traffic inside the group, and a background

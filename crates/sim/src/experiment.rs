@@ -586,6 +586,10 @@ pub struct ExperimentResult {
     /// link utilisation while the measured job ran (background included)
     #[serde(default)]
     pub links: LinkUse,
+    /// the nodes given to the background (`background_nodes`, or all the free nodes in its scope
+    /// where there are fewer); 0 without one
+    #[serde(default)]
+    pub background_nodes: u32,
 }
 
 /// Utilisation of the network's links (busy time / elapsed time, one direction of a link counted

@@ -213,6 +213,22 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 r.sim_time_ns / 1e6,
                 r.wall_s
             );
+            if spec.background != aar_sim::experiment::Background::None {
+                say!("background {} on {} nodes", spec.background.form(), r.background_nodes);
+                if r.background_nodes < spec.background_nodes {
+                    // The reach: the job's groups, or with --background-global the machine.
+                    let more = if spec.background_local && spec.net.topo.groups() > 1 {
+                        "--background-global"
+                    } else {
+                        "more --groups"
+                    };
+                    eprintln!(
+                        "aar: --background-nodes {}: only {} nodes are free in the background's reach, so all of them \
+                         generate it; give at most {} to say so, or {more} for more nodes",
+                        spec.background_nodes, r.background_nodes, r.background_nodes
+                    );
+                }
+            }
             say!("| policy | iterations | median | 95% CI of median | QCD |\n|---|---:|---:|---|---:|");
             for arm in spec.arms.iter().map(|a| a.name()) {
                 say!("| {arm} | {} |", summary_cells(&r.times(&arm)));

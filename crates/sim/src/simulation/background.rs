@@ -56,6 +56,9 @@ impl Simulation {
         let mut free = near;
         free.extend(rest);
         free.truncate(spec.background_nodes as usize);
+        if spec.background != Background::None {
+            self.background_nodes = free.len() as u32;
+        }
         let cfg = &spec.net;
         let gap = |bytes: u64, load: f64| request_flits(bytes, Transfer::Put) as f64 / load * cfg.nic_cycle as f64;
         let source = |node: u32, load: f64, destinations, bytes| NoiseSource {

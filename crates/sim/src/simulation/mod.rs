@@ -41,6 +41,8 @@ pub struct Simulation {
     noise_jobs: Vec<Vec<u32>>,
     noise_bytes: u64,
     noise_mode: Mode,
+    /// the nodes given to the background: `background_nodes`, or fewer where fewer are free
+    background_nodes: u32,
     /// when the measured job starts (after the background's lead time), ticks
     measured_start: u64,
     rng: Rng,
@@ -90,6 +92,7 @@ impl Simulation {
             noise_jobs: Vec::new(),
             noise_bytes: 0,
             noise_mode: spec.background_mode,
+            background_nodes: 0,
             measured_start: 0,
             rng,
             nonmin: 0,
@@ -330,6 +333,7 @@ impl Simulation {
                 })
                 .collect(),
             links,
+            background_nodes: self.background_nodes,
         }
     }
 }
