@@ -181,34 +181,13 @@ struct Record<'a> {
 /// Warn at start-up, not at exit, when the record could not be written.
 pub fn check_output_dir(dir: Option<&str>) {
     let Some(dir) = dir else { return };
-    let problem = match std::fs::metadata(dir) {
-        Err(e) => Some((format!("cannot be used ({e})"), output_dir_fix(&e))),
-        Ok(m) if !m.is_dir() => Some(("is not a folder".to_string(), "Point AAR_OUTPUT_DIR at a folder.")),
-        Ok(_) => sys::can_create_in(Path::new(dir))
-            .err()
-            .map(|e| (format!("cannot be written in ({e})"), output_dir_fix(&e))),
-    };
-    if let Some((p, fix)) = problem {
+    if let Some(u) = aar_record::folder::check(dir, sys::can_create_in) {
         diag::warn_output_dir(&format!(
-            "AAR_OUTPUT_DIR=\"{}\" {p}; the per-rank record will not be written. {fix}",
-            dir.escape_debug()
+            "AAR_OUTPUT_DIR=\"{}\" {}; the per-rank record will not be written. Fix: {}",
+            dir.escape_debug(),
+            u.problem(),
+            u.fix()
         ));
-    }
-}
-
-/// How to fix `AAR_OUTPUT_DIR` when looking the folder up or the check that files can be
-/// created in it failed with `e`: the fix of that cause, not of another (creating a folder that
-/// exists on a read-only file system would not help).
-fn output_dir_fix(e: &std::io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::ENOENT) => "Create the folder (mkdir -p) or point AAR_OUTPUT_DIR at an existing, writable one.",
-        Some(libc::EROFS) => "It is on a read-only file system: point AAR_OUTPUT_DIR at a folder on a writable one.",
-        Some(libc::EACCES | libc::EPERM) => {
-            "This user may not create files in it (or reach it): give the user write and search permission \
-             (chmod u+wx, or ask its owner) or point AAR_OUTPUT_DIR at a folder of the user's."
-        }
-        Some(libc::ENOTDIR) => "A part of the path is not a folder: point AAR_OUTPUT_DIR at a folder.",
-        _ => "Point AAR_OUTPUT_DIR at a writable folder.",
     }
 }
 

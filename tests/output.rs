@@ -129,7 +129,7 @@ fn a_missing_output_dir_is_one_warning_at_start_and_the_program_continues() {
     let lines = r.aar_lines();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("AAR_OUTPUT_DIR") && lines[0].contains(&missing), "{}", lines[0]);
-    assert!(lines[0].contains("Create the folder (mkdir -p)"), "{}", lines[0]);
+    assert!(lines[0].ends_with(&format!("will not be written. Fix: mkdir -p {missing}")), "{}", lines[0]);
 }
 
 /// A folder that exists on a file system mounted read-only (in a mount namespace of the test's):

@@ -21,7 +21,8 @@
 //! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
 //! - A file size limit (`ulimit -f`): the library's records and trace stop at it.
 //! - The record folder (`AAR_OUTPUT_DIR`): one this user may create files in; a missing one gets
-//!   the `mkdir -p` that makes it, or another folder where that mkdir would fail.
+//!   the `mkdir -p` that makes it, or the fix of what would make that mkdir fail. The problem and
+//!   its fix are `aar_record::folder`'s, as in libaar.so's start-up warning.
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
@@ -879,7 +880,7 @@ fn check_preload(
                 format!(
                     "export LD_PRELOAD={} (a module loaded before its files moved or were removed, as by an upgrade, \
                      cannot take its entry back, and module load aar keeps it: a new login shell starts clean)",
-                    shell_quoted(&mended.join(":"))
+                    aar_record::folder::shell_word(&mended.join(":"))
                 ),
             );
         }
@@ -1093,24 +1094,12 @@ fn check_settings(doc: &Value, report: &mut Report) {
         report.warning("setting", format!("aar: {warning}"), format!("Correct the name of {name}, or unset it."));
     }
     if let Some(dir) = settings["output_dir"].as_str() {
-        match std::fs::metadata(dir) {
-            Ok(m) if !m.is_dir() => report.warning(
+        match aar_record::folder::check(dir, can_create_in) {
+            None => report.ok("records", format!("AAR_OUTPUT_DIR={dir} is a writable folder")),
+            Some(u) => report.warning(
                 "records",
-                format!("AAR_OUTPUT_DIR={dir} is not a folder: no record will be written"),
-                "Point AAR_OUTPUT_DIR at a folder.",
-            ),
-            Ok(_) => match can_create_in(dir) {
-                Ok(()) => report.ok("records", format!("AAR_OUTPUT_DIR={dir} is a writable folder")),
-                Err(e) => report.warning(
-                    "records",
-                    format!("AAR_OUTPUT_DIR={dir} cannot be written in ({e}): no record will be written"),
-                    "Point AAR_OUTPUT_DIR at a folder you may write in.",
-                ),
-            },
-            Err(e) => report.warning(
-                "records",
-                format!("AAR_OUTPUT_DIR={dir} cannot be used ({e}): no record will be written"),
-                missing_folder_fix(dir),
+                format!("AAR_OUTPUT_DIR={dir} {}: no record will be written", u.problem()),
+                u.fix().to_string(),
             ),
         }
     }
@@ -1407,44 +1396,10 @@ fn json_text(
     serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
 }
 
-/// What makes the missing record folder `dir`: `mkdir -p` (quoted for the shell) where its nearest
-/// existing parent folder may be written in; where it may not (the module's `$HOME/aar-records`
-/// under a read-only home, another user's folder), another folder, since mkdir would fail too.
-fn missing_folder_fix(dir: &str) -> String {
-    let mut parent = Path::new(dir);
-    while !parent.exists() {
-        match parent.parent() {
-            Some(p) if !p.as_os_str().is_empty() => parent = p,
-            _ => {
-                parent = Path::new(".");
-                break;
-            }
-        }
-    }
-    let point = "Point AAR_OUTPUT_DIR at a folder you may write in (one of yours on scratch), made with mkdir -p";
-    if !parent.is_dir() {
-        return format!("{} is not a folder, so mkdir cannot make {dir}. {point}.", parent.display());
-    }
-    match can_create_in(&parent.to_string_lossy()) {
-        Ok(()) => format!("mkdir -p {}", shell_quoted(dir)),
-        Err(e) => format!("{} cannot be written in ({e}), so mkdir cannot make {dir}. {point}.", parent.display()),
-    }
-}
-
-/// `text` as one word for a POSIX shell: as it is when it has nothing the shell would split or
-/// expand, else in single quotes (a `'` in it as `'\''`), so that a fix line can be pasted.
-fn shell_quoted(text: &str) -> String {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+,=@%:".contains(&b)) {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
 /// Whether this user may create files in the folder `dir`: a file created there (and removed),
 /// which the mode bits alone do not tell (another user's folder, a read-only mount, root).
-fn can_create_in(dir: &str) -> std::io::Result<()> {
-    let probe = std::path::Path::new(dir).join(format!(".aar-doctor-{}", std::process::id()));
+fn can_create_in(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".aar-doctor-{}", std::process::id()));
     std::fs::File::create_new(&probe)?;
     std::fs::remove_file(&probe)
 }

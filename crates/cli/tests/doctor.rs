@@ -770,6 +770,59 @@ fn the_fix_for_a_missing_record_folder_makes_it() {
     assert!(!r.stdout.contains("fix: mkdir"), "{}", r.stdout);
 }
 
+/// A record folder on a file system mounted read-only (in a mount namespace of the test's), and a
+/// missing one there: the doctor names that cause and its fix, offers no mkdir, and says what
+/// libaar.so's own start-up warning says for the same folder (one text, `aar_record::folder`).
+#[test]
+fn a_record_folder_on_a_read_only_file_system_is_named_as_such() {
+    if !Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here: the read-only case is not run");
+        return;
+    }
+    let prog = ugni_program();
+    // GNI_CdmAttach starts libaar.so, which checks the folder.
+    let lib = libdir();
+    let attaching = compile(
+        "ugni-attach-app",
+        "#include \"gni_pub.h\"\nint main(void) { gni_cdm_handle_t cdm; gni_nic_handle_t nic; uint32_t a;\n\
+         return GNI_CdmCreate(0, 0, 0, 0, &cdm) || GNI_CdmAttach(cdm, 0, &a, &nic); }\n",
+        &["-L", lib.to_str().unwrap(), "-lugni", &format!("-Wl,-rpath,{}", lib.display())],
+    );
+    let ro = scratch().join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let ro = ro.to_str().unwrap();
+    let sh = scratch().join("read-only-sh");
+    let script = format!("#!/bin/sh\nmount -t tmpfs -o ro tmpfs '{ro}' || exit 97\nexec \"$@\"\n");
+    std::fs::write(&sh, script).unwrap();
+    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let read_only = "is on a read-only file system: point AAR_OUTPUT_DIR at a folder on a writable one.";
+    let missing = format!("{ro}/records");
+    for (dir, problem, fix) in [
+        (ro, "cannot be written in (Read-only file system", format!("It {read_only}")),
+        (
+            missing.as_str(),
+            "cannot be used (No such file",
+            format!("{ro} cannot be written in (Read-only file system (os error 30)), so mkdir cannot make {missing}. {ro} {read_only}"),
+        ),
+    ] {
+        let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", dir)]);
+        assert_ne!(r.code, 97, "namespace setup failed: {}", r.stderr);
+        r.expect_line("warning", "records", &format!("AAR_OUTPUT_DIR={dir} {problem}"));
+        assert!(r.stdout.contains(&format!("fix: {fix}\n")), "{}", r.stdout);
+        assert!(!r.stdout.contains("mkdir -p"), "{}", r.stdout);
+        // libaar.so, preloaded into a program under the same mount, gives the same fix.
+        let out = Command::new(&sh)
+            .arg(&attaching)
+            .env("LD_PRELOAD", libaar())
+            .env("AAR_OUTPUT_DIR", dir)
+            .env("AAR_PAPI_EVENTS", sde_events().join(","))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("; the per-rank record will not be written. Fix: {fix}\n")), "{err}");
+    }
+}
+
 /// The node table `steady` keeps its state per destination class by: read and checked against
 /// the node (`/proc/cray_xt`, here the emulator's `AAR_EMU_CRAY_XT`, and `PMI_GNI_LOC_ADDR`) as
 /// libaar.so does at initialisation, so that a table that would put destinations in the wrong
@@ -983,7 +1036,7 @@ fn a_record_folder_of_another_user_s_is_not_called_writable() {
     assert!(
         r.stdout.contains(
             "fix: / cannot be written in (Permission denied (os error 13)), so mkdir cannot make /aar-doctor-none/records. \
-             Point AAR_OUTPUT_DIR at a folder you may write in"
+             This user may not create files in / (or reach it): give the user write and search permission"
         ),
         "{}",
         r.stdout

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
+pub mod folder;
 
 /// The format (and version) of an iteration record.
 pub const FORMAT: &str = "aar-iterations/1";
