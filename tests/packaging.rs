@@ -372,6 +372,68 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
     }
 }
 
+/// With neither $SCRATCH nor $HOME (a bare environment: `env -i`, some batch and cron set-ups), the
+/// module's record folder is in /tmp, which the node's users share: each user gets a folder of
+/// their own (by uid) to write in, whoever loaded the module on the node first, and the unload
+/// takes it back. The second user is `nobody` when the tests run as root (with setpriv); otherwise
+/// only the test's user is checked.
+#[test]
+fn without_scratch_and_home_each_user_gets_a_record_folder_of_their_own_in_tmp() {
+    let dir = scratch("packaging-no-home");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // /proc/self belongs to the process's effective user.
+    let me = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    let mut users = vec![me];
+    if me == 0 && have("setpriv") {
+        users.push(65534);
+    } else {
+        eprintln!("note: not root, or no setpriv: only this user's folder is checked");
+    }
+    let folders: Vec<_> = users.iter().map(|u| std::path::PathBuf::from(format!("/tmp/aar-records-{u}"))).collect();
+    // Removed at the end, a failure included: only what this test made, and only empty (never a
+    // user's records).
+    struct Made(Vec<std::path::PathBuf>);
+    impl Drop for Made {
+        fn drop(&mut self) {
+            for f in &self.0 {
+                _ = std::fs::remove_dir(f);
+            }
+        }
+    }
+    let _made = Made(folders.iter().filter(|f| !f.exists()).cloned().collect());
+    for flavour in ["lmod", "tcl"] {
+        for &user in &users {
+            let script = format!(
+                "source {LMOD_INIT}\n\
+                 module use {prefix}/modulefiles/{flavour}\n\
+                 module load aar || exit 3\n\
+                 echo \"dir=$AAR_OUTPUT_DIR\"; : > \"$AAR_OUTPUT_DIR/probe\" && rm \"$AAR_OUTPUT_DIR/probe\" && echo writable\n\
+                 module unload aar; echo \"after=[$AAR_OUTPUT_DIR]\"\n",
+                prefix = prefix.display()
+            );
+            let mut cmd = match user == me {
+                true => Command::new("bash"),
+                false => {
+                    let mut c = Command::new("setpriv");
+                    c.args([&format!("--reuid={user}"), &format!("--regid={user}"), "--clear-groups", "bash"]);
+                    c
+                }
+            };
+            let out =
+                cmd.arg("-c").arg(&script).current_dir(&dir).env_clear().env("PATH", "/usr/bin:/bin").output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let want = format!("dir=/tmp/aar-records-{user}\nwritable\nafter=[]\n");
+            assert!(
+                out.status.success() && stdout.contains(&want),
+                "{flavour}, user {user}: no {want:?} in:\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
 /// A program built with AddressSanitizer (a user's debug build, started from the same batch
 /// script as the job) runs with the module loaded: ASan refuses to start when a library is
 /// preloaded before its runtime, unless told that this one may be. Its checks still work (an
