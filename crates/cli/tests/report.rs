@@ -1152,6 +1152,31 @@ fn svg_and_png_plots_name_the_policies() {
     check_png(&bare, 3);
 }
 
+/// Seven policies, the most `AAR_AB` takes: the box plot names each whole (upright, cut to
+/// "ADAPTIVE…" they could not be told apart), and the notes give the Bonferroni threshold to three
+/// significant digits, not as `0.008333333333333333`.
+#[test]
+fn seven_policies_are_each_named_in_the_box_plot_and_the_threshold_is_short() {
+    let folder = tmp("seven");
+    let dir = folder.path();
+    let policies = ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3", "auto", "steady", "off"];
+    generate(dir, "seven", 2, 140, &policies, &[1.0, 0.95, 0.9, 0.85, 0.85, 0.85, 1.0], 5);
+    let svg = dir.join("fig.svg");
+    let o = run(&[dir.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    for name in policies {
+        // Box-plot axis, CDF legend and series legend.
+        assert_eq!(texts.iter().filter(|t| *t == name).count(), 3, "{name}: {texts:?}");
+    }
+    assert!(!texts.iter().any(|t| t.contains('…')), "{texts:?}");
+    let out = stdout(&o);
+    assert!(out.contains("significant: p < 0.00833 (0.05 / 6 comparisons, Bonferroni)"), "{out}");
+    let png = dir.join("fig.png");
+    assert!(run(&[dir.to_str().unwrap(), "--plot", png.to_str().unwrap()]).status.success());
+    check_png(&png, COLOURS.len());
+}
+
 /// Run chromium headless with a deadline; a missing chromium is a failure that says what to do.
 fn chromium(args: &[&str], profile: &Path) -> Output {
     let exe = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());

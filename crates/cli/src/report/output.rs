@@ -73,6 +73,18 @@ fn fmt_p(p: f64) -> String {
     }
 }
 
+/// A significance threshold (0.05, or 0.05 divided by the comparisons) to three significant digits:
+/// `0.05`, `0.0167`, `0.00833`, not `0.008333333333333333`.
+fn fmt_alpha(a: f64) -> String {
+    let decimals = (2 - a.log10().floor() as i32).clamp(0, 20) as usize;
+    let s = format!("{a:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 pub fn fmt_ratio(r: f64) -> String {
     format!("{r:.3}")
 }
@@ -324,7 +336,7 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
         ),
         format!(
             "p: two-sided Mann-Whitney U against {first} (normal approximation, tie-corrected); significant: p < {}{}",
-            alpha,
+            fmt_alpha(alpha),
             if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() }
         ),
         "the intervals and p treat iterations as independent; a runs test of each policy's iterations in the \

@@ -15,6 +15,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -259,17 +260,25 @@ where
     let k = e.policies.len();
     let mut b = ChartBuilder::on(area);
     b.margin(12);
+    // Names side by side while they fit their slots (about 40 characters across the panel);
+    // else each upright, whole up to 12 characters: cut to fewer, ADAPTIVE0..3 would all read
+    // "ADAPTIVE…".
+    let longest = e.policies.iter().map(|p| p.chars().count()).max().unwrap_or(0);
+    let upright = k * longest.min(24) > 40;
+    let width = if upright { 12 } else { 24 };
     if text {
-        b.caption("box plot (whiskers: 1.5 IQR)", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(84);
+        b.caption("box plot (whiskers: 1.5 IQR)", ("sans-serif", 16))
+            .x_label_area_size(if upright { 110 } else { 36 })
+            .y_label_area_size(84);
     }
     // Policy p sits at x = p, labelled at exactly those points.
     let mut chart = b.build_cartesian_2d(Slots(k.max(1)), lo..hi).map_err(drawn)?;
-    let width = if k > 6 { 8 } else { 24 };
     let names: Vec<String> = e.policies.iter().map(|p| clean_to(p, width)).collect();
     let xfmt = |v: &f64| {
         let p = v.round();
-        // Beyond LEGEND_MAX policies the names would overlap: the tables name them.
-        if k <= LEGEND_MAX && (v - p).abs() < 1e-6 && p >= 0.0 && (p as usize) < k {
+        // Beyond LEGEND_MAX policies the names would overlap: the tables name them. Upright names
+        // are drawn below (the mesh would centre them on the axis).
+        if !upright && k <= LEGEND_MAX && (v - p).abs() < 1e-6 && p >= 0.0 && (p as usize) < k {
             names[p as usize].clone()
         } else {
             String::new()
@@ -289,6 +298,19 @@ where
         mesh.x_labels(0).y_labels(0);
     }
     mesh.draw().map_err(drawn)?;
+    if text && upright && k <= LEGEND_MAX {
+        // Read from the bottom up, each ending just below its slot's tick.
+        let style = ("sans-serif", 14)
+            .into_font()
+            .transform(FontTransform::Rotate270)
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        let labels = names
+            .iter()
+            .enumerate()
+            .map(|(p, name)| EmptyElement::at((p as f64, lo)) + Text::new(name.clone(), (0, 8), style.clone()));
+        chart.draw_series(labels).map_err(drawn)?;
+    }
     for (p, s) in e.samples.iter().enumerate() {
         draw_box(&mut chart, p as f64, s, colour(p))?;
     }
