@@ -843,7 +843,40 @@ fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
     std::fs::remove_file(dir.join("aar.u.1.101.json")).unwrap();
     let err = stderr(&run(&[dir.to_str().unwrap()]));
     assert!(err.contains("The rows of rank 1 end early and no summary record is beside it: stopped"), "{err}");
+    // ... or it still runs: a report of a running job sees the same.
+    assert!(err.contains("or still running (a rank writes its rows at least a second apart"), "{err}");
+    assert!(err.contains("report the folder again when the job has ended"), "{err}");
     assert!(!err.contains("marked fewer"), "{err}");
+}
+
+/// Under an MPI boundary, ranks that marked fewer iterations are most likely ranks that call the
+/// collective less often than others, which also call it on a communicator of only some ranks
+/// (an MPI_Comm_split's: every call counts, on any communicator): the fix names that, not "a
+/// collective every rank calls", which the job's MPI_Barrier on MPI_COMM_WORLD already is.
+#[test]
+fn uneven_mpi_boundaries_are_blamed_on_calls_on_a_smaller_communicator() {
+    let folder = tmp("uneven-mpi");
+    let dir = folder.path();
+    for (rank, n) in [(0, 40), (1, 20)] {
+        let mut h = header("m", rank, 2, &["A", "B"]);
+        h.boundary = "MPI_Barrier:1".into();
+        let rows: Vec<Iteration> = (0..n).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect();
+        write_record(dir, &h, &rows);
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": "m", "rank": rank, "pid": 100 + rank, "host": "h",
+            "policy_at_exit": "A", "ab": { "policies": ["A", "B"], "boundary": "MPI_Barrier:1", "iterations": n },
+        });
+        std::fs::write(dir.join(format!("aar.m.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+    }
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("lack some of the 2 ranks")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("rank 1 (20 iterations) ended normally having marked fewer than rank 0 (40 iterations)"));
+    assert!(said[0].contains("AAR_AB_BOUNDARY counts the calls of MPI_Barrier on every communicator"), "{err}");
+    assert!(said[0].contains("(one of MPI_Comm_split's)") && said[0].contains("aar_iteration_begin/end"), "{err}");
+    assert!(!said[0].contains("on a collective every rank calls"), "{err}");
 }
 
 /// Ranks that marked as many iterations as the others (their summary records say so) but whose

@@ -339,6 +339,24 @@ fn usable(e: &ExperimentData, s: &Settings, warn: &mut impl FnMut(String)) -> Us
     u
 }
 
+/// How to mark iterations every rank passes equally often, for the `boundary` of a header. An MPI
+/// boundary counts the function's calls on every communicator, so the likely cause is a rank that
+/// also calls it on a communicator of only some ranks (one of `MPI_Comm_split`'s).
+fn uneven_fix(boundary: &str) -> String {
+    match boundary.split(':').next().filter(|f| f.starts_with("MPI_")) {
+        Some(f) => format!(
+            "AAR_AB_BOUNDARY counts the calls of {} on every communicator, so ranks that also call it on a \
+             communicator of only some ranks (one of MPI_Comm_split's) pass the boundary more often: name a \
+             collective (and a :N) that every rank calls equally often, or mark iterations with \
+             aar_iteration_begin/end called alike on every rank",
+            clean(f)
+        ),
+        None => "Mark iterations where every rank passes equally often (aar_iteration_begin/end called alike on \
+                 every rank, or AAR_AB_BOUNDARY on a collective every rank calls)"
+            .into(),
+    }
+}
+
 /// Why some ranks' rows end before others' (completes the warning of iterations some ranks
 /// lack): a rank that exited (its summary record says how many iterations it ended) marked fewer
 /// iterations than the others: the ranks did not reach the iteration boundary equally often; a
@@ -374,12 +392,11 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
         why.push_str(&format!(
             ". The ranks marked different numbers of iterations: {} ended normally having marked fewer than {} \
              (their summary records say so), so they reached the iteration boundary ({}) less often, and \
-             iterations of the same index may not be the same work on every rank. Mark iterations where every \
-             rank passes equally often (aar_iteration_begin/end called alike on every rank, or AAR_AB_BOUNDARY \
-             on a collective every rank calls)",
+             iterations of the same index may not be the same work on every rank. {}",
             exited.join(", "),
             marked(longest),
-            clean(&e.header.boundary)
+            clean(&e.header.boundary),
+            uneven_fix(&e.header.boundary)
         ));
     }
     let one =
@@ -399,7 +416,8 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
     if !stopped.is_empty() {
         why.push_str(&format!(
             ". The rows of rank{} {} end early and no summary record is beside {}: stopped before exiting \
-             (killed, or at the job's time limit)",
+             (killed, or at the job's time limit), or still running (a rank writes its rows at least a second \
+             apart, and its summary record at exit: report the folder again when the job has ended)",
             one(&stopped, "", "s"),
             stopped.join(", "),
             one(&stopped, "it", "them")
