@@ -40,6 +40,7 @@ mod elf;
 mod python;
 mod selfcheck;
 
+use aar_record::count;
 use clap::Args;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -448,7 +449,7 @@ fn finish_libraries(closure: &elf::Closure, report: &mut Report) {
     if !missing.is_empty() {
         report.warning(
             "libraries",
-            format!("the loader would not find {} here: {}", plural(missing.len(), "library", "libraries"), missing.join("; ")),
+            format!("the loader would not find {} here: {}", count(missing.len() as u64, "library", "libraries"), missing.join("; ")),
             "Load the modules the job loads (or set LD_LIBRARY_PATH) before running aar doctor, so it sees what the job sees.",
         );
     }
@@ -799,10 +800,6 @@ fn first_names(names: HashSet<String>) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// LD_PRELOAD entries, split as ld.so splits them (spaces and colons).
 fn preload_entries(value: &str) -> Vec<String> {
     value.split([' ', ':', '\t', '\n']).filter(|s| !s.is_empty()).map(str::to_string).collect()
@@ -1108,7 +1105,7 @@ fn check_settings(doc: &Value, report: &mut Report) {
         && settings["disabled"] != true
     {
         let set = doc["variables_set"].as_array().map_or(0, Vec::len);
-        report.ok("settings", format!("{} set, no warning", plural(set, "AAR_* variable", "AAR_* variables")));
+        report.ok("settings", format!("{} set, no warning", count(set as u64, "AAR_* variable", "AAR_* variables")));
     }
 }
 
@@ -1139,7 +1136,7 @@ fn check_topology(doc: &Value, report: &mut Report) {
         return;
     }
     let (nodes, named) = (t["nodes"].as_u64().unwrap_or(0), t["xtprocadmin_nodes"].as_u64().unwrap_or(0));
-    let mut text = format!("{shown}: {}", plural(nodes as usize, "node", "nodes"));
+    let mut text = format!("{shown}: {}", count(nodes, "node", "nodes"));
     if named > 0 {
         text.push_str(&format!(" ({named} from xtprocadmin lines, keyed by NID)"));
         match (t["node"]["nid"].as_u64(), t["nic_address"].as_u64()) {
@@ -1328,12 +1325,12 @@ fn summary_line(report: &Report, code: i32) -> String {
     match code {
         EXIT_PROBLEM => format!(
             "{}{}: libaar.so will not work for this program as things stand (exit {code})",
-            plural(p, "problem", "problems"),
-            if w > 0 { format!(", {}", plural(w, "warning", "warnings")) } else { String::new() }
+            count(p as u64, "problem", "problems"),
+            if w > 0 { format!(", {}", count(w as u64, "warning", "warnings")) } else { String::new() }
         ),
         EXIT_WARNINGS => format!(
             "{}, no problem: libaar.so will work, but see above (exit {code})",
-            plural(w, "warning", "warnings")
+            count(w as u64, "warning", "warnings")
         ),
         _ => format!("all well (exit {code})"),
     }

@@ -22,6 +22,7 @@
 //!   in its own line). Said before the job starts, which it does all the same (a rank that uses no
 //!   uGNI writes no such file).
 
+use aar_record::count;
 use std::ffi::CString;
 use std::path::Path;
 
@@ -40,14 +41,6 @@ const TASKS_PER_RANK: u64 = 2;
 /// stacks and the emulator's thread (measured: examples/cray/all_pairs takes 6.9 to 7.1 MiB at
 /// 2 to 8 ranks; `tests/run.rs` runs it within the limit this check asks for).
 pub const RANK_BASE_BYTES: u64 = 8 << 20;
-
-fn ranks(n: u64) -> String {
-    if n == 1 {
-        "1 rank".into()
-    } else {
-        format!("{n} ranks")
-    }
-}
 
 /// /dev/shm (`dir`) has room for the job folder of `size` ranks on `nodes` nodes.
 pub fn check_shm(dir: &Path, size: u64, nodes: u64) -> Result<(), String> {
@@ -74,7 +67,7 @@ pub fn check_shm(dir: &Path, size: u64, nodes: u64) -> Result<(), String> {
             "a job of {} needs {} of {} for the emulator's shared state ({} per rank), and it has {} free \
              of {}; no rank was started. Run fewer ranks (-n {} fits), free {} (aar-job-* folders of jobs \
              that still run, other programs' files), or make it bigger (as root: mount -o remount,size={}M {}).",
-            ranks(size),
+            count(size, "rank", "ranks"),
             aar_record::human_bytes(need),
             dir.display(),
             aar_record::human_bytes(per_rank),
@@ -92,7 +85,7 @@ pub fn check_shm(dir: &Path, size: u64, nodes: u64) -> Result<(), String> {
         return Err(format!(
             "a job of {} needs {files} files in {}, and it has room for {} more (nr_inodes); no rank was \
              started. Run fewer ranks, or give it more inodes (as root: mount -o remount,nr_inodes={} {}).",
-            ranks(size),
+            count(size, "rank", "ranks"),
             dir.display(),
             st.f_favail,
             st.f_files as u64 + files - st.f_favail as u64,
@@ -125,7 +118,7 @@ pub fn check_open_files(size: u64) -> Result<Option<libc::rlimit>, String> {
             "a job of {} needs {need} open files in aar run (the PMI socket of every rank, and {LAUNCHER_FDS} of \
              its own), and raising its limit from {} to {need} failed: {}; no rank was started. Run at most -n {} \
              ranks, or raise the limit before (ulimit -n {need}).",
-            ranks(size),
+            count(size, "rank", "ranks"),
             lim.rlim_cur,
             std::io::Error::last_os_error(),
             lim.rlim_cur.saturating_sub(LAUNCHER_FDS),
@@ -135,7 +128,7 @@ pub fn check_open_files(size: u64) -> Result<Option<libc::rlimit>, String> {
         "a job of {} needs {need} open files in aar run (the PMI socket of every rank, and {LAUNCHER_FDS} of \
          its own), and its limit is {} (hard limit {}); no rank was started. Run at most -n {} ranks, or raise \
          the hard limit (ulimit -n {need} as root, or nofile in /etc/security/limits.conf).",
-        ranks(size),
+        count(size, "rank", "ranks"),
         lim.rlim_cur,
         lim.rlim_max,
         lim.rlim_max.saturating_sub(LAUNCHER_FDS),
@@ -169,7 +162,7 @@ pub fn check_address_space(size: u64) -> Option<String> {
          needs less. To fix it, raise the limit before aar run (ulimit -v unlimited, or at least ulimit -v {}){}.",
         lim.rlim_cur / 1024,
         aar_record::human_bytes(lim.rlim_cur),
-        ranks(size),
+        count(size, "rank", "ranks"),
         aar_record::human_bytes(RANK_FILE_BYTES),
         aar_record::human_bytes(need),
         need.div_ceil(1024),
@@ -257,7 +250,7 @@ pub fn check_processes(size: u64) -> Result<(), String> {
          in it), and the limit is {} (ulimit -u) with {used} in use; no rank was started. Run at most -n {} \
          ranks, or raise the limit (ulimit -u {}; above the hard limit, {}, as root or nproc in \
          /etc/security/limits.conf).",
-        ranks(size),
+        count(size, "rank", "ranks"),
         lim.rlim_cur,
         lim.rlim_cur.saturating_sub(used) / TASKS_PER_RANK,
         used + need,

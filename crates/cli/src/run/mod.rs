@@ -47,6 +47,7 @@ mod server;
 mod signals;
 mod time;
 
+use aar_record::count;
 use clap::Args;
 use job::Job;
 use pmi::wire::Message;
@@ -557,8 +558,8 @@ impl Supervisor {
         }
         let n = self.running().len();
         eprintln!(
-            "aar run: got {name}: forwarded to the {n} {} still running; the job ends with exit code {}.",
-            if n == 1 { "rank" } else { "ranks" },
+            "aar run: got {name}: forwarded to the {} still running; the job ends with exit code {}.",
+            count(n as u64, "rank", "ranks"),
             128 + sig
         );
         self.terminate(&self.running(), sig);
@@ -572,9 +573,9 @@ impl Supervisor {
     fn forward(&mut self, sig: libc::c_int) {
         let n = self.running().len();
         eprintln!(
-            "aar run: got {}: forwarded to the {n} {} still running.",
+            "aar run: got {}: forwarded to the {} still running.",
             signals::name(sig),
-            if n == 1 { "rank" } else { "ranks" }
+            count(n as u64, "rank", "ranks")
         );
         self.signal_running(sig);
     }
@@ -599,9 +600,9 @@ impl Supervisor {
             _ => String::new(),
         };
         eprintln!(
-            "aar run: got SIGTSTP: SIGSTOP to the {n} {} still running and the processes they started, then aar run \
+            "aar run: got SIGTSTP: SIGSTOP to the {} still running and the processes they started, then aar run \
              stops; SIGCONT (fg or bg in its shell, kill -CONT {}) resumes the job{limit}.",
-            if n == 1 { "rank" } else { "ranks" },
+            count(n as u64, "rank", "ranks"),
             std::process::id()
         );
         stop_descendants();
@@ -632,9 +633,9 @@ impl Supervisor {
             _ => String::new(),
         };
         eprintln!(
-            "aar run: got SIGCONT after {} stopped: the {n} {} still running go on{limit}.",
+            "aar run: got SIGCONT after {} stopped: the {} still running go on{limit}.",
             time::show(stopped),
-            if n == 1 { "rank" } else { "ranks" }
+            count(n as u64, "rank", "ranks")
         );
     }
 
