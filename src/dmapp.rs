@@ -86,9 +86,11 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// `nelems` elements of `ty` to or from `pe`. An unknown type moves 0 bytes (DMAPP refuses it).
+    /// `nelems` elements of `ty` to or from `pe`. A call DMAPP refuses for its size moves 0 bytes:
+    /// an unknown type, or more bytes than 64 bits count (which, counted, would wrap the record's
+    /// totals and cross the threshold for a message that never goes out).
     pub fn transfer(kind: Kind, pe: DmappPe, nelems: u64, ty: DmappType) -> Shape {
-        let bytes = element_bytes(ty).map_or(0, |e| e.saturating_mul(nelems));
+        let bytes = element_bytes(ty).and_then(|e| e.checked_mul(nelems)).unwrap_or(0);
         Shape { kind, bytes, messages: 1, endpoint: pe as u32 as u64 }
     }
 
@@ -97,14 +99,17 @@ impl Shape {
         Shape { kind: Kind::Amo, bytes: AMO_BYTES, messages: 1, endpoint: pe as u32 as u64 }
     }
 
-    /// `nelems` elements of `ty` to or from each of `n` PEs listed at `pes`.
+    /// `nelems` elements of `ty` to or from each of `n` PEs listed at `pes` (0 bytes each when
+    /// the call's bytes do not fit in 64 bits, as for [`Shape::transfer`]).
     ///
     /// # Safety
     /// `pes` is NULL or valid for reading `n` PEs (DMAPP's contract).
     pub unsafe fn per_pe(kind: Kind, pes: *const DmappPe, n: u32, nelems: u64, ty: DmappType) -> Shape {
         // SAFETY: non-null and holding `n` > 0 PEs per the contract.
         let first = if pes.is_null() || n == 0 { 0 } else { unsafe { *pes } };
-        Shape { messages: u64::from(n), ..Shape::transfer(kind, first, nelems, ty) }
+        let each = Shape::transfer(kind, first, nelems, ty);
+        let bytes = if each.bytes.checked_mul(u64::from(n)).is_some() { each.bytes } else { 0 };
+        Shape { bytes, messages: u64::from(n), ..each }
     }
 
     fn total_bytes(&self) -> u64 {
@@ -650,7 +655,8 @@ mod tests {
     fn shapes() {
         let s = Shape::transfer(Kind::Get, 3, 10, DMAPP_DQW);
         assert_eq!((s.bytes, s.messages, s.endpoint, s.kind.direction()), (160, 1, 3, Direction::Get));
-        assert_eq!(Shape::transfer(Kind::Put, 1, u64::MAX, DMAPP_QW).bytes, u64::MAX, "saturates");
+        assert_eq!(Shape::transfer(Kind::Put, 1, 1 << 61, DMAPP_QW).bytes, 0, "past 64 bits: refused, no bytes");
+        assert_eq!(Shape::transfer(Kind::Get, 1, (1 << 60) - 1, DMAPP_DQW).bytes, u64::MAX - 15, "the largest");
         assert_eq!(Shape::transfer(Kind::Put, 1, 10, 9).bytes, 0, "an unknown type moves nothing");
         let amo = Shape::amo(2);
         assert_eq!((amo.bytes, amo.kind.direction(), amo.kind.transfer()), (AMO_BYTES, Direction::Put, Transfer::Put));
@@ -661,5 +667,11 @@ mod tests {
         // SAFETY: NULL is allowed.
         let s = unsafe { Shape::per_pe(Kind::Get, std::ptr::null(), 2, 4, DMAPP_BYTE) };
         assert_eq!((s.bytes, s.messages, s.endpoint), (4, 2, 0));
+        // SAFETY: three PEs.
+        let s = unsafe { Shape::per_pe(Kind::Put, pes.as_ptr(), 3, 1 << 62, DMAPP_BYTE) };
+        assert_eq!((s.bytes, s.messages, s.total_bytes()), (1 << 62, 3, 3 << 62));
+        // SAFETY: NULL is allowed.
+        let s = unsafe { Shape::per_pe(Kind::Put, std::ptr::null(), 4, 1 << 62, DMAPP_BYTE) };
+        assert_eq!((s.bytes, s.messages), (0, 4), "4 x 2^62 bytes: past 64 bits");
     }
 }

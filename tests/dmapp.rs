@@ -831,3 +831,23 @@ fn a_program_at_its_memory_limit_keeps_its_dmapp_calls_and_its_record() {
     assert_eq!(rec["apis"]["DMAPP"]["messages"], 171, "{}", rec["apis"]);
     assert!(rec["messages"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().contains("malloc refused")));
 }
+
+/// A call whose size does not fit in 64 bits (`nelems` × the element size, or that times the PEs
+/// of an `_ixpe` call) is one DMAPP refuses: it is forwarded and its code comes back, and it is
+/// counted as messages of 0 bytes, so that it neither wraps the record's byte totals nor crosses
+/// the threshold (no decision, no attribute set call for it).
+#[test]
+fn a_call_whose_size_does_not_fit_in_64_bits_is_counted_with_no_bytes() {
+    let r = driver("dmapp-huge", "init put 1 64 1 huge put 1 64 1").run();
+    r.assert_ok();
+    let refused: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("rc ")).collect();
+    assert_eq!(refused, ["rc dmapp_put=1", "rc dmapp_get_nbi=1", "rc dmapp_iput_nb=1", "rc dmapp_put_ixpe=1"]);
+    let rec = record(&r);
+    assert_eq!(rec["apis"]["DMAPP"]["messages"], 9, "{}", rec["apis"]);
+    assert_eq!(rec["apis"]["DMAPP"]["bytes"], 128, "the two 64 B PUTs only: {}", rec["apis"]);
+    assert_eq!(rec["modes"]["ADAPTIVE3"]["bytes"], 128, "{}", rec["modes"]);
+    assert_eq!(rec["engine"]["decisions"], 0, "below the threshold throughout");
+    assert_eq!(routings(&r, "PUT"), [ADAPTIVE_3; 5]);
+    assert_eq!(routings(&r, "GET"), [ADAPTIVE_3]);
+    assert_eq!(sets(&r).len(), 2, "High Bias set once per direction");
+}

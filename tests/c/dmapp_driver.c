@@ -19,6 +19,8 @@
  *                                   its effect checked (by blocking GETs)
  *   errors                          calls the emulator refuses (bad PE, misaligned, NULL segment,
  *                                   unknown type): "rc NAME=RC" per call
+ *   huge                            calls whose size does not fit in 64 bits (nelems x element size, or
+ *                                   that times the PEs of an _ixpe call), each refused: "rc NAME=RC"
  *   attrs PUT GET | attrs12 PUT GET the application sets its routing (dmapp_set_rma_attrs_ext /
  *                                   dmapp_set_rma_attrs, the other fields as it read them); rc printed
  *   getset                          get-modify-set of the application: reads its attributes (prints
@@ -362,6 +364,18 @@ static void refusals(void)
 	refused("dmapp_put_ixpe", dmapp_put_ixpe(heap, hseg, bad, 2, src, 4, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
 }
 
+/* Sizes past 64 bits: 2^61 QW, 2^60 DQW and 2^62 DW are 2^64 bytes; 2^62 bytes to 4 PEs too. */
+static void huge(void)
+{
+	uint64_t big = (uint64_t)1 << 60;
+	dmapp_pe_t list[4] = { 1, 2, 3, 1 };
+	refused("dmapp_put", dmapp_put(heap, hseg, 1, src, 2 * big, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+	refused("dmapp_get_nbi", dmapp_get_nbi(dst, heap, hseg, 1, big, DMAPP_DQW), DMAPP_RC_INVALID_PARAM);
+	refused("dmapp_iput_nb", dmapp_iput_nb(heap, hseg, 1, src, 1, 1, 4 * big, DMAPP_DW, &sid),
+		DMAPP_RC_INVALID_PARAM);
+	refused("dmapp_put_ixpe", dmapp_put_ixpe(heap, hseg, list, 4, src, 4 * big, DMAPP_BYTE), DMAPP_RC_INVALID_PARAM);
+}
+
 /* ---- the application's own attributes -------------------------------------------------------------- */
 
 static void set_routing(int ext, int put_routing, int get_routing)
@@ -536,6 +550,8 @@ int main(int argc, char **argv)
 			all();
 		} else if (!strcmp(c, "errors")) {
 			refusals();
+		} else if (!strcmp(c, "huge")) {
+			huge();
 		} else if (!strcmp(c, "attrs") || !strcmp(c, "attrs12")) {
 			set_routing(!strcmp(c, "attrs"), (int)num(ARG(1)), (int)num(ARG(2)));
 			i += 2;
