@@ -6,9 +6,9 @@
 //! `dmapp_rma_attrs_ext_t`, as bytes), and per direction the application's routing value, the
 //! value the library put in force, and whether the library may change it (the application's
 //! value is adaptive in the table in use). The view is current while its stamp equals
-//! [`state_stamp`]: a new DMAPP job (`dmapp_init`) or the end of steering changes the stamp, and
-//! every thread then brings its view up to date on its next call. No lock anywhere: atomics, a
-//! thread-local, and values set once at initialisation.
+//! [`state_stamp`]: a new DMAPP job (`dmapp_init`), its end (`dmapp_finalize`) or the end of
+//! steering changes the stamp, and every thread then brings its view up to date on its next call.
+//! No lock anywhere: atomics, a thread-local, and values set once at initialisation.
 
 use crate::diag;
 use crate::settings::TableSource;
@@ -105,7 +105,8 @@ pub fn stop(why: &str) -> bool {
     first
 }
 
-/// `dmapp_init` started a job: every thread's attributes are the job's defaults now.
+/// `dmapp_init` started a job, or `dmapp_finalize` ended one: every thread's view predates it,
+/// and is read again at the thread's next call.
 pub fn new_job() {
     STATE.fetch_add(2, AcqRel);
 }

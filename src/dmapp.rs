@@ -119,6 +119,7 @@ impl Shape {
 
 pub static INIT: Real = Real::new(c"dmapp_init");
 pub static INIT_EXT: Real = Real::new(c"dmapp_init_ext");
+pub static FINALIZE: Real = Real::new(c"dmapp_finalize");
 pub static GET_RMA_ATTRS: Real = Real::new(c"dmapp_get_rma_attrs");
 pub static GET_RMA_ATTRS_EXT: Real = Real::new(c"dmapp_get_rma_attrs_ext");
 pub static SET_RMA_ATTRS: Real = Real::new(c"dmapp_set_rma_attrs");
@@ -643,6 +644,21 @@ pub fn init(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> Dm
         if catch_unwind(|| place_pes_after_dmapp_init(w)).is_err() {
             diag::internal_error("the call had been forwarded");
         }
+    }
+    rc
+}
+
+/// The caller's `dmapp_finalize`: forwarded; on success the job has ended, and until the next
+/// `dmapp_init` each thread's calls go out untouched, of unknown routing, as before the first:
+/// without a job DMAPP refuses the attribute calls, and a refused change of routing would be
+/// taken for a routing table or layout that is not this DMAPP's.
+pub fn finalize(real: &Real) -> DmappReturn {
+    let Some(real_fn) = real.get::<VoidFn>() else { return missing(real) };
+    init::ensure_init();
+    // SAFETY: the function found under this name, which takes no argument.
+    let rc = unsafe { real_fn() };
+    if rc == DMAPP_RC_SUCCESS && !state::inert() {
+        attributes::new_job();
     }
     rc
 }

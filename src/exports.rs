@@ -395,6 +395,7 @@ dmapp_call!(dmapp_get_flag_nbi: GetFn
 
 const _: AttrsInitFn = dmapp_init;
 const _: AttrsInitFn = dmapp_init_ext;
+const _: VoidFn = dmapp_finalize;
 const _: AttrsInitFn = dmapp_set_rma_attrs;
 const _: AttrsInitFn = dmapp_set_rma_attrs_ext;
 const _: GetAttrsFn = dmapp_get_rma_attrs;
@@ -416,6 +417,15 @@ pub unsafe extern "C" fn dmapp_init(requested: *mut c_void, actual: *mut c_void)
 pub unsafe extern "C" fn dmapp_init_ext(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
     // SAFETY: the caller's arguments, unchanged.
     dmapp::init(&dmapp::INIT_EXT, |real| unsafe { real(requested, actual) })
+}
+
+/// Forwarded; the job has ended: calls until the next `dmapp_init` go out untouched.
+///
+/// # Safety
+/// DMAPP's contract for dmapp_finalize.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_finalize() -> DmappReturn {
+    dmapp::finalize(&dmapp::FINALIZE)
 }
 
 /// Forwarded as asked: what the application sets is its intent, read again on success.

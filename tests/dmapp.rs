@@ -851,3 +851,29 @@ fn a_call_whose_size_does_not_fit_in_64_bits_is_counted_with_no_bytes() {
     assert_eq!(routings(&r, "GET"), [ADAPTIVE_3]);
     assert_eq!(sets(&r).len(), 2, "High Bias set once per direction");
 }
+
+/// Without a job (before `dmapp_init`, after `dmapp_finalize`) DMAPP refuses every call, the
+/// attribute calls too: the calls are forwarded with their codes and counted of unknown routing,
+/// the library reads and sets no attribute, and it steers the thread again in the next job. (It
+/// used to change the routing after `dmapp_finalize`, take DMAPP's refusal for a routing table or
+/// layout that is not this DMAPP's, and stop steering DMAPP for the rest of the process.)
+#[test]
+fn calls_without_a_dmapp_job_go_out_untouched_and_the_next_job_is_steered() {
+    let r = driver("dmapp-finalize", "closed init put 1 64 2 finalize closed init put 1 64 2 get 1 64 1").run();
+    r.assert_ok();
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    let refused = r.stdout.lines().filter(|l| l.starts_with("rc ")).count();
+    assert_eq!(refused, 6, "{}", r.stdout);
+    let calls: Vec<(&str, Option<u64>)> =
+        data_calls(&r).iter().map(|v| (v["kind"].as_str().unwrap(), v["routing"].as_u64())).collect();
+    let closed = [("PUT", None), ("GET", None), ("AMO", None)];
+    let steered = [("PUT", Some(ADAPTIVE_3)), ("PUT", Some(ADAPTIVE_3))];
+    let expected: Vec<(&str, Option<u64>)> =
+        [&closed[..], &steered, &closed, &steered, &[("GET", Some(ADAPTIVE_3))]].concat();
+    assert_eq!(calls, expected);
+    assert_eq!(set_routings(&r), [(ADAPTIVE_3, ADAPTIVE), (ADAPTIVE_3, ADAPTIVE), (ADAPTIVE_3, ADAPTIVE_3)]);
+    let rec = record(&r);
+    assert_eq!(rec["dmapp"]["steering"], true, "{}", rec["dmapp"]);
+    assert_eq!(rec["modes"]["OTHER"]["messages"], 6, "{}", rec["modes"]);
+    assert_eq!(rec["modes"]["ADAPTIVE3"]["messages"], 5, "{}", rec["modes"]);
+}

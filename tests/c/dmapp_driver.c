@@ -19,6 +19,9 @@
  *                                   its effect checked (by blocking GETs)
  *   errors                          calls the emulator refuses (bad PE, misaligned, NULL segment,
  *                                   unknown type): "rc NAME=RC" per call
+ *   closed                          calls made without a job (before dmapp_init or after
+ *                                   dmapp_finalize): a 64-byte PUT and GET and an AMO on PE 1, each
+ *                                   refused: "rc NAME=RC" per call
  *   huge                            calls whose size does not fit in 64 bits (nelems x element size, or
  *                                   that times the PEs of an _ixpe call), each refused: "rc NAME=RC"
  *   attrs PUT GET | attrs12 PUT GET the application sets its routing (dmapp_set_rma_attrs_ext /
@@ -364,6 +367,15 @@ static void refusals(void)
 	refused("dmapp_put_ixpe", dmapp_put_ixpe(heap, hseg, bad, 2, src, 4, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
 }
 
+/* Without a job, DMAPP refuses every call (the emulator with DMAPP_RC_PERMISSION_ERROR). */
+static void closed(void)
+{
+	int64_t w = 0;
+	refused("dmapp_put", dmapp_put(heap, hseg, 1, src, 8, DMAPP_QW), DMAPP_RC_PERMISSION_ERROR);
+	refused("dmapp_get", dmapp_get(dst, heap, hseg, 1, 8, DMAPP_QW), DMAPP_RC_PERMISSION_ERROR);
+	refused("dmapp_afadd_qw", dmapp_afadd_qw(&w, heap, hseg, 1, 1), DMAPP_RC_PERMISSION_ERROR);
+}
+
 /* Sizes past 64 bits: 2^61 QW, 2^60 DQW and 2^62 DW are 2^64 bytes; 2^62 bytes to 4 PEs too. */
 static void huge(void)
 {
@@ -550,6 +562,8 @@ int main(int argc, char **argv)
 			all();
 		} else if (!strcmp(c, "errors")) {
 			refusals();
+		} else if (!strcmp(c, "closed")) {
+			closed();
 		} else if (!strcmp(c, "huge")) {
 			huge();
 		} else if (!strcmp(c, "attrs") || !strcmp(c, "attrs12")) {
