@@ -316,6 +316,30 @@ impl Thread {
         self.stamp.set(state_stamp());
     }
 
+    /// The thread's attributes `now`, read in a job its view predates. Where their routing is
+    /// still the one the library had put in force (DMAPP kept the thread's attributes across
+    /// `dmapp_init`, as the emulator does for a second `dmapp_init` of a running job), that
+    /// routing is still the library's, and the application's is still the one it stated: it is
+    /// what the library keeps, shows and gives back. Otherwise `now` is all the application's.
+    pub fn renew(&self, now: RmaAttrsExt) {
+        let before = self.dirs.each_ref().map(Cell::get);
+        let kept = self.steered() && Direction::ALL.iter().all(|&d| now.routing(d) == before[d.index()].in_force);
+        if !kept {
+            return self.read(now);
+        }
+        self.read(Direction::ALL.iter().fold(now, |a, &d| a.with_routing(d, before[d.index()].app)));
+        for d in Direction::ALL {
+            let dir = self.dir(d);
+            self.dirs[d.index()].set(Dir { in_force: before[d.index()].in_force, ..dir });
+        }
+    }
+
+    /// The view is not current (its attributes could not be read: no job, or DMAPP busy); what
+    /// it knew is kept for [`Thread::renew`] when they can be read again.
+    pub fn unread(&self) {
+        self.stamp.set(0);
+    }
+
     /// Forget the view (its attributes could not be read): the next call reads them again.
     pub fn forget(&self) {
         self.stamp.set(0);
@@ -386,6 +410,19 @@ mod tests {
                 t.given_back();
                 assert!(t.current() && !t.steered() && !t.dir(Direction::Put).routable);
                 assert_eq!(summary().stopped_because, Some("test"));
+                // A new job that kept the library's routing: the application's is still its own.
+                t.applied(Direction::Get, 6);
+                new_job();
+                t.unread();
+                let ours = RmaAttrsExt([7; 256]).with_routing(Direction::Put, 2).with_routing(Direction::Get, 6);
+                t.renew(ours);
+                assert!(t.current() && t.steered() && !t.dir(Direction::Get).routable, "stopped: not routable");
+                assert_eq!((t.dir(Direction::Get).app, t.dir(Direction::Get).in_force), (2, 6));
+                assert_eq!(t.app(), ours.with_routing(Direction::Get, 2), "the rest as read");
+                // One that did not: what it reads is the application's.
+                new_job();
+                t.renew(ours.with_routing(Direction::Get, 5));
+                assert!(!t.steered() && t.dir(Direction::Get).app == 5);
                 assert!(t.inside(inside_dmapp) && !inside_dmapp());
             })
             .unwrap();

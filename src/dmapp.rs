@@ -461,8 +461,8 @@ fn up_to_date(t: &Thread) {
     }
     if t.predates_job() {
         match read_attrs() {
-            Ok(app) => t.read(app),
-            Err(_) => t.forget(),
+            Ok(now) => t.renew(now),
+            Err(_) => t.unread(),
         }
     } else {
         give_back(t, false);
@@ -608,13 +608,34 @@ pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
     let Some(real_fn) = real.get::<GetAttrsFn>() else { return missing(real) };
     init::ensure_init();
     let steering = !state::inert() && control::load() & READY != 0;
-    if steering && catch_unwind(|| attributes::with_thread(up_to_date)).is_err() {
-        diag::internal_error("the call is forwarded");
+    if steering {
+        bring_up_to_date("the call is forwarded");
     }
     // SAFETY: the caller's argument, unchanged.
     let rc = unsafe { real_fn(attrs) };
-    if rc != DMAPP_RC_SUCCESS || attrs.is_null() || !steering {
-        return rc;
+    if rc == DMAPP_RC_SUCCESS && steering {
+        // SAFETY: DMAPP filled the caller's struct.
+        unsafe { show_own_routing(attrs) };
+    }
+    rc
+}
+
+/// The calling thread's view brought up to date, inside `catch_unwind` (`then`: what happens to
+/// the call, for the message of a panic).
+fn bring_up_to_date(then: &str) {
+    if catch_unwind(|| attributes::with_thread(up_to_date)).is_err() {
+        diag::internal_error(then);
+    }
+}
+
+/// In `attrs`, an attribute struct DMAPP filled for the calling thread, the application's own
+/// routing in each direction where the library has its own in force.
+///
+/// # Safety
+/// `attrs` is NULL or a `dmapp_rma_attrs_t` or `dmapp_rma_attrs_ext_t` DMAPP has just filled.
+unsafe fn show_own_routing(attrs: *mut c_void) {
+    if attrs.is_null() {
+        return;
     }
     attributes::with_thread(|t| {
         if !t.current() {
@@ -629,12 +650,17 @@ pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
             }
         }
     });
-    rc
 }
 
 /// The caller's `dmapp_init[_ext]`: forwarded; on success a new job has begun, whose attributes
-/// every thread reads again on its next call, and whose PEs `steady` places now.
-pub fn init(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> DmappReturn {
+/// every thread reads again on its next call, and whose PEs `steady` places now. Where DMAPP
+/// kept the attributes of a thread the library steers (a second `dmapp_init` of a running job,
+/// in the emulator), the thread keeps its application's routing as its intent
+/// ([`Thread::renew`]), and the routing `actual` shows the calling thread is its own.
+///
+/// # Safety
+/// `actual` is NULL or what the function fills (DMAPP's contract).
+pub unsafe fn init(real: &Real, actual: *mut c_void, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> DmappReturn {
     let Some(real_fn) = real.get::<AttrsInitFn>() else { return missing(real) };
     init::ensure_init();
     let rc = forward(real_fn);
@@ -643,6 +669,11 @@ pub fn init(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> Dm
         let w = control::load();
         if catch_unwind(|| place_pes_after_dmapp_init(w)).is_err() {
             diag::internal_error("the call had been forwarded");
+        }
+        if w & READY != 0 && attributes::with_thread(Thread::steered) == Some(true) {
+            bring_up_to_date("the call had been forwarded");
+            // SAFETY: DMAPP filled the caller's struct.
+            unsafe { show_own_routing(actual) };
         }
     }
     rc

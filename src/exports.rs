@@ -407,16 +407,16 @@ const _: GetAttrsFn = dmapp_get_rma_attrs_ext;
 /// DMAPP's contract for dmapp_init.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dmapp_init(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
-    // SAFETY: the caller's arguments, unchanged.
-    dmapp::init(&dmapp::INIT, |real| unsafe { real(requested, actual) })
+    // SAFETY: the caller's arguments, unchanged; `actual` under DMAPP's contract.
+    unsafe { dmapp::init(&dmapp::INIT, actual, |real| real(requested, actual)) }
 }
 
 /// # Safety
 /// DMAPP's contract for dmapp_init_ext.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dmapp_init_ext(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
-    // SAFETY: the caller's arguments, unchanged.
-    dmapp::init(&dmapp::INIT_EXT, |real| unsafe { real(requested, actual) })
+    // SAFETY: the caller's arguments, unchanged; `actual` under DMAPP's contract.
+    unsafe { dmapp::init(&dmapp::INIT_EXT, actual, |real| real(requested, actual)) }
 }
 
 /// Forwarded; the job has ended: calls until the next `dmapp_init` go out untouched.

@@ -877,3 +877,30 @@ fn calls_without_a_dmapp_job_go_out_untouched_and_the_next_job_is_steered() {
     assert_eq!(rec["modes"]["OTHER"]["messages"], 6, "{}", rec["modes"]);
     assert_eq!(rec["modes"]["ADAPTIVE3"]["messages"], 5, "{}", rec["modes"]);
 }
+
+/// A second `dmapp_init` while the job runs keeps every thread's attributes (in the emulator; a
+/// release's behaviour is open), the library's routing too: the application's own is still its
+/// intent, shown by `dmapp_init`'s `actual` and `dmapp_get_rma_attrs[_ext]` and given back when the
+/// library stops routing. (The library used to take its own routing for the application's.)
+#[test]
+fn a_second_dmapp_init_keeps_the_applications_routing_its_own() {
+    let inits = |r: &Run| -> Vec<String> {
+        r.stdout.lines().filter(|l| l.starts_with("init") || l.starts_with("routing")).map(String::from).collect()
+    };
+    // The thread that calls dmapp_init again, then aar_disable().
+    let r = driver("dmapp-reinit", "init put 1 64 2 initext routing api disable put 1 64 2 routing").run();
+    r.assert_ok();
+    assert_eq!(
+        inits(&r),
+        ["init rc=0 put=2 get=2", "init rc=0 put=2 get=2", "routing put=6 get=2", "routing put=2 get=2"],
+        "actual shows the application's routing; disabled, it is given back"
+    );
+    assert_eq!(routings(&r, "PUT"), [ADAPTIVE_3, ADAPTIVE_3, ADAPTIVE, ADAPTIVE]);
+    assert_eq!(set_routings(&r), [(ADAPTIVE_3, ADAPTIVE), (ADAPTIVE, ADAPTIVE)]);
+    // Its get-modify-set keeps its own routing.
+    let r = driver("dmapp-reinit-getset", "init put 1 64 2 init getset routing").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("getset saw put=2 get=2 base put=2 get=2\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("routing put=2 get=2\n"), "{}", r.stdout);
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+}

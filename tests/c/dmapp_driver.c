@@ -4,7 +4,7 @@
  * order:
  *
  *   init | initext                  dmapp_init / dmapp_init_ext with DMAPP's defaults (ADAPTIVE both
- *                                   ways); rc printed
+ *                                   ways); "init rc=RC put=P get=G": the routing "actual" shows
  *   pmi                             PMI_Init, as Cray's dmapp_init does (built with -DWITH_PMI -lpmi,
  *                                   to run under aar run); rc printed
  *   finalize                        dmapp_finalize; rc printed
@@ -149,6 +149,7 @@ static unsigned char *shadow[MAX_PES];
 static void start(int ext)
 {
 	dmapp_return_t rc;
+	int put_routing, get_routing;
 	if (ext) {
 		dmapp_rma_attrs_ext_t req, act;
 		memset(&req, 0, sizeof req);
@@ -158,7 +159,10 @@ static void start(int ext)
 		req.get_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE;
 		req.max_concurrency = 1;
 		req.PI_ordering = DMAPP_PI_ORDERING_DEFAULT;
+		memset(&act, 0xff, sizeof act);
 		rc = dmapp_init_ext(&req, &act);
+		put_routing = act.put_relaxed_ordering;
+		get_routing = act.get_relaxed_ordering;
 	} else {
 		dmapp_rma_attrs_t req = { .max_outstanding_nb = DMAPP_DEF_OUTSTANDING_NB,
 					  .offload_threshold = DMAPP_OFFLOAD_THRESHOLD,
@@ -166,9 +170,12 @@ static void start(int ext)
 					  .get_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE,
 					  .max_concurrency = 1 },
 				  act;
+		memset(&act, 0xff, sizeof act);
 		rc = dmapp_init(&req, &act);
+		put_routing = act.put_relaxed_ordering;
+		get_routing = act.get_relaxed_ordering;
 	}
-	printf("init rc=%d\n", (int)rc);
+	printf("init rc=%d put=%d get=%d\n", (int)rc, put_routing, get_routing);
 	if (rc != DMAPP_RC_SUCCESS)
 		return;
 	ok("dmapp_get_jobinfo", dmapp_get_jobinfo(&job));
