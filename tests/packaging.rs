@@ -372,17 +372,9 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
     }
 }
 
-/// With neither $SCRATCH nor $HOME (a bare environment: `env -i`, some batch and cron set-ups), the
-/// module's record folder is in /tmp, which the node's users share: each user gets a folder of
-/// their own (by uid) to write in, whoever loaded the module on the node first, and the unload
-/// takes it back. The second user is `nobody` when the tests run as root (with setpriv); otherwise
-/// only the test's user is checked.
-#[test]
-fn without_scratch_and_home_each_user_gets_a_record_folder_of_their_own_in_tmp() {
-    let dir = scratch("packaging-no-home");
-    let prefix = dir.join("prefix");
-    let out = install(&prefix, &dir);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+/// The users this process can load the module as: its own, and `nobody` when it runs as root and
+/// setpriv is there (else only its own, said once).
+fn tmp_users() -> (u32, Vec<u32>) {
     // /proc/self belongs to the process's effective user.
     let me = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
     let mut users = vec![me];
@@ -391,17 +383,55 @@ fn without_scratch_and_home_each_user_gets_a_record_folder_of_their_own_in_tmp()
     } else {
         eprintln!("note: not root, or no setpriv: only this user's folder is checked");
     }
-    let folders: Vec<_> = users.iter().map(|u| std::path::PathBuf::from(format!("/tmp/aar-records-{u}"))).collect();
-    // Removed at the end, a failure included: only what this test made, and only empty (never a
-    // user's records).
-    struct Made(Vec<std::path::PathBuf>);
-    impl Drop for Made {
-        fn drop(&mut self) {
-            for f in &self.0 {
-                _ = std::fs::remove_dir(f);
+    (me, users)
+}
+
+/// Run `script` as `user` (with setpriv when that is not `me`) in a bare environment: PATH only,
+/// no $SCRATCH, no $HOME.
+fn bare_shell_as(user: u32, me: u32, script: &str, cwd: &Path) -> std::process::Output {
+    let mut cmd = match user == me {
+        true => Command::new("bash"),
+        false => {
+            let mut c = Command::new("setpriv");
+            c.args([&format!("--reuid={user}"), &format!("--regid={user}"), "--clear-groups", "bash"]);
+            c
+        }
+    };
+    cmd.arg("-c").arg(script).current_dir(cwd).env_clear().env("PATH", "/usr/bin:/bin").output().unwrap()
+}
+
+/// The tests that make and remove /tmp/aar-records-UID take turns.
+static TMP_FOLDERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Removes what a test made in /tmp at its end, a failure included: only empty folders (never a
+/// user's records) and links.
+struct Made(Vec<std::path::PathBuf>);
+impl Drop for Made {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            match f.symlink_metadata() {
+                Ok(m) if m.is_dir() => _ = std::fs::remove_dir(f),
+                Ok(_) => _ = std::fs::remove_file(f),
+                Err(_) => {}
             }
         }
     }
+}
+
+/// With neither $SCRATCH nor $HOME (a bare environment: `env -i`, some batch and cron set-ups), the
+/// module's record folder is in /tmp, which the node's users share: each user gets a folder of
+/// their own (by uid) to write in, whoever loaded the module on the node first, and the unload
+/// takes it back. The second user is `nobody` when the tests run as root (with setpriv); otherwise
+/// only the test's user is checked.
+#[test]
+fn without_scratch_and_home_each_user_gets_a_record_folder_of_their_own_in_tmp() {
+    let _turn = TMP_FOLDERS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("packaging-no-home");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (me, users) = tmp_users();
+    let folders: Vec<_> = users.iter().map(|u| std::path::PathBuf::from(format!("/tmp/aar-records-{u}"))).collect();
     let _made = Made(folders.iter().filter(|f| !f.exists()).cloned().collect());
     for flavour in ["lmod", "tcl"] {
         for &user in &users {
@@ -413,16 +443,7 @@ fn without_scratch_and_home_each_user_gets_a_record_folder_of_their_own_in_tmp()
                  module unload aar; echo \"after=[$AAR_OUTPUT_DIR]\"\n",
                 prefix = prefix.display()
             );
-            let mut cmd = match user == me {
-                true => Command::new("bash"),
-                false => {
-                    let mut c = Command::new("setpriv");
-                    c.args([&format!("--reuid={user}"), &format!("--regid={user}"), "--clear-groups", "bash"]);
-                    c
-                }
-            };
-            let out =
-                cmd.arg("-c").arg(&script).current_dir(&dir).env_clear().env("PATH", "/usr/bin:/bin").output().unwrap();
+            let out = bare_shell_as(user, me, &script, &dir);
             let stdout = String::from_utf8_lossy(&out.stdout);
             let want = format!("dir=/tmp/aar-records-{user}\nwritable\nafter=[]\n");
             assert!(
@@ -431,6 +452,115 @@ fn without_scratch_and_home_each_user_gets_a_record_folder_of_their_own_in_tmp()
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+}
+
+/// Any user can make /tmp/aar-records-UID first. A folder of another user's (mode 777: records,
+/// which hold command lines, in a folder they control; mode 755: no record can be written), a
+/// folder of the user's own that others can write in, or a link (its owner can point it elsewhere
+/// later) is not used: the module makes a folder of the user's only (mktemp -d, mode 700), says
+/// why and where on load, with the same line from the Lmod and the Tcl modulefile, and leaves
+/// the other as it was. A folder it makes itself is mode 700, and then it says nothing. Another
+/// user's folders can only be made as root: otherwise the user's own ones are checked.
+#[test]
+fn a_record_folder_in_tmp_that_another_user_can_control_is_not_used() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let _turn = TMP_FOLDERS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("packaging-tmp-taken");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (me, users) = tmp_users();
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum There {
+        Nothing,
+        Folder { owner: u32, mode: u32 },
+        Link { owner: u32 },
+    }
+    for &user in &users {
+        let other = if user == me { 65534 } else { me };
+        let mut cases = vec![There::Nothing, There::Folder { owner: user, mode: 0o777 }, There::Link { owner: user }];
+        if me == 0 {
+            cases.extend([
+                There::Folder { owner: other, mode: 0o777 },
+                There::Folder { owner: other, mode: 0o755 },
+                There::Link { owner: other },
+            ]);
+        }
+        let folder = std::path::PathBuf::from(format!("/tmp/aar-records-{user}"));
+        assert!(
+            folder.symlink_metadata().is_err(),
+            "{} exists (not made by this test): move it away to run this test",
+            folder.display()
+        );
+        // The link points at a folder of the user's only, which the module would take if it
+        // followed the link.
+        let target = dir.join(format!("link-target-{user}"));
+        std::fs::create_dir(&target).unwrap();
+        std::os::unix::fs::chown(&target, Some(user), Some(user)).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700)).unwrap();
+        for flavour in ["lmod", "tcl"] {
+            for &there in &cases {
+                let mut made = Made(vec![folder.clone()]);
+                match there {
+                    There::Nothing => {}
+                    There::Folder { owner, mode } => {
+                        std::fs::create_dir(&folder).unwrap();
+                        std::os::unix::fs::chown(&folder, Some(owner), Some(owner)).unwrap();
+                        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(mode)).unwrap();
+                    }
+                    There::Link { owner } => {
+                        std::os::unix::fs::symlink(&target, &folder).unwrap();
+                        std::os::unix::fs::lchown(&folder, Some(owner), Some(owner)).unwrap();
+                    }
+                }
+                let script = format!(
+                    "source {LMOD_INIT}\n\
+                     module use {prefix}/modulefiles/{flavour}\n\
+                     module load aar || exit 3\n\
+                     echo \"dir=$AAR_OUTPUT_DIR\"; : > \"$AAR_OUTPUT_DIR/probe\" && rm \"$AAR_OUTPUT_DIR/probe\" && echo writable\n\
+                     stat -c 'owner=%u mode=%a' -- \"$AAR_OUTPUT_DIR\"\n\
+                     module unload aar; echo \"after=[$AAR_OUTPUT_DIR]\"\n",
+                    prefix = prefix.display()
+                );
+                let out = bare_shell_as(user, me, &script, &dir);
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let what = format!("{flavour}, user {user}, {there:?}");
+                let used = stdout.lines().find_map(|l| l.strip_prefix("dir=")).unwrap_or_default().to_string();
+                made.0.push(used.clone().into());
+                let want = format!("writable\nowner={user} mode=700\nafter=[]\n");
+                assert!(out.status.success() && stdout.contains(&want), "{what}: no {want:?} in:\n{stdout}\n{stderr}");
+                let why = match there {
+                    There::Nothing => {
+                        assert_eq!(used, folder.to_str().unwrap(), "{what}: {stdout}");
+                        assert!(!stderr.contains("aar:"), "{what}: nothing to say: {stderr}");
+                        continue;
+                    }
+                    There::Folder { owner, .. } if owner != user => format!("belongs to another user (uid {owner})"),
+                    There::Folder { mode, .. } => format!("can be written in by other users (mode {mode:o})"),
+                    There::Link { .. } => "is a symbolic link".to_string(),
+                };
+                let private = used.strip_prefix(&format!("{}.", folder.display())).unwrap_or_default();
+                assert!(private.len() == 6 && !private.contains('/'), "{what}: a new folder beside it: {used}");
+                let said = format!(
+                    "aar: {} {why}, so records go to {used}, a folder of this user's only, made for this load. \
+                     Set SCRATCH or HOME, or export AAR_OUTPUT_DIR, for a folder that stays.\n",
+                    folder.display()
+                );
+                assert_eq!(stderr.matches(&said).count(), 1, "{what}: no {said:?} in:\n{stderr}");
+                // What was there is left as it was.
+                let m = folder.symlink_metadata().unwrap();
+                match there {
+                    There::Folder { owner, mode } => {
+                        assert_eq!((m.uid(), m.mode() & 0o7777), (owner, mode), "{what}");
+                        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0, "{what}");
+                    }
+                    _ => assert!(m.file_type().is_symlink(), "{what}"),
+                }
+            }
+        }
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "user {user}: nothing was written through the link");
     }
 }
 
