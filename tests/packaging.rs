@@ -292,7 +292,8 @@ fn an_install_under_a_strict_umask_is_readable_by_everyone() {
 /// The module among the others a user loads and in the environments users have: another module
 /// adding to LD_PRELOAD (with ':', as modules do) is neither lost nor left holding libaar.so
 /// after unload or purge; a `'` in $SCRATCH is a folder name, not shell code; an empty $SCRATCH
-/// is unset; a folder the user exports after loading survives a reload and the unload; a program
+/// is unset; a trailing '/' (a '//', a '/./') in $SCRATCH is not in the folder's name; a folder
+/// the user exports after loading survives a reload and the unload; a program
 /// linked with -laar (pkg-config aar) runs with the module loaded and
 /// without it. And install refuses a prefix LD_PRELOAD cannot carry, and takes a relative one
 /// from where it was given.
@@ -341,7 +342,9 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
              unset AAR_OUTPUT_DIR; module reload aar 2>/dev/null; echo \"I=$AAR_OUTPUT_DIR\"\n\
              cd {dir} && cc capi.c $(pkg-config --cflags --libs aar) -o capi-{flavour} || exit 4\n\
              ./capi-{flavour} || exit 5\n\
-             module purge; ./capi-{flavour} || exit 6\n",
+             module purge; ./capi-{flavour} || exit 6\n\
+             export SCRATCH={dir}//slash/./; module load aar || exit 8; echo \"J=$AAR_OUTPUT_DIR\"\n\
+             test -d \"$AAR_OUTPUT_DIR\" && echo made; module unload aar; echo \"K=[$AAR_OUTPUT_DIR]\"\n",
             prefix = prefix.display(),
             mf = dir.join("mf").display(),
             quoted = quoted.display(),
@@ -360,6 +363,8 @@ fn the_module_lives_with_other_modules_and_odd_environments() {
             format!("G={}/mine", dir.display()),
             format!("H=[{}/mine]", dir.display()),
             format!("I={}/aar-records", dir.display()),
+            // One spelling from both modulefiles, whatever '/' the user's $SCRATCH ends with.
+            format!("J={}/slash/aar-records\nmade\nK=[]", dir.display()),
         ] {
             assert!(stdout.contains(&want), "{flavour}: no {want:?} in:\n{stdout}\n{stderr}");
         }
