@@ -132,6 +132,32 @@ fn a_missing_output_dir_is_one_warning_at_start_and_the_program_continues() {
     assert!(lines[0].ends_with(&format!("will not be written. Fix: mkdir -p {missing}")), "{}", lines[0]);
 }
 
+/// An output folder that is a symbolic link to nothing (a scratch folder cleaned up under it):
+/// the warning names the link's target, and the fix makes that target, not the link's name
+/// (`mkdir -p` of which fails: "File exists").
+#[test]
+fn an_output_dir_that_is_a_link_to_nothing_names_its_target() {
+    let launch = Launch::driver("dangling-out", "fma 64 5 0");
+    let target = launch.dir.join("cleaned/up").display().to_string();
+    let link = launch.dir.join("records");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let link = link.display().to_string();
+    let r = launch.env("AAR_OUTPUT_DIR", &link).env("AAR_SUMMARY", "0").run();
+    r.assert_ok();
+    let lines = r.aar_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(&format!(
+            "AAR_OUTPUT_DIR=\"{link}\" cannot be used ({link} is a symbolic link to {target}, which does not exist)"
+        )) && lines[0].ends_with(&format!(
+            "will not be written. Fix: mkdir -p {target} (where the link leads), or point AAR_OUTPUT_DIR at another \
+             folder."
+        )),
+        "{}",
+        lines[0]
+    );
+}
+
 /// A folder that exists on a file system mounted read-only (in a mount namespace of the test's):
 /// the warning names that cause and its fix, and does not tell to create the folder.
 #[test]

@@ -21,7 +21,8 @@
 //! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
 //! - A file size limit (`ulimit -f`): the library's records and trace stop at it.
 //! - The record folder (`AAR_OUTPUT_DIR`): one this user may create files in; a missing one gets
-//!   the `mkdir -p` that makes it, or the fix of what would make that mkdir fail. The problem and
+//!   the `mkdir -p` that makes it (through a symbolic link to nothing, its target), or the fix of
+//!   what would make that mkdir fail. The problem and
 //!   its fix are `aar_record::folder`'s, as in libaar.so's start-up warning.
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's

@@ -770,6 +770,56 @@ fn the_fix_for_a_missing_record_folder_makes_it() {
     assert!(!r.stdout.contains("fix: mkdir"), "{}", r.stdout);
 }
 
+/// A record folder that is a symbolic link to nothing (or has one in its path), as a link to a
+/// scratch folder left after the folder was cleaned up: `mkdir -p` of its name fails ("File
+/// exists"), so the doctor names the link and its target, and the fix's mkdir, pasted into a
+/// shell, makes the folder the link leads to (a relative target is taken from the link's folder),
+/// after which the doctor calls the folder writable.
+#[test]
+fn a_record_folder_that_is_a_link_to_nothing_names_the_link_and_makes_its_target() {
+    let prog = ugni_program();
+    let top = scratch().join("links");
+    _ = std::fs::remove_dir_all(&top);
+    std::fs::create_dir_all(&top).unwrap();
+    let gone = top.join("gone of mine/Jo's");
+    let link = top.join("records");
+    std::os::unix::fs::symlink(&gone, &link).unwrap();
+    std::os::unix::fs::symlink("relative/gone", top.join("in-path")).unwrap();
+    let quoted = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    for (dir, named, target, make) in [
+        (link.clone(), link.clone(), quoted(&gone), gone.clone()),
+        (top.join("in-path/sub"), top.join("in-path"), "relative/gone".to_string(), top.join("relative/gone/sub")),
+    ] {
+        let d = dir.to_str().unwrap();
+        let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", d)]);
+        r.expect_code(3);
+        r.expect_line(
+            "warning",
+            "records",
+            &format!(
+                "AAR_OUTPUT_DIR={d} cannot be used ({} is a symbolic link to {target}, which does not exist)",
+                named.display()
+            ),
+        );
+        let fix = r
+            .stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("warning  records"))
+            .nth(1)
+            .and_then(|l| l.trim().strip_prefix("fix: "))
+            .unwrap_or_else(|| panic!("no fix line under the records warning:\n{}", r.stdout))
+            .to_string();
+        let want = "(where the link leads), or point AAR_OUTPUT_DIR at another folder.";
+        let mkdir = fix.strip_suffix(want).unwrap_or_else(|| panic!("{d}: no {want:?} in {fix:?}"));
+        assert!(mkdir.starts_with("mkdir -p ") && !mkdir.contains(d), "{d}: {fix:?}");
+        let st = Command::new("sh").arg("-c").arg(mkdir).current_dir(scratch()).status().unwrap();
+        assert!(st.success() && make.is_dir() && dir.is_dir(), "`{mkdir}` did not make {} for {d}", make.display());
+        let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", d)]);
+        r.expect_code(0);
+        r.expect_line("ok", "records", &format!("AAR_OUTPUT_DIR={d} is a writable folder"));
+    }
+}
+
 /// A record folder on a file system mounted read-only (in a mount namespace of the test's), and a
 /// missing one there: the doctor names that cause and its fix, offers no mkdir, and says what
 /// libaar.so's own start-up warning says for the same folder (one text, `aar_record::folder`).
