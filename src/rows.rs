@@ -14,7 +14,7 @@ use crate::tally::{Totals, CLASS_NAMES};
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{diag, job, sys};
 use aar_engine::{AbSchedule, EngineStats, Policy};
-use aar_record::{Clock, Header, Iteration, Source, MAX_ROWS};
+use aar_record::{Clock, Header, Iteration, Source, MAX_ROWS, SHORT_ITERATION_FIX, SHORT_ITERATION_NS};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
@@ -28,7 +28,6 @@ const ROW_ROOM: usize = 2048;
 const FLUSH_EVERY_NS: u64 = 1_000_000_000;
 /// After this many rows, iterations shorter than [`SHORT_ITERATION_NS`] on average are warned of.
 const SHORT_CHECK_ROWS: u64 = 1_000;
-const SHORT_ITERATION_NS: u64 = 1_000_000;
 /// Longest label, in bytes.
 pub const MAX_LABEL: usize = 64;
 
@@ -435,10 +434,8 @@ fn warn_if_short(mean_ns: u64) {
     let per_second = 1e9 / mean_ns.max(1) as f64;
     diag::warn(&format!(
         "iterations last {:.1} us on average over the first {SHORT_CHECK_ROWS}: each ends with a row of the \
-         iteration record, about {:.0} rows a second from each rank, and one that short shows little of a \
-         routing policy's effect (after {MAX_ROWS} iterations rows are no longer written). Mark iterations of a \
-         millisecond or more: AAR_AB_BOUNDARY=MPI_<Fn>:N with a larger N, or aar_iteration_begin/end around a \
-         whole time step.",
+         iteration record, about {:.0} rows a second from each rank (after {MAX_ROWS} iterations rows are no \
+         longer written), and {SHORT_ITERATION_FIX}",
         mean_ns as f64 / 1e3,
         per_second
     ));

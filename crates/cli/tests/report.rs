@@ -294,6 +294,69 @@ fn identical_distributions_are_not_significant() {
     }
 }
 
+/// Microsecond iterations of one rank (as `examples/iterations.c --bytes 8` makes): thousands of
+/// them tell apart medians a few nanoseconds apart (p far below any threshold), less than the
+/// clock's readings and the markers' own work vary by. The report repeats libaar.so's warning of
+/// such short iterations, and calls a difference significant only when the ratio's interval lies
+/// wholly beyond 1 ± 1%; the simulator's clock, which reads without cost, gets no warning.
+#[test]
+fn microsecond_iterations_are_warned_of_and_a_tiny_difference_is_not_significant() {
+    let folder = tmp("short");
+    let write = |dir: &Path, source: Source, a_ns: u64, b_ns: u64| {
+        let mut rng = Rng(3);
+        let rows: Vec<Iteration> = (0..4_000)
+            .map(|i| {
+                let (p, base) = if i % 2 == 0 { ("A", a_ns) } else { ("B", b_ns) };
+                row(i, p, (i % 2) as usize, base + rng.next() % 7, None)
+            })
+            .collect();
+        write_record(dir, &Header { source, ..header("s", 0, 1, &["A", "B"]) }, &rows);
+    };
+    let report = |dir: &Path| {
+        let text = run(&[dir.to_str().unwrap()]);
+        let json = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+        (stdout(&text), stderr(&text), json)
+    };
+    let short = |err: &str| err.lines().filter(|l| l.contains("its iterations last")).count();
+
+    // 1522 vs 1530 ns: B is 0.5% slower, measurably and negligibly.
+    let dir = folder.path().join("tiny");
+    std::fs::create_dir(&dir).unwrap();
+    write(&dir, Source::Job, 1522, 1530);
+    let (out, err, j) = report(&dir);
+    assert_eq!(short(&err), 1, "{err}");
+    let said = err.lines().find(|l| l.contains("its iterations last")).unwrap();
+    assert!(said.contains("last 1.5") && said.contains("µs (the median), timed on the monotonic clock"), "{said}");
+    assert!(said.contains("Mark iterations of a millisecond or more"), "{said}");
+    let c = &policy(&j, "B")["vs_first"];
+    assert!(c["p"].as_f64().unwrap() < 1e-100, "{c}");
+    let ci = [c["ratio_ci"][0].as_f64().unwrap(), c["ratio_ci"][1].as_f64().unwrap()];
+    assert!(1.0 < ci[0] && ci[1] < 1.01, "{c}");
+    assert!(c["significant"] == false && c["verdict"] == "below_margin", "{c}");
+    let row_b = out.lines().find(|l| l.starts_with("B ")).unwrap();
+    assert!(row_b.ends_with("  < 1%"), "{out}");
+    assert!(out.contains("significant: p < 0.05 and the ratio's 95% CI wholly outside 0.990–1.010"), "{out}");
+
+    // 5% slower is significant, short iterations or not.
+    let dir = folder.path().join("clear");
+    std::fs::create_dir(&dir).unwrap();
+    write(&dir, Source::Job, 1522, 1600);
+    let (out, err, j) = report(&dir);
+    assert_eq!(short(&err), 1, "{err}");
+    let c = &policy(&j, "B")["vs_first"];
+    assert!(c["significant"] == true && c["verdict"] == "yes", "{c}");
+    assert!(out.lines().find(|l| l.starts_with("B ")).unwrap().ends_with("  yes"), "{out}");
+
+    // The simulator's clock reads without cost; a job's millisecond iterations are long enough.
+    for (name, source, scale) in [("sim", Source::Sim, 1), ("long", Source::Job, 1000)] {
+        let dir = folder.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        write(&dir, source, 1522 * scale, 1530 * scale);
+        let (_, err, _) = report(&dir);
+        assert_eq!(short(&err), 0, "{name}: {err}");
+    }
+}
+
 /// Runs above and below the median of `in_order`, counted here as a person would: the values
 /// equal to the median left out, a new run at every change of side.
 fn runs_by_hand(in_order: &[f64]) -> usize {

@@ -245,6 +245,17 @@ pub struct Problem {
 /// iteration, so a reader can tell a record that stopped there.
 pub const MAX_ROWS: u64 = 100_000;
 
+/// Iterations shorter than this (a millisecond) on a node's clock show little of a routing
+/// policy's effect: the clock's readings and the iteration markers' own work are a share of each
+/// that varies from one to the next. libaar.so warns of them while a job runs, `aar report` when
+/// it reads such a job's records; both end with [`SHORT_ITERATION_FIX`].
+pub const SHORT_ITERATION_NS: u64 = 1_000_000;
+
+/// What is wrong with iterations shorter than [`SHORT_ITERATION_NS`] and how to mark longer ones.
+pub const SHORT_ITERATION_FIX: &str = "an iteration that short shows little of a routing policy's effect. Mark \
+     iterations of a millisecond or more: AAR_AB_BOUNDARY=MPI_<Fn>:N with a larger N, or aar_iteration_begin/end \
+     around a whole time step.";
+
 /// Longest line a reader accepts: a row is a few hundred bytes; anything far longer is not a
 /// record (and must not make the reader hold a whole foreign file in memory).
 pub const MAX_LINE: usize = 1 << 20;

@@ -16,6 +16,13 @@ use serde::Serialize;
 pub const LEVEL: f64 = 0.95;
 /// Family-wise significance level of the comparisons with the first policy.
 pub const ALPHA: f64 = 0.05;
+/// Smallest difference of medians the report calls significant, as a share of the first
+/// policy's median: the ratio's interval must lie wholly beyond 1 ± this. A p-value alone
+/// finds any difference, however small, given iterations enough (20,000 microsecond iterations
+/// tell a few nanoseconds apart, less than the clock's readings and the markers' own work vary
+/// by); a difference within 1% is also within what one allocation's or one day's traffic
+/// changes, and no reason to choose a routing policy.
+pub const MARGIN: f64 = 0.01;
 /// Fewest iterations whose order statistics give an exact 95% interval of the median (with 5,
 /// the widest, smallest to largest, covers 1 - 2/32 < 95%).
 pub const MIN_ITERATIONS_CI: usize = 6;
@@ -67,6 +74,8 @@ pub struct SettingsOut {
     pub keep_incomplete: bool,
     pub confidence: f64,
     pub alpha: f64,
+    /// [`MARGIN`]
+    pub margin: f64,
     pub bootstrap_resamples: usize,
     pub bootstrap_seed: u64,
     pub iteration_time: &'static str,
@@ -168,7 +177,54 @@ pub struct Comparison {
     pub p: f64,
     /// The level p is held against (ALPHA, Bonferroni-divided by the number of comparisons).
     pub alpha: f64,
+    /// p < alpha and the ratio's interval lies wholly beyond 1 ± [`MARGIN`] ([`Verdict::Yes`]).
     pub significant: bool,
+    pub verdict: Verdict,
+}
+
+/// What p and the ratio's interval say together of a policy against the first.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// p < alpha, and the ratio's interval lies wholly beyond 1 ± [`MARGIN`]: the medians differ
+    /// by at least the margin.
+    Yes,
+    /// p ≥ alpha: no difference shown.
+    No,
+    /// p < alpha, but the ratio's interval lies wholly within 1 ± [`MARGIN`]: a difference
+    /// smaller than the margin.
+    BelowMargin,
+    /// p < alpha, and the ratio's interval reaches into 1 ± [`MARGIN`]: a difference, perhaps
+    /// smaller than the margin.
+    Maybe,
+}
+
+impl Verdict {
+    /// From the test's p, the level it is held against and the ratio's interval (its point
+    /// where there is no interval).
+    pub fn of(p: f64, alpha: f64, ratio: f64, ratio_ci: Option<[f64; 2]>) -> Verdict {
+        let [low, high] = ratio_ci.unwrap_or([ratio, ratio]);
+        // A p that is NaN shows no difference either.
+        if p.partial_cmp(&alpha) != Some(std::cmp::Ordering::Less) {
+            Verdict::No
+        } else if high < 1.0 - MARGIN || low > 1.0 + MARGIN {
+            Verdict::Yes
+        } else if low >= 1.0 - MARGIN && high <= 1.0 + MARGIN {
+            Verdict::BelowMargin
+        } else {
+            Verdict::Maybe
+        }
+    }
+
+    /// The table's word for it.
+    pub fn label(self) -> String {
+        match self {
+            Verdict::Yes => "yes".into(),
+            Verdict::No => "no".into(),
+            Verdict::BelowMargin => format!("< {}%", MARGIN * 100.0),
+            Verdict::Maybe => "maybe".into(),
+        }
+    }
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -449,6 +505,27 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
     (why, !exited.is_empty() && only_uneven)
 }
 
+/// libaar.so's warning of short iterations, again where its rows are read: a job's iterations
+/// on the node's clock whose median (of the job's times) is shorter than
+/// [`aar_record::SHORT_ITERATION_NS`]. The simulator's clock reads without cost.
+fn short_iterations(e: &ExperimentData, series: &[(u64, f64, usize)]) -> Option<String> {
+    if e.header.source != aar_record::Source::Job || e.header.clock != aar_record::Clock::Monotonic {
+        return None;
+    }
+    let mut times: Vec<f64> = series.iter().map(|s| s.1).collect();
+    times.sort_by(f64::total_cmp);
+    let median = opt(&times, stats::median).filter(|&m| m < aar_record::SHORT_ITERATION_NS as f64)?;
+    Some(format!(
+        "its iterations last {} (the median), timed on the monotonic clock: two readings of the clock and the \
+         markers' own work (libaar.so writes a row at each iteration's end) are inside each time and vary from one \
+         iteration to the next, so a difference of nanoseconds between policies may be the measurement's, not the \
+         routing's (significant counts differences of {}% or more only); {}",
+        super::output::Unit::for_value(median).fmt_unit(median),
+        MARGIN * 100.0,
+        aar_record::SHORT_ITERATION_FIX
+    ))
+}
+
 /// Figures of one experiment; `None` (with a warning) if nothing in it is usable.
 pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
     let name = e.name.escape_debug().to_string();
@@ -502,6 +579,9 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         u.slowest.iter().map(|(&rank, &iterations)| SlowRank { rank, iterations }).collect();
     slowest_ranks.sort_by(|a, b| b.iterations.cmp(&a.iterations).then(a.rank.cmp(&b.rank)));
     slowest_ranks.truncate(5);
+    if let Some(w) = short_iterations(e, &u.series) {
+        warn(w);
+    }
     let mut r = figures(e, u, &e.totals, s, &mut warn, SPELLS_FIX);
     r.ranks = ranks_used;
     r.per_rank = per_rank;
@@ -698,16 +778,20 @@ fn figures(
                 let ratio = stats::ratio_of_medians(sample(0), sample(p), LEVEL, s.resamples, seed);
                 let qcd =
                     stats::qcd_difference(sample(0), sample(p), LEVEL, s.resamples, seed.wrapping_add(QCD_SEED_OFFSET));
+                let ratio_ci = ratio.filter(|r| r.1.is_finite() && x.len() > 1 && first.len() > 1).map(|r| [r.1, r.2]);
+                let ratio = ratio.map_or(f64::NAN, |r| r.0);
+                let verdict = Verdict::of(mw.p, alpha, ratio, ratio_ci);
                 Comparison {
-                    ratio: ratio.map_or(f64::NAN, |r| r.0),
-                    ratio_ci: ratio.filter(|r| r.1.is_finite() && x.len() > 1 && first.len() > 1).map(|r| [r.1, r.2]),
+                    ratio,
+                    ratio_ci,
                     qcd_difference: qcd.map(|d| d.0),
                     qcd_difference_ci: qcd.filter(|d| d.1.is_finite()).map(|d| [d.1, d.2]),
                     u: mw.u,
                     z: mw.z,
                     p: mw.p,
                     alpha,
-                    significant: mw.p < alpha,
+                    significant: verdict == Verdict::Yes,
+                    verdict,
                 }
             });
             let total_bytes: u128 = t.bytes.iter().map(|&b| b as u128).sum();
@@ -846,6 +930,7 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
         keep_incomplete: s.keep_incomplete,
         confidence: LEVEL,
         alpha: ALPHA,
+        margin: MARGIN,
         bootstrap_resamples: s.resamples,
         bootstrap_seed: s.seed,
         iteration_time: "max over ranks of end_ns - start_ns for each iteration index",
@@ -861,7 +946,9 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
         test: "Mann-Whitney U vs the first policy, two-sided, normal approximation with tie and continuity \
                corrections; pooled (--pool), van Elteren's stratified form: each job's U weighted by \
                1 / (its iterations of the two policies + 1), u the sum of the jobs' U, no continuity \
-               correction; alpha 0.05 Bonferroni-divided by the number of comparisons",
+               correction; alpha 0.05 Bonferroni-divided by the number of comparisons; significant when p < alpha and \
+               ratio_ci lies wholly outside 1 - margin .. 1 + margin (verdict yes; below_margin: p < alpha and \
+               ratio_ci wholly inside; maybe: p < alpha and ratio_ci reaching inside; no: p >= alpha)",
         outlier_rule:
             "rank median more than 3 scaled MADs (1.4826 * MAD) and more than 1% from the median of rank medians",
         independence_test: "Wald-Wolfowitz runs test of each policy's iteration times, in the order they ran, \
@@ -870,5 +957,27 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
                             bootstrap resamples blocks of ceil(n / runs) iterations (at least 2, at most n / 2); \
                             pooled (--pool), each job's iterations above and below its own median, the runs, \
                             their expected count and variance summed over the jobs",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Verdict;
+
+    #[test]
+    fn a_difference_is_significant_from_the_margin_on() {
+        let of = |p: f64, ci: [f64; 2]| Verdict::of(p, 0.05, (ci[0] + ci[1]) / 2.0, Some(ci));
+        assert_eq!(of(1e-50, [0.85, 0.86]), Verdict::Yes);
+        assert_eq!(of(1e-50, [1.02, 1.03]), Verdict::Yes);
+        assert_eq!(of(1e-50, [1.001, 1.009]), Verdict::BelowMargin);
+        assert_eq!(of(1e-50, [0.995, 1.005]), Verdict::BelowMargin);
+        assert_eq!(of(1e-50, [1.005, 1.02]), Verdict::Maybe);
+        assert_eq!(of(1e-50, [0.98, 0.995]), Verdict::Maybe);
+        assert_eq!(of(0.2, [0.85, 0.86]), Verdict::No);
+        assert_eq!(of(f64::NAN, [0.85, 0.86]), Verdict::No);
+        // Without an interval, its point.
+        assert_eq!(Verdict::of(1e-9, 0.05, 0.9, None), Verdict::Yes);
+        assert_eq!(Verdict::of(1e-9, 0.05, 1.0, None), Verdict::BelowMargin);
+        assert_eq!(Verdict::BelowMargin.label(), "< 1%");
     }
 }

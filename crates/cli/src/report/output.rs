@@ -1,7 +1,7 @@
 //! The report as an aligned table (stdout by default), one JSON document (`--json`) or CSV
 //! (`--csv`, one row per policy; columns in [`CSV_COLUMNS`]).
 
-use super::analysis::{ExperimentReport, PolicyStats, Report, MIN_ITERATIONS_CI};
+use super::analysis::{ExperimentReport, PolicyStats, Report, Verdict, MARGIN, MIN_ITERATIONS_CI};
 use aar_record::{count, human_bytes};
 
 /// Time unit of one experiment's tables: chosen from its fastest median so that every median
@@ -40,7 +40,6 @@ impl Unit {
     }
 
     /// With the unit, e.g. `1.234 ms`.
-    #[cfg(test)]
     pub fn fmt_unit(&self, ns: f64) -> String {
         format!("{} {}", self.fmt(ns), self.name)
     }
@@ -134,7 +133,7 @@ pub fn policy_cells(p: &PolicyStats, first_n: usize, u: &Unit) -> Vec<String> {
             if c.ratio.is_finite() { fmt_ratio(c.ratio) } else { dash() },
             c.ratio_ci.map_or_else(&fewest, |r| format!("{}–{}", fmt_ratio(r[0]), fmt_ratio(r[1]))),
             fmt_p(c.p),
-            if c.significant { "yes".to_string() } else { "no".to_string() },
+            c.verdict.label(),
         ),
         None if p.iterations > 0 => (dash(), "1".into(), dash(), dash(), dash()),
         None => (dash(), dash(), dash(), dash(), dash()),
@@ -335,9 +334,15 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
              the spreads differ by more than sampling noise"
         ),
         format!(
-            "p: two-sided Mann-Whitney U against {first} (normal approximation, tie-corrected); significant: p < {}{}",
+            "p: two-sided Mann-Whitney U against {first} (normal approximation, tie-corrected); significant: p < {}{} \
+             and the ratio's 95% CI wholly outside {}–{}, a difference of at least {margin}% (\"{}\": p that small, \
+             the CI wholly inside: a difference too small to matter; \"maybe\": the CI reaches inside)",
             fmt_alpha(alpha),
-            if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() }
+            if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() },
+            fmt_ratio(1.0 - MARGIN),
+            fmt_ratio(1.0 + MARGIN),
+            Verdict::BelowMargin.label(),
+            margin = MARGIN * 100.0,
         ),
         "the intervals and p treat iterations as independent; a runs test of each policy's iterations in the \
          order they ran checks it, and a warning names a policy whose slow iterations came in spells"
