@@ -10,9 +10,11 @@
 //! Zᵢ is shared by all ranks of the iteration (the machine's state), Zᵣᵢ is the rank's own; all
 //! are standard normal draws from a seeded generator, so a run is reproducible. Policies
 //! alternate round-robin. With `--labels`, blocks of iterations alternate `isolated` and
-//! `congested` (congested ones take `--congestion` times longer).
+//! `congested` (congested ones take `--congestion` times longer). Each rank also leaves the summary
+//! record a rank of a job writes at exit (`aar-record`, its iterations counted), as after a job
+//! that ended.
 
-use aar_record::{iterations_file_name, write_line, Clock, Header, Source, FORMAT};
+use aar_record::{iterations_file_name, summary_file_name, write_line, Clock, Header, Source, FORMAT, SUMMARY_FORMAT};
 use clap::Parser;
 use rayon::prelude::*;
 use std::io::Write;
@@ -142,5 +144,12 @@ fn main() {
             .expect("write");
         }
         w.flush().expect("flush");
+        let summary = serde_json::json!({
+            "format": SUMMARY_FORMAT, "job_id": a.experiment, "rank": rank, "pid": 10_000 + rank,
+            "host": header.host, "policy_at_exit": a.policies[0],
+            "ab": { "policies": a.policies, "boundary": "markers", "iterations": a.iterations },
+        });
+        let name = summary_file_name(Some(&a.experiment), Some(rank), 10_000 + rank);
+        std::fs::write(a.out.join(name), summary.to_string()).expect("write summary record");
     });
 }

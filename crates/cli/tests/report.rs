@@ -72,6 +72,16 @@ fn write_record(dir: &Path, h: &Header, rows: &[Iteration]) -> PathBuf {
     path
 }
 
+/// The summary record rank `rank` of `exp` writes at exit beside its iteration record, saying it
+/// ended `ended` iterations of `policies`.
+fn write_summary(dir: &Path, exp: &str, rank: u32, policies: &[&str], ended: u64) {
+    let rec = serde_json::json!({
+        "format": "aar-record/2", "job_id": exp, "rank": rank, "pid": 100 + rank, "host": "h",
+        "policy_at_exit": policies[0], "ab": { "policies": policies, "boundary": "markers", "iterations": ended },
+    });
+    std::fs::write(dir.join(format!("aar.{exp}.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+}
+
 fn run(args: &[&str]) -> Output {
     aar().arg("report").args(args).output().unwrap()
 }
@@ -109,8 +119,9 @@ impl Rng {
 }
 
 /// Records of `ranks` ranks × `iters` iterations alternating `policies`; rank r's time under
-/// policy p is base·scale[p]·exp(σ·Z). Returns the job's time per iteration (max over ranks) per
-/// policy, computed here, in the order the iterations ran.
+/// policy p is base·scale[p]·exp(σ·Z). Each rank leaves its summary record, as at the end of a
+/// job. Returns the job's time per iteration (max over ranks) per policy, computed here, in the
+/// order the iterations ran.
 fn generate(
     dir: &Path,
     exp: &str,
@@ -135,6 +146,7 @@ fn generate(
     }
     for (r, rows) in per_rank.iter().enumerate() {
         write_record(dir, &header(exp, r as u32, ranks, policies), rows);
+        write_summary(dir, exp, r as u32, policies, iters);
     }
     job
 }
@@ -910,6 +922,43 @@ fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
     assert!(err.contains("or still running (a rank writes its rows at least a second apart"), "{err}");
     assert!(err.contains("report the folder again when the job has ended"), "{err}");
     assert!(!err.contains("marked fewer"), "{err}");
+}
+
+/// A job none of whose ranks has exited (no summary record beside any iteration record: still
+/// running, or killed) may have rows that end evenly: nothing else then tells that the report is
+/// of part of the run. One note says so, until a rank's summary record is there; the simulator
+/// writes no summary records and gets none.
+#[test]
+fn a_job_without_any_summary_record_is_said_to_be_unfinished() {
+    let folder = tmp("unfinished");
+    let rows: Vec<Iteration> = (0..20).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect();
+    let note = |err: &str| err.lines().filter(|l| l.contains("no rank has a summary record")).count();
+    for (name, source) in [("job", Source::Job), ("sim", Source::Sim)] {
+        let dir = folder.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        for rank in 0..2 {
+            write_record(&dir, &Header { source, ..header("k", rank, 2, &["A", "B"]) }, &rows);
+        }
+        let o = run(&[dir.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{err}");
+        assert!(stdout(&o).contains("20 iterations used; "), "{}", stdout(&o));
+        if source == Source::Sim {
+            assert!(err.is_empty(), "{err}");
+            continue;
+        }
+        assert_eq!(note(&err), 1, "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("aar: experiment \"k\": no rank has a summary record"), "{err}");
+        assert!(err.contains("may still be running, or was stopped before its ranks exited"), "{err}");
+        assert!(err.contains("Report the folder again when the job has ended"), "{err}");
+        let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+        assert!(j["warnings"][0].as_str().unwrap().contains("no rank has a summary record"), "{j}");
+        // One rank has exited: the job ended (the other rank's rows, were they short, say why).
+        write_summary(&dir, "k", 1, &["A", "B"], 20);
+        let o = run(&[dir.to_str().unwrap()]);
+        assert!(o.status.success() && stderr(&o).is_empty(), "{}", stderr(&o));
+    }
 }
 
 /// Under an MPI boundary, ranks that marked fewer iterations are most likely ranks that call the

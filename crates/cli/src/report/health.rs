@@ -63,7 +63,7 @@ pub struct Problems {
 }
 
 /// The summary record beside an iteration record, if it has the library's naming.
-fn summary_beside(iterations: &Path) -> Option<PathBuf> {
+pub fn summary_beside(iterations: &Path) -> Option<PathBuf> {
     Some(iterations.with_file_name(aar_record::summary_beside(iterations.file_name()?.to_str()?)?))
 }
 

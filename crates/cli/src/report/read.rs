@@ -680,6 +680,24 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     Some(format!("{}: {}; {outcome}", plan.path.display(), said.join("; ")))
 }
 
+/// A job none of whose ranks has a summary record beside its iteration record (`files`): none
+/// has exited, so the job is still running or was stopped, and its rows may end evenly and yet
+/// not be all its iterations. The simulator writes no summary records.
+fn unfinished(e: &ExperimentData, files: &[(u32, &Path)]) -> Option<String> {
+    let summary = |p: &Path| health::summary_beside(p).is_some_and(|s| std::fs::symlink_metadata(s).is_ok());
+    if e.header.source != aar_record::Source::Job || files.iter().any(|(_, p)| summary(p)) {
+        return None;
+    }
+    Some(format!(
+        "experiment \"{}\": no rank has a summary record beside its iteration record (libaar.so writes it when the \
+         rank exits): the job may still be running, or was stopped before its ranks exited (killed, or at its time \
+         limit), so this report is of the iterations written so far (a rank writes its rows at least a second \
+         apart). Report the folder again when the job has ended (or, if the records were copied, copy the \
+         aar.*.json beside them too)",
+        e.name.escape_debug()
+    ))
+}
+
 /// Ranks that exited having ended more iterations than their iteration records hold rows of
 /// (below the rows libaar.so writes per process): writing the rest failed, and the table compares
 /// the rows written.
@@ -938,6 +956,9 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             }
         }
         if let Some(w) = unwritten(e) {
+            warn(&mut warnings, w);
+        }
+        if let Some(w) = unfinished(e, &files) {
             warn(&mut warnings, w);
         }
     }
