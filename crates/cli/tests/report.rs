@@ -1322,6 +1322,68 @@ fn seven_policies_are_each_named_in_the_box_plot_and_the_threshold_is_short() {
     check_png(&png, COLOURS.len());
 }
 
+/// The value of attribute `name` in the tag `tag` (`<circle cx="1" ...`).
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    tag[at..].split('"').next()
+}
+
+/// The legends of the CDF and of the time series stand beside their plotting areas: no data point
+/// or line lies under one, whatever the policies' times (a legend drawn in a corner of the
+/// plotting area hid the points of seven policies' last iterations, 110 to 140).
+#[test]
+fn legends_cover_no_data() {
+    let folder = tmp("legend");
+    let dir = folder.path();
+    let policies = ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3", "auto", "steady", "off"];
+    generate(dir, "legend", 2, 140, &policies, &[1.0, 0.95, 0.9, 0.85, 0.85, 0.85, 1.0], 5);
+    let svg = dir.join("fig.svg");
+    let o = run(&[dir.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let tags = || text.split('<').skip(1).map(|t| t.split('>').next().unwrap());
+    let num = |v: &str| v.parse::<f64>().unwrap();
+    // Legend names: upright, left-aligned; the box plot's names are turned.
+    let legend_x: Vec<f64> = text
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| t.split_once('>'))
+        .filter(|(tag, rest)| {
+            !tag.contains("transform") && policies.contains(&rest.split("</text>").next().unwrap().trim())
+        })
+        .map(|(tag, _)| num(attr(tag, "x").unwrap()))
+        .collect();
+    assert_eq!(legend_x.len(), 2 * policies.len(), "a legend in the CDF and in the series: {legend_x:?}");
+    // Each legend's left edge (its swatches' and frame's): data of its panel lie left of it.
+    let mut lefts: Vec<f64> = tags()
+        .filter(|t| t.starts_with("rect") && attr(t, "width") == Some("16"))
+        .map(|t| num(attr(t, "x").unwrap()))
+        .collect();
+    lefts.dedup();
+    assert_eq!(lefts.len(), 2, "{lefts:?}");
+    let colours: Vec<String> = COLOURS.iter().map(|c| format!("#{:02X}{:02X}{:02X}", c[0], c[1], c[2])).collect();
+    let coloured =
+        |t: &str| ["fill", "stroke"].iter().any(|a| attr(t, a).is_some_and(|c| colours.iter().any(|k| k == c)));
+    let mut xs = Vec::new();
+    for t in tags().filter(|t| coloured(t)) {
+        if t.starts_with("circle") {
+            xs.push(num(attr(t, "cx").unwrap()));
+        } else if t.starts_with("polyline") {
+            xs.extend(attr(t, "points").unwrap().split_whitespace().map(|p| num(p.split(',').next().unwrap())));
+        }
+    }
+    let width = 1500.0 / 3.0;
+    for left in &lefts {
+        let panel = (left / width).floor();
+        let mine: Vec<f64> = xs.iter().copied().filter(|x| (x / width).floor() == panel).collect();
+        assert!(mine.len() > 50, "the panel's data: {mine:?}");
+        assert!(mine.iter().all(|x| x < &(left - 6.0)), "legend at {left}, data up to {mine:?}");
+    }
+    let png = dir.join("fig.png");
+    assert!(run(&[dir.to_str().unwrap(), "--plot", png.to_str().unwrap()]).status.success());
+    check_png(&png, COLOURS.len());
+}
+
 /// Run chromium headless with a deadline; a missing chromium is a failure that says what to do.
 fn chromium(args: &[&str], profile: &Path) -> Output {
     let exe = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());

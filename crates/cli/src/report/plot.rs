@@ -1,6 +1,6 @@
 //! One figure per report (plotters): for each experiment a row of three panels — box plots of
 //! the iteration time per policy, the empirical CDF per policy, and the iteration-time series
-//! coloured by policy with a legend naming them.
+//! coloured by policy, the last two with a legend naming the policies beside their plotting area.
 //!
 //! Text needs a TrueType font (plotters' `ab_glyph` backend, no system font library). It is read
 //! at run time: `AAR_REPORT_FONT` if set, else DejaVu Sans or Liberation Sans where Debian, SUSE
@@ -10,10 +10,9 @@
 use super::analysis::ExperimentReport;
 use super::output::{clean_to, Unit};
 use super::OutputError;
-use plotters::chart::SeriesAnno;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
-use plotters::coord::{CoordTranslate, Shift};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
@@ -139,33 +138,73 @@ pub fn render(path: &Path, r: &[ExperimentReport], text: bool) -> Result<Vec<u8>
     }
 }
 
-/// Name policy `p`'s series in the legend, in its colour (the tables name the policies beyond
-/// [`LEGEND_MAX`]).
-fn name_in_legend<DB: DrawingBackend>(series: &mut SeriesAnno<'_, DB>, e: &ExperimentReport, p: usize) {
-    if p < LEGEND_MAX {
-        let c = colour(p);
-        series
-            .label(clean_to(&e.policies[p], 24))
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], c.filled()));
-    }
+/// Text of a legend's names.
+const LEGEND_FONT: u32 = 14;
+/// Height of a legend's line, and the width of its colour swatch.
+const LEGEND_LINE: i32 = 20;
+const SWATCH: i32 = 16;
+/// Space around and between a legend's parts.
+const LEGEND_PAD: i32 = 6;
+
+/// The policies a panel's legend names, in their colours: those with iterations (the tables name
+/// the policies beyond [`LEGEND_MAX`]).
+fn legend_names(e: &ExperimentReport) -> impl Iterator<Item = (usize, String)> + '_ {
+    (0..e.policies.len().min(LEGEND_MAX))
+        .filter(|&p| !e.samples[p].is_empty())
+        .map(|p| (p, clean_to(&e.policies[p], 24)))
 }
 
-/// The legend of a chart whose series were named, at `position`.
-fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    position: SeriesLabelPosition,
+/// A panel, or a part of one, in the figure's pixels.
+type Area<DB> = DrawingArea<DB, Shift>;
+
+/// A panel split into the room for its chart and, on its right, for its legend (as wide as its
+/// longest name needs): beside the plotting area, not over it, so that the legend covers no
+/// data point or line, however many policies and wherever their data lie. Without text, no
+/// legend and the whole panel for the chart.
+fn beside_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    e: &ExperimentReport,
+    text: bool,
+) -> Result<(Area<DB>, Option<Area<DB>>), OutputError>
+where
+    DB::ErrorType: 'static,
+{
+    if !text || legend_names(e).next().is_none() {
+        return Ok((area.clone(), None));
+    }
+    let font = ("sans-serif", LEGEND_FONT).into_text_style(area);
+    let mut widest = 0;
+    for (_, name) in legend_names(e) {
+        widest = widest.max(area.estimate_text_size(&name, &font).map_err(drawn)?.0 as i32);
+    }
+    let width = 3 * LEGEND_PAD + SWATCH + widest + LEGEND_PAD;
+    let (chart, legend) = area.split_horizontally(area.dim_in_pixel().0 as i32 - width);
+    Ok((chart, Some(legend)))
+}
+
+/// The legend of `e`'s policies in `area` (from [`beside_legend`]), its top at the top of the
+/// plotting area `plot` (pixels of the whole figure) and a margin from the panel's right.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    e: &ExperimentReport,
+    plot: (std::ops::Range<i32>, std::ops::Range<i32>),
 ) -> Result<(), OutputError>
 where
     DB::ErrorType: 'static,
 {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(drawn)
+    let names: Vec<(usize, String)> = legend_names(e).collect();
+    let (w, _) = area.dim_in_pixel();
+    let (x0, y0) = (LEGEND_PAD, plot.1.start - area.get_base_pixel().1);
+    let (x1, y1) = (w as i32 - LEGEND_PAD, y0 + LEGEND_PAD + LEGEND_LINE * names.len() as i32 + LEGEND_PAD / 2);
+    area.draw(&Rectangle::new([(x0, y0), (x1, y1)], BLACK.mix(0.4))).map_err(drawn)?;
+    let style = ("sans-serif", LEGEND_FONT).into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+    for (k, (p, name)) in names.into_iter().enumerate() {
+        let y = y0 + LEGEND_PAD + LEGEND_LINE * k as i32 + LEGEND_LINE / 2;
+        let x = x0 + LEGEND_PAD;
+        area.draw(&Rectangle::new([(x, y - 5), (x + SWATCH, y + 5)], colour(p).filled())).map_err(drawn)?;
+        area.draw(&Text::new(name, (x + SWATCH + LEGEND_PAD, y), style.clone())).map_err(drawn)?;
+    }
+    Ok(())
 }
 
 fn draw<DB: DrawingBackend>(
@@ -370,7 +409,8 @@ where
     DB::ErrorType: 'static,
 {
     let &Panel { e, ref u, lo, hi, text } = panel;
-    let mut b = ChartBuilder::on(area);
+    let (area, legend) = beside_legend(area, e, text)?;
+    let mut b = ChartBuilder::on(&area);
     b.margin(12);
     if text {
         b.caption("empirical CDF", ("sans-serif", 16)).x_label_area_size(36).y_label_area_size(60);
@@ -395,13 +435,10 @@ where
             pts.push((s[j], j as f64 / n as f64));
             pts.push((s[j], (j + 1) as f64 / n as f64));
         }
-        let series = chart.draw_series(LineSeries::new(pts, colour(p).stroke_width(2))).map_err(drawn)?;
-        if text {
-            name_in_legend(series, e, p);
-        }
+        chart.draw_series(LineSeries::new(pts, colour(p).stroke_width(2))).map_err(drawn)?;
     }
-    if text {
-        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    if let Some(legend) = legend {
+        draw_legend(&legend, e, chart.plotting_area().get_pixel_range())?;
     }
     Ok(())
 }
@@ -418,7 +455,8 @@ where
     // iterations, so that spikes stay visible.
     const MAX_POINTS: usize = 6000;
     let thinned = e.series.len() > MAX_POINTS;
-    let mut b = ChartBuilder::on(area);
+    let (area, legend) = beside_legend(area, e, text)?;
+    let mut b = ChartBuilder::on(&area);
     b.margin(12);
     if text {
         let caption = if thinned { "time series (min and max per bucket)" } else { "time series" };
@@ -452,13 +490,10 @@ where
             pts = ext.into_iter().flatten().flat_map(|(a, b)| [a, b]).collect();
         }
         let c = colour(p);
-        let s = chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 2, c.filled()))).map_err(drawn)?;
-        if text {
-            name_in_legend(s, e, p);
-        }
+        chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 2, c.filled()))).map_err(drawn)?;
     }
-    if text {
-        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    if let Some(legend) = legend {
+        draw_legend(&legend, e, chart.plotting_area().get_pixel_range())?;
     }
     Ok(())
 }
