@@ -842,7 +842,11 @@ fn a_record_folder_on_a_read_only_file_system_is_named_as_such() {
     std::fs::create_dir_all(&ro).unwrap();
     let ro = ro.to_str().unwrap();
     let sh = scratch().join("read-only-sh");
-    let script = format!("#!/bin/sh\nmount -t tmpfs -o ro tmpfs '{ro}' || exit 97\nexec \"$@\"\n");
+    // The mount is made in a mount namespace of the wrapped command's own: the host's mounts stay
+    // as they were (a mount left there would also keep the test folder from being removed).
+    let script = format!(
+        "#!/bin/sh\nexec unshare -m sh -c 'mount -t tmpfs -o ro tmpfs \"$0\" || exit 97; exec \"$@\"' '{ro}' \"$@\"\n"
+    );
     std::fs::write(&sh, script).unwrap();
     std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let read_only = "is on a read-only file system: point AAR_OUTPUT_DIR at a folder on a writable one.";
@@ -871,6 +875,8 @@ fn a_record_folder_on_a_read_only_file_system_is_named_as_such() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(&format!("; the per-rank record will not be written. Fix: {fix}\n")), "{err}");
     }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&format!(" {ro} ")), "the read-only mount was left on the host: {ro}");
 }
 
 /// The node table `steady` keeps its state per destination class by: read and checked against
