@@ -5,19 +5,15 @@
 //! table of atomics, open addressing on the handle: the decision path and the SMSG fast path look
 //! an endpoint up without a lock or an allocation, and creating or binding never waits.
 
+use crate::handles::{Keyed, Slot};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 /// Endpoints remembered at most (MPI binds one per peer; 24 bytes each, in zero pages until used).
 pub const SLOTS: usize = 1 << 16;
-/// Slots probed from an endpoint's home before giving up (a full neighbourhood: not remembered).
-const PROBES: usize = 64;
 /// What `nic` holds for an endpoint that is not bound.
 const UNBOUND: u32 = 0;
 
-struct Slot {
-    /// The endpoint handle; 0: free. A slot once taken keeps its handle (handles are reused by
-    /// the application's allocator, and a rebound endpoint finds its slot again).
-    ep: AtomicUsize,
+struct Endpoint {
     /// The bound NIC address plus one; [`UNBOUND`] (so that the table is all zero, in `.bss`: a
     /// table of non-zero values is a MiB of the library's file, read page by page as it is used).
     nic: AtomicU32,
@@ -25,38 +21,17 @@ struct Slot {
     local: AtomicUsize,
 }
 
-static TABLE: [Slot; SLOTS] =
-    [const { Slot { ep: AtomicUsize::new(0), nic: AtomicU32::new(UNBOUND), local: AtomicUsize::new(0) } }; SLOTS];
+static TABLE: Keyed<Endpoint, SLOTS> =
+    Keyed([const { Slot::new(Endpoint { nic: AtomicU32::new(UNBOUND), local: AtomicUsize::new(0) }) }; SLOTS]);
 
 /// Binds that found no free slot near their endpoint's home: those endpoints have no remembered
 /// destination ([`forgotten`]).
 static FORGOTTEN: AtomicU64 = AtomicU64::new(0);
 
-fn home(ep: usize) -> usize {
-    // Handles are heap pointers: the low bits are alignment, the multiply spreads the rest.
-    (ep >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> (usize::BITS - SLOTS.trailing_zeros())
-}
-
-fn probe(ep: usize) -> impl Iterator<Item = &'static Slot> {
-    let h = home(ep);
-    (0..PROBES).map(move |k| &TABLE[(h + k) % SLOTS])
-}
-
-/// The slot of `ep`, taking a free one near its home if it has none.
-fn claim(ep: usize) -> Option<&'static Slot> {
-    if ep == 0 {
-        return None;
-    }
-    probe(ep).find(|slot| match slot.ep.compare_exchange(0, ep, AcqRel, Acquire) {
-        Ok(_) => true,
-        Err(other) => other == ep,
-    })
-}
-
 /// `ep` was created on the NIC handle `nic` (after a successful `GNI_EpCreate`). Without a free
 /// slot it is not remembered: its SMSG sends are counted as if its NIC followed the library.
 pub fn created(ep: usize, nic: usize) {
-    if let Some(slot) = claim(ep) {
+    if let Some(slot) = TABLE.claim(ep) {
         slot.local.store(nic, Release);
     }
 }
@@ -66,7 +41,7 @@ pub fn bound(ep: usize, nic: u32) {
     if ep == 0 {
         return;
     }
-    match claim(ep) {
+    match TABLE.claim(ep) {
         // (u32::MAX, which no NIC has, reads as unbound.)
         Some(slot) => slot.nic.store(nic.wrapping_add(1), Release),
         None => _ = FORGOTTEN.fetch_add(1, Relaxed),
@@ -78,29 +53,16 @@ pub fn forgotten() -> u64 {
     FORGOTTEN.load(Relaxed)
 }
 
-/// The slot of `ep`, if it has one (no lock, no allocation).
-#[inline]
-fn find(ep: usize) -> Option<&'static Slot> {
-    for slot in probe(ep) {
-        match slot.ep.load(Acquire) {
-            0 => return None,
-            e if e == ep => return Some(slot),
-            _ => {}
-        }
-    }
-    None
-}
-
 /// `ep` is unbound (`GNI_EpUnbind`): it keeps its NIC.
 pub fn unbound(ep: usize) {
-    if let Some(slot) = find(ep) {
+    if let Some(slot) = TABLE.find(ep) {
         slot.nic.store(UNBOUND, Release);
     }
 }
 
 /// `ep` is destroyed (`GNI_EpDestroy`): its handle may come back as another endpoint's.
 pub fn destroyed(ep: usize) {
-    if let Some(slot) = find(ep) {
+    if let Some(slot) = TABLE.find(ep) {
         slot.nic.store(UNBOUND, Release);
         slot.local.store(0, Release);
     }
@@ -109,13 +71,13 @@ pub fn destroyed(ep: usize) {
 /// The NIC address `ep` is bound to, if the library saw the bind.
 #[inline]
 pub fn remote_nic(ep: usize) -> Option<u32> {
-    find(ep)?.nic.load(Acquire).checked_sub(1)
+    TABLE.find(ep)?.nic.load(Acquire).checked_sub(1)
 }
 
 /// The NIC handle `ep` was created on, if the library saw the creation.
 #[inline]
 pub fn local_nic(ep: usize) -> Option<usize> {
-    find(ep).map(|s| s.local.load(Acquire)).filter(|&nic| nic != 0)
+    TABLE.find(ep).map(|s| s.local.load(Acquire)).filter(|&nic| nic != 0)
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 //!
 //! 1. primitives: `sys` (libc), `trylock` (the lock the library only ever tries, and the
 //!    re-entry guard), `reserve` (the allocator: malloc, then a reserve of its own), `job` (rank
-//!    and job ids), `diag` (stderr messages);
+//!    and job ids), `diag` (stderr messages), `handles` (the lock-free tables keyed by C
+//!    handles);
 //! 2. per-concern state: `settings` (the `AAR_*` variables), `control` (the control word every
 //!    post loads), `tally` (messages and bytes per routing), `trace` (the decision trace),
 //!    `nics` (the NIC table for SMSG routing), `attributes` (DMAPP's routing attributes per
@@ -39,6 +40,7 @@ mod diag;
 mod dmapp;
 mod endpoints;
 mod exports;
+mod handles;
 mod init;
 mod iterations;
 mod job;

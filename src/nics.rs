@@ -7,9 +7,10 @@
 
 use crate::control;
 use crate::diag;
+use crate::handles::{Keyed, Slot};
 use crate::trylock::{ForkHeld, TryLock};
 use aar_engine::{requested_mode, with_mode};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::time::Duration;
 
 struct Nic {
@@ -26,47 +27,26 @@ const MAX_NICS: usize = 4096;
 /// Adding or removing a NIC waits this long at most for a thread that is steering.
 const WAIT: Duration = Duration::from_secs(1);
 
-/// A NIC handle and the mode the application pinned it to.
-struct PinSlot {
-    /// The NIC handle; 0: free. A slot once taken keeps its handle (as `endpoints`' slots do).
-    nic: AtomicUsize,
-    /// [`PINNED`] with the application's non-adaptive mode; 0: not pinned.
-    mode: AtomicU32,
-}
-
 /// Marks a pinned mode (IN_ORDER's routing bits are 0x3, and a mode of 0 is ADAPTIVE0's).
 const PINNED: u32 = 1 << 16;
-const PIN_SLOTS: usize = 2 * MAX_NICS;
-/// Slots probed from a handle's home before giving up (a full neighbourhood: not remembered, and
-/// its sends are counted as the library's).
-const PIN_PROBES: usize = 64;
 
-/// The NICs the application pinned, written under the table's lock and read by every SMSG send
-/// without one. Zero, so in `.bss`; 16 bytes a slot, in zero pages until used.
-static PINS: [PinSlot; PIN_SLOTS] =
-    [const { PinSlot { nic: AtomicUsize::new(0), mode: AtomicU32::new(0) } }; PIN_SLOTS];
+/// The mode the application pinned each NIC handle to ([`PINNED`] with its non-adaptive mode; 0:
+/// not pinned), written under the table's lock and read by every SMSG send without one. A NIC
+/// with no room near its home is not remembered: its sends are counted as the library's.
+static PINS: Keyed<AtomicU32, { 2 * MAX_NICS }> = Keyed([const { Slot::new(AtomicU32::new(0)) }; 2 * MAX_NICS]);
 /// NICs pinned now: while 0 (the common case) a send looks nothing up.
 static PINNED_NICS: AtomicU32 = AtomicU32::new(0);
-
-fn pin_probe(nic: usize) -> impl Iterator<Item = &'static PinSlot> {
-    // Handles are heap pointers: the low bits are alignment, the multiply spreads the rest.
-    let h = (nic >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> (usize::BITS - PIN_SLOTS.trailing_zeros());
-    (0..PIN_PROBES).map(move |k| &PINS[(h + k) % PIN_SLOTS])
-}
 
 /// Pin `nic` to the application's non-adaptive `mode`, or (`None`) unpin it. Under the table's
 /// lock: one writer at a time.
 fn pin(nic: usize, mode: Option<u16>) {
     let slot = match mode {
-        Some(_) => pin_probe(nic).find(|s| match s.nic.compare_exchange(0, nic, AcqRel, Acquire) {
-            Ok(_) => true,
-            Err(other) => other == nic,
-        }),
-        None => pin_probe(nic).take_while(|s| s.nic.load(Acquire) != 0).find(|s| s.nic.load(Acquire) == nic),
+        Some(_) => PINS.claim(nic),
+        None => PINS.find(nic),
     };
     let Some(slot) = slot else { return };
     let new = mode.map_or(0, |m| PINNED | u32::from(m));
-    match (slot.mode.swap(new, AcqRel) != 0, new != 0) {
+    match (slot.swap(new, AcqRel) != 0, new != 0) {
         (false, true) => _ = PINNED_NICS.fetch_add(1, Release),
         (true, false) => _ = PINNED_NICS.fetch_sub(1, Release),
         _ => {}
@@ -77,17 +57,8 @@ fn pin(nic: usize, mode: Option<u16>) {
 /// allocation: the SMSG fast path asks).
 #[inline]
 pub fn pinned_mode(nic: usize) -> Option<u16> {
-    for slot in pin_probe(nic) {
-        match slot.nic.load(Acquire) {
-            0 => return None,
-            n if n == nic => {
-                let m = slot.mode.load(Acquire);
-                return (m != 0).then_some(m as u16);
-            }
-            _ => {}
-        }
-    }
-    None
+    let m = PINS.find(nic)?.load(Acquire);
+    (m != 0).then_some(m as u16)
 }
 
 /// Whether any NIC is pinned now.
