@@ -8,7 +8,9 @@
 
 use crate::trylock::TryLock;
 use crate::{job, sys};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::time::Duration;
 use tracing::level_filters::LevelFilter;
 
 const MAX_KEPT: usize = 64;
@@ -29,10 +31,43 @@ fn print(parts: &[&[u8]]) {
     sys::write_stderr(&out);
 }
 
+/// Messages said while [`KEPT`] was held by another thread (one inside `fork()`: its handlers
+/// hold every lock of the library until the fork is done), moved into it by the next message or
+/// [`kept`]. A few slots: a fork holds it for milliseconds, and a message is said once.
+static PENDING: [AtomicPtr<String>; 4] = [const { AtomicPtr::new(ptr::null_mut()) }; 4];
+
+/// Move the messages set aside in [`PENDING`] into `kept`.
+fn take_pending(kept: &mut Vec<String>) {
+    for slot in &PENDING {
+        let p = slot.swap(ptr::null_mut(), Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: a pointer of `Box::into_raw` put in the slot by `emit`, taken out once by
+            // this swap.
+            let line = unsafe { Box::from_raw(p) };
+            if kept.len() < MAX_KEPT {
+                kept.push(*line);
+            }
+        }
+    }
+}
+
 fn emit(line: &str, print_it: bool) {
-    if let Some(mut kept) = KEPT.try_lock() {
-        if kept.len() < MAX_KEPT {
-            kept.push(line.to_string());
+    match KEPT.try_lock() {
+        Some(mut kept) => {
+            take_pending(&mut kept);
+            if kept.len() < MAX_KEPT {
+                kept.push(line.to_string());
+            }
+        }
+        None => {
+            let p = Box::into_raw(Box::new(line.to_string()));
+            let set = PENDING
+                .iter()
+                .any(|slot| slot.compare_exchange(ptr::null_mut(), p, Ordering::Release, Ordering::Relaxed).is_ok());
+            if !set {
+                // SAFETY: `p` is from `Box::into_raw` above and was put in no slot.
+                drop(unsafe { Box::from_raw(p) });
+            }
         }
     }
     if print_it {
@@ -136,9 +171,12 @@ pub fn info_rank0(line: &str) {
     }
 }
 
-/// Messages so far, for the record.
+/// Messages so far, for the record: waiting a little for a thread that holds them (one inside
+/// `fork()`), as the other exit paths do.
 pub fn kept() -> Vec<String> {
-    KEPT.try_lock().map(|k| k.clone()).unwrap_or_default()
+    let Some(mut kept) = KEPT.try_lock_for(Duration::from_millis(100)) else { return Vec::new() };
+    take_pending(&mut kept);
+    kept.clone()
 }
 
 /// Stderr through [`sys::write_stderr`] behind the prefix: each event (`tracing` writes one whole

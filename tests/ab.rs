@@ -1052,7 +1052,8 @@ fn an_experiment_whose_iterations_were_never_marked_says_so() {
 /// inside fork(): libaar.so's fork handler holds the record until the fork is done). They do not
 /// wait longer: an end and a begin still end and begin (AAR_OK), but those iterations have no row,
 /// count in the summary record all the same, and one message says so, whichever call lost first;
-/// a label is AAR_EINVAL, as aar.h says, and not set. Once the fork is done, rows are kept again.
+/// a label is AAR_EINVAL, as aar.h says, and not set. Once the fork is done, rows are kept again,
+/// and the record keeps the message, said while the fork held the record's messages too.
 #[test]
 fn iteration_calls_that_find_the_record_held_lose_their_rows_visibly() {
     let cases = [
@@ -1078,6 +1079,12 @@ fn iteration_calls_that_find_the_record_held_lose_their_rows_visibly() {
         let lost: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("held the iteration record")).collect();
         assert_eq!(lost.len(), 1, "said once: {}", r.stderr);
         assert!(lost[0].contains(said), "{}", lost[0]);
+        // The fork handler still holds the messages too: the line is kept for the record all the same.
+        let messages = &r.records()[0]["messages"];
+        let kept = messages
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|l| l.as_str().is_some_and(|l| l.contains(said))).count());
+        assert_eq!(kept, 1, "the record keeps the line said: {messages}");
         let (_, rows) = iteration_records(&r.dir.join("out")).remove(0);
         let kept: Vec<_> = rows.iter().map(|row| (row["i"].as_u64(), row["label"].as_str())).collect();
         assert_eq!(kept, [(Some(0), None), (Some(3), Some("after"))], "iterations 1 and 2 have no row: {rows:?}");
