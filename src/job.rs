@@ -250,14 +250,19 @@ struct Place {
 /// process's only when it is a task of the Slurm step: when its rank is its `SLURM_PROCID`. A
 /// process that another launcher started inside the step (whose daemons are the step's tasks)
 /// has a rank of its own beside its daemon's `SLURM_PROCID`, and `SLURM_NTASKS` counts the
-/// daemons: the number of ranks is then one the launcher sets, or unknown.
+/// daemons: the number of ranks is then one the launcher sets, or unknown. A daemon's rank 0 has
+/// `SLURM_PROCID=0` too; where a PMIx server started the process, its namespace says whose it is
+/// (Slurm's PMIx plugin names it `slurm.pmix.<job>.<step>`; PRRTE, `prterun-<host>-<pid>@<n>`).
 fn place(lookup: &dyn Fn(&str) -> Option<EnvValue>) -> Place {
     let rank = first_number(&RANK_VARIABLES, lookup, |_| true);
     let slurm_task = match rank.used {
         None => true,
         Some((variable, n)) => {
+            let pmix_of_slurm =
+                lookup("PMIX_NAMESPACE").is_none_or(|v| v.is_ok_and(|ns| ns.starts_with("slurm.pmix.")));
             variable == "SLURM_PROCID"
-                || lookup("SLURM_PROCID").is_none_or(|v| v.ok().as_deref().and_then(number) == Some(n))
+                || (pmix_of_slurm
+                    && lookup("SLURM_PROCID").is_none_or(|v| v.ok().as_deref().and_then(number) == Some(n)))
         }
     };
     let not_slurm = |v: &&&str| slurm_task || !v.starts_with("SLURM_");
@@ -436,6 +441,13 @@ mod tests {
         // A PMIx launcher's rank 5 on the second of two daemons that srun started.
         let daemon = [("PMIX_RANK", "5"), ("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_NTASKS_PER_NODE", "1")];
         assert_eq!(used(&daemon), (Some(("PMIX_RANK", 5)), None, None), "the daemons' numbers are not the ranks'");
+        // Its rank 0 on the first daemon: the numbers agree, the PMIx namespace is not Slurm's.
+        let prterun = [("PMIX_NAMESPACE", "prterun-c0-0c0s1n0-4242@1"), ("PMIX_RANK", "0"), ("SLURM_PROCID", "0")];
+        let rank0 = [&prterun[..], &[("SLURM_NTASKS", "2"), ("SLURM_NTASKS_PER_NODE", "1")]].concat();
+        assert_eq!(used(&rank0), (Some(("PMIX_RANK", 0)), None, None), "a daemon's rank 0 is not the step's");
+        let srun_ns =
+            [("PMIX_NAMESPACE", "slurm.pmix.1234.0"), ("PMIX_RANK", "0"), ("SLURM_PROCID", "0"), ("SLURM_NTASKS", "8")];
+        assert_eq!(used(&srun_ns).1, Some(("SLURM_NTASKS", 8)), "srun's PMIx names its namespace after the step");
         // Its own numbers, where it sets them, still count.
         let ompi = [
             ("OMPI_COMM_WORLD_RANK", "5"),
