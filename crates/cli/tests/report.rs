@@ -887,7 +887,7 @@ fn inconsistent_ranks_are_decided_and_said() {
 /// Ranks that exited having marked fewer iterations than the others (their summary records say
 /// how many they ended) are not blamed as missing: the warning says the ranks reached the
 /// iteration boundary unequally often, and how to mark iterations alike; a rank with no summary
-/// record was stopped.
+/// record was stopped, and one whose record is cut short is said so.
 #[test]
 fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
     let folder = tmp("uneven");
@@ -922,6 +922,15 @@ fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
     assert!(err.contains("or still running (a rank writes its rows at least a second apart"), "{err}");
     assert!(err.contains("report the folder again when the job has ended"), "{err}");
     assert!(!err.contains("marked fewer"), "{err}");
+    // A summary record cut short is there, but says nothing: not said to be absent.
+    std::fs::write(dir.join("aar.u.1.101.json"), "{\"format\": \"aar-record/2\", \"job_id\": \"u\", \"ra").unwrap();
+    let err = stderr(&run(&[dir.to_str().unwrap()]));
+    assert!(err.contains("aar.u.1.101.json: not a whole summary record"), "{err}");
+    assert!(
+        err.contains("The rows of rank 1 end early and its summary record beside them is not whole (said above)"),
+        "{err}"
+    );
+    assert!(!err.contains("no summary record is beside"), "{err}");
 }
 
 /// A job none of whose ranks has exited (no summary record beside any iteration record: still

@@ -439,8 +439,11 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
         .collect();
     let unwritten: Vec<String> =
         short.iter().filter(|r| r.unwritten().is_some()).take(4).map(|r| r.rank.to_string()).collect();
-    let stopped: Vec<String> =
-        short.iter().filter(|r| r.ended.is_none() && !damaged(r)).take(4).map(|r| r.rank.to_string()).collect();
+    let without_summary = |unreadable: bool| -> Vec<String> {
+        let lacks = |r: &&&&RankSummary| r.ended.is_none() && !damaged(r) && r.summary_unreadable == unreadable;
+        short.iter().filter(lacks).take(4).map(|r| r.rank.to_string()).collect()
+    };
+    let (stopped, cut) = (without_summary(false), without_summary(true));
     let left_out: Vec<String> = ranks.iter().filter(|r| r.left_out > 0).take(4).map(|r| r.rank.to_string()).collect();
     let past: Option<&&RankSummary> = ranks.iter().find(|r| past_ended(r));
     let mut why = String::new();
@@ -477,6 +480,18 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             one(&stopped, "", "s"),
             stopped.join(", "),
             one(&stopped, "it", "them")
+        ));
+    }
+    if !cut.is_empty() {
+        why.push_str(&format!(
+            ". The rows of rank{} {} end early and {} summary record{} beside them {} not whole (said above): \
+             stopped while writing {} at exit, or out of room (a full disk, the file size limit)",
+            one(&cut, "", "s"),
+            cut.join(", "),
+            one(&cut, "its", "their"),
+            one(&cut, "", "s"),
+            one(&cut, "is", "are"),
+            one(&cut, "it", "them"),
         ));
     }
     if !left_out.is_empty() {

@@ -254,10 +254,10 @@ fn ranks(list: &[u32]) -> String {
 /// and the iterations each rank with a summary record ended (it exited, and says so). A rank
 /// without a summary record beside its iteration record (stopped before its exit) is not looked
 /// at; one whose record cannot be read is named.
-pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> (Vec<String>, Vec<(u32, u64)>) {
+pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> Health {
     let automatic = policies.iter().any(|p| is_automatic(p));
     // A rank's problems and what in its record could not be read, or why it was not read.
-    type Read = Result<(u32, Problems, Option<String>), String>;
+    type Read = Result<(u32, Problems, Option<String>), (u32, String)>;
     let read: Vec<Read> = files
         .par_iter()
         .filter_map(|&(rank, path)| {
@@ -266,18 +266,28 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
                 Ok((rec, note)) => {
                     Ok((rank, problems(&rec, automatic), note.map(|n| format!("{}: {n}", summary.display()))))
                 }
-                Err(why) => Err(format!("{}: {why}: rank {rank}'s health is not checked", summary.display())),
+                Err(why) => Err((rank, format!("{}: {why}: rank {rank}'s health is not checked", summary.display()))),
             })
         })
         .collect();
     let (found, unread): (Vec<_>, Vec<_>) = read.into_iter().partition(Result::is_ok);
-    let mut out: Vec<String> = unread.into_iter().filter_map(Result::err).collect();
+    let (unreadable, mut out): (Vec<u32>, Vec<String>) = unread.into_iter().filter_map(Result::err).unzip();
     let found: Vec<(u32, Problems, Option<String>)> = found.into_iter().flatten().collect();
     out.extend(found.iter().filter_map(|(_, _, note)| note.clone()));
     let ended = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.ended?))).collect();
     let found = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
-    (out, ended)
+    Health { said: out, ended, unreadable }
+}
+
+/// What the summary records beside an experiment's iteration records say.
+pub struct Health {
+    /// The warnings.
+    pub said: Vec<String>,
+    /// The iterations each rank with a readable record ended.
+    pub ended: Vec<(u32, u64)>,
+    /// The ranks whose summary record is there but could not be read (said in `said`).
+    pub unreadable: Vec<u32>,
 }
 
 /// One warning per kind of problem found in the ranks' records of `what` (an experiment, a job),

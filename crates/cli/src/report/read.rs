@@ -147,6 +147,9 @@ pub struct RankSummary {
     /// Iterations the rank ended, from its summary record: `None` without one (the rank was
     /// stopped before its exit, or the simulator wrote the record).
     pub ended: Option<u64>,
+    /// A summary record is beside the rank's iteration record but could not be read (cut short,
+    /// or not one): said with the file.
+    pub summary_unreadable: bool,
 }
 
 impl RankSummary {
@@ -632,6 +635,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         last_written,
         left_out: bad + unknown + repeated + absurd_rows + u64::from(stopped.is_some()),
         ended: None,
+        summary_unreadable: false,
     });
 
     let mut said = Vec::new();
@@ -946,13 +950,18 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     for (k, e) in experiments.iter_mut().enumerate() {
         let files: Vec<(u32, &Path)> =
             plans.iter().filter(|p| p.exp == k).map(|p| (p.rank, p.path.as_path())).collect();
-        let (said, ended) = health::warnings(&e.name, &e.policies, &files);
-        for w in said {
+        let health = health::warnings(&e.name, &e.policies, &files);
+        for w in health.said {
             warn(&mut warnings, w);
         }
-        for (rank, n) in ended {
+        for (rank, n) in health.ended {
             if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
                 r.ended = Some(n);
+            }
+        }
+        for rank in health.unreadable {
+            if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
+                r.summary_unreadable = true;
             }
         }
         if let Some(w) = unwritten(e) {
