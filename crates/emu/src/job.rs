@@ -181,7 +181,8 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// Lets the job's other ranks (same user) read and write this process's memory where Yama's
-/// ptrace_scope=1 would refuse them; says once when the kernel forbids it altogether.
+/// ptrace_scope=1 would refuse them; says once when the kernel forbids it altogether: by rank 0
+/// only ([`settings::warn`]), since every rank of an `aar run` job runs on this one kernel.
 fn allow_siblings() {
     let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok();
     match scope.as_deref().map(str::trim) {
@@ -189,9 +190,10 @@ fn allow_siblings() {
             // SAFETY: prctl(PR_SET_PTRACER) takes a pid-sized argument and changes no memory.
             unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
         }
-        Some(s @ ("2" | "3")) => crate::warn(&format!(
+        Some(s @ ("2" | "3")) => settings::warn(&format!(
             "kernel.yama.ptrace_scope={s}: the kernel will refuse this job's ranks access to each \
-             other's memory, so posts between ranks fail (GNI_RC_PERMISSION_ERROR); set it to 0 or 1"
+             other's memory (at 2, unless they have CAP_SYS_PTRACE), so bytes between ranks will go \
+             through their service threads, a slower copy through shared memory; set it to 0 or 1"
         )),
         _ => {}
     }

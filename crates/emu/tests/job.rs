@@ -366,3 +366,34 @@ fn a_bad_setting_in_an_aar_run_job_is_said_by_rank_0_only() {
     assert_eq!(said.len(), 1, "{err}");
     assert!(said[0].starts_with("aar-emu: AAR_EMU_JOB_COPY=\"bogus\": not a copy path"), "{err}");
 }
+
+/// A kernel whose Yama ptrace_scope (2 or 3) will refuse the ranks each other's memory: said
+/// once, by rank 0, since all ranks of an `aar run` job run on that one kernel. The setting is
+/// faked in a mount namespace of the job's own (a tmpfs over /proc/sys/kernel), not changed on
+/// the host.
+#[test]
+fn a_ptrace_scope_that_refuses_the_ranks_is_said_by_rank_0_only() {
+    if !Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here (unshare -m); the test is skipped");
+        return;
+    }
+    let fake = "mount -t tmpfs tmpfs /proc/sys/kernel && mkdir /proc/sys/kernel/yama \
+                && echo 2 > /proc/sys/kernel/yama/ptrace_scope || exit 97; exec \"$@\"";
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", fake, "sh"])
+        .arg(aar_testkit::aar_command())
+        .args(["run", "-n", "4", "--"])
+        .arg(job_check())
+        .arg("attach")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(97), "namespace setup failed: {}", stderr(&out));
+    let stdout = expect_success(&out, "aar run -n 4 job_check attach under ptrace_scope=2");
+    assert_eq!(stdout.matches("attach rc=0\n").count(), 4, "{stdout}");
+    let err = stderr(&out);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("ptrace_scope")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].starts_with("aar-emu: kernel.yama.ptrace_scope=2: the kernel will refuse"), "{err}");
+    assert!(said[0].contains("service threads") && said[0].ends_with("set it to 0 or 1"), "{err}");
+}
