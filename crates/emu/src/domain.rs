@@ -37,7 +37,7 @@ pub fn cdm_create(inst_id: u32, modes: u32) -> usize {
 
 /// GNI_CdmAttach: attaches the domain to a NIC: in a job, the rank's node's (PMI_GNI_LOC_ADDR),
 /// else a NIC of its own; its address and handle. GNI_RC_ERROR_RESOURCE when the rank cannot
-/// join its job for the file size limit ([`job::joined`]).
+/// join its job, its shared file not made ([`job::joined`]).
 pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn> {
     let job = job::joined();
     counters::make_model();

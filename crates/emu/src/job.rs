@@ -55,15 +55,17 @@ pub struct Job {
 static JOB: OnceLock<Result<Option<Job>, GniReturn>> = OnceLock::new();
 
 /// The job this process is a rank of, set up at the first call; None in the in-process mode (or
-/// when the job's files cannot be made: then said once on stderr).
+/// when this rank cannot join its job: [`joined`]).
 pub fn get() -> Option<&'static Job> {
     joined().ok().flatten()
 }
 
-/// As [`get`], but GNI_RC_ERROR_RESOURCE when this rank's shared file would pass the file size
-/// limit (`ulimit -f`): GNI_CdmAttach fails with it, as on a NIC out of resources, since the
-/// rank can neither join its job nor, running alone, be reached by the other ranks. Said once,
-/// by every rank that meets it (an error of the rank's, not a warning about a setting).
+/// As [`get`], but GNI_RC_ERROR_RESOURCE when this rank's shared file cannot be made (a file
+/// size limit, `ulimit -f`, below it; a full /dev/shm; a folder it may not write): GNI_CdmAttach
+/// fails with it, as on a NIC out of resources, since the rank can neither join its job nor,
+/// running alone, be reached by the other ranks (whose posts and datagrams to it would fail or
+/// wait for ever). Said once, by every rank that meets it (an error of the rank's, not a
+/// warning about a setting).
 pub fn joined() -> Result<Option<&'static Job>, GniReturn> {
     JOB.get_or_init(|| {
         let Some(env) = settings::job_env() else {
@@ -91,11 +93,15 @@ pub fn joined() -> Result<Option<&'static Job>, GniReturn> {
             }
             Err(e) => {
                 crate::warn(&format!(
-                    "AAR_EMU_JOB_DIR={}: cannot make this rank's shared file ({e}); this process \
-                     runs alone (in-process mode) and the job's other ranks cannot reach it",
-                    env.dir.display()
+                    "AAR_EMU_JOB_DIR={}: cannot make this rank's shared file of {} bytes ({e}), so this \
+                     process cannot join the job, and GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE. To \
+                     fix it, make room for every rank's file in that folder's file system (df {}), or \
+                     run fewer ranks per node",
+                    env.dir.display(),
+                    std::mem::size_of::<RankArea>(),
+                    env.dir.display(),
                 ));
-                Ok(None)
+                Err(GNI_RC_ERROR_RESOURCE)
             }
         }
     })

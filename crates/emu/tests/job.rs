@@ -347,6 +347,38 @@ fn a_file_size_limit_below_the_rank_file_fails_the_attach_and_kills_no_rank() {
     assert_eq!(dirs.shared_files(), ["nic-256", "nic-257"]);
 }
 
+/// A full /dev/shm, where a rank's shared file cannot be made, is met as a file size limit is:
+/// GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE (a rank running alone could not be reached by the
+/// others), each rank says why in one line, and none dies of SIGBUS. Each rank runs in a mount
+/// namespace of its own whose job folder is a tmpfs too small for its file.
+#[test]
+fn a_full_dev_shm_fails_the_attach_as_a_file_size_limit_does() {
+    if !Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here (unshare -m); the test is skipped");
+        return;
+    }
+    let full = "mount -t tmpfs -o size=64k tmpfs \"$AAR_EMU_JOB_DIR\" || exit 97; exec \"$@\"";
+    let l = Launch { scenario: "attach", wrapper: &["unshare", "-m", "sh", "-c", full, "sh"], ..Launch::default() };
+    let dirs = JobDirs::new("full");
+    for (rank, out) in run_job(&l, &dirs) {
+        assert_ne!(out.status.code(), Some(97), "namespace setup failed: {}", stderr(&out));
+        let stdout = expect_success(&out, &format!("rank {rank} on a full /dev/shm"));
+        assert!(stdout.contains(&format!("attach rc={}\n", aar_abi::GNI_RC_ERROR_RESOURCE)), "rank {rank}: {stdout}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "rank {rank}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "aar-emu: AAR_EMU_JOB_DIR={}: cannot make this rank's shared file",
+                dirs.shared.display()
+            )) && err.contains("(No space left on device")
+                && err.contains("GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE"),
+            "rank {rank}: {err}"
+        );
+    }
+    // The files were made, if at all, in each rank's own tmpfs, gone with its namespace.
+    assert_eq!(dirs.shared_files(), Vec::<String>::new());
+}
+
 /// A bad value of one of the emulator's variables, in an `aar run` job whose every rank reads it:
 /// said once, by rank 0, as libaar.so says its warnings; every rank uses the default.
 #[test]
