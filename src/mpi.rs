@@ -501,11 +501,28 @@ fn boundary_call() {
     }
 }
 
+/// A wrapped function the process's MPI does not define: said once per function, by every rank
+/// that calls it, and the call returns [`MPI_ERR_INTERN`] without being made. For a large-count
+/// form that is an MPI older than 4.0 (Open MPI 4, MPICH 3), reached only through a run-time
+/// lookup (`dlsym`) that finds libaar.so's own definition, where without libaar.so it would have
+/// found none.
 #[cold]
 fn missing(c: &Collective) -> c_int {
     if !c.reported_missing.swap(true, Ordering::Relaxed) {
         let name = c.name();
-        diag::error(&format!("{name} was called but P{name} cannot be found; returning MPI_ERR_INTERN."));
+        let returns = "The call is not made: it returns 16 (MPICH's MPI_ERR_INTERN, Open MPI's MPI_ERR_OTHER) \
+                       without the communicator's error handler, and leaves its buffers as they were";
+        diag::error(&if c.large_count {
+            format!(
+                "{name} was called, but this process's MPI library has none (it is older than MPI 4.0, as Open \
+                 MPI 4 and MPICH 3 are): the program found libaar.so's own {name} by a run-time lookup (dlsym) \
+                 that finds nothing without libaar.so. {returns}. Fix: use an MPI 4 library, or have the \
+                 program call {} where its counts fit in an int",
+                c.function.name()
+            )
+        } else {
+            format!("{name} was called, but neither {name} after libaar.so nor P{name} can be found. {returns}.")
+        });
     }
     MPI_ERR_INTERN
 }

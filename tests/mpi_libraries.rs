@@ -1,0 +1,77 @@
+//! MPICH 4 and Open MPI 4.1 as README says a user meets them: an MPI function libaar.so wraps
+//! that the process's MPI does not define (MPI 4's large-count forms, `MPI_Allreduce_c`, under
+//! Open MPI 4.1, an MPI 3.1 library), which a program reaches only by a run-time lookup: the call
+//! is not made, returns an error code, and the one line libaar.so says names the cause and the
+//! fix; and which MPI's programs `aar run` starts as one MPI job.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+#[test]
+fn a_large_count_form_the_mpi_lacks_returns_an_error_and_says_why() {
+    if !have("mpicc.openmpi") || !have("mpiexec.openmpi") {
+        eprintln!("SKIPPED: Open MPI (mpicc.openmpi, mpiexec.openmpi) is not installed; scripts/setup installs it");
+        return;
+    }
+    let prog = compile("mpicc.openmpi", "mpi_probe", &[aar_testkit::root().join("tests/c/mpi_probe.c")], &["-ldl"]);
+    let run = |preload: bool| {
+        let mut cmd = Command::new("mpiexec.openmpi");
+        cmd.args(["--oversubscribe", "-n", "2"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_plm", "isolated")
+            .env_remove("LD_PRELOAD");
+        if preload {
+            cmd.args(["-x", &format!("LD_PRELOAD={}", aar_testkit::libaar().display())]);
+        }
+        let out = cmd.arg(&prog).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Without libaar.so the lookup finds nothing: Open MPI 4.1 has no large-count forms.
+    let (stdout, _) = run(false);
+    assert_eq!(stdout, "size=2 found=0 rc=-1 out=-1\n".repeat(2));
+    // With it, the program finds libaar.so's: each rank's call returns 16 and writes nothing.
+    let (stdout, stderr) = run(true);
+    assert_eq!(stdout, "size=2 found=1 rc=16 out=-1\n".repeat(2), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("aar: MPI_Allreduce_c")).collect();
+    assert_eq!(said.len(), 2, "once per rank: {stderr}");
+    assert!(
+        said[0].contains("older than MPI 4.0")
+            && said[0].contains("(dlsym)")
+            && said[0].contains("returns 16 (MPICH's MPI_ERR_INTERN, Open MPI's MPI_ERR_OTHER)")
+            && said[0].ends_with(
+                "Fix: use an MPI 4 library, or have the program call MPI_Allreduce where its counts fit in an int"
+            ),
+        "{stderr}"
+    );
+}
+
+/// MPICH's programs speak the simple PMI protocol `aar run` serves: its ranks are one MPI job,
+/// whose large-count forms libaar.so forwards. Open MPI's speak PMIx: under `aar run` each rank
+/// is an MPI job of its own (whose large-count form is libaar.so's, returning 16).
+#[test]
+fn aar_run_starts_an_mpich_program_as_one_job_and_an_open_mpi_one_as_singletons() {
+    for (compiler, want) in
+        [("mpicc.mpich", "size=2 found=1 rc=0 out=2\n"), ("mpicc.openmpi", "size=1 found=1 rc=16 out=-1\n")]
+    {
+        if !have(compiler) {
+            eprintln!("SKIPPED: {compiler} is not installed; scripts/setup installs it");
+            continue;
+        }
+        let prog = compile(compiler, "mpi_probe", &[aar_testkit::root().join("tests/c/mpi_probe.c")], &["-ldl"]);
+        let out = Command::new(aar_testkit::aar_command())
+            .args(["run", "-n", "2", "--time", "2:00", "--"])
+            .arg(&prog)
+            .env("LD_PRELOAD", aar_testkit::libaar())
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{compiler}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want.repeat(2), "{compiler}: {stderr}");
+    }
+}
