@@ -1,6 +1,6 @@
 //! What a job of N ranks needs of this machine, checked before any rank starts, so that a job too
 //! big for it is refused with the need, what there is and the fix, instead of failing late and
-//! obscurely (a rank that runs alone for want of /dev/shm, `Too many open files` at rank 1000):
+//! obscurely (a rank whose `GNI_CdmAttach` fails for want of /dev/shm, `Too many open files` at rank 1000):
 //!
 //! - /dev/shm: the emulator's shared state, [`RANK_FILE_BYTES`] per rank (measured: the size of
 //!   its `rank-R` file, allocated whole at the rank's first uGNI call; `tests/run.rs` checks it
