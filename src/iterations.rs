@@ -118,7 +118,7 @@ pub fn boundary(i: u64) {
     if let Some(previous) = previous {
         record.end(previous, &m);
     }
-    record.begin(i, policy, &m);
+    record.begin(i, policy, &m, ITERATIONS.ended());
     record.write_if_due();
 }
 
@@ -178,7 +178,7 @@ pub fn api_label(label: &[u8]) -> Result<(), Refused> {
     ready()?;
     let label = String::from_utf8_lossy(label).into_owned();
     match record() {
-        Ok(mut record) => record.label(label),
+        Ok(mut record) => record.label(label, ITERATIONS.current(), ITERATIONS.ended()),
         Err(NoRecord::ForkChild) => {}
         Err(NoRecord::Busy) => {
             lost(&format!("the label \"{label}\" was not set (aar_iteration_label returned AAR_EINVAL)"));

@@ -184,8 +184,10 @@ enum Output {
 /// The rows not yet written and where they go.
 pub struct Record {
     open: Option<Open>,
-    /// A label given while no iteration was open: for the next one.
-    pending_label: Option<String>,
+    /// A label given while no iteration was in progress, for the next one to begin, and the
+    /// iterations ended then ([`Iterations::ended`]): a begin that finds more ended since follows
+    /// a begin the record missed, and the label was that iteration's.
+    pending_label: Option<(String, u64)>,
     /// The engine's counts at the last boundary that could read them.
     engine: Option<EngineMark>,
     /// An iteration ended without the engine's counts: the next row carries them.
@@ -267,13 +269,13 @@ impl Record {
         self.clock().now()
     }
 
-    /// Iteration `i` begins, under `policy`.
-    pub fn begin(&mut self, i: u64, policy: Policy, m: &Marks) {
+    /// Iteration `i` begins, under `policy`; `ended`: [`Iterations::ended`] now.
+    pub fn begin(&mut self, i: u64, policy: Policy, m: &Marks, ended: u64) {
         if m.engine.is_some() && !self.carrying {
             // Decisions made between two iterations belong to neither.
             self.engine = m.engine;
         }
-        let label = self.pending_label.take();
+        let label = self.pending_label.take().filter(|(_, then)| *then == ended).map(|(label, _)| label);
         self.first_policy.get_or_insert(policy);
         self.open = Some(Open { i, policy, label, start_ns: m.t_ns, totals: m.totals.clone() });
     }
@@ -315,11 +317,16 @@ impl Record {
         self.keep(&row);
     }
 
-    /// Label the iteration in progress, or the next one when none is.
-    pub fn label(&mut self, label: String) {
+    /// Label the iteration in progress (`current`, [`Iterations::current`]), or the next one
+    /// when none is (`ended`: [`Iterations::ended`]). An iteration open here that is not the one
+    /// in progress was ended by a boundary that found the record held: it has no row, and takes
+    /// no label. An iteration in progress not open here was begun so: the label has no row to go to.
+    pub fn label(&mut self, label: String, current: i64, ended: u64) {
+        self.open.take_if(|o| i64::try_from(o.i).unwrap_or(i64::MAX) != current);
         match self.open.as_mut() {
             Some(open) => open.label = Some(label),
-            None => self.pending_label = Some(label),
+            None if current < 0 => self.pending_label = Some((label, ended)),
+            None => {}
         }
     }
 

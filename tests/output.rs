@@ -682,3 +682,26 @@ fn every_line_on_stderr_carries_the_prefix_aar_log_s_too() {
     assert!(lines.iter().any(|l| l.starts_with("aar: AAR_THRESHOLD=")), "a warning: {}", r.stderr);
     assert!(lines.iter().all(|l| l.starts_with("aar: ")), "{}", r.stderr);
 }
+
+/// A label goes to the iteration in progress, or to the next one when none is, even around
+/// boundaries that found the iteration record held (here by a thread inside fork()): after an end
+/// whose row was lost, "x" is for the next iteration, not the one that ended; a label for the next
+/// iteration, "y", whose begin then found the record held, is that iteration's (which has no row),
+/// not the one after.
+#[test]
+fn a_label_goes_to_its_own_iteration_around_boundaries_that_lost_their_rows() {
+    let cases = [
+        ("iter begin rdma 8192 1 0 forkhold iter end forkrelease iter label x iter begin iter end", Some("x")),
+        ("iter label y forkhold iter begin forkrelease iter end iter begin iter end", None),
+    ];
+    for (k, (script, label)) in cases.into_iter().enumerate() {
+        let r = Launch::driver(&format!("label-around-lost-{k}"), script).run();
+        r.assert_ok();
+        assert!(r.stdout.contains("forkhold entered=1\n") && r.stdout.contains("rc=0\n"), "{}", r.stdout);
+        assert!(!r.stdout.contains("rc=-"), "every call succeeds: {}", r.stdout);
+        assert!(r.aar_lines().iter().any(|l| l.contains("held the iteration record")), "{}", r.stderr);
+        let (_, rows) = iteration_records(&r.dir.join("out")).remove(0);
+        let kept: Vec<_> = rows.iter().map(|row| (row["i"].as_u64(), row["label"].as_str())).collect();
+        assert_eq!(kept, [(Some(1), label)], "{script}: {rows:?}");
+    }
+}
