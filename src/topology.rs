@@ -6,17 +6,20 @@
 //! its PE's node, whose NID Cray's PMI gives (`dmapp::pe_class`).
 //!
 //! The file (one parser, [`Topology`]'s `FromStr`) holds one node per line, in either form:
-//! - `NIC GROUP ROUTER`: three whole numbers (the NIC address decimal or `0x` hexadecimal), the
-//!   form a site writes from its own records;
+//! - `NIC GROUP ROUTER`: three whole numbers, each decimal or `0x` hexadecimal, the form a site
+//!   writes from its own records;
 //! - a line of `xtprocadmin` output, `NID (HEX) NODENAME TYPE ...`, e.g.
 //!   `20 0x14 c0-0c0s5n0 compute up batch`: the NIC address is taken to be the NID (checked
 //!   against this node's `/proc/cray_xt`, [`Topology::check_names`]), and the place
 //!   comes from the node name `c<column>-<row>c<chassis>s<slot>n<node>`: one router per slot of a
 //!   chassis (an Aries blade), one group per two neighbouring cabinets of a row (columns 2k and
 //!   2k+1, as an XC40 group of 6 chassis is built). Group and router numbers are then dense ids
-//!   in the order they appear sorted: only equality between them means anything.
+//!   in the order they appear sorted (groups after those of the `NIC GROUP ROUTER` lines, so that
+//!   the two forms never share a group): only equality between them means anything. The `(HEX)`
+//!   field must be the NID.
 //!
-//! Blank lines, lines starting with `#` and the `NID` header are skipped.
+//! Blank lines, lines starting with `#` and the `NID` header are skipped; a NIC address listed
+//! twice is an error naming both lines.
 
 use crate::{diag, endpoints};
 use aar_engine::{DestinationClass, Policy};
@@ -76,20 +79,28 @@ fn cname(name: &str) -> Option<(u32, u32, u32, u32)> {
     Some((row.parse().ok()?, col.parse().ok()?, chassis.parse().ok()?, slot.parse().ok()?))
 }
 
-/// A NIC address as Cray's job environment and tables write them: decimal, or hexadecimal after `0x`.
-pub fn nic_address(text: &str) -> Option<u32> {
+/// A whole number of a node table or of Cray's job environment (a NIC address, a group, a
+/// router): decimal, or hexadecimal after `0x`, from 0 to 4294967295.
+pub fn whole_number(text: &str) -> Option<u32> {
     match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u32::from_str_radix(hex, 16).ok(),
         None => text.parse().ok(),
     }
 }
 
+/// How [`whole_number`]s are written, for messages.
+const WHOLE_NUMBERS: &str = "whole numbers from 0 to 4294967295, decimal or 0x hexadecimal";
+
 impl FromStr for Topology {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, String> {
+        // A byte-order mark, as some editors start a file with, is not part of the first line.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut explicit = BTreeMap::new();
         // xtprocadmin lines: NIC -> (node name, group key, router key), numbered densely at the end.
         let mut named = BTreeMap::new();
+        // The line each NIC address is listed on, to name both lines of one listed twice.
+        let mut listed: BTreeMap<u32, usize> = BTreeMap::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') || line.starts_with("NID") {
@@ -97,25 +108,56 @@ impl FromStr for Topology {
             }
             let bad = |why: &str| format!("line {}: {why}: {:?}", i + 1, line.chars().take(80).collect::<String>());
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let nic = fields.first().and_then(|f| nic_address(f)).ok_or_else(|| bad("no NIC address first"))?;
-            let seen = if let Some((row, col, chassis, slot)) = fields.get(2).and_then(|n| cname(n)) {
-                named.insert(nic, (fields[2].to_string(), (row, col / 2), (row, col, chassis, slot))).is_some()
+            let nic = fields
+                .first()
+                .and_then(|f| whole_number(f))
+                .ok_or_else(|| bad(&format!("the first field is not a NIC address ({WHOLE_NUMBERS})")))?;
+            if let Some(first) = listed.insert(nic, i + 1) {
+                return Err(bad(&format!("NIC address {nic:#x} is listed twice (first on line {first})")));
+            }
+            if let Some((row, col, chassis, slot)) = fields.get(2).and_then(|n| cname(n)) {
+                if whole_number(fields[1]) != Some(nic) {
+                    return Err(bad(&format!(
+                        "its (HEX) field {} is not its NID {nic} ({nic:#x}): not a line of xtprocadmin's NID (HEX) \
+                         NODENAME ...",
+                        fields[1]
+                    )));
+                }
+                named.insert(nic, (fields[2].to_string(), (row, col / 2), (row, col, chassis, slot)));
             } else if let [_, group, router] = fields[..] {
-                let (Ok(group), Ok(router)) = (group.parse::<u32>(), router.parse::<u32>()) else {
-                    return Err(bad("group and router must be whole numbers"));
+                let (Some(group), Some(router)) = (whole_number(group), whole_number(router)) else {
+                    return Err(bad(&format!("group and router must be {WHOLE_NUMBERS}")));
                 };
-                explicit.insert(nic, Location { group, router }).is_some()
+                explicit.insert(nic, Location { group, router });
             } else {
                 return Err(bad("expected NIC GROUP ROUTER, or xtprocadmin's NID (HEX) NODENAME ..."));
-            };
-            if seen || (explicit.contains_key(&nic) && named.contains_key(&nic)) {
-                return Err(bad("this NIC address is listed twice"));
             }
         }
+        // The xtprocadmin lines' groups are numbered after the NIC GROUP ROUTER lines' (whose
+        // numbers are the site's own, not comparable with cabinets): a node of one form is never
+        // in the same group as a node of the other.
         let groups = dense(named.values().map(|(_, g, _)| *g));
         let routers = dense(named.values().map(|(_, _, r)| *r));
+        let first_group = match explicit.iter().max_by_key(|(_, l)| l.group) {
+            Some((nic, last)) if !named.is_empty() => last
+                .group
+                .checked_add(1)
+                .filter(|first| first.checked_add(groups.len() as u32 - 1).is_some())
+                .ok_or_else(|| {
+                    format!(
+                        "line {}: group {} leaves no number for the groups of the xtprocadmin lines, which come \
+                             after those of the NIC GROUP ROUTER lines: number the groups from 0",
+                        listed[nic], last.group
+                    )
+                })?,
+            _ => 0,
+        };
         let mut nodes = explicit;
-        nodes.extend(named.iter().map(|(&nic, (_, g, r))| (nic, Location { group: groups[g], router: routers[r] })));
+        nodes.extend(
+            named
+                .iter()
+                .map(|(&nic, (_, g, r))| (nic, Location { group: first_group + groups[g], router: routers[r] })),
+        );
         if nodes.is_empty() {
             return Err("no node is listed".into());
         }
@@ -275,7 +317,7 @@ pub fn location_of(nic: u32) -> Option<Location> {
 /// list).
 pub fn local_nic_address() -> Option<u32> {
     let v = std::env::var("PMI_GNI_LOC_ADDR").ok()?;
-    nic_address(v.split(':').next()?.trim())
+    whole_number(v.split(':').next()?.trim())
 }
 
 /// This node's place, found once.
@@ -430,16 +472,47 @@ mod tests {
     fn bad_tables_say_which_line() {
         for (text, want) in [
             ("0x100 0\n", "line 1"),
-            ("0x100 0 0\nzz 1 1\n", "line 2: no NIC address"),
-            ("0x100 0 0\n0x100 1 1\n", "listed twice"),
-            ("1 0x1 c0-0c0s0n0 compute\n1 2 3\n", "listed twice"),
+            ("0x100 0 0\nzz 1 1\n", "line 2: the first field is not a NIC address (whole numbers from 0 to"),
+            ("0x100000000 0 0\n", "line 1: the first field is not a NIC address (whole numbers from 0 to 4294967295"),
+            ("0x100 0 0\n\n0x100 1 1\n", "line 3: NIC address 0x100 is listed twice (first on line 1)"),
+            ("1 0x1 c0-0c0s0n0 compute\n1 2 3\n", "line 2: NIC address 0x1 is listed twice (first on line 1)"),
+            ("1 0x1 c0-0c0s0n0 compute\n1 0x1 c2-0c0s0n0 compute\n", "line 2: NIC address 0x1 is listed twice"),
+            ("20 0x15 c0-0c0s5n0 compute up batch\n", "line 1: its (HEX) field 0x15 is not its NID 20 (0x14)"),
+            ("20 twenty c0-0c0s5n0 compute up batch\n", "line 1: its (HEX) field twenty is not its NID 20"),
             ("12 0xc notaname compute up\n", "expected NIC GROUP ROUTER"),
             ("# nothing\n", "no node"),
-            ("5 a b\n", "whole numbers"),
+            ("", "no node"),
+            ("5 a b\n", "line 1: group and router must be whole numbers from 0 to 4294967295, decimal or 0x"),
+            ("5 -1 0\n", "group and router must be whole numbers"),
+            ("5 0 4294967296\n", "group and router must be whole numbers"),
+            ("5 1 0\n6 4294967295 0\n7 0x7 c0-0c0s0n0 compute\n", "line 2: group 4294967295 leaves no number"),
         ] {
             let e = text.parse::<Topology>().unwrap_err();
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    /// Every number of a NIC GROUP ROUTER line may be written in hexadecimal, as NIC addresses
+    /// are; a byte-order mark (an editor's) before the first line is not part of it.
+    #[test]
+    fn numbers_are_decimal_or_hexadecimal() {
+        let t: Topology = "\u{feff}0x100 0x2 0x11\n257 2 17\n0X102 0Xa 0\n".parse().unwrap();
+        assert_eq!(t.location(0x100), Some(Location { group: 2, router: 17 }));
+        assert_eq!(t.location(0x101), t.location(0x100));
+        assert_eq!(t.location(0x102), Some(Location { group: 10, router: 0 }));
+    }
+
+    /// The groups of xtprocadmin lines are numbered apart from those of NIC GROUP ROUTER lines: a
+    /// site's group 0 is not the first cabinet pair of the machine.
+    #[test]
+    fn the_two_forms_never_share_a_group() {
+        let t: Topology = "0x100 0 0\n0x103 2 0\n257 0x101 c2-0c0s5n0 compute up batch\n258 0x102 c2-0c0s5n1 compute\n"
+            .parse()
+            .unwrap();
+        let (a, b, c) = (t.location(0x101).unwrap(), t.location(0x102).unwrap(), t.location(0x100).unwrap());
+        assert_eq!(a, b, "one blade");
+        assert_eq!(a.group, 3, "after the NIC lines' groups 0 and 2");
+        assert_ne!(a.group, c.group);
     }
 
     mod hostile {

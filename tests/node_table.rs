@@ -1,0 +1,77 @@
+//! The node table (`AAR_TOPOLOGY`) as a site writes it, mistakes included: what the library
+//! makes of each table, seen in the decision trace's `destination`, and the one message a table
+//! it cannot use gets. The driver posts from the emulator's first NIC (0x100) to its second
+//! (0x101) under `steady`, the policy that asks where destinations sit.
+
+mod common;
+use common::*;
+
+/// The destination of every traced post, and the library's lines on stderr about the table.
+fn run(test: &str, table: &[u8]) -> (Vec<String>, Vec<String>) {
+    let launch = Launch::driver(test, "rdma 65536 3 0").env("AAR_MODE", "steady").env("PMI_GNI_LOC_ADDR", "0x100");
+    let (nodes, trace) = (launch.dir.join("nodes.txt"), launch.dir.join("trace.jsonl"));
+    std::fs::write(&nodes, table).unwrap();
+    let r =
+        launch.env("AAR_TOPOLOGY", &nodes.display().to_string()).env("AAR_TRACE", &trace.display().to_string()).run();
+    r.assert_ok();
+    let classes: Vec<String> =
+        read_jsonl(&trace).iter().map(|l| l["destination"].as_str().unwrap().to_string()).collect();
+    assert_eq!(classes.len(), 3, "{test}: {classes:?}");
+    let said = r.aar_lines().into_iter().filter(|l| l.contains("node table")).map(String::from).collect();
+    (classes, said)
+}
+
+/// Tables the library uses as written: hexadecimal groups and routers as NIC addresses are, a
+/// byte-order mark an editor put first, and a table mixing both forms, whose xtprocadmin lines'
+/// groups are never the NIC GROUP ROUTER lines' (a site's group 0 is not cabinets c2 and c3).
+#[test]
+fn tables_in_every_documented_form_place_the_destination() {
+    for (test, table, class) in [
+        ("table-hex", &b"0x100 0x2 0x11\n0x101 0x2 0x10\n"[..], "same-group"),
+        ("table-bom", b"\xef\xbb\xbf0x100 2 17\n0x101 2 17\n", "same-router"),
+        ("table-mixed", b"0x100 0 0\n257 0x101 c2-0c0s5n0 compute up batch\n", "other-group"),
+    ] {
+        let (classes, said) = run(test, table);
+        assert_eq!(classes, [class; 3], "{test}: {said:?}");
+        assert!(said.is_empty(), "{test}: {said:?}");
+    }
+}
+
+/// A table the library cannot use gets one message that names the variable and the file, the line
+/// and what is wrong with it, says that every destination is then of one class, and how to fix it.
+#[test]
+fn a_malformed_table_is_one_message_naming_its_line() {
+    for (test, table, want) in [
+        (
+            "table-hex-mismatch",
+            &b"256 0x999 c0-0c0s5n0 compute up batch\n257 0x101 c2-0c0s5n0 compute up batch\n"[..],
+            "line 1: its (HEX) field 0x999 is not its NID 256 (0x100)",
+        ),
+        (
+            "table-twice",
+            b"0x100 2 17\n0x101 3 17\n# again\n257 2 17\n",
+            "line 4: NIC address 0x101 is listed twice (first on line 2)",
+        ),
+        (
+            "table-too-big",
+            b"0x100 2 17\n0x101 2 4294967296\n",
+            "line 2: group and router must be whole numbers from 0 to 4294967295, decimal or 0x hexadecimal",
+        ),
+        (
+            "table-nic-too-big",
+            b"0x100 2 17\n0x100000101 2 17\n",
+            "line 2: the first field is not a NIC address (whole numbers from 0 to 4294967295",
+        ),
+        ("table-empty", b"", "(no node is listed)"),
+    ] {
+        let (classes, said) = run(test, table);
+        assert_eq!(classes, ["unknown"; 3], "{test}: {said:?}");
+        assert_eq!(said.len(), 1, "{test}: {said:?}");
+        for part in
+            ["AAR_TOPOLOGY=\"", "nodes.txt\" is not a usable node table (", want, "every destination is treated alike"]
+        {
+            assert!(said[0].contains(part), "{test}: {part:?} in {}", said[0]);
+        }
+        assert!(said[0].contains("Give a file of NIC GROUP ROUTER lines or xtprocadmin output"), "{}", said[0]);
+    }
+}
