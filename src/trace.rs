@@ -87,12 +87,13 @@ impl Open {
     fn stop_at_max(mut self) {
         let flushed = self.w.flush();
         diag::warn(&format!(
-            "the decision trace {} reached AAR_TRACE_MAX={} after {} lines; the trace stops here, the application \
+            "the decision trace {} reached AAR_TRACE_MAX={} after {} line{}; the trace stops here, the application \
              continues. Raise AAR_TRACE_MAX (e.g. AAR_TRACE_MAX=8G), or trace fewer ranks (AAR_TRACE in their \
              environment only).",
             self.path,
             aar_engine::ByteSize(self.max),
-            self.lines
+            self.lines,
+            if self.lines == 1 { "" } else { "s" }
         ));
         if let Err(e) = flushed {
             self.warn(&e, "its lines not yet written are lost");
@@ -143,10 +144,17 @@ impl TraceFile {
                 true
             }
             Err(e) => {
-                let fix = diag::limit_fix(&e).unwrap_or(
-                    "Point it at a writable folder and a name that does not exist yet (add %p for the pid, %r for \
-                     the rank).",
-                );
+                let fix = match diag::limit_fix(&e) {
+                    Some(fix) => fix.to_string(),
+                    // A folder is there (creating the file says only that the name is taken, or is a folder).
+                    None if std::path::Path::new(&path).is_dir() => format!(
+                        "It is a folder: name a file in it, e.g. AAR_TRACE=\"{}/trace.%r.%p.jsonl\".",
+                        path.trim_end_matches('/').escape_debug()
+                    ),
+                    None => "Point it at a writable folder and a name that does not exist yet (add %p for the pid, \
+                             %r for the rank)."
+                        .to_string(),
+                };
                 diag::warn(&format!(
                     "AAR_TRACE=\"{}\": cannot create {path} ({e}); no decision trace is written. {fix}",
                     pattern.escape_debug()

@@ -582,6 +582,42 @@ fn an_existing_trace_file_is_never_overwritten_nor_a_symlink_followed() {
     assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3], "routing continues without the trace");
 }
 
+/// `AAR_TRACE` naming a folder (the output folder, say) is said as such, with a file name in it
+/// to give instead; `%r` in a process without a rank is `norank`, as README says.
+#[test]
+fn a_trace_pattern_naming_a_folder_says_so_and_a_rankless_process_traces_as_norank() {
+    for slash in ["", "/"] {
+        let launch = Launch::driver("trace-folder", "fma 64 3 0");
+        let folder = launch.dir.join("out").display().to_string();
+        let r = launch.env("AAR_TRACE", &format!("{folder}{slash}")).env("AAR_SUMMARY", "0").run();
+        r.assert_ok();
+        let lines = r.aar_lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let fix = format!("It is a folder: name a file in it, e.g. AAR_TRACE=\"{folder}/trace.%r.%p.jsonl\".");
+        assert!(lines[0].contains("no decision trace is written") && lines[0].ends_with(&fix), "{}", lines[0]);
+        assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3], "routing continues without the trace");
+    }
+
+    let launch = Launch::driver("trace-norank", "fma 64 3 0");
+    let pattern = launch.dir.join("t.%r.jsonl").display().to_string();
+    let r = launch.env("AAR_TRACE", &pattern).unset("PMI_RANK").run();
+    r.assert_ok();
+    assert_eq!(read_jsonl(&r.dir.join("t.norank.jsonl")).len(), 3);
+}
+
+/// The message of a trace that reached its cap after one line says "1 line".
+#[test]
+fn a_trace_capped_after_one_line_says_one_line() {
+    let launch = Launch::driver("trace-max-one", "rdma 65536 3 0");
+    let path = launch.dir.join("t.jsonl");
+    let r = launch.env("AAR_TRACE", &path.display().to_string()).env("AAR_TRACE_MAX", "300").run();
+    r.assert_ok();
+    assert_eq!(read_jsonl(&path).len(), 1, "a line is 250 to 300 bytes");
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("AAR_TRACE_MAX=300")).collect();
+    assert_eq!(said.len(), 1, "{}", r.stderr);
+    assert!(said[0].contains("reached AAR_TRACE_MAX=300 after 1 line; "), "{}", said[0]);
+}
+
 /// A program given thousands of arguments (its input files, say) leaves records of bounded size
 /// that `aar report` reads: they keep the program's name and 16 KiB of its arguments, and say how
 /// many they left out. Kept whole, 1.5 MB of arguments made an iteration record whose header line
