@@ -15,7 +15,6 @@ use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{diag, job, sys};
 use aar_engine::{AbSchedule, EngineStats, Policy};
 use aar_record::{Clock, Header, Iteration, Source, MAX_ROWS, SHORT_ITERATION_FIX, SHORT_ITERATION_NS};
-use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
 use std::time::Duration;
@@ -388,7 +387,7 @@ impl Record {
                     .map(|f| (f, Some(name)))
                     .map_err(|e| (format!("cannot create the iteration record {path} ({e})"), e))
             }
-            Output::Open(mut f) => match f.write_all(&self.rows) {
+            Output::Open(mut f) => match f.append_lines(&self.rows) {
                 Ok(()) => Ok((f, None)),
                 Err(e) => Err((format!("writing the iteration record failed ({e})"), e)),
             },

@@ -374,12 +374,18 @@ pub fn hostname() -> String {
 
 /// A file of the library's own (a record, the trace): its writes never raise a signal in the
 /// application ([`SignalsHeld`]); one past the job's file size limit fails with `EFBIG`.
-pub struct OwnFile(std::fs::File);
+pub struct OwnFile {
+    file: std::fs::File,
+    /// Bytes written to it (it is made new, so also where the next write goes).
+    len: u64,
+}
 
 impl std::io::Write for OwnFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let _quiet = SignalsHeld::new();
-        self.0.write(buf)
+        let n = self.file.write(buf)?;
+        self.len += n as u64;
+        Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -390,7 +396,27 @@ impl std::io::Write for OwnFile {
 impl OwnFile {
     /// `fdatasync`, where the file system can.
     pub fn sync_data(&self) -> std::io::Result<()> {
-        self.0.sync_data()
+        self.file.sync_data()
+    }
+
+    /// Append `lines`, whole lines of text. Where the file system takes only part of them (full,
+    /// over quota, the file size limit), the file is cut back to its last whole line before the
+    /// error is returned: a reader of JSON Lines never finds half a line at its end.
+    pub fn append_lines(&mut self, lines: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        let start = self.len;
+        let Err(e) = self.write_all(lines) else { return Ok(()) };
+        let taken = usize::try_from(self.len - start).unwrap_or(usize::MAX).min(lines.len());
+        let whole = lines[..taken].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if whole < taken {
+            // Shrinking is never refused for the size limit; where it fails, the half line stays.
+            let cut = start + whole as u64;
+            if self.file.set_len(cut).is_ok() {
+                self.len = cut;
+                let _ = std::io::Seek::seek(&mut self.file, std::io::SeekFrom::Start(cut));
+            }
+        }
+        Err(e)
     }
 }
 
@@ -403,7 +429,7 @@ pub fn create_new(path: &str) -> std::io::Result<OwnFile> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o644)
         .open(path)?;
-    Ok(OwnFile(above_stdio(file)))
+    Ok(OwnFile { file: above_stdio(file), len: 0 })
 }
 
 /// `file` on a descriptor above 2: in a process started with stdin, stdout or stderr closed, a new

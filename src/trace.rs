@@ -5,7 +5,6 @@
 use crate::trylock::{ForkHeld, Inside, TryLock};
 use crate::{control, diag, job, sys};
 use serde::Serialize;
-use std::io::{BufWriter, Write};
 use std::time::Duration;
 
 /// One line. Field names are part of the documented format.
@@ -70,9 +69,14 @@ pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> (String, Option<Str
 /// The trace file of this process, if tracing.
 pub struct TraceFile(TryLock<Option<Open>>);
 
+/// Lines buffered before they go out, in one write of whole lines.
+const BUFFER: usize = 1 << 16;
+
 /// An open trace, and its path for the warning if writing it fails.
 struct Open {
-    w: BufWriter<sys::OwnFile>,
+    file: sys::OwnFile,
+    /// Whole lines not yet written ([`BUFFER`]).
+    buf: Vec<u8>,
     path: String,
     /// The line being written, serialised first so that its length is known before it goes out.
     line: Vec<u8>,
@@ -83,9 +87,16 @@ struct Open {
 }
 
 impl Open {
+    /// Write the buffered lines; a write that fails leaves the file ending with a whole line.
+    fn flush(&mut self) -> std::io::Result<()> {
+        let written = self.file.append_lines(&self.buf);
+        self.buf.clear();
+        written
+    }
+
     /// The next line would take the trace past `AAR_TRACE_MAX`: write what it has, warn, stop.
     fn stop_at_max(mut self) {
-        let flushed = self.w.flush();
+        let flushed = self.flush();
         diag::warn(&format!(
             "the decision trace {} reached AAR_TRACE_MAX={} after {} line{}; the trace stops here, the application \
              continues. Raise AAR_TRACE_MAX (e.g. AAR_TRACE_MAX=8G), or trace fewer ranks (AAR_TRACE in their \
@@ -98,7 +109,6 @@ impl Open {
         if let Err(e) = flushed {
             self.warn(&e, "its lines not yet written are lost");
         }
-        let _ = self.w.into_parts();
     }
 
     /// Warn that writing it failed with `e` (a full or over-quota file system), and `then`: what
@@ -136,8 +146,8 @@ impl TraceFile {
             Ok(f) => {
                 match self.0.try_lock_for(Duration::from_secs(1)) {
                     Some(mut t) => {
-                        let w = BufWriter::with_capacity(1 << 16, f);
-                        *t = Some(Open { w, path, line: Vec::with_capacity(512), bytes: 0, lines: 0, max })
+                        let buf = Vec::with_capacity(BUFFER);
+                        *t = Some(Open { file: f, buf, path, line: Vec::with_capacity(512), bytes: 0, lines: 0, max })
                     }
                     None => return false,
                 }
@@ -181,7 +191,10 @@ impl TraceFile {
             if t.bytes.saturating_add(len) > t.max {
                 return Ok(false);
             }
-            t.w.write_all(&t.line)?;
+            if t.buf.len() + t.line.len() > BUFFER {
+                t.flush()?;
+            }
+            t.buf.extend_from_slice(&t.line);
             (t.bytes, t.lines) = (t.bytes + len, t.lines + 1);
             Ok(true)
         });
@@ -193,11 +206,8 @@ impl TraceFile {
             // Posts go back to the fast path: nothing would take their lines.
             control::update(|w| control::with(w, None, None, Some(false)));
             match written {
-                Err(e) => {
-                    t.warn(&e, "the trace stops here, the application continues");
-                    // Its buffer is not written again at exit.
-                    let _ = t.w.into_parts();
-                }
+                // Its buffer goes with it: not written again at exit.
+                Err(e) => t.warn(&e, "the trace stops here, the application continues"),
                 Ok(_) => t.stop_at_max(),
             }
         }
@@ -207,7 +217,7 @@ impl TraceFile {
     pub fn flush(&self) {
         if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
             if let Some(t) = guard.as_mut() {
-                let _ = t.w.flush();
+                let _ = t.flush();
             }
         }
     }
@@ -217,9 +227,7 @@ impl TraceFile {
     pub fn reopen_in_child(&self, pattern: Option<&str>, max: u64) -> bool {
         if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
             // Discard, never flush, what the buffer may hold: those lines are the parent's.
-            if let Some(t) = guard.take() {
-                let _ = t.w.into_parts();
-            }
+            drop(guard.take());
         }
         match pattern {
             Some(p) if p.contains("%p") => self.open(Some(p), max),
@@ -231,9 +239,8 @@ impl TraceFile {
     pub fn finish(&self) {
         if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(200)) {
             if let Some(mut t) = guard.take() {
-                if let Err(e) = t.w.flush() {
+                if let Err(e) = t.flush() {
                     t.warn(&e, "its lines not yet written are lost");
-                    let _ = t.w.into_parts();
                 }
             }
         }
