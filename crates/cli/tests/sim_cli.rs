@@ -796,3 +796,46 @@ fn backgrounds_that_cannot_run_as_described_are_refused_naming_the_options() {
         assert_eq!(code, Some(0), "{args:?}: {err}");
     }
 }
+
+/// A policy that the A/B schedule gives none of the measured iterations (fewer iterations than
+/// policies, or a shuffled block cut by the warm-up) had a row of 0 iterations and a median of
+/// "0 ns", a time nothing took: refused before anything runs, naming the options, the policy and
+/// how many iterations measure every policy; as many iterations as that run every policy.
+#[test]
+fn a_policy_no_measured_iteration_runs_is_refused_naming_the_options() {
+    let small = ["--groups", "1", "--placement", "same-blade", "--workload", "pingpong:8"];
+    for (args, policy, needed) in [
+        (vec!["run", "--iterations", "2", "--policy", "auto,off,ADAPTIVE0"], "ADAPTIVE0", "3"),
+        (vec!["sweep", "--seeds", "1", "--iterations", "1", "--policy", "auto,off"], "off", "2"),
+        // shuffled:2 runs off then auto in its first block, auto then off in its second
+        (
+            vec![
+                "run",
+                "--iterations",
+                "2",
+                "--warmup-iterations",
+                "1",
+                "--policy",
+                "auto,off",
+                "--order",
+                "shuffled:2",
+            ],
+            "off",
+            "3",
+        ),
+    ] {
+        let (code, stdout, err) = sim(&[&args[..], &small[..]].concat());
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(err.starts_with("aar: --iterations "), "{args:?}: {err}");
+        assert!(err.contains(&format!("policy {policy} runs in none")), "{args:?}: {err}");
+        assert!(err.contains(&format!("give at least {needed} iterations")), "{args:?}: {err}");
+        assert!(stdout.is_empty(), "nothing ran: {stdout}");
+        // the number it names measures every policy
+        let mut enough = args.clone();
+        let at = enough.iter().position(|a| *a == "--iterations").unwrap() + 1;
+        enough[at] = needed;
+        let (code, stdout, err) = sim(&[&enough[..], &small[..]].concat());
+        assert_eq!(code, Some(0), "{enough:?}: {err}");
+        assert!(!stdout.contains("| 0 |") && !stdout.contains("| 0 ns"), "{enough:?}: {stdout}");
+    }
+}

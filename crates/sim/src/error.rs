@@ -156,6 +156,13 @@ pub enum SpecError {
          distinct policies, so give each once"
     )]
     DuplicateArm { policy: String },
+    /// A policy that no measured iteration runs (fewer iterations than policies, or a shuffled
+    /// block cut by the warm-up): it would have no sample, and its row no time.
+    #[error(
+        "policy {policy} runs in none of the {iterations} measured iterations (after {warmup} warm-up) in this \
+         order, so it would have no time to show: give at least {needed} iterations"
+    )]
+    UnmeasuredArm { policy: String, iterations: u32, warmup: u32, needed: u32 },
     /// The network's topology.
     #[error(transparent)]
     Topology(#[from] TopologyError),

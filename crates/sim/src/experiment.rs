@@ -327,7 +327,8 @@ pub struct ExperimentSpec {
     #[serde(with = "order_serde", default = "round_robin")]
     pub order: AbOrder,
     pub iterations: u32,
-    /// iterations run before recording (not recorded), per arm cycle
+    /// iterations run before the measured ones (not recorded), counted in the index the A/B
+    /// schedule is applied to
     pub warmup_iterations: u32,
     pub background: Background,
     /// number of nodes not used by the measured job that generate background traffic, picked
@@ -453,7 +454,30 @@ impl ExperimentSpec {
         if let Some((_, twice)) = self.arms.iter().enumerate().find(|&(i, a)| self.arms[..i].contains(a)) {
             return Err(SpecError::DuplicateArm { policy: twice.name() });
         }
+        self.check_every_arm_measured()?;
         self.check_background()
+    }
+
+    /// Whether every arm runs in at least one measured iteration (the schedule applied to the
+    /// iterations after the warm-up): an arm that runs in none has no sample, and a table of its
+    /// times would show a median of nothing.
+    fn check_every_arm_measured(&self) -> Result<(), SpecError> {
+        let schedule = arm_schedule(&self.arms, self.order);
+        let first = u64::from(self.warmup_iterations);
+        let measured = |n: u64| {
+            let mut seen = [false; MAX_ARMS];
+            (first..first + n).for_each(|i| seen[schedule.index_at(i)] = true);
+            seen.iter().take(self.arms.len()).position(|&s| !s)
+        };
+        let Some(missing) = measured(self.iterations.into()) else { return Ok(()) };
+        // two whole blocks of the schedule hold every arm, wherever the measured ones start
+        let needed = (u64::from(self.iterations)..).find(|&n| measured(n).is_none()).unwrap_or_default();
+        Err(SpecError::UnmeasuredArm {
+            policy: self.arms[missing].name(),
+            iterations: self.iterations,
+            warmup: self.warmup_iterations,
+            needed: u32::try_from(needed).unwrap_or(u32::MAX),
+        })
     }
 
     /// Whether the background can mean what it says: worst-case traffic (group to group) needs

@@ -190,6 +190,13 @@ impl ExpOpts {
             ),
             SpecError::RankNodes { .. } => e.to_string(),
             SpecError::Arms { .. } | SpecError::DuplicateArm { .. } => format!("--policy: {e}"),
+            SpecError::UnmeasuredArm { .. } => format!(
+                "--iterations {} --warmup-iterations {} --policy {} --order {}: {e}",
+                self.iterations,
+                self.warmup_iterations,
+                self.policy.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
+                self.order
+            ),
             SpecError::Topology(_) => e.to_string(),
         })?;
         let rows = u64::from(self.ranks) * u64::from(self.iterations);
