@@ -839,3 +839,44 @@ fn a_policy_no_measured_iteration_runs_is_refused_naming_the_options() {
         assert!(!stdout.contains("| 0 |") && !stdout.contains("| 0 ns"), "{enough:?}: {stdout}");
     }
 }
+
+/// Two packed placements of one job differ in their shape, and the experiment id and the run's
+/// header line say it (`packed-1-1`, `packed:1:1`): both runs' records stay side by side in one
+/// folder (they were both `packed`, and the second replaced the first).
+#[test]
+fn packed_placements_of_other_shapes_are_other_experiments() {
+    let dir = temp_dir("packed-shapes");
+    let out = dir.to_str().unwrap();
+    for shape in ["packed:1:1", "packed:2:1"] {
+        let (code, stdout, err) = sim(&[
+            "run",
+            "--groups",
+            "1",
+            "--workload",
+            "pingpong:8",
+            "--iterations",
+            "1",
+            "--placement",
+            shape,
+            "--out",
+            out,
+        ]);
+        assert_eq!(code, Some(0), "{shape}: {err}");
+        assert!(stdout.contains(&format!("(2 ranks, {shape})")), "{shape}: {stdout}");
+        assert!(!err.contains("replacing records"), "{shape}: {err}");
+    }
+    let names: Vec<String> = files(&dir, ".iterations.jsonl")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "aar.sim-pingpong-8_packed-1-1_2ranks_none_seed1.0.0.iterations.jsonl",
+            "aar.sim-pingpong-8_packed-1-1_2ranks_none_seed1.1.0.iterations.jsonl",
+            "aar.sim-pingpong-8_packed-2-1_2ranks_none_seed1.0.0.iterations.jsonl",
+            "aar.sim-pingpong-8_packed-2-1_2ranks_none_seed1.1.0.iterations.jsonl",
+        ]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

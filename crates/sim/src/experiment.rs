@@ -571,7 +571,8 @@ impl ExperimentSpec {
         self.ranks / self.ranks_per_node.max(1)
     }
 
-    /// The experiment id of the records: workload (with its size), placement, ranks (and ranks per
+    /// The experiment id of the records: workload (with its size), placement (a packed one with
+    /// its shape, `packed-257-6`), ranks (and ranks per
     /// node when more than one), background and seed, so the ranks of one run group together and
     /// the points of a sweep stay apart.
     pub fn experiment_id(&self) -> String {
@@ -582,7 +583,7 @@ impl ExperimentSpec {
         format!(
             "sim-{}_{}_{}ranks{per_node}_{}_seed{}",
             self.workload.name(),
-            self.placement.name(),
+            self.placement.form().replace(':', "-"),
             self.ranks,
             self.background.name(),
             self.seed

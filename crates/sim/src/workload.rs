@@ -489,6 +489,15 @@ impl Placement {
         }
     }
 
+    /// The placement as the parser reads it back (`packed:257:6`, or the name of the others),
+    /// for messages and the experiment id: two packed placements differ in their shape.
+    pub fn form(self) -> String {
+        match self {
+            Placement::Packed { routers, groups } => format!("packed:{routers}:{groups}"),
+            other => other.name().into(),
+        }
+    }
+
     /// The most ranks (one per node) the placement has nodes for on `topo`: the nodes of one
     /// router (same blade), one node per router of a group (same group), the nodes of its routers
     /// (packed), or every node.

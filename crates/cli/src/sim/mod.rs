@@ -208,7 +208,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 spec.workload.name(),
                 spec.net.topo.describe(),
                 spec.ranks,
-                spec.placement.name(),
+                spec.placement.form(),
                 r.packets,
                 r.sim_time_ns / 1e6,
                 r.wall_s

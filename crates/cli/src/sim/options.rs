@@ -165,7 +165,7 @@ impl ExpOpts {
                 "--ranks {} --ranks-per-node {} --placement {}: {e}",
                 self.ranks,
                 self.ranks_per_node.0,
-                self.placement.name()
+                self.placement.form()
             ),
             SpecError::NodesFull { .. } | SpecError::RanksPerNode { .. } => {
                 format!("--ranks {} --ranks-per-node {}: {e}", self.ranks, self.ranks_per_node.0)
@@ -177,7 +177,7 @@ impl ExpOpts {
             SpecError::WorstCaseJobGroup { .. } => format!(
                 "--background {} --placement {}: {e} (--background-global, --placement across-groups)",
                 self.background.form(),
-                self.placement.name()
+                self.placement.form()
             ),
             SpecError::TooFewBackgroundNodes { .. } => {
                 format!("--background {} --background-nodes {}: {e}", self.background.form(), self.background_nodes)
