@@ -324,7 +324,7 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
     // checks of the whole experiment name the option too
     let (code, _, err) = sim(&["sweep", "--workload", "barrier", "--sizes", "64", "--seeds", "1"]);
     assert_eq!(code, Some(2));
-    assert!(err.starts_with("aar: --sizes 64: barrier takes no size"), "{err}");
+    assert!(err.starts_with("aar: --sizes 64: workload barrier takes no size"), "{err}");
     let (code, _, err) = sim(&["sweep", "--workload", "halo3d", "--sizes", "64,2GiB", "--seeds", "1"]);
     assert_eq!(code, Some(2));
     assert!(err.starts_with("aar: --sizes 2G: halo3d messages of 2147483648 bytes"), "{err}");
@@ -879,4 +879,29 @@ fn packed_placements_of_other_shapes_are_other_experiments() {
         ]
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The run's line gives the simulated time in a unit that shows it: a run of a microsecond said
+/// "0.0 ms simulated".
+#[test]
+fn the_simulated_time_of_a_short_run_is_shown_in_its_unit() {
+    let (code, stdout, err) =
+        sim(&["run", "--groups", "1", "--placement", "same-blade", "--workload", "pingpong:8", "--iterations", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    let line = stdout.lines().next().unwrap();
+    let time = line.split(", ").find(|f| f.contains(" simulated in ")).unwrap();
+    let (value, unit) = time.split(" simulated in ").next().unwrap().split_once(' ').unwrap();
+    assert_eq!(unit, "ns", "{line}");
+    assert!(value.parse::<f64>().unwrap() > 0.0, "{line}");
+}
+
+/// `sweep --sizes` with a workload that takes no size is refused saying what to do with the
+/// sweep (leave out --sizes), not the workload parser's "write barrier alone".
+#[test]
+fn sizes_for_a_workload_without_a_size_say_to_leave_them_out() {
+    let (code, stdout, err) = sim(&["sweep", "--workload", "barrier", "--sizes", "8", "--seeds", "1"]);
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(err.starts_with("aar: --sizes 8: workload barrier takes no size"), "{err}");
+    assert!(err.contains("leave out --sizes") && !err.contains("write barrier alone"), "{err}");
+    assert!(stdout.is_empty(), "nothing ran: {stdout}");
 }

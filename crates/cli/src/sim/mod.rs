@@ -6,6 +6,7 @@ mod output;
 mod paper;
 
 use aar_sim::config::Mode;
+use aar_sim::error::ParseError;
 use aar_sim::experiment::{Load, Seed};
 use aar_sim::parallel::run_all;
 use aar_sim::simulation::run_experiment;
@@ -204,13 +205,13 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             }
             let r = run_experiment(&spec, &spec.workload.name());
             say!(
-                "{} on {} ({} ranks, {}), {} packets, {:.1} ms simulated in {:.2} s",
+                "{} on {} ({} ranks, {}), {} packets, {} simulated in {:.2} s",
                 spec.workload.name(),
                 spec.net.topo.describe(),
                 spec.ranks,
                 spec.placement.form(),
                 r.packets,
-                r.sim_time_ns / 1e6,
+                aar_sim::validate::fmt_ns(r.sim_time_ns),
                 r.wall_s
             );
             if spec.background != aar_sim::experiment::Background::None {
@@ -259,7 +260,16 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             } else {
                 sizes
                     .iter()
-                    .map(|b| base.workload.with_bytes(b.0).map_err(|e| format!("--sizes {b}: {e}")))
+                    .map(|b| {
+                        base.workload.with_bytes(b.0).map_err(|e| match e {
+                            // the workload's own advice ("write barrier alone") is about --workload
+                            ParseError::NoSize { workload } => format!(
+                                "--sizes {b}: workload {workload} takes no size, so there is nothing to sweep: \
+                                 leave out --sizes (a sweep over seeds alone), or give a workload with a size"
+                            ),
+                            e => format!("--sizes {b}: {e}"),
+                        })
+                    })
                     .collect::<Result<_, _>>()?
             };
             if let Some(dir) = &out {
