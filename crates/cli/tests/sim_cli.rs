@@ -905,3 +905,22 @@ fn sizes_for_a_workload_without_a_size_say_to_leave_them_out() {
     assert!(err.contains("leave out --sizes") && !err.contains("write barrier alone"), "{err}");
     assert!(stdout.is_empty(), "nothing ran: {stdout}");
 }
+
+/// Every option of every `aar sim` command says in its help what it is: --ranks,
+/// --warmup-iterations and the --out of validate and paper showed only their default.
+#[test]
+fn every_option_of_every_command_has_a_help_text() {
+    for command in ["run", "sweep", "synth", "bench", "validate", "paper"] {
+        let (code, help, err) = sim(&[command, "--help"]);
+        assert_eq!(code, Some(0), "{command}: {err}");
+        let lines: Vec<&str> = help.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.starts_with('-')) {
+            // "--quick  smaller ..." (short help beside it) or "--ranks <RANKS>" and the text below
+            let beside = line.split_once("  ").map(|(_, text)| text.trim()).unwrap_or_default();
+            let below = lines.get(i + 1).copied().unwrap_or_default();
+            let described = !beside.is_empty() && !beside.starts_with("[default")
+                || beside.is_empty() && !below.is_empty() && !below.starts_with('-') && !below.starts_with("[default");
+            assert!(described, "aar sim {command}: {line} has no help text:\n{help}");
+        }
+    }
+}

@@ -41,6 +41,7 @@ enum SimCmd {
         /// smaller experiments (CI)
         #[arg(long)]
         quick: bool,
+        /// the report (Markdown), written whole or not at all; its folder is created if missing
         #[arg(long, default_value = "docs/sim/VALIDATION.md")]
         out: PathBuf,
     },
@@ -52,6 +53,8 @@ enum SimCmd {
         /// the CI form: fewer benchmarks, one seed, one iteration per policy
         #[arg(long)]
         quick: bool,
+        /// the report (Markdown); the plots, paper-BENCHMARK.svg, are written in its folder (created
+        /// if missing)
         #[arg(long, default_value = "docs/sim/PAPER.md")]
         out: PathBuf,
         /// also write the figures as JSON

@@ -90,6 +90,8 @@ pub struct ExpOpts {
     // texts with brackets are attributes, as rustdoc reads brackets in a doc comment as links.
     #[arg(long, default_value = "pingpong:4M", help = help::workload())]
     workload: Workload,
+    /// ranks of the measured job (at least 2), one per node of the placement unless
+    /// --ranks-per-node says more
     #[arg(long, default_value_t = 2, value_parser = count(), allow_negative_numbers = true)]
     ranks: u32,
     /// consecutive ranks on each node of the placement (as aprun -N), 1 to 64: they share the node's
@@ -116,6 +118,8 @@ pub struct ExpOpts {
         allow_negative_numbers = true
     )]
     iterations: u32,
+    /// iterations run before the measured ones, at most 100000: they write no record row, but
+    /// count in the A/B schedule (the policies alternate from the first of them)
     #[arg(
         long,
         default_value_t = 0,
