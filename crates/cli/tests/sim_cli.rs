@@ -767,6 +767,12 @@ fn backgrounds_that_cannot_run_as_described_are_refused_naming_the_options() {
              background the whole machine, a network with more nodes per group, or no background (none) \
              (--background-global)",
         ),
+        // the job's one group is the whole machine: the whole machine is no advice
+        (
+            vec!["--kim", "2,1,1,1", "--background", "uniform:0.3"],
+            "aar: --background uniform:0.3:4K --background-nodes 32: ",
+            "only 0 nodes of the machine are free of the measured job: it would send nothing; give a larger network",
+        ),
         (
             vec!["--kim", "2,1,1,2", "--background", "congestors:64", "--background-global"],
             "aar: --background congestors:64 --background-nodes 32: ",

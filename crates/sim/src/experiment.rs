@@ -532,7 +532,10 @@ impl ExperimentSpec {
                         min,
                         why,
                         free: free as u32,
-                        job_groups: self.background_local.then_some(groups.len() as u32),
+                        // Kept to the job's groups only where they are not the whole machine
+                        // (otherwise the whole machine is what it has).
+                        job_groups: (self.background_local && (groups.len() as u32) < topo.groups)
+                            .then_some(groups.len() as u32),
                     });
                 }
             }

@@ -466,10 +466,11 @@ mod tests {
             ("background=uniform:0.3,background-nodes=0", "background-nodes=0: it needs 1 or more background nodes"),
             ("background=congestors,background-nodes=5", "needs 6 or more background nodes"),
             ("background=production,background-nodes=1", "needs 2 or more background nodes"),
-            // enough asked for, but the process's nodes take every node of the scope
+            // enough asked for, but the process's nodes take every node of the machine: background-global
+            // would find no more
             (
                 "groups=1,placement=scattered,nodes=384,background=uniform:0.3",
-                "only 0 nodes of the process's groups are free of its nodes (give background-global=1,",
+                "only 0 nodes are free of the process's nodes (give a network with more nodes,",
             ),
             (
                 "groups=1,placement=scattered,nodes=381,background=congestors,background-global=1",
