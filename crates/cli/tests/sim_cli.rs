@@ -68,6 +68,8 @@ fn run_and_check(order: &str, expect_order: &str) -> Vec<String> {
         assert_eq!(h.policies, ["auto", "ADAPTIVE3", "off"]);
         assert_eq!(h.order, expect_order);
         assert_eq!(h.boundary, "sim");
+        // What produced it, as libaar.so's records say (the clone's revision, or "unknown" outside one).
+        assert!(h.git_revision.as_deref().is_some_and(|g| g.len() >= 7), "{:?}", h.git_revision);
         assert_eq!(h.modes[3..7], ["ADAPTIVE0", "ADAPTIVE1", "ADAPTIVE2", "ADAPTIVE3"]);
         // one row per measured iteration, indexed as the schedule is (the warm-up iteration is 0)
         assert_eq!(rows.iter().map(|r| r.i).collect::<Vec<_>>(), (1..8).collect::<Vec<_>>());

@@ -153,7 +153,7 @@ impl RankRecord {
             boundary: "sim".into(),
             modes: mode_columns(),
             version: env!("CARGO_PKG_VERSION").into(),
-            git_revision: None,
+            git_revision: Some(env!("AAR_GIT_REVISION").into()),
             command_line: command_line.to_vec(),
         }
     }
