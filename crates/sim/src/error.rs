@@ -69,7 +69,7 @@ pub enum TopologyError {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SpecError {
     /// More ranks than the placement has nodes for.
-    #[error("placement {placement} holds at most {max} nodes (one rank per node), not {ranks}")]
+    #[error("placement {placement} holds at most {} (one rank per node), not {ranks}", aar_record::count(*max, "node", "nodes"))]
     PlacementFull { placement: &'static str, ranks: u32, max: u32 },
     /// A packed placement the machine or the job cannot fill.
     #[error(
@@ -80,8 +80,9 @@ pub enum SpecError {
     Packed { routers: u32, groups: u32, nodes: u32, machine_groups: u32, routers_per_group: u32 },
     /// More ranks than the placement's nodes hold at `ranks_per_node` ranks each.
     #[error(
-        "placement {placement} holds at most {max} nodes, and {ranks} ranks at {ranks_per_node} per node need {}: \
+        "placement {placement} holds at most {}, and {ranks} ranks at {ranks_per_node} per node need {}: \
          use fewer ranks or more ranks per node",
+        aar_record::count(*max, "node", "nodes"),
         ranks / ranks_per_node
     )]
     NodesFull { placement: &'static str, ranks: u32, ranks_per_node: u32, max: u32 },
