@@ -24,6 +24,11 @@
 //! under another policy, a thread's next DMAPP operation carries the routing the policy now wants
 //! (the application's own, when the library does not route).
 //!
+//! The library's own attribute calls run marked as inside DMAPP, as the data calls it forwards do:
+//! what libdmapp does in them through its own exported functions (its PLT) goes out untouched,
+//! never taken for the application's. A libdmapp without the `_ext` attribute calls is not
+//! steered ([`lacks`]).
+//!
 //! A data call names a PE; under `steady` its destination class is that of the PE's node, placed
 //! through Cray's PMI ([`pe_class`]).
 
@@ -420,23 +425,25 @@ impl std::fmt::Display for AttrsError {
     }
 }
 
-/// `dmapp_get_rma_attrs_ext` into a zeroed buffer.
-fn read_attrs() -> Result<RmaAttrsExt, AttrsError> {
+/// `dmapp_get_rma_attrs_ext` into a zeroed buffer, on thread `t` (marked as inside a DMAPP call:
+/// what libdmapp does in it through its own exported functions, its PLT, goes out untouched).
+fn read_attrs(t: &Thread) -> Result<RmaAttrsExt, AttrsError> {
     const CALL: &str = "dmapp_get_rma_attrs_ext";
     let Some(get) = GET_RMA_ATTRS_EXT.get::<GetAttrsFn>() else {
         return Err(AttrsError::Missing(CALL));
     };
     let mut attrs = RmaAttrsExt::ZERO;
     // SAFETY: a zeroed buffer of RMA_ATTRS_EXT_BYTES, larger than any dmapp_rma_attrs_ext_t.
-    let rc = unsafe { get((&raw mut attrs).cast()) };
+    let rc = t.inside(|| unsafe { get((&raw mut attrs).cast()) });
     match rc {
         DMAPP_RC_SUCCESS => Ok(attrs),
         rc => Err(AttrsError::Failed(CALL, Rc(rc))),
     }
 }
 
-/// `dmapp_set_rma_attrs_ext(attrs)`, counted.
-fn write_attrs(attrs: &RmaAttrsExt) -> Result<(), AttrsError> {
+/// `dmapp_set_rma_attrs_ext(attrs)` on thread `t`, counted (marked as inside a DMAPP call, as
+/// [`read_attrs`]: a set libdmapp makes in it through its PLT is not the application's).
+fn write_attrs(t: &Thread, attrs: &RmaAttrsExt) -> Result<(), AttrsError> {
     const CALL: &str = "dmapp_set_rma_attrs_ext";
     let Some(set) = SET_RMA_ATTRS_EXT.get::<AttrsInitFn>() else {
         return Err(AttrsError::Missing(CALL));
@@ -446,7 +453,7 @@ fn write_attrs(attrs: &RmaAttrsExt) -> Result<(), AttrsError> {
     attributes::count_set();
     // SAFETY: two buffers of RMA_ATTRS_EXT_BYTES, larger than any dmapp_rma_attrs_ext_t; the
     // first holds what the same DMAPP wrote, with at most its routing bytes changed.
-    let rc = unsafe { set((&raw mut requested).cast(), (&raw mut actual).cast()) };
+    let rc = t.inside(|| unsafe { set((&raw mut requested).cast(), (&raw mut actual).cast()) });
     match rc {
         DMAPP_RC_SUCCESS => Ok(()),
         rc => Err(AttrsError::Failed(CALL, Rc(rc))),
@@ -460,8 +467,12 @@ fn up_to_date(t: &Thread) {
         return;
     }
     if t.predates_job() {
-        match read_attrs() {
+        match read_attrs(t) {
             Ok(now) => t.renew(now),
+            Err(e @ AttrsError::Missing(_)) => {
+                lacks(e);
+                t.unread();
+            }
             Err(_) => t.unread(),
         }
     } else {
@@ -475,7 +486,7 @@ fn up_to_date(t: &Thread) {
 /// ([`Thread::give_back_pending`]).
 fn give_back(t: &Thread, written: bool) {
     if written || t.steered() {
-        if let Err(e) = write_attrs(&t.app()) {
+        if let Err(e) = write_attrs(t, &t.app()) {
             if e.is_transient() && !written {
                 t.failed_transiently();
                 return t.give_back_pending();
@@ -500,13 +511,17 @@ fn reconcile(t: &Thread, d: Direction, desired: u8) {
     }
     let dir = attributes::direction_name(d);
     let name = attributes::name_of(desired);
-    let now = match read_attrs() {
+    let now = match read_attrs(t) {
         Ok(now) => now,
         Err(e) if e.is_transient() => return busy(t, e, dir, name),
+        Err(e @ AttrsError::Missing(_)) => {
+            lacks(e);
+            return give_back(t, false);
+        }
         Err(e) => return stop(t, &e.to_string(), false),
     };
     let wanted = now.with_routing(d, desired);
-    match write_attrs(&wanted) {
+    match write_attrs(t, &wanted) {
         Ok(()) => {}
         Err(e) if e.is_transient() => return busy(t, e, dir, name),
         Err(AttrsError::Failed(call, rc)) => {
@@ -516,12 +531,15 @@ fn reconcile(t: &Thread, d: Direction, desired: u8) {
                 false,
             )
         }
-        Err(e) => return stop(t, &e.to_string(), false),
+        Err(e) => {
+            lacks(e);
+            return give_back(t, false);
+        }
     }
-    let back = match read_attrs() {
+    let back = match read_attrs(t) {
         Ok(back) => back,
         // Not verified: put back what was in force, and try again later.
-        Err(e) if e.is_transient() && write_attrs(&now).is_ok() => return busy(t, e, dir, name),
+        Err(e) if e.is_transient() && write_attrs(t, &now).is_ok() => return busy(t, e, dir, name),
         Err(e) => return stop(t, &e.to_string(), true),
     };
     if let Some(i) = (0..RMA_ATTRS_EXT_BYTES).find(|&i| back.0[i] != wanted.0[i]) {
@@ -576,17 +594,40 @@ fn stop(t: &Thread, what: &str, written: bool) {
     give_back(t, written);
 }
 
+/// This libdmapp lacks a call through which the library reads or sets a thread's routing (`e`,
+/// [`AttrsError::Missing`]): stop steering DMAPP for the process, with one warning. (Counted of
+/// unknown routing, calls whose routing cannot be read would otherwise go out untouched with no
+/// word, and the record would say DMAPP was steered.)
+#[cold]
+fn lacks(e: AttrsError) {
+    let why = e.to_string();
+    if attributes::stop(&why) {
+        diag::warn(&format!(
+            "DMAPP: {why}: aar reads and sets each thread's routing attribute with dmapp_get_rma_attrs_ext and \
+             dmapp_set_rma_attrs_ext, so it does not steer DMAPP in this process: every DMAPP call is forwarded untouched \
+             and still counted, of unknown routing (OTHER) while aar cannot read it (uGNI routing is unaffected). Run \
+             with a libdmapp that defines both, the site's cray-dmapp (module load cray-dmapp), loaded by the program \
+             or by a library it loads."
+        ));
+    }
+}
+
 // ---- The application's own attribute calls -----------------------------------------------------------------
 
 /// The caller's `dmapp_set_rma_attrs[_ext]`: forwarded as asked; on success the thread's view is
 /// read again, since what the application set is its intent.
 pub fn set_attrs(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> DmappReturn {
     let Some(real_fn) = real.get::<AttrsInitFn>() else { return missing(real) };
+    if attributes::inside_dmapp() {
+        // libdmapp's own call, through its PLT (from inside a data call or the library's own
+        // attribute call): untouched.
+        return forward(real_fn);
+    }
     init::ensure_init();
     let rc = forward(real_fn);
     if rc == DMAPP_RC_SUCCESS && !state::inert() && control::load() & READY != 0 {
         let reread = || {
-            attributes::with_thread(|t| match read_attrs() {
+            attributes::with_thread(|t| match read_attrs(t) {
                 Ok(app) => t.read(app),
                 Err(_) => t.forget(),
             })
@@ -606,6 +647,10 @@ pub fn set_attrs(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) 
 /// `attrs` is NULL or valid for writing the struct the function fills (DMAPP's contract).
 pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
     let Some(real_fn) = real.get::<GetAttrsFn>() else { return missing(real) };
+    if attributes::inside_dmapp() {
+        // SAFETY: the caller's argument, unchanged (libdmapp's own call, as in set_attrs).
+        return unsafe { real_fn(attrs) };
+    }
     init::ensure_init();
     let steering = !state::inert() && control::load() & READY != 0;
     if steering {

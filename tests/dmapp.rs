@@ -904,3 +904,94 @@ fn a_second_dmapp_init_keeps_the_applications_routing_its_own() {
     assert!(r.stdout.contains("routing put=2 get=2\n"), "{}", r.stdout);
     assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
 }
+
+/// tests/c/dmapp_old_main.c linked against tests/c/dmapp_old.c as its libdmapp.so (built with
+/// `flags`), both in `dir`.
+fn over_old_libdmapp(dir: &std::path::Path, flags: &[&str]) -> std::path::PathBuf {
+    let cc = |args: &[&std::ffi::OsStr]| {
+        let st = std::process::Command::new("cc")
+            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-I"])
+            .arg(root().join("cabi"))
+            .arg("-I")
+            .arg(root().join("tests/c"))
+            .args(flags)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cc {args:?}");
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    let lib = dir.join("libdmapp.so");
+    let prog = dir.join("dmapp_old_main");
+    let c = |name: &str| root().join("tests/c").join(name);
+    cc(&["-shared".as_ref(), "-fPIC".as_ref(), c("dmapp_old.c").as_os_str(), "-o".as_ref(), lib.as_os_str()]);
+    let (link_dir, rpath) = (format!("-L{}", dir.display()), format!("-Wl,-rpath,{}", dir.display()));
+    cc(&[
+        c("dmapp_old_main.c").as_os_str(),
+        "-o".as_ref(),
+        prog.as_os_str(),
+        link_dir.as_ref(),
+        "-ldmapp".as_ref(),
+        rpath.as_ref(),
+    ]);
+    prog
+}
+
+/// A libdmapp without `dmapp_get_rma_attrs_ext` or `dmapp_set_rma_attrs_ext` (an older release, or
+/// one libaar.so cannot find them in): DMAPP is not steered, and the library says so once, with the
+/// call it lacks, in a warning and in the record; every call is forwarded and counted, with the
+/// application's routing where it can be read, else of unknown routing. (The library used to
+/// forward them all of unknown routing without a word, its record saying DMAPP was steered, or,
+/// lacking only the set, to blame the routing table or the attribute layout.)
+#[test]
+fn a_libdmapp_without_the_ext_attribute_calls_is_said_once_and_not_steered() {
+    for (flags, lacks, mode) in [
+        (&[][..], "dmapp_get_rma_attrs_ext", "OTHER"),
+        (&["-DWITH_GET_EXT"][..], "dmapp_set_rma_attrs_ext", "ADAPTIVE0"),
+    ] {
+        let dir = scratch(&format!("dmapp-old-lib{}", flags.len()));
+        let r = Launch::program("dmapp-old", over_old_libdmapp(&dir, flags), "").env("AAR_MODE", "ADAPTIVE3").run();
+        r.assert_ok();
+        assert_eq!(r.stdout, "routing=2\nrouting=2\nown=2\nputs=4 gets=1\n", "forwarded untouched");
+        let w: Vec<&str> = warnings(&r).into_iter().filter(|l| l.contains("DMAPP")).collect();
+        assert_eq!(w.len(), 1, "{:?}", r.aar_lines());
+        assert!(
+            w[0].contains(&format!("DMAPP: this libdmapp has no {lacks}: "))
+                && w[0].contains("does not steer DMAPP")
+                && w[0].contains("module load cray-dmapp")
+                && !w[0].contains("routing table in use"),
+            "{}",
+            w[0]
+        );
+        let rec = record(&r);
+        assert_eq!(rec["dmapp"]["steering"], false, "{}", rec["dmapp"]);
+        assert_eq!(rec["dmapp"]["stopped_because"], format!("this libdmapp has no {lacks}"));
+        assert_eq!(rec["dmapp"]["attribute_sets"], 0, "{}", rec["dmapp"]);
+        assert_eq!(rec["apis"]["DMAPP"]["messages"], 5, "{}", rec["apis"]);
+        assert_eq!(rec["modes"][mode]["messages"], 5, "{}", rec["modes"]);
+    }
+}
+
+/// A libdmapp whose `_ext` attribute calls call its other exported functions through its PLT (as
+/// a library built with -fPIC does): those calls reach libaar.so's `dmapp_get_rma_attrs` and
+/// `dmapp_set_rma_attrs` from inside the library's own reading and setting of a thread's routing,
+/// and go out untouched. (The library used to handle them as the application's: reading the
+/// attributes again from inside their reading until the stack overflowed, and taking its own
+/// routing for the application's, which it then kept after `aar_disable()`.)
+#[test]
+fn attribute_calls_libdmapp_makes_itself_go_out_untouched() {
+    let dir = scratch("dmapp-old-plt-lib");
+    let prog = over_old_libdmapp(&dir, &["-DWITH_EXT"]);
+    let r = Launch::program("dmapp-old-plt", prog, "").env("AAR_MODE", "ADAPTIVE3").run();
+    r.assert_ok();
+    assert_eq!(
+        r.stdout, "routing=6\nrouting=2\nown=2\nputs=4 gets=1\n",
+        "ADAPTIVE_3 while steered; the application's ADAPTIVE back after aar_disable()"
+    );
+    assert!(warnings(&r).iter().all(|l| !l.contains("DMAPP")), "{:?}", warnings(&r));
+    let rec = record(&r);
+    assert_eq!(rec["dmapp"]["steering"], true, "{}", rec["dmapp"]);
+    assert_eq!(rec["dmapp"]["attribute_sets"], 3, "PUT and GET set once, then given back: {}", rec["dmapp"]);
+    assert_eq!(rec["modes"]["ADAPTIVE3"]["messages"], 4, "{}", rec["modes"]);
+    assert_eq!(rec["modes"]["ADAPTIVE0"]["messages"], 1, "{}", rec["modes"]);
+}
