@@ -32,8 +32,14 @@ extern "C" {
                               label), or a call this state refuses (a policy change while an A/B
                               experiment runs, an end with no iteration in progress, markers when
                               AAR_AB_BOUNDARY names an MPI function, a label the iteration record
-                              could not take: see aar_iteration_label) */
-#define AAR_EDISABLED -2   /* AAR_DISABLE is set: the library stays inert for this process (a bad
+                              could not take: see aar_iteration_label), or a call made while
+                              libaar.so is still starting: on another thread for longer than the
+                              2 s a call waits for it (loading PAPI, say), or from inside its
+                              start-up; it changed nothing (one message on stderr, once per
+                              process, says so): call again once aar_policy_name() no longer
+                              returns "starting" */
+#define AAR_EDISABLED -2   /* AAR_DISABLE is set, or libaar.so could not start (an internal error,
+                              said on stderr): the library stays inert for this process (a bad
                               argument is still AAR_EINVAL) */
 
 /* Pin every adaptive message (posts, SMSG and DMAPP) to one routing mode: GNI_DLVMODE_ADAPTIVE0
@@ -65,8 +71,9 @@ int aar_set_auto(void);
 int aar_disable(void);
 int aar_enable(void);
 
-/* The policy now in force: "auto", "steady", "off", "ADAPTIVE0".."ADAPTIVE3", "paused", or "disabled"
- * when AAR_DISABLE is set. A static string. */
+/* The policy now in force: "auto", "steady", "off", "ADAPTIVE0".."ADAPTIVE3", "paused", "disabled"
+ * when AAR_DISABLE is set (or libaar.so could not start), or "starting" while libaar.so is still
+ * starting (see AAR_EINVAL). A static string. */
 const char *aar_policy_name(void);
 
 /* Iterations (the unit A/B experiments alternate policies on; see README, "A/B experiments").

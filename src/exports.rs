@@ -1036,28 +1036,75 @@ const AAR_OK: c_int = 0;
 const AAR_EINVAL: c_int = -1;
 const AAR_EDISABLED: c_int = -2;
 
-fn api(policy: Option<Policy>, enabled: Option<bool>) -> c_int {
+/// Whether the library has started and steers this process: `Ok`, or what a call of the C API
+/// that needs it returns. `AAR_EDISABLED`: `AAR_DISABLE`, or a start-up that failed (an internal
+/// error, said on stderr), inert for good. `AAR_EINVAL`: still starting, on another thread for
+/// longer than a call waits (loading PAPI, say) or on this one (a call from inside the start-up),
+/// said once on stderr: `call` changed nothing and can be made again.
+fn started(call: &str) -> Result<(), c_int> {
+    if init::wait_ready().is_some_and(|s| s.disabled) {
+        return Err(AAR_EDISABLED);
+    }
+    match starting() {
+        None => Ok(()),
+        Some(true) => {
+            refused_while_starting(call);
+            Err(AAR_EINVAL)
+        }
+        Some(false) => Err(AAR_EDISABLED),
+    }
+}
+
+/// `None`: started; `Some(true)`: still starting; `Some(false)`: a start-up that failed or was
+/// killed by `AAR_DISABLE`.
+fn starting() -> Option<bool> {
+    let ready = || control::load() & control::READY != 0;
+    if ready() {
+        return None;
+    }
+    // READY is set before the start-up ends: one that ended between the two loads is seen here.
+    Some(crate::state::initialising() || ready())
+}
+
+/// Said once per process, by every rank (each its own calls).
+#[cold]
+fn refused_while_starting(call: &str) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    crate::diag::error(&format!(
+        "{call} was called while libaar.so was still starting (on another thread, longer than a call of aar.h \
+         waits for it: loading PAPI or reading the job's files; or from inside the start-up itself): the call \
+         changed nothing and returned AAR_EINVAL, as the calls of aar.h that change something do until the \
+         start-up is over (later ones are not said again). Call it again once aar_policy_name() no longer returns \"starting\"."
+    ));
+}
+
+fn api(call: &str, policy: Option<Policy>, enabled: Option<bool>) -> c_int {
     let change = || {
+        if let Err(rc) = started(call) {
+            return rc;
+        }
         // While an A/B experiment runs, its schedule alone chooses the policy.
-        let ready = init::wait_ready().is_some_and(|s| !s.disabled);
-        if policy.is_some() && ready && iterations::ab_running() {
+        if policy.is_some() && iterations::ab_running() {
             return AAR_EINVAL;
         }
-        // Killed by AAR_DISABLE: the library stays inert.
-        if control::load() & control::READY != 0 && control::update(|w| control::with(w, policy, enabled, None)) {
-            AAR_OK
-        } else {
-            AAR_EDISABLED
-        }
+        control::update(|w| control::with(w, policy, enabled, None));
+        AAR_OK
     };
     std::panic::catch_unwind(change).unwrap_or(AAR_EDISABLED)
 }
 
-fn iteration_api(call: impl FnOnce() -> Result<(), iterations::Refused> + std::panic::UnwindSafe) -> c_int {
-    match std::panic::catch_unwind(call) {
-        Ok(Ok(())) => AAR_OK,
-        Ok(Err(iterations::Refused::Disabled)) => AAR_EDISABLED,
-        Ok(Err(iterations::Refused::Invalid)) | Err(_) => AAR_EINVAL,
+/// An iteration call, once the library has started (before, the iteration record and the A/B
+/// schedule are not in place yet).
+fn iteration_api(call: &str, f: impl FnOnce() -> Result<(), iterations::Refused> + std::panic::UnwindSafe) -> c_int {
+    let run = || started(call).map(|()| f());
+    match std::panic::catch_unwind(run) {
+        Ok(Err(rc)) => rc,
+        Ok(Ok(Ok(()))) => AAR_OK,
+        Ok(Ok(Err(iterations::Refused::Disabled))) => AAR_EDISABLED,
+        Ok(Ok(Err(iterations::Refused::Invalid))) | Err(_) => AAR_EINVAL,
     }
 }
 
@@ -1065,7 +1112,7 @@ fn iteration_api(call: impl FnOnce() -> Result<(), iterations::Refused> + std::p
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_set_mode(dlvr_mode: u16) -> c_int {
     match (dlvr_mode & !GNI_DLVMODE_ROUTING_MASK, RoutingMode::from_routing_bits(dlvr_mode)) {
-        (0, Some(m)) => api(Some(Policy::Fixed(m)), None),
+        (0, Some(m)) => api("aar_set_mode", Some(Policy::Fixed(m)), None),
         _ => AAR_EINVAL,
     }
 }
@@ -1081,52 +1128,66 @@ pub unsafe extern "C" fn aar_set_mode_name(name: *const c_char) -> c_int {
     }
     // SAFETY: non-null, NUL-terminated per the contract.
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    name.parse::<Policy>().map_or(AAR_EINVAL, |p| api(Some(p), None))
+    name.parse::<Policy>().map_or(AAR_EINVAL, |p| api("aar_set_mode_name", Some(p), None))
 }
 
 /// Back to automatic routing (the paper's algorithm).
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_set_auto() -> c_int {
-    api(Some(Policy::Auto), None)
+    api("aar_set_auto", Some(Policy::Auto), None)
 }
 
 /// Pause: forward every call untouched until `aar_enable()`.
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_disable() -> c_int {
-    api(None, Some(false))
+    api("aar_disable", None, Some(false))
 }
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_enable() -> c_int {
-    api(None, Some(true))
+    api("aar_enable", None, Some(true))
 }
 
-/// "auto", "steady", "off", a mode name, "paused" or "disabled" (AAR_DISABLE). A call made while
-/// another thread initialises waits for it, as the other calls do (it would read the word before
-/// READY is set and say "disabled").
+/// "auto", "steady", "off", a mode name, "paused", "disabled" (AAR_DISABLE) or "starting". A call
+/// made while another thread initialises waits for it, as the other calls do (it would read the
+/// word before READY is set and say "disabled"); one that waited in vain says "starting".
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_policy_name() -> *const c_char {
     let _ = std::panic::catch_unwind(init::wait_ready);
-    policy_c_name(control::policy_name(control::load())).as_ptr()
+    let name = match starting() {
+        Some(true) => "starting",
+        _ => control::policy_name(control::load()),
+    };
+    policy_c_name(name).as_ptr()
 }
 
-/// A name [`control::policy_name`] gives, as a static C string.
+/// A name [`control::policy_name`] gives, or "starting", as a static C string.
 fn policy_c_name(name: &str) -> &'static CStr {
-    const NAMES: [&CStr; 9] =
-        [c"auto", c"steady", c"off", c"ADAPTIVE0", c"ADAPTIVE1", c"ADAPTIVE2", c"ADAPTIVE3", c"paused", c"disabled"];
+    const NAMES: [&CStr; 10] = [
+        c"auto",
+        c"steady",
+        c"off",
+        c"ADAPTIVE0",
+        c"ADAPTIVE1",
+        c"ADAPTIVE2",
+        c"ADAPTIVE3",
+        c"paused",
+        c"disabled",
+        c"starting",
+    ];
     NAMES.into_iter().find(|c| c.to_bytes() == name.as_bytes()).unwrap_or(c"disabled")
 }
 
 /// Begin the next iteration (ending the one in progress, if any).
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_iteration_begin() -> c_int {
-    iteration_api(iterations::api_begin)
+    iteration_api("aar_iteration_begin", iterations::api_begin)
 }
 
 /// End the iteration in progress.
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_iteration_end() -> c_int {
-    iteration_api(iterations::api_end)
+    iteration_api("aar_iteration_end", iterations::api_end)
 }
 
 /// Label the iteration in progress, or the next one.
@@ -1143,7 +1204,11 @@ pub unsafe extern "C" fn aar_iteration_label(label: *const c_char) -> c_int {
     let len = unsafe { libc::strnlen(label, rows::MAX_LABEL + 1) };
     // SAFETY: the `len` bytes strnlen just read.
     let bytes = unsafe { std::slice::from_raw_parts(label.cast::<u8>(), len) };
-    iteration_api(|| iterations::api_label(bytes))
+    // A bad label is AAR_EINVAL whatever the library's state, AAR_DISABLE included.
+    if !rows::valid_label(bytes) {
+        return AAR_EINVAL;
+    }
+    iteration_api("aar_iteration_label", || iterations::api_label(bytes))
 }
 
 /// The iteration in progress, or -1.
@@ -1185,6 +1250,7 @@ mod tests {
             assert_eq!(policy_c_name(p.name()).to_str(), Ok(p.name()), "{p:?}");
         }
         assert_eq!(policy_c_name("paused").to_str(), Ok("paused"));
+        assert_eq!(policy_c_name("starting").to_str(), Ok("starting"));
         assert_eq!(policy_c_name("what").to_str(), Ok("disabled"));
     }
 }

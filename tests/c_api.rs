@@ -63,3 +63,33 @@ fn a_fork_child_that_pins_a_mode_first_keeps_its_own_record() {
     assert_eq!(ugni["messages"], 10, "every message the child sent, none of the parent's: {ugni}");
     assert_eq!(ugni["modes"]["ADAPTIVE1"]["messages"], 10, "{ugni}");
 }
+
+/// A call made while the library is still starting, from inside its start-up or from another
+/// thread after waiting for it in vain, is refused with AAR_EINVAL (it changed nothing; the
+/// library is not disabled) and said once on stderr, and aar_policy_name() says "starting";
+/// once started, the same call works. (They were AAR_EDISABLED and "disabled", which aar.h keeps
+/// for AAR_DISABLE.) The start-up is held by the program itself, through a stand-in for libpapi
+/// whose loading calls back into it, for as long as it needs, so nothing depends on timing.
+#[test]
+fn calls_while_the_library_is_still_starting_are_refused_not_disabled() {
+    let hold = compile("cc", "hold_start", &[root().join("tests/c/hold_start.c")], &["-shared", "-fPIC"]);
+    let r = Launch::program("api-slow-start", api_edges(), "slow-start")
+        .env("AAR_PAPI_LIBRARY", &hold.display().to_string())
+        .run();
+    assert!(r.status.success(), "{}", r.stderr);
+    let inside: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("inside aar_")).collect();
+    assert_eq!(inside.len(), 8, "{}", r.stdout);
+    for l in inside {
+        assert!(l.ends_with(" rc=-1"), "from inside the start-up: {l}");
+    }
+    for expected in [
+        "inside policy starting\n",
+        "waiting aar_set_mode rc=-1\nwaiting policy starting\n",
+        "started aar_set_mode rc=0\nstarted policy ADAPTIVE1\n",
+    ] {
+        assert!(r.stdout.contains(expected), "{expected:?} in {}", r.stdout);
+    }
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("still starting")).collect();
+    assert_eq!(said.len(), 1, "said once: {:?}", r.aar_lines());
+    assert!(said[0].starts_with("aar: aar_set_mode was called") && said[0].contains("\"starting\""), "{}", said[0]);
+}

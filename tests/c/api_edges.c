@@ -7,10 +7,17 @@
  *                           too long, a character outside the label set, a mode with a flag bit,
  *                           a DMAPP routing value, a name that is no policy): prints "CALL rc=RC"
  *                           for each
+ *   api_edges slow-start    (with hold_start.so as AAR_PAPI_LIBRARY) a thread starts the library
+ *                           and its start-up waits for the program: from inside it, every call
+ *                           that changes something and aar_policy_name() ("inside CALL rc=RC",
+ *                           "inside policy NAME"); then from main, while it still waits,
+ *                           aar_set_mode(ADAPTIVE1) and aar_policy_name() ("waiting ..."); then,
+ *                           the start-up over, the same again ("started ...")
  *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,8 +36,56 @@ static void *first_name(void *unused)
 	return NULL;
 }
 
+static sem_t held, release;
+
+/* Called by hold_start.so's constructor, inside libaar.so's start-up. */
+void hold_start_up(void);
+void hold_start_up(void)
+{
+	printf("inside aar_set_mode rc=%d\n", aar_set_mode(0x20));
+	printf("inside aar_set_mode_name rc=%d\n", aar_set_mode_name("steady"));
+	printf("inside aar_set_auto rc=%d\n", aar_set_auto());
+	printf("inside aar_disable rc=%d\n", aar_disable());
+	printf("inside aar_enable rc=%d\n", aar_enable());
+	printf("inside aar_iteration_begin rc=%d\n", aar_iteration_begin());
+	printf("inside aar_iteration_end rc=%d\n", aar_iteration_end());
+	printf("inside aar_iteration_label rc=%d\n", aar_iteration_label("early"));
+	printf("inside policy %s\n", aar_policy_name());
+	fflush(stdout);
+	sem_post(&held);
+	sem_wait(&release);
+}
+
+static void *start_library(void *unused)
+{
+	(void)unused;
+	aar_policy_name();
+	return NULL;
+}
+
+static void slow_start(void)
+{
+	pthread_t t;
+	sem_init(&held, 0, 0);
+	sem_init(&release, 0, 0);
+	pthread_create(&t, NULL, start_library, NULL);
+	sem_wait(&held);
+	int rc = aar_set_mode(0x20);
+	printf("waiting aar_set_mode rc=%d\n", rc);
+	printf("waiting policy %s\n", aar_policy_name());
+	sem_post(&release);
+	pthread_join(t, NULL);
+	rc = aar_set_mode(0x20);
+	printf("started aar_set_mode rc=%d\n", rc);
+	printf("started policy %s\n", aar_policy_name());
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "slow-start")) {
+		slow_start();
+		return 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "first-names")) {
 		pthread_t t[THREADS];
 		pthread_barrier_init(&start, NULL, THREADS);
@@ -55,6 +110,6 @@ int main(int argc, char **argv)
 		printf("set_mode_name(\"bogus\") rc=%d\n", aar_set_mode_name("bogus"));
 		return 0;
 	}
-	fprintf(stderr, "usage: api_edges first-names|bad-args\n");
+	fprintf(stderr, "usage: api_edges first-names|bad-args|slow-start\n");
 	return 2;
 }
