@@ -3,13 +3,18 @@
  *
  * libaar.so is normally used without any code change: LD_PRELOAD=libaar.so (or `module load aar`)
  * routes every adaptive uGNI post and DMAPP data call automatically. These calls let an application
- * steer routing
- * for a phase or a code region, and mark the iterations of A/B routing experiments (AAR_AB).
+ * steer routing for a phase or a code region, and mark the iterations of A/B routing experiments
+ * (AAR_AB).
  * Link with -laar before -lugni, or keep using LD_PRELOAD and declare these functions weak so
  * the program also runs without the library:
  *
  *     #pragma weak aar_set_mode
  *     if (aar_set_mode) aar_set_mode(GNI_DLVMODE_ADAPTIVE3);
+ *
+ * Weak declarations work in code compiled position-independent (-fPIE or -fPIC, the default of
+ * current GCC and Clang). In code compiled with -fno-pie the link editor makes each weak function
+ * NULL for good, under LD_PRELOAD too: look them up instead with
+ * dlsym(RTLD_DEFAULT, "aar_set_mode") (<dlfcn.h>, with _GNU_SOURCE), NULL without the library.
  *
  * Every function is thread-safe, never blocks a sending thread and takes effect for the posts
  * that start after it returns. DMAPP routes by a routing attribute of each thread: a change

@@ -93,3 +93,28 @@ fn calls_while_the_library_is_still_starting_are_refused_not_disabled() {
     assert_eq!(said.len(), 1, "said once: {:?}", r.aar_lines());
     assert!(said[0].starts_with("aar: aar_set_mode was called") && said[0].contains("\"starting\""), "{}", said[0]);
 }
+
+/// The weak declarations aar.h advises find libaar.so's functions under LD_PRELOAD and leave them
+/// NULL without it, in code compiled position-independent (the compiler's default here, as on
+/// current distributions). Code compiled with -fno-pie has them NULL even under LD_PRELOAD (the
+/// link editor resolves an undefined weak function to 0 for good); dlsym(RTLD_DEFAULT), which
+/// aar.h names for it, finds them there too.
+#[test]
+fn weak_declarations_find_the_library_in_position_independent_code_and_dlsym_everywhere() {
+    let pie = program("api_weak");
+    let fixed = program_with("api_weak", &["-fno-pie", "-no-pie"]);
+    for (name, program, preload, expected) in [
+        ("pie", &pie, true, "weak found rc=0\ndlsym found rc=0\n"),
+        ("pie-alone", &pie, false, "weak null\ndlsym null\n"),
+        ("fixed", &fixed, true, "weak null\ndlsym found rc=0\n"),
+        ("fixed-alone", &fixed, false, "weak null\ndlsym null\n"),
+    ] {
+        let mut launch = Launch::program(&format!("api-weak-{name}"), program.clone(), "");
+        if !preload {
+            launch = launch.no_preload();
+        }
+        let r = launch.run();
+        assert!(r.status.success(), "{name}: {}", r.stderr);
+        assert_eq!(r.stdout, expected, "{name}");
+    }
+}
