@@ -85,7 +85,10 @@ const char *aar_policy_name(void);
  * Every rank must mark the same iterations in the same order: iteration i gets the policy the
  * AAR_AB schedule gives i, on every rank, without any communication. The policy changes only
  * here: before the first begin it is iteration 0's; after an end it stays until the next begin.
- * Each ended iteration is one row of the rank's iteration record in AAR_OUTPUT_DIR. Begin and
+ * Each ended iteration is one row of the rank's iteration record in AAR_OUTPUT_DIR (the first
+ * 100,000 of them; see README, "A/B experiments"). Calls made after libaar.so's exit handler ran
+ * (from an atexit handler registered before the library's first call, or a destructor) return
+ * as always, but the records are written by then: iterations they end have no row. Begin and
  * end are refused (AAR_EINVAL) when AAR_AB_BOUNDARY names an MPI function, which then marks
  * iterations; labels work with both. In a fork child they switch the policy but write no rows.
  * They wait at most 100 ms for the iteration record, which another thread may hold longer (one
@@ -101,8 +104,9 @@ int aar_iteration_begin(void);
 int aar_iteration_end(void);
 
 /* Label the iteration in progress, or the next one when none is (e.g. "isolated", "congested"):
- * 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @; anything else is AAR_EINVAL. AAR_EINVAL
- * too, the label not set, when the iteration record stays held by another thread (see above). */
+ * 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @; anything else is AAR_EINVAL. A later label
+ * of the same iteration replaces an earlier one. AAR_EINVAL too, the label not set, when the
+ * iteration record stays held by another thread (see above). */
 int aar_iteration_label(const char *label);
 
 /* The index of the iteration in progress, or -1 when none is (before the first, after an end). */

@@ -118,3 +118,22 @@ fn weak_declarations_find_the_library_in_position_independent_code_and_dlsym_eve
         assert_eq!(r.stdout, expected, "{name}");
     }
 }
+
+/// A later label of an iteration replaces an earlier one; calls made after libaar.so's exit
+/// handler ran (from an atexit handler registered before the library's first call) still
+/// return as always, but the iteration record is written by then: the iteration they end has
+/// no row. aar.h says both.
+#[test]
+fn a_later_label_replaces_an_earlier_one_and_iterations_after_exit_have_no_row() {
+    let r = Launch::program("api-after-exit", api_edges(), "after-exit").run();
+    assert!(r.status.success(), "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "labels rc=0,0 begin rc=0 end rc=0\nafter exit begin rc=0 label rc=0 end rc=0 mode rc=0 policy ADAPTIVE2\n"
+    );
+    let records = iteration_records(&r.dir.join("out"));
+    assert_eq!(records.len(), 1, "{}", r.stderr);
+    let rows = &records[0].1;
+    assert_eq!(rows.len(), 1, "iteration 1 ended after the record was written: {rows:?}");
+    assert_eq!((&rows[0]["i"], &rows[0]["label"]), (&serde_json::json!(0), &serde_json::json!("second")));
+}

@@ -13,12 +13,16 @@
  *                           "inside policy NAME"); then from main, while it still waits,
  *                           aar_set_mode(ADAPTIVE1) and aar_policy_name() ("waiting ..."); then,
  *                           the start-up over, the same again ("started ...")
- *
+ *   api_edges after-exit    labels the first iteration twice ("first", then "second"), begins and
+ *                           ends it, and returns; an atexit handler registered before the first
+ *                           call of libaar.so (so run after libaar.so's own) then begins, labels
+ *                           and ends one more and pins ADAPTIVE2 ("after exit ...") *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "aar.h"
@@ -80,8 +84,27 @@ static void slow_start(void)
 	printf("started policy %s\n", aar_policy_name());
 }
 
+static void after_exit(void)
+{
+	int begin = aar_iteration_begin();
+	int label = aar_iteration_label("late");
+	int end = aar_iteration_end();
+	int mode = aar_set_mode(0x40);
+	printf("after exit begin rc=%d label rc=%d end rc=%d mode rc=%d policy %s\n", begin, label, end, mode,
+	       aar_policy_name());
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "after-exit")) {
+		atexit(after_exit);
+		int first = aar_iteration_label("first");
+		int second = aar_iteration_label("second");
+		int begin = aar_iteration_begin();
+		int end = aar_iteration_end();
+		printf("labels rc=%d,%d begin rc=%d end rc=%d\n", first, second, begin, end);
+		return 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "slow-start")) {
 		slow_start();
 		return 0;
@@ -110,6 +133,6 @@ int main(int argc, char **argv)
 		printf("set_mode_name(\"bogus\") rc=%d\n", aar_set_mode_name("bogus"));
 		return 0;
 	}
-	fprintf(stderr, "usage: api_edges first-names|bad-args|slow-start\n");
+	fprintf(stderr, "usage: api_edges first-names|bad-args|slow-start|after-exit\n");
 	return 2;
 }
