@@ -109,21 +109,24 @@ impl Block {
         self.counts.iter().flatten().flat_map(|p| [&p.messages, &p.bytes]).chain(&self.reasons).chain([&self.undecided])
     }
 
-    /// Single writer: a relaxed load and store.
+    /// Single writer: a relaxed load and store. Bytes stop at `u64::MAX` rather than wrap: each
+    /// call's are below it, but calls the real function refuses (a DMAPP call of 2^62 bytes) are
+    /// counted too, and a few of them would pass it. Messages cannot: one call adds at most a PE
+    /// count.
     #[inline(always)]
     fn bump(&self, c: Count) {
         let add = |c: &AtomicU64, by: u64| c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
         let pair = &self.counts[c.api as usize][c.class % CLASSES];
         add(&pair.messages, c.messages);
-        add(&pair.bytes, c.bytes);
+        pair.bytes.store(pair.bytes.load(Relaxed).saturating_add(c.bytes), Relaxed);
         add(&self.reasons[c.reason % REASONS], c.messages);
     }
 
-    /// Shared: atomic adds.
+    /// Shared: atomic adds (bytes stop at `u64::MAX`, as in [`Block::bump`]).
     fn add(&self, c: Count) {
         let pair = &self.counts[c.api as usize][c.class % CLASSES];
         pair.messages.fetch_add(c.messages, Relaxed);
-        pair.bytes.fetch_add(c.bytes, Relaxed);
+        let _ = pair.bytes.fetch_update(Relaxed, Relaxed, |b| Some(b.saturating_add(c.bytes)));
         self.reasons[c.reason % REASONS].fetch_add(c.messages, Relaxed);
     }
 }
@@ -262,7 +265,7 @@ impl PerClass {
     }
 
     pub fn total_bytes(&self) -> u64 {
-        self.bytes.iter().sum()
+        self.bytes.iter().fold(0, |sum, &b| sum.saturating_add(b))
     }
 }
 
@@ -284,7 +287,7 @@ impl Totals {
         for api in &self.apis {
             for i in 0..CLASSES {
                 all.messages[i] += api.messages[i];
-                all.bytes[i] += api.bytes[i];
+                all.bytes[i] = all.bytes[i].saturating_add(api.bytes[i]);
             }
         }
         all
@@ -302,7 +305,7 @@ pub fn totals() -> Totals {
         for (sum, api) in t.apis.iter_mut().zip(&b.counts) {
             for (i, pair) in api.iter().enumerate() {
                 sum.messages[i] += pair.messages.load(Relaxed);
-                sum.bytes[i] += pair.bytes.load(Relaxed);
+                sum.bytes[i] = sum.bytes[i].saturating_add(pair.bytes.load(Relaxed));
             }
         }
         for i in 0..REASONS {

@@ -850,6 +850,16 @@ fn a_call_whose_size_does_not_fit_in_64_bits_is_counted_with_no_bytes() {
     assert_eq!(routings(&r, "PUT"), [ADAPTIVE_3; 5]);
     assert_eq!(routings(&r, "GET"), [ADAPTIVE_3]);
     assert_eq!(sets(&r).len(), 2, "High Bias set once per direction");
+    // Sizes that fit, each below 2^64, refused and counted all the same: their sum stops at the
+    // most a count can hold, rather than wrap round to a small number.
+    let r = driver("dmapp-huger", "init huger put 1 64 1").run();
+    r.assert_ok();
+    assert_eq!(r.stdout.lines().filter(|l| l.starts_with("rc dmapp_put=1")).count(), 5, "{}", r.stdout);
+    let rec = record(&r);
+    assert_eq!(rec["apis"]["DMAPP"]["messages"], 6, "{}", rec["apis"]);
+    assert_eq!(rec["apis"]["DMAPP"]["bytes"].as_u64(), Some(u64::MAX), "{}", rec["apis"]);
+    let modes = rec["modes"].as_object().unwrap();
+    assert!(modes.values().any(|m| m["bytes"].as_u64() == Some(u64::MAX)), "{modes:?}");
 }
 
 /// Without a job (before `dmapp_init`, after `dmapp_finalize`) DMAPP refuses every call, the

@@ -24,6 +24,8 @@
  *                                   refused: "rc NAME=RC" per call
  *   huge                            calls whose size does not fit in 64 bits (nelems x element size, or
  *                                   that times the PEs of an _ixpe call), each refused: "rc NAME=RC"
+ *   huger                           five PUTs of 2^62 bytes (sizes that fit, adding up past 2^64), each
+ *                                   refused: "rc NAME=RC"
  *   attrs PUT GET | attrs12 PUT GET the application sets its routing (dmapp_set_rma_attrs_ext /
  *                                   dmapp_set_rma_attrs, the other fields as it read them); rc printed
  *   getset                          get-modify-set of the application: reads its attributes (prints
@@ -395,6 +397,13 @@ static void huge(void)
 	refused("dmapp_put_ixpe", dmapp_put_ixpe(heap, hseg, list, 4, src, 4 * big, DMAPP_BYTE), DMAPP_RC_INVALID_PARAM);
 }
 
+/* PUTs of 2^62 bytes each, which fit in 64 bits but DMAPP refuses: five add up past 2^64. */
+static void huger(void)
+{
+	for (int k = 0; k < 5; k++)
+		refused("dmapp_put", dmapp_put(heap, hseg, 1, src, (uint64_t)1 << 59, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+}
+
 /* ---- the application's own attributes -------------------------------------------------------------- */
 
 static void set_routing(int ext, int put_routing, int get_routing)
@@ -573,6 +582,8 @@ int main(int argc, char **argv)
 			closed();
 		} else if (!strcmp(c, "huge")) {
 			huge();
+		} else if (!strcmp(c, "huger")) {
+			huger();
 		} else if (!strcmp(c, "attrs") || !strcmp(c, "attrs12")) {
 			set_routing(!strcmp(c, "attrs"), (int)num(ARG(1)), (int)num(ARG(2)));
 			i += 2;
