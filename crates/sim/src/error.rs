@@ -56,10 +56,15 @@ pub enum TopologyError {
     /// More groups than the global links can join pairwise.
     #[error(
         "{groups} groups cannot all be linked: a group has {channels} global links and needs one to each other \
-         group (at most {} groups; add global links per router or routers per group)",
-        channels + 1
+         group (at most {} groups; {})",
+        channels + 1,
+        if *aries {
+            "add global links per router (an Aries group has 96 routers)"
+        } else {
+            "add global links per router or routers per group"
+        }
     )]
-    TooManyGroups { groups: u32, channels: u32 },
+    TooManyGroups { groups: u32, channels: u32, aries: bool },
     /// A network larger than the simulator is meant for.
     #[error("{nodes} nodes is more than {max}")]
     TooLarge { nodes: u64, max: u64 },

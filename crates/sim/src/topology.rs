@@ -86,7 +86,8 @@ impl TopoSpec {
             return Err(TopologyError::OutOfRange { name: "groups", value: 0, min: 1, max: u64::from(channels) + 1 });
         }
         if g - 1 > channels {
-            return Err(TopologyError::TooManyGroups { groups: g, channels });
+            let aries = matches!(self, TopoSpec::Aries { .. });
+            return Err(TopologyError::TooManyGroups { groups: g, channels, aries });
         }
         let nodes = u64::from(p) * u64::from(a) * u64::from(g);
         if nodes > MAX_NODES {
@@ -412,8 +413,8 @@ mod tests {
             assert!(matches!(bad.parse::<KimShape>(), Err(ParseError::Form { .. })), "{bad}");
         }
         let e = "4,8,1,40".parse::<KimShape>().unwrap_err();
-        assert_eq!(e, ParseError::Topology(TopologyError::TooManyGroups { groups: 40, channels: 8 }));
-        assert!(e.to_string().contains("at most 9 groups"), "{e}");
+        assert_eq!(e, ParseError::Topology(TopologyError::TooManyGroups { groups: 40, channels: 8, aries: false }));
+        assert!(e.to_string().contains("at most 9 groups; add global links per router or routers per group"), "{e}");
         assert!(matches!("0,8,4,33".parse::<KimShape>(), Err(ParseError::Topology(TopologyError::OutOfRange { .. }))));
         assert!(matches!(
             "256,256,256,2000".parse::<KimShape>(),
@@ -429,7 +430,10 @@ mod tests {
         assert!(TopoSpec::aries(0).check().is_err());
         assert_eq!(
             TopoSpec::Aries { groups: 98, global_per_router: 1 }.check(),
-            Err(TopologyError::TooManyGroups { groups: 98, channels: 96 })
+            Err(TopologyError::TooManyGroups { groups: 98, channels: 96, aries: true })
         );
+        // An Aries group's routers are fixed: only the global links per router can be added.
+        let e = TopoSpec::Aries { groups: 98, global_per_router: 1 }.check().unwrap_err().to_string();
+        assert!(e.contains("at most 97 groups; add global links per router (an Aries group has 96 routers)"), "{e}");
     }
 }
