@@ -932,3 +932,28 @@ fn every_option_of_every_command_has_a_help_text() {
         }
     }
 }
+
+/// A ping-pong is between ranks 0 and 1 whatever --ranks says: a larger job is said to leave the
+/// others idle, once, in run and in sweep; two ranks get no word.
+#[test]
+fn a_ping_pong_of_more_than_two_ranks_says_the_others_send_nothing() {
+    let base = ["--groups", "1", "--placement", "same-blade", "--iterations", "1", "--workload", "pingpong:8"];
+    for (cmd, ranks, said) in [
+        (&["run"][..], "4", Some("the other 2 ranks send nothing")),
+        (&["sweep", "--seeds", "2"][..], "3", Some("the other 1 rank sends nothing")),
+        (&["run"][..], "2", None),
+    ] {
+        let args = [cmd, &base[..], &["--ranks", ranks][..]].concat();
+        let (code, stdout, err) = sim(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        let notes: Vec<&str> = err.lines().filter(|l| l.contains("a ping-pong is between ranks 0 and 1")).collect();
+        match said {
+            Some(said) => {
+                assert_eq!(notes.len(), 1, "{args:?}: {err}");
+                assert!(notes[0].contains(said) && notes[0].contains("give --ranks 2"), "{}", notes[0]);
+            }
+            None => assert!(notes.is_empty(), "{err}"),
+        }
+        assert!(!stdout.contains("a ping-pong"), "notes go to stderr: {stdout}");
+    }
+}

@@ -213,6 +213,17 @@ impl ExpOpts {
                 MAX_RANK_ITERATIONS / u64::from(self.ranks)
             ));
         }
+        if matches!(s.workload, Workload::PingPong { .. }) && s.ranks > 2 {
+            // The other ranks' nodes are still placed: a larger job spreads the two further.
+            let others = s.ranks - 2;
+            eprintln!(
+                "aar: --workload pingpong --ranks {}: a ping-pong is between ranks 0 and 1; the other {} {} nothing \
+                 (give --ranks 2 for the two alone)",
+                s.ranks,
+                aar_record::count(others, "rank", "ranks"),
+                if others == 1 { "sends" } else { "send" }
+            );
+        }
         Ok(s)
     }
 }
