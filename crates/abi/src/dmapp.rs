@@ -499,32 +499,106 @@ impl fmt::Display for HeaderError {
     }
 }
 
-/// Why a routing table's text was refused.
+/// Bytes of an entry's text an error keeps (the crate allocates nothing); a longer entry is
+/// shown cut, with `…`.
+const ENTRY_BYTES: usize = 48;
+
+/// One comma-separated entry of a routing table's text, as a message names it: its position
+/// from 1 and its text, blanks around it left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Its position in the text, from 1.
+    pub position: usize,
+    text: [u8; ENTRY_BYTES],
+    len: u8,
+    cut: bool,
+}
+
+impl Entry {
+    fn new(position: usize, text: &str) -> Self {
+        let text = text.trim();
+        let mut len = text.len().min(ENTRY_BYTES);
+        while !text.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut kept = [0; ENTRY_BYTES];
+        kept[..len].copy_from_slice(&text.as_bytes()[..len]);
+        Self { position, text: kept, len: len as u8, cut: len < text.len() }
+    }
+
+    /// Its text (the first bytes of a long one).
+    pub fn text(&self) -> &str {
+        // Cut at a character boundary of a `str`, so always UTF-8.
+        core::str::from_utf8(&self.text[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl fmt::Display for Entry {
+    /// `entry 8, "FOO=7"`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "entry {}, \"{}{}\"", self.position, self.text().escape_debug(), if self.cut { "…" } else { "" })
+    }
+}
+
+/// Why a routing table's text, or a `dmapp.h`'s enumerators, were refused. The errors of the
+/// text name the entry at fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoutingTableError {
-    /// An item is not `NAME=VALUE`.
-    NotAnItem,
-    /// A name is not one of the `DMAPP_ROUTING_*` names.
-    UnknownName,
-    /// A value is not a number from 0 to 255.
-    BadValue,
-    /// A name is given twice.
-    Repeated(&'static str),
+    /// An entry is empty or blank (a comma too many).
+    Empty(Entry),
+    /// An entry is not `NAME=VALUE`.
+    NotAnItem(Entry),
+    /// An entry's name is not one of the `DMAPP_ROUTING_*` names.
+    UnknownName(Entry),
+    /// An entry's value is not a number from 0 to 255.
+    BadValue(Entry),
+    /// An entry names a routing an earlier entry gave.
+    Repeated {
+        /// The later entry.
+        entry: Entry,
+        /// The routing's name.
+        name: &'static str,
+        /// The position of the entry that gave it first.
+        first: usize,
+    },
+    /// An entry gives a routing the value an earlier entry gave another.
+    SharedEntries {
+        /// The later entry.
+        entry: Entry,
+        /// Its routing's name.
+        name: &'static str,
+        /// The name the earlier entry gave the value.
+        other: &'static str,
+        /// The position of that entry.
+        first: usize,
+        /// The value.
+        value: u8,
+    },
     /// An adaptive name has no value.
     Missing(&'static str),
-    /// Two names have the same value.
+    /// Two names have the same value (in a `dmapp.h`).
     Shared(&'static str, &'static str, u8),
 }
+
+/// The names, for messages.
+const NAMES: &str = "IN_ORDER, DETERMINISTIC, ADAPTIVE, DETERMINISTIC_1, ADAPTIVE_1, ADAPTIVE_2, ADAPTIVE_3";
 
 impl fmt::Display for RoutingTableError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NotAnItem => f.write_str("an item is not NAME=VALUE"),
-            Self::UnknownName => f.write_str(
-                "a name is not one of IN_ORDER, DETERMINISTIC, ADAPTIVE, DETERMINISTIC_1, ADAPTIVE_1, ADAPTIVE_2, ADAPTIVE_3",
+            Self::Empty(e) => write!(f, "entry {} is empty: remove the comma too many", e.position),
+            Self::NotAnItem(e) => write!(f, "{e} is not NAME=VALUE"),
+            Self::UnknownName(e) => {
+                write!(f, "{e}: the name is not one of {NAMES}, with or without DMAPP_ROUTING_")
+            }
+            Self::BadValue(e) => write!(f, "{e}: the value is not a whole number from 0 to 255"),
+            Self::Repeated { entry, name, first } => {
+                write!(f, "{entry}: {name} is given twice (entry {first} gave it first); keep one of them")
+            }
+            Self::SharedEntries { entry, name, other, first, value } => write!(
+                f,
+                "{entry}: {name} and {other} (entry {first}) both have the value {value}; each name needs its own"
             ),
-            Self::BadValue => f.write_str("a value is not a whole number from 0 to 255"),
-            Self::Repeated(n) => write!(f, "{n} is given twice"),
             Self::Missing(n) => write!(f, "{n} has no value (the four adaptive names are needed)"),
             Self::Shared(a, b, v) => write!(f, "{a} and {b} both have the value {v}"),
         }
@@ -534,13 +608,20 @@ impl fmt::Display for RoutingTableError {
 impl FromStr for RoutingTable {
     type Err = RoutingTableError;
 
-    /// `NAME=VALUE` items separated by commas, names with or without the `DMAPP_ROUTING_`
-    /// prefix, any case, e.g. `ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3`.
-    /// Names not given are absent from the release.
+    /// `NAME=VALUE` entries separated by commas, blanks around them allowed, names with or
+    /// without the `DMAPP_ROUTING_` prefix, any case, values in decimal, e.g.
+    /// `ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3`. Names not given are absent
+    /// from the release. An error names the first entry at fault.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let mut table = RoutingTable([None; 7]);
-        for item in text.split(',') {
-            let (name, value) = item.split_once('=').ok_or(RoutingTableError::NotAnItem)?;
+        // The entry that gave each name its value.
+        let mut given = [0usize; 7];
+        for (i, item) in text.split(',').enumerate() {
+            let entry = Entry::new(i + 1, item);
+            if item.trim().is_empty() {
+                return Err(RoutingTableError::Empty(entry));
+            }
+            let (name, value) = item.split_once('=').ok_or(RoutingTableError::NotAnItem(entry))?;
             let name = name.trim().as_bytes();
             let name = match name.split_at_checked(14) {
                 Some((prefix, rest)) if prefix.eq_ignore_ascii_case(b"DMAPP_ROUTING_") => rest,
@@ -549,11 +630,17 @@ impl FromStr for RoutingTable {
             let r = Routing::ALL
                 .into_iter()
                 .find(|r| r.name().as_bytes().eq_ignore_ascii_case(name))
-                .ok_or(RoutingTableError::UnknownName)?;
-            let v: u8 = value.trim().parse().map_err(|_| RoutingTableError::BadValue)?;
-            if table.0[r.index()].replace(v).is_some() {
-                return Err(RoutingTableError::Repeated(r.name()));
+                .ok_or(RoutingTableError::UnknownName(entry))?;
+            let v: u8 = value.trim().parse().map_err(|_| RoutingTableError::BadValue(entry))?;
+            if table.value(r).is_some() {
+                return Err(RoutingTableError::Repeated { entry, name: r.name(), first: given[r.index()] });
             }
+            if let Some(other) = table.routing(v) {
+                let (name, other, first) = (r.name(), other.name(), given[other.index()]);
+                return Err(RoutingTableError::SharedEntries { entry, name, other, first, value: v });
+            }
+            table.0[r.index()] = Some(v);
+            given[r.index()] = entry.position;
         }
         table.check()?;
         Ok(table)
@@ -877,20 +964,78 @@ mod tests {
         assert_eq!(t.value(Routing::Deterministic), None);
         assert_eq!(t.routing(3), Some(Routing::InOrder));
         assert_eq!(t.routing(0), None);
-        for (bad, err) in [
-            ("", RoutingTableError::NotAnItem),
-            ("ADAPTIVE=4", RoutingTableError::Missing("ADAPTIVE_1")),
-            (
-                "ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=6",
-                RoutingTableError::Shared("ADAPTIVE_2", "ADAPTIVE_3", 6),
-            ),
-            ("ADAPTIVE=4,ADAPTIVE=5", RoutingTableError::Repeated("ADAPTIVE")),
-            ("FAST=1", RoutingTableError::UnknownName),
-            ("ADAPTIVE=256", RoutingTableError::BadValue),
-            ("ADAPTIVE=-1", RoutingTableError::BadValue),
+        assert_eq!("ADAPTIVE=4".parse::<RoutingTable>(), Err(RoutingTableError::Missing("ADAPTIVE_1")));
+    }
+
+    /// The message of the text's error.
+    fn refusal(text: &str) -> std::string::String {
+        text.parse::<RoutingTable>().unwrap_err().to_string()
+    }
+
+    const FULL: &str = "IN_ORDER=0,DETERMINISTIC=1,ADAPTIVE=2,DETERMINISTIC_1=3,ADAPTIVE_1=4,ADAPTIVE_2=5,ADAPTIVE_3=6";
+
+    #[test]
+    fn every_refusal_of_a_tables_text_names_the_entry_at_fault() {
+        let names = "IN_ORDER, DETERMINISTIC, ADAPTIVE, DETERMINISTIC_1, ADAPTIVE_1, ADAPTIVE_2, ADAPTIVE_3";
+        assert_eq!(
+            refusal(&std::format!("{FULL},FOO=7")),
+            std::format!("entry 8, \"FOO=7\": the name is not one of {names}, with or without DMAPP_ROUTING_")
+        );
+        // Empty entries: a comma at the end, at the start, two in a row, a blank entry, nothing.
+        assert_eq!(refusal(&std::format!("{FULL},")), "entry 8 is empty: remove the comma too many");
+        assert_eq!(refusal(&std::format!(",{FULL}")), "entry 1 is empty: remove the comma too many");
+        assert_eq!(refusal("ADAPTIVE=4,,ADAPTIVE_1=5"), "entry 2 is empty: remove the comma too many");
+        assert_eq!(refusal("ADAPTIVE=4, \t,ADAPTIVE_1=5"), "entry 2 is empty: remove the comma too many");
+        assert_eq!(refusal(""), "entry 1 is empty: remove the comma too many");
+        assert_eq!(refusal("ADAPTIVE=4,ADAPTIVE_1:5"), "entry 2, \"ADAPTIVE_1:5\" is not NAME=VALUE");
+        // Names twice, in any spelling; values twice.
+        assert_eq!(
+            refusal("ADAPTIVE=4, dmapp_routing_adaptive=5"),
+            "entry 2, \"dmapp_routing_adaptive=5\": ADAPTIVE is given twice (entry 1 gave it first); keep one of them"
+        );
+        assert_eq!(
+            refusal("ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=6"),
+            "entry 4, \"ADAPTIVE_3=6\": ADAPTIVE_3 and ADAPTIVE_2 (entry 3) both have the value 6; each name needs its own"
+        );
+        // Values out of range or not decimal.
+        for (text, entry) in [
+            ("ADAPTIVE=256", "ADAPTIVE=256"),
+            ("IN_ORDER=0, ADAPTIVE=-1", "ADAPTIVE=-1"),
+            ("IN_ORDER=0x3", "IN_ORDER=0x3"),
         ] {
-            assert_eq!(bad.parse::<RoutingTable>(), Err(err), "{bad}");
+            let position = text.split(',').count();
+            assert_eq!(
+                refusal(text),
+                std::format!("entry {position}, \"{entry}\": the value is not a whole number from 0 to 255")
+            );
         }
+        assert!(refusal("ADAPTIVE=").ends_with("the value is not a whole number from 0 to 255"));
+        // A missing adaptive name is named.
+        assert_eq!(
+            refusal("IN_ORDER=0,ADAPTIVE=2,ADAPTIVE_2=5,ADAPTIVE_3=6"),
+            "ADAPTIVE_1 has no value (the four adaptive names are needed)"
+        );
+        // An entry is shown escaped, and cut (at a character) when long.
+        assert_eq!(
+            refusal("FO\"O=1"),
+            std::format!("entry 1, \"FO\\\"O=1\": the name is not one of {names}, with or without DMAPP_ROUTING_")
+        );
+        let long = std::format!("{}=1", "é".repeat(40));
+        let shown = std::format!("entry 1, \"{}…\": the name", "é".repeat(24));
+        assert!(refusal(&long).starts_with(&shown), "{}", refusal(&long));
+    }
+
+    #[test]
+    fn blanks_around_entries_and_names_in_any_case_are_taken() {
+        let t: RoutingTable = " in_order = 0 ,\tDeterministic=1,ADAPTIVE =2 , dmapp_routing_deterministic_1= 3,\
+                                Dmapp_Routing_Adaptive_1=4,adaptive_2=5,ADAPTIVE_3=6 "
+            .parse()
+            .unwrap();
+        assert_eq!(t, RoutingTable::ASSUMED);
+        assert_eq!(t.to_string(), FULL);
+        // A blank inside a name or a value is not around the entry.
+        assert!(refusal("ADAPTIVE _1=5").starts_with("entry 1, \"ADAPTIVE _1=5\": the name is not"));
+        assert!(refusal("ADAPTIVE=4 5").starts_with("entry 1, \"ADAPTIVE=4 5\": the value is not"));
     }
 
     #[test]
