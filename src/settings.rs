@@ -171,7 +171,8 @@ pub enum TableSource {
     Variable,
     /// The site's `dmapp.h` the build read (its path).
     Header(&'static str),
-    /// [`RoutingTable::ASSUMED`]: no source gave one.
+    /// [`RoutingTable::ASSUMED`]: no source gave one (`AAR_DMAPP_ROUTING` unset, empty or blank,
+    /// which counts as unset as for every `AAR_*` variable, or refused with a warning).
     Assumed,
 }
 
@@ -181,7 +182,8 @@ impl fmt::Display for TableSource {
             Self::Variable => f.write_str("AAR_DMAPP_ROUTING"),
             Self::Header(path) => write!(f, "{path} (read when libaar.so was built)"),
             Self::Assumed => f.write_str(
-                "assumed (no site dmapp.h was found when libaar.so was built and AAR_DMAPP_ROUTING is unset)",
+                "assumed (no site dmapp.h was found when libaar.so was built, and AAR_DMAPP_ROUTING gave no table: \
+                 it is unset or empty, or its value was refused with a warning)",
             ),
         }
     }

@@ -90,6 +90,8 @@ fn aar_dmapp_h_comes_first_and_a_bad_header_falls_back_to_the_assumed_table() {
     // Nothing anywhere.
     let d = site(&[], &[]).discover();
     assert!(d.table.is_none() && d.message.starts_with("no site dmapp.h found"), "{}", d.message);
+    // An empty AAR_DMAPP_ROUTING counts as unset: the message does not promise that any value is taken.
+    assert!(d.message.contains("unless AAR_DMAPP_ROUTING gives one when it runs"), "{}", d.message);
 }
 
 #[test]

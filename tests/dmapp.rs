@@ -1005,3 +1005,38 @@ fn attribute_calls_libdmapp_makes_itself_go_out_untouched() {
     assert_eq!(rec["modes"]["ADAPTIVE3"]["messages"], 4, "{}", rec["modes"]);
     assert_eq!(rec["modes"]["ADAPTIVE0"]["messages"], 1, "{}", rec["modes"]);
 }
+
+#[test]
+fn a_bad_aar_dmapp_routing_is_named_by_its_entry_and_an_empty_one_is_unset_without_being_called_so() {
+    let assumed = "IN_ORDER=0,DETERMINISTIC=1,ADAPTIVE=2,DETERMINISTIC_1=3,ADAPTIVE_1=4,ADAPTIVE_2=5,ADAPTIVE_3=6";
+    // An unknown name in entry 8, and a comma at the end: one warning each that names the entry,
+    // and the assumed table steers (its ADAPTIVE_3 is the emulator's).
+    for (test, value, said) in [
+        ("dmapp-table-unknown", format!("{assumed},FOO=7"), "(entry 8, \"FOO=7\": the name is not one of IN_ORDER,"),
+        ("dmapp-table-comma", format!("{assumed},"), "(entry 8 is empty: remove the comma too many)"),
+    ] {
+        let r = driver(test, "init put 1 64 3").env("AAR_DMAPP_ROUTING", &value).run();
+        r.assert_ok();
+        let w = warnings(&r);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("aar: AAR_DMAPP_ROUTING=\"IN_ORDER=0,") && w[0].contains(said), "{}", w[0]);
+        assert!(
+            w[0].contains(&format!("; using the default (the assumed table {assumed}). Give the values")),
+            "{}",
+            w[0]
+        );
+        assert_eq!(routings(&r, "PUT"), [ADAPTIVE_3; 3]);
+        let rec = record(&r);
+        assert_eq!(rec["dmapp"]["routing_table"], assumed);
+        let source = rec["dmapp"]["table_source"].as_str().unwrap();
+        assert!(source.starts_with("assumed") && source.contains("its value was refused with a warning"), "{source}");
+    }
+    // Empty: as if unset (as every AAR_* variable), no warning, and the record does not say unset
+    // alone.
+    let r = driver("dmapp-table-empty", "init put 1 64 3").env("AAR_DMAPP_ROUTING", "").run();
+    r.assert_ok();
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    assert_eq!(routings(&r, "PUT"), [ADAPTIVE_3; 3]);
+    let source = record(&r)["dmapp"]["table_source"].as_str().unwrap().to_string();
+    assert!(source.contains("AAR_DMAPP_ROUTING gave no table: it is unset or empty"), "{source}");
+}

@@ -62,7 +62,7 @@ pub fn discover(
     read: &dyn Fn(&Path) -> std::io::Result<String>,
 ) -> Discovery {
     let assumed = format!(
-        "libaar.so uses the assumed DMAPP routing table ({}) unless AAR_DMAPP_ROUTING is set when it runs",
+        "libaar.so uses the assumed DMAPP routing table ({}) unless AAR_DMAPP_ROUTING gives one when it runs",
         RoutingTable::ASSUMED
     );
     let Some(Located { path, variable }) = locate(var, is_file) else {

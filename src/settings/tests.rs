@@ -154,6 +154,29 @@ fn dmapp_routing_tables_and_their_source() {
 }
 
 #[test]
+fn a_bad_dmapp_routing_table_is_named_by_its_entry_and_an_empty_one_counts_as_unset() {
+    let value = "IN_ORDER=0,DETERMINISTIC=1,ADAPTIVE=2,DETERMINISTIC_1=3,ADAPTIVE_1=4,ADAPTIVE_2=5,ADAPTIVE_3=6,FOO=7";
+    let (s, w) = parse(&[("AAR_DMAPP_ROUTING", value)]);
+    assert_eq!(s.dmapp_routing, None);
+    assert_eq!(w.len(), 1);
+    let m = &w[0].message;
+    assert!(m.starts_with(&format!("AAR_DMAPP_ROUTING=\"{}\" is not a DMAPP routing table (entry 8, \"FOO=7\": the name is not one of IN_ORDER,", &value[..80])),
+        "the value is shown cut, the entry whole: {m}"
+    );
+    assert!(m.contains("); using the default (") && m.contains("Give the values of the DMAPP_ROUTING_*"), "{m}");
+    let (_, w) = parse(&[("AAR_DMAPP_ROUTING", "ADAPTIVE=4,ADAPTIVE_1=5,ADAPTIVE_2=6,ADAPTIVE_3=7,")]);
+    assert!(w[0].message.contains("(entry 5 is empty: remove the comma too many)"), "{}", w[0].message);
+    // Empty or blank is unset, as for every AAR_* variable, and the assumed table's source says
+    // it may be.
+    for empty in ["", " \t"] {
+        let (s, w) = parse(&[("AAR_DMAPP_ROUTING", empty)]);
+        assert!(w.is_empty() && s == Settings::default(), "{w:?}");
+    }
+    let assumed = TableSource::Assumed.to_string();
+    assert!(assumed.contains("unset or empty, or its value was refused with a warning"), "{assumed}");
+}
+
+#[test]
 fn ab_experiments() {
     let (s, w) = parse(&[
         ("AAR_AB", "ADAPTIVE_3, auto"),
