@@ -737,11 +737,14 @@ impl Parser<'_> {
     }
 }
 
-/// A value quoted in a message: at most 80 characters, every control or invisible character
-/// escaped, so that no value can move the cursor, clear the line or reorder the text.
+/// A value quoted in a message: at most 80 characters (a longer one is cut with `…`, so that the
+/// part shown is not taken for the whole), every control or invisible character escaped, so that
+/// no value can move the cursor, clear the line or reorder the text.
 fn shown(value: &str) -> String {
-    let head: String = value.chars().take(80).collect();
-    head.escape_debug().to_string()
+    let mut chars = value.chars();
+    let head: String = chars.by_ref().take(80).collect();
+    let more = if chars.next().is_some() { "…" } else { "" };
+    format!("{}{more}", head.escape_debug())
 }
 
 /// A parser's message with each value it quotes (`"…"`, escaped as `escape_debug` escapes, which

@@ -160,7 +160,7 @@ fn a_bad_dmapp_routing_table_is_named_by_its_entry_and_an_empty_one_counts_as_un
     assert_eq!(s.dmapp_routing, None);
     assert_eq!(w.len(), 1);
     let m = &w[0].message;
-    assert!(m.starts_with(&format!("AAR_DMAPP_ROUTING=\"{}\" is not a DMAPP routing table (entry 8, \"FOO=7\": the name is not one of IN_ORDER,", &value[..80])),
+    assert!(m.starts_with(&format!("AAR_DMAPP_ROUTING=\"{}…\" is not a DMAPP routing table (entry 8, \"FOO=7\": the name is not one of IN_ORDER,", &value[..80])),
         "the value is shown cut, the entry whole: {m}"
     );
     assert!(m.contains("); using the default (") && m.contains("Give the values of the DMAPP_ROUTING_*"), "{m}");
@@ -426,4 +426,13 @@ fn one_mode_for_both_sides_gives_the_variable_set_to_it_its_default() {
     let (s, w) = parse(&[("AAR_LOW_LATENCY_MODE", "ADAPTIVE2"), ("AAR_LOW_STALL_MODE", "ADAPTIVE1")]);
     assert!(w.is_empty(), "{w:?}");
     assert_eq!((s.engine.low_latency_mode, s.engine.low_stall_mode), (A2, RoutingMode::Adaptive1));
+}
+
+#[test]
+fn a_value_shown_cut_is_marked_and_one_shown_whole_is_not() {
+    for (len, shown) in [(80, "x".repeat(80)), (81, format!("{}…", "x".repeat(80)))] {
+        let value = "x".repeat(len);
+        let (_, w) = parse(&[("AAR_WINDOW", &value)]);
+        assert!(w[0].message.starts_with(&format!("AAR_WINDOW=\"{shown}\" ")), "{len}: {}", w[0].message);
+    }
 }
