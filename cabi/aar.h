@@ -44,8 +44,9 @@ extern "C" {
                               process, says so): call again once aar_policy_name() no longer
                               returns "starting" */
 #define AAR_EDISABLED -2   /* AAR_DISABLE is set, or libaar.so could not start (an internal error,
-                              said on stderr): the library stays inert for this process (a bad
-                              argument is still AAR_EINVAL) */
+                              or a fork child made while another thread of the parent was still
+                              starting it; said on stderr): the library stays inert for this
+                              process (a bad argument is still AAR_EINVAL) */
 
 /* Pin every adaptive message (posts, SMSG and DMAPP) to one routing mode: GNI_DLVMODE_ADAPTIVE0
  * (0x00), ADAPTIVE1 (0x20), ADAPTIVE2 (0x40) or ADAPTIVE3 (0x80), uGNI's values for DMAPP too (its

@@ -14,7 +14,7 @@
 
 use crate::papi::{self, Papi, PapiError};
 use crate::settings::{Boundary, Settings};
-use crate::state::{self, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
+use crate::state::{self, Claim, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
 use crate::{attributes, control, diag, job, node, output, sys, topology};
 use aar_engine::{Engine, Policy, SideBytes};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,19 +45,45 @@ thread_local! {
 #[cold]
 #[inline(never)]
 fn init_once() {
-    if state::claim_init() {
-        let _ = INITIALISING_HERE.try_with(|h| h.set(true));
-        // A panic here must not reach the application (callers are C): the library then stays
-        // a pass-through for this process.
-        if std::panic::catch_unwind(init).is_err() {
-            control::store(0);
-            diag::error(
-                "internal error (a panic) while initialising; every call is forwarded untouched. Please report it.",
-            );
+    match state::claim_init() {
+        Claim::Taken => {}
+        Claim::Mine => {
+            let _ = INITIALISING_HERE.try_with(|h| h.set(true));
+            // A panic here must not reach the application (callers are C): the library then stays
+            // a pass-through for this process.
+            if std::panic::catch_unwind(init).is_err() {
+                control::store(0);
+                diag::error(
+                    "internal error (a panic) while initialising; every call is forwarded untouched. Please report it.",
+                );
+            }
+            state::init_done();
+            let _ = INITIALISING_HERE.try_with(|h| h.set(false));
         }
-        state::init_done();
-        let _ = INITIALISING_HERE.try_with(|h| h.set(false));
+        Claim::Orphaned => {
+            let _ = std::panic::catch_unwind(orphaned_start_up);
+            state::init_done();
+        }
     }
+}
+
+/// This process was forked while a thread of its parent was starting the library: that thread is
+/// not here, and its start-up stopped where the fork found it. Begun again here, it could wait
+/// forever on what the thread held (libpapi's and the dynamic loader's state, half-made, the
+/// settings' cell): so, unless it had got as far as the control word (its last step: this process
+/// then works as any fork child), the library stays inert in this process, and says so once.
+fn orphaned_start_up() {
+    if control::load() & control::READY != 0 {
+        return;
+    }
+    diag::error(&format!(
+        "this process (pid {}) was forked while another thread of its parent was still starting libaar.so: that \
+         start-up cannot finish here, so libaar.so forwards every call of this process untouched and writes no record \
+         for it (aar_policy_name() says \"disabled\"; the parent is unaffected). To have a fork child route, let the \
+         start-up finish before forking: make a first call of libaar.so (aar_policy_name(), say) until it no longer \
+         says \"starting\".",
+        sys::pid()
+    ));
 }
 
 /// Wait, at most [`READY_WAIT`], for an initialisation another thread is making; none is started.

@@ -21,17 +21,21 @@ use aar_engine::{
 };
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 // ---- Initialisation ----------------------------------------------------------------------------
 
-const UNINIT: u8 = 0;
+// 0: not begun.
 const INITIALIZING: u8 = 1;
 const DONE: u8 = 2;
 /// Where initialisation stands ([`control::Hot::init`]).
 static INIT: &AtomicU8 = &HOT.init;
+/// The process whose thread claimed initialisation (0: none yet). A fork child inherits a claim
+/// its parent's thread made and that no thread of the child will finish: the claim of another
+/// pid is an orphan ([`Claim::Orphaned`]). Set before [`INIT`] says `INITIALIZING`.
+static CLAIMED_BY: AtomicU32 = AtomicU32::new(0);
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
@@ -41,14 +45,43 @@ pub fn initialised() -> bool {
     INIT.load(Acquire) == DONE
 }
 
-/// Another thread (or this one) is initialising right now.
+/// Another thread (or this one) of this process is initialising right now (not a thread of the
+/// parent this process was forked from: that one is not here).
 pub fn initialising() -> bool {
-    INIT.load(Acquire) == INITIALIZING
+    INIT.load(Acquire) == INITIALIZING && CLAIMED_BY.load(Acquire) == sys::pid()
 }
 
-/// The calling thread is the one to initialise (`false`: another did or does).
-pub fn claim_init() -> bool {
-    INIT.compare_exchange(UNINIT, INITIALIZING, AcqRel, Acquire).is_ok()
+/// Who initialises, as [`claim_init`] found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The calling thread: it initialises, then calls [`init_done`].
+    Mine,
+    /// Another thread of this process did or does.
+    Taken,
+    /// A thread of the parent this process was forked from had begun, and is not in this process;
+    /// the calling thread (the only one to get this) ends it, then calls [`init_done`].
+    Orphaned,
+}
+
+/// Whether the calling thread is the one to initialise.
+pub fn claim_init() -> Claim {
+    if initialised() {
+        return Claim::Taken;
+    }
+    let me = sys::pid();
+    let mut seen = 0;
+    loop {
+        match CLAIMED_BY.compare_exchange(seen, me, AcqRel, Acquire) {
+            Ok(0) => {
+                INIT.store(INITIALIZING, Release);
+                return Claim::Mine;
+            }
+            Ok(_) => return Claim::Orphaned,
+            Err(now) if now == me => return Claim::Taken,
+            // Another pid's claim (a parent's), or none where one was expected: try again with it.
+            Err(now) => seen = now,
+        }
+    }
 }
 
 /// Initialisation is over; called once, by the thread that claimed it.

@@ -137,3 +137,24 @@ fn a_later_label_replaces_an_earlier_one_and_iterations_after_exit_have_no_row()
     assert_eq!(rows.len(), 1, "iteration 1 ended after the record was written: {rows:?}");
     assert_eq!((&rows[0]["i"], &rows[0]["label"]), (&serde_json::json!(0), &serde_json::json!("second")));
 }
+
+/// A fork child made while another thread of the parent is still starting the library: that
+/// thread is not in the child, so the child never waits on its start-up (which would refuse every
+/// call with AAR_EINVAL and say "starting" for good): it runs with the library inert
+/// (AAR_EDISABLED, "disabled") and says so once. The parent, its start-up over, is unaffected.
+#[test]
+fn a_fork_child_of_a_parent_still_starting_runs_inert_and_says_so_once() {
+    let hold = compile("cc", "hold_start", &[root().join("tests/c/hold_start.c")], &["-shared", "-fPIC"]);
+    let r = Launch::program("api-fork-starting", program_with("fork_starting", &["-laar"]), "")
+        .env("AAR_PAPI_LIBRARY", &hold.display().to_string())
+        .run();
+    assert!(r.status.success(), "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "child aar_set_mode rc=-2,-2 policy disabled\nchild status=0\nparent aar_set_mode rc=0,0 policy ADAPTIVE1\n"
+    );
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("was forked while")).collect();
+    assert_eq!(said.len(), 1, "said once: {:?}", r.aar_lines());
+    assert!(said[0].contains("forwards every call of this process untouched"), "{}", said[0]);
+    assert!(!r.aar_lines().iter().any(|l| l.contains("was called while")), "not refused: {:?}", r.aar_lines());
+}
