@@ -116,9 +116,14 @@ pub fn count_set() {
     SETS.fetch_add(1, Relaxed);
 }
 
-/// In a fork child: its record counts its own set calls.
+/// In a fork child, right after the fork, on the forking thread (the child's only thread, so
+/// nothing races these stores): its record counts its own set calls, and its own threads: this
+/// one, if the library read its attributes in the parent (its view came along), and those that
+/// are counted from here.
 pub fn reset_in_child() {
     SETS.store(0, Relaxed);
+    let counted_here = with_thread(|t| t.seen.get()).unwrap_or(false);
+    THREADS.store(u64::from(counted_here), Relaxed);
 }
 
 /// What the record says about DMAPP steering.

@@ -668,11 +668,14 @@ pub fn is_fork_child() -> bool {
     FORK_CHILD.load(Relaxed)
 }
 
-/// In a fork child, right after the fork: only flags (little is safe to call in a forked child
-/// of a threaded program); [`after_fork_in_child`] does the work on the child's next
-/// intercepted call or at its exit.
+/// In a fork child, right after the fork: only atomic stores, flags and the DMAPP counts (little
+/// is safe to call in a forked child of a threaded program); [`after_fork_in_child`] does the
+/// work on the child's next intercepted call or at its exit.
 pub fn forked() {
     FORK_CHILD.store(true, Relaxed);
+    // Here, not on the child's next call: that may come from a thread the child starts (and
+    // count itself meanwhile), where the forking thread's own count is not known.
+    attributes::reset_in_child();
     FORKED.store(true, Relaxed);
     // Every post takes the slow path until the child's own state exists.
     control::leave_fast_path();
@@ -693,7 +696,6 @@ fn become_fork_child() {
         return;
     }
     tally::reset_in_child();
-    attributes::reset_in_child();
     let Some(settings) = settings() else { return };
     if let Some(mut slot) = DECIDER.try_lock_for(Duration::from_millis(200)) {
         if let Some(d) = slot.as_mut() {

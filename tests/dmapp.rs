@@ -1040,3 +1040,28 @@ fn a_bad_aar_dmapp_routing_is_named_by_its_entry_and_an_empty_one_is_unset_witho
     let source = record(&r)["dmapp"]["table_source"].as_str().unwrap().to_string();
     assert!(source.contains("AAR_DMAPP_ROUTING gave no table: it is unset or empty"), "{source}");
 }
+
+// ---- fork() -------------------------------------------------------------------------------------
+
+/// A fork child's record counts the child's threads only: the forking thread (the only one the
+/// child has) if the library had read its attributes in the parent or reads them in the child,
+/// and the threads the child starts; not the parent's other threads.
+#[test]
+fn a_fork_child_counts_its_own_dmapp_threads_only() {
+    for (test, script, parent, child) in [
+        ("dmapp-fork-threads", "init threads 4 64 10 fork put 1 64 1", 4, 1),
+        ("dmapp-fork-threads-main", "init put 1 64 1 threads 4 64 10 fork put 1 64 1", 5, 1),
+        ("dmapp-fork-threads-more", "init put 1 64 1 threads 4 64 10 fork threads 2 64 5", 5, 3),
+    ] {
+        let r = driver(test, script).run();
+        r.assert_ok();
+        assert!(r.stdout.contains("fork status=0\n"), "{test}: {}", r.stdout);
+        let recs = r.records();
+        assert_eq!(recs.len(), 2, "{test}: the parent's and the child's");
+        let threads = |fork_child: bool| {
+            let rec = recs.iter().find(|rec| rec["fork_child"] == fork_child).unwrap();
+            rec["dmapp"]["threads"].as_u64()
+        };
+        assert_eq!((threads(false), threads(true)), (Some(parent), Some(child)), "{test}: (parent, child)");
+    }
+}

@@ -36,6 +36,8 @@
  *   threads N SIZE COUNT            N threads, each COUNT PUTs of SIZE to PE 1 + k % (npes - 1) at its
  *                                   own offset, then a checking GET; each prints its thread id and the
  *                                   attribute set calls made on it
+ *   fork                            fork: the child runs the commands after this one; the parent waits for
+ *                                   it ("fork status=S"; not 0: an error) and skips them
  *   tattrs PUT GET SIZE COUNT       one thread that sets its own routing (as "attrs"), then makes COUNT
  *                                   PUTs and COUNT GETs of SIZE to PE 1 at its own offset, each
  *                                   checked; prints "tattrs tid=T put=P get=G sets=S": its id, the
@@ -62,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "aar_emu.h"
@@ -607,6 +610,18 @@ int main(int argc, char **argv)
 			free(t);
 			free(tid);
 			i += 3;
+		} else if (!strcmp(c, "fork")) {
+			fflush(stdout);
+			pid_t child = fork();
+			if (child < 0)
+				fail("fork");
+			if (child > 0) {
+				int status = -1;
+				if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+					fail("fork: the child failed");
+				printf("fork status=%d\n", status);
+				break;
+			}
 		} else if (!strcmp(c, "tattrs")) {
 			struct tattrs_arg a = { (int)num(ARG(1)), (int)num(ARG(2)), num(ARG(3)), num(ARG(4)) };
 			pthread_t tid;
