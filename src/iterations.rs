@@ -18,7 +18,7 @@ use crate::rows::{valid_label, EngineMark, Marks, Record};
 use crate::settings::{Boundary, Settings};
 use crate::state::{self, ITERATIONS};
 use crate::trylock::Guard;
-use crate::{control, diag, init, tally};
+use crate::{control, diag, init, output, tally};
 use aar_engine::Policy;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
@@ -69,6 +69,25 @@ fn lost(what: &str) {
     ));
 }
 
+/// Iteration `i` ended: after the exit handler wrote what counts iterations (from an atexit
+/// handler registered before the library's first call, or a destructor), it is in neither the
+/// iteration record nor the summary record: said once per process, by every rank (only this rank
+/// knows).
+fn ended(i: u64) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    let Some(counted) = output::counted_at_exit() else { return };
+    if SAID.swap(true, Relaxed) {
+        return;
+    }
+    diag::error(&format!(
+        "iteration {i} ended after libaar.so's exit handler had written this process's records (it was ended \
+         from an atexit handler registered before libaar.so's first call, or from a destructor): it has no row \
+         in the iteration record, and the summary record, written already with ab.iterations = {counted}, does \
+         not count it (nor later ones, which are not said again). End the last iteration before the program \
+         exits (in an MPI program, before MPI_Finalize), not in an atexit handler or a destructor."
+    ));
+}
+
 /// Close the counter window, then read the time and the counts, in that order, so the window
 /// ends inside the iteration that ends here.
 fn marks(record: &mut Record) -> Marks {
@@ -103,6 +122,9 @@ pub fn boundary(i: u64) {
         Err(why) => {
             let previous = ITERATIONS.begin(i);
             switch(policy);
+            if let Some(p) = previous {
+                ended(p);
+            }
             if let NoRecord::Busy = why {
                 lost(&match previous {
                     Some(p) => format!("iterations {p} (ended) and {i} (begun) have no row in the iteration record"),
@@ -117,6 +139,7 @@ pub fn boundary(i: u64) {
     switch(policy);
     if let Some(previous) = previous {
         record.end(previous, &m);
+        ended(previous);
     }
     record.begin(i, policy, &m, ITERATIONS.ended());
     record.write_if_due();
@@ -154,6 +177,7 @@ pub fn api_end() -> Result<(), Refused> {
         Ok(record) => record,
         Err(why) => {
             let i = ITERATIONS.end().ok_or(Refused::Invalid)?;
+            ended(i);
             if let NoRecord::Busy = why {
                 lost(&format!("iteration {i} ended without its row in the iteration record"));
             }
@@ -163,6 +187,7 @@ pub fn api_end() -> Result<(), Refused> {
     let i = ITERATIONS.end().ok_or(Refused::Invalid)?;
     let m = marks(&mut record);
     record.end(i, &m);
+    ended(i);
     record.write_if_due();
     Ok(())
 }

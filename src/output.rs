@@ -16,10 +16,21 @@ use aar_record::count;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 static WRITTEN: AtomicBool = AtomicBool::new(false);
+
+/// The iterations the exit handler counted in what it wrote ([`counted_at_exit`]); `u64::MAX`:
+/// none yet.
+static COUNTED: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// `Some(n)`: the exit handler has run and wrote what counts this process's iterations (the
+/// iteration record and the summary record in `AAR_OUTPUT_DIR`, or the summary line of
+/// `AAR_SUMMARY`), counting `n`. An iteration that ends later is in neither.
+pub fn counted_at_exit() -> Option<u64> {
+    Some(COUNTED.load(Ordering::Acquire)).filter(|&n| n != u64::MAX)
+}
 
 #[derive(Serialize)]
 struct ModeTotals {
@@ -359,6 +370,9 @@ fn write_outputs() {
     // A fork child that sent nothing (a helper that never touched the network) leaves no trace.
     if state::is_fork_child() && totals.all().total_messages() == 0 {
         return;
+    }
+    if settings.writes_records(job::rank()) || settings.summary {
+        COUNTED.store(ended, Ordering::Release);
     }
     let slot = state::decider_within(EXIT_WAIT);
     let decider = slot.as_deref().and_then(Option::as_ref);

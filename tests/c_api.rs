@@ -158,3 +158,21 @@ fn a_fork_child_of_a_parent_still_starting_runs_inert_and_says_so_once() {
     assert!(said[0].contains("forwards every call of this process untouched"), "{}", said[0]);
     assert!(!r.aar_lines().iter().any(|l| l.contains("was called while")), "not refused: {:?}", r.aar_lines());
 }
+
+/// An iteration ended after libaar.so's exit handler wrote the records (from an atexit handler
+/// registered before the library's first call) is in neither the iteration record nor the
+/// summary record's ab.iterations: one line on stderr says so, once however many end so, and
+/// how to avoid it. Nothing is lost silently.
+#[test]
+fn iterations_ended_after_exit_are_said_once() {
+    let r = Launch::program("api-after-exit-said", api_edges(), "after-exit").run();
+    assert!(r.status.success(), "{}", r.stderr);
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("after libaar.so's exit handler")).collect();
+    assert_eq!(said.len(), 1, "said once for the two iterations ended after exit: {:?}", r.aar_lines());
+    for words in ["iteration 1 ended", "no row", "ab.iterations = 1", "MPI_Finalize", "atexit"] {
+        assert!(said[0].contains(words), "{words:?} in {}", said[0]);
+    }
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "{}", r.stderr);
+    assert_eq!(recs[0]["ab"]["iterations"], 1, "written before the iterations after exit ended");
+}

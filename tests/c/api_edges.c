@@ -16,7 +16,9 @@
  *   api_edges after-exit    labels the first iteration twice ("first", then "second"), begins and
  *                           ends it, and returns; an atexit handler registered before the first
  *                           call of libaar.so (so run after libaar.so's own) then begins, labels
- *                           and ends one more and pins ADAPTIVE2 ("after exit ...") *
+ *                           and ends one more and pins ADAPTIVE2 ("after exit ..."), then begins and
+ *                           ends another without printing
+ *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
 #include <pthread.h>
@@ -92,6 +94,10 @@ static void after_exit(void)
 	int mode = aar_set_mode(0x40);
 	printf("after exit begin rc=%d label rc=%d end rc=%d mode rc=%d policy %s\n", begin, label, end, mode,
 	       aar_policy_name());
+	fflush(stdout);
+	/* One more: the loss is said once per process. */
+	aar_iteration_begin();
+	aar_iteration_end();
 }
 
 int main(int argc, char **argv)
