@@ -40,9 +40,9 @@ extern "C" {
                               could not take: see aar_iteration_label), or a call made while
                               libaar.so is still starting: on another thread for longer than the
                               2 s a call waits for it (loading PAPI, say), or from inside its
-                              start-up; it changed nothing (one message on stderr, once per
-                              process, says so): call again once aar_policy_name() no longer
-                              returns "starting" */
+                              start-up; it changed nothing (but aar_iteration_begin: see there;
+                              one message on stderr, once per process, says so): call again once
+                              aar_policy_name() no longer returns "starting" */
 #define AAR_EDISABLED -2   /* AAR_DISABLE is set, or libaar.so could not start (an internal error,
                               or a fork child made while another thread of the parent was still
                               starting it; said on stderr): the library stays inert for this
@@ -100,7 +100,12 @@ const char *aar_policy_name(void);
  * have no row; they count in the summary record's ab.iterations, and one message on stderr (once
  * per process) says so. */
 
-/* Begin the next iteration (0, 1, 2, ...), ending the one in progress first, if any. */
+/* Begin the next iteration (0, 1, 2, ...), ending the one in progress first, if any.
+ * Refused while libaar.so is still starting (AAR_EINVAL, see there), it begins no iteration (no
+ * policy change, no row) but still takes the index it would have had, so that the next begin gets
+ * the index it gets on the ranks that started sooner and every rank's iteration i is the same
+ * work. The summary record's ab.iterations counts it; one message on stderr (once per process)
+ * says so. Do not call it again for that iteration. An end or a label refused so takes nothing. */
 int aar_iteration_begin(void);
 
 /* End the iteration in progress; AAR_EINVAL when none is. */

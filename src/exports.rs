@@ -1040,15 +1040,15 @@ const AAR_EDISABLED: c_int = -2;
 /// that needs it returns. `AAR_EDISABLED`: `AAR_DISABLE`, or a start-up that failed (an internal
 /// error, said on stderr), inert for good. `AAR_EINVAL`: still starting, on another thread for
 /// longer than a call waits (loading PAPI, say) or on this one (a call from inside the start-up),
-/// said once on stderr: `call` changed nothing and can be made again.
-fn started(call: &str) -> Result<(), c_int> {
+/// after `while_starting` (which says so).
+fn started(while_starting: impl FnOnce()) -> Result<(), c_int> {
     if init::wait_ready().is_some_and(|s| s.disabled) {
         return Err(AAR_EDISABLED);
     }
     match starting() {
         None => Ok(()),
         Some(true) => {
-            refused_while_starting(call);
+            while_starting();
             Err(AAR_EINVAL)
         }
         Some(false) => Err(AAR_EDISABLED),
@@ -1066,7 +1066,8 @@ fn starting() -> Option<bool> {
     Some(crate::state::initialising() || ready())
 }
 
-/// Said once per process, by every rank (each its own calls).
+/// A call refused while starting ([`started`]): it changed nothing and can be made again. Said
+/// once per process, by every rank (each its own calls).
 #[cold]
 fn refused_while_starting(call: &str) {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -1083,7 +1084,7 @@ fn refused_while_starting(call: &str) {
 
 fn api(call: &str, policy: Option<Policy>, enabled: Option<bool>) -> c_int {
     let change = || {
-        if let Err(rc) = started(call) {
+        if let Err(rc) = started(|| refused_while_starting(call)) {
             return rc;
         }
         // While an A/B experiment runs, its schedule alone chooses the policy.
@@ -1097,9 +1098,12 @@ fn api(call: &str, policy: Option<Policy>, enabled: Option<bool>) -> c_int {
 }
 
 /// An iteration call, once the library has started (before, the iteration record and the A/B
-/// schedule are not in place yet).
-fn iteration_api(call: &str, f: impl FnOnce() -> Result<(), iterations::Refused> + std::panic::UnwindSafe) -> c_int {
-    let run = || started(call).map(|()| f());
+/// schedule are not in place yet: `while_starting` then).
+fn iteration_api(
+    f: impl FnOnce() -> Result<(), iterations::Refused> + std::panic::UnwindSafe,
+    while_starting: impl FnOnce() + std::panic::UnwindSafe,
+) -> c_int {
+    let run = || started(while_starting).map(|()| f());
     match std::panic::catch_unwind(run) {
         Ok(Err(rc)) => rc,
         Ok(Ok(Ok(()))) => AAR_OK,
@@ -1181,13 +1185,19 @@ fn policy_c_name(name: &str) -> &'static CStr {
 /// Begin the next iteration (ending the one in progress, if any).
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_iteration_begin() -> c_int {
-    iteration_api("aar_iteration_begin", iterations::api_begin)
+    // Refused while starting, it still takes its index (so the ranks' numbering stays aligned).
+    let while_starting = || {
+        if !iterations::refused_begin() {
+            refused_while_starting("aar_iteration_begin");
+        }
+    };
+    iteration_api(iterations::api_begin, while_starting)
 }
 
 /// End the iteration in progress.
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_iteration_end() -> c_int {
-    iteration_api("aar_iteration_end", iterations::api_end)
+    iteration_api(iterations::api_end, || refused_while_starting("aar_iteration_end"))
 }
 
 /// Label the iteration in progress, or the next one.
@@ -1208,7 +1218,7 @@ pub unsafe extern "C" fn aar_iteration_label(label: *const c_char) -> c_int {
     if !rows::valid_label(bytes) {
         return AAR_EINVAL;
     }
-    iteration_api("aar_iteration_label", || iterations::api_label(bytes))
+    iteration_api(|| iterations::api_label(bytes), || refused_while_starting("aar_iteration_label"))
 }
 
 /// The iteration in progress, or -1.

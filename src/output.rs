@@ -328,7 +328,13 @@ fn write_outputs() {
     }
     state::after_fork_in_child();
     state::TRACE.finish();
-    let ended = state::ITERATIONS.ended();
+    // A begin refused while the library was starting kept its index: it counts as an iteration
+    // ended without a row, so that a rank's count covers the indices its rows use.
+    let refused = match settings.ab_boundary {
+        Boundary::Markers => state::ITERATIONS.refused(),
+        Boundary::Mpi { .. } => 0,
+    };
+    let ended = state::ITERATIONS.ended() + refused;
     if let (Some(_), Boundary::Mpi { function, .. }) = (&settings.ab, settings.ab_boundary) {
         // (A tool defining the function first was named at start-up already.)
         if ended == 0

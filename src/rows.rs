@@ -38,6 +38,8 @@ pub struct Iterations {
     current: AtomicI64,
     /// Iterations ended so far (with or without a row written).
     ended: AtomicU64,
+    /// Begins refused while the library was starting: each took its index ([`Self::refuse_begin`]).
+    refused: AtomicU64,
     record: TryLock<Record>,
 }
 
@@ -48,6 +50,7 @@ impl Iterations {
             next: AtomicU64::new(0),
             current: AtomicI64::new(-1),
             ended: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
             record: TryLock::new(Record::new()),
         }
     }
@@ -55,6 +58,20 @@ impl Iterations {
     /// The index of the next iteration the application's markers begin.
     pub fn next_marked(&self) -> u64 {
         self.next.fetch_add(1, Relaxed)
+    }
+
+    /// A begin of the application's was refused while the library was starting: the index it
+    /// would have had, which it keeps, so that the next begin gets the index it has on the ranks
+    /// that started sooner. No iteration is in progress then (none can begin before the start-up
+    /// is over), so nothing ends.
+    pub fn refuse_begin(&self) -> u64 {
+        self.refused.fetch_add(1, Relaxed);
+        self.next_marked()
+    }
+
+    /// Begins refused while the library was starting ([`Self::refuse_begin`]).
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Relaxed)
     }
 
     /// Iteration `i` is now in progress; the one it replaces (now ended), if any.

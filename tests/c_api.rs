@@ -176,3 +176,39 @@ fn iterations_ended_after_exit_are_said_once() {
     assert_eq!(recs.len(), 1, "{}", r.stderr);
     assert_eq!(recs[0]["ab"]["iterations"], 1, "written before the iterations after exit ended");
 }
+
+/// A begin refused while libaar.so is still starting (from inside the start-up, or from another
+/// thread after waiting for it in vain) keeps the index it would have had: the first begin after
+/// the start-up is iteration 2 after two refused ones, as on a rank that started sooner, with
+/// that iteration's scheduled policy, and the summary record's ab.iterations counts the refused
+/// ones (so that aar report reads the rank's rows as whole, lacking iterations 0 and 1). One
+/// line says so; refused ends and labels take no index.
+#[test]
+fn begins_refused_while_starting_keep_their_index() {
+    let hold = compile("cc", "hold_start", &[root().join("tests/c/hold_start.c")], &["-shared", "-fPIC"]);
+    let r = Launch::program("api-refused-begins", api_edges(), "refused-begins")
+        .env("AAR_PAPI_LIBRARY", &hold.display().to_string())
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .run();
+    assert!(r.status.success(), "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "inside begin rc=-1 index -1\ninside end rc=-1\nwaiting begin rc=-1\n\
+         started begin rc=0 index 2 end rc=0\nstarted begin rc=0 index 3 end rc=0\n"
+    );
+    let records = iteration_records(&r.dir.join("out"));
+    assert_eq!(records.len(), 1, "{}", r.stderr);
+    let rows: Vec<(u64, &str)> =
+        records[0].1.iter().map(|row| (row["i"].as_u64().unwrap(), row["policy"].as_str().unwrap())).collect();
+    assert_eq!(rows, [(2, "ADAPTIVE0"), (3, "ADAPTIVE3")]);
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "{}", r.stderr);
+    assert_eq!(recs[0]["ab"]["iterations"], 4, "the two refused begins count");
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("aar_iteration_begin was refused")).collect();
+    assert_eq!(said.len(), 1, "said once: {:?}", r.aar_lines());
+    assert!(said[0].contains("iteration 0 was not begun") && said[0].contains("begins iteration 1"), "{}", said[0]);
+    // The refused end is said as every other refused call is: call it again.
+    let others: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("still starting")).collect();
+    assert_eq!(others.len(), 1, "{:?}", r.aar_lines());
+    assert!(others[0].starts_with("aar: aar_iteration_end was called"), "{}", others[0]);
+}

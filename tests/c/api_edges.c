@@ -18,6 +18,11 @@
  *                           call of libaar.so (so run after libaar.so's own) then begins, labels
  *                           and ends one more and pins ADAPTIVE2 ("after exit ..."), then begins and
  *                           ends another without printing
+ *   api_edges refused-begins  (with hold_start.so as AAR_PAPI_LIBRARY) a thread starts the library
+ *                           and its start-up waits for the program: from inside it, a begin and
+ *                           an end ("inside ..."); then from main, while it still waits, a begin
+ *                           ("waiting ..."); then, the start-up over, two iterations begun and
+ *                           ended ("started begin rc=RC index I end rc=RC")
  *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
@@ -43,11 +48,21 @@ static void *first_name(void *unused)
 }
 
 static sem_t held, release;
+static int refused_begins;
 
 /* Called by hold_start.so's constructor, inside libaar.so's start-up. */
 void hold_start_up(void);
 void hold_start_up(void)
 {
+	if (refused_begins) {
+		int begin = aar_iteration_begin();
+		printf("inside begin rc=%d index %lld\n", begin, (long long)aar_iteration_index());
+		printf("inside end rc=%d\n", aar_iteration_end());
+		fflush(stdout);
+		sem_post(&held);
+		sem_wait(&release);
+		return;
+	}
 	printf("inside aar_set_mode rc=%d\n", aar_set_mode(0x20));
 	printf("inside aar_set_mode_name rc=%d\n", aar_set_mode_name("steady"));
 	printf("inside aar_set_auto rc=%d\n", aar_set_auto());
@@ -86,6 +101,26 @@ static void slow_start(void)
 	printf("started policy %s\n", aar_policy_name());
 }
 
+/* Refused begins while the start-up is held, then iterations once it is over. */
+static void begins_while_starting(void)
+{
+	pthread_t t;
+	refused_begins = 1;
+	sem_init(&held, 0, 0);
+	sem_init(&release, 0, 0);
+	pthread_create(&t, NULL, start_library, NULL);
+	sem_wait(&held);
+	printf("waiting begin rc=%d\n", aar_iteration_begin());
+	sem_post(&release);
+	pthread_join(t, NULL);
+	for (int k = 0; k < 2; k++) {
+		int begin = aar_iteration_begin();
+		long long index = (long long)aar_iteration_index();
+		int end = aar_iteration_end();
+		printf("started begin rc=%d index %lld end rc=%d\n", begin, index, end);
+	}
+}
+
 static void after_exit(void)
 {
 	int begin = aar_iteration_begin();
@@ -109,6 +144,10 @@ int main(int argc, char **argv)
 		int begin = aar_iteration_begin();
 		int end = aar_iteration_end();
 		printf("labels rc=%d,%d begin rc=%d end rc=%d\n", first, second, begin, end);
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "refused-begins")) {
+		begins_while_starting();
 		return 0;
 	}
 	if (argc == 2 && !strcmp(argv[1], "slow-start")) {
@@ -139,6 +178,6 @@ int main(int argc, char **argv)
 		printf("set_mode_name(\"bogus\") rc=%d\n", aar_set_mode_name("bogus"));
 		return 0;
 	}
-	fprintf(stderr, "usage: api_edges first-names|bad-args|slow-start|after-exit\n");
+	fprintf(stderr, "usage: api_edges first-names|bad-args|slow-start|refused-begins|after-exit\n");
 	return 2;
 }
