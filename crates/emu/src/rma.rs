@@ -400,7 +400,9 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
             return Ok(Leg {
                 op: Op::CqWrite,
                 owner,
-                bytes: len,
+                // One packet that carries only `cqwrite_value`: uGNI does not read `length` for
+                // a CQ write (a chain element has none), so it moves no counter.
+                bytes: 0,
                 dst_nic: raddr,
                 remote_event: Some((sink, r.cqwrite_value)),
             });

@@ -224,6 +224,7 @@ fn check_counters_warned(args: &[&str], env: &[(&str, &str)], latency_scale: f64
         ("amo8_a2", m(8, put, a2), [0; 5]),
         ("smsg100_a3", m(100, put, a3), [0; 5]),
         ("chain_64_2x128_a0", sum(&[m(64, put, a0), m(128, put, a0), m(128, put, a0)]), [0; 5]),
+        ("cqwrite_len4096_and_chain_of_2_a2", sum(&[m(0, put, a2), m(0, put, a2), m(0, put, a2)]), [0; 5]),
         // DMAPP: nelems x element size per PE, in the uGNI mode of the routing attribute.
         ("dmapp_init", [0.0; 5], [0; 5]),
         ("dmapp_put64_ad", m(64, put, a0), [0; 5]),

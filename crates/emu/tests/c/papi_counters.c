@@ -168,6 +168,20 @@ int main(int argc, char **argv)
 	OK(GNI_CtPostFma(a.ep, &head));
 	step("chain_64_2x128_a0");
 
+	/* CQ writes carry only cqwrite_value: one packet each, whatever the descriptor's length
+	 * (a field uGNI does not read for them), alone or chained. */
+	gni_post_descriptor_t cqw = descr(&a, &b, GNI_POST_CQWRITE, 0, 0, 4096, GNI_CQMODE_SILENT);
+	cqw.dlvr_mode = GNI_DLVMODE_ADAPTIVE2;
+	cqw.cqwrite_value = 1;
+	OK(GNI_PostCqWrite(a.ep, &cqw));
+	gni_ct_cqw_post_descriptor_t ce = { NULL, a.ep, 2, b.mh };
+	cqw.next_descr = &ce;
+	OK(GNI_CtPostCqWrite(a.ep, &cqw));
+	gni_cq_entry_t ev;
+	for (int i = 0; i < 3; i++)
+		OK(GNI_CqGetEvent(b.rx_cq, &ev));
+	step("cqwrite_len4096_and_chain_of_2_a2");
+
 	/* DMAPP from PE 0 to the other PEs: the same counters, in the routing attribute's mode. */
 	dmapp_rma_attrs_t req = { 512, 4096, DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_ADAPTIVE, 1 }, act;
 	dmapp_jobinfo_t job;
