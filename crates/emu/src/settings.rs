@@ -77,9 +77,20 @@ pub fn warn(line: &str) {
     }
 }
 
+/// A variable's value as set, even blank; a value that is not UTF-8 has U+FFFD for its bad
+/// bytes, so it fails its parse and is said like any bad value instead of passing for unset.
+fn raw(var: &str) -> Option<String> {
+    std::env::var_os(var).map(|v| v.to_string_lossy().into_owned())
+}
+
+/// A variable's value, `None` when unset or blanks (which count as unset): [`raw`].
+fn value(var: &str) -> Option<String> {
+    raw(var).filter(|v| !v.trim().is_empty())
+}
+
 /// `AAR_EMU_NETWORK`: the profile model's network; the good items of a value with bad ones.
 pub fn network_profile() -> NetworkProfile {
-    let Ok(spec) = std::env::var("AAR_EMU_NETWORK") else {
+    let Some(spec) = value("AAR_EMU_NETWORK") else {
         return NetworkProfile::default();
     };
     spec.parse().unwrap_or_else(|e: crate::timing::profile::NetworkProfileError| {
@@ -93,7 +104,7 @@ pub fn network_profile() -> NetworkProfile {
 /// `AAR_EMU_LATENCY_UNIT`: `us` (the default, also when unset or blank) or `cycles`, as
 /// `AAR_LATENCY_UNIT` takes them.
 pub fn latency_unit() -> LatencyUnit {
-    let Some(value) = std::env::var("AAR_EMU_LATENCY_UNIT").ok().filter(|v| !v.trim().is_empty()) else {
+    let Some(value) = value("AAR_EMU_LATENCY_UNIT") else {
         return LatencyUnit::Microseconds;
     };
     value.parse().unwrap_or_else(|_| {
@@ -106,7 +117,7 @@ pub fn latency_unit() -> LatencyUnit {
 /// `false`, which turn the simulator off as unsetting it does): the simulated network's
 /// description.
 pub fn sim_spec() -> Option<String> {
-    std::env::var("AAR_EMU_SIM").ok().filter(|spec| !spec.trim().is_empty() && spec.parse() != Ok(Switch(false)))
+    value("AAR_EMU_SIM").filter(|spec| spec.parse() != Ok(Switch(false)))
 }
 
 /// `AAR_EMU_LOG`, when set to something other than blanks: the post log's path.
@@ -117,7 +128,7 @@ pub fn log_path() -> Option<OsString> {
 /// A variable read with its type's `FromStr`: its value, or (with one warning, made by `bad`
 /// from the value and the problem) the type's default when unset-or-empty or bad.
 fn parsed<T: FromStr + Default>(var: &str, bad: impl FnOnce(String, T::Err) -> SettingError) -> T {
-    let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else {
+    let Some(value) = value(var) else {
         return T::default();
     };
     value.parse().unwrap_or_else(|problem| {
@@ -170,8 +181,7 @@ pub fn job_env() -> Option<JobEnv> {
 pub fn job_env_quietly() -> Option<Result<JobEnv, SettingError>> {
     let dir = PathBuf::from(std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.to_string_lossy().trim().is_empty())?);
     let number = |var: &'static str| -> Result<u32, SettingError> {
-        let value =
-            std::env::var(var).map_err(|_| SettingError::Job { var, value: None, problem: "not set".into() })?;
+        let value = raw(var).ok_or_else(|| SettingError::Job { var, value: None, problem: "not set".into() })?;
         value.parse::<CrayNumber>().map(|n| n.0).map_err(|e| SettingError::Job {
             var,
             value: Some(value.clone()),

@@ -129,6 +129,28 @@ fn blank_values_are_unset_values() {
 }
 
 #[test]
+fn a_value_that_is_not_utf8_is_said_as_a_bad_value() {
+    use std::os::unix::ffi::OsStrExt;
+    // Bytes no UTF-8 string holds: each value is bad, not unset, and is said with U+FFFD for them.
+    let bad = |text: &str| std::ffi::OsStr::from_bytes(&[text.as_bytes(), b"\xff"].concat()).to_owned();
+    let vars = [("AAR_EMU_NETWORK", "latency_ad=2"), ("AAR_EMU_LATENCY_UNIT", "cycles"), ("AAR_EMU_SIM", "groups=3")];
+    let out = Command::new(emu_check())
+        .arg("put_get")
+        .env_remove("AAR_EMU_LOG")
+        .env_remove("LD_PRELOAD")
+        .envs(vars.map(|(var, text)| (var, bad(text))))
+        .output()
+        .expect("run emu_check");
+    expect_success(&out, "put_get");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 3, "{err}");
+    for (var, text) in vars {
+        let said = format!("aar-emu: {var}=\"{text}\u{FFFD}\"");
+        assert!(err.lines().any(|l| l.starts_with(&said)), "no {said} in:\n{err}");
+    }
+}
+
+#[test]
 fn a_log_that_cannot_be_written_warns_once_and_the_program_runs() {
     // /dev/full opens, and every write to it fails with ENOSPC.
     let out = run(&emu_check(), &["put_get"], &[("AAR_EMU_LOG", "/dev/full")]);
