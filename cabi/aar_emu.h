@@ -17,7 +17,8 @@
  * Every transfer updates them through the NIC timing model: for len bytes in routing mode m,
  * with packets and request flits counted as aar's cost model counts them (crates/engine),
  *   p = max(1, ceil(len/64)) packets;
- *   f = p + ceil(len/16) request flits for PUT-like transfers (PUT, AMO, CQWRITE, SMSG),
+ *   f = p + ceil(len/16) request flits for PUT-like transfers (PUT, AMO, CQWRITE, SMSG;
+ *     a CQ write's len is 0 whatever its descriptor's length, which uGNI does not read for it),
  *   f = p for GET-like ones (RDMA_GET, FMA_GET, FMA_GET_W_FLAG);
  *   rsp_packets += p;  rsp_latency += p * L(m);  req_stalled += f * s(m);
  *   rsp_stalled += f * s(m) * rsp_stall;

@@ -3,7 +3,8 @@
 //!
 //! Chained posts (GNI_CtPostFma, GNI_CtPostCqWrite): the routing is set on the head descriptor
 //! only. The chain elements are a different struct whose layout is not public, so the library
-//! never reads or writes them; only the head's `length` counts toward the message size.
+//! never reads or writes them; only the head's `length` counts toward the message size (none for
+//! a CQ write, [`aar_abi::post_payload_bytes`]).
 
 use crate::attributes;
 use crate::control::{self, FAST, READY, TRACE};
@@ -80,7 +81,8 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
     }
     if w & FAST != 0 && !pd.is_null() {
         // SAFETY: non-null descriptor, valid per the caller's contract.
-        let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
+        let (dlvr, length, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
+        let bytes = post_payload_bytes(post_type, length);
         if !routable(dlvr, post_type) {
             tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             // SAFETY: forwarding the caller's arguments.
@@ -158,7 +160,8 @@ unsafe fn route_post(
 ) {
     let w = control::load();
     // SAFETY: non-null (checked by the caller) and valid per uGNI's contract.
-    let (dlvr, bytes, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
+    let (dlvr, length, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
+    let bytes = post_payload_bytes(post_type, length);
     let transfer = Transfer::of_post_type(post_type);
     let class = topology::destination_class(control::policy(w), ep as usize);
     let msg = Message { bytes, transfer, endpoint: ep as usize as u64, class, posted_ns: None };

@@ -63,6 +63,29 @@ fn a_stream_of_tiny_messages_still_triggers_decisions() {
     assert_eq!(r.records()[0]["counters"]["reads"], 3);
 }
 
+/// A CQ write's one packet carries only its value: the length a reused descriptor still holds is
+/// not read by uGNI, so it adds nothing to the cumulative size, the tally or the trace.
+#[test]
+fn a_cq_write_counts_no_bytes_whatever_its_descriptor_s_length() {
+    let trace = "trace.jsonl";
+    let launch = Launch::driver("cqwrite-length", "cqwrite 5 0 65536");
+    let path = launch.dir.join(trace).display().to_string();
+    let r = launch.env("AAR_TRACE", &path).run();
+    r.assert_ok();
+    assert_eq!(r.posts("GNI_PostCqWrite").len(), 5);
+    let rec = &r.records()[0];
+    assert_eq!(
+        (&rec["apis"]["uGNI"]["messages"], &rec["apis"]["uGNI"]["bytes"]),
+        (&5.into(), &0.into()),
+        "{}",
+        rec["apis"]
+    );
+    assert_eq!(rec["engine"]["decisions"], 0, "5 × 64 KiB of stale length crossed no threshold");
+    let lines = trace_of(&r);
+    assert_eq!(lines.len(), 5);
+    assert!(lines.iter().all(|l| l["bytes"] == 0 && l["packets"] == 1 && l["post_type"] == "CQWRITE"), "{lines:?}");
+}
+
 #[test]
 fn the_threshold_variable_sets_when_decisions_happen() {
     let r =

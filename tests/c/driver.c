@@ -7,7 +7,8 @@
  *   burst SIZE COUNT DLVR           COUNT RDMA PUTs of SIZE bytes posted back to back (each its own
  *                                   slice of the buffers), then their completions waited for in order
  *   sleep US                        sleep US microseconds
- *   cqwrite COUNT DLVR              GNI_PostCqWrite
+ *   cqwrite COUNT DLVR [LEN]        GNI_PostCqWrite, the descriptor's length LEN (default 0; uGNI does
+ *                                   not read it for a CQ write: a reused descriptor's stale length)
  *   ct SIZE ELEMS DLVR              chained FMA PUT: a head of SIZE bytes and ELEMS elements of SIZE
  *   ctcqw ELEMS DLVR                chained CQ write (GNI_CtPostCqWrite)
  *   smsg SIZE COUNT | smsgtag SIZE COUNT   short messages (GNI_SmsgSend / GNI_SmsgSendWTag)
@@ -231,7 +232,7 @@ static int transfer(struct pair *p, const char *kind, uint64_t size, uint16_t dl
 	for (uint64_t i = 0; i < size; i++)
 		src[i] = pattern(i, seq);
 	gni_post_type_t type = cqw ? GNI_POST_CQWRITE : get ? (rdma ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET) : (rdma ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT);
-	gni_post_descriptor_t pd = a_to_b(p, type, cqw ? 0 : size, dlvr, seq);
+	gni_post_descriptor_t pd = a_to_b(p, type, size, dlvr, seq);
 	pd.cqwrite_value = seq & 0xffffffffffffull;
 	gni_post_descriptor_t before = pd;
 	gni_return_t rc = cqw ? GNI_PostCqWrite(a->ep, &pd) : rdma ? GNI_PostRdma(a->ep, &pd) : GNI_PostFma(a->ep, &pd);
@@ -648,9 +649,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(c, "cqwrite")) {
 			uint64_t count = num(ARG(1));
 			uint16_t dlvr = (uint16_t)num(ARG(2));
+			/* An optional length: the next word, if it is a number. */
+			uint64_t len = 0;
+			int has_len = i + 3 < argc && argv[i + 3][0] >= '0' && argv[i + 3][0] <= '9';
+			if (has_len)
+				len = num(argv[i + 3]);
 			for (uint64_t k = 0; k < count; k++)
-				transfer(&p, c, 0, dlvr, seq++);
-			i += 2;
+				transfer(&p, c, len, dlvr, seq++);
+			i += 2 + has_len;
 		} else if (!strcmp(c, "ct")) {
 			chained(&p, 0, num(ARG(1)), (unsigned)num(ARG(2)), (uint16_t)num(ARG(3)), seq++);
 			i += 3;

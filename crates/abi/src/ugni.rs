@@ -63,6 +63,17 @@ pub const fn post_type_is_get(t: GniPostType) -> bool {
     matches!(t, GNI_POST_RDMA_GET | GNI_POST_FMA_GET | GNI_POST_FMA_GET_W_FLAG)
 }
 
+/// The bytes a post of type `t` moves, whose descriptor says `length`: a CQ write's one packet
+/// carries only its `cqwrite_value` (uGNI does not read `length` for it, and a chained CQ write's
+/// elements have none), so it moves none.
+pub const fn post_payload_bytes(t: GniPostType, length: u64) -> u64 {
+    if t == GNI_POST_CQWRITE {
+        0
+    } else {
+        length
+    }
+}
+
 /// Name of a post type as uGNI spells it, for traces and records.
 pub const fn post_type_name(t: GniPostType) -> &'static str {
     match t {

@@ -400,9 +400,7 @@ fn plan(reg: &Registry, ep: &Arc<Ep>, r: &Request) -> Result<Leg, GniReturn> {
             return Ok(Leg {
                 op: Op::CqWrite,
                 owner,
-                // One packet that carries only `cqwrite_value`: uGNI does not read `length` for
-                // a CQ write (a chain element has none), so it moves no counter.
-                bytes: 0,
+                bytes: post_payload_bytes(GNI_POST_CQWRITE, len),
                 dst_nic: raddr,
                 remote_event: Some((sink, r.cqwrite_value)),
             });
