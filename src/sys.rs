@@ -547,12 +547,26 @@ pub fn process_ended(pid: u32) -> bool {
 /// Whether this process may create files in the folder `dir` (access(2) with the effective ids,
 /// as open(2) checks them): the file system's and the folder owner's answer, which the mode bits
 /// alone do not give (a folder of another user's, a read-only mount, root's way past the bits).
+///
+/// A process whose real and effective ids are the same (every job's) asks with plain access(2):
+/// glibc answers `faccessat(AT_EACCESS)` with faccessat2(2) first, a system call that container
+/// seccomp filters older than it (Docker's before 20.10, podman's, some HPC runtimes') refuse
+/// with EPERM, which glibc takes for the answer: a folder the process can write in would be said
+/// unusable.
 pub fn can_create_in(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    // SAFETY: a NUL-terminated path; faccessat only reads it.
-    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::W_OK | libc::X_OK, libc::AT_EACCESS) };
+    let mode = libc::W_OK | libc::X_OK;
+    // SAFETY: the id getters take no argument; access and faccessat only read the NUL-terminated
+    // path.
+    let rc = unsafe {
+        if libc::getuid() == libc::geteuid() && libc::getgid() == libc::getegid() {
+            libc::access(path.as_ptr(), mode)
+        } else {
+            libc::faccessat(libc::AT_FDCWD, path.as_ptr(), mode, libc::AT_EACCESS)
+        }
+    };
     match rc {
         0 => Ok(()),
         _ => Err(std::io::Error::last_os_error()),

@@ -741,3 +741,17 @@ fn a_label_goes_to_its_own_iteration_around_boundaries_that_lost_their_rows() {
         assert_eq!(kept, [(Some(1), label)], "{script}: {rows:?}");
     }
 }
+
+/// Under a container's seccomp filter older than faccessat2(2) (Docker's before 20.10 answered it
+/// with EPERM), a folder the process can write in is not said unusable at start-up, and the record
+/// is written in it.
+#[test]
+fn a_seccomp_filter_that_refuses_faccessat2_does_not_make_the_output_folder_unusable() {
+    let mut launch = Launch::driver("seccomp-faccessat2", "rdma 65536 2 0");
+    launch.wrapper =
+        vec![program("seccomp_errno").display().to_string(), libc::SYS_faccessat2.to_string(), libc::EPERM.to_string()];
+    let r = launch.run();
+    r.assert_ok();
+    assert!(r.aar_lines().iter().all(|l| !l.contains("AAR_OUTPUT_DIR")), "{}", r.stderr);
+    assert_eq!(r.records().len(), 1, "{}", r.stderr);
+}
