@@ -836,3 +836,41 @@ fn random_programs_under_random_settings_see_what_they_see_without_the_library()
         panic!("{e}");
     }
 }
+
+/// A program that handles, blocks or has left pending the signals a write raises (SIGPIPE, and
+/// SIGXFSZ at the job's file size limit), interrupted by a timer (no SA_RESTART) throughout: the
+/// library's lines to a stderr without a reader, its trace and its record past `ulimit -f` raise
+/// none that the program sees, take none of the program's own, and lose no trace line to EINTR.
+#[test]
+fn a_program_that_handles_or_blocks_signals_sees_only_its_own() {
+    for mode in ["handle", "block", "pending"] {
+        for limit in [false, true] {
+            let test = format!("signals-{mode}-{limit}");
+            let mut launch = Launch::program(&test, program("signals"), &format!("{mode} 50"))
+                .unset("AAR_EMU_LOG")
+                .env("AAR_LOG", "debug")
+                .env("AAR_THRESHOLD", "banana");
+            let trace = launch.dir.join("trace.jsonl");
+            launch = launch.env("AAR_TRACE", &trace.display().to_string());
+            if limit {
+                let script = format!("ulimit -f 4 && exec \"$@\" 2>>{}", launch.dir.join("stderr.log").display());
+                launch.wrapper = ["sh", "-c", &script, "sh"].map(String::from).to_vec();
+            } else {
+                let (reader, writer) = std::io::pipe().unwrap();
+                drop(reader);
+                launch.stderr = Some(writer.into());
+            }
+            let r = launch.run();
+            assert!(r.status.success(), "{test}: {} {}", r.status, r.stdout);
+            let own = u8::from(mode == "pending");
+            let expected = format!("{mode} sigpipe={own} sigxfsz=0\nexit {mode} sigpipe={own} sigxfsz=0\n");
+            assert_eq!(r.stdout, expected, "{test}");
+            if limit {
+                assert!(r.records().is_empty(), "{test}: the record is past the limit");
+            } else {
+                assert_eq!(read_jsonl(&trace).len(), 50, "{test}: every trace line");
+                assert_eq!(total_messages(&r.records().pop().expect("the record")), 50, "{test}");
+            }
+        }
+    }
+}
