@@ -504,11 +504,16 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
     let size = libc::off_t::try_from(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
     // Past the job's file size limit the allocation fails rather than raise SIGXFSZ.
     let quiet = SignalsHeld::new();
+    // Refused rather than unsupported (a container's seccomp filter answers EPERM or ENOSYS, as do
+    // gVisor and old kernels): the pages are allocated through the mapping instead, below.
+    let mut populate = None;
     // SAFETY: an open descriptor; mode 0 allocates what is not yet allocated and keeps the
     // bytes that are, so a process that maps the file meanwhile sees its content unchanged.
     if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size) } != 0 {
         let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+        if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOSYS)) {
+            populate = Some(e);
+        } else if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
             // Nothing was ever allocated in it (a failed allocation is undone): no one can use
             // the name, so it does not stay behind.
             if file.metadata().is_ok_and(|m| m.len() == 0) {
@@ -530,6 +535,24 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
     };
     if p == libc::MAP_FAILED {
         return Err(std::io::Error::last_os_error());
+    }
+    if let Some(refused) = populate {
+        // MADV_POPULATE_WRITE (Linux 5.14) allocates every page as a write fault would, keeping
+        // the bytes there, and fails where a fault would raise SIGBUS (a full tmpfs).
+        const MADV_POPULATE_WRITE: libc::c_int = 23;
+        // SAFETY: the mapping just made, `len` bytes at `p`; madvise only faults its pages in.
+        if unsafe { libc::madvise(p, len, MADV_POPULATE_WRITE) } != 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: the mapping just made, which nothing else has seen.
+            unsafe { libc::munmap(p, len) };
+            // Out of room (EFAULT: a page the file system could not give): the node's shared
+            // memory is full. Otherwise (a kernel without it) the pages cannot be made safe to
+            // touch, for the reason fallocate gave.
+            return Err(match e.raw_os_error() {
+                Some(libc::ENOMEM | libc::EFAULT) => std::io::Error::from_raw_os_error(libc::ENOSPC),
+                _ => refused,
+            });
+        }
     }
     // SAFETY: `len` readable bytes at `p`, never unmapped; other processes change them only
     // through atomics, which is how the callers read them.

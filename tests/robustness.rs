@@ -874,3 +874,29 @@ fn a_program_that_handles_or_blocks_signals_sees_only_its_own() {
         }
     }
 }
+
+/// Under a container's seccomp filter that refuses fallocate(2) (EPERM), the ranks of a node
+/// still share their segment in /dev/shm: its pages are allocated through the mapping instead
+/// (MADV_POPULATE_WRITE, which fails where a touch would raise SIGBUS), not given up with a fix
+/// ("free space in /dev/shm") that does not apply.
+#[test]
+fn a_seccomp_filter_that_refuses_fallocate_still_shares_the_node_segment() {
+    let job = format!("falloc-refused-{}", std::process::id());
+    let mut launch = Launch::driver("seccomp-fallocate", "rdma 65536 20 0")
+        .env("SLURM_JOB_ID", &job)
+        .env("PMI_RANK", "0")
+        .env("PMI_GNI_LOC_ADDR", "0x1234")
+        .env("MPI_LOCALNRANKS", "2");
+    launch.wrapper =
+        vec![program("seccomp_errno").display().to_string(), libc::SYS_fallocate.to_string(), libc::EPERM.to_string()];
+    let r = launch.run();
+    let record = r.records().pop().expect("the record");
+    // The other rank never came: the segment stays, and goes here.
+    let segment = record["node"]["shared_reading"].as_str().map(str::to_string);
+    if let Some(s) = &segment {
+        let _ = std::fs::remove_file(s);
+    }
+    r.assert_ok();
+    assert!(r.aar_lines().iter().all(|l| !l.contains("shared segment")), "{}", r.stderr);
+    assert!(segment.is_some_and(|s| s.starts_with("/dev/shm/aar-node-") && s.contains(&job)), "{}", record["node"]);
+}
