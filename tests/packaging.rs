@@ -616,3 +616,103 @@ fn a_program_built_with_asan_runs_with_the_module_loaded() {
         assert!(stderr.contains("heap-buffer-overflow"), "{flavour}: ASan still catches an overflow:\n{stderr}");
     }
 }
+
+/// When /tmp/aar-records-UID cannot be used, the private folder made in its place is taken again
+/// by the next load (a reload, a swap, an unload and load, another shell): each reload made a
+/// new one, scattering one user's records over many folders. Only a folder (not a link) of the
+/// user's that no other user can write in is taken again; the others beside it are left alone.
+#[test]
+fn a_private_record_folder_in_tmp_is_taken_again_by_later_loads() {
+    use std::os::unix::fs::PermissionsExt;
+    let _turn = TMP_FOLDERS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("packaging-tmp-again");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (me, users) = tmp_users();
+    for &user in &users {
+        let folder = std::path::PathBuf::from(format!("/tmp/aar-records-{user}"));
+        let privates = || -> Vec<std::path::PathBuf> {
+            let mut v: Vec<_> = std::fs::read_dir("/tmp")
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.to_str().unwrap().starts_with(&format!("{}.", folder.display())))
+                .collect();
+            v.sort();
+            v
+        };
+        assert!(
+            folder.symlink_metadata().is_err() && privates().is_empty(),
+            "{}(.*) exists (not made by this test): move it away to run this test",
+            folder.display()
+        );
+        // Beside it, folders named as the module's private ones that it must not take: a link to
+        // a folder of the user's only, a folder of the user's others can write in, and (as root)
+        // a folder of another user's.
+        let target = dir.join(format!("link-target-{user}"));
+        std::fs::create_dir(&target).unwrap();
+        std::os::unix::fs::chown(&target, Some(user), Some(user)).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut made = Made(vec![folder.clone()]);
+        let decoy = |name: &str| std::path::PathBuf::from(format!("{}.{name}", folder.display()));
+        std::os::unix::fs::symlink(&target, decoy("link00")).unwrap();
+        std::os::unix::fs::lchown(decoy("link00"), Some(user), Some(user)).unwrap();
+        let mut decoys = vec![(decoy("open00"), user, 0o777)];
+        if me == 0 {
+            decoys.push((decoy("other0"), if user == me { 65534 } else { me }, 0o700));
+        }
+        for (path, owner, mode) in &decoys {
+            std::fs::create_dir(path).unwrap();
+            std::os::unix::fs::chown(path, Some(*owner), Some(*owner)).unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(*mode)).unwrap();
+        }
+        made.0.extend(privates());
+        // What /tmp/aar-records-UID is: a folder of the user's that others can write in.
+        std::fs::create_dir(&folder).unwrap();
+        std::os::unix::fs::chown(&folder, Some(user), Some(user)).unwrap();
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let before = privates();
+        for flavour in ["lmod", "tcl"] {
+            let load = format!("source {LMOD_INIT}\nmodule use {}/modulefiles/{flavour}\n", prefix.display());
+            let mut used = Vec::new();
+            let mut said = String::new();
+            for script in [
+                format!(
+                    "{load}module load aar || exit 3; echo \"dir=$AAR_OUTPUT_DIR\"\n\
+                     module reload aar || exit 4; echo \"dir=$AAR_OUTPUT_DIR\"\n\
+                     module unload aar; module load aar || exit 5; echo \"dir=$AAR_OUTPUT_DIR\"\n"
+                ),
+                // Another shell, later.
+                format!("{load}module load aar || exit 3; echo \"dir=$AAR_OUTPUT_DIR\"\n"),
+            ] {
+                let out = bare_shell_as(user, me, &script, &dir);
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                said += &String::from_utf8_lossy(&out.stderr);
+                assert!(out.status.success(), "{flavour}, user {user}: {stdout}\n{said}");
+                used.extend(stdout.lines().filter_map(|l| l.strip_prefix("dir=")).map(str::to_string));
+            }
+            let now = privates();
+            let new: Vec<_> = now.iter().filter(|p| !before.contains(p)).collect();
+            made.0.extend(now.iter().filter(|p| !before.contains(p)).cloned());
+            assert_eq!(new.len(), 1, "{flavour}, user {user}: one private folder, not one per load: {now:?}\n{said}");
+            let private = new[0].to_str().unwrap();
+            assert_eq!(used, [private; 4], "{flavour}, user {user}: every load takes the same folder:\n{said}");
+            let why = format!(
+                "aar: {} can be written in by other users (mode 777), so records go to {private}, a folder of this \
+                 user's only, made ",
+                folder.display()
+            );
+            assert_eq!(said.matches(&format!("{why}for this load.")).count(), 1, "{flavour}, user {user}:\n{said}");
+            assert_eq!(
+                said.matches(&format!("{why}by an earlier load.")).count(),
+                3,
+                "{flavour}, user {user}:\n{said}"
+            );
+            std::fs::remove_dir(private).unwrap();
+        }
+        for (path, _, _) in &decoys {
+            assert_eq!(std::fs::read_dir(path).unwrap().count(), 0, "user {user}: {} was written in", path.display());
+        }
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "user {user}: nothing was written through the link");
+    }
+}
