@@ -716,3 +716,60 @@ fn a_private_record_folder_in_tmp_is_taken_again_by_later_loads() {
         assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "user {user}: nothing was written through the link");
     }
 }
+
+/// A PREFIX that cannot be made (under a file) or written in (a folder of another user's, as an
+/// administrator's `scripts/install /opt/aar/0.1` without sudo is) is refused before the build,
+/// which takes minutes, naming PREFIX and the folder in the way: it failed only after the build,
+/// with mkdir's bare words. Here `cargo` is a stand-in that says when it runs.
+#[test]
+fn install_refuses_a_prefix_it_cannot_write_in_before_building() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("packaging-unwritable");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("cargo"), "#!/bin/sh\necho 'stand-in cargo ran' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("file"), "").unwrap();
+    let (me, users) = tmp_users();
+    // Not this user's to write in: root's folder for `nobody`, or the user's own made read-only.
+    let locked = dir.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let user = *users.last().unwrap();
+    let mut cases = vec![(me, dir.join("file/aar/0.1"), dir.join("file"), "is not a folder".to_string())];
+    if user != 0 {
+        let name =
+            String::from_utf8_lossy(&Command::new("id").args(["-un", &user.to_string()]).output().unwrap().stdout)
+                .trim()
+                .to_string();
+        cases.push((
+            user,
+            locked.join("aar/0.1"),
+            locked.clone(),
+            format!("is a folder this user ({name}) cannot write in"),
+        ));
+    }
+    for (user, prefix, blocker, why) in cases {
+        let script = format!(
+            "PATH={}:$PATH exec {} {}",
+            bin.display(),
+            root().join("scripts/install").display(),
+            prefix.display()
+        );
+        let out = bare_shell_as(user, me, &script, &dir);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let want = format!(
+            "aar install: PREFIX \"{}\" cannot be made: \"{}\" {why}; nothing was built or installed.",
+            prefix.display(),
+            blocker.display()
+        );
+        assert_eq!(out.status.code(), Some(2), "user {user}, {}: {stderr}", prefix.display());
+        assert!(stderr.contains(&want), "user {user}: no {want:?} in:\n{stderr}");
+        assert!(
+            !stderr.contains("cargo ran"),
+            "user {user}, {}: cargo ran before the prefix was checked",
+            prefix.display()
+        );
+    }
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
