@@ -773,3 +773,74 @@ fn install_refuses_a_prefix_it_cannot_write_in_before_building() {
     }
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// Installing twice into one PREFIX, the second time over another version's install (as
+/// `scripts/install /opt/aar` for each release does): that version's modulefiles named this
+/// PREFIX, whose files are now this version's, so `module load aar/0.0.1` loaded this version
+/// under the old name, and an older install of a higher version stayed the default. They go,
+/// with a word; a modulefile that names another prefix stays, and nothing is left half-written.
+#[test]
+fn an_install_over_another_version_leaves_only_its_own_modulefiles() {
+    let dir = scratch("packaging-over");
+    let prefix = dir.join("opt/aar");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lmod = prefix.join("modulefiles/lmod/aar");
+    let tcl = prefix.join("modulefiles/tcl/aar");
+    let version = std::fs::read_dir(&tcl).unwrap().next().unwrap().unwrap().file_name().into_string().unwrap();
+    let ours_lua = std::fs::read_to_string(lmod.join(format!("{version}.lua"))).unwrap();
+    let ours_tcl = std::fs::read_to_string(tcl.join(&version)).unwrap();
+    // What the installs of 99.0.0 (a later one, installed before a roll-back) and 0.0.1 left.
+    for other in ["99.0.0", "0.0.1"] {
+        std::fs::write(lmod.join(format!("{other}.lua")), ours_lua.replace(&version, other)).unwrap();
+        std::fs::write(tcl.join(other), ours_tcl.replace(&version, other)).unwrap();
+    }
+    let foreign = "#%Module1.0\nset root \"/opt/elsewhere\"\nsetenv AAR_ROOT $root\n";
+    std::fs::write(tcl.join("0.0.0"), foreign).unwrap();
+    let out = install(&prefix, &dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let mut left: Vec<String> = [&lmod, &tcl]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    let mut want = [version.clone(), format!("{version}.lua"), "0.0.0".to_string()];
+    want.sort();
+    assert_eq!(left, want, "{stderr}");
+    assert_eq!(std::fs::read_to_string(tcl.join("0.0.0")).unwrap(), foreign);
+    for removed in [lmod.join("99.0.0.lua"), tcl.join("0.0.1")] {
+        let said = format!("aar install: removed {}, another version's modulefile for this PREFIX", removed.display());
+        assert!(stderr.contains(&said), "no {said:?} in:\n{stderr}");
+    }
+    let half: Vec<_> = walk(&prefix).into_iter().filter(|p| p.to_string_lossy().contains(".new.")).collect();
+    assert!(half.is_empty(), "half-written files left: {half:?}");
+    for flavour in ["lmod", "tcl"] {
+        let script = format!(
+            "source {LMOD_INIT}\nmodule use {}/modulefiles/{flavour}\n\
+             module load aar || exit 3; module list 2>&1\n\
+             module load aar/0.0.1 2>/dev/null && echo 'loaded 0.0.1'; true\n",
+            prefix.display()
+        );
+        let (stdout, stderr) = login_shell(&script, &dir, &dir, &[], flavour);
+        assert!(
+            stdout.contains(&format!("aar/{version}")),
+            "{flavour}: the default is this version:\n{stdout}\n{stderr}"
+        );
+        assert!(!stdout.contains("loaded 0.0.1"), "{flavour}: {stdout}\n{stderr}");
+    }
+}
+
+/// Every file under `dir`, folders included.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.symlink_metadata().unwrap().is_dir() {
+            all.extend(walk(&p));
+        }
+        all.push(p);
+    }
+    all
+}
