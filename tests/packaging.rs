@@ -844,3 +844,40 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     all
 }
+
+/// scripts/build-release (which install, demo and the benchmarks call) takes FILE first: without
+/// one it ended on bash's own "1: usage: ..." words, and `--help` or an option in FILE's place
+/// built the workspace for minutes before looking for a file of that name. Here `cargo` is a
+/// stand-in that says when it runs.
+#[test]
+fn build_release_takes_a_file_first_and_builds_nothing_without_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("packaging-build-release");
+    std::fs::write(dir.join("cargo"), "#!/bin/sh\necho 'stand-in cargo ran' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(dir.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |args: &[&str]| {
+        let out = Command::new(root().join("scripts/build-release")).args(args).env("PATH", &path).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let usage = "usage: scripts/build-release FILE [cargo build arguments]";
+    for help in ["--help", "-h"] {
+        let (code, stdout, stderr) = run(&[help]);
+        assert_eq!(code, Some(0), "{help}: {stdout}{stderr}");
+        assert!(stdout.starts_with(usage) && stderr.is_empty(), "{help}: {stdout}{stderr}");
+    }
+    for args in [&[][..], &[""], &["-p", "aar"], &["--release"]] {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{args:?}: a folder printed: {stdout}");
+        assert!(
+            stderr.starts_with("aar build-release: ") && stderr.contains(usage) && stderr.contains("nothing was built"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("cargo ran"), "{args:?}: cargo ran: {stderr}");
+    }
+}
