@@ -881,3 +881,48 @@ fn build_release_takes_a_file_first_and_builds_nothing_without_one() {
         assert!(!stderr.contains("cargo ran"), "{args:?}: cargo ran: {stderr}");
     }
 }
+
+/// Environment Modules 3.2, a Cray XC's `module`, runs the module that `module swap` brings in
+/// with mode switch2, where `module-info mode load` is false (Modules 4 and 5, and Lmod, say
+/// load): the Tcl modulefile did not make its record folder then, nor check the one in /tmp.
+/// Here tclsh runs the modulefile with the modes and `module-info` answers of Modules 3.2: the
+/// folder is made on load and on switch2, and in no other mode.
+#[test]
+fn the_tcl_modulefile_makes_its_folder_when_modules_3_2_swaps_it_in() {
+    let dir = scratch("packaging-tcl-modes");
+    // Modules 3.2's module-info mode X: true for the current mode, and for "switch" in all three
+    // switch modes; remove is its unload. The commands that change the environment print it.
+    let stub = "set mode [lindex $argv 1]\n\
+        proc module-info {what args} { global mode\n\
+            if {$what ne \"mode\"} { error \"module-info $what\" }\n\
+            if {[llength $args] == 0} { return $mode }\n\
+            set m [lindex $args 0]\n\
+            return [expr {$m eq $mode || ($m eq \"switch\" && [string match switch? $mode])}] }\n\
+        proc module-whatis {args} {}\n\
+        proc conflict {args} {}\n\
+        proc prepend-path {var value} { puts \"prepend-path $var $value\" }\n\
+        proc setenv {var value} { puts \"setenv $var $value\" }\n\
+        source [lindex $argv 0]\n\
+        if {$mode eq \"help\"} { ModulesHelp }\n";
+    std::fs::write(dir.join("modules-3.2.tcl"), stub).unwrap();
+    for mode in ["load", "switch2", "remove", "switch1", "switch3", "display", "help", "whatis"] {
+        let scratch_dir = dir.join(format!("scratch-{mode}"));
+        let out = Command::new("tclsh")
+            .arg(dir.join("modules-3.2.tcl"))
+            .arg(root().join("modulefiles/tcl/aar.in"))
+            .arg(mode)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("SCRATCH", &scratch_dir)
+            .output()
+            .expect("tclsh (Debian's tcl, which lmod brings) is missing: run scripts/setup");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: the modulefile failed under tclsh:\n{stdout}\n{stderr}");
+        assert!(stdout.contains("prepend-path LD_PRELOAD @PREFIX@/lib/libaar.so\n"), "{mode}: {stdout}");
+        let records = scratch_dir.join("aar-records");
+        assert!(stdout.contains(&format!("setenv AAR_OUTPUT_DIR {}\n", records.display())), "{mode}: {stdout}");
+        let made = matches!(mode, "load" | "switch2");
+        assert_eq!(records.is_dir(), made, "{mode}: the record folder is made on load (and switch2) only");
+    }
+}
