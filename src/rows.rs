@@ -392,17 +392,32 @@ impl Record {
                     // that changes the policy with the C API later has rows with other names.
                     header.policies = vec![self.first_policy.unwrap_or(Policy::Auto).name().to_string()];
                 }
-                let rows = &self.rows;
-                let create = || -> std::io::Result<sys::OwnFile> {
-                    // The header and the first rows in one write: the file is never seen empty.
-                    let mut head = Vec::with_capacity(1024 + rows.len());
-                    aar_record::write_line(&mut head, &*header)?;
-                    head.extend_from_slice(rows);
-                    sys::create_new_with(&path, &head)
-                };
-                create()
-                    .map(|f| (f, Some(name)))
-                    .map_err(|e| (format!("cannot create the iteration record {path} ({e})"), e))
+                // The header and the first rows in one write. Where the file system takes only
+                // part of it (the file size limit), the rows that fit stay, cut back to whole
+                // lines; a file without its whole header is no record, and goes.
+                let mut head = Vec::with_capacity(1024 + self.rows.len());
+                let created =
+                    aar_record::write_line(&mut head, &*header).map_err(std::io::Error::from).and_then(|()| {
+                        let header_bytes = head.len() as u64;
+                        head.extend_from_slice(&self.rows);
+                        let mut f = sys::create_new(&path)?;
+                        match f.append_lines(&head) {
+                            Ok(()) => Ok(Ok(f)),
+                            Err(e) if f.len() >= header_bytes => Ok(Err(e)),
+                            Err(e) => {
+                                let _ = std::fs::remove_file(&path);
+                                Err(e)
+                            }
+                        }
+                    });
+                match created {
+                    Ok(Ok(f)) => Ok((f, Some(name))),
+                    Ok(Err(e)) => {
+                        self.file_name = Some(name);
+                        Err((format!("writing the iteration record {path} failed ({e})"), e))
+                    }
+                    Err(e) => Err((format!("cannot create the iteration record {path} ({e})"), e)),
+                }
             }
             Output::Open(mut f) => match f.append_lines(&self.rows) {
                 Ok(()) => Ok((f, None)),

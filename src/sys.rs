@@ -399,6 +399,11 @@ impl OwnFile {
         self.file.sync_data()
     }
 
+    /// Bytes it holds: those written to it and kept.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
     /// Append `lines`, whole lines of text. Where the file system takes only part of them (full,
     /// over quota, the file size limit), the file is cut back to its last whole line before the
     /// error is returned: a reader of JSON Lines never finds half a line at its end.

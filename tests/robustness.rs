@@ -554,6 +554,25 @@ fn the_job_file_size_limit_ends_the_library_files_never_the_application() {
         assert!(line.contains("File too large") && line.contains("ulimit -f"), "{line}");
     }
 
+    // The iteration record's first write (its header and a second of rows, 3000 here) past the
+    // limit: the rows that fit stay, whole, and the summary record names the file.
+    let launch = Launch::driver("fsize-rows", "fma 64 1 0 iterloop 3000")
+        .unset("AAR_EMU_LOG")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3");
+    let mut launch = launch;
+    launch.wrapper = ["sh", "-c", "ulimit -f 40 && exec \"$@\"", "sh"].map(String::from).to_vec();
+    let r = launch.run();
+    r.assert_ok();
+    let rec = &r.records()[0];
+    let file = rec["ab"]["iterations_file"].as_str().unwrap_or_else(|| panic!("no iteration record: {}", r.stderr));
+    let text = std::fs::read_to_string(r.dir.join("out").join(file)).unwrap();
+    assert!(text.ends_with('\n') && text.lines().count() > 2, "{} bytes", text.len());
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("iteration record")).collect();
+    assert!(said.iter().any(|l| l.contains("File too large") && l.contains("ulimit -f")), "{said:?}");
+
     // Stderr is a log file the limit has already stopped: the library's lines go nowhere.
     let launch = Launch::driver("fsize-stderr", "rdma 65536 8 0").unset("AAR_EMU_LOG").env("AAR_WINDOWS", "1");
     let log = launch.dir.join("stderr.log");
