@@ -184,28 +184,8 @@ fn install(prefix: &std::path::Path, cwd: &std::path::Path) -> std::process::Out
 fn install_takes_the_files_from_where_cargo_built_them() {
     let dir = scratch("packaging-target-dir");
     let release = dir.join("elsewhere/release");
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&release).unwrap();
-    std::fs::create_dir_all(&bin).unwrap();
-    let built = ["libaar.so", "aar", "libugni.so", "libpmi.so"];
-    for f in built {
-        std::fs::write(release.join(f), format!("built by cargo: {f}\n")).unwrap();
-    }
-    let report: String = built
-        .iter()
-        .map(|f| {
-            format!(
-                "printf '%s\\n' '{{\"reason\":\"compiler-artifact\",\"filenames\":[\"{}\"],\"fresh\":true}}'\n",
-                release.join(f).display()
-            )
-        })
-        .collect();
-    let cargo = bin.join("cargo");
-    std::fs::write(&cargo, format!("#!/bin/sh\n{report}")).unwrap();
-    let exec = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
-    std::fs::set_permissions(&cargo, exec).unwrap();
+    let path = stand_in_cargo(&dir, &release, Libsde::Present);
     let prefix = dir.join("prefix");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let out = Command::new(root().join("scripts/install")).arg(&prefix).env("PATH", path).output().unwrap();
     assert!(out.status.success(), "install failed: {}", String::from_utf8_lossy(&out.stderr));
     for (installed, f) in [
@@ -222,6 +202,91 @@ fn install_takes_the_files_from_where_cargo_built_them() {
             got.len(),
             release.display()
         );
+    }
+}
+
+/// Whether the stand-in cargo of [`stand_in_cargo`] finds PAPI's libsde.
+#[derive(Clone, Copy, PartialEq)]
+enum Libsde {
+    Present,
+    Missing,
+}
+
+/// A stand-in `cargo` in `dir/bin` that reports, as cargo does in its JSON messages, the files it
+/// "built" in `release` (libaar.so, aar, libugni.so, libpmi.so, each holding `built by cargo:
+/// NAME`). With libsde missing, a build of aar-emu fails as its link does without libsde. The PATH
+/// that finds it first.
+fn stand_in_cargo(dir: &Path, release: &Path, libsde: Libsde) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(release).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let built = ["libaar.so", "aar", "libugni.so", "libpmi.so"];
+    for f in built {
+        std::fs::write(release.join(f), format!("built by cargo: {f}\n")).unwrap();
+    }
+    let report: String = built
+        .iter()
+        .map(|f| {
+            format!(
+                "printf '%s\\n' '{{\"reason\":\"compiler-artifact\",\"filenames\":[\"{}\"],\"fresh\":true}}'\n",
+                release.join(f).display()
+            )
+        })
+        .collect();
+    let missing = match libsde {
+        Libsde::Present => "",
+        Libsde::Missing => {
+            "case \" $* \" in *' aar-emu '*) echo 'error: linking with `cc` failed: unable to find library -lsde' >&2; exit 101 ;; esac\n"
+        }
+    };
+    std::fs::write(bin.join("cargo"), format!("#!/bin/sh\n{missing}{report}")).unwrap();
+    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// Installing again over an earlier install, where PAPI's libsde is missing this time (another
+/// host, a module not loaded): the earlier install's emulation kit stayed in PREFIX/emu, built
+/// from the older sources, beside this version's libaar.so, while the note said only that the kit
+/// "was not built". The kit's files go, and the note says so; a file of someone else's in
+/// PREFIX/emu stays, and is named.
+#[test]
+fn an_install_without_libsde_removes_an_earlier_installs_emulation_kit() {
+    let dir = scratch("packaging-stale-kit");
+    let release = dir.join("release");
+    let install_with = |libsde, prefix: &Path| {
+        let path = stand_in_cargo(&dir, &release, libsde);
+        let out = Command::new(root().join("scripts/install")).arg(prefix).env("PATH", path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "install failed: {stderr}");
+        stderr
+    };
+    for other in [None, Some("lib/libmine.so")] {
+        let prefix = dir.join(format!("prefix-{}", other.is_some()));
+        let emu = prefix.join("emu");
+        install_with(Libsde::Present, &prefix);
+        assert!(emu.join("lib/pkgconfig/cray-ugni.pc").exists(), "the first install has the kit");
+        if let Some(other) = other {
+            std::fs::write(emu.join(other), "not aar's\n").unwrap();
+        }
+        let stderr = install_with(Libsde::Missing, &prefix);
+        let mut said = format!(
+            "was not built (see above; it needs PAPI's libsde, e.g. Debian's libpapi-dev); the kit an earlier \
+             install left in {}, out of date now, was removed",
+            emu.display()
+        );
+        match other {
+            None => {
+                said += "; everything else is installed.";
+                assert!(!emu.exists(), "{} is left: {:?}", emu.display(), walk(&emu));
+            }
+            Some(other) => {
+                said += &format!(" ({} keeps the files the install did not put there)", emu.display());
+                assert_eq!(walk(&emu), [emu.join(other), emu.join("lib")], "only the other file is left");
+            }
+        }
+        assert!(stderr.contains(&said), "no {said:?} in:\n{stderr}");
+        assert!(prefix.join("lib/libaar.so").exists() && prefix.join("bin/aar").exists(), "{stderr}");
     }
 }
 
