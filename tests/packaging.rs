@@ -634,6 +634,63 @@ fn a_record_folder_in_tmp_that_another_user_can_control_is_not_used() {
     }
 }
 
+/// A relative $SCRATCH or $HOME (`SCRATCH=scratch module load aar`, a batch system's relative
+/// one) gave a relative AAR_OUTPUT_DIR: the module made the folder under the one it was loaded in,
+/// while each process writes under the folder it starts in, and nobody was told. It is skipped
+/// for the next choice ($HOME, then /tmp), with one line on load, the same from both modulefiles,
+/// naming the variable, its value, where records go and the fix; the unload takes it all back.
+#[test]
+fn a_relative_scratch_or_home_is_not_used_for_records() {
+    let _turn = TMP_FOLDERS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("packaging-relative");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let (me, _) = tmp_users();
+    let tmp = std::path::PathBuf::from(format!("/tmp/aar-records-{me}"));
+    let mut made = Made(if tmp.symlink_metadata().is_err() { vec![tmp.clone()] } else { vec![] });
+    for flavour in ["lmod", "tcl"] {
+        let script = format!(
+            "source {LMOD_INIT}\n\
+             module use {prefix}/modulefiles/{flavour}\n\
+             module load aar || exit 3\n\
+             echo \"dir=$AAR_OUTPUT_DIR\"; module unload aar; echo \"after=[$AAR_OUTPUT_DIR]\"\n",
+            prefix = prefix.display()
+        );
+        let said = |name: &str, value: &str, to: &str| {
+            format!(
+                "aar: {name} is a relative path ({value}), which each process would take from the folder it \
+                 starts in, so records go to {to} instead. Set {name} to an absolute path (such as {}/{value}), \
+                 or export AAR_OUTPUT_DIR, then module reload aar.\n",
+                work.display()
+            )
+        };
+        // A relative SCRATCH: $HOME/aar-records.
+        let (stdout, stderr) = login_shell(&script, &dir, &work, &[("SCRATCH", Path::new("scratch"))], flavour);
+        let home = dir.join("aar-records");
+        let want = format!("dir={}\nafter=[]\n", home.display());
+        assert!(stdout.contains(&want), "{flavour}: no {want:?} in:\n{stdout}\n{stderr}");
+        assert!(home.is_dir(), "{flavour}: {} was not made", home.display());
+        let line = said("SCRATCH", "scratch", home.to_str().unwrap());
+        assert_eq!(stderr.matches(&line).count(), 1, "{flavour}: no {line:?} in:\n{stderr}");
+        assert_eq!(stderr.matches("aar: ").count(), 1, "{flavour}: one line: {stderr}");
+        // A relative HOME as well: /tmp/aar-records-UID (or the private folder beside it).
+        let env = [("SCRATCH", Path::new("./scratch/")), ("HOME", Path::new("home"))];
+        let (stdout, stderr) = login_shell(&script, &dir, &work, &env, flavour);
+        let used = stdout.lines().find_map(|l| l.strip_prefix("dir=")).unwrap_or_default().to_string();
+        made.0.push(used.clone().into());
+        assert!(used.starts_with(tmp.to_str().unwrap()), "{flavour}: {stdout}\n{stderr}");
+        assert!(stdout.contains("after=[]\n"), "{flavour}: {stdout}");
+        for line in [said("SCRATCH", "./scratch/", &used), said("HOME", "home", &used)] {
+            assert_eq!(stderr.matches(&line).count(), 1, "{flavour}: no {line:?} in:\n{stderr}");
+        }
+        let left: Vec<_> = std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "{flavour}: the module made {left:?} in the folder it was loaded in");
+    }
+}
+
 /// A program built with AddressSanitizer (a user's debug build, started from the same batch
 /// script as the job) runs with the module loaded: ASan refuses to start when a library is
 /// preloaded before its runtime, unless told that this one may be. Its checks still work (an
