@@ -101,3 +101,31 @@ fn the_repositorys_own_header_gives_the_assumed_table() {
     let d = discover(&var, &|p| p.is_file(), &|p| std::fs::read_to_string(p));
     assert_eq!(d.table.map(|t| t.0), Some(RoutingTable::ASSUMED));
 }
+
+#[test]
+fn an_enumerator_the_build_cannot_use_is_named_with_its_line_and_the_ways_around_it() {
+    let refused = |header: String| {
+        let d = site(&[("AAR_DMAPP_H", "/site/dmapp.h")], &[("/site/dmapp.h", &header)]).discover();
+        assert!(d.table.is_none(), "{}", d.message);
+        assert!(!d.message.contains('\n'), "a build warning is one line: {}", d.message);
+        for part in ["/site/dmapp.h", "AAR_DMAPP_ROUTING when libaar.so runs", "point AAR_DMAPP_H at another dmapp.h"] {
+            assert!(d.message.contains(part), "{part:?} in {}", d.message);
+        }
+        d.message
+    };
+    // A shift: line 5 of the header, with a comma inside a comment before it.
+    let header = ARIES_HEADER
+        .replace("DMAPP_ROUTING_ADAPTIVE = 4,", "/* shifted, as a site might */ DMAPP_ROUTING_ADAPTIVE = 1 << 2,");
+    let m = refused(header);
+    assert!(m.contains("at line 5, `DMAPP_ROUTING_ADAPTIVE = 1 << 2`: "), "{m}");
+    assert!(m.contains("not a number or an earlier enumerator"), "{m}");
+    // The last enumerator, above 255, without a comma after it.
+    let m = refused(ARIES_HEADER.replace("DMAPP_ROUTING_ADAPTIVE_3\n", "DMAPP_ROUTING_ADAPTIVE_3 = 0x100\n"));
+    assert!(m.contains("at line 8, `DMAPP_ROUTING_ADAPTIVE_3 = 0x100`: a routing value is above 255"), "{m}");
+    // An implicit value above 255, its entry spread over two lines.
+    let m = refused(ARIES_HEADER.replace("DMAPP_ROUTING_ADAPTIVE = 4,", "DMAPP_ROUTING_ADAPTIVE =\n        255,"));
+    assert!(m.contains("at line 7, `DMAPP_ROUTING_ADAPTIVE_1`: a routing value is above 255"), "{m}");
+    // An error about no one enumerator names none, and still says what to do.
+    let m = refused("enum { DMAPP_ROUTING_ADAPTIVE = 9 };".to_string());
+    assert!(m.contains("ADAPTIVE_1") && !m.contains("at line"), "{m}");
+}

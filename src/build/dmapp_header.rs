@@ -6,7 +6,7 @@
 //! sets. The header's `DMAPP_ROUTING_*` enumerators become the routing table libaar.so uses
 //! unless `AAR_DMAPP_ROUTING` is set at run time.
 
-use aar_abi::dmapp::RoutingTable;
+use aar_abi::dmapp::{HeaderError, RoutingTable};
 use std::path::{Path, PathBuf};
 
 /// The variable that names the header itself.
@@ -76,9 +76,18 @@ pub fn discover(
         };
     };
     let shown = path.display();
-    let table = read(&path)
-        .map_err(|e| format!("cannot be read ({e})"))
-        .and_then(|text| RoutingTable::from_c_header(&text).map_err(|e| format!("gives no DMAPP routing table ({e})")));
+    // What to do instead: the table at run time, or another header at build time.
+    let instead = format!(
+        "Give the site's values in AAR_DMAPP_ROUTING when libaar.so runs (one NAME=VALUE for each \
+         DMAPP_ROUTING_ name, separated by commas: IN_ORDER=...,ADAPTIVE_3=...), or point {HEADER_VARIABLE} at another dmapp.h"
+    );
+    let table = match read(&path) {
+        Err(e) => Err(format!("cannot be read ({e})")),
+        Ok(text) => RoutingTable::from_c_header(&text).map_err(|e| match enumerator_at_fault(&text, e) {
+            Some((line, item)) => format!("gives no DMAPP routing table: at line {line}, `{item}`: {e}"),
+            None => format!("gives no DMAPP routing table ({e})"),
+        }),
+    };
     match table {
         Ok(table) => Discovery {
             message: format!("DMAPP routing table from {shown} (found through {variable}): {table}"),
@@ -86,9 +95,45 @@ pub fn discover(
         },
         Err(why) => Discovery {
             table: None,
-            message: format!(
-                "{shown} (found through {variable}) {why}; {assumed}. Point {HEADER_VARIABLE} at the site's dmapp.h."
-            ),
+            message: format!("{shown} (found through {variable}) {why}; {assumed}. {instead}."),
         },
     }
+}
+
+/// Characters of an enumerator's text a message shows at most.
+const SHOWN_CHARS: usize = 80;
+
+/// The line (from 1) and text of the enumerator [`RoutingTable::from_c_header`] refused, for its
+/// errors about one enumerator (a value it cannot evaluate, or above 255). The reader is asked
+/// again about the header cut after each comma of the enum and closed with `}`: the first cut
+/// that fails the same way ends with the enumerator at fault, so the reader stays the one
+/// parser of the header.
+fn enumerator_at_fault(text: &str, error: HeaderError) -> Option<(usize, String)> {
+    if !matches!(error, HeaderError::Unevaluable | HeaderError::TooLarge) {
+        return None;
+    }
+    let first = text.find("DMAPP_ROUTING_")?;
+    let cuts = text[first..].match_indices([',', '}']).map(|(i, _)| first + i);
+    let mut from = first;
+    for end in cuts {
+        if RoutingTable::from_c_header(&format!("{}}}", &text[..end])) == Err(error) {
+            // Its name: the last word before the `=` (or of the whole entry), preferring a
+            // DMAPP_ROUTING_ one to a word of a comment.
+            let entry = &text[from..end];
+            let head = entry.split('=').next().unwrap_or(entry);
+            let mut words = head.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty());
+            let name = words.clone().find(|w| w.starts_with("DMAPP_ROUTING_")).or_else(|| words.next())?;
+            let start = from + (name.as_ptr() as usize - head.as_ptr() as usize);
+            let line = text[..start].matches('\n').count() + 1;
+            // On one line (a build warning is one line), cut if long.
+            let item = text[start..end].split_whitespace().collect::<Vec<_>>().join(" ");
+            let shown = match item.char_indices().nth(SHOWN_CHARS) {
+                Some((cut, _)) => format!("{}…", &item[..cut]),
+                None => item,
+            };
+            return Some((line, shown));
+        }
+        from = end + 1;
+    }
+    None
 }
