@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use aar_abi::*;
 
-use crate::cq_entry::{entry_with_ids, is_remote, status, ty, MSG_MASK, TYPE_POST};
+use crate::cq_entry::{entry_with_ids, is_remote, overrun, status, ty, MSG_MASK, OVERRUN_ENTRY, TYPE_POST};
 use crate::shm::{self, Ring, NO_RING};
 
 pub struct Cq {
@@ -153,14 +153,19 @@ impl Cq {
         self.ready.notify_all();
     }
 
-    /// Takes the next event if there is one (`Err(rc)` otherwise).
+    /// Takes the next event if there is one (`Err(rc)` otherwise); once after an overrun,
+    /// [`OVERRUN_ENTRY`] instead, which [`Cq::finish`] returns with GNI_RC_ERROR_RESOURCE.
     fn take(&self, s: &mut CqState) -> Result<u64, GniReturn> {
         let ev = match self.ring {
-            Some((ring, _)) => ring.take().map(|(entry, descr)| Event { entry, descr: descr as usize })?,
+            Some((ring, _)) => match ring.take() {
+                Ok((entry, descr)) => Event { entry, descr: descr as usize },
+                Err(GNI_RC_ERROR_RESOURCE) => return Ok(OVERRUN_ENTRY),
+                Err(rc) => return Err(rc),
+            },
             None if s.overrun => {
                 // Reported once; the CQ stays usable afterwards.
                 s.overrun = false;
-                return Err(GNI_RC_ERROR_RESOURCE);
+                return Ok(OVERRUN_ENTRY);
             }
             None => s.events.pop_front().ok_or(GNI_RC_NOT_DONE)?,
         };
@@ -174,7 +179,12 @@ impl Cq {
         Ok(ev.entry)
     }
 
+    /// The entry and code GetEvent/WaitEvent give: the overrun report without the handler (it
+    /// is no event), any other entry after it.
     fn finish(&self, entry: u64) -> (u64, GniReturn) {
+        if overrun(entry) {
+            return (entry, GNI_RC_ERROR_RESOURCE);
+        }
         let mut e = entry;
         if let Some(h) = self.handler {
             // SAFETY: the handler and its context were supplied together by the caller of
@@ -232,7 +242,7 @@ impl Cq {
 
     /// The descriptor of a local POST event already taken from this CQ.
     pub fn get_completed(&self, entry: u64) -> Option<usize> {
-        if ty(entry) != TYPE_POST || is_remote(entry) {
+        if ty(entry) != TYPE_POST || is_remote(entry) || overrun(entry) {
             return None;
         }
         let id = (entry & MSG_MASK) as u32;
@@ -253,7 +263,7 @@ impl Drop for Cq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cq_entry::{inst_id, remote_post_entry};
+    use crate::cq_entry::{data, inst_id, remote_post_entry};
 
     #[test]
     fn full_cq_refuses_reservations_and_overruns_remote_events() {
@@ -262,7 +272,7 @@ mod tests {
         assert!(!cq.reserve(1));
         cq.push_post_completion(5, 0x1000);
         cq.push_unreserved(remote_post_entry(1)); // one slot still reserved: overrun
-        assert_eq!(cq.get_event().unwrap_err(), GNI_RC_ERROR_RESOURCE);
+        assert_eq!(cq.get_event(), Ok((OVERRUN_ENTRY, GNI_RC_ERROR_RESOURCE)));
         let (e, rc) = cq.get_event().unwrap();
         assert_eq!((rc, inst_id(e)), (GNI_RC_SUCCESS, 5));
         assert_eq!(cq.get_completed(e), Some(0x1000));
@@ -271,5 +281,25 @@ mod tests {
         assert_eq!(cq.wait_event(0).unwrap_err(), GNI_RC_ERROR_RESOURCE, "non-blocking CQ");
         let blocking = Cq::new(0, 1, true, None, 0);
         assert_eq!(blocking.wait_event(1).unwrap_err(), GNI_RC_TIMEOUT);
+    }
+
+    #[test]
+    fn an_overrun_is_reported_once_with_an_entry_that_says_so_and_completes_nothing() {
+        for blocking in [false, true] {
+            let cq = Cq::new(0, 1, blocking, None, 0);
+            assert!(cq.reserve(1));
+            cq.push_post_completion(5, 0x1000);
+            let (done, _) = cq.get_event().unwrap(); // completion id 0 awaits GNI_GetCompleted
+            cq.push_unreserved(remote_post_entry(1));
+            cq.push_unreserved(remote_post_entry(2)); // a CQ of one entry: overrun
+            let got = if blocking { cq.wait_event(0) } else { cq.get_event() };
+            assert_eq!(got, Ok((OVERRUN_ENTRY, GNI_RC_ERROR_RESOURCE)), "blocking: {blocking}");
+            assert!(overrun(OVERRUN_ENTRY) && status(OVERRUN_ENTRY) == 0);
+            assert_eq!(cq.get_completed(OVERRUN_ENTRY), None, "it is no post's completion");
+            assert_eq!(cq.get_completed(done), Some(0x1000));
+            let (e, rc) = cq.get_event().unwrap(); // then the event the CQ kept
+            assert_eq!((rc, data(e), overrun(e)), (GNI_RC_SUCCESS, 1, false));
+            assert_eq!(cq.get_event(), Err(GNI_RC_NOT_DONE));
+        }
     }
 }

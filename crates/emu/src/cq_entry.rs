@@ -4,7 +4,9 @@
 //! ```text
 //!  63..62  type      GNI_CQ_EVENT_TYPE_POST (0) or GNI_CQ_EVENT_TYPE_SMSG (1)
 //!  61      remote    1: delivered to a destination CQ (remote event, CQ write, SMSG arrival)
-//!  60      overrun   never set on a delivered entry (overrun is reported by the return code)
+//!  60      overrun   set only on the entry GNI_CqGetEvent/GNI_CqWaitEvent write with
+//!                    GNI_RC_ERROR_RESOURCE when the CQ overran (every other bit 0); never on a
+//!                    delivered event
 //!  59..56  status    0 = OK (the emulator never produces failed transfers)
 //!  55..0   payload, by kind:
 //!    remote POST event (PUT/GET/AMO with REMOTE_EVENT, CQ write):
@@ -40,6 +42,12 @@ pub fn entry_with_ids(ty: u64, remote: bool, inst_id: u32, msg_id: u32) -> u64 {
         | ((inst_id as u64 & INST_MASK) << INST_SHIFT)
         | msg_id as u64
 }
+
+/// What GNI_CqGetEvent and GNI_CqWaitEvent write with GNI_RC_ERROR_RESOURCE after events were
+/// lost: `GNI_CQ_OVERRUN` is 1 on it, and it is no event (GNI_GetCompleted finds no descriptor
+/// for it). gni_pub.h leaves the entry undefined on that code; Cray's own kernel-side code
+/// asserts the overrun bit on it (docs/abi.md, section 1.5).
+pub const OVERRUN_ENTRY: u64 = OVERRUN_BIT;
 
 /// A remote POST event carrying 48 bits of data.
 pub fn remote_post_entry(data: u64) -> u64 {
@@ -124,7 +132,7 @@ pub fn describe(e: u64) -> String {
     };
     let side = if is_remote(e) { "remote" } else { "local" };
     match status(e) {
-        0 if overrun(e) => format!("{side} {kind} event: CQ overrun, events were lost"),
+        0 if overrun(e) => "CQ overrun: events were lost, this entry is none of them".to_string(),
         0 => format!("{side} {kind} event: status OK, no error"),
         s => format!("{side} {kind} event: error status {s:#x}, which the emulator never produces"),
     }
@@ -167,5 +175,6 @@ mod tests {
         assert_eq!(describe(bad), "local POST event: error status 0x5, which the emulator never produces");
         assert_eq!(recoverable(bad), None);
         assert!(describe(remote_post_entry(1)).starts_with("remote POST event"));
+        assert_eq!(describe(OVERRUN_ENTRY), "CQ overrun: events were lost, this entry is none of them");
     }
 }
