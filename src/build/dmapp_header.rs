@@ -104,36 +104,18 @@ pub fn discover(
 const SHOWN_CHARS: usize = 80;
 
 /// The line (from 1) and text of the enumerator [`RoutingTable::from_c_header`] refused, for its
-/// errors about one enumerator (a value it cannot evaluate, or above 255). The reader is asked
-/// again about the header cut after each comma of the enum and closed with `}`: the first cut
-/// that fails the same way ends with the enumerator at fault, so the reader stays the one
-/// parser of the header.
+/// errors about one enumerator (a value it cannot evaluate, or above 255), which say where it
+/// starts in `text`.
 fn enumerator_at_fault(text: &str, error: HeaderError) -> Option<(usize, String)> {
-    if !matches!(error, HeaderError::Unevaluable | HeaderError::TooLarge) {
-        return None;
-    }
-    let first = text.find("DMAPP_ROUTING_")?;
-    let cuts = text[first..].match_indices([',', '}']).map(|(i, _)| first + i);
-    let mut from = first;
-    for end in cuts {
-        if RoutingTable::from_c_header(&format!("{}}}", &text[..end])) == Err(error) {
-            // Its name: the last word before the `=` (or of the whole entry), preferring a
-            // DMAPP_ROUTING_ one to a word of a comment.
-            let entry = &text[from..end];
-            let head = entry.split('=').next().unwrap_or(entry);
-            let mut words = head.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty());
-            let name = words.clone().find(|w| w.starts_with("DMAPP_ROUTING_")).or_else(|| words.next())?;
-            let start = from + (name.as_ptr() as usize - head.as_ptr() as usize);
-            let line = text[..start].matches('\n').count() + 1;
-            // On one line (a build warning is one line), cut if long.
-            let item = text[start..end].split_whitespace().collect::<Vec<_>>().join(" ");
-            let shown = match item.char_indices().nth(SHOWN_CHARS) {
-                Some((cut, _)) => format!("{}…", &item[..cut]),
-                None => item,
-            };
-            return Some((line, shown));
-        }
-        from = end + 1;
-    }
-    None
+    let (HeaderError::Unevaluable { at } | HeaderError::TooLarge { at }) = error else { return None };
+    let entry = text.get(at..)?;
+    let end = entry.find([',', '}']).unwrap_or(entry.len());
+    let line = text[..at].matches('\n').count() + 1;
+    // On one line (a build warning is one line), cut if long.
+    let item = entry[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown = match item.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}…", &item[..cut]),
+        None => item,
+    };
+    Some((line, shown))
 }

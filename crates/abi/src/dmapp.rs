@@ -385,9 +385,9 @@ impl RoutingTable {
         let close = open + text[open..].find('}').ok_or(HeaderError::NoRoutingEnum)?;
         let mut table = RoutingTable([None; 7]);
         let mut next: u64 = 0;
-        let mut body = Uncommented::new(&text[open + 1..close]);
+        let mut body = Uncommented::new(&text[open + 1..close], open + 1);
         let mut item = [0u8; 128];
-        while let Some(len) = body.next_item(&mut item) {
+        while let Some((len, at)) = body.next_item(&mut item) {
             let item = core::str::from_utf8(&item[..len]).map_err(|_| HeaderError::Unreadable)?.trim();
             if item.is_empty() {
                 continue;
@@ -405,11 +405,11 @@ impl RoutingTable {
                             Routing::ALL.into_iter().find(|r| v.strip_prefix("DMAPP_ROUTING_") == Some(r.name()))?;
                         table.value(r).map(u64::from)
                     })
-                    .ok_or(HeaderError::Unevaluable)?,
+                    .ok_or(HeaderError::Unevaluable { at })?,
             };
             next = value.saturating_add(1);
             if let Some(r) = Routing::ALL.into_iter().find(|r| name.strip_prefix("DMAPP_ROUTING_") == Some(r.name())) {
-                let v = u8::try_from(value).map_err(|_| HeaderError::TooLarge)?;
+                let v = u8::try_from(value).map_err(|_| HeaderError::TooLarge { at })?;
                 table.0[r.index()] = Some(v);
             }
         }
@@ -434,20 +434,25 @@ fn parse_c_integer(text: &str) -> Option<u64> {
 /// `no_std` without `alloc`).
 struct Uncommented<'a> {
     rest: &'a [u8],
+    /// Where `rest` ends in the header's text, so that an item's place in it is known.
+    end: usize,
 }
 
 impl<'a> Uncommented<'a> {
-    fn new(body: &'a str) -> Self {
-        Self { rest: body.as_bytes() }
+    /// The body of an enum that starts `at` bytes into the header's text.
+    fn new(body: &'a str, at: usize) -> Self {
+        Self { rest: body.as_bytes(), end: at + body.len() }
     }
 
-    /// Copies the next comma-separated item into `out` (comments dropped); its length, or `None`
-    /// at the end. An item longer than `out` is cut, which makes it fail to parse.
-    fn next_item(&mut self, out: &mut [u8]) -> Option<usize> {
+    /// Copies the next comma-separated item into `out` (comments dropped); its length and where
+    /// its first character other than a blank is in the header's text, or `None` at the end. An
+    /// item longer than `out` is cut, which makes it fail to parse.
+    fn next_item(&mut self, out: &mut [u8]) -> Option<(usize, usize)> {
         if self.rest.is_empty() {
             return None;
         }
         let mut len = 0;
+        let mut at = None;
         while let Some((&c, tail)) = self.rest.split_first() {
             if self.rest.starts_with(b"/*") {
                 let end = self.rest[2..].windows(2).position(|w| w == b"*/").map_or(self.rest.len(), |p| p + 4);
@@ -459,6 +464,9 @@ impl<'a> Uncommented<'a> {
                 self.rest = &self.rest[end..];
                 continue;
             }
+            if at.is_none() && !c.is_ascii_whitespace() && c != b',' {
+                at = Some(self.end - self.rest.len());
+            }
             self.rest = tail;
             if c == b',' {
                 break;
@@ -468,7 +476,7 @@ impl<'a> Uncommented<'a> {
                 len += 1;
             }
         }
-        Some(len)
+        Some((len, at.unwrap_or(self.end - self.rest.len())))
     }
 }
 
@@ -480,9 +488,15 @@ pub enum HeaderError {
     /// The enum's text is not UTF-8.
     Unreadable,
     /// An enumerator's value is an expression this reader does not evaluate.
-    Unevaluable,
+    Unevaluable {
+        /// Where the enumerator starts, in bytes into the header's text.
+        at: usize,
+    },
     /// A routing value does not fit the attribute's byte.
-    TooLarge,
+    TooLarge {
+        /// Where the enumerator starts, in bytes into the header's text.
+        at: usize,
+    },
     /// The values found do not make a usable table.
     Table(RoutingTableError),
 }
@@ -492,8 +506,8 @@ impl fmt::Display for HeaderError {
         match self {
             Self::NoRoutingEnum => f.write_str("no enum with DMAPP_ROUTING_* enumerators"),
             Self::Unreadable => f.write_str("the routing enum is not UTF-8 text"),
-            Self::Unevaluable => f.write_str("an enumerator's value is not a number or an earlier enumerator"),
-            Self::TooLarge => f.write_str("a routing value is above 255"),
+            Self::Unevaluable { .. } => f.write_str("an enumerator's value is not a number or an earlier enumerator"),
+            Self::TooLarge { .. } => f.write_str("a routing value is above 255"),
             Self::Table(e) => write!(f, "the routing enum is not usable: {e}"),
         }
     }
@@ -1063,9 +1077,13 @@ mod tests {
         assert_eq!(RoutingTable::from_c_header(include_str!("../../../cabi/dmapp.h")), Ok(RoutingTable::ASSUMED));
         assert_eq!(RoutingTable::from_c_header("int x;"), Err(HeaderError::NoRoutingEnum));
         let bad = "enum { DMAPP_ROUTING_ADAPTIVE = 1 << 2 };";
-        assert_eq!(RoutingTable::from_c_header(bad), Err(HeaderError::Unevaluable));
+        assert_eq!(RoutingTable::from_c_header(bad), Err(HeaderError::Unevaluable { at: 7 }), "where it starts");
+        let commented =
+            "enum {\n  /* 1, 2 */ DMAPP_ROUTING_IN_ORDER = 0, // x, y\n  DMAPP_ROUTING_ADAPTIVE = 1 << 2\n};";
+        let at = commented.find("DMAPP_ROUTING_ADAPTIVE").unwrap();
+        assert_eq!(RoutingTable::from_c_header(commented), Err(HeaderError::Unevaluable { at }), "past comments");
         let big = "enum { DMAPP_ROUTING_ADAPTIVE = 300 };";
-        assert_eq!(RoutingTable::from_c_header(big), Err(HeaderError::TooLarge));
+        assert_eq!(RoutingTable::from_c_header(big), Err(HeaderError::TooLarge { at: 7 }));
     }
 
     #[test]
