@@ -512,6 +512,44 @@ fn a_job_past_its_time_limit_is_ended() {
     }
 }
 
+/// A signal ignored when `aar run` starts (`nohup aar run`, `aar run &` in a script) stays
+/// ignored, by the launcher and by its ranks: a hangup does not end a job started under nohup.
+#[test]
+fn signals_ignored_when_the_launcher_starts_stay_ignored() {
+    use std::os::unix::process::CommandExt;
+    let scratch = tempfile::tempdir().unwrap();
+    let go = scratch.path().join("go");
+    let script = format!(
+        "grep SigIgn /proc/self/status; echo ready; while [ ! -e {} ]; do sleep 0.05; done; echo done",
+        go.display()
+    );
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "--time", "1:00", "--", "sh", "-c", &script]);
+    // SAFETY: signal is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            libc::signal(libc::SIGUSR1, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let job = Job::spawn(cmd);
+    job.expect_lines(2, "ready");
+    job.signal(libc::SIGHUP);
+    job.signal(libc::SIGUSR1);
+    std::fs::write(&go, "").unwrap();
+    let (st, err, out) = job.finish_with_output();
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert!(!err.contains("got SIGHUP") && !err.contains("got SIGUSR1"), "{err}");
+    // SIGHUP is bit 0 of the mask, SIGUSR1 bit 9: 0x201.
+    let masks: Vec<&str> = out.lines().filter(|l| l.starts_with("SigIgn:")).collect();
+    assert_eq!(masks.len(), 2, "{out}");
+    for m in masks {
+        let mask = u64::from_str_radix(m.trim_start_matches("SigIgn:").trim(), 16).unwrap();
+        assert_eq!(mask & 0x201, 0x201, "a rank's {m}");
+    }
+}
+
 /// The bytes of a rank's file in the job folder, as `aar run`'s capacity check counts them
 /// (crates/cli/src/run/capacity.rs, RANK_FILE_BYTES).
 const RANK_FILE_BYTES: u64 = 8_851_592;
@@ -689,7 +727,6 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
         "{err}"
     );
     assert!(out.stdout.is_empty() && err.contains("left:\n"), "{err}");
-
     // Open files: a socket per rank. A soft limit too low is raised (the ranks get it back); a
     // hard limit too low refuses the job.
     let ranks_see = "test $(ulimit -n) = 40 || echo rank sees $(ulimit -n)";
@@ -737,6 +774,8 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
 struct Job {
     child: std::process::Child,
     lines: std::sync::mpsc::Receiver<String>,
+    /// Lines [`Job::expect_lines`] passed over.
+    skipped: std::cell::RefCell<Vec<String>>,
 }
 
 impl Job {
@@ -757,7 +796,12 @@ impl Job {
                 cmd.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
             },
         }
-        let mut child = cmd.spawn().unwrap();
+        Job::spawn(cmd)
+    }
+
+    /// `cmd` started with its stdout and stderr piped, stdout read line by line on a thread.
+    fn spawn(mut cmd: Command) -> Job {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -767,14 +811,15 @@ impl Job {
                 }
             }
         });
-        Job { child, lines }
+        Job { child, lines, skipped: Default::default() }
     }
 
     fn pid(&self) -> libc::pid_t {
         self.child.id() as libc::pid_t
     }
 
-    /// Wait up to 30 s for `n` lines that start with `prefix` (other lines are skipped).
+    /// Wait up to 30 s for `n` lines that start with `prefix` (other lines are kept for
+    /// [`Job::finish_with_output`]).
     fn expect_lines(&self, n: usize, prefix: &str) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let mut seen = 0;
@@ -782,7 +827,7 @@ impl Job {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) if line.starts_with(prefix) => seen += 1,
-                Ok(_) => {}
+                Ok(line) => self.skipped.borrow_mut().push(line),
                 Err(e) => panic!("{seen} of {n} lines \"{prefix}...\" within 30 s ({e})"),
             }
         }
@@ -793,8 +838,24 @@ impl Job {
         assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0);
     }
 
+    /// As [`Job::finish`], and the stdout lines [`Job::expect_lines`] did not take (read to the
+    /// end of the output, up to 30 s).
+    fn finish_with_output(mut self) -> (std::process::ExitStatus, String, String) {
+        let (st, err) = self.wait_for_exit();
+        let mut out = self.skipped.take();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            out.push(line);
+        }
+        (st, err, out.join("\n"))
+    }
+
     /// Wait up to 60 s for the launcher to exit: its status and stderr.
     fn finish(mut self) -> (std::process::ExitStatus, String) {
+        self.wait_for_exit()
+    }
+
+    fn wait_for_exit(&mut self) -> (std::process::ExitStatus, String) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {

@@ -24,7 +24,8 @@
 //!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that ended, or closed its
 //!   PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the job with
 //!   exit status 1: that barrier can never complete. SIGINT, SIGTERM, SIGHUP or SIGQUIT to `aar run` is
-//!   forwarded to the ranks the same way ([`signals`]). A time limit ([`time`]: `--time`,
+//!   forwarded to the ranks the same way ([`signals`]); one that was ignored when `aar run` started
+//!   (nohup) stays ignored, by the launcher and the ranks. A time limit ([`time`]: `--time`,
 //!   `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with exit status
 //!   124; the time the job was stopped does not count. Processes the ranks leave running end with
 //!   the job (the launcher is their subreaper), and ranks end with a launcher killed by SIGKILL.

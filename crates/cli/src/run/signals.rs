@@ -50,8 +50,9 @@ pub struct SignalPipe {
 }
 
 impl SignalPipe {
-    /// Install the handlers for SIGCHLD, [`ENDING`], [`FORWARDED`] and [`JOB_CONTROL`]. Ranks
-    /// started after this get the default dispositions back at exec.
+    /// Install the handlers for SIGCHLD, [`ENDING`], [`FORWARDED`] and [`JOB_CONTROL`]; a signal of
+    /// [`ENDING`] or [`FORWARDED`] that is already ignored stays ignored. Ranks started after this
+    /// get the default dispositions back at exec, and the ignored ones stay ignored.
     pub fn install() -> std::io::Result<Self> {
         let mut fds = [0; 2];
         // SAFETY: fds is a valid array of two ints for pipe2 to fill.
@@ -64,6 +65,12 @@ impl SignalPipe {
         WRITE_END.store(write_end.as_raw_fd(), Ordering::Relaxed);
         std::mem::forget(write_end);
         for sig in ENDING.into_iter().chain(FORWARDED).chain(JOB_CONTROL).chain([libc::SIGCHLD]) {
+            // A signal ignored when aar run started (`nohup aar run`, a background job of a shell
+            // without job control ignores SIGINT and SIGQUIT) stays ignored, here and, through
+            // exec, in the ranks: whoever started the job asked that it not end by it.
+            if (ENDING.contains(&sig) || FORWARDED.contains(&sig)) && ignored(sig) {
+                continue;
+            }
             handle(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t)?;
         }
         Ok(SignalPipe { read_end: std::fs::File::from(read_end) })
@@ -99,6 +106,16 @@ fn handle(sig: libc::c_int, handler: libc::sighandler_t) -> std::io::Result<()> 
         }
     }
     Ok(())
+}
+
+/// Whether `sig` is ignored (SIG_IGN) in this process.
+fn ignored(sig: libc::c_int) -> bool {
+    // SAFETY: sigaction with a NULL new action only reads the disposition into a zeroed, valid
+    // sigaction.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 /// Whether a SIGCONT came after the last SIGTSTP: the stop it asked for is already over.
