@@ -512,6 +512,28 @@ fn a_job_past_its_time_limit_is_ended() {
     }
 }
 
+/// A stderr that cannot be written (`aar run ... 2>&1 | head` once head is gone) loses the
+/// launcher's lines, nothing else: it still ends the job with the failing rank's code and ends
+/// what the ranks left running, instead of dying of the write (a panic, exit status 101) and
+/// leaving them running.
+#[test]
+fn a_closed_stderr_does_not_stop_the_launcher_from_ending_the_job() {
+    let tag = std::process::id() % 100_000;
+    let left = format!("7{tag:05}1");
+    let (reader, writer) = std::io::pipe().unwrap();
+    // Closed before the launcher starts: each of its writes to stderr fails (EPIPE).
+    drop(reader);
+    let script = format!("sleep {left} & exit $((PMI_RANK + 3))");
+    let st = aar_within_60_s()
+        .args(["run", "-n", "2", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert!(matches!(st.code(), Some(3 | 4)), "{st}");
+    assert_eq!(gone_within_10_s(&left), [], "processes the ranks left outlived the job");
+}
+
 /// A signal ignored when `aar run` starts (`nohup aar run`, `aar run &` in a script) stays
 /// ignored, by the launcher and by its ranks: a hangup does not end a job started under nohup.
 #[test]

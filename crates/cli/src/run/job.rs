@@ -22,7 +22,7 @@ impl Drop for JobDir {
     fn drop(&mut self) {
         if let Err(e) = std::fs::remove_dir_all(&self.path) {
             if e.kind() != std::io::ErrorKind::NotFound {
-                eprintln!("aar run: cannot remove the job folder {}: {e}; remove it by hand.", self.path.display());
+                say!("aar run: cannot remove the job folder {}: {e}; remove it by hand.", self.path.display());
             }
         }
     }
@@ -46,7 +46,7 @@ fn remove_stale() {
             continue;
         }
         if std::fs::remove_dir_all(entry.path()).is_ok() {
-            eprintln!(
+            say!(
                 "aar run: removed {}, left behind by an aar run (pid {pid}) that no longer runs.",
                 entry.path().display()
             );

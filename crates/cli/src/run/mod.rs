@@ -42,6 +42,16 @@
 //!
 //! Ranks share the launcher's stdout and stderr; rank 0 gets its stdin, the others /dev/null.
 
+/// One line on stderr, as `eprintln!` but without its panic when stderr cannot be written (a
+/// closed pipe: `aar run ... 2>&1 | head`): the line is lost, and the launcher still ends its
+/// ranks and what they left running, and removes the job folder, instead of dying mid-job.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod capacity;
 mod job;
 mod server;
@@ -118,14 +128,14 @@ pub fn run(args: RunArgs) -> i32 {
     let limit = match time::choose(args.time.clone(), env.as_deref()) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("aar run: {e}");
+            say!("aar run: {e}");
             return EXIT_USAGE;
         }
     };
     let program = match crate::program::find_executable(&args.command[0]) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("aar run: {e}; no job was started. {}", e.fix());
+            say!("aar run: {e}; no job was started. {}", e.fix());
             return EXIT_USAGE;
         }
     };
@@ -135,27 +145,27 @@ pub fn run(args: RunArgs) -> i32 {
     {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("aar run: {e}");
+            say!("aar run: {e}");
             return EXIT_CANNOT_START;
         }
     };
     if let Some(warning) = capacity::check_address_space(u64::from(args.ranks)) {
-        eprintln!("aar run: {warning}");
+        say!("aar run: {warning}");
     }
     if let Some(warning) = capacity::check_file_size() {
-        eprintln!("aar run: {warning}");
+        say!("aar run: {warning}");
     }
     let signals = match SignalPipe::install() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("aar run: cannot set up signal handling: {e}; no rank was started.");
+            say!("aar run: cannot set up signal handling: {e}; no rank was started.");
             return EXIT_CANNOT_START;
         }
     };
     let job = match Job::create(args.ranks as usize, args.ranks_per_node as usize) {
         Ok(j) => j,
         Err(e) => {
-            eprintln!("aar run: {e}");
+            say!("aar run: {e}");
             return EXIT_CANNOT_START;
         }
     };
@@ -179,7 +189,7 @@ fn end_leftovers() {
     if left.is_empty() {
         return;
     }
-    eprintln!(
+    say!(
         "aar run: the ranks left {} running (pids {left:?}): SIGTERM, then SIGKILL after {} s, as at the end of a \
          job step.",
         if left.len() == 1 { "1 process".to_string() } else { format!("{} processes", left.len()) },
@@ -202,7 +212,7 @@ fn end_leftovers() {
             return;
         }
         if started.elapsed() >= GRACE * 2 {
-            eprintln!("aar run: processes {left:?} did not end after SIGKILL: left running.");
+            say!("aar run: processes {left:?} did not end after SIGKILL: left running.");
             return;
         }
         if started.elapsed() >= GRACE {
@@ -456,8 +466,8 @@ impl Supervisor {
         }
         let others: Vec<usize> = self.running().into_iter().filter(|&r| Some(r) != by).collect();
         match others.len() {
-            0 => eprintln!("aar run: {why}; the job ends with exit code {code}."),
-            n => eprintln!(
+            0 => say!("aar run: {why}; the job ends with exit code {code}."),
+            n => say!(
                 "aar run: {why}; ending the job with exit code {code}: SIGTERM to the {n} {} still running.",
                 match (n, by.is_some()) {
                     (1, true) => "other rank",
@@ -502,7 +512,7 @@ impl Supervisor {
             if self.kill_at.is_some_and(|t| Instant::now() >= t) && !self.killed {
                 let late = self.running();
                 if !late.is_empty() {
-                    eprintln!(
+                    say!(
                         "aar run: ranks {late:?} did not end within {} s of {}: SIGKILL.",
                         GRACE.as_secs(),
                         signals::name(self.sent)
@@ -552,13 +562,13 @@ impl Supervisor {
         let name = signals::name(sig);
         if self.ending.is_some() {
             // A second request: no more grace.
-            eprintln!("aar run: got {name} again: SIGKILL to the ranks still running.");
+            say!("aar run: got {name} again: SIGKILL to the ranks still running.");
             self.signal_running(libc::SIGKILL);
             self.killed = true;
             return;
         }
         let n = self.running().len();
-        eprintln!(
+        say!(
             "aar run: got {name}: forwarded to the {} still running; the job ends with exit code {}.",
             count(n as u64, "rank", "ranks"),
             128 + sig
@@ -573,7 +583,7 @@ impl Supervisor {
     /// that dies of it ends the job, as any rank killed by a signal).
     fn forward(&mut self, sig: libc::c_int) {
         let n = self.running().len();
-        eprintln!(
+        say!(
             "aar run: got {}: forwarded to the {} still running.",
             signals::name(sig),
             count(n as u64, "rank", "ranks")
@@ -600,7 +610,7 @@ impl Supervisor {
             ),
             _ => String::new(),
         };
-        eprintln!(
+        say!(
             "aar run: got SIGTSTP: SIGSTOP to the {} still running and the processes they started, then aar run \
              stops; SIGCONT (fg or bg in its shell, kill -CONT {}) resumes the job{limit}.",
             count(n as u64, "rank", "ranks"),
@@ -633,7 +643,7 @@ impl Supervisor {
             }
             _ => String::new(),
         };
-        eprintln!(
+        say!(
             "aar run: got SIGCONT after {} stopped: the {} still running go on{limit}.",
             time::show(stopped),
             count(n as u64, "rank", "ranks")
@@ -666,13 +676,13 @@ impl Supervisor {
             match line.parse::<Message>() {
                 Ok(msg) => self.answer(r, &msg),
                 Err(e) => {
-                    eprintln!("aar run: rank {r} sent a line that is not PMI ({e}); it was answered with an error.");
+                    say!("aar run: rank {r} sent a line that is not PMI ({e}); it was answered with an error.");
                     self.send(r, &Message::new("error").with("rc", -1).with("msg", "not_a_PMI_message"));
                 }
             }
         }
         if self.ranks[r].pending.len() > MAX_LINE {
-            eprintln!("aar run: rank {r} sent more than {MAX_LINE} bytes without a newline: not PMI; its PMI connection is closed.");
+            say!("aar run: rank {r} sent more than {MAX_LINE} bytes without a newline: not PMI; its PMI connection is closed.");
             self.ranks[r].close();
         }
         true
