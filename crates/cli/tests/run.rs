@@ -512,6 +512,27 @@ fn a_job_past_its_time_limit_is_ended() {
     }
 }
 
+/// A time limit longer than the clock can count to (still a number srun's formats allow) never
+/// runs out: the job runs as without one, instead of the launcher panicking (exit status 101)
+/// when it starts the ranks.
+#[test]
+fn a_time_limit_past_what_the_clock_holds_is_no_limit() {
+    for (time, env) in [(Some("200000000000000000"), None), (None, Some("18446744073709551615"))] {
+        let mut cmd = aar_within_60_s();
+        cmd.arg("run").args(["-n", "2"]);
+        if let Some(t) = time {
+            cmd.args(["--time", t]);
+        }
+        if let Some(e) = env {
+            cmd.env("MPIEXEC_TIMEOUT", e);
+        }
+        let out = cmd.args(["sh", "-c", "echo started"]).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{time:?} {env:?}: {err}");
+        assert_eq!(text(&out.stdout), "started\nstarted\n", "{time:?} {env:?}: {err}");
+    }
+}
+
 /// A stderr that cannot be written (`aar run ... 2>&1 | head` once head is gone) loses the
 /// launcher's lines, nothing else: it still ends the job with the failing rank's code and ends
 /// what the ranks left running, instead of dying of the write (a panic, exit status 101) and

@@ -381,7 +381,8 @@ impl Supervisor {
     /// Start every rank; a rank that cannot start ends the job.
     fn start(&mut self, job: &Job, program: &Path, command: &[OsString]) {
         let nodes = job.mapping.nodes(job.size);
-        self.deadline = self.limit.as_ref().map(|l| Instant::now() + l.limit);
+        // A limit past what a clock can hold (`--time 200000000000000000`) never runs out: none.
+        self.deadline = self.limit.as_ref().and_then(|l| Instant::now().checked_add(l.limit));
         for (rank, &node) in nodes.iter().enumerate() {
             if let Err(e) = self.spawn(job, rank, node, program, command) {
                 let shown = command[0].to_string_lossy();
@@ -634,7 +635,7 @@ impl Supervisor {
         }
         let Some(at) = self.stopped_at.take() else { return };
         let stopped = at.elapsed();
-        self.deadline = self.deadline.map(|t| t + stopped);
+        self.deadline = self.deadline.and_then(|t| t.checked_add(stopped));
         self.kill_at = self.kill_at.map(|t| t + stopped);
         let n = self.running().len();
         let limit = match (&self.limit, self.deadline.filter(|_| self.ending.is_none())) {
