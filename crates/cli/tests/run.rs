@@ -770,6 +770,16 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
         "{err}"
     );
     assert!(out.stdout.is_empty() && err.contains("left:\n"), "{err}");
+    // Room for no rank: the fix does not suggest `-n 0`, which is no job.
+    let script = format!("mount -t tmpfs -o size=4m tmpfs /dev/shm || exit 97; {aar_path} run -n 1 true");
+    let out = Command::new("unshare").args(["-m", "sh", "-c", &script]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(
+        err.contains("no rank was started. Not even one rank fits: free /dev/shm (") && !err.contains("-n 0"),
+        "{err}"
+    );
+
     // Open files: a socket per rank. A soft limit too low is raised (the ranks get it back); a
     // hard limit too low refuses the job.
     let ranks_see = "test $(ulimit -n) = 40 || echo rank sees $(ulimit -n)";
@@ -788,6 +798,15 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
             && err.contains("ulimit -n 66"),
         "{err}"
     );
+    let out =
+        Command::new("prlimit").args(["--nofile=12:12", "--", aar_path, "run", "-n", "4", "true"]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(
+        err.contains("no rank was started. Not even one rank fits: raise the hard limit (ulimit -n 20 as root"),
+        "{err}"
+    );
+    assert!(!err.contains("-n 0"), "{err}");
 
     // Processes: the kernel does not count root's, so as nobody without capabilities.
     // SAFETY: geteuid cannot fail.

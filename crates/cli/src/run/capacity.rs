@@ -42,6 +42,17 @@ const TASKS_PER_RANK: u64 = 2;
 /// 2 to 8 ranks; `tests/run.rs` runs it within the limit this check asks for).
 pub const RANK_BASE_BYTES: u64 = 8 << 20;
 
+/// Where a refused job's fix would say how many ranks fit, and none does (`-n 0` is no job).
+const NONE_FITS: &str = "Not even one rank fits: ";
+
+/// The start of a refused job's fix: run at most the `fit` ranks that fit, or...
+fn at_most(fit: u64) -> String {
+    match fit {
+        0 => NONE_FITS.to_string(),
+        n => format!("Run at most -n {}, or ", count(n, "rank", "ranks")),
+    }
+}
+
 /// /dev/shm (`dir`) has room for the job folder of `size` ranks on `nodes` nodes.
 pub fn check_shm(dir: &Path, size: u64, nodes: u64) -> Result<(), String> {
     let Ok(path) = CString::new(dir.as_os_str().as_encoded_bytes()) else { return Ok(()) };
@@ -65,15 +76,15 @@ pub fn check_shm(dir: &Path, size: u64, nodes: u64) -> Result<(), String> {
         let fit = free.saturating_sub(need - size * per_rank) / per_rank;
         return Err(format!(
             "a job of {} needs {} of {} for the emulator's shared state ({} per rank), and it has {} free \
-             of {}; no rank was started. Run fewer ranks (-n {} fits), free {} (aar-job-* folders of jobs \
-             that still run, other programs' files), or make it bigger (as root: mount -o remount,size={}M {}).",
+             of {}; no rank was started. {}free {} (aar-job-* folders of jobs that still run, other programs' \
+             files), or make it bigger (as root: mount -o remount,size={}M {}).",
             count(size, "rank", "ranks"),
             aar_record::human_bytes(need),
             dir.display(),
             aar_record::human_bytes(per_rank),
             aar_record::human_bytes(free),
             aar_record::human_bytes(total),
-            fit,
+            if fit == 0 { NONE_FITS.to_string() } else { format!("Run fewer ranks (-n {fit} fits), ") },
             dir.display(),
             (total + need - free).div_ceil(1 << 20),
             dir.display(),
@@ -116,22 +127,22 @@ pub fn check_open_files(size: u64) -> Result<Option<libc::rlimit>, String> {
         }
         return Err(format!(
             "a job of {} needs {need} open files in aar run (the PMI socket of every rank, and {LAUNCHER_FDS} of \
-             its own), and raising its limit from {} to {need} failed: {}; no rank was started. Run at most -n {} \
-             ranks, or raise the limit before (ulimit -n {need}).",
+             its own), and raising its limit from {} to {need} failed: {}; no rank was started. {}raise the \
+             limit before (ulimit -n {need}).",
             count(size, "rank", "ranks"),
             lim.rlim_cur,
             std::io::Error::last_os_error(),
-            lim.rlim_cur.saturating_sub(LAUNCHER_FDS),
+            at_most(lim.rlim_cur.saturating_sub(LAUNCHER_FDS)),
         ));
     }
     Err(format!(
         "a job of {} needs {need} open files in aar run (the PMI socket of every rank, and {LAUNCHER_FDS} of \
-         its own), and its limit is {} (hard limit {}); no rank was started. Run at most -n {} ranks, or raise \
-         the hard limit (ulimit -n {need} as root, or nofile in /etc/security/limits.conf).",
+         its own), and its limit is {} (hard limit {}); no rank was started. {}raise the hard limit (ulimit -n \
+         {need} as root, or nofile in /etc/security/limits.conf).",
         count(size, "rank", "ranks"),
         lim.rlim_cur,
         lim.rlim_max,
-        lim.rlim_max.saturating_sub(LAUNCHER_FDS),
+        at_most(lim.rlim_max.saturating_sub(LAUNCHER_FDS)),
     ))
 }
 
@@ -247,12 +258,11 @@ pub fn check_processes(size: u64) -> Result<(), String> {
     }
     Err(format!(
         "a job of {} needs {need} more processes and threads of user {uid} (each rank and the emulator's thread \
-         in it), and the limit is {} (ulimit -u) with {used} in use; no rank was started. Run at most -n {} \
-         ranks, or raise the limit (ulimit -u {}; above the hard limit, {}, as root or nproc in \
-         /etc/security/limits.conf).",
+         in it), and the limit is {} (ulimit -u) with {used} in use; no rank was started. {}raise the limit \
+         (ulimit -u {}; above the hard limit, {}, as root or nproc in /etc/security/limits.conf).",
         count(size, "rank", "ranks"),
         lim.rlim_cur,
-        lim.rlim_cur.saturating_sub(used) / TASKS_PER_RANK,
+        at_most(lim.rlim_cur.saturating_sub(used) / TASKS_PER_RANK),
         used + need,
         if lim.rlim_max == libc::RLIM_INFINITY { "unlimited".to_string() } else { lim.rlim_max.to_string() },
     ))
@@ -267,7 +277,7 @@ mod tests {
         // /proc has no free blocks.
         let e = check_shm(Path::new("/proc"), 4, 4).unwrap_err();
         assert!(e.contains("a job of 4 ranks needs 33.8 MiB of /proc") && e.contains("(8.4 MiB per rank)"), "{e}");
-        assert!(e.contains("-n 0 fits"), "{e}");
+        assert!(e.contains("no rank was started. Not even one rank fits: free /proc (") && !e.contains("-n 0"), "{e}");
         assert!(check_shm(Path::new("/no/such/folder"), 4, 4).is_ok());
     }
 }
