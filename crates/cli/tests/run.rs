@@ -147,6 +147,18 @@ fn pmi_abort_ends_the_job_with_its_code() {
             "{err}"
         );
     }
+    // After PMI_Finalize the launcher cannot be told: the rank's exit status alone must fail the
+    // job, so a code whose low byte is 0 exits 1, not 0; another code as exit() gives it.
+    for (code, status) in [("256", 1), ("0", 1), ("5", 5)] {
+        let out = aar_run(&["-n", "2"], &["finalized", "1", code]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "PMI_Abort({code}) after PMI_Finalize: {err}");
+        assert!(
+            err.contains(&format!("aar: rank 1: PMI_Abort({code}): pmi_job asked to abort after PMI_Finalize")),
+            "{err}"
+        );
+        assert!(err.contains("rank 1 (pid ") && err.contains(&format!("exited with code {status}")), "{err}");
+    }
 }
 
 #[test]

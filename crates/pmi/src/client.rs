@@ -350,15 +350,17 @@ fn unhex(s: &str, out: &mut Vec<u8>) -> Option<()> {
 }
 
 /// Tell the launcher the job is to end with `code`, however the session stands (another thread
-/// may be blocked in a barrier while holding [`STATE`]).
-pub fn send_abort(code: i32) {
+/// may be blocked in a barrier while holding [`STATE`]); whether it was told (not before
+/// PMI_Init, nor after PMI_Finalize).
+pub fn send_abort(code: i32) -> bool {
     let fd = ABORT_FD.load(Ordering::SeqCst);
     if fd < 0 {
-        return;
+        return false;
     }
     let line = Message::new("abort").with("exitcode", code).to_line();
     // SAFETY: fd is the session's open PMI socket; `line` is a live buffer of the given length.
-    let _ = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+    let written = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+    usize::try_from(written).is_ok_and(|n| n == line.len())
 }
 
 #[cfg(test)]

@@ -197,11 +197,22 @@ pub extern "C" fn PMI_Barrier() -> c_int {
 pub unsafe extern "C" fn PMI_Abort(exit_code: c_int, error_msg: *const c_char) -> c_int {
     let msg = c_str("error_msg", error_msg).unwrap_or("(no message)");
     let rank = std::env::var("PMI_RANK").unwrap_or_else(|_| "?".into());
-    say(&format!("aar: rank {rank}: PMI_Abort({exit_code}): {msg}\n"));
-    send_abort(exit_code);
+    // A launcher that was told ends the job with the code. One that was not (before PMI_Init,
+    // after PMI_Finalize) sees only the exit status, which must not read as a success: exit(256)
+    // gives 0, as exit(0) does.
+    let status = match send_abort(exit_code) {
+        true => exit_code,
+        false if exit_code & 0xff == 0 => 1,
+        false => exit_code,
+    };
+    let shown = match status == exit_code {
+        true => String::new(),
+        false => format!(" (the launcher could not be told: outside PMI_Init..PMI_Finalize; exit status {status}, as an abort is no success)"),
+    };
+    say(&format!("aar: rank {rank}: PMI_Abort({exit_code}): {msg}{shown}\n"));
     // SAFETY: exit ends the process as the caller asked (C's exit, so the program's stdio buffers
     // are flushed as with MPICH's PMI_Abort).
-    unsafe { libc::exit(exit_code) }
+    unsafe { libc::exit(status) }
 }
 
 /// # Safety

@@ -11,6 +11,8 @@
  *   pmi_job leave R     the checks, then rank R exits 0 and the others wait in a barrier
  *   pmi_job close R     the checks, then rank R closes PMI_FD and waits for a signal (prints
  *                       "closed"), the others wait in a barrier
+ *   pmi_job finalized R C  the checks and PMI_Finalize, then rank R calls PMI_Abort(C) (the
+ *                       launcher can no longer be told), the others exit
  */
 #include <pmi.h>
 #include <pthread.h>
@@ -212,5 +214,7 @@ int main(int argc, char **argv) {
     CHECK(PMI_Finalize() == PMI_SUCCESS, "finalize");
     CHECK(PMI_Initialized(&initialized) == PMI_SUCCESS && initialized == PMI_FALSE, "initialized after finalize");
     CHECK(PMI_Init(&spawned) == PMI_ERR_INIT, "PMI_Init after PMI_Finalize");
+    if (argc >= 4 && strcmp(argv[1], "finalized") == 0 && rank == atoi(argv[2]))
+        PMI_Abort(atoi(argv[3]), "pmi_job asked to abort after PMI_Finalize");
     return failures ? 1 : 0;
 }
