@@ -339,6 +339,29 @@ fn a_rank_that_cannot_be_started_ends_the_job() {
     assert!(err.contains("cannot start rank 0"), "{err}");
 }
 
+/// A folder whose launcher was killed by SIGKILL is removed even when its pid now belongs to
+/// another process, one that started after the folder last changed.
+#[test]
+fn a_job_folder_whose_pid_was_reused_is_removed() {
+    let tag = std::process::id() % 100_000;
+    let mut other = Command::new("sleep").arg(format!("6{tag:05}1")).spawn().unwrap();
+    let dir = PathBuf::from(format!("/dev/shm/aar-job-{}", other.id()));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("topology"), "").unwrap();
+    // Last changed an hour ago: long before `sleep` started.
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::open(&dir).unwrap().set_modified(hour_ago).unwrap();
+    let out = aar().args(["run", "true"]).output().unwrap();
+    let err = text(&out.stderr);
+    let left = dir.exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    other.kill().unwrap();
+    other.wait().unwrap();
+    assert!(out.status.success(), "{err}");
+    // (Said by this launcher, unless one of another test removed it first.)
+    assert!(!left, "{} is left: {err}", dir.display());
+}
+
 #[test]
 fn job_folders_of_launchers_that_are_gone_are_removed() {
     // A job id whose launcher pid (the id modulo 2^22) does not run.

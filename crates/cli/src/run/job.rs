@@ -29,7 +29,8 @@ impl Drop for JobDir {
 }
 
 /// Remove the job folders of launchers that no longer run (killed by SIGKILL, say, they could
-/// not clean up): the pid in a folder's job id is gone. Nothing is removed when /proc cannot tell.
+/// not clean up): the pid in a folder's job id is gone, or is another process's, one that started
+/// after the folder last changed. Nothing is removed when /proc cannot tell.
 fn remove_stale() {
     if !Path::new("/proc/self").exists() {
         return;
@@ -42,7 +43,7 @@ fn remove_stale() {
             continue;
         };
         let pid = id % PID_SPAN;
-        if Path::new("/proc").join(pid.to_string()).exists() {
+        if may_be_its_launcher(pid, &entry.path()) {
             continue;
         }
         if std::fs::remove_dir_all(entry.path()).is_ok() {
@@ -52,6 +53,35 @@ fn remove_stale() {
             );
         }
     }
+}
+
+/// Whether process `pid` runs and may be the launcher that made `folder`: a process that started
+/// well after the folder last changed got the pid of a launcher gone since. (The slack covers a
+/// wall clock set since: a live launcher's folder must never be taken for a stale one.)
+fn may_be_its_launcher(pid: u64, folder: &Path) -> bool {
+    let runs = Path::new("/proc").join(pid.to_string()).exists();
+    let (Some(started), Ok(changed)) = (start_time(pid), std::fs::metadata(folder).and_then(|m| m.modified())) else {
+        return runs;
+    };
+    runs && started <= changed + std::time::Duration::from_secs(60)
+}
+
+/// When process `pid` started (wall clock), from /proc: its start in clock ticks after boot (the
+/// 22nd field of its stat) and the boot time.
+fn start_time(pid: u64) -> Option<std::time::SystemTime> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ticks: u64 = stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()?;
+    let boot: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf only reads a system setting.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|&hz| hz > 0)?;
+    let since_epoch = std::time::Duration::from_secs(boot) + std::time::Duration::from_millis(ticks * 1000 / hz);
+    Some(std::time::UNIX_EPOCH + since_epoch)
 }
 
 /// The node table of the job's nodes (`topology` in the job folder, which libaar.so reads when
