@@ -2,7 +2,7 @@
 //! launcher passed in `PMI_FD`, behind one mutex (PMI calls may come from any thread).
 
 use crate::mapping::ProcessMapping;
-use crate::wire::{check_word, Message, PROCESS_MAPPING_KEY};
+use crate::wire::{check_name, check_word, Message, PROCESS_MAPPING_KEY};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -208,8 +208,8 @@ impl Session {
     }
 
     pub fn put(&mut self, kvsname: &str, key: &str, value: &str) -> Result<()> {
-        check_word("the KVS name", kvsname, self.maxes.kvsname - 1).map_err(|e| refused(PMI_ERR_INVALID_ARG, e))?;
-        check_word("the key", key, self.maxes.key - 1).map_err(|e| refused(PMI_ERR_INVALID_KEY, e))?;
+        check_name("the KVS name", kvsname, self.maxes.kvsname - 1).map_err(|e| refused(PMI_ERR_INVALID_ARG, e))?;
+        check_name("the key", key, self.maxes.key - 1).map_err(|e| refused(PMI_ERR_INVALID_KEY, e))?;
         check_word("the value", value, self.maxes.value - 1).map_err(|e| refused(PMI_ERR_INVALID_VAL, e))?;
         let msg = Message::new("put").with("kvsname", kvsname).with("key", key).with("value", value);
         self.call(msg, "put_result").map(drop)
@@ -217,8 +217,8 @@ impl Session {
 
     /// The value of `key`; `Ok(None)` when the KVS has no such key.
     pub fn get(&mut self, kvsname: &str, key: &str) -> Result<Option<String>> {
-        check_word("the KVS name", kvsname, self.maxes.kvsname - 1).map_err(|e| refused(PMI_ERR_INVALID_ARG, e))?;
-        check_word("the key", key, self.maxes.key - 1).map_err(|e| refused(PMI_ERR_INVALID_KEY, e))?;
+        check_name("the KVS name", kvsname, self.maxes.kvsname - 1).map_err(|e| refused(PMI_ERR_INVALID_ARG, e))?;
+        check_name("the key", key, self.maxes.key - 1).map_err(|e| refused(PMI_ERR_INVALID_KEY, e))?;
         let msg = Message::new("get").with("kvsname", kvsname).with("key", key);
         let m = self.exchange(&msg, "get_result")?;
         // A get with a non-zero rc is the protocol's "no such key".

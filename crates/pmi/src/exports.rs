@@ -359,7 +359,11 @@ pub unsafe extern "C" fn PMI_Get_clique_ranks(ranks: *mut c_int, length: c_int) 
         if length < 0 || (length as usize) < clique.len() {
             return Err(PmiError::new(
                 PMI_ERR_INVALID_LENGTH,
-                format!("length is {length}, the clique has {} ranks; nothing was written.", clique.len()),
+                format!(
+                    "length is {length}, the clique has {} rank{}; nothing was written.",
+                    clique.len(),
+                    if clique.len() == 1 { "" } else { "s" }
+                ),
             ));
         }
         // SAFETY: ranks is non-null and holds `length` >= clique.len() writable ints (the

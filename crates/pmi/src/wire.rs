@@ -98,6 +98,15 @@ impl FromStr for Message {
 
 /// Why a key or value cannot travel in a message: the protocol has no escapes, so a space,
 /// newline or `=` (in a key) would cut the line.
+/// [`check_word`] for a name (a key, a KVS name): also not empty, which the wire would carry as
+/// `key=` and no server can look up.
+pub fn check_name(what: &str, s: &str, max: usize) -> Result<(), String> {
+    if s.is_empty() {
+        return Err(format!("{what} is empty; give it a name"));
+    }
+    check_word(what, s, max)
+}
+
 pub fn check_word(what: &str, s: &str, max: usize) -> Result<(), String> {
     if s.len() > max {
         return Err(format!("{what} is {} bytes long, the longest allowed is {max}", s.len()));
@@ -111,6 +120,14 @@ pub fn check_word(what: &str, s: &str, max: usize) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_must_not_be_empty() {
+        assert_eq!(check_name("the key", "", 63), Err("the key is empty; give it a name".to_string()));
+        assert_eq!(check_name("the key", "k", 63), Ok(()));
+        assert!(check_name("the key", "a b", 63).is_err());
+        assert_eq!(check_word("the value", "", 63), Ok(()), "a value may be empty");
+    }
 
     #[test]
     fn a_line_round_trips() {
