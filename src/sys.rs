@@ -544,9 +544,8 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
     if let Some(refused) = populate {
         // MADV_POPULATE_WRITE (Linux 5.14) allocates every page as a write fault would, keeping
         // the bytes there, and fails where a fault would raise SIGBUS (a full tmpfs).
-        const MADV_POPULATE_WRITE: libc::c_int = 23;
         // SAFETY: the mapping just made, `len` bytes at `p`; madvise only faults its pages in.
-        if unsafe { libc::madvise(p, len, MADV_POPULATE_WRITE) } != 0 {
+        if unsafe { libc::madvise(p, len, libc::MADV_POPULATE_WRITE) } != 0 {
             let e = std::io::Error::last_os_error();
             // SAFETY: the mapping just made, which nothing else has seen.
             unsafe { libc::munmap(p, len) };
