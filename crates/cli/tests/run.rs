@@ -4,7 +4,7 @@
 
 use aar_testkit::{build_release, root, target_dir};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -1147,4 +1147,36 @@ fn sigquit_to_the_launcher_goes_to_the_ranks() {
     assert!(err.contains("got SIGQUIT: forwarded to the 2 ranks still running"), "{err}");
     assert!(!err.contains("SIGKILL"), "the ranks' default action is to end: {err}");
     assert_eq!(gone_within_10_s(&held), []);
+}
+
+/// A signal whose default action would end `aar run` alone (a timer's SIGALRM, the CPU time
+/// limit's SIGXCPU) ends the whole job instead: SIGTERM to the ranks, the processes they left
+/// running ended too, the job folder removed, and 128 + that signal as the exit status. Before,
+/// the launcher died of it and those processes ran on.
+#[test]
+fn a_fatal_signal_to_the_launcher_ends_the_job_and_what_the_ranks_started() {
+    let tag = std::process::id() % 100_000;
+    for (k, sig) in [libc::SIGALRM, libc::SIGXCPU].into_iter().enumerate() {
+        let held = format!("6{tag:05}{k}");
+        let script = format!("sleep {held} & echo ready; wait");
+        // Not under `timeout`, which a SIGALRM would end: the signal is for the launcher.
+        let mut child = aar()
+            .args(["run", "-n", "2", "--time", "1", "sh", "-c", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(within_30_s(|| sleeps(&held).len() == 2), "the ranks' sleeps did not start");
+        // SAFETY: kill only sends `sig` to the launcher this test started.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+        let status = child.wait().unwrap();
+        // The sleeps hold stderr open: gone (or killed) before it is read to its end.
+        let left = gone_within_10_s(&held);
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let name = if sig == libc::SIGALRM { "SIGALRM" } else { "SIGXCPU" };
+        assert_eq!(status.code(), Some(128 + sig), "{name}: {err}");
+        assert!(err.contains(&format!("got {name}: SIGTERM to the 2 ranks still running")), "{err}");
+        assert_eq!(left, [], "{name}: the ranks' background sleeps were left running");
+    }
 }

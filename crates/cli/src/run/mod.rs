@@ -25,7 +25,9 @@
 //!   PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the job with
 //!   exit status 1: that barrier can never complete. SIGINT, SIGTERM, SIGHUP or SIGQUIT to `aar run` is
 //!   forwarded to the ranks the same way ([`signals`]); one that was ignored when `aar run` started
-//!   (nohup) stays ignored, by the launcher and the ranks. A time limit ([`time`]: `--time`,
+//!   (nohup) stays ignored, by the launcher and the ranks. SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU or
+//!   SIGPWR, whose default action would end the launcher alone, end the job with SIGTERM to the
+//!   ranks and exit status 128 + that signal. A time limit ([`time`]: `--time`,
 //!   `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with exit status
 //!   124; the time the job was stopped does not count. Processes the ranks leave running end with
 //!   the job (the launcher is their subreaper), and ranks end with a launcher killed by SIGKILL.
@@ -489,7 +491,7 @@ impl Supervisor {
             self.wait_for_events();
             let arrived = self.signals.drain();
             for &sig in &arrived {
-                if signals::ENDING.contains(&sig) {
+                if signals::ENDING.contains(&sig) || signals::FATAL.contains(&sig) {
                     self.on_launcher_signal(sig);
                 } else if signals::FORWARDED.contains(&sig) {
                     self.forward(sig);
@@ -569,13 +571,17 @@ impl Supervisor {
             return;
         }
         let n = self.running().len();
+        // A request to end the job goes to the ranks as it came; another fatal signal (a timer's,
+        // the CPU time limit's) was the launcher's, and the ranks get SIGTERM.
+        let (to_ranks, how) =
+            if signals::FATAL.contains(&sig) { (libc::SIGTERM, "SIGTERM to") } else { (sig, "forwarded to") };
         say!(
-            "aar run: got {name}: forwarded to the {} still running; the job ends with exit code {}.",
+            "aar run: got {name}: {how} the {} still running; the job ends with exit code {}.",
             count(n as u64, "rank", "ranks"),
             128 + sig
         );
-        self.terminate(&self.running(), sig);
-        self.sent = sig;
+        self.terminate(&self.running(), to_ranks);
+        self.sent = to_ranks;
         self.ending = Some(128 + sig);
         self.kill_at = Some(Instant::now() + GRACE);
     }

@@ -14,6 +14,11 @@ pub const ENDING: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP,
 /// may use them to checkpoint or report progress); the job goes on unless a rank dies of one.
 pub const FORWARDED: [libc::c_int; 2] = [libc::SIGUSR1, libc::SIGUSR2];
 
+/// The other signals whose default action ends a process (a timer's, the CPU time limit's, a
+/// power failure's): they end the job too, with SIGTERM to the ranks, rather than end the launcher
+/// alone and leave the processes the ranks started running on.
+pub const FATAL: [libc::c_int; 5] = [libc::SIGALRM, libc::SIGVTALRM, libc::SIGPROF, libc::SIGXCPU, libc::SIGPWR];
+
 /// Job control: a stop request (Ctrl-Z, `kill -TSTP`) and the continue that ends a stop.
 pub const JOB_CONTROL: [libc::c_int; 2] = [libc::SIGTSTP, libc::SIGCONT];
 
@@ -50,8 +55,8 @@ pub struct SignalPipe {
 }
 
 impl SignalPipe {
-    /// Install the handlers for SIGCHLD, [`ENDING`], [`FORWARDED`] and [`JOB_CONTROL`]; a signal of
-    /// [`ENDING`] or [`FORWARDED`] that is already ignored stays ignored. Ranks started after this
+    /// Install the handlers for SIGCHLD, [`ENDING`], [`FORWARDED`], [`FATAL`] and [`JOB_CONTROL`]; a
+    /// signal of [`ENDING`], [`FORWARDED`] or [`FATAL`] that is already ignored stays ignored. Ranks started after this
     /// get the default dispositions back at exec, and the ignored ones stay ignored.
     pub fn install() -> std::io::Result<Self> {
         let mut fds = [0; 2];
@@ -64,11 +69,11 @@ impl SignalPipe {
         let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         WRITE_END.store(write_end.as_raw_fd(), Ordering::Relaxed);
         std::mem::forget(write_end);
-        for sig in ENDING.into_iter().chain(FORWARDED).chain(JOB_CONTROL).chain([libc::SIGCHLD]) {
+        for sig in ENDING.into_iter().chain(FORWARDED).chain(FATAL).chain(JOB_CONTROL).chain([libc::SIGCHLD]) {
             // A signal ignored when aar run started (`nohup aar run`, a background job of a shell
             // without job control ignores SIGINT and SIGQUIT) stays ignored, here and, through
             // exec, in the ranks: whoever started the job asked that it not end by it.
-            if (ENDING.contains(&sig) || FORWARDED.contains(&sig)) && ignored(sig) {
+            if !JOB_CONTROL.contains(&sig) && sig != libc::SIGCHLD && ignored(sig) {
                 continue;
             }
             handle(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t)?;
