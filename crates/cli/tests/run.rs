@@ -532,19 +532,24 @@ fn a_job_past_its_time_limit_is_ended() {
         (Some("10m"), None, "\"10m\" is no time limit"),
         (None, Some("10m"), "MPIEXEC_TIMEOUT=\"10m\" is not a whole number of seconds"),
     ] {
-        let mut cmd = aar();
-        cmd.arg("run");
-        if let Some(t) = time {
-            cmd.args(["--time", t]);
-        }
-        if let Some(e) = env {
-            cmd.env("MPIEXEC_TIMEOUT", e);
-        }
-        let out = cmd.args(["sh", "-c", "echo started"]).output().unwrap();
+        let out = echo_job_with_limit(aar(), 1, time, env);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{time:?} {env:?}: {err}");
         assert!(err.contains(named) && out.stdout.is_empty(), "{time:?} {env:?}: {err}");
     }
+}
+
+/// `aar run -n N sh -c 'echo started'` through `aar` (a command for the aar binary), with
+/// `--time` and `MPIEXEC_TIMEOUT` when given.
+fn echo_job_with_limit(mut aar: Command, n: u32, time: Option<&str>, env: Option<&str>) -> Output {
+    aar.args(["run", "-n", &n.to_string()]);
+    if let Some(t) = time {
+        aar.args(["--time", t]);
+    }
+    if let Some(e) = env {
+        aar.env("MPIEXEC_TIMEOUT", e);
+    }
+    aar.args(["sh", "-c", "echo started"]).output().unwrap()
 }
 
 /// A time limit longer than the clock can count to (still a number srun's formats allow) never
@@ -553,15 +558,7 @@ fn a_job_past_its_time_limit_is_ended() {
 #[test]
 fn a_time_limit_past_what_the_clock_holds_is_no_limit() {
     for (time, env) in [(Some("200000000000000000"), None), (None, Some("18446744073709551615"))] {
-        let mut cmd = aar_within_60_s();
-        cmd.arg("run").args(["-n", "2"]);
-        if let Some(t) = time {
-            cmd.args(["--time", t]);
-        }
-        if let Some(e) = env {
-            cmd.env("MPIEXEC_TIMEOUT", e);
-        }
-        let out = cmd.args(["sh", "-c", "echo started"]).output().unwrap();
+        let out = echo_job_with_limit(aar_within_60_s(), 2, time, env);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{time:?} {env:?}: {err}");
         assert_eq!(text(&out.stdout), "started\nstarted\n", "{time:?} {env:?}: {err}");
