@@ -71,7 +71,7 @@ const _: crate::papi::LibraryInitFn = PAPI_library_init;
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_PostRdma(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
     // SAFETY: the caller's arguments, under uGNI's contract.
-    unsafe { ugni::post(ugni::POST_RDMA, ep, pd) }
+    unsafe { ugni::post::<false>(ugni::POST_RDMA, ep, pd) }
 }
 
 /// # Safety
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn GNI_PostRdma(ep: GniEpHandle, pd: *mut GniPostDescripto
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_PostFma(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
     // SAFETY: the caller's arguments, under uGNI's contract.
-    unsafe { ugni::post(&ugni::POST_FMA, ep, pd) }
+    unsafe { ugni::post::<false>(&ugni::POST_FMA, ep, pd) }
 }
 
 /// # Safety
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn GNI_PostFma(ep: GniEpHandle, pd: *mut GniPostDescriptor
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_PostCqWrite(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
     // SAFETY: the caller's arguments, under uGNI's contract.
-    unsafe { ugni::post(&ugni::POST_CQWRITE, ep, pd) }
+    unsafe { ugni::post::<true>(&ugni::POST_CQWRITE, ep, pd) }
 }
 
 /// Chained FMA: only the head descriptor is read and routed (see `ugni`).
@@ -97,7 +97,7 @@ pub unsafe extern "C" fn GNI_PostCqWrite(ep: GniEpHandle, pd: *mut GniPostDescri
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_CtPostFma(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
     // SAFETY: the caller's arguments, under uGNI's contract.
-    unsafe { ugni::post(&ugni::CT_POST_FMA, ep, pd) }
+    unsafe { ugni::post::<false>(&ugni::CT_POST_FMA, ep, pd) }
 }
 
 /// # Safety
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn GNI_CtPostFma(ep: GniEpHandle, pd: *mut GniPostDescript
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_CtPostCqWrite(ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
     // SAFETY: the caller's arguments, under uGNI's contract.
-    unsafe { ugni::post(&ugni::CT_POST_CQWRITE, ep, pd) }
+    unsafe { ugni::post::<true>(&ugni::CT_POST_CQWRITE, ep, pd) }
 }
 
 // ---- uGNI short messages -----------------------------------------------------------------------

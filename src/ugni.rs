@@ -66,13 +66,16 @@ fn routable(dlvr: u16, post_type: GniPostType) -> bool {
     requested_mode(dlvr).is_some() && post_type != GNI_POST_CE
 }
 
-/// A post through GNI_PostRdma, GNI_PostFma, GNI_PostCqWrite or a chained post.
+/// A post through GNI_PostRdma, GNI_PostFma, GNI_PostCqWrite or a chained post. `CQ_WRITE`: the
+/// call is one of the two that post CQ writes (uGNI refuses a CQ write's type anywhere else), whose
+/// descriptor's `length` moves no byte ([`post_payload_bytes`]); the other calls' fast path then
+/// takes the length as it is (asking for each of their posts cost 9 instructions on the read path).
 ///
 /// # Safety
 /// `pd` is NULL or a valid descriptor owned by the caller for the duration of the call
 /// (uGNI's contract).
 #[inline(always)]
-pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
+pub unsafe fn post<const CQ_WRITE: bool>(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> GniReturn {
     let Some(real_fn) = real.get::<PostFn>() else { return missing(real) };
     let w = control::load();
     if from_inside_dmapp(w) {
@@ -82,7 +85,7 @@ pub unsafe fn post(real: &Real, ep: GniEpHandle, pd: *mut GniPostDescriptor) -> 
     if w & FAST != 0 && !pd.is_null() {
         // SAFETY: non-null descriptor, valid per the caller's contract.
         let (dlvr, length, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
-        let bytes = post_payload_bytes(post_type, length);
+        let bytes = if CQ_WRITE { post_payload_bytes(post_type, length) } else { length };
         if !routable(dlvr, post_type) {
             tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             // SAFETY: forwarding the caller's arguments.
