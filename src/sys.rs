@@ -519,11 +519,7 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
         if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOSYS)) {
             populate = Some(e);
         } else if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
-            // Nothing was ever allocated in it (a failed allocation is undone): no one can use
-            // the name, so it does not stay behind.
-            if file.metadata().is_ok_and(|m| m.len() == 0) {
-                let _ = std::fs::remove_file(path);
-            }
+            remove_if_unallocated(&file, path);
             return Err(e);
         }
         // A file system without it (not tmpfs): grow the file only. (glibc's posix_fallocate
@@ -549,6 +545,7 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
             let e = std::io::Error::last_os_error();
             // SAFETY: the mapping just made, which nothing else has seen.
             unsafe { libc::munmap(p, len) };
+            remove_if_unallocated(&file, path);
             // Out of room (EFAULT: a page the file system could not give): the node's shared
             // memory is full. Otherwise (a kernel without it) the pages cannot be made safe to
             // touch, for the reason fallocate gave.
@@ -561,6 +558,15 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
     // SAFETY: `len` readable bytes at `p`, never unmapped; other processes change them only
     // through atomics, which is how the callers read them.
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
+}
+
+/// Remove the file `path` (open as `file`) if no page of it was ever allocated (a failed
+/// allocation is undone): no process can be using it, so the name does not stay behind.
+fn remove_if_unallocated(file: &std::fs::File, path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    if file.metadata().is_ok_and(|m| m.blocks() == 0) {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// Whether process `pid` has ended (`kill(pid, 0)` says it does not exist).

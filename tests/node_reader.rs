@@ -412,7 +412,9 @@ fn a_job_whose_ranks_are_all_killed_leaves_no_segment_behind() {
 /// MPI libraries keep their own shared memory in /dev/shm, and a node's /dev/shm fills up. A
 /// segment whose pages the file system cannot give would kill the rank with SIGBUS at its first
 /// touch (a file grown by `ftruncate` on tmpfs has no pages yet): the rank must find out before,
-/// say so once, and read its own counters.
+/// say so once, read its own counters, and leave no segment behind. Both ways of finding out:
+/// fallocate(2), and where a container's seccomp filter refuses it, faulting the pages in through
+/// the mapping.
 #[test]
 fn a_full_dev_shm_leaves_each_rank_its_own_reading() {
     if !std::process::Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
@@ -420,25 +422,33 @@ fn a_full_dev_shm_leaves_each_rank_its_own_reading() {
         return;
     }
     let job = format!("full-shm-{}", std::process::id());
-    let mut launch = rank("node-full-shm", &job, 0, 2, "rdma 65536 8 0");
-    // A private /dev/shm of one page, taken whole by another file.
-    let setup =
-        "mount -t tmpfs -o size=4k tmpfs /dev/shm && dd if=/dev/zero of=/dev/shm/fill bs=4k count=1 2>/dev/null";
-    // What is left in it after the rank, on stderr.
-    let script = format!("{setup} || exit 97; \"$@\"; rc=$?; echo left: $(ls /dev/shm) >&2; exit $rc");
-    launch.wrapper = vec!["unshare".into(), "-m".into(), "sh".into(), "-c".into(), script, "sh".into()];
-    let r = launch.run();
-    assert_ne!(r.status.code(), Some(97), "namespace setup failed: {}", r.stderr);
-    r.assert_ok();
-    let recs = r.records();
-    assert_eq!(recs.len(), 1);
-    assert_eq!(recs[0]["node"]["shared_reading"], Value::Null, "{}", recs[0]["node"]);
-    assert_eq!(counters(&recs[0]).1, 0, "{}", recs[0]["counters"]);
-    assert_eq!(recs[0]["engine"]["decisions"], 8);
-    let lines: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("/dev/shm")).collect();
-    assert_eq!(lines.len(), 1, "one warning that names /dev/shm: {}", r.stderr);
-    assert!(lines[0].contains("No space left") && lines[0].contains("its own"), "{}", lines[0]);
-    assert!(r.stderr.contains("left: fill\n"), "a segment stayed behind: {}", r.stderr);
+    let refuse_fallocate =
+        [program("seccomp_errno").display().to_string(), libc::SYS_fallocate.to_string(), libc::EPERM.to_string()];
+    for refused in [false, true] {
+        let test = format!("node-full-shm-{}", if refused { "no-fallocate" } else { "fallocate" });
+        let mut launch = rank(&test, &job, 0, 2, "rdma 65536 8 0");
+        // A private /dev/shm of one page, taken whole by another file.
+        let setup =
+            "mount -t tmpfs -o size=4k tmpfs /dev/shm && dd if=/dev/zero of=/dev/shm/fill bs=4k count=1 2>/dev/null";
+        // What is left in it after the rank, on stderr.
+        let script = format!("{setup} || exit 97; \"$@\"; rc=$?; echo left: $(ls /dev/shm) >&2; exit $rc");
+        launch.wrapper = vec!["unshare".into(), "-m".into(), "sh".into(), "-c".into(), script, "sh".into()];
+        if refused {
+            launch.wrapper.extend(refuse_fallocate.iter().cloned());
+        }
+        let r = launch.run();
+        assert_ne!(r.status.code(), Some(97), "{test}: namespace setup failed: {}", r.stderr);
+        r.assert_ok();
+        let recs = r.records();
+        assert_eq!(recs.len(), 1, "{test}");
+        assert_eq!(recs[0]["node"]["shared_reading"], Value::Null, "{test}: {}", recs[0]["node"]);
+        assert_eq!(counters(&recs[0]).1, 0, "{test}: {}", recs[0]["counters"]);
+        assert_eq!(recs[0]["engine"]["decisions"], 8, "{test}");
+        let lines: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("/dev/shm")).collect();
+        assert_eq!(lines.len(), 1, "{test}: one warning that names /dev/shm: {}", r.stderr);
+        assert!(lines[0].contains("No space left") && lines[0].contains("its own"), "{test}: {}", lines[0]);
+        assert!(r.stderr.contains("left: fill\n"), "{test}: a segment stayed behind: {}", r.stderr);
+    }
 
     // Under `aar run`, whose job folder is there too: /dev/shm has room for the job when it starts
     // (aar run refuses a job that does not fit), then each rank fills it before its program runs:
