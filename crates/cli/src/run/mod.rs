@@ -413,10 +413,12 @@ impl Supervisor {
             cmd.stdin(Stdio::null());
         }
         let nofile = self.nofile;
-        // SAFETY: between fork and exec the closure calls only fcntl, setrlimit and prctl
-        // (async-signal-safe), to let the rank's end of its PMI socket survive exec (every other
-        // descriptor stays close-on-exec), to give the rank the open-file limit aar run was
-        // started with, and to end the rank with the launcher.
+        // SAFETY: getpid takes no argument and cannot fail.
+        let launcher = unsafe { libc::getpid() };
+        // SAFETY: between fork and exec the closure calls only fcntl, setrlimit, prctl, getppid
+        // and _exit (async-signal-safe), to let the rank's end of its PMI socket survive exec
+        // (every other descriptor stays close-on-exec), to give the rank the open-file limit aar
+        // run was started with, and to end the rank with the launcher.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
@@ -427,6 +429,11 @@ impl Supervisor {
                 }
                 // A launcher killed by SIGKILL (no handler runs) takes its ranks with it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                // A launcher that died between the fork and the prctl sent nothing: the rank
+                // would run on alone, its PMI peer gone. It ends as if the signal had come.
+                if libc::getppid() != launcher {
+                    libc::_exit(128 + libc::SIGKILL);
+                }
                 Ok(())
             });
         }
