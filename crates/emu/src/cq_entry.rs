@@ -139,10 +139,10 @@ pub fn describe(e: u64) -> String {
 }
 
 /// GNI_CqErrorRecoverable's verdict: Some(true) for an entry without an error (retrying what it
-/// completes is safe); None for an error status, which the emulator never produces, so it has no
-/// meaning to translate.
+/// completes is safe); Some(false) for an overrun (the lost events are no one's to retry); None
+/// for an error status, which the emulator never produces, so it has no meaning to translate.
 pub fn recoverable(e: u64) -> Option<bool> {
-    (status(e) == 0).then_some(true)
+    (status(e) == 0).then_some(!overrun(e))
 }
 
 #[cfg(test)]
@@ -171,6 +171,7 @@ mod tests {
         let ok = entry_with_ids(TYPE_POST, false, 1, 2);
         assert_eq!(describe(ok), "local POST event: status OK, no error");
         assert_eq!(recoverable(ok), Some(true));
+        assert_eq!(recoverable(OVERRUN_ENTRY), Some(false), "lost events cannot be retried");
         let bad = ok | (5 << STATUS_SHIFT);
         assert_eq!(describe(bad), "local POST event: error status 0x5, which the emulator never produces");
         assert_eq!(recoverable(bad), None);
