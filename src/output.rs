@@ -328,6 +328,13 @@ fn write_outputs() {
     }
     state::after_fork_in_child();
     state::TRACE.finish();
+    // The iteration record is held from here until the count is published: an iteration another
+    // thread ends meanwhile is either counted with its row or, after, has neither and is said.
+    // (A fork child writes no rows: its buffer holds the parent's.)
+    let mut held = match state::is_fork_child() {
+        true => None,
+        false => state::ITERATIONS.record(EXIT_WAIT),
+    };
     // A begin refused while the library was starting kept its index: it counts as an iteration
     // ended without a row, so that a rank's count covers the indices its rows use.
     let refused = match settings.ab_boundary {
@@ -366,12 +373,7 @@ fn write_outputs() {
             ));
         }
     }
-    // A fork child writes no rows (its buffer holds the parent's).
-    let written = match state::is_fork_child() {
-        true => None,
-        false => state::ITERATIONS.record(EXIT_WAIT).map(|mut r| r.finish()),
-    };
-    let written = written.unwrap_or(Written { file: None, first_policy: None });
+    let written = held.as_mut().map(|r| r.finish()).unwrap_or(Written { file: None, first_policy: None });
     let totals = tally::totals();
     // A fork child that sent nothing (a helper that never touched the network) leaves no trace.
     if state::is_fork_child() && totals.all().total_messages() == 0 {
@@ -380,6 +382,7 @@ fn write_outputs() {
     if settings.writes_records(job::rank()) || settings.summary {
         COUNTED.store(ended, Ordering::Release);
     }
+    drop(held);
     let slot = state::decider_within(EXIT_WAIT);
     let decider = slot.as_deref().and_then(Option::as_ref);
     let policy = control::policy_name(control::load());

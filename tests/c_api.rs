@@ -177,6 +177,28 @@ fn iterations_ended_after_exit_are_said_once() {
     assert_eq!(recs[0]["ab"]["iterations"], 1, "written before the iterations after exit ended");
 }
 
+/// A thread that marks iterations while another calls exit(): what the summary record counts
+/// (ab.iterations) is what the iteration record holds, every ended iteration with its row; one
+/// that ends after the records were written has neither and is said. Over several runs, since
+/// where the exit falls among the iterations is the scheduler's.
+#[test]
+fn iterations_ended_while_the_process_exits_are_counted_as_their_rows_are() {
+    for run in 0..12 {
+        let r = Launch::program(&format!("api-exit-race-{run}"), api_edges(), "exit-race")
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+            .run();
+        assert!(r.status.success(), "run {run}: {}", r.stderr);
+        assert_eq!(r.stdout, "raced\n", "run {run}");
+        let recs = r.records();
+        assert_eq!(recs.len(), 1, "run {run}: {}", r.stderr);
+        let rows = iteration_records(&r.dir.join("out"));
+        assert_eq!(rows.len(), 1, "run {run}: {}", r.stderr);
+        let counted = recs[0]["ab"]["iterations"].as_u64().expect("ab.iterations");
+        assert!(counted >= 1, "run {run}: {}", recs[0]["ab"]);
+        assert_eq!(rows[0].1.len() as u64, counted, "run {run}: rows against ab.iterations");
+    }
+}
+
 /// A begin refused while libaar.so is still starting (from inside the start-up, or from another
 /// thread after waiting for it in vain) keeps the index it would have had: the first begin after
 /// the start-up is iteration 2 after two refused ones, as on a rank that started sooner, with

@@ -23,6 +23,8 @@
  *                           an end ("inside ..."); then from main, while it still waits, a begin
  *                           ("waiting ..."); then, the start-up over, two iterations begun and
  *                           ended ("started begin rc=RC index I end rc=RC")
+ *   api_edges exit-race     a thread begins and ends iterations without pause while main, once
+ *                           the first has ended, calls exit(): prints "raced"
  *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
@@ -135,8 +137,30 @@ static void after_exit(void)
 	aar_iteration_end();
 }
 
+/* Iterations without pause, until the process exits under it. */
+static sem_t first_ended;
+static void *mark_forever(void *unused)
+{
+	(void)unused;
+	for (long k = 0;; k++) {
+		aar_iteration_begin();
+		aar_iteration_end();
+		if (k == 0)
+			sem_post(&first_ended);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "exit-race")) {
+		pthread_t t;
+		sem_init(&first_ended, 0, 0);
+		pthread_create(&t, NULL, mark_forever, NULL);
+		sem_wait(&first_ended);
+		printf("raced\n");
+		exit(0);
+	}
 	if (argc == 2 && !strcmp(argv[1], "after-exit")) {
 		atexit(after_exit);
 		int first = aar_iteration_label("first");
