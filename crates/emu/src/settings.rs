@@ -18,11 +18,14 @@ use crate::timing::simulated::SimSetupError;
 /// A bad value of one of the emulator's variables, with what is done instead.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingError {
-    #[error("AAR_EMU_NETWORK=\"{spec}\": {problem}")]
+    #[error("AAR_EMU_NETWORK=\"{}\": {problem}", spec.escape_debug())]
     Network { spec: String, problem: ProfileItemError },
-    #[error("AAR_EMU_LATENCY_UNIT=\"{0}\" is neither \"us\" nor \"cycles\"; using the default us")]
+    #[error("AAR_EMU_LATENCY_UNIT=\"{}\" is neither \"us\" nor \"cycles\"; using the default us", .0.escape_debug())]
     LatencyUnit(String),
-    #[error("AAR_EMU_SIM=\"{spec}\": {problem}; using the default timing model (AAR_EMU_NETWORK) instead")]
+    #[error(
+        "AAR_EMU_SIM=\"{}\": {problem}; using the default timing model (AAR_EMU_NETWORK) instead",
+        spec.escape_debug()
+    )]
     Sim { spec: String, problem: SimSetupError },
     #[error(
         "AAR_EMU_LOG={}: cannot open ({source}); posts are not logged (give a file that can be \
@@ -36,23 +39,24 @@ pub enum SettingError {
         path.to_string_lossy()
     )]
     LogWrite { path: OsString, source: std::io::Error },
-    #[error("AAR_EMU_DMAPP_PES=\"{value}\": {problem}; using the default {default} PEs", default = PeCount::default().0)]
+    #[error("AAR_EMU_DMAPP_PES=\"{shown}\": {problem}; using the default {default} PEs", shown = value.escape_debug(), default = PeCount::default().0)]
     DmappPes { value: String, problem: <PeCount as FromStr>::Err },
-    #[error("AAR_EMU_DMAPP_SHEAP=\"{value}\": {problem}; using the default {default}", default = SheapSize::default())]
+    #[error("AAR_EMU_DMAPP_SHEAP=\"{shown}\": {problem}; using the default {default}", shown = value.escape_debug(), default = SheapSize::default())]
     DmappSheap { value: String, problem: <SheapSize as FromStr>::Err },
-    #[error("AAR_EMU_DMAPP_LAYOUT=\"{value}\": {problem}; using the {default} layout of cabi/dmapp.h", default = AttrsLayout::default())]
+    #[error("AAR_EMU_DMAPP_LAYOUT=\"{shown}\": {problem}; using the {default} layout of cabi/dmapp.h", shown = value.escape_debug(), default = AttrsLayout::default())]
     DmappLayout { value: String, problem: <AttrsLayout as FromStr>::Err },
     #[error(
-        "AAR_EMU_DMAPP_SET_BUSY=\"{value}\": {problem}; every dmapp_set_rma_attrs[_ext] call is answered as usual"
+        "AAR_EMU_DMAPP_SET_BUSY=\"{shown}\": {problem}; every dmapp_set_rma_attrs[_ext] call is answered as usual",
+        shown = value.escape_debug()
     )]
     DmappSetBusy { value: String, problem: <BusyCount as FromStr>::Err },
-    #[error("AAR_EMU_JOB_COPY=\"{value}\": {problem}; using process_vm (with the service thread as fallback)")]
+    #[error("AAR_EMU_JOB_COPY=\"{shown}\": {problem}; using process_vm (with the service thread as fallback)", shown = value.escape_debug())]
     JobCopy { value: String, problem: <CopyPath as FromStr>::Err },
     #[error(
         "{var}{shown} is {problem}, so this process cannot join the job of AAR_EMU_JOB_DIR: it \
          runs alone (in-process mode) and the job's other ranks cannot reach it (start it with \
          `aar run`, which sets AAR_EMU_JOB_DIR, PMI_RANK, PMI_SIZE and PMI_GNI_LOC_ADDR together)",
-        shown = value.as_ref().map(|v| format!("=\"{v}\"")).unwrap_or_default()
+        shown = value.as_ref().map(|v| format!("=\"{}\"", v.escape_debug())).unwrap_or_default()
     )]
     Job { var: &'static str, value: Option<String>, problem: String },
 }
@@ -61,11 +65,50 @@ impl SettingError {
     /// Says it on stderr, once per bad value: a bad value by rank 0 only ([`warn`]); a log line
     /// that could not be written by the rank that lost it, which only that rank knows.
     pub fn report(&self) {
+        let line = said(&self.to_string());
         match self {
-            SettingError::LogWrite { .. } => crate::warn(&self.to_string()),
-            _ => warn(&self.to_string()),
+            SettingError::LogWrite { .. } => crate::warn(&line),
+            _ => warn(&line),
         }
     }
+}
+
+/// The characters of a quoted value (`"…"`) that a warning shows: a whole realistic spec, not a flood.
+const QUOTED_CHARS: usize = 200;
+
+/// A warning as it is said, one line whatever the values it quotes: every control or invisible
+/// character escaped as `escape_debug` writes it (`\n`, `\u{1b}`), so that no value breaks the
+/// line, moves the cursor or reorders the text, and each quoted value cut to its first
+/// [`QUOTED_CHARS`] characters and `…`, so that a long value is not said whole (the parsers
+/// quote it again in their problem). The messages quote values as `escape_debug` writes them,
+/// so a `"` inside a value (`\"`) does not end its quote.
+fn said(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(1024));
+    // Inside a quote: its characters so far, and whether the last was an escaping `\`.
+    let (mut inside, mut count, mut escaped) = (false, 0, false);
+    for c in message.chars() {
+        if c == '"' && !escaped {
+            if inside && count > QUOTED_CHARS {
+                out.push('…');
+            }
+            (inside, count) = (!inside, 0);
+            out.push(c);
+            continue;
+        }
+        // An escape sequence is kept or left out as a whole, by its `\`.
+        if inside && !escaped {
+            count += 1;
+        }
+        escaped = inside && !escaped && c == '\\';
+        if inside && count > QUOTED_CHARS {
+            continue;
+        }
+        match c {
+            '\\' | '\'' | '"' => out.push(c),
+            _ => out.extend(c.escape_debug()),
+        }
+    }
+    out
 }
 
 /// A warning about the environment, which every rank of a job reads alike: said by rank 0 only,

@@ -317,6 +317,44 @@ fn a_bad_spec_warns_once_and_the_default_model_runs() {
     }
 }
 
+/// A bad value that holds a line break, a terminal escape, a `"` or a hundred thousand characters
+/// is still said in one short line, its control characters escaped and its long quotes cut, as
+/// libaar.so says its warnings: no value breaks the line, moves the cursor or floods stderr.
+#[test]
+fn a_bad_spec_is_said_in_one_safe_line_whatever_it_holds() {
+    let put = args_of(&[Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE3, 1)]);
+    let long = "9".repeat(100_000);
+    for (spec, said) in [
+        (
+            "groups=2\nseed=x".to_string(),
+            "aar-emu: AAR_EMU_SIM=\"groups=2\\nseed=x\": groups=\"2\\nseed=x\" is not".to_string(),
+        ),
+        (
+            "groups=\u{1b}[2J\"".to_string(),
+            "aar-emu: AAR_EMU_SIM=\"groups=\\u{1b}[2J\\\"\": groups=\"\\u{1b}[2J\\\"\" is not".to_string(),
+        ),
+        (
+            format!("nodes={long}"),
+            format!("aar-emu: AAR_EMU_SIM=\"nodes={}…\": nodes=\"{}…\" is not", &long[..194], &long[..200]),
+        ),
+    ] {
+        let out = run(
+            &sim_check(),
+            &put.split(' ').collect::<Vec<_>>(),
+            &[("AAR_EMU_SIM", &spec), ("AAR_EMU_NETWORK", &spec)],
+        );
+        expect_success(&out, "sim_check");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 2, "{err:?}");
+        assert!(err.lines().all(|l| l.starts_with("aar-emu: AAR_EMU_") && l.len() < 1000), "{err:?}");
+        assert!(err.lines().all(|l| !l.contains(char::is_control)), "{err:?}");
+        assert!(
+            err.lines().any(|l| l.starts_with(&said) && l.ends_with("(AAR_EMU_NETWORK) instead")),
+            "{said}\n{err:?}"
+        );
+    }
+}
+
 #[test]
 fn pingpong_times_round_trips_with_the_simulated_clock() {
     let exe = compile("examples/pingpong.c", "pingpong");

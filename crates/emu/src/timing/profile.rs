@@ -66,15 +66,16 @@ impl ProfileKey {
 /// A bad item of `AAR_EMU_NETWORK`, and what is done about it.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ProfileItemError {
-    #[error("item \"{0}\" is not key=value (keys: {known}); ignored", known = ProfileKey::known())]
+    #[error("item \"{}\" is not key=value (keys: {known}); ignored", .0.escape_debug(), known = ProfileKey::known())]
     NotKeyValue(String),
     #[error("key \"{}\" is given twice (give each key once); the first, {}={first}, is kept", key.name(), key.name())]
     Repeated { key: ProfileKey, first: f64 },
-    #[error("unknown key \"{key}\" (known: {known}); ignored", known = ProfileKey::known())]
+    #[error("unknown key \"{}\" (known: {known}); ignored", key.escape_debug(), known = ProfileKey::known())]
     UnknownKey { key: String },
     #[error(
-        "{}=\"{value}\" is not a number from 0 to {max:e}; using the default {}={default}",
+        "{}=\"{}\" is not a number from 0 to {max:e}; using the default {}={default}",
         key.name(),
+        value.escape_debug(),
         key.name(),
         max = NetworkProfile::MAX_VALUE
     )]

@@ -92,11 +92,11 @@ const MAX_TRANSFER_NS: f64 = 1e9;
 /// What is wrong with an `AAR_EMU_SIM` value: the first problem found.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SimSpecError {
-    #[error("item \"{0}\" is not key=value")]
+    #[error("item \"{}\" is not key=value", .0.escape_debug())]
     NotKeyValue(String),
-    #[error("unknown key \"{0}\" (known: {known})", known = SimSpec::KEYS.join(", "))]
+    #[error("unknown key \"{}\" (known: {known})", .0.escape_debug(), known = SimSpec::KEYS.join(", "))]
     UnknownKey(String),
-    #[error("{key}=\"{value}\" is not a whole number from {lo} to {hi}")]
+    #[error("{key}=\"{}\" is not a whole number from {lo} to {hi}", value.escape_debug())]
     OutOfRange { key: String, value: String, lo: u64, hi: u64 },
     /// The seed's own message, which names the value and the range.
     #[error("seed: {0}")]
@@ -107,7 +107,7 @@ pub enum SimSpecError {
     /// The simulator's own message, which names the value and what is accepted.
     #[error("background: {0}")]
     Background(ParseError),
-    #[error("background-global=\"{0}\" is not 1/0, true/false, yes/no, on/off")]
+    #[error("background-global=\"{}\" is not 1/0, true/false, yes/no, on/off", .0.escape_debug())]
     BackgroundGlobal(String),
     /// The simulator's capacity check, which names the placement and its capacity.
     #[error("nodes={nodes} on {groups} group(s): {source}")]
@@ -120,24 +120,29 @@ pub enum SimSpecError {
     )]
     AcrossOneGroup,
     #[error(
-        "background=\"{0}\" with groups=1: worst-case traffic goes from each group to the next, and there is no \
-         other group (give groups=2 or more, or background=uniform:LOAD)"
+        "background=\"{}\" with groups=1: worst-case traffic goes from each group to the next, and there is no \
+         other group (give groups=2 or more, or background=uniform:LOAD)",
+        .0.escape_debug()
     )]
     WorstCaseOneGroup(String),
     #[error(
-        "background=\"{0}\" with background-global=0 and the process's nodes all in group {1}: worst-case traffic \
+        "background=\"{}\" with background-global=0 and the process's nodes all in group {}: worst-case traffic \
          goes from each group to the next, and the background is kept to that group (give background-global=1, \
-         a placement over 2 or more groups, or background=uniform:LOAD)"
+         a placement over 2 or more groups, or background=uniform:LOAD)",
+        .0.escape_debug(),
+        .1
     )]
     WorstCaseNodesGroup(String, u32),
     #[error(
-        "background=\"{background}\" with background-nodes={nodes}: it needs {min} or more background nodes, \
-         {why} (give background-nodes={min} or more, or background=none)"
+        "background=\"{}\" with background-nodes={nodes}: it needs {min} or more background nodes, \
+         {why} (give background-nodes={min} or more, or background=none)",
+        background.escape_debug()
     )]
     TooFewBackgroundNodes { background: String, nodes: u32, min: u32, why: &'static str },
     #[error(
-        "background=\"{background}\": it needs {min} or more background nodes, {why}, but only {free} nodes {} \
+        "background=\"{}\": it needs {min} or more background nodes, {why}, but only {free} nodes {} \
          (give {}a network with more nodes, fewer nodes, or background=none)",
+        background.escape_debug(),
         if *job_groups { "of the process's groups are free of its nodes" } else { "are free of the process's nodes" },
         if *job_groups { "background-global=1, " } else { "" }
     )]
