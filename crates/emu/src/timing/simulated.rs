@@ -225,7 +225,8 @@ impl FromStr for SimSpec {
         let mut background_text = String::new();
         for item in trimmed.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (key, value) = item.split_once('=').ok_or_else(|| SimSpecError::NotKeyValue(item.to_string()))?;
-            let key = key.trim().replace('_', "-").to_ascii_lowercase();
+            let typed = key.trim();
+            let key = typed.replace('_', "-").to_ascii_lowercase();
             let value = value.trim();
             if given.contains(&key) {
                 return Err(SimSpecError::Repeated(key));
@@ -255,7 +256,8 @@ impl FromStr for SimSpec {
                         value.parse::<Switch>().map_err(|_| SimSpecError::BackgroundGlobal(value.to_string()))?.0
                 }
                 "seed" => s.seed = value.parse::<Seed>().map_err(SimSpecError::Seed)?.0,
-                _ => return Err(SimSpecError::UnknownKey(key)),
+                // As typed, so that the message names what the user wrote.
+                _ => return Err(SimSpecError::UnknownKey(typed.to_string())),
             }
         }
         s.check_combination(given.iter().any(|k| k == "placement"), background_text)?;
@@ -460,6 +462,7 @@ mod tests {
             ("background=uniform:2", "LOAD in [0, 1]"),
             ("background=storm:0.1", "unknown kind"),
             ("colour=red", "unknown key \"colour\""),
+            ("Colour_Depth=3", "unknown key \"Colour_Depth\" (known: groups,"),
             ("groups", "not key=value"),
             ("placement=same-blade,nodes=5", "at most 4 nodes"),
             ("global-per-router=11", "global-per-router=\"11\""),
