@@ -180,6 +180,22 @@ fn puts_gets_and_remote_events_cross_processes() {
     pass_job(&Launch { scenario: "rma", ranks: 3, ..Default::default() });
 }
 
+/// With `AAR_EMU_SIM` every rank runs its own simulated network (docs/emulator-job.md): the
+/// job's data still arrives, a good value is said by nobody and a bad one by rank 0 alone.
+#[test]
+fn puts_and_gets_cross_processes_on_a_simulated_network() {
+    let env = [("AAR_EMU_SIM", "groups=2,nodes=3,placement=scattered".to_string())];
+    pass_job(&Launch { scenario: "rma", ranks: 3, env: &env, ..Default::default() });
+    let env = [("AAR_EMU_SIM", "groups=99".to_string())];
+    pass_job(&Launch {
+        scenario: "rma",
+        ranks: 3,
+        env: &env,
+        says: Some((0, "aar-emu: AAR_EMU_SIM=\"groups=99\": groups=\"99\" is not a whole number from 1 to 16")),
+        ..Default::default()
+    });
+}
+
 #[test]
 fn puts_and_gets_reach_ranks_that_share_a_node() {
     pass_job(&Launch { scenario: "rma", ranks: 4, per_node: 2, ..Default::default() });
