@@ -1395,9 +1395,15 @@ fn json_text(
 }
 
 /// Whether this user may create files in the folder `dir`: a file created there (and removed),
-/// which the mode bits alone do not tell (another user's folder, a read-only mount, root).
+/// which the mode bits alone do not tell (another user's folder, a read-only mount, root). The
+/// file gets a block of bytes, written to the disk: a full or over-quota file system still takes
+/// an empty file, but not a record.
 fn can_create_in(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write;
     let probe = dir.join(format!(".aar-doctor-{}", std::process::id()));
-    std::fs::File::create_new(&probe)?;
-    std::fs::remove_file(&probe)
+    let mut file = std::fs::File::create_new(&probe)?;
+    let written = file.write_all(&[0; 4096]).and_then(|()| file.sync_data());
+    drop(file);
+    let removed = std::fs::remove_file(&probe);
+    written.and(removed)
 }

@@ -879,6 +879,41 @@ fn a_record_folder_on_a_read_only_file_system_is_named_as_such() {
     assert!(!mounts.contains(&format!(" {ro} ")), "the read-only mount was left on the host: {ro}");
 }
 
+/// A record folder on a full file system takes an empty file but not a record: the doctor's
+/// probe writes bytes, so that the folder is not called writable where the job's record would
+/// fail for want of room (libaar.so then says so at exit, too late).
+#[test]
+fn a_record_folder_on_a_full_file_system_is_not_called_writable() {
+    if !Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here: the full file system case is not run");
+        return;
+    }
+    let prog = ugni_program();
+    let full = scratch().join("full");
+    std::fs::create_dir_all(&full).unwrap();
+    let full = full.to_str().unwrap();
+    let sh = scratch().join("full-sh");
+    // A small tmpfs, filled up, in the wrapped command's own mount namespace.
+    let script = format!(
+        "#!/bin/sh\nexec unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs \"$0\" || exit 97; \
+         head -c 1048576 /dev/zero > \"$0/fill\" 2>/dev/null; exec \"$@\"' '{full}' \"$@\"\n"
+    );
+    std::fs::write(&sh, script).unwrap();
+    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", full)]);
+    assert_ne!(r.code, 97, "namespace setup failed: {}", r.stderr);
+    r.expect_line(
+        "warning",
+        "records",
+        &format!("AAR_OUTPUT_DIR={full} cannot be written in (No space left on device"),
+    );
+    assert!(!r.has_line("ok", "records", "writable"), "{}", r.stdout);
+    r.expect_code(3);
+    // The same folder with room is writable.
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", full)]);
+    r.expect_line("ok", "records", &format!("AAR_OUTPUT_DIR={full} is a writable folder"));
+}
+
 /// The node table `steady` keeps its state per destination class by: read and checked against
 /// the node (`/proc/cray_xt`, here the emulator's `AAR_EMU_CRAY_XT`, and `PMI_GNI_LOC_ADDR`) as
 /// libaar.so does at initialisation, so that a table that would put destinations in the wrong
