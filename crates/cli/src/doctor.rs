@@ -872,14 +872,29 @@ fn check_preload(
             if !mended.iter().any(|e| is_libaar(e)) {
                 mended.insert(0, suggestion.clone());
             }
+            let mended = mended.join(":");
+            let mended = aar_record::folder::shell_word(&mended);
+            // A folder of that name (a path cut short, a prefix given for the file) is no library
+            // either: the loader skips it the same way.
+            let (what, fix) = if Path::new(entry).is_dir() {
+                ("is a folder, not a library", format!("export LD_PRELOAD={mended}"))
+            } else {
+                (
+                    "does not exist",
+                    format!(
+                        "export LD_PRELOAD={mended} (a module loaded before its files moved or were removed, as by an \
+                         upgrade, cannot take its entry back, and module load aar keeps it: a new login shell starts \
+                         clean)"
+                    ),
+                )
+            };
             report.problem(
                 "preload",
-                format!("LD_PRELOAD names {entry}, which does not exist: the loader skips it (with an error) and the program runs without libaar.so"),
                 format!(
-                    "export LD_PRELOAD={} (a module loaded before its files moved or were removed, as by an upgrade, \
-                     cannot take its entry back, and module load aar keeps it: a new login shell starts clean)",
-                    aar_record::folder::shell_word(&mended.join(":"))
+                    "LD_PRELOAD names {entry}, which {what}: the loader skips it (with an error) and the program runs \
+                     without libaar.so"
                 ),
+                fix,
             );
         }
     }

@@ -1042,6 +1042,19 @@ fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
     r.expect_code(1);
     r.expect_line("problem", "libaar.so", "loads but is not libaar.so: it does not define aar_version");
     assert!(!r.stdout.lines().any(|l| l.starts_with("ok       libaar.so")), "{}", r.stdout);
+    // A folder under libaar.so's name (a path cut short) is there, but is no library: said as such,
+    // and the fix is the LD_PRELOAD without it.
+    let folder = scratch().join("folder/libaar.so");
+    std::fs::create_dir_all(&folder).unwrap();
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &format!("{}:{}", folder.display(), lib.display()))]);
+    r.expect_code(1);
+    r.expect_line(
+        "problem",
+        "preload",
+        &format!("LD_PRELOAD names {}, which is a folder, not a library", folder.display()),
+    );
+    assert!(r.stdout.contains(&format!("fix: export LD_PRELOAD={}\n", lib.display())), "{}", r.stdout);
+    assert!(!r.stdout.contains("does not exist"), "{}", r.stdout);
 }
 
 #[test]
