@@ -1055,6 +1055,20 @@ fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
     );
     assert!(r.stdout.contains(&format!("fix: export LD_PRELOAD={}\n", lib.display())), "{}", r.stdout);
     assert!(!r.stdout.contains("does not exist"), "{}", r.stdout);
+    // A file under libaar.so's name that is no ELF library (a truncated or text copy): the fix
+    // says so, not that ldd would name a missing library.
+    let text = scratch().join("text/libaar.so");
+    std::fs::create_dir_all(text.parent().unwrap()).unwrap();
+    std::fs::write(&text, "not a library\n").unwrap();
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", text.to_str().unwrap())]);
+    r.expect_code(1);
+    r.expect_line("problem", "libaar.so", &format!("{} (from LD_PRELOAD) does not load", text.display()));
+    assert!(
+        r.stdout.contains("fix: It is not an ELF file (unknown format), not a shared library: preload the libaar.so"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("ldd"), "{}", r.stdout);
 }
 
 #[test]

@@ -63,11 +63,17 @@ fn check(libaar: &Path, how: &str, report: &mut Report) -> Option<Value> {
     let lib = match unsafe { Library::open(Some(libaar), RTLD_LAZY | RTLD_LOCAL) } {
         Ok(lib) => lib,
         Err(e) => {
-            report.problem(
-                "libaar.so",
-                format!("{} ({how}) does not load: {e}", libaar.display()),
-                "Check the file (ldd on it names a missing library), or reinstall aar; the loader would fail the same way.",
-            );
+            // A file that is no ELF library at all (a text file, a truncated copy) has no missing
+            // library for ldd to name.
+            let fix = match elf::read(libaar) {
+                Err(why) if !matches!(why, elf::NotElf::Unreadable(_)) => format!(
+                    "It is {why}, not a shared library: preload the libaar.so of this aar ($AAR_ROOT/lib/libaar.so, \
+                     or module load aar), or pass it with --lib; the loader would fail the same way."
+                ),
+                _ => "Check the file (ldd on it names a missing library), or reinstall aar; the loader would fail the same way."
+                    .to_string(),
+            };
+            report.problem("libaar.so", format!("{} ({how}) does not load: {e}", libaar.display()), fix);
             return None;
         }
     };
