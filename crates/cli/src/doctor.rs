@@ -976,12 +976,28 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
                 papi["loaded_as"].as_str().map(|n| format!(" (as {n})")).unwrap_or_default()
             ),
         ),
-        _ => serious(
-            report,
-            "PAPI",
-            format!("aar: {}; {fallback}", papi["error"].as_str().unwrap_or("PAPI could not be loaded")),
-            "module load papi (on a Cray), or set AAR_PAPI_LIBRARY to the path of libpapi.so",
-        ),
+        _ => {
+            // Where AAR_PAPI_LIBRARY named the library, it is what failed: "set it" would not help.
+            let named = doc["variables_set"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|v| v["name"] == "AAR_PAPI_LIBRARY")
+                .and_then(|v| v["value"].as_str());
+            let fix = match named {
+                Some(value) => format!(
+                    "Correct AAR_PAPI_LIBRARY (it names {value}) to the path of a libpapi.so that loads here, or \
+                     unset it to load the libpapi.so the loader finds (module load papi, on a Cray)"
+                ),
+                None => "module load papi (on a Cray), or set AAR_PAPI_LIBRARY to the path of libpapi.so".to_string(),
+            };
+            serious(
+                report,
+                "PAPI",
+                format!("aar: {}; {fallback}", papi["error"].as_str().unwrap_or("PAPI could not be loaded")),
+                &fix,
+            )
+        }
     }
     let loaded = papi["path"].is_string();
     // The events checked are AAR_PAPI_EVENTS's where it was set and taken, else the Aries defaults.

@@ -727,6 +727,17 @@ fn without_libpapi_the_fix_names_aar_papi_library_and_following_it_works() {
         "{}",
         r.stdout
     );
+    // AAR_PAPI_LIBRARY naming a file that is not there: the fix is to correct it, not to set it.
+    let wrong = dir.join("papi/no-such-libpapi.so");
+    let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", wrong.to_str().unwrap())]);
+    r.expect_code(1);
+    r.expect_line("problem", "PAPI", &format!("aar: PAPI could not be loaded (tried {}", wrong.display()));
+    assert!(
+        r.stdout.contains(&format!("fix: Correct AAR_PAPI_LIBRARY (it names {})", wrong.display())),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("or set AAR_PAPI_LIBRARY"), "{}", r.stdout);
     let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", copy.to_str().unwrap())]);
     r.expect_code(0);
     r.expect_line("ok", "PAPI", &format!("loaded from {}", copy.display()));
