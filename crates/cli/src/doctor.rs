@@ -20,6 +20,8 @@
 //!   then gives way (a note).
 //! - `MPICH_GNI_ROUTING_MODE`: a non-adaptive request leaves Cray MPICH's posts to MPICH.
 //! - A file size limit (`ulimit -f`): the library's records and trace stop at it.
+//! - The decision trace (`AAR_TRACE`): created where the job would create it (and removed), or,
+//!   for a pattern with `%r` or `%p`, its folder.
 //! - The record folder (`AAR_OUTPUT_DIR`): one this user may create files in; a missing one gets
 //!   the `mkdir -p` that makes it (through a symbolic link to nothing, its target), or the fix of
 //!   what would make that mkdir fail. The problem and
@@ -184,6 +186,7 @@ pub fn run(args: DoctorArgs) -> i32 {
     if let Some(doc) = &selfcheck {
         check_counters(doc, ugni_loaded, &mut report);
         check_settings(doc, &mut report);
+        check_trace(doc, &mut report);
         check_topology(doc, &mut report);
         check_dmapp_table(doc, &mut report);
         check_mpich_routing(doc, &mut report);
@@ -1138,6 +1141,77 @@ fn check_settings(doc: &Value, report: &mut Report) {
     {
         let set = doc["variables_set"].as_array().map_or(0, Vec::len);
         report.ok("settings", format!("{} set, no warning", count(set as u64, "AAR_* variable", "AAR_* variables")));
+    }
+}
+
+/// The decision trace (`AAR_TRACE`), which libaar.so creates at start-up, never over a file that
+/// is there and never through a symbolic link: a name without `%` is created here (and removed) as
+/// the job would create it; a pattern with `%r` or `%p` names a file per process, so its folder
+/// is checked (where it has no `%` of its own). The pattern itself (an unknown `%x`) is the
+/// library's to judge.
+fn check_trace(doc: &Value, report: &mut Report) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(pattern) = doc["settings"]["trace"].as_str() else { return };
+    let shown = format!("AAR_TRACE={}", aar_record::folder::shell_word(pattern));
+    let fix = "Point AAR_TRACE at a writable folder and a name that does not exist yet (add %p for the pid, %r for \
+               the rank).";
+    if !pattern.contains('%') {
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(pattern)
+            .and_then(|_| std::fs::remove_file(pattern));
+        match created {
+            Ok(()) => report.ok("trace", format!("{shown}: the decision trace can be created there")),
+            Err(e) => {
+                let folder = Path::new(pattern).parent().filter(|f| !f.as_os_str().is_empty());
+                let fix = match (e.kind(), folder) {
+                    (std::io::ErrorKind::AlreadyExists, _) => format!(
+                        "A file of that name is already there (an earlier run's?), and libaar.so never overwrites \
+                         one: remove it, or add %p (the pid) to the name, e.g. AAR_TRACE={}",
+                        aar_record::folder::shell_word(&format!("{pattern}.%p"))
+                    ),
+                    (std::io::ErrorKind::NotFound, Some(f)) if !f.exists() => {
+                        format!("mkdir -p {}", aar_record::folder::shell_word(&f.to_string_lossy()))
+                    }
+                    _ => fix.to_string(),
+                };
+                report.warning(
+                    "trace",
+                    format!("{shown}: cannot create {pattern} ({e}): no decision trace will be written"),
+                    fix,
+                );
+            }
+        }
+        return;
+    }
+    let folder = match Path::new(pattern).parent() {
+        Some(f) if f.as_os_str().is_empty() => Path::new("."),
+        Some(f) => f,
+        None => return,
+    };
+    if folder.to_string_lossy().contains('%') {
+        return;
+    }
+    let usable = match std::fs::metadata(folder) {
+        Ok(m) if !m.is_dir() => Err(format!("{}, where it would go, is not a folder", folder.display())),
+        Ok(_) => {
+            can_create_in(folder).map_err(|e| format!("its folder {} cannot be written in ({e})", folder.display()))
+        }
+        Err(e) => Err(format!("its folder {} cannot be used ({e})", folder.display())),
+    };
+    match usable {
+        Ok(()) => report.ok("trace", format!("{shown}: its folder {} is writable", folder.display())),
+        Err(why) => report.warning(
+            "trace",
+            format!("{shown}: {why}: no decision trace will be written"),
+            if folder.exists() {
+                fix.to_string()
+            } else {
+                format!("mkdir -p {}", aar_record::folder::shell_word(&folder.to_string_lossy()))
+            },
+        ),
     }
 }
 

@@ -925,6 +925,62 @@ fn a_record_folder_on_a_full_file_system_is_not_called_writable() {
     r.expect_line("ok", "records", &format!("AAR_OUTPUT_DIR={full} is a writable folder"));
 }
 
+/// The decision trace (`AAR_TRACE`) is created at start-up, never over a file that is there: a
+/// trace that could not be created is a warning with the fix, before the job (libaar.so says it
+/// only in the job), and the check leaves nothing behind.
+#[test]
+fn the_decision_trace_is_checked_where_the_job_would_create_it() {
+    let prog = ugni_program();
+    let prog = prog.to_str().unwrap();
+    let dir = scratch().join("trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    // In a folder that is not there: the fix makes it.
+    let missing = dir.join("missing/decisions.jsonl");
+    let r = doctor(&[prog], &[("AAR_TRACE", missing.to_str().unwrap())]);
+    r.expect_code(3);
+    r.expect_line("warning", "trace", &format!("cannot create {} (No such file", missing.display()));
+    assert!(r.stdout.contains(&format!("fix: mkdir -p {}\n", dir.join("missing").display())), "{}", r.stdout);
+    let r = doctor(&[prog], &[("AAR_TRACE", &format!("{}/missing/t.%p", dir.display()))]);
+    r.expect_line(
+        "warning",
+        "trace",
+        &format!("its folder {} cannot be used (No such file", dir.join("missing").display()),
+    );
+    // Over a file that is there: libaar.so would not overwrite it, nor does the check.
+    let there = dir.join("there.jsonl");
+    std::fs::write(&there, "an earlier trace\n").unwrap();
+    let r = doctor(&[prog], &[("AAR_TRACE", there.to_str().unwrap())]);
+    r.expect_code(3);
+    r.expect_line("warning", "trace", &format!("cannot create {} (File exists", there.display()));
+    assert!(r.stdout.contains("fix: A file of that name is already there"), "{}", r.stdout);
+    assert_eq!(std::fs::read_to_string(&there).unwrap(), "an earlier trace\n");
+    // libaar.so, preloaded into a program, finds the same.
+    let lib = libdir();
+    let attaching = compile(
+        "ugni-attach-app",
+        "#include \"gni_pub.h\"\nint main(void) { gni_cdm_handle_t cdm; gni_nic_handle_t nic; uint32_t a;\n\
+         return GNI_CdmCreate(0, 0, 0, 0, &cdm) || GNI_CdmAttach(cdm, 0, &a, &nic); }\n",
+        &["-L", lib.to_str().unwrap(), "-lugni", &format!("-Wl,-rpath,{}", lib.display())],
+    );
+    let out = Command::new(&attaching)
+        .env("LD_PRELOAD", libaar())
+        .env("AAR_TRACE", &there)
+        .env("AAR_PAPI_EVENTS", sde_events().join(","))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("cannot create {} (File exists", there.display())), "{err}");
+    // Where it can be created: ok, and no file is left by the check.
+    for pattern in [dir.join("new.jsonl").display().to_string(), format!("{}/t.%p", dir.display())] {
+        let r = doctor(&[prog], &[("AAR_TRACE", &pattern)]);
+        assert!(r.has_line("ok", "trace", &format!("AAR_TRACE={pattern}:")), "{}", r.stdout);
+        r.expect_code(0);
+    }
+    let mut left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["there.jsonl"], "the check left files in {}", dir.display());
+}
+
 /// The node table `steady` keeps its state per destination class by: read and checked against
 /// the node (`/proc/cray_xt`, here the emulator's `AAR_EMU_CRAY_XT`, and `PMI_GNI_LOC_ADDR`) as
 /// libaar.so does at initialisation, so that a table that would put destinations in the wrong
