@@ -735,6 +735,21 @@ impl Parser<'_> {
     fn text(&mut self, name: &'static str) -> Option<String> {
         self.get(name).map(|v| v.trim().to_string())
     }
+
+    /// `AAR_TRACE`, a path pattern: a `%` code it does not know is kept as written, and said.
+    fn trace(&mut self) -> Option<String> {
+        let pattern = self.text("AAR_TRACE")?;
+        if let (_, Some(unknown)) = crate::trace::expand(&pattern, None, 0) {
+            let message = format!(
+                "AAR_TRACE=\"{}\": {} is not one of %r (the rank), %p (the pid) or %% (a %): kept as written. Write \
+                 %% for a %.",
+                shown(&pattern),
+                unknown.escape_debug()
+            );
+            self.warnings.push(Warning { variable: "AAR_TRACE", value: pattern.clone(), message });
+        }
+        Some(pattern)
+    }
 }
 
 /// A value quoted in a message: at most 80 characters (a longer one is cut with `…`, so that the
@@ -1027,7 +1042,7 @@ impl Settings {
             .with_window(window_decisions),
             papi_events,
             papi_library: p.text("AAR_PAPI_LIBRARY"),
-            trace: p.text("AAR_TRACE"),
+            trace: p.trace(),
             trace_max,
             output_dir: p.text("AAR_OUTPUT_DIR"),
             log,

@@ -131,17 +131,8 @@ impl TraceFile {
     /// Open the trace, to take at most `max` bytes; `true` if tracing is on.
     pub fn open(&self, pattern: Option<&str>, max: u64) -> bool {
         let Some(pattern) = pattern else { return false };
-        let (path, unknown) = expand(pattern, job::rank(), sys::pid());
-        // Said once: a fork child that opens its own trace inherits the flag.
-        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        if let Some(u) = unknown.filter(|_| !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)) {
-            diag::warn(&format!(
-                "AAR_TRACE=\"{}\": {} is not one of %r (the rank), %p (the pid) or %% (a %): kept as written. \
-                 Write %% for a %.",
-                pattern.escape_debug(),
-                u.escape_debug()
-            ));
-        }
+        // (A `%` code it does not know was said with the other settings.)
+        let (path, _) = expand(pattern, job::rank(), sys::pid());
         match sys::create_new(&path) {
             Ok(f) => {
                 match self.0.try_lock_for(Duration::from_secs(1)) {

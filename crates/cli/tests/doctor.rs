@@ -976,6 +976,17 @@ fn the_decision_trace_is_checked_where_the_job_would_create_it() {
         assert!(r.has_line("ok", "trace", &format!("AAR_TRACE={pattern}:")), "{}", r.stdout);
         r.expect_code(0);
     }
+    // A `%` code libaar.so does not know: its own warning, before the job.
+    let pattern = format!("{}/t.%q", dir.display());
+    let r = doctor(&[prog], &[("AAR_TRACE", &pattern)]);
+    r.expect_code(3);
+    r.expect_line(
+        "warning",
+        "setting",
+        &format!(
+            "aar: AAR_TRACE=\"{pattern}\": %q is not one of %r (the rank), %p (the pid) or %% (a %): kept as written"
+        ),
+    );
     let mut left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     left.sort();
     assert_eq!(left, ["there.jsonl"], "the check left files in {}", dir.display());
