@@ -1226,6 +1226,51 @@ fn exit_codes() {
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
 
+/// Where --plot or --html cannot go is said before anything is read, naming the path given, what
+/// is wrong with it and what to give instead: a file where its folder should be (not "does not
+/// exist": it does), a folder not made yet, a folder where the file should be.
+#[test]
+fn output_paths_it_cannot_use_are_said_with_what_to_give() {
+    let folder = tmp("outpaths");
+    let dir = folder.path();
+    generate(dir, "op", 1, 10, &["A", "B"], &[1.0, 1.0], 1);
+    let d = dir.to_str().unwrap();
+    let file = dir.join("notes.txt");
+    std::fs::write(&file, "a file").unwrap();
+    let html_folder = dir.join("old.html");
+    std::fs::create_dir(&html_folder).unwrap();
+    let through_file = file.join("r.html");
+    let deeper = file.join("sub").join("r.svg");
+    let missing = dir.join("new").join("r.html");
+    for (flag, path, says) in [
+        (
+            "--html",
+            &through_file,
+            format!(
+                "{} is a file, or goes through one, not a folder: nothing read; name a file in a folder",
+                file.display()
+            ),
+        ),
+        ("--plot", &deeper, format!("{} is a file, or goes through one, not a folder", file.join("sub").display())),
+        (
+            "--html",
+            &missing,
+            format!("does not exist: nothing read; create it first (mkdir -p {})", dir.join("new").display()),
+        ),
+        (
+            "--html",
+            &html_folder,
+            format!("is a folder: nothing read; name a file in it, e.g. {}", html_folder.join("report.html").display()),
+        ),
+    ] {
+        let o = run(&[d, flag, path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.starts_with(&format!("aar: {flag} {}: ", path.display())) && err.contains(&says), "{says}\n{err}");
+        assert!(stdout(&o).is_empty());
+    }
+}
+
 /// The report's palette (plot.rs): the first policies' colours.
 const COLOURS: [[u8; 3]; 3] = [[0x4e, 0x79, 0xa7], [0xf2, 0x8e, 0x2b], [0xe1, 0x57, 0x59]];
 

@@ -78,12 +78,24 @@ pub const EXIT_USAGE: i32 = 2;
 /// A bad argument; the text completes `aar: ...` and the exit status is [`EXIT_USAGE`].
 #[derive(Debug, thiserror::Error)]
 enum ArgError {
-    #[error("{flag} {}: the file name must end in {}", .path.display(), dotted(.extensions))]
+    #[error("{flag} {}: the file name must end in {}: nothing read", .path.display(), dotted(.extensions))]
     Extension { flag: &'static str, path: PathBuf, extensions: &'static [&'static str] },
-    #[error("{flag} {}: folder {} does not exist", .path.display(), folder(.path).display())]
+    #[error(
+        "{flag} {}: folder {} does not exist: nothing read; create it first (mkdir -p {}) or name a file in a \
+         folder that exists",
+        .path.display(), folder(.path).display(), folder(.path).display()
+    )]
     NoFolder { flag: &'static str, path: PathBuf },
-    #[error("{flag} {}: is a folder", .path.display())]
-    IsFolder { flag: &'static str, path: PathBuf },
+    #[error(
+        "{flag} {}: {} is a file, or goes through one, not a folder: nothing read; name a file in a folder",
+        .path.display(), folder(.path).display()
+    )]
+    FileAsFolder { flag: &'static str, path: PathBuf },
+    #[error(
+        "{flag} {}: is a folder: nothing read; name a file in it, e.g. {}",
+        .path.display(), .path.join(format!("report.{}", .extensions[0])).display()
+    )]
+    IsFolder { flag: &'static str, path: PathBuf, extensions: &'static [&'static str] },
     #[error("--resamples {0}: at least {MIN_RESAMPLES} and at most {MAX_RESAMPLES}")]
     Resamples(usize),
     #[error("{}: no such file or folder: nothing read; give the folder AAR_OUTPUT_DIR named, or record files", .0.display())]
@@ -131,11 +143,15 @@ fn check_output(flag: &'static str, path: &Path, extensions: &'static [&'static 
     if !ext.as_deref().is_some_and(|e| extensions.contains(&e)) {
         return Err(ArgError::Extension { flag, path: path_buf(), extensions });
     }
-    if !folder(path).is_dir() {
-        return Err(ArgError::NoFolder { flag, path: path_buf() });
+    // A folder that cannot be looked at for another reason (no permission) is for the writing to say.
+    match std::fs::metadata(folder(path)).map_err(|e| e.kind()) {
+        Err(std::io::ErrorKind::NotFound) => return Err(ArgError::NoFolder { flag, path: path_buf() }),
+        Ok(m) if !m.is_dir() => return Err(ArgError::FileAsFolder { flag, path: path_buf() }),
+        Err(std::io::ErrorKind::NotADirectory) => return Err(ArgError::FileAsFolder { flag, path: path_buf() }),
+        _ => {}
     }
     if path.is_dir() {
-        return Err(ArgError::IsFolder { flag, path: path_buf() });
+        return Err(ArgError::IsFolder { flag, path: path_buf(), extensions });
     }
     Ok(())
 }
