@@ -1269,6 +1269,19 @@ fn output_paths_it_cannot_use_are_said_with_what_to_give() {
         assert!(err.starts_with(&format!("aar: {flag} {}: ", path.display())) && err.contains(&says), "{says}\n{err}");
         assert!(stdout(&o).is_empty());
     }
+    // A folder no file can be made in (as root too: /proc): the folder and the reason are said,
+    // not the name of a temporary file the user never gave, and what was done instead; the
+    // table is still printed.
+    let o = run(&[d, "--html", "/proc/aar-report.html"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("aar: --html /proc/aar-report.html: cannot be written (no file can be made in /proc: ")
+            && err.contains("): not written, a file of that name left as it was, the rest of the report written; name a file in a folder you can write to"),
+        "{err}"
+    );
+    assert!(!err.contains(".aar-report"), "{err}");
+    assert!(stdout(&o).contains("policy"), "{}", stdout(&o));
 }
 
 /// The report's palette (plot.rs): the first policies' colours.

@@ -121,7 +121,10 @@ pub enum OutputError {
     Draw(Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot be encoded as PNG ({0})")]
     Png(#[from] png::EncodingError),
-    #[error("cannot be written ({0})")]
+    #[error(
+        "cannot be written ({0}): not written, a file of that name left as it was, the rest of the report \
+         written; name a file in a folder you can write to, with room"
+    )]
     Write(#[from] std::io::Error),
 }
 
@@ -189,7 +192,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     let mut file = tempfile::Builder::new()
         .prefix(".aar-report")
         .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(folder(path))?;
+        .tempfile_in(folder(path))
+        // Its error names the temporary file, which the user never named: name the folder.
+        .map_err(|e| {
+            std::io::Error::new(e.kind(), format!("no file can be made in {}: {}", folder(path).display(), e.kind()))
+        })?;
     file.write_all(bytes)?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
