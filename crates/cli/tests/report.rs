@@ -1389,6 +1389,26 @@ fn seven_policies_are_each_named_in_the_box_plot_and_the_threshold_is_short() {
     check_png(&png, COLOURS.len());
 }
 
+/// The time series' iteration axis of a short run labels whole iterations, each once: a run of 2
+/// iterations read "0 0 0 1 1 1" (ticks at 0, 0.2, ... 1, rounded).
+#[test]
+fn a_short_runs_iteration_axis_labels_each_iteration_once() {
+    let folder = tmp("short");
+    let dir = folder.path();
+    // Times of about 1 ms (labels "0.95", "1.00", ... or "950", ...): none is labelled "0" or "1".
+    generate(dir, "short", 2, 2, &["A", "B"], &[1.0, 0.9], 1);
+    let svg = dir.join("fig.svg");
+    let o = run(&[dir.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    let iterations: Vec<&String> =
+        texts.iter().filter(|t| t.parse::<i64>().is_ok_and(|i| (0..=1).contains(&i))).collect();
+    assert!(!iterations.is_empty(), "{texts:?}");
+    let mut once = iterations.clone();
+    once.dedup();
+    assert_eq!(once, iterations, "each iteration labelled once: {texts:?}");
+}
+
 /// The value of attribute `name` in the tag `tag` (`<circle cx="1" ...`).
 fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;

@@ -464,7 +464,9 @@ where
     }
     let mut chart = b.build_cartesian_2d(x0..x1, lo..hi).map_err(drawn)?;
     let yfmt = axis_format(u, hi - lo);
-    let xfmt = |v: &f64| format!("{v:.0}");
+    // Iterations are whole: a tick between two (0.2, 0.4, ... of a run of 2) has no label, or the
+    // axis of a short run would read 0 0 0 1 1 1.
+    let xfmt = |v: &f64| if (v - v.round()).abs() < 1e-6 { format!("{v:.0}") } else { String::new() };
     let mut mesh = chart.configure_mesh();
     if text {
         mesh.label_style(("sans-serif", 14)).axis_desc_style(("sans-serif", 14));
