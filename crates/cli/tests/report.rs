@@ -1409,6 +1409,27 @@ fn a_short_runs_iteration_axis_labels_each_iteration_once() {
     assert_eq!(once, iterations, "each iteration labelled once: {texts:?}");
 }
 
+/// Names with U+FFFE or U+FFFF (valid JSON and UTF-8, but characters XML forbids) are shown as
+/// `?` in the plot and the page: an SVG file with one does not open ("not well-formed").
+#[test]
+fn characters_xml_forbids_do_not_break_the_svg() {
+    let folder = tmp("xmlchars");
+    let dir = folder.path();
+    let (odd, exp) = ("p\u{FFFE}q", "e\u{FFFF}f");
+    let rows: Vec<Iteration> =
+        (0..20).map(|i| row(i, ["A", odd][i as usize % 2], 0, 1_000_000 + i * 1000, None)).collect();
+    write_record(dir, &header(exp, 0, 1, &["A", odd]), &rows);
+    let (svg, page) = (dir.join("fig.svg"), dir.join("page.html"));
+    let o = run(&[dir.to_str().unwrap(), "--plot", svg.to_str().unwrap(), "--html", page.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for file in [&svg, &page] {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(!text.contains(['\u{FFFE}', '\u{FFFF}']), "{}", file.display());
+        assert!(text.contains("p?q") && text.contains("e?f"), "{}", file.display());
+    }
+    assert!(svg_texts(&std::fs::read_to_string(&svg).unwrap()).iter().any(|t| t == "p?q"));
+}
+
 /// The value of attribute `name` in the tag `tag` (`<circle cx="1" ...`).
 fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;

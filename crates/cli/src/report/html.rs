@@ -16,7 +16,7 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' && c != '\t' => out.push('?'),
+            c if !output::printable(c) && c != '\n' && c != '\t' => out.push('?'),
             c => out.push(c),
         }
     }

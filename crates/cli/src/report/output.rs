@@ -45,14 +45,21 @@ impl Unit {
     }
 }
 
-/// A name from a file, made safe for a terminal: control characters become `?`, long names are cut.
+/// A name from a file, made safe for a terminal and an SVG file: characters not [`printable`]
+/// become `?`, long names are cut.
 pub fn clean(name: &str) -> String {
     clean_to(name, 40)
 }
 
+/// Whether a record's character can be shown as it is: not a control character (it would drive
+/// a terminal), nor U+FFFE or U+FFFF, which XML forbids (an SVG file with one does not open).
+pub fn printable(c: char) -> bool {
+    !c.is_control() && c != '\u{FFFE}' && c != '\u{FFFF}'
+}
+
 /// [`clean`] with room for `max` characters.
 pub fn clean_to(name: &str, max: usize) -> String {
-    let mut s: String = name.chars().take(max).map(|c| if c.is_control() { '?' } else { c }).collect();
+    let mut s: String = name.chars().take(max).map(|c| if printable(c) { c } else { '?' }).collect();
     if name.chars().count() > max {
         s.push('…');
     }
