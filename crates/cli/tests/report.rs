@@ -1430,6 +1430,22 @@ fn characters_xml_forbids_do_not_break_the_svg() {
     assert!(svg_texts(&std::fs::read_to_string(&svg).unwrap()).iter().any(|t| t == "p?q"));
 }
 
+/// The pooled row of a --pool plot is titled as what it is, not as an experiment named
+/// "2 experiments pooled".
+#[test]
+fn the_pooled_plot_is_not_titled_as_an_experiment() {
+    let folder = tmp("pooltitle");
+    let dir = folder.path();
+    generate(dir, "j1", 2, 20, &["A", "B"], &[1.0, 0.9], 1);
+    generate(dir, "j2", 2, 20, &["A", "B"], &[1.0, 0.9], 2);
+    let svg = dir.join("fig.svg");
+    let o = run(&[dir.to_str().unwrap(), "--pool", "--plot", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    assert!(texts.iter().any(|t| t == "experiment &quot;j1&quot;: 20 iterations"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "2 experiments pooled: 40 iterations"), "{texts:?}");
+}
+
 /// The value of attribute `name` in the tag `tag` (`<circle cx="1" ...`).
 fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;

@@ -219,11 +219,13 @@ where
     let rows = root.split_evenly((r.len().max(1), 1));
     for (e, row) in r.iter().zip(rows) {
         let row = if text {
-            let title = format!(
-                "experiment \"{}\": {}",
-                clean_to(&e.experiment, 80),
-                aar_record::count(e.iterations_used as u64, "iteration", "iterations")
-            );
+            // The pooled experiments' row is no experiment of that name: "3 experiments pooled".
+            let name = if e.pooled_from.is_empty() {
+                format!("experiment \"{}\"", clean_to(&e.experiment, 80))
+            } else {
+                e.experiment.clone()
+            };
+            let title = format!("{name}: {}", aar_record::count(e.iterations_used as u64, "iteration", "iterations"));
             row.titled(&title, ("sans-serif", 20)).map_err(drawn)?
         } else {
             row.margin(24, 0, 0, 0)
