@@ -1446,6 +1446,46 @@ fn the_pooled_plot_is_not_titled_as_an_experiment() {
     assert!(texts.iter().any(|t| t == "2 experiments pooled: 40 iterations"), "{texts:?}");
 }
 
+/// The time series' first and last points lie wholly inside its plotting area: at its edges they
+/// were cut in half (the first on the axis, the last on the frame's right).
+#[test]
+fn the_series_first_and_last_points_are_drawn_whole() {
+    let folder = tmp("edges");
+    let dir = folder.path();
+    generate(dir, "edges", 1, 30, &["A", "B"], &[1.0, 0.9], 3);
+    let svg = dir.join("fig.svg");
+    let o = run(&[dir.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let num = |v: &str| v.parse::<f64>().unwrap();
+    let series = |x: f64| x >= 1000.0;
+    let tags: Vec<&str> = text.split('<').skip(1).map(|t| t.split('>').next().unwrap()).collect();
+    // The plotting area: from the y axis (the vertical line of the axes) to the mesh's right end.
+    let axis = tags
+        .iter()
+        .filter(|t| t.starts_with("polyline") && attr(t, "stroke") == Some("#000000"))
+        .filter_map(|t| {
+            let p: Vec<f64> = attr(t, "points").unwrap().split([' ', ',']).filter(|v| !v.is_empty()).map(num).collect();
+            (p.len() == 4 && p[0] == p[2] && series(p[0])).then_some(p[0])
+        })
+        .fold(f64::INFINITY, f64::min);
+    let right = tags
+        .iter()
+        .filter(|t| t.starts_with("line") && series(num(attr(t, "x1").unwrap())))
+        .map(|t| num(attr(t, "x2").unwrap()))
+        .fold(0.0, f64::max);
+    let cx: Vec<f64> = tags
+        .iter()
+        .filter(|t| t.starts_with("circle"))
+        .map(|t| num(attr(t, "cx").unwrap()))
+        .filter(|x| series(*x))
+        .collect();
+    assert_eq!(cx.len(), 30, "{cx:?}");
+    let (first, last) = cx.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    assert!(axis.is_finite() && first >= axis + 2.0, "axis at {axis}, first point at {first}");
+    assert!(last + 2.0 <= right, "area ends at {right}, last point at {last}");
+}
+
 /// The value of attribute `name` in the tag `tag` (`<circle cx="1" ...`).
 fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;

@@ -452,7 +452,10 @@ where
     let &Panel { e, ref u, lo, hi, text } = panel;
     let first = e.series.first().map_or(0, |p| p.0) as f64;
     let last = e.series.last().map_or(1, |p| p.0) as f64;
-    let (x0, x1) = if last > first { (first, last) } else { (first - 1.0, first + 1.0) };
+    // Room for the first and the last points (not cut in half by the panel's edges), and a run of
+    // one iteration has no negative one.
+    let pad = (0.01 * (last - first)).max(0.5);
+    let (x0, x1) = (first - pad, last + pad);
     // Long runs: per policy, the least and the greatest time of each of 1,500 buckets of
     // iterations, so that spikes stay visible.
     const MAX_POINTS: usize = 6000;
