@@ -738,7 +738,8 @@ impl Parser<'_> {
 
     /// `AAR_TRACE`, a path pattern: a `%` code it does not know is kept as written, and said.
     fn trace(&mut self) -> Option<String> {
-        let pattern = self.text("AAR_TRACE")?;
+        let value = self.get("AAR_TRACE")?;
+        let pattern = value.trim().to_string();
         if let (_, Some(unknown)) = crate::trace::expand(&pattern, None, 0) {
             let message = format!(
                 "AAR_TRACE=\"{}\": {} is not one of %r (the rank), %p (the pid) or %% (a %): kept as written. Write \
@@ -746,7 +747,7 @@ impl Parser<'_> {
                 shown(&pattern),
                 unknown.escape_debug()
             );
-            self.warnings.push(Warning { variable: "AAR_TRACE", value: pattern.clone(), message });
+            self.warnings.push(Warning { variable: "AAR_TRACE", value, message });
         }
         Some(pattern)
     }

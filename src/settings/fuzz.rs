@@ -13,6 +13,10 @@ use super::*;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+/// The one variable whose warning keeps the value as written: AAR_TRACE, a path pattern with a
+/// `%` code it does not know (the file is made under that name, the code unexpanded).
+const KEPT_AS_WRITTEN: &str = "AAR_TRACE";
+
 /// Text that the parsers have special cases for, or that sits at the edge of a range.
 const TOKENS: &[&str] = &[
     "",
@@ -239,7 +243,10 @@ fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseErr
         prop_assert_eq!(Some(&w.value), raw, "the warning's value is the variable's value");
         let m = &w.message;
         prop_assert!(m.starts_with(&format!("{}=\"", w.variable)), "the warning names its variable first: {m}");
-        prop_assert!(m.contains("using the default"), "the warning says what is used instead: {m}");
+        prop_assert!(
+            m.contains("using the default") || (w.variable == KEPT_AS_WRITTEN && m.contains("kept as written")),
+            "the warning says what is used instead: {m}"
+        );
         prop_assert!(
             m.chars().count() <= MAX_WARNING_CHARS,
             "warning of {} characters for a {}-byte value",
@@ -272,7 +279,7 @@ fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseErr
     prop_assert_eq!(&unset, &Settings::default());
     // A variable that was warned about keeps its default: the settings are the same as with
     // that variable unset.
-    for v in &warned {
+    for v in warned.iter().filter(|&&v| v != KEPT_AS_WRITTEN) {
         let (without, _) = Settings::from_lookup(&|k: &str| if k == *v { None } else { env.get(k).cloned() });
         prop_assert_eq!(&without, &s, "{} was warned about but does not keep its default", v);
     }
