@@ -919,6 +919,9 @@ fn a_record_folder_on_a_full_file_system_is_not_called_writable() {
         &format!("AAR_OUTPUT_DIR={full} cannot be written in (No space left on device"),
     );
     assert!(!r.has_line("ok", "records", "writable"), "{}", r.stdout);
+    // The fix of that cause: room, not another folder that can be written in.
+    let fix = "fix: Free space there (or quota), or point AAR_OUTPUT_DIR at a file system with room.\n";
+    assert!(r.stdout.contains(fix), "{}", r.stdout);
     r.expect_code(3);
     // The same folder with room is writable.
     let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", full)]);

@@ -222,6 +222,14 @@ fn cause_fix(f: &mut fmt::Formatter<'_>, e: &io::Error, folder: Option<&str>) ->
         (ErrorKind::PermissionDenied, Some(d)) => {
             write!(f, "This user may not create files in {}{PERMISSION}", shell_word(d))
         }
+        (ErrorKind::StorageFull | ErrorKind::QuotaExceeded, None) => {
+            f.write_str("Free space there (or quota), or point AAR_OUTPUT_DIR at a file system with room.")
+        }
+        (ErrorKind::StorageFull | ErrorKind::QuotaExceeded, Some(d)) => write!(
+            f,
+            "Free space on the file system of {} (or quota), or point AAR_OUTPUT_DIR at one with room.",
+            shell_word(d)
+        ),
         _ => f.write_str("Point AAR_OUTPUT_DIR at a writable folder."),
     }
 }
