@@ -131,8 +131,8 @@ fn main() {
             let label = label.map_or(String::new(), |l| format!(",\"label\":\"{l}\""));
             writeln!(
                 w,
-                "{{\"i\":{i},\"policy\":\"{}\"{label},\"start_ns\":{start},\"end_ns\":{},\"messages\":[{},{}],\"bytes\":[{},{}],\"decisions\":{},\"switches\":{}}}",
-                a.policies[p],
+                "{{\"i\":{i},\"policy\":{}{label},\"start_ns\":{start},\"end_ns\":{},\"messages\":[{},{}],\"bytes\":[{},{}],\"decisions\":{},\"switches\":{}}}",
+                serde_json::Value::from(a.policies[p].as_str()),
                 start + d,
                 msgs[0],
                 msgs[1],
