@@ -676,15 +676,33 @@ fn a_relative_scratch_or_home_is_not_used_for_records() {
         let line = said("SCRATCH", "scratch", home.to_str().unwrap());
         assert_eq!(stderr.matches(&line).count(), 1, "{flavour}: no {line:?} in:\n{stderr}");
         assert_eq!(stderr.matches("aar: ").count(), 1, "{flavour}: one line: {stderr}");
-        // A relative HOME as well: /tmp/aar-records-UID (or the private folder beside it).
+        // A relative HOME as well: /tmp/aar-records-UID (or the private folder beside it). When
+        // this test made that folder, it is made one others can write in, so that the module
+        // takes a private one beside it and says so too: after the lines that say why /tmp.
+        let tmp_unsafe = made.0.contains(&tmp);
+        if tmp_unsafe {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::create_dir(&tmp);
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
         let env = [("SCRATCH", Path::new("./scratch/")), ("HOME", Path::new("home"))];
         let (stdout, stderr) = login_shell(&script, &dir, &work, &env, flavour);
         let used = stdout.lines().find_map(|l| l.strip_prefix("dir=")).unwrap_or_default().to_string();
         made.0.push(used.clone().into());
         assert!(used.starts_with(tmp.to_str().unwrap()), "{flavour}: {stdout}\n{stderr}");
         assert!(stdout.contains("after=[]\n"), "{flavour}: {stdout}");
+        let mut at = Vec::new();
         for line in [said("SCRATCH", "./scratch/", &used), said("HOME", "home", &used)] {
             assert_eq!(stderr.matches(&line).count(), 1, "{flavour}: no {line:?} in:\n{stderr}");
+            at.push(stderr.find(&line).unwrap());
+        }
+        if tmp_unsafe {
+            let line =
+                format!("aar: {} can be written in by other users (mode 777), so records go to {used}", tmp.display());
+            at.push(stderr.find(&line).unwrap_or_else(|| panic!("{flavour}: no {line:?} in:\n{stderr}")));
+            assert!(at.is_sorted(), "{flavour}: the relative variables are said first, then /tmp:\n{stderr}");
+        } else {
+            eprintln!("note: {} was there before the test: the order of the lines is not checked", tmp.display());
         }
         let left: Vec<_> = std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(left.is_empty(), "{flavour}: the module made {left:?} in the folder it was loaded in");
