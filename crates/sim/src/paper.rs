@@ -998,7 +998,7 @@ on the 2 cores of the development machine):
 - 3 seeds x 2 iterations per policy = 6 samples per policy and size, the fewest with a 95%
   order-statistic interval of the median (it is then the range of the sample).
   `aar sim sweep --ranks 1024 --placement packed:257:6 --groups 7 --background production:0.1
-  --background-global --background-nodes 4000 --policy ADAPTIVE0,ADAPTIVE3,auto,steady --synchronized-iterations --workload W
+  --background-global --background-nodes 1664 --policy ADAPTIVE0,ADAPTIVE3,auto,steady --synchronized-iterations --workload W
   --seeds N` repeats one benchmark with more seeds (its policies alternated in one run, as an
   A/B experiment of the library runs them).
 - The background's load, 0.1 per sending node (about 0.05 flits per NIC cycle on the
