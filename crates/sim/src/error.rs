@@ -1,13 +1,14 @@
 //! What can be wrong with what a user gives the simulator: the text of an input (a command-line
 //! option of `aar sim`, a key of the emulator's `AAR_EMU_SIM`) or an experiment that cannot run
 //! as described. The messages say what was given and what is accepted; the caller adds which
-//! option or key it was.
+//! option or key it was. A text is quoted as `escape_debug` writes it, so that a `"` or a control
+//! character inside it cannot end its quote or break the message.
 
 /// A text that is not a valid simulator input (returned by the `FromStr` of the input's type).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ParseError {
     /// A name that is none of the accepted ones.
-    #[error("unknown {what} \"{text}\": use {accepted}")]
+    #[error("unknown {what} \"{}\": use {accepted}", text.escape_debug())]
     Unknown { what: &'static str, text: String, accepted: &'static str },
     /// A size in bytes that does not parse; the engine's `ByteSize` says why.
     #[error("bad size: {0}")]
@@ -17,17 +18,19 @@ pub enum ParseError {
     ZeroSize { what: &'static str },
     /// A load that is not a fraction of the injection bandwidth: 0, or from `Load::MIN` to 1.
     #[error(
-        "\"{0}\" is not a load: LOAD in [0, 1] is the fraction of a NIC's injection bandwidth (e.g. 0.3); above 0, \
-         at least 0.000001"
+        "\"{}\" is not a load: LOAD in [0, 1] is the fraction of a NIC's injection bandwidth (e.g. 0.3); above 0, \
+         at least 0.000001",
+        .0.escape_debug()
     )]
     Load(String),
     /// A form with a missing or an extra field.
-    #[error("\"{text}\" does not have the form {form}")]
+    #[error("\"{}\" does not have the form {form}", text.escape_debug())]
     Form { text: String, form: &'static str },
     /// A packed placement of the right form whose groups cannot each get a router.
     #[error(
-        "\"{text}\" spreads {routers} routers over {groups} groups: every group of a packed placement holds at \
-         least one of its routers, so GROUPS must be 1 or more and ROUTERS at least GROUPS (e.g. packed:257:6)"
+        "\"{}\" spreads {routers} routers over {groups} groups: every group of a packed placement holds at \
+         least one of its routers, so GROUPS must be 1 or more and ROUTERS at least GROUPS (e.g. packed:257:6)",
+        text.escape_debug()
     )]
     PackedShape { text: String, routers: u32, groups: u32 },
     /// A message too large to simulate packet by packet.
@@ -40,7 +43,7 @@ pub enum ParseError {
     #[error("{workload} takes no size: write {workload} alone")]
     NoSize { workload: &'static str },
     /// A number of ranks per node outside its range.
-    #[error("\"{text}\" is not a number of ranks per node: use a whole number from 1 to {max}")]
+    #[error("\"{}\" is not a number of ranks per node: use a whole number from 1 to {max}", text.escape_debug())]
     RanksPerNode { text: String, max: u32 },
     /// A topology that cannot be built.
     #[error(transparent)]
@@ -172,4 +175,35 @@ pub enum SpecError {
     /// The network's topology.
     #[error(transparent)]
     Topology(#[from] TopologyError),
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::{Background, Load, RanksPerNode};
+    use crate::workload::Placement;
+
+    /// Every text a message quotes is quoted as `escape_debug` writes it: a `"`, a line break or
+    /// a terminal escape inside an option's or a key's value cannot end the quote or break the line.
+    #[test]
+    fn quoted_texts_are_escaped() {
+        let said = [
+            "diag\"onal\n".parse::<Placement>().unwrap_err().to_string(),
+            "packed:x\u{1b}[2J".parse::<Placement>().unwrap_err().to_string(),
+            "\tpacked:5:6\n".parse::<Placement>().unwrap_err().to_string(),
+            "2\"".parse::<Load>().unwrap_err().to_string(),
+            "storm\"".parse::<Background>().unwrap_err().to_string(),
+            "x\"\r".parse::<RanksPerNode>().unwrap_err().to_string(),
+        ];
+        for (said, quoted) in said.iter().zip([
+            r#""diag\"onal\n""#,
+            r#""packed:x\u{1b}[2J""#,
+            r#""\tpacked:5:6\n""#,
+            r#""2\"""#,
+            r#""storm\"""#,
+            r#""x\"\r""#,
+        ]) {
+            assert!(said.contains(quoted), "{said:?} does not quote {quoted}");
+            assert!(!said.contains(char::is_control), "{said:?}");
+        }
+    }
 }
