@@ -16,7 +16,7 @@ use aar_engine::LatencyUnit;
 
 use crate::settings::{self, SettingError};
 use crate::timing::profile::{DefaultModel, NetworkProfile};
-use crate::timing::simulated::SimModel;
+use crate::timing::simulated::{SimModel, SimSetting};
 use crate::timing::{NicModel, NicTransfer};
 
 /// The counters, indexed in the order of [`EVENTS`] everywhere (the order of
@@ -119,15 +119,15 @@ fn timing() -> &'static Mutex<Timing> {
             LatencyUnit::Microseconds => (1.0, NIC_CYCLE_US),
             LatencyUnit::Cycles => (1.0 / NIC_CYCLE_US, 1.0),
         };
-        let model: Box<dyn NicModel> = match settings::sim_spec() {
-            Some(spec) => match SimModel::from_spec(&spec, profile) {
-                Ok(m) => Box::new(m),
-                Err(problem) => {
-                    SettingError::Sim { spec, problem }.report();
+        let model: Box<dyn NicModel> = match settings::sim() {
+            SimSetting::On(spec) => match SimModel::start(&spec, profile) {
+                Some(m) => Box::new(m),
+                None => {
+                    SettingError::SimStart.report();
                     Box::new(DefaultModel { profile })
                 }
             },
-            None => Box::new(DefaultModel { profile }),
+            SimSetting::Off => Box::new(DefaultModel { profile }),
         };
         Mutex::new(Timing { model, fractions: [0.0; 5], latency_scale })
     })

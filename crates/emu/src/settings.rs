@@ -10,10 +10,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use aar_engine::{ByteSize, LatencyUnit, Switch};
+use aar_engine::{ByteSize, LatencyUnit};
 
 use crate::timing::profile::{NetworkProfile, ProfileItemError};
-use crate::timing::simulated::SimSetupError;
+use crate::timing::simulated::{SimSetting, SimSpecError};
 
 /// A bad value of one of the emulator's variables, with what is done instead.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +26,12 @@ pub enum SettingError {
         "AAR_EMU_SIM=\"{}\": {problem}; using the default timing model (AAR_EMU_NETWORK) instead",
         spec.escape_debug()
     )]
-    Sim { spec: String, problem: SimSetupError },
+    Sim { spec: String, problem: SimSpecError },
+    #[error(
+        "AAR_EMU_SIM: the network simulator failed to start (an internal error); using the default timing model \
+         (AAR_EMU_NETWORK) instead"
+    )]
+    SimStart,
     #[error(
         "AAR_EMU_LOG={}: cannot open ({source}); posts are not logged (give a file that can be \
          created or appended to)",
@@ -156,11 +161,10 @@ pub fn latency_unit() -> LatencyUnit {
     })
 }
 
-/// `AAR_EMU_SIM`, when set to something other than a false boolean (`0`, `off`, `no`,
-/// `false`, which turn the simulator off as unsetting it does): the simulated network's
-/// description.
-pub fn sim_spec() -> Option<String> {
-    value("AAR_EMU_SIM").filter(|spec| spec.parse() != Ok(Switch(false)))
+/// `AAR_EMU_SIM`: the simulator off (unset, blank, a false boolean or a bad value) or on, with
+/// the simulated network ([`SimSetting`] reads the value).
+pub fn sim() -> SimSetting {
+    parsed("AAR_EMU_SIM", |spec, problem| SettingError::Sim { spec, problem })
 }
 
 /// `AAR_EMU_LOG`, when set to something other than blanks: the post log's path.

@@ -292,6 +292,10 @@ fn a_bad_spec_warns_once_and_the_default_model_runs() {
     let put = args_of(&[Op::Xfer("put", 64, GNI_DLVMODE_ADAPTIVE3, 1)]);
     for (spec, problem) in [
         ("groups=zero", "groups=\"zero\""),
+        // Only the placement names README gives.
+        ("placement=blade", "placement: unknown placement \"blade\": use same-blade, same-group,"),
+        // Neither a boolean nor key=value.
+        ("2", "item \"2\" is not key=value"),
         // Well-formed keys that mean nothing together.
         ("groups=1,placement=across-groups", "placement=across-groups with groups=1: there is no other group"),
         (
@@ -309,11 +313,17 @@ fn a_bad_spec_warns_once_and_the_default_model_runs() {
         assert!(stdout.contains(&format!("step {put} 0 5 10 1 1 0")), "{stdout}");
         assert!(stdout.lines().all(|l| !l.starts_with("clock ") || l == "clock 0"), "{stdout}");
     }
-    // Unset, or turned off with a false boolean: the default model, no clock, no warning.
-    for env in [&[][..], &[("AAR_EMU_SIM", "off")], &[("AAR_EMU_SIM", " 0 ")], &[("AAR_EMU_SIM", "No")]] {
+    // Unset, blank, or turned off with a false boolean: the default model, no clock, no warning.
+    let off = [&[][..], &[("AAR_EMU_SIM", " ")], &[("AAR_EMU_SIM", "off")], &[("AAR_EMU_SIM", " 0 ")]];
+    for env in off.into_iter().chain([&[("AAR_EMU_SIM", "No")][..], &[("AAR_EMU_SIM", "FALSE")]]) {
         let (s, clocks) = steps(&put, env);
         assert_eq!(clocks, [0, 0], "{env:?}");
         assert_eq!(s[0].d, [5, 10, 1, 1, 0], "{env:?}");
+    }
+    // A true boolean alone: the simulator with every default, its clock from the lead time on.
+    for on in ["1", " Yes ", "TRUE", "on"] {
+        let (_, clocks) = steps(&put, &[("AAR_EMU_SIM", on)]);
+        assert_eq!(clocks[0], 5_000, "{on}");
     }
 }
 

@@ -452,9 +452,9 @@ impl FromStr for Placement {
 
     fn from_str(s: &str) -> Result<Placement, ParseError> {
         Ok(match s.trim() {
-            "same-blade" | "blade" => Placement::SameBlade,
-            "same-group" | "group" => Placement::SameGroup,
-            "across-groups" | "groups" => Placement::AcrossGroups,
+            "same-blade" => Placement::SameBlade,
+            "same-group" => Placement::SameGroup,
+            "across-groups" => Placement::AcrossGroups,
             "scattered" => Placement::Scattered,
             t if t.starts_with("packed") => {
                 let form = || ParseError::Form { text: s.into(), form: PACKED };
@@ -659,7 +659,11 @@ mod tests {
 
     #[test]
     fn placements_parse_and_know_their_capacity() {
-        assert_eq!("blade".parse::<Placement>(), Ok(Placement::SameBlade));
+        assert_eq!(" same-blade".parse::<Placement>(), Ok(Placement::SameBlade));
+        // Only the names PLACEMENTS gives, which the documents give.
+        for short in ["blade", "group", "groups"] {
+            assert!(short.parse::<Placement>().is_err(), "{short}");
+        }
         assert_eq!(" across-groups ".parse::<Placement>(), Ok(Placement::AcrossGroups));
         let e = "diagonal".parse::<Placement>().unwrap_err().to_string();
         assert!(e.contains("\"diagonal\"") && e.contains("same-blade, same-group, across-groups, scattered"), "{e}");

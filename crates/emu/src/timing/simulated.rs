@@ -4,7 +4,8 @@
 //! data still moves by memcpy inside the process (crate::rma, crate::smsg).
 //!
 //! `AAR_EMU_SIM="groups=2,placement=across-groups,nodes=2,background=uniform:0.3:4K,seed=1"`
-//! (any subset of the keys, in any order; `1`/`on`/`yes`/`true` alone means all defaults):
+//! (any subset of the keys, in any order; [`SimSetting`] reads the whole value, and a boolean
+//! alone turns the simulator on with all defaults or off):
 //!
 //! | key | default | meaning |
 //! |---|---|---|
@@ -57,7 +58,16 @@ use super::profile::{DefaultModel, NetworkProfile};
 use super::{NicEffect, NicModel, NicTransfer};
 use crate::{warn, FIRST_NIC_ADDR};
 
-/// What `AAR_EMU_SIM` asks for.
+/// The whole value of `AAR_EMU_SIM`: the simulator off (the default model times the transfers),
+/// or on, with the network it simulates.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum SimSetting {
+    #[default]
+    Off,
+    On(SimSpec),
+}
+
+/// The simulated network an `AAR_EMU_SIM` value describes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimSpec {
     pub groups: u32,
@@ -210,20 +220,31 @@ impl SimSpec {
     }
 }
 
-impl FromStr for SimSpec {
+impl FromStr for SimSetting {
     type Err = SimSpecError;
 
-    /// `key=value,...` with any subset of [`SimSpec::KEYS`] (`_` may stand for `-`), or a true
-    /// boolean alone (`1`, `on`, ...) for all defaults. The first problem is returned.
-    fn from_str(spec: &str) -> Result<Self, Self::Err> {
-        let mut s = SimSpec::default();
-        let trimmed = spec.trim();
-        if trimmed.parse() == Ok(Switch(true)) {
-            return Ok(s);
+    /// Blanks, or a false boolean alone (`0`, `false`, `no`, `off`, any case): off. A true
+    /// boolean alone (`1`, `true`, `yes`, `on`): on, with every default. Otherwise on, with
+    /// `key=value,...`: any subset of [`SimSpec::KEYS`], each once, in any order, keys in any
+    /// case and with `_` for `-`. The first problem is returned.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let trimmed = text.trim();
+        match trimmed.parse::<Switch>() {
+            _ if trimmed.is_empty() => Ok(SimSetting::Off),
+            Ok(Switch(false)) => Ok(SimSetting::Off),
+            Ok(Switch(true)) => Ok(SimSetting::On(SimSpec::default())),
+            Err(_) => SimSpec::from_items(trimmed).map(SimSetting::On),
         }
+    }
+}
+
+impl SimSpec {
+    /// The `key=value,...` form of [`SimSetting`].
+    fn from_items(text: &str) -> Result<SimSpec, SimSpecError> {
+        let mut s = SimSpec::default();
         let mut given: Vec<String> = Vec::new();
         let mut background_text = String::new();
-        for item in trimmed.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (key, value) = item.split_once('=').ok_or_else(|| SimSpecError::NotKeyValue(item.to_string()))?;
             let typed = key.trim();
             let key = typed.replace('_', "-").to_ascii_lowercase();
@@ -271,15 +292,6 @@ impl FromStr for SimSpec {
     }
 }
 
-/// Why the simulated network could not be used from the start.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum SimSetupError {
-    #[error(transparent)]
-    Spec(#[from] SimSpecError),
-    #[error("the network simulator failed to start")]
-    Start,
-}
-
 /// Why the simulation stopped during the run.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 enum SimRunError {
@@ -306,11 +318,10 @@ pub struct SimModel {
 }
 
 impl SimModel {
-    /// Parses `AAR_EMU_SIM`, builds the network and runs the background's lead time.
-    /// `profile` is kept for the default model, should the simulation fail later.
-    pub fn from_spec(spec: &str, profile: NetworkProfile) -> Result<SimModel, SimSetupError> {
-        let s: SimSpec = spec.parse()?;
-        catch_unwind(|| SimModel::new(&s, profile)).map_err(|_| SimSetupError::Start)
+    /// Builds the network and runs the background's lead time; None when the simulator failed
+    /// (panicked). `profile` is kept for the default model, should the simulation fail later.
+    pub fn start(s: &SimSpec, profile: NetworkProfile) -> Option<SimModel> {
+        catch_unwind(|| SimModel::new(s, profile)).ok()
     }
 
     pub fn new(s: &SimSpec, profile: NetworkProfile) -> SimModel {
@@ -416,13 +427,28 @@ impl NicModel for SimModel {
 mod tests {
     use super::*;
 
+    /// The network of a value that turns the simulator on.
+    fn spec(text: &str) -> Result<SimSpec, SimSpecError> {
+        match text.parse::<SimSetting>()? {
+            SimSetting::On(s) => Ok(s),
+            SimSetting::Off => panic!("{text:?} turns the simulator off"),
+        }
+    }
+
     #[test]
     fn specs_parse_with_defaults_and_both_spellings() {
-        assert_eq!("1".parse::<SimSpec>().unwrap(), SimSpec::default());
-        assert_eq!(" on ".parse::<SimSpec>().unwrap(), SimSpec::default());
-        let s: SimSpec =
-            "groups=3, placement=same-group,background=uniform:0.3:4K,background_nodes=16,seed=7,nodes=4,global-per-router=3,background-global=yes"
-                .parse()
+        // README's spellings of on and off, in any case.
+        for on in ["1", " on ", "True", "YES"] {
+            assert_eq!(on.parse(), Ok(SimSetting::On(SimSpec::default())), "{on}");
+        }
+        for off in ["", "  ", "0", " off ", "False", "NO"] {
+            assert_eq!(off.parse(), Ok(SimSetting::Off), "{off}");
+        }
+        for neither in ["2", "onn", "enabled"] {
+            assert!(matches!(neither.parse::<SimSetting>(), Err(SimSpecError::NotKeyValue(_))), "{neither}");
+        }
+        let s =
+            spec("groups=3, placement=same-group,background=uniform:0.3:4K,background_nodes=16,seed=7,nodes=4,global-per-router=3,background-global=yes")
                 .unwrap();
         assert_eq!(s.groups, 3);
         assert_eq!(s.global_per_router, 3);
@@ -432,7 +458,7 @@ mod tests {
         assert!(s.background_global);
         assert_eq!((s.nodes, s.seed), (4, 7));
         // The forms and bounds README's AAR_EMU_SIM table gives.
-        for spec in [
+        for text in [
             "placement=packed:2:1",
             "Placement=packed:3:2,nodes=3",
             "background=production",
@@ -445,16 +471,24 @@ mod tests {
             "placement=same-group,nodes=96",
             "seed=18446744073709551615",
         ] {
-            assert!(spec.parse::<SimSpec>().is_ok(), "{spec}: {:?}", spec.parse::<SimSpec>());
+            assert!(spec(text).is_ok(), "{text}: {:?}", spec(text));
         }
-        for spec in ["background-nodes=1048577", "placement=same-group,nodes=97", "background=uniform:0.3:1025M"] {
-            assert!(spec.parse::<SimSpec>().is_err(), "{spec}");
+        // Beyond the bounds, and the placements' short names, which no document gives.
+        for text in [
+            "background-nodes=1048577",
+            "placement=same-group,nodes=97",
+            "background=uniform:0.3:1025M",
+            "placement=blade",
+            "placement=group",
+            "placement=groups",
+        ] {
+            assert!(spec(text).is_err(), "{text}");
         }
     }
 
     #[test]
     fn bad_specs_say_what_is_wrong() {
-        for (spec, needle) in [
+        for (text, needle) in [
             ("groups=0", "groups=\"0\""),
             ("groups=two", "groups=\"two\""),
             ("placement=diagonal", "placement: unknown placement \"diagonal\""),
@@ -489,31 +523,26 @@ mod tests {
                 "background=\"worst-case:0.5\" with background-global=0 and the process's nodes all in group 0",
             ),
         ] {
-            let e = spec.parse::<SimSpec>().unwrap_err().to_string();
-            assert!(e.contains(needle), "{spec}: {e}");
+            let e = spec(text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text}: {e}");
         }
     }
 
     #[test]
     fn combinations_that_mean_something_are_kept() {
         // One group and no placement given: the default placement stays inside the group.
-        let one: SimSpec = "groups=1".parse().unwrap();
-        assert_eq!(one.placement, Placement::SameGroup);
-        assert_eq!("groups=1,placement=scattered".parse::<SimSpec>().unwrap().placement, Placement::Scattered);
+        assert_eq!(spec("groups=1").unwrap().placement, Placement::SameGroup);
+        assert_eq!(spec("groups=1,placement=scattered").unwrap().placement, Placement::Scattered);
         // No load, or no background, needs no background nodes.
-        for spec in [
+        for text in [
             "background=uniform:0,background-nodes=0",
             "background=production:0,background-nodes=0",
             "background=none,background-nodes=0",
-        ] {
-            assert!(spec.parse::<SimSpec>().is_ok(), "{spec}");
-        }
-        for spec in [
             "background=congestors,background-nodes=6",
             "background=worst-case:0.1,groups=2",
             "background=worst-case:0.1,placement=same-group,background-global=1",
         ] {
-            assert!(spec.parse::<SimSpec>().is_ok(), "{spec}");
+            assert!(spec(text).is_ok(), "{text}");
         }
     }
 
