@@ -302,6 +302,12 @@ fn a_bad_spec_warns_once_and_the_default_model_runs() {
             "background=uniform:0.5,background-nodes=0",
             "background=\"uniform:0.5\" with background-nodes=0: it needs 1 or more",
         ),
+        // A valid network whose background the posting call could not simulate in reasonable
+        // host time: refused before anything is built.
+        (
+            "groups=16,background=uniform:1,background-nodes=1048576,background-global=1",
+            "background=\"uniform:1\" on 6142 background nodes is 6142 NICs' worth of traffic",
+        ),
     ] {
         let out = run(&sim_check(), &put.split(' ').collect::<Vec<_>>(), &[("AAR_EMU_SIM", spec)]);
         let stdout = expect_success(&out, "sim_check");

@@ -543,6 +543,14 @@ impl ExperimentSpec {
         Ok(())
     }
 
+    /// How many nodes the background runs on: `background_nodes`, or fewer where fewer are free
+    /// in its scope, as the simulation gives it. The placement must pass its check.
+    pub fn background_nodes_used(&self) -> u32 {
+        let topo = Topology::new(self.net.topo.clone());
+        let job = self.node_of_ranks(&topo, &mut self.rng());
+        self.background_nodes.min(self.background_scope(&topo, &job).len() as u32)
+    }
+
     /// The nodes a background may run on around the measured job's nodes `job`, in ascending
     /// order: every node the job does not use, only in the job's groups when `background_local`.
     pub(crate) fn background_scope(&self, topo: &Topology, job: &[u32]) -> Vec<u32> {

@@ -21,7 +21,8 @@
 //! A key given twice, and combinations that cannot mean anything (across groups or worst-case
 //! background on one group, worst-case background kept to the one group of the process's nodes,
 //! a background with too few `background-nodes` to run), are refused like bad values; the
-//! background's rules are the simulator's (`ExperimentSpec::check_background`).
+//! background's rules are the simulator's (`ExperimentSpec::check_background`). So is a background
+//! heavier than [`MAX_BACKGROUND_LOAD`], the emulator's own limit on the host time a post takes.
 //!
 //! Node mapping: the placement gives `nodes` simulated nodes n_0, n_1, ... for ranks 0, 1, ...
 //! (across-groups: n_i in group i mod groups). The NIC with address a (GNI_CdmAttach hands out
@@ -95,6 +96,13 @@ impl Default for SimSpec {
     }
 }
 
+/// The most background traffic the simulated network carries, in NICs' worth of injection
+/// bandwidth (background nodes × LOAD, congestors counting 1 per node): the posting call runs
+/// the whole network, and each NIC's worth of traffic costs about 4,000 simulated events (some
+/// 0.3 ms of host time) per µs of simulated time, so that past this a post of a few KiB, or the
+/// background's lead time, would take seconds of host time and a large transfer minutes.
+pub const MAX_BACKGROUND_LOAD: f64 = 64.0;
+
 /// Simulated time a single transfer may take before the simulation is declared stuck (a bug):
 /// 1 s, a thousand times what a 16 MiB PUT takes at the NIC's injection rate.
 const MAX_TRANSFER_NS: f64 = 1e9;
@@ -157,6 +165,15 @@ pub enum SimSpecError {
         if *job_groups { "background-global=1, " } else { "" }
     )]
     BackgroundOutOfReach { background: String, min: u32, why: &'static str, free: u32, job_groups: bool },
+    #[error(
+        "background=\"{}\" on {nodes} background nodes is {offered} NICs' worth of traffic (LOAD times the nodes; \
+         congestors count 1 per node), more than the {max} the emulator simulates inside the posting call, whose \
+         host time grows with it (give at most {fit} background-nodes{})",
+        background.escape_debug(),
+        if *congestors { "" } else if *offered < f64::from(*nodes) { " at this LOAD, or a lower LOAD" } else { ", or a lower LOAD" },
+        max = MAX_BACKGROUND_LOAD,
+    )]
+    BackgroundTooHeavy { background: String, nodes: u32, offered: f64, fit: u32, congestors: bool },
     /// Any other of the simulator's checks of the experiment, in its own words.
     #[error("{0}")]
     Experiment(SpecError),
@@ -201,6 +218,31 @@ impl SimSpec {
             other => SimSpecError::Experiment(other),
         })?;
         Ok(())
+    }
+
+    /// Refuses a background heavier than [`MAX_BACKGROUND_LOAD`] on the nodes it gets.
+    fn check_background_load(&self, background_text: String) -> Result<(), SimSpecError> {
+        let per_node = match self.background {
+            Background::None => 0.0,
+            Background::Uniform { load, .. }
+            | Background::WorstCase { load, .. }
+            | Background::Production { load, .. } => load,
+            // Closed-loop jobs that send as fast as the network takes their messages.
+            Background::Congestors { .. } => 1.0,
+        };
+        let nodes = self.experiment().background_nodes_used();
+        let offered = f64::from(nodes) * per_node;
+        if offered <= MAX_BACKGROUND_LOAD {
+            return Ok(());
+        }
+        Err(SimSpecError::BackgroundTooHeavy {
+            background: background_text,
+            nodes,
+            // As a person reads it: two decimals at most.
+            offered: (offered * 100.0).round() / 100.0,
+            fit: (MAX_BACKGROUND_LOAD / per_node).floor() as u32,
+            congestors: matches!(self.background, Background::Congestors { .. }),
+        })
     }
 
     fn topo(&self) -> TopoSpec {
@@ -281,13 +323,14 @@ impl SimSpec {
                 _ => return Err(SimSpecError::UnknownKey(typed.to_string())),
             }
         }
-        s.check_combination(given.iter().any(|k| k == "placement"), background_text)?;
+        s.check_combination(given.iter().any(|k| k == "placement"), background_text.clone())?;
         let topo = Topology::new(s.topo());
         s.placement.check(&topo, s.nodes).map_err(|source| SimSpecError::TooManyNodes {
             nodes: s.nodes,
             groups: s.groups,
             source,
         })?;
+        s.check_background_load(background_text)?;
         Ok(s)
     }
 }
@@ -522,6 +565,22 @@ mod tests {
                 "groups=2,placement=same-group,background=worst-case:0.5",
                 "background=\"worst-case:0.5\" with background-global=0 and the process's nodes all in group 0",
             ),
+            // More background than MAX_BACKGROUND_LOAD, on the nodes it would get.
+            (
+                "groups=16,background=uniform:1,background-nodes=1048576,background-global=1",
+                "background=\"uniform:1\" on 6142 background nodes is 6142 NICs' worth of traffic (LOAD times the \
+                 nodes; congestors count 1 per node), more than the 64 the emulator simulates inside the posting \
+                 call, whose host time grows with it (give at most 64 background-nodes, or a lower LOAD)",
+            ),
+            (
+                "groups=1,background=uniform:0.3,background-nodes=1048576",
+                "on 382 background nodes is 114.6 NICs' worth of traffic (LOAD times the nodes; congestors count 1 per \
+                 node), more than the 64 the emulator simulates inside the posting call, whose host time grows with \
+                 it (give at most 213 background-nodes at this LOAD, or a lower LOAD)",
+            ),
+            ("background=congestors,background-nodes=65", "is 65 NICs' worth of traffic"),
+            ("background=congestors,background-nodes=65", "(give at most 64 background-nodes)"),
+            ("background=production,background-nodes=321", "is 64.2 NICs' worth"),
         ] {
             let e = spec(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");
@@ -541,6 +600,11 @@ mod tests {
             "background=congestors,background-nodes=6",
             "background=worst-case:0.1,groups=2",
             "background=worst-case:0.1,placement=same-group,background-global=1",
+            // A background at MAX_BACKGROUND_LOAD, or asking for more nodes than it gets.
+            "background=uniform:1,background-nodes=64",
+            "background=congestors,background-nodes=64",
+            "background=production,background-nodes=320",
+            "groups=1,background=uniform:0.1,background-nodes=1048576",
         ] {
             assert!(spec(text).is_ok(), "{text}");
         }
