@@ -40,9 +40,10 @@
 //! Time: the simulation starts by running the background for the simulator's lead time (5 µs),
 //! then each transfer is injected at the current simulated time and the simulation runs until
 //! its last response is back at the source NIC (local completion); the post returns then, with
-//! the clock (`aar_emu_clock_ns`) at the completion time. Host time between posts is not
-//! modelled: the clock only moves while a transfer is in flight. A chained post runs its head
-//! and then each element, one after the other.
+//! the clock (`aar_emu_clock_ns`) at the completion time; a transfer that takes more than
+//! [`MAX_TRANSFER_EVENTS`] simulated events is given up, and the default model times the rest of
+//! the run. Host time between posts is not modelled: the clock only moves while a transfer is in
+//! flight. A chained post runs its head and then each element, one after the other.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::str::FromStr;
@@ -106,6 +107,16 @@ pub const MAX_BACKGROUND_LOAD: f64 = 64.0;
 /// Simulated time a single transfer may take before the simulation is declared stuck (a bug):
 /// 1 s, a thousand times what a 16 MiB PUT takes at the NIC's injection rate.
 const MAX_TRANSFER_NS: f64 = 1e9;
+
+/// Simulated events a single transfer may take, background included, before the simulator gives
+/// up on it: a few seconds of host time (some 10 million events a second), so that no post runs
+/// for minutes. A 1 MiB PUT under the heaviest background accepted ([`MAX_BACKGROUND_LOAD`])
+/// takes about 30 million, a 64 MiB PUT on a quiet network about 40 million.
+pub const MAX_TRANSFER_EVENTS: u64 = 50_000_000;
+
+/// Simulated time between two looks at a transfer's events: at the heaviest background, some
+/// 300,000 events.
+const EVENT_CHECK_NS: f64 = 1_000.0;
 
 /// What is wrong with an `AAR_EMU_SIM` value: the first problem found.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -340,6 +351,13 @@ impl SimSpec {
 enum SimRunError {
     #[error("a {bytes}-byte transfer did not complete within {} ms of simulated time", MAX_TRANSFER_NS / 1e6)]
     Stuck { bytes: u64 },
+    #[error(
+        "the simulator gave up on a {bytes}-byte transfer after {events} simulated events ({simulated_us:.1} us of \
+         simulated time, not yet complete), more than the {max} a post may take to keep it to a few seconds of host \
+         time (give a lighter background, with fewer background-nodes or a lower LOAD, or post smaller transfers)",
+        max = MAX_TRANSFER_EVENTS
+    )]
+    GaveUp { bytes: u64, events: u64, simulated_us: f64 },
     #[error("the network simulator failed (internal error)")]
     Panicked,
 }
@@ -355,6 +373,8 @@ pub struct SimModel {
     /// rsp_packets, rsp_stalled.
     last: [u64; 5],
     max_transfer_ticks: u64,
+    /// [`MAX_TRANSFER_EVENTS`] (smaller in tests).
+    max_transfer_events: u64,
     /// Set when the simulation failed: the default model takes over for the rest of the run.
     fallback: Option<DefaultModel>,
     profile: NetworkProfile,
@@ -376,6 +396,7 @@ impl SimModel {
         counted.dedup();
         SimModel {
             max_transfer_ticks: e.net.ns_to_ticks(MAX_TRANSFER_NS),
+            max_transfer_events: MAX_TRANSFER_EVENTS,
             world,
             nodes,
             counted,
@@ -412,9 +433,21 @@ impl SimModel {
     fn simulate(&mut self, t: &NicTransfer) -> Result<NicEffect, SimRunError> {
         let (src, dst) = (self.node_of(t.src_nic), self.node_of(t.dst_nic));
         let id = self.world.post_external(src, dst, t.bytes, t.transfer, Mode::from_dlvr_mode(t.dlvr_mode));
-        let limit = self.world.net.now.saturating_add(self.max_transfer_ticks);
-        if !self.world.run_until_completed(id, limit) {
-            return Err(SimRunError::Stuck { bytes: t.bytes });
+        // In steps of EVENT_CHECK_NS, counting the events of each.
+        let (start, first_event) = (self.world.net.now, self.world.net.totals.events);
+        let limit = start.saturating_add(self.max_transfer_ticks);
+        let step = self.world.net.cfg.ns_to_ticks(EVENT_CHECK_NS).max(1);
+        let mut until = start;
+        while !self.world.run_until_completed(id, until) {
+            let events = self.world.net.totals.events - first_event;
+            if events >= self.max_transfer_events {
+                let simulated_us = self.world.net.cfg.ticks_to_ns(self.world.net.now - start) / 1e3;
+                return Err(SimRunError::GaveUp { bytes: t.bytes, events, simulated_us });
+            }
+            if until == limit {
+                return Err(SimRunError::Stuck { bytes: t.bytes });
+            }
+            until = until.saturating_add(step).min(limit);
         }
         let now = self.sums();
         let d: [f64; 5] = std::array::from_fn(|i| now[i].saturating_sub(self.last[i]) as f64);
@@ -637,5 +670,37 @@ mod tests {
         assert!((dt as f64 - e.rsp_latency_cycles * cycle_ns).abs() <= 2.0, "{dt} ns vs {e:?}");
         let e = m.on_transfer(&put(4096, GNI_DLVMODE_ADAPTIVE3, second, first));
         assert_eq!((e.req_flits, e.rsp_packets), (64.0 * 5.0, 64.0));
+    }
+
+    /// A transfer that needs more simulated events than a post may take is given up, with a
+    /// message that says so and why, and the default model times the rest of the run.
+    #[test]
+    fn the_simulator_gives_up_a_transfer_past_its_events() {
+        use aar_engine::model::Transfer;
+        let spec = spec("groups=2,background=uniform:1,background-nodes=64").unwrap();
+        let mut m = SimModel::new(&spec, NetworkProfile::default());
+        m.max_transfer_events = 1_000_000;
+        let (first, second) = (FIRST_NIC_ADDR, FIRST_NIC_ADDR + 1);
+        // Under the limit, as usual.
+        assert!(m.simulate(&put(64, 0, first, second)).is_ok());
+        let t0 = m.clock_ns();
+        let problem = m.simulate(&put(1 << 20, 0, first, second)).unwrap_err().to_string();
+        assert!(
+            problem.starts_with("the simulator gave up on a 1048576-byte transfer after 1")
+                && problem.contains(" simulated events (")
+                && problem.contains(" us of simulated time, not yet complete), more than the 50000000 a post may take"),
+            "{problem}"
+        );
+        assert!(m.clock_ns() > t0 && m.clock_ns() - t0 < 100_000, "{t0} {}", m.clock_ns());
+        // Through the model: the default model's effect, and the clock stops.
+        let mut m = SimModel::new(&spec, NetworkProfile::default());
+        m.max_transfer_events = 1_000_000;
+        let big = NicTransfer { transfer: Transfer::Get, ..put(1 << 20, 0, first, second) };
+        let want = DefaultModel { profile: NetworkProfile::default() }.on_transfer(&big);
+        assert_eq!(m.on_transfer(&big), want);
+        let stopped = m.clock_ns();
+        assert_eq!(m.on_transfer(&put(64, 0, first, second)).rsp_latency_cycles, 0.0);
+        assert_eq!(m.clock_ns(), stopped);
+        assert!(m.fallback.is_some());
     }
 }
