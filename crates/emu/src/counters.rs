@@ -120,7 +120,7 @@ fn timing() -> &'static Mutex<Timing> {
             LatencyUnit::Cycles => (1.0 / NIC_CYCLE_US, 1.0),
         };
         let model: Box<dyn NicModel> = match settings::sim() {
-            SimSetting::On(spec) => match SimModel::start(&spec, profile) {
+            SimSetting::On(spec) => match SimModel::start(&spec, profile, rank_nic()) {
                 Some(m) => Box::new(m),
                 None => {
                     SettingError::SimStart.report();
@@ -131,6 +131,11 @@ fn timing() -> &'static Mutex<Timing> {
         };
         Mutex::new(Timing { model, fractions: [0.0; 5], latency_scale })
     })
+}
+
+/// In an `aar run` job, this rank's NIC address: its node's counters are the ones it publishes.
+fn rank_nic() -> Option<u32> {
+    settings::job_env_quietly().and_then(Result::ok).map(|job| job.nic_addr)
 }
 
 fn lock_timing() -> MutexGuard<'static, Timing> {

@@ -196,6 +196,45 @@ fn puts_and_gets_cross_processes_on_a_simulated_network() {
     });
 }
 
+/// With `AAR_EMU_SIM` a rank counts its own node's NIC only: rank 0's GETs from rank 1 congest
+/// the responses rank 1's node sends, and in one process, which counts both nodes
+/// (README), those response stalls are counted; in a job they are not rank 0's node's, and
+/// rank 1, which posted nothing, counts nothing.
+#[test]
+fn a_rank_counts_only_its_own_nodes_nic_on_a_simulated_network() {
+    let spec = "groups=1,background=uniform:1,background-nodes=32";
+    let counters = |stdout: &str| -> [i64; 5] {
+        let line = stdout.lines().find_map(|l| l.strip_prefix("counters ")).expect(stdout);
+        let v: Vec<i64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+        v.try_into().unwrap()
+    };
+    // One process, both NICs: the target's response stalls are in the sum.
+    let sim_check = compile("crates/emu/tests/c/sim_check.c", "sim_check");
+    let out = run(&sim_check, &["get", "32768", "0x1", "8"], &[("AAR_EMU_SIM", spec)]);
+    let stdout = expect_success(&out, "sim_check");
+    let step: Vec<i64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("step "))
+        .unwrap()
+        .split(' ')
+        .skip(5)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(step[4] > 0, "no response stalls in one process: {stdout}");
+
+    let env = [("AAR_EMU_SIM", spec.to_string())];
+    let l = Launch { scenario: "simget", ranks: 2, env: &env, ..Default::default() };
+    let dirs = JobDirs::new(l.scenario);
+    let outs = run_job(&l, &dirs);
+    let of = |rank: u32| counters(&expect_success(&outs.iter().find(|(r, _)| *r == rank).unwrap().1, "simget"));
+    let (zero, one) = (of(0), of(1));
+    // Rank 0's node: the requests and responses of its GETs, as in one process, but no stalls of
+    // another node's NIC.
+    assert_eq!([zero[0], zero[3]], [step[0], step[3]], "{zero:?} vs one process's {step:?}");
+    assert_eq!(zero[4], 0, "rank 0's node counts rank 1's node's response stalls: {zero:?}");
+    assert_eq!(one, [0; 5], "rank 1 posted nothing");
+}
+
 #[test]
 fn puts_and_gets_reach_ranks_that_share_a_node() {
     pass_job(&Launch { scenario: "rma", ranks: 4, per_node: 2, ..Default::default() });

@@ -34,7 +34,8 @@
 //! counters; on Aries co-located ranks share them in the same way). Only the process's own
 //! transfers run on those nodes (the background avoids them), so a post's counter deltas are its
 //! source node's, plus the response stalls of its target when that is one of the process's
-//! nodes too. The latency counter is in NIC cycles (800 MHz) in the simulator and is published
+//! nodes too. In an `aar run` job a process is one rank of many, with one NIC address: it counts
+//! the node of that address alone, the NIC whose counters its node's ranks share. The latency counter is in NIC cycles (800 MHz) in the simulator and is published
 //! in the unit `AAR_EMU_LATENCY_UNIT` says.
 //!
 //! Time: the simulation starts by running the background for the simulator's lead time (5 µs),
@@ -383,18 +384,19 @@ pub struct SimModel {
 impl SimModel {
     /// Builds the network and runs the background's lead time; None when the simulator failed
     /// (panicked). `profile` is kept for the default model, should the simulation fail later.
-    pub fn start(s: &SimSpec, profile: NetworkProfile) -> Option<SimModel> {
-        catch_unwind(|| SimModel::new(s, profile)).ok()
+    /// `rank_nic`: in an `aar run` job, the rank's NIC address, whose node alone it counts.
+    pub fn start(s: &SimSpec, profile: NetworkProfile, rank_nic: Option<u32>) -> Option<SimModel> {
+        catch_unwind(|| SimModel::new(s, profile, rank_nic)).ok()
     }
 
-    pub fn new(s: &SimSpec, profile: NetworkProfile) -> SimModel {
+    pub fn new(s: &SimSpec, profile: NetworkProfile, rank_nic: Option<u32>) -> SimModel {
         let e = s.experiment();
         let (mut world, nodes) = Simulation::build_external(&e);
         world.run_until(e.net.ns_to_ticks(e.background_lead_ns));
         let mut counted = nodes.clone();
         counted.sort_unstable();
         counted.dedup();
-        SimModel {
+        let mut m = SimModel {
             max_transfer_ticks: e.net.ns_to_ticks(MAX_TRANSFER_NS),
             max_transfer_events: MAX_TRANSFER_EVENTS,
             world,
@@ -403,7 +405,11 @@ impl SimModel {
             last: [0; 5],
             fallback: None,
             profile,
+        };
+        if let Some(addr) = rank_nic {
+            m.counted = vec![m.node_of(addr)];
         }
+        m
     }
 
     /// The simulated node of a NIC address.
@@ -651,7 +657,7 @@ mod tests {
     fn nics_map_to_placement_nodes_and_a_put_moves_the_clock_and_counters() {
         use aar_abi::GNI_DLVMODE_ADAPTIVE3;
         let spec = SimSpec { groups: 2, ..SimSpec::default() };
-        let mut m = SimModel::new(&spec, NetworkProfile::default());
+        let mut m = SimModel::new(&spec, NetworkProfile::default(), None);
         let npg = 384;
         let (first, second) = (FIRST_NIC_ADDR, FIRST_NIC_ADDR + 1);
         assert_eq!(m.nodes(), &[0, npg]);
@@ -678,7 +684,7 @@ mod tests {
     fn the_simulator_gives_up_a_transfer_past_its_events() {
         use aar_engine::model::Transfer;
         let spec = spec("groups=2,background=uniform:1,background-nodes=64").unwrap();
-        let mut m = SimModel::new(&spec, NetworkProfile::default());
+        let mut m = SimModel::new(&spec, NetworkProfile::default(), None);
         m.max_transfer_events = 1_000_000;
         let (first, second) = (FIRST_NIC_ADDR, FIRST_NIC_ADDR + 1);
         // Under the limit, as usual.
@@ -693,7 +699,7 @@ mod tests {
         );
         assert!(m.clock_ns() > t0 && m.clock_ns() - t0 < 100_000, "{t0} {}", m.clock_ns());
         // Through the model: the default model's effect, and the clock stops.
-        let mut m = SimModel::new(&spec, NetworkProfile::default());
+        let mut m = SimModel::new(&spec, NetworkProfile::default(), None);
         m.max_transfer_events = 1_000_000;
         let big = NicTransfer { transfer: Transfer::Get, ..put(1 << 20, 0, first, second) };
         let want = DefaultModel { profile: NetworkProfile::default() }.on_transfer(&big);

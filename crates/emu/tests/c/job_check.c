@@ -759,6 +759,26 @@ static void foreign(void)
 	EXPECT(fclose(f) == 0);
 }
 
+/* Rank 0 GETs 32 KiB from rank 1 eight times, NO_ADAPT (one minimal path, which congests), and
+ * then every rank says its node's counters ("counters <the five, in EVENTS order>"). */
+static void simget(void)
+{
+	setup();
+	barrier(1);
+	if (rank == 0) {
+		for (int i = 0; i < 8; i++) {
+			gni_post_descriptor_t pd = to(1, GNI_POST_RDMA_GET, 32768, 0, 32768, GNI_CQMODE_GLOBAL_EVENT);
+			pd.dlvr_mode = GNI_DLVMODE_NO_ADAPT;
+			OK(GNI_PostRdma(eps[1], &pd));
+			completed(&pd, 1);
+		}
+	}
+	barrier(2);
+	long long c[5];
+	aar_emu_counters_get(c);
+	printf("counters %lld %lld %lld %lld %lld\n", c[0], c[1], c[2], c[3], c[4]);
+}
+
 /* Only attaches a CDM, and says what GNI_CdmAttach returned ("attach rc=<n>"): what a rank
  * meets at its first uGNI call, which is where the emulator makes the rank's shared file. */
 static void attach(void)
@@ -785,6 +805,7 @@ int main(int argc, char **argv)
 		{"smsg", smsg},
 		{"orphan", orphan},
 		{"attach", attach},
+		{"simget", simget},
 	};
 	return run_scenario(argv[0], scenarios, sizeof scenarios / sizeof *scenarios, argc, argv);
 }
