@@ -1089,6 +1089,35 @@ fn rows_cut_by_a_write_failure_are_told_from_uneven_boundaries() {
     assert!(!err.contains("rank 0's iteration record"), "{err}");
 }
 
+/// A rank whose first begins were refused while libaar.so was still starting: its rows begin at
+/// a later index than the others', while its summary record counts the iterations before. The
+/// iterations it lacks are said with that cause and its fix, not left unexplained.
+#[test]
+fn rows_that_begin_late_are_blamed_on_begins_refused_at_start_up() {
+    let folder = tmp("late");
+    let dir = folder.path();
+    let rr = |from: u64| -> Vec<Iteration> {
+        (from..12).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect()
+    };
+    for (rank, from) in [(0, 0), (1, 2)] {
+        write_record(dir, &header("l", rank, 2, &["A", "B"]), &rr(from));
+        write_summary(dir, "l", rank, &["A", "B"], 12);
+    }
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("lack some of the 2 ranks")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0]
+            .contains("The rows of rank 1 (from iteration 2) begin after the others' though its summary record counts")
+            && said[0].contains("were refused (AAR_EINVAL")
+            && said[0].contains("no longer returns \"starting\""),
+        "{err}"
+    );
+    assert!(!err.contains("marked fewer") && !err.contains("stopped before exiting"), "{err}");
+}
+
 /// One rank that ended more iterations than its rows (past the rows libaar.so writes, and then
 /// cut to one row) and caught an internal error: every warning about it is in the singular.
 #[test]

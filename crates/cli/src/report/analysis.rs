@@ -446,6 +446,16 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
     let (stopped, cut) = (without_summary(false), without_summary(true));
     let left_out: Vec<String> = ranks.iter().filter(|r| r.left_out > 0).take(4).map(|r| r.rank.to_string()).collect();
     let past: Option<&&RankSummary> = ranks.iter().find(|r| past_ended(r));
+    // Rows that begin after the others' while the summary record counts the iterations before
+    // them: begins refused while libaar.so was still starting keep their index (and count) but
+    // have no row; libaar.so said so on that rank's stderr.
+    let earliest = ranks.iter().filter_map(|r| r.first_index).min();
+    let late: Vec<String> = ranks
+        .iter()
+        .filter(|r| r.first_index > earliest && !damaged(r) && r.ended.is_some_and(|n| n > r.rows))
+        .take(4)
+        .map(|r| format!("rank {} (from iteration {})", r.rank, r.first_index.unwrap_or_default()))
+        .collect();
     let mut why = String::new();
     if !exited.is_empty() {
         why.push_str(&format!(
@@ -516,7 +526,20 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             r.file.display()
         ));
     }
-    let only_uneven = stopped.is_empty() && unwritten.is_empty() && left_out.is_empty() && past.is_none();
+    if !late.is_empty() {
+        why.push_str(&format!(
+            ". The rows of {} begin after the others' though {} summary record{} count{} the iterations before: \
+             the first calls of aar_iteration_begin there came while libaar.so was still starting and were refused \
+             (AAR_EINVAL; libaar.so said so on stderr), which keeps each one's index without a row. Begin the first \
+             iteration once aar_policy_name() no longer returns \"starting\" (after MPI_Init, say)",
+            late.join(", "),
+            one(&late, "its", "their"),
+            one(&late, "", "s"),
+            one(&late, "s", ""),
+        ));
+    }
+    let only_uneven =
+        stopped.is_empty() && unwritten.is_empty() && left_out.is_empty() && past.is_none() && late.is_empty();
     (why, !exited.is_empty() && only_uneven)
 }
 

@@ -136,7 +136,8 @@ pub struct RankSummary {
     pub rows: u64,
     /// Median duration (ns) per policy; `None` where the rank has no row of that policy.
     pub medians: Vec<Option<f64>>,
-    /// The highest iteration index of the rows used.
+    /// The lowest and the highest iteration index of the rows used.
+    pub first_index: Option<u64>,
     pub last_index: Option<u64>,
     /// The highest iteration index of any whole row in the file, used or not (warm-up, damaged).
     pub last_written: Option<u64>,
@@ -517,7 +518,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     let mut stopped: Option<Problem> = None;
     let mut indices: Vec<u64> = Vec::new();
     let mut index_set: Option<HashSet<u64>> = None;
-    let mut last_index: Option<u64> = None;
+    let (mut first_index, mut last_index): (Option<u64>, Option<u64>) = (None, None);
     let mut last_written: Option<u64> = None;
     let (mut absurd_rows, mut first_absurd) = (0u64, None::<(u64, String)>);
     let (mut absurd_values, mut first_absurd_value) = (0u64, None::<(u64, String)>);
@@ -575,6 +576,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
             continue;
         }
         used += 1;
+        first_index = Some(first_index.map_or(row.i, |f| f.min(row.i)));
         last_index = last_index.max(Some(row.i));
         let d = row.duration_ns();
         durations[pi].push(d as f64);
@@ -631,6 +633,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         file: plan.path.clone(),
         rows: used,
         medians,
+        first_index,
         last_index,
         last_written,
         left_out: bad + unknown + repeated + absurd_rows + u64::from(stopped.is_some()),
