@@ -79,13 +79,15 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
     }
 }
 
-/// The batch scripts are submitted from a writable copy of PREFIX/share/doc/aar/examples: there,
-/// their own build lines (from `export CRAYPE_LINK_TYPE=dynamic` to the `cc` line, with the
-/// emulation kit's cray-pmi and cray-ugni) build ab_exchange, which then runs as their job step
-/// does, two ranks on two nodes under the module's libaar.so, and `aar report` compares the two
-/// policies.
+/// The batch scripts, whole, as their batch system runs them, from a writable copy of
+/// PREFIX/share/doc/aar/examples in a folder whose path has a space (so has $SCRATCH): Lmod's
+/// `module` (with a stand-in papi module), the job's variables, and `srun`/`aprun` stand-ins that
+/// start each step with `aar run` in the allocation's layout (two nodes, one rank on each). They
+/// build ab_exchange with the emulation kit's cray-pmi and cray-ugni, check it with `aar doctor`
+/// under the experiment's own settings (its policies, its record folder: exported before the
+/// check), run the A/B experiment, and `aar report` reads its records from the job's folder.
 #[test]
-fn the_batch_scripts_build_and_run_ab_exchange_from_an_installed_copy() {
+fn the_batch_scripts_run_whole_from_an_installed_copy() {
     assert!(std::path::Path::new(LMOD_INIT).exists(), "Lmod is missing: run scripts/setup");
     let dir = scratch("packaging-ab");
     let prefix = dir.join("prefix");
@@ -109,39 +111,91 @@ fn the_batch_scripts_build_and_run_ab_exchange_from_an_installed_copy() {
     );
     let (stdout, _) = login_shell(&build, &dir, &dir, &[], "aar_emu.h");
     assert_eq!(stdout, "posts=0\n");
-    let copy = dir.join("examples");
-    let st = Command::new("cp").arg("-r").arg(prefix.join("share/doc/aar/examples")).arg(&copy).status().unwrap();
+    let submit = dir.join("sub mit");
+    let st = Command::new("cp").arg("-r").arg(prefix.join("share/doc/aar/examples")).arg(&submit).status().unwrap();
     assert!(st.success());
-    for script in ["ab-slurm.sbatch", "ab-aprun.pbs"] {
-        let text = std::fs::read_to_string(copy.join(script)).unwrap();
-        let build: Vec<&str> = text
-            .lines()
-            .skip_while(|l| !l.starts_with("export CRAYPE_LINK_TYPE=dynamic"))
-            .scan(false, |done, l| (!std::mem::replace(done, l.starts_with("cc "))).then_some(l))
-            .collect();
-        assert!(build.last().is_some_and(|l| l.starts_with("cc ")), "{script}: no build lines: {build:?}");
-        let out_dir = dir.join(format!("out-{script}"));
-        std::fs::create_dir_all(&out_dir).unwrap();
-        let job = format!(
+    // The launchers: each logs its arguments, then starts the step as aar run.
+    let shims = dir.join("shims");
+    std::fs::create_dir_all(&shims).unwrap();
+    let log = dir.join("launches.log");
+    for (name, body) in [
+        (
+            "srun",
+            "nodes=$SLURM_NNODES per=$SLURM_NTASKS_PER_NODE n=\n\
+             while :; do case $1 in --nodes=*) nodes=${1#*=} ;; --ntasks=*) n=${1#*=} ;; *) break ;; esac; shift; done\n\
+             exec aar run -n \"${n:-$((nodes * per))}\" -N \"$per\" \"$@\"\n",
+        ),
+        (
+            "aprun",
+            "n=1 per=\n\
+             while :; do case $1 in -n) n=$2 ;; -N) per=$2 ;; *) break ;; esac; shift 2; done\n\
+             exec aar run -n \"$n\" -N \"${per:-$n}\" \"$@\"\n",
+        ),
+    ] {
+        let path = shims.join(name);
+        std::fs::write(&path, format!("#!/bin/bash\necho \"{name} $*\" >>'{}'\n{body}", log.display())).unwrap();
+        let st = Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+        assert!(st.success());
+    }
+    let papi = dir.join("modulefiles/papi");
+    std::fs::create_dir_all(&papi).unwrap();
+    std::fs::write(papi.join("7.lua"), "whatis(\"PAPI stand-in: the emulation kit's libugni registers the events\")\n")
+        .unwrap();
+    let scratch_dir = dir.join("scr atch");
+    std::fs::create_dir_all(&scratch_dir).unwrap();
+    for (script, job_vars, job) in [
+        ("ab-slurm.sbatch", "SLURM_JOB_ID=4242 SLURM_NNODES=2 SLURM_NTASKS_PER_NODE=1 SLURM_SUBMIT_DIR", "4242"),
+        ("ab-aprun.pbs", "PBS_JOBID=4243.sdb PBS_O_WORKDIR", "4243"),
+    ] {
+        for stale in [log.clone(), submit.join("ab.png"), submit.join("ab.html")] {
+            let _ = std::fs::remove_file(stale);
+        }
+        let run = format!(
             "source {LMOD_INIT}\n\
              module use {prefix}/modulefiles/lmod\n\
-             module load aar || exit 3\n\
-             set -e\n\
-             export PKG_CONFIG_PATH={prefix}/emu/lib/pkgconfig\n\
-             {build}\n\
-             AAR_AB=ADAPTIVE0,ADAPTIVE3 AAR_OUTPUT_DIR={out} AAR_PAPI_EVENTS={events} \\\n\
-               aar run -n 2 -N 1 ./ab_exchange --iters 6 --bytes 4K\n\
-             aar report {out} --csv\n",
+             module use {modulefiles}\n\
+             export -f module\n\
+             export PATH={shims}:$PATH PKG_CONFIG_PATH={prefix}/emu/lib/pkgconfig AAR_PAPI_EVENTS={events}\n\
+             export {job_vars}=\"$PWD\"\n\
+             exec bash ./{script}\n",
             prefix = prefix.display(),
-            build = build.join("\n"),
-            out = out_dir.display(),
+            modulefiles = dir.join("modulefiles").display(),
+            shims = shims.display(),
             events = sde_events_setting(),
         );
-        let (stdout, _) = login_shell(&job, &dir, &copy, &[], script);
-        assert!(stdout.contains("ab_exchange: 2 ranks, 1 pairs across nodes, 6 iterations"), "{script}: {stdout}");
-        let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("nojob,")).collect();
-        assert_eq!(rows.len(), 2, "{script}: one CSV row per policy: {stdout}");
-        assert!(rows[0].starts_with("nojob,ADAPTIVE0,3,") && rows[1].starts_with("nojob,ADAPTIVE3,3,"), "{rows:?}");
+        let (stdout, stderr) = login_shell(&run, &dir, &submit, &[("SCRATCH", &scratch_dir)], script);
+        let all = format!("{stdout}\n{stderr}");
+        let records = scratch_dir.join(format!("aar-ab-{job}"));
+        // aar doctor checked the experiment the job then ran, not the module's defaults.
+        for said in [
+            "in effect: A/B experiment: ADAPTIVE0,ADAPTIVE3,auto alternated per iteration, order shuffled:7"
+                .to_string(),
+            format!("records in {}", records.display()),
+            "result: all well (exit 0)".to_string(),
+            "ab_exchange: 2 ranks, 1 pairs across nodes, 300 iterations".to_string(),
+        ] {
+            assert!(all.contains(&said), "{script} does not say {said:?}:\n{all}");
+        }
+        let launches = std::fs::read_to_string(&log).unwrap();
+        let expected = if script.ends_with(".sbatch") {
+            "srun --nodes=1 --ntasks=1 aar doctor ./ab_exchange\nsrun ./ab_exchange --iters 300 --bytes 64K\n"
+        } else {
+            "aprun -n 1 aar doctor ./ab_exchange\naprun -n 2 -N 1 ./ab_exchange --iters 300 --bytes 64K\n"
+        };
+        assert_eq!(launches, expected, "{script}");
+        // The report read the two ranks' records of the job's own folder: 100 iterations a policy.
+        let rows: Vec<&str> = stdout.lines().filter(|l| l.split_whitespace().nth(1) == Some("100")).collect();
+        let policies: Vec<&str> = rows.iter().filter_map(|l| l.split_whitespace().next()).collect();
+        assert_eq!(policies, ["ADAPTIVE0", "ADAPTIVE3", "auto"], "{script}:\n{stdout}");
+        let names: Vec<String> = std::fs::read_dir(&records)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".iterations.jsonl"))
+            .collect();
+        assert_eq!(names.len(), 2, "{script}: {names:?}");
+        for plot in ["ab.png", "ab.html"] {
+            assert!(submit.join(plot).is_file(), "{script}: no {plot} in the folder it was submitted from");
+        }
     }
 }
 
