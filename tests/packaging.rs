@@ -147,9 +147,7 @@ fn the_batch_scripts_run_whole_from_an_installed_copy() {
         ("ab-slurm.sbatch", "SLURM_JOB_ID=4242 SLURM_NNODES=2 SLURM_NTASKS_PER_NODE=1 SLURM_SUBMIT_DIR", "4242"),
         ("ab-aprun.pbs", "PBS_JOBID=4243.sdb PBS_O_WORKDIR", "4243"),
     ] {
-        for stale in [log.clone(), submit.join("ab.png"), submit.join("ab.html")] {
-            let _ = std::fs::remove_file(stale);
-        }
+        let _ = std::fs::remove_file(&log);
         let run = format!(
             "source {LMOD_INIT}\n\
              module use {prefix}/modulefiles/lmod\n\
@@ -193,8 +191,9 @@ fn the_batch_scripts_run_whole_from_an_installed_copy() {
             .filter(|n| n.ends_with(".iterations.jsonl"))
             .collect();
         assert_eq!(names.len(), 2, "{script}: {names:?}");
-        for plot in ["ab.png", "ab.html"] {
-            assert!(submit.join(plot).is_file(), "{script}: no {plot} in the folder it was submitted from");
+        // The plots are the job's own, by its number, in the folder it was submitted from.
+        for plot in [format!("ab-{job}.png"), format!("ab-{job}.html")] {
+            assert!(submit.join(&plot).is_file(), "{script}: no {plot} in the folder it was submitted from");
         }
     }
 }

@@ -97,7 +97,7 @@ fn the_batch_scripts_parse_and_use_only_what_exists() {
             "AAR_OUTPUT_DIR=",
             "cc -O2 -o ab_exchange cray/ab_exchange.c $(pkg-config --cflags --libs cray-pmi cray-ugni)",
             "aar doctor ./ab_exchange",
-            "aar report \"$AAR_OUTPUT_DIR\" --plot ab.png --html ab.html",
+            "aar report \"$AAR_OUTPUT_DIR\" --plot \"ab-$",
         ] {
             assert!(text.contains(needed), "{script} lacks {needed:?}");
         }
@@ -127,6 +127,19 @@ fn the_batch_scripts_parse_and_use_only_what_exists() {
         }
         assert!(!text.contains("iterations.c") && !text.contains("./iterations"), "{script} still names iterations.c");
         // ab_exchange pairs ranks across nodes: two ranks, one on each of two nodes.
+        // Each job's log, plots and records are its own: a fixed name is overwritten by the next job.
+        for line in text.lines().filter(|l| l.starts_with("#SBATCH --output") || l.starts_with("#SBATCH --error")) {
+            assert!(line.contains("%j"), "{script}: {line} is one file for every job");
+        }
+        assert!(!text.lines().any(|l| l.starts_with("#PBS -o")), "{script}: #PBS -o is one file for every job");
+        let reports: Vec<String> =
+            commands(&text).into_iter().filter(|l| l.trim_start().starts_with("aar report")).collect();
+        assert_eq!(reports.len(), 1, "{script}: {reports:?}");
+        let words: Vec<&str> = reports[0].split_whitespace().collect();
+        for plot in ["--plot", "--html"] {
+            let name = words.iter().position(|w| *w == plot).and_then(|i| words.get(i + 1)).expect(plot);
+            assert!(name.contains("$SLURM_JOB_ID") || name.contains("$job_id"), "{script}: {plot} {name}");
+        }
         let layout = if script.ends_with(".sbatch") {
             ["#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1"].as_slice()
         } else {
