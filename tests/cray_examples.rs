@@ -43,7 +43,12 @@ fn examples() -> &'static PathBuf {
 
 /// `program` of examples/cray as a job of `ranks` ranks (`ranks_per_node` to a node).
 fn job(test: &str, program: &str, ranks: u32, ranks_per_node: u32) -> Launch {
-    let mut l = Launch::program(test, examples().join(program), "");
+    job_of(test, examples().join(program), ranks, ranks_per_node)
+}
+
+/// The program at `path` as a job of `ranks` ranks (`ranks_per_node` to a node).
+fn job_of(test: &str, path: PathBuf, ranks: u32, ranks_per_node: u32) -> Launch {
+    let mut l = Launch::program(test, path, "");
     let aar = aar_command().display().to_string();
     let (n, k) = (ranks.to_string(), ranks_per_node.to_string());
     l.wrapper = [aar.as_str(), "run", "-n", &n, "-N", &k, "--"].map(String::from).to_vec();
@@ -217,4 +222,40 @@ fn ab_exchange_alternates_policies_iteration_by_iteration_across_nodes() {
     let rows: Vec<(&str, u64)> =
         stats.iter().map(|p| (p["policy"].as_str().unwrap(), p["iterations"].as_u64().unwrap())).collect();
     assert_eq!(rows, [("ADAPTIVE0", 3), ("ADAPTIVE3", 3)], "{doc}");
+}
+
+/// ab_exchange built without -fPIE, as Cray's compilers build by default: under libaar.so with
+/// `AAR_AB` every rank still marks its iterations. A weak declaration of the markers is set to
+/// NULL for good by the linker in such a program, and the experiment had no iteration to compare.
+#[test]
+fn ab_exchange_built_without_pie_still_marks_its_iterations() {
+    let release = aar_testkit::build_release(&["aar", "aar-emu", "aar-pmi", "aar-cli"]);
+    let dir = scratch("cray-ab-exchange-no-pie-build");
+    for name in ["Makefile", "ab_exchange.c", "cray_util.h"] {
+        std::fs::copy(root().join("examples/cray").join(name), dir.join(name)).unwrap();
+    }
+    let st = Command::new("make")
+        .args(["-s", "-C"])
+        .arg(&dir)
+        .args(["ab_exchange", "CFLAGS=-O2 -Wall -Wextra -Werror -fno-pie", "LDFLAGS=-no-pie"])
+        .env("PKG_CONFIG_PATH", release.join("pkgconfig"))
+        .status()
+        .expect("run make");
+    assert!(st.success(), "make ab_exchange without PIE failed");
+    let program = dir.join("ab_exchange");
+    // e_type ET_EXEC (2), not ET_DYN (3): the build really is not position-independent.
+    let elf = std::fs::read(&program).unwrap();
+    assert_eq!(u16::from_le_bytes([elf[16], elf[17]]), 2, "ab_exchange was built as a PIE");
+
+    let mut launch = job_of("cray-ab-exchange-no-pie", program, 2, 1).env("AAR_AB", "ADAPTIVE0,ADAPTIVE3");
+    launch.args = ["--iters", "4", "--bytes", "4K"].map(String::from).to_vec();
+    let r = launch.run();
+    r.assert_ok();
+    assert!(!r.stdout.contains("without libaar.so"), "{}", r.stdout);
+    let recs = iteration_records(&r.dir.join("out"));
+    assert_eq!(recs.len(), 2, "one iteration record per rank: {recs:?}");
+    for (rank, (_, rows)) in recs.iter().enumerate() {
+        let policies: Vec<&str> = rows.iter().map(|row| row["policy"].as_str().unwrap()).collect();
+        assert_eq!(policies, ["ADAPTIVE0", "ADAPTIVE3", "ADAPTIVE0", "ADAPTIVE3"], "rank {rank}");
+    }
 }

@@ -4,8 +4,8 @@
  *   ab_exchange [--iters N] [--bytes SIZE]
  *
  * Rank r pairs with rank r + size/2 (and that rank with r). Each iteration, bracketed by
- * aar_iteration_begin() and aar_iteration_end() (cabi/aar.h, declared weak: the same binary runs
- * without libaar.so), both partners RDMA PUT --bytes bytes into each other's receive buffer at
+ * aar_iteration_begin() and aar_iteration_end() (cabi/aar.h, looked up with dlsym: the same binary
+ * runs without libaar.so), both partners RDMA PUT --bytes bytes into each other's receive buffer at
  * once and wait for the local completion of their PUT and the remote event of their partner's.
  * Every rank meets every other in a PMI_Barrier before each iteration (outside it: a PMI barrier
  * is far slower and noisier than the exchange), so that the job's iterations start together and
@@ -26,11 +26,14 @@
  */
 #include "cray_util.h"
 
-/* libaar.so's iteration markers (cabi/aar.h): absent when the program runs without it. */
-int aar_iteration_begin(void);
-int aar_iteration_end(void);
-#pragma weak aar_iteration_begin
-#pragma weak aar_iteration_end
+#include <dlfcn.h>
+
+/* libaar.so's iteration markers (cabi/aar.h), looked up at start: NULL when the program runs
+ * without libaar.so. Not weak declarations: in a program compiled without -fPIE (the default of
+ * Cray's compilers and of -fno-pie) the linker sets a weak function that no library it links
+ * defines to NULL for good, LD_PRELOAD or not, and no iteration would be marked. dlsym needs -ldl
+ * before glibc 2.34. */
+static int (*iteration_begin)(void), (*iteration_end)(void);
 
 #define USAGE "usage: ab_exchange [--iters N] [--bytes SIZE]"
 
@@ -83,6 +86,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	iteration_begin = (int (*)(void))dlsym(RTLD_DEFAULT, "aar_iteration_begin");
+	iteration_end = (int (*)(void))dlsym(RTLD_DEFAULT, "aar_iteration_end");
+	if ((iteration_begin == NULL) != (iteration_end == NULL))
+		iteration_begin = iteration_end = NULL;
+
 	job_init("ab_exchange");
 	if (job.size < 2 || job.size % 2 != 0)
 		fail("the job has %d ranks: ab_exchange pairs rank r with rank r + size/2, it needs an even number",
@@ -128,15 +136,15 @@ int main(int argc, char **argv)
 		/* Every rank starts the iteration together; the barrier stays outside it: a PMI barrier
 		 * goes through the launcher's daemons, far slower and noisier than the exchange timed. */
 		PMI_CHECK(PMI_Barrier());
-		if (aar_iteration_begin)
-			aar_iteration_begin();
+		if (iteration_begin)
+			iteration_begin();
 		double t0 = now_seconds();
 		CHECK(GNI_PostRdma(ep, &put));
 		expect_local_event(cq, &put, peer_inst, what);
 		expect_remote_event(rx_cq, peer_inst, what);
 		seconds += now_seconds() - t0;
-		if (aar_iteration_end)
-			aar_iteration_end();
+		if (iteration_end)
+			iteration_end();
 
 		for (size_t i = 0; i < bytes; i++)
 			if (dst[half + i] != iteration_pattern(peer, job.rank, it, i))
@@ -153,7 +161,7 @@ int main(int argc, char **argv)
 		printf("ab_exchange: %d ranks, %d pairs across nodes, %llu iterations of RDMA PUTs of %llu bytes each way, "
 		       "%.2f us per iteration: data and CQ events verified%s\n",
 		       job.size, job.size / 2, (unsigned long long)iters, (unsigned long long)bytes,
-		       seconds / (double)iters * 1e6, aar_iteration_begin ? "" : ", without libaar.so");
+		       seconds / (double)iters * 1e6, iteration_begin ? "" : ", without libaar.so");
 	free(dsts);
 	free(src);
 	free(dst);
