@@ -33,6 +33,13 @@
 #error "define UGNI_PROGRAM (the program's name in its messages) before including ugni_pair.h"
 #endif
 
+/* clock_gettime is POSIX: without this, a strict -std=c99 or -std=c11 declares it not, and newer
+ * compilers (GCC 14, Clang 16: Cray's CCE 15 on) refuse its implicit declaration. Only effective
+ * when this header comes first, as in the examples; the GNU dialects define it anyway. */
+#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>

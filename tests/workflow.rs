@@ -297,3 +297,19 @@ fn aar_report_sums_each_step_of_a_job_apart() {
         "{text}"
     );
 }
+
+/// The examples build as standard C too (`-std=c11`, warnings errors), as a Makefile that asks for
+/// it builds them: their POSIX calls (clock_gettime) stay declared, which newer compilers require.
+#[test]
+fn the_examples_build_as_strict_c11() {
+    for name in ["pingpong", "smallmsg", "iterations", "shmem_ring"] {
+        let program = compile(
+            "cc",
+            &format!("example-c11-{name}"),
+            &[root().join(format!("examples/{name}.c"))],
+            &["-std=c11", "-ldmapp"],
+        );
+        let out = Command::new(&program).arg("--help").output().unwrap();
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("usage: {name}")), "{name} --help: {out:?}");
+    }
+}
