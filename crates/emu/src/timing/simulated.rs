@@ -355,10 +355,9 @@ enum SimRunError {
     #[error(
         "the simulator gave up on a {bytes}-byte transfer after {events} simulated events ({simulated_us:.1} us of \
          simulated time, not yet complete), more than the {max} a post may take to keep it to a few seconds of host \
-         time (give a lighter background, with fewer background-nodes or a lower LOAD, or post smaller transfers)",
-        max = MAX_TRANSFER_EVENTS
+         time (give a lighter background, with fewer background-nodes or a lower LOAD, or post smaller transfers)"
     )]
-    GaveUp { bytes: u64, events: u64, simulated_us: f64 },
+    GaveUp { bytes: u64, events: u64, simulated_us: f64, max: u64 },
     #[error("the network simulator failed (internal error)")]
     Panicked,
 }
@@ -448,7 +447,12 @@ impl SimModel {
             let events = self.world.net.totals.events - first_event;
             if events >= self.max_transfer_events {
                 let simulated_us = self.world.net.cfg.ticks_to_ns(self.world.net.now - start) / 1e3;
-                return Err(SimRunError::GaveUp { bytes: t.bytes, events, simulated_us });
+                return Err(SimRunError::GaveUp {
+                    bytes: t.bytes,
+                    events,
+                    simulated_us,
+                    max: self.max_transfer_events,
+                });
             }
             if until == limit {
                 return Err(SimRunError::Stuck { bytes: t.bytes });
@@ -694,7 +698,7 @@ mod tests {
         assert!(
             problem.starts_with("the simulator gave up on a 1048576-byte transfer after 1")
                 && problem.contains(" simulated events (")
-                && problem.contains(" us of simulated time, not yet complete), more than the 50000000 a post may take"),
+                && problem.contains(" us of simulated time, not yet complete), more than the 1000000 a post may take"),
             "{problem}"
         );
         assert!(m.clock_ns() > t0 && m.clock_ns() - t0 < 100_000, "{t0} {}", m.clock_ns());
