@@ -29,6 +29,9 @@
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
+//! - Under `AAR_AB` with the markers boundary, whether the program (or a library of its own)
+//!   imports `aar_iteration_begin`, or imports `dlsym` to look it up: otherwise it marks no
+//!   iteration (a warning: a plug-in it loads may mark).
 //! - Wrapped MPI functions the program defines itself (a linked-in profiling tool or MPI): its
 //!   calls of them never reach libaar.so.
 //! - The Fortran bindings of the program's MPI: whether they import the C functions libaar.so
@@ -200,6 +203,10 @@ pub fn run(args: DoctorArgs) -> i32 {
                 check_own_mpi_definitions(program, doc, &mut report);
                 check_fortran_mpi(program, closure, doc, &mut report);
                 check_unwrapped_collectives(program, closure, doc, &mut report);
+                // A Python program marks through ctypes, which looks the functions up itself.
+                if p.mpi_module.is_none() {
+                    check_markers(program, closure, doc, &mut report);
+                }
             }
         }
     }
@@ -706,6 +713,65 @@ fn callers_importing(
     }
     (callers, called)
 }
+
+/// Under an A/B experiment whose iterations are marked by the program (`AAR_AB` with the markers
+/// boundary, as libaar.so's own parser took them), whether the program can call
+/// `aar_iteration_begin`: it, or a library of its own, imports it, or it imports `dlsym` (to look
+/// it up). A program built without -fPIE that declares the markers weak has them NULL for good,
+/// under LD_PRELOAD too (cabi/aar.h), and marks nothing. Only a warning: a plug-in it loads may
+/// mark.
+fn check_markers(program: &Path, closure: &elf::Closure, doc: &Value, report: &mut Report) {
+    let settings = &doc["settings"];
+    if ab_policies(settings).is_empty() || settings["ab_boundary"] != "markers" {
+        return;
+    }
+    let markers: HashSet<String> = MARKERS.iter().map(|s| s.to_string()).collect();
+    let (callers, found) = callers_importing(program, closure, &markers);
+    if found.contains(MARKERS[0]) {
+        report.ok(
+            "A/B",
+            format!(
+                "{} {} {}: under AAR_AB with markers, libaar.so marks each iteration where it is called",
+                callers.join(", "),
+                if callers.len() == 1 { "imports" } else { "import" },
+                found.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        );
+        return;
+    }
+    let shown = program.display();
+    let dlsym: HashSet<String> = HashSet::from(["dlsym".to_string()]);
+    if elf::imports(program, &dlsym).is_ok_and(|i| !i.is_empty()) {
+        report.note(
+            "A/B",
+            format!(
+                "{shown} references no aar_iteration_begin but imports dlsym: under AAR_AB with markers, its \
+                 iterations are marked only if it looks aar_iteration_begin up with it (which its symbols do not show)"
+            ),
+        );
+        return;
+    }
+    let references = if found.is_empty() {
+        "references no aar_iteration_begin/end"
+    } else {
+        "references aar_iteration_end but not aar_iteration_begin, which begins iterations,"
+    };
+    report.warning(
+        "A/B",
+        format!(
+            "{shown} {references} and does not import dlsym: under AAR_AB with markers no iteration will be marked \
+             (a program built without -fPIE that declares them weak gets them NULL for good from the link editor, \
+             under LD_PRELOAD too), so the whole run has iteration 0's policy and aar report has nothing to compare; unless a plug-in it \
+             loads marks them"
+        ),
+        "Build it with -fPIE (or -fPIC), link it with -laar, or look the functions up with \
+         dlsym(RTLD_DEFAULT, \"aar_iteration_begin\") (cabi/aar.h); for an unmodified MPI program, set \
+         AAR_AB_BOUNDARY to a collective it calls once per iteration (e.g. AAR_AB_BOUNDARY=MPI_Barrier).",
+    );
+}
+
+/// The C API's iteration markers: the first begins iterations.
+const MARKERS: [&str; 2] = ["aar_iteration_begin", "aar_iteration_end"];
 
 /// The other libraries in LD_PRELOAD that define MPI functions libaar.so wraps: profiling tools
 /// (mpiP, IPM, Score-P). One before libaar.so takes the program's calls first and, as such tools

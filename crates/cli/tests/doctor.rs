@@ -310,6 +310,74 @@ void mpi_ibcast_(void);
 /// A program that defines wrapped MPI functions itself (a profiling tool linked in, as CrayPat's
 /// pat_build instrumentation is, or a static MPI) keeps its calls of them from libaar.so: a warning
 /// naming them, large-count forms included.
+/// A uGNI program that marks its iterations as `how` says: `weak` (the markers declared weak and
+/// called when not NULL, as cabi/aar.h shows), `strong` (declared by aar.h alone: it links -laar)
+/// or `dlsym` (looked up at run time).
+fn marking_program(name: &str, how: &str, flags: &[&str]) -> PathBuf {
+    let lib = libdir();
+    let mark = match how {
+        "weak" => {
+            "#pragma weak aar_iteration_begin\n#pragma weak aar_iteration_end\n\
+                   static void mark(void) { if (aar_iteration_begin) aar_iteration_begin();\n\
+                   if (aar_iteration_end) aar_iteration_end(); }\n"
+        }
+        "strong" => "static void mark(void) { aar_iteration_begin(); aar_iteration_end(); }\n",
+        _ => {
+            "#include <dlfcn.h>\nstatic void mark(void) { int (*begin)(void) = \
+              (int (*)(void))dlsym(RTLD_DEFAULT, \"aar_iteration_begin\"); if (begin) begin(); }\n"
+        }
+    };
+    let source = format!(
+        "#define _GNU_SOURCE\n#include \"aar.h\"\n#include \"gni_pub.h\"\n{mark}int main(void) {{ gni_cdm_handle_t cdm;\n\
+         mark(); return (int)GNI_CdmCreate(0, 0, 0, 0, &cdm) == 99; }}\n"
+    );
+    let mut args: Vec<&str> = flags.to_vec();
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    args.extend(["-L", lib.to_str().unwrap(), "-lugni", &rpath]);
+    compile(name, &source, &args)
+}
+
+/// Under AAR_AB with the markers boundary, a program that cannot call aar_iteration_begin marks no
+/// iteration: built without -fPIE, its weak markers are NULL for good, and the doctor says so.
+#[test]
+fn a_program_that_cannot_mark_iterations_under_ab_markers_is_a_warning() {
+    let no_pie = marking_program("weak-no-pie", "weak", &["-fno-pie", "-no-pie"]);
+    let pie = marking_program("weak-pie", "weak", &["-fPIE", "-pie"]);
+    let lib = libdir().to_str().unwrap();
+    let linked = marking_program("linked-laar", "strong", &["-fno-pie", "-no-pie", "-L", lib, "-laar"]);
+    let looked_up = marking_program("dlsym-no-pie", "dlsym", &["-fno-pie", "-no-pie"]);
+    let ab = ("AAR_AB", "ADAPTIVE0,ADAPTIVE3");
+    let is_ab_line = |l: &str| l.split_whitespace().nth(1) == Some("A/B");
+
+    let r = doctor(&[no_pie.to_str().unwrap()], &[ab]);
+    r.expect_code(3);
+    r.expect_line(
+        "warning",
+        "A/B",
+        &format!("{} references no aar_iteration_begin/end and does not import dlsym", no_pie.display()),
+    );
+    assert!(r.stdout.contains("no iteration will be marked"), "{}", r.stdout);
+    assert!(r.stdout.contains("fix: Build it with -fPIE"), "{}", r.stdout);
+    assert!(r.stdout.contains("AAR_AB_BOUNDARY=MPI_Barrier"), "{}", r.stdout);
+
+    for (program, verdict, text) in [
+        (&pie, "ok", "imports aar_iteration_begin, aar_iteration_end"),
+        (&linked, "ok", "imports aar_iteration_begin, aar_iteration_end"),
+        (&looked_up, "note", "references no aar_iteration_begin but imports dlsym"),
+    ] {
+        let r = doctor(&[program.to_str().unwrap()], &[ab]);
+        r.expect_code(0);
+        r.expect_line(verdict, "A/B", &format!("{} {text}", program.display()));
+    }
+
+    // An MPI boundary, or no experiment: the markers are not needed, and nothing is said of them.
+    for env in [&[ab, ("AAR_AB_BOUNDARY", "MPI_Barrier")][..], &[]] {
+        let r = doctor(&[no_pie.to_str().unwrap()], env);
+        r.expect_code(0);
+        assert!(!r.stdout.lines().any(is_ab_line), "{}", r.stdout);
+    }
+}
+
 #[test]
 fn mpi_functions_the_program_defines_itself_are_a_warning() {
     let prog = compile(
