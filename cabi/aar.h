@@ -15,6 +15,9 @@
  * current GCC and Clang). In code compiled with -fno-pie the link editor makes each weak function
  * NULL for good, under LD_PRELOAD too: look them up instead with
  * dlsym(RTLD_DEFAULT, "aar_set_mode") (<dlfcn.h>, with _GNU_SOURCE), NULL without the library.
+ * Do not combine weak declarations with -laar: a link editor that drops unused libraries (the
+ * default of many, --as-needed) then leaves libaar.so out. `aar doctor PROGRAM` under AAR_AB
+ * warns when the program cannot call aar_iteration_begin.
  *
  * Every function is thread-safe, never blocks a sending thread and takes effect for the posts
  * that start after it returns. DMAPP routes by a routing attribute of each thread: a change
