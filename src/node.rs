@@ -26,7 +26,9 @@
 //! A rank that dies while writing would leave the sequence odd: once the last reading is
 //! [`STUCK_NS`] old the others check the writer's pid (kept in the sequence word) and, if that
 //! process has ended, release the slot and mark the reading as none (complete or not, nobody uses
-//! it).
+//! it). A pid that `kill(pid, 0)` still finds (a zombie its parent has not reaped, or a process
+//! that got the pid since) holds the slot only while it maps the segment: a rank that sees one
+//! claim held for [`STUCK_NS`] looks for the segment in that process's `/proc/<pid>/maps`.
 //!
 //! The segment is made only when more than one rank shares the NIC ([`ranks_per_node`]): a lone
 //! rank would pay for it and never find another rank's reading or bytes. A rank whose looks at
@@ -233,6 +235,10 @@ pub struct Node {
     share_readings: bool,
     /// [`STUCK_NS`] in the clock's ticks.
     stuck: u64,
+    /// A claim of the write slot this rank found held by a process `kill(pid, 0)` finds, and when
+    /// it first found it (or last found that process mapping the segment).
+    held_claim: AtomicU64,
+    held_since: AtomicU64,
     /// [`STAMP_SLACK_NS`] in the clock's ticks.
     slack: u64,
 }
@@ -306,7 +312,19 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     }
     let (max_age, stuck, slack) = (clock.ticks(max_age_ns), clock.ticks(STUCK_NS), clock.ticks(STAMP_SLACK_NS));
     let share_readings = max_age_ns > 0;
-    let node = Node { segment, path, remove_when_last, pid: sys::pid(), clock, max_age, share_readings, stuck, slack };
+    let node = Node {
+        segment,
+        path,
+        remove_when_last,
+        pid: sys::pid(),
+        clock,
+        max_age,
+        share_readings,
+        stuck,
+        slack,
+        held_claim: AtomicU64::new(0),
+        held_since: AtomicU64::new(0),
+    };
     Some(NODE.get_or_init(|| node))
 }
 
@@ -448,14 +466,29 @@ impl Node {
     }
 
     /// A writer whose reading is [`STUCK_NS`] old and whose process has ended gives up the slot
-    /// (a live writer holds it for the microseconds of one PAPI read).
+    /// (a live writer holds it for the microseconds of one PAPI read). A process `kill(pid, 0)`
+    /// finds may be a zombie or another process that got the pid: once this rank has seen the
+    /// claim held for [`STUCK_NS`], it is the writer only if it maps the segment (asked again at
+    /// most every [`STUCK_NS`], for a writer that is stopped).
     #[cold]
     fn release_if_writer_died(&self, seq: u64, now: u64) {
         let s = self.segment;
         if now.saturating_sub(s.taken.load(Relaxed)) < self.stuck {
             return;
         }
-        if sys::process_ended((seq >> 32) as u32) {
+        let pid = (seq >> 32) as u32;
+        let ended = sys::process_ended(pid) || {
+            if self.held_claim.swap(seq, Relaxed) != seq {
+                self.held_since.store(now, Relaxed);
+                false
+            } else if now.saturating_sub(self.held_since.load(Relaxed)) < self.stuck {
+                false
+            } else {
+                self.held_since.store(now, Relaxed);
+                maps_segment(pid, std::ptr::from_ref(s) as usize) == Some(false)
+            }
+        };
+        if ended {
             s.taken.store(0, Relaxed);
             let _ = s.seq.compare_exchange(seq, released(seq), Release, Relaxed);
         }
@@ -480,6 +513,78 @@ impl Node {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Whether process `pid` maps the segment this process maps at `addr` (the same device and
+/// inode in both `/proc/<pid>/maps`); `None` when either file cannot be read (no /proc, or a
+/// process whose maps this one may not read: then it may be a live writer).
+fn maps_segment(pid: u32, addr: usize) -> Option<bool> {
+    let mut own = None;
+    any_maps_line(Path::new("/proc/self/maps"), |line| {
+        let start = line
+            .split(|&b| b == b'-')
+            .next()
+            .and_then(|a| usize::from_str_radix(std::str::from_utf8(a).ok()?, 16).ok());
+        own = mapped_file(line).filter(|_| start == Some(addr));
+        own.is_some()
+    })
+    .ok()?;
+    let own = own?;
+    // Written on the stack: this runs inside a rank's reading, which never allocates.
+    let mut buf = [0u8; 32];
+    let len = {
+        let mut w = &mut buf[..];
+        std::io::Write::write_fmt(&mut w, format_args!("/proc/{pid}/maps")).ok()?;
+        32 - w.len()
+    };
+    let path = Path::new(std::str::from_utf8(&buf[..len]).ok()?);
+    match any_maps_line(path, |line| mapped_file(line) == Some(own)) {
+        Ok(found) => Some(found),
+        // The process went (or never was) between the two questions.
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) || e.kind() == std::io::ErrorKind::NotFound => Some(false),
+        Err(_) => None,
+    }
+}
+
+/// The file a line of `/proc/<pid>/maps` maps, as its device (major, minor) and inode; `None`
+/// for an anonymous mapping or a line of another form.
+fn mapped_file(line: &[u8]) -> Option<(u32, u32, u64)> {
+    let mut fields = line.split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty()).skip(3);
+    let (dev, inode) = (fields.next()?, fields.next()?);
+    let num = |f: &[u8], radix| u64::from_str_radix(std::str::from_utf8(f).ok()?, radix).ok();
+    let mut dev = dev.split(|&b| b == b':');
+    let (major, minor) = (num(dev.next()?, 16)?, num(dev.next()?, 16)?);
+    let inode = num(inode, 10).filter(|&i| i != 0)?;
+    Some((u32::try_from(major).ok()?, u32::try_from(minor).ok()?, inode))
+}
+
+/// Calls `found` with each line of the file at `path` (a /proc maps file) until it returns true;
+/// whether one did. Through a buffer on the stack, without allocating; a line longer than it
+/// (a path of thousands of bytes) is skipped.
+fn any_maps_line(path: &Path, mut found: impl FnMut(&[u8]) -> bool) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = [0u8; 4096];
+    let (mut len, mut skipping) = (0, false);
+    loop {
+        let n = file.read(&mut buf[len..])?;
+        if n == 0 {
+            return Ok(false);
+        }
+        len += n;
+        let mut start = 0;
+        while let Some(end) = buf[start..len].iter().position(|&b| b == b'\n') {
+            if !std::mem::take(&mut skipping) && found(&buf[start..start + end]) {
+                return Ok(true);
+            }
+            start += end + 1;
+        }
+        buf.copy_within(start..len, 0);
+        len -= start;
+        if len == buf.len() {
+            (len, skipping) = (0, true);
+        }
     }
 }
 
@@ -544,6 +649,8 @@ mod tests {
             share_readings: true,
             stuck: u64::MAX,
             slack: STAMP_SLACK_NS,
+            held_claim: AtomicU64::new(0),
+            held_since: AtomicU64::new(0),
         }
     }
 

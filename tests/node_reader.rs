@@ -241,6 +241,91 @@ fn a_writer_that_died_holding_the_segment_does_not_stop_the_others() {
     assert!(segments(&job).is_empty());
 }
 
+/// A writer's pid that `kill(pid, 0)` still finds is not always a live writer: a rank killed
+/// while writing stays a zombie until its parent reaps it (a launcher that waits for its ranks
+/// in order reaps it at the end of the job), and a pid may since be another process's. Neither
+/// maps the segment: once the slot has been held that way for `STUCK_NS`, the others release
+/// it. A live rank that maps the segment keeps it, however long it holds it (a stopped writer
+/// may still write: releasing its slot could show its torn window). (The `sleep 20000` between
+/// the posts lets `STUCK_NS` pass.)
+#[test]
+fn a_writer_pid_is_released_unless_that_process_maps_the_segment() {
+    for (test, writer) in [("node-zombie-writer", "zombie"), ("node-reused-pid", "other"), ("node-live-writer", "rank")]
+    {
+        let job = format!("{test}-{}", std::process::id());
+        let steps = scratch(&format!("{test}-steps"));
+        let f = |name: &str| steps.join(name).display().to_string();
+        let script = format!(
+            "fma 64 1 0 touch {} waitfile {} rdma 65536 1 0 sleep 20000 rdma 65536 5 0 touch {} waitfile {}",
+            f("attached"),
+            f("go"),
+            f("done"),
+            f("end")
+        );
+        // Three ranks to the node, of which two come at most: the file stays named.
+        let launch = rank(test, &job, 0, 3, &script).env("AAR_NODE_READING", "1000ms");
+        let t = std::thread::spawn(move || launch.run());
+        wait_for(&steps.join("attached"));
+        // The writer: a zombie (ended, not reaped), a live process of this user that never
+        // mapped the segment (a pid given to another process since the writer died), or another
+        // rank of the node, which maps it.
+        let mate = (writer == "rank").then(|| {
+            let script = format!("fma 64 1 0 touch {} waitfile {}", f("attached1"), f("end"));
+            let l = rank(&format!("{test}-1"), &job, 1, 3, &script).env("AAR_NODE_READING", "1000ms");
+            let t = std::thread::spawn(move || l.run());
+            wait_for(&steps.join("attached1"));
+            t
+        });
+        let seg = segments(&job);
+        assert_eq!(seg.len(), 1, "{test}: {seg:?}");
+        let mut other = match writer {
+            "zombie" => Some(std::process::Command::new("true").spawn().unwrap()),
+            "other" => Some(std::process::Command::new("sleep").arg("60").spawn().unwrap()),
+            _ => None,
+        };
+        let pid = match &other {
+            Some(p) => p.id(),
+            None => {
+                let maps = std::fs::read_dir("/proc").unwrap().flatten().find(|e| {
+                    std::fs::read_to_string(e.path().join("cmdline")).is_ok_and(|c| c.contains(&f("attached1")))
+                });
+                maps.unwrap().file_name().to_str().unwrap().parse().unwrap()
+            }
+        };
+        let state = || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        while writer == "zombie" && !state().contains(") Z ") {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let claim = (u64::from(pid) << 32) | 7;
+        let mut bytes = std::fs::read(&seg[0]).unwrap();
+        bytes[..8].copy_from_slice(&claim.to_ne_bytes());
+        bytes[8..16].copy_from_slice(&1u64.to_ne_bytes());
+        std::fs::write(&seg[0], &bytes).unwrap();
+        std::fs::write(f("go"), "").unwrap();
+        wait_for(&steps.join("done"));
+        let after = std::fs::read(&seg[0]).unwrap();
+        let seq = u64::from_ne_bytes(after[..8].try_into().unwrap());
+        assert!(writer != "zombie" || state().contains(") Z "), "{test}: the zombie was reaped meanwhile");
+        std::fs::write(f("end"), "").unwrap();
+        if let Some(p) = &mut other {
+            let _ = p.kill();
+            p.wait().unwrap();
+        }
+        let r = t.join().unwrap();
+        r.assert_ok();
+        if let Some(mate) = mate {
+            mate.join().unwrap().assert_ok();
+            assert_eq!(seq, claim, "{test}: the slot of a live rank that maps the segment was released");
+        } else {
+            assert_eq!(seq >> 32, 0, "{test}: pid {pid} still holds the segment: {seq:#x}");
+            assert_eq!(seq & 1, 0, "{test}: left odd: {seq:#x}");
+            assert!(seq as u32 > 7, "{test}: no reading was published after the release: {seq:#x}");
+        }
+        check_accounting(&r.records()[0]);
+        assert!(segments(&job).is_empty(), "{test}");
+    }
+}
+
 /// Ranks of one node racing: `aar run` with 4 ranks to a node, every rank a reading per post,
 /// over the emulator's node-wide counters. No rank ever goes back in time, every reading is
 /// accounted for, and the segment lives in the job's folder.
