@@ -29,6 +29,7 @@
 //! it). A pid that `kill(pid, 0)` still finds (a zombie its parent has not reaped, or a process
 //! that got the pid since) holds the slot only while it maps the segment: a rank that sees one
 //! claim held for [`STUCK_NS`] looks for the segment in that process's `/proc/<pid>/maps`.
+//! A fork child claims the slot in its own name ([`forked`]), and neither attaches nor leaves.
 //!
 //! The segment is made only when more than one rank shares the NIC ([`ranks_per_node`]): a lone
 //! rank would pay for it and never find another rank's reading or bytes. A rank whose looks at
@@ -228,6 +229,8 @@ pub struct Node {
     remove_when_last: bool,
     /// The process that attached (a fork child inherits the mapping, not the attachment).
     pid: u32,
+    /// The pid this process claims the write slot with: its own, in a fork child too ([`forked`]).
+    writer: AtomicU32,
     clock: Clock,
     /// Readings younger than this (in the clock's ticks) are used as they are.
     max_age: u64,
@@ -317,6 +320,7 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
         path,
         remove_when_last,
         pid: sys::pid(),
+        writer: AtomicU32::new(sys::pid()),
         clock,
         max_age,
         share_readings,
@@ -339,6 +343,15 @@ pub fn leave() {
         // Fewer ranks attached than the node has (or the count was wrong): the last one removes
         // it. A rank attaching right now keeps its mapping; ranks after it make a new one.
         remove_once(n.segment, &n.path);
+    }
+}
+
+/// In a fork child, right after the fork (its fork handler): it claims the write slot in its own
+/// name from now on, not in its parent's. (A child that died writing would hold the slot while
+/// its parent lives; a parent that has ended would have the child's slot released under it.)
+pub fn forked() {
+    if let Some(n) = NODE.get() {
+        n.writer.store(sys::pid(), Relaxed);
     }
 }
 
@@ -392,7 +405,7 @@ impl Node {
             if let Some(shared) = self.young_copy(seq, now, not_before) {
                 return Ok(shared);
             }
-            let mine = claimed(seq, self.pid);
+            let mine = claimed(seq, self.writer.load(Relaxed));
             if s.seq.compare_exchange(seq, mine, Acquire, Relaxed).is_ok() {
                 return self.publish(papi, mine, now, last_own);
             }
@@ -644,6 +657,7 @@ mod tests {
             path: PathBuf::new(),
             remove_when_last: false,
             pid,
+            writer: AtomicU32::new(pid),
             clock,
             max_age: u64::MAX / 2,
             share_readings: true,

@@ -14,7 +14,7 @@ use crate::rows::Iterations;
 use crate::settings::{Settings, TestPanic};
 use crate::trace::TraceFile;
 use crate::trylock::{ForkHeld, Guard, TryLock};
-use crate::{attributes, control, diag, reserve, sys, tally};
+use crate::{attributes, control, diag, node, reserve, sys, tally};
 use aar_engine::{
     AbSchedule, CallTicket, CounterSample, Decision, Engine, EngineConfig, Message, Policy, Reason, RoutingMode,
     SideBytes, Window, WindowOutcome,
@@ -673,6 +673,7 @@ pub fn is_fork_child() -> bool {
 /// work on the child's next intercepted call or at its exit.
 pub fn forked() {
     FORK_CHILD.store(true, Relaxed);
+    node::forked();
     // Here, not on the child's next call: that may come from a thread the child starts (and
     // count itself meanwhile), where the forking thread's own count is not known.
     attributes::reset_in_child();

@@ -557,3 +557,42 @@ fn a_full_dev_shm_leaves_each_rank_its_own_reading() {
     assert!(why.count() >= 1, "a rank that cannot join says why: {}", r.stderr);
     assert!(r.stderr.contains("driver: GNI_CdmAttach failed: GNI_RC_ERROR_RESOURCE (3)\n"), "{}", r.stderr);
 }
+
+/// A fork child of a rank inherits the segment's mapping and the rank's attachment, and reads
+/// the counters for its own posts: when it takes the write slot it must name itself, not its
+/// parent (a child that dies writing would hold the slot for as long as its parent lives; a
+/// parent that has ended would have the live child's slot released under it, and its torn window
+/// taken). `tests/c/writer_papi.c` says, from inside every PAPI read made while the slot is held,
+/// whose pid the slot names.
+#[test]
+fn a_fork_child_that_writes_the_segment_names_itself_not_its_parent() {
+    let papi = compile(
+        "cc",
+        "writer_papi",
+        &[root().join("tests/c/writer_papi.c")],
+        &["-shared", "-fPIC", "-Wl,--no-as-needed", "-lpapi"],
+    );
+    let job = format!("node-fork-{}", std::process::id());
+    let r = rank("node-fork", &job, 0, 2, "rdma 65536 4 0 fork 4 rdma 65536 2 0")
+        .env("AAR_NODE_READING", "1000ms")
+        .env("AAR_PAPI_LIBRARY", &papi.display().to_string())
+        .run();
+    r.assert_ok();
+    let child = stdout_field(&r.stdout, "child");
+    let writes: Vec<(u64, u64)> = r
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("writer_papi: pid="))
+        .map(|l| {
+            let (pid, claim) = l.split_once(" claim=").unwrap();
+            (pid.parse().unwrap(), claim.parse().unwrap())
+        })
+        .collect();
+    assert!(writes.iter().any(|&(pid, _)| pid == child), "the child never wrote the segment: {}", r.stderr);
+    assert!(writes.iter().any(|&(pid, _)| pid != child), "the parent never wrote the segment: {}", r.stderr);
+    for (pid, claim) in writes {
+        assert_eq!(claim, pid, "pid {pid} wrote the segment in the name of {claim} (the child is {child})");
+    }
+    // The child never left in the parent's place: the last rank (the parent) removed the file.
+    assert!(segments(&job).is_empty());
+}
