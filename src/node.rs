@@ -290,10 +290,21 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
         Ok(b) => b,
         Err(e) => {
             let place = path.parent().unwrap_or(Path::new("/")).display();
-            let fix = diag::limit_fix(&e).map_or_else(
-                || format!("Free space in {place} (MPI libraries keep their shared memory there too)."),
-                str::to_string,
-            );
+            let fix = match e.raw_os_error() {
+                Some(libc::ENOSPC | libc::EDQUOT) => {
+                    format!("Free space in {place} (MPI libraries keep their shared memory there too).")
+                }
+                Some(libc::EACCES | libc::EPERM | libc::EROFS) => format!(
+                    "To share the node's readings, let this user create files in {place} (a writable tmpfs, \
+                     mode 1777, as MPI libraries need it too)."
+                ),
+                Some(libc::ENOENT) => format!(
+                    "{place} does not exist (a container without it?): to share the node's readings, mount a \
+                     tmpfs there, as MPI libraries need it too."
+                ),
+                _ => diag::limit_fix(&e)
+                    .map_or_else(|| format!("Check that this user can create files in {place}."), str::to_string),
+            };
             diag::warn(&format!(
                 "cannot make the node's shared segment {} ({e}): this rank reads its own counters and keeps its \
                  decided bytes to itself. {fix}",

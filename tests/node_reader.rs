@@ -596,3 +596,37 @@ fn a_fork_child_that_writes_the_segment_names_itself_not_its_parent() {
     // The child never left in the parent's place: the last rank (the parent) removed the file.
     assert!(segments(&job).is_empty());
 }
+
+/// A /dev/shm the rank cannot create files in (mounted read-only, or of another user's mode, or
+/// missing in a container): the rank says so once, with a fix that fits (not "free space"), reads
+/// its own counters and decides as usual.
+#[test]
+fn a_dev_shm_the_rank_cannot_write_leaves_it_its_own_reading_and_says_why() {
+    if !std::process::Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("note: no mount namespace here: the unwritable /dev/shm case is not run");
+        return;
+    }
+    let job = format!("ro-shm-{}", std::process::id());
+    for (test, setup, fix) in [
+        ("node-ro-shm", "mount -t tmpfs -o ro,size=4k tmpfs /dev/shm", "let this user create files in /dev/shm"),
+        (
+            "node-no-shm",
+            "mount -t tmpfs -o size=4k tmpfs /dev && rmdir /dev/shm 2>/dev/null; true",
+            "/dev/shm does not exist",
+        ),
+    ] {
+        let mut launch = rank(test, &job, 0, 2, "rdma 65536 8 0");
+        let script = format!("{setup} || exit 97; exec \"$@\"");
+        launch.wrapper = vec!["unshare".into(), "-m".into(), "sh".into(), "-c".into(), script, "sh".into()];
+        let r = launch.run();
+        assert_ne!(r.status.code(), Some(97), "{test}: namespace setup failed: {}", r.stderr);
+        r.assert_ok();
+        let recs = r.records();
+        assert_eq!(recs[0]["node"]["shared_reading"], Value::Null, "{test}: {}", recs[0]["node"]);
+        assert_eq!(recs[0]["engine"]["decisions"], 8, "{test}");
+        let lines: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("/dev/shm")).collect();
+        assert_eq!(lines.len(), 1, "{test}: one warning that names /dev/shm: {}", r.stderr);
+        assert!(lines[0].contains("its own") && lines[0].contains(fix), "{test}: {}", lines[0]);
+        assert!(!lines[0].contains("Free space"), "{test}: {}", lines[0]);
+    }
+}
