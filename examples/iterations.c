@@ -3,9 +3,10 @@
  * communication domains of one process (inst_id 0 and 1) on two NICs; each iteration is one
  * exchange: side A PUTs --bytes bytes into B's receive buffer by RDMA, B checks every byte and
  * PUTs its own message back, and A checks it. Each iteration is bracketed by
- * aar_iteration_begin() and aar_iteration_end() (cabi/aar.h), declared weak, so the same binary
- * also runs without libaar.so; with it and AAR_AB set, successive iterations alternate routing
- * policies, and each iteration is one row of the rank's iteration record in AAR_OUTPUT_DIR.
+ * aar_iteration_begin() and aar_iteration_end() (cabi/aar.h), looked up with dlsym, so the same
+ * binary also runs without libaar.so; with it and AAR_AB set, successive iterations alternate
+ * routing policies, and each iteration is one row of the rank's iteration record in
+ * AAR_OUTPUT_DIR. Build with -ldl before glibc 2.34.
  *
  *   iterations [--iters N] [--bytes SIZE] [--label-every K] [--dlvr-mode M]
  *
@@ -21,16 +22,30 @@
  * The set-up of the two sides (domains, NICs, CQs, endpoints, registered buffers) is in
  * ugni_pair.h, beside this file.
  */
+/* RTLD_DEFAULT is a GNU extension of <dlfcn.h>; first, before any system header. */
+#define _GNU_SOURCE
 #define UGNI_PROGRAM "iterations"
 #include "ugni_pair.h"
 
-/* libaar.so's iteration markers (cabi/aar.h): absent when the program runs without it. */
-int aar_iteration_begin(void);
-int aar_iteration_end(void);
-int aar_iteration_label(const char *label);
-#pragma weak aar_iteration_begin
-#pragma weak aar_iteration_end
-#pragma weak aar_iteration_label
+#include <dlfcn.h>
+
+/* libaar.so's iteration markers (cabi/aar.h), looked up at start: NULL when the program runs
+ * without libaar.so. Not weak declarations: in a program compiled without -fPIE (the default of
+ * Cray's compilers and of -fno-pie) the linker sets a weak function that no library it links
+ * defines to NULL for good, LD_PRELOAD or not, and no iteration would be marked. */
+static int (*iteration_begin)(void), (*iteration_end)(void), (*iteration_label)(const char *);
+
+/* The function `name` of the program or of a library it loaded (libaar.so under LD_PRELOAD),
+ * NULL if none has it. Through a union: ISO C has no conversion from dlsym's object pointer to a
+ * function pointer (-Wpedantic warns of a cast); void (*)(void) converts to any function type. */
+static void (*lookup(const char *name))(void)
+{
+	union {
+		void *object;
+		void (*function)(void);
+	} found = { .object = dlsym(RTLD_DEFAULT, name) };
+	return found.function;
+}
 
 static unsigned char pattern(uint64_t i, uint64_t iter, int from)
 {
@@ -96,23 +111,28 @@ int main(int argc, char **argv)
 	if (ugni_pair_open(&a, &b, &config))
 		return 1;
 	int simulated = ugni_clock_simulated();
+	iteration_begin = (int (*)(void))lookup("aar_iteration_begin");
+	iteration_end = (int (*)(void))lookup("aar_iteration_end");
+	iteration_label = (int (*)(const char *))lookup("aar_iteration_label");
+	if (iteration_begin == NULL || iteration_end == NULL)
+		iteration_begin = iteration_end = NULL;
 
 	uint64_t total_ns = 0, done = 0;
 	for (uint64_t it = 0; iters == 0 || it < iters; it++) {
-		if (label_every && it % label_every == 0 && aar_iteration_label)
-			aar_iteration_label("congested");
-		if (aar_iteration_begin)
-			aar_iteration_begin();
+		if (label_every && it % label_every == 0 && iteration_label)
+			iteration_label("congested");
+		if (iteration_begin)
+			iteration_begin();
 		uint64_t t0 = ugni_now_ns(simulated);
 		if (put(&a, &b, bytes, it, 0, (uint16_t)mode) || put(&b, &a, bytes, it, 1, (uint16_t)mode))
 			return 1;
 		total_ns += ugni_now_ns(simulated) - t0;
-		if (aar_iteration_end)
-			aar_iteration_end();
+		if (iteration_end)
+			iteration_end();
 		done++;
 	}
 	printf("iterations: %llu iterations of 2 x %llu-byte RDMA PUTs, %.2f us per iteration (%s clock)%s\n",
 	       (unsigned long long)done, (unsigned long long)bytes, done ? (double)total_ns / (double)done / 1e3 : 0.0,
-	       simulated ? "simulated" : "monotonic", aar_iteration_begin ? "" : ", without libaar.so");
+	       simulated ? "simulated" : "monotonic", iteration_begin ? "" : ", without libaar.so");
 	return ugni_pair_close(&a, &b) ? 1 : 0;
 }

@@ -313,3 +313,30 @@ fn the_examples_build_as_strict_c11() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("usage: {name}")), "{name} --help: {out:?}");
     }
 }
+
+/// examples/iterations.c built without -fPIE, as Cray's compilers build by default, still marks
+/// its iterations under libaar.so with `AAR_AB`: a weak declaration of the markers is set to NULL
+/// for good by the linker in such a program, and the experiment had no iteration to compare.
+#[test]
+fn iterations_built_without_pie_still_marks_its_iterations() {
+    let program =
+        compile("cc", "example-no-pie-iterations", &[root().join("examples/iterations.c")], &["-fno-pie", "-no-pie"]);
+    // e_type ET_EXEC (2), not ET_DYN (3): the build really is not position-independent.
+    let elf = std::fs::read(&program).unwrap();
+    assert_eq!(u16::from_le_bytes([elf[16], elf[17]]), 2, "iterations was built as a PIE");
+    let r = Launch::program("workflow-no-pie", program, "--iters 4 --bytes 4K --label-every 2")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .run();
+    r.assert_ok();
+    assert!(r.stdout.starts_with("iterations: 4 iterations"), "{}", r.stdout);
+    assert!(!r.stdout.contains("without libaar.so"), "{}", r.stdout);
+    let recs = iteration_records(&r.dir.join("out"));
+    assert_eq!(recs.len(), 1, "one iteration record: {recs:?}");
+    let rows: Vec<(&str, Option<&str>)> =
+        recs[0].1.iter().map(|row| (row["policy"].as_str().unwrap(), row["label"].as_str())).collect();
+    assert_eq!(
+        rows,
+        [("ADAPTIVE0", Some("congested")), ("ADAPTIVE3", None), ("ADAPTIVE0", Some("congested")), ("ADAPTIVE3", None)],
+        "every iteration marked, every second one labelled"
+    );
+}
