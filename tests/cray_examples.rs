@@ -224,7 +224,8 @@ fn ab_exchange_alternates_policies_iteration_by_iteration_across_nodes() {
     assert_eq!(rows, [("ADAPTIVE0", 3), ("ADAPTIVE3", 3)], "{doc}");
 }
 
-/// ab_exchange built without -fPIE, as Cray's compilers build by default: under libaar.so with
+/// ab_exchange built without -fPIE, as Cray's compilers build by default (and -Wpedantic: dlsym's
+/// result is turned into a function pointer as ISO C allows): under libaar.so with
 /// `AAR_AB` every rank still marks its iterations. A weak declaration of the markers is set to
 /// NULL for good by the linker in such a program, and the experiment had no iteration to compare.
 #[test]
@@ -237,7 +238,7 @@ fn ab_exchange_built_without_pie_still_marks_its_iterations() {
     let st = Command::new("make")
         .args(["-s", "-C"])
         .arg(&dir)
-        .args(["ab_exchange", "CFLAGS=-O2 -Wall -Wextra -Werror -fno-pie", "LDFLAGS=-no-pie"])
+        .args(["ab_exchange", "CFLAGS=-O2 -Wall -Wextra -Wpedantic -Werror -fno-pie", "LDFLAGS=-no-pie"])
         .env("PKG_CONFIG_PATH", release.join("pkgconfig"))
         .status()
         .expect("run make");
@@ -251,11 +252,30 @@ fn ab_exchange_built_without_pie_still_marks_its_iterations() {
     launch.args = ["--iters", "4", "--bytes", "4K"].map(String::from).to_vec();
     let r = launch.run();
     r.assert_ok();
+    assert!(r.stdout.starts_with("ab_exchange: 2 ranks, 1 pair across nodes, 4 iterations"), "{}", r.stdout);
     assert!(!r.stdout.contains("without libaar.so"), "{}", r.stdout);
     let recs = iteration_records(&r.dir.join("out"));
     assert_eq!(recs.len(), 2, "one iteration record per rank: {recs:?}");
     for (rank, (_, rows)) in recs.iter().enumerate() {
         let policies: Vec<&str> = rows.iter().map(|row| row["policy"].as_str().unwrap()).collect();
         assert_eq!(policies, ["ADAPTIVE0", "ADAPTIVE3", "ADAPTIVE0", "ADAPTIVE3"], "rank {rank}");
+    }
+}
+
+/// ab_exchange refuses a size that its K or M suffix takes past 64 bits: `17592186044417M` is
+/// 2^64 + 1 MiB, which wrapped to 1 MiB and was run. The message names the option, the value and
+/// what it takes, before any PMI or uGNI call (the program runs outside a job).
+#[test]
+fn ab_exchange_refuses_sizes_that_overflow() {
+    for (args, said) in [
+        (["--bytes", "17592186044417M"], "--bytes 17592186044417M refused: it takes 1 byte to 512M"),
+        (["--bytes", "18014398509481985K"], "--bytes 18014398509481985K refused: it takes 1 byte to 512M"),
+        (["--iters", "17592186044417M"], "--iters 17592186044417M refused: it takes a count of 1 or more"),
+    ] {
+        let out = Command::new(examples().join("ab_exchange")).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with(&format!("ab_exchange: {said}")), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
     }
 }

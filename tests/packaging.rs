@@ -170,7 +170,7 @@ fn the_batch_scripts_run_whole_from_an_installed_copy() {
                 .to_string(),
             format!("records in {}", records.display()),
             "result: all well (exit 0)".to_string(),
-            "ab_exchange: 2 ranks, 1 pairs across nodes, 300 iterations".to_string(),
+            "ab_exchange: 2 ranks, 1 pair across nodes, 300 iterations".to_string(),
         ] {
             assert!(all.contains(&said), "{script} does not say {said:?}:\n{all}");
         }

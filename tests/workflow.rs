@@ -319,8 +319,12 @@ fn the_examples_build_as_strict_c11() {
 /// for good by the linker in such a program, and the experiment had no iteration to compare.
 #[test]
 fn iterations_built_without_pie_still_marks_its_iterations() {
-    let program =
-        compile("cc", "example-no-pie-iterations", &[root().join("examples/iterations.c")], &["-fno-pie", "-no-pie"]);
+    let program = compile(
+        "cc",
+        "example-no-pie-iterations",
+        &[root().join("examples/iterations.c")],
+        &["-fno-pie", "-no-pie", "-Wpedantic"],
+    );
     // e_type ET_EXEC (2), not ET_DYN (3): the build really is not position-independent.
     let elf = std::fs::read(&program).unwrap();
     assert_eq!(u16::from_le_bytes([elf[16], elf[17]]), 2, "iterations was built as a PIE");

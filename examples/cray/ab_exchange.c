@@ -35,14 +35,28 @@
  * before glibc 2.34. */
 static int (*iteration_begin)(void), (*iteration_end)(void);
 
+/* The function `name` of the program or of a library it loaded (libaar.so under LD_PRELOAD),
+ * NULL if none has it. Through a union: ISO C has no conversion from dlsym's object pointer to a
+ * function pointer (-Wpedantic warns of a cast); void (*)(void) converts to any function type. */
+static void (*lookup(const char *name))(void)
+{
+	union {
+		void *object;
+		void (*function)(void);
+	} found = { .object = dlsym(RTLD_DEFAULT, name) };
+	return found.function;
+}
+
 #define USAGE "usage: ab_exchange [--iters N] [--bytes SIZE]"
+#define MAX_BYTES (512u << 20)
 
 static void usage(void)
 {
 	fprintf(stderr, USAGE "\n  defaults: --iters 100 --bytes 64K; sizes accept K and M (KiB, MiB)\n");
 }
 
-/* A number of the command line: decimal or 0x hex, with an optional K or M suffix. */
+/* A number of the command line: decimal or 0x hex, with an optional K or M suffix; -1 if it is
+ * none, or does not fit in 64 bits once multiplied (a shift would wrap it to a small size). */
 static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
@@ -50,13 +64,14 @@ static int parse_size(const char *s, uint64_t *out)
 	unsigned long long v = strtoull(s, &end, 0);
 	if (errno != 0 || end == s || *s == '-')
 		return -1;
+	unsigned shift = 0;
 	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
+		shift = 10, end++;
 	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end != '\0')
+		shift = 20, end++;
+	if (*end != '\0' || v > UINT64_MAX >> shift)
 		return -1;
-	*out = v;
+	*out = (uint64_t)v << shift;
 	return 0;
 }
 
@@ -75,19 +90,23 @@ int main(int argc, char **argv)
 			usage();
 			return 0;
 		}
-		uint64_t *value = !strcmp(argv[i], "--iters") ? &iters : !strcmp(argv[i], "--bytes") ? &bytes : NULL;
-		if (value == NULL || i + 1 >= argc || parse_size(argv[++i], value)) {
+		int is_iters = !strcmp(argv[i], "--iters");
+		if ((!is_iters && strcmp(argv[i], "--bytes")) || i + 1 >= argc) {
+			usage();
+			return 2;
+		}
+		const char *name = argv[i++];
+		uint64_t *value = is_iters ? &iters : &bytes;
+		if (parse_size(argv[i], value) || *value == 0 || (!is_iters && *value > MAX_BYTES)) {
+			fprintf(stderr, "ab_exchange: %s %s refused: it takes %s, decimal or 0x hex; nothing was run\n", name,
+				argv[i], is_iters ? "a count of 1 or more (K or M: times 1024 or 1048576)" : "1 byte to 512M (K or M: KiB or MiB)");
 			usage();
 			return 2;
 		}
 	}
-	if (iters == 0 || bytes == 0 || bytes > (512u << 20)) {
-		usage();
-		return 2;
-	}
 
-	iteration_begin = (int (*)(void))dlsym(RTLD_DEFAULT, "aar_iteration_begin");
-	iteration_end = (int (*)(void))dlsym(RTLD_DEFAULT, "aar_iteration_end");
+	iteration_begin = (int (*)(void))lookup("aar_iteration_begin");
+	iteration_end = (int (*)(void))lookup("aar_iteration_end");
 	if ((iteration_begin == NULL) != (iteration_end == NULL))
 		iteration_begin = iteration_end = NULL;
 
@@ -158,9 +177,9 @@ int main(int argc, char **argv)
 	CHECK(GNI_MemDeregister(job.nic, &src_mdh));
 	CHECK(GNI_MemDeregister(job.nic, &dst_mdh));
 	if (job.rank == 0)
-		printf("ab_exchange: %d ranks, %d pairs across nodes, %llu iterations of RDMA PUTs of %llu bytes each way, "
+		printf("ab_exchange: %d ranks, %d pair%s across nodes, %llu iterations of RDMA PUTs of %llu bytes each way, "
 		       "%.2f us per iteration: data and CQ events verified%s\n",
-		       job.size, job.size / 2, (unsigned long long)iters, (unsigned long long)bytes,
+		       job.size, job.size / 2, job.size / 2 == 1 ? "" : "s", (unsigned long long)iters, (unsigned long long)bytes,
 		       seconds / (double)iters * 1e6, iteration_begin ? "" : ", without libaar.so");
 	free(dsts);
 	free(src);
