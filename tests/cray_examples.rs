@@ -279,3 +279,35 @@ fn ab_exchange_refuses_sizes_that_overflow() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// A return code outside gni_err_str (a newer libugni's) is named "?" with its number when a
+/// completion is waited for, as CHECK names it: the wait read past the array's end. A
+/// GNI_CqGetEvent preloaded before the emulator's returns 42.
+#[test]
+fn a_cq_return_code_outside_gni_err_str_is_named_not_read_past_its_end() {
+    let dir = scratch("cray-cq-unknown-rc");
+    let shim_c = dir.join("cq_rc.c");
+    std::fs::write(
+        &shim_c,
+        "#include \"gni_pub.h\"\n\
+         gni_return_t GNI_CqGetEvent(gni_cq_handle_t cq, gni_cq_entry_t *ev)\n\
+         { (void)cq; *ev = 0; return (gni_return_t)42; }\n",
+    )
+    .unwrap();
+    let shim = dir.join("libcq_rc.so");
+    let st = Command::new("cc")
+        .args(["-shared", "-fPIC", "-Wall", "-Werror", "-I"])
+        .arg(root().join("cabi"))
+        .arg(&shim_c)
+        .arg("-o")
+        .arg(&shim)
+        .status()
+        .unwrap();
+    assert!(st.success(), "building the GNI_CqGetEvent shim failed");
+    let r = job("cray-cq-unknown-rc-run", "rdma_put_get", 2, 1)
+        .no_preload()
+        .env("LD_PRELOAD", &shim.display().to_string())
+        .run();
+    assert!(!r.status.success(), "the job went on without its completions: {}", r.stdout);
+    assert!(r.stderr.contains("GNI_CqGetEvent returned ? (42)"), "{}", r.stderr);
+}

@@ -13,6 +13,8 @@
  *   wait_event()       the next event of a CQ, polled, failing after EVENT_WAIT_SECONDS
  *   expect_local_event()  a post's local completion: its inst_id and its descriptor
  *   fail()             a message naming the rank, then PMI_Abort: the whole job ends non-zero
+ *   CHECK()            a uGNI call that must succeed, else fail() naming it and its return code
+ *                      (gni_rc_name(): "?" for a code outside gni_err_str)
  */
 #ifndef CRAY_UTIL_H
 #define CRAY_UTIL_H
@@ -67,12 +69,18 @@ static inline void fail(const char *fmt, ...)
 	exit(1);
 }
 
-#define CHECK(call)                                                                           \
-	do {                                                                                  \
-		gni_return_t rc_ = (call);                                                    \
-		if (rc_ != GNI_RC_SUCCESS)                                                    \
-			fail("%s returned %s (%d)", #call,                                    \
-			     (unsigned)rc_ <= GNI_RC_ERROR_NOMEM ? gni_err_str[rc_] : "?", rc_); \
+/* The name of a uGNI return code, "?" for one outside gni_err_str (a newer libugni's): never read
+ * past the array's end. */
+static inline const char *gni_rc_name(gni_return_t rc)
+{
+	return (unsigned)rc <= GNI_RC_ERROR_NOMEM ? gni_err_str[rc] : "?";
+}
+
+#define CHECK(call)                                                                              \
+	do {                                                                                     \
+		gni_return_t rc_ = (call);                                                       \
+		if (rc_ != GNI_RC_SUCCESS)                                                       \
+			fail("%s returned %s (%d)", #call, gni_rc_name(rc_), rc_);               \
 	} while (0)
 
 #define PMI_CHECK(call)                                                                       \
@@ -185,7 +193,7 @@ static inline gni_cq_entry_t wait_event(gni_cq_handle_t cq, const char *what)
 			fail("%s: error event (%s, %s)", what, text, recoverable ? "recoverable" : "not recoverable");
 		}
 		if (rc != GNI_RC_NOT_DONE)
-			fail("%s: GNI_CqGetEvent returned %s", what, gni_err_str[rc]);
+			fail("%s: GNI_CqGetEvent returned %s (%d)", what, gni_rc_name(rc), rc);
 		if (now_seconds() > deadline)
 			fail("%s: no event after %d s", what, EVENT_WAIT_SECONDS);
 		sched_yield();
