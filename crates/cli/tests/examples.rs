@@ -4,7 +4,8 @@
 //! there, from examples/ where they are submitted) as examples/cray/Makefile does, with the
 //! cray-pmi and cray-ugni flags of pkg-config, run it as two ranks on two nodes with only options
 //! its usage text names, and the AAR_* settings they export parse without a warning in the real
-//! libaar.so (its own self-check, through `aar doctor --json`).
+//! libaar.so (its own self-check, through `aar doctor --json`). Run outside a batch job, they stop
+//! first with a message that says so.
 
 use aar_testkit::{libaar, root};
 use std::process::Command;
@@ -186,4 +187,46 @@ fn the_settings_the_scripts_export_parse_in_the_real_library_without_a_warning()
         assert_eq!(sc["settings"]["ab"], "ADAPTIVE0,ADAPTIVE3,auto", "{script}");
         assert_eq!(sc["settings"]["ab_order"], "shuffled:7", "{script}");
     }
+}
+
+/// Run outside a batch job (`bash ab-slurm.sbatch` on a login node, where the modules load), a
+/// script stops first, saying it is not in a batch job, how to submit it and what to set to try
+/// it outside one, not with set -u's "SLURM_SUBMIT_DIR: unbound variable"; it builds nothing.
+#[test]
+fn the_batch_scripts_run_outside_a_job_say_how_to_submit_them() {
+    let dir = std::env::temp_dir().join(format!("aar-examples-outside-a-job-{}", std::process::id()));
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // A login node's commands: module and aar succeed, the compiler and launchers log their call.
+    let log = dir.join("calls.log");
+    for name in ["module", "aar", "pkg-config", "cc", "srun", "aprun"] {
+        let path = bin.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\necho {name} >>'{}'\n", log.display())).unwrap();
+        let st = Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+        assert!(st.success());
+    }
+    for (script, submit, set) in [
+        ("ab-slurm.sbatch", "sbatch ab-slurm.sbatch", "set SLURM_SUBMIT_DIR"),
+        ("ab-aprun.pbs", "qsub ab-aprun.pbs", "set PBS_O_WORKDIR"),
+    ] {
+        let out = Command::new("bash")
+            .arg(root().join("examples").join(script))
+            .current_dir(&dir)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("HOME", &dir)
+            .env("AAR_PRELOAD", "libaar.so")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{script}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("{script}: ")) && stderr.contains("is not set: this is not a batch job"),
+            "{script}: {stderr}"
+        );
+        assert!(stderr.contains(submit) && stderr.contains(set), "{script}: {stderr}");
+        assert!(!stderr.contains("unbound variable"), "{script}: {stderr}");
+        assert!(!log.exists(), "{script} ran {:?} before it stopped", std::fs::read_to_string(&log));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
