@@ -217,7 +217,9 @@ static inline int ugni_wait_remote(struct ugni_side *to, const struct ugni_side 
 	return 0;
 }
 
-/* A number of the command line: decimal or 0x hex, with an optional K or M suffix (KiB, MiB). */
+/* A number of the command line: decimal or 0x hex, with an optional K or M suffix (KiB, MiB);
+ * -1 if it is none, or does not fit in 64 bits once multiplied (a shift would wrap it to a small
+ * number: 17592186044417M to 1M). */
 static inline int ugni_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
@@ -225,13 +227,14 @@ static inline int ugni_parse_size(const char *s, uint64_t *out)
 	unsigned long long v = strtoull(s, &end, 0);
 	if (errno || end == s)
 		return -1;
+	unsigned shift = 0;
 	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
+		shift = 10, end++;
 	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end)
+		shift = 20, end++;
+	if (*end || v > UINT64_MAX >> shift)
 		return -1;
-	*out = v;
+	*out = (uint64_t)v << shift;
 	return 0;
 }
 
@@ -245,7 +248,7 @@ struct ugni_option {
 
 /* Read argv against `options` (`count` of them). Returns -1 when the program is to go on;
  * otherwise the exit status, after `usage` was printed: 0 for --help or -h, 2 for an option it
- * does not know or a value it cannot read. */
+ * does not know or a value it cannot read (named on stderr first). */
 static inline int ugni_options(int argc, char **argv, const struct ugni_option *options, size_t count,
 			       void (*usage)(void))
 {
@@ -257,7 +260,15 @@ static inline int ugni_options(int argc, char **argv, const struct ugni_option *
 		const struct ugni_option *o = options;
 		while (o < options + count && strcmp(argv[i], o->name))
 			o++;
-		if (o == options + count || i + 1 >= argc || (o->number && ugni_parse_size(argv[i + 1], o->number))) {
+		if (o == options + count || i + 1 >= argc) {
+			usage();
+			return 2;
+		}
+		if (o->number && ugni_parse_size(argv[i + 1], o->number)) {
+			fprintf(stderr,
+				UGNI_PROGRAM ": %s %s refused: it takes a number of up to 64 bits, decimal or 0x hex, "
+					     "with an optional K or M (times 1024 or 1048576); nothing was run\n",
+				o->name, argv[i + 1]);
 			usage();
 			return 2;
 		}

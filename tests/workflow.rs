@@ -344,3 +344,18 @@ fn iterations_built_without_pie_still_marks_its_iterations() {
         "every iteration marked, every second one labelled"
     );
 }
+
+/// The examples refuse a number their K or M suffix takes past 64 bits, naming the option and the
+/// value: `--bytes 17592186044417M` (2^64 + 1 MiB) wrapped to 1 MiB, and the program ran with it.
+#[test]
+fn the_examples_refuse_numbers_that_overflow() {
+    for (name, option) in [("iterations", "--bytes"), ("pingpong", "--max"), ("smallmsg", "--size")] {
+        for value in ["17592186044417M", "18014398509481985K"] {
+            let out = Command::new(example(name)).args([option, value]).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name} {option} {value}: {stderr}");
+            assert!(stderr.starts_with(&format!("{name}: {option} {value} refused: ")), "{name}: {stderr}");
+            assert!(out.stdout.is_empty(), "{name} {option} {value} ran: {}", String::from_utf8_lossy(&out.stdout));
+        }
+    }
+}
