@@ -30,8 +30,8 @@
 #include <dlfcn.h>
 
 /* libaar.so's iteration markers (cabi/aar.h), looked up at start: NULL when the program runs
- * without libaar.so. Not weak declarations: in a program compiled without -fPIE (the default of
- * Cray's compilers and of -fno-pie) the linker sets a weak function that no library it links
+ * without libaar.so. Not weak declarations: in a program compiled without -fPIE (-fno-pie, or a
+ * compiler or wrapper whose default that is) the linker sets a weak function that no library it links
  * defines to NULL for good, LD_PRELOAD or not, and no iteration would be marked. */
 static int (*iteration_begin)(void), (*iteration_end)(void), (*iteration_label)(const char *);
 
