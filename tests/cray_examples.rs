@@ -224,7 +224,7 @@ fn ab_exchange_alternates_policies_iteration_by_iteration_across_nodes() {
     assert_eq!(rows, [("ADAPTIVE0", 3), ("ADAPTIVE3", 3)], "{doc}");
 }
 
-/// ab_exchange built without -fPIE, as Cray's compilers build by default (and -Wpedantic: dlsym's
+/// ab_exchange built without -fPIE (-fno-pie, or a compiler wrapper's default; and -Wpedantic: dlsym's
 /// result is turned into a function pointer as ISO C allows): under libaar.so with
 /// `AAR_AB` every rank still marks its iterations. A weak declaration of the markers is set to
 /// NULL for good by the linker in such a program, and the experiment had no iteration to compare.

@@ -314,7 +314,7 @@ fn the_examples_build_as_strict_c11() {
     }
 }
 
-/// examples/iterations.c built without -fPIE, as Cray's compilers build by default, still marks
+/// examples/iterations.c built without -fPIE (-fno-pie, or a compiler wrapper's default) still marks
 /// its iterations under libaar.so with `AAR_AB`: a weak declaration of the markers is set to NULL
 /// for good by the linker in such a program, and the experiment had no iteration to compare.
 #[test]
