@@ -229,7 +229,8 @@ pub struct Node {
     remove_when_last: bool,
     /// The process that attached (a fork child inherits the mapping, not the attachment).
     pid: u32,
-    /// The pid this process claims the write slot with: its own, in a fork child too ([`forked`]).
+    /// The pid this process claims the write slot with: its own, in a fork child too ([`forked`]);
+    /// kept here because getpid is a system call and a claim is made on the reading path.
     writer: AtomicU32,
     clock: Clock,
     /// Readings younger than this (in the clock's ticks) are used as they are.
