@@ -3,7 +3,7 @@
  * communication domains of one process (inst_id 0 and 1) on two NICs; each iteration is one
  * exchange: side A PUTs --bytes bytes into B's receive buffer by RDMA, B checks every byte and
  * PUTs its own message back, and A checks it. Each iteration is bracketed by
- * aar_iteration_begin() and aar_iteration_end() (cabi/aar.h), looked up with dlsym, so the same
+ * aar_iteration_begin() and aar_iteration_end() (cabi/aar.h), looked up by name, so the same
  * binary also runs without libaar.so; with it and AAR_AB set, successive iterations alternate
  * routing policies, and each iteration is one row of the rank's iteration record in
  * AAR_OUTPUT_DIR. Build with -ldl before glibc 2.34.
@@ -22,30 +22,14 @@
  * The set-up of the two sides (domains, NICs, CQs, endpoints, registered buffers) is in
  * ugni_pair.h, beside this file.
  */
-/* RTLD_DEFAULT is a GNU extension of <dlfcn.h>; first, before any system header. */
-#define _GNU_SOURCE
 #define UGNI_PROGRAM "iterations"
 #include "ugni_pair.h"
 
-#include <dlfcn.h>
-
-/* libaar.so's iteration markers (cabi/aar.h), looked up at start: NULL when the program runs
- * without libaar.so. Not weak declarations: in a program compiled without -fPIE (-fno-pie, or a
- * compiler or wrapper whose default that is) the linker sets a weak function that no library it links
- * defines to NULL for good, LD_PRELOAD or not, and no iteration would be marked. */
+/* libaar.so's iteration markers (cabi/aar.h), looked up at start (ugni_lookup): NULL when the
+ * program runs without libaar.so. Not weak declarations: in a program compiled without -fPIE
+ * (-fno-pie, or a compiler or wrapper whose default that is) the linker sets a weak function that
+ * no library it links defines to NULL for good, LD_PRELOAD or not, and no iteration would be marked. */
 static int (*iteration_begin)(void), (*iteration_end)(void), (*iteration_label)(const char *);
-
-/* The function `name` of the program or of a library it loaded (libaar.so under LD_PRELOAD),
- * NULL if none has it. Through a union: ISO C has no conversion from dlsym's object pointer to a
- * function pointer (-Wpedantic warns of a cast); void (*)(void) converts to any function type. */
-static void (*lookup(const char *name))(void)
-{
-	union {
-		void *object;
-		void (*function)(void);
-	} found = { .object = dlsym(RTLD_DEFAULT, name) };
-	return found.function;
-}
 
 static unsigned char pattern(uint64_t i, uint64_t iter, int from)
 {
@@ -111,9 +95,9 @@ int main(int argc, char **argv)
 	if (ugni_pair_open(&a, &b, &config))
 		return 1;
 	int simulated = ugni_clock_simulated();
-	iteration_begin = (int (*)(void))lookup("aar_iteration_begin");
-	iteration_end = (int (*)(void))lookup("aar_iteration_end");
-	iteration_label = (int (*)(const char *))lookup("aar_iteration_label");
+	iteration_begin = (int (*)(void))ugni_lookup("aar_iteration_begin");
+	iteration_end = (int (*)(void))ugni_lookup("aar_iteration_end");
+	iteration_label = (int (*)(const char *))ugni_lookup("aar_iteration_label");
 	if (iteration_begin == NULL || iteration_end == NULL)
 		iteration_begin = iteration_end = NULL;
 

@@ -23,8 +23,12 @@
  *   #define UGNI_PROGRAM "pingpong"
  *   #include "ugni_pair.h"
  *
- * Header-only, so an example still builds from its one .c file with this header beside it
- * (cc -O2 -o pingpong pingpong.c); the test programs of tests/c include it too.
+ * Header-only, so an example still builds from its one .c file with this header beside it (-ldl:
+ * dlsym is in libdl before glibc 2.34):
+ *
+ *   cc -O2 -o pingpong pingpong.c $(pkg-config --cflags --libs cray-ugni) -ldl
+ *
+ * The test programs of tests/c include it too.
  */
 #ifndef AAR_UGNI_PAIR_H
 #define AAR_UGNI_PAIR_H
@@ -40,6 +44,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,10 +57,13 @@
 /* How long a wait for a completion may take before it counts as a failure. */
 #define UGNI_WAIT_MS 10000
 
-/* The emulator's simulated clock (cabi/aar_emu.h): absent from a real libugni, 0 without a
- * simulated network. Weak, so that the same binary links and runs against a real libugni. */
-unsigned long long aar_emu_clock_ns(void);
-#pragma weak aar_emu_clock_ns
+/* The emulator's simulated clock (cabi/aar_emu.h: 0 without a simulated network), looked up by
+ * ugni_clock_simulated(); NULL in a process without it, as over a real libugni. Not a weak
+ * declaration: in a program compiled without -fPIE (-fno-pie, or a compiler or wrapper whose
+ * default that is) the linker fixes a weak function's address at link time, so a program linked
+ * against the emulator crashed in its first timing over a libugni without the clock, and one
+ * linked against a real libugni never used the clock over the emulator. */
+static unsigned long long (*ugni_emu_clock_ns)(void);
 
 /* One side of the pair. */
 struct ugni_side {
@@ -289,17 +297,34 @@ static inline uint64_t ugni_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The function `name` of the program or of a library it loaded (the emulator's libugni.so,
+ * libaar.so under LD_PRELOAD), NULL if none has it: dlsym on the program's own handle, which
+ * POSIX has (RTLD_DEFAULT would need _GNU_SOURCE before every system header). Through a union:
+ * ISO C has no conversion from dlsym's object pointer to a function pointer (-Wpedantic warns of
+ * a cast); void (*)(void) converts to any function type. Link with -ldl before glibc 2.34. */
+static inline void (*ugni_lookup(const char *name))(void)
+{
+	void *program = dlopen(NULL, RTLD_LAZY);
+	union {
+		void *object;
+		void (*function)(void);
+	} found = { .object = program ? dlsym(program, name) : NULL };
+	return found.function;
+}
+
 /* Whether the program runs over the emulator on a simulated network (AAR_EMU_SIM), whose clock
  * then times it: ask after the first uGNI call (the emulator reads its settings there). */
 static inline int ugni_clock_simulated(void)
 {
-	return aar_emu_clock_ns && aar_emu_clock_ns() != 0;
+	ugni_emu_clock_ns = (unsigned long long (*)(void))ugni_lookup("aar_emu_clock_ns");
+	return ugni_emu_clock_ns && ugni_emu_clock_ns() != 0;
 }
 
-/* Now, in ns: the simulated clock if `simulated`, CLOCK_MONOTONIC otherwise. */
+/* Now, in ns: the simulated clock if `simulated` (as ugni_clock_simulated() said), CLOCK_MONOTONIC
+ * otherwise. */
 static inline uint64_t ugni_now_ns(int simulated)
 {
-	return simulated ? aar_emu_clock_ns() : ugni_monotonic_ns();
+	return simulated ? ugni_emu_clock_ns() : ugni_monotonic_ns();
 }
 
 #endif

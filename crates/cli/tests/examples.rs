@@ -230,3 +230,66 @@ fn the_batch_scripts_run_outside_a_job_say_how_to_submit_them() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// examples/pingpong.c built `-fno-pie -no-pie` at `dir/name`, linked against the libugni.so of
+/// `libdir` (-ldl for ugni_pair.h's dlsym before glibc 2.34; -Wpedantic: the lookup's result is
+/// turned into a function pointer as ISO C allows). Checks that the program is not a PIE.
+fn pingpong_without_pie(dir: &std::path::Path, name: &str, libdir: &std::path::Path) -> std::path::PathBuf {
+    let program = dir.join(name);
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-fno-pie", "-no-pie", "-I"])
+        .arg(root().join("cabi"))
+        .arg(root().join("examples/pingpong.c"))
+        .arg("-L")
+        .arg(libdir)
+        .args(["-lugni", "-ldl", "-o"])
+        .arg(&program)
+        .status()
+        .expect("run cc");
+    assert!(st.success(), "cc of examples/pingpong.c without PIE against {} failed", libdir.display());
+    // e_type ET_EXEC (2), not ET_DYN (3): the build really is not position-independent.
+    let elf = std::fs::read(&program).unwrap();
+    assert_eq!(u16::from_le_bytes([elf[16], elf[17]]), 2, "{name} was built as a PIE");
+    program
+}
+
+/// The uGNI examples' clock (ugni_pair.h) in a program built without -fPIE, over a libugni.so
+/// that has the emulator's aar_emu_clock_ns and one that has not (a real libugni's case; here the
+/// emulator with that one dynamic symbol renamed). Declared weak, its address was fixed at link
+/// time: linked against the emulator, pingpong crashed (SIGSEGV) at its first timing over a
+/// libugni without it; linked against one without it, it never used the simulated clock over the
+/// emulator. Looked up at run time, it follows the library the program runs with.
+#[test]
+fn the_examples_clock_follows_the_libugni_they_run_with_in_a_build_without_pie() {
+    let emulator = aar_testkit::emulator_libdir();
+    let dir = aar_testkit::scratch("examples-clock-no-pie");
+    let without = dir.join("without-clock");
+    std::fs::create_dir_all(&without).unwrap();
+    let mut lib = std::fs::read(emulator.join("libugni.so")).unwrap();
+    let name = b"\0aar_emu_clock_ns\0";
+    let at = lib.windows(name.len()).position(|w| w == name).expect("aar_emu_clock_ns in libugni.so") + name.len() - 2;
+    lib[at] = b'X';
+    std::fs::write(without.join("libugni.so"), lib).unwrap();
+
+    let linked_with_clock = pingpong_without_pie(&dir, "pingpong-linked-with-clock", emulator);
+    let linked_without_clock = pingpong_without_pie(&dir, "pingpong-linked-without-clock", &without);
+    for program in [&linked_with_clock, &linked_without_clock] {
+        for (libdir, clock) in
+            [(emulator, "clock simulated (aar_emu_clock_ns)"), (without.as_path(), "clock CLOCK_MONOTONIC")]
+        {
+            let out = Command::new(program)
+                .args(["--min", "64", "--max", "64", "--iters", "1"])
+                .env("LD_LIBRARY_PATH", libdir)
+                .env("AAR_EMU_SIM", "groups=1,placement=same-blade")
+                .env_remove("LD_PRELOAD")
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let run = format!("{} over {}", program.display(), libdir.display());
+            assert!(out.status.success(), "{run}: {:?}\n{stdout}\n{stderr}", out.status);
+            assert!(stdout.lines().next().unwrap_or("").ends_with(clock), "{run}: not {clock:?}:\n{stdout}");
+            assert!(stdout.contains("pingpong: OK"), "{run}:\n{stdout}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
