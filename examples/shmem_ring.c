@@ -78,9 +78,19 @@ int main(int argc, char **argv)
 	 * the same offsets on every PE. */
 	uint64_t *send = job.sheap_seg.addr, *back = send + max / 8, *laps = back + max / 8;
 	dmapp_seg_desc_t *seg = &job.sheap_seg;
-	if (job.npes < 2 || (3 * max + 8) > job.sheap_seg.len) {
-		fprintf(stderr, UGNI_PROGRAM ": needs 2 PEs or more and %llu bytes of symmetric heap (%d PEs, %zu bytes)\n",
-			(unsigned long long)(3 * max + 8), job.npes, job.sheap_seg.len);
+	/* 3 x --max + 8 bytes of heap, compared without computing it: a --max near 2^64 wrapped it to
+	 * a few bytes, and the ring wrote past the heap. */
+	if (job.npes < 2 || job.sheap_seg.len < 8 || max > (job.sheap_seg.len - 8) / 3) {
+		if (job.npes < 2)
+			fprintf(stderr, UGNI_PROGRAM ": needs 2 PEs or more, has %d: run it with more (AAR_EMU_DMAPP_PES "
+					     "over the emulator); nothing was run\n",
+				job.npes);
+		else
+			fprintf(stderr,
+				UGNI_PROGRAM ": --max %llu needs 3 x --max + 8 bytes of symmetric heap, there are %zu: give a "
+					     "smaller --max, or a larger heap (AAR_EMU_DMAPP_SHEAP over the emulator, "
+					     "XT_SYMMETRIC_HEAP_SIZE on a Cray); nothing was run\n",
+				(unsigned long long)max, job.sheap_seg.len);
 		dmapp_finalize();
 		return 1;
 	}

@@ -293,3 +293,49 @@ fn the_examples_clock_follows_the_libugni_they_run_with_in_a_build_without_pie()
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// examples/shmem_ring.c refuses a --max whose 3 x --max + 8 bytes of symmetric heap do not fit,
+/// saying how to fix it, and ends cleanly: the check computed 3 x --max + 8, which a --max near
+/// 2^64 wrapped to a few bytes (0x5555555555555558 to 16), and the ring wrote past the heap
+/// (SIGSEGV). A --max one word above what the heap holds is refused too, and one at it runs.
+#[test]
+fn shmem_ring_refuses_a_max_its_symmetric_heap_cannot_hold() {
+    let lib = aar_testkit::emulator_libdir();
+    let dir = aar_testkit::scratch("examples-shmem-ring-max");
+    let program = dir.join("shmem_ring");
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(root().join("cabi"))
+        .arg(root().join("examples/shmem_ring.c"))
+        .arg("-L")
+        .arg(lib)
+        .args(["-ldmapp", "-lugni", "-ldl", "-o"])
+        .arg(&program)
+        .status()
+        .expect("run cc");
+    assert!(st.success(), "cc of examples/shmem_ring.c failed");
+    // A 64K heap holds --max (65536 - 8) / 3 = 21842, rounded down to 8-byte words: 21840.
+    for (max, refused) in [("0x5555555555555558", true), ("21848", true), ("21840", false)] {
+        let out = Command::new(&program)
+            .args(["--min", "8", "--max", max, "--iters", "1"])
+            .env("LD_LIBRARY_PATH", lib)
+            .env("AAR_EMU_DMAPP_SHEAP", "64K")
+            .env_remove("LD_PRELOAD")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if refused {
+            assert_eq!(out.status.code(), Some(1), "--max {max}: {:?}\n{stderr}", out.status);
+            assert!(
+                stderr.starts_with("shmem_ring: --max ")
+                    && stderr.contains("bytes of symmetric heap, there are 65536")
+                    && stderr.contains("AAR_EMU_DMAPP_SHEAP"),
+                "--max {max}: {stderr}"
+            );
+        } else {
+            assert!(out.status.success(), "--max {max}: {:?}\n{stderr}", out.status);
+            assert!(String::from_utf8_lossy(&out.stdout).contains("all data verified"), "--max {max}: {out:?}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
