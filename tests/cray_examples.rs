@@ -311,3 +311,24 @@ fn a_cq_return_code_outside_gni_err_str_is_named_not_read_past_its_end() {
     assert!(!r.status.success(), "the job went on without its completions: {}", r.stdout);
     assert!(r.stderr.contains("GNI_CqGetEvent returned ? (42)"), "{}", r.stderr);
 }
+
+/// A PMI_GNI_* value too large for its uGNI type is refused, named with its value and its range,
+/// not cut to the type's width: a PMI_GNI_PTAG of 493 ran as ptag 237 (493 - 256), and a cookie
+/// of 2^32 + c as c. The values the job launcher gives are taken.
+#[test]
+fn job_values_out_of_their_range_are_refused_not_truncated() {
+    let cookie_too_large = format!("PMI_GNI_COOKIE={}", (1u64 << 32) + 7);
+    for (setting, said) in [
+        ("PMI_GNI_PTAG=493", "PMI_GNI_PTAG=\"493\" is out of range (at most 255)"),
+        ("PMI_GNI_PTAG=0x1ed:237", "PMI_GNI_PTAG=\"0x1ed:237\" is out of range (at most 255)"),
+        (cookie_too_large.as_str(), "PMI_GNI_COOKIE=\"4294967303\" is out of range (at most 4294967295)"),
+    ] {
+        let mut launch = job("cray-job-env-range", "rdma_put_get", 2, 1).no_preload();
+        // After aar run's own settings, so that the program sees this one.
+        launch.wrapper.extend(["env".to_string(), setting.to_string()]);
+        let r = launch.run();
+        assert!(!r.status.success(), "{setting}: the job ran: {}", r.stdout);
+        assert!(r.stderr.contains(&format!("rdma_put_get: rank 0: {said}")), "{setting}: {}", r.stderr);
+        assert!(r.stderr.contains("do not set it yourself"), "{setting}: {}", r.stderr);
+    }
+}

@@ -90,8 +90,9 @@ static inline const char *gni_rc_name(gni_return_t rc)
 			fail("%s returned %d", #call, rc_);                                   \
 	} while (0)
 
-/* The first value of a PMI_GNI_* variable ("219" or "219:220", decimal or 0x hexadecimal). */
-static inline unsigned long job_env(const char *name)
+/* The first value of a PMI_GNI_* variable ("219" or "219:220", decimal or 0x hexadecimal), at
+ * most `max`: checked, not cast to its type's width (a ptag of 493 was taken as 237). */
+static inline unsigned long job_env(const char *name, unsigned long max)
 {
 	const char *value = getenv(name);
 	if (value == NULL)
@@ -101,6 +102,10 @@ static inline unsigned long job_env(const char *name)
 	unsigned long v = strtoul(value, &end, 0);
 	if (errno != 0 || end == value || (*end != '\0' && *end != ':'))
 		fail("%s=\"%s\" is not a number", name, value);
+	if (v > max)
+		fail("%s=\"%s\" is out of range (at most %lu): the job launcher sets it (aprun, srun or aar run); "
+		     "do not set it yourself",
+		     name, value, max);
 	return v;
 }
 
@@ -117,9 +122,9 @@ static inline void job_init(const char *program)
 	if (device != GNI_DEVICE_ARIES)
 		fail("the NIC is not an Aries (device type %d)", (int)device);
 
-	job.ptag = (uint8_t)job_env("PMI_GNI_PTAG");
-	job.cookie = (uint32_t)job_env("PMI_GNI_COOKIE");
-	job.device_id = (uint32_t)job_env("PMI_GNI_DEV_ID");
+	job.ptag = (uint8_t)job_env("PMI_GNI_PTAG", UINT8_MAX);
+	job.cookie = (uint32_t)job_env("PMI_GNI_COOKIE", UINT32_MAX);
+	job.device_id = (uint32_t)job_env("PMI_GNI_DEV_ID", UINT32_MAX);
 	job.inst_id = (uint32_t)job.rank * CDM_ID_MULTIPLIER;
 	CHECK(GNI_CdmCreate(job.inst_id, job.ptag, job.cookie, 0, &job.cdm));
 	CHECK(GNI_CdmAttach(job.cdm, job.device_id, &job.local_address, &job.nic));
