@@ -18,8 +18,8 @@
  * Clock: round trips are timed with the emulator's simulated clock (aar_emu_clock_ns, cabi/aar_emu.h)
  * when the program runs over the emulated libugni.so on a simulated network (AAR_EMU_SIM), and with
  * clock_gettime(CLOCK_MONOTONIC) otherwise; the header line says which. The emulator's function is
- * looked up by name (ugni_pair.h), so the same binary runs against a real libugni on a Cray, built
- * with or without -fPIE.
+ * looked up by name (ugni_pair.h), so that a libugni without it (a real one) gives CLOCK_MONOTONIC,
+ * whether the program was built with -fPIE or without.
  *
  * The set-up of the two sides (domains, NICs, CQs, endpoints, registered buffers) and the waits
  * for completions are in ugni_pair.h, beside this file.
