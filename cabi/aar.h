@@ -91,12 +91,13 @@ const char *aar_policy_name(void);
  * here: before the first begin it is iteration 0's; after an end it stays until the next begin.
  * Each ended iteration is one row of the rank's iteration record in AAR_OUTPUT_DIR (the first
  * 100,000 of them; see README, "A/B experiments"). Calls made after libaar.so's exit handler ran
- * (from an atexit handler registered before the library's first call, or a destructor) return
- * as always, but the records are written by then: iterations they end have no row and are not
- * counted in the summary record's ab.iterations (one message on stderr, once per process, says
- * so): end the last iteration before exit (before MPI_Finalize in an MPI program). Begin and
- * end are refused (AAR_EINVAL) when AAR_AB_BOUNDARY names an MPI function, which then marks
- * iterations; labels work with both. In a fork child they switch the policy but write no rows.
+ * (by another thread while the process exits, from an atexit handler registered before the
+ * library's first call, or a destructor) return as always, but the records are written by then:
+ * iterations they end have no row and are not counted in the summary record's ab.iterations (one
+ * message on stderr, once per process, says so): end the last iteration before exit (before
+ * MPI_Finalize in an MPI program). Begin and end are refused (AAR_EINVAL) when AAR_AB_BOUNDARY
+ * names an MPI function, which then marks iterations; labels work with both. In a fork child they
+ * switch the policy but write no rows.
  * They wait at most 100 ms for the iteration record, which another thread may hold longer (one
  * inside fork(), until the fork is done; one writing rows to a slow file system): begin and end
  * then still begin and end iterations (index and policy change, AAR_OK), but those iterations

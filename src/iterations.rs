@@ -69,10 +69,10 @@ fn lost(what: &str) {
     ));
 }
 
-/// Iteration `i` ended: after the exit handler wrote what counts iterations (from an atexit
-/// handler registered before the library's first call, or a destructor), it is in neither the
-/// iteration record nor the summary record: said once per process, by every rank (only this rank
-/// knows).
+/// Iteration `i` ended: after the exit handler wrote what counts iterations (by another thread
+/// while the process exits, from an atexit handler registered before the library's first call, or
+/// a destructor), it is in neither the iteration record nor the summary record: said once per
+/// process, by every rank (only this rank knows).
 fn ended(i: u64) {
     static SAID: AtomicBool = AtomicBool::new(false);
     let Some(counted) = output::counted_at_exit() else { return };
@@ -81,10 +81,11 @@ fn ended(i: u64) {
     }
     diag::error(&format!(
         "iteration {i} ended after libaar.so's exit handler had written this process's records (it was ended \
-         from an atexit handler registered before libaar.so's first call, or from a destructor): it has no row \
-         in the iteration record, and the summary record, written already with ab.iterations = {counted}, does \
-         not count it (nor later ones, which are not said again). End the last iteration before the program \
-         exits (in an MPI program, before MPI_Finalize), not in an atexit handler or a destructor."
+         by another thread while the process was exiting, from an atexit handler registered before \
+         libaar.so's first call, or from a destructor): it has no row in the iteration record, and the summary \
+         record, written already with ab.iterations = {counted}, does not count it (nor later ones, which are \
+         not said again). End the last iteration before the program exits (in an MPI program, before \
+         MPI_Finalize), from a thread that still runs then, not in an atexit handler or a destructor."
     ));
 }
 
