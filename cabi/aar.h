@@ -104,7 +104,8 @@ const char *aar_policy_name(void);
  * have no row; they count in the summary record's ab.iterations, and one message on stderr (once
  * per process) says so. */
 
-/* Begin the next iteration (0, 1, 2, ...), ending the one in progress first, if any.
+/* Begin the next iteration (0, 1, 2, ...), ending the one in progress first, if any. Threads that
+ * begin iterations at once each take the next index in the order their iterations begin.
  * Refused while libaar.so is still starting (AAR_EINVAL, see there), it begins no iteration (no
  * policy change, no row) but still takes the index it would have had, so that the next begin gets
  * the index it gets on the ranks that started sooner and every rank's iteration i is the same

@@ -139,14 +139,24 @@ fn policy_of(i: u64) -> Policy {
     }
 }
 
-/// Iteration `i` begins (and the one in progress, if any, ends): from a marker or an MPI
-/// boundary.
+/// Iteration `i` begins (and the one in progress, if any, ends): from an MPI boundary. Its
+/// caller numbered it before the record's lock is taken, so threads at the boundary at once may
+/// begin their iterations out of index order (each row still has its index's policy).
 pub fn boundary(i: u64) {
-    let policy = policy_of(i);
+    begin_numbered(|| i);
+}
+
+/// The iteration numbered by `index` begins (and the one in progress, if any, ends).
+fn begin_numbered(index: impl FnOnce() -> u64) {
     // The record first, then the iteration: threads at a boundary at once (collectives of
     // MPI_THREAD_MULTIPLE) each end the iteration the one before them began, under the record's
-    // lock, so that every begun iteration is ended and its row kept.
-    let mut record = match record() {
+    // lock, so that every begun iteration is ended and its row kept. The index is taken under it
+    // too: threads that begin iterations at once take the indices in the order their iterations
+    // begin, never one that a thread waiting longer for the lock then begins after a higher one.
+    let record = record();
+    let i = index();
+    let policy = policy_of(i);
+    let mut record = match record {
         Ok(record) => record,
         Err(why) => {
             let previous = ITERATIONS.begin(i);
@@ -193,7 +203,7 @@ pub fn api_begin() -> Result<(), Refused> {
     if ready()?.ab_boundary != Boundary::Markers {
         return Err(Refused::Invalid);
     }
-    boundary(ITERATIONS.next_marked());
+    begin_numbered(|| ITERATIONS.next_marked());
     Ok(())
 }
 
