@@ -281,7 +281,7 @@ fn bad_arguments_are_named_and_start_nothing() {
         (&["run", "./no-such-program"][..], "\"./no-such-program\" does not exist"),
         (&["run", "no-such-program-in-path"][..], "no folder of PATH"),
         // An option aar run does not have is named as one, not looked for as PROGRAM.
-        (&["run", "--nodes", "2", "true"][..], "unexpected argument '--nodes'"),
+        (&["run", "--no-such-option", "2", "true"][..], "unexpected argument '--no-such-option'"),
         (&["run", "-x", "true"][..], "unexpected argument '-x'"),
     ] {
         let out = aar().args(args).output().unwrap();
@@ -812,7 +812,7 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
         "{err}"
     );
 
-    // Open files: a socket per rank. A soft limit too low is raised (the ranks get it back); a
+    // Open files: a socket and two pipes per rank. A soft limit too low is raised (the ranks get it back); a
     // hard limit too low refuses the job.
     let ranks_see = "test $(ulimit -n) = 40 || echo rank sees $(ulimit -n)";
     let out = Command::new("prlimit")
@@ -825,9 +825,9 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(127), "{err}");
     assert!(
-        err.contains("a job of 50 ranks needs 66 open files in aar run")
-            && err.contains("its limit is 40 (hard limit 40); no rank was started. Run at most -n 24 ranks")
-            && err.contains("ulimit -n 66"),
+        err.contains("a job of 50 ranks needs 166 open files in aar run")
+            && err.contains("its limit is 40 (hard limit 40); no rank was started. Run at most -n 8 ranks")
+            && err.contains("ulimit -n 166"),
         "{err}"
     );
     let out =
@@ -835,7 +835,7 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(127), "{err}");
     assert!(
-        err.contains("no rank was started. Not even one rank fits: raise the hard limit (ulimit -n 20 as root"),
+        err.contains("no rank was started. Not even one rank fits: raise the hard limit (ulimit -n 28 as root"),
         "{err}"
     );
     assert!(!err.contains("-n 0"), "{err}");
@@ -1176,4 +1176,130 @@ fn a_fatal_signal_to_the_launcher_ends_the_job_and_what_the_ranks_started() {
         assert!(err.contains(&format!("got {name}: SIGTERM to the 2 ranks still running")), "{err}");
         assert_eq!(left, [], "{name}: the ranks' background sleeps were left running");
     }
+}
+
+/// srun's and aprun's options a user types out of habit: those that ask for what aar run does are
+/// taken (`-t`, `--ntasks`, `--ntasks-per-node`, `--export=ALL`, `-K`); the others are refused
+/// before any rank starts, with the option named and what to do instead.
+#[test]
+fn srun_options_are_taken_or_refused_with_what_to_use_instead() {
+    let script = r#"echo "$PMI_RANK/$PMI_SIZE local $MPI_LOCALNRANKS""#;
+    let out = aar()
+        .args(["run", "--ntasks", "3", "--ntasks-per-node=2", "-t", "1", "--export=ALL", "-K", "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    lines.sort();
+    assert_eq!(lines, ["0/3 local 2", "1/3 local 2", "2/3 local 1"]);
+    for (args, named, fix) in [
+        (&["--nodes", "2"][..], "--nodes 2", "--ntasks-per-node 3"),
+        (&["-c", "4"][..], "-c/--cpus-per-task 4", "OMP_NUM_THREADS"),
+        (&["-d4"][..], "-d/--depth 4", "OMP_NUM_THREADS"),
+        (&["--export=NONE"][..], "--export=NONE", "env -i"),
+        (&["-o", "out.%t"][..], "-o/--output out.%t", ">FILE"),
+        (&["--error=err"][..], "-e/--error err", "2>FILE"),
+        (&["--kill-on-bad-exit=0"][..], "--kill-on-bad-exit=0", "give -K or leave it out"),
+    ] {
+        let out = aar().args(["run", "-n", "5"]).args(args).args(["sh", "-c", "echo started"]).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} started the job");
+        assert!(err.starts_with(&format!("aar run: {named}: ")), "{args:?}: {err}");
+        assert!(err.contains(fix) && err.contains("no job was started"), "{args:?}: {err}");
+    }
+}
+
+/// Each rank's place as srun and hydra give it, which programs and wrapper scripts read; the
+/// values a batch script's environment holds for itself are replaced.
+#[test]
+fn each_rank_sees_its_place_as_srun_and_hydra_give_it() {
+    let script = r#"echo "$PMI_RANK $SLURM_PROCID $ALPS_APP_PE $SLURM_LOCALID $MPI_LOCALRANKID $SLURM_NODEID $SLURM_NTASKS $SLURM_NPROCS $SLURM_NNODES $MPI_LOCALNRANKS $PMI_GNI_LOC_ADDR""#;
+    let out = aar()
+        .args(["run", "-n", "5", "-N", "2", "sh", "-c", script])
+        .env("SLURM_PROCID", "0")
+        .env("SLURM_LOCALID", "0")
+        .env("SLURM_NTASKS", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "0 0 0 0 0 0 5 5 3 2 256",
+            "1 1 1 1 1 0 5 5 3 2 256",
+            "2 2 2 0 0 1 5 5 3 2 257",
+            "3 3 3 1 1 1 5 5 3 2 257",
+            "4 4 4 0 0 2 5 5 3 1 258",
+        ]
+    );
+}
+
+/// The ranks' output reaches aar run's stdout a whole line at a time (ranks that wrote to it
+/// themselves split lines wherever their stdio buffers filled, and two ranks' pieces mixed);
+/// `-l` starts each line with its rank, and ends a last line left unended; stdin is rank 0's.
+#[test]
+fn ranks_output_comes_in_whole_lines_and_label_names_the_rank() {
+    let script = r#"awk -v r="$PMI_RANK" 'BEGIN { for (i = 0; i < 20000; i++) printf "rank %d line %d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", r, i }'"#;
+    let out = aar().args(["run", "-n", "4", "sh", "-c", script]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let broken: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            !(w.len() == 5 && w[0] == "rank" && w[2] == "line" && w[4].len() == 48 && w[4].bytes().all(|b| b == b'x'))
+        })
+        .collect();
+    assert_eq!(stdout.lines().count(), 80_000);
+    assert!(broken.is_empty(), "{} lines mixed mid-line, as {:?}", broken.len(), &broken[..broken.len().min(3)]);
+
+    let mut child = aar()
+        .args(["run", "-n", "11", "-l", "sh", "-c", r#"read x; echo "in=$x"; echo err >&2; printf end"#])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(b"typed\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    lines.sort();
+    let mut want: Vec<String> = (0..11)
+        .flat_map(|r| [format!("{r:>2}: in={}", if r == 0 { "typed" } else { "" }), format!("{r:>2}: end")])
+        .collect();
+    want.sort();
+    assert_eq!(lines, want);
+    let mut errs: Vec<String> =
+        text(&out.stderr).lines().filter(|l| !l.starts_with("aar run:")).map(str::to_string).collect();
+    errs.sort();
+    assert_eq!(errs, (0..11).map(|r| format!("{r:>2}: err")).collect::<Vec<_>>());
+}
+
+/// Two ranks fail: the job's exit status is the higher code, as srun's is the highest of its
+/// tasks'; the ranks the launcher's own SIGTERM killed do not count.
+#[test]
+fn the_jobs_exit_status_is_the_highest_of_the_ranks_that_failed() {
+    let scratch = tempfile::tempdir().unwrap();
+    let ready = scratch.path().join("ready");
+    // Rank 1 exits 5 at the SIGTERM that rank 0's exit 4 brings, once it is ready for it.
+    let script = format!(
+        "if [ $PMI_RANK = 1 ]; then trap 'exit 5' TERM; touch {r}; while :; do sleep 0.1; done; fi; \
+         if [ $PMI_RANK = 0 ]; then while [ ! -e {r} ]; do sleep 0.05; done; exit 4; fi; exec sleep 60",
+        r = ready.display()
+    );
+    let out = aar_within_60_s().args(["run", "-n", "3", "sh", "-c", &script]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("rank 0 (pid ") && err.contains("exited with code 4; ending the job with exit code 4"),
+        "{err}"
+    );
+    assert!(err.contains("exited with code 5 too: the job's exit code is now 5"), "{err}");
+    // Rank 2 died of the launcher's SIGTERM (143, higher): not a failure of its own.
+    assert!(!err.contains("now 143"), "{err}");
 }

@@ -5,7 +5,8 @@
 //! - /dev/shm: the emulator's shared state, [`RANK_FILE_BYTES`] per rank (measured: the size of
 //!   its `rank-R` file, allocated whole at the rank's first uGNI call; `tests/run.rs` checks it
 //!   against a real rank's file), a page per node and a few per job.
-//! - Open files: the launcher holds the PMI socket of every rank, and a few more. A soft limit
+//! - Open files: the launcher holds the PMI socket and the stdout and stderr pipes of every rank,
+//!   and a few more. A soft limit
 //!   below that is raised to what is needed (as srun does) when the hard limit allows; the ranks
 //!   get the soft limit back at exec.
 //! - Processes: each rank is one, and the emulator starts a thread in it (RLIMIT_NPROC counts
@@ -30,7 +31,10 @@ use std::path::Path;
 pub const RANK_FILE_BYTES: u64 = 8_851_592;
 /// Files in the job folder besides the ranks': `job`, `topology` and a partial rank file.
 const JOB_FILES: u64 = 3;
-/// Descriptors the launcher holds besides one per rank: stdin, stdout, stderr, the signal pipe,
+/// Descriptors the launcher holds of each rank: its PMI socket and the pipes of its stdout and
+/// stderr.
+const FDS_PER_RANK: u64 = 3;
+/// Descriptors the launcher holds besides [`FDS_PER_RANK`] per rank: stdin, stdout, stderr, the signal pipe,
 /// a socket pair and the exec-error pipe while a rank starts, /proc and /dev/shm listings.
 pub const LAUNCHER_FDS: u64 = 16;
 /// Tasks (processes and threads, as RLIMIT_NPROC counts them) per rank: the process and the
@@ -106,10 +110,10 @@ pub fn check_shm(dir: &Path, size: u64, nodes: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The open-file limit lets the launcher hold a socket per rank: the soft limit is raised when
+/// The open-file limit lets the launcher hold a socket and two pipes per rank: the soft limit is raised when
 /// it is too low and the hard limit allows; the soft limit the ranks get back, if it was raised.
 pub fn check_open_files(size: u64) -> Result<Option<libc::rlimit>, String> {
-    let need = size + LAUNCHER_FDS;
+    let need = size * FDS_PER_RANK + LAUNCHER_FDS;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit fills a valid rlimit.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
@@ -126,23 +130,23 @@ pub fn check_open_files(size: u64) -> Result<Option<libc::rlimit>, String> {
             return Ok(Some(lim));
         }
         return Err(format!(
-            "a job of {} needs {need} open files in aar run (the PMI socket of every rank, and {LAUNCHER_FDS} of \
-             its own), and raising its limit from {} to {need} failed: {}; no rank was started. {}raise the \
+            "a job of {} needs {need} open files in aar run (the PMI socket and the output pipes of every rank, \
+             {FDS_PER_RANK} each, and {LAUNCHER_FDS} of its own), and raising its limit from {} to {need} failed: {}; no rank was started. {}raise the \
              limit before (ulimit -n {need}).",
             count(size, "rank", "ranks"),
             lim.rlim_cur,
             std::io::Error::last_os_error(),
-            at_most(lim.rlim_cur.saturating_sub(LAUNCHER_FDS)),
+            at_most(lim.rlim_cur.saturating_sub(LAUNCHER_FDS) / FDS_PER_RANK),
         ));
     }
     Err(format!(
-        "a job of {} needs {need} open files in aar run (the PMI socket of every rank, and {LAUNCHER_FDS} of \
-         its own), and its limit is {} (hard limit {}); no rank was started. {}raise the hard limit (ulimit -n \
+        "a job of {} needs {need} open files in aar run (the PMI socket and the output pipes of every rank, \
+         {FDS_PER_RANK} each, and {LAUNCHER_FDS} of its own), and its limit is {} (hard limit {}); no rank was started. {}raise the hard limit (ulimit -n \
          {need} as root, or nofile in /etc/security/limits.conf).",
         count(size, "rank", "ranks"),
         lim.rlim_cur,
         lim.rlim_max,
-        at_most(lim.rlim_max.saturating_sub(LAUNCHER_FDS)),
+        at_most(lim.rlim_max.saturating_sub(LAUNCHER_FDS) / FDS_PER_RANK),
     ))
 }
 

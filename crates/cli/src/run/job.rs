@@ -154,9 +154,22 @@ impl Job {
     }
 
     /// The environment of `rank`, besides PMI_FD: as a Cray job gets it from ALPS, and the job
-    /// folder for the emulator.
+    /// folder for the emulator; and the rank's place as srun (`SLURM_*`) and hydra give it, which
+    /// programs and their wrapper scripts read (`SLURM_LOCALID` to pick a device, say). Values a
+    /// batch script's environment holds for itself (`SLURM_PROCID=0` in every rank) are replaced.
     pub fn env(&self, rank: usize, node: usize) -> Vec<(&'static str, String)> {
+        let clique = self.mapping.clique(rank, self.size);
+        let local = clique.iter().position(|&r| r == rank).unwrap_or(0);
+        let nodes = self.mapping.nodes(self.size).into_iter().max().map_or(0, |n| n + 1);
         vec![
+            ("SLURM_PROCID", rank.to_string()),
+            ("SLURM_LOCALID", local.to_string()),
+            ("SLURM_NODEID", node.to_string()),
+            ("SLURM_NTASKS", self.size.to_string()),
+            ("SLURM_NPROCS", self.size.to_string()),
+            ("SLURM_NNODES", nodes.to_string()),
+            ("ALPS_APP_PE", rank.to_string()),
+            ("MPI_LOCALRANKID", local.to_string()),
             ("PMI_RANK", rank.to_string()),
             ("PMI_SIZE", self.size.to_string()),
             ("PMI_JOBID", self.id.to_string()),
@@ -166,7 +179,7 @@ impl Job {
             ("PMI_GNI_LOC_ADDR", (FIRST_NIC_ADDR + node as u32).to_string()),
             ("AAR_EMU_JOB_DIR", self.dir.path.display().to_string()),
             // As MPICH's hydra tells each rank: how many ranks share its node.
-            ("MPI_LOCALNRANKS", self.mapping.clique(rank, self.size).len().to_string()),
+            ("MPI_LOCALNRANKS", clique.len().to_string()),
         ]
     }
 }

@@ -1,4 +1,4 @@
-//! `aar run [-n N] [-N K] [--time LIMIT] [--] PROGRAM ARGS...`: an emulated multi-rank job on
+//! `aar run [-n N] [-N K] [-l] [-t LIMIT] [--] PROGRAM ARGS...`: an emulated multi-rank job on
 //! this machine, as a Cray job is started by aprun or srun.
 //!
 //! - The job ([`job`]): a job id, the folder `AAR_EMU_JOB_DIR` (/dev/shm/aar-job-ID, mode 0700)
@@ -8,7 +8,7 @@
 //!   and, as hydra, `MPI_LOCALNRANKS`), and the job's node table in its folder (`topology`).
 //! - Capacity ([`capacity`]): before any rank starts, the job's need of /dev/shm (the emulator's
 //!   shared state, about 8.4 MiB per rank), of processes (RLIMIT_NPROC) and of open files (a PMI
-//!   socket per rank) is checked; a job too big is refused with the need, what there is and the
+//!   socket and two output pipes per rank) is checked; a job too big is refused with the need, what there is and the
 //!   fix. A soft open-file limit too low is raised to the need when the hard one allows (as srun
 //!   does); the ranks get the original back. An address-space limit (`ulimit -v`) too low for a
 //!   rank that maps the emulator files of all ranks is said, with the fix; the job starts anyway.
@@ -42,7 +42,12 @@
 //!   time stopped. SIGUSR1 and SIGUSR2 are forwarded to the ranks, as srun and hydra forward them.
 //!   SIGSTOP, which no process can catch, stops only the launcher.
 //!
-//! Ranks share the launcher's stdout and stderr; rank 0 gets its stdin, the others /dev/null.
+//! - Output ([`output`]): each rank's stdout and stderr are pipes the launcher copies to its own a
+//!   whole line at a time, as srun does (`--label`: each line starts with its rank); rank 0 gets
+//!   its stdin, the others /dev/null.
+//! - Options srun users type out of habit: `--ntasks`, `--ntasks-per-node`, `-t` are taken; those
+//!   aar run has not are refused with what to do instead ([`Refused`]). The exit status of a job a
+//!   rank's failure ended is, as srun's, the highest code of the ranks that failed on their own.
 
 /// One line on stderr, as `eprintln!` but without its panic when stderr cannot be written (a
 /// closed pipe: `aar run ... 2>&1 | head`): the line is lost, and the launcher still ends its
@@ -56,6 +61,7 @@ macro_rules! say {
 
 mod capacity;
 mod job;
+mod output;
 mod server;
 mod signals;
 mod time;
@@ -79,19 +85,22 @@ use std::time::{Duration, Instant};
 const MAX_RANKS: u32 = 4096;
 
 #[derive(Args)]
-#[command(after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job (its \
-PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
+#[command(
+    after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job, or the highest of the ranks that failed on their own \
+(as srun's) (its PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
 ended or closed its PMI_FD while others wait in PMI_Barrier, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
 limits is refused before any rank starts). Ranks that do not \
-end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job.")]
+end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job."
+)]
 pub struct RunArgs {
-    /// How many ranks (processes) to start
-    #[arg(short = 'n', long = "ranks", value_name = "N", default_value_t = 1,
+    /// How many ranks (processes) to start (as srun -n, aprun -n)
+    #[arg(short = 'n', long = "ranks", visible_alias = "ntasks", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_RANKS)))]
     ranks: u32,
-    /// Ranks per node (as aprun -N): rank r runs on node r / K, whose NIC address is 0x100 + node
-    #[arg(short = 'N', long = "ranks-per-node", value_name = "K", default_value_t = 1,
+    /// Ranks per node (as aprun -N and srun --ntasks-per-node; not srun's -N, the number of
+    /// nodes): rank r runs on node r / K, whose NIC address is 0x100 + node
+    #[arg(short = 'N', long = "ranks-per-node", visible_alias = "ntasks-per-node", value_name = "K", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     ranks_per_node: u32,
     /// Time limit, as srun --time: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or
@@ -100,14 +109,86 @@ pub struct RunArgs {
     /// Default: MPIEXEC_TIMEOUT (seconds, as hydra and Open MPI read it), else none, as mpiexec's:
     /// a long run is no error, and a guessed limit would kill honest ones; set one where a hung
     /// rank must not wait forever (batch scripts, tests)
-    #[arg(long = "time", value_name = "LIMIT")]
+    #[arg(short = 't', long = "time", value_name = "LIMIT")]
     time: Option<time::TimeLimit>,
+    /// Start each line of the ranks' output with the rank that wrote it and ": " (as srun -l).
+    /// With or without it, lines of different ranks never mix mid-line
+    #[arg(short = 'l', long = "label")]
+    label: bool,
+    /// srun's options that aar run has not, taken only to be refused with what to do instead
+    /// ([`Refused::check`]), rather than as "unexpected argument".
+    #[command(flatten)]
+    refused: Refused,
     /// The program each rank runs (a path, or a name looked up in PATH), and its arguments
     // Everything from PROGRAM on is its own (trailing_var_arg). Not allow_hyphen_values: with it
     // clap reads `-n4` (srun's spelling) as a PROGRAM named "-n4"; a program whose name starts
     // with '-' comes after `--`.
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     command: Vec<OsString>,
+}
+
+/// srun's and aprun's options a user types out of habit that aar run has not (or needs not): each
+/// is refused with what to use instead, or taken when it asks for what aar run does anyway.
+#[derive(Args)]
+struct Refused {
+    #[arg(long = "nodes", value_name = "K", hide = true)]
+    nodes: Option<String>,
+    #[arg(short = 'c', long = "cpus-per-task", value_name = "NCPUS", hide = true)]
+    cpus_per_task: Option<String>,
+    #[arg(short = 'd', long = "depth", value_name = "DEPTH", hide = true)]
+    depth: Option<String>,
+    #[arg(long = "export", value_name = "VARIABLES", hide = true)]
+    export: Option<String>,
+    #[arg(short = 'o', long = "output", value_name = "FILE", hide = true)]
+    output: Option<String>,
+    #[arg(short = 'e', long = "error", value_name = "FILE", hide = true)]
+    error: Option<String>,
+    #[arg(short = 'K', long = "kill-on-bad-exit", value_name = "0|1", hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "1")]
+    kill_on_bad_exit: Option<String>,
+}
+
+impl Refused {
+    /// The message for the first option given that aar run refuses; `None` when all can be taken.
+    fn check(&self, ranks: u32) -> Option<String> {
+        let tail = "no job was started.";
+        if let Some(k) = &self.nodes {
+            let per_node = match k.parse::<u32>() {
+                Ok(k) if k > 0 => format!(" (here: -n {ranks} --ntasks-per-node {})", ranks.div_ceil(k)),
+                _ => String::new(),
+            };
+            return Some(format!(
+                "--nodes {k}: aar run places ranks by how many share a node, not by a number of nodes: for N ranks on K nodes give -N/--ntasks-per-node with N/K rounded up{per_node}, as aprun -N; {tail}"
+            ));
+        }
+        if let Some((opt, v)) = [("-c/--cpus-per-task", &self.cpus_per_task), ("-d/--depth", &self.depth)]
+            .into_iter()
+            .find_map(|(o, v)| v.as_ref().map(|v| (o, v)))
+        {
+            return Some(format!(
+                "{opt} {v}: aar run binds no rank to CPUs: every rank may use all of this machine's; leave {opt} out (and set OMP_NUM_THREADS for a rank's threads); {tail}"
+            ));
+        }
+        if let Some(v) = self.export.as_ref().filter(|v| !v.eq_ignore_ascii_case("ALL")) {
+            return Some(format!(
+                "--export={v}: aar run gives the ranks its whole environment (as --export=ALL), plus the job's variables; for another environment start it under env: env -i PATH=\"$PATH\" aar run ..., or env VAR=value aar run ...; {tail}"
+            ));
+        }
+        if let Some((opt, v)) = [("-o/--output", &self.output), ("-e/--error", &self.error)]
+            .into_iter()
+            .find_map(|(o, v)| v.as_ref().map(|v| (o, v)))
+        {
+            return Some(format!(
+                "{opt} {v}: aar run writes the ranks' stdout and stderr to its own, whole lines (-l starts each with its rank); redirect those: aar run ... >FILE 2>FILE; {tail}"
+            ));
+        }
+        if let Some(v) = self.kill_on_bad_exit.as_ref().filter(|v| v.as_str() != "1") {
+            return Some(format!(
+                "--kill-on-bad-exit={v}: aar run always ends the job when a rank fails (as srun -K, and as an MPI job must: the others would wait for it); give -K or leave it out; {tail}"
+            ));
+        }
+        None
+    }
 }
 
 /// Exit status for bad arguments (as clap's).
@@ -126,6 +207,10 @@ const GRACE: Duration = Duration::from_secs(3);
 const STOP_WAIT: Duration = Duration::from_secs(1);
 
 pub fn run(args: RunArgs) -> i32 {
+    if let Some(refused) = args.refused.check(args.ranks) {
+        say!("aar run: {refused}");
+        return EXIT_USAGE;
+    }
     let env = std::env::var_os(time::ENV).map(|v| v.to_string_lossy().into_owned());
     let limit = match time::choose(args.time.clone(), env.as_deref()) {
         Ok(l) => l,
@@ -175,10 +260,14 @@ pub fn run(args: RunArgs) -> i32 {
     // they are ended with the job, as a job step's are, instead of holding its output open.
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
-    let mut sup = Supervisor::new(&job, signals, limit, nofile);
+    let mut sup = Supervisor::new(&job, signals, limit, nofile, args.label);
     sup.start(&job, &program, &args.command);
     let code = sup.supervise();
+    // What the last ranks wrote before they ended; then what the processes they left running
+    // wrote before they were ended (which closes the pipes those held open).
+    sup.drain_output();
     end_leftovers();
+    sup.drain_output();
     code
     // `job` drops here: the job folder goes, after the last rank ended.
 }
@@ -315,6 +404,9 @@ fn stop_descendants() {
 /// One started rank: its process, the launcher's end of its PMI socket, and its exit.
 struct Rank {
     child: Child,
+    /// Its stdout and stderr, on their way to the launcher's.
+    out: output::Relay,
+    err: output::Relay,
     conn: Option<UnixStream>,
     /// When `conn` was closed.
     closed_at: Option<Instant>,
@@ -349,6 +441,9 @@ struct Supervisor {
     signals: SignalPipe,
     /// The job's exit status once something ended it.
     ending: Option<i32>,
+    /// A rank's failure ended the job: the exit status is then the highest of the ranks that
+    /// failed on their own, as srun's is.
+    by_rank: bool,
     /// When the ranks still running get SIGKILL, and the signal they got before.
     kill_at: Option<Instant>,
     sent: libc::c_int,
@@ -360,16 +455,25 @@ struct Supervisor {
     nofile: Option<libc::rlimit>,
     /// When SIGTSTP stopped the job, until the SIGCONT that resumed it.
     stopped_at: Option<Instant>,
+    /// Each line of the ranks' output starts with its rank (`--label`).
+    label: bool,
 }
 
 impl Supervisor {
-    fn new(job: &Job, signals: SignalPipe, limit: Option<time::TimeLimit>, nofile: Option<libc::rlimit>) -> Self {
+    fn new(
+        job: &Job,
+        signals: SignalPipe,
+        limit: Option<time::TimeLimit>,
+        nofile: Option<libc::rlimit>,
+        label: bool,
+    ) -> Self {
         Supervisor {
             ranks: Vec::new(),
             size: job.size,
             server: Server::new(job.size, job.kvsname(), &job.mapping),
             signals,
             ending: None,
+            by_rank: false,
             kill_at: None,
             sent: libc::SIGTERM,
             killed: false,
@@ -377,6 +481,7 @@ impl Supervisor {
             deadline: None,
             nofile,
             stopped_at: None,
+            label,
         }
     }
 
@@ -412,6 +517,7 @@ impl Supervisor {
         if rank != 0 {
             cmd.stdin(Stdio::null());
         }
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let nofile = self.nofile;
         // SAFETY: getpid takes no argument and cannot fail.
         let launcher = unsafe { libc::getpid() };
@@ -437,9 +543,18 @@ impl Supervisor {
                 Ok(())
             });
         }
-        let child = cmd.spawn()?;
+        let mut child = cmd.spawn()?;
         drop(theirs);
-        self.ranks.push(Rank { child, conn: Some(ours), closed_at: None, pending: Vec::new(), status: None });
+        let label = self.label.then(|| output::label(rank, job.size));
+        self.ranks.push(Rank {
+            out: output::Relay::new(child.stdout.take().map(output::Pipe::Out), output::Sink::Stdout, label.clone()),
+            err: output::Relay::new(child.stderr.take().map(output::Pipe::Err), output::Sink::Stderr, label),
+            child,
+            conn: Some(ours),
+            closed_at: None,
+            pending: Vec::new(),
+            status: None,
+        });
         Ok(())
     }
 
@@ -489,11 +604,12 @@ impl Supervisor {
         }
         self.terminate(&others, libc::SIGTERM);
         self.ending = Some(code);
+        self.by_rank = by.is_some();
         self.kill_at = Some(Instant::now() + GRACE);
     }
 
     /// Serve PMI and watch the ranks until the last ended; the job's exit status.
-    fn supervise(mut self) -> i32 {
+    fn supervise(&mut self) -> i32 {
         while !self.running().is_empty() {
             self.wait_for_events();
             let arrived = self.signals.drain();
@@ -515,6 +631,8 @@ impl Supervisor {
             }
             for r in 0..self.ranks.len() {
                 self.serve(r);
+                self.ranks[r].out.pump();
+                self.ranks[r].err.pump();
             }
             self.reap();
             self.check_barrier();
@@ -535,11 +653,24 @@ impl Supervisor {
         self.ending.unwrap_or(0)
     }
 
+    /// What the ranks (and what they started) wrote and the launcher has not yet copied out.
+    fn drain_output(&mut self) {
+        for rank in &mut self.ranks {
+            rank.out.drain();
+            rank.err.drain();
+        }
+    }
+
     /// Block until a rank writes, a signal arrives, or the SIGKILL time comes.
     fn wait_for_events(&mut self) {
         let mut fds = vec![libc::pollfd { fd: self.signals.fd(), events: libc::POLLIN, revents: 0 }];
         fds.extend(self.ranks.iter().filter_map(|r| r.conn.as_ref()).map(|c| libc::pollfd {
             fd: c.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        fds.extend(self.ranks.iter().flat_map(|r| [r.out.fd(), r.err.fd()]).flatten().map(|fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         }));
@@ -750,18 +881,37 @@ impl Supervisor {
                     break;
                 }
             }
+            // Its last lines before the line that says it ended.
+            self.ranks[r].out.drain();
+            self.ranks[r].err.drain();
             self.ranks[r].status = Some(status);
             let pid = self.ranks[r].child.id();
-            if let Some(sig) = status.signal() {
-                self.end(
-                    128 + sig,
-                    Some(r),
-                    format!("rank {r} (pid {pid}) was killed by {} (signal {sig})", signals::name(sig)),
-                );
+            let (code, what) = if let Some(sig) = status.signal() {
+                (128 + sig, format!("was killed by {} (signal {sig})", signals::name(sig)))
             } else if let Some(code) = status.code().filter(|&c| c != 0) {
-                self.end(code, Some(r), format!("rank {r} (pid {pid}) exited with code {code}"));
+                (code, format!("exited with code {code}"))
+            } else {
+                continue;
+            };
+            match self.ending {
+                None => self.end(code, Some(r), format!("rank {r} (pid {pid}) {what}")),
+                // Another rank that failed on its own (at the same time, or its SIGTERM handler's
+                // exit code), not of the signal the launcher sent it.
+                Some(current) if self.by_rank && code > current && !self.ended_by_launcher(status) => {
+                    say!(
+                        "aar run: rank {r} (pid {pid}) {what} too: the job's exit code is now {code}, the highest \
+                         of the ranks that failed (as srun's)."
+                    );
+                    self.ending = Some(code);
+                }
+                Some(_) => {}
             }
         }
+    }
+
+    /// `status` is that of a rank the launcher's own signal killed.
+    fn ended_by_launcher(&self, status: ExitStatus) -> bool {
+        status.signal().is_some_and(|sig| sig == self.sent || (sig == libc::SIGKILL && self.killed))
     }
 
     /// The time limit ran out: the job ends.
