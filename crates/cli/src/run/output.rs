@@ -78,6 +78,9 @@ impl Relay {
         }
         let mut buf = vec![0u8; MAX_HELD];
         match pipe.read(&mut buf) {
+            // Not the end: a signal came first (the handlers restart reads, a default one may
+            // not), and the rank's next write must not meet a closed pipe.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => true,
             Ok(0) | Err(_) => {
                 self.pipe = None;
                 let mut rest = std::mem::take(&mut self.held);
