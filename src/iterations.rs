@@ -139,15 +139,9 @@ fn policy_of(i: u64) -> Policy {
     }
 }
 
-/// Iteration `i` begins (and the one in progress, if any, ends): from an MPI boundary. Its
-/// caller numbered it before the record's lock is taken, so threads at the boundary at once may
-/// begin their iterations out of index order (each row still has its index's policy).
-pub fn boundary(i: u64) {
-    begin_numbered(|| i);
-}
-
-/// The iteration numbered by `index` begins (and the one in progress, if any, ends).
-fn begin_numbered(index: impl FnOnce() -> u64) {
+/// The iteration numbered by `index` begins (and the one in progress, if any, ends): from
+/// `aar_iteration_begin` or an MPI boundary, each of which numbers its iterations itself.
+pub fn begin_numbered(index: impl FnOnce() -> u64) {
     // The record first, then the iteration: threads at a boundary at once (collectives of
     // MPI_THREAD_MULTIPLE) each end the iteration the one before them began, under the record's
     // lock, so that every begun iteration is ended and its row kept. The index is taken under it

@@ -437,6 +437,9 @@ static EVERY: AtomicU32 = AtomicU32::new(1);
 static PEEKED: AtomicU8 = AtomicU8::new(UNKNOWN);
 /// Calls of the boundary function so far.
 static CALLS: AtomicU64 = AtomicU64::new(0);
+/// Boundaries taken so far: the index of the next iteration, taken under the iteration record's
+/// lock ([`iterations::begin_numbered`]).
+static BOUNDARIES: AtomicU64 = AtomicU64::new(0);
 
 fn code(f: MpiFunction) -> u8 {
     MpiFunction::ALL.iter().position(|&g| g == f).map_or(NOT_MPI, |i| i as u8)
@@ -492,12 +495,14 @@ fn initialises(f: MpiFunction) -> bool {
 }
 
 /// Every N-th call of the boundary function, starting with the first, begins an iteration
-/// (and ends the one before).
+/// (and ends the one before). Whether this call is a boundary is known from its own count; its
+/// index is taken once the iteration record is held, so that threads at the boundary at once
+/// begin their iterations in index order.
 fn boundary_call() {
     let c = CALLS.fetch_add(1, Ordering::Relaxed);
     let every = u64::from(EVERY.load(Ordering::Relaxed).max(1));
     if c.is_multiple_of(every) {
-        iterations::boundary(c / every);
+        iterations::begin_numbered(|| BOUNDARIES.fetch_add(1, Ordering::Relaxed));
     }
 }
 

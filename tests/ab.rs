@@ -959,7 +959,7 @@ fn mpi_jobs_output_ranks_programs_without_ugni_and_markers_refused_under_an_mpi_
 /// MPI_COMM_SELF), from the first call on, while the library starts up: every iteration begun
 /// is ended and keeps its row, each under its own scheduled policy (rows were lost when one
 /// thread ended an iteration another had not yet begun in the record, and the first ones took
-/// the policy in force before the schedule existed).
+/// the policy in force before the schedule existed), and iterations begin in index order.
 #[test]
 fn boundaries_of_several_threads_at_once_keep_every_row_and_policy() {
     if !have("mpicc.mpich") || !have("mpiexec.mpich") {
@@ -987,6 +987,19 @@ fn boundaries_of_several_threads_at_once_keep_every_row_and_policy() {
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), rows.len(), "each iteration once");
+    // Numbered in the order they began (the index was once taken before the record's lock, so a
+    // thread that waited longer for it began a lower index after a higher one).
+    let mut by_start: Vec<(u64, u64)> =
+        rows.iter().map(|row| (row["start_ns"].as_u64().unwrap(), row["i"].as_u64().unwrap())).collect();
+    by_start.sort_unstable();
+    if let Some(k) = by_start.windows(2).position(|w| w[0].1 > w[1].1) {
+        panic!(
+            "iteration {} began after {} (rows by start: (start_ns, i) ...{:?}...)",
+            by_start[k + 1].1,
+            by_start[k].1,
+            &by_start[k.saturating_sub(2)..(k + 4).min(by_start.len())]
+        );
+    }
     for row in rows {
         let i = row["i"].as_u64().unwrap();
         assert_eq!(row["policy"], ["ADAPTIVE0", "ADAPTIVE3"][(i % 2) as usize], "iteration {i}: {row}");
