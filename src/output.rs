@@ -10,7 +10,7 @@ use crate::rows::Written;
 use crate::settings::{Boundary, Settings};
 use crate::state::{self, Decider};
 use crate::tally::{self, Api, PerClass, CLASS_NAMES};
-use crate::{attributes, control, diag, job, node, reserve, sys, topology};
+use crate::{attributes, control, diag, job, node, reserve, sys, topology, trace};
 use aar_engine::{EngineStats, Reason};
 use aar_record::count;
 use serde::Serialize;
@@ -186,6 +186,8 @@ struct Record<'a> {
     node: Option<NodeInfo>,
     time: Option<Time>,
     ab: Ab,
+    /// The decision trace's lines, and those lost waiting for another thread; null without one.
+    trace: Option<trace::Counted>,
     messages: Vec<String>,
 }
 
@@ -445,6 +447,7 @@ fn write_outputs() {
                 decisions_estimated_total_ns: mean.map(|m| m * d.engine.stats().decisions as f64),
             }),
             ab: ab_section(settings, ended, written),
+            trace: state::TRACE.counted(),
             messages: diag::kept(),
         };
         let name = aar_record::summary_file_name(job::experiment().as_deref(), record.rank, record.pid);

@@ -1,11 +1,23 @@
 //! The decision trace (`AAR_TRACE`): one JSON line per intercepted message, for debugging a
 //! policy or plotting its choices. Opt-in and off the fast path: with a trace, every post takes
 //! the slow path that writes its line, until the trace reaches `AAR_TRACE_MAX` or a write fails.
+//!
+//! A line waits at most [`LINE_WAIT`] for another thread that holds the trace (one inside
+//! fork(), whose fork handler holds it until the fork is done, or one writing the buffer to a
+//! slow file system), and the exit handler at most [`EXIT_WAIT`]. A line that waits longer is
+//! lost, and so are the lines the buffer holds when the exit handler gives up: the summary record
+//! counts them ([`TraceFile::counted`]) and one message per process says so ([`TraceFile::lost`]).
 
 use crate::trylock::{ForkHeld, Inside, TryLock};
 use crate::{control, diag, job, sys};
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
+
+/// A line waits this long at most for another thread that holds the trace.
+const LINE_WAIT: Duration = Duration::from_secs(1);
+/// The exit handler waits this long at most to write the lines still in the buffer.
+const EXIT_WAIT: Duration = Duration::from_millis(200);
 
 /// One line. Field names are part of the documented format.
 #[derive(Serialize)]
@@ -66,8 +78,30 @@ pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> (String, Option<Str
     (out, unknown)
 }
 
-/// The trace file of this process, if tracing.
-pub struct TraceFile(TryLock<Option<Open>>);
+/// The trace file of this process, if tracing, and its counts, kept outside its lock so that a
+/// thread that cannot take it still counts what it loses.
+pub struct TraceFile {
+    open: TryLock<Option<Open>>,
+    /// A trace was opened in this process (its record has a `trace` section).
+    opened: AtomicBool,
+    /// Lines taken: written, or in the buffer.
+    lines: AtomicU64,
+    /// Of those, the lines in the buffer (what the exit handler loses if it cannot take it).
+    buffered: AtomicU64,
+    /// Lines lost waiting for another thread: their own line, or the buffer's at exit.
+    lost: AtomicU64,
+    /// Whether a loss was said ([`TraceFile::lost`]).
+    lost_said: AtomicBool,
+}
+
+/// The summary record's `trace` section.
+#[derive(Serialize)]
+pub struct Counted {
+    /// Lines the trace took: all in its file, but after a failed write (said then).
+    pub lines: u64,
+    /// Lines lost because another thread held the trace for over 1 s (200 ms at exit).
+    pub lines_lost_waiting: u64,
+}
 
 /// Lines buffered before they go out, in one write of whole lines.
 const BUFFER: usize = 1 << 16;
@@ -80,9 +114,8 @@ struct Open {
     path: String,
     /// The line being written, serialised first so that its length is known before it goes out.
     line: Vec<u8>,
-    /// Bytes and lines written so far, and the most bytes it may take (`AAR_TRACE_MAX`).
+    /// Bytes written so far, and the most it may take (`AAR_TRACE_MAX`).
     bytes: u64,
-    lines: u64,
     max: u64,
 }
 
@@ -94,8 +127,9 @@ impl Open {
         written
     }
 
-    /// The next line would take the trace past `AAR_TRACE_MAX`: write what it has, warn, stop.
-    fn stop_at_max(mut self) {
+    /// The next line would take the trace past `AAR_TRACE_MAX` after `lines`: write what it has,
+    /// warn, stop.
+    fn stop_at_max(mut self, lines: u64) {
         let flushed = self.flush();
         diag::warn(&format!(
             "the decision trace {} reached AAR_TRACE_MAX={} after {} line{}; the trace stops here, the application \
@@ -103,8 +137,8 @@ impl Open {
              environment only).",
             self.path,
             aar_engine::ByteSize(self.max),
-            self.lines,
-            if self.lines == 1 { "" } else { "s" }
+            lines,
+            if lines == 1 { "" } else { "s" }
         ));
         if let Err(e) = flushed {
             self.warn(&e, "its lines not yet written are lost");
@@ -125,7 +159,39 @@ impl Open {
 impl TraceFile {
     /// No trace yet.
     pub const fn new() -> Self {
-        Self(TryLock::new(None))
+        Self {
+            open: TryLock::new(None),
+            opened: AtomicBool::new(false),
+            lines: AtomicU64::new(0),
+            buffered: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            lost_said: AtomicBool::new(false),
+        }
+    }
+
+    /// The summary record's `trace` section: `None` without a trace in this process.
+    pub fn counted(&self) -> Option<Counted> {
+        self.opened
+            .load(Relaxed)
+            .then(|| Counted { lines: self.lines.load(Relaxed), lines_lost_waiting: self.lost.load(Relaxed) })
+    }
+
+    /// `n` lines were lost waiting for another thread: counted, and said once per process, by
+    /// every rank (only this rank knows its trace lacks them), with `what` happened.
+    #[cold]
+    fn lost(&self, n: u64, what: impl FnOnce() -> String) {
+        self.lost.fetch_add(n, Relaxed);
+        if self.lost_said.swap(true, Relaxed) {
+            return;
+        }
+        diag::error(&format!(
+            "{}: another thread held the trace (one inside fork(), whose fork handler holds it until the fork \
+             is done, or one writing the trace to a slow file system). The posts went out as always, without \
+             those lines; the summary record's trace.lines_lost_waiting counts every line lost so, and later \
+             losses are not said again. To keep every line, point AAR_TRACE at a node-local file system (e.g. \
+             /tmp) and trace from fewer threads, or fork while no thread posts.",
+            what()
+        ));
     }
 
     /// Open the trace, to take at most `max` bytes; `true` if tracing is on.
@@ -135,10 +201,11 @@ impl TraceFile {
         let (path, _) = expand(pattern, job::rank(), sys::pid());
         match sys::create_new(&path) {
             Ok(f) => {
-                match self.0.try_lock_for(Duration::from_secs(1)) {
+                match self.open.try_lock_for(LINE_WAIT) {
                     Some(mut t) => {
                         let buf = Vec::with_capacity(BUFFER);
-                        *t = Some(Open { file: f, buf, path, line: Vec::with_capacity(512), bytes: 0, lines: 0, max })
+                        *t = Some(Open { file: f, buf, path, line: Vec::with_capacity(512), bytes: 0, max });
+                        self.opened.store(true, Relaxed);
                     }
                     None => return false,
                 }
@@ -171,8 +238,17 @@ impl TraceFile {
         // rather than wait for a lock its own thread holds.
         let Some(_inside) = Inside::enter() else { return };
         // Another thread mid-line: wait for it (the trace is a debugging mode, which serialises
-        // posts), but never forever. A write error ends the trace with one warning.
-        let Some(mut guard) = self.0.try_lock_for(Duration::from_secs(1)) else { return };
+        // posts), but never forever: a line that waits longer is lost, counted and said. A write
+        // error ends the trace with one warning.
+        let Some(mut guard) = self.open.try_lock_for(LINE_WAIT) else {
+            self.lost(1, || {
+                format!(
+                    "a line of the decision trace (AAR_TRACE) was dropped after waiting over {} s",
+                    LINE_WAIT.as_secs()
+                )
+            });
+            return;
+        };
         let Some(t) = guard.as_mut() else { return };
         t.line.clear();
         // Serialised first: a line that would take the trace past its cap is not begun.
@@ -183,10 +259,13 @@ impl TraceFile {
                 return Ok(false);
             }
             if t.buf.len() + t.line.len() > BUFFER {
+                self.buffered.store(0, Relaxed);
                 t.flush()?;
             }
             t.buf.extend_from_slice(&t.line);
-            (t.bytes, t.lines) = (t.bytes + len, t.lines + 1);
+            t.bytes += len;
+            self.lines.fetch_add(1, Relaxed);
+            self.buffered.fetch_add(1, Relaxed);
             Ok(true)
         });
         if written.as_ref().is_ok_and(|&fits| fits) {
@@ -199,15 +278,16 @@ impl TraceFile {
             match written {
                 // Its buffer goes with it: not written again at exit.
                 Err(e) => t.warn(&e, "the trace stops here, the application continues"),
-                Ok(_) => t.stop_at_max(),
+                Ok(_) => t.stop_at_max(self.lines.load(Relaxed)),
             }
         }
     }
 
     /// Flush the buffer (before a fork, so the child does not write the parent's lines again).
     pub fn flush(&self) {
-        if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
+        if let Some(mut guard) = self.open.try_lock_for(Duration::from_millis(100)) {
             if let Some(t) = guard.as_mut() {
+                self.buffered.store(0, Relaxed);
                 let _ = t.flush();
             }
         }
@@ -216,9 +296,15 @@ impl TraceFile {
     /// In a fork child: a pattern with `%p` gives the child its own trace; without it the child
     /// stops tracing, rather than interleave its lines with the parent's in one file.
     pub fn reopen_in_child(&self, pattern: Option<&str>, max: u64) -> bool {
-        if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(100)) {
-            // Discard, never flush, what the buffer may hold: those lines are the parent's.
+        if let Some(mut guard) = self.open.try_lock_for(Duration::from_millis(100)) {
+            // Discard, never flush, what the buffer may hold: those lines are the parent's, and
+            // so are the counts (the child's record counts its own trace, if it has one).
             drop(guard.take());
+            self.opened.store(false, Relaxed);
+            for count in [&self.lines, &self.buffered, &self.lost] {
+                count.store(0, Relaxed);
+            }
+            self.lost_said.store(false, Relaxed);
         }
         match pattern {
             Some(p) if p.contains("%p") => self.open(Some(p), max),
@@ -226,13 +312,29 @@ impl TraceFile {
         }
     }
 
-    /// Flush at exit.
+    /// Flush at exit. Another thread that holds the trace for over [`EXIT_WAIT`] keeps the
+    /// buffer: its lines are lost (up to that many: the thread may still write them before the
+    /// process ends), counted and said.
     pub fn finish(&self) {
-        if let Some(mut guard) = self.0.try_lock_for(Duration::from_millis(200)) {
-            if let Some(mut t) = guard.take() {
-                if let Err(e) = t.flush() {
-                    t.warn(&e, "its lines not yet written are lost");
-                }
+        let Some(mut guard) = self.open.try_lock_for(EXIT_WAIT) else {
+            let n = self.buffered.swap(0, Relaxed);
+            if n > 0 {
+                self.lines.fetch_sub(n, Relaxed);
+                self.lost(n, || {
+                    format!(
+                        "at exit, up to {n} line{} of the decision trace (AAR_TRACE), the last ones, were not \
+                         written from its buffer: the exit handler waited over {} ms",
+                        if n == 1 { "" } else { "s" },
+                        EXIT_WAIT.as_millis()
+                    )
+                });
+            }
+            return;
+        };
+        if let Some(mut t) = guard.take() {
+            self.buffered.store(0, Relaxed);
+            if let Err(e) = t.flush() {
+                t.warn(&e, "its lines not yet written are lost");
             }
         }
     }
@@ -240,11 +342,11 @@ impl TraceFile {
 
 impl ForkHeld for TraceFile {
     fn hold_for(&self, timeout: Duration) -> bool {
-        self.0.hold_for(timeout)
+        self.open.hold_for(timeout)
     }
     unsafe fn release(&self) {
         // SAFETY: forwarded contract.
-        unsafe { self.0.release() }
+        unsafe { self.open.release() }
     }
 }
 

@@ -193,6 +193,8 @@ fn posts_exact(r: &Run, trace: &Path, threads: usize) -> (Value, Vec<Value>) {
     }
     assert_eq!(lines.len() as u64, total.posts, "no other line: {per_size:?}");
     let rec = record(r);
+    // Threads that wait for each other's lines (never a second here) lose none.
+    assert_eq!(rec["trace"], serde_json::json!({"lines": total.posts, "lines_lost_waiting": 0}), "{}", r.stderr);
     let api_made = |api: &str| {
         per.iter()
             .filter(|(k, _)| api_of(k, threads) == api)
@@ -291,5 +293,75 @@ fn a_process_that_exits_while_its_threads_post_and_mark_ends_with_whole_files() 
     assert!(rows.len() as u64 + 1 >= total.begins, "{} rows, {} begins before exit", rows.len(), total.begins);
     for line in r.aar_lines().iter().filter(|l| l.contains("after libaar.so's exit handler")) {
         assert!(line.contains("another thread"), "the message names what ended it here: {line}");
+    }
+}
+
+/// Posts while another thread holds the decision trace for over a second (here, one inside
+/// fork(): libaar.so's fork handler holds the trace until the fork is done, and the driver's
+/// forkhold keeps the fork there) go out as always, but their lines are lost: the record counts
+/// them, one message per process says so, and every line before and after is in the file. A
+/// process that exits while the fork still holds the trace loses no more (the fork handler wrote
+/// the buffer before it took the trace), and exits.
+#[test]
+fn trace_lines_that_wait_too_long_for_another_thread_are_counted_and_said() {
+    let said =
+        "a line of the decision trace (AAR_TRACE) was dropped after waiting over 1 s: another thread held the trace";
+    // (test, script, the posts' sizes, the sizes of the lines in the trace, lines lost)
+    type Case = (&'static str, &'static str, &'static [u64], &'static [u64], u64);
+    let cases: [Case; 3] = [
+        ("trace-held", "fma 8 2 0 forkhold fma 16 2 0 forkrelease fma 32 1 0", &[8, 8, 16, 16, 32], &[8, 8, 32], 2),
+        ("trace-held-at-exit", "fma 8 2 0 forkhold fma 16 1 0", &[8, 8, 16], &[8, 8], 1),
+        ("trace-not-held", "fma 8 2 0 fma 16 2 0 fma 32 1 0", &[8, 8, 16, 16, 32], &[8, 8, 16, 16, 32], 0),
+    ];
+    for (test, script, posts, traced, lost) in cases {
+        let launch = Launch::driver(test, script).unset("AAR_EMU_LOG");
+        let trace = launch.dir.join("trace.jsonl");
+        let r = launch.env("AAR_TRACE", &trace.display().to_string()).run();
+        r.assert_ok();
+        assert!(!r.stderr.contains("internal error"), "{}", r.stderr);
+        let in_file: Vec<u64> = trace_lines(&trace).iter().map(|l| l["bytes"].as_u64().unwrap()).collect();
+        assert_eq!(in_file, traced, "{test}: the lines of the posts made while the trace was free");
+        let rec = record(&r);
+        assert_eq!(rec["trace"], serde_json::json!({"lines": traced.len(), "lines_lost_waiting": lost}), "{test}");
+        let sent = (rec["apis"]["uGNI"]["messages"].as_u64(), rec["apis"]["uGNI"]["bytes"].as_u64());
+        assert_eq!(sent, (Some(posts.len() as u64), Some(posts.iter().sum())), "{test}: every post went out");
+        let told: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains(said)).collect();
+        assert_eq!(told.len(), usize::from(lost > 0), "{test}: said once when lost: {}", r.stderr);
+        // (A fork still in progress at exit holds the record's messages too: they are not kept then.)
+        if test != "trace-held-at-exit" {
+            let kept =
+                rec["messages"].as_array().unwrap().iter().filter(|m| m.as_str().unwrap().contains(said)).count();
+            assert_eq!(kept, usize::from(lost > 0), "{test}: the record keeps the message: {}", rec["messages"]);
+        }
+        if lost > 0 {
+            assert!(told[0].contains("trace.lines_lost_waiting") && told[0].contains("AAR_TRACE"), "{}", told[0]);
+        }
+    }
+}
+
+/// A fork child's record counts its own trace: its lines in its own file (`%p`), or none when
+/// the pattern has no `%p` (the child stops tracing), never the parent's.
+#[test]
+fn a_fork_child_s_record_counts_its_own_trace_lines() {
+    for (test, pattern, child_trace) in
+        [("trace-fork-own", "trace.%p.jsonl", Some(2)), ("trace-fork-none", "trace.jsonl", None)]
+    {
+        let launch = Launch::driver(test, "fma 8 3 0 fork 1 fma 32 1 0").unset("AAR_EMU_LOG");
+        let pattern = launch.dir.join(pattern).display().to_string();
+        let r = launch.env("AAR_TRACE", &pattern).run();
+        r.assert_ok();
+        let records = r.records();
+        assert_eq!(records.len(), 2, "{test}: the parent's and the child's: {}", r.stderr);
+        for rec in records {
+            let pid = rec["pid"].as_u64().unwrap();
+            let child = rec["fork_child"] != false;
+            let expect = if child { child_trace } else { Some(4) };
+            let file = pattern.replace("%p", &pid.to_string());
+            let counted = expect.map(|n: u64| serde_json::json!({"lines": n, "lines_lost_waiting": 0}));
+            assert_eq!(rec["trace"], counted.unwrap_or(Value::Null), "{test}, pid {pid}");
+            if let (Some(n), true) = (expect, !child || pattern.contains("%p")) {
+                assert_eq!(trace_lines(Path::new(&file)).len() as u64, n, "{test}: {file}");
+            }
+        }
     }
 }
