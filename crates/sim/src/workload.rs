@@ -86,6 +86,14 @@ impl Workload {
         }
     }
 
+    /// As `--workload` takes it (`alltoall:4K`, `barrier`).
+    pub fn form(&self) -> String {
+        match self.bytes() {
+            Some(bytes) => format!("{}:{}", self.kind(), ByteSize(bytes)),
+            None => self.kind().into(),
+        }
+    }
+
     /// The size of its messages; `None` for the workloads without one.
     pub fn bytes(&self) -> Option<u64> {
         match *self {

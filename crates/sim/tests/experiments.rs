@@ -305,3 +305,74 @@ fn steady_does_not_route_a_barrier_as_a_whole() {
         }
     }
 }
+
+#[test]
+fn the_work_counted_before_a_run_is_the_packets_it_delivers() {
+    // Without a background every packet delivered is the job's: the count from the workload's
+    // phases must be the simulated one, shared-memory messages (two ranks per node) excluded.
+    let wls = [
+        Workload::PingPong { bytes: 4096 },
+        Workload::Allreduce { bytes: 512 },
+        Workload::Alltoall { bytes: 4096 },
+        Workload::Barrier,
+        Workload::Halo3d { bytes: 512, compute_ns: 200.0 },
+        Workload::Sweep3d { bytes: 256, compute_ns: 100.0 },
+        Workload::Incast { bytes: 512 },
+    ];
+    for wl in wls {
+        for per_node in [1, 2] {
+            let ranks = if matches!(wl, Workload::PingPong { .. }) { 2 * per_node } else { 8 };
+            let mut s = ExperimentSpec::new(small_net(), wl.clone(), ranks, Placement::Scattered);
+            (s.iterations, s.warmup_iterations, s.ranks_per_node) = (3, 1, per_node);
+            let work = s.work();
+            let r = run_experiment(&s, "t");
+            assert_eq!(work.packets, r.packets, "{wl:?} x{per_node}");
+            assert_eq!(work.rows, u64::from(ranks) * 3);
+        }
+    }
+    let mut s = ExperimentSpec::new(small_net(), Workload::Alltoall { bytes: 8 }, 8, Placement::Scattered);
+    s.ranks_per_node = 2;
+    assert_eq!(s.work().messages, 8 * 7, "every message, shared memory's too");
+}
+
+#[test]
+fn a_run_stopped_at_its_packets_keeps_the_iterations_every_rank_completed() {
+    use aar_sim::simulation::{Simulation, Watch};
+    // an incast: the senders end each iteration long before its root does
+    let mut s = ExperimentSpec::new(small_net(), Workload::Incast { bytes: 4096 }, 6, Placement::Scattered);
+    (s.iterations, s.warmup_iterations) = (8, 1);
+    s.arms = vec![PolicySpec::Auto, PolicySpec::Fixed(Mode::Adaptive3)];
+    let full = run_experiment(&s, "t");
+    assert!(!full.stopped);
+    // stops all through the run: some fall where a few ranks have ended an iteration the others
+    // are still in, which must not be kept
+    let mut kept = Vec::new();
+    for k in 1..24 {
+        let mut seen = Vec::new();
+        let max = full.packets * k / 24;
+        let watch = Watch { max_packets: Some(max), progress: &mut |p| seen.push(*p) };
+        let part = Simulation::build(&s).run_watched("t".into(), watch);
+        assert!(part.stopped && part.packets >= max && part.packets < full.packets);
+        let done = part.iterations.len();
+        assert!(done < 8, "{done} of 8 measured iterations");
+        for (i, (a, b)) in part.iterations.iter().zip(&full.iterations).enumerate() {
+            assert_eq!((a.iteration, &a.arm, a.ns), (b.iteration, &b.arm, b.ns), "iteration {i}");
+        }
+        for (a, b) in part.records.iter().zip(&full.records) {
+            // every rank keeps the same complete iterations, as the full run recorded them
+            assert_eq!(a.iterations.len(), done, "rank {} stopped at {max}", a.rank);
+            let rows = |r: &aar_sim::record::RankRecord| {
+                r.rows().take(done).map(|row| serde_json::to_string(&row).unwrap()).collect::<Vec<_>>()
+            };
+            assert_eq!(rows(a), rows(b), "rank {}", a.rank);
+        }
+        let last = seen.last().expect("told at the end");
+        assert_eq!((last.packets, last.iterations), (part.packets, 9));
+        // the warm-up iteration counts in the progress, not in the records
+        let told = last.iterations_done as usize;
+        assert!(told == done + 1 || (done, told) == (0, 0), "{told} done, {done} measured");
+        kept.push(done);
+        assert!(seen.windows(2).all(|w| w[0].iterations_done <= w[1].iterations_done && w[0].events <= w[1].events));
+    }
+    assert!(kept.iter().any(|&d| d > 1), "some stops keep iterations: {kept:?}");
+}

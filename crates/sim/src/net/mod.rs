@@ -298,6 +298,11 @@ impl Net {
         self.push(t.max(self.now), EV_USER, a, data & DATA_MASK);
     }
 
+    /// The time of the next event, if any is left.
+    pub fn next_time(&mut self) -> Option<u64> {
+        self.heap.peek_time()
+    }
+
     pub fn pending_events(&self) -> usize {
         self.heap.len()
     }

@@ -60,6 +60,34 @@ pub fn run_experiment(spec: &ExperimentSpec, label: &str) -> ExperimentResult {
     Simulation::build(spec).run(label.to_string())
 }
 
+/// How far a run has come ([`Watch::progress`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Progress {
+    pub events: u64,
+    /// packets delivered (the job's and the background's)
+    pub packets: u64,
+    pub sim_time_ns: f64,
+    /// iterations (warm-up included) every rank of the measured job has completed, of `iterations`
+    pub iterations_done: u32,
+    pub iterations: u32,
+}
+
+/// What a run is bounded by and told as it goes ([`Simulation::run_watched`]).
+pub struct Watch<'a> {
+    /// stop once this many packets have been delivered, before the job's end if need be
+    pub max_packets: Option<u64>,
+    /// called every [`Watch::EVENTS`] events or so, and once at the end
+    pub progress: &'a mut dyn FnMut(&Progress),
+}
+
+impl Watch<'_> {
+    /// Events between two calls of `progress` (a few hundredths of a second of the simulator's).
+    pub const EVENTS: u64 = 1 << 16;
+    /// Simulated time after which the limit and the progress are looked at, at the latest, ns
+    /// (a few hundred packets of one NIC).
+    pub const SLICE_NS: f64 = 1000.0;
+}
+
 impl Simulation {
     pub fn build(spec: &ExperimentSpec) -> Simulation {
         Self::build_with(spec, true).0
@@ -255,14 +283,60 @@ impl Simulation {
         }
     }
 
-    pub fn run(mut self, label: String) -> ExperimentResult {
+    pub fn run(self, label: String) -> ExperimentResult {
+        self.run_watched(label, Watch { max_packets: None, progress: &mut |_| {} })
+    }
+
+    /// Iterations (warm-up included) every rank of the measured job has completed, of how many.
+    fn iterations_done(&self) -> (u32, u32) {
+        let job = self.jobs.iter().find(|j| j.measured);
+        let ranks = job.map_or(&[][..], |j| &self.ranks[j.first as usize..(j.first + j.n) as usize]);
+        // ranks without phases (a ping-pong's others) never start an iteration
+        let busy = ranks.iter().filter(|r| !self.jobs[r.job].phases[r.local as usize].is_empty());
+        (busy.map(|r| r.iter).min().unwrap_or(0), job.map_or(0, |j| j.iterations))
+    }
+
+    fn progress(&self) -> Progress {
+        let (iterations_done, iterations) = self.iterations_done();
+        Progress {
+            events: self.net.totals.events,
+            packets: self.net.totals.packets_delivered,
+            sim_time_ns: self.net.cfg.ticks_to_ns(self.net.now),
+            iterations_done,
+            iterations,
+        }
+    }
+
+    /// [`Simulation::run`], bounded and watched by `watch`: stopped at its limit, the result keeps
+    /// the iterations every rank completed ([`ExperimentResult::stopped`]).
+    pub fn run_watched(mut self, label: String, watch: Watch) -> ExperimentResult {
         let wall = Instant::now();
         let mut base: Option<(Vec<u64>, u64)> = None;
-        while !self.measured_done() {
+        let mut next_report = Watch::EVENTS;
+        let mut stopped = false;
+        // The network runs in slices of simulated time between which the watch is looked at: it
+        // would otherwise wait for the next event of a rank or of the background, which a large
+        // message holds back for all of its packets.
+        let slice = self.net.cfg.ns_to_ticks(Watch::SLICE_NS).max(1);
+        'run: while !self.measured_done() {
             if base.is_none() && self.net.now >= self.measured_start {
                 base = Some((self.port_flits(), self.net.now));
             }
-            match self.net.step(u64::MAX) {
+            let event = loop {
+                if self.net.totals.events >= next_report {
+                    next_report = self.net.totals.events + Watch::EVENTS;
+                    (watch.progress)(&self.progress());
+                }
+                if watch.max_packets.is_some_and(|max| self.net.totals.packets_delivered >= max) {
+                    stopped = true;
+                    break 'run;
+                }
+                let Some(next) = self.net.next_time() else { break None };
+                if let Some(event) = self.net.step(next.saturating_add(slice)) {
+                    break Some(event);
+                }
+            };
+            match event {
                 None => break,
                 Some((NOTES, _)) => {
                     let notes: Vec<Note> = self.net.notes.drain(..).collect();
@@ -274,6 +348,19 @@ impl Simulation {
             }
         }
         let links = base.map(|(b, t0)| self.link_use(&b, t0)).unwrap_or_default();
+        (watch.progress)(&self.progress());
+        if stopped {
+            // Only iterations every rank completed: one some ranks are still in has no time yet.
+            let done = self.iterations_done().0;
+            for j in self.jobs.iter_mut().filter(|j| j.measured) {
+                let measured = done.saturating_sub(j.warmup) as usize;
+                j.iter_max.truncate(measured);
+                j.iter_ctr.truncate(measured);
+            }
+            for r in &mut self.ranks {
+                r.rec.iterations.retain(|it| it.i < u64::from(done));
+            }
+        }
         let mut iterations = Vec::new();
         let mut records = Vec::new();
         for (ji, j) in self.jobs.iter().enumerate() {
@@ -334,6 +421,7 @@ impl Simulation {
                 .collect(),
             links,
             background_nodes: self.background_nodes,
+            stopped,
         }
     }
 }
