@@ -957,3 +957,83 @@ fn a_ping_pong_of_more_than_two_ranks_says_the_others_send_nothing() {
         assert!(!stdout.contains("a ping-pong"), "notes go to stderr: {stdout}");
     }
 }
+
+#[test]
+fn a_run_stopped_at_max_packets_says_so_and_keeps_the_iterations_every_rank_completed() {
+    let args = ["run", "--groups", "2", "--global-per-router", "2", "--workload", "incast:4K", "--ranks", "6"];
+    let args = [&args[..], &["--placement", "scattered", "--iterations", "8", "--out"]].concat();
+    let full_dir = temp_dir("max-packets-full");
+    let (code, full, _) = sim(&[&args[..], &[full_dir.to_str().unwrap()]].concat());
+    assert_eq!(code, Some(0), "{full}");
+    // `..., N packets, ...` of the run's line
+    let packets: u64 = full.split(" packets").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    let dir = temp_dir("max-packets");
+    let max = (packets / 2).to_string();
+    let (code, out, err) = sim(&[&args[..], &[dir.to_str().unwrap(), "--max-packets", &max]].concat());
+    assert_eq!(code, Some(3), "{out}{err}");
+    let said = format!("aar: --max-packets {max}: stopped after ");
+    assert!(err.contains(&said) && err.contains("give a larger --max-packets"), "{err}");
+    let done: usize = err.split("packets, ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((1..8).contains(&done), "{err}");
+    assert!(out.contains(&format!("| auto | {done} |")), "the table holds them: {out}");
+    let (records, full_records) = (files(&dir, ITERATIONS_SUFFIX), files(&full_dir, ITERATIONS_SUFFIX));
+    assert_eq!(records.len(), 6);
+    for (part, whole) in records.iter().zip(&full_records) {
+        let ((_, rows), (_, all)) = (read(part), read(whole));
+        assert_eq!(rows, all[..done], "{}: the full run's first {done} rows", part.display());
+    }
+    // stopped before any measured iteration: no records, said on stdout
+    let none = temp_dir("max-packets-none");
+    let (code, out, _) = sim(&[&args[..], &[none.to_str().unwrap(), "--max-packets", "1"]].concat());
+    assert_eq!(code, Some(3));
+    assert!(out.contains("| auto | 0 | - | - | -") && out.contains("no rank records written"), "{out}");
+    assert!(!none.exists() || files(&none, ITERATIONS_SUFFIX).is_empty());
+    for d in [full_dir, dir, none] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn a_long_run_says_what_it_takes_before_it_starts() {
+    // three ping-pongs of 1 GiB: 2 x 16 Mi packets a message, requests and responses
+    let (code, _, err) = sim(&["run", "--workload", "pingpong:1G", "--iterations", "3", "--max-packets", "1000"]);
+    assert_eq!(code, Some(3), "{err}");
+    let note =
+        "aar: --workload pingpong:1G --ranks 2 --iterations 3: at least 201326592 packets (the job's own, before \
+                any background: 3 min to 67 min of one core";
+    assert!(err.contains(note), "{err}");
+    assert!(!err.contains("--max-packets N stops"), "the bound is given: {err}");
+    let (code, _, err) = sim(&["run", "--workload", "pingpong:8", "--iterations", "3"]);
+    assert_eq!(code, Some(0));
+    assert!(!err.contains("at least"), "a short run says nothing: {err}");
+}
+
+#[test]
+fn a_run_that_would_not_fit_in_memory_is_refused_before_it_starts() {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: f64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .unwrap()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    if kb > 64e6 {
+        eprintln!("skipped: {kb} kB available would take an alltoall too large to count quickly");
+        return;
+    }
+    // an alltoall whose messages alone take 1.5 times what is available (350 bytes each at least)
+    let ranks = ((kb * 1024.0 * 1.5 / 350.0).sqrt() as u32).max(64);
+    let groups = (ranks / 384 + 2).to_string();
+    let ranks = ranks.to_string();
+    let args = ["run", "--workload", "alltoall", "--ranks", &ranks, "--groups", &groups, "--placement", "scattered"];
+    let (code, out, err) = sim(&[&args[..], &["--iterations", "1"]].concat());
+    assert_eq!(code, Some(2), "{out}{err}");
+    let said = format!("aar: --workload alltoall:8 --ranks {ranks} --iterations 1: ");
+    assert!(
+        err.starts_with(&said) && err.contains("this machine has available, so nothing was run: give fewer --ranks"),
+        "{err}"
+    );
+    assert!(out.is_empty());
+}

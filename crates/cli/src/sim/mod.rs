@@ -7,15 +7,18 @@ mod paper;
 
 use aar_sim::config::Mode;
 use aar_sim::error::ParseError;
-use aar_sim::experiment::{Load, Seed};
+use aar_sim::experiment::{ExperimentSpec, Load, Seed};
 use aar_sim::parallel::run_all;
-use aar_sim::simulation::run_experiment;
+use aar_sim::simulation::{run_experiment, Simulation, Watch};
 use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
 use aar_sim::ByteSize;
 use clap::{Args, Subcommand};
 use options::{whole, ExpOpts, NetOpts};
-use output::{distinct_files, prepare_dir, prepare_file, summary_cells, write_atomic, write_records};
+use output::{
+    distinct_files, duration, prepare_dir, prepare_file, summary_cells, write_atomic, write_records, Watcher,
+};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Args)]
 pub struct SimArgs {
@@ -61,10 +64,15 @@ enum SimCmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
-    /// One experiment; per-rank records go to --out
+    /// One experiment; per-rank records go to --out; exits 3 if stopped at --max-packets
     Run {
         #[command(flatten)]
         exp: ExpOpts,
+        /// stop once N packets (the job's and the background's) have been delivered, before the job
+        /// ends if need be, and keep the measured iterations every rank completed by then (the
+        /// table and the records hold those); the run's line says how many packets it took
+        #[arg(long, value_name = "N", value_parser = whole::<u64>(1, u64::MAX), allow_negative_numbers = true)]
+        max_packets: Option<u64>,
         /// directory for per-rank records: aar.EXPERIMENT.RANK.0.iterations.jsonl (aar-iterations/1,
         /// read by aar report) and aar.EXPERIMENT.RANK.0.sim-rank.json (placement, counter totals)
         #[arg(long)]
@@ -201,12 +209,20 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             say!("suite wall time {:.0} s on {} threads; report written to {}", r.wall_s, r.threads, out.display());
             Ok(if r.passed() { 0 } else { 1 })
         }
-        SimCmd::Run { exp, out } => {
+        SimCmd::Run { exp, out, max_packets } => {
             let spec = exp.spec()?;
             if let Some(dir) = &out {
                 prepare_dir("--out", dir)?;
             }
-            let r = run_experiment(&spec, &spec.workload.name());
+            let bound = match max_packets {
+                None => "; --max-packets N stops the run after N packets, keeping the iterations done",
+                Some(_) => "",
+            };
+            weigh(&spec, 1, bound)?;
+            let mut watcher = Watcher::new("sim run");
+            let r = Simulation::build(&spec)
+                .run_watched(spec.workload.name(), Watch { max_packets, progress: &mut |p| watcher.update(p) });
+            watcher.finish();
             say!(
                 "{} on {} ({} ranks, {}), {} packets, {} simulated in {:.2} s",
                 spec.workload.name(),
@@ -239,12 +255,28 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             }
             let per: Vec<String> = r.nonmin_by_mode.iter().map(|(m, f)| format!("{m} {f:.3}")).collect();
             say!("non-minimal fraction of the job's request packets: {:.3} ({})", r.nonmin_fraction, per.join(", "));
-            if let Some(dir) = out {
-                write_records(&dir, &r)?;
-                let experiment = r.records.first().map_or("", |rec| rec.experiment.as_str());
-                say!("{} rank records of {experiment} written to {}", r.records.len(), dir.display());
+            let measured = r.iterations.len();
+            if r.stopped {
+                let max = max_packets.unwrap_or_default();
+                eprintln!(
+                    "aar: --max-packets {max}: stopped after {} packets, {} of {} measured iterations done; the table{} \
+                     holds those; give a larger --max-packets, or leave it out, to run to the end",
+                    r.packets,
+                    measured,
+                    spec.iterations,
+                    if out.is_some() { " (and the records)" } else { "" }
+                );
             }
-            Ok(0)
+            if let Some(dir) = out {
+                if measured == 0 {
+                    say!("no rank records written to {}: no measured iteration was done", dir.display());
+                } else {
+                    write_records(&dir, &r)?;
+                    let experiment = r.records.first().map_or("", |rec| rec.experiment.as_str());
+                    say!("{} rank records of {experiment} written to {}", r.records.len(), dir.display());
+                }
+            }
+            Ok(if r.stopped { 3 } else { 0 })
         }
         SimCmd::Sweep { exp, seeds, sizes, out } => {
             let base = exp.spec()?;
@@ -278,6 +310,11 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             if let Some(dir) = &out {
                 prepare_dir("--out", dir)?;
             }
+            // the largest size at once on every core (or on as many as there are runs)
+            let runs_at_once = (seeds * workloads.len() as u64).min(rayon::current_num_threads() as u64);
+            let mut largest = base.clone();
+            largest.workload = workloads.iter().max_by_key(|w| w.bytes()).cloned().unwrap_or(base.workload.clone());
+            weigh(&largest, runs_at_once, "")?;
             let mut specs = Vec::new();
             for w in &workloads {
                 for seed in (0..seeds).map(|i| first + i) {
@@ -364,4 +401,59 @@ fn once<T>(
         )),
         None => Ok(()),
     }
+}
+
+/// The job's packets from which a run is said to be long (at the simulator's 50,000 to 1,000,000
+/// packets a second, measured from alltoall of 4,096 ranks to a barrier in a busy machine: 2 to
+/// 33 minutes of one core at least).
+const LONG_PACKETS: u64 = 100_000_000;
+
+/// The memory from which a run says what it takes.
+const LARGE_MEMORY: u64 = 1 << 30;
+
+/// Weighs the measured job's work ([`aar_sim::experiment::Work`]) before running `runs_at_once`
+/// runs of it at once: refuses one whose memory would exceed what the machine has available, and
+/// says on stderr what a long or large one takes, and `bound`: how to bound it, if the command can.
+fn weigh(spec: &ExperimentSpec, runs_at_once: u64, bound: &str) -> Result<(), String> {
+    let work = spec.work();
+    let memory = work.memory().saturating_mul(runs_at_once);
+    let inputs = format!("--workload {} --ranks {} --iterations {}", spec.workload.form(), spec.ranks, spec.iterations);
+    let at_once = if runs_at_once > 1 { format!(", {runs_at_once} runs at once") } else { String::new() };
+    let what = format!("{} messages an iteration and {} rows of records{at_once}", work.messages, work.rows);
+    if let Some(available) = available_memory().filter(|&a| memory > a) {
+        let fewer = if runs_at_once > 1 { ", fewer runs at once (RAYON_NUM_THREADS=1)" } else { "" };
+        return Err(format!(
+            "{inputs}: {what} take at least {} of memory, more than the {} this machine has available, so nothing \
+             was run: give fewer --ranks or a workload with fewer messages{fewer}, or run it on a machine with more \
+             memory",
+            gigabytes(memory),
+            gigabytes(available)
+        ));
+    }
+    if work.packets >= LONG_PACKETS || memory >= LARGE_MEMORY {
+        let (fast, slow) = (work.packets / 1_000_000, work.packets / 50_000);
+        eprintln!(
+            "aar: {inputs}: at least {} packets (the job's own, before any background: {} to {} of one core at \
+             50,000 to 1,000,000 packets a second) and at least {} of memory ({what}){bound}",
+            work.packets,
+            duration(Duration::from_secs(fast)),
+            duration(Duration::from_secs(slow)),
+            gigabytes(memory)
+        );
+    }
+    Ok(())
+}
+
+/// `bytes` as GB (10^9), one decimal.
+fn gigabytes(bytes: u64) -> String {
+    format!("{:.1} GB", bytes as f64 / 1e9)
+}
+
+/// The memory the machine has available for a new process (`MemAvailable` of /proc/meminfo),
+/// bytes; `None` where it cannot be read (the check is then not made).
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    let kb: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kb * 1024)
 }
