@@ -171,10 +171,16 @@ pub fn info_rank0(line: &str) {
     }
 }
 
+/// What the record's messages say when another thread held them through the wait at exit.
+const KEPT_HELD: &str = "the messages of this process are not in its record: another thread (one inside fork()) \
+                             held them at exit for over 100 ms. Its errors and rank 0's warnings were printed on \
+                             stderr as they came; run it again to keep the other ranks' warnings";
+
 /// Messages so far, for the record: waiting a little for a thread that holds them (one inside
-/// `fork()`), as the other exit paths do.
+/// `fork()`), as the other exit paths do; when it does not let go, a record that says so rather
+/// than one that reads as a rank with nothing to say.
 pub fn kept() -> Vec<String> {
-    let Some(mut kept) = KEPT.try_lock_for(Duration::from_millis(100)) else { return Vec::new() };
+    let Some(mut kept) = KEPT.try_lock_for(Duration::from_millis(100)) else { return vec![KEPT_HELD.to_string()] };
     take_pending(&mut kept);
     kept.clone()
 }
