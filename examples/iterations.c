@@ -75,18 +75,14 @@ int main(int argc, char **argv)
 {
 	uint64_t iters = 100, bytes = 64 << 10, label_every = 0, mode = GNI_DLVMODE_PERFORMANCE;
 	const struct ugni_option options[] = {
-		{ .name = "--iters", .number = &iters },
-		{ .name = "--bytes", .number = &bytes },
-		{ .name = "--label-every", .number = &label_every },
-		{ .name = "--dlvr-mode", .number = &mode },
+		{ .name = "--iters", .number = &iters, .unit = "iterations (0: until stopped)" },
+		{ .name = "--bytes", .number = &bytes, .min = 1, .max = 1u << 30, .unit = "bytes" },
+		{ .name = "--label-every", .number = &label_every, .unit = "iterations (0: none)" },
+		{ .name = "--dlvr-mode", .number = &mode, .max = 0xffff, .hex = 1 },
 	};
 	int status = ugni_options(argc, argv, options, sizeof options / sizeof *options, usage);
 	if (status >= 0)
 		return status;
-	if (bytes == 0 || bytes > (1u << 30) || mode > 0xffff) {
-		usage();
-		return 2;
-	}
 
 	struct ugni_side a, b;
 	const struct ugni_pair_config config = {

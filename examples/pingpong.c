@@ -83,19 +83,15 @@ int main(int argc, char **argv)
 {
 	uint64_t min = 16, max = 16u << 20, rdma_min = 4096, iters = 10, mode = GNI_DLVMODE_PERFORMANCE;
 	const struct ugni_option options[] = {
-		{ .name = "--min", .number = &min },
-		{ .name = "--max", .number = &max },
-		{ .name = "--iters", .number = &iters },
-		{ .name = "--rdma-min", .number = &rdma_min },
-		{ .name = "--dlvr-mode", .number = &mode },
+		{ .name = "--min", .number = &min, .min = 1, .unit = "bytes", .not_above = "--max" },
+		{ .name = "--max", .number = &max, .min = 1, .unit = "bytes" },
+		{ .name = "--iters", .number = &iters, .min = 1, .max = 1000000, .unit = "round trips" },
+		{ .name = "--rdma-min", .number = &rdma_min, .unit = "bytes" },
+		{ .name = "--dlvr-mode", .number = &mode, .max = 0xffff, .hex = 1 },
 	};
 	int status = ugni_options(argc, argv, options, sizeof options / sizeof *options, usage);
 	if (status >= 0)
 		return status;
-	if (min == 0 || max < min || iters == 0 || iters > 1000000 || mode > 0xffff) {
-		usage();
-		return 2;
-	}
 
 	struct ugni_side a, b;
 	const struct ugni_pair_config config = {

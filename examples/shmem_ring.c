@@ -50,18 +50,14 @@ int main(int argc, char **argv)
 {
 	uint64_t min = 8, max = 1 << 20, iters = 5, nbi_min = 4096;
 	const struct ugni_option options[] = {
-		{ .name = "--min", .number = &min },
-		{ .name = "--max", .number = &max },
-		{ .name = "--iters", .number = &iters },
-		{ .name = "--nbi-min", .number = &nbi_min },
+		{ .name = "--min", .number = &min, .min = 8, .multiple = 8, .unit = "bytes", .not_above = "--max" },
+		{ .name = "--max", .number = &max, .min = 8, .multiple = 8, .unit = "bytes" },
+		{ .name = "--iters", .number = &iters, .min = 1, .max = 100000, .unit = "laps" },
+		{ .name = "--nbi-min", .number = &nbi_min, .unit = "bytes" },
 	};
 	int status = ugni_options(argc, argv, options, sizeof options / sizeof *options, usage);
 	if (status >= 0)
 		return status;
-	if (min < 8 || max < min || min % 8 || max % 8 || iters == 0 || iters > 100000) {
-		usage();
-		return 2;
-	}
 
 	dmapp_rma_attrs_t requested = {
 		.max_outstanding_nb = DMAPP_DEF_OUTSTANDING_NB,

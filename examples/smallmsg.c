@@ -193,22 +193,18 @@ int main(int argc, char **argv)
 	uint64_t count = 10000, size = 64, window = 16, dlvr_mode = 0, smsg_mode = 0;
 	int set_smsg_mode = 0;
 	const char *mix = "both";
+	static const char *const mixes[] = { "smsg", "fma", "both", NULL };
 	const struct ugni_option options[] = {
-		{ .name = "--count", .number = &count },
-		{ .name = "--size", .number = &size },
-		{ .name = "--mix", .text = &mix },
-		{ .name = "--window", .number = &window },
-		{ .name = "--dlvr-mode", .number = &dlvr_mode },
-		{ .name = "--smsg-mode", .number = &smsg_mode, .given = &set_smsg_mode },
+		{ .name = "--count", .number = &count, .unit = "messages" },
+		{ .name = "--size", .number = &size, .min = 8, .max = MAX_SIZE, .unit = "bytes" },
+		{ .name = "--mix", .text = &mix, .choices = mixes },
+		{ .name = "--window", .number = &window, .min = 1, .max = MAX_WINDOW, .unit = "messages" },
+		{ .name = "--dlvr-mode", .number = &dlvr_mode, .max = 0xffff, .hex = 1 },
+		{ .name = "--smsg-mode", .number = &smsg_mode, .given = &set_smsg_mode, .max = 0xffff, .hex = 1 },
 	};
 	int status = ugni_options(argc, argv, options, sizeof options / sizeof *options, usage);
 	if (status >= 0)
 		return status;
-	if (size < 8 || size > MAX_SIZE || window == 0 || window > MAX_WINDOW || dlvr_mode > 0xffff ||
-	    smsg_mode > 0xffff || (strcmp(mix, "smsg") && strcmp(mix, "fma") && strcmp(mix, "both"))) {
-		usage();
-		return 2;
-	}
 	max_payload = (uint32_t)size;
 
 	/* A's send buffer is the source of its PUTs, B's receive buffer their landing slots. */

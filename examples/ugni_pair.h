@@ -16,7 +16,9 @@
  *                                 an SMSG mailbox, when asked for
  *
  * and ugni_pair_close() gives it all back. Around them: the check every uGNI call goes through,
- * the waits for a post's completions, the reading of the command line, and the clock.
+ * the waits for a post's completions, the reading of the command line (ugni_options: every
+ * option's allowed values in one table, a refusal that names the option, the value and what to
+ * type instead), and the clock.
  *
  * Define UGNI_PROGRAM, the name every message starts with, before including this header:
  *
@@ -226,11 +228,13 @@ static inline int ugni_wait_remote(struct ugni_side *to, const struct ugni_side 
 }
 
 /* A number of the command line: decimal or 0x hex, with an optional K or M suffix (KiB, MiB);
- * -1 if it is none, or does not fit in 64 bits once multiplied (a shift would wrap it to a small
- * number: 17592186044417M to 1M). */
+ * -1 if it is none, is negative (strtoull would wrap -1 to 2^64 - 1), or does not fit in 64 bits
+ * once multiplied (a shift would wrap it to a small number: 17592186044417M to 1M). */
 static inline int ugni_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
+	if (strchr(s, '-'))
+		return -1;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 0);
 	if (errno || end == s)
@@ -246,45 +250,149 @@ static inline int ugni_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* One `--name VALUE` option: VALUE is read into *number (ugni_parse_size), or kept in *text. */
+/* One `--name VALUE` option, and the values it allows: every check of the command line is here,
+ * so that each refusal names the option, the value given, what is allowed and what to type.
+ *
+ * A number (`number`, read by ugni_parse_size) lies from `min` to `max` (0: no upper bound), is
+ * a multiple of `multiple` (0: any) and, with `not_above`, is at most the value of the option of
+ * that name (--min and --max); `unit` ("bytes") follows the range in a message, `hex` writes it
+ * in 0x hex. A text (`text`) is one of `choices` (NULL-terminated; NULL: any text). */
 struct ugni_option {
 	const char *name;
 	uint64_t *number;
 	const char **text;
 	int *given; /* if not NULL, set to 1 when the option is there */
+	uint64_t min, max, multiple;
+	const char *unit;
+	int hex;
+	const char *not_above;
+	const char *const *choices;
 };
 
+/* `v` as the command line takes it back: 0x hex if `hex`, else with a K or M suffix if exact. */
+static inline const char *ugni_number_text(char buf[32], uint64_t v, int hex)
+{
+	unsigned long long u = v;
+	if (hex)
+		snprintf(buf, 32, "0x%llx", u);
+	else if (u && u % (1u << 20) == 0)
+		snprintf(buf, 32, "%lluM", u >> 20);
+	else if (u && u % 1024 == 0)
+		snprintf(buf, 32, "%lluK", u >> 10);
+	else
+		snprintf(buf, 32, "%llu", u);
+	return buf;
+}
+
+/* What `o` allows, as "8 to 4K bytes, a multiple of 8". */
+static inline const char *ugni_range_text(char buf[160], const struct ugni_option *o)
+{
+	char lo[32], hi[32];
+	int n = o->max ? snprintf(buf, 160, "%s to %s", ugni_number_text(lo, o->min, o->hex),
+				  ugni_number_text(hi, o->max, o->hex))
+		       : snprintf(buf, 160, "%s or more", ugni_number_text(lo, o->min, o->hex));
+	if (o->unit)
+		n += snprintf(buf + n, 160 - (size_t)n, " %s", o->unit);
+	if (o->multiple > 1)
+		snprintf(buf + n, 160 - (size_t)n, ", a multiple of %llu", (unsigned long long)o->multiple);
+	return buf;
+}
+
+/* Whether `o` allows the number `v` (not_above aside). */
+static inline int ugni_allows(const struct ugni_option *o, uint64_t v)
+{
+	return v >= o->min && (!o->max || v <= o->max) && (o->multiple < 2 || v % o->multiple == 0);
+}
+
+/* The value `o` allows nearest to `v`: the one to suggest instead of it. */
+static inline uint64_t ugni_nearest(const struct ugni_option *o, uint64_t v)
+{
+	uint64_t top = o->max ? o->max : UINT64_MAX, step = o->multiple > 1 ? o->multiple : 1;
+	v = v < o->min ? o->min : v > top ? top : v;
+	uint64_t up = v + (step - v % step) % step;
+	return up >= v && up <= top ? up : v - v % step;
+}
+
+/* The option named `name` of `options`, NULL if none. */
+static inline const struct ugni_option *ugni_find_option(const struct ugni_option *options, size_t count,
+							  const char *name)
+{
+	for (size_t i = 0; i < count; i++)
+		if (!strcmp(options[i].name, name))
+			return &options[i];
+	return NULL;
+}
+
 /* Read argv against `options` (`count` of them). Returns -1 when the program is to go on;
- * otherwise the exit status, after `usage` was printed: 0 for --help or -h, 2 for an option it
- * does not know or a value it cannot read (named on stderr first). */
+ * otherwise the exit status, after `usage` was printed: 0 for --help or -h, 2 for anything
+ * refused (an option it does not know, a value missing, unreadable or not allowed), after one
+ * line on stderr that names the option and the value and says what is allowed and what to type. */
 static inline int ugni_options(int argc, char **argv, const struct ugni_option *options, size_t count,
 			       void (*usage)(void))
 {
+	char range[160], was[32], other[32];
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage();
 			return 0;
 		}
-		const struct ugni_option *o = options;
-		while (o < options + count && strcmp(argv[i], o->name))
-			o++;
-		if (o == options + count || i + 1 >= argc) {
+		const struct ugni_option *o = ugni_find_option(options, count, argv[i]);
+		if (!o || i + 1 >= argc) {
+			if (!o)
+				fprintf(stderr, UGNI_PROGRAM ": %s refused: not an option of " UGNI_PROGRAM
+							     " (its options are below); nothing was run\n",
+					argv[i]);
+			else
+				fprintf(stderr, UGNI_PROGRAM ": %s refused: a value must follow it; nothing was run\n",
+					argv[i]);
 			usage();
 			return 2;
 		}
-		if (o->number && ugni_parse_size(argv[i + 1], o->number)) {
-			fprintf(stderr,
-				UGNI_PROGRAM ": %s %s refused: it takes a number of up to 64 bits, decimal or 0x hex, "
-					     "with an optional K or M (times 1024 or 1048576); nothing was run\n",
-				o->name, argv[i + 1]);
-			usage();
-			return 2;
+		const char *value = argv[++i];
+		if (o->number) {
+			uint64_t v = 0;
+			int unreadable = ugni_parse_size(value, &v) != 0;
+			if (unreadable || !ugni_allows(o, v)) {
+				fprintf(stderr,
+					UGNI_PROGRAM ": %s %s refused: %s%s takes %s%s; type e.g. %s %s; nothing was run\n",
+					o->name, value, unreadable ? "not a number it can read; " : "", o->name, ugni_range_text(range, o),
+					unreadable ? ", decimal or 0x hex, with an optional K or M (times 1024 or 1048576)" : "",
+					o->name, ugni_number_text(was, ugni_nearest(o, unreadable ? *o->number : v), o->hex));
+				usage();
+				return 2;
+			}
+			*o->number = v;
 		}
-		if (o->text)
-			*o->text = argv[i + 1];
+		if (o->text) {
+			const char *const *c = o->choices;
+			while (c && *c && strcmp(*c, value))
+				c++;
+			if (c && !*c) {
+				fprintf(stderr, UGNI_PROGRAM ": %s %s refused: %s takes ", o->name, value, o->name);
+				for (c = o->choices; *c; c++)
+					fprintf(stderr, "%s%s", *c, !c[1] ? "" : !c[2] ? " or " : ", ");
+				fprintf(stderr, "; type e.g. %s %s; nothing was run\n", o->name, *o->text);
+				usage();
+				return 2;
+			}
+			*o->text = value;
+		}
 		if (o->given)
 			*o->given = 1;
-		i++;
+	}
+	/* Between options, once all are read: --min 32 is refused beside a --max of 16, given or not. */
+	for (const struct ugni_option *o = options; o < options + count; o++) {
+		const struct ugni_option *limit = o->not_above ? ugni_find_option(options, count, o->not_above) : NULL;
+		if (limit && *o->number > *limit->number) {
+			ugni_number_text(was, *o->number, o->hex);
+			ugni_number_text(other, *limit->number, limit->hex);
+			fprintf(stderr,
+				UGNI_PROGRAM ": %s %s refused: %s may not be above %s, which is %s; type e.g. %s %s, or "
+					     "%s %s; nothing was run\n",
+				o->name, was, o->name, limit->name, other, o->name, other, limit->name, was);
+			usage();
+			return 2;
+		}
 	}
 	return -1;
 }

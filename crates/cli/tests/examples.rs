@@ -339,3 +339,162 @@ fn shmem_ring_refuses_a_max_its_symmetric_heap_cannot_hold() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// examples/NAME.c built with warnings as errors at `dir/NAME`, against the emulator's libugni.so
+/// (and libdmapp.so for shmem_ring).
+fn build_example(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let program = dir.join(name);
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-I"])
+        .arg(root().join("cabi"))
+        .arg(root().join("examples").join(format!("{name}.c")))
+        .arg("-L")
+        .arg(aar_testkit::emulator_libdir())
+        .args(if name == "shmem_ring" { ["-ldmapp", "-lugni", "-ldl"].as_slice() } else { &["-lugni", "-ldl"] })
+        .arg("-o")
+        .arg(&program)
+        .status()
+        .expect("run cc");
+    assert!(st.success(), "cc of examples/{name}.c failed");
+    program
+}
+
+/// `program ARGS` over the emulator, outside any job, with `env` added: (exit code, stdout, stderr).
+fn run_example(program: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(program);
+    cmd.args(args).env("LD_LIBRARY_PATH", aar_testkit::emulator_libdir());
+    for var in ["LD_PRELOAD", "AAR_EMU_SIM", "AAR_EMU_JOB_DIR", "PMI_GNI_PTAG", "PMI_GNI_COOKIE"] {
+        cmd.env_remove(var);
+    }
+    let out = cmd.envs(env.iter().copied()).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// Every option the examples' shared parser (ugni_pair.h) refuses is refused with one line that
+/// names the program, the option and the value given, says what the option takes and what to type
+/// instead, before the usage text, exit 2, with nothing run (no stdout). They got the usage text
+/// alone. The value suggested is then accepted (the program runs), so the advice is true.
+#[test]
+fn the_examples_refuse_a_bad_option_saying_what_it_takes_and_what_to_type() {
+    let dir = aar_testkit::scratch("examples-option-refusals");
+    let programs: Vec<_> =
+        ["pingpong", "iterations", "smallmsg", "shmem_ring"].iter().map(|n| (*n, build_example(&dir, n))).collect();
+    let program = |name: &str| &programs.iter().find(|(n, _)| *n == name).unwrap().1;
+    // (program, arguments, what the one line says after "PROGRAM: ", the arguments it suggests
+    // instead: small runs, so that each one is run too).
+    let cases: &[(&str, &[&str], &str, &[&str])] = &[
+        (
+            "pingpong",
+            &["--max", "64", "--min", "0"],
+            "--min 0 refused: --min takes 1 or more bytes; type e.g. --min 1;",
+            &["--max", "64", "--min", "1", "--iters", "1"],
+        ),
+        (
+            "pingpong",
+            &["--min", "32", "--max", "16"],
+            "--min 32 refused: --min may not be above --max, which is 16; type e.g. --min 16, or --max 32;",
+            &["--min", "16", "--max", "16", "--iters", "1"],
+        ),
+        (
+            "pingpong",
+            &["--min", "32M"],
+            "--min 32M refused: --min may not be above --max, which is 16M; type e.g. --min 16M, or --max 32M;",
+            &["--min", "16M", "--iters", "1"],
+        ),
+        (
+            "pingpong",
+            &["--min", "64", "--max", "64", "--iters", "2000000"],
+            "--iters 2000000 refused: --iters takes 1 to 1000000 round trips; type e.g. --iters 1000000;",
+            &["--min", "64", "--max", "64", "--iters", "1"],
+        ),
+        (
+            "pingpong",
+            &["--min", "64", "--max", "64", "--iters", "1", "--dlvr-mode", "0x10000"],
+            "--dlvr-mode 0x10000 refused: --dlvr-mode takes 0x0 to 0xffff; type e.g. --dlvr-mode 0xffff;",
+            &["--min", "64", "--max", "64", "--iters", "1", "--dlvr-mode", "0x0"],
+        ),
+        (
+            "pingpong",
+            &["--min", "-1"],
+            "--min -1 refused: not a number it can read; --min takes 1 or more bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --min 16;",
+            &["--min", "16", "--max", "64", "--iters", "1"],
+        ),
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", "2G"],
+            "--bytes 2G refused: not a number it can read; --bytes takes 1 to 1024M bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
+            &["--iters", "1", "--bytes", "64K"],
+        ),
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", "1025M"],
+            "--bytes 1025M refused: --bytes takes 1 to 1024M bytes; type e.g. --bytes 1024M;",
+            &[],
+        ),
+        (
+            "smallmsg",
+            &["--count", "100", "--size", "5000"],
+            "--size 5000 refused: --size takes 8 to 4K bytes; type e.g. --size 4K;",
+            &["--count", "100", "--size", "4K"],
+        ),
+        (
+            "smallmsg",
+            &["--count", "100", "--mix", "foo"],
+            "--mix foo refused: --mix takes smsg, fma or both; type e.g. --mix both;",
+            &["--count", "100", "--mix", "both"],
+        ),
+        (
+            "smallmsg",
+            &["--count", "100", "--window", "65"],
+            "--window 65 refused: --window takes 1 to 64 messages; type e.g. --window 64;",
+            &["--count", "100", "--window", "64"],
+        ),
+        (
+            "smallmsg",
+            &["--count", "100", "--smsg-mode", "65536"],
+            "--smsg-mode 65536 refused: --smsg-mode takes 0x0 to 0xffff; type e.g. --smsg-mode 0xffff;",
+            &[],
+        ),
+        (
+            "shmem_ring",
+            &["--iters", "1", "--max", "12"],
+            "--max 12 refused: --max takes 8 or more bytes, a multiple of 8; type e.g. --max 16;",
+            &["--iters", "1", "--max", "16"],
+        ),
+        (
+            "shmem_ring",
+            &["--iters", "1", "--min", "4", "--max", "64"],
+            "--min 4 refused: --min takes 8 or more bytes, a multiple of 8; type e.g. --min 8;",
+            &["--iters", "1", "--min", "8", "--max", "64"],
+        ),
+        (
+            "shmem_ring",
+            &["--iters", "1", "--min", "24", "--max", "16"],
+            "--min 24 refused: --min may not be above --max, which is 16; type e.g. --min 16, or --max 24;",
+            &["--iters", "1", "--min", "16", "--max", "16"],
+        ),
+        (
+            "shmem_ring",
+            &["--iters", "1", "--max", "64", "--laps", "3"],
+            "--laps refused: not an option of shmem_ring (its options are below);",
+            &[],
+        ),
+        ("shmem_ring", &["--iters"], "--iters refused: a value must follow it;", &[]),
+    ];
+    for (name, args, says, instead) in cases {
+        let (code, stdout, stderr) = run_example(program(name), args, &[]);
+        let run = format!("{name} {}", args.join(" "));
+        assert_eq!(code, Some(2), "{run}: {stderr}");
+        assert_eq!(stdout, "", "{run} ran");
+        let first = stderr.lines().next().unwrap_or("");
+        assert_eq!(first, format!("{name}: {says} nothing was run"), "{run}");
+        assert!(stderr.lines().nth(1).unwrap_or("").starts_with(&format!("usage: {name} ")), "{run}: {stderr}");
+        if !instead.is_empty() {
+            let (code, _, stderr) = run_example(program(name), instead, &[]);
+            assert_eq!(code, Some(0), "{name} {}, as suggested: {stderr}", instead.join(" "));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
