@@ -6,7 +6,9 @@
  * (N + 1), each attached to its own NIC, as two ranks on two nodes would be. ugni_pair_open()
  * makes, for each side:
  *
- *   GNI_CdmCreate, GNI_CdmAttach  a communication domain on NIC device 0
+ *   GNI_CdmCreate, GNI_CdmAttach  a communication domain on NIC device 0, with the job's ptag and
+ *                                 cookie inside a Cray job (ugni_ptag_cookie), else
+ *                                 GNI_FIND_ALLOC_PTAG and the program's own cookie
  *   GNI_CqCreate (twice)          tx_cq: the local completions of the side's own posts (the
  *                                 endpoint's CQ); rx_cq: the remote events of data landing in
  *                                 the side's memory, and SMSG arrivals (that memory's CQ)
@@ -29,6 +31,9 @@
  * dlsym is in libdl before glibc 2.34):
  *
  *   cc -O2 -o pingpong pingpong.c $(pkg-config --cflags --libs cray-ugni) -ldl
+ *
+ * with cray/pmi_gni_env.h (the reading of PMI_GNI_PTAG and PMI_GNI_COOKIE, shared with the Cray
+ * examples' cray_util.h) in its folder beside it.
  *
  * The test programs of tests/c include it too.
  */
@@ -55,6 +60,8 @@
 #include <time.h>
 
 #include "gni_pub.h"
+
+#include "cray/pmi_gni_env.h"
 
 /* How long a wait for a completion may take before it counts as a failure. */
 #define UGNI_WAIT_MS 10000
@@ -84,7 +91,7 @@ struct ugni_side {
 /* What ugni_pair_open() makes. */
 struct ugni_pair_config {
 	uint32_t inst_id;         /* side A's; side B's is the next one */
-	uint32_t cookie;          /* the job cookie of both domains */
+	uint32_t cookie;          /* the cookie of both domains outside a job (ugni_ptag_cookie) */
 	uint32_t cq_entries;      /* of each CQ */
 	gni_cq_mode_t tx_cq_mode; /* GNI_CQ_BLOCKING to wait on tx_cq, GNI_CQ_NOBLOCK to poll it */
 	uint64_t bytes;           /* of each send and receive buffer */
@@ -141,12 +148,67 @@ static inline int ugni_smsg_mailbox(struct ugni_side *s, uint32_t credits, uint3
 	return 0;
 }
 
-/* One side: its domain, NIC, CQs, endpoint (not bound yet), buffers and mailbox. */
-static inline int ugni_side_open(struct ugni_side *s, uint32_t inst_id, const struct ugni_pair_config *c)
+/* The first value of the job's PMI_GNI_* variable `name` (pmi_gni_env.h), at most `max`, into
+ * *value: 0; 1 when it is unset; -1 when it is bad (said). */
+static inline int ugni_job_env(const char *name, unsigned long max, unsigned long *value)
+{
+	const char *text;
+	switch (pmi_gni_env(name, max, value, &text)) {
+	case PMI_GNI_ENV_OK:
+		return 0;
+	case PMI_GNI_ENV_UNSET:
+		return 1;
+	case PMI_GNI_ENV_NOT_A_NUMBER:
+		fprintf(stderr,
+			UGNI_PROGRAM ": %s=\"%s\" refused: not a number (decimal or 0x hex; several ':'-separated, "
+				     "the first is used): the job launcher sets it (aprun, srun or aar run); unset it to run "
+				     "outside a job; nothing was run\n",
+			name, text);
+		return -1;
+	case PMI_GNI_ENV_TOO_LARGE:
+		break;
+	}
+	fprintf(stderr,
+		UGNI_PROGRAM ": %s=\"%s\" refused: out of range (at most %lu): the job launcher sets it (aprun, srun "
+			     "or aar run); unset it to run outside a job; nothing was run\n",
+		name, text, max);
+	return -1;
+}
+
+/* The ptag and cookie of the pair's domains. Inside a Cray job, whose launcher sets PMI_GNI_PTAG
+ * and PMI_GNI_COOKIE, the job's (the first of each, which go together), as Cray's examples and
+ * cray/cray_util.h take them; with neither set, today's GNI_FIND_ALLOC_PTAG (docs/abi.md 1.8: with
+ * ALPS it asks for the allocation's ptag) and `own_cookie`, as over the emulator, which checks
+ * neither. Whether a real Cray job accepts GNI_FIND_ALLOC_PTAG with a cookie of the program's own
+ * is not known here, hence the job's values when there are some. 0 on success; -1 (said) when
+ * only one of the two is set or either is bad. */
+static inline int ugni_ptag_cookie(uint32_t own_cookie, uint8_t *ptag, uint32_t *cookie)
+{
+	unsigned long job_ptag = 0, job_cookie = 0;
+	int p = ugni_job_env("PMI_GNI_PTAG", UINT8_MAX, &job_ptag);
+	int c = ugni_job_env("PMI_GNI_COOKIE", UINT32_MAX, &job_cookie);
+	if (p < 0 || c < 0)
+		return -1;
+	if (p != c) {
+		fprintf(stderr,
+			UGNI_PROGRAM ": %s is set but %s is not: a job launcher (aprun, srun or aar run) sets both; "
+				     "set both, or neither to run outside a job (with GNI_FIND_ALLOC_PTAG); nothing was run\n",
+			p ? "PMI_GNI_COOKIE" : "PMI_GNI_PTAG", p ? "PMI_GNI_PTAG" : "PMI_GNI_COOKIE");
+		return -1;
+	}
+	*ptag = p ? (uint8_t)GNI_FIND_ALLOC_PTAG : (uint8_t)job_ptag;
+	*cookie = p ? own_cookie : (uint32_t)job_cookie;
+	return 0;
+}
+
+/* One side: its domain (with `ptag` and `cookie`), NIC, CQs, endpoint (not bound yet), buffers
+ * and mailbox. */
+static inline int ugni_side_open(struct ugni_side *s, uint32_t inst_id, uint8_t ptag, uint32_t cookie,
+				 const struct ugni_pair_config *c)
 {
 	memset(s, 0, sizeof *s);
 	s->inst_id = inst_id;
-	if (ugni_check(GNI_CdmCreate(inst_id, GNI_FIND_ALLOC_PTAG, c->cookie, 0, &s->cdm), "GNI_CdmCreate") ||
+	if (ugni_check(GNI_CdmCreate(inst_id, ptag, cookie, 0, &s->cdm), "GNI_CdmCreate") ||
 	    ugni_check(GNI_CdmAttach(s->cdm, 0, &s->addr, &s->nic), "GNI_CdmAttach") ||
 	    ugni_check(GNI_CqCreate(s->nic, c->cq_entries, 0, c->tx_cq_mode, NULL, NULL, &s->tx_cq), "GNI_CqCreate") ||
 	    ugni_check(GNI_CqCreate(s->nic, c->cq_entries, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->rx_cq), "GNI_CqCreate") ||
@@ -162,7 +224,10 @@ static inline int ugni_side_open(struct ugni_side *s, uint32_t inst_id, const st
 /* Both sides, their endpoints bound to each other, and their mailboxes paired. 0 on success. */
 static inline int ugni_pair_open(struct ugni_side *a, struct ugni_side *b, const struct ugni_pair_config *c)
 {
-	if (ugni_side_open(a, c->inst_id, c) || ugni_side_open(b, c->inst_id + 1, c) ||
+	uint8_t ptag;
+	uint32_t cookie;
+	if (ugni_ptag_cookie(c->cookie, &ptag, &cookie) || ugni_side_open(a, c->inst_id, ptag, cookie, c) ||
+	    ugni_side_open(b, c->inst_id + 1, ptag, cookie, c) ||
 	    ugni_check(GNI_EpBind(a->ep, b->addr, b->inst_id), "GNI_EpBind") ||
 	    ugni_check(GNI_EpBind(b->ep, a->addr, a->inst_id), "GNI_EpBind"))
 		return -1;

@@ -232,7 +232,7 @@ fn ab_exchange_alternates_policies_iteration_by_iteration_across_nodes() {
 fn ab_exchange_built_without_pie_still_marks_its_iterations() {
     let release = aar_testkit::build_release(&["aar", "aar-emu", "aar-pmi", "aar-cli"]);
     let dir = scratch("cray-ab-exchange-no-pie-build");
-    for name in ["Makefile", "ab_exchange.c", "cray_util.h"] {
+    for name in ["Makefile", "ab_exchange.c", "cray_util.h", "pmi_gni_env.h"] {
         std::fs::copy(root().join("examples/cray").join(name), dir.join(name)).unwrap();
     }
     let st = Command::new("make")

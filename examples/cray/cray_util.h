@@ -1,10 +1,12 @@
 /*
  * cray_util.h: what the Cray-style examples share, as Cray's own uGNI examples share their
- * utility functions. Only gni_pub.h, pmi.h and libc, so the examples build unchanged on a Cray.
+ * utility functions. Only gni_pub.h, pmi.h, libc and pmi_gni_env.h (beside it), so the examples
+ * build unchanged on a Cray.
  *
  *   job_init()         PMI_Init, the rank and the job size, a check that the NIC is an Aries,
  *                      the job's ptag and cookie (PMI_GNI_PTAG, PMI_GNI_COOKIE) and device
- *                      (PMI_GNI_DEV_ID), GNI_CdmCreate with inst_id = rank * CDM_ID_MULTIPLIER,
+ *                      (PMI_GNI_DEV_ID), read by pmi_gni_env.h (beside this file),
+ *                      GNI_CdmCreate with inst_id = rank * CDM_ID_MULTIPLIER,
  *                      GNI_CdmAttach, and every rank's NIC address through PMI_Allgather
  *   job_finish()       a barrier, GNI_CdmDestroy, PMI_Finalize
  *   register_buffer()  page-aligned memory, zeroed, registered with the NIC
@@ -32,6 +34,7 @@
 
 #include "gni_pub.h"
 #include "pmi.h"
+#include "pmi_gni_env.h"
 
 /* inst_id of rank r's communication domain, as in Cray's examples. */
 #define CDM_ID_MULTIPLIER 1000
@@ -90,22 +93,24 @@ static inline const char *gni_rc_name(gni_return_t rc)
 			fail("%s returned %d", #call, rc_);                                   \
 	} while (0)
 
-/* The first value of a PMI_GNI_* variable ("219" or "219:220", decimal or 0x hexadecimal), at
- * most `max`: checked, not cast to its type's width (a ptag of 493 was taken as 237). */
+/* The first value of a PMI_GNI_* variable, at most `max` (pmi_gni_env.h); the job ends, saying
+ * why, when it is unset or bad. */
 static inline unsigned long job_env(const char *name, unsigned long max)
 {
-	const char *value = getenv(name);
-	if (value == NULL)
+	unsigned long v = 0;
+	const char *value;
+	switch (pmi_gni_env(name, max, &v, &value)) {
+	case PMI_GNI_ENV_OK:
+		break;
+	case PMI_GNI_ENV_UNSET:
 		fail("%s is not set: start the program with the job launcher (aprun, srun or aar run)", name);
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(value, &end, 0);
-	if (errno != 0 || end == value || (*end != '\0' && *end != ':'))
+	case PMI_GNI_ENV_NOT_A_NUMBER:
 		fail("%s=\"%s\" is not a number", name, value);
-	if (v > max)
+	case PMI_GNI_ENV_TOO_LARGE:
 		fail("%s=\"%s\" is out of range (at most %lu): the job launcher sets it (aprun, srun or aar run); "
 		     "do not set it yourself",
 		     name, value, max);
+	}
 	return v;
 }
 

@@ -498,3 +498,101 @@ fn the_examples_refuse_a_bad_option_saying_what_it_takes_and_what_to_type() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An LD_PRELOAD library that says on stderr what reaches GNI_CdmCreate (its inst_id, ptag and
+/// cookie), then passes the call on to the libugni.so behind it (the emulator, which checks
+/// neither ptag nor cookie).
+fn cdm_create_spy(dir: &std::path::Path) -> std::path::PathBuf {
+    let source = dir.join("spy.c");
+    std::fs::write(
+        &source,
+        r#"#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+int GNI_CdmCreate(uint32_t inst_id, uint8_t ptag, uint32_t cookie, uint32_t modes, void *cdm)
+{
+	int (*next)(uint32_t, uint8_t, uint32_t, uint32_t, void *) =
+		(int (*)(uint32_t, uint8_t, uint32_t, uint32_t, void *))dlsym(RTLD_NEXT, "GNI_CdmCreate");
+	fprintf(stderr, "spy: GNI_CdmCreate inst_id %u ptag %u cookie 0x%x\n", inst_id, ptag, cookie);
+	return next(inst_id, ptag, cookie, modes, cdm);
+}
+"#,
+    )
+    .unwrap();
+    let spy = dir.join("libspy.so");
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o"])
+        .arg(&spy)
+        .arg(&source)
+        .arg("-ldl")
+        .status()
+        .expect("run cc");
+    assert!(st.success(), "cc of the GNI_CdmCreate spy failed");
+    spy
+}
+
+/// Inside a Cray job (PMI_GNI_PTAG and PMI_GNI_COOKIE set, as the launcher sets them) the uGNI
+/// examples create their domains with the job's ptag and cookie (the first of each list), where
+/// they passed GNI_FIND_ALLOC_PTAG and a cookie of their own; outside one they still do that. One
+/// variable without the other, or a bad value, is refused by name before any domain is made,
+/// exit 1.
+#[test]
+fn the_examples_create_their_domains_with_the_jobs_ptag_and_cookie() {
+    let dir = aar_testkit::scratch("examples-job-ptag-cookie");
+    let spy = cdm_create_spy(&dir);
+    let spy = spy.to_str().unwrap();
+    for (name, args, own_cookie) in [
+        ("pingpong", ["--min", "64", "--max", "64", "--iters", "1"].as_slice(), "0x1234"),
+        ("iterations", ["--iters", "1", "--bytes", "64"].as_slice(), "0x1235"),
+        ("smallmsg", ["--count", "10"].as_slice(), "0x5678"),
+    ] {
+        let program = build_example(&dir, name);
+        for (env, ptag, cookie) in [
+            (vec![], "255", own_cookie),
+            (vec![("PMI_GNI_PTAG", "7:8"), ("PMI_GNI_COOKIE", "0x10000:0x20000")], "7", "0x10000"),
+            (vec![("PMI_GNI_PTAG", "0xdb"), ("PMI_GNI_COOKIE", "3735928559")], "219", "0xdeadbeef"),
+        ] {
+            let mut env = env.clone();
+            env.push(("LD_PRELOAD", spy));
+            let (code, _, stderr) = run_example(&program, args, &env);
+            assert_eq!(code, Some(0), "{name} with {env:?}: {stderr}");
+            let created: Vec<&str> = stderr.lines().filter(|l| l.starts_with("spy: ")).collect();
+            assert_eq!(
+                created,
+                [0, 1].map(|i| format!("spy: GNI_CdmCreate inst_id {i} ptag {ptag} cookie {cookie}")),
+                "{name} with {env:?}"
+            );
+        }
+        for (env, says) in [
+            (
+                vec![("PMI_GNI_PTAG", "7")],
+                "PMI_GNI_PTAG is set but PMI_GNI_COOKIE is not: a job launcher (aprun, srun or aar run) sets both",
+            ),
+            (
+                vec![("PMI_GNI_COOKIE", "7")],
+                "PMI_GNI_COOKIE is set but PMI_GNI_PTAG is not: a job launcher (aprun, srun or aar run) sets both",
+            ),
+            (
+                vec![("PMI_GNI_PTAG", "493"), ("PMI_GNI_COOKIE", "1")],
+                "PMI_GNI_PTAG=\"493\" refused: out of range (at most 255)",
+            ),
+            (
+                vec![("PMI_GNI_PTAG", "7"), ("PMI_GNI_COOKIE", "0x100000000")],
+                "PMI_GNI_COOKIE=\"0x100000000\" refused: out of range (at most 4294967295)",
+            ),
+            (vec![("PMI_GNI_PTAG", "seven"), ("PMI_GNI_COOKIE", "1")], "PMI_GNI_PTAG=\"seven\" refused: not a number"),
+            (vec![("PMI_GNI_PTAG", "7"), ("PMI_GNI_COOKIE", "")], "PMI_GNI_COOKIE=\"\" refused: not a number"),
+        ] {
+            let mut env = env.clone();
+            env.push(("LD_PRELOAD", spy));
+            let (code, stdout, stderr) = run_example(&program, args, &env);
+            assert_eq!(code, Some(1), "{name} with {env:?}: {stderr}");
+            assert!(stderr.starts_with(&format!("{name}: {says}")), "{name} with {env:?}: {stderr}");
+            assert!(stderr.trim_end().ends_with("nothing was run"), "{name} with {env:?}: {stderr}");
+            assert!(!stderr.contains("spy: "), "{name} with {env:?} made a domain: {stderr}");
+            assert!(stdout.is_empty(), "{name} with {env:?}: {stdout}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
