@@ -92,6 +92,10 @@ pub struct TraceFile {
     lost: AtomicU64,
     /// Whether a loss was said ([`TraceFile::lost`]).
     lost_said: AtomicBool,
+    /// The exit handler has finished the trace: a line after it has no file to go to.
+    finished: AtomicBool,
+    /// Whether a post after that was said ([`TraceFile::after_exit`]).
+    after_exit_said: AtomicBool,
 }
 
 /// The summary record's `trace` section.
@@ -166,6 +170,8 @@ impl TraceFile {
             buffered: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             lost_said: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            after_exit_said: AtomicBool::new(false),
         }
     }
 
@@ -192,6 +198,22 @@ impl TraceFile {
              /tmp) and trace from fewer threads, or fork while no thread posts.",
             what()
         ));
+    }
+
+    /// A post made after the exit handler finished the trace (by another thread while the process
+    /// exits, an `atexit` handler registered before the library's first call, or a destructor):
+    /// its line has no file to go to, and the record is written, so this message is all there is.
+    #[cold]
+    fn after_exit(&self) {
+        if self.after_exit_said.swap(true, Relaxed) {
+            return;
+        }
+        diag::error(
+            "a post made after libaar.so's exit handler had written this process's decision trace (AAR_TRACE) \
+             and records (by another thread while the process exits, an atexit handler registered before \
+             libaar.so's first call, or a destructor) has no line in the trace, nor do later ones; the posts went \
+             out as always. Finish posting before exit (before MPI_Finalize in an MPI program) to trace every post.",
+        );
     }
 
     /// Open the trace, to take at most `max` bytes; `true` if tracing is on.
@@ -237,6 +259,10 @@ impl TraceFile {
         // A post made from inside this very write (the allocator calling uGNI) loses its line
         // rather than wait for a lock its own thread holds.
         let Some(_inside) = Inside::enter() else { return };
+        if self.finished.load(Relaxed) {
+            self.after_exit();
+            return;
+        }
         // Another thread mid-line: wait for it (the trace is a debugging mode, which serialises
         // posts), but never forever: a line that waits longer is lost, counted and said. A write
         // error ends the trace with one warning.
@@ -304,7 +330,9 @@ impl TraceFile {
             for count in [&self.lines, &self.buffered, &self.lost] {
                 count.store(0, Relaxed);
             }
-            self.lost_said.store(false, Relaxed);
+            for said in [&self.lost_said, &self.finished, &self.after_exit_said] {
+                said.store(false, Relaxed);
+            }
         }
         match pattern {
             Some(p) if p.contains("%p") => self.open(Some(p), max),
@@ -316,6 +344,9 @@ impl TraceFile {
     /// buffer: its lines are lost (up to that many: the thread may still write them before the
     /// process ends), counted and said.
     pub fn finish(&self) {
+        // From here a line has no file to go to (only posts made while tracing come to `write`:
+        // a trace that stopped at its cap or a failed write sent them back to the fast path).
+        self.finished.store(true, Relaxed);
         let Some(mut guard) = self.open.try_lock_for(EXIT_WAIT) else {
             let n = self.buffered.swap(0, Relaxed);
             if n > 0 {

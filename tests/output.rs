@@ -544,6 +544,34 @@ fn the_trace_stops_whole_at_its_cap_and_routing_goes_on() {
     assert_eq!(rec["settings"]["trace_max"], 4096);
 }
 
+/// A post made after libaar.so's exit handler wrote the trace (here, from an atexit handler
+/// registered before the first uGNI call, so run after the library's) goes out as always; its
+/// line has no file to go to, and one message says so. A trace that stopped at its cap says
+/// nothing more: it had said why it stopped.
+#[test]
+fn a_post_after_the_exit_handler_goes_out_and_is_said_to_have_no_trace_line() {
+    let said = "has no line in the trace";
+    for (test, cap, told) in [("trace-after-exit", None, 1), ("trace-after-exit-capped", Some("1K"), 0)] {
+        let launch = Launch::driver(test, "postatexit 32 fma 16 30 0");
+        let path = launch.dir.join("t.jsonl");
+        let launch = launch.env("AAR_TRACE", &path.display().to_string());
+        let r = match cap {
+            Some(cap) => launch.env("AAR_TRACE_MAX", cap).run(),
+            None => launch.run(),
+        };
+        r.assert_ok();
+        assert!(r.stdout.contains("postatexit rc=0"), "{test}: {}", r.stdout);
+        let sizes: Vec<u64> = read_jsonl(&path).iter().map(|l| l["bytes"].as_u64().unwrap()).collect();
+        assert!(!sizes.is_empty() && sizes.iter().all(|&b| b == 16), "{test}: {sizes:?}");
+        assert_eq!(sizes.len() == 30, cap.is_none(), "{test}: {} lines", sizes.len());
+        let lines: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains(said)).collect();
+        assert_eq!(lines.len(), told, "{test}: {}", r.stderr);
+        if told > 0 {
+            assert!(lines[0].contains("atexit handler") && lines[0].contains("went out as always"), "{}", lines[0]);
+        }
+    }
+}
+
 /// A `%` the trace pattern does not know is kept as written, and said once.
 #[test]
 fn an_unknown_escape_in_the_trace_pattern_is_kept_and_said() {

@@ -58,6 +58,9 @@
  *                                   ("papi start rc=R" / "papi stop rc=R"; as the first commands,
  *                                   before the process's first uGNI call)
  *   exit_posting                    start a thread that posts forever, then exit() from main
+ *   postatexit SIZE                 (the first command) an atexit handler registered before any uGNI
+ *                                   call, so run after libaar.so's own, makes one FMA PUT of SIZE on
+ *                                   the main pair ("postatexit rc=R")
  *   _exit                           leave with _exit(0): no exit handlers run
  *   reenter 0|1                     (built with -DREENTER) malloc itself posts 1 B, re-entering uGNI
  *   allocs 1 | allocs 0             (built with -DREENTER) count allocations from here / print the count
@@ -504,6 +507,16 @@ static void *thread_main(void *v)
 
 static struct pair *main_pair;
 
+static uint64_t post_at_exit_size;
+
+static void post_at_exit(void)
+{
+	if (main_pair) {
+		printf("postatexit rc=%d\n", transfer(main_pair, "fma", post_at_exit_size, 0, 0));
+		fflush(stdout);
+	}
+}
+
 #ifdef REENTER
 /* An allocator that itself sends on the network: every allocation, including the ones libaar.so
  * makes in its slow path, re-enters GNI_PostFma. */
@@ -623,7 +636,7 @@ int main(int argc, char **argv)
 		/* The main pair is made at the first command that needs it, so that "threads" as the
 		 * first command (after "stack", if any) makes the process's first uGNI calls from several
 		 * threads at once. */
-		if (!ready && strcmp(c, "threads") && strcmp(c, "stack") && strcmp(c, "papi")) {
+		if (!ready && strcmp(c, "threads") && strcmp(c, "stack") && strcmp(c, "papi") && strcmp(c, "postatexit")) {
 			if (setup_pair(&p, 0, MAX_BYTES)) {
 				fprintf(stderr, "driver: setup failed\n");
 				return 2;
@@ -892,6 +905,11 @@ int main(int argc, char **argv)
 			if (shutdown)
 				shutdown();
 			printf("papi_shutdown %s\n", shutdown ? "done" : "unavailable");
+		} else if (!strcmp(c, "postatexit")) {
+			post_at_exit_size = num(ARG(1));
+			if (atexit(post_at_exit))
+				fail(&p, "postatexit: atexit failed");
+			i += 1;
 		} else if (!strcmp(c, "exit_posting")) {
 			static struct pair tp;
 			pthread_t t;
