@@ -76,7 +76,8 @@ impl Relay {
         if !ready {
             return false;
         }
-        let mut buf = vec![0u8; MAX_HELD];
+        // On the stack: a zeroed 64 KiB allocation per read would be most of the copy's work.
+        let mut buf = [0u8; 16 * 1024];
         match pipe.read(&mut buf) {
             // Not the end: a signal came first (the handlers restart reads, a default one may
             // not), and the rank's next write must not meet a closed pipe.
