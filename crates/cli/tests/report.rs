@@ -2158,3 +2158,76 @@ fn summaries_without_a_job_id_are_summed_per_program() {
     let text = stdout(&run(&[folder.path().to_str().unwrap()]));
     assert!(text.contains("records of pingpong without a job id: 2 summary records"), "{text}");
 }
+
+/// A job of 8 ranks under real libaar.so (`aar run`) whose records only ranks 0 and 5 write
+/// (`AAR_OUTPUT_RANKS=0,5`, a sample as a large job takes): the report reads the sample from the
+/// summary records, says of how many ranks of the job's the times are the slowest, and does not
+/// call the ranks left out missing; a rank the sample names without records is.
+#[test]
+fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
+    let lib = aar_testkit::libdir();
+    let dir = aar_testkit::scratch("report-sample");
+    let prog = dir.join("iterations");
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-I"])
+        .arg(aar_testkit::root().join("cabi"))
+        .arg(aar_testkit::root().join("examples/iterations.c"))
+        .arg("-o")
+        .arg(&prog)
+        .arg(format!("-L{}", lib.display()))
+        .args(["-lugni", "-ldl", &format!("-Wl,-rpath,{}", lib.display())])
+        .status()
+        .unwrap();
+    assert!(st.success(), "compiling examples/iterations.c failed");
+    let records = dir.join("records");
+    std::fs::create_dir(&records).unwrap();
+    let job = aar()
+        .args(["run", "-n", "8"])
+        .arg(&prog)
+        .args(["--iters", "12", "--bytes", "4K"])
+        .env("LD_PRELOAD", aar_testkit::libaar())
+        .env("AAR_PAPI_EVENTS", aar_testkit::sde_events_setting())
+        .env("AAR_OUTPUT_DIR", &records)
+        .env("AAR_OUTPUT_RANKS", "0,5")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .env("SLURM_JOB_ID", "4711")
+        .output()
+        .unwrap();
+    assert!(job.status.success(), "{}", stderr(&job));
+    let mut files: Vec<String> =
+        std::fs::read_dir(&records).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    files.sort();
+    assert_eq!(files.len(), 4, "{files:?}");
+    assert!(files[0].starts_with("aar.4711.0.") && files[2].starts_with("aar.4711.5."), "{files:?}");
+
+    let o = run(&[records.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("the header says") && !err.contains("missing"), "{err}");
+    assert!(out.contains("experiment \"4711\": job, 2 ranks of 8 (AAR_OUTPUT_RANKS=0,5), clock"), "{out}");
+    assert!(
+        out.contains(
+            "iteration time = the slowest rank's end - start in each iteration, of the 2 ranks read of the job's 8 \
+             (AAR_OUTPUT_RANKS=0,5): a slower rank without records is not seen"
+        ),
+        "{out}"
+    );
+    let j = json_of(&run(&[records.to_str().unwrap(), "--json"]));
+    let e = &j["experiments"][0];
+    assert_eq!((&e["ranks"], &e["ranks_expected"], &e["output_ranks"]), (&2.into(), &8.into(), &"0,5".into()), "{e}");
+
+    // Rank 5's iteration record gone: rank 5 is missing, and only rank 5.
+    std::fs::remove_file(
+        records.join(files.iter().find(|f| f.starts_with("aar.4711.5.") && f.ends_with(".jsonl")).unwrap()),
+    )
+    .unwrap();
+    let err = stderr(&run(&[records.to_str().unwrap()]));
+    assert!(
+        err.contains(
+            "experiment \"4711\": the header says 8 ranks, of which AAR_OUTPUT_RANKS=0,5 names 2, but 1 rank has usable \
+             rows (missing: 5); the iteration times are those of the ranks read."
+        ) && !err.contains("AAR_OUTPUT_RANKS leaves out"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

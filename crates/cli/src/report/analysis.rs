@@ -101,6 +101,10 @@ pub struct ExperimentReport {
     pub ranks: usize,
     /// Ranks the header announces, when it does.
     pub ranks_expected: Option<u32>,
+    /// `AAR_OUTPUT_RANKS` as the ranks' summary records give it, when it was set: only the ranks
+    /// it names wrote records, and the iteration times are the slowest of those.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_ranks: Option<String>,
     pub policies: Vec<String>,
     pub modes: Vec<String>,
     /// Iteration indices seen after the warm-up.
@@ -577,11 +581,23 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         ));
         return None;
     }
+    // The ranks that write records: AAR_OUTPUT_RANKS, as the summary records give it, may name a
+    // sample. Those it leaves out wrote none by design (the headline and the notes say what the
+    // times are then); a rank it names without usable rows is missing.
+    let sample = e.output_ranks.as_deref().and_then(|t| t.parse::<super::output_ranks::OutputRanks>().ok());
     if let Some(n) = e.header.nranks {
-        if (n as usize) > ranks_used {
-            let have: std::collections::HashSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
-            let missing: Vec<String> = (0..n).filter(|r| !have.contains(r)).take(8).map(|r| r.to_string()).collect();
-            let more = if n as usize - ranks_used > missing.len() { ", ..." } else { "" };
+        let have: std::collections::HashSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
+        let writers = sample.as_ref().map_or(n, |s| s.count_below(n));
+        let have_writers = have.iter().filter(|&&r| r < n && sample.as_ref().is_none_or(|s| s.contains(r))).count();
+        let lacking = (writers as usize).saturating_sub(have_writers);
+        if lacking > 0 {
+            let candidates: Box<dyn Iterator<Item = u32>> = match &sample {
+                Some(s) => Box::new(s.ranks_below(n)),
+                None => Box::new(0..n),
+            };
+            let missing: Vec<String> =
+                candidates.filter(|r| !have.contains(r)).take(lacking.min(8)).map(|r| r.to_string()).collect();
+            let more = if lacking > missing.len() { ", ..." } else { "" };
             // Where the missing ranks' records would be, as libaar.so and aar sim name them.
             let name = format!(
                 "aar.{}.{}.<pid>{}",
@@ -593,16 +609,26 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                 aar_record::Source::Job => (
                     "the folder AAR_OUTPUT_DIR named in the job: give every folder that holds one (one on a \
                      node's own disk holds that node's ranks only)",
-                    "; a rank that AAR_OUTPUT_RANKS leaves out, or that ended no iteration, writes none",
+                    match &sample {
+                        Some(_) => "; a rank that ended no iteration writes none",
+                        None => "; a rank that AAR_OUTPUT_RANKS leaves out, or that ended no iteration, writes none",
+                    },
                 ),
                 aar_record::Source::Sim => ("the folder aar sim run --out named: give it whole", ""),
             };
+            let expected = match (&sample, &e.output_ranks) {
+                (Some(_), Some(text)) if writers < n => format!(
+                    "the header says {}, of which AAR_OUTPUT_RANKS={} names {writers},",
+                    count(n, "rank", "ranks"),
+                    super::output::clean_to(text, 200)
+                ),
+                _ => format!("the header says {}", count(n, "rank", "ranks")),
+            };
             warn(format!(
-                "the header says {} but {} usable rows (missing: {}{more}); \
+                "{expected} but {} usable rows (missing: {}{more}); \
                  the iteration times are those of the ranks read. A missing rank's record would be {name} in \
                  {folder}; a warning above says why any record read was left out{none}",
-                count(n, "rank", "ranks"),
-                count(ranks_used as u64, "rank has", "ranks have"),
+                count(have_writers as u64, "rank has", "ranks have"),
                 missing.join(", ")
             ));
         }
@@ -690,6 +716,7 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     r.pooled_from = same.iter().map(|e| e.name.clone()).collect();
     r.ranks = same.iter().map(|e| e.ranks.iter().filter(|r| r.rows > 0).count()).max().unwrap_or(0);
     r.ranks_expected = None;
+    r.output_ranks = None;
     r.iterations_seen = seen;
     r.warmup_rows = warmup_rows;
     r.first_index = 0;
@@ -908,6 +935,7 @@ fn figures(
         boundary: e.header.boundary.clone(),
         ranks: 0,
         ranks_expected: e.header.nranks,
+        output_ranks: e.output_ranks.clone(),
         policies: e.policies.clone(),
         modes: e.modes.clone(),
         iterations_seen: e.iterations.len(),

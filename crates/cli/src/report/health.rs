@@ -60,6 +60,8 @@ pub struct Problems {
     /// Reads that failed and were tried again, and all reads, when the share is above
     /// [`FAILED_READ_SHARE`] and the counters were not given up.
     failed_reads: Option<(u64, u64)>,
+    /// `AAR_OUTPUT_RANKS` as the rank took it (`None`: every rank writes records).
+    output_ranks: Option<String>,
 }
 
 /// The summary record beside an iteration record, if it has the library's naming.
@@ -90,6 +92,7 @@ const FIELDS: &[(&str, Kind)] = &[
     ("/command_line", Kind::Texts),
     ("/settings/engine/policy/kind", Kind::Text),
     ("/settings/ab", Kind::Text),
+    ("/settings/output_ranks", Kind::Text),
     ("/internal_errors", Kind::Count),
     ("/counters/backend", Kind::Text),
     ("/counters/unavailable_because", Kind::Text),
@@ -235,6 +238,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             (!counters_failed && failed > 0 && failed as f64 > FAILED_READ_SHARE * tried as f64)
                 .then_some((failed, tried))
         },
+        output_ranks: rec.pointer("/settings/output_ranks").and_then(Value::as_str).map(str::to_string),
     }
 }
 
@@ -275,9 +279,10 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     let found: Vec<(u32, Problems, Option<String>)> = found.into_iter().flatten().collect();
     out.extend(found.iter().filter_map(|(_, _, note)| note.clone()));
     let ended = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.ended?))).collect();
+    let output_ranks = found.iter().min_by_key(|(rank, _, _)| *rank).and_then(|(_, p, _)| p.output_ranks.clone());
     let found = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
-    Health { said: out, ended, unreadable }
+    Health { said: out, ended, unreadable, output_ranks }
 }
 
 /// What the summary records beside an experiment's iteration records say.
@@ -288,6 +293,9 @@ pub struct Health {
     pub ended: Vec<(u32, u64)>,
     /// The ranks whose summary record is there but could not be read (said in `said`).
     pub unreadable: Vec<u32>,
+    /// `AAR_OUTPUT_RANKS` as the lowest rank with a readable summary record took it (`None`:
+    /// unset, or no such record).
+    pub output_ranks: Option<String>,
 }
 
 /// One warning per kind of problem found in the ranks' records of `what` (an experiment, a job),

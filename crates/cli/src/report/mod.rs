@@ -17,6 +17,7 @@ mod health;
 mod html;
 mod jobs;
 mod output;
+pub(crate) mod output_ranks;
 pub(crate) mod plot;
 mod read;
 

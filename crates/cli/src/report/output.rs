@@ -282,10 +282,13 @@ pub fn describe(e: &ExperimentReport) -> String {
             e.clock
         );
     }
-    let expected = match e.ranks_expected {
+    let mut expected = match e.ranks_expected {
         Some(n) if n as usize != e.ranks => format!(" of {n}"),
         _ => String::new(),
     };
+    if let Some(set) = &e.output_ranks {
+        expected.push_str(&format!(" (AAR_OUTPUT_RANKS={})", clean_to(set, 120)));
+    }
     format!(
         "experiment \"{}\": {}, {}{expected}, clock {}, order {}, boundary {}",
         clean_to(&e.experiment, 120),
@@ -321,8 +324,22 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
     let first = clean(&e.policies[0]);
     let compared = e.policy_stats.iter().filter(|p| p.vs_first.is_some()).count();
     let alpha = e.policy_stats.iter().find_map(|p| p.vs_first.as_ref().map(|c| c.alpha)).unwrap_or(0.05);
+    // Ranks that wrote no records (AAR_OUTPUT_RANKS naming a sample, records missing) are not
+    // in the times: say of which ranks the slowest is taken.
+    let of = match (e.ranks_expected, &e.output_ranks) {
+        (Some(n), set) if n as usize > e.ranks => format!(
+            ", of the {} read of the job's {n}{}: a slower rank without records is not seen",
+            count(e.ranks as u64, "rank", "ranks"),
+            set.as_ref().map_or(String::new(), |s| format!(" (AAR_OUTPUT_RANKS={})", clean_to(s, 120)))
+        ),
+        (None, Some(s)) => format!(
+            ", of the ranks read (AAR_OUTPUT_RANKS={} named those that write): a slower rank without records is not seen",
+            clean_to(s, 120)
+        ),
+        _ => String::new(),
+    };
     let mut notes = vec![
-        "iteration time = the slowest rank's end - start in each iteration".into(),
+        format!("iteration time = the slowest rank's end - start in each iteration{of}"),
         format!(
             "95% CI of the median: {}; n=K: too few iterations for an interval ({MIN_ITERATIONS_CI} at least \
              for the median's); QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy",

@@ -182,6 +182,8 @@ pub struct ExperimentData {
     pub ranks: Vec<RankSummary>,
     /// Rows left out as warm-up (`--skip`).
     pub warmup_rows: u64,
+    /// `AAR_OUTPUT_RANKS` as the ranks' summary records give it: the ranks that wrote records.
+    pub output_ranks: Option<String>,
 }
 
 /// All experiments found, and the warnings said along the way.
@@ -899,6 +901,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             totals: Vec::new(),
             ranks: Vec::new(),
             warmup_rows: 0,
+            output_ranks: None,
         });
     }
 
@@ -962,6 +965,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 r.ended = Some(n);
             }
         }
+        e.output_ranks = health.output_ranks;
         for rank in health.unreadable {
             if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
                 r.summary_unreadable = true;
