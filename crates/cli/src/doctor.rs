@@ -26,6 +26,9 @@
 //!   the `mkdir -p` that makes it (through a symbolic link to nothing, its target), or the fix of
 //!   what would make that mkdir fail. The problem and
 //!   its fix are `aar_record::folder`'s, as in libaar.so's start-up warning.
+//! - How many files the job would make in that folder (its number of ranks as libaar.so reads it,
+//!   `AAR_OUTPUT_RANKS`, `AAR_AB`), and how many it holds: a note from [`MANY_RECORD_FILES`] on,
+//!   with the fix (a folder per job, a sample of ranks).
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
@@ -46,6 +49,7 @@ mod elf;
 mod python;
 mod selfcheck;
 
+use crate::report::output_ranks::OutputRanks;
 use aar_record::count;
 use clap::Args;
 use serde_json::{json, Value};
@@ -189,6 +193,7 @@ pub fn run(args: DoctorArgs) -> i32 {
     if let Some(doc) = &selfcheck {
         check_counters(doc, ugni_loaded, &mut report);
         check_settings(doc, &mut report);
+        check_record_count(doc, &mut report);
         check_trace(doc, &mut report);
         check_topology(doc, &mut report);
         check_dmapp_table(doc, &mut report);
@@ -1208,6 +1213,101 @@ fn check_settings(doc: &Value, report: &mut Report) {
         let set = doc["variables_set"].as_array().map_or(0, Vec::len);
         report.ok("settings", format!("{} set, no warning", count(set as u64, "AAR_* variable", "AAR_* variables")));
     }
+}
+
+/// Files in one record folder from which the doctor notes them. Each rank that writes records
+/// makes its summary record in `AAR_OUTPUT_DIR` at exit (under a temporary name, then linked to
+/// its own) and, under `AAR_AB`, its iteration record when its first iteration ends: every rank at about the
+/// same moment, all in one folder. On Lustre a folder is kept by one metadata target, which
+/// serialises the creations in it, for every user of the file system at once; sites ask for
+/// subfolders from hundreds of files on (NASA's Lustre guidance), and a Cray XC job of 1,000
+/// nodes × 64 ranks would make 64,000 to 128,000. 4,096 lets a job of 64 such nodes (2,048 ranks
+/// under `AAR_AB`) write every rank's records without a word, which a few seconds of one
+/// metadata target take, and notes the jobs, and the folders grown over many jobs, whose files
+/// are a load on the file system, and slow for `aar report`, which reads the whole folder.
+const MANY_RECORD_FILES: u64 = 4096;
+
+/// Variables that give the number of ranks of the job, in the order libaar.so trusts them
+/// (`SIZE_VARIABLES` in its src/job.rs, which the CLI cannot link, and which its self-check does
+/// not report): the first that holds a whole number from 1. libaar.so passes over
+/// `SLURM_NTASKS` in a process another launcher started inside a Slurm step (it counts that
+/// launcher's daemons); the doctor, run in the batch script, takes it as the job's.
+const SIZE_VARIABLES: [&str; 3] = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"];
+
+/// How many files the job would make in `AAR_OUTPUT_DIR` (ranks that write records, from the
+/// launcher's number of ranks and `AAR_OUTPUT_RANKS`, × files per rank), and how many the folder
+/// holds already (counted up to [`MANY_RECORD_FILES`]): from [`MANY_RECORD_FILES`] on, a note
+/// with the numbers, the folder and the fix (a folder per job; a sample of ranks, and what the
+/// report then measures).
+fn check_record_count(doc: &Value, report: &mut Report) {
+    let settings = &doc["settings"];
+    let Some(dir) = settings["output_dir"].as_str() else { return };
+    // A folder that is not there is check_settings's warning, with its fix.
+    if settings["disabled"] == true || !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
+    let size = SIZE_VARIABLES.iter().find_map(|&v| {
+        let n = std::env::var(v).ok()?.trim().parse::<u32>().ok().filter(|&n| n > 0)?;
+        Some((v, n))
+    });
+    let sample = settings["output_ranks"].as_str().and_then(|t| t.parse::<OutputRanks>().ok());
+    let ab = settings["ab"].is_string();
+    let per_rank: u64 = if ab { 2 } else { 1 };
+    let writers = size.map(|(_, n)| sample.as_ref().map_or(n, |s| s.count_below(n)));
+    let new = writers.map_or(0, |w| u64::from(w) * per_rank);
+    let held = std::fs::read_dir(dir).map_or(0, |d| d.take(MANY_RECORD_FILES as usize).count() as u64);
+    if new <= MANY_RECORD_FILES && held < MANY_RECORD_FILES {
+        return;
+    }
+    let shown = dir.escape_debug();
+    let what = if ab {
+        "an iteration record early in the run and a summary record at exit, each kind all at about the same moment"
+    } else {
+        "a summary record, all at exit; one more each if the program marks iterations"
+    };
+    let mut text = match (size, writers) {
+        (Some((variable, n)), Some(w)) if new > MANY_RECORD_FILES => format!(
+            "this job's {}{} would make {new} files in AAR_OUTPUT_DIR={shown} ({per_rank} per rank: {what}): more \
+             than {MANY_RECORD_FILES} creations in one folder at once load the metadata server of a parallel file \
+             system (Lustre), which every user shares",
+            count(n, "rank", "ranks"),
+            if w == n {
+                format!(" ({variable}={n})")
+            } else {
+                format!(" ({variable}={n}), of which AAR_OUTPUT_RANKS names {w},")
+            },
+        ),
+        _ => format!(
+            "AAR_OUTPUT_DIR={shown} holds {MANY_RECORD_FILES} files or more already (earlier jobs' records, when \
+             every job writes there): each job adds its own, and aar report reads the whole folder"
+        ),
+    };
+    if new > MANY_RECORD_FILES && held >= MANY_RECORD_FILES {
+        text.push_str(&format!(", beside the {MANY_RECORD_FILES} or more it holds already"));
+    }
+    let job = if std::env::var_os("SLURM_JOB_ID").is_none() && std::env::var_os("PBS_JOBID").is_some() {
+        "$PBS_JOBID"
+    } else {
+        "$SLURM_JOB_ID"
+    };
+    let mut fix = format!(
+        "Give each job a folder of its own, made before the job step starts: export \
+         AAR_OUTPUT_DIR={}/{job}; mkdir -p \"$AAR_OUTPUT_DIR\" (the folder no longer grows from job to job, and \
+         aar report reads one job)",
+        aar_record::folder::shell_word(dir)
+    );
+    if new > MANY_RECORD_FILES {
+        let k = MANY_RECORD_FILES / per_rank;
+        fix.push_str(&format!(
+            ". Fewer files: AAR_OUTPUT_RANKS=0:{} lets {k} ranks write ({} files); aar report then takes each \
+             iteration's time as the slowest of those {k} ranks', not of all {}: a slower rank outside the \
+             sample is not seen (ranks spread over the nodes, a range per node, see more of the job)",
+            k - 1,
+            k * per_rank,
+            size.map_or(0, |(_, n)| n)
+        ));
+    }
+    report.add("records", Verdict::Note, text, Some(fix));
 }
 
 /// The decision trace (`AAR_TRACE`), which libaar.so creates at start-up, never over a file that

@@ -1310,3 +1310,120 @@ fn a_record_folder_of_another_user_s_is_not_called_writable() {
     );
     assert!(!r.stdout.contains("fix: mkdir"), "{}", r.stdout);
 }
+
+/// The doctor's lines of `topic` with `verdict`, each with its fix line when it has one.
+fn lines_of(r: &Run, verdict: &str, topic: &str) -> Vec<String> {
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    let head = format!("{verdict:<8} {topic:<10} ");
+    (0..lines.len())
+        .filter(|&i| lines[i].starts_with(&head))
+        .map(|i| match lines.get(i + 1).map(|l| l.trim_start()) {
+            Some(fix) if fix.starts_with("fix: ") => format!("{}\n{fix}", lines[i]),
+            _ => lines[i].to_string(),
+        })
+        .collect()
+}
+
+/// A job whose ranks would make more than 4,096 files in the record folder gets a note (not a
+/// warning: the exit status stays 0) with the numbers, the folder and the fix; at 4,096 none.
+/// The number of ranks is the launcher's, as libaar.so reads it (PMI_SIZE before SLURM_NTASKS),
+/// the writers those AAR_OUTPUT_RANKS names, two files per rank under AAR_AB. A folder that
+/// holds 4,096 files already (the module's one folder after many jobs) gets the note for any job.
+/// The fix, pasted into a shell, makes a folder the doctor then has nothing to say of.
+#[test]
+fn a_job_that_would_make_thousands_of_files_in_one_folder_gets_a_note() {
+    // A program that marks iterations, so that AAR_AB has nothing else to say.
+    let prog = marking_program("dlsym-pie", "dlsym", &["-fPIE", "-pie"]);
+    let top = scratch().join("many-records");
+    _ = std::fs::remove_dir_all(&top);
+    let dir = top.join("aar-records");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let quiet: [(&str, &str); 5] = [
+        ("PMI_SIZE", UNSET),
+        ("OMPI_COMM_WORLD_SIZE", UNSET),
+        ("SLURM_NTASKS", UNSET),
+        ("SLURM_JOB_ID", UNSET),
+        ("PBS_JOBID", UNSET),
+    ];
+    let check = |env: &[(&str, &str)]| {
+        let mut all: Vec<(&str, &str)> = quiet.to_vec();
+        all.push(("AAR_OUTPUT_DIR", d));
+        all.extend_from_slice(env);
+        let r = doctor(&[prog.to_str().unwrap()], &all);
+        r.expect_code(0);
+        lines_of(&r, "note", "records")
+    };
+    let ab = ("AAR_AB", "ADAPTIVE0,ADAPTIVE3");
+    let notes = check(&[("SLURM_NTASKS", "2049"), ab]);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains(&format!(
+            "this job's 2049 ranks (SLURM_NTASKS=2049) would make 4098 files in AAR_OUTPUT_DIR={d} (2 per rank: an \
+             iteration record early in the run and a summary record at exit"
+        )) && notes[0].contains("more than 4096 creations in one folder at once"),
+        "{notes:?}"
+    );
+    let fix = notes[0].lines().nth(1).and_then(|l| l.strip_prefix("fix: ")).expect("a fix line").to_string();
+    assert!(
+        fix.contains(&format!("export AAR_OUTPUT_DIR={d}/$SLURM_JOB_ID; mkdir -p \"$AAR_OUTPUT_DIR\""))
+            && fix.contains(
+                "AAR_OUTPUT_RANKS=0:2047 lets 2048 ranks write (4096 files); aar report then takes each iteration's \
+                 time as the slowest of those 2048 ranks', not of all 2049"
+            ),
+        "{fix}"
+    );
+    // At the threshold, none; one file per rank without AAR_AB.
+    assert_eq!(check(&[("SLURM_NTASKS", "2048"), ab]), Vec::<String>::new());
+    assert_eq!(check(&[("SLURM_NTASKS", "4096")]), Vec::<String>::new());
+    let notes = check(&[("SLURM_NTASKS", "4097")]);
+    assert!(
+        notes.len() == 1
+            && notes[0].contains("would make 4097 files")
+            && notes[0]
+                .contains("(1 per rank: a summary record, all at exit; one more each if the program marks iterations)"),
+        "{notes:?}"
+    );
+    // libaar.so's number of ranks: PMI_SIZE comes first.
+    assert_eq!(check(&[("PMI_SIZE", "8"), ("SLURM_NTASKS", "64000"), ab]), Vec::<String>::new());
+    // A sample of ranks: those AAR_OUTPUT_RANKS names write.
+    assert_eq!(check(&[("PMI_SIZE", "64000"), ("AAR_OUTPUT_RANKS", "0:1023,2000:3023"), ab]), Vec::<String>::new());
+    let notes = check(&[("PMI_SIZE", "64000"), ("AAR_OUTPUT_RANKS", "0:1023,1000:3048"), ab]);
+    assert!(
+        notes.len() == 1
+            && notes[0].contains(
+                "this job's 64000 ranks (PMI_SIZE=64000), of which AAR_OUTPUT_RANKS names 3049, would make 6098 files"
+            ),
+        "{notes:?}"
+    );
+
+    // The fix, in a shell of job 99: the folder is made, and the same job there has no note.
+    let fix_shell = fix[fix.find("export ").unwrap()..].split(" (the folder").next().unwrap().to_string();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{fix_shell} && echo \"$AAR_OUTPUT_DIR\""))
+        .env("SLURM_JOB_ID", "99")
+        .output()
+        .unwrap();
+    let made = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(out.status.success() && made == format!("{d}/99") && Path::new(&made).is_dir(), "{fix_shell}: {made}");
+    let r = doctor(
+        &[prog.to_str().unwrap()],
+        &[("AAR_OUTPUT_DIR", &made), ("AAR_OUTPUT_RANKS", "0:2047"), ("SLURM_NTASKS", "2049"), ab, quiet[0], quiet[1]],
+    );
+    assert!(lines_of(&r, "note", "records").is_empty(), "{}", r.stdout);
+
+    // A folder grown over many jobs: a note for a job of 8 ranks, without the sample's advice.
+    for i in 0..4096 {
+        std::fs::write(dir.join(format!("aar.{i}.0.1.json")), "").unwrap();
+    }
+    let notes = check(&[("SLURM_NTASKS", "8"), ab]);
+    assert!(
+        notes.len() == 1
+            && notes[0].contains(&format!("AAR_OUTPUT_DIR={d} holds 4096 files or more already"))
+            && notes[0].contains(&format!("export AAR_OUTPUT_DIR={d}/$SLURM_JOB_ID"))
+            && !notes[0].contains("AAR_OUTPUT_RANKS="),
+        "{notes:?}"
+    );
+    std::fs::remove_dir_all(&top).unwrap();
+}
