@@ -271,6 +271,12 @@ fn place(lookup: &dyn Fn(&str) -> Option<EnvValue>) -> Place {
     Place { size: first_number(&sizes, lookup, |n| n > 0), local: first_number(&locals, lookup, |n| n > 0), rank }
 }
 
+/// The job's number of ranks as this process's environment gives it, and the variable that says,
+/// by the rules [`detect`] follows (for the self-check: `aar doctor` weighs the job's records by it).
+pub fn size_in_environment() -> Option<(&'static str, u32)> {
+    place(&env_value).size.used
+}
+
 /// Ranks on this node, when the launcher's environment says ([`detect`] found; PMI's clique,
 /// where the process has one, comes first: `node::ranks_per_node`).
 pub fn local_nranks() -> Option<u32> {

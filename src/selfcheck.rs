@@ -128,6 +128,8 @@ fn document() -> String {
             "nic_address": topology::local_nic_address(),
             "warning": r.warning,
         })),
+        // The job's number of ranks as a rank started here would take it (null: none is set).
+        "job_ranks": crate::job::size_in_environment().map(|(variable, n)| json!({ "ranks": n, "from": variable })),
         // What `aar doctor` looks for in a program's Fortran MPI bindings.
         "mpi_wrapped": MpiFunction::ALL.map(MpiFunction::name),
         // And their MPI 4 large-count forms (`MPI_Allreduce_c`), which it wraps too.

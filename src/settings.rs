@@ -9,6 +9,7 @@ use crate::sys::{env_value, EnvValue};
 use aar_abi::counters::{EVENTS, REQUIRED_EVENTS};
 use aar_abi::dmapp::RoutingTable;
 use aar_engine::{AbOrder, AbSchedule, ByteSize, EngineConfig, LatencyUnit, PolicyList, RoutingMode, Switch};
+pub use aar_record::ranks::RankSet;
 use core::fmt;
 use core::str::FromStr;
 use serde::{Serialize, Serializer};
@@ -355,67 +356,6 @@ impl FromStr for TestPanic {
             "after-forward" => Ok(Self::AfterForward),
             _ => Err("expected before-forward or after-forward".into()),
         }
-    }
-}
-
-/// Ranks as users write them for `AAR_OUTPUT_RANKS`: comma-separated ranks and inclusive
-/// ranges, e.g. `0:63,128`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RankSet(Vec<(u32, u32)>);
-
-/// Most items one [`RankSet`] holds (a few hundred bytes of settings, whatever the input).
-pub const MAX_RANK_ITEMS: usize = 1024;
-
-impl RankSet {
-    /// Whether `rank` is in the set.
-    pub fn contains(&self, rank: u32) -> bool {
-        self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&rank))
-    }
-}
-
-impl FromStr for RankSet {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
-        let mut ranges = Vec::new();
-        for item in text.split(',') {
-            if ranges.len() == MAX_RANK_ITEMS {
-                return Err(format!("more than {MAX_RANK_ITEMS} items"));
-            }
-            let rank =
-                |t: &str| t.trim().parse::<u32>().map_err(|_| format!("\"{}\" is not a rank", t.trim().escape_debug()));
-            let range = match item.split_once(':') {
-                Some((lo, hi)) => (rank(lo)?, rank(hi)?),
-                None => (rank(item)?, rank(item)?),
-            };
-            if range.0 > range.1 {
-                return Err(format!("the range {}:{} runs backwards", range.0, range.1));
-            }
-            ranges.push(range);
-        }
-        Ok(Self(ranges))
-    }
-}
-
-impl fmt::Display for RankSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, &(lo, hi)) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            if lo == hi {
-                write!(f, "{lo}")?;
-            } else {
-                write!(f, "{lo}:{hi}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-// Shown in records and the self-check as the text users write.
-impl Serialize for RankSet {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
     }
 }
 

@@ -208,19 +208,6 @@ fn ab_experiments() {
 }
 
 #[test]
-fn rank_sets() {
-    let r: RankSet = "5".parse().unwrap();
-    assert!(r.contains(5) && !r.contains(4));
-    let r: RankSet = "0:4294967295".parse().unwrap();
-    assert!(r.contains(u32::MAX));
-    for bad in ["", ",", "1,", "-1", "a", "1:2:3", "3:1", "1.5"] {
-        assert!(bad.parse::<RankSet>().is_err(), "{bad}");
-    }
-    let many = vec!["1"; MAX_RANK_ITEMS + 1].join(",");
-    assert!(many.parse::<RankSet>().is_err());
-}
-
-#[test]
 fn blank_means_default_and_hostile_text_is_quoted_safely() {
     let (s, w) = parse(&[("AAR_MODE", "   "), ("AAR_THRESHOLD", "")]);
     assert!(w.is_empty());

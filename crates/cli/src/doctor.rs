@@ -49,8 +49,8 @@ mod elf;
 mod python;
 mod selfcheck;
 
-use crate::report::output_ranks::OutputRanks;
 use aar_record::count;
+use aar_record::ranks::RankSet;
 use clap::Args;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -1227,13 +1227,6 @@ fn check_settings(doc: &Value, report: &mut Report) {
 /// are a load on the file system, and slow for `aar report`, which reads the whole folder.
 const MANY_RECORD_FILES: u64 = 4096;
 
-/// Variables that give the number of ranks of the job, in the order libaar.so trusts them
-/// (`SIZE_VARIABLES` in its src/job.rs, which the CLI cannot link, and which its self-check does
-/// not report): the first that holds a whole number from 1. libaar.so passes over
-/// `SLURM_NTASKS` in a process another launcher started inside a Slurm step (it counts that
-/// launcher's daemons); the doctor, run in the batch script, takes it as the job's.
-const SIZE_VARIABLES: [&str; 3] = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"];
-
 /// How many files the job would make in `AAR_OUTPUT_DIR` (ranks that write records, from the
 /// launcher's number of ranks and `AAR_OUTPUT_RANKS`, × files per rank), and how many the folder
 /// holds already (counted up to [`MANY_RECORD_FILES`]): from [`MANY_RECORD_FILES`] on, a note
@@ -1246,11 +1239,12 @@ fn check_record_count(doc: &Value, report: &mut Report) {
     if settings["disabled"] == true || !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
         return;
     }
-    let size = SIZE_VARIABLES.iter().find_map(|&v| {
-        let n = std::env::var(v).ok()?.trim().parse::<u32>().ok().filter(|&n| n > 0)?;
-        Some((v, n))
-    });
-    let sample = settings["output_ranks"].as_str().and_then(|t| t.parse::<OutputRanks>().ok());
+    // The number of ranks as libaar.so takes it (its self-check asks its own rules).
+    let size = doc["job_ranks"]["ranks"]
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .map(|n| (doc["job_ranks"]["from"].as_str().unwrap_or("the launcher"), n));
+    let sample = settings["output_ranks"].as_str().and_then(|t| t.parse::<RankSet>().ok());
     let ab = settings["ab"].is_string();
     let per_rank: u64 = if ab { 2 } else { 1 };
     let writers = size.map(|(_, n)| sample.as_ref().map_or(n, |s| s.count_below(n)));

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 pub mod folder;
+pub mod ranks;
 
 /// The format (and version) of an iteration record.
 pub const FORMAT: &str = "aar-iterations/1";

@@ -584,7 +584,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     // The ranks that write records: AAR_OUTPUT_RANKS, as the summary records give it, may name a
     // sample. Those it leaves out wrote none by design (the headline and the notes say what the
     // times are then); a rank it names without usable rows is missing.
-    let sample = e.output_ranks.as_deref().and_then(|t| t.parse::<super::output_ranks::OutputRanks>().ok());
+    let sample = e.output_ranks.as_deref().and_then(|t| t.parse::<aar_record::ranks::RankSet>().ok());
     if let Some(n) = e.header.nranks {
         let have: std::collections::HashSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
         let writers = sample.as_ref().map_or(n, |s| s.count_below(n));

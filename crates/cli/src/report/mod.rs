@@ -17,7 +17,6 @@ mod health;
 mod html;
 mod jobs;
 mod output;
-pub(crate) mod output_ranks;
 pub(crate) mod plot;
 mod read;
 
