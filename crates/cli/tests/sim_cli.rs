@@ -6,6 +6,7 @@ use aar_sim::experiment::{arm_schedule, AbOrder, PolicySpec};
 use aar_sim::record::aar_record::{Clock, Iteration, Reader, Source, FORMAT, ITERATIONS_SUFFIX};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn aar() -> Command {
     Command::new(env!("CARGO_BIN_EXE_aar"))
@@ -1010,15 +1011,7 @@ fn a_long_run_says_what_it_takes_before_it_starts() {
 
 #[test]
 fn a_run_that_would_not_fit_in_memory_is_refused_before_it_starts() {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let kb: f64 = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .unwrap()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
+    let kb = available_kb();
     if kb > 64e6 {
         eprintln!("skipped: {kb} kB available would take an alltoall too large to count quickly");
         return;
@@ -1036,4 +1029,87 @@ fn a_run_that_would_not_fit_in_memory_is_refused_before_it_starts() {
         "{err}"
     );
     assert!(out.is_empty());
+}
+
+/// The machine's MemAvailable, kB.
+fn available_kb() -> f64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let line = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:")).unwrap();
+    line.trim_end_matches("kB").trim().parse().unwrap()
+}
+
+#[test]
+fn a_large_synthetic_run_says_what_it_takes_before_it_starts() {
+    // 100 groups at 0.9: 38,400 nodes inject 0.18 packets a cycle each, 4,096 cycles of which the
+    // memory grows with, at 150 bytes a packet. The note comes before the run, which is not
+    // waited for.
+    for (threads, memory, at_once) in [("1", "4.2 GB", ""), ("2", "8.5 GB", ", 2 runs at once")] {
+        let (_, line) =
+            first_line(&["synth", "--groups", "100", "--loads", "0.5,0.9", "--mode", "UGAL"], threads, true);
+        let note = format!(
+            "aar: --groups 100 --loads 0.9 --warmup 2000 --measure 5000: at least 48384000 packets (48 s to 16 min \
+             of one core at 50,000 to 1,000,000 packets a second) and at least {memory} of memory (38400 nodes, \
+             28311552 packets in the first 4096 NIC cycles{at_once}); "
+        );
+        assert!(line.starts_with(&note), "{threads} threads: {line}");
+    }
+    let (code, _, err) = sim(&["synth", "--groups", "2", "--loads", "0.9", "--measure", "500"]);
+    assert_eq!(code, Some(0));
+    assert!(err.is_empty(), "a short run says nothing: {err}");
+}
+
+#[test]
+fn a_synthetic_run_that_would_not_fit_in_memory_is_refused_before_it_starts() {
+    // at load 1 a node of Aries injects 0.2 packets a cycle: 4,096 cycles of 150 bytes each
+    let per_node = 0.2 * 4096.0 * 150.0;
+    let groups = (available_kb() * 1024.0 * 1.5 / per_node / 384.0).ceil() as u32;
+    if groups > 961 {
+        eprintln!("skipped: more memory available than the largest Aries network takes");
+        return;
+    }
+    let groups = groups.to_string();
+    let args = ["synth", "--groups", &groups, "--loads", "1", "--warmup", "0", "--measure", "4096"];
+    let (code, err) = first_line(&args, "1", false);
+    assert_eq!(code, Some(2), "{err}");
+    let said = format!("aar: --groups {groups} --loads 1 --warmup 0 --measure 4096: ");
+    assert!(
+        err.starts_with(&said)
+            && err.contains("this machine has available, so nothing was run: give fewer --groups or lower --loads"),
+        "{err}"
+    );
+}
+
+/// `aar sim ARGS` on `threads` threads (RAYON_NUM_THREADS): its exit status and the first line of
+/// its stderr. It is killed once that line is read if `stop`, and after 20 s if it has said
+/// nothing by then: what it should have said before it started would have bounded a run that
+/// goes on for minutes and takes gigabytes.
+fn first_line(args: &[&str], threads: &str, stop: bool) -> (Option<i32>, String) {
+    let mut child = aar()
+        .arg("sim")
+        .args(args)
+        .env("RAYON_NUM_THREADS", threads)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let child = std::sync::Arc::new(std::sync::Mutex::new(child));
+    let (said, heard) = std::sync::mpsc::channel::<()>();
+    let watchdog = {
+        let child = child.clone();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = heard.recv_timeout(Duration::from_secs(20)) {
+                let _ = child.lock().unwrap().kill();
+            }
+        })
+    };
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).unwrap();
+    if stop {
+        let _ = child.lock().unwrap().kill();
+    }
+    drop(said);
+    watchdog.join().unwrap();
+    let status = child.lock().unwrap().wait().unwrap();
+    (status.code(), line)
 }

@@ -11,6 +11,7 @@ pub mod experiment;
 pub mod net;
 pub mod paper;
 pub mod parallel;
+pub mod progress;
 pub mod record;
 pub mod rng;
 pub mod simulation;

@@ -418,7 +418,7 @@ pub fn measure_background(spec: &ExperimentSpec, window_ns: f64) -> BackgroundRe
 pub fn run(suite: &Suite) -> PaperReport {
     let wall = Instant::now();
     let specs = suite.runs();
-    let results = run_all(&specs, "paper suite", |(c, s)| run_case(&suite.cases[*c], s));
+    let results = run_all(&specs, "sim paper", |(c, s), done| run_case(&suite.cases[*c], s, done));
     let background = measure_background(&suite.spec(&suite.cases[0], 1, ARMS[0]), BACKGROUND_WINDOW_NS);
     let mut routers = std::collections::BTreeSet::new();
     let mut groups = std::collections::BTreeSet::new();
@@ -451,8 +451,8 @@ pub fn run(suite: &Suite) -> PaperReport {
     report
 }
 
-fn run_case(case: &Case, spec: &ExperimentSpec) -> ExperimentResult {
-    crate::simulation::run_experiment(spec, &case.label())
+fn run_case(case: &Case, spec: &ExperimentSpec, done: &dyn Fn(f64)) -> ExperimentResult {
+    crate::simulation::run_experiment_told(spec, &case.label(), done)
 }
 
 fn case_report(case: &Case, runs: &[&ExperimentResult]) -> CaseReport {

@@ -4,6 +4,7 @@
 use crate::config::{Mode, NetConfig};
 use crate::error::{ParseError, SpecError};
 use crate::net::Net;
+use crate::simulation::Watch;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::time::Instant;
@@ -71,7 +72,50 @@ pub struct SynthResult {
     pub wall_s: f64,
 }
 
+/// What a synthetic run makes the simulator do and keep ([`SynthParams::work`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SynthWork {
+    /// packets the nodes make, on average: every node draws one with probability load / packet
+    /// flits each NIC cycle of warm-up and measurement (all injected unless the network
+    /// saturates: its source queues then keep the rest)
+    pub packets: u64,
+    /// of those, the packets of the first [`SynthWork::MEMORY_CYCLES`] NIC cycles, which the
+    /// memory grows with
+    pub early_packets: u64,
+}
+
+impl SynthWork {
+    /// Memory per packet injected in the first [`SynthWork::MEMORY_CYCLES`] NIC cycles, at least
+    /// (the events, queues and packets in flight it makes). Measured as the peak resident size
+    /// of one run: it grows with the cycles until the event calendar has turned once (about 3,000
+    /// to 4,000 cycles), then stays unless the network is saturated (its queues then grow):
+    /// Aries at load 0.9, 165 to 300 bytes a packet of that window from 2 to 16 groups, Kim et
+    /// al.'s k=4 network 290, less than that with few packets (an idle network's own state).
+    pub const BYTES_PER_PACKET: u64 = 150;
+    /// The NIC cycles the memory grows with ([`SynthWork::BYTES_PER_PACKET`]).
+    pub const MEMORY_CYCLES: u64 = 4096;
+
+    /// The memory the run takes at least, bytes ([`SynthWork::BYTES_PER_PACKET`]).
+    pub fn memory(&self) -> u64 {
+        self.early_packets.saturating_mul(Self::BYTES_PER_PACKET)
+    }
+}
+
 impl SynthParams {
+    /// The probability that a node injects a packet in a NIC cycle: the load (flits per cycle)
+    /// over the flits of a packet.
+    fn injection(&self, cfg: &NetConfig) -> f64 {
+        (self.load / f64::from(cfg.raw_packet_flits)).min(1.0)
+    }
+
+    /// The run's work ([`SynthWork`]) on a network of `nodes` nodes.
+    pub fn work(&self, cfg: &NetConfig, nodes: u32) -> SynthWork {
+        let per_cycle = f64::from(nodes) * self.injection(cfg);
+        let cycles = self.warmup.saturating_add(self.measure);
+        let packets = |cycles: u64| (per_cycle * cycles as f64) as u64;
+        SynthWork { packets: packets(cycles), early_packets: packets(cycles.min(SynthWork::MEMORY_CYCLES)) }
+    }
+
     /// Refuses a pattern the network cannot carry as described: worst-case traffic on one group
     /// would be traffic inside the group under another name.
     pub fn check(&self, cfg: &NetConfig) -> Result<(), SpecError> {
@@ -85,12 +129,16 @@ impl SynthParams {
 
 /// Run open-loop synthetic traffic on `cfg`.
 pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
+    run_synthetic_told(cfg, sp, &|_| {})
+}
+
+/// [`run_synthetic`], telling `done` the fraction of its NIC cycles simulated as it goes.
+pub fn run_synthetic_told(cfg: &NetConfig, sp: &SynthParams, done: &dyn Fn(f64)) -> SynthResult {
     let wall = Instant::now();
     let mut net = Net::new(cfg.clone(), sp.seed);
     let n = net.topo.n_nodes;
     let cyc = cfg.nic_cycle;
-    let l = cfg.raw_packet_flits as f64;
-    let prob = (sp.load / l).min(1.0);
+    let prob = sp.injection(cfg);
     let end = (sp.warmup + sp.measure) * cyc;
     net.raw.win_start = sp.warmup * cyc;
     net.raw.win_end = end;
@@ -101,8 +149,13 @@ pub fn run_synthetic(cfg: &NetConfig, sp: &SynthParams) -> SynthResult {
             net.schedule_user(t, node, 0);
         }
     }
+    let mut next_report = Watch::EVENTS;
     while let Some((node, _)) = net.step(end) {
         debug_assert!(node != crate::net::NOTES);
+        if net.totals.events >= next_report {
+            next_report = net.totals.events + Watch::EVENTS;
+            done(net.now as f64 / end.max(1) as f64);
+        }
         let dst = match sp.pattern {
             Pattern::Uniform => {
                 let d = net.rng.below(n - 1);

@@ -225,7 +225,7 @@ router (BookSim2 `ugal_dragonflynew` rule: minimal iff q_min <= 2 q_nonmin + 30 
         }
     }
     let kcfg = NetConfig::booksim_k4();
-    let res: Vec<SynthResult> = run_all(&runs, "kim", |r| {
+    let res: Vec<SynthResult> = run_all(&runs, "sim validate (Kim et al.)", |r, _| {
         run_synthetic(
             &kcfg,
             &SynthParams { load: r.load, pattern: r.pattern, mode: r.mode, warmup: warm, measure: meas, seed: 7 },
@@ -423,7 +423,8 @@ routing choice). Statistics over all iterations of all seeds: median, 95% CI of 
             });
         }
     }
-    let results: Vec<ExperimentResult> = run_all(&scs, "sc19", |s| run_experiment(&s.spec, &s.label));
+    let results: Vec<ExperimentResult> =
+        run_all(&scs, "sim validate (SC'19)", |s, _| run_experiment(&s.spec, &s.label));
     let pool = |label: &str, arm: &str| -> Vec<f64> {
         results.iter().filter(|r| r.label == label).flat_map(|r| r.times(arm)).collect()
     };

@@ -156,6 +156,6 @@ fn every_policy_runs_alone_and_the_runs_of_a_seed_meet_the_same_machine() {
 #[test]
 fn parallel_runs_keep_the_input_order() {
     let items: Vec<u64> = (0..200).collect();
-    let out = aar_sim::parallel::run_all(&items, "test", |&i| (i, (0..i * 1000).fold(0u64, |a, x| a ^ x)));
+    let out = aar_sim::parallel::run_all(&items, "test", |&i, _| (i, (0..i * 1000).fold(0u64, |a, x| a ^ x)));
     assert_eq!(out.iter().map(|r| r.0).collect::<Vec<_>>(), items);
 }

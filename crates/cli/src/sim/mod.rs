@@ -9,14 +9,14 @@ use aar_sim::config::Mode;
 use aar_sim::error::ParseError;
 use aar_sim::experiment::{ExperimentSpec, Load, Seed};
 use aar_sim::parallel::run_all;
-use aar_sim::simulation::{run_experiment, Simulation, Watch};
-use aar_sim::synthetic::{run_synthetic, Pattern, SynthParams};
-use aar_sim::ByteSize;
+use aar_sim::progress::{duration, Watcher};
+use aar_sim::simulation::{run_experiment_told, Simulation, Watch};
+use aar_sim::synthetic::{run_synthetic_told, Pattern, SynthParams, SynthWork};
+use aar_sim::validate::fmt_ns;
+use aar_sim::{ByteSize, Topology};
 use clap::{Args, Subcommand};
 use options::{whole, ExpOpts, NetOpts};
-use output::{
-    distinct_files, duration, prepare_dir, prepare_file, summary_cells, write_atomic, write_records, Watcher,
-};
+use output::{distinct_files, prepare_dir, prepare_file, summary_cells, write_atomic, write_records};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -218,10 +218,20 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 None => "; --max-packets N stops the run after N packets, keeping the iterations done",
                 Some(_) => "",
             };
-            weigh(&spec, 1, bound)?;
+            weigh(&Weight::run(&spec), 1, bound)?;
             let mut watcher = Watcher::new("sim run");
+            let mut progress = |p: &aar_sim::simulation::Progress| {
+                let status = format!(
+                    "{}/{} iterations, {} packets, {} simulated",
+                    p.iterations_done,
+                    p.iterations,
+                    p.packets,
+                    fmt_ns(p.sim_time_ns)
+                );
+                watcher.update(p.done(), &status);
+            };
             let r = Simulation::build(&spec)
-                .run_watched(spec.workload.name(), Watch { max_packets, progress: &mut |p| watcher.update(p) });
+                .run_watched(spec.workload.name(), Watch { max_packets, progress: &mut progress });
             watcher.finish();
             say!(
                 "{} on {} ({} ranks, {}), {} packets, {} simulated in {:.2} s",
@@ -230,7 +240,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 spec.ranks,
                 spec.placement.form(),
                 r.packets,
-                aar_sim::validate::fmt_ns(r.sim_time_ns),
+                fmt_ns(r.sim_time_ns),
                 r.wall_s
             );
             if spec.background != aar_sim::experiment::Background::None {
@@ -314,7 +324,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             let runs_at_once = (seeds * workloads.len() as u64).min(rayon::current_num_threads() as u64);
             let mut largest = base.clone();
             largest.workload = workloads.iter().max_by_key(|w| w.bytes()).cloned().unwrap_or(base.workload.clone());
-            weigh(&largest, runs_at_once, "")?;
+            weigh(&Weight::run(&largest), runs_at_once, "")?;
             let mut specs = Vec::new();
             for w in &workloads {
                 for seed in (0..seeds).map(|i| first + i) {
@@ -324,7 +334,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                     specs.push(s);
                 }
             }
-            let results = run_all(&specs, "sweep", |s| run_experiment(s, &s.workload.name()));
+            let results = run_all(&specs, "sim sweep", |s, done| run_experiment_told(s, &s.workload.name(), done));
             say!("| workload | policy | samples | median | 95% CI of median | QCD |\n|---|---|---:|---:|---|---:|");
             let mut labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
             labels.dedup();
@@ -360,7 +370,26 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                     runs.push(run);
                 }
             }
-            let res = run_all(&runs, "synth", |p| run_synthetic(&cfg, p));
+            // the largest load at once on every core (or on as many as there are runs)
+            let runs_at_once = (runs.len() as u64).min(rayon::current_num_threads() as u64);
+            if let Some(largest) = runs.iter().max_by(|a, b| a.load.total_cmp(&b.load)) {
+                let nodes = Topology::new(cfg.topo.clone()).n_nodes;
+                let work = largest.work(&cfg, nodes);
+                let weight = Weight {
+                    inputs: format!("{} --loads {} --warmup {warmup} --measure {measure}", net.shape(), largest.load),
+                    packets: work.packets,
+                    whose: "",
+                    memory: work.memory(),
+                    holds: format!(
+                        "{nodes} nodes, {} packets in the first {} NIC cycles",
+                        work.early_packets,
+                        SynthWork::MEMORY_CYCLES.min(warmup + measure)
+                    ),
+                    less: "fewer --groups or lower --loads",
+                };
+                weigh(&weight, runs_at_once, "; fewer --warmup and --measure cycles take less time")?;
+            }
+            let res = run_all(&runs, "sim synth", |p, done| run_synthetic_told(&cfg, p, done));
             say!("{} {}\n| mode | offered | accepted | mean latency (NIC cycles) | avg hops | non-minimal |\n|---|---:|---:|---:|---:|---:|", cfg.topo.describe(), pattern.name());
             let mut unmeasured = false;
             for (p, r) in runs.iter().zip(&res) {
@@ -411,31 +440,66 @@ const LONG_PACKETS: u64 = 100_000_000;
 /// The memory from which a run says what it takes.
 const LARGE_MEMORY: u64 = 1 << 30;
 
-/// Weighs the measured job's work ([`aar_sim::experiment::Work`]) before running `runs_at_once`
-/// runs of it at once: refuses one whose memory would exceed what the machine has available, and
-/// says on stderr what a long or large one takes, and `bound`: how to bound it, if the command can.
-fn weigh(spec: &ExperimentSpec, runs_at_once: u64, bound: &str) -> Result<(), String> {
-    let work = spec.work();
-    let memory = work.memory().saturating_mul(runs_at_once);
-    let inputs = format!("--workload {} --ranks {} --iterations {}", spec.workload.form(), spec.ranks, spec.iterations);
+/// What a command is about to run, as [`weigh`] says it: the inputs that decide it and its work.
+struct Weight {
+    /// the options that decide the work, as written (`--workload alltoall:8 --ranks 4096 --iterations 10`)
+    inputs: String,
+    /// packets of one run, at least
+    packets: u64,
+    /// whose packets they are, before the time they take ("the job's own, before any background: ")
+    whose: &'static str,
+    /// memory of one run, at least, bytes
+    memory: u64,
+    /// what takes the memory ("16773120 messages an iteration and 40960 rows of records")
+    holds: String,
+    /// which inputs to give to take less memory
+    less: &'static str,
+}
+
+impl Weight {
+    /// The measured job's work ([`aar_sim::experiment::Work`]).
+    fn run(spec: &ExperimentSpec) -> Weight {
+        let work = spec.work();
+        Weight {
+            inputs: format!(
+                "--workload {} --ranks {} --iterations {}",
+                spec.workload.form(),
+                spec.ranks,
+                spec.iterations
+            ),
+            packets: work.packets,
+            whose: "the job's own, before any background: ",
+            memory: work.memory(),
+            holds: format!("{} messages an iteration and {} rows of records", work.messages, work.rows),
+            less: "fewer --ranks or a workload with fewer messages",
+        }
+    }
+}
+
+/// Weighs `w` before running `runs_at_once` runs of it at once: refuses one whose memory would
+/// exceed what the machine has available, and says on stderr what a long or large one takes, and
+/// `bound`: how to bound it, if the command can.
+fn weigh(w: &Weight, runs_at_once: u64, bound: &str) -> Result<(), String> {
+    let memory = w.memory.saturating_mul(runs_at_once);
     let at_once = if runs_at_once > 1 { format!(", {runs_at_once} runs at once") } else { String::new() };
-    let what = format!("{} messages an iteration and {} rows of records{at_once}", work.messages, work.rows);
+    let (inputs, what) = (&w.inputs, format!("{}{at_once}", w.holds));
     if let Some(available) = available_memory().filter(|&a| memory > a) {
         let fewer = if runs_at_once > 1 { ", fewer runs at once (RAYON_NUM_THREADS=1)" } else { "" };
         return Err(format!(
             "{inputs}: {what} take at least {} of memory, more than the {} this machine has available, so nothing \
-             was run: give fewer --ranks or a workload with fewer messages{fewer}, or run it on a machine with more \
-             memory",
+             was run: give {}{fewer}, or run it on a machine with more memory",
             gigabytes(memory),
-            gigabytes(available)
+            gigabytes(available),
+            w.less
         ));
     }
-    if work.packets >= LONG_PACKETS || memory >= LARGE_MEMORY {
-        let (fast, slow) = (work.packets / 1_000_000, work.packets / 50_000);
+    if w.packets >= LONG_PACKETS || memory >= LARGE_MEMORY {
+        let (fast, slow) = (w.packets / 1_000_000, w.packets / 50_000);
         eprintln!(
-            "aar: {inputs}: at least {} packets (the job's own, before any background: {} to {} of one core at \
-             50,000 to 1,000,000 packets a second) and at least {} of memory ({what}){bound}",
-            work.packets,
+            "aar: {inputs}: at least {} packets ({}{} to {} of one core at 50,000 to 1,000,000 packets a second) and \
+             at least {} of memory ({what}){bound}",
+            w.packets,
+            w.whose,
             duration(Duration::from_secs(fast)),
             duration(Duration::from_secs(slow)),
             gigabytes(memory)

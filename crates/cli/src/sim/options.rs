@@ -62,7 +62,7 @@ pub struct NetOpts {
 
 impl NetOpts {
     /// The options that give the network's shape, as written: `--kim P,A,H,G` or `--groups N`.
-    fn shape(&self) -> String {
+    pub fn shape(&self) -> String {
         match self.kim {
             Some(k) => format!("--kim {},{},{},{}", k.p, k.a, k.h, k.g),
             None => format!("--groups {}", self.groups),

@@ -2,15 +2,12 @@
 //! file in its folder that is renamed when complete, and the tables it prints.
 
 use aar_sim::experiment::ExperimentResult;
-use aar_sim::simulation::Progress;
 use aar_sim::validate::fmt_ns;
 use aar_stats::summarize;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 /// Writes `path` whole or not at all: the text goes to `NAME.XXXXXX.partial` beside it, which is
 /// renamed to `path` once written (readable by others as `std::fs::write` would make it).
@@ -140,118 +137,4 @@ pub fn summary_cells(times: &[f64]) -> String {
     }
     let s = summarize(times);
     format!("{} | {} | [{}, {}] | {:.4}", s.n, fmt_ns(s.median), fmt_ns(s.ci_lo), fmt_ns(s.ci_hi), s.qcd)
-}
-
-/// How long a run has been going on stderr: a bar redrawn in place on a terminal; elsewhere (a
-/// batch job's log) one line a minute, nothing for a run shorter than that.
-pub struct Watcher {
-    what: &'static str,
-    start: Instant,
-    last_line: Instant,
-    bar: Option<ProgressBar>,
-}
-
-impl Watcher {
-    /// Lines elsewhere than on a terminal, one per this many seconds.
-    const LINE_S: u64 = 60;
-
-    /// `what` names the command in its lines (`aar sim run`).
-    pub fn new(what: &'static str) -> Self {
-        let now = Instant::now();
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template("aar: {prefix} [{elapsed_precise}] {bar:30} {msg}") {
-                b.set_style(style.progress_chars("=> "));
-            }
-            b.set_prefix(what);
-            b
-        });
-        Watcher { what, start: now, last_line: now, bar }
-    }
-
-    /// Shows `p`: the bar on a terminal, else a line when a minute has passed since the last.
-    pub fn update(&mut self, p: &Progress) {
-        let now = Instant::now();
-        match &self.bar {
-            Some(b) => {
-                b.set_length(p.iterations.into());
-                b.set_position(p.iterations_done.into());
-                b.set_message(self.status(p, now));
-            }
-            None => {
-                if let Some(line) = self.line(p, now) {
-                    eprintln!("{line}");
-                }
-            }
-        }
-    }
-
-    /// The line to print at `now`, if a minute has passed since the last (or since the start).
-    fn line(&mut self, p: &Progress, now: Instant) -> Option<String> {
-        if now.duration_since(self.last_line).as_secs() < Self::LINE_S {
-            return None;
-        }
-        self.last_line = now;
-        let after = Duration::from_secs(now.duration_since(self.start).as_secs());
-        Some(format!("aar: {} after {}: {}", self.what, duration(after), self.status(p, now)))
-    }
-
-    /// Iterations done, packets, simulated time and, once an iteration is done, the time left at
-    /// the pace of the ones done.
-    fn status(&self, p: &Progress, now: Instant) -> String {
-        let mut s = format!(
-            "{}/{} iterations, {} packets, {} simulated",
-            p.iterations_done,
-            p.iterations,
-            p.packets,
-            fmt_ns(p.sim_time_ns)
-        );
-        if p.iterations_done > 0 && p.iterations_done < p.iterations {
-            let each = now.duration_since(self.start).as_secs_f64() / f64::from(p.iterations_done);
-            let left = each * f64::from(p.iterations - p.iterations_done);
-            s.push_str(&format!(", about {} left", duration(Duration::from_secs_f64(left))));
-        }
-        s
-    }
-
-    /// Clears the bar (a terminal keeps what the command prints after it).
-    pub fn finish(self) {
-        if let Some(b) = self.bar {
-            b.finish_and_clear();
-        }
-    }
-}
-
-/// A duration as a person reads it: `45 s`, `12 min`, `3.5 h`.
-pub fn duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 100.0 {
-        format!("{s:.0} s")
-    } else if s < 6000.0 {
-        format!("{:.0} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_line_a_minute_away_from_a_terminal_with_the_time_left() {
-        let mut w = Watcher { what: "aar sim run", start: Instant::now(), last_line: Instant::now(), bar: None };
-        let p = Progress { events: 1, packets: 1234, sim_time_ns: 45_600.0, iterations_done: 2, iterations: 10 };
-        let at = |s| w.start + Duration::from_secs(s);
-        let (t59, t61, t62, t121) = (at(59), at(61), at(62), at(121));
-        assert_eq!(w.line(&p, t59), None, "nothing in the first minute");
-        assert_eq!(
-            w.line(&p, t61).as_deref(),
-            Some("aar: aar sim run after 61 s: 2/10 iterations, 1234 packets, 45.60 us simulated, about 4 min left")
-        );
-        assert_eq!(w.line(&p, t62), None, "then one a minute");
-        assert!(w.line(&p, t121).is_some());
-        let first = Progress { iterations_done: 0, ..p };
-        assert!(!w.status(&first, t121).contains("left"), "no pace before an iteration is done");
-    }
 }

@@ -60,6 +60,13 @@ pub fn run_experiment(spec: &ExperimentSpec, label: &str) -> ExperimentResult {
     Simulation::build(spec).run(label.to_string())
 }
 
+/// [`run_experiment`], telling `done` the fraction of the run done as it goes
+/// ([`Progress::done`]), as runs in parallel are told ([`crate::parallel::run_all`]).
+pub fn run_experiment_told(spec: &ExperimentSpec, label: &str, done: &dyn Fn(f64)) -> ExperimentResult {
+    let watch = Watch { max_packets: None, progress: &mut |p| done(p.done()) };
+    Simulation::build(spec).run_watched(label.to_string(), watch)
+}
+
 /// How far a run has come ([`Watch::progress`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Progress {
@@ -70,6 +77,13 @@ pub struct Progress {
     /// iterations (warm-up included) every rank of the measured job has completed, of `iterations`
     pub iterations_done: u32,
     pub iterations: u32,
+}
+
+impl Progress {
+    /// The fraction of the run done: its iterations every rank has completed.
+    pub fn done(&self) -> f64 {
+        f64::from(self.iterations_done) / f64::from(self.iterations.max(1))
+    }
 }
 
 /// What a run is bounded by and told as it goes ([`Simulation::run_watched`]).
