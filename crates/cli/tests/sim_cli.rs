@@ -229,8 +229,7 @@ fn sim(args: &[&str]) -> (Option<i32>, String, String) {
 }
 
 /// A small experiment's options: one group, two ranks on one router, one iteration.
-const SMALL: [&str; 10] =
-    ["--groups", "1", "--placement", "same-blade", "--ranks", "2", "--iterations", "1", "--background-nodes", "2"];
+const SMALL: [&str; 8] = ["--groups", "1", "--placement", "same-blade", "--ranks", "2", "--iterations", "1"];
 
 /// The same with a background that can run as described: worst-case traffic needs a second group
 /// in its scope (`--background-global`), the congestors 6 background nodes.
@@ -1112,4 +1111,40 @@ fn first_line(args: &[&str], threads: &str, stop: bool) -> (Option<i32>, String)
     watchdog.join().unwrap();
     let status = child.lock().unwrap().wait().unwrap();
     (status.code(), line)
+}
+
+#[test]
+fn an_option_that_needs_another_says_it_has_no_effect_without_it() {
+    let small = ["--groups", "1", "--placement", "same-blade", "--ranks", "2", "--iterations", "2"];
+    let no_background = "there is no background (--background none), so";
+    for (args, said) in [
+        (vec!["--background-nodes", "99999999"], "aar: --background-nodes 99999999: "),
+        (vec!["--background-global"], "aar: --background-global: "),
+        (vec!["--background-global", "--background-nodes", "4"], "aar: --background-nodes 4 --background-global: "),
+        (vec!["--order", "shuffled:3"], "aar: --order shuffled:3: one policy (--policy auto) runs in every iteration"),
+    ] {
+        for cmd in ["run", "sweep"] {
+            let args = [&[cmd][..], &small[..], &args[..], &["--seeds", "2"][usize::from(cmd == "run") * 2..]].concat();
+            let (code, _, err) = sim(&args);
+            assert_eq!(code, Some(0), "{args:?}: {err}");
+            assert!(err.starts_with(said) && err.contains("no effect"), "{args:?}: {err}");
+            assert_eq!(err.matches("no effect").count(), 1, "said once: {err}");
+            if said.contains("background") {
+                assert!(err.contains(no_background) && err.contains("give --background too"), "{err}");
+            } else {
+                assert!(err.contains("give two or more policies"), "{err}");
+            }
+        }
+    }
+    // with what they need, or at their defaults, nothing is said
+    for args in [
+        vec![],
+        vec!["--background", "uniform:0.3", "--background-nodes", "8", "--background-global"],
+        vec!["--order", "shuffled:3", "--policy", "auto,ADAPTIVE0"],
+    ] {
+        let args = [&["run"][..], &small[..], &args[..]].concat();
+        let (code, _, err) = sim(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(!err.contains("no effect"), "{args:?}: {err}");
+    }
 }

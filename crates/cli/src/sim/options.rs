@@ -20,6 +20,9 @@ const MAX_ITERATIONS: u32 = 100_000;
 /// about 2 GB, per run of a sweep's parallel runs.
 const MAX_RANK_ITERATIONS: u64 = 4_000_000;
 
+/// Background nodes without --background-nodes.
+const BACKGROUND_NODES: u32 = 32;
+
 /// The parser of a whole-number option of `lo..=hi`. A negative number reaches it (the options
 /// take one as a value, `allow_negative_numbers`, rather than as an unknown option), and it and
 /// one too large for any type are refused, as clap shows it, naming the option and the range.
@@ -102,13 +105,14 @@ pub struct ExpOpts {
     placement: Placement,
     #[arg(long, default_value = "auto", value_delimiter = ',', help = help::policy())]
     policy: Vec<PolicySpec>,
+    // no default_value: an order given with one policy is said to have no effect
     #[arg(
         long,
-        default_value = "round-robin",
-        help = "which policy runs in which iteration: round-robin, or \
-        shuffled[:SEED] (randomized blocks, each holding every policy once), the A/B schedule of libaar.so (AAR_AB_ORDER)"
+        help = "which policy runs in which iteration, with two or more policies: round-robin, or \
+        shuffled[:SEED] (randomized blocks, each holding every policy once), the A/B schedule of libaar.so (AAR_AB_ORDER) \
+        [default: round-robin]"
     )]
-    order: AbOrder,
+    order: Option<AbOrder>,
     /// iterations measured (each keeps about 0.5 KB per rank until the end: at most 100000, and
     /// ranks x iterations at most 4000000)
     #[arg(
@@ -137,10 +141,17 @@ pub struct ExpOpts {
     synchronized_iterations: bool,
     #[arg(long, default_value = "none", help = help::background(), allow_negative_numbers = true)]
     background: Background,
-    /// nodes that generate background traffic
-    #[arg(long, default_value_t = 32, value_parser = count(), allow_negative_numbers = true)]
-    background_nodes: u32,
-    /// background anywhere in the machine instead of only in the measured job's groups
+    // no default_value: nodes given without a background are said to have no effect
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = count(),
+        allow_negative_numbers = true,
+        help = format!("nodes that generate the traffic of --background [default: {BACKGROUND_NODES}]")
+    )]
+    background_nodes: Option<u32>,
+    /// the traffic of --background anywhere in the machine instead of only in the measured job's
+    /// groups
     #[arg(long)]
     background_global: bool,
     /// the run's random numbers (scattered placement, background, routing): a whole number from 0 to
@@ -153,13 +164,14 @@ impl ExpOpts {
     pub fn spec(&self) -> Result<ExperimentSpec, String> {
         let mut s = ExperimentSpec::new(self.net.config()?, self.workload.clone(), self.ranks, self.placement);
         s.arms = self.policy.clone();
-        s.order = self.order;
+        s.order = self.order.unwrap_or(s.order);
         s.iterations = self.iterations;
         s.warmup_iterations = self.warmup_iterations;
         s.window_decisions = self.window;
         s.synchronized_iterations = self.synchronized_iterations;
         s.background = self.background.clone();
-        s.background_nodes = self.background_nodes;
+        s.background_nodes = self.background_nodes.unwrap_or(BACKGROUND_NODES);
+        let background_nodes = s.background_nodes;
         s.background_local = !self.background_global;
         s.seed = self.seed.0;
         s.ranks_per_node = self.ranks_per_node.0;
@@ -184,12 +196,11 @@ impl ExpOpts {
                 self.placement.form()
             ),
             SpecError::TooFewBackgroundNodes { .. } => {
-                format!("--background {} --background-nodes {}: {e}", self.background.form(), self.background_nodes)
+                format!("--background {} --background-nodes {background_nodes}: {e}", self.background.form())
             }
             SpecError::BackgroundOutOfReach { job_groups, .. } => format!(
-                "--background {} --background-nodes {}: {e}{}",
+                "--background {} --background-nodes {background_nodes}: {e}{}",
                 self.background.form(),
-                self.background_nodes,
                 if job_groups.is_some() { " (--background-global)" } else { "" }
             ),
             SpecError::RankNodes { .. } => e.to_string(),
@@ -199,7 +210,7 @@ impl ExpOpts {
                 self.iterations,
                 self.warmup_iterations,
                 self.policy.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
-                self.order
+                s.order
             ),
             SpecError::Topology(_) => e.to_string(),
         })?;
@@ -213,6 +224,7 @@ impl ExpOpts {
                 MAX_RANK_ITERATIONS / u64::from(self.ranks)
             ));
         }
+        self.say_unused(&s);
         if matches!(s.workload, Workload::PingPong { .. }) && s.ranks > 2 {
             // The other ranks' nodes are still placed: a larger job spreads the two further.
             let others = s.ranks - 2;
@@ -225,6 +237,34 @@ impl ExpOpts {
             );
         }
         Ok(s)
+    }
+
+    /// Says on stderr which options given have no effect without another one, and what to add.
+    fn say_unused(&self, s: &ExperimentSpec) {
+        if s.background == Background::None {
+            let given: Vec<String> = [
+                self.background_nodes.map(|n| format!("--background-nodes {n}")),
+                self.background_global.then(|| "--background-global".into()),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !given.is_empty() {
+                eprintln!(
+                    "aar: {}: there is no background (--background none), so {} no effect; give --background too \
+                     (e.g. --background uniform:0.3) for background traffic",
+                    given.join(" "),
+                    if given.len() == 1 { "it has" } else { "they have" }
+                );
+            }
+        }
+        if let (Some(order), [arm]) = (self.order, &s.arms[..]) {
+            eprintln!(
+                "aar: --order {order}: one policy (--policy {}) runs in every iteration, so the order has no effect; \
+                 give two or more policies (e.g. --policy auto,ADAPTIVE0) to alternate them",
+                arm.name()
+            );
+        }
     }
 }
 
