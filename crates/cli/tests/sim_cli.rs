@@ -987,6 +987,7 @@ fn a_run_stopped_at_max_packets_says_so_and_keeps_the_iterations_every_rank_comp
     let (code, out, _) = sim(&[&args[..], &[none.to_str().unwrap(), "--max-packets", "1"]].concat());
     assert_eq!(code, Some(3));
     assert!(out.contains("| auto | 0 | - | - | -") && out.contains("no rank records written"), "{out}");
+    assert!(out.contains("non-minimal fraction of the job's request packets: - (no measured packet)"), "{out}");
     assert!(!none.exists() || files(&none, ITERATIONS_SUFFIX).is_empty());
     for d in [full_dir, dir, none] {
         let _ = std::fs::remove_dir_all(d);

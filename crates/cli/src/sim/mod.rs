@@ -264,7 +264,17 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 say!("| {arm} | {} |", summary_cells(&r.times(&arm)));
             }
             let per: Vec<String> = r.nonmin_by_mode.iter().map(|(m, f)| format!("{m} {f:.3}")).collect();
-            say!("non-minimal fraction of the job's request packets: {:.3} ({})", r.nonmin_fraction, per.join(", "));
+            // No mode carried a measured packet (a run stopped before its first measured
+            // iteration): no fraction to give.
+            if per.is_empty() {
+                say!("non-minimal fraction of the job's request packets: - (no measured packet)");
+            } else {
+                say!(
+                    "non-minimal fraction of the job's request packets: {:.3} ({})",
+                    r.nonmin_fraction,
+                    per.join(", ")
+                );
+            }
             let measured = r.iterations.len();
             if r.stopped {
                 let max = max_packets.unwrap_or_default();
