@@ -162,6 +162,9 @@ struct Record<'a> {
     host: String,
     pid: u32,
     rank: Option<u32>,
+    /// The job's number of ranks, as the launcher says ([`job::nranks`]; null when it does not):
+    /// with `settings.output_ranks`, `aar report` names the ranks whose record is missing.
+    nranks: Option<u32>,
     job_id: Option<String>,
     /// The job step ([`job::step`]): `aar report` sums a job's records per step.
     step: Option<String>,
@@ -400,6 +403,7 @@ fn write_outputs() {
             host: sys::hostname(),
             pid: sys::pid(),
             rank: job::rank(),
+            nranks: job::nranks(),
             job_id: job::job_id(),
             step: job::step(),
             restart: job::restart(),

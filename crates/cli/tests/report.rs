@@ -2165,20 +2165,8 @@ fn summaries_without_a_job_id_are_summed_per_program() {
 /// call the ranks left out missing; a rank the sample names without records is.
 #[test]
 fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
-    let lib = aar_testkit::libdir();
     let dir = aar_testkit::scratch("report-sample");
-    let prog = dir.join("iterations");
-    let st = Command::new("cc")
-        .args(["-O2", "-Wall", "-I"])
-        .arg(aar_testkit::root().join("cabi"))
-        .arg(aar_testkit::root().join("examples/iterations.c"))
-        .arg("-o")
-        .arg(&prog)
-        .arg(format!("-L{}", lib.display()))
-        .args(["-lugni", "-ldl", &format!("-Wl,-rpath,{}", lib.display())])
-        .status()
-        .unwrap();
-    assert!(st.success(), "compiling examples/iterations.c failed");
+    let prog = example(&dir, "iterations");
     let records = dir.join("records");
     std::fs::create_dir(&records).unwrap();
     let job = aar()
@@ -2229,5 +2217,81 @@ fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
         ) && !err.contains("AAR_OUTPUT_RANKS leaves out"),
         "{err}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An example program of examples/, compiled into `dir` against the emulated libugni.
+fn example(dir: &Path, name: &str) -> PathBuf {
+    let lib = aar_testkit::libdir();
+    let prog = dir.join(name);
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-I"])
+        .arg(aar_testkit::root().join("cabi"))
+        .arg(aar_testkit::root().join(format!("examples/{name}.c")))
+        .arg("-o")
+        .arg(&prog)
+        .arg(format!("-L{}", lib.display()))
+        .args(["-lugni", "-ldl", &format!("-Wl,-rpath,{}", lib.display())])
+        .status()
+        .unwrap();
+    assert!(st.success(), "compiling examples/{name}.c failed");
+    prog
+}
+
+/// A job of 8 ranks under real libaar.so without iterations (summary records only) whose records
+/// ranks 0 to 5 write (`AAR_OUTPUT_RANKS=0:5`): each record says the job's number of ranks, so the
+/// report says of how many ranks its records are, and names a rank of the sample whose record is
+/// missing, and only that one (not the ranks the sample leaves out).
+#[test]
+fn a_job_of_summary_records_names_the_ranks_whose_record_is_missing() {
+    let dir = aar_testkit::scratch("report-summaries-missing");
+    let prog = example(&dir, "smallmsg");
+    let records = dir.join("records");
+    std::fs::create_dir(&records).unwrap();
+    let job = aar()
+        .args(["run", "-n", "8"])
+        .arg(&prog)
+        .args(["--count", "200"])
+        .env("LD_PRELOAD", aar_testkit::libaar())
+        .env("AAR_PAPI_EVENTS", aar_testkit::sde_events_setting())
+        .env("AAR_OUTPUT_DIR", &records)
+        .env("AAR_OUTPUT_RANKS", "0:5")
+        .env("SLURM_JOB_ID", "4712")
+        .output()
+        .unwrap();
+    assert!(job.status.success(), "{}", stderr(&job));
+    let mut files: Vec<String> =
+        std::fs::read_dir(&records).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    files.sort();
+    assert_eq!(files.len(), 6, "summary records of ranks 0 to 5 only: {files:?}");
+    let rec: Value = serde_json::from_slice(&std::fs::read(records.join(&files[0])).unwrap()).unwrap();
+    assert_eq!((&rec["rank"], &rec["nranks"]), (&0.into(), &8.into()), "{rec}");
+
+    let o = run(&[records.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("missing"), "{err}");
+    assert!(
+        out.starts_with("job \"4712\": 6 summary records, ranks 0-5 (6 of 8 ranks, AAR_OUTPUT_RANKS=0:5) on 1 host;"),
+        "{out}"
+    );
+
+    // Rank 3's record gone: rank 3 is missing, and only rank 3.
+    std::fs::remove_file(records.join(files.iter().find(|f| f.starts_with("aar.4712.3.")).unwrap())).unwrap();
+    let o = run(&[records.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.starts_with("job \"4712\": 5 summary records, ranks 0-5 (5 of 8 ranks, AAR_OUTPUT_RANKS=0:5)"),
+        "{out}"
+    );
+    let said = "job \"4712\": the summary records say 8 ranks, of which AAR_OUTPUT_RANKS=0:5 names 6, but 5 ranks \
+                have a summary record (missing: 3); the sums are those of the ranks read. A missing rank's record \
+                would be aar.4712.3.<pid>.json in the folder AAR_OUTPUT_DIR named in the job";
+    assert!(err.contains(said), "{err}");
+    let j = json_of(&run(&[records.to_str().unwrap(), "--json"]));
+    let job = &j["jobs"][0];
+    assert_eq!((&job["ranks"], &job["ranks_expected"], &job["output_ranks"]), (&5.into(), &8.into(), &"0:5".into()));
+    assert!(j["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with(said)), "{j}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,8 +9,10 @@
 use super::output::clean;
 use super::read::{ExperimentData, CONFLICT};
 use aar_record::count;
+use aar_record::ranks::RankSet;
 use aar_stats as stats;
 use serde::Serialize;
+use std::collections::BTreeSet;
 
 /// Confidence level of every interval.
 pub const LEVEL: f64 = 0.95;
@@ -568,6 +570,55 @@ fn short_iterations(e: &ExperimentData, series: &[(u64, f64, usize)]) -> Option<
     ))
 }
 
+/// Where a job's records are, for a warning that names a missing rank's.
+pub const JOB_FOLDER: &str = "the folder AAR_OUTPUT_DIR named in the job: give every folder that holds one (one on a \
+     node's own disk holds that node's ranks only)";
+
+/// The ranks of a job of `n` ranks that should have written records and have none (`have`: the
+/// ranks that have): those `sample` (`AAR_OUTPUT_RANKS`) names, or every one. `None` when none
+/// lacks; else the first missing rank, and what is missing said from `says` on, e.g. "the header
+/// says 8 ranks, of which AAR_OUTPUT_RANKS=0,5 names 2, but 1 rank has usable rows (missing: 5)"
+/// (`having`: "usable rows"), the first 8 missing ranks named. An experiment's iteration records
+/// and a job's summary records are said alike.
+pub fn missing_ranks(
+    n: u32,
+    sample: Option<&RankSet>,
+    have: &BTreeSet<u32>,
+    says: &str,
+    having: &str,
+) -> Option<(u32, String)> {
+    let writers = sample.map_or(n, |s| s.count_below(n));
+    let have_writers = have.iter().filter(|&&r| r < n && sample.is_none_or(|s| s.contains(r))).count();
+    let lacking = (writers as usize).saturating_sub(have_writers);
+    if lacking == 0 {
+        return None;
+    }
+    // Not every rank of 0..n is looked at: a job may have millions.
+    let candidates: Box<dyn Iterator<Item = u32>> = match sample {
+        Some(s) => Box::new(s.ranks_below(n)),
+        None => Box::new(0..n),
+    };
+    let missing: Vec<u32> = candidates.filter(|r| !have.contains(r)).take(lacking.min(8)).collect();
+    let more = if lacking > missing.len() { ", ..." } else { "" };
+    let expected = match sample.filter(|_| writers < n) {
+        Some(s) => format!(
+            "{says} {}, of which AAR_OUTPUT_RANKS={} names {writers},",
+            count(n, "rank", "ranks"),
+            super::output::clean_to(&s.to_string(), 200)
+        ),
+        None => format!("{says} {}", count(n, "rank", "ranks")),
+    };
+    let named: Vec<String> = missing.iter().map(u32::to_string).collect();
+    Some((
+        *missing.first()?,
+        format!(
+            "{expected} but {} {having} (missing: {}{more})",
+            count(have_writers as u64, "rank has", "ranks have"),
+            named.join(", ")
+        ),
+    ))
+}
+
 /// Figures of one experiment; `None` (with a warning) if nothing in it is usable.
 pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
     let name = e.name.escape_debug().to_string();
@@ -581,57 +632,30 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         ));
         return None;
     }
-    // The ranks that write records: AAR_OUTPUT_RANKS, as the summary records give it, may name a
+    // The ranks that write records: AAR_OUTPUT_RANKS, as the records give it, may name a
     // sample. Those it leaves out wrote none by design (the headline and the notes say what the
     // times are then); a rank it names without usable rows is missing.
-    let sample = e.output_ranks.as_deref().and_then(|t| t.parse::<aar_record::ranks::RankSet>().ok());
-    if let Some(n) = e.header.nranks {
-        let have: std::collections::HashSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
-        let writers = sample.as_ref().map_or(n, |s| s.count_below(n));
-        let have_writers = have.iter().filter(|&&r| r < n && sample.as_ref().is_none_or(|s| s.contains(r))).count();
-        let lacking = (writers as usize).saturating_sub(have_writers);
-        if lacking > 0 {
-            let candidates: Box<dyn Iterator<Item = u32>> = match &sample {
-                Some(s) => Box::new(s.ranks_below(n)),
-                None => Box::new(0..n),
-            };
-            let missing: Vec<String> =
-                candidates.filter(|r| !have.contains(r)).take(lacking.min(8)).map(|r| r.to_string()).collect();
-            let more = if lacking > missing.len() { ", ..." } else { "" };
-            // Where the missing ranks' records would be, as libaar.so and aar sim name them.
-            let name = format!(
-                "aar.{}.{}.<pid>{}",
-                aar_record::job_in_name(&e.name),
-                missing.first().map_or("<rank>", String::as_str),
-                aar_record::ITERATIONS_SUFFIX
-            );
-            let (folder, none) = match e.header.source {
-                aar_record::Source::Job => (
-                    "the folder AAR_OUTPUT_DIR named in the job: give every folder that holds one (one on a \
-                     node's own disk holds that node's ranks only)",
-                    match &sample {
-                        Some(_) => "; a rank that ended no iteration writes none",
-                        None => "; a rank that AAR_OUTPUT_RANKS leaves out, or that ended no iteration, writes none",
-                    },
-                ),
-                aar_record::Source::Sim => ("the folder aar sim run --out named: give it whole", ""),
-            };
-            let expected = match (&sample, &e.output_ranks) {
-                (Some(_), Some(text)) if writers < n => format!(
-                    "the header says {}, of which AAR_OUTPUT_RANKS={} names {writers},",
-                    count(n, "rank", "ranks"),
-                    super::output::clean_to(text, 200)
-                ),
-                _ => format!("the header says {}", count(n, "rank", "ranks")),
-            };
-            warn(format!(
-                "{expected} but {} usable rows (missing: {}{more}); \
-                 the iteration times are those of the ranks read. A missing rank's record would be {name} in \
-                 {folder}; a warning above says why any record read was left out{none}",
-                count(have_writers as u64, "rank has", "ranks have"),
-                missing.join(", ")
-            ));
-        }
+    let sample = e.output_ranks.as_ref();
+    let have: BTreeSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
+    if let Some((first, missing)) =
+        e.header.nranks.and_then(|n| missing_ranks(n, sample, &have, "the header says", "usable rows"))
+    {
+        // Where the missing ranks' records would be, as libaar.so and aar sim name them.
+        let name = format!("aar.{}.{first}.<pid>{}", aar_record::job_in_name(&e.name), aar_record::ITERATIONS_SUFFIX);
+        let (folder, none) = match e.header.source {
+            aar_record::Source::Job => (
+                JOB_FOLDER,
+                match sample {
+                    Some(_) => "; a rank that ended no iteration writes none",
+                    None => "; a rank that AAR_OUTPUT_RANKS leaves out, or that ended no iteration, writes none",
+                },
+            ),
+            aar_record::Source::Sim => ("the folder aar sim run --out named: give it whole", ""),
+        };
+        warn(format!(
+            "{missing}; the iteration times are those of the ranks read. A missing rank's record would be {name} in \
+             {folder}; a warning above says why any record read was left out{none}"
+        ));
     }
     let u = usable(e, s, &mut warn);
     if u.series.is_empty() {
@@ -935,7 +959,7 @@ fn figures(
         boundary: e.header.boundary.clone(),
         ranks: 0,
         ranks_expected: e.header.nranks,
-        output_ranks: e.output_ranks.clone(),
+        output_ranks: e.output_ranks.as_ref().map(ToString::to_string),
         policies: e.policies.clone(),
         modes: e.modes.clone(),
         iterations_seen: e.iterations.len(),

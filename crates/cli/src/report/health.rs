@@ -12,6 +12,7 @@
 
 use super::output::clean_to;
 use aar_engine::Policy;
+use aar_record::ranks::RankSet;
 use rayon::prelude::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,7 +62,10 @@ pub struct Problems {
     /// [`FAILED_READ_SHARE`] and the counters were not given up.
     failed_reads: Option<(u64, u64)>,
     /// `AAR_OUTPUT_RANKS` as the rank took it (`None`: every rank writes records).
-    output_ranks: Option<String>,
+    output_ranks: Option<RankSet>,
+    /// The job's number of ranks as the rank's launcher said (`None`: it did not, or a record
+    /// written before libaar.so wrote it).
+    nranks: Option<u32>,
 }
 
 /// The summary record beside an iteration record, if it has the library's naming.
@@ -83,6 +87,7 @@ enum Kind {
 /// The fields of a summary record the report reads ([`problems`] and the jobs' sums).
 const FIELDS: &[(&str, Kind)] = &[
     ("/rank", Kind::Count),
+    ("/nranks", Kind::Count),
     ("/pid", Kind::Count),
     ("/host", Kind::Text),
     ("/job_id", Kind::Text),
@@ -238,8 +243,23 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             (!counters_failed && failed > 0 && failed as f64 > FAILED_READ_SHARE * tried as f64)
                 .then_some((failed, tried))
         },
-        output_ranks: rec.pointer("/settings/output_ranks").and_then(Value::as_str).map(str::to_string),
+        output_ranks: rec.pointer("/settings/output_ranks").and_then(Value::as_str).and_then(|t| t.parse().ok()),
+        nranks: rec["nranks"].as_u64().and_then(|n| u32::try_from(n).ok()),
     }
+}
+
+/// `AAR_OUTPUT_RANKS` as the lowest rank of `found` took it (`None`: unset, or no rank found).
+pub fn output_ranks(found: &[(u32, Problems)]) -> Option<RankSet> {
+    found.iter().min_by_key(|(rank, _)| *rank).and_then(|(_, p)| p.output_ranks.clone())
+}
+
+/// The job's number of ranks as the records of `found` give it: `None` when one gives none or
+/// they differ (a launcher run inside a Slurm step leaves its rank 0 the step's number and the
+/// others none: the ranks are then those found, as for iteration records).
+pub fn nranks(found: &[(u32, Problems)]) -> Option<u32> {
+    let mut said = found.iter().map(|(_, p)| p.nranks);
+    let first = said.next()??;
+    said.all(|n| n == Some(first)).then_some(first)
 }
 
 /// "ranks 3, 5 and 9" or "ranks 0, 1, …, 7 and 12 more".
@@ -279,8 +299,8 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     let found: Vec<(u32, Problems, Option<String>)> = found.into_iter().flatten().collect();
     out.extend(found.iter().filter_map(|(_, _, note)| note.clone()));
     let ended = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.ended?))).collect();
-    let output_ranks = found.iter().min_by_key(|(rank, _, _)| *rank).and_then(|(_, p, _)| p.output_ranks.clone());
-    let found = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
+    let found: Vec<(u32, Problems)> = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
+    let output_ranks = output_ranks(&found);
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
     Health { said: out, ended, unreadable, output_ranks }
 }
@@ -295,7 +315,7 @@ pub struct Health {
     pub unreadable: Vec<u32>,
     /// `AAR_OUTPUT_RANKS` as the lowest rank with a readable summary record took it (`None`:
     /// unset, or no such record).
-    pub output_ranks: Option<String>,
+    pub output_ranks: Option<RankSet>,
 }
 
 /// One warning per kind of problem found in the ranks' records of `what` (an experiment, a job),

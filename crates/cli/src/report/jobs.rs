@@ -4,10 +4,12 @@
 //! instead: ranks, policies, messages and bytes per routing mode, decisions, switches, counter
 //! reads, and what [`super::health`] finds in them.
 
+use super::analysis::{missing_ranks, JOB_FOLDER};
 use super::health;
-use super::output::{clean, render};
+use super::output::{clean, clean_to, render};
 use super::read::walk;
-use aar_record::{count, human_bytes};
+use aar_record::ranks::RankSet;
+use aar_record::{count, human_bytes, job_in_name, NO_JOB};
 use aar_record::{ITERATIONS_SUFFIX, SUMMARY_SUFFIX};
 use aar_sim::record::RANK_SUFFIX;
 use rayon::prelude::*;
@@ -67,6 +69,11 @@ pub struct Job {
     /// Distinct ranks and hosts (counted in JSON).
     #[serde(serialize_with = "count_of")]
     pub ranks: BTreeSet<u32>,
+    /// The job's number of ranks, as its records say (`null`: one does not, or they differ).
+    pub ranks_expected: Option<u32>,
+    /// `AAR_OUTPUT_RANKS` as the lowest rank's record says (`null`: every rank writes records):
+    /// the ranks it leaves out have no record by design.
+    pub output_ranks: Option<RankSet>,
     #[serde(serialize_with = "count_of")]
     pub hosts: BTreeSet<String>,
     /// Records per policy in force at exit.
@@ -130,6 +137,29 @@ impl Job {
         self.undecided_crossings = self.undecided_crossings.saturating_add(o.undecided_crossings);
         self.switches = self.switches.saturating_add(o.switches);
         self.counter_reads = self.counter_reads.saturating_add(o.counter_reads);
+    }
+
+    /// The job as its records' names carry it (`<job>[.<step>][.restart<N>]`, or `nojob`), as
+    /// libaar.so names them.
+    fn in_name(&self) -> String {
+        let Some(job) = self.job.as_deref() else { return NO_JOB.into() };
+        let step = self.step.as_deref().map_or(String::new(), |s| format!(".{s}"));
+        let restart = self.restart.map_or(String::new(), |n| format!(".restart{n}"));
+        job_in_name(&format!("{job}{step}{restart}"))
+    }
+
+    /// The ranks the records say the job has that have no record, if any: said as a warning.
+    fn missing(&self) -> Option<String> {
+        let n = self.ranks_expected?;
+        let (first, missing) =
+            missing_ranks(n, self.output_ranks.as_ref(), &self.ranks, "the summary records say", "a summary record")?;
+        Some(format!(
+            "{}: {missing}; the sums are those of the ranks read. A missing rank's record would be \
+             aar.{}.{first}.<pid>{SUMMARY_SUFFIX} in {JOB_FOLDER}; a rank writes it when it exits: one killed, or \
+             still running, has none",
+            self.name(),
+            self.in_name()
+        ))
     }
 
     /// "job \"4242\"", "job \"4242\" step \"1\"", or "records of app without a job id".
@@ -233,7 +263,10 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
     }
     let jobs = jobs
         .into_values()
-        .map(|(job, found)| {
+        .map(|(mut job, found)| {
+            job.ranks_expected = health::nranks(&found);
+            job.output_ranks = health::output_ranks(&found);
+            warnings.extend(job.missing());
             warnings.extend(health::name_ranks(&job.name(), found));
             job
         })
@@ -253,9 +286,23 @@ pub fn table(jobs: &[Job]) -> String {
             out.push('\n');
         }
         let policies: Vec<String> = job.policies.iter().map(|(p, n)| format!("{} ({n})", clean(p))).collect();
+        // Of how many ranks: the job's, when the records say (and the sample AAR_OUTPUT_RANKS
+        // named, when it did).
+        let of = match (job.ranks_expected, &job.output_ranks) {
+            (Some(n), sample) => format!(
+                " ({} of {}{})",
+                job.ranks.len(),
+                count(n, "rank", "ranks"),
+                sample
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(", AAR_OUTPUT_RANKS={}", clean_to(&s.to_string(), 120)))
+            ),
+            (None, _) => format!(" ({} of them)", job.ranks.len()),
+        };
         let ranks = match (job.ranks.first(), job.ranks.last()) {
-            (Some(a), Some(b)) if a == b => format!(", rank {a}"),
-            (Some(a), Some(b)) => format!(", ranks {a}-{b} ({} of them)", job.ranks.len()),
+            (Some(a), Some(b)) if a == b && job.ranks_expected.is_none_or(|n| n == 1) => format!(", rank {a}"),
+            (Some(a), Some(b)) if a == b => format!(", rank {a}{of}"),
+            (Some(a), Some(b)) => format!(", ranks {a}-{b}{of}"),
             _ => String::new(),
         };
         out.push_str(&format!(

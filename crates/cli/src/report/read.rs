@@ -183,7 +183,7 @@ pub struct ExperimentData {
     /// Rows left out as warm-up (`--skip`).
     pub warmup_rows: u64,
     /// `AAR_OUTPUT_RANKS` as the ranks' summary records give it: the ranks that wrote records.
-    pub output_ranks: Option<String>,
+    pub output_ranks: Option<aar_record::ranks::RankSet>,
 }
 
 /// All experiments found, and the warnings said along the way.
