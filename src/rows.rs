@@ -262,6 +262,7 @@ impl Record {
             experiment: experiment.unwrap_or_else(|| aar_record::NO_JOB.to_string()),
             rank: job::rank().unwrap_or(0),
             nranks: job::nranks(),
+            output_ranks: settings.output_ranks.clone(),
             host: Some(sys::hostname()),
             pid: Some(sys::pid()),
             clock: Clock::Monotonic,

@@ -97,6 +97,7 @@ fn main() {
             experiment: a.experiment.clone(),
             rank,
             nranks: Some(a.ranks),
+            output_ranks: None,
             host: Some(format!("nid{:05}", rank / 32)),
             pid: Some(10_000 + rank),
             clock: Clock::Monotonic,

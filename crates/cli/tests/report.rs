@@ -23,6 +23,7 @@ fn header(exp: &str, rank: u32, nranks: u32, policies: &[&str]) -> Header {
         experiment: exp.into(),
         rank,
         nranks: Some(nranks),
+        output_ranks: None,
         host: None,
         pid: Some(100 + rank),
         clock: Clock::Monotonic,
@@ -2203,6 +2204,23 @@ fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
     let j = json_of(&run(&[records.to_str().unwrap(), "--json"]));
     let e = &j["experiments"][0];
     assert_eq!((&e["ranks"], &e["ranks_expected"], &e["output_ranks"]), (&2.into(), &8.into(), &"0,5".into()), "{e}");
+
+    // While the job runs, only the iteration records are there: their header names the sample,
+    // and the ranks it leaves out are not missing.
+    let running = dir.join("running");
+    std::fs::create_dir(&running).unwrap();
+    for f in files.iter().filter(|f| f.ends_with(".jsonl")) {
+        std::fs::copy(records.join(f), running.join(f)).unwrap();
+    }
+    let head: Value =
+        serde_json::from_str(std::fs::read_to_string(running.join(&files[0])).unwrap().lines().next().unwrap())
+            .unwrap();
+    assert_eq!((&head["nranks"], &head["output_ranks"]), (&8.into(), &"0,5".into()), "{head}");
+    let o = run(&[running.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("the header says") && !err.contains("missing"), "{err}");
+    assert!(out.contains("experiment \"4711\": job, 2 ranks of 8 (AAR_OUTPUT_RANKS=0,5), clock"), "{out}");
 
     // Rank 5's iteration record gone: rank 5 is missing, and only rank 5.
     std::fs::remove_file(

@@ -68,6 +68,12 @@ pub struct Header {
     /// Ranks in the run, when known.
     #[serde(default)]
     pub nranks: Option<u32>,
+    /// The ranks that write records (`AAR_OUTPUT_RANKS`) when only some do: the others' records
+    /// are not missing. `null` (and absent, in records written before it was added): every rank
+    /// writes, or the writer has no such setting (the simulator). An optional field read as
+    /// absent when missing, so [`FORMAT`] keeps its version: records of either kind read alike.
+    #[serde(default)]
+    pub output_ranks: Option<ranks::RankSet>,
     #[serde(default)]
     pub host: Option<String>,
     #[serde(default)]
@@ -437,6 +443,7 @@ mod tests {
             experiment: "42.0".into(),
             rank: 3,
             nranks: Some(4),
+            output_ranks: Some("0:1,3".parse().unwrap()),
             host: Some("nid00012".into()),
             pid: Some(99),
             clock: Clock::Monotonic,
@@ -481,6 +488,23 @@ mod tests {
             (0..3).map(row).collect::<Vec<_>>()
         );
         assert!(matches!(rows[3].as_ref().unwrap_err().fault, Fault::CutShort));
+    }
+
+    #[test]
+    fn a_header_written_before_output_ranks_reads_without_them() {
+        let mut value = serde_json::to_value(header()).unwrap();
+        assert_eq!(value["output_ranks"], "0:1,3");
+        value.as_object_mut().unwrap().remove("output_ranks");
+        let mut out = Vec::new();
+        write_line(&mut out, &value).unwrap();
+        let r = Reader::new(&out[..]).unwrap();
+        assert_eq!(r.header(), &Header { output_ranks: None, ..header() });
+        // Not a list of ranks: the header is refused, naming what is wrong.
+        value["output_ranks"] = "0:x".into();
+        let mut out = Vec::new();
+        write_line(&mut out, &value).unwrap();
+        let bad = Reader::new(&out[..]).err().unwrap().to_string();
+        assert!(bad.starts_with("has a bad header (\"x\" is not a rank"), "{bad}");
     }
 
     #[test]

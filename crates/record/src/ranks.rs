@@ -1,8 +1,8 @@
 //! `AAR_OUTPUT_RANKS`: the ranks that write records, as users write them (comma-separated ranks
-//! and inclusive ranges, e.g. `0:63,128`) and as the summary record and the self-check show them
-//! once taken. One parser for libaar.so's settings, `aar doctor` and `aar report`.
+//! and inclusive ranges, e.g. `0:63,128`) and as the records (the summary record's settings, the
+//! iteration record's header) and the self-check show them once taken. One parser for libaar.so's settings, `aar doctor` and `aar report`.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
@@ -88,6 +88,13 @@ impl fmt::Display for RankSet {
 impl Serialize for RankSet {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+// Read back from records (the iteration record's header) with the parser users' text goes through.
+impl<'de> Deserialize<'de> for RankSet {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -145,6 +145,8 @@ impl RankRecord {
             experiment: self.experiment.clone(),
             rank: self.rank,
             nranks: Some(self.nranks),
+            // Every rank of a simulation writes its records.
+            output_ranks: None,
             host: None,
             pid: None,
             clock: Clock::Simulated,

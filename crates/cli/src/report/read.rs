@@ -182,7 +182,8 @@ pub struct ExperimentData {
     pub ranks: Vec<RankSummary>,
     /// Rows left out as warm-up (`--skip`).
     pub warmup_rows: u64,
-    /// `AAR_OUTPUT_RANKS` as the ranks' summary records give it: the ranks that wrote records.
+    /// `AAR_OUTPUT_RANKS`, the ranks that wrote records, as the lowest rank's iteration record
+    /// gives it, else (a record written before its header had it) its summary records.
     pub output_ranks: Option<aar_record::ranks::RankSet>,
 }
 
@@ -965,7 +966,8 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 r.ended = Some(n);
             }
         }
-        e.output_ranks = health.output_ranks;
+        // The header's first: a job still running has no summary records.
+        e.output_ranks = e.header.output_ranks.clone().or(health.output_ranks);
         for rank in health.unreadable {
             if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
                 r.summary_unreadable = true;
