@@ -33,7 +33,8 @@
  *   cc -O2 -o pingpong pingpong.c $(pkg-config --cflags --libs cray-ugni) -ldl
  *
  * with cray/pmi_gni_env.h (the reading of PMI_GNI_PTAG and PMI_GNI_COOKIE, shared with the Cray
- * examples' cray_util.h) in its folder beside it.
+ * examples' cray_util.h) and cray/parse_size.h (the reading of a number option, shared with
+ * cray/ab_exchange.c) in its folder beside it.
  *
  * The test programs of tests/c include it too.
  */
@@ -61,6 +62,7 @@
 
 #include "gni_pub.h"
 
+#include "cray/parse_size.h"
 #include "cray/pmi_gni_env.h"
 
 /* How long a wait for a completion may take before it counts as a failure. */
@@ -292,33 +294,10 @@ static inline int ugni_wait_remote(struct ugni_side *to, const struct ugni_side 
 	return 0;
 }
 
-/* A number of the command line: decimal or 0x hex, with an optional K or M suffix (KiB, MiB);
- * -1 if it is none, is negative (strtoull would wrap -1 to 2^64 - 1), or does not fit in 64 bits
- * once multiplied (a shift would wrap it to a small number: 17592186044417M to 1M). */
-static inline int ugni_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	if (strchr(s, '-'))
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -1;
-	unsigned shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20, end++;
-	if (*end || v > UINT64_MAX >> shift)
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 /* One `--name VALUE` option, and the values it allows: every check of the command line is here,
  * so that each refusal names the option, the value given, what is allowed and what to type.
  *
- * A number (`number`, read by ugni_parse_size) lies from `min` to `max` (0: no upper bound), is
+ * A number (`number`, read by cray/parse_size.h) lies from `min` to `max` (0: no upper bound), is
  * a multiple of `multiple` (0: any) and, with `not_above`, is at most the value of the option of
  * that name (--min and --max); `unit` ("bytes") follows the range in a message, `hex` writes it
  * in 0x hex. A text (`text`) is one of `choices` (NULL-terminated; NULL: any text). */
@@ -416,7 +395,7 @@ static inline int ugni_options(int argc, char **argv, const struct ugni_option *
 		const char *value = argv[++i];
 		if (o->number) {
 			uint64_t v = 0;
-			int unreadable = ugni_parse_size(value, &v) != 0;
+			int unreadable = parse_size(value, &v) != 0;
 			if (unreadable || !ugni_allows(o, v)) {
 				fprintf(stderr,
 					UGNI_PROGRAM ": %s %s refused: %s%s takes %s%s; type e.g. %s %s; nothing was run\n",

@@ -232,7 +232,7 @@ fn ab_exchange_alternates_policies_iteration_by_iteration_across_nodes() {
 fn ab_exchange_built_without_pie_still_marks_its_iterations() {
     let release = aar_testkit::build_release(&["aar", "aar-emu", "aar-pmi", "aar-cli"]);
     let dir = scratch("cray-ab-exchange-no-pie-build");
-    for name in ["Makefile", "ab_exchange.c", "cray_util.h", "pmi_gni_env.h"] {
+    for name in ["Makefile", "ab_exchange.c", "cray_util.h", "parse_size.h", "pmi_gni_env.h"] {
         std::fs::copy(root().join("examples/cray").join(name), dir.join(name)).unwrap();
     }
     let st = Command::new("make")
@@ -262,15 +262,26 @@ fn ab_exchange_built_without_pie_still_marks_its_iterations() {
     }
 }
 
-/// ab_exchange refuses a size that its K or M suffix takes past 64 bits: `17592186044417M` is
-/// 2^64 + 1 MiB, which wrapped to 1 MiB and was run. The message names the option, the value and
-/// what it takes, before any PMI or uGNI call (the program runs outside a job).
+/// ab_exchange reads --iters and --bytes with the parser the one-process examples use
+/// (examples/cray/parse_size.h; crates/cli/tests/examples.rs gives them the same inputs). It
+/// refuses a size that its K or M suffix takes past 64 bits (`17592186044417M` is 2^64 + 1 MiB,
+/// which wrapped to 1 MiB and was run), a '-' anywhere (` -5`, after a blank, was read as
+/// 2^64 - 5 iterations) and an empty value, naming the option, the value and what it takes,
+/// before any PMI or uGNI call (the program runs outside a job). What it takes goes on to the job's
+/// set-up, and in a job `0x10K` is 16384 bytes.
 #[test]
 fn ab_exchange_refuses_sizes_that_overflow() {
+    let bytes = "refused: it takes 1 byte to 512M";
+    let iters = "refused: it takes a count of 1 or more";
     for (args, said) in [
-        (["--bytes", "17592186044417M"], "--bytes 17592186044417M refused: it takes 1 byte to 512M"),
-        (["--bytes", "18014398509481985K"], "--bytes 18014398509481985K refused: it takes 1 byte to 512M"),
-        (["--iters", "17592186044417M"], "--iters 17592186044417M refused: it takes a count of 1 or more"),
+        (["--bytes", "17592186044417M"], format!("--bytes 17592186044417M {bytes}")),
+        (["--bytes", "18014398509481985K"], format!("--bytes 18014398509481985K {bytes}")),
+        (["--iters", "17592186044417M"], format!("--iters 17592186044417M {iters}")),
+        (["--bytes", "-5"], format!("--bytes -5 {bytes}")),
+        (["--bytes", "5-"], format!("--bytes 5- {bytes}")),
+        (["--bytes", ""], format!("--bytes  {bytes}")),
+        (["--iters", " -5"], format!("--iters  -5 {iters}")),
+        (["--iters", "-5"], format!("--iters -5 {iters}")),
     ] {
         let out = Command::new(examples().join("ab_exchange")).args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -278,6 +289,16 @@ fn ab_exchange_refuses_sizes_that_overflow() {
         assert!(stderr.starts_with(&format!("ab_exchange: {said}")), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+    for args in [["--bytes", "16M"], ["--iters", "16M"], ["--bytes", "0x10K"]] {
+        let out = Command::new(examples().join("ab_exchange")).args(args).env_remove("PMI_FD").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("refused") && stderr.contains("PMI_Init"), "{args:?}: {stderr}");
+    }
+    let mut launch = job("cray-ab-exchange-hex-size", "ab_exchange", 2, 1).no_preload();
+    launch.args = ["--iters", "0x2", "--bytes", "0x10K"].map(String::from).to_vec();
+    let r = launch.run();
+    r.assert_ok();
+    assert!(r.stdout.contains(" 2 iterations of RDMA PUTs of 16384 bytes each way"), "{}", r.stdout);
 }
 
 /// A return code outside gni_err_str (a newer libugni's) is named "?" with its number when a

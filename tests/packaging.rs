@@ -31,6 +31,7 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
         "share/doc/aar/examples/ab-aprun.pbs",
         "share/doc/aar/examples/cray/ab_exchange.c",
         "share/doc/aar/examples/cray/cray_util.h",
+        "share/doc/aar/examples/cray/parse_size.h",
         "share/doc/aar/examples/cray/pmi_gni_env.h",
         "share/doc/aar/examples/ugni_pair.h",
     ] {

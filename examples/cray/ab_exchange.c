@@ -25,6 +25,7 @@
  * event. Rank 0 prints one result line.
  */
 #include "cray_util.h"
+#include "parse_size.h"
 
 #include <dlfcn.h>
 
@@ -53,26 +54,6 @@ static void (*lookup(const char *name))(void)
 static void usage(void)
 {
 	fprintf(stderr, USAGE "\n  defaults: --iters 100 --bytes 64K; sizes accept K and M (KiB, MiB)\n");
-}
-
-/* A number of the command line: decimal or 0x hex, with an optional K or M suffix; -1 if it is
- * none, or does not fit in 64 bits once multiplied (a shift would wrap it to a small size). */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno != 0 || end == s || *s == '-')
-		return -1;
-	unsigned shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20, end++;
-	if (*end != '\0' || v > UINT64_MAX >> shift)
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
 }
 
 /* Byte i of what rank `from` PUTs to rank `to` in iteration `iter`: a stale buffer (the previous

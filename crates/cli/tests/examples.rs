@@ -427,6 +427,43 @@ fn the_examples_refuse_a_bad_option_saying_what_it_takes_and_what_to_type() {
              with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
             &["--iters", "1", "--bytes", "64K"],
         ),
+        // The inputs tests/cray_examples.rs gives ab_exchange, which reads them with the same
+        // parser (examples/cray/parse_size.h).
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", "-5"],
+            "--bytes -5 refused: not a number it can read; --bytes takes 1 to 1024M bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
+            &["--iters", "1", "--bytes", "0x10K"],
+        ),
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", "5-"],
+            "--bytes 5- refused: not a number it can read; --bytes takes 1 to 1024M bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
+            &["--iters", "1", "--bytes", "16M"],
+        ),
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", " -5"],
+            "--bytes  -5 refused: not a number it can read; --bytes takes 1 to 1024M bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
+            &["--iters", "1", "--bytes", "64K"],
+        ),
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", ""],
+            "--bytes  refused: not a number it can read; --bytes takes 1 to 1024M bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
+            &["--iters", "1", "--bytes", "64K"],
+        ),
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", "17592186044417M"],
+            "--bytes 17592186044417M refused: not a number it can read; --bytes takes 1 to 1024M bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
+            &["--iters", "1", "--bytes", "64K"],
+        ),
         (
             "iterations",
             &["--iters", "1", "--bytes", "1025M"],
