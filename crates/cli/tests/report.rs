@@ -2311,5 +2311,109 @@ fn a_job_of_summary_records_names_the_ranks_whose_record_is_missing() {
     let job = &j["jobs"][0];
     assert_eq!((&job["ranks"], &job["ranks_expected"], &job["output_ranks"]), (&5.into(), &8.into(), &"0:5".into()));
     assert!(j["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with(said)), "{j}");
+
+    // Rank 4's record edited: records that disagree on the job's number of ranks, or on
+    // AAR_OUTPUT_RANKS, give no job size, and say what each rank's record says.
+    let four = records.join(files.iter().find(|f| f.starts_with("aar.4712.4.")).unwrap());
+    let edit = |change: &dyn Fn(&mut Value)| {
+        let mut rec: Value = serde_json::from_slice(&std::fs::read(&four).unwrap()).unwrap();
+        change(&mut rec);
+        std::fs::write(&four, rec.to_string()).unwrap();
+        let o = run(&[records.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stdout(&o).starts_with("job \"4712\": 5 summary records, ranks 0-5 (5 of them) on 1 host;"),
+            "{}",
+            stdout(&o)
+        );
+        assert!(!stderr(&o).contains("missing:"), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let err = edit(&|rec| rec["nranks"] = 9.into());
+    assert!(
+        err.contains(
+            "aar: job \"4712\": its summary records disagree on the job's number of ranks: 8 (ranks 0, 1, 2 and 5), \
+             9 (rank 4). No job size is used: the ranks are those read, and none is named missing."
+        ),
+        "{err}"
+    );
+    let err = edit(&|rec| {
+        rec["nranks"] = 8.into();
+        rec["settings"]["output_ranks"] = "0:4".into();
+    });
+    assert!(
+        err.contains(
+            "aar: job \"4712\": its summary records disagree on AAR_OUTPUT_RANKS: 0:5 (ranks 0, 1, 2 and 5), 0:4 \
+             (rank 4). No job size is used"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("disagree on").count(), 1, "{err}");
+    // A set that does not parse (an edited or damaged record) is said, and read as unset.
+    let err = edit(&|rec| rec["settings"]["output_ranks"] = "0:x".into());
+    assert!(
+        err.contains(
+            "\"settings/output_ranks\" is \"0:x\" where a set of ranks as AAR_OUTPUT_RANKS takes it (e.g. \
+             \"0:63,128\") is expected: read as absent (not counted)"
+        ) && err.contains("disagree on AAR_OUTPUT_RANKS: 0:5 (ranks 0, 1, 2 and 5), unset (rank 4)."),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Ranks of one experiment whose records disagree on `AAR_OUTPUT_RANKS` (an edited record, or
+/// records of another run of the same name): which ranks write is not known, so the report says
+/// what each rank's record says and uses no job size (no "of 8", no rank named missing), first
+/// from the iteration records' headers (once, though the summary records disagree too), then
+/// (headers of an older libaar.so without it) from the summary records.
+#[test]
+fn an_experiment_whose_records_disagree_on_aar_output_ranks_uses_no_job_size() {
+    let folder = tmp("samples-disagree");
+    let dir = folder.path();
+    let rows: Vec<Iteration> = (0..6).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect();
+    let summary = |rank: u32, sample: Option<&str>| {
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": "d", "rank": rank, "nranks": 8, "pid": 100 + rank, "host": "h",
+            "policy_at_exit": "A", "settings": { "output_ranks": sample },
+            "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": 6 },
+        });
+        std::fs::write(dir.join(format!("aar.d.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+    };
+    for (rank, sample) in [(0, "0:1"), (1, "0:1"), (5, "0,5")] {
+        let h = Header { output_ranks: Some(sample.parse().unwrap()), ..header("d", rank, 8, &["A", "B"]) };
+        write_record(dir, &h, &rows);
+        summary(rank, Some(sample));
+    }
+    let o = run(&[dir.to_str().unwrap(), "--resamples", "100"]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "aar: experiment \"d\": its iteration records disagree on AAR_OUTPUT_RANKS: 0:1 (ranks 0 and 1), 0,5 \
+             (rank 5). No job size is used: the ranks are those read, and none is named missing."
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("disagree on").count(), 1, "{err}");
+    assert!(!err.contains("missing:"), "{err}");
+    assert!(out.contains("experiment \"d\": job, 3 ranks, clock"), "{out}");
+
+    // Headers without the set (an older libaar.so): the summary records say it, and disagree.
+    for (rank, sample) in [(0, Some("0:1")), (1, Some("0:1")), (5, None)] {
+        write_record(dir, &header("d", rank, 8, &["A", "B"]), &rows);
+        summary(rank, sample);
+    }
+    let o = run(&[dir.to_str().unwrap(), "--resamples", "100"]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "aar: experiment \"d\": its summary records disagree on AAR_OUTPUT_RANKS: 0:1 (ranks 0 and 1), unset \
+             (rank 5). No job size is used"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("disagree on").count(), 1, "{err}");
+    assert!(!err.contains("missing:"), "{err}");
+    assert!(out.contains("experiment \"d\": job, 3 ranks, clock"), "{out}");
 }

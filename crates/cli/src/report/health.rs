@@ -82,6 +82,8 @@ enum Kind {
     Flag,
     /// A list of strings.
     Texts,
+    /// A set of ranks as `AAR_OUTPUT_RANKS` takes it (a string).
+    Ranks,
 }
 
 /// The fields of a summary record the report reads ([`problems`] and the jobs' sums).
@@ -97,7 +99,7 @@ const FIELDS: &[(&str, Kind)] = &[
     ("/command_line", Kind::Texts),
     ("/settings/engine/policy/kind", Kind::Text),
     ("/settings/ab", Kind::Text),
-    ("/settings/output_ranks", Kind::Text),
+    ("/settings/output_ranks", Kind::Ranks),
     ("/internal_errors", Kind::Count),
     ("/counters/backend", Kind::Text),
     ("/counters/unavailable_because", Kind::Text),
@@ -122,6 +124,7 @@ impl Kind {
             Kind::Text => v.is_string(),
             Kind::Flag => v.is_boolean(),
             Kind::Texts => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+            Kind::Ranks => v.as_str().is_some_and(|t| t.parse::<RankSet>().is_ok()),
         }
     }
     fn name(self) -> &'static str {
@@ -130,6 +133,7 @@ impl Kind {
             Kind::Text => "a string",
             Kind::Flag => "true or false",
             Kind::Texts => "a list of strings",
+            Kind::Ranks => "a set of ranks as AAR_OUTPUT_RANKS takes it (e.g. \"0:63,128\")",
         }
     }
 }
@@ -248,18 +252,69 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
     }
 }
 
-/// `AAR_OUTPUT_RANKS` as the lowest rank of `found` took it (`None`: unset, or no rank found).
-pub fn output_ranks(found: &[(u32, Problems)]) -> Option<RankSet> {
-    found.iter().min_by_key(|(rank, _)| *rank).and_then(|(_, p)| p.output_ranks.clone())
+/// Values of a field shown when records disagree on it; the others are counted.
+const VALUES_SHOWN: usize = 3;
+
+/// What the ranks `held` hold, when they hold more than one value: `8 (ranks 0, 1 and 2), 9 (rank
+/// 4)`, in the order of the lowest rank holding each.
+pub fn disagree(held: impl IntoIterator<Item = (u32, String)>) -> Option<String> {
+    let mut held: Vec<(u32, String)> = held.into_iter().collect();
+    held.sort();
+    held.dedup();
+    let mut by: Vec<(String, Vec<u32>)> = Vec::new();
+    for (rank, value) in held {
+        match by.iter_mut().find(|(v, _)| *v == value) {
+            Some((_, list)) => list.push(rank),
+            None => by.push((value, vec![rank])),
+        }
+    }
+    if by.len() < 2 {
+        return None;
+    }
+    let shown: Vec<String> = by.iter().take(VALUES_SHOWN).map(|(v, list)| format!("{v} ({})", ranks(list))).collect();
+    let more = by.len().saturating_sub(VALUES_SHOWN);
+    Some(match more {
+        0 => shown.join(", "),
+        _ => format!("{} and {}", shown.join(", "), aar_record::count(more as u64, "other value", "other values")),
+    })
 }
 
-/// The job's number of ranks as the records of `found` give it: `None` when one gives none or
-/// they differ (a launcher run inside a Slurm step leaves its rank 0 the step's number and the
-/// others none: the ranks are then those found, as for iteration records).
-pub fn nranks(found: &[(u32, Problems)]) -> Option<u32> {
-    let mut said = found.iter().map(|(_, p)| p.nranks);
-    let first = said.next()??;
-    said.all(|n| n == Some(first)).then_some(first)
+/// `AAR_OUTPUT_RANKS` as a rank's record gives it, as [`disagree`] names it.
+pub fn sample_text(sample: Option<&RankSet>) -> String {
+    sample.map_or_else(|| "unset".into(), |s| clean_to(&s.to_string(), 120))
+}
+
+/// `AAR_OUTPUT_RANKS` as the records of `found` give it (`None`: unset, or no record found); or,
+/// when they disagree, what each says.
+pub fn output_ranks(found: &[(u32, Problems)]) -> Result<Option<RankSet>, String> {
+    match disagree(found.iter().map(|(rank, p)| (*rank, sample_text(p.output_ranks.as_ref())))) {
+        Some(said) => Err(format!("AAR_OUTPUT_RANKS: {said}")),
+        None => Ok(found.first().and_then(|(_, p)| p.output_ranks.clone())),
+    }
+}
+
+/// The job's number of ranks and `AAR_OUTPUT_RANKS` as the records of `found` give them; or, when
+/// they disagree, what each says. The number is `None` when a record gives none (a launcher run
+/// inside a Slurm step leaves its rank 0 the step's number and the others none: the ranks are
+/// then those found, as for iteration records).
+pub fn job_size(found: &[(u32, Problems)]) -> Result<(Option<u32>, Option<RankSet>), String> {
+    let nranks = disagree(found.iter().filter_map(|(rank, p)| Some((*rank, p.nranks?.to_string()))))
+        .map(|said| format!("the job's number of ranks: {said}"));
+    match (nranks, output_ranks(found)) {
+        (None, Ok(sample)) => Ok((found.iter().map(|(_, p)| p.nranks).reduce(|a, b| a.and(b)).flatten(), sample)),
+        (Some(said), Ok(_)) | (None, Err(said)) => Err(said),
+        (Some(n), Err(sample)) => Err(format!("{n}; and on {sample}")),
+    }
+}
+
+/// The warning that the `records` of `what` (a job, an experiment) disagree on `said` (from
+/// [`job_size`]).
+pub fn sizes_disagree(what: &str, records: &str, said: &str) -> String {
+    format!(
+        "{what}: its {records} disagree on {said}. No job size is used: the ranks are those read, and none is \
+         named missing. Records of another run of the same name, or an edited record, disagree so: report each \
+         run's records alone"
+    )
 }
 
 /// "ranks 3, 5 and 9" or "ranks 0, 1, …, 7 and 12 more".
@@ -313,9 +368,9 @@ pub struct Health {
     pub ended: Vec<(u32, u64)>,
     /// The ranks whose summary record is there but could not be read (said in `said`).
     pub unreadable: Vec<u32>,
-    /// `AAR_OUTPUT_RANKS` as the lowest rank with a readable summary record took it (`None`:
-    /// unset, or no such record).
-    pub output_ranks: Option<RankSet>,
+    /// `AAR_OUTPUT_RANKS` as the ranks with a readable summary record took it (`None`: unset, or
+    /// no such record), or what each says when they disagree ([`output_ranks`]).
+    pub output_ranks: Result<Option<RankSet>, String>,
 }
 
 /// One warning per kind of problem found in the ranks' records of `what` (an experiment, a job),

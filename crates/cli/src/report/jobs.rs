@@ -69,9 +69,10 @@ pub struct Job {
     /// Distinct ranks and hosts (counted in JSON).
     #[serde(serialize_with = "count_of")]
     pub ranks: BTreeSet<u32>,
-    /// The job's number of ranks, as its records say (`null`: one does not, or they differ).
+    /// The job's number of ranks, as its records say (`null`: one does not, or they disagree on it
+    /// or on `AAR_OUTPUT_RANKS`).
     pub ranks_expected: Option<u32>,
-    /// `AAR_OUTPUT_RANKS` as the lowest rank's record says (`null`: every rank writes records):
+    /// `AAR_OUTPUT_RANKS` as the records say (`null`: every rank writes records, or they disagree):
     /// the ranks it leaves out have no record by design.
     pub output_ranks: Option<RankSet>,
     #[serde(serialize_with = "count_of")]
@@ -264,8 +265,10 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
     let jobs = jobs
         .into_values()
         .map(|(mut job, found)| {
-            job.ranks_expected = health::nranks(&found);
-            job.output_ranks = health::output_ranks(&found);
+            match health::job_size(&found) {
+                Ok((n, sample)) => (job.ranks_expected, job.output_ranks) = (n, sample),
+                Err(said) => warnings.push(health::sizes_disagree(&job.name(), "summary records", &said)),
+            }
             warnings.extend(job.missing());
             warnings.extend(health::name_ranks(&job.name(), found));
             job

@@ -786,6 +786,8 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     }
     let mut experiments = Vec::new();
     let mut plans = Vec::new();
+    // Per experiment: its iteration records' headers disagree on AAR_OUTPUT_RANKS (said).
+    let mut samples_said = Vec::new();
     for (name, mut heads) in groups {
         heads.sort_by(|a, b| (a.header.rank, &a.path).cmp(&(b.header.rank, &b.path)));
         let mut reference = heads[0].header.clone();
@@ -850,6 +852,19 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 }
             }
         }
+        // Ranks that took AAR_OUTPUT_RANKS differently: which ranks write is not known.
+        let said = health::disagree(
+            admitted.iter().map(|h| (h.header.rank, health::sample_text(h.header.output_ranks.as_ref()))),
+        );
+        if let Some(said) = &said {
+            let what = format!("experiment \"{}\"", name.escape_debug());
+            warn(
+                &mut warnings,
+                health::sizes_disagree(&what, "iteration records", &format!("AAR_OUTPUT_RANKS: {said}")),
+            );
+            (reference.nranks, reference.output_ranks) = (None, None);
+        }
+        samples_said.push(said.is_some());
         // A schedule may name a policy twice (an older aar sim wrote --policy A,B,A, A in two
         // iterations of three): its rows are one policy's, one row of the tables, whichever place
         // they ran in.
@@ -954,7 +969,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         e.warmup_rows = a.warmup_rows;
     }
     // What the ranks' summary records say of how the policies ran.
-    for (k, e) in experiments.iter_mut().enumerate() {
+    for ((k, e), samples_said) in experiments.iter_mut().enumerate().zip(samples_said) {
         let files: Vec<(u32, &Path)> =
             plans.iter().filter(|p| p.exp == k).map(|p| (p.rank, p.path.as_path())).collect();
         let health = health::warnings(&e.name, &e.policies, &files);
@@ -967,7 +982,18 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             }
         }
         // The header's first: a job still running has no summary records.
-        e.output_ranks = e.header.output_ranks.clone().or(health.output_ranks);
+        e.output_ranks = match (e.header.output_ranks.clone(), health.output_ranks) {
+            (Some(sample), _) => Some(sample),
+            (None, Ok(sample)) => sample,
+            (None, Err(said)) => {
+                if !samples_said {
+                    let what = format!("experiment \"{}\"", e.name.escape_debug());
+                    warn(&mut warnings, health::sizes_disagree(&what, "summary records", &said));
+                }
+                e.header.nranks = None;
+                None
+            }
+        };
         for rank in health.unreadable {
             if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
                 r.summary_unreadable = true;
