@@ -1,6 +1,7 @@
 //! `AAR_OUTPUT_RANKS`: the ranks that write records, as users write them (comma-separated ranks
 //! and inclusive ranges, e.g. `0:63,128`) and as the records (the summary record's settings, the
-//! iteration record's header) and the self-check show them once taken. One parser for libaar.so's settings, `aar doctor` and `aar report`.
+//! iteration record's header) and the self-check show them once taken. One parser for libaar.so's
+//! settings, `aar doctor` and `aar report`.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
