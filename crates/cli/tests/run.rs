@@ -1303,3 +1303,42 @@ fn the_jobs_exit_status_is_the_highest_of_the_ranks_that_failed() {
     // Rank 2 died of the launcher's SIGTERM (143, higher): not a failure of its own.
     assert!(!err.contains("now 143"), "{err}");
 }
+
+/// A launcher whose stdout nobody reads (`aar run ... | less` left at its prompt, a terminal
+/// stopped with ^S) still serves PMI: its ranks pass their barrier while a process of rank 1
+/// writes more to stdout than the pipes and the launcher hold, and everything it wrote comes out
+/// once stdout is read (rank 1 waits for that process to end).
+#[test]
+fn a_stdout_nobody_reads_does_not_stop_pmi() {
+    const BYTES: usize = 4_000_000;
+    // The rank's own program writes to stderr (its report line, after its barrier), which is read.
+    let script = format!(
+        "if [ $PMI_RANK = 1 ]; then yes | head -c {BYTES} & fi; {} >&2; rc=$?; wait; exit $rc",
+        pmi_job().display()
+    );
+    let mut child = aar_within_60_s()
+        .args(["run", "-n", "2", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // Stdout is not read until both ranks said they passed their barrier (or the launcher, killed
+    // at 60 s, closed stderr).
+    let mut err = String::new();
+    while !(err.contains("rank=0 ") && err.contains("rank=1 ")) {
+        if stderr.read_line(&mut err).unwrap() == 0 {
+            break;
+        }
+    }
+    assert!(err.contains("rank=0 ") && err.contains("rank=1 "), "the ranks did not pass their barrier: {err}");
+    let mut out = Vec::new();
+    stdout.read_to_end(&mut out).unwrap();
+    stderr.read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}: {err}");
+    assert!(err.contains("failures=0") && !err.contains("failures=1"), "{err}");
+    assert_eq!(out.len(), BYTES, "{err}");
+    assert!(out.chunks(2).all(|l| l == b"y\n"), "{err}");
+}

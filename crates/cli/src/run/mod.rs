@@ -43,20 +43,22 @@
 //!   SIGSTOP, which no process can catch, stops only the launcher.
 //!
 //! - Output ([`output`]): each rank's stdout and stderr are pipes the launcher copies to its own a
-//!   whole line at a time, as srun does (`--label`: each line starts with its rank); rank 0 gets
-//!   its stdin, the others /dev/null.
+//!   whole line at a time, as srun does (`--label`: each line starts with its rank), through a
+//!   bounded queue written when the launcher's stream takes it without blocking, so a stream
+//!   nobody reads stops the ranks that write to it, never PMI; rank 0 gets its stdin, the others
+//!   /dev/null.
 //! - Options srun users type out of habit: `--ntasks`, `--ntasks-per-node`, `-t` are taken; those
 //!   aar run has not are refused with what to do instead ([`Refused`]). The exit status of a job a
 //!   rank's failure ended is, as srun's, the highest code of the ranks that failed on their own.
 
-/// One line on stderr, as `eprintln!` but without its panic when stderr cannot be written (a
-/// closed pipe: `aar run ... 2>&1 | head`): the line is lost, and the launcher still ends its
-/// ranks and what they left running, and removes the job folder, instead of dying mid-job.
+/// One line on stderr, as `eprintln!` but after the ranks' lines that wait to be written there
+/// ([`output::say`]), and without its panic when stderr cannot be written (a closed pipe:
+/// `aar run ... 2>&1 | head`): the line is lost, and the launcher still ends its ranks and what
+/// they left running, and removes the job folder, instead of dying mid-job.
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::run::output::say(format_args!($($arg)*))
+    };
 }
 
 mod capacity;
@@ -268,6 +270,7 @@ pub fn run(args: RunArgs) -> i32 {
     sup.drain_output();
     end_leftovers();
     sup.drain_output();
+    output::flush(true);
     code
     // `job` drops here: the job folder goes, after the last rank ended.
 }
@@ -653,15 +656,17 @@ impl Supervisor {
         self.ending.unwrap_or(0)
     }
 
-    /// What the ranks (and what they started) wrote and the launcher has not yet copied out.
+    /// What the ranks (and what they started) wrote and the launcher has not yet copied out,
+    /// waiting for the launcher's stdout and stderr to take it.
     fn drain_output(&mut self) {
         for rank in &mut self.ranks {
-            rank.out.drain();
-            rank.err.drain();
+            rank.out.drain(true);
+            rank.err.drain(true);
         }
     }
 
-    /// Block until a rank writes, a signal arrives, or the SIGKILL time comes.
+    /// Block until a rank writes, a signal arrives, the launcher's stdout or stderr takes the lines
+    /// that wait for it, or the SIGKILL time comes.
     fn wait_for_events(&mut self) {
         let mut fds = vec![libc::pollfd { fd: self.signals.fd(), events: libc::POLLIN, revents: 0 }];
         fds.extend(self.ranks.iter().filter_map(|r| r.conn.as_ref()).map(|c| libc::pollfd {
@@ -672,6 +677,12 @@ impl Supervisor {
         fds.extend(self.ranks.iter().flat_map(|r| [r.out.fd(), r.err.fd()]).flatten().map(|fd| libc::pollfd {
             fd,
             events: libc::POLLIN,
+            revents: 0,
+        }));
+        // The launcher's stdout or stderr, when lines wait for room in it.
+        fds.extend(output::waiting_sinks().into_iter().map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
             revents: 0,
         }));
         let kill_at = self.kill_at.filter(|_| !self.killed);
@@ -881,9 +892,10 @@ impl Supervisor {
                     break;
                 }
             }
-            // Its last lines before the line that says it ended.
-            self.ranks[r].out.drain();
-            self.ranks[r].err.drain();
+            // Its last lines before the line that says it ended (but what a stream that is not
+            // read holds back: the loop must not wait for it).
+            self.ranks[r].out.drain(false);
+            self.ranks[r].err.drain(false);
             self.ranks[r].status = Some(status);
             let pid = self.ranks[r].child.id();
             let (code, what) = if let Some(sig) = status.signal() {

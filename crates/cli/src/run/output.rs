@@ -3,20 +3,143 @@
 //! so the lines of two ranks never mix mid-line (ranks that shared the launcher's stdout would
 //! split lines wherever their stdio buffers filled). With `--label` each line starts with the
 //! rank that wrote it.
+//!
+//! The same loop serves PMI, so it never waits for its own stdout or stderr: lines go to a queue
+//! of their stream ([`QUEUE_MAX`] bytes at most), written out while the stream takes them without
+//! blocking (a poll for POLLOUT, then at most [`PIPE_BUF`] bytes, which a pipe with room takes
+//! whole). A stream nobody reads (`aar run ... | less` left at its prompt, a terminal stopped with
+//! ^S) fills its queue; the ranks' pipes of that stream are then not read, so a rank that writes
+//! on blocks in its own write, as it would writing to the stream itself, while PMI is served to
+//! every rank and the job goes on. At the end of the job the queues are written out, waiting as
+//! any program's writes do.
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::process::{ChildStderr, ChildStdout};
+use std::sync::{Mutex, MutexGuard};
 
 /// A line longer than this is written out in pieces (each piece still whole, and only the first
 /// labelled), so a rank that writes without newlines cannot make the launcher hold its output.
 const MAX_HELD: usize = 64 * 1024;
+
+/// The bytes a stream's queue may hold before the ranks' pipes of that stream are no longer read.
+const QUEUE_MAX: usize = 1 << 20;
+
+/// The most a write to a stream that polled writable takes at once: a pipe with room for a
+/// write takes this much whole (pipe(7)), so the write cannot block.
+const PIPE_BUF: usize = libc::PIPE_BUF;
 
 /// Where a rank's stream goes: the launcher's own stdout or stderr.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Sink {
     Stdout,
     Stderr,
+}
+
+/// What waits to be written to one of the launcher's streams.
+struct Queue {
+    bytes: Vec<u8>,
+    /// A write failed (`aar run ... | head` once head is gone): nothing more is written.
+    closed: bool,
+}
+
+static QUEUES: [Mutex<Queue>; 2] =
+    [Mutex::new(Queue { bytes: Vec::new(), closed: false }), Mutex::new(Queue { bytes: Vec::new(), closed: false })];
+
+impl Sink {
+    fn fd(self) -> libc::c_int {
+        match self {
+            Sink::Stdout => libc::STDOUT_FILENO,
+            Sink::Stderr => libc::STDERR_FILENO,
+        }
+    }
+
+    fn queue(self) -> MutexGuard<'static, Queue> {
+        // A poisoned lock only means a panic elsewhere: the bytes are still whole lines.
+        QUEUES[self as usize].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write out what waits for this stream: while it takes bytes without blocking, or, with
+    /// `wait`, all of it, waiting as a plain write does. Whole lines where a piece can end at
+    /// one, so a line of the other stream written in between (both to one terminal, `2>&1`) lands
+    /// between lines.
+    fn flush(self, wait: bool) {
+        let fd = self.fd();
+        let mut q = self.queue();
+        while !q.bytes.is_empty() && !q.closed {
+            if !wait && !writable(fd) {
+                return;
+            }
+            let n = if wait {
+                q.bytes.len()
+            } else {
+                let piece = &q.bytes[..q.bytes.len().min(PIPE_BUF)];
+                piece.iter().rposition(|&b| b == b'\n').map_or(piece.len(), |end| end + 1)
+            };
+            // SAFETY: write reads n bytes of the live queue, which holds at least n.
+            let written = unsafe { libc::write(fd, q.bytes.as_ptr().cast(), n) };
+            match usize::try_from(written) {
+                Ok(w) if w > 0 => drop(q.bytes.drain(..w)),
+                _ => match std::io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    // A stream left non-blocking by whoever opened it.
+                    Some(libc::EAGAIN) if !wait => return,
+                    Some(libc::EAGAIN) => wait_writable(fd),
+                    // Closed (EPIPE), or gone: as the ranks' own writes would have learnt.
+                    _ => {
+                        q.closed = true;
+                        q.bytes = Vec::new();
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// `fd` takes a write now (or reports its error at once).
+fn writable(fd: libc::c_int) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+    // SAFETY: a zero-timeout poll of one live pollfd.
+    unsafe { libc::poll(&mut p, 1, 0) > 0 }
+}
+
+fn wait_writable(fd: libc::c_int) {
+    let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+    // SAFETY: a poll of one live pollfd, until it is writable (or a signal interrupts it).
+    unsafe { libc::poll(&mut p, 1, -1) };
+}
+
+/// The launcher's streams whose queues wait for room: to poll for POLLOUT.
+pub fn waiting_sinks() -> Vec<libc::c_int> {
+    [Sink::Stdout, Sink::Stderr]
+        .into_iter()
+        .filter(|s| {
+            let q = s.queue();
+            !q.closed && !q.bytes.is_empty()
+        })
+        .map(Sink::fd)
+        .collect()
+}
+
+/// Write out what both streams' queues hold, when that does not block; with `wait`, all of it.
+pub fn flush(wait: bool) {
+    Sink::Stdout.flush(wait);
+    Sink::Stderr.flush(wait);
+}
+
+/// One line of the launcher's own on stderr (the `say!` macro), after the ranks' lines that wait
+/// for stderr, so that it comes after what they wrote before it; lost when stderr cannot be
+/// written.
+pub fn say(line: std::fmt::Arguments) {
+    let mut q = Sink::Stderr.queue();
+    if q.closed {
+        return;
+    }
+    let mut text = std::mem::take(&mut q.bytes);
+    text.extend_from_slice(format!("{line}\n").as_bytes());
+    if std::io::stderr().lock().write_all(&text).is_err() {
+        q.closed = true;
+    }
 }
 
 /// The read end of the pipe of one stream of a rank.
@@ -49,7 +172,7 @@ pub struct Relay {
     label: Option<String>,
     /// Bytes read past the last newline.
     held: Vec<u8>,
-    /// The last piece written ended a line (the next piece gets the label).
+    /// The last piece queued ended a line (the next piece gets the label).
     at_line_start: bool,
 }
 
@@ -58,16 +181,27 @@ impl Relay {
         Relay { pipe, sink, label, held: Vec::new(), at_line_start: true }
     }
 
-    /// The pipe to poll, until its end of file.
+    /// The pipe to poll, until its end of file, while its stream's queue has room.
     pub fn fd(&self) -> Option<std::os::fd::RawFd> {
-        self.pipe.as_ref().map(Pipe::raw_fd)
+        let q = self.sink.queue();
+        self.pipe.as_ref().filter(|_| q.closed || q.bytes.len() < QUEUE_MAX).map(Pipe::raw_fd)
     }
 
-    /// Read what the rank wrote, when that does not block, and write out its whole lines; at the
-    /// end of the pipe (the rank, and what it started, closed it) what is left, as it is (but a
-    /// labelled line gets its newline). Whether anything was read.
+    /// Read what the rank wrote, when that does not block and its stream's queue has room, and
+    /// queue its whole lines; at the end of the pipe (the rank, and what it started, closed it)
+    /// what is left, as it is (but a labelled line gets its newline). The queue is written out
+    /// as far as the stream takes it without blocking. Whether anything was read.
     pub fn pump(&mut self) -> bool {
-        let Some(pipe) = self.pipe.as_mut() else { return false };
+        self.sink.flush(false);
+        let full = {
+            let q = self.sink.queue();
+            if q.closed {
+                self.close();
+                return false;
+            }
+            q.bytes.len() >= QUEUE_MAX
+        };
+        let Some(pipe) = self.pipe.as_mut().filter(|_| !full) else { return false };
         // SAFETY: a zero-timeout poll of one live pollfd, to read only when it would not block.
         let ready = unsafe {
             let mut p = libc::pollfd { fd: pipe.raw_fd(), events: libc::POLLIN, revents: 0 };
@@ -78,7 +212,7 @@ impl Relay {
         }
         // On the stack: a zeroed 64 KiB allocation per read would be most of the copy's work.
         let mut buf = [0u8; 16 * 1024];
-        match pipe.read(&mut buf) {
+        let read = match pipe.read(&mut buf) {
             // Not the end: a signal came first (the handlers restart reads, a default one may
             // not), and the rank's next write must not meet a closed pipe.
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => true,
@@ -90,7 +224,7 @@ impl Relay {
                 if self.label.is_some() && (!rest.is_empty() || !self.at_line_start) {
                     rest.push(b'\n');
                 }
-                self.write(&rest);
+                self.queue(&rest);
                 false
             }
             Ok(n) => {
@@ -101,53 +235,64 @@ impl Relay {
                     None => 0,
                 };
                 let lines: Vec<u8> = self.held.drain(..whole).collect();
-                self.write(&lines);
+                self.queue(&lines);
                 true
             }
-        }
+        };
+        self.sink.flush(false);
+        read
     }
 
     /// What the pipe holds now, without waiting for more; bounded, for a process that writes on
-    /// and on (one the ranks left running, before it is ended).
-    pub fn drain(&mut self) {
+    /// and on (one the ranks left running, before it is ended). With `wait`, the stream's queue
+    /// is written out whole, waiting as a plain write does, so all of it is read; without, what
+    /// a full queue leaves in the pipe stays there.
+    pub fn drain(&mut self, wait: bool) {
         for _ in 0..64 {
-            if !self.pump() {
-                return;
+            if wait {
+                self.sink.flush(true);
             }
+            if !self.pump() {
+                break;
+            }
+        }
+        if wait {
+            self.sink.flush(true);
         }
     }
 
-    /// `bytes` (whole lines, but for a piece of an overlong line or the end of the stream) to the
-    /// sink in one write, each line labelled. When the sink is closed (`aar run ... | head`) the
-    /// pipe is closed too, so the rank learns it at its next write (SIGPIPE or EPIPE) as it
-    /// would have writing to the sink itself.
-    fn write(&mut self, bytes: &[u8]) {
+    /// The rank learns that its stream is closed at its next write (SIGPIPE or EPIPE), as it
+    /// would have writing to it itself.
+    fn close(&mut self) {
+        self.pipe = None;
+        self.held = Vec::new();
+    }
+
+    /// Queue `bytes` (whole lines, but for a piece of an overlong line or the end of the stream)
+    /// for the sink, each line labelled.
+    fn queue(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
-        let out = match &self.label {
-            None => bytes.to_vec(),
+        let mut q = self.sink.queue();
+        if q.closed {
+            drop(q);
+            self.close();
+            return;
+        }
+        match &self.label {
+            None => q.bytes.extend_from_slice(bytes),
             Some(label) => {
-                let mut out = Vec::with_capacity(bytes.len() + label.len());
                 for piece in bytes.split_inclusive(|&b| b == b'\n') {
                     if self.at_line_start {
-                        out.extend_from_slice(label.as_bytes());
+                        q.bytes.extend_from_slice(label.as_bytes());
                     }
-                    out.extend_from_slice(piece);
+                    q.bytes.extend_from_slice(piece);
                     self.at_line_start = piece.ends_with(b"\n");
                 }
-                out
             }
-        };
-        self.at_line_start = bytes.ends_with(b"\n");
-        let written = match self.sink {
-            Sink::Stdout => std::io::stdout().lock().write_all(&out).and_then(|()| std::io::stdout().flush()),
-            Sink::Stderr => std::io::stderr().lock().write_all(&out),
-        };
-        if written.is_err() {
-            self.pipe = None;
-            self.held.clear();
         }
+        self.at_line_start = bytes.ends_with(b"\n");
     }
 }
 
