@@ -41,7 +41,8 @@ int PMI_Get_universe_size(int *size);
 int PMI_Get_appnum(int *appnum);
 /* All ranks meet; KVS puts made before it are visible to every rank after it. */
 int PMI_Barrier(void);
-/* Ends the whole job with exit_code; error_msg goes to stderr. Does not return. */
+/* Ends the whole job with exit_code; error_msg goes to stderr. Does not return. Also before
+   PMI_Init: the launcher is told on PMI_FD (after PMI_Finalize it cannot be: the exit status says it). */
 int PMI_Abort(int exit_code, const char error_msg[]);
 
 int PMI_KVS_Get_my_name(char kvsname[], int length);

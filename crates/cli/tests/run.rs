@@ -147,6 +147,13 @@ fn pmi_abort_ends_the_job_with_its_code() {
             "{err}"
         );
     }
+    // Before PMI_Init the launcher is told on the PMI_FD it gave: an abort, not an exit code.
+    let out = aar_run(&["-n", "2"], &["early", "1", "9"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("aar: rank 1: PMI_Abort(9): pmi_job asked to abort before PMI_Init\n"), "{err}");
+    assert!(err.contains("rank 1 (pid ") && err.contains("called PMI_Abort with exit code 9;"), "{err}");
+    assert!(!err.contains("exited with code"), "{err}");
     // After PMI_Finalize the launcher cannot be told: the rank's exit status alone must fail the
     // job, so a code whose low byte is 0 exits 1, not 0; another code as exit() gives it.
     for (code, status) in [("256", 1), ("0", 1), ("5", 5)] {

@@ -6,7 +6,7 @@ use crate::wire::{check_name, check_word, Message, PROCESS_MAPPING_KEY};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Mutex;
 
 /// PMI return codes (pmi.h).
@@ -76,6 +76,10 @@ pub static STATE: Mutex<State> = Mutex::new(State::Uninit);
 /// [`STATE`] (blocked in a barrier, say).
 pub static ABORT_FD: AtomicI32 = AtomicI32::new(-1);
 
+/// PMI_Init took the environment's PMI_FD (and closed it, if it failed): from then on PMI_Abort
+/// writes to [`ABORT_FD`] alone, never to a descriptor that may since hold another file.
+static ENV_FD_TAKEN: AtomicBool = AtomicBool::new(false);
+
 fn env_int(name: &str) -> Result<i64> {
     let v = std::env::var(name).map_err(|_| {
         PmiError::new(
@@ -113,6 +117,7 @@ impl Session {
                 format!("PMI_RANK={rank} and PMI_SIZE={size} do not name a rank of a job; nothing was initialised."),
             ));
         }
+        ENV_FD_TAKEN.store(true, Ordering::SeqCst);
         // SAFETY: the launcher gave this process the descriptor for PMI alone; it is open (checked
         // above) and from here on owned by the session (closed at PMI_Finalize).
         let sock = unsafe { UnixStream::from_raw_fd(fd) };
@@ -350,17 +355,37 @@ fn unhex(s: &str, out: &mut Vec<u8>) -> Option<()> {
 }
 
 /// Tell the launcher the job is to end with `code`, however the session stands (another thread
-/// may be blocked in a barrier while holding [`STATE`]); whether it was told (not before
-/// PMI_Init, nor after PMI_Finalize).
+/// may be blocked in a barrier while holding [`STATE`]); whether it was told. Before PMI_Init it
+/// is told on the environment's PMI_FD (the simple PMI protocol takes an abort at any time, so
+/// the launcher reports an abort, not a rank that exited); after PMI_Finalize, which closed the
+/// connection, it cannot be.
 pub fn send_abort(code: i32) -> bool {
-    let fd = ABORT_FD.load(Ordering::SeqCst);
-    if fd < 0 {
-        return false;
-    }
+    let fd = match ABORT_FD.load(Ordering::SeqCst) {
+        fd if fd >= 0 => fd,
+        _ if !ENV_FD_TAKEN.load(Ordering::SeqCst) => match launcher_socket() {
+            Some(fd) => fd,
+            None => return false,
+        },
+        _ => return false,
+    };
     let line = Message::new("abort").with("exitcode", code).to_line();
-    // SAFETY: fd is the session's open PMI socket; `line` is a live buffer of the given length.
-    let written = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+    // SAFETY: fd is a socket of this process; `line` is a live buffer of the given length.
+    // MSG_NOSIGNAL: a launcher that is gone gives EPIPE, not a SIGPIPE that would kill the rank
+    // before it exits with the code.
+    let written = unsafe { libc::send(fd, line.as_ptr().cast(), line.len(), libc::MSG_NOSIGNAL) };
     usize::try_from(written).is_ok_and(|n| n == line.len())
+}
+
+/// Before PMI_Init: the environment's PMI_FD, when it is a Unix-domain socket of this process
+/// (what a launcher gives), not a number the program has since opened a file on.
+fn launcher_socket() -> Option<RawFd> {
+    let fd: RawFd = std::env::var("PMI_FD").ok()?.trim().parse().ok().filter(|&fd| fd >= 0)?;
+    let mut domain: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes to the live int `domain`; any fd value is
+    // allowed (one that is no socket fails with ENOTSOCK, a closed one with EBADF).
+    let rc = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN, (&raw mut domain).cast(), &mut len) };
+    (rc == 0 && domain == libc::AF_UNIX).then_some(fd)
 }
 
 #[cfg(test)]

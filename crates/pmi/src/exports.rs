@@ -197,9 +197,9 @@ pub extern "C" fn PMI_Barrier() -> c_int {
 pub unsafe extern "C" fn PMI_Abort(exit_code: c_int, error_msg: *const c_char) -> c_int {
     let msg = c_str("error_msg", error_msg).unwrap_or("(no message)");
     let rank = std::env::var("PMI_RANK").unwrap_or_else(|_| "?".into());
-    // A launcher that was told ends the job with the code. One that was not (before PMI_Init,
-    // after PMI_Finalize) sees only the exit status, which must not read as a success: exit(256)
-    // gives 0, as exit(0) does.
+    // A launcher that was told ends the job with the code. One that was not (after
+    // PMI_Finalize, or no launcher's PMI_FD) sees only the exit status, which must not read as a
+    // success: exit(256) gives 0, as exit(0) does.
     let status = match send_abort(exit_code) {
         true => exit_code,
         false if exit_code & 0xff == 0 => 1,
@@ -207,7 +207,7 @@ pub unsafe extern "C" fn PMI_Abort(exit_code: c_int, error_msg: *const c_char) -
     };
     let shown = match status == exit_code {
         true => String::new(),
-        false => format!(" (the launcher could not be told: outside PMI_Init..PMI_Finalize; exit status {status}, as an abort is no success)"),
+        false => format!(" (the launcher could not be told: after PMI_Finalize, or no PMI_FD; exit status {status}, as an abort is no success)"),
     };
     say(&format!("aar: rank {rank}: PMI_Abort({exit_code}): {msg}{shown}\n"));
     // SAFETY: exit ends the process as the caller asked (C's exit, so the program's stdio buffers

@@ -6,6 +6,7 @@
  *
  *   pmi_job             the checks, then PMI_Finalize; prints one "rank=R ..." line
  *   pmi_job abort R C   the checks, then rank R calls PMI_Abort(C) and the others wait in a barrier
+ *   pmi_job early R C   rank R calls PMI_Abort(C) before PMI_Init; the others go on as without arguments
  *   pmi_job segv R      the checks, then rank R dies by SIGSEGV and the others wait in a barrier
  *   pmi_job hang        the checks, then every rank ignores SIGTERM and sleeps (prints "ready")
  *   pmi_job leave R     the checks, then rank R exits 0 and the others wait in a barrier
@@ -73,6 +74,8 @@ int main(int argc, char **argv) {
     int rank = -1, size = 0, spawned = -1, initialized = -1;
     CHECK(PMI_Initialized(&initialized) == PMI_SUCCESS && initialized == PMI_FALSE, "initialized %d", initialized);
     CHECK(PMI_Get_rank(&rank) == PMI_ERR_INIT, "PMI_Get_rank before PMI_Init");
+    if (argc >= 4 && strcmp(argv[1], "early") == 0 && getenv("PMI_RANK") && atoi(getenv("PMI_RANK")) == atoi(argv[2]))
+        PMI_Abort(atoi(argv[3]), "pmi_job asked to abort before PMI_Init");
     if (PMI_Init(&spawned) != PMI_SUCCESS) {
         fprintf(stderr, "pmi_job: PMI_Init failed\n");
         return 1;
