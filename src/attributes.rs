@@ -8,6 +8,8 @@
 //! value is adaptive in the table in use). The view is current while its stamp equals
 //! [`state_stamp`]: a new DMAPP job (`dmapp_init`), its end (`dmapp_finalize`) or the end of
 //! steering changes the stamp, and every thread then brings its view up to date on its next call.
+//! A view also knows whether the job its attributes were read in has ended since
+//! ([`Thread::job_ended`]), even while another thread is inside `dmapp_finalize` ([`end_job`]).
 //! No lock anywhere: atomics, a thread-local, and values set once at initialisation.
 
 use crate::diag;
@@ -16,7 +18,7 @@ use crate::tally::{class_of, OTHER};
 use aar_abi::dmapp::{Direction, RmaAttrsExt, Routing, RoutingTable};
 use aar_engine::RoutingMode;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
 // ---- The table in use ----------------------------------------------------------------------------
@@ -76,6 +78,11 @@ pub fn class_of_value(value: u8) -> usize {
 static STATE: AtomicU64 = AtomicU64::new(2);
 /// Bit of [`STATE`]: the library stopped steering DMAPP in this process.
 const STOPPED: u64 = 1;
+/// `dmapp_finalize` calls under way (in the real function, or about to change [`STATE`]).
+static ENDING: AtomicU32 = AtomicU32::new(0);
+/// The job generation the last successful `dmapp_finalize` began (0: none yet): a job of an
+/// earlier generation has ended.
+static ENDED: AtomicU64 = AtomicU64::new(0);
 static WHY_STOPPED: OnceLock<String> = OnceLock::new();
 /// Attribute set calls the library made.
 static SETS: AtomicU64 = AtomicU64::new(0);
@@ -105,10 +112,24 @@ pub fn stop(why: &str) -> bool {
     first
 }
 
-/// `dmapp_init` started a job, or `dmapp_finalize` ended one: every thread's view predates it,
-/// and is read again at the thread's next call.
+/// `dmapp_init` started a job: every thread's view predates it, and is read again at the thread's
+/// next call.
 pub fn new_job() {
     STATE.fetch_add(2, AcqRel);
+}
+
+/// `dmapp_finalize`: `finalize` forwards it (`true`: the job has ended). As [`new_job`], and
+/// from before the real call until the new generation is published, [`Thread::job_ended`] is true
+/// on every thread: a thread whose attribute call DMAPP refuses because the job has just ended
+/// (a program that calls DMAPP while another thread finalizes) learns why, from the ordering
+/// DMAPP's own end of the job gives (its refusal comes after this count went up).
+pub fn end_job(finalize: impl FnOnce() -> bool) {
+    ENDING.fetch_add(1, AcqRel);
+    if finalize() {
+        let generation = (STATE.fetch_add(2, AcqRel) >> 1) + 1;
+        ENDED.fetch_max(generation, AcqRel);
+    }
+    ENDING.fetch_sub(1, AcqRel);
 }
 
 /// One attribute set call made by the library.
@@ -166,6 +187,8 @@ impl Dir {
 pub struct Thread {
     /// [`state_stamp`] when the view was last brought up to date; 0: never.
     stamp: Cell<u64>,
+    /// The job generation in which the attributes were last read (taken before reading them).
+    job: Cell<u64>,
     /// The application's attributes as last read.
     app: Cell<RmaAttrsExt>,
     dirs: [Cell<Dir>; 2],
@@ -188,6 +211,7 @@ thread_local! {
     static THREAD: Thread = const {
         Thread {
             stamp: Cell::new(0),
+            job: Cell::new(0),
             app: Cell::new(RmaAttrsExt::ZERO),
             dirs: [const { Cell::new(Dir::UNKNOWN) }; 2],
             seen: Cell::new(false),
@@ -289,9 +313,10 @@ impl Thread {
         self.stamp.set(state_stamp());
     }
 
-    /// The application's attributes `app` are in force (just read from DMAPP).
-    pub fn read(&self, app: RmaAttrsExt) {
-        let stamp = state_stamp();
+    /// The application's attributes `app` are in force (just read from DMAPP, `stamp`: the
+    /// [`state_stamp`] taken before reading them, so that a job that ends meanwhile is seen as
+    /// ended).
+    pub fn read(&self, app: RmaAttrsExt, stamp: u64) {
         for d in Direction::ALL {
             let value = app.routing(d);
             let routing = routing_of(value);
@@ -304,6 +329,7 @@ impl Thread {
         }
         self.app.set(app);
         self.stamp.set(stamp);
+        self.job.set(stamp >> 1);
         self.busy_streak.set(0);
         self.busy_wait.set(0);
         if !self.seen.replace(true) {
@@ -321,18 +347,19 @@ impl Thread {
         self.stamp.set(state_stamp());
     }
 
-    /// The thread's attributes `now`, read in a job its view predates. Where their routing is
-    /// still the one the library had put in force (DMAPP kept the thread's attributes across
-    /// `dmapp_init`, as the emulator does for a second `dmapp_init` of a running job), that
-    /// routing is still the library's, and the application's is still the one it stated: it is
-    /// what the library keeps, shows and gives back. Otherwise `now` is all the application's.
-    pub fn renew(&self, now: RmaAttrsExt) {
+    /// The thread's attributes `now`, read in a job its view predates (`stamp`, as for
+    /// [`Thread::read`]). Where their routing is still the one the library had put in force
+    /// (DMAPP kept the thread's attributes across `dmapp_init`, as the emulator does for a second
+    /// `dmapp_init` of a running job), that routing is still the library's, and the application's
+    /// is still the one it stated: it is what the library keeps, shows and gives back. Otherwise
+    /// `now` is all the application's.
+    pub fn renew(&self, now: RmaAttrsExt, stamp: u64) {
         let before = self.dirs.each_ref().map(Cell::get);
         let kept = self.steered() && Direction::ALL.iter().all(|&d| now.routing(d) == before[d.index()].in_force);
         if !kept {
-            return self.read(now);
+            return self.read(now, stamp);
         }
-        self.read(Direction::ALL.iter().fold(now, |a, &d| a.with_routing(d, before[d.index()].app)));
+        self.read(Direction::ALL.iter().fold(now, |a, &d| a.with_routing(d, before[d.index()].app)), stamp);
         for d in Direction::ALL {
             let dir = self.dir(d);
             self.dirs[d.index()].set(Dir { in_force: before[d.index()].in_force, ..dir });
@@ -356,6 +383,12 @@ impl Thread {
     /// Whether the view predates the current job (rather than only the end of steering).
     pub fn predates_job(&self) -> bool {
         self.stamp.get() >> 1 != state_stamp() >> 1
+    }
+
+    /// Whether the job the attributes were last read in has ended, or may be ending: a
+    /// `dmapp_finalize` is under way on some thread, or one has ended a job since.
+    pub fn job_ended(&self) -> bool {
+        ENDING.load(Acquire) != 0 || ENDED.load(Acquire) > self.job.get()
     }
 }
 
@@ -399,7 +432,10 @@ mod tests {
             with_thread(|t| {
                 assert!(!t.current(), "a new thread has no view");
                 // PUT adaptive, GET in order.
-                t.read(RmaAttrsExt::ZERO.with_routing(Direction::Put, 2).with_routing(Direction::Get, 0));
+                t.read(
+                    RmaAttrsExt::ZERO.with_routing(Direction::Put, 2).with_routing(Direction::Get, 0),
+                    state_stamp(),
+                );
                 assert!(t.current() && !t.steered());
                 assert!(t.dir(Direction::Put).routable && !t.dir(Direction::Get).routable);
                 t.applied(Direction::Put, 6);
@@ -407,7 +443,10 @@ mod tests {
                 assert_eq!(t.dir(Direction::Put).app, 2);
                 new_job();
                 assert!(!t.current() && t.predates_job());
-                t.read(RmaAttrsExt::ZERO.with_routing(Direction::Put, 2).with_routing(Direction::Get, 2));
+                t.read(
+                    RmaAttrsExt::ZERO.with_routing(Direction::Put, 2).with_routing(Direction::Get, 2),
+                    state_stamp(),
+                );
                 assert!(t.current() && !t.steered());
                 t.applied(Direction::Get, 5);
                 assert!(stop("test") && !stop("again"), "stopped once");
@@ -420,14 +459,27 @@ mod tests {
                 new_job();
                 t.unread();
                 let ours = RmaAttrsExt([7; 256]).with_routing(Direction::Put, 2).with_routing(Direction::Get, 6);
-                t.renew(ours);
+                t.renew(ours, state_stamp());
                 assert!(t.current() && t.steered() && !t.dir(Direction::Get).routable, "stopped: not routable");
                 assert_eq!((t.dir(Direction::Get).app, t.dir(Direction::Get).in_force), (2, 6));
                 assert_eq!(t.app(), ours.with_routing(Direction::Get, 2), "the rest as read");
                 // One that did not: what it reads is the application's.
                 new_job();
-                t.renew(ours.with_routing(Direction::Get, 5));
+                t.renew(ours.with_routing(Direction::Get, 5), state_stamp());
                 assert!(!t.steered() && t.dir(Direction::Get).app == 5);
+                // The job the view was read in ends: from before the real dmapp_finalize on.
+                assert!(!t.job_ended());
+                end_job(|| {
+                    assert!(t.job_ended(), "while dmapp_finalize is under way");
+                    true
+                });
+                assert!(t.job_ended() && t.predates_job());
+                new_job();
+                t.renew(ours.with_routing(Direction::Get, 5), state_stamp());
+                assert!(!t.job_ended(), "read in the new job");
+                // A dmapp_finalize that fails ends nothing.
+                end_job(|| false);
+                assert!(t.current() && !t.job_ended());
                 assert!(t.inside(inside_dmapp) && !inside_dmapp());
             })
             .unwrap();

@@ -467,8 +467,9 @@ fn up_to_date(t: &Thread) {
         return;
     }
     if t.predates_job() {
+        let stamp = attributes::state_stamp();
         match read_attrs(t) {
-            Ok(now) => t.renew(now),
+            Ok(now) => t.renew(now, stamp),
             Err(e @ AttrsError::Missing(_)) => {
                 lacks(e);
                 t.unread();
@@ -504,7 +505,8 @@ pub const TRANSIENT_FAILURES_LIMIT: u32 = 8;
 /// Put `desired` in force for direction `d`, read-modify-write-verify. A transient failure (DMAPP
 /// busy) changes nothing: the call goes out with the routing in force, and the thread tries again
 /// at a later change ([`Thread::change_due`]); [`TRANSIENT_FAILURES_LIMIT`] of them in a row, or
-/// any other disagreement, stop steering DMAPP.
+/// any other disagreement, stop steering DMAPP, unless the job has ended under the change
+/// ([`disagreement`]).
 fn reconcile(t: &Thread, d: Direction, desired: u8) {
     if !t.change_due() {
         return;
@@ -518,14 +520,14 @@ fn reconcile(t: &Thread, d: Direction, desired: u8) {
             lacks(e);
             return give_back(t, false);
         }
-        Err(e) => return stop(t, &e.to_string(), false),
+        Err(e) => return disagreement(t, &e.to_string(), false),
     };
     let wanted = now.with_routing(d, desired);
     match write_attrs(t, &wanted) {
         Ok(()) => {}
         Err(e) if e.is_transient() => return busy(t, e, dir, name),
         Err(AttrsError::Failed(call, rc)) => {
-            return stop(
+            return disagreement(
                 t,
                 &format!("{call} refused the {dir} routing {name} (value {desired}): it returned {rc}"),
                 false,
@@ -540,7 +542,7 @@ fn reconcile(t: &Thread, d: Direction, desired: u8) {
         Ok(back) => back,
         // Not verified: put back what was in force, and try again later.
         Err(e) if e.is_transient() && write_attrs(t, &now).is_ok() => return busy(t, e, dir, name),
-        Err(e) => return stop(t, &e.to_string(), true),
+        Err(e) => return disagreement(t, &e.to_string(), true),
     };
     if let Some(i) = (0..RMA_ATTRS_EXT_BYTES).find(|&i| back.0[i] != wanted.0[i]) {
         let what = format!(
@@ -549,9 +551,24 @@ fn reconcile(t: &Thread, d: Direction, desired: u8) {
             wanted.0[i],
             back.0[i]
         );
-        return stop(t, &what, true);
+        return disagreement(t, &what, true);
     }
     t.applied(d, desired);
+}
+
+/// DMAPP disagreed with a change of routing on thread `t` (`what`; `written`: as for [`stop`]),
+/// which stops steering DMAPP, unless the job the thread's attributes were read in has ended, or
+/// is ending, under the change: then DMAPP refused for want of a job (or read back the next job's
+/// attributes), which says nothing of the routing table or the layout. The view is read again at
+/// the thread's next call, in the next job if there is one ([`Thread::renew`] takes what it
+/// reads there for the application's). Only a program whose DMAPP calls run while another thread
+/// is in `dmapp_finalize` meets this; the check is on this cold path only, with atomics.
+#[cold]
+fn disagreement(t: &Thread, what: &str, written: bool) {
+    if t.job_ended() {
+        return t.unread();
+    }
+    stop(t, what, written);
 }
 
 /// DMAPP answered a change of routing with a transient failure `e`: nothing changed, and the
@@ -627,9 +644,12 @@ pub fn set_attrs(real: &Real, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) 
     let rc = forward(real_fn);
     if rc == DMAPP_RC_SUCCESS && !state::inert() && control::load() & READY != 0 {
         let reread = || {
-            attributes::with_thread(|t| match read_attrs(t) {
-                Ok(app) => t.read(app),
-                Err(_) => t.forget(),
+            attributes::with_thread(|t| {
+                let stamp = attributes::state_stamp();
+                match read_attrs(t) {
+                    Ok(app) => t.read(app, stamp),
+                    Err(_) => t.forget(),
+                }
             })
         };
         if catch_unwind(reread).is_err() {
@@ -727,15 +747,18 @@ pub unsafe fn init(real: &Real, actual: *mut c_void, forward: impl FnOnce(AttrsI
 /// The caller's `dmapp_finalize`: forwarded; on success the job has ended, and until the next
 /// `dmapp_init` each thread's calls go out untouched, of unknown routing, as before the first:
 /// without a job DMAPP refuses the attribute calls, and a refused change of routing would be
-/// taken for a routing table or layout that is not this DMAPP's.
+/// taken for a routing table or layout that is not this DMAPP's. A thread whose change of
+/// routing DMAPP refuses while this runs, or after, knows why ([`attributes::end_job`],
+/// [`disagreement`]).
 pub fn finalize(real: &Real) -> DmappReturn {
     let Some(real_fn) = real.get::<VoidFn>() else { return missing(real) };
     init::ensure_init();
-    // SAFETY: the function found under this name, which takes no argument.
-    let rc = unsafe { real_fn() };
-    if rc == DMAPP_RC_SUCCESS && !state::inert() {
-        attributes::new_job();
-    }
+    let mut rc = DMAPP_RC_SUCCESS;
+    attributes::end_job(|| {
+        // SAFETY: the function found under this name, which takes no argument.
+        rc = unsafe { real_fn() };
+        rc == DMAPP_RC_SUCCESS && !state::inert()
+    });
     rc
 }
 

@@ -888,6 +888,33 @@ fn calls_without_a_dmapp_job_go_out_untouched_and_the_next_job_is_steered() {
     assert_eq!(rec["modes"]["ADAPTIVE3"]["messages"], 5, "{}", rec["modes"]);
 }
 
+/// A thread's change of routing that reaches DMAPP after another thread's `dmapp_finalize` ended
+/// the job is refused; that refusal says nothing of the routing table or the layout, so steering
+/// goes on, and the next job is steered (a program whose DMAPP calls run while another thread
+/// finalizes is wrong, but the library used to stop steering DMAPP for the rest of the process).
+/// tests/c/dmapp_finrace.c makes the interleaving, both where the refusal comes back after the
+/// library's `dmapp_finalize` has returned and where it comes back before.
+#[test]
+fn a_change_of_routing_that_meets_dmapp_finalize_does_not_stop_steering() {
+    let finrace = compile("cc", "dmapp_finrace", &[root().join("tests/c/dmapp_finrace.c")], &["-shared", "-fPIC"]);
+    let preload = format!("{} {}", libaar().display(), finrace.display());
+    for inside in [0, 1] {
+        let script = format!("init put 1 64 2 finrace {inside} init put 1 64 2 get 1 64 1 routing");
+        let r = driver(&format!("dmapp-finrace-{inside}"), &script).env("LD_PRELOAD", &preload).run();
+        r.assert_ok();
+        // The PUT is refused (DMAPP_RC_PERMISSION_ERROR: no job); the finalize succeeds.
+        assert!(r.stdout.contains("finrace put rc=5\n") && r.stdout.contains("finalize rc=0\n"), "{}", r.stdout);
+        assert!(warnings(&r).is_empty(), "inside {inside}: {:?}", warnings(&r));
+        assert!(r.stdout.contains("routing put=6 get=6\n"), "inside {inside}: {}", r.stdout);
+        let calls: Vec<Option<u64>> = data_calls(&r).iter().map(|v| v["routing"].as_u64()).collect();
+        assert_eq!(
+            calls,
+            [Some(ADAPTIVE_3), Some(ADAPTIVE_3), None, Some(ADAPTIVE_3), Some(ADAPTIVE_3), Some(ADAPTIVE_3)]
+        );
+        assert_eq!(record(&r)["dmapp"]["steering"], true, "inside {inside}");
+    }
+}
+
 /// A second `dmapp_init` while the job runs keeps every thread's attributes (in the emulator; a
 /// release's behaviour is open), the library's routing too: the application's own is still its
 /// intent, shown by `dmapp_init`'s `actual` and `dmapp_get_rma_attrs[_ext]` and given back when the

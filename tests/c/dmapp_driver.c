@@ -8,6 +8,12 @@
  *   pmi                             PMI_Init, as Cray's dmapp_init does (built with -DWITH_PMI -lpmi,
  *                                   to run under aar run); rc printed
  *   finalize                        dmapp_finalize; rc printed
+ *   finrace INSIDE                  a second thread makes a one-word PUT to PE 1 while this one calls
+ *                                   dmapp_finalize ("finalize rc=RC") at the moment
+ *                                   tests/c/dmapp_finrace.c (preloaded after libaar.so) makes:
+ *                                   libaar.so's change of routing for that PUT goes to DMAPP after the
+ *                                   job has ended (INSIDE 1: before libaar.so's dmapp_finalize returns);
+ *                                   the PUT is refused: "finrace put rc=RC"
  *   form blocking|nb|nbi            the form put, get and amo use from here (blocking at first)
  *   put PE SIZE COUNT               COUNT PUTs of SIZE bytes to heap offset 0 of PE (8-byte elements
  *                                   when SIZE allows, else bytes)
@@ -59,6 +65,7 @@
 #ifdef WITH_PMI
 #include <pmi.h>
 #endif
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -495,6 +502,46 @@ static void *tattrs_main(void *v)
 	return NULL;
 }
 
+/* ---- the end of the job while another thread changes its routing ------------------------------- */
+
+/* tests/c/dmapp_finrace.c's functions, when it is preloaded. */
+static void *finrace_fn(const char *name)
+{
+	void *f = dlsym(RTLD_DEFAULT, name);
+	if (!f)
+		fail("finrace: tests/c/dmapp_finrace.c is not preloaded");
+	return f;
+}
+
+/* One PUT of a word to PE 1 (refused: the job ends under it), then says so to
+ * tests/c/dmapp_finrace.c. */
+static void *finrace_main(void *v)
+{
+	(void)v;
+	int64_t word = 1;
+	dmapp_return_t rc = note("dmapp_put", dmapp_put(heap, hseg, 1, &word, 1, DMAPP_QW));
+	printf("finrace put rc=%d\n", (int)rc);
+	((void (*)(void))finrace_fn("finrace_sent"))();
+	return NULL;
+}
+
+/* A second thread makes a PUT, whose change of routing this thread's dmapp_finalize meets
+ * (tests/c/dmapp_finrace.c: after that dmapp_finalize, or inside it). */
+static void finrace(int inside)
+{
+	void (*arm)(int) = (void (*)(int))finrace_fn("finrace_arm");
+	void (*wait_set)(void) = (void (*)(void))finrace_fn("finrace_wait_set");
+	if (!arm || !wait_set || !finrace_fn("finrace_ended") || !finrace_fn("finrace_sent"))
+		return;
+	arm(inside);
+	pthread_t tid;
+	pthread_create(&tid, NULL, finrace_main, NULL);
+	wait_set();
+	printf("finalize rc=%d\n", (int)dmapp_finalize());
+	((void (*)(void))finrace_fn("finrace_ended"))();
+	pthread_join(tid, NULL);
+}
+
 /* ---- uGNI beside DMAPP ---------------------------------------------------------------------------- */
 
 static int ugni_ready;
@@ -536,6 +583,9 @@ int main(int argc, char **argv)
 #define ARG(k) (i + (k) < argc ? argv[i + (k)] : "0")
 		if (!strcmp(c, "init") || !strcmp(c, "initext")) {
 			start(!strcmp(c, "initext"));
+		} else if (!strcmp(c, "finrace")) {
+			finrace((int)num(ARG(1)));
+			i += 1;
 		} else if (!strcmp(c, "finalize")) {
 			printf("finalize rc=%d\n", (int)dmapp_finalize());
 #ifdef WITH_PMI
