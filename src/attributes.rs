@@ -348,14 +348,18 @@ impl Thread {
     }
 
     /// The thread's attributes `now`, read in a job its view predates (`stamp`, as for
-    /// [`Thread::read`]). Where their routing is still the one the library had put in force
-    /// (DMAPP kept the thread's attributes across `dmapp_init`, as the emulator does for a second
-    /// `dmapp_init` of a running job), that routing is still the library's, and the application's
-    /// is still the one it stated: it is what the library keeps, shows and gives back. Otherwise
-    /// `now` is all the application's.
+    /// [`Thread::read`]). Where the job the view was read in still runs (a second `dmapp_init`,
+    /// which the emulator answers keeping the job and every thread's attributes) and their
+    /// routing is still the one the library had put in force, DMAPP kept them: that routing is
+    /// still the library's, and the application's is still the one it stated: it is what the
+    /// library keeps, shows and gives back. Otherwise `now` is all the application's: after a
+    /// `dmapp_finalize` the new job's attributes are the application's, the routing its
+    /// `dmapp_init` asked for, also where that is the routing the library had in force.
     pub fn renew(&self, now: RmaAttrsExt, stamp: u64) {
         let before = self.dirs.each_ref().map(Cell::get);
-        let kept = self.steered() && Direction::ALL.iter().all(|&d| now.routing(d) == before[d.index()].in_force);
+        let kept = self.steered()
+            && !self.job_ended()
+            && Direction::ALL.iter().all(|&d| now.routing(d) == before[d.index()].in_force);
         if !kept {
             return self.read(now, stamp);
         }
@@ -467,7 +471,9 @@ mod tests {
                 new_job();
                 t.renew(ours.with_routing(Direction::Get, 5), state_stamp());
                 assert!(!t.steered() && t.dir(Direction::Get).app == 5);
-                // The job the view was read in ends: from before the real dmapp_finalize on.
+                // After the end of the job, a new job's attributes are all the application's, also
+                // where they are the routing the library had in force.
+                t.applied(Direction::Get, 6);
                 assert!(!t.job_ended());
                 end_job(|| {
                     assert!(t.job_ended(), "while dmapp_finalize is under way");
@@ -475,8 +481,9 @@ mod tests {
                 });
                 assert!(t.job_ended() && t.predates_job());
                 new_job();
-                t.renew(ours.with_routing(Direction::Get, 5), state_stamp());
-                assert!(!t.job_ended(), "read in the new job");
+                t.renew(ours, state_stamp());
+                assert!(!t.steered() && !t.job_ended());
+                assert_eq!((t.dir(Direction::Get).app, t.app()), (6, ours));
                 // A dmapp_finalize that fails ends nothing.
                 end_job(|| false);
                 assert!(t.current() && !t.job_ended());

@@ -721,7 +721,9 @@ unsafe fn show_own_routing(attrs: *mut c_void) {
 /// every thread reads again on its next call, and whose PEs `steady` places now. Where DMAPP
 /// kept the attributes of a thread the library steers (a second `dmapp_init` of a running job,
 /// in the emulator), the thread keeps its application's routing as its intent
-/// ([`Thread::renew`]), and the routing `actual` shows the calling thread is its own.
+/// ([`Thread::renew`]), and the routing `actual` shows the calling thread is its own. After a
+/// `dmapp_finalize`, what the new job's attributes say is the application's intent: the routing
+/// this `dmapp_init` asked for, also where it is the routing the library had in force.
 ///
 /// # Safety
 /// `actual` is NULL or what the function fills (DMAPP's contract).

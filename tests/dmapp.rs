@@ -942,6 +942,31 @@ fn a_second_dmapp_init_keeps_the_applications_routing_its_own() {
     assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
 }
 
+/// After `dmapp_finalize`, a new job's attributes are the application's: a `dmapp_init` that asks
+/// for exactly the routing the library had in force on the thread states the application's new
+/// intent, which `actual` shows and the library keeps when it stops routing. (The library used to
+/// take that routing for its own, kept in force by DMAPP, and give back the previous job's.)
+#[test]
+fn a_dmapp_init_after_dmapp_finalize_that_asks_for_the_librarys_routing_is_the_applications_intent() {
+    let script = "init put 1 64 2 get 1 64 1 finalize initas 6 6 routing api disable put 1 64 1 get 1 64 1 routing";
+    let r = driver("dmapp-reinit-asks", script).run();
+    r.assert_ok();
+    let lines: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("init") || l.starts_with("routing")).collect();
+    assert_eq!(
+        lines,
+        ["init rc=0 put=2 get=2", "init rc=0 put=6 get=6", "routing put=6 get=6", "routing put=6 get=6"],
+        "actual shows what the application asked for; disabled, the library gives back nothing"
+    );
+    let calls: Vec<(&str, u64)> =
+        data_calls(&r).iter().map(|v| (v["kind"].as_str().unwrap(), v["routing"].as_u64().unwrap())).collect();
+    assert_eq!(
+        calls,
+        [("PUT", ADAPTIVE_3), ("PUT", ADAPTIVE_3), ("GET", ADAPTIVE_3), ("PUT", ADAPTIVE_3), ("GET", ADAPTIVE_3)]
+    );
+    assert_eq!(set_routings(&r), [(ADAPTIVE_3, ADAPTIVE), (ADAPTIVE_3, ADAPTIVE_3)], "no set in the second job");
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+}
+
 /// tests/c/dmapp_old_main.c linked against tests/c/dmapp_old.c as its libdmapp.so (built with
 /// `flags`), both in `dir`.
 fn over_old_libdmapp(dir: &std::path::Path, flags: &[&str]) -> std::path::PathBuf {

@@ -7,6 +7,8 @@
  *                                   ways); "init rc=RC put=P get=G": the routing "actual" shows
  *   pmi                             PMI_Init, as Cray's dmapp_init does (built with -DWITH_PMI -lpmi,
  *                                   to run under aar run); rc printed
+ *   initas PUT GET                  dmapp_init_ext asking for that PUT and GET routing (DMAPP's
+ *                                   defaults otherwise); printed as "init"
  *   finalize                        dmapp_finalize; rc printed
  *   finrace INSIDE                  a second thread makes a one-word PUT to PE 1 while this one calls
  *                                   dmapp_finalize ("finalize rc=RC") at the moment
@@ -158,7 +160,8 @@ static unsigned char *src, *dst;
 #define MAX_PES 16
 static unsigned char *shadow[MAX_PES];
 
-static void start(int ext)
+/* dmapp_init_ext (ext) or dmapp_init asking for PUT and GET routing, DMAPP's defaults otherwise. */
+static void start(int ext, int put, int get)
 {
 	dmapp_return_t rc;
 	int put_routing, get_routing;
@@ -167,8 +170,8 @@ static void start(int ext)
 		memset(&req, 0, sizeof req);
 		req.max_outstanding_nb = DMAPP_DEF_OUTSTANDING_NB;
 		req.offload_threshold = DMAPP_OFFLOAD_THRESHOLD;
-		req.put_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE;
-		req.get_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE;
+		req.put_relaxed_ordering = (uint8_t)put;
+		req.get_relaxed_ordering = (uint8_t)get;
 		req.max_concurrency = 1;
 		req.PI_ordering = DMAPP_PI_ORDERING_DEFAULT;
 		memset(&act, 0xff, sizeof act);
@@ -178,8 +181,8 @@ static void start(int ext)
 	} else {
 		dmapp_rma_attrs_t req = { .max_outstanding_nb = DMAPP_DEF_OUTSTANDING_NB,
 					  .offload_threshold = DMAPP_OFFLOAD_THRESHOLD,
-					  .put_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE,
-					  .get_relaxed_ordering = DMAPP_ROUTING_ADAPTIVE,
+					  .put_relaxed_ordering = (uint8_t)put,
+					  .get_relaxed_ordering = (uint8_t)get,
 					  .max_concurrency = 1 },
 				  act;
 		memset(&act, 0xff, sizeof act);
@@ -582,7 +585,10 @@ int main(int argc, char **argv)
 		const char *c = argv[i];
 #define ARG(k) (i + (k) < argc ? argv[i + (k)] : "0")
 		if (!strcmp(c, "init") || !strcmp(c, "initext")) {
-			start(!strcmp(c, "initext"));
+			start(!strcmp(c, "initext"), DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_ADAPTIVE);
+		} else if (!strcmp(c, "initas")) {
+			start(1, (int)num(ARG(1)), (int)num(ARG(2)));
+			i += 2;
 		} else if (!strcmp(c, "finrace")) {
 			finrace((int)num(ARG(1)));
 			i += 1;
