@@ -1,11 +1,12 @@
 //! `aar`: the command-line front end. main.rs only dispatches; each subcommand family lives in its
 //! own module: `sim` (simulator experiments), `report` (statistics and plots of A/B records) and
 //! `doctor` (can this program and this environment use libaar.so?) and `run` (an emulated
-//! multi-rank job, with its PMI service).
+//! multi-rank job, with its PMI service); the hidden `man` writes the manual pages (scripts/install).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod doctor;
+mod man;
 mod program;
 mod report;
 mod run;
@@ -28,6 +29,9 @@ enum Cmd {
     Sim(sim::SimArgs),
     /// Start a job of N ranks of PROGRAM on this machine (emulated Aries: Cray-style PMI and PMI_GNI_* environment)
     Run(run::RunArgs),
+    /// Write the manual pages (aar(1), aar-*(1), libaar(7)) into a folder: scripts/install's step
+    #[command(hide = true)]
+    Man(man::ManArgs),
 }
 
 /// Write a command's output on stdout: `Err`, a sentence for `aar: ...`, when it could not be
@@ -52,6 +56,7 @@ fn main() {
         Cmd::Doctor(a) => doctor::run(a),
         Cmd::Sim(a) => sim::run(a),
         Cmd::Run(a) => run::run(a),
+        Cmd::Man(a) => man::run(a, Cli::command()),
     };
     std::process::exit(code);
 }
