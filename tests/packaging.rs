@@ -82,6 +82,134 @@ fn module_load_aar_preloads_the_library_and_unload_takes_everything_back() {
     }
 }
 
+/// `module load aar`, then `man aar`, as with Cray's own tools (`man intro_mpi`): install puts
+/// aar(1), a page per subcommand as the CLI nests them (aar-sim-run(1)) and libaar(7) with its
+/// Cray-style name intro_aar(7) under PREFIX/share/man. Each renders without a groff warning; each
+/// command's page lists every long option its `--help` gives; libaar(7) has an entry for every
+/// variable in settings::VARIABLES. Both modulefiles put the pages first on MANPATH and keep man's
+/// default path behind them (an unset MANPATH means that path; a set one replaces it but for an
+/// empty entry), leave a MANPATH of the user's as it was, and the unload takes MANPATH back.
+#[test]
+fn module_load_aar_then_man_aar_finds_the_installed_pages() {
+    assert!(have("man") && Path::new(LMOD_INIT).exists(), "man (man-db) or Lmod is missing: run scripts/setup");
+    let dir = scratch("packaging-man");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "install failed: {}", String::from_utf8_lossy(&out.stderr));
+    let man = prefix.join("share/man");
+    let mut pages: Vec<String> = ["man1", "man7"]
+        .iter()
+        .flat_map(|s| {
+            std::fs::read_dir(man.join(s))
+                .unwrap()
+                .map(move |e| format!("{s}/{}", e.unwrap().file_name().to_str().unwrap()))
+        })
+        .collect();
+    pages.sort();
+    for page in ["aar.1", "aar-report.1", "aar-doctor.1", "aar-run.1", "aar-sim.1", "aar-sim-run.1", "aar-sim-sweep.1"]
+    {
+        assert!(pages.contains(&format!("man1/{page}")), "{page} not installed: {pages:?}");
+    }
+    for page in ["libaar.7", "intro_aar.7"] {
+        assert!(pages.contains(&format!("man7/{page}")), "{page} not installed: {pages:?}");
+    }
+    let mut library = String::new();
+    // As man shows it on a terminal 80 wide, from share/man, where intro_aar.7's `.so
+    // man7/libaar.7` is found; with `--nh --nj` (no hyphenation, no justification) for the text
+    // the checks read, so that names stay whole.
+    let render = |page: &str, plain: bool| {
+        let out = Command::new("man")
+            .args(if plain { &["--nh", "--nj"][..] } else { &[] })
+            .args(["--warnings=w", "-l", page])
+            .current_dir(&man)
+            .env("MANWIDTH", "80")
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .unwrap();
+        let (text, warnings) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && !text.trim().is_empty(), "{page}: {warnings}\n{text}");
+        (text.into_owned(), warnings.into_owned())
+    };
+    for page in &pages {
+        // Every groff warning on, as the user reads it (justified, hyphenated).
+        let (shown, warnings) = render(page, false);
+        assert!(warnings.is_empty(), "{page}: {warnings}\n{shown}");
+        let (text, _) = render(page, true);
+        if page == "man7/intro_aar.7" {
+            library = text;
+            continue;
+        }
+        let Some(command) = page.strip_prefix("man1/").and_then(|p| p.strip_suffix(".1")) else { continue };
+        // aar-sim-run(1) is `aar sim run`: its long options as its --help lists them.
+        let help =
+            Command::new(prefix.join("bin/aar")).args(command.split('-').skip(1)).arg("--help").output().unwrap();
+        assert!(help.status.success(), "{command} --help");
+        let help = String::from_utf8_lossy(&help.stdout);
+        let apart = |c: char| c.is_whitespace() || ",[]|<>=".contains(c);
+        let options: Vec<&str> = help
+            .lines()
+            .filter(|l| l.trim_start().starts_with('-'))
+            .flat_map(|l| l.split(apart))
+            .filter(|w| w.starts_with("--") && w.len() > 2)
+            .collect();
+        assert!(options.contains(&"--help"), "{command}: {help}");
+        let words: Vec<&str> = text.split(apart).collect();
+        for option in options {
+            assert!(words.contains(&option), "{page} lacks {option}, which `{command} --help` lists:\n{text}");
+        }
+    }
+    // Each variable the library reads (settings::VARIABLES, in the library's source) is an entry:
+    // its name the tag of its paragraph, at the section's indent (its text on the same line when
+    // the name is short).
+    let source = std::fs::read_to_string(root().join("src/settings.rs")).unwrap();
+    let table = &source[source.find("pub const VARIABLES").unwrap()..];
+    let table = &table[..table.find("];").unwrap()];
+    let variables: Vec<&str> = table.split("(\"").skip(1).map(|t| t.split('"').next().unwrap()).collect();
+    assert!(variables.len() > 20 && variables.iter().all(|v| v.starts_with("AAR_")), "{variables:?}");
+    for v in variables {
+        let tag = |l: &str| {
+            l.strip_prefix("       ").is_some_and(|r| !r.starts_with(' ') && r.split_whitespace().next() == Some(v))
+        };
+        assert!(library.lines().any(tag), "libaar(7) has no entry for {v}:\n{library}");
+    }
+    assert!(library.contains("module load aar"), "{library}");
+
+    for flavour in ["lmod", "tcl"] {
+        let script = format!(
+            "source {LMOD_INIT}\n\
+             echo \"before=$(manpath -q)\"\n\
+             module use {prefix}/modulefiles/{flavour}\n\
+             module load aar || exit 3\n\
+             echo \"loaded=[$MANPATH]\"; echo \"after=$(manpath -q)\"\n\
+             echo \"aar=$(man -w aar)\"; echo \"intro=$(man -w intro_aar)\"\n\
+             module unload aar; echo \"unloaded=[${{MANPATH-unset}}]\"\n\
+             export MANPATH=/opt/mine; module load aar; echo \"mine=[$MANPATH]\"\n\
+             module unload aar; echo \"mine-unloaded=[$MANPATH]\"\n",
+            prefix = prefix.display(),
+        );
+        let (stdout, _) = login_shell(&script, &dir, &dir, &[], flavour);
+        let line = |key: &str| stdout.lines().find_map(|l| l.strip_prefix(&format!("{key}="))).unwrap_or("").to_owned();
+        let before = line("before");
+        // The pages first, then an empty entry: man's default path (`manpath` expands it).
+        let loaded = line("loaded");
+        let loaded: Vec<&str> = loaded.trim_matches(['[', ']']).split(':').collect();
+        assert!(loaded[0] == man.display().to_string() && loaded.contains(&""), "{flavour}: {stdout}");
+        let after: Vec<String> = line("after").split(':').map(str::to_owned).collect();
+        assert_eq!(after[0], man.display().to_string(), "{flavour}: the pages come first: {stdout}");
+        for entry in before.split(':') {
+            assert!(
+                after.iter().any(|a| a == entry),
+                "{flavour}: the default path's {entry} stays reachable: {stdout}"
+            );
+        }
+        assert_eq!(line("aar"), man.join("man1/aar.1").display().to_string(), "{flavour}: {stdout}");
+        assert!(line("intro").starts_with(&man.join("man7/").display().to_string()), "{flavour}: {stdout}");
+        assert_eq!(line("unloaded"), "[unset]", "{flavour}: {stdout}");
+        assert_eq!(line("mine"), format!("[{}:/opt/mine]", man.display()), "{flavour}: {stdout}");
+        assert_eq!(line("mine-unloaded"), "[/opt/mine]", "{flavour}: {stdout}");
+    }
+}
+
 /// The batch scripts, whole, as their batch system runs them, from a writable copy of
 /// PREFIX/share/doc/aar/examples in a folder whose path has a space (so has $SCRATCH): Lmod's
 /// `module` (with a stand-in papi module), the job's variables, and `srun`/`aprun` stand-ins that
@@ -251,7 +379,7 @@ fn install_takes_the_files_from_where_cargo_built_them() {
         ("emu/lib/libpmi.so.0", "libpmi.so"),
     ] {
         let got = std::fs::read(prefix.join(installed)).unwrap();
-        let want = format!("built by cargo: {f}\n");
+        let want = built_by_cargo(f);
         assert!(
             got == want.as_bytes(),
             "{installed} ({} bytes) is not the {f} cargo built in {} (an older build from target/release?)",
@@ -259,6 +387,9 @@ fn install_takes_the_files_from_where_cargo_built_them() {
             release.display()
         );
     }
+    // The manual pages, from that aar's clap definitions, are that aar's too.
+    let page = std::fs::read_to_string(prefix.join("share/man/man1/aar.1")).unwrap();
+    assert_eq!(page, "by the aar cargo built\n", "aar(1) is not the page the aar cargo built wrote");
 }
 
 /// Whether the stand-in cargo of [`stand_in_cargo`] finds PAPI's libsde.
@@ -268,10 +399,20 @@ enum Libsde {
     Missing,
 }
 
+/// The content of the stand-in cargo's `f`. Its `aar` is a program: install runs `aar man --out
+/// DIR`, which writes one page, aar.1, that says which aar wrote it.
+fn built_by_cargo(f: &str) -> String {
+    match f {
+        "aar" => "#!/bin/sh\n# built by cargo: aar\n[ \"$1 $2\" = 'man --out' ] && echo 'by the aar cargo built' > \"$3/aar.1\"\n"
+            .to_owned(),
+        _ => format!("built by cargo: {f}\n"),
+    }
+}
+
 /// A stand-in `cargo` in `dir/bin` that reports, as cargo does in its JSON messages, the files it
 /// "built" in `release` (libaar.so, aar, libugni.so, libpmi.so, each holding `built by cargo:
-/// NAME`). With libsde missing, a build of aar-emu fails as its link does without libsde. The PATH
-/// that finds it first.
+/// NAME`, aar's as a comment of its script). With libsde missing, a build of aar-emu fails as its
+/// link does without libsde. The PATH that finds it first.
 fn stand_in_cargo(dir: &Path, release: &Path, libsde: Libsde) -> String {
     use std::os::unix::fs::PermissionsExt;
     let bin = dir.join("bin");
@@ -279,8 +420,9 @@ fn stand_in_cargo(dir: &Path, release: &Path, libsde: Libsde) -> String {
     std::fs::create_dir_all(&bin).unwrap();
     let built = ["libaar.so", "aar", "libugni.so", "libpmi.so"];
     for f in built {
-        std::fs::write(release.join(f), format!("built by cargo: {f}\n")).unwrap();
+        std::fs::write(release.join(f), built_by_cargo(f)).unwrap();
     }
+    std::fs::set_permissions(release.join("aar"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let report: String = built
         .iter()
         .map(|f| {
@@ -1097,6 +1239,7 @@ fn the_tcl_modulefile_makes_its_folder_when_modules_3_2_swaps_it_in() {
         proc module-whatis {args} {}\n\
         proc conflict {args} {}\n\
         proc prepend-path {var value} { puts \"prepend-path $var $value\" }\n\
+        proc append-path {var value} { puts \"append-path $var $value\" }\n\
         proc setenv {var value} { puts \"setenv $var $value\" }\n\
         source [lindex $argv 0]\n\
         if {$mode eq \"help\"} { ModulesHelp }\n";
