@@ -1000,13 +1000,25 @@ fn a_long_run_says_what_it_takes_before_it_starts() {
     let (code, _, err) = sim(&["run", "--workload", "pingpong:1G", "--iterations", "3", "--max-packets", "1000"]);
     assert_eq!(code, Some(3), "{err}");
     let note =
-        "aar: --workload pingpong:1G --ranks 2 --iterations 3: at least 201326592 packets (the job's own, before \
-                any background: 3 min to 67 min of one core";
+        "aar: --workload pingpong:1G --ranks 2 --iterations 3: at least 201326592 packets (the job's own: 3 min to \
+                67 min of one core";
     assert!(err.contains(note), "{err}");
     assert!(!err.contains("--max-packets N stops"), "the bound is given: {err}");
     let (code, _, err) = sim(&["run", "--workload", "pingpong:8", "--iterations", "3"]);
     assert_eq!(code, Some(0));
     assert!(!err.contains("at least"), "a short run says nothing: {err}");
+    // With a background, its packets at its load over the least time the run takes: 32 nodes at
+    // 0.3 flits a cycle, 4 KiB messages of 320 request flits and 2 x 64 packets: 3.84 packets a
+    // NIC cycle over 4,000 cycles of lead and the 3 x 2 x 2^24 x 5 flits of the ping-pong's NICs
+    // (a flit a cycle: 314.578 ms).
+    let args = ["run", "--workload", "pingpong:1G", "--iterations", "3", "--background", "uniform:0.3"];
+    let (code, _, err) = sim(&[&args[..], &["--max-packets", "1000"]].concat());
+    assert_eq!(code, Some(3), "{err}");
+    let note =
+        "aar: --workload pingpong:1G --ranks 2 --iterations 3: at least 1167709593 packets (the job's 201326592 \
+                and the background's 966383001 at its load over the 314.578 ms simulated the run takes at least: 19 \
+                min to 6.5 h of one core";
+    assert!(err.contains(note), "{err}");
 }
 
 #[test]

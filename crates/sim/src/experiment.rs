@@ -577,24 +577,72 @@ impl ExperimentSpec {
         }
     }
 
-    /// The measured job's own work ([`Work`]), counted from its workload's phases, the ones the
-    /// simulation runs (a random ring taken in its natural order: the counts of messages do not
-    /// depend on it, and those through shared memory barely).
+    /// The run's work ([`Work`]): the measured job's, counted from its workload's phases, the
+    /// ones the simulation runs (a random ring taken in its natural order: the counts of messages
+    /// do not depend on it, and those through shared memory barely), and the open-loop
+    /// background's at its load over the simulated time the run takes at least.
     pub fn work(&self) -> Work {
+        use aar_engine::model::{packets, request_flits};
+        use aar_engine::Transfer;
         let n = self.ranks;
         let ring: Vec<u32> = (0..n).collect();
         let k = self.ranks_per_node.max(1);
         let node = |r: u32| self.rank_nodes.as_ref().and_then(|v| v.get(r as usize).copied()).unwrap_or(r / k);
-        let (mut messages, mut packets) = (0u64, 0u64);
+        let (mut messages, mut job_packets) = (0u64, 0u64);
+        // of one iteration: the request flits each node injects and ejects, the busiest rank's compute
+        let mut flits: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
+        let mut compute_ns = 0f64;
         for r in 0..n {
+            let mut busy_ns = 0.0;
             for ph in self.workload.phases(r, n, &ring) {
                 messages += ph.sends.len() as u64;
-                let network = ph.sends.iter().filter(|&&(dst, _, _)| node(dst) != node(r));
-                packets += network.map(|&(_, bytes, _)| aar_engine::model::packets(bytes)).sum::<u64>();
+                busy_ns += ph.compute_ns;
+                for &(dst, bytes, _) in ph.sends.iter().filter(|&&(dst, _, _)| node(dst) != node(r)) {
+                    job_packets += packets(bytes);
+                    let f = request_flits(bytes, Transfer::Put);
+                    flits.entry(node(r)).or_default().0 += f;
+                    flits.entry(node(dst)).or_default().1 += f;
+                }
             }
+            compute_ns = compute_ns.max(busy_ns);
         }
         let iterations = u64::from(self.iterations) + u64::from(self.warmup_iterations);
-        Work { messages, packets: 2 * packets * iterations, rows: u64::from(n) * u64::from(self.iterations) }
+        // A NIC injects and ejects at most a flit a NIC cycle; the job starts after the
+        // background's lead.
+        let nic_ns = self.net.ticks_to_ns(self.net.nic_cycle);
+        let busiest = flits.values().map(|&(out, ins)| out.max(ins)).max().unwrap_or(0);
+        let lead_ns = if self.background == Background::None { 0.0 } else { self.background_lead_ns };
+        let min_sim_ns = lead_ns + iterations as f64 * (busiest as f64 * nic_ns).max(compute_ns);
+        let background_packets = self.background_packets(min_sim_ns / nic_ns);
+        Work {
+            messages,
+            packets: (2 * job_packets * iterations).saturating_add(background_packets),
+            background_packets,
+            min_sim_ns,
+            rows: u64::from(n) * u64::from(self.iterations),
+        }
+    }
+
+    /// The packets the open-loop background offers in `cycles` NIC cycles, each request packet
+    /// and its response: every source of the simulation's background (built, not run) sends a
+    /// message of `bytes` every request_flits(bytes) / load cycles on average. 0 without one, and
+    /// for the congestors, closed-loop jobs whose pace the network sets.
+    fn background_packets(&self, cycles: f64) -> u64 {
+        use aar_engine::model::{packets, request_flits};
+        let bytes = match self.background {
+            Background::Uniform { load, bytes }
+            | Background::WorstCase { load, bytes }
+            | Background::Production { load, bytes }
+                if load > 0.0 =>
+            {
+                bytes
+            }
+            _ => return 0,
+        };
+        let (sim, _) = crate::simulation::Simulation::build_external(self);
+        let load: f64 = sim.background_sources().iter().map(|s| s.load).sum();
+        let per_message = 2 * packets(bytes);
+        (load * cycles / request_flits(bytes, aar_engine::Transfer::Put) as f64 * per_message as f64) as u64
     }
 
     /// Nodes of the measured job: `ranks / ranks_per_node`.
@@ -622,16 +670,24 @@ impl ExperimentSpec {
     }
 }
 
-/// What the measured job alone makes the simulator do and keep ([`ExperimentSpec::work`]): a
-/// floor under a run's cost, which a background adds to (in a busy machine, most of it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a run makes the simulator do and keep ([`ExperimentSpec::work`]): the measured job's
+/// work, exact, and the open-loop background's packets at its load over the time the run takes
+/// at least (in a busy machine, most of the packets).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Work {
     /// messages of one iteration, over the network or through shared memory: an iteration holds
     /// them all at once when its ranks post them together (alltoall: ranks x (ranks - 1))
     pub messages: u64,
     /// packets delivered over the network in the whole run, warm-up included: each request
-    /// packet and its response (the packets a run reports)
+    /// packet and its response (the packets a run reports); the job's exactly, and the
+    /// background's ([`Work::background_packets`])
     pub packets: u64,
+    /// of those, the background's: what its sources offer at their load over `min_sim_ns` (the
+    /// run's own take longer, which a busy machine mostly does); 0 without open-loop traffic
+    pub background_packets: u64,
+    /// simulated time the run takes at least, ns: the background's lead, then each iteration's
+    /// request flits of the busiest NIC at a flit a NIC cycle (or its busiest rank's compute)
+    pub min_sim_ns: f64,
     /// rows of the iteration records, kept until the end: ranks x measured iterations
     pub rows: u64,
 }

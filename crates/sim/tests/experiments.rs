@@ -328,11 +328,39 @@ fn the_work_counted_before_a_run_is_the_packets_it_delivers() {
             let r = run_experiment(&s, "t");
             assert_eq!(work.packets, r.packets, "{wl:?} x{per_node}");
             assert_eq!(work.rows, u64::from(ranks) * 3);
+            assert!(r.sim_time_ns >= work.min_sim_ns, "{wl:?} x{per_node}: {} < {}", r.sim_time_ns, work.min_sim_ns);
+            // a background without traffic adds none: still exact
+            s.background = "uniform:0".parse().unwrap();
+            assert_eq!(s.work().packets, run_experiment(&s, "t").packets, "{wl:?} x{per_node} with uniform:0");
         }
     }
     let mut s = ExperimentSpec::new(small_net(), Workload::Alltoall { bytes: 8 }, 8, Placement::Scattered);
     s.ranks_per_node = 2;
     assert_eq!(s.work().messages, 8 * 7, "every message, shared memory's too");
+}
+
+#[test]
+fn the_background_counted_before_a_run_is_what_it_delivers_at_its_load() {
+    // The background's packets are counted at its load over the least time the run takes (its
+    // lead, then the job's flits at a flit a NIC cycle): the run takes longer, and its background
+    // delivers at the same rate all along.
+    for background in ["uniform:0.3:4K", "worst-case:0.1:64", "production:0.4:1K"] {
+        let mut s = ExperimentSpec::new(small_net(), Workload::PingPong { bytes: 64 << 10 }, 2, Placement::Scattered);
+        (s.background, s.background_nodes, s.background_local) = (background.parse().unwrap(), 150, false);
+        s.iterations = 2;
+        let work = s.work();
+        let job = ExperimentSpec { background: Background::None, ..s.clone() }.work().packets;
+        assert_eq!(work.packets, job + work.background_packets, "{background}");
+        let r = run_experiment(&s, "t");
+        assert!(r.sim_time_ns >= work.min_sim_ns, "{background}: {} < {}", r.sim_time_ns, work.min_sim_ns);
+        let rate = work.background_packets as f64 / work.min_sim_ns;
+        let delivered = (r.packets - job) as f64 / r.sim_time_ns;
+        assert!((delivered / rate - 1.0).abs() < 0.1, "{background}: {delivered} packets/ns delivered, {rate} counted");
+    }
+    // the congestors' pace is the network's: not counted
+    let mut s = ExperimentSpec::new(small_net(), Workload::Barrier, 2, Placement::Scattered);
+    s.background = "congestors".parse().unwrap();
+    assert_eq!(s.work().background_packets, 0);
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod paper;
 
 use aar_sim::config::Mode;
 use aar_sim::error::ParseError;
-use aar_sim::experiment::{ExperimentSpec, Load, Seed};
+use aar_sim::experiment::{Background, ExperimentSpec, Load, Seed};
 use aar_sim::parallel::run_all;
 use aar_sim::progress::{duration, Watcher};
 use aar_sim::simulation::{run_experiment_told, Simulation, Watch};
@@ -243,7 +243,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 fmt_ns(r.sim_time_ns),
                 r.wall_s
             );
-            if spec.background != aar_sim::experiment::Background::None {
+            if spec.background != Background::None {
                 say!("background {} on {} nodes", spec.background.form(), r.background_nodes);
                 if r.background_nodes < spec.background_nodes {
                     // The reach: the job's groups, or with --background-global the machine.
@@ -388,7 +388,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 let weight = Weight {
                     inputs: format!("{} --loads {} --warmup {warmup} --measure {measure}", net.shape(), largest.load),
                     packets: work.packets,
-                    whose: "",
+                    whose: String::new(),
                     memory: work.memory(),
                     holds: format!(
                         "{nodes} nodes, {} packets in the first {} NIC cycles",
@@ -456,8 +456,8 @@ struct Weight {
     inputs: String,
     /// packets of one run, at least
     packets: u64,
-    /// whose packets they are, before the time they take ("the job's own, before any background: ")
-    whose: &'static str,
+    /// whose packets they are, before the time they take ("the job's own: ")
+    whose: String,
     /// memory of one run, at least, bytes
     memory: u64,
     /// what takes the memory ("16773120 messages an iteration and 40960 rows of records")
@@ -467,9 +467,21 @@ struct Weight {
 }
 
 impl Weight {
-    /// The measured job's work ([`aar_sim::experiment::Work`]).
+    /// The run's work ([`aar_sim::experiment::Work`]): the measured job's and its background's.
     fn run(spec: &ExperimentSpec) -> Weight {
         let work = spec.work();
+        let job = work.packets - work.background_packets;
+        let whose = match spec.background {
+            Background::None => "the job's own: ".into(),
+            Background::Congestors { .. } => {
+                "the job's own, before the congestors', whose pace the network sets: ".into()
+            }
+            _ => format!(
+                "the job's {job} and the background's {} at its load over the {} simulated the run takes at least: ",
+                work.background_packets,
+                fmt_ns(work.min_sim_ns)
+            ),
+        };
         Weight {
             inputs: format!(
                 "--workload {} --ranks {} --iterations {}",
@@ -478,7 +490,7 @@ impl Weight {
                 spec.iterations
             ),
             packets: work.packets,
-            whose: "the job's own, before any background: ",
+            whose,
             memory: work.memory(),
             holds: format!("{} messages an iteration and {} rows of records", work.messages, work.rows),
             less: "fewer --ranks or a workload with fewer messages",
