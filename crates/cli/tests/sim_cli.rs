@@ -1019,6 +1019,84 @@ fn a_long_run_says_what_it_takes_before_it_starts() {
                 and the background's 966383001 at its load over the 314.578 ms simulated the run takes at least: 19 \
                 min to 6.5 h of one core";
     assert!(err.contains(note), "{err}");
+    // a sweep weighs its largest run the same way, and says how to bound it where it is not
+    let args = ["sweep", "--workload", "pingpong:8", "--sizes", "8,1G", "--iterations", "3", "--seeds", "1"];
+    let (_, line) = first_line(&args, "1", true);
+    let note = "aar: --workload pingpong:1G --ranks 2 --iterations 3: at least 201326592 packets (the job's own: ";
+    assert!(line.starts_with(note) && line.contains("; --max-packets N stops the run after N packets"), "{line}");
+}
+
+#[test]
+fn a_sweep_bounded_by_max_packets_names_the_runs_it_stopped() {
+    let job = ["--groups", "2", "--global-per-router", "2", "--ranks", "6", "--placement", "scattered"];
+    let job = [&job[..], &["--iterations", "8"]].concat();
+    // the packets of each size's run (seed 1, as the sweep's first), from `run`'s line
+    let packets = |workload: &str| {
+        let (code, out, err) = sim(&[&["run", "--workload", workload][..], &job[..]].concat());
+        assert_eq!(code, Some(0), "{err}");
+        out.split(" packets").next().unwrap().rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+    };
+    let (small, large) = (packets("incast:64"), packets("incast:4K"));
+    assert!(small < large / 2, "{small} {large}");
+    let max = (large / 2).to_string();
+    let dir = temp_dir("sweep-max-packets");
+    let sweep = [&["sweep", "--workload", "incast:64", "--sizes", "64,4K", "--seeds", "1"][..], &job[..]].concat();
+    let (code, out, err) = sim(&[&sweep[..], &["--max-packets", &max, "--out", dir.to_str().unwrap()]].concat());
+    assert_eq!(code, Some(3), "{out}{err}");
+    let said = format!("aar: --max-packets {max}: 1 of 2 runs stopped: incast:4K seed 1 after ");
+    let note = err.lines().find(|l| l.starts_with(&said)).unwrap_or_else(|| panic!("{err}"));
+    assert!(note.contains(" holds those; give a larger --max-packets"), "{note}");
+    assert!(note.contains("the table (and the records)"), "{note}");
+    let done: usize = note.split("packets, ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((1..8).contains(&done), "{note}");
+    assert!(
+        out.contains("| incast-64 | auto | 8 |") && out.contains(&format!("| incast-4096 | auto | {done} |")),
+        "{out}"
+    );
+    for record in files(&dir, ITERATIONS_SUFFIX) {
+        let rows = read(&record).1.len();
+        let expected = if record.to_str().unwrap().contains("incast-4096") { done } else { 8 };
+        assert_eq!(rows, expected, "{}", record.display());
+    }
+    assert_eq!(files(&dir, ITERATIONS_SUFFIX).len(), 12, "{out}");
+    // every run stopped before its first measured iteration: no record of them
+    let none = temp_dir("sweep-max-packets-none");
+    let (code, out, err) = sim(&[&sweep[..], &["--max-packets", "1", "--out", none.to_str().unwrap()]].concat());
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(err.contains("aar: --max-packets 1: 2 of 2 runs stopped: incast:64 seed 1 after "), "{err}");
+    assert!(out.contains("0 rank records of 0 experiments written"), "{out}");
+    assert!(files(&none, ITERATIONS_SUFFIX).is_empty());
+    // not reached: nothing said, exit 0
+    let (code, _, err) = sim(&[&sweep[..], &["--max-packets", &(large + 1).to_string()]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("--max-packets"), "{err}");
+    for d in [dir, none] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// The paper suite's runs are each bounded: the document, the JSON and stderr name those stopped,
+/// and the exit status is 3 (not the 1 of the gates they leave unmet).
+#[test]
+fn a_paper_suite_bounded_by_max_packets_says_which_runs_it_stopped() {
+    let dir = temp_dir("paper-max-packets");
+    let (doc, json) = (dir.join("PAPER.md"), dir.join("paper.json"));
+    let (doc_s, json_s) = (doc.to_str().unwrap(), json.to_str().unwrap());
+    let (code, out, err) = sim(&["paper", "--quick", "--out", doc_s, "--json", json_s, "--max-packets", "1"]);
+    assert_eq!(code, Some(3), "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["suite"]["max_packets"], 1);
+    let stopped = report["stopped"].as_array().unwrap();
+    let runs = 4 * report["suite"]["cases"].as_array().unwrap().len();
+    assert_eq!(stopped.len(), runs, "{report}");
+    let said = format!("aar: --max-packets 1: {runs} of {runs} runs stopped: ");
+    assert!(err.contains(&said) && err.contains("; barrier seed 1 steady after "), "{err}");
+    assert!(err.contains("the report holds those"), "{err}");
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(text.contains("Generated by `aar sim paper --quick --max-packets 1`"), "{text}");
+    let said = format!("**{runs} of {runs} runs were stopped by `--max-packets 1`** before their job ended");
+    assert!(text.contains(&said) && text.contains("barrier seed 1 steady (0 of 1 measured iterations)"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

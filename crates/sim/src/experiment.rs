@@ -743,6 +743,26 @@ pub struct ExperimentResult {
     pub stopped: bool,
 }
 
+/// A run stopped at its limit of packets before its job ended ([`ExperimentResult::stopped`]),
+/// as a command of several runs names it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoppedRun {
+    /// which run (`alltoall:64 seed 3`); empty in a command of one run
+    pub run: String,
+    /// packets delivered when it stopped
+    pub packets: u64,
+    /// measured iterations every rank had completed (what its results hold), of `of`
+    pub done: usize,
+    pub of: u32,
+}
+
+impl StoppedRun {
+    /// The run `run` of `spec`, if its result `r` was stopped.
+    pub fn of(run: String, spec: &ExperimentSpec, r: &ExperimentResult) -> Option<StoppedRun> {
+        r.stopped.then_some(StoppedRun { run, packets: r.packets, done: r.iterations.len(), of: spec.iterations })
+    }
+}
+
 /// Utilisation of the network's links (busy time / elapsed time, one direction of a link counted
 /// as one channel) over a window, per class of channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

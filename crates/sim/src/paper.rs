@@ -8,10 +8,11 @@
 
 use crate::config::{Mode, NetConfig};
 use crate::experiment::{
-    Background, ExperimentResult, ExperimentSpec, JobPattern, LinkUse, PolicySpec, PRODUCTION_JOB_NODES, PRODUCTION_MIX,
+    Background, ExperimentResult, ExperimentSpec, JobPattern, LinkUse, PolicySpec, StoppedRun, PRODUCTION_JOB_NODES,
+    PRODUCTION_MIX,
 };
 use crate::parallel::run_all;
-use crate::simulation::{Destinations, Simulation};
+use crate::simulation::{Destinations, Simulation, Watch};
 use crate::topology::Topology;
 use crate::validate::fmt_ns;
 use crate::workload::{Placement, Workload};
@@ -130,6 +131,9 @@ pub struct Suite {
     pub iterations_per_policy: u32,
     pub background: Background,
     pub machine_groups: u32,
+    /// stop each run once this many packets have been delivered (`aar sim paper --max-packets`)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_packets: Option<u64>,
 }
 
 impl Suite {
@@ -162,6 +166,7 @@ impl Suite {
             iterations_per_policy: 2,
             background: BACKGROUND,
             machine_groups: MACHINE_GROUPS,
+            max_packets: None,
         }
     }
 
@@ -348,6 +353,9 @@ pub struct PaperReport {
     pub cases: Vec<CaseReport>,
     pub gates: Vec<Gate>,
     pub threads: usize,
+    /// the runs stopped at the suite's `max_packets`, named `CASE seed SEED POLICY`: their cases
+    /// hold the measured iterations they completed
+    pub stopped: Vec<StoppedRun>,
     /// wall time of the whole suite, s
     pub wall_s: f64,
 }
@@ -418,7 +426,18 @@ pub fn measure_background(spec: &ExperimentSpec, window_ns: f64) -> BackgroundRe
 pub fn run(suite: &Suite) -> PaperReport {
     let wall = Instant::now();
     let specs = suite.runs();
-    let results = run_all(&specs, "sim paper", |(c, s), done| run_case(&suite.cases[*c], s, done));
+    let results = run_all(&specs, "sim paper", |(c, s), done| {
+        let watch = Watch { max_packets: suite.max_packets, progress: &mut |p| done(p.done()) };
+        Simulation::build(s).run_watched(suite.cases[*c].label(), watch)
+    });
+    let stopped = specs
+        .iter()
+        .zip(&results)
+        .filter_map(|((c, s), r)| {
+            let run = format!("{} seed {} {}", suite.cases[*c].label(), s.seed, s.arms[0].name());
+            StoppedRun::of(run, s, r)
+        })
+        .collect();
     let background = measure_background(&suite.spec(&suite.cases[0], 1, ARMS[0]), BACKGROUND_WINDOW_NS);
     let mut routers = std::collections::BTreeSet::new();
     let mut groups = std::collections::BTreeSet::new();
@@ -444,15 +463,12 @@ pub fn run(suite: &Suite) -> PaperReport {
         cases,
         gates: Vec::new(),
         threads: rayon::current_num_threads(),
+        stopped,
         wall_s: 0.0,
     };
     report.gates = gates(&report);
     report.wall_s = wall.elapsed().as_secs_f64();
     report
-}
-
-fn run_case(case: &Case, spec: &ExperimentSpec, done: &dyn Fn(f64)) -> ExperimentResult {
-    crate::simulation::run_experiment_told(spec, &case.label(), done)
 }
 
 fn case_report(case: &Case, runs: &[&ExperimentResult]) -> CaseReport {
@@ -698,6 +714,19 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
          validation: [VALIDATION.md](VALIDATION.md).{}\n",
         if suite.quick { " **Quick form** (CI): fewer benchmarks, one seed, one iteration per policy." } else { "" }
     );
+    if let (Some(max), false) = (suite.max_packets, r.stopped.is_empty()) {
+        let each: Vec<String> =
+            r.stopped.iter().map(|x| format!("{} ({} of {} measured iterations)", x.run, x.done, x.of)).collect();
+        // "; ": the names of cases hold commas
+        let _ = writeln!(
+            s,
+            "**{} of {} runs were stopped by `--max-packets {max}`** before their job ended; their \
+             cases hold the measured iterations they completed: {}.\n",
+            r.stopped.len(),
+            suite.runs().len(),
+            each.join("; ")
+        );
+    }
     let _ = writeln!(s, "## Set-up\n");
     let _ = writeln!(
         s,

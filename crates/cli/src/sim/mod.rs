@@ -7,15 +7,15 @@ mod paper;
 
 use aar_sim::config::Mode;
 use aar_sim::error::ParseError;
-use aar_sim::experiment::{Background, ExperimentSpec, Load, Seed};
+use aar_sim::experiment::{Background, ExperimentResult, ExperimentSpec, Load, Seed, StoppedRun};
 use aar_sim::parallel::run_all;
 use aar_sim::progress::{duration, Watcher};
-use aar_sim::simulation::{run_experiment_told, Simulation, Watch};
+use aar_sim::simulation::{Simulation, Watch};
 use aar_sim::synthetic::{run_synthetic_told, Pattern, SynthParams, SynthWork};
 use aar_sim::validate::fmt_ns;
 use aar_sim::{ByteSize, Topology};
 use clap::{Args, Subcommand};
-use options::{whole, ExpOpts, NetOpts};
+use options::{whole, Bound, ExpOpts, NetOpts};
 use output::{distinct_files, prepare_dir, prepare_file, summary_cells, write_atomic, write_records};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,7 +51,7 @@ enum SimCmd {
     /// The SC'19 microbenchmark suite at paper scale (1,024 ranks on 257 routers over 6 groups of a
     /// busy machine; ADAPTIVE0, ADAPTIVE3, auto and steady each in runs of their own against the
     /// same background); regenerates docs/sim/PAPER.md and its plots next to it; exits 1 if a gate
-    /// fails
+    /// fails, 3 if a run was stopped at --max-packets
     Paper {
         /// the CI form: fewer benchmarks, one seed, one iteration per policy
         #[arg(long)]
@@ -63,25 +63,27 @@ enum SimCmd {
         /// also write the figures as JSON
         #[arg(long)]
         json: Option<PathBuf>,
+        #[command(flatten)]
+        bound: Bound,
     },
     /// One experiment; per-rank records go to --out; exits 3 if stopped at --max-packets
     Run {
         #[command(flatten)]
         exp: ExpOpts,
-        /// stop once N packets (the job's and the background's) have been delivered, before the job
-        /// ends if need be, and keep the measured iterations every rank completed by then (the
-        /// table and the records hold those); the run's line says how many packets it took
-        #[arg(long, value_name = "N", value_parser = whole::<u64>(1, u64::MAX), allow_negative_numbers = true)]
-        max_packets: Option<u64>,
+        #[command(flatten)]
+        bound: Bound,
         /// directory for per-rank records: aar.EXPERIMENT.RANK.0.iterations.jsonl (aar-iterations/1,
         /// read by aar report) and aar.EXPERIMENT.RANK.0.sim-rank.json (placement, counter totals)
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Repeat an experiment over seeds and message sizes in parallel; prints per-policy statistics
+    /// Repeat an experiment over seeds and message sizes in parallel; prints per-policy statistics;
+    /// exits 3 if a run was stopped at --max-packets
     Sweep {
         #[command(flatten)]
         exp: ExpOpts,
+        #[command(flatten)]
+        bound: Bound,
         /// N runs of each size, with seeds --seed, --seed + 1, ..., --seed + N - 1 (1 to N by default; N at
         /// most 100000)
         #[arg(long, default_value_t = 5, value_parser = whole::<u64>(1, 100_000), allow_negative_numbers = true)]
@@ -174,12 +176,13 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             say!("report written to {}", out.display());
             Ok(if rep.passed() { 0 } else { 1 })
         }
-        SimCmd::Paper { quick, out, json } => {
+        SimCmd::Paper { quick, out, json, bound } => {
             prepare_file("--out", &out, "REPORT.md")?;
             if let Some(p) = &json {
                 prepare_file("--json", p, "results.json")?;
             }
-            let suite = if quick { aar_sim::paper::Suite::quick() } else { aar_sim::paper::Suite::full() };
+            let mut suite = if quick { aar_sim::paper::Suite::quick() } else { aar_sim::paper::Suite::full() };
+            suite.max_packets = bound.max_packets;
             let dir = match out.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
                 _ => PathBuf::from("."),
@@ -194,12 +197,15 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             outputs.extend(labels.iter().zip(&plots).map(|(label, (_, p))| (label.as_str(), p.as_path())));
             distinct_files(&outputs)?;
             let r = aar_sim::paper::run(&suite);
-            let command = if quick { "aar sim paper --quick" } else { "aar sim paper" };
+            let mut command = if quick { "aar sim paper --quick" } else { "aar sim paper" }.to_string();
+            if let Some(max) = bound.max_packets {
+                command += &format!(" --max-packets {max}");
+            }
             for (bench, path) in &plots {
                 let svg = paper::plot(&r, bench).map_err(|e| format!("plot of {bench}: {e}"))?;
                 write_atomic(path, svg)?;
             }
-            write_atomic(&out, aar_sim::paper::markdown(&r, paper::plot_name, command))?;
+            write_atomic(&out, aar_sim::paper::markdown(&r, paper::plot_name, &command))?;
             if let Some(p) = json {
                 write_atomic(&p, serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?)?;
             }
@@ -207,18 +213,22 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 say!("{} {}: {} (expected {})", if g.pass { "pass" } else { "FAIL" }, g.name, g.value, g.expected);
             }
             say!("suite wall time {:.0} s on {} threads; report written to {}", r.wall_s, r.threads, out.display());
-            Ok(if r.passed() { 0 } else { 1 })
+            say_stopped(bound, &r.stopped, r.suite.runs().len(), "the report");
+            // stopped runs first: their gates judge a suite that did not run to the end
+            Ok(if !r.stopped.is_empty() {
+                3
+            } else if r.passed() {
+                0
+            } else {
+                1
+            })
         }
-        SimCmd::Run { exp, out, max_packets } => {
+        SimCmd::Run { exp, out, bound } => {
             let spec = exp.spec()?;
             if let Some(dir) = &out {
                 prepare_dir("--out", dir)?;
             }
-            let bound = match max_packets {
-                None => "; --max-packets N stops the run after N packets, keeping the iterations done",
-                Some(_) => "",
-            };
-            weigh(&Weight::run(&spec), 1, bound)?;
+            weigh(&Weight::run(&spec), 1, bound.hint())?;
             let mut watcher = Watcher::new("sim run");
             let mut progress = |p: &aar_sim::simulation::Progress| {
                 let status = format!(
@@ -231,7 +241,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 watcher.update(p.done(), &status);
             };
             let r = Simulation::build(&spec)
-                .run_watched(spec.workload.name(), Watch { max_packets, progress: &mut progress });
+                .run_watched(spec.workload.name(), Watch { max_packets: bound.max_packets, progress: &mut progress });
             watcher.finish();
             say!(
                 "{} on {} ({} ranks, {}), {} packets, {} simulated in {:.2} s",
@@ -276,17 +286,9 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 );
             }
             let measured = r.iterations.len();
-            if r.stopped {
-                let max = max_packets.unwrap_or_default();
-                eprintln!(
-                    "aar: --max-packets {max}: stopped after {} packets, {} of {} measured iterations done; the table{} \
-                     holds those; give a larger --max-packets, or leave it out, to run to the end",
-                    r.packets,
-                    measured,
-                    spec.iterations,
-                    if out.is_some() { " (and the records)" } else { "" }
-                );
-            }
+            let holds = if out.is_some() { "the table (and the records)" } else { "the table" };
+            let stopped: Vec<StoppedRun> = StoppedRun::of(String::new(), &spec, &r).into_iter().collect();
+            say_stopped(bound, &stopped, 1, holds);
             if let Some(dir) = out {
                 if measured == 0 {
                     say!("no rank records written to {}: no measured iteration was done", dir.display());
@@ -298,7 +300,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             }
             Ok(if r.stopped { 3 } else { 0 })
         }
-        SimCmd::Sweep { exp, seeds, sizes, out } => {
+        SimCmd::Sweep { exp, bound, seeds, sizes, out } => {
             let base = exp.spec()?;
             // --seed is the first seed: the sweep's seeds go on from it (it was ignored, every sweep
             // running seeds 1..=N whatever --seed said)
@@ -334,7 +336,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             let runs_at_once = (seeds * workloads.len() as u64).min(rayon::current_num_threads() as u64);
             let mut largest = base.clone();
             largest.workload = workloads.iter().max_by_key(|w| w.bytes()).cloned().unwrap_or(base.workload.clone());
-            weigh(&Weight::run(&largest), runs_at_once, "")?;
+            weigh(&Weight::run(&largest), runs_at_once, bound.hint())?;
             let mut specs = Vec::new();
             for w in &workloads {
                 for seed in (0..seeds).map(|i| first + i) {
@@ -344,7 +346,10 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                     specs.push(s);
                 }
             }
-            let results = run_all(&specs, "sim sweep", |s, done| run_experiment_told(s, &s.workload.name(), done));
+            let results = run_all(&specs, "sim sweep", |s, done| {
+                let watch = Watch { max_packets: bound.max_packets, progress: &mut |p| done(p.done()) };
+                Simulation::build(s).run_watched(s.workload.name(), watch)
+            });
             say!("| workload | policy | samples | median | 95% CI of median | QCD |\n|---|---|---:|---:|---|---:|");
             let mut labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
             labels.dedup();
@@ -354,14 +359,23 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                     say!("| {l} | {arm} | {} |", summary_cells(&v));
                 }
             }
+            let holds = if out.is_some() { "the table (and the records)" } else { "the table" };
             if let Some(dir) = out {
-                for r in &results {
+                // a run stopped before its first measured iteration has no record to write
+                let measured: Vec<&ExperimentResult> = results.iter().filter(|r| !r.iterations.is_empty()).collect();
+                for r in &measured {
                     write_records(&dir, r)?;
                 }
-                let n: usize = results.iter().map(|r| r.records.len()).sum();
-                say!("{n} rank records of {} experiments written to {}", results.len(), dir.display());
+                let n: usize = measured.iter().map(|r| r.records.len()).sum();
+                say!("{n} rank records of {} experiments written to {}", measured.len(), dir.display());
             }
-            Ok(0)
+            let stopped: Vec<StoppedRun> = specs
+                .iter()
+                .zip(&results)
+                .filter_map(|(s, r)| StoppedRun::of(format!("{} seed {}", s.workload.form(), s.seed), s, r))
+                .collect();
+            say_stopped(bound, &stopped, specs.len(), holds);
+            Ok(if stopped.is_empty() { 0 } else { 3 })
         }
         SimCmd::Synth { net, pattern, mode, loads, warmup, measure, seed } => {
             if loads.iter().any(|l| l.0 == 0.0) {
@@ -422,6 +436,25 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             Ok(0)
         }
     }
+}
+
+/// Says on stderr which of a command's `runs` runs `bound` stopped (`stopped`; none: nothing
+/// said), where, and that `holds` (what the command reports) keeps the iterations they completed.
+fn say_stopped(bound: Bound, stopped: &[StoppedRun], runs: usize, holds: &str) {
+    let (Some(max), false) = (bound.max_packets, stopped.is_empty()) else { return };
+    let each: Vec<String> = stopped
+        .iter()
+        .map(|s| {
+            let run = if s.run.is_empty() { String::new() } else { format!("{} ", s.run) };
+            format!("{run}after {} packets, {} of {} measured iterations done", s.packets, s.done, s.of)
+        })
+        .collect();
+    let which = if runs > 1 { format!("{} of {runs} runs stopped: ", stopped.len()) } else { "stopped ".into() };
+    eprintln!(
+        "aar: --max-packets {max}: {which}{}; {holds} holds those; give a larger --max-packets, or leave it out, to \
+         run to the end",
+        each.join("; ")
+    );
 }
 
 /// Refuses a list option that names one value twice (as `a` and `b` when `same(a, b)`): it would

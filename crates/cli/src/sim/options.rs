@@ -85,6 +85,27 @@ impl NetOpts {
     }
 }
 
+/// `--max-packets`: the bound of every run of `run`, `sweep` and `paper`.
+#[derive(Args, Clone, Copy)]
+pub struct Bound {
+    /// stop each run once N packets (its job's and its background's) have been delivered, before
+    /// its job ends if need be: what the command reports holds the measured iterations every
+    /// rank completed by then, stderr names the runs stopped and how many packets they took, and
+    /// the exit status is 3
+    #[arg(long, value_name = "N", value_parser = whole::<u64>(1, u64::MAX), allow_negative_numbers = true)]
+    pub max_packets: Option<u64>,
+}
+
+impl Bound {
+    /// What the weighing of a long run adds ([`super::weigh`]): how to bound it, where it is not.
+    pub fn hint(&self) -> &'static str {
+        match self.max_packets {
+            None => "; --max-packets N stops the run after N packets, keeping the iterations done",
+            Some(_) => "",
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 pub struct ExpOpts {
     #[command(flatten)]
