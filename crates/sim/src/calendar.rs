@@ -7,6 +7,12 @@
 //! later), so a stable sort by time alone gives (time, sequence) order without storing the
 //! sequence: when the wheel reaches a bucket, the bucket becomes the sorted run `cur` that events
 //! are popped from. This is cheaper than a binary heap over the bucket, and events are 16 bytes.
+//!
+//! A drained bucket gives its memory back: the calendar holds the pending events, not a turn's
+//! worth of them. Kept, every bucket would hold the capacity of the busiest slice it ever saw
+//! (8,192 events, 128 KB, in each of the 4,096 buckets of a 9-group network at load 0.5: 512 MB
+//! for about 340,000 pending events). Growing a bucket again from empty each turn measured no
+//! slower than keeping it (fewer page faults make up for the reallocations).
 
 use std::collections::BinaryHeap;
 
@@ -191,7 +197,7 @@ impl Calendar {
             let b = &mut self.buckets[(self.cur_bucket & self.mask) as usize];
             if !b.is_empty() {
                 self.in_wheel -= b.len();
-                std::mem::swap(&mut self.cur, b);
+                self.cur = std::mem::take(b);
                 self.sort_cur();
                 return true;
             }
@@ -215,6 +221,29 @@ mod tests {
         for shift in [0, 3, 6] {
             pops_like_a_heap(shift);
         }
+    }
+
+    /// A bucket gives its memory back once drained: after a burst that filled every bucket of
+    /// the wheel, the calendar keeps only the last bucket's run and its sort buffer, not a turn's
+    /// worth of events (a large network filled every bucket with thousands of events, kept for
+    /// the whole run).
+    #[test]
+    fn drained_buckets_keep_no_memory() {
+        let mut c = Calendar::new(2, 4);
+        let per_bucket = 1000;
+        for t in 0..16 * 4 {
+            for i in 0..per_bucket / 4 {
+                c.push(t, i, 0);
+            }
+        }
+        let mut last = 0;
+        while let Some(e) = c.pop() {
+            assert!(e.time() >= last);
+            last = e.time();
+        }
+        let held: usize = c.buckets.iter().map(Vec::capacity).sum();
+        assert_eq!(held, 0, "events the drained buckets still have room for");
+        assert!(c.cur.capacity() + c.sorted.capacity() <= 4 * per_bucket as usize);
     }
 
     fn pops_like_a_heap(shift: u32) {
