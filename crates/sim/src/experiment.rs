@@ -695,11 +695,11 @@ pub struct Work {
 impl Work {
     /// Memory per message of an iteration, at least (its state in the network, its rank's phases
     /// and the receiver's expectation of it). Measured as the peak resident size of one iteration
-    /// of `alltoall:8`: 5.8 GB with 4,096 ranks (16.8 million messages, 350 bytes each), 2.3 GB
-    /// with 2,048 ranks (540 bytes each) and 1.06 GB with 1,024 ranks (1 KB each): smaller runs
-    /// take more per message, so an estimate with this is a floor, close at the large scale where
-    /// memory runs out.
-    pub const BYTES_PER_MESSAGE: u64 = 350;
+    /// of `alltoall:8` on 11 groups: 2.55 GB with 4,096 ranks (16.8 million messages, 152 bytes
+    /// each), 737 MB with 2,048 ranks (176 bytes each) and 239 MB with 1,024 ranks (228 bytes
+    /// each): smaller runs take more per message, so an estimate with this is a floor, close at
+    /// the large scale where memory runs out.
+    pub const BYTES_PER_MESSAGE: u64 = 150;
     /// Memory per row of the iteration records (about 0.5 KB: a million iterations of 2 ranks
     /// took 930 MB).
     pub const BYTES_PER_ROW: u64 = 512;

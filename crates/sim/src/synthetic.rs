@@ -87,11 +87,10 @@ pub struct SynthWork {
 impl SynthWork {
     /// Memory per packet injected in the first [`SynthWork::MEMORY_CYCLES`] NIC cycles, at least
     /// (the events, queues and packets in flight it makes). Measured as the peak resident size
-    /// of one run: it grows with the cycles until the event calendar has turned once (about 3,000
-    /// to 4,000 cycles), then stays unless the network is saturated (its queues then grow):
-    /// Aries at load 0.9, 165 to 300 bytes a packet of that window from 2 to 16 groups, Kim et
-    /// al.'s k=4 network 290, less than that with few packets (an idle network's own state).
-    pub const BYTES_PER_PACKET: u64 = 150;
+    /// of one run: the packets and events in flight, reached within about 1,000 cycles, then
+    /// level unless the network is saturated (its queues then grow): 35 bytes a packet of that
+    /// window at 9 groups and load 0.5, 50 at 16 groups and load 0.9.
+    pub const BYTES_PER_PACKET: u64 = 32;
     /// The NIC cycles the memory grows with ([`SynthWork::BYTES_PER_PACKET`]).
     pub const MEMORY_CYCLES: u64 = 4096;
 
