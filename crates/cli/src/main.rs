@@ -12,8 +12,23 @@ mod report;
 mod run;
 mod sim;
 
+/// `aar --help` and the DESCRIPTION of aar(1). Hard-wrapped for `--help` (clap does not wrap it
+/// here); the man page fills each paragraph, blank lines apart, itself.
+const LONG_ABOUT: &str = "\
+aar is the command of libaar.so, the library that \"module load aar\" preloads into the programs of
+a job: before each uGNI or DMAPP message goes on the network it chooses the message's routing mode
+from the NIC's counters. libaar(7) describes the library and its AAR_* settings.
+
+aar doctor ./app, on a compute node, checks that a program and the environment are ready for it.
+
+aar report compares the routing policies of an A/B experiment (AAR_AB) from the records the job's
+ranks, or aar sim, wrote.
+
+aar run starts a job of several ranks on this machine over the emulated Aries NIC, and aar sim runs
+experiments on a simulated Aries (Dragonfly) network: to try aar without a Cray.";
+
 #[derive(Parser)]
-#[command(name = "aar", version, about = "Application-aware routing for Cray Aries jobs")]
+#[command(name = "aar", version, about = "Application-aware routing for Cray Aries jobs", long_about = LONG_ABOUT)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
