@@ -400,10 +400,11 @@ enum Libsde {
 }
 
 /// The content of the stand-in cargo's `f`. Its `aar` is a program: install runs `aar man --out
-/// DIR`, which writes one page, aar.1, that says which aar wrote it.
+/// DIR`, which writes two pages, aar.1 and aar-report.1, that say which aar wrote them.
 fn built_by_cargo(f: &str) -> String {
     match f {
-        "aar" => "#!/bin/sh\n# built by cargo: aar\n[ \"$1 $2\" = 'man --out' ] && echo 'by the aar cargo built' > \"$3/aar.1\"\n"
+        "aar" => "#!/bin/sh\n# built by cargo: aar\n[ \"$1 $2\" = 'man --out' ] && echo 'by the aar cargo built' > \"$3/aar.1\" \
+                  && echo 'by the aar cargo built' > \"$3/aar-report.1\"\n"
             .to_owned(),
         _ => format!("built by cargo: {f}\n"),
     }
@@ -1168,6 +1169,45 @@ fn an_install_over_another_version_leaves_only_its_own_modulefiles() {
         );
         assert!(!stdout.contains("loaded 0.0.1"), "{flavour}: {stdout}\n{stderr}");
     }
+}
+
+/// Installing over an older version whose aar had other subcommands: its pages (aar-old(1)) stayed
+/// in PREFIX/share/man beside this version's, and `man aar-old` showed a command this aar does not
+/// have. The aar pages this version's `aar man` did not write go, with a word; pages of other
+/// packages in a shared share/man stay, whatever their names, and so do this version's.
+#[test]
+fn an_install_removes_the_pages_of_another_version_that_this_one_does_not_write() {
+    let dir = scratch("packaging-stale-pages");
+    let path = stand_in_cargo(&dir, &dir.join("release"), Libsde::Present);
+    let prefix = dir.join("prefix");
+    let man = prefix.join("share/man");
+    let install = || {
+        let out = Command::new(root().join("scripts/install")).arg(&prefix).env("PATH", &path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "install failed: {stderr}");
+        stderr
+    };
+    install();
+    let stale = ["man1/aar-old.1", "man1/aar-sim-old.1", "man7/libaar.7", "man7/intro_aar.7"];
+    let others = ["man1/aarx.1", "man1/other.1", "man1/aar-old.1.gz", "man7/aar-old.7", "man7/libaarx.7"];
+    for page in stale.iter().chain(&others) {
+        std::fs::write(man.join(page), ".TH OLD 1\n").unwrap();
+    }
+    let stderr = install();
+    for page in stale {
+        assert!(!man.join(page).exists(), "{page} of the older version stayed:\n{stderr}");
+    }
+    for page in others.iter().chain(&["man1/aar.1", "man1/aar-report.1"]) {
+        assert!(man.join(page).exists(), "{page} was removed:\n{stderr}");
+    }
+    let said = format!(
+        "aar install: removed aar-old.1 aar-sim-old.1 libaar.7 intro_aar.7 from {}, pages of another version",
+        man.display()
+    );
+    assert!(stderr.contains(&said), "no {said:?} in:\n{stderr}");
+    // A third install, with nothing stale left, says nothing of pages.
+    let stderr = install();
+    assert!(!stderr.contains("pages of another version"), "{stderr}");
 }
 
 /// Every file under `dir`, folders included.
