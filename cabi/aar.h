@@ -93,7 +93,8 @@ const char *aar_policy_name(void);
  * 100,000 of them; see README, "A/B experiments"). Calls made after libaar.so's exit handler ran
  * (by another thread while the process exits, from an atexit handler registered before the
  * library's first call, or a destructor) return as always, but the records are written by then:
- * iterations they end have no row and are not counted in the summary record's ab.iterations (one
+ * iterations they end (or that end while the exit handler runs and find it counting already)
+ * have no row and are not counted in the summary record's ab.iterations (one
  * message on stderr, once per process, says so): end the last iteration before exit (before
  * MPI_Finalize in an MPI program). Begin and end are refused (AAR_EINVAL) when AAR_AB_BOUNDARY
  * names an MPI function, which then marks iterations; labels work with both. In a fork child they

@@ -13,6 +13,10 @@
 //! may hold it longer. The boundary is then taken all the same (the index and the policy change)
 //! but the rows of the iterations it ends and begins are lost: they count in the summary record's
 //! `ab.iterations` as every ended iteration does, and one message per process says so ([`lost`]).
+//!
+//! The exit handler counts the ended iterations holding the record, but waits for it only so
+//! long too. An iteration that ends once the handler has begun counting ([`output::counting`])
+//! keeps no row, so that every row written is of an iteration the summary record counts.
 
 use crate::rows::{valid_label, EngineMark, Marks, Record};
 use crate::settings::{Boundary, Settings};
@@ -171,7 +175,9 @@ pub fn begin_numbered(index: impl FnOnce() -> u64) {
     let m = marks(&mut record);
     switch(policy);
     if let Some(previous) = previous {
-        record.end(previous, &m);
+        if !output::counting() {
+            record.end(previous, &m);
+        }
         ended(previous);
     }
     record.begin(i, policy, &m, ITERATIONS.ended());
@@ -218,8 +224,10 @@ pub fn api_end() -> Result<(), Refused> {
         }
     };
     let i = ITERATIONS.end().ok_or(Refused::Invalid)?;
-    let m = marks(&mut record);
-    record.end(i, &m);
+    if !output::counting() {
+        let m = marks(&mut record);
+        record.end(i, &m);
+    }
     ended(i);
     record.write_if_due();
     Ok(())

@@ -21,6 +21,22 @@ use std::time::Duration;
 
 static WRITTEN: AtomicBool = AtomicBool::new(false);
 
+/// The exit handler counts the iterations ended so far ([`counting`]).
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the exit handler has counted, or is counting, this process's iterations: an iteration
+/// that ends (its count taken: [`crate::rows::Iterations::begin`], `end`) and then finds this
+/// `true` may not be counted, so it keeps no row. The handler counts holding the iteration record,
+/// so that a boundary is wholly before the count (counted, with its row) or wholly after it; but it
+/// waits for the record only so long, and a thread that holds it longer (inside `fork()`, writing
+/// to a slow file system) then ends iterations while, or after, the handler counts, whose rows
+/// would be written later without being counted. Sequentially consistent, as the count's
+/// increments and the handler's read of it are: an iteration that ended and then found this
+/// `false` is in the count.
+pub fn counting() -> bool {
+    COUNTING.load(Ordering::SeqCst)
+}
+
 /// The iterations the exit handler counted in what it wrote ([`counted_at_exit`]); `u64::MAX`:
 /// none yet.
 static COUNTED: AtomicU64 = AtomicU64::new(u64::MAX);
@@ -340,6 +356,10 @@ fn write_outputs() {
         true => None,
         false => state::ITERATIONS.record(EXIT_WAIT),
     };
+    // From here an iteration that ends keeps no row: held, the record keeps every boundary wholly
+    // before the count or after it; not held, this keeps a later one's row from being written
+    // uncounted.
+    COUNTING.store(true, Ordering::SeqCst);
     // A begin refused while the library was starting kept its index: it counts as an iteration
     // ended without a row, so that a rank's count covers the indices its rows use.
     let refused = match settings.ab_boundary {

@@ -74,21 +74,24 @@ impl Iterations {
         self.refused.load(Relaxed)
     }
 
-    /// Iteration `i` is now in progress; the one it replaces (now ended), if any.
+    /// Iteration `i` is now in progress; the one it replaces (now ended), if any. The count of
+    /// ended iterations is taken sequentially consistent, as the exit handler's start and its read
+    /// of the count are (`output::counting`).
     pub fn begin(&self, i: u64) -> Option<u64> {
         let previous = self.current.swap(i64::try_from(i).unwrap_or(i64::MAX), AcqRel);
         let previous = u64::try_from(previous).ok();
         if previous.is_some() {
-            self.ended.fetch_add(1, Relaxed);
+            self.ended.fetch_add(1, SeqCst);
         }
         previous
     }
 
-    /// No iteration is in progress now; the one that ended, if any.
+    /// No iteration is in progress now; the one that ended, if any (counted as [`Self::begin`]
+    /// counts).
     pub fn end(&self) -> Option<u64> {
         let previous = u64::try_from(self.current.swap(-1, AcqRel)).ok();
         if previous.is_some() {
-            self.ended.fetch_add(1, Relaxed);
+            self.ended.fetch_add(1, SeqCst);
         }
         previous
     }
@@ -100,7 +103,7 @@ impl Iterations {
 
     /// Iterations ended so far.
     pub fn ended(&self) -> u64 {
-        self.ended.load(Relaxed)
+        self.ended.load(SeqCst)
     }
 
     /// The record, waiting at most `wait` for another thread's boundary.

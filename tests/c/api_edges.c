@@ -25,6 +25,13 @@
  *                           ended ("started begin rc=RC index I end rc=RC")
  *   api_edges exit-race     a thread begins and ends iterations without pause while main, once
  *                           the first has ended, calls exit(): prints "raced"
+ *   api_edges exit-while-forking  begins and ends iteration 0; then a thread forks, held inside
+ *                           fork() (by a prepare handler registered before libaar.so's, so run
+ *                           after it: libaar.so holds its iteration record then) while main calls
+ *                           exit(); an atexit handler registered before libaar.so's first call
+ *                           (run after libaar.so's) lets the fork go on, then begins and ends 1000
+ *                           more iterations, enough rows to fill libaar.so's buffer ("after exit
+ *                           1000 ended")
  *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
@@ -33,6 +40,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "aar.h"
 
@@ -151,8 +160,63 @@ static void *mark_forever(void *unused)
 	return NULL;
 }
 
+/* exit-while-forking: a fork held until libaar.so's exit handler has run. */
+static sem_t in_fork, fork_go;
+static int hold_forks;
+static pthread_t forker;
+
+static void prepare_holds(void)
+{
+	if (hold_forks) {
+		sem_post(&in_fork);
+		sem_wait(&fork_go);
+	}
+}
+
+static void *fork_once(void *unused)
+{
+	(void)unused;
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	return NULL;
+}
+
+static void after_exit_while_forking(void)
+{
+	hold_forks = 0;
+	sem_post(&fork_go);
+	pthread_join(forker, NULL);
+	for (int k = 0; k < 1000; k++) {
+		aar_iteration_begin();
+		aar_iteration_end();
+	}
+	printf("after exit 1000 ended\n");
+	fflush(stdout);
+}
+
+static void exit_while_forking(void)
+{
+	atexit(after_exit_while_forking);
+	pthread_atfork(prepare_holds, NULL, NULL);
+	int begin = aar_iteration_begin();
+	int end = aar_iteration_end();
+	printf("begin rc=%d end rc=%d\n", begin, end);
+	fflush(stdout);
+	sem_init(&in_fork, 0, 0);
+	sem_init(&fork_go, 0, 0);
+	hold_forks = 1;
+	pthread_create(&forker, NULL, fork_once, NULL);
+	sem_wait(&in_fork);
+	exit(0);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "exit-while-forking"))
+		exit_while_forking();
 	if (argc == 2 && !strcmp(argv[1], "exit-race")) {
 		pthread_t t;
 		sem_init(&first_ended, 0, 0);
@@ -202,6 +266,7 @@ int main(int argc, char **argv)
 		printf("set_mode_name(\"bogus\") rc=%d\n", aar_set_mode_name("bogus"));
 		return 0;
 	}
-	fprintf(stderr, "usage: api_edges first-names|bad-args|slow-start|refused-begins|after-exit\n");
+	fprintf(stderr, "usage: api_edges first-names|bad-args|slow-start|refused-begins|after-exit|exit-race|"
+			"exit-while-forking\n");
 	return 2;
 }
