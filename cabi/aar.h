@@ -110,8 +110,11 @@ const char *aar_policy_name(void);
  * Refused while libaar.so is still starting (AAR_EINVAL, see there), it begins no iteration (no
  * policy change, no row) but still takes the index it would have had, so that the next begin gets
  * the index it gets on the ranks that started sooner and every rank's iteration i is the same
- * work. The summary record's ab.iterations counts it; one message on stderr (once per process)
- * says so. Do not call it again for that iteration. An end or a label refused so takes nothing. */
+ * work. The summary record's ab.iterations counts it, and its ab.refused_begins counts it by
+ * cause ("inside_start_up": called from inside the start-up; "start_up_elsewhere": while another
+ * thread was starting libaar.so), which aar report names for a rank whose rows begin later; one
+ * message on stderr (once per process) says so. Do not call it again for that iteration. An end
+ * or a label refused so takes nothing. */
 int aar_iteration_begin(void);
 
 /* End the iteration in progress; AAR_EINVAL when none is. */

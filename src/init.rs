@@ -113,6 +113,12 @@ pub fn library_init_for_application(version: std::ffi::c_int) -> std::ffi::c_int
 /// How long a caller that needs the initialisation done waits for another thread's.
 const READY_WAIT: Duration = Duration::from_secs(2);
 
+/// Whether this thread is running the start-up (a call from inside it: a callback of the PAPI
+/// library's loading, say).
+pub fn initialising_here() -> bool {
+    INITIALISING_HERE.try_with(|h| h.get()).unwrap_or(false)
+}
+
 /// Initialise if needed, giving another thread that is initialising a moment (loading PAPI),
 /// never forever: the settings, once parsed.
 pub fn wait_ready() -> Option<&'static Settings> {

@@ -24,6 +24,7 @@ use crate::state::{self, ITERATIONS};
 use crate::trylock::Guard;
 use crate::{control, diag, init, output, tally};
 use aar_engine::Policy;
+use aar_record::RefusedBegin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -95,7 +96,8 @@ fn ended(i: u64) {
 
 /// `aar_iteration_begin` was refused (`AAR_EINVAL`) while the library was starting: the begin
 /// keeps the index it would have had ([`crate::rows::Iterations::refuse_begin`]), so that this
-/// rank's next iteration has the index the ranks that started sooner give theirs, and is said
+/// rank's next iteration has the index the ranks that started sooner give theirs, is counted by
+/// its cause for the summary record (`ab.refused_begins`, which `aar report` names), and is said
 /// once per process, by every rank. `false`: not with an MPI boundary (known by then), where
 /// markers are refused anyway and take no index.
 #[cold]
@@ -104,15 +106,20 @@ pub fn refused_begin() -> bool {
     if state::settings().is_some_and(|s| s.ab_boundary != Boundary::Markers) {
         return false;
     }
-    let i = ITERATIONS.refuse_begin();
+    let why = match init::initialising_here() {
+        true => RefusedBegin::InsideStartUp,
+        false => RefusedBegin::StartUpElsewhere,
+    };
+    let i = ITERATIONS.refuse_begin(why);
     if !SAID.swap(true, Relaxed) {
         diag::error(&format!(
             "aar_iteration_begin was refused (AAR_EINVAL) while libaar.so was starting (on another thread, for \
              longer than a call of aar.h waits for it: loading PAPI or reading the job's files; or from inside \
              the start-up itself): iteration {i} was not begun (no policy change, no row), but it keeps its index, \
              so that this rank numbers its iterations as the ranks that started sooner do: the next \
-             aar_iteration_begin begins iteration {}. The summary record's ab.iterations counts it, and aar report \
-             leaves out the iterations this rank has no row of; later refused begins are not said again. Do not \
+             aar_iteration_begin begins iteration {}. The summary record counts it (ab.iterations, and \
+             ab.refused_begins by cause), and aar report says so where it leaves out the iterations this rank has no \
+             row of; later refused begins are not said again. Do not \
              call aar_iteration_begin again for the same iteration; to have a row of every iteration, begin the \
              first once aar_policy_name() no longer returns \"starting\".",
             i + 1

@@ -12,7 +12,7 @@ use crate::state::{self, Decider};
 use crate::tally::{self, Api, PerClass, CLASS_NAMES};
 use crate::{attributes, control, diag, job, node, reserve, sys, topology, trace};
 use aar_engine::{EngineStats, Reason};
-use aar_record::count;
+use aar_record::{count, RefusedBegin};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -163,8 +163,10 @@ struct Ab {
     policies: Vec<&'static str>,
     order: String,
     boundary: String,
-    /// Iterations that ended.
+    /// Iterations that ended, with the begins refused while libaar.so was starting.
     iterations: u64,
+    /// Those begins per cause ([`RefusedBegin::name`]; none under an MPI boundary).
+    refused_begins: BTreeMap<&'static str, u64>,
     /// The iteration record (`aar-iterations`) in the same folder, if one was written.
     iterations_file: Option<String>,
 }
@@ -362,11 +364,15 @@ fn write_outputs() {
     COUNTING.store(true, Ordering::SeqCst);
     // A begin refused while the library was starting kept its index: it counts as an iteration
     // ended without a row, so that a rank's count covers the indices its rows use.
-    let refused = match settings.ab_boundary {
-        Boundary::Markers => state::ITERATIONS.refused(),
-        Boundary::Mpi { .. } => 0,
+    let refused: BTreeMap<&'static str, u64> = match settings.ab_boundary {
+        Boundary::Markers => RefusedBegin::ALL
+            .iter()
+            .map(|&why| (why.name(), state::ITERATIONS.refused(why)))
+            .filter(|&(_, n)| n > 0)
+            .collect(),
+        Boundary::Mpi { .. } => BTreeMap::new(),
     };
-    let ended = state::ITERATIONS.ended() + refused;
+    let ended = state::ITERATIONS.ended() + refused.values().sum::<u64>();
     if let (Some(_), Boundary::Mpi { function, .. }) = (&settings.ab, settings.ab_boundary) {
         // (A tool defining the function first was named at start-up already.)
         if ended == 0
@@ -470,7 +476,7 @@ fn write_outputs() {
                 decision_mean_ns: mean,
                 decisions_estimated_total_ns: mean.map(|m| m * d.engine.stats().decisions as f64),
             }),
-            ab: ab_section(settings, ended, written),
+            ab: ab_section(settings, ended, refused, written),
             trace: state::TRACE.counted(),
             messages: diag::kept(),
         };
@@ -496,10 +502,17 @@ fn write_outputs() {
     }
 }
 
-fn ab_section(settings: &Settings, ended: u64, written: Written) -> Ab {
+fn ab_section(settings: &Settings, ended: u64, refused_begins: BTreeMap<&'static str, u64>, written: Written) -> Ab {
     let (policies, order) = match &settings.ab {
         Some(list) => (list.0.iter().map(|p| p.name()).collect(), settings.ab_order.to_string()),
         None => (vec![written.first_policy.unwrap_or(settings.engine.policy).name()], "single".to_string()),
     };
-    Ab { policies, order, boundary: settings.ab_boundary.to_string(), iterations: ended, iterations_file: written.file }
+    Ab {
+        policies,
+        order,
+        boundary: settings.ab_boundary.to_string(),
+        iterations: ended,
+        refused_begins,
+        iterations_file: written.file,
+    }
 }

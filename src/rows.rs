@@ -14,7 +14,7 @@ use crate::tally::{Totals, CLASS_NAMES};
 use crate::trylock::{ForkHeld, Guard, TryLock};
 use crate::{diag, job, sys};
 use aar_engine::{AbSchedule, EngineStats, Policy};
-use aar_record::{Clock, Header, Iteration, Source, MAX_ROWS, SHORT_ITERATION_FIX, SHORT_ITERATION_NS};
+use aar_record::{Clock, Header, Iteration, RefusedBegin, Source, MAX_ROWS, SHORT_ITERATION_FIX, SHORT_ITERATION_NS};
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
 use std::time::Duration;
@@ -38,8 +38,9 @@ pub struct Iterations {
     current: AtomicI64,
     /// Iterations ended so far (with or without a row written).
     ended: AtomicU64,
-    /// Begins refused while the library was starting: each took its index ([`Self::refuse_begin`]).
-    refused: AtomicU64,
+    /// Begins refused while the library was starting, per cause ([`RefusedBegin::index`]): each
+    /// took its index ([`Self::refuse_begin`]).
+    refused: [AtomicU64; RefusedBegin::ALL.len()],
     record: TryLock<Record>,
 }
 
@@ -50,7 +51,7 @@ impl Iterations {
             next: AtomicU64::new(0),
             current: AtomicI64::new(-1),
             ended: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
+            refused: [const { AtomicU64::new(0) }; RefusedBegin::ALL.len()],
             record: TryLock::new(Record::new()),
         }
     }
@@ -64,14 +65,14 @@ impl Iterations {
     /// would have had, which it keeps, so that the next begin gets the index it has on the ranks
     /// that started sooner. No iteration is in progress then (none can begin before the start-up
     /// is over), so nothing ends.
-    pub fn refuse_begin(&self) -> u64 {
-        self.refused.fetch_add(1, Relaxed);
+    pub fn refuse_begin(&self, why: RefusedBegin) -> u64 {
+        self.refused[why.index()].fetch_add(1, Relaxed);
         self.next_marked()
     }
 
-    /// Begins refused while the library was starting ([`Self::refuse_begin`]).
-    pub fn refused(&self) -> u64 {
-        self.refused.load(Relaxed)
+    /// Begins refused while the library was starting ([`Self::refuse_begin`]) for `why`.
+    pub fn refused(&self, why: RefusedBegin) -> u64 {
+        self.refused[why.index()].load(Relaxed)
     }
 
     /// Iteration `i` is now in progress; the one it replaces (now ended), if any. The count of

@@ -94,6 +94,52 @@ fn calls_while_the_library_is_still_starting_are_refused_not_disabled() {
     assert!(said[0].starts_with("aar: aar_set_mode was called") && said[0].contains("\"starting\""), "{}", said[0]);
 }
 
+/// A job of two ranks under libaar.so: rank 0 begins and ends four iterations; rank 1's first two
+/// begins are refused while its start-up is held (one from inside it, one from main while another
+/// thread runs it), and its rows are of iterations 2 and 3. `aar report` on the job's records says
+/// that rank 1 lacks iterations 0 and 1 because two begins were refused, and for which causes,
+/// as its summary record counts them; rank 0 is not blamed.
+#[test]
+fn aar_report_names_the_begins_a_rank_had_refused_while_starting() {
+    let hold = compile("cc", "hold_start", &[root().join("tests/c/hold_start.c")], &["-shared", "-fPIC"]);
+    let out = scratch("api-refused-report").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let ranks = [
+        Launch::driver("api-refused-report-0", &"iter begin iter end ".repeat(4)),
+        Launch::program("api-refused-report-1", api_edges(), "refused-begins")
+            .env("AAR_PAPI_LIBRARY", &hold.display().to_string()),
+    ];
+    for (rank, launch) in ranks.into_iter().enumerate() {
+        launch
+            .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+            .env("AAR_OUTPUT_DIR", &out.display().to_string())
+            .env("SLURM_JOB_ID", "4848")
+            .env("PMI_RANK", &rank.to_string())
+            .env("PMI_SIZE", "2")
+            .unset("AAR_EMU_LOG")
+            .run()
+            .assert_ok();
+    }
+    let run = std::process::Command::new(aar_command()).arg("report").arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("lack some of the 2 ranks")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains(
+            "2 iterations lack some of the 2 ranks (first: iteration 0, on 1 rank): left out (the slowest rank may be \
+             the one missing; --keep-incomplete keeps them). Rank 1's summary record says that 2 begins \
+             (aar_iteration_begin) were refused (AAR_EINVAL) while libaar.so was still starting (1 from inside the \
+             start-up, 1 while another thread was starting it), each keeping its index without a row, so its rows \
+             begin at iteration 2. Refused from inside the start-up: called on the thread running it"
+        ) && said[0].contains("no longer returns \"starting\""),
+        "{}",
+        said[0]
+    );
+    assert!(!said[0].contains("rank 0") && !said[0].contains("marked fewer"), "{}", said[0]);
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+}
+
 /// The weak declarations aar.h advises find libaar.so's functions under LD_PRELOAD and leave them
 /// NULL without it, in code compiled position-independent (the compiler's default here, as on
 /// current distributions). Code compiled with -fno-pie has them NULL even under LD_PRELOAD (the
@@ -263,6 +309,11 @@ fn begins_refused_while_starting_keep_their_index() {
     let recs = r.records();
     assert_eq!(recs.len(), 1, "{}", r.stderr);
     assert_eq!(recs[0]["ab"]["iterations"], 4, "the two refused begins count");
+    assert_eq!(
+        recs[0]["ab"]["refused_begins"],
+        serde_json::json!({"inside_start_up": 1, "start_up_elsewhere": 1}),
+        "and are counted by cause"
+    );
     let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("aar_iteration_begin was refused")).collect();
     assert_eq!(said.len(), 1, "said once: {:?}", r.aar_lines());
     assert!(said[0].contains("iteration 0 was not begun") && said[0].contains("begins iteration 1"), "{}", said[0]);

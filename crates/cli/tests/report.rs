@@ -1119,6 +1119,72 @@ fn rows_that_begin_late_are_blamed_on_begins_refused_at_start_up() {
     assert!(!err.contains("marked fewer") && !err.contains("stopped before exiting"), "{err}");
 }
 
+/// Ranks whose summary records count the begins refused while libaar.so was starting, by cause
+/// (`ab.refused_begins`, which records of an older libaar.so lack): the iterations they lack are
+/// said with how many begins were refused and why, per rank, not guessed from where their rows
+/// begin. A rank whose record counts none is not blamed on refused begins, and a cause this aar
+/// does not know is named as a newer libaar.so's.
+#[test]
+fn rows_that_begin_late_are_explained_by_the_refused_begins_the_summary_record_counts() {
+    let folder = tmp("refused");
+    let dir = folder.path();
+    let rr = |from: u64| -> Vec<Iteration> {
+        (from..12).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect()
+    };
+    let refused = [
+        serde_json::json!({}),
+        serde_json::json!({"inside_start_up": 1, "start_up_elsewhere": 2}),
+        serde_json::json!({}),
+        serde_json::json!({"start_up_elsewhere": 1, "later_cause": 1}),
+    ];
+    for (rank, from) in [(0, 0), (1, 3), (2, 1), (3, 2)] {
+        write_record(dir, &header("r", rank, 4, &["A", "B"]), &rr(from));
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": "r", "rank": rank, "pid": 100 + rank, "host": "h",
+            "policy_at_exit": "A",
+            "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": 12,
+                    "refused_begins": refused[rank as usize] },
+        });
+        std::fs::write(dir.join(format!("aar.r.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+    }
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("lack some of the 4 ranks")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    for words in [
+        "The summary records say that begins (aar_iteration_begin) were refused (AAR_EINVAL) while libaar.so was \
+         still starting, each keeping its index without a row: rank 1: 3 begins (1 from inside the start-up, 2 while \
+         another thread was starting it), so its rows begin at iteration 3; rank 3: 2 begins (1 for the cause \
+         \"later_cause\", 1 while another thread was starting it), so its rows begin at iteration 2.",
+        "Refused from inside the start-up: called on the thread running it",
+        "refused while another thread was starting it: called while another thread was starting libaar.so for \
+         longer than the 2 s",
+        "refused \"later_cause\": a cause this aar does not know (a newer libaar.so's: upgrade aar)",
+        "no longer returns \"starting\"",
+    ] {
+        assert!(said[0].contains(words), "{words:?} in {}", said[0]);
+    }
+    // Rank 2 counts no refused begin: its late rows are not put down to them, nor guessed.
+    assert!(!said[0].contains("rank 2") && !said[0].contains("begin after the others'"), "{}", said[0]);
+    assert!(!err.contains("marked fewer") && !err.contains("stopped before exiting"), "{err}");
+
+    // One rank: said in the singular.
+    for rank in [2, 3] {
+        std::fs::remove_file(record_path(dir, "r", rank)).unwrap();
+        std::fs::remove_file(dir.join(format!("aar.r.{rank}.{}.json", 100 + rank))).unwrap();
+    }
+    let err = stderr(&run(&[dir.to_str().unwrap()]));
+    assert!(
+        err.contains(
+            "Rank 1's summary record says that 3 begins (aar_iteration_begin) were refused (AAR_EINVAL) while \
+             libaar.so was still starting (1 from inside the start-up, 2 while another thread was starting it), each \
+             keeping its index without a row, so its rows begin at iteration 3. Refused from inside the start-up"
+        ),
+        "{err}"
+    );
+}
+
 /// One rank that ended more iterations than its rows (past the rows libaar.so writes, and then
 /// cut to one row) and caught an internal error: every warning about it is in the singular.
 #[test]

@@ -252,6 +252,44 @@ pub struct Problem {
 /// iteration, so a reader can tell a record that stopped there.
 pub const MAX_ROWS: u64 = 100_000;
 
+/// Why libaar.so refused an `aar_iteration_begin` that still took its index (so that the rank
+/// numbers its iterations as the others do): such a begin has no row. A summary record counts them
+/// per cause in `ab.refused_begins` (absent from records of a libaar.so older than the count), so
+/// that `aar report` can say why a rank's rows begin later than the others'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusedBegin {
+    /// Called from inside libaar.so's start-up, on the thread running it (a callback of the PAPI
+    /// library's loading, say), which no call can wait for.
+    InsideStartUp,
+    /// Called while another thread was starting libaar.so, for longer than a call waits for it
+    /// (loading PAPI, reading the job's files).
+    StartUpElsewhere,
+}
+
+impl RefusedBegin {
+    pub const ALL: [RefusedBegin; 2] = [RefusedBegin::InsideStartUp, RefusedBegin::StartUpElsewhere];
+
+    /// The name `ab.refused_begins` counts it under.
+    pub fn name(self) -> &'static str {
+        match self {
+            RefusedBegin::InsideStartUp => "inside_start_up",
+            RefusedBegin::StartUpElsewhere => "start_up_elsewhere",
+        }
+    }
+
+    /// Its place in [`Self::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::str::FromStr for RefusedBegin {
+    type Err = ();
+    fn from_str(name: &str) -> Result<Self, ()> {
+        Self::ALL.into_iter().find(|r| r.name() == name).ok_or(())
+    }
+}
+
 /// Iterations shorter than this (a millisecond) on a node's clock show little of a routing
 /// policy's effect: the clock's readings and the iteration markers' own work are a share of each
 /// that varies from one to the next. libaar.so warns of them while a job runs, `aar report` when
@@ -419,6 +457,15 @@ pub fn human_bytes(b: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_begin_causes_are_read_by_the_names_they_are_written_with() {
+        for why in RefusedBegin::ALL {
+            assert_eq!(why.name().parse(), Ok(why));
+            assert_eq!(RefusedBegin::ALL[why.index()], why);
+        }
+        assert_eq!("later_cause".parse::<RefusedBegin>(), Err(()));
+    }
 
     #[test]
     fn counts_for_people() {

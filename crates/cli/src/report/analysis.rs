@@ -452,13 +452,22 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
     let (stopped, cut) = (without_summary(false), without_summary(true));
     let left_out: Vec<String> = ranks.iter().filter(|r| r.left_out > 0).take(4).map(|r| r.rank.to_string()).collect();
     let past: Option<&&RankSummary> = ranks.iter().find(|r| past_ended(r));
-    // Rows that begin after the others' while the summary record counts the iterations before
-    // them: begins refused while libaar.so was still starting keep their index (and count) but
-    // have no row; libaar.so said so on that rank's stderr.
+    // Rows that begin after the others': begins refused while libaar.so was still starting keep
+    // their index (and count) but have no row. The summary record counts them by cause; one of a
+    // libaar.so older than that count only counts the iterations before the rows, and libaar.so
+    // said why on that rank's stderr.
     let earliest = ranks.iter().filter_map(|r| r.first_index).min();
+    let begins_late = |r: &&&RankSummary| r.first_index > earliest && !damaged(r);
+    let refused: Vec<(&RankSummary, &[(String, u64)])> = ranks
+        .iter()
+        .filter(begins_late)
+        .filter_map(|r| Some((*r, r.refused_begins.as_deref().filter(|c| !c.is_empty())?)))
+        .take(4)
+        .collect();
     let late: Vec<String> = ranks
         .iter()
-        .filter(|r| r.first_index > earliest && !damaged(r) && r.ended.is_some_and(|n| n > r.rows))
+        .filter(begins_late)
+        .filter(|r| r.refused_begins.is_none() && r.ended.is_some_and(|n| n > r.rows))
         .take(4)
         .map(|r| format!("rank {} (from iteration {})", r.rank, r.first_index.unwrap_or_default()))
         .collect();
@@ -532,6 +541,9 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             r.file.display()
         ));
     }
+    if !refused.is_empty() {
+        why.push_str(&refused_begins(&refused));
+    }
     if !late.is_empty() {
         why.push_str(&format!(
             ". The rows of {} begin after the others' though {} summary record{} count{} the iterations before: \
@@ -544,9 +556,80 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             one(&late, "s", ""),
         ));
     }
-    let only_uneven =
-        stopped.is_empty() && unwritten.is_empty() && left_out.is_empty() && past.is_none() && late.is_empty();
+    let only_uneven = stopped.is_empty()
+        && unwritten.is_empty()
+        && left_out.is_empty()
+        && past.is_none()
+        && late.is_empty()
+        && refused.is_empty();
     (why, !exited.is_empty() && only_uneven)
+}
+
+/// Why ranks whose rows begin late lack the first iterations, as their summary records count it
+/// (`ab.refused_begins`): how many begins were refused while libaar.so was starting, for which
+/// causes, and how to begin the first iteration so that it has its row.
+fn refused_begins(ranks: &[(&super::read::RankSummary, &[(String, u64)])]) -> String {
+    use aar_record::RefusedBegin;
+    let total = |causes: &[(String, u64)]| causes.iter().map(|c| c.1).sum::<u64>();
+    let short = |cause: &str| match cause.parse() {
+        Ok(RefusedBegin::InsideStartUp) => "from inside the start-up".to_string(),
+        Ok(RefusedBegin::StartUpElsewhere) => "while another thread was starting it".to_string(),
+        Err(()) => format!("for the cause \"{}\"", clean(cause)),
+    };
+    let how = |causes: &[(String, u64)]| -> String {
+        causes.iter().map(|(why, n)| format!("{n} {}", short(why))).collect::<Vec<_>>().join(", ")
+    };
+    let mut causes: Vec<&str> = ranks.iter().flat_map(|(_, c)| c.iter().map(|c| c.0.as_str())).collect();
+    causes.sort_unstable();
+    causes.dedup();
+    let explained: Vec<String> = causes
+        .iter()
+        .map(|cause| match cause.parse() {
+            Ok(RefusedBegin::InsideStartUp) => "from inside the start-up: called on the thread running it (a \
+                                                 callback of the PAPI library's loading, say), which no call can wait for"
+                .to_string(),
+            Ok(RefusedBegin::StartUpElsewhere) => "while another thread was starting it: called while another \
+                                                    thread was starting libaar.so for longer than the 2 s a call \
+                                                    waits for it (loading PAPI, reading the job's files)"
+                .to_string(),
+            Err(()) => format!("\"{}\": a cause this aar does not know (a newer libaar.so's: upgrade aar)", clean(cause)),
+        })
+        .collect();
+    let said = match ranks {
+        [(r, causes)] => format!(
+            "Rank {}'s summary record says that {} (aar_iteration_begin) {} refused (AAR_EINVAL) while libaar.so was \
+             still starting ({}), each keeping its index without a row, so its rows begin at iteration {}",
+            r.rank,
+            count(total(causes), "begin", "begins"),
+            if total(causes) == 1 { "was" } else { "were" },
+            how(causes),
+            r.first_index.unwrap_or_default()
+        ),
+        _ => {
+            let each: Vec<String> = ranks
+                .iter()
+                .map(|(r, causes)| {
+                    format!(
+                        "rank {}: {} ({}), so its rows begin at iteration {}",
+                        r.rank,
+                        count(total(causes), "begin", "begins"),
+                        how(causes),
+                        r.first_index.unwrap_or_default()
+                    )
+                })
+                .collect();
+            format!(
+                "The summary records say that begins (aar_iteration_begin) were refused (AAR_EINVAL) while libaar.so \
+                 was still starting, each keeping its index without a row: {}",
+                each.join("; ")
+            )
+        }
+    };
+    format!(
+        ". {said}. Refused {}. Begin the first iteration once aar_policy_name() no longer returns \"starting\" \
+         (after MPI_Init, say)",
+        explained.join("; refused ")
+    )
 }
 
 /// libaar.so's warning of short iterations, again where its rows are read: a job's iterations

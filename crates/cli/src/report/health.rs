@@ -58,6 +58,10 @@ pub struct Problems {
     /// Iterations the rank ended, as its record's `ab` section says (a rank with a summary record
     /// exited: it was not stopped).
     pub ended: Option<u64>,
+    /// Begins of `aar_iteration_begin` refused while libaar.so was starting, per cause (the names
+    /// of [`aar_record::RefusedBegin`], or a newer libaar.so's), as `ab.refused_begins` says:
+    /// counted in `ended`, without rows. `None`: a record of a libaar.so older than the count.
+    pub refused_begins: Option<Vec<(String, u64)>>,
     /// Reads that failed and were tried again, and all reads, when the share is above
     /// [`FAILED_READ_SHARE`] and the counters were not given up.
     failed_reads: Option<(u64, u64)>,
@@ -84,6 +88,8 @@ enum Kind {
     Texts,
     /// A set of ranks as `AAR_OUTPUT_RANKS` takes it (a string).
     Ranks,
+    /// An object of non-negative integers.
+    Counts,
 }
 
 /// The fields of a summary record the report reads ([`problems`] and the jobs' sums).
@@ -114,6 +120,7 @@ const FIELDS: &[(&str, Kind)] = &[
     ("/engine/switches_to_low_latency", Kind::Count),
     ("/engine/switches_to_low_stall", Kind::Count),
     ("/ab/iterations", Kind::Count),
+    ("/ab/refused_begins", Kind::Counts),
     ("/messages", Kind::Texts),
 ];
 
@@ -125,6 +132,7 @@ impl Kind {
             Kind::Flag => v.is_boolean(),
             Kind::Texts => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
             Kind::Ranks => v.as_str().is_some_and(|t| t.parse::<RankSet>().is_ok()),
+            Kind::Counts => v.as_object().is_some_and(|o| o.values().all(Value::is_u64)),
         }
     }
     fn name(self) -> &'static str {
@@ -134,6 +142,7 @@ impl Kind {
             Kind::Flag => "true or false",
             Kind::Texts => "a list of strings",
             Kind::Ranks => "a set of ranks as AAR_OUTPUT_RANKS takes it (e.g. \"0:63,128\")",
+            Kind::Counts => "an object of whole numbers of at least 0",
         }
     }
 }
@@ -239,6 +248,9 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
         messages: rec["messages"].as_array().into_iter().flatten().filter_map(Value::as_str).map(quoted).collect(),
         rows_capped: Some(n("/ab/iterations")).filter(|&ended| ended > aar_record::MAX_ROWS),
         ended: rec.pointer("/ab/iterations").and_then(Value::as_u64),
+        refused_begins: rec.pointer("/ab/refused_begins").and_then(Value::as_object).map(|o| {
+            o.iter().filter_map(|(why, n)| Some((why.clone(), n.as_u64()?))).filter(|&(_, n)| n > 0).collect()
+        }),
         failed_reads: {
             // Successful reads and failed ones: libaar.so tries a failed read again, and gives
             // the counters up (a reason, above) only at three failures in a row.
@@ -354,10 +366,11 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     let found: Vec<(u32, Problems, Option<String>)> = found.into_iter().flatten().collect();
     out.extend(found.iter().filter_map(|(_, _, note)| note.clone()));
     let ended = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.ended?))).collect();
+    let refused_begins = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.refused_begins.clone()?))).collect();
     let found: Vec<(u32, Problems)> = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
     let output_ranks = output_ranks(&found);
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
-    Health { said: out, ended, unreadable, output_ranks }
+    Health { said: out, ended, refused_begins, unreadable, output_ranks }
 }
 
 /// What the summary records beside an experiment's iteration records say.
@@ -366,6 +379,9 @@ pub struct Health {
     pub said: Vec<String>,
     /// The iterations each rank with a readable record ended.
     pub ended: Vec<(u32, u64)>,
+    /// The begins each rank with a readable record of a libaar.so that counts them had refused
+    /// ([`Problems::refused_begins`]).
+    pub refused_begins: Vec<(u32, Vec<(String, u64)>)>,
     /// The ranks whose summary record is there but could not be read (said in `said`).
     pub unreadable: Vec<u32>,
     /// `AAR_OUTPUT_RANKS` as the ranks with a readable summary record took it (`None`: unset, or

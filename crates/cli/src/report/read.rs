@@ -148,6 +148,10 @@ pub struct RankSummary {
     /// Iterations the rank ended, from its summary record: `None` without one (the rank was
     /// stopped before its exit, or the simulator wrote the record).
     pub ended: Option<u64>,
+    /// Begins refused while libaar.so was starting, per cause, counted in `ended` without rows
+    /// (`health::Problems::refused_begins`): `None` without a summary record or in one of a
+    /// libaar.so older than the count.
+    pub refused_begins: Option<Vec<(String, u64)>>,
     /// A summary record is beside the rank's iteration record but could not be read (cut short,
     /// or not one): said with the file.
     pub summary_unreadable: bool,
@@ -641,6 +645,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         last_written,
         left_out: bad + unknown + repeated + absurd_rows + u64::from(stopped.is_some()),
         ended: None,
+        refused_begins: None,
         summary_unreadable: false,
     });
 
@@ -979,6 +984,11 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         for (rank, n) in health.ended {
             if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
                 r.ended = Some(n);
+            }
+        }
+        for (rank, refused) in health.refused_begins {
+            if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
+                r.refused_begins = Some(refused);
             }
         }
         // The header's first: a job still running has no summary records.
