@@ -354,20 +354,22 @@ fn unhex(s: &str, out: &mut Vec<u8>) -> Option<()> {
     Some(())
 }
 
-/// Tell the launcher the job is to end with `code`, however the session stands (another thread
-/// may be blocked in a barrier while holding [`STATE`]); whether it was told. Before PMI_Init it
-/// is told on the environment's PMI_FD (the simple PMI protocol takes an abort at any time, so
-/// the launcher reports an abort, not a rank that exited); after PMI_Finalize, which closed the
-/// connection, it cannot be.
-pub fn send_abort(code: i32) -> bool {
-    let fd = match ABORT_FD.load(Ordering::SeqCst) {
-        fd if fd >= 0 => fd,
-        _ if !ENV_FD_TAKEN.load(Ordering::SeqCst) => match launcher_socket() {
-            Some(fd) => fd,
-            None => return false,
-        },
-        _ => return false,
-    };
+/// Where PMI_Abort tells the launcher, however the session stands (another thread may be blocked
+/// in a barrier while holding [`STATE`]): PMI_FD once initialised; before PMI_Init the
+/// environment's PMI_FD (the simple PMI protocol takes an abort at any time, so the launcher
+/// reports an abort, not a rank that exited); none after PMI_Finalize, which closed the
+/// connection.
+pub fn abort_fd() -> Option<RawFd> {
+    match ABORT_FD.load(Ordering::SeqCst) {
+        fd if fd >= 0 => Some(fd),
+        _ if !ENV_FD_TAKEN.load(Ordering::SeqCst) => launcher_socket(),
+        _ => None,
+    }
+}
+
+/// Tell the launcher on `fd` ([`abort_fd`]) that the job is to end with `code`; whether it was
+/// told.
+pub fn send_abort(fd: RawFd, code: i32) -> bool {
     let line = Message::new("abort").with("exitcode", code).to_line();
     // SAFETY: fd is a socket of this process; `line` is a live buffer of the given length.
     // MSG_NOSIGNAL: a launcher that is gone gives EPIPE, not a SIGPIPE that would kill the rank

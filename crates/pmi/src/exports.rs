@@ -4,8 +4,8 @@
 //! call's name) and returns a PMI error code. Only `PMI_Abort` ends the process.
 
 use crate::client::{
-    send_abort, PmiError, Session, State, PMI_ERR_INIT, PMI_ERR_INVALID_ARG, PMI_ERR_INVALID_LENGTH, PMI_FAIL,
-    PMI_SUCCESS, STATE,
+    abort_fd, send_abort, PmiError, Session, State, PMI_ERR_INIT, PMI_ERR_INVALID_ARG, PMI_ERR_INVALID_LENGTH,
+    PMI_FAIL, PMI_SUCCESS, STATE,
 };
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io::Write;
@@ -197,21 +197,23 @@ pub extern "C" fn PMI_Barrier() -> c_int {
 pub unsafe extern "C" fn PMI_Abort(exit_code: c_int, error_msg: *const c_char) -> c_int {
     let msg = c_str("error_msg", error_msg).unwrap_or("(no message)");
     let rank = std::env::var("PMI_RANK").unwrap_or_else(|_| "?".into());
-    // A launcher that was told ends the job with the code. One that was not (after
+    // A launcher that is told ends the job with the code. One that cannot be (after
     // PMI_Finalize, or no launcher's PMI_FD) sees only the exit status, which must not read as a
     // success: exit(256) gives 0, as exit(0) does.
-    let status = match send_abort(exit_code) {
-        true => exit_code,
-        false if exit_code & 0xff == 0 => 1,
-        false => exit_code,
+    let fd = abort_fd();
+    let failing = |told: bool| if told || exit_code & 0xff != 0 { exit_code } else { 1 };
+    let shown = match fd {
+        Some(_) => String::new(),
+        None => format!(" (the launcher could not be told: after PMI_Finalize, or no PMI_FD; exit status {}, as an abort is no success)", failing(false)),
     };
-    let shown = match status == exit_code {
-        true => String::new(),
-        false => format!(" (the launcher could not be told: after PMI_Finalize, or no PMI_FD; exit status {status}, as an abort is no success)"),
-    };
+    // Said, and the program's stdio buffers flushed, before the launcher is told: it ends the
+    // job's ranks, this one too, at once (SIGTERM, as srun does), so nothing may wait for after.
     say(&format!("aar: rank {rank}: PMI_Abort({exit_code}): {msg}{shown}\n"));
-    // SAFETY: exit ends the process as the caller asked (C's exit, so the program's stdio buffers
-    // are flushed as with MPICH's PMI_Abort).
+    // SAFETY: fflush(NULL) flushes every open output stream of the C library.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    let status = failing(fd.is_some_and(|fd| send_abort(fd, exit_code)));
+    // SAFETY: exit ends the process as the caller asked (C's exit, which runs the program's
+    // atexit handlers, as MPICH's PMI_Abort does).
     unsafe { libc::exit(status) }
 }
 
