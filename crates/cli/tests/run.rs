@@ -130,8 +130,13 @@ fn pmi_abort_ends_the_job_with_its_code() {
         err.lines().filter(|l| l.starts_with("aar run:") && !l.contains("that no longer runs")).collect();
     assert_eq!(msg.len(), 1, "{err}");
     assert!(msg[0].contains("rank 1") && msg[0].contains("PMI_Abort") && msg[0].contains("exit code 7"), "{err}");
-    // The other two wait in a barrier that never completes: only the launcher ends them.
-    assert!(msg[0].contains("SIGTERM to the 2 other ranks"), "{err}");
+    // The other two wait in a barrier that never completes, and rank 1 in PMI_Abort, as MPICH's
+    // waits there: only the launcher ends them, all three, as srun ends a step.
+    assert!(msg[0].contains("SIGTERM to the 3 ranks still running, rank 1 too."), "{err}");
+    // Rank 1 got that SIGTERM (and no SIGKILL after the grace: the one line above), and its PMI
+    // connection stayed open, which MPICH's MPI_Abort would return to the program at.
+    assert!(err.contains("pmi_job: rank 1: got SIGTERM after PMI_Abort\n"), "{err}");
+    assert!(!err.contains("PMI_FD closed"), "{err}");
     assert_job_dir_removed(&rank_lines(&out.stdout));
     // A code exit() would cut to its low byte: the message says what the status will be.
     let out = aar_run(&["-n", "2"], &["abort", "0", "300"]);
@@ -308,6 +313,55 @@ fn outside_a_job_pmi_init_says_what_is_missing() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("aar: PMI_Init: PMI_FD is not set") && err.contains("aar run -n N"), "{err}");
+}
+
+/// An MPICH program one of whose ranks calls MPI_Abort while the other waits for it.
+const MPI_ABORT_C: &str = r#"#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 1)
+        MPI_Abort(MPI_COMM_WORLD, 6);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+/// MPICH's MPI_Abort waits after it told the launcher (for an answer on PMI_FD, which hydra never
+/// sends: it kills the ranks): aar run ends that rank with the others, with the SIGTERM its line
+/// names, not with a SIGKILL after the grace.
+#[test]
+fn an_mpich_rank_that_calls_mpi_abort_ends_with_the_job() {
+    let have = |c: &str| Command::new("sh").args(["-c", &format!("command -v {c} >/dev/null")]).status().unwrap();
+    if !have("mpicc.mpich").success() {
+        eprintln!("skipped: no mpicc.mpich (Debian's libmpich-dev; scripts/setup installs it)");
+        return;
+    }
+    let dir = target_dir().join("aar-tests").join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(format!("mpi_abort-{}.c", std::process::id()));
+    std::fs::write(&src, MPI_ABORT_C).unwrap();
+    let prog = dir.join(format!("mpi_abort-{}", std::process::id()));
+    let st = Command::new("mpicc.mpich")
+        .args(["-O2", "-Wall", "-Wextra", "-Werror"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&prog)
+        .status();
+    std::fs::remove_file(&src).unwrap();
+    assert!(st.unwrap().success(), "compiling the MPI_Abort program with mpicc.mpich failed");
+    let out = aar().args(["run", "-n", "2"]).arg(&prog).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    let msg: Vec<&str> =
+        err.lines().filter(|l| l.starts_with("aar run:") && !l.contains("that no longer runs")).collect();
+    // One line: no SIGKILL after the grace was needed, and no rank died of anything but the
+    // launcher's SIGTERM (or exited but with the abort's code).
+    assert_eq!(msg.len(), 1, "{err}");
+    assert!(msg[0].contains("rank 1 (pid ") && msg[0].contains("called PMI_Abort with exit code 6;"), "{err}");
+    assert!(msg[0].ends_with("SIGTERM to the 2 ranks still running, rank 1 too."), "{err}");
 }
 
 #[test]

@@ -17,8 +17,11 @@
 //!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
 //! - The end: the job's exit status is 0 when every rank exits 0. The first rank that calls
 //!   PMI_Abort, exits non-zero or dies by a signal ends the job: one message says which rank and
-//!   what happened, the other ranks get SIGTERM (and SIGCONT, so that a rank stopped from outside
-//!   acts on it), then SIGKILL after [`GRACE`], and the job exits
+//!   what happened, the ranks still running get SIGTERM (and SIGCONT, so that a rank stopped from
+//!   outside acts on it), then SIGKILL after [`GRACE`]; a rank that called PMI_Abort gets them too,
+//!   as srun ends a whole step: MPICH's waits in it for an answer on its PMI_FD, which hydra never
+//!   sends (it kills the ranks), and which it must not get: on an answer, or the connection
+//!   closed, MPICH 4's MPI_Abort returns to the program. The job exits
 //!   with that rank's code (128 + the signal for a signal; a PMI_Abort code's low byte, but 1 for a
 //!   code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
 //!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that ended, or closed its
@@ -585,27 +588,31 @@ impl Supervisor {
         }
     }
 
-    /// The first call ends the job with `code`: `why` on stderr, SIGTERM to the ranks still
-    /// running (but `by`, the rank that ended the job, which is exiting on its own), SIGKILL to
-    /// all after the grace period. Later calls change nothing.
+    /// The first call ends the job with `code`: `why` on stderr, SIGTERM to every rank still
+    /// running, SIGKILL to those left after the grace period. `by`, the rank that ended the job,
+    /// gets it too when it still runs: one that called PMI_Abort and waits in it (MPICH's waits for
+    /// an answer on its PMI_FD, which hydra never sends: it kills the ranks; its connection stays
+    /// open, as on an answer or at its close MPICH 4's MPI_Abort returns to the program) ends
+    /// with the job, as srun ends all of a step's tasks. Later calls change nothing.
     fn end(&mut self, code: i32, by: Option<usize>, why: String) {
         if self.ending.is_some() {
             return;
         }
-        let others: Vec<usize> = self.running().into_iter().filter(|&r| Some(r) != by).collect();
-        match others.len() {
+        let running = self.running();
+        let n = running.len();
+        let to = match by.filter(|r| running.contains(r)) {
+            Some(r) if n == 1 => format!("SIGTERM to rank {r}, the only rank still running"),
+            Some(r) => format!("SIGTERM to the {n} ranks still running, rank {r} too"),
+            None if by.is_some() => {
+                format!("SIGTERM to the {} still running", count(n as u64, "other rank", "other ranks"))
+            }
+            None => format!("SIGTERM to the {} still running", count(n as u64, "rank", "ranks")),
+        };
+        match n {
             0 => say!("aar run: {why}; the job ends with exit code {code}."),
-            n => say!(
-                "aar run: {why}; ending the job with exit code {code}: SIGTERM to the {n} {} still running.",
-                match (n, by.is_some()) {
-                    (1, true) => "other rank",
-                    (1, false) => "rank",
-                    (_, true) => "other ranks",
-                    (_, false) => "ranks",
-                }
-            ),
+            _ => say!("aar run: {why}; ending the job with exit code {code}: {to}."),
         }
-        self.terminate(&others, libc::SIGTERM);
+        self.terminate(&running, libc::SIGTERM);
         self.ending = Some(code);
         self.by_rank = by.is_some();
         self.kill_at = Some(Instant::now() + GRACE);
@@ -885,6 +892,8 @@ impl Supervisor {
                 continue;
             }
             let Ok(Some(status)) = self.ranks[r].child.try_wait() else { continue };
+            // Ended before what it sent last is read: the end that brings is not sent to it.
+            self.ranks[r].status = Some(status);
             // What the rank sent just before it ended (PMI_Abort, then exit) says more than its
             // exit status; bounded, in case a child it left behind keeps the socket open.
             for _ in 0..16 {
@@ -896,7 +905,6 @@ impl Supervisor {
             // read holds back: the loop must not wait for it).
             self.ranks[r].out.drain(false);
             self.ranks[r].err.drain(false);
-            self.ranks[r].status = Some(status);
             let pid = self.ranks[r].child.id();
             let (code, what) = if let Some(sig) = status.signal() {
                 (128 + sig, format!("was killed by {} (signal {sig})", signals::name(sig)))

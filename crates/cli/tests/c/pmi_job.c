@@ -5,7 +5,8 @@
  * serialises them on its one socket).
  *
  *   pmi_job             the checks, then PMI_Finalize; prints one "rank=R ..." line
- *   pmi_job abort R C   the checks, then rank R calls PMI_Abort(C) and the others wait in a barrier
+ *   pmi_job abort R C   the checks, then rank R calls PMI_Abort(C) and waits in it as MPICH's rank
+ *                       does (see wait_as_mpich), and the others wait in a barrier
  *   pmi_job early R C   rank R calls PMI_Abort(C) before PMI_Init; the others go on as without arguments
  *   pmi_job segv R      the checks, then rank R dies by SIGSEGV and the others wait in a barrier
  *   pmi_job hang        the checks, then every rank ignores SIGTERM and sleeps (prints "ready")
@@ -15,6 +16,7 @@
  *   pmi_job finalized R C  the checks and PMI_Finalize, then rank R calls PMI_Abort(C) (the
  *                       launcher can no longer be told), the others exit
  */
+#include <errno.h>
 #include <pmi.h>
 #include <pthread.h>
 #include <signal.h>
@@ -68,6 +70,34 @@ static void run_threads(int phase) {
         pthread_join(threads[t], &bad);
         CHECK(bad == NULL, "thread %ld of phase %d: %ld puts or gets failed", t, phase, (long)bad);
     }
+}
+
+/* After it told the launcher, MPICH's PMI_Abort reads PMI_FD for an answer that hydra never
+ * sends (it kills the ranks); on an answer, or the connection closed, MPICH 4's MPI_Abort returns
+ * to the program. libpmi.so.0's PMI_Abort exits at once, so this rank waits so in an atexit
+ * handler, and says when the connection closes, or when it got SIGTERM, of which it then dies. */
+static char term_line[64];
+
+static void on_term(int sig) {
+    if (write(2, term_line, strlen(term_line)) < 0)
+        _exit(125);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void wait_as_mpich(void) {
+    char c;
+    const char *fd = getenv("PMI_FD");
+    signal(SIGTERM, on_term);
+    ssize_t n = -1;
+    while (fd && ((n = read(atoi(fd), &c, 1)) > 0 || (n < 0 && errno == EINTR)))
+        ;
+    if (n == 0)
+        fprintf(stderr, "pmi_job: rank %s: PMI_FD closed after PMI_Abort\n", getenv("PMI_RANK"));
+    else
+        perror("pmi_job: reading PMI_FD after PMI_Abort");
+    for (;;)
+        pause();
 }
 
 int main(int argc, char **argv) {
@@ -178,8 +208,11 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     if (argc >= 4 && strcmp(argv[1], "abort") == 0) {
-        if (rank == atoi(argv[2]))
+        if (rank == atoi(argv[2])) {
+            snprintf(term_line, sizeof term_line, "pmi_job: rank %d: got SIGTERM after PMI_Abort\n", rank);
+            atexit(wait_as_mpich);
             PMI_Abort(atoi(argv[3]), "pmi_job asked to abort");
+        }
         PMI_Barrier(); /* never completes: the aborting rank does not enter it */
         return 0;
     }
