@@ -121,10 +121,14 @@ fn aar_report_names_the_ranks_whose_records_say_the_policies_did_not_run_as_name
     assert!(w.contains("on rank 3 (1 of the 6 ranks"), "{w}");
     let w = about("DMAPP was not steered");
     assert!(w.contains("on rank 4 (1 of the 6 ranks"), "{w}");
-    // The driver's iterations last tens of microseconds: the report repeats libaar.so's warning of
-    // iterations shorter than a millisecond (libaar.so itself checks from the 1,000th on).
-    assert!(about("its iterations last").contains("Mark iterations of a millisecond or more"));
-    assert_eq!(warnings.len(), 5, "rank 0 and the iterations give no other: {warnings:#?}");
+    // The driver's iterations last tens of microseconds on a quiet machine, and the report then
+    // repeats libaar.so's warning of iterations shorter than a millisecond; on a busy one the
+    // slowest rank's median can pass a millisecond, and there is no warning. So it is checked
+    // where it is given (crates/cli/tests/report.rs checks it on records of known times).
+    let short: Vec<&&str> = warnings.iter().filter(|w| w.contains("its iterations last")).collect();
+    assert!(short.len() <= 1, "{warnings:#?}");
+    assert!(short.iter().all(|w| w.contains("Mark iterations of a millisecond or more")), "{short:#?}");
+    assert_eq!(warnings.len(), 4 + short.len(), "rank 0 and the iterations give no other: {warnings:#?}");
     for w in &warnings {
         assert!(stderr.contains(w), "every warning is on stderr too: {w}");
     }
