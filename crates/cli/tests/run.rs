@@ -1341,28 +1341,68 @@ fn ranks_output_comes_in_whole_lines_and_label_names_the_rank() {
     assert_eq!(errs, (0..11).map(|r| format!("{r:>2}: err")).collect::<Vec<_>>());
 }
 
-/// Two ranks fail: the job's exit status is the higher code, as srun's is the highest of its
-/// tasks'; the ranks the launcher's own SIGTERM killed do not count.
+/// Two ranks fail on their own: the job's exit status is the higher code, as srun's is the
+/// highest of its tasks'. Only ranks that had ended when the launcher began to end the job
+/// count: not the exit code a rank's SIGTERM handler gives, nor the launcher's own SIGTERM.
 #[test]
-fn the_jobs_exit_status_is_the_highest_of_the_ranks_that_failed() {
+fn the_jobs_exit_status_is_the_highest_of_the_ranks_that_failed_on_their_own() {
     let scratch = tempfile::tempdir().unwrap();
-    let ready = scratch.path().join("ready");
-    // Rank 1 exits 5 at the SIGTERM that rank 0's exit 4 brings, once it is ready for it.
+    let go = scratch.path().join("go");
+    // Ranks 0 and 1 exit 4 and 5 when told; rank 2 exits 7 at the SIGTERM, rank 3 dies of it.
     let script = format!(
-        "if [ $PMI_RANK = 1 ]; then trap 'exit 5' TERM; touch {r}; while :; do sleep 0.1; done; fi; \
-         if [ $PMI_RANK = 0 ]; then while [ ! -e {r} ]; do sleep 0.05; done; exit 4; fi; exec sleep 60",
-        r = ready.display()
+        "echo \"pid $PMI_RANK $$\"; case $PMI_RANK in \
+         0|1) while [ ! -e {go} ]; do sleep 0.05; done; exit $((4 + PMI_RANK));; \
+         2) trap 'exit 7' TERM; while :; do sleep 0.1; done;; \
+         *) exec sleep 60;; esac",
+        go = go.display()
     );
-    let out = aar_within_60_s().args(["run", "-n", "3", "sh", "-c", &script]).output().unwrap();
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(5), "{err}");
+    let job = Job::start(&["-n", "4"], &script, Session::Job);
+    let mut pids = [0 as libc::pid_t; 4];
+    for _ in 0..4 {
+        let line = job.lines.recv_timeout(std::time::Duration::from_secs(30)).expect("a rank's pid within 30 s");
+        let (rank, pid) = line.strip_prefix("pid ").and_then(|l| l.split_once(' ')).expect(&line);
+        pids[rank.parse::<usize>().unwrap()] = pid.parse().unwrap();
+    }
+    // The launcher stopped (SIGSTOP: it cannot notice), both ranks exit: when it goes on, the
+    // first it collects (rank 0) ends the job, and rank 1 had ended before that end began.
+    job.signal(libc::SIGSTOP);
+    assert!(within_30_s(|| state(job.pid()) == Some('T')), "aar run did not stop");
+    std::fs::write(&go, "").unwrap();
+    assert!(within_30_s(|| pids[..2].iter().all(|&p| state(p) == Some('Z'))), "ranks 0 and 1 did not exit");
+    job.signal(libc::SIGCONT);
+    let (status, err) = job.finish();
+    assert_eq!(status.code(), Some(5), "{err}");
     assert!(
-        err.contains("rank 0 (pid ") && err.contains("exited with code 4; ending the job with exit code 4"),
+        err.contains("rank 0 (pid ")
+            && err.contains(
+                "exited with code 4; ending the job with exit code 4: SIGTERM to the 2 other ranks still running."
+            ),
         "{err}"
     );
-    assert!(err.contains("exited with code 5 too: the job's exit code is now 5"), "{err}");
-    // Rank 2 died of the launcher's SIGTERM (143, higher): not a failure of its own.
-    assert!(!err.contains("now 143"), "{err}");
+    assert!(err.contains("exited with code 5 too, before the job's end began: the job's exit code is now 5"), "{err}");
+    // Rank 2 exited 7 of the SIGTERM: said, not counted; rank 3 died of the launcher's SIGTERM
+    // (143): neither.
+    assert!(err.contains("rank 2 (pid ") && err.contains("exited with code 7 after the job's end began"), "{err}");
+    assert!(err.contains("the job's exit code stays 5"), "{err}");
+    assert!(!err.contains("now 7") && !err.contains("now 143") && !err.contains("SIGTERM (signal 15)"), "{err}");
+}
+
+/// A rank that dies of SIGPIPE at the SIGTERM that ends the job (it wrote to a peer that the
+/// SIGTERM killed first; SIGPIPE is delivered before a pending SIGTERM) ended with the job: the
+/// job's exit status stays the PMI_Abort's code, not 128 + SIGPIPE.
+#[test]
+fn a_rank_killed_by_sigpipe_as_the_job_ends_does_not_change_its_exit_status() {
+    let out = aar_run(&["-n", "3"], &["sigpipe", "1", "6"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(err.contains("rank 1 (pid ") && err.contains("called PMI_Abort with exit code 6"), "{err}");
+    assert!(err.contains("SIGTERM to the 3 ranks still running, rank 1 too."), "{err}");
+    // Both other ranks died of SIGPIPE, each said as no failure of its own.
+    let said: Vec<&str> =
+        err.lines().filter(|l| l.contains("was killed by SIGPIPE (signal 13) after the job's end began")).collect();
+    assert_eq!(said.len(), 2, "{err}");
+    assert!(said.iter().all(|l| l.ends_with("the job's exit code stays 6.")), "{err}");
+    assert!(!err.contains("141"), "{err}");
 }
 
 /// A launcher whose stdout nobody reads (`aar run ... | less` left at its prompt, a terminal

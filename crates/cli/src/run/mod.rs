@@ -52,7 +52,10 @@
 //!   /dev/null.
 //! - Options srun users type out of habit: `--ntasks`, `--ntasks-per-node`, `-t` are taken; those
 //!   aar run has not are refused with what to do instead ([`Refused`]). The exit status of a job a
-//!   rank's failure ended is, as srun's, the highest code of the ranks that failed on their own.
+//!   rank's failure ended is, as srun's, the highest code of the ranks that failed on their own:
+//!   those that had ended when the launcher began to end the job. A rank that ends after that (of
+//!   its SIGTERM, of SIGPIPE from a peer the SIGTERM killed, by its SIGTERM handler's exit code)
+//!   ended with the job, and is not counted.
 
 /// One line on stderr, as `eprintln!` but after the ranks' lines that wait to be written there
 /// ([`output::say`]), and without its panic when stderr cannot be written (a closed pipe:
@@ -92,7 +95,7 @@ const MAX_RANKS: u32 = 4096;
 #[derive(Args)]
 #[command(
     after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job, or the highest of the ranks that failed on their own \
-(as srun's) (its PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
+(as srun's; those that had ended when aar run began to end the job: not one that ends after its SIGTERM) (its PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
 ended or closed its PMI_FD while others wait in PMI_Barrier, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
 limits is refused before any rank starts). Ranks that do not \
@@ -448,7 +451,7 @@ struct Supervisor {
     /// The job's exit status once something ended it.
     ending: Option<i32>,
     /// A rank's failure ended the job: the exit status is then the highest of the ranks that
-    /// failed on their own, as srun's is.
+    /// failed on their own (had ended when the job's end began), as srun's is.
     by_rank: bool,
     /// When the ranks still running get SIGKILL, and the signal they got before.
     kill_at: Option<Instant>,
@@ -593,11 +596,22 @@ impl Supervisor {
     /// gets it too when it still runs: one that called PMI_Abort and waits in it (MPICH's waits for
     /// an answer on its PMI_FD, which hydra never sends: it kills the ranks; its connection stays
     /// open, as on an answer or at its close MPICH 4's MPI_Abort returns to the program) ends
-    /// with the job, as srun ends all of a step's tasks. Later calls change nothing.
+    /// with the job, as srun ends all of a step's tasks. The ranks that already ended are collected
+    /// first: when a rank's failure ends the job, one of them that failed with a higher code raises
+    /// the job's, in a line that says so. Later calls change nothing.
     fn end(&mut self, code: i32, by: Option<usize>, why: String) {
         if self.ending.is_some() {
             return;
         }
+        // First, so that a PMI_Abort read below from a rank that already ended ends nothing more.
+        self.ending = Some(code);
+        self.by_rank = by.is_some();
+        // The ranks that already ended when the job's end begins, before any SIGTERM is sent:
+        // they ended on their own, so only their failures can raise the job's exit code
+        // ([`Self::reap`] says why later ones cannot). Collected now, not at the next look, and
+        // no more named among the ranks still running.
+        let early: Vec<(usize, i32, String)> =
+            (0..self.ranks.len()).filter_map(|r| self.collect(r).map(|(code, what, _)| (r, code, what))).collect();
         let running = self.running();
         let n = running.len();
         let to = match by.filter(|r| running.contains(r)) {
@@ -613,9 +627,20 @@ impl Supervisor {
             _ => say!("aar run: {why}; ending the job with exit code {code}: {to}."),
         }
         self.terminate(&running, libc::SIGTERM);
-        self.ending = Some(code);
-        self.by_rank = by.is_some();
         self.kill_at = Some(Instant::now() + GRACE);
+        for (r, failed, what) in early {
+            match self.ending {
+                Some(current) if self.by_rank && failed > current => {
+                    let pid = self.ranks[r].child.id();
+                    say!(
+                        "aar run: rank {r} (pid {pid}) {what} too, before the job's end began: the job's exit code is \
+                         now {failed}, the highest of the ranks that failed on their own (as srun's)."
+                    );
+                    self.ending = Some(failed);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Serve PMI and watch the ranks until the last ended; the job's exit status.
@@ -888,44 +913,58 @@ impl Supervisor {
     /// Collect the ranks that ended; the first that failed ends the job.
     fn reap(&mut self) {
         for r in 0..self.ranks.len() {
-            if self.ranks[r].status.is_some() {
-                continue;
-            }
-            let Ok(Some(status)) = self.ranks[r].child.try_wait() else { continue };
-            // Ended before what it sent last is read: the end that brings is not sent to it.
-            self.ranks[r].status = Some(status);
-            // What the rank sent just before it ended (PMI_Abort, then exit) says more than its
-            // exit status; bounded, in case a child it left behind keeps the socket open.
-            for _ in 0..16 {
-                if !self.serve(r) {
-                    break;
-                }
-            }
-            // Its last lines before the line that says it ended (but what a stream that is not
-            // read holds back: the loop must not wait for it).
-            self.ranks[r].out.drain(false);
-            self.ranks[r].err.drain(false);
+            // (A PMI_Abort it sent before it ended, read now, may end the job: then by this rank.)
+            let before = self.ending;
+            let Some((code, what, status)) = self.collect(r) else { continue };
             let pid = self.ranks[r].child.id();
-            let (code, what) = if let Some(sig) = status.signal() {
-                (128 + sig, format!("was killed by {} (signal {sig})", signals::name(sig)))
-            } else if let Some(code) = status.code().filter(|&c| c != 0) {
-                (code, format!("exited with code {code}"))
-            } else {
-                continue;
-            };
-            match self.ending {
+            match before {
                 None => self.end(code, Some(r), format!("rank {r} (pid {pid}) {what}")),
-                // Another rank that failed on its own (at the same time, or its SIGTERM handler's
-                // exit code), not of the signal the launcher sent it.
-                Some(current) if self.by_rank && code > current && !self.ended_by_launcher(status) => {
-                    say!(
-                        "aar run: rank {r} (pid {pid}) {what} too: the job's exit code is now {code}, the highest \
-                         of the ranks that failed (as srun's)."
-                    );
-                    self.ending = Some(code);
-                }
+                // A rank that ends after the job's end began (its SIGTERM sent) never counts as
+                // failing on its own, whatever its status: a wait status cannot tell whether the
+                // rank ended before that SIGTERM reached it or because of it, and most such ends
+                // are its doing: killed by SIGPIPE writing to a peer the SIGTERM already killed
+                // (SIGPIPE, 13, is delivered before a pending SIGTERM, 15), a SIGTERM handler's
+                // exit code, an MPI library's exit at a connection the end closed. Counting them
+                // made the job's exit code a race between ranks (141 instead of an MPI_Abort's
+                // code). A rank that had ended on its own before is counted at the end's start
+                // ([`Self::end`]); one that ends on its own in the instant between that look and
+                // the SIGTERM is not, and the job keeps the code of the failure seen first. (srun
+                // counts a task's exit code whenever it comes, but a signal only when no task gave
+                // a code, and reports a cancelled step's signals as no error.)
+                Some(current) if self.by_rank && code > current && !self.ended_by_launcher(status) => say!(
+                    "aar run: rank {r} (pid {pid}) {what} after the job's end began: an end of the job, not a failure \
+                     of its own; the job's exit code stays {current}."
+                ),
                 Some(_) => {}
             }
+        }
+    }
+
+    /// Rank `r`'s exit, if it ended and was not collected before: what it sent and wrote last
+    /// is read, and, when it failed, its code as the job's exit status would give it, what
+    /// happened in words, and its status.
+    fn collect(&mut self, r: usize) -> Option<(i32, String, ExitStatus)> {
+        if self.ranks[r].status.is_some() {
+            return None;
+        }
+        let status = self.ranks[r].child.try_wait().ok()??;
+        // Ended before what it sent last is read: the end that brings is not sent to it.
+        self.ranks[r].status = Some(status);
+        // What the rank sent just before it ended (PMI_Abort, then exit) says more than its
+        // exit status; bounded, in case a child it left behind keeps the socket open.
+        for _ in 0..16 {
+            if !self.serve(r) {
+                break;
+            }
+        }
+        // Its last lines before the line that says it ended (but what a stream that is not
+        // read holds back: the loop must not wait for it).
+        self.ranks[r].out.drain(false);
+        self.ranks[r].err.drain(false);
+        if let Some(sig) = status.signal() {
+            Some((128 + sig, format!("was killed by {} (signal {sig})", signals::name(sig)), status))
+        } else {
+            status.code().filter(|&c| c != 0).map(|code| (code, format!("exited with code {code}"), status))
         }
     }
 

@@ -15,6 +15,8 @@
  *                       "closed"), the others wait in a barrier
  *   pmi_job finalized R C  the checks and PMI_Finalize, then rank R calls PMI_Abort(C) (the
  *                       launcher can no longer be told), the others exit
+ *   pmi_job sigpipe R C as abort R C, but the others die of SIGPIPE at the SIGTERM that ends
+ *                       the job, as a rank writing to a peer that SIGTERM killed first does
  */
 #include <errno.h>
 #include <pmi.h>
@@ -83,6 +85,13 @@ static void on_term(int sig) {
         _exit(125);
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* Dies of SIGPIPE at SIGTERM (mode sigpipe). */
+static void on_term_sigpipe(int sig) {
+    (void)sig;
+    signal(SIGPIPE, SIG_DFL);
+    raise(SIGPIPE);
 }
 
 static void wait_as_mpich(void) {
@@ -207,7 +216,14 @@ int main(int argc, char **argv) {
            dir_mode < 0 ? 0 : dir_mode, failures);
     fflush(stdout);
 
-    if (argc >= 4 && strcmp(argv[1], "abort") == 0) {
+    int sigpipe = argc >= 4 && strcmp(argv[1], "sigpipe") == 0;
+    if (sigpipe) {
+        /* Before the barrier, so every rank has its handler before rank R can abort. */
+        if (rank != atoi(argv[2]))
+            signal(SIGTERM, on_term_sigpipe);
+        PMI_Barrier();
+    }
+    if (argc >= 4 && (strcmp(argv[1], "abort") == 0 || sigpipe)) {
         if (rank == atoi(argv[2])) {
             snprintf(term_line, sizeof term_line, "pmi_job: rank %d: got SIGTERM after PMI_Abort\n", rank);
             atexit(wait_as_mpich);
