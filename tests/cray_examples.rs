@@ -266,7 +266,8 @@ fn ab_exchange_built_without_pie_still_marks_its_iterations() {
 /// (examples/cray/parse_size.h; crates/cli/tests/examples.rs gives them the same inputs). It
 /// refuses a size that its K or M suffix takes past 64 bits (`17592186044417M` is 2^64 + 1 MiB,
 /// which wrapped to 1 MiB and was run), a '-' anywhere (` -5`, after a blank, was read as
-/// 2^64 - 5 iterations) and an empty value, naming the option, the value and what it takes,
+/// 2^64 - 5 iterations), a blank or '+' before the digits (` 64` and `+64` were read as 64) and an
+/// empty value, naming the option, the value and what it takes,
 /// before any PMI or uGNI call (the program runs outside a job). What it takes goes on to the job's
 /// set-up, and in a job `0x10K` is 16384 bytes.
 #[test]
@@ -282,6 +283,9 @@ fn ab_exchange_refuses_sizes_that_overflow() {
         (["--bytes", ""], format!("--bytes  {bytes}")),
         (["--iters", " -5"], format!("--iters  -5 {iters}")),
         (["--iters", "-5"], format!("--iters -5 {iters}")),
+        (["--bytes", " 64"], format!("--bytes  64 {bytes}")),
+        (["--bytes", "+64"], format!("--bytes +64 {bytes}")),
+        (["--iters", "+4"], format!("--iters +4 {iters}")),
     ] {
         let out = Command::new(examples().join("ab_exchange")).args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -5,7 +5,8 @@
  * builds from its own folder as before.
  *
  * A value is decimal or 0x hexadecimal, with an optional K or M suffix (KiB, MiB: times 1024 or
- * 1048576): "4096", "0x10K", "16M". Its range is each program's to check.
+ * 1048576): "4096", "0x10K", "16M", with nothing before its first digit (no blank, no sign). Its
+ * range is each program's to check.
  */
 #ifndef PARSE_SIZE_H
 #define PARSE_SIZE_H
@@ -13,15 +14,15 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
-/* The number `s` into *out; -1 if it is none (empty, or text after it), holds a '-' anywhere
- * (strtoull takes " -5" after blanks and wraps it to 2^64 - 5), or does not fit in 64 bits once
- * multiplied (a shift would wrap it to a small number: 17592186044417M to 1M). */
+/* The number `s` into *out; -1 if it is none (empty, or text after it), does not start with a
+ * digit (strtoull skips leading blanks and takes a sign: " 64" and "+64" were read as 64, and
+ * " -5" wrapped to 2^64 - 5), or does not fit in 64 bits once multiplied (a shift would wrap it
+ * to a small number: 17592186044417M to 1M). */
 static inline int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
-	if (strchr(s, '-'))
+	if (*s < '0' || *s > '9')
 		return -1;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 0);

@@ -450,6 +450,21 @@ fn the_examples_refuse_a_bad_option_saying_what_it_takes_and_what_to_type() {
              with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
             &["--iters", "1", "--bytes", "64K"],
         ),
+        // strtoull skips blanks and takes a '+' before the digits: these ran as --bytes 64.
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", " 64"],
+            "--bytes  64 refused: not a number it can read; --bytes takes 1 to 1024M bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
+            &["--iters", "1", "--bytes", "64"],
+        ),
+        (
+            "iterations",
+            &["--iters", "1", "--bytes", "+64"],
+            "--bytes +64 refused: not a number it can read; --bytes takes 1 to 1024M bytes, decimal or 0x hex, \
+             with an optional K or M (times 1024 or 1048576); type e.g. --bytes 64K;",
+            &["--iters", "1", "--bytes", "64"],
+        ),
         (
             "iterations",
             &["--iters", "1", "--bytes", ""],
