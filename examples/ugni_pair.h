@@ -6,9 +6,10 @@
  * (N + 1), each attached to its own NIC, as two ranks on two nodes would be. ugni_pair_open()
  * makes, for each side:
  *
- *   GNI_CdmCreate, GNI_CdmAttach  a communication domain on NIC device 0, with the job's ptag and
- *                                 cookie inside a Cray job (ugni_ptag_cookie), else
- *                                 GNI_FIND_ALLOC_PTAG and the program's own cookie
+ *   GNI_CdmCreate, GNI_CdmAttach  a communication domain with the job's ptag and cookie inside a
+ *                                 Cray job (ugni_ptag_cookie), else GNI_FIND_ALLOC_PTAG and the
+ *                                 program's own cookie; on the job's NIC device (PMI_GNI_DEV_ID,
+ *                                 as cray/cray_util.h takes it) when set, else device 0
  *   GNI_CqCreate (twice)          tx_cq: the local completions of the side's own posts (the
  *                                 endpoint's CQ); rx_cq: the remote events of data landing in
  *                                 the side's memory, and SMSG arrivals (that memory's CQ)
@@ -32,7 +33,7 @@
  *
  *   cc -O2 -o pingpong pingpong.c $(pkg-config --cflags --libs cray-ugni) -ldl
  *
- * with cray/pmi_gni_env.h (the reading of PMI_GNI_PTAG and PMI_GNI_COOKIE, shared with the Cray
+ * with cray/pmi_gni_env.h (the reading of PMI_GNI_PTAG, PMI_GNI_COOKIE and PMI_GNI_DEV_ID, shared with the Cray
  * examples' cray_util.h) and cray/parse_size.h (the reading of a number option, shared with
  * cray/ab_exchange.c) in its folder beside it.
  *
@@ -203,16 +204,37 @@ static inline int ugni_ptag_cookie(uint32_t own_cookie, uint8_t *ptag, uint32_t 
 	return 0;
 }
 
-/* One side: its domain (with `ptag` and `cookie`), NIC, CQs, endpoint (not bound yet), buffers
- * and mailbox. */
+/* The NIC device of the pair's domains: inside a Cray job, whose launcher sets PMI_GNI_DEV_ID, the
+ * job's (the first), as cray/cray_util.h takes it; device 0 when it is unset. 0 on success, with
+ * *text the variable's value (NULL when unset); -1 (said) when it is bad. */
+static inline int ugni_device(uint32_t *device, const char **text)
+{
+	unsigned long job_device = 0;
+	int d = ugni_job_env("PMI_GNI_DEV_ID", UINT32_MAX, &job_device);
+	*device = (uint32_t)job_device;
+	*text = d == 0 ? getenv("PMI_GNI_DEV_ID") : NULL;
+	return d < 0 ? -1 : 0;
+}
+
+/* One side: its domain (with `ptag` and `cookie`) on NIC device `device` (`device_text`: the
+ * PMI_GNI_DEV_ID it came from, NULL for none, named when a device other than 0 cannot be
+ * attached), NIC, CQs, endpoint (not bound yet), buffers and mailbox. */
 static inline int ugni_side_open(struct ugni_side *s, uint32_t inst_id, uint8_t ptag, uint32_t cookie,
-				 const struct ugni_pair_config *c)
+				 uint32_t device, const char *device_text, const struct ugni_pair_config *c)
 {
 	memset(s, 0, sizeof *s);
 	s->inst_id = inst_id;
-	if (ugni_check(GNI_CdmCreate(inst_id, ptag, cookie, 0, &s->cdm), "GNI_CdmCreate") ||
-	    ugni_check(GNI_CdmAttach(s->cdm, 0, &s->addr, &s->nic), "GNI_CdmAttach") ||
-	    ugni_check(GNI_CqCreate(s->nic, c->cq_entries, 0, c->tx_cq_mode, NULL, NULL, &s->tx_cq), "GNI_CqCreate") ||
+	if (ugni_check(GNI_CdmCreate(inst_id, ptag, cookie, 0, &s->cdm), "GNI_CdmCreate"))
+		return -1;
+	if (ugni_check(GNI_CdmAttach(s->cdm, device, &s->addr, &s->nic), "GNI_CdmAttach")) {
+		if (device_text && device != 0)
+			fprintf(stderr,
+				UGNI_PROGRAM ": the NIC device was the job's PMI_GNI_DEV_ID=\"%s\": the job launcher (aprun, "
+					     "srun or aar run) sets it; unset it for device 0\n",
+				device_text);
+		return -1;
+	}
+	if (ugni_check(GNI_CqCreate(s->nic, c->cq_entries, 0, c->tx_cq_mode, NULL, NULL, &s->tx_cq), "GNI_CqCreate") ||
 	    ugni_check(GNI_CqCreate(s->nic, c->cq_entries, 0, GNI_CQ_BLOCKING, NULL, NULL, &s->rx_cq), "GNI_CqCreate") ||
 	    ugni_check(GNI_EpCreate(s->nic, s->tx_cq, &s->ep), "GNI_EpCreate"))
 		return -1;
@@ -227,9 +249,11 @@ static inline int ugni_side_open(struct ugni_side *s, uint32_t inst_id, uint8_t 
 static inline int ugni_pair_open(struct ugni_side *a, struct ugni_side *b, const struct ugni_pair_config *c)
 {
 	uint8_t ptag;
-	uint32_t cookie;
-	if (ugni_ptag_cookie(c->cookie, &ptag, &cookie) || ugni_side_open(a, c->inst_id, ptag, cookie, c) ||
-	    ugni_side_open(b, c->inst_id + 1, ptag, cookie, c) ||
+	uint32_t cookie, device;
+	const char *device_text;
+	if (ugni_ptag_cookie(c->cookie, &ptag, &cookie) || ugni_device(&device, &device_text) ||
+	    ugni_side_open(a, c->inst_id, ptag, cookie, device, device_text, c) ||
+	    ugni_side_open(b, c->inst_id + 1, ptag, cookie, device, device_text, c) ||
 	    ugni_check(GNI_EpBind(a->ep, b->addr, b->inst_id), "GNI_EpBind") ||
 	    ugni_check(GNI_EpBind(b->ep, a->addr, a->inst_id), "GNI_EpBind"))
 		return -1;

@@ -2,8 +2,8 @@
  * pmi_gni_env.h: the reading of the PMI_GNI_* variables a Cray job launcher (aprun, srun; aar run
  * off-Cray) gives each rank, written once for the two kinds of examples that read them:
  * cray_util.h (the multi-rank examples beside this file, which need them) and ../ugni_pair.h (the
- * one-process examples, which use the job's ptag and cookie when they run inside a job). Only libc,
- * so that either builds from its own folder as before.
+ * one-process examples, which use the job's ptag, cookie and NIC device when they run inside a
+ * job). Only libc, so that either builds from its own folder as before.
  *
  * A value is one number per protection domain of the job, decimal or 0x hexadecimal, separated by
  * ':' ("219" or "219:220"), the n-th PMI_GNI_PTAG going with the n-th PMI_GNI_COOKIE (docs/abi.md

@@ -363,7 +363,7 @@ fn build_example(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
 fn run_example(program: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let mut cmd = Command::new(program);
     cmd.args(args).env("LD_LIBRARY_PATH", aar_testkit::emulator_libdir());
-    for var in ["LD_PRELOAD", "AAR_EMU_SIM", "AAR_EMU_JOB_DIR", "PMI_GNI_PTAG", "PMI_GNI_COOKIE"] {
+    for var in ["LD_PRELOAD", "AAR_EMU_SIM", "AAR_EMU_JOB_DIR", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_DEV_ID"] {
         cmd.env_remove(var);
     }
     let out = cmd.envs(env.iter().copied()).output().unwrap();
@@ -552,8 +552,8 @@ fn the_examples_refuse_a_bad_option_saying_what_it_takes_and_what_to_type() {
 }
 
 /// An LD_PRELOAD library that says on stderr what reaches GNI_CdmCreate (its inst_id, ptag and
-/// cookie), then passes the call on to the libugni.so behind it (the emulator, which checks
-/// neither ptag nor cookie).
+/// cookie) and GNI_CdmAttach (its device), then passes the call on to the libugni.so behind it
+/// (the emulator, which checks neither ptag nor cookie).
 fn cdm_create_spy(dir: &std::path::Path) -> std::path::PathBuf {
     let source = dir.join("spy.c");
     std::fs::write(
@@ -568,6 +568,13 @@ int GNI_CdmCreate(uint32_t inst_id, uint8_t ptag, uint32_t cookie, uint32_t mode
 		(int (*)(uint32_t, uint8_t, uint32_t, uint32_t, void *))dlsym(RTLD_NEXT, "GNI_CdmCreate");
 	fprintf(stderr, "spy: GNI_CdmCreate inst_id %u ptag %u cookie 0x%x\n", inst_id, ptag, cookie);
 	return next(inst_id, ptag, cookie, modes, cdm);
+}
+int GNI_CdmAttach(void *cdm, uint32_t device_id, uint32_t *address, void *nic)
+{
+	int (*next)(void *, uint32_t, uint32_t *, void *) =
+		(int (*)(void *, uint32_t, uint32_t *, void *))dlsym(RTLD_NEXT, "GNI_CdmAttach");
+	fprintf(stderr, "spy: GNI_CdmAttach device %u\n", device_id);
+	return next(cdm, device_id, address, nic);
 }
 "#,
     )
@@ -609,7 +616,7 @@ fn the_examples_create_their_domains_with_the_jobs_ptag_and_cookie() {
             env.push(("LD_PRELOAD", spy));
             let (code, _, stderr) = run_example(&program, args, &env);
             assert_eq!(code, Some(0), "{name} with {env:?}: {stderr}");
-            let created: Vec<&str> = stderr.lines().filter(|l| l.starts_with("spy: ")).collect();
+            let created: Vec<&str> = stderr.lines().filter(|l| l.starts_with("spy: GNI_CdmCreate ")).collect();
             assert_eq!(
                 created,
                 [0, 1].map(|i| format!("spy: GNI_CdmCreate inst_id {i} ptag {ptag} cookie {cookie}")),
@@ -644,6 +651,70 @@ fn the_examples_create_their_domains_with_the_jobs_ptag_and_cookie() {
             assert!(stderr.trim_end().ends_with("nothing was run"), "{name} with {env:?}: {stderr}");
             assert!(!stderr.contains("spy: "), "{name} with {env:?} made a domain: {stderr}");
             assert!(stdout.is_empty(), "{name} with {env:?}: {stdout}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Inside a Cray job (PMI_GNI_DEV_ID set, as the launcher sets it) the uGNI examples attach their
+/// domains to the job's NIC device (the first of the list), as the Cray examples do, where they
+/// always attached to device 0; outside one they still do. A value that is not a number or does
+/// not fit GNI_CdmAttach's uint32_t is refused by name before any domain is made, exit 1; a device
+/// the node does not have (the emulator's has device 0 only) is refused by GNI_CdmAttach, which
+/// says so, followed by where the device came from.
+#[test]
+fn the_examples_attach_to_the_jobs_nic_device() {
+    let dir = aar_testkit::scratch("examples-job-device");
+    let spy = cdm_create_spy(&dir);
+    let spy = spy.to_str().unwrap();
+    for (name, args) in [
+        ("pingpong", ["--min", "64", "--max", "64", "--iters", "1"].as_slice()),
+        ("iterations", ["--iters", "1", "--bytes", "64"].as_slice()),
+        ("smallmsg", ["--count", "10"].as_slice()),
+    ] {
+        let program = build_example(&dir, name);
+        let run = |device: Option<&str>| {
+            let mut env = vec![("LD_PRELOAD", spy)];
+            env.extend(device.map(|d| ("PMI_GNI_DEV_ID", d)));
+            let (code, stdout, stderr) = run_example(&program, args, &env);
+            let attached: Vec<String> =
+                stderr.lines().filter(|l| l.starts_with("spy: GNI_CdmAttach ")).map(String::from).collect();
+            (code, stdout, stderr, attached)
+        };
+        // The emulator's node has device 0, which is also the nearest one's (u32::MAX).
+        for (device, attached_to) in [(None, "0"), (Some("0"), "0"), (Some("0xffffffff:0"), "4294967295")] {
+            let (code, _, stderr, attached) = run(device);
+            assert_eq!(code, Some(0), "{name} with PMI_GNI_DEV_ID {device:?}: {stderr}");
+            let each = format!("spy: GNI_CdmAttach device {attached_to}");
+            assert_eq!(attached, [each.clone(), each], "{name} with {device:?}");
+        }
+        let (code, stdout, stderr, attached) = run(Some("1"));
+        assert_eq!(code, Some(1), "{name} with PMI_GNI_DEV_ID=1: {stderr}");
+        assert_eq!(attached, ["spy: GNI_CdmAttach device 1"], "{name}");
+        let said: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("spy: ")).collect();
+        assert_eq!(
+            said,
+            [
+                format!("{name}: GNI_CdmAttach failed: GNI_RC_NO_MATCH (9)"),
+                format!(
+                    "{name}: the NIC device was the job's PMI_GNI_DEV_ID=\"1\": the job launcher (aprun, srun or \
+                     aar run) sets it; unset it for device 0"
+                ),
+            ],
+            "{name}"
+        );
+        assert!(stdout.is_empty(), "{name} with PMI_GNI_DEV_ID=1: {stdout}");
+        for (device, says) in [
+            ("0x100000000", "PMI_GNI_DEV_ID=\"0x100000000\" refused: out of range (at most 4294967295)"),
+            ("nic1", "PMI_GNI_DEV_ID=\"nic1\" refused: not a number"),
+            ("", "PMI_GNI_DEV_ID=\"\" refused: not a number"),
+        ] {
+            let (code, stdout, stderr, _) = run(Some(device));
+            assert_eq!(code, Some(1), "{name} with PMI_GNI_DEV_ID={device:?}: {stderr}");
+            assert!(stderr.starts_with(&format!("{name}: {says}")), "{name} with {device:?}: {stderr}");
+            assert!(stderr.trim_end().ends_with("nothing was run"), "{name} with {device:?}: {stderr}");
+            assert!(!stderr.contains("spy: "), "{name} with {device:?} made a domain: {stderr}");
+            assert!(stdout.is_empty(), "{name} with {device:?}: {stdout}");
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
