@@ -96,9 +96,12 @@ const char *aar_policy_name(void);
  * iterations they end (or that end while the exit handler runs and find it counting already)
  * have no row and are not counted in the summary record's ab.iterations (one
  * message on stderr, once per process, says so): end the last iteration before exit (before
- * MPI_Finalize in an MPI program). Begin and end are refused (AAR_EINVAL) when AAR_AB_BOUNDARY
- * names an MPI function, which then marks iterations; labels work with both. In a fork child they
- * switch the policy but write no rows.
+ * MPI_Finalize in an MPI program). The exit handler waits at most 200 ms for the iteration record:
+ * held longer by another thread (inside fork(), writing rows to a slow file system), the rows
+ * still buffered are not written, and the summary record counts them (ab.rows_unwritten_at_exit),
+ * which aar report names as the cause of the missing rows. Begin and end are refused
+ * (AAR_EINVAL) when AAR_AB_BOUNDARY names an MPI function, which then marks iterations; labels
+ * work with both. In a fork child they switch the policy but write no rows.
  * They wait at most 100 ms for the iteration record, which another thread may hold longer (one
  * inside fork(), until the fork is done; one writing rows to a slow file system): begin and end
  * then still begin and end iterations (index and policy change, AAR_OK), but those iterations

@@ -169,6 +169,10 @@ struct Ab {
     refused_begins: BTreeMap<&'static str, u64>,
     /// The iteration record (`aar-iterations`) in the same folder, if one was written.
     iterations_file: Option<String>,
+    /// Rows buffered at exit that the exit handler could not write: another thread held the
+    /// iteration record past its wait ([`EXIT_WAIT`]; inside `fork()`, writing rows to a slow file
+    /// system). Null: it held the record and wrote every row (absent from older records).
+    rows_unwritten_at_exit: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -404,7 +408,24 @@ fn write_outputs() {
             ));
         }
     }
-    let written = held.as_mut().map(|r| r.finish()).unwrap_or(Written { file: None, first_policy: None });
+    let written = match (&mut held, state::is_fork_child()) {
+        (Some(record), _) => record.finish(),
+        (None, true) => Written::NONE,
+        (None, false) => state::ITERATIONS.unfinished(),
+    };
+    if let Some(n) = written.unwritten_at_exit.filter(|&n| n > 0) {
+        // Only this rank knows: said by every rank that writes records.
+        diag::error(&format!(
+            "libaar.so's exit handler waited {} ms for the iteration record in vain: another thread held it (inside \
+             fork(), or writing rows to a slow file system), so the {} buffered then {} not written ({} in the \
+             summary record's ab.iterations, these rows in its ab.rows_unwritten_at_exit, which aar report names). Let forks and other threads' iteration calls finish before the \
+             program exits (join them before exit, or before MPI_Finalize) to keep every row.",
+            EXIT_WAIT.as_millis(),
+            count(n, "row", "rows"),
+            if n == 1 { "was" } else { "were" },
+            if n == 1 { "its iteration counts" } else { "their iterations count" },
+        ));
+    }
     let totals = tally::totals();
     // A fork child that sent nothing (a helper that never touched the network) leaves no trace.
     if state::is_fork_child() && totals.all().total_messages() == 0 {
@@ -514,5 +535,6 @@ fn ab_section(settings: &Settings, ended: u64, refused_begins: BTreeMap<&'static
         iterations: ended,
         refused_begins,
         iterations_file: written.file,
+        rows_unwritten_at_exit: written.unwritten_at_exit,
     }
 }

@@ -17,6 +17,7 @@ use aar_engine::{AbSchedule, EngineStats, Policy};
 use aar_record::{Clock, Header, Iteration, RefusedBegin, Source, MAX_ROWS, SHORT_ITERATION_FIX, SHORT_ITERATION_NS};
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Rows are written when the buffer is this full (a row is a few hundred bytes).
@@ -111,7 +112,31 @@ impl Iterations {
     pub fn record(&self, wait: Duration) -> Option<Guard<'_, Record>> {
         self.record.try_lock_for(wait)
     }
+
+    /// At exit, when another thread held the record past the exit handler's wait (inside
+    /// `fork()`, writing rows to a slow file system): what the summary record can say of the
+    /// iteration record without it ([`Record::finish`] says it holding the record). Its rows still
+    /// buffered are not written by the handler (the holder may write some later; a row the exit
+    /// handler did not count is never written).
+    pub fn unfinished(&self) -> Written {
+        Written {
+            file: UNLOCKED.file.get().cloned(),
+            first_policy: None,
+            unwritten_at_exit: Some(UNLOCKED.buffered.load(Acquire)),
+        }
+    }
 }
+
+/// What the exit handler can read of the record without its lock ([`Iterations::unfinished`]),
+/// kept by the record's holder as it changes: one process has one record.
+struct Unlocked {
+    /// The iteration record's file name, once the file is created.
+    file: OnceLock<String>,
+    /// Rows in the buffer, not yet written.
+    buffered: AtomicU64,
+}
+
+static UNLOCKED: Unlocked = Unlocked { file: OnceLock::new(), buffered: AtomicU64::new(0) };
 
 impl ForkHeld for Iterations {
     fn hold_for(&self, timeout: Duration) -> bool {
@@ -230,6 +255,14 @@ pub struct Written {
     pub file: Option<String>,
     /// The policy of the first iteration (the one policy of a run without A/B).
     pub first_policy: Option<Policy>,
+    /// Rows buffered that the exit handler could not write, another thread holding the record
+    /// ([`Iterations::unfinished`]); `None`: it held the record and wrote them (or had none to).
+    pub unwritten_at_exit: Option<u64>,
+}
+
+impl Written {
+    /// Nothing written (a fork child, whose buffer holds the parent's rows).
+    pub const NONE: Written = Written { file: None, first_policy: None, unwritten_at_exit: None };
 }
 
 impl Record {
@@ -377,8 +410,11 @@ impl Record {
             self.write();
         }
         let before = self.rows.len();
-        if aar_record::write_line(&mut self.rows, row).is_err() {
-            self.rows.truncate(before);
+        match aar_record::write_line(&mut self.rows, row) {
+            Ok(()) => {
+                UNLOCKED.buffered.fetch_add(1, Release);
+            }
+            Err(_) => self.rows.truncate(before),
         }
     }
 
@@ -416,8 +452,12 @@ impl Record {
                         }
                     });
                 match created {
-                    Ok(Ok(f)) => Ok((f, Some(name))),
+                    Ok(Ok(f)) => {
+                        let _ = UNLOCKED.file.set(name.clone());
+                        Ok((f, Some(name)))
+                    }
                     Ok(Err(e)) => {
+                        let _ = UNLOCKED.file.set(name.clone());
                         self.file_name = Some(name);
                         Err((format!("writing the iteration record {path} failed ({e})"), e))
                     }
@@ -431,10 +471,12 @@ impl Record {
             other => {
                 self.output = other;
                 self.rows.clear();
+                UNLOCKED.buffered.store(0, Release);
                 return;
             }
         };
         self.rows.clear();
+        UNLOCKED.buffered.store(0, Release);
         match result {
             Ok((f, name)) => {
                 self.output = Output::Open(f);
@@ -464,7 +506,7 @@ impl Record {
     pub fn finish(&mut self) -> Written {
         self.write();
         self.output = Output::Off;
-        Written { file: self.file_name.clone(), first_policy: self.first_policy }
+        Written { file: self.file_name.clone(), first_policy: self.first_policy, unwritten_at_exit: None }
     }
 }
 

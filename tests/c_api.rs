@@ -280,6 +280,64 @@ fn iterations_ended_after_an_exit_handler_that_could_not_wait_keep_no_row() {
     let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("after libaar.so's exit handler")).collect();
     assert_eq!(said.len(), 1, "{:?}", r.aar_lines());
     assert!(said[0].contains("iteration 1 ended") && said[0].contains("ab.iterations = 1"), "{}", said[0]);
+    // Iteration 0's row was buffered when the exit handler gave up (ended just after its begin,
+    // within the second after which a boundary writes rows): the record says so; no iteration
+    // record had been created then.
+    assert_eq!(recs[0]["ab"]["rows_unwritten_at_exit"], 1, "{}", recs[0]["ab"]);
+    assert_eq!(recs[0]["ab"]["iterations_file"], serde_json::Value::Null, "{}", recs[0]["ab"]);
+}
+
+/// The same exit while a thread is held inside fork(), after 1000 iterations: more rows than
+/// libaar.so buffers, so its iteration record exists and holds the rows written before the
+/// buffer's last fill, and the rest are still buffered at exit. The summary record names the
+/// iteration record (whose name is known without the record's lock) and counts the rows the
+/// exit handler could not write; the rows written and those add up to ab.iterations, and one
+/// message says so. `aar report` gives that cause for the missing rows, and not a full disk.
+#[test]
+fn an_exit_handler_that_could_not_wait_names_the_rows_it_could_not_write() {
+    let r = Launch::program("api-exit-while-forking-rows", api_edges(), "exit-while-forking 1000")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .run();
+    assert!(r.status.success(), "{}", r.stderr);
+    assert_eq!(r.stdout, "begin rc=0 end rc=0\n");
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "the parent's record (the child _exits): {}", r.stderr);
+    let ab = &recs[0]["ab"];
+    assert_eq!(ab["iterations"], 1000, "{ab}");
+    let out = r.dir.join("out");
+    let records = iteration_records(&out);
+    assert_eq!(records.len(), 1, "{}", r.stderr);
+    let file = ab["iterations_file"].as_str().unwrap_or_else(|| panic!("no iterations_file: {ab}"));
+    assert!(out.join(file).is_file(), "{file} is the iteration record written");
+    let rows: Vec<u64> = records[0].1.iter().map(|row| row["i"].as_u64().unwrap()).collect();
+    assert!(rows.iter().copied().eq(0..rows.len() as u64), "rows of iterations 0 on, in order: {rows:?}");
+    let unwritten = ab["rows_unwritten_at_exit"].as_u64().unwrap_or_else(|| panic!("{ab}"));
+    assert!(unwritten > 0, "{ab}");
+    assert_eq!(rows.len() as u64 + unwritten, 1000, "written and unwritten rows: {ab}");
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("exit handler waited")).collect();
+    assert_eq!(said.len(), 1, "{:?}", r.aar_lines());
+    assert!(
+        said[0].contains(&format!("the {} buffered then", aar_record::count(unwritten, "row", "rows"))),
+        "{}",
+        said[0]
+    );
+    let run = std::process::Command::new(aar_command()).arg("report").arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("holds rows of only")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains(&format!(
+            "holds rows of only {} of the 1000",
+            aar_record::count(rows.len() as u64, "iteration", "iterations")
+        )) && said[0].contains("at exit another thread held the rank's iteration record (inside fork()")
+            && said[0].contains(&format!("the {} still buffered", aar_record::count(unwritten, "row", "rows")))
+            && said[0].contains("join those threads before exit"),
+        "{}",
+        said[0]
+    );
+    assert!(!stderr.contains("full disk"), "{stderr}");
+    std::fs::remove_dir_all(&r.dir).unwrap();
 }
 
 /// A begin refused while libaar.so is still starting (from inside the start-up, or from another

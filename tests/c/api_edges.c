@@ -32,6 +32,10 @@
  *                           (run after libaar.so's) lets the fork go on, then begins and ends 1000
  *                           more iterations, enough rows to fill libaar.so's buffer ("after exit
  *                           1000 ended")
+ *   api_edges exit-while-forking N  the same, but begins and ends N iterations before the fork
+ *                           (N above the rows libaar.so buffers, so that its iteration record is
+ *                           created and rows are still buffered at exit), and the atexit handler
+ *                           only lets the fork go on ("begin rc=0 end rc=0" when all N returned 0)
  *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
@@ -162,7 +166,7 @@ static void *mark_forever(void *unused)
 
 /* exit-while-forking: a fork held until libaar.so's exit handler has run. */
 static sem_t in_fork, fork_go;
-static int hold_forks;
+static int hold_forks, after_exit_iterations;
 static pthread_t forker;
 
 static void prepare_holds(void)
@@ -189,20 +193,30 @@ static void after_exit_while_forking(void)
 	hold_forks = 0;
 	sem_post(&fork_go);
 	pthread_join(forker, NULL);
-	for (int k = 0; k < 1000; k++) {
+	if (!after_exit_iterations)
+		return;
+	for (int k = 0; k < after_exit_iterations; k++) {
 		aar_iteration_begin();
 		aar_iteration_end();
 	}
-	printf("after exit 1000 ended\n");
+	printf("after exit %d ended\n", after_exit_iterations);
 	fflush(stdout);
 }
 
-static void exit_while_forking(void)
+/* n iterations, then exit() while a thread is held inside fork(); the atexit handler then ends
+ * `after` more. */
+static void exit_while_forking(int n, int after)
 {
+	after_exit_iterations = after;
 	atexit(after_exit_while_forking);
 	pthread_atfork(prepare_holds, NULL, NULL);
-	int begin = aar_iteration_begin();
-	int end = aar_iteration_end();
+	int begin = 0, end = 0;
+	for (int k = 0; k < n; k++) {
+		int b = aar_iteration_begin();
+		int e = aar_iteration_end();
+		begin = begin ? begin : b;
+		end = end ? end : e;
+	}
 	printf("begin rc=%d end rc=%d\n", begin, end);
 	fflush(stdout);
 	sem_init(&in_fork, 0, 0);
@@ -216,7 +230,9 @@ static void exit_while_forking(void)
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "exit-while-forking"))
-		exit_while_forking();
+		exit_while_forking(1, 1000);
+	if (argc == 3 && !strcmp(argv[1], "exit-while-forking"))
+		exit_while_forking(atoi(argv[2]), 0);
 	if (argc == 2 && !strcmp(argv[1], "exit-race")) {
 		pthread_t t;
 		sem_init(&first_ended, 0, 0);

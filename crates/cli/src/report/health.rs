@@ -62,6 +62,10 @@ pub struct Problems {
     /// of [`aar_record::RefusedBegin`], or a newer libaar.so's), as `ab.refused_begins` says:
     /// counted in `ended`, without rows. `None`: a record of a libaar.so older than the count.
     pub refused_begins: Option<Vec<(String, u64)>>,
+    /// Rows buffered at exit that libaar.so's exit handler could not write, another thread holding
+    /// the iteration record (`ab.rows_unwritten_at_exit`; `None`: it wrote them, or a record of a
+    /// libaar.so older than the field).
+    pub unwritten_at_exit: Option<u64>,
     /// Reads that failed and were tried again, and all reads, when the share is above
     /// [`FAILED_READ_SHARE`] and the counters were not given up.
     failed_reads: Option<(u64, u64)>,
@@ -121,6 +125,7 @@ const FIELDS: &[(&str, Kind)] = &[
     ("/engine/switches_to_low_stall", Kind::Count),
     ("/ab/iterations", Kind::Count),
     ("/ab/refused_begins", Kind::Counts),
+    ("/ab/rows_unwritten_at_exit", Kind::Count),
     ("/messages", Kind::Texts),
 ];
 
@@ -251,6 +256,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
         refused_begins: rec.pointer("/ab/refused_begins").and_then(Value::as_object).map(|o| {
             o.iter().filter_map(|(why, n)| Some((why.clone(), n.as_u64()?))).filter(|&(_, n)| n > 0).collect()
         }),
+        unwritten_at_exit: rec.pointer("/ab/rows_unwritten_at_exit").and_then(Value::as_u64).filter(|&n| n > 0),
         failed_reads: {
             // Successful reads and failed ones: libaar.so tries a failed read again, and gives
             // the counters up (a reason, above) only at three failures in a row.
@@ -367,10 +373,11 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     out.extend(found.iter().filter_map(|(_, _, note)| note.clone()));
     let ended = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.ended?))).collect();
     let refused_begins = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.refused_begins.clone()?))).collect();
+    let unwritten_at_exit = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.unwritten_at_exit?))).collect();
     let found: Vec<(u32, Problems)> = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
     let output_ranks = output_ranks(&found);
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
-    Health { said: out, ended, refused_begins, unreadable, output_ranks }
+    Health { said: out, ended, refused_begins, unwritten_at_exit, unreadable, output_ranks }
 }
 
 /// What the summary records beside an experiment's iteration records say.
@@ -382,6 +389,8 @@ pub struct Health {
     /// The begins each rank with a readable record of a libaar.so that counts them had refused
     /// ([`Problems::refused_begins`]).
     pub refused_begins: Vec<(u32, Vec<(String, u64)>)>,
+    /// The rows each rank's exit handler could not write ([`Problems::unwritten_at_exit`]).
+    pub unwritten_at_exit: Vec<(u32, u64)>,
     /// The ranks whose summary record is there but could not be read (said in `said`).
     pub unreadable: Vec<u32>,
     /// `AAR_OUTPUT_RANKS` as the ranks with a readable summary record took it (`None`: unset, or

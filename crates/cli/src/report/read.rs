@@ -152,6 +152,10 @@ pub struct RankSummary {
     /// (`health::Problems::refused_begins`): `None` without a summary record or in one of a
     /// libaar.so older than the count.
     pub refused_begins: Option<Vec<(String, u64)>>,
+    /// Rows buffered at exit that libaar.so's exit handler could not write, another thread holding
+    /// the iteration record (`health::Problems::unwritten_at_exit`): why the rows end early, rather
+    /// than a failed write.
+    pub unwritten_at_exit: Option<u64>,
     /// A summary record is beside the rank's iteration record but could not be read (cut short,
     /// or not one): said with the file.
     pub summary_unreadable: bool,
@@ -160,7 +164,8 @@ pub struct RankSummary {
 impl RankSummary {
     /// The iterations the rank ended (its summary record says so) when its iteration record
     /// holds rows of fewer of them than libaar.so writes ([`aar_record::MAX_ROWS`] at most): the
-    /// rest could not be written (a full disk, the file size limit).
+    /// rest could not be written (a full disk, the file size limit; or, as [`Self::unwritten_at_exit`]
+    /// says, another thread held the record at exit).
     pub fn unwritten(&self) -> Option<u64> {
         let ended = self.ended?;
         let held = self.last_written.map_or(0, |i| i.saturating_add(1));
@@ -646,6 +651,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
         left_out: bad + unknown + repeated + absurd_rows + u64::from(stopped.is_some()),
         ended: None,
         refused_begins: None,
+        unwritten_at_exit: None,
         summary_unreadable: false,
     });
 
@@ -714,26 +720,50 @@ fn unfinished(e: &ExperimentData, files: &[(u32, &Path)]) -> Option<String> {
 }
 
 /// Ranks that exited having ended more iterations than their iteration records hold rows of
-/// (below the rows libaar.so writes per process): writing the rest failed, and the table compares
-/// the rows written.
-fn unwritten(e: &ExperimentData) -> Option<String> {
+/// (below the rows libaar.so writes per process), one warning per cause: rows the exit handler
+/// could not write because another thread held the iteration record (its summary record says how
+/// many: `ab.rows_unwritten_at_exit`), or else a write that failed. The table compares the rows
+/// written.
+fn unwritten(e: &ExperimentData) -> Vec<String> {
     let short: Vec<(&RankSummary, u64)> = e.ranks.iter().filter_map(|r| Some((r, r.unwritten()?))).collect();
-    let (first, ended) = short.first()?;
-    let held = first.last_written.map_or(0, |i| i + 1);
-    let more = match short.len() {
-        1 => String::new(),
-        n => format!(" (and {} more)", count(n as u64 - 1, "rank", "ranks")),
+    let (held, failed): (Vec<_>, Vec<_>) = short.into_iter().partition(|(r, _)| r.unwritten_at_exit.is_some());
+    let said = |short: &[(&RankSummary, u64)]| -> Option<String> {
+        let (first, ended) = short.first()?;
+        let rows = first.last_written.map_or(0, |i| i + 1);
+        let more = match short.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", count(n as u64 - 1, "rank", "ranks")),
+        };
+        Some(format!(
+            "experiment \"{}\": rank {}'s iteration record {} holds rows of only {} of the {ended} its summary record \
+             says it ended{more}",
+            e.name.escape_debug(),
+            first.rank,
+            first.file.display(),
+            count(rows, "iteration", "iterations")
+        ))
     };
-    Some(format!(
-        "experiment \"{}\": rank {}'s iteration record {} holds rows of only {} of the {ended} its summary record \
-         says it ended{more}: libaar.so could not write the rest (a full disk, or the file size limit, ulimit -f: its \
-         warning at run time, and the record's \"messages\", say which), and the tables compare the rows written. \
-         Free space or raise the limit in the batch script, and run again",
-        e.name.escape_debug(),
-        first.rank,
-        first.file.display(),
-        count(held, "iteration", "iterations")
-    ))
+    let mut out = Vec::new();
+    if let Some(head) = said(&held) {
+        let unwritten = held[0].0.unwritten_at_exit.unwrap_or_default();
+        out.push(format!(
+            "{head}: at exit another thread held the rank's iteration record (inside fork(), or writing rows to a slow \
+             file system) for longer than libaar.so's exit handler waits, so the {} still buffered {} not written \
+             (the summary record's ab.rows_unwritten_at_exit), and the tables compare the rows written. Let forks and \
+             the other threads' iteration calls finish before the program exits (join those threads before exit, or \
+             before MPI_Finalize), and run again",
+            count(unwritten, "row", "rows"),
+            if unwritten == 1 { "was" } else { "were" },
+        ));
+    }
+    if let Some(head) = said(&failed) {
+        out.push(format!(
+            "{head}: libaar.so could not write the rest (a full disk, or the file size limit, ulimit -f: its warning at \
+             run time, and the record's \"messages\", say which), and the tables compare the rows written. Free space \
+             or raise the limit in the batch script, and run again"
+        ));
+    }
+    out
 }
 
 /// What makes a row's time or bytes impossible for a job: no time at all, more than
@@ -991,6 +1021,11 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 r.refused_begins = Some(refused);
             }
         }
+        for (rank, n) in health.unwritten_at_exit {
+            if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
+                r.unwritten_at_exit = Some(n);
+            }
+        }
         // The header's first: a job still running has no summary records.
         e.output_ranks = match (e.header.output_ranks.clone(), health.output_ranks) {
             (Some(sample), _) => Some(sample),
@@ -1009,7 +1044,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 r.summary_unreadable = true;
             }
         }
-        if let Some(w) = unwritten(e) {
+        for w in unwritten(e) {
             warn(&mut warnings, w);
         }
         if let Some(w) = unfinished(e, &files) {
