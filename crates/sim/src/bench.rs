@@ -78,7 +78,7 @@ fn paper_case(quick: bool) -> (ExperimentSpec, String) {
 
 /// Runs the paper-scale case, telling `done` the fraction of it done.
 fn paper_result(spec: &ExperimentSpec, command: String, done: &dyn Fn(f64)) -> PaperCase {
-    let r = run_experiment_told(spec, "bench", done);
+    let r = run_experiment_told(spec, "bench", None, done);
     PaperCase { command, packets: r.packets, hops: r.hops, events: r.events, sim_ns: r.sim_time_ns, wall_s: r.wall_s }
 }
 

@@ -12,7 +12,7 @@ use crate::experiment::{
     PRODUCTION_MIX,
 };
 use crate::parallel::run_all;
-use crate::simulation::{Destinations, Simulation, Watch};
+use crate::simulation::{run_experiment_told, Destinations, Simulation};
 use crate::topology::Topology;
 use crate::validate::fmt_ns;
 use crate::workload::{Placement, Workload};
@@ -427,8 +427,7 @@ pub fn run(suite: &Suite) -> PaperReport {
     let wall = Instant::now();
     let specs = suite.runs();
     let results = run_all(&specs, "sim paper", |(c, s), done| {
-        let watch = Watch { max_packets: suite.max_packets, progress: &mut |p| done(p.done()) };
-        Simulation::build(s).run_watched(suite.cases[*c].label(), watch)
+        run_experiment_told(s, &suite.cases[*c].label(), suite.max_packets, done)
     });
     let stopped = specs
         .iter()

@@ -10,7 +10,7 @@ use aar_sim::error::ParseError;
 use aar_sim::experiment::{Background, ExperimentResult, ExperimentSpec, Load, Seed, StoppedRun};
 use aar_sim::parallel::run_all;
 use aar_sim::progress::{duration, Watcher};
-use aar_sim::simulation::{Simulation, Watch};
+use aar_sim::simulation::{run_experiment_told, Simulation, Watch};
 use aar_sim::synthetic::{run_synthetic_told, Pattern, SynthParams, SynthWork};
 use aar_sim::validate::fmt_ns;
 use aar_sim::{ByteSize, Topology};
@@ -347,8 +347,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 }
             }
             let results = run_all(&specs, "sim sweep", |s, done| {
-                let watch = Watch { max_packets: bound.max_packets, progress: &mut |p| done(p.done()) };
-                Simulation::build(s).run_watched(s.workload.name(), watch)
+                run_experiment_told(s, &s.workload.name(), bound.max_packets, done)
             });
             say!("| workload | policy | samples | median | 95% CI of median | QCD |\n|---|---|---:|---:|---|---:|");
             let mut labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();

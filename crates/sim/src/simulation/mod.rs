@@ -60,11 +60,16 @@ pub fn run_experiment(spec: &ExperimentSpec, label: &str) -> ExperimentResult {
     Simulation::build(spec).run(label.to_string())
 }
 
-/// [`run_experiment`], telling `done` the fraction of the run done as it goes
+/// [`run_experiment`], stopped once `max_packets` packets have been delivered
+/// ([`Watch::max_packets`]), telling `done` the fraction of the run done as it goes
 /// ([`Progress::done`]), as runs in parallel are told ([`crate::parallel::run_all`]).
-pub fn run_experiment_told(spec: &ExperimentSpec, label: &str, done: &dyn Fn(f64)) -> ExperimentResult {
-    let watch = Watch { max_packets: None, progress: &mut |p| done(p.done()) };
-    Simulation::build(spec).run_watched(label.to_string(), watch)
+pub fn run_experiment_told(
+    spec: &ExperimentSpec,
+    label: &str,
+    max_packets: Option<u64>,
+    done: &dyn Fn(f64),
+) -> ExperimentResult {
+    Simulation::build(spec).run_watched(label.to_string(), Watch { max_packets, progress: &mut |p| done(p.done()) })
 }
 
 /// How far a run has come ([`Watch::progress`]).
