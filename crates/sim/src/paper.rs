@@ -701,6 +701,17 @@ fn flit_ratio(bytes: u64) -> f64 {
     (req + packets) / req
 }
 
+/// The benchmarks of `cases`, in order of first appearance: one plot and one table each.
+pub fn benches<'a>(cases: impl IntoIterator<Item = &'a Case>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for c in cases {
+        if !out.contains(&c.bench.as_str()) {
+            out.push(&c.bench);
+        }
+    }
+    out
+}
+
 /// The document: `plot(bench)` is the file name of a benchmark's box plot, next to it.
 pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -> String {
     let mut s = String::new();
@@ -879,13 +890,7 @@ pub fn markdown(r: &PaperReport, plot: impl Fn(&str) -> String, command: &str) -
          latency averaged over every rank's iteration windows, and the shares of the bytes each policy sent \
          with ADAPTIVE0 / ADAPTIVE1 (alltoall's adaptive side) / ADAPTIVE3.\n"
     );
-    let mut benches: Vec<&str> = Vec::new();
-    for c in &r.cases {
-        if !benches.contains(&c.case.bench.as_str()) {
-            benches.push(&c.case.bench);
-        }
-    }
-    for bench in benches {
+    for bench in benches(r.cases.iter().map(|c| &c.case)) {
         let _ = writeln!(s, "### {bench}\n\n![{bench}]({})\n", plot(bench));
         let _ = writeln!(
             s,

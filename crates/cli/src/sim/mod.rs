@@ -187,9 +187,12 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
                 _ => PathBuf::from("."),
             };
-            // One plot per benchmark, beside --out.
-            let plots: Vec<(String, PathBuf)> =
-                paper::benches(&suite.cases).into_iter().map(|b| (b.clone(), dir.join(paper::plot_name(&b)))).collect();
+            // One plot per benchmark, beside --out: the report has a case for each of the suite's cases, so
+            // its document names the benchmarks plotted.
+            let plots: Vec<(String, PathBuf)> = aar_sim::paper::benches(&suite.cases)
+                .into_iter()
+                .map(|b| (b.to_string(), dir.join(paper::plot_name(b))))
+                .collect();
             let labels: Vec<String> =
                 plots.iter().map(|(bench, _)| format!("the plot of {bench} (beside --out)")).collect();
             let mut outputs = vec![("--out", out.as_path())];

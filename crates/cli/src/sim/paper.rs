@@ -4,7 +4,7 @@
 
 use crate::report::plot::{colour, draw_box, drawn, font, Slots};
 use crate::report::OutputError;
-use aar_sim::paper::{Case, CaseReport, PaperReport};
+use aar_sim::paper::{CaseReport, PaperReport};
 use plotters::prelude::*;
 
 /// The file name of a benchmark's plot: `paper-<bench>.svg` with the name's words joined by `-`.
@@ -72,16 +72,4 @@ pub fn plot(r: &PaperReport, bench: &str) -> Result<String, OutputError> {
         root.present().map_err(drawn)?;
     }
     Ok(s)
-}
-
-/// The benchmarks of a suite, in order of first appearance (its report has a case for each of
-/// the suite's cases).
-pub fn benches(cases: &[Case]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for c in cases {
-        if !out.contains(&c.bench) {
-            out.push(c.bench.clone());
-        }
-    }
-    out
 }
