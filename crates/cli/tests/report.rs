@@ -2232,26 +2232,12 @@ fn summaries_without_a_job_id_are_summed_per_program() {
 /// call the ranks left out missing; a rank the sample names without records is.
 #[test]
 fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
-    let dir = aar_testkit::scratch("report-sample");
-    let prog = example(&dir, "iterations");
-    let records = dir.join("records");
-    std::fs::create_dir(&records).unwrap();
-    let job = aar()
-        .args(["run", "-n", "8"])
-        .arg(&prog)
-        .args(["--iters", "12", "--bytes", "4K"])
-        .env("LD_PRELOAD", aar_testkit::libaar())
-        .env("AAR_PAPI_EVENTS", aar_testkit::sde_events_setting())
-        .env("AAR_OUTPUT_DIR", &records)
-        .env("AAR_OUTPUT_RANKS", "0,5")
-        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
-        .env("SLURM_JOB_ID", "4711")
-        .output()
-        .unwrap();
-    assert!(job.status.success(), "{}", stderr(&job));
-    let mut files: Vec<String> =
-        std::fs::read_dir(&records).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    files.sort();
+    let (dir, records, files) = job_of_8(
+        "report-sample",
+        "iterations",
+        &["--iters", "12", "--bytes", "4K"],
+        &[("AAR_OUTPUT_RANKS", "0,5"), ("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4711")],
+    );
     assert_eq!(files.len(), 4, "{files:?}");
     assert!(files[0].starts_with("aar.4711.0.") && files[2].starts_with("aar.4711.5."), "{files:?}");
 
@@ -2305,6 +2291,31 @@ fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
 }
 
 /// An example program of examples/, compiled into `dir` against the emulated libugni.
+/// A job of 8 ranks of the example `name` (with `args`) under real libaar.so (`aar run`), its
+/// records in a folder of their own (`env` added): the test's scratch folder, the records' folder
+/// in it, and the records' names in order.
+fn job_of_8(scratch: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> (PathBuf, PathBuf, Vec<String>) {
+    let dir = aar_testkit::scratch(scratch);
+    let prog = example(&dir, name);
+    let records = dir.join("records");
+    std::fs::create_dir(&records).unwrap();
+    let job = aar()
+        .args(["run", "-n", "8"])
+        .arg(&prog)
+        .args(args)
+        .env("LD_PRELOAD", aar_testkit::libaar())
+        .env("AAR_PAPI_EVENTS", aar_testkit::sde_events_setting())
+        .env("AAR_OUTPUT_DIR", &records)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(job.status.success(), "{}", stderr(&job));
+    let mut files: Vec<String> =
+        std::fs::read_dir(&records).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    files.sort();
+    (dir, records, files)
+}
+
 fn example(dir: &Path, name: &str) -> PathBuf {
     let lib = aar_testkit::libdir();
     let prog = dir.join(name);
@@ -2328,25 +2339,12 @@ fn example(dir: &Path, name: &str) -> PathBuf {
 /// missing, and only that one (not the ranks the sample leaves out).
 #[test]
 fn a_job_of_summary_records_names_the_ranks_whose_record_is_missing() {
-    let dir = aar_testkit::scratch("report-summaries-missing");
-    let prog = example(&dir, "smallmsg");
-    let records = dir.join("records");
-    std::fs::create_dir(&records).unwrap();
-    let job = aar()
-        .args(["run", "-n", "8"])
-        .arg(&prog)
-        .args(["--count", "200"])
-        .env("LD_PRELOAD", aar_testkit::libaar())
-        .env("AAR_PAPI_EVENTS", aar_testkit::sde_events_setting())
-        .env("AAR_OUTPUT_DIR", &records)
-        .env("AAR_OUTPUT_RANKS", "0:5")
-        .env("SLURM_JOB_ID", "4712")
-        .output()
-        .unwrap();
-    assert!(job.status.success(), "{}", stderr(&job));
-    let mut files: Vec<String> =
-        std::fs::read_dir(&records).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    files.sort();
+    let (dir, records, files) = job_of_8(
+        "report-summaries-missing",
+        "smallmsg",
+        &["--count", "200"],
+        &[("AAR_OUTPUT_RANKS", "0:5"), ("SLURM_JOB_ID", "4712")],
+    );
     assert_eq!(files.len(), 6, "summary records of ranks 0 to 5 only: {files:?}");
     let rec: Value = serde_json::from_slice(&std::fs::read(records.join(&files[0])).unwrap()).unwrap();
     assert_eq!((&rec["rank"], &rec["nranks"]), (&0.into(), &8.into()), "{rec}");
