@@ -619,8 +619,14 @@ impl ExperimentSpec {
             packets: (2 * job_packets * iterations).saturating_add(background_packets),
             background_packets,
             min_sim_ns,
-            rows: u64::from(n) * u64::from(self.iterations),
+            rows: self.rows(),
         }
+    }
+
+    /// Rows of the iteration records the run keeps until the end ([`Work::BYTES_PER_ROW`] each):
+    /// one per rank and measured iteration.
+    pub fn rows(&self) -> u64 {
+        u64::from(self.ranks) * u64::from(self.iterations)
     }
 
     /// The packets the open-loop background offers in `cycles` NIC cycles, each request packet
@@ -688,7 +694,7 @@ pub struct Work {
     /// simulated time the run takes at least, ns: the background's lead, then each iteration's
     /// request flits of the busiest NIC at a flit a NIC cycle (or its busiest rank's compute)
     pub min_sim_ns: f64,
-    /// rows of the iteration records, kept until the end: ranks x measured iterations
+    /// rows of the iteration records, kept until the end ([`ExperimentSpec::rows`])
     pub rows: u64,
 }
 
@@ -701,7 +707,8 @@ impl Work {
     /// the large scale where memory runs out.
     pub const BYTES_PER_MESSAGE: u64 = 150;
     /// Memory per row of the iteration records (about 0.5 KB: a million iterations of 2 ranks
-    /// took 930 MB).
+    /// took 930 MB, 2,000 of 96 ranks 80 MB). The one home of the figure: `aar sim` bounds
+    /// `--iterations` and ranks x iterations with it too.
     pub const BYTES_PER_ROW: u64 = 512;
 
     /// The memory the job's work takes at least, bytes ([`Work::BYTES_PER_MESSAGE`]).

@@ -6,18 +6,17 @@
 
 use aar_sim::config::NetConfig;
 use aar_sim::error::SpecError;
-use aar_sim::experiment::{AbOrder, Background, ExperimentSpec, PolicySpec, RanksPerNode, Seed};
+use aar_sim::experiment::{AbOrder, Background, ExperimentSpec, PolicySpec, RanksPerNode, Seed, Work};
 use aar_sim::topology::{KimShape, TopoSpec, ARIES_MAX_GLOBAL_PER_ROUTER};
 use aar_sim::workload::{Placement, Workload};
 use clap::Args;
 
-/// Most iterations of a run: each keeps about 0.5 KB per rank until the end (a million of 2 ranks
-/// took 930 MB).
+/// Most iterations of a run: each keeps a row of the records ([`Work::BYTES_PER_ROW`]) per rank
+/// until the end.
 const MAX_ITERATIONS: u32 = 100_000;
 
-/// Most measured iterations times ranks of a run: every rank keeps a row of about 0.5 KB per
-/// measured iteration until the end (96 ranks x 2,000 iterations: 80 MB), so 4 million are
-/// about 2 GB, per run of a sweep's parallel runs.
+/// Most rows of the records of a run ([`ExperimentSpec::rows`]: measured iterations times ranks),
+/// each kept until the end ([`Work::BYTES_PER_ROW`]), per run of a sweep's parallel runs.
 const MAX_RANK_ITERATIONS: u64 = 4_000_000;
 
 /// Background nodes without --background-nodes.
@@ -134,10 +133,9 @@ pub struct ExpOpts {
         [default: round-robin]"
     )]
     order: Option<AbOrder>,
-    /// iterations measured (each keeps about 0.5 KB per rank until the end: at most 100000, and
-    /// ranks x iterations at most 4000000)
     #[arg(
         long,
+        help = help::iterations(),
         default_value_t = 10,
         value_parser = whole::<u32>(1, MAX_ITERATIONS.into()),
         allow_negative_numbers = true
@@ -235,13 +233,15 @@ impl ExpOpts {
             ),
             SpecError::Topology(_) => e.to_string(),
         })?;
-        let rows = u64::from(self.ranks) * u64::from(self.iterations);
+        let rows = s.rows();
         if rows > MAX_RANK_ITERATIONS {
             return Err(format!(
-                "--ranks {} --iterations {}: {rows} rows of records, each kept (about 0.5 KB) until the end: at most \
-                 {MAX_RANK_ITERATIONS} (about 2 GB); use fewer iterations (at most {}) or fewer ranks",
+                "--ranks {} --iterations {}: {rows} rows of records, each kept (about {}) until the end: at most \
+                 {MAX_RANK_ITERATIONS} (about {:.0} GB); use fewer iterations (at most {}) or fewer ranks",
                 self.ranks,
                 self.iterations,
+                help::row_kb(),
+                (MAX_RANK_ITERATIONS * Work::BYTES_PER_ROW) as f64 / 1e9,
                 MAX_RANK_ITERATIONS / u64::from(self.ranks)
             ));
         }
@@ -292,8 +292,9 @@ impl ExpOpts {
 /// The help of the options whose values have forms: each lists what the option's parser takes,
 /// from the constant the parser's own messages use.
 pub mod help {
+    use super::{MAX_ITERATIONS, MAX_RANK_ITERATIONS};
     use aar_sim::config::MODE_NAMES;
-    use aar_sim::experiment::{Load, BACKGROUNDS, DEFAULT_PRODUCTION_LOAD, POLICIES};
+    use aar_sim::experiment::{Load, Work, BACKGROUNDS, DEFAULT_PRODUCTION_LOAD, POLICIES};
     use aar_sim::workload::{MAX_MESSAGE_BYTES, PLACEMENTS, WORKLOADS};
     use aar_sim::ByteSize;
 
@@ -301,6 +302,19 @@ pub mod help {
         format!(
             "{WORKLOADS}; without SIZE, 8-byte messages (rr-bandwidth: 128K); SIZE at most {}",
             ByteSize(MAX_MESSAGE_BYTES)
+        )
+    }
+
+    /// A row of the records ([`Work::BYTES_PER_ROW`]) in KB, one decimal ("0.5 KB").
+    pub fn row_kb() -> String {
+        format!("{:.1} KB", Work::BYTES_PER_ROW as f64 / 1e3)
+    }
+
+    pub fn iterations() -> String {
+        format!(
+            "iterations measured (each keeps about {} per rank until the end: at most {MAX_ITERATIONS}, and ranks x \
+             iterations at most {MAX_RANK_ITERATIONS})",
+            row_kb()
         )
     }
 
