@@ -86,11 +86,13 @@ pub struct SynthWork {
 
 impl SynthWork {
     /// Memory per packet injected in the first [`SynthWork::MEMORY_CYCLES`] NIC cycles, at least
-    /// (the events, queues and packets in flight it makes). Measured as the peak resident size
-    /// of one run: the packets and events in flight, reached within about 1,000 cycles, then
-    /// level unless the network is saturated (its queues then grow): 35 bytes a packet of that
-    /// window at 9 groups and load 0.5, 50 at 16 groups and load 0.9.
-    pub const BYTES_PER_PACKET: u64 = 32;
+    /// (the events, queues and packets in flight it makes; a packet in flight keeps no message,
+    /// which it gives back when it is injected). Measured as the peak resident size of one run
+    /// (`aar sim synth --groups G --loads L`): the packets and events in flight, reached within
+    /// about 1,000 cycles, then level unless the network is saturated (its queues then grow):
+    /// 25 bytes a packet of that window at 9 groups and load 0.5 (35 MB), 35 at 16 groups and
+    /// load 0.9 (159 MB; 36 and 50 bytes while a packet in flight kept its 72-byte message).
+    pub const BYTES_PER_PACKET: u64 = 24;
     /// The NIC cycles the memory grows with ([`SynthWork::BYTES_PER_PACKET`]).
     pub const MEMORY_CYCLES: u64 = 4096;
 

@@ -207,6 +207,25 @@ fn no_deadlock_under_saturation() {
 }
 
 #[test]
+fn a_raw_packet_in_flight_keeps_no_message() {
+    // Every node posts two synthetic packets: the first leaves at once and gives its message back,
+    // the second waits behind it in the source queue and keeps its message until it leaves. The
+    // memory of open-loop traffic is that of the packets in flight, not of a message besides each.
+    let mut net = Net::new(NetConfig::aries(2), 7);
+    let n = net.topo.n_nodes;
+    for s in 0..n {
+        for k in 1..=2 {
+            net.post_raw(s, (s + k * (n / 2) + 1) % n, Mode::Adaptive0);
+        }
+    }
+    assert_eq!(net.msgs.len(), n as usize, "one message per node, the queued packet's");
+    while net.step(u64::MAX).is_some() {}
+    assert_eq!(net.msgs.len(), n as usize, "no message made while they were in flight");
+    assert_eq!((net.totals.packets_delivered, net.raw.lat_n), (2 * u64::from(n), 2 * u64::from(n)));
+    assert_eq!(net.packets_in_flight(), 0);
+}
+
+#[test]
 fn credit_conservation_during_run() {
     let mut net = Net::new(small_kim(), 11);
     let n = net.topo.n_nodes;

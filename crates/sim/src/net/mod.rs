@@ -58,6 +58,9 @@ const F_NONMIN: u8 = 8; // took a non-minimal decision
 struct Pkt {
     inp: u32,  // input buffer (port id * nvc + vc) the packet occupies
     path: u32, // port classes of router-to-router hops taken, 2 bits per hop
+    /// its message; `NONE` for a raw (synthetic) packet, whose message is given back when the
+    /// packet is injected (it holds nothing the packet does not), so the packets in flight of
+    /// open-loop traffic keep no message
     msg: u32,
     src: u32,
     dst: u32,
@@ -66,6 +69,8 @@ struct Pkt {
     bits: u32,
     seq: u32,
     tail_at: u64,
+    /// a request: when it was injected (its response's latency counts from it); a raw packet:
+    /// when its message was posted (its latency counts its time in the source queue too)
     inject_t: u64,
     flits: u8,
     hop: u8,

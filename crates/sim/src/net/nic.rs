@@ -89,8 +89,9 @@ impl Net {
     }
 
     /// Post one synthetic packet of `raw_packet_flits` flits without response (open-loop traffic
-    /// of the Kim / BookSim2 validation). Returns the message id.
-    pub fn post_raw(&mut self, src: u32, dst: u32, mode: Mode) -> u32 {
+    /// of the Kim / BookSim2 validation). Its message waits in the source queue and is given back
+    /// when the packet is injected, which then carries what the message held.
+    pub fn post_raw(&mut self, src: u32, dst: u32, mode: Mode) {
         self.queue(Msg {
             src,
             dst,
@@ -100,7 +101,7 @@ impl Net {
             mode: mode as u8,
             created: self.now,
             ..Default::default()
-        })
+        });
     }
 
     /// Post a message between two ranks of one node: it goes through the node's shared memory,
@@ -215,18 +216,24 @@ impl Net {
         if seq + 1 == m.npk {
             self.nic_msgq[n].pop_front();
         }
+        // a raw packet is its whole message: the packet carries what the message held
+        let raw = m.transfer.is_none();
+        if raw {
+            self.msg_free.push(mid);
+        }
         let bits = self.path_bits(m.mode, m.src, m.dst);
         let pid = self.alloc_pkt();
         self.pk[pid as usize] = Pkt {
             inp: NONE,
             path: 0,
-            msg: mid,
+            msg: if raw { NONE } else { mid },
             src: m.src,
             dst: m.dst,
             gw: NONE,
             inter: NONE,
             bits,
             seq,
+            inject_t: if raw { m.created } else { self.now },
             flits: l as u8,
             class: 0,
             mode: m.mode,
@@ -234,7 +241,7 @@ impl Net {
         };
         self.nic_ctr[n].req_flits += l as u64;
         self.nic_ctr[n].req_packets += 1;
-        if m.transfer.is_some() {
+        if !raw {
             self.nic_out[n] += 1;
         }
         self.inject(node, pid);
@@ -267,9 +274,6 @@ impl Net {
             p.tail_at = end + self.lat[0];
             p.path = 0;
             p.inp = port * self.nvc + vc;
-            if cls == 0 {
-                p.inject_t = now;
-            }
         }
         let head_at = now + self.lat[0] + self.ft[0];
         let t = head_at + self.cfg.router_delay;
@@ -281,17 +285,11 @@ impl Net {
         let mid = p.msg;
         self.totals.packets_delivered += 1;
         if p.class == 0 {
-            let m = &mut self.msgs[mid as usize];
-            m.delivered += 1;
-            if p.flags & F_NONMIN != 0 {
-                m.nonmin_pk += 1;
-            }
-            let m = *m;
-            let Some(transfer) = m.transfer else {
+            if mid == NONE {
                 let now = self.now;
                 if now >= self.raw.win_start && now < self.raw.win_end {
                     self.raw.flits_in_window += p.flits as u64;
-                    let lat = now - m.created;
+                    let lat = now - p.inject_t;
                     self.raw.lat_sum += lat;
                     self.raw.lat_n += 1;
                     self.raw.lat_max = self.raw.lat_max.max(lat);
@@ -302,8 +300,16 @@ impl Net {
                     }
                 }
                 self.pk_free.push(pid);
-                self.msg_free.push(mid);
                 return;
+            }
+            let m = &mut self.msgs[mid as usize];
+            m.delivered += 1;
+            if p.flags & F_NONMIN != 0 {
+                m.nonmin_pk += 1;
+            }
+            let m = *m;
+            let Some(transfer) = m.transfer else {
+                unreachable!("a raw packet's message is given back when the packet is injected")
             };
             if transfer == Transfer::Put && m.delivered == m.npk {
                 self.notes.push(Note::Arrived(mid));
