@@ -171,7 +171,8 @@ struct Ab {
     iterations_file: Option<String>,
     /// Rows buffered at exit that the exit handler could not write: another thread held the
     /// iteration record past its wait ([`EXIT_WAIT`]; inside `fork()`, writing rows to a slow file
-    /// system). Null: it held the record and wrote every row (absent from older records).
+    /// system), never written after ([`crate::rows::Iterations::unfinished`]). Null: it held the
+    /// record and wrote every row (absent from older records).
     rows_unwritten_at_exit: Option<u64>,
 }
 

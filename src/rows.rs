@@ -115,15 +115,14 @@ impl Iterations {
 
     /// At exit, when another thread held the record past the exit handler's wait (inside
     /// `fork()`, writing rows to a slow file system): what the summary record can say of the
-    /// iteration record without it ([`Record::finish`] says it holding the record). Its rows still
-    /// buffered are not written by the handler (the holder may write some later; a row the exit
-    /// handler did not count is never written).
+    /// iteration record without it ([`Record::finish`] says it holding the record). The rows still
+    /// buffered are counted unwritten, and from then on no write writes them ([`Record::write`]):
+    /// a boundary after the exit handler (an atexit handler's, a thread's once the fork is done)
+    /// would otherwise write rows the summary record says were not written, into a file it may
+    /// not name. Rows a write in progress took are not counted: they are the file's.
     pub fn unfinished(&self) -> Written {
-        Written {
-            file: UNLOCKED.file.get().cloned(),
-            first_policy: None,
-            unwritten_at_exit: Some(UNLOCKED.buffered.load(Acquire)),
-        }
+        let buffered = UNLOCKED.buffered.fetch_or(GIVEN_UP, AcqRel) & !GIVEN_UP;
+        Written { file: UNLOCKED.file.get().cloned(), first_policy: None, unwritten_at_exit: Some(buffered) }
     }
 }
 
@@ -132,9 +131,13 @@ impl Iterations {
 struct Unlocked {
     /// The iteration record's file name, once the file is created.
     file: OnceLock<String>,
-    /// Rows in the buffer, not yet written.
+    /// Rows in the buffer that no write has taken yet; with [`GIVEN_UP`] once the exit handler
+    /// counted them unwritten ([`Iterations::unfinished`]).
     buffered: AtomicU64,
 }
+
+/// The exit handler counted the rows buffered as unwritten: they stay so.
+const GIVEN_UP: u64 = 1 << 63;
 
 static UNLOCKED: Unlocked = Unlocked { file: OnceLock::new(), buffered: AtomicU64::new(0) };
 
@@ -255,8 +258,9 @@ pub struct Written {
     pub file: Option<String>,
     /// The policy of the first iteration (the one policy of a run without A/B).
     pub first_policy: Option<Policy>,
-    /// Rows buffered that the exit handler could not write, another thread holding the record
-    /// ([`Iterations::unfinished`]); `None`: it held the record and wrote them (or had none to).
+    /// Rows buffered that the exit handler could not write, another thread holding the record,
+    /// and that are never written ([`Iterations::unfinished`]); `None`: it held the record and
+    /// wrote them (or had none to).
     pub unwritten_at_exit: Option<u64>,
 }
 
@@ -418,10 +422,17 @@ impl Record {
         }
     }
 
-    /// Write the buffered rows (whole lines, one write), creating the file with its header first.
+    /// Write the buffered rows (whole lines, one write), creating the file with its header first;
+    /// none once the exit handler counted them unwritten ([`Iterations::unfinished`]).
     fn write(&mut self) {
         self.last_write_ns = sys::now_ns();
         if self.rows.is_empty() {
+            return;
+        }
+        // The rows leave the count as this write takes them, unless the exit handler counted them.
+        if UNLOCKED.buffered.fetch_update(AcqRel, Acquire, |n| (n & GIVEN_UP == 0).then_some(0)).is_err() {
+            self.rows = Vec::new();
+            self.output = Output::Off;
             return;
         }
         let result = match std::mem::replace(&mut self.output, Output::Failed) {
@@ -471,12 +482,10 @@ impl Record {
             other => {
                 self.output = other;
                 self.rows.clear();
-                UNLOCKED.buffered.store(0, Release);
                 return;
             }
         };
         self.rows.clear();
-        UNLOCKED.buffered.store(0, Release);
         match result {
             Ok((f, name)) => {
                 self.output = Output::Open(f);

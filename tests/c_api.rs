@@ -287,6 +287,29 @@ fn iterations_ended_after_an_exit_handler_that_could_not_wait_keep_no_row() {
     assert_eq!(recs[0]["ab"]["iterations_file"], serde_json::Value::Null, "{}", recs[0]["ab"]);
 }
 
+/// The rows the exit handler counted unwritten (it could not wait for the iteration record, held
+/// inside fork()) stay unwritten: the atexit handler's boundaries, run after it and a second
+/// later (when a boundary writes the rows buffered), write neither iteration 0's row nor an
+/// iteration record, so the summary record's `rows_unwritten_at_exit` and `iterations_file` are
+/// what the folder holds. Nothing here is timed: the order is the program's, and the pause only
+/// makes the next write due.
+#[test]
+fn rows_an_exit_handler_counted_unwritten_are_not_written_after_it() {
+    let r = Launch::program("api-exit-while-forking-pause", api_edges(), "exit-while-forking-then-pause")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .run();
+    assert!(r.status.success(), "{}", r.stderr);
+    assert_eq!(r.stdout, "begin rc=0 end rc=0\nafter exit 1000 ended\n");
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "the parent's record (the child _exits): {}", r.stderr);
+    let ab = &recs[0]["ab"];
+    assert_eq!((&ab["iterations"], &ab["rows_unwritten_at_exit"]), (&1.into(), &1.into()), "{ab}");
+    assert_eq!(ab["iterations_file"], serde_json::Value::Null, "{ab}");
+    let written = iteration_records(&r.dir.join("out"));
+    assert!(written.is_empty(), "rows written after the summary record counted them unwritten: {written:?}");
+    std::fs::remove_dir_all(&r.dir).unwrap();
+}
+
 /// The same exit while a thread is held inside fork(), after 1000 iterations: more rows than
 /// libaar.so buffers, so its iteration record exists and holds the rows written before the
 /// buffer's last fill, and the rest are still buffered at exit. The summary record names the

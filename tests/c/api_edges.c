@@ -36,6 +36,9 @@
  *                           (N above the rows libaar.so buffers, so that its iteration record is
  *                           created and rows are still buffered at exit), and the atexit handler
  *                           only lets the fork go on ("begin rc=0 end rc=0" when all N returned 0)
+ *   api_edges exit-while-forking-then-pause  as exit-while-forking, but the atexit handler waits
+ *                           1.5 s (past the second after which a boundary writes the rows
+ *                           buffered) before its 1000 iterations
  *
  * Linked with -laar (as aar.h advises), so every function exists.
  */
@@ -44,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -166,7 +170,7 @@ static void *mark_forever(void *unused)
 
 /* exit-while-forking: a fork held until libaar.so's exit handler has run. */
 static sem_t in_fork, fork_go;
-static int hold_forks, after_exit_iterations;
+static int hold_forks, after_exit_iterations, after_exit_pause_ms;
 static pthread_t forker;
 
 static void prepare_holds(void)
@@ -195,6 +199,11 @@ static void after_exit_while_forking(void)
 	pthread_join(forker, NULL);
 	if (!after_exit_iterations)
 		return;
+	/* Past the second after which a boundary writes the rows buffered. */
+	if (after_exit_pause_ms) {
+		struct timespec pause = {after_exit_pause_ms / 1000, (long)(after_exit_pause_ms % 1000) * 1000000L};
+		nanosleep(&pause, NULL);
+	}
 	for (int k = 0; k < after_exit_iterations; k++) {
 		aar_iteration_begin();
 		aar_iteration_end();
@@ -231,6 +240,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "exit-while-forking"))
 		exit_while_forking(1, 1000);
+	if (argc == 2 && !strcmp(argv[1], "exit-while-forking-then-pause")) {
+		after_exit_pause_ms = 1500;
+		exit_while_forking(1, 1000);
+	}
 	if (argc == 3 && !strcmp(argv[1], "exit-while-forking"))
 		exit_while_forking(atoi(argv[2]), 0);
 	if (argc == 2 && !strcmp(argv[1], "exit-race")) {
@@ -283,6 +296,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: api_edges first-names|bad-args|slow-start|refused-begins|after-exit|exit-race|"
-			"exit-while-forking\n");
+			"exit-while-forking[-then-pause]\n");
 	return 2;
 }
