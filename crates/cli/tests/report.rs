@@ -2274,11 +2274,11 @@ fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
     assert!(!err.contains("the header says") && !err.contains("missing"), "{err}");
     assert!(out.contains("experiment \"4711\": job, 2 ranks of 8 (AAR_OUTPUT_RANKS=0,5), clock"), "{out}");
 
-    // Rank 5's iteration record gone: rank 5 is missing, and only rank 5.
-    std::fs::remove_file(
-        records.join(files.iter().find(|f| f.starts_with("aar.4711.5.") && f.ends_with(".jsonl")).unwrap()),
-    )
-    .unwrap();
+    // Rank 5's records gone: rank 5 is missing, and only rank 5. (With its summary record left,
+    // that record says why it has no rows instead: `ranks_with_a_summary_record_but_no_rows_...`.)
+    for f in files.iter().filter(|f| f.starts_with("aar.4711.5.")) {
+        std::fs::remove_file(records.join(f)).unwrap();
+    }
     let err = stderr(&run(&[records.to_str().unwrap()]));
     assert!(
         err.contains(
@@ -2480,4 +2480,85 @@ fn an_experiment_whose_records_disagree_on_aar_output_ranks_uses_no_job_size() {
     assert_eq!(err.matches("disagree on").count(), 1, "{err}");
     assert!(!err.contains("missing:"), "{err}");
     assert!(out.contains("experiment \"d\": job, 3 ranks, clock"), "{out}");
+}
+
+/// Ranks of an A/B job with a summary record but no iteration record are named, compactly and
+/// with the cause their records give, not left out silently: ranks 2, 3, 4 and 7 here ran a
+/// program of the same job that marked no iteration (their records are a real job's, whose
+/// libaar.so ran under AAR_AB and ended none), and rank 5's iteration record was deleted. The
+/// warnings, the note under the table and the JSON say which ranks and why, and none of them is
+/// called missing.
+#[test]
+fn ranks_with_a_summary_record_but_no_rows_are_named_with_why() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4713")];
+    let (dir, records, files) =
+        job_of_8("report-without-rows", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let (idle_dir, idle, idle_files) = job_of_8("report-without-rows-idle", "smallmsg", &["--count", "20"], &env);
+    assert_eq!(idle_files.len(), 8, "summary records only: {idle_files:?}");
+    let of_rank = |files: &[String], rank: u32| -> Vec<String> {
+        files.iter().filter(|f| f.starts_with(&format!("aar.4713.{rank}."))).cloned().collect()
+    };
+    for rank in [2, 3, 4, 7] {
+        for f in of_rank(&files, rank) {
+            std::fs::remove_file(records.join(f)).unwrap();
+        }
+        let summary = of_rank(&idle_files, rank).pop().unwrap();
+        let rec: Value = serde_json::from_slice(&std::fs::read(idle.join(&summary)).unwrap()).unwrap();
+        assert_eq!(rec["ab"]["iterations"], 0, "{rec}");
+        std::fs::copy(idle.join(&summary), records.join(&summary)).unwrap();
+    }
+    let gone = of_rank(&files, 5).into_iter().find(|f| f.ends_with(".jsonl")).unwrap();
+    std::fs::remove_file(records.join(&gone)).unwrap();
+
+    let o = run(&[records.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "experiment \"4713\": ranks 2:4,7 (4 ranks) have a summary record but no iteration record: their summary \
+             records count no iteration ended (ab.iterations = 0)"
+        ) && err.contains("a slower rank among these is not seen. Mark the iterations on every rank"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "experiment \"4713\": rank 5 has a summary record but no iteration record: its summary record names an \
+             iteration record (ab.iterations_file; the first: {gone}) that is not beside it: moved or deleted"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("missing"), "{err}");
+    assert!(out.contains("experiment \"4713\": job, 3 ranks of 8, clock"), "{out}");
+    assert!(
+        out.contains(
+            "no rows of ranks 2:4,7 (no iteration ended) and 5 (iteration record moved or deleted): they have a \
+             summary record but no iteration record"
+        ),
+        "{out}"
+    );
+    let j = json_of(&run(&[records.to_str().unwrap(), "--json"]));
+    let e = &j["experiments"][0];
+    assert_eq!(
+        e["ranks_without_rows"],
+        serde_json::json!([
+            { "cause": "no_iteration_ended", "ranks": "2:4,7", "count": 4 },
+            { "cause": "file_missing", "ranks": "5", "count": 1 },
+        ]),
+        "{e}"
+    );
+    assert!(j["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("ranks 2:4,7 (4 ranks)")));
+    // A rank without a summary record either is missing, as before.
+    for f in of_rank(&files, 6) {
+        std::fs::remove_file(records.join(f)).unwrap();
+    }
+    let err = stderr(&run(&[records.to_str().unwrap()]));
+    assert!(
+        err.contains(
+            "the header says 8 ranks but 7 ranks have usable rows or a summary record that says why not (missing: 6)"
+        ),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&idle_dir).unwrap();
 }

@@ -85,6 +85,23 @@ impl fmt::Display for RankSet {
     }
 }
 
+/// The ranks given, as the fewest ranges (`3,7:9` from 3, 7, 8, 9, in any order): how the report
+/// names many ranks at once.
+impl FromIterator<u32> for RankSet {
+    fn from_iter<I: IntoIterator<Item = u32>>(ranks: I) -> Self {
+        let mut ranks: Vec<u32> = ranks.into_iter().collect();
+        ranks.sort_unstable();
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        for rank in ranks {
+            match ranges.last_mut() {
+                Some(last) if rank <= last.1.saturating_add(1) => last.1 = last.1.max(rank),
+                _ => ranges.push((rank, rank)),
+            }
+        }
+        Self(ranges)
+    }
+}
+
 // Shown in records and the self-check as the text users write.
 impl Serialize for RankSet {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -117,6 +134,14 @@ mod tests {
         let shown = " 0:63, 128,60:70".parse::<RankSet>().unwrap().to_string();
         assert_eq!(shown, "0:63,128,60:70");
         assert_eq!(shown.parse::<RankSet>().unwrap().to_string(), shown, "reads what it shows");
+    }
+
+    #[test]
+    fn ranks_given_one_by_one_are_shown_as_ranges() {
+        let r: RankSet = [9, 3, 8, 7, 7, 12, 0, u32::MAX].into_iter().collect();
+        assert_eq!(r.to_string(), "0,3,7:9,12,4294967295");
+        assert_eq!(r.to_string().parse::<RankSet>().unwrap(), r, "reads what it shows");
+        assert_eq!(std::iter::empty().collect::<RankSet>().to_string(), "");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! figures (with a warning) unless `--keep-incomplete`; so are iterations whose ranks disagree on
 //! the policy. Label disagreements only drop the label.
 
+use super::health::NoRows;
 use super::output::clean;
 use super::read::{ExperimentData, CONFLICT};
 use aar_record::count;
@@ -107,6 +108,9 @@ pub struct ExperimentReport {
     /// it names wrote records, and the iteration times are the slowest of those.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_ranks: Option<String>,
+    /// Ranks with a summary record but no iteration record, per cause their records give: no
+    /// time of theirs is in the iterations' times.
+    pub ranks_without_rows: Vec<RanksWithoutRows>,
     pub policies: Vec<String>,
     pub modes: Vec<String>,
     /// Iteration indices seen after the warm-up.
@@ -131,6 +135,15 @@ pub struct ExperimentReport {
     /// (iteration index, time, policy) in index order (for plots).
     #[serde(skip)]
     pub series: Vec<(u64, f64, usize)>,
+}
+
+/// Ranks that wrote a summary record but no iteration record, for one cause.
+#[derive(Serialize, Debug, Clone)]
+pub struct RanksWithoutRows {
+    pub cause: NoRows,
+    /// As `AAR_OUTPUT_RANKS` takes ranks: `3,7:9`.
+    pub ranks: String,
+    pub count: usize,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -719,9 +732,15 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     // sample. Those it leaves out wrote none by design (the headline and the notes say what the
     // times are then); a rank it names without usable rows is missing.
     let sample = e.output_ranks.as_ref();
-    let have: BTreeSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
+    let mut have: BTreeSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
+    // Ranks whose summary records say why they have no rows are said (read), not missing.
+    let having = match e.without_rows.is_empty() {
+        true => "usable rows",
+        false => "usable rows or a summary record that says why not",
+    };
+    have.extend(e.without_rows.iter().map(|(rank, _)| *rank));
     if let Some((first, missing)) =
-        e.header.nranks.and_then(|n| missing_ranks(n, sample, &have, "the header says", "usable rows"))
+        e.header.nranks.and_then(|n| missing_ranks(n, sample, &have, "the header says", having))
     {
         // Where the missing ranks' records would be, as libaar.so and aar sim name them.
         let name = format!("aar.{}.{first}.<pid>{}", aar_record::job_in_name(&e.name), aar_record::ITERATIONS_SUFFIX);
@@ -824,6 +843,7 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     r.ranks = same.iter().map(|e| e.ranks.iter().filter(|r| r.rows > 0).count()).max().unwrap_or(0);
     r.ranks_expected = None;
     r.output_ranks = None;
+    r.ranks_without_rows = Vec::new();
     r.iterations_seen = seen;
     r.warmup_rows = warmup_rows;
     r.first_index = 0;
@@ -1043,6 +1063,23 @@ fn figures(
         ranks: 0,
         ranks_expected: e.header.nranks,
         output_ranks: e.output_ranks.as_ref().map(ToString::to_string),
+        ranks_without_rows: {
+            let mut by: Vec<(NoRows, Vec<u32>)> = Vec::new();
+            for &(rank, why) in &e.without_rows {
+                match by.iter_mut().find(|(w, _)| *w == why) {
+                    Some((_, ranks)) => ranks.push(rank),
+                    None => by.push((why, vec![rank])),
+                }
+            }
+            by.sort_by_key(|(why, _)| *why);
+            by.into_iter()
+                .map(|(cause, ranks)| RanksWithoutRows {
+                    cause,
+                    count: ranks.len(),
+                    ranks: ranks.into_iter().collect::<RankSet>().to_string(),
+                })
+                .collect()
+        },
         policies: e.policies.clone(),
         modes: e.modes.clone(),
         iterations_seen: e.iterations.len(),

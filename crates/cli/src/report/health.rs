@@ -14,6 +14,7 @@ use super::output::clean_to;
 use aar_engine::Policy;
 use aar_record::ranks::RankSet;
 use rayon::prelude::*;
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -126,6 +127,8 @@ const FIELDS: &[(&str, Kind)] = &[
     ("/ab/iterations", Kind::Count),
     ("/ab/refused_begins", Kind::Counts),
     ("/ab/rows_unwritten_at_exit", Kind::Count),
+    ("/ab/iterations_file", Kind::Text),
+    ("/fork_child", Kind::Flag),
     ("/messages", Kind::Texts),
 ];
 
@@ -378,6 +381,205 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     let output_ranks = output_ranks(&found);
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
     Health { said: out, ended, refused_begins, unwritten_at_exit, unreadable, output_ranks }
+}
+
+/// Why a rank that wrote a summary record has no iteration record, as that record says: the rank
+/// has no rows, so no time of its is in the experiment's times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoRows {
+    /// It ended no iteration (`ab.iterations` 0).
+    NoIterationEnded,
+    /// Every begin it made was refused while libaar.so was starting (`ab.refused_begins`).
+    BeginsRefused,
+    /// Its exit handler found the iteration record held, and its rows were never written
+    /// (`ab.rows_unwritten_at_exit`).
+    UnwrittenAtExit,
+    /// It ended iterations but no iteration record was written (not created, or a failed write).
+    NotWritten,
+    /// Its record names an iteration record (`ab.iterations_file`) that is not beside it.
+    FileMissing,
+    /// Its record does not say (no `ab.iterations`: an older libaar.so), or could not be read.
+    NotSaid,
+}
+
+impl NoRows {
+    /// In a few words, for the note under the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoRows::NoIterationEnded => "no iteration ended",
+            NoRows::BeginsRefused => "every begin refused at start-up",
+            NoRows::UnwrittenAtExit => "rows unwritten at exit",
+            NoRows::NotWritten => "no iteration record written",
+            NoRows::FileMissing => "iteration record moved or deleted",
+            NoRows::NotSaid => "why not said",
+        }
+    }
+
+    /// What it is, completing "ranks ... have a summary record but no iteration record: ..." (`one`:
+    /// of one rank), `detail` (a message of the record, a file name, why it was not read)
+    /// included; and the fix.
+    fn said(self, one: bool, detail: Option<&str>) -> (String, &'static str) {
+        let detail = detail.map(quoted).unwrap_or_default();
+        let (their, they, records, s, does) =
+            if one { ("its", "it", "record", "s", "does") } else { ("their", "they", "records", "", "do") };
+        match self {
+            NoRows::NoIterationEnded => (
+                format!(
+                    "{their} summary {records} count{s} no iteration ended (ab.iterations = 0): {they} never began one, \
+                     or never ended one (under AAR_AB_BOUNDARY, called its collective fewer times than it takes)"
+                ),
+                "Mark the iterations on every rank, or choose as the boundary a collective every rank calls once per \
+                 iteration",
+            ),
+            NoRows::BeginsRefused => (
+                format!(
+                    "every iteration {they} began was refused while libaar.so was starting (ab.refused_begins counts \
+                     them all), so none has a row"
+                ),
+                "Begin the first iteration once libaar.so has started (the message in the records says how)",
+            ),
+            NoRows::UnwrittenAtExit => (
+                format!(
+                    "at exit another thread held {their} iteration record (inside fork(), or writing rows to a slow \
+                     file system) for longer than libaar.so's exit handler waits, so {their} rows, still buffered, \
+                     were never written (ab.rows_unwritten_at_exit)"
+                ),
+                "Let forks and the other threads' iteration calls finish before the program exits (join those \
+                 threads before exit, or before MPI_Finalize)",
+            ),
+            NoRows::NotWritten => (
+                match detail.is_empty() {
+                    true => format!(
+                        "{they} ended iterations (ab.iterations) but libaar.so wrote no iteration record, and the \
+                         summary {records} {does} not say why"
+                    ),
+                    false => format!(
+                        "{they} ended iterations (ab.iterations) but libaar.so wrote no iteration record (the first \
+                         summary record says: \"{detail}\")"
+                    ),
+                },
+                "Give AAR_OUTPUT_DIR room and write permission on every node the job runs on",
+            ),
+            NoRows::FileMissing => (
+                format!(
+                    "{their} summary {records} name{s} an iteration record (ab.iterations_file; the first: {detail}) \
+                     that is not beside it: moved or deleted"
+                ),
+                "Give the folder that holds it too",
+            ),
+            NoRows::NotSaid => (
+                match detail.is_empty() {
+                    true => format!(
+                        "{their} summary {records} {does} not say why (no ab.iterations: a record of an older libaar.so)"
+                    ),
+                    false => format!("{their} summary {records} {does} not say why (the first: {detail})"),
+                },
+                "",
+            ),
+        }
+    }
+}
+
+/// Why the rank of summary record `rec` has no iteration record ([`NoRows`]), and what of the
+/// record says more: the first message of libaar.so's about the iteration record, or its name.
+fn no_rows(rec: &Value) -> (NoRows, Option<String>) {
+    let n = |p: &str| rec.pointer(p).and_then(Value::as_u64);
+    let refused: u64 = rec
+        .pointer("/ab/refused_begins")
+        .and_then(Value::as_object)
+        .map_or(0, |o| o.values().filter_map(Value::as_u64).fold(0, u64::saturating_add));
+    let file = rec.pointer("/ab/iterations_file").and_then(Value::as_str);
+    match n("/ab/iterations") {
+        None => (NoRows::NotSaid, None),
+        Some(0) => (NoRows::NoIterationEnded, None),
+        Some(_) if file.is_some() => (NoRows::FileMissing, file.map(String::from)),
+        Some(_) if n("/ab/rows_unwritten_at_exit").is_some_and(|n| n > 0) => (NoRows::UnwrittenAtExit, None),
+        Some(ended) if ended <= refused => (NoRows::BeginsRefused, None),
+        Some(_) => {
+            let said = rec["messages"].as_array().into_iter().flatten().filter_map(Value::as_str);
+            (NoRows::NotWritten, said.into_iter().find(|m| m.contains("iteration record")).map(String::from))
+        }
+    }
+}
+
+/// The ranks of experiment `experiment` (`what` names it in warnings) that wrote a summary record
+/// among `summaries` but have no iteration record beside it, nor among `read` (the ranks whose
+/// iteration records were read): each with why, as its record says ([`NoRows`]), and one warning
+/// per cause naming them, that says the comparison leaves them out. A fork child's record (it
+/// writes no rows) and a rank beyond `nranks` are not such ranks.
+pub fn without_rows(
+    what: &str,
+    experiment: &str,
+    nranks: Option<u32>,
+    read: &BTreeSet<u32>,
+    summaries: &[PathBuf],
+) -> (Vec<(u32, NoRows)>, Vec<String>) {
+    let prefix = format!("aar.{}.", aar_record::job_in_name(experiment));
+    // `<rank>.<pid>` after the experiment's name: a longer name (another step's) is not its.
+    let rank_of = |p: &Path| -> Option<u32> {
+        let name = p.file_name()?.to_str()?.strip_prefix(&prefix)?.strip_suffix(aar_record::SUMMARY_SUFFIX)?;
+        let (rank, pid) = name.split_once('.')?;
+        pid.parse::<u32>().ok()?;
+        rank.parse().ok().filter(|r| !read.contains(r) && nranks.is_none_or(|n| *r < n))
+    };
+    let iterations_beside = |p: &Path| {
+        let name = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(aar_record::SUMMARY_SUFFIX));
+        name.is_some_and(|n| {
+            std::fs::symlink_metadata(p.with_file_name(format!("{n}{}", aar_record::ITERATIONS_SUFFIX))).is_ok()
+        })
+    };
+    let mut found: Vec<(u32, NoRows, Option<String>)> = summaries
+        .par_iter()
+        .filter_map(|p| Some((rank_of(p)?, p)))
+        .filter(|(_, p)| !iterations_beside(p))
+        .filter_map(|(rank, p)| match read_summary(p) {
+            Ok((rec, _)) if rec["fork_child"] == Value::Bool(true) => None,
+            Ok((rec, _)) => {
+                let (why, detail) = no_rows(&rec);
+                Some((rank, why, detail))
+            }
+            Err(e) => Some((rank, NoRows::NotSaid, Some(format!("{}: {e}", p.display())))),
+        })
+        .collect();
+    found.sort_by_key(|(rank, why, _)| (*rank, *why));
+    found.dedup_by_key(|(rank, _, _)| *rank);
+    let mut causes: BTreeMap<NoRows, (Vec<u32>, Option<String>)> = BTreeMap::new();
+    for (rank, why, detail) in &found {
+        let (ranks, first) = causes.entry(*why).or_default();
+        ranks.push(*rank);
+        if first.is_none() {
+            first.clone_from(detail);
+        }
+    }
+    let said = causes
+        .into_iter()
+        .map(|(why, (ranks, detail))| {
+            let (cause, fix) = why.said(ranks.len() == 1, detail.as_deref());
+            let fix = if fix.is_empty() { String::new() } else { format!(". {fix}") };
+            format!(
+                "{what}: {} {} a summary record but no iteration record: {cause}. The tables compare the other ranks' \
+                 iterations only (an iteration's time is the slowest of the ranks with rows): a slower rank among \
+                 these is not seen{fix}",
+                rank_list(&ranks),
+                if ranks.len() == 1 { "has" } else { "have" },
+            )
+        })
+        .collect();
+    (found.into_iter().map(|(rank, why, _)| (rank, why)).collect(), said)
+}
+
+/// Ranks as the fewest ranges, as `AAR_OUTPUT_RANKS` takes them: "rank 3", "ranks 3,7:9 (4 ranks)"
+/// (a list of scattered ranks cut short; the count says how many).
+pub fn rank_list(ranks: &[u32]) -> String {
+    match ranks {
+        [one] => format!("rank {one}"),
+        _ => format!(
+            "ranks {} ({})",
+            clean_to(&ranks.iter().copied().collect::<RankSet>().to_string(), 200),
+            aar_record::count(ranks.len() as u64, "rank", "ranks")
+        ),
+    }
 }
 
 /// What the summary records beside an experiment's iteration records say.

@@ -338,8 +338,27 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
         ),
         _ => String::new(),
     };
+    let mut without: Vec<String> =
+        e.ranks_without_rows.iter().map(|w| format!("{} ({})", clean_to(&w.ranks, 120), w.cause.name())).collect();
+    let without = match without.len() {
+        0 => String::new(),
+        n => {
+            let ranks: usize = e.ranks_without_rows.iter().map(|w| w.count).sum();
+            if n > 1 {
+                let last = without.pop().unwrap_or_default();
+                without = vec![format!("{} and {last}", without.join(", "))];
+            }
+            format!(
+                "; {} {}: {} a summary record but no iteration record (the warnings say why), and a slower rank \
+                 among them is not seen",
+                if ranks == 1 { "no rows of rank" } else { "no rows of ranks" },
+                without[0],
+                if ranks == 1 { "it has" } else { "they have" }
+            )
+        }
+    };
     let mut notes = vec![
-        format!("iteration time = the slowest rank's end - start in each iteration{of}"),
+        format!("iteration time = the slowest rank's end - start in each iteration{of}{without}"),
         format!(
             "95% CI of the median: {}; n=K: too few iterations for an interval ({MIN_ITERATIONS_CI} at least \
              for the median's); QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy",

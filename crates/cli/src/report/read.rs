@@ -32,7 +32,7 @@ use super::{health, jobs};
 use aar_record::{count, Fault, Header, Iteration, Problem, Reader, FORMAT, ITERATIONS_SUFFIX};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -194,6 +194,9 @@ pub struct ExperimentData {
     /// `AAR_OUTPUT_RANKS`, the ranks that wrote records, as the lowest rank's iteration record
     /// gives it, else (a record written before its header had it) its summary records.
     pub output_ranks: Option<aar_record::ranks::RankSet>,
+    /// Ranks with a summary record but no iteration record, and why, as the record says
+    /// ([`health::without_rows`]): none of their time is in the iterations' times.
+    pub without_rows: Vec<(u32, health::NoRows)>,
 }
 
 /// All experiments found, and the warnings said along the way.
@@ -308,7 +311,13 @@ fn is_partial(name: &str) -> bool {
 }
 
 /// Step 1: the record files under `inputs`, sorted, each once.
-fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>, summaries_only: &mut Vec<PathBuf>) -> Vec<PathBuf> {
+/// The summary records in the folders walked go to `summaries`.
+fn discover(
+    inputs: &[PathBuf],
+    warnings: &mut Vec<String>,
+    summaries_only: &mut Vec<PathBuf>,
+    summaries: &mut Vec<PathBuf>,
+) -> Vec<PathBuf> {
     let mut found = Vec::new();
     // Unfinished records per folder, said once each.
     let mut partial: BTreeMap<PathBuf, u64> = BTreeMap::new();
@@ -352,6 +361,8 @@ fn discover(inputs: &[PathBuf], warnings: &mut Vec<String>, summaries_only: &mut
             let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
             if is_partial(&name) {
                 *partial.entry(super::folder(p).to_path_buf()).or_default() += 1;
+            } else if jobs::is_summary_name(&name) {
+                summaries.push(p.clone());
             }
             name.ends_with(ITERATIONS_SUFFIX)
         });
@@ -794,7 +805,10 @@ fn absurd(row: &Iteration) -> Option<String> {
 pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut warnings = Vec::new();
     let mut summaries_only = Vec::new();
-    let files = discover(inputs, &mut warnings, &mut summaries_only);
+    let mut summaries = Vec::new();
+    let files = discover(inputs, &mut warnings, &mut summaries_only, &mut summaries);
+    summaries.sort();
+    summaries.dedup();
 
     // Step 2: heads, grouped by experiment.
     let heads: Vec<Result<Head, FileError>> = files.par_iter().map(|p| read_head(p)).collect();
@@ -953,6 +967,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             ranks: Vec::new(),
             warmup_rows: 0,
             output_ranks: None,
+            without_rows: Vec::new(),
         });
     }
 
@@ -1046,6 +1061,15 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         }
         for w in unwritten(e) {
             warn(&mut warnings, w);
+        }
+        if e.header.source == aar_record::Source::Job {
+            let read: BTreeSet<u32> = files.iter().map(|(rank, _)| *rank).collect();
+            let what = format!("experiment \"{}\"", e.name.escape_debug());
+            let (without, said) = health::without_rows(&what, &e.name, e.header.nranks, &read, &summaries);
+            e.without_rows = without;
+            for w in said {
+                warn(&mut warnings, w);
+            }
         }
         if let Some(w) = unfinished(e, &files) {
             warn(&mut warnings, w);
