@@ -1443,3 +1443,48 @@ fn a_stdout_nobody_reads_does_not_stop_pmi() {
     assert_eq!(out.len(), BYTES, "{err}");
     assert!(out.chunks(2).all(|l| l == b"y\n"), "{err}");
 }
+
+/// A launcher whose stderr nobody reads while the job runs (`aar run ... 2>&1 | less` left at its
+/// prompt) still serves PMI after a line of its own: rank 1 writes more to stderr than the pipe
+/// holds, then a line that is not PMI, which the launcher answers and says on stderr, then the
+/// job's PMI calls. The test reads stderr only once both ranks wrote their report line on stdout,
+/// and there the rank's lines come first, then the launcher's line about what it did after them.
+#[test]
+fn a_stderr_nobody_reads_does_not_stop_pmi_after_a_line_of_the_launcher() {
+    const LINES: usize = 40_000;
+    let script = format!(
+        "if [ $PMI_RANK = 1 ]; then yes stderr-line | head -n {LINES} >&2; echo hello >&$PMI_FD; \
+         read reply <&$PMI_FD; echo \"answer: $reply\"; fi; exec {}",
+        pmi_job().display()
+    );
+    let mut child = aar_within_60_s()
+        .args(["run", "-n", "2", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stderr = child.stderr.take().unwrap();
+    // Stderr is not read until both ranks wrote their report (or the launcher, killed at 60 s,
+    // closed stdout).
+    let mut out = String::new();
+    while !(out.contains("rank=0 ") && out.contains("rank=1 ")) {
+        if stdout.read_line(&mut out).unwrap() == 0 {
+            break;
+        }
+    }
+    assert!(out.contains("rank=0 ") && out.contains("rank=1 "), "PMI was not served: {out}");
+    let mut err = String::new();
+    stderr.read_to_string(&mut err).unwrap();
+    stdout.read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}: {out}");
+    assert!(out.contains("answer: cmd=error rc=-1 msg=not_a_PMI_message\n"), "{out}");
+    assert!(!out.contains("failures=1"), "{out}");
+    // (pmi_job's checks of bad arguments make libpmi.so.0 say lines of its own, in both ranks.)
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.iter().filter(|l| **l == "stderr-line").count(), LINES, "the rank's lines are not all whole");
+    let said = lines.iter().position(|l| l.starts_with("aar run: rank 1 sent a line that is not PMI"));
+    let last = lines.iter().rposition(|l| *l == "stderr-line");
+    assert!(said.is_some() && said > last, "the launcher's line is missing or before the rank's lines");
+}

@@ -57,8 +57,10 @@
 //!   its SIGTERM, of SIGPIPE from a peer the SIGTERM killed, by its SIGTERM handler's exit code)
 //!   ended with the job, and is not counted.
 
-/// One line on stderr, as `eprintln!` but after the ranks' lines that wait to be written there
-/// ([`output::say`]), and without its panic when stderr cannot be written (a closed pipe:
+/// One line on stderr, as `eprintln!` but queued after the ranks' lines that wait to be written
+/// there and written out as far as stderr takes it without blocking ([`output::say`]): a stderr
+/// nobody reads (a full pipe) does not stop PMI or the job's end; [`run`] writes out what is left
+/// before it returns. Without `eprintln!`'s panic when stderr cannot be written (a closed pipe:
 /// `aar run ... 2>&1 | head`): the line is lost, and the launcher still ends its ranks and what
 /// they left running, and removes the job folder, instead of dying mid-job.
 macro_rules! say {
@@ -215,6 +217,14 @@ const GRACE: Duration = Duration::from_secs(3);
 const STOP_WAIT: Duration = Duration::from_secs(1);
 
 pub fn run(args: RunArgs) -> i32 {
+    let code = run_job(args);
+    // What waits for stdout and stderr, the launcher's own lines too (the job folder's removal,
+    // say), waiting as any program's writes do.
+    output::flush(true);
+    code
+}
+
+fn run_job(args: RunArgs) -> i32 {
     if let Some(refused) = args.refused.check(args.ranks) {
         say!("aar run: {refused}");
         return EXIT_USAGE;
@@ -276,7 +286,6 @@ pub fn run(args: RunArgs) -> i32 {
     sup.drain_output();
     end_leftovers();
     sup.drain_output();
-    output::flush(true);
     code
     // `job` drops here: the job folder goes, after the last rank ended.
 }
@@ -425,6 +434,15 @@ struct Rank {
 }
 
 impl Rank {
+    /// What the rank wrote and the launcher has not read yet, as far as that does not wait: before
+    /// a line of the launcher's about what the rank did (PMI_Abort, a line that is not PMI, its
+    /// end), which the rank wrote out before it (libpmi.so.0's PMI_Abort, MPICH's MPI_Abort say
+    /// why first), so that its own words come first. What a full queue holds back stays behind.
+    fn read_output(&mut self) {
+        self.out.drain(false);
+        self.err.drain(false);
+    }
+
     fn close(&mut self) {
         self.conn = None;
         self.closed_at.get_or_insert_with(Instant::now);
@@ -864,12 +882,14 @@ impl Supervisor {
             match line.parse::<Message>() {
                 Ok(msg) => self.answer(r, &msg),
                 Err(e) => {
+                    self.ranks[r].read_output();
                     say!("aar run: rank {r} sent a line that is not PMI ({e}); it was answered with an error.");
                     self.send(r, &Message::new("error").with("rc", -1).with("msg", "not_a_PMI_message"));
                 }
             }
         }
         if self.ranks[r].pending.len() > MAX_LINE {
+            self.ranks[r].read_output();
             say!("aar run: rank {r} sent more than {MAX_LINE} bytes without a newline: not PMI; its PMI connection is closed.");
             self.ranks[r].close();
         }
@@ -957,10 +977,8 @@ impl Supervisor {
                 break;
             }
         }
-        // Its last lines before the line that says it ended (but what a stream that is not
-        // read holds back: the loop must not wait for it).
-        self.ranks[r].out.drain(false);
-        self.ranks[r].err.drain(false);
+        // Its last lines before the line that says it ended.
+        self.ranks[r].read_output();
         if let Some(sig) = status.signal() {
             Some((128 + sig, format!("was killed by {} (signal {sig})", signals::name(sig)), status))
         } else {

@@ -5,15 +5,17 @@
 //! rank that wrote it.
 //!
 //! The same loop serves PMI, so it never waits for its own stdout or stderr: lines go to a queue
-//! of their stream ([`QUEUE_MAX`] bytes at most), written out while the stream takes them without
-//! blocking (a poll for POLLOUT, then at most [`PIPE_BUF`] bytes, which a pipe with room takes
-//! whole). A stream nobody reads (`aar run ... | less` left at its prompt, a terminal stopped with
-//! ^S) fills its queue; the ranks' pipes of that stream are then not read, so a rank that writes
-//! on blocks in its own write, as it would writing to the stream itself, while PMI is served to
-//! every rank and the job goes on. At the end of the job the queues are written out, waiting as
-//! any program's writes do.
+//! of their stream ([`QUEUE_MAX`] bytes at most of the ranks'; the launcher's own lines, [`say`],
+//! go there too, after the ranks' lines before them), written out while the stream takes them
+//! without blocking (a poll for POLLOUT, then at most [`PIPE_BUF`] bytes, which a pipe with room
+//! takes whole). A stream nobody reads (`aar run ... | less` left at its prompt, a terminal
+//! stopped with ^S, `aar run ... 2>&1 | less`) fills its queue; the ranks' pipes of that stream
+//! are then not read, so a rank that writes on blocks in its own write, as it would writing to
+//! the stream itself, while PMI is served to every rank and the job goes on, and ends as it
+//! would (SIGTERM to the ranks at an abort). Before the launcher exits the queues are written
+//! out, waiting as any program's writes do.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::process::{ChildStderr, ChildStdout};
 use std::sync::{Mutex, MutexGuard};
@@ -24,6 +26,9 @@ const MAX_HELD: usize = 64 * 1024;
 
 /// The bytes a stream's queue may hold before the ranks' pipes of that stream are no longer read.
 const QUEUE_MAX: usize = 1 << 20;
+
+/// The bytes of the launcher's own lines that stderr's queue may hold beyond [`QUEUE_MAX`].
+const SAY_MAX: usize = 1 << 20;
 
 /// The most a write to a stream that polled writable takes at once: a pipe with room for a
 /// write takes this much whole (pipe(7)), so the write cannot block.
@@ -41,10 +46,14 @@ struct Queue {
     bytes: Vec<u8>,
     /// A write failed (`aar run ... | head` once head is gone): nothing more is written.
     closed: bool,
+    /// The launcher's own lines not queued: the queue held [`QUEUE_MAX`] + [`SAY_MAX`] bytes.
+    lost: usize,
 }
 
-static QUEUES: [Mutex<Queue>; 2] =
-    [Mutex::new(Queue { bytes: Vec::new(), closed: false }), Mutex::new(Queue { bytes: Vec::new(), closed: false })];
+static QUEUES: [Mutex<Queue>; 2] = [
+    Mutex::new(Queue { bytes: Vec::new(), closed: false, lost: 0 }),
+    Mutex::new(Queue { bytes: Vec::new(), closed: false, lost: 0 }),
+];
 
 impl Sink {
     fn fd(self) -> libc::c_int {
@@ -121,25 +130,45 @@ pub fn waiting_sinks() -> Vec<libc::c_int> {
         .collect()
 }
 
-/// Write out what both streams' queues hold, when that does not block; with `wait`, all of it.
+/// Write out what both streams' queues hold, when that does not block; with `wait`, all of it,
+/// and the line that says how many of the launcher's own lines were lost ([`say`]).
 pub fn flush(wait: bool) {
     Sink::Stdout.flush(wait);
     Sink::Stderr.flush(wait);
-}
-
-/// One line of the launcher's own on stderr (the `say!` macro), after the ranks' lines that wait
-/// for stderr, so that it comes after what they wrote before it; lost when stderr cannot be
-/// written.
-pub fn say(line: std::fmt::Arguments) {
-    let mut q = Sink::Stderr.queue();
-    if q.closed {
+    if !wait {
         return;
     }
-    let mut text = std::mem::take(&mut q.bytes);
-    text.extend_from_slice(format!("{line}\n").as_bytes());
-    if std::io::stderr().lock().write_all(&text).is_err() {
-        q.closed = true;
+    let lost = std::mem::take(&mut Sink::Stderr.queue().lost);
+    if lost > 0 {
+        say(format_args!(
+            "aar run: {lost} more of its lines were lost: its stderr was not read while the job ran and \
+             {} MiB waited for it.",
+            (QUEUE_MAX + SAY_MAX) >> 20
+        ));
+        Sink::Stderr.flush(true);
     }
+}
+
+/// One line of the launcher's own on stderr (the `say!` macro): queued after the ranks' lines
+/// that wait for stderr, so that it comes after what they wrote before it, and written out as far
+/// as stderr takes it without blocking, as theirs are: a stderr nobody reads must not stop the
+/// loop that serves PMI and ends the job. Not bounded by [`QUEUE_MAX`] (a warning the launcher
+/// holds back is no use), but by [`SAY_MAX`] more, against a rank that makes it say a line again
+/// and again: beyond that the lines are counted, and one line at the end says how many were lost.
+/// Lost when stderr cannot be written.
+pub fn say(line: std::fmt::Arguments) {
+    {
+        let mut q = Sink::Stderr.queue();
+        if q.closed {
+            return;
+        }
+        if q.bytes.len() >= QUEUE_MAX + SAY_MAX {
+            q.lost += 1;
+            return;
+        }
+        q.bytes.extend_from_slice(format!("{line}\n").as_bytes());
+    }
+    Sink::Stderr.flush(false);
 }
 
 /// The read end of the pipe of one stream of a rank.
