@@ -68,6 +68,12 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `err` has a line with `first`, and a line with `then` after it.
+fn said_before(err: &str, first: &str, then: &str) -> bool {
+    let at = |s: &str| err.lines().position(|l| l.contains(s));
+    matches!((at(first), at(then)), (Some(a), Some(b)) if a < b)
+}
+
 /// The job folder the ranks saw, which must be gone now that `aar run` returned.
 fn assert_job_dir_removed(lines: &[Line]) {
     let dir = &lines[0]["jobdir"];
@@ -133,6 +139,8 @@ fn pmi_abort_ends_the_job_with_its_code() {
     // The other two wait in a barrier that never completes, and rank 1 in PMI_Abort, as MPICH's
     // waits there: only the launcher ends them, all three, as srun ends a step.
     assert!(msg[0].contains("SIGTERM to the 3 ranks still running, rank 1 too."), "{err}");
+    // The rank's own line, with the cause, first: it wrote it before it told the launcher.
+    assert!(said_before(&err, "aar: rank 1: PMI_Abort(7)", "called PMI_Abort with exit code 7"), "{err}");
     // Rank 1 got that SIGTERM (and no SIGKILL after the grace: the one line above), and its PMI
     // connection stayed open, which MPICH's MPI_Abort would return to the program at.
     assert!(err.contains("pmi_job: rank 1: got SIGTERM after PMI_Abort\n"), "{err}");
@@ -141,7 +149,9 @@ fn pmi_abort_ends_the_job_with_its_code() {
     // A code exit() would cut to its low byte: the message says what the status will be.
     let out = aar_run(&["-n", "2"], &["abort", "0", "300"]);
     assert_eq!(out.status.code(), Some(44), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("PMI_Abort with exit code 300 (exit status 44)"), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("PMI_Abort with exit code 300 (exit status 44)"), "{err}");
+    assert!(said_before(&err, "aar: rank 0: PMI_Abort(300)", "called PMI_Abort with exit code 300"), "{err}");
     // MPI_Abort(comm, 0) (and a code exit() would cut to 0) is no success in a batch script.
     for code in ["0", "256"] {
         let out = aar_run(&["-n", "2"], &["abort", "1", code]);
@@ -151,6 +161,7 @@ fn pmi_abort_ends_the_job_with_its_code() {
             err.contains(&format!("PMI_Abort with exit code {code} (exit status 1: an abort is no success)")),
             "{err}"
         );
+        assert!(said_before(&err, &format!("aar: rank 1: PMI_Abort({code})"), "called PMI_Abort with"), "{err}");
     }
     // Before PMI_Init the launcher is told on the PMI_FD it gave: an abort, not an exit code.
     let out = aar_run(&["-n", "2"], &["early", "1", "9"]);
@@ -158,6 +169,7 @@ fn pmi_abort_ends_the_job_with_its_code() {
     assert_eq!(out.status.code(), Some(9), "{err}");
     assert!(err.contains("aar: rank 1: PMI_Abort(9): pmi_job asked to abort before PMI_Init\n"), "{err}");
     assert!(err.contains("rank 1 (pid ") && err.contains("called PMI_Abort with exit code 9;"), "{err}");
+    assert!(said_before(&err, "aar: rank 1: PMI_Abort(9)", "called PMI_Abort with exit code 9"), "{err}");
     assert!(!err.contains("exited with code"), "{err}");
     // After PMI_Finalize the launcher cannot be told: the rank's exit status alone must fail the
     // job, so a code whose low byte is 0 exits 1, not 0; another code as exit() gives it.
@@ -170,6 +182,7 @@ fn pmi_abort_ends_the_job_with_its_code() {
             "{err}"
         );
         assert!(err.contains("rank 1 (pid ") && err.contains(&format!("exited with code {status}")), "{err}");
+        assert!(said_before(&err, "aar: rank 1: PMI_Abort(", "exited with code"), "{err}");
     }
 }
 
@@ -362,6 +375,9 @@ fn an_mpich_rank_that_calls_mpi_abort_ends_with_the_job() {
     assert_eq!(msg.len(), 1, "{err}");
     assert!(msg[0].contains("rank 1 (pid ") && msg[0].contains("called PMI_Abort with exit code 6;"), "{err}");
     assert!(msg[0].ends_with("SIGTERM to the 2 ranks still running, rank 1 too."), "{err}");
+    // MPICH's own line (`Abort(6) on node 1 ...`), which it writes before it tells the launcher,
+    // first.
+    assert!(said_before(&err, "MPI_Abort(MPI_COMM_WORLD, 6)", "called PMI_Abort with exit code 6"), "{err}");
 }
 
 #[test]

@@ -913,6 +913,8 @@ impl Supervisor {
                     s if s == code => (s, String::new()),
                     s => (s, format!(" (exit status {s})")),
                 };
+                // Its own line about the abort (with the cause) before the launcher's.
+                self.ranks[r].read_output();
                 self.end(
                     status,
                     Some(r),
