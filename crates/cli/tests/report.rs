@@ -2562,3 +2562,64 @@ fn ranks_with_a_summary_record_but_no_rows_are_named_with_why() {
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&idle_dir).unwrap();
 }
+
+/// Summary records of ranks without rows are used however they are given: in a folder of their
+/// own (the AAR_OUTPUT_DIR of a node whose ranks wrote no iteration record) or named alone. Either
+/// way they name those ranks, in the warnings, the note under the table and the HTML page alike,
+/// and are not also said to be left out; a summary record that says nothing of a rank without
+/// rows (rank 6 has rows) is, and only it.
+#[test]
+fn summary_records_given_apart_from_the_iteration_records_name_the_ranks_without_rows() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4714")];
+    let (dir, records, files) = job_of_8("report-apart", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let (idle_dir, idle, idle_files) = job_of_8("report-apart-idle", "smallmsg", &["--count", "20"], &env);
+    let of_rank = |files: &[String], rank: u32| -> Vec<String> {
+        files.iter().filter(|f| f.starts_with(&format!("aar.4714.{rank}."))).cloned().collect()
+    };
+    let node = dir.join("node2");
+    std::fs::create_dir(&node).unwrap();
+    for rank in [2, 3] {
+        for f in of_rank(&files, rank) {
+            std::fs::remove_file(records.join(f)).unwrap();
+        }
+    }
+    let summary = |rank: u32| {
+        let name = of_rank(&idle_files, rank).pop().unwrap();
+        std::fs::copy(idle.join(&name), node.join(&name)).unwrap();
+        node.join(name)
+    };
+    let (two, three) = (summary(2), summary(3));
+    let said = "experiment \"4714\": ranks 2:3 (2 ranks) have a summary record but no iteration record: their summary \
+                records count no iteration ended (ab.iterations = 0)";
+    let noted = "no rows of ranks 2:3 (no iteration ended): they have a summary record but no iteration record";
+    let html = dir.join("report.html");
+    let report = |inputs: &[&Path]| {
+        let o = aar().arg("report").args(inputs).arg("--html").arg(&html).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        (stdout(&o), stderr(&o), std::fs::read_to_string(&html).unwrap())
+    };
+    for inputs in [vec![records.as_path(), &node], vec![&records, &two, &three]] {
+        let (out, err, page) = report(&inputs);
+        assert!(err.contains(said), "{inputs:?}: {err}");
+        assert!(!err.contains("summary records only") && !err.contains("missing"), "{inputs:?}: {err}");
+        assert!(out.contains(noted), "{inputs:?}: {out}");
+        assert!(page.contains(&said.replace('"', "&quot;")) && page.contains(noted), "{inputs:?}: {page}");
+    }
+    // A summary record of a rank with rows, beside them or named alone, is left out, and said.
+    let six = summary(6);
+    let (_, err, page) = report(&[&records, &node]);
+    let left = format!(
+        "{}: summary records only, no iteration record: 2 of its 3 summary records say why their ranks have no rows \
+         (above); the other is left out of this report",
+        node.display()
+    );
+    assert!(err.contains(said) && err.contains(&left), "{err}");
+    assert!(page.contains(&left), "{page}");
+    let (_, err, _) = report(&[&records, &two, &three, &six]);
+    assert!(err.contains(said), "{err}");
+    assert!(err.contains(&format!("{}: summary records only, no iteration record: left out", six.display())), "{err}");
+    assert_eq!(err.matches("summary records only").count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&idle_dir).unwrap();
+}

@@ -738,7 +738,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         true => "usable rows",
         false => "usable rows or a summary record that says why not",
     };
-    have.extend(e.without_rows.iter().map(|(rank, _)| *rank));
+    have.extend(e.without_rows.iter().map(|(rank, _, _)| *rank));
     if let Some((first, missing)) =
         e.header.nranks.and_then(|n| missing_ranks(n, sample, &have, "the header says", having))
     {
@@ -1065,7 +1065,7 @@ fn figures(
         output_ranks: e.output_ranks.as_ref().map(ToString::to_string),
         ranks_without_rows: {
             let mut by: Vec<(NoRows, Vec<u32>)> = Vec::new();
-            for &(rank, why) in &e.without_rows {
+            for &(rank, why, _) in &e.without_rows {
                 match by.iter_mut().find(|(w, _)| *w == why) {
                     Some((_, ranks)) => ranks.push(rank),
                     None => by.push((why, vec![rank])),

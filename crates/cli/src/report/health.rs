@@ -505,8 +505,8 @@ fn no_rows(rec: &Value) -> (NoRows, Option<String>) {
 
 /// The ranks of experiment `experiment` (`what` names it in warnings) that wrote a summary record
 /// among `summaries` but have no iteration record beside it, nor among `read` (the ranks whose
-/// iteration records were read): each with why, as its record says ([`NoRows`]), and one warning
-/// per cause naming them, that says the comparison leaves them out. A fork child's record (it
+/// iteration records were read): each with why, as its record says ([`NoRows`]), and that record;
+/// and one warning per cause naming them, that says the comparison leaves them out. A fork child's record (it
 /// writes no rows) and a rank beyond `nranks` are not such ranks.
 pub fn without_rows(
     what: &str,
@@ -514,7 +514,7 @@ pub fn without_rows(
     nranks: Option<u32>,
     read: &BTreeSet<u32>,
     summaries: &[PathBuf],
-) -> (Vec<(u32, NoRows)>, Vec<String>) {
+) -> (Vec<(u32, NoRows, PathBuf)>, Vec<String>) {
     let prefix = format!("aar.{}.", aar_record::job_in_name(experiment));
     // `<rank>.<pid>` after the experiment's name: a longer name (another step's) is not its.
     let rank_of = |p: &Path| -> Option<u32> {
@@ -529,7 +529,7 @@ pub fn without_rows(
             std::fs::symlink_metadata(p.with_file_name(format!("{n}{}", aar_record::ITERATIONS_SUFFIX))).is_ok()
         })
     };
-    let mut found: Vec<(u32, NoRows, Option<String>)> = summaries
+    let mut found: Vec<(u32, NoRows, Option<String>, &PathBuf)> = summaries
         .par_iter()
         .filter_map(|p| Some((rank_of(p)?, p)))
         .filter(|(_, p)| !iterations_beside(p))
@@ -537,15 +537,15 @@ pub fn without_rows(
             Ok((rec, _)) if rec["fork_child"] == Value::Bool(true) => None,
             Ok((rec, _)) => {
                 let (why, detail) = no_rows(&rec);
-                Some((rank, why, detail))
+                Some((rank, why, detail, p))
             }
-            Err(e) => Some((rank, NoRows::NotSaid, Some(format!("{}: {e}", p.display())))),
+            Err(e) => Some((rank, NoRows::NotSaid, Some(format!("{}: {e}", p.display())), p)),
         })
         .collect();
-    found.sort_by_key(|(rank, why, _)| (*rank, *why));
-    found.dedup_by_key(|(rank, _, _)| *rank);
+    found.sort_by_key(|(rank, why, _, _)| (*rank, *why));
+    found.dedup_by_key(|(rank, _, _, _)| *rank);
     let mut causes: BTreeMap<NoRows, (Vec<u32>, Option<String>)> = BTreeMap::new();
-    for (rank, why, detail) in &found {
+    for (rank, why, detail, _) in &found {
         let (ranks, first) = causes.entry(*why).or_default();
         ranks.push(*rank);
         if first.is_none() {
@@ -566,7 +566,7 @@ pub fn without_rows(
             )
         })
         .collect();
-    (found.into_iter().map(|(rank, why, _)| (rank, why)).collect(), said)
+    (found.into_iter().map(|(rank, why, _, p)| (rank, why, p.clone())).collect(), said)
 }
 
 /// Ranks as the fewest ranges, as `AAR_OUTPUT_RANKS` takes them: "rank 3", "ranks 3,7:9 (4 ranks)"

@@ -278,14 +278,25 @@ pub fn run(args: ReportArgs) -> i32 {
         );
         return EXIT_FAILED;
     }
-    for input in &data.summaries_only {
+    // Summary records that say why ranks have no rows are used (their warnings name those ranks):
+    // only the others are left out.
+    for s in &data.summaries_only {
+        let input = s.input.display();
+        let left = s.records - s.explaining;
+        let used = match (s.explaining, left) {
+            (_, 0) => continue,
+            (0, _) => String::new(),
+            (n, left) => format!(
+                "{n} of its {} say why their ranks have no rows (above); the other {} ",
+                aar_record::count(s.records as u64, "summary record", "summary records"),
+                if left == 1 { "is".to_string() } else { format!("{left} are") },
+            ),
+        };
         read::warn(
             &mut warnings,
             format!(
-                "{}: summary records only, no iteration record: left out of this report of the others' iterations \
-                 (aar report {} alone sums them per job)",
-                input.display(),
-                input.display()
+                "{input}: summary records only, no iteration record: {used}left out of this report of the others' \
+                 iterations (aar report {input} alone sums them per job)"
             ),
         );
     }

@@ -194,9 +194,9 @@ pub struct ExperimentData {
     /// `AAR_OUTPUT_RANKS`, the ranks that wrote records, as the lowest rank's iteration record
     /// gives it, else (a record written before its header had it) its summary records.
     pub output_ranks: Option<aar_record::ranks::RankSet>,
-    /// Ranks with a summary record but no iteration record, and why, as the record says
+    /// Ranks with a summary record but no iteration record, why, and the record that says so
     /// ([`health::without_rows`]): none of their time is in the iterations' times.
-    pub without_rows: Vec<(u32, health::NoRows)>,
+    pub without_rows: Vec<(u32, health::NoRows, PathBuf)>,
 }
 
 /// All experiments found, and the warnings said along the way.
@@ -205,7 +205,18 @@ pub struct Data {
     pub warnings: Vec<String>,
     /// Inputs with summary records but no iteration record: reported per job only when no input
     /// has iterations.
-    pub summaries_only: Vec<PathBuf>,
+    pub summaries_only: Vec<SummariesOnly>,
+}
+
+/// An input (a folder, or a summary record named alone) with summary records but no iteration
+/// record.
+pub struct SummariesOnly {
+    pub input: PathBuf,
+    /// Its summary records.
+    pub records: usize,
+    /// Those of them that say why a rank of an experiment read has no rows
+    /// ([`ExperimentData::without_rows`]): the report uses them, the others it leaves out.
+    pub explaining: usize,
 }
 
 /// Say a warning now and keep it for `--json` and the HTML page.
@@ -311,11 +322,12 @@ fn is_partial(name: &str) -> bool {
 }
 
 /// Step 1: the record files under `inputs`, sorted, each once.
-/// The summary records in the folders walked go to `summaries`.
+/// The summary records, in the folders walked or named alone, go to `summaries`; the inputs that
+/// hold no iteration record but summary records to `summaries_only`, with theirs.
 fn discover(
     inputs: &[PathBuf],
     warnings: &mut Vec<String>,
-    summaries_only: &mut Vec<PathBuf>,
+    summaries_only: &mut Vec<(PathBuf, Vec<PathBuf>)>,
     summaries: &mut Vec<PathBuf>,
 ) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -340,7 +352,8 @@ fn discover(
             let renamed_summary =
                 || !input.to_string_lossy().ends_with(ITERATIONS_SUFFIX) && health::read_summary(input).is_ok();
             if jobs::names_a_summary(input) || renamed_summary() {
-                summaries_only.push(input.clone());
+                summaries.push(input.clone());
+                summaries_only.push((input.clone(), vec![input.clone()]));
             } else {
                 found.push(input.clone());
             }
@@ -357,6 +370,7 @@ fn discover(
             |n| n.ends_with(ITERATIONS_SUFFIX) || jobs::is_summary_name(n) || is_partial(n),
             |w| warn(warnings, w),
         );
+        let before = summaries.len();
         here.retain(|p| {
             let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
             if is_partial(&name) {
@@ -368,10 +382,9 @@ fn discover(
         });
         // Summary records alone are reported as such (`jobs`).
         if here.is_empty() {
-            if walk(input, jobs::is_summary_name, |_| {}).is_empty() {
-                warn(warnings, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display()));
-            } else {
-                summaries_only.push(input.clone());
+            match &summaries[before..] {
+                [] => warn(warnings, format!("{}: holds no *{ITERATIONS_SUFFIX} records", input.display())),
+                records => summaries_only.push((input.clone(), records.to_vec())),
             }
         }
         found.extend(here);
@@ -804,9 +817,9 @@ fn absurd(row: &Iteration) -> Option<String> {
 /// of each experiment.
 pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut warnings = Vec::new();
-    let mut summaries_only = Vec::new();
+    let mut inputs_of_summaries = Vec::new();
     let mut summaries = Vec::new();
-    let files = discover(inputs, &mut warnings, &mut summaries_only, &mut summaries);
+    let files = discover(inputs, &mut warnings, &mut inputs_of_summaries, &mut summaries);
     summaries.sort();
     summaries.dedup();
 
@@ -1075,5 +1088,18 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             warn(&mut warnings, w);
         }
     }
+    // Which summary records of the inputs without iteration records the report uses, however
+    // they were reached (a folder and a file in it).
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let used: HashSet<PathBuf> =
+        experiments.iter().flat_map(|e| &e.without_rows).map(|(_, _, record)| canonical(record)).collect();
+    let summaries_only = inputs_of_summaries
+        .into_iter()
+        .map(|(input, records)| SummariesOnly {
+            input,
+            records: records.len(),
+            explaining: records.iter().filter(|r| used.contains(&canonical(r))).count(),
+        })
+        .collect();
     Data { experiments, warnings, summaries_only }
 }
