@@ -348,14 +348,16 @@ impl Thread {
     }
 
     /// The thread's attributes `now`, read in a job its view predates (`stamp`, as for
-    /// [`Thread::read`]). Where the job the view was read in still runs (a second `dmapp_init`,
-    /// which the emulator answers keeping the job and every thread's attributes) and their
-    /// routing is still the one the library had put in force, DMAPP kept them: that routing is
-    /// still the library's, and the application's is still the one it stated: it is what the
-    /// library keeps, shows and gives back. Otherwise `now` is all the application's: after a
-    /// `dmapp_finalize` the new job's attributes are the application's, the routing its
-    /// `dmapp_init` asked for, also where that is the routing the library had in force.
-    pub fn renew(&self, now: RmaAttrsExt, stamp: u64) {
+    /// [`Thread::read`]; `asked`: the routing, by [`Direction::index`], that the `dmapp_init`
+    /// which began the job asked for, when this is its thread and it gave a request). Where the
+    /// job the view was read in still runs (a second `dmapp_init`, which the emulator answers
+    /// keeping the job and every thread's attributes) and their routing is still the one the
+    /// library had put in force, DMAPP kept them: that routing is still the library's, and the
+    /// application's is what it last stated: the routing this `dmapp_init` asked for, else the
+    /// earlier one. It is what the library keeps, shows and gives back. Otherwise `now` is all the
+    /// application's: after a `dmapp_finalize` the new job's attributes are the application's, the
+    /// routing its `dmapp_init` asked for, also where that is the routing the library had in force.
+    pub fn renew(&self, now: RmaAttrsExt, stamp: u64, asked: Option<[u8; 2]>) {
         let before = self.dirs.each_ref().map(Cell::get);
         let kept = self.steered()
             && !self.job_ended()
@@ -363,7 +365,8 @@ impl Thread {
         if !kept {
             return self.read(now, stamp);
         }
-        self.read(Direction::ALL.iter().fold(now, |a, &d| a.with_routing(d, before[d.index()].app)), stamp);
+        let intent = asked.unwrap_or(before.map(|dir| dir.app));
+        self.read(Direction::ALL.iter().fold(now, |a, &d| a.with_routing(d, intent[d.index()])), stamp);
         for d in Direction::ALL {
             let dir = self.dir(d);
             self.dirs[d.index()].set(Dir { in_force: before[d.index()].in_force, ..dir });
@@ -463,13 +466,21 @@ mod tests {
                 new_job();
                 t.unread();
                 let ours = RmaAttrsExt([7; 256]).with_routing(Direction::Put, 2).with_routing(Direction::Get, 6);
-                t.renew(ours, state_stamp());
+                t.renew(ours, state_stamp(), None);
                 assert!(t.current() && t.steered() && !t.dir(Direction::Get).routable, "stopped: not routable");
                 assert_eq!((t.dir(Direction::Get).app, t.dir(Direction::Get).in_force), (2, 6));
                 assert_eq!(t.app(), ours.with_routing(Direction::Get, 2), "the rest as read");
-                // One that did not: what it reads is the application's.
+                // Its dmapp_init asked for a routing: that is the application's now, whether it is
+                // the library's (GET) or not (PUT).
                 new_job();
-                t.renew(ours.with_routing(Direction::Get, 5), state_stamp());
+                t.renew(ours, state_stamp(), Some([1, 6]));
+                assert!(t.current() && t.steered());
+                assert_eq!((t.dir(Direction::Put).app, t.dir(Direction::Put).in_force), (1, 2));
+                assert_eq!((t.dir(Direction::Get).app, t.dir(Direction::Get).in_force), (6, 6));
+                assert_eq!(t.app(), ours.with_routing(Direction::Put, 1), "the rest as read");
+                // One that did not: what it reads is the application's, whatever was asked.
+                new_job();
+                t.renew(ours.with_routing(Direction::Get, 5), state_stamp(), Some([6, 6]));
                 assert!(!t.steered() && t.dir(Direction::Get).app == 5);
                 // After the end of the job, a new job's attributes are all the application's, also
                 // where they are the routing the library had in force.
@@ -481,7 +492,7 @@ mod tests {
                 });
                 assert!(t.job_ended() && t.predates_job());
                 new_job();
-                t.renew(ours, state_stamp());
+                t.renew(ours, state_stamp(), Some([6, 6]));
                 assert!(!t.steered() && !t.job_ended());
                 assert_eq!((t.dir(Direction::Get).app, t.app()), (6, ours));
                 // A dmapp_finalize that fails ends nothing.

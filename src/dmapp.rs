@@ -348,7 +348,7 @@ fn route_call(
 ) {
     let d = shape.kind.direction();
     if w & READY != 0 {
-        up_to_date(t);
+        up_to_date(t, None);
     }
     let known = t.current();
     let requested = t.dir(d);
@@ -460,16 +460,17 @@ fn write_attrs(t: &Thread, attrs: &RmaAttrsExt) -> Result<(), AttrsError> {
     }
 }
 
-/// Bring the thread's view up to date: read its attributes in a new job (or the first time),
-/// give them back once steering has stopped.
-fn up_to_date(t: &Thread) {
+/// Bring the thread's view up to date: read its attributes in a new job (or the first time;
+/// `asked`: the routing the `dmapp_init` that began it asked for, on its thread, as for
+/// [`Thread::renew`]), give them back once steering has stopped.
+fn up_to_date(t: &Thread, asked: Option<[u8; 2]>) {
     if t.current() {
         return;
     }
     if t.predates_job() {
         let stamp = attributes::state_stamp();
         match read_attrs(t) {
-            Ok(now) => t.renew(now, stamp),
+            Ok(now) => t.renew(now, stamp, asked),
             Err(e @ AttrsError::Missing(_)) => {
                 lacks(e);
                 t.unread();
@@ -674,7 +675,7 @@ pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
     init::ensure_init();
     let steering = !state::inert() && control::load() & READY != 0;
     if steering {
-        bring_up_to_date("the call is forwarded");
+        bring_up_to_date("the call is forwarded", None);
     }
     // SAFETY: the caller's argument, unchanged.
     let rc = unsafe { real_fn(attrs) };
@@ -685,10 +686,10 @@ pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
     rc
 }
 
-/// The calling thread's view brought up to date, inside `catch_unwind` (`then`: what happens to
-/// the call, for the message of a panic).
-fn bring_up_to_date(then: &str) {
-    if catch_unwind(|| attributes::with_thread(up_to_date)).is_err() {
+/// The calling thread's view brought up to date ([`up_to_date`]), inside `catch_unwind` (`then`:
+/// what happens to the call, for the message of a panic).
+fn bring_up_to_date(then: &str, asked: Option<[u8; 2]>) {
+    if catch_unwind(|| attributes::with_thread(|t| up_to_date(t, asked))).is_err() {
         diag::internal_error(then);
     }
 }
@@ -719,15 +720,26 @@ unsafe fn show_own_routing(attrs: *mut c_void) {
 
 /// The caller's `dmapp_init[_ext]`: forwarded; on success a new job has begun, whose attributes
 /// every thread reads again on its next call, and whose PEs `steady` places now. Where DMAPP
-/// kept the attributes of a thread the library steers (a second `dmapp_init` of a running job,
-/// in the emulator), the thread keeps its application's routing as its intent
-/// ([`Thread::renew`]), and the routing `actual` shows the calling thread is its own. After a
-/// `dmapp_finalize`, what the new job's attributes say is the application's intent: the routing
-/// this `dmapp_init` asked for, also where it is the routing the library had in force.
+/// kept the attributes of the calling thread while the library steers it (a second `dmapp_init`
+/// of a running job, in the emulator), the library's routing stays in force, and the routing
+/// `requested` asked for is the application's intent ([`Thread::renew`]), which `actual` shows:
+/// the application asked for it and DMAPP said success, whether it is the routing the library has
+/// in force (DMAPP may have applied it: what it reads cannot tell) or another, which DMAPP did not
+/// apply: then DMAPP kept the thread's attributes only because the library's set made them the
+/// thread's own, and the library puts the request in force (or routes by it) at the thread's next
+/// call. With `requested` NULL the earlier intent stays. After a `dmapp_finalize`, what the new
+/// job's attributes say is the application's intent: the routing this `dmapp_init` asked for, also
+/// where it is the routing the library had in force.
 ///
 /// # Safety
-/// `actual` is NULL or what the function fills (DMAPP's contract).
-pub unsafe fn init(real: &Real, actual: *mut c_void, forward: impl FnOnce(AttrsInitFn) -> DmappReturn) -> DmappReturn {
+/// `requested` is NULL or a `dmapp_rma_attrs_t` or `dmapp_rma_attrs_ext_t` DMAPP reads, `actual`
+/// NULL or what the function fills (DMAPP's contract).
+pub unsafe fn init(
+    real: &Real,
+    requested: *const c_void,
+    actual: *mut c_void,
+    forward: impl FnOnce(AttrsInitFn) -> DmappReturn,
+) -> DmappReturn {
     let Some(real_fn) = real.get::<AttrsInitFn>() else { return missing(real) };
     init::ensure_init();
     let rc = forward(real_fn);
@@ -738,7 +750,11 @@ pub unsafe fn init(real: &Real, actual: *mut c_void, forward: impl FnOnce(AttrsI
             diag::internal_error("the call had been forwarded");
         }
         if w & READY != 0 && attributes::with_thread(Thread::steered) == Some(true) {
-            bring_up_to_date("the call had been forwarded");
+            // SAFETY: DMAPP accepted the caller's request, which holds the routing of each
+            // direction at this offset (in both attribute structs).
+            let asked = (!requested.is_null())
+                .then(|| Direction::ALL.map(|d| unsafe { requested.cast::<u8>().add(d.offset()).read() }));
+            bring_up_to_date("the call had been forwarded", asked);
             // SAFETY: DMAPP filled the caller's struct.
             unsafe { show_own_routing(actual) };
         }

@@ -401,22 +401,23 @@ const _: AttrsInitFn = dmapp_set_rma_attrs_ext;
 const _: GetAttrsFn = dmapp_get_rma_attrs;
 const _: GetAttrsFn = dmapp_get_rma_attrs_ext;
 
-/// Forwarded; a new DMAPP job, whose attributes each thread reads again.
+/// Forwarded; a new DMAPP job, whose attributes each thread reads again (on a second one of a
+/// running job, what `requested` asks for is the application's routing: [`dmapp::init`]).
 ///
 /// # Safety
 /// DMAPP's contract for dmapp_init.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dmapp_init(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
-    // SAFETY: the caller's arguments, unchanged; `actual` under DMAPP's contract.
-    unsafe { dmapp::init(&dmapp::INIT, actual, |real| real(requested, actual)) }
+    // SAFETY: the caller's arguments, unchanged; `requested` and `actual` under DMAPP's contract.
+    unsafe { dmapp::init(&dmapp::INIT, requested, actual, |real| real(requested, actual)) }
 }
 
 /// # Safety
 /// DMAPP's contract for dmapp_init_ext.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dmapp_init_ext(requested: *mut c_void, actual: *mut c_void) -> DmappReturn {
-    // SAFETY: the caller's arguments, unchanged; `actual` under DMAPP's contract.
-    unsafe { dmapp::init(&dmapp::INIT_EXT, actual, |real| real(requested, actual)) }
+    // SAFETY: the caller's arguments, unchanged; `requested` and `actual` under DMAPP's contract.
+    unsafe { dmapp::init(&dmapp::INIT_EXT, requested, actual, |real| real(requested, actual)) }
 }
 
 /// Forwarded; the job has ended: calls until the next `dmapp_init` go out untouched.

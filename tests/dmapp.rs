@@ -916,8 +916,8 @@ fn a_change_of_routing_that_meets_dmapp_finalize_does_not_stop_steering() {
 }
 
 /// A second `dmapp_init` while the job runs keeps every thread's attributes (in the emulator; a
-/// release's behaviour is open), the library's routing too: the application's own is still its
-/// intent, shown by `dmapp_init`'s `actual` and `dmapp_get_rma_attrs[_ext]` and given back when the
+/// release's behaviour is open), the library's routing too: the application's own, which it asks
+/// for again, is still its intent, shown by `dmapp_init`'s `actual` and `dmapp_get_rma_attrs[_ext]` and given back when the
 /// library stops routing. (The library used to take its own routing for the application's.)
 #[test]
 fn a_second_dmapp_init_keeps_the_applications_routing_its_own() {
@@ -940,6 +940,58 @@ fn a_second_dmapp_init_keeps_the_applications_routing_its_own() {
     assert!(r.stdout.contains("getset saw put=2 get=2 base put=2 get=2\n"), "{}", r.stdout);
     assert!(r.stdout.contains("routing put=2 get=2\n"), "{}", r.stdout);
     assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+}
+
+/// A second `dmapp_init` while the job runs, through either export, is the application's new
+/// intent: what it asks for is its routing from then on, shown by `actual` and
+/// `dmapp_get_rma_attrs[_ext]` and kept when the library stops routing, also where it is exactly
+/// the routing the library has in force (which DMAPP kept: the library used to keep the earlier
+/// intent then) or where DMAPP kept the library's routing instead (a non-adaptive request then
+/// goes in force at the thread's next call, never overridden).
+#[test]
+fn a_second_dmapp_init_of_a_running_job_states_the_applications_new_intent() {
+    let lines = |r: &Run| -> Vec<String> {
+        let wanted = ["init", "routing", "getset saw"];
+        r.stdout.lines().filter(|l| wanted.iter().any(|w| l.starts_with(w))).map(String::from).collect()
+    };
+    for init in ["initas", "initas12"] {
+        // Asks for ADAPTIVE, the library puts ADAPTIVE_3 in force, the application asks for it.
+        let first = "initas 2 2 put 1 64 1 get 1 64 1";
+        let run = |name: &str, then: &str| {
+            let r = driver(&format!("{name}-{init}"), &format!("{first} {init} 6 6 {then}"))
+                .env("AAR_MODE", "ADAPTIVE3")
+                .run();
+            r.assert_ok();
+            assert!(warnings(&r).is_empty(), "{init}: {:?}", warnings(&r));
+            lines(&r)
+        };
+        assert_eq!(
+            run("dmapp-reinit-asks-ours", "getset"),
+            ["init rc=0 put=2 get=2", "init rc=0 put=6 get=6", "getset saw put=6 get=6 base put=6 get=6"],
+            "{init}: actual and dmapp_get_rma_attrs[_ext] show what the application asked for"
+        );
+        assert_eq!(
+            run("dmapp-reinit-asks-ours-off", "api disable put 1 64 1 get 1 64 1 routing"),
+            ["init rc=0 put=2 get=2", "init rc=0 put=6 get=6", "routing put=6 get=6"],
+            "{init}: disabled, the library gives back what the application asked for"
+        );
+        // Asks for PUT DETERMINISTIC and GET IN_ORDER, which DMAPP (the emulator) does not apply:
+        // it keeps the library's ADAPTIVE_3 in force, and says success.
+        let r = driver(
+            &format!("dmapp-reinit-asks-other-{init}"),
+            &format!("{first} {init} 1 0 put 1 64 1 get 1 64 1 routing"),
+        )
+        .env("AAR_MODE", "ADAPTIVE3")
+        .run();
+        r.assert_ok();
+        assert_eq!(
+            lines(&r),
+            ["init rc=0 put=2 get=2", "init rc=0 put=1 get=0", "routing put=1 get=0"],
+            "{init}: the application's non-adaptive request goes in force and is never changed"
+        );
+        assert_eq!(routings(&r, "PUT"), [ADAPTIVE_3, DETERMINISTIC], "{init}");
+        assert_eq!(routings(&r, "GET"), [ADAPTIVE_3, IN_ORDER], "{init}");
+    }
 }
 
 /// After `dmapp_finalize`, a new job's attributes are the application's: a `dmapp_init` that asks

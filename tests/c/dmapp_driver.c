@@ -7,8 +7,8 @@
  *                                   ways); "init rc=RC put=P get=G": the routing "actual" shows
  *   pmi                             PMI_Init, as Cray's dmapp_init does (built with -DWITH_PMI -lpmi,
  *                                   to run under aar run); rc printed
- *   initas PUT GET                  dmapp_init_ext asking for that PUT and GET routing (DMAPP's
- *                                   defaults otherwise); printed as "init"
+ *   initas PUT GET | initas12 PUT GET    dmapp_init_ext / dmapp_init asking for that PUT and GET
+ *                                   routing (DMAPP's defaults otherwise); printed as "init"
  *   finalize                        dmapp_finalize; rc printed
  *   finrace INSIDE                  a second thread makes a one-word PUT to PE 1 while this one calls
  *                                   dmapp_finalize ("finalize rc=RC") at the moment
@@ -586,8 +586,8 @@ int main(int argc, char **argv)
 #define ARG(k) (i + (k) < argc ? argv[i + (k)] : "0")
 		if (!strcmp(c, "init") || !strcmp(c, "initext")) {
 			start(!strcmp(c, "initext"), DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_ADAPTIVE);
-		} else if (!strcmp(c, "initas")) {
-			start(1, (int)num(ARG(1)), (int)num(ARG(2)));
+		} else if (!strcmp(c, "initas") || !strcmp(c, "initas12")) {
+			start(!strcmp(c, "initas"), (int)num(ARG(1)), (int)num(ARG(2)));
 			i += 2;
 		} else if (!strcmp(c, "finrace")) {
 			finrace((int)num(ARG(1)));
