@@ -1504,3 +1504,39 @@ fn a_stderr_nobody_reads_does_not_stop_pmi_after_a_line_of_the_launcher() {
     let last = lines.iter().rposition(|l| *l == "stderr-line");
     assert!(said.is_some() && said > last, "the launcher's line is missing or before the rank's lines");
 }
+
+/// A rank that sends lines on its PMI_FD and never reads the answers does not stop PMI for the
+/// others: rank 1 sends 5000 lines that are not PMI (more answers than its socket holds: a
+/// launcher that waited for room in it would serve no one), then rank 0 runs all of PMI that needs
+/// no other rank; only then does rank 1 send on and on, until the answers it left unread end the
+/// job, in one line that names it. The launcher says the first lines that are not PMI and counts
+/// the rest. (A launcher that hangs is killed at 60 s, and the test fails.)
+#[test]
+fn a_rank_that_never_reads_its_pmi_answers_stops_no_other_rank_and_ends_the_job() {
+    const LINES: u64 = 5000;
+    // The job folder, the ranks' own, says when each step is done.
+    let script = format!(
+        "d=$AAR_EMU_JOB_DIR; if [ $PMI_RANK = 1 ]; then yes hello | head -n {LINES} >&$PMI_FD; touch $d/sent; \
+         while [ ! -e $d/served ]; do sleep 0.01; done; exec yes hello >&$PMI_FD; fi; \
+         while [ ! -e $d/sent ]; do sleep 0.01; done; {} alone; rc=$?; touch $d/served; \
+         [ $rc = 0 ] && exec sleep 600; exit $rc",
+        pmi_job().display()
+    );
+    let out = aar_within_60_s().args(["run", "-n", "2", "sh", "-c", &script]).output().unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(stdout.contains("alone rank=0 size=2 failures=0\n"), "rank 0 was not served: {stdout}\n{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.starts_with("aar run:")).collect();
+    let unread: Vec<&&str> = said.iter().filter(|l| l.contains("does not read the answers")).collect();
+    assert_eq!(unread.len(), 1, "{err}");
+    assert!(
+        unread[0].starts_with("aar run: rank 1 (pid ") && unread[0].contains("ending the job with exit code 1"),
+        "{err}"
+    );
+    let not_pmi = said.iter().filter(|l| l.starts_with("aar run: rank 1 sent a line that is not PMI")).count();
+    assert_eq!(not_pmi, 10, "{err}");
+    let count =
+        said.iter().find_map(|l| l.strip_prefix("aar run: rank 1 sent ")?.split_once(" lines that are not PMI in all"));
+    let total: u64 = count.and_then(|(n, _)| n.parse().ok()).unwrap_or_else(|| panic!("no count: {err}"));
+    assert!(total > LINES, "{total}: {err}");
+}

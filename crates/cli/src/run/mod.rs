@@ -15,6 +15,11 @@
 //! - PMI ([`server`]): one socket pair per rank, the rank's end inherited as `PMI_FD`, served in
 //!   one poll loop with the simple PMI-1 wire protocol that MPICH's hydra speaks, so libpmi.so.0
 //!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
+//!   Answers wait in a queue per rank, written as its socket takes them without blocking, so a
+//!   rank that does not read them stops no other; one that leaves more than [`MAX_UNREAD`] unread
+//!   ends the job (exit status 1), said in one line that names it. A line that is not PMI is
+//!   answered with an error; the first [`NOT_PMI_SAID`] of a rank are said, the rest counted, and
+//!   the count is said at the end of the job.
 //! - The end: the job's exit status is 0 when every rank exits 0. The first rank that calls
 //!   PMI_Abort, exits non-zero or dies by a signal ends the job: one message says which rank and
 //!   what happened, the ranks still running get SIGTERM (and SIGCONT, so that a rank stopped from
@@ -98,7 +103,7 @@ const MAX_RANKS: u32 = 4096;
 #[command(
     after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job, or the highest of the ranks that failed on their own \
 (as srun's; those that had ended when aar run began to end the job: not one that ends after its SIGTERM) (its PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
-ended or closed its PMI_FD while others wait in PMI_Barrier, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
+ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
 limits is refused before any rank starts). Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job."
@@ -209,7 +214,8 @@ const EXIT_CANNOT_START: i32 = 127;
 const EXIT_ABORT_ZERO: i32 = 1;
 /// Exit status when the time limit ran out (as GNU timeout's).
 const EXIT_TIMEOUT: i32 = 124;
-/// Exit status when the job can never finish (a barrier a rank that ended will never enter).
+/// Exit status when the job can never finish (a barrier a rank that ended will never enter, a rank
+/// that does not read its PMI answers).
 const EXIT_STUCK: i32 = 1;
 /// How long ranks have to end after SIGTERM before they get SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
@@ -425,11 +431,19 @@ struct Rank {
     /// Its stdout and stderr, on their way to the launcher's.
     out: output::Relay,
     err: output::Relay,
+    /// Non-blocking: the loop that serves every rank never waits for one.
     conn: Option<UnixStream>,
     /// When `conn` was closed.
     closed_at: Option<Instant>,
     /// Bytes read past the last full line.
     pending: Vec<u8>,
+    /// Answers that wait for room in its PMI socket, written as it takes them without blocking
+    /// ([`Supervisor::send`]); more than [`MAX_UNREAD`] bytes end the job.
+    replies: Vec<u8>,
+    /// Its answers passed [`MAX_UNREAD`] and its connection was closed: the job's end is to say so.
+    unread: bool,
+    /// The lines it sent that are not PMI: the first [`NOT_PMI_SAID`] are said, the rest counted.
+    not_pmi: u64,
     status: Option<ExitStatus>,
 }
 
@@ -445,7 +459,22 @@ impl Rank {
 
     fn close(&mut self) {
         self.conn = None;
+        self.replies = Vec::new();
         self.closed_at.get_or_insert_with(Instant::now);
+    }
+
+    /// Write out its answers that wait, as far as its PMI socket takes them without blocking; a
+    /// failed write (it closed its end) closes the connection.
+    fn flush_replies(&mut self) {
+        let Some(conn) = self.conn.as_mut() else { return };
+        while !self.replies.is_empty() {
+            match conn.write(&self.replies) {
+                Ok(n) if n > 0 => drop(self.replies.drain(..n)),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                _ => return self.close(),
+            }
+        }
     }
 
     /// Its PMI connection was closed at least [`CLOSED_GRACE`] ago while it runs on. (A rank that
@@ -460,6 +489,20 @@ const CLOSED_GRACE: Duration = Duration::from_secs(1);
 
 /// A line longer than this is no PMI message: the rank's connection is closed.
 const MAX_LINE: usize = 64 * 1024;
+
+/// The bytes of answers a rank may leave unread in the launcher ([`Rank::replies`]; its socket
+/// holds some more) before the job ends. A PMI client reads each answer before it asks again, so
+/// a rank's answers wait only while it is busy or stopped, a few hundred bytes; a rank past this
+/// sends requests (or lines that are not PMI) and never reads: out of step with PMI for good
+/// (the answers it would read next are stale), it can take part in no barrier or KVS get again.
+/// Ending the job then, with a line that names the rank, is what srun (`--kill-on-bad-exit`,
+/// as aar run always is) and mpiexec do with a rank that failed; to stop answering it instead
+/// would only move the hang to the others' next barrier, or leave it running outside the job.
+const MAX_UNREAD: usize = 1 << 20;
+
+/// The lines that are not PMI said for one rank; further ones are counted, and the count is said
+/// at the end of the job, so a rank that floods its PMI_FD cannot fill the launcher's stderr.
+const NOT_PMI_SAID: u64 = 10;
 
 struct Supervisor {
     ranks: Vec<Rank>,
@@ -538,6 +581,8 @@ impl Supervisor {
         command: &[OsString],
     ) -> std::io::Result<()> {
         let (ours, theirs) = UnixStream::pair()?;
+        // Ours only: the rank's end, another open file, stays blocking, as libpmi.so.0 expects.
+        ours.set_nonblocking(true)?;
         let fd = theirs.as_raw_fd();
         let mut cmd = Command::new(program);
         cmd.arg0(&command[0]).args(&command[1..]).envs(job.env(rank, node)).env("PMI_FD", fd.to_string());
@@ -580,6 +625,9 @@ impl Supervisor {
             conn: Some(ours),
             closed_at: None,
             pending: Vec::new(),
+            replies: Vec::new(),
+            unread: false,
+            not_pmi: 0,
             status: None,
         });
         Ok(())
@@ -683,6 +731,7 @@ impl Supervisor {
                 reap_orphans(&ranks);
             }
             for r in 0..self.ranks.len() {
+                self.ranks[r].flush_replies();
                 self.serve(r);
                 self.ranks[r].out.pump();
                 self.ranks[r].err.pump();
@@ -703,6 +752,7 @@ impl Supervisor {
                 self.killed = true;
             }
         }
+        self.say_not_pmi_counts();
         self.ending.unwrap_or(0)
     }
 
@@ -715,15 +765,18 @@ impl Supervisor {
         }
     }
 
-    /// Block until a rank writes, a signal arrives, the launcher's stdout or stderr takes the lines
-    /// that wait for it, or the SIGKILL time comes.
+    /// Block until a rank writes, its PMI socket takes answers that wait, a signal arrives, the
+    /// launcher's stdout or stderr takes the lines that wait for it, or the SIGKILL time comes.
     fn wait_for_events(&mut self) {
         let mut fds = vec![libc::pollfd { fd: self.signals.fd(), events: libc::POLLIN, revents: 0 }];
-        fds.extend(self.ranks.iter().filter_map(|r| r.conn.as_ref()).map(|c| libc::pollfd {
-            fd: c.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }));
+        // A rank's socket, and room in it when answers wait for it.
+        fds.extend(self.ranks.iter().filter_map(|r| Some((r.conn.as_ref()?, r.replies.is_empty()))).map(
+            |(c, sent)| libc::pollfd {
+                fd: c.as_raw_fd(),
+                events: if sent { libc::POLLIN } else { libc::POLLIN | libc::POLLOUT },
+                revents: 0,
+            },
+        ));
         fds.extend(self.ranks.iter().flat_map(|r| [r.out.fd(), r.err.fd()]).flatten().map(|fd| libc::pollfd {
             fd,
             events: libc::POLLIN,
@@ -870,6 +923,9 @@ impl Supervisor {
             return false;
         }
         match conn.read(&mut buf) {
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock) => {
+                return false;
+            }
             Ok(0) | Err(_) => {
                 self.ranks[r].close();
                 return false;
@@ -882,12 +938,27 @@ impl Supervisor {
             match line.parse::<Message>() {
                 Ok(msg) => self.answer(r, &msg),
                 Err(e) => {
-                    self.ranks[r].read_output();
-                    say!("aar run: rank {r} sent a line that is not PMI ({e}); it was answered with an error.");
+                    let rank = &mut self.ranks[r];
+                    rank.not_pmi += 1;
+                    if rank.not_pmi <= NOT_PMI_SAID {
+                        rank.read_output();
+                        let more = if rank.not_pmi == NOT_PMI_SAID {
+                            format!(
+                                " Further ones from rank {r} are answered the same way and counted, not said: the \
+                                 count is said at the end of the job."
+                            )
+                        } else {
+                            String::new()
+                        };
+                        say!(
+                            "aar run: rank {r} sent a line that is not PMI ({e}); it was answered with an error.{more}"
+                        );
+                    }
                     self.send(r, &Message::new("error").with("rc", -1).with("msg", "not_a_PMI_message"));
                 }
             }
         }
+        self.end_unread();
         if self.ranks[r].pending.len() > MAX_LINE {
             self.ranks[r].read_output();
             say!("aar run: rank {r} sent more than {MAX_LINE} bytes without a newline: not PMI; its PMI connection is closed.");
@@ -924,11 +995,47 @@ impl Supervisor {
         }
     }
 
+    /// Queue answer `m` for rank `r` and write out what its socket takes without blocking: a
+    /// rank that does not read its answers must not stop the loop that serves every other rank.
+    /// One whose unread answers pass [`MAX_UNREAD`] has its connection closed, and ends the job
+    /// ([`Self::end_unread`]).
     fn send(&mut self, r: usize, m: &Message) {
-        if let Some(conn) = self.ranks.get_mut(r).and_then(|rank| rank.conn.as_mut()) {
-            if conn.write_all(m.to_line().as_bytes()).is_err() {
-                self.ranks[r].close();
-            }
+        let Some(rank) = self.ranks.get_mut(r).filter(|rank| rank.conn.is_some()) else { return };
+        rank.replies.extend_from_slice(m.to_line().as_bytes());
+        rank.flush_replies();
+        if rank.replies.len() > MAX_UNREAD {
+            rank.close();
+            rank.unread = true;
+        }
+    }
+
+    /// A rank whose unread answers passed [`MAX_UNREAD`] ([`Self::send`]) ends the job, said once.
+    fn end_unread(&mut self) {
+        let Some(r) = self.ranks.iter().position(|rank| rank.unread) else { return };
+        self.ranks[r].unread = false;
+        self.ranks[r].read_output();
+        let pid = self.ranks[r].child.id();
+        self.end(
+            EXIT_STUCK,
+            Some(r),
+            format!(
+                "rank {r} (pid {pid}) does not read the answers to what it sends on its PMI_FD: more than {} MiB of \
+                 them waited for it (a PMI client reads each answer before it asks again); its PMI connection is \
+                 closed, and the job can never complete",
+                MAX_UNREAD >> 20
+            ),
+        );
+    }
+
+    /// The lines that are not PMI, for each rank that sent more than were said.
+    fn say_not_pmi_counts(&self) {
+        for (r, rank) in self.ranks.iter().enumerate().filter(|(_, rank)| rank.not_pmi > NOT_PMI_SAID) {
+            say!(
+                "aar run: rank {r} sent {} lines that are not PMI in all ({} after the {NOT_PMI_SAID} said), each \
+                 answered with an error.",
+                rank.not_pmi,
+                rank.not_pmi - NOT_PMI_SAID
+            );
         }
     }
 

@@ -17,6 +17,8 @@
  *                       launcher can no longer be told), the others exit
  *   pmi_job sigpipe R C as abort R C, but the others die of SIGPIPE at the SIGTERM that ends
  *                       the job, as a rank writing to a peer that SIGTERM killed first does
+ *   pmi_job alone       what of the checks needs no other rank (no barrier), its own key read
+ *                       back, then PMI_Finalize; prints one "alone rank=R ..." line
  */
 #include <errno.h>
 #include <pmi.h>
@@ -154,6 +156,14 @@ int main(int argc, char **argv) {
     CHECK(PMI_KVS_Put(kvs, key, value) == PMI_SUCCESS, "put %s", key);
     CHECK(PMI_KVS_Put(kvs, "a key", value) == PMI_ERR_INVALID_KEY, "a key with a space");
     CHECK(PMI_KVS_Commit(kvs) == PMI_SUCCESS, "commit");
+    if (argc >= 2 && strcmp(argv[1], "alone") == 0) {
+        /* All of PMI that needs no other rank (no barrier): its own key back, then finalize. */
+        char got[256];
+        CHECK(PMI_KVS_Get(kvs, key, got, sizeof got) == PMI_SUCCESS && strcmp(got, value) == 0, "get %s", key);
+        CHECK(PMI_Finalize() == PMI_SUCCESS, "finalize");
+        printf("alone rank=%d size=%d failures=%d\n", rank, size, failures);
+        return failures ? 1 : 0;
+    }
     CHECK(PMI_Barrier() == PMI_SUCCESS, "barrier");
     for (int r = 0; r < size; r++) {
         snprintf(key, sizeof key, "rank-%d", r);
