@@ -1418,7 +1418,8 @@ fn a_rank_killed_by_sigpipe_as_the_job_ends_does_not_change_its_exit_status() {
         err.lines().filter(|l| l.contains("was killed by SIGPIPE (signal 13) after the job's end began")).collect();
     assert_eq!(said.len(), 2, "{err}");
     assert!(said.iter().all(|l| l.ends_with("the job's exit code stays 6.")), "{err}");
-    assert!(!err.contains("141"), "{err}");
+    // 141 (128 + SIGPIPE) as a number of its own: a pid such as 14118 in the lines is no failure.
+    assert!(!err.split(|c: char| !c.is_ascii_digit()).any(|n| n == "141"), "{err}");
 }
 
 /// A launcher whose stdout nobody reads (`aar run ... | less` left at its prompt, a terminal
