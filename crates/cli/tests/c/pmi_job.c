@@ -99,7 +99,6 @@ static void on_term_sigpipe(int sig) {
 static void wait_as_mpich(void) {
     char c;
     const char *fd = getenv("PMI_FD");
-    signal(SIGTERM, on_term);
     ssize_t n = -1;
     while (fd && ((n = read(atoi(fd), &c, 1)) > 0 || (n < 0 && errno == EINTR)))
         ;
@@ -237,6 +236,8 @@ int main(int argc, char **argv) {
         if (rank == atoi(argv[2])) {
             snprintf(term_line, sizeof term_line, "pmi_job: rank %d: got SIGTERM after PMI_Abort\n", rank);
             atexit(wait_as_mpich);
+            /* Now, not in wait_as_mpich: the launcher's SIGTERM may come before exit() runs it. */
+            signal(SIGTERM, on_term);
             PMI_Abort(atoi(argv[3]), "pmi_job asked to abort");
         }
         PMI_Barrier(); /* never completes: the aborting rank does not enter it */
