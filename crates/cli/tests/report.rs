@@ -2296,7 +2296,7 @@ fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
 /// in it, and the records' names in order.
 fn job_of_8(scratch: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> (PathBuf, PathBuf, Vec<String>) {
     let dir = aar_testkit::scratch(scratch);
-    let prog = example(&dir, name);
+    let prog = compile(&dir, name, &format!("examples/{name}.c"));
     let records = dir.join("records");
     std::fs::create_dir(&records).unwrap();
     let job = aar()
@@ -2316,20 +2316,24 @@ fn job_of_8(scratch: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> (
     (dir, records, files)
 }
 
-fn example(dir: &Path, name: &str) -> PathBuf {
+/// The C program `source` (relative to the repository: an example, or the tests' driver) built into
+/// `dir` as `name`, against the emulated libugni.so.
+fn compile(dir: &Path, name: &str, source: &str) -> PathBuf {
     let lib = aar_testkit::libdir();
     let prog = dir.join(name);
     let st = Command::new("cc")
-        .args(["-O2", "-Wall", "-I"])
+        .args(["-O2", "-Wall", "-pthread", "-I"])
         .arg(aar_testkit::root().join("cabi"))
-        .arg(aar_testkit::root().join(format!("examples/{name}.c")))
+        .arg("-I")
+        .arg(aar_testkit::root().join("tests/c"))
+        .arg(aar_testkit::root().join(source))
         .arg("-o")
         .arg(&prog)
         .arg(format!("-L{}", lib.display()))
         .args(["-lugni", "-ldl", &format!("-Wl,-rpath,{}", lib.display())])
         .status()
         .unwrap();
-    assert!(st.success(), "compiling examples/{name}.c failed");
+    assert!(st.success(), "compiling {source} failed");
     prog
 }
 
@@ -2620,6 +2624,120 @@ fn summary_records_given_apart_from_the_iteration_records_name_the_ranks_without
     assert!(err.contains(said), "{err}");
     assert!(err.contains(&format!("{}: summary records only, no iteration record: left out", six.display())), "{err}");
     assert_eq!(err.matches("summary records only").count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&idle_dir).unwrap();
+}
+
+/// A summary record named alone whose iteration record is beside it but was not given: the rank
+/// is named with that iteration record and how to give it (not called missing, and the summary
+/// record not said to be left out); given too, it is read.
+#[test]
+fn a_summary_record_named_alone_names_the_iteration_record_beside_it_that_was_not_given() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4715")];
+    let (dir, records, files) = job_of_8("report-not-given", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    // Every rank's records but rank 6's in a folder of their own.
+    let others = dir.join("others");
+    std::fs::create_dir(&others).unwrap();
+    for f in files.iter().filter(|f| !f.starts_with("aar.4715.6.")) {
+        std::fs::rename(records.join(f), others.join(f)).unwrap();
+    }
+    let six = |suffix: &str| {
+        records.join(files.iter().find(|f| f.starts_with("aar.4715.6.") && f.ends_with(suffix)).unwrap())
+    };
+    let (summary, iterations) = (six(".json"), six(".iterations.jsonl"));
+    let o = run(&[others.to_str().unwrap(), summary.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "experiment \"4715\": rank 6 has a summary record but no iteration record read: its iteration record is \
+             beside its summary record but was not given to aar report (the first: {}). The tables compare",
+            iterations.display()
+        )) && err.contains("a slower rank among these is not seen. Give it too, or the folder that holds it"),
+        "{err}"
+    );
+    assert!(!err.contains("missing") && !err.contains("summary records only"), "{err}");
+    assert!(out.contains("no rows of rank 6 (iteration record not given): it has a summary record"), "{out}");
+    let j = json_of(&run(&[others.to_str().unwrap(), summary.to_str().unwrap(), "--json"]));
+    assert_eq!(
+        j["experiments"][0]["ranks_without_rows"],
+        serde_json::json!([{ "cause": "not_given", "ranks": "6", "count": 1 }]),
+        "{j}"
+    );
+    // Given, the iteration record is read; and the folder, which holds both, alike.
+    for last in [&iterations, &records] {
+        let o = run(&[others.to_str().unwrap(), summary.to_str().unwrap(), last.to_str().unwrap()]);
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(o.status.success(), "{err}");
+        assert!(!err.contains("rank 6") && !err.contains("summary records only"), "{err}");
+        assert!(out.contains("experiment \"4715\": job, 8 ranks") && !out.contains("no rows of"), "{out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A fork child's summary record (it writes no rows by design) in a folder of summary records only
+/// is neither used nor counted among the records left out: a folder whose other records all name
+/// ranks without rows is not said, and one with a record left out counts the ranks' records only.
+#[test]
+fn a_fork_childs_summary_record_is_not_counted_among_those_left_out() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4716")];
+    let (dir, records, files) = job_of_8("report-fork-child", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let (idle_dir, idle, idle_files) = job_of_8("report-fork-child-idle", "smallmsg", &["--count", "20"], &env);
+    // The same job's ranks each fork a child that sends: each writes a summary record of its own.
+    let driver = compile(&idle_dir, "driver", "tests/c/driver.c");
+    let forked = idle_dir.join("forked");
+    std::fs::create_dir(&forked).unwrap();
+    let job = aar()
+        .args(["run", "-n", "8"])
+        .arg(&driver)
+        .args(["fma", "64", "1", "0", "fork", "2"])
+        .env("LD_PRELOAD", aar_testkit::libaar())
+        .env("AAR_PAPI_EVENTS", aar_testkit::sde_events_setting())
+        .env("AAR_OUTPUT_DIR", &forked)
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(job.status.success(), "{}", stderr(&job));
+    let of_rank = |dir: &Path, rank: u32, child: bool| -> PathBuf {
+        let named: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(&format!("aar.4716.{rank}.")))
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        let rec = |p: &PathBuf| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+        named.into_iter().find(|p| (rec(p)["fork_child"] == true) == child).unwrap()
+    };
+    let node = dir.join("node");
+    std::fs::create_dir(&node).unwrap();
+    let copy = |from: PathBuf| std::fs::copy(&from, node.join(from.file_name().unwrap())).unwrap();
+    // Rank 3 wrote no rows (its summary record says why); rank 2's fork child is beside it.
+    for f in files.iter().filter(|f| f.starts_with("aar.4716.3.")) {
+        std::fs::remove_file(records.join(f)).unwrap();
+    }
+    assert!(idle_files.iter().any(|f| f.starts_with("aar.4716.3.")), "{idle_files:?}");
+    copy(of_rank(&idle, 3, false));
+    copy(of_rank(&forked, 2, true));
+    let said = "experiment \"4716\": rank 3 has a summary record but no iteration record: its summary record counts \
+                no iteration ended";
+    let o = run(&[records.to_str().unwrap(), node.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(said), "{err}");
+    assert!(!err.contains("summary records only") && !err.contains("missing"), "{err}");
+    // A record of a rank with rows beside them is left out, and only it is counted so.
+    copy(of_rank(&forked, 5, false));
+    let err = stderr(&run(&[records.to_str().unwrap(), node.to_str().unwrap()]));
+    assert!(
+        err.contains(&format!(
+            "{}: summary records only, no iteration record: 1 of its 2 summary records say why their ranks have no \
+             rows (above); the other is left out of this report",
+            node.display()
+        )),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&idle_dir).unwrap();
 }

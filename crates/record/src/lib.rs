@@ -189,6 +189,12 @@ pub fn summary_beside(iterations: &str) -> Option<String> {
     Some(format!("{}{SUMMARY_SUFFIX}", iterations.strip_suffix(ITERATIONS_SUFFIX)?))
 }
 
+/// The name of the iteration record beside summary record `summary` (a file name), as
+/// [`summary_beside`] pairs them. `None` for a name that is not a summary record's.
+pub fn iterations_beside(summary: &str) -> Option<String> {
+    Some(format!("{}{ITERATIONS_SUFFIX}", summary.strip_suffix(SUMMARY_SUFFIX)?))
+}
+
 /// The per-rank iteration record ([`FORMAT`], streamed while the job runs).
 pub fn iterations_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
     format!("{}{ITERATIONS_SUFFIX}", base_name(job, rank, pid))

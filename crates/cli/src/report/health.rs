@@ -16,7 +16,7 @@ use aar_record::ranks::RankSet;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 /// A rank's share of threshold crossings that went out undecided above which it is named.
@@ -388,6 +388,9 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoRows {
+    /// Its iteration record is beside its summary record but was not given (its summary record
+    /// was named alone, or a folder of summary records only was given).
+    NotGiven,
     /// It ended no iteration (`ab.iterations` 0).
     NoIterationEnded,
     /// Every begin it made was refused while libaar.so was starting (`ab.refused_begins`).
@@ -407,6 +410,7 @@ impl NoRows {
     /// In a few words, for the note under the table.
     pub fn name(self) -> &'static str {
         match self {
+            NoRows::NotGiven => "iteration record not given",
             NoRows::NoIterationEnded => "no iteration ended",
             NoRows::BeginsRefused => "every begin refused at start-up",
             NoRows::UnwrittenAtExit => "rows unwritten at exit",
@@ -424,6 +428,19 @@ impl NoRows {
         let (their, they, records, s, does) =
             if one { ("its", "it", "record", "s", "does") } else { ("their", "they", "records", "", "do") };
         match self {
+            NoRows::NotGiven => (
+                format!(
+                    "{their} iteration {records} {is} beside {their} summary {records} but {was} not given to aar \
+                     report (the first: {detail})",
+                    is = if one { "is" } else { "are" },
+                    was = if one { "was" } else { "were" },
+                ),
+                if one {
+                    "Give it too, or the folder that holds it"
+                } else {
+                    "Give them too, or the folder that holds them"
+                },
+            ),
             NoRows::NoIterationEnded => (
                 format!(
                     "{their} summary {records} count{s} no iteration ended (ab.iterations = 0): {they} never began one, \
@@ -503,17 +520,31 @@ fn no_rows(rec: &Value) -> (NoRows, Option<String>) {
     }
 }
 
+/// The iteration record beside summary record `summary` (there or not).
+pub fn iterations_beside(summary: &Path) -> Option<PathBuf> {
+    Some(summary.with_file_name(aar_record::iterations_beside(summary.file_name()?.to_str()?)?))
+}
+
+/// Whether summary record `rec` is a fork child's: it writes no rows, and its rank's rows are its
+/// parent's.
+pub fn fork_child(rec: &Value) -> bool {
+    rec["fork_child"] == Value::Bool(true)
+}
+
 /// The ranks of experiment `experiment` (`what` names it in warnings) that wrote a summary record
-/// among `summaries` but have no iteration record beside it, nor among `read` (the ranks whose
-/// iteration records were read): each with why, as its record says ([`NoRows`]), and that record;
-/// and one warning per cause naming them, that says the comparison leaves them out. A fork child's record (it
-/// writes no rows) and a rank beyond `nranks` are not such ranks.
+/// among `summaries` but none of whose iteration records were read (`read`: the ranks whose were):
+/// each with why ([`NoRows`]: its iteration record is beside it but not among `given`, the
+/// iteration records found, as [`std::fs::canonicalize`] names them; else as its record says), and
+/// that record; and one warning per cause naming them, that says the comparison leaves them out. A
+/// fork child's record (it writes no rows), a rank beyond `nranks`, and a record whose iteration
+/// record beside it was given (and said, if it was not read) are not such ranks.
 pub fn without_rows(
     what: &str,
     experiment: &str,
     nranks: Option<u32>,
     read: &BTreeSet<u32>,
     summaries: &[PathBuf],
+    given: &HashSet<PathBuf>,
 ) -> (Vec<(u32, NoRows, PathBuf)>, Vec<String>) {
     let prefix = format!("aar.{}.", aar_record::job_in_name(experiment));
     // `<rank>.<pid>` after the experiment's name: a longer name (another step's) is not its.
@@ -523,23 +554,27 @@ pub fn without_rows(
         pid.parse::<u32>().ok()?;
         rank.parse().ok().filter(|r| !read.contains(r) && nranks.is_none_or(|n| *r < n))
     };
-    let iterations_beside = |p: &Path| {
-        let name = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(aar_record::SUMMARY_SUFFIX));
-        name.is_some_and(|n| {
-            std::fs::symlink_metadata(p.with_file_name(format!("{n}{}", aar_record::ITERATIONS_SUFFIX))).is_ok()
-        })
-    };
+    let iterations_beside = |p: &Path| iterations_beside(p).filter(|beside| std::fs::symlink_metadata(beside).is_ok());
     let mut found: Vec<(u32, NoRows, Option<String>, &PathBuf)> = summaries
         .par_iter()
         .filter_map(|p| Some((rank_of(p)?, p)))
-        .filter(|(_, p)| !iterations_beside(p))
-        .filter_map(|(rank, p)| match read_summary(p) {
-            Ok((rec, _)) if rec["fork_child"] == Value::Bool(true) => None,
-            Ok((rec, _)) => {
-                let (why, detail) = no_rows(&rec);
-                Some((rank, why, detail, p))
+        .filter_map(|(rank, p)| match iterations_beside(p) {
+            // Given (and said if not read), or not a file to give (a link to nothing: said by the walk).
+            Some(beside)
+                if given.contains(&std::fs::canonicalize(&beside).unwrap_or_else(|_| beside.clone()))
+                    || !std::fs::metadata(&beside).is_ok_and(|m| m.is_file()) =>
+            {
+                None
             }
-            Err(e) => Some((rank, NoRows::NotSaid, Some(format!("{}: {e}", p.display())), p)),
+            Some(beside) => Some((rank, NoRows::NotGiven, Some(beside.display().to_string()), p)),
+            None => match read_summary(p) {
+                Ok((rec, _)) if fork_child(&rec) => None,
+                Ok((rec, _)) => {
+                    let (why, detail) = no_rows(&rec);
+                    Some((rank, why, detail, p))
+                }
+                Err(e) => Some((rank, NoRows::NotSaid, Some(format!("{}: {e}", p.display())), p)),
+            },
         })
         .collect();
     found.sort_by_key(|(rank, why, _, _)| (*rank, *why));
@@ -558,11 +593,12 @@ pub fn without_rows(
             let (cause, fix) = why.said(ranks.len() == 1, detail.as_deref());
             let fix = if fix.is_empty() { String::new() } else { format!(". {fix}") };
             format!(
-                "{what}: {} {} a summary record but no iteration record: {cause}. The tables compare the other ranks' \
-                 iterations only (an iteration's time is the slowest of the ranks with rows): a slower rank among \
-                 these is not seen{fix}",
+                "{what}: {} {} a summary record but no iteration record{}: {cause}. The tables compare the other \
+                 ranks' iterations only (an iteration's time is the slowest of the ranks with rows): a slower rank \
+                 among these is not seen{fix}",
                 rank_list(&ranks),
                 if ranks.len() == 1 { "has" } else { "have" },
+                if why == NoRows::NotGiven { " read" } else { "" },
             )
         })
         .collect();

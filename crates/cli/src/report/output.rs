@@ -349,7 +349,7 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
                 without = vec![format!("{} and {last}", without.join(", "))];
             }
             format!(
-                "; {} {}: {} a summary record but no iteration record (the warnings say why), and a slower rank \
+                "; {} {}: {} a summary record but no iteration record read (the warnings say why), and a slower rank \
                  among them is not seen",
                 if ranks == 1 { "no rows of rank" } else { "no rows of ranks" },
                 without[0],

@@ -212,7 +212,8 @@ pub struct Data {
 /// record.
 pub struct SummariesOnly {
     pub input: PathBuf,
-    /// Its summary records.
+    /// Its summary records, but those read with the iteration record beside them and fork
+    /// children's (they write no rows by design).
     pub records: usize,
     /// Those of them that say why a rank of an experiment read has no rows
     /// ([`ExperimentData::without_rows`]): the report uses them, the others it leaves out.
@@ -1031,6 +1032,9 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         e.ranks.sort_by_key(|r| r.rank);
         e.warmup_rows = a.warmup_rows;
     }
+    // The iteration records found, as a summary record's name for the one beside it is compared.
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let given: HashSet<PathBuf> = files.iter().map(|p| canonical(p)).collect();
     // What the ranks' summary records say of how the policies ran.
     for ((k, e), samples_said) in experiments.iter_mut().enumerate().zip(samples_said) {
         let files: Vec<(u32, &Path)> =
@@ -1078,7 +1082,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         if e.header.source == aar_record::Source::Job {
             let read: BTreeSet<u32> = files.iter().map(|(rank, _)| *rank).collect();
             let what = format!("experiment \"{}\"", e.name.escape_debug());
-            let (without, said) = health::without_rows(&what, &e.name, e.header.nranks, &read, &summaries);
+            let (without, said) = health::without_rows(&what, &e.name, e.header.nranks, &read, &summaries, &given);
             e.without_rows = without;
             for w in said {
                 warn(&mut warnings, w);
@@ -1089,16 +1093,24 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         }
     }
     // Which summary records of the inputs without iteration records the report uses, however
-    // they were reached (a folder and a file in it).
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    // they were reached (a folder and a file in it). Not counted: one whose iteration record
+    // beside it was given (it is read with that record), and a fork child's (it writes no rows by
+    // design): neither is left out.
     let used: HashSet<PathBuf> =
         experiments.iter().flat_map(|e| &e.without_rows).map(|(_, _, record)| canonical(record)).collect();
+    let beside_given = |p: &Path| health::iterations_beside(p).is_some_and(|i| given.contains(&canonical(&i)));
+    let fork_child = |p: &Path| health::read_summary(p).is_ok_and(|(rec, _)| health::fork_child(&rec));
     let summaries_only = inputs_of_summaries
         .into_iter()
-        .map(|(input, records)| SummariesOnly {
-            input,
-            records: records.len(),
-            explaining: records.iter().filter(|r| used.contains(&canonical(r))).count(),
+        .map(|(input, records)| {
+            let (explaining, others): (Vec<&PathBuf>, Vec<&PathBuf>) =
+                records.iter().partition(|r| used.contains(&canonical(r)));
+            let explaining = explaining.len();
+            SummariesOnly {
+                input,
+                records: explaining + others.into_par_iter().filter(|r| !beside_given(r) && !fork_child(r)).count(),
+                explaining,
+            }
         })
         .collect();
     Data { experiments, warnings, summaries_only }
