@@ -1080,7 +1080,8 @@ fn rows_cut_by_a_write_failure_are_told_from_uneven_boundaries() {
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("line 14 is cut short (its writer was stopped, or could write no more"), "{err}");
-    let said: Vec<&str> = err.lines().filter(|l| l.contains("could not write the rest")).collect();
+    let said: Vec<&str> =
+        err.lines().filter(|l| l.contains("the rest were not written: either a write failed")).collect();
     assert_eq!(said.len(), 1, "{err}");
     assert!(said[0].contains("rank 1's iteration record") && said[0].contains("rows of only 12 iterations of the 30"));
     assert!(said[0].contains("ulimit -f"), "{err}");
@@ -2740,4 +2741,46 @@ fn a_fork_childs_summary_record_is_not_counted_among_those_left_out() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&idle_dir).unwrap();
+}
+
+/// An iteration record cut short at exit (fewer rows than the iterations its summary record says
+/// the rank ended, none counted in ab.rows_unwritten_at_exit): the causes that fit are listed, a
+/// failed write and a write in progress when the process ended, without claiming which.
+#[test]
+fn rows_cut_short_at_exit_list_the_causes_that_fit() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4717")];
+    let (dir, records, files) = job_of_8("report-cut-at-exit", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let of_one = |suffix: &str| {
+        records.join(files.iter().find(|f| f.starts_with("aar.4717.1.") && f.ends_with(suffix)).unwrap())
+    };
+    let (iterations, summary) = (of_one(".iterations.jsonl"), of_one(".json"));
+    // Its last 3 rows gone, as a write cut short leaves the file.
+    let text = std::fs::read_to_string(&iterations).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&iterations, lines[..lines.len() - 3].join("\n") + "\n").unwrap();
+    let mut rec: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(rec["ab"]["iterations"], 12, "{rec}");
+    for unwritten in [rec["ab"]["rows_unwritten_at_exit"].clone(), 0.into()] {
+        rec["ab"]["rows_unwritten_at_exit"] = unwritten.clone();
+        std::fs::write(&summary, rec.to_string()).unwrap();
+        let o = run(&[records.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{err}");
+        let said: Vec<&str> = err.lines().filter(|l| l.contains("rank 1's iteration record")).collect();
+        assert_eq!(said.len(), 1, "{unwritten}: {err}");
+        assert!(
+            said[0].contains(&format!(
+                "rank 1's iteration record {} holds rows of only 9 iterations of the 12 its summary record says it \
+                 ended: the rest were not written: either a write failed (a full disk, or the file size limit",
+                iterations.display()
+            )) && said[0].contains(
+                "or the process ended while a write of rows was in progress (it exited while another thread wrote \
+                 them to a slow file system, or was killed during the write"
+            ),
+            "{unwritten}: {err}"
+        );
+        assert!(!err.contains("could not write") && !err.contains("another thread held"), "{unwritten}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -164,8 +164,8 @@ pub struct RankSummary {
 impl RankSummary {
     /// The iterations the rank ended (its summary record says so) when its iteration record
     /// holds rows of fewer of them than libaar.so writes ([`aar_record::MAX_ROWS`] at most): the
-    /// rest could not be written (a full disk, the file size limit; or, as [`Self::unwritten_at_exit`]
-    /// says, another thread held the record at exit).
+    /// rest were not written (a failed write, or the process ended while a write was in progress;
+    /// or, as [`Self::unwritten_at_exit`] says, another thread held the record at exit).
     pub fn unwritten(&self) -> Option<u64> {
         let ended = self.ended?;
         let held = self.last_written.map_or(0, |i| i.saturating_add(1));
@@ -747,8 +747,9 @@ fn unfinished(e: &ExperimentData, files: &[(u32, &Path)]) -> Option<String> {
 /// Ranks that exited having ended more iterations than their iteration records hold rows of
 /// (below the rows libaar.so writes per process), one warning per cause: rows the exit handler
 /// could not write because another thread held the iteration record (its summary record says how
-/// many: `ab.rows_unwritten_at_exit`), or else a write that failed. The table compares the rows
-/// written.
+/// many: `ab.rows_unwritten_at_exit`), or else a write that failed or was in progress when the
+/// process ended (its rows are not counted there), which the records do not tell apart. The table
+/// compares the rows written.
 fn unwritten(e: &ExperimentData) -> Vec<String> {
     let short: Vec<(&RankSummary, u64)> = e.ranks.iter().filter_map(|r| Some((r, r.unwritten()?))).collect();
     let (held, failed): (Vec<_>, Vec<_>) = short.into_iter().partition(|(r, _)| r.unwritten_at_exit.is_some());
@@ -783,9 +784,13 @@ fn unwritten(e: &ExperimentData) -> Vec<String> {
     }
     if let Some(head) = said(&failed) {
         out.push(format!(
-            "{head}: libaar.so could not write the rest (a full disk, or the file size limit, ulimit -f: its warning at \
-             run time, and the record's \"messages\", say which), and the tables compare the rows written. Free space \
-             or raise the limit in the batch script, and run again"
+            "{head}: the rest were not written: either a write failed (a full disk, \
+             or the file size limit, ulimit -f: libaar.so's warning at run time, and the summary record's \
+             \"messages\", say so), or the process ended while a write of rows was in progress (it exited while \
+             another thread wrote them to a slow file system, or was killed during the write: the rows that write \
+             had taken are not counted in ab.rows_unwritten_at_exit). The tables compare the rows written. Free \
+             space or raise the limit in the batch script, let the program's threads finish their iteration calls \
+             before it exits, and run again"
         ));
     }
     out
