@@ -1206,18 +1206,24 @@ fn sigquit_to_the_launcher_goes_to_the_ranks() {
     let tag = std::process::id() % 100_000;
     let held = format!("5{tag:05}1");
     // No core files from the test's `sleep`s.
-    let child = Command::new("prlimit")
-        .args(["--core=0", "--", env!("CARGO_BIN_EXE_aar"), "run", "-n", "2", "sleep", &held])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new("prlimit");
+    cmd.args(["--core=0", "--", env!("CARGO_BIN_EXE_aar"), "run", "-n", "2", "sleep", &held]);
+    // SIGQUIT as a terminal's job gets it: a suite started in the background by a script (`&`
+    // without job control ignores SIGINT and SIGQUIT) would hand the launcher an ignored SIGQUIT,
+    // which it rightly keeps ignored (signals_ignored_when_the_launcher_starts_stay_ignored).
+    // SAFETY: signal is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    // prlimit execs the launcher: the job's pid is its.
+    let job = Job::spawn(cmd);
     assert!(within_30_s(|| sleeps(&held).len() == 2), "the ranks did not start");
-    // SAFETY: kill only sends SIGQUIT to the launcher this test started (prlimit execs it).
-    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGQUIT) }, 0);
-    let out = child.wait_with_output().unwrap();
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(128 + libc::SIGQUIT), "{err}");
+    job.signal(libc::SIGQUIT);
+    let (st, err) = job.finish();
+    assert_eq!(st.code(), Some(128 + libc::SIGQUIT), "{err}");
     assert!(err.contains("got SIGQUIT: forwarded to the 2 ranks still running"), "{err}");
     assert!(!err.contains("SIGKILL"), "the ranks' default action is to end: {err}");
     assert_eq!(gone_within_10_s(&held), []);
