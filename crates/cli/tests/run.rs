@@ -420,8 +420,7 @@ fn a_rank_that_cannot_be_started_ends_the_job() {
 /// another process, one that started after the folder last changed.
 #[test]
 fn a_job_folder_whose_pid_was_reused_is_removed() {
-    let tag = std::process::id() % 100_000;
-    let mut other = Command::new("sleep").arg(format!("6{tag:05}1")).spawn().unwrap();
+    let mut other = Command::new("sleep").arg(marker()).spawn().unwrap();
     let dir = PathBuf::from(format!("/dev/shm/aar-job-{}", other.id()));
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("topology"), "").unwrap();
@@ -491,7 +490,17 @@ fn the_installed_emulation_kit_builds_and_runs_a_job() {
     assert!(text(&ldd.stdout).contains(&emu.join("lib/libpmi.so.0").display().to_string()), "{}", text(&ldd.stdout));
 }
 
-/// Processes running `sleep SECONDS`: `SECONDS` marks the ones a test started.
+/// A `sleep` argument that marks the processes one test starts, for [`sleeps`]: no other test
+/// of this file gets it (tests run in parallel, and one that finds another's `sleep`s stops,
+/// counts or kills the wrong processes), nor does another test process (this one's pid is in
+/// it). Years of seconds, so such a `sleep` runs until the test ends it.
+fn marker() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("9{:07}{n:03}", std::process::id())
+}
+
+/// Processes running `sleep SECONDS`: `SECONDS` (a [`marker`]) marks the ones a test started.
 fn sleeps(seconds: &str) -> Vec<libc::pid_t> {
     let want = format!("sleep\0{seconds}\0");
     std::fs::read_dir("/proc")
@@ -521,12 +530,11 @@ fn gone_within_10_s(seconds: &str) -> Vec<libc::pid_t> {
 /// killed by SIGKILL takes its ranks with it.
 #[test]
 fn processes_the_ranks_leave_behind_end_with_the_job() {
-    let tag = std::process::id() % 100_000;
     let scratch = tempfile::tempdir().unwrap();
     let file = |name: &str| Stdio::from(std::fs::File::create(scratch.path().join(name)).unwrap());
     // Rank 0 fails; rank 1's shell ends at SIGTERM, its `sleep` does not (it is not signalled).
     // Rank 2 exits 0 and leaves a `sleep` in the background.
-    let (orphan, daemon) = (format!("9{tag:05}1"), format!("9{tag:05}2"));
+    let (orphan, daemon) = (marker(), marker());
     let script = format!(
         "case $PMI_RANK in 0) sleep 0.5; exit 3;; 1) sleep {orphan}; exit 0;; *) sleep {daemon} & exit 0;; esac"
     );
@@ -541,7 +549,7 @@ fn processes_the_ranks_leave_behind_end_with_the_job() {
     assert!(gone_within_10_s(&orphan).is_empty() && gone_within_10_s(&daemon).is_empty(), "{err}");
     assert!(err.contains("aar run: the ranks left 2 processes running (pids ["), "{err}");
     // SIGKILL to the launcher: no handler of its runs, its ranks end all the same.
-    let held = format!("9{tag:05}3");
+    let held = marker();
     let mut launcher = aar().args(["run", "-n", "2", "sleep", &held]).stderr(Stdio::null()).spawn().unwrap();
     let start = std::time::Instant::now();
     while sleeps(&held).len() < 2 && start.elapsed() < std::time::Duration::from_secs(10) {
@@ -568,8 +576,7 @@ fn aar_within_60_s() -> Command {
 /// 124, as GNU timeout's.
 #[test]
 fn a_job_past_its_time_limit_is_ended() {
-    let tag = std::process::id() % 100_000;
-    let held = format!("8{tag:05}1");
+    let held = marker();
     // Every rank waits for ever; none is in a barrier the launcher could see as stuck.
     let out = aar_within_60_s().args(["run", "-n", "10", "--time", "0:01", "sleep", &held]).output().unwrap();
     let err = text(&out.stderr);
@@ -648,8 +655,7 @@ fn a_time_limit_past_what_the_clock_holds_is_no_limit() {
 /// leaving them running.
 #[test]
 fn a_closed_stderr_does_not_stop_the_launcher_from_ending_the_job() {
-    let tag = std::process::id() % 100_000;
-    let left = format!("7{tag:05}1");
+    let left = marker();
     let (reader, writer) = std::io::pipe().unwrap();
     // Closed before the launcher starts: each of its writes to stderr fails (EPIPE).
     drop(reader);
@@ -1099,10 +1105,9 @@ fn within_30_s(mut check: impl FnMut() -> bool) -> bool {
 /// where the kernel discards SIGTSTP, the launcher stops all the same.
 #[test]
 fn sigtstp_stops_the_whole_job_and_sigcont_resumes_it() {
-    let tag = std::process::id() % 100_000;
-    for (i, (session, limit)) in [(Session::Job, 6), (Session::Orphaned, 0)].into_iter().enumerate() {
+    for (session, limit) in [(Session::Job, 6), (Session::Orphaned, 0)] {
         // Each rank: a shell whose child `sleep` runs until the test ends it.
-        let held = format!("7{tag:05}{i}");
+        let held = marker();
         let script = format!("echo ready; sleep {held}; echo done $PMI_RANK");
         let started = std::time::Instant::now();
         let job = Job::start(&["-n", "2", "--time", &format!("0:{limit}")], &script, session);
@@ -1170,9 +1175,8 @@ fn sigusr1_and_sigusr2_are_forwarded_to_the_ranks() {
 /// follows the SIGTERM, so it is not left for the SIGKILL after the grace.
 #[test]
 fn a_rank_stopped_from_outside_ends_with_the_job_at_its_sigterm() {
-    let tag = std::process::id() % 100_000;
-    let held = format!("6{tag:05}1");
-    let go = std::env::temp_dir().join(format!("aar-run-stopped-{tag}"));
+    let held = marker();
+    let go = std::env::temp_dir().join(format!("aar-run-stopped-{held}"));
     let _ = std::fs::remove_file(&go);
     let script = format!(
         "if [ \"$PMI_RANK\" = 0 ]; then while [ ! -e {go} ]; do sleep 0.05; done; exit 3; else exec sleep {held}; fi",
@@ -1203,8 +1207,7 @@ fn a_rank_stopped_from_outside_ends_with_the_job_at_its_sigterm() {
 /// a hung job for core dumps), and ends the job with 128 + SIGQUIT.
 #[test]
 fn sigquit_to_the_launcher_goes_to_the_ranks() {
-    let tag = std::process::id() % 100_000;
-    let held = format!("5{tag:05}1");
+    let held = marker();
     // No core files from the test's `sleep`s.
     let mut cmd = Command::new("prlimit");
     cmd.args(["--core=0", "--", env!("CARGO_BIN_EXE_aar"), "run", "-n", "2", "sleep", &held]);
@@ -1235,9 +1238,8 @@ fn sigquit_to_the_launcher_goes_to_the_ranks() {
 /// the launcher died of it and those processes ran on.
 #[test]
 fn a_fatal_signal_to_the_launcher_ends_the_job_and_what_the_ranks_started() {
-    let tag = std::process::id() % 100_000;
-    for (k, sig) in [libc::SIGALRM, libc::SIGXCPU].into_iter().enumerate() {
-        let held = format!("6{tag:05}{k}");
+    for sig in [libc::SIGALRM, libc::SIGXCPU] {
+        let held = marker();
         let script = format!("sleep {held} & echo ready; wait");
         // Not under `timeout`, which a SIGALRM would end: the signal is for the launcher.
         let mut child = aar()
