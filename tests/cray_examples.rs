@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 fn examples() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let release = aar_testkit::build_release(&["aar", "aar-emu", "aar-pmi", "aar-cli"]);
+        let release = aar_testkit::release_dir();
         let out = scratch("cray-examples-build");
         for entry in std::fs::read_dir(root().join("examples/cray")).unwrap() {
             let path = entry.unwrap().path();
@@ -230,7 +230,7 @@ fn ab_exchange_alternates_policies_iteration_by_iteration_across_nodes() {
 /// NULL for good by the linker in such a program, and the experiment had no iteration to compare.
 #[test]
 fn ab_exchange_built_without_pie_still_marks_its_iterations() {
-    let release = aar_testkit::build_release(&["aar", "aar-emu", "aar-pmi", "aar-cli"]);
+    let release = aar_testkit::release_dir();
     let dir = scratch("cray-ab-exchange-no-pie-build");
     for name in ["Makefile", "ab_exchange.c", "cray_util.h", "parse_size.h", "pmi_gni_env.h"] {
         std::fs::copy(root().join("examples/cray").join(name), dir.join(name)).unwrap();

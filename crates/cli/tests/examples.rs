@@ -261,7 +261,7 @@ fn pingpong_without_pie(dir: &std::path::Path, name: &str, libdir: &std::path::P
 /// emulator. Looked up at run time, it follows the library the program runs with.
 #[test]
 fn the_examples_clock_follows_the_libugni_they_run_with_in_a_build_without_pie() {
-    let emulator = aar_testkit::emulator_libdir();
+    let emulator = aar_testkit::libdir();
     let dir = aar_testkit::scratch("examples-clock-no-pie");
     let without = dir.join("without-clock");
     std::fs::create_dir_all(&without).unwrap();
@@ -300,7 +300,7 @@ fn the_examples_clock_follows_the_libugni_they_run_with_in_a_build_without_pie()
 /// (SIGSEGV). A --max one word above what the heap holds is refused too, and one at it runs.
 #[test]
 fn shmem_ring_refuses_a_max_its_symmetric_heap_cannot_hold() {
-    let lib = aar_testkit::emulator_libdir();
+    let lib = aar_testkit::libdir();
     let dir = aar_testkit::scratch("examples-shmem-ring-max");
     let program = dir.join("shmem_ring");
     let st = Command::new("cc")
@@ -349,7 +349,7 @@ fn build_example(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
         .arg(root().join("cabi"))
         .arg(root().join("examples").join(format!("{name}.c")))
         .arg("-L")
-        .arg(aar_testkit::emulator_libdir())
+        .arg(aar_testkit::libdir())
         .args(if name == "shmem_ring" { ["-ldmapp", "-lugni", "-ldl"].as_slice() } else { &["-lugni", "-ldl"] })
         .arg("-o")
         .arg(&program)
@@ -362,7 +362,7 @@ fn build_example(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
 /// `program ARGS` over the emulator, outside any job, with `env` added: (exit code, stdout, stderr).
 fn run_example(program: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let mut cmd = Command::new(program);
-    cmd.args(args).env("LD_LIBRARY_PATH", aar_testkit::emulator_libdir());
+    cmd.args(args).env("LD_LIBRARY_PATH", aar_testkit::libdir());
     for var in ["LD_PRELOAD", "AAR_EMU_SIM", "AAR_EMU_JOB_DIR", "PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_DEV_ID"] {
         cmd.env_remove(var);
     }

@@ -2,7 +2,7 @@
 //! against the real libpmi.so.0 with the Cray pkg-config name (`pkg-config cray-pmi`, from the
 //! build tree's .pc files); the same program also runs under MPICH's mpiexec.hydra.
 
-use aar_testkit::{build_release, root, target_dir};
+use aar_testkit::{release_dir, root, target_dir};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 /// crates/cli/tests/c/pmi_job.c, built against the build tree's libpmi.so.0.
 fn pmi_job() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| build_pmi_job(&build_release(&["aar-pmi"]).join("pkgconfig"), "pmi_job"))
+    BIN.get_or_init(|| build_pmi_job(&release_dir().join("pkgconfig"), "pmi_job"))
 }
 
 /// pmi_job.c built as a Cray user's Makefile would build it, `cc -pthread pmi_job.c $(pkg-config
@@ -717,7 +717,7 @@ const RANK_FILE_BYTES: u64 = 8_851_592;
 fn all_pairs() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let release = build_release(&["aar-pmi", "aar-emu"]);
+        let release = release_dir();
         let pc = Command::new("pkg-config")
             .args(["--cflags", "--libs", "cray-pmi", "cray-ugni"])
             .env("PKG_CONFIG_PATH", release.join("pkgconfig"))

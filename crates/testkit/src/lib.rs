@@ -23,39 +23,37 @@ pub fn target_dir() -> PathBuf {
     exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").to_path_buf()
 }
 
-/// `cargo build --release` of `packages` into [`target_dir`] (a no-op when fresh); the release
-/// folder.
-pub fn build_release(packages: &[&str]) -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--release", "-q"]);
-    for p in packages {
-        cmd.args(["-p", p]);
-    }
-    let st = cmd.env("CARGO_TARGET_DIR", target_dir()).current_dir(root()).status().expect("run cargo build");
-    assert!(st.success(), "cargo build --release of {packages:?} failed");
-    target_dir().join("release")
+/// The packages whose files the tests run (libaar.so, the emulated libugni.so and libdmapp.so,
+/// libpmi.so.0, the `aar` command), always built together, as `scripts/demo` and `scripts/install`
+/// build them: cargo unifies the features of the dependencies over the packages of one build, so
+/// a build of fewer of them (`-p aar-emu` alone) links libugni.so or `aar` again, with other
+/// features, replacing the file while other tests of the same binary run programs that load it.
+pub const ARTIFACTS: [&str; 4] = ["aar", "aar-emu", "aar-pmi", "aar-cli"];
+
+/// `cargo build --release` of [`ARTIFACTS`] into [`target_dir`], once per test binary (a no-op
+/// after the suite's own build); the release folder.
+pub fn release_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--release", "-q"]);
+        for p in ARTIFACTS {
+            cmd.args(["-p", p]);
+        }
+        let st = cmd.env("CARGO_TARGET_DIR", target_dir()).current_dir(root()).status().expect("run cargo build");
+        assert!(st.success(), "cargo build --release of {ARTIFACTS:?} failed");
+        let dir = target_dir().join("release");
+        for f in ["libaar.so", "libugni.so", "libpmi.so", "aar"] {
+            assert!(dir.join(f).is_file(), "no {f} in {}", dir.display());
+        }
+        dir
+    })
 }
 
-/// The folder of libaar.so and the emulated libugni.so (and its link libdmapp.so), built once per
-/// test binary.
+/// The folder of libaar.so and the emulated libugni.so (and its link libdmapp.so).
 pub fn libdir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = build_release(&["aar", "aar-emu"]);
-        assert!(dir.join("libaar.so").is_file() && dir.join("libugni.so").is_file());
-        dir
-    })
-}
-
-/// The emulated libugni.so's folder, built once per test binary without the shim.
-pub fn emulator_libdir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = build_release(&["aar-emu"]);
-        assert!(dir.join("libugni.so").is_file(), "no libugni.so in {}", dir.display());
-        dir
-    })
+    release_dir()
 }
 
 /// The real libaar.so.
@@ -63,10 +61,9 @@ pub fn libaar() -> PathBuf {
     libdir().join("libaar.so")
 }
 
-/// The `aar` command, built once per test binary.
+/// The `aar` command.
 pub fn aar_command() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| build_release(&["aar-cli"]).join("aar")).clone()
+    release_dir().join("aar")
 }
 
 /// An empty scratch folder for one test, in the target folder.

@@ -12,7 +12,7 @@ pub use aar_testkit::root as repo_root;
 
 /// target/release, after making sure libugni.so there is current (a no-op build when it is).
 pub fn lib_dir() -> &'static Path {
-    aar_testkit::emulator_libdir()
+    aar_testkit::libdir()
 }
 
 /// Compiles `src` (relative to the repository root) with warnings as errors, linked with -lugni.
