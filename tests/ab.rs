@@ -619,6 +619,8 @@ fn mpi_program_job_under(
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_plm", "isolated")
         .unset("AAR_EMU_LOG");
+    let session = launch.dir.display().to_string();
+    launch = launch.env(OPEN_MPI_TMPDIR, &session);
     for (k, v) in extra {
         launch = launch.env(k, v);
     }

@@ -16,9 +16,11 @@ fn a_large_count_form_the_mpi_lacks_returns_an_error_and_says_why() {
         return;
     }
     let prog = compile("mpicc.openmpi", "mpi_probe", &[aar_testkit::root().join("tests/c/mpi_probe.c")], &["-ldl"]);
+    let session = scratch("mpi-lacks-large-count");
     let run = |preload: bool| {
         let mut cmd = Command::new("mpiexec.openmpi");
         cmd.args(["--oversubscribe", "-n", "2"])
+            .env(OPEN_MPI_TMPDIR, &session)
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .env("OMPI_MCA_plm", "isolated")
@@ -62,8 +64,13 @@ fn aar_run_starts_an_mpich_program_as_one_job_and_an_open_mpi_one_as_singletons(
             continue;
         }
         let prog = compile(compiler, "mpi_probe", &[aar_testkit::root().join("tests/c/mpi_probe.c")], &["-ldl"]);
+        // Each singleton rank is an Open MPI job: a session folder of its own (a rank that ends
+        // first would remove a shared one under the other).
+        let session = scratch(&format!("mpi-aar-run-{compiler}"));
         let out = Command::new(aar_testkit::aar_command())
-            .args(["run", "-n", "2", "--time", "2:00", "--"])
+            .args(["run", "-n", "2", "--time", "2:00", "--", "sh", "-c"])
+            .arg(format!("{OPEN_MPI_TMPDIR}=\"$0/$PMI_RANK\" exec \"$1\""))
+            .arg(&session)
             .arg(&prog)
             .env("LD_PRELOAD", aar_testkit::libaar())
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")

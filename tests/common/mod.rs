@@ -18,6 +18,14 @@ pub const AD3: u64 = 0x80;
 
 pub use aar_testkit::{aar_command, libaar, libdir, lock_can_be_biased, root, scratch, sde_events_setting, target_dir};
 
+/// The Open MPI 4.1 setting (an MCA parameter) of the folder a process makes its session folder
+/// `ompi.<host>.<uid>` in: /tmp unless set. An Open MPI job (an `mpiexec`, or each singleton rank
+/// under `aar run`) removes that folder when it ends, if it is then empty; a job starting beside
+/// it that finds the folder made, then gone, fails in `orte_init` ("A call to mkdir was unable to
+/// create the desired directory ... File exists"). Each test's Open MPI job gets a folder of its
+/// own.
+pub const OPEN_MPI_TMPDIR: &str = "OMPI_MCA_orte_tmpdir_base";
+
 /// Compile tests/c/<name>.c against cabi/ and the emulator, once per test binary.
 pub fn program(name: &str) -> PathBuf {
     program_with(name, &[])
