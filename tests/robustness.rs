@@ -241,14 +241,18 @@ fn _exit_and_kill_lose_only_their_own_record() {
     let out = launch.dir.join("out");
     std::fs::write(out.join("other-rank.json"), "{}").unwrap();
     let mut launch = launch;
+    let trace = launch.dir.join("trace.jsonl");
+    // Killed once its trace has lines written (however slow the machine, a minute at most).
     launch.wrapper = vec![
         "sh".into(),
         "-c".into(),
-        "\"$@\" & pid=$!; sleep 0.3; kill -9 $pid; wait $pid; exit 0".into(),
+        format!(
+            "\"$@\" & pid=$!; n=0; while ! [ -s {} ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; kill -9 $pid; wait $pid; exit 0",
+            trace.display()
+        ),
         "sh".into(),
     ];
     launch.args = vec!["fma".into(), "64".into(), "100000000".into(), "0".into()];
-    let trace = launch.dir.join("trace.jsonl");
     let r = launch.env("AAR_TRACE", &trace.display().to_string()).run();
     r.assert_ok();
     let names: Vec<String> =
