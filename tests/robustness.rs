@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use serde_json::Value;
 use std::process::Command;
 
 fn total_messages(rec: &serde_json::Value) -> u64 {
@@ -259,8 +260,21 @@ fn _exit_and_kill_lose_only_their_own_record() {
         std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["other-rank.json"]);
     // Its trace keeps the lines written before, whole (the last ones, in the buffer, are lost).
-    let text = std::fs::read_to_string(&trace).unwrap();
-    assert!(text.ends_with('\n') && !read_jsonl(&trace).is_empty(), "{} bytes of trace", text.len());
+    // Only a write the kill lands in may be cut, and then where the kernel stops a write to a
+    // file for a fatal signal: at a page boundary of the file.
+    let text = String::from_utf8_lossy(&std::fs::read(&trace).unwrap()).into_owned();
+    let whole = text.rfind('\n').map_or(0, |i| i + 1);
+    assert!(
+        whole == text.len() || text.len().is_multiple_of(4096),
+        "{} bytes of trace, cut within a page: {:?}",
+        text.len(),
+        &text[whole..]
+    );
+    let lines: Vec<Value> = text[..whole]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad trace line {l:?}: {e}")))
+        .collect();
+    assert!(!lines.is_empty(), "{} bytes of trace", text.len());
 }
 
 #[test]
