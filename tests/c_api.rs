@@ -247,6 +247,18 @@ fn iterations_ended_while_the_process_exits_are_counted_as_their_rows_are() {
     }
 }
 
+/// api_edges `mode` (one of its exit-while-forking modes: the process exits while a thread is
+/// held inside fork()) under an A/B experiment, as `name`: it succeeds with `stdout`, and leaves
+/// one summary record, the parent's (the child _exits). The run and that record.
+fn exit_while_forking(name: &str, mode: &str, stdout: &str) -> (Run, Vec<serde_json::Value>) {
+    let r = Launch::program(name, api_edges(), mode).env("AAR_AB", "ADAPTIVE0,ADAPTIVE3").run();
+    assert!(r.status.success(), "{}", r.stderr);
+    assert_eq!(r.stdout, stdout);
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "the parent's record (the child _exits): {}", r.stderr);
+    (r, recs)
+}
+
 /// The exit handler waits only so long for the iteration record: here a thread holds it inside
 /// fork() (held there by the program until after libaar.so's exit handler ran) while main calls
 /// exit(). The iterations an atexit handler then ends (registered before libaar.so's first call,
@@ -256,13 +268,11 @@ fn iterations_ended_while_the_process_exits_are_counted_as_their_rows_are() {
 /// after exit are said. Nothing here is timed: the order is the program's.
 #[test]
 fn iterations_ended_after_an_exit_handler_that_could_not_wait_keep_no_row() {
-    let r = Launch::program("api-exit-while-forking", api_edges(), "exit-while-forking")
-        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
-        .run();
-    assert!(r.status.success(), "{}", r.stderr);
-    assert_eq!(r.stdout, "begin rc=0 end rc=0\nafter exit 1000 ended\n");
-    let recs = r.records();
-    assert_eq!(recs.len(), 1, "the parent's record (the child _exits): {}", r.stderr);
+    let (r, recs) = exit_while_forking(
+        "api-exit-while-forking",
+        "exit-while-forking",
+        "begin rc=0 end rc=0\nafter exit 1000 ended\n",
+    );
     assert_eq!(recs[0]["ab"]["iterations"], 1, "counted at exit: iteration 0");
     // Iteration 0's row may stay in the buffer (nothing writes it after the exit handler could not):
     // fewer rows than counted is what a reader is told of; more is not.
@@ -295,13 +305,11 @@ fn iterations_ended_after_an_exit_handler_that_could_not_wait_keep_no_row() {
 /// makes the next write due.
 #[test]
 fn rows_an_exit_handler_counted_unwritten_are_not_written_after_it() {
-    let r = Launch::program("api-exit-while-forking-pause", api_edges(), "exit-while-forking-then-pause")
-        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
-        .run();
-    assert!(r.status.success(), "{}", r.stderr);
-    assert_eq!(r.stdout, "begin rc=0 end rc=0\nafter exit 1000 ended\n");
-    let recs = r.records();
-    assert_eq!(recs.len(), 1, "the parent's record (the child _exits): {}", r.stderr);
+    let (r, recs) = exit_while_forking(
+        "api-exit-while-forking-pause",
+        "exit-while-forking-then-pause",
+        "begin rc=0 end rc=0\nafter exit 1000 ended\n",
+    );
     let ab = &recs[0]["ab"];
     assert_eq!((&ab["iterations"], &ab["rows_unwritten_at_exit"]), (&1.into(), &1.into()), "{ab}");
     assert_eq!(ab["iterations_file"], serde_json::Value::Null, "{ab}");
@@ -318,13 +326,8 @@ fn rows_an_exit_handler_counted_unwritten_are_not_written_after_it() {
 /// message says so. `aar report` gives that cause for the missing rows, and not a full disk.
 #[test]
 fn an_exit_handler_that_could_not_wait_names_the_rows_it_could_not_write() {
-    let r = Launch::program("api-exit-while-forking-rows", api_edges(), "exit-while-forking 1000")
-        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
-        .run();
-    assert!(r.status.success(), "{}", r.stderr);
-    assert_eq!(r.stdout, "begin rc=0 end rc=0\n");
-    let recs = r.records();
-    assert_eq!(recs.len(), 1, "the parent's record (the child _exits): {}", r.stderr);
+    let (r, recs) =
+        exit_while_forking("api-exit-while-forking-rows", "exit-while-forking 1000", "begin rc=0 end rc=0\n");
     let ab = &recs[0]["ab"];
     assert_eq!(ab["iterations"], 1000, "{ab}");
     let out = r.dir.join("out");
