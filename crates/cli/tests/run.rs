@@ -1549,3 +1549,25 @@ fn a_rank_that_never_reads_its_pmi_answers_stops_no_other_rank_and_ends_the_job(
     let total: u64 = count.and_then(|(n, _)| n.parse().ok()).unwrap_or_else(|| panic!("no count: {err}"));
     assert!(total > LINES, "{total}: {err}");
 }
+
+/// A rank that leaves more than 1 MiB of answers unread when the job is already ending is named
+/// all the same, once, and the job keeps the exit code of what ended it: rank 0 exits 3, and rank
+/// 1, at the SIGTERM that follows, sends PMI requests on and on without reading an answer (`yes`
+/// sends that many in a few milliseconds, well within the 3 s before its SIGKILL), until the
+/// launcher closes its connection and the write fails.
+#[test]
+fn a_rank_that_leaves_its_pmi_answers_unread_as_the_job_ends_is_named() {
+    let script = "d=$AAR_EMU_JOB_DIR; if [ $PMI_RANK = 1 ]; then trap 'yes cmd=get_maxes >&$PMI_FD; exit 0' TERM; \
+                  touch $d/ready; while :; do sleep 0.01; done; fi; while [ ! -e $d/ready ]; do sleep 0.01; done; exit 3";
+    let out = aar_within_60_s().args(["run", "-n", "2", "sh", "-c", script]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let unread: Vec<&str> = err.lines().filter(|l| l.contains("does not read the answers")).collect();
+    assert_eq!(unread.len(), 1, "{err}");
+    assert!(unread[0].starts_with("aar run: rank 1 (pid "), "{err}");
+    assert!(
+        unread[0].ends_with("its PMI connection is closed (the job was already ending; its exit code stays 3)."),
+        "{err}"
+    );
+    assert!(said_before(&err, "rank 0 (pid ", "does not read the answers"), "{err}");
+}

@@ -17,7 +17,8 @@
 //!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
 //!   Answers wait in a queue per rank, written as its socket takes them without blocking, so a
 //!   rank that does not read them stops no other; one that leaves more than [`MAX_UNREAD`] unread
-//!   ends the job (exit status 1), said in one line that names it. A line that is not PMI is
+//!   ends the job (exit status 1), said in one line that names it (also when the job is already
+//!   ending, which keeps its exit status). A line that is not PMI is
 //!   answered with an error; the first [`NOT_PMI_SAID`] of a rank are said, the rest counted, and
 //!   the count is said at the end of the job.
 //! - The end: the job's exit status is 0 when every rank exits 0. The first rank that calls
@@ -1009,22 +1010,25 @@ impl Supervisor {
         }
     }
 
-    /// A rank whose unread answers passed [`MAX_UNREAD`] ([`Self::send`]) ends the job, said once.
+    /// Each rank whose unread answers passed [`MAX_UNREAD`] ([`Self::send`]) is named, once (its
+    /// connection is closed, so it cannot pass it again), and ends the job; when the job is
+    /// already ending, its exit code stays.
     fn end_unread(&mut self) {
-        let Some(r) = self.ranks.iter().position(|rank| rank.unread) else { return };
-        self.ranks[r].unread = false;
-        self.ranks[r].read_output();
-        let pid = self.ranks[r].child.id();
-        self.end(
-            EXIT_STUCK,
-            Some(r),
-            format!(
+        while let Some(r) = self.ranks.iter().position(|rank| rank.unread) {
+            self.ranks[r].unread = false;
+            self.ranks[r].read_output();
+            let pid = self.ranks[r].child.id();
+            let why = format!(
                 "rank {r} (pid {pid}) does not read the answers to what it sends on its PMI_FD: more than {} MiB of \
                  them waited for it (a PMI client reads each answer before it asks again); its PMI connection is \
-                 closed, and the job can never complete",
+                 closed",
                 MAX_UNREAD >> 20
-            ),
-        );
+            );
+            match self.ending {
+                None => self.end(EXIT_STUCK, Some(r), format!("{why}, and the job can never complete")),
+                Some(code) => say!("aar run: {why} (the job was already ending; its exit code stays {code})."),
+            }
+        }
     }
 
     /// The lines that are not PMI, for each rank that sent more than were said.
