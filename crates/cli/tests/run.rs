@@ -1571,3 +1571,46 @@ fn a_rank_that_leaves_its_pmi_answers_unread_as_the_job_ends_is_named() {
     );
     assert!(said_before(&err, "rank 0 (pid ", "does not read the answers"), "{err}");
 }
+
+/// The launcher's line about a rank's PMI_Abort comes after the rank's own line about it (which
+/// libpmi.so.0's PMI_Abort writes before it tells the launcher) also when the launcher's stderr is
+/// not read and its queue for it is full, so that line is left in the rank's pipe: rank 1 fills the
+/// queue (`pmi_job fill-stderr` returns once the launcher no longer reads rank 1's stderr), then
+/// rank 0 aborts. The test reads stderr only once rank 1, on stdout, says it got the SIGTERM the
+/// launcher sends after its line.
+#[test]
+fn a_ranks_line_about_its_abort_comes_first_also_when_stderr_is_not_read() {
+    let job = pmi_job().display();
+    let script = format!(
+        "d=$AAR_EMU_JOB_DIR; if [ $PMI_RANK = 1 ]; then trap 'echo rank 1 got SIGTERM; exit 0' TERM; \
+         {job} fill-stderr || exit 1; touch $d/full; while :; do sleep 0.01; done; fi; \
+         while [ ! -e $d/full ]; do sleep 0.01; done; exec {job} early 0 5"
+    );
+    let mut child = aar_within_60_s()
+        .args(["run", "-n", "2", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stderr = child.stderr.take().unwrap();
+    let mut out = String::new();
+    while !out.contains("rank 1 got SIGTERM\n") {
+        if stdout.read_line(&mut out).unwrap() == 0 {
+            break;
+        }
+    }
+    let mut err = String::new();
+    stderr.read_to_string(&mut err).unwrap();
+    stdout.read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    let said: Vec<&str> = err.lines().filter(|l| l.starts_with("aar run:")).collect();
+    assert!(out.contains("rank 1 got SIGTERM\n"), "{status}: {out}\n{said:?}");
+    assert_eq!(status.code(), Some(5), "{said:?}");
+    // The queue was full: more than its 1 MiB of rank 1's lines came before the abort's.
+    let filled = err.lines().take_while(|l| !l.starts_with("aar")).filter(|l| l.len() == 4095).count();
+    assert!(filled * 4096 > 1 << 20, "{filled} lines of rank 1 first: {said:?}");
+    let own = "aar: rank 0: PMI_Abort(5): pmi_job asked to abort before PMI_Init";
+    assert!(said_before(&err, own, "aar run: rank 0 (pid "), "{said:?}");
+    assert!(said.iter().any(|l| l.contains("called PMI_Abort with exit code 5;")), "{said:?}");
+}

@@ -55,7 +55,8 @@
 //!   whole line at a time, as srun does (`--label`: each line starts with its rank), through a
 //!   bounded queue written when the launcher's stream takes it without blocking, so a stream
 //!   nobody reads stops the ranks that write to it, never PMI; rank 0 gets its stdin, the others
-//!   /dev/null.
+//!   /dev/null. The launcher's own lines ([`say!`]) wait in stderr's queue, after what a rank wrote
+//!   before a line about it (held back while that waits in its pipe: [`output::Relay::hold_after`]).
 //! - Options srun users type out of habit: `--ntasks`, `--ntasks-per-node`, `-t` are taken; those
 //!   aar run has not are refused with what to do instead ([`Refused`]). The exit status of a job a
 //!   rank's failure ended is, as srun's, the highest code of the ranks that failed on their own:
@@ -452,10 +453,12 @@ impl Rank {
     /// What the rank wrote and the launcher has not read yet, as far as that does not wait: before
     /// a line of the launcher's about what the rank did (PMI_Abort, a line that is not PMI, its
     /// end), which the rank wrote out before it (libpmi.so.0's PMI_Abort, MPICH's MPI_Abort say
-    /// why first), so that its own words come first. What a full queue holds back stays behind.
+    /// why first), so that its own words come first. What a full queue leaves in its stderr pipe
+    /// holds the launcher's lines back until it is read ([`output::Relay::hold_after`]).
     fn read_output(&mut self) {
         self.out.drain(false);
         self.err.drain(false);
+        self.err.hold_after();
     }
 
     fn close(&mut self) {

@@ -14,11 +14,18 @@
 //! the stream itself, while PMI is served to every rank and the job goes on, and ends as it
 //! would (SIGTERM to the ranks at an abort). Before the launcher exits the queues are written
 //! out, waiting as any program's writes do.
+//!
+//! A line of the launcher's about a rank (its PMI_Abort, its end) comes after what the rank wrote
+//! to stderr before it ([`Relay::hold_after`]): when a full queue leaves those lines in the
+//! rank's pipe, the launcher's lines from then on are held back, not queued, until the rank's
+//! stderr has been read past them; a stderr nobody reads then holds them as it holds the ranks'.
 
+use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::process::{ChildStderr, ChildStdout};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A line longer than this is written out in pieces (each piece still whole, and only the first
 /// labelled), so a rank that writes without newlines cannot make the launcher hold its output.
@@ -46,14 +53,31 @@ struct Queue {
     bytes: Vec<u8>,
     /// A write failed (`aar run ... | head` once head is gone): nothing more is written.
     closed: bool,
-    /// The launcher's own lines not queued: the queue held [`QUEUE_MAX`] + [`SAY_MAX`] bytes.
+    /// The launcher's own lines not queued: the queue held [`QUEUE_MAX`] + [`SAY_MAX`] bytes
+    /// (`bytes` and `held` together).
     lost: usize,
+    /// The launcher's lines held back ([`Relay::hold_after`]), each group until a rank's pipe
+    /// has been read up to a point: the read bytes of the pipe ([`Relay::read`]), and how many
+    /// it must reach. Queued in order as the points are passed.
+    held: VecDeque<(Arc<AtomicU64>, u64, Vec<u8>)>,
 }
 
-static QUEUES: [Mutex<Queue>; 2] = [
-    Mutex::new(Queue { bytes: Vec::new(), closed: false, lost: 0 }),
-    Mutex::new(Queue { bytes: Vec::new(), closed: false, lost: 0 }),
-];
+impl Queue {
+    const fn new() -> Self {
+        Queue { bytes: Vec::new(), closed: false, lost: 0, held: VecDeque::new() }
+    }
+
+    /// Queue the held lines whose points were passed, in order; all of them with `all`.
+    fn release(&mut self, all: bool) {
+        while self.held.front().is_some_and(|(read, at, _)| all || read.load(Ordering::Relaxed) >= *at) {
+            if let Some((_, _, lines)) = self.held.pop_front() {
+                self.bytes.extend_from_slice(&lines);
+            }
+        }
+    }
+}
+
+static QUEUES: [Mutex<Queue>; 2] = [Mutex::new(Queue::new()), Mutex::new(Queue::new())];
 
 impl Sink {
     fn fd(self) -> libc::c_int {
@@ -98,6 +122,7 @@ impl Sink {
                     _ => {
                         q.closed = true;
                         q.bytes = Vec::new();
+                        q.held = VecDeque::new();
                     }
                 },
             }
@@ -134,6 +159,11 @@ pub fn waiting_sinks() -> Vec<libc::c_int> {
 /// and the line that says how many of the launcher's own lines were lost ([`say`]).
 pub fn flush(wait: bool) {
     Sink::Stdout.flush(wait);
+    if wait {
+        // Lines held for what a rank wrote that was not read (a process it left holds its pipe):
+        // the launcher's are not lost for that.
+        Sink::Stderr.queue().release(true);
+    }
     Sink::Stderr.flush(wait);
     if !wait {
         return;
@@ -155,18 +185,24 @@ pub fn flush(wait: bool) {
 /// loop that serves PMI and ends the job. Not bounded by [`QUEUE_MAX`] (a warning the launcher
 /// holds back is no use), but by [`SAY_MAX`] more, against a rank that makes it say a line again
 /// and again: beyond that the lines are counted, and one line at the end says how many were lost.
-/// Lost when stderr cannot be written.
+/// Lost when stderr cannot be written. Held back after the last point a rank's stderr must be read
+/// past first ([`Relay::hold_after`]).
 pub fn say(line: std::fmt::Arguments) {
     {
         let mut q = Sink::Stderr.queue();
         if q.closed {
             return;
         }
-        if q.bytes.len() >= QUEUE_MAX + SAY_MAX {
+        let held: usize = q.held.iter().map(|(_, _, lines)| lines.len()).sum();
+        if q.bytes.len() + held >= QUEUE_MAX + SAY_MAX {
             q.lost += 1;
             return;
         }
-        q.bytes.extend_from_slice(format!("{line}\n").as_bytes());
+        let line = format!("{line}\n");
+        match q.held.back_mut() {
+            Some((_, _, lines)) => lines.extend_from_slice(line.as_bytes()),
+            None => q.bytes.extend_from_slice(line.as_bytes()),
+        }
     }
     Sink::Stderr.flush(false);
 }
@@ -203,11 +239,33 @@ pub struct Relay {
     held: Vec<u8>,
     /// The last piece queued ended a line (the next piece gets the label).
     at_line_start: bool,
+    /// The bytes read from the pipe so far; `u64::MAX` once it is no longer read.
+    read: Arc<AtomicU64>,
 }
 
 impl Relay {
     pub fn new(pipe: Option<Pipe>, sink: Sink, label: Option<String>) -> Self {
-        Relay { pipe, sink, label, held: Vec::new(), at_line_start: true }
+        Relay { pipe, sink, label, held: Vec::new(), at_line_start: true, read: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// The launcher's lines from now on (a line about what the rank did) are to come after what
+    /// the rank wrote to this stream so far. All of it is queued when its queue has room (the
+    /// caller read the pipe, [`Self::drain`]); what a full queue left in the pipe holds the
+    /// launcher's lines back until the pipe has been read past it, not the launcher: it reads and
+    /// queues them as the queue takes them. Only for stderr, the launcher's lines' stream: they
+    /// do not wait for a stdout nobody reads.
+    pub fn hold_after(&self) {
+        let Some(pipe) = self.pipe.as_ref().filter(|_| self.sink == Sink::Stderr) else { return };
+        let mut unread: libc::c_int = 0;
+        // SAFETY: FIONREAD writes the bytes the live pipe holds into the c_int it points to.
+        if unsafe { libc::ioctl(pipe.raw_fd(), libc::FIONREAD, &mut unread) } < 0 || unread <= 0 {
+            return;
+        }
+        let at = self.read.load(Ordering::Relaxed) + unread as u64;
+        let mut q = self.sink.queue();
+        if !q.closed {
+            q.held.push_back((Arc::clone(&self.read), at, Vec::new()));
+        }
     }
 
     /// The pipe to poll, until its end of file, while its stream's queue has room.
@@ -247,6 +305,7 @@ impl Relay {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => true,
             Ok(0) | Err(_) => {
                 self.pipe = None;
+                self.read.store(u64::MAX, Ordering::Relaxed);
                 let mut rest = std::mem::take(&mut self.held);
                 // A labelled last line that the rank left unended is ended, so the next rank's
                 // label does not land in it.
@@ -264,10 +323,13 @@ impl Relay {
                     None => 0,
                 };
                 let lines: Vec<u8> = self.held.drain(..whole).collect();
+                // Before the queue, which may find its stream closed and close this relay.
+                self.read.fetch_add(n as u64, Ordering::Relaxed);
                 self.queue(&lines);
                 true
             }
         };
+        self.sink.queue().release(false);
         self.sink.flush(false);
         read
     }
@@ -295,6 +357,7 @@ impl Relay {
     fn close(&mut self) {
         self.pipe = None;
         self.held = Vec::new();
+        self.read.store(u64::MAX, Ordering::Relaxed);
     }
 
     /// Queue `bytes` (whole lines, but for a piece of an overlong line or the end of the stream)

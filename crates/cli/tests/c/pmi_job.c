@@ -19,14 +19,18 @@
  *                       the job, as a rank writing to a peer that SIGTERM killed first does
  *   pmi_job alone       what of the checks needs no other rank (no barrier), its own key read
  *                       back, then PMI_Finalize; prints one "alone rank=R ..." line
+ *   pmi_job fill-stderr no PMI_Init: writes lines to stderr until the launcher no longer reads it
+ *                       (its queue for stderr is full: nobody reads the launcher's), then exits 0
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pmi.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,8 +114,48 @@ static void wait_as_mpich(void) {
         pause();
 }
 
+/* One PMI-1 request on PMI_FD, its answer read whole: aar run answers it in a turn of its loop
+ * that then reads this rank's stdout and stderr pipes. */
+static int ask_launcher(int fd) {
+    static const char ask[] = "cmd=get_maxes\n";
+    char c = 0;
+    if (write(fd, ask, sizeof ask - 1) != (ssize_t)(sizeof ask - 1))
+        return -1;
+    while (c != '\n')
+        if (read(fd, &c, 1) != 1)
+            return -1;
+    return 0;
+}
+
+/* `fill-stderr`: fill the stderr pipe without blocking, then ask the launcher twice: the turn of
+ * its loop that answered the first question, which the second waited for, looked at the pipe; if
+ * it still holds as much, that turn did not read it, which aar run does only when its queue for
+ * stderr is full (and nothing empties it while nobody reads its stderr). Else again. */
+static int fill_stderr(void) {
+    const char *pmi_fd = getenv("PMI_FD");
+    int flags = fcntl(2, F_GETFL), fd = pmi_fd ? atoi(pmi_fd) : -1;
+    static char line[4096]; /* PIPE_BUF: a write takes it whole or not at all */
+    memset(line, 'f', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+    if (fd < 0 || flags < 0 || fcntl(2, F_SETFL, flags | O_NONBLOCK) < 0)
+        return 1;
+    for (;;) {
+        int before = -1, after = -2;
+        while (write(2, line, sizeof line) == (ssize_t)sizeof line)
+            ;
+        if (errno != EAGAIN || ioctl(2, FIONREAD, &before) < 0 || ask_launcher(fd) < 0 || ask_launcher(fd) < 0 ||
+            ioctl(2, FIONREAD, &after) < 0)
+            return 1;
+        if (after == before)
+            break;
+    }
+    return fcntl(2, F_SETFL, flags) < 0;
+}
+
 int main(int argc, char **argv) {
     int rank = -1, size = 0, spawned = -1, initialized = -1;
+    if (argc >= 2 && strcmp(argv[1], "fill-stderr") == 0)
+        return fill_stderr();
     CHECK(PMI_Initialized(&initialized) == PMI_SUCCESS && initialized == PMI_FALSE, "initialized %d", initialized);
     CHECK(PMI_Get_rank(&rank) == PMI_ERR_INIT, "PMI_Get_rank before PMI_Init");
     if (argc >= 4 && strcmp(argv[1], "early") == 0 && getenv("PMI_RANK") && atoi(getenv("PMI_RANK")) == atoi(argv[2]))
