@@ -1614,3 +1614,52 @@ fn a_ranks_line_about_its_abort_comes_first_also_when_stderr_is_not_read() {
     assert!(said_before(&err, own, "aar run: rank 0 (pid "), "{said:?}");
     assert!(said.iter().any(|l| l.contains("called PMI_Abort with exit code 5;")), "{said:?}");
 }
+
+/// The launcher's own lines beyond what its stderr queue holds for them (1 MiB more than the
+/// ranks' 1 MiB) while nobody reads its stderr are lost, and counted: one line at the end says how
+/// many. Each of 6 ranks sends 10 lines that are not PMI, of one 60000-byte word, and reads each
+/// answer (so the launcher's line about it was said first), then says "done" on stdout; the
+/// launcher says each such line with the word in it: 60 lines, 3.6 MB. The test reads stderr only
+/// after the 6 "done"; the lines it finds and the count make 60. (bash: dash takes no `>&$PMI_FD`
+/// of a descriptor above 9, which those of the later ranks are.)
+#[test]
+fn the_launchers_lines_lost_to_a_stderr_nobody_reads_are_counted() {
+    const RANKS: usize = 6;
+    let script = "w=$(head -c 60000 /dev/zero | tr '\\0' x); i=0; while [ $i -lt 10 ]; do echo $w >&$PMI_FD; \
+                  read reply <&$PMI_FD; i=$((i+1)); done; echo done";
+    let mut child = aar_within_60_s()
+        .args(["run", "-n", &RANKS.to_string(), "bash", "-c", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stderr = child.stderr.take().unwrap();
+    let mut out = String::new();
+    while out.matches("done\n").count() < RANKS {
+        if stdout.read_line(&mut out).unwrap() == 0 {
+            break;
+        }
+    }
+    let mut err = String::new();
+    stderr.read_to_string(&mut err).unwrap();
+    stdout.read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    let lines: Vec<&str> = err.lines().collect();
+    let short: Vec<&str> = lines.iter().filter(|l| l.len() < 200).copied().collect();
+    assert!(status.success(), "{status}: {out}\n{short:?}");
+    assert_eq!(out.matches("done\n").count(), RANKS, "{out}");
+    let said =
+        lines.iter().filter(|l| l.starts_with("aar run: rank ") && l.contains("sent a line that is not PMI")).count();
+    let lost: usize = lines
+        .last()
+        .and_then(|l| {
+            l.strip_prefix("aar run: ")?.strip_suffix(
+                " more of its lines were lost: its stderr was not read while the job ran and 2 MiB waited for it.",
+            )
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of lost lines last: {said} said; {short:?}"));
+    assert!(lost > 0 && said > 0, "{said} said, {lost} lost");
+    assert_eq!(said + lost, RANKS * 10, "{said} said, {lost} lost; {short:?}");
+}

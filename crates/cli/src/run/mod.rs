@@ -56,7 +56,8 @@
 //!   bounded queue written when the launcher's stream takes it without blocking, so a stream
 //!   nobody reads stops the ranks that write to it, never PMI; rank 0 gets its stdin, the others
 //!   /dev/null. The launcher's own lines ([`say!`]) wait in stderr's queue, after what a rank wrote
-//!   before a line about it (held back while that waits in its pipe: [`output::Relay::hold_after`]).
+//!   before a line about it (held back while that waits in its pipe), and past 1 MiB more are
+//!   counted, the count said at the end ([`output::say`]).
 //! - Options srun users type out of habit: `--ntasks`, `--ntasks-per-node`, `-t` are taken; those
 //!   aar run has not are refused with what to do instead ([`Refused`]). The exit status of a job a
 //!   rank's failure ended is, as srun's, the highest code of the ranks that failed on their own:
