@@ -2784,3 +2784,200 @@ fn rows_cut_short_at_exit_list_the_causes_that_fit() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The records of rank `rank` of a job `job_of_8` ran (`files`, in `records`): its summary record
+/// and its iteration record.
+fn records_of(records: &Path, files: &[String], job: u32, rank: u32) -> (PathBuf, PathBuf) {
+    let one = |suffix: &str| {
+        let prefix = format!("aar.{job}.{rank}.");
+        records.join(files.iter().find(|f| f.starts_with(&prefix) && f.ends_with(suffix)).unwrap())
+    };
+    (one(".json"), one(".iterations.jsonl"))
+}
+
+/// A summary record the user renamed, named alone: its fields (job, rank, pid) say whose it is, so
+/// it names its rank as a record of the standard name does: its iteration record beside it under
+/// its own name (not given), or moved away (as the record's ab.iterations_file says). The rank is
+/// not called missing and the record not said to be left out.
+#[test]
+fn a_renamed_summary_record_named_alone_says_why_its_rank_has_no_rows() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4720")];
+    let (dir, records, files) = job_of_8("report-renamed", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let (summary, iterations) = records_of(&records, &files, 4720, 6);
+    let mine = dir.join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    let renamed = mine.join("rank6.json");
+    let beside = mine.join(iterations.file_name().unwrap());
+    std::fs::rename(&summary, &renamed).unwrap();
+    std::fs::rename(&iterations, &beside).unwrap();
+    let report = |extra: &[&str]| {
+        let o = aar().arg("report").arg(&records).arg(&renamed).args(extra).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        o
+    };
+    let err = stderr(&report(&[]));
+    assert!(
+        err.contains(&format!(
+            "experiment \"4720\": rank 6 has a summary record but no iteration record read: its iteration record is \
+             beside its summary record but was not given to aar report (the first: {})",
+            beside.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("missing") && !err.contains("summary records only"), "{err}");
+    std::fs::remove_file(&beside).unwrap();
+    let o = report(&[]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(
+        err.contains(&format!(
+            "experiment \"4720\": rank 6 has a summary record but no iteration record: its summary record names an \
+             iteration record (ab.iterations_file; the first: {}) that is not beside it: moved or deleted",
+            beside.file_name().unwrap().to_str().unwrap()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("missing") && !err.contains("summary records only"), "{err}");
+    assert!(out.contains("no rows of rank 6 (iteration record moved or deleted)"), "{out}");
+    let j = json_of(&report(&["--json"]));
+    assert_eq!(
+        j["experiments"][0]["ranks_without_rows"],
+        serde_json::json!([{ "cause": "file_missing", "ranks": "6", "count": 1 }]),
+        "{j}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A rank whose iteration record is a symbolic link to nothing (the file it pointed at moved) is
+/// named with the link and its target, in a folder and with its summary record named alone, not
+/// called missing; the link named on the command line is said to be one.
+#[test]
+fn an_iteration_record_that_links_to_nothing_is_named_with_its_target() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4721")];
+    let (dir, records, files) = job_of_8("report-dangling", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let (summary, link) = records_of(&records, &files, 4721, 5);
+    let target = dir.join("scratch-purged").join(link.file_name().unwrap());
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let said = |link: &Path| {
+        format!(
+            "experiment \"4721\": rank 5 has a summary record but no iteration record read: its iteration record \
+             beside its summary record is a symbolic link to a file that does not exist (the first: {}, a link to {})",
+            link.display(),
+            target.display()
+        )
+    };
+    // Its summary record named alone, from a node's folder that holds the link too.
+    let node = dir.join("node");
+    std::fs::create_dir(&node).unwrap();
+    let alone = node.join(summary.file_name().unwrap());
+    let node_link = node.join(link.file_name().unwrap());
+    std::os::unix::fs::symlink(&target, &node_link).unwrap();
+    for (inputs, link) in [(vec![records.clone()], &link), (vec![records.clone(), alone.clone()], &node_link)] {
+        if inputs.len() == 2 {
+            std::fs::rename(&summary, &alone).unwrap();
+        }
+        let o = aar().arg("report").args(&inputs).output().unwrap();
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(o.status.success(), "{err}");
+        assert!(
+            err.contains(&said(link)) && err.contains("Point the link at the iteration record"),
+            "{inputs:?}: {err}"
+        );
+        assert!(!err.contains("missing") && !err.contains("summary records only"), "{inputs:?}: {err}");
+        assert!(out.contains("no rows of rank 5 (iteration record a link to nothing)"), "{out}");
+        let j = json_of(&aar().arg("report").args(&inputs).arg("--json").output().unwrap());
+        assert_eq!(
+            j["experiments"][0]["ranks_without_rows"],
+            serde_json::json!([{ "cause": "link_to_nothing", "ranks": "5", "count": 1 }]),
+            "{j}"
+        );
+    }
+    let o = run(&[link.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "{}: a symbolic link to {}, which does not exist: nothing read",
+            link.display(),
+            target.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two copies of one process's summary record (the user copied it into a second folder and gave
+/// both) are one record: the copy is said as such, with the file counted, and is not left out;
+/// a copy whose contents differ is said to differ. Alike for a rank with rows, one without, and
+/// records summed per job.
+#[test]
+fn a_copy_of_a_summary_record_is_counted_once_and_said() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4722")];
+    let (dir, records, files) = job_of_8("report-copies", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let copies = dir.join("copies");
+    std::fs::create_dir(&copies).unwrap();
+    let copy_of = |rank: u32| {
+        let (summary, iterations) = records_of(&records, &files, 4722, rank);
+        let copy = copies.join(summary.file_name().unwrap());
+        std::fs::copy(&summary, &copy).unwrap();
+        let pid: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+        (summary, iterations, copy, pid["pid"].as_u64().unwrap())
+    };
+    let said = |copy: &Path, used: &Path, rank: u32, pid: u64| {
+        format!(
+            "{}: a copy of the summary record {} (the same job, rank {rank} and pid {pid}): counted once, as {}",
+            copy.display(),
+            used.display(),
+            used.display()
+        )
+    };
+    // Rank 2 has rows: its record beside them is used, the copy is not left out.
+    let (two, _, two_copy, two_pid) = copy_of(2);
+    let o = run(&[records.to_str().unwrap(), copies.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&said(&two_copy, &two, 2, two_pid)), "{err}");
+    assert!(!err.contains("summary records only") && !err.contains("left out"), "{err}");
+    let j = json_of(&run(&[records.to_str().unwrap(), copies.to_str().unwrap(), "--json"]));
+    assert!(j["warnings"].as_array().unwrap().contains(&said(&two_copy, &two, 2, two_pid).into()), "{j}");
+    // Rank 3 has none: one of its two records names it, once.
+    let (three, three_rows, three_copy, three_pid) = copy_of(3);
+    std::fs::remove_file(&three_rows).unwrap();
+    let o = run(&[records.to_str().unwrap(), copies.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(err.contains(&said(&three_copy, &three, 3, three_pid)), "{err}");
+    assert!(err.contains("experiment \"4722\": rank 3 has a summary record but no iteration record"), "{err}");
+    assert!(!err.contains("summary records only") && !err.contains("missing"), "{err}");
+    assert!(out.contains("no rows of rank 3 (iteration record moved or deleted)"), "{out}");
+    // A copy edited since: said to differ.
+    let mut rec: Value = serde_json::from_slice(&std::fs::read(&two_copy).unwrap()).unwrap();
+    std::fs::write(&two_copy, rec.to_string()).unwrap();
+    let err = stderr(&run(&[records.to_str().unwrap(), copies.to_str().unwrap()]));
+    assert!(err.contains(&said(&two_copy, &two, 2, two_pid)), "the same fields, laid out otherwise: {err}");
+    rec["policy_at_exit"] = "ADAPTIVE1".into();
+    std::fs::write(&two_copy, rec.to_string()).unwrap();
+    let err = stderr(&run(&[records.to_str().unwrap(), copies.to_str().unwrap()]));
+    assert!(
+        err.contains(&format!(
+            "{}: a summary record of the same process as {} (the same job, rank 2 and pid {two_pid}) but with other \
+             contents (one was edited, or copied while libaar.so was writing it): counted once, as {}; keep the \
+             right one and remove the other",
+            two_copy.display(),
+            two.display(),
+            two.display()
+        )),
+        "{err}"
+    );
+    // Summary records alone, summed per job: the same.
+    std::fs::copy(&two, &two_copy).unwrap();
+    let o = run(&[two.to_str().unwrap(), two_copy.to_str().unwrap()]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    assert!(out.starts_with("job \"4722\": 1 summary record"), "{out}");
+    assert_eq!(err.matches("counted once").count(), 1, "{err}");
+    assert!(err.contains(&said(&two, &two_copy, 2, two_pid)), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

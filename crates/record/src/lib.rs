@@ -162,13 +162,81 @@ pub fn job_in_name(job: &str) -> String {
     format!("{}-{hash:016x}", &name[..MAX_JOB_IN_NAME - 17])
 }
 
-/// Base name of a run's per-rank files: the job (with its step, e.g. `555.1`: steps of one job
-/// may write into one folder, and their ranks may have the same pid, as in a PID namespace per
-/// step), rank and pid, so that ranks and forked children never collide.
+/// The run's name as libaar.so gives it (its iteration records' `experiment`, its files' names):
+/// the job id with its step (`555.1`), then `.restart<N>` in a job Slurm started again (`restart`
+/// 0 is none).
+pub fn run_name(job: &str, step: Option<&str>, restart: Option<u64>) -> String {
+    let run = step.map_or_else(|| job.to_string(), |step| format!("{job}.{step}"));
+    match restart.filter(|&n| n > 0) {
+        Some(n) => format!("{run}.restart{n}"),
+        None => run,
+    }
+}
+
+/// Whose a per-rank file is: the run (the job with its step, e.g. `555.1`: steps of one job may
+/// write into one folder, and their ranks may have the same pid, as in a PID namespace per step),
+/// the rank and the pid, so that ranks and forked children never collide. The files' names carry
+/// it (`aar.<job>.<rank>.<pid>`, its `FromStr` reads it back), and a summary record's
+/// fields say it (`job_id`, `step`, `restart`, `rank`, `pid`), so a renamed record is still known.
+/// A process writes one summary record: two with the same identity are copies of one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Identity {
+    /// The run as files' names carry it ([`job_in_name`]; [`NO_JOB`] without a job id).
+    pub job: String,
+    /// `None`: a process that knew no rank (`norank` in the names).
+    pub rank: Option<u32>,
+    pub pid: u32,
+}
+
+impl Identity {
+    /// `job`: the run's name ([`run_name`]), `None` without a job id.
+    pub fn new(job: Option<&str>, rank: Option<u32>, pid: u32) -> Self {
+        Self { job: job_in_name(job.unwrap_or(NO_JOB)), rank, pid }
+    }
+
+    /// The name of its summary record.
+    pub fn summary_file_name(&self) -> String {
+        format!("{self}{SUMMARY_SUFFIX}")
+    }
+
+    /// The name of its iteration record.
+    pub fn iterations_file_name(&self) -> String {
+        format!("{self}{ITERATIONS_SUFFIX}")
+    }
+}
+
+/// The base name of its files: `aar.<job>.<rank>.<pid>` (`norank` for no rank).
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.rank {
+            Some(rank) => write!(f, "aar.{}.{rank}.{}", self.job, self.pid),
+            None => write!(f, "aar.{}.norank.{}", self.job, self.pid),
+        }
+    }
+}
+
+/// Read from a file's name: a base name, or a summary or iteration record's name (the job is
+/// what comes between `aar.` and the rank: it may hold dots, a step's).
+impl std::str::FromStr for Identity {
+    type Err = ();
+    fn from_str(name: &str) -> Result<Self, ()> {
+        let base = name.strip_suffix(ITERATIONS_SUFFIX).or_else(|| name.strip_suffix(SUMMARY_SUFFIX)).unwrap_or(name);
+        let (rest, pid) = base.strip_prefix("aar.").and_then(|b| b.rsplit_once('.')).ok_or(())?;
+        let (job, rank) = rest.rsplit_once('.').ok_or(())?;
+        let rank = match rank {
+            "norank" => None,
+            r => Some(r.parse().map_err(|_| ())?),
+        };
+        if job.is_empty() || job_in_name(job) != job {
+            return Err(());
+        }
+        Ok(Self { job: job.to_string(), rank, pid: pid.parse().map_err(|_| ())? })
+    }
+}
+
+/// Base name of a run's per-rank files ([`Identity`]).
 pub fn base_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
-    let job = job_in_name(job.unwrap_or(NO_JOB));
-    let rank = rank.map_or_else(|| "norank".to_string(), |r| r.to_string());
-    format!("aar.{job}.{rank}.{pid}")
+    Identity::new(job, rank, pid).to_string()
 }
 
 /// The per-rank summary record's format, its name and version: the version is bumped when a field
@@ -182,18 +250,6 @@ pub fn summary_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> Stri
 
 /// How summary records end (after [`base_name`]).
 pub const SUMMARY_SUFFIX: &str = ".json";
-
-/// The name of the summary record a rank writes beside its iteration record `iterations` (a
-/// file name): the same base name. `None` for a name that is not an iteration record's.
-pub fn summary_beside(iterations: &str) -> Option<String> {
-    Some(format!("{}{SUMMARY_SUFFIX}", iterations.strip_suffix(ITERATIONS_SUFFIX)?))
-}
-
-/// The name of the iteration record beside summary record `summary` (a file name), as
-/// [`summary_beside`] pairs them. `None` for a name that is not a summary record's.
-pub fn iterations_beside(summary: &str) -> Option<String> {
-    Some(format!("{}{ITERATIONS_SUFFIX}", summary.strip_suffix(SUMMARY_SUFFIX)?))
-}
 
 /// The per-rank iteration record ([`FORMAT`], streamed while the job runs).
 pub fn iterations_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
@@ -619,5 +675,23 @@ mod tests {
         assert!(a.starts_with(&format!("aar.{}-", "j".repeat(MAX_JOB_IN_NAME - 17))), "{a}");
         let longest = iterations_file_name(Some(&"j".repeat(100_000)), Some(u32::MAX), u32::MAX) + ".partial";
         assert!(longest.len() < 255, "{} bytes", longest.len());
+    }
+
+    #[test]
+    fn an_identity_is_read_back_from_the_names_it_gives() {
+        let step = Identity::new(Some(&run_name("555", Some("1"), Some(2))), Some(7), 42);
+        assert_eq!(step.summary_file_name(), "aar.555.1.restart2.7.42.json");
+        assert_eq!(run_name("555", None, Some(0)), "555", "restart 0 is none");
+        let long = Identity::new(Some(&format!("{}/x y", "j".repeat(300))), None, u32::MAX);
+        for id in [step, long, Identity::new(None, Some(0), 1)] {
+            for name in [id.to_string(), id.summary_file_name(), id.iterations_file_name()] {
+                assert_eq!(name.parse::<Identity>(), Ok(id.clone()), "{name}");
+            }
+        }
+        for not in ["aar.1.json", "rank0.json", "aar..0.1.json", "aar.j.x.1.json", "aar.j.0.x.json", "aar.a b.0.1.json"]
+        {
+            assert_eq!(not.parse::<Identity>(), Err(()), "{not}");
+        }
+        assert_eq!("aar.sim-x.3.0.sim-rank.json".parse::<Identity>(), Err(()), "the simulator's rank files are not");
     }
 }

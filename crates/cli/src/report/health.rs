@@ -13,6 +13,7 @@
 use super::output::clean_to;
 use aar_engine::Policy;
 use aar_record::ranks::RankSet;
+use aar_record::Identity;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
@@ -77,9 +78,11 @@ pub struct Problems {
     nranks: Option<u32>,
 }
 
-/// The summary record beside an iteration record, if it has the library's naming.
+/// The summary record beside an iteration record (there or not), if it has the library's naming:
+/// the one of the same [`Identity`].
 pub fn summary_beside(iterations: &Path) -> Option<PathBuf> {
-    Some(iterations.with_file_name(aar_record::summary_beside(iterations.file_name()?.to_str()?)?))
+    let name = iterations.file_name()?.to_str()?.strip_suffix(aar_record::ITERATIONS_SUFFIX)?;
+    Some(iterations.with_file_name(name.parse::<Identity>().ok()?.summary_file_name()))
 }
 
 /// What a field of a summary record the report reads must be (or `null`, or absent).
@@ -402,6 +405,8 @@ pub enum NoRows {
     NotWritten,
     /// Its record names an iteration record (`ab.iterations_file`) that is not beside it.
     FileMissing,
+    /// Its iteration record beside it is a symbolic link to a file that does not exist.
+    LinkToNothing,
     /// Its record does not say (no `ab.iterations`: an older libaar.so), or could not be read.
     NotSaid,
 }
@@ -416,6 +421,7 @@ impl NoRows {
             NoRows::UnwrittenAtExit => "rows unwritten at exit",
             NoRows::NotWritten => "no iteration record written",
             NoRows::FileMissing => "iteration record moved or deleted",
+            NoRows::LinkToNothing => "iteration record a link to nothing",
             NoRows::NotSaid => "why not said",
         }
     }
@@ -485,6 +491,15 @@ impl NoRows {
                 ),
                 "Give the folder that holds it too",
             ),
+            NoRows::LinkToNothing => (
+                format!(
+                    "{their} iteration {records} beside {their} summary {records} {is} a symbolic link to a file that \
+                     does not exist (the first: {detail})",
+                    is = if one { "is" } else { "are" },
+                ),
+                "Point the link at the iteration record where it is now (ln -sfn FILE LINK), or give the record \
+                 itself",
+            ),
             NoRows::NotSaid => (
                 match detail.is_empty() {
                     true => format!(
@@ -520,9 +535,47 @@ fn no_rows(rec: &Value) -> (NoRows, Option<String>) {
     }
 }
 
-/// The iteration record beside summary record `summary` (there or not).
+/// Whose summary record `rec` is, as its fields say (`None`: it gives no pid).
+pub fn identity(rec: &Value) -> Option<Identity> {
+    let number = |key: &str| rec[key].as_u64().and_then(|n| u32::try_from(n).ok());
+    let job =
+        rec["job_id"].as_str().map(|job| aar_record::run_name(job, rec["step"].as_str(), rec["restart"].as_u64()));
+    Some(Identity::new(job.as_deref(), number("rank"), number("pid")?))
+}
+
+/// Whose summary record `path` is: as its name says, or (a record renamed) as its fields do.
+pub fn identity_of(path: &Path) -> Option<Identity> {
+    let named = path.file_name()?.to_str().and_then(|n| n.parse().ok());
+    named.or_else(|| identity(&read_summary(path).ok()?.0))
+}
+
+/// The iteration record beside summary record `summary` (there or not): the one of the same
+/// [`Identity`], its name as libaar.so gives it (a renamed summary record's included).
 pub fn iterations_beside(summary: &Path) -> Option<PathBuf> {
-    Some(summary.with_file_name(aar_record::iterations_beside(summary.file_name()?.to_str()?)?))
+    Some(summary.with_file_name(identity_of(summary)?.iterations_file_name()))
+}
+
+/// "COPY: a copy of the summary record FIRST (...): counted once, as FIRST" for two records of
+/// one process ([`Identity`]), the one the report counts, `first`, and the other; and, when their
+/// contents differ, says so.
+pub fn copy_said(copy: &Path, first: &Path, id: &Identity) -> String {
+    let rank = id.rank.map_or_else(|| "no rank".to_string(), |r| format!("rank {r}"));
+    // The same fields and values, however laid out (a copy passed through jq).
+    let read = |p: &Path| std::fs::read(p).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let same = read(copy).is_some_and(|c| Some(c) == read(first));
+    let (copy, first) = (copy.display(), first.display());
+    match same {
+        true => format!(
+            "{copy}: a copy of the summary record {first} (the same job, {rank} and pid {}): counted once, as {first}",
+            id.pid
+        ),
+        false => format!(
+            "{copy}: a summary record of the same process as {first} (the same job, {rank} and pid {}) but with \
+             other contents (one was edited, or copied while libaar.so was writing it): counted once, as {first}; \
+             keep the right one and remove the other",
+            id.pid
+        ),
+    }
 }
 
 /// Whether summary record `rec` is a fork child's: it writes no rows, and its rank's rows are its
@@ -546,27 +599,41 @@ pub fn without_rows(
     summaries: &[PathBuf],
     given: &HashSet<PathBuf>,
 ) -> (Vec<(u32, NoRows, PathBuf)>, Vec<String>) {
-    let prefix = format!("aar.{}.", aar_record::job_in_name(experiment));
-    // `<rank>.<pid>` after the experiment's name: a longer name (another step's) is not its.
-    let rank_of = |p: &Path| -> Option<u32> {
-        let name = p.file_name()?.to_str()?.strip_prefix(&prefix)?.strip_suffix(aar_record::SUMMARY_SUFFIX)?;
-        let (rank, pid) = name.split_once('.')?;
-        pid.parse::<u32>().ok()?;
-        rank.parse().ok().filter(|r| !read.contains(r) && nranks.is_none_or(|n| *r < n))
+    let job = aar_record::job_in_name(experiment);
+    // The experiment's, by the record's name or (renamed) its fields: a longer job (another
+    // step's) is not its.
+    let rank_of = |id: &Identity| -> Option<u32> {
+        id.rank.filter(|r| id.job == job && !read.contains(r) && nranks.is_none_or(|n| *r < n))
     };
-    let iterations_beside = |p: &Path| iterations_beside(p).filter(|beside| std::fs::symlink_metadata(beside).is_ok());
     let mut found: Vec<(u32, NoRows, Option<String>, &PathBuf)> = summaries
         .par_iter()
-        .filter_map(|p| Some((rank_of(p)?, p)))
-        .filter_map(|(rank, p)| match iterations_beside(p) {
-            // Given (and said if not read), or not a file to give (a link to nothing: said by the walk).
+        .filter_map(|p| {
+            let id = identity_of(p)?;
+            let beside = p.with_file_name(id.iterations_file_name());
+            Some((rank_of(&id)?, p, Some(beside).filter(|b| std::fs::symlink_metadata(b).is_ok())))
+        })
+        .filter_map(|(rank, p, beside)| match beside {
+            // Given (and said if not read), or not a file to give (a FIFO, a loop of links: said
+            // by the walk).
             Some(beside)
                 if given.contains(&std::fs::canonicalize(&beside).unwrap_or_else(|_| beside.clone()))
-                    || !std::fs::metadata(&beside).is_ok_and(|m| m.is_file()) =>
+                    || std::fs::metadata(&beside).is_ok_and(|m| !m.is_file()) =>
             {
                 None
             }
-            Some(beside) => Some((rank, NoRows::NotGiven, Some(beside.display().to_string()), p)),
+            Some(beside) => match std::fs::metadata(&beside) {
+                Ok(_) => Some((rank, NoRows::NotGiven, Some(beside.display().to_string()), p)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read_link(&beside) {
+                    Ok(target) => Some((
+                        rank,
+                        NoRows::LinkToNothing,
+                        Some(format!("{}, a link to {}", beside.display(), target.display())),
+                        p,
+                    )),
+                    Err(_) => None,
+                },
+                Err(_) => None,
+            },
             None => match read_summary(p) {
                 Ok((rec, _)) if fork_child(&rec) => None,
                 Ok((rec, _)) => {
@@ -598,7 +665,7 @@ pub fn without_rows(
                  among these is not seen{fix}",
                 rank_list(&ranks),
                 if ranks.len() == 1 { "has" } else { "have" },
-                if why == NoRows::NotGiven { " read" } else { "" },
+                if matches!(why, NoRows::NotGiven | NoRows::LinkToNothing) { " read" } else { "" },
             )
         })
         .collect();

@@ -9,7 +9,7 @@ use super::health;
 use super::output::{clean, clean_to, render};
 use super::read::walk;
 use aar_record::ranks::RankSet;
-use aar_record::{count, human_bytes, job_in_name, NO_JOB};
+use aar_record::{count, human_bytes, job_in_name, Identity, NO_JOB};
 use aar_record::{ITERATIONS_SUFFIX, SUMMARY_SUFFIX};
 use aar_sim::record::RANK_SUFFIX;
 use rayon::prelude::*;
@@ -144,9 +144,7 @@ impl Job {
     /// libaar.so names them.
     fn in_name(&self) -> String {
         let Some(job) = self.job.as_deref() else { return NO_JOB.into() };
-        let step = self.step.as_deref().map_or(String::new(), |s| format!(".{s}"));
-        let restart = self.restart.map_or(String::new(), |n| format!(".restart{n}"));
-        job_in_name(&format!("{job}{step}{restart}"))
+        job_in_name(&aar_record::run_name(job, self.step.as_deref(), self.restart))
     }
 
     /// The ranks the records say the job has that have no record, if any: said as a warning.
@@ -182,12 +180,13 @@ impl Job {
     }
 }
 
-/// What tells one process's record from another's: job, step, restart, rank, host and pid.
-type Identity = (Option<String>, Option<String>, Option<u64>, Option<u64>, Option<String>, Option<u64>);
+/// What tells one process's record from another's: its [`Identity`] and its host (`None`: a
+/// record without a pid, told from none).
+type Process = Option<(Identity, Option<String>)>;
 
 /// One record read: its sums as a job of its own, its rank, what went wrong in it, whose it is,
 /// and what in it could not be read.
-type Part = (Job, u32, health::Problems, Identity, Option<String>);
+type Part = (Job, u32, health::Problems, Process, Option<String>);
 
 /// Whether a record's policies include an automatic one (they need the counters).
 fn automatic(rec: &Value) -> bool {
@@ -220,32 +219,30 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
             let restart = job_id.as_ref().and(rec["restart"].as_u64()).filter(|&n| n > 0);
             let mut job = Job { step: job_id.as_ref().and(step), restart, program, job: job_id, ..Job::default() };
             job.add(&rec);
-            let identity =
-                (job.job.clone(), job.step.clone(), restart, rec["rank"].as_u64(), text("host"), rec["pid"].as_u64());
-            Ok((job, rank, health::problems(&rec, automatic(&rec)), identity, note))
+            let process = health::identity(&rec).map(|id| (id, text("host")));
+            Ok((job, rank, health::problems(&rec, automatic(&rec)), process, note))
         })
         .collect();
     let mut warnings = Vec::new();
     // A process writes one record: the same one found twice (a copy in a subfolder, a folder
     // and a file in it both named) is summed once.
-    let mut first: HashMap<Identity, &Path> = HashMap::new();
+    let mut first: HashMap<(Identity, Option<String>), &Path> = HashMap::new();
     let mut parts = Vec::new();
     for (path, r) in files.iter().zip(read) {
         match r {
             Err(w) => warnings.extend(w),
-            Ok((part, rank, problems, identity, note)) => match first.get(&identity) {
-                Some(earlier) => warnings.push(format!(
-                    "{}: the record of the same process (rank {rank}, pid {}) was already read from {}: skipped",
-                    path.display(),
-                    identity.5.map_or_else(|| "?".to_string(), |p| p.to_string()),
-                    earlier.display()
-                )),
-                None => {
-                    warnings.extend(note);
-                    first.insert(identity, path);
-                    parts.push((part, rank, problems));
+            Ok((part, rank, problems, process, note)) => {
+                match process.as_ref().and_then(|p| Some((p, first.get(p)?))) {
+                    Some(((id, _), earlier)) => warnings.push(health::copy_said(path, earlier, id)),
+                    None => {
+                        warnings.extend(note);
+                        if let Some(process) = process {
+                            first.insert(process, path);
+                        }
+                        parts.push((part, rank, problems));
+                    }
                 }
-            },
+            }
         }
     }
     // Per job id and step: the sums, and each rank's problems.

@@ -101,6 +101,12 @@ enum ArgError {
     #[error("{}: no such file or folder: nothing read; give the folder AAR_OUTPUT_DIR named, or record files", .0.display())]
     NoInput(PathBuf),
     #[error(
+        "{}: a symbolic link to {}, which does not exist: nothing read; point the link at the record where it is \
+         now (ln -sfn FILE {}), or give the record itself",
+        .0.display(), .1.display(), .0.display()
+    )]
+    LinkToNothing(PathBuf, PathBuf),
+    #[error(
         "{}: goes through a file as if it were a folder (a trailing / after a file's name, or a file where a \
          folder was meant): nothing read; give the file's name alone, or the folder AAR_OUTPUT_DIR named",
         .0.display()
@@ -170,11 +176,16 @@ fn check(args: &ReportArgs) -> Result<(), ArgError> {
         return Err(ArgError::Resamples(args.resamples));
     }
     // A name that is not there is a typo, not a record to skip (one that is there but cannot be
-    // read is said and skipped while reading). A link to nothing is not there either.
+    // read is said and skipped while reading). A link to nothing is not there either (said as one).
     // A file's name with a trailing / (tab completion of a folder, then a file) names nothing either.
     for p in &args.inputs {
         match std::fs::metadata(p).map_err(|e| e.kind()) {
-            Err(std::io::ErrorKind::NotFound) => return Err(ArgError::NoInput(p.clone())),
+            Err(std::io::ErrorKind::NotFound) => {
+                return Err(match std::fs::read_link(p) {
+                    Ok(target) => ArgError::LinkToNothing(p.clone(), target),
+                    Err(_) => ArgError::NoInput(p.clone()),
+                })
+            }
             Err(std::io::ErrorKind::NotADirectory) => return Err(ArgError::NotAFolder(p.clone())),
             _ => {}
         }

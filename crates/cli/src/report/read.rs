@@ -819,6 +819,51 @@ fn absurd(row: &Iteration) -> Option<String> {
     None
 }
 
+/// The copies among `summaries` of one process's summary record (the same [`aar_record::Identity`]
+/// and host, in other files), set aside from `summaries`, and what is said of each
+/// ([`health::copy_said`]). Kept of each process's: the record beside a given iteration record
+/// (`beside_given`), else one in a folder that holds iteration records (not among
+/// `inputs_of_summaries`), else the first by name. A copy beside a given iteration record is not
+/// said: that iteration record is said as a file already read.
+fn copies(
+    summaries: &mut Vec<PathBuf>,
+    inputs_of_summaries: &[(PathBuf, Vec<PathBuf>)],
+    beside_given: &(impl Fn(&Path) -> bool + Sync),
+) -> (HashSet<PathBuf>, Vec<String>) {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let ids: Vec<Option<aar_record::Identity>> = summaries.par_iter().map(|p| health::identity_of(p)).collect();
+    let mut by_id: HashMap<aar_record::Identity, Vec<&PathBuf>> = HashMap::new();
+    for (p, id) in summaries.iter().zip(ids) {
+        if let Some(id) = id {
+            by_id.entry(id).or_default().push(p);
+        }
+    }
+    let alone: HashSet<&PathBuf> = inputs_of_summaries.iter().flat_map(|(_, records)| records).collect();
+    let (mut set_aside, mut said) = (HashSet::new(), Vec::new());
+    for (id, mut paths) in by_id.into_iter().filter(|(_, paths)| paths.len() > 1) {
+        // The same file reached twice is read once already; one process per host.
+        let mut seen = HashSet::new();
+        paths.retain(|p| seen.insert(canonical(p)));
+        let host = |p: &Path| health::read_summary(p).ok().map(|(rec, _)| rec["host"].as_str().map(String::from));
+        let mut by_host: BTreeMap<Option<Option<String>>, Vec<&PathBuf>> = BTreeMap::new();
+        for p in paths {
+            by_host.entry(host(p)).or_default().push(p);
+        }
+        for (_, mut same) in by_host.into_iter().filter(|(host, same)| host.is_some() && same.len() > 1) {
+            same.sort_by_key(|p| (!beside_given(p), alone.contains(p), p.to_path_buf()));
+            for copy in &same[1..] {
+                set_aside.insert((*copy).clone());
+                if !beside_given(copy) {
+                    said.push(health::copy_said(copy, same[0], &id));
+                }
+            }
+        }
+    }
+    said.sort();
+    summaries.retain(|p| !set_aside.contains(p));
+    (set_aside, said)
+}
+
 /// Find, group and read every record under `inputs`. `skip`: iterations to leave out at the start
 /// of each experiment.
 pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
@@ -828,6 +873,13 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let files = discover(inputs, &mut warnings, &mut inputs_of_summaries, &mut summaries);
     summaries.sort();
     summaries.dedup();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    // The iteration records found, as a summary record's name for the one beside it is compared.
+    let given: HashSet<PathBuf> = files.iter().map(|p| canonical(p)).collect();
+    let beside_given = |p: &Path| health::iterations_beside(p).is_some_and(|i| given.contains(&canonical(&i)));
+    // Copies of one process's summary record are one record: the others are said (when the report
+    // is of iterations: summed per job, `jobs` says them) and set aside.
+    let (copies, copies_said) = copies(&mut summaries, &inputs_of_summaries, &beside_given);
 
     // Step 2: heads, grouped by experiment.
     let heads: Vec<Result<Head, FileError>> = files.par_iter().map(|p| read_head(p)).collect();
@@ -1037,9 +1089,11 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         e.ranks.sort_by_key(|r| r.rank);
         e.warmup_rows = a.warmup_rows;
     }
-    // The iteration records found, as a summary record's name for the one beside it is compared.
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let given: HashSet<PathBuf> = files.iter().map(|p| canonical(p)).collect();
+    if !experiments.is_empty() {
+        for said in copies_said {
+            warn(&mut warnings, said);
+        }
+    }
     // What the ranks' summary records say of how the policies ran.
     for ((k, e), samples_said) in experiments.iter_mut().enumerate().zip(samples_said) {
         let files: Vec<(u32, &Path)> =
@@ -1099,11 +1153,10 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     }
     // Which summary records of the inputs without iteration records the report uses, however
     // they were reached (a folder and a file in it). Not counted: one whose iteration record
-    // beside it was given (it is read with that record), and a fork child's (it writes no rows by
-    // design): neither is left out.
+    // beside it was given (it is read with that record), a fork child's (it writes no rows by
+    // design), and a copy of another (said above): none is left out.
     let used: HashSet<PathBuf> =
         experiments.iter().flat_map(|e| &e.without_rows).map(|(_, _, record)| canonical(record)).collect();
-    let beside_given = |p: &Path| health::iterations_beside(p).is_some_and(|i| given.contains(&canonical(&i)));
     let fork_child = |p: &Path| health::read_summary(p).is_ok_and(|(rec, _)| health::fork_child(&rec));
     let summaries_only = inputs_of_summaries
         .into_iter()
@@ -1111,11 +1164,8 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             let (explaining, others): (Vec<&PathBuf>, Vec<&PathBuf>) =
                 records.iter().partition(|r| used.contains(&canonical(r)));
             let explaining = explaining.len();
-            SummariesOnly {
-                input,
-                records: explaining + others.into_par_iter().filter(|r| !beside_given(r) && !fork_child(r)).count(),
-                explaining,
-            }
+            let counted = |r: &&PathBuf| !copies.contains(*r) && !beside_given(r) && !fork_child(r);
+            SummariesOnly { input, records: explaining + others.into_par_iter().filter(counted).count(), explaining }
         })
         .collect();
     Data { experiments, warnings, summaries_only }
