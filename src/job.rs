@@ -320,15 +320,7 @@ pub fn restart() -> Option<u32> {
 /// names: the job and step id, or the job id alone, then `.restart<N>` in a job Slurm started
 /// again; `None` without a job id.
 pub fn experiment() -> Option<String> {
-    let job = job_id()?;
-    let run = match step() {
-        Some(step) => format!("{job}.{step}"),
-        None => job,
-    };
-    Some(match restart() {
-        Some(n) => format!("{run}.restart{n}"),
-        None => run,
-    })
+    Some(aar_record::run_name(&job_id()?, step().as_deref(), restart().map(u64::from)))
 }
 
 #[cfg(test)]
