@@ -6,7 +6,7 @@ use aar_testkit::{release_dir, root, target_dir};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
 
 /// crates/cli/tests/c/pmi_job.c, built against the build tree's libpmi.so.0.
@@ -569,6 +569,24 @@ fn aar_within_60_s() -> Command {
     let mut c = Command::new("timeout");
     c.args(["-s", "KILL", "60", env!("CARGO_BIN_EXE_aar")]);
     c
+}
+
+/// `aar run ARGS` with its stderr left unread until its stdout says `until` (or closes, the
+/// launcher killed at 60 s): the job's stdout, its stderr, and its exit status.
+fn run_with_stderr_unread_until(args: &[&str], until: impl Fn(&str) -> bool) -> (String, String, ExitStatus) {
+    let mut child = aar_within_60_s().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stderr = child.stderr.take().unwrap();
+    let mut out = String::new();
+    while !until(&out) {
+        if stdout.read_line(&mut out).unwrap() == 0 {
+            break;
+        }
+    }
+    let mut err = String::new();
+    stderr.read_to_string(&mut err).unwrap();
+    stdout.read_to_string(&mut out).unwrap();
+    (out, err, child.wait().unwrap())
 }
 
 /// A hung job ends at its time limit (`--time`, else `MPIEXEC_TIMEOUT`): one message names the
@@ -1482,27 +1500,9 @@ fn a_stderr_nobody_reads_does_not_stop_pmi_after_a_line_of_the_launcher() {
          read reply <&$PMI_FD; echo \"answer: $reply\"; fi; exec {}",
         pmi_job().display()
     );
-    let mut child = aar_within_60_s()
-        .args(["run", "-n", "2", "sh", "-c", &script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut stderr = child.stderr.take().unwrap();
-    // Stderr is not read until both ranks wrote their report (or the launcher, killed at 60 s,
-    // closed stdout).
-    let mut out = String::new();
-    while !(out.contains("rank=0 ") && out.contains("rank=1 ")) {
-        if stdout.read_line(&mut out).unwrap() == 0 {
-            break;
-        }
-    }
-    assert!(out.contains("rank=0 ") && out.contains("rank=1 "), "PMI was not served: {out}");
-    let mut err = String::new();
-    stderr.read_to_string(&mut err).unwrap();
-    stdout.read_to_string(&mut out).unwrap();
-    let status = child.wait().unwrap();
+    let reported = |out: &str| out.contains("rank=0 ") && out.contains("rank=1 ");
+    let (out, err, status) = run_with_stderr_unread_until(&["run", "-n", "2", "sh", "-c", &script], reported);
+    assert!(reported(&out), "PMI was not served: {out}");
     assert!(status.success(), "{status}: {out}");
     assert!(out.contains("answer: cmd=error rc=-1 msg=not_a_PMI_message\n"), "{out}");
     assert!(!out.contains("failures=1"), "{out}");
@@ -1586,24 +1586,9 @@ fn a_ranks_line_about_its_abort_comes_first_also_when_stderr_is_not_read() {
          {job} fill-stderr || exit 1; touch $d/full; while :; do sleep 0.01; done; fi; \
          while [ ! -e $d/full ]; do sleep 0.01; done; exec {job} early 0 5"
     );
-    let mut child = aar_within_60_s()
-        .args(["run", "-n", "2", "sh", "-c", &script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut stderr = child.stderr.take().unwrap();
-    let mut out = String::new();
-    while !out.contains("rank 1 got SIGTERM\n") {
-        if stdout.read_line(&mut out).unwrap() == 0 {
-            break;
-        }
-    }
-    let mut err = String::new();
-    stderr.read_to_string(&mut err).unwrap();
-    stdout.read_to_string(&mut out).unwrap();
-    let status = child.wait().unwrap();
+    let (out, err, status) = run_with_stderr_unread_until(&["run", "-n", "2", "sh", "-c", &script], |out| {
+        out.contains("rank 1 got SIGTERM\n")
+    });
     let said: Vec<&str> = err.lines().filter(|l| l.starts_with("aar run:")).collect();
     assert!(out.contains("rank 1 got SIGTERM\n"), "{status}: {out}\n{said:?}");
     assert_eq!(status.code(), Some(5), "{said:?}");
@@ -1627,24 +1612,10 @@ fn the_launchers_lines_lost_to_a_stderr_nobody_reads_are_counted() {
     const RANKS: usize = 6;
     let script = "w=$(head -c 60000 /dev/zero | tr '\\0' x); i=0; while [ $i -lt 10 ]; do echo $w >&$PMI_FD; \
                   read reply <&$PMI_FD; i=$((i+1)); done; echo done";
-    let mut child = aar_within_60_s()
-        .args(["run", "-n", &RANKS.to_string(), "bash", "-c", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut stderr = child.stderr.take().unwrap();
-    let mut out = String::new();
-    while out.matches("done\n").count() < RANKS {
-        if stdout.read_line(&mut out).unwrap() == 0 {
-            break;
-        }
-    }
-    let mut err = String::new();
-    stderr.read_to_string(&mut err).unwrap();
-    stdout.read_to_string(&mut out).unwrap();
-    let status = child.wait().unwrap();
+    let (out, err, status) =
+        run_with_stderr_unread_until(&["run", "-n", &RANKS.to_string(), "bash", "-c", script], |out| {
+            out.matches("done\n").count() >= RANKS
+        });
     let lines: Vec<&str> = err.lines().collect();
     let short: Vec<&str> = lines.iter().filter(|l| l.len() < 200).copied().collect();
     assert!(status.success(), "{status}: {out}\n{short:?}");
