@@ -264,8 +264,8 @@ fn events_hash(events: &[String]) -> u64 {
 fn segment_path(events: &[String], clock: Clock) -> Option<(PathBuf, bool)> {
     let nic = topology::local_nic_address()?;
     let name = format!("aar-node-{nic:#x}-{:016x}-{}", events_hash(events), clock.name());
-    if let Some(dir) = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty()) {
-        return Some((Path::new(&dir).join(name), false));
+    if let Some(dir) = sys::emulator_folder("AAR_EMU_JOB_DIR") {
+        return Some((dir.join(name), false));
     }
     let job = aar_record::job_in_name(&job::experiment()?);
     Some((Path::new("/dev/shm").join(format!("aar-node-{}-{job}-{}", sys::uid(), &name["aar-node-".len()..])), true))

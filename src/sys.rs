@@ -615,6 +615,12 @@ pub fn env_value(name: &str) -> Option<EnvValue> {
     std::env::var_os(name).map(|v| v.into_string().map_err(|v| v.to_string_lossy().into_owned()))
 }
 
+/// A folder an emulator variable names (`AAR_EMU_JOB_DIR`, `AAR_EMU_CRAY_XT`): unset, empty or
+/// blanks is none, as the emulator takes its own variables.
+pub fn emulator_folder(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(name).filter(|d| !d.to_string_lossy().trim().is_empty()).map(std::path::PathBuf::from)
+}
+
 /// The real user id, for names of files that other users must not share.
 pub fn uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.

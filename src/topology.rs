@@ -50,9 +50,7 @@ impl CrayXt {
     /// This node's files (`AAR_EMU_CRAY_XT`, the emulator's stand-in, else `/proc/cray_xt`);
     /// `None` off a Cray XC node.
     pub fn read() -> Option<CrayXt> {
-        let dir = std::env::var_os("AAR_EMU_CRAY_XT")
-            .filter(|d| !d.is_empty())
-            .map_or_else(|| std::path::PathBuf::from("/proc/cray_xt"), std::path::PathBuf::from);
+        let dir = crate::sys::emulator_folder("AAR_EMU_CRAY_XT").unwrap_or_else(|| "/proc/cray_xt".into());
         let read = |name: &str| crate::sys::read_text_file(&dir.join(name), 4096).ok();
         let nid = read("nid")?.trim().parse().ok()?;
         let cname = read("cname").map(|c| c.trim().to_string());
@@ -237,8 +235,8 @@ impl Read {
         let (path, from) = match variable {
             Some(p) => (std::path::PathBuf::from(p), "AAR_TOPOLOGY"),
             None => {
-                let dir = std::env::var_os("AAR_EMU_JOB_DIR").filter(|d| !d.is_empty())?;
-                (std::path::Path::new(&dir).join("topology"), "the emulated job's topology")
+                let dir = crate::sys::emulator_folder("AAR_EMU_JOB_DIR")?;
+                (dir.join("topology"), "the emulated job's topology")
             }
         };
         let shown = path.display().to_string();

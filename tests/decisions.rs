@@ -369,6 +369,26 @@ fn xtprocadmin_tables_are_checked_against_the_node() {
         assert!(said[0].contains(want) && said[0].contains("AAR_TOPOLOGY="), "{test}: {said:?}");
         assert!(lines.iter().all(|l| !l.contains("no node table")), "{test}: {lines:?}");
     }
+    // AAR_EMU_CRAY_XT set to blanks is unset, as every emulator variable: not a folder of that
+    // name in the working directory (here one that would contradict the table), but this
+    // machine's /proc/cray_xt, which is not there: the lines are used unchecked.
+    let launch =
+        Launch::driver("xt-blanks", "rdma 65536 6 0").env("AAR_MODE", "steady").env("PMI_GNI_LOC_ADDR", "0x100");
+    let (nodes, blanks, trace) = (launch.dir.join("nodes.txt"), launch.dir.join("  "), launch.dir.join("trace.jsonl"));
+    std::fs::write(&nodes, table).unwrap();
+    std::fs::create_dir_all(&blanks).unwrap();
+    std::fs::write(blanks.join("nid"), "300\n").unwrap();
+    assert!(!std::path::Path::new("/proc/cray_xt").exists(), "this test needs a machine that is not a Cray XC node");
+    let mut launch = launch
+        .env("AAR_TOPOLOGY", &nodes.display().to_string())
+        .env("AAR_EMU_CRAY_XT", "  ")
+        .env("AAR_TRACE", &trace.display().to_string());
+    launch.wrapper = vec!["env".into(), "-C".into(), launch.dir.display().to_string()];
+    let r = launch.run();
+    r.assert_ok();
+    let classes: Vec<String> = trace_of(&r).iter().map(|l| l["destination"].as_str().unwrap().to_string()).collect();
+    assert_eq!(classes, ["other-group"; 6], "{:?}", r.aar_lines());
+    assert!(r.aar_lines().iter().all(|l| !l.contains("xtprocadmin")), "{:?}", r.aar_lines());
 }
 
 /// A rank bound to more peers than the endpoint table holds (65,536) says so once, and the
