@@ -7,6 +7,11 @@
 //! slow file system), and the exit handler at most [`EXIT_WAIT`]. A line that waits longer is
 //! lost, and so are the lines the buffer holds when the exit handler gives up: the summary record
 //! counts them ([`TraceFile::counted`]) and one message per process says so ([`TraceFile::lost`]).
+//!
+//! A post made on a thread that is already inside the library (from a signal handler that
+//! interrupted it, or from a hook of the program's on a call the library makes, such as a write(2)
+//! wrapper that posts) has no line: the trace may be mid-write on that very thread, and waiting for
+//! it would wait for itself. The summary record counts those too, and the exit handler says them.
 
 use crate::trylock::{ForkHeld, Inside, TryLock};
 use crate::{control, diag, job, sys};
@@ -92,6 +97,9 @@ pub struct TraceFile {
     lost: AtomicU64,
     /// Whether a loss was said ([`TraceFile::lost`]).
     lost_said: AtomicBool,
+    /// Lines of posts made on a thread already inside the library: counted only (a signal handler
+    /// may have made them), said at exit ([`TraceFile::finish`]).
+    nested: AtomicU64,
     /// The exit handler has finished the trace: a line after it has no file to go to.
     finished: AtomicBool,
     /// Whether a post after that was said ([`TraceFile::after_exit`]).
@@ -105,6 +113,9 @@ pub struct Counted {
     pub lines: u64,
     /// Lines lost because another thread held the trace for over 1 s (200 ms at exit).
     pub lines_lost_waiting: u64,
+    /// Lines of posts made on a thread already inside the library (a signal handler's, a write
+    /// hook's): not written, since that thread may be writing another.
+    pub lines_lost_nested: u64,
 }
 
 /// Lines buffered before they go out, in one write of whole lines.
@@ -170,6 +181,7 @@ impl TraceFile {
             buffered: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             lost_said: AtomicBool::new(false),
+            nested: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             after_exit_said: AtomicBool::new(false),
         }
@@ -177,9 +189,11 @@ impl TraceFile {
 
     /// The summary record's `trace` section: `None` without a trace in this process.
     pub fn counted(&self) -> Option<Counted> {
-        self.opened
-            .load(Relaxed)
-            .then(|| Counted { lines: self.lines.load(Relaxed), lines_lost_waiting: self.lost.load(Relaxed) })
+        self.opened.load(Relaxed).then(|| Counted {
+            lines: self.lines.load(Relaxed),
+            lines_lost_waiting: self.lost.load(Relaxed),
+            lines_lost_nested: self.nested.load(Relaxed),
+        })
     }
 
     /// `n` lines were lost waiting for another thread: counted, and said once per process, by
@@ -256,9 +270,14 @@ impl TraceFile {
 
     /// Append one line.
     pub fn write(&self, line: &Line) {
-        // A post made from inside this very write (the allocator calling uGNI) loses its line
-        // rather than wait for a lock its own thread holds.
-        let Some(_inside) = Inside::enter() else { return };
+        // A post made on a thread already inside the library (a signal handler that interrupted
+        // this very write, a write hook that posts) loses its line rather than wait for a lock its
+        // own thread may hold; counted with one atomic add, which a signal handler may make, and
+        // said at exit.
+        let Some(_inside) = Inside::enter() else {
+            self.nested.fetch_add(1, Relaxed);
+            return;
+        };
         if self.finished.load(Relaxed) {
             self.after_exit();
             return;
@@ -327,7 +346,7 @@ impl TraceFile {
             // so are the counts (the child's record counts its own trace, if it has one).
             drop(guard.take());
             self.opened.store(false, Relaxed);
-            for count in [&self.lines, &self.buffered, &self.lost] {
+            for count in [&self.lines, &self.buffered, &self.lost, &self.nested] {
                 count.store(0, Relaxed);
             }
             for said in [&self.lost_said, &self.finished, &self.after_exit_said] {
@@ -342,8 +361,30 @@ impl TraceFile {
 
     /// Flush at exit. Another thread that holds the trace for over [`EXIT_WAIT`] keeps the
     /// buffer: its lines are lost (up to that many: the thread may still write them before the
-    /// process ends), counted and said.
+    /// process ends), counted and said. So are the lines of posts made on a thread already inside
+    /// the library, this flush's included.
     pub fn finish(&self) {
+        // Inside, as `write` is: a post made from inside the last write is one of those.
+        let inside = Inside::enter();
+        self.write_buffer();
+        drop(inside);
+        let n = self.nested.load(Relaxed);
+        if n > 0 {
+            diag::error(&format!(
+                "{n} post{s} made on a thread that was inside libaar.so at the time (from a signal handler that \
+                 interrupted it, or from a hook of the program's on a call libaar.so makes, such as a write(2) \
+                 wrapper that posts) {have} no line in the decision trace (AAR_TRACE): a line cannot be written while \
+                 its thread may be writing another. The posts went out as always; the summary record's \
+                 trace.lines_lost_nested counts them. To trace them, point AAR_TRACE at a file system the program \
+                 does not intercept, or post from the main program rather than a signal handler.",
+                s = if n == 1 { "" } else { "s" },
+                have = if n == 1 { "has" } else { "have" },
+            ));
+        }
+    }
+
+    /// [`TraceFile::finish`]'s flush.
+    fn write_buffer(&self) {
         // From here a line has no file to go to (only posts made while tracing come to `write`:
         // a trace that stopped at its cap or a failed write sent them back to the fast path).
         self.finished.store(true, Relaxed);

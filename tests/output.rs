@@ -783,3 +783,35 @@ fn a_seccomp_filter_that_refuses_faccessat2_does_not_make_the_output_folder_unus
     assert!(r.aar_lines().iter().all(|l| !l.contains("AAR_OUTPUT_DIR")), "{}", r.stderr);
     assert_eq!(r.records().len(), 1, "{}", r.stderr);
 }
+
+/// A post made on the thread that is writing the decision trace (from a signal handler that
+/// interrupted the write, or a write(2) hook that posts, as a file system client that forwards
+/// writes over the network does) goes out, and its line, which cannot be written then, is counted
+/// in the record and said once at exit, not lost silently.
+#[test]
+fn a_post_made_while_the_trace_is_written_is_counted_and_said() {
+    let mut launch = Launch::program("trace-nested", program("trace_nested"), "1000").unset("AAR_EMU_LOG");
+    let trace = launch.dir.join("trace.jsonl");
+    launch = launch.env("AAR_TRACE", &trace.display().to_string()).env("TRACE_FILE", &trace.display().to_string());
+    let r = launch.run();
+    r.assert_ok();
+    let (posts, nested) = (stdout_field(&r.stdout, "posts"), stdout_field(&r.stdout, "nested"));
+    // One per write of the trace: its 64 KiB buffer fills several times, and the exit handler's.
+    assert!(nested >= 2, "{}", r.stdout);
+    let rec = r.records().pop().expect("the record");
+    let messages: u64 = rec["modes"].as_object().unwrap().values().map(|m| m["messages"].as_u64().unwrap()).sum();
+    assert_eq!(messages, posts, "every post went out and was counted: {rec}");
+    let lines = read_jsonl(&trace).len() as u64;
+    assert_eq!(lines, posts - nested, "{}", r.stderr);
+    assert_eq!(
+        rec["trace"],
+        serde_json::json!({"lines": lines, "lines_lost_waiting": 0, "lines_lost_nested": nested}),
+        "{}",
+        r.stderr
+    );
+    let told: Vec<&str> = r.stderr.lines().filter(|l| l.contains("trace.lines_lost_nested")).collect();
+    assert_eq!(told.len(), 1, "said once: {}", r.stderr);
+    assert!(told[0].starts_with("aar:") && told[0].contains(&format!("{nested} post")), "{}", told[0]);
+    // The exit handler's own write is no exception: a post from inside it was made before the trace ended.
+    assert!(!r.stderr.contains("after libaar.so's exit handler"), "{}", r.stderr);
+}

@@ -194,7 +194,12 @@ fn posts_exact(r: &Run, trace: &Path, threads: usize) -> (Value, Vec<Value>) {
     assert_eq!(lines.len() as u64, total.posts, "no other line: {per_size:?}");
     let rec = record(r);
     // Threads that wait for each other's lines (never a second here) lose none.
-    assert_eq!(rec["trace"], serde_json::json!({"lines": total.posts, "lines_lost_waiting": 0}), "{}", r.stderr);
+    assert_eq!(
+        rec["trace"],
+        serde_json::json!({"lines": total.posts, "lines_lost_waiting": 0, "lines_lost_nested": 0}),
+        "{}",
+        r.stderr
+    );
     let api_made = |api: &str| {
         per.iter()
             .filter(|(k, _)| api_of(k, threads) == api)
@@ -322,7 +327,11 @@ fn trace_lines_that_wait_too_long_for_another_thread_are_counted_and_said() {
         let in_file: Vec<u64> = trace_lines(&trace).iter().map(|l| l["bytes"].as_u64().unwrap()).collect();
         assert_eq!(in_file, traced, "{test}: the lines of the posts made while the trace was free");
         let rec = record(&r);
-        assert_eq!(rec["trace"], serde_json::json!({"lines": traced.len(), "lines_lost_waiting": lost}), "{test}");
+        assert_eq!(
+            rec["trace"],
+            serde_json::json!({"lines": traced.len(), "lines_lost_waiting": lost, "lines_lost_nested": 0}),
+            "{test}"
+        );
         let sent = (rec["apis"]["uGNI"]["messages"].as_u64(), rec["apis"]["uGNI"]["bytes"].as_u64());
         assert_eq!(sent, (Some(posts.len() as u64), Some(posts.iter().sum())), "{test}: every post went out");
         let told: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains(said)).collect();
@@ -361,7 +370,8 @@ fn a_fork_child_s_record_counts_its_own_trace_lines() {
             let child = rec["fork_child"] != false;
             let expect = if child { child_trace } else { Some(4) };
             let file = pattern.replace("%p", &pid.to_string());
-            let counted = expect.map(|n: u64| serde_json::json!({"lines": n, "lines_lost_waiting": 0}));
+            let counted =
+                expect.map(|n: u64| serde_json::json!({"lines": n, "lines_lost_waiting": 0, "lines_lost_nested": 0}));
             assert_eq!(rec["trace"], counted.unwrap_or(Value::Null), "{test}, pid {pid}");
             if let (Some(n), true) = (expect, !child || pattern.contains("%p")) {
                 assert_eq!(trace_lines(Path::new(&file)).len() as u64, n, "{test}: {file}");
