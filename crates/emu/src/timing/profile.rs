@@ -68,7 +68,8 @@ impl ProfileKey {
 pub enum ProfileItemError {
     #[error("item \"{}\" is not key=value (keys: {known}); ignored", .0.escape_debug(), known = ProfileKey::known())]
     NotKeyValue(String),
-    #[error("key \"{}\" is given twice (give each key once); the first, {}={first}, is kept", key.name(), key.name())]
+    // `first`: what the key's first item left in force (its value, or the default where it was refused).
+    #[error("key \"{}\" is given twice (give each key once); the second is ignored: {}={first} stays", key.name(), key.name())]
     Repeated { key: ProfileKey, first: f64 },
     #[error("unknown key \"{}\" (known: {known}); ignored", key.escape_debug(), known = ProfileKey::known())]
     UnknownKey { key: String },
@@ -317,13 +318,17 @@ mod tests {
         // as AAR_EMU_SIM says it, and the first stays.
         let e = "latency_ad=1,stall_ad=3,latency_ad=2".parse::<NetworkProfile>().unwrap_err();
         let c: Vec<String> = e.problems.iter().map(ToString::to_string).collect();
-        assert_eq!(c, ["key \"latency_ad\" is given twice (give each key once); the first, latency_ad=1, is kept"]);
+        assert_eq!(
+            c,
+            ["key \"latency_ad\" is given twice (give each key once); the second is ignored: latency_ad=1 stays"]
+        );
         assert_eq!(e.usable, NetworkProfile { latency_ad: 1.0, stall_ad: 3.0, ..NetworkProfile::default() });
         let e = "latency_ad=1,latency_ad=x".parse::<NetworkProfile>().unwrap_err();
         assert_eq!((e.problems.len(), e.usable.latency_ad), (1, 1.0), "{e}");
-        assert!(e.to_string().contains("the first, latency_ad=1, is kept"), "{e}");
+        assert!(e.to_string().contains("the second is ignored: latency_ad=1 stays"), "{e}");
         let e = "latency_ad=x,latency_ad=1".parse::<NetworkProfile>().unwrap_err();
         assert_eq!((e.problems.len(), e.usable.latency_ad), (2, 1.4), "{e}");
-        assert!(e.to_string().ends_with("the first, latency_ad=1.4, is kept"), "{e}");
+        // The first was refused: the default stays, and the message says so, not that 1.4 was given.
+        assert!(e.to_string().ends_with("the second is ignored: latency_ad=1.4 stays"), "{e}");
     }
 }
