@@ -2850,7 +2850,9 @@ fn a_renamed_summary_record_named_alone_says_why_its_rank_has_no_rows() {
 
 /// A rank whose iteration record is a symbolic link to nothing (the file it pointed at moved) is
 /// named with the link and its target, in a folder and with its summary record named alone, not
-/// called missing; the link named on the command line is said to be one.
+/// called missing; the link is said once, by the rank's warning (not by the folder's scan too),
+/// and a link to nothing that is no rank's iteration record is still said by the scan; the link
+/// named on the command line is said to be one.
 #[test]
 fn an_iteration_record_that_links_to_nothing_is_named_with_its_target() {
     let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4721")];
@@ -2886,6 +2888,17 @@ fn an_iteration_record_that_links_to_nothing_is_named_with_its_target() {
             "{inputs:?}: {err}"
         );
         assert!(!err.contains("missing") && !err.contains("summary records only"), "{inputs:?}: {err}");
+        let lines = |path: &Path| err.lines().filter(|l| l.contains(path.to_str().unwrap())).count();
+        assert_eq!(lines(link), 1, "said once: {inputs:?}: {err}");
+        if inputs.len() == 2 {
+            // The link in the records' folder, its summary record moved away: no rank's now.
+            assert_eq!(lines(&records.join(link.file_name().unwrap())), 1, "{err}");
+            assert!(err.contains(&format!(
+                "aar: {}: a symbolic link to {}, which does not exist: skipped",
+                records.join(link.file_name().unwrap()).display(),
+                target.display()
+            )));
+        }
         assert!(out.contains("no rows of rank 5 (iteration record a link to nothing)"), "{out}");
         let j = json_of(&aar().arg("report").args(&inputs).arg("--json").output().unwrap());
         assert_eq!(
@@ -2905,6 +2918,50 @@ fn an_iteration_record_that_links_to_nothing_is_named_with_its_target() {
         "{}",
         stderr(&o)
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A rank whose iteration record is a loop of symbolic links (`ln -s NAME NAME`) is named with the
+/// links, not called missing, with its summary record named alone from the folder that holds the
+/// loop and with that folder walked (there said once, by the rank's warning).
+#[test]
+fn an_iteration_record_that_is_a_loop_of_links_is_named_as_one() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4723")];
+    let (dir, records, files) = job_of_8("report-link-loop", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let (summary, iterations) = records_of(&records, &files, 4723, 3);
+    let node = dir.join("node");
+    std::fs::create_dir(&node).unwrap();
+    let alone = node.join(summary.file_name().unwrap());
+    let name = iterations.file_name().unwrap();
+    let link = node.join(name);
+    std::fs::rename(&summary, &alone).unwrap();
+    std::fs::remove_file(&iterations).unwrap();
+    std::os::unix::fs::symlink(name, &link).unwrap();
+    for second in [&alone, &node] {
+        let o = aar().arg("report").arg(&records).arg(second).output().unwrap();
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(o.status.success(), "{err}");
+        assert!(
+            err.contains(&format!(
+                "experiment \"4723\": rank 3 has a summary record but no iteration record read: its iteration \
+                 record beside its summary record is a loop of symbolic links, with no file at its end (the first: \
+                 {} -> {}). The tables",
+                link.display(),
+                name.to_str().unwrap()
+            )) && err.contains("Point the link at the iteration record (ln -sfn FILE LINK)"),
+            "{second:?}: {err}"
+        );
+        assert!(!err.contains("missing") && !err.contains("summary records only"), "{second:?}: {err}");
+        assert_eq!(err.lines().filter(|l| l.contains(link.to_str().unwrap())).count(), 1, "{second:?}: {err}");
+        assert!(out.contains("no rows of rank 3 (iteration record a loop of links)"), "{out}");
+        let j = json_of(&aar().arg("report").arg(&records).arg(second).arg("--json").output().unwrap());
+        assert_eq!(
+            j["experiments"][0]["ranks_without_rows"],
+            serde_json::json!([{ "cause": "link_loop", "ranks": "3", "count": 1 }]),
+            "{j}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -407,6 +407,8 @@ pub enum NoRows {
     FileMissing,
     /// Its iteration record beside it is a symbolic link to a file that does not exist.
     LinkToNothing,
+    /// Its iteration record beside it is a loop of symbolic links: no file at its end.
+    LinkLoop,
     /// Its record does not say (no `ab.iterations`: an older libaar.so), or could not be read.
     NotSaid,
 }
@@ -422,6 +424,7 @@ impl NoRows {
             NoRows::NotWritten => "no iteration record written",
             NoRows::FileMissing => "iteration record moved or deleted",
             NoRows::LinkToNothing => "iteration record a link to nothing",
+            NoRows::LinkLoop => "iteration record a loop of links",
             NoRows::NotSaid => "why not said",
         }
     }
@@ -499,6 +502,14 @@ impl NoRows {
                 ),
                 "Point the link at the iteration record where it is now (ln -sfn FILE LINK), or give the record \
                  itself",
+            ),
+            NoRows::LinkLoop => (
+                format!(
+                    "{their} iteration {records} beside {their} summary {records} {is} a loop of symbolic links, with \
+                     no file at {their} end (the first: {detail})",
+                    is = if one { "is" } else { "are" },
+                ),
+                "Point the link at the iteration record (ln -sfn FILE LINK), or give the record itself",
             ),
             NoRows::NotSaid => (
                 match detail.is_empty() {
@@ -613,8 +624,7 @@ pub fn without_rows(
             Some((rank_of(&id)?, p, Some(beside).filter(|b| std::fs::symlink_metadata(b).is_ok())))
         })
         .filter_map(|(rank, p, beside)| match beside {
-            // Given (and said if not read), or not a file to give (a FIFO, a loop of links: said
-            // by the walk).
+            // Given (and said if not read), or not a file to give (a FIFO: said by the walk).
             Some(beside)
                 if given.contains(&std::fs::canonicalize(&beside).unwrap_or_else(|_| beside.clone()))
                     || std::fs::metadata(&beside).is_ok_and(|m| !m.is_file()) =>
@@ -632,6 +642,7 @@ pub fn without_rows(
                     )),
                     Err(_) => None,
                 },
+                Err(e) if super::is_loop(&e) => Some((rank, NoRows::LinkLoop, Some(super::links_followed(&beside)), p)),
                 Err(_) => None,
             },
             None => match read_summary(p) {
@@ -665,7 +676,7 @@ pub fn without_rows(
                  among these is not seen{fix}",
                 rank_list(&ranks),
                 if ranks.len() == 1 { "has" } else { "have" },
-                if matches!(why, NoRows::NotGiven | NoRows::LinkToNothing) { " read" } else { "" },
+                if matches!(why, NoRows::NotGiven | NoRows::LinkToNothing | NoRows::LinkLoop) { " read" } else { "" },
             )
         })
         .collect();

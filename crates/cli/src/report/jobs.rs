@@ -41,7 +41,7 @@ fn discover(inputs: &[PathBuf]) -> Vec<PathBuf> {
             }
         } else {
             // Said by the iteration records' reader, which walks the same folders first.
-            found.extend(walk(input, is_summary_name, |_| {}));
+            found.extend(walk(input, is_summary_name, |_, _| {}));
         }
     }
     found.into_iter().collect()

@@ -144,6 +144,33 @@ fn folder(path: &Path) -> &Path {
     path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
+/// Whether opening failed on a loop of symbolic links (ELOOP), which the OS's message ("Too many
+/// levels of symbolic links") does not make plain.
+fn is_loop(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// "PATH -> a -> PATH": the symbolic links followed from `path`, each as it is written, until one
+/// comes round again (a few at most; "..." after them when none has yet).
+fn links_followed(path: &Path) -> String {
+    let mut chain = vec![path.display().to_string()];
+    // Each link's place as folder/name, so that a link back to `path` is seen as `path`.
+    let mut at = folder(path).join(path.file_name().unwrap_or_default());
+    let mut seen = vec![at.clone()];
+    while let Ok(to) = std::fs::read_link(&at) {
+        chain.push(to.display().to_string());
+        at = folder(&at).join(to);
+        if seen.contains(&at) || chain.len() > 6 {
+            if !seen.contains(&at) {
+                chain.push("...".into());
+            }
+            break;
+        }
+        seen.push(at.clone());
+    }
+    chain.join(" -> ")
+}
+
 /// Where `--plot` or `--html` is to be written must be a file name with one of `extensions`
 /// in a folder that exists.
 fn check_output(flag: &'static str, path: &Path, extensions: &'static [&'static str]) -> Result<(), ArgError> {

@@ -4,7 +4,8 @@
 //! 1. **Find** the files: folders are searched recursively for `*.iterations.jsonl` (symbolic links
 //!    to folders are not followed, so a link loop cannot trap the walk); files named on the command
 //!    line are read whatever their name. A record's name on something that is not a regular file
-//!    (a FIFO, a socket, a device, a link to nothing, a loop of links) is said and skipped, and unfinished records
+//!    (a FIFO, a socket, a device, a link to nothing, a loop of links) is said and skipped (a rank's
+//!    iteration record on a link to nothing or a loop of links by its rank's warning, once), and unfinished records
 //!    (`aar.*.partial`, a writer stopped before it renamed them) are counted once per folder.
 //! 2. **Heads**: every file's header and first row are read, files are grouped by `experiment`,
 //!    and each experiment's reference header is that of its lowest rank. A file is left out, with
@@ -228,17 +229,17 @@ pub fn warn(warnings: &mut Vec<String>, text: String) {
 
 /// The files under folder `root` whose names `keep` takes (regular files, or links to them),
 /// searched recursively without following links to folders, so that a link loop cannot trap the
-/// walk; `said` hears, as a warning, of each folder that cannot be listed and of each name
-/// `keep` takes that is not a regular file (a FIFO, whose opening would wait for a writer, a
-/// socket, a device, a link to nothing).
-pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(String)) -> Vec<PathBuf> {
+/// walk; `said` hears, as a warning on that path, of each folder that cannot be listed and of
+/// each name `keep` takes that is not a regular file (a FIFO, whose opening would wait for a
+/// writer, a socket, a device, a link to nothing, a loop of links).
+pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(&Path, String)) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) => {
-                said(format!("{}: cannot be listed ({e}): skipped", dir.display()));
+                said(&dir, format!("{}: cannot be listed ({e}): skipped", dir.display()));
                 continue;
             }
         };
@@ -250,14 +251,17 @@ pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(Strin
             } else if path.file_name().and_then(|n| n.to_str()).is_some_and(&keep) {
                 match std::fs::metadata(&path) {
                     Ok(m) if m.is_file() => found.push(path),
-                    Ok(m) => said(not_regular(&path, m.file_type())),
-                    Err(e) if is_loop(&e) => said(link_loop(&path)),
-                    Err(_) if kind.is_symlink() => said(format!(
-                        "{}: a symbolic link to {}, which does not exist: skipped",
-                        path.display(),
-                        std::fs::read_link(&path).unwrap_or_default().display()
-                    )),
-                    Err(e) => said(format!("{}: cannot be read ({e}): skipped", path.display())),
+                    Ok(m) => said(&path, not_regular(&path, m.file_type())),
+                    Err(e) if super::is_loop(&e) => said(&path, link_loop(&path)),
+                    Err(_) if kind.is_symlink() => said(
+                        &path,
+                        format!(
+                            "{}: a symbolic link to {}, which does not exist: skipped",
+                            path.display(),
+                            std::fs::read_link(&path).unwrap_or_default().display()
+                        ),
+                    ),
+                    Err(e) => said(&path, format!("{}: cannot be read ({e}): skipped", path.display())),
                 }
             }
         }
@@ -265,31 +269,11 @@ pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(Strin
     found
 }
 
-/// Whether opening failed on a loop of symbolic links (ELOOP), which the OS's message ("Too many
-/// levels of symbolic links") does not make plain.
-fn is_loop(e: &std::io::Error) -> bool {
-    e.raw_os_error() == Some(libc::ELOOP)
-}
-
-/// "PATH: a loop of symbolic links (PATH -> a -> PATH): skipped. ..." (the links followed, each
-/// as it is written, until one comes round again; a few at most), and how to mend it.
+/// "PATH: a loop of symbolic links (PATH -> a -> PATH): skipped. ..." (the links followed,
+/// [`super::links_followed`]), and how to mend it.
 fn link_loop(path: &Path) -> String {
-    let mut chain = vec![path.display().to_string()];
-    // Each link's place as folder/name, so that a link back to `path` is seen as `path`.
-    let mut at = super::folder(path).join(path.file_name().unwrap_or_default());
-    let mut seen = vec![at.clone()];
-    while let Ok(to) = std::fs::read_link(&at) {
-        chain.push(to.display().to_string());
-        at = super::folder(&at).join(to);
-        if seen.contains(&at) || chain.len() > 6 {
-            if !seen.contains(&at) {
-                chain.push("...".into());
-            }
-            break;
-        }
-        seen.push(at.clone());
-    }
-    let chain = if chain.len() > 1 { format!(" ({})", chain.join(" -> ")) } else { String::new() };
+    let chain = super::links_followed(path);
+    let chain = if chain.contains(" -> ") { format!(" ({chain})") } else { String::new() };
     format!(
         "{}: a loop of symbolic links{chain}: no file at its end (ELOOP): skipped. Point the link at a record \
          (ln -sfn FILE {}) or remove it",
@@ -324,10 +308,13 @@ fn is_partial(name: &str) -> bool {
 
 /// Step 1: the record files under `inputs`, sorted, each once.
 /// The summary records, in the folders walked or named alone, go to `summaries`; the inputs that
-/// hold no iteration record but summary records to `summaries_only`, with theirs.
+/// hold no iteration record but summary records to `summaries_only`, with theirs; what is said of
+/// an iteration record's name in a folder on a link to nothing or a loop of links, to `held`
+/// (with the link): said later, unless a rank's warning names it as its iteration record.
 fn discover(
     inputs: &[PathBuf],
     warnings: &mut Vec<String>,
+    held: &mut Vec<(PathBuf, String)>,
     summaries_only: &mut Vec<(PathBuf, Vec<PathBuf>)>,
     summaries: &mut Vec<PathBuf>,
 ) -> Vec<PathBuf> {
@@ -338,7 +325,7 @@ fn discover(
         let meta = match std::fs::metadata(input) {
             Ok(m) => m,
             Err(e) => {
-                let why = if is_loop(&e) {
+                let why = if super::is_loop(&e) {
                     link_loop(input)
                 } else {
                     format!("{}: cannot be opened ({e}): skipped", input.display())
@@ -365,11 +352,17 @@ fn discover(
             continue;
         }
         // One walk for every kind of record: special files among them are said here, once
-        // (the summary records' reader walks again, quietly).
+        // (the summary records' reader walks again, quietly), or held.
         let mut here = walk(
             input,
             |n| n.ends_with(ITERATIONS_SUFFIX) || jobs::is_summary_name(n) || is_partial(n),
-            |w| warn(warnings, w),
+            |path, w| {
+                let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+                match link && path.to_string_lossy().ends_with(ITERATIONS_SUFFIX) && std::fs::metadata(path).is_err() {
+                    true => held.push((path.to_path_buf(), w)),
+                    false => warn(warnings, w),
+                }
+            },
         );
         let before = summaries.len();
         here.retain(|p| {
@@ -870,7 +863,8 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut warnings = Vec::new();
     let mut inputs_of_summaries = Vec::new();
     let mut summaries = Vec::new();
-    let files = discover(inputs, &mut warnings, &mut inputs_of_summaries, &mut summaries);
+    let mut held = Vec::new();
+    let files = discover(inputs, &mut warnings, &mut held, &mut inputs_of_summaries, &mut summaries);
     summaries.sort();
     summaries.dedup();
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -1149,6 +1143,21 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         }
         if let Some(w) = unfinished(e, &files) {
             warn(&mut warnings, w);
+        }
+    }
+    // An iteration record's name in a folder on a link to nothing or a loop of links is said once:
+    // by its rank's warning (which names the rank, [`health::without_rows`]) if that names it,
+    // else here.
+    let place = |p: &Path| canonical(super::folder(p)).join(p.file_name().unwrap_or_default());
+    let named: HashSet<PathBuf> = experiments
+        .iter()
+        .flat_map(|e| &e.without_rows)
+        .filter(|(_, why, _)| matches!(why, health::NoRows::LinkToNothing | health::NoRows::LinkLoop))
+        .filter_map(|(_, _, record)| Some(place(&health::iterations_beside(record)?)))
+        .collect();
+    for (link, said) in held {
+        if !named.contains(&place(&link)) {
+            warn(&mut warnings, said);
         }
     }
     // Which summary records of the inputs without iteration records the report uses, however
