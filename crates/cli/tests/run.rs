@@ -1340,6 +1340,58 @@ fn each_rank_sees_its_place_as_srun_and_hydra_give_it() {
     );
 }
 
+/// Each rank gets its PMI socket at one small descriptor, so a shell rank speaks PMI itself with
+/// `>&$PMI_FD`: sh is dash on Debian, which refuses a descriptor above 9 (the numbers of the
+/// launcher's sockets from the third rank on). 12 ranks init, put, meet in a barrier, get their
+/// neighbour's value and finalize, each answered; each holds its socket once (at `PMI_FD` only).
+#[test]
+fn shell_ranks_speak_pmi_on_their_pmi_fd() {
+    const RANKS: usize = 12;
+    let script = r#"p() { echo "$1" >&$PMI_FD; read -r r <&$PMI_FD; }
+        p 'cmd=init pmi_version=1 pmi_subversion=1'; init=$r
+        p cmd=get_my_kvsname; kvs=${r##*kvsname=}
+        p "cmd=put kvsname=$kvs key=k$PMI_RANK value=v$PMI_RANK"; put=$r
+        p cmd=barrier_in; bar=$r
+        p "cmd=get kvsname=$kvs key=k$(( (PMI_RANK + 1) % PMI_SIZE ))"; got=$r
+        p cmd=finalize
+        held=$(for f in /proc/$$/fd/*; do readlink "$f"; done | grep -cxF "$(readlink /proc/$$/fd/$PMI_FD)")
+        echo "$PMI_RANK: $init; $put; $bar; $got; $r; held $held""#;
+    let out = aar().args(["run", "-n", &RANKS.to_string(), "sh", "-c", script]).output().unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}: {stdout}{err}", out.status);
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort_by_key(|l| l.split(':').next().and_then(|r| r.parse::<usize>().ok()));
+    let want: Vec<String> = (0..RANKS)
+        .map(|r| {
+            format!(
+                "{r}: cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0; cmd=put_result rc=0 msg=success; \
+                 cmd=barrier_out; cmd=get_result rc=0 msg=success value=v{}; cmd=finalize_ack; held 1",
+                (r + 1) % RANKS
+            )
+        })
+        .collect();
+    assert_eq!(lines, want, "{err}");
+}
+
+/// A descriptor aar run was given open to pass on (`3</dev/null`) reaches every rank at its
+/// number; the PMI socket takes the next one (4, closed here in case the test was given it).
+#[test]
+fn a_descriptor_given_to_aar_run_is_passed_on_and_pmi_fd_takes_the_next() {
+    let script = r#"echo cmd=init pmi_version=1 pmi_subversion=1 >&$PMI_FD; read -r r <&$PMI_FD
+        echo "$PMI_FD $(readlink /proc/$$/fd/3) $r""#;
+    let out = Command::new("sh")
+        .args(["-c", r#"exec "$0" run -n 3 sh -c "$1" 3</dev/null 4<&-"#, env!("CARGO_BIN_EXE_aar"), script])
+        .output()
+        .unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}: {stdout}{err}", out.status);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["4 /dev/null cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0"; 3],
+        "{err}"
+    );
+}
+
 /// The ranks' output reaches aar run's stdout a whole line at a time (ranks that wrote to it
 /// themselves split lines wherever their stdio buffers filled, and two ranks' pieces mixed);
 /// `-l` starts each line with its rank, and ends a last line left unended; stdin is rank 0's.
@@ -1605,15 +1657,14 @@ fn a_ranks_line_about_its_abort_comes_first_also_when_stderr_is_not_read() {
 /// many. Each of 6 ranks sends 10 lines that are not PMI, of one 60000-byte word, and reads each
 /// answer (so the launcher's line about it was said first), then says "done" on stdout; the
 /// launcher says each such line with the word in it: 60 lines, 3.6 MB. The test reads stderr only
-/// after the 6 "done"; the lines it finds and the count make 60. (bash: dash takes no `>&$PMI_FD`
-/// of a descriptor above 9, which those of the later ranks are.)
+/// after the 6 "done"; the lines it finds and the count make 60.
 #[test]
 fn the_launchers_lines_lost_to_a_stderr_nobody_reads_are_counted() {
     const RANKS: usize = 6;
     let script = "w=$(head -c 60000 /dev/zero | tr '\\0' x); i=0; while [ $i -lt 10 ]; do echo $w >&$PMI_FD; \
                   read reply <&$PMI_FD; i=$((i+1)); done; echo done";
     let (out, err, status) =
-        run_with_stderr_unread_until(&["run", "-n", &RANKS.to_string(), "bash", "-c", script], |out| {
+        run_with_stderr_unread_until(&["run", "-n", &RANKS.to_string(), "sh", "-c", script], |out| {
             out.matches("done\n").count() >= RANKS
         });
     let lines: Vec<&str> = err.lines().collect();

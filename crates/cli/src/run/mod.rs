@@ -12,7 +12,9 @@
 //!   fix. A soft open-file limit too low is raised to the need when the hard one allows (as srun
 //!   does); the ranks get the original back. An address-space limit (`ulimit -v`) too low for a
 //!   rank that maps the emulator files of all ranks is said, with the fix; the job starts anyway.
-//! - PMI ([`server`]): one socket pair per rank, the rank's end inherited as `PMI_FD`, served in
+//! - PMI ([`server`]): one socket pair per rank, the rank's end inherited as `PMI_FD` at one small
+//!   descriptor, the same for every rank ([`rank_pmi_fd`], 3 unless aar run was given 3 open to
+//!   pass on), so a shell rank's `>&$PMI_FD` works in dash too (which takes none above 9); served in
 //!   one poll loop with the simple PMI-1 wire protocol that MPICH's hydra speaks, so libpmi.so.0
 //!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
 //!   Answers wait in a queue per rank, written as its socket takes them without blocking, so a
@@ -92,7 +94,7 @@ use server::{Outcome, Server};
 use signals::SignalPipe;
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -532,6 +534,25 @@ struct Supervisor {
     stopped_at: Option<Instant>,
     /// Each line of the ranks' output starts with its rank (`--label`).
     label: bool,
+    /// The descriptor each rank gets its PMI socket at ([`rank_pmi_fd`]).
+    pmi_fd: RawFd,
+}
+
+/// The descriptor every rank gets its end of its PMI socket at: the first after stdio at which this
+/// launcher passes on no descriptor of its own (one it was given open and not close-on-exec, as
+/// `aar run ... 3<file` gives, which the ranks inherit), so 3 but in such a case. Small and the same
+/// for every rank, not whatever number the launcher's socket has (10 and more from the third rank
+/// on): dash, Debian's /bin/sh, refuses `>&$PMI_FD` of a descriptor above 9.
+fn rank_pmi_fd() -> RawFd {
+    let mut fd = 3;
+    loop {
+        // SAFETY: fcntl(F_GETFD) only queries the descriptor table; any fd value is allowed.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        if flags < 0 || flags & libc::FD_CLOEXEC != 0 {
+            return fd;
+        }
+        fd += 1;
+    }
 }
 
 impl Supervisor {
@@ -557,6 +578,7 @@ impl Supervisor {
             nofile,
             stopped_at: None,
             label,
+            pmi_fd: rank_pmi_fd(),
         }
     }
 
@@ -588,9 +610,9 @@ impl Supervisor {
         let (ours, theirs) = UnixStream::pair()?;
         // Ours only: the rank's end, another open file, stays blocking, as libpmi.so.0 expects.
         ours.set_nonblocking(true)?;
-        let fd = theirs.as_raw_fd();
+        let (fd, pmi_fd) = (theirs.as_raw_fd(), self.pmi_fd);
         let mut cmd = Command::new(program);
-        cmd.arg0(&command[0]).args(&command[1..]).envs(job.env(rank, node)).env("PMI_FD", fd.to_string());
+        cmd.arg0(&command[0]).args(&command[1..]).envs(job.env(rank, node)).env("PMI_FD", pmi_fd.to_string());
         if rank != 0 {
             cmd.stdin(Stdio::null());
         }
@@ -598,13 +620,16 @@ impl Supervisor {
         let nofile = self.nofile;
         // SAFETY: getpid takes no argument and cannot fail.
         let launcher = unsafe { libc::getpid() };
-        // SAFETY: between fork and exec the closure calls only fcntl, setrlimit, prctl, getppid
-        // and _exit (async-signal-safe), to let the rank's end of its PMI socket survive exec
-        // (every other descriptor stays close-on-exec), to give the rank the open-file limit aar
-        // run was started with, and to end the rank with the launcher.
+        // SAFETY: between fork and exec (after the stdio is set up) the closure calls only dup2,
+        // fcntl, setrlimit, prctl, getppid and _exit (async-signal-safe, no allocation), to put the
+        // rank's end of its PMI socket at `pmi_fd` and let it survive exec (`fd` and the launcher's
+        // other descriptors stay close-on-exec), to give the rank the open-file limit aar run was
+        // started with, and to end the rank with the launcher.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                // dup2 clears close-on-exec on the copy, but onto itself (`fd` is `pmi_fd`) it
+                // changes nothing: fcntl clears it either way.
+                if libc::dup2(fd, pmi_fd) < 0 || libc::fcntl(pmi_fd, libc::F_SETFD, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 if let Some(lim) = nofile {
