@@ -6,9 +6,11 @@
 
 mod common;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -118,32 +120,66 @@ fn spawn(l: &Launch, dirs: &JobDirs, rank: u32) -> Child {
     cmd.spawn().expect("start a rank")
 }
 
+/// A rank that runs, and the threads that read its stdout and stderr meanwhile (as
+/// tests/common/mod.rs's `Launch::run` does): a rank that says more than a pipe holds (64 KiB)
+/// would otherwise block on it and never end.
+struct Running {
+    rank: u32,
+    child: Child,
+    stdout: JoinHandle<Vec<u8>>,
+    stderr: JoinHandle<Vec<u8>>,
+}
+
+impl Running {
+    fn start(l: &Launch, dirs: &JobDirs, rank: u32) -> Running {
+        fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                buf
+            })
+        }
+        let mut child = spawn(l, dirs, rank);
+        let stdout = read_all(child.stdout.take().unwrap());
+        let stderr = read_all(child.stderr.take().unwrap());
+        Running { rank, child, stdout, stderr }
+    }
+
+    /// Waits for the rank's end; its rank and all it said.
+    fn output(mut self) -> (u32, Output) {
+        let status = self.child.wait().unwrap();
+        let (stdout, stderr) = (self.stdout.join().unwrap(), self.stderr.join().unwrap());
+        (self.rank, Output { status, stdout, stderr })
+    }
+}
+
 /// Runs the job to its end (killing every rank if one hangs); each rank's output, by rank.
 fn run_job(l: &Launch, dirs: &JobDirs) -> Vec<(u32, Output)> {
     let ranks: Vec<u32> = if l.only.is_empty() { (0..l.ranks).collect() } else { l.only.to_vec() };
-    let mut children: Vec<(u32, Child)> = ranks.iter().map(|&r| (r, spawn(l, dirs, r))).collect();
+    let mut running: Vec<Running> = ranks.iter().map(|&r| Running::start(l, dirs, r)).collect();
     // As the launcher does: a rank that fails ends the job; so does a job that hangs.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let states: Vec<_> = children.iter_mut().map(|(_, c)| c.try_wait().unwrap()).collect();
+        let states: Vec<_> = running.iter_mut().map(|r| r.child.try_wait().unwrap()).collect();
         let failed = states.iter().flatten().any(|s| !s.success());
         if states.iter().all(Option::is_some) {
             break;
         }
         if failed || Instant::now() > deadline {
-            for (_, c) in &mut children {
-                let _ = c.kill();
+            for r in &mut running {
+                let _ = r.child.kill();
             }
-            let outs: Vec<String> = children
+            let outs: Vec<String> = running
                 .into_iter()
-                .map(|(r, c)| format!("rank {r}: {}", stderr(&c.wait_with_output().unwrap())))
+                .map(Running::output)
+                .map(|(r, out)| format!("rank {r}: {}", stderr(&out)))
                 .collect();
             let why = if failed { "a rank failed" } else { "the job did not end within 120 s" };
             panic!("{}: {why}\n{}", l.scenario, outs.join("\n"));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    children.into_iter().map(|(r, c)| (r, c.wait_with_output().unwrap())).collect()
+    running.into_iter().map(Running::output).collect()
 }
 
 /// Runs the job and asserts that every rank passed its scenario and said nothing on stderr
@@ -233,6 +269,26 @@ fn a_rank_counts_only_its_own_nodes_nic_on_a_simulated_network() {
     assert_eq!([zero[0], zero[3]], [step[0], step[3]], "{zero:?} vs one process's {step:?}");
     assert_eq!(zero[4], 0, "rank 0's node counts rank 1's node's response stalls: {zero:?}");
     assert_eq!(one, [0; 5], "rank 1 posted nothing");
+}
+
+/// A rank that says more on stderr than a pipe holds (64 KiB) before it ends: the job ends, and
+/// every byte it said is kept, in order. The other ranks wait for it at a barrier.
+#[test]
+fn a_rank_that_says_more_than_a_pipe_holds_does_not_stall_the_job() {
+    let l = Launch { scenario: "chatty", ranks: 3, ..Default::default() };
+    let dirs = JobDirs::new(l.scenario);
+    for (rank, out) in run_job(&l, &dirs) {
+        let stdout = expect_success(&out, &format!("chatty rank {rank}"));
+        assert_eq!(stdout, "PASS chatty\n", "rank {rank}");
+        let err = stderr(&out);
+        if rank == 0 {
+            let want: String = (0..2048).map(|i| format!("chatty line {i:04} {:046}\n", 0)).collect();
+            assert_eq!(want.len(), 128 * 1024);
+            assert!(err == want, "rank 0 said {} bytes on stderr, not the 2048 lines it wrote", err.len());
+        } else {
+            assert_eq!(err, "", "rank {rank}");
+        }
+    }
 }
 
 #[test]

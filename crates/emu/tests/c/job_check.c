@@ -792,6 +792,19 @@ static void attach(void)
 	OK(GNI_CdmDestroy(cdm));
 }
 
+/* Rank 0 writes 2048 lines of 64 bytes (128 KiB, twice what a pipe holds) on stderr, then every
+ * rank meets the others at a barrier: a job whose rank says more than a pipe holds before it
+ * ends, which ends only if its launcher reads the ranks' output while they run. */
+static void chatty(void)
+{
+	rank = env_int("PMI_RANK");
+	size = env_int("PMI_SIZE");
+	if (rank == 0)
+		for (int i = 0; i < 2048; i++)
+			fprintf(stderr, "chatty line %04d %046d\n", i, 0);
+	barrier(1);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario scenarios[] = {
@@ -806,6 +819,7 @@ int main(int argc, char **argv)
 		{"orphan", orphan},
 		{"attach", attach},
 		{"simget", simget},
+		{"chatty", chatty},
 	};
 	return run_scenario(argv[0], scenarios, sizeof scenarios / sizeof *scenarios, argc, argv);
 }
