@@ -552,6 +552,11 @@ fn experiments_of_several_jobs_are_pooled_into_one() {
     assert!(last.contains("3 experiments pooled (--pool"), "{text}");
     let pooled_text = &text[text.find("3 experiments pooled (--pool").unwrap()..];
     assert!(!pooled_text.contains("per rank:"), "{pooled_text}");
+    // Its note names the test its p comes from (van Elteren's, within each job), not the
+    // Mann-Whitney U of one job's table, which each job's own table names.
+    assert!(pooled_text.contains("p: two-sided van Elteren stratified rank-sum test against A"), "{pooled_text}");
+    assert!(!pooled_text.contains("Mann-Whitney"), "{pooled_text}");
+    assert_eq!(text.matches("p: two-sided Mann-Whitney U against A").count(), 3, "{text}");
     assert_eq!(text.matches("per rank:").count(), 4, "{text}");
     // Without --pool, the experiments alone.
     let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));

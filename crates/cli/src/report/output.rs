@@ -377,9 +377,15 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
              the spreads differ by more than sampling noise"
         ),
         format!(
-            "p: two-sided Mann-Whitney U against {first} (normal approximation, tie-corrected); significant: p < {}{} \
+            "p: {} against {first} (normal approximation, tie-corrected); significant: p < {}{} \
              and the ratio's 95% CI wholly outside {}–{}, a difference of at least {margin}% (\"{}\": p that small, \
              the CI wholly inside: a difference too small to matter; \"maybe\": the CI reaches inside)",
+            // Pooled, p is van Elteren's (analysis.rs), as the pooled note below says.
+            if e.pooled_from.is_empty() {
+                "two-sided Mann-Whitney U"
+            } else {
+                "two-sided van Elteren stratified rank-sum test"
+            },
             fmt_alpha(alpha),
             if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() },
             fmt_ratio(1.0 - MARGIN),
