@@ -69,7 +69,7 @@ impl Policy {
 impl core::str::FromStr for Policy {
     type Err = String;
 
-    /// The names users give a policy, in `AAR_MODE`, `AAR_AB` and `aar sim --policy`: `auto`
+    /// The names users give a policy, in `AAR_MODE`, `AAR_AB` and `aar sim run --policy`: `auto`
     /// (or `paper`), `steady`, `off` (or `observe`), or an adaptive mode in either spelling.
     fn from_str(text: &str) -> Result<Policy, String> {
         match text.trim().to_ascii_lowercase().as_str() {

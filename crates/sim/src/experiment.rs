@@ -27,7 +27,7 @@ pub enum PolicySpec {
     Fixed(Mode),
 }
 
-/// The policies an experiment alternates (`aar sim --policy`): the parser's messages and `aar sim`'s
+/// The policies an experiment alternates (`aar sim run --policy`): the parser's messages and `aar sim`'s
 /// help.
 pub const POLICIES: &str = "auto (the paper's), steady (aar's), off (the application's default routing), or \
 one routing mode pinned: MIN_HASH, IN_ORDER, NMIN_HASH, ADAPTIVE0..ADAPTIVE3, UGAL";
