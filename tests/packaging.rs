@@ -300,6 +300,8 @@ fn the_batch_scripts_run_whole_from_an_installed_copy() {
             "in effect: A/B experiment: ADAPTIVE0,ADAPTIVE3,auto alternated per iteration, order shuffled:7"
                 .to_string(),
             format!("records in {}", records.display()),
+            // The file count is the job's 2 ranks', not the one-task step's.
+            format!("this job's 2 ranks (--ranks 2) would make 4 files in AAR_OUTPUT_DIR={}", records.display()),
             "result: all well (exit 0)".to_string(),
             "ab_exchange: 2 ranks, 1 pair across nodes, 300 iterations".to_string(),
         ] {
@@ -307,9 +309,9 @@ fn the_batch_scripts_run_whole_from_an_installed_copy() {
         }
         let launches = std::fs::read_to_string(&log).unwrap();
         let expected = if script.ends_with(".sbatch") {
-            "srun --nodes=1 --ntasks=1 aar doctor ./ab_exchange\nsrun ./ab_exchange --iters 300 --bytes 64K\n"
+            "srun --nodes=1 --ntasks=1 aar doctor --ranks 2 ./ab_exchange\nsrun ./ab_exchange --iters 300 --bytes 64K\n"
         } else {
-            "aprun -n 1 aar doctor ./ab_exchange\naprun -n 2 -N 1 ./ab_exchange --iters 300 --bytes 64K\n"
+            "aprun -n 1 aar doctor --ranks 2 ./ab_exchange\naprun -n 2 -N 1 ./ab_exchange --iters 300 --bytes 64K\n"
         };
         assert_eq!(launches, expected, "{script}");
         // The report read the two ranks' records of the job's own folder: 100 iterations a policy.

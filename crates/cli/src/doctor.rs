@@ -26,9 +26,11 @@
 //!   the `mkdir -p` that makes it (through a symbolic link to nothing, its target), or the fix of
 //!   what would make that mkdir fail. The problem and
 //!   its fix are `aar_record::folder`'s, as in libaar.so's start-up warning.
-//! - How many files the job would make in that folder (its number of ranks as libaar.so reads it,
-//!   `AAR_OUTPUT_RANKS`, `AAR_AB`), and how many it holds: a note from [`MANY_RECORD_FILES`] on,
-//!   with the fix (a folder per job, a sample of ranks).
+//! - How many files the job would make in that folder (its number of ranks, from `--ranks` or as
+//!   libaar.so reads it, `AAR_OUTPUT_RANKS`, `AAR_AB`), and how many it holds: a note from
+//!   [`MANY_RECORD_FILES`] on, with the fix (a folder per job, a sample of ranks). Run as a
+//!   one-task step of a job of several nodes (`srun -n 1`), without `--ranks`, a note says the
+//!   count is that step's 1 rank's.
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
@@ -43,7 +45,8 @@
 //!   one), whether the program calls the function through the `mpi_f08` bindings.
 //!
 //! Exit status: 0 all well; 1 at least one problem; 3 warnings but no problem; 2 bad arguments
-//! (no such PROGRAM, no such `--lib` file); 4 the report could not be written.
+//! (no such PROGRAM, no such `--lib` file, a `--ranks` that is not a whole number from 1); 4 the
+//! report could not be written.
 
 mod elf;
 mod python;
@@ -68,6 +71,10 @@ pub struct DoctorArgs {
     /// Print the checks as one JSON document (format aar-doctor/1) instead of text
     #[arg(long)]
     json: bool,
+    /// The number of ranks the job will run, for the count of the files it makes in AAR_OUTPUT_DIR
+    /// (default: the launcher's, as libaar.so reads it, which under `srun -n 1` is that step's 1)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    ranks: Option<u32>,
 }
 
 /// Exit statuses (documented in `aar doctor --help` and the README).
@@ -188,12 +195,13 @@ pub fn run(args: DoctorArgs) -> i32 {
         .map(|(path, how)| selfcheck::run(path, how, program.as_ref().and_then(|p| p.closure.as_ref()), &mut report));
     let ugni_loaded = outcome.as_ref().is_some_and(|o| o.ugni_loaded);
     let selfcheck = outcome.and_then(|o| o.doc);
+    let ranks = JobRanks::find(args.ranks, selfcheck.as_ref());
     let libaar =
         selfcheck.as_ref().and_then(|d| d["library"].as_str().map(PathBuf::from)).or_else(|| libaar.map(|(p, _)| p));
     if let Some(doc) = &selfcheck {
         check_counters(doc, ugni_loaded, &mut report);
         check_settings(doc, &mut report);
-        check_record_count(doc, &mut report);
+        check_record_count(doc, ranks.as_ref(), &mut report);
         check_trace(doc, &mut report);
         check_topology(doc, &mut report);
         check_dmapp_table(doc, &mut report);
@@ -217,7 +225,7 @@ pub fn run(args: DoctorArgs) -> i32 {
     }
     let code = report.exit_code();
     let text = if args.json {
-        json_text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code)
+        json_text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), ranks.as_ref(), code)
     } else {
         text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code)
     };
@@ -1227,49 +1235,121 @@ fn check_settings(doc: &Value, report: &mut Report) {
 /// are a load on the file system, and slow for `aar report`, which reads the whole folder.
 const MANY_RECORD_FILES: u64 = 4096;
 
-/// How many files the job would make in `AAR_OUTPUT_DIR` (ranks that write records, from the
-/// launcher's number of ranks and `AAR_OUTPUT_RANKS`, × files per rank), and how many the folder
-/// holds already (counted up to [`MANY_RECORD_FILES`]): from [`MANY_RECORD_FILES`] on, a note
-/// with the numbers, the folder and the fix (a folder per job; a sample of ranks, and what the
-/// report then measures).
-fn check_record_count(doc: &Value, report: &mut Report) {
+/// Where the number of ranks the doctor counts the job's files by came from.
+enum RanksFrom {
+    /// `--ranks N`.
+    Option,
+    /// The launcher's variable libaar.so reads it from (the self-check's `job_ranks`).
+    Variable(String),
+}
+
+/// The number of ranks the job will run, as the file count takes it: `--ranks`, else the
+/// launcher's as libaar.so reads it (`PMI_SIZE`, `OMPI_COMM_WORLD_SIZE` or `SLURM_NTASKS`, the
+/// first set).
+struct JobRanks {
+    ranks: u32,
+    from: RanksFrom,
+    /// The launcher's count is 1 in a Slurm job of several nodes (`SLURM_JOB_NUM_NODES`, which a
+    /// step keeps as the job's): the doctor runs as a one-task step (`srun -n 1`, which sets
+    /// `SLURM_NTASKS` and `SLURM_STEP_NUM_TASKS` to the step's 1), not as the job's ranks will.
+    one_task_step: bool,
+}
+
+impl JobRanks {
+    fn find(option: Option<u32>, doc: Option<&Value>) -> Option<JobRanks> {
+        if let Some(ranks) = option {
+            return Some(JobRanks { ranks, from: RanksFrom::Option, one_task_step: false });
+        }
+        let found = &doc?["job_ranks"];
+        let ranks = found["ranks"].as_u64().and_then(|n| u32::try_from(n).ok())?;
+        let variable = found["from"].as_str().unwrap_or("the launcher").to_string();
+        let job_nodes = std::env::var("SLURM_JOB_NUM_NODES").ok().and_then(|v| v.trim().parse::<u32>().ok());
+        Some(JobRanks { ranks, from: RanksFrom::Variable(variable), one_task_step: ranks == 1 && job_nodes > Some(1) })
+    }
+
+    /// Where the number came from, for the text: `--ranks 8`, `SLURM_NTASKS=8`.
+    fn source(&self) -> String {
+        match &self.from {
+            RanksFrom::Option => format!("--ranks {}", self.ranks),
+            RanksFrom::Variable(v) => format!("{v}={}", self.ranks),
+        }
+    }
+}
+
+/// How many files the job would make in `AAR_OUTPUT_DIR` (ranks that write records, from
+/// `--ranks` or the launcher's number of ranks, and `AAR_OUTPUT_RANKS`, × files per rank), and
+/// how many the folder holds already (counted up to [`MANY_RECORD_FILES`]): `ok` with the count
+/// and where the number of ranks came from; from [`MANY_RECORD_FILES`] on, a note with the
+/// numbers, the folder and the fix (a folder per job; a sample of ranks, and what the report then
+/// measures). A count that is a one-task step's in a job of several nodes is a note that says so,
+/// with `--ranks`.
+fn check_record_count(doc: &Value, ranks: Option<&JobRanks>, report: &mut Report) {
     let settings = &doc["settings"];
     let Some(dir) = settings["output_dir"].as_str() else { return };
     // A folder that is not there is check_settings's warning, with its fix.
     if settings["disabled"] == true || !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
         return;
     }
-    // The number of ranks as libaar.so takes it (its self-check asks its own rules).
-    let size = doc["job_ranks"]["ranks"]
-        .as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .map(|n| (doc["job_ranks"]["from"].as_str().unwrap_or("the launcher"), n));
     let sample = settings["output_ranks"].as_str().and_then(|t| t.parse::<RankSet>().ok());
     let ab = settings["ab"].is_string();
     let per_rank: u64 = if ab { 2 } else { 1 };
-    let writers = size.map(|(_, n)| sample.as_ref().map_or(n, |s| s.count_below(n)));
+    let writers = ranks.map(|r| sample.as_ref().map_or(r.ranks, |s| s.count_below(r.ranks)));
     let new = writers.map_or(0, |w| u64::from(w) * per_rank);
     let held = std::fs::read_dir(dir).map_or(0, |d| d.take(MANY_RECORD_FILES as usize).count() as u64);
+    let shown = dir.escape_debug();
+    let job_ranks = |r: &JobRanks, w: u32| {
+        format!(
+            "{}{}",
+            count(r.ranks, "rank", "ranks"),
+            if w == r.ranks {
+                format!(" ({})", r.source())
+            } else {
+                format!(" ({}), of which AAR_OUTPUT_RANKS names {w},", r.source())
+            },
+        )
+    };
+    match (ranks, writers) {
+        (Some(r), Some(_)) if r.one_task_step => report.add(
+            "records",
+            Verdict::Note,
+            format!(
+                "the number of ranks here is this job step's 1 ({}), in a job of several nodes \
+                 (SLURM_JOB_NUM_NODES={}): the files the job would make in AAR_OUTPUT_DIR={shown} are counted for 1 \
+                 rank ({}), not for the job's ranks",
+                r.source(),
+                std::env::var("SLURM_JOB_NUM_NODES").unwrap_or_default().trim(),
+                count(new, "file", "files"),
+            ),
+            Some(
+                "Give the job's number of ranks: srun -n 1 aar doctor --ranks N ... (in the batch script, \
+                 \"$SLURM_NTASKS\" is the job's where it was submitted with --ntasks)."
+                    .to_string(),
+            ),
+        ),
+        (Some(r), Some(w)) if new <= MANY_RECORD_FILES => report.ok(
+            "records",
+            format!(
+                "this job's {} would make {} in AAR_OUTPUT_DIR={shown}",
+                job_ranks(r, w),
+                count(new, "file", "files")
+            ),
+        ),
+        _ => {}
+    }
     if new <= MANY_RECORD_FILES && held < MANY_RECORD_FILES {
         return;
     }
-    let shown = dir.escape_debug();
     let what = if ab {
         "an iteration record early in the run and a summary record at exit, each kind all at about the same moment"
     } else {
         "a summary record, all at exit; one more each if the program marks iterations"
     };
-    let mut text = match (size, writers) {
-        (Some((variable, n)), Some(w)) if new > MANY_RECORD_FILES => format!(
-            "this job's {}{} would make {new} files in AAR_OUTPUT_DIR={shown} ({per_rank} per rank: {what}): more \
+    let mut text = match (ranks, writers) {
+        (Some(r), Some(w)) if new > MANY_RECORD_FILES => format!(
+            "this job's {} would make {new} files in AAR_OUTPUT_DIR={shown} ({per_rank} per rank: {what}): more \
              than {MANY_RECORD_FILES} creations in one folder at once load the metadata server of a parallel file \
              system (Lustre), which every user shares",
-            count(n, "rank", "ranks"),
-            if w == n {
-                format!(" ({variable}={n})")
-            } else {
-                format!(" ({variable}={n}), of which AAR_OUTPUT_RANKS names {w},")
-            },
+            job_ranks(r, w),
         ),
         _ => format!(
             "AAR_OUTPUT_DIR={shown} holds {MANY_RECORD_FILES} files or more already (earlier jobs' records, when \
@@ -1298,7 +1378,7 @@ fn check_record_count(doc: &Value, report: &mut Report) {
              sample is not seen (ranks spread over the nodes, a range per node, see more of the job)",
             k - 1,
             k * per_rank,
-            size.map_or(0, |(_, n)| n)
+            ranks.map_or(0, |r| r.ranks)
         ));
     }
     report.add("records", Verdict::Note, text, Some(fix));
@@ -1633,6 +1713,7 @@ fn json_text(
     program: Option<&Program>,
     libaar: Option<&Path>,
     doc: Option<&Value>,
+    ranks: Option<&JobRanks>,
     code: i32,
 ) -> String {
     let checks: Vec<Value> = report
@@ -1654,6 +1735,11 @@ fn json_text(
         "summary": summary_line(report, code),
         "checks": checks,
         "libraries": libraries,
+        "job_ranks": ranks.map(|r| json!({
+            "ranks": r.ranks,
+            "from": match &r.from { RanksFrom::Option => "--ranks", RanksFrom::Variable(v) => v.as_str() },
+            "one_task_step": r.one_task_step,
+        })),
         "selfcheck": doc,
     });
     serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"

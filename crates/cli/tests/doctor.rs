@@ -1427,3 +1427,115 @@ fn a_job_that_would_make_thousands_of_files_in_one_folder_gets_a_note() {
     );
     std::fs::remove_dir_all(&top).unwrap();
 }
+
+/// The environment of [`a_job_that_would_make_thousands_of_files_in_one_folder_gets_a_note`]'s
+/// checks, less the launcher's numbers the caller's own job may set.
+const NO_LAUNCHER: [(&str, &str); 8] = [
+    ("PMI_SIZE", UNSET),
+    ("OMPI_COMM_WORLD_SIZE", UNSET),
+    ("SLURM_NTASKS", UNSET),
+    ("SLURM_STEP_NUM_TASKS", UNSET),
+    ("SLURM_JOB_NUM_NODES", UNSET),
+    ("SLURM_PROCID", UNSET),
+    ("SLURM_JOB_ID", UNSET),
+    ("PBS_JOBID", UNSET),
+];
+
+/// `aar doctor --json PROGRAM ARGS` in a fresh record folder `name`, with `env` over
+/// [`NO_LAUNCHER`]: its `records` lines (with their fix) and its JSON document.
+fn record_count(name: &str, args: &[&str], env: &[(&str, &str)]) -> (Vec<String>, serde_json::Value) {
+    let prog = marking_program("dlsym-pie", "dlsym", &["-fPIE", "-pie"]);
+    let dir = scratch().join(name);
+    _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut all: Vec<(&str, &str)> = NO_LAUNCHER.to_vec();
+    all.push(("AAR_OUTPUT_DIR", dir.to_str().unwrap()));
+    all.extend_from_slice(env);
+    let run = |json: &[&str]| {
+        let r = doctor(&[args, json, &[prog.to_str().unwrap()]].concat(), &all);
+        r.expect_code(0);
+        r
+    };
+    let r = run(&[]);
+    let lines = [lines_of(&r, "ok", "records"), lines_of(&r, "note", "records")].concat();
+    let lines = lines.into_iter().filter(|l| !l.contains("is a writable folder")).collect();
+    let doc = serde_json::from_str(&run(&["--json"]).stdout).expect("one JSON document");
+    std::fs::remove_dir_all(&dir).unwrap();
+    (lines, doc)
+}
+
+/// `--ranks N` is the number of ranks the file count takes, over the launcher's (here PMI_SIZE,
+/// which libaar.so reads first), and the check says where its number came from, in the text and
+/// in the JSON document's `job_ranks`.
+#[test]
+fn the_file_count_takes_the_number_of_ranks_from_the_ranks_option_and_says_so() {
+    let ab = ("AAR_AB", "ADAPTIVE0,ADAPTIVE3");
+    let (lines, doc) = record_count("ranks-option", &["--ranks", "2049"], &[("PMI_SIZE", "8"), ab]);
+    assert!(
+        lines.len() == 1
+            && lines[0].starts_with("note     records")
+            && lines[0].contains("this job's 2049 ranks (--ranks 2049) would make 4098 files in AAR_OUTPUT_DIR=")
+            && lines[0].contains("not of all 2049"),
+        "{lines:?}"
+    );
+    assert_eq!(doc["job_ranks"], serde_json::json!({ "ranks": 2049, "from": "--ranks", "one_task_step": false }));
+    // Below the threshold: ok, with the number and where it came from.
+    let (lines, doc) = record_count("ranks-option", &["--ranks", "8"], &[("PMI_SIZE", "64000"), ab]);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("ok       records    this job's 8 ranks (--ranks 8) would make 16 files"),
+        "{lines:?}"
+    );
+    assert_eq!(doc["job_ranks"]["ranks"], 8);
+    // Without it, the launcher's, named.
+    let (lines, doc) = record_count("ranks-option", &[], &[("PMI_SIZE", "64"), ("AAR_OUTPUT_RANKS", "0:15")]);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("this job's 64 ranks (PMI_SIZE=64), of which AAR_OUTPUT_RANKS names 16, would make 16 files"),
+        "{lines:?}"
+    );
+    assert_eq!(doc["job_ranks"], serde_json::json!({ "ranks": 64, "from": "PMI_SIZE", "one_task_step": false }));
+}
+
+/// Under `srun -n 1` in a job of several nodes, Slurm sets the step's SLURM_NTASKS (and
+/// SLURM_STEP_NUM_TASKS) to 1 and leaves SLURM_JOB_NUM_NODES the job's: the check says its count
+/// is that step's 1 rank, with `--ranks` as the fix, instead of an ok for 1 file. In a job of one
+/// node, or with `--ranks`, it does not.
+#[test]
+fn a_one_task_step_of_a_larger_job_is_told_to_give_the_job_s_ranks() {
+    let step = [("SLURM_NTASKS", "1"), ("SLURM_STEP_NUM_TASKS", "1"), ("SLURM_PROCID", "0")];
+    let (lines, doc) = record_count("one-task-step", &[], &[&step[..], &[("SLURM_JOB_NUM_NODES", "64")]].concat());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with(
+            "note     records    the number of ranks here is this job step's 1 (SLURM_NTASKS=1), in a job of several \
+             nodes (SLURM_JOB_NUM_NODES=64): the files the job would make in AAR_OUTPUT_DIR="
+        ) && lines[0].contains("are counted for 1 rank (1 file), not for the job's ranks")
+            && lines[0].contains("fix: Give the job's number of ranks: srun -n 1 aar doctor --ranks N"),
+        "{lines:?}"
+    );
+    assert_eq!(doc["job_ranks"], serde_json::json!({ "ranks": 1, "from": "SLURM_NTASKS", "one_task_step": true }));
+    // The job's number given: counted, no word of the step.
+    let (lines, doc) =
+        record_count("one-task-step", &["--ranks", "4097"], &[&step[..], &[("SLURM_JOB_NUM_NODES", "64")]].concat());
+    assert!(
+        lines.len() == 1 && lines[0].contains("this job's 4097 ranks (--ranks 4097) would make 4097 files"),
+        "{lines:?}"
+    );
+    assert_eq!(doc["job_ranks"]["one_task_step"], false);
+    // A job of one node: its one task may be all it has.
+    let (lines, _) = record_count("one-task-step", &[], &[&step[..], &[("SLURM_JOB_NUM_NODES", "1")]].concat());
+    assert!(lines.len() == 1 && lines[0].contains("this job's 1 rank (SLURM_NTASKS=1) would make 1 file"), "{lines:?}");
+}
+
+/// A `--ranks` that is not a number of ranks (a whole number from 1) is refused, named, with
+/// exit 2 and nothing checked.
+#[test]
+fn a_bad_ranks_value_is_refused_with_exit_2() {
+    for bad in ["0", "many", "2.5", "4294967296", ""] {
+        let r = doctor(&["--ranks", bad], &[]);
+        r.expect_code(2);
+        assert!(r.stderr.contains(&format!("invalid value '{bad}' for '--ranks <N>'")), "{bad}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{bad}: {}", r.stdout);
+    }
+}

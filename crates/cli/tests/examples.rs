@@ -97,7 +97,7 @@ fn the_batch_scripts_parse_and_use_only_what_exists() {
             "AAR_AB_ORDER=shuffled:7",
             "AAR_OUTPUT_DIR=",
             "cc -O2 -o ab_exchange cray/ab_exchange.c $(pkg-config --cflags --libs cray-pmi cray-ugni)",
-            "aar doctor ./ab_exchange",
+            "aar doctor --ranks 2 ./ab_exchange",
             "aar report \"$AAR_OUTPUT_DIR\" --plot \"ab-$",
         ] {
             assert!(text.contains(needed), "{script} lacks {needed:?}");
