@@ -393,7 +393,8 @@ pub fn post_places(ep: usize) -> Option<(Location, Location)> {
 }
 
 /// The destination class of a post on endpoint `ep`, for the policies that keep state per class
-/// (`steady`); the others see one class, and never make the library look for a node table.
+/// (`steady`); the others see one class, and never make the library look a destination up (the
+/// table itself is loaded at start-up under every policy, for the record's node location).
 #[inline]
 pub fn destination_class(policy: Policy, ep: usize) -> DestinationClass {
     match policy {
