@@ -300,14 +300,19 @@ pub fn location_of(nic: u32) -> Option<Location> {
     match table() {
         Some(t) => t.location(nic),
         None => {
-            if !NO_TABLE_SAID.swap(true, Ordering::Relaxed) {
-                diag::warn(
-                    "no node table (AAR_TOPOLOGY is unset): every destination is treated alike (one class). \
-                     Set AAR_TOPOLOGY to a file of NIC GROUP ROUTER lines or xtprocadmin output.",
-                );
-            }
+            no_table();
             None
         }
+    }
+}
+
+/// No table at all, where a destination's place is asked: said once.
+fn no_table() {
+    if !NO_TABLE_SAID.swap(true, Ordering::Relaxed) {
+        diag::warn(
+            "no node table (AAR_TOPOLOGY is unset): every destination is treated alike (one class). \
+             Set AAR_TOPOLOGY to a file of NIC GROUP ROUTER lines or xtprocadmin output.",
+        );
     }
 }
 
@@ -328,7 +333,10 @@ pub fn here() -> Option<Location> {
     *HERE.get_or_init(|| {
         let nic = local_nic_address();
         let place = nic.and_then(location_of);
-        if place.is_none() && table().is_some() {
+        if table().is_none() {
+            // Without PMI_GNI_LOC_ADDR no place was asked for, but the missing table is still why.
+            no_table();
+        } else if place.is_none() {
             let why = match nic {
                 Some(nic) => format!("it does not list this node (NIC address {nic:#x}, PMI_GNI_LOC_ADDR)"),
                 None => "PMI_GNI_LOC_ADDR is unset, so this node's NIC address is unknown".to_string(),

@@ -271,7 +271,7 @@ fn latency_counter_in_cycles_is_converted_with_the_800_mhz_clock() {
 /// (seen at GNI_EpBind) and the node table (`AAR_TOPOLOGY`). The driver posts from the
 /// emulator's first NIC (0x100) to its second (0x101), so the table decides where that is.
 /// Without a table, or under `auto`, every destination is `unknown`, and only `steady` says once
-/// that there is no table.
+/// that there is no table, with or without `PMI_GNI_LOC_ADDR`.
 #[test]
 fn steady_sees_each_destination_through_the_node_table() {
     let run = |test: &str, mode: &str, table: Option<&str>| {
@@ -315,6 +315,12 @@ fn steady_sees_each_destination_through_the_node_table() {
     }
     let (classes, r) = run("steady-no-table", "steady", None);
     assert!(classes.iter().all(|c| c == "unknown"), "{classes:?}");
+    assert_eq!(r.aar_lines().iter().filter(|l| l.contains("no node table")).count(), 1, "{:?}", r.aar_lines());
+    // Off Cray's PMI too (no PMI_GNI_LOC_ADDR: no place is ever asked for), the missing table is
+    // said once.
+    let launch = Launch::driver("steady-no-table-no-nic", "rdma 65536 6 0").env("AAR_MODE", "steady");
+    let r = launch.run();
+    r.assert_ok();
     assert_eq!(r.aar_lines().iter().filter(|l| l.contains("no node table")).count(), 1, "{:?}", r.aar_lines());
     let (classes, r) = run("auto-no-table", "auto", None);
     assert!(classes.iter().all(|c| c == "unknown"), "{classes:?}");
