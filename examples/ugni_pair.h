@@ -303,6 +303,27 @@ static inline int ugni_wait_local(struct ugni_side *s, gni_post_descriptor_t *pd
 	return 0;
 }
 
+/* One RDMA PUT of `bytes` from `a`'s send buffer into `b`'s receive buffer with routing `dlvr`,
+ * its bytes numbered by `seq`, waited for (GNI_CQMODE_GLOBAL_EVENT): 0 if it arrived intact. */
+static inline int ugni_put_checked(struct ugni_side *a, struct ugni_side *b, uint64_t bytes, uint16_t dlvr,
+				   unsigned seq)
+{
+	for (uint64_t i = 0; i < bytes; i++)
+		a->send_buf[i] = (unsigned char)(i * 7u + seq);
+	gni_post_descriptor_t pd;
+	memset(&pd, 0, sizeof pd);
+	pd.type = GNI_POST_RDMA_PUT;
+	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+	pd.dlvr_mode = dlvr;
+	pd.local_addr = (uint64_t)(uintptr_t)a->send_buf;
+	pd.local_mem_hndl = a->send_mh;
+	pd.remote_addr = (uint64_t)(uintptr_t)b->recv_buf;
+	pd.remote_mem_hndl = b->recv_mh;
+	pd.length = bytes;
+	return ugni_check(GNI_PostRdma(a->ep, &pd), "GNI_PostRdma") || ugni_wait_local(a, &pd) ||
+	       memcmp(a->send_buf, b->recv_buf, bytes);
+}
+
 /* Wait for the remote event of a post from `from` (GNI_CQMODE_REMOTE_EVENT) whose data landed in
  * `to`'s memory: 0 if the event names `from` as the sender. */
 static inline int ugni_wait_remote(struct ugni_side *to, const struct ugni_side *from)

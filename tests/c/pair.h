@@ -27,23 +27,9 @@ static int pair_setup(uint64_t max_bytes)
 static int pair_put(uint64_t bytes, int count, uint16_t dlvr)
 {
 	static unsigned seq;
-	for (int k = 0; k < count; k++, seq++) {
-		for (uint64_t i = 0; i < bytes; i++)
-			pair_a.send_buf[i] = (unsigned char)(i * 7u + seq);
-		gni_post_descriptor_t pd;
-		memset(&pd, 0, sizeof pd);
-		pd.type = GNI_POST_RDMA_PUT;
-		pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-		pd.dlvr_mode = dlvr;
-		pd.local_addr = (uint64_t)(uintptr_t)pair_a.send_buf;
-		pd.local_mem_hndl = pair_a.send_mh;
-		pd.remote_addr = (uint64_t)(uintptr_t)pair_b.recv_buf;
-		pd.remote_mem_hndl = pair_b.recv_mh;
-		pd.length = bytes;
-		if (ugni_check(GNI_PostRdma(pair_a.ep, &pd), "GNI_PostRdma") || ugni_wait_local(&pair_a, &pd) ||
-		    memcmp(pair_a.send_buf, pair_b.recv_buf, bytes))
+	for (int k = 0; k < count; k++, seq++)
+		if (ugni_put_checked(&pair_a, &pair_b, bytes, dlvr, seq))
 			return -1;
-	}
 	return 0;
 }
 

@@ -27,24 +27,11 @@ static const char *trace_file;
 static volatile sig_atomic_t nested, in_handler;
 static int posts;
 
-/* One RDMA PUT of `bytes` from a to b; 0 if it arrived intact. */
+/* One RDMA PUT of `bytes` from a to b (examples/ugni_pair.h); 0 if it arrived intact. */
 static int put(struct ugni_side *a, struct ugni_side *b, uint64_t bytes)
 {
 	static unsigned seq;
-	seq++;
-	for (uint64_t i = 0; i < bytes; i++)
-		a->send_buf[i] = (unsigned char)(i * 7u + seq);
-	gni_post_descriptor_t pd;
-	memset(&pd, 0, sizeof pd);
-	pd.type = GNI_POST_RDMA_PUT;
-	pd.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-	pd.local_addr = (uint64_t)(uintptr_t)a->send_buf;
-	pd.local_mem_hndl = a->send_mh;
-	pd.remote_addr = (uint64_t)(uintptr_t)b->recv_buf;
-	pd.remote_mem_hndl = b->recv_mh;
-	pd.length = bytes;
-	return ugni_check(GNI_PostRdma(a->ep, &pd), "GNI_PostRdma") || ugni_wait_local(a, &pd) ||
-	       memcmp(a->send_buf, b->recv_buf, bytes);
+	return ugni_put_checked(a, b, bytes, 0, ++seq);
 }
 
 static void post_from_handler(int s)
