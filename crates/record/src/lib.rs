@@ -243,17 +243,18 @@ pub fn base_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
 /// changes meaning, so that a reader does not take a newer record for one it knows.
 pub const SUMMARY_FORMAT: &str = "aar-record/2";
 
-/// The per-rank summary record (`aar-record`, written at exit).
+/// The per-rank summary record (`aar-record`, written at exit; [`Identity::summary_file_name`]).
 pub fn summary_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
-    format!("{}{SUMMARY_SUFFIX}", base_name(job, rank, pid))
+    Identity::new(job, rank, pid).summary_file_name()
 }
 
 /// How summary records end (after [`base_name`]).
 pub const SUMMARY_SUFFIX: &str = ".json";
 
-/// The per-rank iteration record ([`FORMAT`], streamed while the job runs).
+/// The per-rank iteration record ([`FORMAT`], streamed while the job runs;
+/// [`Identity::iterations_file_name`]).
 pub fn iterations_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> String {
-    format!("{}{ITERATIONS_SUFFIX}", base_name(job, rank, pid))
+    Identity::new(job, rank, pid).iterations_file_name()
 }
 
 /// How iteration records are recognised in a folder.
