@@ -387,8 +387,9 @@ fn write_outputs() {
         {
             // Said where it shows: otherwise only the summary's "0 iterations" would.
             diag::warn(&format!(
-                "AAR_AB is set but no iteration was marked: no call of {f} reached libaar.so. Something calls \
-                 P{f} instead: the MPI library's Fortran bindings (Open MPI's, for `use mpi` and mpif.h too; \
+                "AAR_AB is set but no iteration was marked: no call of {f} reached libaar.so. Either the \
+                 program never calls {f} (choose a collective every rank calls once per iteration), or \
+                 something calls P{f} instead: the MPI library's Fortran bindings (Open MPI's, for `use mpi` and mpif.h too; \
                  MPICH's `use mpi_f08` MPI_Barrier) or a profiling tool preloaded before libaar.so. `aar doctor \
                  PROGRAM` names the calls whose Fortran bindings bypass libaar.so; choose a function the program \
                  calls from C, or unset AAR_AB_BOUNDARY and mark iterations with aar_iteration_begin/end (in \

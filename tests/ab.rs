@@ -769,6 +769,21 @@ fn open_mpi_s_collectives_mark_iterations_through_the_same_wrappers() {
     }
 }
 
+/// A boundary on a collective the program never calls marks nothing, and the one warning says so
+/// first, before the bindings that bypass libaar.so (a C program calls the C function).
+#[test]
+fn a_boundary_on_a_collective_the_program_never_calls_is_said_to_be_never_called() {
+    if !Mpi::Mpich.present() {
+        return;
+    }
+    let prog = compile("mpicc.mpich", "ab_mpi", &[root().join("tests/c/ab_mpi.c")], &[]);
+    let (r, recs, _) = mpi_program_job("ab-never-called", prog, "allreduce 3 8192", "MPI_Bcast", &[]);
+    assert!(recs.iter().all(|(_, rows)| rows.is_empty()), "no iteration marked");
+    let w: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("no iteration was marked")).collect();
+    assert_eq!(w.len(), 1, "{}", r.stderr);
+    assert!(w[0].contains("Either the program never calls MPI_Bcast (choose a collective"), "{}", w[0]);
+}
+
 /// Open MPI's Fortran bindings, `use mpi` included, call `PMPI_Allreduce` themselves (README,
 /// "Limits"): a boundary on MPI_Allreduce marks nothing in a Fortran program, and the one warning
 /// says so, with what to do instead (not `use mpi`, which is what the program uses).
@@ -791,7 +806,8 @@ fn under_open_mpi_a_fortran_program_s_boundary_is_bypassed_and_the_warning_says_
     let w: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("no iteration was marked")).collect();
     assert_eq!(w.len(), 1, "{}", r.stderr);
     for part in [
-        "no call of MPI_Allreduce reached libaar.so. Something calls PMPI_Allreduce instead",
+        "no call of MPI_Allreduce reached libaar.so. Either the program never calls MPI_Allreduce",
+        "or something calls PMPI_Allreduce instead",
         "Open MPI's, for `use mpi` and mpif.h too",
         "`aar doctor PROGRAM`",
         "the aar module's",
