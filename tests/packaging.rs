@@ -1112,6 +1112,21 @@ fn install_refuses_a_prefix_it_cannot_write_in_before_building() {
             prefix.display()
         );
     }
+    // A folder that access(2) lets root write in but whose file system makes no folder: mkdir's
+    // own words, still before the build.
+    if me == 0 {
+        let prefix = "/proc/aar-test/0.1";
+        let script = format!("PATH={}:$PATH exec {} {prefix}", bin.display(), root().join("scripts/install").display());
+        let out = bare_shell_as(0, me, &script, &dir);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let want = format!("aar install: PREFIX \"{prefix}\" cannot be made (cannot create directory");
+        assert_eq!(out.status.code(), Some(2), "{prefix}: {stderr}");
+        assert!(
+            stderr.contains(&want) && stderr.contains("nothing was built or installed"),
+            "no {want:?} in:\n{stderr}"
+        );
+        assert!(!stderr.contains("cargo ran"), "{prefix}: cargo ran before the prefix was made");
+    }
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
