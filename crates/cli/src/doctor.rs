@@ -29,8 +29,11 @@
 //! - How many files the job would make in that folder (its number of ranks, from `--ranks` or as
 //!   libaar.so reads it, `AAR_OUTPUT_RANKS`, `AAR_AB`), and how many it holds: a note from
 //!   [`MANY_RECORD_FILES`] on, with the fix (a folder per job, a sample of ranks). Run as a
-//!   one-task step of a job of several nodes (`srun -n 1`), without `--ranks`, a note says the
-//!   count is that step's 1 rank's.
+//!   one-task step of a job of several nodes (`srun -n 1`, `aprun -n 1`), without `--ranks`, a
+//!   note says the count is that step's 1 rank's; in a job of several nodes with no number of
+//!   ranks at all (a batch script submitted without `--ntasks`, a PBS job), a note says the files
+//!   were not counted (`skipped` in the JSON document). The job's nodes are Slurm's
+//!   `SLURM_JOB_NUM_NODES` (or `SLURM_NNODES`) or the distinct names in PBS's `PBS_NODEFILE`.
 //! - Other libraries in LD_PRELOAD that define the MPI functions libaar.so wraps (profiling
 //!   tools): one before libaar.so hides the calls from it. Others that define uGNI's or DMAPP's
 //!   sends (a second router, a tracer) route or watch every post with it.
@@ -110,6 +113,8 @@ pub struct Check {
     pub verdict: Verdict,
     pub text: String,
     pub fix: Option<String>,
+    /// The check could not be made (its text says why, its fix how to have it made).
+    pub skipped: bool,
 }
 
 #[derive(Default)]
@@ -119,7 +124,17 @@ pub struct Report {
 
 impl Report {
     fn add(&mut self, topic: &'static str, verdict: Verdict, text: impl Into<String>, fix: Option<String>) {
-        self.checks.push(Check { topic, verdict, text: text.into(), fix });
+        self.checks.push(Check { topic, verdict, text: text.into(), fix, skipped: false });
+    }
+    /// A check that could not be made: a note that says why, with the fix that has it made.
+    fn skipped(&mut self, topic: &'static str, text: impl Into<String>, fix: impl Into<String>) {
+        self.checks.push(Check {
+            topic,
+            verdict: Verdict::Note,
+            text: text.into(),
+            fix: Some(fix.into()),
+            skipped: true,
+        });
     }
     fn ok(&mut self, topic: &'static str, text: impl Into<String>) {
         self.add(topic, Verdict::Ok, text, None);
@@ -195,13 +210,14 @@ pub fn run(args: DoctorArgs) -> i32 {
         .map(|(path, how)| selfcheck::run(path, how, program.as_ref().and_then(|p| p.closure.as_ref()), &mut report));
     let ugni_loaded = outcome.as_ref().is_some_and(|o| o.ugni_loaded);
     let selfcheck = outcome.and_then(|o| o.doc);
-    let ranks = JobRanks::find(args.ranks, selfcheck.as_ref());
+    let nodes = JobNodes::find();
+    let ranks = JobRanks::find(args.ranks, selfcheck.as_ref(), nodes.as_ref());
     let libaar =
         selfcheck.as_ref().and_then(|d| d["library"].as_str().map(PathBuf::from)).or_else(|| libaar.map(|(p, _)| p));
     if let Some(doc) = &selfcheck {
         check_counters(doc, ugni_loaded, &mut report);
         check_settings(doc, &mut report);
-        check_record_count(doc, ranks.as_ref(), &mut report);
+        check_record_count(doc, ranks.as_ref(), nodes.as_ref(), &mut report);
         check_trace(doc, &mut report);
         check_topology(doc, &mut report);
         check_dmapp_table(doc, &mut report);
@@ -225,7 +241,8 @@ pub fn run(args: DoctorArgs) -> i32 {
     }
     let code = report.exit_code();
     let text = if args.json {
-        json_text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), ranks.as_ref(), code)
+        let job = (ranks.as_ref(), nodes.as_ref());
+        json_text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), job, code)
     } else {
         text(&report, program.as_ref(), libaar.as_deref(), selfcheck.as_ref(), code)
     };
@@ -1243,28 +1260,73 @@ enum RanksFrom {
     Variable(String),
 }
 
+/// The number of nodes of the job, as its batch system gives it to a batch script and its steps.
+struct JobNodes {
+    nodes: u32,
+    /// The variable it came from.
+    from: &'static str,
+}
+
+impl JobNodes {
+    /// Slurm: `SLURM_JOB_NUM_NODES`, or `SLURM_NNODES`, its older name (sbatch's manual gives both
+    /// as the number of nodes of the job's allocation; a step keeps the first as the job's). PBS
+    /// (PBS Pro and OpenPBS, Torque): the nodes named in the file that `PBS_NODEFILE` names, which
+    /// their qsub manuals give as the list of the nodes assigned to the job; a node may be named
+    /// there more than once, so distinct names are counted. Those manuals give no variable with a
+    /// number of nodes or of ranks (`PBS_NP` and `PBS_NUM_NODES` are not among them), so none is
+    /// read; under ALPS the ranks are aprun's `-n`, which the batch system does not know. A file
+    /// that cannot be read gives no number: under aprun, on a compute node, the file may be on the
+    /// service node only.
+    fn find() -> Option<JobNodes> {
+        let number = |v: &str| std::env::var(v).ok().and_then(|v| v.trim().parse::<u32>().ok()).filter(|&n| n > 0);
+        for from in ["SLURM_JOB_NUM_NODES", "SLURM_NNODES"] {
+            if let Some(nodes) = number(from) {
+                return Some(JobNodes { nodes, from });
+            }
+        }
+        let file = std::fs::read_to_string(std::env::var_os("PBS_NODEFILE")?).ok()?;
+        let names: HashSet<&str> = file.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let nodes = u32::try_from(names.len()).ok().filter(|&n| n > 0)?;
+        Some(JobNodes { nodes, from: "PBS_NODEFILE" })
+    }
+
+    /// Where the number came from, for the text: `SLURM_JOB_NUM_NODES=4`, `4 nodes in PBS_NODEFILE`.
+    fn source(&self) -> String {
+        if self.pbs() {
+            format!("{} in PBS_NODEFILE", count(self.nodes, "node", "nodes"))
+        } else {
+            format!("{}={}", self.from, self.nodes)
+        }
+    }
+
+    /// A PBS job, whose steps aprun starts (on a Cray).
+    fn pbs(&self) -> bool {
+        self.from == "PBS_NODEFILE"
+    }
+}
+
 /// The number of ranks the job will run, as the file count takes it: `--ranks`, else the
 /// launcher's as libaar.so reads it (`PMI_SIZE`, `OMPI_COMM_WORLD_SIZE` or `SLURM_NTASKS`, the
 /// first set).
 struct JobRanks {
     ranks: u32,
     from: RanksFrom,
-    /// The launcher's count is 1 in a Slurm job of several nodes (`SLURM_JOB_NUM_NODES`, which a
-    /// step keeps as the job's): the doctor runs as a one-task step (`srun -n 1`, which sets
-    /// `SLURM_NTASKS` and `SLURM_STEP_NUM_TASKS` to the step's 1), not as the job's ranks will.
+    /// The launcher's count is 1 in a job of several nodes ([`JobNodes`]): the doctor runs as a
+    /// one-task step (`srun -n 1`, which sets `SLURM_NTASKS` and `SLURM_STEP_NUM_TASKS` to the
+    /// step's 1; `aprun -n 1`), not as the job's ranks will.
     one_task_step: bool,
 }
 
 impl JobRanks {
-    fn find(option: Option<u32>, doc: Option<&Value>) -> Option<JobRanks> {
+    fn find(option: Option<u32>, doc: Option<&Value>, nodes: Option<&JobNodes>) -> Option<JobRanks> {
         if let Some(ranks) = option {
             return Some(JobRanks { ranks, from: RanksFrom::Option, one_task_step: false });
         }
         let found = &doc?["job_ranks"];
         let ranks = found["ranks"].as_u64().and_then(|n| u32::try_from(n).ok())?;
         let variable = found["from"].as_str().unwrap_or("the launcher").to_string();
-        let job_nodes = std::env::var("SLURM_JOB_NUM_NODES").ok().and_then(|v| v.trim().parse::<u32>().ok());
-        Some(JobRanks { ranks, from: RanksFrom::Variable(variable), one_task_step: ranks == 1 && job_nodes > Some(1) })
+        let one_task_step = ranks == 1 && nodes.is_some_and(|n| n.nodes > 1);
+        Some(JobRanks { ranks, from: RanksFrom::Variable(variable), one_task_step })
     }
 
     /// Where the number came from, for the text: `--ranks 8`, `SLURM_NTASKS=8`.
@@ -1282,8 +1344,10 @@ impl JobRanks {
 /// and where the number of ranks came from; from [`MANY_RECORD_FILES`] on, a note with the
 /// numbers, the folder and the fix (a folder per job; a sample of ranks, and what the report then
 /// measures). A count that is a one-task step's in a job of several nodes is a note that says so,
-/// with `--ranks`.
-fn check_record_count(doc: &Value, ranks: Option<&JobRanks>, report: &mut Report) {
+/// with `--ranks`; in a job of several nodes without a number of ranks (a batch script submitted
+/// without `--ntasks`, a PBS job), a note says the files were not counted, and how to have them
+/// counted.
+fn check_record_count(doc: &Value, ranks: Option<&JobRanks>, nodes: Option<&JobNodes>, report: &mut Report) {
     let settings = &doc["settings"];
     let Some(dir) = settings["output_dir"].as_str() else { return };
     // A folder that is not there is check_settings's warning, with its fix.
@@ -1308,23 +1372,40 @@ fn check_record_count(doc: &Value, ranks: Option<&JobRanks>, report: &mut Report
             },
         )
     };
+    let pbs = nodes.is_some_and(JobNodes::pbs);
     match (ranks, writers) {
         (Some(r), Some(_)) if r.one_task_step => report.add(
             "records",
             Verdict::Note,
             format!(
                 "the number of ranks here is this job step's 1 ({}), in a job of several nodes \
-                 (SLURM_JOB_NUM_NODES={}): the files the job would make in AAR_OUTPUT_DIR={shown} are counted for 1 \
+                 ({}): the files the job would make in AAR_OUTPUT_DIR={shown} are counted for 1 \
                  rank ({}), not for the job's ranks",
                 r.source(),
-                std::env::var("SLURM_JOB_NUM_NODES").unwrap_or_default().trim(),
+                nodes.map(JobNodes::source).unwrap_or_default(),
                 count(new, "file", "files"),
             ),
-            Some(
+            Some(if pbs {
+                "Give the job's number of ranks (its aprun -n): aprun -n 1 aar doctor --ranks N ...".to_string()
+            } else {
                 "Give the job's number of ranks: srun -n 1 aar doctor --ranks N ... (in the batch script, \
                  \"$SLURM_NTASKS\" is the job's where it was submitted with --ntasks)."
-                    .to_string(),
+                    .to_string()
+            }),
+        ),
+        (None, _) if nodes.is_some_and(|n| n.nodes > 1) => report.skipped(
+            "records",
+            format!(
+                "the files the job would make in AAR_OUTPUT_DIR={shown} were not counted: the number of ranks is \
+                 unknown (no --ranks, and libaar.so finds none in the environment) in a job of several nodes ({})",
+                nodes.map(JobNodes::source).unwrap_or_default(),
             ),
+            if pbs {
+                "Give the job's number of ranks (its aprun -n): aar doctor --ranks N ..."
+            } else {
+                "Give the job's number of ranks: aar doctor --ranks N ..., or submit the job with --ntasks N \
+                 (the batch script's SLURM_NTASKS is then the job's)."
+            },
         ),
         (Some(r), Some(w)) if new <= MANY_RECORD_FILES => report.ok(
             "records",
@@ -1713,13 +1794,13 @@ fn json_text(
     program: Option<&Program>,
     libaar: Option<&Path>,
     doc: Option<&Value>,
-    ranks: Option<&JobRanks>,
+    (ranks, nodes): (Option<&JobRanks>, Option<&JobNodes>),
     code: i32,
 ) -> String {
     let checks: Vec<Value> = report
         .checks
         .iter()
-        .map(|c| json!({ "topic": c.topic, "verdict": c.verdict.word(), "text": c.text, "fix": c.fix }))
+        .map(|c| json!({ "topic": c.topic, "verdict": c.verdict.word(), "text": c.text, "fix": c.fix, "skipped": c.skipped }))
         .collect();
     let verdict = report.checks.iter().map(|c| c.verdict).max().unwrap_or(Verdict::Ok);
     let libraries: Option<Vec<Value>> = program.and_then(|p| p.closure.as_ref()).map(|c| {
@@ -1740,6 +1821,7 @@ fn json_text(
             "from": match &r.from { RanksFrom::Option => "--ranks", RanksFrom::Variable(v) => v.as_str() },
             "one_task_step": r.one_task_step,
         })),
+        "job_nodes": nodes.map(|n| json!({ "nodes": n.nodes, "from": n.from })),
         "selfcheck": doc,
     });
     serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"

@@ -1430,12 +1430,14 @@ fn a_job_that_would_make_thousands_of_files_in_one_folder_gets_a_note() {
 
 /// The environment of [`a_job_that_would_make_thousands_of_files_in_one_folder_gets_a_note`]'s
 /// checks, less the launcher's numbers the caller's own job may set.
-const NO_LAUNCHER: [(&str, &str); 8] = [
+const NO_LAUNCHER: [(&str, &str); 10] = [
     ("PMI_SIZE", UNSET),
     ("OMPI_COMM_WORLD_SIZE", UNSET),
     ("SLURM_NTASKS", UNSET),
     ("SLURM_STEP_NUM_TASKS", UNSET),
     ("SLURM_JOB_NUM_NODES", UNSET),
+    ("SLURM_NNODES", UNSET),
+    ("PBS_NODEFILE", UNSET),
     ("SLURM_PROCID", UNSET),
     ("SLURM_JOB_ID", UNSET),
     ("PBS_JOBID", UNSET),
@@ -1526,6 +1528,96 @@ fn a_one_task_step_of_a_larger_job_is_told_to_give_the_job_s_ranks() {
     // A job of one node: its one task may be all it has.
     let (lines, _) = record_count("one-task-step", &[], &[&step[..], &[("SLURM_JOB_NUM_NODES", "1")]].concat());
     assert!(lines.len() == 1 && lines[0].contains("this job's 1 rank (SLURM_NTASKS=1) would make 1 file"), "{lines:?}");
+}
+
+/// The `records` check of [`record_count`]'s JSON document.
+fn records_check(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
+    let checks = doc["checks"].as_array().expect("a checks array");
+    checks.iter().filter(|c| c["topic"] == "records" && !c["text"].as_str().unwrap().contains("writable")).collect()
+}
+
+/// A batch script of several nodes submitted without --ntasks has no SLURM_NTASKS, nor any other
+/// number of ranks: the file count is not made, and a note says so (`skipped` in the JSON
+/// document), with --ranks and --ntasks as the fix, naming the variable that gave the nodes
+/// (SLURM_JOB_NUM_NODES, else its older name SLURM_NNODES). One node, or --ranks: no such note.
+#[test]
+fn a_job_of_several_nodes_without_a_number_of_ranks_says_its_files_were_not_counted() {
+    let (lines, doc) = record_count("nodes-no-ranks", &[], &[("SLURM_JOB_NUM_NODES", "4"), ("SLURM_NNODES", "9")]);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("note     records    the files the job would make in AAR_OUTPUT_DIR=")
+            && lines[0].contains(
+                "were not counted: the number of ranks is unknown (no --ranks, and libaar.so finds none in the \
+                 environment) in a job of several nodes (SLURM_JOB_NUM_NODES=4)"
+            )
+            && lines[0].contains(
+                "fix: Give the job's number of ranks: aar doctor --ranks N ..., or submit the job with --ntasks N"
+            ),
+        "{lines:?}"
+    );
+    let records = records_check(&doc);
+    assert!(records.len() == 1 && records[0]["skipped"] == true && records[0]["verdict"] == "note", "{records:?}");
+    assert_eq!(doc["job_ranks"], serde_json::Value::Null);
+    assert_eq!(doc["job_nodes"], serde_json::json!({ "nodes": 4, "from": "SLURM_JOB_NUM_NODES" }));
+    // SLURM_NNODES alone, as older Slurm sets it.
+    let (lines, doc) = record_count("nodes-no-ranks", &[], &[("SLURM_NNODES", "3")]);
+    assert!(lines.len() == 1 && lines[0].contains("in a job of several nodes (SLURM_NNODES=3)"), "{lines:?}");
+    assert_eq!(doc["job_nodes"], serde_json::json!({ "nodes": 3, "from": "SLURM_NNODES" }));
+    // One node: nothing to say without a number of ranks, as before.
+    let (lines, doc) = record_count("nodes-no-ranks", &[], &[("SLURM_JOB_NUM_NODES", "1")]);
+    assert!(lines.is_empty() && records_check(&doc).is_empty(), "{lines:?}");
+    // With --ranks the files are counted, and the check is not skipped.
+    let (lines, doc) = record_count("nodes-no-ranks", &["--ranks", "8"], &[("SLURM_JOB_NUM_NODES", "4")]);
+    assert!(lines.len() == 1 && lines[0].contains("this job's 8 ranks (--ranks 8) would make 8 files"), "{lines:?}");
+    assert_eq!(records_check(&doc)[0]["skipped"], false);
+}
+
+/// Under PBS (Torque, PBS Pro) the job's nodes are the distinct names in the file PBS_NODEFILE
+/// names (a node is listed once per slot): with several, and no number of ranks (a batch script
+/// on ALPS's service node), the note says the files were not counted, with aprun's -n as the fix;
+/// under `aprun -n 1` (PMI_SIZE=1) that the count is the step's 1. A list of one node, or a file
+/// that cannot be read (on a compute node it may be the service node's only), says nothing.
+#[test]
+fn a_pbs_job_s_nodes_come_from_its_node_file() {
+    let dir = scratch().join("pbs-nodefile");
+    _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let two = dir.join("two");
+    std::fs::write(&two, "nid00012\nnid00012\nnid00013\n\n").unwrap();
+    let one = dir.join("one");
+    std::fs::write(&one, "nid00012\nnid00012\n").unwrap();
+    fn pbs(file: &Path) -> [(&'static str, &str); 2] {
+        [("PBS_JOBID", "123.sdb"), ("PBS_NODEFILE", file.to_str().unwrap())]
+    }
+
+    let (lines, doc) = record_count("pbs-nodes", &[], &pbs(&two));
+    assert!(
+        lines.len() == 1
+            && lines[0].contains("were not counted: the number of ranks is unknown")
+            && lines[0].contains("in a job of several nodes (2 nodes in PBS_NODEFILE)")
+            && lines[0].contains("fix: Give the job's number of ranks (its aprun -n): aar doctor --ranks N"),
+        "{lines:?}"
+    );
+    assert_eq!(records_check(&doc)[0]["skipped"], true);
+    assert_eq!(doc["job_nodes"], serde_json::json!({ "nodes": 2, "from": "PBS_NODEFILE" }));
+    // aprun -n 1: the step's 1 rank.
+    let (lines, doc) = record_count("pbs-nodes", &[], &[&pbs(&two)[..], &[("PMI_SIZE", "1")]].concat());
+    assert!(
+        lines.len() == 1
+            && lines[0].contains("this job step's 1 (PMI_SIZE=1), in a job of several nodes (2 nodes in PBS_NODEFILE)")
+            && lines[0].contains("fix: Give the job's number of ranks (its aprun -n): aprun -n 1 aar doctor --ranks N"),
+        "{lines:?}"
+    );
+    assert_eq!(doc["job_ranks"], serde_json::json!({ "ranks": 1, "from": "PMI_SIZE", "one_task_step": true }));
+    // One node listed twice, or no file to read: nothing said.
+    let (lines, doc) = record_count("pbs-nodes", &[], &pbs(&one));
+    assert!(
+        lines.is_empty() && doc["job_nodes"] == serde_json::json!({ "nodes": 1, "from": "PBS_NODEFILE" }),
+        "{lines:?}"
+    );
+    let (lines, doc) = record_count("pbs-nodes", &[], &pbs(&dir.join("none")));
+    assert!(lines.is_empty() && doc["job_nodes"].is_null(), "{lines:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A `--ranks` that is not a number of ranks (a whole number from 1) is refused, named, with
