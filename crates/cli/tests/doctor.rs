@@ -1339,15 +1339,8 @@ fn a_job_that_would_make_thousands_of_files_in_one_folder_gets_a_note() {
     let dir = top.join("aar-records");
     std::fs::create_dir_all(&dir).unwrap();
     let d = dir.to_str().unwrap();
-    let quiet: [(&str, &str); 5] = [
-        ("PMI_SIZE", UNSET),
-        ("OMPI_COMM_WORLD_SIZE", UNSET),
-        ("SLURM_NTASKS", UNSET),
-        ("SLURM_JOB_ID", UNSET),
-        ("PBS_JOBID", UNSET),
-    ];
     let check = |env: &[(&str, &str)]| {
-        let mut all: Vec<(&str, &str)> = quiet.to_vec();
+        let mut all: Vec<(&str, &str)> = NO_LAUNCHER.to_vec();
         all.push(("AAR_OUTPUT_DIR", d));
         all.extend_from_slice(env);
         let r = doctor(&[prog.to_str().unwrap()], &all);
@@ -1409,7 +1402,14 @@ fn a_job_that_would_make_thousands_of_files_in_one_folder_gets_a_note() {
     assert!(out.status.success() && made == format!("{d}/99") && Path::new(&made).is_dir(), "{fix_shell}: {made}");
     let r = doctor(
         &[prog.to_str().unwrap()],
-        &[("AAR_OUTPUT_DIR", &made), ("AAR_OUTPUT_RANKS", "0:2047"), ("SLURM_NTASKS", "2049"), ab, quiet[0], quiet[1]],
+        &[
+            ("AAR_OUTPUT_DIR", &made),
+            ("AAR_OUTPUT_RANKS", "0:2047"),
+            ("SLURM_NTASKS", "2049"),
+            ab,
+            NO_LAUNCHER[0],
+            NO_LAUNCHER[1],
+        ],
     );
     assert!(lines_of(&r, "note", "records").is_empty(), "{}", r.stdout);
 
