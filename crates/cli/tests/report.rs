@@ -2857,7 +2857,8 @@ fn a_renamed_summary_record_named_alone_says_why_its_rank_has_no_rows() {
 /// named with the link and its target, in a folder and with its summary record named alone, not
 /// called missing; the link is said once, by the rank's warning (not by the folder's scan too),
 /// and a link to nothing that is no rank's iteration record is still said by the scan; the link
-/// named on the command line is said to be one.
+/// named on the command line is said to be one. Several ranks' links to nothing are one warning
+/// that names each link and its target (each needs its own fix), the first few, and counts the rest.
 #[test]
 fn an_iteration_record_that_links_to_nothing_is_named_with_its_target() {
     let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4721")];
@@ -2870,7 +2871,7 @@ fn an_iteration_record_that_links_to_nothing_is_named_with_its_target() {
     let said = |link: &Path| {
         format!(
             "experiment \"4721\": rank 5 has a summary record but no iteration record read: its iteration record \
-             beside its summary record is a symbolic link to a file that does not exist (the first: {}, a link to {})",
+             beside its summary record is a symbolic link to a file that does not exist ({}, a link to {})",
             link.display(),
             target.display()
         )
@@ -2923,6 +2924,40 @@ fn an_iteration_record_that_links_to_nothing_is_named_with_its_target() {
         "{}",
         stderr(&o)
     );
+    // Ranks 1, 2, 3, 5, 6 and 7 links to nothing, each to a target of its own (a purged
+    // scratch folder each): one warning names the first four links with their targets, in rank
+    // order, and counts the other two.
+    std::fs::rename(&alone, &summary).unwrap();
+    let mut links = vec![(link.clone(), target.clone())];
+    for rank in [1, 2, 3, 6, 7] {
+        let (_, link) = records_of(&records, &files, 4721, rank);
+        let target = dir.join(format!("purged-{rank}")).join(link.file_name().unwrap());
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        links.push((link, target));
+    }
+    links.sort();
+    let o = aar().arg("report").arg(&records).output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("symbolic link")).collect();
+    assert_eq!(said.len(), 1, "one warning: {err}");
+    let named: Vec<String> =
+        links.iter().take(4).map(|(l, t)| format!("{}, a link to {}", l.display(), t.display())).collect();
+    assert!(
+        said[0].contains(&format!(
+            "experiment \"4721\": ranks 1:3,5:7 (6 ranks) have a summary record but no iteration record read: their \
+             iteration records beside their summary records are a symbolic link to a file that does not exist ({}; \
+             and 2 more). The tables",
+            named.join("; ")
+        )),
+        "{err}"
+    );
+    for (l, _) in &links[4..] {
+        assert!(!err.contains(l.to_str().unwrap()), "counted, not named: {err}");
+    }
+    assert!(!err.contains("missing"), "{err}");
+    assert!(out.contains("no rows of ranks 1:3,5:7 (iteration record a link to nothing)"), "{out}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -2950,8 +2985,8 @@ fn an_iteration_record_that_is_a_loop_of_links_is_named_as_one() {
         assert!(
             err.contains(&format!(
                 "experiment \"4723\": rank 3 has a summary record but no iteration record read: its iteration \
-                 record beside its summary record is a loop of symbolic links, with no file at its end (the first: \
-                 {} -> {}). The tables",
+                 record beside its summary record is a loop of symbolic links, with no file at its end ({} -> {}). \
+                 The tables",
                 link.display(),
                 name.to_str().unwrap()
             )) && err.contains("Point the link at the iteration record (ln -sfn FILE LINK)"),

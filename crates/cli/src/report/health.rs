@@ -29,6 +29,10 @@ const MAX_SUMMARY_BYTES: u64 = 4 << 20;
 /// Ranks named in a warning; the others are counted.
 const RANKS_NAMED: usize = 8;
 
+/// Links to nothing (or loops of links) named in the one warning of the ranks whose iteration
+/// records are such links; the others are counted: each link needs its own fix.
+const LINKS_NAMED: usize = 4;
+
 /// Text from a record quoted in a warning: control characters (a terminal's escape sequences, a
 /// newline that would forge a line) shown as `?`, and at most this many characters.
 const MAX_QUOTED: usize = 400;
@@ -430,10 +434,18 @@ impl NoRows {
     }
 
     /// What it is, completing "ranks ... have a summary record but no iteration record: ..." (`one`:
-    /// of one rank), `detail` (a message of the record, a file name, why it was not read)
-    /// included; and the fix.
-    fn said(self, one: bool, detail: Option<&str>) -> (String, &'static str) {
-        let detail = detail.map(quoted).unwrap_or_default();
+    /// of one rank), `details` (each rank's: a message of the record, a file name, why it was not
+    /// read; in rank order) included: of a link, each link up to [`LINKS_NAMED`] and how many more
+    /// (each needs its own fix), else the first; and the fix.
+    fn said(self, one: bool, details: &[String]) -> (String, &'static str) {
+        let detail = details.first().map(|d| quoted(d)).unwrap_or_default();
+        let links = {
+            let named: Vec<String> = details.iter().take(LINKS_NAMED).map(|d| quoted(d)).collect();
+            match details.len().saturating_sub(LINKS_NAMED) {
+                0 => named.join("; "),
+                more => format!("{}; and {more} more", named.join("; ")),
+            }
+        };
         let (their, they, records, s, does) =
             if one { ("its", "it", "record", "s", "does") } else { ("their", "they", "records", "", "do") };
         match self {
@@ -497,7 +509,7 @@ impl NoRows {
             NoRows::LinkToNothing => (
                 format!(
                     "{their} iteration {records} beside {their} summary {records} {is} a symbolic link to a file that \
-                     does not exist (the first: {detail})",
+                     does not exist ({links})",
                     is = if one { "is" } else { "are" },
                 ),
                 "Point the link at the iteration record where it is now (ln -sfn FILE LINK), or give the record \
@@ -506,7 +518,7 @@ impl NoRows {
             NoRows::LinkLoop => (
                 format!(
                     "{their} iteration {records} beside {their} summary {records} {is} a loop of symbolic links, with \
-                     no file at {their} end (the first: {detail})",
+                     no file at {their} end ({links})",
                     is = if one { "is" } else { "are" },
                 ),
                 "Point the link at the iteration record (ln -sfn FILE LINK), or give the record itself",
@@ -657,18 +669,16 @@ pub fn without_rows(
         .collect();
     found.sort_by_key(|(rank, why, _, _)| (*rank, *why));
     found.dedup_by_key(|(rank, _, _, _)| *rank);
-    let mut causes: BTreeMap<NoRows, (Vec<u32>, Option<String>)> = BTreeMap::new();
+    let mut causes: BTreeMap<NoRows, (Vec<u32>, Vec<String>)> = BTreeMap::new();
     for (rank, why, detail, _) in &found {
-        let (ranks, first) = causes.entry(*why).or_default();
+        let (ranks, details) = causes.entry(*why).or_default();
         ranks.push(*rank);
-        if first.is_none() {
-            first.clone_from(detail);
-        }
+        details.extend(detail.clone());
     }
     let said = causes
         .into_iter()
-        .map(|(why, (ranks, detail))| {
-            let (cause, fix) = why.said(ranks.len() == 1, detail.as_deref());
+        .map(|(why, (ranks, details))| {
+            let (cause, fix) = why.said(ranks.len() == 1, &details);
             let fix = if fix.is_empty() { String::new() } else { format!(". {fix}") };
             format!(
                 "{what}: {} {} a summary record but no iteration record{}: {cause}. The tables compare the other \
