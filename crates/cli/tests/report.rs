@@ -2301,12 +2301,28 @@ fn a_sample_of_ranks_named_by_aar_output_ranks_is_reported_as_one() {
 /// records in a folder of their own (`env` added): the test's scratch folder, the records' folder
 /// in it, and the records' names in order.
 fn job_of_8(scratch: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> (PathBuf, PathBuf, Vec<String>) {
+    job_of_8_under(scratch, name, None, args, env)
+}
+
+/// [`job_of_8`], each rank the shell script `script` (when given; libaar.so is preloaded in the
+/// shell too, which calls no uGNI and so writes nothing), its `$1` the example, `args` after.
+fn job_of_8_under(
+    scratch: &str,
+    name: &str,
+    script: Option<&str>,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (PathBuf, PathBuf, Vec<String>) {
     let dir = aar_testkit::scratch(scratch);
     let prog = compile(&dir, name, &format!("examples/{name}.c"));
     let records = dir.join("records");
     std::fs::create_dir(&records).unwrap();
-    let job = aar()
-        .args(["run", "-n", "8"])
+    let mut job = aar();
+    job.args(["run", "-n", "8"]);
+    if let Some(script) = script {
+        job.args(["sh", "-c", script, "rank"]);
+    }
+    let job = job
         .arg(&prog)
         .args(args)
         .env("LD_PRELOAD", aar_testkit::libaar())
@@ -2849,6 +2865,62 @@ fn a_renamed_summary_record_named_alone_says_why_its_rank_has_no_rows() {
         j["experiments"][0]["ranks_without_rows"],
         serde_json::json!([{ "cause": "file_missing", "ranks": "6", "count": 1 }]),
         "{j}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A rank killed by SIGKILL before libaar.so wrote anything (before its first iteration ended, as
+/// the batch system or the OOM killer does) is named missing with what most likely ended it, as
+/// no record can say: other ranks exited but it left neither a row nor a summary record; and where
+/// to find out how it ended (the batch system's accounting, its stderr), said once, not per rank.
+/// Without any summary record (the job killed whole) the kill is still named; a report of the
+/// summary records alone says where to find out too.
+#[test]
+fn a_rank_killed_before_it_wrote_a_record_is_said_with_what_ended_it() {
+    // Ranks 5 and 6 SIGKILLed as they start; the shell that stands for the batch system exits 0,
+    // so that aar run lets the other ranks run to their end (as srun without --kill-on-bad-exit).
+    let kill = r#"case $PMI_RANK in 5|6) "$@" & kill -KILL $!; wait $!; exit 0 ;; *) exec "$@" ;; esac"#;
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4731")];
+    let (dir, records, files) =
+        job_of_8_under("report-killed", "iterations", Some(kill), &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 12, "ranks 5 and 6 wrote nothing: {files:?}");
+    assert!(!files.iter().any(|f| f.starts_with("aar.4731.5.") || f.starts_with("aar.4731.6.")), "{files:?}");
+    let how = "How each rank ended is the batch system's to say (Slurm: sacct -j <job id> -o JobID,State,ExitCode";
+    let o = aar().arg("report").arg(&records).output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("(missing: 5, 6)")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains(
+            "Other ranks exited (their summary records are read), but the missing ranks have no record at all, \
+             though libaar.so writes a rank's first row when its first iteration ends and its summary record at \
+             exit: they most likely ended before their first iteration did, without libaar.so's exit handler \
+             (killed by a signal, the batch system's or the OOM killer's; a crash; _exit)"
+        ) && said[0].contains(how),
+        "{err}"
+    );
+    assert_eq!(err.matches("sacct").count(), 1, "once: {err}");
+    // The summary records alone: summed per job, rank 5 and 6's named missing, with where to look.
+    let summaries: Vec<PathBuf> = files.iter().filter(|f| f.ends_with(".json")).map(|f| records.join(f)).collect();
+    let o = aar().arg("report").args(&summaries).output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("(missing: 5, 6); the sums are those of the ranks read") && err.contains(how), "{err}");
+    assert_eq!(err.matches("sacct").count(), 1, "once: {err}");
+    // No summary record at all (the whole job killed): the kill named, without "other ranks exited".
+    for f in &summaries {
+        std::fs::remove_file(f).unwrap();
+    }
+    let err = stderr(&aar().arg("report").arg(&records).output().unwrap());
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("(missing: 5, 6)")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0]
+            .contains("A rank killed before its first iteration ended (libaar.so writes its first row then) has none")
+            && said[0].contains(how)
+            && !said[0].contains("Other ranks exited"),
+        "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -670,9 +670,16 @@ fn short_iterations(e: &ExperimentData, series: &[(u64, f64, usize)]) -> Option<
 pub const JOB_FOLDER: &str = "the folder AAR_OUTPUT_DIR named in the job: give every folder that holds one (one on a \
      node's own disk holds that node's ranks only)";
 
+/// How to learn how a rank that left no record ended, which no record can say: the batch
+/// system's accounting, and the rank's stderr.
+pub const HOW_RANKS_ENDED: &str = "How each rank ended is the batch system's to say (Slurm: sacct -j <job id> -o \
+     JobID,State,ExitCode, where OUT_OF_MEMORY, TIMEOUT, or a signal after the colon of ExitCode tells; PBS: qstat -xf \
+     <job id>; ALPS: aprun's \"exit signals\" line), and so is the rank's stderr (libaar.so says there when it \
+     cannot write a record)";
+
 /// The ranks of a job of `n` ranks that should have written records and have none (`have`: the
 /// ranks that have): those `sample` (`AAR_OUTPUT_RANKS`) names, or every one. `None` when none
-/// lacks; else the first missing rank, and what is missing said from `says` on, e.g. "the header
+/// lacks; else the first missing rank, how many are missing, and what is missing said from `says` on, e.g. "the header
 /// says 8 ranks, of which AAR_OUTPUT_RANKS=0,5 names 2, but 1 rank has usable rows (missing: 5)"
 /// (`having`: "usable rows"), the first 8 missing ranks named. An experiment's iteration records
 /// and a job's summary records are said alike.
@@ -682,7 +689,7 @@ pub fn missing_ranks(
     have: &BTreeSet<u32>,
     says: &str,
     having: &str,
-) -> Option<(u32, String)> {
+) -> Option<(u32, usize, String)> {
     let writers = sample.map_or(n, |s| s.count_below(n));
     let have_writers = have.iter().filter(|&&r| r < n && sample.is_none_or(|s| s.contains(r))).count();
     let lacking = (writers as usize).saturating_sub(have_writers);
@@ -707,12 +714,39 @@ pub fn missing_ranks(
     let named: Vec<String> = missing.iter().map(u32::to_string).collect();
     Some((
         *missing.first()?,
+        lacking,
         format!(
             "{expected} but {} {having} (missing: {}{more})",
             count(have_writers as u64, "rank has", "ranks have"),
             named.join(", ")
         ),
     ))
+}
+
+/// What may have ended the ranks of job experiment `e` that left no record (completes the warning
+/// that names them; `lacking`: how many), which no record says: when
+/// other ranks exited (a summary record of theirs was read), the missing ranks wrote neither the
+/// row libaar.so writes when a rank's first iteration ends nor the summary record it writes at
+/// exit; and where to find out ([`HOW_RANKS_ENDED`]).
+fn how_missing_ranks_ended(e: &ExperimentData, lacking: usize) -> String {
+    let (rank_has, they, their, have_not) = match lacking == 1 {
+        true => ("rank has", "it", "its", "has not"),
+        false => ("ranks have", "they", "their", "have not"),
+    };
+    let exited = !e.without_rows.is_empty() || e.ranks.iter().any(|r| r.ended.is_some() || r.summary_unreadable);
+    match exited {
+        true => format!(
+            ". Other ranks exited (their summary records are read), but the missing {rank_has} no record at all, \
+             though libaar.so writes a rank's first row when its first iteration ends and its summary record at \
+             exit: {they} most likely ended before {their} first iteration did, without libaar.so's exit handler \
+             (killed by a signal, the batch system's or the OOM killer's; a crash; _exit), or {have_not} ended yet, \
+             or never called uGNI (libaar.so then writes nothing). {HOW_RANKS_ENDED}"
+        ),
+        false => format!(
+            ". A rank killed before its first iteration ended (libaar.so writes its first row then) has none either. \
+             {HOW_RANKS_ENDED}"
+        ),
+    }
 }
 
 /// Figures of one experiment; `None` (with a warning) if nothing in it is usable.
@@ -739,24 +773,25 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         false => "usable rows or a summary record that says why not",
     };
     have.extend(e.without_rows.iter().map(|(rank, _, _)| *rank));
-    if let Some((first, missing)) =
+    if let Some((first, lacking, missing)) =
         e.header.nranks.and_then(|n| missing_ranks(n, sample, &have, "the header says", having))
     {
         // Where the missing ranks' records would be, as libaar.so and aar sim name them.
         let name = format!("aar.{}.{first}.<pid>{}", aar_record::job_in_name(&e.name), aar_record::ITERATIONS_SUFFIX);
-        let (folder, none) = match e.header.source {
+        let (folder, none, ended) = match e.header.source {
             aar_record::Source::Job => (
                 JOB_FOLDER,
                 match sample {
                     Some(_) => "; a rank that ended no iteration writes none",
                     None => "; a rank that AAR_OUTPUT_RANKS leaves out, or that ended no iteration, writes none",
                 },
+                how_missing_ranks_ended(e, lacking),
             ),
-            aar_record::Source::Sim => ("the folder aar sim run --out named: give it whole", ""),
+            aar_record::Source::Sim => ("the folder aar sim run --out named: give it whole", "", String::new()),
         };
         warn(format!(
             "{missing}; the iteration times are those of the ranks read. A missing rank's record would be {name} in \
-             {folder}; a warning above says why any record read was left out{none}"
+             {folder}; a warning above says why any record read was left out{none}{ended}"
         ));
     }
     let u = usable(e, s, &mut warn);

@@ -4,7 +4,7 @@
 //! instead: ranks, policies, messages and bytes per routing mode, decisions, switches, counter
 //! reads, and what [`super::health`] finds in them.
 
-use super::analysis::{missing_ranks, JOB_FOLDER};
+use super::analysis::{missing_ranks, HOW_RANKS_ENDED, JOB_FOLDER};
 use super::health;
 use super::output::{clean, clean_to, render};
 use super::read::walk;
@@ -150,12 +150,12 @@ impl Job {
     /// The ranks the records say the job has that have no record, if any: said as a warning.
     fn missing(&self) -> Option<String> {
         let n = self.ranks_expected?;
-        let (first, missing) =
+        let (first, _, missing) =
             missing_ranks(n, self.output_ranks.as_ref(), &self.ranks, "the summary records say", "a summary record")?;
         Some(format!(
             "{}: {missing}; the sums are those of the ranks read. A missing rank's record would be \
              aar.{}.{first}.<pid>{SUMMARY_SUFFIX} in {JOB_FOLDER}; a rank writes it when it exits: one killed, or \
-             still running, has none",
+             still running, has none. {HOW_RANKS_ENDED}",
             self.name(),
             self.in_name()
         ))
