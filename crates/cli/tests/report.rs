@@ -1091,7 +1091,7 @@ fn rows_cut_by_a_write_failure_are_told_from_uneven_boundaries() {
     assert!(said[0].contains("rank 1's iteration record") && said[0].contains("rows of only 12 iterations of the 30"));
     assert!(said[0].contains("ulimit -f"), "{err}");
     assert!(err.contains("The rows of rank 1 end before the iterations its summary record says it ended"), "{err}");
-    assert!(!err.contains("marked fewer") && !err.contains("stopped before exiting"), "{err}");
+    assert!(!err.contains("marked fewer") && !err.contains("no summary record is beside"), "{err}");
     // Rank 0 holds all 30: it is not named.
     assert!(!err.contains("rank 0's iteration record"), "{err}");
 }
@@ -1122,7 +1122,7 @@ fn rows_that_begin_late_are_blamed_on_begins_refused_at_start_up() {
             && said[0].contains("no longer returns \"starting\""),
         "{err}"
     );
-    assert!(!err.contains("marked fewer") && !err.contains("stopped before exiting"), "{err}");
+    assert!(!err.contains("marked fewer") && !err.contains("no summary record is beside"), "{err}");
 }
 
 /// Ranks whose summary records count the begins refused while libaar.so was starting, by cause
@@ -1161,7 +1161,7 @@ fn rows_that_begin_late_are_explained_by_the_refused_begins_the_summary_record_c
     for words in [
         "The summary records say that begins (aar_iteration_begin) were refused (AAR_EINVAL) while libaar.so was \
          still starting, each keeping its index without a row: rank 1: 3 begins (1 from inside the start-up, 2 while \
-         another thread was starting it), so its rows begin at iteration 3; rank 3: 2 begins (1 for the cause \
+         another thread was starting it), so its rows begin at iteration 3; and rank 3: 2 begins (1 for the cause \
          \"later_cause\", 1 while another thread was starting it), so its rows begin at iteration 2.",
         "Refused from inside the start-up: called on the thread running it",
         "refused while another thread was starting it: called while another thread was starting libaar.so for \
@@ -1173,7 +1173,7 @@ fn rows_that_begin_late_are_explained_by_the_refused_begins_the_summary_record_c
     }
     // Rank 2 counts no refused begin: its late rows are not put down to them, nor guessed.
     assert!(!said[0].contains("rank 2") && !said[0].contains("begin after the others'"), "{}", said[0]);
-    assert!(!err.contains("marked fewer") && !err.contains("stopped before exiting"), "{err}");
+    assert!(!err.contains("marked fewer") && !err.contains("no summary record is beside"), "{err}");
 
     // One rank: said in the singular.
     for rank in [2, 3] {
@@ -1879,11 +1879,20 @@ fn missing_ranks_are_said_with_where_their_records_would_be() {
     let job = said("m4");
     assert!(
         job.contains(
-            "the header says 4 ranks but 1 rank has usable rows (missing: 1, 2, 3); the iteration times are those \
+            "the header says 4 ranks but 1 rank has usable rows (missing: 1, 2 and 3); the iteration times are those \
              of the ranks read. A missing rank's record would be aar.m4.1.<pid>.iterations.jsonl in the folder \
              AAR_OUTPUT_DIR named in the job: give every folder that holds one"
         ) && job.contains("AAR_OUTPUT_RANKS leaves out"),
         "{job}"
+    );
+    // Of 20 ranks, the first 8 missing named and the other 11 counted.
+    write_record(dir, &header("m20", 0, 20, &pol), &rows);
+    let err = stderr(&run(&[dir.to_str().unwrap()]));
+    assert!(
+        err.contains(
+            "the header says 20 ranks but 1 rank has usable rows (missing: 1, 2, 3, 4, 5, 6, 7, 8 and 11 more)"
+        ),
+        "{err}"
     );
     let sim = said("s3");
     assert!(
@@ -2550,7 +2559,7 @@ fn ranks_with_a_summary_record_but_no_rows_are_named_with_why() {
     assert!(
         err.contains(&format!(
             "experiment \"4713\": rank 5 has a summary record but no iteration record: its summary record names an \
-             iteration record (ab.iterations_file; the first: {gone}) that is not beside it: moved or deleted"
+             iteration record (ab.iterations_file: {gone}) that is not beside it: moved or deleted"
         )),
         "{err}"
     );
@@ -2674,7 +2683,7 @@ fn a_summary_record_named_alone_names_the_iteration_record_beside_it_that_was_no
     assert!(
         err.contains(&format!(
             "experiment \"4715\": rank 6 has a summary record but no iteration record read: its iteration record is \
-             beside its summary record but was not given to aar report (the first: {}). The tables compare",
+             beside its summary record but was not given to aar report ({}). The tables compare",
             iterations.display()
         )) && err.contains("a slower rank among these is not seen. Give it too, or the folder that holds it"),
         "{err}"
@@ -2694,6 +2703,36 @@ fn a_summary_record_named_alone_names_the_iteration_record_beside_it_that_was_no
         assert!(o.status.success(), "{err}");
         assert!(!err.contains("rank 6") && !err.contains("summary records only"), "{err}");
         assert!(out.contains("experiment \"4715\": job, 8 ranks") && !out.contains("no rows of"), "{out}");
+    }
+    // Ranks 1, 2, 3, 5, 6 and 7 so (each summary record named alone, its iteration record beside
+    // it): one warning names the first four iteration records to give, in rank order, and counts
+    // the other two.
+    let mut alone = vec![summary.clone()];
+    let mut beside = vec![iterations.clone()];
+    for rank in [1, 2, 3, 5, 7] {
+        let (summary, iterations) = records_of(&others, &files, 4715, rank);
+        for f in [&summary, &iterations] {
+            std::fs::rename(f, records.join(f.file_name().unwrap())).unwrap();
+        }
+        alone.push(records.join(summary.file_name().unwrap()));
+        beside.push(records.join(iterations.file_name().unwrap()));
+    }
+    beside.sort();
+    let o = aar().arg("report").arg(&others).args(&alone).output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let named: Vec<String> = beside[..4].iter().map(|b| b.display().to_string()).collect();
+    assert!(
+        err.contains(&format!(
+            "experiment \"4715\": ranks 1:3,5:7 (6 ranks) have a summary record but no iteration record read: their \
+             iteration records are beside their summary records but were not given to aar report ({}; and 2 more). \
+             The tables compare",
+            named.join("; ")
+        )) && err.contains("Give them too, or the folder that holds them"),
+        "{err}"
+    );
+    for b in &beside[4..] {
+        assert!(!err.contains(b.to_str().unwrap()), "counted, not named: {err}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -2803,6 +2842,38 @@ fn rows_cut_short_at_exit_list_the_causes_that_fit() {
         );
         assert!(!err.contains("could not write") && !err.contains("another thread held"), "{unwritten}: {err}");
     }
+    // Ranks 1, 2, 3, 5, 6 and 7 so, each with 3 rows held at exit: one warning names the first
+    // four ranks' records in rank order, counts the other two, and sums the rows not written.
+    let mut cut = Vec::new();
+    for rank in [1, 2, 3, 5, 6, 7] {
+        let (summary, iterations) = records_of(&records, &files, 4717, rank);
+        if rank != 1 {
+            let text = std::fs::read_to_string(&iterations).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            std::fs::write(&iterations, lines[..lines.len() - 3].join("\n") + "\n").unwrap();
+        }
+        let mut rec: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+        rec["ab"]["rows_unwritten_at_exit"] = 3.into();
+        std::fs::write(&summary, rec.to_string()).unwrap();
+        cut.push(format!(
+            "rank {rank}'s iteration record {} holds rows of only 9 iterations of the 12 its summary record says it \
+             ended",
+            iterations.display()
+        ));
+    }
+    let err = stderr(&run(&[records.to_str().unwrap()]));
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("holds rows of only")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains(&format!(
+            "{}; and 2 more: at exit another thread held each rank's iteration record",
+            cut[..4].join("; ")
+        )) && said[0].contains(
+            "so the 18 rows still buffered were not written (the summary records' ab.rows_unwritten_at_exit)"
+        ),
+        "{err}"
+    );
+    assert!(!said[0].contains("rank 6's") && !said[0].contains("rank 7's"), "counted, not named: {err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -2841,7 +2912,7 @@ fn a_renamed_summary_record_named_alone_says_why_its_rank_has_no_rows() {
     assert!(
         err.contains(&format!(
             "experiment \"4720\": rank 6 has a summary record but no iteration record read: its iteration record is \
-             beside its summary record but was not given to aar report (the first: {})",
+             beside its summary record but was not given to aar report ({})",
             beside.display()
         )),
         "{err}"
@@ -2853,7 +2924,7 @@ fn a_renamed_summary_record_named_alone_says_why_its_rank_has_no_rows() {
     assert!(
         err.contains(&format!(
             "experiment \"4720\": rank 6 has a summary record but no iteration record: its summary record names an \
-             iteration record (ab.iterations_file; the first: {}) that is not beside it: moved or deleted",
+             iteration record (ab.iterations_file: {}) that is not beside it: moved or deleted",
             beside.file_name().unwrap().to_str().unwrap()
         )),
         "{err}"
@@ -2866,6 +2937,75 @@ fn a_renamed_summary_record_named_alone_says_why_its_rank_has_no_rows() {
         serde_json::json!([{ "cause": "file_missing", "ranks": "6", "count": 1 }]),
         "{j}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Several ranks with a summary record but no iteration record, for one cause: the one warning of
+/// that cause names each rank's own detail (the iteration record its summary record names; the
+/// message of its record; why its record could not be read), the first four in rank order, and
+/// counts the others, as each is a fix or a cause of its own.
+#[test]
+fn several_ranks_without_rows_for_one_cause_are_each_named_the_first_four() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4733")];
+    let (dir, records, files) = job_of_8("report-several", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let ranks = [1, 2, 3, 5, 6, 7];
+    let of = |rank: u32| records_of(&records, &files, 4733, rank);
+    let report = || {
+        let o = aar().arg("report").arg(&records).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    // The one line that names ranks 1:3,5:7, with the first four of `named` and "and 2 more", and
+    // not the other two.
+    let said_of = |err: &str, what: &str, named: &[String]| {
+        let said: Vec<&str> = err.lines().filter(|l| l.contains("ranks 1:3,5:7 (6 ranks) have a summary")).collect();
+        assert_eq!(said.len(), 1, "one warning: {err}");
+        assert!(said[0].contains(&format!("{what}{}; and 2 more)", named[..4].join("; "))), "{what}: {err}");
+        for other in &named[4..] {
+            assert!(!err.contains(other.as_str()), "counted, not named: {other}: {err}");
+        }
+    };
+    // Their iteration records moved away: each summary record names its own.
+    for &rank in &ranks {
+        std::fs::remove_file(of(rank).1).unwrap();
+    }
+    let names: Vec<String> =
+        ranks.iter().map(|&r| of(r).1.file_name().unwrap().to_str().unwrap().to_string()).collect();
+    said_of(
+        &report(),
+        "have a summary record but no iteration record: their summary records name an iteration record \
+         (ab.iterations_file: ",
+        &names,
+    );
+    // No iteration record written, each summary record saying why in its own words.
+    let messages: Vec<String> = ranks
+        .iter()
+        .map(|&rank| {
+            let message = format!("could not create the iteration record on node nid0000{rank}: no space left");
+            let mut rec: Value = serde_json::from_slice(&std::fs::read(of(rank).0).unwrap()).unwrap();
+            rec["ab"].as_object_mut().unwrap().remove("iterations_file");
+            rec["messages"] = serde_json::json!([message]);
+            std::fs::write(of(rank).0, rec.to_string()).unwrap();
+            format!("\"{message}\"")
+        })
+        .collect();
+    said_of(
+        &report(),
+        "they ended iterations (ab.iterations) but libaar.so wrote no iteration record (their summary records say: ",
+        &messages,
+    );
+    // Summary records cut short: each named, with why it could not be read.
+    for &rank in &ranks {
+        std::fs::write(of(rank).0, "{\"format\": \"aar-record/2\", \"ra").unwrap();
+    }
+    let err = report();
+    let paths: Vec<String> = ranks.iter().map(|&r| of(r).0.display().to_string()).collect();
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("do not say why (")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    let at: Vec<usize> = paths[..4].iter().map(|p| said[0].find(&format!("{p}: ")).expect(p)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]) && said[0].contains("; and 2 more)"), "in rank order: {err}");
+    assert!(paths[4..].iter().all(|p| !said[0].contains(p.as_str())), "counted, not named: {err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -2889,7 +3029,7 @@ fn a_rank_killed_before_it_wrote_a_record_is_said_with_what_ended_it() {
     let o = aar().arg("report").arg(&records).output().unwrap();
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
-    let said: Vec<&str> = err.lines().filter(|l| l.contains("(missing: 5, 6)")).collect();
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("(missing: 5 and 6)")).collect();
     assert_eq!(said.len(), 1, "{err}");
     assert!(
         said[0].contains(
@@ -2906,14 +3046,14 @@ fn a_rank_killed_before_it_wrote_a_record_is_said_with_what_ended_it() {
     let o = aar().arg("report").args(&summaries).output().unwrap();
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("(missing: 5, 6); the sums are those of the ranks read") && err.contains(how), "{err}");
+    assert!(err.contains("(missing: 5 and 6); the sums are those of the ranks read") && err.contains(how), "{err}");
     assert_eq!(err.matches("sacct").count(), 1, "once: {err}");
     // No summary record at all (the whole job killed): the kill named, without "other ranks exited".
     for f in &summaries {
         std::fs::remove_file(f).unwrap();
     }
     let err = stderr(&aar().arg("report").arg(&records).output().unwrap());
-    let said: Vec<&str> = err.lines().filter(|l| l.contains("(missing: 5, 6)")).collect();
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("(missing: 5 and 6)")).collect();
     assert_eq!(said.len(), 1, "{err}");
     assert!(
         said[0]

@@ -7,7 +7,7 @@
 //! the policy. Label disagreements only drop the label.
 
 use super::health::NoRows;
-use super::output::clean;
+use super::output::{clean, first_few, NAMED, RANKS_NAMED};
 use super::read::{ExperimentData, CONFLICT};
 use aar_record::count;
 use aar_record::ranks::RankSet;
@@ -436,8 +436,8 @@ fn uneven_fix(boundary: &str) -> String {
 /// lack): a rank that exited (its summary record says how many iterations it ended) marked fewer
 /// iterations than the others: the ranks did not reach the iteration boundary equally often; a
 /// rank without a summary record was stopped; a rank whose rows were left out (said with its file)
-/// or go past the iterations it ended has a damaged record, whatever it marked. `true`: only the
-/// first.
+/// or go past the iterations it ended has a damaged record, whatever it marked. Each list names
+/// the first few ranks and counts the others ([`first_few`]). `true`: only the first.
 fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
     use super::read::RankSummary;
     let ranks: Vec<&RankSummary> = e.ranks.iter().filter(|r| r.rows > 0).collect();
@@ -453,17 +453,15 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
     let exited: Vec<String> = short
         .iter()
         .filter(|r| r.ended.is_some_and(|n| n < ended_or_rows(longest)) && r.unwritten().is_none() && !damaged(r))
-        .take(4)
         .map(|r| marked(r))
         .collect();
-    let unwritten: Vec<String> =
-        short.iter().filter(|r| r.unwritten().is_some()).take(4).map(|r| r.rank.to_string()).collect();
+    let unwritten: Vec<String> = short.iter().filter(|r| r.unwritten().is_some()).map(|r| r.rank.to_string()).collect();
     let without_summary = |unreadable: bool| -> Vec<String> {
         let lacks = |r: &&&&RankSummary| r.ended.is_none() && !damaged(r) && r.summary_unreadable == unreadable;
-        short.iter().filter(lacks).take(4).map(|r| r.rank.to_string()).collect()
+        short.iter().filter(lacks).map(|r| r.rank.to_string()).collect()
     };
     let (stopped, cut) = (without_summary(false), without_summary(true));
-    let left_out: Vec<String> = ranks.iter().filter(|r| r.left_out > 0).take(4).map(|r| r.rank.to_string()).collect();
+    let left_out: Vec<String> = ranks.iter().filter(|r| r.left_out > 0).map(|r| r.rank.to_string()).collect();
     let past: Option<&&RankSummary> = ranks.iter().find(|r| past_ended(r));
     // Rows that begin after the others': begins refused while libaar.so was still starting keep
     // their index (and count) but have no row. The summary record counts them by cause; one of a
@@ -475,22 +473,21 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
         .iter()
         .filter(begins_late)
         .filter_map(|r| Some((*r, r.refused_begins.as_deref().filter(|c| !c.is_empty())?)))
-        .take(4)
         .collect();
     let late: Vec<String> = ranks
         .iter()
         .filter(begins_late)
         .filter(|r| r.refused_begins.is_none() && r.ended.is_some_and(|n| n > r.rows))
-        .take(4)
         .map(|r| format!("rank {} (from iteration {})", r.rank, r.first_index.unwrap_or_default()))
         .collect();
+    let listed = |list: &[String]| first_few(list, list.len(), NAMED, ", ");
     let mut why = String::new();
     if !exited.is_empty() {
         why.push_str(&format!(
             ". The ranks marked different numbers of iterations: {} ended normally having marked fewer than {} \
              (their summary records say so), so they reached the iteration boundary ({}) less often, and \
              iterations of the same index may not be the same work on every rank. {}",
-            exited.join(", "),
+            listed(&exited),
             marked(longest),
             clean(&e.header.boundary),
             uneven_fix(&e.header.boundary)
@@ -503,7 +500,7 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             ". The rows of rank{} {} end before the iterations {} summary record{} say{} {} ended: not written \
              whole (said above)",
             one(&unwritten, "", "s"),
-            unwritten.join(", "),
+            listed(&unwritten),
             one(&unwritten, "its", "their"),
             one(&unwritten, "", "s"),
             one(&unwritten, "s", ""),
@@ -516,7 +513,7 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
              (killed, or at the job's time limit), or still running (a rank writes its rows at least a second \
              apart, and its summary record at exit: report the folder again when the job has ended)",
             one(&stopped, "", "s"),
-            stopped.join(", "),
+            listed(&stopped),
             one(&stopped, "it", "them")
         ));
     }
@@ -525,7 +522,7 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             ". The rows of rank{} {} end early and {} summary record{} beside them {} not whole (said above): \
              stopped while writing {} at exit, or out of room (a full disk, the file size limit)",
             one(&cut, "", "s"),
-            cut.join(", "),
+            listed(&cut),
             one(&cut, "its", "their"),
             one(&cut, "", "s"),
             one(&cut, "is", "are"),
@@ -537,7 +534,7 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
             ". Rank{} {} had lines of {} iteration record{} left out (said above with the file{}), so {} those \
              iterations",
             one(&left_out, "", "s"),
-            left_out.join(", "),
+            listed(&left_out),
             one(&left_out, "its", "their"),
             one(&left_out, "", "s"),
             one(&left_out, "", "s"),
@@ -563,7 +560,7 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
              the first calls of aar_iteration_begin there came while libaar.so was still starting and were refused \
              (AAR_EINVAL; libaar.so said so on stderr), which keeps each one's index without a row. Begin the first \
              iteration once aar_policy_name() no longer returns \"starting\" (after MPI_Init, say)",
-            late.join(", "),
+            listed(&late),
             one(&late, "its", "their"),
             one(&late, "", "s"),
             one(&late, "s", ""),
@@ -619,22 +616,19 @@ fn refused_begins(ranks: &[(&super::read::RankSummary, &[(String, u64)])]) -> St
             r.first_index.unwrap_or_default()
         ),
         _ => {
-            let each: Vec<String> = ranks
-                .iter()
-                .map(|(r, causes)| {
-                    format!(
-                        "rank {}: {} ({}), so its rows begin at iteration {}",
-                        r.rank,
-                        count(total(causes), "begin", "begins"),
-                        how(causes),
-                        r.first_index.unwrap_or_default()
-                    )
-                })
-                .collect();
+            let each = ranks.iter().map(|(r, causes)| {
+                format!(
+                    "rank {}: {} ({}), so its rows begin at iteration {}",
+                    r.rank,
+                    count(total(causes), "begin", "begins"),
+                    how(causes),
+                    r.first_index.unwrap_or_default()
+                )
+            });
             format!(
                 "The summary records say that begins (aar_iteration_begin) were refused (AAR_EINVAL) while libaar.so \
                  was still starting, each keeping its index without a row: {}",
-                each.join("; ")
+                first_few(each, ranks.len(), NAMED, "; ")
             )
         }
     };
@@ -681,7 +675,7 @@ pub const HOW_RANKS_ENDED: &str = "How each rank ended is the batch system's to 
 /// ranks that have): those `sample` (`AAR_OUTPUT_RANKS`) names, or every one. `None` when none
 /// lacks; else the first missing rank, how many are missing, and what is missing said from `says` on, e.g. "the header
 /// says 8 ranks, of which AAR_OUTPUT_RANKS=0,5 names 2, but 1 rank has usable rows (missing: 5)"
-/// (`having`: "usable rows"), the first 8 missing ranks named. An experiment's iteration records
+/// (`having`: "usable rows"), the first [`RANKS_NAMED`] missing ranks named and the others counted. An experiment's iteration records
 /// and a job's summary records are said alike.
 pub fn missing_ranks(
     n: u32,
@@ -701,8 +695,7 @@ pub fn missing_ranks(
         Some(s) => Box::new(s.ranks_below(n)),
         None => Box::new(0..n),
     };
-    let missing: Vec<u32> = candidates.filter(|r| !have.contains(r)).take(lacking.min(8)).collect();
-    let more = if lacking > missing.len() { ", ..." } else { "" };
+    let missing: Vec<u32> = candidates.filter(|r| !have.contains(r)).take(lacking.min(RANKS_NAMED)).collect();
     let expected = match sample.filter(|_| writers < n) {
         Some(s) => format!(
             "{says} {}, of which AAR_OUTPUT_RANKS={} names {writers},",
@@ -711,14 +704,13 @@ pub fn missing_ranks(
         ),
         None => format!("{says} {}", count(n, "rank", "ranks")),
     };
-    let named: Vec<String> = missing.iter().map(u32::to_string).collect();
     Some((
         *missing.first()?,
         lacking,
         format!(
-            "{expected} but {} {having} (missing: {}{more})",
+            "{expected} but {} {having} (missing: {})",
             count(have_writers as u64, "rank has", "ranks have"),
-            named.join(", ")
+            first_few(&missing, lacking, RANKS_NAMED, ", ")
         ),
     ))
 }

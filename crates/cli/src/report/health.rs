@@ -10,7 +10,7 @@
 //! a summary record (killed, `_exit`, or written by the simulator) is not looked at. Summary
 //! records are small (a few KiB) and read in parallel.
 
-use super::output::clean_to;
+use super::output::{clean_to, first_few, NAMED, RANKS_NAMED};
 use aar_engine::Policy;
 use aar_record::ranks::RankSet;
 use aar_record::Identity;
@@ -26,13 +26,6 @@ pub const UNDECIDED_SHARE: f64 = 0.1;
 pub const FAILED_READ_SHARE: f64 = 0.01;
 /// Summary records larger than this are not summary records.
 const MAX_SUMMARY_BYTES: u64 = 4 << 20;
-/// Ranks named in a warning; the others are counted.
-const RANKS_NAMED: usize = 8;
-
-/// Links to nothing (or loops of links) named in the one warning of the ranks whose iteration
-/// records are such links; the others are counted: each link needs its own fix.
-const LINKS_NAMED: usize = 4;
-
 /// Text from a record quoted in a warning: control characters (a terminal's escape sequences, a
 /// newline that would forge a line) shown as `?`, and at most this many characters.
 const MAX_QUOTED: usize = 400;
@@ -345,16 +338,10 @@ pub fn sizes_disagree(what: &str, records: &str, said: &str) -> String {
     )
 }
 
-/// "ranks 3, 5 and 9" or "ranks 0, 1, …, 7 and 12 more".
+/// "rank 3", "ranks 3, 5 and 9" or "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 12 more".
 fn ranks(list: &[u32]) -> String {
-    let named: Vec<String> = list.iter().take(RANKS_NAMED).map(u32::to_string).collect();
     let word = if list.len() == 1 { "rank" } else { "ranks" };
-    match list.len() {
-        0 => String::new(),
-        1 => format!("{word} {}", named[0]),
-        n if n <= RANKS_NAMED => format!("{word} {} and {}", named[..n - 1].join(", "), named[n - 1]),
-        n => format!("{word} {} and {} more", named.join(", "), n - RANKS_NAMED),
-    }
+    format!("{word} {}", first_few(list, list.len(), RANKS_NAMED, ", "))
 }
 
 /// The warnings for one experiment: its name, its policies, and its ranks' iteration records;
@@ -434,25 +421,18 @@ impl NoRows {
     }
 
     /// What it is, completing "ranks ... have a summary record but no iteration record: ..." (`one`:
-    /// of one rank), `details` (each rank's: a message of the record, a file name, why it was not
-    /// read; in rank order) included: of a link, each link up to [`LINKS_NAMED`] and how many more
-    /// (each needs its own fix), else the first; and the fix.
+    /// of one rank), `details` (each rank's: a message of the record, a file name, a link, why it
+    /// was not read; in rank order) included, each rank's up to [`NAMED`] and how many more (each
+    /// needs its own fix, or says its own cause); and the fix.
     fn said(self, one: bool, details: &[String]) -> (String, &'static str) {
-        let detail = details.first().map(|d| quoted(d)).unwrap_or_default();
-        let links = {
-            let named: Vec<String> = details.iter().take(LINKS_NAMED).map(|d| quoted(d)).collect();
-            match details.len().saturating_sub(LINKS_NAMED) {
-                0 => named.join("; "),
-                more => format!("{}; and {more} more", named.join("; ")),
-            }
-        };
+        let detail = first_few(details.iter().map(|d| quoted(d)), details.len(), NAMED, "; ");
         let (their, they, records, s, does) =
             if one { ("its", "it", "record", "s", "does") } else { ("their", "they", "records", "", "do") };
         match self {
             NoRows::NotGiven => (
                 format!(
                     "{their} iteration {records} {is} beside {their} summary {records} but {was} not given to aar \
-                     report (the first: {detail})",
+                     report ({detail})",
                     is = if one { "is" } else { "are" },
                     was = if one { "was" } else { "were" },
                 ),
@@ -493,15 +473,16 @@ impl NoRows {
                          summary {records} {does} not say why"
                     ),
                     false => format!(
-                        "{they} ended iterations (ab.iterations) but libaar.so wrote no iteration record (the first \
-                         summary record says: \"{detail}\")"
+                        "{they} ended iterations (ab.iterations) but libaar.so wrote no iteration record ({their} \
+                         summary {records} say{s}: {})",
+                        first_few(details.iter().map(|d| format!("\"{}\"", quoted(d))), details.len(), NAMED, "; ")
                     ),
                 },
                 "Give AAR_OUTPUT_DIR room and write permission on every node the job runs on",
             ),
             NoRows::FileMissing => (
                 format!(
-                    "{their} summary {records} name{s} an iteration record (ab.iterations_file; the first: {detail}) \
+                    "{their} summary {records} name{s} an iteration record (ab.iterations_file: {detail}) \
                      that is not beside it: moved or deleted"
                 ),
                 "Give the folder that holds it too",
@@ -509,7 +490,7 @@ impl NoRows {
             NoRows::LinkToNothing => (
                 format!(
                     "{their} iteration {records} beside {their} summary {records} {is} a symbolic link to a file that \
-                     does not exist ({links})",
+                     does not exist ({detail})",
                     is = if one { "is" } else { "are" },
                 ),
                 "Point the link at the iteration record where it is now (ln -sfn FILE LINK), or give the record \
@@ -518,7 +499,7 @@ impl NoRows {
             NoRows::LinkLoop => (
                 format!(
                     "{their} iteration {records} beside {their} summary {records} {is} a loop of symbolic links, with \
-                     no file at {their} end ({links})",
+                     no file at {their} end ({detail})",
                     is = if one { "is" } else { "are" },
                 ),
                 "Point the link at the iteration record (ln -sfn FILE LINK), or give the record itself",
@@ -528,7 +509,7 @@ impl NoRows {
                     true => format!(
                         "{their} summary {records} {does} not say why (no ab.iterations: a record of an older libaar.so)"
                     ),
-                    false => format!("{their} summary {records} {does} not say why (the first: {detail})"),
+                    false => format!("{their} summary {records} {does} not say why ({detail})"),
                 },
                 "",
             ),

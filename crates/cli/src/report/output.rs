@@ -69,6 +69,36 @@ pub fn clean_to(name: &str, max: usize) -> String {
     s
 }
 
+/// Things named in one warning when each needs its own fix or says its own cause (a link to
+/// point anew, a file to give, a rank's record); the others are counted ([`first_few`]).
+pub const NAMED: usize = 4;
+
+/// Ranks named by number in one warning; the others are counted ([`first_few`]).
+pub const RANKS_NAMED: usize = 8;
+
+/// The first `limit` of `items` (in order; `total` of them in all, whether or not `items` yields
+/// them all: a job may have millions of ranks), and how many more, the last after "and": "3, 5 and
+/// 9", "0, 1, 2, 3 and 4 more" (`sep` ", "); "a; b; c; d; and 2 more" (`sep` "; ": a list of
+/// clauses keeps its semicolons). The one way a warning names a list it cuts short.
+pub fn first_few<T: std::fmt::Display>(
+    items: impl IntoIterator<Item = T>,
+    total: usize,
+    limit: usize,
+    sep: &str,
+) -> String {
+    let mut named: Vec<String> = items.into_iter().take(limit).map(|i| i.to_string()).collect();
+    match total.saturating_sub(named.len()) {
+        0 => {}
+        more => named.push(format!("{more} more")),
+    }
+    let and = if sep.trim() == ";" { "; and " } else { " and " };
+    match named.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{}{and}{last}", rest.join(sep)),
+    }
+}
+
 fn fmt_p(p: f64) -> String {
     if p == 0.0 {
         "<1e-300".into()

@@ -29,6 +29,7 @@
 //! (no time, more than [`MAX_ITERATION_NS`], bytes beyond [`MAX_BYTES_PER_SECOND`]); a negative
 //! mean latency or stall ratio is left out of the means.
 
+use super::output::{first_few, NAMED};
 use super::{health, jobs};
 use aar_record::{count, Fault, Header, Iteration, Problem, Reader, FORMAT, ITERATIONS_SUFFIX};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -746,29 +747,30 @@ fn unfinished(e: &ExperimentData, files: &[(u32, &Path)]) -> Option<String> {
 fn unwritten(e: &ExperimentData) -> Vec<String> {
     let short: Vec<(&RankSummary, u64)> = e.ranks.iter().filter_map(|r| Some((r, r.unwritten()?))).collect();
     let (held, failed): (Vec<_>, Vec<_>) = short.into_iter().partition(|(r, _)| r.unwritten_at_exit.is_some());
+    // Each rank's record named (the first few; the others counted): each is a run of its own to redo.
     let said = |short: &[(&RankSummary, u64)]| -> Option<String> {
-        let (first, ended) = short.first()?;
-        let rows = first.last_written.map_or(0, |i| i + 1);
-        let more = match short.len() {
-            1 => String::new(),
-            n => format!(" (and {} more)", count(n as u64 - 1, "rank", "ranks")),
-        };
-        Some(format!(
-            "experiment \"{}\": rank {}'s iteration record {} holds rows of only {} of the {ended} its summary record \
-             says it ended{more}",
-            e.name.escape_debug(),
-            first.rank,
-            first.file.display(),
-            count(rows, "iteration", "iterations")
-        ))
+        let each = short.iter().map(|(r, ended)| {
+            format!(
+                "rank {}'s iteration record {} holds rows of only {} of the {ended} its summary record says it ended",
+                r.rank,
+                r.file.display(),
+                count(r.last_written.map_or(0, |i| i + 1), "iteration", "iterations")
+            )
+        });
+        let each = first_few(each, short.len(), NAMED, "; ");
+        (!short.is_empty()).then(|| format!("experiment \"{}\": {each}", e.name.escape_debug()))
     };
     let mut out = Vec::new();
     if let Some(head) = said(&held) {
-        let unwritten = held[0].0.unwritten_at_exit.unwrap_or_default();
+        let unwritten: u64 = held.iter().map(|(r, _)| r.unwritten_at_exit.unwrap_or_default()).sum();
+        let (rank, record) = match held.len() {
+            1 => ("the rank's iteration record", "the summary record's"),
+            _ => ("each rank's iteration record", "the summary records'"),
+        };
         out.push(format!(
-            "{head}: at exit another thread held the rank's iteration record (inside fork(), or writing rows to a slow \
+            "{head}: at exit another thread held {rank} (inside fork(), or writing rows to a slow \
              file system) for longer than libaar.so's exit handler waits, so the {} still buffered {} not written \
-             (the summary record's ab.rows_unwritten_at_exit), and the tables compare the rows written. Let forks and \
+             ({record} ab.rows_unwritten_at_exit), and the tables compare the rows written. Let forks and \
              the other threads' iteration calls finish before the program exits (join those threads before exit, or \
              before MPI_Finalize), and run again",
             count(unwritten, "row", "rows"),
