@@ -923,9 +923,16 @@ fn uneven_iteration_boundaries_are_told_from_stopped_ranks() {
     // Without its summary record, rank 1 was stopped before its exit.
     std::fs::remove_file(dir.join("aar.u.1.101.json")).unwrap();
     let err = stderr(&run(&[dir.to_str().unwrap()]));
-    assert!(err.contains("The rows of rank 1 end early and no summary record is beside it: stopped"), "{err}");
+    assert!(
+        err.contains(
+            "The rows of rank 1 end early and no summary record is beside it, though libaar.so writes a rank's summary \
+             record at exit: it ended without libaar.so's exit handler (killed by a signal, the batch system's at the \
+             job's time limit or the OOM killer's; a crash; _exit)"
+        ),
+        "{err}"
+    );
     // ... or it still runs: a report of a running job sees the same.
-    assert!(err.contains("or still running (a rank writes its rows at least a second apart"), "{err}");
+    assert!(err.contains("or is still running (a rank writes its rows at least a second apart"), "{err}");
     assert!(err.contains("report the folder again when the job has ended"), "{err}");
     assert!(!err.contains("marked fewer"), "{err}");
     // A summary record cut short is there, but says nothing: not said to be absent.
@@ -3006,6 +3013,54 @@ fn several_ranks_without_rows_for_one_cause_are_each_named_the_first_four() {
     let at: Vec<usize> = paths[..4].iter().map(|p| said[0].find(&format!("{p}: ")).expect(p)).collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]) && said[0].contains("; and 2 more)"), "in rank order: {err}");
     assert!(paths[4..].iter().all(|p| !said[0].contains(p.as_str())), "counted, not named: {err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Ranks whose rows stop early and that left no summary record (as a rank killed mid-run
+/// leaves its records) are said to have ended without libaar.so's exit handler (a signal, the
+/// batch system's or the OOM killer's; a crash; _exit) or to be still running, the first four
+/// named and the others counted, with where to learn how each ended said once; when ranks are
+/// missing too, their warning says it and this one points there.
+#[test]
+fn ranks_stopped_before_exit_are_said_with_what_ended_them() {
+    let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4734")];
+    let (dir, records, files) = job_of_8("report-stopped", "iterations", &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    for rank in [1, 2, 3, 5, 6, 7] {
+        let (summary, iterations) = records_of(&records, &files, 4734, rank);
+        std::fs::remove_file(summary).unwrap();
+        let text = std::fs::read_to_string(&iterations).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        std::fs::write(&iterations, lines[..lines.len() - 3].join("\n") + "\n").unwrap();
+    }
+    let how = "How each rank ended is the batch system's to say (Slurm: sacct -j <job id> -o JobID,State,ExitCode";
+    let stopped = "The rows of ranks 1, 2, 3, 5 and 2 more end early and no summary record is beside them, though \
+                   libaar.so writes a rank's summary record at exit: they ended without libaar.so's exit handler \
+                   (killed by a signal, the batch system's at the job's time limit or the OOM killer's; a crash; \
+                   _exit), or are still running";
+    let o = aar().arg("report").arg(&records).output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("end early and no summary record")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains(stopped) && said[0].contains(how), "{err}");
+    assert_eq!(err.matches("sacct").count(), 1, "once: {err}");
+    // Rank 4 gone too (no record at all): the warning of the missing rank says where to learn how
+    // ranks ended, and this one points there.
+    let (summary, iterations) = records_of(&records, &files, 4734, 4);
+    std::fs::remove_file(summary).unwrap();
+    std::fs::remove_file(iterations).unwrap();
+    let err = stderr(&aar().arg("report").arg(&records).output().unwrap());
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("end early and no summary record")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains(stopped)
+            && said[0].contains("(how each rank ended: see the warning of the missing ranks)")
+            && !said[0].contains(how),
+        "{err}"
+    );
+    assert!(err.lines().any(|l| l.contains("(missing: 4)") && l.contains(how)), "{err}");
+    assert_eq!(err.matches("sacct").count(), 1, "once: {err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

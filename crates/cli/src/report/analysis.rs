@@ -351,7 +351,8 @@ impl Usable {
 }
 
 /// The usable iterations of `e`, with a warning (through `warn`) for each kind left out.
-fn usable(e: &ExperimentData, s: &Settings, warn: &mut impl FnMut(String)) -> Usable {
+/// (`told_how_ended`: a warning above said where to learn how ranks ended, [`HOW_RANKS_ENDED`]).
+fn usable(e: &ExperimentData, s: &Settings, told_how_ended: bool, warn: &mut impl FnMut(String)) -> Usable {
     let ranks_used = e.ranks.iter().filter(|r| r.rows > 0).count();
     let mut u = Usable::new(e.policies.len());
     let mut label_conflicts = 0usize;
@@ -390,7 +391,7 @@ fn usable(e: &ExperimentData, s: &Settings, warn: &mut impl FnMut(String)) -> Us
         ));
     }
     if let Some((i, r)) = first_incomplete {
-        let (why, uneven) = why_ranks_lack(e);
+        let (why, uneven) = why_ranks_lack(e, told_how_ended);
         let done = if uneven && !s.keep_incomplete {
             "left out (--keep-incomplete keeps them, their time the slowest of the ranks that marked them)"
         } else if s.keep_incomplete {
@@ -437,8 +438,9 @@ fn uneven_fix(boundary: &str) -> String {
 /// iterations than the others: the ranks did not reach the iteration boundary equally often; a
 /// rank without a summary record was stopped; a rank whose rows were left out (said with its file)
 /// or go past the iterations it ended has a damaged record, whatever it marked. Each list names
-/// the first few ranks and counts the others ([`first_few`]). `true`: only the first.
-fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
+/// the first few ranks and counts the others ([`first_few`]); where to learn how a stopped rank
+/// ended is said unless `told_how_ended` (a warning above said it). `true`: only the first.
+fn why_ranks_lack(e: &ExperimentData, told_how_ended: bool) -> (String, bool) {
     use super::read::RankSummary;
     let ranks: Vec<&RankSummary> = e.ranks.iter().filter(|r| r.rows > 0).collect();
     let Some(most) = ranks.iter().filter_map(|r| r.last_index).max() else { return (String::new(), false) };
@@ -508,13 +510,23 @@ fn why_ranks_lack(e: &ExperimentData) -> (String, bool) {
         ));
     }
     if !stopped.is_empty() {
+        // Where to learn how they ended, once (a job's ranks only: the simulator is not killed).
+        let how = match (e.header.source, told_how_ended) {
+            (aar_record::Source::Job, false) => format!(". {HOW_RANKS_ENDED}"),
+            (aar_record::Source::Job, true) => " (how each rank ended: see the warning of the missing ranks)".into(),
+            (aar_record::Source::Sim, _) => String::new(),
+        };
         why.push_str(&format!(
-            ". The rows of rank{} {} end early and no summary record is beside {}: stopped before exiting \
-             (killed, or at the job's time limit), or still running (a rank writes its rows at least a second \
-             apart, and its summary record at exit: report the folder again when the job has ended)",
+            ". The rows of rank{} {} end early and no summary record is beside {}, though libaar.so writes a rank's \
+             summary record at exit: {} ended without libaar.so's exit handler (killed by a signal, the batch \
+             system's at the job's time limit or the OOM killer's; a crash; _exit), or {} still running (a rank \
+             writes its rows at least a second apart, and its summary record at exit: report the folder again when \
+             the job has ended){how}",
             one(&stopped, "", "s"),
             listed(&stopped),
-            one(&stopped, "it", "them")
+            one(&stopped, "it", "them"),
+            one(&stopped, "it", "they"),
+            one(&stopped, "is", "are"),
         ));
     }
     if !cut.is_empty() {
@@ -765,6 +777,8 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
         false => "usable rows or a summary record that says why not",
     };
     have.extend(e.without_rows.iter().map(|(rank, _, _)| *rank));
+    // Whether the warning of the missing ranks says where to learn how ranks ended (said once).
+    let mut told_how_ended = false;
     if let Some((first, lacking, missing)) =
         e.header.nranks.and_then(|n| missing_ranks(n, sample, &have, "the header says", having))
     {
@@ -777,7 +791,10 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
                     Some(_) => "; a rank that ended no iteration writes none",
                     None => "; a rank that AAR_OUTPUT_RANKS leaves out, or that ended no iteration, writes none",
                 },
-                how_missing_ranks_ended(e, lacking),
+                {
+                    told_how_ended = true;
+                    how_missing_ranks_ended(e, lacking)
+                },
             ),
             aar_record::Source::Sim => ("the folder aar sim run --out named: give it whole", "", String::new()),
         };
@@ -786,7 +803,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
              {folder}; a warning above says why any record read was left out{none}{ended}"
         ));
     }
-    let u = usable(e, s, &mut warn);
+    let u = usable(e, s, told_how_ended, &mut warn);
     if u.series.is_empty() {
         warn("no usable iterations: not reported".into());
         return None;
@@ -854,7 +871,7 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     let (mut seen, mut offset, mut warmup_rows) = (0, 0u64, 0);
     for e in &same {
         // indices one after the other, in the order the experiments were read
-        pooled.append(usable(e, s, &mut quiet), offset);
+        pooled.append(usable(e, s, true, &mut quiet), offset);
         offset += e.iterations.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
         seen += e.iterations.len();
         warmup_rows += e.warmup_rows;
