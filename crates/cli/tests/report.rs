@@ -3016,6 +3016,79 @@ fn several_ranks_without_rows_for_one_cause_are_each_named_the_first_four() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Ranks whose NIC counters could not be read for different reasons (ranks 0 to 3 without one PAPI
+/// event, rank 5 without another): the one warning names each reason with the ranks that gave it,
+/// in the order of their lowest rank, the first four and how many more; one reason is said once.
+#[test]
+fn counters_unread_for_different_reasons_name_each_reason_with_its_ranks() {
+    let events = aar_testkit::sde_events_setting();
+    let without = |event: &str| events.replace("sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS", event);
+    let (events_a, events_b) = (without("NO_SUCH_EVENT_A"), without("NO_SUCH_EVENT_B"));
+    let script = r#"case $PMI_RANK in
+        0|1|2|3) export AAR_PAPI_EVENTS="$AAR_TEST_EVENTS_A" ;;
+        5) export AAR_PAPI_EVENTS="$AAR_TEST_EVENTS_B" ;;
+    esac
+    exec "$@""#;
+    let env = [
+        ("AAR_AB", "ADAPTIVE0,auto"),
+        ("SLURM_JOB_ID", "4735"),
+        ("AAR_TEST_EVENTS_A", events_a.as_str()),
+        ("AAR_TEST_EVENTS_B", events_b.as_str()),
+    ];
+    let (dir, records, files) =
+        job_of_8_under("report-counters-why", "iterations", Some(script), &["--iters", "12", "--bytes", "4K"], &env);
+    assert_eq!(files.len(), 16, "{files:?}");
+    let said = || {
+        let o = aar().arg("report").arg(&records).output().unwrap();
+        let err = stderr(&o);
+        assert!(o.status.success(), "{err}");
+        let said: Vec<String> =
+            err.lines().filter(|l| l.contains("the NIC counters could not be read on")).map(String::from).collect();
+        assert_eq!(said.len(), 1, "one warning: {err}");
+        said[0].clone()
+    };
+    let why = |event: &str| format!("the PAPI event {event} is not available");
+    let w = said();
+    assert!(w.contains("could not be read on ranks 0, 1, 2, 3 and 5 (5 of the 8 ranks with a summary record; "), "{w}");
+    let (a, b) = (
+        w.find(&format!("; ranks 0, 1, 2 and 3: {}", why("NO_SUCH_EVENT_A"))),
+        w.find(&format!("; and rank 5: {}", why("NO_SUCH_EVENT_B"))),
+    );
+    assert!(a.is_some() && b.is_some() && a < b, "each reason with its ranks, in rank order: {w}");
+    assert!(!w.contains("'s record"), "no rank's reason stands for the others': {w}");
+    // Reasons of their own on ranks 4, 6 and 7 too: five reasons, the first four named.
+    let of = |rank: u32| records_of(&records, &files, 4735, rank).0;
+    let edit = |rank: u32, why: &str| {
+        let mut rec: Value = serde_json::from_slice(&std::fs::read(of(rank)).unwrap()).unwrap();
+        rec["counters"]["unavailable_because"] = why.into();
+        std::fs::write(of(rank), rec.to_string()).unwrap();
+    };
+    for rank in [4, 6, 7] {
+        edit(rank, &format!("the PAPI component of node nid0000{rank} is not loaded"));
+    }
+    let w = said();
+    assert!(w.contains("on ranks 0, 1, 2, 3, 4, 5, 6 and 7 (8 of the 8 ranks"), "{w}");
+    assert!(
+        w.contains(&format!(
+            "; rank 4: the PAPI component of node nid00004 is not loaded; rank 5: {}",
+            why("NO_SUCH_EVENT_B")
+        )) && w.contains("; rank 6: the PAPI component of node nid00006 is not loaded; and 1 more)"),
+        "{w}"
+    );
+    assert!(!w.contains("nid00007"), "counted, not named: {w}");
+    // One reason on every rank: said once, for all.
+    for rank in 0..8 {
+        edit(rank, "the PAPI component sde is not loaded");
+    }
+    let w = said();
+    assert!(
+        w.contains("(8 of the 8 ranks with a summary record; their records: the PAPI component sde is not loaded)"),
+        "{w}"
+    );
+    assert_eq!(w.matches("sde is not loaded").count(), 1, "{w}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Ranks whose rows stop early and that left no summary record (as a rank killed mid-run
 /// leaves its records) are said to have ended without libaar.so's exit handler (a signal, the
 /// batch system's or the OOM killer's; a crash; _exit) or to be still running, the first four

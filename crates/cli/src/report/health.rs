@@ -279,6 +279,21 @@ const VALUES_SHOWN: usize = 3;
 /// What the ranks `held` hold, when they hold more than one value: `8 (ranks 0, 1 and 2), 9 (rank
 /// 4)`, in the order of the lowest rank holding each.
 pub fn disagree(held: impl IntoIterator<Item = (u32, String)>) -> Option<String> {
+    let by = by_value(held);
+    if by.len() < 2 {
+        return None;
+    }
+    let shown: Vec<String> = by.iter().take(VALUES_SHOWN).map(|(v, list)| format!("{v} ({})", ranks(list))).collect();
+    let more = by.len().saturating_sub(VALUES_SHOWN);
+    Some(match more {
+        0 => shown.join(", "),
+        _ => format!("{} and {}", shown.join(", "), aar_record::count(more as u64, "other value", "other values")),
+    })
+}
+
+/// Each value the ranks `held` hold, with the ranks that hold it (in rank order), in the order of
+/// the lowest rank holding each.
+fn by_value(held: impl IntoIterator<Item = (u32, String)>) -> Vec<(String, Vec<u32>)> {
     let mut held: Vec<(u32, String)> = held.into_iter().collect();
     held.sort();
     held.dedup();
@@ -289,15 +304,7 @@ pub fn disagree(held: impl IntoIterator<Item = (u32, String)>) -> Option<String>
             None => by.push((value, vec![rank])),
         }
     }
-    if by.len() < 2 {
-        return None;
-    }
-    let shown: Vec<String> = by.iter().take(VALUES_SHOWN).map(|(v, list)| format!("{v} ({})", ranks(list))).collect();
-    let more = by.len().saturating_sub(VALUES_SHOWN);
-    Some(match more {
-        0 => shown.join(", "),
-        _ => format!("{} and {}", shown.join(", "), aar_record::count(more as u64, "other value", "other values")),
-    })
+    by
 }
 
 /// `AAR_OUTPUT_RANKS` as a rank's record gives it, as [`disagree`] names it.
@@ -728,12 +735,31 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
             of(&errors)
         ));
     }
-    // The ranks with a problem that has a reason, and the first one's: "on ranks ... (rank r's record: why)".
+    // The ranks with a problem that has a reason, and each reason their records give with the ranks
+    // that gave it (each may need its own fix): "on ranks ... (...; ranks 0, 1 and 2: why; and rank
+    // 5: another)", the first few; one reason said once ("their records: why").
     let with_reason = |why: fn(&Problems) -> Option<&String>| {
-        let list: Vec<u32> = found.iter().filter(|(_, p)| why(p).is_some()).map(|(r, _)| *r).collect();
-        let (rank, first) = found.iter().find_map(|(r, p)| Some((*r, why(p)?)))?;
-        let first = if first.is_empty() { String::new() } else { format!(": {first}") };
-        Some(of_and(&list, &format!("; rank {rank}'s record{first}")))
+        let by = by_value(found.iter().filter_map(|(r, p)| Some((*r, why(p)?.clone()))));
+        let mut list: Vec<u32> = by.iter().flat_map(|(_, list)| list.iter().copied()).collect();
+        list.sort_unstable();
+        let said = |why: &str, one: bool| match (why, one) {
+            ("", true) => "its record does not say why".to_string(),
+            ("", false) => "their records do not say why".to_string(),
+            (why, _) => why.to_string(),
+        };
+        let reasons = match by.as_slice() {
+            [] => return None,
+            [(why, _)] if why.is_empty() => said(why, list.len() == 1),
+            [(why, _)] if list.len() == 1 => format!("rank {}'s record: {why}", list[0]),
+            [(why, _)] => format!("their records: {why}"),
+            _ => first_few(
+                by.iter().map(|(why, list)| format!("{}: {}", ranks(list), said(why, list.len() == 1))),
+                by.len(),
+                NAMED,
+                "; ",
+            ),
+        };
+        Some(of_and(&list, &format!("; {reasons}")))
     };
     if let Some(on) = with_reason(|p| p.counters.as_ref()) {
         out.push(format!(
