@@ -1198,6 +1198,63 @@ fn rows_that_begin_late_are_explained_by_the_refused_begins_the_summary_record_c
     );
 }
 
+/// More than four ranks in a list of the warning of iterations some ranks lack: ranks 1 to 5 marked
+/// fewer iterations than rank 0, and ranks 6 to 10 had begins refused at start-up. Each list names
+/// the first four ranks, in rank order, and counts the fifth; the fifth rank is not named.
+#[test]
+fn ranks_that_marked_fewer_or_had_begins_refused_are_named_the_first_four() {
+    let folder = tmp("lack-many");
+    let dir = folder.path();
+    let rr = |from: u64, to: u64| -> Vec<Iteration> {
+        (from..to).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect()
+    };
+    for rank in 0..11u32 {
+        let (from, to, refused) = match rank {
+            0 => (0, 30, serde_json::json!({})),
+            1..=5 => (0, 30 - u64::from(rank), serde_json::json!({})),
+            _ => (u64::from(rank) - 5, 30, serde_json::json!({"inside_start_up": rank - 5})),
+        };
+        write_record(dir, &header("m", rank, 11, &["A", "B"]), &rr(from, to));
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": "m", "rank": rank, "pid": 100 + rank, "host": "h",
+            "policy_at_exit": "A",
+            "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": to, "refused_begins": refused },
+        });
+        std::fs::write(dir.join(format!("aar.m.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+    }
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("lack some of the 11 ranks")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    let said = said[0];
+    assert!(
+        said.contains(
+            "The ranks marked different numbers of iterations: rank 1 (29 iterations), rank 2 (28 iterations), rank 3 \
+             (27 iterations), rank 4 (26 iterations) and 1 more ended normally having marked fewer than rank 0 (30 \
+             iterations)"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("rank 5"), "counted, not named: {said}");
+    let each = (6..10)
+        .map(|rank| {
+            let n = rank - 5;
+            let begins = if n == 1 { "begin" } else { "begins" };
+            format!("rank {rank}: {n} {begins} ({n} from inside the start-up), so its rows begin at iteration {n}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    assert!(
+        said.contains(&format!(
+            "were refused (AAR_EINVAL) while libaar.so was still starting, each keeping its index \
+             without a row: {each}; and 1 more. Refused from inside the start-up"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("rank 10"), "counted, not named: {said}");
+}
+
 /// One rank that ended more iterations than its rows (past the rows libaar.so writes, and then
 /// cut to one row) and caught an internal error: every warning about it is in the singular.
 #[test]
