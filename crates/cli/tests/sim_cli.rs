@@ -1119,6 +1119,27 @@ fn a_run_that_would_not_fit_in_memory_is_refused_before_it_starts() {
     assert!(out.is_empty());
 }
 
+#[test]
+fn a_run_far_too_large_for_memory_is_refused_without_counting_all_its_messages() {
+    let kb = available_kb();
+    if kb > 1e9 {
+        eprintln!("skipped: {kb} kB available would take 9*10^10 messages, 13.5 TB, to be past it");
+        return;
+    }
+    // 9*10^10 messages an iteration: counting them all took half an hour, saying nothing; counted
+    // to twice the memory available, the refusal comes in seconds and says it counted no further
+    let args = ["run", "--workload", "alltoall", "--ranks", "300000", "--groups", "961", "--placement", "scattered"];
+    let (code, out, err) = sim(&[&args[..], &["--iterations", "1"]].concat());
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.starts_with("aar: --workload alltoall:8 --ranks 300000 --iterations 1: more than "), "{err}");
+    assert!(
+        err.contains(" messages an iteration and 300000 rows of records take at least ")
+            && err.contains("this machine has available, so nothing was run: give fewer --ranks"),
+        "{err}"
+    );
+    assert!(out.is_empty());
+}
+
 /// The machine's MemAvailable, kB.
 fn available_kb() -> f64 {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();

@@ -122,7 +122,7 @@ pub fn run_bench(quick: bool) -> BenchResult {
         .collect();
     // The parts in the order they run, each weighed by its packets.
     let synth_packets = |cfg: &NetConfig, p: &SynthParams| p.work(cfg, Topology::new(cfg.topo.clone()).n_nodes).packets;
-    let mut parts = vec![("the paper-scale case".to_string(), paper_spec.work().packets)];
+    let mut parts = vec![("the paper-scale case".to_string(), paper_spec.work(u64::MAX).packets)];
     parts.push(("the BookSim2 workload".into(), synth_packets(&NetConfig::booksim_k4(), &k4_params(cycles))));
     parts.extend(scaling_runs.iter().map(|(g, cfg, p)| (format!("{g} groups"), synth_packets(cfg, p))));
     let watcher = std::cell::RefCell::new(Watcher::new("sim bench"));

@@ -581,18 +581,32 @@ impl ExperimentSpec {
     /// ones the simulation runs (a random ring taken in its natural order: the counts of messages
     /// do not depend on it, and those through shared memory barely), and the open-loop
     /// background's at its load over the simulated time the run takes at least.
-    pub fn work(&self) -> Work {
+    ///
+    /// The counting stops once what it has counted takes more than `memory` bytes
+    /// ([`Work::memory`]; [`Work::cut`] then says so): counting every message of an alltoall
+    /// of 100,000 ranks (10^10) would take longer than the machine has memory to run it, and a
+    /// caller that refuses a run above its memory learns that it is above in seconds.
+    /// `u64::MAX` counts everything.
+    pub fn work(&self, memory: u64) -> Work {
         use aar_engine::model::{packets, request_flits};
         use aar_engine::Transfer;
         let n = self.ranks;
         let ring: Vec<u32> = (0..n).collect();
         let k = self.ranks_per_node.max(1);
         let node = |r: u32| self.rank_nodes.as_ref().and_then(|v| v.get(r as usize).copied()).unwrap_or(r / k);
-        let (mut messages, mut job_packets) = (0u64, 0u64);
-        // of one iteration: the request flits each node injects and ejects, the busiest rank's compute
-        let mut flits: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
+        let (mut messages, mut job_packets, mut cut) = (0u64, 0u64, false);
+        // of one iteration: the request flits each node injects and ejects (indexed by node: a
+        // table, not a map, as an alltoall counts two entries a message), the busiest rank's compute
+        let nodes = self.rank_nodes.iter().flatten().map(|&m| m + 1).fold(n, u32::max);
+        let mut flits = vec![(0u64, 0u64); nodes as usize];
         let mut compute_ns = 0f64;
+        let rows = self.rows();
         for r in 0..n {
+            let counted = Work { messages, packets: 0, background_packets: 0, min_sim_ns: 0.0, rows, cut: false };
+            if counted.memory() > memory {
+                cut = true;
+                break;
+            }
             let mut busy_ns = 0.0;
             for ph in self.workload.phases(r, n, &ring) {
                 messages += ph.sends.len() as u64;
@@ -600,8 +614,8 @@ impl ExperimentSpec {
                 for &(dst, bytes, _) in ph.sends.iter().filter(|&&(dst, _, _)| node(dst) != node(r)) {
                     job_packets += packets(bytes);
                     let f = request_flits(bytes, Transfer::Put);
-                    flits.entry(node(r)).or_default().0 += f;
-                    flits.entry(node(dst)).or_default().1 += f;
+                    flits[node(r) as usize].0 += f;
+                    flits[node(dst) as usize].1 += f;
                 }
             }
             compute_ns = compute_ns.max(busy_ns);
@@ -610,7 +624,7 @@ impl ExperimentSpec {
         // A NIC injects and ejects at most a flit a NIC cycle; the job starts after the
         // background's lead.
         let nic_ns = self.net.ticks_to_ns(self.net.nic_cycle);
-        let busiest = flits.values().map(|&(out, ins)| out.max(ins)).max().unwrap_or(0);
+        let busiest = flits.iter().map(|&(out, ins)| out.max(ins)).max().unwrap_or(0);
         let lead_ns = if self.background == Background::None { 0.0 } else { self.background_lead_ns };
         let min_sim_ns = lead_ns + iterations as f64 * (busiest as f64 * nic_ns).max(compute_ns);
         let background_packets = self.background_packets(min_sim_ns / nic_ns);
@@ -619,7 +633,8 @@ impl ExperimentSpec {
             packets: (2 * job_packets * iterations).saturating_add(background_packets),
             background_packets,
             min_sim_ns,
-            rows: self.rows(),
+            rows,
+            cut,
         }
     }
 
@@ -677,8 +692,8 @@ impl ExperimentSpec {
 }
 
 /// What a run makes the simulator do and keep ([`ExperimentSpec::work`]): the measured job's
-/// work, exact, and the open-loop background's packets at its load over the time the run takes
-/// at least (in a busy machine, most of the packets).
+/// work, exact (unless [`Work::cut`]), and the open-loop background's packets at its load over
+/// the time the run takes at least (in a busy machine, most of the packets).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Work {
     /// messages of one iteration, over the network or through shared memory: an iteration holds
@@ -696,6 +711,9 @@ pub struct Work {
     pub min_sim_ns: f64,
     /// rows of the iteration records, kept until the end ([`ExperimentSpec::rows`])
     pub rows: u64,
+    /// the counting stopped at the memory it was given ([`ExperimentSpec::work`]): `messages`,
+    /// `packets` and `min_sim_ns` are only those of the ranks counted, lower bounds
+    pub cut: bool,
 }
 
 impl Work {

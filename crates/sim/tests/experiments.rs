@@ -324,19 +324,33 @@ fn the_work_counted_before_a_run_is_the_packets_it_delivers() {
             let ranks = if matches!(wl, Workload::PingPong { .. }) { 2 * per_node } else { 8 };
             let mut s = ExperimentSpec::new(small_net(), wl.clone(), ranks, Placement::Scattered);
             (s.iterations, s.warmup_iterations, s.ranks_per_node) = (3, 1, per_node);
-            let work = s.work();
+            let work = s.work(u64::MAX);
             let r = run_experiment(&s, "t");
             assert_eq!(work.packets, r.packets, "{wl:?} x{per_node}");
             assert_eq!(work.rows, u64::from(ranks) * 3);
             assert!(r.sim_time_ns >= work.min_sim_ns, "{wl:?} x{per_node}: {} < {}", r.sim_time_ns, work.min_sim_ns);
             // a background without traffic adds none: still exact
             s.background = "uniform:0".parse().unwrap();
-            assert_eq!(s.work().packets, run_experiment(&s, "t").packets, "{wl:?} x{per_node} with uniform:0");
+            assert_eq!(s.work(u64::MAX).packets, run_experiment(&s, "t").packets, "{wl:?} x{per_node} with uniform:0");
         }
     }
     let mut s = ExperimentSpec::new(small_net(), Workload::Alltoall { bytes: 8 }, 8, Placement::Scattered);
     s.ranks_per_node = 2;
-    assert_eq!(s.work().messages, 8 * 7, "every message, shared memory's too");
+    assert_eq!(s.work(u64::MAX).messages, 8 * 7, "every message, shared memory's too");
+}
+
+#[test]
+fn the_work_is_counted_only_as_far_as_the_memory_given() {
+    // 64 ranks of an alltoall: 4,032 messages of 150 bytes and 64 rows of 512 bytes
+    let s = ExperimentSpec::new(small_net(), Workload::Alltoall { bytes: 8 }, 64, Placement::Scattered);
+    let all = s.work(u64::MAX);
+    assert_eq!((all.messages, all.cut), (64 * 63, false));
+    assert_eq!(s.work(all.memory()), all, "what fits is counted whole");
+    // a tenth of that memory: the counting stops at the first rank past it, its counts lower bounds
+    let part = s.work(all.memory() / 10);
+    assert!(part.cut, "{part:?}");
+    assert!(part.memory() > all.memory() / 10 && part.messages < all.messages / 5, "{part:?}");
+    assert!(part.packets < all.packets && part.rows == all.rows, "{part:?}");
 }
 
 #[test]
@@ -348,8 +362,8 @@ fn the_background_counted_before_a_run_is_what_it_delivers_at_its_load() {
         let mut s = ExperimentSpec::new(small_net(), Workload::PingPong { bytes: 64 << 10 }, 2, Placement::Scattered);
         (s.background, s.background_nodes, s.background_local) = (background.parse().unwrap(), 150, false);
         s.iterations = 2;
-        let work = s.work();
-        let job = ExperimentSpec { background: Background::None, ..s.clone() }.work().packets;
+        let work = s.work(u64::MAX);
+        let job = ExperimentSpec { background: Background::None, ..s.clone() }.work(u64::MAX).packets;
         assert_eq!(work.packets, job + work.background_packets, "{background}");
         let r = run_experiment(&s, "t");
         assert!(r.sim_time_ns >= work.min_sim_ns, "{background}: {} < {}", r.sim_time_ns, work.min_sim_ns);
@@ -360,7 +374,7 @@ fn the_background_counted_before_a_run_is_what_it_delivers_at_its_load() {
     // the congestors' pace is the network's: not counted
     let mut s = ExperimentSpec::new(small_net(), Workload::Barrier, 2, Placement::Scattered);
     s.background = "congestors".parse().unwrap();
-    assert_eq!(s.work().background_packets, 0);
+    assert_eq!(s.work(u64::MAX).background_packets, 0);
 }
 
 #[test]

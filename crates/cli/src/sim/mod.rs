@@ -231,7 +231,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             if let Some(dir) = &out {
                 prepare_dir("--out", dir)?;
             }
-            weigh(&Weight::run(&spec), 1, bound.hint())?;
+            weigh(&Weight::run(&spec, 1), 1, bound.hint())?;
             let mut watcher = Watcher::new("sim run");
             let mut progress = |p: &aar_sim::simulation::Progress| {
                 let status = format!(
@@ -339,7 +339,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             let runs_at_once = (seeds * workloads.len() as u64).min(rayon::current_num_threads() as u64);
             let mut largest = base.clone();
             largest.workload = workloads.iter().max_by_key(|w| w.bytes()).cloned().unwrap_or(base.workload.clone());
-            weigh(&Weight::run(&largest), runs_at_once, bound.hint())?;
+            weigh(&Weight::run(&largest, runs_at_once), runs_at_once, bound.hint())?;
             let mut specs = Vec::new();
             for w in &workloads {
                 for seed in (0..seeds).map(|i| first + i) {
@@ -502,9 +502,13 @@ struct Weight {
 }
 
 impl Weight {
-    /// The run's work ([`aar_sim::experiment::Work`]): the measured job's and its background's.
-    fn run(spec: &ExperimentSpec) -> Weight {
-        let work = spec.work();
+    /// The run's work ([`aar_sim::experiment::Work`]): the measured job's and its background's,
+    /// counted only as far as [`weigh`] needs to refuse `runs_at_once` runs of it at once: to
+    /// twice the machine's available memory (so that the refusal's figure reads clearly above
+    /// it). Past that, counting would take longer than the refusal: minutes for an alltoall of
+    /// 100,000 ranks, said nothing in the meantime.
+    fn run(spec: &ExperimentSpec, runs_at_once: u64) -> Weight {
+        let work = spec.work(available_memory().map_or(u64::MAX, |a| a.saturating_mul(2) / runs_at_once.max(1)));
         let job = work.packets - work.background_packets;
         let whose = match spec.background {
             Background::None => "the job's own: ".into(),
@@ -527,7 +531,12 @@ impl Weight {
             packets: work.packets,
             whose,
             memory: work.memory(),
-            holds: format!("{} messages an iteration and {} rows of records", work.messages, work.rows),
+            holds: format!(
+                "{}{} messages an iteration and {} rows of records",
+                if work.cut { "more than " } else { "" },
+                work.messages,
+                work.rows
+            ),
             less: "fewer --ranks or a workload with fewer messages",
         }
     }
