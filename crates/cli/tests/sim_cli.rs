@@ -1140,6 +1140,20 @@ fn a_run_far_too_large_for_memory_is_refused_without_counting_all_its_messages()
     assert!(out.is_empty());
 }
 
+#[test]
+fn the_warm_up_iterations_are_named_among_the_inputs_of_a_long_run() {
+    // one measured iteration after 100,000 warm-up ones of 4 MiB: the note names what makes it long
+    let (code, _, err) = sim(&["run", "--iterations", "1", "--warmup-iterations", "100000", "--max-packets", "1000"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.starts_with(
+            "aar: --workload pingpong:4M --ranks 2 --iterations 1 --warmup-iterations 100000: at least 26214662144 \
+             packets"
+        ),
+        "{err}"
+    );
+}
+
 /// The machine's MemAvailable, kB.
 fn available_kb() -> f64 {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();

@@ -522,11 +522,16 @@ impl Weight {
             ),
         };
         Weight {
+            // the warm-up iterations run the same messages, so they are inputs of the work too
             inputs: format!(
-                "--workload {} --ranks {} --iterations {}",
+                "--workload {} --ranks {} --iterations {}{}",
                 spec.workload.form(),
                 spec.ranks,
-                spec.iterations
+                spec.iterations,
+                match spec.warmup_iterations {
+                    0 => String::new(),
+                    w => format!(" --warmup-iterations {w}"),
+                }
             ),
             packets: work.packets,
             whose,
