@@ -69,7 +69,10 @@ pub enum TopologyError {
     )]
     TooManyGroups { groups: u32, channels: u32, aries: bool },
     /// A network larger than the simulator is meant for.
-    #[error("{nodes} nodes is more than {max}")]
+    #[error(
+        "{nodes} nodes (nodes per router x routers per group x groups) is more than the {max} the simulator builds: \
+         give fewer groups, routers per group or nodes per router"
+    )]
     TooLarge { nodes: u64, max: u64 },
 }
 

@@ -416,10 +416,14 @@ mod tests {
         assert_eq!(e, ParseError::Topology(TopologyError::TooManyGroups { groups: 40, channels: 8, aries: false }));
         assert!(e.to_string().contains("at most 9 groups; add global links per router or routers per group"), "{e}");
         assert!(matches!("0,8,4,33".parse::<KimShape>(), Err(ParseError::Topology(TopologyError::OutOfRange { .. }))));
-        assert!(matches!(
-            "256,256,256,2000".parse::<KimShape>(),
-            Err(ParseError::Topology(TopologyError::TooLarge { .. }))
-        ));
+        let e = "256,256,256,2000".parse::<KimShape>().unwrap_err();
+        assert!(matches!(e, ParseError::Topology(TopologyError::TooLarge { .. })), "{e:?}");
+        // what the numbers are, and which to make smaller
+        assert_eq!(
+            e.to_string(),
+            "131072000 nodes (nodes per router x routers per group x groups) is more than the 1048576 the simulator \
+             builds: give fewer groups, routers per group or nodes per router"
+        );
     }
 
     #[test]
