@@ -2495,8 +2495,8 @@ fn a_job_of_summary_records_names_the_ranks_whose_record_is_missing() {
     let err = edit(&|rec| rec["nranks"] = 9.into());
     assert!(
         err.contains(
-            "aar: job \"4712\": its summary records disagree on the job's number of ranks: 8 (ranks 0, 1, 2 and 5), \
-             9 (rank 4). No job size is used: the ranks are those read, and none is named missing."
+            "aar: job \"4712\": its summary records disagree on the job's number of ranks: 8 (ranks 0, 1, 2 and 5) \
+             and 9 (rank 4). No job size is used: the ranks are those read, and none is named missing."
         ),
         "{err}"
     );
@@ -2506,8 +2506,8 @@ fn a_job_of_summary_records_names_the_ranks_whose_record_is_missing() {
     });
     assert!(
         err.contains(
-            "aar: job \"4712\": its summary records disagree on AAR_OUTPUT_RANKS: 0:5 (ranks 0, 1, 2 and 5), 0:4 \
-             (rank 4). No job size is used"
+            "aar: job \"4712\": its summary records disagree on AAR_OUTPUT_RANKS: 0:5 (ranks 0, 1, 2 and 5) and \
+             0:4 (rank 4). No job size is used"
         ),
         "{err}"
     );
@@ -2518,7 +2518,7 @@ fn a_job_of_summary_records_names_the_ranks_whose_record_is_missing() {
         err.contains(
             "\"settings/output_ranks\" is \"0:x\" where a set of ranks as AAR_OUTPUT_RANKS takes it (e.g. \
              \"0:63,128\") is expected: read as absent (not counted)"
-        ) && err.contains("disagree on AAR_OUTPUT_RANKS: 0:5 (ranks 0, 1, 2 and 5), unset (rank 4)."),
+        ) && err.contains("disagree on AAR_OUTPUT_RANKS: 0:5 (ranks 0, 1, 2 and 5) and unset (rank 4)."),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -2552,8 +2552,8 @@ fn an_experiment_whose_records_disagree_on_aar_output_ranks_uses_no_job_size() {
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains(
-            "aar: experiment \"d\": its iteration records disagree on AAR_OUTPUT_RANKS: 0:1 (ranks 0 and 1), 0,5 \
-             (rank 5). No job size is used: the ranks are those read, and none is named missing."
+            "aar: experiment \"d\": its iteration records disagree on AAR_OUTPUT_RANKS: 0:1 (ranks 0 and 1) and \
+             0,5 (rank 5). No job size is used: the ranks are those read, and none is named missing."
         ),
         "{err}"
     );
@@ -2571,8 +2571,8 @@ fn an_experiment_whose_records_disagree_on_aar_output_ranks_uses_no_job_size() {
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains(
-            "aar: experiment \"d\": its summary records disagree on AAR_OUTPUT_RANKS: 0:1 (ranks 0 and 1), unset \
-             (rank 5). No job size is used"
+            "aar: experiment \"d\": its summary records disagree on AAR_OUTPUT_RANKS: 0:1 (ranks 0 and 1) and \
+             unset (rank 5). No job size is used"
         ),
         "{err}"
     );

@@ -274,36 +274,35 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
 }
 
 /// Values of a field shown when records disagree on it; the others are counted.
+/// Values named in one warning when ranks disagree; the others are counted ([`first_few`]).
 const VALUES_SHOWN: usize = 3;
 
-/// What the ranks `held` hold, when they hold more than one value: `8 (ranks 0, 1 and 2), 9 (rank
-/// 4)`, in the order of the lowest rank holding each.
+/// What the ranks `held` hold, when they hold more than one value: `8 (ranks 0, 1 and 2) and 9
+/// (rank 4)`, in the order of the lowest rank holding each.
 pub fn disagree(held: impl IntoIterator<Item = (u32, String)>) -> Option<String> {
     let by = by_value(held);
     if by.len() < 2 {
         return None;
     }
-    let shown: Vec<String> = by.iter().take(VALUES_SHOWN).map(|(v, list)| format!("{v} ({})", ranks(list))).collect();
-    let more = by.len().saturating_sub(VALUES_SHOWN);
-    Some(match more {
-        0 => shown.join(", "),
-        _ => format!("{} and {}", shown.join(", "), aar_record::count(more as u64, "other value", "other values")),
-    })
+    let each = by.iter().map(|(v, list)| format!("{v} ({})", ranks(list)));
+    Some(first_few(each, by.len(), VALUES_SHOWN, ", "))
 }
 
 /// Each value the ranks `held` hold, with the ranks that hold it (in rank order), in the order of
-/// the lowest rank holding each.
+/// the lowest rank holding each. Sorted once, then grouped: a job of 100,000 ranks may give as
+/// many values (a reason that names its node), which a search per rank would take minutes over.
 fn by_value(held: impl IntoIterator<Item = (u32, String)>) -> Vec<(String, Vec<u32>)> {
-    let mut held: Vec<(u32, String)> = held.into_iter().collect();
-    held.sort();
+    let mut held: Vec<(String, u32)> = held.into_iter().map(|(rank, value)| (value, rank)).collect();
+    held.sort_unstable();
     held.dedup();
     let mut by: Vec<(String, Vec<u32>)> = Vec::new();
-    for (rank, value) in held {
-        match by.iter_mut().find(|(v, _)| *v == value) {
-            Some((_, list)) => list.push(rank),
-            None => by.push((value, vec![rank])),
+    for (value, rank) in held {
+        match by.last_mut() {
+            Some((v, list)) if *v == value => list.push(rank),
+            _ => by.push((value, vec![rank])),
         }
     }
+    by.sort_unstable_by(|(va, la), (vb, lb)| (la[0], va).cmp(&(lb[0], vb)));
     by
 }
 
@@ -862,6 +861,16 @@ mod tests {
         assert_eq!(ranks(&[4]), "rank 4");
         assert_eq!(ranks(&[1, 2, 3]), "ranks 1, 2 and 3");
         assert_eq!(ranks(&(0..20).collect::<Vec<_>>()), "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 12 more");
+    }
+
+    #[test]
+    fn values_ranks_disagree_on_are_named_by_their_lowest_rank_a_few_and_counted_after() {
+        let held = |pairs: &[(u32, &str)]| disagree(pairs.iter().map(|&(r, v)| (r, v.to_string())));
+        assert_eq!(held(&[(0, "8"), (1, "8"), (2, "8")]), None, "one value is no disagreement");
+        assert_eq!(held(&[(3, "9"), (0, "8"), (1, "8")]), Some("8 (ranks 0 and 1) and 9 (rank 3)".to_string()));
+        // Ordered by the lowest rank holding each, not by value; the fourth and fifth counted.
+        let five = [(9, "a"), (1, "e"), (2, "d"), (3, "c"), (4, "b"), (0, "e"), (5, "a")];
+        assert_eq!(held(&five), Some("e (ranks 0 and 1), d (rank 2), c (rank 3) and 2 more".to_string()), "{five:?}");
     }
 
     #[test]
