@@ -1209,6 +1209,12 @@ fn a_synthetic_run_that_would_not_fit_in_memory_is_refused_before_it_starts() {
 /// nothing by then: what it should have said before it started would have bounded a run that
 /// goes on for minutes and takes gigabytes.
 fn first_line(args: &[&str], threads: &str, stop: bool) -> (Option<i32>, String) {
+    let (code, lines) = first_lines(args, threads, stop, 1);
+    (code, lines.concat())
+}
+
+/// [`first_line`] for the first `n` lines.
+fn first_lines(args: &[&str], threads: &str, stop: bool, n: usize) -> (Option<i32>, Vec<String>) {
     let mut child = aar()
         .arg("sim")
         .args(args)
@@ -1228,15 +1234,52 @@ fn first_line(args: &[&str], threads: &str, stop: bool) -> (Option<i32>, String)
             }
         })
     };
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).unwrap();
+    let mut stderr = std::io::BufReader::new(stderr);
+    let mut lines = vec![String::new(); n];
+    for line in &mut lines {
+        std::io::BufRead::read_line(&mut stderr, line).unwrap();
+    }
     if stop {
         let _ = child.lock().unwrap().kill();
     }
     drop(said);
     watchdog.join().unwrap();
     let status = child.lock().unwrap().wait().unwrap();
-    (status.code(), line)
+    (status.code(), lines)
+}
+
+/// RAYON_NUM_THREADS, which aar sim's memory messages tell users to set, is read by aar sim
+/// itself: a value it does not take (rayon replaced some in silence, and started 100,000 threads
+/// for 100000, which hung) is said once, with what runs instead and how to fix it, and one per
+/// CPU runs; a value it takes is the number of runs at once.
+#[test]
+fn a_rayon_num_threads_aar_sim_does_not_take_is_said_and_one_thread_per_cpu_runs() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    // three runs of about 1.1 GB each: said before they start (or refused, where they do not fit),
+    // with the runs at once; the command is stopped once that is read
+    let synth = ["synth", "--groups", "160", "--loads", "0.9,0.8,0.7", "--mode", "UGAL"];
+    let at_once = |line: &str, n: usize| {
+        let runs = if n > 1 { format!(", {n} runs at once") } else { String::new() };
+        let after = line.split(" NIC cycles").nth(1).unwrap_or_default();
+        after.starts_with(&format!("{runs})")) || after.starts_with(&format!("{runs} take"))
+    };
+    // 5000, not 100000: were the check gone, the test would start that many threads
+    for bad in ["abc", "0", "-1", "1025", "5000", "\u{e9}"] {
+        let (_, lines) = first_lines(&synth, bad, true, 2);
+        let threads = if cpus == 1 { "1 thread".to_string() } else { format!("{cpus} threads") };
+        let warning = format!(
+            "aar: RAYON_NUM_THREADS: \"{}\" is not a whole number from 1 to 1024, so aar sim runs on {threads} instead \
+             (one per CPU available, as without it); set it to a whole number from 1 to 1024 (1: one run at a time), \
+             or unset it\n",
+            bad.escape_debug()
+        );
+        assert_eq!(lines[0], warning, "{bad}");
+        assert!(at_once(&lines[1], cpus.min(3)), "{bad}: {}", lines[1]);
+    }
+    for (threads, runs) in [("3", 3), (" 1 ", 1), ("1024", 3), ("", cpus.min(3))] {
+        let (_, line) = first_line(&synth, threads, true);
+        assert!(!line.contains("RAYON_NUM_THREADS") && at_once(&line, runs), "{threads:?}: {line}");
+    }
 }
 
 #[test]
