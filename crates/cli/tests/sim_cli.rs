@@ -1282,6 +1282,20 @@ fn a_rayon_num_threads_aar_sim_does_not_take_is_said_and_one_thread_per_cpu_runs
     }
 }
 
+/// A job larger than its placement holds says how to fit it, in words that suit AAR_EMU_SIM's
+/// `nodes=` too, and the option that puts more ranks on each node.
+#[test]
+fn a_job_larger_than_its_placement_says_how_to_fit_it() {
+    let (code, out, err) = sim(&["run", "--ranks", "100000"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert_eq!(
+        err,
+        "aar: --ranks 100000: placement same-group holds at most 96 nodes (one rank per node), not 100000: give at \
+         most 96 ranks (nodes), or a placement that spans groups (across-groups, scattered), or more ranks per node \
+         (--ranks-per-node)\n"
+    );
+}
+
 #[test]
 fn an_option_that_needs_another_says_it_has_no_effect_without_it() {
     let small = ["--groups", "1", "--placement", "same-blade", "--ranks", "2", "--iterations", "2"];

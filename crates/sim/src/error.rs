@@ -79,9 +79,14 @@ pub enum TopologyError {
 /// An experiment that cannot run as described.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SpecError {
-    /// More ranks than the placement has nodes for.
-    #[error("placement {placement} holds at most {} (one rank per node), not {ranks}", aar_record::count(*max, "node", "nodes"))]
-    PlacementFull { placement: &'static str, ranks: u32, max: u32 },
+    /// More ranks than the placement has nodes for; `larger` names what holds more
+    /// ([`crate::workload::Placement::larger`]).
+    #[error(
+        "placement {placement} holds at most {} (one rank per node), not {ranks}: give at most {max} ranks \
+         (nodes), or {larger}",
+        aar_record::count(*max, "node", "nodes")
+    )]
+    PlacementFull { placement: &'static str, ranks: u32, max: u32, larger: &'static str },
     /// A packed placement the machine or the job cannot fill.
     #[error(
         "placement packed:{routers}:{groups} needs {groups} of the machine's {machine_groups} groups, at most \

@@ -903,11 +903,17 @@ mod tests {
         assert_eq!(spec(4, Placement::SameBlade).check(), Ok(()));
         assert_eq!(
             spec(5, Placement::SameBlade).check(),
-            Err(SpecError::PlacementFull { placement: "same-blade", ranks: 5, max: 4 })
+            Err(SpecError::PlacementFull {
+                placement: "same-blade",
+                ranks: 5,
+                max: 4,
+                larger: Placement::SameBlade.larger()
+            })
         );
         assert_eq!(
             spec(97, Placement::SameGroup).check().unwrap_err().to_string(),
-            "placement same-group holds at most 96 nodes (one rank per node), not 97"
+            "placement same-group holds at most 96 nodes (one rank per node), not 97: give at most 96 ranks (nodes), or \
+             a placement that spans groups (across-groups, scattered)"
         );
         assert_eq!(spec(1, Placement::Scattered).check(), Err(SpecError::TooFewRanks(1)));
         // across the groups of a one-group network would be the same group under another name

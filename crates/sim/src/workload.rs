@@ -518,6 +518,17 @@ impl Placement {
         }
     }
 
+    /// What holds more nodes than this placement (for a job too large for it), in words that suit
+    /// both `aar sim`'s options and `AAR_EMU_SIM`'s keys.
+    pub fn larger(self) -> &'static str {
+        match self {
+            Placement::SameBlade => "a placement over more routers (same-group, across-groups, scattered)",
+            Placement::SameGroup => "a placement that spans groups (across-groups, scattered)",
+            Placement::Packed { .. } => "a packed placement of more routers",
+            Placement::AcrossGroups | Placement::Scattered => "a larger network (more groups)",
+        }
+    }
+
     /// Whether a job of `nodes` nodes fits on `topo` with this placement (a packed one also needs
     /// its groups in the machine, at most all their routers, and a node on every router).
     pub fn check(self, topo: &Topology, nodes: u32) -> Result<(), SpecError> {
@@ -535,7 +546,7 @@ impl Placement {
         let max = self.capacity(topo);
         if nodes > max {
             // one rank per node here; with more, the experiment says it in nodes
-            return Err(SpecError::PlacementFull { placement: self.name(), ranks: nodes, max });
+            return Err(SpecError::PlacementFull { placement: self.name(), ranks: nodes, max, larger: self.larger() });
         }
         Ok(())
     }
@@ -692,6 +703,7 @@ mod tests {
         assert!(Placement::Packed { routers: 200, groups: 2 }.check(&aries, 200).is_err(), "96 routers a group");
         let e = packed.check(&aries, 37).unwrap_err().to_string();
         assert!(e.contains("packed holds at most 36"), "{e}");
+        assert!(e.ends_with("give at most 36 ranks (nodes), or a packed placement of more routers"), "{e}");
         let nodes = packed.nodes(&aries, 34, &mut Rng::new(1));
         let routers: Vec<u32> = nodes.iter().map(|n| n / 4).collect();
         // 5 routers in group 0 (0, 19, 38, 57, 76), 4 in group 1; 34 ranks: 7 routers of 4, 2 of 3

@@ -195,7 +195,11 @@ impl ExpOpts {
         s.seed = self.seed.0;
         s.ranks_per_node = self.ranks_per_node.0;
         s.check().map_err(|e| match e {
-            SpecError::PlacementFull { .. } | SpecError::TooFewRanks(_) => format!("--ranks {}: {e}", self.ranks),
+            // the simulator's advice suits AAR_EMU_SIM too, which has no ranks per node
+            SpecError::PlacementFull { .. } => {
+                format!("--ranks {}: {e}, or more ranks per node (--ranks-per-node)", self.ranks)
+            }
+            SpecError::TooFewRanks(_) => format!("--ranks {}: {e}", self.ranks),
             SpecError::Packed { .. } => format!(
                 "--ranks {} --ranks-per-node {} --placement {}: {e}",
                 self.ranks,
