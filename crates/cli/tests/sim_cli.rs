@@ -1296,6 +1296,17 @@ fn a_job_larger_than_its_placement_says_how_to_fit_it() {
     );
 }
 
+/// A --kim number past any integer type says which number it is and the largest accepted (it
+/// was said not to have the form p,a,h,g).
+#[test]
+fn a_kim_number_too_large_says_which_and_the_largest_accepted() {
+    let (code, out, err) = sim(&["run", "--kim", "4,8,4,99999999999999999999"]);
+    assert_eq!(code, Some(2), "{out}");
+    let said = "invalid value '4,8,4,99999999999999999999' for '--kim <KIM>': \"4,8,4,99999999999999999999\": g \
+                (groups) = 99999999999999999999 is out of range: the largest accepted is 33, with p,a,h = 4,8,4";
+    assert!(err.contains(said), "{err}");
+}
+
 #[test]
 fn an_option_that_needs_another_says_it_has_no_effect_without_it() {
     let small = ["--groups", "1", "--placement", "same-blade", "--ranks", "2", "--iterations", "2"];

@@ -26,6 +26,14 @@ pub enum ParseError {
     /// A form with a missing or an extra field.
     #[error("\"{}\" does not have the form {form}", text.escape_debug())]
     Form { text: String, form: &'static str },
+    /// A whole number of a list past the largest its field takes, and past any integer type:
+    /// `name` names the field, `max` says the largest it takes.
+    #[error(
+        "\"{}\": {name} = {} is out of range: the largest accepted is {max}",
+        text.escape_debug(),
+        number.escape_debug()
+    )]
+    TooLarge { text: String, name: &'static str, number: String, max: String },
     /// A packed placement of the right form whose groups cannot each get a router.
     #[error(
         "\"{}\" spreads {routers} routers over {groups} groups: every group of a packed placement holds at \

@@ -9,6 +9,7 @@
 
 use crate::error::{ParseError, TopologyError};
 use serde::{Deserialize, Serialize};
+use std::num::{IntErrorKind, ParseIntError};
 use std::str::FromStr;
 
 pub const NONE: u32 = u32::MAX;
@@ -71,9 +72,9 @@ impl TopoSpec {
         };
         let (p, a, h, g) = match *self {
             TopoSpec::Kim { p, a, h, g } => {
-                range("p (nodes per router)", p, 1, 256)?;
-                range("a (routers per group)", a, 1, 256)?;
-                range("h (global links per router)", h, 1, 256)?;
+                for (name, value) in KIM_NAMES.iter().zip([p, a, h]) {
+                    range(name, value, 1, KIM_MAX_DIM)?;
+                }
                 (p, a, h, g)
             }
             TopoSpec::Aries { groups, global_per_router } => {
@@ -100,6 +101,14 @@ impl TopoSpec {
 /// The most nodes a simulated network may have.
 pub const MAX_NODES: u64 = 1 << 20;
 
+/// The most nodes per router, routers per group and global links per router of a Kim et al.
+/// Dragonfly.
+pub const KIM_MAX_DIM: u32 = 256;
+
+/// The numbers of a [`KimShape`] as messages name them, in the order `p,a,h,g`.
+const KIM_NAMES: [&str; 4] =
+    ["p (nodes per router)", "a (routers per group)", "h (global links per router)", "g (groups)"];
+
 /// The shape of a Kim et al. Dragonfly as `aar sim --kim` takes it: `p,a,h,g` (nodes per router,
 /// routers per group, global links per router, groups), e.g. `4,8,4,33` for BookSim2's k = 4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,9 +124,32 @@ impl FromStr for KimShape {
 
     fn from_str(s: &str) -> Result<KimShape, ParseError> {
         let form = || ParseError::Form { text: s.into(), form: "p,a,h,g of four whole numbers (e.g. 4,8,4,33)" };
-        let v: Vec<u32> =
-            s.split(',').map(|x| x.trim().parse::<u32>()).collect::<Result<_, _>>().map_err(|_| form())?;
-        let &[p, a, h, g] = v.as_slice() else { return Err(form()) };
+        let fields: Vec<&str> = s.split(',').map(str::trim).collect();
+        let parsed: Vec<Result<u32, ParseIntError>> = fields.iter().map(|x| x.parse::<u32>()).collect();
+        let too_large = |e: &ParseIntError| *e.kind() == IntErrorKind::PosOverflow;
+        if parsed.len() != 4 || parsed.iter().any(|n| n.as_ref().is_err_and(|e| !too_large(e))) {
+            return Err(form());
+        }
+        // A whole number too large for any field is named, with the largest its field takes (for
+        // g, the largest the other three allow, once they are in range themselves).
+        let mut v = [0u32; 4];
+        for (i, n) in parsed.iter().enumerate() {
+            let max = match (n, v) {
+                (Ok(n), _) => {
+                    v[i] = *n;
+                    continue;
+                }
+                (Err(_), [p, a, h, _]) if i == 3 => {
+                    // one group always fits numbers that are in range
+                    TopoSpec::Kim { p, a, h, g: 1 }.check()?;
+                    let most = (u64::from(a) * u64::from(h) + 1).min(MAX_NODES / (u64::from(p) * u64::from(a)));
+                    format!("{most}, with p,a,h = {p},{a},{h}")
+                }
+                (Err(_), _) => KIM_MAX_DIM.to_string(),
+            };
+            return Err(ParseError::TooLarge { text: s.into(), name: KIM_NAMES[i], number: fields[i].into(), max });
+        }
+        let [p, a, h, g] = v;
         let shape = KimShape { p, a, h, g };
         TopoSpec::from(shape).check()?;
         Ok(shape)
@@ -416,6 +448,23 @@ mod tests {
         assert_eq!(e, ParseError::Topology(TopologyError::TooManyGroups { groups: 40, channels: 8, aries: false }));
         assert!(e.to_string().contains("at most 9 groups; add global links per router or routers per group"), "{e}");
         assert!(matches!("0,8,4,33".parse::<KimShape>(), Err(ParseError::Topology(TopologyError::OutOfRange { .. }))));
+        // a number too large for any field: which it is, and the largest accepted
+        assert_eq!(
+            "4,8,4,99999999999999999999".parse::<KimShape>().unwrap_err().to_string(),
+            "\"4,8,4,99999999999999999999\": g (groups) = 99999999999999999999 is out of range: the largest accepted is \
+             33, with p,a,h = 4,8,4"
+        );
+        let e = " 4, 4294967296 ,4,33".parse::<KimShape>().unwrap_err().to_string();
+        assert!(e.ends_with("a (routers per group) = 4294967296 is out of range: the largest accepted is 256"), "{e}");
+        // g too large beside a p out of range: the p is what to fix first
+        assert!(matches!(
+            "0,8,4,99999999999999999999".parse::<KimShape>(),
+            Err(ParseError::Topology(TopologyError::OutOfRange { name: "p (nodes per router)", .. }))
+        ));
+        // g limited by the nodes, not the links
+        let e = "256,256,256,99999999999".parse::<KimShape>().unwrap_err().to_string();
+        assert!(e.ends_with("the largest accepted is 16, with p,a,h = 256,256,256"), "{e}");
+        assert!("256,256,256,16".parse::<KimShape>().is_ok() && "256,256,256,17".parse::<KimShape>().is_err());
         let e = "256,256,256,2000".parse::<KimShape>().unwrap_err();
         assert!(matches!(e, ParseError::Topology(TopologyError::TooLarge { .. })), "{e:?}");
         // what the numbers are, and which to make smaller
