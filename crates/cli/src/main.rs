@@ -1,4 +1,4 @@
-//! `aar`: the command-line front end. main.rs only dispatches; each subcommand family lives in its
+//! `aar`: the command-line front end. main.rs dispatches (after starting rayon's threads for the commands that use them); each subcommand family lives in its
 //! own module: `sim` (simulator experiments), `report` (statistics and plots of A/B records) and
 //! `doctor` (can this program and this environment use libaar.so?) and `run` (an emulated
 //! multi-rank job, with its PMI service); the hidden `man` writes the manual pages (scripts/install).
@@ -64,8 +64,48 @@ fn print(text: &str) -> Result<(), String> {
     }
 }
 
+/// The most threads `aar sim` and `aar report` run on (RAYON_NUM_THREADS). Each run of a sweep
+/// takes a thread of its own and keeps its memory while it runs, so threads past the CPUs only
+/// hold more runs at once; and rayon starts them all at once (100,000 hung the command). A fixed
+/// bound rather than a multiple of the CPUs, so that a value that works on one node works on
+/// every node: 1024 is more than the hardware threads of the largest nodes aar is meant for.
+const MAX_THREADS: u64 = 1024;
+
+/// Starts rayon's threads for `aar COMMAND` with RAYON_NUM_THREADS, read here before rayon would
+/// read it (rayon takes any number, and a value it does not read it replaces in silence): unset
+/// or empty, rayon's default, one per CPU available; one aar does not take, said on stderr, with
+/// the default instead. Only the commands that use rayon: under `aar run` the variable is the
+/// ranks' own.
+fn start_threads(command: &str) -> Result<(), String> {
+    let Some(given) = std::env::var_os("RAYON_NUM_THREADS").filter(|v| !v.is_empty()) else { return Ok(()) };
+    let threads = sim::options::whole::<usize>(1, MAX_THREADS)(&given.to_string_lossy()).unwrap_or_else(|e| {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        eprintln!(
+            "aar: RAYON_NUM_THREADS: {e}, so aar {command} runs on {} instead (one per CPU available, as without it); \
+             set it to a whole number from 1 to {MAX_THREADS} (1: the least memory), or unset it",
+            aar_record::count(cpus as u64, "thread", "threads")
+        );
+        cpus
+    });
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| {
+        format!(
+            "RAYON_NUM_THREADS: {threads} threads could not be started ({e}), so nothing was run: set it to fewer \
+             threads, or unset it for one per CPU"
+        )
+    })
+}
+
 fn main() {
     let cli = Cli::parse();
+    let threads = match &cli.cmd {
+        Cmd::Report(_) => start_threads("report"),
+        Cmd::Sim(_) => start_threads("sim"),
+        _ => Ok(()),
+    };
+    if let Err(e) = threads {
+        eprintln!("aar: {e}");
+        std::process::exit(2);
+    }
     let code = match cli.cmd {
         Cmd::Report(a) => report::run(a),
         Cmd::Doctor(a) => doctor::run(a),

@@ -3475,3 +3475,39 @@ fn a_copy_of_a_summary_record_is_counted_once_and_said() {
     assert!(err.contains(&said(&two, &two_copy, 2, two_pid)), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `aar report` reads RAYON_NUM_THREADS as `aar sim` does: a value rayon would replace in
+/// silence, or start far too many threads for, is said once, and the report is made as without
+/// it; a good one is taken without a word.
+#[test]
+fn a_rayon_num_threads_aar_report_does_not_take_is_said_once() {
+    let folder = tmp("rayon-threads");
+    let dir = folder.path();
+    let rows: Vec<Iteration> = (0..6).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect();
+    write_record(dir, &header("t", 0, 1, &["A", "B"]), &rows);
+    let report = |threads: &str| {
+        aar()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["report", dir.to_str().unwrap(), "--resamples", "100"])
+            .output()
+            .unwrap()
+    };
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let threads = if cpus == 1 { "1 thread".to_string() } else { format!("{cpus} threads") };
+    // 5000, not 100000: were the check gone, the test would start that many threads
+    for bad in ["abc", "0", "5000"] {
+        let o = report(bad);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{bad}: {err}");
+        assert!(stdout(&o).contains("experiment \"t\""), "{bad}: {}", stdout(&o));
+        let warning = format!(
+            "aar: RAYON_NUM_THREADS: \"{bad}\" is not a whole number from 1 to 1024, so aar report runs on {threads} \
+             instead (one per CPU available, as without it); set it to a whole number from 1 to 1024 (1: the least \
+             memory), or unset it\n"
+        );
+        assert!(err.starts_with(&warning), "{bad}: {err}");
+        assert_eq!(err.matches("RAYON_NUM_THREADS").count(), 1, "{bad}: {err}");
+    }
+    let o = report("3");
+    assert!(o.status.success() && !stderr(&o).contains("RAYON_NUM_THREADS"), "{}", stderr(&o));
+}

@@ -1269,7 +1269,7 @@ fn a_rayon_num_threads_aar_sim_does_not_take_is_said_and_one_thread_per_cpu_runs
         let threads = if cpus == 1 { "1 thread".to_string() } else { format!("{cpus} threads") };
         let warning = format!(
             "aar: RAYON_NUM_THREADS: \"{}\" is not a whole number from 1 to 1024, so aar sim runs on {threads} instead \
-             (one per CPU available, as without it); set it to a whole number from 1 to 1024 (1: one run at a time), \
+             (one per CPU available, as without it); set it to a whole number from 1 to 1024 (1: the least memory), \
              or unset it\n",
             bad.escape_debug()
         );

@@ -1,7 +1,7 @@
 //! `aar sim ...`: experiments on the simulated Dragonfly network. [`options`] turns the options
 //! into the simulator's experiment; [`output`] writes records and prints tables.
 
-mod options;
+pub(crate) mod options;
 mod output;
 mod paper;
 
@@ -145,38 +145,7 @@ pub fn run(a: SimArgs) -> i32 {
     }
 }
 
-/// The most threads `aar sim` runs on (RAYON_NUM_THREADS). Each run of a sweep takes a thread of
-/// its own and keeps its memory while it runs, so threads past the CPUs only hold more runs at
-/// once; and rayon starts them all at once (100,000 hung the command). A fixed bound rather than
-/// a multiple of the CPUs, so that a value that works on one node works on every node: 1024 is
-/// more than the hardware threads of the largest nodes the simulator is meant for.
-const MAX_THREADS: u64 = 1024;
-
-/// Starts rayon's threads with RAYON_NUM_THREADS, read here before rayon would read it (rayon
-/// takes any number, and a value it does not read it replaces in silence): unset or empty,
-/// rayon's default, one per CPU available; one `aar sim` does not take, said on stderr, with the
-/// default instead.
-fn start_threads() -> Result<(), String> {
-    let Some(given) = std::env::var_os("RAYON_NUM_THREADS").filter(|v| !v.is_empty()) else { return Ok(()) };
-    let threads = whole::<usize>(1, MAX_THREADS)(&given.to_string_lossy()).unwrap_or_else(|e| {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        eprintln!(
-            "aar: RAYON_NUM_THREADS: {e}, so aar sim runs on {} instead (one per CPU available, as without it); set \
-             it to a whole number from 1 to {MAX_THREADS} (1: one run at a time), or unset it",
-            aar_record::count(cpus as u64, "thread", "threads")
-        );
-        cpus
-    });
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| {
-        format!(
-            "RAYON_NUM_THREADS: {threads} threads could not be started ({e}), so nothing was run: set it to fewer \
-             threads, or unset it for one per CPU"
-        )
-    })
-}
-
 fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
-    start_threads()?;
     // Lines of the command's output.
     macro_rules! say {
         ($($arg:tt)*) => {{
