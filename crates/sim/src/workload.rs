@@ -524,7 +524,10 @@ impl Placement {
         match self {
             Placement::SameBlade => "a placement over more routers (same-group, across-groups, scattered)",
             Placement::SameGroup => "a placement that spans groups (across-groups, scattered)",
-            Placement::Packed { .. } => "a packed placement of more routers",
+            Placement::Packed { .. } => {
+                "a packed placement of more routers (packed:ROUTERS:GROUPS, over more groups where its groups have no \
+                 router left)"
+            }
             Placement::AcrossGroups | Placement::Scattered => "a larger network (more groups)",
         }
     }
@@ -703,7 +706,13 @@ mod tests {
         assert!(Placement::Packed { routers: 200, groups: 2 }.check(&aries, 200).is_err(), "96 routers a group");
         let e = packed.check(&aries, 37).unwrap_err().to_string();
         assert!(e.contains("packed holds at most 36"), "{e}");
-        assert!(e.ends_with("give at most 36 ranks (nodes), or a packed placement of more routers"), "{e}");
+        assert!(
+            e.ends_with(
+                "give at most 36 ranks (nodes), or a packed placement of more routers (packed:ROUTERS:GROUPS, over \
+                 more groups where its groups have no router left)"
+            ),
+            "{e}"
+        );
         let nodes = packed.nodes(&aries, 34, &mut Rng::new(1));
         let routers: Vec<u32> = nodes.iter().map(|n| n / 4).collect();
         // 5 routers in group 0 (0, 19, 38, 57, 76), 4 in group 1; 34 ranks: 7 routers of 4, 2 of 3
