@@ -1617,6 +1617,30 @@ fn a_pbs_job_s_nodes_come_from_its_node_file() {
     );
     let (lines, doc) = record_count("pbs-nodes", &[], &pbs(&dir.join("none")));
     assert!(lines.is_empty() && doc["job_nodes"].is_null(), "{lines:?}");
+    // A FIFO is no node file: not opened (the opening would wait for a writer). Were it opened,
+    // the writer here would give it two nodes, and the note would be said.
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (fifo, done) = (fifo.clone(), done.clone());
+        // Each opening waits for a reader: one for each doctor run that opens the FIFO.
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                _ = std::fs::write(&fifo, "n1\nn2\n");
+            }
+        })
+    };
+    let (lines, doc) = record_count("pbs-nodes", &[], &pbs(&fifo));
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(lines.is_empty() && doc["job_nodes"].is_null(), "{lines:?}");
+    // Let the writer go: a reader that opens and closes at once.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    _ = writer.join();
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
