@@ -1255,6 +1255,60 @@ fn ranks_that_marked_fewer_or_had_begins_refused_are_named_the_first_four() {
     assert!(!said.contains("rank 10"), "counted, not named: {said}");
 }
 
+/// More than four ranks in each of the other lists of the warning of iterations some ranks lack:
+/// ranks 1 to 5 ended 30 iterations but hold rows of 12 (not written whole), ranks 6 to 10 have
+/// rows that end early beside a summary record cut short, ranks 11 to 15 had a line of their
+/// iteration record left out (a value no job can have), and ranks 16 to 20 have rows that begin
+/// late, with summary records of a libaar.so that does not count refused begins. Each list names
+/// the first four ranks, in rank order, and counts the fifth.
+#[test]
+fn ranks_with_unwritten_cut_left_out_or_late_rows_are_named_the_first_four() {
+    let folder = tmp("lack-each");
+    let dir = folder.path();
+    let rr = |from: u64, to: u64| -> Vec<Iteration> {
+        (from..to).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect()
+    };
+    for rank in 0..21u32 {
+        let mut rows = match rank {
+            1..=5 => rr(0, 12),
+            6..=10 => rr(0, 20),
+            16..=20 => rr(u64::from(rank) - 15, 30),
+            _ => rr(0, 30),
+        };
+        if (11..=15).contains(&rank) {
+            rows[15].end_ns = u64::MAX;
+        }
+        write_record(dir, &header("e", rank, 21, &["A", "B"]), &rows);
+        let summary = dir.join(format!("aar.e.{rank}.{}.json", 100 + rank));
+        if (6..=10).contains(&rank) {
+            std::fs::write(&summary, "{\"format\": \"aar-record/2\", \"job_id\": \"e\", \"ra").unwrap();
+        } else {
+            write_summary(dir, "e", rank, &["A", "B"], 30);
+        }
+    }
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("lack some of the 21 ranks")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    let said = said[0];
+    for words in [
+        ". The rows of ranks 1, 2, 3, 4 and 1 more end before the iterations their summary records say they ended: \
+         not written whole (said above)",
+        ". The rows of ranks 6, 7, 8, 9 and 1 more end early and their summary records beside them are not whole \
+         (said above)",
+        ". Ranks 11, 12, 13, 14 and 1 more had lines of their iteration records left out (said above with the \
+         files), so they lack those iterations",
+        ". The rows of rank 16 (from iteration 1), rank 17 (from iteration 2), rank 18 (from iteration 3), rank 19 \
+         (from iteration 4) and 1 more begin after the others' though their summary records count the iterations \
+         before",
+    ] {
+        assert!(said.contains(words), "{words:?} in {said}");
+    }
+    assert!(!said.contains("rank 20"), "counted, not named: {said}");
+    assert!(!said.contains("marked fewer") && !said.contains("no summary record is beside"), "{said}");
+}
+
 /// One rank that ended more iterations than its rows (past the rows libaar.so writes, and then
 /// cut to one row) and caught an internal error: every warning about it is in the singular.
 #[test]
@@ -3144,6 +3198,84 @@ fn counters_unread_for_different_reasons_name_each_reason_with_its_ranks() {
     );
     assert_eq!(w.matches("sde is not loaded").count(), 1, "{w}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Ranks on which DMAPP was not steered for different reasons (ranks 0 to 3 on a libdmapp without
+/// one call, rank 5 on one whose attributes did not read back), as their summary records say: the
+/// one warning names each reason with the ranks that gave it, in the order of their lowest rank,
+/// the first four and how many more; one reason is said once. A rank whose DMAPP was steered, or
+/// that sent no DMAPP message, is not named.
+#[test]
+fn dmapp_not_steered_for_different_reasons_names_each_reason_with_its_ranks() {
+    let folder = tmp("dmapp-why");
+    let dir = folder.path();
+    let rows: Vec<Iteration> = (0..12).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect();
+    let (no_call, read_back) = (
+        "this libdmapp has no dmapp_get_rma_attrs_ext",
+        "the routing attributes did not read back as written after setting the PUT routing (byte 4)",
+    );
+    let summary = |rank: u32, messages: u64, why: Option<&str>| {
+        let dmapp = match why {
+            Some(why) => serde_json::json!({ "steering": false, "stopped_because": why }),
+            None => serde_json::json!({ "steering": true }),
+        };
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": "d", "rank": rank, "pid": 100 + rank, "host": "h",
+            "policy_at_exit": "A", "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": 12 },
+            "apis": { "DMAPP": { "messages": messages } }, "dmapp": dmapp,
+        });
+        std::fs::write(dir.join(format!("aar.d.{rank}.{}.json", 100 + rank)), rec.to_string()).unwrap();
+    };
+    for rank in 0..8u32 {
+        write_record(dir, &header("d", rank, 8, &["A", "B"]), &rows);
+        match rank {
+            0..=3 => summary(rank, 10, Some(no_call)),
+            5 => summary(rank, 10, Some(read_back)),
+            // Stopped, but sent no DMAPP message: no traffic kept the application's routing.
+            6 => summary(rank, 0, Some(no_call)),
+            _ => summary(rank, 10, None),
+        }
+    }
+    let said = || {
+        let o = run(&[dir.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{err}");
+        let said: Vec<String> =
+            err.lines().filter(|l| l.contains("DMAPP was not steered on")).map(String::from).collect();
+        assert_eq!(said.len(), 1, "one warning: {err}");
+        said[0].clone()
+    };
+    let w = said();
+    assert!(w.contains("not steered on ranks 0, 1, 2, 3 and 5 (5 of the 8 ranks with a summary record; "), "{w}");
+    let (a, b) = (w.find(&format!("; ranks 0, 1, 2 and 3: {no_call}; and rank 5: {read_back})")), w.find("rank 4"));
+    assert!(a.is_some() && b.is_none(), "each reason with its ranks, in rank order: {w}");
+    assert!(!w.contains("'s record") && !w.contains("their records:"), "no rank's reason stands for the others': {w}");
+    // Reasons of their own on ranks 4, 6 and 7 too: five reasons, the first four named.
+    for rank in [4, 6, 7] {
+        summary(rank, 10, Some(&format!("dmapp_set_rma_attrs_ext returned {rank}")));
+    }
+    let w = said();
+    assert!(w.contains("on ranks 0, 1, 2, 3, 4, 5, 6 and 7 (8 of the 8 ranks"), "{w}");
+    assert!(
+        w.contains(&format!(
+            "; ranks 0, 1, 2 and 3: {no_call}; rank 4: dmapp_set_rma_attrs_ext returned 4; rank 5: {read_back}; rank \
+             6: dmapp_set_rma_attrs_ext returned 6; and 1 more)"
+        )),
+        "{w}"
+    );
+    assert!(!w.contains("returned 7"), "counted, not named: {w}");
+    // One reason on every rank: said once, for all.
+    for rank in 0..8 {
+        summary(rank, 10, Some(no_call));
+    }
+    let w = said();
+    assert!(
+        w.contains(&format!(
+            "on ranks 0, 1, 2, 3, 4, 5, 6 and 7 (8 of the 8 ranks with a summary record; their records: {no_call})"
+        )),
+        "{w}"
+    );
+    assert_eq!(w.matches(no_call).count(), 1, "{w}");
 }
 
 /// Ranks whose rows stop early and that left no summary record (as a rank killed mid-run
