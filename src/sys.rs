@@ -468,26 +468,6 @@ pub fn create_new_with(path: &str, bytes: &[u8]) -> std::io::Result<OwnFile> {
     Ok(f)
 }
 
-/// The text of a file a setting or the system names (a node table, `/proc/cray_xt`), read only if
-/// it is a regular file of at most `limit` bytes: a FIFO or a device in its place would block the
-/// host's thread (opening a FIFO waits for a writer) or never end (`/dev/zero`). Opened without
-/// blocking, checked on the open file, so a swap after a check cannot slip one in.
-pub fn read_text_file(path: &Path, limit: u64) -> std::io::Result<String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path)?;
-    let kind = file.metadata()?.file_type();
-    if !kind.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
-    }
-    let mut text = String::new();
-    file.take(limit.saturating_add(1)).read_to_string(&mut text)?;
-    if text.len() as u64 > limit {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("larger than {} MiB", limit >> 20)));
-    }
-    Ok(text)
-}
-
 /// Map `len` bytes of the file at `path`, shared with every process that maps it, creating it
 /// (mode 0600, zero-filled) when it does not exist; symlinks are not followed. The mapping stays
 /// for the life of the process. Its pages are allocated first (by every process: one that only
@@ -727,8 +707,11 @@ pub fn tsc_ordered() -> u64 {
 /// step on every CPU, so values read on different cores of the node compare.
 pub fn tsc_keeps_time() -> bool {
     cfg!(target_arch = "x86_64")
-        && read_text_file(Path::new("/sys/devices/system/clocksource/clocksource0/current_clocksource"), 4096)
-            .is_ok_and(|s| s.trim() == "tsc")
+        && aar_record::text_file::read(
+            Path::new("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+            4096,
+        )
+        .is_ok_and(|s| s.trim() == "tsc")
 }
 
 /// Monotonic nanoseconds (vDSO, no system call on Linux x86-64).
@@ -941,7 +924,7 @@ pub fn process_barrier_ready() -> bool {
 /// The process's status if [`process_barrier`] can be used here, else why not (for `aar doctor`,
 /// in words). Makes no call that a seccomp filter might kill the process for.
 pub fn process_barrier_usable() -> Result<String, &'static str> {
-    let Ok(status) = read_text_file(Path::new("/proc/self/status"), 1 << 16) else {
+    let Ok(status) = aar_record::text_file::read(Path::new("/proc/self/status"), 1 << 16) else {
         return Err("/proc/self/status cannot be read, so a seccomp filter cannot be ruled out");
     };
     if status_field(&status, "Seccomp") != Some("0") {

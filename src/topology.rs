@@ -51,7 +51,7 @@ impl CrayXt {
     /// `None` off a Cray XC node.
     pub fn read() -> Option<CrayXt> {
         let dir = crate::sys::emulator_folder("AAR_EMU_CRAY_XT").unwrap_or_else(|| "/proc/cray_xt".into());
-        let read = |name: &str| crate::sys::read_text_file(&dir.join(name), 4096).ok();
+        let read = |name: &str| aar_record::text_file::read(&dir.join(name), 4096).ok();
         let nid = read("nid")?.trim().parse().ok()?;
         let cname = read("cname").map(|c| c.trim().to_string());
         Some(CrayXt { nid, cname: cname.filter(|c| !c.is_empty()) })
@@ -242,7 +242,7 @@ impl Read {
         let shown = path.display().to_string();
         let shown = shown.escape_debug();
         let node = CrayXt::read();
-        let parsed = crate::sys::read_text_file(&path, TABLE_LIMIT)
+        let parsed = aar_record::text_file::read(&path, TABLE_LIMIT)
             .map_err(|e| e.to_string())
             .and_then(|t| t.parse::<Topology>());
         let (table, warning) = match parsed {

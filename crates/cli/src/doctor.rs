@@ -1260,7 +1260,7 @@ enum RanksFrom {
     Variable(String),
 }
 
-/// The most of `PBS_NODEFILE` read: 64 MiB, a line of 64 bytes for each of a million processors.
+/// The largest `PBS_NODEFILE` read: 64 MiB, a line of 64 bytes for each of a million processors.
 const NODE_FILE_MAX: u64 = 64 << 20;
 
 /// The number of nodes of the job, as its batch system gives it to a batch script and its steps.
@@ -1287,18 +1287,9 @@ impl JobNodes {
                 return Some(JobNodes { nodes, from });
             }
         }
-        // A regular file only, and its first MiBs (a node per line, each as often as it has
-        // processors): a FIFO would block the doctor at its opening, and a device never end.
-        let path = std::env::var_os("PBS_NODEFILE")?;
-        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
-            return None;
-        }
-        let mut file = String::new();
-        std::io::Read::read_to_string(
-            &mut std::io::Read::take(std::fs::File::open(&path).ok()?, NODE_FILE_MAX),
-            &mut file,
-        )
-        .ok()?;
+        // Read as libaar.so reads a node table: a FIFO there would block the doctor at its opening,
+        // and a device never end.
+        let file = aar_record::text_file::read(Path::new(&std::env::var_os("PBS_NODEFILE")?), NODE_FILE_MAX).ok()?;
         let names: HashSet<&str> = file.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         let nodes = u32::try_from(names.len()).ok().filter(|&n| n > 0)?;
         Some(JobNodes { nodes, from: "PBS_NODEFILE" })

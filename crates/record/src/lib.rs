@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 pub mod folder;
 pub mod ranks;
+pub mod text_file;
 
 /// The format (and version) of an iteration record.
 pub const FORMAT: &str = "aar-iterations/1";
