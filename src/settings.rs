@@ -621,7 +621,7 @@ impl Parser<'_> {
         match v.trim().parse::<T>() {
             Ok(x) if valid(&x) => Some(x),
             Err(e) if detail == Detail::Shown => {
-                let detail = quotes_shortened(&e.to_string());
+                let detail = aar_record::quotes::shortened(&e.to_string(), QUOTED_CHARS);
                 self.warn(name, v, &format!("{problem} ({detail})"), show_default, fix);
                 None
             }
@@ -703,44 +703,8 @@ fn shown(value: &str) -> String {
     format!("{}{more}", head.escape_debug())
 }
 
-/// A parser's message with each value it quotes (`"…"`, escaped as `escape_debug` escapes, which
-/// may be a whole long variable) cut to its first [`QUOTED_CHARS`] characters and `…`: the rest of
-/// the sentence, its example included, is kept whole.
-fn quotes_shortened(message: &str) -> String {
-    let mut out = String::with_capacity(message.len().min(512));
-    // Inside a quote: its characters so far, whether the last was an escaping `\`, and whether the
-    // characters from here on are left out.
-    let (mut inside, mut count, mut escaped, mut cut) = (false, 0, false, false);
-    for c in message.chars() {
-        if !inside {
-            out.push(c);
-            if c == '"' {
-                (inside, count, escaped, cut) = (true, 0, false, false);
-            }
-            continue;
-        }
-        if c == '"' && !escaped {
-            if cut {
-                out.push('…');
-            }
-            out.push(c);
-            inside = false;
-            continue;
-        }
-        // An escape sequence is kept or left out as a whole, by its `\`.
-        if !escaped {
-            cut |= count == QUOTED_CHARS;
-            count += 1;
-        }
-        escaped = !escaped && c == '\\';
-        if !cut {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The characters of a quoted value [`quotes_shortened`] keeps.
+/// The characters of each value a parser's message quotes that a warning keeps
+/// ([`aar_record::quotes::shortened`]): the rest of the message, its example included, is kept whole.
 const QUOTED_CHARS: usize = 40;
 
 fn always<T>(_: &T) -> bool {

@@ -70,7 +70,7 @@ impl SettingError {
     /// Says it on stderr, once per bad value: a bad value by rank 0 only ([`warn`]); a log line
     /// that could not be written by the rank that lost it, which only that rank knows.
     pub fn report(&self) {
-        let line = said(&self.to_string());
+        let line = aar_record::quotes::shortened(&self.to_string(), QUOTED_CHARS);
         match self {
             SettingError::LogWrite { .. } => crate::warn(&line),
             _ => warn(&line),
@@ -78,43 +78,10 @@ impl SettingError {
     }
 }
 
-/// The characters of a quoted value (`"…"`) that a warning shows: a whole realistic spec, not a flood.
+/// The characters of a quoted value (`"…"`) that a warning shows: a whole realistic spec, not a flood
+/// ([`aar_record::quotes::shortened`], which also escapes every control character, so that a
+/// warning is one line whatever the values it quotes).
 const QUOTED_CHARS: usize = 200;
-
-/// A warning as it is said, one line whatever the values it quotes: every control or invisible
-/// character escaped as `escape_debug` writes it (`\n`, `\u{1b}`), so that no value breaks the
-/// line, moves the cursor or reorders the text, and each quoted value cut to its first
-/// [`QUOTED_CHARS`] characters and `…`, so that a long value is not said whole (the parsers
-/// quote it again in their problem). The messages quote values as `escape_debug` writes them,
-/// so a `"` inside a value (`\"`) does not end its quote.
-fn said(message: &str) -> String {
-    let mut out = String::with_capacity(message.len().min(1024));
-    // Inside a quote: its characters so far, and whether the last was an escaping `\`.
-    let (mut inside, mut count, mut escaped) = (false, 0, false);
-    for c in message.chars() {
-        if c == '"' && !escaped {
-            if inside && count > QUOTED_CHARS {
-                out.push('…');
-            }
-            (inside, count) = (!inside, 0);
-            out.push(c);
-            continue;
-        }
-        // An escape sequence is kept or left out as a whole, by its `\`.
-        if inside && !escaped {
-            count += 1;
-        }
-        escaped = inside && !escaped && c == '\\';
-        if inside && count > QUOTED_CHARS {
-            continue;
-        }
-        match c {
-            '\\' | '\'' | '"' => out.push(c),
-            _ => out.extend(c.escape_debug()),
-        }
-    }
-    out
-}
 
 /// A warning about the environment, which every rank of a job reads alike: said by rank 0 only,
 /// as libaar.so says its warnings (src/diag.rs), not once per rank. A process whose rank is not

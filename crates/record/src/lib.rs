@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 pub mod folder;
+pub mod quotes;
 pub mod ranks;
 pub mod text_file;
 
