@@ -712,7 +712,10 @@ fn always<T>(_: &T) -> bool {
 }
 
 const BOOL: (&str, &str) = ("is not a boolean", "Use 1/0, true/false, yes/no or on/off.");
-const FACTOR_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 1.2).";
+/// The fixes of a bad λ and σ: each with its own default as the example.
+const LAMBDA_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 1.2).";
+/// See [`LAMBDA_FIX`].
+const SIGMA_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 5).";
 const MODE_IGNORED: &str = "is ignored because AAR_AB is set; using the default of an A/B run instead: each \
 iteration's policy comes from the AAR_AB schedule. Unset AAR_MODE, or unset AAR_AB to run one policy.";
 const MODE_FIX: &str = "Use one of ADAPTIVE0, ADAPTIVE1, ADAPTIVE2, ADAPTIVE3 (ADAPTIVE_0..3 also accepted).";
@@ -813,7 +816,7 @@ impl Settings {
                 "AAR_THRESHOLD",
                 (
                     "4096",
-                    "is not a size in bytes",
+                    "is not a size in bytes of at most 1P",
                     "Use a whole number of bytes, optionally with a K, M, G, T or P suffix (K = 1024), at most 1P (e.g. \
                      AAR_THRESHOLD=8192 or 8K).",
                 ),
@@ -822,9 +825,8 @@ impl Settings {
             )
             .map_or(de.threshold_bytes, |b| b.0);
         let lambda =
-            p.value("AAR_LAMBDA", ("1.2", "is not a latency factor", FACTOR_FIX), Hidden, factor).unwrap_or(de.lambda);
-        let sigma =
-            p.value("AAR_SIGMA", ("5", "is not a stall factor", FACTOR_FIX), Hidden, factor).unwrap_or(de.sigma);
+            p.value("AAR_LAMBDA", ("1.2", "is not a latency factor", LAMBDA_FIX), Hidden, factor).unwrap_or(de.lambda);
+        let sigma = p.value("AAR_SIGMA", ("5", "is not a stall factor", SIGMA_FIX), Hidden, factor).unwrap_or(de.sigma);
         let freshness = p
             .value(
                 "AAR_FRESHNESS",
@@ -924,7 +926,7 @@ impl Settings {
                 "AAR_TRACE_MAX",
                 (
                     "1G",
-                    "is not a size in bytes above 0",
+                    "is not a size in bytes above 0 and at most 1P",
                     "Use a size with an optional K, M, G, T or P suffix (K = 1024), at most 1P (e.g. AAR_TRACE_MAX=8G).",
                 ),
                 Shown,

@@ -132,6 +132,22 @@ fn each_bad_value_warns_once_naming_variable_value_and_default() {
     }
 }
 
+/// A size past the largest is said to be one, not to be no size at all; a factor's example is
+/// its own default.
+#[test]
+fn a_size_too_large_and_a_bad_factor_are_said_as_what_they_are() {
+    for (var, value) in [("AAR_THRESHOLD", "1025T"), ("AAR_TRACE_MAX", "2P")] {
+        let (_, w) = parse(&[(var, value)]);
+        assert!(w[0].message.contains(&format!("{var}=\"{value}\" is not a size in bytes ")), "{:?}", w[0]);
+        let problem = w[0].message.split("; using").next().unwrap_or_default();
+        assert!(problem.contains("at most 1P"), "{:?}", w[0]);
+    }
+    let (_, w) = parse(&[("AAR_SIGMA", "0")]);
+    assert!(w[0].message.ends_with("(e.g. 5)."), "{:?}", w[0]);
+    let (_, w) = parse(&[("AAR_LAMBDA", "0")]);
+    assert!(w[0].message.ends_with("(e.g. 1.2)."), "{:?}", w[0]);
+}
+
 #[test]
 fn dmapp_routing_tables_and_their_source() {
     let text = "ADAPTIVE=4, adaptive_1=5,DMAPP_ROUTING_ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3";
