@@ -161,6 +161,28 @@ pub struct DmappRmaAttrs {
     pub max_concurrency: u8,
 }
 
+// The x86-64 layouts of dmapp.h (docs/abi.md §2), checked when the crate is built.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    type D = DmappSegDesc;
+    assert!(size_of::<D>() == 48 && align_of::<D>() == 8, "dmapp_seg_desc_t is 48 bytes");
+    assert!(offset_of!(D, addr) == 0 && offset_of!(D, len) == 8 && offset_of!(D, memhndl) == 16);
+    assert!(offset_of!(D, flags) == 32 && offset_of!(D, reserved) == 40);
+    type J = DmappJobinfo;
+    assert!(size_of::<J>() == 112 && align_of::<J>() == 8, "dmapp_jobinfo_t is 112 bytes");
+    assert!(offset_of!(J, version) == 0 && offset_of!(J, hw_version) == 4);
+    assert!(offset_of!(J, npes) == 8 && offset_of!(J, pe) == 12);
+    assert!(offset_of!(J, data_seg) == 16 && offset_of!(J, sheap_seg) == 64);
+    type A = DmappRmaAttrs;
+    assert!(size_of::<A>() == 12 && align_of::<A>() == 4, "dmapp_rma_attrs_t is 12 bytes");
+    assert!(offset_of!(A, max_outstanding_nb) == 0 && offset_of!(A, offload_threshold) == 4);
+    assert!(offset_of!(A, put_relaxed_ordering) == PUT_ROUTING_OFFSET, "PUT routing at byte 8");
+    assert!(offset_of!(A, get_relaxed_ordering) == GET_ROUTING_OFFSET, "GET routing at byte 9");
+    assert!(offset_of!(A, max_concurrency) == 10);
+    assert!(size_of::<RmaAttrsExt>() == RMA_ATTRS_EXT_BYTES && align_of::<RmaAttrsExt>() == 8);
+    assert!(RMA_ATTRS_EXT_BYTES >= 44, "holds RB-3.1's 44-byte dmapp_rma_attrs_ext_t");
+};
+
 /// `DMAPP_OFFLOAD_THRESHOLD`: the default `offload_threshold`, in bytes.
 pub const DMAPP_OFFLOAD_THRESHOLD: u32 = 4096;
 /// `DMAPP_DEF_OUTSTANDING_NB`: the default `max_outstanding_nb`.
@@ -926,23 +948,7 @@ pub type AmoGetNbFn = unsafe extern "C" fn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::mem::{align_of, offset_of, size_of};
     use std::string::ToString;
-
-    #[test]
-    fn layouts() {
-        assert_eq!(size_of::<DmappSegDesc>(), 48);
-        assert_eq!(offset_of!(DmappSegDesc, memhndl), 16);
-        assert_eq!(offset_of!(DmappSegDesc, flags), 32);
-        assert_eq!(offset_of!(DmappSegDesc, reserved), 40);
-        assert_eq!(size_of::<DmappJobinfo>(), 112);
-        assert_eq!(offset_of!(DmappJobinfo, data_seg), 16);
-        assert_eq!(offset_of!(DmappJobinfo, sheap_seg), 64);
-        assert_eq!(size_of::<DmappRmaAttrs>(), 12);
-        assert_eq!(offset_of!(DmappRmaAttrs, put_relaxed_ordering), PUT_ROUTING_OFFSET);
-        assert_eq!(offset_of!(DmappRmaAttrs, get_relaxed_ordering), GET_ROUTING_OFFSET);
-        assert_eq!((size_of::<RmaAttrsExt>(), align_of::<RmaAttrsExt>()), (RMA_ATTRS_EXT_BYTES, 8));
-    }
 
     #[test]
     fn return_codes_name_themselves_and_say_which_pass() {

@@ -250,6 +250,44 @@ pub struct GniSmsgAttr {
 /// Largest SMSG message, header plus data.
 pub const GNI_SMSG_MAX_SIZE: u32 = 65535;
 
+// The x86-64 layouts of gni_pub.h (docs/abi.md §1.3), checked when the crate is built: a field of
+// the wrong type, size or place fails the build of the shim and the emulator alike.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    /// Bytes of the field `get` reads: a field narrowed inside its padding keeps every offset.
+    const fn width<F>(_get: fn(&GniPostDescriptor) -> &F) -> usize {
+        size_of::<F>()
+    }
+    assert!(size_of::<GniMemHandle>() == 16 && align_of::<GniMemHandle>() == 8, "gni_mem_handle_t");
+    assert!(offset_of!(GniMemHandle, qword2) == 8, "gni_mem_handle_t.qword2");
+    assert!(size_of::<GniMemSegment>() == 16 && offset_of!(GniMemSegment, length) == 8, "gni_mem_segment_t");
+    assert!(size_of::<GniPostDescriptor>() == 184, "gni_post_descriptor_t is 184 bytes");
+    assert!(align_of::<GniPostDescriptor>() == 8, "gni_post_descriptor_t is 8-aligned");
+    type P = GniPostDescriptor;
+    assert!(offset_of!(P, next_descr) == 0 && offset_of!(P, prev_descr) == 8);
+    assert!(offset_of!(P, post_id) == 16 && offset_of!(P, status) == 24);
+    assert!(offset_of!(P, cq_mode_complete) == 32);
+    assert!(offset_of!(P, r#type) == 36 && width(|p| &p.r#type) == 4, "type, which aar reads: 4 bytes at 36");
+    assert!(offset_of!(P, cq_mode) == 40 && width(|p| &p.cq_mode) == 2);
+    assert!(
+        offset_of!(P, dlvr_mode) == 42 && width(|p| &p.dlvr_mode) == 2,
+        "dlvr_mode, which aar writes: 2 bytes at 42"
+    );
+    assert!(offset_of!(P, local_addr) == 48 && offset_of!(P, local_mem_hndl) == 56);
+    assert!(offset_of!(P, remote_addr) == 72 && offset_of!(P, remote_mem_hndl) == 80);
+    assert!(offset_of!(P, length) == 96 && width(|p| &p.length) == 8, "length, which aar reads: 8 bytes at 96");
+    assert!(offset_of!(P, rdma_mode) == 104 && offset_of!(P, src_cq_hndl) == 112);
+    assert!(offset_of!(P, sync_flag_value) == 120 && offset_of!(P, sync_flag_addr) == 128);
+    assert!(offset_of!(P, amo_cmd) == 136 && offset_of!(P, first_operand) == 144);
+    assert!(offset_of!(P, second_operand) == 152 && offset_of!(P, cqwrite_value) == 160);
+    assert!(offset_of!(P, ce_cmd) == 168 && offset_of!(P, ce_mode) == 172 && offset_of!(P, ce_red_id) == 176);
+    type S = GniSmsgAttr;
+    assert!(size_of::<S>() == 56 && align_of::<S>() == 8, "gni_smsg_attr_t is 56 bytes");
+    assert!(offset_of!(S, msg_type) == 0 && offset_of!(S, msg_buffer) == 8 && offset_of!(S, buff_size) == 16);
+    assert!(offset_of!(S, mem_hndl) == 24 && offset_of!(S, mbox_offset) == 40);
+    assert!(offset_of!(S, mbox_maxcredit) == 44 && offset_of!(S, msg_maxsize) == 48);
+};
+
 // ---- Delivery modes: the `dlvr_mode` field and GNI_SmsgSetDeliveryMode -------------------------
 
 /// Adaptive routing with no bias towards minimal paths (the same value as `PERFORMANCE`).
@@ -417,42 +455,6 @@ pub type CqEntryFlagFn = unsafe extern "C" fn(GniCqEntry) -> c_uint;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::mem::{align_of, offset_of, size_of};
-
-    #[test]
-    fn post_descriptor_layout_matches_gni_pub_h() {
-        assert_eq!(size_of::<GniPostDescriptor>(), 184);
-        assert_eq!(align_of::<GniPostDescriptor>(), 8);
-        let offsets = [
-            (offset_of!(GniPostDescriptor, next_descr), 0),
-            (offset_of!(GniPostDescriptor, prev_descr), 8),
-            (offset_of!(GniPostDescriptor, post_id), 16),
-            (offset_of!(GniPostDescriptor, status), 24),
-            (offset_of!(GniPostDescriptor, cq_mode_complete), 32),
-            (offset_of!(GniPostDescriptor, r#type), 36),
-            (offset_of!(GniPostDescriptor, cq_mode), 40),
-            (offset_of!(GniPostDescriptor, dlvr_mode), 42),
-            (offset_of!(GniPostDescriptor, local_addr), 48),
-            (offset_of!(GniPostDescriptor, local_mem_hndl), 56),
-            (offset_of!(GniPostDescriptor, remote_addr), 72),
-            (offset_of!(GniPostDescriptor, remote_mem_hndl), 80),
-            (offset_of!(GniPostDescriptor, length), 96),
-            (offset_of!(GniPostDescriptor, rdma_mode), 104),
-            (offset_of!(GniPostDescriptor, src_cq_hndl), 112),
-            (offset_of!(GniPostDescriptor, sync_flag_value), 120),
-            (offset_of!(GniPostDescriptor, sync_flag_addr), 128),
-            (offset_of!(GniPostDescriptor, amo_cmd), 136),
-            (offset_of!(GniPostDescriptor, first_operand), 144),
-            (offset_of!(GniPostDescriptor, second_operand), 152),
-            (offset_of!(GniPostDescriptor, cqwrite_value), 160),
-            (offset_of!(GniPostDescriptor, ce_cmd), 168),
-            (offset_of!(GniPostDescriptor, ce_mode), 172),
-            (offset_of!(GniPostDescriptor, ce_red_id), 176),
-        ];
-        for (i, (got, want)) in offsets.iter().enumerate() {
-            assert_eq!(got, want, "field #{i} of gni_post_descriptor_t");
-        }
-    }
 
     #[test]
     fn delivery_modes() {
@@ -468,15 +470,5 @@ mod tests {
         for t in GNI_POST_RDMA_PUT..=GNI_POST_AMO_W_FLAG {
             assert_eq!(post_type_is_get(t), gets.contains(&t), "{}", post_type_name(t));
         }
-    }
-
-    #[test]
-    fn small_types_have_c_sizes() {
-        assert_eq!(size_of::<GniMemHandle>(), 16);
-        assert_eq!(size_of::<GniSmsgAttr>(), 56);
-        assert_eq!(offset_of!(GniSmsgAttr, mem_hndl), 24);
-        assert_eq!(offset_of!(GniSmsgAttr, msg_maxsize), 48);
-        assert_eq!(size_of::<GniMemSegment>(), 16);
-        assert_eq!(offset_of!(GniMemSegment, length), 8);
     }
 }
