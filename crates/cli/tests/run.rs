@@ -1539,6 +1539,31 @@ fn a_stdout_nobody_reads_does_not_stop_pmi() {
     assert!(out.chunks(2).all(|l| l == b"y\n"), "{err}");
 }
 
+/// A line that is not PMI is quoted in the launcher's line about it as a terminal can show it
+/// and in one short line: a rank's line may hold 64 KiB of anything. Rank 0 sends a line that
+/// would clear the screen and overwrite itself (ESC [2J, a carriage return, a `"`), then a word of
+/// 60000 bytes; each reads its answer, and the launcher quotes each word escaped and cut.
+#[test]
+fn a_line_that_is_not_pmi_is_said_escaped_and_cut() {
+    let script = r#"p() { printf '%s\n' "$1" >&$PMI_FD; read -r r <&$PMI_FD; echo "$r"; }
+        p "$(printf '\033[2Jcleared\rover"')"; p "cmd=put $(head -c 60000 /dev/zero | tr '\0' x)""#;
+    let out = aar().args(["run", "-n", "1", "sh", "-c", script]).output().unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}: {stdout}{err:.2000}", out.status);
+    assert_eq!(stdout, "cmd=error rc=-1 msg=not_a_PMI_message\n".repeat(2), "{err:.2000}");
+    let said =
+        |what: &str| format!("aar run: rank 0 sent a line that is not PMI ({what}); it was answered with an error.");
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            said(r#""\u{1b}[2Jcleared\rover\"" where cmd=NAME must come first"#),
+            said(&format!("\"{}…\" is not key=value", "x".repeat(60))),
+        ],
+        "{:?}",
+        err.get(..2000)
+    );
+}
+
 /// A launcher whose stderr nobody reads while the job runs (`aar run ... 2>&1 | less` left at its
 /// prompt) still serves PMI after a line of its own: rank 1 writes more to stderr than the pipe
 /// holds, then a line that is not PMI, which the launcher answers and says on stderr, then the
@@ -1654,22 +1679,23 @@ fn a_ranks_line_about_its_abort_comes_first_also_when_stderr_is_not_read() {
 
 /// The launcher's own lines beyond what its stderr queue holds for them (1 MiB more than the
 /// ranks' 1 MiB) while nobody reads its stderr are lost, and counted: one line at the end says how
-/// many. Each of 6 ranks sends 10 lines that are not PMI, of one 60000-byte word, and reads each
-/// answer (so the launcher's line about it was said first), then says "done" on stdout; the
-/// launcher says each such line with the word in it: 60 lines, 3.6 MB. The test reads stderr only
-/// after the 6 "done"; the lines it finds and the count make 60.
+/// many. Each of 400 ranks sends 10 lines that are not PMI, of one word of 64 characters U+10FFFD
+/// (which the launcher's line quotes cut to 60, each escaped as `\u{10fffd}`: about 720 bytes a
+/// line), and reads each answer (so the launcher's line about it was said first), then says "done"
+/// on stdout: 4000 lines, 2.9 MB. The test reads stderr only after the 400 "done"; the lines it
+/// finds and the count make 4000.
 #[test]
 fn the_launchers_lines_lost_to_a_stderr_nobody_reads_are_counted() {
-    const RANKS: usize = 6;
-    let script = "w=$(head -c 60000 /dev/zero | tr '\\0' x); i=0; while [ $i -lt 10 ]; do echo $w >&$PMI_FD; \
-                  read reply <&$PMI_FD; i=$((i+1)); done; echo done";
+    const RANKS: usize = 400;
+    let script = "c=$(printf '\\364\\217\\277\\275'); w=$c$c$c$c; w=$w$w$w$w; w=$w$w$w$w; i=0; \
+                  while [ $i -lt 10 ]; do echo $w >&$PMI_FD; read reply <&$PMI_FD; i=$((i+1)); done; echo done";
     let (out, err, status) =
         run_with_stderr_unread_until(&["run", "-n", &RANKS.to_string(), "sh", "-c", script], |out| {
             out.matches("done\n").count() >= RANKS
         });
     let lines: Vec<&str> = err.lines().collect();
-    let short: Vec<&str> = lines.iter().filter(|l| l.len() < 200).copied().collect();
-    assert!(status.success(), "{status}: {out}\n{short:?}");
+    let short: Vec<&str> = lines.iter().take(2).chain(lines.last()).copied().collect();
+    assert!(status.success(), "{status}: {short:?}");
     assert_eq!(out.matches("done\n").count(), RANKS, "{out}");
     let said =
         lines.iter().filter(|l| l.starts_with("aar run: rank ") && l.contains("sent a line that is not PMI")).count();

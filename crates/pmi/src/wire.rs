@@ -15,6 +15,22 @@ pub const VALLEN_MAX: usize = 1024;
 /// The KVS key under which the launcher publishes where the ranks run (see [`crate::mapping`]).
 pub const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
 
+/// The characters of a rank's (or a launcher's) text that a message quotes ([`quoted`]): enough
+/// to recognise the word, never a flood.
+pub const QUOTED_CHARS: usize = 60;
+
+/// `text` as a message quotes text a peer sent: in `"…"`, each control or invisible character
+/// (a terminal's escape sequence, a carriage return) and each `"` escaped as `escape_debug`
+/// writes it (`\u{1b}`, `\r`, `\"`), so that the quote can neither drive a terminal nor break
+/// the message's line nor end early, and cut to its first [`QUOTED_CHARS`] characters and `…`:
+/// a line of the wire may hold 64 KiB of anything. The one quoting of peer text, on both sides
+/// (the wire's [`ParseError`]s, `aar run`'s lines, libpmi.so.0's errors).
+pub fn quoted(text: &str) -> String {
+    let cut = text.char_indices().nth(QUOTED_CHARS).map_or(text.len(), |(i, _)| i);
+    let more = if cut < text.len() { "…" } else { "" };
+    format!("\"{}{more}\"", text[..cut].escape_debug())
+}
+
 /// One protocol message: the command and its fields, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
@@ -84,12 +100,12 @@ impl FromStr for Message {
         let cmd = first
             .strip_prefix("cmd=")
             .filter(|c| !c.is_empty())
-            .ok_or_else(|| ParseError(format!("\"{first}\" where cmd=NAME must come first")))?;
+            .ok_or_else(|| ParseError(format!("{} where cmd=NAME must come first", quoted(first))))?;
         let fields = words
             .map(|w| {
                 w.split_once('=')
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .ok_or_else(|| ParseError(format!("\"{w}\" is not key=value")))
+                    .ok_or_else(|| ParseError(format!("{} is not key=value", quoted(w))))
             })
             .collect::<Result<_, _>>()?;
         Ok(Message { cmd: cmd.to_owned(), fields })
@@ -112,7 +128,10 @@ pub fn check_word(what: &str, s: &str, max: usize) -> Result<(), String> {
         return Err(format!("{what} is {} bytes long, the longest allowed is {max}", s.len()));
     }
     if s.contains([' ', '\n', '\r']) {
-        return Err(format!("{what} \"{s}\" holds a space or a newline, which the PMI wire protocol cannot carry"));
+        return Err(format!(
+            "{what} {} holds a space or a newline, which the PMI wire protocol cannot carry",
+            quoted(s)
+        ));
     }
     Ok(())
 }
@@ -143,6 +162,27 @@ mod tests {
         assert!("key=v".parse::<Message>().is_err());
         assert!("cmd=get novalue".parse::<Message>().is_err());
         assert_eq!("cmd=barrier_out\n".parse::<Message>().unwrap(), Message::new("barrier_out"));
+    }
+
+    /// A line may hold 64 KiB of anything: its word is quoted escaped and cut, in one short line.
+    #[test]
+    fn a_bad_lines_word_is_quoted_escaped_and_cut() {
+        let e = "\u{1b}[2Jhello\rworld\"".parse::<Message>().unwrap_err().to_string();
+        assert_eq!(e, r#""\u{1b}[2Jhello\rworld\"" where cmd=NAME must come first"#);
+        let e = format!("cmd=put {}", "x".repeat(70_000)).parse::<Message>().unwrap_err().to_string();
+        assert_eq!(e, format!("\"{}…\" is not key=value", "x".repeat(QUOTED_CHARS)));
+        let e = format!("cmd=put é{}\u{7}", "é".repeat(QUOTED_CHARS - 2)).parse::<Message>().unwrap_err();
+        assert_eq!(e.to_string(), format!("\"{}\\u{{7}}\" is not key=value", "é".repeat(QUOTED_CHARS - 1)));
+        assert_eq!(quoted(""), "\"\"");
+    }
+
+    #[test]
+    fn a_word_that_cannot_travel_is_quoted_escaped() {
+        let e = check_word("the value", "a\rb\u{1b} c", 64).unwrap_err();
+        assert_eq!(
+            e,
+            r#"the value "a\rb\u{1b} c" holds a space or a newline, which the PMI wire protocol cannot carry"#
+        );
     }
 
     #[test]

@@ -22,7 +22,8 @@
 //!   ends the job (exit status 1), said in one line that names it (also when the job is already
 //!   ending, which keeps its exit status). A line that is not PMI is
 //!   answered with an error; the first [`NOT_PMI_SAID`] of a rank are said, the rest counted, and
-//!   the count is said at the end of the job.
+//!   the count is said at the end of the job; each in one short line, the word at fault quoted by
+//!   [`pmi::wire::quoted`] (escaped and cut: a rank's line may hold 64 KiB of anything).
 //! - The end: the job's exit status is 0 when every rank exits 0. The first rank that calls
 //!   PMI_Abort, exits non-zero or dies by a signal ends the job: one message says which rank and
 //!   what happened, the ranks still running get SIGTERM (and SIGCONT, so that a rank stopped from
