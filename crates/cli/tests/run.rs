@@ -326,6 +326,13 @@ fn outside_a_job_pmi_init_says_what_is_missing() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("aar: PMI_Init: PMI_FD is not set") && err.contains("aar run -n N"), "{err}");
+    // A PMI_FD that is no number is quoted escaped: it may be anything.
+    let out = Command::new(pmi_job()).env("PMI_FD", "\u{1b}[2J3").output().unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(r#"aar: PMI_Init: PMI_FD="\u{1b}[2J3" is not a number"#) && !err.contains('\u{1b}'),
+        "{err:?}"
+    );
 }
 
 /// An MPICH program one of whose ranks calls MPI_Abort while the other waits for it.

@@ -2,7 +2,7 @@
 //! launcher passed in `PMI_FD`, behind one mutex (PMI calls may come from any thread).
 
 use crate::mapping::ProcessMapping;
-use crate::wire::{check_name, check_word, Message, PROCESS_MAPPING_KEY};
+use crate::wire::{check_name, check_word, quoted, Message, PROCESS_MAPPING_KEY};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -90,9 +90,9 @@ fn env_int(name: &str) -> Result<i64> {
             ),
         )
     })?;
-    v.trim()
-        .parse()
-        .map_err(|_| PmiError::new(PMI_ERR_INIT, format!("{name}=\"{v}\" is not a number; nothing was initialised.")))
+    v.trim().parse().map_err(|_| {
+        PmiError::new(PMI_ERR_INIT, format!("{name}={} is not a number; nothing was initialised.", quoted(&v)))
+    })
 }
 
 impl Session {
@@ -137,7 +137,12 @@ impl Session {
         let max = |k: &str| m.get_int(k).filter(|&v| v > 1).map(|v| v as usize);
         s.maxes = match (max("kvsname_max"), max("keylen_max"), max("vallen_max")) {
             (Some(kvsname), Some(key), Some(value)) => Maxes { kvsname, key, value },
-            _ => return Err(PmiError::new(PMI_FAIL, format!("the launcher's limits \"{m}\" are incomplete"))),
+            _ => {
+                return Err(PmiError::new(
+                    PMI_FAIL,
+                    format!("the launcher's limits {} are incomplete", quoted(&m.to_string())),
+                ))
+            }
         };
         let m = s.call(Message::new("get_my_kvsname"), "my_kvsname")?;
         s.kvsname = m.get("kvsname").unwrap_or_default().to_owned();
@@ -151,7 +156,10 @@ impl Session {
         match answer.get_int("rc") {
             Some(rc) if rc != 0 => Err(PmiError::new(
                 PMI_FAIL,
-                format!("the launcher refused \"{msg}\": {}", answer.get("msg").unwrap_or("no reason given")),
+                format!(
+                    "the launcher refused \"{msg}\": {}",
+                    answer.get("msg").map_or("no reason given".into(), quoted)
+                ),
             )),
             _ => Ok(answer),
         }
@@ -171,7 +179,7 @@ impl Session {
         if answer.cmd != expect {
             return Err(PmiError::new(
                 PMI_FAIL,
-                format!("the launcher answered cmd={} with \"{answer}\", not cmd={expect}", msg.cmd),
+                format!("the launcher answered cmd={} with {}, not cmd={expect}", msg.cmd, quoted(&answer.to_string())),
             ));
         }
         Ok(answer)
@@ -335,9 +343,9 @@ fn refused(code: i32, why: String) -> PmiError {
 }
 
 fn int_field(m: &Message, key: &str) -> Result<i32> {
-    m.get_int(key)
-        .and_then(|v| i32::try_from(v).ok())
-        .ok_or_else(|| PmiError::new(PMI_FAIL, format!("the launcher's answer \"{m}\" has no number {key}=")))
+    m.get_int(key).and_then(|v| i32::try_from(v).ok()).ok_or_else(|| {
+        PmiError::new(PMI_FAIL, format!("the launcher's answer {} has no number {key}=", quoted(&m.to_string())))
+    })
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -401,5 +409,53 @@ mod tests {
         unhex(&hex(&bytes), &mut back).unwrap();
         assert_eq!(back, bytes);
         assert!(unhex("abc", &mut back).is_none() && unhex("zz", &mut back).is_none());
+    }
+
+    /// A session on one end of a socket pair; the test is the launcher at the other.
+    fn session() -> (Session, UnixStream) {
+        let (sock, launcher) = UnixStream::pair().unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
+        let maxes = Maxes { kvsname: 256, key: 64, value: 1024 };
+        let s = Session {
+            sock,
+            fd,
+            pending: Vec::new(),
+            rank: 0,
+            size: 1,
+            kvsname: "kvs".into(),
+            maxes,
+            allgather_seq: 0,
+            nodes: None,
+        };
+        (s, launcher)
+    }
+
+    /// What a launcher answers is quoted in the error escaped and cut: it may be anything.
+    #[test]
+    fn a_launchers_answer_is_quoted_escaped_and_cut() {
+        let (mut s, mut launcher) = session();
+        let long = "x".repeat(5000);
+        let answers = format!(
+            "cmd=put_result rc=-1 msg=\u{1b}[2Jno\rroom\ncmd=maxes\u{1b}]0;title\u{7}\n\u{1b}[31m{long}\n\
+             cmd=universe_size size=\u{1b}[2J\n"
+        );
+        launcher.write_all(answers.as_bytes()).unwrap();
+        let e = s.put("kvs", "k", "v").unwrap_err().message;
+        assert_eq!(e, r#"the launcher refused "cmd=put kvsname=kvs key=k value=v": "\u{1b}[2Jno\rroom""#);
+        let e = s.barrier().unwrap_err().message;
+        assert_eq!(
+            e,
+            r#"the launcher answered cmd=barrier_in with "cmd=maxes\u{1b}]0;title\u{7}", not cmd=barrier_out"#
+        );
+        let e = s.finalize().unwrap_err().message;
+        assert_eq!(
+            e,
+            format!(
+                r#"the launcher answered cmd=finalize with a line that is not PMI: "\u{{1b}}[31m{}…" where cmd=NAME must come first"#,
+                "x".repeat(55)
+            )
+        );
+        let e = s.universe_size().unwrap_err().message;
+        assert_eq!(e, r#"the launcher's answer "cmd=universe_size size=\u{1b}[2J" has no number size="#);
     }
 }

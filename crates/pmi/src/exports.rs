@@ -80,8 +80,9 @@ fn copy_out(name: &str, buf: *mut c_char, length: c_int, s: &str) -> Result<()> 
         return Err(PmiError::new(
             PMI_ERR_INVALID_LENGTH,
             format!(
-                "{name} holds {length} bytes, {} are needed (\"{s}\" and its NUL); nothing was written.",
-                s.len() + 1
+                "{name} holds {length} bytes, {} are needed ({} and its NUL); nothing was written.",
+                s.len() + 1,
+                crate::wire::quoted(s)
             ),
         ));
     }
@@ -388,4 +389,19 @@ pub unsafe extern "C" fn PMI_Get_nid(rank: c_int, nid: *mut c_int) -> c_int {
         let n = with_session(|s| s.nid(rank))?;
         put_out("nid", nid, n)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A KVS value any rank may have put is quoted escaped and cut when it does not fit.
+    #[test]
+    fn a_value_that_does_not_fit_is_quoted_escaped_and_cut() {
+        let mut buf = [0 as c_char; 4];
+        let value = format!("\u{1b}[2J{}", "v".repeat(100));
+        let e = copy_out("value", buf.as_mut_ptr(), 4, &value).unwrap_err().message;
+        let shown = format!(r#""\u{{1b}}[2J{}…""#, "v".repeat(56));
+        assert_eq!(e, format!("value holds 4 bytes, 105 are needed ({shown} and its NUL); nothing was written."));
+    }
 }

@@ -89,7 +89,9 @@ impl FromStr for ProcessMapping {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = |why: &str| format!("\"{s}\" is not a process mapping (vector,(START,NODES,RANKS),...): {why}");
+        let bad = |why: &str| {
+            format!("{} is not a process mapping (vector,(START,NODES,RANKS),...): {why}", crate::wire::quoted(s))
+        };
         let body = s
             .trim()
             .strip_prefix("(vector")
@@ -153,5 +155,8 @@ mod tests {
         for s in ["", "(vector)", "(vector,(0,1))", "(vector,(0,a,1))", "vector,(0,1,1)", "(vector,(0,0,1))"] {
             assert!(s.parse::<ProcessMapping>().is_err(), "{s}");
         }
+        // A KVS value any rank may have put: quoted escaped and cut.
+        let e = format!("(vector,(0,1,1))\u{1b}[2J{}", ",".repeat(100)).parse::<ProcessMapping>().unwrap_err();
+        assert!(e.starts_with(&format!(r#""(vector,(0,1,1))\u{{1b}}[2J{}…" is not"#, ",".repeat(40))), "{e}");
     }
 }
