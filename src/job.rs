@@ -2,6 +2,7 @@
 //! ranks, and the job and step it belongs to; and its command line, as the records keep it.
 
 use crate::sys::{env_value, EnvValue};
+use aar_record::quotes::shown;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 static RANK: AtomicI64 = AtomicI64::new(-1);
@@ -161,20 +162,19 @@ const A_RESTART_COUNT: Quantity = Quantity {
 
 /// One warning per variable set to something that is not valid: the variable, its value, what
 /// was used instead (`used`: a variable and its value as shown) and how to fix it.
-fn warnings<T>(q: &Quantity, found: &Found<T>, shown: fn(&T) -> String) -> Vec<String> {
+fn warnings<T>(q: &Quantity, found: &Found<T>, show_used: fn(&T) -> String) -> Vec<String> {
     let instead = match &found.used {
-        Some((variable, value)) => format!("{} is taken from {variable}={} instead", q.name, shown(value)),
+        Some((variable, value)) => format!("{} is taken from {variable}={} instead", q.name, show_used(value)),
         None => q.without.to_string(),
     };
     found
         .bad
         .iter()
         .map(|(variable, value)| {
-            let shown: String = value.chars().take(80).collect();
             format!(
-                "{variable}=\"{}\" is not {} ({}); {instead}. {} set {variable} themselves: find what sets it in \
+                "{variable}={} is not {} ({}); {instead}. {} set {variable} themselves: find what sets it in \
                  the batch script, a module or a wrapper (env | grep {variable}) and unset it there.",
-                shown.escape_debug(),
+                shown(value),
                 q.a,
                 q.valid,
                 q.set_by
@@ -216,11 +216,6 @@ fn plain(n: &u32) -> String {
     n.to_string()
 }
 
-/// An id in a warning: quoted, control characters escaped.
-fn quoted(id: &str) -> String {
-    format!("\"{}\"", id.escape_debug())
-}
-
 /// Read the rank, the number of ranks and the ranks on this node from the launcher's environment
 /// (once, at initialisation); the warnings, for variables set to something that is not a number
 /// and job or step ids that are not UTF-8, are the caller's to say (after this, so that they come
@@ -233,8 +228,8 @@ pub fn detect() -> Vec<String> {
     let mut said = warnings(&A_RANK, &place.rank, plain);
     said.extend(warnings(&A_SIZE, &place.size, plain));
     said.extend(warnings(&A_LOCAL_SIZE, &place.local, plain));
-    said.extend(warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &env_value), |id| quoted(id)));
-    said.extend(warnings(&A_STEP, &first_text(&STEP_VARIABLES, &env_value), |id| quoted(id)));
+    said.extend(warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &env_value), |id| shown(id)));
+    said.extend(warnings(&A_STEP, &first_text(&STEP_VARIABLES, &env_value), |id| shown(id)));
     said.extend(warnings(&A_RESTART_COUNT, &first_number(&RESTART_VARIABLES, &env_value, |_| true), plain));
     said
 }
@@ -386,7 +381,7 @@ mod tests {
         };
         let found = first_text(&JOB_VARIABLES, &set);
         assert_eq!(found.used, Some(("LSB_JOBID", "77".to_string())), "an empty one is unset, and silent");
-        let said = warnings(&A_JOB_ID, &found, |id| quoted(id));
+        let said = warnings(&A_JOB_ID, &found, |id| shown(id));
         assert_eq!(said.len(), 1, "{said:?}");
         assert!(
             said[0].starts_with(
@@ -397,11 +392,11 @@ mod tests {
             said[0]
         );
         let alone = |name: &str| (name == "ALPS_APP_ID").then(|| Err("\u{fffd}".to_string()));
-        let said = warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &alone), |id| quoted(id));
+        let said = warnings(&A_JOB_ID, &first_text(&JOB_VARIABLES, &alone), |id| shown(id));
         assert!(said.is_empty(), "only the job's variables are read: {said:?}");
         let found = first_text(&STEP_VARIABLES, &alone);
         assert_eq!(found.used, None);
-        let said = warnings(&A_STEP, &found, |id| quoted(id));
+        let said = warnings(&A_STEP, &found, |id| shown(id));
         assert_eq!(said.len(), 1, "{said:?}");
         assert!(said[0].contains("the process has no job step: its records and files are named by the job id alone"));
     }

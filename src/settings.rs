@@ -9,6 +9,7 @@ use crate::sys::{env_value, EnvValue};
 use aar_abi::counters::{EVENTS, REQUIRED_EVENTS};
 use aar_abi::dmapp::RoutingTable;
 use aar_engine::{AbOrder, AbSchedule, ByteSize, EngineConfig, LatencyUnit, PolicyList, RoutingMode, Switch};
+use aar_record::quotes::shown;
 pub use aar_record::ranks::RankSet;
 use core::fmt;
 use core::str::FromStr;
@@ -592,7 +593,7 @@ impl Parser<'_> {
             Err(shown_value) => {
                 if !self.warnings.iter().any(|w| w.variable == name) {
                     let message = format!(
-                        "{name}=\"{}\" is not valid UTF-8 (U+FFFD stands for the bytes that are not); it is ignored, \
+                        "{name}={} is not valid UTF-8 (U+FFFD stands for the bytes that are not); it is ignored, \
                          as if unset. Give it in UTF-8 (for a path: a name in UTF-8, e.g. a symbolic link to it).",
                         shown(&shown_value)
                     );
@@ -604,7 +605,7 @@ impl Parser<'_> {
     }
 
     fn warn(&mut self, variable: &'static str, value: String, problem: &str, default: &str, fix: &str) {
-        let message = format!("{variable}=\"{}\" {problem}; using the default {default}. {fix}", shown(&value));
+        let message = format!("{variable}={} {problem}; using the default {default}. {fix}", shown(&value));
         self.warnings.push(Warning { variable, value, message });
     }
 
@@ -655,7 +656,7 @@ impl Parser<'_> {
         };
         let value = self.get(variable).unwrap_or_default();
         let message = format!(
-            "{variable}=\"{}\" is the mode {other} gives too ({}): with one mode for both, auto and steady could never \
+            "{variable}={} is the mode {other} gives too ({}): with one mode for both, auto and steady could never \
              switch; using the default {} for {variable} instead. Give the two different modes, or, to send every \
              adaptive message with {}, set AAR_MODE={} and leave them unset.",
             shown(&value),
@@ -682,7 +683,7 @@ impl Parser<'_> {
         let pattern = value.trim().to_string();
         if let (_, Some(unknown)) = crate::trace::expand(&pattern, None, 0) {
             let message = format!(
-                "AAR_TRACE=\"{}\": {} is not one of %r (the rank), %p (the pid) or %% (a %): kept as written. Write \
+                "AAR_TRACE={}: {} is not one of %r (the rank), %p (the pid) or %% (a %): kept as written. Write \
                  %% for a %.",
                 shown(&pattern),
                 unknown.escape_debug()
@@ -691,16 +692,6 @@ impl Parser<'_> {
         }
         Some(pattern)
     }
-}
-
-/// A value quoted in a message: at most 80 characters (a longer one is cut with `…`, so that the
-/// part shown is not taken for the whole), every control or invisible character escaped, so that
-/// no value can move the cursor, clear the line or reorder the text.
-fn shown(value: &str) -> String {
-    let mut chars = value.chars();
-    let head: String = chars.by_ref().take(80).collect();
-    let more = if chars.next().is_some() { "…" } else { "" };
-    format!("{}{more}", head.escape_debug())
 }
 
 /// The characters of each value a parser's message quotes that a warning keeps
@@ -793,7 +784,7 @@ impl Settings {
         let policy = match &ab {
             Some(list) => {
                 if let Some(v) = p.get("AAR_MODE") {
-                    let message = format!("AAR_MODE=\"{}\" {MODE_IGNORED}", shown(&v));
+                    let message = format!("AAR_MODE={} {MODE_IGNORED}", shown(&v));
                     p.warnings.push(Warning { variable: "AAR_MODE", value: v, message });
                 }
                 AbSchedule::new(list.0.clone(), ab_order).policy_at(0)

@@ -19,16 +19,11 @@ pub const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
 /// to recognise the word, never a flood.
 pub const QUOTED_CHARS: usize = 60;
 
-/// `text` as a message quotes text a peer sent: in `"…"`, each control or invisible character
-/// (a terminal's escape sequence, a carriage return) and each `"` escaped as `escape_debug`
-/// writes it (`\u{1b}`, `\r`, `\"`), so that the quote can neither drive a terminal nor break
-/// the message's line nor end early, and cut to its first [`QUOTED_CHARS`] characters and `…`:
-/// a line of the wire may hold 64 KiB of anything. The one quoting of peer text, on both sides
-/// (the wire's [`ParseError`]s, `aar run`'s lines, libpmi.so.0's errors).
+/// `text` as a message quotes text a peer sent ([`aar_record::quotes::quoted`]: escaped, cut to
+/// [`QUOTED_CHARS`]): a line of the wire may hold 64 KiB of anything. The one quoting of peer
+/// text, on both sides (the wire's [`ParseError`]s, `aar run`'s lines, libpmi.so.0's errors).
 pub fn quoted(text: &str) -> String {
-    let cut = text.char_indices().nth(QUOTED_CHARS).map_or(text.len(), |(i, _)| i);
-    let more = if cut < text.len() { "…" } else { "" };
-    format!("\"{}{more}\"", text[..cut].escape_debug())
+    aar_record::quotes::quoted(text, QUOTED_CHARS)
 }
 
 /// One protocol message: the command and its fields, in order.

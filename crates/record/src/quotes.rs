@@ -1,5 +1,26 @@
-//! Warnings that quote values: libaar.so's about `AAR_*` variables and the emulator's about
-//! `AAR_EMU_*` ones say a message on one line, each value it quotes cut to a length ([`shortened`]).
+//! Messages that quote values on one line: a value a message quotes, escaped and cut
+//! ([`quoted`]: libaar.so's warnings, libpmi.so.0's and `aar run`'s), and a message whose quoted
+//! values are cut after it is made ([`shortened`]: libaar.so's warnings about `AAR_*` variables,
+//! the emulator's about `AAR_EMU_*` ones).
+
+/// The characters of an environment variable's value that a warning about it quotes ([`shown`]).
+pub const VALUE_CHARS: usize = 80;
+
+/// An environment variable's value as a warning about it quotes it: [`quoted`] to [`VALUE_CHARS`].
+pub fn shown(value: &str) -> String {
+    quoted(value, VALUE_CHARS)
+}
+
+/// `text` as a message quotes it: in `"…"`, every control or invisible character (a terminal's
+/// escape sequence, a carriage return) and every `"` escaped as `escape_debug` writes it
+/// (`\u{1b}`, `\r`, `\"`), so that the quote can neither drive a terminal nor break the message's
+/// line nor end early, and cut to its first `max_chars` characters and `…`, so that the part
+/// shown is not taken for the whole and a long value is not a flood.
+pub fn quoted(text: &str, max_chars: usize) -> String {
+    let cut = text.char_indices().nth(max_chars).map_or(text.len(), |(i, _)| i);
+    let more = if cut < text.len() { "…" } else { "" };
+    format!("\"{}{more}\"", text[..cut].escape_debug())
+}
 
 /// A message as a warning says it, one line whatever the values it quotes: every control or
 /// invisible character escaped as `escape_debug` writes it (`\n`, `\u{1b}`), so that nothing
@@ -74,7 +95,16 @@ fn escape_len(text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::shortened;
+    use super::{quoted, shortened};
+
+    #[test]
+    fn a_quoted_value_is_escaped_and_cut_to_its_bound() {
+        assert_eq!(quoted("", 4), r#""""#);
+        assert_eq!(quoted("abcd", 4), r#""abcd""#, "one at the bound is whole");
+        assert_eq!(quoted("abcde", 4), r#""abcd…""#);
+        assert_eq!(quoted("a\"b\u{1b}[2J\r", 40), r#""a\"b\u{1b}[2J\r""#);
+        assert_eq!(quoted("λσµéx", 4), r#""λσµé…""#, "characters, not bytes");
+    }
 
     #[test]
     fn a_quote_longer_than_the_bound_is_cut_and_closed() {
