@@ -133,7 +133,8 @@ fn within_the_hysteresis_the_side_with_fewer_stalls_is_preferred() {
     let msg = put(KIB64, DestinationClass::Unknown);
     for (stall, want) in [(0.1, AD0), (0.05, AD3)] {
         let mut r = Rig::new(one());
-        // T_high_bias = 1 · 2 + 6.4 · (1 + s); T_adaptive = 2.5 + 6.4 = 8.9: within 10 %
+        // T_high_bias = 2 · 2 + 6.4 · (1 + s) = 11.04 (s = 0.1) or 10.72 (s = 0.05);
+        // T_adaptive = 2 · 2.5 + 6.4 = 11.4: slower, but within 10 % of either
         r.window(Policy::Fixed(AD0), msg, 2.5, 0.0);
         r.window(Policy::Fixed(AD3), msg, 2.0, stall);
         assert_eq!(r.decide(msg).mode, Some(want), "s = {stall}");
@@ -429,12 +430,12 @@ fn calibration_falls_back_to_the_constants_then_learns_within_bounds() {
 
 #[test]
 fn a_shared_nic_weighs_the_flits_by_the_ranks_on_the_node() {
-    // 64 KiB PUT (rounds 1, f = 5,120: 6.4 µs at the NIC's rate). High Bias measured (2, 0.3),
-    // Adaptive (5, 0.06):
-    //   k = 1: 2 + 6.4 · 1.3 = 10.32 against 5 + 6.4 · 1.06 = 11.784 (1.14: more than 10 %
+    // 64 KiB PUT (p = 1,024, rounds 2, f = 5,120: 6.4 µs at the NIC's rate). High Bias measured
+    // (2, 0.3), Adaptive (5, 0.06):
+    //   k = 1: 4 + 6.4 · 1.3 = 12.32 against 10 + 6.4 · 1.06 = 16.784 (1.36: more than 10 %
     //          slower): stays
-    //   k = 4: 2 + 25.6 · 1.3 = 35.28 against 5 + 25.6 · 1.06 = 32.136 (0.91: faster, within
-    //          10 %, with fewer stalls that save 4 · 5,120 · 0.24 · 1.25 ns · 4 = 24.6 µs): switch
+    //   k = 4: 4 + 25.6 · 1.3 = 37.28 against 10 + 25.6 · 1.06 = 37.136 (0.996: within 10 %,
+    //          with fewer stalls that save 4 · 5,120 · 0.24 · 1.25 ns · 4 = 24.6 µs): switch
     let msg = put(KIB64, DestinationClass::Unknown);
     for (k, want) in [(1, AD3), (4, AD0)] {
         let mut r = Rig::new(EngineConfig { ranks_per_node: k, ..one() });
@@ -490,7 +491,7 @@ fn every_message_posted_at_once_counts_however_many() {
     // fewer stalls, once 5.9 + 0.1 k < 4.07 + 0.132 k, i.e. k > 57.19 (its stalls then save
     // 80 · k · 0.2 · 1.25 ns · 4 > 2 µs: k > 25). Message i finds i − 1 injecting; the class's
     // count moves by 0.3 of the difference from 1, so after message i it is
-    // i − 7/3 + (7/3)·0.7^i: 56.67 after message 59, 57.67 after message 60.
+    // i − 7/3 + (10/3)·0.7^i: 56.67 after message 59, 57.67 after message 60.
     let msg = |t: u64| Message { posted_ns: Some(t), ..put(1 << 10, DestinationClass::OtherGroup) };
     let rig = || {
         let mut r = Rig::new(one());
