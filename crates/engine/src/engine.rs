@@ -265,7 +265,8 @@ pub struct Decision {
 /// What became of a counter sample.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum WindowOutcome {
-    /// First sample (or first after a discard): the start of the next window.
+    /// The engine's first sample: the start of the first window. (After a discarded window the
+    /// discarding sample starts the next one; after an empty one the window runs on.)
     Baseline,
     /// A window with its latency and stall ratio.
     Valid(Window),
@@ -286,7 +287,7 @@ pub enum WindowOutcome {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[repr(C)]
 pub struct EngineStats {
-    /// Threshold crossings decided, by reason.
+    /// Threshold crossings decided, every policy's (the model's among them: `decisions_model`).
     pub decisions: u64,
     /// Decisions the cost model made (with a counter window).
     pub decisions_model: u64,
@@ -319,7 +320,8 @@ pub struct EngineStats {
     pub windows_class_attributed: u64,
     /// `steady`: decisions whose switch the dwell held back.
     pub switches_held: u64,
-    /// `steady`: decisions made with learned λ and σ.
+    /// `steady`: decisions made with a learned λ or σ (or both) for the message's class and size
+    /// range.
     pub decisions_calibrated: u64,
     /// `steady` with ranks sharing the NIC: valid windows in which neither side carried
     /// `dominance` of the node's decided bytes, attributed to nothing.
