@@ -14,9 +14,9 @@
 //! every message on the low-stall side, every message on the low-latency side. Each is timed
 //! once (in that order; an arm that a fixed-mode A/B iteration has already timed is skipped),
 //! then the fastest runs, and the others are timed again at the calls numbered 16, 32, 64, 128,
-//! 256 and every 256 after. Arms within [`HYSTERESIS`] of the fastest count as fast: the first
-//! of them in the order above runs, so that ranks whose calls took about the same times choose
-//! the same routing, and a choice does not move on noise.
+//! 256 and every 256 after. Arms that the fastest beats by at most [`HYSTERESIS`] of their own
+//! time count as fast: the first of them in the order above runs, so that ranks whose calls took
+//! about the same times choose the same routing, and a choice does not move on noise.
 //!
 //! Only calls that move the caller's data are calls here. A barrier's messages carry no
 //! payload: its arms would time the same few header packets three ways, differ by the noise of
@@ -45,8 +45,10 @@ impl CallArm {
     }
 }
 
-/// An arm within this share of the fastest arm's time counts as fast as it: call times move by a
-/// few percent with the rest of the machine's traffic, and from one rank to another.
+/// An arm counts as fast as the fastest when the fastest takes at least (1 − this) of the arm's
+/// time (`0.95 · t ≤ fastest`: a share of the arm's time, as `steady`'s own hysteresis is a share
+/// of the time in use): call times move by a few percent with the rest of the machine's traffic,
+/// and from one rank to another.
 pub const HYSTERESIS: f64 = 0.05;
 /// Weight of a new timing in an arm's smoothed time.
 const SMOOTHING: f64 = 0.5;
@@ -269,6 +271,12 @@ mod tests {
             call(&mut t, 1, us);
         }
         assert_eq!(t.choice(1), Some(PerMessage));
+        // The share is of the arm's own time: timed 105.2, 100, 120 µs, 0.95 · 105.2 = 99.94 <= 100
+        // (5.2 % of the fastest's time, more than 5 %, still counts).
+        for us in [105.2, 100.0, 120.0] {
+            call(&mut t, 3, us);
+        }
+        assert_eq!(t.choice(3), Some(PerMessage));
         // timed 100, 90, 120 µs: it is not (95 > 90)
         for us in [100.0, 90.0, 120.0] {
             call(&mut t, 2, us);
