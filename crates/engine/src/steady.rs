@@ -2,8 +2,9 @@
 //! fixed.
 //!
 //! - **No oscillation.** A class switches only when the other side is estimated faster by more
-//!   than [`SteadyConfig::hysteresis`] of the message's time (by anything while the class never
-//!   measured the other side: the constants' guess is then tried once, since no margin corrects
+//!   than [`SteadyConfig::hysteresis`] of the message's time (by anything while the class, or
+//!   the node-wide state a class without windows of its own decides from, never measured the
+//!   other side: the constants' guess is then tried once, since no margin corrects
 //!   a biased guess and only a measurement does), or when it is estimated within the hysteresis
 //!   and stalls less (the model cannot tell such sides apart; stalls are congestion that the
 //!   rank's own counters see only in part), and only after a dwell of
@@ -40,8 +41,9 @@ use crate::settings::EngineConfig;
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SteadyConfig {
     /// A class switches only when the other side's estimated time is below
-    /// `(1 - hysteresis)` times the time of the side in use, once the class has measured the
-    /// other side (before that, when it is below the time of the side in use), or when it is
+    /// `(1 - hysteresis)` times the time of the side in use, once the class (a class without
+    /// windows of its own: the node-wide state) has measured the other side (before that, when
+    /// it is below the time of the side in use), or when it is
     /// below `(1 + hysteresis)` times it and the other side stalls less.
     pub hysteresis: f64,
     /// Decisions of a class on one side before it may switch again.

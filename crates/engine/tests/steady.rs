@@ -175,6 +175,30 @@ fn a_side_never_measured_is_tried_on_a_gain_within_the_hysteresis() {
     assert_eq!(d.mode, Some(AD3), "measured within the hysteresis: stays");
 }
 
+/// A class without windows of its own decides from the node-wide state, and the hysteresis
+/// applies once that state has measured the other side: the class's own lack of a measurement
+/// does not waive it.
+#[test]
+fn a_class_deciding_from_the_node_wide_state_keeps_the_hysteresis_once_that_state_measured_both_sides() {
+    // The node-wide state measures both sides from windows no class dominated (1 MiB each to the
+    // same router and the same group): Adaptive (1.8, 0.07), then High Bias (2, 0.05). For a
+    // 1 MiB PUT to another group, on High Bias: 17 · 2 + 102.4 · 1.05 = 141.52 µs against
+    // Adaptive's 17 · 1.8 + 102.4 · 1.07 = 140.168 (0.99: within 10 %), which stalls more: stays.
+    // Without the hysteresis it would switch (1.352 µs saved × 4 decisions > 2 µs).
+    let mut r = Rig::new(one());
+    for (policy, latency, stall) in [(Policy::Fixed(AD0), 1.8, 0.07), (Policy::Fixed(AD3), 2.0, 0.05)] {
+        r.e.set_policy(policy);
+        for class in [DestinationClass::SameRouter, DestinationClass::SameGroup] {
+            assert!(!r.e.on_threshold_crossed(&put(MIB, class), false).read_before);
+        }
+        r.c = next(r.c, latency, stall);
+        assert!(matches!(r.e.observe(r.c), WindowOutcome::Valid(_)));
+    }
+    assert_eq!(r.e.stats().windows_class_attributed, 0, "the node-wide state's windows");
+    let d = r.decide(put(MIB, DestinationClass::OtherGroup));
+    assert_eq!((d.mode, d.reason), (Some(AD3), Reason::Model));
+}
+
 #[test]
 fn a_switch_must_save_more_than_it_costs() {
     // 1 KiB PUT: p = 16, f = 80, rounds 1, f · 1.25 ns = 0.1 µs; λ = 0.8 (Adaptive 20 % faster).
