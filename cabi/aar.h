@@ -90,7 +90,8 @@ const char *aar_policy_name(void);
  * AAR_AB schedule gives i, on every rank, without any communication. The policy changes only
  * here: before the first begin it is iteration 0's; after an end it stays until the next begin.
  * Each ended iteration is one row of the rank's iteration record in AAR_OUTPUT_DIR (the first
- * 100,000 of them; see README, "A/B experiments"). Calls made after libaar.so's exit handler ran
+ * 100,000 of them; see README, "A/B experiments"); one still in progress at exit has no row and is
+ * not counted in the summary record's ab.iterations. Calls made after libaar.so's exit handler ran
  * (by another thread while the process exits, from an atexit handler registered before the
  * library's first call, or a destructor) return as always, but the records are written by then:
  * iterations they end (or that end while the exit handler runs and find it counting already)
@@ -101,7 +102,8 @@ const char *aar_policy_name(void);
  * still buffered are not written, and the summary record counts them (ab.rows_unwritten_at_exit),
  * which aar report names as the cause of the missing rows. Begin and end are refused
  * (AAR_EINVAL) when AAR_AB_BOUNDARY names an MPI function, which then marks iterations; labels
- * work with both. In a fork child they switch the policy but write no rows.
+ * work with both. A fork child starts in the iteration in progress at the fork; there begin and
+ * end switch the policy (AAR_AB) and labels are accepted (AAR_OK), but no rows are written.
  * They wait at most 100 ms for the iteration record, which another thread may hold longer (one
  * inside fork(), until the fork is done; one writing rows to a slow file system): begin and end
  * then still begin and end iterations (index and policy change, AAR_OK), but those iterations

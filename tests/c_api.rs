@@ -406,3 +406,91 @@ fn begins_refused_while_starting_keep_their_index() {
     assert_eq!(others.len(), 1, "{:?}", r.aar_lines());
     assert!(others[0].starts_with("aar: aar_iteration_end was called"), "{}", others[0]);
 }
+
+/// tests/c/api_contract.c, linked with -laar as aar.h advises, run as `case` with `env`: it checks
+/// every return code and policy name aar.h promises itself and ends with "ok N checks"; the run,
+/// after asserting that it succeeded and that stdout holds only the program's own lines (aar.h:
+/// no function writes to stdout), preceded by `before_ok`.
+fn contract(case: &str, env: &[(&str, &str)], before_ok: &str) -> Run {
+    let mut launch = Launch::program(&format!("api-contract-{case}"), program_with("api_contract", &["-laar"]), case);
+    for (k, v) in env {
+        launch = launch.env(k, v);
+    }
+    let r = launch.run();
+    let (before, last) = r.stdout.trim_end().rsplit_once('\n').unwrap_or(("", r.stdout.trim_end()));
+    assert!(
+        r.status.success() && last.starts_with("ok ") && last.ends_with(" checks"),
+        "{case}: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(before, before_ok.trim_end(), "{case}: stdout holds only the program's lines");
+    r
+}
+
+/// The rows of the one iteration record of a run: (index, policy, label).
+fn rows_of(r: &Run) -> Vec<(u64, String, Option<String>)> {
+    let records = iteration_records(&r.dir.join("out"));
+    assert_eq!(records.len(), 1, "one iteration record: {}", r.stderr);
+    let text = |v: &serde_json::Value| v.as_str().map(String::from);
+    records[0]
+        .1
+        .iter()
+        .map(|row| (row["i"].as_u64().unwrap(), text(&row["policy"]).unwrap(), text(&row["label"])))
+        .collect()
+}
+
+/// Under AAR_DISABLE every call with a good argument is AAR_EDISABLED (the policy ones, the
+/// iteration ones, an end with no iteration in progress too), a bad argument still AAR_EINVAL, the
+/// policy "disabled" and no iteration ever in progress; nothing is written.
+#[test]
+fn every_call_under_the_kill_switch_is_edisabled_but_a_bad_argument() {
+    let r = contract("disabled", &[("AAR_DISABLE", "1")], "");
+    assert!(r.stderr.is_empty() && r.records().is_empty(), "{}", r.stderr);
+    assert!(iteration_records(&r.dir.join("out")).is_empty());
+}
+
+/// The calls of aar.h as their comments say, without an A/B experiment: an end as the process's
+/// first call (AAR_EINVAL), each adaptive mode pinned and every other value refused with nothing
+/// changed, every name AAR_MODE takes in any case (and nothing else, non-UTF-8 included), a pause
+/// that keeps the policy changed under it for the resume, a policy name that stays readable, a
+/// nested begin that ends the iteration in progress, a second end refused, labels of 64 characters
+/// and of every character of the set, labels with others refused. The rows are the three
+/// iterations begun, each with the label it was given last; aar_version is the library's version.
+#[test]
+fn the_calls_do_what_aar_h_says_of_them() {
+    let r = contract("calls", &[], &format!("version {}", env!("CARGO_PKG_VERSION")));
+    let charset = Some("ABZabz09-_.:+/=@".to_string());
+    let labels: Vec<(u64, Option<String>)> = rows_of(&r).into_iter().map(|(i, _, label)| (i, label)).collect();
+    assert_eq!(labels, [(0, Some("x".repeat(64))), (1, charset), (2, Some("next".into()))]);
+    assert_eq!(r.records()[0]["ab"]["iterations"], 3);
+}
+
+/// Under an A/B experiment the policy calls are refused and change nothing; a pause holds across
+/// iteration boundaries and, resumed, the iteration in progress has its scheduled policy, which
+/// stays after its end. An iteration still in progress at exit has no row and is not counted, as
+/// aar.h says (only ended iterations are).
+#[test]
+fn under_ab_the_schedule_alone_chooses_and_a_pause_holds_across_boundaries() {
+    let r = contract("ab", &[("AAR_AB", "ADAPTIVE1,ADAPTIVE2")], "");
+    let rows: Vec<(u64, String)> = rows_of(&r).into_iter().map(|(i, policy, _)| (i, policy)).collect();
+    let expected: Vec<(u64, String)> =
+        [(0, "ADAPTIVE1"), (1, "ADAPTIVE2"), (2, "ADAPTIVE1")].into_iter().map(|(i, p)| (i, p.to_string())).collect();
+    assert_eq!(rows, expected, "iteration 3, in progress at exit, has no row");
+    assert_eq!(r.records()[0]["ab"]["iterations"], 3, "nor is it counted");
+}
+
+/// A fork child sees the iteration in progress at the fork; its begins and ends work (AAR_OK) and
+/// switch to each iteration's scheduled policy, its label is accepted, but it writes no rows: the
+/// one iteration record is the parent's, whose iterations 2 and 3 are its own, unlabelled.
+#[test]
+fn iterations_in_a_fork_child_switch_the_policy_but_write_no_rows() {
+    let r = contract("fork", &[("AAR_AB", "ADAPTIVE1,ADAPTIVE2")], "child ok 14 checks");
+    let records = iteration_records(&r.dir.join("out"));
+    assert_eq!(records.len(), 1, "{}", r.stderr);
+    assert_eq!(records[0].0["pid"], r.records()[0]["pid"], "the parent's");
+    let rows = rows_of(&r);
+    let expected: Vec<(u64, String, Option<String>)> =
+        (0..4).map(|i| (i, ["ADAPTIVE1", "ADAPTIVE2"][i as usize % 2].to_string(), None)).collect();
+    assert_eq!(rows, expected);
+}
