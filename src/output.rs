@@ -410,6 +410,17 @@ fn write_outputs() {
             ));
         }
     }
+    if let (Some(_), Boundary::Markers) = (&held, settings.ab_boundary) {
+        let open = state::ITERATIONS.current();
+        if open >= 0 {
+            // Ended by nothing: its row would hold a part of the run nobody marked as a whole.
+            diag::warn(&format!(
+                "iteration {open} was still in progress at exit (aar_iteration_begin without its \
+                 aar_iteration_end): it has no row and is not counted. Call aar_iteration_end after the last \
+                 iteration's work (in an MPI program, before MPI_Finalize) to keep it."
+            ));
+        }
+    }
     let written = match (&mut held, state::is_fork_child()) {
         (Some(record), _) => record.finish(),
         (None, true) => Written::NONE,

@@ -478,6 +478,14 @@ fn under_ab_the_schedule_alone_chooses_and_a_pause_holds_across_boundaries() {
         [(0, "ADAPTIVE1"), (1, "ADAPTIVE2"), (2, "ADAPTIVE1")].into_iter().map(|(i, p)| (i, p.to_string())).collect();
     assert_eq!(rows, expected, "iteration 3, in progress at exit, has no row");
     assert_eq!(r.records()[0]["ab"]["iterations"], 3, "nor is it counted");
+    assert!(
+        r.stderr.contains(
+            "aar: iteration 3 was still in progress at exit (aar_iteration_begin without its aar_iteration_end): \
+             it has no row and is not counted. Call aar_iteration_end after the last iteration's work"
+        ),
+        "and that is said: {}",
+        r.stderr
+    );
 }
 
 /// A fork child sees the iteration in progress at the fork; its begins and ends work (AAR_OK) and
