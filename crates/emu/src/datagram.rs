@@ -15,7 +15,7 @@ use aar_abi::*;
 
 use crate::job;
 use crate::registry;
-use crate::shm::{self, load_bytes, store_bytes, Dgram, Lock, DGRAMS, DGRAM_BYTES, DG_DONE, DG_FREE, DG_PENDING};
+use crate::shm::{self, load_bytes, store_bytes, Dgram, Lock, DGRAMS, DG_DONE, DG_FREE, DG_PENDING};
 
 /// The datagram slots of a process that is no job's rank, and their lock.
 struct Local {
@@ -95,7 +95,7 @@ fn deliver(to: &Dgram, from: &Dgram) {
 /// GNI_EpPostData and GNI_EpPostDataWId (`id` None): posts `in_data` from endpoint `ep`; the
 /// peer's data will go to `out_buf` (`out_cap` bytes) when Test or Wait collects it.
 pub fn post(ep: usize, in_data: &[u8], out_buf: u64, out_cap: u16, id: Option<u64>) -> Result<(), GniReturn> {
-    if in_data.len() > DGRAM_BYTES || out_cap as usize > DGRAM_BYTES {
+    if in_data.len() > GNI_DATAGRAM_MAXSIZE as usize || u32::from(out_cap) > GNI_DATAGRAM_MAXSIZE {
         return Err(GNI_RC_SIZE_ERROR);
     }
     let (local, remote) = {

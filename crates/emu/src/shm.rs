@@ -23,8 +23,6 @@ pub const RING_CAP: usize = 8192;
 pub const MBOXES: usize = 1024;
 /// Outstanding datagrams per rank.
 pub const DGRAMS: usize = 256;
-/// Largest datagram, in bytes (`GNI_DATAGRAM_MAXSIZE`).
-pub const DGRAM_BYTES: usize = 128;
 /// Marks a mapped rank file as initialised by a rank of this layout.
 pub const MAGIC: u64 = 0x6161_722d_6a6f_6201;
 /// "No ring": a registration or mailbox whose events go nowhere.
@@ -386,8 +384,8 @@ pub struct Dgram {
     /// The poster's buffer for the peer's data (an address in the poster's process) and its size.
     pub out_buf: AtomicU64,
     pub out_cap: AtomicU32,
-    pub in_data: [AtomicU64; DGRAM_BYTES / 8],
-    pub out_data: [AtomicU64; DGRAM_BYTES / 8],
+    pub in_data: [AtomicU64; GNI_DATAGRAM_MAXSIZE as usize / 8],
+    pub out_data: [AtomicU64; GNI_DATAGRAM_MAXSIZE as usize / 8],
 }
 
 /// Datagram states: free, posted and waiting for its match, matched (the peer's data is in
