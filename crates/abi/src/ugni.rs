@@ -91,6 +91,62 @@ pub const fn post_type_name(t: GniPostType) -> &'static str {
     }
 }
 
+// ---- AMO commands: the `amo_cmd` field (`gni_fma_cmd_type_t`) -----------------------------------
+//
+// gni_pub.h names every command; they are built from the fetching 64-bit codes below and the bits
+// after them (docs/abi.md §1.4). The bits have no name in gni_pub.h, hence no `GNI_` prefix.
+
+/// `gni_fma_cmd_type_t`: the atomic operation of an AMO post.
+pub type GniFmaCmdType = u32;
+/// First generation, fetching: add the first operand.
+pub const GNI_FMA_ATOMIC_FADD: GniFmaCmdType = 0x008;
+/// First generation, fetching: and with the first operand.
+pub const GNI_FMA_ATOMIC_FAND: GniFmaCmdType = 0x009;
+/// First generation, fetching: or with the first operand.
+pub const GNI_FMA_ATOMIC_FOR: GniFmaCmdType = 0x00a;
+/// First generation, fetching: exclusive-or with the first operand.
+pub const GNI_FMA_ATOMIC_FXOR: GniFmaCmdType = 0x00b;
+/// First generation, fetching: and with the first operand, then exclusive-or with the second.
+pub const GNI_FMA_ATOMIC_FAX: GniFmaCmdType = 0x00c;
+/// First generation, fetching: if the word equals the first operand, store the second (gni_pub.h
+/// has no non-fetching form).
+pub const GNI_FMA_ATOMIC_CSWAP: GniFmaCmdType = 0x00d;
+/// Second generation, fetching, 64-bit: and.
+pub const GNI_FMA_ATOMIC2_FAND: GniFmaCmdType = 0x041;
+/// Second generation, fetching, 64-bit: or.
+pub const GNI_FMA_ATOMIC2_FOR: GniFmaCmdType = 0x043;
+/// Second generation, fetching, 64-bit: exclusive-or.
+pub const GNI_FMA_ATOMIC2_FXOR: GniFmaCmdType = 0x045;
+/// Second generation, fetching, 64-bit: store the first operand.
+pub const GNI_FMA_ATOMIC2_FSWAP: GniFmaCmdType = 0x047;
+/// Second generation, fetching, 64-bit: and with the first operand, exclusive-or with the second.
+pub const GNI_FMA_ATOMIC2_FAX: GniFmaCmdType = 0x049;
+/// Second generation, fetching, 64-bit: compare with the first operand, store the second.
+pub const GNI_FMA_ATOMIC2_FCSWAP: GniFmaCmdType = 0x04b;
+/// Second generation, fetching, 64-bit: signed minimum.
+pub const GNI_FMA_ATOMIC2_FIMIN: GniFmaCmdType = 0x051;
+/// Second generation, fetching, 64-bit: signed maximum.
+pub const GNI_FMA_ATOMIC2_FIMAX: GniFmaCmdType = 0x053;
+/// Second generation, fetching, 64-bit: integer add.
+pub const GNI_FMA_ATOMIC2_FIADD: GniFmaCmdType = 0x055;
+/// Second generation, fetching, 64-bit: floating-point minimum.
+pub const GNI_FMA_ATOMIC2_FFPMIN: GniFmaCmdType = 0x059;
+/// Second generation, fetching, 64-bit: floating-point maximum.
+pub const GNI_FMA_ATOMIC2_FFPMAX: GniFmaCmdType = 0x05b;
+/// Second generation, fetching, 64-bit: floating-point add.
+pub const GNI_FMA_ATOMIC2_FFPADD: GniFmaCmdType = 0x05d;
+/// Set: the command does not fetch (`GNI_FMA_ATOMIC_ADD` is `GNI_FMA_ATOMIC_FADD` with it).
+pub const AMO_CMD_NON_FETCHING: GniFmaCmdType = 0x100;
+/// Set in a first-generation command: its cached form (`_C`).
+pub const AMO_CMD_CACHED: GniFmaCmdType = 0x010;
+/// Set in a second-generation command: its cached form (`_C`, `_SC`).
+pub const AMO_CMD2_CACHED: GniFmaCmdType = 0x020;
+/// Set in a second-generation command on 64-bit operands; its 32-bit form (`_S`) clears it and
+/// sets [`AMO_CMD_OPERANDS_32`] (`GNI_FMA_ATOMIC2_FAND_S` 0x240, `GNI_FMA_ATOMIC2_FAND` 0x041).
+pub const AMO_CMD2_OPERANDS_64: GniFmaCmdType = 0x001;
+/// Set: a second-generation command on 32-bit operands (`_S`, `_SC`) and a 4-byte word.
+pub const AMO_CMD_OPERANDS_32: GniFmaCmdType = 0x200;
+
 // ---- Mode and flag bits of the calls that set up NICs, queues, registrations and posts ---------
 
 /// `GNI_CdmCreate` mode: posts on the domain's NIC may ask for both a local and a global event.
@@ -212,7 +268,7 @@ pub struct GniPostDescriptor {
     /// Remote address of the synchronisation flag.
     pub sync_flag_addr: u64,
     /// Atomic operation (`gni_fma_cmd_type_t`) of an AMO post.
-    pub amo_cmd: u32,
+    pub amo_cmd: GniFmaCmdType,
     /// First AMO operand.
     pub first_operand: u64,
     /// Second AMO operand.
@@ -470,5 +526,67 @@ mod tests {
         for t in GNI_POST_RDMA_PUT..=GNI_POST_AMO_W_FLAG {
             assert_eq!(post_type_is_get(t), gets.contains(&t), "{}", post_type_name(t));
         }
+    }
+
+    /// cabi/gni_pub.h names exactly the AMO commands these codes and bits make: each fetching code
+    /// in its cached form, each second-generation one in its 32-bit forms, and the non-fetching
+    /// form of each (its name without the leading F; the first-generation CSWAP has none).
+    #[test]
+    fn amo_commands_are_those_of_gni_pub_h() {
+        use std::collections::BTreeMap;
+        use std::string::{String, ToString};
+        let first = [
+            ("FADD", GNI_FMA_ATOMIC_FADD),
+            ("FAND", GNI_FMA_ATOMIC_FAND),
+            ("FOR", GNI_FMA_ATOMIC_FOR),
+            ("FXOR", GNI_FMA_ATOMIC_FXOR),
+            ("FAX", GNI_FMA_ATOMIC_FAX),
+            ("CSWAP", GNI_FMA_ATOMIC_CSWAP),
+        ];
+        let second = [
+            ("FAND", GNI_FMA_ATOMIC2_FAND),
+            ("FOR", GNI_FMA_ATOMIC2_FOR),
+            ("FXOR", GNI_FMA_ATOMIC2_FXOR),
+            ("FSWAP", GNI_FMA_ATOMIC2_FSWAP),
+            ("FAX", GNI_FMA_ATOMIC2_FAX),
+            ("FCSWAP", GNI_FMA_ATOMIC2_FCSWAP),
+            ("FIMIN", GNI_FMA_ATOMIC2_FIMIN),
+            ("FIMAX", GNI_FMA_ATOMIC2_FIMAX),
+            ("FIADD", GNI_FMA_ATOMIC2_FIADD),
+            ("FFPMIN", GNI_FMA_ATOMIC2_FFPMIN),
+            ("FFPMAX", GNI_FMA_ATOMIC2_FFPMAX),
+            ("FFPADD", GNI_FMA_ATOMIC2_FFPADD),
+        ];
+        let mut want: BTreeMap<String, GniFmaCmdType> = BTreeMap::new();
+        let mut both = |name: &str, code: GniFmaCmdType| {
+            want.insert(name.to_string(), code);
+            if let Some((prefix, op)) = name.split_once('_') {
+                if let Some(op) = op.strip_prefix('F') {
+                    want.insert(std::format!("{prefix}_{op}"), code | AMO_CMD_NON_FETCHING);
+                }
+            }
+        };
+        for (op, code) in first {
+            both(&std::format!("ATOMIC_{op}"), code);
+            both(&std::format!("ATOMIC_{op}_C"), code | AMO_CMD_CACHED);
+        }
+        for (op, code) in second {
+            let short = (code & !AMO_CMD2_OPERANDS_64) | AMO_CMD_OPERANDS_32;
+            both(&std::format!("ATOMIC2_{op}"), code);
+            both(&std::format!("ATOMIC2_{op}_C"), code | AMO_CMD2_CACHED);
+            both(&std::format!("ATOMIC2_{op}_S"), short);
+            both(&std::format!("ATOMIC2_{op}_SC"), short | AMO_CMD2_CACHED);
+        }
+        let header: BTreeMap<String, GniFmaCmdType> = include_str!("../../../cabi/gni_pub.h")
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("GNI_FMA_")?.split_once('='))
+            .filter(|(name, _)| name.starts_with("ATOMIC"))
+            .map(|(name, value)| {
+                let hex = value.split(',').next().unwrap().trim().trim_start_matches("0x");
+                (name.trim().to_string(), u32::from_str_radix(hex, 16).unwrap())
+            })
+            .collect();
+        assert_eq!(header.len(), 6 * 2 + 5 * 2 + 12 * 4 * 2, "{header:?}");
+        assert_eq!(header, want);
     }
 }

@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use aar_abi::*;
+
 /// What an AMO does to the remote word.
 #[derive(Clone, Copy)]
 pub enum AmoOp {
@@ -48,54 +50,55 @@ pub struct Amo {
     pub width: Width,
 }
 
-/// Bit 0x100: the command does not fetch.
-const NON_FETCHING: u32 = 0x100;
-/// Bit 0x200: a second-generation command on 32-bit operands (`_S`, `_SC`).
-const OPERANDS_32: u32 = 0x200;
-
 /// `gni_fma_cmd_type_t` → what the emulator does, or None (GNI_RC_ILLEGAL_OP) for a value that
 /// is no AMO command. Cached (`_C`, `_SC`) forms behave like the plain ones: the emulated NIC
 /// has no AMO cache.
-pub fn decode_amo(cmd: u32) -> Option<Amo> {
-    if cmd & !(NON_FETCHING | OPERANDS_32 | 0xff) != 0 {
-        return None;
-    }
-    let fetching = cmd & NON_FETCHING == 0;
-    let base = cmd & 0xff;
-    let second_generation = |base: u32| match base & !0x20 {
-        0x41 => Some(AmoOp::And),
-        0x43 => Some(AmoOp::Or),
-        0x45 => Some(AmoOp::Xor),
-        0x47 => Some(AmoOp::Swap),
-        0x49 => Some(AmoOp::AndXor),
-        0x4b => Some(AmoOp::CSwap),
-        0x51 => Some(AmoOp::IMin),
-        0x53 => Some(AmoOp::IMax),
-        0x55 => Some(AmoOp::Add),
-        0x59 => Some(AmoOp::FpMin),
-        0x5b => Some(AmoOp::FpMax),
-        0x5d => Some(AmoOp::FpAdd),
-        _ => None,
-    };
-    if cmd & OPERANDS_32 != 0 {
-        // The 32-bit forms are the second-generation codes with bit 0 clear (FAND_S = 0x240,
-        // FAND = 0x041) and bit 0x200 set.
-        if !(0x40..=0x7f).contains(&base) || base & 1 != 0 {
+pub fn decode_amo(cmd: GniFmaCmdType) -> Option<Amo> {
+    let fetching = cmd & AMO_CMD_NON_FETCHING == 0;
+    let code = cmd & !AMO_CMD_NON_FETCHING;
+    if code & AMO_CMD_OPERANDS_32 != 0 {
+        // A 32-bit form (`_S`, `_SC`) is a second-generation code with the 64-bit bit cleared.
+        let code = code & !AMO_CMD_OPERANDS_32;
+        if code & AMO_CMD2_OPERANDS_64 != 0 {
             return None;
         }
-        return second_generation(base | 1).map(|op| Amo { op, fetching, width: Width::Bits32 });
+        let op = second_generation(code | AMO_CMD2_OPERANDS_64)?;
+        return Some(Amo { op, fetching, width: Width::Bits32 });
     }
-    let op = match base {
-        0x08 | 0x18 => AmoOp::Add,
-        0x09 | 0x19 => AmoOp::And,
-        0x0a | 0x1a => AmoOp::Or,
-        0x0b | 0x1b => AmoOp::Xor,
-        0x0c | 0x1c => AmoOp::AndXor,
-        0x0d | 0x1d => AmoOp::CSwap,
-        0x40..=0x7f => second_generation(base)?,
-        _ => return None,
-    };
+    let op = first_generation(code).or_else(|| second_generation(code))?;
     Some(Amo { op, fetching, width: Width::Bits64 })
+}
+
+/// The operation of a first-generation command, cached or not.
+fn first_generation(code: GniFmaCmdType) -> Option<AmoOp> {
+    Some(match code & !AMO_CMD_CACHED {
+        GNI_FMA_ATOMIC_FADD => AmoOp::Add,
+        GNI_FMA_ATOMIC_FAND => AmoOp::And,
+        GNI_FMA_ATOMIC_FOR => AmoOp::Or,
+        GNI_FMA_ATOMIC_FXOR => AmoOp::Xor,
+        GNI_FMA_ATOMIC_FAX => AmoOp::AndXor,
+        GNI_FMA_ATOMIC_CSWAP => AmoOp::CSwap,
+        _ => return None,
+    })
+}
+
+/// The operation of a second-generation 64-bit command, cached or not.
+fn second_generation(code: GniFmaCmdType) -> Option<AmoOp> {
+    Some(match code & !AMO_CMD2_CACHED {
+        GNI_FMA_ATOMIC2_FAND => AmoOp::And,
+        GNI_FMA_ATOMIC2_FOR => AmoOp::Or,
+        GNI_FMA_ATOMIC2_FXOR => AmoOp::Xor,
+        GNI_FMA_ATOMIC2_FSWAP => AmoOp::Swap,
+        GNI_FMA_ATOMIC2_FAX => AmoOp::AndXor,
+        GNI_FMA_ATOMIC2_FCSWAP => AmoOp::CSwap,
+        GNI_FMA_ATOMIC2_FIMIN => AmoOp::IMin,
+        GNI_FMA_ATOMIC2_FIMAX => AmoOp::IMax,
+        GNI_FMA_ATOMIC2_FIADD => AmoOp::Add,
+        GNI_FMA_ATOMIC2_FFPMIN => AmoOp::FpMin,
+        GNI_FMA_ATOMIC2_FFPMAX => AmoOp::FpMax,
+        GNI_FMA_ATOMIC2_FFPADD => AmoOp::FpAdd,
+        _ => return None,
+    })
 }
 
 /// Performs the operation atomically and returns the previous value.

@@ -114,7 +114,7 @@ struct Request {
     remote_event: bool,
     sync_flag_addr: u64,
     sync_flag_value: u64,
-    amo_cmd: u32,
+    amo_cmd: GniFmaCmdType,
     first_operand: u64,
     second_operand: u64,
     cqwrite_value: u64,
@@ -277,7 +277,7 @@ fn sync_flag(r: &Request, with_flag: bool, region: &Reg) -> Result<Option<(u64, 
 }
 
 /// Says once per process that a post asked for an AMO command the emulator does not execute.
-fn unknown_amo_cmd(cmd: u32) {
+fn unknown_amo_cmd(cmd: GniFmaCmdType) {
     static SAID: AtomicBool = AtomicBool::new(false);
     if !SAID.swap(true, Ordering::Relaxed) {
         crate::warn(&format!(
