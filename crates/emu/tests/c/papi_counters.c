@@ -6,6 +6,7 @@
  *   papi_counters [--set-network]   (--set-network: profile 1.5/1.0/2/40 through the control API;
  *                                    otherwise the environment's profile applies) */
 #include <dlfcn.h>
+#include <papi.h> /* constants only: the functions are dlopen()ed, as the shim does */
 
 #include "dmapp.h"
 #include "emu_test.h"
@@ -37,7 +38,7 @@ static int (*papi_add_named_event)(int, const char *);
 static int (*papi_start)(int);
 static int (*papi_read)(int, long long *);
 
-static int eventset = -1;
+static int eventset = PAPI_NULL;
 static long long last[5];
 
 static void *sym(void *lib, const char *name)
@@ -65,26 +66,26 @@ static void papi_open(void)
 	*(void **)&papi_add_named_event = sym(lib, "PAPI_add_named_event");
 	*(void **)&papi_start = sym(lib, "PAPI_start");
 	*(void **)&papi_read = sym(lib, "PAPI_read");
-	int version = papi_get_opt(21 /* PAPI_LIB_VERSION */, NULL);
+	int version = papi_get_opt(PAPI_LIB_VERSION, NULL);
 	int want = version & (int)0xffff0000;
 	EXPECT(version > 0 && papi_library_init(want) == want);
-	EXPECT(papi_create_eventset(&eventset) == 0);
+	EXPECT(papi_create_eventset(&eventset) == PAPI_OK);
 	for (int i = 0; i < 5; i++) {
 		int rc = papi_add_named_event(eventset, events[i]);
-		if (rc != 0) {
+		if (rc != PAPI_OK) {
 			fprintf(stderr, "papi_counters: PAPI_add_named_event(%s) = %d\n", events[i], rc);
 			exit(1);
 		}
 	}
-	EXPECT(papi_start(eventset) == 0);
-	EXPECT(papi_read(eventset, last) == 0);
+	EXPECT(papi_start(eventset) == PAPI_OK);
+	EXPECT(papi_read(eventset, last) == PAPI_OK);
 }
 
 /* Prints the change since the previous step, and checks PAPI agrees with the control API. */
 static void step(const char *name)
 {
 	long long now[5], direct[5];
-	EXPECT(papi_read(eventset, now) == 0);
+	EXPECT(papi_read(eventset, now) == PAPI_OK);
 	aar_emu_counters_get(direct);
 	printf("step %s", name);
 	for (int i = 0; i < 5; i++) {
