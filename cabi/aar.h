@@ -91,7 +91,7 @@ const char *aar_policy_name(void);
  * here: before the first begin it is iteration 0's; after an end it stays until the next begin.
  * Each ended iteration is one row of the rank's iteration record in AAR_OUTPUT_DIR (the first
  * 100,000 of them; see README, "A/B experiments"); one still in progress at exit has no row and is
- * not counted in the summary record's ab.iterations. Calls made after libaar.so's exit handler ran
+ * not counted in the summary record's ab.iterations (rank 0 says so on stderr). Calls made after libaar.so's exit handler ran
  * (by another thread while the process exits, from an atexit handler registered before the
  * library's first call, or a destructor) return as always, but the records are written by then:
  * iterations they end (or that end while the exit handler runs and find it counting already)
