@@ -23,7 +23,8 @@
  * that start after it returns. DMAPP routes by a routing attribute of each thread: a change
  * reaches a thread's DMAPP operations from its next call on (operations already issued keep
  * theirs), and the application's own attribute comes back the same way. None of them write to
- * stdout.
+ * stdout. None is async-signal-safe (they may take locks and allocate, the iteration calls always
+ * do): do not call them from a signal handler.
  */
 #ifndef AAR_H
 #define AAR_H
