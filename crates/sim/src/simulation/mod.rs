@@ -1,7 +1,8 @@
 //! An experiment being simulated: the network and the jobs of ranks on it, in the manner of
 //! BookSim2's traffic manager. The measured job's ranks run their workload's phases
 //! (`rank`), every one of them asking the aar decision engine (`aar-engine`) before each
-//! message, exactly as libaar.so does; background jobs and open-loop traffic (`background`)
+//! message it sends through the NIC, exactly as libaar.so does (not under the MIN_HASH,
+//! NMIN_HASH, IN_ORDER and UGAL arms, which no engine decides); background jobs and open-loop traffic (`background`)
 //! share the network. A driver outside the simulator (the emulated uGNI) may post its own
 //! messages instead of a measured job.
 

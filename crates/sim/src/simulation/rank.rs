@@ -1,6 +1,6 @@
 //! The ranks of a job as state machines: an iteration is the workload's phases in order; a phase
-//! posts its sends (each decided by the rank's engine, with the NIC counters read after the post
-//! when the engine asks), waits for its sends to complete and its expected messages to arrive,
+//! posts its sends (each decided by the rank's engine, with the NIC counters read before and/or
+//! after the post when the engine asks), waits for its sends to complete and its expected messages to arrive,
 //! then computes. Iteration times, counter windows and engine statistics go to the rank's record.
 
 use super::{Simulation, USER_WAKE};
