@@ -152,7 +152,9 @@ impl Bias {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetConfig {
     pub topo: TopoSpec,
-    /// Picoseconds per simulation tick (reporting only; Kim runs use 1 tick = 1 cycle and 1000).
+    /// Picoseconds per simulation tick: converts ticks to the times reported and the inputs given
+    /// in ns (background lead time, compute time, shared-memory delay) to ticks (Kim runs use
+    /// 1 tick = 1 cycle and 1000).
     pub tick_ps: u64,
     /// NIC clock period in ticks (counters count NIC cycles).
     pub nic_cycle: u64,

@@ -185,7 +185,7 @@ pub struct Net {
     nic_stall: Vec<[u64; 2]>,
     nic_ctr: Vec<NicRaw>,
     // processor tiles (NIC inputs), per node * 2 + class: the input queue (head, tail; FIFO
-    // linked through `Pkt::next`), the output port chosen for its head (NONE: not routed yet),
+    // linked through `pk_link`), the output port chosen for its head (NONE: not routed yet),
     // and per (node * 2 + class) * radix + output port: flits of this input inside the router
     // bound for that output (at most `cfg.tile_buf`)
     tile_q: Vec<[u32; 2]>,
