@@ -3,6 +3,7 @@
 
 use crate::error::ParseError;
 use crate::topology::{PortClass, TopoSpec};
+use aar_engine::model::MAX_OUTSTANDING_PACKETS as MAX_OUTSTANDING;
 use aar_engine::RoutingMode;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
@@ -240,7 +241,7 @@ impl NetConfig {
             vc_buf: [256, 256, 256, 256],
             shared_buf: [0, 0, 0, 0],
             tile_buf: 0,
-            max_outstanding: 1024,
+            max_outstanding: MAX_OUTSTANDING as u32,
             reeval_hops: 0,
             bias: default_bias(),
             raw_packet_flits: 10,
@@ -260,7 +261,7 @@ impl NetConfig {
             vc_buf: [5, 5, 5, 5],
             shared_buf: [256, 256, 256, 512],
             tile_buf: ARIES_TILE_BUF,
-            max_outstanding: 1024,
+            max_outstanding: MAX_OUTSTANDING as u32,
             reeval_hops: 2,
             bias: default_bias(),
             raw_packet_flits: 5,

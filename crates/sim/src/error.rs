@@ -58,6 +58,10 @@ pub enum ParseError {
     Topology(#[from] TopologyError),
 }
 
+/// The most global links an Aries group has.
+const ARIES_MAX_CHANNELS: u32 =
+    crate::topology::ARIES_ROWS * crate::topology::ARIES_COLS * crate::topology::ARIES_MAX_GLOBAL_PER_ROUTER;
+
 /// A Dragonfly whose shape the simulator cannot build.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum TopologyError {
@@ -69,10 +73,12 @@ pub enum TopologyError {
         "{groups} groups cannot all be linked: a group has {channels} global links and needs one to each other \
          group (at most {} groups; {})",
         channels + 1,
-        if *aries {
-            "add global links per router (an Aries group has 96 routers)"
-        } else {
-            "add global links per router or routers per group"
+        match aries {
+            true if *channels >= ARIES_MAX_CHANNELS => {
+                "an Aries router has at most 10 global links and its group 96 routers: use fewer groups"
+            }
+            true => "add global links per router (an Aries group has 96 routers)",
+            false => "add global links per router or routers per group",
         }
     )]
     TooManyGroups { groups: u32, channels: u32, aries: bool },

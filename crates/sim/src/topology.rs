@@ -488,5 +488,9 @@ mod tests {
         // An Aries group's routers are fixed: only the global links per router can be added.
         let e = TopoSpec::Aries { groups: 98, global_per_router: 1 }.check().unwrap_err().to_string();
         assert!(e.contains("at most 97 groups; add global links per router (an Aries group has 96 routers)"), "{e}");
+        // At the most global links there are, only fewer groups help.
+        let e = TopoSpec::aries(962).check().unwrap_err().to_string();
+        assert!(e.contains("at most 961 groups; an Aries router has at most 10 global links"), "{e}");
+        assert!(e.ends_with("use fewer groups)") && !e.contains("add global links"), "{e}");
     }
 }
