@@ -6,7 +6,7 @@
  *   papi_counters [--set-network]   (--set-network: profile 1.5/1.0/2/40 through the control API;
  *                                    otherwise the environment's profile applies) */
 #include <dlfcn.h>
-#include <papi.h> /* constants only: the functions are dlopen()ed, as the shim does */
+#include <papi.h> /* constants and prototypes: the functions are dlopen()ed, as the shim does */
 
 #include "dmapp.h"
 #include "emu_test.h"
@@ -31,12 +31,13 @@ static const char *events[5] = {
 	"sde:::aries::AR_NIC_NETMON_ORB_EVENT_CNTR_RSP_STALLED",
 };
 
-static int (*papi_get_opt)(int, void *);
-static int (*papi_library_init)(int);
-static int (*papi_create_eventset)(int *);
-static int (*papi_add_named_event)(int, const char *);
-static int (*papi_start)(int);
-static int (*papi_read)(int, long long *);
+/* Typed from papi.h's own prototypes, so these cannot disagree with the library's. */
+static __typeof__(PAPI_get_opt) *papi_get_opt;
+static __typeof__(PAPI_library_init) *papi_library_init;
+static __typeof__(PAPI_create_eventset) *papi_create_eventset;
+static __typeof__(PAPI_add_named_event) *papi_add_named_event;
+static __typeof__(PAPI_start) *papi_start;
+static __typeof__(PAPI_read) *papi_read;
 
 static int eventset = PAPI_NULL;
 static long long last[5];
