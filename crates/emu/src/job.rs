@@ -4,8 +4,9 @@
 //! mailbox credits, datagrams), mapped by every rank that talks to it. Handles stay numbers of
 //! their process; only memory handles travel, and they name their owner: qword1 holds the
 //! owner's rank and registration slot, qword2 a check mixed from the job (its folder and cookie),
-//! the slot's serial number, the address and the length, so a handle of another job, a stale
-//! one or a forged one matches no registration (GNI_RC_INVALID_PARAM). Bytes move between ranks
+//! the owner's rank and slot, the registration's serial number (the rank counts its
+//! registrations), the address and the length, so a handle of another job, a stale one or a
+//! forged one matches no registration (GNI_RC_INVALID_PARAM). Bytes move between ranks
 //! with `process_vm_readv`/`process_vm_writev`, which return only when the bytes are in place;
 //! where the kernel refuses them (or `AAR_EMU_JOB_COPY=service`), the other rank's service
 //! thread copies them through a bounce buffer in its file ([`Service`]).
