@@ -3,8 +3,9 @@
 //! of one rank's file. Every field is an atomic, so a file mapped by several processes is only
 //! ever accessed through shared references; an all-zero file is a valid empty rank.
 //!
-//! One rank's file ([`RankArea`]): a header (pid, NIC address, the inst_ids of its CDMs, the lock
-//! its AMOs take), its registration table, the inbound rings of its completion queues, its SMSG
+//! One rank's file ([`RankArea`]): a header (pid, rank, NIC address, cookie, the inst_ids of its
+//! CDMs, the lock its AMOs take), the request and bounce buffer of its service thread
+//! ([`Service`]), its registration table, the inbound rings of its completion queues, its SMSG
 //! mailboxes' credit counters and its datagram slots.
 
 use std::ffi::c_void;

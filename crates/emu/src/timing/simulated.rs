@@ -1,7 +1,8 @@
 //! The simulator-backed NIC model (`AAR_EMU_SIM`): every transfer is injected into the
 //! packet-level Dragonfly simulator (crates/sim) and the network, background traffic included,
 //! runs until the transfer completes. The NIC counters and the clock come from the simulation;
-//! data still moves by memcpy inside the process (crate::rma, crate::smsg).
+//! data still moves as without it (crate::rma, crate::smsg): by memcpy inside the process, and
+//! between the ranks of a job as crate::job moves it.
 //!
 //! `AAR_EMU_SIM="groups=2,placement=across-groups,nodes=2,background=uniform:0.3:4K,seed=1"`
 //! (any subset of the keys, in any order; [`SimSetting`] reads the whole value, and a boolean
