@@ -1,5 +1,6 @@
 //! Atomic memory operations (`GNI_POST_AMO`, `GNI_POST_AMO_W_FLAG`): the `amo_cmd` values the
-//! emulator performs, done with atomics on the remote word.
+//! emulator performs, done with atomics on the remote word in this process, and on another rank's
+//! memory as a read, the operation and a write under the owner's AMO lock (`crate::job`).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

@@ -38,16 +38,28 @@ fn counters() -> &'static [AtomicI64; 5] {
 /// constructor, so only the environment and file calls.
 fn node_counters() -> Option<&'static [AtomicI64; 5]> {
     let env = settings::job_env_quietly()?.ok()?;
-    let file = std::fs::OpenOptions::new()
+    let path = env.dir.join(format!("nic-{}", env.nic_addr));
+    let mapped = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .open(env.dir.join(format!("nic-{}", env.nic_addr)))
-        .ok()?;
-    // SAFETY: five atomics; any bytes (zero for a new file) are valid counter values.
-    unsafe { crate::job::map_as::<[AtomicI64; 5]>(&file) }.ok()
+        .open(&path)
+        // SAFETY: five atomics; any bytes (zero for a new file) are valid counter values.
+        .and_then(|file| unsafe { crate::job::map_as::<[AtomicI64; 5]>(&file) });
+    // Only this rank knows: said by it. Its counters still count, its own traffic only.
+    mapped
+        .map_err(|e| {
+            crate::warn(&format!(
+                "the node's NIC counters {} cannot be shared ({e}): this rank's counters count its own \
+                 traffic only, not its node's other ranks'. Free space in {} (a full /dev/shm?) or remove \
+                 what is in the way, and run the job again.",
+                path.display(),
+                env.dir.display()
+            ))
+        })
+        .ok()
 }
 
 /// When set, transfers leave the counters alone (tests inject values without interference).

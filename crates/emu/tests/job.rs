@@ -271,6 +271,35 @@ fn a_rank_counts_only_its_own_nodes_nic_on_a_simulated_network() {
     assert_eq!(one, [0; 5], "rank 1 posted nothing");
 }
 
+/// A node's counters file that cannot be made (here a folder in its place) is said by the rank
+/// that needed it, whose counters then count its own traffic; the job runs on.
+#[test]
+fn a_nodes_counters_that_cannot_be_shared_are_said_and_the_rank_runs_on() {
+    let l = Launch {
+        scenario: "rma",
+        ranks: 2,
+        says: Some((0, "aar-emu: the node's NIC counters ")),
+        ..Default::default()
+    };
+    let dirs = JobDirs::new(l.scenario);
+    std::fs::create_dir(dirs.shared.join("nic-256")).unwrap();
+    let outs = run_job(&l, &dirs);
+    for (rank, out) in &outs {
+        let err = stderr(out);
+        expect_success(out, "rma");
+        let said: Vec<&str> = err.lines().filter(|line| line.starts_with("aar-emu: the node's NIC counters")).collect();
+        match rank {
+            0 => assert!(
+                said.len() == 1
+                    && said[0].contains("nic-256 cannot be shared (Is a directory")
+                    && said[0].contains("count its own traffic only"),
+                "rank 0: {err}"
+            ),
+            _ => assert!(said.is_empty(), "rank {rank}'s node file was made: {err}"),
+        }
+    }
+}
+
 /// A rank that says more on stderr than a pipe holds (64 KiB) before it ends: the job ends, and
 /// every byte it said is kept, in order. The other ranks wait for it at a barrier.
 #[test]

@@ -1,6 +1,6 @@
 //! Every DMAPP symbol the emulated library exports (cabi/dmapp.h; `libdmapp.so` is a link to
 //! this library): set-up and job queries, RMA attributes, segments, completion, the 67 data calls
-//! (each data call in its blocking, `_nb` and `_nbi` forms, from one table), and the emulator's
+//! (22 calls in their blocking, `_nb` and `_nbi` forms and `dmapp_get_flag_nbi`, from one table), and the emulator's
 //! DMAPP control calls (cabi/aar_emu.h). As for uGNI, each export only handles the C side (NULL
 //! pointers, reading and writing the caller's structs, a panic, which becomes
 //! DMAPP_RC_RESOURCE_ERROR); the work is done in `crate::dmapp`.
