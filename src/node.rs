@@ -4,10 +4,10 @@
 //! each process's event set, so two ranks' readings of one NIC differ by a constant nobody knows:
 //! only the difference of two readings of one rank is the node's traffic. A rank that takes a
 //! reading publishes the window from its previous own reading to this one; a rank that needs a
-//! window uses the segment's when it ended less than `AAR_NODE_READING` ago, after this rank's
-//! last one; otherwise it reads PAPI itself. No rank ever waits for another: the segment is a
-//! sequence lock whose writer slot is only ever *tried*; a rank that finds another one writing, or
-//! a torn copy, reads PAPI itself.
+//! window uses the segment's when it ended at most `AAR_NODE_READING` ago, more than
+//! [`STAMP_SLACK_NS`] after this rank's last one; otherwise it reads PAPI itself. No rank ever
+//! waits for another: the segment is a sequence lock whose writer slot is only ever *tried*; a
+//! rank that finds another one writing, or a torn copy, reads PAPI itself.
 //!
 //! The segment: `AAR_EMU_JOB_DIR/aar-node-<NIC>-<events>-<clock>` under `aar run` (the launcher
 //! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>` (`<job>` as
@@ -80,7 +80,7 @@ fn released(claimed: u64) -> u64 {
 /// A write slot held this long is checked for a dead writer (a PAPI read takes microseconds).
 pub const STUCK_NS: u64 = 10_000_000;
 
-/// A rank takes another's reading only if it was stamped at least this much after its own last
+/// A rank takes another's reading only if it was stamped more than this after its own last
 /// one. The TSCs of two cores can differ by tens of nanoseconds (a virtual machine's vCPUs more),
 /// so stamps closer than that do not say which reading came first; a rank reads its own instead.
 pub const STAMP_SLACK_NS: u64 = 1_000;
@@ -215,7 +215,7 @@ pub struct OwnReading {
 pub enum Reading {
     /// This rank read PAPI (and published the window since its previous reading, when it could).
     Own(OwnReading),
-    /// Another rank's window, ended less than the bound ago: its counts, the node's decided bytes
+    /// Another rank's window, ended at most the bound ago: its counts, the node's decided bytes
     /// over it, and when it ended.
     Shared { window: CounterSample, decided: SideBytes, taken: u64 },
 }
