@@ -10,9 +10,10 @@
 //! rank that finds another one writing, or a torn copy, reads PAPI itself.
 //!
 //! The segment: `AAR_EMU_JOB_DIR/aar-node-<NIC>-<events>-<clock>` under `aar run` (the launcher
-//! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>` (`<job>` as
-//! the records name it), removed as soon as every rank of the node has mapped it (so that a job
-//! killed whole leaves nothing behind), or else by the last rank that leaves. `<events>` is a hash
+//! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>` (`<job>` the
+//! run as the records name it: the job id, its step, `.restart<N>`), removed as soon as every
+//! rank of the node has mapped it (so that a job killed whole leaves nothing behind), or else by
+//! the last rank that leaves. `<events>` is a hash
 //! of the event names, so ranks that read different events never share; `<clock>` names the clock
 //! readings are stamped with ([`Clock`]). The NIC address comes from `PMI_GNI_LOC_ADDR`; without
 //! it, or without a job id outside `aar run`, every rank reads its own counters. A zero-filled file is a valid empty segment, so
