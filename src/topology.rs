@@ -19,7 +19,8 @@
 //!   field must be the NID.
 //!
 //! Blank lines, lines starting with `#` and the `NID` header are skipped; a NIC address listed
-//! twice is an error naming both lines.
+//! twice is an error naming both lines, and a file that lists no node is an error too. The file
+//! must be a regular one, of UTF-8 text, of at most 64 MiB (`TABLE_LIMIT`).
 
 use crate::{diag, endpoints};
 use aar_engine::{DestinationClass, Policy};
