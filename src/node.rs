@@ -13,11 +13,12 @@
 //! removes the folder), else `/dev/shm/aar-node-<uid>-<job>-<NIC>-<events>-<clock>` (`<job>` the
 //! run as the records name it: the job id, its step, `.restart<N>`), removed as soon as every
 //! rank of the node has mapped it (so that a job killed whole leaves nothing behind), or else by
-//! the last rank that leaves. `<events>` is a hash
-//! of the event names, so ranks that read different events never share; `<clock>` names the clock
-//! readings are stamped with ([`Clock`]). The NIC address comes from `PMI_GNI_LOC_ADDR`; without
-//! it, or without a job id outside `aar run`, every rank reads its own counters. A zero-filled file is a valid empty segment, so
-//! ranks that map it at the same time need no set-up between them.
+//! the last rank that leaves. `<events>` is a hash of the event names, so ranks that read
+//! different events never share; `<clock>` names the clock readings are stamped with ([`Clock`]).
+//! The NIC address comes from `PMI_GNI_LOC_ADDR`; without it, or without a job id outside
+//! `aar run`, every rank reads its own counters. A zero-filled file is a valid empty segment, so
+//! ranks that map it at the same time need no set-up between them. A window without response
+//! stalls is not taken by a rank whose readings have them: its series would lose them for good.
 //!
 //! The segment also holds the node's decided bytes per side, which every rank adds to at its
 //! decisions and reads with each reading: `steady` attributes a window by them (the counters
@@ -415,7 +416,7 @@ impl Node {
         let now = self.clock.now();
         let seq = s.seq.load(Acquire);
         if seq & 1 == 0 {
-            if let Some(shared) = self.young_copy(seq, now, not_before) {
+            if let Some(shared) = self.young_copy(seq, now, not_before, last_own.sample.rsp_stalled.is_some()) {
                 return Ok(shared);
             }
             let mine = claimed(seq, self.writer.load(Relaxed));
@@ -439,10 +440,11 @@ impl Node {
         Ok(Reading::Own(OwnReading { sample, decided: self.decided(), taken }))
     }
 
-    /// The segment's window if it ended at most `max_age` before `now`, after `not_before`, and
-    /// was not being rewritten while it was copied.
+    /// The segment's window if it ended at most `max_age` before `now`, after `not_before`, was
+    /// not being rewritten while it was copied, and has response stalls if this rank's own
+    /// readings do (`rsp_stalled`).
     #[inline]
-    fn young_copy(&self, seq: u64, now: u64, not_before: u64) -> Option<Reading> {
+    fn young_copy(&self, seq: u64, now: u64, not_before: u64, rsp_stalled: bool) -> Option<Reading> {
         let s = self.segment;
         let taken = s.taken.load(Acquire);
         // A window ended after `now` (by a rank that got there first) is younger still. One this
@@ -453,6 +455,12 @@ impl Node {
         }
         let v: [i64; 5] = std::array::from_fn(|i| s.values[i].load(Relaxed));
         let with_rsp_stalled = s.with_rsp_stalled.load(Relaxed) == 1;
+        if rsp_stalled && !with_rsp_stalled {
+            // Counted without them (by a rank whose PAPI lacked the optional event, or written by
+            // something else): the window would leave this rank's series without response stalls
+            // for the rest of the run (a sample moved on by it has none, nor any sample after).
+            return None;
+        }
         let d = [s.window_decided[0].load(Relaxed), s.window_decided[1].load(Relaxed)];
         fence(Acquire);
         let window = CounterSample {
@@ -706,7 +714,7 @@ mod tests {
         for (own_last, taken) in
             [(49_999, false), (50_000 - STAMP_SLACK_NS, false), (50_000 - STAMP_SLACK_NS - 1, true)]
         {
-            let copy = rank.young_copy(0, now, own_last);
+            let copy = rank.young_copy(0, now, own_last, false);
             assert_eq!(copy.is_some(), taken, "own reading stamped at {own_last}");
             assert!(copy
                 .is_none_or(|r| matches!(r, Reading::Shared { window, taken: 50_000, .. } if window.req_flits == 7)));

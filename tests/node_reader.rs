@@ -1,8 +1,9 @@
 //! One counter reader per node (`AAR_NODE_READING`): ranks that share a NIC share a reading
 //! through a segment in shared memory. Real processes under the real libaar.so and libpapi over
 //! the emulator: several ranks racing on one segment, a rank that exits while another still uses
-//! its reading, a reading too old to use, a writer that died holding the segment, a rank whose
-//! looks at the segment find nothing and pause, and the segment removed when the last rank leaves.
+//! its reading, a reading too old to use, a writer that died holding the segment, a window
+//! without the response stalls a rank counts, a rank whose looks at the segment find nothing and
+//! pause, and the segment removed when the last rank leaves.
 
 mod common;
 
@@ -238,6 +239,67 @@ fn a_writer_that_died_holding_the_segment_does_not_stop_the_others() {
     let rec = &r.records()[0];
     check_accounting(rec);
     assert_eq!(counters(rec).1, 0, "only this rank took readings");
+    assert!(segments(&job).is_empty());
+}
+
+/// A window counted without response stalls (the optional fifth event), where this rank's own
+/// readings count them, is not taken: a sample moved on by it has none, nor does any sample after
+/// it, so the rank's stall ratios would stop subtracting response stalls for the rest of the run.
+/// Such a window comes from a rank whose PAPI lacked the event, or from a segment something else
+/// wrote: here the test writes it, and then one with response stalls, which the rank takes.
+#[test]
+fn a_window_without_the_response_stalls_this_rank_counts_is_not_taken() {
+    use std::os::unix::fs::FileExt;
+    let test = "node-no-rsp-stalled";
+    let job = format!("{test}-{}", std::process::id());
+    let steps = scratch(&format!("{test}-steps"));
+    let f = |name: &str| steps.join(name).display().to_string();
+    // The first 64 KiB post publishes this rank's window; then one post after each window the
+    // test writes.
+    let script = format!(
+        "fma 64 1 0 rdma 65536 1 0 touch {} waitfile {} rdma 65536 1 0 touch {} waitfile {} rdma 65536 1 0 \
+         touch {} waitfile {}",
+        f("published"),
+        f("go1"),
+        f("done1"),
+        f("go2"),
+        f("done2"),
+        f("end")
+    );
+    let launch = rank(test, &job, 0, 2, &script).env("AAR_NODE_READING", "1000ms");
+    let t = std::thread::spawn(move || launch.run());
+    // The segment (`Segment` in src/node.rs): the sequence word, the window's end on the node's
+    // clock, 1 when the window has response stalls, then its five counts.
+    let write_window = |with_rsp_stalled: u64| {
+        let seg = segments(&job);
+        assert_eq!(seg.len(), 1, "{seg:?}");
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&seg[0]).unwrap();
+        let mut head = [0u8; 16];
+        file.read_exact_at(&mut head, 0).unwrap();
+        let seq = u64::from_ne_bytes(head[..8].try_into().unwrap());
+        let last = u64::from_ne_bytes(head[8..].try_into().unwrap());
+        assert!(seq & 1 == 0 && last != 0, "no window published, or a writer holds the segment: {seq:#x} {last}");
+        file.write_all_at(&with_rsp_stalled.to_ne_bytes(), 16).unwrap();
+        for i in 0..5 {
+            file.write_all_at(&100i64.to_ne_bytes(), 24 + 8 * i).unwrap();
+        }
+        // Ended 10^7 ticks of the node's clock (a few ms) after the latest window, this rank's
+        // own: past the slack, and young.
+        file.write_all_at(&(last + 10_000_000).to_ne_bytes(), 8).unwrap();
+    };
+    wait_for(&steps.join("published"));
+    write_window(0);
+    std::fs::write(f("go1"), "").unwrap();
+    wait_for(&steps.join("done1"));
+    write_window(1);
+    std::fs::write(f("go2"), "").unwrap();
+    wait_for(&steps.join("done2"));
+    std::fs::write(f("end"), "").unwrap();
+    let r = t.join().unwrap();
+    r.assert_ok();
+    let rec = &r.records()[0];
+    check_accounting(rec);
+    assert_eq!(counters(rec).1, 1, "only the window with response stalls is taken: {}", rec["counters"]);
     assert!(segments(&job).is_empty());
 }
 
