@@ -305,6 +305,13 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
                     "{place} does not exist (a container without it?): to share the node's readings, mount a \
                      tmpfs there, as MPI libraries need it too."
                 ),
+                // Something at the segment's name that is not this user's own segment (a link, a
+                // FIFO, another user's file): left as it is.
+                Some(libc::ELOOP) => "It is a symbolic link, which is not followed: remove it.".to_string(),
+                None if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    "It is left as it is: remove it (another user's file there could feed this rank's routing)."
+                        .to_string()
+                }
                 _ => diag::limit_fix(&e)
                     .map_or_else(|| format!("Check that this user can create files in {place}."), str::to_string),
             };

@@ -469,7 +469,10 @@ pub fn create_new_with(path: &str, bytes: &[u8]) -> std::io::Result<OwnFile> {
 }
 
 /// Map `len` bytes of the file at `path`, shared with every process that maps it, creating it
-/// (mode 0600, zero-filled) when it does not exist; symlinks are not followed. The mapping stays
+/// (mode 0600, zero-filled) when it does not exist; symlinks are not followed, and a file there
+/// that is not a regular file of this user's that only it may write is refused, untouched
+/// ([`std::io::ErrorKind::AlreadyExists`]): another user who made one at that name could write
+/// what the ranks read, or cut it short and so kill them with SIGBUS at their next touch. The mapping stays
 /// for the life of the process. Its pages are allocated first (by every process: one that only
 /// grew the file leaves them to the first touch): a full file system (a node's /dev/shm, which
 /// MPI libraries fill too) is then an error here, where a touch of a page it cannot give would
@@ -484,6 +487,24 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o600)
         .open(path)?;
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata()?;
+        // SAFETY: geteuid has no failure and touches no memory.
+        let me = unsafe { libc::geteuid() };
+        let refused = if !meta.file_type().is_file() {
+            Some("it is not a regular file".to_string())
+        } else if meta.uid() != me {
+            Some(format!("it belongs to user id {}, not this user ({me})", meta.uid()))
+        } else if meta.mode() & 0o022 != 0 {
+            Some(format!("its mode {:o} lets other users write it", meta.mode() & 0o777))
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, why));
+        }
+    }
     use std::os::fd::AsRawFd;
     // Every process grows it to the same size; a zero file is valid, so no one initialises it.
     let size = libc::off_t::try_from(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;

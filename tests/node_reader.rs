@@ -692,3 +692,47 @@ fn a_dev_shm_the_rank_cannot_write_leaves_it_its_own_reading_and_says_why() {
         assert!(!lines[0].contains("Free space"), "{test}: {}", lines[0]);
     }
 }
+
+/// Something at the segment's name that is not this user's own segment (another user's file, one
+/// other users may write, a FIFO): the rank leaves it as it is, says so once and reads its own
+/// counters. Another user's file mapped would let that user feed the rank's routing, or cut the
+/// file short and so kill the rank with SIGBUS at its next touch.
+#[test]
+fn a_file_at_the_segments_name_that_is_not_this_users_own_is_left_alone_and_said() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    // The segment's name, learnt from a rank of another job: the names differ in the job only.
+    let job = format!("foreign-{}", std::process::id());
+    let probe = rank("node-foreign-probe", &format!("{job}x"), 0, 2, "rdma 65536 2 0").run();
+    probe.assert_ok();
+    let probe_path = probe.records()[0]["node"]["shared_reading"].as_str().unwrap().to_string();
+    assert!(segments(&format!("{job}x")).is_empty(), "the probe's segment is gone at its exit");
+    let path = PathBuf::from(probe_path.replace(&format!("-{job}x-"), &format!("-{job}-")));
+    let run_beside = |test: &str, why: &str| {
+        let r = rank(test, &job, 0, 2, "rdma 65536 8 0").run();
+        r.assert_ok();
+        let recs = r.records();
+        assert_eq!(recs[0]["node"]["shared_reading"], Value::Null, "{test}: {}", recs[0]["node"]);
+        assert_eq!(recs[0]["engine"]["decisions"], 8, "{test}");
+        let lines: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("shared segment")).collect();
+        assert_eq!(lines.len(), 1, "{test}: one warning: {}", r.stderr);
+        assert!(lines[0].contains(why) && lines[0].contains("left as it is"), "{test}: {}", lines[0]);
+    };
+    // Writable by others, this user's.
+    std::fs::write(&path, b"x").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    run_beside("node-foreign-mode", "its mode 666 lets other users write it");
+    assert_eq!(std::fs::read(&path).unwrap(), b"x", "untouched");
+    // Another user's (only root can give a file away).
+    if std::process::Command::new("chown").arg("65534").arg(&path).status().is_ok_and(|s| s.success()) {
+        run_beside("node-foreign-owner", "it belongs to user id 65534, not this user");
+        assert_eq!(std::fs::read(&path).unwrap(), b"x", "untouched");
+    } else {
+        eprintln!("note: this user cannot give a file away: the other user's file case is not run");
+    }
+    std::fs::remove_file(&path).unwrap();
+    // A FIFO, which opens at once for reading and writing and would then be grown and removed.
+    assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+    run_beside("node-foreign-fifo", "it is not a regular file");
+    assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_fifo(), "left in place");
+    std::fs::remove_file(&path).unwrap();
+}
