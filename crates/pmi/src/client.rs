@@ -2,7 +2,7 @@
 //! launcher passed in `PMI_FD`, behind one mutex (PMI calls may come from any thread).
 
 use crate::mapping::ProcessMapping;
-use crate::wire::{check_name, check_word, quoted, Message, PROCESS_MAPPING_KEY};
+use crate::wire::{check_name, check_word, quoted, Message, MAX_LINE, PROCESS_MAPPING_KEY};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -172,7 +172,20 @@ impl Session {
             PmiError::new(PMI_FAIL, format!("the PMI connection (PMI_FD={fd}) failed during cmd={}: {e}", msg.cmd))
         };
         self.sock.write_all(msg.to_line().as_bytes()).map_err(lost)?;
-        let line = self.read_line().map_err(lost)?;
+        let line = self.read_line().map_err(lost)?.ok_or_else(|| {
+            let start = String::from_utf8_lossy(&self.pending).into_owned();
+            // Dropped: what follows it is no answer either, and must not be read as the next one.
+            self.pending = Vec::new();
+            PmiError::new(
+                PMI_FAIL,
+                format!(
+                    "the launcher answered cmd={} with more than {MAX_LINE} bytes without a newline ({}): not \
+                     PMI; is PMI_FD={fd} the launcher's PMI socket?",
+                    msg.cmd,
+                    quoted(&start)
+                ),
+            )
+        })?;
         let answer: Message = line.parse().map_err(|e| {
             PmiError::new(PMI_FAIL, format!("the launcher answered cmd={} with a line that is not PMI: {e}", msg.cmd))
         })?;
@@ -185,11 +198,16 @@ impl Session {
         Ok(answer)
     }
 
-    fn read_line(&mut self) -> std::io::Result<String> {
+    /// The next line; `None` once [`MAX_LINE`] bytes came without a newline (they stay in
+    /// `pending`), not to buffer a launcher that never ends its line without end.
+    fn read_line(&mut self) -> std::io::Result<Option<String>> {
         loop {
             if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=end).collect();
-                return Ok(String::from_utf8_lossy(&line).into_owned());
+                return Ok(Some(String::from_utf8_lossy(&line).into_owned()));
+            }
+            if self.pending.len() > MAX_LINE {
+                return Ok(None);
             }
             let mut buf = [0u8; 4096];
             match self.sock.read(&mut buf) {
@@ -457,5 +475,28 @@ mod tests {
         );
         let e = s.universe_size().unwrap_err().message;
         assert_eq!(e, r#"the launcher's answer "cmd=universe_size size=\u{1b}[2J" has no number size="#);
+    }
+
+    /// A launcher that sends bytes and never a newline fails the call once [`MAX_LINE`] came,
+    /// with the start of what it sent, and the session does not keep them. (The launcher then
+    /// shuts its side down: a session that read on would fail otherwise, not hang the test.)
+    #[test]
+    fn a_launchers_line_without_end_fails_the_call_at_max_line() {
+        let (mut s, mut launcher) = session();
+        // Within what the socket holds: written before the call.
+        launcher.write_all(&vec![b'y'; MAX_LINE + 20_000]).unwrap();
+        launcher.shutdown(std::net::Shutdown::Write).unwrap();
+        let e = s.barrier().unwrap_err();
+        assert_eq!(e.code, PMI_FAIL);
+        assert_eq!(
+            e.message,
+            format!(
+                "the launcher answered cmd=barrier_in with more than {MAX_LINE} bytes without a newline (\"{}…\"): \
+                 not PMI; is PMI_FD={} the launcher's PMI socket?",
+                "y".repeat(crate::wire::QUOTED_CHARS),
+                s.fd
+            )
+        );
+        assert!(s.pending.is_empty(), "{} bytes held", s.pending.len());
     }
 }

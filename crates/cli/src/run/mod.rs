@@ -90,7 +90,7 @@ mod time;
 use aar_record::count;
 use clap::Args;
 use job::Job;
-use pmi::wire::Message;
+use pmi::wire::{Message, MAX_LINE};
 use server::{Outcome, Server};
 use signals::SignalPipe;
 use std::ffi::OsString;
@@ -494,9 +494,6 @@ impl Rank {
 
 /// How long a rank that closed its PMI connection may take to show that it exited.
 const CLOSED_GRACE: Duration = Duration::from_secs(1);
-
-/// A line longer than this is no PMI message: the rank's connection is closed.
-const MAX_LINE: usize = 64 * 1024;
 
 /// The bytes of answers a rank may leave unread in the launcher ([`Rank::replies`]; its socket
 /// holds some more) before the job ends. A PMI client reads each answer before it asks again, so
