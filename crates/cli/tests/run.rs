@@ -1546,6 +1546,82 @@ fn a_stdout_nobody_reads_does_not_stop_pmi() {
     assert!(out.chunks(2).all(|l| l == b"y\n"), "{err}");
 }
 
+/// No rank changes what the others read from the KVS: rank 1's puts of the launcher's
+/// `PMI_process_mapping` and of rank 2's key fail (PMI_KVS_Put returns PMI_FAIL), every rank
+/// still gets the first values, and `aar run` names rank 1 and the key once. The same through
+/// the wire from shell ranks: the put is answered `rc=-1`, the get the launcher's mapping.
+#[test]
+fn a_rank_cannot_overwrite_a_key_and_is_named_once() {
+    let out = aar_run(&["-n", "3"], &["overwrite", "1"]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}: {stdout}{err}", out.status);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("overwrite ")).collect();
+    let expect = |r: usize, put: i32| {
+        format!("overwrite rank={r} mapping_put={put} other_put={put} mapping=(vector,(0,3,1)) rank-2=value-2-15")
+    };
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(sorted, [expect(0, 0), expect(1, -1), expect(2, 0)], "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.starts_with("aar run:")).collect();
+    assert_eq!(
+        said,
+        [
+            r#"aar run: rank 1 tried to overwrite KVS key "PMI_process_mapping", which aar run put: where the ranks run; the put was answered with an error (PMI_KVS_Put fails) and the key keeps its first value. Each key is put once in a job: give each rank's keys its rank. Further overwrites by rank 1 are refused without a line."#
+        ],
+        "{err}"
+    );
+    for key in ["PMI_process_mapping", "rank-2"] {
+        let failed = format!(r#" key={key} value=junk": "duplicate_key_{key}""#);
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("aar: PMI_KVS_Put: ") && l.ends_with(&failed)).count(),
+            1,
+            "{err}"
+        );
+    }
+
+    let script = r#"p() { echo "$1" >&$PMI_FD; read -r r <&$PMI_FD; }; p "cmd=init pmi_version=1 pmi_subversion=1"
+        p cmd=get_my_kvsname; kvs=${r##*kvsname=}
+        [ $PMI_RANK = 0 ] && p "cmd=put kvsname=$kvs key=PMI_process_mapping value=junk" && echo "$r"
+        p cmd=barrier_in; p "cmd=get kvsname=$kvs key=PMI_process_mapping"; echo "$r""#;
+    let out = aar().args(["run", "-n", "2", "sh", "-c", script]).output().unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}: {stdout}{err}", out.status);
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort();
+    let get = "cmd=get_result rc=0 msg=success value=(vector,(0,2,1))";
+    assert_eq!(lines, [get, get, "cmd=put_result rc=-1 msg=duplicate_key_PMI_process_mapping"], "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("aar run: rank 0 tried to overwrite")).count(), 1, "{err}");
+}
+
+/// A rank that puts without end is refused once the job's KVS holds 64 MiB (`KVS_MAX_BYTES` in
+/// crates/cli/src/run/server.rs): its put fails, and every later one; the launcher names it
+/// and the bound once, and goes on serving every rank's gets.
+#[test]
+fn a_rank_that_fills_the_kvs_is_refused_and_named_once() {
+    const KVS_MAX_BYTES: u64 = 64 << 20;
+    let out = aar_run(&["-n", "2"], &["fill-kvs", "1"]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}: {stdout}{err:.3000}", out.status);
+    let lines = stdout.lines().filter(|l| l.starts_with("fill ")).collect::<Vec<_>>();
+    assert!(lines.contains(&"fill rank=0 puts=0 again=0 mapping_get=0"), "{lines:?}");
+    let rank1 = lines.iter().find(|l| l.starts_with("fill rank=1 ")).expect("rank 1's line");
+    let puts: u64 = rank1.split(' ').find_map(|w| w.strip_prefix("puts=")).unwrap().parse().unwrap();
+    // Each put is a key of 8 to 12 bytes and a value of 1023; the checks before put a few KiB.
+    assert!(((KVS_MAX_BYTES - 64 * 1024) / 1035..=KVS_MAX_BYTES / 1031).contains(&puts), "{rank1}");
+    assert!(rank1.ends_with(" again=-1 mapping_get=0"), "{rank1}");
+    let said: Vec<&str> = err.lines().filter(|l| l.starts_with("aar run:")).collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    let start = format!("aar run: rank 1's put of KVS key \"fill-1-{puts}\" was answered with an error (PMI_KVS_Put fails): the job's KVS holds ");
+    assert!(said[0].starts_with(&start), "{}", said[0]);
+    assert!(
+        said[0].contains(&format!(
+            " bytes of keys and values, and {KVS_MAX_BYTES} is the most aar run keeps (rank 1 put the most, "
+        )) && said[0].ends_with("Further puts refused to rank 1 are not said."),
+        "{}",
+        said[0]
+    );
+}
+
 /// A line that is not PMI is quoted in the launcher's line about it as a terminal can show it
 /// and in one short line: a rank's line may hold 64 KiB of anything. Rank 0 sends a line that
 /// would clear the screen and overwrite itself (ESC [2J, a carriage return, a `"`), then a word of

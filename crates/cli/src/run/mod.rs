@@ -16,7 +16,8 @@
 //!   descriptor, the same for every rank ([`rank_pmi_fd`], 3 unless aar run was given 3 open to
 //!   pass on), so a shell rank's `>&$PMI_FD` works in dash too (which takes none above 9); served in
 //!   one poll loop with the simple PMI-1 wire protocol that MPICH's hydra speaks, so libpmi.so.0
-//!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques.
+//!   works under both; the KVS holds `PMI_process_mapping` (hydra's format) for the cliques; each key is put once
+//!   and the KVS holds at most [`server::KVS_MAX_BYTES`], a put refused otherwise.
 //!   Answers wait in a queue per rank, written as its socket takes them without blocking, so a
 //!   rank that does not read them stops no other; one that leaves more than [`MAX_UNREAD`] unread
 //!   ends the job (exit status 1), said in one line that names it (also when the job is already
@@ -1001,6 +1002,14 @@ impl Supervisor {
                 for (to, m) in replies {
                     self.send(to, &m);
                 }
+            }
+            Outcome::Refused { reply, say } => {
+                if let Some(line) = say {
+                    // After what the rank wrote before: it waits for this answer.
+                    self.ranks[r].read_output();
+                    say!("aar run: {line}");
+                }
+                self.send(r, &reply);
             }
             Outcome::Abort(code) => {
                 let pid = self.ranks[r].child.id();

@@ -19,6 +19,12 @@
  *                       the job, as a rank writing to a peer that SIGTERM killed first does
  *   pmi_job alone       what of the checks needs no other rank (no barrier), its own key read
  *                       back, then PMI_Finalize; prints one "alone rank=R ..." line
+ *   pmi_job overwrite R the checks, then rank R puts PMI_process_mapping and rank R+1's key (both
+ *                       must fail), a barrier, and every rank prints "overwrite rank=R ..." with
+ *                       the values it then gets, then PMI_Finalize
+ *   pmi_job fill-kvs R  the checks, then rank R puts keys of the longest values until a put fails,
+ *                       and one more; a barrier, and every rank prints "fill rank=R ..." with the
+ *                       count and whether it still gets PMI_process_mapping, then PMI_Finalize
  *   pmi_job fill-stderr no PMI_Init: writes lines to stderr until the launcher no longer reads it
  *                       (its queue for stderr is full: nobody reads the launcher's), then exits 0
  */
@@ -269,6 +275,41 @@ int main(int argc, char **argv) {
            dir_mode < 0 ? 0 : dir_mode, failures);
     fflush(stdout);
 
+    if (argc >= 3 && strcmp(argv[1], "overwrite") == 0) {
+        int puts[2] = {PMI_SUCCESS, PMI_SUCCESS};
+        char other[64], mapping[1024] = "", got[256] = "";
+        snprintf(other, sizeof other, "rank-%d", (atoi(argv[2]) + 1) % size);
+        if (rank == atoi(argv[2])) {
+            puts[0] = PMI_KVS_Put(kvs, "PMI_process_mapping", "junk");
+            puts[1] = PMI_KVS_Put(kvs, other, "junk");
+        }
+        CHECK(PMI_Barrier() == PMI_SUCCESS, "barrier after the overwrites");
+        CHECK(PMI_KVS_Get(kvs, "PMI_process_mapping", mapping, sizeof mapping) == PMI_SUCCESS, "get the mapping");
+        CHECK(PMI_KVS_Get(kvs, other, got, sizeof got) == PMI_SUCCESS, "get %s", other);
+        printf("overwrite rank=%d mapping_put=%d other_put=%d mapping=%s %s=%s\n", rank, puts[0], puts[1], mapping, other,
+               got);
+    }
+    if (argc >= 3 && strcmp(argv[1], "fill-kvs") == 0) {
+        long puts = 0;
+        int again = PMI_SUCCESS;
+        char mapping[1024] = "";
+        if (rank == atoi(argv[2])) {
+            char *big = malloc((size_t)val_max);
+            memset(big, 'v', (size_t)val_max - 1);
+            big[val_max - 1] = 0;
+            /* The bound stops it at 64 MiB; without one, at twice that. */
+            for (; puts < (128L << 20) / val_max; puts++) {
+                snprintf(key, sizeof key, "fill-%d-%ld", rank, puts);
+                if (PMI_KVS_Put(kvs, key, big) != PMI_SUCCESS)
+                    break;
+            }
+            again = PMI_KVS_Put(kvs, "fill-again", big);
+            free(big);
+        }
+        CHECK(PMI_Barrier() == PMI_SUCCESS, "barrier after the puts");
+        int got = PMI_KVS_Get(kvs, "PMI_process_mapping", mapping, sizeof mapping);
+        printf("fill rank=%d puts=%ld again=%d mapping_get=%d\n", rank, puts, again, got);
+    }
     int sigpipe = argc >= 4 && strcmp(argv[1], "sigpipe") == 0;
     if (sigpipe) {
         /* Before the barrier, so every rank has its handler before rank R can abort. */
