@@ -157,7 +157,8 @@ impl Session {
             Some(rc) if rc != 0 => Err(PmiError::new(
                 PMI_FAIL,
                 format!(
-                    "the launcher refused \"{msg}\": {}",
+                    "the launcher refused {}: {}",
+                    quoted(&msg.to_string()),
                     answer.get("msg").map_or("no reason given".into(), quoted)
                 ),
             )),
@@ -475,6 +476,23 @@ mod tests {
         );
         let e = s.universe_size().unwrap_err().message;
         assert_eq!(e, r#"the launcher's answer "cmd=universe_size size=\u{1b}[2J" has no number size="#);
+    }
+
+    /// The refused request is quoted as the answer is: a value may be 1 KiB and hold control
+    /// characters (the wire refuses only spaces and newlines).
+    #[test]
+    fn a_refused_request_is_quoted_escaped_and_cut() {
+        let (mut s, mut launcher) = session();
+        launcher.write_all(b"cmd=put_result rc=-1 msg=duplicate_key_k\n").unwrap();
+        let value = format!("\u{1b}[2J{}", "v".repeat(1000));
+        let e = s.put("kvs", "k", &value).unwrap_err().message;
+        assert_eq!(
+            e,
+            format!(
+                r#"the launcher refused "cmd=put kvsname=kvs key=k value=\u{{1b}}[2J{}…": "duplicate_key_k""#,
+                "v".repeat(24)
+            )
+        );
     }
 
     /// A launcher that sends bytes and never a newline fails the call once [`MAX_LINE`] came,
