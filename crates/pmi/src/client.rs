@@ -268,7 +268,7 @@ impl Session {
         self.allgather_seq += 1;
         let per_chunk = (self.maxes.value - 1) / 2;
         let chunks = input.len().div_ceil(per_chunk.max(1));
-        let key = |rank: i32, chunk: usize| format!("aar-ag{seq}-{rank}-{chunk}");
+        let key = |rank: i32, chunk: usize| crate::wire::allgather_key(seq, rank, chunk);
         let kvs = self.kvsname.clone();
         for (i, part) in input.chunks(per_chunk.max(1)).enumerate() {
             self.put(&kvs, &key(self.rank, i), &hex(part))?;

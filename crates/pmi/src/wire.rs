@@ -31,6 +31,19 @@ pub fn quoted(text: &str) -> String {
     aar_record::quotes::quoted(text, QUOTED_CHARS)
 }
 
+/// The KVS key of one chunk of one rank's part of libpmi.so.0's `PMI_Allgather` number `seq`
+/// (every rank calls the collective in the same order, so the numbers agree).
+pub fn allgather_key(seq: u64, rank: i32, chunk: usize) -> String {
+    format!("{ALLGATHER_PREFIX}{seq}-{rank}-{chunk}")
+}
+
+/// The number of the `PMI_Allgather` whose key `key` is ([`allgather_key`]), if it is one.
+pub fn allgather_seq(key: &str) -> Option<u64> {
+    key.strip_prefix(ALLGATHER_PREFIX)?.split_once('-')?.0.parse().ok()
+}
+
+const ALLGATHER_PREFIX: &str = "aar-ag";
+
 /// One protocol message: the command and its fields, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {

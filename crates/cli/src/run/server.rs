@@ -5,10 +5,12 @@
 //! Each key is put once: a put of a key the KVS holds (the launcher's `PMI_process_mapping`,
 //! another rank's key, its own) is refused and the key keeps its first value, as hydra's KVS
 //! does (built with its key check, `PMI_KEY_CHECK`: `rc=-1 msg=duplicate_key...`); otherwise
-//! one rank could change what every other rank reads. The KVS holds at most [`KVS_MAX_BYTES`].
+//! one rank could change what every other rank reads. The KVS holds at most [`KVS_MAX_BYTES`];
+//! the keys of libpmi.so.0's `PMI_Allgather` calls that every rank has read are dropped, so that a
+//! job may call it any number of times.
 
 use pmi::mapping::ProcessMapping;
-use pmi::wire::{check_word, quoted, Message, KEYLEN_MAX, KVSNAME_MAX, PROCESS_MAPPING_KEY, VALLEN_MAX};
+use pmi::wire::{allgather_seq, check_word, quoted, Message, KEYLEN_MAX, KVSNAME_MAX, PROCESS_MAPPING_KEY, VALLEN_MAX};
 use std::collections::HashMap;
 
 /// The most bytes of keys and values the job's KVS holds: a put past it is refused. A rank's
@@ -103,6 +105,7 @@ impl Server {
                 self.in_barrier[rank] = true;
                 if self.in_barrier.iter().all(|&b| b) {
                     self.in_barrier.fill(false);
+                    self.drop_read_allgathers();
                     Outcome::Replies((0..self.size).map(|r| (r, Message::new("barrier_out"))).collect())
                 } else {
                     Outcome::Replies(Vec::new())
@@ -112,6 +115,26 @@ impl Server {
             "abort" => Outcome::Abort(msg.get_int("exitcode").and_then(|c| i32::try_from(c).ok()).unwrap_or(1)),
             other => one(Message::new(other).with("rc", -1).with("msg", format!("aar_run_does_not_serve_cmd={other}"))),
         }
+    }
+
+    /// At a barrier every rank entered: the keys of every `PMI_Allgather` but the latest go.
+    /// The ranks call the collectives in one order, so each rank has returned from every
+    /// allgather before this barrier, its reads done, but the one whose own barrier this may be
+    /// (every rank put its part of it, none has read yet): the one of the highest number.
+    fn drop_read_allgathers(&mut self) {
+        let Some(latest) = self.kvs.keys().filter_map(|k| allgather_seq(k)).max() else { return };
+        let (kvs_bytes, put_bytes) = (&mut self.kvs_bytes, &mut self.put_bytes);
+        self.kvs.retain(|k, e| {
+            let keep = allgather_seq(k).is_none_or(|seq| seq == latest);
+            if !keep {
+                let size = k.len() + e.value.len();
+                *kvs_bytes -= size;
+                if let Some(by) = e.by {
+                    put_bytes[by] -= size;
+                }
+            }
+            keep
+        });
     }
 
     fn check_kvs(&self, msg: &Message) -> Result<(), String> {
@@ -225,6 +248,42 @@ mod tests {
         let out = replies(s.handle(1, &b));
         assert_eq!(out.iter().map(|(r, _)| *r).collect::<Vec<_>>(), vec![0, 1, 2]);
         assert!(s.waiting().is_empty());
+    }
+
+    /// Each allgather's keys go at the barrier of the next one (or any later barrier), so a job
+    /// that calls it in a loop keeps two allgathers' keys at most; other keys stay.
+    #[test]
+    fn an_allgather_every_rank_has_read_is_dropped_at_the_next_barrier() {
+        let mut s = server(2);
+        let put = |k: &str| Message::new("put").with("kvsname", "kvs").with("key", k).with("value", "00ff");
+        let held = |s: &Server| {
+            let mut keys: Vec<&str> = s.kvs.keys().map(String::as_str).collect();
+            keys.sort();
+            keys.join(" ")
+        };
+        replies(s.handle(0, &put("card-0")));
+        let mut bytes = Vec::new();
+        for seq in 0..1000 {
+            for r in 0..2 {
+                replies(s.handle(r, &put(&pmi::wire::allgather_key(seq, r as i32, 0))));
+            }
+            replies(s.handle(0, &Message::new("barrier_in")));
+            replies(s.handle(1, &Message::new("barrier_in")));
+            bytes.push(s.kvs_bytes);
+        }
+        assert_eq!(held(&s), "PMI_process_mapping aar-ag999-0-0 aar-ag999-1-0 card-0", "the latest only");
+        // The mapping, the card and one allgather of two 13-byte keys at most (1000 puts of 17
+        // to 19 bytes each would be 36,000).
+        let most = s.kvs["PMI_process_mapping"].value.len() + 19 + 10 + 2 * (13 + 4);
+        assert!(bytes.iter().all(|&b| b <= most), "no growth: {:?}", bytes.iter().max());
+        assert_eq!(s.put_bytes, [6 + 4 + 13 + 4, 13 + 4]);
+        // A plain barrier after it keeps the latest: a rank may still be reading it.
+        replies(s.handle(0, &Message::new("barrier_in")));
+        replies(s.handle(1, &Message::new("barrier_in")));
+        assert_eq!(held(&s), "PMI_process_mapping aar-ag999-0-0 aar-ag999-1-0 card-0");
+        assert_eq!(pmi::wire::allgather_seq("aar-ag12-3-0"), Some(12));
+        assert_eq!(pmi::wire::allgather_seq("aar-agx-3-0"), None);
+        assert_eq!(pmi::wire::allgather_seq("card-0"), None);
     }
 
     #[test]
