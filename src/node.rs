@@ -26,11 +26,12 @@
 //! only these, and each reads its own counters.
 //!
 //! A rank that dies while writing would leave the sequence odd: once the last reading is
-//! [`STUCK_NS`] old the others check the writer's pid (kept in the sequence word) and, if that
-//! process has ended, release the slot and mark the reading as none (complete or not, nobody uses
-//! it). A pid that `kill(pid, 0)` still finds (a zombie its parent has not reaped, or a process
-//! that got the pid since) holds the slot only while it maps the segment: a rank that sees one
-//! claim held for [`STUCK_NS`] looks for the segment in that process's `/proc/<pid>/maps`.
+//! [`STUCK_NS`] old (or stamped as far in the future: a corrupted segment) the others check the
+//! writer's pid (kept in the sequence word) and, if that process has ended, release the slot and
+//! mark the reading as none (complete or not, nobody uses it). A pid that `kill(pid, 0)` still
+//! finds (a zombie its parent has not reaped, or a process that got the pid since) holds the slot
+//! only while it maps the segment: a rank that sees one claim held for [`STUCK_NS`] looks for the
+//! segment in that process's `/proc/<pid>/maps`.
 //! A fork child claims the slot in its own name ([`forked`]), and neither attaches nor leaves.
 //!
 //! The segment is made only when more than one rank shares the NIC ([`ranks_per_node`]): a lone
@@ -506,15 +507,16 @@ impl Node {
         result.map(|sample| Reading::Own(OwnReading { sample, decided, taken: now }))
     }
 
-    /// A writer whose reading is [`STUCK_NS`] old and whose process has ended gives up the slot
-    /// (a live writer holds it for the microseconds of one PAPI read). A process `kill(pid, 0)`
+    /// A writer whose reading is [`STUCK_NS`] old, or stamped as far in the future (a corrupted
+    /// segment: its age would never grow), and whose process has ended gives up the slot (a live
+    /// writer holds it for the microseconds of one PAPI read). A process `kill(pid, 0)`
     /// finds may be a zombie or another process that got the pid: once this rank has seen the
     /// claim held for [`STUCK_NS`], it is the writer only if it maps the segment (asked again at
     /// most every [`STUCK_NS`], for a writer that is stopped).
     #[cold]
     fn release_if_writer_died(&self, seq: u64, now: u64) {
         let s = self.segment;
-        if now.saturating_sub(s.taken.load(Relaxed)) < self.stuck {
+        if now.abs_diff(s.taken.load(Relaxed)) < self.stuck {
             return;
         }
         let pid = (seq >> 32) as u32;

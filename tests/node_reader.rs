@@ -198,9 +198,17 @@ fn a_rank_whose_looks_find_nothing_pauses_them() {
     assert!(segments(&job).is_empty());
 }
 
+/// A writer that died while writing leaves the sequence odd: once its reading is `STUCK_NS` old
+/// the others release the slot. A reading stamped in the future (a corrupted segment) is as
+/// suspect as an old one: its age never grew, so the slot stayed held for the rest of the run.
 #[test]
 fn a_writer_that_died_holding_the_segment_does_not_stop_the_others() {
-    let test = "node-dead-writer";
+    for (test, taken) in [("node-dead-writer", 1), ("node-dead-writer-future", u64::MAX / 2)] {
+        dead_writer(test, taken);
+    }
+}
+
+fn dead_writer(test: &str, taken: u64) {
     let job = format!("{test}-{}", std::process::id());
     let steps = scratch(&format!("{test}-steps"));
     let f = |name: &str| steps.join(name).display().to_string();
@@ -217,22 +225,22 @@ fn a_writer_that_died_holding_the_segment_does_not_stop_the_others() {
     let seg = segments(&job);
     assert_eq!(seg.len(), 1, "{seg:?}");
     // A process that has ended, as the writer: its pid in the sequence word (high half) with an
-    // odd sequence (low half), and a reading from long ago (the segment's first 16 bytes: the
-    // sequence word, then the reading's time in ns).
+    // odd sequence (low half), and the reading's time `taken` on the node's clock (the segment's
+    // first 16 bytes: the sequence word, then that time).
     let mut dead = std::process::Command::new("true").spawn().unwrap();
     let dead_pid = dead.id();
     dead.wait().unwrap();
     let mut bytes = std::fs::read(&seg[0]).unwrap();
     bytes[..8].copy_from_slice(&((u64::from(dead_pid) << 32) | 7).to_ne_bytes());
-    bytes[8..16].copy_from_slice(&1u64.to_ne_bytes());
+    bytes[8..16].copy_from_slice(&taken.to_ne_bytes());
     std::fs::write(&seg[0], &bytes).unwrap();
     std::fs::write(f("go"), "").unwrap();
     wait_for(&steps.join("done"));
     let after = std::fs::read(&seg[0]).unwrap();
     let seq = u64::from_ne_bytes(after[..8].try_into().unwrap());
-    assert_eq!(seq >> 32, 0, "the dead writer still holds the segment: {seq:#x}");
-    assert_eq!(seq & 1, 0, "left odd: {seq:#x}");
-    assert!(seq as u32 > 7, "no reading was published after the release: {seq:#x}");
+    assert_eq!(seq >> 32, 0, "{test}: the dead writer still holds the segment: {seq:#x}");
+    assert_eq!(seq & 1, 0, "{test}: left odd: {seq:#x}");
+    assert!(seq as u32 > 7, "{test}: no reading was published after the release: {seq:#x}");
     std::fs::write(f("end"), "").unwrap();
     let r = t.join().unwrap();
     r.assert_ok();
