@@ -31,7 +31,8 @@
 //! mark the reading as none (complete or not, nobody uses it). A pid that `kill(pid, 0)` still
 //! finds (a zombie its parent has not reaped, or a process that got the pid since) holds the slot
 //! only while it maps the segment: a rank that sees one claim held for [`STUCK_NS`] looks for the
-//! segment in that process's `/proc/<pid>/maps`.
+//! segment in that process's `/proc/<pid>/maps`, and releases a claim in its own name (it holds
+//! none while it looks).
 //! A fork child claims the slot in its own name ([`forked`]), and neither attaches nor leaves.
 //!
 //! The segment is made only when more than one rank shares the NIC ([`ranks_per_node`]): a lone
@@ -512,7 +513,10 @@ impl Node {
     /// writer holds it for the microseconds of one PAPI read). A process `kill(pid, 0)`
     /// finds may be a zombie or another process that got the pid: once this rank has seen the
     /// claim held for [`STUCK_NS`], it is the writer only if it maps the segment (asked again at
-    /// most every [`STUCK_NS`], for a writer that is stopped).
+    /// most every [`STUCK_NS`], for a writer that is stopped), and unless it is this process: a
+    /// claim in its own name that it did not make (it holds none while it looks: its readings
+    /// are made one at a time, under the decider's lock) was left by a dead process that had its
+    /// pid, or is a corrupted word.
     #[cold]
     fn release_if_writer_died(&self, seq: u64, now: u64) {
         let s = self.segment;
@@ -528,7 +532,7 @@ impl Node {
                 false
             } else {
                 self.held_since.store(now, Relaxed);
-                maps_segment(pid, std::ptr::from_ref(s) as usize) == Some(false)
+                pid == self.writer.load(Relaxed) || maps_segment(pid, std::ptr::from_ref(s) as usize) == Some(false)
             }
         };
         if ended {

@@ -316,12 +316,18 @@ fn a_window_without_the_response_stalls_this_rank_counts_is_not_taken() {
 /// in order reaps it at the end of the job), and a pid may since be another process's. Neither
 /// maps the segment: once the slot has been held that way for `STUCK_NS`, the others release
 /// it. A live rank that maps the segment keeps it, however long it holds it (a stopped writer
-/// may still write: releasing its slot could show its torn window). (The `sleep 20000` between
-/// the posts lets `STUCK_NS` pass.)
+/// may still write: releasing its slot could show its torn window). A claim in the rank's own
+/// name (its pid reused from a dead writer, or a corrupted word) is released too: the rank maps
+/// the segment, but it knows it is not writing. (The `sleep 20000` between the posts lets
+/// `STUCK_NS` pass.)
 #[test]
 fn a_writer_pid_is_released_unless_that_process_maps_the_segment() {
-    for (test, writer) in [("node-zombie-writer", "zombie"), ("node-reused-pid", "other"), ("node-live-writer", "rank")]
-    {
+    for (test, writer) in [
+        ("node-zombie-writer", "zombie"),
+        ("node-reused-pid", "other"),
+        ("node-live-writer", "rank"),
+        ("node-own-pid", "self"),
+    ] {
         let job = format!("{test}-{}", std::process::id());
         let steps = scratch(&format!("{test}-steps"));
         let f = |name: &str| steps.join(name).display().to_string();
@@ -337,8 +343,8 @@ fn a_writer_pid_is_released_unless_that_process_maps_the_segment() {
         let t = std::thread::spawn(move || launch.run());
         wait_for(&steps.join("attached"));
         // The writer: a zombie (ended, not reaped), a live process of this user that never
-        // mapped the segment (a pid given to another process since the writer died), or another
-        // rank of the node, which maps it.
+        // mapped the segment (a pid given to another process since the writer died), another
+        // rank of the node, which maps it, or the rank itself.
         let mate = (writer == "rank").then(|| {
             let script = format!("fma 64 1 0 touch {} waitfile {}", f("attached1"), f("end"));
             let l = rank(&format!("{test}-1"), &job, 1, 3, &script).env("AAR_NODE_READING", "1000ms");
@@ -356,9 +362,11 @@ fn a_writer_pid_is_released_unless_that_process_maps_the_segment() {
         let pid = match &other {
             Some(p) => p.id(),
             None => {
-                let maps = std::fs::read_dir("/proc").unwrap().flatten().find(|e| {
-                    std::fs::read_to_string(e.path().join("cmdline")).is_ok_and(|c| c.contains(&f("attached1")))
-                });
+                let marker = if writer == "rank" { f("attached1") } else { f("go") };
+                let maps = std::fs::read_dir("/proc")
+                    .unwrap()
+                    .flatten()
+                    .find(|e| std::fs::read_to_string(e.path().join("cmdline")).is_ok_and(|c| c.contains(&marker)));
                 maps.unwrap().file_name().to_str().unwrap().parse().unwrap()
             }
         };
