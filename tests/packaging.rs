@@ -864,7 +864,7 @@ fn a_relative_scratch_or_home_is_not_used_for_records() {
             format!(
                 "aar: {name} is a relative path ({value}), which each process would take from the folder it \
                  starts in, so records go to {to} instead. Set {name} to an absolute path (such as {}/{value}), \
-                 or export AAR_OUTPUT_DIR, then module reload aar.\n",
+                 or export AAR_OUTPUT_DIR, then module unload aar; module load aar.\n",
                 work.display()
             )
         };
