@@ -1,5 +1,6 @@
 //! The way users get the library: `scripts/install` into a prefix, then `module load aar` (Lmod,
-//! with the Lua and the Tcl modulefile), then a job step that runs a uGNI program.
+//! with the Lua and the Tcl modulefile, and Environment Modules 5 with the Tcl one), then a job step
+//! that runs a uGNI program.
 
 mod common;
 use common::*;
@@ -1321,4 +1322,121 @@ fn the_tcl_modulefile_makes_its_folder_when_modules_3_2_swaps_it_in() {
         let made = matches!(mode, "load" | "switch2");
         assert_eq!(records.is_dir(), made, "{mode}: the record folder is made on load (and switch2) only");
     }
+}
+
+/// Environment Modules 5, whose modulecmd.tcl (a real Tcl interpreter, unlike Lmod's reading of
+/// Tcl) is the `module` of most Cray XC sites, as scripts/setup unpacks it beside Lmod.
+const EM_INIT: &str = "/opt/environment-modules/usr/share/modules/init/bash";
+
+/// The Tcl modulefile under Environment Modules 5 itself: `module display`, `help` and `whatis`
+/// say what a load does (and make no folder), the load sets each variable the Lmod tests expect and
+/// preloads the library into a uGNI program, a second load changes nothing, another version is
+/// refused (`conflict`) and swapped in with `module switch`, the unload gives back the environment
+/// as it was, and the fix the relative-SCRATCH line names (`module reload aar` is no command of
+/// Modules 3.2, and 4 and 5 refuse a name after it) runs and takes the new setting.
+#[test]
+fn environment_modules_5_loads_the_tcl_modulefile_and_unload_takes_everything_back() {
+    if !Path::new(EM_INIT).exists() {
+        eprintln!(
+            "note: {EM_INIT} is missing (scripts/setup unpacks Environment Modules 5 there): not tested under it"
+        );
+        return;
+    }
+    let dir = scratch("packaging-envmodules");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let version = std::fs::read_dir(prefix.join("modulefiles/tcl/aar")).unwrap().next().unwrap().unwrap().file_name();
+    let version = version.to_str().unwrap();
+    // Another version of aar, in a folder of its own, for the conflict and the swap.
+    let tcl = std::fs::read_to_string(prefix.join("modulefiles/tcl/aar").join(version)).unwrap();
+    std::fs::create_dir_all(dir.join("other/aar")).unwrap();
+    std::fs::write(dir.join("other/aar/0.0.1"), tcl.replace(version, "0.0.1")).unwrap();
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let scratch_dir = dir.join("scratch");
+    let log = dir.join("emu.jsonl");
+    let script = format!(
+        "source {EM_INIT}\n\
+         module use {prefix}/modulefiles/tcl\n\
+         module use --append {dir}/other\n\
+         snapshot() {{ env | grep -v '^\\(LOADEDMODULES\\|_LMFILES_\\|__MODULES_\\)' | LC_ALL=C sort > {dir}/env-$1; }}\n\
+         snapshot before\n\
+         module display aar 2>&1 | sed 's/^/display: /'\n\
+         test -e {scratch} && echo 'display made a folder'\n\
+         module help aar 2>&1 | sed 's/^/help: /'\n\
+         module whatis aar 2>&1 | sed 's/^/whatis: /'\n\
+         module load aar || exit 3\n\
+         for v in LD_PRELOAD ASAN_OPTIONS AAR_PRELOAD AAR_ROOT PATH CPATH LIBRARY_PATH PKG_CONFIG_PATH MANPATH \\\n\
+             AAR_OUTPUT_DIR AAR_OUTPUT_DIR_BY_MODULE; do echo \"$v=[${{!v}}]\"; done\n\
+         test -d \"$AAR_OUTPUT_DIR\" && echo made\n\
+         module load aar || exit 4\n\
+         echo \"again LD_PRELOAD=[$LD_PRELOAD] PATH=[$PATH] MANPATH=[$MANPATH]\"\n\
+         AAR_PAPI_EVENTS={events} AAR_EMU_LOG={log} {driver} fma 64 3 0 rdma 65536 4 0 || exit 5\n\
+         echo \"aar=$(command -v aar)\"\n\
+         module load aar/0.0.1 2>/dev/null && exit 6\n\
+         echo \"refused $(module -t list 2>&1 | grep aar) LD_PRELOAD=[$LD_PRELOAD]\"\n\
+         module switch aar aar/0.0.1 || exit 7\n\
+         echo \"switched $(module -t list 2>&1 | grep aar) LD_PRELOAD=[$LD_PRELOAD]\"\n\
+         module switch aar aar/{version} || exit 8\n\
+         module unload aar || exit 9\n\
+         snapshot after\n\
+         diff {dir}/env-before {dir}/env-after && echo 'unload gave the environment back'\n\
+         cd {work} && SCRATCH=scratch module load aar 2> {dir}/said || exit 10\n\
+         echo \"relative=$AAR_OUTPUT_DIR\"\n\
+         advice=$(sed -n 's/^aar: SCRATCH is a relative path .*, then \\(.*\\)\\.$/\\1/p' {dir}/said)\n\
+         echo \"advice=$advice\"\n\
+         eval \"$advice\" || exit 11\n\
+         echo \"advised=$AAR_OUTPUT_DIR\"\n\
+         module unload aar\n",
+        prefix = prefix.display(),
+        dir = dir.display(),
+        scratch = scratch_dir.display(),
+        work = work.display(),
+        events = sde_events_setting(),
+        log = log.display(),
+        driver = program("driver").display(),
+    );
+    let (stdout, stderr) = login_shell(&script, &dir, &dir, &[("SCRATCH", &scratch_dir)], "Environment Modules 5");
+    let p = prefix.display();
+    let records = scratch_dir.join("aar-records");
+    let r = records.display();
+    for want in [
+        format!("display: prepend-path\tLD_PRELOAD {p}/lib/libaar.so\n"),
+        format!("display: setenv\t\tAAR_OUTPUT_DIR {r}\n"),
+        format!("help: {p}/share/doc/aar/README.md\n"),
+        format!(" aar/{version}: aar {version}: application-aware routing (LD_PRELOAD over uGNI and DMAPP)"),
+        format!("LD_PRELOAD=[{p}/lib/libaar.so]\n"),
+        "ASAN_OPTIONS=[verify_asan_link_order=0]\n".to_string(),
+        format!("AAR_PRELOAD=[{p}/lib/libaar.so]\n"),
+        format!("AAR_ROOT=[{p}]\n"),
+        format!("PATH=[{p}/bin:/usr/local/bin:/usr/bin:/bin]\n"),
+        format!("CPATH=[{p}/include]\n"),
+        format!("LIBRARY_PATH=[{p}/lib]\n"),
+        format!("PKG_CONFIG_PATH=[{p}/lib/pkgconfig]\n"),
+        // man's default path stays behind the pages (the trailing ':').
+        format!("MANPATH=[{p}/share/man:]\n"),
+        format!("AAR_OUTPUT_DIR=[{r}]\nAAR_OUTPUT_DIR_BY_MODULE=[{r}]\nmade\n"),
+        // A second load is no second entry.
+        format!(
+            "again LD_PRELOAD=[{p}/lib/libaar.so] PATH=[{p}/bin:/usr/local/bin:/usr/bin:/bin] MANPATH=[{p}/share/man:]"
+        ),
+        format!("aar={p}/bin/aar\n"),
+        format!("refused aar/{version} LD_PRELOAD=[{p}/lib/libaar.so]\n"),
+        format!("switched aar/0.0.1 LD_PRELOAD=[{p}/lib/libaar.so]\n"),
+        "unload gave the environment back\n".to_string(),
+        format!("relative={}/aar-records\n", dir.display()),
+        "advice=module unload aar; module load aar\n".to_string(),
+        format!("advised={r}\n"),
+    ] {
+        assert!(stdout.contains(&want), "no {want:?} in:\n{stdout}\n{stderr}");
+    }
+    assert!(!stdout.contains("display made a folder"), "{stdout}");
+    assert!(prefix.join("share/doc/aar/README.md").exists(), "module help names a README that is not there");
+    // The library was preloaded into the job step and left its record where the module said.
+    let modes: Vec<u64> = read_jsonl(&log).iter().map(|v| v["dlvr_mode"].as_u64().unwrap()).collect();
+    assert_eq!(&modes[..3], &[AD3; 3], "small messages routed High Bias:\n{stderr}");
+    assert_eq!(read_records(&records).len(), 1, "one record in $SCRATCH/aar-records:\n{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "the module made {left:?} in the folder it was loaded in");
 }
