@@ -154,3 +154,46 @@ fn a_nic_limited_by_its_window_counts_no_stall() {
     drain(&mut net);
     assert_eq!(net.counters(0).req_stalled, 0);
 }
+
+/// A NIC that also answers requests counts as stalled only the cycles in which its link is free
+/// and its next request has no room downstream, not the cycles its link spends on responses. Node
+/// 0 streams PUTs to node 1 while node 1, starting a little later, streams fewer PUTs back, all
+/// through one-packet buffers: node 0's link carries its requests and its responses to node 1 one
+/// after the other, and stands idle only while its next request waits for a credit (its queue
+/// never runs dry and the outstanding-packet window is far off). So up to the start of its last
+/// request the link's time is exactly request flits + response flits + stalled cycles. Node 1
+/// starts at every phase of node 0's 78-cycle rhythm (5 cycles of sending, 73 of waiting), so
+/// node 0's responses fall before, inside and at the end of its stalls.
+#[test]
+fn a_nic_sending_responses_does_not_count_them_as_request_stall() {
+    let mut cfg = NetConfig::aries(1);
+    cfg.vc_buf[0] = 5;
+    cfg.shared_buf[0] = 0;
+    assert_eq!(cfg.flit_time[0], cfg.nic_cycle);
+    let (requests, answered) = (20u64, 6u64);
+    for delay in 0..=80 {
+        let mut net = Net::new(cfg.clone(), 1);
+        net.post(0, 1, 64 * requests, Transfer::Put, Mode::Min, 0, 1, 0);
+        while net.step(delay * cfg.nic_cycle).is_some() {
+            net.notes.clear();
+        }
+        net.post(1, 0, 64 * answered, Transfer::Put, Mode::Min, 1, 0, 0);
+        // one instant at a time, to see when node 0 starts its last request packet
+        let mut last = None;
+        while let Some(t) = net.next_time() {
+            while net.step(t).is_some() {
+                net.notes.clear();
+            }
+            if last.is_none() && net.counters(0).req_packets == requests {
+                last = Some((net.now / cfg.nic_cycle, net.counters(0).req_stalled, net.counters(1).rsp_packets));
+            }
+        }
+        let (t, stalled, responses_back) = last.expect("node 0 sent all its request packets");
+        // every response of node 0 was off its link (back at node 1) before its last request
+        assert_eq!(responses_back, answered, "node 1 from cycle {delay}");
+        let flits = 5 * (requests - 1) + answered; // 5-flit requests, 1-flit PUT responses
+        assert_eq!(stalled, t - flits, "stalled cycles up to the last request, node 1 from cycle {delay}");
+        // the last request did not stall
+        assert_eq!(net.counters(0).req_stalled, stalled, "node 1 from cycle {delay}");
+    }
+}

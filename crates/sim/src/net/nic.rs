@@ -185,10 +185,6 @@ impl Net {
             let l = self.pk[pid as usize].flits as u32;
             if self.nic_cred[n][1] >= l || self.nic_shared[n] >= l {
                 self.nic_rspq[n].pop_front();
-                if self.nic_stall[n][1] != u64::MAX {
-                    self.nic_ctr[n].rsp_stalled_t += self.now - self.nic_stall[n][1];
-                    self.nic_stall[n][1] = u64::MAX;
-                }
                 self.inject(node, pid);
                 return;
             } else if self.nic_stall[n][1] == u64::MAX {
@@ -206,10 +202,6 @@ impl Net {
                 self.nic_stall[n][0] = self.now;
             }
             return;
-        }
-        if self.nic_stall[n][0] != u64::MAX {
-            self.nic_ctr[n].req_stalled_t += self.now - self.nic_stall[n][0];
-            self.nic_stall[n][0] = u64::MAX;
         }
         let seq = m.sent;
         self.msgs[mid as usize].sent += 1;
@@ -249,6 +241,14 @@ impl Net {
 
     fn inject(&mut self, node: u32, pid: u32) {
         let now = self.now;
+        // The link is busy from now: a stall of either class ends here, as one waiting for the
+        // link is not back-pressure (a packet still without room when the link is free again
+        // starts a new stall then).
+        let n = node as usize;
+        let ended = |s: u64| if s == u64::MAX { 0 } else { now - s };
+        let [req, rsp] = std::mem::replace(&mut self.nic_stall[n], [u64::MAX; 2]);
+        self.nic_ctr[n].req_stalled_t += ended(req);
+        self.nic_ctr[n].rsp_stalled_t += ended(rsp);
         let (l, cls) = {
             let p = &self.pk[pid as usize];
             (p.flits as u64, p.class)
