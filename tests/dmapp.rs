@@ -532,6 +532,51 @@ fn a_threads_own_routing_is_its_own_and_leaves_the_other_threads_alone() {
     assert_eq!(record(&r)["dmapp"]["threads"], 3);
 }
 
+/// Eight threads at once, each stating its own routing (IN_ORDER, DETERMINISTIC, DETERMINISTIC_1 or
+/// ADAPTIVE per direction, through either attribute call) and changing it half-way while the
+/// others send: on each thread and in each half, a direction the application made non-adaptive
+/// carries exactly its value, an adaptive one the library's, and `dmapp_get_rma_attrs_ext` shows the
+/// thread its own routing; no thread's set or steering reaches another's.
+#[test]
+fn threads_at_once_with_their_own_routing_each_keep_theirs_through_their_changes() {
+    const THREADS: usize = 8;
+    const COUNT: usize = 20;
+    let r = driver("dmapp-mt-attrs", &format!("init mt {THREADS} 64 {COUNT}")).env("AAR_MODE", "ADAPTIVE3").run();
+    r.assert_ok();
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    // What each thread stated in each half, and what dmapp_get_rma_attrs_ext showed it.
+    let mut stated: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
+    for line in r.stdout.lines().filter(|l| l.starts_with("mt ")) {
+        let (asked, saw) = line.split_once(" saw ").unwrap();
+        let app = (stdout_field(asked, "put"), stdout_field(asked, "get"));
+        assert_eq!((stdout_field(saw, "put"), stdout_field(saw, "get")), app, "shown its own routing: {line}");
+        stated.insert((stdout_field(line, "tid"), stdout_field(line, "half")), app);
+    }
+    assert_eq!(stated.len(), 2 * THREADS, "{}", r.stdout);
+    let mut per: BTreeMap<u64, Vec<(&str, u64)>> = BTreeMap::new();
+    for v in data_calls(&r) {
+        per.entry(v["thread"].as_u64().unwrap())
+            .or_default()
+            .push((v["kind"].as_str().unwrap(), v["routing"].as_u64().unwrap()));
+    }
+    assert_eq!(per.len(), THREADS, "{per:?}");
+    let steered = |app: u64| if app == ADAPTIVE { ADAPTIVE_3 } else { app };
+    for (tid, calls) in &per {
+        assert_eq!(calls.len(), 2 * 2 * COUNT, "thread {tid}");
+        for (half, calls) in calls.chunks(2 * COUNT).enumerate() {
+            let (put, get) = stated[&(*tid, half as u64)];
+            let want: Vec<(&str, u64)> =
+                (0..COUNT).flat_map(|_| [("PUT", steered(put)), ("GET", steered(get))]).collect();
+            assert_eq!(calls, want, "thread {tid}, half {half}: the application's PUT {put}, GET {get}");
+        }
+    }
+    let non_adaptive: BTreeSet<u64> = stated.values().flat_map(|&(p, g)| [p, g]).filter(|&v| v != ADAPTIVE).collect();
+    assert_eq!(non_adaptive, BTreeSet::from([IN_ORDER, DETERMINISTIC, DETERMINISTIC_1]), "every kind is exercised");
+    assert_counted_as_sent(&r);
+    let rec = record(&r);
+    assert_eq!((rec["dmapp"]["steering"].as_bool(), rec["dmapp"]["threads"].as_u64()), (Some(true), Some(8)));
+}
+
 #[test]
 fn an_unknown_attribute_layout_stops_steering_with_one_warning_and_the_program_runs_on() {
     let script = "init put 1 64 5 get 1 64 5 threads 3 64 50 amo 4 put 1 65536 5 get 1 65536 2 all";

@@ -505,6 +505,61 @@ static void *tattrs_main(void *v)
 	return NULL;
 }
 
+/* Threads at once, each with its own routing, which it changes half-way: thread k states
+ * mt_routing[k % 4][0] (by the _ext call for even k), makes `count` PUTs and GETs of `size` bytes,
+ * reads its attributes back, then states mt_routing[k % 4][1] and does the same. The threads wait
+ * for each other before each half, so that their calls and attribute calls interleave. */
+static const int mt_routing[4][2][2] = {
+	{ { DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_ADAPTIVE }, { DMAPP_ROUTING_IN_ORDER, DMAPP_ROUTING_ADAPTIVE } },
+	{ { DMAPP_ROUTING_IN_ORDER, DMAPP_ROUTING_DETERMINISTIC }, { DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_ADAPTIVE } },
+	{ { DMAPP_ROUTING_DETERMINISTIC_1, DMAPP_ROUTING_ADAPTIVE },
+	  { DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_DETERMINISTIC } },
+	{ { DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_IN_ORDER }, { DMAPP_ROUTING_DETERMINISTIC, DMAPP_ROUTING_ADAPTIVE } },
+};
+static pthread_barrier_t mt_barrier;
+
+static void *mt_main(void *v)
+{
+	struct thread_arg *t = v;
+	size_t off = (size_t)(t->index + 1) << 19;
+	uint64_t n;
+	dmapp_type_t type = type_for(t->size, &n);
+	unsigned char *buf = malloc(2 * t->size + 16);
+	for (int half = 0; half < 2; half++) {
+		const int *r = mt_routing[t->index % 4][half];
+		pthread_barrier_wait(&mt_barrier);
+		set_routing(t->index % 2 == 0, r[0], r[1]);
+		for (uint64_t k = 0; k < t->count; k++) {
+			fill(buf, t->size, (unsigned)(t->index * 1000 + k));
+			CALL(dmapp_put, heap + off, hseg, 1, buf, n, type);
+			CALL(dmapp_get, buf + t->size, heap + off, hseg, 1, n, type);
+			check("mt put/get", buf + t->size, buf, t->size);
+		}
+		dmapp_rma_attrs_ext_t a;
+		ok("dmapp_get_rma_attrs_ext", dmapp_get_rma_attrs_ext(&a));
+		printf("mt tid=%d half=%d app put=%d get=%d saw put=%d get=%d\n", (int)gettid(), half, r[0], r[1],
+		       a.put_relaxed_ordering, a.get_relaxed_ordering);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void mt(unsigned n, uint64_t size, uint64_t count)
+{
+	struct thread_arg *t = calloc(n, sizeof *t);
+	pthread_t *tid = calloc(n, sizeof *tid);
+	pthread_barrier_init(&mt_barrier, NULL, n);
+	for (unsigned k = 0; k < n; k++) {
+		t[k] = (struct thread_arg){ .index = (int)k, .size = size, .count = count };
+		pthread_create(&tid[k], NULL, mt_main, &t[k]);
+	}
+	for (unsigned k = 0; k < n; k++)
+		pthread_join(tid[k], NULL);
+	pthread_barrier_destroy(&mt_barrier);
+	free(t);
+	free(tid);
+}
+
 /* ---- the end of the job while another thread changes its routing ------------------------------- */
 
 /* tests/c/dmapp_finrace.c's functions, when it is preloaded. */
@@ -665,6 +720,9 @@ int main(int argc, char **argv)
 				pthread_join(tid[k], NULL);
 			free(t);
 			free(tid);
+			i += 3;
+		} else if (!strcmp(c, "mt")) {
+			mt((unsigned)num(ARG(1)), num(ARG(2)), num(ARG(3)));
 			i += 3;
 		} else if (!strcmp(c, "fork")) {
 			fflush(stdout);
