@@ -45,7 +45,8 @@ pub struct Line {
     pub chosen: &'static str,
     pub reason: &'static str,
     /// Where the destination sits for the routing policy: `same-router`, `same-group`,
-    /// `other-group`, or `unknown` (no node table, a policy without classes, SMSG and DMAPP).
+    /// `other-group`, or `unknown` (no node table, a policy without classes, SMSG, and DMAPP calls
+    /// whose PEs cannot be placed or that go to several PEs).
     pub destination: &'static str,
     /// DMAPP lines: the enumerator table `requested` and `chosen` were named with, and where it
     /// came from (absent on uGNI lines).
