@@ -122,11 +122,23 @@ pub struct Counted {
 /// Lines buffered before they go out, in one write of whole lines.
 const BUFFER: usize = 1 << 16;
 
+/// The characters of the trace's path a message quotes: more than of a variable's value
+/// ([`aar_record::quotes::shown`]), for its end, the file name that `%r` and `%p` made, is what
+/// tells one rank's trace from another's; a path of a few KiB (or a pattern of 100 KiB, which
+/// the environment allows) is not said whole.
+const PATH_CHARS: usize = 256;
+
+/// `path` as the trace's messages quote it: on one line, escaped, cut to [`PATH_CHARS`].
+fn quoted_path(path: &str) -> String {
+    aar_record::quotes::quoted(path, PATH_CHARS)
+}
+
 /// An open trace, and its path for the warning if writing it fails.
 struct Open {
     file: sys::OwnFile,
     /// Whole lines not yet written ([`BUFFER`]).
     buf: Vec<u8>,
+    /// The path as messages quote it ([`quoted_path`]).
     path: String,
     /// The line being written, serialised first so that its length is known before it goes out.
     line: Vec<u8>,
@@ -241,6 +253,7 @@ impl TraceFile {
                 match self.open.try_lock_for(LINE_WAIT) {
                     Some(mut t) => {
                         let buf = Vec::with_capacity(BUFFER);
+                        let path = quoted_path(&path);
                         *t = Some(Open { file: f, buf, path, line: Vec::with_capacity(512), bytes: 0, max });
                         self.opened.store(true, Relaxed);
                     }
@@ -261,8 +274,9 @@ impl TraceFile {
                         .to_string(),
                 };
                 diag::warn(&format!(
-                    "AAR_TRACE=\"{}\": cannot create {path} ({e}); no decision trace is written. {fix}",
-                    pattern.escape_debug()
+                    "AAR_TRACE={}: cannot create {} ({e}); no decision trace is written. {fix}",
+                    aar_record::quotes::shown(pattern),
+                    quoted_path(&path)
                 ));
                 false
             }
