@@ -173,10 +173,12 @@ impl Open {
         }
     }
 
-    /// Warn that writing it failed with `e` (a full or over-quota file system), and `then`: what
-    /// is lost.
+    /// Say that writing it failed with `e` (a full or over-quota file system, the job's file size
+    /// limit), and `then`: what is lost. Said by every rank, as a record that cannot be written
+    /// is ([`diag::error_output_write`]): only this rank knows its trace is cut short. Once per
+    /// process, since the trace ends at its first failed write.
     fn warn(&self, e: &std::io::Error, then: &str) {
-        diag::warn(&format!(
+        diag::error(&format!(
             "writing the decision trace {} (AAR_TRACE) failed ({e}); {then}. {}",
             self.path,
             diag::write_fix(e, "AAR_TRACE")

@@ -28,3 +28,47 @@ fn a_trace_pattern_of_any_length_or_characters_is_said_on_one_short_line() {
         assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3], "{test}: routing continues without the trace");
     }
 }
+
+/// A trace whose write fails on a rank other than 0 (the job's file size limit; a full file
+/// system, where a mount namespace can be had) is said by that rank: only it knows its trace is
+/// cut short, as a record that cannot be written is said by its rank. As a warning, from rank 0
+/// alone, nothing was said at all. The posts go out as always.
+#[test]
+fn a_trace_that_cannot_be_written_on_rank_5_is_said_by_rank_5() {
+    let full_disk = std::process::Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success());
+    if !full_disk {
+        eprintln!("note: no mount namespace here (unshare -m); the full file system case is skipped");
+    }
+    for (test, cause, fix) in [
+        ("trace-rank5-fsize", "File too large", "ulimit -f"),
+        ("trace-rank5-full", "No space left on device", "Point AAR_TRACE at a writable file system with room."),
+    ] {
+        if test.ends_with("full") && !full_disk {
+            continue;
+        }
+        // (The emulator's log is not the library's: it would meet the limit too.)
+        let mut launch =
+            Launch::driver(test, "rdma 65536 300 0").unset("AAR_EMU_LOG").env("PMI_RANK", "5").env("AAR_SUMMARY", "0");
+        let folder = launch.dir.join("traces");
+        std::fs::create_dir(&folder).unwrap();
+        let setup = if test.ends_with("fsize") {
+            "ulimit -f 4".to_string()
+        } else {
+            format!(
+                "mount -t tmpfs -o size=64k tmpfs {0} || exit 97; dd if=/dev/zero of={0}/fill bs=4k count=64 2>/dev/null",
+                folder.display()
+            )
+        };
+        let wrapper = if test.ends_with("fsize") { vec![] } else { vec!["unshare", "-m"] };
+        launch.wrapper = wrapper.into_iter().map(String::from).collect();
+        launch.wrapper.extend(["sh".into(), "-c".into(), format!("{setup}; exec \"$@\""), "sh".into()]);
+        let r = launch.env("AAR_TRACE", &folder.join("t.%r.jsonl").display().to_string()).run();
+        assert_ne!(r.status.code(), Some(97), "{test}: namespace setup failed: {}", r.stderr);
+        r.assert_ok();
+        assert_eq!(stdout_field(&r.stdout, "emu_posts"), 300, "{test}: {}", r.stdout);
+        let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("AAR_TRACE")).collect();
+        assert_eq!(said.len(), 1, "{test}: once, by rank 5: {}", r.stderr);
+        assert!(said[0].contains("writing the decision trace") && said[0].contains("t.5.jsonl"), "{test}: {}", said[0]);
+        assert!(said[0].contains(cause) && said[0].contains(fix), "{test}: {}", said[0]);
+    }
+}
