@@ -356,7 +356,8 @@ impl TraceFile {
     }
 
     /// In a fork child: a pattern with `%p` gives the child its own trace; without it the child
-    /// stops tracing, rather than interleave its lines with the parent's in one file.
+    /// stops tracing, rather than interleave its lines with the parent's in one file (or try to
+    /// create the parent's, as `%%p`, a `%` and a `p`, would).
     pub fn reopen_in_child(&self, pattern: Option<&str>, max: u64) -> bool {
         if let Some(mut guard) = self.open.try_lock_for(Duration::from_millis(100)) {
             // Discard, never flush, what the buffer may hold: those lines are the parent's, and
@@ -371,7 +372,7 @@ impl TraceFile {
             }
         }
         match pattern {
-            Some(p) if p.contains("%p") => self.open(Some(p), max),
+            Some(p) if expand(p, None, 1).0 != expand(p, None, 2).0 => self.open(Some(p), max),
             _ => false,
         }
     }

@@ -72,3 +72,21 @@ fn a_trace_that_cannot_be_written_on_rank_5_is_said_by_rank_5() {
         assert!(said[0].contains(cause) && said[0].contains(fix), "{test}: {}", said[0]);
     }
 }
+
+/// `%%p` in the pattern is a `%` and a `p`, not the pid: a fork child that posts has no name of
+/// its own to trace to, and stops tracing (as without `%p`) rather than try to create the
+/// parent's file and warn that it is there.
+#[test]
+fn a_fork_child_under_a_literal_percent_p_stops_tracing_quietly() {
+    let launch = Launch::driver("trace-literal-p", "fma 64 3 0 fork 2");
+    let pattern = launch.dir.join("t.%%p").display().to_string();
+    let r = launch.env("AAR_TRACE", &pattern).env("AAR_SUMMARY", "0").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("child posts=4 errors=0"), "{}", r.stdout);
+    assert!(r.aar_lines().is_empty(), "{:?}", r.aar_lines());
+    let lines = read_jsonl(&r.dir.join("t.%p"));
+    assert_eq!(lines.len(), 3, "the parent's lines only: {lines:?}");
+    let recs = r.records();
+    let child = recs.iter().find(|r| r["fork_child"] == true).expect("the child's record");
+    assert!(child["trace"].is_null(), "{}", child["trace"]);
+}
