@@ -228,7 +228,8 @@ impl Settings {
     }
 
     /// Relative paths of files written after start-up (the record folder, the trace pattern)
-    /// made relative to `start`, the folder the process started in: an application may move into
+    /// made relative to `start`, the folder the process is in at start-up (the first intercepted
+    /// call, [`crate::init`]): an application may move into
     /// another before it writes its first iteration row or exits, or forks a child that traces.
     /// (A start-up folder whose name is not UTF-8 leaves them as they are.)
     pub fn anchor_paths(&mut self, start: &Path) {
