@@ -402,7 +402,7 @@ fn a_full_disk_is_one_warning_per_file_then_no_more_rows_and_no_empty_record() {
     assert!(rows.contains("no more iteration rows") && rows.contains("AAR_OUTPUT_DIR"), "{rows}");
     let traced = warnings.iter().find(|w| w.contains("decision trace")).expect("a warning about the trace");
     assert!(
-        traced.contains(&format!("{} (AAR_TRACE)", trace.display()))
+        traced.contains(&format!("\"{}\" (AAR_TRACE)", trace.display()))
             && traced.contains("No space left on device")
             && traced.contains("Point AAR_TRACE at"),
         "{traced}"
