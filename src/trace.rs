@@ -252,6 +252,18 @@ impl TraceFile {
         let (path, _) = expand(pattern, job::rank(), sys::pid());
         match sys::create_new(&path) {
             Ok(f) => {
+                // One name for every rank: the others find it taken, and their own warnings of it
+                // are rank 0's to say, which succeeded: said here, where it shows.
+                let shared = expand(pattern, job::rank().map(|r| r ^ 1).or(Some(1)), sys::pid() ^ 1).0 == path;
+                if shared && job::nranks().is_some_and(|n| n > 1) {
+                    diag::warn(&format!(
+                        "AAR_TRACE={} names one file for every rank ({}): the first rank to create it traces, and \
+                         every other rank that sees the same file system finds the name taken and writes no trace. \
+                         Add %r (the rank) to the name, e.g. AAR_TRACE=\"trace.%r.jsonl\".",
+                        aar_record::quotes::shown(pattern),
+                        quoted_path(&path)
+                    ));
+                }
                 match self.open.try_lock_for(LINE_WAIT) {
                     Some(mut t) => {
                         let buf = Vec::with_capacity(BUFFER);

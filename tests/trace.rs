@@ -90,3 +90,23 @@ fn a_fork_child_under_a_literal_percent_p_stops_tracing_quietly() {
     let child = recs.iter().find(|r| r["fork_child"] == true).expect("the child's record");
     assert!(child["trace"].is_null(), "{}", child["trace"]);
 }
+
+/// A pattern that names one file for every rank (no `%r`, no `%p`) is said by rank 0, which
+/// creates it: every other rank finds the name taken, and its own warning of that is rank 0's to
+/// say, so nothing showed. With `%r` each rank has its name, and nothing is said.
+#[test]
+fn one_trace_name_for_every_rank_is_said_by_rank_0() {
+    for (test, name, said) in [("trace-one-name", "t.jsonl", true), ("trace-rank-name", "t.%r.jsonl", false)] {
+        let launch = Launch::driver(test, "fma 64 3 0");
+        let pattern = launch.dir.join(name).display().to_string();
+        let r =
+            launch.env("AAR_TRACE", &pattern).env("PMI_RANK", "0").env("PMI_SIZE", "4").env("AAR_SUMMARY", "0").run();
+        r.assert_ok();
+        let lines: Vec<&str> = r.stderr.lines().filter(|l| l.contains("names one file for every rank")).collect();
+        assert_eq!(lines.len(), usize::from(said), "{test}: {}", r.stderr);
+        if said {
+            assert!(lines[0].starts_with("aar: AAR_TRACE=\"") && lines[0].contains("Add %r"), "{test}: {}", lines[0]);
+        }
+        assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3], "{test}");
+    }
+}
