@@ -1040,7 +1040,7 @@ fn the_decision_trace_is_checked_where_the_job_would_create_it() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("cannot create {} (File exists", there.display())), "{err}");
+    assert!(err.contains(&format!("cannot create \"{}\" (File exists", there.display())), "{err}");
     // Where it can be created: ok, and no file is left by the check.
     for pattern in [dir.join("new.jsonl").display().to_string(), format!("{}/t.%p", dir.display())] {
         let r = doctor(&[prog], &[("AAR_TRACE", &pattern)]);
