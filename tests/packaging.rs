@@ -442,8 +442,7 @@ fn stand_in_cargo(dir: &Path, release: &Path, libsde: Libsde) -> String {
             "case \" $* \" in *' aar-emu '*) echo 'error: linking with `cc` failed: unable to find library -lsde' >&2; exit 101 ;; esac\n"
         }
     };
-    std::fs::write(bin.join("cargo"), format!("#!/bin/sh\n{missing}{report}")).unwrap();
-    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    aar_testkit::write_script(&bin.join("cargo"), &format!("#!/bin/sh\n{missing}{report}"));
     format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
 }
 

@@ -2,7 +2,7 @@
 //! the real libaar.so and the emulated libugni.so, both built in release mode into this test's
 //! target folder, and each case gets its verdict lines and its exit status.
 
-use aar_testkit::{libaar, libdir, lock_can_be_biased, root, sde_events, target_dir};
+use aar_testkit::{libaar, libdir, lock_can_be_biased, root, sde_events, target_dir, write_script};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -419,8 +419,7 @@ fn a_python_script_is_checked_through_mpi4py_s_module() {
     std::fs::copy(&module, site.join("mpi4py/MPI.so")).unwrap();
     // -S: the system's own mpi4py, if it has one, stays out of sight; PYTHONPATH still counts.
     let script = scratch().join("app.py");
-    std::fs::write(&script, "#!/usr/bin/python3 -S\nfrom mpi4py import MPI\n").unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_script(&script, "#!/usr/bin/python3 -S\nfrom mpi4py import MPI\n");
     let s = script.to_str().unwrap();
 
     let r = doctor(&[s], &[("PYTHONPATH", site.to_str().unwrap())]);
@@ -511,8 +510,7 @@ fn two_copies_of_libaar_in_ld_preload_are_a_warning() {
 fn a_file_size_limit_is_named_where_the_library_writes_files() {
     let prog = ugni_program();
     let sh = scratch().join("ulimit-sh");
-    std::fs::write(&sh, "#!/bin/sh\nulimit -f 2048 && exec \"$@\"\n").unwrap();
-    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_script(&sh, "#!/bin/sh\nulimit -f 2048 && exec \"$@\"\n");
     let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/tmp")]);
     // (`ulimit -f` counts 512 or 1024 bytes, by the shell.)
     assert!(
@@ -776,16 +774,14 @@ fn without_libpapi_the_fix_names_aar_papi_library_and_following_it_works() {
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
     std::fs::copy(&papi, &copy).unwrap();
     let wrapper = dir.join("without-papi");
-    std::fs::write(
+    write_script(
         &wrapper,
-        format!(
+        &format!(
             "#!/bin/sh\nexec unshare -m sh {} {} \"$@\"\n",
             root().join("tests/support/without-papi.sh").display(),
             dir.join("ns").display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    );
     let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[]);
     assert_ne!(r.code, 97, "the namespace could not be set up: {}", r.stderr);
     r.expect_code(1);
@@ -926,8 +922,7 @@ fn a_record_folder_on_a_read_only_file_system_is_named_as_such() {
     let script = format!(
         "#!/bin/sh\nexec unshare -m sh -c 'mount -t tmpfs -o ro tmpfs \"$0\" || exit 97; exec \"$@\"' '{ro}' \"$@\"\n"
     );
-    std::fs::write(&sh, script).unwrap();
-    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_script(&sh, &script);
     let read_only = "is on a read-only file system: point AAR_OUTPUT_DIR at a folder on a writable one.";
     let missing = format!("{ro}/records");
     for (dir, problem, fix) in [
@@ -977,8 +972,7 @@ fn a_record_folder_on_a_full_file_system_is_not_called_writable() {
         "#!/bin/sh\nexec unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs \"$0\" || exit 97; \
          head -c 1048576 /dev/zero > \"$0/fill\" 2>/dev/null; exec \"$@\"' '{full}' \"$@\"\n"
     );
-    std::fs::write(&sh, script).unwrap();
-    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_script(&sh, &script);
     let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", full)]);
     assert_ne!(r.code, 97, "namespace setup failed: {}", r.stderr);
     r.expect_line(
@@ -1292,8 +1286,7 @@ fn a_record_folder_of_another_user_s_is_not_called_writable() {
     }
     let sh = scratch().join("as-nobody-sh");
     let run_as = if as_root { "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" } else { "exec \"$@\"" };
-    std::fs::write(&sh, format!("#!/bin/sh\n{run_as}\n")).unwrap();
-    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write_script(&sh, &format!("#!/bin/sh\n{run_as}\n"));
     let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/")]);
     r.expect_line("warning", "records", "AAR_OUTPUT_DIR=/ cannot be written in (Permission denied");
     // A missing folder there (the module's $HOME/aar-records under a home that cannot be written

@@ -415,8 +415,7 @@ fn a_rank_that_cannot_be_started_ends_the_job() {
     std::fs::create_dir_all(&dir).unwrap();
     let prog = dir.join("not-a-program");
     // exec fails: its interpreter does not exist.
-    std::fs::write(&prog, "#!/no/such/interpreter\n").unwrap();
-    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    aar_testkit::write_script(&prog, "#!/no/such/interpreter\n");
     let out = aar().args(["run", "-n", "2"]).arg(&prog).output().unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(127), "{err}");

@@ -111,3 +111,15 @@ pub fn lock_can_be_biased() -> bool {
     let filtered = status.lines().find_map(|l| l.strip_prefix("Seccomp:")).is_some_and(|v| v.trim() != "0");
     version >= (4, 14) && !filtered
 }
+
+/// An executable script at `path` holding `text`, written by a child process (`install`): a file
+/// this multi-threaded test process wrote itself may still be open for writing in a child that
+/// another test thread forked meanwhile and that has not exec'd yet, and exec'ing it then fails
+/// with ETXTBSY ("Text file busy").
+pub fn write_script(path: &Path, text: &str) {
+    let source = path.with_extension("text");
+    std::fs::write(&source, text).unwrap();
+    let installed = Command::new("install").arg("-m").arg("755").arg(&source).arg(path).status();
+    assert!(installed.is_ok_and(|s| s.success()), "install {}", path.display());
+    std::fs::remove_file(&source).unwrap();
+}
