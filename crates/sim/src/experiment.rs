@@ -290,6 +290,11 @@ impl FromStr for RanksPerNode {
 /// The load of `production` without one: busy but not saturated (see [`PRODUCTION_MIX`]).
 pub const DEFAULT_PRODUCTION_LOAD: f64 = 0.2;
 
+/// The nodes that generate a background when the user names none (`aar sim --background-nodes`,
+/// `AAR_EMU_SIM`'s `background-nodes`). ([`ExperimentSpec::new`] keeps 64, which the library's
+/// own callers and tests give or rely on.)
+pub const DEFAULT_BACKGROUND_NODES: u32 = 32;
+
 /// Offered load: the fraction of a NIC's injection bandwidth a source uses, in [0, 1] (of the
 /// background, and of `aar sim synth`'s open-loop traffic): 0 (no traffic) or at least
 /// [`Load::MIN`].

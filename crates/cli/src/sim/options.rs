@@ -6,7 +6,9 @@
 
 use aar_sim::config::NetConfig;
 use aar_sim::error::SpecError;
-use aar_sim::experiment::{AbOrder, Background, ExperimentSpec, PolicySpec, RanksPerNode, Seed, Work};
+use aar_sim::experiment::{
+    AbOrder, Background, ExperimentSpec, PolicySpec, RanksPerNode, Seed, Work, DEFAULT_BACKGROUND_NODES,
+};
 use aar_sim::topology::{KimShape, TopoSpec, ARIES_MAX_GLOBAL_PER_ROUTER};
 use aar_sim::workload::{Placement, Workload};
 use clap::Args;
@@ -18,9 +20,6 @@ const MAX_ITERATIONS: u32 = 100_000;
 /// Most rows of the records of a run ([`ExperimentSpec::rows`]: measured iterations times ranks),
 /// each kept until the end ([`Work::BYTES_PER_ROW`]), per run of a sweep's parallel runs.
 const MAX_RANK_ITERATIONS: u64 = 4_000_000;
-
-/// Background nodes without --background-nodes.
-const BACKGROUND_NODES: u32 = 32;
 
 /// The parser of a whole-number option of `lo..=hi`. A negative number reaches it (the options
 /// take one as a value, `allow_negative_numbers`, rather than as an unknown option), and it and
@@ -166,7 +165,7 @@ pub struct ExpOpts {
         value_name = "N",
         value_parser = count(),
         allow_negative_numbers = true,
-        help = format!("nodes that generate the traffic of --background [default: {BACKGROUND_NODES}]")
+        help = format!("nodes that generate the traffic of --background [default: {DEFAULT_BACKGROUND_NODES}]")
     )]
     background_nodes: Option<u32>,
     /// the traffic of --background anywhere in the machine instead of only in the measured job's
@@ -189,7 +188,7 @@ impl ExpOpts {
         s.window_decisions = self.window;
         s.synchronized_iterations = self.synchronized_iterations;
         s.background = self.background.clone();
-        s.background_nodes = self.background_nodes.unwrap_or(BACKGROUND_NODES);
+        s.background_nodes = self.background_nodes.unwrap_or(DEFAULT_BACKGROUND_NODES);
         let background_nodes = s.background_nodes;
         s.background_local = !self.background_global;
         s.seed = self.seed.0;

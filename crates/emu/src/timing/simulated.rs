@@ -53,7 +53,7 @@ use std::str::FromStr;
 use aar_engine::{Seed, Switch};
 use aar_sim::config::{Mode, NetConfig};
 use aar_sim::error::{ParseError, SpecError};
-use aar_sim::experiment::{Background, ExperimentSpec};
+use aar_sim::experiment::{Background, ExperimentSpec, DEFAULT_BACKGROUND_NODES};
 use aar_sim::simulation::Simulation;
 use aar_sim::topology::{TopoSpec, Topology};
 use aar_sim::workload::{Placement, Workload};
@@ -92,7 +92,7 @@ impl Default for SimSpec {
             placement: Placement::AcrossGroups,
             nodes: 2,
             background: Background::None,
-            background_nodes: 32,
+            background_nodes: DEFAULT_BACKGROUND_NODES,
             background_global: false,
             seed: 1,
         }
