@@ -46,8 +46,6 @@ pub struct Server {
     kvs: HashMap<String, Entry>,
     /// The bytes of keys and values in `kvs`.
     kvs_bytes: usize,
-    /// The bytes of keys and values each rank put.
-    put_bytes: Vec<usize>,
     /// The ranks told of a refused overwrite, and of the KVS full.
     said_overwrite: Vec<bool>,
     said_full: Vec<bool>,
@@ -65,7 +63,6 @@ impl Server {
             kvsname,
             kvs,
             kvs_bytes,
-            put_bytes: vec![0; size],
             said_overwrite: vec![false; size],
             said_full: vec![false; size],
             in_barrier: vec![false; size],
@@ -123,18 +120,25 @@ impl Server {
     /// (every rank put its part of it, none has read yet): the one of the highest number.
     fn drop_read_allgathers(&mut self) {
         let Some(latest) = self.kvs.keys().filter_map(|k| allgather_seq(k)).max() else { return };
-        let (kvs_bytes, put_bytes) = (&mut self.kvs_bytes, &mut self.put_bytes);
+        let kvs_bytes = &mut self.kvs_bytes;
         self.kvs.retain(|k, e| {
             let keep = allgather_seq(k).is_none_or(|seq| seq == latest);
             if !keep {
-                let size = k.len() + e.value.len();
-                *kvs_bytes -= size;
-                if let Some(by) = e.by {
-                    put_bytes[by] -= size;
-                }
+                *kvs_bytes -= k.len() + e.value.len();
             }
             keep
         });
+    }
+
+    /// The bytes of keys and values each rank holds in the KVS (said when it is full).
+    fn put_bytes(&self) -> Vec<usize> {
+        let mut put = vec![0; self.size];
+        for (k, e) in &self.kvs {
+            if let Some(by) = e.by {
+                put[by] += k.len() + e.value.len();
+            }
+        }
+        put
     }
 
     fn check_kvs(&self, msg: &Message) -> Result<(), String> {
@@ -182,11 +186,12 @@ impl Server {
         let size = k.len() + v.len();
         if self.kvs_bytes + size > KVS_MAX_BYTES {
             let say = !std::mem::replace(&mut self.said_full[rank], true);
-            let (top, most) =
-                self.put_bytes.iter().enumerate().max_by_key(|&(r, b)| (b, std::cmp::Reverse(r))).unwrap_or((0, &0));
             return Outcome::Refused {
                 reply: refusal(format!("the_KVS_is_full:_{KVS_MAX_BYTES}_bytes")),
                 say: say.then(|| {
+                    let put = self.put_bytes();
+                    let (top, most) =
+                        put.iter().enumerate().max_by_key(|&(r, b)| (b, std::cmp::Reverse(r))).unwrap_or((0, &0));
                     format!(
                         "rank {rank}'s put of KVS key {} was answered with an error (PMI_KVS_Put fails): the job's \
                          KVS holds {} bytes of keys and values, and {KVS_MAX_BYTES} is the most aar run keeps (rank \
@@ -201,7 +206,6 @@ impl Server {
         }
         self.kvs.insert(k.to_owned(), Entry { value: v.to_owned(), by: Some(rank) });
         self.kvs_bytes += size;
-        self.put_bytes[rank] += size;
         Outcome::Replies(vec![(rank, Message::new("put_result").with("rc", 0).with("msg", "success"))])
     }
 
@@ -276,7 +280,7 @@ mod tests {
         // to 19 bytes each would be 36,000).
         let most = s.kvs["PMI_process_mapping"].value.len() + 19 + 10 + 2 * (13 + 4);
         assert!(bytes.iter().all(|&b| b <= most), "no growth: {:?}", bytes.iter().max());
-        assert_eq!(s.put_bytes, [6 + 4 + 13 + 4, 13 + 4]);
+        assert_eq!(s.put_bytes(), [6 + 4 + 13 + 4, 13 + 4]);
         // A plain barrier after it keeps the latest: a rank may still be reading it.
         replies(s.handle(0, &Message::new("barrier_in")));
         replies(s.handle(1, &Message::new("barrier_in")));
