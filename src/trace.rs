@@ -119,6 +119,14 @@ pub struct Counted {
     pub lines_lost_nested: u64,
 }
 
+/// Whether the name `pattern` expands to differs from rank to rank and from process to process
+/// (`%r`, `%p`; not a `%%r` or `%%p`, which are literal).
+fn varies(pattern: &str) -> (bool, bool) {
+    let name = |rank, pid| expand(pattern, Some(rank), pid).0;
+    let base = name(0, 1);
+    (name(1, 1) != base, name(0, 2) != base)
+}
+
 /// Lines buffered before they go out, in one write of whole lines.
 const BUFFER: usize = 1 << 16;
 
@@ -254,8 +262,7 @@ impl TraceFile {
             Ok(f) => {
                 // One name for every rank: the others find it taken, and their own warnings of it
                 // are rank 0's to say, which succeeded: said here, where it shows.
-                let shared = expand(pattern, job::rank().map(|r| r ^ 1).or(Some(1)), sys::pid() ^ 1).0 == path;
-                if shared && job::nranks().is_some_and(|n| n > 1) {
+                if varies(pattern) == (false, false) && job::nranks().is_some_and(|n| n > 1) {
                     diag::warn(&format!(
                         "AAR_TRACE={} names one file for every rank ({}): the first rank to create it traces, and \
                          every other rank that sees the same file system finds the name taken and writes no trace. \
@@ -384,7 +391,7 @@ impl TraceFile {
             }
         }
         match pattern {
-            Some(p) if expand(p, None, 1).0 != expand(p, None, 2).0 => self.open(Some(p), max),
+            Some(p) if varies(p).1 => self.open(Some(p), max),
             _ => false,
         }
     }
@@ -454,11 +461,15 @@ impl ForkHeld for TraceFile {
 
 #[cfg(test)]
 mod tests {
-    use super::expand;
+    use super::{expand, varies};
 
     #[test]
     fn patterns() {
         assert_eq!(expand("/x/t.%r.%p.jsonl", Some(3), 42), ("/x/t.3.42.jsonl".into(), None));
+        assert_eq!(varies("t.jsonl"), (false, false));
+        assert_eq!(varies("t.%r.jsonl"), (true, false));
+        assert_eq!(varies("t.%p.jsonl"), (false, true));
+        assert_eq!(varies("t.%%r.%%p"), (false, false), "literal");
         assert_eq!(expand("t%%r%%", None, 1), ("t%r%".into(), None));
         assert_eq!(expand("t.%", None, 1), ("t.%".into(), Some("a lone % at the end".into())));
         assert_eq!(expand("t%%r%", None, 1), ("t%r%".into(), Some("a lone % at the end".into())));
