@@ -83,7 +83,8 @@
  *       routing at bytes 16 and 17, so a caller that changes bytes 8 and 9 does not read back what
  *       it wrote (a DMAPP release whose layout aar does not know).
  *   AAR_EMU_DMAPP_SET_BUSY=0   the first N dmapp_set_rma_attrs[_ext] calls of the process (any
- *       thread's) return DMAPP_RC_BUSY and change nothing; "always": every one (see also
+ *       thread's) return DMAPP_RC_BUSY and change nothing; "always": every one; "N after M" or
+ *       "always after M": the same once M calls have been answered as usual (see also
  *       aar_emu_dmapp_set_busy below).
  *   AAR_EMU_JOB_DIR=<folder>   set by `aar run` (with PMI_RANK, PMI_SIZE, PMI_GNI_LOC_ADDR and
  *       PMI_GNI_COOKIE): the process is one rank of a job; NIC state other ranks must reach lives

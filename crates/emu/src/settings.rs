@@ -365,23 +365,36 @@ impl fmt::Display for SheapSize {
 }
 
 /// `AAR_EMU_DMAPP_SET_BUSY`: the number of calls answered busy, 0 (the default) to
-/// [`u32::MAX`], or `always`.
+/// [`u32::MAX`], or `always`, after the first `after` calls (`N after M`), which are answered as
+/// usual: a set that fails only once another went through.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BusyCount(pub u32);
+pub struct BusyCount {
+    pub count: u32,
+    pub after: u32,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("not a number of calls (give a whole number from 0 to {max}, or \"always\")", max = u32::MAX)]
+#[error(
+    "not a number of calls (give a whole number from 0 to {max}, or \"always\", optionally followed by \"after M\", M calls answered as usual first)",
+    max = u32::MAX
+)]
 pub struct BusyCountError;
 
 impl FromStr for BusyCount {
     type Err = BusyCountError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let t = text.trim();
-        if t.eq_ignore_ascii_case("always") {
-            return Ok(BusyCount(u32::MAX));
-        }
-        t.parse().map(BusyCount).map_err(|_| BusyCountError)
+        let mut words = text.split_whitespace();
+        let count = match words.next().ok_or(BusyCountError)? {
+            w if w.eq_ignore_ascii_case("always") => u32::MAX,
+            w => w.parse().map_err(|_| BusyCountError)?,
+        };
+        let after = match (words.next(), words.next(), words.next()) {
+            (None, ..) => 0,
+            (Some(w), Some(m), None) if w.eq_ignore_ascii_case("after") => m.parse().map_err(|_| BusyCountError)?,
+            _ => return Err(BusyCountError),
+        };
+        Ok(BusyCount { count, after })
     }
 }
 
@@ -462,9 +475,11 @@ mod tests {
         assert_eq!(" Queue_First ".parse(), Ok(AttrsLayout::QueueFirst));
         assert_eq!("queue-first".parse(), Ok(AttrsLayout::QueueFirst));
         assert_eq!("queue first".parse::<AttrsLayout>(), Err(AttrsLayoutError));
-        assert_eq!(" 3 ".parse(), Ok(BusyCount(3)));
-        assert_eq!("Always".parse(), Ok(BusyCount(u32::MAX)));
-        for bad in ["-1", "4294967296", "some", "1.5"] {
+        assert_eq!(" 3 ".parse(), Ok(BusyCount { count: 3, after: 0 }));
+        assert_eq!("Always".parse(), Ok(BusyCount { count: u32::MAX, after: 0 }));
+        assert_eq!(" 1  AFTER 2 ".parse(), Ok(BusyCount { count: 1, after: 2 }));
+        assert_eq!("always after 0".parse(), Ok(BusyCount { count: u32::MAX, after: 0 }));
+        for bad in ["", "-1", "4294967296", "some", "1.5", "1 after", "1 before 2", "1 after 2 3", "after 2"] {
             assert_eq!(bad.parse::<BusyCount>(), Err(BusyCountError), "{bad}");
         }
     }

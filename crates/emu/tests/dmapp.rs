@@ -181,7 +181,8 @@ fn aar_emu_dmapp_set_busy_makes_set_calls_busy_and_a_bad_value_is_said() {
     assert!(
         stderr(&out).contains(
             "aar-emu: AAR_EMU_DMAPP_SET_BUSY=\"lots\": not a number of calls (give a whole number from 0 to 4294967295, \
-             or \"always\"); every dmapp_set_rma_attrs[_ext] call is answered as usual"
+             or \"always\", optionally followed by \"after M\", M calls answered as usual first); every \
+             dmapp_set_rma_attrs[_ext] call is answered as usual"
         ),
         "{}",
         stderr(&out)

@@ -244,27 +244,35 @@ pub fn log_request(call: &'static str, asked: Option<Attrs>, rc: DmappReturn) {
     }
 }
 
-/// The set calls still to be answered busy ([`u32::MAX`]: every one), from
-/// `AAR_EMU_DMAPP_SET_BUSY` until [`set_busy`].
-fn busy_left() -> &'static AtomicU32 {
-    static LEFT: OnceLock<AtomicU32> = OnceLock::new();
-    LEFT.get_or_init(|| AtomicU32::new(settings::dmapp_set_busy().0))
+/// The set calls still to be answered as usual before the busy ones, and the busy ones still to
+/// answer ([`u32::MAX`]: every one), from `AAR_EMU_DMAPP_SET_BUSY` until [`set_busy`].
+fn busy_left() -> &'static [AtomicU32; 2] {
+    static LEFT: OnceLock<[AtomicU32; 2]> = OnceLock::new();
+    LEFT.get_or_init(|| {
+        let b = settings::dmapp_set_busy();
+        [AtomicU32::new(b.after), AtomicU32::new(b.count)]
+    })
 }
 
 /// The next `n` set calls (every one from now on: [`u32::MAX`]) answer `DMAPP_RC_BUSY`.
 pub fn set_busy(n: u32) {
-    busy_left().store(n, Ordering::Relaxed);
+    let [after, count] = busy_left();
+    after.store(0, Ordering::Relaxed);
+    count.store(n, Ordering::Relaxed);
 }
 
 /// Whether this set call is one to answer busy (counting it).
 fn busy() -> bool {
-    busy_left()
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| match n {
-            0 => None,
-            u32::MAX => Some(n),
-            n => Some(n - 1),
-        })
-        .is_ok()
+    let [after, count] = busy_left();
+    let take = |n| match n {
+        0 => None,
+        u32::MAX => Some(n),
+        n => Some(n - 1),
+    };
+    if after.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+        return false;
+    }
+    count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, take).is_ok()
 }
 
 /// `dmapp_set_rma_attrs[_ext]`: the calling thread's attributes become `requested` when DMAPP
