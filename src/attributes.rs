@@ -173,14 +173,16 @@ pub struct Dir {
     pub app: u8,
     /// Its tally class.
     pub app_class: u8,
-    /// The value in force (the application's, or one the library set and read back).
-    pub in_force: u8,
+    /// The value in force (the application's, or one the library set and read back); `None`: not
+    /// known (a set went through whose result could not be verified, and giving the application's
+    /// attributes back was refused: the give-back is tried again at a later call).
+    pub in_force: Option<u8>,
     /// The library may change it: the application's value is adaptive, and steering is on.
     pub routable: bool,
 }
 
 impl Dir {
-    const UNKNOWN: Dir = Dir { app: 0, app_class: 0, in_force: 0, routable: false };
+    const UNKNOWN: Dir = Dir { app: 0, app_class: 0, in_force: Some(0), routable: false };
 }
 
 /// The calling thread's view.
@@ -269,13 +271,13 @@ impl Thread {
 
     /// Whether the library has a routing of its own in force on this thread.
     pub fn steered(&self) -> bool {
-        self.dirs.iter().any(|d| d.get().in_force != d.get().app)
+        self.dirs.iter().any(|d| d.get().in_force != Some(d.get().app))
     }
 
     /// The library put `value` in force for `d` (read back as written).
     pub fn applied(&self, d: Direction, value: u8) {
         let dir = self.dir(d);
-        self.dirs[d.index()].set(Dir { in_force: value, ..dir });
+        self.dirs[d.index()].set(Dir { in_force: Some(value), ..dir });
         self.busy_streak.set(0);
         self.busy_wait.set(0);
     }
@@ -305,10 +307,12 @@ impl Thread {
 
     /// The library's attributes could not be taken back from this thread (DMAPP was busy): the
     /// library changes nothing more on it but giving them back, and what is in force stays as it
-    /// is, for the counts.
-    pub fn give_back_pending(&self) {
+    /// is, for the counts (`unsure`: not known, after a set whose result could not be verified).
+    pub fn give_back_pending(&self, unsure: bool) {
         for cell in &self.dirs {
-            cell.set(Dir { routable: false, ..cell.get() });
+            let d = cell.get();
+            let in_force = if unsure { None } else { d.in_force };
+            cell.set(Dir { in_force, routable: false, ..d });
         }
         self.stamp.set(state_stamp());
     }
@@ -325,7 +329,7 @@ impl Thread {
             }
             let routable = stamp & STOPPED == 0 && routing.is_some_and(Routing::is_adaptive);
             let app_class = class_of_value(value) as u8;
-            self.dirs[d.index()].set(Dir { app: value, app_class, in_force: value, routable });
+            self.dirs[d.index()].set(Dir { app: value, app_class, in_force: Some(value), routable });
         }
         self.app.set(app);
         self.stamp.set(stamp);
@@ -342,7 +346,7 @@ impl Thread {
     pub fn given_back(&self) {
         for cell in &self.dirs {
             let d = cell.get();
-            cell.set(Dir { in_force: d.app, routable: false, ..d });
+            cell.set(Dir { in_force: Some(d.app), routable: false, ..d });
         }
         self.stamp.set(state_stamp());
     }
@@ -361,7 +365,7 @@ impl Thread {
         let before = self.dirs.each_ref().map(Cell::get);
         let kept = self.steered()
             && !self.job_ended()
-            && Direction::ALL.iter().all(|&d| now.routing(d) == before[d.index()].in_force);
+            && Direction::ALL.iter().all(|&d| Some(now.routing(d)) == before[d.index()].in_force);
         if !kept {
             return self.read(now, stamp);
         }
@@ -468,15 +472,15 @@ mod tests {
                 let ours = RmaAttrsExt([7; 256]).with_routing(Direction::Put, 2).with_routing(Direction::Get, 6);
                 t.renew(ours, state_stamp(), None);
                 assert!(t.current() && t.steered() && !t.dir(Direction::Get).routable, "stopped: not routable");
-                assert_eq!((t.dir(Direction::Get).app, t.dir(Direction::Get).in_force), (2, 6));
+                assert_eq!((t.dir(Direction::Get).app, t.dir(Direction::Get).in_force), (2, Some(6)));
                 assert_eq!(t.app(), ours.with_routing(Direction::Get, 2), "the rest as read");
                 // Its dmapp_init asked for a routing: that is the application's now, whether it is
                 // the library's (GET) or not (PUT).
                 new_job();
                 t.renew(ours, state_stamp(), Some([1, 6]));
                 assert!(t.current() && t.steered());
-                assert_eq!((t.dir(Direction::Put).app, t.dir(Direction::Put).in_force), (1, 2));
-                assert_eq!((t.dir(Direction::Get).app, t.dir(Direction::Get).in_force), (6, 6));
+                assert_eq!((t.dir(Direction::Put).app, t.dir(Direction::Put).in_force), (1, Some(2)));
+                assert_eq!((t.dir(Direction::Get).app, t.dir(Direction::Get).in_force), (6, Some(6)));
                 assert_eq!(t.app(), ours.with_routing(Direction::Put, 1), "the rest as read");
                 // One that did not: what it reads is the application's, whatever was asked.
                 new_job();

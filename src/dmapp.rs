@@ -291,7 +291,7 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
                     desired = attributes::mode_value(c.class);
                 }
             }
-            if desired != dir.in_force {
+            if Some(desired) != dir.in_force {
                 return None;
             }
             tally::count_all(c);
@@ -369,10 +369,10 @@ fn route_call(
             return OTHER;
         }
         let desired = mode.map_or(requested.app, |m| attributes::mode_value(m.index()));
-        if desired != t.dir(d).in_force {
+        if Some(desired) != t.dir(d).in_force {
             reconcile(t, d, desired);
         }
-        attributes::class_of_value(t.dir(d).in_force)
+        t.dir(d).in_force.map_or(OTHER, attributes::class_of_value)
     };
     let routed = route::route(w, &call, crossed, known && requested.routable, apply, || t.inside(|| forward(addr)));
     if w & TRACE != 0 {
@@ -390,7 +390,7 @@ fn route_call(
             latency_us: routed.window.map(|w| w.latency_us),
             stall_ratio: routed.window.map(|w| w.stall_ratio),
             requested: name(requested.app),
-            chosen: name(t.dir(d).in_force),
+            chosen: t.dir(d).in_force.map_or("unknown", name),
             reason: routed.reason.name(),
             destination: call.msg.class.name(),
             dmapp_table: attributes::table_description(),
@@ -484,14 +484,14 @@ fn up_to_date(t: &Thread, asked: Option<[u8; 2]>) {
 
 /// Put the application's attributes back in force on this thread, if the library changed them
 /// (or `written`: a set call went through and its result is not known). When DMAPP is busy, what
-/// is in force stays as it is and is given back at a later call of the thread's
-/// ([`Thread::give_back_pending`]).
+/// is in force stays as it is (not known after such a set) and is given back at a later call of
+/// the thread's ([`Thread::give_back_pending`]), whole when it is not known ([`reconcile`]).
 fn give_back(t: &Thread, written: bool) {
     if written || t.steered() {
         if let Err(e) = write_attrs(t, &t.app()) {
-            if e.is_transient() && !written {
+            if e.is_transient() {
                 t.failed_transiently();
-                return t.give_back_pending();
+                return t.give_back_pending(written);
             }
         }
     }
@@ -511,6 +511,10 @@ pub const TRANSIENT_FAILURES_LIMIT: u32 = 8;
 fn reconcile(t: &Thread, d: Direction, desired: u8) {
     if !t.change_due() {
         return;
+    }
+    if t.dir(d).in_force.is_none() {
+        // What a set whose result was not verified changed is not known: all of it goes back.
+        return give_back(t, true);
     }
     let dir = attributes::direction_name(d);
     let name = attributes::name_of(desired);
@@ -709,7 +713,7 @@ unsafe fn show_own_routing(attrs: *mut c_void) {
         }
         for d in Direction::ALL {
             let dir = t.dir(d);
-            if dir.in_force != dir.app {
+            if dir.in_force.is_some_and(|v| v != dir.app) {
                 // SAFETY: DMAPP filled the caller's struct, which holds the routing of `d` at
                 // this offset (in both attribute structs), as the verified set showed.
                 unsafe { attrs.cast::<u8>().add(d.offset()).write(dir.app) };

@@ -577,6 +577,26 @@ fn threads_at_once_with_their_own_routing_each_keep_theirs_through_their_changes
     assert_eq!((rec["dmapp"]["steering"].as_bool(), rec["dmapp"]["threads"].as_u64()), (Some(true), Some(8)));
 }
 
+/// A set that went through but did not read back as written, whose give-back DMAPP answers busy:
+/// what is in force is not known, so the calls meanwhile are counted of unknown routing (OTHER)
+/// rather than as the application's, and the application's attributes are given back, whole, at
+/// the thread's next call.
+#[test]
+fn a_busy_give_back_after_an_unverified_set_is_tried_again_and_counted_as_unknown_meanwhile() {
+    let r = driver("dmapp-unverified-busy", "init put 1 64 3 get 1 64 2")
+        .env("AAR_EMU_DMAPP_LAYOUT", "queue-first")
+        .env("AAR_EMU_DMAPP_SET_BUSY", "1 after 1")
+        .run();
+    r.assert_ok();
+    assert_eq!(sets_and_routings(&r), "sS2s2222", "the unverified set, its give-back busy, then given back");
+    assert_eq!(warnings(&r).len(), 1, "{:?}", warnings(&r));
+    let rec = record(&r);
+    assert_eq!(rec["dmapp"]["steering"], false);
+    assert_eq!(rec["dmapp"]["attribute_sets"], 3);
+    assert_eq!(rec["modes"]["OTHER"]["messages"], 1, "the call made while the routing was not known: {}", rec["modes"]);
+    assert_eq!(rec["modes"]["ADAPTIVE0"]["messages"], 4, "{}", rec["modes"]);
+}
+
 #[test]
 fn an_unknown_attribute_layout_stops_steering_with_one_warning_and_the_program_runs_on() {
     let script = "init put 1 64 5 get 1 64 5 threads 3 64 50 amo 4 put 1 65536 5 get 1 65536 2 all";
