@@ -26,13 +26,16 @@
 //! only these, and each reads its own counters.
 //!
 //! A rank that dies while writing would leave the sequence odd: once the last reading is
-//! [`STUCK_NS`] old (or stamped as far in the future: a corrupted segment) the others check the
-//! writer's pid (kept in the sequence word) and, if that process has ended, release the slot and
-//! mark the reading as none (complete or not, nobody uses it). A pid that `kill(pid, 0)` still
-//! finds (a zombie its parent has not reaped, or a process that got the pid since) holds the slot
-//! only while it maps the segment: a rank that sees one claim held for [`STUCK_NS`] looks for the
-//! segment in that process's `/proc/<pid>/maps`, and releases a claim in its own name (it holds
-//! none while it looks).
+//! [`STUCK_NS`] old (or stamped as far in the future: a corrupted segment) and a rank has seen
+//! the same claim held for [`STUCK_NS`] more, it checks the writer's pid (kept in the sequence
+//! word): if that process has ended it releases the slot and marks the reading as none (complete
+//! or not, nobody uses it). A pid that `kill(pid, 0)` still finds (a zombie its parent has not
+//! reaped, or a process that got the pid since) holds the slot only while it maps the segment
+//! (its `/proc/<pid>/maps`), and a claim in the rank's own name is released (it holds none while
+//! it looks). A pid names the same process only within one PID namespace: the segment records
+//! the namespace of the ranks that use it, and where they are of several (containers that share
+//! /dev/shm), no rank asks about pids; a claim is released once seen held for
+//! [`UNJUDGED_STUCK_NS`].
 //! A fork child claims the slot in its own name ([`forked`]), and neither attaches nor leaves.
 //!
 //! The segment is made only when more than one rank shares the NIC ([`ranks_per_node`]): a lone
@@ -70,7 +73,19 @@ struct Segment {
     decided: [AtomicU64; 2],
     /// The node's decided bytes over the window, per side.
     window_decided: [AtomicU64; 2],
+    /// The PID namespace of the ranks attached (the inode of their `/proc/self/ns/pid`), recorded
+    /// by the first; [`SEVERAL_NAMESPACES`] once a rank of another one (or one that cannot read
+    /// its own) has attached; 0: none recorded yet.
+    pid_ns: AtomicU64,
 }
+
+// The file stays 128 bytes: `pid_ns` took 8 of the bytes the second line's alignment left unused
+// (zero in every file, which reads as "no namespace recorded"), so no reader's offsets moved.
+const _: () = assert!(std::mem::size_of::<Segment>() == 128);
+
+/// [`Segment::pid_ns`] once ranks of more than one PID namespace (or one that cannot tell its
+/// own) have attached: no rank can then judge a writer by its pid.
+const SEVERAL_NAMESPACES: u64 = u64::MAX;
 
 /// The sequence word of a writer `pid` that takes the slot after `seq` (even), and the word it
 /// leaves when done.
@@ -83,6 +98,16 @@ fn released(claimed: u64) -> u64 {
 
 /// A write slot held this long is checked for a dead writer (a PAPI read takes microseconds).
 pub const STUCK_NS: u64 = 10_000_000;
+
+/// A write slot held this long, seen by one rank, is released without asking about the writer's
+/// pid, where the node's ranks are of several PID namespaces and a pid cannot be judged. A live
+/// writer holds the slot for one PAPI read (microseconds); one that is runnable but descheduled
+/// gets a core back within a few scheduler periods (milliseconds), even on a node whose cores all
+/// run ranks. 100 times [`STUCK_NS`] (1 s) is past that with a wide margin; a dead writer then
+/// costs its node mates 1 s of reading their own counters, which they do anyway while a writer
+/// holds the slot. Only a writer stopped that long (a debugger, SIGSTOP) has its slot released
+/// under it.
+pub const UNJUDGED_STUCK_NS: u64 = 100 * STUCK_NS;
 
 /// A rank takes another's reading only if it was stamped more than this after its own last
 /// one. The TSCs of two cores can differ by tens of nanoseconds (a virtual machine's vCPUs more),
@@ -241,10 +266,13 @@ pub struct Node {
     max_age: u64,
     /// Readings are shared (`AAR_NODE_READING` is not 0); else only the decided bytes are.
     share_readings: bool,
-    /// [`STUCK_NS`] in the clock's ticks.
+    /// [`STUCK_NS`] and [`UNJUDGED_STUCK_NS`] in the clock's ticks.
     stuck: u64,
-    /// A claim of the write slot this rank found held by a process `kill(pid, 0)` finds, and when
-    /// it first found it (or last found that process mapping the segment).
+    stuck_unjudged: u64,
+    /// This process's PID namespace ([`Segment::pid_ns`]); 0 when it cannot be read.
+    pid_ns: u64,
+    /// A claim of the write slot this rank found held, and when it first found it (or last found
+    /// its writer alive).
     held_claim: AtomicU64,
     held_since: AtomicU64,
     /// [`STAMP_SLACK_NS`] in the clock's ticks.
@@ -329,6 +357,7 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
     // for the whole process; Segment is repr(C), made of atomics only, and all-zero is a valid
     // value of each, so any content another process left is a valid Segment.
     let segment = unsafe { &*bytes.as_ptr().cast::<Segment>() };
+    let pid_ns = record_pid_namespace(segment, &path);
     let users = segment.users.fetch_add(1, AcqRel) + 1;
     if remove_when_last && users >= ranks_per_node {
         // Every rank of the node has its mapping: the name can go now, so that a job whose ranks
@@ -348,11 +377,60 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
         max_age,
         share_readings,
         stuck,
+        stuck_unjudged: clock.ticks(UNJUDGED_STUCK_NS),
+        pid_ns,
         slack,
         held_claim: AtomicU64::new(0),
         held_since: AtomicU64::new(0),
     };
     Some(NODE.get_or_init(|| node))
+}
+
+/// Record this rank's PID namespace in the segment (the first rank's stays), or mark it
+/// [`SEVERAL_NAMESPACES`], and say so, when another one is recorded there or this rank cannot
+/// read its own. This rank's namespace, 0 when it cannot be read.
+fn record_pid_namespace(segment: &Segment, path: &Path) -> u64 {
+    let found = match sys::pid_namespace() {
+        Err(e) => (
+            0,
+            format!(
+                "this rank cannot read its PID namespace (/proc/self/ns/pid: {e}), so it cannot tell whether a \
+                 writer's pid names the same process for every rank"
+            ),
+        ),
+        Ok(own) => match segment.pid_ns.compare_exchange(0, own, AcqRel, Acquire) {
+            Ok(_) => return own,
+            Err(recorded) if recorded == own => return own,
+            Err(recorded) => {
+                let others = if recorded == SEVERAL_NAMESPACES {
+                    "ranks of several PID namespaces use it".to_string()
+                } else {
+                    format!("a rank before it is in pid:[{recorded}]")
+                };
+                (
+                    own,
+                    format!(
+                        "this rank is in PID namespace pid:[{own}] and {others}, so a writer's pid does not name the \
+                         same process for every rank"
+                    ),
+                )
+            }
+        },
+    };
+    // Before this rank's first claim, which a rank that sees it acquires (its release ordering).
+    segment.pid_ns.store(SEVERAL_NAMESPACES, SeqCst);
+    diag::warn(&format!(
+        "the node's shared segment {}: {}. Its ranks release a claim left by a writer that died while writing \
+         only once they have seen it held for {} ms, without asking whether the writer lives (instead of {} ms \
+         and asking): a dead writer costs them that long of reading their own counters, and a writer stopped that \
+         long loses its claim. To avoid it, run the node's ranks in one PID namespace (the container runtime's \
+         option to share the host's), or give each namespace its own /dev/shm.",
+        path.display(),
+        found.1,
+        UNJUDGED_STUCK_NS / 1_000_000,
+        STUCK_NS / 1_000_000,
+    ));
+    found.0
 }
 
 /// At exit: detach; outside `aar run`, the last rank of the node removes the segment if no rank
@@ -429,7 +507,9 @@ impl Node {
                 return Ok(shared);
             }
             let mine = claimed(seq, self.writer.load(Relaxed));
-            if s.seq.compare_exchange(seq, mine, Acquire, Relaxed).is_ok() {
+            // Release: a rank that sees this claim also sees the PID namespace this rank recorded
+            // at attach (on x86 the same instruction as Acquire).
+            if s.seq.compare_exchange(seq, mine, AcqRel, Relaxed).is_ok() {
                 return self.publish(papi, mine, now, last_own);
             }
         } else {
@@ -509,32 +589,38 @@ impl Node {
     }
 
     /// A writer whose reading is [`STUCK_NS`] old, or stamped as far in the future (a corrupted
-    /// segment: its age would never grow), and whose process has ended gives up the slot (a live
-    /// writer holds it for the microseconds of one PAPI read). A process `kill(pid, 0)`
-    /// finds may be a zombie or another process that got the pid: once this rank has seen the
-    /// claim held for [`STUCK_NS`], it is the writer only if it maps the segment (asked again at
-    /// most every [`STUCK_NS`], for a writer that is stopped), and unless it is this process: a
-    /// claim in its own name that it did not make (it holds none while it looks: its readings
-    /// are made one at a time, under the decider's lock) was left by a dead process that had its
-    /// pid, or is a corrupted word.
+    /// segment: its age would never grow), and whose claim this rank has seen held for
+    /// [`STUCK_NS`] more gives up the slot if its process has ended (a live writer holds it for
+    /// the microseconds of one PAPI read). Seen held, whatever `kill(pid, 0)` says: a pid of
+    /// another PID namespace may be absent from this one though its writer lives. A process that
+    /// `kill(pid, 0)` finds may be a zombie or another process that got the pid: it is the writer
+    /// only if it maps the segment (asked again at most every [`STUCK_NS`], for a writer that is
+    /// stopped), and unless it is this process: a claim in its own name that it did not make (it
+    /// holds none while it looks: its readings are made one at a time, under the decider's lock)
+    /// was left by a dead process that had its pid, or is a corrupted word. Where the segment's
+    /// ranks are not all of this rank's PID namespace, a pid says nothing: the claim is released
+    /// once seen held for [`UNJUDGED_STUCK_NS`], without asking.
     #[cold]
     fn release_if_writer_died(&self, seq: u64, now: u64) {
         let s = self.segment;
         if now.abs_diff(s.taken.load(Relaxed)) < self.stuck {
             return;
         }
+        if self.held_claim.swap(seq, Relaxed) != seq {
+            self.held_since.store(now, Relaxed);
+            return;
+        }
+        let judged = self.pid_ns != 0 && s.pid_ns.load(Acquire) == self.pid_ns;
+        let bound = if judged { self.stuck } else { self.stuck_unjudged };
+        if now.saturating_sub(self.held_since.load(Relaxed)) < bound {
+            return;
+        }
+        self.held_since.store(now, Relaxed);
         let pid = (seq >> 32) as u32;
-        let ended = sys::process_ended(pid) || {
-            if self.held_claim.swap(seq, Relaxed) != seq {
-                self.held_since.store(now, Relaxed);
-                false
-            } else if now.saturating_sub(self.held_since.load(Relaxed)) < self.stuck {
-                false
-            } else {
-                self.held_since.store(now, Relaxed);
-                pid == self.writer.load(Relaxed) || maps_segment(pid, std::ptr::from_ref(s) as usize) == Some(false)
-            }
-        };
+        let ended = !judged
+            || sys::process_ended(pid)
+            || pid == self.writer.load(Relaxed)
+            || maps_segment(pid, std::ptr::from_ref(s) as usize) == Some(false);
         if ended {
             s.taken.store(0, Relaxed);
             let _ = s.seq.compare_exchange(seq, released(seq), Release, Relaxed);
@@ -696,6 +782,8 @@ mod tests {
             max_age: u64::MAX / 2,
             share_readings: true,
             stuck: u64::MAX,
+            stuck_unjudged: u64::MAX,
+            pid_ns: 1,
             slack: STAMP_SLACK_NS,
             held_claim: AtomicU64::new(0),
             held_since: AtomicU64::new(0),
@@ -712,6 +800,7 @@ mod tests {
             removed: AtomicU32::new(0),
             decided: Default::default(),
             window_decided: Default::default(),
+            pid_ns: AtomicU64::new(1),
         }))
     }
 

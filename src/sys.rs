@@ -570,12 +570,20 @@ fn remove_if_unallocated(file: &std::fs::File, path: &Path) {
     }
 }
 
-/// Whether process `pid` has ended (`kill(pid, 0)` says it does not exist).
+/// Whether process `pid` has ended (`kill(pid, 0)` says it does not exist). A pid of another PID
+/// namespace says nothing here: a live process there may be absent from this one.
 pub fn process_ended(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     // SAFETY: signal 0 only checks that the process exists; nothing is sent.
     let rc = unsafe { libc::kill(pid, 0) };
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// This process's PID namespace: the inode of `/proc/self/ns/pid`, which names it on this node
+/// (a pid means the same process only to processes of one namespace).
+pub fn pid_namespace() -> std::io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata("/proc/self/ns/pid")?.ino())
 }
 
 /// Whether this process may create files in the folder `dir` (access(2) with the effective ids,

@@ -1,7 +1,8 @@
 //! One counter reader per node (`AAR_NODE_READING`): ranks that share a NIC share a reading
 //! through a segment in shared memory. Real processes under the real libaar.so and libpapi over
 //! the emulator: several ranks racing on one segment, a rank that exits while another still uses
-//! its reading, a reading too old to use, a writer that died holding the segment, a window
+//! its reading, a reading too old to use, a writer that died holding the segment (and one of
+//! ranks of several PID namespaces, whose pids a rank cannot judge), a window
 //! without the response stalls a rank counts, a rank whose looks at the segment find nothing and
 //! pause, and the segment removed when the last rank leaves.
 
@@ -199,8 +200,10 @@ fn a_rank_whose_looks_find_nothing_pauses_them() {
 }
 
 /// A writer that died while writing leaves the sequence odd: once its reading is `STUCK_NS` old
-/// the others release the slot. A reading stamped in the future (a corrupted segment) is as
-/// suspect as an old one: its age never grew, so the slot stayed held for the rest of the run.
+/// and a rank has seen its claim held for `STUCK_NS` more, the rank releases the slot. Not at
+/// its first look, though `kill(pid, 0)` finds no such process: a live writer of another PID
+/// namespace has a pid this one may lack. A reading stamped in the future (a corrupted segment) is
+/// as suspect as an old one: its age never grew, so the slot stayed held for the rest of the run.
 #[test]
 fn a_writer_that_died_holding_the_segment_does_not_stop_the_others() {
     for (test, taken) in [("node-dead-writer", 1), ("node-dead-writer-future", u64::MAX / 2)] {
@@ -212,10 +215,14 @@ fn dead_writer(test: &str, taken: u64) {
     let job = format!("{test}-{}", std::process::id());
     let steps = scratch(&format!("{test}-steps"));
     let f = |name: &str| steps.join(name).display().to_string();
+    // One post (one look at the segment), then, `STUCK_NS` later, more.
     let script = format!(
-        "fma 64 1 0 touch {} waitfile {} rdma 65536 5 0 touch {} waitfile {}",
+        "fma 64 1 0 touch {} waitfile {} rdma 65536 1 0 touch {} waitfile {} sleep 20000 rdma 65536 5 0 touch {} \
+         waitfile {}",
         f("attached"),
         f("go"),
+        f("looked"),
+        f("check"),
         f("done"),
         f("end")
     );
@@ -231,10 +238,15 @@ fn dead_writer(test: &str, taken: u64) {
     let dead_pid = dead.id();
     dead.wait().unwrap();
     let mut bytes = std::fs::read(&seg[0]).unwrap();
-    bytes[..8].copy_from_slice(&((u64::from(dead_pid) << 32) | 7).to_ne_bytes());
+    let claim = (u64::from(dead_pid) << 32) | 7;
+    bytes[..8].copy_from_slice(&claim.to_ne_bytes());
     bytes[8..16].copy_from_slice(&taken.to_ne_bytes());
     std::fs::write(&seg[0], &bytes).unwrap();
     std::fs::write(f("go"), "").unwrap();
+    wait_for(&steps.join("looked"));
+    let seq = u64::from_ne_bytes(std::fs::read(&seg[0]).unwrap()[..8].try_into().unwrap());
+    assert_eq!(seq, claim, "{test}: released at the rank's first sight of it");
+    std::fs::write(f("check"), "").unwrap();
     wait_for(&steps.join("done"));
     let after = std::fs::read(&seg[0]).unwrap();
     let seq = u64::from_ne_bytes(after[..8].try_into().unwrap());
@@ -248,6 +260,139 @@ fn dead_writer(test: &str, taken: u64) {
     check_accounting(rec);
     assert_eq!(counters(rec).1, 0, "only this rank took readings");
     assert!(segments(&job).is_empty());
+}
+
+/// Ranks of one node in different PID namespaces (containers that share /dev/shm): a writer's
+/// pid means nothing to a rank of another namespace (`kill` answers ESRCH for a live writer, or
+/// finds an unrelated process). The segment records its ranks' namespace; a rank that finds
+/// another one there says so, once, and from then on the node's ranks release a claim only once
+/// they have seen it held for `UNJUDGED_STUCK_NS` (1 s), not `STUCK_NS`, whatever `kill` says.
+/// Two ways: a segment file made beforehand with another namespace recorded (the rank under test,
+/// rank 0, finds it and prints the warning), and, where `unshare --pid` works (root), a real
+/// rank in a new PID namespace that attaches after the rank under test (its record keeps the
+/// warning; the rank under test learns of it from the segment). Two writers each: one whose pid
+/// this namespace lacks (`kill` says ended: released all the same only at the long bound), and
+/// one whose pid is a live process that maps the segment, here the other rank (as a writer's of
+/// another namespace may be: released at the long bound, where asking would keep it for good).
+#[test]
+fn ranks_of_several_pid_namespaces_release_a_claim_only_after_the_long_bound() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let can_unshare =
+        std::process::Command::new("unshare").args(["--pid", "--fork", "true"]).status().is_ok_and(|s| s.success());
+    if !can_unshare {
+        eprintln!("note: no PID namespace here (unshare --pid): only the recorded-namespace case is run");
+    }
+    let hows = ["recorded", "unshare"].into_iter().take(1 + usize::from(can_unshare));
+    for (how, writer) in hows.flat_map(|h| [(h, "ended"), (h, "mapping")]) {
+        let test = &format!("node-pidns-{how}-{writer}");
+        let job = format!("{test}-{}", std::process::id());
+        let steps = scratch(&format!("{test}-steps"));
+        let f = |name: &str| steps.join(name).display().to_string();
+        if how == "recorded" {
+            // The segment's name, learnt from a rank of another job (the names differ in the job
+            // only), made with the namespace `1` recorded (`Segment::pid_ns`, bytes 104 to 112:
+            // after the first line and the second's counts and decided bytes).
+            let probe = rank(&format!("{test}-probe"), &format!("{job}x"), 0, 2, "rdma 65536 2 0").run();
+            probe.assert_ok();
+            let probe_path = probe.records()[0]["node"]["shared_reading"].as_str().unwrap().to_string();
+            let path = probe_path.replace(&format!("-{job}x-"), &format!("-{job}-"));
+            let mut bytes = vec![0u8; 128];
+            bytes[104..112].copy_from_slice(&1u64.to_ne_bytes());
+            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).unwrap();
+            std::io::Write::write_all(&mut file, &bytes).unwrap();
+        }
+        // One look, `STUCK_NS` (10 ms) and more later more looks, then, past 1 s, more again.
+        let script = format!(
+            "fma 64 1 0 touch {} waitfile {} rdma 65536 1 0 sleep 20000 rdma 65536 5 0 touch {} waitfile {} \
+             sleep 1100000 rdma 65536 5 0 touch {} waitfile {}",
+            f("attached"),
+            f("go"),
+            f("held"),
+            f("check"),
+            f("done"),
+            f("end")
+        );
+        // Three ranks to the node, of which two come at most: the file stays named.
+        let launch = rank(test, &job, 0, 3, &script).env("AAR_NODE_READING", "1000ms");
+        let t = std::thread::spawn(move || launch.run());
+        wait_for(&steps.join("attached"));
+        // The other rank: of a new PID namespace, or of this one.
+        let script = format!("fma 64 1 0 touch {} waitfile {}", f("attached1"), f("end"));
+        let mut l = rank(&format!("{test}-1"), &job, 1, 3, &script).env("AAR_NODE_READING", "1000ms");
+        if how == "unshare" {
+            l.wrapper = vec!["unshare".into(), "--pid".into(), "--fork".into()];
+        }
+        let mate = std::thread::spawn(move || l.run());
+        wait_for(&steps.join("attached1"));
+        let seg = segments(&job);
+        assert_eq!(seg.len(), 1, "{test}: {seg:?}");
+        let name = seg[0].file_name().unwrap().to_str().unwrap();
+        // The writer's pid: one this namespace lacks, or that of the other rank's process (the
+        // one that maps the segment, not its `unshare`).
+        let pid = if writer == "ended" {
+            let mut dead = std::process::Command::new("true").spawn().unwrap();
+            dead.wait().unwrap();
+            dead.id()
+        } else {
+            let mapping = std::fs::read_dir("/proc").unwrap().flatten().find(|e| {
+                std::fs::read_to_string(e.path().join("cmdline")).is_ok_and(|c| c.contains(&f("attached1")))
+                    && std::fs::read_to_string(e.path().join("maps")).is_ok_and(|m| m.contains(name))
+            });
+            mapping.unwrap().file_name().to_str().unwrap().parse().unwrap()
+        };
+        let claim = (u64::from(pid) << 32) | 7;
+        let mut bytes = std::fs::read(&seg[0]).unwrap();
+        assert_eq!(
+            bytes[104..112],
+            u64::MAX.to_ne_bytes(),
+            "{test}: the segment is not marked with several namespaces"
+        );
+        bytes[..8].copy_from_slice(&claim.to_ne_bytes());
+        bytes[8..16].copy_from_slice(&1u64.to_ne_bytes());
+        std::fs::write(&seg[0], &bytes).unwrap();
+        let start = std::time::Instant::now();
+        std::fs::write(f("go"), "").unwrap();
+        wait_for(&steps.join("held"));
+        // The rank has seen the claim held for at most the time since "go".
+        let held = start.elapsed();
+        let seq = u64::from_ne_bytes(std::fs::read(&seg[0]).unwrap()[..8].try_into().unwrap());
+        if held < std::time::Duration::from_millis(900) {
+            assert_eq!(seq, claim, "{test}: released after {held:?}, short of the long bound");
+        } else {
+            eprintln!("note: {test}: the rank took {held:?} over its looks, past what the check needs");
+        }
+        std::fs::write(f("check"), "").unwrap();
+        wait_for(&steps.join("done"));
+        let seq = u64::from_ne_bytes(std::fs::read(&seg[0]).unwrap()[..8].try_into().unwrap());
+        assert_eq!(seq >> 32, 0, "{test}: the claim is still held past the long bound: {seq:#x}");
+        assert_eq!(seq & 1, 0, "{test}: left odd: {seq:#x}");
+        assert!(seq as u32 > 7, "{test}: no reading was published after the release: {seq:#x}");
+        std::fs::write(f("end"), "").unwrap();
+        let r = t.join().unwrap();
+        r.assert_ok();
+        let rec = &r.records()[0];
+        check_accounting(rec);
+        let said = |rec: &Value| -> Vec<String> {
+            let m = rec["messages"].as_array().unwrap();
+            m.iter().map(|m| m.as_str().unwrap().to_string()).filter(|m| m.contains("PID namespace")).collect()
+        };
+        let m = mate.join().unwrap();
+        m.assert_ok();
+        // Each rank that found another namespace recorded keeps the warning once; rank 0 prints it.
+        let kept = said(&m.records()[0]);
+        assert_eq!(kept.len(), 1, "{test}: the other rank: {kept:?}");
+        let lines: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("PID namespace")).collect();
+        if how == "recorded" {
+            assert_eq!(lines.len(), 1, "{test}: one warning on stderr: {}", r.stderr);
+            assert!(lines[0].contains("a rank before it is in pid:[1]"), "{test}: {}", lines[0]);
+            assert_eq!(said(rec), [&lines[0]["aar: ".len()..]], "{test}");
+        } else {
+            // The rank under test came first: it found its own namespace recorded.
+            assert!(lines.is_empty() && said(rec).is_empty(), "{test}: {}", r.stderr);
+        }
+        assert!(kept[0].contains("1000 ms") && kept[0].contains("one PID namespace"), "{test}: {}", kept[0]);
+        assert!(segments(&job).is_empty(), "{test}");
+    }
 }
 
 /// A window counted without response stalls (the optional fifth event), where this rank's own
