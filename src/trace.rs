@@ -258,18 +258,22 @@ impl TraceFile {
         let Some(pattern) = pattern else { return false };
         // (A `%` code it does not know was said with the other settings.)
         let (path, _) = expand(pattern, job::rank(), sys::pid());
+        // One name for every rank: the others find it taken, and their own warnings of it are rank
+        // 0's to say, which said it whether it created the file or another rank did so first.
+        let one_name = varies(pattern) == (false, false) && job::nranks().is_some_and(|n| n > 1);
+        let one_name_said = |found: &str| {
+            format!(
+                "AAR_TRACE={} names one file for every rank ({}){found}: the first rank to create it traces, and \
+                 every other rank that sees the same file system finds the name taken and writes no trace. \
+                 Add %r (the rank) to the name, e.g. AAR_TRACE=\"trace.%r.jsonl\".",
+                aar_record::quotes::shown(pattern),
+                quoted_path(&path)
+            )
+        };
         match sys::create_new(&path) {
             Ok(f) => {
-                // One name for every rank: the others find it taken, and their own warnings of it
-                // are rank 0's to say, which succeeded: said here, where it shows.
-                if varies(pattern) == (false, false) && job::nranks().is_some_and(|n| n > 1) {
-                    diag::warn(&format!(
-                        "AAR_TRACE={} names one file for every rank ({}): the first rank to create it traces, and \
-                         every other rank that sees the same file system finds the name taken and writes no trace. \
-                         Add %r (the rank) to the name, e.g. AAR_TRACE=\"trace.%r.jsonl\".",
-                        aar_record::quotes::shown(pattern),
-                        quoted_path(&path)
-                    ));
+                if one_name {
+                    diag::warn(&one_name_said(""));
                 }
                 match self.open.try_lock_for(LINE_WAIT) {
                     Some(mut t) => {
@@ -281,6 +285,18 @@ impl TraceFile {
                     None => return false,
                 }
                 true
+            }
+            // Rank 0 found it there: another rank was first (or an earlier run left it), and
+            // "no decision trace is written" would be false.
+            Err(e)
+                if one_name
+                    && e.kind() == std::io::ErrorKind::AlreadyExists
+                    && !std::path::Path::new(&path).is_dir() =>
+            {
+                diag::warn(&one_name_said(&format!(
+                    " ({e}: another rank created it first, or an earlier run left it)"
+                )));
+                false
             }
             Err(e) => {
                 let fix = match diag::limit_fix(&e) {

@@ -110,3 +110,23 @@ fn one_trace_name_for_every_rank_is_said_by_rank_0() {
         assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3], "{test}");
     }
 }
+
+/// Rank 0 may be the one that finds the one name taken: another rank created it first (they
+/// start together) and traces into it. Rank 0, whose warnings show, says the name is one for
+/// every rank; "no decision trace is written" would be false, and the fix for a file left by an
+/// earlier run (a new name) does not stop the next run doing the same.
+#[test]
+fn one_trace_name_taken_before_rank_0_is_said_as_one_name() {
+    let launch = Launch::driver("trace-one-name-taken", "fma 64 3 0");
+    let path = launch.dir.join("t.jsonl");
+    // Another rank's trace, created first.
+    std::fs::write(&path, "").unwrap();
+    let pattern = path.display().to_string();
+    let r = launch.env("AAR_TRACE", &pattern).env("PMI_RANK", "0").env("PMI_SIZE", "4").env("AAR_SUMMARY", "0").run();
+    r.assert_ok();
+    let said = r.aar_lines();
+    assert_eq!(said.len(), 1, "{}", r.stderr);
+    assert!(said[0].contains("names one file for every rank") && said[0].contains("Add %r"), "{}", said[0]);
+    assert!(said[0].contains("File exists") && !said[0].contains("no decision trace is written"), "{}", said[0]);
+    assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3]);
+}
