@@ -139,15 +139,12 @@ fn the_sc19_stand_in_builds_and_routes_the_read_path() {
 /// is a stand-in that reports, as cargo does in its JSON messages, programs of its own elsewhere.
 #[test]
 fn bench_report_runs_the_programs_from_where_cargo_built_them() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = scratch("bench-report-target-dir");
     let (release, bin, log) = (dir.join("elsewhere/release"), dir.join("bin"), dir.join("ran.log"));
     std::fs::create_dir_all(release.join("examples")).unwrap();
     std::fs::create_dir_all(&bin).unwrap();
-    let script = |path: &std::path::Path, text: String| {
-        std::fs::write(path, format!("#!/bin/sh\n{text}")).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
+    // Written by a child process: see aar_testkit::write_script (ETXTBSY).
+    let script = |path: &std::path::Path, text: String| aar_testkit::write_script(path, &format!("#!/bin/sh\n{text}"));
     let (aar, gen) = (release.join("aar"), release.join("examples/gen_records"));
     script(&aar, format!("echo \"aar $*\" >>'{}'\necho '\"iterations_used\": 10'\n", log.display()));
     script(&gen, format!("echo \"gen_records $*\" >>'{}'\nmkdir -p \"$2\"\n", log.display()));
