@@ -294,7 +294,7 @@ impl TraceFile {
                     && !std::path::Path::new(&path).is_dir() =>
             {
                 diag::warn(&one_name_said(&format!(
-                    " ({e}: another rank created it first, or an earlier run left it)"
+                    " ({e}: another rank created it first and traces into it, or an earlier run left it and no rank traces)"
                 )));
                 false
             }
