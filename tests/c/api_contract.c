@@ -6,8 +6,8 @@
  *   api_contract disabled  (AAR_DISABLE=1) every call with a good argument is AAR_EDISABLED, a bad
  *                          argument still AAR_EINVAL; the policy is "disabled", no iteration is
  *                          ever in progress
- *   api_contract calls     (no AAR_AB) the first call of the process is an end with no iteration
- *                          (AAR_EINVAL), and with no counters (no NIC attached) the policy is
+ *   api_contract calls     (no AAR_AB) the first call that starts the library is an end with no
+ *                          iteration (AAR_EINVAL), and with no counters (no NIC attached) the policy is
  *                          the fixed low-latency mode; every adaptive mode pins, every other value is refused and
  *                          changes nothing; each name AAR_MODE takes, in any case, pins its policy,
  *                          anything else (non-UTF-8 included) is refused and changes nothing; a
@@ -114,7 +114,8 @@ static void calls(void)
 						"IN_ORDER", "ADAPTIVE4",   "ADAPTIVE3\xff", "\xc3\xa9teint"};
 	size_t k;
 
-	/* The process's first call of the library, before its start-up: no iteration to end. */
+	/* The process's first calls of the library (an index, which does not start it, then an end,
+	 * which does): no iteration in progress, none to end. */
 	EXPECT_RC(aar_iteration_index(), -1);
 	EXPECT_RC(aar_iteration_end(), AAR_EINVAL);
 	/* No NIC is attached, so no counters: the fixed low-latency mode (see aar_set_auto). */
