@@ -372,6 +372,11 @@ fn route_call(
         if Some(desired) != t.dir(d).in_force {
             reconcile(t, d, desired);
         }
+        if t.predates_job() {
+            // The job the view was read in has ended (DMAPP refused the change for want of a
+            // job: [`disagreement`]): the call goes out without one, of unknown routing.
+            return OTHER;
+        }
         t.dir(d).in_force.map_or(OTHER, attributes::class_of_value)
     };
     let routed = route::route(w, &call, crossed, known && requested.routable, apply, || t.inside(|| forward(addr)));

@@ -958,7 +958,9 @@ fn calls_without_a_dmapp_job_go_out_untouched_and_the_next_job_is_steered() {
 /// goes on, and the next job is steered (a program whose DMAPP calls run while another thread
 /// finalizes is wrong, but the library used to stop steering DMAPP for the rest of the process).
 /// tests/c/dmapp_finrace.c makes the interleaving, both where the refusal comes back after the
-/// library's `dmapp_finalize` has returned and where it comes back before.
+/// library's `dmapp_finalize` has returned and where it comes back before. The PUT then goes out
+/// without a job, and is counted as such, of unknown routing (it used to be counted with the
+/// routing its thread had read in the job that ended).
 #[test]
 fn a_change_of_routing_that_meets_dmapp_finalize_does_not_stop_steering() {
     let finrace = compile("cc", "dmapp_finrace", &[root().join("tests/c/dmapp_finrace.c")], &["-shared", "-fPIC"]);
@@ -976,7 +978,10 @@ fn a_change_of_routing_that_meets_dmapp_finalize_does_not_stop_steering() {
             calls,
             [Some(ADAPTIVE_3), Some(ADAPTIVE_3), None, Some(ADAPTIVE_3), Some(ADAPTIVE_3), Some(ADAPTIVE_3)]
         );
-        assert_eq!(record(&r)["dmapp"]["steering"], true, "inside {inside}");
+        let rec = record(&r);
+        assert_eq!(rec["dmapp"]["steering"], true, "inside {inside}");
+        assert_eq!(rec["modes"]["OTHER"]["messages"], 1, "inside {inside}: the PUT without a job: {}", rec["modes"]);
+        assert_counted_as_sent(&r);
     }
 }
 
