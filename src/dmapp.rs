@@ -395,7 +395,8 @@ fn route_call(
             latency_us: routed.window.map(|w| w.latency_us),
             stall_ratio: routed.window.map(|w| w.stall_ratio),
             requested: name(requested.app),
-            chosen: t.dir(d).in_force.map_or("unknown", name),
+            // As counted: a call that goes out without the job its view was read in is unknown.
+            chosen: if t.predates_job() { "unknown" } else { t.dir(d).in_force.map_or("unknown", name) },
             reason: routed.reason.name(),
             destination: call.msg.class.name(),
             dmapp_table: attributes::table_description(),

@@ -967,7 +967,9 @@ fn a_change_of_routing_that_meets_dmapp_finalize_does_not_stop_steering() {
     let preload = format!("{} {}", libaar().display(), finrace.display());
     for inside in [0, 1] {
         let script = format!("init put 1 64 2 finrace {inside} init put 1 64 2 get 1 64 1 routing");
-        let r = driver(&format!("dmapp-finrace-{inside}"), &script).env("LD_PRELOAD", &preload).run();
+        let launch = driver(&format!("dmapp-finrace-{inside}"), &script);
+        let trace = launch.dir.join("trace.jsonl");
+        let r = launch.env("LD_PRELOAD", &preload).env("AAR_TRACE", &trace.display().to_string()).run();
         r.assert_ok();
         // The PUT is refused (DMAPP_RC_PERMISSION_ERROR: no job); the finalize succeeds.
         assert!(r.stdout.contains("finrace put rc=5\n") && r.stdout.contains("finalize rc=0\n"), "{}", r.stdout);
@@ -982,6 +984,13 @@ fn a_change_of_routing_that_meets_dmapp_finalize_does_not_stop_steering() {
         assert_eq!(rec["dmapp"]["steering"], true, "inside {inside}");
         assert_eq!(rec["modes"]["OTHER"]["messages"], 1, "inside {inside}: the PUT without a job: {}", rec["modes"]);
         assert_counted_as_sent(&r);
+        let chosen: Vec<String> =
+            read_jsonl(&trace).iter().map(|l| l["chosen"].as_str().unwrap().to_string()).collect();
+        assert_eq!(
+            chosen,
+            ["ADAPTIVE_3", "ADAPTIVE_3", "unknown", "ADAPTIVE_3", "ADAPTIVE_3", "ADAPTIVE_3"],
+            "inside {inside}"
+        );
     }
 }
 
