@@ -143,6 +143,8 @@ pub fn count_set() {
 /// are counted from here.
 pub fn reset_in_child() {
     SETS.store(0, Relaxed);
+    // A finalize under way on another thread of the parent has no thread here to end it.
+    ENDING.store(0, Relaxed);
     let counted_here = with_thread(|t| t.seen.get()).unwrap_or(false);
     THREADS.store(u64::from(counted_here), Relaxed);
 }
@@ -307,14 +309,15 @@ impl Thread {
 
     /// The library's attributes could not be taken back from this thread (DMAPP was busy): the
     /// library changes nothing more on it but giving them back, and what is in force stays as it
-    /// is, for the counts (`unsure`: not known, after a set whose result could not be verified).
-    pub fn give_back_pending(&self, unsure: bool) {
+    /// is, for the counts (`unsure`: not known, after a set whose result could not be verified;
+    /// `stamp`: the [`state_stamp`] taken before the attempt, as for [`Thread::given_back`]).
+    pub fn give_back_pending(&self, unsure: bool, stamp: u64) {
         for cell in &self.dirs {
             let d = cell.get();
             let in_force = if unsure { None } else { d.in_force };
             cell.set(Dir { in_force, routable: false, ..d });
         }
-        self.stamp.set(state_stamp());
+        self.stamp.set(stamp);
     }
 
     /// The application's attributes `app` are in force (just read from DMAPP, `stamp`: the
@@ -342,13 +345,16 @@ impl Thread {
     }
 
     /// The application's attributes are back in force (given back after steering stopped): the
-    /// library changes nothing on this thread any more.
-    pub fn given_back(&self) {
+    /// library changes nothing on this thread any more. `stamp`: the [`state_stamp`] taken before
+    /// giving them back, so that a job another thread ends meanwhile (DMAPP then refuses the
+    /// give-back, or the job it went to is over) leaves the view out of date, not current in a
+    /// job that is gone.
+    pub fn given_back(&self, stamp: u64) {
         for cell in &self.dirs {
             let d = cell.get();
             cell.set(Dir { in_force: Some(d.app), routable: false, ..d });
         }
-        self.stamp.set(state_stamp());
+        self.stamp.set(stamp);
     }
 
     /// The thread's attributes `now`, read in a job its view predates (`stamp`, as for
@@ -462,7 +468,7 @@ mod tests {
                 t.applied(Direction::Get, 5);
                 assert!(stop("test") && !stop("again"), "stopped once");
                 assert!(!t.current() && !t.predates_job());
-                t.given_back();
+                t.given_back(state_stamp());
                 assert!(t.current() && !t.steered() && !t.dir(Direction::Put).routable);
                 assert_eq!(summary().stopped_because, Some("test"));
                 // A new job that kept the library's routing: the application's is still its own.
@@ -502,6 +508,12 @@ mod tests {
                 // A dmapp_finalize that fails ends nothing.
                 end_job(|| false);
                 assert!(t.current() && !t.job_ended());
+                // A fork child of a process whose other thread is in dmapp_finalize has no
+                // thread to end it: its job is not taken as ending for ever.
+                ENDING.fetch_add(1, AcqRel);
+                assert!(t.job_ended());
+                reset_in_child();
+                assert!(!t.job_ended(), "the fork child");
                 assert!(t.inside(inside_dmapp) && !inside_dmapp());
             })
             .unwrap();

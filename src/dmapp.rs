@@ -493,15 +493,16 @@ fn up_to_date(t: &Thread, asked: Option<[u8; 2]>) {
 /// is in force stays as it is (not known after such a set) and is given back at a later call of
 /// the thread's ([`Thread::give_back_pending`]), whole when it is not known ([`reconcile`]).
 fn give_back(t: &Thread, written: bool) {
+    let stamp = attributes::state_stamp();
     if written || t.steered() {
         if let Err(e) = write_attrs(t, &t.app()) {
             if e.is_transient() {
                 t.failed_transiently();
-                return t.give_back_pending(written);
+                return t.give_back_pending(written, stamp);
             }
         }
     }
-    t.given_back();
+    t.given_back(stamp);
 }
 
 /// Transient failures in a row on one thread after which a change of routing is taken to fail
