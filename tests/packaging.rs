@@ -1068,8 +1068,7 @@ fn install_refuses_a_prefix_it_cannot_write_in_before_building() {
     let dir = scratch("packaging-unwritable");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(bin.join("cargo"), "#!/bin/sh\necho 'stand-in cargo ran' >&2\nexit 1\n").unwrap();
-    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    aar_testkit::write_script(&bin.join("cargo"), "#!/bin/sh\necho 'stand-in cargo ran' >&2\nexit 1\n");
     std::fs::write(dir.join("file"), "").unwrap();
     let (me, users) = tmp_users();
     // Not this user's to write in: root's folder for `nobody`, or the user's own made read-only.
@@ -1246,10 +1245,8 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 /// stand-in that says when it runs.
 #[test]
 fn build_release_takes_a_file_first_and_builds_nothing_without_one() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = scratch("packaging-build-release");
-    std::fs::write(dir.join("cargo"), "#!/bin/sh\necho 'stand-in cargo ran' >&2\nexit 1\n").unwrap();
-    std::fs::set_permissions(dir.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    aar_testkit::write_script(&dir.join("cargo"), "#!/bin/sh\necho 'stand-in cargo ran' >&2\nexit 1\n");
     let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
     let run = |args: &[&str]| {
         let out = Command::new(root().join("scripts/build-release")).args(args).env("PATH", &path).output().unwrap();
