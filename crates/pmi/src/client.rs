@@ -53,6 +53,10 @@ pub struct Session {
     fd: RawFd,
     /// Bytes read past the last line.
     pending: Vec<u8>,
+    /// The command whose answer came longer than [`MAX_LINE`]: the rest of that line is still on
+    /// the way, and would be read as the next call's answer, every answer after it one call late,
+    /// so no call is made any more.
+    out_of_step: Option<String>,
     pub rank: i32,
     pub size: i32,
     pub kvsname: String,
@@ -125,6 +129,7 @@ impl Session {
             sock,
             fd,
             pending: Vec::new(),
+            out_of_step: None,
             rank: rank as i32,
             size: size as i32,
             kvsname: String::new(),
@@ -169,6 +174,16 @@ impl Session {
     /// Send one message and read the answer, which must be `expect`.
     fn exchange(&mut self, msg: &Message, expect: &str) -> Result<Message> {
         let fd = self.fd;
+        if let Some(earlier) = &self.out_of_step {
+            return Err(PmiError::new(
+                PMI_FAIL,
+                format!(
+                    "cmd={} was not sent: the launcher's answer to cmd={earlier} was longer than {MAX_LINE} bytes, so \
+                     what it sends now cannot be matched to calls (is PMI_FD={fd} the launcher's PMI socket?)",
+                    msg.cmd
+                ),
+            ));
+        }
         let lost = |e: std::io::Error| {
             PmiError::new(PMI_FAIL, format!("the PMI connection (PMI_FD={fd}) failed during cmd={}: {e}", msg.cmd))
         };
@@ -177,6 +192,7 @@ impl Session {
             let start = String::from_utf8_lossy(&self.pending).into_owned();
             // Dropped: what follows it is no answer either, and must not be read as the next one.
             self.pending = Vec::new();
+            self.out_of_step = Some(msg.cmd.clone());
             PmiError::new(
                 PMI_FAIL,
                 format!(
@@ -439,6 +455,7 @@ mod tests {
             sock,
             fd,
             pending: Vec::new(),
+            out_of_step: None,
             rank: 0,
             size: 1,
             kvsname: "kvs".into(),
@@ -516,5 +533,30 @@ mod tests {
             )
         );
         assert!(s.pending.is_empty(), "{} bytes held", s.pending.len());
+    }
+
+    /// After an answer longer than [`MAX_LINE`], the rest of its line is still on the way: no
+    /// later call is sent, rather than each taking the line meant for the call before it.
+    #[test]
+    fn no_call_is_made_after_an_answer_longer_than_max_line() {
+        let (mut s, mut launcher) = session();
+        launcher.write_all(&vec![b'y'; MAX_LINE + 20_000]).unwrap();
+        launcher.write_all(b"\ncmd=barrier_out\n").unwrap();
+        assert!(s.barrier().unwrap_err().message.contains("without a newline"));
+        let e = s.barrier().unwrap_err();
+        assert_eq!(e.code, PMI_FAIL);
+        assert_eq!(
+            e.message,
+            format!(
+                "cmd=barrier_in was not sent: the launcher's answer to cmd=barrier_in was longer than {MAX_LINE} \
+                 bytes, so what it sends now cannot be matched to calls (is PMI_FD={} the launcher's PMI socket?)",
+                s.fd
+            )
+        );
+        // Nothing more was written to the launcher than the first call.
+        launcher.set_nonblocking(true).unwrap();
+        let mut sent = Vec::new();
+        let _ = launcher.read_to_end(&mut sent);
+        assert_eq!(String::from_utf8_lossy(&sent), "cmd=barrier_in\n");
     }
 }
