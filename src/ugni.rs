@@ -147,6 +147,9 @@ unsafe fn guarded_post(
         // SAFETY: restoring the caller's routing byte and forwarding its arguments.
         unsafe {
             (*pd).dlvr_mode = original;
+            // Not counted yet (`route` counts right before it forwards): the record holds what
+            // went out, the caller's own routing.
+            tally::count(class_of(original), Reason::Passthrough, post_payload_bytes((*pd).r#type, (*pd).length));
             real_fn(ep, pd)
         }
     })

@@ -306,6 +306,15 @@ fn a_panic_inside_the_library_never_reaches_the_application() {
     assert_eq!(errors.len(), 1, "reported once: {errors:?}");
     assert!(errors[0].contains("forwarded unchanged") && errors[0].contains("src/route.rs"), "{}", errors[0]);
     assert_eq!(r.records()[0]["internal_errors"], 5);
+    // The record counts what went out: the 5 panicked posts with the caller's routing (ADAPTIVE0
+    // and its flag), passed through, beside the 6 routed ones.
+    let rec = &r.records()[0];
+    assert_eq!(
+        rec["apis"]["uGNI"]["modes"],
+        serde_json::json!({"ADAPTIVE0": {"messages": 5, "bytes": 5 * 65536}, "ADAPTIVE3": {"messages": 6, "bytes": 6 * 64}}),
+        "{rec}"
+    );
+    assert_eq!(rec["reasons"]["passthrough"], 5, "{}", rec["reasons"]);
     // After the real call: not forwarded a second time.
     let r = Launch::driver("panic-after", "rdma 65536 5 0").env("AAR_TEST_PANIC", "after-forward").run();
     r.assert_ok();
