@@ -333,7 +333,16 @@ fn slow(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         attributes::with_thread(|t| route_call(real, t, w, shape, crossed, &mut |a| rc = Some(forward(a)), addr));
     }));
-    forward_once(outcome, rc, || forward(addr))
+    forward_once(outcome, rc, || {
+        // Not counted yet (`route` counts right before it forwards): counted with the routing in
+        // force on the thread, for the record holds what went out.
+        let d = shape.kind.direction();
+        let in_force = attributes::with_thread(|t| t.current().then(|| t.dir(d).in_force).flatten()).flatten();
+        let class = in_force.map_or(OTHER, attributes::class_of_value);
+        let (messages, bytes) = (shape.messages, shape.total_bytes());
+        tally::count_all(Count { api: Api::Dmapp, class, reason: PASSTHROUGH, messages, bytes });
+        forward(addr)
+    })
 }
 
 /// Route one data call on thread `t` and forward it, writing a trace line when tracing.

@@ -577,6 +577,22 @@ fn threads_at_once_with_their_own_routing_each_keep_theirs_through_their_changes
     assert_eq!((rec["dmapp"]["steering"].as_bool(), rec["dmapp"]["threads"].as_u64()), (Some(true), Some(8)));
 }
 
+/// A call forwarded after an internal error before its forward (`AAR_TEST_PANIC=before-forward`,
+/// at each decided call) is counted all the same, with the routing in force: the record holds what
+/// went out.
+#[test]
+fn a_call_forwarded_after_an_internal_error_is_counted() {
+    let r = driver("dmapp-panic", "init put 1 65536 4 get 1 65536 3 put 1 64 3")
+        .env("AAR_TEST_PANIC", "before-forward")
+        .run();
+    r.assert_ok();
+    assert!(r.aar_lines().iter().any(|l| l.contains("internal error")), "{:?}", r.aar_lines());
+    let rec = record(&r);
+    let sent: u64 = data_calls(&r).iter().map(|v| v["messages"].as_u64().unwrap()).sum();
+    assert_eq!(rec["apis"]["DMAPP"]["messages"], sent, "{}", rec["apis"]);
+    assert_counted_as_sent(&r);
+}
+
 /// A set that went through but did not read back as written, whose give-back DMAPP answers busy:
 /// what is in force is not known, so the calls meanwhile are counted of unknown routing (OTHER)
 /// rather than as the application's, and the application's attributes are given back, whole, at
