@@ -569,6 +569,42 @@ fn experiments_of_several_jobs_are_pooled_into_one() {
     assert!(j["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("nothing pooled")), "{j}");
 }
 
+/// An experiment whose iterations are all left out (here by --skip; its own warning says so)
+/// adds nothing to the pool: it is neither named among those pooled nor counted, and with one
+/// experiment left there is nothing to pool (the pooled table once repeated that one's figures
+/// under "2 experiments pooled").
+#[test]
+fn an_experiment_without_usable_iterations_is_not_pooled() {
+    let folder = tmp("pool-unusable");
+    let dir = folder.path();
+    let policies = ["A", "B"];
+    for (k, speed) in [1.0, 1.2].into_iter().enumerate() {
+        generate(dir, &format!("job{k}"), 2, 40, &policies, &[speed, 1.1 * speed], 50 + k as u64);
+    }
+    generate(dir, "short", 2, 4, &policies, &[1.0, 1.1], 52);
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json", "--pool", "--skip", "10"]));
+    let experiments = j["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 3, "two experiments and the pooled one: {j}");
+    let pooled = &experiments[2];
+    let mut from: Vec<&str> = pooled["pooled_from"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    from.sort();
+    assert_eq!(from, ["job0", "job1"], "{pooled}");
+    assert_eq!(pooled["experiment"], "2 experiments pooled");
+    assert_eq!(pooled["iterations_used"], 60);
+    assert_eq!(pooled["warmup_rows"], 40, "2 ranks x 10 iterations of each pooled job: {pooled}");
+    // One job and one without usable iterations: nothing to pool.
+    std::fs::remove_dir_all(dir).unwrap();
+    std::fs::create_dir(dir).unwrap();
+    generate(dir, "job0", 2, 40, &policies, &[1.0, 1.1], 50);
+    generate(dir, "short", 2, 4, &policies, &[1.0, 1.1], 52);
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json", "--pool", "--skip", "10"]));
+    let experiments = j["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 1, "job0 alone: {j}");
+    assert_eq!(experiments[0]["experiment"], "job0");
+    let warnings = j["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().starts_with("--pool: fewer than two experiments")), "{j}");
+}
+
 /// A policy of the schedule that never ran has no figures, and no independence verdict, but the
 /// report goes on (the runs test once took a median of nothing).
 #[test]

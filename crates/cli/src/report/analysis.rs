@@ -830,7 +830,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
 /// placement, another day's traffic) does not widen the intervals of the policies' comparison.
 /// Only the experiments with the policies and modes most of them have are pooled (a warning
 /// names the others). Ranks are not the same nodes from one job to the next, so there are no
-/// per-rank figures. `None` with fewer than two experiments to pool, or no usable iteration.
+/// per-rank figures. `None` with fewer than two experiments with usable iterations to pool.
 pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> Option<ExperimentReport> {
     let alike = |a: &ExperimentData, b: &ExperimentData| a.policies == b.policies && a.modes == b.modes;
     let alike_count = |e: &ExperimentData| es.iter().filter(|o| alike(o, e)).count();
@@ -855,36 +855,40 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
             ),
         );
     }
+    // The experiments' own warnings are in their reports already.
+    let mut quiet = |_: String| {};
+    // Only experiments with usable iterations are pooled: one without (its own report says why)
+    // would be named and counted among those pooled with nothing in the figures.
+    let same: Vec<(&ExperimentData, Usable)> =
+        same.into_iter().map(|e| (e, usable(e, s, true, &mut quiet))).filter(|(_, u)| !u.series.is_empty()).collect();
     if same.len() < 2 {
         return None;
     }
-    // The experiments' own warnings are in their reports already.
-    let mut quiet = |_: String| {};
+    let first = same[0].0;
     let mut pooled = Usable::new(first.policies.len());
-    // `first` is `same[0]`: the others' sums are added to its own.
+    // The others' sums are added to the first's own.
     let mut totals = first.totals.clone();
-    for e in &same[1..] {
+    for (e, _) in &same[1..] {
         for (sum, t) in totals.iter_mut().zip(&e.totals) {
             sum.merge(t);
         }
     }
     let (mut seen, mut offset, mut warmup_rows) = (0, 0u64, 0);
-    for e in &same {
+    let mut pooled_from = Vec::new();
+    for (e, u) in same {
         // indices one after the other, in the order the experiments were read
-        pooled.append(usable(e, s, true, &mut quiet), offset);
+        pooled.append(u, offset);
         offset += e.iterations.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
         seen += e.iterations.len();
         warmup_rows += e.warmup_rows;
+        pooled_from.push(e);
     }
-    if pooled.series.is_empty() {
-        return None;
-    }
-    let name = format!("{} experiments pooled", same.len());
+    let name = format!("{} experiments pooled", pooled_from.len());
     let mut warn = |text: String| super::read::warn(warnings, format!("{name}: {text}"));
     let mut r = figures(first, pooled, &totals, s, &mut warn, POOLED_SPELLS_FIX);
     r.experiment = name;
-    r.pooled_from = same.iter().map(|e| e.name.clone()).collect();
-    r.ranks = same.iter().map(|e| e.ranks.iter().filter(|r| r.rows > 0).count()).max().unwrap_or(0);
+    r.pooled_from = pooled_from.iter().map(|e| e.name.clone()).collect();
+    r.ranks = pooled_from.iter().map(|e| e.ranks.iter().filter(|r| r.rows > 0).count()).max().unwrap_or(0);
     r.ranks_expected = None;
     r.output_ranks = None;
     r.ranks_without_rows = Vec::new();
