@@ -162,14 +162,19 @@ pub unsafe extern "C" fn GNI_SmsgSetDeliveryMode(nic: GniNicHandle, dlvr_mode: u
     let Some(real) = ugni::SMSG_SET_DELIVERY_MODE.get::<SmsgSetDeliveryModeFn>() else {
         return ugni::missing(&ugni::SMSG_SET_DELIVERY_MODE);
     };
-    // SAFETY: the caller's arguments, unchanged.
-    let rc = unsafe { real(nic, dlvr_mode) };
-    if rc == GNI_RC_SUCCESS {
-        if let Some(_inside) = Inside::enter() {
-            let _ = std::panic::catch_unwind(|| NICS.caller_set(nic as usize, dlvr_mode));
-        }
+    let mut rc = None;
+    if let Some(_inside) = Inside::enter() {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            NICS.caller_set(nic as usize, dlvr_mode, || {
+                // SAFETY: the caller's arguments, unchanged.
+                let r = unsafe { real(nic, dlvr_mode) };
+                rc = Some(r);
+                r == GNI_RC_SUCCESS
+            })
+        }));
     }
-    rc
+    // SAFETY: the caller's arguments, unchanged (not forwarded above: the table was held).
+    rc.unwrap_or_else(|| unsafe { real(nic, dlvr_mode) })
 }
 
 // ---- uGNI NIC lifetime ---------------------------------------------------------------------------

@@ -149,10 +149,16 @@ impl NicTable {
         self.generation.fetch_add(1, Release);
     }
 
-    /// The application set a NIC's SMSG mode itself: remember it as the caller's wish (and, when
-    /// it is not adaptive, as what the NIC's sends go out with).
-    pub fn caller_set(&self, nic: usize, mode: u16) {
+    /// The application sets a NIC's SMSG mode itself: `set` makes the real call (and says whether
+    /// it succeeded) under the table's lock, so that no thread steering the NICs sets its own mode
+    /// after the application's; on success the mode is remembered as the caller's wish (and, when
+    /// it is not adaptive, as what the NIC's sends go out with). `set` is not called when the lock
+    /// cannot be had within [`WAIT`] (the caller then forwards, unremembered).
+    pub fn caller_set(&self, nic: usize, mode: u16, set: impl FnOnce() -> bool) {
         let Some(mut nics) = self.nics.try_lock_for(WAIT) else { return };
+        if !set() {
+            return;
+        }
         pin(nic, requested_mode(mode).is_none().then_some(mode));
         if let Some(n) = nics.iter_mut().find(|n| n.nic == nic) {
             n.caller_mode = mode;
@@ -185,16 +191,36 @@ mod tests {
         t.attached(1, a);
         t.attached(2, b);
         assert_eq!((pinned_mode(a), pinned_mode(b)), (None, None));
-        t.caller_set(a, 0x3);
-        t.caller_set(b, 0x40);
+        t.caller_set(a, 0x3, || true);
+        t.caller_set(b, 0x40, || true);
         assert_eq!((pinned_mode(a), pinned_mode(b)), (Some(0x3), None), "ADAPTIVE2 is the library's to steer");
         assert!(any_pinned());
-        t.caller_set(a, 0x10);
+        t.caller_set(a, 0x10, || true);
         assert_eq!(pinned_mode(a), Some(0x10));
-        t.caller_set(a, 0x80);
+        t.caller_set(a, 0x80, || true);
         assert_eq!(pinned_mode(a), None);
-        t.caller_set(a, 0x3);
+        t.caller_set(a, 0x3, || true);
         t.cdm_destroyed(1);
         assert_eq!(pinned_mode(a), None, "its handle may come back as another NIC's");
+    }
+
+    /// The application's own set is made under the table's lock, so that a thread steering the
+    /// NICs cannot set its mode after the application's; a set uGNI refuses is not remembered.
+    #[test]
+    fn the_applications_set_is_made_under_the_lock_and_a_refused_one_is_not_remembered() {
+        let t = NicTable::new();
+        let c = 0x7d00_3000_0000_usize;
+        t.attached(3, c);
+        let mut held = false;
+        t.caller_set(c, 0x3, || {
+            // What a steering thread tries first.
+            held = t.nics.try_lock().is_none();
+            false
+        });
+        assert!(held, "the table is held while the application's set is made");
+        assert_eq!(pinned_mode(c), None, "refused: not pinned");
+        t.caller_set(c, 0x3, || true);
+        assert_eq!(pinned_mode(c), Some(0x3));
+        t.cdm_destroyed(3);
     }
 }
