@@ -696,6 +696,7 @@ pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
     let steering = !state::inert() && control::load() & READY != 0;
     if steering {
         bring_up_to_date("the call is forwarded", None);
+        give_back_if_unsure();
     }
     // SAFETY: the caller's argument, unchanged.
     let rc = unsafe { real_fn(attrs) };
@@ -704,6 +705,25 @@ pub unsafe fn get_attrs(real: &Real, attrs: *mut c_void) -> DmappReturn {
         unsafe { show_own_routing(attrs) };
     }
     rc
+}
+
+/// Before the application reads its attributes: where what is in force on the calling thread is
+/// not known (a set that did not read back, whose give-back DMAPP refused as busy), the
+/// application's attributes are given back now, whole, if DMAPP lets, rather than at the thread's
+/// next data call: [`show_own_routing`] cannot tell which bytes that set left, and the application
+/// would take them for its own.
+fn give_back_if_unsure() {
+    let unsure = |t: &Thread| t.current() && Direction::ALL.iter().any(|&d| t.dir(d).in_force.is_none());
+    let give = || {
+        attributes::with_thread(|t| {
+            if unsure(t) {
+                give_back(t, true)
+            }
+        })
+    };
+    if catch_unwind(give).is_err() {
+        diag::internal_error("the call is forwarded");
+    }
 }
 
 /// The calling thread's view brought up to date ([`up_to_date`]), inside `catch_unwind` (`then`:

@@ -613,6 +613,21 @@ fn a_busy_give_back_after_an_unverified_set_is_tried_again_and_counted_as_unknow
     assert_eq!(rec["modes"]["ADAPTIVE0"]["messages"], 4, "{}", rec["modes"]);
 }
 
+/// The application that reads its attributes while what is in force is not known (the give-back
+/// of a set that did not read back was refused as busy) gets its own: the give-back is made before
+/// its get, not at its next data call, so that a get-modify-set cannot take what that set left for
+/// the application's. (This emulator's layout drops what the library wrote at byte 8, so the
+/// order of the set calls is what shows it.)
+#[test]
+fn the_application_reads_its_own_attributes_after_an_unverified_set() {
+    let r = driver("dmapp-unverified-get", "init put 1 64 1 getset put 1 64 2")
+        .env("AAR_EMU_DMAPP_LAYOUT", "queue-first")
+        .env("AAR_EMU_DMAPP_SET_BUSY", "1 after 1")
+        .run();
+    r.assert_ok();
+    assert_eq!(sets_and_routings(&r), "sS2ss22", "given back at the get, then the application's set");
+}
+
 #[test]
 fn an_unknown_attribute_layout_stops_steering_with_one_warning_and_the_program_runs_on() {
     let script = "init put 1 64 5 get 1 64 5 threads 3 64 50 amo 4 put 1 65536 5 get 1 65536 2 all";
