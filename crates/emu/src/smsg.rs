@@ -17,7 +17,7 @@ use crate::job::{self, Job};
 use crate::mailbox::{Inbox, SharedMailbox};
 use crate::post_log::{self, Record};
 use crate::registry::{self, Ep, Registry};
-use crate::shm::NO_RING;
+use crate::shm::{Mbox, MBOX_ACTIVE, NO_RING};
 use crate::timing::NicTransfer;
 
 /// Per-message bookkeeping uGNI keeps in each mailbox slot, counted in the buffer size.
@@ -202,7 +202,11 @@ unsafe fn send_shared(j: &Job, ep: &Arc<Ep>, mode: u16, s: &Send, remote_id: u32
     let Some(link) = guard.as_mut() else {
         return GNI_RC_INVALID_STATE;
     };
-    let found = link.peer_box.filter(|m| m.addr.load(Ordering::Relaxed) == link.peer_addr);
+    // The control found before, while it still keeps that mailbox: the peer frees it when its
+    // endpoint goes or sets the mailbox up again, which may then be kept by another control.
+    let live =
+        |m: &&Mbox| m.state.load(Ordering::Acquire) == MBOX_ACTIVE && m.addr.load(Ordering::Relaxed) == link.peer_addr;
+    let found = link.peer_box.filter(live);
     let Some(peer) = found.or_else(|| j.find_mbox(link.peer_rank, link.peer_addr)) else {
         // The peer has not called GNI_SmsgInit yet: like a full mailbox, retry later.
         return GNI_RC_NOT_DONE;

@@ -373,6 +373,11 @@ fn smsg_flows_between_every_pair_with_credits_after_a_datagram_exchange() {
 }
 
 #[test]
+fn an_smsg_sender_follows_a_mailbox_set_up_again_under_another_control() {
+    pass_job(&Launch { scenario: "smsgreinit", ranks: 2, ..Default::default() });
+}
+
+#[test]
 fn posts_to_a_rank_that_ended_fail_and_the_poster_goes_on() {
     let says = Some((0, "aar-emu: process_vm_writev to rank 1 (pid "));
     pass_job(&Launch { scenario: "orphan", ranks: 2, says, ..Default::default() });

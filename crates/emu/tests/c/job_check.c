@@ -716,6 +716,71 @@ static void smsg(void)
 	EXPECT(arrivals == MSGS * (size - 1));
 }
 
+/* The attributes of a mailbox of CREDITS messages at buf+32K+offset, registered under mh. */
+static gni_smsg_attr_t mbox_attr(uint64_t buf, gni_mem_handle_t mh, uint32_t offset)
+{
+	gni_smsg_attr_t a;
+	memset(&a, 0, sizeof a);
+	a.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+	a.mbox_maxcredit = CREDITS;
+	a.msg_maxsize = MAXSIZE;
+	a.msg_buffer = (void *)(uintptr_t)(buf + 32768);
+	a.buff_size = 32768;
+	a.mem_hndl = mh;
+	a.mbox_offset = offset;
+	return a;
+}
+
+/* Rank 1 sets up two mailboxes towards rank 0 (endpoints x, then b), takes a message on b,
+ * destroys x and sets b up again, as a program that reconnects does: b's mailbox is now kept by
+ * another control in rank 1's file (x's, freed). Rank 0, which sent to b before, must send its
+ * next message to where b now reads, not to b's old control that nobody reads any more. */
+static void smsgreinit(void)
+{
+	setup();
+	EXPECT(size == 2);
+	struct msg_header h = {(uint32_t)rank, 0};
+	void *got;
+	if (rank == 0) {
+		gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
+		gni_smsg_attr_t theirs = mbox_attr(peers[1].buf, peers[1].mh, 1024);
+		OK(GNI_SmsgInit(eps[1], &mine, &theirs));
+		barrier(1);
+		OK(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 1));
+		barrier(2);
+		barrier(3);
+		h.seq = 1;
+		OK(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 2));
+		barrier(4);
+		return;
+	}
+	gni_smsg_attr_t theirs = mbox_attr(peers[0].buf, peers[0].mh, 0);
+	gni_smsg_attr_t x_attr = mbox_attr(addr_of(me.buf), me.mh, 0);
+	gni_smsg_attr_t b_attr = mbox_attr(addr_of(me.buf), me.mh, 1024);
+	gni_ep_handle_t x, b;
+	OK(GNI_EpCreate(me.nic, me.cq, &x));
+	OK(GNI_EpBind(x, peers[0].addr, peers[0].inst));
+	OK(GNI_EpCreate(me.nic, me.cq, &b));
+	OK(GNI_EpBind(b, peers[0].addr, peers[0].inst));
+	OK(GNI_SmsgInit(x, &x_attr, &theirs));
+	OK(GNI_SmsgInit(b, &b_attr, &theirs));
+	barrier(1);
+	barrier(2);
+	OK(GNI_SmsgGetNext(b, &got));
+	memcpy(&h, got, sizeof h);
+	EXPECT(h.from == 0 && h.seq == 0);
+	OK(GNI_SmsgRelease(b));
+	OK(GNI_EpDestroy(x));
+	OK(GNI_SmsgInit(b, &b_attr, &theirs));
+	barrier(3);
+	barrier(4);
+	/* Rank 0's send returned: the message is in b's mailbox, published. */
+	OK(GNI_SmsgGetNext(b, &got));
+	memcpy(&h, got, sizeof h);
+	EXPECT(h.from == 0 && h.seq == 1);
+	OK(GNI_SmsgRelease(b));
+}
+
 /* Rank 1 registers its memory and ends; rank 0's posts to it then fail with
  * GNI_RC_TRANSACTION_ERROR (said once on stderr) and rank 0 goes on. */
 static void orphan(void)
@@ -816,6 +881,7 @@ int main(int argc, char **argv)
 		{"foreign", foreign},
 		{"dgram", dgram},
 		{"smsg", smsg},
+		{"smsgreinit", smsgreinit},
 		{"orphan", orphan},
 		{"attach", attach},
 		{"simget", simget},
