@@ -4,7 +4,9 @@
  * (or -ldmapp). Not part of uGNI or DMAPP: a program that calls these runs only against the
  * emulator.
  *
- * The emulator keeps five NIC counters per process, published as PAPI Software-Defined Events
+ * The emulator keeps five NIC counters per process (in an `aar run` job, per node: the ranks of
+ * one NIC address share them, as a NIC's registers are, so the calls below that read or change
+ * them see the node's; docs/emulator-job.md), published as PAPI Software-Defined Events
  * (read them with PAPI_add_named_event("sde:::aries::<name>")), always in this order:
  *   0 req_flits    AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS      request flits sent
  *   1 req_stalled  AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_STALLED    request flit stalled cycles
