@@ -114,7 +114,8 @@ extern "C" {
 #endif
 
 /* Sets the network profile: latency per response packet at the Adaptive (ADAPTIVE0) and High
- * Bias (ADAPTIVE3) ends, in microseconds, and stalled cycles per request flit at both ends.
+ * Bias (ADAPTIVE3) ends, in microseconds, and stalled cycles per request flit at both ends; the
+ * response stalls per request stall stay as AAR_EMU_NETWORK's rsp_stall set them.
  * Returns 0, or -1 (and changes nothing) when a value is negative or not finite. */
 int aar_emu_set_network(double latency_ad_us, double latency_bs_us, double stall_ad, double stall_bs);
 

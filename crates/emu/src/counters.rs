@@ -112,6 +112,8 @@ static REGISTER_SDE_COUNTERS: extern "C" fn() = register_sde_counters;
 struct Timing {
     model: Box<dyn NicModel>,
     fractions: [f64; 5],
+    /// The network profile in force: `AAR_EMU_NETWORK`'s, then `aar_emu_set_network`'s.
+    profile: NetworkProfile,
     /// Published latency counts per microsecond and per NIC cycle (`AAR_EMU_LATENCY_UNIT`).
     latency_scale: (f64, f64),
 }
@@ -141,7 +143,7 @@ fn timing() -> &'static Mutex<Timing> {
             },
             SimSetting::Off => Box::new(DefaultModel { profile }),
         };
-        Mutex::new(Timing { model, fractions: [0.0; 5], latency_scale })
+        Mutex::new(Timing { model, fractions: [0.0; 5], profile, latency_scale })
     })
 }
 
@@ -195,12 +197,17 @@ pub fn clock_ns() -> u64 {
     lock_timing().model.clock_ns()
 }
 
-/// Replaces the network profile; false (and nothing changed) when a value is negative or not finite.
-pub fn set_network(profile: NetworkProfile) -> bool {
+/// Replaces the two ends of the network profile (`aar_emu_set_network`), keeping its response
+/// stalls per request stall (`AAR_EMU_NETWORK`'s `rsp_stall`); false (and nothing changed) when
+/// a value is negative or not finite.
+pub fn set_network(latency_ad: f64, latency_bs: f64, stall_ad: f64, stall_bs: f64) -> bool {
+    let mut g = lock_timing();
+    let profile = NetworkProfile { latency_ad, latency_bs, stall_ad, stall_bs, ..g.profile };
     if !profile.is_valid() {
         return false;
     }
-    lock_timing().model.set_profile(profile);
+    g.profile = profile;
+    g.model.set_profile(profile);
     true
 }
 

@@ -20,7 +20,6 @@ use std::sync::atomic::Ordering;
 use aar_abi::*;
 
 use crate::rma::{self, Call};
-use crate::timing::profile::NetworkProfile;
 use crate::{counters, cq_entry, datagram, domain, memory, smsg};
 
 // Every export has exactly the type aar_abi gives that function, the type libaar.so calls it
@@ -895,17 +894,8 @@ pub static gni_err_str: ErrStrTable = ErrStrTable([
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_emu_set_network(latency_ad_us: f64, latency_bs_us: f64, stall_ad: f64, stall_bs: f64) -> c_int {
-    let ok = catch_unwind(|| {
-        // The response-stall fraction is only set through AAR_EMU_NETWORK; keep the default here.
-        let profile = NetworkProfile {
-            latency_ad: latency_ad_us,
-            latency_bs: latency_bs_us,
-            stall_ad,
-            stall_bs,
-            ..Default::default()
-        };
-        counters::set_network(profile)
-    });
+    // The response-stall fraction is only set through AAR_EMU_NETWORK, and stays.
+    let ok = catch_unwind(|| counters::set_network(latency_ad_us, latency_bs_us, stall_ad, stall_bs));
     if matches!(ok, Ok(true)) {
         0
     } else {

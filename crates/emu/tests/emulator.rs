@@ -218,11 +218,12 @@ fn sum(parts: &[[f64; 5]]) -> [f64; 5] {
 /// fractional amounts carried over (the cumulative counter is the floor of the cumulative sum).
 /// Nothing on stderr.
 fn check_counters(args: &[&str], env: &[(&str, &str)], latency_scale: f64) {
-    check_counters_warned(args, env, latency_scale, "");
+    check_counters_warned(args, env, latency_scale, 0.0, "");
 }
 
 /// [`check_counters`], with `warning` (if not empty) as the one line on stderr.
-fn check_counters_warned(args: &[&str], env: &[(&str, &str)], latency_scale: f64, warning: &str) {
+/// `rsp_stall`: the response stalls per request stall the model is expected to count with.
+fn check_counters_warned(args: &[&str], env: &[(&str, &str)], latency_scale: f64, rsp_stall: f64, warning: &str) {
     let exe = compile("crates/emu/tests/c/papi_counters.c", "papi_counters");
     let out = run(&exe, args, env);
     let stdout = expect_success(&out, "papi_counters");
@@ -232,6 +233,7 @@ fn check_counters_warned(args: &[&str], env: &[(&str, &str)], latency_scale: f64
     let m = |bytes, transfer, mode| {
         let mut e = model(bytes, transfer, mode, prof);
         e[2] *= latency_scale;
+        e[4] = e[1] * rsp_stall;
         e
     };
     let (put, get) = (Transfer::Put, Transfer::Get);
@@ -301,6 +303,13 @@ fn counters_read_through_papi_follow_the_model() {
     check_counters(&["--set-network"], &[], 1.0);
 }
 
+/// aar_emu_set_network sets the two ends of the profile; the response stalls per request stall
+/// that AAR_EMU_NETWORK gave stay.
+#[test]
+fn setting_the_network_keeps_the_response_stalls_of_the_environment() {
+    check_counters_warned(&["--set-network"], &[("AAR_EMU_NETWORK", "rsp_stall=0.5")], 1.0, 0.5, "");
+}
+
 #[test]
 fn network_profile_and_latency_unit_come_from_the_environment() {
     let env = [
@@ -324,7 +333,7 @@ fn a_network_value_too_large_to_count_warns_and_keeps_the_default() {
          rsp_stall=0",
         env[0].1
     );
-    check_counters_warned(&[], &env, 800.0, &warning);
+    check_counters_warned(&[], &env, 800.0, 0.0, &warning);
 }
 
 #[test]
