@@ -106,12 +106,7 @@ impl FromStr for JobCredentials {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let number = |item: &str| {
-            let item = item.trim();
-            match item.strip_prefix("0x").or_else(|| item.strip_prefix("0X")) {
-                Some(hex) => u32::from_str_radix(hex, 16),
-                None => item.parse(),
-            }
-            .map_err(|_| BadCredential(item.to_string()))
+            item.parse::<settings::CrayNumber>().map(|n| n.0).map_err(|_| BadCredential(item.trim().to_string()))
         };
         s.split(':').map(number).collect::<Result<_, _>>().map(JobCredentials)
     }
