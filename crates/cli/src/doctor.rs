@@ -1077,13 +1077,7 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
         ),
         _ => {
             // Where AAR_PAPI_LIBRARY named the library, it is what failed: "set it" would not help.
-            let named = doc["variables_set"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|v| v["name"] == "AAR_PAPI_LIBRARY")
-                .and_then(|v| v["value"].as_str());
-            let fix = match named {
+            let fix = match given(doc, "AAR_PAPI_LIBRARY") {
                 Some(value) => format!(
                     "Correct AAR_PAPI_LIBRARY (it names {value}) to the path of a libpapi.so that loads here, or \
                      unset it to load the libpapi.so the loader finds (module load papi, on a Cray)"
@@ -1099,9 +1093,9 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
         }
     }
     let loaded = papi["path"].is_string();
-    // The events checked are AAR_PAPI_EVENTS's where it was set and taken, else the Aries defaults.
-    let named = |list: &str, key: &str| doc[list].as_array().into_iter().flatten().any(|v| v[key] == "AAR_PAPI_EVENTS");
-    let events_set = named("variables_set", "name") && !named("warnings", "variable");
+    // The events checked are AAR_PAPI_EVENTS's where it was given and taken, else the Aries defaults.
+    let events_given = given(doc, "AAR_PAPI_EVENTS").is_some();
+    let events_set = events_given && !warned(doc).contains(&"AAR_PAPI_EVENTS");
     let mut missing_required = false;
     for event in papi["events"].as_array().into_iter().flatten() {
         let name = event["name"].as_str().unwrap_or("?");
@@ -1123,8 +1117,15 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
                         "These are the Aries defaults ({}), which exist on the compute nodes of a Cray XC only: run \
                          this check there (srun -n 1 aar doctor ./app, or aprun -n 1), with the PAPI module loaded; \
                          elsewhere set AAR_PAPI_EVENTS to events that exist (papi_native_avail lists them).",
-                        if named("variables_set", "name") {
+                        if events_given {
                             "AAR_PAPI_EVENTS was not taken: see its warning"
+                        } else if doc["variables_set"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|v| v["name"] == "AAR_PAPI_EVENTS")
+                        {
+                            "AAR_PAPI_EVENTS is empty, which counts as unset"
                         } else {
                             "AAR_PAPI_EVENTS is unset"
                         }
@@ -1179,6 +1180,23 @@ fn check_counters(doc: &Value, ugni_loaded: bool, report: &mut Report) {
     for n in papi["notes"].as_array().into_iter().flatten().filter_map(Value::as_str) {
         report.warning("counters", format!("aar: {n}"), "");
     }
+}
+
+/// The value of the `AAR_*` variable `name` as libaar.so takes it: set, and neither empty nor
+/// blank (which count as unset, the default applying).
+fn given<'a>(doc: &'a Value, name: &str) -> Option<&'a str> {
+    doc["variables_set"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == name)
+        .and_then(|v| v["value"].as_str())
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// The variables the library warned of (their values were not taken).
+fn warned(doc: &Value) -> Vec<&str> {
+    doc["warnings"].as_array().into_iter().flatten().filter_map(|w| w["variable"].as_str()).collect()
 }
 
 /// Whether the automatic policy `name` (`auto` or `steady`), which needs the counters and
@@ -1685,8 +1703,7 @@ fn check_decider_lock(doc: &Value, report: &mut Report) {
 fn settings_lines(doc: &Value) -> Vec<String> {
     let s = &doc["settings"];
     let e = &s["engine"];
-    let warned: Vec<&str> =
-        doc["warnings"].as_array().into_iter().flatten().filter_map(|w| w["variable"].as_str()).collect();
+    let warned = warned(doc);
     let mut lines: Vec<String> = doc["variables_set"]
         .as_array()
         .into_iter()
@@ -1694,7 +1711,13 @@ fn settings_lines(doc: &Value) -> Vec<String> {
         .map(|v| {
             let name = v["name"].as_str().unwrap_or("?");
             let value = v["value"].as_str().unwrap_or("");
-            let tail = if warned.contains(&name) { "   (not taken: see the warning above)" } else { "" };
+            let tail = if warned.contains(&name) {
+                "   (not taken: see the warning above)"
+            } else if value.trim().is_empty() {
+                "   (empty: as if unset, the default applies)"
+            } else {
+                ""
+            };
             format!("{name}={value}{tail}")
         })
         .collect();
@@ -1717,10 +1740,7 @@ fn settings_lines(doc: &Value) -> Vec<String> {
         )
     };
     let events = match s["papi_events"].as_array() {
-        Some(ev)
-            if doc["variables_set"].as_array().is_some_and(|v| v.iter().any(|x| x["name"] == "AAR_PAPI_EVENTS"))
-                && !warned.contains(&"AAR_PAPI_EVENTS") =>
-        {
+        Some(ev) if given(doc, "AAR_PAPI_EVENTS").is_some() && !warned.contains(&"AAR_PAPI_EVENTS") => {
             format!("{} PAPI events from AAR_PAPI_EVENTS", ev.len())
         }
         Some(ev) => format!("the {} default Aries PAPI events", ev.len()),

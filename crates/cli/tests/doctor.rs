@@ -739,9 +739,12 @@ fn a_missing_event_is_a_problem_under_steady_too() {
 #[test]
 fn missing_default_events_are_sent_to_a_compute_node_not_to_unset_the_variable() {
     let prog = ugni_program();
-    for (value, why) in
-        [(UNSET, "(AAR_PAPI_EVENTS is unset)"), ("A,B", "(AAR_PAPI_EVENTS was not taken: see its warning)")]
-    {
+    for (value, why) in [
+        (UNSET, "(AAR_PAPI_EVENTS is unset)"),
+        ("A,B", "(AAR_PAPI_EVENTS was not taken: see its warning)"),
+        // Empty or blank counts as unset, as for every AAR_* variable: the defaults are in use.
+        (" ", "(AAR_PAPI_EVENTS is empty, which counts as unset)"),
+    ] {
         let r = doctor(&[prog.to_str().unwrap()], &[("AAR_PAPI_EVENTS", value)]);
         r.expect_code(1);
         r.expect_line("problem", "event", "request flits: AR_NIC_NETMON_ORB_EVENT_CNTR_REQ_FLITS does not exist");
@@ -751,6 +754,7 @@ fn missing_default_events_are_sent_to_a_compute_node_not_to_unset_the_variable()
         );
         assert_eq!(r.stdout.matches(&fix).count(), 5, "one per event:\n{}", r.stdout);
         assert!(!r.stdout.contains("or unset it for the Aries defaults"), "{}", r.stdout);
+        assert!(r.stdout.contains("; the 5 default Aries PAPI events;"), "{}", r.stdout);
     }
 }
 
@@ -802,6 +806,15 @@ fn without_libpapi_the_fix_names_aar_papi_library_and_following_it_works() {
         r.stdout
     );
     assert!(!r.stdout.contains("or set AAR_PAPI_LIBRARY"), "{}", r.stdout);
+    // AAR_PAPI_LIBRARY empty or blank counts as unset: the usual names were tried, and it names nothing.
+    let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", " ")]);
+    r.expect_code(1);
+    r.expect_line("problem", "PAPI", "aar: PAPI could not be loaded (tried libpapi.so,");
+    assert!(
+        r.stdout.contains("fix: module load papi (on a Cray), or set AAR_PAPI_LIBRARY to the path of libpapi.so"),
+        "{}",
+        r.stdout
+    );
     let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", copy.to_str().unwrap())]);
     r.expect_code(0);
     r.expect_line("ok", "PAPI", &format!("loaded from {}", copy.display()));
