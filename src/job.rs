@@ -255,9 +255,13 @@ fn place(lookup: &dyn Fn(&str) -> Option<EnvValue>) -> Place {
         Some((variable, n)) => {
             let pmix_of_slurm =
                 lookup("PMIX_NAMESPACE").is_none_or(|v| v.is_ok_and(|ns| ns.starts_with("slurm.pmix.")));
-            variable == "SLURM_PROCID"
-                || (pmix_of_slurm
-                    && lookup("SLURM_PROCID").is_none_or(|v| v.ok().as_deref().and_then(number) == Some(n)))
+            // Unset, empty or blank, SLURM_PROCID says nothing; any other value must be the rank.
+            let procid = first_number(&["SLURM_PROCID"], lookup, |_| true);
+            let procid_agrees = match procid.used {
+                Some((_, p)) => p == n,
+                None => procid.bad.is_empty(),
+            };
+            variable == "SLURM_PROCID" || (pmix_of_slurm && procid_agrees)
         }
     };
     let not_slurm = |v: &&&str| slurm_task || !v.starts_with("SLURM_");
@@ -460,6 +464,10 @@ mod tests {
         // only when a SLURM_PROCID says otherwise.
         assert_eq!(used(&[("PMI_RANK", "3"), ("SLURM_NTASKS", "4")]).1, Some(("SLURM_NTASKS", 4)));
         assert_eq!(used(&[("PMI_RANK", "3"), ("SLURM_PROCID", "x"), ("SLURM_NTASKS", "4")]).1, None);
+        assert_eq!(
+            used(&[("PMI_RANK", "3"), ("SLURM_PROCID", " "), ("SLURM_NTASKS", "4")]).1,
+            Some(("SLURM_NTASKS", 4))
+        );
     }
 
     #[test]

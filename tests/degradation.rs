@@ -420,6 +420,12 @@ fn a_rank_or_size_variable_that_is_not_a_number_is_said_and_the_next_one_used() 
     // Blank is unset, as for the AAR_* variables: nothing to say.
     let r = launch("blank-rank", &[("PMI_RANK", " "), ("SLURM_PROCID", "0")]);
     assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    // A blank SLURM_PROCID beside another rank is unset too: it does not say that the process is
+    // another launcher's (whose SLURM_NTASKS would count its daemons), as one of another rank does.
+    let r = launch("blank-procid", &[("PMI_RANK", "0"), ("SLURM_PROCID", " "), ("SLURM_NTASKS", "4")]);
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    let (header, _) = &iteration_records(&r.dir.join("out"))[0];
+    assert_eq!((header["rank"].as_u64(), header["nranks"].as_u64()), (Some(0), Some(4)));
 
     // The ranks on the node (whether the ranks share one counter reading) alike.
     let r = launch("bad-local-size", &[("MPI_LOCALNRANKS", "four"), ("OMPI_COMM_WORLD_LOCAL_SIZE", "2")]);
