@@ -225,7 +225,7 @@ pub fn run(args: DoctorArgs) -> i32 {
         check_decider_lock(doc, &mut report);
         check_preloaded_tools(doc, &mut report);
         check_preloaded_routers(&mut report);
-        check_file_size_limit(&mut report);
+        check_file_size_limit(doc, &mut report);
         if let Some(p) = program.as_ref() {
             if let Some(closure) = &p.closure {
                 let program = p.mpi_module.as_ref().unwrap_or(&p.path);
@@ -1659,7 +1659,7 @@ fn check_mpich_routing(doc: &Value, report: &mut Report) {
 /// node's may differ from the compute nodes').
 /// The file size limit (`ulimit -f`, which batch systems pass on to the job): the library's
 /// records, iteration rows and trace stop at it (with a warning), as the application's files do.
-fn check_file_size_limit(report: &mut Report) {
+fn check_file_size_limit(doc: &Value, report: &mut Report) {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: a valid rlimit to write to.
     if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
@@ -1670,7 +1670,8 @@ fn check_file_size_limit(report: &mut Report) {
          there, with a warning, as the program's own files do",
         limit.rlim_cur
     );
-    let writes = ["AAR_OUTPUT_DIR", "AAR_TRACE"].iter().any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    // As libaar.so takes them: an empty or blank AAR_OUTPUT_DIR or AAR_TRACE is unset.
+    let writes = ["output_dir", "trace"].iter().any(|k| doc["settings"][k].is_string());
     if writes {
         report.warning("files", text, "Raise it in the batch script (ulimit -f unlimited) if they may grow past it.");
     } else {

@@ -522,6 +522,9 @@ fn a_file_size_limit_is_named_where_the_library_writes_files() {
     assert!(r.stdout.contains("fix: Raise it in the batch script (ulimit -f unlimited)"), "{}", r.stdout);
     let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[]);
     r.expect_line("note", "files", "(ulimit -f)");
+    // Blank, as libaar.so takes it, AAR_OUTPUT_DIR and AAR_TRACE are unset: no file is written.
+    let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", " "), ("AAR_TRACE", " ")]);
+    r.expect_line("note", "files", "(ulimit -f)");
     let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/tmp")]);
     assert!(!r.stdout.contains("ulimit -f"), "{}", r.stdout);
 }
