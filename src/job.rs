@@ -82,14 +82,15 @@ fn first_number(
     found
 }
 
-/// The first of `variables` that `lookup` gives text for (a job or step id). Unset and empty
-/// variables are passed over silently; one that holds bytes that are not UTF-8 is kept as bad.
+/// The first of `variables` that `lookup` gives text for (a job or step id). Unset, empty and
+/// blank variables are passed over silently; one that holds bytes that are not UTF-8 is kept as bad.
 fn first_text(variables: &[&'static str], lookup: &dyn Fn(&str) -> Option<EnvValue>) -> Found<String> {
     let mut found = Found::default();
     for &variable in variables {
         match lookup(variable) {
             None => {}
-            Some(Ok(v)) if v.is_empty() => {}
+            // Empty or blank: unset, as a number's variable is.
+            Some(Ok(v)) if v.trim().is_empty() => {}
             Some(Ok(v)) => {
                 found.used = Some((variable, v));
                 break;
@@ -380,11 +381,12 @@ mod tests {
         let set = |name: &str| match name {
             "SLURM_JOB_ID" => Some(Err("12\u{fffd}4".to_string())),
             "PBS_JOBID" => Some(Ok(String::new())),
+            "COBALT_JOBID" => Some(Ok(" \t".to_string())),
             "LSB_JOBID" => Some(Ok("77".to_string())),
             _ => None,
         };
         let found = first_text(&JOB_VARIABLES, &set);
-        assert_eq!(found.used, Some(("LSB_JOBID", "77".to_string())), "an empty one is unset, and silent");
+        assert_eq!(found.used, Some(("LSB_JOBID", "77".to_string())), "an empty or blank one is unset, and silent");
         let said = warnings(&A_JOB_ID, &found, |id| shown(id));
         assert_eq!(said.len(), 1, "{said:?}");
         assert!(
