@@ -8,9 +8,10 @@
 //! every lock of the library ([`state::FORK_LOCKS`]) is taken, so the child inherits consistent
 //! state, and the trace buffer is flushed so the child does not write the parent's lines again.
 //! In the child every lock is released and only atomics are stored ([`state::forked`]); the real
-//! work waits for the child's next intercepted call or its exit ([`state::after_fork_in_child`]): its
-//! own counter event set, its own statistics (the record of a child counts the child's messages
-//! only, under the child's pid), its own trace.
+//! work waits for the child's next intercepted call or its exit ([`state::after_fork_in_child`]): a
+//! fresh counter window (on the event set it inherited, which reads in the child as long as its
+//! events do; a failed read falls back as anywhere), its own statistics (the record of a child
+//! counts the child's messages only, under the child's pid), its own trace.
 
 use crate::papi::{self, Papi, PapiError};
 use crate::settings::{Boundary, Settings};
