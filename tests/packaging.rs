@@ -1239,6 +1239,26 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     all
 }
 
+/// scripts/setup (which demo and test run first) as a user runs it on Debian, whose PATH holds no
+/// /sbin or /usr/sbin (/usr/local/bin:/usr/bin:/bin), where ldconfig is: it ended at once with
+/// "ldconfig: command not found" (127), before installing anything. Here apt-get and sudo are
+/// stand-ins that say when they run (this machine has what setup installs), and rustup one that
+/// does nothing (its toolchains are no part of this).
+#[test]
+fn setup_runs_with_a_users_path_without_sbin() {
+    let dir = scratch("packaging-setup-path");
+    for tool in ["apt-get", "sudo"] {
+        aar_testkit::write_script(&dir.join(tool), &format!("#!/bin/sh\necho \"stand-in {tool} ran: $*\" >&2\nexit 99\n"));
+    }
+    aar_testkit::write_script(&dir.join("rustup"), "#!/bin/sh\nexit 0\n");
+    let cargo = std::path::PathBuf::from(std::env::var_os("CARGO").expect("CARGO, set by cargo test"));
+    let path = format!("{}:{}:/usr/local/bin:/usr/bin:/bin", dir.display(), cargo.parent().unwrap().display());
+    let out = Command::new(root().join("scripts/setup")).current_dir(root()).env("PATH", &path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("stand-in"), "this machine lacks what scripts/setup installs: run it first. {stderr}");
+    assert!(out.status.success(), "PATH={path}: {:?}: {stderr}", out.status);
+}
+
 /// scripts/build-release (which install, demo and the benchmarks call) takes FILE first: without
 /// one it ended on bash's own "1: usage: ..." words, and `--help` or an option in FILE's place
 /// built the workspace for minutes before looking for a file of that name. Here `cargo` is a
