@@ -22,15 +22,19 @@ impl FromStr for ByteSize {
         let v = text.trim();
         let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
         let (digits, suffix) = v.split_at(split);
+        // What messages show of the text: its first 40 characters.
+        let shown = || v.chars().take(40).collect::<String>().escape_debug().to_string();
         let bad = || {
-            let shown: String = v.chars().take(40).collect();
             format!(
                 "\"{}\" is not a size in bytes: a whole number, optionally followed by B, K, M, G, T or P (K = 1024; \
                  KB and KiB too), e.g. 4096, 64K, 1MiB",
-                shown.escape_debug()
+                shown()
             )
         };
-        let n: u64 = digits.parse().map_err(|_| bad())?;
+        if digits.is_empty() {
+            return Err(bad());
+        }
+        let too_large = || format!("{} is more than 1P (1 PiB), the largest size", shown());
         let scale: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 1,
             "k" | "kb" | "kib" => 1 << 10,
@@ -40,9 +44,12 @@ impl FromStr for ByteSize {
             "p" | "pb" | "pib" => 1 << 50,
             _ => return Err(bad()),
         };
+        // Only ASCII digits here: the one way `parse` fails is a number beyond 64 bits, which
+        // is too large, not "not a whole number".
+        let n: u64 = digits.parse().map_err(|_| too_large())?;
         match n.checked_mul(scale) {
             Some(b) if b <= Self::MAX => Ok(Self(b)),
-            _ => Err(format!("{} is more than 1P (1 PiB), the largest size", v.escape_debug())),
+            _ => Err(too_large()),
         }
     }
 }
@@ -102,6 +109,14 @@ mod tests {
         assert!(e.contains("\"1E\" is not a size in bytes") && e.contains("B, K, M, G, T or P"), "{e}");
         let e = "2P".parse::<ByteSize>().unwrap_err();
         assert!(e.contains("2P is more than 1P (1 PiB)"), "{e}");
+        // A whole number too long for 64 bits is too large, not "not a whole number".
+        for huge in ["18446744073709551616", "99999999999999999999999K"] {
+            let e = huge.parse::<ByteSize>().unwrap_err();
+            assert!(e.contains(&format!("{huge} is more than 1P (1 PiB)")), "{e}");
+        }
+        // Of a long text, the first 40 characters.
+        let e = "9".repeat(1000).parse::<ByteSize>().unwrap_err();
+        assert!(e.starts_with(&format!("{} is more than 1P", "9".repeat(40))), "{e}");
     }
 
     #[test]
