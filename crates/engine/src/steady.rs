@@ -62,7 +62,8 @@ pub struct SteadyConfig {
     /// Windows of the class for which a side's own measurement stays in use once the class
     /// left that side; older, the side is estimated from the other with λ and σ.
     pub recent_windows: u32,
-    /// Pairs of windows (both sides, same class and size range, at most `recent_windows` apart)
+    /// Pairs of windows (both sides, same class and size range, at most `recent_windows` windows
+    /// of the class apart)
     /// before the learned λ and σ replace the constants.
     pub calibration_pairs: u32,
     /// Bounds of the learned λ.
@@ -153,7 +154,8 @@ struct Calibration {
 struct ClassState {
     side: Side,
     seen: [Option<Seen>; 2],
-    /// The latest raw window of each side per size range, with its age, to form calibration pairs.
+    /// The latest raw window of each side per size range, with its age in windows of the state
+    /// (of any range), to form calibration pairs.
     raw: [[Option<Seen>; 2]; SIZE_RANGES],
     calibration: [Calibration; SIZE_RANGES],
     dwell: u32,
@@ -415,7 +417,9 @@ fn remember(st: &mut ClassState, cfg: &SteadyConfig, w: Window, side: Side, rang
     for s in st.seen.iter_mut().flatten() {
         s.age = s.age.saturating_add(1);
     }
-    for s in st.raw[range].iter_mut().flatten() {
+    // A raw window's age counts every window of the state, whatever its size range: a pair is
+    // two measurements close together, of one network.
+    for s in st.raw.iter_mut().flatten().flatten() {
         s.age = s.age.saturating_add(1);
     }
     let smoothed = match st.seen[side.index()] {

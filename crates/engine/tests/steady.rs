@@ -450,6 +450,28 @@ fn calibration_falls_back_to_the_constants_then_learns_within_bounds() {
     let (lambda, sigma, learned) = r.e.calibration(class, MIB);
     // λ samples 1.5, 2 (smoothing does not enter pairs: raw windows) and 3: (1.5 · 2 · 3)^(1/3) = 2.0801
     assert!(learned && close(lambda, 9f64.cbrt()) && sigma == 5.0, "{lambda} {sigma}");
+
+    // A pair is two windows of the class at most `recent_windows` (8) apart, whatever the sizes
+    // of the windows between: an Adaptive window of 1 MiB messages followed by 20 windows of
+    // 8 KiB ones pairs with no later High Bias window of 1 MiB messages (the network it measured
+    // is 20 windows gone). The windows between used to age it only when of its size range.
+    let mut r = Rig::new(one());
+    r.window(Policy::Fixed(AD0), msg, 2.0, 1.0);
+    for _ in 0..20 {
+        r.window(Policy::Fixed(AD3), put(8 << 10, class), 1.0, 10.0);
+    }
+    for _ in 0..3 {
+        r.window(Policy::Fixed(AD3), msg, 1.0, 10.0);
+    }
+    assert_eq!(r.e.calibration(class, MIB), (1.2, 5.0, false), "no pair of windows 21 apart");
+    // Adaptive windows of 1 MiB messages each at most 8 windows of the class after the latest
+    // High Bias one of that size, with 8 KiB windows between, still pair.
+    for _ in 0..3 {
+        r.window(Policy::Fixed(AD0), msg, 2.0, 1.0);
+        r.window(Policy::Fixed(AD3), put(8 << 10, class), 1.0, 10.0);
+    }
+    let (lambda, sigma, learned) = r.e.calibration(class, MIB);
+    assert!(learned && close(lambda, 2.0) && close(sigma, 10.0), "{lambda} {sigma}");
 }
 
 #[test]
