@@ -963,6 +963,11 @@ impl Engine {
         }
         self.baseline = Some(sample);
         let closed = self.take_closing();
+        if closed {
+            // A read before the new side's first message: that decision, made before the read,
+            // is the open window's first, and the read schedule counts it.
+            self.since_read = self.open.decisions;
+        }
         let covered = if closed { self.closing } else { std::mem::take(&mut self.open) };
         let WindowOutcome::Valid(w) = outcome else {
             if self.steady_learns {

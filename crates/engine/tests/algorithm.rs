@@ -269,6 +269,21 @@ fn counters_are_read_once_per_window_of_decisions_and_at_every_side_change() {
     let d = e.on_threshold_crossed(&msg, false);
     let w = d.window.unwrap();
     assert_eq!((w.latency_us, w.stall_ratio), (1.5, 2.0));
+    // The window a side change opens holds `window_decisions` decisions too, counting the one
+    // whose read came before its post: High Bias's window of 4 asks for its read at its fourth
+    // decision (it asked at the fifth).
+    let mut e = Engine::new(EngineConfig { window_decisions: 4, ..EngineConfig::default() });
+    e.observe(CounterSample::default());
+    e.set_policy(Policy::Fixed(AD0));
+    assert!(e.on_threshold_crossed(&msg, false).read_counters, "no window yet");
+    e.observe(sample(1_000_000, 2.0, 1_000_000, 1.5));
+    e.on_threshold_crossed(&msg, false);
+    e.set_policy(Policy::Fixed(AD3));
+    let d = e.on_threshold_crossed(&msg, false);
+    assert!(d.read_before && !d.read_counters);
+    e.observe(sample(2_000_000, 2.0, 2_000_000, 1.5));
+    let reads: Vec<bool> = (0..3).map(|_| e.on_threshold_crossed(&msg, false).read_counters).collect();
+    assert_eq!(reads, [false, false, true]);
     // The paper's setting: a read after every decision, never before.
     let mut e = Engine::new(EngineConfig { window_decisions: 1, ..EngineConfig::default() });
     e.observe(CounterSample::default());
