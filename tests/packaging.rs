@@ -1248,7 +1248,10 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 fn setup_runs_with_a_users_path_without_sbin() {
     let dir = scratch("packaging-setup-path");
     for tool in ["apt-get", "sudo"] {
-        aar_testkit::write_script(&dir.join(tool), &format!("#!/bin/sh\necho \"stand-in {tool} ran: $*\" >&2\nexit 99\n"));
+        aar_testkit::write_script(
+            &dir.join(tool),
+            &format!("#!/bin/sh\necho \"stand-in {tool} ran: $*\" >&2\nexit 99\n"),
+        );
     }
     aar_testkit::write_script(&dir.join("rustup"), "#!/bin/sh\nexit 0\n");
     let cargo = std::path::PathBuf::from(std::env::var_os("CARGO").expect("CARGO, set by cargo test"));
