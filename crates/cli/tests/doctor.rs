@@ -789,15 +789,19 @@ fn without_libpapi_the_fix_names_aar_papi_library_and_following_it_works() {
             dir.join("ns").display()
         ),
     );
+    // The usual names were tried, and the fix is to load PAPI or to name it.
+    let usual_names_tried = |r: &Run| {
+        r.expect_code(1);
+        r.expect_line("problem", "PAPI", "aar: PAPI could not be loaded (tried libpapi.so,");
+        assert!(
+            r.stdout.contains("fix: module load papi (on a Cray), or set AAR_PAPI_LIBRARY to the path of libpapi.so"),
+            "{}",
+            r.stdout
+        );
+    };
     let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[]);
     assert_ne!(r.code, 97, "the namespace could not be set up: {}", r.stderr);
-    r.expect_code(1);
-    r.expect_line("problem", "PAPI", "aar: PAPI could not be loaded (tried libpapi.so,");
-    assert!(
-        r.stdout.contains("fix: module load papi (on a Cray), or set AAR_PAPI_LIBRARY to the path of libpapi.so"),
-        "{}",
-        r.stdout
-    );
+    usual_names_tried(&r);
     // AAR_PAPI_LIBRARY naming a file that is not there: the fix is to correct it, not to set it.
     let wrong = dir.join("papi/no-such-libpapi.so");
     let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", wrong.to_str().unwrap())]);
@@ -810,14 +814,7 @@ fn without_libpapi_the_fix_names_aar_papi_library_and_following_it_works() {
     );
     assert!(!r.stdout.contains("or set AAR_PAPI_LIBRARY"), "{}", r.stdout);
     // AAR_PAPI_LIBRARY empty or blank counts as unset: the usual names were tried, and it names nothing.
-    let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", " ")]);
-    r.expect_code(1);
-    r.expect_line("problem", "PAPI", "aar: PAPI could not be loaded (tried libpapi.so,");
-    assert!(
-        r.stdout.contains("fix: module load papi (on a Cray), or set AAR_PAPI_LIBRARY to the path of libpapi.so"),
-        "{}",
-        r.stdout
-    );
+    usual_names_tried(&doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", " ")]));
     let r = doctor_under(Some(&wrapper), &[prog.to_str().unwrap()], &[("AAR_PAPI_LIBRARY", copy.to_str().unwrap())]);
     r.expect_code(0);
     r.expect_line("ok", "PAPI", &format!("loaded from {}", copy.display()));
