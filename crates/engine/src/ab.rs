@@ -40,11 +40,12 @@ impl FromStr for Seed {
 
 impl FromStr for AbOrder {
     type Err = String;
-    /// `round-robin` (or `rr`), `shuffled`, `shuffled:SEED`.
+    /// `round-robin` (or `rr`), `shuffled`, `shuffled:SEED`; blanks around the colon are allowed,
+    /// as around the commas of a policy list.
     fn from_str(text: &str) -> Result<Self, String> {
         let t = text.trim();
         let (name, seed) = match t.split_once(':') {
-            Some((n, s)) => (n, Some(s)),
+            Some((n, s)) => (n.trim_end(), Some(s)),
             None => (t, None),
         };
         match (name.to_ascii_lowercase().as_str(), seed) {
@@ -201,6 +202,7 @@ mod tests {
         assert_eq!("rr".parse::<AbOrder>(), Ok(AbOrder::RoundRobin));
         assert_eq!("shuffled".parse::<AbOrder>(), Ok(AbOrder::Shuffled(DEFAULT_SEED)));
         assert_eq!("Shuffled:42".parse::<AbOrder>(), Ok(AbOrder::Shuffled(42)));
+        assert_eq!(" shuffled : 7 ".parse::<AbOrder>(), Ok(AbOrder::Shuffled(7)));
         for bad in ["", "random", "shuffled:x", "shuffled:-1", "rr:3"] {
             assert!(bad.parse::<AbOrder>().is_err(), "{bad}");
         }
