@@ -88,6 +88,8 @@
  *       thread's) return DMAPP_RC_BUSY and change nothing; "always": every one; "N after M" or
  *       "always after M": the same once M calls have been answered as usual (see also
  *       aar_emu_dmapp_set_busy below).
+ *   AAR_EMU_DMAPP_GET_BUSY=0   the same for dmapp_get_rma_attrs[_ext] calls, which then read
+ *       nothing.
  *   AAR_EMU_JOB_DIR=<folder>   set by `aar run` (with PMI_RANK, PMI_SIZE, PMI_GNI_LOC_ADDR and
  *       PMI_GNI_COOKIE): the process is one rank of a job; NIC state other ranks must reach lives
  *       in files of that folder, and posts, AMOs, CQ events, SMSG and datagrams reach other ranks

@@ -284,6 +284,14 @@ impl Thread {
         self.busy_wait.set(0);
     }
 
+    /// A set of `d`'s routing went through, but DMAPP would neither read it back nor restore what
+    /// was in force (busy both times): the routing in force is not known. The thread stays
+    /// routable: its next change reads the attributes again and verifies what it writes.
+    pub fn unsure(&self, d: Direction) {
+        let dir = self.dir(d);
+        self.dirs[d.index()].set(Dir { in_force: None, ..dir });
+    }
+
     /// Whether a change of routing is to be tried now: not while the thread lets changes pass
     /// after a transient failure (this one is then counted as passed).
     pub fn change_due(&self) -> bool {

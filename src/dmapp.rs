@@ -528,8 +528,9 @@ fn reconcile(t: &Thread, d: Direction, desired: u8) {
     if !t.change_due() {
         return;
     }
-    if t.dir(d).in_force.is_none() {
-        // What a set whose result was not verified changed is not known: all of it goes back.
+    if t.dir(d).in_force.is_none() && !t.dir(d).routable {
+        // What a set whose result was not verified changed is not known, and the library gives
+        // the attributes back: all of them go back. (A routable thread's is read again below.)
         return give_back(t, true);
     }
     let dir = attributes::direction_name(d);
@@ -562,7 +563,16 @@ fn reconcile(t: &Thread, d: Direction, desired: u8) {
     let back = match read_attrs(t) {
         Ok(back) => back,
         // Not verified: put back what was in force, and try again later.
-        Err(e) if e.is_transient() && write_attrs(t, &now).is_ok() => return busy(t, e, dir, name),
+        Err(e) if e.is_transient() => {
+            match write_attrs(t, &now) {
+                Ok(()) => {}
+                // Neither verified nor put back: what is in force is not known until the
+                // thread's next change reads it again (and verifies what it writes).
+                Err(r) if r.is_transient() => t.unsure(d),
+                Err(r) => return disagreement(t, &r.to_string(), true),
+            }
+            return busy(t, e, dir, name);
+        }
         Err(e) => return disagreement(t, &e.to_string(), true),
     };
     if let Some(i) = (0..RMA_ATTRS_EXT_BYTES).find(|&i| back.0[i] != wanted.0[i]) {

@@ -423,7 +423,8 @@ fn sets_and_routings(r: &Run) -> String {
 fn assert_counted_as_sent(r: &Run) {
     let rec = record(r);
     for (value, mode) in [(ADAPTIVE, "ADAPTIVE0"), (ADAPTIVE_3, "ADAPTIVE3")] {
-        let sent = data_calls(r).iter().filter(|v| v["routing"] == value).count() as u64;
+        let sent: u64 =
+            data_calls(r).iter().filter(|v| v["routing"] == value).map(|v| v["messages"].as_u64().unwrap()).sum();
         let counted = rec["modes"][mode]["messages"].as_u64().unwrap_or(0);
         assert_eq!(counted, sent, "{mode}: {}", rec["modes"]);
     }
@@ -611,6 +612,26 @@ fn a_busy_give_back_after_an_unverified_set_is_tried_again_and_counted_as_unknow
     assert_eq!(rec["dmapp"]["attribute_sets"], 3);
     assert_eq!(rec["modes"]["OTHER"]["messages"], 1, "the call made while the routing was not known: {}", rec["modes"]);
     assert_eq!(rec["modes"]["ADAPTIVE0"]["messages"], 4, "{}", rec["modes"]);
+}
+
+/// A set whose read-back DMAPP answers busy, and whose restore it answers busy too: what is in
+/// force is not known (the call meanwhile is counted of unknown routing), the thread's next call
+/// reads the attributes again and sets and verifies its routing, and steering goes on without a
+/// word, rather than stopping as if the attribute layout were wrong.
+#[test]
+fn a_busy_read_back_whose_restore_is_busy_too_leaves_the_routing_unknown_and_steering_on() {
+    let r = driver("dmapp-busy-read-back", "init put 1 64 5")
+        .env("AAR_EMU_DMAPP_GET_BUSY", "1 after 2")
+        .env("AAR_EMU_DMAPP_SET_BUSY", "1 after 1")
+        .run();
+    r.assert_ok();
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    assert_eq!(sets_and_routings(&r), "sS6s6666", "set, restore busy, then set and verified again");
+    let rec = record(&r);
+    assert_eq!(rec["dmapp"]["steering"], true, "{}", rec["dmapp"]);
+    assert_eq!(rec["modes"]["OTHER"]["messages"], 1, "the call made while the routing was not known: {}", rec["modes"]);
+    assert_eq!(rec["modes"]["ADAPTIVE3"]["messages"], 4, "{}", rec["modes"]);
+    assert_eq!(rec["dmapp"]["attribute_sets"], 3);
 }
 
 /// The application that reads its attributes while what is in force is not known (the give-back

@@ -55,6 +55,11 @@ pub enum SettingError {
         shown = value.escape_debug()
     )]
     DmappSetBusy { value: String, problem: <BusyCount as FromStr>::Err },
+    #[error(
+        "AAR_EMU_DMAPP_GET_BUSY=\"{shown}\": {problem}; every dmapp_get_rma_attrs[_ext] call is answered as usual",
+        shown = value.escape_debug()
+    )]
+    DmappGetBusy { value: String, problem: <BusyCount as FromStr>::Err },
     #[error("AAR_EMU_JOB_COPY=\"{shown}\": {problem}; using process_vm (with the service thread as fallback)", shown = value.escape_debug())]
     JobCopy { value: String, problem: <CopyPath as FromStr>::Err },
     #[error(
@@ -170,6 +175,12 @@ pub fn dmapp_layout() -> AttrsLayout {
 /// process, DMAPP answers `DMAPP_RC_BUSY` (changing nothing).
 pub fn dmapp_set_busy() -> BusyCount {
     parsed("AAR_EMU_DMAPP_SET_BUSY", |value, problem| SettingError::DmappSetBusy { value, problem })
+}
+
+/// `AAR_EMU_DMAPP_GET_BUSY`: the same for `dmapp_get_rma_attrs[_ext]` calls (which then read
+/// nothing).
+pub fn dmapp_get_busy() -> BusyCount {
+    parsed("AAR_EMU_DMAPP_GET_BUSY", |value, problem| SettingError::DmappGetBusy { value, problem })
 }
 
 /// The job this process is a rank of, from the environment `aar run` gives each rank:
@@ -364,7 +375,7 @@ impl fmt::Display for SheapSize {
     }
 }
 
-/// `AAR_EMU_DMAPP_SET_BUSY`: the number of calls answered busy, 0 (the default) to
+/// `AAR_EMU_DMAPP_SET_BUSY` and `AAR_EMU_DMAPP_GET_BUSY`: the number of calls answered busy, 0 (the default) to
 /// [`u32::MAX`], or `always`, after the first `after` calls (`N after M`), which are answered as
 /// usual: a set that fails only once another went through.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -189,6 +189,27 @@ fn aar_emu_dmapp_set_busy_makes_set_calls_busy_and_a_bad_value_is_said() {
     );
 }
 
+/// `AAR_EMU_DMAPP_GET_BUSY` makes the first get of the scenario busy (its first check fails on
+/// that), and a bad value is said and answers every get as usual.
+#[test]
+fn aar_emu_dmapp_get_busy_makes_get_calls_busy_and_a_bad_value_is_said() {
+    let out = run(&dmapp_check(), &["busy"], &[("AAR_EMU_DMAPP_SET_BUSY", "2"), ("AAR_EMU_DMAPP_GET_BUSY", "1")]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("dmapp_get_rma_attrs_ext(&e)") && stderr(&out).contains("10"), "{}", stderr(&out));
+    let out =
+        run(&dmapp_check(), &["busy"], &[("AAR_EMU_DMAPP_SET_BUSY", "2"), ("AAR_EMU_DMAPP_GET_BUSY", "1 before 2")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "aar-emu: AAR_EMU_DMAPP_GET_BUSY=\"1 before 2\": not a number of calls (give a whole number from 0 to \
+             4294967295, or \"always\", optionally followed by \"after M\", M calls answered as usual first); every \
+             dmapp_get_rma_attrs[_ext] call is answered as usual"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// "job npes N sheap BYTES" from the job scenario, with its stderr.
 fn job_shape(env: &[(&str, &str)]) -> ((u32, u64), String) {
     let out = run(&dmapp_check(), &["job"], env);

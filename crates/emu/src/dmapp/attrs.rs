@@ -244,35 +244,47 @@ pub fn log_request(call: &'static str, asked: Option<Attrs>, rc: DmappReturn) {
     }
 }
 
-/// The set calls still to be answered as usual before the busy ones, and the busy ones still to
-/// answer ([`u32::MAX`]: every one), from `AAR_EMU_DMAPP_SET_BUSY` until [`set_busy`].
-fn busy_left() -> &'static [AtomicU32; 2] {
-    static LEFT: OnceLock<[AtomicU32; 2]> = OnceLock::new();
-    LEFT.get_or_init(|| {
-        let b = settings::dmapp_set_busy();
-        [AtomicU32::new(b.after), AtomicU32::new(b.count)]
-    })
+/// The calls of one kind still to be answered as usual before the busy ones, and the busy ones
+/// still to answer ([`u32::MAX`]: every one).
+struct Busy([AtomicU32; 2]);
+
+impl Busy {
+    fn new(b: settings::BusyCount) -> Self {
+        Busy([AtomicU32::new(b.after), AtomicU32::new(b.count)])
+    }
+
+    /// Whether this call is one to answer busy (counting it).
+    fn take(&self) -> bool {
+        let [after, count] = &self.0;
+        let take = |n| match n {
+            0 => None,
+            u32::MAX => Some(n),
+            n => Some(n - 1),
+        };
+        if after.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+            return false;
+        }
+        count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, take).is_ok()
+    }
+}
+
+/// The set calls to answer busy, from `AAR_EMU_DMAPP_SET_BUSY` until [`set_busy`].
+fn sets_busy() -> &'static Busy {
+    static SETS_BUSY: OnceLock<Busy> = OnceLock::new();
+    SETS_BUSY.get_or_init(|| Busy::new(settings::dmapp_set_busy()))
+}
+
+/// The get calls to answer busy, from `AAR_EMU_DMAPP_GET_BUSY`.
+fn gets_busy() -> &'static Busy {
+    static GETS_BUSY: OnceLock<Busy> = OnceLock::new();
+    GETS_BUSY.get_or_init(|| Busy::new(settings::dmapp_get_busy()))
 }
 
 /// The next `n` set calls (every one from now on: [`u32::MAX`]) answer `DMAPP_RC_BUSY`.
 pub fn set_busy(n: u32) {
-    let [after, count] = busy_left();
+    let [after, count] = &sets_busy().0;
     after.store(0, Ordering::Relaxed);
     count.store(n, Ordering::Relaxed);
-}
-
-/// Whether this set call is one to answer busy (counting it).
-fn busy() -> bool {
-    let [after, count] = busy_left();
-    let take = |n| match n {
-        0 => None,
-        u32::MAX => Some(n),
-        n => Some(n - 1),
-    };
-    if after.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
-        return false;
-    }
-    count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, take).is_ok()
 }
 
 /// `dmapp_set_rma_attrs[_ext]`: the calling thread's attributes become `requested` when DMAPP
@@ -284,7 +296,7 @@ pub fn set(call: &'static str, requested: Option<Requested>) -> Result<Attrs, Dm
     let guard = job::read();
     let (asked, result) = match (job::get(&guard), requested) {
         (Err(rc), r) => (r.map(|r| r.attrs(Attrs::DEFAULT)), Err(rc)),
-        (Ok(job), Some(r)) if busy() => (Some(r.attrs(in_force(job))), Err(DMAPP_RC_BUSY)),
+        (Ok(job), Some(r)) if sets_busy().take() => (Some(r.attrs(in_force(job))), Err(DMAPP_RC_BUSY)),
         (Ok(_), None) => (None, Err(DMAPP_RC_INVALID_PARAM)),
         (Ok(job), Some(r)) => {
             let asked = r.attrs(in_force(job));
@@ -302,9 +314,14 @@ pub fn defaults(requested: &Requested) -> Result<Attrs, DmappReturn> {
     requested.attrs(Attrs::DEFAULT).checked()
 }
 
-/// `dmapp_get_rma_attrs[_ext]`: the calling thread's attributes.
+/// `dmapp_get_rma_attrs[_ext]`: the calling thread's attributes (`DMAPP_RC_BUSY` when
+/// `AAR_EMU_DMAPP_GET_BUSY` makes the call busy).
 pub fn get() -> Result<Attrs, DmappReturn> {
-    job::get(&job::read()).map(in_force)
+    let attrs = job::get(&job::read()).map(in_force)?;
+    if gets_busy().take() {
+        return Err(DMAPP_RC_BUSY);
+    }
+    Ok(attrs)
 }
 
 #[cfg(test)]

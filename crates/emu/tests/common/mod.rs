@@ -77,6 +77,7 @@ pub fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         "AAR_EMU_DMAPP_SHEAP",
         "AAR_EMU_DMAPP_LAYOUT",
         "AAR_EMU_DMAPP_SET_BUSY",
+        "AAR_EMU_DMAPP_GET_BUSY",
         "LD_PRELOAD",
     ] {
         cmd.env_remove(var);
