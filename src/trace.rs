@@ -87,7 +87,7 @@ pub fn expand(pattern: &str, rank: Option<u32>, pid: u32) -> (String, Option<Str
 /// The trace file of this process, if tracing, and its counts, kept outside its lock so that a
 /// thread that cannot take it still counts what it loses.
 pub struct TraceFile {
-    open: TryLock<Option<Open>>,
+    open: TryLock<Slot>,
     /// A trace was opened in this process (its record has a `trace` section).
     opened: AtomicBool,
     /// Lines taken: written, or in the buffer.
@@ -125,6 +125,28 @@ fn varies(pattern: &str) -> (bool, bool) {
     let name = |rank, pid| expand(pattern, Some(rank), pid).0;
     let base = name(0, 1);
     (name(1, 1) != base, name(0, 2) != base)
+}
+
+/// What the trace's lock holds.
+enum Slot {
+    /// No trace: none asked for, it stopped, or the exit handler finished it.
+    Closed,
+    /// A fork child's own trace (its pattern has `%p`), created with its first line: a child that
+    /// sends nothing (a helper that does other work, then calls exit()) makes no file.
+    Deferred {
+        pattern: String,
+        max: u64,
+    },
+    Open(Open),
+}
+
+impl Slot {
+    fn take(&mut self) -> Option<Open> {
+        match std::mem::replace(self, Slot::Closed) {
+            Slot::Open(t) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 /// Lines buffered before they go out, in one write of whole lines.
@@ -194,11 +216,67 @@ impl Open {
     }
 }
 
+/// Create the trace `pattern` names, to take at most `max` bytes; `None` (said) when it cannot be.
+fn create(pattern: &str, max: u64) -> Option<Open> {
+    // (A `%` code it does not know was said with the other settings.)
+    let (path, _) = expand(pattern, job::rank(), sys::pid());
+    // One name for every rank: the others find it taken, and their own warnings of it are rank
+    // 0's to say, which said it whether it created the file or another rank did so first.
+    let one_name = varies(pattern) == (false, false) && job::nranks().is_some_and(|n| n > 1);
+    let one_name_said = |found: &str| {
+        format!(
+            "AAR_TRACE={} names one file for every rank ({}){found}: the first rank to create it traces, and \
+             every other rank that sees the same file system finds the name taken and writes no trace. \
+             Add %r (the rank) to the name, e.g. AAR_TRACE=\"trace.%r.jsonl\".",
+            aar_record::quotes::shown(pattern),
+            quoted_path(&path)
+        )
+    };
+    match sys::create_new(&path) {
+        Ok(f) => {
+            if one_name {
+                diag::warn(&one_name_said(""));
+            }
+            let buf = Vec::with_capacity(BUFFER);
+            Some(Open { file: f, buf, path: quoted_path(&path), line: Vec::with_capacity(512), bytes: 0, max })
+        }
+        // Rank 0 found it there: another rank was first (or an earlier run left it), and
+        // "no decision trace is written" would be false.
+        Err(e)
+            if one_name && e.kind() == std::io::ErrorKind::AlreadyExists && !std::path::Path::new(&path).is_dir() =>
+        {
+            diag::warn(&one_name_said(&format!(
+                " ({e}: another rank created it first and traces into it, or an earlier run left it and no rank traces)"
+            )));
+            None
+        }
+        Err(e) => {
+            let fix = match diag::limit_fix(&e) {
+                Some(fix) => fix.to_string(),
+                // A folder is there (creating the file says only that the name is taken, or is a folder).
+                None if std::path::Path::new(&path).is_dir() => format!(
+                    "It is a folder: name a file in it, e.g. AAR_TRACE=\"{}/trace.%r.%p.jsonl\".",
+                    path.trim_end_matches('/').escape_debug()
+                ),
+                None => "Point it at a writable folder and a name that does not exist yet (add %p for the pid, \
+                         %r for the rank)."
+                    .to_string(),
+            };
+            diag::warn(&format!(
+                "AAR_TRACE={}: cannot create {} ({e}); no decision trace is written. {fix}",
+                aar_record::quotes::shown(pattern),
+                quoted_path(&path)
+            ));
+            None
+        }
+    }
+}
+
 impl TraceFile {
     /// No trace yet.
     pub const fn new() -> Self {
         Self {
-            open: TryLock::new(None),
+            open: TryLock::new(Slot::Closed),
             opened: AtomicBool::new(false),
             lines: AtomicU64::new(0),
             buffered: AtomicU64::new(0),
@@ -255,68 +333,14 @@ impl TraceFile {
 
     /// Open the trace, to take at most `max` bytes; `true` if tracing is on.
     pub fn open(&self, pattern: Option<&str>, max: u64) -> bool {
-        let Some(pattern) = pattern else { return false };
-        // (A `%` code it does not know was said with the other settings.)
-        let (path, _) = expand(pattern, job::rank(), sys::pid());
-        // One name for every rank: the others find it taken, and their own warnings of it are rank
-        // 0's to say, which said it whether it created the file or another rank did so first.
-        let one_name = varies(pattern) == (false, false) && job::nranks().is_some_and(|n| n > 1);
-        let one_name_said = |found: &str| {
-            format!(
-                "AAR_TRACE={} names one file for every rank ({}){found}: the first rank to create it traces, and \
-                 every other rank that sees the same file system finds the name taken and writes no trace. \
-                 Add %r (the rank) to the name, e.g. AAR_TRACE=\"trace.%r.jsonl\".",
-                aar_record::quotes::shown(pattern),
-                quoted_path(&path)
-            )
-        };
-        match sys::create_new(&path) {
-            Ok(f) => {
-                if one_name {
-                    diag::warn(&one_name_said(""));
-                }
-                match self.open.try_lock_for(LINE_WAIT) {
-                    Some(mut t) => {
-                        let buf = Vec::with_capacity(BUFFER);
-                        let path = quoted_path(&path);
-                        *t = Some(Open { file: f, buf, path, line: Vec::with_capacity(512), bytes: 0, max });
-                        self.opened.store(true, Relaxed);
-                    }
-                    None => return false,
-                }
+        let Some(t) = pattern.and_then(|pattern| create(pattern, max)) else { return false };
+        match self.open.try_lock_for(LINE_WAIT) {
+            Some(mut slot) => {
+                *slot = Slot::Open(t);
+                self.opened.store(true, Relaxed);
                 true
             }
-            // Rank 0 found it there: another rank was first (or an earlier run left it), and
-            // "no decision trace is written" would be false.
-            Err(e)
-                if one_name
-                    && e.kind() == std::io::ErrorKind::AlreadyExists
-                    && !std::path::Path::new(&path).is_dir() =>
-            {
-                diag::warn(&one_name_said(&format!(
-                    " ({e}: another rank created it first and traces into it, or an earlier run left it and no rank traces)"
-                )));
-                false
-            }
-            Err(e) => {
-                let fix = match diag::limit_fix(&e) {
-                    Some(fix) => fix.to_string(),
-                    // A folder is there (creating the file says only that the name is taken, or is a folder).
-                    None if std::path::Path::new(&path).is_dir() => format!(
-                        "It is a folder: name a file in it, e.g. AAR_TRACE=\"{}/trace.%r.%p.jsonl\".",
-                        path.trim_end_matches('/').escape_debug()
-                    ),
-                    None => "Point it at a writable folder and a name that does not exist yet (add %p for the pid, \
-                             %r for the rank)."
-                        .to_string(),
-                };
-                diag::warn(&format!(
-                    "AAR_TRACE={}: cannot create {} ({e}); no decision trace is written. {fix}",
-                    aar_record::quotes::shown(pattern),
-                    quoted_path(&path)
-                ));
-                false
-            }
+            None => false,
         }
     }
 
@@ -346,7 +370,22 @@ impl TraceFile {
             });
             return;
         };
-        let Some(t) = guard.as_mut() else { return };
+        if let Slot::Deferred { pattern, max } = &*guard {
+            let t = create(pattern, *max);
+            self.opened.store(t.is_some(), Relaxed);
+            *guard = t.map_or(Slot::Closed, Slot::Open);
+        }
+        let Slot::Open(t) = &mut *guard else {
+            drop(guard);
+            if self.finished.load(Relaxed) {
+                // It waited while the exit handler wrote the trace.
+                self.after_exit();
+            } else {
+                // No file to write (a fork child's that could not be created): back to the fast path.
+                control::update(|w| control::with(w, None, None, Some(false)));
+            }
+            return;
+        };
         t.line.clear();
         // Serialised first: a line that would take the trace past its cap is not begun.
         let written = serde_json::to_writer(&mut t.line, line).map_err(std::io::Error::from).and_then(|()| {
@@ -383,33 +422,31 @@ impl TraceFile {
     /// Flush the buffer (before a fork, so the child does not write the parent's lines again).
     pub fn flush(&self) {
         if let Some(mut guard) = self.open.try_lock_for(Duration::from_millis(100)) {
-            if let Some(t) = guard.as_mut() {
+            if let Slot::Open(t) = &mut *guard {
                 self.buffered.store(0, Relaxed);
                 let _ = t.flush();
             }
         }
     }
 
-    /// In a fork child: a pattern with `%p` gives the child its own trace; without it the child
-    /// stops tracing, rather than interleave its lines with the parent's in one file (or try to
-    /// create the parent's, as `%%p`, a `%` and a `p`, would).
+    /// In a fork child: a pattern with `%p` gives the child its own trace, created with its
+    /// first line (a child that sends nothing makes no file); without it the child stops tracing,
+    /// rather than interleave its lines with the parent's in one file (or try to create the
+    /// parent's, as `%%p`, a `%` and a `p`, would).
     pub fn reopen_in_child(&self, pattern: Option<&str>, max: u64) -> bool {
-        if let Some(mut guard) = self.open.try_lock_for(Duration::from_millis(100)) {
-            // Discard, never flush, what the buffer may hold: those lines are the parent's, and
-            // so are the counts (the child's record counts its own trace, if it has one).
-            drop(guard.take());
-            self.opened.store(false, Relaxed);
-            for count in [&self.lines, &self.buffered, &self.lost, &self.nested] {
-                count.store(0, Relaxed);
-            }
-            for said in [&self.lost_said, &self.finished, &self.after_exit_said] {
-                said.store(false, Relaxed);
-            }
+        let Some(mut guard) = self.open.try_lock_for(Duration::from_millis(100)) else { return false };
+        // Discard, never flush, what the buffer may hold: those lines are the parent's, and so
+        // are the counts (the child's record counts its own trace, if it has one).
+        let own = pattern.filter(|p| varies(p).1);
+        *guard = own.map_or(Slot::Closed, |p| Slot::Deferred { pattern: p.to_string(), max });
+        self.opened.store(false, Relaxed);
+        for count in [&self.lines, &self.buffered, &self.lost, &self.nested] {
+            count.store(0, Relaxed);
         }
-        match pattern {
-            Some(p) if varies(p).1 => self.open(Some(p), max),
-            _ => false,
+        for said in [&self.lost_said, &self.finished, &self.after_exit_said] {
+            said.store(false, Relaxed);
         }
+        own.is_some()
     }
 
     /// Flush at exit. Another thread that holds the trace for over [`EXIT_WAIT`] keeps the

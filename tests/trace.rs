@@ -130,3 +130,24 @@ fn one_trace_name_taken_before_rank_0_is_said_as_one_name() {
     assert!(said[0].contains("File exists") && !said[0].contains("no decision trace is written"), "{}", said[0]);
     assert_eq!(r.dlvr_modes("GNI_PostFma"), [AD3; 3]);
 }
+
+/// A fork child that sends nothing (a helper that does other work, then calls exit()) writes
+/// nothing: under a pattern with `%p` it has no trace file of its own, not even an empty one,
+/// as it has no record. Its trace used to be made at its exit, where the child's own state is
+/// made, and left empty beside the parent's.
+#[test]
+fn a_fork_child_that_sends_nothing_leaves_no_trace_file() {
+    let launch = Launch::driver("trace-fork-silent", "fma 64 3 0 fork 0 fma 64 1 0").unset("AAR_EMU_LOG");
+    let folder = launch.dir.join("traces");
+    std::fs::create_dir(&folder).unwrap();
+    let pattern = folder.join("t.%p.jsonl").display().to_string();
+    let r = launch.env("AAR_TRACE", &pattern).env("AAR_SUMMARY", "0").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("child posts=0 errors=0"), "{}", r.stdout);
+    assert!(r.aar_lines().is_empty(), "{:?}", r.aar_lines());
+    let files: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "the parent's trace only: {files:?}");
+    assert_eq!(read_jsonl(&files[0]).len(), 4, "{}", files[0].display());
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "the parent's record only: {recs:?}");
+}
