@@ -419,13 +419,17 @@ impl TraceFile {
         }
     }
 
-    /// Flush the buffer (before a fork, so the child does not write the parent's lines again).
+    /// Flush the buffer (before a fork, so the child does not write the parent's lines again). A
+    /// write that fails ends the trace, said as at any other write of it.
     pub fn flush(&self) {
-        if let Some(mut guard) = self.open.try_lock_for(Duration::from_millis(100)) {
-            if let Slot::Open(t) = &mut *guard {
-                self.buffered.store(0, Relaxed);
-                let _ = t.flush();
-            }
+        let Some(mut guard) = self.open.try_lock_for(Duration::from_millis(100)) else { return };
+        let Slot::Open(t) = &mut *guard else { return };
+        self.buffered.store(0, Relaxed);
+        let Err(e) = t.flush() else { return };
+        if let Some(t) = guard.take() {
+            drop(guard);
+            control::update(|w| control::with(w, None, None, Some(false)));
+            t.warn(&e, "the trace stops here, the application continues");
         }
     }
 

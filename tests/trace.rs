@@ -151,3 +151,27 @@ fn a_fork_child_that_sends_nothing_leaves_no_trace_file() {
     let recs = r.records();
     assert_eq!(recs.len(), 1, "the parent's record only: {recs:?}");
 }
+
+/// A trace whose write fails when libaar.so writes its buffer before a fork (here at the job's
+/// file size limit) is said, as a failure of any other write of it is, and stops there. The
+/// failure was ignored: a program that forked a helper and then exited without more posts had
+/// its trace cut short with nothing said, and its record counted lines the file lacks.
+#[test]
+fn a_trace_write_that_fails_before_a_fork_is_said() {
+    // (The emulator's log is not the library's: it would meet the limit too.)
+    let mut launch = Launch::driver("trace-fork-fsize", "rdma 65536 40 0 forkexec")
+        .unset("AAR_EMU_LOG")
+        .env("PMI_RANK", "3")
+        .env("AAR_SUMMARY", "0");
+    launch.wrapper = ["sh", "-c", "ulimit -f 4; exec \"$@\"", "sh"].into_iter().map(String::from).collect();
+    let pattern = launch.dir.join("t.%r.jsonl").display().to_string();
+    let r = launch.env("AAR_TRACE", &pattern).run();
+    r.assert_ok();
+    assert!(r.stdout.contains("forkexec status=0"), "{}", r.stdout);
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("AAR_TRACE")).collect();
+    assert_eq!(said.len(), 1, "once, by rank 3: {}", r.stderr);
+    assert!(said[0].contains("writing the decision trace") && said[0].contains("t.3.jsonl"), "{}", said[0]);
+    assert!(said[0].contains("File too large") && said[0].contains("ulimit -f"), "{}", said[0]);
+    let lines = read_jsonl(&r.dir.join("t.3.jsonl"));
+    assert!(!lines.is_empty() && lines.len() < 40, "cut back to whole lines at the limit: {}", lines.len());
+}
