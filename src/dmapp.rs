@@ -294,8 +294,9 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
             if Some(desired) != dir.in_force {
                 return None;
             }
-            tally::count_all(c);
-            Some(t.inside(|| forward(addr)))
+            let rc = t.inside(|| forward(addr));
+            counted(rc, c);
+            Some(rc)
         });
         if let Some(Some(rc)) = fast {
             return rc;
@@ -331,18 +332,37 @@ fn slow(
     control::note_dmapp(w);
     let mut rc = None;
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        attributes::with_thread(|t| route_call(real, t, w, shape, crossed, &mut |a| rc = Some(forward(a)), addr));
+        attributes::with_thread(|t| {
+            let forward = &mut |a| {
+                let sent = forward(a);
+                rc = Some(sent);
+                sent == DMAPP_RC_SUCCESS
+            };
+            route_call(real, t, w, shape, crossed, forward, addr)
+        });
     }));
     forward_once(outcome, rc, || {
-        // Not counted yet (`route` counts right before it forwards): counted with the routing in
+        // Not counted yet (`route` counts right after it forwards): counted with the routing in
         // force on the thread, for the record holds what went out.
         let d = shape.kind.direction();
         let in_force = attributes::with_thread(|t| t.current().then(|| t.dir(d).in_force).flatten()).flatten();
         let class = in_force.map_or(OTHER, attributes::class_of_value);
         let (messages, bytes) = (shape.messages, shape.total_bytes());
-        tally::count_all(Count { api: Api::Dmapp, class, reason: PASSTHROUGH, messages, bytes });
-        forward(addr)
+        let rc = forward(addr);
+        counted(rc, Count { api: Api::Dmapp, class, reason: PASSTHROUGH, messages, bytes });
+        rc
     })
+}
+
+/// Count `c` after its call returned `rc`: with the messages that went out, or, when DMAPP
+/// refused the call, with the refused ones (it sent nothing: [`route::route`]).
+#[inline(always)]
+fn counted(rc: DmappReturn, c: Count) {
+    if rc == DMAPP_RC_SUCCESS {
+        tally::count_all(c);
+    } else {
+        tally::count_refused(Api::Dmapp, c.messages);
+    }
 }
 
 /// Route one data call on thread `t` and forward it, writing a trace line when tracing.
@@ -352,7 +372,7 @@ fn route_call(
     w: u32,
     shape: &Shape,
     crossed: Option<bool>,
-    forward: &mut dyn FnMut(*mut c_void),
+    forward: &mut dyn FnMut(*mut c_void) -> bool,
     addr: *mut c_void,
 ) {
     let d = shape.kind.direction();

@@ -70,6 +70,8 @@ struct ApiTotals {
     messages: u64,
     bytes: u64,
     modes: BTreeMap<&'static str, ModeTotals>,
+    /// Messages of calls the real function refused (not in the counts above).
+    refused: u64,
 }
 
 /// DMAPP steering: the routing table in use and where it came from, whether the library still
@@ -477,7 +479,8 @@ fn write_outputs() {
                 .map(|&api| {
                     let t = totals.api(api);
                     let (messages, bytes) = (t.total_messages(), t.total_bytes());
-                    (api.name(), ApiTotals { messages, bytes, modes: modes(t) })
+                    let refused = totals.refused[api as usize];
+                    (api.name(), ApiTotals { messages, bytes, modes: modes(t), refused })
                 })
                 .collect(),
             reasons: Reason::ALL.iter().map(|r| (r.name(), totals.reasons[r.index()])).collect(),

@@ -23,9 +23,15 @@ impl Call {
         self.msg.bytes.saturating_mul(self.messages)
     }
 
-    fn count(&self, class: usize, reason: Reason) {
+    /// Count it after the forward: with the messages that went out when `sent`, else with the
+    /// refused ones.
+    fn counted(&self, sent: bool, class: usize, reason: Reason) {
         let (api, messages, bytes) = (self.api, self.messages, self.bytes());
-        tally::count_all(Count { api, class, reason: reason.index(), messages, bytes });
+        if sent {
+            tally::count_all(Count { api, class, reason: reason.index(), messages, bytes });
+        } else {
+            tally::count_refused(api, messages);
+        }
     }
 }
 
@@ -43,19 +49,21 @@ pub struct Routed {
 /// `routable`: the caller asked for an adaptive routing, which the library may change. `crossed`:
 /// the fast path already added the call to the cumulative size (`None`: add it here). `apply`
 /// puts a mode in force (`None`: the caller's own routing) and returns the routing class the
-/// messages go out with, for the tally.
+/// messages go out with, for the tally. `forward` says whether the real function took the call:
+/// one it refused (no credit, a full queue: the caller tries again later) sent nothing and is
+/// not counted, so that a retried message is counted once.
 pub fn route(
     w: u32,
     call: &Call,
     crossed: Option<bool>,
     routable: bool,
     apply: impl FnOnce(Option<RoutingMode>) -> usize,
-    forward: impl FnOnce(),
+    forward: impl FnOnce() -> bool,
 ) -> Routed {
     if w & READY == 0 || w & ENABLED == 0 || !routable {
         // Counted also while another thread initialises (with AAR_DISABLE nothing is reported).
-        call.count(apply(None), Reason::Passthrough);
-        forward();
+        let class = apply(None);
+        call.counted(forward(), class, Reason::Passthrough);
         return Routed { mode: None, reason: Reason::Passthrough, window: state::last_window() };
     }
     let crossed = crossed.unwrap_or_else(|| state::accumulate(call.bytes()));
@@ -69,8 +77,8 @@ pub fn route(
             Some((m, reason)) => (Some(m), Reason::ALL.get(reason).copied().unwrap_or(Reason::Passthrough)),
             None => (control::below_threshold_mode(w), control::below_threshold_reason(w)),
         };
-        call.count(apply(mode), reason);
-        forward();
+        let class = apply(mode);
+        call.counted(forward(), class, reason);
         return Routed { mode, reason, window: state::last_window() };
     };
     let started = decider.should_time().then(crate::sys::now_ns);
@@ -85,8 +93,7 @@ pub fn route(
     if test_panic == Some(TestPanic::BeforeForward) {
         panic!("AAR_TEST_PANIC=before-forward");
     }
-    call.count(class, d.reason);
-    forward();
+    call.counted(forward(), class, d.reason);
     if test_panic == Some(TestPanic::AfterForward) {
         panic!("AAR_TEST_PANIC=after-forward");
     }

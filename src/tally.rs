@@ -89,11 +89,14 @@ struct Block {
     /// Calls past the threshold that went out undecided: another thread held the decider. In the
     /// block's padding (it is 6 lines either way); only that path touches its line.
     undecided: AtomicU64,
+    /// Messages of calls the real function refused, per API (not counted above: they sent
+    /// nothing, and the caller sends them again). In the padding too, off the counting path.
+    refused: [AtomicU64; APIS],
 }
 
 // Owner and reasons fill the first line; the pairs start on the next.
 const _: () = assert!(std::mem::offset_of!(Block, counts) == 64);
-const _: () = assert!(std::mem::size_of::<Block>() == 6 * 64, "the undecided count fits in the padding");
+const _: () = assert!(std::mem::size_of::<Block>() == 6 * 64, "the undecided and refused counts fit in the padding");
 
 impl Block {
     const fn new(owner: usize) -> Self {
@@ -102,17 +105,23 @@ impl Block {
             reasons: [const { AtomicU64::new(0) }; REASONS],
             counts: [const { [const { Pair::new() }; CLASSES] }; APIS],
             undecided: AtomicU64::new(0),
+            refused: [const { AtomicU64::new(0) }; APIS],
         }
     }
 
     fn counters(&self) -> impl Iterator<Item = &AtomicU64> {
-        self.counts.iter().flatten().flat_map(|p| [&p.messages, &p.bytes]).chain(&self.reasons).chain([&self.undecided])
+        self.counts
+            .iter()
+            .flatten()
+            .flat_map(|p| [&p.messages, &p.bytes])
+            .chain(&self.reasons)
+            .chain([&self.undecided])
+            .chain(&self.refused)
     }
 
     /// Single writer: a relaxed load and store. Bytes stop at `u64::MAX` rather than wrap: each
-    /// call's are below it, but calls the real function refuses (a DMAPP call of 2^62 bytes) are
-    /// counted too, and a few of them would pass it. Messages cannot: one call adds at most a PE
-    /// count.
+    /// call's are below it, and a few large ones would pass it. Messages cannot: one call adds at
+    /// most a PE count.
     #[inline(always)]
     fn bump(&self, c: Count) {
         let add = |c: &AtomicU64, by: u64| c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
@@ -208,6 +217,20 @@ pub fn count_undecided() {
     }
 }
 
+/// The real function refused a call of `api` (`messages` of them): it sent nothing, and is
+/// counted here rather than with the messages that went out, so that one the caller sends again
+/// is counted once.
+#[cold]
+#[inline(never)]
+pub fn count_refused(api: Api, messages: u64) {
+    let me = sys::thread_pointer();
+    let add = |c: &AtomicU64| c.store(c.load(Relaxed).wrapping_add(messages), Relaxed);
+    match claim(me) {
+        Some(b) => add(&b.refused[api as usize]),
+        None => _ = SHARED.refused[api as usize].fetch_add(messages, Relaxed),
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn count_elsewhere(me: usize, api: Api, class: usize, reason: usize, messages: u64, bytes: u64) {
@@ -278,6 +301,8 @@ pub struct Totals {
     pub reasons: [u64; REASONS],
     /// Calls past the threshold that went out undecided ([`count_undecided`]).
     pub undecided: u64,
+    /// Messages of refused calls per API ([`count_refused`]).
+    pub refused: [u64; APIS],
 }
 
 impl Totals {
@@ -312,6 +337,9 @@ pub fn totals() -> Totals {
             t.reasons[i] += b.reasons[i].load(Relaxed);
         }
         t.undecided += b.undecided.load(Relaxed);
+        for (sum, r) in t.refused.iter_mut().zip(&b.refused) {
+            *sum += r.load(Relaxed);
+        }
     };
     add(&SHARED);
     for (word, used) in USED.iter().enumerate() {

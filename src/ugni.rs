@@ -87,9 +87,9 @@ pub unsafe fn post<const CQ_WRITE: bool>(real: &Real, ep: GniEpHandle, pd: *mut 
         let (dlvr, length, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
         let bytes = if CQ_WRITE { post_payload_bytes(post_type, length) } else { length };
         if !routable(dlvr, post_type) {
-            tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             // SAFETY: forwarding the caller's arguments.
-            return unsafe { real_fn(ep, pd) };
+            let rc = unsafe { real_fn(ep, pd) };
+            return counted(rc, class_of(dlvr), Reason::Passthrough, bytes);
         }
         if !state::accumulate(bytes) {
             if w & control::REWRITE != 0 {
@@ -103,12 +103,18 @@ pub unsafe fn post<const CQ_WRITE: bool>(real: &Real, ep: GniEpHandle, pd: *mut 
                 };
                 // SAFETY: as above; only the routing byte changes, flag bits are kept.
                 unsafe { (*pd).dlvr_mode = (dlvr & !GNI_DLVMODE_ROUTING_MASK) | routing };
-                tally::count_all(tally::Count { api: tally::Api::Ugni, class, reason, messages: 1, bytes });
-            } else {
-                tally::count(class_of(dlvr), Reason::Passthrough, bytes);
+                // SAFETY: forwarding the caller's arguments.
+                let rc = unsafe { real_fn(ep, pd) };
+                if rc == GNI_RC_SUCCESS {
+                    tally::count_all(tally::Count { api: tally::Api::Ugni, class, reason, messages: 1, bytes });
+                } else {
+                    tally::count_refused(tally::Api::Ugni, 1);
+                }
+                return rc;
             }
             // SAFETY: forwarding the caller's arguments.
-            return unsafe { real_fn(ep, pd) };
+            let rc = unsafe { real_fn(ep, pd) };
+            return counted(rc, class_of(dlvr), Reason::Passthrough, bytes);
         }
         // SAFETY: same arguments; the accumulator was crossed (and reset) above.
         return unsafe { guarded_post(real, real_fn, ep, pd, Some(true)) };
@@ -147,10 +153,11 @@ unsafe fn guarded_post(
         // SAFETY: restoring the caller's routing byte and forwarding its arguments.
         unsafe {
             (*pd).dlvr_mode = original;
-            // Not counted yet (`route` counts right before it forwards): the record holds what
+            let bytes = post_payload_bytes((*pd).r#type, (*pd).length);
+            let rc = real_fn(ep, pd);
+            // Not counted yet (`route` counts right after it forwards): the record holds what
             // went out, the caller's own routing.
-            tally::count(class_of(original), Reason::Passthrough, post_payload_bytes((*pd).r#type, (*pd).length));
-            real_fn(ep, pd)
+            counted(rc, class_of(original), Reason::Passthrough, bytes)
         }
     })
 }
@@ -182,7 +189,9 @@ unsafe fn route_post(
     };
     let forward = || {
         // SAFETY: the caller's arguments, forwarded once.
-        *rc = Some(unsafe { real_fn(ep, pd) });
+        let sent = unsafe { real_fn(ep, pd) };
+        *rc = Some(sent);
+        sent == GNI_RC_SUCCESS
     };
     let routed = route::route(w, &call, crossed, routable(dlvr, post_type), apply, forward);
     if w & TRACE != 0 {
@@ -245,8 +254,21 @@ fn pinned_lookup(ep: usize) -> Option<u16> {
     nics::pinned_mode(endpoints::local_nic(ep)?)
 }
 
-/// An SMSG send on endpoint `ep`: steer the NICs if the policy changed, count it (with the
-/// application's own mode when its NIC is pinned), forward it once.
+/// `rc`, having counted the message: with those that went out, or, when uGNI refused it (an SMSG
+/// send without a credit, `GNI_RC_NOT_DONE`; a post to a full queue), with the refused ones, for
+/// it sent nothing and the caller sends it again.
+#[inline(always)]
+fn counted(rc: GniReturn, class: usize, reason: Reason, bytes: u64) -> GniReturn {
+    if rc == GNI_RC_SUCCESS {
+        tally::count(class, reason, bytes);
+    } else {
+        tally::count_refused(tally::Api::Ugni, 1);
+    }
+    rc
+}
+
+/// An SMSG send on endpoint `ep`: steer the NICs if the policy changed, forward it once, count it
+/// when it was sent (with the application's own mode when its NIC is pinned).
 pub fn smsg_send(
     real: &Real,
     ep: GniEpHandle,
@@ -268,8 +290,7 @@ pub fn smsg_send(
     };
     if w & FAST != 0 && NICS.steered_for(w) {
         let (class, reason, _) = class_reason(w, pinned_nic_mode(ep));
-        tally::count(class, reason, bytes);
-        return forward(addr);
+        return counted(forward(addr), class, reason, bytes);
     }
     init::ensure_init();
     if state::inert() {
@@ -282,8 +303,8 @@ pub fn smsg_send(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let pinned = pinned_nic_mode(ep);
         if w & READY == 0 {
-            tally::count(pinned.map_or(CALLER_SMSG, class_of), Reason::Passthrough, bytes);
-            rc = forward.take().map(|f| f(addr));
+            let class = pinned.map_or(CALLER_SMSG, class_of);
+            rc = forward.take().map(|f| counted(f(addr), class, Reason::Passthrough, bytes));
             return;
         }
         // Steering holds the NIC table: a send made from inside it (re-entry) skips steering.
@@ -291,8 +312,7 @@ pub fn smsg_send(
             steer(w);
         }
         let (class, reason, mode) = class_reason(w, pinned);
-        tally::count(class, reason, bytes);
-        rc = forward.take().map(|f| f(addr));
+        rc = forward.take().map(|f| counted(f(addr), class, reason, bytes));
         if w & TRACE != 0 {
             // What the NIC sends with: the application's pinned mode, the library's, or (neither)
             // whatever the application left on it.

@@ -109,7 +109,7 @@ fn collective_engine_posts_go_out_as_the_caller_made_them() {
             "{mode}: the FMA PUT is routed, and the emulator got each CE post as the caller made it"
         );
         let rec = &r.records()[0];
-        assert_eq!(rec["reasons"]["passthrough"], 4, "{mode}: {}", rec["reasons"]);
+        assert_eq!(rec["apis"]["uGNI"]["refused"], 4, "{mode}: the CE posts the emulator refused: {}", rec["apis"]);
     }
 }
 
@@ -129,4 +129,31 @@ fn chained_posts_route_the_head_and_never_touch_the_elements() {
     let ct = r.posts("GNI_CtPostFma");
     assert_eq!(ct[0]["chain_elements"], 8);
     assert_eq!(ct[1]["chain_elements"], 4);
+}
+
+/// A call uGNI refuses sent nothing: an SMSG send without a credit (`GNI_RC_NOT_DONE`, which a
+/// program meets when it sends faster than its peer receives, and answers by sending the message
+/// again) and a post from unregistered memory are counted as refused, not with the messages that
+/// went out, so that a message sent again is counted once.
+#[test]
+fn a_refused_short_message_or_post_is_counted_as_refused_not_as_sent() {
+    let r = Launch::driver("refused", "smsgburst 16 100 badpost smsg 16 3").run();
+    r.assert_ok();
+    let line = r.stdout.lines().find(|l| l.starts_with("smsgburst ")).expect("the burst's line");
+    let field = |name: &str| -> u64 {
+        let word = line.split(' ').find_map(|w| w.strip_prefix(&format!("{name}="))).expect(name);
+        word.parse().unwrap()
+    };
+    let (sent, refused) = (field("sent"), field("refused"));
+    assert!(sent > 0 && refused > 0 && sent + refused == 100, "{line}");
+    assert_eq!(field("received"), sent, "{line}");
+    let sends = || r.log.iter().filter(|v| v["call"] == "GNI_SmsgSend" || v["call"] == "GNI_PostFma");
+    let went_out = sends().filter(|v| v["rc"] == 0);
+    let uncounted = sends().filter(|v| v["rc"] != 0);
+    let rec = &r.records()[0];
+    assert_eq!(rec["apis"]["uGNI"]["messages"], went_out.count() as u64, "{}", rec["apis"]);
+    assert_eq!(rec["apis"]["uGNI"]["messages"], sent + 3, "{}", rec["apis"]);
+    assert_eq!(rec["apis"]["uGNI"]["refused"], refused + 1, "the credit-less sends and the bad post: {}", rec["apis"]);
+    assert_eq!(uncounted.count() as u64, refused + 1);
+    assert_eq!(rec["apis"]["DMAPP"]["refused"], 0, "{}", rec["apis"]);
 }

@@ -13,6 +13,9 @@
  *   ctcqw ELEMS DLVR                chained CQ write (GNI_CtPostCqWrite)
  *   smsg SIZE COUNT | smsgtag SIZE COUNT   short messages (GNI_SmsgSend / GNI_SmsgSendWTag)
  *   smsgmode DLVR                   GNI_SmsgSetDeliveryMode on both NICs (the application's wish)
+ *   smsgburst SIZE COUNT            COUNT GNI_SmsgSend with nothing received meanwhile (past the
+ *                                   mailbox's credits uGNI answers GNI_RC_NOT_DONE), then every
+ *                                   message received ("smsgburst sent=S refused=R received=N")
  *   badpost                         an FMA PUT from unregistered memory: must fail, rc printed
  *   nullpost                        GNI_PostFma(ep, NULL): rc printed
  *   cepost SIZE DLVR                a collective-engine post (GNI_POST_CE) through GNI_PostFma: rc and
@@ -375,6 +378,39 @@ static int smsg(struct pair *p, int tagged, uint64_t size, uint64_t seq)
 	return 0;
 }
 
+/* COUNT short messages sent before any is received, as a program that runs out of credits does. */
+static void smsg_burst(struct pair *p, uint64_t size, uint64_t count, uint64_t seq)
+{
+	unsigned char payload[4096] = { 0 };
+	uint32_t header = (uint32_t)seq;
+	uint64_t sent = 0, refused = 0, received = 0;
+	if (size > sizeof payload) {
+		fail(p, "smsgburst too large");
+		return;
+	}
+	for (uint64_t k = 0; k < count; k++) {
+		gni_return_t rc = GNI_SmsgSend(p->a.ep, &header, sizeof header, payload, (uint32_t)size, (uint32_t)(seq + k));
+		p->posts++;
+		if (rc == GNI_RC_SUCCESS)
+			sent++;
+		else if (rc == GNI_RC_NOT_DONE)
+			refused++;
+		else
+			ok(p, rc, "GNI_SmsgSend");
+	}
+	void *msg = NULL;
+	while (GNI_SmsgGetNext(p->b.ep, &msg) == GNI_RC_SUCCESS) {
+		GNI_SmsgRelease(p->b.ep);
+		received++;
+	}
+	drain_remote(&p->b);
+	gni_cq_entry_t ev;
+	while (GNI_CqGetEvent(p->a.tx_cq, &ev) == GNI_RC_SUCCESS)
+		;
+	printf("smsgburst sent=%llu refused=%llu received=%llu\n", (unsigned long long)sent, (unsigned long long)refused,
+	       (unsigned long long)received);
+}
+
 /* A stand-in MPI: handles are pointer-sized, as in Open MPI, so the check below sees all 64 bits. */
 typedef void *MPI_Datatype;
 typedef void *MPI_Comm;
@@ -682,6 +718,11 @@ int main(int argc, char **argv)
 			uint64_t size = num(ARG(1)), count = num(ARG(2));
 			for (uint64_t k = 0; k < count; k++)
 				smsg(&p, !strcmp(c, "smsgtag"), size, seq++);
+			i += 2;
+		} else if (!strcmp(c, "smsgburst")) {
+			uint64_t size = num(ARG(1)), count = num(ARG(2));
+			smsg_burst(&p, size, count, seq);
+			seq += count;
 			i += 2;
 		} else if (!strcmp(c, "smsgmode")) {
 			uint16_t m = (uint16_t)num(ARG(1));
