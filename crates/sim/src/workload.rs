@@ -424,6 +424,14 @@ fn grid3(n: u32) -> (u32, u32, u32) {
     best
 }
 
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 fn grid2(n: u32) -> (u32, u32) {
     let mut x = (n as f64).sqrt() as u32;
     while x > 1 && !n.is_multiple_of(x) {
@@ -581,8 +589,13 @@ impl Placement {
                 out
             }
             Placement::AcrossGroups => {
+                // the j-th rank of a group on router j * stride of it, spread over chassis and
+                // slots: a stride that shares no factor with the routers of a group visits each
+                // once before it uses a router's next node (13 for Aries' 96; a Kim group of 13
+                // or 26 routers put every rank of a group on one node)
                 let g = topo.groups;
-                (0..n).map(|i| (i % g) * npg + ((i / g) * 13 % rpg) * p + (i / g / rpg) % p).collect()
+                let stride = (13..).find(|&s| gcd(s, rpg) == 1).unwrap_or(1);
+                (0..n).map(|i| (i % g) * npg + ((i / g) * stride % rpg) * p + (i / g / rpg) % p).collect()
             }
             Placement::Scattered => {
                 let mut all: Vec<u32> = (0..topo.n_nodes).collect();
@@ -734,5 +747,32 @@ mod tests {
             assert_eq!(p.nodes(&aries, n, &mut Rng::new(1)).len(), n as usize, "{p:?} places its capacity");
             assert!(p.check(&aries, n + 1).is_err());
         }
+    }
+
+    #[test]
+    fn placements_give_every_rank_a_node_of_its_own() {
+        // Kim groups of 13 and 26 routers: across-groups stepped through a group's routers by 13,
+        // so every rank of a group landed on one node (ranks 0 and 3 of 6 on node 0 of 3 groups)
+        let shapes = [
+            TopoSpec::aries(2),
+            TopoSpec::aries(3),
+            TopoSpec::Kim { p: 2, a: 13, h: 2, g: 3 },
+            TopoSpec::Kim { p: 2, a: 26, h: 1, g: 3 },
+            TopoSpec::booksim_k4(),
+        ];
+        for spec in shapes {
+            let topo = Topology::new(spec.clone());
+            for p in [Placement::SameBlade, Placement::SameGroup, Placement::AcrossGroups, Placement::Scattered] {
+                let n = p.capacity(&topo);
+                let mut nodes = p.nodes(&topo, n, &mut Rng::new(1));
+                nodes.sort_unstable();
+                nodes.dedup();
+                assert_eq!(nodes.len(), n as usize, "{spec:?} {p:?}: {n} ranks on {} nodes", nodes.len());
+                assert!(nodes.iter().all(|&x| x < topo.n_nodes), "{spec:?} {p:?}");
+            }
+        }
+        // Aries keeps its stride of 13: the same nodes as before
+        let aries = Topology::new(TopoSpec::aries(2));
+        assert_eq!(Placement::AcrossGroups.nodes(&aries, 6, &mut Rng::new(1)), [0, 384, 52, 436, 104, 488]);
     }
 }
