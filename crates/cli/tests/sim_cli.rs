@@ -277,6 +277,8 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
         (vec!["run", "--placement", "diagonal"], "--placement", "same-blade, same-group"),
         (vec!["run", "--kim", "4,8,4"], "--kim", "p,a,h,g"),
         (vec!["run", "--kim", "4,8,1,40"], "--kim", "at most 9 groups"),
+        // within the nodes the simulator builds, but 537 M router ports (75 GB): an abort, out of memory
+        (vec!["run", "--kim", "1,256,256,4096"], "--kim", "536870912 router ports"),
         // --kim gives the whole shape: an Aries option beside it was silently ignored
         (vec!["run", "--kim", "4,8,4,33", "--groups", "2"], "--kim", "cannot be used with '--groups"),
         (vec!["synth", "--kim", "4,8,4,33", "--global-per-router", "2"], "--kim", "with '--global-per-router"),

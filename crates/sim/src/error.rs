@@ -88,6 +88,14 @@ pub enum TopologyError {
          give fewer groups, routers per group or nodes per router"
     )]
     TooLarge { nodes: u64, max: u64 },
+    /// A network whose routers have more ports than the simulator builds (each takes memory:
+    /// [`crate::topology::MAX_PORTS`]).
+    #[error(
+        "{ports} router ports (routers per group x groups x ports per router: nodes per router + routers per \
+         group - 1 + global links per router) is more than the {max} the simulator builds: give fewer groups, \
+         routers per group, nodes per router or global links per router"
+    )]
+    TooManyPorts { ports: u64, max: u64 },
 }
 
 /// An experiment that cannot run as described.

@@ -60,8 +60,19 @@ impl TopoSpec {
 }
 
 impl TopoSpec {
+    /// Ports of every router: its nodes', its local links' and its global links'.
+    pub fn radix(&self) -> u32 {
+        match *self {
+            TopoSpec::Kim { p, a, h, .. } => p + (a - 1) + h,
+            TopoSpec::Aries { global_per_router, .. } => {
+                ARIES_NODES_PER_ROUTER + (ARIES_COLS - 1) + (ARIES_ROWS - 1) * ARIES_COL_LINKS + global_per_router
+            }
+        }
+    }
+
     /// Whether the simulator can build this Dragonfly: every dimension in range, a global link
-    /// between every pair of groups, and at most [`MAX_NODES`] nodes.
+    /// between every pair of groups, at most [`MAX_NODES`] nodes and at most [`MAX_PORTS`] router
+    /// ports.
     pub fn check(&self) -> Result<(), TopologyError> {
         let range = |name, value: u32, min: u32, max: u32| {
             if (min..=max).contains(&value) {
@@ -94,12 +105,24 @@ impl TopoSpec {
         if nodes > MAX_NODES {
             return Err(TopologyError::TooLarge { nodes, max: MAX_NODES });
         }
+        let ports = u64::from(a) * u64::from(g) * u64::from(self.radix());
+        if ports > MAX_PORTS {
+            return Err(TopologyError::TooManyPorts { ports, max: MAX_PORTS });
+        }
         Ok(())
     }
 }
 
 /// The most nodes a simulated network may have.
 pub const MAX_NODES: u64 = 1 << 20;
+
+/// The most router ports (routers x ports per router) the simulator builds: each holds its
+/// channel's state, a credit counter per virtual channel and its links, about 140 bytes (the
+/// peak resident size of a ping-pong on 400 Aries groups, 1.69 M ports, was 241 MB), so this
+/// is about 1.2 GB. The largest Aries network (961 groups of 96 routers of 44 ports) has 4.06 M;
+/// a Kim network of large routers can have far more nodes' worth of ports than of nodes
+/// (`1,256,256,4096`: 1,048,576 nodes but 537 M ports, 75 GB).
+pub const MAX_PORTS: u64 = 1 << 23;
 
 /// The most nodes per router, routers per group and global links per router of a Kim et al.
 /// Dragonfly.
@@ -142,7 +165,10 @@ impl FromStr for KimShape {
                 (Err(_), [p, a, h, _]) if i == 3 => {
                     // one group always fits numbers that are in range
                     TopoSpec::Kim { p, a, h, g: 1 }.check()?;
-                    let most = (u64::from(a) * u64::from(h) + 1).min(MAX_NODES / (u64::from(p) * u64::from(a)));
+                    let ports_per_group = u64::from(a) * u64::from(TopoSpec::Kim { p, a, h, g: 1 }.radix());
+                    let most = (u64::from(a) * u64::from(h) + 1)
+                        .min(MAX_NODES / (u64::from(p) * u64::from(a)))
+                        .min(MAX_PORTS / ports_per_group);
                     format!("{most}, with p,a,h = {p},{a},{h}")
                 }
                 (Err(_), _) => KIM_MAX_DIM.to_string(),
@@ -215,10 +241,10 @@ impl Topology {
     }
 
     fn build(spec: TopoSpec, aries: bool, p: u32, a: u32, h: u32, g: u32) -> Self {
-        let n_local = if aries { (ARIES_COLS - 1) + (ARIES_ROWS - 1) * ARIES_COL_LINKS } else { a - 1 };
+        let radix = spec.radix();
         let local0 = p;
-        let global0 = p + n_local;
-        let radix = global0 + h;
+        let global0 = radix - h;
+        let n_local = global0 - local0;
         let n_routers = a * g;
         let mut class_of_port = vec![PortClass::Terminal; p as usize];
         if aries {
@@ -473,6 +499,24 @@ mod tests {
             "131072000 nodes (nodes per router x routers per group x groups) is more than the 1048576 the simulator \
              builds: give fewer groups, routers per group or nodes per router"
         );
+    }
+
+    #[test]
+    fn kim_shapes_of_more_ports_than_memory_holds_are_refused() {
+        // 1,048,576 nodes, within MAX_NODES, but 4,096 groups of 256 routers of 512 ports: 537 M
+        // ports, which the simulator's state of 140 bytes a port made an abort (out of memory)
+        // or 75 GB, not a message
+        let e = "1,256,256,4096".parse::<KimShape>().unwrap_err();
+        assert_eq!(e, ParseError::Topology(TopologyError::TooManyPorts { ports: 536_870_912, max: MAX_PORTS }));
+        assert!(e.to_string().contains("536870912 router ports") && e.to_string().contains("give fewer groups"), "{e}");
+        // the largest g named for a number too large is the one the ports allow, and it is accepted
+        let e = "1,256,256,99999999999".parse::<KimShape>().unwrap_err().to_string();
+        assert!(e.ends_with("the largest accepted is 64, with p,a,h = 1,256,256"), "{e}");
+        assert!("1,256,256,64".parse::<KimShape>().is_ok() && "1,256,256,65".parse::<KimShape>().is_err());
+        // every Aries network fits: the largest has 961 groups x 96 routers x 44 ports
+        assert_eq!(TopoSpec::aries(961).check(), Ok(()));
+        assert_eq!(TopoSpec::aries(961).radix(), 44);
+        assert_eq!(TopoSpec::booksim_k4().radix(), Topology::new(TopoSpec::booksim_k4()).radix);
     }
 
     #[test]
