@@ -319,6 +319,8 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
         (vec!["synth", "--loads", "0.5,2"], "--loads", "LOAD in [0, 1]"),
         (vec!["synth", "--pattern", "tornado"], "--pattern", "ur (uniform) or wc"),
         (vec!["synth", "--pattern", "wc", "--groups", "1"], "--pattern wc", "the network has 1 group"),
+        // uniform traffic on a network of one node: the only node sent to node 1, out of bounds (a panic)
+        (vec!["synth", "--kim", "1,1,1,1"], "--pattern ur --kim 1,1,1,1", "the network has 1 node: give it 2 or more"),
         (vec!["synth", "--mode", "FASTEST"], "--mode", "ADAPTIVE0..ADAPTIVE3"),
     ] {
         let (code, stdout, err) = sim(&args);

@@ -151,6 +151,11 @@ pub enum SpecError {
          groups, or use uniform traffic"
     )]
     WorstCaseOneGroup { traffic: String, groups: u32 },
+    /// Uniform random traffic on a network of one node: every node sends to another one.
+    #[error(
+        "{traffic} sends from every node to another one, and the network has {nodes} node: give it 2 or more nodes"
+    )]
+    UniformOneNode { traffic: String, nodes: u64 },
     /// Worst-case background kept to the measured job's groups, of a job inside one group: the
     /// background has no next group to send to, and would run as uniform traffic in the group.
     #[error(

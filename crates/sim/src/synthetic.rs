@@ -118,11 +118,16 @@ impl SynthParams {
     }
 
     /// Refuses a pattern the network cannot carry as described: worst-case traffic on one group
-    /// would be traffic inside the group under another name.
+    /// would be traffic inside the group under another name, and uniform traffic on one node has
+    /// no other node to go to.
     pub fn check(&self, cfg: &NetConfig) -> Result<(), SpecError> {
         let groups = cfg.topo.groups();
         if self.pattern == Pattern::WorstCase && groups < 2 {
             return Err(SpecError::WorstCaseOneGroup { traffic: "the worst-case pattern (wc)".into(), groups });
+        }
+        let nodes = cfg.topo.nodes();
+        if self.pattern == Pattern::Uniform && nodes < 2 {
+            return Err(SpecError::UniformOneNode { traffic: "the uniform random pattern (ur)".into(), nodes });
         }
         Ok(())
     }

@@ -60,6 +60,15 @@ impl TopoSpec {
 }
 
 impl TopoSpec {
+    /// Nodes of the network: nodes per router x routers per group x groups.
+    pub fn nodes(&self) -> u64 {
+        let (p, a) = match *self {
+            TopoSpec::Kim { p, a, .. } => (p, a),
+            TopoSpec::Aries { .. } => (ARIES_NODES_PER_ROUTER, ARIES_ROWS * ARIES_COLS),
+        };
+        u64::from(p) * u64::from(a) * u64::from(self.groups())
+    }
+
     /// Ports of every router: its nodes', its local links' and its global links'.
     pub fn radix(&self) -> u32 {
         match *self {
@@ -81,16 +90,16 @@ impl TopoSpec {
                 Err(TopologyError::OutOfRange { name, value: value.into(), min: min.into(), max: max.into() })
             }
         };
-        let (p, a, h, g) = match *self {
+        let (a, h, g) = match *self {
             TopoSpec::Kim { p, a, h, g } => {
                 for (name, value) in KIM_NAMES.iter().zip([p, a, h]) {
                     range(name, value, 1, KIM_MAX_DIM)?;
                 }
-                (p, a, h, g)
+                (a, h, g)
             }
             TopoSpec::Aries { groups, global_per_router } => {
                 range("global ports per router", global_per_router, 1, ARIES_MAX_GLOBAL_PER_ROUTER)?;
-                (ARIES_NODES_PER_ROUTER, ARIES_ROWS * ARIES_COLS, global_per_router, groups)
+                (ARIES_ROWS * ARIES_COLS, global_per_router, groups)
             }
         };
         let channels = a * h;
@@ -101,7 +110,7 @@ impl TopoSpec {
             let aries = matches!(self, TopoSpec::Aries { .. });
             return Err(TopologyError::TooManyGroups { groups: g, channels, aries });
         }
-        let nodes = u64::from(p) * u64::from(a) * u64::from(g);
+        let nodes = self.nodes();
         if nodes > MAX_NODES {
             return Err(TopologyError::TooLarge { nodes, max: MAX_NODES });
         }

@@ -392,7 +392,8 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             for &m in &mode {
                 for l in &loads {
                     let run = SynthParams { load: l.0, pattern, mode: m, warmup, measure, seed: seed.0 };
-                    run.check(&cfg).map_err(|e| format!("--pattern {}: {e}", pattern.name().to_lowercase()))?;
+                    run.check(&cfg)
+                        .map_err(|e| format!("--pattern {} {}: {e}", pattern.name().to_lowercase(), net.shape()))?;
                     runs.push(run);
                 }
             }

@@ -234,7 +234,8 @@ impl ExpOpts {
                 self.policy.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
                 s.order
             ),
-            SpecError::Topology(_) => e.to_string(),
+            // UniformOneNode: synthetic traffic's, not an experiment's
+            SpecError::Topology(_) | SpecError::UniformOneNode { .. } => e.to_string(),
         })?;
         let rows = s.rows();
         if rows > MAX_RANK_ITERATIONS {
