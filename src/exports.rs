@@ -537,6 +537,10 @@ pub unsafe extern "C-unwind" fn MPI_Bcast(
     })
 }
 
+/// A kind of call is its receive count and datatype and its communicator: significant on every
+/// rank, where the send side is ignored under MPI_IN_PLACE (any values: a program that passes 0
+/// and MPI_DATATYPE_NULL would make calls of every size one kind).
+///
 /// # Safety
 /// The MPI standard's contract for MPI_Allgather.
 #[cfg_attr(not(test), no_mangle)]
@@ -549,7 +553,7 @@ pub unsafe extern "C-unwind" fn MPI_Allgather(
     recvtype: usize,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::ALLGATHER, [sendcount as u64, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
+    mpi::forward(&mpi::ALLGATHER, [recvcount as u64, recvtype as u64, 0, comm as u64], |real: AllToAllFn| {
         // SAFETY: the next MPI_Allgather (or PMPI_Allgather), whose prototype AllToAllFn matches; the caller's
         // arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
@@ -557,7 +561,8 @@ pub unsafe extern "C-unwind" fn MPI_Allgather(
 }
 
 /// The counts are the rank's own and may change from call to call: a kind of call is its
-/// datatype and communicator, so that every rank counts its calls alike (`steady`'s tries).
+/// receive datatype and communicator, so that every rank counts its calls alike (`steady`'s
+/// tries). The receive side, as for MPI_Allgather: under MPI_IN_PLACE the send side is ignored.
 ///
 /// # Safety
 /// The MPI standard's contract for MPI_Allgatherv.
@@ -572,14 +577,15 @@ pub unsafe extern "C-unwind" fn MPI_Allgatherv(
     recvtype: usize,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::ALLGATHERV, [0, sendtype as u64, 0, comm as u64], |real: AllgathervFn| {
+    mpi::forward(&mpi::ALLGATHERV, [0, recvtype as u64, 0, comm as u64], |real: AllgathervFn| {
         // SAFETY: the next MPI_Allgatherv (or PMPI_Allgatherv), whose prototype AllgathervFn matches; the caller's
         // arguments, unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) }
     })
 }
 
-/// Inside it, the low-stall mode is ADAPTIVE1 (`AAR_ALLTOALL`).
+/// Inside it, the low-stall mode is ADAPTIVE1 (`AAR_ALLTOALL`). A kind of call is its receive
+/// count and datatype and its communicator, as for MPI_Allgather.
 ///
 /// # Safety
 /// The MPI standard's contract for MPI_Alltoall.
@@ -593,7 +599,7 @@ pub unsafe extern "C-unwind" fn MPI_Alltoall(
     recvtype: usize,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::ALLTOALL, [sendcount as u64, sendtype as u64, 0, comm as u64], |real: AllToAllFn| {
+    mpi::forward(&mpi::ALLTOALL, [recvcount as u64, recvtype as u64, 0, comm as u64], |real: AllToAllFn| {
         // SAFETY: the next MPI_Alltoall (or PMPI_Alltoall), whose prototype AllToAllFn matches; the caller's arguments,
         // unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) }
@@ -601,8 +607,8 @@ pub unsafe extern "C-unwind" fn MPI_Alltoall(
 }
 
 /// Routed as the other collectives: the low-stall mode stays `AAR_LOW_STALL_MODE` (only
-/// MPI_Alltoall switches to ADAPTIVE1). A kind of call is its datatype and communicator, as for
-/// MPI_Allgatherv.
+/// MPI_Alltoall switches to ADAPTIVE1). A kind of call is its receive datatype and communicator,
+/// as for MPI_Allgatherv.
 ///
 /// # Safety
 /// The MPI standard's contract for MPI_Alltoallv.
@@ -618,13 +624,17 @@ pub unsafe extern "C-unwind" fn MPI_Alltoallv(
     recvtype: usize,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::ALLTOALLV, [0, sendtype as u64, 0, comm as u64], |real: AlltoallvFn| {
+    mpi::forward(&mpi::ALLTOALLV, [0, recvtype as u64, 0, comm as u64], |real: AlltoallvFn| {
         // SAFETY: the next MPI_Alltoallv (or PMPI_Alltoallv), whose prototype AlltoallvFn matches; the caller's
         // arguments, unchanged.
         unsafe { real(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) }
     })
 }
 
+/// A kind of call is its send count and datatype (significant on every rank but a root that
+/// passes MPI_IN_PLACE, which is keyed by its receive side, one rank's share in the same terms),
+/// root and communicator.
+///
 /// # Safety
 /// The MPI standard's contract for MPI_Gather.
 #[cfg_attr(not(test), no_mangle)]
@@ -638,13 +648,17 @@ pub unsafe extern "C-unwind" fn MPI_Gather(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::GATHER, [sendcount as u64, sendtype as u64, root as u64, comm as u64], |real: RootedFn| {
+    let (n, t) = mpi::share(sendbuf, (sendcount as u64, sendtype as u64), (recvcount as u64, recvtype as u64));
+    mpi::forward(&mpi::GATHER, [n, t, root as u64, comm as u64], |real: RootedFn| {
         // SAFETY: the next MPI_Gather (or PMPI_Gather), whose prototype RootedFn matches; the caller's arguments,
         // unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
     })
 }
 
+/// A kind of call is its receive count and datatype (the send side is significant at the root
+/// only; a root that passes MPI_IN_PLACE is keyed by its send side), root and communicator.
+///
 /// # Safety
 /// The MPI standard's contract for MPI_Scatter.
 #[cfg_attr(not(test), no_mangle)]
@@ -658,15 +672,16 @@ pub unsafe extern "C-unwind" fn MPI_Scatter(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::SCATTER, [sendcount as u64, sendtype as u64, root as u64, comm as u64], |real: RootedFn| {
+    let (n, t) = mpi::share(recvbuf, (recvcount as u64, recvtype as u64), (sendcount as u64, sendtype as u64));
+    mpi::forward(&mpi::SCATTER, [n, t, root as u64, comm as u64], |real: RootedFn| {
         // SAFETY: the next MPI_Scatter (or PMPI_Scatter), whose prototype RootedFn matches; the caller's arguments,
         // unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) }
     })
 }
 
-/// The counts are each rank's own: a kind of call is its send datatype (significant on every
-/// rank but a root that passes MPI_IN_PLACE), root and communicator, as for MPI_Allgatherv.
+/// The counts are each rank's own: a kind of call is its send datatype (a root that passes
+/// MPI_IN_PLACE: its receive datatype), root and communicator, as for MPI_Gather.
 ///
 /// # Safety
 /// The MPI standard's contract for MPI_Gatherv.
@@ -682,15 +697,16 @@ pub unsafe extern "C-unwind" fn MPI_Gatherv(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::GATHERV, [0, sendtype as u64, root as u64, comm as u64], |real: GathervFn| {
+    let (_, t) = mpi::share(sendbuf, (0, sendtype as u64), (0, recvtype as u64));
+    mpi::forward(&mpi::GATHERV, [0, t, root as u64, comm as u64], |real: GathervFn| {
         // SAFETY: the next MPI_Gatherv (or PMPI_Gatherv), whose prototype GathervFn matches; the caller's arguments,
         // unchanged.
         unsafe { real(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) }
     })
 }
 
-/// A kind of call is its receive datatype (significant on every rank but a root that passes
-/// MPI_IN_PLACE), root and communicator.
+/// A kind of call is its receive datatype (a root that passes MPI_IN_PLACE: its send datatype),
+/// root and communicator, as for MPI_Scatter.
 ///
 /// # Safety
 /// The MPI standard's contract for MPI_Scatterv.
@@ -706,7 +722,8 @@ pub unsafe extern "C-unwind" fn MPI_Scatterv(
     root: c_int,
     comm: usize,
 ) -> c_int {
-    mpi::forward(&mpi::SCATTERV, [0, recvtype as u64, root as u64, comm as u64], |real: ScattervFn| {
+    let (_, t) = mpi::share(recvbuf, (0, recvtype as u64), (0, sendtype as u64));
+    mpi::forward(&mpi::SCATTERV, [0, t, root as u64, comm as u64], |real: ScattervFn| {
         // SAFETY: the next MPI_Scatterv (or PMPI_Scatterv), whose prototype ScattervFn matches; the caller's arguments,
         // unchanged.
         unsafe { real(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) }
@@ -950,28 +967,34 @@ large_count! {
         as BcastCFn via BCAST_C, key [count as u64, datatype as u64, root as u64, comm as u64];
     MPI_Allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64,
         recvtype: usize, comm: usize)
-        as AllToAllCFn via ALLGATHER_C, key [sendcount as u64, sendtype as u64, 0, comm as u64];
+        as AllToAllCFn via ALLGATHER_C, key [recvcount as u64, recvtype as u64, 0, comm as u64];
     MPI_Allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void,
         recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize)
-        as AllgathervCFn via ALLGATHERV_C, key [0, sendtype as u64, 0, comm as u64];
+        as AllgathervCFn via ALLGATHERV_C, key [0, recvtype as u64, 0, comm as u64];
     MPI_Alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64,
         recvtype: usize, comm: usize)
-        as AllToAllCFn via ALLTOALL_C, key [sendcount as u64, sendtype as u64, 0, comm as u64];
+        as AllToAllCFn via ALLTOALL_C, key [recvcount as u64, recvtype as u64, 0, comm as u64];
     MPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize,
         recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize)
-        as AlltoallvCFn via ALLTOALLV_C, key [0, sendtype as u64, 0, comm as u64];
+        as AlltoallvCFn via ALLTOALLV_C, key [0, recvtype as u64, 0, comm as u64];
     MPI_Gather_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64,
         recvtype: usize, root: c_int, comm: usize)
-        as RootedCFn via GATHER_C, key [sendcount as u64, sendtype as u64, root as u64, comm as u64];
+        as RootedCFn via GATHER_C, key {
+            let (n, t) = mpi::share(sendbuf, (sendcount as u64, sendtype as u64), (recvcount as u64, recvtype as u64));
+            [n, t, root as u64, comm as u64]
+        };
     MPI_Scatter_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64,
         recvtype: usize, root: c_int, comm: usize)
-        as RootedCFn via SCATTER_C, key [sendcount as u64, sendtype as u64, root as u64, comm as u64];
+        as RootedCFn via SCATTER_C, key {
+            let (n, t) = mpi::share(recvbuf, (recvcount as u64, recvtype as u64), (sendcount as u64, sendtype as u64));
+            [n, t, root as u64, comm as u64]
+        };
     MPI_Gatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void,
         recvcounts: *const i64, displs: *const isize, recvtype: usize, root: c_int, comm: usize)
-        as GathervCFn via GATHERV_C, key [0, sendtype as u64, root as u64, comm as u64];
+        as GathervCFn via GATHERV_C, key [0, mpi::share(sendbuf, (0, sendtype as u64), (0, recvtype as u64)).1, root as u64, comm as u64];
     MPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const i64, displs: *const isize, sendtype: usize,
         recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize)
-        as ScattervCFn via SCATTERV_C, key [0, recvtype as u64, root as u64, comm as u64];
+        as ScattervCFn via SCATTERV_C, key [0, mpi::share(recvbuf, (0, recvtype as u64), (0, sendtype as u64)).1, root as u64, comm as u64];
     MPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize,
         recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize)
         as AlltoallwCFn via ALLTOALLW_C, key [0, 0, 0, comm as u64];

@@ -424,6 +424,26 @@ fn routes_calls(w: u32) -> bool {
         && (crate::control::is_steady(w) || state::schedule().is_some_and(|s| s.policies().contains(&Policy::Steady)))
 }
 
+/// Whether `buf` is MPI_IN_PLACE: `(void *) -1` in MPICH (Cray MPICH), `(void *) 1` in Open MPI,
+/// neither of which is a buffer's address.
+pub fn in_place(buf: *const c_void) -> bool {
+    matches!(buf as usize, 1 | usize::MAX)
+}
+
+/// The count and datatype that tell a rooted collective's kinds of call apart alike on every rank
+/// (`steady` tries its routings on a schedule of each kind's calls, so every rank must count
+/// them alike): `own`, the side every rank gives (MPI_Gather's send side, MPI_Scatter's receive
+/// side), whose buffer is `own_buf`; at a root that passes MPI_IN_PLACE there, which makes that
+/// side ignored (any values, the same or not from call to call), its `other` side, which gives
+/// one rank's share in the same terms.
+pub fn share(own_buf: *const c_void, own: (u64, u64), other: (u64, u64)) -> (u64, u64) {
+    if in_place(own_buf) {
+        other
+    } else {
+        own
+    }
+}
+
 /// The boundary function as an index into [`MpiFunction::ALL`], or one of these.
 const UNKNOWN: u8 = 0xff;
 const NOT_MPI: u8 = 0xfe;
@@ -601,6 +621,19 @@ mod tests {
             assert_eq!(c.c_name(&mut buf, false).to_str().unwrap(), format!("{}_c", f.name()));
             assert_eq!(c.c_name(&mut buf, true).to_str().unwrap(), format!("P{}_c", f.name()));
         }
+    }
+
+    /// MPI_IN_PLACE is one value in MPICH and another in Open MPI; a rooted collective's root
+    /// that passes it is keyed by its other side, and every other rank by its own.
+    #[test]
+    fn a_root_in_place_is_keyed_by_the_side_it_gives() {
+        let buf = std::ptr::without_provenance::<c_void>(0x1000);
+        for mpi_in_place in [usize::MAX, 1].map(std::ptr::without_provenance::<c_void>) {
+            assert!(in_place(mpi_in_place));
+            assert_eq!(share(mpi_in_place, (0, 0), (8, 3)), (8, 3));
+        }
+        assert!(!in_place(buf) && !in_place(std::ptr::null()));
+        assert_eq!(share(buf, (8, 3), (0, 0)), (8, 3));
     }
 
     /// MPI 4 gives every collective with a buffer a large-count form (MPI_Barrier has none).

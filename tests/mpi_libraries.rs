@@ -2,7 +2,8 @@
 //! that the process's MPI does not define (MPI 4's large-count forms, `MPI_Allreduce_c`, under
 //! Open MPI 4.1, an MPI 3.1 library), which a program reaches only by a run-time lookup: the call
 //! is not made, returns an error code, and the one line libaar.so says names the cause and the
-//! fix; and which MPI's programs `aar run` starts as one MPI job.
+//! fix; which MPI's programs `aar run` starts as one MPI job; and what of a call's arguments
+//! `steady` tells its kinds of call by, where MPI ignores some (MPI_IN_PLACE).
 
 mod common;
 
@@ -81,4 +82,33 @@ fn aar_run_starts_an_mpich_program_as_one_job_and_an_open_mpi_one_as_singletons(
         assert!(out.status.success(), "{compiler}: {stderr}");
         assert_eq!(String::from_utf8_lossy(&out.stdout), want.repeat(2), "{compiler}: {stderr}");
     }
+}
+
+/// An alltoall in place (MPI_IN_PLACE, as `MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
+/// n, ...)` gives it: MPI ignores the send count and datatype then) is told apart by its receive
+/// count: under `steady` calls of two sizes, alternating, are two kinds of call, each trying its
+/// own routings in turn (`steady`'s decisions, every post Adaptive, every post High Bias). Keyed
+/// by the ignored send side, they were one kind: the second size's first call took the first's
+/// second try, and each size was timed on a routing the other had drawn.
+#[test]
+fn under_steady_alltoalls_in_place_of_two_sizes_are_two_kinds_of_call() {
+    // minimal paths stall (Adaptive wins for bulk), and a High Bias post waits 2 ms more
+    let calls = "alltoall-in-place 1024 8 alltoall-in-place 2048 4 ".repeat(3);
+    let r = Launch::driver("calls-in-place", &format!("net 1.2 1.0 2 50 modetime 0 0 0 2000 {calls}"))
+        .env("AAR_MODE", "steady")
+        .run();
+    r.assert_ok();
+    assert_eq!(r.stdout.matches("alltoall-in-place rc=0 reached_pmpi=1").count(), 6, "{}", r.stdout);
+    let modes = r.dlvr_modes("GNI_PostRdma");
+    let calls: Vec<&[u64]> = [8, 4, 8, 4, 8, 4]
+        .iter()
+        .scan(0, |at, &n| {
+            *at += n;
+            Some(&modes[*at - n..*at])
+        })
+        .collect();
+    assert_eq!(modes.len(), 36, "{modes:?}");
+    // each size's second call: every post Adaptive (ADAPTIVE1 in MPI_Alltoall); its third: High Bias
+    assert_eq!((calls[2], calls[3]), (&[AD1; 8][..], &[AD1; 4][..]), "second calls of each size: {modes:?}");
+    assert_eq!((calls[4], calls[5]), (&[AD3; 8][..], &[AD3; 4][..]), "third calls of each size: {modes:?}");
 }

@@ -72,6 +72,9 @@
  *   alltoall SIZE COUNT             MPI_Alltoall, whose PMPI_Alltoall (defined here, found by
  *                                   libaar.so at run time) makes COUNT RDMA PUTs of SIZE bytes and
  *                                   checks that every argument arrived unchanged
+ *   alltoall-in-place SIZE COUNT    the same, as a program gives it MPI_IN_PLACE (MPICH's): send count
+ *                                   0 and MPI_DATATYPE_NULL, which MPI ignores then; COUNT is the
+ *                                   receive count
  *   barrier SIZE COUNT              MPI_Barrier, whose PMPI_Barrier (defined here) makes COUNT RDMA
  *                                   PUTs of SIZE bytes (an MPI library's barrier messages)
  *   neighbor SIZE COUNT             MPI_Neighbor_alltoall, as alltoall (its PMPI_Neighbor_alltoall,
@@ -433,20 +436,25 @@ static int alltoall2_phase;
 #define SENDTYPE ((MPI_Datatype)0x1122334455667788ull)
 #define RECVTYPE ((MPI_Datatype)0x0102030405060708ull)
 #define COMM ((MPI_Comm)0x7766554433221100ull)
+/* MPICH's MPI_IN_PLACE and MPI_DATATYPE_NULL (alltoall-in-place) */
+#define IN_PLACE ((void *)-1)
+#define DATATYPE_NULL ((MPI_Datatype)0x0c000000ull)
 
 /* What PMPI_Alltoall and PMPI_Neighbor_alltoall (NAME) do: check that every argument arrived
  * unchanged, then make the posts the command asked for (after alltoall2's wait, with WAIT). */
 static int alltoall_posts(const char *name, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 			  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, int wait)
 {
-	if (sendbuf != (void *)alltoall_pair || recvbuf != (void *)&alltoall_seq || sendtype != SENDTYPE ||
-	    recvtype != RECVTYPE || comm != COMM || recvcount != -sendcount) {
+	int in_place = sendbuf == IN_PLACE;
+	if ((in_place ? sendcount != 0 || sendtype != DATATYPE_NULL
+		      : sendbuf != (void *)alltoall_pair || sendtype != SENDTYPE || recvcount != -sendcount) ||
+	    recvbuf != (void *)&alltoall_seq || recvtype != RECVTYPE || comm != COMM) {
 		char why[96];
 		snprintf(why, sizeof why, "%s arguments changed on the way to P%s", name, name);
 		fail(alltoall_pair, why);
 		return 1;
 	}
-	uint64_t size = alltoall_seq >> 32, count = (uint64_t)sendcount;
+	uint64_t size = alltoall_seq >> 32, count = (uint64_t)(in_place ? recvcount : sendcount);
 	if (wait) {
 		__atomic_store_n(&alltoall2_phase, 1, __ATOMIC_RELEASE);
 		/* at most 10 s: a second thread that never runs its call fails the command, not hangs it */
@@ -849,7 +857,7 @@ int main(int argc, char **argv)
 			printf("maxrss_kb=%ld\n", kb);
 		} else if (!strcmp(c, "policy")) {
 			printf("policy %s\n", aar_policy_name ? aar_policy_name() : "none");
-		} else if (!strcmp(c, "alltoall") || !strcmp(c, "neighbor")) {
+		} else if (!strcmp(c, "alltoall") || !strcmp(c, "alltoall-in-place") || !strcmp(c, "neighbor")) {
 			uint64_t size = num(ARG(1)), count = num(ARG(2));
 			int neighbor = !strcmp(c, "neighbor"), *calls = neighbor ? &neighbor_calls : &alltoall_calls;
 			int (*call)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm) =
@@ -861,7 +869,9 @@ int main(int argc, char **argv)
 				alltoall_pair = &p;
 				alltoall_seq = size << 32 | (seq & 0xffffffff);
 				int before = *calls;
-				int rc = call(&p, (int)count, SENDTYPE, &alltoall_seq, -(int)count, RECVTYPE, COMM);
+				int rc = !strcmp(c, "alltoall-in-place")
+						 ? call(IN_PLACE, 0, DATATYPE_NULL, &alltoall_seq, (int)count, RECVTYPE, COMM)
+						 : call(&p, (int)count, SENDTYPE, &alltoall_seq, -(int)count, RECVTYPE, COMM);
 				seq += count;
 				printf("%s rc=%d reached_pmpi=%d\n", c, rc, *calls - before);
 				if (rc != 0 || *calls != before + 1) {
