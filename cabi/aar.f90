@@ -22,6 +22,18 @@ module aar
   integer(c_int), parameter :: AAR_EINVAL = -1
   integer(c_int), parameter :: AAR_EDISABLED = -2
 
+  ! Pin a routing mode: GNI_DLVMODE_ADAPTIVE0..3 (0, 32, 64, 128), given as a default integer
+  ! (aar_set_mode(128)) or as an integer(c_int16_t), C's uint16_t. A value out of uint16_t's range
+  ! is AAR_EINVAL, as every value but those four is.
+  interface aar_set_mode
+    function aar_set_mode_c(dlvr_mode) bind(C, name="aar_set_mode") result(rc)
+      import :: c_int, c_int16_t
+      integer(c_int16_t), value :: dlvr_mode
+      integer(c_int) :: rc
+    end function aar_set_mode_c
+    module procedure aar_set_mode_default
+  end interface aar_set_mode
+
   interface
     ! Begin the next iteration (ending the one in progress first, if any).
     function aar_iteration_begin() bind(C, name="aar_iteration_begin") result(rc)
@@ -49,13 +61,6 @@ module aar
       integer(c_int64_t) :: i
     end function aar_iteration_index
 
-    ! Pin a routing mode: GNI_DLVMODE_ADAPTIVE0..3 (0, 32, 64, 128).
-    function aar_set_mode(dlvr_mode) bind(C, name="aar_set_mode") result(rc)
-      import :: c_int, c_int16_t
-      integer(c_int16_t), value :: dlvr_mode
-      integer(c_int) :: rc
-    end function aar_set_mode
-
     ! The same by name, as AAR_MODE takes it ("ADAPTIVE3", "auto", "steady", "off"), a C string.
     function aar_set_mode_name(name) bind(C, name="aar_set_mode_name") result(rc)
       import :: c_int, c_char
@@ -78,4 +83,18 @@ module aar
       integer(c_int) :: rc
     end function aar_enable
   end interface
+
+contains
+
+  ! aar_set_mode for a default integer: a value c_int16_t cannot hold is refused here, not wrapped
+  ! into one of the four (65568 is not 32).
+  function aar_set_mode_default(dlvr_mode) result(rc)
+    integer, value :: dlvr_mode
+    integer(c_int) :: rc
+    if (dlvr_mode < 0 .or. dlvr_mode > huge(0_c_int16_t)) then
+      rc = AAR_EINVAL
+    else
+      rc = aar_set_mode_c(int(dlvr_mode, c_int16_t))
+    end if
+  end function aar_set_mode_default
 end module aar

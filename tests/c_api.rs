@@ -502,3 +502,20 @@ fn iterations_in_a_fork_child_switch_the_policy_but_write_no_rows() {
         (0..4).map(|i| (i, ["ADAPTIVE1", "ADAPTIVE2"][i as usize % 2].to_string(), None)).collect();
     assert_eq!(rows, expected);
 }
+
+/// aar.f90's aar_set_mode takes a mode as a default integer (`aar_set_mode(32)`, which did not
+/// compile against an interface of integer(c_int16_t) alone) or as an integer(c_int16_t); a
+/// default integer out of uint16_t's range is AAR_EINVAL, not wrapped into a mode (65536 + 128 is
+/// not ADAPTIVE3).
+#[test]
+fn fortran_pins_a_mode_given_as_a_default_integer_or_a_c_int16_t() {
+    assert!(have("gfortran"), "gfortran is missing: run scripts/setup");
+    let c = |p: &str| root().join(p);
+    let sources =
+        [c("cabi/aar.f90"), c("tests/c/ab_posts.f90"), c("tests/c/api_fortran.f90"), c("tests/c/ab_fortran_posts.c")];
+    let prog = compile("gfortran", "api_fortran", &sources, &[]);
+    let r = Launch::program("api-fortran", prog, "").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("fortran modes ok"), "{}", r.stdout);
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [[AD1; 6].as_slice(), &[AD3; 3]].concat());
+}
