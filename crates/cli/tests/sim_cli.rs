@@ -1295,7 +1295,7 @@ fn a_job_larger_than_its_placement_says_how_to_fit_it() {
     assert_eq!(
         err,
         "aar: --ranks 100000: placement same-group holds at most 96 nodes (one rank per node), not 100000: give at \
-         most 96 ranks (nodes), or a placement that spans groups (across-groups, scattered), or more ranks per node \
+         most 96 ranks, or a placement that spans groups (across-groups, scattered), or more ranks per node \
          (--ranks-per-node)\n"
     );
 }

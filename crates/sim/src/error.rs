@@ -104,9 +104,10 @@ pub enum SpecError {
     /// More ranks than the placement has nodes for; `larger` names what holds more
     /// ([`crate::workload::Placement::larger`]).
     #[error(
-        "placement {placement} holds at most {} (one rank per node), not {ranks}: give at most {max} ranks \
-         (nodes), or {larger}",
-        aar_record::count(*max, "node", "nodes")
+        "placement {placement} holds at most {} (one rank per node), not {ranks}: give at most {}, or \
+         {larger}",
+        aar_record::count(*max, "node", "nodes"),
+        aar_record::count(*max, "rank", "ranks")
     )]
     PlacementFull { placement: &'static str, ranks: u32, max: u32, larger: &'static str },
     /// A packed placement the machine or the job cannot fill.

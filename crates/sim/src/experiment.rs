@@ -101,8 +101,9 @@ pub fn order_name(arms: &[PolicySpec], order: AbOrder) -> String {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Background {
     None,
-    /// open-loop PUT messages of `bytes` to uniformly random background nodes, `load` = fraction of
-    /// the NIC injection bandwidth
+    /// open-loop PUT messages of `bytes` from the background nodes to uniformly random nodes of
+    /// the background's scope other than the measured job's (not only the background nodes),
+    /// `load` = fraction of the NIC injection bandwidth
     Uniform {
         load: f64,
         bytes: u64,
@@ -917,7 +918,7 @@ mod tests {
         );
         assert_eq!(
             spec(97, Placement::SameGroup).check().unwrap_err().to_string(),
-            "placement same-group holds at most 96 nodes (one rank per node), not 97: give at most 96 ranks (nodes), or \
+            "placement same-group holds at most 96 nodes (one rank per node), not 97: give at most 96 ranks, or \
              a placement that spans groups (across-groups, scattered)"
         );
         assert_eq!(spec(1, Placement::Scattered).check(), Err(SpecError::TooFewRanks(1)));

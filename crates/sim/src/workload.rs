@@ -721,7 +721,7 @@ mod tests {
         assert!(e.contains("packed holds at most 36"), "{e}");
         assert!(
             e.ends_with(
-                "give at most 36 ranks (nodes), or a packed placement of more routers (packed:ROUTERS:GROUPS, over \
+                "give at most 36 ranks, or a packed placement of more routers (packed:ROUTERS:GROUPS, over \
                  more groups where its groups have no router left)"
             ),
             "{e}"
