@@ -1459,3 +1459,64 @@ fn environment_modules_5_loads_the_tcl_modulefile_and_unload_takes_everything_ba
     let left: Vec<_> = std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "the module made {left:?} in the folder it was loaded in");
 }
+
+/// The loader splits LD_PRELOAD at ' ' as at ':', so `export LD_PRELOAD="$LD_PRELOAD /x/libtool.so"`
+/// after `module load aar` joins the module's entry and the tool's into one ':' entry: the unload,
+/// which takes back ':' entries only (no module command edits a variable on unload), left libaar.so
+/// preloaded without a word, routing every job with no module loaded. Under Lmod (both modulefiles)
+/// and Environment Modules 5 the unload now says so and gives the command that takes it out, which
+/// works (a ' in the other library's path included); an entry of its own gets no such line.
+#[test]
+fn an_unload_says_how_to_take_out_a_preload_entry_joined_to_another_by_a_space() {
+    let dir = scratch("packaging-glued-preload");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Another library, by a path with a quote, so that the advice's quoting is used.
+    let libm = Command::new("cc").arg("-print-file-name=libm.so.6").output().unwrap();
+    let libm = String::from_utf8_lossy(&libm.stdout).trim().to_string();
+    let other = dir.join("it's.so");
+    std::os::unix::fs::symlink(&libm, &other).unwrap();
+    let lib = prefix.join("lib/libaar.so");
+    let mut flavours = vec![(LMOD_INIT, "lmod"), (LMOD_INIT, "tcl")];
+    if Path::new(EM_INIT).exists() {
+        flavours.push((EM_INIT, "tcl"));
+    }
+    for (init, flavour) in flavours {
+        let said = dir.join("said");
+        let script = format!(
+            "source {init}\n\
+             module use {prefix}/modulefiles/{flavour}\n\
+             module load aar || exit 3\n\
+             export LD_PRELOAD=\"$LD_PRELOAD {other}\"\n\
+             module unload aar 2> {said} || exit 4\n\
+             echo \"unloaded LD_PRELOAD=[$LD_PRELOAD]\"\n\
+             eval \"$(sed -n 's/^aar: LD_PRELOAD keeps .*\\. To take it out: //p' {said})\" || exit 5\n\
+             echo \"advised LD_PRELOAD=[$LD_PRELOAD]\"\n\
+             module load aar || exit 6\n\
+             module unload aar 2>> {said} || exit 7\n\
+             echo \"apart LD_PRELOAD=[$LD_PRELOAD]\"\n",
+            prefix = prefix.display(),
+            other = other.display(),
+            said = said.display(),
+        );
+        let what = format!("{init} {flavour}");
+        let (stdout, _) = login_shell(&format!("set -e\n{script}"), &dir, &dir, &[], &what);
+        let said = std::fs::read_to_string(&said).unwrap();
+        let (lib, other) = (lib.display(), other.display());
+        assert!(
+            said.starts_with(&format!(
+                "aar: LD_PRELOAD keeps {lib} after the unload: a space joins it to another library ({lib} {other})"
+            )),
+            "{what}: no line about the entry left behind: {said}"
+        );
+        assert_eq!(said.matches("LD_PRELOAD keeps").count(), 1, "{what}: an entry of its own is no such case: {said}");
+        for want in [
+            format!("unloaded LD_PRELOAD=[{lib} {other}]\n"),
+            format!("advised LD_PRELOAD=[{other}]\n"),
+            format!("apart LD_PRELOAD=[{other}]\n"),
+        ] {
+            assert!(stdout.contains(&want), "{what}: no {want:?} in:\n{stdout}\n{said}");
+        }
+    }
+}
