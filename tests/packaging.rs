@@ -1262,6 +1262,53 @@ fn setup_runs_with_a_users_path_without_sbin() {
     assert!(out.status.success(), "PATH={path}: {:?}: {stderr}", out.status);
 }
 
+/// scripts/setup on a fresh Debian or Ubuntu machine, whose cargo packages are all older than the
+/// minimum Rust version (bookworm's is Rust 1.63, its cargo calling itself 0.66): without a cargo it
+/// installed Debian's with apt-get, beside the rest, only to refuse it after the install as "cargo
+/// 0.66.0 is too old". It now stops first, before apt-get, naming rustup, and names a too old
+/// toolchain by rustc's version. Here apt-get and sudo are stand-ins that say when they run.
+#[test]
+fn setup_without_a_recent_rust_stops_before_installing_anything() {
+    let dir = scratch("packaging-setup-rust");
+    for tool in ["apt-get", "sudo"] {
+        aar_testkit::write_script(
+            &dir.join(tool),
+            &format!("#!/bin/sh\necho \"stand-in {tool} ran: $*\" >&2\nexit 99\n"),
+        );
+    }
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let msrv = manifest.lines().find_map(|l| l.strip_prefix("rust-version = \"")).unwrap().trim_end_matches('"');
+    // Debian bookworm's toolchain, as apt-get installs it.
+    let old = dir.join("bookworm");
+    std::fs::create_dir(&old).unwrap();
+    aar_testkit::write_script(&old.join("cargo"), "#!/bin/sh\necho 'cargo 0.66.0'\n");
+    aar_testkit::write_script(&old.join("rustc"), "#!/bin/sh\necho 'rustc 1.63.0'\n");
+    for (toolchain, want) in [
+        (
+            String::new(),
+            format!(
+                "aar setup: no Rust toolchain (cargo and rustc) on PATH, and aar needs Rust {msrv} or newer; \
+                 nothing was installed: install it with rustup (https://rustup.rs;"
+            ),
+        ),
+        (
+            format!("{}:", old.display()),
+            format!(
+                "aar setup: {}/rustc is Rust 1.63.0, and aar needs {msrv} or newer; nothing was installed: \
+                 run rustup update, or without rustup, install it with rustup (https://rustup.rs;",
+                old.display()
+            ),
+        ),
+    ] {
+        let path = format!("{}:{toolchain}/usr/local/bin:/usr/bin:/bin", dir.display());
+        let out = Command::new(root().join("scripts/setup")).current_dir(root()).env("PATH", &path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "PATH={path}: {stderr}");
+        assert!(!stderr.contains("stand-in"), "PATH={path}: setup installed before it stopped: {stderr}");
+        assert!(stderr.starts_with(&want), "PATH={path}: no {want:?} in: {stderr}");
+    }
+}
+
 /// scripts/build-release (which install, demo and the benchmarks call) takes FILE first: without
 /// one it ended on bash's own "1: usage: ..." words, and `--help` or an option in FILE's place
 /// built the workspace for minutes before looking for a file of that name. Here `cargo` is a
