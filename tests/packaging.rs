@@ -1263,19 +1263,43 @@ fn setup_runs_with_a_users_path_without_sbin() {
 }
 
 /// scripts/setup on a fresh Debian or Ubuntu machine, whose cargo packages are all older than the
-/// minimum Rust version (bookworm's is Rust 1.63, its cargo calling itself 0.66): without a cargo it
-/// installed Debian's with apt-get, beside the rest, only to refuse it after the install as "cargo
-/// 0.66.0 is too old". It now stops first, before apt-get, naming rustup, and names a too old
-/// toolchain by rustc's version. Here apt-get and sudo are stand-ins that say when they run.
+/// minimum Rust version (bookworm's is Rust 1.63, its cargo calling itself 0.66), and which has no
+/// rustup: setup installs rustup and the stable toolchain, from static.rust-lang.org, running
+/// rustup-init only when it matches its published SHA-256, and says so when it cannot. Here
+/// apt-get, sudo and curl are stand-ins (curl "downloads" a stand-in rustup-init, which makes
+/// stand-in rustup, cargo and rustc in `CARGO_HOME`), and nothing leaves the test's folder.
 #[test]
-fn setup_without_a_recent_rust_stops_before_installing_anything() {
+fn setup_without_rustup_installs_it_and_checks_what_it_downloads() {
     let dir = scratch("packaging-setup-rust");
+    let standins = dir.join("standins");
+    std::fs::create_dir(&standins).unwrap();
     for tool in ["apt-get", "sudo"] {
         aar_testkit::write_script(
-            &dir.join(tool),
+            &standins.join(tool),
             &format!("#!/bin/sh\necho \"stand-in {tool} ran: $*\" >&2\nexit 99\n"),
         );
     }
+    aar_testkit::write_script(
+        &standins.join("curl"),
+        "#!/bin/sh\nout=''; url=''\n\
+         while [ $# -gt 0 ]; do case $1 in -o|--proto) [ \"$1\" = -o ] && out=$2; shift 2 ;; -*) shift ;; *) url=$1; shift ;; esac; done\n\
+         echo \"stand-in curl: $url\" >&2\n\
+         [ -n \"$OFFLINE\" ] && { echo 'curl: (6) Could not resolve host' >&2; exit 6; }\n\
+         case $url in\n\
+         */rustup-init) cp \"$STANDINS/rustup-init.payload\" \"$out\" ;;\n\
+         */rustup-init.sha256) if [ -n \"$BAD_SHA\" ]; then echo '00  rustup-init' >\"$out\"; else sha256sum \"$STANDINS/rustup-init.payload\" >\"$out\"; fi ;;\n\
+         *) exit 22 ;;\n\
+         esac\n",
+    );
+    std::fs::write(
+        standins.join("rustup-init.payload"),
+        "#!/bin/sh\necho \"stand-in rustup-init ran: $*\" >&2\nbin=${CARGO_HOME:?}/bin\nmkdir -p \"$bin\"\n\
+         printf '#!/bin/sh\\necho \"rustc 9.0.0 (stand-in)\"\\n' >\"$bin/rustc\"\n\
+         printf '#!/bin/sh\\necho \"cargo 9.0.0 (stand-in)\"\\n' >\"$bin/cargo\"\n\
+         printf '#!/bin/sh\\ncase \"$*\" in \"component list\"*) printf \"miri\\\\nrust-src\\\\n\" ;; esac\\n' >\"$bin/rustup\"\n\
+         chmod +x \"$bin/rustc\" \"$bin/cargo\" \"$bin/rustup\"\n",
+    )
+    .unwrap();
     let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
     let msrv = manifest.lines().find_map(|l| l.strip_prefix("rust-version = \"")).unwrap().trim_end_matches('"');
     // Debian bookworm's toolchain, as apt-get installs it.
@@ -1283,30 +1307,64 @@ fn setup_without_a_recent_rust_stops_before_installing_anything() {
     std::fs::create_dir(&old).unwrap();
     aar_testkit::write_script(&old.join("cargo"), "#!/bin/sh\necho 'cargo 0.66.0'\n");
     aar_testkit::write_script(&old.join("rustc"), "#!/bin/sh\necho 'rustc 1.63.0'\n");
-    for (toolchain, want) in [
-        (
-            String::new(),
-            format!(
-                "aar setup: no Rust toolchain (cargo and rustc) on PATH, and aar needs Rust {msrv} or newer; \
-                 nothing was installed: install it with rustup (https://rustup.rs;"
-            ),
-        ),
-        (
-            format!("{}:", old.display()),
-            format!(
-                "aar setup: {}/rustc is Rust 1.63.0, and aar needs {msrv} or newer; nothing was installed: \
-                 run rustup update, or without rustup, install it with rustup (https://rustup.rs;",
-                old.display()
-            ),
-        ),
+    let dist = format!("https://static.rust-lang.org/rustup/dist/{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let setup = |case: &str, toolchain: &str, env: &[(&str, &str)]| {
+        let cargo_home = dir.join(case);
+        let path = format!("{}:{toolchain}/usr/local/bin:/usr/bin:/bin", standins.display());
+        let out = Command::new(root().join("scripts/setup"))
+            .current_dir(root())
+            .env("PATH", &path)
+            .env("HOME", &dir)
+            .env("CARGO_HOME", &cargo_home)
+            .env("STANDINS", &standins)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !stderr.contains("stand-in apt-get"),
+            "{case}: this machine lacks what scripts/setup installs: {stderr}"
+        );
+        (out.status.code(), stderr, cargo_home.join("bin/rustc").exists())
+    };
+    // No Rust at all, or bookworm's: rustup is installed, checked, with the stable toolchain.
+    for (case, toolchain, found) in [
+        ("none", String::new(), String::new()),
+        ("old", format!("{}:", old.display()), format!("; {}/rustc is Rust 1.63.0", old.display())),
     ] {
-        let path = format!("{}:{toolchain}/usr/local/bin:/usr/bin:/bin", dir.display());
-        let out = Command::new(root().join("scripts/setup")).current_dir(root()).env("PATH", &path).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "PATH={path}: {stderr}");
-        assert!(!stderr.contains("stand-in"), "PATH={path}: setup installed before it stopped: {stderr}");
-        assert!(stderr.starts_with(&want), "PATH={path}: no {want:?} in: {stderr}");
+        let (code, stderr, installed) = setup(case, &toolchain, &[]);
+        assert_eq!(code, Some(0), "{case}: {stderr}");
+        let said = format!(
+            "aar setup: installing rustup and the stable Rust toolchain into {} (aar needs Rust {msrv} or newer{found})",
+            dir.join(case).display()
+        );
+        assert!(stderr.contains(&said), "{case}: no {said:?} in: {stderr}");
+        assert!(stderr.contains(&format!("stand-in curl: {dist}/rustup-init\n")), "{case}: {stderr}");
+        assert!(
+            stderr.contains("stand-in rustup-init ran: -y -q --profile default --default-toolchain stable"),
+            "{case}: {stderr}"
+        );
+        assert!(installed, "{case}: {stderr}");
     }
+    // A download that does not match its SHA-256 is not run; no network: said, and nothing run.
+    let (code, stderr, installed) = setup("bad-sha", "", &[("BAD_SHA", "1")]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "aar setup: the rustup-init downloaded from {dist} does not match its published SHA-256; it was not run"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("rustup-init ran") && !installed, "{stderr}");
+    let (code, stderr, installed) = setup("offline", "", &[("OFFLINE", "1")]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "aar setup: could not download rustup from {dist}; nothing more was installed: install Rust {msrv} or newer"
+        )),
+        "{stderr}"
+    );
+    assert!(!installed, "{stderr}");
 }
 
 /// scripts/build-release (which install, demo and the benchmarks call) takes FILE first: without
