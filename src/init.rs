@@ -146,6 +146,9 @@ fn init() {
 }
 
 fn prepare() -> Option<Prepared> {
+    // Run on a helper thread for a caller with little stack, this thread is the start-up too: a
+    // call from inside it (a callback of PAPI's loading) must not wait for the start-up it is in.
+    let _ = INITIALISING_HERE.try_with(|h| h.set(true));
     let t0 = sys::now_ns();
     let (mut settings, warnings) = Settings::from_environment();
     if let Ok(start) = std::env::current_dir() {

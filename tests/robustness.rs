@@ -115,6 +115,25 @@ fn a_thread_with_a_small_stack_can_start_the_library() {
     assert_eq!(small.aar_lines().len(), 1, "the summary only: {:?}", small.aar_lines());
 }
 
+/// The start-up that a small-stack thread has run on a helper thread is still the start-up: a call
+/// made from inside it (here by a stand-in for libpapi whose loading calls back into the program)
+/// is refused at once as from inside the start-up, as on a thread of the default stack; it does not
+/// wait for the start-up it is part of (2 s per call, the helper's caller waiting meanwhile) and is
+/// not counted as refused while another thread started the library.
+#[test]
+fn a_call_from_inside_a_start_up_run_for_a_small_stack_is_from_inside_it() {
+    let hold = compile("cc", "hold_start", &[root().join("tests/c/hold_start.c")], &["-shared", "-fPIC"]);
+    let r = Launch::program("small-stack-inside", program_with("small_stack_start", &["-laar", "-lpthread"]), "")
+        .env("AAR_PAPI_LIBRARY", &hold.display().to_string())
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3")
+        .run();
+    assert!(r.status.success(), "{}", r.stderr);
+    assert_eq!(r.stdout, "inside begin rc=-1\ninside end rc=-1\nstarted begin rc=0 index 1 end rc=0\n");
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "{}", r.stderr);
+    assert_eq!(recs[0]["ab"]["refused_begins"], serde_json::json!({"inside_start_up": 1}), "{}", recs[0]["ab"]);
+}
+
 #[test]
 fn a_forked_child_keeps_routing_with_its_own_counters_record_and_trace() {
     let launch = Launch::driver("fork", "fma 64 3 0 fork 6 forkexec rdma 65536 4 0");
