@@ -135,12 +135,19 @@ struct Prepared {
     tracing: bool,
 }
 
-/// The library's start-up. Its work (the settings, PAPI, the node's segment, the files) runs on a
-/// thread with room when the calling thread has little stack left ([`sys::with_room`]); the
-/// decider is installed by the calling thread, so that the decider's lock is biased to a thread
-/// that posts, not to a helper that is gone.
+/// The library's start-up. Its work (the settings, PAPI, the node's segment, the files, the
+/// decider's installation) runs on a thread with room when the calling code has little stack left
+/// ([`sys::with_room`]: a thread made with a small stack, a signal handler on a signal stack).
 fn init() {
-    if let Some(prepared) = sys::with_room(prepare) {
+    sys::with_room(start_up);
+}
+
+/// Out of line, and with the decider made and installed in it: its frame (over 10 KiB, most of it
+/// the decider) inlined into the caller's would be taken on the caller's stack, before
+/// [`sys::with_room`] can see that there is no room for it.
+#[inline(never)]
+fn start_up() {
+    if let Some(prepared) = prepare() {
         install(prepared);
     }
 }
@@ -298,10 +305,7 @@ fn prepare() -> Option<Prepared> {
 
 fn install(Prepared { decider, policy, tracing }: Prepared) {
     let Some(settings) = state::settings() else { return };
-    // Nobody else can hold it yet: posts see READY only after the store below.
-    if let Some(mut slot) = state::decider_within(Duration::from_secs(1)) {
-        *slot = Some(decider);
-    }
+    state::install_decider(decider);
     if !sys::at_exit(output::at_exit) {
         diag::warn("could not register the exit handler; no record or summary will be written");
     }

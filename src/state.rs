@@ -590,6 +590,15 @@ pub fn decider_within(wait: Duration) -> Option<Guard<'static, Option<Decider>>>
     DECIDER.try_lock_for(wait)
 }
 
+/// Install the decider (at the start-up). Its lock is left unbiased: the start-up may run on a
+/// helper thread that ends ([`sys::with_room`]), and the bias belongs to the first thread that
+/// decides. Nobody else can hold it yet (posts see READY only after the start-up); bounded anyway.
+pub fn install_decider(decider: Decider) {
+    if let Some(mut slot) = DECIDER.try_lock_unbiased().or_else(|| decider_within(Duration::from_secs(1))) {
+        *slot = Some(decider);
+    }
+}
+
 /// The application's `PAPI_start` of `eventset`, forwarded. Where it finds an event set of
 /// libaar.so counting on the same PAPI component (PAPI counts one per component at a time),
 /// libaar.so gives way ([`Decider::give_way`]): the application's measurement is its own, the

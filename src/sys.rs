@@ -72,10 +72,11 @@ const ROOM_NEEDED: usize = 128 << 10;
 /// The stack of the thread that runs it where the caller's is smaller.
 const ROOM_GIVEN: usize = 1 << 20;
 
-/// `f()`, run on a thread of its own with a stack of [`ROOM_GIVEN`] bytes, waited for, when this
-/// thread has less than [`ROOM_NEEDED`] left below this point (a runtime's progress thread made
-/// with a small stack, whose first uGNI call starts the library); here otherwise, and when no
-/// thread can be made. A panic in `f` goes on in the caller.
+/// `f()`, run on a thread of its own with a stack of [`ROOM_GIVEN`] bytes, waited for, when the
+/// stack this runs on has less than [`ROOM_NEEDED`] left below this point (a runtime's progress
+/// thread made with a small stack, whose first uGNI call starts the library, or a signal handler
+/// on an alternate signal stack); here otherwise, and when no thread can be made. A panic in `f`
+/// goes on in the caller.
 pub fn with_room<T: Send + 'static>(f: fn() -> T) -> T {
     if stack_left().is_none_or(|left| left >= ROOM_NEEDED) {
         return f();
@@ -86,17 +87,29 @@ pub fn with_room<T: Send + 'static>(f: fn() -> T) -> T {
     }
 }
 
-/// Bytes of this thread's stack below this point; `None` on the main thread (its stack grows up
-/// to its limit) and when glibc cannot tell.
+/// Bytes of the stack this code runs on below this point: the alternate signal stack when a
+/// signal handler runs there (`sigaltstack`, `SA_ONSTACK`: runtimes give theirs 8 to 64 KiB,
+/// wherever the thread's own stack is), else the thread's; 0 on a stack that is neither (a handler
+/// whose signal stack was disarmed on entry, `SS_AUTODISARM`), whose room cannot be told; `None`
+/// on the main thread's own stack (it grows up to its limit) and when glibc cannot tell.
 fn stack_left() -> Option<usize> {
+    let here = 0u8;
+    let here = std::ptr::addr_of!(here) as usize;
+    // SAFETY: with no new stack given, sigaltstack only writes the current one into `alt`.
+    let alt = unsafe {
+        let mut alt: libc::stack_t = std::mem::zeroed();
+        (libc::sigaltstack(std::ptr::null(), &mut alt) == 0).then_some(alt)
+    };
+    if let Some(alt) = alt.filter(|a| a.ss_flags & libc::SS_ONSTACK != 0) {
+        return Some(here.saturating_sub(alt.ss_sp as usize));
+    }
     // SAFETY: gettid takes no argument.
     if unsafe { libc::syscall(libc::SYS_gettid) } == i64::from(std::process::id()) {
         return None;
     }
-    let here = 0u8;
     // SAFETY: `attr` is initialised by pthread_getattr_np before it is read, and destroyed once;
     // pthread_attr_getstack writes the stack's lowest address and size.
-    let lowest = unsafe {
+    let (lowest, size) = unsafe {
         let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
             return None;
@@ -107,9 +120,9 @@ fn stack_left() -> Option<usize> {
         if rc != 0 {
             return None;
         }
-        addr as usize
+        (addr as usize, size)
     };
-    (std::ptr::addr_of!(here) as usize).checked_sub(lowest)
+    Some(if (lowest..lowest.saturating_add(size)).contains(&here) { here - lowest } else { 0 })
 }
 
 /// The next definition of `name` after libaar.so: `dlsym(RTLD_NEXT)`, which searches the objects

@@ -170,6 +170,23 @@ impl<T> TryLock<T> {
         (!self.busy.load(Ordering::Acquire)).then_some(guard)
     }
 
+    /// The value, if no one else holds it, taken without biasing a lock that no thread took yet:
+    /// for a taker that is not the lock's user (the start-up, which may run on a helper thread
+    /// that then ends), so that the bias goes to the first thread that takes it with
+    /// [`TryLock::try_lock`].
+    pub fn try_lock_unbiased(&self) -> Option<Guard<'_, T>> {
+        if self.bias.load(Ordering::Relaxed) != UNBIASED {
+            return self.try_lock();
+        }
+        let guard = (!self.taken.swap(true, Ordering::Acquire)).then(|| Guard { lock: self, biased: false })?;
+        // The word changes only under `taken`: still unbiased, no thread can hold it through a bias.
+        if self.bias.load(Ordering::Relaxed) == UNBIASED {
+            return Some(guard);
+        }
+        drop(guard);
+        self.try_lock()
+    }
+
     /// How the lock is taken now, for the record.
     pub fn bias(&self) -> Bias {
         match self.bias.load(Ordering::Relaxed) {
@@ -417,6 +434,24 @@ mod tests {
         // SAFETY: taken with hold_for just above, no guard alive.
         unsafe { lock.release() };
         assert!(!lock.busy.load(Ordering::Relaxed) && lock.try_lock().is_some());
+    }
+
+    #[test]
+    fn a_take_that_leaves_the_bias_leaves_it_to_the_next_taker() {
+        // The start-up's take, on a helper thread that ends: the lock stays never taken, and the
+        // thread that takes it next (the first to decide) gets the bias.
+        let lock = TryLock::biased(0u64);
+        let taken = std::thread::scope(|s| s.spawn(|| lock.try_lock_unbiased().map(|mut g| *g = 7).is_some()).join());
+        assert!(taken.unwrap());
+        assert_eq!(lock.bias(), Bias::NeverTaken);
+        let g = lock.try_lock().unwrap();
+        assert_eq!(*g, 7);
+        let expected = if sys::process_barrier_ready() { Bias::Biased } else { Bias::NeverBiased };
+        assert_eq!(lock.bias(), expected);
+        // Held (through the bias or not), it is not taken again, with or without the bias.
+        assert!(lock.try_lock_unbiased().is_none());
+        drop(g);
+        assert!(lock.try_lock_unbiased().is_some());
     }
 
     #[test]

@@ -115,6 +115,21 @@ fn a_thread_with_a_small_stack_can_start_the_library() {
     assert_eq!(small.aar_lines().len(), 1, "the summary only: {:?}", small.aar_lines());
 }
 
+/// A signal handler on an alternate signal stack (`sigaltstack`, as runtimes install theirs, of
+/// 8 to 64 KiB) makes the process's first call of libaar.so. The start-up needs more than such a
+/// stack has (PAPI's initialisation): it runs on a thread of its own, as for a thread made with a
+/// small stack, and the handler gets its answer. (The room left was measured against the thread's
+/// own stack, far from the signal stack, and the start-up ran past the signal stack's end.)
+#[test]
+fn a_first_call_from_a_handler_on_a_small_signal_stack_starts_the_library() {
+    let program = program_with("altstack_start", &["-laar"]);
+    for kib in ["8", "16", "32", "64"] {
+        let r = Launch::program(&format!("altstack-{kib}"), program.clone(), kib).run();
+        assert!(r.status.success(), "{kib} KiB signal stack: {:?} {}", r.status, r.stderr);
+        assert_eq!(r.stdout, "handler policy auto\npolicy auto\n", "{kib} KiB signal stack: {}", r.stderr);
+    }
+}
+
 /// The start-up that a small-stack thread has run on a helper thread is still the start-up: a call
 /// made from inside it (here by a stand-in for libpapi whose loading calls back into the program)
 /// is refused at once as from inside the start-up, as on a thread of the default stack; it does not
