@@ -341,7 +341,9 @@ pub extern "C" fn at_exit() {
 }
 
 fn write_outputs() {
-    if WRITTEN.swap(true, Ordering::AcqRel) {
+    // An inert process reports nothing: AAR_DISABLE, or a fork child whose parent's start-up the
+    // fork cut short after it had registered this handler (it says so itself).
+    if WRITTEN.swap(true, Ordering::AcqRel) || state::inert() {
         return;
     }
     let Some(settings) = state::settings() else { return };
