@@ -5,6 +5,7 @@
 use aar_testkit::{release_dir, root, target_dir};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
+use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
@@ -1254,6 +1255,81 @@ fn sigquit_to_the_launcher_goes_to_the_ranks() {
     assert!(err.contains("got SIGQUIT: forwarded to the 2 ranks still running"), "{err}");
     assert!(!err.contains("SIGKILL"), "the ranks' default action is to end: {err}");
     assert_eq!(gone_within_10_s(&held), []);
+}
+
+/// Ctrl-C at a terminal: the terminal sends SIGINT to its whole foreground process group, the
+/// ranks in it too, so each rank gets one SIGINT, not a second one forwarded by the launcher (a
+/// program whose second Ctrl-C means "quit now, skip the cleanup" took one press for two). A rank
+/// that left the group (here under `setsid`, out of the terminal's reach) still gets it from the
+/// launcher. The launcher runs as a terminal's job: the session leader of a pseudo-terminal.
+#[test]
+fn ctrl_c_at_the_terminal_reaches_each_rank_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sigints");
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors into the live ints; the other arguments may be NULL.
+    let rc =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty just opened both; each is owned here from now on.
+    let (master, slave) =
+        unsafe { (std::os::fd::OwnedFd::from_raw_fd(master), std::os::fd::OwnedFd::from_raw_fd(slave)) };
+    // Each rank logs every SIGINT it gets, and waits (its `sleep`s end at the terminal's SIGINT).
+    let wait = format!(
+        "trap 'echo INT $PMI_RANK >> {}' INT; echo ready $PMI_RANK; i=0; while [ $i -lt 300 ]; do sleep 0.1; \
+         i=$((i+1)); done",
+        log.display()
+    );
+    let script = r#"if [ "$PMI_RANK" = 1 ]; then exec setsid sh -c "$WAIT"; else exec sh -c "$WAIT"; fi"#;
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "sh", "-c", script]).env("WAIT", &wait);
+    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    // SAFETY: setsid and ioctl are async-signal-safe: the launcher leads a session whose
+    // controlling terminal is the pseudo-terminal (its stdin), so its process group, the ranks'
+    // too, is the terminal's foreground group.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    // The test's own copies of the terminal's slave side, or its reader would never see the end.
+    drop(cmd);
+    let shown = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let shown = std::sync::Arc::clone(&shown);
+        let mut terminal = std::fs::File::from(master.try_clone().unwrap());
+        // Until the last process holding the terminal closed it (EIO).
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = terminal.read(&mut buf) {
+                shown.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let ready = within_30_s(|| {
+        let s = shown.lock().unwrap();
+        s.contains("ready 0") && s.contains("ready 1")
+    });
+    assert!(ready, "the ranks did not start: {}", shown.lock().unwrap());
+    // Ctrl-C, as typed.
+    std::io::Write::write_all(&mut std::fs::File::from(master), b"\x03").unwrap();
+    let st = child.wait().unwrap();
+    reader.join().unwrap();
+    let shown = shown.lock().unwrap().clone();
+    assert_eq!(st.code(), Some(128 + libc::SIGINT), "{shown}");
+    let mut got: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(str::to_owned).collect();
+    got.sort();
+    assert_eq!(got, ["INT 0", "INT 1"], "one SIGINT each: {shown}");
+    assert!(
+        shown.contains("got SIGINT from the terminal, which sent it to the 1 rank still running in aar run's process group as well: not sent again; forwarded to the 1 rank in a process group of their own"),
+        "{shown}"
+    );
 }
 
 /// A signal whose default action would end `aar run` alone (a timer's SIGALRM, the CPU time

@@ -37,7 +37,9 @@
 //!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that ended, or closed its
 //!   PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the job with
 //!   exit status 1: that barrier can never complete. SIGINT, SIGTERM, SIGHUP or SIGQUIT to `aar run` is
-//!   forwarded to the ranks the same way ([`signals`]); one that was ignored when `aar run` started
+//!   forwarded to the ranks the same way ([`signals`]), but a key's SIGINT or SIGQUIT from the
+//!   terminal, which reached the ranks in the launcher's process group itself, goes only to those
+//!   that left it (one Ctrl-C is one SIGINT to each rank); one that was ignored when `aar run` started
 //!   (nohup) stays ignored, by the launcher and the ranks. SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU or
 //!   SIGPWR, whose default action would end the launcher alone, end the job with SIGTERM to the
 //!   ranks and exit status 128 + that signal. A time limit ([`time`]: `--time`,
@@ -743,9 +745,9 @@ impl Supervisor {
         while !self.running().is_empty() {
             self.wait_for_events();
             let arrived = self.signals.drain();
-            for &sig in &arrived {
+            for &signals::Arrival { sig, from_terminal } in &arrived {
                 if signals::ENDING.contains(&sig) || signals::FATAL.contains(&sig) {
-                    self.on_launcher_signal(sig);
+                    self.on_launcher_signal(sig, from_terminal);
                 } else if signals::FORWARDED.contains(&sig) {
                     self.forward(sig);
                 } else if sig == libc::SIGTSTP {
@@ -754,7 +756,7 @@ impl Supervisor {
                     self.resume();
                 }
             }
-            if arrived.contains(&libc::SIGCHLD) {
+            if arrived.iter().any(|a| a.sig == libc::SIGCHLD) {
                 // Processes the ranks left behind that ended: no zombies for the job's length.
                 let ranks: Vec<libc::pid_t> = self.ranks.iter().map(|r| r.child.id() as libc::pid_t).collect();
                 reap_orphans(&ranks);
@@ -842,7 +844,12 @@ impl Supervisor {
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
     }
 
-    fn on_launcher_signal(&mut self, sig: libc::c_int) {
+    /// A signal that ends the job ([`signals::ENDING`], [`signals::FATAL`]). One that came from the
+    /// terminal (Ctrl-C, `Ctrl-\`: sent to its whole foreground process group) reached every rank
+    /// still in the launcher's process group as well: it goes only to the others, so one key press
+    /// is one signal to each rank, not two (a rank whose second Ctrl-C means "quit now, without
+    /// cleaning up", as many programs' do, would take one press for two).
+    fn on_launcher_signal(&mut self, sig: libc::c_int, from_terminal: bool) {
         let name = signals::name(sig);
         if self.ending.is_some() {
             // A second request: no more grace.
@@ -851,17 +858,41 @@ impl Supervisor {
             self.killed = true;
             return;
         }
-        let n = self.running().len();
+        let running = self.running();
+        let n = running.len();
         // A request to end the job goes to the ranks as it came; another fatal signal (a timer's,
         // the CPU time limit's) was the launcher's, and the ranks get SIGTERM.
         let (to_ranks, how) =
             if signals::FATAL.contains(&sig) { (libc::SIGTERM, "SIGTERM to") } else { (sig, "forwarded to") };
-        say!(
-            "aar run: got {name}: {how} the {} still running; the job ends with exit code {}.",
-            count(n as u64, "rank", "ranks"),
-            128 + sig
-        );
-        self.terminate(&self.running(), to_ranks);
+        if from_terminal {
+            let pgid = |pid: libc::pid_t| {
+                // SAFETY: getpgid only reads a process group; pid 0 is this process, another is a
+                // rank not yet reaped (one that ended since gives -1, and gets the signal).
+                unsafe { libc::getpgid(pid) }
+            };
+            let ours = pgid(0);
+            let elsewhere: Vec<usize> =
+                running.iter().copied().filter(|&r| pgid(self.ranks[r].child.id() as libc::pid_t) != ours).collect();
+            let to_others = match elsewhere.len() {
+                0 => String::new(),
+                k => format!("; forwarded to the {} in a process group of their own", count(k as u64, "rank", "ranks")),
+            };
+            say!(
+                "aar run: got {name} from the terminal, which sent it to the {} still running in aar run's process \
+                 group as well: not sent again{to_others}; the job ends with exit code {}.",
+                count((n - elsewhere.len()) as u64, "rank", "ranks"),
+                128 + sig
+            );
+            self.signal(&elsewhere, to_ranks);
+            self.signal(&running, libc::SIGCONT);
+        } else {
+            say!(
+                "aar run: got {name}: {how} the {} still running; the job ends with exit code {}.",
+                count(n as u64, "rank", "ranks"),
+                128 + sig
+            );
+            self.terminate(&running, to_ranks);
+        }
         self.sent = to_ranks;
         self.ending = Some(128 + sig);
         self.kill_at = Some(Instant::now() + GRACE);
