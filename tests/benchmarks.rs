@@ -170,3 +170,46 @@ fn bench_report_runs_the_programs_from_where_cargo_built_them() {
     assert!(out.status.success(), "{}{ran}", String::from_utf8_lossy(&out.stderr));
     assert!(ran.contains("gen_records --out ") && ran.contains("aar report "), "{ran}");
 }
+
+/// The ablation series of `scripts/bench-overhead --ablation` (bench/ablation/) applies, patch
+/// after patch, to the files as they are: a change to the read path that a patch touches must
+/// refresh the series (bench/ablation/README.md says how), or the script stops at that patch.
+/// The files the patches touch are copied into a scratch folder and patched there with
+/// `git apply`, which works outside a repository (and checks that each patched file is there).
+#[test]
+fn the_ablation_patches_apply_to_the_read_path_as_it_is() {
+    let dir = scratch("bench-ablation");
+    let mut patches: Vec<_> = std::fs::read_dir(root().join("bench/ablation"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "patch"))
+        .collect();
+    patches.sort();
+    assert_eq!(patches.len(), 5, "{patches:?}");
+    for patch in &patches {
+        let text = std::fs::read_to_string(patch).unwrap();
+        for line in text.lines().filter_map(|l| l.strip_prefix("diff --git a/")) {
+            let file = line.split(" b/").next().unwrap();
+            let copy = dir.join(file);
+            if !copy.exists() {
+                std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+                std::fs::copy(root().join(file), &copy).unwrap();
+            }
+        }
+        // (The scratch folder is inside this repository: without the ceiling, git would apply
+        // the patch relative to the repository's top and skip every file outside the folder.)
+        let out = Command::new("git")
+            .arg("apply")
+            .arg(patch)
+            .current_dir(&dir)
+            .env("GIT_CEILING_DIRECTORIES", dir.parent().unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{} does not apply after the ones before it: {}; refresh the series as bench/ablation/README.md says",
+            patch.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
