@@ -294,8 +294,9 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
             if Some(desired) != dir.in_force {
                 return None;
             }
+            tally::count_all(c);
             let rc = t.inside(|| forward(addr));
-            counted(rc, c);
+            refused_if(rc, c);
             Some(rc)
         });
         if let Some(Some(rc)) = fast {
@@ -342,26 +343,26 @@ fn slow(
         });
     }));
     forward_once(outcome, rc, || {
-        // Not counted yet (`route` counts right after it forwards): counted with the routing in
+        // Not counted yet (`route` counts right before it forwards): counted with the routing in
         // force on the thread, for the record holds what went out.
         let d = shape.kind.direction();
         let in_force = attributes::with_thread(|t| t.current().then(|| t.dir(d).in_force).flatten()).flatten();
         let class = in_force.map_or(OTHER, attributes::class_of_value);
         let (messages, bytes) = (shape.messages, shape.total_bytes());
+        let c = Count { api: Api::Dmapp, class, reason: PASSTHROUGH, messages, bytes };
+        tally::count_all(c);
         let rc = forward(addr);
-        counted(rc, Count { api: Api::Dmapp, class, reason: PASSTHROUGH, messages, bytes });
+        refused_if(rc, c);
         rc
     })
 }
 
-/// Count `c` after its call returned `rc`: with the messages that went out, or, when DMAPP
-/// refused the call, with the refused ones (it sent nothing: [`route::route`]).
+/// A call counted as `c` that DMAPP refused (`rc`) sent nothing: its count moves to the refused
+/// ones ([`route::route`]).
 #[inline(always)]
-fn counted(rc: DmappReturn, c: Count) {
-    if rc == DMAPP_RC_SUCCESS {
-        tally::count_all(c);
-    } else {
-        tally::count_refused(Api::Dmapp, c.messages);
+fn refused_if(rc: DmappReturn, c: Count) {
+    if rc != DMAPP_RC_SUCCESS {
+        tally::refused(c);
     }
 }
 

@@ -23,15 +23,21 @@ impl Call {
         self.msg.bytes.saturating_mul(self.messages)
     }
 
-    /// Count it after the forward: with the messages that went out when `sent`, else with the
-    /// refused ones.
-    fn counted(&self, sent: bool, class: usize, reason: Reason) {
+    /// Count it, right before it is forwarded.
+    fn count(&self, class: usize, reason: Reason) -> Count {
         let (api, messages, bytes) = (self.api, self.messages, self.bytes());
-        if sent {
-            tally::count_all(Count { api, class, reason: reason.index(), messages, bytes });
-        } else {
-            tally::count_refused(api, messages);
-        }
+        let c = Count { api, class, reason: reason.index(), messages, bytes };
+        tally::count_all(c);
+        c
+    }
+}
+
+/// Forward through `forward`, which says whether the real function took the call; one it refused
+/// sent nothing, and its count `c` moves to the refused ones ([`tally::refused`]).
+#[inline(always)]
+fn forward_counted(c: Count, forward: impl FnOnce() -> bool) {
+    if !forward() {
+        tally::refused(c);
     }
 }
 
@@ -51,7 +57,7 @@ pub struct Routed {
 /// puts a mode in force (`None`: the caller's own routing) and returns the routing class the
 /// messages go out with, for the tally. `forward` says whether the real function took the call:
 /// one it refused (no credit, a full queue: the caller tries again later) sent nothing and is
-/// not counted, so that a retried message is counted once.
+/// counted as refused, so that a retried message is counted once.
 pub fn route(
     w: u32,
     call: &Call,
@@ -62,8 +68,7 @@ pub fn route(
 ) -> Routed {
     if w & READY == 0 || w & ENABLED == 0 || !routable {
         // Counted also while another thread initialises (with AAR_DISABLE nothing is reported).
-        let class = apply(None);
-        call.counted(forward(), class, Reason::Passthrough);
+        forward_counted(call.count(apply(None), Reason::Passthrough), forward);
         return Routed { mode: None, reason: Reason::Passthrough, window: state::last_window() };
     }
     let crossed = crossed.unwrap_or_else(|| state::accumulate(call.bytes()));
@@ -77,8 +82,7 @@ pub fn route(
             Some((m, reason)) => (Some(m), Reason::ALL.get(reason).copied().unwrap_or(Reason::Passthrough)),
             None => (control::below_threshold_mode(w), control::below_threshold_reason(w)),
         };
-        let class = apply(mode);
-        call.counted(forward(), class, reason);
+        forward_counted(call.count(apply(mode), reason), forward);
         return Routed { mode, reason, window: state::last_window() };
     };
     let started = decider.should_time().then(crate::sys::now_ns);
@@ -93,7 +97,7 @@ pub fn route(
     if test_panic == Some(TestPanic::BeforeForward) {
         panic!("AAR_TEST_PANIC=before-forward");
     }
-    call.counted(forward(), class, d.reason);
+    forward_counted(call.count(class, d.reason), forward);
     if test_panic == Some(TestPanic::AfterForward) {
         panic!("AAR_TEST_PANIC=after-forward");
     }

@@ -87,9 +87,9 @@ pub unsafe fn post<const CQ_WRITE: bool>(real: &Real, ep: GniEpHandle, pd: *mut 
         let (dlvr, length, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
         let bytes = if CQ_WRITE { post_payload_bytes(post_type, length) } else { length };
         if !routable(dlvr, post_type) {
+            let c = tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             // SAFETY: forwarding the caller's arguments.
-            let rc = unsafe { real_fn(ep, pd) };
-            return counted(rc, class_of(dlvr), Reason::Passthrough, bytes);
+            return refused_if(unsafe { real_fn(ep, pd) }, c);
         }
         if !state::accumulate(bytes) {
             if w & control::REWRITE != 0 {
@@ -103,18 +103,14 @@ pub unsafe fn post<const CQ_WRITE: bool>(real: &Real, ep: GniEpHandle, pd: *mut 
                 };
                 // SAFETY: as above; only the routing byte changes, flag bits are kept.
                 unsafe { (*pd).dlvr_mode = (dlvr & !GNI_DLVMODE_ROUTING_MASK) | routing };
+                let c = tally::Count { api: tally::Api::Ugni, class, reason, messages: 1, bytes };
+                tally::count_all(c);
                 // SAFETY: forwarding the caller's arguments.
-                let rc = unsafe { real_fn(ep, pd) };
-                if rc == GNI_RC_SUCCESS {
-                    tally::count_all(tally::Count { api: tally::Api::Ugni, class, reason, messages: 1, bytes });
-                } else {
-                    tally::count_refused(tally::Api::Ugni, 1);
-                }
-                return rc;
+                return refused_if(unsafe { real_fn(ep, pd) }, c);
             }
+            let c = tally::count(class_of(dlvr), Reason::Passthrough, bytes);
             // SAFETY: forwarding the caller's arguments.
-            let rc = unsafe { real_fn(ep, pd) };
-            return counted(rc, class_of(dlvr), Reason::Passthrough, bytes);
+            return refused_if(unsafe { real_fn(ep, pd) }, c);
         }
         // SAFETY: same arguments; the accumulator was crossed (and reset) above.
         return unsafe { guarded_post(real, real_fn, ep, pd, Some(true)) };
@@ -153,11 +149,11 @@ unsafe fn guarded_post(
         // SAFETY: restoring the caller's routing byte and forwarding its arguments.
         unsafe {
             (*pd).dlvr_mode = original;
-            let bytes = post_payload_bytes((*pd).r#type, (*pd).length);
-            let rc = real_fn(ep, pd);
-            // Not counted yet (`route` counts right after it forwards): the record holds what
+            // Not counted yet (`route` counts right before it forwards): the record holds what
             // went out, the caller's own routing.
-            counted(rc, class_of(original), Reason::Passthrough, bytes)
+            let c =
+                tally::count(class_of(original), Reason::Passthrough, post_payload_bytes((*pd).r#type, (*pd).length));
+            refused_if(real_fn(ep, pd), c)
         }
     })
 }
@@ -254,15 +250,13 @@ fn pinned_lookup(ep: usize) -> Option<u16> {
     nics::pinned_mode(endpoints::local_nic(ep)?)
 }
 
-/// `rc`, having counted the message: with those that went out, or, when uGNI refused it (an SMSG
-/// send without a credit, `GNI_RC_NOT_DONE`; a post to a full queue), with the refused ones, for
-/// it sent nothing and the caller sends it again.
+/// `rc` of a message counted as `c` before it was forwarded: when uGNI refused it (an SMSG send
+/// without a credit, `GNI_RC_NOT_DONE`; a post to a full queue) it sent nothing, and the caller
+/// sends it again: its count moves to the refused ones ([`tally::refused`]).
 #[inline(always)]
-fn counted(rc: GniReturn, class: usize, reason: Reason, bytes: u64) -> GniReturn {
-    if rc == GNI_RC_SUCCESS {
-        tally::count(class, reason, bytes);
-    } else {
-        tally::count_refused(tally::Api::Ugni, 1);
+fn refused_if(rc: GniReturn, c: tally::Count) -> GniReturn {
+    if rc != GNI_RC_SUCCESS {
+        tally::refused(c);
     }
     rc
 }
@@ -290,7 +284,8 @@ pub fn smsg_send(
     };
     if w & FAST != 0 && NICS.steered_for(w) {
         let (class, reason, _) = class_reason(w, pinned_nic_mode(ep));
-        return counted(forward(addr), class, reason, bytes);
+        let c = tally::count(class, reason, bytes);
+        return refused_if(forward(addr), c);
     }
     init::ensure_init();
     if state::inert() {
@@ -304,7 +299,8 @@ pub fn smsg_send(
         let pinned = pinned_nic_mode(ep);
         if w & READY == 0 {
             let class = pinned.map_or(CALLER_SMSG, class_of);
-            rc = forward.take().map(|f| counted(f(addr), class, Reason::Passthrough, bytes));
+            let c = tally::count(class, Reason::Passthrough, bytes);
+            rc = forward.take().map(|f| refused_if(f(addr), c));
             return;
         }
         // Steering holds the NIC table: a send made from inside it (re-entry) skips steering.
@@ -312,7 +308,8 @@ pub fn smsg_send(
             steer(w);
         }
         let (class, reason, mode) = class_reason(w, pinned);
-        rc = forward.take().map(|f| counted(f(addr), class, reason, bytes));
+        let c = tally::count(class, reason, bytes);
+        rc = forward.take().map(|f| refused_if(f(addr), c));
         if w & TRACE != 0 {
             // What the NIC sends with: the application's pinned mode, the library's, or (neither)
             // whatever the application left on it.
