@@ -594,6 +594,8 @@ pub fn decider_within(wait: Duration) -> Option<Guard<'static, Option<Decider>>>
 /// helper thread that ends ([`sys::with_room`]), and the bias belongs to the first thread that
 /// decides. Nobody else can hold it yet (posts see READY only after the start-up); bounded anyway.
 pub fn install_decider(decider: Decider) {
+    // Whether the lock can be biased, found now rather than at the first decision (a file read).
+    let _ = sys::process_barrier_ready();
     if let Some(mut slot) = DECIDER.try_lock_unbiased().or_else(|| decider_within(Duration::from_secs(1))) {
         *slot = Some(decider);
     }

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_void, CStr};
 use std::path::Path;
-use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
 
 /// Marks a symbol that dlsym did not find, so it is looked up once, not on every call.
 const MISSING: *mut c_void = std::ptr::without_provenance_mut(1);
@@ -954,14 +954,26 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
 /// filter (`Seccomp:` other than 0 in /proc/self/status, or no /proc): a filter may kill the
 /// process for a call it does not list. Registers the process for them when it has one thread:
 /// with more, registering waits for an RCU grace period (10 ms on the development VM), which is
-/// then left to the first barrier.
+/// then left to the first barrier. Found once per process (the start-up asks first, so that the
+/// first take of a biased lock reads no file and allocates nothing); a fork child asks again.
 pub fn process_barrier_ready() -> bool {
-    let Ok(status) = process_barrier_usable() else { return false };
-    if status_field(&status, "Threads") == Some("1") {
-        let _ = membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+    let pid = u64::from(pid());
+    let known = BARRIER_READY.load(Relaxed);
+    if known >> 1 == pid {
+        return known & 1 == 1;
     }
-    true
+    let ready = process_barrier_usable().is_ok_and(|status| {
+        if status_field(&status, "Threads") == Some("1") {
+            let _ = membarrier(libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+        }
+        true
+    });
+    BARRIER_READY.store(pid << 1 | u64::from(ready), Relaxed);
+    ready
 }
+
+/// What [`process_barrier_ready`] found, and for which process: `pid << 1 | ready`; 0: not asked.
+static BARRIER_READY: AtomicU64 = AtomicU64::new(0);
 
 /// The process's status if [`process_barrier`] can be used here, else why not (for `aar doctor`,
 /// in words). Makes no call that a seccomp filter might kill the process for.
