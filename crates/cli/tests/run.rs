@@ -1396,15 +1396,20 @@ fn srun_options_are_taken_or_refused_with_what_to_use_instead() {
 }
 
 /// Each rank's place as srun and hydra give it, which programs and wrapper scripts read; the
-/// values a batch script's environment holds for itself are replaced.
+/// values a batch script's environment holds for itself are replaced, and an outer launcher's
+/// PMI, PMIx and Open MPI variables are not passed on.
 #[test]
 fn each_rank_sees_its_place_as_srun_and_hydra_give_it() {
-    let script = r#"echo "$PMI_RANK $SLURM_PROCID $ALPS_APP_PE $SLURM_LOCALID $MPI_LOCALRANKID $SLURM_NODEID $SLURM_NTASKS $SLURM_NPROCS $SLURM_NNODES $MPI_LOCALNRANKS $PMI_GNI_LOC_ADDR""#;
+    let script = r#"echo "$PMI_RANK $SLURM_PROCID $ALPS_APP_PE $SLURM_LOCALID $MPI_LOCALRANKID $SLURM_NODEID $SLURM_NTASKS $SLURM_NPROCS $SLURM_NNODES $MPI_LOCALNRANKS $PMI_GNI_LOC_ADDR${PMI_SPAWNED-}${PMI_PORT-}${PMIX_RANK-}${OMPI_COMM_WORLD_RANK-}""#;
     let out = aar()
         .args(["run", "-n", "5", "-N", "2", "sh", "-c", script])
         .env("SLURM_PROCID", "0")
         .env("SLURM_LOCALID", "0")
         .env("SLURM_NTASKS", "1")
+        .env("PMI_SPAWNED", "1")
+        .env("PMI_PORT", "node7:5000")
+        .env("PMIX_RANK", "9")
+        .env("OMPI_COMM_WORLD_RANK", "9")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -613,6 +613,15 @@ impl Supervisor {
         ours.set_nonblocking(true)?;
         let (fd, pmi_fd) = (theirs.as_raw_fd(), self.pmi_fd);
         let mut cmd = Command::new(program);
+        // An outer launcher's wiring (`aar run` inside an srun or mpirun step, or under another
+        // MPI's launcher) is not this job's: a PMI_SPAWNED would make MPICH take itself for
+        // spawned, and PMIx or Open MPI variables would send a rank to the outer job's server.
+        for (name, _) in std::env::vars_os() {
+            let name_bytes = name.as_encoded_bytes();
+            if [&b"PMI_"[..], b"PMIX_", b"OMPI_"].iter().any(|p| name_bytes.starts_with(p)) {
+                cmd.env_remove(&name);
+            }
+        }
         cmd.arg0(&command[0]).args(&command[1..]).envs(job.env(rank, node)).env("PMI_FD", pmi_fd.to_string());
         if rank != 0 {
             cmd.stdin(Stdio::null());
