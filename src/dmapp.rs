@@ -296,7 +296,7 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
             }
             tally::count_all(c);
             let rc = t.inside(|| forward(addr));
-            refused_if(rc, c);
+            tally::settle(rc == DMAPP_RC_SUCCESS, c);
             Some(rc)
         });
         if let Some(Some(rc)) = fast {
@@ -352,18 +352,9 @@ fn slow(
         let c = Count { api: Api::Dmapp, class, reason: PASSTHROUGH, messages, bytes };
         tally::count_all(c);
         let rc = forward(addr);
-        refused_if(rc, c);
+        tally::settle(rc == DMAPP_RC_SUCCESS, c);
         rc
     })
-}
-
-/// A call counted as `c` that DMAPP refused (`rc`) sent nothing: its count moves to the refused
-/// ones ([`route::route`]).
-#[inline(always)]
-fn refused_if(rc: DmappReturn, c: Count) {
-    if rc != DMAPP_RC_SUCCESS {
-        tally::refused(c);
-    }
 }
 
 /// Route one data call on thread `t` and forward it, writing a trace line when tracing.

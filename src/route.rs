@@ -32,15 +32,6 @@ impl Call {
     }
 }
 
-/// Forward through `forward`, which says whether the real function took the call; one it refused
-/// sent nothing, and its count `c` moves to the refused ones ([`tally::refused`]).
-#[inline(always)]
-fn forward_counted(c: Count, forward: impl FnOnce() -> bool) {
-    if !forward() {
-        tally::refused(c);
-    }
-}
-
 /// The routing a call went out with, for its trace line.
 pub struct Routed {
     /// `None`: the caller's own.
@@ -68,7 +59,8 @@ pub fn route(
 ) -> Routed {
     if w & READY == 0 || w & ENABLED == 0 || !routable {
         // Counted also while another thread initialises (with AAR_DISABLE nothing is reported).
-        forward_counted(call.count(apply(None), Reason::Passthrough), forward);
+        let c = call.count(apply(None), Reason::Passthrough);
+        tally::settle(forward(), c);
         return Routed { mode: None, reason: Reason::Passthrough, window: state::last_window() };
     }
     let crossed = crossed.unwrap_or_else(|| state::accumulate(call.bytes()));
@@ -82,7 +74,8 @@ pub fn route(
             Some((m, reason)) => (Some(m), Reason::ALL.get(reason).copied().unwrap_or(Reason::Passthrough)),
             None => (control::below_threshold_mode(w), control::below_threshold_reason(w)),
         };
-        forward_counted(call.count(apply(mode), reason), forward);
+        let c = call.count(apply(mode), reason);
+        tally::settle(forward(), c);
         return Routed { mode, reason, window: state::last_window() };
     };
     let started = decider.should_time().then(crate::sys::now_ns);
@@ -97,7 +90,8 @@ pub fn route(
     if test_panic == Some(TestPanic::BeforeForward) {
         panic!("AAR_TEST_PANIC=before-forward");
     }
-    forward_counted(call.count(class, d.reason), forward);
+    let c = call.count(class, d.reason);
+    tally::settle(forward(), c);
     if test_panic == Some(TestPanic::AfterForward) {
         panic!("AAR_TEST_PANIC=after-forward");
     }

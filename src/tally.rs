@@ -248,11 +248,17 @@ pub fn count_undecided() {
 #[cold]
 #[inline(never)]
 pub fn refused(c: Count) {
-    let me = sys::thread_pointer();
-    let h = home(me);
-    match (0..PROBES).map(|k| &BLOCKS[(h + k) % MAX_THREADS]).find(|b| b.owner.load(Relaxed) == me) {
-        Some(b) => b.unbump(c),
+    match owned(sys::thread_pointer()) {
+        Some(i) => BLOCKS[i].unbump(c),
         None => SHARED.sub(c),
+    }
+}
+
+/// [`refused`] unless the real function took the call (`sent`), right after it returned.
+#[inline(always)]
+pub fn settle(sent: bool, c: Count) {
+    if !sent {
+        refused(c);
     }
 }
 
@@ -266,15 +272,24 @@ fn count_elsewhere(me: usize, api: Api, class: usize, reason: usize, messages: u
     }
 }
 
+/// The indices of the blocks a thread may own: its home slot and the next ones.
+fn near(me: usize) -> impl Iterator<Item = usize> {
+    let h = home(me);
+    (0..PROBES).map(move |k| (h + k) % MAX_THREADS)
+}
+
+/// The index of the block thread `me` owns, if it claimed one.
+fn owned(me: usize) -> Option<usize> {
+    near(me).find(|&i| BLOCKS[i].owner.load(Relaxed) == me)
+}
+
 /// This thread's block near its home slot, claiming a free one on its first message.
 fn claim(me: usize) -> Option<&'static Block> {
-    let h = home(me);
-    let near = (0..PROBES).map(|k| (h + k) % MAX_THREADS);
-    if let Some(i) = near.clone().find(|&i| BLOCKS[i].owner.load(Relaxed) == me) {
+    if let Some(i) = owned(me) {
         return Some(&BLOCKS[i]);
     }
     // Acquire pairs with the Release of the previous owner's exit: its last counts are seen.
-    let i = near.into_iter().find(|&i| BLOCKS[i].owner.compare_exchange(0, me, Ordering::Acquire, Relaxed).is_ok())?;
+    let i = near(me).find(|&i| BLOCKS[i].owner.compare_exchange(0, me, Ordering::Acquire, Relaxed).is_ok())?;
     // Release: a thread that sees the bit (Acquire in `totals`) sees the block claimed.
     USED[i / 64].fetch_or(1 << (i % 64), Ordering::Release);
     if !RELEASE.get_or_init(|| sys::ThreadKey::new(release)).as_ref().is_some_and(|k| k.set(i + 1)) {
@@ -380,6 +395,27 @@ pub fn totals() -> Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refused call's count is taken back from where it went, its own thread's block or the
+    /// shared one, and counted as refused: the messages, bytes and reasons are as before it. (The
+    /// whole path, `settle` on a real refusal, is tests/forwarding.rs's.)
+    #[test]
+    fn a_refused_call_is_taken_back_and_counted_as_refused() {
+        let c = Count { api: Api::Dmapp, class: 5, reason: Reason::Fixed.index(), messages: 3, bytes: 96 };
+        let totals_of = |b: &Block| -> Vec<u64> { b.counters().map(|a| a.load(Relaxed)).collect() };
+        let block = Block::new(1);
+        let (empty, shared) = (totals_of(&block), Block::new(usize::MAX));
+        block.bump(c);
+        block.unbump(c);
+        shared.add(c);
+        shared.sub(c);
+        for b in [&block, &shared] {
+            assert_eq!(b.refused[Api::Dmapp as usize].load(Relaxed), 3);
+            assert_eq!(b.refused[Api::Ugni as usize].load(Relaxed), 0);
+            b.refused[Api::Dmapp as usize].store(0, Relaxed);
+            assert_eq!(totals_of(b), empty, "everything else as before");
+        }
+    }
 
     #[test]
     fn counts_from_many_threads_add_up() {

@@ -255,14 +255,13 @@ fn pinned_lookup(ep: usize) -> Option<u16> {
 /// sends it again: its count moves to the refused ones ([`tally::refused`]).
 #[inline(always)]
 fn refused_if(rc: GniReturn, c: tally::Count) -> GniReturn {
-    if rc != GNI_RC_SUCCESS {
-        tally::refused(c);
-    }
+    tally::settle(rc == GNI_RC_SUCCESS, c);
     rc
 }
 
-/// An SMSG send on endpoint `ep`: steer the NICs if the policy changed, forward it once, count it
-/// when it was sent (with the application's own mode when its NIC is pinned).
+/// An SMSG send on endpoint `ep`: steer the NICs if the policy changed, count it (with the
+/// application's own mode when its NIC is pinned), forward it once, and take the count back to
+/// the refused ones when uGNI refused it ([`refused_if`]).
 pub fn smsg_send(
     real: &Real,
     ep: GniEpHandle,
