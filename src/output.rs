@@ -235,25 +235,35 @@ pub fn check_output_dir(dir: Option<&str>) {
 fn write_record(dir: &str, name: &str, json: &[u8]) -> std::io::Result<String> {
     let final_path = Path::new(dir).join(name);
     let partial = Path::new(dir).join(format!("{name}.partial"));
-    let result = write_new(&partial, json).and_then(|()| {
+    let result = write_new(&partial, json).and_then(|file| {
         // link() fails if the final name exists (a symlink planted there included): never overwrite.
         let linked = match std::fs::hard_link(&partial, &final_path) {
-            Err(e) if refuses_hard_links(&e) => write_new(&final_path, json),
+            // It did link: over NFS a LINK sent again after its reply was lost finds the name it
+            // made taken (EEXIST), or a soft mount gives up on it; the name is then this file's.
+            Err(_) if is_ours(&file, &final_path) => Ok(()),
+            Err(e) if refuses_hard_links(&e) => write_new(&final_path, json).map(drop),
             linked => linked,
         };
-        // Only the partial this process made: one another process is writing under the same
-        // name (which made write_new fail here) is that process's record.
+        // Only the partial this process made: one another process is writing under the same name
+        // (which made write_new fail here) is that process's record.
         let _ = std::fs::remove_file(&partial);
         linked
     });
     result.map(|_| final_path.to_string_lossy().into_owned())
 }
 
+/// Whether `path` names `file` (a hard link to it): not a symlink, nor another file.
+fn is_ours(file: &sys::OwnFile, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let named = std::fs::symlink_metadata(path).map(|m| (m.dev(), m.ino()));
+    matches!((file.identity(), named), (Ok(a), Ok(b)) if a == b)
+}
+
 /// Create `path` (never an existing name) with `json` in it, synced where the file system can.
-fn write_new(path: &Path, json: &[u8]) -> std::io::Result<()> {
+fn write_new(path: &Path, json: &[u8]) -> std::io::Result<sys::OwnFile> {
     let f = sys::create_new_with(&path.to_string_lossy(), json)?;
     let _ = f.sync_data();
-    Ok(())
+    Ok(f)
 }
 
 /// A file system without hard links (vfat, DAOS's dfuse, FUSE and object-store ones) refuses

@@ -417,6 +417,12 @@ impl OwnFile {
         self.len
     }
 
+    /// Its device and inode: what another name of it (a hard link) shares.
+    pub fn identity(&self) -> std::io::Result<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().map(|m| (m.dev(), m.ino()))
+    }
+
     /// Append `lines`, whole lines of text. Where the file system takes only part of them (full,
     /// over quota, the file size limit), the file is cut back to its last whole line before the
     /// error is returned: a reader of JSON Lines never finds half a line at its end.

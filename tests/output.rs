@@ -349,6 +349,46 @@ fn a_record_another_process_is_writing_under_the_same_name_is_left_alone() {
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "{\"being\": \"written\"}", "the other's partial stays");
 }
 
+/// Over NFS, link(2) can make the record's name and still fail (EEXIST: the reply was lost and
+/// the request sent again found the name taken, by itself). The name is this process's record:
+/// written, named in the summary, nothing said. A name that is another file stays that file's.
+#[test]
+fn a_link_that_made_the_name_but_failed_leaves_the_record_written() {
+    let shim = compile("cc", "link_lost_reply", &[root().join("tests/c/link_lost_reply.c")], &["-shared", "-fPIC"]);
+    let preload = format!("{}:{}", libaar().display(), shim.display());
+    let r = Launch::driver("link-lost-reply", "rdma 65536 3 0").env("LD_PRELOAD", &preload).run();
+    r.assert_ok();
+    let said = r.aar_lines();
+    assert!(said.iter().all(|l| !l.contains("could not")), "{said:?}");
+    assert_eq!(r.records().len(), 1, "{said:?}");
+    let names: Vec<String> = std::fs::read_dir(r.dir.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "no partial left: {names:?}");
+    assert!(
+        said.iter().any(|l| l.contains(&format!("; record {}", r.dir.join("out").join(&names[0]).display()))),
+        "{said:?}"
+    );
+
+    // The name already another file's (an earlier run's record): link fails, and it is not ours.
+    let mut launch = Launch::driver("link-lost-reply-taken", "rdma 65536 3 0").env("LD_PRELOAD", &preload);
+    let out = launch.dir.join("out");
+    launch.wrapper = vec![
+        "sh".into(),
+        "-c".into(),
+        format!("echo earlier >{}/aar.nojob.norank.$$.json; exec \"$@\"", out.display()),
+        "sh".into(),
+    ];
+    let r = launch.run();
+    r.assert_ok();
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("could not write the record")).collect();
+    assert_eq!(w.len(), 1, "{:?}", r.aar_lines());
+    let kept: Vec<_> =
+        std::fs::read_dir(&out).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
+    assert_eq!(kept, ["earlier\n"], "the earlier record kept, nothing else left");
+}
+
 #[test]
 fn ranks_that_mpirun_starts_inside_a_slurm_allocation_keep_their_own_rank() {
     // Open MPI's mpirun in an allocation: srun starts one daemon per node, and every process a
