@@ -232,24 +232,51 @@ pub fn check_output_dir(dir: Option<&str>) {
     }
 }
 
+/// Partial files a record may be written under: `NAME.partial`, then `NAME.2.partial` and on.
+const PARTIALS: u32 = 9;
+
 fn write_record(dir: &str, name: &str, json: &[u8]) -> std::io::Result<String> {
     let final_path = Path::new(dir).join(name);
-    let partial = Path::new(dir).join(format!("{name}.partial"));
-    let result = write_new(&partial, json).and_then(|file| {
-        // link() fails if the final name exists (a symlink planted there included): never overwrite.
-        let linked = match std::fs::hard_link(&partial, &final_path) {
-            // It did link: over NFS a LINK sent again after its reply was lost finds the name it
-            // made taken (EEXIST), or a soft mount gives up on it; the name is then this file's.
-            Err(_) if is_ours(&file, &final_path) => Ok(()),
-            Err(e) if refuses_hard_links(&e) => write_new(&final_path, json).map(drop),
-            linked => linked,
+    let (partial, file) = write_partial(Path::new(dir), name, json)?;
+    // link() fails if the final name exists (a symlink planted there included): never overwrite.
+    let linked = match std::fs::hard_link(&partial, &final_path) {
+        // It did link: over NFS a LINK sent again after its reply was lost finds the name it made
+        // taken (EEXIST), or a soft mount gives up on it; the name is then this file's.
+        Err(_) if is_ours(&file, &final_path) => Ok(()),
+        Err(e) if refuses_hard_links(&e) => write_new(&final_path, json).map(drop),
+        linked => linked,
+    };
+    // Only the partial this process made: another of the same name is another process's.
+    let _ = std::fs::remove_file(&partial);
+    linked.map(|()| final_path.to_string_lossy().into_owned())
+}
+
+/// Write the record under the first free partial name ([`PARTIALS`]). One is taken when another
+/// process of the same name (the same job, rank and pid: a container's rank 0 is pid 1 in every
+/// step, and pids come round again) is writing its record, or was killed while it wrote it and
+/// left it (`aar report` counts those and says they can be removed): neither keeps this record
+/// from its name, which goes to the first to link it.
+fn write_partial(dir: &Path, name: &str, json: &[u8]) -> std::io::Result<(std::path::PathBuf, sys::OwnFile)> {
+    let mut taken = None;
+    for k in 1..=PARTIALS {
+        let path = match k {
+            1 => dir.join(format!("{name}.partial")),
+            k => dir.join(format!("{name}.{k}.partial")),
         };
-        // Only the partial this process made: one another process is writing under the same name
-        // (which made write_new fail here) is that process's record.
-        let _ = std::fs::remove_file(&partial);
-        linked
-    });
-    result.map(|_| final_path.to_string_lossy().into_owned())
+        match write_new(&path, json) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => taken = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    let e = taken.unwrap_or_else(|| std::io::ErrorKind::AlreadyExists.into());
+    Err(std::io::Error::new(
+        e.kind(),
+        format!(
+            "{name}.partial and {name}.2.partial to {name}.{PARTIALS}.partial are all there, partial records of \
+             processes of the same name ({e})"
+        ),
+    ))
 }
 
 /// Whether `path` names `file` (a hard link to it): not a symlink, nor another file.

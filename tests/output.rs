@@ -318,35 +318,35 @@ fn two_steps_of_a_job_whose_ranks_have_one_pid_keep_both_records() {
     );
 }
 
-/// Another process writing its record under the same name (its `.partial` there first) keeps
-/// it: the process that finds the name taken says so and leaves the other's partial alone, where
-/// it removed it, and the other's record was lost with its own.
+/// A partial record of the same name (the same job, rank and pid: a container's rank 0 is pid 1 in
+/// every step, and pids come round again), which another process is writing or one killed while it
+/// wrote left, is left alone and does not keep this process's record from being written: it is
+/// written under the next partial name, then linked to its own. With the partial name taken, the
+/// record was never written, by any later process of that name.
 #[test]
-fn a_record_another_process_is_writing_under_the_same_name_is_left_alone() {
-    if !std::process::Command::new("unshare").args(["-fp", "true"]).status().is_ok_and(|s| s.success()) {
-        eprintln!("note: no PID namespace here (unshare -fp); the test is skipped");
-        return;
+fn a_partial_record_of_the_same_name_is_left_alone_and_the_record_still_written() {
+    for (test, theirs) in [("partial-taken", "{\"being\": \"written\"}"), ("partial-empty", "")] {
+        let mut launch = Launch::driver(test, "rdma 65536 3 0");
+        let out = launch.dir.join("out");
+        launch.wrapper = vec![
+            "sh".into(),
+            "-c".into(),
+            format!("printf %s '{theirs}' >{}/aar.nojob.norank.$$.json.partial; exec \"$@\"", out.display()),
+            "sh".into(),
+        ];
+        let r = launch.run();
+        r.assert_ok();
+        assert!(r.aar_lines().iter().all(|l| !l.contains("could not")), "{test}: {:?}", r.aar_lines());
+        assert_eq!(r.records().len(), 1, "{test}");
+        assert_eq!(r.records()[0]["apis"]["uGNI"]["messages"], 3, "{test}");
+        let mut names: Vec<String> =
+            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        let partial = out.join(&names[1]);
+        assert_eq!(names.len(), 2, "{test}: the record and the other's partial only: {names:?}");
+        assert!(names[1].ends_with(".json.partial"), "{test}: {names:?}");
+        assert_eq!(std::fs::read_to_string(partial).unwrap(), theirs, "{test}: the other's partial stays as it was");
     }
-    let out = scratch("partial-taken-out").join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    // Rank 0 of job 556 step 0 is pid 1 in its namespace: the other process's partial record.
-    let theirs = out.join("aar.556.0.0.1.json.partial");
-    std::fs::write(&theirs, "{\"being\": \"written\"}").unwrap();
-    let mut launch = Launch::driver("partial-taken", "rdma 65536 3 0");
-    launch.wrapper = vec!["unshare".into(), "-fp".into()];
-    let r = launch
-        .env("AAR_OUTPUT_DIR", &out.display().to_string())
-        .env("SLURM_JOB_ID", "556")
-        .env("SLURM_STEP_ID", "0")
-        .env("SLURM_PROCID", "0")
-        .run();
-    r.assert_ok();
-    assert!(
-        r.aar_lines().iter().any(|l| l.contains("could not write the record aar.556.0.0.1.json")),
-        "the name taken is said: {:?}",
-        r.aar_lines()
-    );
-    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "{\"being\": \"written\"}", "the other's partial stays");
 }
 
 /// Over NFS, link(2) can make the record's name and still fail (EEXIST: the reply was lost and
