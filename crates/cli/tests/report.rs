@@ -1623,6 +1623,38 @@ fn svg_and_png_plots_name_the_policies() {
 /// Seven policies, the most `AAR_AB` takes: the box plot names each whole (upright, cut to
 /// "ADAPTIVE…" they could not be told apart), and the notes give the Bonferroni threshold to three
 /// significant digits, not as `0.008333333333333333`.
+/// A PNG is drawn whole in memory, a row of 500 pixels per experiment: a folder of many jobs'
+/// records (65 here) is refused as PNG before anything is drawn, with the size it would have and
+/// what to do, and the text report is still written; the same experiments draw as SVG.
+#[test]
+fn a_png_of_more_experiments_than_it_can_hold_is_refused_and_the_report_written() {
+    let folder = tmp("png-rows");
+    let dir = folder.path();
+    for e in 0..65 {
+        let rows: Vec<Iteration> =
+            (0..4).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 2_000_000 + i * 1000, None)).collect();
+        write_record(dir, &header(&format!("job{e}"), 0, 1, &["A", "B"]), &rows);
+    }
+    let png = dir.join("fig.png");
+    let o = run(&[dir.to_str().unwrap(), "--plot", png.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "--plot {}: 65 experiments would make a PNG figure of 1500 × 32500 pixels (139 MiB to draw; a PNG figure \
+             draws at most 64): not written, the rest of the report written; draw them as SVG",
+            png.display()
+        )),
+        "{err}"
+    );
+    assert!(!png.exists());
+    assert_eq!(stdout(&o).matches("experiment \"job").count(), 65, "{}", stdout(&o));
+    let svg = dir.join("fig.svg");
+    let o = run(&[dir.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("height=\"32500\""));
+}
+
 #[test]
 fn seven_policies_are_each_named_in_the_box_plot_and_the_threshold_is_short() {
     let folder = tmp("seven");

@@ -125,6 +125,14 @@ const MAX_RESAMPLES: usize = 10_000_000;
 pub enum OutputError {
     #[error("cannot be drawn ({0})")]
     Draw(Box<dyn std::error::Error + Send + Sync>),
+    #[error(
+        "{experiments} experiments would make a PNG figure of {width} × {height} pixels ({} MiB to draw; a PNG \
+         figure draws at most {}): not written, the rest of the report written; draw them as SVG (--plot \
+         FILE.svg, or the page of --html), or report fewer experiments at once (one job's folder)",
+        (u64::from(*.width) * u64::from(*.height) * 3) >> 20,
+        plot::MAX_PNG_EXPERIMENTS
+    )]
+    TooTall { experiments: usize, width: u32, height: u32 },
     #[error("cannot be encoded as PNG ({0})")]
     Png(#[from] png::EncodingError),
     #[error(

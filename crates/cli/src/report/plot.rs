@@ -91,7 +91,7 @@ const LEGEND_MAX: usize = 12;
 const ROW: u32 = 500;
 
 pub fn size(exps: &[ExperimentReport]) -> (u32, u32) {
-    (WIDTH, ROW * exps.len().max(1) as u32)
+    (WIDTH, ROW.saturating_mul(u32::try_from(exps.len().max(1)).unwrap_or(u32::MAX)))
 }
 
 /// A drawing error of plotters, whatever the backend.
@@ -110,9 +110,19 @@ pub fn svg(r: &[ExperimentReport], text: bool) -> Result<String, OutputError> {
     Ok(s)
 }
 
+/// Most experiments one PNG figure draws: a PNG is drawn whole in memory, 3 bytes a pixel, a row
+/// of [`ROW`] pixels per experiment, so a folder of many jobs' records would take gigabytes (and
+/// the process, the text report with it, would be killed before writing anything) for an image
+/// taller than viewers open. 64 rows are 32,000 pixels and 144 MB; an SVG figure has no such
+/// limit (its size grows with the points drawn).
+pub const MAX_PNG_EXPERIMENTS: usize = 64;
+
 /// The figure as PNG bytes.
 pub fn png(r: &[ExperimentReport], text: bool) -> Result<Vec<u8>, OutputError> {
     let (w, h) = size(r);
+    if r.len() > MAX_PNG_EXPERIMENTS {
+        return Err(OutputError::TooTall { experiments: r.len(), width: w, height: h });
+    }
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
