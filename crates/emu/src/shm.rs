@@ -33,10 +33,25 @@ fn pid() -> u32 {
     std::process::id()
 }
 
-/// True while process `pid` exists (EPERM: it exists, but is not ours to signal).
+/// True while process `pid` exists (EPERM: it exists, but is not ours to signal) and has not
+/// ended: a zombie (ended, not yet reaped by its parent: a launcher that waits for its ranks in
+/// order, or is stopped) still answers `kill(pid, 0)`, but holds no lock and serves no request,
+/// and would hang every rank that waits for it.
 pub fn alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+    let exists = unsafe { libc::kill(pid as libc::pid_t, 0) == 0 || *libc::__errno_location() == libc::EPERM };
+    exists && !ended(pid)
+}
+
+/// True when `/proc/<pid>/stat` says the process has ended (state Z, a zombie, or X, dead);
+/// false when it cannot be read.
+fn ended(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S ...": comm may hold spaces and parentheses, so the state follows the last ')'.
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
+    matches!(state, Some("Z" | "X"))
 }
 
 /// Sleeps while `word` holds `expected`, at most `timeout` (None: until woken). Returns early on
@@ -100,7 +115,8 @@ pub fn mapped(addr: u64, len: u64) -> bool {
 }
 
 /// A mutual-exclusion lock in shared memory: 0 when free, else the holder's pid. A waiter that
-/// finds the holder dead takes the lock over, so a crashed rank cannot hang the others.
+/// finds the holder dead ([`alive`]: a zombie too) takes the lock over, so a crashed rank cannot
+/// hang the others.
 #[repr(C)]
 #[derive(Default)]
 pub struct Lock {
@@ -524,6 +540,31 @@ mod tests {
         let words: [AtomicU64; 4] = Default::default();
         store_bytes(&words, b"hello, world!");
         assert_eq!(load_bytes(&words, 13), b"hello, world!");
+    }
+
+    /// A process that ended and was not reaped: kill(pid, 0) still finds it.
+    #[test]
+    fn a_zombie_is_not_alive_and_its_lock_is_taken_over() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let stat = || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        while !stat().contains(") Z ") {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: signal 0 only checks that the process exists.
+        let still_found = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+        let verdict = alive(pid);
+        let lock = Lock::default();
+        lock.word.store(pid, Ordering::Relaxed);
+        let taken_over = !verdict && {
+            drop(lock.lock());
+            lock.word.load(Ordering::Relaxed) == 0
+        };
+        child.wait().unwrap();
+        assert!(still_found, "kill(pid, 0) no longer finds the zombie: the test proves nothing");
+        assert!(!verdict, "a zombie holder counts as alive: its lock would never be taken over");
+        assert!(taken_over);
+        assert!(alive(std::process::id()));
     }
 
     #[test]

@@ -383,6 +383,17 @@ fn posts_to_a_rank_that_ended_fail_and_the_poster_goes_on() {
     pass_job(&Launch { scenario: "orphan", ranks: 2, says, ..Default::default() });
 }
 
+/// A rank whose process ended but is not reaped yet (a zombie, which `kill(pid, 0)` still
+/// finds): posts to it fail and the poster goes on, through process_vm and through the service
+/// thread, which no longer answers (the poster waited for it for ever).
+#[test]
+fn posts_to_a_rank_that_ended_unreaped_fail_and_the_poster_goes_on() {
+    let says = Some((0, "aar-emu: process_vm_writev to rank 1 (pid "));
+    pass_job(&Launch { scenario: "zombie", ranks: 2, says, ..Default::default() });
+    let env = [("AAR_EMU_JOB_COPY", "service".to_string())];
+    pass_job(&Launch { scenario: "zombie", ranks: 2, env: &env, ..Default::default() });
+}
+
 /// `AAR_EMU_JOB_COPY=service`: what the ranks use where the kernel refuses process_vm. Every
 /// byte then goes through the other rank's service thread.
 #[test]

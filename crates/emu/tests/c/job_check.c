@@ -6,6 +6,7 @@
  * message on stderr at the first surprise. */
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -812,6 +813,44 @@ static void orphan(void)
 	OK(GNI_PostFma(self, &pd));
 }
 
+/* As orphan, but rank 1's process stays a zombie (ended, not reaped) while rank 0 posts to it:
+ * rank 1 forks before its first uGNI call, the child is the rank and ends, and the parent reaps
+ * it only once rank 0 is done, as a launcher that waits for its ranks in another order would.
+ * Rank 0's posts fail with GNI_RC_TRANSACTION_ERROR, through process_vm or the service thread,
+ * and rank 0 goes on. */
+static void zombie(void)
+{
+	if (env_int("PMI_RANK") == 1) {
+		pid_t child = fork();
+		EXPECT(child >= 0);
+		if (child == 0) {
+			setup();
+			publish("ended-1", &rank, sizeof rank);
+			_exit(0);
+		}
+		int r, status;
+		fetch("posted-0", &r, sizeof r);
+		EXPECT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		return;
+	}
+	setup();
+	EXPECT(size == 2);
+	int r;
+	fetch("ended-1", &r, sizeof r);
+	gni_post_descriptor_t pd = to(1, GNI_POST_FMA_PUT, 0, 0, 64, GNI_CQMODE_GLOBAL_EVENT);
+	gni_return_t rc;
+	while ((rc = GNI_PostFma(eps[1], &pd)) == GNI_RC_SUCCESS)
+		completed(&pd, 1), sleep_ms(5);
+	EXPECT(rc == GNI_RC_TRANSACTION_ERROR);
+	pd = to(1, GNI_POST_FMA_GET, 0, 0, 64, GNI_CQMODE_GLOBAL_EVENT);
+	EXPECT_RC(GNI_PostFma(eps[1], &pd), GNI_RC_TRANSACTION_ERROR);
+	pd = to(1, GNI_POST_AMO, 0, 0, 8, GNI_CQMODE_GLOBAL_EVENT);
+	pd.amo_cmd = GNI_FMA_ATOMIC_FADD;
+	EXPECT_RC(GNI_PostFma(eps[1], &pd), GNI_RC_TRANSACTION_ERROR);
+	expect_no_event(me.cq);
+	publish("posted-0", &rank, sizeof rank);
+}
+
 /* Registers a buffer and writes its handle to JOB_TEST_FOREIGN_OUT: a handle of another job. */
 static void foreign(void)
 {
@@ -883,6 +922,7 @@ int main(int argc, char **argv)
 		{"smsg", smsg},
 		{"smsgreinit", smsgreinit},
 		{"orphan", orphan},
+		{"zombie", zombie},
 		{"attach", attach},
 		{"simget", simget},
 		{"chatty", chatty},
