@@ -538,7 +538,8 @@ fn serve(me: &'static RankArea, mut last: u32) {
             }
         }
         svc.status.store(!ok as u32, Ordering::Relaxed);
-        svc.done.fetch_add(1, Ordering::Release);
+        // The number of the request answered, so that a requester knows the answer is to its own.
+        svc.done.store(now, Ordering::Release);
         shm::futex_wake(&svc.done);
     }
 }
@@ -551,6 +552,9 @@ fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64,
         return Err(GNI_RC_TRANSACTION_ERROR);
     }
     let _one_at_a_time = svc.lock.lock();
+    // A requester that died between its request and the answer (its lock was taken over) left
+    // one outstanding: its answer must not be taken for this one's.
+    await_answer(svc, pid, svc.request.load(Ordering::Acquire))?;
     let mut done = 0u64;
     while done < len {
         let n = (len - done).min(BOUNCE_BYTES as u64);
@@ -562,16 +566,9 @@ fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64,
         svc.op.store(if write { SERVE_WRITE } else { SERVE_READ }, Ordering::Relaxed);
         svc.addr.store(remote + done, Ordering::Relaxed);
         svc.len.store(n, Ordering::Relaxed);
-        let before = svc.done.load(Ordering::Acquire);
-        svc.request.fetch_add(1, Ordering::Release);
+        let ticket = svc.request.fetch_add(1, Ordering::Release).wrapping_add(1);
         shm::futex_wake(&svc.request);
-        while !shm::wait_until(&svc.done, Some(Instant::now() + Duration::from_millis(100)), || {
-            svc.done.load(Ordering::Acquire) != before
-        }) {
-            if !shm::alive(pid) {
-                return Err(GNI_RC_TRANSACTION_ERROR);
-            }
-        }
+        await_answer(svc, pid, ticket)?;
         if svc.status.load(Ordering::Relaxed) != 0 {
             return Err(GNI_RC_TRANSACTION_ERROR);
         }
@@ -581,6 +578,19 @@ fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64,
             unsafe { std::ptr::copy_nonoverlapping(svc.bounce(), (local + done) as *mut u8, n as usize) };
         }
         done += n;
+    }
+    Ok(())
+}
+
+/// Waits until the service thread of process `pid` has answered request number `ticket`;
+/// GNI_RC_TRANSACTION_ERROR when that process has ended.
+fn await_answer(svc: &Service, pid: u32, ticket: u32) -> Result<(), GniReturn> {
+    while !shm::wait_until(&svc.done, Some(Instant::now() + Duration::from_millis(100)), || {
+        svc.done.load(Ordering::Acquire) == ticket
+    }) {
+        if !shm::alive(pid) {
+            return Err(GNI_RC_TRANSACTION_ERROR);
+        }
     }
     Ok(())
 }
@@ -605,5 +615,36 @@ mod tests {
         assert_eq!(decode(&GniMemHandle::default()), None);
         assert_ne!(key_of(Path::new("/dev/shm/aar-job-1"), 7), key_of(Path::new("/dev/shm/aar-job-2"), 7));
         assert_ne!(key_of(Path::new("/dev/shm/aar-job-1"), 7), key_of(Path::new("/dev/shm/aar-job-1"), 8));
+    }
+
+    /// A requester that died after its request and before the answer, whose service lock the
+    /// next requester took over: that late answer (other bytes in the bounce buffer) is not
+    /// taken for the next request's.
+    #[test]
+    fn a_dead_requesters_late_answer_is_not_taken_for_the_next_request() {
+        // SAFETY: RankArea is made of atomics only; all zeroes is an empty rank.
+        let area: &'static RankArea = Box::leak(unsafe { shm::zeroed_box() });
+        let data: &'static [u8; 64] = Box::leak(Box::new([7; 64]));
+        let at = data.as_ptr() as u64;
+        area.regs[0].publish(1, &Reg { addr: at, len: 64, read_only: false, ring: NO_RING });
+        let svc = &area.service;
+        svc.running.store(1, Ordering::Relaxed);
+        svc.request.store(1, Ordering::Release); // the dead requester's, not answered yet
+        let requester = std::thread::spawn(move || {
+            let mut out = [0u8; 64];
+            let rc = through_service(area, std::process::id(), at, out.as_mut_ptr() as u64, 64, false);
+            (rc, out)
+        });
+        // The requester waits (a pause only makes the late answer come after it asked).
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: the bounce buffer holds BOUNCE_BYTES >= 64 bytes; the requester reads it
+        // only after the answer below.
+        unsafe { std::ptr::write_bytes(svc.bounce(), 0xee, 64) };
+        svc.done.store(1, Ordering::Release);
+        shm::futex_wake(&svc.done);
+        std::thread::spawn(move || serve(area, 1));
+        let (rc, out) = requester.join().unwrap();
+        assert_eq!(rc, Ok(()));
+        assert_eq!(out, [7; 64], "the requester took the dead requester's answer for its own");
     }
 }

@@ -454,7 +454,8 @@ pub const SERVE_WRITE: u32 = 2;
 
 /// A rank's service: when the kernel refuses other ranks direct access to its memory, its own
 /// thread copies between its registered memory and this bounce buffer for them. One request at
-/// a time (`lock`); the requester bumps `request`, the thread answers by bumping `done`.
+/// a time (`lock`); the requester bumps `request`, the thread answers by setting `done` to the
+/// number of the request it answered.
 #[repr(C)]
 pub struct Service {
     pub lock: Lock,
