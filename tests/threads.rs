@@ -131,12 +131,21 @@ fn record_modes(modes: &Value) -> BTreeMap<String, (u64, u64)> {
 
 /// The iteration record's rows, checked for what holds under any interleaving of threads: one
 /// row per ended iteration (`ab.iterations` of the record), each index once, the indices in the
-/// order the iterations ran, no two iterations at once.
-fn rows_checked(r: &Run, record: &Value) -> (Value, Vec<Value>) {
+/// order the iterations ran, no two iterations at once. On a loaded host a thread can be kept off
+/// the CPU while it holds the record for longer than a boundary waits (100 ms): that boundary's
+/// rows are then lost, which the library must say; a loss it did not say fails. Also whether it
+/// said one.
+fn rows_checked(r: &Run, record: &Value) -> (Value, Vec<Value>, bool) {
     let mut files = iteration_records(&r.dir.join("out"));
     assert_eq!(files.len(), 1, "one iteration record\n{}", r.stderr);
     let (header, rows) = files.remove(0);
-    assert_eq!(rows.len() as u64, record["ab"]["iterations"].as_u64().unwrap(), "a row per ended iteration");
+    let iterations = record["ab"]["iterations"].as_u64().unwrap();
+    let lost = r.aar_lines().iter().any(|l| l.contains("another thread held the iteration record for over"));
+    if lost {
+        assert!((rows.len() as u64) < iterations, "a loss said, but a row per ended iteration\n{}", r.stderr);
+    } else {
+        assert_eq!(rows.len() as u64, iterations, "a row per ended iteration\n{}", r.stderr);
+    }
     let mut by_time = rows.clone();
     by_time.sort_by_key(|row| (row["start_ns"].as_u64().unwrap(), row["end_ns"].as_u64().unwrap()));
     let order: Vec<u64> = by_time.iter().map(|row| row["i"].as_u64().unwrap()).collect();
@@ -160,7 +169,7 @@ fn rows_checked(r: &Run, record: &Value) -> (Value, Vec<Value>) {
             pair[1]
         );
     }
-    (header, by_time)
+    (header, by_time, lost)
 }
 
 /// Sum of one column (messages or bytes) of the rows, per mode.
@@ -238,7 +247,10 @@ fn threads_that_post_and_begin_iterations_at_once_have_every_line_count_and_row(
     assert_eq!(per["0"].posts, 1000, "thread 0 exits halfway");
     // Every begin ends the iteration before it; the main thread's end ends the last one.
     assert_eq!(per["main"].ends, 1, "{}", r.stdout);
-    let (header, rows) = rows_checked(&r, &rec);
+    let (header, rows, lost) = rows_checked(&r, &rec);
+    if lost {
+        return;
+    }
     assert_eq!(rows.len() as u64, total.begins, "a row per begin");
     for pair in rows.windows(2) {
         assert_eq!(pair[0]["end_ns"], pair[1]["start_ns"], "a begin ends the one before at the same moment");
@@ -262,9 +274,9 @@ fn threads_that_end_iterations_while_others_post_lose_no_row_and_count_none_twic
     let (r, trace) = run("threads-both", &format!("{threads} 2000 both join"), true);
     let (rec, _) = posts_exact(&r, &trace, threads);
     let (_, total) = made(&r);
-    let (header, rows) = rows_checked(&r, &rec);
+    let (header, rows, lost) = rows_checked(&r, &rec);
     // Every begun iteration ended (by a begin, an end, or the main thread's last end).
-    assert_eq!(rows.len() as u64, total.begins, "a row per begin");
+    assert!(lost || rows.len() as u64 == total.begins, "{} rows, {} begins", rows.len(), total.begins);
     assert!(total.ends >= 1 && total.ends <= total.begins, "{}", r.stdout);
     let all: u64 = rows_sum(&header, &rows, "messages").values().sum();
     assert!(all <= total.posts, "rows hold {all} messages of {} posts", total.posts);
@@ -273,7 +285,6 @@ fn threads_that_end_iterations_while_others_post_lose_no_row_and_count_none_twic
             assert!(label.starts_with('t') && label[1..].parse::<usize>().is_ok_and(|k| k <= threads), "{row}");
         }
     }
-    assert!(!r.stderr.contains("held the iteration record"), "{}", r.stderr);
 }
 
 #[test]
@@ -293,9 +304,9 @@ fn a_process_that_exits_while_its_threads_post_and_mark_ends_with_whole_files() 
     let counted =
         rec["apis"]["uGNI"]["messages"].as_u64().unwrap() + rec["apis"]["DMAPP"]["messages"].as_u64().unwrap();
     assert!(counted >= total.posts, "record counts {counted} of {} posts before exit", total.posts);
-    let (_, rows) = rows_checked(&r, &rec);
+    let (_, rows, lost) = rows_checked(&r, &rec);
     // Every begin before exit ended but the last, which may still be in progress.
-    assert!(rows.len() as u64 + 1 >= total.begins, "{} rows, {} begins before exit", rows.len(), total.begins);
+    assert!(lost || rows.len() as u64 + 1 >= total.begins, "{} rows, {} begins before exit", rows.len(), total.begins);
     for line in r.aar_lines().iter().filter(|l| l.contains("after libaar.so's exit handler")) {
         assert!(line.contains("another thread"), "the message names what ended it here: {line}");
     }
