@@ -206,6 +206,19 @@ fn a_rank_that_leaves_a_barrier_for_good_ends_the_job() {
     assert_job_dir_removed(&rank_lines(&out.stdout));
 }
 
+/// A PMI call on a connection the launcher closed (here: after a line longer than it reads) fails
+/// with an error that says so; the rank, with SIGPIPE's default action as C programs have it,
+/// lives on (no SIGPIPE from libpmi.so.0's write).
+#[test]
+fn a_pmi_call_on_a_connection_the_launcher_closed_fails_and_the_rank_lives() {
+    let out = aar_within_60_s().args(["run", "-n", "1"]).arg(pmi_job()).arg("launcher-closed").output().unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}: {stdout}{err}", out.status);
+    assert_eq!(stdout, "launcher-closed rc=-1\n", "{err}");
+    let line = err.lines().find(|l| l.starts_with("aar: PMI_Init: ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains(") failed during cmd=init: Broken pipe"), "{err}");
+}
+
 #[test]
 fn a_rank_that_closes_its_pmi_fd_while_others_wait_in_a_barrier_ends_the_job() {
     // Rank 1 closes PMI_FD and waits for a signal; were the job not ended, it would run for ever.

@@ -3,7 +3,7 @@
 
 use crate::mapping::ProcessMapping;
 use crate::wire::{check_name, check_word, quoted, Message, MAX_LINE, PROCESS_MAPPING_KEY};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -187,7 +187,7 @@ impl Session {
         let lost = |e: std::io::Error| {
             PmiError::new(PMI_FAIL, format!("the PMI connection (PMI_FD={fd}) failed during cmd={}: {e}", msg.cmd))
         };
-        self.sock.write_all(msg.to_line().as_bytes()).map_err(lost)?;
+        send_all(fd, msg.to_line().as_bytes()).map_err(lost)?;
         let line = self.read_line().map_err(lost)?.ok_or_else(|| {
             let start = String::from_utf8_lossy(&self.pending).into_owned();
             // Dropped: what follows it is no answer either, and must not be read as the next one.
@@ -413,12 +413,29 @@ pub fn abort_fd() -> Option<RawFd> {
 /// Tell the launcher on `fd` ([`abort_fd`]) that the job is to end with `code`; whether it was
 /// told.
 pub fn send_abort(fd: RawFd, code: i32) -> bool {
-    let line = Message::new("abort").with("exitcode", code).to_line();
-    // SAFETY: fd is a socket of this process; `line` is a live buffer of the given length.
-    // MSG_NOSIGNAL: a launcher that is gone gives EPIPE, not a SIGPIPE that would kill the rank
-    // before it exits with the code.
-    let written = unsafe { libc::send(fd, line.as_ptr().cast(), line.len(), libc::MSG_NOSIGNAL) };
-    usize::try_from(written).is_ok_and(|n| n == line.len())
+    send_all(fd, Message::new("abort").with("exitcode", code).to_line().as_bytes()).is_ok()
+}
+
+/// Write all of `bytes` to the launcher's socket `fd`, with MSG_NOSIGNAL: a launcher that closed
+/// the connection (or is gone) gives EPIPE, an error the call reports, not a SIGPIPE that would
+/// kill the host program (whose SIGPIPE is most often the default, which ends it).
+fn send_all(fd: RawFd, mut bytes: &[u8]) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        // SAFETY: fd is a descriptor of this process (send fails on any other: ENOTSOCK, EBADF);
+        // `bytes` is a live buffer of the given length.
+        let sent = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+        match usize::try_from(sent) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(_) => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Before PMI_Init: the environment's PMI_FD, when it is a Unix-domain socket of this process
@@ -436,6 +453,7 @@ fn launcher_socket() -> Option<RawFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn hex_round_trips() {

@@ -27,6 +27,9 @@
  *                       count and whether it still gets PMI_process_mapping, then PMI_Finalize
  *   pmi_job fill-stderr no PMI_Init: writes lines to stderr until the launcher no longer reads it
  *                       (its queue for stderr is full: nobody reads the launcher's), then exits 0
+ *   pmi_job launcher-closed  with SIGPIPE's default action (a C program's), sends the launcher a
+ *                       line longer than it takes, so that it closes the connection; then PMI_Init,
+ *                       whose request meets the closed socket; prints "launcher-closed rc=RC", exits 0
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -158,10 +161,29 @@ static int fill_stderr(void) {
     return fcntl(2, F_SETFL, flags) < 0;
 }
 
+/* `launcher-closed`: more than the launcher reads without a newline (64 KiB), then its end of
+ * PMI_FD read to its close; then PMI_Init, with SIGPIPE's default action, which ends a program. */
+static int launcher_closed(void) {
+    const char *pmi_fd = getenv("PMI_FD");
+    int fd = pmi_fd ? atoi(pmi_fd) : -1, spawned = 0;
+    static char junk[70000];
+    char c;
+    memset(junk, 'x', sizeof junk);
+    signal(SIGPIPE, SIG_DFL);
+    if (fd < 0 || write(fd, junk, sizeof junk) != (ssize_t)sizeof junk)
+        return 1;
+    while (read(fd, &c, 1) > 0)
+        ;
+    printf("launcher-closed rc=%d\n", PMI_Init(&spawned));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int rank = -1, size = 0, spawned = -1, initialized = -1;
     if (argc >= 2 && strcmp(argv[1], "fill-stderr") == 0)
         return fill_stderr();
+    if (argc >= 2 && strcmp(argv[1], "launcher-closed") == 0)
+        return launcher_closed();
     CHECK(PMI_Initialized(&initialized) == PMI_SUCCESS && initialized == PMI_FALSE, "initialized %d", initialized);
     CHECK(PMI_Get_rank(&rank) == PMI_ERR_INIT, "PMI_Get_rank before PMI_Init");
     if (argc >= 4 && strcmp(argv[1], "early") == 0 && getenv("PMI_RANK") && atoi(getenv("PMI_RANK")) == atoi(argv[2]))
