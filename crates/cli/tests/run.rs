@@ -206,6 +206,26 @@ fn a_rank_that_leaves_a_barrier_for_good_ends_the_job() {
     assert_job_dir_removed(&rank_lines(&out.stdout));
 }
 
+/// A rank whose PMI_Allgather length differs from another's: the call fails on every rank, which
+/// names the rank and both lengths, instead of a copy cut to its own length (the caller's buffer
+/// holds its length times the job size).
+#[test]
+fn an_allgather_of_unequal_lengths_fails_on_every_rank_naming_both() {
+    let out = aar_run(&["-n", "3"], &["unequal", "2"]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}: {stdout}{err}", out.status);
+    let mut lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("unequal ")).collect();
+    lines.sort();
+    assert_eq!(lines, ["unequal rank=0 rc=-1", "unequal rank=1 rc=-1", "unequal rank=2 rc=-1"], "{err}");
+    let said = |line: &str| err.lines().filter(|l| *l == line).count();
+    let tail = "every rank must give the same length; nothing was written.";
+    let shorter =
+        format!("aar: PMI_Allgather: rank 2 gave 2000 bytes to PMI_Allgather number 2, this rank 1022: {tail}");
+    let longer =
+        format!("aar: PMI_Allgather: rank 0 gave 1022 bytes to PMI_Allgather number 2, this rank 2000: {tail}");
+    assert_eq!((said(&shorter), said(&longer)), (2, 1), "{err}");
+}
+
 /// A PMI call on a connection the launcher closed (here: after a line longer than it reads) fails
 /// with an error that says so; the rank, with SIGPIPE's default action as C programs have it,
 /// lives on (no SIGPIPE from libpmi.so.0's write).

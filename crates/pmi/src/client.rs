@@ -278,37 +278,60 @@ impl Session {
 
     /// Cray's PMI_Allgather: every rank's `input`, in rank order. Each rank puts its bytes,
     /// hex-encoded in chunks that fit the value limit, under keys that carry a sequence number
-    /// (every rank calls the collective in the same order), then all meet in a barrier.
+    /// (every rank calls the collective in the same order), its first chunk led by its length
+    /// (`LEN:HEX`, put also for no bytes), then all meet in a barrier. A rank that gave another
+    /// length than this one fails the call, named with both lengths: the caller's `out` holds
+    /// this rank's length times the job size, so no other could be copied whole.
     pub fn allgather(&mut self, input: &[u8]) -> Result<Vec<u8>> {
         let seq = self.allgather_seq;
         self.allgather_seq += 1;
-        let per_chunk = (self.maxes.value - 1) / 2;
-        let chunks = input.len().div_ceil(per_chunk.max(1));
+        // Room in every chunk for the length and its colon (at most 20 + 1 characters).
+        let per_chunk = (self.maxes.value.saturating_sub(1 + 21) / 2).max(1);
         let key = |rank: i32, chunk: usize| crate::wire::allgather_key(seq, rank, chunk);
         let kvs = self.kvsname.clone();
-        for (i, part) in input.chunks(per_chunk.max(1)).enumerate() {
-            self.put(&kvs, &key(self.rank, i), &hex(part))?;
+        let mut parts: Vec<&[u8]> = input.chunks(per_chunk).collect();
+        if parts.is_empty() {
+            parts.push(&[]);
+        }
+        for (i, part) in parts.iter().enumerate() {
+            let value = if i == 0 { format!("{}:{}", input.len(), hex(part)) } else { hex(part) };
+            self.put(&kvs, &key(self.rank, i), &value)?;
         }
         self.barrier()?;
+        let part_error = |rank: i32, what: &str| {
+            PmiError::new(
+                PMI_FAIL,
+                format!("rank {rank}'s part of PMI_Allgather number {seq} {what}; nothing was written."),
+            )
+        };
         let mut out = Vec::with_capacity(input.len() * self.size as usize);
         for rank in 0..self.size {
             let start = out.len();
-            for i in 0..chunks {
-                let value = self.get(&kvs, &key(rank, i))?.ok_or_else(|| {
-                    PmiError::new(PMI_FAIL, format!("rank {rank}'s part of PMI_Allgather number {seq} is missing"))
-                })?;
-                unhex(&value, &mut out).ok_or_else(|| {
-                    PmiError::new(PMI_FAIL, format!("rank {rank}'s part of PMI_Allgather number {seq} is not hex"))
-                })?;
+            for i in 0..parts.len() {
+                let value = self.get(&kvs, &key(rank, i))?.ok_or_else(|| part_error(rank, "is missing"))?;
+                let hex_part = if i == 0 {
+                    let (len, rest) = value.split_once(':').ok_or_else(|| part_error(rank, "has no length"))?;
+                    let len: usize = len.parse().map_err(|_| part_error(rank, "has no length"))?;
+                    if len != input.len() {
+                        return Err(PmiError::new(
+                            PMI_FAIL,
+                            format!(
+                                "rank {rank} gave {len} bytes to PMI_Allgather number {seq}, this rank {}: every rank \
+                                 must give the same length; nothing was written.",
+                                input.len()
+                            ),
+                        ));
+                    }
+                    rest
+                } else {
+                    value.as_str()
+                };
+                unhex(hex_part, &mut out).ok_or_else(|| part_error(rank, "is not hex"))?;
             }
             if out.len() - start != input.len() {
-                return Err(PmiError::new(
-                    PMI_FAIL,
-                    format!(
-                        "rank {rank} gave {} bytes to PMI_Allgather number {seq}, this rank {}: every rank must give the same length",
-                        out.len() - start,
-                        input.len()
-                    ),
+                return Err(part_error(
+                    rank,
+                    &format!("holds {} bytes, not the {} it says", out.len() - start, input.len()),
                 ));
             }
         }

@@ -30,6 +30,8 @@
  *   pmi_job launcher-closed  with SIGPIPE's default action (a C program's), sends the launcher a
  *                       line longer than it takes, so that it closes the connection; then PMI_Init,
  *                       whose request meets the closed socket; prints "launcher-closed rc=RC", exits 0
+ *   pmi_job unequal R   the checks, then PMI_Allgather of 1022 bytes (rank R: 2000); every rank
+ *                       prints "unequal rank=R rc=RC", then PMI_Finalize
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -331,6 +333,14 @@ int main(int argc, char **argv) {
         CHECK(PMI_Barrier() == PMI_SUCCESS, "barrier after the puts");
         int got = PMI_KVS_Get(kvs, "PMI_process_mapping", mapping, sizeof mapping);
         printf("fill rank=%d puts=%ld again=%d mapping_get=%d\n", rank, puts, again, got);
+    }
+    if (argc >= 3 && strcmp(argv[1], "unequal") == 0) {
+        size_t n = rank == atoi(argv[2]) ? 2000 : 1022;
+        unsigned char *in = calloc(n, 1), *out = calloc(n * (size_t)size, 1);
+        printf("unequal rank=%d rc=%d\n", rank, PMI_Allgather(in, out, (int)n));
+        fflush(stdout);
+        free(in);
+        free(out);
     }
     int sigpipe = argc >= 4 && strcmp(argv[1], "sigpipe") == 0;
     if (sigpipe) {
