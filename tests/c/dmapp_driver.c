@@ -6,7 +6,7 @@
  *   init | initext                  dmapp_init / dmapp_init_ext with DMAPP's defaults (ADAPTIVE both
  *                                   ways); "init rc=RC put=P get=G": the routing "actual" shows
  *   pmi                             PMI_Init, as Cray's dmapp_init does (built with -DWITH_PMI -lpmi,
- *                                   to run under aar run); rc printed
+ *                                   to run under aar run); rc printed; PMI_Finalize at exit
  *   initas PUT GET | initas12 PUT GET    dmapp_init_ext / dmapp_init asking for that PUT and GET
  *                                   routing (DMAPP's defaults otherwise); printed as "init"
  *   finalize                        dmapp_finalize; rc printed
@@ -629,6 +629,13 @@ static uint64_t num(const char *s)
 	return strtoull(s, NULL, 0);
 }
 
+#ifdef WITH_PMI
+static void finalize_pmi(void)
+{
+	PMI_Finalize();
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	src = aligned_alloc(64, LOCAL);
@@ -653,6 +660,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(c, "pmi")) {
 			int spawned = 0;
 			printf("PMI_Init rc=%d\n", PMI_Init(&spawned));
+			/* A rank that called PMI_Init and exits without PMI_Finalize fails its job (aar run,
+			 * hydra, Open MPI's mpirun). */
+			atexit(finalize_pmi);
 #endif
 		} else if (!strcmp(c, "form")) {
 			form = !strcmp(ARG(1), "nb") ? NB : !strcmp(ARG(1), "nbi") ? NBI : BLOCKING;

@@ -201,8 +201,33 @@ fn a_rank_that_leaves_a_barrier_for_good_ends_the_job() {
     let out = aar_run(&["-n", "3"], &["leave", "0"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    // Which of the others already wait depends on timing; that rank 0 is named does not.
-    assert!(err.contains("rank 0 ended while ranks [") && err.contains("] wait in PMI_Barrier"), "{err}");
+    // It called PMI_Init and exits 0 without PMI_Finalize: a failure of its own, named as such.
+    assert!(
+        err.contains("aar run: rank 0 (pid ") && err.contains(") exited with code 0 without calling PMI_Finalize"),
+        "{err}"
+    );
+    assert_job_dir_removed(&rank_lines(&out.stdout));
+}
+
+/// A rank that called PMI_Init and exits 0 without PMI_Finalize while the others wait for it
+/// outside PMI (for its data over the network, say: no barrier the launcher could see) ends the
+/// job, as under hydra's mpiexec and Open MPI's mpirun: one line names it, says what was done and
+/// what to call; the job does not wait for ever.
+#[test]
+fn a_rank_that_exits_without_pmi_finalize_ends_the_job() {
+    let out = aar_within_60_s().args(["run", "-n", "3"]).arg(pmi_job()).args(["gone", "1"]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let line = err.lines().find(|l| l.starts_with("aar run: rank 1 (pid ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains(
+            ") exited with code 0 without calling PMI_Finalize, after its PMI_Init: a rank that leaves a PMI job \
+             early is a failure (as under hydra's mpiexec and Open MPI's mpirun), since the others may wait for it \
+             for ever; call PMI_Finalize (MPI_Finalize does) before a rank exits; ending the job with exit code 1: \
+             SIGTERM to the 2 other ranks still running."
+        ),
+        "{err}"
+    );
     assert_job_dir_removed(&rank_lines(&out.stdout));
 }
 
@@ -1498,7 +1523,7 @@ fn shell_ranks_speak_pmi_on_their_pmi_fd() {
 #[test]
 fn a_descriptor_given_to_aar_run_is_passed_on_and_pmi_fd_takes_the_next() {
     let script = r#"echo cmd=init pmi_version=1 pmi_subversion=1 >&$PMI_FD; read -r r <&$PMI_FD
-        echo "$PMI_FD $(readlink /proc/$$/fd/3) $r""#;
+        echo cmd=finalize >&$PMI_FD; read -r f <&$PMI_FD; echo "$PMI_FD $(readlink /proc/$$/fd/3) $r""#;
     let out = Command::new("sh")
         .args(["-c", r#"exec "$0" run -n 3 sh -c "$1" 3</dev/null 4<&-"#, env!("CARGO_BIN_EXE_aar"), script])
         .output()
@@ -1695,7 +1720,7 @@ fn a_rank_cannot_overwrite_a_key_and_is_named_once() {
     let script = r#"p() { echo "$1" >&$PMI_FD; read -r r <&$PMI_FD; }; p "cmd=init pmi_version=1 pmi_subversion=1"
         p cmd=get_my_kvsname; kvs=${r##*kvsname=}
         [ $PMI_RANK = 0 ] && p "cmd=put kvsname=$kvs key=PMI_process_mapping value=junk" && echo "$r"
-        p cmd=barrier_in; p "cmd=get kvsname=$kvs key=PMI_process_mapping"; echo "$r""#;
+        p cmd=barrier_in; p "cmd=get kvsname=$kvs key=PMI_process_mapping"; echo "$r"; p cmd=finalize"#;
     let out = aar().args(["run", "-n", "2", "sh", "-c", script]).output().unwrap();
     let (stdout, err) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{}: {stdout}{err}", out.status);

@@ -34,9 +34,11 @@
 //!   closed, MPICH 4's MPI_Abort returns to the program. The job exits
 //!   with that rank's code (128 + the signal for a signal; a PMI_Abort code's low byte, but 1 for a
 //!   code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
-//!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that ended, or closed its
-//!   PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the job with
-//!   exit status 1: that barrier can never complete. SIGINT, SIGTERM, SIGHUP or SIGQUIT to `aar run` is
+//!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that called PMI_Init and
+//!   exits 0 without PMI_Finalize fails with exit status 1, as under hydra's mpiexec and Open MPI's
+//!   mpirun: it left the job early, and the others may wait for it for ever. A rank that ended, or
+//!   closed its PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the
+//!   job with exit status 1: that barrier can never complete. SIGINT, SIGTERM, SIGHUP or SIGQUIT to `aar run` is
 //!   forwarded to the ranks the same way ([`signals`]), but a key's SIGINT or SIGQUIT from the
 //!   terminal, which reached the ranks in the launcher's process group itself, goes only to those
 //!   that left it (one Ctrl-C is one SIGINT to each rank); one that was ignored when `aar run` started
@@ -112,7 +114,7 @@ const MAX_RANKS: u32 = 4096;
 #[command(
     after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job, or the highest of the ranks that failed on their own \
 (as srun's; those that had ended when aar run began to end the job: not one that ends after its SIGTERM) (its PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
-ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
+that called PMI_Init exited 0 without PMI_Finalize, or ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
 limits is refused before any rank starts). Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job."
@@ -226,6 +228,8 @@ const EXIT_TIMEOUT: i32 = 124;
 /// Exit status when the job can never finish (a barrier a rank that ended will never enter, a rank
 /// that does not read its PMI answers).
 const EXIT_STUCK: i32 = 1;
+/// Exit status when a rank that called PMI_Init exits 0 without PMI_Finalize.
+const EXIT_NO_FINALIZE: i32 = 1;
 /// How long ranks have to end after SIGTERM before they get SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
 /// How long a stop of the job waits for its ranks to be stopped before the launcher stops.
@@ -453,6 +457,10 @@ struct Rank {
     unread: bool,
     /// The lines it sent that are not PMI: the first [`NOT_PMI_SAID`] are said, the rest counted.
     not_pmi: u64,
+    /// It sent `cmd=init` (PMI_Init), and `cmd=finalize` (PMI_Finalize): one that did the first
+    /// and exits without the second left the job early ([`Supervisor::collect`]).
+    initialized: bool,
+    finalized: bool,
     status: Option<ExitStatus>,
 }
 
@@ -668,6 +676,8 @@ impl Supervisor {
             replies: Vec::new(),
             unread: false,
             not_pmi: 0,
+            initialized: false,
+            finalized: false,
             status: None,
         });
         Ok(())
@@ -1037,6 +1047,11 @@ impl Supervisor {
     }
 
     fn answer(&mut self, r: usize, msg: &Message) {
+        match msg.cmd.as_str() {
+            "init" => self.ranks[r].initialized = true,
+            "finalize" => self.ranks[r].finalized = true,
+            _ => {}
+        }
         match self.server.handle(r, msg) {
             Outcome::Replies(replies) => {
                 for (to, m) in replies {
@@ -1168,8 +1183,21 @@ impl Supervisor {
         }
         // Its last lines before the line that says it ended.
         self.ranks[r].read_output();
+        let rank = &self.ranks[r];
         if let Some(sig) = status.signal() {
             Some((128 + sig, format!("was killed by {} (signal {sig})", signals::name(sig)), status))
+        } else if status.code() == Some(0) && rank.initialized && !rank.finalized {
+            // As hydra's mpiexec and Open MPI's mpirun take it: a rank that called PMI_Init and
+            // exits without PMI_Finalize left the job early; the others may wait for it for ever
+            // (in a barrier, or for its data over the network), so the job ends.
+            Some((
+                EXIT_NO_FINALIZE,
+                "exited with code 0 without calling PMI_Finalize, after its PMI_Init: a rank that leaves a PMI \
+                 job early is a failure (as under hydra's mpiexec and Open MPI's mpirun), since the others may \
+                 wait for it for ever; call PMI_Finalize (MPI_Finalize does) before a rank exits"
+                    .to_owned(),
+                status,
+            ))
         } else {
             status.code().filter(|&c| c != 0).map(|code| (code, format!("exited with code {code}"), status))
         }

@@ -30,6 +30,8 @@
  *   pmi_job launcher-closed  with SIGPIPE's default action (a C program's), sends the launcher a
  *                       line longer than it takes, so that it closes the connection; then PMI_Init,
  *                       whose request meets the closed socket; prints "launcher-closed rc=RC", exits 0
+ *   pmi_job gone R      the checks, then rank R exits 0 without PMI_Finalize; the others wait for a
+ *                       signal (as for R's data outside PMI) after printing "waiting rank=R"
  *   pmi_job unequal R   the checks, then PMI_Allgather of 1022 bytes (rank R: 2000); every rank
  *                       prints "unequal rank=R rc=RC", then PMI_Finalize
  */
@@ -341,6 +343,14 @@ int main(int argc, char **argv) {
         fflush(stdout);
         free(in);
         free(out);
+    }
+    if (argc >= 3 && strcmp(argv[1], "gone") == 0) {
+        if (rank == atoi(argv[2]))
+            return 0;
+        printf("waiting rank=%d\n", rank);
+        fflush(stdout);
+        for (;;)
+            pause();
     }
     int sigpipe = argc >= 4 && strcmp(argv[1], "sigpipe") == 0;
     if (sigpipe) {
