@@ -373,6 +373,25 @@ fn bad_arguments_are_named_and_start_nothing() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(named), "{args:?}: {err}");
     }
+    // A count of ranks out of range: the option, the value, what it means, that nothing was
+    // started, and the fix.
+    let err = text(&aar().args(["run", "-N", "0", "true"]).output().unwrap().stderr);
+    assert!(
+        err.starts_with(
+            "error: invalid value '0' for '--ranks-per-node <K>': \"0\" is not a whole number from 1 to 4294967295 \
+             (ranks per node, not a number of nodes); no job was started: give -N K with K at least 1 (1, the \
+             default, puts each rank on a node of its own), as aprun -N K\n"
+        ),
+        "{err}"
+    );
+    let err = text(&aar().args(["run", "-n", "-2", "true"]).output().unwrap().stderr);
+    assert!(
+        err.starts_with(
+            "error: invalid value '-2' for '--ranks <N>': \"-2\" is not a whole number from 1 to 4096 (the number of \
+             ranks to start); no job was started: give -n N within that, as srun -n N\n"
+        ),
+        "{err}"
+    );
     let not_executable = root().join("Cargo.toml");
     let out = aar().arg("run").arg(&not_executable).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

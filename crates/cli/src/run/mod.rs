@@ -122,12 +122,15 @@ end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes 
 pub struct RunArgs {
     /// How many ranks (processes) to start (as srun -n, aprun -n)
     #[arg(short = 'n', long = "ranks", visible_alias = "ntasks", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_RANKS)))]
+          allow_negative_numbers = true, value_parser = ranks_arg(MAX_RANKS,
+          "the number of ranks to start", "give -n N within that, as srun -n N"))]
     ranks: u32,
     /// Ranks per node (as aprun -N and srun --ntasks-per-node; not srun's -N, the number of
     /// nodes): rank r runs on node r / K, whose NIC address is 0x100 + node
     #[arg(short = 'N', long = "ranks-per-node", visible_alias = "ntasks-per-node", value_name = "K", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          allow_negative_numbers = true, value_parser = ranks_arg(u32::MAX,
+          "ranks per node, not a number of nodes",
+          "give -N K with K at least 1 (1, the default, puts each rank on a node of its own), as aprun -N K"))]
     ranks_per_node: u32,
     /// Time limit, as srun --time: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or
     /// DAYS-HOURS[:MINUTES[:SECONDS]]; 0 for none. On expiry the ranks still running are named and
@@ -151,6 +154,13 @@ pub struct RunArgs {
     // with '-' comes after `--`.
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     command: Vec<OsString>,
+}
+
+/// The parser of a count of ranks from 1 to `most` ([`crate::sim::options::whole`]); a value it
+/// refuses is said with what the option means (`what`), that no job was started, and `fix`.
+fn ranks_arg(most: u32, what: &'static str, fix: &'static str) -> impl Fn(&str) -> Result<u32, String> + Clone {
+    let parse = crate::sim::options::whole::<u32>(1, most.into());
+    move |text| parse(text).map_err(|e| format!("{e} ({what}); no job was started: {fix}"))
 }
 
 /// srun's and aprun's options a user types out of habit that aar run has not (or needs not): each
