@@ -180,7 +180,11 @@ enum ArgError {
         "--lib {}: {}; nothing was checked. Give the path of a libaar.so (e.g. \
          $AAR_ROOT/lib/libaar.so after module load aar).",
         .0.display(),
-        if .0.is_dir() { "a folder, not a file" } else { "no such file" }
+        match std::fs::metadata(.0) {
+            Ok(m) if m.is_dir() => "a folder, not a file",
+            Ok(_) => "not a regular file (a FIFO, a device or a socket)",
+            Err(_) => "no such file",
+        }
     )]
     NoSuchLib(PathBuf),
 }

@@ -1228,6 +1228,30 @@ fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
 }
 
 #[test]
+fn a_program_that_is_a_fifo_is_refused_without_waiting_for_a_writer() {
+    let fifo = scratch().join("fifo-app");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // A writer, so that a doctor that opens the FIFO to read it ends (and fails below) instead of
+    // waiting for ever; released at the end if the doctor never opened it.
+    let writer = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            use std::io::Write;
+            if let Ok(mut w) = std::fs::OpenOptions::new().write(true).open(&fifo) {
+                let _ = w.write_all(b"\x7fELF");
+            }
+        }
+    });
+    let r = doctor(&[fifo.to_str().unwrap()], &[]);
+    // Opened for reading and writing, a FIFO never blocks: the writer's open returns.
+    drop(std::fs::OpenOptions::new().read(true).write(true).open(&fifo));
+    writer.join().unwrap();
+    r.expect_code(1);
+    r.expect_line("problem", "program", "is not a regular file (a FIFO, a device or a socket)");
+}
+
+#[test]
 fn bad_arguments_exit_2_and_name_the_input() {
     let r = doctor(&["no-such-program-anywhere"], &[]);
     r.expect_code(2);
@@ -1242,6 +1266,9 @@ fn bad_arguments_exit_2_and_name_the_input() {
     let r = doctor(&["--lib", "/tmp"], &[]);
     r.expect_code(2);
     assert!(r.stderr.contains("--lib /tmp: a folder, not a file"), "{}", r.stderr);
+    let r = doctor(&["--lib", "/dev/null"], &[]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("--lib /dev/null: not a regular file (a FIFO, a device or a socket)"), "{}", r.stderr);
     let r = doctor(&["--no-such-option"], &[]);
     r.expect_code(2);
 }

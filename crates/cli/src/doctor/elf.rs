@@ -80,12 +80,26 @@ pub enum NotElf {
     UnknownFormat,
     #[error("a damaged ELF file ({0})")]
     Damaged(object::Error),
+    #[error("not a regular file (a FIFO, a device or a socket)")]
+    NotRegular,
 }
 
 /// The file at `path`, read only where the headers point (a library of a program's closure can
-/// be hundreds of megabytes; the doctor needs its headers, dynamic section and symbols).
+/// be hundreds of megabytes; the doctor needs its headers, dynamic section and symbols). Opened
+/// without blocking and read only if it is a regular file: a FIFO would block the doctor at its
+/// opening (until a writer comes), a device never end.
 fn open(path: &Path) -> Result<ReadCache<std::fs::File>, NotElf> {
-    std::fs::File::open(path).map(ReadCache::new).map_err(NotElf::Unreadable)
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(NotElf::Unreadable)?;
+    match file.metadata() {
+        Ok(m) if m.is_file() => Ok(ReadCache::new(file)),
+        Ok(_) => Err(NotElf::NotRegular),
+        Err(e) => Err(NotElf::Unreadable(e)),
+    }
 }
 
 pub fn read(path: &Path) -> Result<Elf, NotElf> {
