@@ -10,8 +10,9 @@
 //!   neither, whether it carries uGNI's or DMAPP's sends itself (from a static archive). For a
 //!   Python script, or the interpreter itself, mpi4py's MPI module is checked in its place
 //!   ([`python`]).
-//! - The preload: libaar.so in LD_PRELOAD (`:` or space separated), the file there, and that it
-//!   loads (dlopen).
+//! - The preload: libaar.so in LD_PRELOAD (`:` or space separated, as ld.so splits it), the file
+//!   there (a relative entry is a warning: the loader takes it from each program's folder), and
+//!   that it loads (dlopen).
 //! - PAPI, the counter events, the settings and the DMAPP routing table, from libaar.so itself: its
 //!   `aar_selfcheck` export runs the library's own settings parser and PAPI opening ([`selfcheck`]). When the program
 //!   links a libugni, that libugni is loaded first, as the job's loader would load it (the
@@ -904,9 +905,10 @@ fn first_names(names: HashSet<String>) -> String {
     }
 }
 
-/// LD_PRELOAD entries, split as ld.so splits them (spaces and colons).
+/// LD_PRELOAD entries, split as ld.so splits them: at spaces and colons only (glibc's
+/// `handle_preload_list`), so a tab or a newline is part of a name, which then names no file.
 fn preload_entries(value: &str) -> Vec<String> {
-    value.split([' ', ':', '\t', '\n']).filter(|s| !s.is_empty()).map(str::to_string).collect()
+    value.split([' ', ':']).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
 fn is_libaar(entry: &str) -> bool {
@@ -945,7 +947,10 @@ fn check_preload(
             if preload.trim().is_empty() {
                 "LD_PRELOAD is not set: programs started from this environment run without libaar.so".to_string()
             } else {
-                format!("LD_PRELOAD (\"{}\") does not name libaar.so: programs started from this environment run without it", preload.trim())
+                format!(
+                    "LD_PRELOAD (\"{}\") does not name libaar.so: programs started from this environment run without it",
+                    preload.trim_matches(' ').escape_debug()
+                )
             },
             format!(
                 "module load aar (it sets LD_PRELOAD), or export LD_PRELOAD={suggestion}; for one launch only: \
@@ -958,6 +963,27 @@ fn check_preload(
             report.ok(
                 "preload",
                 format!("LD_PRELOAD names {entry} (no folder: the loader searches for it like a needed library)"),
+            );
+            from_preload.get_or_insert(PathBuf::from(entry));
+        } else if Path::new(entry).is_file() && Path::new(entry).is_relative() {
+            // The loader takes a relative name from the folder each program starts in, as
+            // open(2) does: found from here, it is not from a job step run in another folder.
+            let here = std::env::current_dir().map_or_else(|_| "this folder".to_string(), |d| d.display().to_string());
+            let absolute: Vec<String> = preload_entries(&preload)
+                .into_iter()
+                .map(|e| match Path::new(&e).canonicalize() {
+                    Ok(p) if is_libaar(&e) && Path::new(&e).is_relative() => p.display().to_string(),
+                    _ => e,
+                })
+                .collect();
+            report.warning(
+                "preload",
+                format!(
+                    "LD_PRELOAD names {entry}, a relative path: it exists from here ({here}), but the loader looks \
+                     for it from the folder each program starts in, so a program started in another folder (a \
+                     batch script's cd, srun --chdir) runs without libaar.so"
+                ),
+                format!("export LD_PRELOAD={}", aar_record::folder::shell_word(&absolute.join(":"))),
             );
             from_preload.get_or_insert(PathBuf::from(entry));
         } else if Path::new(entry).is_file() {
@@ -981,6 +1007,14 @@ fn check_preload(
             // either: the loader skips it the same way.
             let (what, fix) = if Path::new(entry).is_dir() {
                 ("is a folder, not a library", format!("export LD_PRELOAD={mended}"))
+            } else if entry.contains(char::is_control) {
+                (
+                    "does not exist",
+                    format!(
+                        "export LD_PRELOAD={mended} (the loader separates its entries by spaces and colons only: a \
+                         tab or a newline is part of a name)"
+                    ),
+                )
             } else {
                 (
                     "does not exist",
@@ -994,8 +1028,9 @@ fn check_preload(
             report.problem(
                 "preload",
                 format!(
-                    "LD_PRELOAD names {entry}, which {what}: the loader skips it (with an error) and the program runs \
-                     without libaar.so"
+                    "LD_PRELOAD names {}, which {what}: the loader skips it (with an error) and the program runs \
+                     without libaar.so",
+                    entry.escape_debug()
                 ),
                 fix,
             );

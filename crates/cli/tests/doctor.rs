@@ -90,6 +90,11 @@ fn doctor(args: &[&str], env: &[(&str, &str)]) -> Run {
 
 /// [`doctor`], started by `wrapper` (a program that runs its arguments) when given.
 fn doctor_under(wrapper: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Run {
+    doctor_in(None, wrapper, args, env)
+}
+
+/// [`doctor_under`], run in the folder `cwd` when given.
+fn doctor_in(cwd: Option<&Path>, wrapper: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = match wrapper {
         Some(w) => {
             let mut c = Command::new(w);
@@ -111,6 +116,9 @@ fn doctor_under(wrapper: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> 
         } else {
             cmd.env(k, v);
         }
+    }
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
     }
     let Output { status, stdout, stderr } = cmd.output().expect("run aar doctor");
     Run {
@@ -1225,6 +1233,38 @@ fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
         r.stdout
     );
     assert!(!r.stdout.contains("ldd"), "{}", r.stdout);
+}
+
+#[test]
+fn ld_preload_is_split_as_the_loader_splits_it() {
+    let prog = ugni_program();
+    let lib = libaar();
+    // ld.so separates entries by spaces and colons only: a tab or a newline is part of a name,
+    // and a name with one is no file, so the program runs without libaar.so.
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &format!("{}\t", lib.display()))]);
+    r.expect_code(1);
+    r.expect_line("problem", "preload", &format!("LD_PRELOAD names {}\\t, which does not exist", lib.display()));
+    assert!(r.stdout.contains("the loader separates its entries by spaces and colons only"), "{}", r.stdout);
+    assert!(!r.stdout.lines().any(|l| l.starts_with("ok       preload")), "{}", r.stdout);
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_PRELOAD", &format!("{}\n/lib/other.so", lib.display()))]);
+    r.expect_code(1);
+    r.expect_line("problem", "preload", &format!("LD_PRELOAD (\"{}\\n/lib/other.so\") does not name", lib.display()));
+}
+
+#[test]
+fn a_relative_ld_preload_entry_is_a_warning_with_the_absolute_one_as_fix() {
+    // Found from the folder the doctor runs in, but the loader takes it from each program's.
+    let prog = ugni_program();
+    let lib = libaar();
+    let r = doctor_in(Some(libdir()), None, &[prog.to_str().unwrap()], &[("LD_PRELOAD", "./libaar.so")]);
+    r.expect_code(3);
+    r.expect_line("warning", "preload", "LD_PRELOAD names ./libaar.so, a relative path: it exists from here");
+    assert!(
+        r.stdout.contains(&format!("fix: export LD_PRELOAD={}\n", lib.canonicalize().unwrap().display())),
+        "{}",
+        r.stdout
+    );
+    r.expect_line("ok", "libaar.so", "(from LD_PRELOAD) loads");
 }
 
 #[test]
