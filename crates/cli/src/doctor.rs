@@ -209,7 +209,10 @@ pub fn run(args: DoctorArgs) -> i32 {
     };
     let mut report = Report::default();
     let program = program_path.map(|p| check_program(&p, &mut report));
-    let libaar = check_preload(args.lib.as_deref(), program.as_ref(), &mut report);
+    // A name without '/' is the file here, as the shell and `--lib`'s check took it: dlopen would
+    // search the library path for it instead (and find another, or none).
+    let lib = args.lib.map(|l| if l.to_string_lossy().contains('/') { l } else { Path::new(".").join(l) });
+    let libaar = check_preload(lib.as_deref(), program.as_ref(), &mut report);
     let outcome = libaar
         .as_ref()
         .map(|(path, how)| selfcheck::run(path, how, program.as_ref().and_then(|p| p.closure.as_ref()), &mut report));

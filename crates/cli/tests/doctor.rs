@@ -1268,6 +1268,19 @@ fn a_relative_ld_preload_entry_is_a_warning_with_the_absolute_one_as_fix() {
 }
 
 #[test]
+fn a_lib_given_by_a_bare_name_is_the_file_in_this_folder() {
+    // dlopen would search the library path for a name without '/', not this folder.
+    let prog = ugni_program();
+    let dir = scratch().join("bare-lib");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(libaar(), dir.join("libaar.so")).unwrap();
+    let env = [("LD_PRELOAD", ""), ("LD_LIBRARY_PATH", UNSET)];
+    let r = doctor_in(Some(&dir), None, &["--lib", "libaar.so", prog.to_str().unwrap()], &env);
+    r.expect_line("ok", "libaar.so", "./libaar.so (given with --lib) loads");
+    assert!(!r.stdout.contains("does not load"), "{}", r.stdout);
+}
+
+#[test]
 fn a_program_that_is_a_fifo_is_refused_without_waiting_for_a_writer() {
     let fifo = scratch().join("fifo-app");
     let _ = std::fs::remove_file(&fifo);
