@@ -408,6 +408,9 @@ impl TraceFile {
             return;
         }
         if let Some(t) = guard.take() {
+            // Its buffer is written (at the cap) or lost (said): none of it is left for the exit
+            // handler to count lost, should another thread (a fork) keep it from the trace.
+            self.buffered.store(0, Relaxed);
             drop(guard);
             // Posts go back to the fast path: nothing would take their lines.
             control::update(|w| control::with(w, None, None, Some(false)));

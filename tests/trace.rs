@@ -175,3 +175,26 @@ fn a_trace_write_that_fails_before_a_fork_is_said() {
     let lines = read_jsonl(&r.dir.join("t.3.jsonl"));
     assert!(!lines.is_empty() && lines.len() < 40, "cut back to whole lines at the limit: {}", lines.len());
 }
+
+/// A trace that stopped at `AAR_TRACE_MAX`, in a process that exits while a thread is held
+/// inside fork() (whose fork handler holds the trace for the fork): every line it took is in its
+/// file, and the record counts them all and none lost. The lines the stop wrote out still counted
+/// as in the buffer: the exit handler, kept from the trace by the fork, said that "up to N lines"
+/// were not written and took them off trace.lines, which then counted fewer than the file holds.
+#[test]
+fn a_trace_stopped_at_its_cap_loses_no_lines_at_an_exit_held_by_a_fork() {
+    let launch = Launch::driver("trace-cap-forkhold", "fma 64 20 0 forkhold");
+    let path = launch.dir.join("t.jsonl");
+    let r = launch.env("AAR_TRACE", &path.display().to_string()).env("AAR_TRACE_MAX", "2K").run();
+    r.assert_ok();
+    assert!(r.stdout.contains("forkhold entered=1"), "{}", r.stdout);
+    let lines = read_jsonl(&path);
+    assert!(!lines.is_empty() && lines.len() < 20, "stopped at its cap: {} lines", lines.len());
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("AAR_TRACE")).collect();
+    assert_eq!(said.len(), 1, "the cap only: {}", r.stderr);
+    assert!(said[0].contains("reached AAR_TRACE_MAX=2K"), "{}", said[0]);
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "{}", r.stderr);
+    assert_eq!(recs[0]["trace"]["lines"], lines.len(), "{}", recs[0]["trace"]);
+    assert_eq!(recs[0]["trace"]["lines_lost_waiting"], 0, "{}", recs[0]["trace"]);
+}
