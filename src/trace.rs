@@ -332,16 +332,27 @@ impl TraceFile {
     }
 
     /// Open the trace, to take at most `max` bytes; `true` if tracing is on.
+    ///
+    /// Its lock is taken before its file is made, so that a file is never left behind empty with
+    /// tracing off. No other thread can hold the lock yet (the fork and exit handlers that take it
+    /// are registered after the start-up, and posts are traced only once it is done); one that did
+    /// is said, and no file is made.
     pub fn open(&self, pattern: Option<&str>, max: u64) -> bool {
-        let Some(t) = pattern.and_then(|pattern| create(pattern, max)) else { return false };
-        match self.open.try_lock_for(LINE_WAIT) {
-            Some(mut slot) => {
-                *slot = Slot::Open(t);
-                self.opened.store(true, Relaxed);
-                true
-            }
-            None => false,
-        }
+        let Some(pattern) = pattern else { return false };
+        let Some(mut slot) = self.open.try_lock_for(LINE_WAIT) else {
+            diag::warn(&format!(
+                "AAR_TRACE={}: another thread held the decision trace for over {} s while libaar.so started; no \
+                 decision trace is written (no file was made), the application continues. Run again; if it recurs, \
+                 please report it.",
+                aar_record::quotes::shown(pattern),
+                LINE_WAIT.as_secs()
+            ));
+            return false;
+        };
+        let Some(t) = create(pattern, max) else { return false };
+        *slot = Slot::Open(t);
+        self.opened.store(true, Relaxed);
+        true
     }
 
     /// Append one line.
