@@ -566,7 +566,13 @@ fn write_outputs() {
                     diag::write_fix(&e, "AAR_OUTPUT_DIR")
                 )),
             },
-            Err(e) => diag::error(&format!("could not encode the record ({e})")),
+            // Unreachable but for a bug: the record is plain fields, and the text of a value
+            // (a setting's Display) cannot fail.
+            Err(e) => diag::error(&format!(
+                "could not encode the record {name} ({e}): it is not written, and nothing else is affected (the \
+                 program's exit, the summary line). This is a bug in libaar.so, which no setting works around: \
+                 please report it with this line."
+            )),
         }
     }
     if settings.summary {
