@@ -104,6 +104,14 @@ fn ranks_find_each_other_through_pmi() {
     }
     assert!(lines[0]["cookie"].parse::<u32>().is_ok() && lines[0]["ptag"].parse::<u8>().is_ok(), "{:?}", lines[0]);
     assert_eq!(lines[0]["jobdir"], format!("/dev/shm/aar-job-{}", lines[0]["jobid"]));
+    // A get of a KVS the job has not fails with the launcher's reason, not as a missing key.
+    let err = text(&out.stderr);
+    let wrong_kvs = format!(
+        "aar: PMI_KVS_Get: the launcher refused \"cmd=get kvsname=no-such-kvs key=rank-0\": \
+         \"no_KVS_no-such-kvs:_this_job_has_KVS_aar-{}\"",
+        lines[0]["jobid"]
+    );
+    assert_eq!(err.lines().filter(|l| *l == wrong_kvs).count(), 3, "{err}");
     assert_job_dir_removed(&lines);
 }
 

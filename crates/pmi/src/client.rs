@@ -159,14 +159,7 @@ impl Session {
     pub fn call(&mut self, msg: Message, expect: &str) -> Result<Message> {
         let answer = self.exchange(&msg, expect)?;
         match answer.get_int("rc") {
-            Some(rc) if rc != 0 => Err(PmiError::new(
-                PMI_FAIL,
-                format!(
-                    "the launcher refused {}: {}",
-                    quoted(&msg.to_string()),
-                    answer.get("msg").map_or("no reason given".into(), quoted)
-                ),
-            )),
+            Some(rc) if rc != 0 => Err(launcher_refused(&msg, &answer)),
             _ => Ok(answer),
         }
     }
@@ -269,11 +262,14 @@ impl Session {
         check_name("the key", key, self.maxes.key - 1).map_err(|e| refused(PMI_ERR_INVALID_KEY, e))?;
         let msg = Message::new("get").with("kvsname", kvsname).with("key", key);
         let m = self.exchange(&msg, "get_result")?;
-        // A get with a non-zero rc is the protocol's "no such key".
-        Ok(match m.get_int("rc") {
-            Some(0) | None => Some(m.get("value").unwrap_or_default().to_owned()),
-            Some(_) => None,
-        })
+        match m.get_int("rc") {
+            Some(0) | None => Ok(Some(m.get("value").unwrap_or_default().to_owned())),
+            // The protocol's "no such key", as hydra and aar run say it.
+            Some(_) if m.get("msg") == Some(&format!("key_{key}_not_found")) => Ok(None),
+            // Any other refusal (a KVS name not the job's, say) is what the launcher said, not a
+            // missing key.
+            Some(_) => Err(launcher_refused(&msg, &m)),
+        }
     }
 
     /// Cray's PMI_Allgather: every rank's `input`, in rank order. Each rank puts its bytes,
@@ -393,6 +389,18 @@ impl Session {
                 )
             })
     }
+}
+
+/// The launcher's answer to `msg` has a non-zero rc: its reason (`msg=`), quoted.
+fn launcher_refused(msg: &Message, answer: &Message) -> PmiError {
+    PmiError::new(
+        PMI_FAIL,
+        format!(
+            "the launcher refused {}: {}",
+            quoted(&msg.to_string()),
+            answer.get("msg").map_or("no reason given".into(), quoted)
+        ),
+    )
 }
 
 /// An argument the wire protocol cannot carry.
@@ -550,6 +558,32 @@ mod tests {
                 r#"the launcher refused "cmd=put kvsname=kvs key=k value=\u{{1b}}[2J{}…": "duplicate_key_k""#,
                 "v".repeat(24)
             )
+        );
+    }
+
+    /// A get the launcher refuses for another reason than a missing key (a KVS name not the
+    /// job's) fails with the launcher's reason; only `key_K_not_found` (hydra's and aar run's
+    /// words) is "no such key".
+    #[test]
+    fn a_get_refused_for_a_wrong_kvs_name_says_what_the_launcher_said() {
+        let (mut s, mut launcher) = session();
+        launcher
+            .write_all(
+                b"cmd=get_result rc=-1 msg=no_KVS_other:_this_job_has_KVS_kvs\n\
+                  cmd=get_result rc=-1 msg=key_k_not_found value=unknown\n\
+                  cmd=get_result rc=-1\n",
+            )
+            .unwrap();
+        let e = s.get("other", "k").unwrap_err();
+        assert_eq!(e.code, PMI_FAIL);
+        assert_eq!(
+            e.message,
+            r#"the launcher refused "cmd=get kvsname=other key=k": "no_KVS_other:_this_job_has_KVS_kvs""#
+        );
+        assert_eq!(s.get("kvs", "k").unwrap(), None);
+        assert_eq!(
+            s.get("kvs", "k").unwrap_err().message,
+            r#"the launcher refused "cmd=get kvsname=kvs key=k": no reason given"#
         );
     }
 

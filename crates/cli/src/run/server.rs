@@ -144,7 +144,7 @@ impl Server {
     fn check_kvs(&self, msg: &Message) -> Result<(), String> {
         match msg.get("kvsname") {
             Some(name) if name == self.kvsname => Ok(()),
-            Some(name) => Err(format!("no_KVS_{name}:_this_job's_is_{}", self.kvsname)),
+            Some(name) => Err(format!("no_KVS_{name}:_this_job_has_KVS_{}", self.kvsname)),
             None => Err("no_kvsname".into()),
         }
     }
