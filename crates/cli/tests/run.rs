@@ -272,13 +272,38 @@ fn a_pmi_call_on_a_connection_the_launcher_closed_fails_and_the_rank_lives() {
     assert!(line.contains(") failed during cmd=init: Broken pipe"), "{err}");
 }
 
+/// A rank that closes its PMI_FD after PMI_Init without PMI_Finalize and runs on, while the
+/// others wait for it outside PMI (no barrier the launcher could see), ends the job, as hydra's
+/// proxy ends it at such a close: one line names it, says what was done and what to call.
+#[test]
+fn a_rank_that_closes_its_pmi_fd_without_pmi_finalize_ends_the_job() {
+    // Rank 1 closes PMI_FD and waits for a signal, the others too; were the job not ended, it
+    // would run until the 60 s timeout kills it.
+    let out = aar_within_60_s().args(["run", "-n", "3"]).arg(pmi_job()).args(["close", "1"]).output().unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(stdout.contains("closed\n") && stdout.contains("waiting rank=0\n"), "{stdout}");
+    let line = err.lines().find(|l| l.starts_with("aar run: rank 1 (pid ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains(
+            ") closed its PMI connection (PMI_FD) without calling PMI_Finalize, after its PMI_Init, and runs on: \
+             it can take part in no PMI call again, and the others may wait for it for ever (hydra's mpiexec ends \
+             the job the same way); call PMI_Finalize (MPI_Finalize does) instead of closing PMI_FD; ending the \
+             job with exit code 1: SIGTERM to the 3 ranks still running, rank 1 too."
+        ),
+        "{err}"
+    );
+    assert_job_dir_removed(&rank_lines(&out.stdout));
+}
+
 #[test]
 fn a_rank_that_closes_its_pmi_fd_while_others_wait_in_a_barrier_ends_the_job() {
-    // Rank 1 closes PMI_FD and waits for a signal; were the job not ended, it would run for ever.
-    let out = aar_within_60_s().args(["run", "-n", "3"]).arg(pmi_job()).args(["close", "1"]).output().unwrap();
+    // Rank 1 calls PMI_Finalize, which closes PMI_FD, and waits for a signal; were the job not
+    // ended, it would run for ever.
+    let out = aar_within_60_s().args(["run", "-n", "3"]).arg(pmi_job()).args(["linger", "1"]).output().unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(text(&out.stdout).contains("closed\n"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("finalized\n"), "{}", text(&out.stdout));
     assert!(
         err.contains("rank 1 closed its PMI connection (PMI_FD) and runs on while ranks [")
             && err.contains("] wait in PMI_Barrier, which therefore can never complete"),

@@ -36,7 +36,9 @@
 //!   code whose low byte is 0: an abort is no success, though hydra's mpiexec exits 0 for
 //!   MPI_Abort(comm, 0); Slurm's srun kills the step and fails). A rank that called PMI_Init and
 //!   exits 0 without PMI_Finalize fails with exit status 1, as under hydra's mpiexec and Open MPI's
-//!   mpirun: it left the job early, and the others may wait for it for ever. A rank that ended, or
+//!   mpirun: it left the job early, and the others may wait for it for ever; so does one that closes
+//!   its PMI_FD without PMI_Finalize and runs on, as hydra's proxy takes such a close (no PMI call
+//!   of it can reach the launcher again), whether or not another waits for it yet. A rank that ended, or
 //!   closed its PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the
 //!   job with exit status 1: that barrier can never complete. SIGINT, SIGTERM, SIGHUP or SIGQUIT to `aar run` is
 //!   forwarded to the ranks the same way ([`signals`]), but a key's SIGINT or SIGQUIT from the
@@ -114,7 +116,7 @@ const MAX_RANKS: u32 = 4096;
 #[command(
     after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job, or the highest of the ranks that failed on their own \
 (as srun's; those that had ended when aar run began to end the job: not one that ends after its SIGTERM) (its PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
-that called PMI_Init exited 0 without PMI_Finalize, or ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
+that called PMI_Init exited 0, or closed its PMI_FD and ran on, without PMI_Finalize, or ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
 limits is refused before any rank starts). Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job."
@@ -238,7 +240,8 @@ const EXIT_TIMEOUT: i32 = 124;
 /// Exit status when the job can never finish (a barrier a rank that ended will never enter, a rank
 /// that does not read its PMI answers).
 const EXIT_STUCK: i32 = 1;
-/// Exit status when a rank that called PMI_Init exits 0 without PMI_Finalize.
+/// Exit status when a rank that called PMI_Init exits 0, or closes its PMI_FD and runs on, without
+/// PMI_Finalize.
 const EXIT_NO_FINALIZE: i32 = 1;
 /// How long ranks have to end after SIGTERM before they get SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
@@ -458,6 +461,8 @@ struct Rank {
     conn: Option<UnixStream>,
     /// When `conn` was closed.
     closed_at: Option<Instant>,
+    /// The rank closed it (the launcher read its end, or a write met its close), not the launcher.
+    hung_up: bool,
     /// Bytes read past the last full line.
     pending: Vec<u8>,
     /// Answers that wait for room in its PMI socket, written as it takes them without blocking
@@ -492,6 +497,18 @@ impl Rank {
         self.closed_at.get_or_insert_with(Instant::now);
     }
 
+    /// The rank closed its end of its PMI connection.
+    fn hung_up(&mut self) {
+        self.hung_up = true;
+        self.close();
+    }
+
+    /// It closed its PMI connection after PMI_Init without PMI_Finalize: it left PMI, and the
+    /// others may wait for it for ever ([`Supervisor::check_closed`]).
+    fn left_pmi(&self) -> bool {
+        self.hung_up && self.initialized && !self.finalized
+    }
+
     /// Write out its answers that wait, as far as its PMI socket takes them without blocking; a
     /// failed write (it closed its end) closes the connection.
     fn flush_replies(&mut self) {
@@ -501,7 +518,7 @@ impl Rank {
                 Ok(n) if n > 0 => drop(self.replies.drain(..n)),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                _ => return self.close(),
+                _ => return self.hung_up(),
             }
         }
     }
@@ -682,6 +699,7 @@ impl Supervisor {
             child,
             conn: Some(ours),
             closed_at: None,
+            hung_up: false,
             pending: Vec::new(),
             replies: Vec::new(),
             unread: false,
@@ -797,6 +815,7 @@ impl Supervisor {
                 self.ranks[r].err.pump();
             }
             self.reap();
+            self.check_closed();
             self.check_barrier();
             self.check_time();
             if self.kill_at.is_some_and(|t| Instant::now() >= t) && !self.killed {
@@ -850,14 +869,17 @@ impl Supervisor {
         }));
         let kill_at = self.kill_at.filter(|_| !self.killed);
         let deadline = self.deadline.filter(|_| self.ending.is_none());
-        // A barrier waits: when a rank that closed its PMI connection is known to run on.
+        // When a rank that closed its PMI connection is known to run on: one that left PMI
+        // without PMI_Finalize, or any while a barrier waits.
         let waiting = self.server.waiting();
         let closed = self
             .ranks
             .iter()
             .enumerate()
             .filter(|(r, rank)| {
-                self.ending.is_none() && !waiting.is_empty() && !waiting.contains(r) && rank.status.is_none()
+                self.ending.is_none()
+                    && rank.status.is_none()
+                    && (rank.left_pmi() || (!waiting.is_empty() && !waiting.contains(r)))
             })
             .filter_map(|(_, rank)| rank.closed_at.map(|t| t + CLOSED_GRACE))
             .min();
@@ -1016,7 +1038,7 @@ impl Supervisor {
                 return false;
             }
             Ok(0) | Err(_) => {
-                self.ranks[r].close();
+                self.ranks[r].hung_up();
                 return false;
             }
             Ok(n) => self.ranks[r].pending.extend_from_slice(&buf[..n]),
@@ -1239,6 +1261,33 @@ impl Supervisor {
             shown.join(", ")
         );
         self.end(EXIT_TIMEOUT, None, why);
+    }
+
+    /// A rank that closed its PMI connection after PMI_Init without PMI_Finalize and runs on
+    /// left the job's PMI for good (no PMI call of it can reach the launcher again), as one that
+    /// exits without PMI_Finalize left the job ([`Self::collect`]): it ends the job, whether or
+    /// not another waits in a barrier yet, as hydra's proxy ends it at such a close.
+    fn check_closed(&mut self) {
+        if self.ending.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        let Some(r) = (0..self.ranks.len()).find(|&r| self.ranks[r].left_pmi() && self.ranks[r].closed_for_good(now))
+        else {
+            return;
+        };
+        self.ranks[r].read_output();
+        let pid = self.ranks[r].child.id();
+        self.end(
+            EXIT_NO_FINALIZE,
+            Some(r),
+            format!(
+                "rank {r} (pid {pid}) closed its PMI connection (PMI_FD) without calling PMI_Finalize, after its \
+                 PMI_Init, and runs on: it can take part in no PMI call again, and the others may wait for it for \
+                 ever (hydra's mpiexec ends the job the same way); call PMI_Finalize (MPI_Finalize does) instead \
+                 of closing PMI_FD"
+            ),
+        );
     }
 
     /// A barrier that a rank which already ended, or closed its PMI connection (PMI_Finalize

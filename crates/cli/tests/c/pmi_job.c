@@ -11,8 +11,11 @@
  *   pmi_job segv R      the checks, then rank R dies by SIGSEGV and the others wait in a barrier
  *   pmi_job hang        the checks, then every rank ignores SIGTERM and sleeps (prints "ready")
  *   pmi_job leave R     the checks, then rank R exits 0 and the others wait in a barrier
- *   pmi_job close R     the checks, then rank R closes PMI_FD and waits for a signal (prints
- *                       "closed"), the others wait in a barrier
+ *   pmi_job close R     the checks, then rank R closes PMI_FD without PMI_Finalize and waits for a
+ *                       signal (prints "closed"); the others wait for a signal (as for R's data
+ *                       outside PMI) after printing "waiting rank=R"
+ *   pmi_job linger R    the checks, then rank R calls PMI_Finalize (which closes PMI_FD) and waits
+ *                       for a signal (prints "finalized"), the others wait in a barrier
  *   pmi_job finalized R C  the checks and PMI_Finalize, then rank R calls PMI_Abort(C) (the
  *                       launcher can no longer be told), the others exit
  *   pmi_job sigpipe R C as abort R C, but the others die of SIGPIPE at the SIGTERM that ends
@@ -385,16 +388,24 @@ int main(int argc, char **argv) {
         PMI_Barrier();
         return 0;
     }
-    if (argc >= 3 && strcmp(argv[1], "close") == 0) {
+    if (argc >= 3 && (strcmp(argv[1], "close") == 0 || strcmp(argv[1], "linger") == 0)) {
+        int lingers = strcmp(argv[1], "linger") == 0;
+        /* First: the launcher may end the job as soon as PMI_FD is closed. */
+        if (rank == atoi(argv[2]))
+            printf("%s\n", lingers ? "finalized" : "closed");
+        else if (!lingers)
+            printf("waiting rank=%d\n", rank);
+        fflush(stdout);
         if (rank == atoi(argv[2])) {
-            printf("closed\n"); /* first: the launcher may end the job as soon as it is closed */
-            fflush(stdout);
-            close(atoi(getenv("PMI_FD")));
-            for (;;)
-                pause();
+            if (lingers)
+                CHECK(PMI_Finalize() == PMI_SUCCESS, "finalize");
+            else
+                close(atoi(getenv("PMI_FD")));
+        } else if (lingers) {
+            PMI_Barrier(); /* never completes: rank R does not enter it */
         }
-        PMI_Barrier();
-        return 0;
+        for (;;)
+            pause();
     }
     if (argc >= 2 && strcmp(argv[1], "hang") == 0) {
         signal(SIGTERM, SIG_IGN);
