@@ -2427,6 +2427,40 @@ fn summaries_without_a_job_id_are_summed_per_program() {
     assert!(text.contains("records of pingpong without a job id: 2 summary records"), "{text}");
 }
 
+/// A process without a rank (`aar.nojob.norank.<pid>.json`, no `rank` in its record) is not rank 0,
+/// and processes without a rank are not one rank: each is named by its record's file, and one
+/// that prints its own warnings (as rank 0 does) is not taken for rank 0 that did not print a
+/// rank's.
+#[test]
+fn processes_without_a_rank_are_named_by_their_records_not_as_rank_0() {
+    let folder = tmp("norank");
+    let dir = folder.path();
+    let write = |name: &str, rank: Value, pid: u64, errors: u64, messages: &[&str]| {
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": null, "rank": rank, "pid": pid, "host": "h",
+            "command_line": ["/x/pingpong"], "policy_at_exit": "static", "internal_errors": errors,
+            "messages": messages,
+        });
+        let path = dir.join(name);
+        std::fs::write(&path, rec.to_string()).unwrap();
+        path
+    };
+    write("aar.nojob.norank.1.json", Value::Null, 1, 0, &["warning A"]);
+    let erring = write("aar.nojob.norank.2.json", Value::Null, 2, 1, &[]);
+    write("aar.nojob.1.3.json", 1.into(), 3, 0, &["warning B"]);
+    let o = run(&[dir.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let said = format!(
+        "aar: records of pingpong without a job id: libaar.so caught 1 internal error on the process without a \
+         rank of {} (1 of the 3 processes with a summary record)",
+        erring.display()
+    );
+    assert!(err.contains(&said), "{err}");
+    assert!(!err.contains("rank 0"), "no record is rank 0's: {err}");
+    assert!(stdout(&o).contains("3 summary records, rank 1 on 1 host"), "{}", stdout(&o));
+}
+
 /// A job of 8 ranks under real libaar.so (`aar run`) whose records only ranks 0 and 5 write
 /// (`AAR_OUTPUT_RANKS=0,5`, a sample as a large job takes): the report reads the sample from the
 /// summary records, says of how many ranks of the job's the times are the slowest, and does not

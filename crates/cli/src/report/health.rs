@@ -273,13 +273,32 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
     }
 }
 
-/// Values of a field shown when records disagree on it; the others are counted.
 /// Values named in one warning when ranks disagree; the others are counted ([`first_few`]).
 const VALUES_SHOWN: usize = 3;
 
+/// Whose summary record: a rank's, or a process's that knew no rank (outside a job, a serial
+/// program: `aar.nojob.norank.<pid>.json`), named by its record's file. Processes without a rank
+/// are as many as their records, not one rank among the ranks; ranks come first in order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Who {
+    Rank(u32),
+    /// The record's file, as the warnings name it.
+    NoRank(String),
+}
+
+impl Who {
+    /// Whose record `rec` (read from `path`) is.
+    pub fn of(rec: &Value, path: &Path) -> Self {
+        match rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()) {
+            Some(rank) => Who::Rank(rank),
+            None => Who::NoRank(path.display().to_string()),
+        }
+    }
+}
+
 /// What the ranks `held` hold, when they hold more than one value: `8 (ranks 0, 1 and 2) and 9
 /// (rank 4)`, in the order of the lowest rank holding each.
-pub fn disagree(held: impl IntoIterator<Item = (u32, String)>) -> Option<String> {
+pub fn disagree(held: impl IntoIterator<Item = (Who, String)>) -> Option<String> {
     let by = by_value(held);
     if by.len() < 2 {
         return None;
@@ -291,18 +310,18 @@ pub fn disagree(held: impl IntoIterator<Item = (u32, String)>) -> Option<String>
 /// Each value the ranks `held` hold, with the ranks that hold it (in rank order), in the order of
 /// the lowest rank holding each. Sorted once, then grouped: a job of 100,000 ranks may give as
 /// many values (a reason that names its node), which a search per rank would take minutes over.
-fn by_value(held: impl IntoIterator<Item = (u32, String)>) -> Vec<(String, Vec<u32>)> {
-    let mut held: Vec<(String, u32)> = held.into_iter().map(|(rank, value)| (value, rank)).collect();
+fn by_value(held: impl IntoIterator<Item = (Who, String)>) -> Vec<(String, Vec<Who>)> {
+    let mut held: Vec<(String, Who)> = held.into_iter().map(|(rank, value)| (value, rank)).collect();
     held.sort_unstable();
     held.dedup();
-    let mut by: Vec<(String, Vec<u32>)> = Vec::new();
+    let mut by: Vec<(String, Vec<Who>)> = Vec::new();
     for (value, rank) in held {
         match by.last_mut() {
             Some((v, list)) if *v == value => list.push(rank),
             _ => by.push((value, vec![rank])),
         }
     }
-    by.sort_unstable_by(|(va, la), (vb, lb)| (la[0], va).cmp(&(lb[0], vb)));
+    by.sort_unstable_by(|(va, la), (vb, lb)| (&la[0], va).cmp(&(&lb[0], vb)));
     by
 }
 
@@ -313,8 +332,8 @@ pub fn sample_text(sample: Option<&RankSet>) -> String {
 
 /// `AAR_OUTPUT_RANKS` as the records of `found` give it (`None`: unset, or no record found); or,
 /// when they disagree, what each says.
-pub fn output_ranks(found: &[(u32, Problems)]) -> Result<Option<RankSet>, String> {
-    match disagree(found.iter().map(|(rank, p)| (*rank, sample_text(p.output_ranks.as_ref())))) {
+pub fn output_ranks(found: &[(Who, Problems)]) -> Result<Option<RankSet>, String> {
+    match disagree(found.iter().map(|(rank, p)| (rank.clone(), sample_text(p.output_ranks.as_ref())))) {
         Some(said) => Err(format!("AAR_OUTPUT_RANKS: {said}")),
         None => Ok(found.first().and_then(|(_, p)| p.output_ranks.clone())),
     }
@@ -324,8 +343,8 @@ pub fn output_ranks(found: &[(u32, Problems)]) -> Result<Option<RankSet>, String
 /// they disagree, what each says. The number is `None` when a record gives none (a launcher run
 /// inside a Slurm step leaves its rank 0 the step's number and the others none: the ranks are
 /// then those found, as for iteration records).
-pub fn job_size(found: &[(u32, Problems)]) -> Result<(Option<u32>, Option<RankSet>), String> {
-    let nranks = disagree(found.iter().filter_map(|(rank, p)| Some((*rank, p.nranks?.to_string()))))
+pub fn job_size(found: &[(Who, Problems)]) -> Result<(Option<u32>, Option<RankSet>), String> {
+    let nranks = disagree(found.iter().filter_map(|(rank, p)| Some((rank.clone(), p.nranks?.to_string()))))
         .map(|said| format!("the job's number of ranks: {said}"));
     match (nranks, output_ranks(found)) {
         (None, Ok(sample)) => Ok((found.iter().map(|(_, p)| p.nranks).reduce(|a, b| a.and(b)).flatten(), sample)),
@@ -344,10 +363,34 @@ pub fn sizes_disagree(what: &str, records: &str, said: &str) -> String {
     )
 }
 
-/// "rank 3", "ranks 3, 5 and 9" or "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 12 more".
-fn ranks(list: &[u32]) -> String {
-    let word = if list.len() == 1 { "rank" } else { "ranks" };
-    format!("{word} {}", first_few(list, list.len(), RANKS_NAMED, ", "))
+/// "rank 3", "ranks 3, 5 and 9" or "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 12 more"; then the processes
+/// without a rank, by their records: "the process without a rank of FILE".
+fn ranks(list: &[Who]) -> String {
+    let (mut numbers, mut files) = (Vec::new(), Vec::new());
+    for who in list {
+        match who {
+            Who::Rank(r) => numbers.push(*r),
+            Who::NoRank(file) => files.push(file.as_str()),
+        }
+    }
+    let word = if numbers.len() == 1 { "rank" } else { "ranks" };
+    let numbers = format!("{word} {}", first_few(&numbers, numbers.len(), RANKS_NAMED, ", "));
+    let noun = if files.len() == 1 { "the process without a rank of" } else { "the processes without a rank of" };
+    let named = format!("{noun} {}", first_few(&files, files.len(), NAMED, ", "));
+    match (list.len() - files.len(), files.len()) {
+        (0, 0) => String::new(),
+        (_, 0) => numbers,
+        (0, _) => named,
+        _ => format!("{numbers} and {named}"),
+    }
+}
+
+/// "rank 3's record", or a process without a rank's: its file.
+fn record_of(who: &Who) -> String {
+    match who {
+        Who::Rank(r) => format!("rank {r}'s record"),
+        Who::NoRank(file) => file.clone(),
+    }
 }
 
 /// The warnings for one experiment: its name, its policies, and its ranks' iteration records;
@@ -377,7 +420,7 @@ pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -
     let ended = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.ended?))).collect();
     let refused_begins = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.refused_begins.clone()?))).collect();
     let unwritten_at_exit = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.unwritten_at_exit?))).collect();
-    let found: Vec<(u32, Problems)> = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
+    let found: Vec<(Who, Problems)> = found.into_iter().map(|(rank, p, _)| (Who::Rank(rank), p)).collect();
     let output_ranks = output_ranks(&found);
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
     Health { said: out, ended, refused_begins, unwritten_at_exit, unreadable, output_ranks }
@@ -713,17 +756,24 @@ pub struct Health {
 
 /// One warning per kind of problem found in the ranks' records of `what` (an experiment, a job),
 /// naming the ranks.
-pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
-    found.sort_by_key(|(rank, _)| *rank);
+pub fn name_ranks(what: &str, mut found: Vec<(Who, Problems)>) -> Vec<String> {
+    found.sort_by(|(a, _), (b, _)| a.cmp(b));
     let looked = found.len();
     let mut out = Vec::new();
-    let of_and = |list: &[u32], more: &str| match looked {
-        1 => format!("{} (the only rank with a summary record{more})", ranks(list)),
-        _ => format!("{} ({} of the {looked} ranks with a summary record{more})", ranks(list), list.len()),
+    // Of ranks, or of processes when some knew no rank.
+    let whom = if found.iter().all(|(who, _)| matches!(who, Who::Rank(_))) { "rank" } else { "process" };
+    let of_and = |list: &[Who], more: &str| match looked {
+        1 => format!("{} (the only {whom} with a summary record{more})", ranks(list)),
+        _ => format!(
+            "{} ({} of the {looked} {} with a summary record{more})",
+            ranks(list),
+            list.len(),
+            if whom == "rank" { "ranks" } else { "processes" }
+        ),
     };
-    let of = |list: &[u32]| of_and(list, "");
+    let of = |list: &[Who]| of_and(list, "");
 
-    let errors: Vec<u32> = found.iter().filter(|(_, p)| p.internal_errors > 0).map(|(r, _)| *r).collect();
+    let errors: Vec<Who> = found.iter().filter(|(_, p)| p.internal_errors > 0).map(|(r, _)| r.clone()).collect();
     if !errors.is_empty() {
         let total: u64 = found.iter().map(|(_, p)| p.internal_errors).sum();
         out.push(format!(
@@ -738,8 +788,8 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
     // that gave it (each may need its own fix): "on ranks ... (...; ranks 0, 1 and 2: why; and rank
     // 5: another)", the first few; one reason said once ("their records: why").
     let with_reason = |why: fn(&Problems) -> Option<&String>| {
-        let by = by_value(found.iter().filter_map(|(r, p)| Some((*r, why(p)?.clone()))));
-        let mut list: Vec<u32> = by.iter().flat_map(|(_, list)| list.iter().copied()).collect();
+        let by = by_value(found.iter().filter_map(|(r, p)| Some((r.clone(), why(p)?.clone()))));
+        let mut list: Vec<Who> = by.iter().flat_map(|(_, list)| list.iter().cloned()).collect();
         list.sort_unstable();
         let said = |why: &str, one: bool| match (why, one) {
             ("", true) => "its record does not say why".to_string(),
@@ -749,7 +799,7 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
         let reasons = match by.as_slice() {
             [] => return None,
             [(why, _)] if why.is_empty() => said(why, list.len() == 1),
-            [(why, _)] if list.len() == 1 => format!("rank {}'s record: {why}", list[0]),
+            [(why, _)] if list.len() == 1 => format!("{}: {why}", record_of(&list[0])),
             [(why, _)] => format!("their records: {why}"),
             _ => first_few(
                 by.iter().map(|(why, list)| format!("{}: {}", ranks(list), said(why, list.len() == 1))),
@@ -774,9 +824,9 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
              (AAR_DMAPP_H=/path/to/dmapp.h) or set AAR_DMAPP_ROUTING to its routing table"
         ));
     }
-    let undecided: Vec<(u32, (u64, u64))> = found.iter().filter_map(|(r, p)| Some((*r, p.undecided?))).collect();
+    let undecided: Vec<(Who, (u64, u64))> = found.iter().filter_map(|(r, p)| Some((r.clone(), p.undecided?))).collect();
     if !undecided.is_empty() {
-        let list: Vec<u32> = undecided.iter().map(|(r, _)| *r).collect();
+        let list: Vec<Who> = undecided.iter().map(|(r, _)| r.clone()).collect();
         let worst = undecided.iter().map(|(_, (u, c))| *u as f64 / *c as f64).fold(0.0, f64::max);
         out.push(format!(
             "{what}: on {} more than {:.0} % of the messages past the threshold went out undecided \
@@ -787,9 +837,10 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
             worst * 100.0
         ));
     }
-    let failing: Vec<(u32, (u64, u64))> = found.iter().filter_map(|(r, p)| Some((*r, p.failed_reads?))).collect();
+    let failing: Vec<(Who, (u64, u64))> =
+        found.iter().filter_map(|(r, p)| Some((r.clone(), p.failed_reads?))).collect();
     if !failing.is_empty() {
-        let list: Vec<u32> = failing.iter().map(|(r, _)| *r).collect();
+        let list: Vec<Who> = failing.iter().map(|(r, _)| r.clone()).collect();
         let worst = failing.iter().map(|(_, (f, t))| *f as f64 / *t as f64).fold(0.0, f64::max);
         out.push(format!(
             "{what}: on {} more than {:.0} % of the counter reads failed (up to {:.0} %) and were tried again at \
@@ -799,9 +850,9 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
             worst * 100.0
         ));
     }
-    let capped: Vec<(u32, u64)> = found.iter().filter_map(|(r, p)| Some((*r, p.rows_capped?))).collect();
+    let capped: Vec<(Who, u64)> = found.iter().filter_map(|(r, p)| Some((r.clone(), p.rows_capped?))).collect();
     if let Some(most) = capped.iter().map(|(_, ended)| *ended).max() {
-        let list: Vec<u32> = capped.iter().map(|(r, _)| *r).collect();
+        let list: Vec<Who> = capped.iter().map(|(r, _)| r.clone()).collect();
         let (records, hold) = if list.len() == 1 { ("record", "holds its") } else { ("records", "hold their") };
         out.push(format!(
             "{what}: the iteration {records} of {} {hold} first {} iterations of up to {most} (libaar.so writes no \
@@ -817,26 +868,26 @@ pub fn name_ranks(what: &str, mut found: Vec<(u32, Problems)>) -> Vec<String> {
 /// Warnings other ranks kept that rank 0 did not (a full /dev/shm on their node, a setting only
 /// their environment had): libaar.so prints warnings from rank 0 only, so no one saw these. Said
 /// only when rank 0's record was read; those the kinds above cover (counters, DMAPP, internal
-/// errors) are left out.
-fn unprinted(what: &str, found: &[(u32, Problems)], of_and: impl Fn(&[u32], &str) -> String) -> Vec<String> {
-    let Some((_, zero)) = found.iter().find(|(rank, _)| *rank == 0) else { return Vec::new() };
+/// errors) are left out. A process without a rank prints its own, as rank 0 does.
+fn unprinted(what: &str, found: &[(Who, Problems)], of_and: impl Fn(&[Who], &str) -> String) -> Vec<String> {
+    let Some((_, zero)) = found.iter().find(|(rank, _)| *rank == Who::Rank(0)) else { return Vec::new() };
     let printed: BTreeSet<&str> = zero.messages.iter().map(String::as_str).collect();
-    let mut unseen: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
-    for (rank, p) in found.iter().filter(|(rank, _)| *rank != 0) {
+    let mut unseen: BTreeMap<&str, BTreeSet<Who>> = BTreeMap::new();
+    for (rank, p) in found.iter().filter(|(rank, _)| matches!(rank, Who::Rank(r) if *r != 0)) {
         let said = |why: &Option<String>| why.as_deref().is_some_and(|w| !w.is_empty());
         let covered = |m: &str| {
             m.starts_with("internal error")
                 || [&p.counters, &p.dmapp].into_iter().any(|why| said(why) && m.contains(why.as_deref().unwrap_or("")))
         };
         for m in p.messages.iter().map(String::as_str).filter(|m| !printed.contains(m) && !covered(m)) {
-            unseen.entry(m).or_default().insert(*rank);
+            unseen.entry(m).or_default().insert(rank.clone());
         }
     }
     let mut out: Vec<String> = unseen
         .iter()
         .take(UNPRINTED_SHOWN)
         .map(|(m, list)| {
-            let list: Vec<u32> = list.iter().copied().collect();
+            let list: Vec<Who> = list.iter().cloned().collect();
             format!(
                 "{what}: {} kept a warning that rank 0 did not print (only rank 0 prints them): {m}",
                 of_and(&list, "")
@@ -858,14 +909,21 @@ mod tests {
 
     #[test]
     fn rank_lists_name_a_few_and_count_the_rest() {
-        assert_eq!(ranks(&[4]), "rank 4");
-        assert_eq!(ranks(&[1, 2, 3]), "ranks 1, 2 and 3");
-        assert_eq!(ranks(&(0..20).collect::<Vec<_>>()), "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 12 more");
+        let of = |list: &[u32]| ranks(&list.iter().map(|&r| Who::Rank(r)).collect::<Vec<_>>());
+        assert_eq!(of(&[4]), "rank 4");
+        assert_eq!(of(&[1, 2, 3]), "ranks 1, 2 and 3");
+        assert_eq!(of(&(0..20).collect::<Vec<_>>()), "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 12 more");
+        let none = |f: &str| Who::NoRank(f.into());
+        assert_eq!(ranks(&[none("a.json")]), "the process without a rank of a.json");
+        assert_eq!(
+            ranks(&[Who::Rank(1), none("a.json"), none("b.json")]),
+            "rank 1 and the processes without a rank of a.json and b.json"
+        );
     }
 
     #[test]
     fn values_ranks_disagree_on_are_named_by_their_lowest_rank_a_few_and_counted_after() {
-        let held = |pairs: &[(u32, &str)]| disagree(pairs.iter().map(|&(r, v)| (r, v.to_string())));
+        let held = |pairs: &[(u32, &str)]| disagree(pairs.iter().map(|&(r, v)| (Who::Rank(r), v.to_string())));
         assert_eq!(held(&[(0, "8"), (1, "8"), (2, "8")]), None, "one value is no disagreement");
         assert_eq!(held(&[(3, "9"), (0, "8"), (1, "8")]), Some("8 (ranks 0 and 1) and 9 (rank 3)".to_string()));
         // Ordered by the lowest rank holding each, not by value; the fourth and fifth counted.

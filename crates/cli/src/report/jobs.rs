@@ -186,7 +186,7 @@ type Process = Option<(Identity, Option<String>)>;
 
 /// One record read: its sums as a job of its own, its rank, what went wrong in it, whose it is,
 /// and what in it could not be read.
-type Part = (Job, u32, health::Problems, Process, Option<String>);
+type Part = (Job, health::Who, health::Problems, Process, Option<String>);
 
 /// Whether a record's policies include an automatic one (they need the counters).
 fn automatic(rec: &Value) -> bool {
@@ -209,7 +209,7 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
             let said = |why| names_a_summary(p).then(|| format!("{}: {why}: skipped", p.display()));
             let (rec, note) = health::read_summary(p).map_err(said)?;
             let note = note.map(|n| format!("{}: {n}", p.display()));
-            let rank = rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
+            let rank = health::Who::of(&rec, p);
             let text = |key: &str| rec[key].as_str().map(str::to_string);
             // A step belongs to a job: without a job id it tells nothing apart.
             let (job_id, step) = (text("job_id"), text("step"));
@@ -246,7 +246,7 @@ pub fn read(inputs: &[PathBuf]) -> (Vec<Job>, Vec<String>) {
         }
     }
     // Per job id and step: the sums, and each rank's problems.
-    type Found = Vec<(u32, health::Problems)>;
+    type Found = Vec<(health::Who, health::Problems)>;
     type Key = (Option<String>, Option<String>, Option<u64>, Option<String>);
     let mut jobs: BTreeMap<Key, (Job, Found)> = BTreeMap::new();
     for (part, rank, problems) in parts {

@@ -970,7 +970,9 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         }
         // Ranks that took AAR_OUTPUT_RANKS differently: which ranks write is not known.
         let said = health::disagree(
-            admitted.iter().map(|h| (h.header.rank, health::sample_text(h.header.output_ranks.as_ref()))),
+            admitted
+                .iter()
+                .map(|h| (health::Who::Rank(h.header.rank), health::sample_text(h.header.output_ranks.as_ref()))),
         );
         if let Some(said) = &said {
             let what = format!("experiment \"{}\"", name.escape_debug());
