@@ -569,6 +569,31 @@ fn experiments_of_several_jobs_are_pooled_into_one() {
     assert!(j["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("nothing pooled")), "{j}");
 }
 
+/// `--pool` places each job's iteration indices after the jobs' before it: a job whose indices
+/// are near 2^64 (a damaged row) would wrap onto another job's. It is left out, its file named.
+#[test]
+fn a_job_whose_indices_cannot_follow_the_others_is_not_pooled() {
+    let folder = tmp("pool-wrap");
+    let dir = folder.path();
+    let pol = ["A", "B"];
+    let rows = |first: u64| -> Vec<Iteration> {
+        (0..10u64)
+            .map(|k| Iteration { i: first + k, ..row(k, pol[k as usize % 2], k as usize % 2, 1_000_000 + k, None) })
+            .collect()
+    };
+    write_record(dir, &header("job0", 0, 1, &pol), &rows(0));
+    let damaged = write_record(dir, &header("job1", 0, 1, &pol), &rows(u64::MAX - 9));
+    write_record(dir, &header("job2", 0, 1, &pol), &rows(0));
+    let o = run(&[dir.to_str().unwrap(), "--json", "--pool"]);
+    let j = json_of(&o);
+    let pooled = j["experiments"].as_array().unwrap().iter().find(|e| e.get("pooled_from").is_some()).unwrap();
+    assert_eq!(pooled["pooled_from"], serde_json::json!(["job0", "job2"]), "{}", stderr(&o));
+    assert_eq!(pooled["iterations_used"], 20, "{pooled}");
+    let said =
+        format!("aar: --pool: experiment \"job1\" has iteration index {} in {} (rank 0)", u64::MAX, damaged.display());
+    assert!(stderr(&o).contains(&said), "{}", stderr(&o));
+}
+
 /// An experiment whose iterations are all left out (here by --skip; its own warning says so)
 /// adds nothing to the pool: it is neither named among those pooled nor counted, and with one
 /// experiment left there is nothing to pool (the pooled table once repeated that one's figures

@@ -340,7 +340,8 @@ impl Usable {
     /// not added up: ranks of different jobs are different nodes).
     fn append(&mut self, o: Usable, offset: u64) {
         self.jobs.push(offset);
-        self.series.extend(o.series.iter().map(|&(i, v, p)| (offset + i, v, p)));
+        // `pool` places a job only where its indices fit: saturating is never reached.
+        self.series.extend(o.series.iter().map(|&(i, v, p)| (offset.saturating_add(i), v, p)));
         for (mine, theirs) in self.isolated.iter_mut().zip(o.isolated).chain(self.congested.iter_mut().zip(o.congested))
         {
             mine.extend(theirs);
@@ -861,6 +862,37 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     // would be named and counted among those pooled with nothing in the figures.
     let same: Vec<(&ExperimentData, Usable)> =
         same.into_iter().map(|e| (e, usable(e, s, true, &mut quiet))).filter(|(_, u)| !u.series.is_empty()).collect();
+    // Each job's indices one after the other, in the order the experiments were read; while they
+    // do not fit in an index, the job of the highest index (near 2^64, which no job reaches: a
+    // damaged row) is not pooled, lest the indices wrap and put its iterations among another job's.
+    let last = |e: &ExperimentData| e.iterations.iter().map(|(i, _)| *i).max().unwrap_or(0);
+    let mut same = same;
+    while same.iter().try_fold(0u64, |end, (e, _)| end.checked_add(last(e).checked_add(1)?)).is_none() {
+        let Some(worst) = (0..same.len()).max_by_key(|&k| last(same[k].0)) else { break };
+        let (e, _) = same.remove(worst);
+        let highest = last(e);
+        let file = e.ranks.iter().find(|r| r.last_index == Some(highest));
+        let file = file.map_or_else(String::new, |r| format!(" in {} (rank {})", r.file.display(), r.rank));
+        super::read::warn(
+            warnings,
+            format!(
+                "--pool: experiment \"{}\" has iteration index {highest}{file}: placed after or before the other \
+                 experiments' iterations, the indices would pass the largest an index holds (2^64 - 1): not \
+                 pooled. No job reaches such an index: the record is damaged; remove it, or report the experiment \
+                 alone",
+                e.name.escape_debug()
+            ),
+        );
+    }
+    let mut end = 0u64;
+    let same: Vec<(&ExperimentData, Usable, u64)> = same
+        .into_iter()
+        .map(|(e, u)| {
+            // Fits: checked above.
+            let next = end.saturating_add(last(e).saturating_add(1));
+            (e, u, std::mem::replace(&mut end, next))
+        })
+        .collect();
     if same.len() < 2 {
         return None;
     }
@@ -868,17 +900,15 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
     let mut pooled = Usable::new(first.policies.len());
     // The others' sums are added to the first's own.
     let mut totals = first.totals.clone();
-    for (e, _) in &same[1..] {
+    for (e, _, _) in &same[1..] {
         for (sum, t) in totals.iter_mut().zip(&e.totals) {
             sum.merge(t);
         }
     }
-    let (mut seen, mut offset, mut warmup_rows) = (0, 0u64, 0);
+    let (mut seen, mut warmup_rows) = (0, 0);
     let mut pooled_from = Vec::new();
-    for (e, u) in same {
-        // indices one after the other, in the order the experiments were read
+    for (e, u, offset) in same {
         pooled.append(u, offset);
-        offset += e.iterations.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
         seen += e.iterations.len();
         warmup_rows += e.warmup_rows;
         pooled_from.push(e);
