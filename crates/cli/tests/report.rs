@@ -594,6 +594,36 @@ fn a_job_whose_indices_cannot_follow_the_others_is_not_pooled() {
     assert!(stderr(&o).contains(&said), "{}", stderr(&o));
 }
 
+/// A header's `nranks` 0 (no writer writes it: a run has a rank at least) is read as not known,
+/// not as a run of no ranks outside which every rank lies; the file is named.
+#[test]
+fn a_header_of_0_ranks_is_read_as_not_known() {
+    let folder = tmp("nranks-0");
+    let dir = folder.path();
+    let pol = ["A", "B"];
+    let rows: Vec<Iteration> = (0..10).map(|i| row(i, pol[i as usize % 2], 0, 1_000_000 + i, None)).collect();
+    let first = write_record(dir, &header("z", 0, 0, &pol), &rows);
+    write_record(dir, &header("z", 1, 0, &pol), &rows);
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    let e = &json_of(&o)["experiments"][0];
+    assert_eq!(e["ranks"], 2, "both ranks read: {err}");
+    assert!(!err.contains("outside"), "{err}");
+    let said = format!("aar: {} (and 1 more): their headers give \"nranks\": 0", first.display());
+    assert!(err.contains(&said), "{err}");
+    // Summary records alone: a job of ranks 0 and 1, not "2 of 0 ranks".
+    let summaries = tmp("nranks-0-summaries");
+    for rank in 0..2u32 {
+        let rec = serde_json::json!({
+            "format": "aar-record/2", "job_id": "5", "rank": rank, "nranks": 0, "pid": 10 + rank, "host": "h",
+            "policy_at_exit": "static",
+        });
+        std::fs::write(summaries.path().join(format!("aar.5.{rank}.{}.json", 10 + rank)), rec.to_string()).unwrap();
+    }
+    let o = run(&[summaries.path().to_str().unwrap()]);
+    assert!(stdout(&o).starts_with("job \"5\": 2 summary records, ranks 0-1 (2 of them) on 1 host"), "{}", stdout(&o));
+}
+
 /// An experiment whose iterations are all left out (here by --skip; its own warning says so)
 /// adds nothing to the pool: it is neither named among those pooled nor counted, and with one
 /// experiment left there is nothing to pool (the pooled table once repeated that one's figures

@@ -67,7 +67,7 @@ pub struct Header {
     /// iteration: the job and step id for jobs, the scenario for the simulator.
     pub experiment: String,
     pub rank: u32,
-    /// Ranks in the run, when known.
+    /// Ranks in the run, when known (`aar report` reads 0, which no writer writes, as not known).
     #[serde(default)]
     pub nranks: Option<u32>,
     /// The ranks that write records (`AAR_OUTPUT_RANKS`) when only some do: the others' records

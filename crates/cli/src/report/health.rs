@@ -269,7 +269,8 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
                 .then_some((failed, tried))
         },
         output_ranks: rec.pointer("/settings/output_ranks").and_then(Value::as_str).and_then(|t| t.parse().ok()),
-        nranks: rec["nranks"].as_u64().and_then(|n| u32::try_from(n).ok()),
+        // 0, which libaar.so never writes (a run has a rank at least), is not known, as null is.
+        nranks: rec["nranks"].as_u64().and_then(|n| u32::try_from(n).ok()).filter(|&n| n > 0),
     }
 }
 

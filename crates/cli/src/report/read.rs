@@ -906,6 +906,29 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut samples_said = Vec::new();
     for (name, mut heads) in groups {
         heads.sort_by(|a, b| (a.header.rank, &a.path).cmp(&(b.header.rank, &b.path)));
+        // A run has a rank at least: `nranks` 0, which no writer writes (an edited or damaged
+        // header), is read as not known, as `null` is.
+        let zero: Vec<&Path> = heads.iter().filter(|h| h.header.nranks == Some(0)).map(|h| h.path.as_path()).collect();
+        if let Some(first) = zero.first() {
+            warn(
+                &mut warnings,
+                format!(
+                    "{}{}: {} \"nranks\": 0, which no writer writes (a run has a rank at least): read as \
+                     not known, as null is, so the ranks of experiment \"{}\" are those read; run the job again for \
+                     clean records",
+                    first.display(),
+                    match zero.len() {
+                        1 => String::new(),
+                        n => format!(" (and {} more)", n - 1),
+                    },
+                    if zero.len() == 1 { "the header gives" } else { "their headers give" },
+                    name.escape_debug()
+                ),
+            );
+        }
+        for h in &mut heads {
+            h.header.nranks = h.header.nranks.filter(|&n| n > 0);
+        }
         let mut reference = heads[0].header.clone();
         // Ranks of which some know a number of ranks and some none: the number is not the run's.
         // A launcher run inside a Slurm step (a PMIx launcher's, whose daemons srun starts)
