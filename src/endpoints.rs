@@ -60,11 +60,14 @@ pub fn unbound(ep: usize) {
     }
 }
 
-/// `ep` is destroyed (`GNI_EpDestroy`): its handle may come back as another endpoint's.
+/// `ep` is destroyed (`GNI_EpDestroy`): its handle may come back as another endpoint's, and its
+/// slot is free for the next endpoint (a process that creates and destroys endpoints for ever
+/// keeps finding room).
 pub fn destroyed(ep: usize) {
     if let Some(slot) = TABLE.find(ep) {
         slot.nic.store(UNBOUND, Release);
         slot.local.store(0, Release);
+        TABLE.release(ep);
     }
 }
 
@@ -100,6 +103,23 @@ mod tests {
             bound(ep, i as u32);
         }
         assert!(many.iter().enumerate().all(|(i, &ep)| remote_nic(ep) == Some(i as u32)));
+    }
+
+    #[test]
+    fn endpoints_created_and_destroyed_for_ever_keep_finding_room() {
+        // Twice the table's slots, 64 endpoints alive at a time, each created, bound, destroyed.
+        let forgotten_before = forgotten();
+        let ep = |i: usize| 0x7b00_0000_0000 + (i << 7);
+        for i in 0..2 * SLOTS {
+            created(ep(i), 0x5000);
+            bound(ep(i), i as u32);
+            assert_eq!((local_nic(ep(i)), remote_nic(ep(i))), (Some(0x5000), Some(i as u32)), "endpoint {i}");
+            if i >= 64 {
+                destroyed(ep(i - 64));
+                assert_eq!((local_nic(ep(i - 64)), remote_nic(ep(i - 64))), (None, None));
+            }
+        }
+        assert_eq!(forgotten(), forgotten_before, "no bind found the table full");
     }
 
     #[test]

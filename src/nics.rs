@@ -51,6 +51,10 @@ fn pin(nic: usize, mode: Option<u16>) {
         (true, false) => _ = PINNED_NICS.fetch_sub(1, Release),
         _ => {}
     }
+    if new == 0 {
+        // Unpinned (set adaptive again, or its CDM destroyed): the slot is free for another NIC.
+        PINS.release(nic);
+    }
 }
 
 /// The non-adaptive SMSG mode the application set on NIC handle `nic`, if it did (no lock, no
@@ -202,6 +206,18 @@ mod tests {
         t.caller_set(a, 0x3, || true);
         t.cdm_destroyed(1);
         assert_eq!(pinned_mode(a), None, "its handle may come back as another NIC's");
+    }
+
+    #[test]
+    fn nics_pinned_and_unpinned_one_after_another_never_fill_the_pins() {
+        // Four times the slots, each NIC pinned then set adaptive again.
+        for i in 0..8 * MAX_NICS {
+            let nic = 0x7c00_0000_0000 + (i << 12);
+            pin(nic, Some(0x3));
+            assert_eq!(pinned_mode(nic), Some(0x3), "NIC {i} pinned");
+            pin(nic, None);
+            assert_eq!(pinned_mode(nic), None);
+        }
     }
 
     /// The application's own set is made under the table's lock, so that a thread steering the
