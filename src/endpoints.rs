@@ -53,21 +53,44 @@ pub fn forgotten() -> u64 {
     FORGOTTEN.load(Relaxed)
 }
 
-/// `ep` is unbound (`GNI_EpUnbind`): it keeps its NIC.
-pub fn unbound(ep: usize) {
+/// What the table knew of an endpoint before it was forgotten: given back to [`restore`] when
+/// uGNI refused the unbind or the destroy, and the endpoint lives on as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Known {
+    remote: Option<u32>,
+    local: Option<usize>,
+}
+
+/// `ep` is unbound (`GNI_EpUnbind`, before the real call: once it returns, another thread may
+/// bind the endpoint again): it keeps its NIC.
+pub fn unbound(ep: usize) -> Known {
+    let known = Known { remote: remote_nic(ep), local: None };
     if let Some(slot) = TABLE.find(ep) {
         slot.nic.store(UNBOUND, Release);
     }
+    known
 }
 
-/// `ep` is destroyed (`GNI_EpDestroy`): its handle may come back as another endpoint's, and its
-/// slot is free for the next endpoint (a process that creates and destroys endpoints for ever
-/// keeps finding room).
-pub fn destroyed(ep: usize) {
+/// `ep` is destroyed (`GNI_EpDestroy`, before the real call: once it returns, its handle may come
+/// back as another endpoint's): its slot is free for the next endpoint (a process that creates
+/// and destroys endpoints for ever keeps finding room).
+pub fn destroyed(ep: usize) -> Known {
+    let known = Known { remote: remote_nic(ep), local: local_nic(ep) };
     if let Some(slot) = TABLE.find(ep) {
         slot.nic.store(UNBOUND, Release);
         slot.local.store(0, Release);
         TABLE.release(ep);
+    }
+    known
+}
+
+/// uGNI refused the unbind or the destroy that forgot `known` of `ep`: the endpoint is as it was.
+pub fn restore(ep: usize, known: Known) {
+    if let Some(nic) = known.local {
+        created(ep, nic);
+    }
+    if let Some(nic) = known.remote {
+        bound(ep, nic);
     }
 }
 
@@ -131,7 +154,13 @@ mod tests {
         assert_eq!((local_nic(ep), remote_nic(ep)), (Some(nic), Some(7)));
         unbound(ep);
         assert_eq!((local_nic(ep), remote_nic(ep)), (Some(nic), None), "unbound, still on its NIC");
-        destroyed(ep);
+        let known = destroyed(ep);
         assert_eq!(local_nic(ep), None);
+        bound(ep, 9);
+        restore(ep, unbound(ep));
+        assert_eq!((local_nic(ep), remote_nic(ep)), (None, Some(9)), "an unbind uGNI refused changes nothing");
+        destroyed(ep);
+        restore(ep, known);
+        assert_eq!((local_nic(ep), remote_nic(ep)), (Some(nic), None), "a destroy uGNI refused changes nothing");
     }
 }

@@ -255,9 +255,13 @@ pub unsafe extern "C" fn GNI_EpBind(ep: GniEpHandle, remote_addr: u32, remote_id
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_EpUnbind(ep: GniEpHandle) -> GniReturn {
     let Some(real) = ugni::EP_UNBIND.get::<EpFn>() else { return ugni::missing(&ugni::EP_UNBIND) };
-    endpoints::unbound(ep as usize);
+    let known = endpoints::unbound(ep as usize);
     // SAFETY: the caller's argument, unchanged.
-    unsafe { real(ep) }
+    let rc = unsafe { real(ep) };
+    if rc != GNI_RC_SUCCESS {
+        endpoints::restore(ep as usize, known);
+    }
+    rc
 }
 
 /// # Safety
@@ -265,9 +269,14 @@ pub unsafe extern "C" fn GNI_EpUnbind(ep: GniEpHandle) -> GniReturn {
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn GNI_EpDestroy(ep: GniEpHandle) -> GniReturn {
     let Some(real) = ugni::EP_DESTROY.get::<EpFn>() else { return ugni::missing(&ugni::EP_DESTROY) };
-    endpoints::destroyed(ep as usize);
+    let known = endpoints::destroyed(ep as usize);
     // SAFETY: the caller's argument, unchanged.
-    unsafe { real(ep) }
+    let rc = unsafe { real(ep) };
+    if rc != GNI_RC_SUCCESS {
+        // Refused (transactions still outstanding, a bad handle): the endpoint lives on as it was.
+        endpoints::restore(ep as usize, known);
+    }
+    rc
 }
 
 // ---- DMAPP data calls ------------------------------------------------------------------------------

@@ -8,7 +8,16 @@ use common::*;
 
 /// The destination of every traced post, and the library's lines on stderr about the table.
 fn run(test: &str, table: &[u8]) -> (Vec<String>, Vec<String>) {
-    let launch = Launch::driver(test, "rdma 65536 3 0").env("AAR_MODE", "steady").env("PMI_GNI_LOC_ADDR", "0x100");
+    run_script(test, table, "rdma 65536 3 0", None).0
+}
+
+/// [`run`] of the driver's commands `script` (3 posts), with `preload` after libaar.so; also
+/// the driver's output.
+fn run_script(test: &str, table: &[u8], script: &str, preload: Option<&str>) -> ((Vec<String>, Vec<String>), String) {
+    let mut launch = Launch::driver(test, script).env("AAR_MODE", "steady").env("PMI_GNI_LOC_ADDR", "0x100");
+    if let Some(p) = preload {
+        launch = launch.env("LD_PRELOAD", &format!("{}:{p}", libaar().display()));
+    }
     let (nodes, trace) = (launch.dir.join("nodes.txt"), launch.dir.join("trace.jsonl"));
     std::fs::write(&nodes, table).unwrap();
     let r =
@@ -18,7 +27,7 @@ fn run(test: &str, table: &[u8]) -> (Vec<String>, Vec<String>) {
         read_jsonl(&trace).iter().map(|l| l["destination"].as_str().unwrap().to_string()).collect();
     assert_eq!(classes.len(), 3, "{test}: {classes:?}");
     let said = r.aar_lines().into_iter().filter(|l| l.contains("node table")).map(String::from).collect();
-    (classes, said)
+    ((classes, said), r.stdout.clone())
 }
 
 /// Tables the library uses as written: hexadecimal groups and routers as NIC addresses are, a
@@ -35,6 +44,18 @@ fn tables_in_every_documented_form_place_the_destination() {
         assert_eq!(classes, [class; 3], "{test}: {said:?}");
         assert!(said.is_empty(), "{test}: {said:?}");
     }
+}
+
+/// An unbind or a destroy that uGNI refuses (tests/c/ep_busy.c) leaves the endpoint as it was:
+/// its posts still go to the place it is bound to.
+#[test]
+fn an_endpoint_whose_unbind_or_destroy_was_refused_keeps_its_destination() {
+    let busy = compile("cc", "ep_busy", &[root().join("tests/c/ep_busy.c")], &["-shared", "-fPIC"]);
+    let script = "rdma 65536 1 0 epunbind rdma 65536 1 0 epdestroy rdma 65536 1 0";
+    let ((classes, said), out) =
+        run_script("ep-busy", b"0x100 0x2 0x11\n0x101 0x2 0x10\n", script, Some(&busy.display().to_string()));
+    assert!(out.contains("epunbind rc=1") && out.contains("epdestroy rc=1"), "refused (GNI_RC_NOT_DONE): {out}");
+    assert_eq!(classes, ["same-group"; 3], "{said:?}");
 }
 
 /// A table the library cannot use gets one message that names the variable and the file, the line

@@ -18,6 +18,8 @@
  *                                   message received ("smsgburst sent=S refused=R received=N")
  *   badpost                         an FMA PUT from unregistered memory: must fail, rc printed
  *   nullpost                        GNI_PostFma(ep, NULL): rc printed
+ *   epunbind | epdestroy            GNI_EpUnbind / GNI_EpDestroy of A's endpoint: rc printed (only
+ *                                   under tests/c/ep_busy.c, which refuses them: the endpoint lives on)
  *   cepost SIZE DLVR                a collective-engine post (GNI_POST_CE) through GNI_PostFma: rc and
  *                                   the routing it went out with printed ("cepost rc=R dlvr_out=0xM")
  *   net LAT_AD LAT_BS STALL_AD STALL_BS    aar_emu_set_network
@@ -752,6 +754,10 @@ int main(int argc, char **argv)
 			p.posts++;
 			printf("cepost rc=%d dlvr_out=0x%x\n", (int)rc, pd.dlvr_mode);
 			i += 2;
+		} else if (!strcmp(c, "epunbind") || !strcmp(c, "epdestroy")) {
+			/* Of A's endpoint, with a uGNI that refuses it (tests/c/ep_busy.c): rc printed. */
+			gni_return_t rc = !strcmp(c, "epunbind") ? GNI_EpUnbind(p.a.ep) : GNI_EpDestroy(p.a.ep);
+			printf("%s rc=%d\n", c, (int)rc);
 		} else if (!strcmp(c, "nullpost")) {
 			gni_return_t rc = GNI_PostFma(p.a.ep, NULL);
 			p.posts++;
