@@ -442,6 +442,22 @@ fn a_python_script_is_checked_through_mpi4py_s_module() {
     r.expect_line("ok", "uGNI", "links libugni.so");
     assert!(!r.stdout.contains("nothing to route"), "{}", r.stdout);
 
+    // A site's sitecustomize that prints, and more than a pipe holds, before the doctor's
+    // question runs: the answer is still found.
+    std::fs::write(site.join("sitecustomize.py"), "print('Welcome to the cluster\\n' * 20000)\n").unwrap();
+    let chatty = scratch().join("chatty.py");
+    write_script(&chatty, "#!/usr/bin/python3\nfrom mpi4py import MPI\n");
+    let r = doctor(&[chatty.to_str().unwrap()], &[("PYTHONPATH", site.to_str().unwrap())]);
+    r.expect_line(
+        "ok",
+        "program",
+        &format!(
+            "is Python (a script: #!/usr/bin/python3): its MPI is mpi4py's module {}",
+            site.join("mpi4py/MPI.so").display()
+        ),
+    );
+    std::fs::remove_file(site.join("sitecustomize.py")).unwrap();
+
     let r = doctor(&[s], &[]);
     r.expect_line("problem", "program", "and /usr/bin/python3 has no mpi4py: the doctor cannot see which MPI it runs");
     r.expect_code(1);

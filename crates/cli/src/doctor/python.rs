@@ -48,17 +48,25 @@ impl Python {
     /// PATH is often a launcher script: pyenv, conda, a module's wrapper) and where mpi4py's
     /// `MPI` module is, without importing it (importing it initialises MPI).
     pub fn ask(&self) -> Result<Asked, String> {
-        let ask = "import sys, importlib.util as u\nprint(sys.executable)\ntry:\n    s = u.find_spec('mpi4py.MPI')\n\
-                   except Exception:\n    s = None\nprint(s.origin if s and s.origin else '')";
+        // Each answer on a line of its own after a marker: a site's `sitecustomize` may print
+        // (a banner, a module system's notice) before the question runs.
+        let ask = format!(
+            "import sys, importlib.util as u\nprint('{EXECUTABLE}' + sys.executable)\ntry:\n    \
+             s = u.find_spec('mpi4py.MPI')\nexcept Exception:\n    s = None\nprint('{MODULE}' + (s.origin if s and s.origin else ''))"
+        );
         let mut child = Command::new(&self.path)
             .args(&self.options)
-            .args(["-c", ask])
+            .args(["-c", &ask])
             .env_remove("LD_PRELOAD")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("{} could not be run ({e})", self.path.display()))?;
+        // Read while it runs: one that prints more than a pipe holds would otherwise wait for
+        // ever on its write, and be taken for one that never answered.
+        let reader =
+            child.stdout.take().map(|o| std::thread::spawn(move || std::io::read_to_string(o).unwrap_or_default()));
         let deadline = Instant::now() + ASK_FOR;
         let status = loop {
             match child.try_wait() {
@@ -71,16 +79,32 @@ impl Python {
                 }
             }
         };
-        let out = child.stdout.take().map(|o| std::io::read_to_string(o).unwrap_or_default()).unwrap_or_default();
-        let mut lines = out.lines().map(str::trim);
-        match (status.success(), lines.next().filter(|l| !l.is_empty())) {
-            (true, Some(executable)) => Ok(Asked {
-                executable: PathBuf::from(executable),
-                mpi_module: lines.next().filter(|l| !l.is_empty()).map(PathBuf::from),
-            }),
+        // (A child it started that keeps the pipe open keeps the reader waiting: its output is
+        // then not read.)
+        let out = reader.filter(|r| wait_until(r, deadline)).and_then(|r| r.join().ok()).unwrap_or_default();
+        let answer = |marker: &str| {
+            out.lines().find_map(|l| l.strip_prefix(marker)).map(str::trim).filter(|l| !l.is_empty()).map(PathBuf::from)
+        };
+        match (status.success(), answer(EXECUTABLE)) {
+            (true, Some(executable)) => Ok(Asked { executable, mpi_module: answer(MODULE) }),
             _ => Err(format!("{} did not run as Python ({status})", self.path.display())),
         }
     }
+}
+
+/// The markers of the interpreter's two answers.
+const EXECUTABLE: &str = "aar-doctor-executable:";
+const MODULE: &str = "aar-doctor-mpi4py-module:";
+
+/// Whether thread `t` ended by `deadline` (polled).
+fn wait_until<T>(t: &std::thread::JoinHandle<T>, deadline: Instant) -> bool {
+    while !t.is_finished() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
 }
 
 /// What a Python interpreter said of itself.
