@@ -36,7 +36,8 @@
 //! ```
 //! `type`, `length`, `dlvr_mode` are the head descriptor's fields exactly as received (null for a
 //! NULL descriptor); `chain_elements`/`chain_bytes` count the elements linked after the head and
-//! their lengths (the head's own transfer is `length`); `length` of an SMSG is header + data;
+//! their lengths (the head's own transfer is `length`; 2^64-1 when the lengths add up past it, a
+//! chain the emulator refuses with GNI_RC_INVALID_PARAM); `length` of an SMSG is header + data;
 //! `nic` is the NIC address (as GNI_CdmAttach returned it; null for an unknown handle);
 //! `smsg_dlvr_mode` is the mode set on that NIC when the message was sent. A DMAPP data call
 //! (every form of every call) names its `kind` (PUT, GET or AMO: the AMOs follow the PUT routing),

@@ -651,7 +651,13 @@ unsafe fn plan_chain(
             }
         };
         chain.elements += 1;
-        chain.bytes += request.length;
+        // A chain moves at most 2^64-1 bytes: a longer one (lengths no registration can hold)
+        // is refused as a bad length and logged with that most, never with the total it wraps to.
+        let Some(bytes) = chain.bytes.checked_add(request.length) else {
+            chain.bytes = u64::MAX;
+            return Err(GNI_RC_INVALID_PARAM);
+        };
+        chain.bytes = bytes;
         let elem_ep = reg.ep(elem_ep as usize)?;
         if elem_ep.nic_handle != ep.nic_handle {
             return Err(GNI_RC_INVALID_PARAM);

@@ -96,6 +96,21 @@ fn every_post_is_logged_as_received() {
     }
 }
 
+/// Chain lengths that add up past 2^64-1 are refused and logged with the most a chain can move,
+/// never with the small total the sum would wrap to.
+#[test]
+fn a_chain_whose_total_passes_2_64_is_refused_and_logged_unwrapped() {
+    let log = scratch("log_chain_wrap.jsonl");
+    let out = run(&emu_check(), &["chain_wrap"], &[("AAR_EMU_LOG", log.to_str().unwrap())]);
+    expect_success(&out, "chain_wrap");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let want = format!(
+        r#"{{"call":"GNI_CtPostFma","type":3,"length":16,"dlvr_mode":0,"chain_elements":2,"chain_bytes":{},"rc":2}}"#,
+        u64::MAX
+    );
+    assert_eq!(text.lines().collect::<Vec<_>>(), [want.as_str()]);
+}
+
 #[test]
 fn an_unopenable_log_path_warns_and_the_program_runs() {
     let out = run(&emu_check(), &["put_get"], &[("AAR_EMU_LOG", "/nonexistent-dir/x.jsonl")]);

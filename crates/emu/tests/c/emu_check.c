@@ -657,6 +657,31 @@ static void log_sequence(void)
 	printf("nic %u %u\n", a.addr, b.addr);
 }
 
+/* For the log test: a chain whose lengths add up past 2^64-1 (each but the last a good
+ * transfer) is refused, and its total is logged as 2^64-1, not as the sum wrapped round. */
+static void chain_wrap(void)
+{
+	struct node a, b;
+	node_init(&a, 1, 0);
+	node_init(&b, 2, 0);
+	connect_nodes(&a, &b);
+	gni_ct_put_post_descriptor_t e[2];
+	memset(e, 0, sizeof e);
+	for (int i = 0; i < 2; i++) {
+		e[i].next_descr = i == 0 ? &e[1] : NULL;
+		e[i].ep_hndl = a.ep;
+		e[i].local_addr = addr_of(a.buf);
+		e[i].remote_addr = addr_of(b.buf);
+		e[i].remote_mem_hndl = b.mh;
+	}
+	e[0].length = 8;
+	e[1].length = UINT64_MAX - 3; /* 8 + this wraps to 4 */
+	gni_post_descriptor_t pd = descr(&a, &b, GNI_POST_FMA_PUT, 0, 0, 16, GNI_CQMODE_GLOBAL_EVENT);
+	pd.next_descr = &e[0];
+	EXPECT_RC(GNI_CtPostFma(a.ep, &pd), GNI_RC_INVALID_PARAM);
+	expect_no_event(a.cq);
+}
+
 /* Datagrams in one process: a bound endpoint meets the one bound back to it, each side gets the
  * other's bytes when it collects; ids, wildcards, probes, time-outs and cancels. */
 static void datagram(void)
@@ -736,7 +761,7 @@ int main(int argc, char **argv)
 	static const struct scenario scenarios[] = {
 		{ "layout", layout }, { "put_get", put_get }, { "amo", amo },     { "smsg", smsg },
 		{ "chain", chain },   { "cqwrite", cqwrite }, { "errors", errors }, { "threads", threads },
-		{ "log", log_sequence }, { "datagram", datagram },
+		{ "log", log_sequence }, { "datagram", datagram }, { "chain_wrap", chain_wrap },
 	};
 	return run_scenario("emu_check", scenarios, sizeof scenarios / sizeof scenarios[0], argc, argv);
 }
