@@ -15,7 +15,7 @@ use aar_abi::*;
 
 use crate::job;
 use crate::registry;
-use crate::shm::{self, load_bytes, store_bytes, Dgram, Lock, DGRAMS, DG_DONE, DG_FREE, DG_PENDING};
+use crate::shm::{self, load_bytes, store_bytes, Dgram, Lock, RankArea, DGRAMS, DG_DONE, DG_FREE, DG_PENDING};
 
 /// The datagram slots of a process that is no job's rank, and their lock.
 struct Local {
@@ -42,15 +42,36 @@ fn space() -> (&'static Lock, &'static [Dgram]) {
     }
 }
 
-/// The slots a datagram to NIC `addr` (None: from anywhere, for a wildcard) may meet.
-fn candidates(addr: Option<u32>) -> Vec<&'static [Dgram]> {
+/// The slots a datagram to NIC `addr` (None: from anywhere, for a wildcard) may meet, each with
+/// the pid of the rank that owns them (None: this process's own).
+fn candidates(addr: Option<u32>) -> Vec<(Option<u32>, &'static [Dgram])> {
     match job::get() {
-        Some(j) => match addr {
-            Some(a) => j.ranks_at(a).map(|(_, area)| &area.dgrams[..]).collect(),
-            None => (0..j.size).filter_map(|r| j.area(r)).map(|area| &area.dgrams[..]).collect(),
-        },
-        None => vec![&LOCAL.dgrams[..]],
+        Some(j) => {
+            let areas: Vec<(u32, &RankArea)> = match addr {
+                Some(a) => j.ranks_at(a).collect(),
+                None => (0..j.size).filter_map(|r| j.area(r).map(|area| (r, area))).collect(),
+            };
+            let pid = |r: u32, area: &RankArea| (r != j.rank).then(|| area.header.pid.load(Ordering::Relaxed));
+            areas.into_iter().map(|(r, area)| (pid(r, area), &area.dgrams[..])).collect()
+        }
+        None => vec![(None, &LOCAL.dgrams[..])],
     }
+}
+
+/// A pending slot of `slots` that meets a post from `local` to `remote`, other than `slot`.
+/// The datagrams of a rank whose process has ended (a zombie too) meet nothing: the kernel
+/// driver withdraws a process's datagrams when it ends, so on a real NIC they are lost with it,
+/// and a post to that peer waits for a process that posts again.
+fn partner(
+    slots: Vec<(Option<u32>, &'static [Dgram])>,
+    slot: &Dgram,
+    local: (u32, u32),
+    remote: Option<(u32, u32)>,
+) -> Option<&'static Dgram> {
+    slots.into_iter().find_map(|(pid, dgrams)| {
+        let d = dgrams.iter().find(|d| !std::ptr::eq(*d, slot) && meets(d, local, remote))?;
+        pid.is_none_or(shm::alive).then_some(d)
+    })
 }
 
 /// The outstanding datagram of endpoint `ep` with id `id`, among this process's slots.
@@ -127,10 +148,7 @@ pub fn post(ep: usize, in_data: &[u8], out_buf: u64, out_cap: u16, id: Option<u6
     slot.id.store(id, Ordering::Relaxed);
     slot.out_buf.store(out_buf, Ordering::Relaxed);
     store_bytes(&slot.in_data, in_data);
-    let theirs = candidates(remote.map(|r| r.0))
-        .into_iter()
-        .flatten()
-        .find(|d| !std::ptr::eq(*d, slot) && meets(d, local, remote));
+    let theirs = partner(candidates(remote.map(|r| r.0)), slot, local, remote);
     match theirs {
         Some(t) => {
             deliver(t, slot);

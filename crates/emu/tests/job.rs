@@ -366,6 +366,12 @@ fn datagrams_meet_across_processes_directed_and_wildcard() {
     pass_job(&Launch { scenario: "dgram", ranks: 4, per_node: 2, ..Default::default() });
 }
 
+/// A datagram of a rank that has ended meets no later post: it was lost with its process.
+#[test]
+fn a_datagram_of_a_rank_that_ended_meets_nothing() {
+    pass_job(&Launch { scenario: "dgdead", ranks: 2, ..Default::default() });
+}
+
 #[test]
 fn smsg_flows_between_every_pair_with_credits_after_a_datagram_exchange() {
     pass_job(&Launch { scenario: "smsg", ranks: 3, ..Default::default() });

@@ -574,6 +574,55 @@ static void dgram(void)
 	barrier(2);
 }
 
+/* True once process `pid` has ended: gone, or a zombie (state Z or X in /proc/<pid>/stat). */
+static int process_ended(pid_t pid)
+{
+	char path[64], stat[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 1;
+	size_t n = fread(stat, 1, sizeof stat - 1, f);
+	fclose(f);
+	stat[n] = 0;
+	const char *paren = strrchr(stat, ')');
+	return paren && (paren[1] == ' ') && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* Rank 1 posts a datagram to rank 0 and ends. Its datagram ended with it: rank 0's directed
+ * post to rank 1 and its wildcard post stay pending (nobody collects a dead rank's bytes). */
+static void dgdead(void)
+{
+	setup();
+	EXPECT(size == 2);
+	bind_to_peers();
+	struct hello mine = {(uint32_t)rank, 0xda7a, me.mh}, got;
+	memset(&got, 0, sizeof got);
+	if (rank == 1) {
+		OK(GNI_EpPostData(dg_eps[0], &mine, sizeof mine, &got, sizeof got));
+		pid_t pid = getpid();
+		publish("ended-1", &pid, sizeof pid);
+		printf("PASS dgdead\n");
+		exit(0);
+	}
+	pid_t pid;
+	fetch("ended-1", &pid, sizeof pid);
+	while (!process_ended(pid))
+		sleep_ms(2);
+	gni_post_state_t st;
+	uint32_t ra, ri;
+	OK(GNI_EpPostData(dg_eps[1], &mine, sizeof mine, &got, sizeof got));
+	OK(GNI_EpPostDataTest(dg_eps[1], &st, &ra, &ri));
+	EXPECT(st == GNI_POST_PENDING && got.magic == 0);
+	OK(GNI_EpPostDataCancel(dg_eps[1]));
+	gni_ep_handle_t any;
+	OK(GNI_EpCreate(me.nic, me.cq, &any));
+	OK(GNI_EpPostDataWId(any, &mine, sizeof mine, &got, sizeof got, 3));
+	OK(GNI_EpPostDataTestById(any, 3, &st, &ra, &ri));
+	EXPECT(st == GNI_POST_PENDING && got.magic == 0);
+	OK(GNI_EpPostDataCancelById(any, 3));
+}
+
 /* SMSG between every pair of ranks, each mailbox's attributes traded by datagram: first the
  * credits (rank 0's fifth message to rank 1 waits for a release), then every rank streams
  * MSGS tagged messages to every other, receiving as it goes. */
@@ -919,6 +968,7 @@ int main(int argc, char **argv)
 		{"hostile", hostile},
 		{"foreign", foreign},
 		{"dgram", dgram},
+		{"dgdead", dgdead},
 		{"smsg", smsg},
 		{"smsgreinit", smsgreinit},
 		{"orphan", orphan},
