@@ -7,7 +7,8 @@ use std::io::Read;
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError, TryLockError};
+use std::time::{Duration, Instant};
 
 /// PMI return codes (pmi.h).
 pub const PMI_SUCCESS: i32 = 0;
@@ -180,7 +181,7 @@ impl Session {
         let lost = |e: std::io::Error| {
             PmiError::new(PMI_FAIL, format!("the PMI connection (PMI_FD={fd}) failed during cmd={}: {e}", msg.cmd))
         };
-        send_all(fd, msg.to_line().as_bytes()).map_err(lost)?;
+        send_line(fd, &msg.to_line()).map_err(lost)?;
         let line = self.read_line().map_err(lost)?.ok_or_else(|| {
             let start = String::from_utf8_lossy(&self.pending).into_owned();
             // Dropped: what follows it is no answer either, and must not be read as the next one.
@@ -441,9 +442,39 @@ pub fn abort_fd() -> Option<RawFd> {
     }
 }
 
+/// Held while one line is written to the launcher's socket (never while an answer is awaited,
+/// so a thread blocked in PMI_Barrier does not hold it): PMI_Abort's line, from another thread,
+/// never lands inside the line of a call another thread is sending ([`send_abort`]).
+static SENDING: Mutex<()> = Mutex::new(());
+
+/// How long PMI_Abort waits for a line another thread is writing ([`send_abort`]).
+const ABORT_SEND_WAIT: Duration = Duration::from_secs(1);
+
+/// Write one whole line to the launcher's socket `fd`, holding [`SENDING`].
+fn send_line(fd: RawFd, line: &str) -> std::io::Result<()> {
+    let _sending = SENDING.lock().unwrap_or_else(PoisonError::into_inner);
+    send_all(fd, line.as_bytes())
+}
+
 /// Tell the launcher on `fd` ([`abort_fd`]) that the job is to end with `code`; whether it was
-/// told.
+/// told. Another thread's line is let finish first ([`SENDING`]), but for at most
+/// [`ABORT_SEND_WAIT`]: a write that takes longer waits for a launcher that does not read (this
+/// one's would block too), or is this very thread's, interrupted by a signal handler that called
+/// PMI_Abort. The abort is then not sent (sent anyway, it would land inside that line, where the
+/// launcher reads no abort, only a line that is not PMI), and PMI_Abort still ends the process,
+/// with an exit status that is no success.
 pub fn send_abort(fd: RawFd, code: i32) -> bool {
+    let started = Instant::now();
+    let _sending = loop {
+        match SENDING.try_lock() {
+            Ok(guard) => break guard,
+            Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+            Err(TryLockError::WouldBlock) if started.elapsed() < ABORT_SEND_WAIT => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(TryLockError::WouldBlock) => return false,
+        }
+    };
     send_all(fd, Message::new("abort").with("exitcode", code).to_line().as_bytes()).is_ok()
 }
 
@@ -633,5 +664,58 @@ mod tests {
         let mut sent = Vec::new();
         let _ = launcher.read_to_end(&mut sent);
         assert_eq!(String::from_utf8_lossy(&sent), "cmd=barrier_in\n");
+    }
+    /// PMI_Abort from one thread while another thread's call sends a line the socket takes only in
+    /// parts (a launcher that announced long values; a socket buffer smaller than the line): the
+    /// abort comes whole after that line, never inside it, where the launcher would read neither.
+    #[test]
+    fn an_abort_never_lands_inside_another_threads_line() {
+        let (mut s, mut launcher) = session();
+        s.maxes.value = 60_000;
+        let fd = s.fd;
+        let small: libc::c_int = 4096;
+        // SAFETY: setsockopt reads the live int `small` of the given size; fd is the session's
+        // open socket.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&raw const small).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        let value = "v".repeat(50_000);
+        let put_line = format!("cmd=put kvsname=kvs key=k value={value}\n");
+        let put = std::thread::spawn(move || s.put("kvs", "k", &value).map_err(|e| e.message));
+        // The put has begun: its first bytes wait, the rest cannot follow until they are read.
+        let mut p = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&launcher), events: libc::POLLIN, revents: 0 };
+        // SAFETY: a blocking poll of one live pollfd.
+        assert_eq!(unsafe { libc::poll(&mut p, 1, -1) }, 1);
+        let mut abort = Some(std::thread::spawn(move || send_abort(fd, 7)));
+        launcher.set_nonblocking(true).unwrap();
+        let mut got = Vec::new();
+        let mut told = None;
+        loop {
+            let mut buf = [0u8; 4096];
+            match launcher.read(&mut buf) {
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => panic!("{e}"),
+            }
+            if let Some(t) = abort.take_if(|t| t.is_finished()) {
+                told = Some(t.join().unwrap());
+            }
+            let lines = got.iter().filter(|&&b| b == b'\n').count();
+            if told.is_some_and(|t| lines > usize::from(t)) {
+                break;
+            }
+        }
+        std::io::Write::write_all(&mut launcher, b"cmd=put_result rc=0\n").unwrap();
+        assert_eq!(put.join().unwrap(), Ok(()));
+        let abort_line = if told == Some(true) { "cmd=abort exitcode=7\n" } else { "" };
+        let got = String::from_utf8(got).unwrap();
+        assert!(got == format!("{put_line}{abort_line}"), "the launcher read {:?}", got.replace(&"v".repeat(100), "…"));
     }
 }
