@@ -296,6 +296,20 @@ fn a_rank_that_closes_its_pmi_fd_without_pmi_finalize_ends_the_job() {
     assert_job_dir_removed(&rank_lines(&out.stdout));
 }
 
+/// An init the launcher refuses (another PMI version) leaves the rank outside PMI, as hydra's
+/// refusal does: its exit without PMI_Finalize is no early leave of a PMI job, and the job
+/// succeeds.
+#[test]
+fn a_refused_pmi_init_does_not_count_as_one() {
+    let script = r#"echo cmd=init pmi_version=2 pmi_subversion=0 >&$PMI_FD; read -r r <&$PMI_FD; echo "$r""#;
+    let out = aar_within_60_s().args(["run", "-n", "2", "sh", "-c", script]).output().unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{err}");
+    let refused = stdout.lines().filter(|l| l.contains("rc=-1 msg=aar_run_serves_PMI-1_only,_not_version_2"));
+    assert_eq!(refused.count(), 2, "{stdout}");
+    assert!(!err.contains("PMI_Finalize"), "{err}");
+}
+
 #[test]
 fn a_rank_that_closes_its_pmi_fd_while_others_wait_in_a_barrier_ends_the_job() {
     // Rank 1 calls PMI_Finalize, which closes PMI_FD, and waits for a signal; were the job not

@@ -1079,12 +1079,20 @@ impl Supervisor {
     }
 
     fn answer(&mut self, r: usize, msg: &Message) {
+        let outcome = self.server.handle(r, msg);
         match msg.cmd.as_str() {
-            "init" => self.ranks[r].initialized = true,
+            // Only an init the launcher took (rc=0): a refused one (another PMI version) left the
+            // rank outside PMI, and its exit without PMI_Finalize is no early leave.
+            "init" => {
+                let took = |(to, m): &(usize, Message)| *to == r && m.get_int("rc") == Some(0);
+                if matches!(&outcome, Outcome::Replies(replies) if replies.iter().any(took)) {
+                    self.ranks[r].initialized = true;
+                }
+            }
             "finalize" => self.ranks[r].finalized = true,
             _ => {}
         }
-        match self.server.handle(r, msg) {
+        match outcome {
             Outcome::Replies(replies) => {
                 for (to, m) in replies {
                     self.send(to, &m);
