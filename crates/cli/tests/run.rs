@@ -259,14 +259,16 @@ fn an_allgather_of_unequal_lengths_fails_on_every_rank_naming_both() {
     assert_eq!((said(&shorter), said(&longer)), (2, 1), "{err}");
 }
 
-/// A PMI call on a connection the launcher closed (here: after a line longer than it reads) fails
-/// with an error that says so; the rank, with SIGPIPE's default action as C programs have it,
-/// lives on (no SIGPIPE from libpmi.so.0's write).
+/// A PMI call on a connection the launcher closed (here: after a line longer than it reads, which
+/// also ends the job; the rank ignores its SIGTERM) fails with an error that says so; the rank,
+/// with SIGPIPE's default action as C programs have it, lives on (no SIGPIPE from libpmi.so.0's
+/// write) and exits 0, which leaves the job's exit code that of the cut-off.
 #[test]
 fn a_pmi_call_on_a_connection_the_launcher_closed_fails_and_the_rank_lives() {
     let out = aar_within_60_s().args(["run", "-n", "1"]).arg(pmi_job()).arg("launcher-closed").output().unwrap();
     let (stdout, err) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{}: {stdout}{err}", out.status);
+    assert_eq!(out.status.code(), Some(1), "{}: {stdout}{err}", out.status);
+    assert!(err.contains("bytes on its PMI_FD without a newline"), "{err}");
     assert_eq!(stdout, "launcher-closed rc=-1\n", "{err}");
     let line = err.lines().find(|l| l.starts_with("aar: PMI_Init: ")).unwrap_or_else(|| panic!("{err}"));
     assert!(line.contains(") failed during cmd=init: Broken pipe"), "{err}");
@@ -294,6 +296,29 @@ fn a_rank_that_closes_its_pmi_fd_without_pmi_finalize_ends_the_job() {
         "{err}"
     );
     assert_job_dir_removed(&rank_lines(&out.stdout));
+}
+
+/// A rank that sends more than 64 KiB on its PMI_FD without a newline is cut off from PMI for
+/// good: the job ends at once, in one line that names it and why, as for a rank that closes its
+/// PMI_FD, not later at a barrier (here there is none: the others wait outside PMI, and the job
+/// would run until the 60 s timeout killed it).
+#[test]
+fn a_rank_cut_off_for_a_line_too_long_ends_the_job_at_once() {
+    let script = r#"if [ $PMI_RANK = 1 ]; then head -c 70000 /dev/zero | tr '\0' x >&$PMI_FD; echo sent; fi
+        exec sleep 60"#;
+    let out = aar_within_60_s().args(["run", "-n", "2", "sh", "-c", script]).output().unwrap();
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{err}");
+    let line = err.lines().find(|l| l.starts_with("aar run: rank 1 (pid ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains(
+            ") sent more than 65536 bytes on its PMI_FD without a newline: not PMI (a PMI line is shorter); its PMI \
+             connection is closed, and it can take part in no PMI call again, so the job can never complete; \
+             ending the job with exit code 1: SIGTERM to the 2 ranks still running, rank 1 too."
+        ),
+        "{err}"
+    );
+    assert_eq!(err.lines().filter(|l| l.contains("65536")).count(), 1, "{err}");
 }
 
 /// An init the launcher refuses (another PMI version) leaves the rank outside PMI, as hydra's

@@ -14,7 +14,8 @@ pub const VALLEN_MAX: usize = 1024;
 
 /// The longest line either side reads before its newline (64 KiB): a message is far shorter
 /// ([`VALLEN_MAX`] and the rest), so a peer past it sends no PMI, and is refused instead of
-/// buffered without end (`aar run` closes the rank's connection, libpmi.so.0 fails the call).
+/// buffered without end (`aar run` closes the rank's connection and ends the job, libpmi.so.0 fails
+/// the call).
 pub const MAX_LINE: usize = 64 * 1024;
 
 /// The KVS key under which the launcher publishes where the ranks run (see [`crate::mapping`]).

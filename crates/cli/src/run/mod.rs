@@ -21,7 +21,8 @@
 //!   Answers wait in a queue per rank, written as its socket takes them without blocking, so a
 //!   rank that does not read them stops no other; one that leaves more than [`MAX_UNREAD`] unread
 //!   ends the job (exit status 1), said in one line that names it (also when the job is already
-//!   ending, which keeps its exit status). A line that is not PMI is
+//!   ending, which keeps its exit status); so does one that sends more than [`MAX_LINE`] bytes
+//!   without a newline, whose connection is closed. A line that is not PMI is
 //!   answered with an error; the first [`NOT_PMI_SAID`] of a rank are said, the rest counted, and
 //!   the count is said at the end of the job; each in one short line, the word at fault quoted by
 //!   [`pmi::wire::quoted`] (escaped and cut: a rank's line may hold 64 KiB of anything).
@@ -116,7 +117,7 @@ const MAX_RANKS: u32 = 4096;
 #[command(
     after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job, or the highest of the ranks that failed on their own \
 (as srun's; those that had ended when aar run began to end the job: not one that ends after its SIGTERM) (its PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
-that called PMI_Init exited 0, or closed its PMI_FD and ran on, without PMI_Finalize, or ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
+that called PMI_Init exited 0, or closed its PMI_FD and ran on, without PMI_Finalize, or ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread or sent more than 64 KiB on its PMI_FD without a newline, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
 limits is refused before any rank starts). Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job."
@@ -238,7 +239,7 @@ const EXIT_ABORT_ZERO: i32 = 1;
 /// Exit status when the time limit ran out (as GNU timeout's).
 const EXIT_TIMEOUT: i32 = 124;
 /// Exit status when the job can never finish (a barrier a rank that ended will never enter, a rank
-/// that does not read its PMI answers).
+/// that does not read its PMI answers, one cut off for a line longer than [`MAX_LINE`]).
 const EXIT_STUCK: i32 = 1;
 /// Exit status when a rank that called PMI_Init exits 0, or closes its PMI_FD and runs on, without
 /// PMI_Finalize.
@@ -1071,11 +1072,27 @@ impl Supervisor {
         }
         self.end_unread();
         if self.ranks[r].pending.len() > MAX_LINE {
-            self.ranks[r].read_output();
-            say!("aar run: rank {r} sent more than {MAX_LINE} bytes without a newline: not PMI; its PMI connection is closed.");
             self.ranks[r].close();
+            self.end_cut_off(r);
         }
         true
+    }
+
+    /// Rank `r` sent more than [`MAX_LINE`] bytes without a newline and its connection was
+    /// closed: out of PMI for good, as a rank that closed its PMI_FD ([`Self::check_closed`]), it
+    /// ends the job at once, named in one line; when the job is already ending, its exit code
+    /// stays. (Not left for a barrier to show: the others may wait for it outside PMI.)
+    fn end_cut_off(&mut self, r: usize) {
+        self.ranks[r].read_output();
+        let pid = self.ranks[r].child.id();
+        let why = format!(
+            "rank {r} (pid {pid}) sent more than {MAX_LINE} bytes on its PMI_FD without a newline: not PMI (a PMI \
+             line is shorter); its PMI connection is closed, and it can take part in no PMI call again"
+        );
+        match self.ending {
+            None => self.end(EXIT_STUCK, Some(r), format!("{why}, so the job can never complete")),
+            Some(code) => say!("aar run: {why} (the job was already ending; its exit code stays {code})."),
+        }
     }
 
     fn answer(&mut self, r: usize, msg: &Message) {

@@ -33,6 +33,7 @@
  *   pmi_job launcher-closed  with SIGPIPE's default action (a C program's), sends the launcher a
  *                       line longer than it takes, so that it closes the connection; then PMI_Init,
  *                       whose request meets the closed socket; prints "launcher-closed rc=RC", exits 0
+ *                       (SIGTERM ignored: the launcher ends the job at such a line)
  *   pmi_job gone R      the checks, then rank R exits 0 without PMI_Finalize; the others wait for a
  *                       signal (as for R's data outside PMI) after printing "waiting rank=R"
  *   pmi_job unequal R   the checks, then PMI_Allgather of 1022 bytes (rank R: 2000); every rank
@@ -177,6 +178,9 @@ static int launcher_closed(void) {
     char c;
     memset(junk, 'x', sizeof junk);
     signal(SIGPIPE, SIG_DFL);
+    /* The launcher ends the job at once at such a line: the call on the closed socket is still
+     * made, not cut short by the job's SIGTERM. */
+    signal(SIGTERM, SIG_IGN);
     if (fd < 0 || write(fd, junk, sizeof junk) != (ssize_t)sizeof junk)
         return 1;
     while (read(fd, &c, 1) > 0)
