@@ -301,7 +301,7 @@ impl Record {
             format: aar_record::FORMAT.to_string(),
             source: Source::Job,
             experiment: experiment.unwrap_or_else(|| aar_record::NO_JOB.to_string()),
-            rank: job::rank().unwrap_or(0),
+            rank: job::rank(),
             nranks: job::nranks(),
             output_ranks: settings.output_ranks.clone(),
             host: Some(sys::hostname()),

@@ -855,3 +855,41 @@ fn a_post_made_while_the_trace_is_written_is_counted_and_said() {
     // The exit handler's own write is no exception: a post from inside it was made before the trace ended.
     assert!(!r.stderr.contains("after libaar.so's exit handler"), "{}", r.stderr);
 }
+
+/// A process outside a job knows no rank (its records are `aar.nojob.norank.<pid>.*`): its
+/// iteration record's header says none (`rank` null), not rank 0, which no process had. Two such
+/// processes' records in one folder are two processes to `aar report`, each an experiment of its
+/// own, not two rank 0s of one run of which one is "already read" and skipped.
+#[test]
+fn a_process_outside_a_job_claims_no_rank_in_its_iteration_record() {
+    let script = "iter begin rdma 8192 1 0 iter end iter begin rdma 8192 1 0 iter end";
+    let out = scratch("norank-iterations-both");
+    std::fs::create_dir_all(&out).unwrap();
+    for name in ["norank-iterations-a", "norank-iterations-b"] {
+        let r = Launch::driver(name, script).run();
+        r.assert_ok();
+        let recs = iteration_records(&r.dir.join("out"));
+        assert_eq!(recs.len(), 1, "{:?}", r.aar_lines());
+        let (header, rows) = &recs[0];
+        assert!(header.get("rank").is_some_and(|r| r.is_null()), "no rank, and not rank 0: {header}");
+        assert_eq!(header["experiment"], "nojob", "{header}");
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        for e in std::fs::read_dir(r.dir.join("out")).unwrap() {
+            let e = e.unwrap();
+            assert!(e.file_name().to_string_lossy().starts_with("aar.nojob.norank."), "{:?}", e.file_name());
+            std::fs::copy(e.path(), out.join(e.file_name())).unwrap();
+        }
+    }
+    let o = std::process::Command::new(aar_command()).arg("report").arg(&out).arg("--json").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("already read") && !err.contains("rank 0"), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let experiments = doc["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 2, "one per process: {doc}");
+    for e in experiments {
+        assert_eq!(e["ranks"], 1, "{e}");
+        assert_eq!(e["iterations_used"], 2, "{e}");
+        assert_eq!(e["per_rank"], serde_json::json!([]), "no ranks to compare: {e}");
+    }
+}

@@ -95,7 +95,7 @@ fn main() {
             format: FORMAT.into(),
             source: Source::Job,
             experiment: a.experiment.clone(),
-            rank,
+            rank: Some(rank),
             nranks: Some(a.ranks),
             output_ranks: None,
             host: Some(format!("nid{:05}", rank / 32)),

@@ -21,7 +21,7 @@ fn header(exp: &str, rank: u32, nranks: u32, policies: &[&str]) -> Header {
         format: FORMAT.into(),
         source: Source::Job,
         experiment: exp.into(),
-        rank,
+        rank: Some(rank),
         nranks: Some(nranks),
         output_ranks: None,
         host: None,
@@ -68,7 +68,7 @@ fn write_record(dir: &Path, h: &Header, rows: &[Iteration]) -> PathBuf {
     for r in rows {
         write_line(&mut out, r).unwrap();
     }
-    let path = record_path(dir, &h.experiment, h.rank);
+    let path = record_path(dir, &h.experiment, h.rank.expect("a rank's header"));
     std::fs::write(&path, out).unwrap();
     path
 }

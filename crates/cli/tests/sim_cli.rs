@@ -65,7 +65,7 @@ fn run_and_check(order: &str, expect_order: &str) -> Vec<String> {
         assert_eq!(h.format, FORMAT);
         assert_eq!((h.source, h.clock), (Source::Sim, Clock::Simulated));
         assert_eq!(h.experiment, experiment);
-        assert_eq!((h.rank, h.nranks), (r as u32, Some(4)));
+        assert_eq!((h.rank, h.nranks), (Some(r as u32), Some(4)));
         assert_eq!(h.policies, ["auto", "ADAPTIVE3", "off"]);
         assert_eq!(h.order, expect_order);
         assert_eq!(h.boundary, "sim");

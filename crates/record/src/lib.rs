@@ -66,7 +66,11 @@ pub struct Header {
     /// Ranks with the same experiment belong to one run and are compared iteration by
     /// iteration: the job and step id for jobs, the scenario for the simulator.
     pub experiment: String,
-    pub rank: u32,
+    /// The writer's rank; `null` for a process that knew none (outside a job, a serial program:
+    /// `aar.nojob.norank.<pid>.iterations.jsonl`), which is no rank of a run. Records of a
+    /// libaar.so older than this wrote 0 for it; they read as written.
+    #[serde(default)]
+    pub rank: Option<u32>,
     /// Ranks in the run, when known (`aar report` reads 0, which no writer writes, as not known).
     #[serde(default)]
     pub nranks: Option<u32>,
@@ -553,7 +557,7 @@ mod tests {
             format: FORMAT.into(),
             source: Source::Job,
             experiment: "42.0".into(),
-            rank: 3,
+            rank: Some(3),
             nranks: Some(4),
             output_ranks: Some("0:1,3".parse().unwrap()),
             host: Some("nid00012".into()),
@@ -617,6 +621,22 @@ mod tests {
         write_line(&mut out, &value).unwrap();
         let bad = Reader::new(&out[..]).err().unwrap().to_string();
         assert!(bad.starts_with("has a bad header (\"x\" is not a rank"), "{bad}");
+    }
+
+    #[test]
+    fn a_header_without_a_rank_reads_as_none_and_an_older_one_as_written() {
+        let read = |value: &serde_json::Value| {
+            let mut out = Vec::new();
+            write_line(&mut out, value).unwrap();
+            Reader::new(&out[..]).unwrap().header().rank
+        };
+        let mut value = serde_json::to_value(Header { rank: None, ..header() }).unwrap();
+        assert!(value["rank"].is_null(), "{value}");
+        assert_eq!(read(&value), None);
+        value.as_object_mut().unwrap().remove("rank");
+        assert_eq!(read(&value), None, "absent: not known");
+        value["rank"] = 0.into();
+        assert_eq!(read(&value), Some(0), "an older libaar.so's record, as written");
     }
 
     #[test]

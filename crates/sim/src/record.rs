@@ -143,7 +143,7 @@ impl RankRecord {
             format: FORMAT.into(),
             source: Source::Sim,
             experiment: self.experiment.clone(),
-            rank: self.rank,
+            rank: Some(self.rank),
             nranks: Some(self.nranks),
             // Every rank of a simulation writes its records.
             output_ranks: None,
@@ -245,7 +245,7 @@ mod tests {
         let h = reader.header().clone();
         assert_eq!(h.source, Source::Sim);
         assert_eq!(h.clock, Clock::Simulated);
-        assert_eq!((h.rank, h.nranks), (3, Some(4)));
+        assert_eq!((h.rank, h.nranks), (Some(3), Some(4)));
         assert_eq!(h.policies, ["auto", "ADAPTIVE3"]);
         assert_eq!(h.modes.len(), N_MODES);
         assert_eq!(h.modes[Mode::Adaptive3 as usize], "ADAPTIVE3");

@@ -375,7 +375,9 @@ fn usable(e: &ExperimentData, s: &Settings, told_how_ended: bool, warn: &mut imp
         let p = agg.policy as usize;
         let v = agg.max_ns as f64;
         u.series.push((*i, v, p));
-        *u.slowest.entry(agg.slowest_rank).or_default() += 1;
+        if let Some(rank) = agg.slowest_rank {
+            *u.slowest.entry(rank).or_default() += 1;
+        }
         if agg.label_conflict {
             label_conflicts += 1;
         } else if is_label(&agg.label, "isolated") {
@@ -448,23 +450,25 @@ fn why_ranks_lack(e: &ExperimentData, told_how_ended: bool) -> (String, bool) {
     let short: Vec<&&RankSummary> = ranks.iter().filter(|r| r.last_index < Some(most)).collect();
     let Some(longest) = ranks.iter().find(|r| r.last_index == Some(most)) else { return (String::new(), false) };
     let ended_or_rows = |r: &RankSummary| r.ended.unwrap_or(r.rows);
-    let marked = |r: &RankSummary| format!("rank {} ({})", r.rank, count(ended_or_rows(r), "iteration", "iterations"));
+    let marked = |r: &RankSummary| format!("{} ({})", r.who(), count(ended_or_rows(r), "iteration", "iterations"));
     // Rows past the iterations the rank ended: an index no row of libaar.so's can have.
     let past_ended = |r: &RankSummary| r.ended.is_some_and(|n| r.last_index.is_some_and(|i| i >= n));
     let damaged = |r: &RankSummary| r.left_out > 0 || past_ended(r);
+    // In a list of rank numbers; a process without a rank is alone in its experiment, named.
+    let number = |r: &RankSummary| r.rank.map_or_else(|| r.who().to_string(), |n| n.to_string());
     // A rank whose record holds fewer rows than it ended iterations is said apart (read.rs).
     let exited: Vec<String> = short
         .iter()
         .filter(|r| r.ended.is_some_and(|n| n < ended_or_rows(longest)) && r.unwritten().is_none() && !damaged(r))
         .map(|r| marked(r))
         .collect();
-    let unwritten: Vec<String> = short.iter().filter(|r| r.unwritten().is_some()).map(|r| r.rank.to_string()).collect();
+    let unwritten: Vec<String> = short.iter().filter(|r| r.unwritten().is_some()).map(|r| number(r)).collect();
     let without_summary = |unreadable: bool| -> Vec<String> {
         let lacks = |r: &&&&RankSummary| r.ended.is_none() && !damaged(r) && r.summary_unreadable == unreadable;
-        short.iter().filter(lacks).map(|r| r.rank.to_string()).collect()
+        short.iter().filter(lacks).map(|r| number(r)).collect()
     };
     let (stopped, cut) = (without_summary(false), without_summary(true));
-    let left_out: Vec<String> = ranks.iter().filter(|r| r.left_out > 0).map(|r| r.rank.to_string()).collect();
+    let left_out: Vec<String> = ranks.iter().filter(|r| r.left_out > 0).map(|r| number(r)).collect();
     let past: Option<&&RankSummary> = ranks.iter().find(|r| past_ended(r));
     // Rows that begin after the others': begins refused while libaar.so was still starting keep
     // their index (and count) but have no row. The summary record counts them by cause; one of a
@@ -481,7 +485,7 @@ fn why_ranks_lack(e: &ExperimentData, told_how_ended: bool) -> (String, bool) {
         .iter()
         .filter(begins_late)
         .filter(|r| r.refused_begins.is_none() && r.ended.is_some_and(|n| n > r.rows))
-        .map(|r| format!("rank {} (from iteration {})", r.rank, r.first_index.unwrap_or_default()))
+        .map(|r| format!("{} (from iteration {})", r.who(), r.first_index.unwrap_or_default()))
         .collect();
     let listed = |list: &[String]| first_few(list, list.len(), NAMED, ", ");
     let mut why = String::new();
@@ -556,9 +560,9 @@ fn why_ranks_lack(e: &ExperimentData, told_how_ended: bool) -> (String, bool) {
     }
     if let Some(r) = past {
         why.push_str(&format!(
-            ". The rows of rank {} go on to iteration {}, past the {} its summary record says it ended: its \
+            ". The rows of {} go on to iteration {}, past the {} its summary record says it ended: its \
              iteration record {} was damaged or edited (run the job again for a clean one)",
-            r.rank,
+            r.who(),
             r.last_index.unwrap_or_default(),
             count(r.ended.unwrap_or_default(), "iteration", "iterations"),
             r.file.display()
@@ -620,9 +624,12 @@ fn refused_begins(ranks: &[(&super::read::RankSummary, &[(String, u64)])]) -> St
         .collect();
     let said = match ranks {
         [(r, causes)] => format!(
-            "Rank {}'s summary record says that {} (aar_iteration_begin) {} refused (AAR_EINVAL) while libaar.so was \
-             still starting ({}), each keeping its index without a row, so its rows begin at iteration {}",
-            r.rank,
+            "{} says that {} (aar_iteration_begin) {} refused (AAR_EINVAL) while libaar.so was still starting \
+             ({}), each keeping its index without a row, so its rows begin at iteration {}",
+            r.rank.map_or_else(
+                || format!("The summary record beside {}", r.file.display()),
+                |n| format!("Rank {n}'s summary record")
+            ),
             count(total(causes), "begin", "begins"),
             if total(causes) == 1 { "was" } else { "were" },
             how(causes),
@@ -631,8 +638,8 @@ fn refused_begins(ranks: &[(&super::read::RankSummary, &[(String, u64)])]) -> St
         _ => {
             let each = ranks.iter().map(|(r, causes)| {
                 format!(
-                    "rank {}: {} ({}), so its rows begin at iteration {}",
-                    r.rank,
+                    "{}: {} ({}), so its rows begin at iteration {}",
+                    r.who(),
                     count(total(causes), "begin", "begins"),
                     how(causes),
                     r.first_index.unwrap_or_default()
@@ -771,7 +778,7 @@ pub fn analyse(e: &ExperimentData, s: &Settings, warnings: &mut Vec<String>) -> 
     // sample. Those it leaves out wrote none by design (the headline and the notes say what the
     // times are then); a rank it names without usable rows is missing.
     let sample = e.output_ranks.as_ref();
-    let mut have: BTreeSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).map(|r| r.rank).collect();
+    let mut have: BTreeSet<u32> = e.ranks.iter().filter(|r| r.rows > 0).filter_map(|r| r.rank).collect();
     // Ranks whose summary records say why they have no rows are said (read), not missing.
     let having = match e.without_rows.is_empty() {
         true => "usable rows",
@@ -872,7 +879,7 @@ pub fn pool(es: &[ExperimentData], s: &Settings, warnings: &mut Vec<String>) -> 
         let (e, _) = same.remove(worst);
         let highest = last(e);
         let file = e.ranks.iter().find(|r| r.last_index == Some(highest));
-        let file = file.map_or_else(String::new, |r| format!(" in {} (rank {})", r.file.display(), r.rank));
+        let file = file.map_or_else(String::new, |r| format!(" in {} ({})", r.file.display(), r.who()));
         super::read::warn(
             warnings,
             format!(
@@ -1177,10 +1184,14 @@ fn figures(
 
 /// Each rank's median iteration time per policy, and the ranks far from the others.
 fn rank_spreads(e: &ExperimentData) -> Vec<RankSpread> {
+    // A process without a rank is alone in its experiment: no ranks to compare.
+    if e.ranks.iter().any(|r| r.rank.is_none()) {
+        return Vec::new();
+    }
     (0..e.policies.len())
         .map(|p| {
             let ranks: Vec<(u32, f64, &std::path::Path)> =
-                e.ranks.iter().filter_map(|r| r.medians[p].map(|m| (r.rank, m, r.file.as_path()))).collect();
+                e.ranks.iter().filter_map(|r| Some((r.rank?, r.medians[p]?, r.file.as_path()))).collect();
             let values: Vec<f64> = ranks.iter().map(|r| r.1).collect();
             let o = stats::outliers(&values);
             let fastest = ranks.iter().min_by(|a, b| a.1.total_cmp(&b.1));

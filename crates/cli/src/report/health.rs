@@ -290,9 +290,24 @@ pub enum Who {
 impl Who {
     /// Whose record `rec` (read from `path`) is.
     pub fn of(rec: &Value, path: &Path) -> Self {
-        match rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()) {
+        Self::new(rec["rank"].as_u64().and_then(|r| u32::try_from(r).ok()), path)
+    }
+
+    /// Whose record, of `rank` or of none, `path` is.
+    pub fn new(rank: Option<u32>, path: &Path) -> Self {
+        match rank {
             Some(rank) => Who::Rank(rank),
             None => Who::NoRank(path.display().to_string()),
+        }
+    }
+}
+
+/// "rank 3", or "the process without a rank of FILE".
+impl std::fmt::Display for Who {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Who::Rank(r) => write!(f, "rank {r}"),
+            Who::NoRank(file) => write!(f, "the process without a rank of {file}"),
         }
     }
 }
@@ -398,30 +413,39 @@ fn record_of(who: &Who) -> String {
 /// and the iterations each rank with a summary record ended (it exited, and says so). A rank
 /// without a summary record beside its iteration record (stopped before its exit) is not looked
 /// at; one whose record cannot be read is named.
-pub fn warnings(experiment: &str, policies: &[String], files: &[(u32, &Path)]) -> Health {
+pub fn warnings(experiment: &str, policies: &[String], files: &[(Who, &Path)]) -> Health {
     let automatic = policies.iter().any(|p| is_automatic(p));
     // A rank's problems and what in its record could not be read, or why it was not read.
-    type Read = Result<(u32, Problems, Option<String>), (u32, String)>;
+    type Read = Result<(Who, Problems, Option<String>), (Who, String)>;
     let read: Vec<Read> = files
         .par_iter()
-        .filter_map(|&(rank, path)| {
+        .filter_map(|(rank, path)| {
+            let rank = rank.clone();
             let summary = summary_beside(path).filter(|s| std::fs::symlink_metadata(s).is_ok())?;
             Some(match read_summary(&summary) {
                 Ok((rec, note)) => {
                     Ok((rank, problems(&rec, automatic), note.map(|n| format!("{}: {n}", summary.display()))))
                 }
-                Err(why) => Err((rank, format!("{}: {why}: rank {rank}'s health is not checked", summary.display()))),
+                Err(why) => {
+                    let whose = match &rank {
+                        Who::Rank(r) => format!("rank {r}'s"),
+                        Who::NoRank(_) => "its process's".to_string(),
+                    };
+                    Err((rank, format!("{}: {why}: {whose} health is not checked", summary.display())))
+                }
             })
         })
         .collect();
     let (found, unread): (Vec<_>, Vec<_>) = read.into_iter().partition(Result::is_ok);
-    let (unreadable, mut out): (Vec<u32>, Vec<String>) = unread.into_iter().filter_map(Result::err).unzip();
-    let found: Vec<(u32, Problems, Option<String>)> = found.into_iter().flatten().collect();
+    let (unreadable, mut out): (Vec<Who>, Vec<String>) = unread.into_iter().filter_map(Result::err).unzip();
+    let found: Vec<(Who, Problems, Option<String>)> = found.into_iter().flatten().collect();
     out.extend(found.iter().filter_map(|(_, _, note)| note.clone()));
-    let ended = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.ended?))).collect();
-    let refused_begins = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.refused_begins.clone()?))).collect();
-    let unwritten_at_exit = found.iter().filter_map(|(rank, p, _)| Some((*rank, p.unwritten_at_exit?))).collect();
-    let found: Vec<(Who, Problems)> = found.into_iter().map(|(rank, p, _)| (Who::Rank(rank), p)).collect();
+    let ended = found.iter().filter_map(|(rank, p, _)| Some((rank.clone(), p.ended?))).collect();
+    let refused_begins =
+        found.iter().filter_map(|(rank, p, _)| Some((rank.clone(), p.refused_begins.clone()?))).collect();
+    let unwritten_at_exit =
+        found.iter().filter_map(|(rank, p, _)| Some((rank.clone(), p.unwritten_at_exit?))).collect();
+    let found: Vec<(Who, Problems)> = found.into_iter().map(|(rank, p, _)| (rank, p)).collect();
     let output_ranks = output_ranks(&found);
     out.extend(name_ranks(&format!("experiment \"{}\"", experiment.escape_debug()), found));
     Health { said: out, ended, refused_begins, unwritten_at_exit, unreadable, output_ranks }
@@ -742,14 +766,14 @@ pub struct Health {
     /// The warnings.
     pub said: Vec<String>,
     /// The iterations each rank with a readable record ended.
-    pub ended: Vec<(u32, u64)>,
+    pub ended: Vec<(Who, u64)>,
     /// The begins each rank with a readable record of a libaar.so that counts them had refused
     /// ([`Problems::refused_begins`]).
-    pub refused_begins: Vec<(u32, Vec<(String, u64)>)>,
+    pub refused_begins: Vec<(Who, Vec<(String, u64)>)>,
     /// The rows each rank's exit handler could not write ([`Problems::unwritten_at_exit`]).
-    pub unwritten_at_exit: Vec<(u32, u64)>,
+    pub unwritten_at_exit: Vec<(Who, u64)>,
     /// The ranks whose summary record is there but could not be read (said in `said`).
-    pub unreadable: Vec<u32>,
+    pub unreadable: Vec<Who>,
     /// `AAR_OUTPUT_RANKS` as the ranks with a readable summary record took it (`None`: unset, or
     /// no such record), or what each says when they disagree ([`output_ranks`]).
     pub output_ranks: Result<Option<RankSet>, String>,

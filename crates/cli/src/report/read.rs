@@ -63,8 +63,9 @@ pub const CONFLICT: u8 = u8::MAX;
 pub struct IterAgg {
     /// The slowest rank's duration.
     pub max_ns: u64,
-    /// That rank (the lowest one on ties).
-    pub slowest_rank: u32,
+    /// That rank (the lowest one on ties); `None`: a process without a rank, alone in its
+    /// experiment.
+    pub slowest_rank: Option<u32>,
     /// Ranks that reported the iteration.
     pub ranks: u32,
     /// Index into the experiment's policies, or [`CONFLICT`].
@@ -132,7 +133,8 @@ impl Totals {
 /// One rank's own iteration times, summarised (the rows themselves are dropped).
 #[derive(Clone, Debug)]
 pub struct RankSummary {
-    pub rank: u32,
+    /// `None`: a process without a rank, alone in its experiment (read.rs groups it so).
+    pub rank: Option<u32>,
     pub file: PathBuf,
     /// Rows used.
     pub rows: u64,
@@ -164,6 +166,11 @@ pub struct RankSummary {
 }
 
 impl RankSummary {
+    /// Whose rows these are: the rank, or the process without a rank named by its record.
+    pub fn who(&self) -> health::Who {
+        health::Who::new(self.rank, &self.file)
+    }
+
     /// The iterations the rank ended (its summary record says so) when its iteration record
     /// holds rows of fewer of them than libaar.so writes ([`aar_record::MAX_ROWS`] at most): the
     /// rest were not written (a failed write, or the process ended while a write was in progress;
@@ -473,7 +480,7 @@ fn read_head(path: &Path) -> Result<Head, FileError> {
 struct Plan {
     exp: usize,
     path: PathBuf,
-    rank: u32,
+    rank: Option<u32>,
     /// The file's mode columns mapped to the experiment's.
     mode_map: Vec<usize>,
     policies: Vec<String>,
@@ -723,7 +730,7 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
 /// A job none of whose ranks has a summary record beside its iteration record (`files`): none
 /// has exited, so the job is still running or was stopped, and its rows may end evenly and yet
 /// not be all its iterations. The simulator writes no summary records.
-fn unfinished(e: &ExperimentData, files: &[(u32, &Path)]) -> Option<String> {
+fn unfinished(e: &ExperimentData, files: &[(health::Who, &Path)]) -> Option<String> {
     let summary = |p: &Path| health::summary_beside(p).is_some_and(|s| std::fs::symlink_metadata(s).is_ok());
     if e.header.source != aar_record::Source::Job || files.iter().any(|(_, p)| summary(p)) {
         return None;
@@ -751,8 +758,8 @@ fn unwritten(e: &ExperimentData) -> Vec<String> {
     let said = |short: &[(&RankSummary, u64)]| -> Option<String> {
         let each = short.iter().map(|(r, ended)| {
             format!(
-                "rank {}'s iteration record {} holds rows of only {} of the {ended} its summary record says it ended",
-                r.rank,
+                "{}'s iteration record {} holds rows of only {} of the {ended} its summary record says it ended",
+                r.who(),
                 r.file.display(),
                 count(r.last_written.map_or(0, |i| i + 1), "iteration", "iterations")
             )
@@ -879,10 +886,15 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
 
     // Step 2: heads, grouped by experiment.
     let heads: Vec<Result<Head, FileError>> = files.par_iter().map(|p| read_head(p)).collect();
-    let mut groups: BTreeMap<String, Vec<Head>> = BTreeMap::new();
+    // A process without a rank (outside a job) is no rank of a run: its record is an experiment of
+    // its own, not compared iteration by iteration with another's of the same name.
+    let mut groups: BTreeMap<(String, Option<PathBuf>), Vec<Head>> = BTreeMap::new();
     for (path, head) in files.iter().zip(heads) {
         match head {
-            Ok(h) => groups.entry(h.header.experiment.clone()).or_default().push(h),
+            Ok(h) => {
+                let alone = h.header.rank.is_none().then(|| h.path.clone());
+                groups.entry((h.header.experiment.clone(), alone)).or_default().push(h)
+            }
             // A newer format may give a field another meaning: not read as this one.
             Err(FileError::Record(Fault::OtherFormat(f)))
                 if f.strip_prefix("aar-iterations/").and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n > 1) =>
@@ -904,7 +916,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut plans = Vec::new();
     // Per experiment: its iteration records' headers disagree on AAR_OUTPUT_RANKS (said).
     let mut samples_said = Vec::new();
-    for (name, mut heads) in groups {
+    for ((name, _), mut heads) in groups {
         heads.sort_by(|a, b| (a.header.rank, &a.path).cmp(&(b.header.rank, &b.path)));
         // A run has a rank at least: `nranks` 0, which no writer writes (an edited or damaged
         // header), is read as not known, as `null` is.
@@ -941,31 +953,30 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         let mut modes: Vec<String> = Vec::new();
         let mut admitted: Vec<Head> = Vec::new();
         for h in heads {
+            // Of ranks only: a process without a rank is alone in its experiment.
+            let rank = h.header.rank.unwrap_or_default();
             let differs = |what: &str, mine: String, theirs: String| {
                 format!(
-                    "{}: rank {} of experiment \"{}\" has {what} {mine} where rank {} ({}) has {theirs}: skipped",
+                    "{}: rank {rank} of experiment \"{}\" has {what} {mine} where rank {} ({}) has {theirs}: skipped",
                     h.path.display(),
-                    h.header.rank,
                     name.escape_debug(),
-                    reference.rank,
+                    reference.rank.unwrap_or_default(),
                     ref_path.display()
                 )
             };
             let problem = if let Some(prev) = admitted.iter().find(|a| a.header.rank == h.header.rank) {
                 Some(format!(
-                    "{}: rank {} of experiment \"{}\" was already read from {}: skipped",
+                    "{}: rank {rank} of experiment \"{}\" was already read from {}: skipped",
                     h.path.display(),
-                    h.header.rank,
                     name.escape_debug(),
                     prev.path.display()
                 ))
             } else if let Some((mine, theirs)) = h.header.nranks.zip(reference.nranks).filter(|(m, t)| m != t) {
                 Some(differs("ranks", mine.to_string(), format!("{theirs} (another run of the same name)")))
-            } else if let Some(n) = reference.nranks.filter(|&n| h.header.rank >= n) {
+            } else if let Some(n) = reference.nranks.filter(|&n| h.header.rank.is_some_and(|r| r >= n)) {
                 Some(format!(
-                    "{}: rank {} of experiment \"{}\" is outside its {} (0 to {}): skipped",
+                    "{}: rank {rank} of experiment \"{}\" is outside its {} (0 to {}): skipped",
                     h.path.display(),
-                    h.header.rank,
                     name.escape_debug(),
                     count(n, "rank", "ranks"),
                     n.saturating_sub(1)
@@ -992,11 +1003,10 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             }
         }
         // Ranks that took AAR_OUTPUT_RANKS differently: which ranks write is not known.
-        let said = health::disagree(
-            admitted
-                .iter()
-                .map(|h| (health::Who::Rank(h.header.rank), health::sample_text(h.header.output_ranks.as_ref()))),
-        );
+        let said =
+            health::disagree(admitted.iter().map(|h| {
+                (health::Who::new(h.header.rank, &h.path), health::sample_text(h.header.output_ranks.as_ref()))
+            }));
         if let Some(said) = &said {
             let what = format!("experiment \"{}\"", name.escape_debug());
             warn(
@@ -1117,24 +1127,27 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     }
     // What the ranks' summary records say of how the policies ran.
     for ((k, e), samples_said) in experiments.iter_mut().enumerate().zip(samples_said) {
-        let files: Vec<(u32, &Path)> =
-            plans.iter().filter(|p| p.exp == k).map(|p| (p.rank, p.path.as_path())).collect();
+        let files: Vec<(health::Who, &Path)> = plans
+            .iter()
+            .filter(|p| p.exp == k)
+            .map(|p| (health::Who::new(p.rank, &p.path), p.path.as_path()))
+            .collect();
         let health = health::warnings(&e.name, &e.policies, &files);
         for w in health.said {
             warn(&mut warnings, w);
         }
         for (rank, n) in health.ended {
-            if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
+            if let Some(r) = e.ranks.iter_mut().find(|r| r.who() == rank) {
                 r.ended = Some(n);
             }
         }
         for (rank, refused) in health.refused_begins {
-            if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
+            if let Some(r) = e.ranks.iter_mut().find(|r| r.who() == rank) {
                 r.refused_begins = Some(refused);
             }
         }
         for (rank, n) in health.unwritten_at_exit {
-            if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
+            if let Some(r) = e.ranks.iter_mut().find(|r| r.who() == rank) {
                 r.unwritten_at_exit = Some(n);
             }
         }
@@ -1152,7 +1165,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             }
         };
         for rank in health.unreadable {
-            if let Some(r) = e.ranks.iter_mut().find(|r| r.rank == rank) {
+            if let Some(r) = e.ranks.iter_mut().find(|r| r.who() == rank) {
                 r.summary_unreadable = true;
             }
         }
@@ -1160,7 +1173,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             warn(&mut warnings, w);
         }
         if e.header.source == aar_record::Source::Job {
-            let read: BTreeSet<u32> = files.iter().map(|(rank, _)| *rank).collect();
+            let read: BTreeSet<u32> = plans.iter().filter(|p| p.exp == k).filter_map(|p| p.rank).collect();
             let what = format!("experiment \"{}\"", e.name.escape_debug());
             let (without, said) = health::without_rows(&what, &e.name, e.header.nranks, &read, &summaries, &given);
             e.without_rows = without;
