@@ -372,21 +372,14 @@ fn a_link_that_made_the_name_but_failed_leaves_the_record_written() {
     );
 
     // The name already another file's (an earlier run's record): link fails, and it is not ours.
-    let mut launch = Launch::driver("link-lost-reply-taken", "rdma 65536 3 0").env("LD_PRELOAD", &preload);
-    let out = launch.dir.join("out");
-    launch.wrapper = vec![
-        "sh".into(),
-        "-c".into(),
-        format!("echo earlier >{}/aar.nojob.norank.$$.json; exec \"$@\"", out.display()),
-        "sh".into(),
-    ];
-    let r = launch.run();
+    let r = Launch::driver("link-lost-reply-taken", "rdma 65536 3 0")
+        .env("LD_PRELOAD", &preload)
+        .with_earlier_record()
+        .run();
     r.assert_ok();
     let w: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("could not write the record")).collect();
     assert_eq!(w.len(), 1, "{:?}", r.aar_lines());
-    let kept: Vec<_> =
-        std::fs::read_dir(&out).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
-    assert_eq!(kept, ["earlier\n"], "the earlier record kept, nothing else left");
+    earlier_record_kept(&r);
 }
 
 #[test]

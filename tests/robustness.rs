@@ -485,22 +485,12 @@ fn output_problems_are_one_warning_and_never_touch_anything_else() {
     assert_eq!(w.len(), 1, "{:?}", r.aar_lines());
     // An earlier run's record of the same name (no job id, the same rank and pid): kept, and the
     // warning says how to keep runs apart.
-    let mut launch = Launch::driver("record-taken", "fma 64 3 0");
-    let out = launch.dir.join("out");
-    launch.wrapper = vec![
-        "sh".into(),
-        "-c".into(),
-        format!("echo earlier >{}/aar.nojob.norank.$$.json; exec \"$@\"", out.display()),
-        "sh".into(),
-    ];
-    let r = launch.run();
+    let r = Launch::driver("record-taken", "fma 64 3 0").with_earlier_record().run();
     r.assert_ok();
     let w: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("could not write the record")).collect();
     assert_eq!(w.len(), 1, "{:?}", r.aar_lines());
     assert!(w[0].contains("already there") && w[0].contains("give each run its own AAR_OUTPUT_DIR"), "{}", w[0]);
-    let kept: Vec<_> =
-        std::fs::read_dir(&out).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
-    assert_eq!(kept, ["earlier\n"], "the earlier record kept, nothing else left");
+    earlier_record_kept(&r);
     // A job id that tries to climb out of the folder stays inside it.
     let r = Launch::driver("record-jobid", "fma 64 3 0").env("SLURM_JOB_ID", "../../escape").run();
     r.assert_ok();

@@ -245,6 +245,19 @@ impl Launch {
         self.remove_env.push(k.into());
         self
     }
+    /// Run the program through `sh`, which first writes an earlier run's summary record of the
+    /// name the program's will have (no job id, no rank, the same pid: `exec` keeps it), so that
+    /// the program finds its record's name taken. [`earlier_record_kept`] checks what is left.
+    pub fn with_earlier_record(mut self) -> Self {
+        let out = self.dir.join("out");
+        self.wrapper = vec![
+            "sh".into(),
+            "-c".into(),
+            format!("echo earlier >{}/aar.nojob.norank.$$.json; exec \"$@\"", out.display()),
+            "sh".into(),
+        ];
+        self
+    }
     pub fn no_preload(mut self) -> Self {
         self.preload = false;
         self
@@ -312,6 +325,16 @@ impl Launch {
         let stderr = err_t.join().unwrap().unwrap_or_default();
         Run { status, stdout: out_t.join().unwrap(), stderr, log, dir: self.dir }
     }
+}
+
+/// Asserts that the output folder of `r`, run [`Launch::with_earlier_record`], holds the earlier record
+/// as it was written and nothing else.
+pub fn earlier_record_kept(r: &Run) {
+    let kept: Vec<_> = std::fs::read_dir(r.dir.join("out"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(kept, ["earlier\n"], "the earlier record kept, nothing else left");
 }
 
 /// An iteration record: its header and its rows.
