@@ -880,9 +880,21 @@ fn a_process_outside_a_job_claims_no_rank_in_its_iteration_record() {
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let experiments = doc["experiments"].as_array().unwrap();
     assert_eq!(experiments.len(), 2, "one per process: {doc}");
+    let mut processes = Vec::new();
     for e in experiments {
         assert_eq!(e["ranks"], 1, "{e}");
         assert_eq!(e["iterations_used"], 2, "{e}");
         assert_eq!(e["per_rank"], serde_json::json!([]), "no ranks to compare: {e}");
+        let process = e["process"].as_str().unwrap_or_else(|| panic!("its record named: {e}"));
+        assert!(process.contains("aar.nojob.norank.") && process.ends_with(".iterations.jsonl"), "{e}");
+        processes.push(process.to_string());
+    }
+    // The text says which process each experiment is: their headlines differ.
+    let o = std::process::Command::new(aar_command()).arg("report").arg(&out).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    for p in &processes {
+        let line = format!("experiment \"nojob\": job, a process without a rank ({p}), clock");
+        assert!(text.contains(&line), "{line:?} in:\n{text}");
     }
 }

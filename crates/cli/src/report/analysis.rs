@@ -104,6 +104,10 @@ pub struct ExperimentReport {
     pub ranks: usize,
     /// Ranks the header announces, when it does.
     pub ranks_expected: Option<u32>,
+    /// The iteration record of the process without a rank (outside a job) that this experiment
+    /// is, which tells two such experiments of one name apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
     /// `AAR_OUTPUT_RANKS` as the ranks' summary records give it, when it was set: only the ranks
     /// it names wrote records, and the iteration times are the slowest of those.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1147,6 +1151,7 @@ fn figures(
         boundary: e.header.boundary.clone(),
         ranks: 0,
         ranks_expected: e.header.nranks,
+        process: e.ranks.iter().find(|r| r.rank.is_none()).map(|r| r.file.display().to_string()),
         output_ranks: e.output_ranks.as_ref().map(ToString::to_string),
         ranks_without_rows: {
             let mut by: Vec<(NoRows, Vec<u32>)> = Vec::new();

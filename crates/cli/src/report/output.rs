@@ -319,11 +319,14 @@ pub fn describe(e: &ExperimentReport) -> String {
     if let Some(set) = &e.output_ranks {
         expected.push_str(&format!(" (AAR_OUTPUT_RANKS={})", clean_to(set, 120)));
     }
+    let ranks = match &e.process {
+        Some(file) => format!("a process without a rank ({})", clean_to(file, 200)),
+        None => count(e.ranks as u64, "rank", "ranks"),
+    };
     format!(
-        "experiment \"{}\": {}, {}{expected}, clock {}, order {}, boundary {}",
+        "experiment \"{}\": {}, {ranks}{expected}, clock {}, order {}, boundary {}",
         clean_to(&e.experiment, 120),
         e.source,
-        count(e.ranks as u64, "rank", "ranks"),
         e.clock,
         clean(&e.order),
         clean(&e.boundary)
