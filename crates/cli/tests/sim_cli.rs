@@ -1021,10 +1021,12 @@ fn a_long_run_says_what_it_takes_before_it_starts() {
                 and the background's 966383001 at its load over the 314.578 ms simulated the run takes at least: 19 \
                 min to 6.5 h of one core";
     assert!(err.contains(note), "{err}");
-    // a sweep weighs its largest run the same way, and says how to bound it where it is not
+    // a sweep weighs its largest run the same way (naming its seeds and sizes), and says how to
+    // bound it where it is not
     let args = ["sweep", "--workload", "pingpong:8", "--sizes", "8,1G", "--iterations", "3", "--seeds", "1"];
     let (_, line) = first_line(&args, "1", true);
-    let note = "aar: --workload pingpong:1G --ranks 2 --iterations 3: at least 201326592 packets (the job's own: ";
+    let note = "aar: --workload pingpong:1G --ranks 2 --iterations 3 --seeds 1 --sizes 8,1G: at least 201326592 \
+                packets (the job's own: ";
     assert!(line.starts_with(note) && line.contains("; --max-packets N stops the run after N packets"), "{line}");
 }
 
@@ -1139,6 +1141,30 @@ fn a_run_far_too_large_for_memory_is_refused_without_counting_all_its_messages()
     assert!(
         err.contains(" messages an iteration and 300000 rows of records take at least ")
             && err.contains("this machine has available, so nothing was run: give fewer --ranks"),
+        "{err}"
+    );
+    assert!(out.is_empty());
+}
+
+#[test]
+fn a_sweep_whose_records_would_not_fit_in_memory_is_refused_naming_its_seeds() {
+    let kb = available_kb();
+    if kb > 1e9 {
+        eprintln!("skipped: {kb} kB available would hold the 2 TB of records of this sweep");
+        return;
+    }
+    // Each run is stopped after a packet (a second for all of them), but a sweep keeps every
+    // run's records until the end: 1000 runs of 4,000,000 rows (512 bytes each) are 2 TB, which
+    // were counted for the 2 runs at once alone and the sweep run, so that a sweep of full runs
+    // ran for hours before it took more memory than the machine has.
+    let args = ["sweep", "--workload", "barrier", "--groups", "1", "--global-per-router", "1", "--ranks", "40"];
+    let (code, out, err) =
+        sim(&[&args[..], &["--iterations", "100000", "--seeds", "1000", "--max-packets", "1"]].concat());
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.starts_with("aar: --workload barrier --ranks 40 --iterations 100000 --seeds 1000: "), "{err}");
+    assert!(
+        err.contains(" runs (4000000 rows each) kept until the end take at least ")
+            && err.contains("this machine has available, so nothing was run: give fewer --seeds or --sizes"),
         "{err}"
     );
     assert!(out.is_empty());

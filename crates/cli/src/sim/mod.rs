@@ -7,7 +7,7 @@ mod paper;
 
 use aar_sim::config::Mode;
 use aar_sim::error::ParseError;
-use aar_sim::experiment::{Background, ExperimentResult, ExperimentSpec, Load, Seed, StoppedRun};
+use aar_sim::experiment::{Background, ExperimentResult, ExperimentSpec, Load, Seed, StoppedRun, Work};
 use aar_sim::parallel::run_all;
 use aar_sim::progress::{duration, Watcher};
 use aar_sim::simulation::{run_experiment_told, Simulation, Watch};
@@ -336,10 +336,31 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 prepare_dir("--out", dir)?;
             }
             // the largest size at once on every core (or on as many as there are runs)
-            let runs_at_once = (seeds * workloads.len() as u64).min(rayon::current_num_threads() as u64);
+            let runs = seeds * workloads.len() as u64;
+            let runs_at_once = runs.min(rayon::current_num_threads() as u64);
             let mut largest = base.clone();
             largest.workload = workloads.iter().max_by_key(|w| w.bytes()).cloned().unwrap_or(base.workload.clone());
-            weigh(&Weight::run(&largest, runs_at_once), runs_at_once, bound.hint())?;
+            let mut weight = Weight::run(&largest, runs_at_once);
+            // Every run's records stay until the end (the table, --out), those of the runs not
+            // running at once too: a sweep of many seeds holds them all.
+            let others = runs - runs_at_once;
+            weight.inputs += &format!(" --seeds {seeds}");
+            if !sizes.is_empty() {
+                let shown: Vec<String> = sizes.iter().map(|b| b.to_string()).collect();
+                weight.inputs += &format!(" --sizes {}", shown.join(","));
+            }
+            if others > 0 {
+                weight.kept = (
+                    others.saturating_mul(largest.rows()).saturating_mul(Work::BYTES_PER_ROW),
+                    format!(
+                        ", and the records of the other {others} runs ({} rows each) kept until the end",
+                        largest.rows()
+                    ),
+                );
+                weight.less = "fewer --seeds or --sizes (the records of every run are kept until the end), fewer \
+                               --iterations or --ranks, or a workload with fewer messages";
+            }
+            weigh(&weight, runs_at_once, bound.hint())?;
             let mut specs = Vec::new();
             for w in &workloads {
                 for seed in (0..seeds).map(|i| first + i) {
@@ -413,6 +434,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                         SynthWork::MEMORY_CYCLES.min(warmup + measure)
                     ),
                     less: "fewer --groups or lower --loads",
+                    kept: (0, String::new()),
                 };
                 weigh(&weight, runs_at_once, "; fewer --warmup and --measure cycles take less time")?;
             }
@@ -500,6 +522,9 @@ struct Weight {
     holds: String,
     /// which inputs to give to take less memory
     less: &'static str,
+    /// memory kept besides that of the runs at once, bytes, and what it holds (", and the records of
+    /// the other 998 runs (...) kept until the end"): a sweep's records of its other runs
+    kept: (u64, String),
 }
 
 impl Weight {
@@ -544,6 +569,7 @@ impl Weight {
                 work.rows
             ),
             less: "fewer --ranks or a workload with fewer messages",
+            kept: (0, String::new()),
         }
     }
 }
@@ -552,9 +578,9 @@ impl Weight {
 /// exceed what the machine has available, and says on stderr what a long or large one takes, and
 /// `bound`: how to bound it, if the command can.
 fn weigh(w: &Weight, runs_at_once: u64, bound: &str) -> Result<(), String> {
-    let memory = w.memory.saturating_mul(runs_at_once);
+    let memory = w.memory.saturating_mul(runs_at_once).saturating_add(w.kept.0);
     let at_once = if runs_at_once > 1 { format!(", {runs_at_once} runs at once") } else { String::new() };
-    let (inputs, what) = (&w.inputs, format!("{}{at_once}", w.holds));
+    let (inputs, what) = (&w.inputs, format!("{}{at_once}{}", w.holds, w.kept.1));
     if let Some(available) = available_memory().filter(|&a| memory > a) {
         let fewer = if runs_at_once > 1 { ", fewer runs at once (RAYON_NUM_THREADS=1)" } else { "" };
         return Err(format!(
