@@ -1147,6 +1147,18 @@ fn a_run_far_too_large_for_memory_is_refused_without_counting_all_its_messages()
 }
 
 #[test]
+fn a_sweep_that_stops_many_runs_names_the_first_ones_and_counts_the_others() {
+    // 1,000 runs each stopped after a packet: one line naming every one of them was 80 KB
+    let args = ["sweep", "--workload", "barrier", "--groups", "1", "--global-per-router", "1", "--ranks", "4"];
+    let (code, out, err) = sim(&[&args[..], &["--seeds", "1000", "--max-packets", "1"]].concat());
+    assert_eq!(code, Some(3), "{out}{err}");
+    let line = err.lines().find(|l| l.starts_with("aar: --max-packets 1: ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.starts_with("aar: --max-packets 1: 1000 of 1000 runs stopped: barrier seed 1 after "), "{line}");
+    assert!(line.contains("; barrier seed 20 after ") && !line.contains("barrier seed 21 "), "{line}");
+    assert!(line.contains(" measured iterations done; and 980 more; the table holds those; "), "{line}");
+}
+
+#[test]
 fn a_sweep_whose_records_would_not_fit_in_memory_is_refused_naming_its_seeds() {
     let kb = available_kb();
     if kb > 1e9 {

@@ -463,17 +463,26 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
     }
 }
 
+/// The stopped runs [`say_stopped`] names one by one: the others are counted (a sweep of 100,000
+/// seeds stopped them all, and named every one on one line of megabytes).
+const STOPPED_NAMED: usize = 20;
+
 /// Says on stderr which of a command's `runs` runs `bound` stopped (`stopped`; none: nothing
-/// said), where, and that `holds` (what the command reports) keeps the iterations they completed.
+/// said), where (the first [`STOPPED_NAMED`] of them), and that `holds` (what the command
+/// reports) keeps the iterations they completed.
 fn say_stopped(bound: Bound, stopped: &[StoppedRun], runs: usize, holds: &str) {
     let (Some(max), false) = (bound.max_packets, stopped.is_empty()) else { return };
-    let each: Vec<String> = stopped
+    let mut each: Vec<String> = stopped
         .iter()
+        .take(STOPPED_NAMED)
         .map(|s| {
             let run = if s.run.is_empty() { String::new() } else { format!("{} ", s.run) };
             format!("{run}after {} packets, {} of {} measured iterations done", s.packets, s.done, s.of)
         })
         .collect();
+    if stopped.len() > STOPPED_NAMED {
+        each.push(format!("and {} more", stopped.len() - STOPPED_NAMED));
+    }
     let which = if runs > 1 { format!("{} of {runs} runs stopped: ", stopped.len()) } else { "stopped ".into() };
     eprintln!(
         "aar: --max-packets {max}: {which}{}; {holds} holds those; give a larger --max-packets, or leave it out, to \
