@@ -302,7 +302,7 @@ fn an_old_libugni_without_chained_posts_is_tolerated() {
 #[test]
 fn a_setting_that_is_not_utf8_is_one_warning_and_ignored() {
     use std::os::unix::ffi::OsStrExt;
-    let mut launch = Launch::driver("not-utf8", "rdma 65536 3 0");
+    let launch = Launch::driver("not-utf8", "rdma 65536 3 0");
     let dir = launch.dir.clone();
     let out = dir.join(std::ffi::OsStr::from_bytes(b"out\xff"));
     std::fs::create_dir_all(&out).unwrap();
@@ -311,8 +311,7 @@ fn a_setting_that_is_not_utf8_is_one_warning_and_ignored() {
          AAR_MODE=\"$(printf 'ADAPTIVE\\377')\"; exec \"$@\"",
         dir.display()
     );
-    launch.wrapper = vec!["sh".into(), "-c".into(), script, "sh".into()];
-    let r = launch.run();
+    let r = launch.through_sh(script).run();
     r.assert_ok();
     let w = warnings(&r);
     for var in ["AAR_OUTPUT_DIR", "AAR_TRACE", "AAR_MODE"] {
@@ -341,8 +340,7 @@ fn a_job_id_that_is_not_utf8_is_said_and_the_next_one_used() {
         {
             launch = launch.unset(var);
         }
-        launch.wrapper = vec!["sh".into(), "-c".into(), format!("export {exports}; exec \"$@\""), "sh".into()];
-        let r = launch.env("SLURM_PROCID", "0").run();
+        let r = launch.through_sh(format!("export {exports}; exec \"$@\"")).env("SLURM_PROCID", "0").run();
         r.assert_ok();
         assert_eq!(r.dlvr_modes("GNI_PostRdma").len(), 3, "every call forwarded");
         r

@@ -326,15 +326,14 @@ fn two_steps_of_a_job_whose_ranks_have_one_pid_keep_both_records() {
 #[test]
 fn a_partial_record_of_the_same_name_is_left_alone_and_the_record_still_written() {
     for (test, theirs) in [("partial-taken", "{\"being\": \"written\"}"), ("partial-empty", "")] {
-        let mut launch = Launch::driver(test, "rdma 65536 3 0");
+        let launch = Launch::driver(test, "rdma 65536 3 0");
         let out = launch.dir.join("out");
-        launch.wrapper = vec![
-            "sh".into(),
-            "-c".into(),
-            format!("printf %s '{theirs}' >{}/aar.nojob.norank.$$.json.partial; exec \"$@\"", out.display()),
-            "sh".into(),
-        ];
-        let r = launch.run();
+        let r = launch
+            .through_sh(format!(
+                "printf %s '{theirs}' >{}/aar.nojob.norank.$$.json.partial; exec \"$@\"",
+                out.display()
+            ))
+            .run();
         r.assert_ok();
         assert!(r.aar_lines().iter().all(|l| !l.contains("could not")), "{test}: {:?}", r.aar_lines());
         assert_eq!(r.records().len(), 1, "{test}");

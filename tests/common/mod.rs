@@ -248,14 +248,13 @@ impl Launch {
     /// Run the program through `sh`, which first writes an earlier run's summary record of the
     /// name the program's will have (no job id, no rank, the same pid: `exec` keeps it), so that
     /// the program finds its record's name taken. [`earlier_record_kept`] checks what is left.
-    pub fn with_earlier_record(mut self) -> Self {
+    pub fn with_earlier_record(self) -> Self {
         let out = self.dir.join("out");
-        self.wrapper = vec![
-            "sh".into(),
-            "-c".into(),
-            format!("echo earlier >{}/aar.nojob.norank.$$.json; exec \"$@\"", out.display()),
-            "sh".into(),
-        ];
+        self.through_sh(format!("echo earlier >{}/aar.nojob.norank.$$.json; exec \"$@\"", out.display()))
+    }
+    /// Run the program through `sh -c script`, which runs it as `"$@"` (`exec "$@"` keeps its pid).
+    pub fn through_sh(mut self, script: String) -> Self {
+        self.wrapper = vec!["sh".into(), "-c".into(), script, "sh".into()];
         self
     }
     pub fn no_preload(mut self) -> Self {
