@@ -232,7 +232,8 @@ impl FromStr for Background {
     /// `production[:LOAD[:SIZE]]` (SIZE in bytes above 0 as [`ByteSize`] reads it, default 4 KiB;
     /// LOAD a [`Load`], default 0.2 for production).
     fn from_str(s: &str) -> Result<Background, ParseError> {
-        let parts: Vec<&str> = s.trim().split(':').map(str::trim).collect();
+        let lower = s.trim().to_ascii_lowercase();
+        let parts: Vec<&str> = lower.split(':').map(str::trim).collect();
         let form = || ParseError::Form { text: s.into(), form: BACKGROUNDS };
         let size = |i: usize| match parts.get(i) {
             None => Ok(4096),
@@ -838,6 +839,9 @@ mod tests {
         assert_eq!(parse("congestors:64KiB"), Ok(Background::Congestors { bytes: 65536 }));
         assert_eq!(parse("production"), Ok(Background::Production { load: DEFAULT_PRODUCTION_LOAD, bytes: 4096 }));
         assert_eq!(parse("production:0.1:1K"), Ok(Background::Production { load: 0.1, bytes: 1024 }));
+        // Names in any case, as the engine's own names (policies, modes) are read.
+        assert_eq!(parse("Uniform:0.3"), Ok(Background::Uniform { load: 0.3, bytes: 4096 }));
+        assert_eq!(parse("WORST-CASE:0.5:1k"), Ok(Background::WorstCase { load: 0.5, bytes: 1024 }));
         for bad in [
             "uniform",
             "uniform:x",

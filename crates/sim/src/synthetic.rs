@@ -30,7 +30,7 @@ impl FromStr for Pattern {
     type Err = ParseError;
 
     fn from_str(s: &str) -> Result<Pattern, ParseError> {
-        match s.trim() {
+        match s.trim().to_ascii_lowercase().as_str() {
             "ur" | "uniform" => Ok(Pattern::Uniform),
             "wc" | "worst-case" => Ok(Pattern::WorstCase),
             _ => Err(ParseError::Unknown {
@@ -212,5 +212,18 @@ pub fn run_synthetic_told(cfg: &NetConfig, sp: &SynthParams, done: &dyn Fn(f64))
         hops: net.totals.hops,
         events: net.totals.events,
         wall_s: wall.elapsed().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_parse_in_any_case() {
+        for (text, p) in [("ur", Pattern::Uniform), (" Uniform ", Pattern::Uniform), ("WC", Pattern::WorstCase)] {
+            assert_eq!(text.parse::<Pattern>(), Ok(p), "{text}");
+        }
+        assert!("diagonal".parse::<Pattern>().is_err());
     }
 }

@@ -375,7 +375,9 @@ impl FromStr for Workload {
             Some((name, size)) => (name, Some(size)),
             None => (s.trim(), None),
         };
-        let sizeless = match name {
+        // Names in any case, as every name the project reads.
+        let name = name.trim().to_ascii_lowercase();
+        let sizeless = match name.as_str() {
             "barrier" => Some(("barrier", Workload::Barrier)),
             "rr-latency" => Some(("rr-latency", Workload::RandomRingLatency)),
             _ => None,
@@ -383,7 +385,7 @@ impl FromStr for Workload {
         if let Some((workload, w)) = sizeless {
             return if size.is_none() { Ok(w) } else { Err(ParseError::NoSize { workload }) };
         }
-        let w = match name {
+        let w = match name.as_str() {
             "pingpong" => Workload::PingPong { bytes: 8 },
             "allreduce" => Workload::Allreduce { bytes: 8 },
             "alltoall" => Workload::Alltoall { bytes: 8 },
@@ -467,7 +469,8 @@ impl FromStr for Placement {
     type Err = ParseError;
 
     fn from_str(s: &str) -> Result<Placement, ParseError> {
-        Ok(match s.trim() {
+        let t = s.trim().to_ascii_lowercase();
+        Ok(match t.as_str() {
             "same-blade" => Placement::SameBlade,
             "same-group" => Placement::SameGroup,
             "across-groups" => Placement::AcrossGroups,
@@ -641,6 +644,9 @@ mod tests {
         assert_eq!(parse("barrier"), Ok(Workload::Barrier));
         assert_eq!(parse("halo3d:2K"), Ok(Workload::Halo3d { bytes: 2048, compute_ns: 1000.0 }));
         assert_eq!(parse("halo-allreduce:1M"), Ok(Workload::HaloAllreduce { bytes: 1 << 20, compute_ns: 1000.0 }));
+        // Names in any case, as the engine's own names (policies, modes) are read.
+        assert_eq!(parse("AllToAll:4K"), Ok(Workload::Alltoall { bytes: 4096 }));
+        assert_eq!(parse(" RR-Latency "), Ok(Workload::RandomRingLatency));
         for bad in ["pingpong:4X", "pingpong:", "pingpong:-1", "pingpong:99999999999999999999M", "pingpong:2000000G"] {
             assert!(matches!(parse(bad), Err(ParseError::Size(_))), "{bad}: {:?}", parse(bad));
         }
@@ -700,6 +706,8 @@ mod tests {
             assert!(short.parse::<Placement>().is_err(), "{short}");
         }
         assert_eq!(" across-groups ".parse::<Placement>(), Ok(Placement::AcrossGroups));
+        assert_eq!("Same-Group".parse::<Placement>(), Ok(Placement::SameGroup));
+        assert_eq!("PACKED:8:2".parse::<Placement>(), Ok(Placement::Packed { routers: 8, groups: 2 }));
         let e = "diagonal".parse::<Placement>().unwrap_err().to_string();
         assert!(e.contains("\"diagonal\"") && e.contains("same-blade, same-group, across-groups, scattered"), "{e}");
         assert_eq!("packed:257:6".parse::<Placement>(), Ok(Placement::Packed { routers: 257, groups: 6 }));
