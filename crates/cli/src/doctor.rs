@@ -27,6 +27,8 @@
 //!   the `mkdir -p` that makes it (through a symbolic link to nothing, its target), or the fix of
 //!   what would make that mkdir fail. The problem and
 //!   its fix are `aar_record::folder`'s, as in libaar.so's start-up warning.
+//! - A relative record folder or trace: a warning, since each process takes it from the folder it
+//!   starts in; the fix is the absolute one from here.
 //! - How many files the job would make in that folder (its number of ranks, from `--ranks` or as
 //!   libaar.so reads it, `AAR_OUTPUT_RANKS`, `AAR_AB`), and how many it holds: a note from
 //!   [`MANY_RECORD_FILES`] on, with the fix (a folder per job, a sample of ranks). Run as a
@@ -1290,6 +1292,7 @@ fn check_settings(doc: &Value, report: &mut Report) {
                 u.fix().to_string(),
             ),
         }
+        warn_if_relative("records", "AAR_OUTPUT_DIR", dir, "its records", report);
     }
     if warnings.is_empty()
         && doc["unknown_variables"].as_array().is_none_or(|u| u.is_empty())
@@ -1530,6 +1533,29 @@ fn check_record_count(doc: &Value, ranks: Option<&JobRanks>, nodes: Option<&JobN
     report.add("records", Verdict::Note, text, Some(fix));
 }
 
+/// A relative `variable` (a path libaar.so writes `what` under): each process takes it from the
+/// folder it is in when libaar.so starts, so the checks here, made from this folder, hold for a
+/// job started here only (as for a relative LD_PRELOAD entry).
+fn warn_if_relative(check: &'static str, variable: &str, value: &str, what: &str, report: &mut Report) {
+    if !Path::new(value).is_relative() {
+        return;
+    }
+    let Ok(here) = std::env::current_dir() else { return };
+    let absolute = here.join(value);
+    let absolute = absolute.to_string_lossy();
+    report.warning(
+        check,
+        format!(
+            "{variable}={} is a relative path: each process takes it from the folder it is in when libaar.so \
+             starts (from here, {}), so a program started in another folder (a batch script's cd, srun --chdir) \
+             writes {what} under that folder, or not at all",
+            aar_record::folder::shell_word(value),
+            absolute
+        ),
+        format!("export {variable}={}", aar_record::folder::shell_word(&absolute)),
+    );
+}
+
 /// The decision trace (`AAR_TRACE`), which libaar.so creates at start-up, never over a file that
 /// is there and never through a symbolic link: a name without `%` is created here (and removed) as
 /// the job would create it; a pattern with `%r` or `%p` names a file per process, so its folder
@@ -1538,6 +1564,7 @@ fn check_record_count(doc: &Value, ranks: Option<&JobRanks>, nodes: Option<&JobN
 fn check_trace(doc: &Value, report: &mut Report) {
     use std::os::unix::fs::OpenOptionsExt;
     let Some(pattern) = doc["settings"]["trace"].as_str() else { return };
+    warn_if_relative("trace", "AAR_TRACE", pattern, "its decision trace", report);
     let shown = format!("AAR_TRACE={}", aar_record::folder::shell_word(pattern));
     let fix = "Point AAR_TRACE at a writable folder and a name that does not exist yet (add %p for the pid, %r for \
                the rank).";

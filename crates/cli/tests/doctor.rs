@@ -845,6 +845,39 @@ fn without_libpapi_the_fix_names_aar_papi_library_and_following_it_works() {
     r.expect_line("ok", "counters", "libaar.so's own PAPI opening succeeded");
 }
 
+/// A relative AAR_OUTPUT_DIR or AAR_TRACE is taken from the folder each process starts in: the
+/// doctor, run where the folder is, finds it writable but warns, and its fix (the path made
+/// absolute from here) leaves nothing to warn about.
+#[test]
+fn relative_record_and_trace_paths_are_warned_of_with_their_absolute_form() {
+    let prog = ugni_program();
+    let prog = prog.to_str().unwrap();
+    let here = scratch().join("relative paths");
+    std::fs::create_dir_all(here.join("recs")).unwrap();
+    let r = doctor_in(Some(&here), None, &[prog], &[("AAR_OUTPUT_DIR", "recs"), ("AAR_TRACE", "t.%p")]);
+    r.expect_code(3);
+    r.expect_line("ok", "records", "AAR_OUTPUT_DIR=recs is a writable folder");
+    r.expect_line(
+        "warning",
+        "records",
+        "AAR_OUTPUT_DIR=recs is a relative path: each process takes it from the folder",
+    );
+    r.expect_line("warning", "trace", "AAR_TRACE=t.%p is a relative path");
+    let fix = |var: &str| {
+        let line = format!("fix: export {var}=");
+        let fix = r.stdout.lines().find_map(|l| l.trim().strip_prefix(&line)).unwrap_or_else(|| {
+            panic!("no fix line for {var}:\n{}", r.stdout);
+        });
+        let out = Command::new("sh").arg("-c").arg(format!("printf %s {fix}")).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (records, trace) = (fix("AAR_OUTPUT_DIR"), fix("AAR_TRACE"));
+    assert_eq!(records, here.join("recs").to_str().unwrap());
+    assert_eq!(trace, here.join("t.%p").to_str().unwrap());
+    let r = doctor(&[prog], &[("AAR_OUTPUT_DIR", &records), ("AAR_TRACE", &trace)]);
+    r.expect_code(0);
+}
+
 /// A missing record folder: the fix line, pasted into a shell, makes that folder (a space or a
 /// quote in its name included) and the doctor then calls it writable; where mkdir cannot make it
 /// (under a file), the fix says so and offers no mkdir.
