@@ -18,8 +18,10 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::OnceLock;
 
-/// Colours of the policies, in order (Tableau 10), as RGB.
-pub const PALETTE: [(u8, u8, u8); 10] = [
+/// Colours of the policies, in order (Tableau 10, then a cyan and a near-black), as RGB: one each
+/// for the most policies an experiment has (a simulated one: `auto`, `steady`, `off` and every
+/// mode the simulator pins).
+pub const PALETTE: [(u8, u8, u8); 12] = [
     (0x4e, 0x79, 0xa7),
     (0xf2, 0x8e, 0x2b),
     (0xe1, 0x57, 0x59),
@@ -30,6 +32,8 @@ pub const PALETTE: [(u8, u8, u8); 10] = [
     (0xff, 0x9d, 0xa7),
     (0x9c, 0x75, 0x5f),
     (0xba, 0xb0, 0xac),
+    (0x17, 0xbe, 0xcf),
+    (0x2f, 0x2f, 0x2f),
 ];
 
 pub fn colour(k: usize) -> RGBColor {
@@ -513,4 +517,18 @@ where
         draw_legend(&legend, e, chart.plotting_area().get_pixel_range())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_policy_of_an_experiment_has_a_colour_of_its_own() {
+        let most = aar_sim::config::Mode::ALL.len() + ["auto", "steady", "off"].len();
+        assert!(PALETTE.len() >= most, "{} colours for up to {most} policies", PALETTE.len());
+        for (i, c) in PALETTE.iter().enumerate() {
+            assert!(!PALETTE[..i].contains(c), "colour {i} repeats");
+        }
+    }
 }
