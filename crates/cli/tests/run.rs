@@ -884,7 +884,7 @@ fn signals_ignored_when_the_launcher_starts_stay_ignored() {
 
 /// The bytes of a rank's file in the job folder, as `aar run`'s capacity check counts them
 /// (crates/cli/src/run/capacity.rs, RANK_FILE_BYTES).
-const RANK_FILE_BYTES: u64 = 8_851_592;
+const RANK_FILE_BYTES: u64 = 8_869_040;
 
 /// examples/cray/all_pairs.c (every rank puts to every other through the emulated uGNI), built
 /// with `pkg-config cray-pmi cray-ugni` of the build tree.
@@ -1053,7 +1053,7 @@ fn a_job_too_big_for_this_machine_is_refused_before_it_starts() {
     assert_ne!(out.status.code(), Some(97), "namespace setup failed: {err}");
     assert_eq!(out.status.code(), Some(127), "{err}");
     assert!(
-        err.contains("a job of 4 ranks needs 33.8 MiB of /dev/shm for the emulator's shared state (8.4 MiB per rank)")
+        err.contains("a job of 4 ranks needs 33.9 MiB of /dev/shm for the emulator's shared state (8.5 MiB per rank)")
             && err.contains("and it has 20.0 MiB free of 20.0 MiB; no rank was started. Run fewer ranks (-n 2 fits)")
             && err.contains("mount -o remount,size="),
         "{err}"

@@ -15,7 +15,7 @@ use aar_abi::*;
 
 use crate::job;
 use crate::registry;
-use crate::shm::{self, load_bytes, store_bytes, Dgram, Lock, RankArea, DGRAMS, DG_DONE, DG_FREE, DG_PENDING};
+use crate::shm::{self, load_bytes, store_bytes, Dgram, Lock, ProcId, RankArea, DGRAMS, DG_DONE, DG_FREE, DG_PENDING};
 
 /// The datagram slots of a process that is no job's rank, and their lock.
 struct Local {
@@ -43,16 +43,18 @@ fn space() -> (&'static Lock, &'static [Dgram]) {
 }
 
 /// The slots a datagram to NIC `addr` (None: from anywhere, for a wildcard) may meet, each with
-/// the pid of the rank that owns them (None: this process's own).
-fn candidates(addr: Option<u32>) -> Vec<(Option<u32>, &'static [Dgram])> {
+/// the process of the rank that owns them (None: this process's own).
+fn candidates(addr: Option<u32>) -> Vec<(Option<ProcId>, &'static [Dgram])> {
     match job::get() {
         Some(j) => {
             let areas: Vec<(u32, &RankArea)> = match addr {
                 Some(a) => j.ranks_at(a).collect(),
                 None => (0..j.size).filter_map(|r| j.area(r).map(|area| (r, area))).collect(),
             };
-            let pid = |r: u32, area: &RankArea| (r != j.rank).then(|| area.header.pid.load(Ordering::Relaxed));
-            areas.into_iter().map(|(r, area)| (pid(r, area), &area.dgrams[..])).collect()
+            let proc = |r: u32, area: &RankArea| {
+                (r != j.rank).then(|| ProcId::from_raw(area.header.proc.load(Ordering::Relaxed)))
+            };
+            areas.into_iter().map(|(r, area)| (proc(r, area), &area.dgrams[..])).collect()
         }
         None => vec![(None, &LOCAL.dgrams[..])],
     }
@@ -63,14 +65,14 @@ fn candidates(addr: Option<u32>) -> Vec<(Option<u32>, &'static [Dgram])> {
 /// driver withdraws a process's datagrams when it ends, so on a real NIC they are lost with it,
 /// and a post to that peer waits for a process that posts again.
 fn partner(
-    slots: Vec<(Option<u32>, &'static [Dgram])>,
+    slots: Vec<(Option<ProcId>, &'static [Dgram])>,
     slot: &Dgram,
     local: (u32, u32),
     remote: Option<(u32, u32)>,
 ) -> Option<&'static Dgram> {
-    slots.into_iter().find_map(|(pid, dgrams)| {
+    slots.into_iter().find_map(|(proc, dgrams)| {
         let d = dgrams.iter().find(|d| !std::ptr::eq(*d, slot) && meets(d, local, remote))?;
-        pid.is_none_or(shm::alive).then_some(d)
+        proc.is_none_or(ProcId::alive).then_some(d)
     })
 }
 

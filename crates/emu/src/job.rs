@@ -27,8 +27,8 @@ use crate::amo::{apply_to_bytes, AmoOp, Width};
 use crate::post_log;
 use crate::settings::{self, CopyPath, JobEnv};
 use crate::shm::{
-    self, JobArea, LockGuard, Mbox, RankArea, Reg, Ring, Service, BOUNCE_BYTES, MAGIC, MBOX_ACTIVE, MBOX_FREE, NO_RING,
-    REG_SLOTS, RINGS, SERVE_READ, SERVE_WRITE,
+    self, JobArea, LockGuard, Mbox, ProcId, RankArea, Reg, Ring, Service, BOUNCE_BYTES, MAGIC, MBOX_ACTIVE, MBOX_FREE,
+    NO_RING, REG_SLOTS, RINGS, SERVE_READ, SERVE_WRITE,
 };
 
 /// Marks qword1 of a job's memory handles (the in-process mode uses another tag).
@@ -255,7 +255,7 @@ impl Job {
             let _ = std::fs::remove_file(&partial);
         })?;
         let h = &me.header;
-        h.pid.store(std::process::id(), Ordering::Relaxed);
+        h.proc.store(ProcId::me().raw(), Ordering::Relaxed);
         h.rank.store(env.rank, Ordering::Relaxed);
         h.nic_addr.store(env.nic_addr, Ordering::Relaxed);
         h.cookie.store(env.cookie, Ordering::Relaxed);
@@ -435,9 +435,10 @@ impl Job {
 
     fn move_bytes(&self, rank: u32, remote: u64, local: u64, len: u64, write: bool) -> Result<(), GniReturn> {
         let area = self.area(rank).ok_or(GNI_RC_INVALID_PARAM)?;
-        let pid = area.header.pid.load(Ordering::Relaxed);
+        let proc = ProcId::from_raw(area.header.proc.load(Ordering::Relaxed));
+        let pid = proc.pid();
         if self.via_service.load(Ordering::Relaxed) {
-            return through_service(area, pid, remote, local, len, write);
+            return through_service(area, proc, remote, local, len, write);
         }
         let mut done = 0u64;
         while done < len {
@@ -469,7 +470,7 @@ impl Job {
                          (kernel.yama.ptrace_scope 0 or 1, one user) to avoid it"
                     ));
                     self.via_service.store(true, Ordering::Relaxed);
-                    return through_service(area, pid, remote + done, local + done, len - done, write);
+                    return through_service(area, proc, remote + done, local + done, len - done, write);
                 }
                 return Err(refused(what, rank, pid, &err));
             }
@@ -546,7 +547,14 @@ fn serve(me: &'static RankArea, mut last: u32) {
 
 /// Moves bytes to (`write`) or from another rank through its service thread, a bounce buffer
 /// at a time; GNI_RC_TRANSACTION_ERROR when it refuses or its process has ended.
-fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64, write: bool) -> Result<(), GniReturn> {
+fn through_service(
+    area: &RankArea,
+    proc: ProcId,
+    remote: u64,
+    local: u64,
+    len: u64,
+    write: bool,
+) -> Result<(), GniReturn> {
     let svc: &Service = &area.service;
     if svc.running.load(Ordering::Acquire) == 0 {
         return Err(GNI_RC_TRANSACTION_ERROR);
@@ -554,7 +562,7 @@ fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64,
     let _one_at_a_time = svc.lock.lock();
     // A requester that died between its request and the answer (its lock was taken over) left
     // one outstanding: its answer must not be taken for this one's.
-    await_answer(svc, pid, svc.request.load(Ordering::Acquire))?;
+    await_answer(svc, proc, svc.request.load(Ordering::Acquire))?;
     let mut done = 0u64;
     while done < len {
         let n = (len - done).min(BOUNCE_BYTES as u64);
@@ -568,7 +576,7 @@ fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64,
         svc.len.store(n, Ordering::Relaxed);
         let ticket = svc.request.fetch_add(1, Ordering::Release).wrapping_add(1);
         shm::futex_wake(&svc.request);
-        await_answer(svc, pid, ticket)?;
+        await_answer(svc, proc, ticket)?;
         if svc.status.load(Ordering::Relaxed) != 0 {
             return Err(GNI_RC_TRANSACTION_ERROR);
         }
@@ -582,13 +590,13 @@ fn through_service(area: &RankArea, pid: u32, remote: u64, local: u64, len: u64,
     Ok(())
 }
 
-/// Waits until the service thread of process `pid` has answered request number `ticket`;
+/// Waits until the service thread of process `proc` has answered request number `ticket`;
 /// GNI_RC_TRANSACTION_ERROR when that process has ended.
-fn await_answer(svc: &Service, pid: u32, ticket: u32) -> Result<(), GniReturn> {
+fn await_answer(svc: &Service, proc: ProcId, ticket: u32) -> Result<(), GniReturn> {
     while !shm::wait_until(&svc.done, Some(Instant::now() + Duration::from_millis(100)), || {
         svc.done.load(Ordering::Acquire) == ticket
     }) {
-        if !shm::alive(pid) {
+        if !proc.alive() {
             return Err(GNI_RC_TRANSACTION_ERROR);
         }
     }
@@ -632,7 +640,7 @@ mod tests {
         svc.request.store(1, Ordering::Release); // the dead requester's, not answered yet
         let requester = std::thread::spawn(move || {
             let mut out = [0u8; 64];
-            let rc = through_service(area, std::process::id(), at, out.as_mut_ptr() as u64, 64, false);
+            let rc = through_service(area, ProcId::me(), at, out.as_mut_ptr() as u64, 64, false);
             (rc, out)
         });
         // The requester waits (a pause only makes the late answer come after it asked).

@@ -3,7 +3,7 @@
 //! of one rank's file. Every field is an atomic, so a file mapped by several processes is only
 //! ever accessed through shared references; an all-zero file is a valid empty rank.
 //!
-//! One rank's file ([`RankArea`]): a header (pid, rank, NIC address, cookie, the inst_ids of its
+//! One rank's file ([`RankArea`]): a header (its process, rank, NIC address, cookie, the inst_ids of its
 //! CDMs, the lock its AMOs take), the request and bounce buffer of its service thread
 //! ([`Service`]), its registration table, the inbound rings of its completion queues, its SMSG
 //! mailboxes' credit counters and its datagram slots.
@@ -24,34 +24,88 @@ pub const RING_CAP: usize = 8192;
 pub const MBOXES: usize = 1024;
 /// Outstanding datagrams per rank.
 pub const DGRAMS: usize = 256;
-/// Marks a mapped rank file as initialised by a rank of this layout.
-pub const MAGIC: u64 = 0x6161_722d_6a6f_6201;
+/// Marks a mapped rank file as initialised by a rank of this layout: change it with the layout,
+/// so that ranks of an older library never read a newer one's file (or the reverse).
+pub const MAGIC: u64 = 0x6161_722d_6a6f_6202;
 /// "No ring": a registration or mailbox whose events go nowhere.
 pub const NO_RING: u32 = u32::MAX;
 
-fn pid() -> u32 {
-    std::process::id()
+/// A process as the shared records name it, robust against pid reuse: its pid in the low 32 bits
+/// and the low 32 bits of its start time (field 22 of `/proc/<pid>/stat`, clock ticks since
+/// boot) in the high 32 bits. A pid alone is not enough: once its process has ended the kernel
+/// may give the pid to another (pid_max wraps), and a waiter that trusted the pid would take the
+/// newcomer for the holder and wait for ever. 0 names no process (no pid is 0); a start time of
+/// 0 means "not known" (no /proc), and then only the pid is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcId(u64);
+
+impl ProcId {
+    /// This process. Cached per pid (a forked child has its own), since locks ask at every take.
+    pub fn me() -> ProcId {
+        static CACHE: AtomicU64 = AtomicU64::new(0);
+        let pid = std::process::id();
+        let cached = CACHE.load(Ordering::Relaxed);
+        if cached != 0 && cached as u32 == pid {
+            return ProcId(cached);
+        }
+        let id = ProcId::of(pid, start_time(pid).unwrap_or(0));
+        CACHE.store(id.0, Ordering::Relaxed);
+        id
+    }
+
+    /// Process `pid` started at `start` (clock ticks since boot; only the low 32 bits are kept).
+    pub fn of(pid: u32, start: u64) -> ProcId {
+        ProcId((start & 0xffff_ffff) << 32 | pid as u64)
+    }
+
+    pub fn from_raw(raw: u64) -> ProcId {
+        ProcId(raw)
+    }
+
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+
+    pub fn pid(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// True while this process exists (EPERM: it exists, but is not ours to signal), has not
+    /// ended and is the one that started at the recorded time, not a later process given its
+    /// pid. A zombie (ended, not yet reaped by its parent: a launcher that waits for its ranks
+    /// in order, or is stopped) still answers `kill(pid, 0)`, but holds no lock and serves no
+    /// request, and would hang every rank that waits for it.
+    pub fn alive(self) -> bool {
+        let pid = self.pid();
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let exists = unsafe { libc::kill(pid as libc::pid_t, 0) == 0 || *libc::__errno_location() == libc::EPERM };
+        if !exists {
+            return false;
+        }
+        // An unreadable stat (no /proc) cannot tell: the process counts as alive, as it exists.
+        let Some((state, start)) = stat_of(pid) else {
+            return true;
+        };
+        let recorded = self.0 >> 32;
+        !matches!(state, 'Z' | 'X') && (recorded == 0 || start & 0xffff_ffff == recorded)
+    }
 }
 
-/// True while process `pid` exists (EPERM: it exists, but is not ours to signal) and has not
-/// ended: a zombie (ended, not yet reaped by its parent: a launcher that waits for its ranks in
-/// order, or is stopped) still answers `kill(pid, 0)`, but holds no lock and serves no request,
-/// and would hang every rank that waits for it.
-pub fn alive(pid: u32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    let exists = unsafe { libc::kill(pid as libc::pid_t, 0) == 0 || *libc::__errno_location() == libc::EPERM };
-    exists && !ended(pid)
-}
-
-/// True when `/proc/<pid>/stat` says the process has ended (state Z, a zombie, or X, dead);
-/// false when it cannot be read.
-fn ended(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
+/// The state (field 3) and start time (field 22, clock ticks since boot) of process `pid`, from
+/// `/proc/<pid>/stat`; None when it cannot be read.
+fn stat_of(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // "pid (comm) S ...": comm may hold spaces and parentheses, so the state follows the last ')'.
-    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
-    matches!(state, Some("Z" | "X"))
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 3 was the state: field 22 is 19 further on.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
+}
+
+/// The start time of process `pid` (clock ticks since boot), if /proc tells it.
+fn start_time(pid: u32) -> Option<u64> {
+    stat_of(pid).map(|(_, start)| start)
 }
 
 /// Sleeps while `word` holds `expected`, at most `timeout` (None: until woken). Returns early on
@@ -114,27 +168,31 @@ pub fn mapped(addr: u64, len: u64) -> bool {
     true
 }
 
-/// A mutual-exclusion lock in shared memory: 0 when free, else the holder's pid. A waiter that
-/// finds the holder dead ([`alive`]: a zombie too) takes the lock over, so a crashed rank cannot
-/// hang the others.
+/// A mutual-exclusion lock in shared memory: `owner` is 0 when free, else the holder's
+/// [`ProcId`]; waiters sleep on `wake`, bumped at every release (a futex word is 32 bits, an
+/// owner 64). A waiter that finds the holder gone ([`ProcId::alive`]: a zombie, or a pid now
+/// another process's, too) takes the lock over, so a crashed rank cannot hang the others.
 #[repr(C)]
 #[derive(Default)]
 pub struct Lock {
-    word: AtomicU32,
+    owner: AtomicU64,
+    wake: AtomicU32,
 }
 
 pub struct LockGuard<'a>(&'a Lock);
 
 impl Lock {
     pub fn lock(&self) -> LockGuard<'_> {
-        let me = pid();
+        let me = ProcId::me().raw();
         loop {
-            match self.word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed) {
+            let seen = self.wake.load(Ordering::Acquire);
+            match self.owner.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return LockGuard(self),
                 Err(holder) => {
-                    futex_wait(&self.word, holder, Some(Duration::from_millis(20)));
-                    if holder != me && !alive(holder) {
-                        let _ = self.word.compare_exchange(holder, 0, Ordering::AcqRel, Ordering::Relaxed);
+                    // A release after `seen` was read bumps `wake`: the wait then returns at once.
+                    futex_wait(&self.wake, seen, Some(Duration::from_millis(20)));
+                    if holder != me && !ProcId::from_raw(holder).alive() {
+                        let _ = self.owner.compare_exchange(holder, 0, Ordering::AcqRel, Ordering::Relaxed);
                     }
                 }
             }
@@ -144,8 +202,9 @@ impl Lock {
 
 impl Drop for LockGuard<'_> {
     fn drop(&mut self) {
-        self.0.word.store(0, Ordering::Release);
-        futex_wake(&self.0.word);
+        self.0.owner.store(0, Ordering::Release);
+        self.0.wake.fetch_add(1, Ordering::Release);
+        futex_wake(&self.0.wake);
     }
 }
 
@@ -154,7 +213,9 @@ impl Drop for LockGuard<'_> {
 pub struct Header {
     /// [`MAGIC`] once the rest of the header is written.
     pub magic: AtomicU64,
-    pub pid: AtomicU32,
+    /// The rank's process ([`ProcId`]): whose memory other ranks copy to and from, and which
+    /// they wait for only while it is alive.
+    pub proc: AtomicU64,
     pub rank: AtomicU32,
     pub nic_addr: AtomicU32,
     pub cookie: AtomicU32,
@@ -554,18 +615,19 @@ mod tests {
         }
         // SAFETY: signal 0 only checks that the process exists.
         let still_found = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
-        let verdict = alive(pid);
+        let zombie = ProcId::of(pid, start_time(pid).unwrap_or(0));
+        let verdict = zombie.alive();
         let lock = Lock::default();
-        lock.word.store(pid, Ordering::Relaxed);
+        lock.owner.store(zombie.raw(), Ordering::Relaxed);
         let taken_over = !verdict && {
             drop(lock.lock());
-            lock.word.load(Ordering::Relaxed) == 0
+            lock.owner.load(Ordering::Relaxed) == 0
         };
         child.wait().unwrap();
         assert!(still_found, "kill(pid, 0) no longer finds the zombie: the test proves nothing");
         assert!(!verdict, "a zombie holder counts as alive: its lock would never be taken over");
         assert!(taken_over);
-        assert!(alive(std::process::id()));
+        assert!(ProcId::me().alive());
     }
 
     #[test]
@@ -573,8 +635,55 @@ mod tests {
         let lock = Lock::default();
         drop(lock.lock());
         // A pid that cannot exist holds it: the next locker takes it over.
-        lock.word.store(i32::MAX as u32, Ordering::Relaxed);
+        lock.owner.store(ProcId::of(i32::MAX as u32, 0).raw(), Ordering::Relaxed);
         drop(lock.lock());
-        assert_eq!(lock.word.load(Ordering::Relaxed), 0);
+        assert_eq!(lock.owner.load(Ordering::Relaxed), 0);
+    }
+
+    /// A holder that died and whose pid the kernel gave to another process (the parent of this
+    /// test stands for it: alive, but not the process that started at the recorded time).
+    #[test]
+    fn a_lock_whose_holders_pid_was_reused_is_taken_over() {
+        // SAFETY: getppid has no preconditions.
+        let other = unsafe { libc::getppid() } as u32;
+        let start = start_time(other).expect("/proc/<parent>/stat has a start time");
+        assert!(start != 0 && ProcId::of(other, start).alive(), "the stand-in process is not alive");
+        let reused = ProcId::of(other, start + 1);
+        assert!(!reused.alive(), "a live process with the holder's pid but another start time counts as the holder");
+        let lock = std::sync::Arc::new(Lock::default());
+        lock.owner.store(reused.raw(), Ordering::Relaxed);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let locker = std::sync::Arc::clone(&lock);
+        std::thread::spawn(move || {
+            drop(locker.lock());
+            let _ = tx.send(());
+        });
+        // A hang guard, not a measure: the take-over takes one 20 ms wait.
+        assert!(
+            rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+            "a lock whose recorded holder's pid now names another live process is never taken over"
+        );
+        assert_eq!(lock.owner.load(Ordering::Relaxed), 0);
+    }
+
+    /// The start time of a process whose name holds ") " and "(" (a command name is the
+    /// program's, chosen by whoever names it) is read after the last ')'.
+    #[test]
+    fn the_start_time_follows_a_command_name_with_parentheses() {
+        let me = std::process::id();
+        let (_, mine) = stat_of(me).expect("/proc/self/stat");
+        assert_eq!(ProcId::me(), ProcId::of(me, mine));
+        let dir = std::env::temp_dir().join(format!("aar-emu-shm-test-{me}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let odd = dir.join("a) 1 (b");
+        let _ = std::fs::remove_file(&odd);
+        std::os::unix::fs::symlink("/bin/sleep", &odd).unwrap();
+        let mut child = std::process::Command::new(&odd).arg("30").spawn().unwrap();
+        let got = stat_of(child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let (state, start) = got.expect("the child's stat");
+        assert!(state != 'Z' && start >= mine, "state {state}, start {start} before this process's {mine}");
     }
 }

@@ -28,7 +28,7 @@ use std::ffi::CString;
 use std::path::Path;
 
 /// The bytes of a rank's file in the job folder (`rank-R`: the emulator's `RankArea`).
-pub const RANK_FILE_BYTES: u64 = 8_851_592;
+pub const RANK_FILE_BYTES: u64 = 8_869_040;
 /// Files in the job folder besides the ranks': `job`, `topology` and a partial rank file.
 const JOB_FILES: u64 = 3;
 /// Descriptors the launcher holds of each rank: its PMI socket and the pipes of its stdout and
@@ -280,7 +280,7 @@ mod tests {
     fn a_folder_too_small_is_named_with_what_fits() {
         // /proc has no free blocks.
         let e = check_shm(Path::new("/proc"), 4, 4).unwrap_err();
-        assert!(e.contains("a job of 4 ranks needs 33.8 MiB of /proc") && e.contains("(8.4 MiB per rank)"), "{e}");
+        assert!(e.contains("a job of 4 ranks needs 33.9 MiB of /proc") && e.contains("(8.5 MiB per rank)"), "{e}");
         assert!(e.contains("no rank was started. Not even one rank fits: free /proc (") && !e.contains("-n 0"), "{e}");
         assert!(check_shm(Path::new("/no/such/folder"), 4, 4).is_ok());
     }

@@ -7,7 +7,7 @@
 //!   `PMI_GNI_LOC_ADDR`: rank r is on node r / K, whose NIC address is `FIRST_NIC_ADDR` + node;
 //!   and, as hydra, `MPI_LOCALNRANKS`), and the job's node table in its folder (`topology`).
 //! - Capacity ([`capacity`]): before any rank starts, the job's need of /dev/shm (the emulator's
-//!   shared state, about 8.4 MiB per rank), of processes (RLIMIT_NPROC) and of open files (a PMI
+//!   shared state, about 8.5 MiB per rank), of processes (RLIMIT_NPROC) and of open files (a PMI
 //!   socket and two output pipes per rank) is checked; a job too big is refused with the need, what there is and the
 //!   fix. A soft open-file limit too low is raised to the need when the hard one allows (as srun
 //!   does); the ranks get the original back. An address-space limit (`ulimit -v`) too low for a
