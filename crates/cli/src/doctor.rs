@@ -10,7 +10,8 @@
 //!   neither, whether it carries uGNI's or DMAPP's sends itself (from a static archive). For a
 //!   Python script, or the interpreter itself, mpi4py's MPI module is checked in its place
 //!   ([`python`]).
-//! - The preload: libaar.so in LD_PRELOAD (`:` or space separated, as ld.so splits it), the file
+//! - The preload: libaar.so in LD_PRELOAD (`:` or space separated, as ld.so splits it, and its
+//!   `$LIB`, `$PLATFORM` and `$ORIGIN` replaced as ld.so replaces them), the file
 //!   there (a relative entry is a warning: the loader takes it from each program's folder), and
 //!   that it loads (dlopen).
 //! - PAPI, the counter events, the settings and the DMAPP routing table, from libaar.so itself: its
@@ -168,6 +169,9 @@ impl Report {
 /// The program as the doctor found it.
 struct Program {
     path: PathBuf,
+    /// The executable the loader starts (the program, or a script's interpreter): its folder is
+    /// what `$ORIGIN` in LD_PRELOAD stands for.
+    executable: Option<PathBuf>,
     elf: Option<elf::Elf>,
     closure: Option<elf::Closure>,
     /// For a Python program, mpi4py's MPI module: the file that makes its MPI calls.
@@ -268,7 +272,8 @@ pub fn run(args: DoctorArgs) -> i32 {
 /// PROGRAM as a shell would find it: a name with a `/` as it is, any other name in PATH.
 fn check_program(path: &Path, report: &mut Report) -> Program {
     let shown = path.display().to_string();
-    let mut program = Program { path: path.to_path_buf(), elf: None, closure: None, mpi_module: None };
+    let mut program =
+        Program { path: path.to_path_buf(), executable: None, elf: None, closure: None, mpi_module: None };
     if path.is_dir() {
         report.problem("program", format!("{shown} is a folder, not a program"), "Give the program's file.");
         return program;
@@ -299,6 +304,7 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
             };
             match elf::read(&asked.executable) {
                 Ok(interpreter) => {
+                    program.executable = Some(asked.executable.clone());
                     if check_linking(&interpreter, report) {
                         check_python(&mut program, &what, &asked.executable, asked.mpi_module, report);
                     }
@@ -317,6 +323,7 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
             return program;
         }
     };
+    program.executable = Some(path.to_path_buf());
     if !file.is_program() {
         report.problem(
             "program",
@@ -910,6 +917,48 @@ fn first_names(names: HashSet<String>) -> String {
     }
 }
 
+/// `entry` as the loader opens it: `$LIB`, `$PLATFORM` and `$ORIGIN` (or `${...}`) replaced as
+/// ld.so replaces them in LD_PRELOAD: the C library's folder under `/` or `/usr`
+/// (`lib/x86_64-linux-gnu` on Debian, `lib64` on SUSE and Red Hat), the kernel's platform
+/// string (`x86_64`), and the folder of the executable started, `origin`. The token the doctor
+/// cannot replace (`$ORIGIN` without a program) is the error.
+fn loader_expansion(entry: &str, origin: Option<&Path>) -> Result<String, &'static str> {
+    let mut out = entry.to_string();
+    for (token, braced) in [("$ORIGIN", "${ORIGIN}"), ("$PLATFORM", "${PLATFORM}"), ("$LIB", "${LIB}")] {
+        if !out.contains(token) && !out.contains(braced) {
+            continue;
+        }
+        let value = match token {
+            "$ORIGIN" => {
+                origin.and_then(|p| p.canonicalize().ok()).and_then(|p| p.parent().map(|d| d.display().to_string()))
+            }
+            "$PLATFORM" => platform(),
+            _ => libc_folder(),
+        }
+        .ok_or(token)?;
+        out = out.replace(braced, &value).replace(token, &value);
+    }
+    Ok(out)
+}
+
+/// The kernel's platform string (the auxiliary vector's `AT_PLATFORM`), which ld.so's `$PLATFORM` is.
+fn platform() -> Option<String> {
+    // SAFETY: getauxval has no preconditions; AT_PLATFORM's value, when present, is the address
+    // of a NUL-terminated string that lives as long as the process.
+    let p = unsafe { libc::getauxval(libc::AT_PLATFORM) } as *const libc::c_char;
+    // SAFETY: non-null, NUL-terminated (above).
+    (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// ld.so's `$LIB`: the folder of the C library this process runs with, under `/` or `/usr`.
+fn libc_folder() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let libc = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.ends_with("/libc.so.6"))?;
+    let folder = Path::new(libc).parent()?;
+    let folder = folder.strip_prefix("/usr").or_else(|_| folder.strip_prefix("/")).ok()?;
+    Some(folder.display().to_string())
+}
+
 /// LD_PRELOAD entries, split as ld.so splits them: at spaces and colons only (glibc's
 /// `handle_preload_list`), so a tab or a newline is part of a name, which then names no file.
 fn preload_entries(value: &str) -> Vec<String> {
@@ -946,7 +995,29 @@ fn check_preload(
         .map(|p| p.canonicalize().unwrap_or(p).display().to_string())
         .unwrap_or_else(|| "/path/to/libaar.so".into());
     let mut from_preload = None;
-    if entries.is_empty() {
+    let origin = program.and_then(|p| p.executable.as_deref());
+    // Each entry as the loader opens it: its tokens ($LIB, $PLATFORM, $ORIGIN) replaced.
+    let entries: Vec<String> = entries
+        .into_iter()
+        .filter_map(|entry| match loader_expansion(&entry, origin) {
+            Ok(file) if file == entry => Some(entry),
+            Ok(file) => {
+                report.ok("preload", format!("LD_PRELOAD names {entry}, which the loader opens as {file}"));
+                Some(file)
+            }
+            Err(token) => {
+                report.note(
+                    "preload",
+                    format!(
+                        "LD_PRELOAD names {entry}, whose {token} the loader replaces for each program it starts: the \
+                         file is not checked (give the program, aar doctor ./app, to check the one it would open)"
+                    ),
+                );
+                None
+            }
+        })
+        .collect();
+    if entries.is_empty() && !preload_entries(&preload).iter().any(|e| is_libaar(e)) {
         report.problem(
             "preload",
             if preload.trim().is_empty() {
@@ -1001,7 +1072,10 @@ fn check_preload(
             // entries that do not exist does, with a libaar.so that does when none is left.
             let mut mended: Vec<String> = preload_entries(&preload)
                 .into_iter()
-                .filter(|e| !(is_libaar(e) && e.contains('/') && !Path::new(e).is_file()))
+                .filter(|e| {
+                    let file = loader_expansion(e, origin).unwrap_or_else(|_| e.clone());
+                    !(is_libaar(e) && file.contains('/') && !Path::new(&file).is_file())
+                })
                 .collect();
             if !mended.iter().any(|e| is_libaar(e)) {
                 mended.insert(0, suggestion.clone());

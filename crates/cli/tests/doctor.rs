@@ -1316,6 +1316,61 @@ fn a_relative_ld_preload_entry_is_a_warning_with_the_absolute_one_as_fix() {
     r.expect_line("ok", "libaar.so", "(from LD_PRELOAD) loads");
 }
 
+/// `$LIB`, `$PLATFORM` and `$ORIGIN` in LD_PRELOAD are the loader's to replace: the doctor opens
+/// the file the loader opens (which the real loader, asked through LD_DEBUG, names here), not a
+/// file named `$LIB`; `$ORIGIN` without a program is a note, not a missing file.
+#[test]
+fn loader_tokens_in_ld_preload_name_the_file_the_loader_opens() {
+    let prog = ugni_program();
+    let prog = prog.to_str().unwrap();
+    let top = scratch().join("tokens");
+    // A copy in each folder $LIB may be; the loader, preloading it into a program, names the one it
+    // opened, and only that one is kept.
+    for lib in ["lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "lib64", "lib"] {
+        std::fs::create_dir_all(top.join(lib)).unwrap();
+        std::fs::copy(libaar(), top.join(lib).join("libaar.so")).unwrap();
+    }
+    let entry = format!("{}/$LIB/libaar.so", top.display());
+    let out = Command::new("/bin/sh")
+        .args(["-c", "exit 0"])
+        .env("LD_PRELOAD", &entry)
+        .env("LD_DEBUG", "libs")
+        .output()
+        .unwrap();
+    let debug = String::from_utf8_lossy(&out.stderr);
+    let opened = debug
+        .lines()
+        .find_map(|l| l.split("calling init: ").nth(1).filter(|f| f.ends_with("/libaar.so")))
+        .unwrap_or_else(|| panic!("the loader did not preload {entry}:\n{debug}"))
+        .trim()
+        .to_string();
+    for lib in ["lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "lib64", "lib"] {
+        if top.join(lib).join("libaar.so") != Path::new(&opened) {
+            std::fs::remove_file(top.join(lib).join("libaar.so")).unwrap();
+        }
+    }
+    let r = doctor(&[prog], &[("LD_PRELOAD", &entry)]);
+    r.expect_code(0);
+    r.expect_line("ok", "preload", &format!("LD_PRELOAD names {entry}, which the loader opens as {opened}"));
+    r.expect_line("ok", "libaar.so", "(from LD_PRELOAD) loads");
+    // $ORIGIN is the program's folder: one preload for programs that carry their libaar.so.
+    let beside = Path::new(prog).parent().unwrap().join("origin-lib");
+    std::fs::create_dir_all(&beside).unwrap();
+    std::fs::copy(libaar(), beside.join("libaar.so")).unwrap();
+    let r = doctor(&[prog], &[("LD_PRELOAD", "${ORIGIN}/origin-lib/libaar.so")]);
+    r.expect_code(0);
+    let file = beside.canonicalize().unwrap().join("libaar.so");
+    r.expect_line("ok", "preload", &format!("which the loader opens as {}", file.display()));
+    // Without a program, the doctor cannot tell which folder: a note, not a missing file.
+    let r = doctor(&[], &[("LD_PRELOAD", "$ORIGIN/origin-lib/libaar.so")]);
+    r.expect_line("note", "preload", "whose $ORIGIN the loader replaces for each program it starts");
+    assert!(
+        !r.stdout.contains("which does not exist") && !r.stdout.contains("does not name libaar.so"),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn a_lib_given_by_a_bare_name_is_the_file_in_this_folder() {
     // dlopen would search the library path for a name without '/', not this folder.
