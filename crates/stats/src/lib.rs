@@ -377,12 +377,12 @@ pub fn block_length(n: usize, runs: usize) -> usize {
     n.div_ceil(runs.max(1)).clamp(2, (n / 2).max(2))
 }
 
-/// Percentile-bootstrap interval of the median at `level` (for a sample in blocks; independent
-/// values have the exact [`median_ci`]). `None` for an empty sample.
+/// Percentile-bootstrap interval of the median at `level` (for a sample in blocks or parts;
+/// independent values have the exact [`median_ci`]). `None` when the sample is too small for
+/// [`median_ci`] (n ≤ 5 at 95 %): a resampled median lies between the smallest and the largest
+/// value, and even that widest interval covers the median less often than `level` asks.
 pub fn bootstrap_median_ci(x: Sample, level: f64, resamples: usize, seed: u64) -> Option<(f64, f64)> {
-    if x.sorted.is_empty() {
-        return None;
-    }
+    median_ci(x.sorted, level)?;
     let mut rng = Rng::new(seed);
     let (mut counts, mut buf) = (Vec::new(), Vec::new());
     let draws = (0..resamples.max(1)).map(|_| x.resample_median(&mut rng, &mut counts, &mut buf)).collect();
@@ -684,6 +684,25 @@ mod tests {
         }
         assert!(exact_covers < 150, "the exact interval covers {exact_covers} of {series_count}");
         assert!(block_covers >= exact_covers + 30, "blocks {block_covers}, exact {exact_covers}");
+    }
+
+    /// Every interval of a resampled median lies within the smallest and the largest value, and
+    /// even that widest interval covers the median of five independent values only with
+    /// probability 1 − 2·(½)⁵ = 0.9375 (by hand: the median is outside it when all five fall on
+    /// one side of it): no 95 % interval of five values exists, resampled or not. Six values:
+    /// 1 − 2/64 = 0.969 ≥ 0.95, and the bootstrap gives one.
+    #[test]
+    fn bootstrap_median_ci_has_no_interval_below_its_level() {
+        let (five, order) = ([1.0, 2.0, 3.0, 4.0, 5.0], [3.0, 1.0, 5.0, 2.0, 4.0]);
+        let strata = [2, 3];
+        assert_eq!(bootstrap_median_ci(Sample::in_strata(&five, &order, 1, &strata), 0.95, 1000, 1), None);
+        assert_eq!(bootstrap_median_ci(Sample::in_blocks(&five, &order, 2), 0.95, 1000, 1), None);
+        assert_eq!(bootstrap_median_ci(Sample::independent(&five), 0.95, 1000, 1), None);
+        // At 90 %, five values suffice (0.9375 ≥ 0.9).
+        assert!(bootstrap_median_ci(Sample::independent(&five), 0.90, 1000, 1).is_some());
+        let six = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let (low, high) = bootstrap_median_ci(Sample::in_strata(&six, &six, 1, &[3, 3]), 0.95, 1000, 1).unwrap();
+        assert!(1.0 <= low && low <= high && high <= 6.0, "[{low}, {high}]");
     }
 
     /// Blocks of 1 are draws one by one: the same figures as an independent sample.
