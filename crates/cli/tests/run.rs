@@ -1406,79 +1406,227 @@ fn sigquit_to_the_launcher_goes_to_the_ranks() {
     assert_eq!(gone_within_10_s(&held), []);
 }
 
-/// Ctrl-C at a terminal: the terminal sends SIGINT to its whole foreground process group, the
-/// ranks in it too, so each rank gets one SIGINT, not a second one forwarded by the launcher (a
-/// program whose second Ctrl-C means "quit now, skip the cleanup" took one press for two). A rank
-/// that left the group (here under `setsid`, out of the terminal's reach) still gets it from the
-/// launcher. The launcher runs as a terminal's job: the session leader of a pseudo-terminal.
+/// `aar run` as a terminal's job: the session leader of a new pseudo-terminal, its stdin, stdout
+/// and stderr, so its process group is the terminal's foreground group; what the terminal shows is
+/// gathered on a thread until the last process holding it closed it.
+struct Terminal {
+    child: std::process::Child,
+    /// The terminal's master side: what is written to it is typed.
+    keys: std::fs::File,
+    shown: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Terminal {
+    fn start(mut cmd: Command) -> Terminal {
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes two descriptors into the live ints; the other arguments may be NULL.
+        let rc =
+            unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: openpty just opened both; each is owned here from now on.
+        let (master, slave) =
+            unsafe { (std::os::fd::OwnedFd::from_raw_fd(master), std::os::fd::OwnedFd::from_raw_fd(slave)) };
+        cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        // SAFETY: setsid, ioctl and signal are async-signal-safe: the launcher leads a session
+        // whose controlling terminal is the pseudo-terminal (its stdin), and gets SIGINT with its
+        // default action, as a terminal's job does (a suite started in the background by a script
+        // would hand it an ignored SIGINT, which it keeps ignored).
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        // The test's own copies of the terminal's slave side, or its reader would never see the end.
+        drop(cmd);
+        let shown = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let reader = {
+            let shown = std::sync::Arc::clone(&shown);
+            let mut terminal = std::fs::File::from(master.try_clone().unwrap());
+            // Until the last process holding the terminal closed it (EIO).
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = terminal.read(&mut buf) {
+                    shown.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            })
+        };
+        Terminal { child, keys: std::fs::File::from(master), shown, reader: Some(reader) }
+    }
+
+    /// Wait up to 30 s for the terminal to show each of `what`; whether it did.
+    fn shows(&self, what: &[&str]) -> bool {
+        within_30_s(|| {
+            let s = self.shown.lock().unwrap();
+            what.iter().all(|w| s.contains(w))
+        })
+    }
+
+    fn shown(&self) -> String {
+        self.shown.lock().unwrap().clone()
+    }
+
+    fn type_keys(&mut self, keys: &[u8]) {
+        std::io::Write::write_all(&mut self.keys, keys).unwrap();
+    }
+
+    /// Wait up to 60 s for the process started to exit, and then for the terminal to be closed:
+    /// its status, and all the terminal showed.
+    fn finish(mut self) -> (ExitStatus, String) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let st = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st;
+            }
+            assert!(std::time::Instant::now() < deadline, "it did not exit within 60 s: {}", self.shown());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        self.reader.take().unwrap().join().unwrap();
+        (st, self.shown())
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        // A test that failed: the launcher goes, and its ranks with it (PR_SET_PDEATHSIG).
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Ctrl-C at a terminal: the terminal sends SIGINT to its whole foreground process group, which
+/// holds `aar run` alone (each rank runs in a process group of its own), and `aar run` forwards it
+/// once, so each rank gets one SIGINT, not two (a program whose second Ctrl-C means "quit now, skip
+/// the cleanup" took one press for two).
 #[test]
 fn ctrl_c_at_the_terminal_reaches_each_rank_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sigints");
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two descriptors into the live ints; the other arguments may be NULL.
-    let rc =
-        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: openpty just opened both; each is owned here from now on.
-    let (master, slave) =
-        unsafe { (std::os::fd::OwnedFd::from_raw_fd(master), std::os::fd::OwnedFd::from_raw_fd(slave)) };
     // Each rank logs every SIGINT it gets, and waits (its `sleep`s end at the terminal's SIGINT).
     let wait = format!(
         "trap 'echo INT $PMI_RANK >> {}' INT; echo ready $PMI_RANK; i=0; while [ $i -lt 300 ]; do sleep 0.1; \
          i=$((i+1)); done",
         log.display()
     );
-    let script = r#"if [ "$PMI_RANK" = 1 ]; then exec setsid sh -c "$WAIT"; else exec sh -c "$WAIT"; fi"#;
     let mut cmd = aar();
-    cmd.args(["run", "-n", "2", "sh", "-c", script]).env("WAIT", &wait);
-    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    // SAFETY: setsid and ioctl are async-signal-safe: the launcher leads a session whose
-    // controlling terminal is the pseudo-terminal (its stdin), so its process group, the ranks'
-    // too, is the terminal's foreground group.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    // The test's own copies of the terminal's slave side, or its reader would never see the end.
-    drop(cmd);
-    let shown = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let reader = {
-        let shown = std::sync::Arc::clone(&shown);
-        let mut terminal = std::fs::File::from(master.try_clone().unwrap());
-        // Until the last process holding the terminal closed it (EIO).
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = terminal.read(&mut buf) {
-                shown.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        })
-    };
-    let ready = within_30_s(|| {
-        let s = shown.lock().unwrap();
-        s.contains("ready 0") && s.contains("ready 1")
-    });
-    assert!(ready, "the ranks did not start: {}", shown.lock().unwrap());
+    cmd.args(["run", "-n", "2", "sh", "-c", &wait]);
+    let mut terminal = Terminal::start(cmd);
+    assert!(terminal.shows(&["ready 0", "ready 1"]), "the ranks did not start: {}", terminal.shown());
     // Ctrl-C, as typed.
-    std::io::Write::write_all(&mut std::fs::File::from(master), b"\x03").unwrap();
-    let st = child.wait().unwrap();
-    reader.join().unwrap();
-    let shown = shown.lock().unwrap().clone();
+    terminal.type_keys(b"\x03");
+    let (st, shown) = terminal.finish();
     assert_eq!(st.code(), Some(128 + libc::SIGINT), "{shown}");
     let mut got: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(str::to_owned).collect();
     got.sort();
     assert_eq!(got, ["INT 0", "INT 1"], "one SIGINT each: {shown}");
-    assert!(
-        shown.contains("got SIGINT from the terminal, which sent it to the 1 rank still running in aar run's process group as well: not sent again; forwarded to the 1 rank in a process group of their own"),
-        "{shown}"
+    assert!(shown.contains("got SIGINT: forwarded to the 2 ranks still running"), "{shown}");
+}
+
+/// A signal sent to `aar run`'s whole process group by another process (`kill -INT -- -PGID`, a
+/// script's `kill 0`, a batch system that signals the job's group) reaches each rank once: the
+/// ranks, in process groups of their own, get it only from `aar run`. Before, the ranks shared
+/// the launcher's group and got the group's SIGINT, then `aar run`'s forwarded one.
+///
+/// Deterministic: the launcher is held stopped while the group signal is sent, so a rank that
+/// gets it directly has logged it (its SIGINT comes before the SIGUSR1 the test sends next, and
+/// the shell runs its traps in signal order) before the launcher, resumed, forwards its own.
+#[test]
+fn a_signal_to_the_launchers_process_group_reaches_each_rank_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("signals");
+    // A rank logs each SIGINT and SIGUSR1; a SIGINT after the SIGUSR1 ends it.
+    let script = format!(
+        "log={}; echo $$ > $log.pid$PMI_RANK; trap 'echo USR1 $PMI_RANK >> $log; u=1' USR1; \
+         trap 'echo INT $PMI_RANK >> $log; [ -n \"$u\" ] && exit 0' INT; echo ready $PMI_RANK; \
+         i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done",
+        log.display()
     );
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "sh", "-c", &script]);
+    // As a shell starts a job: a process group of its own; SIGINT with its default action (see
+    // `Terminal::start`).
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // SAFETY: signal is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let job = Job::spawn(cmd);
+    job.expect_lines(2, "ready");
+    let ranks: Vec<libc::pid_t> = (0..2)
+        .map(|r| std::fs::read_to_string(format!("{}.pid{r}", log.display())).unwrap().trim().parse().unwrap())
+        .collect();
+    job.signal(libc::SIGSTOP);
+    assert!(within_30_s(|| state(job.pid()) == Some('T')), "aar run did not stop");
+    // SAFETY: kill only sends SIGINT to the process group of the launcher this test started.
+    assert_eq!(unsafe { libc::kill(-job.pid(), libc::SIGINT) }, 0);
+    for &pid in &ranks {
+        // SAFETY: kill only sends SIGUSR1 to a rank of this test's job (running: it waits for
+        // its SIGINT).
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGUSR1) }, 0);
+    }
+    let logged = |what: &str| std::fs::read_to_string(&log).unwrap_or_default().contains(what);
+    assert!(within_30_s(|| logged("USR1 0") && logged("USR1 1")), "the ranks did not log SIGUSR1");
+    job.signal(libc::SIGCONT);
+    let (st, err) = job.finish();
+    assert_eq!(st.code(), Some(128 + libc::SIGINT), "{err}");
+    let got = std::fs::read_to_string(&log).unwrap();
+    for r in 0..2 {
+        let mine: Vec<&str> = got.lines().filter(|l| l.ends_with(&format!(" {r}"))).collect();
+        assert_eq!(mine, [format!("USR1 {r}"), format!("INT {r}")], "rank {r}: one SIGINT, from aar run: {err}");
+    }
+    assert!(err.contains("got SIGINT: forwarded to the 2 ranks still running"), "{err}");
+}
+
+/// Rank 0 reads what is typed at the terminal that is `aar run`'s stdin, up to Ctrl-D (end of
+/// input), though it runs outside the terminal's foreground process group (where a read of the
+/// terminal would stop it with SIGTTIN): `aar run` reads the terminal and passes it on, as hydra's
+/// mpiexec does.
+#[test]
+fn rank_0_reads_what_is_typed_at_the_terminal() {
+    let script = r#"echo ready $PMI_RANK; if [ "$PMI_RANK" = 0 ]; then while read x; do echo "got=$x"; done; echo "end of input"; fi"#;
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "sh", "-c", script]);
+    let mut terminal = Terminal::start(cmd);
+    assert!(terminal.shows(&["ready 0", "ready 1"]), "the ranks did not start: {}", terminal.shown());
+    terminal.type_keys(b"typed\n");
+    assert!(terminal.shows(&["got=typed"]), "rank 0 did not read the line: {}", terminal.shown());
+    // Ctrl-D at the start of a line: the end of input.
+    terminal.type_keys(b"\x04");
+    let (st, shown) = terminal.finish();
+    assert!(shown.contains("end of input"), "{shown}");
+    assert_eq!(st.code(), Some(0), "{shown}");
+}
+
+/// A job in the background (`aar run ... &` in a shell with job control) leaves the terminal to
+/// the foreground (a line typed there is the shell's, and rank 0 waits for input, neither stolen
+/// nor stopped for tty input); brought to the foreground with `fg`, its rank 0 reads what is typed.
+#[test]
+fn a_job_in_the_background_leaves_the_terminal_to_the_shell_until_fg() {
+    // A shell with job control (`set -m`): the job runs in a process group of its own, in the
+    // background, while the shell reads a line; then `fg` brings it to the foreground. bash, whose
+    // `fg` of a job that runs sends it no SIGCONT (dash's does), so no signal tells `aar run`.
+    let script = r#"set -m; "$AAR" run -n 2 sh -c 'echo ready $PMI_RANK; if [ $PMI_RANK = 0 ]; then read x; echo got=$x; fi' & read y; echo shell=$y; fg; echo fg=$?"#;
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", script]).env("AAR", env!("CARGO_BIN_EXE_aar"));
+    let mut terminal = Terminal::start(cmd);
+    assert!(terminal.shows(&["ready 0", "ready 1"]), "the ranks did not start: {}", terminal.shown());
+    terminal.type_keys(b"first\n");
+    assert!(terminal.shows(&["shell=first"]), "the shell did not get its line: {}", terminal.shown());
+    terminal.type_keys(b"second\n");
+    let (st, shown) = terminal.finish();
+    assert!(shown.contains("got=second") && shown.contains("fg=0"), "{shown}");
+    assert!(!shown.contains("got=first"), "{shown}");
+    assert_eq!(st.code(), Some(0), "{shown}");
 }
 
 /// A signal whose default action would end `aar run` alone (a timer's SIGALRM, the CPU time

@@ -35,7 +35,8 @@ const JOB_FILES: u64 = 3;
 /// stderr.
 const FDS_PER_RANK: u64 = 3;
 /// Descriptors the launcher holds besides [`FDS_PER_RANK`] per rank: stdin, stdout, stderr, the signal pipe,
-/// a socket pair and the exec-error pipe while a rank starts, /proc and /dev/shm listings.
+/// a socket pair and the exec-error pipe while a rank starts, /proc and /dev/shm listings, and with
+/// a terminal for stdin its own descriptor of it and rank 0's stdin pipe (`input::Relay`).
 pub const LAUNCHER_FDS: u64 = 16;
 /// Tasks (processes and threads, as RLIMIT_NPROC counts them) per rank: the process and the
 /// emulator's service thread.

@@ -42,9 +42,10 @@
 //!   of it can reach the launcher again), whether or not another waits for it yet. A rank that ended, or
 //!   closed its PMI_FD (PMI_Finalize does) and runs on, while others wait in PMI_Barrier ends the
 //!   job with exit status 1: that barrier can never complete. SIGINT, SIGTERM, SIGHUP or SIGQUIT to `aar run` is
-//!   forwarded to the ranks the same way ([`signals`]), but a key's SIGINT or SIGQUIT from the
-//!   terminal, which reached the ranks in the launcher's process group itself, goes only to those
-//!   that left it (one Ctrl-C is one SIGINT to each rank); one that was ignored when `aar run` started
+//!   forwarded to the ranks the same way ([`signals`]), once: each rank runs in a process group of
+//!   its own (as a shell's job does), so a signal to the launcher's group (a key's at the terminal,
+//!   whose foreground group it is; `kill -- -PGID`; a terminal's hangup) reaches the launcher alone,
+//!   and one Ctrl-C is one SIGINT to each rank; one that was ignored when `aar run` started
 //!   (nohup) stays ignored, by the launcher and the ranks. SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU or
 //!   SIGPWR, whose default action would end the launcher alone, end the job with SIGTERM to the
 //!   ranks and exit status 128 + that signal. A time limit ([`time`]: `--time`,
@@ -66,7 +67,10 @@
 //!   whole line at a time, as srun does (`--label`: each line starts with its rank), through a
 //!   bounded queue written when the launcher's stream takes it without blocking, so a stream
 //!   nobody reads stops the ranks that write to it, never PMI; rank 0 gets its stdin, the others
-//!   /dev/null. The launcher's own lines ([`say!`]) wait in stderr's queue, after what a rank wrote
+//!   /dev/null. A stdin that is the launcher's controlling terminal, which rank 0 outside the
+//!   terminal's foreground group could not read (SIGTTIN would stop it), is read by the launcher,
+//!   while in the foreground, and passed to rank 0 through a pipe ([`input`]), as hydra's mpiexec
+//!   does; rank 0 sees the end of its input at Ctrl-D. The launcher's own lines ([`say!`]) wait in stderr's queue, after what a rank wrote
 //!   before a line about it (held back while that waits in its pipe), and past 1 MiB more are
 //!   counted, the count said at the end ([`output::say`]).
 //! - Options srun users type out of habit: `--ntasks`, `--ntasks-per-node`, `-t` are taken; those
@@ -89,6 +93,7 @@ macro_rules! say {
 }
 
 mod capacity;
+mod input;
 mod job;
 mod output;
 mod server;
@@ -573,6 +578,9 @@ struct Supervisor {
     label: bool,
     /// The descriptor each rank gets its PMI socket at ([`rank_pmi_fd`]).
     pmi_fd: RawFd,
+    /// What is typed at the terminal, on its way to rank 0 ([`input`]), when the launcher's stdin
+    /// is its controlling terminal.
+    stdin: Option<input::Relay>,
 }
 
 /// The descriptor every rank gets its end of its PMI socket at: the first after stdio at which this
@@ -616,6 +624,7 @@ impl Supervisor {
             stopped_at: None,
             label,
             pmi_fd: rank_pmi_fd(),
+            stdin: None,
         }
     }
 
@@ -661,8 +670,14 @@ impl Supervisor {
         cmd.arg0(&command[0]).args(&command[1..]).envs(job.env(rank, node)).env("PMI_FD", pmi_fd.to_string());
         if rank != 0 {
             cmd.stdin(Stdio::null());
+        } else if let Some((relay, read_end)) = input::Relay::for_terminal() {
+            cmd.stdin(Stdio::from(read_end));
+            self.stdin = Some(relay);
         }
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        // A process group of its own: a signal to the launcher's group (a key's at the terminal,
+        // `kill -- -PGID`) reaches the launcher alone, which forwards it to each rank once.
+        cmd.process_group(0);
         let nofile = self.nofile;
         // SAFETY: getpid takes no argument and cannot fail.
         let launcher = unsafe { libc::getpid() };
@@ -793,9 +808,9 @@ impl Supervisor {
         while !self.running().is_empty() {
             self.wait_for_events();
             let arrived = self.signals.drain();
-            for &signals::Arrival { sig, from_terminal } in &arrived {
+            for &sig in &arrived {
                 if signals::ENDING.contains(&sig) || signals::FATAL.contains(&sig) {
-                    self.on_launcher_signal(sig, from_terminal);
+                    self.on_launcher_signal(sig);
                 } else if signals::FORWARDED.contains(&sig) {
                     self.forward(sig);
                 } else if sig == libc::SIGTSTP {
@@ -804,10 +819,13 @@ impl Supervisor {
                     self.resume();
                 }
             }
-            if arrived.iter().any(|a| a.sig == libc::SIGCHLD) {
+            if arrived.contains(&libc::SIGCHLD) {
                 // Processes the ranks left behind that ended: no zombies for the job's length.
                 let ranks: Vec<libc::pid_t> = self.ranks.iter().map(|r| r.child.id() as libc::pid_t).collect();
                 reap_orphans(&ranks);
+            }
+            if let Some(stdin) = self.stdin.as_mut() {
+                stdin.pump();
             }
             for r in 0..self.ranks.len() {
                 self.ranks[r].flush_replies();
@@ -862,6 +880,7 @@ impl Supervisor {
             events: libc::POLLIN,
             revents: 0,
         }));
+        fds.extend(self.stdin.as_ref().and_then(input::Relay::poll_fd));
         // The launcher's stdout or stderr, when lines wait for room in it.
         fds.extend(output::waiting_sinks().into_iter().map(|fd| libc::pollfd {
             fd,
@@ -884,7 +903,8 @@ impl Supervisor {
             })
             .filter_map(|(_, rank)| rank.closed_at.map(|t| t + CLOSED_GRACE))
             .min();
-        let timeout = match kill_at.into_iter().chain(deadline).chain(closed).min() {
+        let recheck = self.stdin.as_ref().and_then(input::Relay::recheck_at);
+        let timeout = match kill_at.into_iter().chain(deadline).chain(closed).chain(recheck).min() {
             // Rounded up: a wake-up just before the time would only poll again.
             Some(t) => {
                 t.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000).min(60_000) as libc::c_int
@@ -896,12 +916,11 @@ impl Supervisor {
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
     }
 
-    /// A signal that ends the job ([`signals::ENDING`], [`signals::FATAL`]). One that came from the
-    /// terminal (Ctrl-C, `Ctrl-\`: sent to its whole foreground process group) reached every rank
-    /// still in the launcher's process group as well: it goes only to the others, so one key press
-    /// is one signal to each rank, not two (a rank whose second Ctrl-C means "quit now, without
-    /// cleaning up", as many programs' do, would take one press for two).
-    fn on_launcher_signal(&mut self, sig: libc::c_int, from_terminal: bool) {
+    /// A signal that ends the job ([`signals::ENDING`], [`signals::FATAL`]), to each rank once: the
+    /// ranks, in process groups of their own, get no signal sent to the launcher's group (a key's
+    /// at the terminal, `kill -- -PGID`) but this one (a rank whose second Ctrl-C means "quit now,
+    /// without cleaning up", as many programs' does, would take one press for two).
+    fn on_launcher_signal(&mut self, sig: libc::c_int) {
         let name = signals::name(sig);
         if self.ending.is_some() {
             // A second request: no more grace.
@@ -916,35 +935,12 @@ impl Supervisor {
         // the CPU time limit's) was the launcher's, and the ranks get SIGTERM.
         let (to_ranks, how) =
             if signals::FATAL.contains(&sig) { (libc::SIGTERM, "SIGTERM to") } else { (sig, "forwarded to") };
-        if from_terminal {
-            let pgid = |pid: libc::pid_t| {
-                // SAFETY: getpgid only reads a process group; pid 0 is this process, another is a
-                // rank not yet reaped (one that ended since gives -1, and gets the signal).
-                unsafe { libc::getpgid(pid) }
-            };
-            let ours = pgid(0);
-            let elsewhere: Vec<usize> =
-                running.iter().copied().filter(|&r| pgid(self.ranks[r].child.id() as libc::pid_t) != ours).collect();
-            let to_others = match elsewhere.len() {
-                0 => String::new(),
-                k => format!("; forwarded to the {} in a process group of their own", count(k as u64, "rank", "ranks")),
-            };
-            say!(
-                "aar run: got {name} from the terminal, which sent it to the {} still running in aar run's process \
-                 group as well: not sent again{to_others}; the job ends with exit code {}.",
-                count((n - elsewhere.len()) as u64, "rank", "ranks"),
-                128 + sig
-            );
-            self.signal(&elsewhere, to_ranks);
-            self.signal(&running, libc::SIGCONT);
-        } else {
-            say!(
-                "aar run: got {name}: {how} the {} still running; the job ends with exit code {}.",
-                count(n as u64, "rank", "ranks"),
-                128 + sig
-            );
-            self.terminate(&running, to_ranks);
-        }
+        say!(
+            "aar run: got {name}: {how} the {} still running; the job ends with exit code {}.",
+            count(n as u64, "rank", "ranks"),
+            128 + sig
+        );
+        self.terminate(&running, to_ranks);
         self.sent = to_ranks;
         self.ending = Some(128 + sig);
         self.kill_at = Some(Instant::now() + GRACE);

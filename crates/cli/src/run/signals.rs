@@ -19,24 +19,6 @@ pub const FORWARDED: [libc::c_int; 2] = [libc::SIGUSR1, libc::SIGUSR2];
 /// alone and leave the processes the ranks started running on.
 pub const FATAL: [libc::c_int; 5] = [libc::SIGALRM, libc::SIGVTALRM, libc::SIGPROF, libc::SIGXCPU, libc::SIGPWR];
 
-/// The signals a terminal's keys send (`Ctrl-C`, `Ctrl-\`) to its whole foreground process group: the
-/// ranks, in the launcher's group, get them from the terminal themselves ([`Arrival::from_terminal`]).
-pub const KEYBOARD: [libc::c_int; 2] = [libc::SIGINT, libc::SIGQUIT];
-
-/// The high bit of a byte on the pipe: the signal came from the terminal (its `si_code` is
-/// `SI_KERNEL`, as the tty driver sends a key's signal; one from kill(2) has `SI_USER`).
-const FROM_TERMINAL: u8 = 0x80;
-
-/// One signal that arrived.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Arrival {
-    pub sig: libc::c_int,
-    /// A [`KEYBOARD`] signal the terminal sent to its foreground process group (a key), not one
-    /// sent by kill(2) to this process: the launcher's process group was the foreground one, so
-    /// every process in it, each rank that did not leave it, got the same signal.
-    pub from_terminal: bool,
-}
-
 /// Job control: a stop request (Ctrl-Z, `kill -TSTP`) and the continue that ends a stop.
 pub const JOB_CONTROL: [libc::c_int; 2] = [libc::SIGTSTP, libc::SIGCONT];
 
@@ -50,16 +32,14 @@ static SEQ: AtomicU64 = AtomicU64::new(1);
 static LAST_TSTP: AtomicU64 = AtomicU64::new(0);
 static LAST_CONT: AtomicU64 = AtomicU64::new(0);
 
-extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t (checked non-null all the same).
-    let by_kernel = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
+extern "C" fn on_signal(sig: libc::c_int) {
     match sig {
         libc::SIGTSTP => LAST_TSTP.store(SEQ.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst),
         libc::SIGCONT => LAST_CONT.store(SEQ.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst),
         _ => {}
     }
-    // Signals are below 65: the high bit is free.
-    let byte = sig as u8 | if by_kernel && KEYBOARD.contains(&sig) { FROM_TERMINAL } else { 0 };
+    // Signals are below 65: one byte.
+    let byte = sig as u8;
     let fd = WRITE_END.load(Ordering::Relaxed);
     // SAFETY: write is async-signal-safe; fd is the pipe's non-blocking write end (a full pipe
     // loses the byte, but then earlier bytes already wake the loop); errno is restored.
@@ -108,31 +88,25 @@ impl SignalPipe {
     }
 
     /// The signals that arrived since the last call, in order.
-    pub fn drain(&mut self) -> Vec<Arrival> {
+    pub fn drain(&mut self) -> Vec<libc::c_int> {
         let mut buf = [0u8; 64];
         let mut out = Vec::new();
         while let Ok(n @ 1..) = self.read_end.read(&mut buf) {
-            out.extend(buf[..n].iter().map(|&b| Arrival {
-                sig: libc::c_int::from(b & !FROM_TERMINAL),
-                from_terminal: b & FROM_TERMINAL != 0,
-            }));
+            out.extend(buf[..n].iter().map(|&b| libc::c_int::from(b)));
         }
         out
     }
 }
 
 /// Set `sig`'s disposition: [`on_signal`] (with SA_RESTART, which keeps the loop's blocking writes
-/// going; poll still returns; and SA_SIGINFO, to tell a terminal's signal from kill's) or SIG_DFL.
+/// going; poll still returns) or SIG_DFL.
 fn handle(sig: libc::c_int, ours: bool) -> std::io::Result<()> {
-    type Handler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+    type Handler = extern "C" fn(libc::c_int);
     // SAFETY: a zeroed sigaction is valid; the handler only calls async-signal-safe functions.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        (sa.sa_sigaction, sa.sa_flags) = if ours {
-            (on_signal as Handler as libc::sighandler_t, libc::SA_RESTART | libc::SA_SIGINFO)
-        } else {
-            (libc::SIG_DFL, libc::SA_RESTART)
-        };
+        sa.sa_sigaction = if ours { on_signal as Handler as libc::sighandler_t } else { libc::SIG_DFL };
+        sa.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
         if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
             return Err(std::io::Error::last_os_error());
