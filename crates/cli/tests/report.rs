@@ -2516,6 +2516,38 @@ fn processes_without_a_rank_are_named_by_their_records_not_as_rank_0() {
     assert!(stdout(&o).contains("3 summary records, rank 1 on 1 host"), "{}", stdout(&o));
 }
 
+/// A libaar.so older than `rank: null` wrote rank 0 in the iteration record of a process that
+/// knew none, and named the record `norank`: two such processes' records in one folder are two
+/// processes, each an experiment of its own, not one rank 0 read twice of which one is skipped.
+#[test]
+fn older_records_of_processes_without_a_rank_are_not_rank_0() {
+    let folder = tmp("older-norank");
+    let dir = folder.path();
+    for pid in [11u32, 12] {
+        let h = Header { rank: Some(0), nranks: None, pid: Some(pid), ..header(aar_record::NO_JOB, 0, 1, &["A", "B"]) };
+        let mut out = Vec::new();
+        write_line(&mut out, &h).unwrap();
+        for i in 0..6 {
+            write_line(&mut out, &row(i, ["A", "B"][i as usize % 2], 0, 1_000_000 + i * 1000, None)).unwrap();
+        }
+        std::fs::write(dir.join(aar_record::iterations_file_name(None, None, pid)), out).unwrap();
+    }
+    // A job's rank 0, named so, is rank 0 still.
+    write_record(dir, &header("j", 0, 1, &["A", "B"]), &[row(0, "A", 0, 1_000_000, None)]);
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert!(!err.contains("already read"), "{err}");
+    let j = json_of(&o);
+    let experiments = j["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 3, "one per process, and the job's: {j}");
+    for e in experiments.iter().filter(|e| e["experiment"] == aar_record::NO_JOB) {
+        assert_eq!((&e["ranks"], &e["iterations_used"]), (&1.into(), &6.into()), "{e}");
+        assert_eq!(e["per_rank"], serde_json::json!([]), "no ranks to compare: {e}");
+    }
+    let job = experiments.iter().find(|e| e["experiment"] == "j").unwrap();
+    assert_eq!(job["per_rank"][0]["fastest_rank"], 0, "{job}");
+}
+
 /// A job of 8 ranks under real libaar.so (`aar run`) whose records only ranks 0 and 5 write
 /// (`AAR_OUTPUT_RANKS=0,5`, a sample as a large job takes): the report reads the sample from the
 /// summary records, says of how many ranks of the job's the times are the slowest, and does not

@@ -68,7 +68,8 @@ pub struct Header {
     pub experiment: String,
     /// The writer's rank; `null` for a process that knew none (outside a job, a serial program:
     /// `aar.nojob.norank.<pid>.iterations.jsonl`), which is no rank of a run. Records of a
-    /// libaar.so older than this wrote 0 for it; they read as written.
+    /// libaar.so older than this wrote 0 for it, and named them `norank` as now: `aar report` reads
+    /// a job's rank 0 in a record so named as no rank.
     #[serde(default)]
     pub rank: Option<u32>,
     /// Ranks in the run, when known (`aar report` reads 0, which no writer writes, as not known).

@@ -449,7 +449,14 @@ struct Head {
 
 fn read_head(path: &Path) -> Result<Head, FileError> {
     let mut reader = open(path)?;
-    let header = reader.header().clone();
+    let mut header = reader.header().clone();
+    // A libaar.so older than `rank: null` wrote rank 0 for a process that knew none, whose record
+    // it named `norank` as now: that process is no rank of a run (not rank 0 of experiment
+    // `nojob`, where two such records would be one rank read twice).
+    let named = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<aar_record::Identity>().ok());
+    if header.source == aar_record::Source::Job && header.rank == Some(0) && named.is_some_and(|id| id.rank.is_none()) {
+        header.rank = None;
+    }
     if header.policies.is_empty() {
         return Err(FileError::NoPolicies);
     }
