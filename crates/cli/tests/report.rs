@@ -2396,6 +2396,46 @@ fn newer_formats_and_fields_of_the_wrong_type_are_said_once_per_file() {
     assert_eq!(j["jobs"][0]["modes"]["ADAPTIVE0"]["bytes"], 64, "only the good record's bytes");
 }
 
+/// A header whose rank is not one (a record damaged or edited) is said naming the file, the
+/// field and what was done, not read as rank 0 or as a process without a rank.
+#[test]
+fn a_header_whose_rank_is_not_one_is_said_naming_the_field() {
+    let folder = tmp("bad-rank");
+    let dir = folder.path();
+    generate(dir, "r", 2, 10, &["A", "B"], &[1.0, 1.0], 1);
+    let mut bad = Vec::new();
+    for (rank, text) in [(1u32, "\"1\""), (2, "-1")] {
+        let path = record_path(dir, "r", rank);
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        let mut text_of = Vec::new();
+        write_line(&mut text_of, &header("r", rank, 2, &["A", "B"])).unwrap();
+        let head =
+            String::from_utf8(text_of).unwrap().replace(&format!("\"rank\":{rank}"), &format!("\"rank\":{text}"));
+        let rows: String = old.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        let rows = if rows.is_empty() {
+            format!("{}\n", serde_json::to_string(&row(0, "A", 0, 1_000_000, None)).unwrap())
+        } else {
+            rows
+        };
+        std::fs::write(&path, head + &rows).unwrap();
+        bad.push(path);
+    }
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    for p in &bad {
+        assert_eq!(mentions(&err, p), 1, "{}:\n{err}", p.display());
+        let line = err.lines().find(|l| l.contains(p.to_str().unwrap())).unwrap();
+        assert!(line.contains("has a bad header (its \"rank\" cannot be read: invalid "), "{line}");
+        assert!(
+            line.contains("skipped, with its rows") && line.ends_with("run the job again for a clean one)"),
+            "{line}"
+        );
+    }
+    let j = json_of(&o);
+    assert_eq!(j["experiments"].as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(j["experiments"][0]["ranks"], 1, "rank 0 alone: {j}");
+}
+
 /// Text a record carries (a rank's kept messages, the policy at exit, mode names) reaches the
 /// terminal with its control characters shown as `?`: no escape sequence, no forged line.
 #[test]

@@ -285,6 +285,9 @@ pub enum Fault {
     NoFormat,
     #[error("has a bad header ({0})")]
     BadHeader(serde_json::Error),
+    /// A header whose one field cannot be read (a rank that is not a whole number): named.
+    #[error("has a bad header (its \"{}\" cannot be read: {error})", .field.escape_debug())]
+    HeaderField { field: String, error: serde_json::Error },
     #[error("has {found} mode columns where the header names {expected}")]
     ModeColumns { found: usize, expected: usize },
     #[error("ends before it starts")]
@@ -419,7 +422,30 @@ impl<R: BufRead> Reader<R> {
             Some(other) => return Err(Fault::OtherFormat(other.to_string())),
             None => return Err(Fault::NoFormat),
         }
-        let header: Header = serde_json::from_value(value).map_err(Fault::BadHeader)?;
+        let header: Header = serde_json::from_value(value.clone()).map_err(|error| {
+            let good = Header {
+                format: FORMAT.into(),
+                source: Source::Job,
+                experiment: String::new(),
+                rank: None,
+                nranks: None,
+                output_ranks: None,
+                host: None,
+                pid: None,
+                clock: Clock::Monotonic,
+                policies: Vec::new(),
+                order: String::new(),
+                boundary: String::new(),
+                modes: Vec::new(),
+                version: String::new(),
+                git_revision: None,
+                command_line: Vec::new(),
+            };
+            match wrong_field(value, &good) {
+                Some(field) => Fault::HeaderField { field, error },
+                None => Fault::BadHeader(error),
+            }
+        })?;
         Ok(Self { input, line_no: 1, buf, header })
     }
 
@@ -451,37 +477,27 @@ impl<R: BufRead> Reader<R> {
                 Ok(row) if row.end_ns < row.start_ns => problem(Fault::EndsBeforeStart),
                 Ok(row) => Some(Ok(row)),
                 Err(_) if !complete => problem(Fault::CutShort),
-                Err(error) => match wrong_field(&self.buf) {
-                    Some(field) => problem(Fault::FieldType { field, error }),
-                    None => problem(Fault::NotARow(error)),
-                },
+                Err(error) => {
+                    match serde_json::from_slice(&self.buf).ok().and_then(|v| wrong_field(v, &Iteration::default())) {
+                        Some(field) => problem(Fault::FieldType { field, error }),
+                        None => problem(Fault::NotARow(error)),
+                    }
+                }
             };
         }
     }
 }
 
-/// The field of a row that keeps it from being read, if one does: each field of `line` put in
-/// turn into a row that reads; the first that stops it. (serde's message gives only a column.)
-fn wrong_field(line: &[u8]) -> Option<String> {
-    let serde_json::Value::Object(fields) = serde_json::from_slice(line).ok()? else { return None };
-    let row = Iteration {
-        i: 0,
-        policy: String::new(),
-        label: None,
-        start_ns: 0,
-        end_ns: 0,
-        messages: Vec::new(),
-        bytes: Vec::new(),
-        decisions: 0,
-        switches: 0,
-        latency_us: None,
-        stall_ratio: None,
-    };
-    let good = serde_json::to_value(row).ok()?;
+/// The field of a row or a header (`value`) that keeps it from being read, if one does: each
+/// field of `value` put in turn into `good`, which reads; the first that stops it. (serde's
+/// message gives only a column, or nothing.)
+fn wrong_field<T: Serialize + serde::de::DeserializeOwned>(value: serde_json::Value, good: &T) -> Option<String> {
+    let serde_json::Value::Object(fields) = value else { return None };
+    let good = serde_json::to_value(good).ok()?;
     fields.into_iter().find_map(|(name, value)| {
         let mut probe = good.clone();
         probe.as_object_mut()?.insert(name.clone(), value);
-        serde_json::from_value::<Iteration>(probe).is_err().then_some(name)
+        serde_json::from_value::<T>(probe).is_err().then_some(name)
     })
 }
 
@@ -621,7 +637,23 @@ mod tests {
         let mut out = Vec::new();
         write_line(&mut out, &value).unwrap();
         let bad = Reader::new(&out[..]).err().unwrap().to_string();
-        assert!(bad.starts_with("has a bad header (\"x\" is not a rank"), "{bad}");
+        assert!(bad.starts_with("has a bad header (its \"output_ranks\" cannot be read: \"x\" is not a rank"), "{bad}");
+        // A rank that is not one is named.
+        for rank in [serde_json::json!(-1), "3".into(), 1.5.into(), u64::MAX.into()] {
+            value["output_ranks"] = serde_json::Value::Null;
+            value["rank"] = rank;
+            let mut out = Vec::new();
+            write_line(&mut out, &value).unwrap();
+            let bad = Reader::new(&out[..]).err().unwrap().to_string();
+            assert!(bad.starts_with("has a bad header (its \"rank\" cannot be read: invalid "), "{bad}");
+        }
+        // A field missing is named by serde.
+        value["rank"] = 0.into();
+        value.as_object_mut().unwrap().remove("clock");
+        let mut out = Vec::new();
+        write_line(&mut out, &value).unwrap();
+        let bad = Reader::new(&out[..]).err().unwrap().to_string();
+        assert_eq!(bad, "has a bad header (missing field `clock`)");
     }
 
     #[test]

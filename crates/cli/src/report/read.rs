@@ -916,6 +916,15 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                     ),
                 )
             }
+            // Every writer writes a header that reads (a newer one in a newer format).
+            Err(what @ FileError::Record(Fault::BadHeader(_) | Fault::HeaderField { .. })) => warn(
+                &mut warnings,
+                format!(
+                    "{}: {what}: skipped, with its rows (the record was damaged or edited: run the job again for a \
+                     clean one)",
+                    path.display()
+                ),
+            ),
             Err(what) => warn(&mut warnings, format!("{}: {what}: skipped", path.display())),
         }
     }
