@@ -2436,6 +2436,35 @@ fn a_header_whose_rank_is_not_one_is_said_naming_the_field() {
     assert_eq!(j["experiments"][0]["ranks"], 1, "rank 0 alone: {j}");
 }
 
+/// A rank read twice is said with what the second record is: a copy of the first (the same
+/// process), or another process's, from another run of the same name, with what to do.
+#[test]
+fn a_rank_read_twice_is_said_as_a_copy_or_as_another_process() {
+    let folder = tmp("rank-twice");
+    let dir = folder.path();
+    generate(dir, "t", 2, 10, &["A", "B"], &[1.0, 1.0], 1);
+    let (copies, others) = (dir.join("copies"), dir.join("others"));
+    std::fs::create_dir(&copies).unwrap();
+    std::fs::create_dir(&others).unwrap();
+    let first = record_path(dir, "t", 1);
+    let copy = copies.join(first.file_name().unwrap());
+    std::fs::copy(&first, &copy).unwrap();
+    let rows: Vec<Iteration> = (0..10).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).collect();
+    let other = write_record(&others, &Header { pid: Some(999), ..header("t", 1, 2, &["A", "B"]) }, &rows);
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    // Said once each, by path (the three have one name).
+    let said_of = |p: &Path| err.lines().filter(|l| l.starts_with(&format!("aar: {}: ", p.display()))).count();
+    assert_eq!((said_of(&first), said_of(&copy), said_of(&other)), (0, 1, 1), "{err}");
+    let line = |p: &Path| err.lines().find(|l| l.starts_with(&format!("aar: {}: ", p.display()))).unwrap();
+    let said =
+        format!("rank 1 of experiment \"t\" was already read from {}, of the same process (pid 101)", first.display());
+    assert!(line(&copy).contains(&said) && line(&copy).contains("skipped as a copy of it"), "{err}");
+    let said = format!("already read from {}, of another process (pid 101, where this is pid 999)", first.display());
+    assert!(line(&other).contains(&said) && line(&other).contains("give each run its own AAR_OUTPUT_DIR"), "{err}");
+    assert_eq!(json_of(&o)["experiments"][0]["ranks"], 2);
+}
+
 /// Text a record carries (a rank's kept messages, the policy at exit, mode names) reaches the
 /// terminal with its control characters shown as `?`: no escape sequence, no forged line.
 #[test]

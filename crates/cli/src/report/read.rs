@@ -981,12 +981,31 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 )
             };
             let problem = if let Some(prev) = admitted.iter().find(|a| a.header.rank == h.header.rank) {
-                Some(format!(
-                    "{}: rank {rank} of experiment \"{}\" was already read from {}: skipped",
-                    h.path.display(),
-                    name.escape_debug(),
-                    prev.path.display()
-                ))
+                let process = |h: &Header| match (h.pid, &h.host) {
+                    (Some(pid), Some(host)) => format!("pid {pid} on {}", super::output::clean(host)),
+                    (Some(pid), None) => format!("pid {pid}"),
+                    (None, _) => "a process the header does not name".to_string(),
+                };
+                let (mine, theirs) = (process(&h.header), process(&prev.header));
+                Some(if mine == theirs && h.header.pid.is_some() {
+                    format!(
+                        "{}: rank {rank} of experiment \"{}\" was already read from {}, of the same process \
+                         ({mine}): skipped as a copy of it (one of the two can be removed)",
+                        h.path.display(),
+                        name.escape_debug(),
+                        prev.path.display()
+                    )
+                } else {
+                    format!(
+                        "{}: rank {rank} of experiment \"{}\" was already read from {}, of another process ({theirs}, \
+                         where this is {mine}): skipped, so the rank's rows are that process's only. Two runs of one \
+                         name are among the records given (give each run its own AAR_OUTPUT_DIR, and report each \
+                         apart), or the launcher gave two processes one rank",
+                        h.path.display(),
+                        name.escape_debug(),
+                        prev.path.display()
+                    )
+                })
             } else if let Some((mine, theirs)) = h.header.nranks.zip(reference.nranks).filter(|(m, t)| m != t) {
                 Some(differs("ranks", mine.to_string(), format!("{theirs} (another run of the same name)")))
             } else if let Some(n) = reference.nranks.filter(|&n| h.header.rank.is_some_and(|r| r >= n)) {
