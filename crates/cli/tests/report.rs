@@ -890,6 +890,13 @@ fn hostile_files_get_one_warning_each_and_the_rest_is_reported() {
         ("version", b"{\"format\":\"aar-iterations/2\",\"rank\":0}\n".to_vec()),
         ("older", b"{\"format\":\"aar-iterations/0\",\"rank\":0}\n".to_vec()),
         ("foreign", b"{\"schema\":\"aar-sim-rank/1\",\"iterations\":[]}\n".to_vec()),
+        ("cutheader", {
+            // Stopped in its first write: half a header.
+            let mut v = Vec::new();
+            write_line(&mut v, &header("h", 7, 3, &["A", "B"])).unwrap();
+            v.truncate(v.len() / 2);
+            v
+        }),
         ("headeronly", {
             let mut v = Vec::new();
             write_line(&mut v, &header("h", 5, 3, &["A", "B"])).unwrap();
@@ -926,6 +933,8 @@ fn hostile_files_get_one_warning_each_and_the_rest_is_reported() {
         "{older}"
     );
     assert!(err.lines().find(|l| l.contains("headeronly.iterations")).unwrap().contains("no iteration rows"));
+    let cut_header = err.lines().find(|l| l.contains("cutheader.iterations")).unwrap();
+    assert!(cut_header.ends_with(": is cut short (its writer was stopped, or could write no more: a full disk, the file size limit): skipped"), "{cut_header}");
     let j = json_of(&o);
     let e = &j["experiments"][0];
     assert_eq!(e["ranks"], 3, "the two good ranks and the cut one");

@@ -293,7 +293,8 @@ pub enum Fault {
     #[error("ends before it starts")]
     EndsBeforeStart,
     /// The last line, without its newline: the writer was stopped in the middle of it, or could
-    /// write no more of it (a full disk, the file size limit).
+    /// write no more of it (a full disk, the file size limit). Of a file, when that line is its
+    /// header.
     #[error("is cut short (its writer was stopped, or could write no more: a full disk, the file size limit)")]
     CutShort,
     #[error("is not an iteration row ({0})")]
@@ -416,7 +417,16 @@ impl<R: BufRead> Reader<R> {
         if !read_line(&mut input, &mut buf)? {
             return Err(Fault::Empty);
         }
-        let value: serde_json::Value = serde_json::from_slice(&buf).map_err(|_| Fault::NoJsonHeader)?;
+        let value: serde_json::Value = serde_json::from_slice(&buf).map_err(|_| {
+            // A writer writes the format first: a header so begun, without its newline, is an
+            // iteration record whose writer was stopped in its first write.
+            const BEGUN: &[u8] = b"{\"format\":\"aar-iterations/";
+            let begun = buf.starts_with(BEGUN) || (buf.len() > 1 && BEGUN.starts_with(&buf));
+            match begun && buf.last() != Some(&b'\n') {
+                true => Fault::CutShort,
+                false => Fault::NoJsonHeader,
+            }
+        })?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
             Some(other) => return Err(Fault::OtherFormat(other.to_string())),
@@ -677,6 +687,14 @@ mod tests {
         let fault = |input: &[u8]| Reader::new(input).err().unwrap();
         assert!(matches!(fault(b""), Fault::Empty));
         assert!(matches!(fault(b"\x00\x01binary"), Fault::NoJsonHeader));
+        // A header its writer was stopped in: cut short, not foreign.
+        let mut out = Vec::new();
+        write_line(&mut out, &header()).unwrap();
+        for cut in [3, 20, 100, out.len() - 2] {
+            assert!(matches!(fault(&out[..cut]), Fault::CutShort), "{}", String::from_utf8_lossy(&out[..cut]));
+        }
+        assert!(matches!(fault(b"{\"format\":\"aar-iterations/1\", cut\n"), Fault::NoJsonHeader), "a whole line");
+        assert!(matches!(fault(b"{\"schema\":"), Fault::NoJsonHeader));
         let other = fault(br#"{"format":"aar-iterations/9"}"#);
         assert!(other.to_string().contains("\"aar-iterations/9\""), "{other}");
         let long = vec![b'x'; MAX_LINE + 10];
