@@ -2626,6 +2626,53 @@ fn older_records_of_processes_without_a_rank_are_not_rank_0() {
     assert_eq!(job["per_rank"][0]["fastest_rank"], 0, "{job}");
 }
 
+/// A copy of the iteration record of a process without a rank (in a subfolder, say) is that
+/// process's record read twice: said as a copy and skipped, not reported as a second run. Another
+/// process that had the same pid on the same host later (its rows begin at another time) is one.
+#[test]
+fn a_copy_of_a_record_of_a_process_without_a_rank_is_said_and_skipped() {
+    let folder = tmp("norank-copy");
+    let dir = folder.path();
+    let write = |dir: &Path, later: u64| {
+        let h = Header {
+            rank: None,
+            nranks: None,
+            host: Some("login1".into()),
+            pid: Some(7),
+            ..header("nojob", 0, 1, &["A", "B"])
+        };
+        let mut out = Vec::new();
+        write_line(&mut out, &h).unwrap();
+        for i in 0..6 {
+            let mut r = row(i, ["A", "B"][i as usize % 2], 0, 1_000_000 + i * 1000, None);
+            (r.start_ns, r.end_ns) = (r.start_ns + later, r.end_ns + later);
+            write_line(&mut out, &r).unwrap();
+        }
+        let path = dir.join(aar_record::iterations_file_name(None, None, 7));
+        std::fs::write(&path, out).unwrap();
+        path
+    };
+    let first = write(dir, 0);
+    let (sub, again) = (dir.join("copy"), dir.join("again"));
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::create_dir(&again).unwrap();
+    let copy = sub.join(first.file_name().unwrap());
+    std::fs::copy(&first, &copy).unwrap();
+    write(&again, 3_600_000_000_000);
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    let said = format!(
+        "aar: {}: the process without a rank of experiment \"nojob\" was already read from {}, of the same process \
+         (pid 7 on login1): skipped as a copy of it",
+        copy.display(),
+        first.display()
+    );
+    assert!(err.contains(&said), "{err}");
+    let j = json_of(&o);
+    let experiments = j["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 2, "the process and the later one of the same pid, not the copy: {j}");
+}
+
 /// A job of 8 ranks under real libaar.so (`aar run`) whose records only ranks 0 and 5 write
 /// (`AAR_OUTPUT_RANKS=0,5`, a sample as a large job takes): the report reads the sample from the
 /// summary records, says of how many ranks of the job's the times are the slowest, and does not

@@ -10,7 +10,8 @@
 //! 2. **Heads**: every file's header and first row are read, files are grouped by `experiment`,
 //!    and each experiment's reference header is that of its lowest rank. A file is left out, with
 //!    a warning, when it is not a record, has no rows, repeats a rank already read (the file that
-//!    sorts first is kept), says another number of ranks or a rank beyond the reference's (another
+//!    sorts first is kept; of a process without a rank, an experiment of its own, a copy of its
+//!    record: the same pid, host and first row's start), says another number of ranks or a rank beyond the reference's (another
 //!    run of the same name), or disagrees with the reference on `source`, `clock` or `policies`
 //!    (its iteration times could not be compared with the others'). Mode columns may differ
 //!    between ranks: bytes are added up by mode name.
@@ -445,6 +446,8 @@ struct Head {
     path: PathBuf,
     header: Header,
     first_index: u64,
+    /// When the first usable row began, on the writer's clock.
+    first_start_ns: u64,
 }
 
 fn read_head(path: &Path) -> Result<Head, FileError> {
@@ -468,7 +471,7 @@ fn read_head(path: &Path) -> Result<Head, FileError> {
         match reader.next_row() {
             None => return Err(first_problem.map_or(FileError::NoRows, FileError::NoUsableRows)),
             Some(Ok(row)) if header.policies.contains(&row.policy) => {
-                return Ok(Head { path: path.to_path_buf(), header, first_index: row.i })
+                return Ok(Head { path: path.to_path_buf(), header, first_index: row.i, first_start_ns: row.start_ns })
             }
             Some(Ok(row)) => {
                 first_problem.get_or_insert(Unusable::UnknownPolicy(row.policy));
@@ -894,12 +897,17 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     // Step 2: heads, grouped by experiment.
     let heads: Vec<Result<Head, FileError>> = files.par_iter().map(|p| read_head(p)).collect();
     // A process without a rank (outside a job) is no rank of a run: its record is an experiment of
-    // its own, not compared iteration by iteration with another's of the same name.
-    let mut groups: BTreeMap<(String, Option<PathBuf>), Vec<Head>> = BTreeMap::new();
+    // its own, not compared iteration by iteration with another's of the same name. A copy of it
+    // (the same pid and host, its first row begun at the same nanosecond) is its, said as one.
+    type Alone = (Option<u32>, Option<String>, u64, Option<PathBuf>);
+    let mut groups: BTreeMap<(String, Option<Alone>), Vec<Head>> = BTreeMap::new();
     for (path, head) in files.iter().zip(heads) {
         match head {
             Ok(h) => {
-                let alone = h.header.rank.is_none().then(|| h.path.clone());
+                let alone = h.header.rank.is_none().then(|| {
+                    let unnamed = h.header.pid.is_none().then(|| h.path.clone());
+                    (h.header.pid, h.header.host.clone(), h.first_start_ns, unnamed)
+                });
                 groups.entry((h.header.experiment.clone(), alone)).or_default().push(h)
             }
             // A newer format may give a field another meaning: not read as this one.
@@ -969,8 +977,9 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         let mut modes: Vec<String> = Vec::new();
         let mut admitted: Vec<Head> = Vec::new();
         for h in heads {
-            // Of ranks only: a process without a rank is alone in its experiment.
+            // Of ranks only: a process without a rank is alone in its experiment, but for copies.
             let rank = h.header.rank.unwrap_or_default();
+            let whose = h.header.rank.map_or_else(|| "the process without a rank".to_string(), |r| format!("rank {r}"));
             let differs = |what: &str, mine: String, theirs: String| {
                 format!(
                     "{}: rank {rank} of experiment \"{}\" has {what} {mine} where rank {} ({}) has {theirs}: skipped",
@@ -989,7 +998,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                 let (mine, theirs) = (process(&h.header), process(&prev.header));
                 Some(if mine == theirs && h.header.pid.is_some() {
                     format!(
-                        "{}: rank {rank} of experiment \"{}\" was already read from {}, of the same process \
+                        "{}: {whose} of experiment \"{}\" was already read from {}, of the same process \
                          ({mine}): skipped as a copy of it (one of the two can be removed)",
                         h.path.display(),
                         name.escape_debug(),
@@ -997,7 +1006,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                     )
                 } else {
                     format!(
-                        "{}: rank {rank} of experiment \"{}\" was already read from {}, of another process ({theirs}, \
+                        "{}: {whose} of experiment \"{}\" was already read from {}, of another process ({theirs}, \
                          where this is {mine}): skipped, so the rank's rows are that process's only. Two runs of one \
                          name are among the records given (give each run its own AAR_OUTPUT_DIR, and report each \
                          apart), or the launcher gave two processes one rank",
