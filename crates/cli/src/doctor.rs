@@ -923,21 +923,38 @@ fn first_names(names: HashSet<String>) -> String {
 /// string (`x86_64`), and the folder of the executable started, `origin`. The token the doctor
 /// cannot replace (`$ORIGIN` without a program) is the error.
 fn loader_expansion(entry: &str, origin: Option<&Path>) -> Result<String, &'static str> {
-    let mut out = entry.to_string();
-    for (token, braced) in [("$ORIGIN", "${ORIGIN}"), ("$PLATFORM", "${PLATFORM}"), ("$LIB", "${LIB}")] {
-        if !out.contains(token) && !out.contains(braced) {
+    let mut out = String::with_capacity(entry.len());
+    let mut rest = entry;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + 1..];
+        // As ld.so reads a token: `{NAME}`, or NAME not followed by a letter, digit or `_`
+        // (`$LIBX` is no `$LIB`, and stays as written).
+        let token = ["ORIGIN", "PLATFORM", "LIB"].into_iter().find_map(|name| {
+            let braced = rest.strip_prefix('{').and_then(|r| r.strip_prefix(name)).and_then(|r| r.strip_prefix('}'));
+            let plain =
+                rest.strip_prefix(name).filter(|r| !r.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'));
+            braced.or(plain).map(|after| (name, after))
+        });
+        let Some((name, after)) = token else {
+            out.push('$');
             continue;
-        }
-        let value = match token {
-            "$ORIGIN" => {
+        };
+        let value = match name {
+            "ORIGIN" => {
                 origin.and_then(|p| p.canonicalize().ok()).and_then(|p| p.parent().map(|d| d.display().to_string()))
             }
-            "$PLATFORM" => platform(),
+            "PLATFORM" => platform(),
             _ => libc_folder(),
-        }
-        .ok_or(token)?;
-        out = out.replace(braced, &value).replace(token, &value);
+        };
+        out.push_str(&value.ok_or(match name {
+            "ORIGIN" => "$ORIGIN",
+            "PLATFORM" => "$PLATFORM",
+            _ => "$LIB",
+        })?);
+        rest = after;
     }
+    out.push_str(rest);
     Ok(out)
 }
 
@@ -2008,4 +2025,30 @@ fn can_create_in(dir: &Path) -> std::io::Result<()> {
     drop(file);
     let removed = std::fs::remove_file(&probe);
     written.and(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    /// The cases as glibc 2.36's ld.so opened them, seen with strace.
+    fn the_loaders_tokens_are_replaced_only_where_ld_so_reads_one() {
+        let lib = libc_folder().expect("this process's C library folder");
+        let origin = std::env::current_exe().unwrap();
+        let folder = origin.canonicalize().unwrap().parent().unwrap().display().to_string();
+        let expand = |e: &str| loader_expansion(e, Some(&origin));
+        assert_eq!(expand("/a/$LIB/x.so"), Ok(format!("/a/{lib}/x.so")));
+        assert_eq!(expand("/a/${LIB}x.so"), Ok(format!("/a/{lib}x.so")));
+        assert_eq!(expand("/a/$LIB.so"), Ok(format!("/a/{lib}.so")));
+        assert_eq!(expand("/a/$LIB-x.so"), Ok(format!("/a/{lib}-x.so")));
+        assert_eq!(expand("$ORIGIN/../$LIB/x.so"), Ok(format!("{folder}/../{lib}/x.so")));
+        // Longer names, an unknown one, a lone `$` and an unclosed brace are no tokens.
+        for kept in ["/a/$LIBX/x.so", "/a/$LIB_2/x.so", "/a/$ORIGINAL/x.so", "/a/$HOME/x.so", "/a/x$", "/a/${LIB/x.so"]
+        {
+            assert_eq!(expand(kept), Ok(kept.to_string()), "{kept}");
+        }
+        assert_eq!(loader_expansion("$ORIGIN/x.so", None), Err("$ORIGIN"));
+        assert_eq!(loader_expansion("/a/$LIBX/$ORIGIN", None), Err("$ORIGIN"));
+    }
 }
