@@ -534,12 +534,14 @@ pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
 }
 
 /// Bytes for people, as libaar.so's summary line and the CLI print them: `512 B`, `1.5 KiB`,
-/// `8.4 MiB` (binary units, one decimal).
+/// `8.4 MiB` (binary units, one decimal). A value that rounds up to 1024 of a unit is given in the
+/// next one: 1,048,575 B is `1.0 MiB`, not `1024.0 KiB`.
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut v = b as f64;
     let mut k = 0;
-    while v >= 1024.0 && k + 1 < UNITS.len() {
+    // Compared as it will be printed, to one decimal, so that the printed number stays under 1024.
+    while (k == 0 && v >= 1024.0 || k > 0 && v >= 1023.95) && k + 1 < UNITS.len() {
         v /= 1024.0;
         k += 1;
     }
@@ -575,6 +577,9 @@ mod tests {
         assert_eq!(human_bytes(10), "10 B");
         assert_eq!(human_bytes(1023), "1023 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1_048_524), "1023.9 KiB");
+        assert_eq!(human_bytes(1_048_575), "1.0 MiB");
+        assert_eq!(human_bytes((1 << 30) - 1), "1.0 GiB");
         assert_eq!(human_bytes(4 << 20), "4.0 MiB");
         assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
     }
