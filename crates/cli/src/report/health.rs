@@ -280,7 +280,7 @@ const VALUES_SHOWN: usize = 3;
 /// Whose summary record: a rank's, or a process's that knew no rank (outside a job, a serial
 /// program: `aar.nojob.norank.<pid>.json`), named by its record's file. Processes without a rank
 /// are as many as their records, not one rank among the ranks; ranks come first in order.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Who {
     Rank(u32),
     /// The record's file, as the warnings name it.

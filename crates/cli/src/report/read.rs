@@ -976,6 +976,9 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         let ref_path = heads[0].path.clone();
         let mut modes: Vec<String> = Vec::new();
         let mut admitted: Vec<Head> = Vec::new();
+        // Where each rank's admitted head is: found by a look-up, as a search per head is
+        // quadratic in the ranks.
+        let mut admitted_at: HashMap<Option<u32>, usize> = HashMap::new();
         for h in heads {
             // Of ranks only: a process without a rank is alone in its experiment, but for copies.
             let rank = h.header.rank.unwrap_or_default();
@@ -989,7 +992,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                     ref_path.display()
                 )
             };
-            let problem = if let Some(prev) = admitted.iter().find(|a| a.header.rank == h.header.rank) {
+            let problem = if let Some(prev) = admitted_at.get(&h.header.rank).map(|&i| &admitted[i]) {
                 let process = |h: &Header| match (h.pid, &h.host) {
                     (Some(pid), Some(host)) => format!("pid {pid} on {}", super::output::clean(host)),
                     (Some(pid), None) => format!("pid {pid}"),
@@ -1042,6 +1045,7 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
                             modes.push(m.clone());
                         }
                     }
+                    admitted_at.insert(h.header.rank, admitted.len());
                     admitted.push(h);
                 }
             }
@@ -1180,19 +1184,25 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
         for w in health.said {
             warn(&mut warnings, w);
         }
+        // Each rank found by a look-up, not a search: a search per rank is quadratic in the ranks.
+        let mut at: HashMap<health::Who, usize> = HashMap::with_capacity(e.ranks.len());
+        for (i, r) in e.ranks.iter().enumerate() {
+            at.entry(r.who()).or_insert(i);
+        }
+        let rank_of = |who: &health::Who| at.get(who).copied();
         for (rank, n) in health.ended {
-            if let Some(r) = e.ranks.iter_mut().find(|r| r.who() == rank) {
-                r.ended = Some(n);
+            if let Some(i) = rank_of(&rank) {
+                e.ranks[i].ended = Some(n);
             }
         }
         for (rank, refused) in health.refused_begins {
-            if let Some(r) = e.ranks.iter_mut().find(|r| r.who() == rank) {
-                r.refused_begins = Some(refused);
+            if let Some(i) = rank_of(&rank) {
+                e.ranks[i].refused_begins = Some(refused);
             }
         }
         for (rank, n) in health.unwritten_at_exit {
-            if let Some(r) = e.ranks.iter_mut().find(|r| r.who() == rank) {
-                r.unwritten_at_exit = Some(n);
+            if let Some(i) = rank_of(&rank) {
+                e.ranks[i].unwritten_at_exit = Some(n);
             }
         }
         // The header's first: a job still running has no summary records.
@@ -1209,8 +1219,8 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
             }
         };
         for rank in health.unreadable {
-            if let Some(r) = e.ranks.iter_mut().find(|r| r.who() == rank) {
-                r.summary_unreadable = true;
+            if let Some(i) = rank_of(&rank) {
+                e.ranks[i].summary_unreadable = true;
             }
         }
         for w in unwritten(e) {
