@@ -942,6 +942,42 @@ fn hostile_files_get_one_warning_each_and_the_rest_is_reported() {
 }
 
 #[test]
+fn nul_bytes_a_crash_left_in_a_record_are_said_as_such_and_the_rows_after_them_used() {
+    let folder = tmp("zeros");
+    let dir = folder.path();
+    generate(dir, "z", 3, 20, &["A", "B"], &[1.0, 1.1], 5);
+    // Rank 1's node crashed: its file kept the length of writes whose data was lost, from inside
+    // row 10 to a block's end; rows written after it survived.
+    let mut text = Vec::new();
+    write_line(&mut text, &header("z", 1, 3, &["A", "B"])).unwrap();
+    for i in 0..10 {
+        write_line(&mut text, &row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).unwrap();
+    }
+    text.extend_from_slice(br#"{"i":10,"poli"#);
+    text.resize(text.len() + (2 << 20), 0);
+    for i in 12..20 {
+        write_line(&mut text, &row(i, ["A", "B"][i as usize % 2], 0, 1_000_000, None)).unwrap();
+    }
+    let crashed = record_path(dir, "z", 1);
+    std::fs::write(&crashed, &text).unwrap();
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(mentions(&err, &crashed), 1, "{err}");
+    let said = err.lines().find(|l| l.contains(crashed.to_str().unwrap())).unwrap();
+    assert!(
+        said.contains(&format!(
+            "line 13: is {} NUL bytes where a row was to be: the file grew but its data never reached the disk, as \
+             when the node writing it crashed or lost power: skipped",
+            2 << 20
+        )) && said.contains("line 12 is cut short")
+            && said.ends_with("the other 18 rows used"),
+        "{said}"
+    );
+    assert_eq!(json_of(&o)["experiments"][0]["ranks"], 3);
+}
+
+#[test]
 fn inconsistent_ranks_are_decided_and_said() {
     let folder = tmp("inconsistent");
     let dir = folder.path();

@@ -277,6 +277,15 @@ pub enum Fault {
     Unreadable(std::io::Error),
     #[error("has a line longer than {MAX_LINE} bytes: not an aar record")]
     LineTooLong,
+    /// A run of NUL bytes where text was to be: the file's length was kept where its data never
+    /// reached the disk, as a file system leaves a file being written when its node crashes or
+    /// loses power. Not a row; the lines after it are read.
+    #[error(
+        "is {} where a row was to be: the file grew but its data never reached the disk, as when the node \
+         writing it crashed or lost power",
+        count(*.0, "NUL byte", "NUL bytes")
+    )]
+    Zeros(u64),
     #[error("does not start with a JSON header line: not an {FORMAT} record")]
     NoJsonHeader,
     #[error("is in format \"{}\", which this aar does not read (it reads {FORMAT} only)", .0.escape_debug())]
@@ -384,18 +393,50 @@ pub struct Reader<R> {
     input: R,
     line_no: u64,
     buf: Vec<u8>,
+    /// A run of NUL bytes that ended the line just read, to be given as the next ([`read_line`]).
+    zeros: u64,
     header: Header,
 }
 
 /// Read one line of at most [`MAX_LINE`] bytes into `buf`; `Ok(false)` at the end of input.
-fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<bool, Fault> {
+///
+/// A run of NUL bytes followed by the end of the input, a newline or a `{` (a row after a hole)
+/// is what a file system leaves where a crash kept a write's length and lost its data: it ends
+/// the line it interrupts (read as cut short), and is itself the next line, [`Fault::Zeros`]
+/// (held in `zeros` meanwhile), however long. Other NUL bytes are a line's own (a binary file's).
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, zeros: &mut u64) -> Result<bool, Fault> {
     buf.clear();
+    if *zeros > 0 {
+        return Err(Fault::Zeros(std::mem::take(zeros)));
+    }
     loop {
         let available = input.fill_buf().map_err(Fault::Unreadable)?;
         if available.is_empty() {
             return Ok(!buf.is_empty());
         }
-        let (take, done) = match available.iter().position(|&b| b == b'\n') {
+        let (take, done) = match available.iter().position(|&b| b == b'\n' || b == 0) {
+            Some(n) if available[n] == 0 => {
+                if buf.len() + n > MAX_LINE + 1 {
+                    return Err(Fault::LineTooLong);
+                }
+                buf.extend_from_slice(&available[..n]);
+                input.consume(n);
+                let run = skip_nuls(input)?;
+                let next = input.fill_buf().map_err(Fault::Unreadable)?.first().copied();
+                if matches!(next, None | Some(b'\n' | b'{')) {
+                    if buf.is_empty() {
+                        return Err(Fault::Zeros(run));
+                    }
+                    *zeros = run;
+                    return Ok(true);
+                }
+                let len = usize::try_from(run).ok().and_then(|r| r.checked_add(buf.len())).unwrap_or(usize::MAX);
+                if len > MAX_LINE + 1 {
+                    return Err(Fault::LineTooLong);
+                }
+                buf.resize(len, 0);
+                continue;
+            }
             Some(n) => (n + 1, true),
             None => (available.len(), false),
         };
@@ -410,11 +451,26 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<bool, Fault>
     }
 }
 
+/// Consume the NUL bytes at the start of `input`; how many.
+fn skip_nuls(input: &mut impl BufRead) -> Result<u64, Fault> {
+    let mut run = 0u64;
+    loop {
+        let available = input.fill_buf().map_err(Fault::Unreadable)?;
+        let n = available.iter().take_while(|&&b| b == 0).count();
+        let more = n > 0 && n == available.len();
+        input.consume(n);
+        run += n as u64;
+        if !more {
+            return Ok(run);
+        }
+    }
+}
+
 impl<R: BufRead> Reader<R> {
     /// Read and check the header; a fault here is the file's.
     pub fn new(mut input: R) -> Result<Self, Fault> {
-        let mut buf = Vec::new();
-        if !read_line(&mut input, &mut buf)? {
+        let (mut buf, mut zeros) = (Vec::new(), 0);
+        if !read_line(&mut input, &mut buf, &mut zeros)? {
             return Err(Fault::Empty);
         }
         let value: serde_json::Value = serde_json::from_slice(&buf).map_err(|_| {
@@ -456,7 +512,7 @@ impl<R: BufRead> Reader<R> {
                 None => Fault::BadHeader(error),
             }
         })?;
-        Ok(Self { input, line_no: 1, buf, header })
+        Ok(Self { input, line_no: 1, buf, zeros, header })
     }
 
     pub fn header(&self) -> &Header {
@@ -470,7 +526,7 @@ impl<R: BufRead> Reader<R> {
         loop {
             self.line_no += 1;
             let problem = |fault| Some(Err(Problem { line: self.line_no, fault }));
-            match read_line(&mut self.input, &mut self.buf) {
+            match read_line(&mut self.input, &mut self.buf, &mut self.zeros) {
                 Ok(false) => return None,
                 Ok(true) => {}
                 Err(fault) => return problem(fault),
@@ -685,6 +741,38 @@ mod tests {
         assert_eq!(read(&value), None, "absent: not known");
         value["rank"] = 0.into();
         assert_eq!(read(&value), Some(0), "an older libaar.so's record, as written");
+    }
+
+    #[test]
+    fn nul_bytes_a_crash_left_are_said_as_such_and_the_rows_after_them_read() {
+        let mut out = Vec::new();
+        write_line(&mut out, &header()).unwrap();
+        write_line(&mut out, &row(0)).unwrap();
+        // A row the crash cut inside, the zeros to a block's end, then a row written later.
+        let mut one = Vec::new();
+        write_line(&mut one, &row(1)).unwrap();
+        out.extend_from_slice(&one[..10]);
+        out.resize(out.len() + 3 * MAX_LINE, 0);
+        write_line(&mut out, &row(2)).unwrap();
+        out.resize(out.len() + 100, 0);
+        let read: Vec<_> = Reader::new(&out[..]).unwrap().collect();
+        let line = |r: &Result<Iteration, Problem>| r.as_ref().map(|r| r.i).map_err(|p| p.line);
+        assert_eq!(read.iter().map(line).collect::<Vec<_>>(), [Ok(0), Err(3), Err(4), Ok(2), Err(6)]);
+        assert!(matches!(read[1], Err(Problem { fault: Fault::CutShort, .. })));
+        let Err(Problem { fault: ref zeros @ Fault::Zeros(n), .. }) = read[2] else { panic!("{:?}", read[2]) };
+        assert_eq!(n, 3 * MAX_LINE as u64);
+        assert!(!zeros.ends_reading());
+        assert!(zeros.to_string().starts_with(&format!("is {n} NUL bytes where a row was to be")), "{zeros}");
+        assert!(matches!(read[4], Err(Problem { fault: Fault::Zeros(100), .. })));
+        // A file of nothing but zeros: said as such, not as a foreign file.
+        assert!(matches!(Reader::new(&[0u8; 4096][..]).err(), Some(Fault::Zeros(4096))));
+        // NUL bytes inside a line are the line's.
+        assert!(matches!(Reader::new(&b"\x00\x00PK\x03\x04\x00\x01\n"[..]).err(), Some(Fault::NoJsonHeader)));
+        let mut out = Vec::new();
+        write_line(&mut out, &header()).unwrap();
+        out.extend_from_slice(b"{\"i\":\x00\x001}\n");
+        let read: Vec<_> = Reader::new(&out[..]).unwrap().collect();
+        assert!(matches!(read[..], [Err(Problem { line: 2, fault: Fault::NotARow(_) })]), "{read:?}");
     }
 
     #[test]
