@@ -960,6 +960,9 @@ fn nul_bytes_a_crash_left_in_a_record_are_said_as_such_and_the_rows_after_them_u
     }
     let crashed = record_path(dir, "z", 1);
     std::fs::write(&crashed, &text).unwrap();
+    // Rank 2's summary record, written at its exit, is all zeros.
+    let summary = dir.join("aar.z.2.102.json");
+    std::fs::write(&summary, [0u8; 4096]).unwrap();
     let o = run(&[dir.to_str().unwrap(), "--json"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
@@ -967,11 +970,19 @@ fn nul_bytes_a_crash_left_in_a_record_are_said_as_such_and_the_rows_after_them_u
     let said = err.lines().find(|l| l.contains(crashed.to_str().unwrap())).unwrap();
     assert!(
         said.contains(&format!(
-            "line 13: is {} NUL bytes where a row was to be: the file grew but its data never reached the disk, as \
+            "line 13: is {} NUL bytes, not text: the file grew but its data never reached the disk, as \
              when the node writing it crashed or lost power: skipped",
             2 << 20
         )) && said.contains("line 12 is cut short")
             && said.ends_with("the other 18 rows used"),
+        "{said}"
+    );
+    let said = err.lines().find(|l| l.contains(summary.to_str().unwrap())).unwrap();
+    assert!(
+        said.ends_with(
+            "not a whole summary record: it holds 4096 NUL bytes: the file grew but its data never reached the disk, \
+             as when the node writing it crashed or lost power: rank 2's health is not checked"
+        ),
         "{said}"
     );
     assert_eq!(json_of(&o)["experiments"][0]["ranks"], 3);

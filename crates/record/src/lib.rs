@@ -267,6 +267,10 @@ pub fn iterations_file_name(job: Option<&str>, rank: Option<u32>, pid: u32) -> S
 /// How iteration records are recognised in a folder.
 pub const ITERATIONS_SUFFIX: &str = ".iterations.jsonl";
 
+/// Why a record holds NUL bytes where text was to be.
+pub const LOST_DATA: &str =
+    "the file grew but its data never reached the disk, as when the node writing it crashed or lost power";
+
 /// What is wrong with a record file or one of its lines; the text completes a sentence whose
 /// subject is the file or the line (`aar: FILE: line 3: is cut short ...`).
 #[derive(Debug, thiserror::Error)]
@@ -280,11 +284,7 @@ pub enum Fault {
     /// A run of NUL bytes where text was to be: the file's length was kept where its data never
     /// reached the disk, as a file system leaves a file being written when its node crashes or
     /// loses power. Not a row; the lines after it are read.
-    #[error(
-        "is {} where a row was to be: the file grew but its data never reached the disk, as when the node \
-         writing it crashed or lost power",
-        count(*.0, "NUL byte", "NUL bytes")
-    )]
+    #[error("is {}, not text: {LOST_DATA}", count(*.0, "NUL byte", "NUL bytes"))]
     Zeros(u64),
     #[error("does not start with a JSON header line: not an {FORMAT} record")]
     NoJsonHeader,
@@ -762,7 +762,7 @@ mod tests {
         let Err(Problem { fault: ref zeros @ Fault::Zeros(n), .. }) = read[2] else { panic!("{:?}", read[2]) };
         assert_eq!(n, 3 * MAX_LINE as u64);
         assert!(!zeros.ends_reading());
-        assert!(zeros.to_string().starts_with(&format!("is {n} NUL bytes where a row was to be")), "{zeros}");
+        assert!(zeros.to_string().starts_with(&format!("is {n} NUL bytes, not text: the file grew")), "{zeros}");
         assert!(matches!(read[4], Err(Problem { fault: Fault::Zeros(100), .. })));
         // A file of nothing but zeros: said as such, not as a foreign file.
         assert!(matches!(Reader::new(&[0u8; 4096][..]).err(), Some(Fault::Zeros(4096))));

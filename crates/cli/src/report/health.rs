@@ -196,8 +196,15 @@ pub fn read_summary(path: &Path) -> Result<(Value, Option<String>), String> {
         return Err(format!("larger than {} MiB, so not a summary record", MAX_SUMMARY_BYTES >> 20));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot be read ({e})"))?;
-    let mut v: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("not a whole summary record ({e}; cut short if its rank was stopped while writing it)"))?;
+    let mut v: Value = serde_json::from_slice(&bytes).map_err(|e| match bytes.iter().filter(|&&b| b == 0).count() {
+        // JSON text holds no NUL byte.
+        0 => format!("not a whole summary record ({e}; cut short if its rank was stopped while writing it)"),
+        n => format!(
+            "not a whole summary record: it holds {}: {}",
+            aar_record::count(n as u64, "NUL byte", "NUL bytes"),
+            aar_record::LOST_DATA
+        ),
+    })?;
     // The newest format this aar reads: the one its libaar.so writes.
     let (name, newest) = aar_record::SUMMARY_FORMAT.rsplit_once('/').unwrap_or_default();
     let version = match v["format"].as_str().and_then(|f| f.strip_prefix(name)?.strip_prefix('/')) {
