@@ -440,43 +440,22 @@ impl Job {
         if self.via_service.load(Ordering::Relaxed) {
             return through_service(area, proc, remote, local, len, write);
         }
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done) as usize;
-            let l = libc::iovec { iov_base: (local + done) as *mut libc::c_void, iov_len: n };
-            let r = libc::iovec { iov_base: (remote + done) as *mut libc::c_void, iov_len: n };
-            // SAFETY: the kernel checks both ranges: a bad address is EFAULT, never a fault
-            // here; the iovecs live across the call.
-            let moved = unsafe {
-                if write {
-                    libc::process_vm_writev(pid as libc::pid_t, &l, 1, &r, 1, 0)
-                } else {
-                    libc::process_vm_readv(pid as libc::pid_t, &l, 1, &r, 1, 0)
-                }
-            };
-            if moved <= 0 {
-                let err = if moved == 0 {
-                    std::io::Error::from_raw_os_error(libc::EFAULT)
-                } else {
-                    std::io::Error::last_os_error()
-                };
-                let what = if write { "process_vm_writev to" } else { "process_vm_readv from" };
-                let kept_out = matches!(err.raw_os_error(), Some(libc::EPERM | libc::EACCES | libc::ENOSYS));
-                if kept_out && area.service.running.load(Ordering::Acquire) != 0 {
-                    crate::warn(&format!(
-                        "{what} rank {rank} (pid {pid}) refused: {err}; bytes between this rank and \
-                         the others now go through their service threads (a copy through shared \
-                         memory, slower); let the ranks reach each other's memory \
-                         (kernel.yama.ptrace_scope 0 or 1, one user) to avoid it"
-                    ));
-                    self.via_service.store(true, Ordering::Relaxed);
-                    return through_service(area, proc, remote + done, local + done, len - done, write);
-                }
-                return Err(refused(what, rank, pid, &err));
-            }
-            done += moved as u64;
+        let Err((done, err)) = vm_copy(proc, remote, local, len, write) else {
+            return Ok(());
+        };
+        let what = if write { "process_vm_writev to" } else { "process_vm_readv from" };
+        let kept_out = matches!(err.raw_os_error(), Some(libc::EPERM | libc::EACCES | libc::ENOSYS));
+        if kept_out && area.service.running.load(Ordering::Acquire) != 0 {
+            crate::warn(&format!(
+                "{what} rank {rank} (pid {pid}) refused: {err}; bytes between this rank and \
+                 the others now go through their service threads (a copy through shared \
+                 memory, slower); let the ranks reach each other's memory \
+                 (kernel.yama.ptrace_scope 0 or 1, one user) to avoid it"
+            ));
+            self.via_service.store(true, Ordering::Relaxed);
+            return through_service(area, proc, remote + done, local + done, len - done, write);
         }
-        Ok(())
+        Err(refused(what, rank, pid, &err))
     }
 
     /// The lock every AMO on rank `rank`'s memory holds around its read-modify-write.
@@ -504,6 +483,46 @@ impl Job {
         }
         Ok(old)
     }
+}
+
+/// Copies `len` bytes between this process's `local` and `remote` in process `proc` (to it when
+/// `write`) with process_vm_writev/readv, which name it by pid only: so the pid is first held
+/// ([`ProcId::hold`]) and checked to be `proc`'s, not a later process's the kernel gave it to once
+/// `proc` ended (that one's memory would be written), and after each call checked to be still
+/// held, so a call that may have met another process is an error. On failure, how many bytes
+/// were moved and why (ESRCH: `proc` has ended). What is left: a write whose target ends, is
+/// reaped and has its pid given to another process of the user between the check and the call
+/// lands there; it is said as an error, not undone.
+fn vm_copy(proc: ProcId, remote: u64, local: u64, len: u64, write: bool) -> Result<(), (u64, std::io::Error)> {
+    let ended = || std::io::Error::from_raw_os_error(libc::ESRCH);
+    let held = proc.hold().ok_or_else(|| (0, ended()))?;
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done) as usize;
+        let l = libc::iovec { iov_base: (local + done) as *mut libc::c_void, iov_len: n };
+        let r = libc::iovec { iov_base: (remote + done) as *mut libc::c_void, iov_len: n };
+        // SAFETY: the kernel checks both ranges: a bad address is EFAULT, never a fault here;
+        // the iovecs live across the call.
+        let moved = unsafe {
+            if write {
+                libc::process_vm_writev(proc.pid() as libc::pid_t, &l, 1, &r, 1, 0)
+            } else {
+                libc::process_vm_readv(proc.pid() as libc::pid_t, &l, 1, &r, 1, 0)
+            }
+        };
+        let err = (moved <= 0).then(|| match moved {
+            0 => std::io::Error::from_raw_os_error(libc::EFAULT),
+            _ => std::io::Error::last_os_error(),
+        });
+        if !held.still_here() {
+            return Err((done, ended()));
+        }
+        if let Some(err) = err {
+            return Err((done, err));
+        }
+        done += moved as u64;
+    }
+    Ok(())
 }
 
 /// The rank's service thread: answers other ranks' requests to copy between its registered
@@ -623,6 +642,27 @@ mod tests {
         assert_eq!(decode(&GniMemHandle::default()), None);
         assert_ne!(key_of(Path::new("/dev/shm/aar-job-1"), 7), key_of(Path::new("/dev/shm/aar-job-2"), 7));
         assert_ne!(key_of(Path::new("/dev/shm/aar-job-1"), 7), key_of(Path::new("/dev/shm/aar-job-1"), 8));
+    }
+
+    /// A rank that ended and whose pid the kernel gave to another process of the user (this
+    /// test's own process, recorded with another start time, stands for that one): no byte is
+    /// written into it or read from it, and the copy says the rank ended.
+    #[test]
+    fn no_byte_moves_to_or_from_a_process_that_took_an_ended_ranks_pid() {
+        let start = ProcId::me().raw() >> 32;
+        assert!(start != 0, "no start time from /proc/self/stat: the test proves nothing");
+        let newcomer = ProcId::of(std::process::id(), start + 1);
+        let target = vec![0u8; 64];
+        let source = vec![0x5au8; 64];
+        let (t, s) = (target.as_ptr() as u64, source.as_ptr() as u64);
+        let rc = |r: Result<(), (u64, std::io::Error)>| r.map_err(|(n, e)| (n, e.raw_os_error()));
+        assert_eq!(rc(vm_copy(newcomer, t, s, 64, true)), Err((0, Some(libc::ESRCH))));
+        assert_eq!(std::hint::black_box(&target), &[0u8; 64], "a write went into the newcomer");
+        assert_eq!(rc(vm_copy(newcomer, s, t, 64, false)), Err((0, Some(libc::ESRCH))));
+        assert_eq!(std::hint::black_box(&target), &[0u8; 64], "a read came from the newcomer");
+        // The process the record names is reached.
+        assert_eq!(rc(vm_copy(ProcId::me(), t, s, 64, true)), Ok(()));
+        assert_eq!(std::hint::black_box(&target), &source);
     }
 
     /// A requester that died after its request and before the answer, whose service lock the

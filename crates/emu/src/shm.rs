@@ -9,6 +9,7 @@
 //! mailboxes' credit counters and its datagram slots.
 
 use std::ffi::c_void;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -88,6 +89,56 @@ impl ProcId {
         };
         let recorded = self.0 >> 32;
         !matches!(state, 'Z' | 'X') && (recorded == 0 || start & 0xffff_ffff == recorded)
+    }
+}
+
+/// A process held for calls that name it by pid ([`ProcId::hold`]): by a pidfd where the kernel
+/// has them (Linux 5.3), which names that process for good, else by its pid and start time.
+pub struct Held {
+    proc: ProcId,
+    pidfd: Option<OwnedFd>,
+}
+
+impl ProcId {
+    /// Holds this process for calls that name it by pid (process_vm_readv/writev); None when it
+    /// has ended or its pid is another process's now ([`ProcId::alive`]).
+    pub fn hold(self) -> Option<Held> {
+        // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid() as libc::pid_t, 0) };
+        let pidfd = match fd {
+            // SAFETY: a descriptor pidfd_open has just returned, owned by nothing else.
+            0.. => Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) => return None,
+            // No pidfds here (an old kernel, a seccomp filter, no descriptor left): the start time.
+            _ => None,
+        };
+        // The pid names the recorded process after the pidfd was opened, so it did when it was
+        // opened (a live process keeps its pid): the pidfd is the recorded process's.
+        self.alive().then_some(Held { proc: self, pidfd })
+    }
+}
+
+impl Held {
+    /// True while the held process has not been reaped, so that its pid still names it: a call
+    /// made by pid since [`ProcId::hold`] reached it (or failed), and no other process.
+    pub fn still_here(&self) -> bool {
+        match &self.pidfd {
+            Some(fd) => {
+                // SAFETY: signal 0 through a pidfd only checks that its process exists; no
+                // siginfo is passed.
+                let rc = unsafe {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        fd.as_raw_fd(),
+                        0,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    )
+                };
+                rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+            }
+            None => self.proc.alive(),
+        }
     }
 }
 
@@ -664,6 +715,20 @@ mod tests {
             "a lock whose recorded holder's pid now names another live process is never taken over"
         );
         assert_eq!(lock.owner.load(Ordering::Relaxed), 0);
+    }
+
+    /// A held process that ends and is reaped while held (its pid free for another process)
+    /// is no longer here; one that runs is.
+    #[test]
+    fn a_held_process_that_was_reaped_is_no_longer_here() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let held = ProcId::of(child.id(), start_time(child.id()).unwrap_or(0)).hold();
+        let before = held.as_ref().map(Held::still_here);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(before, Some(true), "a running child is not held");
+        assert!(!held.unwrap().still_here(), "a reaped process is still held as here");
+        assert!(ProcId::me().hold().is_some_and(|h| h.still_here()));
     }
 
     /// The start time of a process whose name holds ") " and "(" (a command name is the
