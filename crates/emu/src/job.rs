@@ -14,7 +14,7 @@
 //! Without `AAR_EMU_JOB_DIR` there is no job and nothing here is used.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,8 +27,8 @@ use crate::amo::{apply_to_bytes, AmoOp, Width};
 use crate::post_log;
 use crate::settings::{self, CopyPath, JobEnv};
 use crate::shm::{
-    self, JobArea, LockGuard, Mbox, ProcId, RankArea, Reg, Ring, Service, BOUNCE_BYTES, MAGIC, MBOX_ACTIVE, MBOX_FREE,
-    NO_RING, REG_SLOTS, RINGS, SERVE_READ, SERVE_WRITE,
+    self, Header, JobArea, LockGuard, Mbox, ProcId, RankArea, Reg, Ring, Service, BOUNCE_BYTES, JOB_MAGIC, MAGIC,
+    MBOX_ACTIVE, MBOX_FREE, NO_RING, REG_SLOTS, RINGS, SERVE_READ, SERVE_WRITE,
 };
 
 /// Marks qword1 of a job's memory handles (the in-process mode uses another tag).
@@ -77,7 +77,11 @@ pub fn joined() -> Result<Option<&'static Job>, GniReturn> {
                 post_log::set_rank(job.rank);
                 Ok(Some(job))
             }
-            Err(e) if e.raw_os_error() == Some(libc::EFBIG) => {
+            Err(StartError::Foreign(why)) => {
+                crate::warn(&why);
+                Err(GNI_RC_ERROR_RESOURCE)
+            }
+            Err(StartError::Io(e)) if e.raw_os_error() == Some(libc::EFBIG) => {
                 crate::warn(&format!(
                     "the file size limit (ulimit -f, RLIMIT_FSIZE) is {}, below the {} bytes of this rank's \
                      shared file in AAR_EMU_JOB_DIR={}: the file is not made, so this process cannot join \
@@ -92,7 +96,7 @@ pub fn joined() -> Result<Option<&'static Job>, GniReturn> {
                 ));
                 Err(GNI_RC_ERROR_RESOURCE)
             }
-            Err(e) => {
+            Err(StartError::Io(e)) => {
                 crate::warn(&format!(
                     "AAR_EMU_JOB_DIR={}: cannot make this rank's shared file of {} bytes ({e}), so this \
                      process cannot join the job, and GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE. To \
@@ -243,33 +247,102 @@ fn refused(what: &str, rank: u32, pid: u32, err: &std::io::Error) -> GniReturn {
     rc
 }
 
+/// Why a rank could not join its job.
+enum StartError {
+    /// Its file (or the job's) could not be made or mapped.
+    Io(std::io::Error),
+    /// The job's file is another build's: the whole message.
+    Foreign(String),
+}
+
+impl From<std::io::Error> for StartError {
+    fn from(e: std::io::Error) -> StartError {
+        StartError::Io(e)
+    }
+}
+
+/// The job-wide file `job` in `dir`, made by the first rank, mapped by every rank; refused when
+/// another build made it (another size, or another [`JOB_MAGIC`]): its ranks would not take the
+/// same lock.
+fn job_area(dir: &Path) -> Result<&'static JobArea, StartError> {
+    let path = dir.join("job");
+    let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(&path)?;
+    let size = std::mem::size_of::<JobArea>() as u64;
+    let len = file.metadata()?.len();
+    // 0: just made, here or by a rank that has not yet grown it.
+    let found = if len == 0 || len == size {
+        // SAFETY: JobArea is made of atomics only.
+        let shared: &'static JobArea = unsafe { map_as(&file)? };
+        match shared.magic.compare_exchange(0, JOB_MAGIC, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Ok(shared),
+            Err(JOB_MAGIC) => return Ok(shared),
+            Err(other) => format!("magic {other:#x}"),
+        }
+    } else {
+        format!("{len} bytes")
+    };
+    Err(StartError::Foreign(format!(
+        "{}: this job's shared file is another build's ({found}; this build's has {size} bytes, magic \
+         {JOB_MAGIC:#x}): a job folder reused from a run of another version, or ranks of two builds \
+         in one job. This process cannot join the job, and GNI_CdmAttach returns \
+         GNI_RC_ERROR_RESOURCE. To fix it, run every rank with the same build, in a fresh folder (aar \
+         run makes one per job; remove this one if it is left from an earlier run)",
+        path.display()
+    )))
+}
+
+/// The size of a rank's file and, read from its header without mapping it, its magic and rank
+/// (zeroes where the file is too short to hold them).
+fn header_of(file: &File) -> (u64, u64, u32) {
+    let len = file.metadata().map_or(0, |m| m.len());
+    let mut head = [0u8; std::mem::size_of::<Header>()];
+    if file.read_exact_at(&mut head, 0).is_err() {
+        return (len, 0, 0);
+    }
+    let at = |offset: usize, n: usize| &head[offset..offset + n];
+    let magic = u64::from_ne_bytes(at(std::mem::offset_of!(Header, magic), 8).try_into().unwrap_or_default());
+    let rank = u32::from_ne_bytes(at(std::mem::offset_of!(Header, rank), 4).try_into().unwrap_or_default());
+    (len, magic, rank)
+}
+
+/// A rank's file of another layout, or of another rank (an older build's, a job folder reused),
+/// said once per process: that rank counts as not started.
+fn foreign_rank_file(path: &Path, rank: u32, len: u64, magic: u64, of_rank: u32) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        crate::warn(&format!(
+            "{}: not a file of this build's rank {rank} ({len} bytes, magic {magic:#x}, rank {of_rank}; this \
+             build's have {} bytes, magic {MAGIC:#x}): another build's, from a job folder reused or a rank \
+             of another version in this job. This rank treats rank {rank} as not started: posts to it fail \
+             with GNI_RC_INVALID_PARAM and datagrams to it wait. To fix it, run every rank with the same \
+             build, in a fresh folder (aar run makes one per job)",
+            path.display(),
+            std::mem::size_of::<RankArea>(),
+        ));
+    }
+}
+
 impl Job {
-    fn start(env: &JobEnv) -> std::io::Result<Job> {
+    fn start(env: &JobEnv) -> Result<Job, StartError> {
         allow_siblings();
         let name = format!("rank-{}", env.rank);
         let partial = env.dir.join(format!("{name}.partial"));
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).mode(0o600).open(&partial)?;
-        // SAFETY: RankArea is made of atomics only.
-        let me: &'static RankArea = unsafe { map_as(&file) }.inspect_err(|_| {
-            // No rank maps a `.partial` file: one that cannot be made does not stay behind.
+        // No rank maps a `.partial` file: one that cannot be made does not stay behind.
+        let forget = || {
             let _ = std::fs::remove_file(&partial);
-        })?;
+        };
+        // SAFETY: RankArea is made of atomics only.
+        let me: &'static RankArea = unsafe { map_as(&file) }.inspect_err(|_| forget())?;
         let h = &me.header;
         h.proc.store(ProcId::me().raw(), Ordering::Relaxed);
         h.rank.store(env.rank, Ordering::Relaxed);
         h.nic_addr.store(env.nic_addr, Ordering::Relaxed);
         h.cookie.store(env.cookie, Ordering::Relaxed);
         h.magic.store(MAGIC, Ordering::Release);
+        // Before the rank is published: a rank that cannot share the job's lock does not join.
+        let shared = job_area(&env.dir).inspect_err(|_| forget())?;
         std::fs::rename(&partial, env.dir.join(&name))?;
-        let job_file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(env.dir.join("job"))?;
-        // SAFETY: JobArea is made of atomics only.
-        let shared: &'static JobArea = unsafe { map_as(&job_file)? };
         // The service thread sleeps until a rank the kernel keeps out needs it. It is marked
         // running here, once it exists, not by the thread itself: a peer's first request may
         // come before the new thread has run at all, and must then wait for it, not fail.
@@ -302,8 +375,13 @@ impl Job {
         let mut areas = self.areas.lock().unwrap_or_else(|e| e.into_inner());
         let slot = areas.get_mut(rank as usize)?;
         if slot.is_none() {
-            let file = OpenOptions::new().read(true).write(true).open(self.dir.join(format!("rank-{rank}"))).ok()?;
-            if (file.metadata().ok()?.len() as usize) < std::mem::size_of::<RankArea>() {
+            let path = self.dir.join(format!("rank-{rank}"));
+            let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
+            // Checked before the file is mapped: a file of another layout is never mapped (nor
+            // grown), each time a post asks again for it.
+            let (len, magic, of_rank) = header_of(&file);
+            if len != std::mem::size_of::<RankArea>() as u64 || magic != MAGIC || of_rank != rank {
+                foreign_rank_file(&path, rank, len, magic, of_rank);
                 return None;
             }
             // SAFETY: RankArea is made of atomics only; the file has its size (checked).
@@ -314,10 +392,6 @@ impl Job {
                     return None;
                 }
             };
-            let h = &area.header;
-            if h.magic.load(Ordering::Acquire) != MAGIC || h.rank.load(Ordering::Relaxed) != rank {
-                return None;
-            }
             *slot = Some(area);
         }
         *slot

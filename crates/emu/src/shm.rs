@@ -602,9 +602,16 @@ pub struct RankArea {
     pub dgrams: [Dgram; DGRAMS],
 }
 
+/// Marks the job-wide file ([`JobArea`]) as one of this layout: change it with the layout, so
+/// that ranks of another build never take a lock they do not share (a job folder reused, or
+/// ranks of two builds in one job).
+pub const JOB_MAGIC: u64 = 0x6161_722d_6a6f_6201;
+
 /// The job-wide file: the lock datagram matching takes.
 #[repr(C)]
 pub struct JobArea {
+    /// [`JOB_MAGIC`], set by the first rank that maps the file.
+    pub magic: AtomicU64,
     pub dgram_lock: Lock,
 }
 

@@ -509,6 +509,75 @@ fn a_file_size_limit_below_the_rank_file_fails_the_attach_and_kills_no_rank() {
     assert_eq!(dirs.shared_files(), ["nic-256", "nic-257"]);
 }
 
+/// A rank's file another build made in the job's folder (a folder reused, a rank of another
+/// version): of another size, or of this size with another magic (the previous layout's). A
+/// rank that looks for that rank says so once, naming the file, what it does and the fix, and
+/// goes on as if that rank had not started.
+#[test]
+fn a_rank_file_of_another_build_is_said_once_and_that_rank_counts_as_not_started() {
+    for (what, small) in [("another magic", false), ("another size", true)] {
+        let dirs = JobDirs::new("stranger");
+        // Rank 1 of this build makes its file, which then becomes another build's.
+        run_job(&Launch { scenario: "attach", only: &[1], ..Launch::default() }, &dirs);
+        let file = dirs.shared.join("rank-1");
+        if small {
+            std::fs::write(&file, [0u8; 4096]).unwrap();
+        } else {
+            let mut bytes = std::fs::read(&file).unwrap();
+            bytes[..8].copy_from_slice(&0x6161_722d_6a6f_6201u64.to_ne_bytes());
+            std::fs::write(&file, bytes).unwrap();
+        }
+        let outs = run_job(&Launch { scenario: "stranger", only: &[0], ..Launch::default() }, &dirs);
+        let out = &outs[0].1;
+        let stdout = expect_success(out, what);
+        assert!(stdout.ends_with("PASS stranger\n"), "{what}: {stdout}");
+        let err = stderr(out);
+        assert_eq!(err.lines().count(), 1, "{what}: said once: {err}");
+        let found = if small { "(4096 bytes, magic 0x0, rank 0;" } else { "magic 0x6161722d6a6f6201, rank 1;" };
+        assert!(
+            err.starts_with(&format!("aar-emu: {}: not a file of this build's rank 1 (", file.display()))
+                && err.contains(found)
+                && err.contains("treats rank 1 as not started")
+                && err.contains("run every rank with the same build, in a fresh folder"),
+            "{what}: {err}"
+        );
+    }
+}
+
+/// The job's shared file another build made (the previous layout's 16 bytes, or this size with
+/// another magic): the ranks would not share the datagram lock, so none joins: GNI_CdmAttach
+/// returns GNI_RC_ERROR_RESOURCE, each rank says why in one line, naming the file and the fix,
+/// and no rank's file is left.
+#[test]
+fn a_job_file_of_another_build_fails_the_attach_and_says_what_to_do() {
+    let mut other_magic = vec![0u8; 24];
+    other_magic[..8].copy_from_slice(&0x6161_722d_6a6f_6200u64.to_ne_bytes());
+    for (bytes, found) in [(vec![0u8; 16], "(16 bytes;"), (other_magic, "(magic 0x6161722d6a6f6200;")] {
+        let dirs = JobDirs::new("foreignjob");
+        let file = dirs.shared.join("job");
+        std::fs::write(&file, &bytes).unwrap();
+        for (rank, out) in run_job(&Launch { scenario: "attach", ..Launch::default() }, &dirs) {
+            let stdout = expect_success(&out, &format!("rank {rank}"));
+            assert!(
+                stdout.contains(&format!("attach rc={}\n", aar_abi::GNI_RC_ERROR_RESOURCE)),
+                "rank {rank}: {stdout}"
+            );
+            let err = stderr(&out);
+            assert_eq!(err.lines().count(), 1, "rank {rank}: {err}");
+            assert!(
+                err.starts_with(&format!(
+                    "aar-emu: {}: this job's shared file is another build's {found}",
+                    file.display()
+                )) && err.contains("GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE")
+                    && err.contains("run every rank with the same build, in a fresh folder"),
+                "rank {rank}: {err}"
+            );
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "the other build's file was changed");
+        assert_eq!(dirs.shared_files(), ["job", "nic-256", "nic-257"]);
+    }
+}
+
 /// A full /dev/shm, where a rank's shared file cannot be made, is met as a file size limit is:
 /// GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE (a rank running alone could not be reached by the
 /// others), each rank says why in one line, and none dies of SIGBUS. Each rank runs in a mount

@@ -945,6 +945,30 @@ static void attach(void)
 	OK(GNI_CdmDestroy(cdm));
 }
 
+/* Rank 0 alone, whose job folder holds a rank-1 file another build made: posts datagrams to
+ * rank 1's NIC, each of which looks for the ranks there, and finds none (they stay pending). */
+static void stranger(void)
+{
+	gni_cdm_handle_t cdm;
+	gni_nic_handle_t nic;
+	gni_cq_handle_t cq;
+	gni_ep_handle_t ep;
+	uint32_t addr = 0, ra, ri;
+	gni_post_state_t st;
+	uint64_t in = 7, out = 0;
+	OK(GNI_CdmCreate((uint32_t)env_int("PMI_RANK"), GNI_FIND_ALLOC_PTAG, 42, 0, &cdm));
+	OK(GNI_CdmAttach(cdm, 0, &addr, &nic));
+	OK(GNI_CqCreate(nic, 16, 0, GNI_CQ_NOBLOCK, NULL, NULL, &cq));
+	OK(GNI_EpCreate(nic, cq, &ep));
+	OK(GNI_EpBind(ep, 0x101, 1));
+	for (uint64_t id = 0; id < 3; id++) {
+		OK(GNI_EpPostDataWId(ep, &in, sizeof in, &out, sizeof out, id));
+		OK(GNI_EpPostDataTestById(ep, id, &st, &ra, &ri));
+		EXPECT(st == GNI_POST_PENDING && out == 0);
+		OK(GNI_EpPostDataCancelById(ep, id));
+	}
+}
+
 /* Rank 0 writes 2048 lines of 64 bytes (128 KiB, twice what a pipe holds) on stderr, then every
  * rank meets the others at a barrier: a job whose rank says more than a pipe holds before it
  * ends, which ends only if its launcher reads the ranks' output while they run. */
@@ -974,6 +998,7 @@ int main(int argc, char **argv)
 		{"orphan", orphan},
 		{"zombie", zombie},
 		{"attach", attach},
+		{"stranger", stranger},
 		{"simget", simget},
 		{"chatty", chatty},
 	};
