@@ -1629,6 +1629,33 @@ fn a_job_in_the_background_leaves_the_terminal_to_the_shell_until_fg() {
     assert_eq!(st.code(), Some(0), "{shown}");
 }
 
+/// A rank that reads the terminal itself (`/dev/tty`), or changes its settings, is stopped by the
+/// kernel (SIGTTIN, SIGTTOU: it runs outside the terminal's foreground process group); `aar run`
+/// names it, says why and what to do instead, and ends the job (exit status 1). Before, the job
+/// hung without a word.
+#[test]
+fn a_rank_stopped_for_using_the_terminal_itself_ends_the_job_with_the_reason() {
+    for (touch, sig, fix) in [
+        ("read x </dev/tty", "SIGTTIN", "read its stdin instead"),
+        ("stty -echo </dev/tty", "SIGTTOU", "leave the terminal's settings alone"),
+    ] {
+        let script = format!(
+            "echo ready $PMI_RANK; if [ $PMI_RANK = 0 ]; then {touch}; echo went on; else i=0; \
+             while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi"
+        );
+        let mut cmd = aar();
+        cmd.args(["run", "-n", "2", "sh", "-c", &script]);
+        let terminal = Terminal::start(cmd);
+        assert!(terminal.shows(&["ready 0", "ready 1"]), "the ranks did not start: {}", terminal.shown());
+        let (st, shown) = terminal.finish();
+        assert_eq!(st.code(), Some(1), "{sig}: {shown}");
+        let said = shown.lines().find(|l| l.contains(&format!("was stopped by {sig}"))).unwrap_or_default();
+        assert!(said.starts_with("aar run: rank 0 (pid "), "{sig}: {shown}");
+        assert!(said.contains(fix) && said.contains("SIGTERM to the 2 ranks still running, rank 0 too"), "{shown}");
+        assert!(!shown.contains("went on") && !shown.contains("did not end within"), "{shown}");
+    }
+}
+
 /// A signal whose default action would end `aar run` alone (a timer's SIGALRM, the CPU time
 /// limit's SIGXCPU) ends the whole job instead: SIGTERM to the ranks, the processes they left
 /// running ended too, the job folder removed, and 128 + that signal as the exit status. Before,

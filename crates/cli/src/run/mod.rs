@@ -61,6 +61,8 @@
 //!   in an orphaned process group, where the kernel discards SIGTSTP. SIGCONT (`fg`, `bg`,
 //!   `kill -CONT`) goes to all of them; the time limit and the grace before SIGKILL are moved by the
 //!   time stopped. SIGUSR1 and SIGUSR2 are forwarded to the ranks, as srun and hydra forward them.
+//!   A rank stopped by SIGTTIN or SIGTTOU (it read the terminal itself, or changed its settings: outside the
+//!   terminal's foreground group it cannot) ends the job with exit status 1, named with the fix.
 //!   SIGSTOP, which no process can catch, stops only the launcher.
 //!
 //! - Output ([`output`]): each rank's stdout and stderr are pipes the launcher copies to its own a
@@ -122,7 +124,7 @@ const MAX_RANKS: u32 = 4096;
 #[command(
     after_help = "Exit status: 0 when every rank exits 0; else the code of the rank that ended the job, or the highest of the ranks that failed on their own \
 (as srun's; those that had ended when aar run began to end the job: not one that ends after its SIGTERM) (its PMI_Abort code (1 for a code of 0: an abort is no success), its exit code, or 128 + the signal that killed it), 128 + the signal aar run got, 1 when a rank \
-that called PMI_Init exited 0, or closed its PMI_FD and ran on, without PMI_Finalize, or ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread or sent more than 64 KiB on its PMI_FD without a newline, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
+that called PMI_Init exited 0, or closed its PMI_FD and ran on, without PMI_Finalize, or ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread or sent more than 64 KiB on its PMI_FD without a newline, or was stopped by SIGTTIN or SIGTTOU for reading or setting the terminal itself, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
 limits is refused before any rank starts). Ranks that do not \
 end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job."
@@ -244,7 +246,8 @@ const EXIT_ABORT_ZERO: i32 = 1;
 /// Exit status when the time limit ran out (as GNU timeout's).
 const EXIT_TIMEOUT: i32 = 124;
 /// Exit status when the job can never finish (a barrier a rank that ended will never enter, a rank
-/// that does not read its PMI answers, one cut off for a line longer than [`MAX_LINE`]).
+/// that does not read its PMI answers, one cut off for a line longer than [`MAX_LINE`], one stopped
+/// by SIGTTIN or SIGTTOU).
 const EXIT_STUCK: i32 = 1;
 /// Exit status when a rank that called PMI_Init exits 0, or closes its PMI_FD and runs on, without
 /// PMI_Finalize.
@@ -823,6 +826,7 @@ impl Supervisor {
                 // Processes the ranks left behind that ended: no zombies for the job's length.
                 let ranks: Vec<libc::pid_t> = self.ranks.iter().map(|r| r.child.id() as libc::pid_t).collect();
                 reap_orphans(&ranks);
+                self.check_tty_stops();
             }
             if let Some(stdin) = self.stdin.as_mut() {
                 stdin.pump();
@@ -956,6 +960,58 @@ impl Supervisor {
             count(n as u64, "rank", "ranks")
         );
         self.signal_running(sig);
+    }
+
+    /// Ranks stopped by SIGTTIN or SIGTTOU: a rank that reads the terminal itself (opens
+    /// /dev/tty), changes its settings, or writes to it under `stty tostop`, is stopped by the
+    /// kernel, as a background job's process is, since it runs in a process group of its own,
+    /// outside the terminal's foreground group; nothing would resume it (a SIGCONT only makes it
+    /// try again and stop again), and the job would hang without a word. It ends the job, named in
+    /// one line with why and what to do instead. (Looked at when a SIGCHLD came: a child's stop
+    /// sends one. A process a rank started is not the launcher's child, and its stop not seen.)
+    fn check_tty_stops(&mut self) {
+        for r in 0..self.ranks.len() {
+            if self.ranks[r].status.is_some() {
+                continue;
+            }
+            let pid = self.ranks[r].child.id() as libc::pid_t;
+            // SAFETY: waitid fills a zeroed (valid) siginfo_t; with WSTOPPED alone (no WEXITED) it
+            // reports and takes only a stop of this child, never its exit, which stays for
+            // `Child::try_wait`; WNOHANG leaves si_pid 0 when the child has no stop to report.
+            let sig = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                let rc = libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WSTOPPED | libc::WNOHANG);
+                if rc != 0 || info.si_pid() != pid {
+                    continue;
+                }
+                info.si_status()
+            };
+            let (did, instead) = match sig {
+                libc::SIGTTIN => (
+                    "it read the terminal itself (opened /dev/tty, say)",
+                    "have it read its stdin instead (aar run passes what is typed at the terminal to rank 0's stdin), \
+                     or give it its input in a file",
+                ),
+                libc::SIGTTOU => (
+                    "it changed the terminal's settings itself (stty, a password prompt's or an editor's tcsetattr \
+                     on /dev/tty, say) or wrote to the terminal under `stty tostop`",
+                    "have it write to its stdout or stderr (aar run copies them to its own) and leave the \
+                     terminal's settings alone",
+                ),
+                _ => continue,
+            };
+            self.ranks[r].read_output();
+            let why = format!(
+                "rank {r} (pid {pid}) was stopped by {}: {did}, which no rank can: each rank runs in a process \
+                 group of its own, outside the terminal's foreground group, and it would wait stopped for ever; {instead}",
+                signals::name(sig)
+            );
+            match self.ending {
+                None => self.end(EXIT_STUCK, Some(r), why),
+                // It gets SIGKILL with the others still running after the grace.
+                Some(code) => say!("aar run: {why} (the job was already ending; its exit code stays {code})."),
+            }
+        }
     }
 
     /// SIGTSTP to the launcher (Ctrl-Z): SIGSTOP to the ranks still running and to the processes
