@@ -1656,6 +1656,27 @@ fn a_rank_stopped_for_using_the_terminal_itself_ends_the_job_with_the_reason() {
     }
 }
 
+/// A resize of the terminal (SIGWINCH to its foreground process group, `aar run`'s) reaches each
+/// rank's process group, which, outside the terminal's foreground group, would not get it: a rank
+/// that draws for the terminal's size learns the new one.
+#[test]
+fn a_resize_of_the_terminal_reaches_the_ranks() {
+    let script = "trap 'echo resized $PMI_RANK $(stty size </dev/tty); exit 0' WINCH; echo ready $PMI_RANK; \
+                  i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; echo not resized";
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "sh", "-c", script]);
+    let terminal = Terminal::start(cmd);
+    assert!(terminal.shows(&["ready 0", "ready 1"]), "the ranks did not start: {}", terminal.shown());
+    let size = libc::winsize { ws_row: 33, ws_col: 111, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCSWINSZ reads one live winsize; the terminal sends SIGWINCH to its foreground group.
+    let rc = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&terminal.keys), libc::TIOCSWINSZ, &size) };
+    assert_eq!(rc, 0, "TIOCSWINSZ: {}", std::io::Error::last_os_error());
+    let (st, shown) = terminal.finish();
+    assert!(shown.contains("resized 0 33 111") && shown.contains("resized 1 33 111"), "{shown}");
+    assert!(!shown.contains("not resized"), "{shown}");
+    assert_eq!(st.code(), Some(0), "{shown}");
+}
+
 /// A signal whose default action would end `aar run` alone (a timer's SIGALRM, the CPU time
 /// limit's SIGXCPU) ends the whole job instead: SIGTERM to the ranks, the processes they left
 /// running ended too, the job folder removed, and 128 + that signal as the exit status. Before,

@@ -60,8 +60,9 @@
 //!   the launcher stops itself with SIGTSTP (so its shell reports a stopped job), or with SIGSTOP
 //!   in an orphaned process group, where the kernel discards SIGTSTP. SIGCONT (`fg`, `bg`,
 //!   `kill -CONT`) goes to all of them; the time limit and the grace before SIGKILL are moved by the
-//!   time stopped. SIGUSR1 and SIGUSR2 are forwarded to the ranks, as srun and hydra forward them.
-//!   A rank stopped by SIGTTIN or SIGTTOU (it read the terminal itself, or changed its settings: outside the
+//!   time stopped. SIGUSR1 and SIGUSR2 are forwarded to the ranks, as srun and hydra forward them;
+//!   SIGWINCH (a resize of the terminal) to each rank's process group, silently. A rank stopped by
+//!   SIGTTIN or SIGTTOU (it read the terminal itself, or changed its settings: outside the
 //!   terminal's foreground group it cannot) ends the job with exit status 1, named with the fix.
 //!   SIGSTOP, which no process can catch, stops only the launcher.
 //!
@@ -820,6 +821,8 @@ impl Supervisor {
                     self.stop();
                 } else if sig == libc::SIGCONT {
                     self.resume();
+                } else if sig == signals::RESIZE {
+                    self.forward_resize();
                 }
             }
             if arrived.contains(&libc::SIGCHLD) {
@@ -960,6 +963,25 @@ impl Supervisor {
             count(n as u64, "rank", "ranks")
         );
         self.signal_running(sig);
+    }
+
+    /// SIGWINCH to the launcher (the terminal was resized while the launcher's process group is
+    /// its foreground one): to each running rank's process group, as the terminal would send it to
+    /// a job of its own, so that a rank (or what it started) that asks the terminal for its size
+    /// (on /dev/tty: its stdout is a pipe) draws for the new one. Silent: a resize is no event of
+    /// the job's, and a dragged window sends dozens. The default action of SIGWINCH is to ignore
+    /// it, so a rank that does not care is not disturbed.
+    fn forward_resize(&self) {
+        for r in self.running() {
+            let pid = self.ranks[r].child.id() as libc::pid_t;
+            // SAFETY: kill only sends SIGWINCH, to the process group the rank leads (it was
+            // started in one of its own) or, when it left that group, to the rank alone.
+            unsafe {
+                if libc::kill(-pid, libc::SIGWINCH) != 0 {
+                    libc::kill(pid, libc::SIGWINCH);
+                }
+            }
+        }
     }
 
     /// Ranks stopped by SIGTTIN or SIGTTOU: a rank that reads the terminal itself (opens

@@ -1,6 +1,6 @@
 //! The launcher's signals as bytes on a pipe (the self-pipe trick), so one poll loop sees rank
 //! messages, rank exits (SIGCHLD), requests to end the job (SIGINT, SIGTERM, SIGHUP), job control
-//! (SIGTSTP, SIGCONT) and signals meant for the ranks (SIGUSR1, SIGUSR2) in order.
+//! (SIGTSTP, SIGCONT) and signals meant for the ranks (SIGUSR1, SIGUSR2, SIGWINCH) in order.
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -21,6 +21,10 @@ pub const FATAL: [libc::c_int; 5] = [libc::SIGALRM, libc::SIGVTALRM, libc::SIGPR
 
 /// Job control: a stop request (Ctrl-Z, `kill -TSTP`) and the continue that ends a stop.
 pub const JOB_CONTROL: [libc::c_int; 2] = [libc::SIGTSTP, libc::SIGCONT];
+
+/// A resize of the terminal, forwarded to the ranks' process groups, which, outside the
+/// terminal's foreground group, do not get it from the terminal.
+pub const RESIZE: libc::c_int = libc::SIGWINCH;
 
 /// The pipe's write end, for the handler.
 static WRITE_END: AtomicI32 = AtomicI32::new(-1);
@@ -56,8 +60,9 @@ pub struct SignalPipe {
 }
 
 impl SignalPipe {
-    /// Install the handlers for SIGCHLD, [`ENDING`], [`FORWARDED`], [`FATAL`] and [`JOB_CONTROL`]; a
-    /// signal of [`ENDING`], [`FORWARDED`] or [`FATAL`] that is already ignored stays ignored. Ranks started after this
+    /// Install the handlers for SIGCHLD, [`ENDING`], [`FORWARDED`], [`FATAL`], [`JOB_CONTROL`] and
+    /// [`RESIZE`]; a signal of [`ENDING`], [`FORWARDED`], [`FATAL`] or [`RESIZE`] that is already
+    /// ignored (SIG_IGN) stays ignored. Ranks started after this
     /// get the default dispositions back at exec, and the ignored ones stay ignored.
     pub fn install() -> std::io::Result<Self> {
         let mut fds = [0; 2];
@@ -70,7 +75,7 @@ impl SignalPipe {
         let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         WRITE_END.store(write_end.as_raw_fd(), Ordering::Relaxed);
         std::mem::forget(write_end);
-        for sig in ENDING.into_iter().chain(FORWARDED).chain(FATAL).chain(JOB_CONTROL).chain([libc::SIGCHLD]) {
+        for sig in ENDING.into_iter().chain(FORWARDED).chain(FATAL).chain(JOB_CONTROL).chain([libc::SIGCHLD, RESIZE]) {
             // A signal ignored when aar run started (`nohup aar run`, a background job of a shell
             // without job control ignores SIGINT and SIGQUIT) stays ignored, here and, through
             // exec, in the ranks: whoever started the job asked that it not end by it.
