@@ -6,6 +6,7 @@ use aar_testkit::{release_dir, root, target_dir};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::FromRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
@@ -1627,6 +1628,44 @@ fn a_job_in_the_background_leaves_the_terminal_to_the_shell_until_fg() {
     assert!(shown.contains("got=second") && shown.contains("fg=0"), "{shown}");
     assert!(!shown.contains("got=first"), "{shown}");
     assert_eq!(st.code(), Some(0), "{shown}");
+}
+
+/// What is typed at the terminal while the job runs is read by `aar run` for rank 0; what rank 0
+/// never reads is lost with the job (not left in the terminal for the shell, which would have got
+/// a command typed ahead): `aar run` says how many bytes, so a command that never ran is explained.
+/// Deterministic: the job ends only once the terminal holds nothing unread (`aar run` took it).
+#[test]
+fn what_is_typed_and_rank_0_never_reads_is_said_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("go");
+    let script = format!("echo ready; while [ ! -e {} ]; do sleep 0.1; done", flag.display());
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "1", "sh", "-c", &script]);
+    let mut terminal = Terminal::start(cmd);
+    assert!(terminal.shows(&["ready"]), "the rank did not start: {}", terminal.shown());
+    terminal.type_keys(b"ls -l\n");
+    // The terminal's side the job reads, opened again to ask how much input it holds unread.
+    let mut name = [0 as libc::c_char; 128];
+    let master = std::os::fd::AsRawFd::as_raw_fd(&terminal.keys);
+    // SAFETY: ptsname_r writes a NUL-terminated name of at most name.len() bytes into the live buffer.
+    assert_eq!(unsafe { libc::ptsname_r(master, name.as_mut_ptr(), name.len()) }, 0);
+    // SAFETY: ptsname_r wrote a NUL-terminated string into name.
+    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_str().unwrap().to_owned();
+    let slave =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK).open(&name).unwrap();
+    let unread = || {
+        let mut n: libc::c_int = -1;
+        // SAFETY: FIONREAD writes the bytes the terminal holds unread into the live c_int.
+        assert_eq!(unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&slave), libc::FIONREAD, &mut n) }, 0);
+        n
+    };
+    assert!(within_30_s(|| unread() == 0), "aar run did not read the terminal: {}", terminal.shown());
+    drop(slave);
+    std::fs::write(&flag, "").unwrap();
+    let (st, shown) = terminal.finish();
+    assert_eq!(st.code(), Some(0), "{shown}");
+    let said = shown.lines().find(|l| l.contains("the last 6 bytes typed at the terminal")).unwrap_or_default();
+    assert!(said.starts_with("aar run: ") && said.contains("they are lost"), "{shown}");
 }
 
 /// A rank that reads the terminal itself (`/dev/tty`), or changes its settings, is stopped by the

@@ -5,7 +5,9 @@
 //! own process group is the foreground one, and writes what it read to a pipe that is rank 0's
 //! stdin, as hydra's mpiexec forwards its stdin to rank 0. In the background (`aar run ... &`,
 //! `bg`) it leaves the terminal alone, and rank 0 waits for input until the job is brought to the
-//! foreground, instead of the whole job being stopped for tty input.
+//! foreground, instead of the whole job being stopped for tty input. What the launcher read and
+//! rank 0 did not (up to a pipe's worth) is lost when rank 0 ends or the job does, said with how
+//! many bytes ([`Relay::drop_unread`]): it is no longer in the terminal for the shell.
 //!
 //! A stdin that is no terminal (a file, a pipe, /dev/null, a terminal that is not the launcher's
 //! controlling one) is rank 0's own, as before: no job control stops its reader.
@@ -101,7 +103,7 @@ impl Relay {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                     // EPIPE: nobody holds rank 0's stdin any more.
-                    Err(_) => return self.close(),
+                    Err(_) => return self.drop_unread("rank 0 closed its stdin (or ended) without reading"),
                 }
             }
             // Rank 0 (and what it started) closed its stdin: the terminal's input is not taken
@@ -109,7 +111,7 @@ impl Relay {
             let mut p = libc::pollfd { fd: pipe.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
             // SAFETY: a zero-timeout poll of one live pollfd.
             if unsafe { libc::poll(&mut p, 1, 0) } > 0 && p.revents & libc::POLLERR != 0 {
-                return self.close();
+                return self.drop_unread("rank 0 closed its stdin (or ended) without reading");
             }
             if !self.foreground() {
                 return;
@@ -125,6 +127,36 @@ impl Relay {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return,
             }
+        }
+    }
+
+    /// The bytes read from the terminal for rank 0 that it has not read: those that wait here,
+    /// and those in its pipe.
+    fn unread(&self) -> usize {
+        let Some(pipe) = self.pipe.as_ref() else { return 0 };
+        let mut in_pipe: libc::c_int = 0;
+        // SAFETY: FIONREAD writes the bytes the live pipe holds into the c_int it points to (on
+        // either end of a pipe; its readers may be gone, its bytes are still counted).
+        if unsafe { libc::ioctl(pipe.as_raw_fd(), libc::FIONREAD, &mut in_pipe) } < 0 {
+            in_pipe = 0;
+        }
+        self.waiting.len() + usize::try_from(in_pipe).unwrap_or(0)
+    }
+
+    /// Rank 0 will read no more (`why`, which leads into "the last N bytes typed"): what it did not read of what was typed is lost, as with
+    /// any launcher that passes its input on (the launcher read it from the terminal, so it is not
+    /// left there for the shell, which would have got it after a program that did not read it);
+    /// said, with how many bytes, so that a command typed ahead for the shell that never ran is
+    /// explained.
+    pub fn drop_unread(&mut self, why: &str) {
+        let lost = self.unread();
+        self.close();
+        if lost > 0 {
+            say!(
+                "aar run: {why} the last {} typed at the terminal, which aar run had \
+                 read for it: they are lost (not left for the shell); type ahead only what rank 0 reads.",
+                aar_record::count(lost as u64, "byte", "bytes")
+            );
         }
     }
 

@@ -73,7 +73,8 @@
 //!   /dev/null. A stdin that is the launcher's controlling terminal, which rank 0 outside the
 //!   terminal's foreground group could not read (SIGTTIN would stop it), is read by the launcher,
 //!   while in the foreground, and passed to rank 0 through a pipe ([`input`]), as hydra's mpiexec
-//!   does; rank 0 sees the end of its input at Ctrl-D. The launcher's own lines ([`say!`]) wait in stderr's queue, after what a rank wrote
+//!   does; rank 0 sees the end of its input at Ctrl-D, and what it did not read of what was typed
+//!   is lost at its end, said with how many bytes. The launcher's own lines ([`say!`]) wait in stderr's queue, after what a rank wrote
 //!   before a line about it (held back while that waits in its pipe), and past 1 MiB more are
 //!   counted, the count said at the end ([`output::say`]).
 //! - Options srun users type out of habit: `--ntasks`, `--ntasks-per-node`, `-t` are taken; those
@@ -856,6 +857,9 @@ impl Supervisor {
                 }
                 self.killed = true;
             }
+        }
+        if let Some(stdin) = self.stdin.as_mut() {
+            stdin.drop_unread("the job ended before rank 0 read");
         }
         self.say_not_pmi_counts();
         self.ending.unwrap_or(0)
