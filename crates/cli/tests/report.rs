@@ -508,8 +508,10 @@ fn experiments_of_several_jobs_are_pooled_into_one() {
         assert!(st["independence"]["p"].as_f64().unwrap() > 0.05, "{st}");
         assert!(st["median_ci_coverage"].is_null(), "a stratified bootstrap's interval: {st}");
     }
-    // The test compares B with A within each job (van Elteren), computed here.
-    let (mut u, mut t, mut mean, mut var) = (0.0, 0.0, 0.0, 0.0);
+    // The test compares B with A within each job (van Elteren), computed here; z with the
+    // continuity correction of half T's finest step, ½ · min 1/(N + 1). Jobs of 20 and 20
+    // iterations are few enough for p to count every split of them.
+    let (mut u, mut t, mut mean, mut var, mut step) = (0.0, 0.0, 0.0, 0.0, f64::INFINITY);
     for job in &jobs {
         let (m, n) = (job[1].len() as f64, job[0].len() as f64);
         let (us, w) = (u_by_pairs(&job[1], &job[0]), 1.0 / (m + n + 1.0));
@@ -517,10 +519,12 @@ fn experiments_of_several_jobs_are_pooled_into_one() {
         t += w * us;
         mean += w * m * n / 2.0;
         var += w * w * m * n * (m + n + 1.0) / 12.0;
+        step = step.min(w);
     }
     let vs = &stats[1]["vs_first"];
     assert_eq!(vs["u"].as_f64().unwrap(), u, "{vs}");
-    assert!(close(vs["z"].as_f64().unwrap(), (t - mean) / var.sqrt(), 1e-9), "{vs}");
+    assert!(t > mean && close(vs["z"].as_f64().unwrap(), (t - mean - step / 2.0) / var.sqrt(), 1e-9), "{vs}");
+    assert_eq!(vs["p_exact"], true, "{vs}");
     assert!(vs["significant"] == true, "B is 1.1 x A in every job: {vs}");
     // Resampled job by job, the ratio's interval is narrower than that of the same iterations
     // read as one job, where the jobs' speeds are spells and blocks of them are resampled.
@@ -787,8 +791,9 @@ fn a_wider_spread_is_told_from_sampling_noise() {
 
 #[test]
 fn textbook_mann_whitney_example() {
-    // x = [19, 22, 16, 29, 24] against y = [20, 11, 17, 12]: U = 17, z = 1.5922, p = 0.1113 (two-sided,
-    // normal approximation with continuity correction, as SciPy's method="asymptotic").
+    // x = [19, 22, 16, 29, 24] against y = [20, 11, 17, 12]: U = 17, z = 1.5922 (normal approximation
+    // with continuity correction, as SciPy's method="asymptotic"); p exact: U ≥ 17 or ≤ 3 in 14 of
+    // the C(9, 4) = 126 splits (SciPy's method="exact": 0.1111).
     let folder = tmp("textbook");
     let dir = folder.path();
     let y = [20u64, 11, 17, 12];
@@ -805,10 +810,45 @@ fn textbook_mann_whitney_example() {
     let c = &policy(&j, "X")["vs_first"];
     assert_eq!(c["u"], 17.0);
     assert!((c["z"].as_f64().unwrap() - 1.592_168).abs() < 1e-5, "{c}");
-    assert!((c["p"].as_f64().unwrap() - 0.111_347).abs() < 1e-5, "{c}");
+    assert!((c["p"].as_f64().unwrap() - 14.0 / 126.0).abs() < 1e-12 && c["p_exact"] == true, "{c}");
     assert_eq!(c["significant"], false);
-    // n = 4 and 5: too few iterations for a 95 % interval of the median.
+    // n = 4 and 5: too few iterations for a 95 % interval of the median, or of the ratio.
     assert!(policy(&j, "X")["median_ci_ns"].is_null());
+    assert!(c["ratio_ci"].is_null() && c["qcd_difference_ci"].is_null(), "{c}");
+}
+
+/// Two jobs of two iterations of each policy, B slower than A in both: 2 of the 36 splits of
+/// the two jobs are that extreme, p = 0.056, not significant. The normal approximation, without
+/// a continuity correction, said p = 0.0285, and a bootstrap gave the ratio an interval from 4
+/// iterations: "yes". The ratio's interval needs 6 iterations of each; without one, a small p
+/// could say no more than "maybe".
+#[test]
+fn tiny_pooled_jobs_get_the_exact_p_and_no_ratio_interval() {
+    let folder = tmp("tiny-pool");
+    let dir = folder.path();
+    for (job, speed) in [("job0", 1.0), ("job1", 1.3)] {
+        let rows: Vec<Iteration> = (0..4u64)
+            .map(|i| {
+                let (policy, slow) = if i % 2 == 0 { ("A", 1.0) } else { ("B", 1.2) };
+                row(i, policy, (i % 2) as usize, (1_000_000.0 * speed * slow * (1.0 + 0.01 * i as f64)) as u64, None)
+            })
+            .collect();
+        write_record(dir, &header(job, 0, 1, &["A", "B"]), &rows);
+    }
+    let o = run(&[dir.to_str().unwrap(), "--json", "--pool"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = json_of(&o);
+    let pooled = j["experiments"].as_array().unwrap().iter().find(|e| e.get("pooled_from").is_some()).unwrap();
+    let b = pooled["policy_stats"].as_array().unwrap().iter().find(|p| p["policy"] == "B").unwrap();
+    let c = &b["vs_first"];
+    assert!((c["p"].as_f64().unwrap() - 2.0 / 36.0).abs() < 1e-12 && c["p_exact"] == true, "{c}");
+    assert!(c["ratio_ci"].is_null() && c["verdict"] == "no", "{c}");
+    let table = stdout(&run(&[dir.to_str().unwrap(), "--pool"]));
+    let pooled_table = &table[table.find("2 experiments pooled").unwrap()..];
+    let b = pooled_table.lines().find(|l| l.starts_with("B ")).unwrap();
+    let cells: Vec<&str> = b.split_whitespace().collect();
+    assert_eq!((cells[10], cells[11], cells[12]), ("n=4", "0.0556", "no"), "{b}\n{table}");
+    assert!(pooled_table.contains("exact: every split of the iterations counted"), "{table}");
 }
 
 #[test]

@@ -50,6 +50,12 @@ pub fn sample_qcd(sorted: &[f64]) -> Option<f64> {
     qcd(quantile(sorted, 0.25), quantile(sorted, 0.75))
 }
 
+/// Fewest values with a 95 % interval of the median ([`median_ci`]; the bootstrap's,
+/// [`bootstrap_median_ci`], too): with 5 even the widest, smallest to largest, covers the median
+/// only with probability 1 − 2·½⁵ = 0.9375. Intervals of medians made from fewer values (of a
+/// ratio of medians) would fall as far short, so none is shown either.
+pub const MIN_VALUES_MEDIAN_CI: usize = 6;
+
 /// A distribution-free confidence interval of the median from order statistics.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MedianCi {
@@ -62,7 +68,7 @@ pub struct MedianCi {
 /// Confidence interval of the median at `level` (e.g. 0.95): [x₍ₗ₎, x₍ₙ₋ₗ₊₁₎] with the largest
 /// l such that P(B < l) ≤ (1 − level)/2 for B ~ Binomial(n, ½), the number of observations
 /// below the true median. Exact for any continuous distribution, no assumption on its shape.
-/// `None` when n is too small for any such interval (n ≤ 5 at 95 %).
+/// `None` when n is too small for any such interval (n < [`MIN_VALUES_MEDIAN_CI`] at 95 %).
 pub fn median_ci(sorted: &[f64], level: f64) -> Option<MedianCi> {
     let n = sorted.len();
     let tail = (1.0 - level) / 2.0;
@@ -108,37 +114,51 @@ pub fn erfc(x: f64) -> f64 {
     }
 }
 
-/// Result of a two-sided Mann–Whitney U test.
+/// Result of a two-sided Mann–Whitney U test (or of its stratified form, [`van_elteren`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MannWhitney {
     /// U of the first sample: pairs (x, y) with x > y, plus half the tied pairs.
     pub u: f64,
     /// Standard score with continuity and tie corrections (0 when every value is tied).
     pub z: f64,
-    /// Two-sided p-value from the normal approximation.
+    /// Two-sided p-value: exact when `exact`, else from the normal approximation (`z`).
     pub p: f64,
+    /// Whether `p` counts every arrangement of the values ([`EXACT_WORK`]) rather than coming
+    /// from the normal approximation.
+    pub exact: bool,
 }
+
+/// Most steps the exact p-value of [`mann_whitney`] and [`van_elteren`] may take (a few
+/// milliseconds); samples that would need more get the normal approximation, which is good by
+/// then. One part of two samples of 28 values each is within it; so are tens of small parts.
+pub const EXACT_WORK: u64 = 5_000_000;
 
 /// Mann–Whitney U (Wilcoxon rank-sum) test of `x` against `y`, two-sided: does one policy tend to
 /// take longer than the other? Rank-based, so a few huge outliers cannot make or break it.
-/// Midranks for ties; the variance is n₁n₂/12 · ((N+1) − Σ(t³−t)/(N(N−1))) (tie correction);
-/// z = (|U − n₁n₂/2| − ½)/σ (continuity correction); p = erfc(|z|/√2) — the normal approximation,
-/// accurate for the sample sizes of A/B runs (both ≥ 8 or so), and what SciPy's
-/// `mannwhitneyu(method="asymptotic")` computes. `None` if a sample is empty.
+/// Midranks for ties. The p-value is exact for small samples: the share of all C(n₁+n₂, n₁)
+/// ways to split the pooled values into samples of these sizes whose U is at least as far from
+/// n₁n₂/2 as the observed (given the ties, so exact with ties too), counted while that takes at
+/// most [`EXACT_WORK`] steps. Beyond, the normal approximation, good for samples that large:
+/// variance n₁n₂/12 · ((N+1) − Σ(t³−t)/(N(N−1))) (tie correction), z = (|U − n₁n₂/2| − ½)/σ
+/// (continuity correction), p = erfc(|z|/√2), SciPy's `mannwhitneyu(method="asymptotic")`.
+/// The normal approximation alone is anti-conservative for small samples: three values each, all
+/// of x above all of y, would give p = 0.081 (0.0495 without the continuity correction) where
+/// only 2 of the 20 splits are that extreme, p = 0.1. `None` if a sample is empty.
 pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
-    let (u, var) = u_and_variance(x, y)?;
-    let mu = x.len() as f64 * y.len() as f64 / 2.0;
-    if var <= 0.0 {
-        return Some(MannWhitney { u, z: 0.0, p: 1.0 });
-    }
-    let z = ((u - mu).abs() - 0.5).max(0.0) / var.sqrt() * (u - mu).signum();
-    let p = erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0);
-    Some(MannWhitney { u, z, p })
+    van_elteren(&[(x, y)])
 }
 
-/// U of `x` against `y` (midranks for ties) and its variance under the null hypothesis,
-/// n₁n₂/12 · ((N+1) − Σ(t³−t)/(N(N−1))); `None` if a sample is empty.
-fn u_and_variance(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
+/// Doubled midranks (integers) of `x`'s and `y`'s values in their pooled order, with U of `x`
+/// against `y` and its variance under the null hypothesis, n₁n₂/12 · ((N+1) − Σ(t³−t)/(N(N−1)));
+/// `None` if a sample is empty.
+struct Ranked {
+    /// Doubled midrank of each pooled value, and whether it is x's.
+    ranks: Vec<(u64, bool)>,
+    u: f64,
+    var: f64,
+}
+
+fn rank(x: &[f64], y: &[f64]) -> Option<Ranked> {
     let (n1, n2) = (x.len(), y.len());
     if n1 == 0 || n2 == 0 {
         return None;
@@ -146,7 +166,8 @@ fn u_and_variance(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
     let mut pooled: Vec<(f64, bool)> = x.iter().map(|&v| (v, true)).chain(y.iter().map(|&v| (v, false))).collect();
     pooled.sort_by(|a, b| a.0.total_cmp(&b.0));
     let n = pooled.len();
-    let (mut rank_sum_x, mut ties) = (0.0, 0.0);
+    let mut ranks = Vec::with_capacity(n);
+    let mut ties = 0.0;
     let mut i = 0;
     while i < n {
         let mut j = i + 1;
@@ -154,45 +175,141 @@ fn u_and_variance(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
             j += 1;
         }
         let t = (j - i) as f64;
-        let midrank = (i + j + 1) as f64 / 2.0; // mean of ranks i+1 ..= j
-        rank_sum_x += midrank * pooled[i..j].iter().filter(|p| p.1).count() as f64;
+        let doubled = (i + j + 1) as u64; // twice the mean of ranks i+1 ..= j
+        ranks.extend(pooled[i..j].iter().map(|p| (doubled, p.1)));
         ties += t * t * t - t;
         i = j;
     }
+    let rank_sum_x = ranks.iter().filter(|r| r.1).map(|r| r.0).sum::<u64>() as f64 / 2.0;
     let (f1, f2, nn) = (n1 as f64, n2 as f64, n as f64);
     let u = rank_sum_x - f1 * (f1 + 1.0) / 2.0;
     let var = if n > 1 { f1 * f2 / 12.0 * ((nn + 1.0) - ties / (nn * (nn - 1.0))) } else { 0.0 };
-    Some((u, var))
+    Some(Ranked { ranks, u, var })
 }
 
 /// [`mann_whitney`] for samples measured in several parts (e.g. jobs) that may differ as a
 /// whole: van Elteren's stratified rank-sum test (1960). Each part's U is computed within it and
 /// weighted by 1/(Nₛ + 1), so a part faster or slower than the others moves neither sample's
-/// ranks against the other's; T = Σ Uₛ/(Nₛ+1), E(T) = Σ n₁ₛn₂ₛ/(2(Nₛ+1)), Var T = Σ σₛ²/(Nₛ+1)²,
-/// z = (T − E(T))/√Var T (no continuity correction: T is not a whole number), p = erfc(|z|/√2).
-/// `u` is Σ Uₛ, the pairs within parts. Parts where either sample is empty are left out; `None`
-/// if every part is.
+/// ranks against the other's; T = Σ Uₛ/(Nₛ+1), E(T) = Σ n₁ₛn₂ₛ/(2(Nₛ+1)). The p-value is exact
+/// while counting takes at most [`EXACT_WORK`] steps: the probability, over every split of each
+/// part's values into samples of its sizes (the parts independent), of a T at least as far from
+/// E(T) as the observed; few or small parts are where the normal approximation is worst. Beyond,
+/// Var T = Σ σₛ²/(Nₛ+1)², z = (|T − E(T)| − c)/√Var T with the continuity correction c half the
+/// finest step of T, ½ · minₛ 1/(Nₛ+1) (with one part, exactly [`mann_whitney`]'s), and
+/// p = erfc(|z|/√2). `u` is Σ Uₛ, the pairs within parts. Parts where either sample is empty are
+/// left out; `None` if every part is.
 pub fn van_elteren(parts: &[(&[f64], &[f64])]) -> Option<MannWhitney> {
-    let (mut u, mut t, mut mean, mut var) = (0.0, 0.0, 0.0, 0.0);
-    let mut any = false;
-    for &(x, y) in parts {
-        let Some((us, vs)) = u_and_variance(x, y) else { continue };
-        any = true;
-        let w = 1.0 / ((x.len() + y.len()) as f64 + 1.0);
-        u += us;
-        t += w * us;
-        mean += w * x.len() as f64 * y.len() as f64 / 2.0;
-        var += w * w * vs;
-    }
-    if !any {
+    let ranked: Vec<Ranked> = parts.iter().filter_map(|&(x, y)| rank(x, y)).collect();
+    if ranked.is_empty() {
         return None;
     }
-    if var <= 0.0 {
-        return Some(MannWhitney { u, z: 0.0, p: 1.0 });
+    let (mut u, mut t, mut mean, mut var, mut step) = (0.0, 0.0, 0.0, 0.0, f64::INFINITY);
+    for r in &ranked {
+        let n1 = r.ranks.iter().filter(|r| r.1).count() as f64;
+        let n2 = r.ranks.len() as f64 - n1;
+        let w = 1.0 / (r.ranks.len() as f64 + 1.0);
+        u += r.u;
+        t += w * r.u;
+        mean += w * n1 * n2 / 2.0;
+        var += w * w * r.var;
+        step = step.min(w);
     }
-    let z = (t - mean) / var.sqrt();
-    let p = erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0);
-    Some(MannWhitney { u, z, p })
+    if var <= 0.0 {
+        return Some(MannWhitney { u, z: 0.0, p: 1.0, exact: true });
+    }
+    let d = t - mean;
+    let z = ((d.abs() - 0.5 * step).max(0.0) / var.sqrt()) * d.signum();
+    Some(match exact_p(&ranked) {
+        Some(p) => MannWhitney { u, z, p, exact: true },
+        None => MannWhitney { u, z, p: erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0), exact: false },
+    })
+}
+
+/// The exact two-sided p-value of van Elteren's T over `ranked` parts, `None` when counting
+/// would take more than [`EXACT_WORK`] steps. On the integer lattice K = Σ 2Uₛ · L/(Nₛ+1), L the
+/// least common multiple of the Nₛ + 1, so that "at least as far from the mean" is decided
+/// without rounding.
+fn exact_p(ranked: &[Ranked]) -> Option<f64> {
+    let mut work: u64 = 0;
+    let mut lcm: u64 = 1;
+    for r in ranked {
+        let m = r.ranks.len() as u64 + 1;
+        lcm = lcm.checked_mul(m / gcd(lcm, m)).filter(|&l| l < 1 << 40)?;
+    }
+    let (mut acc, mut mean, mut observed): (Vec<(i128, f64)>, i128, i128) = (vec![(0, 1.0)], 0, 0);
+    for r in ranked {
+        let scale = i128::from(lcm / (r.ranks.len() as u64 + 1));
+        let n1 = r.ranks.iter().filter(|r| r.1).count() as i128;
+        let n2 = r.ranks.len() as i128 - n1;
+        let dist = u_distribution(&r.ranks, &mut work)?;
+        work += (acc.len() * dist.len()) as u64;
+        if work > EXACT_WORK {
+            return None;
+        }
+        let mut next: Vec<(i128, f64)> =
+            acc.iter().flat_map(|&(k, p)| dist.iter().map(move |&(u2, q)| (k + u2 * scale, p * q))).collect();
+        next.sort_by_key(|e| e.0);
+        next.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 += b.1;
+            }
+            same
+        });
+        acc = next;
+        mean += n1 * n2 * scale; // E(2Uₛ) = n₁ₛn₂ₛ
+        observed += (2.0 * r.u).round() as i128 * scale;
+    }
+    let far = (observed - mean).abs();
+    Some(acc.iter().filter(|e| (e.0 - mean).abs() >= far).map(|e| e.1).sum::<f64>().min(1.0))
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The distribution of 2U of the first sample over all splits of one part's values (doubled
+/// midranks, and whose each is) into samples of its sizes, as (2U, probability) ascending;
+/// `None` when that would take `work` past [`EXACT_WORK`]. Counts subsets of the smaller
+/// sample's size by their doubled rank sum (a knapsack over the values).
+fn u_distribution(ranks: &[(u64, bool)], work: &mut u64) -> Option<Vec<(i128, f64)>> {
+    let n = ranks.len();
+    let n1 = ranks.iter().filter(|r| r.1).count();
+    let k = n1.min(n - n1);
+    let top: usize = ranks.iter().rev().take(k).map(|r| r.0 as usize).sum(); // largest doubled sum
+    *work += (n * k * (top + 1)) as u64;
+    if *work > EXACT_WORK {
+        return None;
+    }
+    // ways[j][s]: subsets of j of the values seen so far with doubled rank sum s.
+    let mut ways = vec![vec![0.0f64; top + 1]; k + 1];
+    ways[0][0] = 1.0;
+    for (i, &(r, _)) in ranks.iter().enumerate() {
+        let r = r as usize;
+        for j in (1..=k.min(i + 1)).rev() {
+            let (lower, upper) = ways.split_at_mut(j);
+            for s in (r..=top).rev() {
+                upper[0][s] += lower[j - 1][s - r];
+            }
+        }
+    }
+    let total: f64 = ways[k].iter().sum();
+    let (k, n1, n2) = (k as i128, n1 as i128, (n - n1) as i128);
+    let mut dist: Vec<(i128, f64)> = ways[k as usize]
+        .iter()
+        .enumerate()
+        .filter(|e| *e.1 > 0.0)
+        .map(|(s, &c)| {
+            // 2U of the smaller sample is 2R − k(k+1); the first's is 2n₁n₂ minus the other's.
+            let u2 = s as i128 - k * (k + 1);
+            (if k == n1 { u2 } else { 2 * n1 * n2 - u2 }, c / total)
+        })
+        .collect();
+    dist.sort_by_key(|e| e.0);
+    Some(dist)
 }
 
 /// Result of a Wald–Wolfowitz runs test (as `aar report`'s JSON gives it, per policy).
@@ -342,10 +459,11 @@ impl<'a> Sample<'a> {
         out
     }
 
-    /// The median of one resample.
+    /// The median of one resample (NaN for an empty sample).
     fn resample_median(&self, rng: &mut Rng, counts: &mut Vec<u32>, out: &mut Vec<f64>) -> f64 {
         match self.draws {
-            None => bootstrap_median(self.sorted, rng),
+            _ if self.sorted.is_empty() => f64::NAN,
+            None => bootstrap_median(self.sorted, rng).unwrap_or(f64::NAN),
             Some(_) => median(self.resample(rng, counts, out)),
         }
     }
@@ -447,21 +565,21 @@ impl Rng {
 /// in O(1) instead of O(n): the k-th smallest of n uniform indices is ⌊n·U₍ₖ₎⌋ where the uniform
 /// order statistic U₍ₖ₎ ~ Beta(k, n−k+1), and, given U₍ₖ₎ = a, U₍ₖ₊₁₎ is the least of n−k
 /// uniforms on (a, 1). So this draws from exactly the distribution of the resample's median that
-/// drawing n indices would give, whatever n.
-pub fn bootstrap_median(sorted: &[f64], rng: &mut Rng) -> f64 {
+/// drawing n indices would give, whatever n. `None` for an empty sample, which has no median.
+pub fn bootstrap_median(sorted: &[f64], rng: &mut Rng) -> Option<f64> {
     let n = sorted.len();
-    if n == 1 {
-        return sorted[0];
+    if n <= 1 {
+        return sorted.first().copied();
     }
     let at = |u: f64| sorted[((u * n as f64) as usize).min(n - 1)];
     let k = n.div_ceil(2); // the lower middle order statistic (1-based)
     let a = rng.beta(k as f64, (n - k + 1) as f64);
     if n % 2 == 1 {
-        return at(a);
+        return Some(at(a));
     }
     let rest = (n - k) as f64;
     let b = a + (1.0 - a) * (1.0 - rng.uniform().powf(1.0 / rest));
-    (at(a) + at(b)) / 2.0
+    Some((at(a) + at(b)) / 2.0)
 }
 
 /// Ratio of medians median(y)/median(x) and its percentile-bootstrap confidence interval at
@@ -583,17 +701,21 @@ pub fn outliers(values: &[f64]) -> Option<Outliers> {
 
 /// The summary of a sample the simulator's tables show: size, median with its 95 % interval,
 /// quartiles, quartile coefficient of dispersion, extremes.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Summary {
     /// Finite values summarised.
     pub n: usize,
     /// The median.
     pub median: f64,
-    /// Low end of the 95 % interval of the median ([`median_ci`]; the whole range when the sample
-    /// is too small for one).
+    /// Low end of the 95 % interval of the median ([`median_ci`]); the smallest value when the
+    /// sample is too small for one (`ci_is_range`).
     pub ci_lo: f64,
-    /// High end of that interval.
+    /// High end of that interval; the largest value when `ci_is_range`.
     pub ci_hi: f64,
+    /// `ci_lo`..`ci_hi` is the sample's range, not a 95 % interval: fewer than
+    /// [`MIN_VALUES_MEDIAN_CI`] values (or none) are too few for one, and their range covers the
+    /// median less often than 95 % (1 − 2·½ⁿ: 94 % for 5 values, 50 % for 1). Show it as a range.
+    pub ci_is_range: bool,
     /// First quartile.
     pub q1: f64,
     /// Third quartile.
@@ -606,6 +728,24 @@ pub struct Summary {
     pub max: f64,
 }
 
+impl Default for Summary {
+    /// The summary of no values: all zero, and no interval.
+    fn default() -> Self {
+        Summary {
+            n: 0,
+            median: 0.0,
+            ci_lo: 0.0,
+            ci_hi: 0.0,
+            ci_is_range: true,
+            q1: 0.0,
+            q3: 0.0,
+            qcd: 0.0,
+            min: 0.0,
+            max: 0.0,
+        }
+    }
+}
+
 /// [`Summary`] of the finite values of `values`, in any order (all zero when there are none).
 pub fn summarize(values: &[f64]) -> Summary {
     let mut s: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
@@ -615,8 +755,20 @@ pub fn summarize(values: &[f64]) -> Summary {
         return Summary::default();
     }
     let (q1, q3) = (quantile(&s, 0.25), quantile(&s, 0.75));
-    let (ci_lo, ci_hi) = median_ci(&s, 0.95).map_or((s[0], s[n - 1]), |ci| (ci.low, ci.high));
-    Summary { n, median: median(&s), ci_lo, ci_hi, q1, q3, qcd: qcd(q1, q3).unwrap_or(0.0), min: s[0], max: s[n - 1] }
+    let ci = median_ci(&s, 0.95);
+    let (ci_lo, ci_hi) = ci.map_or((s[0], s[n - 1]), |ci| (ci.low, ci.high));
+    Summary {
+        n,
+        median: median(&s),
+        ci_lo,
+        ci_hi,
+        ci_is_range: ci.is_none(),
+        q1,
+        q3,
+        qcd: qcd(q1, q3).unwrap_or(0.0),
+        min: s[0],
+        max: s[n - 1],
+    }
 }
 
 #[cfg(test)]
@@ -798,9 +950,9 @@ mod tests {
         // n = 100: the 95 % interval is [x(40), x(61)] (Conover, table A3), coverage 0.9648.
         assert_eq!((ci.low, ci.high), (40.0, 61.0));
         assert!((ci.coverage - 0.9648).abs() < 1e-4, "{}", ci.coverage);
-        let six: Vec<f64> = (1..=6).map(f64::from).collect();
+        let six: Vec<f64> = (1..=MIN_VALUES_MEDIAN_CI).map(|i| i as f64).collect();
         assert_eq!(median_ci(&six, 0.95).map(|c| (c.low, c.high)), Some((1.0, 6.0)));
-        assert_eq!(median_ci(&six[..5], 0.95), None);
+        assert_eq!(median_ci(&six[..MIN_VALUES_MEDIAN_CI - 1], 0.95), None);
         assert!(median_ci(&[], 0.95).is_none());
         // Large n stays finite (0.5^n underflows in linear space).
         let big: Vec<f64> = (0..100_000).map(f64::from).collect();
@@ -819,42 +971,128 @@ mod tests {
 
     #[test]
     fn mann_whitney_textbook() {
-        // U = 17 (pairs counted by hand); no ties: σ² = 5·4·10/12, z = (17 − 10 − ½)/σ = 1.59217,
-        // p = erfc(z/√2) = 0.111347 (SciPy's mannwhitneyu(method="asymptotic") gives the same).
+        // U = 17 (pairs counted by hand); no ties: σ² = 5·4·10/12, z = (17 − 10 − ½)/σ = 1.59217
+        // (SciPy's mannwhitneyu(method="asymptotic") gives the same z, and p = 0.111347).
         let r = mann_whitney(&[19.0, 22.0, 16.0, 29.0, 24.0], &[20.0, 11.0, 17.0, 12.0]).unwrap();
         assert_eq!(r.u, 17.0);
-        assert!((r.z - 1.592_168).abs() < 1e-5 && (r.p - 0.111_347).abs() < 1e-5, "{r:?}");
+        assert!((r.z - 1.592_168).abs() < 1e-5, "{r:?}");
+        // Exact: U ≥ 17 or U ≤ 3 (its mirror) in 2·7 of the C(9, 4) = 126 splits (U = u in as
+        // many as u has partitions into at most 4 parts of at most 5: 1, 1, 2, 3 for u = 0..=3).
+        assert!(r.exact && (r.p - 14.0 / 126.0).abs() < 1e-12, "{r:?}");
         // All tied: no evidence.
         assert_eq!(mann_whitney(&[1.0; 4], &[1.0; 3]).unwrap().p, 1.0);
         assert!(mann_whitney(&[], &[1.0]).is_none());
     }
 
-    /// Van Elteren's test with one part is the rank-sum test without its continuity correction;
-    /// with parts at different levels it compares the samples within each part, where the
-    /// pooled test sees mostly the parts' levels.
+    /// Three values each, all of x above all of y: 2 of the 20 splits are that extreme, p = 0.1.
+    /// The normal approximation without a continuity correction said 0.0495, "significant" at
+    /// 0.05 from six values; with it, 0.081, still too small.
+    #[test]
+    fn small_samples_get_the_exact_p() {
+        let r = mann_whitney(&[4.0, 5.0, 6.0], &[1.0, 2.0, 3.0]).unwrap();
+        assert!(r.exact && (r.p - 0.1).abs() < 1e-12, "{r:?}");
+        let parts: [(&[f64], &[f64]); 2] = [(&[4.0, 5.0], &[1.0, 2.0]), (&[14.0, 15.0], &[11.0, 12.0])];
+        // Each part: 1 of C(4, 2) = 6 splits has both x above both y; T is extreme in both parts
+        // together, or in neither direction: 2/36.
+        let r = van_elteren(&parts).unwrap();
+        assert!(r.exact && (r.p - 2.0 / 36.0).abs() < 1e-12, "{r:?}");
+        // Past the work bound, the normal approximation, with its continuity correction.
+        let x: Vec<f64> = (0..200).map(|i| f64::from(i * 7 % 201)).collect();
+        let y: Vec<f64> = x.iter().map(|v| v + 3.0).collect();
+        let r = mann_whitney(&x, &y).unwrap();
+        assert!(!r.exact && (r.p - erfc(r.z.abs() / std::f64::consts::SQRT_2)).abs() < 1e-15, "{r:?}");
+    }
+
+    /// Every split of every part counted by brute force (bitmasks), T in floating point: the exact
+    /// p-value is that, for parts of any sizes up to 8 values, with ties.
+    #[test]
+    fn exact_p_is_every_split_counted() {
+        fn u_of(x: &[f64], y: &[f64]) -> f64 {
+            let mut u = 0.0;
+            for a in x {
+                for b in y {
+                    u += if a > b {
+                        1.0
+                    } else if a == b {
+                        0.5
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            u
+        }
+        // Each part's T = U/(N+1) over its splits.
+        fn ts(x: &[f64], y: &[f64]) -> Vec<f64> {
+            let pooled = [x, y].concat();
+            let n = pooled.len();
+            (0u32..1 << n)
+                .filter(|m| m.count_ones() as usize == x.len())
+                .map(|m| {
+                    let side = |x: bool| -> Vec<f64> {
+                        (0..n).filter(|i| (m & (1 << i) != 0) == x).map(|i| pooled[i]).collect()
+                    };
+                    u_of(&side(true), &side(false)) / (n as f64 + 1.0)
+                })
+                .collect()
+        }
+        let mut rng = Rng::new(17);
+        for case in 0..150 {
+            let parts: Vec<(Vec<f64>, Vec<f64>)> = (0..1 + case % 3)
+                .map(|_| {
+                    let (n1, n2) = (1 + rng.index(4), 1 + rng.index(4));
+                    // Few distinct values: ties often; a shift now and then: small p too.
+                    let shift = if case % 4 == 0 { 2.0 } else { 0.0 };
+                    let mut v = || rng.index(5) as f64;
+                    ((0..n1).map(|_| v() + shift).collect(), (0..n2).map(|_| v()).collect())
+                })
+                .collect();
+            let refs: Vec<(&[f64], &[f64])> = parts.iter().map(|(x, y)| (&x[..], &y[..])).collect();
+            let r = van_elteren(&refs).unwrap();
+            let observed: f64 = parts.iter().map(|(x, y)| u_of(x, y) / ((x.len() + y.len()) as f64 + 1.0)).sum();
+            let mean: f64 =
+                parts.iter().map(|(x, y)| (x.len() * y.len()) as f64 / 2.0 / ((x.len() + y.len()) as f64 + 1.0)).sum();
+            let mut all = vec![0.0];
+            for (x, y) in &parts {
+                let t = ts(x, y);
+                all = all.iter().flat_map(|a| t.iter().map(move |b| a + b)).collect();
+            }
+            let far = (observed - mean).abs() - 1e-9;
+            let want = all.iter().filter(|t| (*t - mean).abs() >= far).count() as f64 / all.len() as f64;
+            let want = if parts.iter().all(|(x, y)| x.iter().chain(y).all(|v| *v == x[0])) { 1.0 } else { want };
+            assert!(r.exact && (r.p - want).abs() < 1e-9, "case {case}: {parts:?}: {r:?}, want p = {want}");
+        }
+    }
+
+    /// Van Elteren's test with one part is the rank-sum test; with parts at different levels it
+    /// compares the samples within each part, where the pooled test sees mostly the parts' levels.
     #[test]
     fn van_elteren_compares_within_parts() {
         let (x, y) = ([19.0, 22.0, 16.0, 29.0, 24.0], [20.0, 11.0, 17.0, 12.0]);
         let one = van_elteren(&[(&x, &y)]).unwrap();
-        // U = 17, σ² = 5·4·10/12: z = (17 − 10)/σ = 1.71464 without the ½ of continuity.
+        let mw = mann_whitney(&x, &y).unwrap();
         assert_eq!(one.u, 17.0);
-        assert!((one.z - 1.714_643).abs() < 1e-5, "{one:?}");
+        assert!((one.z - mw.z).abs() < 1e-12 && one.p == mw.p, "{one:?} {mw:?}");
         // Two parts, x 1 % above y in each, the second part 50 % above the first: by hand,
         // part 1: x = [1.01, 1.02, 1.03], y = [1.0, 1.005, 1.015]: U = 2 + 3 + 3 = 8 (x > y pairs),
         // part 2 the same scaled by 1.5: U = 8. N = 6 each, weight 1/7: T = 16/7, E[T] = 2·(9/2)/7,
-        // Var T = 2 · (3·3·7/12)/49.
+        // Var T = 2 · (3·3·7/12)/49, continuity correction ½ · 1/7.
         let (x1, y1) = (vec![1.01, 1.02, 1.03], vec![1.0, 1.005, 1.015]);
         let (x2, y2): (Vec<f64>, Vec<f64>) =
             (x1.iter().map(|v| v * 1.5).collect(), y1.iter().map(|v| v * 1.5).collect());
         let r = van_elteren(&[(&x1, &y1), (&x2, &y2)]).unwrap();
         let (t, mean, var) = (16.0 / 7.0, 9.0 / 7.0, 2.0 * (63.0 / 12.0) / 49.0);
         assert_eq!(r.u, 16.0);
-        assert!((r.z - (t - mean) / f64::sqrt(var)).abs() < 1e-12, "{r:?}");
+        assert!((r.z - (t - mean - 0.5 / 7.0) / f64::sqrt(var)).abs() < 1e-12, "{r:?}");
+        // Exact: of a part's 20 splits, U = 9 in 1, 8 in 1, 7 in 2; U₁ + U₂ ≥ 16 (T ≥ 16/7) in
+        // pairs (9,9) 1, (9,8) 1, (8,9) 1, (8,8) 1, (9,7) 2,
+        // (7,9) 2: 8 of the 400 pairs of splits; as many at the other end: 16/400.
+        assert!(r.exact && (r.p - 16.0 / 400.0).abs() < 1e-12, "{r:?}");
         // Pooled, the parts' levels dominate the ranks: U is the 16 pairs within parts and the 9
         // of x's second part over y's first, 25 of 36 (mean 18), and the test sees less.
         let (xs, ys): (Vec<f64>, Vec<f64>) = ([x1.clone(), x2.clone()].concat(), [y1.clone(), y2.clone()].concat());
         let pooled = mann_whitney(&xs, &ys).unwrap();
-        assert!(pooled.z.abs() < r.z.abs(), "pooled {pooled:?}, within parts {r:?}");
+        assert!(pooled.z.abs() < r.z.abs() && pooled.p > r.p, "pooled {pooled:?}, within parts {r:?}");
         // A part with one sample empty says nothing; all such: no test.
         assert_eq!(van_elteren(&[(&x1, &y1), (&x2, &[])]).map(|r| r.u), Some(8.0));
         assert!(van_elteren(&[(&[], &y1)]).is_none());
@@ -866,7 +1104,7 @@ mod tests {
         for n in [7usize, 8, 40] {
             let x: Vec<f64> = (0..n).map(|i| (i * i) as f64).collect();
             let mut rng = Rng::new(3);
-            let fast: Vec<f64> = (0..40_000).map(|_| bootstrap_median(&x, &mut rng)).collect();
+            let fast: Vec<f64> = (0..40_000).map(|_| bootstrap_median(&x, &mut rng).unwrap()).collect();
             let slow: Vec<f64> = (0..40_000)
                 .map(|_| {
                     let mut r: Vec<f64> = (0..n).map(|_| x[rng.index(n)]).collect();
@@ -884,6 +1122,10 @@ mod tests {
             }
             assert!((mean(&fast) - mean(&slow)).abs() < 0.01 * x[n - 1], "n={n}");
         }
+        // One value is its own median; none has none (and no panic).
+        let mut rng = Rng::new(3);
+        assert_eq!(bootstrap_median(&[4.0], &mut rng), Some(4.0));
+        assert_eq!(bootstrap_median(&[], &mut rng), None);
     }
 
     #[test]
@@ -975,8 +1217,14 @@ mod tests {
         assert_eq!(s.median, 10.5);
         assert_eq!((s.ci_lo, s.ci_hi), (6.0, 15.0), "n = 20: the 6th and 15th order statistics");
         assert!((s.qcd - (15.25 - 5.75) / (15.25 + 5.75)).abs() < 1e-12);
+        assert!(!s.ci_is_range);
         let one = summarize(&[3.0, f64::NAN]);
         assert_eq!((one.n, one.median, one.ci_lo, one.ci_hi, one.qcd), (1, 3.0, 3.0, 3.0, 0.0));
+        // Too few for an interval: the range, said to be one.
+        let five = summarize(&[5.0, 1.0, 4.0, 2.0, 3.0]);
+        assert!(five.ci_is_range && (five.ci_lo, five.ci_hi) == (1.0, 5.0), "{five:?}");
+        let six = summarize(&[5.0, 1.0, 4.0, 2.0, 3.0, 6.0]);
+        assert!(!six.ci_is_range && six.n == MIN_VALUES_MEDIAN_CI, "{six:?}");
         assert_eq!(summarize(&[]), Summary::default());
         // Large samples: the interval stays inside the sample (0.5^n underflows past n ~ 1075).
         let big: Vec<f64> = (0..5000).map(|x| x as f64).collect();

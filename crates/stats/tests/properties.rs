@@ -92,6 +92,7 @@ proptest! {
             prop_assert!(s.min <= s.q1 && s.q1 <= s.median && s.median <= s.q3 && s.q3 <= s.max, "{s:?}");
             prop_assert!(s.ci_lo <= s.median && s.median <= s.ci_hi, "{s:?}");
         }
+        prop_assert_eq!(s.ci_is_range, s.n < MIN_VALUES_MEDIAN_CI, "{:?}", s);
         let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
         let o = outliers(&finite);
         prop_assert_eq!(o.is_some(), !finite.is_empty());

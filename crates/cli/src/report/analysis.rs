@@ -26,9 +26,10 @@ pub const ALPHA: f64 = 0.05;
 /// by); a difference within 1% is also within what one allocation's or one day's traffic
 /// changes, and no reason to choose a routing policy.
 pub const MARGIN: f64 = 0.01;
-/// Fewest iterations whose order statistics give an exact 95% interval of the median (with 5,
-/// the widest, smallest to largest, covers 1 - 2/32 < 95%).
-pub const MIN_ITERATIONS_CI: usize = 6;
+/// Fewest iterations of a policy for any of its intervals: the median's (with 5, the widest,
+/// smallest to largest, covers 1 - 2/32 < 95%), and the ratio's and the QCD difference's, whose
+/// bootstraps of fewer iterations cover far less than they say (a ratio's of 2 and 2 about 70%).
+pub const MIN_ITERATIONS_CI: usize = stats::MIN_VALUES_MEDIAN_CI;
 /// Added to the ratio's bootstrap seed for the QCD difference's, so the two intervals come from
 /// different resamples.
 const QCD_SEED_OFFSET: u64 = 1 << 32;
@@ -188,16 +189,21 @@ pub struct PolicyStats {
 pub struct Comparison {
     /// This policy's median divided by the first policy's.
     pub ratio: f64,
+    /// Absent when either policy has fewer than [`MIN_ITERATIONS_CI`] iterations.
     pub ratio_ci: Option<[f64; 2]>,
     /// This policy's QCD minus the first policy's (absent when either has fewer than 2 iterations
     /// or no QCD).
     pub qcd_difference: Option<f64>,
-    /// Its percentile-bootstrap interval: excludes 0 when the spreads differ beyond sampling noise.
+    /// Its percentile-bootstrap interval: excludes 0 when the spreads differ beyond sampling noise
+    /// (absent when either policy has fewer than [`MIN_ITERATIONS_CI`] iterations).
     pub qcd_difference_ci: Option<[f64; 2]>,
     /// Mann–Whitney U of this policy's iterations against the first policy's.
     pub u: f64,
     pub z: f64,
     pub p: f64,
+    /// Whether p is exact (every split of the iterations counted, for few iterations) rather than
+    /// the normal approximation's.
+    pub p_exact: bool,
     /// The level p is held against (ALPHA, Bonferroni-divided by the number of comparisons).
     pub alpha: f64,
     /// p < alpha and the ratio's interval lies wholly beyond 1 ± [`MARGIN`] ([`Verdict::Yes`]).
@@ -217,20 +223,21 @@ pub enum Verdict {
     /// p < alpha, but the ratio's interval lies wholly within 1 ± [`MARGIN`]: a difference
     /// smaller than the margin.
     BelowMargin,
-    /// p < alpha, and the ratio's interval reaches into 1 ± [`MARGIN`]: a difference, perhaps
-    /// smaller than the margin.
+    /// p < alpha, and the ratio's interval reaches into 1 ± [`MARGIN`], or there is no interval
+    /// (too few iterations): a difference, perhaps smaller than the margin.
     Maybe,
 }
 
 impl Verdict {
-    /// From the test's p, the level it is held against and the ratio's interval (its point
-    /// where there is no interval).
-    pub fn of(p: f64, alpha: f64, ratio: f64, ratio_ci: Option<[f64; 2]>) -> Verdict {
-        let [low, high] = ratio_ci.unwrap_or([ratio, ratio]);
+    /// From the test's p, the level it is held against and the ratio's interval: without one
+    /// (too few iterations), how large the difference is is not known, so at most `Maybe`.
+    pub fn of(p: f64, alpha: f64, ratio_ci: Option<[f64; 2]>) -> Verdict {
         // A p that is NaN shows no difference either.
         if p.partial_cmp(&alpha) != Some(std::cmp::Ordering::Less) {
-            Verdict::No
-        } else if high < 1.0 - MARGIN || low > 1.0 + MARGIN {
+            return Verdict::No;
+        }
+        let Some([low, high]) = ratio_ci else { return Verdict::Maybe };
+        if high < 1.0 - MARGIN || low > 1.0 + MARGIN {
             Verdict::Yes
         } else if low >= 1.0 - MARGIN && high <= 1.0 + MARGIN {
             Verdict::BelowMargin
@@ -1059,17 +1066,20 @@ fn figures(
                 let ratio = stats::ratio_of_medians(sample(0), sample(p), LEVEL, s.resamples, seed);
                 let qcd =
                     stats::qcd_difference(sample(0), sample(p), LEVEL, s.resamples, seed.wrapping_add(QCD_SEED_OFFSET));
-                let ratio_ci = ratio.filter(|r| r.1.is_finite() && x.len() > 1 && first.len() > 1).map(|r| [r.1, r.2]);
+                // Bootstrap intervals of fewer iterations cover far less than 95%: none, as for the median.
+                let enough = x.len().min(first.len()) >= MIN_ITERATIONS_CI;
+                let ratio_ci = ratio.filter(|r| r.1.is_finite() && enough).map(|r| [r.1, r.2]);
                 let ratio = ratio.map_or(f64::NAN, |r| r.0);
-                let verdict = Verdict::of(mw.p, alpha, ratio, ratio_ci);
+                let verdict = Verdict::of(mw.p, alpha, ratio_ci);
                 Comparison {
                     ratio,
                     ratio_ci,
                     qcd_difference: qcd.map(|d| d.0),
-                    qcd_difference_ci: qcd.filter(|d| d.1.is_finite()).map(|d| [d.1, d.2]),
+                    qcd_difference_ci: qcd.filter(|d| d.1.is_finite() && enough).map(|d| [d.1, d.2]),
                     u: mw.u,
                     z: mw.z,
                     p: mw.p,
+                    p_exact: mw.exact,
                     alpha,
                     significant: verdict == Verdict::Yes,
                     verdict,
@@ -1241,18 +1251,20 @@ pub fn settings_out(s: &Settings) -> SettingsOut {
         median_ci: "order statistics, exact binomial(n, 1/2); for a policy whose iterations came in spells \
                     (independence_test), percentile bootstrap in blocks of bootstrap_block iterations; pooled \
                     (--pool), percentile bootstrap with each job's iterations resampled apart",
-        ratio_ci: "percentile bootstrap of median(policy)/median(first policy), seeded; each sample resampled \
-                   one iteration at a time, or in circular blocks of bootstrap_block consecutive iterations for \
+        ratio_ci: "percentile bootstrap of median(policy)/median(first policy), seeded, when both policies have \
+                   at least 6 iterations (none with fewer); each sample resampled one iteration at a time, or in circular blocks of bootstrap_block consecutive iterations for \
                    a policy whose iterations came in spells; pooled (--pool), each job's iterations resampled \
                    apart from the other jobs' (stratified), as many as it has",
         qcd_difference_ci: "percentile bootstrap of QCD(policy) - QCD(first policy), each sample resampled \
-                            with replacement as for ratio_ci, seeded",
-        test: "Mann-Whitney U vs the first policy, two-sided, normal approximation with tie and continuity \
-               corrections; pooled (--pool), van Elteren's stratified form: each job's U weighted by \
-               1 / (its iterations of the two policies + 1), u the sum of the jobs' U, no continuity \
-               correction; alpha 0.05 Bonferroni-divided by the number of comparisons; significant when p < alpha and \
-               ratio_ci lies wholly outside 1 - margin .. 1 + margin (verdict yes; below_margin: p < alpha and \
-               ratio_ci wholly inside; maybe: p < alpha and ratio_ci reaching inside; no: p >= alpha)",
+                            with replacement as for ratio_ci, seeded, when both have at least 6 iterations",
+        test: "Mann-Whitney U vs the first policy, two-sided; pooled (--pool), van Elteren's stratified form: \
+               each job's U weighted by 1 / (its iterations of the two policies + 1), u the sum of the jobs' U; \
+               p exact (p_exact: every split of each job's iterations of the two policies counted, ties kept) \
+               where counting takes a few milliseconds at most (few iterations), else the normal approximation with \
+               tie and continuity corrections (van Elteren's: half the finest step of its statistic); alpha 0.05 \
+               Bonferroni-divided by the number of comparisons; significant when p < alpha and ratio_ci lies \
+               wholly outside 1 - margin .. 1 + margin (verdict yes; below_margin: p < alpha and ratio_ci \
+               wholly inside; maybe: p < alpha and ratio_ci reaching inside or absent; no: p >= alpha)",
         outlier_rule:
             "rank median more than 3 scaled MADs (1.4826 * MAD) and more than 1% from the median of rank medians",
         independence_test: "Wald-Wolfowitz runs test of each policy's iteration times, in the order they ran, \
@@ -1270,7 +1282,7 @@ mod tests {
 
     #[test]
     fn a_difference_is_significant_from_the_margin_on() {
-        let of = |p: f64, ci: [f64; 2]| Verdict::of(p, 0.05, (ci[0] + ci[1]) / 2.0, Some(ci));
+        let of = |p: f64, ci: [f64; 2]| Verdict::of(p, 0.05, Some(ci));
         assert_eq!(of(1e-50, [0.85, 0.86]), Verdict::Yes);
         assert_eq!(of(1e-50, [1.02, 1.03]), Verdict::Yes);
         assert_eq!(of(1e-50, [1.001, 1.009]), Verdict::BelowMargin);
@@ -1279,9 +1291,9 @@ mod tests {
         assert_eq!(of(1e-50, [0.98, 0.995]), Verdict::Maybe);
         assert_eq!(of(0.2, [0.85, 0.86]), Verdict::No);
         assert_eq!(of(f64::NAN, [0.85, 0.86]), Verdict::No);
-        // Without an interval, its point.
-        assert_eq!(Verdict::of(1e-9, 0.05, 0.9, None), Verdict::Yes);
-        assert_eq!(Verdict::of(1e-9, 0.05, 1.0, None), Verdict::BelowMargin);
+        // Without an interval (too few iterations), how large a difference is is not known.
+        assert_eq!(Verdict::of(1e-9, 0.05, None), Verdict::Maybe);
+        assert_eq!(Verdict::of(0.2, 0.05, None), Verdict::No);
         assert_eq!(Verdict::BelowMargin.label(), "< 1%");
     }
 }

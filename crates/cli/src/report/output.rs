@@ -393,8 +393,8 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
     let mut notes = vec![
         format!("iteration time = the slowest rank's end - start in each iteration{of}{without}"),
         format!(
-            "95% CI of the median: {}; n=K: too few iterations for an interval ({MIN_ITERATIONS_CI} at least \
-             for the median's); QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy",
+            "95% CI of the median: {}; n=K: too few iterations for an interval ({MIN_ITERATIONS_CI} at least, \
+             of each policy for the ratio's and the QCD difference's); QCD = (Q3-Q1)/(Q3+Q1), lower is less noisy",
             if e.pooled_from.is_empty() {
                 "order statistics (exact binomial)"
             } else {
@@ -410,14 +410,23 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
              the spreads differ by more than sampling noise"
         ),
         format!(
-            "p: {} against {first} (normal approximation, tie-corrected); significant: p < {}{} \
+            "p: {} against {first} ({}); significant: p < {}{} \
              and the ratio's 95% CI wholly outside {}–{}, a difference of at least {margin}% (\"{}\": p that small, \
-             the CI wholly inside: a difference too small to matter; \"maybe\": the CI reaches inside)",
+             the CI wholly inside: a difference too small to matter; \"maybe\": the CI reaches inside, or there is \
+             none)",
             // Pooled, p is van Elteren's (analysis.rs), as the pooled note below says.
             if e.pooled_from.is_empty() {
                 "two-sided Mann-Whitney U"
             } else {
                 "two-sided van Elteren stratified rank-sum test"
+            },
+            {
+                let exact = e.policy_stats.iter().filter_map(|p| p.vs_first.as_ref()).filter(|c| c.p_exact).count();
+                match (exact, compared) {
+                    (0, _) => "normal approximation, tie- and continuity-corrected",
+                    (n, m) if n == m => "exact: every split of the iterations counted",
+                    _ => "exact for few iterations (JSON p_exact), else normal approximation, tie- and continuity-corrected",
+                }
             },
             fmt_alpha(alpha),
             if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() },
