@@ -51,6 +51,11 @@ fn run_and_check(order: &str, expect_order: &str) -> Vec<String> {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("| auto |") && text.contains("| ADAPTIVE3 |") && text.contains("| off |"), "{text}");
+    // 2 or 3 iterations each: too few for a 95% interval of the median; their range, said to be one.
+    for arm in ["auto", "ADAPTIVE3", "off"] {
+        let line = text.lines().find(|l| l.starts_with(&format!("| {arm} |"))).unwrap();
+        assert!(line.contains(" | range ["), "{line}");
+    }
     let arms = [PolicySpec::Auto, PolicySpec::Fixed(aar_sim::Mode::Adaptive3), PolicySpec::Off];
     let schedule = arm_schedule(&arms, order.parse::<AbOrder>().unwrap());
     let expected: Vec<String> = (1..8).map(|i| arms[schedule.index_at(i)].name()).collect();

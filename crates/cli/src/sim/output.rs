@@ -129,12 +129,15 @@ pub fn write_records(dir: &Path, r: &ExperimentResult) -> Result<(), String> {
     Ok(())
 }
 
-/// The cells of a row of iteration times: samples, median, 95% CI of the median, QCD; `-` for a
+/// The cells of a row of iteration times: samples, median, 95% CI of the median (`range [a, b]`,
+/// smallest to largest, where too few for one: it covers the median less often), QCD; `-` for a
 /// policy without any (a run stopped before it was measured).
 pub fn summary_cells(times: &[f64]) -> String {
     if times.is_empty() {
         return "0 | - | - | -".into();
     }
     let s = summarize(times);
-    format!("{} | {} | [{}, {}] | {:.4}", s.n, fmt_ns(s.median), fmt_ns(s.ci_lo), fmt_ns(s.ci_hi), s.qcd)
+    let ci = format!("[{}, {}]", fmt_ns(s.ci_lo), fmt_ns(s.ci_hi));
+    let ci = if s.ci_is_range { format!("range {ci}") } else { ci };
+    format!("{} | {} | {ci} | {:.4}", s.n, fmt_ns(s.median), s.qcd)
 }
