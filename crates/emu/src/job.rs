@@ -322,18 +322,44 @@ fn foreign_rank_file(path: &Path, rank: u32, len: u64, magic: u64, of_rank: u32)
     }
 }
 
+/// This rank's file while the rank joins. Dropped on a failure (the job's file refused, the
+/// rename failing), it unmaps the file and removes it: no rank maps a `.partial` file, and a
+/// rank that could not join holds neither the file's pages (in /dev/shm) nor its address space.
+struct Joining<'a> {
+    partial: &'a Path,
+    /// The file's mapping, once made.
+    area: Option<&'static RankArea>,
+}
+
+impl Joining<'_> {
+    /// The file is published: it stays, mapped, for the life of the process.
+    fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Joining<'_> {
+    fn drop(&mut self) {
+        if let Some(area) = self.area.take() {
+            // SAFETY: the mapping map_as made of size_of::<RankArea>() bytes; the rank failed
+            // to join, so no reference to it is used after this (Job::start returns the error),
+            // and no thread was started on it.
+            unsafe { libc::munmap(std::ptr::from_ref(area).cast_mut().cast(), std::mem::size_of::<RankArea>()) };
+        }
+        let _ = std::fs::remove_file(self.partial);
+    }
+}
+
 impl Job {
     fn start(env: &JobEnv) -> Result<Job, StartError> {
         allow_siblings();
         let name = format!("rank-{}", env.rank);
         let partial = env.dir.join(format!("{name}.partial"));
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).mode(0o600).open(&partial)?;
-        // No rank maps a `.partial` file: one that cannot be made does not stay behind.
-        let forget = || {
-            let _ = std::fs::remove_file(&partial);
-        };
+        let mut joining = Joining { partial: &partial, area: None };
         // SAFETY: RankArea is made of atomics only.
-        let me: &'static RankArea = unsafe { map_as(&file) }.inspect_err(|_| forget())?;
+        let me: &'static RankArea = unsafe { map_as(&file) }?;
+        joining.area = Some(me);
         let h = &me.header;
         h.proc.store(ProcId::me().raw(), Ordering::Relaxed);
         h.rank.store(env.rank, Ordering::Relaxed);
@@ -341,8 +367,9 @@ impl Job {
         h.cookie.store(env.cookie, Ordering::Relaxed);
         h.magic.store(MAGIC, Ordering::Release);
         // Before the rank is published: a rank that cannot share the job's lock does not join.
-        let shared = job_area(&env.dir).inspect_err(|_| forget())?;
+        let shared = job_area(&env.dir)?;
         std::fs::rename(&partial, env.dir.join(&name))?;
+        joining.keep();
         // The service thread sleeps until a rank the kernel keeps out needs it. It is marked
         // running here, once it exists, not by the thread itself: a peer's first request may
         // come before the new thread has run at all, and must then wait for it, not fail.
@@ -737,6 +764,33 @@ mod tests {
         // The process the record names is reached.
         assert_eq!(rc(vm_copy(ProcId::me(), t, s, 64, true)), Ok(()));
         assert_eq!(std::hint::black_box(&target), &source);
+    }
+
+    /// A rank that cannot join its job (the job's file is another build's; the name of its own
+    /// file is taken by a folder, so the rename fails) keeps neither its `.partial` file nor the
+    /// mapping of it (8.8 MB of /dev/shm pages held for the life of the process).
+    #[test]
+    fn a_rank_that_cannot_join_keeps_neither_its_file_nor_its_mapping() {
+        for case in ["job file of another build", "rename refused"] {
+            let dir = Path::new("/dev/shm").join(format!("aar-emu-unit-join-{}-{}", std::process::id(), case.len()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir(&dir).unwrap();
+            if case == "rename refused" {
+                std::fs::create_dir(dir.join("rank-3")).unwrap();
+            } else {
+                std::fs::write(dir.join("job"), [0u8; 16]).unwrap();
+            }
+            let env = JobEnv { dir: dir.clone(), rank: 3, size: 4, nic_addr: 0x100, cookie: 1 };
+            let failed = Job::start(&env).is_err();
+            let partial = dir.join("rank-3.partial");
+            let left = partial.exists();
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+            let still_mapped = maps.lines().any(|l| l.contains(&*partial.to_string_lossy()));
+            std::fs::remove_dir_all(&dir).unwrap();
+            assert!(failed, "{case}: the rank joined: the test proves nothing");
+            assert!(!left, "{case}: {} was left", partial.display());
+            assert!(!still_mapped, "{case}: {} is still mapped:\n{maps}", partial.display());
+        }
     }
 
     /// A requester that died after its request and before the answer, whose service lock the
