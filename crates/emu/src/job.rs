@@ -13,6 +13,7 @@
 //!
 //! Without `AAR_EMU_JOB_DIR` there is no job and nothing here is used.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
@@ -44,8 +45,9 @@ pub struct Job {
     dir: PathBuf,
     pub me: &'static RankArea,
     pub shared: &'static JobArea,
-    /// Other ranks' files, mapped at first use.
-    areas: Mutex<Vec<Option<&'static RankArea>>>,
+    /// Other ranks' files, mapped at first use: only those, since a job may say it has up to
+    /// 2^24 ranks (PMI_SIZE), and a table for all would take 128 MiB at the first uGNI call.
+    areas: Mutex<HashMap<u32, &'static RankArea>>,
     /// Serialises this process's changes to its own file's slots.
     alloc: Mutex<usize>,
     serial: AtomicU64,
@@ -386,7 +388,7 @@ impl Job {
             dir: env.dir.clone(),
             me,
             shared,
-            areas: Mutex::new(vec![None; env.size as usize]),
+            areas: Mutex::new(HashMap::new()),
             alloc: Mutex::new(0),
             serial: AtomicU64::new(1),
             via_service: AtomicBool::new(settings::job_copy() == CopyPath::Service),
@@ -399,29 +401,37 @@ impl Job {
         if rank == self.rank {
             return Some(self.me);
         }
+        if rank >= self.size {
+            return None;
+        }
         let mut areas = self.areas.lock().unwrap_or_else(|e| e.into_inner());
-        let slot = areas.get_mut(rank as usize)?;
-        if slot.is_none() {
-            let path = self.dir.join(format!("rank-{rank}"));
-            let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
-            // Checked before the file is mapped: a file of another layout is never mapped (nor
-            // grown), each time a post asks again for it.
-            let (len, magic, of_rank) = header_of(&file);
-            if len != std::mem::size_of::<RankArea>() as u64 || magic != MAGIC || of_rank != rank {
-                foreign_rank_file(&path, rank, len, magic, of_rank);
+        if let Some(area) = areas.get(&rank) {
+            return Some(*area);
+        }
+        let path = self.dir.join(format!("rank-{rank}"));
+        let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
+        // Checked before the file is mapped: a file of another layout is never mapped (nor
+        // grown), each time a post asks again for it.
+        let (len, magic, of_rank) = header_of(&file);
+        if len != std::mem::size_of::<RankArea>() as u64 || magic != MAGIC || of_rank != rank {
+            foreign_rank_file(&path, rank, len, magic, of_rank);
+            return None;
+        }
+        // Room for it first: a mapping that could not be recorded would be made again at each use.
+        if areas.try_reserve(1).is_err() {
+            unmappable(rank, &std::io::Error::from_raw_os_error(libc::ENOMEM));
+            return None;
+        }
+        // SAFETY: RankArea is made of atomics only; the file has its size (checked).
+        let area: &'static RankArea = match unsafe { map_as(&file) } {
+            Ok(area) => area,
+            Err(e) => {
+                unmappable(rank, &e);
                 return None;
             }
-            // SAFETY: RankArea is made of atomics only; the file has its size (checked).
-            let area: &'static RankArea = match unsafe { map_as(&file) } {
-                Ok(area) => area,
-                Err(e) => {
-                    unmappable(rank, &e);
-                    return None;
-                }
-            };
-            *slot = Some(area);
-        }
-        *slot
+        };
+        areas.insert(rank, area);
+        Some(area)
     }
 
     /// The ranks whose NIC address is `addr` (the ranks of one node), among those started.

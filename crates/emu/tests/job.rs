@@ -509,6 +509,27 @@ fn a_file_size_limit_below_the_rank_file_fails_the_attach_and_kills_no_rank() {
     assert_eq!(dirs.shared_files(), ["nic-256", "nic-257"]);
 }
 
+/// A rank of a job as large as a job may say it is (PMI_SIZE=16777216, 2^24), under an
+/// address-space limit (ulimit -v) that leaves room for its own file but not for a table of
+/// every rank (128 MiB): it joins and runs; a failed allocation would abort the program at its
+/// first uGNI call.
+#[test]
+fn a_rank_of_the_largest_job_joins_under_an_address_space_limit() {
+    let l = Launch {
+        scenario: "attach",
+        ranks: 1 << 24,
+        only: &[0],
+        wrapper: &["prlimit", "--as=100000000", "--"],
+        ..Launch::default()
+    };
+    let dirs = JobDirs::new("largest");
+    let outs = run_job(&l, &dirs);
+    let stdout = expect_success(&outs[0].1, "rank 0 of 16777216 under prlimit --as=100000000");
+    assert!(stdout.contains("attach rc=0\n"), "{stdout}");
+    assert_eq!(stderr(&outs[0].1), "");
+    assert_eq!(dirs.shared_files(), ["job", "nic-256", "rank-0"]);
+}
+
 /// A rank's file another build made in the job's folder (a folder reused, a rank of another
 /// version): of another size, or of this size with another magic (the previous layout's). A
 /// rank that looks for that rank says so once, naming the file, what it does and the fix, and
