@@ -213,7 +213,10 @@ mod tests {
 
     #[test]
     fn packets_add_up_to_the_message() {
-        for bytes in [0, 1, 8, 15, 16, 17, 63, 64, 65, 1000, 4096, 4097, (1 << 20) + 40] {
+        // Not the 16,385 packets of 1 MiB under Miri, where they take 12 s: it looks for undefined
+        // behaviour, which the size does not change.
+        let sizes = [0, 1, 8, 15, 16, 17, 63, 64, 65, 1000, 4096, 4097, (1 << 20) + 40];
+        for bytes in sizes.into_iter().filter(|&b| !cfg!(miri) || b < 1 << 20) {
             let p = packets(bytes);
             for transfer in [Transfer::Put, Transfer::Get] {
                 let per_packet: u64 = (0..p).map(|seq| packet_request_flits(bytes, seq, transfer)).sum();
