@@ -231,6 +231,8 @@ fn unhappy_window(mode: Option<RoutingMode>) -> (f64, f64) {
 }
 
 #[test]
+// Hundreds of decisions of paths the shorter tests take too: half of Miri's time on this file.
+#[cfg_attr(miri, ignore)]
 fn the_dwell_doubles_at_each_reversal_up_to_its_maximum() {
     let (mut r, msg) = always_unhappy(SteadyConfig::default());
     let mut switches = Vec::new();
@@ -286,6 +288,8 @@ fn a_switch_after_a_long_stay_starts_the_dwell_again() {
 }
 
 #[test]
+// Hundreds of decisions of paths the shorter tests take too: half of Miri's time on this file.
+#[cfg_attr(miri, ignore)]
 fn the_paper_oscillates_on_a_closed_loop_nic_and_steady_settles() {
     // A NIC that behaves as the paper's failure cases do: on High Bias the message's own
     // traffic stalls (L = 2 µs, s = 1); on Adaptive the stalls all but vanish (s = 0.02) and the
