@@ -306,6 +306,11 @@ pub enum Fault {
     /// header.
     #[error("is cut short (its writer was stopped, or could write no more: a full disk, the file size limit)")]
     CutShort,
+    /// A line cut short by a run of NUL bytes ([`Fault::Zeros`]) in place of its rest: what a
+    /// crash or a loss of power leaves of a line whose data never all reached the disk. The
+    /// NUL bytes are part of it (not a line of their own); the lines after them are read.
+    #[error("is cut short, and {} follow it in place of the rest: {LOST_DATA}", count(*.0, "NUL byte", "NUL bytes"))]
+    CutByZeros(u64),
     #[error("is not an iteration row ({0})")]
     NotARow(serde_json::Error),
     /// A row whose one field has the wrong type (a string where a number goes): named.
@@ -402,8 +407,9 @@ pub struct Reader<R> {
 ///
 /// A run of NUL bytes followed by the end of the input, a newline or a `{` (a row after a hole)
 /// is what a file system leaves where a crash kept a write's length and lost its data: it ends
-/// the line it interrupts (read as cut short), and is itself the next line, [`Fault::Zeros`]
-/// (held in `zeros` meanwhile), however long. Other NUL bytes are a line's own (a binary file's).
+/// the line it interrupts (which the caller reads as [`Fault::CutByZeros`], taking `zeros`, when
+/// it is not whole), and is otherwise itself the next line, [`Fault::Zeros`] (held in `zeros`
+/// meanwhile), however long. Other NUL bytes are a line's own (a binary file's).
 fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, zeros: &mut u64) -> Result<bool, Fault> {
     buf.clear();
     if *zeros > 0 {
@@ -479,6 +485,7 @@ impl<R: BufRead> Reader<R> {
             const BEGUN: &[u8] = b"{\"format\":\"aar-iterations/";
             let begun = buf.starts_with(BEGUN) || (buf.len() > 1 && BEGUN.starts_with(&buf));
             match begun && buf.last() != Some(&b'\n') {
+                true if zeros > 0 => Fault::CutByZeros(zeros),
                 true => Fault::CutShort,
                 false => Fault::NoJsonHeader,
             }
@@ -542,6 +549,8 @@ impl<R: BufRead> Reader<R> {
                 }
                 Ok(row) if row.end_ns < row.start_ns => problem(Fault::EndsBeforeStart),
                 Ok(row) => Some(Ok(row)),
+                // Cut by a crash's NUL bytes: they are said with it, not as a line of their own.
+                Err(_) if !complete && self.zeros > 0 => problem(Fault::CutByZeros(std::mem::take(&mut self.zeros))),
                 Err(_) if !complete => problem(Fault::CutShort),
                 Err(error) => {
                     match serde_json::from_slice(&self.buf).ok().and_then(|v| wrong_field(v, &Iteration::default())) {
@@ -757,13 +766,33 @@ mod tests {
         out.resize(out.len() + 100, 0);
         let read: Vec<_> = Reader::new(&out[..]).unwrap().collect();
         let line = |r: &Result<Iteration, Problem>| r.as_ref().map(|r| r.i).map_err(|p| p.line);
-        assert_eq!(read.iter().map(line).collect::<Vec<_>>(), [Ok(0), Err(3), Err(4), Ok(2), Err(6)]);
-        assert!(matches!(read[1], Err(Problem { fault: Fault::CutShort, .. })));
-        let Err(Problem { fault: ref zeros @ Fault::Zeros(n), .. }) = read[2] else { panic!("{:?}", read[2]) };
+        // The row cut by the zeros is one problem with them, said as what a crash leaves, not as
+        // a full disk's.
+        assert_eq!(read.iter().map(line).collect::<Vec<_>>(), [Ok(0), Err(3), Ok(2), Err(5)]);
+        let Err(Problem { fault: ref cut @ Fault::CutByZeros(n), .. }) = read[1] else { panic!("{:?}", read[1]) };
         assert_eq!(n, 3 * MAX_LINE as u64);
+        assert!(!cut.ends_reading());
+        assert_eq!(
+            cut.to_string(),
+            format!("is cut short, and {n} NUL bytes follow it in place of the rest: {LOST_DATA}")
+        );
+        let Err(Problem { fault: ref zeros @ Fault::Zeros(100), .. }) = read[3] else { panic!("{:?}", read[3]) };
         assert!(!zeros.ends_reading());
-        assert!(zeros.to_string().starts_with(&format!("is {n} NUL bytes, not text: the file grew")), "{zeros}");
-        assert!(matches!(read[4], Err(Problem { fault: Fault::Zeros(100), .. })));
+        assert!(zeros.to_string().starts_with("is 100 NUL bytes, not text: the file grew"), "{zeros}");
+        // A header so cut: the file's fault, said alike.
+        let mut out = Vec::new();
+        write_line(&mut out, &header()).unwrap();
+        out.truncate(30);
+        out.resize(4096, 0);
+        assert!(matches!(Reader::new(&out[..]).err(), Some(Fault::CutByZeros(4066))));
+        // A whole row whose newline was lost to the zeros is still read.
+        let mut out = Vec::new();
+        write_line(&mut out, &header()).unwrap();
+        write_line(&mut out, &row(0)).unwrap();
+        out.pop();
+        out.resize(out.len() + 10, 0);
+        let read: Vec<_> = Reader::new(&out[..]).unwrap().collect();
+        assert!(matches!(read[..], [Ok(_), Err(Problem { line: 3, fault: Fault::Zeros(10) })]), "{read:?}");
         // A file of nothing but zeros: said as such, not as a foreign file.
         assert!(matches!(Reader::new(&[0u8; 4096][..]).err(), Some(Fault::Zeros(4096))));
         // NUL bytes inside a line are the line's.
