@@ -474,7 +474,7 @@ fn case_report(case: &Case, runs: &[&ExperimentResult]) -> CaseReport {
     let a0 = ARMS[0].name();
     let mut a0_times: Vec<f64> = runs.iter().flat_map(|r| r.times(&a0)).collect();
     a0_times.sort_by(f64::total_cmp);
-    let base = if a0_times.is_empty() { 1.0 } else { aar_stats::median(&a0_times) };
+    let base = aar_stats::median(&a0_times).unwrap_or(1.0);
     let arms: Vec<ArmReport> = ARMS
         .iter()
         .map(|arm| {

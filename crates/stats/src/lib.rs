@@ -9,20 +9,20 @@
 //! affect every policy alike. [`runs_test`] tells a report when a policy's iterations are not
 //! independent all the same, and its bootstrap then resamples them in blocks ([`Sample`]).
 
-/// Quantile `p` (0..=1) of an ascending, non-empty sample: linear interpolation between order
-/// statistics (Hyndman & Fan type 7, the default of R and NumPy), so the numbers agree with what
-/// users compute themselves.
-pub fn quantile(sorted: &[f64], p: f64) -> f64 {
-    debug_assert!(!sorted.is_empty());
+/// Quantile `p` (0..=1) of an ascending sample: linear interpolation between order statistics
+/// (Hyndman & Fan type 7, the default of R and NumPy), so the numbers agree with what users
+/// compute themselves. `None` for an empty sample, which has none.
+pub fn quantile(sorted: &[f64], p: f64) -> Option<f64> {
     let n = sorted.len();
-    let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
+    let h = n.checked_sub(1)? as f64 * p.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(n - 1);
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
 }
 
-/// Median of an ascending, non-empty sample (the mean of the two middle values for even sizes).
-pub fn median(sorted: &[f64]) -> f64 {
+/// Median of an ascending sample (the mean of the two middle values for even sizes); `None` for
+/// an empty sample.
+pub fn median(sorted: &[f64]) -> Option<f64> {
     quantile(sorted, 0.5)
 }
 
@@ -44,10 +44,7 @@ pub fn qcd(q1: f64, q3: f64) -> Option<f64> {
 /// [`qcd`] of an ascending sample from its [`quantile`]s; `None` when it is empty or the QCD is
 /// undefined.
 pub fn sample_qcd(sorted: &[f64]) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    qcd(quantile(sorted, 0.25), quantile(sorted, 0.75))
+    qcd(quantile(sorted, 0.25)?, quantile(sorted, 0.75)?)
 }
 
 /// Fewest values with a 95 % interval of the median ([`median_ci`]; the bootstrap's,
@@ -358,7 +355,7 @@ pub fn runs_test_within(in_order: &[f64], strata: &[usize]) -> Option<Runs> {
         }
         let mut sorted = part.to_vec();
         sorted.sort_by(f64::total_cmp);
-        let m = median(&sorted);
+        let Some(m) = median(&sorted) else { continue };
         let sides: Vec<bool> = part.iter().filter(|&&v| v != m).map(|&v| v > m).collect();
         let k = sides.len();
         if k == 0 {
@@ -464,7 +461,7 @@ impl<'a> Sample<'a> {
         match self.draws {
             _ if self.sorted.is_empty() => f64::NAN,
             None => bootstrap_median(self.sorted, rng).unwrap_or(f64::NAN),
-            Some(_) => median(self.resample(rng, counts, out)),
+            Some(_) => median(self.resample(rng, counts, out)).unwrap_or(f64::NAN),
         }
     }
 }
@@ -594,10 +591,11 @@ pub fn ratio_of_medians<'a>(
     seed: u64,
 ) -> Option<(f64, f64, f64)> {
     let (x, y) = (x.into(), y.into());
-    if x.sorted.is_empty() || y.sorted.is_empty() || median(x.sorted) <= 0.0 {
+    let (mx, my) = (median(x.sorted)?, median(y.sorted)?);
+    if mx <= 0.0 {
         return None;
     }
-    let ratio = median(y.sorted) / median(x.sorted);
+    let ratio = my / mx;
     let mut rng = Rng::new(seed);
     let (mut counts, mut buf) = (Vec::new(), Vec::new());
     let draws = (0..resamples.max(1))
@@ -613,12 +611,9 @@ pub fn ratio_of_medians<'a>(
 
 /// The central `level` interval of bootstrap draws (NaN ends when there are none).
 fn percentile_interval(mut draws: Vec<f64>, level: f64) -> (f64, f64) {
-    if draws.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
     draws.sort_by(f64::total_cmp);
     let tail = (1.0 - level) / 2.0;
-    (quantile(&draws, tail), quantile(&draws, 1.0 - tail))
+    (quantile(&draws, tail).unwrap_or(f64::NAN), quantile(&draws, 1.0 - tail).unwrap_or(f64::NAN))
 }
 
 /// One bootstrap resample (n draws with replacement) of an ascending sample, ascending, into
@@ -685,15 +680,12 @@ pub struct Outliers {
 /// ranks that agree to within noise are never listed when the MAD is tiny): the robust analogue
 /// of "3 σ", which the outliers themselves cannot inflate.
 pub fn outliers(values: &[f64]) -> Option<Outliers> {
-    if values.is_empty() {
-        return None;
-    }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let center = median(&sorted);
+    let center = median(&sorted)?;
     let mut dev: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
     dev.sort_by(f64::total_cmp);
-    let mad = 1.4826 * median(&dev);
+    let mad = 1.4826 * median(&dev)?;
     let threshold = (3.0 * mad).max(0.01 * center.abs());
     let indices = (0..values.len()).filter(|&i| (values[i] - center).abs() > threshold).collect();
     Some(Outliers { center, mad, threshold, indices })
@@ -751,15 +743,14 @@ pub fn summarize(values: &[f64]) -> Summary {
     let mut s: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     s.sort_by(f64::total_cmp);
     let n = s.len();
-    if n == 0 {
+    let (Some(q1), Some(median), Some(q3)) = (quantile(&s, 0.25), median(&s), quantile(&s, 0.75)) else {
         return Summary::default();
-    }
-    let (q1, q3) = (quantile(&s, 0.25), quantile(&s, 0.75));
+    };
     let ci = median_ci(&s, 0.95);
     let (ci_lo, ci_hi) = ci.map_or((s[0], s[n - 1]), |ci| (ci.low, ci.high));
     Summary {
         n,
-        median: median(&s),
+        median,
         ci_lo,
         ci_hi,
         ci_is_range: ci.is_none(),
@@ -936,11 +927,16 @@ mod tests {
     #[test]
     fn quantiles_match_numpy() {
         let x = [1.0, 2.0, 3.0, 4.0, 10.0];
-        assert_eq!(median(&x), 3.0);
-        assert_eq!(quantile(&x, 0.25), 2.0);
-        assert!((quantile(&x, 0.99) - 9.76).abs() < 1e-12); // numpy.percentile(x, 99)
-        assert_eq!(median(&[1.0, 2.0, 3.0, 4.0]), 2.5);
-        assert_eq!(quantile(&[7.0], 0.99), 7.0);
+        assert_eq!(median(&x), Some(3.0));
+        assert_eq!(quantile(&x, 0.25), Some(2.0));
+        assert!((quantile(&x, 0.99).unwrap() - 9.76).abs() < 1e-12); // numpy.percentile(x, 99)
+        assert_eq!(median(&[1.0, 2.0, 3.0, 4.0]), Some(2.5));
+        assert_eq!(quantile(&[7.0], 0.99), Some(7.0));
+        // An empty sample has none, and says so rather than panicking.
+        assert_eq!(quantile(&[], 0.5), None);
+        assert_eq!(median(&[]), None);
+        assert_eq!(outliers(&[]), None);
+        assert_eq!(summarize(&[f64::NAN]), Summary::default());
     }
 
     #[test]
@@ -1109,14 +1105,14 @@ mod tests {
                 .map(|_| {
                     let mut r: Vec<f64> = (0..n).map(|_| x[rng.index(n)]).collect();
                     r.sort_by(f64::total_cmp);
-                    median(&r)
+                    median(&r).unwrap()
                 })
                 .collect();
             let (mut f, mut s) = (fast.clone(), slow.clone());
             f.sort_by(f64::total_cmp);
             s.sort_by(f64::total_cmp);
             for p in [0.025, 0.25, 0.5, 0.75, 0.975] {
-                let (a, b) = (quantile(&f, p), quantile(&s, p));
+                let (a, b) = (quantile(&f, p).unwrap(), quantile(&s, p).unwrap());
                 let spread = x[n - 1] - x[0];
                 assert!((a - b).abs() <= 0.03 * spread, "n={n} p={p}: {a} vs {b}");
             }

@@ -679,7 +679,7 @@ fn short_iterations(e: &ExperimentData, series: &[(u64, f64, usize)]) -> Option<
     }
     let mut times: Vec<f64> = series.iter().map(|s| s.1).collect();
     times.sort_by(f64::total_cmp);
-    let median = opt(&times, stats::median).filter(|&m| m < aar_record::SHORT_ITERATION_NS as f64)?;
+    let median = stats::median(&times).filter(|&m| m < aar_record::SHORT_ITERATION_NS as f64)?;
     Some(format!(
         "its iterations last {} (the median), timed on the monotonic clock: two readings of the clock and the \
          markers' own work (libaar.so writes a row at each iteration's end) are inside each time and vary from one \
@@ -1101,13 +1101,13 @@ fn figures(
                 policy: e.policies[p].clone(),
                 iterations: x.len(),
                 min_ns: opt(x, |x| x[0]),
-                q1_ns: opt(x, |x| stats::quantile(x, 0.25)),
-                median_ns: opt(x, stats::median),
+                q1_ns: stats::quantile(x, 0.25),
+                median_ns: stats::median(x),
                 median_ci_ns: ci.map(|c| c.0),
                 median_ci_coverage: ci.and_then(|c| c.1),
-                q3_ns: opt(x, |x| stats::quantile(x, 0.75)),
+                q3_ns: stats::quantile(x, 0.75),
                 mean_ns: opt(x, stats::mean),
-                p99_ns: opt(x, |x| stats::quantile(x, 0.99)),
+                p99_ns: stats::quantile(x, 0.99),
                 max_ns: opt(x, |x| x[x.len() - 1]),
                 qcd: stats::sample_qcd(x).filter(|_| x.len() > 1),
                 independence: independence[p],
@@ -1133,8 +1133,8 @@ fn figures(
                     (Some(a), Some(b)) if a > 0.0 => Some(b / a),
                     _ => None,
                 };
-                let (im, cm) = (opt(iso, stats::median), opt(con, stats::median));
-                let (ip, cp) = (opt(iso, |x| stats::quantile(x, 0.99)), opt(con, |x| stats::quantile(x, 0.99)));
+                let (im, cm) = (stats::median(iso), stats::median(con));
+                let (ip, cp) = (stats::quantile(iso, 0.99), stats::quantile(con, 0.99));
                 Congestion {
                     policy: e.policies[p].clone(),
                     isolated: iso.len(),

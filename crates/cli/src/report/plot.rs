@@ -384,11 +384,8 @@ pub fn draw_box<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    if s.is_empty() {
-        return Ok(());
-    }
     let q = |f| aar_stats::quantile(s, f);
-    let (q1, med, q3) = (q(0.25), q(0.5), q(0.75));
+    let (Some(q1), Some(med), Some(q3)) = (q(0.25), q(0.5), q(0.75)) else { return Ok(()) };
     let iqr = q3 - q1;
     let low = s.iter().copied().find(|v| *v >= q1 - 1.5 * iqr).unwrap_or(q1);
     let high = s.iter().rev().copied().find(|v| *v <= q3 + 1.5 * iqr).unwrap_or(q3);

@@ -670,10 +670,8 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
     let medians = durations
         .iter_mut()
         .map(|d| {
-            (!d.is_empty()).then(|| {
-                d.sort_by(f64::total_cmp);
-                aar_stats::median(d)
-            })
+            d.sort_by(f64::total_cmp);
+            aar_stats::median(d)
         })
         .collect();
     acc.ranks.push(RankSummary {
