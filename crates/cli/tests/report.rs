@@ -678,6 +678,31 @@ fn a_policy_without_iterations_is_reported_empty() {
     assert_eq!(policy(&j, "A")["independence"]["runs"], 2, "20 rising iterations: one run below, one above");
 }
 
+/// A table where no test was run (one policy, or no other policy with iterations) says so in its
+/// note on p, rather than naming a test and an approximation that were not used.
+#[test]
+fn the_note_on_p_says_no_test_was_run_where_none_was() {
+    let folder = tmp("no-test");
+    let dir = folder.path();
+    let rows: Vec<Iteration> = (0..20).map(|i| row(i, "A", 0, 1_000_000 + i * 1000, None)).collect();
+    write_record(dir, &header("one", 0, 1, &["A"]), &rows);
+    write_record(dir, &header("empty", 0, 1, &["A", "B"]), &rows);
+    let o = run(&[dir.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said: Vec<&str> = out.lines().map(str::trim).filter(|l| l.starts_with("p: ")).collect();
+    assert_eq!(said, ["p: none, no test was run (a test needs iterations of A and of another policy)"; 2], "{out}");
+    // Where a test was run, the note names it (few iterations: the exact p).
+    let two: Vec<Iteration> =
+        (0..8).map(|i| row(i, ["A", "B"][i as usize % 2], 0, 1_000_000 + i * 1000, None)).collect();
+    write_record(dir, &header("two", 0, 1, &["A", "B"]), &two);
+    let out = stdout(&run(&[record_path(dir, "two", 0).to_str().unwrap()]));
+    assert!(
+        out.contains("p: two-sided Mann-Whitney U against A (exact: every split of the iterations counted)"),
+        "{out}"
+    );
+}
+
 /// One iteration per policy has no spread: its intervals are not a point that looks certain
 /// ("1.000–1.000") but say why there are none (n=1), and a warning says how to get them.
 #[test]

@@ -409,32 +409,37 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
             "QCD Δ 95% CI: of QCD - QCD of {first}, by a seeded bootstrap with as many resamples; when it excludes 0, \
              the spreads differ by more than sampling noise"
         ),
-        format!(
-            "p: {} against {first} ({}); significant: p < {}{} \
-             and the ratio's 95% CI wholly outside {}–{}, a difference of at least {margin}% (\"{}\": p that small, \
-             the CI wholly inside: a difference too small to matter; \"maybe\": the CI reaches inside, or there is \
-             none)",
-            // Pooled, p is van Elteren's (analysis.rs), as the pooled note below says.
-            if e.pooled_from.is_empty() {
-                "two-sided Mann-Whitney U"
-            } else {
-                "two-sided van Elteren stratified rank-sum test"
-            },
-            {
-                let exact = e.policy_stats.iter().filter_map(|p| p.vs_first.as_ref()).filter(|c| c.p_exact).count();
-                match (exact, compared) {
-                    (0, _) => "normal approximation, tie- and continuity-corrected",
-                    (n, m) if n == m => "exact: every split of the iterations counted",
-                    _ => "exact for few iterations (JSON p_exact), else normal approximation, tie- and continuity-corrected",
-                }
-            },
-            fmt_alpha(alpha),
-            if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() },
-            fmt_ratio(1.0 - MARGIN),
-            fmt_ratio(1.0 + MARGIN),
-            Verdict::BelowMargin.label(),
-            margin = MARGIN * 100.0,
-        ),
+        // No test without iterations of the first policy and of another (a table of one policy).
+        if compared == 0 {
+            format!("p: none, no test was run (a test needs iterations of {first} and of another policy)")
+        } else {
+            format!(
+                "p: {} against {first} ({}); significant: p < {}{} \
+                 and the ratio's 95% CI wholly outside {}–{}, a difference of at least {margin}% (\"{}\": p that small, \
+                 the CI wholly inside: a difference too small to matter; \"maybe\": the CI reaches inside, or there is \
+                 none)",
+                // Pooled, p is van Elteren's (analysis.rs), as the pooled note below says.
+                if e.pooled_from.is_empty() {
+                    "two-sided Mann-Whitney U"
+                } else {
+                    "two-sided van Elteren stratified rank-sum test"
+                },
+                {
+                    let exact = e.policy_stats.iter().filter_map(|p| p.vs_first.as_ref()).filter(|c| c.p_exact).count();
+                    match (exact, compared) {
+                        (0, _) => "normal approximation, tie- and continuity-corrected",
+                        (n, m) if n == m => "exact: every split of the iterations counted",
+                        _ => "exact for few iterations (JSON p_exact), else normal approximation, tie- and continuity-corrected",
+                    }
+                },
+                fmt_alpha(alpha),
+                if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() },
+                fmt_ratio(1.0 - MARGIN),
+                fmt_ratio(1.0 + MARGIN),
+                Verdict::BelowMargin.label(),
+                margin = MARGIN * 100.0,
+            )
+        },
         "the intervals and p treat iterations as independent; a runs test of each policy's iterations in the \
          order they ran checks it, and a warning names a policy whose slow iterations came in spells"
             .into(),
