@@ -703,6 +703,39 @@ fn the_note_on_p_says_no_test_was_run_where_none_was() {
     );
 }
 
+/// A rank's record whose header lacks its rank (edited or damaged: libaar.so and aar sim write
+/// it) is read as the rank its name gives, and said, naming the file, what was done and how to
+/// mend it; not taken for a process without a rank, an experiment of its own.
+#[test]
+fn a_ranks_record_whose_header_lacks_the_rank_is_read_as_its_names_and_said() {
+    let folder = tmp("no-rank-field");
+    let dir = folder.path();
+    generate(dir, "r", 3, 20, &["A", "B"], &[1.0, 1.1], 7);
+    let path = record_path(dir, "r", 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, rows) = text.split_once('\n').unwrap();
+    let mut value: Value = serde_json::from_str(head).unwrap();
+    value.as_object_mut().unwrap().remove("rank");
+    std::fs::write(&path, format!("{value}\n{rows}")).unwrap();
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert_eq!(mentions(&err, &path), 1, "{err}");
+    let said = err.lines().find(|l| l.contains(path.to_str().unwrap())).unwrap();
+    assert_eq!(
+        said,
+        format!(
+            "aar: {}: its header gives no \"rank\", which libaar.so and aar sim write: read as rank 1, the rank its \
+             name gives (the record was edited or damaged: put \"rank\": 1 in its first line, or run the job again \
+             for a clean one)",
+            path.display()
+        )
+    );
+    let j = json_of(&o);
+    let experiments = j["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 1, "{j}");
+    assert_eq!(experiments[0]["ranks"], 3, "{j}");
+}
+
 /// One iteration per policy has no spread: its intervals are not a point that looks certain
 /// ("1.000–1.000") but say why there are none (n=1), and a warning says how to get them.
 #[test]

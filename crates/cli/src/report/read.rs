@@ -14,7 +14,8 @@
 //!    record: the same pid, host and first row's start), says another number of ranks or a rank beyond the reference's (another
 //!    run of the same name), or disagrees with the reference on `source`, `clock` or `policies`
 //!    (its iteration times could not be compared with the others'). Mode columns may differ
-//!    between ranks: bytes are added up by mode name.
+//!    between ranks: bytes are added up by mode name. A header without a rank in a file whose name
+//!    gives one (edited or damaged) is read as that rank, with a warning.
 //! 3. **Rows**, in parallel (rayon, one file per task): each file's rows update the worker's
 //!    per-iteration maxima and per-policy totals, and the file's own iteration times give the
 //!    rank's medians; then they are dropped. Memory: per experiment, one small entry per iteration
@@ -448,6 +449,8 @@ struct Head {
     first_index: u64,
     /// When the first usable row began, on the writer's clock.
     first_start_ns: u64,
+    /// What is said of the file though it is read (a rank taken from its name).
+    said: Option<String>,
 }
 
 fn read_head(path: &Path) -> Result<Head, FileError> {
@@ -457,8 +460,24 @@ fn read_head(path: &Path) -> Result<Head, FileError> {
     // it named `norank` as now: that process is no rank of a run (not rank 0 of experiment
     // `nojob`, where two such records would be one rank read twice).
     let named = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<aar_record::Identity>().ok());
-    if header.source == aar_record::Source::Job && header.rank == Some(0) && named.is_some_and(|id| id.rank.is_none()) {
+    if header.source == aar_record::Source::Job
+        && header.rank == Some(0)
+        && named.as_ref().is_some_and(|id| id.rank.is_none())
+    {
         header.rank = None;
+    }
+    // Every writer gives a rank's record its rank, in its header as in its name: a header without
+    // one (edited, or damaged) is the rank's its name gives, not a process without a rank's (an
+    // experiment of its own).
+    let mut said = None;
+    if let (None, Some(rank)) = (header.rank, named.and_then(|id| id.rank)) {
+        header.rank = Some(rank);
+        said = Some(format!(
+            "{}: its header gives no \"rank\", which libaar.so and aar sim write: read as rank {rank}, the rank its \
+             name gives (the record was edited or damaged: put \"rank\": {rank} in its first line, or run the job \
+             again for a clean one)",
+            path.display()
+        ));
     }
     if header.policies.is_empty() {
         return Err(FileError::NoPolicies);
@@ -471,7 +490,13 @@ fn read_head(path: &Path) -> Result<Head, FileError> {
         match reader.next_row() {
             None => return Err(first_problem.map_or(FileError::NoRows, FileError::NoUsableRows)),
             Some(Ok(row)) if header.policies.contains(&row.policy) => {
-                return Ok(Head { path: path.to_path_buf(), header, first_index: row.i, first_start_ns: row.start_ns })
+                return Ok(Head {
+                    path: path.to_path_buf(),
+                    header,
+                    first_index: row.i,
+                    first_start_ns: row.start_ns,
+                    said,
+                })
             }
             Some(Ok(row)) => {
                 first_problem.get_or_insert(Unusable::UnknownPolicy(row.policy));
@@ -901,7 +926,10 @@ pub fn read_all(inputs: &[PathBuf], skip: u64) -> Data {
     let mut groups: BTreeMap<(String, Option<Alone>), Vec<Head>> = BTreeMap::new();
     for (path, head) in files.iter().zip(heads) {
         match head {
-            Ok(h) => {
+            Ok(mut h) => {
+                if let Some(said) = h.said.take() {
+                    warn(&mut warnings, said);
+                }
                 let alone = h.header.rank.is_none().then(|| {
                     let unnamed = h.header.pid.is_none().then(|| h.path.clone());
                     (h.header.pid, h.header.host.clone(), h.first_start_ns, unnamed)
