@@ -276,8 +276,11 @@ fn u_distribution(ranks: &[(u64, bool)], work: &mut u64) -> Option<Vec<(i128, f6
     let n = ranks.len();
     let n1 = ranks.iter().filter(|r| r.1).count();
     let k = n1.min(n - n1);
-    let top: usize = ranks.iter().rev().take(k).map(|r| r.0 as usize).sum(); // largest doubled sum
-    *work += (n * k * (top + 1)) as u64;
+    // The largest doubled rank sum.
+    let top: usize = ranks.iter().rev().take(k).map(|r| r.0 as usize).sum();
+    // Saturating: for tens of thousands of values a side the product passes u64 (a panic where
+    // overflow is checked, and where it is not a small number that would let the count begin).
+    *work = work.saturating_add((n as u64).saturating_mul(k as u64).saturating_mul(top as u64 + 1));
     if *work > EXACT_WORK {
         return None;
     }
@@ -992,6 +995,10 @@ mod tests {
         // together, or in neither direction: 2/36.
         let r = van_elteren(&parts).unwrap();
         assert!(r.exact && (r.p - 2.0 / 36.0).abs() < 1e-12, "{r:?}");
+        // Samples so large that the work bound itself passes u64: the normal approximation.
+        let (x, y): (Vec<f64>, Vec<f64>) =
+            ((0..50_000).map(f64::from).collect(), (0..50_000).map(|i| f64::from(i) + 0.5).collect());
+        assert!(!mann_whitney(&x, &y).unwrap().exact);
         // Past the work bound, the normal approximation, with its continuity correction.
         let x: Vec<f64> = (0..200).map(|i| f64::from(i * 7 % 201)).collect();
         let y: Vec<f64> = x.iter().map(|v| v + 3.0).collect();
