@@ -1,6 +1,8 @@
-//! The launcher's signals as bytes on a pipe (the self-pipe trick), so one poll loop sees rank
-//! messages, rank exits (SIGCHLD), requests to end the job (SIGINT, SIGTERM, SIGHUP), job control
-//! (SIGTSTP, SIGCONT) and signals meant for the ranks (SIGUSR1, SIGUSR2, SIGWINCH) in order.
+//! The launcher's signals, counted per signal by the handler and announced by a byte on a pipe
+//! (the self-pipe trick), so one poll loop sees rank messages, rank exits (SIGCHLD), requests to
+//! end the job (SIGINT, SIGTERM, SIGHUP), job control (SIGTSTP, SIGCONT) and signals meant for
+//! the ranks (SIGUSR1, SIGUSR2, SIGWINCH) in order. The count, not the byte, is the record: a byte
+//! a full pipe refused (a flood of SIGWINCH from a dragged window, of SIGCHLD) loses no signal.
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -36,17 +38,31 @@ static SEQ: AtomicU64 = AtomicU64::new(1);
 static LAST_TSTP: AtomicU64 = AtomicU64::new(0);
 static LAST_CONT: AtomicU64 = AtomicU64::new(0);
 
+/// Signal numbers are below this (64 on Linux, and real-time ones are not handled).
+const SIGNALS: usize = 65;
+
+/// Per signal: how many arrived and were not yet taken by [`SignalPipe::drain`], and the [`SEQ`]
+/// of the last one, which orders the signals whose bytes a full pipe refused.
+static ARRIVED: [AtomicU64; SIGNALS] = [const { AtomicU64::new(0) }; SIGNALS];
+static LAST: [AtomicU64; SIGNALS] = [const { AtomicU64::new(0) }; SIGNALS];
+
 extern "C" fn on_signal(sig: libc::c_int) {
+    let Some(slot) = usize::try_from(sig).ok().filter(|&s| s < SIGNALS) else { return };
+    let seq = SEQ.fetch_add(1, Ordering::SeqCst);
     match sig {
-        libc::SIGTSTP => LAST_TSTP.store(SEQ.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst),
-        libc::SIGCONT => LAST_CONT.store(SEQ.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst),
+        libc::SIGTSTP => LAST_TSTP.store(seq, Ordering::SeqCst),
+        libc::SIGCONT => LAST_CONT.store(seq, Ordering::SeqCst),
         _ => {}
     }
+    // Counted before the byte is written: a drain that sees the byte sees the count.
+    LAST[slot].store(seq, Ordering::SeqCst);
+    ARRIVED[slot].fetch_add(1, Ordering::SeqCst);
     // Signals are below 65: one byte.
     let byte = sig as u8;
     let fd = WRITE_END.load(Ordering::Relaxed);
     // SAFETY: write is async-signal-safe; fd is the pipe's non-blocking write end (a full pipe
-    // loses the byte, but then earlier bytes already wake the loop); errno is restored.
+    // refuses the byte, but the signal is counted, and the bytes already there wake the loop);
+    // errno is restored.
     unsafe {
         let saved = *libc::__errno_location();
         libc::write(fd, (&byte as *const u8).cast(), 1);
@@ -92,14 +108,36 @@ impl SignalPipe {
         self.read_end.as_raw_fd()
     }
 
-    /// The signals that arrived since the last call, in order.
+    /// The signals that arrived since the last call, each once, in order: in the order of their
+    /// bytes on the pipe, then those whose byte a full pipe refused (or that is not written yet),
+    /// in the order of their last arrival.
     pub fn drain(&mut self) -> Vec<libc::c_int> {
-        let mut buf = [0u8; 64];
+        let mut buf = [0u8; 4096];
         let mut out = Vec::new();
         while let Ok(n @ 1..) = self.read_end.read(&mut buf) {
-            out.extend(buf[..n].iter().map(|&b| libc::c_int::from(b)));
+            // A byte whose signal a previous drain took from its count already is skipped.
+            out.extend(buf[..n].iter().map(|&b| libc::c_int::from(b)).filter(|&sig| take(sig, 1) == 1));
+        }
+        let mut refused: Vec<(u64, libc::c_int, u64)> = (1..SIGNALS as libc::c_int)
+            .filter_map(|sig| {
+                let n = take(sig, u64::MAX);
+                (n > 0).then(|| (LAST[sig as usize].load(Ordering::SeqCst), sig, n))
+            })
+            .collect();
+        refused.sort_unstable();
+        for (_, sig, n) in refused {
+            out.extend(std::iter::repeat_n(sig, n as usize));
         }
         out
+    }
+}
+
+/// Take up to `most` of `sig`'s arrivals from its count; how many were taken.
+fn take(sig: libc::c_int, most: u64) -> u64 {
+    let Some(count) = usize::try_from(sig).ok().and_then(|s| ARRIVED.get(s)) else { return 0 };
+    match count.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > 0).then(|| n - n.min(most))) {
+        Ok(n) => n.min(most),
+        Err(_) => 0,
     }
 }
 
@@ -195,6 +233,44 @@ pub fn name(sig: libc::c_int) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
+    /// A full signal pipe loses no signal, nor counts one twice: each is counted by the handler,
+    /// and the byte is only a wake-up. Two SIGINTs are two (a second Ctrl-C kills the ranks).
+    #[test]
+    fn a_full_pipe_loses_no_signal() {
+        let mut pipe = super::SignalPipe::install().unwrap();
+        let fd = super::WRITE_END.load(Ordering::Relaxed);
+        // Filled with bytes that are no signal, until the non-blocking write end refuses more.
+        let filler = [0u8; 4096];
+        // SAFETY: write of a live buffer to the pipe's write end, which stays open.
+        while unsafe { libc::write(fd, filler.as_ptr().cast(), filler.len()) } > 0 {}
+        let raised = [libc::SIGINT, libc::SIGUSR1, libc::SIGINT, libc::SIGTERM];
+        for sig in raised {
+            // SAFETY: raise runs the handler installed above in this thread before it returns.
+            assert_eq!(unsafe { libc::raise(sig) }, 0);
+        }
+        // Another test's child may end meanwhile: its SIGCHLD is not this test's.
+        let mut drain = || pipe.drain().into_iter().filter(|&s| s != libc::SIGCHLD).collect::<Vec<_>>();
+        // In the order of their last arrival, as their bytes were refused.
+        assert_eq!(drain(), [libc::SIGUSR1, libc::SIGINT, libc::SIGINT, libc::SIGTERM]);
+        // The pipe has room again: the next comes through its byte, once.
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
+        assert_eq!(drain(), [libc::SIGUSR2]);
+        assert!(drain().is_empty());
+        // The test harness gets its own dispositions back.
+        for sig in super::ENDING
+            .into_iter()
+            .chain(super::FORWARDED)
+            .chain(super::FATAL)
+            .chain(super::JOB_CONTROL)
+            .chain([libc::SIGCHLD, super::RESIZE])
+        {
+            super::handle(sig, false).unwrap();
+        }
+    }
+
     /// Every standard signal has its name (a rank past `ulimit -f` dies of SIGXFSZ); real-time
     /// signals have their number.
     #[test]
