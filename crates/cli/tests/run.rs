@@ -1378,6 +1378,93 @@ fn a_rank_stopped_from_outside_ends_with_the_job_at_its_sigterm() {
     assert_eq!(gone_within_10_s(&held), []);
 }
 
+/// A request to end a job that is already ending (a second Ctrl-C, `kill` after Ctrl-C) sends
+/// the ranks still running SIGKILL at once, in a line that says what came when: "again" only for
+/// the same signal. Deterministic: the launcher is held stopped while SIGINT and SIGTERM are sent,
+/// so it takes both at once (in the order the kernel runs their handlers, which the line follows).
+#[test]
+fn a_second_request_to_end_the_job_says_which_signals_came() {
+    let held = marker();
+    // The ranks ignore SIGINT and SIGTERM (a `sleep` keeps the dispositions it was started with).
+    let script = format!("trap '' INT TERM; exec sleep {held}");
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "sh", "-c", &script]);
+    with_default_sigint(&mut cmd);
+    let job = Job::spawn(cmd);
+    assert!(within_30_s(|| sleeps(&held).len() == 2), "the ranks did not start");
+    job.signal(libc::SIGSTOP);
+    assert!(within_30_s(|| state(job.pid()) == Some('T')), "aar run did not stop");
+    job.signal(libc::SIGINT);
+    job.signal(libc::SIGTERM);
+    job.signal(libc::SIGCONT);
+    let (st, err) = job.finish();
+    let forwarded = |name: &str| err.contains(&format!("got {name}: forwarded to the 2 ranks still running"));
+    let (first, then) = match (forwarded("SIGINT"), forwarded("SIGTERM")) {
+        (true, false) => (libc::SIGINT, "SIGTERM after SIGINT"),
+        (false, true) => (libc::SIGTERM, "SIGINT after SIGTERM"),
+        _ => panic!("not one of the two forwarded: {err}"),
+    };
+    assert_eq!(st.code(), Some(128 + first), "{err}");
+    let second = format!(
+        "got {then}: SIGKILL to the 2 ranks still running, without waiting out the 3 s grace; the job's exit code \
+         stays {}.",
+        128 + first
+    );
+    assert!(err.contains(&second), "{err}");
+    assert!(!err.contains("again"), "{err}");
+    assert_eq!(gone_within_10_s(&held), []);
+}
+
+/// `cmd` gets SIGINT with its default action, as a terminal's job does: a suite started in the
+/// background by a script (`&` without job control ignores SIGINT) would hand the launcher an
+/// ignored SIGINT, which it rightly keeps ignored.
+fn with_default_sigint(cmd: &mut Command) {
+    // SAFETY: signal is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+}
+
+/// A Ctrl-C while a rank's failure ends the job (the others got SIGTERM and have the grace to
+/// end) sends them SIGKILL at once; the line says it came while the job was ending, not "again"
+/// (there was no first), and that the job's exit code stays the rank's.
+#[test]
+fn a_signal_while_a_ranks_failure_ends_the_job_is_not_said_to_come_again() {
+    let held = marker();
+    // Rank 0 fails when the test types a line; rank 1 ignores SIGTERM, so the launcher waits out
+    // the grace (3 s) for it: the SIGINT below comes within it.
+    let script = format!("if [ \"$PMI_RANK\" = 0 ]; then read x; exit 3; else trap '' TERM; exec sleep {held}; fi");
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "sh", "-c", &script]);
+    with_default_sigint(&mut cmd);
+    // Not under `timeout`, which would pass the test's SIGINT on to its whole process group.
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    assert!(within_30_s(|| sleeps(&held).len() == 1), "rank 1 did not start");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"fail\n").unwrap();
+    let mut err = String::new();
+    while !err.contains("SIGTERM to the 1 other rank still running") {
+        assert!(stderr.read_line(&mut err).unwrap() > 0, "the job did not end at rank 0's failure: {err}");
+    }
+    // SAFETY: kill only sends SIGINT to the launcher this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    stderr.read_to_string(&mut err).unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(3), "{err}");
+    assert!(
+        err.contains(
+            "got SIGINT while the job was ending (its ranks got SIGTERM): SIGKILL to the 1 rank still running, \
+             without waiting out the 3 s grace; the job's exit code stays 3."
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("again"), "{err}");
+    assert_eq!(gone_within_10_s(&held), []);
+}
+
 /// SIGQUIT to `aar run` goes to the ranks, as srun and hydra's mpiexec forward it (a user asking
 /// a hung job for core dumps), and ends the job with 128 + SIGQUIT.
 #[test]

@@ -45,7 +45,8 @@
 //!   forwarded to the ranks the same way ([`signals`]), once: each rank runs in a process group of
 //!   its own (as a shell's job does), so a signal to the launcher's group (a key's at the terminal,
 //!   whose foreground group it is; `kill -- -PGID`; a terminal's hangup) reaches the launcher alone,
-//!   and one Ctrl-C is one SIGINT to each rank; one that was ignored when `aar run` started
+//!   and one Ctrl-C is one SIGINT to each rank; another such signal while the job ends (a second
+//!   Ctrl-C, or one while a rank's failure ends it) sends SIGKILL to the ranks still running at once; one that was ignored when `aar run` started
 //!   (nohup) stays ignored, by the launcher and the ranks. SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU or
 //!   SIGPWR, whose default action would end the launcher alone, end the job with SIGTERM to the
 //!   ranks and exit status 128 + that signal. A time limit ([`time`]: `--time`,
@@ -129,7 +130,8 @@ const MAX_RANKS: u32 = 4096;
 that called PMI_Init exited 0, or closed its PMI_FD and ran on, without PMI_Finalize, or ended or closed its PMI_FD while others wait in PMI_Barrier or left more than 1 MiB of PMI answers unread or sent more than 64 KiB on its PMI_FD without a newline, or was stopped by SIGTTIN or SIGTTOU for reading or setting the terminal itself, 124 when the time limit (--time, MPIEXEC_TIMEOUT) ran \
 out, 2 for bad arguments, 127 when the job or a rank cannot be started (a job too big for /dev/shm or for the process or open-file \
 limits is refused before any rank starts). Ranks that do not \
-end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL; processes the ranks left running end with the job."
+end within 3 s of SIGTERM (or of the signal aar run got) get SIGKILL, at once when aar run gets one of those signals while the job \
+ends; processes the ranks left running end with the job."
 )]
 pub struct RunArgs {
     /// How many ranks (processes) to start (as srun -n, aprun -n)
@@ -568,6 +570,8 @@ struct Supervisor {
     /// A rank's failure ended the job: the exit status is then the highest of the ranks that
     /// failed on their own (had ended when the job's end began), as srun's is.
     by_rank: bool,
+    /// A signal to the launcher ended the job: the first such.
+    by_signal: Option<libc::c_int>,
     /// When the ranks still running get SIGKILL, and the signal they got before.
     kill_at: Option<Instant>,
     sent: libc::c_int,
@@ -620,6 +624,7 @@ impl Supervisor {
             signals,
             ending: None,
             by_rank: false,
+            by_signal: None,
             kill_at: None,
             sent: libc::SIGTERM,
             killed: false,
@@ -933,9 +938,22 @@ impl Supervisor {
     /// without cleaning up", as many programs' does, would take one press for two).
     fn on_launcher_signal(&mut self, sig: libc::c_int) {
         let name = signals::name(sig);
-        if self.ending.is_some() {
-            // A second request: no more grace.
-            say!("aar run: got {name} again: SIGKILL to the ranks still running.");
+        if let Some(code) = self.ending {
+            // A request to end a job already ending: no more grace. Said as it is: the end began
+            // with this signal, another, or no signal of the launcher's at all (a rank's failure,
+            // the time limit).
+            let got = match self.by_signal {
+                Some(first) if first == sig => format!("got {name} again"),
+                Some(first) => format!("got {name} after {}", signals::name(first)),
+                None => format!("got {name} while the job was ending (its ranks got SIGTERM)"),
+            };
+            let n = self.running().len();
+            say!(
+                "aar run: {got}: SIGKILL to the {} still running, without waiting out the {} s grace; the job's \
+                 exit code stays {code}.",
+                count(n as u64, "rank", "ranks"),
+                GRACE.as_secs()
+            );
             self.signal_running(libc::SIGKILL);
             self.killed = true;
             return;
@@ -953,6 +971,7 @@ impl Supervisor {
         );
         self.terminate(&running, to_ranks);
         self.sent = to_ranks;
+        self.by_signal = Some(sig);
         self.ending = Some(128 + sig);
         self.kill_at = Some(Instant::now() + GRACE);
     }
