@@ -1415,6 +1415,56 @@ fn a_second_request_to_end_the_job_says_which_signals_came() {
     assert_eq!(gone_within_10_s(&held), []);
 }
 
+/// A request to end `aar run` that comes after the job ended, while the launcher waits to write
+/// the ranks' last output to a stdout nothing reads (`aar run ... | less` at its prompt, a
+/// terminal stopped by ^S), ends that wait: the output that waited is dropped, said on stderr,
+/// and the launcher exits. Before, a blocking write took every Ctrl-C and `kill` for ever.
+#[test]
+fn a_signal_ends_the_wait_for_a_stdout_nothing_reads_after_the_job() {
+    let mut child = aar()
+        .args(["run", "--", "sh", "-c", "echo ready >&2; exec yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held open, never read.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || stderr.lines().map_while(Result::ok).try_for_each(|l| tx.send(l)));
+    let pid = child.id() as libc::pid_t;
+    let seen = |want: &str| loop {
+        match lines.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(l) if l.contains(want) => break,
+            Ok(_) => {}
+            Err(e) => panic!("no line \"{want}\" within 30 s ({e})"),
+        }
+    };
+    seen("ready");
+    // The stdout pipe full: more output waits in the launcher.
+    let full = || {
+        use std::os::fd::AsRawFd;
+        let fd = stdout.as_raw_fd();
+        let mut held: libc::c_int = 0;
+        // SAFETY: fcntl and ioctl only query the test's live pipe; FIONREAD fills the c_int.
+        unsafe { libc::ioctl(fd, libc::FIONREAD, &mut held) == 0 && held >= libc::fcntl(fd, libc::F_GETPIPE_SZ) }
+    };
+    assert!(within_30_s(full), "the rank's output did not fill the pipe");
+    // SAFETY: kill only sends SIGTERM to the launcher this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    seen("got SIGTERM: forwarded to the 1 rank still running");
+    // The rank reaped: the job is over, and the launcher waits for its stdout.
+    assert!(within_30_s(|| descendants(pid).is_empty()), "the rank did not end");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let exited = within_30_s(|| child.try_wait().unwrap().is_some());
+    let _ = child.kill();
+    let st = child.wait().unwrap();
+    assert!(exited, "aar run did not exit at a SIGTERM after its job ended");
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+    seen("got SIGTERM while the job's last output waited for its stdout, which nothing reads: the ");
+}
+
 /// `cmd` gets SIGINT with its default action, as a terminal's job does: a suite started in the
 /// background by a script (`&` without job control ignores SIGINT) would hand the launcher an
 /// ignored SIGINT, which it rightly keeps ignored.

@@ -13,7 +13,8 @@
 //! are then not read, so a rank that writes on blocks in its own write, as it would writing to
 //! the stream itself, while PMI is served to every rank and the job goes on, and ends as it
 //! would (SIGTERM to the ranks at an abort). Before the launcher exits the queues are written
-//! out, waiting as any program's writes do.
+//! out, waiting as any program's writes do, but for a signal that ends the job (a Ctrl-C), which
+//! drops what still waits.
 //!
 //! A line of the launcher's about a rank (its PMI_Abort, its end) comes after what the rank wrote
 //! to stderr before it ([`Relay::hold_after`]): when a full queue leaves those lines in the
@@ -93,31 +94,54 @@ impl Sink {
     }
 
     /// Write out what waits for this stream: while it takes bytes without blocking, or, with
-    /// `wait`, all of it, waiting as a plain write does. Whole lines where a piece can end at
+    /// `wait`, all of it, waiting as a plain write does, but for a request to end (SIGINT,
+    /// SIGTERM... [`super::signals::end_requested`]) that comes while nothing reads the stream
+    /// (`aar run ... | less` at its prompt, a terminal stopped by ^S): what waits is then dropped,
+    /// said on stderr, and the launcher goes on to its end. Whole lines where a piece can end at
     /// one, so a line of the other stream written in between (both to one terminal, `2>&1`) lands
     /// between lines.
     fn flush(self, wait: bool) {
         let fd = self.fd();
         let mut q = self.queue();
         while !q.bytes.is_empty() && !q.closed {
-            if !wait && !writable(fd) {
-                return;
+            if !writable(fd) {
+                if !wait {
+                    return;
+                }
+                // Until the stream takes more, or a signal comes (poll is not restarted).
+                wait_writable(fd);
+                if let Some(sig) = super::signals::end_requested() {
+                    let dropped = q.bytes.len() + q.held.iter().map(|(_, _, lines)| lines.len()).sum::<usize>();
+                    q.closed = true;
+                    q.bytes = Vec::new();
+                    q.held = VecDeque::new();
+                    drop(q);
+                    if self == Sink::Stdout {
+                        say(format_args!(
+                            "aar run: got {} while the job's last output waited for its stdout, which nothing \
+                             reads: the {} that waited are dropped.",
+                            super::signals::name(sig),
+                            aar_record::count(dropped as u64, "byte", "bytes")
+                        ));
+                    }
+                    return;
+                }
+                continue;
             }
-            let n = if wait {
-                q.bytes.len()
-            } else {
-                let piece = &q.bytes[..q.bytes.len().min(PIPE_BUF)];
-                piece.iter().rposition(|&b| b == b'\n').map_or(piece.len(), |end| end + 1)
-            };
+            // A piece a stream that polled writable takes without blocking (a pipe: PIPE_BUF),
+            // so that a wait is always in the poll above, which a signal ends.
+            let piece = &q.bytes[..q.bytes.len().min(PIPE_BUF)];
+            let n = piece.iter().rposition(|&b| b == b'\n').map_or(piece.len(), |end| end + 1);
             // SAFETY: write reads n bytes of the live queue, which holds at least n.
             let written = unsafe { libc::write(fd, q.bytes.as_ptr().cast(), n) };
             match usize::try_from(written) {
                 Ok(w) if w > 0 => drop(q.bytes.drain(..w)),
                 _ => match std::io::Error::last_os_error().raw_os_error() {
                     Some(libc::EINTR) => {}
-                    // A stream left non-blocking by whoever opened it.
+                    // A stream left non-blocking by whoever opened it: with `wait`, the poll
+                    // above waits.
                     Some(libc::EAGAIN) if !wait => return,
-                    Some(libc::EAGAIN) => wait_writable(fd),
+                    Some(libc::EAGAIN) => {}
                     // Closed (EPIPE), or gone: as the ranks' own writes would have learnt.
                     _ => {
                         q.closed = true;

@@ -168,6 +168,13 @@ fn ignored(sig: libc::c_int) -> bool {
     }
 }
 
+/// A signal that ends the job ([`ENDING`], [`FATAL`]) that arrived and that no
+/// [`SignalPipe::drain`] took: once the job is over and nothing drains, a request to stop
+/// waiting for the launcher's own stdout or stderr ([`super::output`]).
+pub fn end_requested() -> Option<libc::c_int> {
+    ENDING.into_iter().chain(FATAL).find(|&sig| ARRIVED[sig as usize].load(Ordering::SeqCst) > 0)
+}
+
 /// Whether a SIGCONT came after the last SIGTSTP: the stop it asked for is already over.
 pub fn continued_since_stop_request() -> bool {
     LAST_CONT.load(Ordering::SeqCst) > LAST_TSTP.load(Ordering::SeqCst)
