@@ -19,7 +19,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use aar_abi::*;
@@ -28,7 +28,7 @@ use crate::amo::{apply_to_bytes, AmoOp, Width};
 use crate::post_log;
 use crate::settings::{self, CopyPath, JobEnv};
 use crate::shm::{
-    self, Header, JobArea, LockGuard, Mbox, ProcId, RankArea, Reg, Ring, Service, BOUNCE_BYTES, JOB_MAGIC, MAGIC,
+    self, Header, Held, JobArea, LockGuard, Mbox, ProcId, RankArea, Reg, Ring, Service, BOUNCE_BYTES, JOB_MAGIC, MAGIC,
     MBOX_ACTIVE, MBOX_FREE, NO_RING, REG_SLOTS, RINGS, SERVE_READ, SERVE_WRITE,
 };
 
@@ -48,11 +48,38 @@ pub struct Job {
     /// Other ranks' files, mapped at first use: only those, since a job may say it has up to
     /// 2^24 ranks (PMI_SIZE), and a table for all would take 128 MiB at the first uGNI call.
     areas: Mutex<HashMap<u32, &'static RankArea>>,
+    /// The processes of the ranks this rank copies to and from, held for those copies ([`Holds`]).
+    holds: Mutex<Holds>,
     /// Serialises this process's changes to its own file's slots.
     alloc: Mutex<usize>,
     serial: AtomicU64,
     /// Bytes go through the other rank's service thread: asked for, or process_vm was refused.
     via_service: AtomicBool,
+}
+
+/// Other ranks' processes, held by the pidfd opened at the first copy to or from each (the
+/// process its file names, checked then), so that a copy checks only that the pidfd's process has
+/// not been reaped (one call before it, one after), not open a pidfd and read `/proc/<pid>/stat`
+/// each time. A pidfd is kept for at most [`Holds::limit`] ranks (each is a descriptor of the
+/// program's); a rank beyond them is held afresh for each copy. A rank whose process has ended
+/// is remembered as such, and its pidfd closed: a rank's file names one process for good.
+struct Holds {
+    by_rank: HashMap<u32, Option<Arc<Held>>>,
+    pidfds: usize,
+    limit: usize,
+}
+
+impl Holds {
+    /// A sixteenth of the descriptors the program may open (RLIMIT_NOFILE), at most 1024.
+    fn new() -> Holds {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes one rlimit, which lives across the call.
+        let nofile = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } {
+            0 => lim.rlim_cur,
+            _ => 1024,
+        };
+        Holds { by_rank: HashMap::new(), pidfds: 0, limit: (nofile / 16).min(1024) as usize }
+    }
 }
 
 static JOB: OnceLock<Result<Option<Job>, GniReturn>> = OnceLock::new();
@@ -389,6 +416,7 @@ impl Job {
             me,
             shared,
             areas: Mutex::new(HashMap::new()),
+            holds: Mutex::new(Holds::new()),
             alloc: Mutex::new(0),
             serial: AtomicU64::new(1),
             via_service: AtomicBool::new(settings::job_copy() == CopyPath::Service),
@@ -544,6 +572,35 @@ impl Job {
         self.move_bytes(rank, remote, local, len, false)
     }
 
+    /// Rank `rank`'s process `proc` held for a copy ([`Holds`]); None when it has ended or its
+    /// pid is another process's now.
+    fn hold(&self, rank: u32, proc: ProcId) -> Option<Arc<Held>> {
+        let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = holds.by_rank.get(&rank) {
+            return kept.clone();
+        }
+        let held = proc.hold().map(Arc::new);
+        match &held {
+            None => {
+                holds.by_rank.insert(rank, None);
+            }
+            Some(h) if h.by_pidfd() && holds.pidfds < holds.limit && holds.by_rank.try_reserve(1).is_ok() => {
+                holds.pidfds += 1;
+                holds.by_rank.insert(rank, held.clone());
+            }
+            Some(_) => {}
+        }
+        held
+    }
+
+    /// Rank `rank`'s process has ended: its pidfd, if kept, is closed (once no copy uses it).
+    fn ended(&self, rank: u32) {
+        let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(Some(_)) = holds.by_rank.insert(rank, None) {
+            holds.pidfds -= 1;
+        }
+    }
+
     fn move_bytes(&self, rank: u32, remote: u64, local: u64, len: u64, write: bool) -> Result<(), GniReturn> {
         let area = self.area(rank).ok_or(GNI_RC_INVALID_PARAM)?;
         let proc = ProcId::from_raw(area.header.proc.load(Ordering::Relaxed));
@@ -551,9 +608,16 @@ impl Job {
         if self.via_service.load(Ordering::Relaxed) {
             return through_service(area, proc, remote, local, len, write);
         }
-        let Err((done, err)) = vm_copy(proc, remote, local, len, write) else {
+        let copied = match self.hold(rank, proc) {
+            Some(held) => vm_copy(&held, remote, local, len, write),
+            None => Err((0, std::io::Error::from_raw_os_error(libc::ESRCH))),
+        };
+        let Err((done, err)) = copied else {
             return Ok(());
         };
+        if err.raw_os_error() == Some(libc::ESRCH) {
+            self.ended(rank);
+        }
         let what = if write { "process_vm_writev to" } else { "process_vm_readv from" };
         let kept_out = matches!(err.raw_os_error(), Some(libc::EPERM | libc::EACCES | libc::ENOSYS));
         if kept_out && area.service.running.load(Ordering::Acquire) != 0 {
@@ -596,17 +660,20 @@ impl Job {
     }
 }
 
-/// Copies `len` bytes between this process's `local` and `remote` in process `proc` (to it when
-/// `write`) with process_vm_writev/readv, which name it by pid only: so the pid is first held
-/// ([`ProcId::hold`]) and checked to be `proc`'s, not a later process's the kernel gave it to once
-/// `proc` ended (that one's memory would be written), and after each call checked to be still
-/// held, so a call that may have met another process is an error. On failure, how many bytes
-/// were moved and why (ESRCH: `proc` has ended). What is left: a write whose target ends, is
-/// reaped and has its pid given to another process of the user between the check and the call
-/// lands there; it is said as an error, not undone.
-fn vm_copy(proc: ProcId, remote: u64, local: u64, len: u64, write: bool) -> Result<(), (u64, std::io::Error)> {
+/// Copies `len` bytes between this process's `local` and `remote` in the `held` process (to it
+/// when `write`) with process_vm_writev/readv, which name it by pid only: the pid was checked to
+/// be that process's when it was held ([`ProcId::hold`]), not a later process's the kernel gave
+/// it to once the held one ended (that one's memory would be written), and before and after each
+/// call the held process is checked to be still there, not reaped, so that its pid still names
+/// it: a call that may have met another process is an error. On failure, how many bytes were
+/// moved and why (ESRCH: the process has ended). What is left: a write whose target is reaped
+/// and has its pid given to another process of the user between the check and the call lands
+/// there; it is said as an error, not undone.
+fn vm_copy(held: &Held, remote: u64, local: u64, len: u64, write: bool) -> Result<(), (u64, std::io::Error)> {
     let ended = || std::io::Error::from_raw_os_error(libc::ESRCH);
-    let held = proc.hold().ok_or_else(|| (0, ended()))?;
+    if !held.still_here() {
+        return Err((0, ended()));
+    }
     let mut done = 0u64;
     while done < len {
         let n = (len - done) as usize;
@@ -616,9 +683,9 @@ fn vm_copy(proc: ProcId, remote: u64, local: u64, len: u64, write: bool) -> Resu
         // the iovecs live across the call.
         let moved = unsafe {
             if write {
-                libc::process_vm_writev(proc.pid() as libc::pid_t, &l, 1, &r, 1, 0)
+                libc::process_vm_writev(held.pid() as libc::pid_t, &l, 1, &r, 1, 0)
             } else {
-                libc::process_vm_readv(proc.pid() as libc::pid_t, &l, 1, &r, 1, 0)
+                libc::process_vm_readv(held.pid() as libc::pid_t, &l, 1, &r, 1, 0)
             }
         };
         let err = (moved <= 0).then(|| match moved {
@@ -767,13 +834,28 @@ mod tests {
         let source = vec![0x5au8; 64];
         let (t, s) = (target.as_ptr() as u64, source.as_ptr() as u64);
         let rc = |r: Result<(), (u64, std::io::Error)>| r.map_err(|(n, e)| (n, e.raw_os_error()));
-        assert_eq!(rc(vm_copy(newcomer, t, s, 64, true)), Err((0, Some(libc::ESRCH))));
-        assert_eq!(std::hint::black_box(&target), &[0u8; 64], "a write went into the newcomer");
-        assert_eq!(rc(vm_copy(newcomer, s, t, 64, false)), Err((0, Some(libc::ESRCH))));
-        assert_eq!(std::hint::black_box(&target), &[0u8; 64], "a read came from the newcomer");
+        assert!(newcomer.hold().is_none(), "the newcomer was held for the ended rank: copies would reach it");
         // The process the record names is reached.
-        assert_eq!(rc(vm_copy(ProcId::me(), t, s, 64, true)), Ok(()));
+        let me = ProcId::me().hold().expect("this process is held");
+        assert_eq!(rc(vm_copy(&me, t, s, 64, true)), Ok(()));
         assert_eq!(std::hint::black_box(&target), &source);
+    }
+
+    /// A rank held (its pidfd kept) whose process ended and was reaped since: a copy checks the
+    /// hold first, so nothing moves, and the copy says the rank ended.
+    #[test]
+    fn no_byte_moves_through_a_kept_hold_of_a_reaped_process() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let start = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let start: u64 = start[start.rfind(')').unwrap() + 2..].split(' ').nth(19).unwrap().parse().unwrap();
+        let held = ProcId::of(pid, start).hold().expect("a running child is held");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let (target, source) = ([0u8; 8], [1u8; 8]);
+        let (t, s) = (target.as_ptr() as u64, source.as_ptr() as u64);
+        let r = vm_copy(&held, t, s, 8, true).map_err(|(n, e)| (n, e.raw_os_error()));
+        assert_eq!(r, Err((0, Some(libc::ESRCH))));
     }
 
     /// A rank that cannot join its job (the job's file is another build's; the name of its own

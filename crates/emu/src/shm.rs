@@ -119,6 +119,17 @@ impl ProcId {
 }
 
 impl Held {
+    /// True when the process is held by a pidfd, which names it for good: the hold may then be
+    /// kept for later calls, each checked with [`Held::still_here`] alone.
+    pub fn by_pidfd(&self) -> bool {
+        self.pidfd.is_some()
+    }
+
+    /// The held process's pid.
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
     /// True while the held process has not been reaped, so that its pid still names it: a call
     /// made by pid since [`ProcId::hold`] reached it (or failed), and no other process.
     pub fn still_here(&self) -> bool {

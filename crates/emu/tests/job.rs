@@ -681,3 +681,47 @@ fn a_ptrace_scope_that_refuses_the_ranks_is_said_by_rank_0_only() {
     assert!(said[0].starts_with("aar-emu: kernel.yama.ptrace_scope=2: the kernel will refuse"), "{err}");
     assert!(said[0].contains("service threads") && said[0].ends_with("set it to 0 or 1"), "{err}");
 }
+
+/// True when strace can trace a program here (it is installed, and ptrace is allowed).
+fn strace_works() -> bool {
+    Command::new("strace").args(["-f", "-qq", "-o", "/dev/null", "true"]).status().is_ok_and(|s| s.success())
+}
+
+/// Runs the job with every rank under `strace -f -e trace=<calls>`; each rank's calls of those,
+/// one a line, by rank.
+fn traced_job(l: &Launch, calls: &str) -> Vec<(u32, String)> {
+    let script = format!("exec strace -f -qq -e trace={calls} -o \"$JOB_TEST_XCHG/strace-$PMI_RANK\" -- \"$@\"");
+    let wrapper = ["sh", "-c", script.as_str(), "sh"];
+    let l = Launch { wrapper: &wrapper, ..*l };
+    let dirs = JobDirs::new(l.scenario);
+    run_job(&l, &dirs)
+        .into_iter()
+        .map(|(rank, out)| {
+            let stdout = expect_success(&out, &format!("{} rank {rank} under strace", l.scenario));
+            assert_eq!(stdout.lines().last(), Some(format!("PASS {}", l.scenario).as_str()), "rank {rank}: {stdout}");
+            let trace = std::fs::read_to_string(dirs.xchg.join(format!("strace-{rank}"))).unwrap();
+            (rank, trace)
+        })
+        .collect()
+}
+
+/// A rank holds the process of a rank it copies to once, not at every copy: rank 0's 200 copies
+/// to and from rank 1 (100 PUTs, 100 GETs) open one pidfd and read rank 1's /proc/<pid>/stat
+/// once, where each copy opened a pidfd and read that file (a few µs a copy).
+#[test]
+fn copies_to_a_rank_hold_its_process_once_not_at_every_copy() {
+    if !strace_works() {
+        eprintln!("note: strace cannot trace here; the test is skipped");
+        return;
+    }
+    let l = Launch { scenario: "copies", ..Default::default() };
+    let traces = traced_job(&l, "pidfd_open,openat,process_vm_readv,process_vm_writev");
+    let trace = &traces.iter().find(|(r, _)| *r == 0).unwrap().1;
+    let count = |what: &dyn Fn(&str) -> bool| trace.lines().filter(|l| what(l)).count();
+    let copies = count(&|l| l.contains("process_vm_writev(") || l.contains("process_vm_readv("));
+    assert!(copies >= 200, "rank 0 made {copies} copies, not the 200 of its posts: the test proves nothing\n{trace}");
+    let pidfds = count(&|l| l.contains("pidfd_open("));
+    let stats = count(&|l| l.contains("openat(") && l.contains("/proc/") && l.contains("/stat\""));
+    assert!(pidfds <= 2, "{pidfds} pidfds opened for {copies} copies to one rank");
+    assert!(stats <= 4, "{stats} reads of a /proc/<pid>/stat for {copies} copies to one rank");
+}

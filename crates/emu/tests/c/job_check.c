@@ -969,6 +969,30 @@ static void stranger(void)
 	}
 }
 
+/* Rank 0 PUTs 8 bytes to rank 1 and GETs them back, COPIES times each (the test counts the
+ * system calls those copies make). */
+#define COPIES 100
+
+static void copies(void)
+{
+	setup();
+	EXPECT(size == 2);
+	barrier(1);
+	if (rank == 0) {
+		for (int i = 0; i < COPIES; i++) {
+			memcpy(me.buf, &i, sizeof i);
+			gni_post_descriptor_t pd = to(1, GNI_POST_FMA_PUT, 0, 64, 8, GNI_CQMODE_GLOBAL_EVENT);
+			OK(GNI_PostFma(eps[1], &pd));
+			completed(&pd, 1);
+			pd = to(1, GNI_POST_FMA_GET, 128, 64, 8, GNI_CQMODE_GLOBAL_EVENT);
+			OK(GNI_PostFma(eps[1], &pd));
+			completed(&pd, 1);
+			EXPECT(!memcmp(me.buf + 128, &i, sizeof i));
+		}
+	}
+	barrier(2);
+}
+
 /* Rank 0 writes 2048 lines of 64 bytes (128 KiB, twice what a pipe holds) on stderr, then every
  * rank meets the others at a barrier: a job whose rank says more than a pipe holds before it
  * ends, which ends only if its launcher reads the ranks' output while they run. */
@@ -1001,6 +1025,7 @@ int main(int argc, char **argv)
 		{"stranger", stranger},
 		{"simget", simget},
 		{"chatty", chatty},
+		{"copies", copies},
 	};
 	return run_scenario(argv[0], scenarios, sizeof scenarios / sizeof *scenarios, argc, argv);
 }
