@@ -49,7 +49,7 @@ fn candidates(addr: Option<u32>) -> Vec<(Option<ProcId>, &'static [Dgram])> {
         Some(j) => {
             let areas: Vec<(u32, &RankArea)> = match addr {
                 Some(a) => j.ranks_at(a).collect(),
-                None => (0..j.size).filter_map(|r| j.area(r).map(|area| (r, area))).collect(),
+                None => j.started(),
             };
             let proc = |r: u32, area: &RankArea| {
                 (r != j.rank).then(|| ProcId::from_raw(area.header.proc.load(Ordering::Relaxed)))

@@ -462,11 +462,33 @@ impl Job {
         Some(area)
     }
 
+    /// The ranks that have started, this one included, in order, each with its file. Found in
+    /// the job's folder (the `rank-<r>` files), so that a job that says it has many ranks
+    /// (PMI_SIZE, up to 2^24) costs what its started ranks cost, not a look for each rank it
+    /// might have; once every rank's file is mapped, from those (where the folder cannot be
+    /// read, the ranks mapped so far).
+    pub fn started(&self) -> Vec<(u32, &'static RankArea)> {
+        let mapped: Vec<u32> = self.areas.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect();
+        let mut ranks = if mapped.len() + 1 >= self.size as usize {
+            mapped
+        } else {
+            match std::fs::read_dir(&self.dir) {
+                Ok(entries) => entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().to_str()?.strip_prefix("rank-")?.parse::<u32>().ok())
+                    .collect(),
+                Err(_) => mapped,
+            }
+        };
+        ranks.push(self.rank);
+        ranks.sort_unstable();
+        ranks.dedup();
+        ranks.into_iter().filter_map(|r| self.area(r).map(|a| (r, a))).collect()
+    }
+
     /// The ranks whose NIC address is `addr` (the ranks of one node), among those started.
-    pub fn ranks_at(&self, addr: u32) -> impl Iterator<Item = (u32, &'static RankArea)> + '_ {
-        (0..self.size)
-            .filter_map(move |r| self.area(r).map(|a| (r, a)))
-            .filter(move |(_, a)| a.header.nic_addr.load(Ordering::Relaxed) == addr)
+    pub fn ranks_at(&self, addr: u32) -> impl Iterator<Item = (u32, &'static RankArea)> {
+        self.started().into_iter().filter(move |(_, a)| a.header.nic_addr.load(Ordering::Relaxed) == addr)
     }
 
     /// Records the inst_id of a CDM attached in this rank.

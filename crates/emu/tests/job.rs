@@ -725,3 +725,20 @@ fn copies_to_a_rank_hold_its_process_once_not_at_every_copy() {
     assert!(pidfds <= 2, "{pidfds} pidfds opened for {copies} copies to one rank");
     assert!(stats <= 4, "{stats} reads of a /proc/<pid>/stat for {copies} copies to one rank");
 }
+
+/// Datagrams look for their match among the ranks that have started, not among every rank the
+/// job says it has: ranks 0 and 1 of a job of 100,000 (PMI_SIZE) meet each other's directed
+/// datagrams with wildcard ones, opening no other rank's file (each such post tried to open the
+/// file of each of the 100,000 ranks).
+#[test]
+fn datagrams_in_a_large_job_look_only_at_the_ranks_that_started() {
+    if !strace_works() {
+        eprintln!("note: strace cannot trace here; the test is skipped");
+        return;
+    }
+    let l = Launch { scenario: "bigjob", ranks: 100_000, only: &[0, 1], ..Default::default() };
+    for (rank, trace) in traced_job(&l, "openat") {
+        let opened: Vec<&str> = trace.lines().filter(|l| l.contains("/rank-")).collect();
+        assert!(opened.len() <= 16, "rank {rank} opened {} rank files:\n{}", opened.len(), opened[..16].join("\n"));
+    }
+}

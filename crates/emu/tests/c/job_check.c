@@ -993,6 +993,41 @@ static void copies(void)
 	barrier(2);
 }
 
+/* Ranks 0 and 1 of a job that says it has many more (PMI_SIZE) trade datagrams both ways, each
+ * meeting the other's directed post with a wildcard one (the test counts which files the ranks
+ * open meanwhile). Only the exchange folder, not setup(), whose tables hold 64 ranks. */
+static void bigjob(void)
+{
+	rank = env_int("PMI_RANK");
+	EXPECT(rank < 2);
+	node_init(&me, (uint32_t)rank * 1000, 0);
+	struct peer_info mine = {me.addr, me.inst, addr_of(me.buf), me.mh, 0, me.mh}, peer;
+	char name[64];
+	snprintf(name, sizeof name, "info-%d", rank);
+	publish(name, &mine, sizeof mine);
+	snprintf(name, sizeof name, "info-%d", 1 - rank);
+	fetch(name, &peer, sizeof peer);
+	gni_ep_handle_t to_peer, any;
+	OK(GNI_EpCreate(me.nic, me.cq, &to_peer));
+	OK(GNI_EpBind(to_peer, peer.addr, peer.inst));
+	OK(GNI_EpCreate(me.nic, me.cq, &any));
+	struct hello hi = {(uint32_t)rank, 0xda7a, me.mh}, got;
+	gni_post_state_t st;
+	uint32_t ra, ri;
+	for (int round = 0; round < 2; round++) {
+		memset(&got, 0, sizeof got);
+		if (rank == round) {
+			OK(GNI_EpPostDataWId(any, &hi, sizeof hi, &got, sizeof got, 1));
+			OK(GNI_EpPostDataWaitById(any, 1, (uint32_t)-1, &st, &ra, &ri));
+		} else {
+			OK(GNI_EpPostDataWId(to_peer, &hi, sizeof hi, &got, sizeof got, 2));
+			OK(GNI_EpPostDataWaitById(to_peer, 2, (uint32_t)-1, &st, &ra, &ri));
+		}
+		EXPECT(st == GNI_POST_COMPLETED && got.magic == 0xda7a && got.rank == (uint32_t)(1 - rank));
+		EXPECT(ra == peer.addr && ri == peer.inst);
+	}
+}
+
 /* Rank 0 writes 2048 lines of 64 bytes (128 KiB, twice what a pipe holds) on stderr, then every
  * rank meets the others at a barrier: a job whose rank says more than a pipe holds before it
  * ends, which ends only if its launcher reads the ranks' output while they run. */
@@ -1026,6 +1061,7 @@ int main(int argc, char **argv)
 		{"simget", simget},
 		{"chatty", chatty},
 		{"copies", copies},
+		{"bigjob", bigjob},
 	};
 	return run_scenario(argv[0], scenarios, sizeof scenarios / sizeof *scenarios, argc, argv);
 }
