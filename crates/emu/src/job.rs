@@ -740,28 +740,55 @@ fn serve(me: &'static RankArea, mut last: u32) {
         last = now;
         let (addr, len) = (svc.addr.load(Ordering::Relaxed), svc.len.load(Ordering::Relaxed));
         let write = svc.op.load(Ordering::Relaxed) == SERVE_WRITE;
-        // Only inside this rank's own registrations, and only mapped pages: a request can never
-        // make this process fault.
+        // Only inside this rank's own registrations.
         let ok = len as usize <= BOUNCE_BYTES
             && me.regs.iter().any(|r| r.allows(addr, len, write))
-            && shm::mapped(addr, len);
-        if ok && len > 0 {
-            // SAFETY: [addr, addr+len) is mapped memory of this process inside one of its
-            // registrations (checked above); the bounce buffer holds BOUNCE_BYTES >= len bytes
-            // and the requester holding the service lock waits until `done` moves.
-            unsafe {
-                if write {
-                    std::ptr::copy_nonoverlapping(svc.bounce(), addr as *mut u8, len as usize);
-                } else {
-                    std::ptr::copy_nonoverlapping(addr as *const u8, svc.bounce(), len as usize);
-                }
-            }
-        }
+            && (len == 0 || copy_own(svc.bounce(), addr, len as usize, write));
         svc.status.store(!ok as u32, Ordering::Relaxed);
         // The number of the request answered, so that a requester knows the answer is to its own.
         svc.done.store(now, Ordering::Release);
         shm::futex_wake(&svc.done);
     }
+}
+
+/// The service thread's copy between the bounce buffer and `addr` in this process (into `addr`
+/// when `write`); false when a page of it cannot be read (or, `write`, written). The memory is
+/// the application's, which may unmap it or take away its access (mprotect) at any time, after a
+/// registration was checked too: so the kernel copies it (process_vm_readv/writev on this very
+/// process, which no Yama setting refuses), and a page it cannot reach is EFAULT, not a fault
+/// that kills this rank. Where the kernel has no such calls (a seccomp filter), the pages are
+/// checked to be mapped and copied by the CPU, which leaves a page unmapped or protected
+/// meanwhile to fault.
+fn copy_own(bounce: *mut u8, addr: u64, len: usize, write: bool) -> bool {
+    let b = libc::iovec { iov_base: bounce.cast(), iov_len: len };
+    let a = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: len };
+    // SAFETY: getpid has no preconditions; the kernel checks both ranges (a bad address is
+    // EFAULT, never a fault here); the iovecs live across the call.
+    let moved = unsafe {
+        let me = libc::getpid();
+        if write {
+            libc::process_vm_writev(me, &b, 1, &a, 1, 0)
+        } else {
+            libc::process_vm_readv(me, &b, 1, &a, 1, 0)
+        }
+    };
+    if moved >= 0 || !matches!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+        return moved == len as isize;
+    }
+    if !shm::mapped(addr, len as u64) {
+        return false;
+    }
+    // SAFETY: [addr, addr+len) is mapped memory of this process inside one of its registrations
+    // (checked by the caller and above); the bounce buffer holds BOUNCE_BYTES >= len bytes and
+    // the requester holding the service lock waits until `done` moves.
+    unsafe {
+        if write {
+            std::ptr::copy_nonoverlapping(bounce, addr as *mut u8, len);
+        } else {
+            std::ptr::copy_nonoverlapping(addr as *const u8, bounce, len);
+        }
+    }
+    true
 }
 
 /// Moves bytes to (`write`) or from another rank through its service thread, a bounce buffer
@@ -905,6 +932,44 @@ mod tests {
             assert!(!left, "{case}: {} was left", partial.display());
             assert!(!still_mapped, "{case}: {} is still mapped:\n{maps}", partial.display());
         }
+    }
+
+    /// Registered memory whose pages the application made unreadable or read-only after the
+    /// registration (mprotect; unmapping it is the same race): a request to read or write it is
+    /// refused (GNI_RC_TRANSACTION_ERROR for the requester), as process_vm refuses it, and the
+    /// service thread does not fault, which would kill this rank.
+    #[test]
+    fn the_service_thread_refuses_pages_it_cannot_reach_and_does_not_fault() {
+        // SAFETY: RankArea is made of atomics only; all zeroes is an empty rank.
+        let area: &'static RankArea = Box::leak(unsafe { shm::zeroed_box() });
+        // SAFETY: a fresh private anonymous mapping of two pages; the kernel picks the address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        let at = p as u64;
+        area.regs[0].publish(1, &Reg { addr: at, len: 8192, read_only: false, ring: NO_RING });
+        // SAFETY: the mapping made above: its first page read-only, its second without access.
+        unsafe {
+            assert_eq!(libc::mprotect(p, 4096, libc::PROT_READ), 0);
+            assert_eq!(libc::mprotect(p.cast::<u8>().add(4096).cast(), 4096, libc::PROT_NONE), 0);
+        }
+        area.service.running.store(1, Ordering::Relaxed);
+        std::thread::spawn(move || serve(area, 0));
+        let mut out = [7u8; 64];
+        let buf = out.as_mut_ptr() as u64;
+        assert_eq!(through_service(area, ProcId::me(), at, buf, 64, true), Err(GNI_RC_TRANSACTION_ERROR));
+        assert_eq!(through_service(area, ProcId::me(), at + 4096, buf, 64, false), Err(GNI_RC_TRANSACTION_ERROR));
+        // The readable page is read.
+        assert_eq!(through_service(area, ProcId::me(), at, buf, 64, false), Ok(()));
+        assert_eq!(out, [0u8; 64]);
     }
 
     /// A requester that died after its request and before the answer, whose service lock the
