@@ -46,10 +46,11 @@
 //!   its own (as a shell's job does), so a signal to the launcher's group (a key's at the terminal,
 //!   whose foreground group it is; `kill -- -PGID`; a terminal's hangup) reaches the launcher alone,
 //!   and one Ctrl-C is one SIGINT to each rank; another such signal while the job ends (a second
-//!   Ctrl-C, or one while a rank's failure ends it) sends SIGKILL to the ranks still running at once; one that was ignored when `aar run` started
-//!   (nohup) stays ignored, by the launcher and the ranks. SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU or
-//!   SIGPWR, whose default action would end the launcher alone, end the job with SIGTERM to the
-//!   ranks and exit status 128 + that signal. A time limit ([`time`]: `--time`,
+//!   Ctrl-C, or one while a rank's failure ends it) sends SIGKILL to the ranks still running at
+//!   once; one that was ignored when `aar run` started (nohup) stays ignored, by the launcher and
+//!   the ranks. SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU or SIGPWR, whose default action would end
+//!   the launcher alone, end the job with SIGTERM to the ranks and exit status 128 + that signal.
+//!   A time limit ([`time`]: `--time`,
 //!   `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with exit status
 //!   124; the time the job was stopped does not count. Processes the ranks leave running end with
 //!   the job (the launcher is their subreaper), and ranks end with a launcher killed by SIGKILL.
