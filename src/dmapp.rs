@@ -296,7 +296,7 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
             }
             tally::count_all(c);
             let rc = t.inside(|| forward(addr));
-            tally::settle(rc == DMAPP_RC_SUCCESS, c);
+            settle(rc, c);
             Some(rc)
         });
         if let Some(Some(rc)) = fast {
@@ -307,6 +307,28 @@ pub fn data<F: Fn(*mut c_void) -> DmappReturn + Copy>(real: &Real, shape: Shape,
 }
 
 const PASSTHROUGH: usize = Reason::Passthrough.index();
+
+/// After the forward of a data call counted as `c`: nothing more when it succeeded, else
+/// [`unsuccessful`].
+#[inline(always)]
+fn settle(rc: DmappReturn, c: Count) {
+    if rc != DMAPP_RC_SUCCESS {
+        unsuccessful(rc, c);
+    }
+}
+
+/// A data call counted as `c` that DMAPP answered `rc`, not success: one that went out and failed
+/// in the network stays counted, with the routing it went out with, and counts as failed
+/// ([`tally::failed`]); any other sent nothing, and counts as refused ([`tally::refused`]).
+#[cold]
+#[inline(never)]
+fn unsuccessful(rc: DmappReturn, c: Count) {
+    if Rc(rc).went_out() {
+        tally::failed(c.messages);
+    } else {
+        tally::refused(c);
+    }
+}
 
 /// Everything but the inline fast path, inside `catch_unwind`.
 #[cold]
@@ -337,7 +359,11 @@ fn slow(
             let forward = &mut |a| {
                 let sent = forward(a);
                 rc = Some(sent);
-                sent == DMAPP_RC_SUCCESS
+                // Counted before it went out (`route`): a call that went out and failed stays so.
+                if Rc(sent).went_out() {
+                    tally::failed(shape.messages);
+                }
+                sent == DMAPP_RC_SUCCESS || Rc(sent).went_out()
             };
             route_call(real, t, w, shape, crossed, forward, addr)
         });
@@ -352,7 +378,7 @@ fn slow(
         let c = Count { api: Api::Dmapp, class, reason: PASSTHROUGH, messages, bytes };
         tally::count_all(c);
         let rc = forward(addr);
-        tally::settle(rc == DMAPP_RC_SUCCESS, c);
+        settle(rc, c);
         rc
     })
 }

@@ -72,6 +72,10 @@ struct ApiTotals {
     modes: BTreeMap<&'static str, ModeTotals>,
     /// Messages of calls the real function refused (not in the counts above).
     refused: u64,
+    /// DMAPP: messages of calls that went out and failed in the network
+    /// (`DMAPP_RC_TRANSACTION_ERROR`), in the counts above too. uGNI reports such failures at
+    /// completion, which the library does not see: `null`.
+    failed: Option<u64>,
 }
 
 /// DMAPP steering: the routing table in use and where it came from, whether the library still
@@ -519,7 +523,8 @@ fn write_outputs() {
                     let t = totals.api(api);
                     let (messages, bytes) = (t.total_messages(), t.total_bytes());
                     let refused = totals.refused[api as usize];
-                    (api.name(), ApiTotals { messages, bytes, modes: modes(t), refused })
+                    let failed = (api == Api::Dmapp).then_some(totals.dmapp_failed);
+                    (api.name(), ApiTotals { messages, bytes, modes: modes(t), refused, failed })
                 })
                 .collect(),
             reasons: Reason::ALL.iter().map(|r| (r.name(), totals.reasons[r.index()])).collect(),

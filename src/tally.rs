@@ -92,11 +92,15 @@ struct Block {
     /// Messages of calls the real function refused, per API (not counted above: they sent
     /// nothing, and the caller sends them again). In the padding too, off the counting path.
     refused: [AtomicU64; APIS],
+    /// Messages of DMAPP calls that went out and failed in the network (counted above too: they
+    /// were sent, with the routing counted; [`failed`]). The last word of the padding.
+    dmapp_failed: AtomicU64,
 }
 
 // Owner and reasons fill the first line; the pairs start on the next.
 const _: () = assert!(std::mem::offset_of!(Block, counts) == 64);
-const _: () = assert!(std::mem::size_of::<Block>() == 6 * 64, "the undecided and refused counts fit in the padding");
+const _: () =
+    assert!(std::mem::size_of::<Block>() == 6 * 64, "the undecided, refused and failed counts fit in the padding");
 
 impl Block {
     const fn new(owner: usize) -> Self {
@@ -106,6 +110,7 @@ impl Block {
             counts: [const { [const { Pair::new() }; CLASSES] }; APIS],
             undecided: AtomicU64::new(0),
             refused: [const { AtomicU64::new(0) }; APIS],
+            dmapp_failed: AtomicU64::new(0),
         }
     }
 
@@ -117,6 +122,7 @@ impl Block {
             .chain(&self.reasons)
             .chain([&self.undecided])
             .chain(&self.refused)
+            .chain([&self.dmapp_failed])
     }
 
     /// Single writer: a relaxed load and store. Bytes stop at `u64::MAX` rather than wrap: each
@@ -262,6 +268,23 @@ pub fn settle(sent: bool, c: Count) {
     }
 }
 
+/// The DMAPP call of `messages` just counted went out and the network failed it (DMAPP said
+/// so: [`Rc::went_out`]): they stay counted with the routing they went out with, and count as
+/// failed too, in the block [`count_all`] put them in, as for [`refused`].
+///
+/// [`Rc::went_out`]: aar_abi::dmapp::Rc::went_out
+#[cold]
+#[inline(never)]
+pub fn failed(messages: u64) {
+    match owned(sys::thread_pointer()) {
+        Some(i) => {
+            let f = &BLOCKS[i].dmapp_failed;
+            f.store(f.load(Relaxed).wrapping_add(messages), Relaxed);
+        }
+        None => _ = SHARED.dmapp_failed.fetch_add(messages, Relaxed),
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn count_elsewhere(me: usize, api: Api, class: usize, reason: usize, messages: u64, bytes: u64) {
@@ -343,6 +366,8 @@ pub struct Totals {
     pub undecided: u64,
     /// Messages of refused calls per API ([`refused`]).
     pub refused: [u64; APIS],
+    /// Messages of DMAPP calls that went out and failed ([`failed`]), in the counts above too.
+    pub dmapp_failed: u64,
 }
 
 impl Totals {
@@ -380,6 +405,7 @@ pub fn totals() -> Totals {
         for (sum, r) in t.refused.iter_mut().zip(&b.refused) {
             *sum += r.load(Relaxed);
         }
+        t.dmapp_failed += b.dmapp_failed.load(Relaxed);
     };
     add(&SHARED);
     for (word, used) in USED.iter().enumerate() {

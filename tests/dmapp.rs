@@ -5,6 +5,7 @@
 //! post log names every data call with the routing in force for it, and every attribute set call.
 
 mod common;
+use aar_abi::dmapp::{DMAPP_RC_INVALID_PARAM, DMAPP_RC_TRANSACTION_ERROR};
 use common::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -766,6 +767,39 @@ fn ugni_posts_made_from_inside_a_dmapp_call_go_out_untouched_and_count_once() {
     let rec = record(&r);
     assert_eq!(rec["apis"]["uGNI"]["messages"], 10, "the DMAPP call's own uGNI traffic is not counted again");
     assert_eq!(rec["apis"]["DMAPP"]["messages"], 5);
+}
+
+/// A DMAPP call that went out and that the network failed (`DMAPP_RC_TRANSACTION_ERROR`, which
+/// tests/c/dmapp_layer.c returns for each PUT it forwarded) is counted with the messages that went
+/// out, with the routing they went out with, and as failed (`apis.DMAPP.failed`), not as refused:
+/// it was sent. A code by which DMAPP refuses a call (`DMAPP_RC_INVALID_PARAM`) is still counted
+/// as refused. Below the threshold (the fast path) and past it (a decision, the slow path) alike.
+#[test]
+fn a_dmapp_call_the_network_failed_is_counted_as_sent_and_failed_not_refused() {
+    let layer = compile("cc", "dmapp_layer", &[root().join("tests/c/dmapp_layer.c")], &["-shared", "-fPIC"]);
+    let preload = format!("{} {}", libaar().display(), layer.display());
+    for (rc, name) in [(DMAPP_RC_TRANSACTION_ERROR, "transaction"), (DMAPP_RC_INVALID_PARAM, "invalid")] {
+        let r = driver(&format!("dmapp-failed-{name}"), "init put 1 64 3 put 1 65536 2")
+            .env("LD_PRELOAD", &preload)
+            .env("DMAPP_LAYER_RC", &rc.to_string())
+            .run();
+        assert_eq!(stdout_field(&r.stdout, "errors"), 5, "{name}: each PUT returned {rc}: {}", r.stdout);
+        assert_eq!(data_calls(&r).len(), 5, "{name}: each went out once");
+        let rec = record(&r);
+        let dmapp = &rec["apis"]["DMAPP"];
+        if rc == DMAPP_RC_TRANSACTION_ERROR {
+            assert_eq!(dmapp["messages"], 5, "{name}: sent: {dmapp}");
+            assert_eq!(dmapp["bytes"], 3 * 64 + 2 * 65536, "{name}: {dmapp}");
+            let modes: u64 =
+                dmapp["modes"].as_object().unwrap().values().map(|m| m["messages"].as_u64().unwrap()).sum();
+            assert_eq!(modes, 5, "{name}: each with the routing it went out with: {dmapp}");
+            assert_eq!((dmapp["refused"].as_u64(), dmapp["failed"].as_u64()), (Some(0), Some(5)), "{name}: {dmapp}");
+        } else {
+            assert_eq!(dmapp["messages"], 0, "{name}: nothing sent: {dmapp}");
+            assert_eq!((dmapp["refused"].as_u64(), dmapp["failed"].as_u64()), (Some(5), Some(0)), "{name}: {dmapp}");
+        }
+        assert!(rec["apis"]["uGNI"]["failed"].is_null(), "uGNI says no failure it cannot see: {}", rec["apis"]);
+    }
 }
 
 #[test]

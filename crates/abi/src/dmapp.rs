@@ -68,6 +68,13 @@ impl Rc {
     pub const fn is_transient(self) -> bool {
         matches!(self.0, DMAPP_RC_BUSY | DMAPP_RC_NOT_DONE | DMAPP_RC_RESOURCE_ERROR | DMAPP_RC_NO_SPACE)
     }
+
+    /// A code that says the call went out and the network failed it: `DMAPP_RC_TRANSACTION_ERROR`,
+    /// which a call returns when a transaction it issued failed, so its messages were sent, whole
+    /// or in part. Every other failure is DMAPP's refusal of a call it did not send.
+    pub const fn went_out(self) -> bool {
+        self.0 == DMAPP_RC_TRANSACTION_ERROR
+    }
 }
 
 impl fmt::Display for Rc {
