@@ -55,7 +55,8 @@ extern "C" {
 /* Pin every adaptive message (posts, SMSG and DMAPP) to one routing mode: GNI_DLVMODE_ADAPTIVE0
  * (0x00), ADAPTIVE1 (0x20), ADAPTIVE2 (0x40) or ADAPTIVE3 (0x80), uGNI's values for DMAPP too (its
  * operations then get DMAPP_ROUTING_ADAPTIVE, _ADAPTIVE_1.._3). Any other value, including the
- * non-adaptive modes, flag bits and DMAPP's own DMAPP_ROUTING_* values, returns AAR_EINVAL. Posts whose caller asked for a non-adaptive mode (IN_ORDER, MIN_HASH, NMIN_HASH), and
+ * non-adaptive modes, flag bits and DMAPP's own DMAPP_ROUTING_* values, returns AAR_EINVAL and
+ * changes nothing (the first such value of the process is said on stderr, by name). Posts whose caller asked for a non-adaptive mode (IN_ORDER, MIN_HASH, NMIN_HASH), and
  * DMAPP directions set to IN_ORDER or DETERMINISTIC(_1), are never changed, pinned or not.
  * While an A/B experiment runs (AAR_AB), this call, aar_set_mode_name and aar_set_auto are
  * refused with AAR_EINVAL and change nothing: the schedule alone chooses each iteration's policy. */

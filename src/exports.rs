@@ -1155,8 +1155,42 @@ fn iteration_api(
 pub extern "C" fn aar_set_mode(dlvr_mode: u16) -> c_int {
     match (dlvr_mode & !GNI_DLVMODE_ROUTING_MASK, RoutingMode::from_routing_bits(dlvr_mode)) {
         (0, Some(m)) => api("aar_set_mode", Some(Policy::Fixed(m)), None),
-        _ => AAR_EINVAL,
+        (0, None) => {
+            let what = match dlvr_mode_name(dlvr_mode) {
+                "OTHER" => "a combination of routing bits uGNI does not name".to_string(),
+                name => format!("GNI_DLVMODE_{name}, not an adaptive mode"),
+            };
+            bad_mode(dlvr_mode, &what)
+        }
+        (flags, _) => bad_mode(dlvr_mode, &format!("it has bits above the routing byte set ({flags:#06x})")),
     }
+}
+
+/// `aar_set_mode(dlvr_mode)` refused (`what`: why): AAR_EINVAL, nothing changed. Said by every
+/// rank (an error in the caller's code), for the first such call of the process only, and not
+/// under `AAR_DISABLE` (a process that sees no output).
+#[cold]
+fn bad_mode(dlvr_mode: u16, what: &str) -> c_int {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let say = || {
+        if init::wait_ready().is_none_or(|s| s.disabled) || SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let w = control::load();
+        let kept = if w & control::READY != 0 {
+            format!(" (the policy in force is still {})", control::policy_name(w))
+        } else {
+            String::new()
+        };
+        crate::diag::error(&format!(
+            "aar_set_mode({dlvr_mode:#06x}) was refused: {dlvr_mode:#06x} is {what}. It returned AAR_EINVAL and \
+             changed nothing{kept}. Pass GNI_DLVMODE_ADAPTIVE0 (0x00), GNI_DLVMODE_ADAPTIVE1 (0x20), \
+             GNI_DLVMODE_ADAPTIVE2 (0x40) or GNI_DLVMODE_ADAPTIVE3 (0x80), the uGNI values, for DMAPP too (not its \
+             DMAPP_ROUTING_* values), or a name to aar_set_mode_name. Later refused values are not said again."
+        ));
+    };
+    let _ = std::panic::catch_unwind(say);
+    AAR_EINVAL
 }
 
 /// Pin by name ("ADAPTIVE3", "ADAPTIVE_3"), or "auto" / "steady" / "off": the names of `AAR_MODE`.

@@ -464,6 +464,18 @@ fn the_calls_do_what_aar_h_says_of_them() {
     let labels: Vec<(u64, Option<String>)> = rows_of(&r).into_iter().map(|(i, _, label)| (i, label)).collect();
     assert_eq!(labels, [(0, Some("x".repeat(64))), (1, charset), (2, Some("next".into()))]);
     assert_eq!(r.records()[0]["ab"]["iterations"], 3);
+    // The first value aar_set_mode refused is said, by name, with what was done and how to fix it;
+    // the others are not said again.
+    let refused: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("aar_set_mode(")).collect();
+    assert_eq!(refused.len(), 1, "{:?}", r.aar_lines());
+    assert!(
+        refused[0].starts_with(
+            "aar: aar_set_mode(0x0001) was refused: 0x0001 is GNI_DLVMODE_NO_ADAPT, not an adaptive mode. It returned \
+             AAR_EINVAL and changed nothing (the policy in force is still ADAPTIVE3). Pass GNI_DLVMODE_ADAPTIVE0 (0x00)"
+        ),
+        "{}",
+        refused[0]
+    );
 }
 
 /// Under an A/B experiment the policy calls are refused and change nothing; a pause holds across
