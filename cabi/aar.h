@@ -56,8 +56,9 @@ extern "C" {
  * (0x00), ADAPTIVE1 (0x20), ADAPTIVE2 (0x40) or ADAPTIVE3 (0x80), uGNI's values for DMAPP too (its
  * operations then get DMAPP_ROUTING_ADAPTIVE, _ADAPTIVE_1.._3). Any other value, including the
  * non-adaptive modes, flag bits and DMAPP's own DMAPP_ROUTING_* values, returns AAR_EINVAL and
- * changes nothing (the first such value of the process is said on stderr, by name). Posts whose caller asked for a non-adaptive mode (IN_ORDER, MIN_HASH, NMIN_HASH), and
- * DMAPP directions set to IN_ORDER or DETERMINISTIC(_1), are never changed, pinned or not.
+ * changes nothing (the first such value of the process is said on stderr, by name). Posts whose
+ * caller asked for a non-adaptive mode (IN_ORDER, MIN_HASH, NMIN_HASH), and DMAPP directions set to
+ * IN_ORDER or DETERMINISTIC(_1), are never changed, pinned or not.
  * While an A/B experiment runs (AAR_AB), this call, aar_set_mode_name and aar_set_auto are
  * refused with AAR_EINVAL and change nothing: the schedule alone chooses each iteration's policy. */
 int aar_set_mode(uint16_t dlvr_mode);
@@ -66,7 +67,8 @@ int aar_set_mode(uint16_t dlvr_mode);
  * "paper"), or "steady" (aar's own automatic policy: no oscillation, state per destination class,
  * each MPI collective call routed as a whole with the routing its calls were fastest with),
  * or "off" (also "observe": count and read counters, but leave every descriptor as the caller
- * wrote it). */
+ * wrote it). Any other name, or NULL, returns AAR_EINVAL and changes nothing (the first such name
+ * of the process is said on stderr). */
 int aar_set_mode_name(const char *name);
 
 /* Back to automatic routing: NIC counters and the cost model choose per message (the paper's

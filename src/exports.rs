@@ -21,6 +21,8 @@ use aar_abi::dmapp::*;
 use aar_abi::*;
 use aar_engine::{Policy, RoutingMode};
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 // Each interposed function has exactly the type of the function it stands in for: the uGNI ones
 // aar_abi's (which the emulator's definitions are checked against too), the MPI ones `mpi`'s.
@@ -1108,8 +1110,8 @@ fn starting() -> Option<bool> {
 /// once per process, by every rank (each its own calls).
 #[cold]
 fn refused_while_starting(call: &str) {
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if SAID.swap(true, Relaxed) {
         return;
     }
     crate::diag::error(&format!(
@@ -1153,27 +1155,41 @@ fn iteration_api(
 /// Pin every adaptive message to `dlvr_mode` (GNI_DLVMODE_ADAPTIVE0..3).
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aar_set_mode(dlvr_mode: u16) -> c_int {
-    match (dlvr_mode & !GNI_DLVMODE_ROUTING_MASK, RoutingMode::from_routing_bits(dlvr_mode)) {
-        (0, Some(m)) => api("aar_set_mode", Some(Policy::Fixed(m)), None),
-        (0, None) => {
-            let what = match dlvr_mode_name(dlvr_mode) {
-                "OTHER" => "a combination of routing bits uGNI does not name".to_string(),
-                name => format!("GNI_DLVMODE_{name}, not an adaptive mode"),
-            };
-            bad_mode(dlvr_mode, &what)
-        }
-        (flags, _) => bad_mode(dlvr_mode, &format!("it has bits above the routing byte set ({flags:#06x})")),
-    }
+    let what = match (dlvr_mode & !GNI_DLVMODE_ROUTING_MASK, RoutingMode::from_routing_bits(dlvr_mode)) {
+        (0, Some(m)) => return api("aar_set_mode", Some(Policy::Fixed(m)), None),
+        (0, None) => match dlvr_mode_name(dlvr_mode) {
+            "OTHER" => "a combination of routing bits uGNI does not name".to_string(),
+            name => format!("GNI_DLVMODE_{name}, not an adaptive mode"),
+        },
+        (flags, _) => format!("it has bits above the routing byte set ({flags:#06x})"),
+    };
+    static SAID: AtomicBool = AtomicBool::new(false);
+    refused(&SAID, || {
+        // The four values from uGNI's own constants: "GNI_DLVMODE_ADAPTIVE0 (0x00), …".
+        let values: Vec<String> = RoutingMode::ALL
+            .iter()
+            .map(|m| format!("GNI_DLVMODE_{} ({:#04x})", dlvr_mode_name(m.dlvr_bits()), m.dlvr_bits()))
+            .collect();
+        (
+            format!("aar_set_mode({dlvr_mode:#06x}) was refused: {dlvr_mode:#06x} is {what}"),
+            format!(
+                "Pass {} or {}, the uGNI values, for DMAPP too (not its DMAPP_ROUTING_* values), or a name to \
+                 aar_set_mode_name.",
+                values[..3].join(", "),
+                values[3]
+            ),
+        )
+    })
 }
 
-/// `aar_set_mode(dlvr_mode)` refused (`what`: why): AAR_EINVAL, nothing changed. Said by every
-/// rank (an error in the caller's code), for the first such call of the process only, and not
-/// under `AAR_DISABLE` (a process that sees no output).
+/// A policy call that returns AAR_EINVAL and changes nothing, said on stderr: `text` gives what
+/// was refused and why, then the fix. Said by every rank (an error in the caller's code), for the
+/// first such call of the process to each function (`said`) only, and not under `AAR_DISABLE` (a
+/// process that sees no output).
 #[cold]
-fn bad_mode(dlvr_mode: u16, what: &str) -> c_int {
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+fn refused(said: &AtomicBool, text: impl FnOnce() -> (String, String)) -> c_int {
     let say = || {
-        if init::wait_ready().is_none_or(|s| s.disabled) || SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        if init::wait_ready().is_none_or(|s| s.disabled) || said.swap(true, Relaxed) {
             return;
         }
         let w = control::load();
@@ -1182,14 +1198,12 @@ fn bad_mode(dlvr_mode: u16, what: &str) -> c_int {
         } else {
             String::new()
         };
+        let (what, fix) = text();
         crate::diag::error(&format!(
-            "aar_set_mode({dlvr_mode:#06x}) was refused: {dlvr_mode:#06x} is {what}. It returned AAR_EINVAL and \
-             changed nothing{kept}. Pass GNI_DLVMODE_ADAPTIVE0 (0x00), GNI_DLVMODE_ADAPTIVE1 (0x20), \
-             GNI_DLVMODE_ADAPTIVE2 (0x40) or GNI_DLVMODE_ADAPTIVE3 (0x80), the uGNI values, for DMAPP too (not its \
-             DMAPP_ROUTING_* values), or a name to aar_set_mode_name. Later refused values are not said again."
+            "{what}. It returned AAR_EINVAL and changed nothing{kept}. {fix} Later refused values are not said again."
         ));
     };
-    let _ = std::panic::catch_unwind(say);
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(say));
     AAR_EINVAL
 }
 
@@ -1199,12 +1213,20 @@ fn bad_mode(dlvr_mode: u16, what: &str) -> c_int {
 /// `name` is NULL or a NUL-terminated string.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn aar_set_mode_name(name: *const c_char) -> c_int {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    let fix = || crate::settings::POLICY_NAMES_FIX.to_string();
     if name.is_null() {
-        return AAR_EINVAL;
+        return refused(&SAID, || ("aar_set_mode_name(NULL) was refused: no name".into(), fix()));
     }
     // SAFETY: non-null, NUL-terminated per the contract.
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    name.parse::<Policy>().map_or(AAR_EINVAL, |p| api("aar_set_mode_name", Some(p), None))
+    match name.parse::<Policy>() {
+        Ok(p) => api("aar_set_mode_name", Some(p), None),
+        // Quoted as a warning quotes a variable's value: escaped, and cut when long.
+        Err(_) => refused(&SAID, || {
+            (format!("aar_set_mode_name({}) was refused: it is not a policy", aar_record::quotes::shown(&name)), fix())
+        }),
+    }
 }
 
 /// Back to automatic routing (the paper's algorithm).

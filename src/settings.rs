@@ -703,6 +703,9 @@ fn always<T>(_: &T) -> bool {
     true
 }
 
+/// The fix of a policy name that is none (`AAR_MODE`, `aar_set_mode_name`).
+pub const POLICY_NAMES_FIX: &str = "Use auto, steady, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.";
+
 const BOOL: (&str, &str) = ("is not a boolean", "Use 1/0, true/false, yes/no or on/off.");
 /// The fixes of a bad λ and σ: each with its own default as the example.
 const LAMBDA_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 1.2).";
@@ -791,16 +794,7 @@ impl Settings {
                 AbSchedule::new(list.0.clone(), ab_order).policy_at(0)
             }
             None => p
-                .value(
-                    "AAR_MODE",
-                    (
-                        "auto",
-                        "is not a routing policy",
-                        "Use auto, steady, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.",
-                    ),
-                    Hidden,
-                    always,
-                )
+                .value("AAR_MODE", ("auto", "is not a routing policy", POLICY_NAMES_FIX), Hidden, always)
                 .unwrap_or(de.policy),
         };
         let threshold_bytes = p

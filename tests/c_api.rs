@@ -464,17 +464,23 @@ fn the_calls_do_what_aar_h_says_of_them() {
     let labels: Vec<(u64, Option<String>)> = rows_of(&r).into_iter().map(|(i, _, label)| (i, label)).collect();
     assert_eq!(labels, [(0, Some("x".repeat(64))), (1, charset), (2, Some("next".into()))]);
     assert_eq!(r.records()[0]["ab"]["iterations"], 3);
-    // The first value aar_set_mode refused is said, by name, with what was done and how to fix it;
-    // the others are not said again.
-    let refused: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("aar_set_mode(")).collect();
-    assert_eq!(refused.len(), 1, "{:?}", r.aar_lines());
-    assert!(
-        refused[0].starts_with(
+    // The first value aar_set_mode refused, and the first name aar_set_mode_name refused, are
+    // said, with what was done and how to fix it; the others are not said again.
+    let refused: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains(") was refused")).collect();
+    assert_eq!(
+        refused,
+        [
             "aar: aar_set_mode(0x0001) was refused: 0x0001 is GNI_DLVMODE_NO_ADAPT, not an adaptive mode. It returned \
-             AAR_EINVAL and changed nothing (the policy in force is still ADAPTIVE3). Pass GNI_DLVMODE_ADAPTIVE0 (0x00)"
-        ),
-        "{}",
-        refused[0]
+             AAR_EINVAL and changed nothing (the policy in force is still ADAPTIVE3). Pass GNI_DLVMODE_ADAPTIVE0 (0x00), \
+             GNI_DLVMODE_ADAPTIVE1 (0x20), GNI_DLVMODE_ADAPTIVE2 (0x40) or GNI_DLVMODE_ADAPTIVE3 (0x80), the uGNI \
+             values, for DMAPP too (not its DMAPP_ROUTING_* values), or a name to aar_set_mode_name. Later refused \
+             values are not said again.",
+            "aar: aar_set_mode_name(\"\") was refused: it is not a policy. It returned AAR_EINVAL and changed nothing \
+             (the policy in force is still ADAPTIVE1). Use auto, steady, off, or a fixed mode such as ADAPTIVE3 or \
+             ADAPTIVE_0. Later refused values are not said again.",
+        ],
+        "{:?}",
+        r.aar_lines()
     );
 }
 
