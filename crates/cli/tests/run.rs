@@ -573,6 +573,31 @@ fn a_rank_that_cannot_be_started_ends_the_job() {
     assert!(err.contains("cannot start rank 0"), "{err}");
 }
 
+/// A launcher whose every job folder already exists (another user's, or a launcher's in another
+/// pid namespace sharing /dev/shm, which are not stale) names the folders, says that no rank was
+/// started and how to go on.
+#[test]
+fn a_launcher_whose_job_folders_all_exist_names_them() {
+    // The shell makes the 64 folders of its own pid, which `exec` hands to aar run: made after
+    // the launcher's process started, they are no stale ones of a launcher gone.
+    let script = "k=0; while [ $k -lt 64 ]; do mkdir /dev/shm/aar-job-$(($$ + k * 4194304)) || exit 99; k=$((k+1)); \
+                  done; exec \"$0\" run true";
+    let mut child =
+        Command::new("sh").args(["-c", script, env!("CARGO_BIN_EXE_aar")]).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id() as u64;
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let st = child.wait().unwrap();
+    for k in 0..64 {
+        let _ = std::fs::remove_dir(format!("/dev/shm/aar-job-{}", pid + k * (1 << 22)));
+    }
+    assert_eq!(st.code(), Some(127), "{err}");
+    let (first, last) = (format!("/dev/shm/aar-job-{pid}"), format!("/dev/shm/aar-job-{}", pid + 63 * (1 << 22)));
+    assert!(err.starts_with("aar run: cannot make a job folder: the 64 job folders this launcher (pid "), "{err}");
+    assert!(err.contains(&format!("{first} to {last}")), "{err}");
+    assert!(err.contains("no rank was started") && err.contains(&format!("rm -r {first}")), "{err}");
+}
+
 /// A folder whose launcher was killed by SIGKILL is removed even when its pid now belongs to
 /// another process, one that started after the folder last changed.
 #[test]

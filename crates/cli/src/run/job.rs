@@ -13,6 +13,9 @@ const SHM: &str = "/dev/shm";
 /// 2^22, never collide with another launcher's.
 const PID_SPAN: u64 = 1 << 22;
 
+/// The job ids one launcher pid may take (pid + k * [`PID_SPAN`]), and so job folders it tries.
+const JOB_IDS: u64 = 64;
+
 /// The job folder `AAR_EMU_JOB_DIR` (mode 0700), removed with everything in it when dropped.
 pub struct JobDir {
     pub path: PathBuf,
@@ -118,7 +121,7 @@ impl Job {
         let nodes = mapping.nodes(size).into_iter().max().map_or(0, |n| n + 1);
         super::capacity::check_shm(Path::new(SHM), size as u64, nodes as u64)?;
         let pid = u64::from(std::process::id());
-        for k in 0..64 {
+        for k in 0..JOB_IDS {
             let id = pid + k * PID_SPAN;
             let path = Path::new(SHM).join(format!("aar-job-{id}"));
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
@@ -145,7 +148,18 @@ impl Job {
                 }
             }
         }
-        Err(format!("{SHM} holds 64 job folders of launchers with this pid (aar-job-*); remove the stale ones."))
+        // Folders stale ones are not: another user's (the sticky /dev/shm keeps them), or those of
+        // launchers in another pid namespace (a container) that shares /dev/shm.
+        let folder = |k: u64| Path::new(SHM).join(format!("aar-job-{}", pid + k * PID_SPAN)).display().to_string();
+        Err(format!(
+            "cannot make a job folder: the {JOB_IDS} job folders this launcher (pid {pid}) may make, {} to {} (job ids \
+             {pid} plus a multiple of {PID_SPAN}), all exist, and none was left by an aar run that no longer runs on this \
+             machine (of another user, or of a launcher in another pid namespace sharing {SHM}); no rank was \
+             started. Remove those no job uses (rm -r {}), or start aar run again: it gets another pid.",
+            folder(0),
+            folder(JOB_IDS - 1),
+            folder(0)
+        ))
     }
 
     /// The job's KVS name.
