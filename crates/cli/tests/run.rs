@@ -1540,6 +1540,71 @@ fn a_signal_while_a_ranks_failure_ends_the_job_is_not_said_to_come_again() {
     assert_eq!(gone_within_10_s(&held), []);
 }
 
+/// A request to end `aar run` (a Ctrl-C, `kill`) that comes while it gives the processes the ranks
+/// left running their grace to end after SIGTERM sends them SIGKILL at once, said, as a second
+/// Ctrl-C does to ranks in the job's end; the job's exit status stays. Before, the signal was
+/// taken and nothing done: the launcher waited out the grace all the same.
+#[test]
+fn a_signal_while_the_ranks_leftovers_have_their_grace_kills_them_at_once() {
+    let held = marker();
+    // The rank exits 0 and leaves a `sleep` that ignores SIGTERM.
+    let script = format!("sh -c \"trap '' TERM; exec sleep {held}\" >/dev/null 2>&1 & exit 0");
+    let mut cmd = aar();
+    cmd.args(["run", "--", "sh", "-c", &script]);
+    with_default_sigint(&mut cmd);
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut err = String::new();
+    while !err.contains("aar run: the ranks left 1 process running") {
+        assert!(stderr.read_line(&mut err).unwrap() > 0, "no line about the process left running: {err}");
+    }
+    // SAFETY: kill only sends SIGINT to the launcher this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    stderr.read_to_string(&mut err).unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "aar run: got SIGINT while the processes the ranks left running had their grace to end: SIGKILL to 1 \
+             process at once, without waiting out the 3 s grace; the job's exit code stays 0."
+        ),
+        "{err}"
+    );
+    assert_eq!(gone_within_10_s(&held), []);
+}
+
+/// A Ctrl-C that the launcher takes in the same look as a rank's failure (the rank ended before
+/// the SIGINT was passed on) ends the job as interrupted (exit status 130), and the failed rank
+/// is still named, and not counted among the ranks still running. Deterministic: the launcher is
+/// held stopped while rank 0 fails and the SIGINT comes. Before, rank 0's failure was never said.
+#[test]
+fn a_ctrl_c_with_a_ranks_failure_in_one_look_says_both() {
+    let held = marker();
+    let script = format!("if [ \"$PMI_RANK\" = 0 ]; then read x; exit 3; else exec sleep {held}; fi");
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "sh", "-c", &script]).stdin(Stdio::piped());
+    with_default_sigint(&mut cmd);
+    let mut job = Job::spawn(cmd);
+    assert!(within_30_s(|| sleeps(&held).len() == 1), "rank 1 did not start");
+    job.signal(libc::SIGSTOP);
+    assert!(within_30_s(|| state(job.pid()) == Some('T')), "aar run did not stop");
+    std::io::Write::write_all(&mut job.child.stdin.take().unwrap(), b"fail\n").unwrap();
+    // Rank 0 ended (a zombie: its launcher is stopped and has not reaped it).
+    assert!(within_30_s(|| descendants(job.pid()).iter().any(|&p| state(p) == Some('Z'))), "rank 0 did not end");
+    job.signal(libc::SIGINT);
+    job.signal(libc::SIGCONT);
+    let (st, err) = job.finish();
+    assert_eq!(st.code(), Some(128 + libc::SIGINT), "{err}");
+    assert!(err.contains("aar run: got SIGINT: forwarded to the 1 rank still running"), "{err}");
+    let rank0 = err.lines().find(|l| l.contains("exited with code 3")).unwrap_or_default();
+    assert!(
+        rank0.starts_with("aar run: rank 0 (pid ")
+            && rank0.ends_with("before the job's end began; the job's exit code stays 130, of SIGINT."),
+        "{err}"
+    );
+    assert_eq!(gone_within_10_s(&held), []);
+}
+
 /// SIGQUIT to `aar run` goes to the ranks, as srun and hydra's mpiexec forward it (a user asking
 /// a hung job for core dumps), and ends the job with 128 + SIGQUIT.
 #[test]

@@ -65,7 +65,9 @@
 //!   time stopped. SIGUSR1 and SIGUSR2 are forwarded to the ranks, as srun and hydra forward them;
 //!   SIGWINCH (a resize of the terminal) to each rank's process group, silently. A rank stopped by
 //!   SIGTTIN or SIGTTOU (it read the terminal itself, or changed its settings: outside the
-//!   terminal's foreground group it cannot) ends the job with exit status 1, named with the fix.
+//!   terminal's foreground group it cannot) ends the job with exit status 1, named with the fix; so
+//!   does a process a rank started that is stopped so, looked for every [`TTY_CHECK`] while the
+//!   launcher has a controlling terminal (its stop sends the launcher no SIGCHLD).
 //!   SIGSTOP, which no process can catch, stops only the launcher.
 //!
 //! - Output ([`output`]): each rank's stdout and stderr are pipes the launcher copies to its own a
@@ -330,7 +332,7 @@ fn run_job(args: RunArgs) -> i32 {
     // What the last ranks wrote before they ended; then what the processes they left running
     // wrote before they were ended (which closes the pipes those held open).
     sup.drain_output();
-    end_leftovers();
+    end_leftovers(code);
     sup.drain_output();
     code
     // `job` drops here: the job folder goes, after the last rank ended.
@@ -338,8 +340,10 @@ fn run_job(args: RunArgs) -> i32 {
 
 /// The processes the ranks left running (this launcher's children once the ranks ended, as
 /// their subreaper): SIGTERM, SIGKILL after [`GRACE`], and reaped; one that a SIGKILL does not
-/// end within another [`GRACE`] (stuck in the kernel) is left, said.
-fn end_leftovers() {
+/// end within another [`GRACE`] (stuck in the kernel) is left, said. A request to end the job
+/// ([`signals::end_requested`]: a Ctrl-C, `kill`) that comes while they are waited for sends the
+/// SIGKILL at once, as to the ranks in the job's end; the job's exit status `code` stays.
+fn end_leftovers(code: i32) {
     let left = reap_orphans(&[]);
     if left.is_empty() {
         return;
@@ -360,6 +364,7 @@ fn end_leftovers() {
     send(&left, libc::SIGTERM);
     send(&left, libc::SIGCONT);
     let started = Instant::now();
+    let mut kill_at = started + GRACE;
     loop {
         std::thread::sleep(Duration::from_millis(20));
         let left = reap_orphans(&[]);
@@ -370,7 +375,17 @@ fn end_leftovers() {
             say!("aar run: processes {left:?} did not end after SIGKILL: left running.");
             return;
         }
-        if started.elapsed() >= GRACE {
+        if let Some(sig) = signals::end_requested().filter(|_| Instant::now() < kill_at) {
+            say!(
+                "aar run: got {} while the processes the ranks left running had their grace to end: SIGKILL to \
+                 {} at once, without waiting out the {} s grace; the job's exit code stays {code}.",
+                signals::name(sig),
+                count(left.len() as u64, "process", "processes"),
+                GRACE.as_secs()
+            );
+            kill_at = Instant::now();
+        }
+        if Instant::now() >= kill_at {
             send(&left, libc::SIGKILL);
         }
     }
@@ -959,6 +974,15 @@ impl Supervisor {
             self.killed = true;
             return;
         }
+        // First, so that a PMI_Abort read below from a rank that already ended ends nothing more.
+        self.ending = Some(128 + sig);
+        self.by_signal = Some(sig);
+        // The ranks that ended before the signal is passed on (in the same look as the signal: a
+        // failure and a Ctrl-C at once) are collected first: not counted as still running, and a
+        // failure of theirs is named, though the signal, which asked for the end, gives the job's
+        // exit status.
+        let early: Vec<(usize, String)> =
+            (0..self.ranks.len()).filter_map(|r| self.collect(r).map(|(_, what, _)| (r, what))).collect();
         let running = self.running();
         let n = running.len();
         // A request to end the job goes to the ranks as it came; another fatal signal (a timer's,
@@ -972,9 +996,15 @@ impl Supervisor {
         );
         self.terminate(&running, to_ranks);
         self.sent = to_ranks;
-        self.by_signal = Some(sig);
-        self.ending = Some(128 + sig);
         self.kill_at = Some(Instant::now() + GRACE);
+        for (r, what) in early {
+            let pid = self.ranks[r].child.id();
+            say!(
+                "aar run: rank {r} (pid {pid}) {what}, before the job's end began; the job's exit code stays {}, of \
+                 {name}.",
+                128 + sig
+            );
+        }
     }
 
     /// SIGUSR1 or SIGUSR2 to the launcher: to the ranks still running, and nothing else (a rank
