@@ -1922,6 +1922,29 @@ fn a_rank_stopped_for_using_the_terminal_itself_ends_the_job_with_the_reason() {
     }
 }
 
+/// A process a rank started that reads the terminal itself is stopped by SIGTTIN as the rank
+/// would be; a rank that is not stopped with it (a shell that traps SIGTTIN, `timeout`, which
+/// ignores it) waits for it for ever. `aar run` finds it, names it with its rank, says why and
+/// what to do instead, and ends the job (exit status 1). Before, the job hung without a word.
+#[test]
+fn a_process_a_rank_started_stopped_for_reading_the_terminal_ends_the_job() {
+    let script = "trap 'echo caught' TTIN; echo ready $PMI_RANK; if [ $PMI_RANK = 0 ]; then cat /dev/tty; \
+                  echo went on; else i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi";
+    let mut cmd = aar();
+    cmd.args(["run", "-n", "2", "sh", "-c", script]);
+    let terminal = Terminal::start(cmd);
+    assert!(terminal.shows(&["ready 0", "ready 1"]), "the ranks did not start: {}", terminal.shown());
+    let (st, shown) = terminal.finish();
+    assert_eq!(st.code(), Some(1), "{shown}");
+    let said = shown.lines().find(|l| l.contains("was stopped by SIGTTIN")).unwrap_or_default();
+    assert!(said.starts_with("aar run: rank 0 (pid ") && said.contains(": process "), "{shown}");
+    assert!(
+        said.contains("read its stdin instead") && said.contains("SIGTERM to the 2 ranks still running"),
+        "{shown}"
+    );
+    assert!(!shown.contains("went on"), "{shown}");
+}
+
 /// A resize of the terminal (SIGWINCH to its foreground process group, `aar run`'s) reaches each
 /// rank's process group, which, outside the terminal's foreground group, would not get it: a rank
 /// that draws for the terminal's size learns the new one.

@@ -53,7 +53,8 @@
 //!   A time limit ([`time`]: `--time`,
 //!   `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with exit status
 //!   124; the time the job was stopped does not count. Processes the ranks leave running end with
-//!   the job (the launcher is their subreaper), and ranks end with a launcher killed by SIGKILL.
+//!   the job (the launcher is their subreaper: SIGTERM, SIGKILL after [`GRACE`], or at once at one
+//!   of those signals), and ranks end with a launcher killed by SIGKILL.
 //!   Whatever the end, the job folder is removed after the last rank ended; folders that launchers
 //!   killed by SIGKILL left behind are removed by the next `aar run`.
 //!
@@ -431,6 +432,8 @@ struct Process {
     ppid: libc::pid_t,
     /// R, S, D, T (stopped), t (traced), Z, X...
     state: char,
+    /// Stopped (T): the signal that stopped it, when /proc shows it.
+    stopped_by: Option<libc::c_int>,
 }
 
 impl Process {
@@ -445,12 +448,15 @@ fn processes() -> Vec<Process> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
         .filter_map(|pid| {
-            // The state and the parent are the 3rd and 4th fields, after the name in parentheses.
+            // The state and the parent are the 3rd and 4th fields, after the name in parentheses;
+            // the 52nd (exit_code, Linux 3.5 on) holds, while a process is stopped, the signal
+            // that stopped it, as waitpid would report it to its parent.
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
-            let state = rest.next()?.chars().next()?;
-            let ppid = rest.next()?.parse().ok()?;
-            Some(Process { pid, ppid, state })
+            let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            let state = rest.first()?.chars().next()?;
+            let ppid = rest.get(1)?.parse().ok()?;
+            let stopped_by = rest.get(52 - 3).and_then(|f| f.parse().ok()).filter(|_| state == 'T');
+            Some(Process { pid, ppid, state, stopped_by })
         })
         .collect()
 }
@@ -478,6 +484,38 @@ fn stop_descendants() {
     while !descendants().iter().all(Process::halted) && started.elapsed() < STOP_WAIT {
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// A stop by SIGTTIN or SIGTTOU, which the terminal's job control sends a process outside its
+/// foreground group that reads it or sets it: what the process did, and what to do instead.
+fn tty_stop(sig: libc::c_int) -> Option<(&'static str, &'static str)> {
+    match sig {
+        libc::SIGTTIN => Some((
+            "it read the terminal itself (opened /dev/tty, say)",
+            "have it read its stdin instead (aar run passes what is typed at the terminal to rank 0's stdin), \
+             or give it its input in a file",
+        )),
+        libc::SIGTTOU => Some((
+            "it changed the terminal's settings itself (stty, a password prompt's or an editor's tcsetattr \
+             on /dev/tty, say) or wrote to the terminal under `stty tostop`",
+            "have it write to its stdout or stderr (aar run copies them to its own) and leave the \
+             terminal's settings alone",
+        )),
+        _ => None,
+    }
+}
+
+/// How often, with a controlling terminal, the loop looks for processes the ranks started that
+/// its job control stopped ([`Supervisor::check_tty_stops_below`]): their stops send the launcher
+/// no SIGCHLD.
+const TTY_CHECK: Duration = Duration::from_secs(1);
+
+/// This launcher's session has a controlling terminal (the 7th field of its /proc stat, tty_nr,
+/// is not 0): the ranks' processes, in its session, can be stopped by its job control.
+fn has_controlling_terminal() -> bool {
+    std::fs::read_to_string("/proc/self/stat").ok().is_some_and(|stat| {
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(7 - 3)).is_some_and(|t| t != "0")
+    })
 }
 
 /// One started rank: its process, the launcher's end of its PMI socket, and its exit.
@@ -606,6 +644,10 @@ struct Supervisor {
     /// What is typed at the terminal, on its way to rank 0 ([`input`]), when the launcher's stdin
     /// is its controlling terminal.
     stdin: Option<input::Relay>,
+    /// When to look next for processes the ranks started that the terminal stopped
+    /// ([`Self::check_tty_stops_below`]); `None` without a controlling terminal, whose job
+    /// control alone stops them so.
+    tty_check_at: Option<Instant>,
 }
 
 /// The descriptor every rank gets its end of its PMI socket at: the first after stdio at which this
@@ -651,6 +693,7 @@ impl Supervisor {
             label,
             pmi_fd: rank_pmi_fd(),
             stdin: None,
+            tty_check_at: has_controlling_terminal().then(Instant::now),
         }
     }
 
@@ -866,6 +909,10 @@ impl Supervisor {
             self.check_closed();
             self.check_barrier();
             self.check_time();
+            if self.tty_check_at.is_some_and(|t| Instant::now() >= t) {
+                self.tty_check_at = Some(Instant::now() + TTY_CHECK);
+                self.check_tty_stops_below();
+            }
             if self.kill_at.is_some_and(|t| Instant::now() >= t) && !self.killed {
                 let late = self.running();
                 if !late.is_empty() {
@@ -936,7 +983,8 @@ impl Supervisor {
             .filter_map(|(_, rank)| rank.closed_at.map(|t| t + CLOSED_GRACE))
             .min();
         let recheck = self.stdin.as_ref().and_then(input::Relay::recheck_at);
-        let timeout = match kill_at.into_iter().chain(deadline).chain(closed).chain(recheck).min() {
+        let tty_check = self.tty_check_at.filter(|_| self.ending.is_none());
+        let timeout = match kill_at.into_iter().chain(deadline).chain(closed).chain(recheck).chain(tty_check).min() {
             // Rounded up: a wake-up just before the time would only poll again.
             Some(t) => {
                 t.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000).min(60_000) as libc::c_int
@@ -1062,20 +1110,7 @@ impl Supervisor {
                 }
                 info.si_status()
             };
-            let (did, instead) = match sig {
-                libc::SIGTTIN => (
-                    "it read the terminal itself (opened /dev/tty, say)",
-                    "have it read its stdin instead (aar run passes what is typed at the terminal to rank 0's stdin), \
-                     or give it its input in a file",
-                ),
-                libc::SIGTTOU => (
-                    "it changed the terminal's settings itself (stty, a password prompt's or an editor's tcsetattr \
-                     on /dev/tty, say) or wrote to the terminal under `stty tostop`",
-                    "have it write to its stdout or stderr (aar run copies them to its own) and leave the \
-                     terminal's settings alone",
-                ),
-                _ => continue,
-            };
+            let Some((did, instead)) = tty_stop(sig) else { continue };
             self.ranks[r].read_output();
             let why = format!(
                 "rank {r} (pid {pid}) was stopped by {}: {did}, which no rank can: each rank runs in a process \
@@ -1087,6 +1122,52 @@ impl Supervisor {
                 // It gets SIGKILL with the others still running after the grace.
                 Some(code) => say!("aar run: {why} (the job was already ending; its exit code stays {code})."),
             }
+        }
+    }
+
+    /// Processes the ranks started (not the ranks: [`Self::check_tty_stops`]) stopped by SIGTTIN
+    /// or SIGTTOU, as a rank is when it reads or sets the terminal itself: a rank that does not
+    /// stop with them (a shell that traps SIGTTIN, a wrapper such as `timeout` that ignores it,
+    /// one whose child runs in a process group of its own) waits for them for ever, and the job
+    /// with it, without a word. Their stops send the launcher no SIGCHLD: looked for every
+    /// [`TTY_CHECK`], in /proc, while the launcher has a controlling terminal. The first found
+    /// ends the job, named with its rank, why and what to do instead.
+    fn check_tty_stops_below(&mut self) {
+        // A rank stopped with it (its process group got the signal) is named as itself.
+        self.check_tty_stops();
+        if self.ending.is_some() {
+            return;
+        }
+        let all = descendants();
+        let rank_of =
+            |pid: libc::pid_t| self.ranks.iter().position(|r| r.status.is_none() && r.child.id() as libc::pid_t == pid);
+        for p in all.iter().filter(|p| rank_of(p.pid).is_none()) {
+            let Some((sig, (did, instead))) = p.stopped_by.and_then(|sig| Some((sig, tty_stop(sig)?))) else {
+                continue;
+            };
+            // Its rank: up its parents (bounded, as /proc is read process by process).
+            let mut up = p.ppid;
+            let mut r = None;
+            for _ in 0..all.len() {
+                r = rank_of(up);
+                match all.iter().find(|q| q.pid == up) {
+                    Some(q) if r.is_none() => up = q.ppid,
+                    _ => break,
+                }
+            }
+            // One the ranks left running (this launcher's child now) holds up no rank.
+            let Some(r) = r else { continue };
+            self.ranks[r].read_output();
+            let pid = self.ranks[r].child.id();
+            let why = format!(
+                "rank {r} (pid {pid}): process {} it started was stopped by {}: {did}, which no process of a rank \
+                 can: each rank runs in a process group of its own, outside the terminal's foreground group, and \
+                 it would wait stopped for ever, and rank {r} for it; {instead}",
+                p.pid,
+                signals::name(sig)
+            );
+            self.end(EXIT_STUCK, Some(r), why);
+            return;
         }
     }
 
