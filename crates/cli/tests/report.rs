@@ -736,6 +736,41 @@ fn a_ranks_record_whose_header_lacks_the_rank_is_read_as_its_names_and_said() {
     assert_eq!(experiments[0]["ranks"], 3, "{j}");
 }
 
+/// A rank's record whose header gives another rank than its name (edited, or renamed) is read
+/// as its name's rank, as one without a rank in its header is, and said: not taken for a copy of
+/// the other rank's record while its own rank is named missing.
+#[test]
+fn a_ranks_record_whose_header_gives_another_rank_is_read_as_its_names_and_said() {
+    let folder = tmp("other-rank-field");
+    let dir = folder.path();
+    generate(dir, "r", 3, 20, &["A", "B"], &[1.0, 1.1], 7);
+    let path = record_path(dir, "r", 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, rows) = text.split_once('\n').unwrap();
+    let mut value: Value = serde_json::from_str(head).unwrap();
+    value["rank"] = 2.into();
+    std::fs::write(&path, format!("{value}\n{rows}")).unwrap();
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert_eq!(mentions(&err, &path), 1, "{err}");
+    let said = err.lines().find(|l| l.contains(path.to_str().unwrap())).unwrap();
+    assert_eq!(
+        said,
+        format!(
+            "aar: {}: its header gives rank 2 and its name rank 1, which libaar.so and aar sim write the same: read \
+             as rank 1, the rank its name gives, as the summary record beside it is (the record was edited, or \
+             renamed: give it the name or the \"rank\" of its first line that is right, or run the job again for a \
+             clean one)",
+            path.display()
+        )
+    );
+    let j = json_of(&o);
+    let experiments = j["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 1, "{j}");
+    assert_eq!(experiments[0]["ranks"], 3, "{j}");
+    assert_eq!(j["warnings"].as_array().unwrap().len(), 1, "{j}");
+}
+
 /// One iteration per policy has no spread: its intervals are not a point that looks certain
 /// ("1.000–1.000") but say why there are none (n=1), and a warning says how to get them.
 #[test]

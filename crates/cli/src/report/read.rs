@@ -14,8 +14,9 @@
 //!    record: the same pid, host and first row's start), says another number of ranks or a rank beyond the reference's (another
 //!    run of the same name), or disagrees with the reference on `source`, `clock` or `policies`
 //!    (its iteration times could not be compared with the others'). Mode columns may differ
-//!    between ranks: bytes are added up by mode name. A header without a rank in a file whose name
-//!    gives one (edited or damaged) is read as that rank, with a warning.
+//!    between ranks: bytes are added up by mode name. A header without a rank, or with another
+//!    rank, in a file whose name gives one (edited, damaged or renamed) is read as the name's
+//!    rank, with a warning.
 //! 3. **Rows**, in parallel (rayon, one file per task): each file's rows update the worker's
 //!    per-iteration maxima and per-policy totals, and the file's own iteration times give the
 //!    rank's medians; then they are dropped. Memory: per experiment, one small entry per iteration
@@ -469,15 +470,30 @@ fn read_head(path: &Path) -> Result<Head, FileError> {
     // Every writer gives a rank's record its rank, in its header as in its name: a header without
     // one (edited, or damaged) is the rank's its name gives, not a process without a rank's (an
     // experiment of its own).
+    // A header whose rank is another than its name's (edited, or the file renamed) is read as its
+    // name's too: the name is what ties it to the summary record beside it.
     let mut said = None;
-    if let (None, Some(rank)) = (header.rank, named.and_then(|id| id.rank)) {
-        header.rank = Some(rank);
-        said = Some(format!(
-            "{}: its header gives no \"rank\", which libaar.so and aar sim write: read as rank {rank}, the rank its \
-             name gives (the record was edited or damaged: put \"rank\": {rank} in its first line, or run the job \
-             again for a clean one)",
-            path.display()
-        ));
+    match (header.rank, named.and_then(|id| id.rank)) {
+        (None, Some(rank)) => {
+            header.rank = Some(rank);
+            said = Some(format!(
+                "{}: its header gives no \"rank\", which libaar.so and aar sim write: read as rank {rank}, the rank \
+                 its name gives (the record was edited or damaged: put \"rank\": {rank} in its first line, or run \
+                 the job again for a clean one)",
+                path.display()
+            ));
+        }
+        (Some(given), Some(rank)) if given != rank => {
+            header.rank = Some(rank);
+            said = Some(format!(
+                "{}: its header gives rank {given} and its name rank {rank}, which libaar.so and aar sim write the \
+                 same: read as rank {rank}, the rank its name gives, as the summary record beside it is (the record \
+                 was edited, or renamed: give it the name or the \"rank\" of its first line that is right, or run \
+                 the job again for a clean one)",
+                path.display()
+            ));
+        }
+        _ => {}
     }
     if header.policies.is_empty() {
         return Err(FileError::NoPolicies);
