@@ -1477,6 +1477,22 @@ fn rows_that_begin_late_are_explained_by_the_refused_begins_the_summary_record_c
         ),
         "{err}"
     );
+
+    // Counts of an edited record that add up past 2^64 are said as the most there can be, not
+    // wrapped round to a few.
+    let rec = serde_json::json!({
+        "format": "aar-record/2", "job_id": "r", "rank": 1, "pid": 101, "host": "h", "policy_at_exit": "A",
+        "ab": { "policies": ["A", "B"], "boundary": "markers", "iterations": 12,
+                "refused_begins": {"inside_start_up": 1u64 << 63, "start_up_elsewhere": 1u64 << 63} },
+    });
+    std::fs::write(dir.join("aar.r.1.101.json"), rec.to_string()).unwrap();
+    let err = stderr(&run(&[dir.to_str().unwrap()]));
+    assert!(
+        err.contains(
+            "Rank 1's summary record says that 18446744073709551615 begins (aar_iteration_begin) were refused"
+        ),
+        "{err}"
+    );
 }
 
 /// More than four ranks in a list of the warning of iterations some ranks lack: ranks 1 to 5 marked

@@ -608,7 +608,7 @@ fn why_ranks_lack(e: &ExperimentData, told_how_ended: bool) -> (String, bool) {
 /// causes, and how to begin the first iteration so that it has its row.
 fn refused_begins(ranks: &[(&super::read::RankSummary, &[(String, u64)])]) -> String {
     use aar_record::RefusedBegin;
-    let total = |causes: &[(String, u64)]| causes.iter().map(|c| c.1).sum::<u64>();
+    let total = |causes: &[(String, u64)]| causes.iter().map(|c| c.1).fold(0, u64::saturating_add);
     let short = |cause: &str| match cause.parse() {
         Ok(RefusedBegin::InsideStartUp) => "from inside the start-up".to_string(),
         Ok(RefusedBegin::StartUpElsewhere) => "while another thread was starting it".to_string(),

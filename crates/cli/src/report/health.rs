@@ -245,7 +245,9 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
         || gave_way > 0;
     let dmapp_stopped = n("/apis/DMAPP/messages") > 0 && rec.pointer("/dmapp/steering") == Some(&Value::Bool(false));
     let undecided = n("/decider/undecided_crossings");
-    let crossings = undecided + n("/engine/decisions");
+    // Counts of an edited record may be near 2^64: added up, they saturate rather than wrap into a
+    // share above 100 %.
+    let crossings = undecided.saturating_add(n("/engine/decisions"));
     Problems {
         internal_errors: n("/internal_errors"),
         counters: (automatic && counters_failed).then(|| match rec.pointer("/counters/unavailable_because") {
@@ -271,7 +273,7 @@ pub fn problems(rec: &Value, automatic: bool) -> Problems {
             // Successful reads and failed ones: libaar.so tries a failed read again, and gives
             // the counters up (a reason, above) only at three failures in a row.
             let (failed, read) = (n("/counters/read_failures"), n("/counters/reads"));
-            let tried = failed + read;
+            let tried = failed.saturating_add(read);
             (!counters_failed && failed > 0 && failed as f64 > FAILED_READ_SHARE * tried as f64)
                 .then_some((failed, tried))
         },
@@ -807,7 +809,7 @@ pub fn name_ranks(what: &str, mut found: Vec<(Who, Problems)>) -> Vec<String> {
 
     let errors: Vec<Who> = found.iter().filter(|(_, p)| p.internal_errors > 0).map(|(r, _)| r.clone()).collect();
     if !errors.is_empty() {
-        let total: u64 = found.iter().map(|(_, p)| p.internal_errors).sum();
+        let total = found.iter().map(|(_, p)| p.internal_errors).fold(0, u64::saturating_add);
         out.push(format!(
             "{what}: libaar.so caught {} on {}: each call was still forwarded, \
              some without the policy's routing; the records' messages say where (a bug in libaar.so: please \
@@ -993,6 +995,23 @@ mod tests {
             "counters": { "backend": "papi", "reads": 10, "read_failures": 3, "unavailable_because": "PAPI_read failed" }
         });
         assert_eq!(problems(&given_up, true).failed_reads, None, "said as counters not read");
+    }
+
+    #[test]
+    fn counts_near_2_to_the_64_give_shares_of_at_most_all() {
+        let rec = serde_json::json!({
+            "counters": { "backend": "papi", "reads": 3, "read_failures": u64::MAX },
+            "decider": { "undecided_crossings": u64::MAX }, "engine": { "decisions": 5 },
+        });
+        let p = problems(&rec, true);
+        assert_eq!(p.undecided, Some((u64::MAX, u64::MAX)), "not wrapped to 4 crossings");
+        assert_eq!(p.failed_reads, Some((u64::MAX, u64::MAX)), "not wrapped to 2 reads tried");
+        let errors = serde_json::json!({ "internal_errors": u64::MAX });
+        let found = vec![(Who::Rank(0), problems(&errors, false)), (Who::Rank(1), problems(&errors, false))];
+        let said = name_ranks("job \"7\"", found);
+        assert!(
+            said[0].starts_with("job \"7\": libaar.so caught 18446744073709551615 internal errors on ranks 0 and 1")
+        );
     }
 
     #[test]
