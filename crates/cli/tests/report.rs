@@ -1676,6 +1676,31 @@ fn absurd_values_are_left_out_and_said() {
     }
 }
 
+/// Huge but finite means (a damaged record's 1e308) are averaged, not summed to infinity: the
+/// table and `--json` give the same mean (before, the table said `inf` and the JSON null, which
+/// reads as no latency measured).
+#[test]
+fn huge_finite_latencies_average_to_themselves_in_the_table_and_the_json() {
+    let folder = tmp("huge-latency");
+    let dir = folder.path();
+    let pol = ["A", "B"];
+    let rows: Vec<Iteration> = (0..20)
+        .map(|i| {
+            let mut row = row(i, pol[i as usize % 2], 0, 1_000_000, None);
+            if i % 2 == 0 {
+                row.latency_us = Some(1e308);
+            }
+            row
+        })
+        .collect();
+    write_record(dir, &header("x", 0, 1, &pol), &rows);
+    let j = json_of(&run(&[dir.to_str().unwrap(), "--json"]));
+    assert_eq!(policy(&j, "A")["latency_us_mean"], 1e308, "{j}");
+    assert_eq!(policy(&j, "B")["latency_us_mean"], 1.5, "{j}");
+    let table = stdout(&run(&[dir.to_str().unwrap()]));
+    assert!(!table.contains("inf"), "{table}");
+}
+
 #[test]
 fn exit_codes() {
     let folder = tmp("codes");

@@ -34,6 +34,36 @@ pub fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
+/// The mean of values added one at a time, kept as a mean rather than a sum: the mean of finite
+/// values stays finite, between the smallest and the largest, where their sum can overflow to
+/// infinity (two of 1e308).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunningMean {
+    mean: f64,
+    n: u64,
+}
+
+impl RunningMean {
+    pub fn add(&mut self, x: f64) {
+        self.n += 1;
+        self.mean += (x - self.mean) / self.n as f64;
+    }
+
+    /// The mean of both sets of values.
+    pub fn merge(&mut self, other: &RunningMean) {
+        let n = self.n + other.n;
+        if n > 0 {
+            self.mean += (other.mean - self.mean) * (other.n as f64 / n as f64);
+        }
+        self.n = n;
+    }
+
+    /// `None` before any value.
+    pub fn get(&self) -> Option<f64> {
+        (self.n > 0).then_some(self.mean)
+    }
+}
+
 /// Quartile coefficient of dispersion (Q3 − Q1) / (Q3 + Q1): a scale-free, outlier-resistant
 /// measure of noise (0 when the middle half of the iterations take the same time). `None` when
 /// Q3 + Q1 ≤ 0: times that are all 0 have no scale to be noisy against.
@@ -767,6 +797,29 @@ pub fn summarize(values: &[f64]) -> Summary {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_running_mean_of_huge_values_stays_finite_and_merges() {
+        let mut a = RunningMean::default();
+        assert_eq!(a.get(), None);
+        a.add(1e308);
+        a.add(1e308);
+        assert_eq!(a.get(), Some(1e308), "two of 1e308 sum to infinity; their mean is 1e308");
+        let mut b = RunningMean::default();
+        for x in [1.0, 2.0, 6.0] {
+            b.add(x);
+        }
+        assert_eq!(b.get(), Some(3.0));
+        let mut c = RunningMean::default();
+        c.add(7.0);
+        b.merge(&c);
+        assert_eq!(b.get(), Some(4.0), "(1 + 2 + 6 + 7) / 4");
+        let mut empty = RunningMean::default();
+        empty.merge(&RunningMean::default());
+        assert_eq!(empty.get(), None);
+        empty.merge(&b);
+        assert_eq!(empty.get(), Some(4.0));
+    }
+
     use super::*;
 
     #[test]

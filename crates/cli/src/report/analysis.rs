@@ -1117,8 +1117,8 @@ fn figures(
                 rank_iterations: t.rows,
                 decisions: t.decisions,
                 switches: t.switches,
-                latency_us_mean: (t.latency_n > 0).then(|| t.latency_sum / t.latency_n as f64),
-                stall_ratio_mean: (t.stall_n > 0).then(|| t.stall_sum / t.stall_n as f64),
+                latency_us_mean: t.latency_us.get(),
+                stall_ratio_mean: t.stall_ratio.get(),
             }
         })
         .collect();

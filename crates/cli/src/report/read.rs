@@ -93,7 +93,7 @@ impl IterAgg {
     }
 }
 
-/// Per-policy sums over every rank and iteration used.
+/// Per-policy totals over every rank and iteration used.
 #[derive(Clone, Debug, Default)]
 pub struct Totals {
     /// Rank-iterations added up.
@@ -103,10 +103,9 @@ pub struct Totals {
     pub bytes: Vec<u64>,
     pub decisions: u64,
     pub switches: u64,
-    pub latency_sum: f64,
-    pub latency_n: u64,
-    pub stall_sum: f64,
-    pub stall_n: u64,
+    /// Means, not sums: a damaged record's huge values (1e308) would make a sum infinite.
+    pub latency_us: aar_stats::RunningMean,
+    pub stall_ratio: aar_stats::RunningMean,
 }
 
 impl Totals {
@@ -126,10 +125,8 @@ impl Totals {
         }
         self.decisions = self.decisions.saturating_add(o.decisions);
         self.switches = self.switches.saturating_add(o.switches);
-        self.latency_sum += o.latency_sum;
-        self.latency_n += o.latency_n;
-        self.stall_sum += o.stall_sum;
-        self.stall_n += o.stall_n;
+        self.latency_us.merge(&o.latency_us);
+        self.stall_ratio.merge(&o.stall_ratio);
     }
 }
 
@@ -687,12 +684,10 @@ fn read_rows(plan: &Plan, n_modes: usize, acc: &mut ExpAcc) -> Option<String> {
             }
         }
         if let Some(l) = row.latency_us.filter(|l| l.is_finite() && *l >= 0.0) {
-            t.latency_sum += l;
-            t.latency_n += 1;
+            t.latency_us.add(l);
         }
         if let Some(s) = row.stall_ratio.filter(|s| s.is_finite() && *s >= 0.0) {
-            t.stall_sum += s;
-            t.stall_n += 1;
+            t.stall_ratio.add(s);
         }
         let label = row.label.map(|mut l| {
             if l.len() > MAX_LABEL {
