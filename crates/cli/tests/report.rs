@@ -2848,6 +2848,38 @@ fn older_records_of_processes_without_a_rank_are_not_rank_0() {
     assert_eq!(job["per_rank"][0]["fastest_rank"], 0, "{job}");
 }
 
+/// A record named `norank` whose header gives a rank (edited, or a rank's record renamed) is read
+/// as its name says, a process without a rank, and that is said: not as that rank of the job.
+#[test]
+fn a_norank_record_whose_header_gives_a_rank_is_read_as_its_names_and_said() {
+    let folder = tmp("norank-with-rank");
+    let dir = folder.path();
+    let h = Header { rank: Some(3), pid: Some(9), ..header("j", 3, 4, &["A", "B"]) };
+    let mut out = Vec::new();
+    write_line(&mut out, &h).unwrap();
+    for i in 0..6 {
+        write_line(&mut out, &row(i, ["A", "B"][i as usize % 2], 0, 1_000_000 + i * 1000, None)).unwrap();
+    }
+    let path = dir.join(aar_record::iterations_file_name(Some("j"), None, 9));
+    std::fs::write(&path, out).unwrap();
+    let o = run(&[dir.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    let said = err.lines().find(|l| l.contains(path.to_str().unwrap())).unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(
+        said,
+        format!(
+            "aar: {}: its header gives rank 3 and its name none (norank), which libaar.so and aar sim write the \
+             same: read as a process without a rank, as its name says and the summary record beside it is (the \
+             record was edited, or renamed: give it the name or the \"rank\" of its first line that is right, or \
+             run the job again for a clean one)",
+            path.display()
+        )
+    );
+    let j = json_of(&o);
+    let e = &j["experiments"][0];
+    assert_eq!(e["per_rank"], serde_json::json!([]), "no ranks to compare: {e}");
+}
+
 /// A copy of the iteration record of a process without a rank (in a subfolder, say) is that
 /// process's record read twice: said as a copy and skipped, not reported as a second run. Another
 /// process that had the same pid on the same host later (its rows begin at another time) is one.

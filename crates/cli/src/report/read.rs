@@ -16,7 +16,8 @@
 //!    (its iteration times could not be compared with the others'). Mode columns may differ
 //!    between ranks: bytes are added up by mode name. A header without a rank, or with another
 //!    rank, in a file whose name gives one (edited, damaged or renamed) is read as the name's
-//!    rank, with a warning.
+//!    rank, with a warning; a header with a rank in a file named `norank`, as a process without
+//!    a rank, with a warning.
 //! 3. **Rows**, in parallel (rayon, one file per task): each file's rows update the worker's
 //!    per-iteration maxima and per-policy totals, and the file's own iteration times give the
 //!    rank's medians; then they are dropped. Memory: per experiment, one small entry per iteration
@@ -467,11 +468,12 @@ fn read_head(path: &Path) -> Result<Head, FileError> {
     // Every writer gives a rank's record its rank, in its header as in its name: a header without
     // one (edited, or damaged) is the rank's its name gives, not a process without a rank's (an
     // experiment of its own).
-    // A header whose rank is another than its name's (edited, or the file renamed) is read as its
-    // name's too: the name is what ties it to the summary record beside it.
+    // A header whose rank is another than its name's, or that gives one where its name gives none
+    // (edited, or the file renamed), is read as its name's too: the name is what ties it to the
+    // summary record beside it.
     let mut said = None;
-    match (header.rank, named.and_then(|id| id.rank)) {
-        (None, Some(rank)) => {
+    match (header.rank, named.map(|id| id.rank)) {
+        (None, Some(Some(rank))) => {
             header.rank = Some(rank);
             said = Some(format!(
                 "{}: its header gives no \"rank\", which libaar.so and aar sim write: read as rank {rank}, the rank \
@@ -480,13 +482,26 @@ fn read_head(path: &Path) -> Result<Head, FileError> {
                 path.display()
             ));
         }
-        (Some(given), Some(rank)) if given != rank => {
+        (Some(given), Some(Some(rank))) if given != rank => {
             header.rank = Some(rank);
             said = Some(format!(
                 "{}: its header gives rank {given} and its name rank {rank}, which libaar.so and aar sim write the \
                  same: read as rank {rank}, the rank its name gives, as the summary record beside it is (the record \
                  was edited, or renamed: give it the name or the \"rank\" of its first line that is right, or run \
                  the job again for a clean one)",
+                path.display()
+            ));
+        }
+        // Named `norank` (a process that knew no rank), its header gives one: read as the name
+        // says, a process without a rank, an experiment of its own, as the summary record
+        // beside it is.
+        (Some(given), Some(None)) => {
+            header.rank = None;
+            said = Some(format!(
+                "{}: its header gives rank {given} and its name none (norank), which libaar.so and aar sim write \
+                 the same: read as a process without a rank, as its name says and the summary record beside it \
+                 is (the record was edited, or renamed: give it the name or the \"rank\" of its first line that \
+                 is right, or run the job again for a clean one)",
                 path.display()
             ));
         }
