@@ -703,6 +703,15 @@ fn the_note_on_p_says_no_test_was_run_where_none_was() {
     );
 }
 
+/// Change the header (first line) of the record at `path` with `edit`, its rows kept.
+fn edit_header(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (head, rows) = text.split_once('\n').unwrap();
+    let mut value: Value = serde_json::from_str(head).unwrap();
+    edit(&mut value);
+    std::fs::write(path, format!("{value}\n{rows}")).unwrap();
+}
+
 /// A rank's record whose header lacks its rank (edited or damaged: libaar.so and aar sim write
 /// it) is read as the rank its name gives, and said, naming the file, what was done and how to
 /// mend it; not taken for a process without a rank, an experiment of its own.
@@ -712,11 +721,9 @@ fn a_ranks_record_whose_header_lacks_the_rank_is_read_as_its_names_and_said() {
     let dir = folder.path();
     generate(dir, "r", 3, 20, &["A", "B"], &[1.0, 1.1], 7);
     let path = record_path(dir, "r", 1);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let (head, rows) = text.split_once('\n').unwrap();
-    let mut value: Value = serde_json::from_str(head).unwrap();
-    value.as_object_mut().unwrap().remove("rank");
-    std::fs::write(&path, format!("{value}\n{rows}")).unwrap();
+    edit_header(&path, |v| {
+        v.as_object_mut().unwrap().remove("rank");
+    });
     let o = run(&[dir.to_str().unwrap(), "--json"]);
     let err = stderr(&o);
     assert_eq!(mentions(&err, &path), 1, "{err}");
@@ -745,11 +752,7 @@ fn a_ranks_record_whose_header_gives_another_rank_is_read_as_its_names_and_said(
     let dir = folder.path();
     generate(dir, "r", 3, 20, &["A", "B"], &[1.0, 1.1], 7);
     let path = record_path(dir, "r", 1);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let (head, rows) = text.split_once('\n').unwrap();
-    let mut value: Value = serde_json::from_str(head).unwrap();
-    value["rank"] = 2.into();
-    std::fs::write(&path, format!("{value}\n{rows}")).unwrap();
+    edit_header(&path, |v| v["rank"] = 2.into());
     let o = run(&[dir.to_str().unwrap(), "--json"]);
     let err = stderr(&o);
     assert_eq!(mentions(&err, &path), 1, "{err}");
