@@ -712,66 +712,53 @@ fn edit_header(path: &Path, edit: impl FnOnce(&mut Value)) {
     std::fs::write(path, format!("{value}\n{rows}")).unwrap();
 }
 
-/// A rank's record whose header lacks its rank (edited or damaged: libaar.so and aar sim write
-/// it) is read as the rank its name gives, and said, naming the file, what was done and how to
-/// mend it; not taken for a process without a rank, an experiment of its own.
+/// A rank's record whose header lacks its rank, or gives another than its name (edited, damaged
+/// or renamed: libaar.so and aar sim write the same rank in both), is read as the rank its name
+/// gives, and said, naming the file, what was done and how to mend it: not taken for a process
+/// without a rank (an experiment of its own), nor for a copy of the other rank's record while its
+/// own rank is named missing.
 #[test]
-fn a_ranks_record_whose_header_lacks_the_rank_is_read_as_its_names_and_said() {
-    let folder = tmp("no-rank-field");
-    let dir = folder.path();
-    generate(dir, "r", 3, 20, &["A", "B"], &[1.0, 1.1], 7);
-    let path = record_path(dir, "r", 1);
-    edit_header(&path, |v| {
+fn a_ranks_record_whose_header_lacks_its_rank_or_gives_another_is_read_as_its_names_and_said() {
+    fn no_rank(v: &mut Value) {
         v.as_object_mut().unwrap().remove("rank");
-    });
-    let o = run(&[dir.to_str().unwrap(), "--json"]);
-    let err = stderr(&o);
-    assert_eq!(mentions(&err, &path), 1, "{err}");
-    let said = err.lines().find(|l| l.contains(path.to_str().unwrap())).unwrap();
-    assert_eq!(
-        said,
-        format!(
-            "aar: {}: its header gives no \"rank\", which libaar.so and aar sim write: read as rank 1, the rank its \
-             name gives (the record was edited or damaged: put \"rank\": 1 in its first line, or run the job again \
-             for a clean one)",
-            path.display()
-        )
-    );
-    let j = json_of(&o);
-    let experiments = j["experiments"].as_array().unwrap();
-    assert_eq!(experiments.len(), 1, "{j}");
-    assert_eq!(experiments[0]["ranks"], 3, "{j}");
-}
-
-/// A rank's record whose header gives another rank than its name (edited, or renamed) is read
-/// as its name's rank, as one without a rank in its header is, and said: not taken for a copy of
-/// the other rank's record while its own rank is named missing.
-#[test]
-fn a_ranks_record_whose_header_gives_another_rank_is_read_as_its_names_and_said() {
-    let folder = tmp("other-rank-field");
-    let dir = folder.path();
-    generate(dir, "r", 3, 20, &["A", "B"], &[1.0, 1.1], 7);
-    let path = record_path(dir, "r", 1);
-    edit_header(&path, |v| v["rank"] = 2.into());
-    let o = run(&[dir.to_str().unwrap(), "--json"]);
-    let err = stderr(&o);
-    assert_eq!(mentions(&err, &path), 1, "{err}");
-    let said = err.lines().find(|l| l.contains(path.to_str().unwrap())).unwrap();
-    assert_eq!(
-        said,
-        format!(
-            "aar: {}: its header gives rank 2 and its name rank 1, which libaar.so and aar sim write the same: read \
-             as rank 1, the rank its name gives, as the summary record beside it is (the record was edited, or \
-             renamed: give it the name or the \"rank\" of its first line that is right, or run the job again for a \
-             clean one)",
-            path.display()
-        )
-    );
-    let j = json_of(&o);
-    let experiments = j["experiments"].as_array().unwrap();
-    assert_eq!(experiments.len(), 1, "{j}");
-    assert_eq!(experiments[0]["ranks"], 3, "{j}");
-    assert_eq!(j["warnings"].as_array().unwrap().len(), 1, "{j}");
+    }
+    fn other_rank(v: &mut Value) {
+        v["rank"] = 2.into();
+    }
+    let cases = [
+        (
+            "no-rank-field",
+            no_rank as fn(&mut Value),
+            "its header gives no \"rank\", which libaar.so and aar sim write: read as rank 1, the rank its name \
+             gives (the record was edited or damaged: put \"rank\": 1 in its first line, or run the job again for \
+             a clean one)",
+        ),
+        (
+            "other-rank-field",
+            other_rank,
+            "its header gives rank 2 and its name rank 1, which libaar.so and aar sim write the same: read as rank \
+             1, the rank its name gives, as the summary record beside it is (the record was edited, or renamed: \
+             give it the name or the \"rank\" of its first line that is right, or run the job again for a clean \
+             one)",
+        ),
+    ];
+    for (name, edit, message) in cases {
+        let folder = tmp(name);
+        let dir = folder.path();
+        generate(dir, "r", 3, 20, &["A", "B"], &[1.0, 1.1], 7);
+        let path = record_path(dir, "r", 1);
+        edit_header(&path, edit);
+        let o = run(&[dir.to_str().unwrap(), "--json"]);
+        let err = stderr(&o);
+        assert_eq!(mentions(&err, &path), 1, "{name}: {err}");
+        let said = err.lines().find(|l| l.contains(path.to_str().unwrap())).unwrap();
+        assert_eq!(said, format!("aar: {}: {message}", path.display()), "{name}");
+        let j = json_of(&o);
+        let experiments = j["experiments"].as_array().unwrap();
+        assert_eq!(experiments.len(), 1, "{name}: {j}");
+        assert_eq!(experiments[0]["ranks"], 3, "{name}: {j}");
+        assert_eq!(j["warnings"].as_array().unwrap().len(), 1, "{name}: {j}");
+    }
 }
 
 /// One iteration per policy has no spread: its intervals are not a point that looks certain
@@ -2872,9 +2859,9 @@ fn a_norank_record_whose_header_gives_a_rank_is_read_as_its_names_and_said() {
         said,
         format!(
             "aar: {}: its header gives rank 3 and its name none (norank), which libaar.so and aar sim write the \
-             same: read as a process without a rank, as its name says and the summary record beside it is (the \
-             record was edited, or renamed: give it the name or the \"rank\" of its first line that is right, or \
-             run the job again for a clean one)",
+             same: read as a process without a rank, an experiment of its own, as the summary record beside it is \
+             (the record was edited, or renamed: give it the name or the \"rank\" of its first line that is right, \
+             or run the job again for a clean one)",
             path.display()
         )
     );

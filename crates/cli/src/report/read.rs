@@ -482,26 +482,19 @@ fn read_head(path: &Path) -> Result<Head, FileError> {
                 path.display()
             ));
         }
-        (Some(given), Some(Some(rank))) if given != rank => {
-            header.rank = Some(rank);
+        // Named `norank` (a process that knew no rank) with a rank in its header, the same: read
+        // as the name says, a process without a rank.
+        (Some(given), Some(name_rank)) if name_rank != Some(given) => {
+            header.rank = name_rank;
+            let (name_gives, read_as) = match name_rank {
+                Some(rank) => (format!("rank {rank}"), format!("rank {rank}, the rank its name gives")),
+                None => ("none (norank)".to_string(), "a process without a rank, an experiment of its own".to_string()),
+            };
             said = Some(format!(
-                "{}: its header gives rank {given} and its name rank {rank}, which libaar.so and aar sim write the \
-                 same: read as rank {rank}, the rank its name gives, as the summary record beside it is (the record \
-                 was edited, or renamed: give it the name or the \"rank\" of its first line that is right, or run \
-                 the job again for a clean one)",
-                path.display()
-            ));
-        }
-        // Named `norank` (a process that knew no rank), its header gives one: read as the name
-        // says, a process without a rank, an experiment of its own, as the summary record
-        // beside it is.
-        (Some(given), Some(None)) => {
-            header.rank = None;
-            said = Some(format!(
-                "{}: its header gives rank {given} and its name none (norank), which libaar.so and aar sim write \
-                 the same: read as a process without a rank, as its name says and the summary record beside it \
-                 is (the record was edited, or renamed: give it the name or the \"rank\" of its first line that \
-                 is right, or run the job again for a clean one)",
+                "{}: its header gives rank {given} and its name {name_gives}, which libaar.so and aar sim write the \
+                 same: read as {read_as}, as the summary record beside it is (the record was edited, or renamed: \
+                 give it the name or the \"rank\" of its first line that is right, or run the job again for a \
+                 clean one)",
                 path.display()
             ));
         }
