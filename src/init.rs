@@ -11,12 +11,14 @@
 //! work waits for the child's next intercepted call or its exit ([`state::after_fork_in_child`]): a
 //! fresh counter window (on the event set it inherited, which reads in the child as long as its
 //! events do; a failed read falls back as anywhere), its own statistics (the record of a child
-//! counts the child's messages only, under the child's pid), its own trace.
+//! counts the child's messages only, under the child's pid), its own trace. A decider another
+//! thread held through the whole wait (stuck in a send or in PAPI's read) is not trusted: the child
+//! reads no counters ([`PapiError::ForkedMidDecision`]).
 
 use crate::papi::{self, Papi, PapiError};
 use crate::settings::{Boundary, Settings};
 use crate::state::{self, Claim, Decider, FORK_LOCKS, FORK_LOCK_COUNT};
-use crate::{attributes, control, diag, job, node, output, sys, topology};
+use crate::{attributes, control, diag, job, node, output, sys, topology, trylock};
 use aar_engine::{Engine, Policy, SideBytes};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -316,16 +318,13 @@ fn install(Prepared { decider, policy, tracing }: Prepared) {
     tracing::debug!(?policy, "aar initialised");
 }
 
-/// Before a fork, each lock is held at most this long (holders are mid-decision or mid-line).
-const FORK_HOLD: Duration = Duration::from_millis(100);
-
 /// Which of [`FORK_LOCKS`] `prepare_fork` took.
 static HELD: [AtomicBool; FORK_LOCK_COUNT] = [const { AtomicBool::new(false) }; FORK_LOCK_COUNT];
 
 extern "C" fn prepare_fork() {
     state::TRACE.flush();
     for (lock, held) in FORK_LOCKS.iter().zip(&HELD) {
-        held.store(lock.hold_for(FORK_HOLD), Ordering::Relaxed);
+        held.store(lock.hold_for(trylock::FORK_HOLD), Ordering::Relaxed);
     }
 }
 
@@ -339,11 +338,15 @@ extern "C" fn after_fork_in_parent() {
 }
 
 extern "C" fn after_fork_in_child() {
+    let mut decider_whole = true;
     for (lock, held) in FORK_LOCKS.iter().zip(&HELD) {
+        if std::ptr::addr_eq(*lock, &state::DECIDER) {
+            decider_whole = held.load(Ordering::Relaxed);
+        }
         held.store(false, Ordering::Relaxed);
         // SAFETY: in the child only this thread exists, so whoever held the lock (prepare_fork,
         // or a thread that stayed in the parent) has no guard here.
         unsafe { lock.release_in_child() };
     }
-    state::forked();
+    state::forked(decider_whole);
 }

@@ -100,6 +100,13 @@ pub enum PapiError {
          until the application stops that set"
     )]
     GaveWay,
+    #[error(
+        "this process was forked while a thread of its parent had been inside a routing decision for longer than \
+         the fork waits ({} ms: stuck in a send or in PAPI's read), so the counters' state it inherited may be \
+         half-written and a lock inside PAPI may stay held here for good: this process reads no counters",
+        crate::trylock::FORK_HOLD.as_millis()
+    )]
+    ForkedMidDecision,
 }
 
 impl PapiError {
@@ -110,6 +117,7 @@ impl PapiError {
                 "Leave that component's events out of the application's (or the tool's) PAPI measurements"
             }
             PapiError::ShutDown => "Shut PAPI down only after the application's last send",
+            PapiError::ForkedMidDecision => "Fork while no other thread of the process sends",
             _ => "Load PAPI (e.g. module load papi), set AAR_PAPI_LIBRARY or AAR_PAPI_EVENTS",
         }
     }

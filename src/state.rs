@@ -385,6 +385,20 @@ impl Decider {
         self.give_up_counters(&why, true);
     }
 
+    /// In a fork child whose parent had a thread inside a decision through the fork's whole wait:
+    /// the engine may be half-updated, and the thread may have held a lock inside PAPI (libsde's
+    /// read holds a spinlock) that nobody frees here, so the child never calls PAPI and starts a
+    /// new engine without counters, with a warning.
+    #[cold]
+    fn distrust_after_fork(&mut self) {
+        self.aside = None;
+        STEPPED_ASIDE_FOR.store(NO_SET, Relaxed);
+        self.node = None;
+        self.last_own = None;
+        self.engine = Engine::new(self.engine.config().clone());
+        self.give_up_counters(&PapiError::ForkedMidDecision, true);
+    }
+
     /// Read no counters from here on, because of `why`: fall back, with a warning (if `warn`).
     fn give_up_counters(&mut self, why: &PapiError, warn: bool) {
         self.counters = None;
@@ -679,11 +693,16 @@ pub fn is_fork_child() -> bool {
     FORK_CHILD.load(Relaxed)
 }
 
+/// The fork found the decider held by another thread through its whole wait ([`forked`]).
+static DECIDER_DISTRUSTED: AtomicBool = AtomicBool::new(false);
+
 /// In a fork child, right after the fork: only atomic stores, flags and the DMAPP counts (little
 /// is safe to call in a forked child of a threaded program); [`after_fork_in_child`] does the
-/// work on the child's next intercepted call or at its exit.
-pub fn forked() {
+/// work on the child's next intercepted call or at its exit. `decider_whole`: the fork held the
+/// decider, so no thread was inside a decision when it copied the process.
+pub fn forked(decider_whole: bool) {
     FORK_CHILD.store(true, Relaxed);
+    DECIDER_DISTRUSTED.store(!decider_whole, Relaxed);
     node::forked();
     // Here, not on the child's next call: that may come from a thread the child starts (and
     // count itself meanwhile), where the forking thread's own count is not known.
@@ -711,6 +730,9 @@ fn become_fork_child() {
     let Some(settings) = settings() else { return };
     if let Some(mut slot) = DECIDER.try_lock_for(Duration::from_millis(200)) {
         if let Some(d) = slot.as_mut() {
+            if DECIDER_DISTRUSTED.swap(false, Relaxed) {
+                d.distrust_after_fork();
+            }
             d.engine.reset_stats();
             (d.counter_reads, d.shared_readings, d.counter_read_failures, d.timed_decisions, d.timed_decision_ns) =
                 (0, 0, 0, 0, 0);

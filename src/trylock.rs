@@ -237,6 +237,10 @@ impl<T> TryLock<T> {
     }
 }
 
+/// Before a fork, the handlers wait at most this long for each lock (holders are mid-decision or
+/// mid-line).
+pub const FORK_HOLD: Duration = Duration::from_millis(100);
+
 /// What the `fork()` handlers need of every lock, whatever it protects.
 pub trait ForkHeld: Sync {
     /// As [`TryLock::hold_for`].

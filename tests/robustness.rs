@@ -435,6 +435,38 @@ fn a_read_that_fails_is_tried_again_and_three_in_a_row_give_the_counters_up() {
     assert!(modes[14..].iter().all(|&m| m == AD3), "fixed High Bias once given up: {modes:?}");
 }
 
+/// A fork while another thread has been inside a decision longer than the fork waits for the
+/// decider (here: in a counter read that holds a lock of PAPI's, as libsde's read holds its
+/// spinlock): the child must not read the counters (the lock is held by a thread it does not
+/// have, for good) nor trust the engine it inherited. It routes without counters, says so once,
+/// and its record says why; the parent keeps its counters.
+#[test]
+fn a_fork_while_a_thread_is_stuck_in_a_counter_read_leaves_the_child_without_counters_not_hung() {
+    let flaky = flaky_papi();
+    let r = Launch::driver("fork-mid-read", "rdma 65536 2 0 forkmidread 3 400")
+        .env("AAR_WINDOW", "1")
+        .env("AAR_PAPI_LIBRARY", &flaky.display().to_string())
+        .run();
+    r.assert_ok();
+    assert!(r.stdout.contains("forkmidread child=exited status=0"), "{}", r.stdout);
+    assert!(r.stdout.contains("child posts=6 errors=0"), "{}", r.stdout);
+    let said: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("forked while a thread")).collect();
+    assert_eq!(said.len(), 1, "{:?}", r.aar_lines());
+    assert!(
+        said[0].contains("100 ms") && said[0].contains("ADAPTIVE3 (fixed)") && said[0].contains("Fork while no other"),
+        "{}",
+        said[0]
+    );
+    let recs = r.records();
+    assert_eq!(recs.len(), 2, "parent and child");
+    let (parent, child): (Vec<_>, Vec<_>) = recs.iter().partition(|r| r["fork_child"] == false);
+    let (parent, child) = (&parent[0]["counters"], &child[0]["counters"]);
+    assert_eq!(child["reads"], 0, "{child}");
+    assert!(child["unavailable_because"].as_str().unwrap().contains("forked while a thread"), "{child}");
+    assert_eq!(parent["unavailable_because"], serde_json::Value::Null, "{parent}");
+    assert!(parent["reads"].as_u64().unwrap() >= 3, "{parent}");
+}
+
 #[test]
 fn decreasing_wrapped_and_absurd_counters_are_discarded_and_routing_goes_on() {
     // Counters set backwards, wrapped to the bottom of i64, and pushed to an absurd latency,

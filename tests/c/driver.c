@@ -58,6 +58,11 @@
  *                                   inherited endpoints and exits; the parent waits and checks it
  *   forkmode N DLVR                 as fork, but the child first pins DLVR (aar_set_mode, rc printed)
  *   forkexec                        fork and exec /bin/sh -c true (a helper process); wait for it
+ *   forkmidread N MS                (under tests/c/flaky_papi.c) a thread makes one 64 KiB RDMA PUT
+ *                                   on a pair of its own whose counter read takes MS ms more; while
+ *                                   it is in that read, fork: the child does as under fork N. The
+ *                                   child is given 20 s, then killed ("forkmidread child=exited|hung
+ *                                   status=S")
  *   papi_shutdown                   shut PAPI down behind the library's back (its next read fails)
  *   papi start EVENT | papi stop    (built with -DWITH_PAPI, linked with -lpapi, as a program that
  *                                   measures with PAPI itself) an event set of its own: PAPI
@@ -602,6 +607,13 @@ static void *post_forever(void *v)
 	return NULL;
 }
 
+/* forkmidread: the thread's one post, on its own pair. */
+static void *post_once(void *v)
+{
+	transfer(v, "rdma", 65536, 0, 0);
+	return NULL;
+}
+
 static uint64_t num(const char *s)
 {
 	return strtoull(s, NULL, 0);
@@ -952,6 +964,46 @@ int main(int argc, char **argv)
 			printf("fork child=%d status=%d\n", (int)child, status);
 			seq += 2 * n;
 			i += 1 + pin;
+		} else if (!strcmp(c, "forkmidread")) {
+			uint64_t n = num(ARG(1));
+			const char *papi = getenv("AAR_PAPI_LIBRARY");
+			void *flaky = papi ? dlopen(papi, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+			volatile int *slow = flaky ? dlsym(flaky, "flaky_papi_slow_read") : NULL;
+			volatile int *inside = flaky ? dlsym(flaky, "flaky_papi_in_slow_read") : NULL;
+			static struct pair tp;
+			pthread_t t;
+			if (!slow || !inside || setup_pair(&tp, 60, 1 << 20))
+				fail(&p, "forkmidread: no flaky_papi loaded as AAR_PAPI_LIBRARY, or no pair");
+			*slow = (int)num(ARG(2));
+			if (pthread_create(&t, NULL, post_once, &tp))
+				fail(&p, "forkmidread: pthread_create");
+			for (int k = 0; k < 10000 && !*inside; k++)
+				usleep(1000);
+			if (!*inside)
+				fail(&p, "forkmidread: the thread's read never began");
+			fflush(stdout);
+			pid_t child = fork();
+			if (child == 0) {
+				p.posts = p.errors = 0;
+				for (uint64_t k = 0; k < n; k++)
+					transfer(&p, "fma", 64, 0, seq + k);
+				for (uint64_t k = 0; k < n; k++)
+					transfer(&p, "rdma", 65536, 0, seq + n + k);
+				printf("child posts=%llu errors=%llu\n", (unsigned long long)p.posts, (unsigned long long)p.errors);
+				exit(p.errors ? 1 : 0);
+			}
+			int status = 0, k = 0;
+			pid_t done = 0;
+			for (; child > 0 && k < 20000 && (done = waitpid(child, &status, WNOHANG)) == 0; k++)
+				usleep(1000);
+			if (child > 0 && done == 0) {
+				kill(child, SIGKILL);
+				waitpid(child, &status, 0);
+			}
+			pthread_join(t, NULL);
+			printf("forkmidread child=%s status=%d\n", done == child ? "exited" : "hung", status);
+			seq += 2 * n;
+			i += 2;
 		} else if (!strcmp(c, "forkexec")) {
 			fflush(stdout);
 			pid_t child = fork();

@@ -6,13 +6,36 @@
  * given: calls FIRST..FIRST+COUNT-1); COUNT 0 means without end. FLAKY_PAPI_SLOW_START=MS: the
  * first PAPI_is_initialized (libaar.so's set-up asks it first) takes MS milliseconds more, and
  * PAPI_library_init says "flaky_papi: PAPI_library_init" on stderr when libaar.so calls it.
+ * Every PAPI_read holds a lock, as libsde's read holds its spinlock; the first PAPI_read after the
+ * program sets flaky_papi_slow_read (dlsym, in the library libaar.so opened) to MS holds it MS
+ * milliseconds more, with flaky_papi_in_slow_read set meanwhile (a thread stuck in a read).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <papi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+volatile int flaky_papi_slow_read;
+volatile int flaky_papi_in_slow_read;
+static pthread_mutex_t read_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int read_locked(int (*real)(int, long long *), int set, long long *values)
+{
+	int slow = __atomic_exchange_n(&flaky_papi_slow_read, 0, __ATOMIC_SEQ_CST);
+	int rc;
+	pthread_mutex_lock(&read_lock);
+	if (slow) {
+		flaky_papi_in_slow_read = 1;
+		usleep((useconds_t)slow * 1000);
+		flaky_papi_in_slow_read = 0;
+	}
+	rc = real ? real(set, values) : PAPI_ENOSUPP;
+	pthread_mutex_unlock(&read_lock);
+	return rc;
+}
 
 int PAPI_read(int set, long long *values)
 {
@@ -32,7 +55,7 @@ int PAPI_read(int set, long long *values)
 		failed++;
 		return PAPI_ESYS;
 	}
-	return real ? real(set, values) : PAPI_ENOSUPP;
+	return read_locked(real, set, values);
 }
 
 int PAPI_is_initialized(void)
