@@ -444,15 +444,15 @@ fn remember(st: &mut ClassState, cfg: &SteadyConfig, w: Window, side: Side, rang
 /// clamped to its bounds; σ only when there were stalls to divide.
 fn learn(c: &mut Calibration, cfg: &SteadyConfig, high_bias: Window, adaptive: Window) {
     let bounded = |x: f64, (lo, hi): (f64, f64)| x.clamp(lo.min(hi), hi.max(lo)).ln();
-    // Adds a sample to a mean of logarithms and gives the factor, the mean's exponential.
+    // Adds a sample to a mean of logarithms and gives the factor, the mean's exponential. The
+    // count goes on past the memory: `calibration_pairs` may ask for more pairs than it holds.
     let add = |sum: &mut f64, pairs: &mut u32, log: f64| {
         if *pairs >= CALIBRATION_MEMORY {
             *sum *= f64::from(CALIBRATION_MEMORY - 1) / f64::from(CALIBRATION_MEMORY);
-        } else {
-            *pairs += 1;
         }
+        *pairs = pairs.saturating_add(1);
         *sum += log;
-        (*sum / f64::from(*pairs)).exp()
+        (*sum / f64::from((*pairs).min(CALIBRATION_MEMORY))).exp()
     };
     if high_bias.latency_us > 0.0 && adaptive.latency_us > 0.0 {
         let log = bounded(adaptive.latency_us / high_bias.latency_us, cfg.lambda_bounds);

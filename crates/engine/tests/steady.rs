@@ -478,6 +478,25 @@ fn calibration_falls_back_to_the_constants_then_learns_within_bounds() {
     assert!(learned && close(lambda, 2.0) && close(sigma, 10.0), "{lambda} {sigma}");
 }
 
+/// `calibration_pairs` above the 16 pairs a calibration averages over: the learned factors
+/// replace the constants at that many pairs (they never did: the count stopped at 16).
+#[test]
+fn calibration_asks_for_more_pairs_than_it_averages_over() {
+    let class = DestinationClass::OtherGroup;
+    let msg = put(MIB, class);
+    let steady = SteadyConfig { calibration_pairs: 20, ..SteadyConfig::default() };
+    let mut r = Rig::new(EngineConfig { steady, ..one() });
+    // High Bias (1, 10) then Adaptive (2, 1): every window after the first is a pair, λ = 2, σ = 10.
+    r.window(Policy::Fixed(AD3), msg, 1.0, 10.0);
+    for pair in 1..=20 {
+        assert_eq!(r.e.calibration(class, MIB), (1.2, 5.0, false), "{} pairs < 20", pair - 1);
+        let (mode, l, s) = if pair % 2 == 1 { (AD0, 2.0, 1.0) } else { (AD3, 1.0, 10.0) };
+        r.window(Policy::Fixed(mode), msg, l, s);
+    }
+    let (lambda, sigma, learned) = r.e.calibration(class, MIB);
+    assert!(learned && close(lambda, 2.0) && close(sigma, 10.0), "{lambda} {sigma}");
+}
+
 #[test]
 fn a_shared_nic_weighs_the_flits_by_the_ranks_on_the_node() {
     // 64 KiB PUT (p = 1,024, rounds 2, f = 5,120: 6.4 µs at the NIC's rate). High Bias measured
