@@ -13,8 +13,8 @@
 //! Three arms are tried per kind of call ([`CallArm`]): `steady`'s own per-message decisions,
 //! every message on the low-stall side, every message on the low-latency side. Each is timed
 //! once (in that order; an arm that a fixed-mode A/B iteration has already timed is skipped),
-//! then the fastest runs, and the others are timed again at the calls numbered 16, 32, 64, 128,
-//! 256 and every 256 after. Arms that the fastest beats by at most [`HYSTERESIS`] of their own
+//! then the fastest runs, and the calls numbered 16, 32, 64, 128, 256 and every 256 after time
+//! one arm again, each in turn (the fastest too). Arms that the fastest beats by at most [`HYSTERESIS`] of their own
 //! time count as fast: the first of them in the order above runs, so that ranks whose calls took
 //! about the same times choose the same routing, and a choice does not move on noise.
 //!
