@@ -1573,6 +1573,40 @@ fn a_signal_while_the_ranks_leftovers_have_their_grace_kills_them_at_once() {
     assert_eq!(gone_within_10_s(&held), []);
 }
 
+/// A process the ranks left running that has children of its own: when it ends at its SIGTERM,
+/// its children come to `aar run`, and they get a SIGTERM within the grace too, so that they can
+/// end cleanly. Before, they were found and given SIGKILL at the grace's end, with no warning.
+#[test]
+fn the_children_of_a_leftover_that_ends_get_their_sigterm_too() {
+    let held = marker();
+    let dir = std::env::temp_dir().join(format!("aar-run-leftover-tree-{held}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let said = dir.join("term");
+    std::fs::write(
+        dir.join("grandchild.sh"),
+        "trap 'echo term > \"$1\"; exit 0' TERM\n: > \"$1.ready\"\nwhile :; do sleep 0.1; done\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("leftover.sh"),
+        format!("sh \"$(dirname \"$0\")/grandchild.sh\" \"$1\" &\nexec sleep {held}\n"),
+    )
+    .unwrap();
+    // The rank ends once the grandchild is ready for its SIGTERM.
+    let script = format!(
+        "sh '{0}' '{1}' >/dev/null 2>&1 & while [ ! -e '{1}.ready' ]; do sleep 0.01; done; exit 0",
+        dir.join("leftover.sh").display(),
+        said.display()
+    );
+    let out = aar().args(["run", "--", "sh", "-c", &script]).stdin(Stdio::null()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("aar run: the ranks left 1 process running"), "{err}");
+    assert_eq!(std::fs::read_to_string(&said).unwrap_or_default(), "term\n", "the grandchild had no SIGTERM: {err}");
+    assert_eq!(gone_within_10_s(&held), []);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A Ctrl-C that the launcher takes in the same look as a rank's failure (the rank ended before
 /// the SIGINT was passed on) ends the job as interrupted (exit status 130), and the failed rank
 /// is still named, and not counted among the ranks still running. Deterministic: the launcher is

@@ -340,7 +340,8 @@ fn run_job(args: RunArgs) -> i32 {
 }
 
 /// The processes the ranks left running (this launcher's children once the ranks ended, as
-/// their subreaper): SIGTERM, SIGKILL after [`GRACE`], and reaped; one that a SIGKILL does not
+/// their subreaper): SIGTERM (also to their children, who come here when their parent ends),
+/// SIGKILL after [`GRACE`], and reaped; one that a SIGKILL does not
 /// end within another [`GRACE`] (stuck in the kernel) is left, said. A request to end the job
 /// ([`signals::end_requested`]: a Ctrl-C, `kill`) that comes while they are waited for sends the
 /// SIGKILL at once, as to the ranks in the job's end; the job's exit status `code` stays.
@@ -364,6 +365,7 @@ fn end_leftovers(code: i32) {
     // SIGCONT after it, as to the ranks (`Supervisor::terminate`).
     send(&left, libc::SIGTERM);
     send(&left, libc::SIGCONT);
+    let mut warned = left;
     let started = Instant::now();
     let mut kill_at = started + GRACE;
     loop {
@@ -372,6 +374,14 @@ fn end_leftovers(code: i32) {
         if left.is_empty() {
             return;
         }
+        // The children of those that ended come to this process (a subreaper): within the grace
+        // they get their SIGTERM too, not a SIGKILL with no warning.
+        let new: Vec<_> = left.iter().copied().filter(|pid| !warned.contains(pid)).collect();
+        if !new.is_empty() && Instant::now() < kill_at {
+            send(&new, libc::SIGTERM);
+            send(&new, libc::SIGCONT);
+        }
+        warned.extend(new);
         if started.elapsed() >= GRACE * 2 {
             say!("aar run: processes {left:?} did not end after SIGKILL: left running.");
             return;
