@@ -607,6 +607,18 @@ static void *post_forever(void *v)
 	return NULL;
 }
 
+/* A fork child's work (fork, forkmidread): N 64 B FMA PUTs and N 64 KiB RDMA PUTs, then exit. */
+static void child_posts(struct pair *p, uint64_t n, uint64_t seq)
+{
+	p->posts = p->errors = 0;
+	for (uint64_t k = 0; k < n; k++)
+		transfer(p, "fma", 64, 0, seq + k);
+	for (uint64_t k = 0; k < n; k++)
+		transfer(p, "rdma", 65536, 0, seq + n + k);
+	printf("child posts=%llu errors=%llu\n", (unsigned long long)p->posts, (unsigned long long)p->errors);
+	exit(p->errors ? 1 : 0);
+}
+
 /* forkmidread: the thread's one post, on its own pair. */
 static void *post_once(void *v)
 {
@@ -948,15 +960,9 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			pid_t child = fork();
 			if (child == 0) {
-				p.posts = p.errors = 0;
 				if (pin && aar_set_mode)
 					printf("child api mode rc=%d\n", aar_set_mode((uint16_t)num(ARG(2))));
-				for (uint64_t k = 0; k < n; k++)
-					transfer(&p, "fma", 64, 0, seq + k);
-				for (uint64_t k = 0; k < n; k++)
-					transfer(&p, "rdma", 65536, 0, seq + n + k);
-				printf("child posts=%llu errors=%llu\n", (unsigned long long)p.posts, (unsigned long long)p.errors);
-				exit(p.errors ? 1 : 0);
+				child_posts(&p, n, seq);
 			}
 			int status = 0;
 			if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
@@ -984,13 +990,7 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			pid_t child = fork();
 			if (child == 0) {
-				p.posts = p.errors = 0;
-				for (uint64_t k = 0; k < n; k++)
-					transfer(&p, "fma", 64, 0, seq + k);
-				for (uint64_t k = 0; k < n; k++)
-					transfer(&p, "rdma", 65536, 0, seq + n + k);
-				printf("child posts=%llu errors=%llu\n", (unsigned long long)p.posts, (unsigned long long)p.errors);
-				exit(p.errors ? 1 : 0);
+				child_posts(&p, n, seq);
 			}
 			int status = 0, k = 0;
 			pid_t done = 0;
