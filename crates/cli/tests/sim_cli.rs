@@ -297,6 +297,12 @@ fn bad_sizes_and_workloads_are_refused_naming_the_option() {
             "--ranks 6144 --iterations 100000",
             "at most 4000000 (about 2 GB); use fewer iterations (at most 651)",
         ),
+        // ranks alone past the bound: no number of iterations fits (it said "at most 0" iterations)
+        (
+            vec!["run", "--groups", "961", "--placement", "scattered", "--ranks", "4000064", "--ranks-per-node", "64"],
+            "--ranks 4000064 --iterations 10",
+            "use at most 4000000 ranks, which even one iteration needs",
+        ),
         (vec!["sweep", "--seeds", "18446744073709551614"], "--seeds", "a whole number from 1 to 100000"),
         (vec!["synth", "--measure", "18446744073709549616"], "--measure", "a whole number from 1 to 1000000000"),
         (vec!["synth", "--warmup", "18446744073709551615"], "--warmup", "a whole number from 0 to 1000000000"),

@@ -239,14 +239,18 @@ impl ExpOpts {
         })?;
         let rows = s.rows();
         if rows > MAX_RANK_ITERATIONS {
+            // Ranks past the bound leave no number of iterations (at least 1) that fits: say the ranks'.
+            let fewer = match MAX_RANK_ITERATIONS / u64::from(self.ranks) {
+                0 => format!("at most {MAX_RANK_ITERATIONS} ranks, which even one iteration needs"),
+                most => format!("fewer iterations (at most {most}) or fewer ranks"),
+            };
             return Err(format!(
                 "--ranks {} --iterations {}: {rows} rows of records, each kept (about {}) until the end: at most \
-                 {MAX_RANK_ITERATIONS} (about {:.0} GB); use fewer iterations (at most {}) or fewer ranks",
+                 {MAX_RANK_ITERATIONS} (about {:.0} GB); use {fewer}",
                 self.ranks,
                 self.iterations,
                 help::row_kb(),
                 (MAX_RANK_ITERATIONS * Work::BYTES_PER_ROW) as f64 / 1e9,
-                MAX_RANK_ITERATIONS / u64::from(self.ranks)
             ));
         }
         self.say_unused(&s);
