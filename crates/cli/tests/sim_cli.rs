@@ -565,8 +565,12 @@ fn synthetic_loads_that_measure_nothing_are_refused_or_said_never_nan() {
     let (code, stdout, err) = sim(&[&small[..], &["--loads", "0.1", "--measure", "1"]].concat());
     assert_eq!(code, Some(0), "{err}");
     assert!(!stdout.to_lowercase().contains("nan"), "{stdout}");
-    assert!(stdout.contains("| MIN_HASH | 0.100 | 0.0000 | - | - | - |"), "{stdout}");
+    assert!(stdout.contains("| MIN_HASH | 0.1 | 0.0000 | - | - | - |"), "{stdout}");
     assert!(stdout.contains("no packet was delivered in the 1 NIC cycles measured"), "{stdout}");
+    // a load below a thousandth is shown as given: three decimals made it 0.000 (or 0.0005 0.001)
+    let (code, stdout, err) = sim(&[&small[..], &["--loads", "0.0004,0.000001", "--measure", "1"]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(stdout.contains("| MIN_HASH | 0.0004 | ") && stdout.contains("| MIN_HASH | 0.000001 | "), "{stdout}");
 }
 
 /// A policy, mode, load or size given twice (under any of its spellings) would run twice: an A/B

@@ -450,7 +450,8 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                     unmeasured = true;
                     "- | - | -".into()
                 };
-                say!("| {} | {:.3} | {:.4} | {means} |", p.mode.name(), p.load, r.accepted);
+                // the offered load as given: three decimals showed 0.0004 as 0.000, below what was accepted
+                say!("| {} | {} | {:.4} | {means} |", p.mode.name(), p.load, r.accepted);
             }
             if unmeasured {
                 say!(
