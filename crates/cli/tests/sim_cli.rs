@@ -1150,8 +1150,10 @@ fn a_run_far_too_large_for_memory_is_refused_without_counting_all_its_messages()
     // 9*10^10 messages an iteration: counting them all took half an hour, saying nothing; counted
     // to twice the memory available, the refusal comes in seconds and says it counted no further
     let args = ["run", "--workload", "alltoall", "--ranks", "300000", "--groups", "961", "--placement", "scattered"];
-    let (code, out, err) = sim(&[&args[..], &["--iterations", "1"]].concat());
+    let folder = std::env::temp_dir().join(format!("aar-sim-refused-run-{}", std::process::id()));
+    let (code, out, err) = sim(&[&args[..], &["--iterations", "1", "--out", folder.to_str().unwrap()]].concat());
     assert_eq!(code, Some(2), "{out}{err}");
+    assert!(!folder.exists(), "a refused run left its --out folder behind");
     assert!(err.starts_with("aar: --workload alltoall:8 --ranks 300000 --iterations 1: more than "), "{err}");
     assert!(
         err.contains(" messages an iteration and 300000 rows of records take at least ")
@@ -1185,9 +1187,11 @@ fn a_sweep_whose_records_would_not_fit_in_memory_is_refused_naming_its_seeds() {
     // were counted for the 2 runs at once alone and the sweep run, so that a sweep of full runs
     // ran for hours before it took more memory than the machine has.
     let args = ["sweep", "--workload", "barrier", "--groups", "1", "--global-per-router", "1", "--ranks", "40"];
-    let (code, out, err) =
-        sim(&[&args[..], &["--iterations", "100000", "--seeds", "1000", "--max-packets", "1"]].concat());
+    let folder = std::env::temp_dir().join(format!("aar-sim-refused-sweep-{}", std::process::id()));
+    let more = ["--iterations", "100000", "--seeds", "1000", "--max-packets", "1", "--out", folder.to_str().unwrap()];
+    let (code, out, err) = sim(&[&args[..], &more].concat());
     assert_eq!(code, Some(2), "{out}{err}");
+    assert!(!folder.exists(), "a refused sweep left its --out folder behind");
     assert!(err.starts_with("aar: --workload barrier --ranks 40 --iterations 100000 --seeds 1000: "), "{err}");
     assert!(
         err.contains(" runs (4000000 rows each) kept until the end take at least ")

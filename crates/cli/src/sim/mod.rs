@@ -228,10 +228,11 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
         }
         SimCmd::Run { exp, out, bound } => {
             let spec = exp.spec()?;
+            // Weighed first: a run refused for its size leaves no empty --out folder behind.
+            weigh(&Weight::run(&spec, 1), 1, bound.hint())?;
             if let Some(dir) = &out {
                 prepare_dir("--out", dir)?;
             }
-            weigh(&Weight::run(&spec, 1), 1, bound.hint())?;
             let mut watcher = Watcher::new("sim run");
             let mut progress = |p: &aar_sim::simulation::Progress| {
                 let status = format!(
@@ -332,9 +333,6 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                     })
                     .collect::<Result<_, _>>()?
             };
-            if let Some(dir) = &out {
-                prepare_dir("--out", dir)?;
-            }
             // the largest size at once on every core (or on as many as there are runs)
             let runs = seeds * workloads.len() as u64;
             let runs_at_once = runs.min(rayon::current_num_threads() as u64);
@@ -361,6 +359,9 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                                --iterations or --ranks, or a workload with fewer messages";
             }
             weigh(&weight, runs_at_once, bound.hint())?;
+            if let Some(dir) = &out {
+                prepare_dir("--out", dir)?;
+            }
             let mut specs = Vec::new();
             for w in &workloads {
                 for seed in (0..seeds).map(|i| first + i) {
