@@ -116,6 +116,19 @@ impl Session {
                 format!("PMI_FD={fd} is not an open file descriptor of this process; nothing was initialised."),
             ));
         }
+        // The session owns the descriptor and closes it when it ends (a failed start too): a
+        // PMI_FD left in the environment from another job may number the program's own file,
+        // stdout say, which must be left alone.
+        if !unix_socket(fd) {
+            return Err(PmiError::new(
+                PMI_ERR_INIT,
+                format!(
+                    "PMI_FD={fd} is open, but not on a Unix-domain socket as a PMI launcher gives (a PMI_FD left \
+                     in the environment from another job?); nothing was initialised, and descriptor {fd} was \
+                     left as it is. Start the program with aar run -n N PROGRAM (or mpiexec.hydra)."
+                ),
+            ));
+        }
         if size < 1 || rank < 0 || rank >= size || size > i64::from(i32::MAX) {
             return Err(PmiError::new(
                 PMI_ERR_INIT,
@@ -504,12 +517,17 @@ fn send_all(fd: RawFd, mut bytes: &[u8]) -> std::io::Result<()> {
 /// (what a launcher gives), not a number the program has since opened a file on.
 fn launcher_socket() -> Option<RawFd> {
     let fd: RawFd = std::env::var("PMI_FD").ok()?.trim().parse().ok().filter(|&fd| fd >= 0)?;
+    unix_socket(fd).then_some(fd)
+}
+
+/// True when `fd` is a Unix-domain socket of this process, as the PMI_FD a launcher gives is.
+fn unix_socket(fd: RawFd) -> bool {
     let mut domain: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes to the live int `domain`; any fd value is
     // allowed (one that is no socket fails with ENOTSOCK, a closed one with EBADF).
     let rc = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN, (&raw mut domain).cast(), &mut len) };
-    (rc == 0 && domain == libc::AF_UNIX).then_some(fd)
+    rc == 0 && domain == libc::AF_UNIX
 }
 
 #[cfg(test)]
