@@ -44,20 +44,24 @@ impl ProcessMapping {
         Some(ProcessMapping { blocks })
     }
 
-    /// The node of each of `size` ranks, in rank order.
+    /// The node of each of `size` ranks, in rank order. Only the first `size` places of the
+    /// blocks are walked: a block may say it holds far more ranks than the job (or than memory
+    /// holds), and a block that places none is passed over however many nodes it names.
     pub fn nodes(&self, size: usize) -> Vec<usize> {
         let mut out = Vec::with_capacity(size);
         // Parsing and `block` never make a mapping that holds no rank, so this ends.
         while out.len() < size {
-            for b in &self.blocks {
+            for b in self.blocks.iter().filter(|b| b.ranks_per_node > 0) {
+                // Parsing refuses a block whose last node is past usize::MAX.
                 for node in b.start_node..b.start_node + b.nodes {
-                    for _ in 0..b.ranks_per_node {
-                        out.push(node);
+                    if out.len() == size {
+                        return out;
                     }
+                    let n = b.ranks_per_node.min(size - out.len());
+                    out.extend(std::iter::repeat_n(node, n));
                 }
             }
         }
-        out.truncate(size);
         out
     }
 
@@ -112,6 +116,9 @@ impl FromStr for ProcessMapping {
             let [start_node, nodes, ranks_per_node] = nums[..] else {
                 return Err(bad("a block must hold three numbers"));
             };
+            if start_node.checked_add(nodes).is_none() {
+                return Err(bad("a block's nodes run past the largest node number"));
+            }
             blocks.push(Block { start_node, nodes, ranks_per_node });
         }
         if blocks.iter().all(|b| b.nodes == 0 || b.ranks_per_node == 0) {
@@ -148,6 +155,22 @@ mod tests {
         let m: ProcessMapping = "(vector,(0,2,1))".parse().unwrap();
         assert_eq!(m.nodes(4), vec![0, 1, 0, 1]);
         assert_eq!(m.clique(0, 4), vec![0, 2]);
+    }
+
+    /// A block that says it holds more ranks than memory could (a launcher's value, which a
+    /// rank may also have put) costs what the job's ranks cost: where each block was walked
+    /// whole, the first pushed 2^64-1 ranks and the process died when memory ran out.
+    #[test]
+    fn a_block_larger_than_the_job_is_walked_only_for_the_jobs_ranks() {
+        let m: ProcessMapping =
+            format!("(vector,(0,{max},0),(5,{big},{max}))", max = usize::MAX, big = usize::MAX - 5).parse().unwrap();
+        assert_eq!(m.nodes(3), vec![5, 5, 5]);
+        assert_eq!(m.clique(2, 3), vec![0, 1, 2]);
+        // Nodes past the largest number would wrap to none: refused, where nodes() looped for ever.
+        let e = format!("(vector,({max},2,1))", max = usize::MAX).parse::<ProcessMapping>().unwrap_err();
+        assert!(e.ends_with("a block's nodes run past the largest node number"), "{e}");
+        let m: ProcessMapping = format!("(vector,({},1,2))", usize::MAX - 1).parse().unwrap();
+        assert_eq!(m.nodes(3), vec![usize::MAX - 1; 3]);
     }
 
     #[test]
