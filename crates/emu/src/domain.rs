@@ -98,7 +98,7 @@ pub struct JobCredentials(pub Vec<u32>);
 
 /// A value of `PMI_GNI_PTAG` or `PMI_GNI_COOKIE` that is not a `:`-separated list of numbers.
 #[derive(Debug, thiserror::Error)]
-#[error("\"{0}\" is not a number (decimal or 0x hexadecimal)")]
+#[error("{} is not a number (decimal or 0x hexadecimal)", aar_record::quotes::shown(.0))]
 pub struct BadCredential(String);
 
 impl FromStr for JobCredentials {
@@ -117,7 +117,9 @@ fn job_credentials() -> Option<&'static (JobCredentials, JobCredentials)> {
     static CREDENTIALS: OnceLock<Option<(JobCredentials, JobCredentials)>> = OnceLock::new();
     CREDENTIALS
         .get_or_init(|| {
-            let (Ok(ptags), Ok(cookies)) = (std::env::var("PMI_GNI_PTAG"), std::env::var("PMI_GNI_COOKIE")) else {
+            // A value that is not UTF-8 is set all the same: its bad bytes (U+FFFD) fail the parse.
+            let var = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+            let (Some(ptags), Some(cookies)) = (var("PMI_GNI_PTAG"), var("PMI_GNI_COOKIE")) else {
                 settings::warn(
                     "GNI_GetPtag: PMI_GNI_PTAG and PMI_GNI_COOKIE are not both set, so this process is in no \
                      job: every cookie gets GNI_RC_NO_MATCH (start the program with `aar run`, which sets them, \
@@ -125,18 +127,24 @@ fn job_credentials() -> Option<&'static (JobCredentials, JobCredentials)> {
                 );
                 return None;
             };
-            let parse = |name: &str, value: &str| {
-                value
-                    .parse::<JobCredentials>()
+            let parse = |name: &str, value: &str, max: u32| {
+                let parsed = value.parse::<JobCredentials>().map_err(|e| e.to_string()).and_then(|c| {
+                    match c.0.iter().find(|&&n| n > max) {
+                        Some(n) => Err(format!("{n} is more than {max}, the largest {name} of a domain")),
+                        None => Ok(c),
+                    }
+                });
+                parsed
                     .map_err(|e| {
                         settings::warn(&format!(
-                            "GNI_GetPtag: {name}=\"{value}\": {e}; every cookie gets GNI_RC_NO_MATCH (give one \
-                             number per protection domain, separated by ':', as a Cray launcher does)"
+                            "GNI_GetPtag: {name}={}: {e}; every cookie gets GNI_RC_NO_MATCH (give one \
+                             number per protection domain, separated by ':', as a Cray launcher does)",
+                            aar_record::quotes::shown(value)
                         ))
                     })
                     .ok()
             };
-            Some((parse("PMI_GNI_PTAG", &ptags)?, parse("PMI_GNI_COOKIE", &cookies)?))
+            Some((parse("PMI_GNI_PTAG", &ptags, u8::MAX.into())?, parse("PMI_GNI_COOKIE", &cookies, u32::MAX)?))
         })
         .as_ref()
 }

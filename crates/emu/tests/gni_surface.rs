@@ -124,6 +124,31 @@ fn a_bad_job_credential_is_named_once_and_matches_nothing() {
     assert!(err.contains("GNI_RC_NO_MATCH"), "{err}");
 }
 
+/// A ptag is 8 bits: a PMI_GNI_PTAG item past 255 is named, not cut to nothing for its cookie
+/// alone in silence. A value is quoted escaped (it may hold anything, a terminal's escapes too),
+/// and one that is not UTF-8 is a bad value, not one that is not set.
+#[test]
+fn a_ptag_past_255_or_a_credential_of_control_characters_is_named_escaped() {
+    let (_, err) = passes("ptag_none", &[("PMI_GNI_PTAG", "7:300"), ("PMI_GNI_COOKIE", "0x10000:1")]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("PMI_GNI_PTAG=\"7:300\": 300 is more than 255, the largest PMI_GNI_PTAG"), "{err}");
+    let (_, err) = passes("ptag_none", &[("PMI_GNI_PTAG", "7"), ("PMI_GNI_COOKIE", "\u{1b}[2J1\n")]);
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(
+        err.contains(r#"PMI_GNI_COOKIE="\u{1b}[2J1\n": "\u{1b}[2J1" is not a number"#) && !err.contains('\u{1b}'),
+        "{err:?}"
+    );
+    let out = std::process::Command::new(check())
+        .arg("ptag_none")
+        .env("PMI_GNI_PTAG", "7")
+        .env("PMI_GNI_COOKIE", std::os::unix::ffi::OsStrExt::from_bytes(b"0x10000\xff".as_slice()) as &std::ffi::OsStr)
+        .output()
+        .unwrap();
+    expect_success(&out, "ptag_none with a cookie that is not UTF-8");
+    let err = stderr(&out);
+    assert!(err.contains("PMI_GNI_COOKIE=\"0x10000\u{fffd}\": \"0x10000\u{fffd}\" is not a number"), "{err:?}");
+}
+
 #[test]
 fn one_segment_registers_and_more_are_refused_once_with_a_reason() {
     let (_, err) = passes("segments", &[]);
