@@ -1625,3 +1625,79 @@ fn an_unload_says_how_to_take_out_a_preload_entry_joined_to_another_by_a_space()
         }
     }
 }
+
+/// Many Cray sites log their users in with tcsh, where `module` writes csh for the shell to run.
+/// The Lmod modulefile made its record folder with execute{}, whose command is run by the user's
+/// shell: csh took its `2>/dev/null` for an argument `2` (and stdout to /dev/null), so each load
+/// made a folder `2` in the folder it was loaded in. Under tcsh, with Lmod (both modulefiles) and
+/// Environment Modules 5 (the Tcl one): the load makes `$SCRATCH/aar-records` and nothing where it
+/// is loaded, the command the unload gives for a library joined to ours by a space is csh that
+/// works, and the unload gives the environment back.
+#[test]
+fn the_modules_load_and_unload_from_tcsh() {
+    assert!(have("tcsh"), "tcsh is missing: run scripts/setup");
+    let dir = scratch("packaging-tcsh");
+    let prefix = dir.join("prefix");
+    let out = install(&prefix, &dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let libm = Command::new("cc").arg("-print-file-name=libm.so.6").output().unwrap();
+    let other = String::from_utf8_lossy(&libm.stdout).trim().to_string();
+    let lib = prefix.join("lib/libaar.so");
+    let mut flavours = vec![("/usr/share/lmod/lmod/init/tcsh", "lmod"), ("/usr/share/lmod/lmod/init/tcsh", "tcl")];
+    let em_tcsh = EM_INIT.replace("/init/bash", "/init/tcsh");
+    if Path::new(&em_tcsh).exists() {
+        flavours.push((&em_tcsh, "tcl"));
+    }
+    for (i, (init, flavour)) in flavours.into_iter().enumerate() {
+        let what = format!("{init} {flavour}");
+        let work = dir.join(format!("work-{i}"));
+        let scratch_dir = dir.join(format!("scratch-{i}"));
+        std::fs::create_dir(&work).unwrap();
+        // The module commands' own bookkeeping is left out of the comparison.
+        let snapshot = format!(
+            "env | grep -Ev '^(LOADEDMODULES|_LMFILES_|__MODULES_|__LMOD_REF_COUNT_|_ModuleTable)' | LC_ALL=C sort > {}/env",
+            dir.display()
+        );
+        let script = format!(
+            "source {init}\n\
+             module use {prefix}/modulefiles/{flavour}\n\
+             {snapshot}-before-{i}\n\
+             module load aar\n\
+             echo \"loaded LD_PRELOAD=[$LD_PRELOAD] AAR_OUTPUT_DIR=[$AAR_OUTPUT_DIR]\"\n\
+             setenv LD_PRELOAD \"$LD_PRELOAD {other}\"\n\
+             module unload aar >& {dir}/said-{i}\n\
+             sed -n 's/^aar: LD_PRELOAD keeps .*\\. To take it out: //p' {dir}/said-{i} > {dir}/fix-{i}\n\
+             source {dir}/fix-{i}\n\
+             echo \"advised LD_PRELOAD=[$LD_PRELOAD]\"\n\
+             unsetenv LD_PRELOAD\n\
+             {snapshot}-after-{i}\n\
+             diff {dir}/env-before-{i} {dir}/env-after-{i} && echo 'unload gave the environment back'\n",
+            prefix = prefix.display(),
+            dir = dir.display(),
+        );
+        std::fs::write(dir.join(format!("script-{i}.csh")), &script).unwrap();
+        let out = Command::new("tcsh")
+            .arg("-f")
+            .arg(dir.join(format!("script-{i}.csh")))
+            .current_dir(&work)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &dir)
+            .env("SCRATCH", &scratch_dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let records = scratch_dir.join("aar-records");
+        for want in [
+            format!("loaded LD_PRELOAD=[{}] AAR_OUTPUT_DIR=[{}]\n", lib.display(), records.display()),
+            format!("advised LD_PRELOAD=[{other}]\n"),
+            "unload gave the environment back\n".to_string(),
+        ] {
+            assert!(stdout.contains(&want), "{what}: no {want:?} in:\n{stdout}\n{stderr}");
+        }
+        assert!(records.is_dir(), "{what}: the load did not make {}", records.display());
+        let left: Vec<_> = std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "{what}: the module made {left:?} in the folder it was loaded in");
+    }
+}
