@@ -561,12 +561,13 @@ fn an_install_under_a_strict_umask_is_readable_by_everyone() {
 /// is unset; a trailing '/' (a '//', a '/./') in $SCRATCH is not in the folder's name; a folder
 /// the user exports after loading survives a reload and the unload; a program
 /// linked with -laar (pkg-config aar) runs with the module loaded and
-/// without it. And install refuses a prefix LD_PRELOAD cannot carry, and takes a relative one
+/// without it. And install refuses a prefix LD_PRELOAD or `-Wl,-rpath,` cannot carry (a `,` split the
+/// rpath of `pkg-config --libs aar`, which then failed to link), and takes a relative one
 /// from where it was given.
 #[test]
 fn the_module_lives_with_other_modules_and_odd_environments() {
     let dir = scratch("packaging-odd");
-    for bad in ["with space", "colon:ed", "R&D", "it's"] {
+    for bad in ["with space", "colon:ed", "R&D", "it's", "comma,ed"] {
         let out = install(&dir.join(bad).join("0.1"), &dir);
         assert_eq!(out.status.code(), Some(2), "{bad}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was installed"), "{bad}");
