@@ -1062,7 +1062,8 @@ fn a_private_record_folder_in_tmp_is_taken_again_by_later_loads() {
 /// A PREFIX that cannot be made (under a file) or written in (a folder of another user's, as an
 /// administrator's `scripts/install /opt/aar/0.1` without sudo is) is refused before the build,
 /// which takes minutes, naming PREFIX and the folder in the way: it failed only after the build,
-/// with mkdir's bare words. Here `cargo` is a stand-in that says when it runs.
+/// with mkdir's bare words. So is a PREFIX of the user's holding an earlier install's folder the
+/// user cannot write in. Here `cargo` is a stand-in that says when it runs.
 #[test]
 fn install_refuses_a_prefix_it_cannot_write_in_before_building() {
     use std::os::unix::fs::PermissionsExt;
@@ -1110,6 +1111,35 @@ fn install_refuses_a_prefix_it_cannot_write_in_before_building() {
             !stderr.contains("cargo ran"),
             "user {user}, {}: cargo ran before the prefix was checked",
             prefix.display()
+        );
+    }
+    // A PREFIX of this user's over an earlier install by another (root's `lib`, as after an
+    // administrator's install): it failed after the build, with install's bare words, the files
+    // before that folder already replaced. Refused before the build, naming the folder.
+    if user != 0 {
+        let prefix = dir.join("earlier");
+        std::fs::create_dir_all(prefix.join("lib")).unwrap();
+        std::os::unix::fs::chown(&prefix, Some(user), None).unwrap();
+        let script = format!(
+            "PATH={}:$PATH exec {} {}",
+            bin.display(),
+            root().join("scripts/install").display(),
+            prefix.display()
+        );
+        let out = bare_shell_as(user, me, &script, &dir);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let want = format!(
+            "aar install: \"{p}/lib\", in PREFIX \"{p}\" (an earlier install's?), is a folder this user",
+            p = prefix.display()
+        );
+        assert_eq!(out.status.code(), Some(2), "user {user}, {}: {stderr}", prefix.display());
+        assert!(
+            stderr.contains(&want) && stderr.contains("nothing was built or installed"),
+            "user {user}: no {want:?} in:\n{stderr}"
+        );
+        assert!(
+            !stderr.contains("cargo ran"),
+            "user {user}: cargo ran before the earlier install's folders were checked"
         );
     }
     // A folder that access(2) lets root write in but whose file system makes no folder: mkdir's
