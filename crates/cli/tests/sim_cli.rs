@@ -1403,3 +1403,87 @@ fn an_option_that_needs_another_says_it_has_no_effect_without_it() {
         assert!(!err.contains("no effect"), "{args:?}: {err}");
     }
 }
+
+/// A record read alone says what was simulated: every rank's iteration record (in its header) and
+/// summary carry the run's effective configuration, the options given and what defaults supplied
+/// (the network's latencies, buffers and size, the engine's threshold and parameters); `aar
+/// report` reads such records, and records written before the configuration was added as well.
+#[test]
+fn records_carry_the_effective_configuration_and_older_ones_still_read() {
+    use aar_engine::{EngineConfig, SteadyConfig};
+    use aar_sim::experiment::{Background, ExperimentSpec};
+    use aar_sim::workload::Placement;
+    use aar_sim::NetConfig;
+    let dir = temp_dir("config");
+    let out = aar()
+        .args(["sim", "run", "--groups", "3", "--workload", "alltoall:4K", "--ranks", "4", "--placement", "scattered"])
+        .args(["--policy", "steady,ADAPTIVE3", "--iterations", "2", "--window", "3", "--seed", "7"])
+        .args(["--background", "uniform:0.2:2K", "--background-nodes", "8", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records = files(&dir, ITERATIONS_SUFFIX);
+    let summaries = files(&dir, ".sim-rank.json");
+    assert_eq!((records.len(), summaries.len()), (4, 4), "{records:?} {summaries:?}");
+    let json = |text: &str| -> serde_json::Value { serde_json::from_str(text).unwrap() };
+    let first_line = |path: &Path| std::fs::read_to_string(path).unwrap().lines().next().unwrap().to_string();
+    let config = json(&first_line(&records[0]))["config"].clone();
+    // the experiment as run, which reads back as the simulator's own spec
+    let spec: ExperimentSpec = serde_json::from_value(config["experiment"].clone()).unwrap();
+    // --groups given; the rest of the network is the Aries-like default
+    assert_eq!(spec.net, NetConfig::aries(3));
+    assert_eq!(config["experiment"]["net"]["latency"], serde_json::json!([10_000, 30_000, 30_000, 250_000]));
+    assert_eq!(config["experiment"]["net"]["tick_ps"], 1);
+    assert_eq!((spec.ranks, spec.placement, spec.seed, spec.iterations), (4, Placement::Scattered, 7, 2));
+    assert_eq!(spec.warmup_iterations, 0);
+    assert_eq!(spec.background, Background::Uniform { load: 0.2, bytes: 2048 });
+    assert_eq!((spec.background_nodes, spec.background_local), (8, true));
+    assert_eq!(spec.window_decisions, Some(3));
+    assert_eq!(config["background_nodes_used"], 8);
+    let shape = &config["shape"];
+    assert_eq!((shape["groups"].as_u64(), shape["routers_per_group"].as_u64()), (Some(3), Some(96)));
+    assert_eq!((shape["nodes_per_router"].as_u64(), shape["nodes"].as_u64()), (Some(4), Some(3 * 96 * 4)));
+    assert_eq!(shape["global_ports_per_router"], 10);
+    // the engine: --window for every policy, the first arm's policy, the defaults for the rest
+    let engine = &config["engine"];
+    assert_eq!(
+        (engine["window_decisions"].as_u64(), engine["steady"]["window_decisions"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(engine["policy"], serde_json::json!({"kind": "steady"}));
+    let defaults = EngineConfig::default();
+    assert_eq!(engine["threshold_bytes"], defaults.threshold_bytes);
+    assert_eq!((engine["lambda"].as_f64(), engine["sigma"].as_f64()), (Some(defaults.lambda), Some(defaults.sigma)));
+    assert_eq!(engine["steady"]["hysteresis"].as_f64(), Some(SteadyConfig::default().hysteresis));
+    assert_eq!((engine["latency_unit"].as_str(), engine["ranks_per_node"].as_u64()), (Some("cycles"), Some(1)));
+    // every rank's header and summary carry the same configuration
+    for (record, summary) in records.iter().zip(&summaries) {
+        assert_eq!(json(&first_line(record))["config"], config, "{}", record.display());
+        assert_eq!(json(&std::fs::read_to_string(summary).unwrap())["config"], config, "{}", summary.display());
+    }
+    // `aar report` reads the records with it, and as they were written before it (no `config`)
+    let older = temp_dir("config-older");
+    std::fs::create_dir(&older).unwrap();
+    for record in &records {
+        let text = std::fs::read_to_string(record).unwrap();
+        let (header, rows) = text.split_once('\n').unwrap();
+        let mut header = json(header);
+        header.as_object_mut().unwrap().remove("config").unwrap();
+        let old = format!("{header}\n{rows}");
+        std::fs::write(older.join(record.file_name().unwrap()), old).unwrap();
+    }
+    let reports: Vec<String> = [&dir, &older]
+        .iter()
+        .map(|d| {
+            let out = aar().arg("report").arg(d).output().unwrap();
+            assert!(out.status.success(), "{}: {}", d.display(), String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        })
+        .collect();
+    assert!(reports[0].contains("sim-alltoall-4096_scattered_4ranks_uniform-0.2-2048_seed7"), "{}", reports[0]);
+    assert!(reports[0].contains("4 ranks"), "{}", reports[0]);
+    assert_eq!(reports[0], reports[1], "the configuration changes nothing the report says");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&older);
+}

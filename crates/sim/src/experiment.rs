@@ -9,7 +9,7 @@ use crate::rng::Rng;
 use crate::topology::Topology;
 use crate::workload::{Placement, Workload};
 pub use aar_engine::{AbOrder, AbSchedule, Seed};
-use aar_engine::{ByteSize, Policy};
+use aar_engine::{ByteSize, EngineConfig, LatencyUnit, Policy};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -398,6 +398,26 @@ impl ExperimentSpec {
             ranks_per_node: 1,
         }
     }
+}
+
+impl ExperimentSpec {
+    /// The configuration the measured ranks' engines start with ([`engine_config`]); each
+    /// iteration's policy then replaces `policy`, set here to the first arm's (`off` for an arm the
+    /// engine is not asked about: MIN_HASH, NMIN_HASH, IN_ORDER, UGAL).
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            policy: self.arms.first().and_then(PolicySpec::engine_policy).unwrap_or(Policy::Off),
+            ..engine_config(self.window_decisions, self.ranks_per_node)
+        }
+    }
+}
+
+/// The engine of a measured rank: the engine's defaults, latencies counted in NIC cycles, the NIC
+/// (counters and injection) shared by the node's `ranks_per_node` ranks as on Aries, and a window
+/// of `window_decisions` (`None`: each policy's default).
+pub fn engine_config(window_decisions: Option<u32>, ranks_per_node: u32) -> EngineConfig {
+    EngineConfig { latency_unit: LatencyUnit::Cycles, ranks_per_node: ranks_per_node.max(1), ..EngineConfig::default() }
+        .with_window(window_decisions)
 }
 
 fn round_robin() -> AbOrder {

@@ -10,9 +10,16 @@
 //! - `aar.<experiment>.<rank>.0.sim-rank.json` ([`RANK_SCHEMA`]): what only a simulated rank has
 //!   and a row does not carry: its node, router and group, the NIC counter totals and the engine's
 //!   window statistics over the run. `aar report` does not read it.
+//!
+//! Both carry the run's effective configuration ([`RunConfig`], field `config`): the iteration
+//! record in its header (a field of the simulator's beside the shared [`Header`]'s, which readers
+//! of the format pass over), the summary beside its own fields.
 
 use crate::config::{Mode, N_MODES};
+use crate::experiment::{ExperimentResult, ExperimentSpec};
 use crate::net::NicCounters;
+use crate::topology::Shape;
+use aar_engine::EngineConfig;
 pub use aar_record;
 use aar_record::{Clock, Header, Iteration, Source, FORMAT};
 use serde::{Deserialize, Serialize};
@@ -23,6 +30,58 @@ pub const RANK_SCHEMA: &str = "aar-sim-rank/2";
 
 /// Suffix of the per-rank summary after the base name the iteration record has too.
 pub const RANK_SUFFIX: &str = ".sim-rank.json";
+
+/// The effective configuration of a simulated run: every value it ran with, the defaults filled
+/// in, as the simulator's own types serialize them, so that a record read alone says what was
+/// simulated. Times and buffers of the network are in the simulator's units (ticks of
+/// `tick_ps` picoseconds, flits).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunConfig {
+    /// the experiment as run ([`ExperimentSpec`], which reads it back): the network (its
+    /// topology, latencies, flit times, router delay and buffers), the workload, ranks,
+    /// placement and seed, the policies and their order, iterations and warm-up, the background
+    /// traffic; `ranks_per_node` is left out when 1 and `window_decisions` when the policies'
+    /// own (see `engine`)
+    pub experiment: ExperimentSpec,
+    /// the network's size as built from `experiment.net.topo`
+    pub shape: Shape,
+    /// what the measured ranks' engines ran with ([`ExperimentSpec::engine_config`]): threshold,
+    /// window, the model's factors, ranks per node, `steady`'s parameters; each iteration's
+    /// policy is its row's
+    pub engine: EngineConfig,
+    /// the nodes the background ran on: `experiment.background_nodes`, or fewer where fewer were
+    /// free in its reach; 0 without background traffic
+    pub background_nodes_used: u32,
+}
+
+impl RunConfig {
+    /// The configuration of the run of `spec` that gave `result`.
+    pub fn of(spec: &ExperimentSpec, result: &ExperimentResult) -> RunConfig {
+        RunConfig {
+            experiment: spec.clone(),
+            shape: spec.net.topo.shape(),
+            engine: spec.engine_config(),
+            background_nodes_used: result.background_nodes,
+        }
+    }
+}
+
+/// A header of the iteration record as the simulator writes it: the shared [`Header`] and the
+/// run's configuration.
+#[derive(Serialize)]
+struct SimHeader<'a> {
+    #[serde(flatten)]
+    header: Header,
+    config: &'a RunConfig,
+}
+
+/// The per-rank summary as written: the rank's record and the run's configuration.
+#[derive(Serialize)]
+struct Summary<'a> {
+    #[serde(flatten)]
+    rank: &'a RankRecord,
+    config: &'a RunConfig,
+}
 
 /// Job-level sample of one iteration (what the statistics of `aar sim run/sweep/validate` use).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -177,19 +236,20 @@ impl RankRecord {
         })
     }
 
-    /// The whole iteration record: header line and one line per row.
-    pub fn iterations_jsonl(&self, command_line: &[String]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(512 + 320 * self.iterations.len());
-        aar_record::write_line(&mut out, &self.header(command_line)).expect("a header serializes");
+    /// The whole iteration record: header line (with the run's `config`) and one line per row.
+    pub fn iterations_jsonl(&self, command_line: &[String], config: &RunConfig) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4096 + 320 * self.iterations.len());
+        let header = SimHeader { header: self.header(command_line), config };
+        aar_record::write_line(&mut out, &header).expect("a header serializes");
         for row in self.rows() {
             aar_record::write_line(&mut out, &row).expect("a row serializes");
         }
         out
     }
 
-    /// The per-rank summary ([`RANK_SCHEMA`]).
-    pub fn summary_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a rank record serializes")
+    /// The per-rank summary ([`RANK_SCHEMA`]) with the run's `config`.
+    pub fn summary_json(&self, config: &RunConfig) -> String {
+        serde_json::to_string_pretty(&Summary { rank: self, config }).expect("a rank record serializes")
     }
 }
 
@@ -240,7 +300,8 @@ mod tests {
     #[test]
     fn the_iteration_record_reads_back_with_the_one_reader() {
         let r = record();
-        let text = r.iterations_jsonl(&["aar".into(), "sim".into()]);
+        let config = config();
+        let text = r.iterations_jsonl(&["aar".into(), "sim".into()], &config);
         let mut reader = aar_record::Reader::new(&text[..]).unwrap();
         let h = reader.header().clone();
         assert_eq!(h.source, Source::Sim);
@@ -260,8 +321,24 @@ mod tests {
         assert_eq!((rows[1].latency_us, rows[1].stall_ratio), (Some(1.5), Some(0.25)));
         assert_eq!(rows[1].duration_ns(), 3_500);
         // the summary keeps what rows do not carry, without the rows
-        let v: serde_json::Value = serde_json::from_str(&r.summary_json()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&r.summary_json(&config)).unwrap();
         assert_eq!(v["schema"], RANK_SCHEMA);
         assert!(v.get("iterations").is_none() && v.get("node").is_some() && v.get("counters").is_some());
+        // both carry the configuration, whose experiment reads back as the spec that ran
+        let header: serde_json::Value = serde_json::from_slice(text.split(|b| *b == b'\n').next().unwrap()).unwrap();
+        for c in [&header["config"], &v["config"]] {
+            let spec: ExperimentSpec = serde_json::from_value(c["experiment"].clone()).unwrap();
+            assert_eq!(spec, config.experiment);
+            assert_eq!(c["shape"]["nodes"], 2 * 96 * 4);
+            assert_eq!(c["engine"]["threshold_bytes"], EngineConfig::default().threshold_bytes);
+        }
+    }
+
+    /// The configuration of a small real run.
+    fn config() -> RunConfig {
+        use crate::config::NetConfig;
+        use crate::workload::{Placement, Workload};
+        let spec = ExperimentSpec::new(NetConfig::aries(2), Workload::Barrier, 2, Placement::AcrossGroups);
+        RunConfig::of(&spec, &crate::simulation::run_experiment(&spec, "barrier"))
     }
 }

@@ -59,14 +59,43 @@ impl TopoSpec {
     }
 }
 
+/// The size of the network a [`TopoSpec`] names, as the simulator builds it: an Aries-like spec
+/// names only its groups and global ports, the rest is the Aries group's. What the records'
+/// configuration gives beside the spec ([`crate::record::RunConfig`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    pub groups: u32,
+    pub routers_per_group: u32,
+    pub nodes_per_router: u32,
+    /// global ports of every router (cabled or not: a small network leaves some unused)
+    pub global_ports_per_router: u32,
+    pub routers: u64,
+    pub nodes: u64,
+}
+
 impl TopoSpec {
+    /// The network's size ([`Shape`]).
+    pub fn shape(&self) -> Shape {
+        let (p, a, h, g) = match *self {
+            TopoSpec::Kim { p, a, h, g } => (p, a, h, g),
+            TopoSpec::Aries { groups, global_per_router } => {
+                (ARIES_NODES_PER_ROUTER, ARIES_ROWS * ARIES_COLS, global_per_router, groups)
+            }
+        };
+        let routers = u64::from(a) * u64::from(g);
+        Shape {
+            groups: g,
+            routers_per_group: a,
+            nodes_per_router: p,
+            global_ports_per_router: h,
+            routers,
+            nodes: routers * u64::from(p),
+        }
+    }
+
     /// Nodes of the network: nodes per router x routers per group x groups.
     pub fn nodes(&self) -> u64 {
-        let (p, a) = match *self {
-            TopoSpec::Kim { p, a, .. } => (p, a),
-            TopoSpec::Aries { .. } => (ARIES_NODES_PER_ROUTER, ARIES_ROWS * ARIES_COLS),
-        };
-        u64::from(p) * u64::from(a) * u64::from(self.groups())
+        self.shape().nodes
     }
 
     /// Ports of every router: its nodes', its local links' and its global links'.
@@ -236,17 +265,9 @@ impl Topology {
         if let Err(e) = spec.check() {
             panic!("{}: {e}", spec.describe());
         }
-        match spec {
-            TopoSpec::Kim { p, a, h, g } => Self::build(spec.clone(), false, p, a, h, g),
-            TopoSpec::Aries { groups, global_per_router } => Self::build(
-                spec.clone(),
-                true,
-                ARIES_NODES_PER_ROUTER,
-                ARIES_ROWS * ARIES_COLS,
-                global_per_router,
-                groups,
-            ),
-        }
+        let s = spec.shape();
+        let aries = matches!(spec, TopoSpec::Aries { .. });
+        Self::build(spec, aries, s.nodes_per_router, s.routers_per_group, s.global_ports_per_router, s.groups)
     }
 
     fn build(spec: TopoSpec, aries: bool, p: u32, a: u32, h: u32, g: u32) -> Self {

@@ -73,7 +73,8 @@ enum SimCmd {
         #[command(flatten)]
         bound: Bound,
         /// directory for per-rank records: aar.EXPERIMENT.RANK.0.iterations.jsonl (aar-iterations/1,
-        /// read by aar report) and aar.EXPERIMENT.RANK.0.sim-rank.json (placement, counter totals)
+        /// read by aar report) and aar.EXPERIMENT.RANK.0.sim-rank.json (placement, counter totals), both
+        /// with the run's effective configuration (network, engine, defaults filled in)
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -297,7 +298,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                 if measured == 0 {
                     say!("no rank records written to {}: no measured iteration was done", dir.display());
                 } else {
-                    write_records(&dir, &r)?;
+                    write_records(&dir, &spec, &r)?;
                     let experiment = r.records.first().map_or("", |rec| rec.experiment.as_str());
                     say!("{} rank records of {experiment} written to {}", r.records.len(), dir.display());
                 }
@@ -386,11 +387,12 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
             let holds = if out.is_some() { "the table (and the records)" } else { "the table" };
             if let Some(dir) = out {
                 // a run stopped before its first measured iteration has no record to write
-                let measured: Vec<&ExperimentResult> = results.iter().filter(|r| !r.iterations.is_empty()).collect();
-                for r in &measured {
-                    write_records(&dir, r)?;
+                let measured: Vec<(&ExperimentSpec, &ExperimentResult)> =
+                    specs.iter().zip(&results).filter(|(_, r)| !r.iterations.is_empty()).collect();
+                for (spec, r) in &measured {
+                    write_records(&dir, spec, r)?;
                 }
-                let n: usize = measured.iter().map(|r| r.records.len()).sum();
+                let n: usize = measured.iter().map(|(_, r)| r.records.len()).sum();
                 say!("{n} rank records of {} experiments written to {}", measured.len(), dir.display());
             }
             let stopped: Vec<StoppedRun> = specs

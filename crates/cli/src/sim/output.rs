@@ -1,7 +1,8 @@
 //! What `aar sim` writes: per-rank records, reports and benchmark results, each to a temporary
 //! file in its folder that is renamed when complete, and the tables it prints.
 
-use aar_sim::experiment::ExperimentResult;
+use aar_sim::experiment::{ExperimentResult, ExperimentSpec};
+use aar_sim::record::RunConfig;
 use aar_sim::validate::fmt_ns;
 use aar_stats::summarize;
 use std::io::Write;
@@ -106,9 +107,11 @@ fn probe(option: &str, dir: &Path) -> Result<(), String> {
     })
 }
 
-/// Per rank: the iteration record (aar-iterations/1) and the simulator's summary.
-pub fn write_records(dir: &Path, r: &ExperimentResult) -> Result<(), String> {
+/// Per rank of the run of `spec` that gave `r`: the iteration record (aar-iterations/1) and the
+/// simulator's summary, each with the run's effective configuration.
+pub fn write_records(dir: &Path, spec: &ExperimentSpec, r: &ExperimentResult) -> Result<(), String> {
     let command_line: Vec<String> = std::env::args().collect();
+    let config = RunConfig::of(spec, r);
     static SAID: AtomicBool = AtomicBool::new(false);
     if let Some(rec) = r.records.iter().find(|rec| dir.join(rec.iterations_file_name()).exists()) {
         // The experiment id names the scenario, not the policies or the iterations: an earlier
@@ -123,8 +126,8 @@ pub fn write_records(dir: &Path, r: &ExperimentResult) -> Result<(), String> {
         }
     }
     for rec in &r.records {
-        write_atomic(&dir.join(rec.iterations_file_name()), rec.iterations_jsonl(&command_line))?;
-        write_atomic(&dir.join(rec.summary_file_name()), rec.summary_json())?;
+        write_atomic(&dir.join(rec.iterations_file_name()), rec.iterations_jsonl(&command_line, &config))?;
+        write_atomic(&dir.join(rec.summary_file_name()), rec.summary_json(&config))?;
     }
     Ok(())
 }

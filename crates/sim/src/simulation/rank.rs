@@ -5,13 +5,12 @@
 
 use super::{Simulation, USER_WAKE};
 use crate::config::{Mode, N_MODES};
-use crate::experiment::{arm_schedule, order_name, PolicySpec};
+use crate::experiment::{arm_schedule, engine_config, order_name, PolicySpec};
 use crate::net::{NicCounters, Note};
 use crate::record::{RankIteration, RankRecord, RANK_SCHEMA};
 use crate::workload::{Phase, Workload};
 use aar_engine::{
-    AbOrder, AbSchedule, CounterSample, DestinationClass, Engine, EngineConfig, LatencyUnit, Message, NodeLocation,
-    SideBytes, Transfer,
+    AbOrder, AbSchedule, CounterSample, DestinationClass, Engine, Message, NodeLocation, SideBytes, Transfer,
 };
 use std::collections::HashMap;
 
@@ -125,18 +124,8 @@ impl Simulation {
         let phases: Vec<Vec<Phase>> = (0..n).map(|r| wl.phases(r, n, ring)).collect();
         let default_mode = Mode::Adaptive0;
         for (i, &node) in nodes.iter().enumerate() {
-            let engine = if measured {
-                // The NIC's counters and injection are shared by the node's ranks, as on Aries.
-                let cfg = EngineConfig {
-                    latency_unit: LatencyUnit::Cycles,
-                    ranks_per_node: ranks_per_node.max(1),
-                    ..EngineConfig::default()
-                }
-                .with_window(window_decisions);
-                Some(Engine::new(cfg))
-            } else {
-                None
-            };
+            let engine =
+                if measured { Some(Engine::new(engine_config(window_decisions, ranks_per_node))) } else { None };
             let topo = &self.net.topo;
             let rec = RankRecord {
                 schema: RANK_SCHEMA.into(),
