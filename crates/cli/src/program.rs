@@ -13,6 +13,8 @@ pub enum ProgramError {
     Empty,
     #[error("PROGRAM \"{0}\" does not exist")]
     Missing(String),
+    #[error("PROGRAM \"{0}\" is a symbolic link to {1}, which does not exist")]
+    BrokenLink(String, String),
     #[error("PROGRAM \"{0}\" is not an executable file")]
     NotExecutable(String),
     #[error("PROGRAM \"{0}\" was not found: it has no '/' and no folder of PATH holds an executable of that name")]
@@ -25,6 +27,9 @@ impl ProgramError {
         match self {
             ProgramError::Empty => "Give the program, e.g. ./app.".into(),
             ProgramError::Missing(_) => "Give the path of the program (build it first).".into(),
+            ProgramError::BrokenLink(..) => {
+                "Give the path of the program itself, or point the link at it (ln -sfn PROGRAM LINK).".into()
+            }
             ProgramError::NotExecutable(_) => "Give a program (chmod +x it if it is one).".into(),
             ProgramError::NotInPath(name) => format!("Give its path (e.g. ./{name}) or add its folder to PATH."),
         }
@@ -40,7 +45,12 @@ pub fn find(arg: &OsStr) -> Result<PathBuf, ProgramError> {
     }
     if shown.contains('/') {
         let p = PathBuf::from(arg);
-        return if p.exists() { Ok(p) } else { Err(ProgramError::Missing(shown.into_owned())) };
+        return match std::fs::read_link(&p) {
+            _ if p.exists() => Ok(p),
+            // A link to nothing (to a build folder since cleaned, a relative target from elsewhere).
+            Ok(target) => Err(ProgramError::BrokenLink(shown.into_owned(), target.display().to_string())),
+            _ => Err(ProgramError::Missing(shown.into_owned())),
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)

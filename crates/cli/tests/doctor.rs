@@ -1417,6 +1417,22 @@ fn bad_arguments_exit_2_and_name_the_input() {
     let r = doctor(&["./no/such/file"], &[]);
     r.expect_code(2);
     assert!(r.stderr.contains("PROGRAM \"./no/such/file\" does not exist"), "{}", r.stderr);
+    // A link to nothing is named as one, with its target: "does not exist" would send the user
+    // to build a program that is there, under another name.
+    let link = scratch().join("app-link");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("/no/such/build/app", &link).unwrap();
+    let r = doctor(&[link.to_str().unwrap()], &[]);
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains(&format!(
+            "PROGRAM \"{}\" is a symbolic link to /no/such/build/app, which does not exist",
+            link.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("point the link at it"), "{}", r.stderr);
     let r = doctor(&["--lib", "/no/such/libaar.so"], &[]);
     r.expect_code(2);
     assert!(r.stderr.contains("--lib /no/such/libaar.so: no such file"), "{}", r.stderr);
