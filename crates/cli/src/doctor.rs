@@ -7,7 +7,8 @@
 //! - The program (resolved through PATH as a shell would): an ELF executable, dynamically linked
 //!   (a static one never sees LD_PRELOAD), and which of libugni, libdmapp and an MPI library it
 //!   links, followed through its libraries as the loader would find them here ([`elf`]), or, with
-//!   neither, whether it carries uGNI's or DMAPP's sends itself (from a static archive). For a
+//!   neither, whether it carries uGNI's or DMAPP's sends itself (from a static archive). A set-user-ID or
+//!   set-group-ID program of another user or group never sees LD_PRELOAD's libaar.so. For a
 //!   Python script, or the interpreter itself, mpi4py's MPI module is checked in its place
 //!   ([`python`]).
 //! - The preload: libaar.so in LD_PRELOAD (`:` or space separated, as ld.so splits it, and its
@@ -341,6 +342,7 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
             format!("chmod +x {shown}"),
         );
     }
+    check_secure_execution(path, report);
     if !check_linking(&file, report) {
         program.elf = Some(file);
         return program;
@@ -358,6 +360,54 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
     program.elf = Some(file);
     program.closure = Some(closure);
     program
+}
+
+/// A set-user-ID or set-group-ID program of another user or group: the kernel starts it in
+/// secure-execution mode (AT_SECURE), where ld.so ignores LD_PRELOAD entries with a `/` and
+/// preloads others only if they are set-user-ID themselves, in a standard folder. The bit has
+/// no effect on a file system mounted `nosuid`, nor where the owner is the one who runs it.
+fn check_secure_execution(path: &Path, report: &mut Report) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else { return };
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let suid = meta.mode() & libc::S_ISUID != 0 && meta.uid() != uid;
+    let sgid = meta.mode() & libc::S_ISGID != 0 && meta.gid() != gid;
+    if !(suid || sgid) || mounted_nosuid(path) {
+        return;
+    }
+    let shown = path.display().to_string();
+    let word = aar_record::folder::shell_word(&shown);
+    let what = match (suid, sgid) {
+        (true, true) => format!("set-user-ID (owner uid {}) and set-group-ID (group gid {})", meta.uid(), meta.gid()),
+        (true, false) => format!("set-user-ID (owner uid {}, and you are uid {uid})", meta.uid()),
+        _ => format!("set-group-ID (group gid {}, and yours is gid {gid})", meta.gid()),
+    };
+    report.problem(
+        "program",
+        format!(
+            "{shown} is {what}: the kernel starts it in secure-execution mode, where the loader ignores every \
+             LD_PRELOAD entry with a '/' (and any other not itself set-user-ID in a system library folder), so \
+             libaar.so is not loaded into it"
+        ),
+        format!(
+            "Run a copy that is not set-user-ID or set-group-ID (cp {word} app-copy makes one of yours), or, if it \
+             does not need the bit, chmod u-s,g-s {word}."
+        ),
+    );
+}
+
+/// Whether the file system holding `path` is mounted `nosuid` (set-ID bits have no effect there).
+fn mounted_nosuid(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `st` is valid for writing one statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: statvfs returned 0, so it filled `st`.
+    unsafe { st.assume_init() }.f_flag & libc::ST_NOSUID != 0
 }
 
 /// Whether the program (or a script's interpreter) is dynamically linked, so that LD_PRELOAD

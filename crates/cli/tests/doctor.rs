@@ -646,6 +646,49 @@ fn a_static_program_cannot_be_preloaded_and_the_fix_is_named() {
 }
 
 #[test]
+fn a_set_user_id_program_of_another_user_is_a_problem_since_the_loader_ignores_the_preload() {
+    let as_root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    // A program that says whether libaar.so is mapped into it.
+    let maps = compile(
+        "maps-app",
+        "#include <stdio.h>\n#include <string.h>\nint main(void) { char l[4096]; int n = 0;\n\
+         FILE *f = fopen(\"/proc/self/maps\", \"r\"); while (f && fgets(l, sizeof l, f)) n |= !!strstr(l, \"libaar\");\n\
+         printf(\"libaar %s\\n\", n ? \"loaded\" : \"absent\"); return 0; }\n",
+        &[],
+    );
+    let prog = if as_root {
+        // Set-user-ID to nobody: run by root, the kernel starts it in secure-execution mode.
+        let p = scratch().join("suid-app");
+        std::fs::copy(&maps, &p).unwrap();
+        std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o4755)).unwrap();
+        let out = Command::new(&p).env("LD_PRELOAD", libaar()).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "libaar absent\n", "the loader preloaded it after all");
+        p
+    } else {
+        // A user runs the system's set-user-ID root programs in that mode.
+        let Some(p) = ["/bin/su", "/usr/bin/su", "/usr/bin/passwd"].iter().map(PathBuf::from).find(|p| p.exists())
+        else {
+            panic!("no set-user-ID program (su, passwd) to check");
+        };
+        p
+    };
+    let r = doctor(&[prog.to_str().unwrap()], &[]);
+    r.expect_code(1);
+    r.expect_line("problem", "program", "is set-user-ID (owner uid ");
+    r.expect_line("problem", "program", "secure-execution mode, where the loader ignores every LD_PRELOAD entry");
+    assert!(r.stdout.contains("fix: Run a copy that is not set-user-ID"), "{}", r.stdout);
+    // Owned by the one who runs it, the bit changes nothing: the preload applies.
+    let own = scratch().join("suid-own-app");
+    std::fs::copy(&maps, &own).unwrap();
+    std::fs::set_permissions(&own, std::os::unix::fs::PermissionsExt::from_mode(0o6755)).unwrap();
+    let out = Command::new(&own).env("LD_PRELOAD", libaar()).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "libaar loaded\n");
+    let r = doctor(&[own.to_str().unwrap()], &[]);
+    assert!(!r.stdout.contains("set-user-ID"), "{}", r.stdout);
+}
+
+#[test]
 fn a_program_without_ugni_or_dmapp_gives_libaar_nothing_to_route() {
     // Looked up through PATH, as a shell would.
     let r = doctor(&["true"], &[]);
