@@ -7,7 +7,8 @@
 //! - The program (resolved through PATH as a shell would): an ELF executable, dynamically linked
 //!   (a static one never sees LD_PRELOAD), and which of libugni, libdmapp and an MPI library it
 //!   links, followed through its libraries as the loader would find them here ([`elf`]), or, with
-//!   neither, whether it carries uGNI's or DMAPP's sends itself (from a static archive). A set-user-ID or
+//!   neither, whether it carries uGNI's or DMAPP's sends itself (from a static archive), or a
+//!   library it needs is not found here (libugni may come through it). A set-user-ID or
 //!   set-group-ID program of another user or group never sees LD_PRELOAD's libaar.so. For a
 //!   Python script, or the interpreter itself, mpi4py's MPI module is checked in its place
 //!   ([`python`]).
@@ -479,6 +480,8 @@ fn check_libraries(program: &Path, closure: &elf::Closure, report: &mut Report) 
     let dmapp = closure.find(&["libdmapp.so"]);
     let mpi = closure.find(&["libmpi", "libmpich"]);
     let found_by_loader = |libs: &[&elf::Library]| libs.iter().any(|l| l.path.is_some());
+    // Libraries not found here were not followed: libugni may be needed through one of them.
+    let unfollowed = !closure.missing().is_empty();
     for (topic, name, libs) in [("uGNI", "libugni", &ugni), ("DMAPP", "libdmapp", &dmapp)] {
         match libs.first() {
             Some(_) if found_by_loader(libs) => {
@@ -493,6 +496,9 @@ fn check_libraries(program: &Path, closure: &elf::Closure, report: &mut Report) 
                      (e.g. module load cray-ugni) or set LD_LIBRARY_PATH, as the job will."
                 ),
             ),
+            None if unfollowed => {
+                report.note(topic, format!("does not link {name} among the libraries the loader would find here"))
+            }
             None => report.note(topic, format!("does not link {name}")),
         }
     }
@@ -528,6 +534,24 @@ fn check_libraries(program: &Path, closure: &elf::Closure, report: &mut Report) 
                 ),
                 "Link libugni and libdmapp as shared libraries: on a Cray, export CRAYPE_LINK_TYPE=dynamic before \
                  compiling and put no -Wl,-Bstatic before -lugni or -ldmapp.",
+            );
+            return finish_libraries(closure, report);
+        }
+        if unfollowed {
+            // A Cray MPI build whose module is not loaded here: its libmpich, not found, is what
+            // links libugni. "Nothing to route" would be a guess.
+            let missing: Vec<&str> = closure.missing().iter().map(|l| l.name.as_str()).collect();
+            report.warning(
+                "routing",
+                format!(
+                    "no libugni or libdmapp among the libraries the loader would find here, but {} the program needs \
+                     ({}) cannot be found, and libugni may come through {}: whether libaar.so has anything to route \
+                     in this program is not known",
+                    count(missing.len() as u64, "library", "libraries"),
+                    missing.join(", "),
+                    if missing.len() == 1 { "it" } else { "them" }
+                ),
+                "Load the modules the job loads (or set LD_LIBRARY_PATH as the job will) and run aar doctor again.",
             );
             return finish_libraries(closure, report);
         }

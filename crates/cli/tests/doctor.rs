@@ -689,6 +689,33 @@ fn a_set_user_id_program_of_another_user_is_a_problem_since_the_loader_ignores_t
 }
 
 #[test]
+fn a_library_not_found_here_leaves_open_whether_there_is_anything_to_route() {
+    let lib = libdir();
+    // libugni through a library of the program's own (an MPI, a PGAS runtime) that this
+    // environment does not find (its module not loaded).
+    let mid = compile(
+        "libaarmid.so",
+        "void GNI_CdmCreate(void);\nvoid aarmid(void) { GNI_CdmCreate(); }\n",
+        &["-shared", "-fPIC", "-L", lib.to_str().unwrap(), "-lugni", &format!("-Wl,-rpath,{}", lib.display())],
+    );
+    let dir = scratch();
+    let prog = compile(
+        "via-mid-app",
+        "void aarmid(void);\nint main(void) { aarmid(); return 0; }\n",
+        &["-L", dir.to_str().unwrap(), "-laarmid"],
+    );
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_LIBRARY_PATH", UNSET)]);
+    r.expect_code(3);
+    r.expect_line("warning", "routing", "1 library the program needs (libaarmid.so) cannot be found");
+    r.expect_line("note", "uGNI", "does not link libugni among the libraries the loader would find here");
+    assert!(!r.stdout.contains("nothing to route"), "{}", r.stdout);
+    // Found, it is followed to the libugni it links.
+    let r = doctor(&[prog.to_str().unwrap()], &[("LD_LIBRARY_PATH", dir.to_str().unwrap())]);
+    r.expect_code(0);
+    r.expect_line("ok", "uGNI", &format!("needed by {})", mid.display()));
+}
+
+#[test]
 fn a_program_without_ugni_or_dmapp_gives_libaar_nothing_to_route() {
     // Looked up through PATH, as a shell would.
     let r = doctor(&["true"], &[]);
