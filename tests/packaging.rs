@@ -1091,14 +1091,14 @@ fn install_refuses_a_prefix_it_cannot_write_in_before_building() {
             format!("is a folder this user ({name}) cannot write in"),
         ));
     }
+    // scripts/install PREFIX as `user`, with the stand-in cargo first on PATH.
+    let install_as = |user, prefix: &std::path::Path| {
+        let install = root().join("scripts/install");
+        let script = format!("PATH={}:$PATH exec {} {}", bin.display(), install.display(), prefix.display());
+        bare_shell_as(user, me, &script, &dir)
+    };
     for (user, prefix, blocker, why) in cases {
-        let script = format!(
-            "PATH={}:$PATH exec {} {}",
-            bin.display(),
-            root().join("scripts/install").display(),
-            prefix.display()
-        );
-        let out = bare_shell_as(user, me, &script, &dir);
+        let out = install_as(user, &prefix);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let want = format!(
             "aar install: PREFIX \"{}\" cannot be made: \"{}\" {why}; nothing was built or installed.",
@@ -1120,13 +1120,7 @@ fn install_refuses_a_prefix_it_cannot_write_in_before_building() {
         let prefix = dir.join("earlier");
         std::fs::create_dir_all(prefix.join("lib")).unwrap();
         std::os::unix::fs::chown(&prefix, Some(user), None).unwrap();
-        let script = format!(
-            "PATH={}:$PATH exec {} {}",
-            bin.display(),
-            root().join("scripts/install").display(),
-            prefix.display()
-        );
-        let out = bare_shell_as(user, me, &script, &dir);
+        let out = install_as(user, &prefix);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let want = format!(
             "aar install: \"{p}/lib\", in PREFIX \"{p}\" (an earlier install's?), is a folder this user",
