@@ -1982,6 +1982,10 @@ fn settings_lines(doc: &Value) -> Vec<String> {
         None => "PAPI events ?".into(),
     };
     let records = match s["output_dir"].as_str() {
+        // The warning above says why; "records in" a folder that takes none would be untrue.
+        Some(d) if aar_record::folder::check(d, can_create_in).is_some() => {
+            format!("no records (AAR_OUTPUT_DIR={d} cannot be used)")
+        }
         Some(d) => format!("records in {d}"),
         None => "no records (AAR_OUTPUT_DIR unset)".into(),
     };

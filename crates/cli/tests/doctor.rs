@@ -961,6 +961,9 @@ fn the_fix_for_a_missing_record_folder_makes_it() {
     let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", d)]);
     r.expect_code(3);
     r.expect_line("warning", "records", &format!("AAR_OUTPUT_DIR={d} cannot be used (No such file"));
+    // What is in effect says so too, rather than "records in" a folder that takes none.
+    assert!(r.stdout.contains(&format!("; no records (AAR_OUTPUT_DIR={d} cannot be used)")), "{}", r.stdout);
+    assert!(!r.stdout.contains("; records in "), "{}", r.stdout);
     let fix = r
         .stdout
         .lines()
@@ -974,6 +977,7 @@ fn the_fix_for_a_missing_record_folder_makes_it() {
     let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", d)]);
     r.expect_code(0);
     r.expect_line("ok", "records", &format!("AAR_OUTPUT_DIR={d} is a writable folder"));
+    assert!(r.stdout.contains(&format!("; records in {d}")), "{}", r.stdout);
     let under_file = format!("{}/records", libaar().display());
     let r = doctor(&[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", &under_file)]);
     r.expect_line("warning", "records", &format!("AAR_OUTPUT_DIR={under_file} cannot be used"));
