@@ -126,6 +126,8 @@ pub struct Check {
 #[derive(Default)]
 pub struct Report {
     pub checks: Vec<Check>,
+    /// AAR_OUTPUT_DIR is set, and the records check found it cannot take records.
+    pub records_unusable: bool,
 }
 
 impl Report {
@@ -1451,11 +1453,14 @@ fn check_settings(doc: &Value, report: &mut Report) {
     if let Some(dir) = settings["output_dir"].as_str() {
         match aar_record::folder::check(dir, can_create_in) {
             None => report.ok("records", format!("AAR_OUTPUT_DIR={dir} is a writable folder")),
-            Some(u) => report.warning(
-                "records",
-                format!("AAR_OUTPUT_DIR={dir} {}: no record will be written", u.problem()),
-                u.fix().to_string(),
-            ),
+            Some(u) => {
+                report.records_unusable = true;
+                report.warning(
+                    "records",
+                    format!("AAR_OUTPUT_DIR={dir} {}: no record will be written", u.problem()),
+                    u.fix().to_string(),
+                )
+            }
         }
         warn_if_relative("records", "AAR_OUTPUT_DIR", dir, "its records", report);
     }
@@ -1935,7 +1940,9 @@ fn check_decider_lock(doc: &Value, report: &mut Report) {
 }
 
 /// The settings in effect, in words: what was set, and the defaults that matter.
-fn settings_lines(doc: &Value) -> Vec<String> {
+/// `records_unusable`: the records check found that AAR_OUTPUT_DIR cannot take records (the
+/// folder is probed once, there: a file written and removed).
+fn settings_lines(doc: &Value, records_unusable: bool) -> Vec<String> {
     let s = &doc["settings"];
     let e = &s["engine"];
     let warned = warned(doc);
@@ -1983,9 +1990,7 @@ fn settings_lines(doc: &Value) -> Vec<String> {
     };
     let records = match s["output_dir"].as_str() {
         // The warning above says why; "records in" a folder that takes none would be untrue.
-        Some(d) if aar_record::folder::check(d, can_create_in).is_some() => {
-            format!("no records (AAR_OUTPUT_DIR={d} cannot be used)")
-        }
+        Some(d) if records_unusable => format!("no records (AAR_OUTPUT_DIR={d} cannot be used)"),
         Some(d) => format!("records in {d}"),
         None => "no records (AAR_OUTPUT_DIR unset)".into(),
     };
@@ -2045,7 +2050,7 @@ fn text(report: &Report, program: Option<&Program>, libaar: Option<&Path>, doc: 
             "settings, as {} parses them:\n",
             libaar.map_or("libaar.so".to_string(), |p| p.display().to_string())
         ));
-        for line in settings_lines(doc) {
+        for line in settings_lines(doc, report.records_unusable) {
             out.push_str(&format!("  {line}\n"));
         }
     }

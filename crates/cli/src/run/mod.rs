@@ -365,7 +365,7 @@ fn end_leftovers(code: i32) {
     // SIGCONT after it, as to the ranks (`Supervisor::terminate`).
     send(&left, libc::SIGTERM);
     send(&left, libc::SIGCONT);
-    let mut warned = left;
+    let mut sent_term = left;
     let started = Instant::now();
     let mut kill_at = started + GRACE;
     loop {
@@ -376,12 +376,12 @@ fn end_leftovers(code: i32) {
         }
         // The children of those that ended come to this process (a subreaper): within the grace
         // they get their SIGTERM too, not a SIGKILL with no warning.
-        let new: Vec<_> = left.iter().copied().filter(|pid| !warned.contains(pid)).collect();
+        let new: Vec<_> = left.iter().copied().filter(|pid| !sent_term.contains(pid)).collect();
         if !new.is_empty() && Instant::now() < kill_at {
             send(&new, libc::SIGTERM);
             send(&new, libc::SIGCONT);
         }
-        warned.extend(new);
+        sent_term.extend(new);
         if started.elapsed() >= GRACE * 2 {
             say!("aar run: processes {left:?} did not end after SIGKILL: left running.");
             return;
