@@ -14,9 +14,10 @@
 //! every message on the low-stall side, every message on the low-latency side. Each is timed
 //! once (in that order; an arm that a fixed-mode A/B iteration has already timed is skipped),
 //! then the fastest runs, and the calls numbered 16, 32, 64, 128, 256 and every 256 after time
-//! one arm again, each in turn (the fastest too). Arms that the fastest beats by at most [`HYSTERESIS`] of their own
-//! time count as fast: the first of them in the order above runs, so that ranks whose calls took
-//! about the same times choose the same routing, and a choice does not move on noise.
+//! one arm again, each in turn (the fastest too). Arms that the fastest beats by at most
+//! [`HYSTERESIS`] of their own time count as fast: the first of them in the order above runs, so
+//! that ranks whose calls took about the same times choose the same routing, and a choice does
+//! not move on noise.
 //!
 //! Only calls that move the caller's data are calls here. A barrier's messages carry no
 //! payload: its arms would time the same few header packets three ways, differ by the noise of
