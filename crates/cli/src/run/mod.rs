@@ -79,9 +79,9 @@
 //!   terminal's foreground group could not read (SIGTTIN would stop it), is read by the launcher,
 //!   while in the foreground, and passed to rank 0 through a pipe ([`input`]), as hydra's mpiexec
 //!   does; rank 0 sees the end of its input at Ctrl-D, and what it did not read of what was typed
-//!   is lost at its end, said with how many bytes. The launcher's own lines ([`say!`]) wait in stderr's queue, after what a rank wrote
-//!   before a line about it (held back while that waits in its pipe), and past 1 MiB more are
-//!   counted, the count said at the end ([`output::say`]).
+//!   is lost at its end, said with how many bytes. The launcher's own lines wait in stderr's
+//!   queue, after what a rank wrote before a line about it (held back while that waits in its
+//!   pipe), and past 1 MiB more are counted, the count said at the end ([`output::say()`]).
 //! - Options srun users type out of habit: `--ntasks`, `--ntasks-per-node`, `-t` are taken; those
 //!   aar run has not are refused with what to do instead ([`Refused`]). The exit status of a job a
 //!   rank's failure ended is, as srun's, the highest code of the ranks that failed on their own:
@@ -151,7 +151,7 @@ pub struct RunArgs {
           "give -N K with K at least 1 (1, the default, puts each rank on a node of its own), as aprun -N K"))]
     ranks_per_node: u32,
     /// Time limit, as srun --time: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or
-    /// DAYS-HOURS[:MINUTES[:SECONDS]]; 0 for none. On expiry the ranks still running are named and
+    /// DAYS-HOURS\[:MINUTES\[:SECONDS\]\]; 0 for none. On expiry the ranks still running are named and
     /// ended as at any end, and aar run exits 124; time the job was stopped (Ctrl-Z) does not count.
     /// Default: MPIEXEC_TIMEOUT (seconds, as hydra and Open MPI read it), else none, as mpiexec's:
     /// a long run is no error, and a guessed limit would kill honest ones; set one where a hung

@@ -5,7 +5,7 @@
 //! rank that wrote it.
 //!
 //! The same loop serves PMI, so it never waits for its own stdout or stderr: lines go to a queue
-//! of their stream ([`QUEUE_MAX`] bytes at most of the ranks'; the launcher's own lines, [`say`],
+//! of their stream ([`QUEUE_MAX`] bytes at most of the ranks'; the launcher's own lines, [`say()`],
 //! go there too, after the ranks' lines before them), written out while the stream takes them
 //! without blocking (a poll for POLLOUT, then at most [`PIPE_BUF`] bytes, which a pipe with room
 //! takes whole). A stream nobody reads (`aar run ... | less` left at its prompt, a terminal
@@ -180,7 +180,7 @@ pub fn waiting_sinks() -> Vec<libc::c_int> {
 }
 
 /// Write out what both streams' queues hold, when that does not block; with `wait`, all of it,
-/// and the line that says how many of the launcher's own lines were lost ([`say`]).
+/// and the line that says how many of the launcher's own lines were lost ([`say()`]).
 pub fn flush(wait: bool) {
     Sink::Stdout.flush(wait);
     if wait {
