@@ -383,7 +383,21 @@ fn end_leftovers(code: i32) {
         }
         sent_term.extend(new);
         if started.elapsed() >= GRACE * 2 {
-            say!("aar run: processes {left:?} did not end after SIGKILL: left running.");
+            // Only a process waiting in the kernel (state D: a hung file system or device) outlives
+            // a SIGKILL; it ends when that wait does.
+            let states: Vec<String> = processes()
+                .into_iter()
+                .filter(|p| left.contains(&p.pid))
+                .map(|p| format!("{} in state {}", p.pid, p.state))
+                .collect();
+            say!(
+                "aar run: processes {left:?} did not end within {} s of SIGKILL ({}): left running, as a process \
+                 waiting in the kernel (state D, a hung file system or device) ends only when that wait does. \
+                 `cat /proc/PID/stack` or `ps -o pid,stat,wchan -p PID` shows where it waits; it goes once \
+                 that returns, else the machine's administrator can see what hangs.",
+                GRACE.as_secs(),
+                states.join(", ")
+            );
             return;
         }
         if let Some(sig) = signals::end_requested().filter(|_| Instant::now() < kill_at) {
