@@ -181,18 +181,22 @@ fn pe_places(table: &topology::Topology) -> Result<PePlaces, String> {
 
 /// The destination class of a DMAPP call to `messages` PEs, the first `pe`, for the policies
 /// that keep state per class (`steady`); the others see one class, and never make the library
-/// place PEs. A call to several PEs is of no class (unknown).
+/// place PEs. A call to several PEs is of no class (unknown). `in_job`: the calling thread's
+/// attributes were read in the job in force, so there is one to ask for this process's PE; a
+/// call without one (before `dmapp_init`, which DMAPP refuses) places no PE, since a placement
+/// that fails is final and without a job `dmapp_get_jobinfo` can only fail.
 #[inline]
-pub fn pe_class(policy: Policy, pe: u64, messages: u64) -> DestinationClass {
+pub fn pe_class(policy: Policy, pe: u64, messages: u64, in_job: bool) -> DestinationClass {
     match policy {
-        Policy::Steady => steady_pe_class(pe, messages),
+        Policy::Steady => steady_pe_class(pe, messages, in_job),
         Policy::Auto | Policy::Fixed(_) | Policy::Off => DestinationClass::Unknown,
     }
 }
 
-fn steady_pe_class(pe: u64, messages: u64) -> DestinationClass {
+fn steady_pe_class(pe: u64, messages: u64, in_job: bool) -> DestinationClass {
     let Some(here) = topology::here() else { return DestinationClass::Unknown };
-    let Some(&(nid, there)) = placed_pes().and_then(|p| usize::try_from(pe).ok().and_then(|pe| p.get(pe))) else {
+    let places = if in_job { placed_pes() } else { PE_PLACES.get().and_then(Option::as_ref) };
+    let Some(&(nid, there)) = places.and_then(|p| usize::try_from(pe).ok().and_then(|pe| p.get(pe))) else {
         return DestinationClass::Unknown;
     };
     match there {
@@ -231,7 +235,8 @@ fn placed_pes() -> Option<&'static PePlaces> {
 /// policy in force, or an A/B arm). PMI-1 is not thread-safe, and this thread has just used it
 /// (Cray's `dmapp_init` does), so the library's own PMI calls are best made here, not at some
 /// later DMAPP call that may run while another thread of the application is inside PMI. An
-/// application that selects `steady` later (C API) has its PEs placed at its first DMAPP call.
+/// application that selects `steady` later (C API) has its PEs placed at its first DMAPP call
+/// in a job ([`pe_class`]).
 pub fn place_pes_after_dmapp_init(w: u32) {
     let steady = control::policy(w) == Policy::Steady
         || state::settings().and_then(|s| s.ab.as_ref()).is_some_and(|ab| ab.0.contains(&Policy::Steady));
@@ -405,7 +410,7 @@ fn route_call(
             bytes: shape.bytes,
             transfer: shape.kind.transfer(),
             endpoint: shape.endpoint,
-            class: pe_class(control::policy(w), shape.endpoint, shape.messages),
+            class: pe_class(control::policy(w), shape.endpoint, shape.messages, known),
             posted_ns: None,
         },
         messages: shape.messages,

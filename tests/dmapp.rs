@@ -967,6 +967,39 @@ fn under_pmi_steady_places_each_dmapp_pe_on_its_node() {
     assert_eq!(r.aar_lines().iter().filter(|l| l.contains(said)).count(), 1, "{:?}", r.aar_lines());
 }
 
+/// A call made before `dmapp_init` (a program error: DMAPP refuses it for want of a job) does not
+/// try to place the PEs: there is no job to ask for its PE, and a failed placement is final. So
+/// the job that follows has its PEs placed, and `steady` gives each call its PE's class (the
+/// library used to say the PEs could not be placed, for good, because `dmapp_get_jobinfo` had
+/// refused the call made without a job).
+#[test]
+fn a_dmapp_call_before_dmapp_init_leaves_the_pes_to_be_placed_in_the_job() {
+    let program = dmapp_program("dmapp_driver", &["-DWITH_PMI", "-lpmi"]);
+    let l = Launch::program("dmapp-pe-places-closed", program, "pmi closed init put 1 65536 2")
+        .env("AAR_MODE", "steady")
+        .env("AAR_EMU_DMAPP_PES", "2");
+    let (trace, table) = (l.dir.join("trace-%r.jsonl"), l.dir.join("nodes.txt"));
+    std::fs::write(&table, "0x100 0 0\n0x101 0 1\n").unwrap();
+    let mut l = l.env("AAR_TOPOLOGY", &table.display().to_string()).env("AAR_TRACE", &trace.display().to_string());
+    let aar = aar_command().display().to_string();
+    l.wrapper = [aar.as_str(), "run", "-n", "2", "-N", "1", "--"].map(String::from).to_vec();
+    let r = l.run();
+    r.assert_ok();
+    let classes: Vec<String> = read_jsonl(&r.dir.join("trace-0.jsonl"))
+        .iter()
+        .filter(|l| l["api"] == "DMAPP")
+        .map(|l| l["destination"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        classes,
+        ["unknown", "unknown", "unknown", "same-group", "same-group"],
+        "rank 0: without a job, then in it"
+    );
+    let rank0 = r.records().into_iter().find(|rec| rec["rank"] == 0).expect("rank 0's record");
+    let placed = |m: &Value| !m.as_str().unwrap().contains("cannot be placed");
+    assert!(rank0["messages"].as_array().unwrap().iter().all(placed), "{}", rank0["messages"]);
+}
+
 /// A SHMEM program at its memory limit (malloc returns NULL) keeps making its DMAPP calls, each
 /// forwarded and routed, and keeps its exit status: what libaar.so still needs comes from its
 /// reserve, and the record says so.
