@@ -43,6 +43,7 @@ use aar_engine::model::{packets, request_flits};
 use aar_engine::{DestinationClass, Message, Policy, Reason, RoutingMode, Transfer};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// What a data call moves.
@@ -209,26 +210,35 @@ fn steady_pe_class(pe: u64, messages: u64, in_job: bool) -> DestinationClass {
     }
 }
 
-/// The PEs' places, placed on the first call; `None` (said once) where they cannot be.
+/// Taken by the one thread that places the PEs, never given back.
+static PLACING: AtomicBool = AtomicBool::new(false);
+
+/// The PEs' places, placed on the first call; `None` (said once) where they cannot be, and while
+/// another thread places them: its PMI calls are not waited for, by a call of another thread or
+/// by a fork child (which the placing thread never comes to: its calls stay of no class).
 fn placed_pes() -> Option<&'static PePlaces> {
-    PE_PLACES
-        .get_or_init(|| {
-            let table = topology::table()?;
-            pe_places(table)
-                .inspect(|places| {
-                    let listed = places.iter().filter(|(_, place)| place.is_some()).count();
-                    tracing::debug!(pes = places.len(), listed, "DMAPP PEs placed through PMI_Get_nid");
-                })
-                .inspect_err(|why| {
-                    diag::warn(&format!(
-                        "DMAPP calls cannot be placed: {why}; steady keeps one destination class for all of them \
-                         (uGNI posts take theirs from the node table). Run under Cray's PMI (or aar run), with \
-                         PMI_Init called (dmapp_init does) and a node table that lists every node of the job."
-                    ))
-                })
-                .ok()
-        })
-        .as_ref()
+    if let Some(placed) = PE_PLACES.get() {
+        return placed.as_ref();
+    }
+    if PLACING.swap(true, Ordering::Acquire) {
+        return None;
+    }
+    let placed = topology::table().and_then(|table| {
+        pe_places(table)
+            .inspect(|places| {
+                let listed = places.iter().filter(|(_, place)| place.is_some()).count();
+                tracing::debug!(pes = places.len(), listed, "DMAPP PEs placed through PMI_Get_nid");
+            })
+            .inspect_err(|why| {
+                diag::warn(&format!(
+                    "DMAPP calls cannot be placed: {why}; steady keeps one destination class for all of them \
+                     (uGNI posts take theirs from the node table). Run under Cray's PMI (or aar run), with \
+                     PMI_Init called (dmapp_init does) and a node table that lists every node of the job."
+                ))
+            })
+            .ok()
+    });
+    PE_PLACES.get_or_init(|| placed).as_ref()
 }
 
 /// After a successful `dmapp_init`, on its thread: place the PEs now if `steady` may decide (the

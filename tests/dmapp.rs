@@ -1000,6 +1000,26 @@ fn a_dmapp_call_before_dmapp_init_leaves_the_pes_to_be_placed_in_the_job() {
     assert!(rank0["messages"].as_array().unwrap().iter().all(placed), "{}", rank0["messages"]);
 }
 
+/// A fork while libaar.so places the PEs after `dmapp_init` (on another thread, in PMI_Get_nid,
+/// made slow here): the child's DMAPP calls go out and end; the placement the child will never
+/// finish is not waited for.
+#[test]
+fn a_fork_while_the_pes_are_placed_leaves_the_child_sending_not_waiting() {
+    let program = dmapp_program("dmapp_driver", &["-DWITH_PMI", "-DSLOW_NID", "-rdynamic", "-lpmi"]);
+    let l = Launch::program("dmapp-fork-placing", program, "pmi forkplacing 300")
+        .env("AAR_MODE", "steady")
+        .env("AAR_EMU_DMAPP_PES", "2")
+        .env("SLOW_NID_MS", "400");
+    let table = l.dir.join("nodes.txt");
+    std::fs::write(&table, "0x100 0 0\n0x101 0 1\n").unwrap();
+    let mut l = l.env("AAR_TOPOLOGY", &table.display().to_string());
+    let aar = aar_command().display().to_string();
+    l.wrapper = [aar.as_str(), "run", "-n", "2", "-N", "1", "--"].map(String::from).to_vec();
+    let r = l.run();
+    assert!(r.stdout.contains("forkplacing child=exited status=0"), "{}\n{}", r.stdout, r.stderr);
+    r.assert_ok();
+}
+
 /// A SHMEM program at its memory limit (malloc returns NULL) keeps making its DMAPP calls, each
 /// forwarded and routed, and keeps its exit status: what libaar.so still needs comes from its
 /// reserve, and the record says so.

@@ -44,6 +44,11 @@
  *   threads N SIZE COUNT            N threads, each COUNT PUTs of SIZE to PE 1 + k % (npes - 1) at its
  *                                   own offset, then a checking GET; each prints its thread id and the
  *                                   attribute set calls made on it
+ *   forkplacing MS                  (built with -DSLOW_NID: PMI_Get_nid takes SLOW_NID_MS ms more) a
+ *                                   thread calls dmapp_init; MS ms later, while libaar.so places the
+ *                                   PEs after it, fork: the child makes two 64 KiB PUTs to PE 1 and
+ *                                   is given 20 s; the parent prints "forkplacing child=exited|hung
+ *                                   status=S" and skips the commands after this one
  *   fork                            fork: the child runs the commands after this one; the parent waits for
  *                                   it ("fork status=S"; not 0: an error) and skips them
  *   tattrs PUT GET SIZE COUNT       one thread that sets its own routing (as "attrs"), then makes COUNT
@@ -69,6 +74,7 @@
 #endif
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +204,55 @@ static void start(int ext, int put, int get)
 	hseg = &job.sheap_seg;
 	if (job.npes > MAX_PES)
 		fail("more PEs than the driver handles");
+}
+
+#ifdef SLOW_NID
+/* PMI's PMI_Get_nid, SLOW_NID_MS ms slower (exported with -rdynamic, so libaar.so finds it first). */
+int PMI_Get_nid(int rank, int *nid)
+{
+	int (*real)(int, int *) = (int (*)(int, int *))dlsym(RTLD_NEXT, "PMI_Get_nid");
+	const char *ms = getenv("SLOW_NID_MS");
+	if (ms)
+		usleep((useconds_t)atoi(ms) * 1000);
+	return real ? real(rank, nid) : 1;
+}
+#endif
+
+static void *init_thread(void *unused)
+{
+	(void)unused;
+	start(0, DMAPP_ROUTING_ADAPTIVE, DMAPP_ROUTING_ADAPTIVE);
+	return NULL;
+}
+
+/* forkplacing: see the list of commands. */
+static void fork_while_placing(unsigned ms)
+{
+	pthread_t tid;
+	pthread_create(&tid, NULL, init_thread, NULL);
+	usleep(ms * 1000);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child < 0) {
+		fail("fork");
+		return;
+	}
+	if (child == 0) {
+		alarm(20);
+		dmapp_jobinfo_t job;
+		ok("dmapp_get_jobinfo", dmapp_get_jobinfo(&job));
+		uint64_t zero[8192] = { 0 };
+		for (int k = 0; k < 2; k++)
+			ok("dmapp_put", dmapp_put(job.sheap_seg.addr, &job.sheap_seg, 1, zero, 8192, DMAPP_QW));
+		_exit(errors ? 1 : 0);
+	}
+	pthread_join(tid, NULL);
+	int status = -1;
+	waitpid(child, &status, 0);
+	int hung = WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+	printf("forkplacing child=%s status=%d\n", hung ? "hung" : "exited", status);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail("forkplacing: the child failed");
 }
 
 static dmapp_type_t type_for(uint64_t size, uint64_t *nelems)
@@ -734,6 +789,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(c, "mt")) {
 			mt((unsigned)num(ARG(1)), num(ARG(2)), num(ARG(3)));
 			i += 3;
+		} else if (!strcmp(c, "forkplacing")) {
+			fork_while_placing((unsigned)num(ARG(1)));
+			break;
 		} else if (!strcmp(c, "fork")) {
 			fflush(stdout);
 			pid_t child = fork();
