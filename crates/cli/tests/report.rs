@@ -2557,6 +2557,23 @@ fn a_loop_of_symbolic_links_is_said_as_one() {
     assert!(stdout(&run(&[dir.to_str().unwrap()])).contains("10 iterations used"));
 }
 
+/// A record renamed to a name that is not UTF-8 (`é` in Latin-1, as a shell in another locale
+/// writes it) is still found in its folder, and the folder is not said to hold no record.
+#[test]
+fn a_record_whose_name_is_not_utf8_is_found_in_its_folder() {
+    use std::os::unix::ffi::OsStrExt;
+    let folder = tmp("not-utf8");
+    let dir = folder.path();
+    generate(dir, "nu", 1, 10, &["A", "B"], &[1.0, 1.0], 1);
+    std::fs::remove_file(dir.join("aar.nu.0.100.json")).unwrap();
+    let renamed = dir.join(std::ffi::OsStr::from_bytes(b"run\xe9.iterations.jsonl"));
+    std::fs::rename(record_path(dir, "nu", 0), &renamed).unwrap();
+    let o = run(&[dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("10 iterations used"), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("holds no"), "{}", stderr(&o));
+}
+
 /// A record of a newer format is skipped with a word to upgrade aar, and a summary record's
 /// fields of another JSON type than libaar.so writes are named, once per file, and read as absent.
 #[test]

@@ -236,9 +236,10 @@ pub fn warn(warnings: &mut Vec<String>, text: String) {
     warnings.push(text);
 }
 
-/// The files under folder `root` whose names `keep` takes (regular files, or links to them),
-/// searched recursively without following links to folders, so that a link loop cannot trap the
-/// walk; `said` hears, as a warning on that path, of each folder that cannot be listed and of
+/// The files under folder `root` whose names `keep` takes (regular files, or links to them; a
+/// name that is not UTF-8, a record renamed in another locale, as it reads lossily), searched
+/// recursively without following links to folders, so that a link loop cannot trap the walk;
+/// `said` hears, as a warning on that path, of each folder that cannot be listed and of
 /// each name `keep` takes that is not a regular file (a FIFO, whose opening would wait for a
 /// writer, a socket, a device, a link to nothing, a loop of links).
 pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(&Path, String)) -> Vec<PathBuf> {
@@ -257,7 +258,7 @@ pub fn walk(root: &Path, keep: impl Fn(&str) -> bool, mut said: impl FnMut(&Path
             let Ok(kind) = entry.file_type() else { continue };
             if kind.is_dir() {
                 stack.push(path);
-            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(&keep) {
+            } else if path.file_name().is_some_and(|n| keep(&n.to_string_lossy())) {
                 match std::fs::metadata(&path) {
                     Ok(m) if m.is_file() => found.push(path),
                     Ok(m) => said(&path, not_regular(&path, m.file_type())),
