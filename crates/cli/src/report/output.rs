@@ -135,6 +135,17 @@ fn fmt_qcd_difference(d: f64) -> String {
     }
 }
 
+/// A mean latency (µs) or stall ratio: three decimals, as `1.500`; from a million on (no window
+/// measures that: a damaged or edited record's, up to 1e308), in exponent form, `1.000e308`, not
+/// the hundreds of digits that would push the table's last columns off the screen.
+fn fmt_mean(v: f64) -> String {
+    if v.abs() < 1e6 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
 fn dash() -> String {
     "-".into()
 }
@@ -233,8 +244,8 @@ pub fn routing_cells(e: &ExperimentReport) -> (Vec<String>, Vec<Vec<String>>) {
             r.push(human_bytes(p.modes.iter().fold(0u64, |a, m| a.saturating_add(m.bytes))));
             r.push(p.decisions.to_string());
             r.push(p.switches.to_string());
-            r.push(p.latency_us_mean.map_or_else(dash, |l| format!("{l:.3}")));
-            r.push(p.stall_ratio_mean.map_or_else(dash, |s| format!("{s:.3}")));
+            r.push(p.latency_us_mean.map_or_else(dash, fmt_mean));
+            r.push(p.stall_ratio_mean.map_or_else(dash, fmt_mean));
             r
         })
         .collect();
@@ -651,6 +662,9 @@ mod tests {
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(fmt_p(0.0123456), "0.0123");
         assert_eq!(fmt_p(1.5e-9), "1.5e-9");
+        assert_eq!(fmt_mean(1.5), "1.500");
+        assert_eq!(fmt_mean(999_999.0), "999999.000");
+        assert_eq!(fmt_mean(1e308), "1.000e308");
         assert_eq!(fmt_qcd_difference(-0.00004), "0.0000");
         assert_eq!(fmt_qcd_difference(-0.0025), "-0.0025");
         assert_eq!(fmt_qcd_difference(0.01234), "0.0123");
