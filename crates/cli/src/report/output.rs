@@ -20,12 +20,14 @@ impl Unit {
         Unit::for_value(smallest)
     }
 
+    /// The unit is the one the value shows in once rounded to four digits: 999,990 ns is
+    /// `1.000 ms`, not `1000.0 µs`.
     pub fn for_value(ns: f64) -> Unit {
-        let (name, scale) = if !ns.is_finite() || ns < 1e3 {
+        let (name, scale) = if !ns.is_finite() || ns < 999.5 {
             ("ns", 1.0)
-        } else if ns < 1e6 {
+        } else if ns < 999_950.0 {
             ("µs", 1e3)
-        } else if ns < 1e9 {
+        } else if ns < 999_950_000.0 {
             ("ms", 1e6)
         } else {
             ("s", 1e9)
@@ -657,6 +659,11 @@ mod tests {
         assert_eq!(Unit::for_value(1_234_567.0).fmt_unit(1_234_567.0), "1.235 ms");
         assert_eq!(Unit::for_value(123_456.0).fmt_unit(123_456.0), "123.5 µs");
         assert_eq!(Unit::for_value(812.0).fmt_unit(812.0), "812 ns");
+        // At a unit's end, the next unit, as the value rounds.
+        assert_eq!(Unit::for_value(999_990.0).fmt_unit(999_990.0), "1.000 ms");
+        assert_eq!(Unit::for_value(999_949.0).fmt_unit(999_949.0), "999.9 µs");
+        assert_eq!(Unit::for_value(999.7).fmt_unit(999.7), "1.000 µs");
+        assert_eq!(Unit::for_value(999_960_000.0).fmt_unit(999_960_000.0), "1.000 s");
         assert_eq!(Unit::for_value(2.5e9).fmt_unit(2.5e9), "2.500 s");
         assert_eq!(Unit::for_value(f64::INFINITY).name, "ns");
         assert_eq!(human_bytes(1536), "1.5 KiB");
