@@ -82,7 +82,7 @@ pub struct DoctorArgs {
     json: bool,
     /// The number of ranks the job will run, for the count of the files it makes in AAR_OUTPUT_DIR
     /// (default: the launcher's, as libaar.so reads it, which under `srun -n 1` is that step's 1)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     ranks: Option<u32>,
 }
 

@@ -1928,7 +1928,7 @@ fn a_pbs_job_s_nodes_come_from_its_node_file() {
 /// exit 2 and nothing checked.
 #[test]
 fn a_bad_ranks_value_is_refused_with_exit_2() {
-    for bad in ["0", "many", "2.5", "4294967296", ""] {
+    for bad in ["0", "-1", "many", "2.5", "4294967296", ""] {
         let r = doctor(&["--ranks", bad], &[]);
         r.expect_code(2);
         assert!(r.stderr.contains(&format!("invalid value '{bad}' for '--ranks <N>'")), "{bad}: {}", r.stderr);

@@ -1746,6 +1746,8 @@ fn exit_codes() {
         (vec![d, "--seed", "-1"], "\"-1\" is not a seed: a seed is a whole number from 0 to 18446744073709551615"),
         (vec![d, "--json", "--csv"], "cannot be used with"),
         (vec![d, "--skip", "many"], "--skip"),
+        (vec![d, "--skip", "-1"], "invalid value '-1' for '--skip <N>'"),
+        (vec![d, "--resamples", "-1"], "invalid value '-1' for '--resamples <N>'"),
         (vec![], "required"),
     ] {
         let o = run(&args);

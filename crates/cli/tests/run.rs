@@ -813,6 +813,7 @@ fn a_job_past_its_time_limit_is_ended() {
     // Bad limits are named, and start nothing.
     for (time, env, named) in [
         (Some("1:2:3:4"), None, "\"1:2:3:4\" is no time limit"),
+        (Some("-5"), None, "\"-5\" is no time limit"),
         (Some("10m"), None, "\"10m\" is no time limit"),
         (None, Some("10m"), "MPIEXEC_TIMEOUT=\"10m\" is not a whole number of seconds"),
     ] {

@@ -49,14 +49,14 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE.html")]
     html: Option<PathBuf>,
     /// Leave out the first N iterations of each experiment (warm-up)
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
     skip: u64,
     /// Keep iterations that some ranks lack (their time is the slowest of the ranks that have them)
     #[arg(long)]
     keep_incomplete: bool,
     /// Bootstrap resamples for the confidence intervals of the ratio of medians and the QCD difference
     /// (100 to 10000000; the bootstrap's time grows with iterations × resamples)
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    #[arg(long, value_name = "N", default_value_t = 10_000, allow_negative_numbers = true)]
     resamples: usize,
     /// Seed of the bootstrap, a whole number from 0 to 18446744073709551615 (the report is the
     /// same for the same seed)

@@ -156,7 +156,7 @@ pub struct RunArgs {
     /// Default: MPIEXEC_TIMEOUT (seconds, as hydra and Open MPI read it), else none, as mpiexec's:
     /// a long run is no error, and a guessed limit would kill honest ones; set one where a hung
     /// rank must not wait forever (batch scripts, tests)
-    #[arg(short = 't', long = "time", value_name = "LIMIT")]
+    #[arg(short = 't', long = "time", value_name = "LIMIT", allow_negative_numbers = true)]
     time: Option<time::TimeLimit>,
     /// Start each line of the ranks' output with the rank that wrote it and ": " (as srun -l).
     /// With or without it, lines of different ranks never mix mid-line
