@@ -339,7 +339,8 @@ pub fn attach(events: &[String], max_age_ns: u64, ranks_per_node: u32) -> Option
                 // FIFO, another user's file): left as it is.
                 Some(libc::ELOOP) => "It is a symbolic link, which is not followed: remove it.".to_string(),
                 None if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    "It is left as it is: remove it (another user's file there could feed this rank's routing)."
+                    "It is left as it is: remove it, or have its owner or an administrator remove it (another \
+                     user's file there could feed this rank's routing)."
                         .to_string()
                 }
                 _ => diag::limit_fix(&e)

@@ -505,12 +505,27 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
         .truncate(false)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o600)
-        .open(path)?;
+        .open(path);
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no failure and touches no memory.
+    let me = unsafe { libc::geteuid() };
+    let file = match file {
+        Ok(file) => file,
+        // Another user's file at the name that this user may not open (mode 600, or any where
+        // fs.protected_regular guards sticky folders): that file is the cause, not the folder.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.uid() != me => std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!("it belongs to user id {}, not this user ({me}), who may not open it", meta.uid()),
+                ),
+                _ => e,
+            });
+        }
+        Err(e) => return Err(e),
+    };
     {
-        use std::os::unix::fs::MetadataExt;
         let meta = file.metadata()?;
-        // SAFETY: geteuid has no failure and touches no memory.
-        let me = unsafe { libc::geteuid() };
         let refused = if !meta.file_type().is_file() {
             Some("it is not a regular file".to_string())
         } else if meta.uid() != me {

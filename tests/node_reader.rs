@@ -899,3 +899,53 @@ fn a_file_at_the_segments_name_that_is_not_this_users_own_is_left_alone_and_said
     assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_fifo(), "left in place");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Another user's file at the segment's name that this user may not open at all (mode 600, the
+/// plain way to squat a name in /dev/shm; any of another user's files where the kernel protects
+/// files in sticky folders, `fs.protected_regular`): the open fails with EACCES, and the warning
+/// must say that the file at the name is the cause and is left as it is, not send the user to
+/// fix /dev/shm, which this user can write in. Run as `nobody` (the file is root's): root opens
+/// any file.
+#[test]
+fn another_user_s_file_this_user_may_not_open_at_the_segment_s_name_is_said_as_such() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if std::fs::metadata("/proc/self").unwrap().uid() != 0 || !have("setpriv") {
+        eprintln!("note: not root, or no setpriv: the case of another user's unreadable file is not run");
+        return;
+    }
+    let job = format!("squat-{}", std::process::id());
+    let probe = rank("node-squat-probe", &format!("{job}x"), 0, 2, "rdma 65536 2 0").run();
+    probe.assert_ok();
+    let probe_path = probe.records()[0]["node"]["shared_reading"].as_str().unwrap().to_string();
+    // The name nobody's rank of the job uses: the same but for the user id and the job.
+    let path = PathBuf::from(
+        probe_path.replace("/aar-node-0-", "/aar-node-65534-").replace(&format!("-{job}x-"), &format!("-{job}-")),
+    );
+    assert_ne!(path.display().to_string(), probe_path);
+    std::fs::write(&path, b"x").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut l = rank("node-squat", &job, 0, 2, "rdma 65536 8 0").unset("AAR_EMU_LOG");
+    let out = l.dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
+    l.wrapper = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"].map(String::from).to_vec();
+    let r = l.run();
+    r.assert_ok();
+    let recs = r.records();
+    assert_eq!(recs.len(), 1, "{}", r.stderr);
+    assert_eq!(recs[0]["node"]["shared_reading"], Value::Null, "{}", recs[0]["node"]);
+    assert_eq!(recs[0]["engine"]["decisions"], 8);
+    let lines: Vec<_> = r.aar_lines().into_iter().filter(|l| l.contains("shared segment")).collect();
+    assert_eq!(lines.len(), 1, "one warning: {}", r.stderr);
+    for part in [
+        &path.display().to_string(),
+        "its own counters",
+        "belongs to user id 0, not this user (65534)",
+        "left as it is",
+    ] {
+        assert!(lines[0].contains(part), "{part:?} in {}", lines[0]);
+    }
+    assert!(!lines[0].contains("let this user create files"), "not the fault of /dev/shm: {}", lines[0]);
+    assert_eq!(std::fs::read(&path).unwrap(), b"x", "untouched");
+    std::fs::remove_file(&path).unwrap();
+}
