@@ -213,6 +213,8 @@ const TABLE_LIMIT: u64 = 64 << 20;
 
 /// The table this process uses, and what the one message about it says.
 static TABLE: OnceLock<Option<Topology>> = OnceLock::new();
+/// Where [`TABLE`] came from, as messages name it (`AAR_TOPOLOGY="<path>"`).
+static TABLE_NAME: OnceLock<String> = OnceLock::new();
 static NO_TABLE_SAID: AtomicBool = AtomicBool::new(false);
 
 /// A node table as read: where it came from, what of it is usable, and the one warning it
@@ -221,6 +223,8 @@ pub struct Read {
     /// `AAR_TOPOLOGY`, or the emulated job's table.
     pub from: &'static str,
     pub path: std::path::PathBuf,
+    /// How messages name it: `AAR_TOPOLOGY="<path>"`.
+    pub name: String,
     /// `None`: nothing of it is usable.
     pub table: Option<Topology>,
     /// The node's own account (`/proc/cray_xt`), which the xtprocadmin lines were checked against.
@@ -242,6 +246,7 @@ impl Read {
         };
         let shown = path.display().to_string();
         let shown = shown.escape_debug();
+        let name = format!("{from}=\"{shown}\"");
         let node = CrayXt::read();
         let parsed = aar_record::text_file::read(&path, TABLE_LIMIT)
             .map_err(|e| e.to_string())
@@ -256,7 +261,7 @@ impl Read {
                         format!("only its {} NIC GROUP ROUTER lines are used", t.nodes.len())
                     };
                     let warning = format!(
-                        "{from}=\"{shown}\": {why}. Its xtprocadmin lines are left out: {kept}. Give this machine's \
+                        "{name}: {why}. Its xtprocadmin lines are left out: {kept}. Give this machine's \
                          table, with lines of NIC GROUP ROUTER keyed by the NIC addresses PMI_GNI_LOC_ADDR gives."
                     );
                     ((!t.nodes.is_empty()).then_some(t), Some(warning))
@@ -265,12 +270,12 @@ impl Read {
             Err(why) => (
                 None,
                 Some(format!(
-                    "{from}=\"{shown}\" is not a usable node table ({why}); every destination is treated alike \
+                    "{name} is not a usable node table ({why}); every destination is treated alike \
                      (one class). Give a file of NIC GROUP ROUTER lines or xtprocadmin output."
                 )),
             ),
         };
-        Some(Read { from, path, table, node, warning })
+        Some(Read { from, path, name, table, node, warning })
     }
 }
 
@@ -281,6 +286,7 @@ pub fn load(variable: Option<&str>) -> Option<&'static Topology> {
     TABLE
         .get_or_init(|| {
             let read = Read::named(variable)?;
+            let _ = TABLE_NAME.set(read.name);
             if let Some(w) = &read.warning {
                 NO_TABLE_SAID.store(true, Ordering::Relaxed);
                 diag::warn(w);
@@ -305,6 +311,11 @@ pub fn location_of(nic: u32) -> Option<Location> {
             None
         }
     }
+}
+
+/// The loaded table as messages name it.
+fn table_name() -> &'static str {
+    TABLE_NAME.get().map_or("", String::as_str)
 }
 
 /// No table at all, where a destination's place is asked: said once.
@@ -339,7 +350,10 @@ pub fn here() -> Option<Location> {
             no_table();
         } else if place.is_none() {
             let why = match nic {
-                Some(nic) => format!("it does not list this node (NIC address {nic:#x}, PMI_GNI_LOC_ADDR)"),
+                Some(nic) => format!(
+                    "it does not list this node (NIC address {nic:#x}, PMI_GNI_LOC_ADDR; the table is {})",
+                    table_name()
+                ),
                 None => "PMI_GNI_LOC_ADDR is unset, so this node's NIC address is unknown".to_string(),
             };
             diag::warn(&format!(
@@ -359,8 +373,10 @@ pub fn unlisted(nic: u32) {
     // A load first: posts keep coming this way once said, and a swap is a locked instruction.
     if table().is_some() && !UNLISTED_SAID.load(Ordering::Relaxed) && !UNLISTED_SAID.swap(true, Ordering::Relaxed) {
         diag::warn(&format!(
-            "the node table does not list NIC address {nic:#x}, a destination of this process's messages: messages \
-             to nodes it does not list are of no class (unknown). Give a table that lists every node of the job."
+            "the node table does not list NIC address {nic:#x}, a destination of this process's messages (the table \
+             is {}): messages to nodes it does not list are of no class (unknown). Give a table that lists every node \
+             of the job.",
+            table_name()
         ));
     }
 }

@@ -96,3 +96,22 @@ fn a_malformed_table_is_one_message_naming_its_line() {
         assert!(said[0].contains("Give a file of NIC GROUP ROUTER lines or xtprocadmin output"), "{}", said[0]);
     }
 }
+
+/// A table that does not list this node, or a destination, is used as far as it goes, and the
+/// one message about it names the table (the variable and the file), which NIC address it lacks,
+/// and what to give instead: a job may have more than one table about, and the message is what
+/// tells which one to fix.
+#[test]
+fn a_table_without_this_node_or_a_destination_is_named_in_its_message() {
+    for (test, table, want) in [
+        ("table-no-here", &b"0x101 2 17\n"[..], "does not list this node (NIC address 0x100"),
+        ("table-no-there", b"0x100 2 17\n", "does not list NIC address 0x101, a destination"),
+    ] {
+        let (classes, said) = run(test, table);
+        assert_eq!(classes, ["unknown"; 3], "{test}: {said:?}");
+        assert_eq!(said.len(), 1, "{test}: {said:?}");
+        for part in [want, "AAR_TOPOLOGY=\"", "nodes.txt\"", "Give a table that lists every node of the job"] {
+            assert!(said[0].contains(part), "{test}: {part:?} in {}", said[0]);
+        }
+    }
+}
