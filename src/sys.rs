@@ -509,24 +509,9 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no failure and touches no memory.
     let me = unsafe { libc::geteuid() };
-    let file = match file {
-        Ok(file) => file,
-        // Another user's file at the name that this user may not open (mode 600, or any where
-        // fs.protected_regular guards sticky folders): that file is the cause, not the folder.
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
-            return Err(match std::fs::symlink_metadata(path) {
-                Ok(meta) if meta.uid() != me => std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    format!("it belongs to user id {}, not this user ({me}), who may not open it", meta.uid()),
-                ),
-                _ => e,
-            });
-        }
-        Err(e) => return Err(e),
-    };
-    {
-        let meta = file.metadata()?;
-        let refused = if !meta.file_type().is_file() {
+    // What is at the name, if it is not this user's own file that only this user may write.
+    let refused = |meta: &std::fs::Metadata| {
+        if !meta.file_type().is_file() {
             Some("it is not a regular file".to_string())
         } else if meta.uid() != me {
             Some(format!("it belongs to user id {}, not this user ({me})", meta.uid()))
@@ -534,10 +519,20 @@ pub fn map_shared(path: &Path, len: usize) -> std::io::Result<&'static [u8]> {
             Some(format!("its mode {:o} lets other users write it", meta.mode() & 0o777))
         } else {
             None
-        };
-        if let Some(why) = refused {
-            return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, why));
         }
+    };
+    let refusal = |why: String| std::io::Error::new(std::io::ErrorKind::AlreadyExists, why);
+    let file = match file {
+        Ok(file) => file,
+        // A symbolic link (O_NOFOLLOW) is said as such by the caller.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(e),
+        // Refused because of what is at the name (a folder: EISDIR; a socket: ENXIO; another
+        // user's file this user may not open, of mode 600 or wherever fs.protected_regular guards
+        // sticky folders: EACCES): that is the cause, not the folder it is in.
+        Err(e) => return Err(std::fs::symlink_metadata(path).ok().as_ref().and_then(refused).map_or(e, refusal)),
+    };
+    if let Some(why) = refused(&file.metadata()?) {
+        return Err(refusal(why));
     }
     use std::os::fd::AsRawFd;
     // Every process grows it to the same size; a zero file is valid, so no one initialises it.

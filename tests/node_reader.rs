@@ -857,7 +857,7 @@ fn a_dev_shm_the_rank_cannot_write_leaves_it_its_own_reading_and_says_why() {
 }
 
 /// Something at the segment's name that is not this user's own segment (another user's file, one
-/// other users may write, a FIFO): the rank leaves it as it is, says so once and reads its own
+/// other users may write, a FIFO, a folder): the rank leaves it as it is, says so once and reads its own
 /// counters. Another user's file mapped would let that user feed the rank's routing, or cut the
 /// file short and so kill the rank with SIGBUS at its next touch.
 #[test]
@@ -898,6 +898,12 @@ fn a_file_at_the_segments_name_that_is_not_this_users_own_is_left_alone_and_said
     run_beside("node-foreign-fifo", "it is not a regular file");
     assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_fifo(), "left in place");
     std::fs::remove_file(&path).unwrap();
+    // A folder, which the open refuses (EISDIR) before anything is asked of it: what is at the
+    // name is still the cause, not /dev/shm.
+    std::fs::create_dir(&path).unwrap();
+    run_beside("node-foreign-dir", "it is not a regular file");
+    assert!(std::fs::symlink_metadata(&path).unwrap().is_dir(), "left in place");
+    std::fs::remove_dir(&path).unwrap();
 }
 
 /// Another user's file at the segment's name that this user may not open at all (mode 600, the
