@@ -354,7 +354,14 @@ pub fn here() -> Option<Location> {
                     "it does not list this node (NIC address {nic:#x}, PMI_GNI_LOC_ADDR; the table is {})",
                     table_name()
                 ),
-                None => "PMI_GNI_LOC_ADDR is unset, so this node's NIC address is unknown".to_string(),
+                None => match std::env::var_os("PMI_GNI_LOC_ADDR").filter(|v| !v.is_empty()) {
+                    Some(v) => format!(
+                        "PMI_GNI_LOC_ADDR=\"{}\" is not a NIC address (the first of a :-separated list: \
+                         {WHOLE_NUMBERS}), so this node's NIC address is unknown",
+                        v.to_string_lossy().escape_debug()
+                    ),
+                    None => "PMI_GNI_LOC_ADDR is unset, so this node's NIC address is unknown".to_string(),
+                },
             };
             diag::warn(&format!(
                 "the node table cannot place this node: {why}; every destination is treated alike (one class). \

@@ -115,3 +115,28 @@ fn a_table_without_this_node_or_a_destination_is_named_in_its_message() {
         }
     }
 }
+
+/// A `PMI_GNI_LOC_ADDR` that is set but is no NIC address (a launcher's other format, a
+/// mistake) leaves this node without a place, said once: with the value as given, not as if the
+/// variable were unset.
+#[test]
+fn a_nic_address_that_does_not_parse_is_said_as_given_not_as_unset() {
+    let launch = Launch::driver("table-bad-nic", "rdma 65536 3 0").env("AAR_MODE", "steady");
+    let (nodes, trace) = (launch.dir.join("nodes.txt"), launch.dir.join("trace.jsonl"));
+    std::fs::write(&nodes, "0x100 2 17\n0x101 2 16\n").unwrap();
+    let r = launch
+        .env("PMI_GNI_LOC_ADDR", "nic-0x100")
+        .env("AAR_TOPOLOGY", &nodes.display().to_string())
+        .env("AAR_TRACE", &trace.display().to_string())
+        .run();
+    r.assert_ok();
+    let classes: Vec<String> =
+        read_jsonl(&trace).iter().map(|l| l["destination"].as_str().unwrap().to_string()).collect();
+    assert_eq!(classes, ["unknown"; 3]);
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("PMI_GNI_LOC_ADDR")).collect();
+    assert_eq!(said.len(), 1, "{:?}", r.aar_lines());
+    for part in ["PMI_GNI_LOC_ADDR=\"nic-0x100\" is not a NIC address", "every destination is treated alike"] {
+        assert!(said[0].contains(part), "{part:?} in {}", said[0]);
+    }
+    assert!(!said[0].contains("is unset"), "{}", said[0]);
+}
