@@ -337,40 +337,49 @@ pub fn local_nic_address() -> Option<u32> {
 
 /// This node's place, found once.
 static HERE: OnceLock<Option<Location>> = OnceLock::new();
+static HERE_SAID: AtomicBool = AtomicBool::new(false);
 static UNLISTED_SAID: AtomicBool = AtomicBool::new(false);
 static UNREMEMBERED_SAID: AtomicBool = AtomicBool::new(false);
 
 /// This node's place; a table that cannot give it is said once (every class is then unknown).
+/// The place is found inside the once-cell, the saying outside it: a write to a stderr whose
+/// reader has stalled must not hold up the other threads' posts, which wait for the cell (and a
+/// fork child would wait for good on a cell its parent's thread was filling).
 pub fn here() -> Option<Location> {
-    *HERE.get_or_init(|| {
-        let nic = local_nic_address();
-        let place = nic.and_then(location_of);
-        if table().is_none() {
-            // Without PMI_GNI_LOC_ADDR no place was asked for, but the missing table is still why.
-            no_table();
-        } else if place.is_none() {
-            let why = match nic {
-                Some(nic) => format!(
-                    "it does not list this node (NIC address {nic:#x}, PMI_GNI_LOC_ADDR; the table is {})",
-                    table_name()
-                ),
-                None => match std::env::var_os("PMI_GNI_LOC_ADDR").filter(|v| !v.is_empty()) {
-                    Some(v) => format!(
-                        "PMI_GNI_LOC_ADDR=\"{}\" is not a NIC address (the first of a :-separated list: \
-                         {WHOLE_NUMBERS}), so this node's NIC address is unknown",
-                        v.to_string_lossy().escape_debug()
-                    ),
-                    None => "PMI_GNI_LOC_ADDR is unset, so this node's NIC address is unknown".to_string(),
-                },
-            };
-            diag::warn(&format!(
-                "the node table cannot place this node: {why}; every destination is treated alike (one class). \
-                 Give a table that lists every node of the job, and run under Cray's PMI (or aar run), which sets \
-                 PMI_GNI_LOC_ADDR."
-            ));
-        }
-        place
-    })
+    let place = *HERE.get_or_init(|| local_nic_address().and_then(|nic| table()?.location(nic)));
+    if place.is_none() && !HERE_SAID.load(Ordering::Relaxed) && !HERE_SAID.swap(true, Ordering::Relaxed) {
+        cannot_place_here();
+    }
+    place
+}
+
+#[cold]
+#[inline(never)]
+fn cannot_place_here() {
+    if table().is_none() {
+        // Without PMI_GNI_LOC_ADDR no place was asked for, but the missing table is still why.
+        no_table();
+        return;
+    }
+    let why = match local_nic_address() {
+        Some(nic) => format!(
+            "it does not list this node (NIC address {nic:#x}, PMI_GNI_LOC_ADDR; the table is {})",
+            table_name()
+        ),
+        None => match std::env::var_os("PMI_GNI_LOC_ADDR").filter(|v| !v.is_empty()) {
+            Some(v) => format!(
+                "PMI_GNI_LOC_ADDR=\"{}\" is not a NIC address (the first of a :-separated list: \
+                 {WHOLE_NUMBERS}), so this node's NIC address is unknown",
+                v.to_string_lossy().escape_debug()
+            ),
+            None => "PMI_GNI_LOC_ADDR is unset, so this node's NIC address is unknown".to_string(),
+        },
+    };
+    diag::warn(&format!(
+        "the node table cannot place this node: {why}; every destination is treated alike (one class). \
+         Give a table that lists every node of the job, and run under Cray's PMI (or aar run), which sets \
+         PMI_GNI_LOC_ADDR."
+    ));
 }
 
 /// A destination the table does not list: said once, for the first such NIC address.

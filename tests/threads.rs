@@ -390,3 +390,32 @@ fn a_fork_child_s_record_counts_its_own_trace_lines() {
         }
     }
 }
+
+/// A warning libaar.so writes to a stderr no one reads (a full pipe: a launcher's output stalled)
+/// blocks the thread that writes it, no other: the other threads' posts, which ask for the same
+/// piece of state (this node's place in the node table, which the warning is about), go on.
+#[test]
+fn a_warning_stuck_on_a_full_stderr_holds_up_only_its_own_thread() {
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let fd = writer.as_raw_fd();
+        // SAFETY: fcntl on a pipe descriptor this test owns.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        // SAFETY: as above.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+        while writer.write(&[b'x'; 4096]).is_ok() {}
+        // SAFETY: as above.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+    }
+    let mut l =
+        Launch::driver("stalled-stderr", "stalled 4 8192 5").env("AAR_MODE", "steady").env("PMI_GNI_LOC_ADDR", "0x999");
+    let nodes = l.dir.join("nodes.txt");
+    std::fs::write(&nodes, "0x100 0 0\n").unwrap();
+    l = l.env("AAR_TOPOLOGY", &nodes.display().to_string());
+    l.stderr = Some(writer.into());
+    let r = l.run();
+    drop(reader);
+    assert!(r.stdout.contains("stalled done=3 of 4"), "{}", r.stdout);
+}

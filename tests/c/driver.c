@@ -52,6 +52,9 @@
  *   threads N SIZE COUNT            N threads, each its own CDM pair, COUNT FMA PUTs of SIZE (as the
  *                                   first command, or after "stack", the threads make the first uGNI
  *                                   calls of the process)
+ *   stalled N SIZE COUNT            as threads, but main waits at most 20 s for N - 1 of them to end
+ *                                   (one may be stuck writing to a stderr no one reads), prints
+ *                                   "stalled done=D of N" and leaves with _exit (1 if D < N - 1)
  *   stack BYTES                     the threads of later "threads" commands get stacks of BYTES (a
  *                                   runtime's progress thread made small); 0: the default
  *   fork N                          fork; the child makes N 64 B FMA PUTs and N 64 KiB RDMA PUTs on the
@@ -548,6 +551,9 @@ static struct thread_arg *thread_args;
 /* Stack size of the threads the "threads" command makes; 0: the default. */
 static size_t thread_stack;
 
+/* Threads of "threads" and "stalled" commands that have made all their posts. */
+static unsigned threads_done;
+
 static void *thread_main(void *v)
 {
 	struct thread_arg *t = v;
@@ -555,6 +561,7 @@ static void *thread_main(void *v)
 		return NULL;
 	for (uint64_t i = 0; i < t->count; i++)
 		transfer(&t->pair, "fma", t->size, 0, i);
+	__atomic_add_fetch(&threads_done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -1066,6 +1073,24 @@ int main(int argc, char **argv)
 		} else if (!strcmp(c, "stack")) {
 			thread_stack = (size_t)num(ARG(1));
 			i += 1;
+		} else if (!strcmp(c, "stalled")) {
+			unsigned n = (unsigned)num(ARG(1)), done = 0;
+			struct thread_arg *t = calloc(n, sizeof *t);
+			for (unsigned k = 0; k < n; k++) {
+				t[k] = (struct thread_arg){ .inst = 100 + 2 * k, .size = num(ARG(2)), .count = num(ARG(3)) };
+				pthread_t tid;
+				pthread_create(&tid, NULL, thread_main, &t[k]);
+				pthread_detach(tid);
+			}
+			for (int ms = 0; ms < 20000; ms++) {
+				done = __atomic_load_n(&threads_done, __ATOMIC_ACQUIRE);
+				if (done + 1 >= n)
+					break;
+				usleep(1000);
+			}
+			printf("stalled done=%u of %u\n", done, n);
+			fflush(stdout);
+			_exit(done + 1 >= n ? 0 : 1);
 		} else if (!strcmp(c, "threads")) {
 			unsigned n = (unsigned)num(ARG(1));
 			struct thread_arg *t = calloc(n, sizeof *t);
