@@ -1,13 +1,16 @@
 ! aar.f90 — Fortran interfaces to the C API of libaar.so (cabi/aar.h), through iso_c_binding.
 !
 !     use aar
-!     rc = aar_iteration_label("congested" // c_null_char)   ! strings are C strings: end them
-!     rc = aar_iteration_begin()                              ! with c_null_char
-!     ...                                                     ! one iteration of the application
+!     rc = aar_iteration_label("congested")   ! a Fortran string: trailing blanks are ignored
+!     rc = aar_iteration_begin()
+!     ...                                     ! one iteration of the application
 !     rc = aar_iteration_end()
 !
 ! Every function returns what its C counterpart returns (AAR_OK, AAR_EINVAL, AAR_EDISABLED; see
-! aar.h for the semantics). Fortran has no weak symbols: link with -laar before -lugni (or -lmpi)
+! aar.h for the semantics). Names and labels are Fortran strings, as MPI's are: trailing blanks are
+! ignored (a label from a character(len=16) variable is its text), and a c_null_char, if the string
+! holds one, ends it (so "congested" // c_null_char works too). An array of character(c_char),
+! ended by c_null_char, is passed to the C function as it is. Fortran has no weak symbols: link with -laar before -lugni (or -lmpi)
 ! and keep LD_PRELOAD as usual; without libaar.so the program does not link.
 module aar
   use, intrinsic :: iso_c_binding, only: c_int, c_int16_t, c_int64_t, c_char, c_null_char
@@ -34,6 +37,27 @@ module aar
     module procedure aar_set_mode_default
   end interface aar_set_mode
 
+  ! Label the iteration in progress, or the next one: 1 to 64 characters from
+  ! A-Z a-z 0-9 - _ . : + / = @ (trailing blanks ignored).
+  interface aar_iteration_label
+    function aar_iteration_label_c(label) bind(C, name="aar_iteration_label") result(rc)
+      import :: c_int, c_char
+      character(kind=c_char), dimension(*), intent(in) :: label
+      integer(c_int) :: rc
+    end function aar_iteration_label_c
+    module procedure aar_iteration_label_text
+  end interface aar_iteration_label
+
+  ! aar_set_mode by name, as AAR_MODE takes it ("ADAPTIVE3", "auto", "steady", "off").
+  interface aar_set_mode_name
+    function aar_set_mode_name_c(name) bind(C, name="aar_set_mode_name") result(rc)
+      import :: c_int, c_char
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int) :: rc
+    end function aar_set_mode_name_c
+    module procedure aar_set_mode_name_text
+  end interface aar_set_mode_name
+
   interface
     ! Begin the next iteration (ending the one in progress first, if any).
     function aar_iteration_begin() bind(C, name="aar_iteration_begin") result(rc)
@@ -47,26 +71,12 @@ module aar
       integer(c_int) :: rc
     end function aar_iteration_end
 
-    ! Label the iteration in progress, or the next one: a C string (end it with c_null_char) of
-    ! 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @.
-    function aar_iteration_label(label) bind(C, name="aar_iteration_label") result(rc)
-      import :: c_int, c_char
-      character(kind=c_char), dimension(*), intent(in) :: label
-      integer(c_int) :: rc
-    end function aar_iteration_label
 
     ! The index of the iteration in progress (0, 1, ...), or -1 when none is.
     function aar_iteration_index() bind(C, name="aar_iteration_index") result(i)
       import :: c_int64_t
       integer(c_int64_t) :: i
     end function aar_iteration_index
-
-    ! The same by name, as AAR_MODE takes it ("ADAPTIVE3", "auto", "steady", "off"), a C string.
-    function aar_set_mode_name(name) bind(C, name="aar_set_mode_name") result(rc)
-      import :: c_int, c_char
-      character(kind=c_char), dimension(*), intent(in) :: name
-      integer(c_int) :: rc
-    end function aar_set_mode_name
 
     function aar_set_auto() bind(C, name="aar_set_auto") result(rc)
       import :: c_int
@@ -97,4 +107,29 @@ contains
       rc = aar_set_mode_c(int(dlvr_mode, c_int16_t))
     end if
   end function aar_set_mode_default
+
+  ! A Fortran string as the C string the library reads: up to its first c_null_char if it holds
+  ! one, without trailing blanks, then c_null_char. Without this a blank-padded variable was
+  ! refused, and one with no c_null_char was read on past its end (the next element of an array:
+  ! "isolated" then "congested" read as the label "isolatedcongested").
+  pure function c_string(text) result(c)
+    character(len=*), intent(in) :: text
+    character(len=:), allocatable :: c
+    integer :: n
+    n = index(text, c_null_char) - 1
+    if (n < 0) n = len(text)
+    c = trim(text(1:n)) // c_null_char
+  end function c_string
+
+  function aar_iteration_label_text(label) result(rc)
+    character(len=*), intent(in) :: label
+    integer(c_int) :: rc
+    rc = aar_iteration_label_c(c_string(label))
+  end function aar_iteration_label_text
+
+  function aar_set_mode_name_text(name) result(rc)
+    character(len=*), intent(in) :: name
+    integer(c_int) :: rc
+    rc = aar_set_mode_name_c(c_string(name))
+  end function aar_set_mode_name_text
 end module aar

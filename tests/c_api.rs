@@ -524,7 +524,9 @@ fn iterations_in_a_fork_child_switch_the_policy_but_write_no_rows() {
 /// aar.f90's aar_set_mode takes a mode as a default integer (`aar_set_mode(32)`, which did not
 /// compile against an interface of integer(c_int16_t) alone) or as an integer(c_int16_t); a
 /// default integer out of uint16_t's range is AAR_EINVAL, not wrapped into a mode (65536 + 128 is
-/// not ADAPTIVE3).
+/// not ADAPTIVE3). Names and labels are Fortran strings: a blank-padded variable gives its text,
+/// with or without c_null_char (once refused for its blanks, or read on into the array's next
+/// element: "isolatedcongested").
 #[test]
 fn fortran_pins_a_mode_given_as_a_default_integer_or_a_c_int16_t() {
     assert!(have("gfortran"), "gfortran is missing: run scripts/setup");
@@ -535,5 +537,8 @@ fn fortran_pins_a_mode_given_as_a_default_integer_or_a_c_int16_t() {
     let r = Launch::program("api-fortran", prog, "").run();
     r.assert_ok();
     assert!(r.stdout.contains("fortran modes ok"), "{}", r.stdout);
-    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [[AD1; 6].as_slice(), &[AD3; 3]].concat());
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [[AD1; 6].as_slice(), &[AD3; 3], &[AD2; 3]].concat());
+    let labels: Vec<(u64, Option<String>)> = rows_of(&r).into_iter().map(|(i, _, label)| (i, label)).collect();
+    let label = |l: &str| Some(l.to_string());
+    assert_eq!(labels, [(0, label("isolated")), (1, label("congested")), (2, label("isolated"))]);
 }
