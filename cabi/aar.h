@@ -130,9 +130,10 @@ int aar_iteration_begin(void);
 int aar_iteration_end(void);
 
 /* Label the iteration in progress, or the next one when none is (e.g. "isolated", "congested"):
- * 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @; anything else is AAR_EINVAL. A later label
- * of the same iteration replaces an earlier one. AAR_EINVAL too, the label not set, when the
- * iteration record stays held by another thread (see above). */
+ * 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @; anything else, or NULL, is AAR_EINVAL (the
+ * first such label of the process is said on stderr). A later label of the same iteration replaces
+ * an earlier one. AAR_EINVAL too, the label not set, when the iteration record stays held by
+ * another thread (see above). */
 int aar_iteration_label(const char *label);
 
 /* The index of the iteration in progress, or -1 when none is (before the first, after an end). */

@@ -1182,18 +1182,23 @@ pub extern "C" fn aar_set_mode(dlvr_mode: u16) -> c_int {
     })
 }
 
-/// A policy call that returns AAR_EINVAL and changes nothing, said on stderr: `text` gives what
-/// was refused and why, then the fix. Said by every rank (an error in the caller's code), for the
+/// A call that returns AAR_EINVAL and changes nothing, said on stderr: `text` gives what was
+/// refused and why, then the fix. Said by every rank (an error in the caller's code), for the
 /// first such call of the process to each function (`said`) only, and not under `AAR_DISABLE` (a
-/// process that sees no output).
+/// process that sees no output). A policy call's message names the policy still in force.
 #[cold]
 fn refused(said: &AtomicBool, text: impl FnOnce() -> (String, String)) -> c_int {
+    refused_call(said, true, text)
+}
+
+#[cold]
+fn refused_call(said: &AtomicBool, policy_call: bool, text: impl FnOnce() -> (String, String)) -> c_int {
     let say = || {
         if init::wait_ready().is_none_or(|s| s.disabled) || said.swap(true, Relaxed) {
             return;
         }
         let w = control::load();
-        let kept = if w & control::READY != 0 {
+        let kept = if policy_call && w & control::READY != 0 {
             format!(" (the policy in force is still {})", control::policy_name(w))
         } else {
             String::new()
@@ -1300,8 +1305,17 @@ pub extern "C" fn aar_iteration_end() -> c_int {
 /// `label` is NULL or a NUL-terminated string.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn aar_iteration_label(label: *const c_char) -> c_int {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    let fix = || {
+        format!(
+            "A label is 1 to {} characters from A-Z a-z 0-9 {} (no blank, quote or non-ASCII character); the \
+             iteration keeps the label it had, if any.",
+            rows::MAX_LABEL,
+            rows::LABEL_PUNCTUATION.chars().map(String::from).collect::<Vec<_>>().join(" ")
+        )
+    };
     if label.is_null() {
-        return AAR_EINVAL;
+        return refused_call(&SAID, false, || ("aar_iteration_label(NULL) was refused: no label".into(), fix()));
     }
     // SAFETY: non-null and NUL-terminated per the contract; strnlen reads no further than one
     // byte past the longest label, which is then refused whatever follows.
@@ -1310,7 +1324,11 @@ pub unsafe extern "C" fn aar_iteration_label(label: *const c_char) -> c_int {
     let bytes = unsafe { std::slice::from_raw_parts(label.cast::<u8>(), len) };
     // A bad label is AAR_EINVAL whatever the library's state, AAR_DISABLE included.
     if !rows::valid_label(bytes) {
-        return AAR_EINVAL;
+        // Quoted to its first MAX_LABEL characters, and "…" when it has more.
+        let shown = aar_record::quotes::quoted(&String::from_utf8_lossy(bytes), rows::MAX_LABEL);
+        return refused_call(&SAID, false, || {
+            (format!("aar_iteration_label({shown}) was refused: it is no label"), fix())
+        });
     }
     iteration_api(|| iterations::api_label(bytes), || refused_while_starting("aar_iteration_label"))
 }

@@ -30,6 +30,8 @@ const FLUSH_EVERY_NS: u64 = 1_000_000_000;
 const SHORT_CHECK_ROWS: u64 = 1_000;
 /// Longest label, in bytes.
 pub const MAX_LABEL: usize = 64;
+/// The characters a label may hold besides ASCII letters and digits.
+pub const LABEL_PUNCTUATION: &str = "-_.:+/=@";
 
 /// The iteration indices, and the record behind a lock.
 pub struct Iterations {
@@ -539,7 +541,7 @@ fn warn_if_short(mean_ns: u64) {
 /// `-_.:+/=@`, 1 to [`MAX_LABEL`] bytes.
 pub fn valid_label(label: &[u8]) -> bool {
     (1..=MAX_LABEL).contains(&label.len())
-        && label.iter().all(|&b| b.is_ascii_alphanumeric() || b"-_.:+/=@".contains(&b))
+        && label.iter().all(|&b| b.is_ascii_alphanumeric() || LABEL_PUNCTUATION.as_bytes().contains(&b))
 }
 
 #[cfg(test)]

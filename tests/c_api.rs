@@ -464,8 +464,10 @@ fn the_calls_do_what_aar_h_says_of_them() {
     let labels: Vec<(u64, Option<String>)> = rows_of(&r).into_iter().map(|(i, _, label)| (i, label)).collect();
     assert_eq!(labels, [(0, Some("x".repeat(64))), (1, charset), (2, Some("next".into()))]);
     assert_eq!(r.records()[0]["ab"]["iterations"], 3);
-    // The first value aar_set_mode refused, and the first name aar_set_mode_name refused, are
-    // said, with what was done and how to fix it; the others are not said again.
+    // The first value aar_set_mode refused, the first name aar_set_mode_name refused and the first
+    // label aar_iteration_label refused are said, with what was done and how to fix it (a label
+    // refused unsaid left an experiment's rows without it, and aar report without its conditions);
+    // the others are not said again.
     let refused: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains(") was refused")).collect();
     assert_eq!(
         refused,
@@ -478,6 +480,9 @@ fn the_calls_do_what_aar_h_says_of_them() {
             "aar: aar_set_mode_name(\"\") was refused: it is not a policy. It returned AAR_EINVAL and changed nothing \
              (the policy in force is still ADAPTIVE1). Use auto, steady, off, or a fixed mode such as ADAPTIVE3 or \
              ADAPTIVE_0. Later refused values are not said again.",
+            "aar: aar_iteration_label(\"café\") was refused: it is no label. It returned AAR_EINVAL and changed \
+             nothing. A label is 1 to 64 characters from A-Z a-z 0-9 - _ . : + / = @ (no blank, quote or non-ASCII \
+             character); the iteration keeps the label it had, if any. Later refused values are not said again.",
         ],
         "{:?}",
         r.aar_lines()
