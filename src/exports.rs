@@ -1161,7 +1161,7 @@ pub extern "C" fn aar_set_mode(dlvr_mode: u16) -> c_int {
             "OTHER" => "a combination of routing bits uGNI does not name".to_string(),
             name => format!("GNI_DLVMODE_{name}, not an adaptive mode"),
         },
-        (flags, _) => format!("it has bits above the routing byte set ({flags:#06x})"),
+        (flags, _) => format!("no mode alone: it has bits above the routing byte set ({flags:#06x})"),
     };
     static SAID: AtomicBool = AtomicBool::new(false);
     refused(&SAID, || {

@@ -28,7 +28,9 @@ fn policy_names_asked_during_start_up_are_the_policy_not_disabled() {
 }
 
 /// A bad argument is AAR_EINVAL (-1) whether or not AAR_DISABLE is set: the answer to a bad call
-/// does not depend on the environment.
+/// does not depend on the environment. Without AAR_DISABLE the first bad argument of each function
+/// is said, in a sentence (a flag bit once made "0x0180 is it has bits above..."); under it,
+/// nothing is.
 #[test]
 fn a_bad_argument_is_einval_under_the_kill_switch_too() {
     for disable in ["0", "1"] {
@@ -37,9 +39,24 @@ fn a_bad_argument_is_einval_under_the_kill_switch_too() {
             .run();
         assert!(r.status.success(), "{}", r.stderr);
         let lines: Vec<&str> = r.stdout.lines().collect();
-        assert_eq!(lines.len(), 8, "{}", r.stdout);
+        assert_eq!(lines.len(), 9, "{}", r.stdout);
         for l in lines {
             assert!(l.ends_with(" rc=-1"), "AAR_DISABLE={disable}: {l}");
+        }
+        let refused: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains(") was refused")).collect();
+        let expected = [
+            "aar: aar_iteration_label(NULL) was refused: no label. It returned AAR_EINVAL and changed nothing.",
+            "aar: aar_set_mode(0x0180) was refused: 0x0180 is no mode alone: it has bits above the routing byte set \
+             (0x0100). It returned AAR_EINVAL and changed nothing (the policy in force is still ADAPTIVE3).",
+            "aar: aar_set_mode_name(NULL) was refused: no name. It returned AAR_EINVAL and changed nothing",
+        ];
+        if disable == "1" {
+            assert!(refused.is_empty(), "nothing said under AAR_DISABLE: {refused:?}");
+            continue;
+        }
+        assert_eq!(refused.len(), expected.len(), "{refused:?}");
+        for (line, start) in refused.iter().zip(expected) {
+            assert!(line.starts_with(start), "{line}\nnot: {start}");
         }
     }
 }

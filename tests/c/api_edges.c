@@ -4,9 +4,9 @@
  *   api_edges first-names   8 threads, released at once, each make the process's first call of
  *                           libaar.so, aar_policy_name(), and print "policy NAME"
  *   api_edges bad-args      every function that takes an argument, given a bad one (NULL, empty,
- *                           too long, a character outside the label set, a mode with a flag bit,
- *                           a DMAPP routing value, a name that is no policy): prints "CALL rc=RC"
- *                           for each
+ *                           too long, a character outside the label set, a mode with a flag bit
+ *                           above the routing byte, two routing bits, a DMAPP routing value, a name
+ *                           that is no policy): prints "CALL rc=RC" for each
  *   api_edges slow-start    (with hold_start.so as AAR_PAPI_LIBRARY) a thread starts the library
  *                           and its start-up waits for the program: from inside it, every call
  *                           that changes something and aar_policy_name() ("inside CALL rc=RC",
@@ -288,6 +288,8 @@ int main(int argc, char **argv)
 		printf("label(\"\") rc=%d\n", aar_iteration_label(""));
 		printf("label(65 chars) rc=%d\n", aar_iteration_label(long_label));
 		printf("label(\"a b\") rc=%d\n", aar_iteration_label("a b"));
+		/* GNI_DLVMODE_ORDERED_TAIL with ADAPTIVE3: a flag, no mode alone. */
+		printf("set_mode(0x180) rc=%d\n", aar_set_mode(0x180));
 		printf("set_mode(0x81) rc=%d\n", aar_set_mode(0x81));
 		/* DMAPP_ROUTING_ADAPTIVE_3: DMAPP's own value, not uGNI's. */
 		printf("set_mode(6) rc=%d\n", aar_set_mode(6));
