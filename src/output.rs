@@ -228,8 +228,8 @@ pub fn check_output_dir(dir: Option<&str>) {
     let Some(dir) = dir else { return };
     if let Some(u) = aar_record::folder::check(dir, sys::can_create_in) {
         diag::warn_output_dir(&format!(
-            "AAR_OUTPUT_DIR=\"{}\" {}; the per-rank record will not be written. Fix: {}",
-            dir.escape_debug(),
+            "AAR_OUTPUT_DIR={} {}; the per-rank record will not be written. Fix: {}",
+            trace::quoted_path(dir),
             u.problem(),
             u.fix()
         ));
@@ -363,7 +363,8 @@ fn summary(totals: &tally::Totals, decider: Option<&Decider>, record: Option<&st
         }
     }
     match record {
-        Some(p) => line + &format!("; record {p}"),
+        // Escaped: a line break in the folder's name would end the line, its rest without `aar:`.
+        Some(p) => line + &format!("; record {}", p.escape_debug()),
         None => line,
     }
 }
@@ -566,8 +567,8 @@ fn write_outputs() {
             Ok(json) => match write_record(dir, &name, &json) {
                 Ok(p) => record_path = Some(p),
                 Err(e) => diag::error_output_write(&format!(
-                    "could not write the record {name} in AAR_OUTPUT_DIR=\"{}\" ({e}); nothing else is affected. {}",
-                    dir.escape_debug(),
+                    "could not write the record {name} in AAR_OUTPUT_DIR={} ({e}); nothing else is affected. {}",
+                    trace::quoted_path(dir),
                     diag::write_fix(&e, "AAR_OUTPUT_DIR")
                 )),
             },

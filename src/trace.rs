@@ -158,8 +158,9 @@ const BUFFER: usize = 1 << 16;
 /// the environment allows) is not said whole.
 const PATH_CHARS: usize = 256;
 
-/// `path` as the trace's messages quote it: on one line, escaped, cut to [`PATH_CHARS`].
-fn quoted_path(path: &str) -> String {
+/// `path` as the messages about the library's files (the trace, the record folder) quote it: on
+/// one line, escaped, cut to [`PATH_CHARS`].
+pub fn quoted_path(path: &str) -> String {
     aar_record::quotes::quoted(path, PATH_CHARS)
 }
 

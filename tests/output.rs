@@ -132,6 +132,36 @@ fn a_missing_output_dir_is_one_warning_at_start_and_the_program_continues() {
     assert!(lines[0].ends_with(&format!("will not be written. Fix: mkdir -p {missing}")), "{}", lines[0]);
 }
 
+/// An output folder of 100,000 characters is said on one line of bounded length, its name quoted
+/// and cut as the trace's is (said whole, it made a message of 100 KB, kept in the record too);
+/// a folder whose name has a line break in it keeps the summary line on one line, the break
+/// escaped in the record's name (it split the line, its second part without `aar:`).
+#[test]
+fn an_output_dir_of_any_length_or_characters_is_said_on_one_short_line() {
+    let launch = Launch::driver("huge-out", "fma 64 3 0");
+    let huge = launch.dir.join("y".repeat(100_000)).display().to_string();
+    let r = launch.env("AAR_OUTPUT_DIR", &huge).env("AAR_SUMMARY", "0").run();
+    r.assert_ok();
+    let head = |s: &str| s.chars().take(2000).collect::<String>();
+    assert_eq!(r.stderr.lines().count(), 1, "one line on stderr: {}", head(&r.stderr));
+    let line = r.stderr.lines().next().unwrap();
+    assert!(line.len() < 1024, "{} bytes: {}", line.len(), head(line));
+    assert!(line.starts_with("aar: AAR_OUTPUT_DIR=\"") && line.contains("…\" cannot be used"), "{}", head(line));
+
+    let launch = Launch::driver("newline-out", "fma 64 3 0");
+    let folder = launch.dir.join("a\nb");
+    std::fs::create_dir(&folder).unwrap();
+    let r = launch.env("AAR_OUTPUT_DIR", &folder.display().to_string()).env("PMI_RANK", "0").run();
+    r.assert_ok();
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(lines.iter().all(|l| l.starts_with("aar: ")), "{}", r.stderr);
+    let summary = lines.iter().find(|l| l.starts_with("aar: policy")).unwrap();
+    let name = read_records(&folder)[0]["pid"].as_u64().map(|pid| format!("aar.nojob.0.{pid}.json")).unwrap();
+    let shown = format!("; record {}", folder.join(&name).display().to_string().replace('\n', "\\n"));
+    assert!(summary.ends_with(&shown), "{summary}");
+    assert!(folder.join(&name).is_file());
+}
+
 /// An output folder that is a symbolic link to nothing (a scratch folder cleaned up under it):
 /// the warning names the link's target, and the fix makes that target, not the link's name
 /// (`mkdir -p` of which fails: "File exists").
