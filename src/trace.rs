@@ -187,10 +187,12 @@ impl Open {
     }
 
     /// The next line would take the trace past `AAR_TRACE_MAX` after `lines`: write what it has,
-    /// warn, stop.
+    /// say so, stop. Said by every rank, as a failed write is ([`Open::warn`]): the file ends as a
+    /// whole trace would, and only this rank knows it was cut short (a rank that writes no record,
+    /// or none with its messages, had it said nowhere).
     fn stop_at_max(mut self, lines: u64) {
         let flushed = self.flush();
-        diag::warn(&format!(
+        diag::error(&format!(
             "the decision trace {} reached AAR_TRACE_MAX={} after {} line{}; the trace stops here, the application \
              continues. Raise AAR_TRACE_MAX (e.g. AAR_TRACE_MAX=8G), or trace fewer ranks (AAR_TRACE in their \
              environment only).",

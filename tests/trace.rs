@@ -198,3 +198,24 @@ fn a_trace_stopped_at_its_cap_loses_no_lines_at_an_exit_held_by_a_fork() {
     assert_eq!(recs[0]["trace"]["lines"], lines.len(), "{}", recs[0]["trace"]);
     assert_eq!(recs[0]["trace"]["lines_lost_waiting"], 0, "{}", recs[0]["trace"]);
 }
+
+/// A trace that reaches `AAR_TRACE_MAX` on a rank other than 0 is said by that rank: its file ends
+/// as a whole trace would, and only it knows the trace was cut short. As a warning, from rank 0
+/// alone, a rank that writes no record (no `AAR_OUTPUT_DIR` here) had it said nowhere.
+#[test]
+fn a_trace_capped_on_rank_5_is_said_by_rank_5() {
+    let launch = Launch::driver("trace-max-rank5", "rdma 65536 5 0").env("PMI_RANK", "5").unset("AAR_OUTPUT_DIR");
+    let path = launch.dir.join("t.%r.jsonl");
+    let r = launch.env("AAR_TRACE", &path.display().to_string()).env("AAR_TRACE_MAX", "600").run();
+    r.assert_ok();
+    let lines = read_jsonl(&r.dir.join("t.5.jsonl"));
+    assert!((1..5).contains(&lines.len()), "{} lines", lines.len());
+    let said: Vec<&str> = r.aar_lines().into_iter().filter(|l| l.contains("AAR_TRACE_MAX=600")).collect();
+    assert_eq!(said.len(), 1, "{}", r.stderr);
+    assert!(
+        said[0].contains(&format!("t.5.jsonl\" reached AAR_TRACE_MAX=600 after {} line", lines.len())),
+        "{}",
+        said[0]
+    );
+    assert_eq!(r.dlvr_modes("GNI_PostRdma").len(), 5, "routing goes on");
+}
