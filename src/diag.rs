@@ -112,6 +112,13 @@ pub fn write_fix(e: &std::io::Error, setting: &str) -> String {
         Some(fix) => fix.to_string(),
         // Names hold the job, rank and pid: without a job id, an earlier run's rank can have had
         // the same pid (a PID namespace per container, or pids come round again).
+        // Creating a file in a folder that was there at start-up (else that was said then): the
+        // folder, or one above it, was removed or replaced while the program ran.
+        None if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => format!(
+            "The folder {setting} names was there when libaar.so started and is no longer: something removed \
+             or replaced it while the program ran (a clean-up of the job's scratch space, the job script). Keep it \
+             until the job ends, or give {setting} a folder nothing removes."
+        ),
         None if e.kind() == std::io::ErrorKind::AlreadyExists => format!(
             "A file of that name is already there (an earlier run's, if it had no job id and a rank with the \
              same pid): give each run its own {setting}."

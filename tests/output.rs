@@ -162,6 +162,43 @@ fn an_output_dir_of_any_length_or_characters_is_said_on_one_short_line() {
     assert!(folder.join(&name).is_file());
 }
 
+/// An output folder removed while the program runs (a clean-up of the job's scratch space): the
+/// record cannot be written, and the line says the folder went away during the run, not to point
+/// the setting at "a writable file system with room", which it was.
+#[test]
+fn an_output_dir_removed_during_the_run_is_said_as_such() {
+    let launch = Launch::driver("vanished-out", "");
+    let (started, go) = (launch.dir.join("started"), launch.dir.join("go"));
+    let mut launch = launch.env("PMI_RANK", "3").env("SLURM_JOB_ID", "77");
+    launch.args = ["fma", "64", "3", "0", "touch", &started.display().to_string()]
+        .into_iter()
+        .chain(["waitfile", &go.display().to_string(), "fma", "64", "1", "0"])
+        .map(String::from)
+        .collect();
+    let out = launch.dir.join("out");
+    let r = launch
+        .through_sh(format!(
+            "\"$@\" & while [ ! -e {s} ]; do sleep 0.01; done; rmdir {o} && touch {g}; wait $!",
+            s = started.display(),
+            o = out.display(),
+            g = go.display()
+        ))
+        .run();
+    r.assert_ok();
+    let lines = r.aar_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("could not write the record aar.77.3.") && lines[0].contains("No such file"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("AAR_OUTPUT_DIR names was there when libaar.so started and is no longer"),
+        "{}",
+        lines[0]
+    );
+}
+
 /// An output folder that is a symbolic link to nothing (a scratch folder cleaned up under it):
 /// the warning names the link's target, and the fix makes that target, not the link's name
 /// (`mkdir -p` of which fails: "File exists").
