@@ -74,6 +74,13 @@ fn lost(what: &str) {
     ));
 }
 
+/// Whether what a held record lost comes after the exit handler wrote the records: iteration `i`
+/// (`None`: whatever it was) that the summary record does not count. [`ended`] says that once;
+/// [`lost`] would contradict it ("still count in the summary record").
+fn after_the_records(i: Option<u64>) -> bool {
+    output::counted_at_exit().is_some_and(|counted| i.is_none_or(|i| i >= counted))
+}
+
 /// Iteration `i` ended: after the exit handler wrote what counts iterations (by another thread
 /// while the process exits, from an atexit handler registered before the library's first call, or
 /// a destructor), it is in neither the iteration record nor the summary record: said once per
@@ -169,7 +176,7 @@ pub fn begin_numbered(index: impl FnOnce() -> u64) {
             if let Some(p) = previous {
                 ended(p);
             }
-            if let NoRecord::Busy = why {
+            if matches!(why, NoRecord::Busy) && !after_the_records(previous) {
                 lost(&match previous {
                     Some(p) => format!("iterations {p} (ended) and {i} (begun) have no row in the iteration record"),
                     None => format!("iteration {i} (begun) has no row in the iteration record"),
@@ -224,7 +231,7 @@ pub fn api_end() -> Result<(), Refused> {
         Err(why) => {
             let i = ITERATIONS.end().ok_or(Refused::Invalid)?;
             ended(i);
-            if let NoRecord::Busy = why {
+            if matches!(why, NoRecord::Busy) && !after_the_records(Some(i)) {
                 lost(&format!("iteration {i} ended without its row in the iteration record"));
             }
             return Ok(());
@@ -254,7 +261,9 @@ pub fn api_label(label: &[u8]) -> Result<(), Refused> {
         Ok(mut record) => record.label(label, ITERATIONS.current(), ITERATIONS.ended()),
         Err(NoRecord::ForkChild) => {}
         Err(NoRecord::Busy) => {
-            lost(&format!("the label \"{label}\" was not set (aar_iteration_label returned AAR_EINVAL)"));
+            if !after_the_records(None) {
+                lost(&format!("the label \"{label}\" was not set (aar_iteration_label returned AAR_EINVAL)"));
+            }
             return Err(Refused::Invalid);
         }
     }
