@@ -220,7 +220,9 @@ fn placed_pes() -> Option<&'static PePlaces> {
     if let Some(placed) = PE_PLACES.get() {
         return placed.as_ref();
     }
-    if PLACING.swap(true, Ordering::Acquire) {
+    // A load first: in a fork child whose parent was placing, the flag stays taken and every call
+    // comes here; a swap is a locked instruction.
+    if PLACING.load(Ordering::Relaxed) || PLACING.swap(true, Ordering::Acquire) {
         return None;
     }
     let placed = topology::table().and_then(|table| {
