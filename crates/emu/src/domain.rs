@@ -71,13 +71,17 @@ pub fn cdm_attach(cdm: usize, device_id: u32) -> Result<(u32, usize), GniReturn>
     Ok((addr, h))
 }
 
-/// GNI_CdmDestroy: the domain, its NIC and everything created on that NIC.
+/// GNI_CdmDestroy: the domain, its NIC and everything created on that NIC. Its endpoints'
+/// datagrams are withdrawn, as GNI_EpDestroy withdraws them: left pending, one would meet a later
+/// post to this domain's address, and Test on a new endpoint that took its handle (the address
+/// of the freed one) would find it and copy into the destroyed endpoint's buffer. They are
+/// withdrawn before the registry is let go, so that no new endpoint has one of their handles yet.
 pub fn cdm_destroy(cdm: usize) -> Result<(), GniReturn> {
     let mut reg = registry::write();
     let c = reg.cdms.remove(&cdm).ok_or(GNI_RC_INVALID_PARAM)?;
     let nic = *c.nic.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(n) = nic {
-        reg.remove_nic(n);
+    for ep in nic.map(|n| reg.remove_nic(n)).unwrap_or_default() {
+        datagram::forget(ep);
     }
     Ok(())
 }
@@ -213,10 +217,13 @@ pub fn ep_unbind(ep: usize) -> Result<(), GniReturn> {
     Ok(())
 }
 
-/// GNI_EpDestroy.
+/// GNI_EpDestroy: its datagrams withdrawn before the registry is let go, so that no new
+/// endpoint has its handle yet.
 pub fn ep_destroy(ep: usize) -> Result<(), GniReturn> {
-    let e = registry::write().eps.remove(&ep).ok_or(GNI_RC_INVALID_PARAM)?;
+    let mut reg = registry::write();
+    let e = reg.eps.remove(&ep).ok_or(GNI_RC_INVALID_PARAM)?;
     datagram::forget(ep);
+    drop(reg);
     if let Some(c) = &e.cq {
         c.eps.fetch_sub(1, Ordering::Relaxed);
     }

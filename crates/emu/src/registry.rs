@@ -219,10 +219,14 @@ impl Registry {
         Some(found)
     }
 
-    /// Forgets a NIC and everything created on it (GNI_CdmDestroy).
-    pub fn remove_nic(&mut self, nic_handle: usize) {
+    /// Forgets a NIC and everything created on it (GNI_CdmDestroy); the handles of the
+    /// endpoints it forgot, whose datagrams the caller withdraws.
+    pub fn remove_nic(&mut self, nic_handle: usize) -> Vec<usize> {
         self.nics.remove(&nic_handle);
-        self.eps.retain(|_, e| e.nic_handle != nic_handle);
+        let eps: Vec<usize> = self.eps.iter().filter(|(_, e)| e.nic_handle == nic_handle).map(|(&h, _)| h).collect();
+        for h in &eps {
+            self.eps.remove(h);
+        }
         self.cqs.retain(|_, c| c.nic != nic_handle);
         let job = crate::job::get();
         self.mems.retain(|&qword1, m| {
@@ -232,5 +236,6 @@ impl Registry {
             }
             keep
         });
+        eps
     }
 }

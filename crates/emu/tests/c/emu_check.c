@@ -754,6 +754,21 @@ static void datagram(void)
 	OK(GNI_EpPostDataTest(b.ep, &st, &ra, &ri));
 	EXPECT(st == GNI_POST_PENDING);
 	OK(GNI_EpPostDataCancel(b.ep));
+	/* So does destroying its domain, which destroys the endpoint with it: a later post to that
+	 * domain's NIC and inst_id meets nothing, and the slot is free again. */
+	struct node c;
+	node_init(&c, 33, 0);
+	OK(GNI_EpBind(c.ep, b.addr, b.inst));
+	OK(GNI_EpPostData(c.ep, ina, 7, outa, sizeof outa));
+	OK(GNI_CdmDestroy(c.cdm));
+	EXPECT_RC(GNI_EpPostDataTest(c.ep, &st, &ra, &ri), GNI_RC_NO_MATCH);
+	gni_ep_handle_t to_c;
+	OK(GNI_EpCreate(b.nic, b.cq, &to_c));
+	OK(GNI_EpBind(to_c, c.addr, c.inst));
+	OK(GNI_EpPostData(to_c, inb, 1, outb, 1));
+	OK(GNI_EpPostDataTest(to_c, &st, &ra, &ri));
+	EXPECT(st == GNI_POST_PENDING);
+	OK(GNI_EpDestroy(to_c));
 }
 
 int main(int argc, char **argv)
