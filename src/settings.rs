@@ -62,7 +62,8 @@ const OTHER_AAR_PREFIXES: [&str; 8] = [
 ];
 
 /// The `AAR_*` names among `names` (the environment's) that neither libaar.so nor the rest of aar
-/// reads: a typo, or a variable of another version. Sorted.
+/// reads: a typo, or a variable of another version. Sorted, each once (an environment may hold a
+/// name twice: `execve` takes any list).
 pub fn unknown_variables(names: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut unknown: Vec<String> = names
         .into_iter()
@@ -71,6 +72,7 @@ pub fn unknown_variables(names: impl IntoIterator<Item = String>) -> Vec<String>
         .filter(|k| !OTHER_AAR_PREFIXES.iter().any(|p| k.starts_with(p)))
         .collect();
     unknown.sort();
+    unknown.dedup();
     unknown
 }
 

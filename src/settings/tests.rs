@@ -319,6 +319,9 @@ fn unknown_variables_are_the_aar_names_nobody_reads_and_a_near_one_is_named() {
     let env =
         ["AAR_MODE", "AAR_MOED", "AAR_EMU_LOG", "AAR_PRELOAD", "AAR_BENCH_DIR", "PATH", "AAR_ZZZ_TOP", "AAR_TRESHOLD"];
     assert_eq!(unknown_variables(env.map(String::from)), ["AAR_MOED", "AAR_TRESHOLD", "AAR_ZZZ_TOP"]);
+    // A name the environment holds twice (execve takes any list) is one unknown variable.
+    let twice = ["AAR_MOED", "PATH", "AAR_MOED"].map(String::from);
+    assert_eq!(unknown_variables(twice), ["AAR_MOED"]);
     // Two neighbours swapped, a letter left out, one added, one changed: one edit each.
     assert_eq!(misspelt("AAR_MOED"), Some("AAR_MODE"));
     assert_eq!(misspelt("AAR_TRESHOLD"), Some("AAR_THRESHOLD"));
