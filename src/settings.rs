@@ -299,7 +299,11 @@ impl FromStr for ReadingAge {
             .into_iter()
             .find_map(|(unit, scale)| v.strip_suffix(unit).map(|d| (d.trim_end(), scale)))
             .unwrap_or((v, 1));
-        let n: u64 = digits.parse().map_err(|_| "expected a whole number with an optional unit ns, us or ms")?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err("expected a whole number with an optional unit ns, us or ms".into());
+        }
+        // Only ASCII digits: the one way `parse` fails is a number beyond 64 bits, more than 1 s.
+        let n: u64 = digits.parse().map_err(|_| "more than 1 s")?;
         match n.checked_mul(scale) {
             Some(ns) if ns <= Self::MAX_NS => Ok(Self(ns)),
             _ => Err("more than 1 s".into()),

@@ -148,6 +148,21 @@ fn a_size_too_large_and_a_bad_factor_are_said_as_what_they_are() {
     assert!(w[0].message.ends_with("(e.g. 1.2)."), "{:?}", w[0]);
 }
 
+/// A node reading age past 64 bits is a whole number too large, not "no whole number".
+#[test]
+fn a_node_reading_age_too_large_for_64_bits_is_said_to_be_too_large() {
+    for value in ["18446744073709551616", "99999999999999999999ns", "99999999999999999999 us"] {
+        let (s, w) = parse(&[("AAR_NODE_READING", value)]);
+        assert_eq!(w.len(), 1, "{value}: {w:?}");
+        let m = &w[0].message;
+        assert!(m.contains("(more than 1 s); using the default 5us"), "{m}");
+        assert!(!m.contains("expected a whole number"), "{m}");
+        assert_eq!(s.node_reading, ReadingAge::DEFAULT);
+    }
+    let (_, w) = parse(&[("AAR_NODE_READING", "5s")]);
+    assert!(w[0].message.contains("(expected a whole number with an optional unit ns, us or ms)"), "{:?}", w[0]);
+}
+
 #[test]
 fn dmapp_routing_tables_and_their_source() {
     let text = "ADAPTIVE=4, adaptive_1=5,DMAPP_ROUTING_ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3";
