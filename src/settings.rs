@@ -327,7 +327,7 @@ fn as_display<T: fmt::Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, 
 }
 
 /// The PAPI events of `AAR_PAPI_EVENTS`: the required ones and optionally the last of
-/// `aar_abi::counters::EVENTS`, comma-separated, no blanks inside a name.
+/// `aar_abi::counters::EVENTS`, comma-separated, no blanks inside a name, each name once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventList(pub Vec<String>);
 
@@ -340,6 +340,18 @@ impl FromStr for EventList {
         }
         if names.iter().any(|n| n.is_empty() || n.len() > 1024 || n.contains(char::is_whitespace)) {
             return Err("a name is empty, too long or has a blank inside".into());
+        }
+        // PAPI refuses an event already in the set (PAPI_ECNFLCT), which would read as that
+        // event being unavailable; and one counter cannot stand for two quantities.
+        // Said by position too: a long name is cut in the warning.
+        let twice = names.iter().enumerate().find_map(|(i, n)| Some((names[..i].iter().position(|m| m == n)?, i)));
+        if let Some((first, again)) = twice {
+            return Err(format!(
+                "entries {} and {} are the same event, {}",
+                first + 1,
+                again + 1,
+                shown(&names[again])
+            ));
         }
         Ok(Self(names))
     }
@@ -863,7 +875,7 @@ impl Settings {
                     "is not a list of 4 or 5 PAPI event names",
                     "Give comma-separated names in this order: request flits, request stalled cycles, cumulative response latency, response packets[, response stalled cycles].",
                 ),
-                Hidden,
+                Shown,
                 always,
             )
             .map_or(d.papi_events, |l| l.0);

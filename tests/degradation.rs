@@ -88,6 +88,26 @@ fn a_missing_event_is_one_warning_too() {
     assert_eq!(&r.dlvr_modes("GNI_PostRdma")[2..], [AD0; 4], "automatic routing still runs");
 }
 
+/// An event named twice in `AAR_PAPI_EVENTS` is said as such, once, and the list is not used:
+/// real PAPI refuses the second copy as a conflict, which read as the event being unavailable (a
+/// required one: no automatic routing; the optional fifth: a note that it is missing).
+#[test]
+fn a_papi_event_named_twice_is_one_warning_that_says_so() {
+    let events: Vec<String> = sde_events_setting().split(',').map(String::from).collect();
+    for (test, twice) in [("event-twice", 1), ("optional-event-twice", 4)] {
+        let mut names = events.clone();
+        names[twice] = names[0].clone();
+        let r = Launch::driver(test, "rdma 65536 3 0").env("AAR_PAPI_EVENTS", &names.join(",")).run();
+        r.assert_ok();
+        let w = warnings(&r);
+        let said: Vec<&&str> = w.iter().filter(|l| l.starts_with("aar: AAR_PAPI_EVENTS=")).collect();
+        assert_eq!(said.len(), 1, "{test}: {w:?}");
+        let same = format!("(entries 1 and {} are the same event, \"{}", twice + 1, &names[0][..20]);
+        assert!(said[0].contains(&same), "{}", said[0]);
+        assert!(!w.iter().any(|l| l.contains(&format!("{} is not available", names[0]))), "{test}: {w:?}");
+    }
+}
+
 /// An `AAR_*` variable libaar.so does not read (a typo, a variable of another version) gets one
 /// warning from rank 0 that names it and the variable it most likely misspells; the others are
 /// quiet but keep it in their record. aar's other variables (the emulator's, the module's) get

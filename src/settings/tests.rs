@@ -163,6 +163,26 @@ fn a_node_reading_age_too_large_for_64_bits_is_said_to_be_too_large() {
     assert!(w[0].message.contains("(expected a whole number with an optional unit ns, us or ms)"), "{:?}", w[0]);
 }
 
+/// An event named twice is refused as such: PAPI would refuse the second as a conflict, said as
+/// that event being unavailable, and one counter cannot stand for two quantities. The parser's
+/// words are shown, so a list of 4 names is not said to be no list of 4 or 5 names without cause.
+#[test]
+fn a_papi_event_named_twice_is_refused_as_such() {
+    for (value, why) in [
+        ("a,b,a,d", "(entries 1 and 3 are the same event, \"a\")"),
+        ("a,b,c,d, b", "(entries 2 and 5 are the same event, \"b\")"),
+        ("a,b,c", "(3 names)"),
+        ("a,b,,d", "(a name is empty"),
+    ] {
+        let (s, w) = parse(&[("AAR_PAPI_EVENTS", value)]);
+        assert_eq!(w.len(), 1, "{value}: {w:?}");
+        let m = &w[0].message;
+        assert!(m.starts_with(&format!("AAR_PAPI_EVENTS={} is not a list", shown(value))), "{m}");
+        assert!(m.contains(why) && m.contains("using the default (the five Aries"), "{value}: {m}");
+        assert_eq!(s.papi_events, Settings::default().papi_events);
+    }
+}
+
 #[test]
 fn dmapp_routing_tables_and_their_source() {
     let text = "ADAPTIVE=4, adaptive_1=5,DMAPP_ROUTING_ADAPTIVE_2=6,ADAPTIVE_3=7,IN_ORDER=3";
