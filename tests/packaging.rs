@@ -978,7 +978,8 @@ fn a_private_record_folder_in_tmp_is_taken_again_by_later_loads() {
             let mut v: Vec<_> = std::fs::read_dir("/tmp")
                 .unwrap()
                 .map(|e| e.unwrap().path())
-                .filter(|p| p.to_str().unwrap().starts_with(&format!("{}.", folder.display())))
+                // Other names in /tmp, another program's, need not be UTF-8.
+                .filter(|p| p.to_string_lossy().starts_with(&format!("{}.", folder.display())))
                 .collect();
             v.sort();
             v
