@@ -110,7 +110,9 @@ fn probe(option: &str, dir: &Path) -> Result<(), String> {
 /// Per rank of the run of `spec` that gave `r`: the iteration record (aar-iterations/1) and the
 /// simulator's summary, each with the run's effective configuration.
 pub fn write_records(dir: &Path, spec: &ExperimentSpec, r: &ExperimentResult) -> Result<(), String> {
-    let command_line: Vec<String> = std::env::args().collect();
+    // As libaar.so writes it: an argument that is not UTF-8 (an --out folder's name) is written
+    // lossily, where `std::env::args` would panic after the whole simulation had run.
+    let command_line: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     let config = RunConfig::of(spec, r);
     static SAID: AtomicBool = AtomicBool::new(false);
     if let Some(rec) = r.records.iter().find(|rec| dir.join(rec.iterations_file_name()).exists()) {
