@@ -657,7 +657,8 @@ impl ExperimentSpec {
         let background_packets = self.background_packets(min_sim_ns / nic_ns);
         Work {
             messages,
-            packets: (2 * job_packets * iterations).saturating_add(background_packets),
+            // at least: past the largest count it stays there (it wrapped to a smaller one)
+            packets: job_packets.saturating_mul(2).saturating_mul(iterations).saturating_add(background_packets),
             background_packets,
             min_sim_ns,
             rows,

@@ -354,6 +354,21 @@ fn the_work_is_counted_only_as_far_as_the_memory_given() {
 }
 
 #[test]
+fn work_past_the_largest_count_is_said_as_the_largest_not_wrapped() {
+    // 2,400 ranks of an alltoall of 1 GiB messages: 5,757,600 messages of 2^24 packets an
+    // iteration, each with its response; over 100,001 iterations more packets than a u64 holds.
+    // The count is a lower bound: it stays at the largest, where it wrapped to a smaller one
+    // (9.4e17 said for an alltoall of 4,096 ranks, a hundredth of its work).
+    let net = NetConfig::aries(8);
+    let mut s = ExperimentSpec::new(net, Workload::Alltoall { bytes: 1 << 30 }, 2400, Placement::Scattered);
+    (s.iterations, s.warmup_iterations) = (1, 0);
+    let one = s.work(u64::MAX).packets;
+    assert!(one > u64::MAX / 100_001, "{one}: not past the largest count at 100,001 iterations");
+    s.warmup_iterations = 100_000;
+    assert_eq!(s.work(u64::MAX).packets, u64::MAX);
+}
+
+#[test]
 fn the_background_counted_before_a_run_is_what_it_delivers_at_its_load() {
     // The background's packets are counted at its load over the least time the run takes (its
     // lead, then the job's flits at a flit a NIC cycle): the run takes longer, and its background
