@@ -117,14 +117,17 @@ pub enum SpecError {
          name fewer routers, or give the job more nodes"
     )]
     Packed { routers: u32, groups: u32, nodes: u32, machine_groups: u32, routers_per_group: u32 },
-    /// More ranks than the placement's nodes hold at `ranks_per_node` ranks each.
+    /// More ranks than the placement's nodes hold at `ranks_per_node` ranks each; `larger` names
+    /// what holds more nodes, as for [`SpecError::PlacementFull`]. More ranks per node is said only
+    /// below the most a node holds.
     #[error(
         "placement {placement} holds at most {}, and {ranks} ranks at {ranks_per_node} per node need {}: \
-         use fewer ranks or more ranks per node",
+         use fewer ranks, {}{larger}",
         aar_record::count(*max, "node", "nodes"),
-        ranks / ranks_per_node
+        ranks / ranks_per_node,
+        if *ranks_per_node < crate::experiment::RanksPerNode::MAX { "more ranks per node, or " } else { "or " }
     )]
-    NodesFull { placement: &'static str, ranks: u32, ranks_per_node: u32, max: u32 },
+    NodesFull { placement: &'static str, ranks: u32, ranks_per_node: u32, max: u32, larger: &'static str },
     /// Ranks that do not fill whole nodes, or a number of ranks per node outside its range.
     #[error(
         "{ranks} ranks do not fill nodes of {ranks_per_node} ranks: the ranks per node must be 1 to {max} and divide \

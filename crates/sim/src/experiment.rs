@@ -457,8 +457,8 @@ impl ExperimentSpec {
             return Err(SpecError::AcrossOneGroup { groups: topo.groups });
         }
         self.placement.check(&topo, self.nodes()).map_err(|e| match e {
-            SpecError::PlacementFull { placement, max, .. } if k > 1 => {
-                SpecError::NodesFull { placement, ranks: self.ranks, ranks_per_node: k, max }
+            SpecError::PlacementFull { placement, max, larger, .. } if k > 1 => {
+                SpecError::NodesFull { placement, ranks: self.ranks, ranks_per_node: k, max, larger }
             }
             e => e,
         })?;

@@ -123,8 +123,13 @@ fn ranks_per_node_that_do_not_fill_nodes_or_the_placement_are_refused() {
     assert!(e.to_string().contains("18 ranks do not fill nodes of 4 ranks"), "{e}");
     assert!(check(16, 0, Placement::SameBlade).is_err());
     let e = check(32, 4, Placement::SameBlade).unwrap_err();
-    assert_eq!(e, SpecError::NodesFull { placement: "same-blade", ranks: 32, ranks_per_node: 4, max: 4 });
+    let larger = Placement::SameBlade.larger();
+    assert_eq!(e, SpecError::NodesFull { placement: "same-blade", ranks: 32, ranks_per_node: 4, max: 4, larger });
     assert!(e.to_string().contains("32 ranks at 4 per node need 8"), "{e}");
+    assert!(e.to_string().ends_with(&format!("use fewer ranks, more ranks per node, or {larger}")), "{e}");
+    // at the most ranks a node holds, only fewer ranks or a larger placement fit the job
+    let e = check(512, 64, Placement::SameBlade).unwrap_err().to_string();
+    assert!(e.ends_with(&format!("need 8: use fewer ranks, or {larger}")), "{e}");
     // nodes given rank by rank: at most `ranks_per_node` ranks on one node
     let mut s = ExperimentSpec::new(NetConfig::aries(1), Workload::Barrier, 4, Placement::SameBlade);
     s.ranks_per_node = 2;
