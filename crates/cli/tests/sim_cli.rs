@@ -1506,3 +1506,25 @@ fn records_carry_the_effective_configuration_and_older_ones_still_read() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&older);
 }
+
+/// A job whose messages all stay within nodes (through their shared memory) measures no routing:
+/// said before the run, with what to change; a job whose messages cross the network is not told.
+#[test]
+fn a_job_whose_messages_never_leave_a_node_is_told_routing_has_no_effect() {
+    let said = "no message of the job crosses the network";
+    for (per_node, ranks, told) in [("2", "2", true), ("4", "4", true), ("1", "2", false), ("2", "4", false)] {
+        let out = aar()
+            .args(["sim", "run", "--groups", "1", "--placement", "same-blade", "--iterations", "2"])
+            .args(["--workload", "alltoall:4K", "--ranks", ranks, "--ranks-per-node", per_node])
+            .args(["--policy", "ADAPTIVE0,ADAPTIVE3"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(err.contains(said), told, "--ranks {ranks} --ranks-per-node {per_node}: {err}");
+        if told {
+            assert!(err.contains(&format!("--ranks {ranks} --ranks-per-node {per_node}:")), "{err}");
+            assert!(err.contains("--ranks-per-node 1) to measure routing"), "{err}");
+        }
+    }
+}

@@ -438,6 +438,7 @@ fn exec(a: SimArgs, text: &mut String) -> Result<i32, String> {
                     ),
                     less: "fewer --groups or lower --loads",
                     kept: (0, String::new()),
+                    note: None,
                 };
                 weigh(&weight, runs_at_once, "; fewer --warmup and --measure cycles take less time")?;
             }
@@ -538,6 +539,8 @@ struct Weight {
     /// memory kept besides that of the runs at once, bytes, and what it holds (", and the records of
     /// the other 998 runs (...) kept until the end"): a sweep's records of its other runs
     kept: (u64, String),
+    /// said before the run: what makes its result say nothing about routing
+    note: Option<String>,
 }
 
 impl Weight {
@@ -583,6 +586,19 @@ impl Weight {
             ),
             less: "fewer --ranks or a workload with fewer messages",
             kept: (0, String::new()),
+            // Every message between ranks of one node goes through its shared memory: a policy
+            // can only change the time of messages that cross the network.
+            note: (job == 0 && !work.cut && work.messages > 0).then(|| {
+                format!(
+                    "aar: --workload {} --ranks {} --ranks-per-node {}: no message of the job crosses the network \
+                     (the ranks that exchange messages share a node, and send through its shared memory), so every \
+                     routing policy takes the same time; put them on different nodes (e.g. --ranks-per-node 1) to \
+                     measure routing",
+                    spec.workload.form(),
+                    spec.ranks,
+                    spec.ranks_per_node
+                )
+            }),
         }
     }
 }
@@ -603,6 +619,9 @@ fn weigh(w: &Weight, runs_at_once: u64, bound: &str) -> Result<(), String> {
             gigabytes(available),
             w.less
         ));
+    }
+    if let Some(note) = &w.note {
+        eprintln!("{note}");
     }
     if w.packets >= LONG_PACKETS || memory >= LARGE_MEMORY {
         let (fast, slow) = (w.packets / 1_000_000, w.packets / 50_000);
