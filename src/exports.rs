@@ -65,6 +65,7 @@ const _: NeighborAlltoallwFn = MPI_Neighbor_alltoallw;
 const _: crate::papi::StartFn = PAPI_start;
 const _: crate::papi::StopFn = PAPI_stop;
 const _: crate::papi::LibraryInitFn = PAPI_library_init;
+const _: crate::papi::ShutdownFn = PAPI_shutdown;
 
 // ---- uGNI posts ------------------------------------------------------------------------------
 
@@ -1068,6 +1069,16 @@ pub unsafe extern "C" fn PAPI_stop(EventSet: c_int, values: *mut std::ffi::c_lon
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     init::library_init_for_application(version)
+}
+
+/// The application shuts PAPI down, destroying every event set: libaar.so's counters are given up
+/// first (`state::shutdown_for_application`).
+///
+/// # Safety
+/// PAPI's contract for PAPI_shutdown.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn PAPI_shutdown() {
+    crate::state::shutdown_for_application()
 }
 
 // ---- C API (cabi/aar.h) ------------------------------------------------------------------------------

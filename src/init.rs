@@ -102,13 +102,19 @@ pub fn wait_for_other_thread() {
 
 /// The application's `PAPI_library_init`, passed on once libaar.so's own PAPI set-up, if another
 /// thread is making it, is over (waited for at most two seconds): libpapi is not safe to
-/// initialise from two threads at once. Nothing is started here: a program that initialises PAPI
+/// initialise from two threads at once. A PAPI shut down under libaar.so's event set
+/// ([`state::papi_shut_down`]) ends the counters' use first. Nothing is started here: a program that initialises PAPI
 /// before its first uGNI call initialises it alone, and libaar.so then uses it as it finds it.
 pub fn library_init_for_application(version: std::ffi::c_int) -> std::ffi::c_int {
     let Some(library_init) = papi::APPLICATION_LIBRARY_INIT.get::<papi::LibraryInitFn>() else {
         return papi::PAPI_ENOINIT;
     };
     let _ = std::panic::catch_unwind(wait_for_other_thread);
+    // PAPI_shutdown destroyed libaar.so's event set, and the sets of the PAPI initialised again
+    // would take its number: its counters are given up before the application makes one.
+    if papi::shut_down() {
+        let _ = std::panic::catch_unwind(state::papi_shut_down);
+    }
     // SAFETY: libpapi's PAPI_library_init (LibraryInitFn is its prototype), the caller's argument.
     unsafe { library_init(version) }
 }

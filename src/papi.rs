@@ -44,6 +44,7 @@ pub type StopFn = unsafe extern "C" fn(c_int, *mut c_longlong) -> c_int;
 /// `PAPI_cleanup_eventset`.
 pub type EventsetFn = unsafe extern "C" fn(c_int) -> c_int;
 pub type DestroyEventsetFn = unsafe extern "C" fn(*mut c_int) -> c_int;
+pub type ShutdownFn = unsafe extern "C" fn();
 
 /// A PAPI return code, with PAPI's own words for it when it has some.
 #[derive(Clone, Debug)]
@@ -175,12 +176,25 @@ pub struct Opened {
 /// The loaded library, kept until the process ends: its functions stay in use.
 static LIBRARY: OnceLock<Library> = OnceLock::new();
 
-/// The `PAPI_start`, `PAPI_stop` and `PAPI_library_init` after libaar.so's (libpapi's), for the
-/// application's calls:
+/// The `PAPI_start`, `PAPI_stop`, `PAPI_library_init` and `PAPI_shutdown` after libaar.so's
+/// (libpapi's), for the application's calls:
 /// libaar.so's own go to the functions in [`LIBRARY`].
 pub static APPLICATION_START: Real = Real::new(c"PAPI_start");
 pub static APPLICATION_STOP: Real = Real::new(c"PAPI_stop");
 pub static APPLICATION_LIBRARY_INIT: Real = Real::new(c"PAPI_library_init");
+pub static APPLICATION_SHUTDOWN: Real = Real::new(c"PAPI_shutdown");
+
+/// Whether the PAPI that libaar.so loaded is shut down right now (its `PAPI_is_initialized` says
+/// so): asked at the application's `PAPI_library_init`, which may be initialising it again after a
+/// `PAPI_shutdown` that destroyed libaar.so's event set. False when none was loaded.
+pub fn shut_down() -> bool {
+    let Some(is_initialized) = LIBRARY.get().and_then(|lib| symbol::<IsInitializedFn>(lib, "PAPI_is_initialized").ok())
+    else {
+        return false;
+    };
+    // SAFETY: PAPI_is_initialized takes no arguments and only reads PAPI's state.
+    unsafe { is_initialized() == PAPI_NOT_INITED }
+}
 
 fn load(explicit: Option<&str>) -> Result<(&'static Library, String), PapiError> {
     if let Some(lib) = LIBRARY.get() {

@@ -487,6 +487,25 @@ impl Decider {
         }
     }
 
+    /// PAPI was shut down under the counters' event set ([`papi_shut_down`]): they read no more,
+    /// with the shutdown's warning, unless a failed read has said it already.
+    #[cold]
+    fn papi_shut_down(&mut self) {
+        STEPPED_ASIDE_FOR.store(NO_SET, Relaxed);
+        let why = PapiError::ShutDown;
+        if self.aside.take().is_some() {
+            // Routing fell back when they stepped aside, whose warning promised them back.
+            diag::warn(&format!(
+                "{why}: libaar.so's counters, stepped aside for the application's PAPI event set, do not count again, \
+                 and routing stays as without counters. {}.",
+                why.fix()
+            ));
+            self.counters_unavailable = Some(why.to_string());
+        } else if self.counters.is_some() {
+            self.give_up_counters(&why, true);
+        }
+    }
+
     /// Inline in both callers: out of line, the read path (a rank alone on its node) pays a call
     /// and a frame (7 ns per read with `AAR_WINDOW=1` when `read_node` became its second caller).
     #[inline(always)]
@@ -655,6 +674,30 @@ pub unsafe fn stop_for_application(eventset: c_int, values: *mut std::ffi::c_lon
         let _ = std::panic::catch_unwind(resume);
     }
     rc
+}
+
+/// The application's `PAPI_shutdown`, passed on once the counters are given up
+/// ([`papi_shut_down`]): it destroys libaar.so's event set, and stops the application's sets with
+/// `PAPI_stop` calls that must not start libaar.so's again.
+pub fn shutdown_for_application() {
+    let Some(shutdown) = papi::APPLICATION_SHUTDOWN.get::<papi::ShutdownFn>() else { return };
+    let _ = std::panic::catch_unwind(papi_shut_down);
+    // SAFETY: libpapi's PAPI_shutdown (ShutdownFn is its prototype).
+    unsafe { shutdown() }
+}
+
+/// The application shuts PAPI down (`PAPI_shutdown`, which destroys every event set), or is
+/// initialising it again after a shutdown libaar.so did not see (a `PAPI_shutdown` looked up with
+/// `dlsym`): libaar.so's event set is gone, and its number will be that of the first set the
+/// application makes. The counters are given up now, not read (nor started again by a
+/// `PAPI_stop` of the application's) as that set ([`Decider::papi_shut_down`]).
+pub fn papi_shut_down() {
+    // Bounded, in case this thread holds the decider.
+    if let Some(mut decider) = decider_within(Duration::from_millis(100)) {
+        if let Some(d) = decider.as_mut() {
+            d.papi_shut_down();
+        }
+    }
 }
 
 /// The latest valid window, readable without the lock.

@@ -373,6 +373,55 @@ fn papi_shut_down_under_the_library_is_one_warning_then_high_bias() {
     assert!(why.contains("PAPI was shut down") && w[0].starts_with(&format!("aar: {why}")), "{why} / {}", w[0]);
 }
 
+/// `PAPI_shutdown` destroys every event set, libaar.so's too; a program that then initialises PAPI
+/// again and makes a set of its own gets the number libaar.so's set had (PAPI gives the lowest
+/// free one). libaar.so must not read the program's set as its NIC counters (it did, 28 reads
+/// without a failure), nor start its set again from the `PAPI_stop` calls inside the shutdown: its
+/// counters are given up at the program's `PAPI_shutdown` (or, shut down behind libaar.so's back,
+/// at its new `PAPI_library_init`), with the shutdown's one warning, and the program measures as
+/// it asked.
+#[test]
+fn papi_shut_down_and_initialised_again_is_not_read_as_the_nic_counters() {
+    let program = program_with("driver", &["-DWITH_PAPI", "-lpapi"]);
+    let event = sde_events_setting().split(',').next().unwrap().to_string();
+    for (name, shutdown) in [("papi-reinit-behind", "papi_shutdown"), ("papi-reinit", "papi shutdown")] {
+        let script = format!("rdma 65536 12 0 {shutdown} papi start {event} rdma 65536 24 0 papi stop rdma 65536 4 0");
+        let r = Launch::program(name, program.clone(), &script).env("AAR_WINDOW", "1").run();
+        r.assert_ok();
+        assert!(r.stdout.contains("papi start rc=0\n") && r.stdout.contains("papi stop rc=0\n"), "{}", r.stdout);
+        let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+        assert_eq!(w.len(), 1, "{name}: {w:?}");
+        assert!(w[0].contains("PAPI was shut down") && w[0].contains("ADAPTIVE3 (fixed)"), "{name}: {}", w[0]);
+        let modes = r.dlvr_modes("GNI_PostRdma");
+        assert!(modes[12..].iter().all(|&m| m == AD3), "{name}: fixed High Bias after the shutdown: {modes:?}");
+        let counters = &r.records()[0]["counters"];
+        assert!(counters["unavailable_because"].as_str().unwrap().contains("PAPI was shut down"), "{counters}");
+        assert_eq!(counters["gave_way"], 0, "{name}: {counters}");
+        // The start-up's read and one per post before the shutdown, none after it.
+        assert_eq!(counters["reads"], 13, "{name}: {counters}");
+    }
+
+    // Shut down while libaar.so's counters were stepped aside for the program's set: the warning
+    // that promised them back at that set's stop is followed by one that says they do not come,
+    // and the program's new set (libaar.so's old number) counts as the program asked.
+    let script = format!(
+        "rdma 65536 12 0 papi start {event} rdma 65536 12 0 papi shutdown papi start {event} rdma 65536 12 0 \
+         papi stop rdma 65536 4 0"
+    );
+    let r = Launch::program("papi-reinit-aside", program, &script).run();
+    r.assert_ok();
+    assert_eq!(r.stdout.matches("papi start rc=0\n").count(), 2, "{}", r.stdout);
+    assert!(r.stdout.contains("papi stop rc=0\n"), "{}", r.stdout);
+    let w: Vec<_> = r.aar_lines().into_iter().filter(|l| !l.starts_with("aar: policy")).collect();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w[0].contains("stopped its counters to let it count"), "{}", w[0]);
+    assert!(w[1].contains("PAPI was shut down") && w[1].contains("do not count again"), "{}", w[1]);
+    assert!(w[1].contains("Shut PAPI down only after the application's last send"), "{}", w[1]);
+    let counters = &r.records()[0]["counters"];
+    assert!(counters["unavailable_because"].as_str().unwrap().contains("PAPI was shut down"), "{counters}");
+    assert!(r.dlvr_modes("GNI_PostRdma")[12..].iter().all(|&m| m == AD3), "{:?}", r.dlvr_modes("GNI_PostRdma"));
+}
+
 /// tests/c/flaky_papi.c, a PAPI for AAR_PAPI_LIBRARY over the real libpapi.
 fn flaky_papi() -> std::path::PathBuf {
     compile(
@@ -890,6 +939,7 @@ fn random_programs_under_random_settings_see_what_they_see_without_the_library()
         Just("papi_shutdown".to_string()),
         Just(format!("papi start {event}")),
         Just("papi stop".to_string()),
+        Just("papi shutdown".to_string()),
         (1..4u32).prop_map(|n| format!("alltoall 4096 {n}")),
         (1..3u32).prop_map(|n| format!("barrier 64 {n}")),
         Just("neighbor 4096 2".to_string()),

@@ -68,8 +68,9 @@
  *                                   status=S")
  *   papi_shutdown                   shut PAPI down behind the library's back (its next read fails)
  *   papi start EVENT | papi stop    (built with -DWITH_PAPI, linked with -lpapi, as a program that
- *                                   measures with PAPI itself) an event set of its own: PAPI
- *                                   initialised if it is not, EVENT added, started; or stopped
+ *   | papi shutdown                 measures with PAPI itself) an event set of its own: PAPI
+ *                                   initialised if it is not, EVENT added, started; or stopped; or
+ *                                   PAPI shut down (PAPI_shutdown), the next start making a new set
  *                                   ("papi start rc=R" / "papi stop rc=R"; as the first commands,
  *                                   before the process's first uGNI call)
  *   exit_posting                    start a thread that posts forever, then exit() from main
@@ -649,6 +650,11 @@ static int papi_command(const char *what, const char *event)
 	long long v[1];
 	if (!strcmp(what, "stop"))
 		return PAPI_stop(set, v);
+	if (!strcmp(what, "shutdown")) {
+		PAPI_shutdown();
+		set = PAPI_NULL;
+		return 0;
+	}
 	if (!PAPI_is_initialized() && PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
 		return -1000;
 	if (set == PAPI_NULL) {
