@@ -77,10 +77,14 @@ impl fmt::Display for Code {
 /// Why the counters are unavailable; the text is the start of the warning the user sees.
 #[derive(Debug, thiserror::Error)]
 pub enum PapiError {
+    /// `given`: the path `AAR_PAPI_LIBRARY` gave (then the only one tried).
     #[error("PAPI could not be loaded (tried {tried}: {first_error})")]
-    NotLoaded { tried: String, first_error: String },
-    #[error("the PAPI library lacks {function} ({why})")]
-    MissingFunction { function: &'static str, why: String },
+    NotLoaded { tried: String, first_error: String, given: Option<String> },
+    #[error(
+        "the PAPI library{} lacks {function} ({why})",
+        given.as_ref().map(|g| format!(" AAR_PAPI_LIBRARY names ({g})")).unwrap_or_default()
+    )]
+    MissingFunction { function: &'static str, why: String, given: Option<String> },
     #[error("{call} failed: {code}")]
     Failed { call: &'static str, code: Code },
     #[error("event name {0:?} contains a NUL byte")]
@@ -112,7 +116,19 @@ pub enum PapiError {
 
 impl PapiError {
     /// How to get the counters back, the start of the warning's last sentence.
-    pub fn fix(&self) -> &'static str {
+    pub fn fix(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            // The library AAR_PAPI_LIBRARY named is what failed: setting it would not help.
+            PapiError::NotLoaded { given: Some(g), .. } | PapiError::MissingFunction { given: Some(g), .. } => format!(
+                "Correct AAR_PAPI_LIBRARY (it names {g}) to the path of a libpapi.so that loads here, or unset it to \
+                 load the libpapi.so the loader finds (module load papi, on a Cray)"
+            )
+            .into(),
+            _ => self.usual_fix().into(),
+        }
+    }
+
+    fn usual_fix(&self) -> &'static str {
         match self {
             PapiError::InUse | PapiError::GaveWay => {
                 "Leave that component's events out of the application's (or the tool's) PAPI measurements"
@@ -221,14 +237,20 @@ fn load(explicit: Option<&str>) -> Result<(&'static Library, String), PapiError>
             }
         }
     }
-    Err(PapiError::NotLoaded { tried: candidates.join(", "), first_error: first_error.unwrap_or_default() })
+    Err(PapiError::NotLoaded {
+        tried: candidates.join(", "),
+        first_error: first_error.unwrap_or_default(),
+        given: explicit.map(str::to_string),
+    })
 }
 
 fn symbol<T: Copy>(lib: &'static Library, function: &'static str) -> Result<T, PapiError> {
     // SAFETY: each `T` at the call sites is the C prototype of the named function in papi.h.
-    unsafe { lib.get::<T>(function.as_bytes()) }
-        .map(|s| *s)
-        .map_err(|e| PapiError::MissingFunction { function, why: e.to_string() })
+    unsafe { lib.get::<T>(function.as_bytes()) }.map(|s| *s).map_err(|e| PapiError::MissingFunction {
+        function,
+        why: e.to_string(),
+        given: None,
+    })
 }
 
 impl Papi {
@@ -236,14 +258,21 @@ impl Papi {
     /// `events` (the first four required, the fifth optional).
     pub fn open(explicit_library: Option<&str>, events: &[String]) -> Result<Opened, PapiError> {
         let (lib, library) = load(explicit_library)?;
-        let is_initialized: IsInitializedFn = symbol(lib, "PAPI_is_initialized")?;
-        let get_opt: GetOptFn = symbol(lib, "PAPI_get_opt")?;
-        let library_init: LibraryInitFn = symbol(lib, "PAPI_library_init")?;
-        let create_eventset: CreateEventsetFn = symbol(lib, "PAPI_create_eventset")?;
-        let add_named_event: AddNamedEventFn = symbol(lib, "PAPI_add_named_event")?;
-        let start: StartFn = symbol(lib, "PAPI_start")?;
-        let read: ReadFn = symbol(lib, "PAPI_read")?;
-        let strerror: StrerrorFn = symbol(lib, "PAPI_strerror")?;
+        // Which library lacks a function, when AAR_PAPI_LIBRARY named it.
+        let given = |e: PapiError| match e {
+            PapiError::MissingFunction { function, why, .. } => {
+                PapiError::MissingFunction { function, why, given: explicit_library.map(str::to_string) }
+            }
+            e => e,
+        };
+        let is_initialized: IsInitializedFn = symbol(lib, "PAPI_is_initialized").map_err(given)?;
+        let get_opt: GetOptFn = symbol(lib, "PAPI_get_opt").map_err(given)?;
+        let library_init: LibraryInitFn = symbol(lib, "PAPI_library_init").map_err(given)?;
+        let create_eventset: CreateEventsetFn = symbol(lib, "PAPI_create_eventset").map_err(given)?;
+        let add_named_event: AddNamedEventFn = symbol(lib, "PAPI_add_named_event").map_err(given)?;
+        let start: StartFn = symbol(lib, "PAPI_start").map_err(given)?;
+        let read: ReadFn = symbol(lib, "PAPI_read").map_err(given)?;
+        let strerror: StrerrorFn = symbol(lib, "PAPI_strerror").map_err(given)?;
 
         // SAFETY: PAPI_is_initialized takes no arguments and only reads PAPI's state.
         if unsafe { is_initialized() } == PAPI_NOT_INITED {
@@ -374,7 +403,11 @@ mod tests {
         assert_eq!(e.to_string(), "PAPI_start failed: Event does not exist (code -7)");
         let e = PapiError::EventUnavailable { name: "X".into(), code: code(-1, None) };
         assert_eq!(e.to_string(), "the PAPI event X is not available (code -1)");
-        let e = PapiError::NotLoaded { tried: "libpapi.so, libpapi.so.7".into(), first_error: "not found".into() };
+        let e = PapiError::NotLoaded {
+            tried: "libpapi.so, libpapi.so.7".into(),
+            first_error: "not found".into(),
+            given: None,
+        };
         assert_eq!(e.to_string(), "PAPI could not be loaded (tried libpapi.so, libpapi.so.7: not found)");
     }
 }

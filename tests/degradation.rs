@@ -64,6 +64,32 @@ fn a_papi_library_that_is_not_a_file_is_not_opened() {
     assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD3; 3]);
 }
 
+/// AAR_PAPI_LIBRARY naming a file that is not there, a folder, or a library that is not PAPI's:
+/// one warning, which names the variable and says to correct it or unset it (it said "set
+/// AAR_PAPI_LIBRARY", which is set, and did not name it), and routing falls back as without PAPI.
+#[test]
+fn a_wrong_papi_library_is_one_warning_that_says_to_correct_the_variable() {
+    let dir = scratch("papi-library-wrong");
+    std::fs::write(dir.join("not_papi.c"), "int not_papi(void) { return 0; }\n").unwrap();
+    let not_papi = compile("cc", "not_papi", &[dir.join("not_papi.c")], &["-shared", "-fPIC"]);
+    let cases = [
+        ("papi-library-missing", dir.join("no-such-libpapi.so"), "cannot open shared object file"),
+        ("papi-library-folder", dir.clone(), "not a regular file"),
+        ("papi-library-not-papi", not_papi, "lacks PAPI_is_initialized"),
+    ];
+    for (name, path, why) in cases {
+        let path = path.display().to_string();
+        let r = Launch::driver(name, "rdma 65536 3 0").env("AAR_PAPI_LIBRARY", &path).run();
+        r.assert_ok();
+        let w = warnings(&r);
+        assert_eq!(w.len(), 1, "{name}: {w:?}");
+        assert!(w[0].contains(why) && w[0].contains("ADAPTIVE3 (fixed)"), "{name}: {}", w[0]);
+        assert!(w[0].contains(&format!("Correct AAR_PAPI_LIBRARY (it names {path})")), "{name}: {}", w[0]);
+        assert!(!w[0].contains("set AAR_PAPI_LIBRARY or"), "{name}: {}", w[0]);
+        assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD3; 3], "{name}");
+    }
+}
+
 #[test]
 fn a_missing_event_is_one_warning_too() {
     // Unknown names inside the SDE namespace are accepted by PAPI as placeholders, so the
