@@ -9,7 +9,8 @@
 //!   links, followed through its libraries as the loader would find them here ([`elf`]), or, with
 //!   neither, whether it carries uGNI's or DMAPP's sends itself (from a static archive), or a
 //!   library it needs is not found here (libugni may come through it). A set-user-ID or
-//!   set-group-ID program of another user or group never sees LD_PRELOAD's libaar.so. For a
+//!   set-group-ID program of another user or group never sees LD_PRELOAD's libaar.so; one this
+//!   user may run but not read is preloaded, but not looked into (a warning). For a
 //!   Python script, or the interpreter itself, mpi4py's MPI module is checked in its place
 //!   ([`python`]).
 //! - The preload: libaar.so in LD_PRELOAD (`:` or space separated, as ld.so splits it, and its
@@ -284,6 +285,26 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
     }
     let file = match elf::read(path) {
         Ok(f) => f,
+        // An execute-only program (mode --x, a site's licensed build): the kernel maps it and the
+        // loader preloads libaar.so into it as into any other; only the doctor cannot look inside.
+        Err(elf::NotElf::Unreadable(e)) if e.kind() == std::io::ErrorKind::PermissionDenied && may_execute(path) => {
+            report.checks.push(Check {
+                topic: "program",
+                verdict: Verdict::Warning,
+                text: format!(
+                    "{shown} may be run but not read by you ({e}): the loader preloads libaar.so into it all the \
+                     same, but whether it is dynamically linked and links libugni cannot be checked here"
+                ),
+                fix: Some(format!(
+                    "Ask its owner to make it readable (chmod a+r {}), or run aar doctor as a user who may read it.",
+                    aar_record::folder::shell_word(&shown)
+                )),
+                skipped: true,
+            });
+            program.executable = Some(path.to_path_buf());
+            check_secure_execution(path, report);
+            return program;
+        }
         Err(elf::NotElf::Unreadable(e)) => {
             report.problem("program", format!("{shown} cannot be read ({e})"), "Check its permissions (chmod +r).");
             return program;
@@ -398,6 +419,15 @@ fn check_secure_execution(path: &Path, report: &mut Report) {
              does not need the bit, chmod u-s,g-s {word}."
         ),
     );
+}
+
+/// Whether this user may execute the file at `path` (access(2) with X_OK: its mode, owner and
+/// groups, as the kernel's exec checks them).
+fn may_execute(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: `c` is a NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
 }
 
 /// Whether the file system holding `path` is mounted `nosuid` (set-ID bits have no effect there).

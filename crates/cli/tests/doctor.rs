@@ -1482,6 +1482,43 @@ fn a_program_that_is_a_fifo_is_refused_without_waiting_for_a_writer() {
     r.expect_line("problem", "program", "is not a regular file (a FIFO, a device or a socket)");
 }
 
+/// A program this user may run but not read (mode --x): the loader preloads libaar.so into it,
+/// so it is no problem (exit 1) with "chmod +r" for a fix, but a check that could not be made.
+/// Run as `nobody` when the tests run as root (root may read anything).
+#[test]
+fn a_program_that_may_be_run_but_not_read_is_a_warning_not_a_problem() {
+    use std::os::unix::fs::PermissionsExt;
+    let as_root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    let setpriv_found =
+        Command::new("sh").args(["-c", "command -v setpriv >/dev/null"]).status().is_ok_and(|s| s.success());
+    if as_root && !setpriv_found {
+        eprintln!("note: running as root without setpriv: the case is not run");
+        return;
+    }
+    let prog = scratch().join("exec-only-app");
+    if !prog.exists() {
+        std::fs::copy(ugni_program(), &prog).unwrap();
+    }
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o711)).unwrap();
+    let sh = scratch().join("exec-only-as-nobody-sh");
+    let run_as = if as_root { "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" } else { "exec \"$@\"" };
+    write_script(&sh, &format!("#!/bin/sh\n{run_as}\n"));
+    let r = doctor_under(Some(&sh), &[prog.to_str().unwrap(), "--json"], &[]);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
+    let check = doc["checks"].as_array().unwrap().iter().find(|c| c["topic"] == "program").unwrap().clone();
+    assert_eq!((&check["verdict"], &check["skipped"]), (&"warning".into(), &true.into()), "{check}");
+    let text = check["text"].as_str().unwrap();
+    assert!(text.contains("may be run but not read by you (Permission denied"), "{text}");
+    assert!(check["fix"].as_str().unwrap().contains("chmod a+r"), "{check}");
+    assert!(doc["checks"].as_array().unwrap().iter().all(|c| c["verdict"] != "problem"), "{}", r.stdout);
+    r.expect_code(3);
+    // Neither read nor run (mode ---): the kernel would refuse it too, a problem.
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[]);
+    r.expect_code(1);
+    r.expect_line("problem", "program", "cannot be read (Permission denied");
+}
+
 #[test]
 fn bad_arguments_exit_2_and_name_the_input() {
     let r = doctor(&["no-such-program-anywhere"], &[]);
