@@ -812,6 +812,21 @@ fn a_missing_event_is_named_whether_papi_refuses_it_or_takes_it_as_a_placeholder
     r.expect_line("ok", "event", &sde[3]);
 }
 
+/// An optional fifth event PAPI refuses: one finding, the event's warning with its fix, not a
+/// second warning without one from libaar.so's note on the same event.
+#[test]
+fn a_missing_optional_event_is_one_warning_with_its_fix() {
+    let prog = ugni_program();
+    let mut events = sde_events();
+    events[4] = "AR_NIC_NO_SUCH_EVENT".into();
+    let r = doctor(&[prog.to_str().unwrap()], &[("AAR_PAPI_EVENTS", &events.join(","))]);
+    r.expect_code(3);
+    r.expect_line("warning", "event", "(optional): AR_NIC_NO_SUCH_EVENT does not exist");
+    assert!(r.stdout.contains("fix: Correct AAR_PAPI_EVENTS"), "{}", r.stdout);
+    assert!(!r.has_line("warning", "counters", "AR_NIC_NO_SUCH_EVENT"), "{}", r.stdout);
+    assert!(r.stdout.contains("result: 1 warning, no problem"), "{}", r.stdout);
+}
+
 /// `steady` is automatic routing too: without its counters it falls back to a fixed mode, so a
 /// missing event is a problem under it, as under `auto`, not a warning that routing is unaffected.
 #[test]
