@@ -1157,6 +1157,9 @@ fn check_preload(
             ),
         );
     }
+    // The libaar.so the loader would preload: the first entry it finds (a bare name it searches
+    // for; a relative one is found from here). Entries it cannot open, it skips.
+    let preloaded = entries.iter().find(|e| !e.contains('/') || Path::new(e).is_file()).cloned();
     for entry in &entries {
         if !entry.contains('/') {
             report.ok(
@@ -1227,15 +1230,28 @@ fn check_preload(
                     ),
                 )
             };
-            report.problem(
-                "preload",
-                format!(
-                    "LD_PRELOAD names {}, which {what}: the loader skips it (with an error) and the program runs \
-                     without libaar.so",
-                    entry.escape_debug()
+            match &preloaded {
+                // Another libaar.so named there is preloaded: the job runs with it, and each of its
+                // processes prints the loader's error about this one.
+                Some(other) => report.warning(
+                    "preload",
+                    format!(
+                        "LD_PRELOAD names {}, which {what}: the loader skips it, with an error on the standard \
+                         error of every process it starts, and preloads {other}, which LD_PRELOAD names too",
+                        entry.escape_debug()
+                    ),
+                    fix,
                 ),
-                fix,
-            );
+                None => report.problem(
+                    "preload",
+                    format!(
+                        "LD_PRELOAD names {}, which {what}: the loader skips it (with an error) and the program \
+                         runs without libaar.so",
+                        entry.escape_debug()
+                    ),
+                    fix,
+                ),
+            }
         }
     }
     // The loader loads one file once, whatever it is called: distinct files are distinct copies.
