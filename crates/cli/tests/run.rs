@@ -909,6 +909,47 @@ fn signals_ignored_when_the_launcher_starts_stay_ignored() {
     }
 }
 
+/// A signal mask inherited through exec (a parent that blocked SIGCHLD, SIGINT and SIGTERM and
+/// exec'd aar run without restoring it) hides no end of a rank and no request to end from the
+/// launcher: ranks that leave a process holding their output open end the job (their SIGCHLD is
+/// all that tells it), and SIGTERM ends a job.
+#[test]
+fn signals_blocked_when_the_launcher_starts_are_seen() {
+    use std::os::unix::process::CommandExt;
+    let blocked = |args: &[&str]| {
+        let mut cmd = aar();
+        cmd.arg("run").args(args);
+        // SAFETY: sigemptyset, sigaddset and sigprocmask are async-signal-safe; the set is local.
+        unsafe {
+            cmd.pre_exec(|| {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                for sig in [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM] {
+                    libc::sigaddset(&mut set, sig);
+                }
+                libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+                Ok(())
+            });
+        }
+        cmd
+    };
+    let left = marker();
+    let script = format!("sleep {left} & exit 0");
+    let (st, err) = Job::spawn(blocked(&["-n", "2", "--", "sh", "-c", &script])).finish();
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert!(err.contains("aar run: the ranks left 2 processes running"), "{err}");
+    assert_eq!(gone_within_10_s(&left), [], "processes the ranks left outlived the job");
+    let held = marker();
+    let script = format!("echo ready; exec sleep {held}");
+    let job = Job::spawn(blocked(&["-n", "2", "--", "sh", "-c", &script]));
+    job.expect_lines(2, "ready");
+    job.signal(libc::SIGTERM);
+    let (st, err) = job.finish();
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM), "{err}");
+    assert!(err.contains("aar run: got SIGTERM: forwarded to the 2 ranks still running"), "{err}");
+    assert_eq!(gone_within_10_s(&held), [], "ranks outlived the job");
+}
+
 /// The bytes of a rank's file in the job folder, as `aar run`'s capacity check counts them
 /// (crates/cli/src/run/capacity.rs, RANK_FILE_BYTES).
 const RANK_FILE_BYTES: u64 = 8_869_040;

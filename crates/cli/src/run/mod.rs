@@ -48,7 +48,7 @@
 //!   and one Ctrl-C is one SIGINT to each rank; another such signal while the job ends (a second
 //!   Ctrl-C, or one while a rank's failure ends it) sends SIGKILL to the ranks still running at
 //!   once; one that was ignored when `aar run` started (nohup) stays ignored, by the launcher and
-//!   the ranks. SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU or SIGPWR, whose default action would end
+//!   the ranks; one that was blocked (a signal mask its parent left it) is unblocked. SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU or SIGPWR, whose default action would end
 //!   the launcher alone, end the job with SIGTERM to the ranks and exit status 128 + that signal.
 //!   A time limit ([`time`]: `--time`,
 //!   `MPIEXEC_TIMEOUT`; none by default) that runs out ends the job the same way, with exit status

@@ -78,7 +78,8 @@ pub struct SignalPipe {
 impl SignalPipe {
     /// Install the handlers for SIGCHLD, [`ENDING`], [`FORWARDED`], [`FATAL`], [`JOB_CONTROL`] and
     /// [`RESIZE`]; a signal of [`ENDING`], [`FORWARDED`], [`FATAL`] or [`RESIZE`] that is already
-    /// ignored (SIG_IGN) stays ignored. Ranks started after this
+    /// ignored (SIG_IGN) stays ignored. The signals handled are unblocked, should aar run have
+    /// been started with them blocked (an inherited signal mask). Ranks started after this
     /// get the default dispositions back at exec, and the ignored ones stay ignored.
     pub fn install() -> std::io::Result<Self> {
         let mut fds = [0; 2];
@@ -91,6 +92,10 @@ impl SignalPipe {
         let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         WRITE_END.store(write_end.as_raw_fd(), Ordering::Relaxed);
         std::mem::forget(write_end);
+        // SAFETY: a zeroed sigset_t is valid for sigemptyset to initialise.
+        let mut handled: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: handled is a live sigset_t.
+        unsafe { libc::sigemptyset(&mut handled) };
         for sig in ENDING.into_iter().chain(FORWARDED).chain(FATAL).chain(JOB_CONTROL).chain([libc::SIGCHLD, RESIZE]) {
             // A signal ignored when aar run started (`nohup aar run`, a background job of a shell
             // without job control ignores SIGINT and SIGQUIT) stays ignored, here and, through
@@ -99,6 +104,19 @@ impl SignalPipe {
                 continue;
             }
             handle(sig, true)?;
+            // SAFETY: handled is a live, initialised sigset_t and sig a valid signal number.
+            unsafe { libc::sigaddset(&mut handled, sig) };
+        }
+        // A signal mask is inherited through exec: a parent that blocked SIGCHLD or SIGTERM (and
+        // exec'd aar run without restoring its mask) would leave them pending for ever, the
+        // handlers never run: the end of a rank whose leftovers hold its output open would go
+        // unseen (the job would hang), a Ctrl-C or `kill` would do nothing. Blocking is no
+        // request to ignore (that is SIG_IGN, kept above): the signals handled are unblocked.
+        // (The ranks start with an empty mask: Command clears it in the child.)
+        // SAFETY: pthread_sigmask reads the live set; the old mask is not wanted.
+        let rc = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &handled, std::ptr::null_mut()) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
         }
         Ok(SignalPipe { read_end: std::fs::File::from(read_end) })
     }
