@@ -571,6 +571,19 @@ fn a_rank_that_cannot_be_started_ends_the_job() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(127), "{err}");
     assert!(err.contains("cannot start rank 0"), "{err}");
+    assert!(
+        err.contains("(its #! interpreter /no/such/interpreter does not exist: fix the program's first line"),
+        "{err}"
+    );
+    // An interpreter that is no executable file (a folder) fails with EACCES: the program is
+    // executable, and the line names what is not.
+    let script = dir.join("bad-interpreter");
+    aar_testkit::write_script(&script, &format!("#!{}\n", dir.display()));
+    let out = aar().args(["run", "-n", "2"]).arg(&script).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    let named = format!("Permission denied (os error 13) (its #! interpreter {} is no executable file", dir.display());
+    assert!(err.contains(&named), "{err}");
 }
 
 /// A launcher whose every job folder already exists (another user's, or a launcher's in another

@@ -542,6 +542,34 @@ fn has_controlling_terminal() -> bool {
     })
 }
 
+/// What an exec of `program`, an executable file (checked before the job), that failed with `e`
+/// says of the file at fault, which is not the program: its `#!` interpreter, named as a shell
+/// names a "bad interpreter", or its loader; the file system for a binary refused execution.
+fn exec_hint(program: &Path, e: &std::io::Error) -> String {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let interpreter = head[..n]
+        .strip_prefix(b"#!")
+        .and_then(|rest| rest.split(|&b| b == b'\n').next())
+        .and_then(|line| line.split(|b| b.is_ascii_whitespace()).find(|w| !w.is_empty()))
+        .map(String::from_utf8_lossy);
+    match (e.kind(), interpreter) {
+        (std::io::ErrorKind::NotFound, Some(i)) => {
+            format!(" (its #! interpreter {i} does not exist: fix the program's first line, or install it)")
+        }
+        (std::io::ErrorKind::PermissionDenied, Some(i)) => {
+            format!(" (its #! interpreter {i} is no executable file: fix the program's first line)")
+        }
+        (std::io::ErrorKind::NotFound, None) => {
+            " (its loader, the ELF interpreter, does not exist: a program built for another system)".into()
+        }
+        (std::io::ErrorKind::PermissionDenied, None) => {
+            " (its file system may be mounted noexec, which `findmnt -T PROGRAM` shows: put it elsewhere)".into()
+        }
+        _ => String::new(),
+    }
+}
+
 /// One started rank: its process, the launcher's end of its PMI socket, and its exit.
 struct Rank {
     child: Child,
@@ -729,9 +757,7 @@ impl Supervisor {
         for (rank, &node) in nodes.iter().enumerate() {
             if let Err(e) = self.spawn(job, rank, node, program, command) {
                 let shown = command[0].to_string_lossy();
-                // The program exists (checked): a missing file is its #! interpreter or its loader.
-                let hint =
-                    if e.kind() == std::io::ErrorKind::NotFound { " (its #! interpreter or loader)" } else { "" };
+                let hint = exec_hint(program, &e);
                 self.end(EXIT_CANNOT_START, None, format!("cannot start rank {rank} ({shown}): {e}{hint}"));
                 return;
             }
