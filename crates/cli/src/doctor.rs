@@ -587,16 +587,34 @@ fn check_libraries(program: &Path, closure: &elf::Closure, report: &mut Report) 
             );
             return finish_libraries(closure, report);
         }
+        let fix = match launcher(program) {
+            // `aar doctor srun`: the program the launcher starts is the one to check.
+            Some(name) => format!(
+                "{name} is a job launcher: libaar.so is preloaded into the programs it starts, not into it. Give the \
+                 application itself (aar doctor ./app), or check it where the job runs: {name} -n 1 aar doctor ./app."
+            ),
+            None => "Check that this is the program that talks to the network (a Cray MPI, SHMEM or PGAS build links \
+                     libugni); a program that opens libugni itself at run time (dlopen), or a stripped one that \
+                     carries libugni from its static archive, cannot be checked here."
+                .to_string(),
+        };
         report.problem(
             "routing",
             "links neither libugni nor libdmapp (directly or through its libraries): libaar.so has nothing to route \
              in this program",
-            "Check that this is the program that talks to the network (a Cray MPI, SHMEM or PGAS build links \
-             libugni); a program that opens libugni itself at run time (dlopen), or a stripped one that carries \
-             libugni from its static archive, cannot be checked here.",
+            fix,
         );
     }
     finish_libraries(closure, report);
+}
+
+/// The name of a job launcher (Slurm's, ALPS', MPICH's, Open MPI's, ...) `program` is, by its file
+/// name: what users put in front of the application, and give the doctor by habit.
+fn launcher(program: &Path) -> Option<&'static str> {
+    const LAUNCHERS: [&str; 9] =
+        ["srun", "aprun", "mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "jsrun", "ibrun"];
+    let name = program.file_name()?.to_str()?;
+    LAUNCHERS.into_iter().find(|&l| l == name)
 }
 
 /// The uGNI and DMAPP sends whose code in a program means it carries its own libugni or libdmapp.

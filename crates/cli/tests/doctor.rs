@@ -726,6 +726,24 @@ fn a_program_without_ugni_or_dmapp_gives_libaar_nothing_to_route() {
     r.expect_line("note", "DMAPP", "does not link libdmapp");
     r.expect_line("problem", "routing", "links neither libugni nor libdmapp");
     assert!(r.stdout.contains("libaar.so has nothing to route in this program"));
+    assert!(!r.stdout.contains("job launcher"), "{}", r.stdout);
+}
+
+/// A job launcher given as the program (`aar doctor srun`, by habit) is told to give the
+/// application, or to put the launcher in front of the doctor.
+#[test]
+fn a_launcher_given_as_the_program_is_told_to_give_the_application() {
+    let dir = scratch().join("launchers");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["srun", "mpiexec.hydra"] {
+        let fake = dir.join(name);
+        std::fs::copy("/bin/true", &fake).unwrap();
+        let r = doctor(&[fake.to_str().unwrap()], &[]);
+        r.expect_code(1);
+        r.expect_line("problem", "routing", "links neither libugni nor libdmapp");
+        assert!(r.stdout.contains(&format!("{name} is a job launcher")), "{}", r.stdout);
+        assert!(r.stdout.contains(&format!("{name} -n 1 aar doctor ./app")), "{}", r.stdout);
+    }
 }
 
 /// A program that measures with PAPI itself may count on the NIC counters' component, which PAPI
