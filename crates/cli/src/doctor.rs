@@ -287,7 +287,9 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
         Ok(f) => f,
         // An execute-only program (mode --x, a site's licensed build): the kernel maps it and the
         // loader preloads libaar.so into it as into any other; only the doctor cannot look inside.
-        Err(elf::NotElf::Unreadable(e)) if e.kind() == std::io::ErrorKind::PermissionDenied && may_execute(path) => {
+        Err(elf::NotElf::Unreadable(e))
+            if e.kind() == std::io::ErrorKind::PermissionDenied && crate::program::is_executable_file(path) =>
+        {
             report.checks.push(Check {
                 topic: "program",
                 verdict: Verdict::Warning,
@@ -362,8 +364,12 @@ fn check_program(path: &Path, report: &mut Report) -> Program {
     } else {
         report.problem(
             "program",
-            format!("{shown}: {}, but it is not executable (no x permission)", file.describe()),
-            format!("chmod +x {shown}"),
+            format!(
+                "{shown}: {}, but this user may not execute it (no x permission for this user, or a file system \
+                 mounted noexec)",
+                file.describe()
+            ),
+            format!("chmod +x {shown} (as its owner), or put it on a file system that allows execution"),
         );
     }
     check_secure_execution(path, report);
@@ -419,15 +425,6 @@ fn check_secure_execution(path: &Path, report: &mut Report) {
              does not need the bit, chmod u-s,g-s {word}."
         ),
     );
-}
-
-/// Whether this user may execute the file at `path` (access(2) with X_OK: its mode, owner and
-/// groups, as the kernel's exec checks them).
-fn may_execute(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
-    // SAFETY: `c` is a NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
 }
 
 /// Whether the file system holding `path` is mounted `nosuid` (set-ID bits have no effect there).

@@ -2,7 +2,6 @@
 //! with a `/` as it is, any other name in the folders of PATH.
 
 use std::ffi::OsStr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Why a PROGRAM argument names no program. The message says what is wrong, [`ProgramError::fix`]
@@ -15,7 +14,7 @@ pub enum ProgramError {
     Missing(String),
     #[error("PROGRAM \"{0}\" is a symbolic link to {1}, which does not exist")]
     BrokenLink(String, String),
-    #[error("PROGRAM \"{0}\" is not an executable file")]
+    #[error("PROGRAM \"{0}\" is not a file this user may execute")]
     NotExecutable(String),
     #[error("PROGRAM \"{0}\" was not found: it has no '/' and no folder of PATH holds an executable of that name")]
     NotInPath(String),
@@ -30,7 +29,9 @@ impl ProgramError {
             ProgramError::BrokenLink(..) => {
                 "Give the path of the program itself, or point the link at it (ln -sfn PROGRAM LINK).".into()
             }
-            ProgramError::NotExecutable(_) => "Give a program (chmod +x it if it is one).".into(),
+            ProgramError::NotExecutable(_) => {
+                "Give a program (chmod +x it if it is one; a file system mounted noexec runs none).".into()
+            }
             ProgramError::NotInPath(name) => format!("Give its path (e.g. ./{name}) or add its folder to PATH."),
         }
     }
@@ -69,7 +70,12 @@ pub fn find_executable(arg: &OsStr) -> Result<PathBuf, ProgramError> {
     }
 }
 
-/// A regular file with an execute bit.
+/// A regular file this user may execute: access(2) with X_OK checks its mode for this user's
+/// owner and groups, and a file system mounted noexec, as exec does (an execute bit for another
+/// user only is no program here: a shell looking through PATH passes it by too).
 pub fn is_executable_file(p: &Path) -> bool {
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else { return false };
+    // SAFETY: `c` is a NUL-terminated path; access(2) only reads it.
+    std::fs::metadata(p).is_ok_and(|m| m.is_file()) && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
 }

@@ -1572,6 +1572,14 @@ fn a_program_that_may_be_run_but_not_read_is_a_warning_not_a_problem() {
     let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[]);
     r.expect_code(1);
     r.expect_line("problem", "program", "cannot be read (Permission denied");
+    // Read but not run (mode rwxr--r--, another user's): an execute bit of its owner's is none of
+    // this user's, a problem.
+    if as_root {
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o744)).unwrap();
+        let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[]);
+        r.expect_code(1);
+        r.expect_line("problem", "program", "but this user may not execute it");
+    }
 }
 
 #[test]

@@ -468,7 +468,7 @@ fn bad_arguments_are_named_and_start_nothing() {
     let not_executable = root().join("Cargo.toml");
     let out = aar().arg("run").arg(&not_executable).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("is not an executable file"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("is not a file this user may execute"), "{}", text(&out.stderr));
 }
 
 #[test]
