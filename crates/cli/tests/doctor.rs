@@ -1543,21 +1543,12 @@ fn a_program_that_is_a_fifo_is_refused_without_waiting_for_a_writer() {
 #[test]
 fn a_program_that_may_be_run_but_not_read_is_a_warning_not_a_problem() {
     use std::os::unix::fs::PermissionsExt;
-    let as_root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
-    let setpriv_found =
-        Command::new("sh").args(["-c", "command -v setpriv >/dev/null"]).status().is_ok_and(|s| s.success());
-    if as_root && !setpriv_found {
-        eprintln!("note: running as root without setpriv: the case is not run");
-        return;
-    }
+    let Some((sh, as_root)) = as_nobody() else { return };
     let prog = scratch().join("exec-only-app");
     if !prog.exists() {
         std::fs::copy(ugni_program(), &prog).unwrap();
     }
     std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o711)).unwrap();
-    let sh = scratch().join("exec-only-as-nobody-sh");
-    let run_as = if as_root { "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" } else { "exec \"$@\"" };
-    write_script(&sh, &format!("#!/bin/sh\n{run_as}\n"));
     let r = doctor_under(Some(&sh), &[prog.to_str().unwrap(), "--json"], &[]);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
     let check = doc["checks"].as_array().unwrap().iter().find(|c| c["topic"] == "program").unwrap().clone();
@@ -1657,23 +1648,36 @@ fn a_report_that_cannot_be_written_is_said_with_exit_4() {
     }
 }
 
-/// A record folder the user may not write in, though its mode has its owner's write bit (`/`,
-/// another user's folder): a warning, not "a writable folder". Run as `nobody` when the tests
-/// run as root (root may write anywhere).
-#[test]
-fn a_record_folder_of_another_user_s_is_not_called_writable() {
-    let prog = ugni_program();
+/// A wrapper script that runs its command as `nobody` when the tests run as root (root may read,
+/// write and run anything), else as this user; and whether they run as root. None (said on
+/// stderr) for root without setpriv: the case cannot be run.
+fn as_nobody() -> Option<(PathBuf, bool)> {
     // /proc/self belongs to the process's effective user.
     let as_root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
     let setpriv_found =
         Command::new("sh").args(["-c", "command -v setpriv >/dev/null"]).status().is_ok_and(|s| s.success());
     if as_root && !setpriv_found {
         eprintln!("note: running as root without setpriv: the case is not run");
-        return;
+        return None;
     }
     let sh = scratch().join("as-nobody-sh");
-    let run_as = if as_root { "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" } else { "exec \"$@\"" };
-    write_script(&sh, &format!("#!/bin/sh\n{run_as}\n"));
+    // Once: tests that run at once would write the same file.
+    static WRITTEN: std::sync::Once = std::sync::Once::new();
+    WRITTEN.call_once(|| {
+        let run_as =
+            if as_root { "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"" } else { "exec \"$@\"" };
+        write_script(&sh, &format!("#!/bin/sh\n{run_as}\n"));
+    });
+    Some((sh, as_root))
+}
+
+/// A record folder the user may not write in, though its mode has its owner's write bit (`/`,
+/// another user's folder): a warning, not "a writable folder". Run as `nobody` when the tests
+/// run as root (root may write anywhere).
+#[test]
+fn a_record_folder_of_another_user_s_is_not_called_writable() {
+    let prog = ugni_program();
+    let Some((sh, _)) = as_nobody() else { return };
     let r = doctor_under(Some(&sh), &[prog.to_str().unwrap()], &[("AAR_OUTPUT_DIR", "/")]);
     r.expect_line("warning", "records", "AAR_OUTPUT_DIR=/ cannot be written in (Permission denied");
     // A missing folder there (the module's $HOME/aar-records under a home that cannot be written
