@@ -1602,8 +1602,10 @@ fn a_signal_while_a_ranks_failure_ends_the_job_is_not_said_to_come_again() {
 #[test]
 fn a_signal_while_the_ranks_leftovers_have_their_grace_kills_them_at_once() {
     let held = marker();
-    // The rank exits 0 and leaves a `sleep` that ignores SIGTERM.
-    let script = format!("sh -c \"trap '' TERM; exec sleep {held}\" >/dev/null 2>&1 & exit 0");
+    // The rank exits 0 and leaves a `sleep` that ignores SIGTERM from its start (it keeps the
+    // disposition it was started with): a leftover that sets its own trap may not have set it yet
+    // when the job ends, on a busy machine, and then ends at its SIGTERM, before the test's SIGINT.
+    let script = format!("trap '' TERM; sleep {held} >/dev/null 2>&1 & exit 0");
     let mut cmd = aar();
     cmd.args(["run", "--", "sh", "-c", &script]);
     with_default_sigint(&mut cmd);
