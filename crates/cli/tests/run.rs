@@ -1996,9 +1996,14 @@ fn a_rank_stopped_for_using_the_terminal_itself_ends_the_job_with_the_reason() {
         ("read x </dev/tty", "SIGTTIN", "read its stdin instead"),
         ("stty -echo </dev/tty", "SIGTTOU", "leave the terminal's settings alone"),
     ] {
+        // Rank 0 touches the terminal once rank 1 has said it is ready: the job ends at rank 0's
+        // stop, and on a busy machine rank 1 may not have started yet.
+        let dir = tempfile::tempdir().unwrap();
+        let ready1 = dir.path().join("ready1");
         let script = format!(
-            "echo ready $PMI_RANK; if [ $PMI_RANK = 0 ]; then {touch}; echo went on; else i=0; \
-             while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi"
+            "echo ready $PMI_RANK; if [ $PMI_RANK = 0 ]; then while [ ! -e {r} ]; do sleep 0.05; done; {touch}; \
+             echo went on; else touch {r}; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi",
+            r = ready1.display()
         );
         let mut cmd = aar();
         cmd.args(["run", "-n", "2", "sh", "-c", &script]);
@@ -2019,10 +2024,17 @@ fn a_rank_stopped_for_using_the_terminal_itself_ends_the_job_with_the_reason() {
 /// what to do instead, and ends the job (exit status 1). Before, the job hung without a word.
 #[test]
 fn a_process_a_rank_started_stopped_for_reading_the_terminal_ends_the_job() {
-    let script = "trap 'echo caught' TTIN; echo ready $PMI_RANK; if [ $PMI_RANK = 0 ]; then cat /dev/tty; \
-                  echo went on; else i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi";
+    // Rank 0 starts `cat` once rank 1 has said it is ready: the job ends at `cat`'s stop, and on a
+    // busy machine rank 1 may not have started yet.
+    let dir = tempfile::tempdir().unwrap();
+    let ready1 = dir.path().join("ready1");
+    let script = format!(
+        "trap 'echo caught' TTIN; echo ready $PMI_RANK; if [ $PMI_RANK = 0 ]; then while [ ! -e {r} ]; do sleep 0.05; \
+         done; cat /dev/tty; echo went on; else touch {r}; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi",
+        r = ready1.display()
+    );
     let mut cmd = aar();
-    cmd.args(["run", "-n", "2", "sh", "-c", script]);
+    cmd.args(["run", "-n", "2", "sh", "-c", &script]);
     let terminal = Terminal::start(cmd);
     assert!(terminal.shows(&["ready 0", "ready 1"]), "the ranks did not start: {}", terminal.shown());
     let (st, shown) = terminal.finish();
