@@ -25,7 +25,8 @@
 //! bytes 8 and 9 (see `dmapp::attrs`). cabi/aar_emu.h lists the error codes and control calls.
 //!
 //! The post log (`AAR_EMU_LOG=<path>`, appended, one JSON object per line, written whole at the
-//! call, so complete at any exit), one line per call, failed calls included (`rc` says so):
+//! call, so complete at any exit but a SIGKILL that lands in a write, which the kernel may cut at
+//! a page boundary of the file), one line per call, failed calls included (`rc` says so):
 //! ```text
 //! {"call":"GNI_PostFma","type":3,"length":64,"dlvr_mode":128,"rc":0}       also GNI_PostRdma, GNI_PostCqWrite
 //! {"call":"GNI_CtPostFma","type":3,"length":32,"dlvr_mode":64,"chain_elements":2,"chain_bytes":210,"rc":0}

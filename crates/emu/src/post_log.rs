@@ -2,7 +2,8 @@
 //! the network or changes routing (SMSG's, DMAPP's attributes) (the format is documented in the
 //! crate root). Each line is
 //! one `write(2)` on an `O_APPEND` file, so lines are complete at any exit (no buffer to flush)
-//! and processes sharing the file do not interleave. Without the variable nothing is opened and
+//! and processes sharing the file do not interleave; only a SIGKILL that lands in the write can
+//! cut the last line, where the kernel stops the write: at a page boundary of the file. Without the variable nothing is opened and
 //! nothing is formatted.
 
 use std::ffi::OsString;
