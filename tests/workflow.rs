@@ -63,6 +63,37 @@ fn a_b_run_over_a_simulated_network_then_aar_report_finds_the_faster_policy() {
 }
 
 #[test]
+fn the_readmes_demo_a_b_table_is_what_the_demo_prints() {
+    // README.md, "Try it here", quotes the table `aar report` prints for scripts/demo's A/B
+    // experiment. The simulated clock makes that run the same on every machine, so every line
+    // quoted must be a line of the report: run it as the demo does and compare.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<&str> = readme.lines().collect();
+    let start = lines
+        .windows(2)
+        .position(|w| w[0].starts_with("policy     iters") && w[1].starts_with("ADAPTIVE0     20 "))
+        .expect("README.md quotes the demo's A/B table (20 iterations of each policy)");
+    let quoted: Vec<&str> = lines[start..].iter().take_while(|l| !l.starts_with("```")).copied().collect();
+    assert_eq!(quoted.len(), 4, "the header and the three policies: {quoted:?}");
+    let r = Launch::program("readme-demo-ab", example("iterations"), "--iters 60 --bytes 64K")
+        .env("AAR_AB", "ADAPTIVE0,ADAPTIVE3,auto")
+        .env("AAR_AB_ORDER", "shuffled:7")
+        .env("AAR_EMU_SIM", "groups=3,placement=across-groups,background=uniform:0.3:4K")
+        .unset("AAR_EMU_LOG")
+        .run();
+    r.assert_ok();
+    let out = Command::new(aar_command()).arg("report").arg(r.dir.join("out")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = String::from_utf8(out.stdout).unwrap();
+    for line in quoted {
+        assert!(
+            report.lines().any(|l| l.trim_end() == line.trim_end()),
+            "README.md's demo table has the line\n{line}\nwhich the demo's report does not print:\n{report}"
+        );
+    }
+}
+
+#[test]
 fn aar_report_names_the_ranks_whose_records_say_the_policies_did_not_run_as_named() {
     // One A/B job of five ranks into one folder: rank 0 clean; rank 1 without one of the NIC
     // counters (its auto iterations route in a fixed mode); rank 2 with eight threads posting
