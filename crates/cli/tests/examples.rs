@@ -719,3 +719,21 @@ fn the_examples_attach_to_the_jobs_nic_device() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn every_program_the_cray_makefile_builds_is_ignored_by_git() {
+    // examples/cray/README.md has the reader run `make -C examples/cray` in the clone: what that
+    // builds must not show up as untracked files (`git status`, `git add -A`).
+    let makefile = std::fs::read_to_string(root().join("examples/cray/Makefile")).unwrap();
+    let programs: Vec<&str> = makefile
+        .lines()
+        .find_map(|l| l.strip_prefix("PROGRAMS = "))
+        .expect("examples/cray/Makefile lists its PROGRAMS")
+        .split_whitespace()
+        .collect();
+    assert!(programs.contains(&"ab_exchange"), "{programs:?}");
+    let ignore = std::fs::read_to_string(root().join("examples/cray/.gitignore")).unwrap();
+    let ignored: Vec<&str> = ignore.lines().map(str::trim).collect();
+    let missing: Vec<&&str> = programs.iter().filter(|p| !ignored.contains(p)).collect();
+    assert!(missing.is_empty(), "examples/cray/.gitignore lacks {missing:?}, which the Makefile builds");
+}
