@@ -63,6 +63,40 @@ fn a_b_run_over_a_simulated_network_then_aar_report_finds_the_faster_policy() {
 }
 
 #[test]
+fn the_readmes_demo_summary_lines_are_what_the_demo_prints() {
+    // README.md, "Try it here", quotes libaar.so's summary line of scripts/demo's uGNI ping-pong
+    // and DMAPP ring. The emulator's default model is deterministic: run each as the demo does and
+    // compare the line, but for the record's path (the demo's folder and pid).
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let without_record = |line: &str| line.split("; record ").next().unwrap().to_string();
+    let quoted = |start: &str| {
+        readme
+            .lines()
+            .find(|l| l.starts_with(start))
+            .map(without_record)
+            .unwrap_or_else(|| panic!("README.md quotes a summary line starting {start:?}"))
+    };
+    let runs = [
+        ("readme-demo-pingpong", example("pingpong"), "aar: policy auto: 210 messages"),
+        (
+            "readme-demo-shmem-ring",
+            compile("cc", "example-shmem_ring", &[root().join("examples/shmem_ring.c")], &["-ldmapp"]),
+            "aar: policy auto: 814 messages",
+        ),
+    ];
+    for (name, program, start) in runs {
+        let quoted = quoted(start);
+        let launch = Launch::program(name, program, "--iters 5").unset("AAR_EMU_LOG");
+        let trace = launch.dir.join("trace.jsonl").display().to_string();
+        let r = launch.env("AAR_TRACE", &trace).run();
+        r.assert_ok();
+        let printed: Vec<String> =
+            r.aar_lines().into_iter().filter(|l| l.starts_with("aar: policy ")).map(without_record).collect();
+        assert_eq!(printed, [quoted], "README.md's summary line against the demo's: {}", r.stderr);
+    }
+}
+
+#[test]
 fn the_readmes_demo_a_b_table_is_what_the_demo_prints() {
     // README.md, "Try it here", quotes the table `aar report` prints for scripts/demo's A/B
     // experiment. The simulated clock makes that run the same on every machine, so every line
