@@ -103,8 +103,9 @@ pub fn wait_for_other_thread() {
 /// The application's `PAPI_library_init`, passed on once libaar.so's own PAPI set-up, if another
 /// thread is making it, is over (waited for at most two seconds): libpapi is not safe to
 /// initialise from two threads at once. A PAPI shut down under libaar.so's event set
-/// ([`state::papi_shut_down`]) ends the counters' use first. Nothing is started here: a program that initialises PAPI
-/// before its first uGNI call initialises it alone, and libaar.so then uses it as it finds it.
+/// ([`state::papi_shut_down`]) ends the counters' use first. Nothing is started here: a program
+/// that initialises PAPI before its first uGNI call initialises it alone, and libaar.so then uses
+/// it as it finds it.
 pub fn library_init_for_application(version: std::ffi::c_int) -> std::ffi::c_int {
     let Some(library_init) = papi::APPLICATION_LIBRARY_INIT.get::<papi::LibraryInitFn>() else {
         return papi::PAPI_ENOINIT;

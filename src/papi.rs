@@ -204,7 +204,8 @@ pub static APPLICATION_SHUTDOWN: Real = Real::new(c"PAPI_shutdown");
 /// so): asked at the application's `PAPI_library_init`, which may be initialising it again after a
 /// `PAPI_shutdown` that destroyed libaar.so's event set. False when none was loaded.
 pub fn shut_down() -> bool {
-    let Some(is_initialized) = LIBRARY.get().and_then(|lib| symbol::<IsInitializedFn>(lib, "PAPI_is_initialized").ok())
+    let Some(is_initialized) =
+        LIBRARY.get().and_then(|lib| symbol::<IsInitializedFn>(lib, "PAPI_is_initialized", None).ok())
     else {
         return false;
     };
@@ -244,12 +245,14 @@ fn load(explicit: Option<&str>) -> Result<(&'static Library, String), PapiError>
     })
 }
 
-fn symbol<T: Copy>(lib: &'static Library, function: &'static str) -> Result<T, PapiError> {
+/// `function` of `lib`; `given`: the path AAR_PAPI_LIBRARY gave for it, which a missing function
+/// names as what to correct.
+fn symbol<T: Copy>(lib: &'static Library, function: &'static str, given: Option<&str>) -> Result<T, PapiError> {
     // SAFETY: each `T` at the call sites is the C prototype of the named function in papi.h.
     unsafe { lib.get::<T>(function.as_bytes()) }.map(|s| *s).map_err(|e| PapiError::MissingFunction {
         function,
         why: e.to_string(),
-        given: None,
+        given: given.map(str::to_string),
     })
 }
 
@@ -258,21 +261,14 @@ impl Papi {
     /// `events` (the first four required, the fifth optional).
     pub fn open(explicit_library: Option<&str>, events: &[String]) -> Result<Opened, PapiError> {
         let (lib, library) = load(explicit_library)?;
-        // Which library lacks a function, when AAR_PAPI_LIBRARY named it.
-        let given = |e: PapiError| match e {
-            PapiError::MissingFunction { function, why, .. } => {
-                PapiError::MissingFunction { function, why, given: explicit_library.map(str::to_string) }
-            }
-            e => e,
-        };
-        let is_initialized: IsInitializedFn = symbol(lib, "PAPI_is_initialized").map_err(given)?;
-        let get_opt: GetOptFn = symbol(lib, "PAPI_get_opt").map_err(given)?;
-        let library_init: LibraryInitFn = symbol(lib, "PAPI_library_init").map_err(given)?;
-        let create_eventset: CreateEventsetFn = symbol(lib, "PAPI_create_eventset").map_err(given)?;
-        let add_named_event: AddNamedEventFn = symbol(lib, "PAPI_add_named_event").map_err(given)?;
-        let start: StartFn = symbol(lib, "PAPI_start").map_err(given)?;
-        let read: ReadFn = symbol(lib, "PAPI_read").map_err(given)?;
-        let strerror: StrerrorFn = symbol(lib, "PAPI_strerror").map_err(given)?;
+        let is_initialized: IsInitializedFn = symbol(lib, "PAPI_is_initialized", explicit_library)?;
+        let get_opt: GetOptFn = symbol(lib, "PAPI_get_opt", explicit_library)?;
+        let library_init: LibraryInitFn = symbol(lib, "PAPI_library_init", explicit_library)?;
+        let create_eventset: CreateEventsetFn = symbol(lib, "PAPI_create_eventset", explicit_library)?;
+        let add_named_event: AddNamedEventFn = symbol(lib, "PAPI_add_named_event", explicit_library)?;
+        let start: StartFn = symbol(lib, "PAPI_start", explicit_library)?;
+        let read: ReadFn = symbol(lib, "PAPI_read", explicit_library)?;
+        let strerror: StrerrorFn = symbol(lib, "PAPI_strerror", explicit_library)?;
 
         // SAFETY: PAPI_is_initialized takes no arguments and only reads PAPI's state.
         if unsafe { is_initialized() } == PAPI_NOT_INITED {
@@ -346,7 +342,9 @@ impl Papi {
     /// Stop the event set, so that another of its component can count; `false` if PAPI would
     /// not (it may belong to another thread).
     pub fn stop(&self) -> bool {
-        let Some(stop) = LIBRARY.get().and_then(|lib| symbol::<StopFn>(lib, "PAPI_stop").ok()) else { return false };
+        let Some(stop) = LIBRARY.get().and_then(|lib| symbol::<StopFn>(lib, "PAPI_stop", None).ok()) else {
+            return false;
+        };
         let mut v: [c_longlong; 5] = [0; 5];
         // SAFETY: a started event set of at most 5 events; `v` has room for 5.
         unsafe { stop(self.eventset, v.as_mut_ptr()) == PAPI_OK }
@@ -355,7 +353,8 @@ impl Papi {
     /// Start it again after [`Papi::stop`]: it counts from zero.
     pub fn restart(&self) -> Result<(), PapiError> {
         let lib = LIBRARY.get().ok_or(PapiError::ShutDown)?;
-        let (start, strerror) = (symbol::<StartFn>(lib, "PAPI_start")?, symbol::<StrerrorFn>(lib, "PAPI_strerror")?);
+        let (start, strerror) =
+            (symbol::<StartFn>(lib, "PAPI_start", None)?, symbol::<StrerrorFn>(lib, "PAPI_strerror", None)?);
         // SAFETY: an event set with its events added, stopped.
         match unsafe { start(self.eventset) } {
             PAPI_EISRUN => Err(PapiError::InUse),
@@ -382,7 +381,7 @@ impl Papi {
         match failure {
             ReadFailure::ShutDown => PapiError::ShutDown,
             ReadFailure::Failed(rc) => {
-                match LIBRARY.get().and_then(|lib| symbol::<StrerrorFn>(lib, "PAPI_strerror").ok()) {
+                match LIBRARY.get().and_then(|lib| symbol::<StrerrorFn>(lib, "PAPI_strerror", None).ok()) {
                     Some(strerror) => failed(strerror, rc, "PAPI_read"),
                     // The unit tests' reader, which no library backs.
                     None => PapiError::Failed { call: "PAPI_read", code: Code { rc, text: None } },
