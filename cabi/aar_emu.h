@@ -105,8 +105,9 @@
  * descriptor, NULL pointer or a range outside the segment DMAPP_RC_INVALID_PARAM; an address not
  * aligned to the element size (AMO words and put_flag flags: 8 bytes) DMAPP_RC_ALIGNMENT_ERROR; a
  * PE copy the system has no memory for DMAPP_RC_NO_SPACE. A refused call moves nothing. Every
- * thread's attributes start as those dmapp_init was asked for (a NULL request is refused with
- * DMAPP_RC_INVALID_PARAM); what a real DMAPP starts with is not published (docs/abi.md).
+ * thread's attributes start as those dmapp_init was asked for; a NULL request (as Cray's sample
+ * programs make) asks for DMAPP's defaults: ADAPTIVE both ways, the emulator's own, since what a
+ * real DMAPP starts with is not published (docs/abi.md).
  */
 #ifndef AAR_EMU_H
 #define AAR_EMU_H

@@ -71,8 +71,10 @@ impl Job {
     }
 }
 
-/// `dmapp_init[_ext]`: starts the job with `requested` as every thread's attributes. When the job
-/// runs already, nothing changes. The calling thread's attributes now.
+/// `dmapp_init[_ext]`: starts the job with `requested` as every thread's attributes, DMAPP's
+/// defaults ([`Attrs::DEFAULT`]) without one (Cray's own sample programs call
+/// `dmapp_init(NULL, &actual)` and require success). When the job runs already, nothing changes.
+/// The calling thread's attributes now.
 pub fn init(call: &'static str, requested: Option<Requested>) -> Result<Attrs, DmappReturn> {
     let result = start(requested.as_ref());
     attrs::log_request(
@@ -84,7 +86,7 @@ pub fn init(call: &'static str, requested: Option<Requested>) -> Result<Attrs, D
 }
 
 fn start(requested: Option<&Requested>) -> Result<Attrs, DmappReturn> {
-    let defaults = attrs::defaults(requested.ok_or(DMAPP_RC_INVALID_PARAM)?)?;
+    let defaults = requested.map_or(Ok(Attrs::DEFAULT), attrs::defaults)?;
     let mut guard = write();
     if let Some(job) = guard.as_ref() {
         return Ok(attrs::in_force(job));

@@ -106,8 +106,9 @@ unsafe fn set_with(
 // ---- set-up and job queries --------------------------------------------------------------------
 
 /// Starts the job: `AAR_EMU_DMAPP_PES` PEs, the symmetric heap, the data segment, and
-/// `requested` as the attributes of every thread; `actual` (if not NULL) receives them. When the
-/// job runs already, nothing changes and `actual` receives the calling thread's attributes.
+/// `requested` (NULL: DMAPP's defaults) as the attributes of every thread; `actual` (if not NULL)
+/// receives them. When the job runs already, nothing changes and `actual` receives the calling
+/// thread's attributes.
 ///
 /// # Safety
 /// `requested` is NULL or a readable `dmapp_rma_attrs_t`; `actual` NULL or writable for one.

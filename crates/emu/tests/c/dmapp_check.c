@@ -151,7 +151,6 @@ static void init(void)
 	dmapp_rma_attrs_t bad = { .max_outstanding_nb = 4, .offload_threshold = 4096, .put_relaxed_ordering = 2,
 				  .get_relaxed_ordering = 2, .max_concurrency = 1 };
 	EXPECT_DRC(dmapp_init(&bad, &a), DMAPP_RC_INVALID_PARAM);
-	EXPECT_DRC(dmapp_init(NULL, &a), DMAPP_RC_INVALID_PARAM);
 	EXPECT_DRC(dmapp_get_jobinfo(&info), DMAPP_RC_PERMISSION_ERROR);
 
 	/* Init's attributes are every thread's. */
@@ -209,6 +208,18 @@ static void init(void)
 	DOK(dmapp_init_ext(&ereq, &eact));
 	EXPECT(!memcmp(&ereq, &eact, sizeof ereq));
 	EXPECT(aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE_1 && aar_emu_dmapp_routing(1) == DMAPP_ROUTING_IN_ORDER);
+	DOK(dmapp_finalize());
+	/* No request: DMAPP's defaults, as Cray's own sample programs start (dmapp_init(NULL,
+	 * &actual), checked for DMAPP_RC_SUCCESS); the same on a running job, whose attributes stay. */
+	memset(&a, 0xee, sizeof a);
+	DOK(dmapp_init(NULL, &a));
+	EXPECT(a.max_outstanding_nb == DMAPP_DEF_OUTSTANDING_NB && a.offload_threshold == DMAPP_OFFLOAD_THRESHOLD);
+	EXPECT(a.put_relaxed_ordering == DMAPP_ROUTING_ADAPTIVE && a.get_relaxed_ordering == DMAPP_ROUTING_ADAPTIVE);
+	EXPECT(a.max_concurrency == 1 && aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE);
+	DOK(dmapp_get_jobinfo(&again));
+	DOK(dmapp_set_rma_attrs(&mine, NULL));
+	DOK(dmapp_init_ext(NULL, NULL));
+	EXPECT(aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE_3);
 	DOK(dmapp_finalize());
 	start();
 	EXPECT(aar_emu_dmapp_routing(0) == DMAPP_ROUTING_ADAPTIVE);
