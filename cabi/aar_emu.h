@@ -102,9 +102,10 @@
  * DMAPP in the emulator (cabi/dmapp.h): everything completes inside its call (an _nb sync id is
  * complete at once, dmapp_gsync_wait has nothing to wait for). Before dmapp_init (and after
  * dmapp_finalize) every call returns DMAPP_RC_PERMISSION_ERROR; a bad PE, element type, segment
- * descriptor, NULL pointer or a range outside the segment DMAPP_RC_INVALID_PARAM; an address not
- * aligned to the element size (AMO words and put_flag flags: 8 bytes) DMAPP_RC_ALIGNMENT_ERROR; a
- * PE copy the system has no memory for DMAPP_RC_NO_SPACE. A refused call moves nothing. Every
+ * descriptor, NULL pointer, a range outside the segment or a GET of zero elements (which DMAPP
+ * does not support) DMAPP_RC_INVALID_PARAM; an address not aligned to the element size (AMO words
+ * and put_flag flags: 8 bytes) DMAPP_RC_ALIGNMENT_ERROR; a PE copy the system has no memory for
+ * DMAPP_RC_NO_SPACE. A refused call moves nothing. Every
  * thread's attributes start as those dmapp_init was asked for; a NULL request (as Cray's sample
  * programs make) asks for DMAPP's defaults: ADAPTIVE both ways, the emulator's own, since what a
  * real DMAPP starts with is not published (docs/abi.md).

@@ -363,8 +363,9 @@ unsafe fn plan_rma<'a>(seg: &Segment, r: &'a Rma, nelems: u64, ty: DmappType) ->
     let elem = element_bytes(ty).ok_or(DMAPP_RC_INVALID_PARAM)?;
     let (local, local_step) = r.local();
     let (remote, remote_step) = r.remote();
-    // ixget does not take bytes.
-    if r.direction == Direction::Get && matches!(remote_step, Step::Index(_)) && ty == DMAPP_BYTE {
+    // ixget does not take bytes, and no GET zero elements ("zero-length GETs are not supported",
+    // RB-3.1's dmapp.h).
+    if r.direction == Direction::Get && (nelems == 0 || (matches!(remote_step, Step::Index(_)) && ty == DMAPP_BYTE)) {
         return Err(DMAPP_RC_INVALID_PARAM);
     }
     let bytes = nelems.checked_mul(elem).ok_or(DMAPP_RC_INVALID_PARAM)?;

@@ -275,9 +275,19 @@ static void put_get(void)
 			EXPECT(!memcmp(src, dst, 256));
 		}
 
-	/* Zero elements: nothing moves, and it succeeds. */
+	/* Zero elements: a PUT moves nothing, and succeeds; DMAPP does not support a zero-length GET
+	 * (RB-3.1's dmapp.h), in any form. */
 	DOK(dmapp_put(heap, hseg, 1, NULL, 0, DMAPP_QW));
-	DOK(dmapp_get(NULL, heap, hseg, 1, 0, DMAPP_QW));
+	dmapp_syncid_handle_t none = NULL;
+	ptrdiff_t idx[1] = { 0 };
+	dmapp_pe_t pes[1] = { 1 };
+	EXPECT_DRC(dmapp_get(NULL, heap, hseg, 1, 0, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+	EXPECT_DRC(dmapp_get_nb(dst, heap, hseg, 1, 0, DMAPP_BYTE, &none), DMAPP_RC_INVALID_PARAM);
+	EXPECT(none == NULL);
+	EXPECT_DRC(dmapp_get_flag_nbi(dst, heap, hseg, 1, 0, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+	EXPECT_DRC(dmapp_iget_nbi(dst, heap, hseg, 1, 1, 1, 0, DMAPP_DW), DMAPP_RC_INVALID_PARAM);
+	EXPECT_DRC(dmapp_ixget(dst, heap, hseg, 1, idx, 0, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
+	EXPECT_DRC(dmapp_gather_ixpe(dst, heap, hseg, pes, 1, 0, DMAPP_QW), DMAPP_RC_INVALID_PARAM);
 	/* PE 0 to itself, overlapping: memmove semantics. */
 	fill(heap + 300000, 1000, 9);
 	memcpy(scratch, heap + 300000, 1000);
