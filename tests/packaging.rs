@@ -1213,6 +1213,34 @@ fn an_install_over_another_version_leaves_only_its_own_modulefiles() {
     }
 }
 
+/// A site's `default` link beside the modulefiles (`ln -s 0.1.0 default`, as administrators pin a
+/// default) names this PREFIX through the modulefile it points at: reinstalling the same version
+/// (a rebuild, a fix) removed the link as "another version's modulefile", and the site's default
+/// with it. Links are the site's: they stay, whatever they point at.
+#[test]
+fn an_install_keeps_a_default_link_beside_the_modulefiles() {
+    let dir = scratch("packaging-default-link");
+    let path = stand_in_cargo(&dir, &dir.join("release"), Libsde::Present);
+    let prefix = dir.join("prefix");
+    let install = || {
+        let out = Command::new(root().join("scripts/install")).arg(&prefix).env("PATH", &path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "install failed: {stderr}");
+        stderr
+    };
+    install();
+    let tcl = prefix.join("modulefiles/tcl/aar");
+    let version = std::fs::read_dir(&tcl).unwrap().next().unwrap().unwrap().file_name().into_string().unwrap();
+    std::os::unix::fs::symlink(&version, tcl.join("default")).unwrap();
+    let stderr = install();
+    assert_eq!(
+        std::fs::read_link(tcl.join("default")).ok(),
+        Some(std::path::PathBuf::from(&version)),
+        "the site's default link is gone:\n{stderr}"
+    );
+    assert!(!stderr.contains("removed"), "{stderr}");
+}
+
 /// Installing over an older version whose aar had other subcommands: its pages (aar-old(1)) stayed
 /// in PREFIX/share/man beside this version's, and `man aar-old` showed a command this aar does not
 /// have. The aar pages this version's `aar man` did not write go, with a word; pages of other
