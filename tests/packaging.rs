@@ -1241,6 +1241,70 @@ fn an_install_keeps_a_default_link_beside_the_modulefiles() {
     assert!(!stderr.contains("removed"), "{stderr}");
 }
 
+/// A site's default (`.version`, `.modulerc`) naming the earlier version installed in the same
+/// PREFIX: install removes that version's modulefile, and Environment Modules then refused
+/// `module load aar` for every user ("Unable to locate a modulefile for 'aar/0.0.9'"), the install
+/// having said only that it removed the modulefile. It names each such file, the version, and the
+/// fix; a default naming a version that stays gets no line. Under Environment Modules 5 the load
+/// fails as said, and works after the fix it names.
+#[test]
+fn an_install_names_a_sites_default_for_a_version_it_removed() {
+    let dir = scratch("packaging-default-gone");
+    let path = stand_in_cargo(&dir, &dir.join("release"), Libsde::Present);
+    let prefix = dir.join("prefix");
+    let install = || {
+        let out = Command::new(root().join("scripts/install")).arg(&prefix).env("PATH", &path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "install failed: {stderr}");
+        stderr
+    };
+    install();
+    let tcl = prefix.join("modulefiles/tcl/aar");
+    let lmod = prefix.join("modulefiles/lmod/aar");
+    let version = std::fs::read_dir(&tcl).unwrap().next().unwrap().unwrap().file_name().into_string().unwrap();
+    let ours = std::fs::read_to_string(tcl.join(&version)).unwrap();
+    std::fs::write(tcl.join("0.0.9"), ours.replace(&version, "0.0.9")).unwrap();
+    std::fs::write(tcl.join("0.0.0"), "#%Module1.0\nset root \"/opt/elsewhere\"\n").unwrap();
+    std::fs::write(tcl.join(".version"), "#%Module1.0\nset ModulesVersion \"0.0.9\"\n").unwrap();
+    std::fs::write(lmod.join(".modulerc.lua"), "module_version(\"aar/0.0.0\", \"default\")\n").unwrap();
+    let ours = std::fs::read_to_string(lmod.join(format!("{version}.lua"))).unwrap();
+    std::fs::write(lmod.join("0.0.9.lua"), ours.replace(&version, "0.0.9")).unwrap();
+    std::os::unix::fs::symlink("0.0.9.lua", lmod.join("default")).unwrap();
+    let stderr = install();
+    for (rc, fails) in [
+        (
+            tcl.join(".version"),
+            "Environment Modules refuses `module load aar`: \"Unable to locate a modulefile for 'aar/0.0.9'\"",
+        ),
+        (lmod.join("default"), "`module load aar/default` finds no file"),
+    ] {
+        let said = format!(
+            "aar install: {} names aar 0.0.9, whose modulefile was removed above: the default it sets is gone ({fails}). \
+             Make it name {version} instead, or remove it.\n",
+            rc.display()
+        );
+        assert!(stderr.contains(&said), "no {said:?} in:\n{stderr}");
+    }
+    assert_eq!(stderr.matches(" names aar ").count(), 2, "only the defaults of a removed version, once:\n{stderr}");
+    if !Path::new(EM_INIT).exists() {
+        eprintln!(
+            "note: {EM_INIT} is missing (scripts/setup unpacks Environment Modules 5 there): not tested under it"
+        );
+        return;
+    }
+    let script = format!(
+        "source {EM_INIT}\nmodule use {tcl}/..\n\
+         module load aar && exit 3\n\
+         sed -i 's/0\\.0\\.9/{version}/' {tcl}/.version\n\
+         module load aar || exit 4\n\
+         echo \"fixed LD_PRELOAD=$LD_PRELOAD\"\n",
+        tcl = tcl.display()
+    );
+    let (stdout, stderr) = login_shell(&script, &dir, &dir, &[], "Environment Modules 5");
+    assert!(stderr.contains("Unable to locate a modulefile for 'aar/0.0.9'"), "{stderr}");
+    assert!(stdout.contains(&format!("fixed LD_PRELOAD={}/lib/libaar.so", prefix.display())), "{stdout}\n{stderr}");
+}
+
 /// Installing over an older version whose aar had other subcommands: its pages (aar-old(1)) stayed
 /// in PREFIX/share/man beside this version's, and `man aar-old` showed a command this aar does not
 /// have. The aar pages this version's `aar man` did not write go, with a word; pages of other
