@@ -4,6 +4,13 @@
 // Makefiles that use them build against target/<profile> without an install.
 use std::path::{Path, PathBuf};
 
+#[path = "build/pc_value.rs"]
+mod pc_value;
+use pc_value::pc_value;
+
+/// The pkg-config files of the build tree, from packaging/NAME.pc.in.
+const PC_FILES: [&str; 3] = ["cray-pmi", "cray-ugni", "cray-dmapp"];
+
 fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libpmi.so.0");
     println!("cargo:rerun-if-changed=build.rs");
@@ -15,13 +22,32 @@ fn main() {
         println!("cargo:warning=cannot make {}: {e}; no build-tree pkg-config files", pkgconfig.display());
         return;
     }
-    for name in ["cray-pmi", "cray-ugni", "cray-dmapp"] {
+    // Both paths go into the files: the profile folder (which CARGO_TARGET_DIR may put anywhere)
+    // and the checkout's cabi/.
+    let values = [profile.clone(), root.join("cabi")].map(|p| pc_value(&p).map_err(|c| (p, c)));
+    let [libdir, includedir] = match values {
+        [Ok(l), Ok(i)] => [l, i],
+        [Err((p, c)), _] | [_, Err((p, c))] => {
+            println!(
+                "cargo:warning=no build-tree pkg-config files ({}): the path {} has {c}, which pkg-config cannot \
+                 hand to the compiler; build in a folder without it (CARGO_TARGET_DIR or the checkout), or install \
+                 with scripts/install",
+                PC_FILES.join(", "),
+                p.display()
+            );
+            for name in PC_FILES {
+                let _ = std::fs::remove_file(pkgconfig.join(format!("{name}.pc")));
+            }
+            return;
+        }
+    };
+    for name in PC_FILES {
         let template = root.join("packaging").join(format!("{name}.pc.in"));
         println!("cargo:rerun-if-changed={}", template.display());
         let text = match std::fs::read_to_string(&template) {
             Ok(t) => t
-                .replace("@LIBDIR@", &pc_value(&profile))
-                .replace("@INCLUDEDIR@", &pc_value(&root.join("cabi")))
+                .replace("@LIBDIR@", &libdir)
+                .replace("@INCLUDEDIR@", &includedir)
                 .replace("@VERSION@", env!("CARGO_PKG_VERSION")),
             Err(e) => {
                 println!("cargo:warning=cannot read {}: {e}", template.display());
@@ -35,13 +61,6 @@ fn main() {
             }
         }
     }
-}
-
-/// A path as a pkg-config variable's value: pkg-config splits flags at blanks, so a checkout under
-/// a folder whose name has a space needs it escaped (`pkg-config` then prints `-L/a\ b/...`, which
-/// make and the shell read back as one word).
-fn pc_value(path: &Path) -> String {
-    path.display().to_string().replace(' ', "\\ ")
 }
 
 /// The profile's folder (target/<profile>, or target/<triple>/<profile>): OUT_DIR is
