@@ -294,7 +294,8 @@ impl FromStr for ReadingAge {
     type Err = String;
     fn from_str(v: &str) -> Result<Self, String> {
         let v = v.trim().to_ascii_lowercase();
-        let v = v.as_str();
+        // A leading `+`, as every whole-number setting takes it.
+        let v = v.strip_prefix('+').unwrap_or(&v);
         let (digits, scale) = [("ns", 1), ("us", 1_000), ("ms", 1_000_000)]
             .into_iter()
             .find_map(|(unit, scale)| v.strip_suffix(unit).map(|d| (d.trim_end(), scale)))

@@ -66,9 +66,15 @@ fn good_values_are_taken() {
 
 #[test]
 fn node_reading_ages_in_their_units() {
-    for (text, ns) in
-        [("0", 0), ("750", 750), ("750ns", 750), ("5us", 5_000), (" 2 ms ", 2_000_000), ("1000ms", 1_000_000_000)]
-    {
+    for (text, ns) in [
+        ("0", 0),
+        ("750", 750),
+        ("750ns", 750),
+        ("5us", 5_000),
+        (" 2 ms ", 2_000_000),
+        ("1000ms", 1_000_000_000),
+        ("+5us", 5_000),
+    ] {
         let (s, w) = parse(&[("AAR_NODE_READING", text)]);
         assert!(w.is_empty(), "{text}: {w:?}");
         assert_eq!(s.node_reading, ReadingAge(ns), "{text}");
@@ -76,6 +82,9 @@ fn node_reading_ages_in_their_units() {
     }
     assert_eq!(Settings::default().node_reading.to_string(), "5us");
     assert!("1001ms".parse::<ReadingAge>().is_err());
+    for bad in ["+", "++5us", "+-5", "-5us"] {
+        assert!(bad.parse::<ReadingAge>().is_err(), "{bad}");
+    }
 }
 
 #[test]

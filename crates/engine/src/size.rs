@@ -19,7 +19,9 @@ impl FromStr for ByteSize {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
+        // A leading `+`, as every whole-number setting takes it (Rust's integer parsing does).
         let v = text.trim();
+        let v = v.strip_prefix('+').unwrap_or(v);
         let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
         let (digits, suffix) = v.split_at(split);
         // What messages show of the text: its first 40 characters.
@@ -97,12 +99,29 @@ mod tests {
             ("1t", 1 << 40),
             ("1P", 1 << 50),
             ("1PiB", 1 << 50),
+            ("+4096", 4096),
+            (" +64K", 64 << 10),
         ] {
             assert_eq!(parse(t), Some(b), "{t}");
         }
-        for bad in
-            ["", "k", "-4", "4.5", "4x", "0x10", "1E", "2P", "1025T", "18446744073709551615k", "1048577G", "é", "4Ké"]
-        {
+        for bad in [
+            "",
+            "k",
+            "+",
+            "++4",
+            "+-4",
+            "-4",
+            "4.5",
+            "4x",
+            "0x10",
+            "1E",
+            "2P",
+            "1025T",
+            "18446744073709551615k",
+            "1048577G",
+            "é",
+            "4Ké",
+        ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
         let e = "1E".parse::<ByteSize>().unwrap_err();
