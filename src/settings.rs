@@ -727,16 +727,17 @@ pub const POLICY_NAMES_FIX: &str = "Use auto, steady, off, or a fixed mode such 
 
 const BOOL: (&str, &str) = ("is not a boolean", "Use 1/0, true/false, yes/no or on/off.");
 /// The fixes of a bad λ and σ: each with its own default as the example.
-const LAMBDA_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 1.2).";
+const LAMBDA_FIX: &str = "Use a number from 0.001 to 1000 (e.g. 1.2).";
 /// See [`LAMBDA_FIX`].
-const SIGMA_FIX: &str = "Use a number above 0 and at most 1000 (e.g. 5).";
+const SIGMA_FIX: &str = "Use a number from 0.001 to 1000 (e.g. 5).";
 const MODE_IGNORED: &str = "is ignored because AAR_AB is set; using the default of an A/B run instead: each \
 iteration's policy comes from the AAR_AB schedule. Unset AAR_MODE, or unset AAR_AB to run one policy.";
 const MODE_FIX: &str = "Use one of ADAPTIVE0, ADAPTIVE1, ADAPTIVE2, ADAPTIVE3 (ADAPTIVE_0..3 also accepted).";
 
-/// A finite factor above zero and at most 1000 (λ, σ).
+/// A factor from 1/1000 to 1000 (λ, σ): as far below 1 as above it. A factor of 1e-300 is a
+/// typo, not an estimate, and would make the other mode's estimate 1e300 times this one's.
 fn factor(x: &f64) -> bool {
-    x.is_finite() && *x > 0.0 && *x <= 1000.0
+    (0.001..=1000.0).contains(x)
 }
 
 impl Settings {

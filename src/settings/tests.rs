@@ -31,7 +31,7 @@ fn good_values_are_taken() {
         ("AAR_MODE", "ADAPTIVE_2"),
         ("AAR_DISABLE", "yes"),
         ("AAR_THRESHOLD", "8K"),
-        ("AAR_LAMBDA", "1.5"),
+        ("AAR_LAMBDA", "0.001"),
         ("AAR_SIGMA", "3"),
         ("AAR_FRESHNESS", "0"),
         ("AAR_WINDOW", "1"),
@@ -48,7 +48,7 @@ fn good_values_are_taken() {
     assert!(s.disabled);
     assert_eq!(s.engine.policy, Policy::Fixed(RoutingMode::Adaptive2));
     assert_eq!(s.engine.threshold_bytes, 8192);
-    assert_eq!(s.engine.lambda, 1.5);
+    assert_eq!(s.engine.lambda, 0.001);
     assert_eq!(s.engine.sigma, 3.0);
     assert_eq!(s.engine.freshness, 0);
     assert_eq!((s.engine.window_decisions, s.engine.steady.window_decisions), (1, 1));
@@ -100,6 +100,9 @@ fn each_bad_value_warns_once_naming_variable_value_and_default() {
         ("AAR_LAMBDA", "0", "1.2"),
         ("AAR_SIGMA", "inf", "5"),
         ("AAR_SIGMA", "-5", "5"),
+        ("AAR_LAMBDA", "1e-300", "1.2"),
+        ("AAR_SIGMA", "0.0009", "5"),
+        ("AAR_SIGMA", "1000.5", "5"),
         ("AAR_FRESHNESS", "1.5", "5"),
         ("AAR_WINDOW", "0", "8"),
         ("AAR_LOW_LATENCY_MODE", "MIN_HASH", "ADAPTIVE3"),
