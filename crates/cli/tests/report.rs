@@ -3914,9 +3914,12 @@ fn ranks_stopped_before_exit_are_said_with_what_ended_them() {
 /// summary records alone says where to find out too.
 #[test]
 fn a_rank_killed_before_it_wrote_a_record_is_said_with_what_ended_it() {
-    // Ranks 5 and 6 SIGKILLed as they start; the shell that stands for the batch system exits 0,
-    // so that aar run lets the other ranks run to their end (as srun without --kill-on-bad-exit).
-    let kill = r#"case $PMI_RANK in 5|6) "$@" & kill -KILL $!; wait $!; exit 0 ;; *) exec "$@" ;; esac"#;
+    // Ranks 5 and 6 SIGKILLed as they start, before the program's first instruction: the process
+    // kills itself before its exec (a kill of a background program from the shell could come
+    // after a loaded machine had run the whole program). The shell that stands for the batch
+    // system exits 0, so that aar run lets the other ranks run to their end (as srun without
+    // --kill-on-bad-exit).
+    let kill = r#"case $PMI_RANK in 5|6) sh -c 'kill -KILL $$; exec "$@"' rank "$@" & wait $!; exit 0 ;; *) exec "$@" ;; esac"#;
     let env = [("AAR_AB", "ADAPTIVE0,ADAPTIVE3"), ("SLURM_JOB_ID", "4731")];
     let (dir, records, files) =
         job_of_8_under("report-killed", "iterations", Some(kill), &["--iters", "12", "--bytes", "4K"], &env);
