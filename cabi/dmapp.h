@@ -141,6 +141,12 @@ extern dmapp_return_t dmapp_set_rma_attrs(dmapp_rma_attrs_t *requested_attrs, dm
 extern dmapp_return_t dmapp_set_rma_attrs_ext(dmapp_rma_attrs_ext_t *requested_attrs, dmapp_rma_attrs_ext_t *actual_attrs);
 extern dmapp_return_t dmapp_mem_register(void *addr, uint64_t length, dmapp_seg_desc_t *seg_desc);
 extern dmapp_return_t dmapp_mem_unregister(dmapp_seg_desc_t *seg_desc);
+/* The symmetric heap (the emulator: first fit, 16-byte blocks, so the same calls give the same
+ * offsets on every PE). NULL before dmapp_init or without room; realloc(NULL, n) allocates,
+ * realloc(p, 0) frees, and a failed realloc leaves the block as it was. */
+extern void *dmapp_sheap_malloc(size_t size);
+extern void *dmapp_sheap_realloc(void *ptr, size_t size);
+extern void dmapp_sheap_free(void *ptr);
 extern dmapp_return_t dmapp_syncid_wait(dmapp_syncid_handle_t *syncid);
 extern dmapp_return_t dmapp_syncid_test(dmapp_syncid_handle_t *syncid, int *flag);
 extern dmapp_return_t dmapp_gsync_wait(void);

@@ -725,6 +725,12 @@ pub type GetJobinfoFn = unsafe extern "C" fn(*mut DmappJobinfo) -> DmappReturn;
 pub type MemRegisterFn = unsafe extern "C" fn(*mut c_void, u64, *mut DmappSegDesc) -> DmappReturn;
 /// `dmapp_mem_unregister(*seg)`.
 pub type MemUnregisterFn = unsafe extern "C" fn(*mut DmappSegDesc) -> DmappReturn;
+/// `dmapp_sheap_malloc(size)`.
+pub type SheapMallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
+/// `dmapp_sheap_realloc(ptr, size)`.
+pub type SheapReallocFn = unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void;
+/// `dmapp_sheap_free(ptr)`.
+pub type SheapFreeFn = unsafe extern "C" fn(*mut c_void);
 /// `dmapp_syncid_wait(*syncid)`.
 pub type SyncidWaitFn = unsafe extern "C" fn(*mut DmappSyncidHandle) -> DmappReturn;
 /// `dmapp_syncid_test(*syncid, *flag)`.

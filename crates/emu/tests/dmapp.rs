@@ -25,6 +25,23 @@ fn scenario(name: &str) {
 }
 
 #[test]
+fn the_symmetric_heap_gives_blocks_at_the_same_offset_on_every_pe() {
+    scenario("sheap");
+}
+
+#[test]
+fn freeing_what_is_not_a_heap_block_is_said_once_per_call_and_ignored() {
+    let out = run(&dmapp_check(), &["sheap_bad_free"], &[]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    for line in lines {
+        assert!(line.starts_with("aar-emu: dmapp_sheap_free(0x") && line.ends_with("; ignored"), "{line}");
+    }
+}
+
+#[test]
 fn header_layouts_match_the_abi() {
     scenario("layout");
 }

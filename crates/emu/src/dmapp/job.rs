@@ -1,5 +1,5 @@
 //! The DMAPP job: `dmapp_init` makes `AAR_EMU_DMAPP_PES` virtual PEs (the process is PE 0), a
-//! symmetric heap of `AAR_EMU_DMAPP_SHEAP` bytes and the data segment; `dmapp_mem_register`
+//! symmetric heap of `AAR_EMU_DMAPP_SHEAP` bytes (`dmapp_sheap_*` allocate from it) and the data segment; `dmapp_mem_register`
 //! adds segments; `dmapp_finalize` forgets them all. Data calls hold the job for reading while
 //! they run, so a segment never goes away under a transfer.
 
@@ -28,6 +28,62 @@ pub struct Job {
     segments: Map<u64, Segment>,
     sheap: u64,
     data: Option<u64>,
+    /// The blocks `dmapp_sheap_malloc` handed out of the symmetric heap.
+    pub heap: Heap,
+}
+
+/// A first-fit allocator over the symmetric heap, by offset from its start: the same sequence of
+/// calls gives the same offsets on every PE, so a block's address names the same block everywhere.
+pub struct Heap {
+    base: u64,
+    /// Free ranges `(offset, len)`, sorted and never adjacent.
+    free: Vec<(u64, u64)>,
+    /// Blocks in use: offset to length (rounded up to [`Heap::ALIGN`]).
+    used: std::collections::BTreeMap<u64, u64>,
+}
+
+impl Heap {
+    /// Every block starts and ends on this boundary (what malloc gives on x86-64).
+    pub const ALIGN: u64 = 16;
+
+    fn new(base: u64, len: u64) -> Heap {
+        Heap { base, free: vec![(0, len - len % Heap::ALIGN)], used: Default::default() }
+    }
+
+    /// The address of a new block of `size` bytes (at least one), or None when none is free.
+    pub fn alloc(&mut self, size: u64) -> Option<u64> {
+        let len = size.max(1).checked_next_multiple_of(Heap::ALIGN)?;
+        let i = self.free.iter().position(|&(_, l)| l >= len)?;
+        let (off, l) = self.free[i];
+        if l == len {
+            self.free.remove(i);
+        } else {
+            self.free[i] = (off + len, l - len);
+        }
+        self.used.insert(off, len);
+        Some(self.base + off)
+    }
+
+    /// The length of the block at `addr`, if one starts there.
+    pub fn block(&self, addr: u64) -> Option<u64> {
+        self.used.get(&addr.checked_sub(self.base)?).copied()
+    }
+
+    /// Frees the block at `addr`; false if no block starts there.
+    pub fn free(&mut self, addr: u64) -> bool {
+        let Some(off) = addr.checked_sub(self.base) else { return false };
+        let Some(len) = self.used.remove(&off) else { return false };
+        let i = self.free.partition_point(|&(o, _)| o < off);
+        self.free.insert(i, (off, len));
+        // Merge with the neighbours, so that freed blocks make room for larger ones.
+        if i + 1 < self.free.len() && self.free[i].0 + self.free[i].1 == self.free[i + 1].0 {
+            self.free[i].1 += self.free.remove(i + 1).1;
+        }
+        if i > 0 && self.free[i - 1].0 + self.free[i - 1].1 == self.free[i].0 {
+            self.free[i - 1].1 += self.free.remove(i).1;
+        }
+        true
+    }
 }
 
 static JOB: RwLock<Option<Job>> = RwLock::new(None);
@@ -103,6 +159,7 @@ fn start(requested: Option<&Requested>) -> Result<Attrs, DmappReturn> {
         segments: Map::default(),
         sheap: 0,
         data: None,
+        heap: Heap::new(heap.addr(), sheap_bytes),
     };
     job.sheap = job.add(heap.addr(), sheap_bytes, Shadow::Zeroed, Some(heap));
     job.data = data_segment().map(|(addr, len)| job.add(addr, len, Shadow::CopyOfPe0, None));
@@ -135,6 +192,46 @@ pub fn jobinfo() -> Result<DmappJobinfo, DmappReturn> {
         data_seg: job.data.map_or(empty, desc),
         sheap_seg: desc(job.sheap),
     })
+}
+
+/// `dmapp_sheap_malloc`: a new block of the symmetric heap; None before `dmapp_init` or when no
+/// free range holds `size` bytes (Cray's libdmapp says so with a NULL and nothing else).
+pub fn sheap_malloc(size: u64) -> Option<u64> {
+    write().as_mut()?.heap.alloc(size)
+}
+
+/// `dmapp_sheap_free`: gives back the block at `addr`; anything else is said once per call and
+/// ignored (the caller's memory is not touched).
+pub fn sheap_free(addr: u64) {
+    if addr != 0 && !write().as_mut().is_some_and(|job| job.heap.free(addr)) {
+        crate::warn(&format!(
+            "dmapp_sheap_free({addr:#x}): not a block of the symmetric heap that dmapp_sheap_malloc or \
+             dmapp_sheap_realloc returned (or freed already); ignored"
+        ));
+    }
+}
+
+/// `dmapp_sheap_realloc`, as Cray's dmapp.h describes it: NULL `addr` allocates, size 0 frees
+/// (None), an address that is not a block gives None; otherwise the block moves to a new one of
+/// `size` bytes that starts with the old contents (PE 0's: the other PEs make no calls here), or
+/// stays as it was (None) if there is no room.
+pub fn sheap_realloc(addr: u64, size: u64) -> Option<u64> {
+    if addr == 0 {
+        return sheap_malloc(size);
+    }
+    let mut guard = write();
+    let heap = &mut guard.as_mut()?.heap;
+    let old = heap.block(addr)?;
+    if size == 0 {
+        heap.free(addr);
+        return None;
+    }
+    let new = heap.alloc(size)?;
+    // SAFETY: both blocks lie in PE 0's heap mapping, which the job (held for writing) keeps, and
+    // are both in use, so they do not overlap.
+    unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, new as *mut u8, old.min(size) as usize) };
+    heap.free(addr);
+    Some(new)
 }
 
 /// `dmapp_mem_register`: [addr, addr+len) of this process becomes a segment every PE has.

@@ -1,5 +1,5 @@
 //! Every DMAPP symbol the emulated library exports (cabi/dmapp.h; `libdmapp.so` is a link to
-//! this library): set-up and job queries, RMA attributes, segments, completion, the 67 data calls
+//! this library): set-up and job queries, RMA attributes, segments, the symmetric heap, completion, the 67 data calls
 //! (22 calls in their blocking, `_nb` and `_nbi` forms and `dmapp_get_flag_nbi`, from one table), and the emulator's
 //! DMAPP control calls (cabi/aar_emu.h). As for uGNI, each export only handles the C side (NULL
 //! pointers, reading and writing the caller's structs, a panic, which becomes
@@ -28,6 +28,9 @@ const _: AttrsInitFn = dmapp_set_rma_attrs;
 const _: AttrsInitFn = dmapp_set_rma_attrs_ext;
 const _: MemRegisterFn = dmapp_mem_register;
 const _: MemUnregisterFn = dmapp_mem_unregister;
+const _: SheapMallocFn = dmapp_sheap_malloc;
+const _: SheapReallocFn = dmapp_sheap_realloc;
+const _: SheapFreeFn = dmapp_sheap_free;
 const _: SyncidWaitFn = dmapp_syncid_wait;
 const _: SyncidTestFn = dmapp_syncid_test;
 const _: VoidFn = dmapp_gsync_wait;
@@ -229,6 +232,40 @@ pub unsafe extern "C" fn dmapp_mem_unregister(seg: *mut DmappSegDesc) -> DmappRe
         // SAFETY: non-null descriptor (contract above).
         job::unregister(&unsafe { seg.read_unaligned() })
     })
+}
+
+// ---- the symmetric heap: a panic (never expected) gives NULL, as no room does --------------------
+
+/// A block of `size` bytes of the symmetric heap at the same offset on every PE, or NULL (no job,
+/// no room).
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn dmapp_sheap_malloc(size: usize) -> *mut c_void {
+    sheap(|| job::sheap_malloc(size as u64))
+}
+
+/// # Safety
+/// None beyond the C contract: `ptr` is only compared with the blocks handed out, and read (PE
+/// 0's copy) only if it is one.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_sheap_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    sheap(|| job::sheap_realloc(ptr as u64, size as u64))
+}
+
+/// # Safety
+/// None: `ptr` is only compared with the blocks handed out.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dmapp_sheap_free(ptr: *mut c_void) {
+    sheap(|| {
+        job::sheap_free(ptr as u64);
+        None
+    });
+}
+
+fn sheap(body: impl FnOnce() -> Option<u64>) -> *mut c_void {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+        .ok()
+        .flatten()
+        .map_or(std::ptr::null_mut(), |a| a as *mut c_void)
 }
 
 // ---- completion: everything completes inside its call --------------------------------------------

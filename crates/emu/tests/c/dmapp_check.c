@@ -794,6 +794,73 @@ static void one_object(void)
 	EXPECT(peek_word(1, 0) == 1);
 }
 
+/* The symmetric heap: NULL outside a job; blocks at the same offset on every PE (PE 0 puts into
+ * PE 1's copy of its block and reads it back there); the same calls after a finalize and init
+ * give the same offsets; reuse after free; realloc keeps the contents; NULL when too large. */
+static void sheap(void)
+{
+	EXPECT(dmapp_sheap_malloc(64) == NULL);
+	start();
+	uint64_t *a = dmapp_sheap_malloc(3 * sizeof(uint64_t));
+	uint64_t *b = dmapp_sheap_malloc(1);
+	EXPECT(a && b && (unsigned char *)a >= heap && (unsigned char *)b < heap + job.sheap_seg.len);
+	EXPECT(((uintptr_t)a & 15) == 0 && ((uintptr_t)b & 15) == 0 && (unsigned char *)b >= (unsigned char *)(a + 3));
+	uint64_t words[3] = { 11, 22, 33 }, back[3] = { 0 };
+	DOK(dmapp_put(a, hseg, 1, words, 3, DMAPP_QW));
+	DOK(dmapp_get(back, a, hseg, 1, 3, DMAPP_QW));
+	EXPECT(back[0] == 11 && back[2] == 33);
+	EXPECT(peek_word(1, (unsigned char *)a - heap + 16) == 33 && peek_word(0, (unsigned char *)a - heap) != 11);
+	size_t off_a = (unsigned char *)a - heap, off_b = (unsigned char *)b - heap;
+
+	/* Reuse: a freed block is the first fit for the next request of its size. */
+	dmapp_sheap_free(a);
+	dmapp_sheap_free(NULL);
+	uint64_t *c = dmapp_sheap_malloc(24);
+	EXPECT(c == a);
+
+	/* Realloc keeps the contents; NULL allocates; 0 frees; unknown pointers get NULL. */
+	c[0] = 5, c[1] = 6, c[2] = 7;
+	uint64_t *d = dmapp_sheap_realloc(c, 4096);
+	EXPECT(d && d != c && d[0] == 5 && d[1] == 6 && d[2] == 7);
+	uint64_t *e = dmapp_sheap_realloc(NULL, 8);
+	EXPECT(e == c);
+	EXPECT(dmapp_sheap_realloc(d, 0) == NULL);
+	EXPECT(dmapp_sheap_realloc(words, 8) == NULL);
+
+	/* Too large: NULL, and a failed realloc leaves the block as it was. */
+	EXPECT(dmapp_sheap_malloc(job.sheap_seg.len) == NULL);
+	e[0] = 99;
+	EXPECT(dmapp_sheap_realloc(e, job.sheap_seg.len) == NULL);
+	EXPECT(e[0] == 99);
+	/* Everything freed, the whole heap (less its alignment) is one block again. */
+	dmapp_sheap_free(b);
+	dmapp_sheap_free(e);
+	void *all = dmapp_sheap_malloc(job.sheap_seg.len);
+	EXPECT(all == heap);
+	dmapp_sheap_free(all);
+
+	/* The same calls in a new job give the same offsets. */
+	DOK(dmapp_finalize());
+	EXPECT(dmapp_sheap_malloc(8) == NULL);
+	start();
+	a = dmapp_sheap_malloc(24);
+	b = dmapp_sheap_malloc(1);
+	EXPECT((size_t)((unsigned char *)a - heap) == off_a && (size_t)((unsigned char *)b - heap) == off_b);
+}
+
+/* Freeing what is not a block: ignored, said on stderr; the block is still there. */
+static void sheap_bad_free(void)
+{
+	start();
+	uint64_t *a = dmapp_sheap_malloc(32);
+	uint64_t local = 0;
+	dmapp_sheap_free(&local);
+	dmapp_sheap_free(a + 1);
+	EXPECT(dmapp_sheap_malloc(16) != a);
+	dmapp_sheap_free(a);
+	dmapp_sheap_free(a);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario scenarios[] = {
@@ -801,6 +868,7 @@ int main(int argc, char **argv)
 		{ "amo", amo },		{ "segments", segments }, { "errors", errors },	 { "attrs", attrs },
 		{ "threads", threads }, { "log", log_sequence }, { "queue_first", queue_first },
 		{ "job", job_shape },	{ "one_object", one_object }, { "busy", busy },
+		{ "sheap", sheap },	{ "sheap_bad_free", sheap_bad_free },
 	};
 	return run_scenario("dmapp_check", scenarios, sizeof scenarios / sizeof scenarios[0], argc, argv);
 }
