@@ -1,7 +1,7 @@
 //! The DMAPP job: `dmapp_init` makes `AAR_EMU_DMAPP_PES` virtual PEs (the process is PE 0), a
-//! symmetric heap of `AAR_EMU_DMAPP_SHEAP` bytes (`dmapp_sheap_*` allocate from it) and the data segment; `dmapp_mem_register`
-//! adds segments; `dmapp_finalize` forgets them all. Data calls hold the job for reading while
-//! they run, so a segment never goes away under a transfer.
+//! symmetric heap of `AAR_EMU_DMAPP_SHEAP` bytes (`dmapp_sheap_*` allocate from it) and the data
+//! segment; `dmapp_mem_register` adds segments; `dmapp_finalize` forgets them all. Data calls hold
+//! the job for reading while they run, so a segment never goes away under a transfer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -1,7 +1,7 @@
 //! Every DMAPP symbol the emulated library exports (cabi/dmapp.h; `libdmapp.so` is a link to
-//! this library): set-up and job queries, RMA attributes, segments, the symmetric heap, completion, the 67 data calls
-//! (22 calls in their blocking, `_nb` and `_nbi` forms and `dmapp_get_flag_nbi`, from one table), and the emulator's
-//! DMAPP control calls (cabi/aar_emu.h). As for uGNI, each export only handles the C side (NULL
+//! this library): set-up and job queries, RMA attributes, segments, the symmetric heap,
+//! completion, the 67 data calls (22 calls in their blocking, `_nb` and `_nbi` forms and
+//! `dmapp_get_flag_nbi`, from one table), and the emulator's DMAPP control calls (cabi/aar_emu.h). As for uGNI, each export only handles the C side (NULL
 //! pointers, reading and writing the caller's structs, a panic, which becomes
 //! DMAPP_RC_RESOURCE_ERROR); the work is done in `crate::dmapp`.
 
