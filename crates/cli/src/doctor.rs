@@ -58,7 +58,7 @@
 //! (no such PROGRAM, no such `--lib` file, a `--ranks` that is not a whole number from 1); 4 the
 //! report could not be written.
 
-mod elf;
+pub(crate) mod elf;
 mod python;
 mod selfcheck;
 

@@ -586,6 +586,44 @@ fn a_rank_that_cannot_be_started_ends_the_job() {
     assert!(err.contains(&named), "{err}");
 }
 
+/// A file exec cannot run (ENOEXEC), which execvp would hand to /bin/sh, is named before any
+/// rank starts: an ELF program of another machine, and a data file with its execute bit set.
+#[test]
+fn a_file_this_machine_cannot_execute_starts_no_rank() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = target_dir().join("aar-tests").join(format!("run-foreign-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // aar itself with e_machine (bytes 18-19, little-endian here) set to another machine's.
+    let mut bytes = std::fs::read(env!("CARGO_BIN_EXE_aar")).unwrap();
+    let (other, name) = if cfg!(target_arch = "aarch64") { (62u16, "x86-64") } else { (183u16, "AArch64") };
+    bytes[18..20].copy_from_slice(&other.to_le_bytes());
+    let foreign = dir.join("foreign");
+    let data = dir.join("data.txt");
+    std::fs::write(&foreign, &bytes).unwrap();
+    std::fs::write(&data, "1 2 3\n").unwrap();
+    for f in [&foreign, &data] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = aar().args(["run", "-n", "2"]).arg(&foreign).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let said = format!(
+        "aar run: {} is an ELF 64-bit position-independent executable, {name}, but this machine runs",
+        foreign.display()
+    );
+    assert!(err.starts_with(&said), "{err}");
+    assert!(err.contains("build it for this machine") && err.contains("no job was started"), "{err}");
+    let out = aar().args(["run", "-n", "2"]).arg(&data).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let said = format!(
+        "aar run: {} is not an ELF file (unknown format), not a program this machine can execute",
+        data.display()
+    );
+    assert!(err.starts_with(&said), "{err}");
+    assert!(err.contains("give it a #! line") && !err.contains("rank"), "{err}");
+}
+
 /// A launcher whose every job folder already exists (another user's, or a launcher's in another
 /// pid namespace sharing /dev/shm, which are not stale) names the folders, says that no rank was
 /// started and how to go on.

@@ -245,6 +245,38 @@ impl Refused {
     }
 }
 
+/// Why `program` is no program this machine can execute, with how to fix it: exec would fail
+/// with ENOEXEC and execvp then run the file with /bin/sh, whose errors about its bytes mislead.
+/// An ELF file of another machine or class, one that is no executable, and a file that is
+/// neither ELF nor a `#!` script are refused; one aar cannot read is left to exec.
+fn runnable(program: &Path) -> Result<(), String> {
+    use crate::doctor::elf::{self, NotElf};
+    let shown = program.display();
+    match elf::read(program) {
+        Ok(file) => {
+            let here = elf::read(Path::new("/proc/self/exe")).ok();
+            match here {
+                Some(h) if !h.compatible(&file) => Err(format!(
+                    "{shown} is an {}, but this machine runs {}-bit {} programs: build it for this \
+                     machine (or run it on a node of its own)",
+                    file.describe(),
+                    if h.is_64 { 64 } else { 32 },
+                    elf::machine_name(h.machine)
+                )),
+                _ if !file.is_program() => {
+                    Err(format!("{shown} is an {}, not a program: give the executable you launch", file.describe()))
+                }
+                _ => Ok(()),
+            }
+        }
+        Err(NotElf::Script(_) | NotElf::Unreadable(_) | NotElf::NotRegular) => Ok(()),
+        Err(why @ (NotElf::OtherFormat(_) | NotElf::UnknownFormat | NotElf::Damaged(_))) => Err(format!(
+            "{shown} is {why}, not a program this machine can execute, though its execute bit is set: give \
+             the compiled program, or, if it is a script, give it a #! line (e.g. #!/bin/sh)"
+        )),
+    }
+}
+
 /// Exit status for bad arguments (as clap's).
 const EXIT_USAGE: i32 = 2;
 /// Exit status when a rank cannot be started (as a shell's "command not found").
@@ -293,6 +325,10 @@ fn run_job(args: RunArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if let Err(why) = runnable(&program) {
+        say!("aar run: {why}; no job was started.");
+        return EXIT_USAGE;
+    }
     // Limits first: nothing to undo yet.
     let nofile = match capacity::check_processes(u64::from(args.ranks))
         .and_then(|()| capacity::check_open_files(u64::from(args.ranks)))
