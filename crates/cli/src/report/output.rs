@@ -139,9 +139,12 @@ fn fmt_qcd_difference(d: f64) -> String {
 
 /// A mean latency (µs) or stall ratio: three decimals, as `1.500`; from a million on (no window
 /// measures that: a damaged or edited record's, up to 1e308), in exponent form, `1.000e308`, not
-/// the hundreds of digits that would push the table's last columns off the screen.
+/// the hundreds of digits that would push the table's last columns off the screen. A value above
+/// 0 that would round to `0.000` is `<0.001`: a small stall ratio is not none.
 fn fmt_mean(v: f64) -> String {
-    if v.abs() < 1e6 {
+    if v > 0.0 && v < 0.0005 {
+        "<0.001".into()
+    } else if v.abs() < 1e6 {
         format!("{v:.3}")
     } else {
         format!("{v:.3e}")
@@ -672,6 +675,9 @@ mod tests {
         assert_eq!(fmt_mean(1.5), "1.500");
         assert_eq!(fmt_mean(999_999.0), "999999.000");
         assert_eq!(fmt_mean(1e308), "1.000e308");
+        assert_eq!(fmt_mean(0.0004), "<0.001");
+        assert_eq!(fmt_mean(0.0005), "0.001");
+        assert_eq!(fmt_mean(0.0), "0.000");
         assert_eq!(fmt_qcd_difference(-0.00004), "0.0000");
         assert_eq!(fmt_qcd_difference(-0.0025), "-0.0025");
         assert_eq!(fmt_qcd_difference(0.01234), "0.0123");
