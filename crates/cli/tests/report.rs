@@ -307,6 +307,35 @@ fn identical_distributions_are_not_significant() {
     }
 }
 
+/// A QCD too small for three decimals prints as `<0.001`, not as `0.000`, which would read as no
+/// spread at all; an exact 0 stays `0.000`.
+#[test]
+fn a_tiny_spread_is_not_printed_as_none() {
+    let folder = tmp("tiny-qcd");
+    let dir = folder.path();
+    // A: 1 ms give or take 0.5 µs (QCD about 0.00025); B: every iteration 2 ms exactly.
+    let rows: Vec<Iteration> = (0..40)
+        .map(|i| match i % 2 {
+            0 => row(i, "A", 0, 1_000_000 + (i / 2 % 4) * 330, None),
+            _ => row(i, "B", 1, 2_000_000, None),
+        })
+        .collect();
+    write_record(dir, &header("tinyqcd", 0, 1, &["A", "B"]), &rows);
+    let o = run(&[dir.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cells = |policy: &str| -> Vec<String> {
+        let line = out.lines().find(|l| l.split_whitespace().next() == Some(policy)).expect("the policy's row");
+        line.split_whitespace().map(String::from).collect()
+    };
+    let qcd_column =
+        out.lines().find(|l| l.starts_with("policy ")).unwrap().split_whitespace().position(|c| c == "QCD");
+    let qcd_column = qcd_column.expect("a QCD column");
+    // "95% CI" is two words of the header and one cell of a row.
+    assert_eq!(cells("A")[qcd_column - 1], "<0.001", "{out}");
+    assert_eq!(cells("B")[qcd_column - 1], "0.000", "{out}");
+}
+
 /// Microsecond iterations of one rank (as `examples/iterations.c --bytes 8` makes): thousands of
 /// them tell apart medians a few nanoseconds apart (p far below any threshold), less than the
 /// clock's readings and the markers' own work vary by. The report repeats libaar.so's warning of

@@ -140,7 +140,8 @@ fn fmt_qcd_difference(d: f64) -> String {
 /// A mean latency (µs) or stall ratio: three decimals, as `1.500`; from a million on (no window
 /// measures that: a damaged or edited record's, up to 1e308), in exponent form, `1.000e308`, not
 /// the hundreds of digits that would push the table's last columns off the screen. A value above
-/// 0 that would round to `0.000` is `<0.001`: a small stall ratio is not none.
+/// 0 that would round to `0.000` is `<0.001`: a small stall ratio is not none, nor a small QCD
+/// (which the policy table prints alike) no spread.
 fn fmt_mean(v: f64) -> String {
     if v > 0.0 && v < 0.0005 {
         "<0.001".into()
@@ -199,7 +200,7 @@ pub fn policy_cells(p: &PolicyStats, first_n: usize, u: &Unit) -> Vec<String> {
         t(p.mean_ns),
         t(p.p99_ns),
         t(p.max_ns),
-        p.qcd.map_or_else(dash, |q| format!("{q:.3}")),
+        p.qcd.map_or_else(dash, fmt_mean),
         qcd_ci,
         ratio,
         ratio_ci,
