@@ -550,13 +550,24 @@ impl Job {
 
     /// A mailbox control of this rank for the mailbox at `addr` (a free one, or the one that
     /// already has that address, reset): `credits` slots of `stride` bytes, messages up to
-    /// `maxsize` bytes, arrival events to ring `ring`.
-    pub fn claim_mbox(&self, addr: u64, credits: u32, stride: u32, maxsize: u32, ring: u32) -> Option<&'static Mbox> {
+    /// `maxsize` bytes, arrival events to ring `ring`, kept by the endpoint created `ep`-th. Changed
+    /// under its send lock, so that no sender writes while it changes hands.
+    pub fn claim_mbox(
+        &self,
+        addr: u64,
+        credits: u32,
+        stride: u32,
+        maxsize: u32,
+        ring: u32,
+        ep: u32,
+    ) -> Option<&'static Mbox> {
         let _g = self.lock_alloc();
         let active = |m: &Mbox| m.state.load(Ordering::Acquire) == MBOX_ACTIVE;
         let m = (self.me.mboxes.iter().find(|m| active(m) && m.addr.load(Ordering::Relaxed) == addr))
             .or_else(|| self.me.mboxes.iter().find(|m| m.state.load(Ordering::Acquire) == MBOX_FREE))?;
+        let _senders = m.send_lock.lock();
         m.state.store(MBOX_FREE, Ordering::Release);
+        m.ep.store(ep, Ordering::Relaxed);
         m.addr.store(addr, Ordering::Relaxed);
         m.credits.store(credits, Ordering::Relaxed);
         m.stride.store(stride, Ordering::Relaxed);

@@ -118,13 +118,14 @@ pub struct SharedMailbox {
     /// The peer's rank and the address of its mailbox (its attributes' buffer plus offset).
     pub peer_rank: u32,
     pub peer_addr: u64,
-    /// The peer's mailbox control, once found.
+    /// The peer's mailbox control and the endpoint that kept it, once found.
     pub peer_box: Option<&'static Mbox>,
+    pub peer_ep: Option<u32>,
 }
 
 impl SharedMailbox {
     pub fn new(mine: &'static Mbox, peer_rank: u32, peer_addr: u64) -> SharedMailbox {
-        SharedMailbox { mine, current: false, peer_rank, peer_addr, peer_box: None }
+        SharedMailbox { mine, current: false, peer_rank, peer_addr, peer_box: None, peer_ep: None }
     }
 
     /// The head message's slot, if its tag matches (`tag` None: any tag); `tag` becomes its.
@@ -163,6 +164,7 @@ impl SharedMailbox {
 
 impl Drop for SharedMailbox {
     fn drop(&mut self) {
+        let _senders = self.mine.send_lock.lock();
         self.mine.state.store(MBOX_FREE, Ordering::Release);
     }
 }

@@ -27,7 +27,7 @@ pub const MBOXES: usize = 1024;
 pub const DGRAMS: usize = 256;
 /// Marks a mapped rank file as initialised by a rank of this layout: change it with the layout,
 /// so that ranks of an older library never read a newer one's file (or the reverse).
-pub const MAGIC: u64 = 0x6161_722d_6a6f_6202;
+pub const MAGIC: u64 = 0x6161_722d_6a6f_6203;
 /// "No ring": a registration or mailbox whose events go nowhere.
 pub const NO_RING: u32 = u32::MAX;
 
@@ -482,7 +482,8 @@ impl Ring {
 
 /// An SMSG mailbox's control: its messages live in the receiver's registered memory at `addr`,
 /// one slot of `stride` bytes per credit; the sender publishes with `tail`, the receiver frees
-/// with `head`. `addr` (with the rank) is how a sender finds it from the receiver's attributes.
+/// with `head`. `addr` (with the rank) is how a sender finds it from the receiver's attributes;
+/// `ep` tells it whether the endpoint it sent to still keeps it.
 #[repr(C)]
 pub struct Mbox {
     pub state: AtomicU32,
@@ -491,11 +492,16 @@ pub struct Mbox {
     pub credits: AtomicU32,
     pub stride: AtomicU32,
     pub maxsize: AtomicU32,
+    /// The receiving endpoint's creation number (low 32 bits), in what was padding before.
+    pub ep: AtomicU32,
     /// Serialises the senders of one mailbox.
     pub send_lock: Lock,
     pub head: AtomicU64,
     pub tail: AtomicU64,
 }
+
+// `ep` took padding: the rank file's size (said in docs/emulator-job.md) stays.
+const _: () = assert!(std::mem::size_of::<Mbox>() == 64);
 
 /// A mailbox slot is free / set up by GNI_SmsgInit.
 pub const MBOX_FREE: u32 = 0;

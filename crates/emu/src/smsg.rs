@@ -75,7 +75,7 @@ pub fn init(ep: usize, local: &GniSmsgAttr, remote: &GniSmsgAttr) -> Result<(), 
                     shared.take();
                     let credits = local.mbox_maxcredit as u32;
                     let mine = j
-                        .claim_mbox(start, credits, slot_bytes(local) as u32, local.msg_maxsize, ring)
+                        .claim_mbox(start, credits, slot_bytes(local) as u32, local.msg_maxsize, ring, ep.seq as u32)
                         .ok_or(GNI_RC_ERROR_RESOURCE)?;
                     *shared = Some(SharedMailbox::new(mine, rank, peer_addr));
                 }
@@ -204,14 +204,25 @@ unsafe fn send_shared(j: &Job, ep: &Arc<Ep>, mode: u16, s: &Send, remote_id: u32
     };
     // The control found before, while it still keeps that mailbox: the peer frees it when its
     // endpoint goes or sets the mailbox up again, which may then be kept by another control.
-    let live =
-        |m: &&Mbox| m.state.load(Ordering::Acquire) == MBOX_ACTIVE && m.addr.load(Ordering::Relaxed) == link.peer_addr;
-    let found = link.peer_box.filter(live);
-    let Some(peer) = found.or_else(|| j.find_mbox(link.peer_rank, link.peer_addr)) else {
+    let (addr, peer_ep) = (link.peer_addr, link.peer_ep);
+    let keeps = move |m: &Mbox| {
+        m.state.load(Ordering::Acquire) == MBOX_ACTIVE
+            && m.addr.load(Ordering::Relaxed) == addr
+            && peer_ep.is_none_or(|e| m.ep.load(Ordering::Relaxed) == e)
+    };
+    let found = link.peer_box.filter(|m| keeps(m));
+    let Some(peer) = found.or_else(|| j.find_mbox(link.peer_rank, addr)) else {
         // The peer has not called GNI_SmsgInit yet: like a full mailbox, retry later.
         return GNI_RC_NOT_DONE;
     };
+    if !keeps(peer) {
+        // The endpoint this one sent to is gone and another keeps its mailbox memory now: the
+        // messages would reach a stranger. Retrying never helps, so an error, as for a post to
+        // a rank that ended.
+        return GNI_RC_TRANSACTION_ERROR;
+    }
     link.peer_box = Some(peer);
+    link.peer_ep = Some(peer.ep.load(Ordering::Relaxed));
     let rank = link.peer_rank;
     let total = s.header_len as u64 + s.data_len as u64;
     if total > peer.maxsize.load(Ordering::Relaxed) as u64 {
@@ -226,7 +237,10 @@ unsafe fn send_shared(j: &Job, ep: &Arc<Ep>, mode: u16, s: &Send, remote_id: u32
         let _one_sender = peer.send_lock.lock();
         let (head, tail) = (peer.head.load(Ordering::Acquire), peer.tail.load(Ordering::Acquire));
         let credits = peer.credits.load(Ordering::Relaxed).max(1) as u64;
-        if tail - head >= credits {
+        if !keeps(peer) {
+            // Freed or taken over since it was found: the next try finds out which.
+            Err(GNI_RC_NOT_DONE)
+        } else if tail - head >= credits {
             Err(GNI_RC_NOT_DONE)
         } else {
             let stride = peer.stride.load(Ordering::Relaxed) as u64;

@@ -384,6 +384,11 @@ fn an_smsg_sender_follows_a_mailbox_set_up_again_under_another_control() {
 }
 
 #[test]
+fn an_smsg_send_to_a_destroyed_endpoint_fails_and_misses_the_mailbox_set_up_again() {
+    pass_job(&Launch { scenario: "smsgstale", ranks: 2, ..Default::default() });
+}
+
+#[test]
 fn posts_to_a_rank_that_ended_fail_and_the_poster_goes_on() {
     let says = Some((0, "aar-emu: process_vm_writev to rank 1 (pid "));
     pass_job(&Launch { scenario: "orphan", ranks: 2, says, ..Default::default() });

@@ -831,6 +831,50 @@ static void smsgreinit(void)
 	OK(GNI_SmsgRelease(b));
 }
 
+/* Rank 1 takes a message on endpoint e, destroys e and sets the same mailbox memory up again on
+ * a new endpoint e2 (which takes e's freed control again). Rank 0's endpoint still names that
+ * mailbox: its next send must fail (the endpoint it sent to is gone), not land in e2's mailbox
+ * as if e2's peer had sent it. */
+static void smsgstale(void)
+{
+	setup();
+	EXPECT(size == 2);
+	struct msg_header h = {(uint32_t)rank, 0};
+	void *got;
+	if (rank == 0) {
+		gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
+		gni_smsg_attr_t theirs = mbox_attr(peers[1].buf, peers[1].mh, 0);
+		OK(GNI_SmsgInit(eps[1], &mine, &theirs));
+		barrier(1);
+		OK(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 1));
+		barrier(2);
+		barrier(3);
+		h.seq = 1;
+		EXPECT_RC(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 2), GNI_RC_TRANSACTION_ERROR);
+		barrier(4);
+		return;
+	}
+	gni_smsg_attr_t theirs = mbox_attr(peers[0].buf, peers[0].mh, 0);
+	gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
+	gni_ep_handle_t e, e2;
+	OK(GNI_EpCreate(me.nic, me.cq, &e));
+	OK(GNI_EpBind(e, peers[0].addr, peers[0].inst));
+	OK(GNI_SmsgInit(e, &mine, &theirs));
+	barrier(1);
+	barrier(2);
+	OK(GNI_SmsgGetNext(e, &got));
+	memcpy(&h, got, sizeof h);
+	EXPECT(h.from == 0 && h.seq == 0);
+	OK(GNI_SmsgRelease(e));
+	OK(GNI_EpDestroy(e));
+	OK(GNI_EpCreate(me.nic, me.cq, &e2));
+	OK(GNI_EpBind(e2, peers[0].addr, peers[0].inst));
+	OK(GNI_SmsgInit(e2, &mine, &theirs));
+	barrier(3);
+	barrier(4);
+	EXPECT_RC(GNI_SmsgGetNext(e2, &got), GNI_RC_NOT_DONE);
+}
+
 /* Rank 1 registers its memory and ends; rank 0's posts to it then fail with
  * GNI_RC_TRANSACTION_ERROR (said once on stderr) and rank 0 goes on. */
 static void orphan(void)
@@ -1054,6 +1098,7 @@ int main(int argc, char **argv)
 		{"dgdead", dgdead},
 		{"smsg", smsg},
 		{"smsgreinit", smsgreinit},
+		{"smsgstale", smsgstale},
 		{"orphan", orphan},
 		{"zombie", zombie},
 		{"attach", attach},
