@@ -1,12 +1,13 @@
 //! The part of Cray's public uGNI surface beyond posts and messages, as C programs see it: the
 //! names of gni_pub.h that public uGNI programs use (with the values aar_abi gives them), event
 //! data (GNI_EpSetEventData) in the CQ events of posts, CQ error decoding, the device type, the
-//! job's ptag (GNI_GetPtag), segment registration, and the 32-bit and cached AMO commands.
+//! job's ptag (GNI_GetPtag), segment registration, the 32-bit and cached AMO commands, and the
+//! NIC an endpoint's CQ must be of.
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use aar_abi::*;
@@ -168,4 +169,23 @@ fn an_unknown_amo_command_is_illegal_and_named_once() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("aar-emu: GNI_PostFma: amo_cmd 0x0ff is not an AMO command"), "{err}");
     assert!(err.contains("GNI_RC_ILLEGAL_OP"), "{err}");
+}
+
+/// uGNI's GNI_EpCreate refuses a CQ of another NIC handle (GNI_RC_INVALID_PARAM): outside a job,
+/// where each CDM has a NIC address of its own, and in a one-rank job, where both CDMs attach at
+/// the node's address and only the handles tell the NICs apart.
+#[test]
+fn an_endpoint_refuses_a_cq_of_another_nic_handle() {
+    let (lines, err) = passes("cq_of_another_nic", &[]);
+    assert_eq!(err, "");
+    assert_eq!(lines, ["addresses 256 257"]);
+    let dir = Path::new("/dev/shm").join(format!("aar-emu-test-{}-surface", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    let job = dir.to_str().unwrap();
+    let env = [("AAR_EMU_JOB_DIR", job), ("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMI_GNI_LOC_ADDR", "300")];
+    let (lines, err) = passes("cq_of_another_nic", &env);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(err, "");
+    assert_eq!(lines, ["addresses 300 300"]);
 }

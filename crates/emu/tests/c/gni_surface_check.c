@@ -1,7 +1,8 @@
 /* The part of Cray's public uGNI surface beyond posts and messages: every name of gni_pub.h that
  * public uGNI programs use, event data, CQ error decoding, the device type, the job's ptag, segment
- * registration and the 32-bit and cached AMO commands. One scenario per argv[1]; prints
- * "PASS <scenario>" on success and exits non-zero with a message on stderr at the first surprise. */
+ * registration, the 32-bit and cached AMO commands and the NIC of an endpoint's CQ. One scenario
+ * per argv[1]; prints "PASS <scenario>" on success and exits non-zero with a message on stderr at
+ * the first surprise. */
 #include <stddef.h>
 
 #include "emu_test.h"
@@ -398,12 +399,35 @@ static void amo_unknown(void)
 	expect_no_event(a.cq);
 }
 
+/* Two CDMs, each attached to a NIC handle of its own (in a job both at the node's address): an
+ * endpoint takes only a CQ of its own NIC handle, as uGNI's GNI_EpCreate does. Prints both
+ * addresses, for the test to see whether they tell the NICs apart. */
+static void cq_of_another_nic(void)
+{
+	struct node a, b;
+	node_init(&a, 0, 0);
+	node_init(&b, 1000, 0);
+	printf("addresses %u %u\n", a.addr, b.addr);
+	gni_cq_handle_t other;
+	OK(GNI_CqCreate(b.nic, 16, 0, GNI_CQ_NOBLOCK, NULL, NULL, &other));
+	gni_ep_handle_t ep = NULL;
+	EXPECT_RC(GNI_EpCreate(a.nic, other, &ep), GNI_RC_INVALID_PARAM);
+	EXPECT_RC(GNI_EpCreate(a.nic, b.cq, &ep), GNI_RC_INVALID_PARAM);
+	EXPECT_RC(GNI_EpCreate(b.nic, a.cq, &ep), GNI_RC_INVALID_PARAM);
+	EXPECT(ep == NULL);
+	/* The refused creates left no endpoint on the CQ. */
+	OK(GNI_CqDestroy(other));
+	OK(GNI_EpCreate(a.nic, a.cq, &ep));
+	OK(GNI_EpDestroy(ep));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario scenarios[] = {
 		{ "names", names },	{ "event_data", event_data }, { "cq_error", cq_error },
 		{ "device", device },	{ "ptag_job", ptag_job },     { "ptag_none", ptag_none },
 		{ "segments", segments }, { "amo32", amo32 },	      { "amo_unknown", amo_unknown },
+		{ "cq_of_another_nic", cq_of_another_nic },
 	};
 	return run_scenario("gni_surface_check", scenarios, sizeof scenarios / sizeof scenarios[0], argc, argv);
 }
