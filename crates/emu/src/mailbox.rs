@@ -113,6 +113,9 @@ impl Inbox {
 /// last 8 bytes (the slot has room for uGNI's per-message overhead).
 pub struct SharedMailbox {
     pub mine: &'static Mbox,
+    /// The endpoint `mine` was claimed for: another endpoint of this rank set up on the same
+    /// mailbox memory takes the control over, and then it is no longer ours to free.
+    ep: u32,
     /// GNI_SmsgGetNext returned the head message and GNI_SmsgRelease has not been called yet.
     current: bool,
     /// The peer's rank and the address of its mailbox (its attributes' buffer plus offset).
@@ -124,8 +127,9 @@ pub struct SharedMailbox {
 }
 
 impl SharedMailbox {
-    pub fn new(mine: &'static Mbox, peer_rank: u32, peer_addr: u64) -> SharedMailbox {
-        SharedMailbox { mine, current: false, peer_rank, peer_addr, peer_box: None, peer_ep: None }
+    /// `mine` as [`crate::job::Job::claim_mbox`] claimed it for endpoint `ep` (its creation number).
+    pub fn new(mine: &'static Mbox, ep: u32, peer_rank: u32, peer_addr: u64) -> SharedMailbox {
+        SharedMailbox { mine, ep, current: false, peer_rank, peer_addr, peer_box: None, peer_ep: None }
     }
 
     /// The head message's slot, if its tag matches (`tag` None: any tag); `tag` becomes its.
@@ -164,7 +168,10 @@ impl SharedMailbox {
 
 impl Drop for SharedMailbox {
     fn drop(&mut self) {
+        // Under the send lock, as the control changes hands: taken over, it is not ours to free.
         let _senders = self.mine.send_lock.lock();
-        self.mine.state.store(MBOX_FREE, Ordering::Release);
+        if self.mine.ep.load(Ordering::Relaxed) == self.ep {
+            self.mine.state.store(MBOX_FREE, Ordering::Release);
+        }
     }
 }

@@ -73,11 +73,11 @@ pub fn init(ep: usize, local: &GniSmsgAttr, remote: &GniSmsgAttr) -> Result<(), 
                     let ring = rx_cq.map_or(NO_RING, |c| c.ring_index());
                     let mut shared = ep.lock_shared_mbox();
                     shared.take();
-                    let credits = local.mbox_maxcredit as u32;
+                    let (credits, me) = (local.mbox_maxcredit as u32, ep.seq as u32);
                     let mine = j
-                        .claim_mbox(start, credits, slot_bytes(local) as u32, local.msg_maxsize, ring, ep.seq as u32)
+                        .claim_mbox(start, credits, slot_bytes(local) as u32, local.msg_maxsize, ring, me)
                         .ok_or(GNI_RC_ERROR_RESOURCE)?;
-                    *shared = Some(SharedMailbox::new(mine, rank, peer_addr));
+                    *shared = Some(SharedMailbox::new(mine, me, rank, peer_addr));
                 }
                 None => {
                     let (credits, size) = (local.mbox_maxcredit as usize, local.msg_maxsize as usize);

@@ -389,6 +389,11 @@ fn an_smsg_send_to_a_destroyed_endpoint_fails_and_misses_the_mailbox_set_up_agai
 }
 
 #[test]
+fn an_smsg_mailbox_taken_over_by_a_new_endpoint_still_receives_once_the_old_endpoint_goes() {
+    pass_job(&Launch { scenario: "smsgtakeover", ranks: 2, ..Default::default() });
+}
+
+#[test]
 fn posts_to_a_rank_that_ended_fail_and_the_poster_goes_on() {
     let says = Some((0, "aar-emu: process_vm_writev to rank 1 (pid "));
     pass_job(&Launch { scenario: "orphan", ranks: 2, says, ..Default::default() });
