@@ -1,4 +1,5 @@
-//! `aar doctor [PROGRAM]`: can libaar.so work for this program, in this environment?
+//! `aar doctor [PROGRAM]`: can libaar.so work for this program, in this environment? PROGRAM may
+//! be a launch line (`srun -n 4 ./app`): the program it starts is checked ([`launch`]).
 //!
 //! One line per check, each with a verdict — `ok`, `note` (information), `warning` (libaar.so
 //! works, but not fully as configured) or `problem` (libaar.so will not work for this program as
@@ -55,16 +56,19 @@
 //!   one), whether the program calls the function through the `mpi_f08` bindings.
 //!
 //! Exit status: 0 all well; 1 at least one problem; 3 warnings but no problem; 2 bad arguments
-//! (no such PROGRAM, no such `--lib` file, a `--ranks` that is not a whole number from 1); 4 the
+//! (no such PROGRAM, no such `--lib` file, a `--ranks` that is not a whole number from 1, a launch
+//! line without a program, a word after a program alone that is no option); 4 the
 //! report could not be written.
 
 pub(crate) mod elf;
+mod launch;
 mod python;
 mod selfcheck;
 
 use aar_record::count;
 use aar_record::ranks::RankSet;
 use clap::Args;
+use launch::LaunchLine;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -73,8 +77,20 @@ use std::path::{Path, PathBuf};
 #[command(after_help = "Exit status: 0 all well; 1 at least one problem (libaar.so will not work for this program as \
 things stand); 3 warnings but no problem; 2 bad arguments; 4 the report could not be written.")]
 pub struct DoctorArgs {
-    /// The program to check, as you would launch it (a path, or a name looked up in PATH)
-    program: Option<String>,
+    /// The program to check, as you would launch it: a path or a name looked up in PATH, or the
+    /// whole launch line (srun -n 4 ./app, aprun -n 4 ./app, mpirun -np 4 ./app), of which the
+    /// program the launcher starts is checked, with its number of ranks (its own arguments are
+    /// not looked at). After a program alone, the options below are still taken
+    #[arg(value_name = "PROGRAM", trailing_var_arg = true, allow_hyphen_values = true)]
+    program: Vec<String>,
+    #[command(flatten)]
+    options: DoctorOptions,
+}
+
+/// The doctor's options, given before the program, or after a program alone (`aar doctor ./app
+/// --json`: the program's position takes the rest of the line, for a launch line's options).
+#[derive(Args, Default)]
+struct DoctorOptions {
     /// The libaar.so to check (default: the one in LD_PRELOAD, else the one installed with this aar)
     #[arg(long, value_name = "PATH")]
     lib: Option<PathBuf>,
@@ -82,9 +98,28 @@ pub struct DoctorArgs {
     #[arg(long)]
     json: bool,
     /// The number of ranks the job will run, for the count of the files it makes in AAR_OUTPUT_DIR
-    /// (default: the launcher's, as libaar.so reads it, which under `srun -n 1` is that step's 1)
+    /// (default: the launch line's, else the launcher's as libaar.so reads it, which under `srun
+    /// -n 1` is that step's 1)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     ranks: Option<u32>,
+}
+
+impl DoctorOptions {
+    /// The options among `words`, the ones after a program that is no launcher, over `self`;
+    /// `Err`: clap's message for a word that is none (as for `aar doctor ./app extra`).
+    fn and_after(self, words: &[String]) -> Result<DoctorOptions, clap::Error> {
+        use clap::FromArgMatches;
+        if words.is_empty() {
+            return Ok(self);
+        }
+        let cmd = DoctorOptions::augment_args(clap::Command::new("aar doctor PROGRAM").no_binary_name(true));
+        let after = DoctorOptions::from_arg_matches(&cmd.try_get_matches_from(words)?)?;
+        Ok(DoctorOptions {
+            lib: after.lib.or(self.lib),
+            json: self.json || after.json,
+            ranks: after.ranks.or(self.ranks),
+        })
+    }
 }
 
 /// Exit statuses (documented in `aar doctor --help` and the README).
@@ -188,6 +223,17 @@ struct Program {
 enum ArgError {
     #[error("{e}; nothing was checked. {fix}", e = .0, fix = .0.fix())]
     Program(#[from] crate::program::ProgramError),
+    /// A launch line without a program, or clap's message for a bad option after the program.
+    #[error("{0}; nothing was checked.")]
+    Usage(String),
+    /// clap's message for a word after the program that is none of the doctor's options.
+    #[error(
+        "{} after the program; nothing was checked. After a program alone only the doctor's options \
+         (--lib, --json, --ranks) may follow; give the program without its arguments, or a launch line \
+         (srun -n 4 ./app ARGS...)",
+        .0
+    )]
+    Options(String),
     #[error(
         "--lib {}: {}; nothing was checked. Give the path of a libaar.so (e.g. \
          $AAR_ROOT/lib/libaar.so after module load aar).",
@@ -201,17 +247,35 @@ enum ArgError {
     NoSuchLib(PathBuf),
 }
 
-/// The program to check, if one is given, as a shell would find it; and `--lib` must exist.
-fn check_args(args: &DoctorArgs) -> Result<Option<PathBuf>, ArgError> {
-    let program = args.program.as_deref().map(|p| crate::program::find(p.as_ref())).transpose()?;
-    match &args.lib {
+/// The program to check, if one is given, as a shell would find it (the one a launch line
+/// starts, with the line), and the options (`--lib` must exist).
+fn check_args(args: DoctorArgs) -> Result<(Option<PathBuf>, Option<LaunchLine>, DoctorOptions), ArgError> {
+    let line = LaunchLine::parse(&args.program).map_err(ArgError::Usage)?;
+    let (name, options) = match (&line, args.program.split_first()) {
+        (Some(l), _) => (Some(&l.program), args.options),
+        (None, Some((program, after))) => {
+            let options = args.options.and_after(after).map_err(|e| {
+                let said = e.render().to_string();
+                let said = said.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
+                match e.kind() {
+                    clap::error::ErrorKind::UnknownArgument => ArgError::Options(said),
+                    _ => ArgError::Usage(said),
+                }
+            })?;
+            (Some(program), options)
+        }
+        (None, None) => (None, args.options),
+    };
+    let program = name.map(|p| crate::program::find(p.as_ref())).transpose()?;
+    match &options.lib {
         Some(lib) if !lib.is_file() => Err(ArgError::NoSuchLib(lib.clone())),
-        _ => Ok(program),
+        _ => Ok((program, line, options)),
     }
 }
 
 pub fn run(args: DoctorArgs) -> i32 {
-    let program_path = match check_args(&args) {
+    let command = args.program.join(" ");
+    let (program_path, line, args) = match check_args(args) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("aar doctor: {e}");
@@ -219,6 +283,9 @@ pub fn run(args: DoctorArgs) -> i32 {
         }
     };
     let mut report = Report::default();
+    if let Some(l) = &line {
+        report.note("program", format!("checking {}, the program {} would start ({command})", l.program, l.launcher));
+    }
     let program = program_path.map(|p| check_program(&p, &mut report));
     // A name without '/' is the file here, as the shell and `--lib`'s check took it: dlopen would
     // search the library path for it instead (and find another, or none).
@@ -230,7 +297,8 @@ pub fn run(args: DoctorArgs) -> i32 {
     let ugni_loaded = outcome.as_ref().is_some_and(|o| o.ugni_loaded);
     let selfcheck = outcome.and_then(|o| o.doc);
     let nodes = JobNodes::find();
-    let ranks = JobRanks::find(args.ranks, selfcheck.as_ref(), nodes.as_ref());
+    let launched = line.and_then(|l| l.ranks.map(|(n, written)| (n, format!("{} {written}", l.launcher))));
+    let ranks = JobRanks::find(args.ranks, launched, selfcheck.as_ref(), nodes.as_ref());
     let libaar =
         selfcheck.as_ref().and_then(|d| d["library"].as_str().map(PathBuf::from)).or_else(|| libaar.map(|(p, _)| p));
     if let Some(doc) = &selfcheck {
@@ -1568,6 +1636,8 @@ const MANY_RECORD_FILES: u64 = 4096;
 enum RanksFrom {
     /// `--ranks N`.
     Option,
+    /// The launch line's option, as written (`srun -n 4`).
+    Launcher(String),
     /// The launcher's variable libaar.so reads it from (the self-check's `job_ranks`).
     Variable(String),
 }
@@ -1635,9 +1705,17 @@ struct JobRanks {
 }
 
 impl JobRanks {
-    fn find(option: Option<u32>, doc: Option<&Value>, nodes: Option<&JobNodes>) -> Option<JobRanks> {
+    fn find(
+        option: Option<u32>,
+        launched: Option<(u32, String)>,
+        doc: Option<&Value>,
+        nodes: Option<&JobNodes>,
+    ) -> Option<JobRanks> {
         if let Some(ranks) = option {
             return Some(JobRanks { ranks, from: RanksFrom::Option, one_task_step: false });
+        }
+        if let Some((ranks, written)) = launched {
+            return Some(JobRanks { ranks, from: RanksFrom::Launcher(written), one_task_step: false });
         }
         let found = &doc?["job_ranks"];
         let ranks = found["ranks"].as_u64().and_then(|n| u32::try_from(n).ok())?;
@@ -1651,6 +1729,7 @@ impl JobRanks {
         match &self.from {
             RanksFrom::Option => format!("--ranks {}", self.ranks),
             RanksFrom::Variable(v) => format!("{v}={}", self.ranks),
+            RanksFrom::Launcher(written) => written.clone(),
         }
     }
 }
@@ -2166,7 +2245,10 @@ fn json_text(
         "libraries": libraries,
         "job_ranks": ranks.map(|r| json!({
             "ranks": r.ranks,
-            "from": match &r.from { RanksFrom::Option => "--ranks", RanksFrom::Variable(v) => v.as_str() },
+            "from": match &r.from {
+                RanksFrom::Option => "--ranks",
+                RanksFrom::Variable(v) | RanksFrom::Launcher(v) => v.as_str(),
+            },
             "one_task_step": r.one_task_step,
         })),
         "job_nodes": nodes.map(|n| json!({ "nodes": n.nodes, "from": n.from })),

@@ -2039,3 +2039,53 @@ fn a_bad_ranks_value_is_refused_with_exit_2() {
         assert!(r.stdout.is_empty(), "{bad}: {}", r.stdout);
     }
 }
+
+/// The launch line a user types (`aar doctor srun -n 4 ./app`) checks the program the launcher
+/// would start, says so, and counts the job's files by its `-n`; the doctor's own options still
+/// follow a program given alone; a word that is none of them, or a launch line without a
+/// program, is a bad argument (exit status 2) that says what to give.
+#[test]
+fn a_launch_line_checks_the_program_it_starts_with_its_ranks() {
+    let prog = ugni_program();
+    let p = prog.to_str().unwrap();
+    let dir = scratch().join("launch-line-records");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut env: Vec<(&str, &str)> = NO_LAUNCHER.to_vec();
+    env.push(("AAR_OUTPUT_DIR", dir.to_str().unwrap()));
+    for (line, ranks) in [
+        (vec!["srun", "-n", "4", "--cpu-bind=cores", p, "--its-own-flag"], "srun -n 4"),
+        (vec!["aprun", "-n", "6", "-N", "2", p], "aprun -n 6"),
+        (vec!["mpirun", "-genv", "OMP_NUM_THREADS", "2", "-np", "3", p, "input"], "mpirun -np 3"),
+    ] {
+        let r = doctor(&line, &env);
+        r.expect_code(0);
+        let launcher = line[0];
+        r.expect_line(
+            "note",
+            "program",
+            &format!("checking {p}, the program {launcher} would start ({})", line.join(" ")),
+        );
+        r.expect_line("ok", "program", &format!("{p}: ELF 64-bit"));
+        let n: u32 = ranks.rsplit(' ').next().unwrap().parse().unwrap();
+        r.expect_line("ok", "records", &format!("this job's {n} ranks ({ranks}) would make {n} files"));
+    }
+    // --ranks wins over the line's count.
+    let r = doctor(&["--ranks", "2", "srun", "-n", "4", p], &env);
+    r.expect_line("ok", "records", "this job's 2 ranks (--ranks 2) would make 2 files");
+    // After a program alone, the doctor's options are the doctor's.
+    let r = doctor(&[p, "--json"], &env);
+    r.expect_code(0);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
+    assert_eq!(doc["checks"][0]["topic"], "program", "{doc}");
+    let r = doctor(&[p, "input.dat"], &env);
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("unexpected argument 'input.dat' found after the program; nothing was checked")
+            && r.stderr.contains("or a launch line (srun -n 4 ./app ARGS...)"),
+        "{}",
+        r.stderr
+    );
+    let r = doctor(&["srun", "-n", "4"], &env);
+    r.expect_code(2);
+    assert!(r.stderr.contains("\"srun -n 4\" names no program after srun's options"), "{}", r.stderr);
+}

@@ -1,0 +1,233 @@
+//! `aar doctor srun -n 4 ./app`: the program a launch line starts, and its number of ranks. Users
+//! give the doctor the line they launch with; the program to check is the first word after the
+//! launcher's options, skipping the values of those that take one.
+
+use std::path::Path;
+
+/// The launchers whose command lines the doctor reads, by the name of their first word.
+const LAUNCHERS: [&str; 6] = ["srun", "aprun", "mpirun", "mpiexec", "mpiexec.hydra", "orterun"];
+
+/// The options of `launcher` that take a value as the next word (written `-n 4`, not `-n4` or
+/// `--ntasks=4`), and how many words: Slurm's srun, Cray's ALPS aprun, MPICH's Hydra and Open
+/// MPI's mpirun (`-genv NAME VALUE` and `--mca KEY VALUE` take two).
+fn value_words(launcher: &str, option: &str) -> usize {
+    let srun = [
+        "-A",
+        "-c",
+        "-C",
+        "-d",
+        "-D",
+        "-e",
+        "-G",
+        "-i",
+        "-J",
+        "-L",
+        "-m",
+        "-M",
+        "-n",
+        "-N",
+        "-o",
+        "-p",
+        "-q",
+        "-r",
+        "-S",
+        "-t",
+        "-T",
+        "-w",
+        "-x",
+        "--account",
+        "--chdir",
+        "--constraint",
+        "--cpu-bind",
+        "--cpu_bind",
+        "--cpus-per-task",
+        "--dependency",
+        "--distribution",
+        "--error",
+        "--export",
+        "--gpus",
+        "--gres",
+        "--hint",
+        "--input",
+        "--job-name",
+        "--mem",
+        "--mem-per-cpu",
+        "--mpi",
+        "--nodelist",
+        "--nodes",
+        "--ntasks",
+        "--ntasks-per-node",
+        "--output",
+        "--partition",
+        "--qos",
+        "--reservation",
+        "--time",
+        "--exclude",
+    ];
+    let aprun =
+        ["-n", "-N", "-d", "-S", "-sl", "-sn", "-j", "-cc", "-cp", "-e", "-L", "-m", "-p", "-r", "-t", "-a", "-D"];
+    let mpirun = [
+        "-n",
+        "-np",
+        "--np",
+        "-c",
+        "-N",
+        "-ppn",
+        "--ppn",
+        "-npernode",
+        "--npernode",
+        "-f",
+        "-hostfile",
+        "--hostfile",
+        "-machinefile",
+        "--machinefile",
+        "-host",
+        "--host",
+        "-hosts",
+        "-H",
+        "-wdir",
+        "--wdir",
+        "-x",
+        "--map-by",
+        "--bind-to",
+        "--rank-by",
+        "-bind-to",
+        "-map-by",
+        "-iface",
+        "-launcher",
+        "-bootstrap",
+        "-rmk",
+        "-envlist",
+        "-genvlist",
+    ];
+    match launcher {
+        "srun" if srun.contains(&option) => 1,
+        "aprun" if aprun.contains(&option) => 1,
+        "mpirun" | "mpiexec" | "mpiexec.hydra" | "orterun" => match option {
+            "-genv" | "-env" | "-mca" | "--mca" | "-gmca" | "--gmca" => 2,
+            o if mpirun.contains(&o) => 1,
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+/// The options that give the number of ranks: srun's and aprun's `-n` (srun's `--ntasks`), and
+/// mpirun's `-n`, `-np` (and Open MPI's `--np`, `-c`).
+fn ranks_option(launcher: &str, option: &str) -> bool {
+    match launcher {
+        "srun" => matches!(option, "-n" | "--ntasks"),
+        "aprun" => option == "-n",
+        _ => matches!(option, "-n" | "-np" | "--np" | "-c"),
+    }
+}
+
+/// A launch line the doctor was given in place of a program.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LaunchLine {
+    /// The launcher's name, as given (`srun`).
+    pub launcher: String,
+    /// The program it would start, as given (`./app`).
+    pub program: String,
+    /// The number of ranks its options ask for, with the option as written (`-n 4`).
+    pub ranks: Option<(u32, String)>,
+}
+
+impl LaunchLine {
+    /// The launch line `words` stands for, if its first word is a launcher's ([`LAUNCHERS`],
+    /// by the file's name, so `/usr/bin/srun` too) and more words follow; `Err` when no program
+    /// follows its options.
+    pub fn parse(words: &[String]) -> Result<Option<LaunchLine>, String> {
+        let Some(first) = words.first() else { return Ok(None) };
+        let launcher = Path::new(first).file_name().map_or("", |n| n.to_str().unwrap_or(""));
+        // A launcher alone is the program to check (the doctor then says what it is).
+        if !LAUNCHERS.contains(&launcher) || words.len() == 1 {
+            return Ok(None);
+        }
+        let mut ranks = None;
+        let mut i = 1;
+        while let Some(word) = words.get(i) {
+            if word == "--" {
+                i += 1;
+                break;
+            }
+            if !word.starts_with('-') || word == "-" {
+                break;
+            }
+            let (option, attached) = match word.split_once('=') {
+                Some((o, v)) if o.starts_with("--") => (o, Some(v.to_string())),
+                _ => (word.as_str(), None),
+            };
+            // `-n4`: the count joined to the option (srun and aprun take it so).
+            let (option, attached) = match (option.strip_prefix("-n"), attached) {
+                (Some(v), None) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                    ("-n", Some(v.to_string()))
+                }
+                (_, a) => (option, a),
+            };
+            let takes = if attached.is_some() { 0 } else { value_words(launcher, option) };
+            if ranks_option(launcher, option) {
+                let value = attached.clone().or_else(|| words.get(i + 1).cloned()).unwrap_or_default();
+                let written = if attached.is_some() { word.clone() } else { format!("{option} {value}") };
+                ranks = value.parse::<u32>().ok().filter(|&n| n > 0).map(|n| (n, written));
+            }
+            i += 1 + takes;
+        }
+        match words.get(i) {
+            Some(program) => Ok(Some(LaunchLine { launcher: launcher.to_string(), program: program.clone(), ranks })),
+            None => Err(format!(
+                "\"{}\" names no program after {launcher}'s options; give the whole launch line \
+                 (e.g. aar doctor {launcher} -n 4 ./app) or the program alone",
+                words.join(" ")
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(text: &str) -> Result<Option<LaunchLine>, String> {
+        LaunchLine::parse(&text.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    fn of(text: &str) -> (String, String, Option<(u32, String)>) {
+        let l = line(text).unwrap().unwrap_or_else(|| panic!("{text}: no launch line"));
+        (l.launcher, l.program, l.ranks)
+    }
+
+    #[test]
+    fn the_program_after_the_options_and_their_values() {
+        let four = |w: &str| Some((4, w.to_string()));
+        for (text, launcher, ranks) in [
+            ("srun -n 4 ./app --big", "srun", four("-n 4")),
+            ("srun -n4 ./app", "srun", four("-n4")),
+            ("srun --ntasks=4 --cpu-bind=cores ./app", "srun", four("--ntasks=4")),
+            ("srun --ntasks 4 -N 2 --label ./app", "srun", four("--ntasks 4")),
+            ("/usr/bin/srun -N 2 -c 8 -- ./app", "srun", None),
+            ("aprun -n 4 -N 2 -d 4 -cc depth ./app", "aprun", four("-n 4")),
+            ("mpirun -np 4 --map-by core ./app", "mpirun", four("-np 4")),
+            ("mpiexec -genv OMP_NUM_THREADS 2 -n 4 ./app", "mpiexec", four("-n 4")),
+            ("mpirun --mca btl self,vader -x PATH --oversubscribe -n 4 ./app", "mpirun", four("-n 4")),
+        ] {
+            assert_eq!(of(text), (launcher.to_string(), "./app".to_string(), ranks), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_program_that_is_no_launcher_is_no_launch_line() {
+        assert_eq!(line("./app -n 4"), Ok(None));
+        assert_eq!(line("/opt/srun-tools/app"), Ok(None));
+        assert_eq!(line(""), Ok(None));
+        assert_eq!(line("srun"), Ok(None), "a launcher alone is the program");
+    }
+
+    #[test]
+    fn a_launch_line_without_a_program_or_with_a_bad_count_is_said() {
+        let e = line("srun -n 4").unwrap_err();
+        assert!(e.contains("\"srun -n 4\" names no program after srun's options"), "{e}");
+        assert_eq!(of("srun -n 0 ./app").2, None, "no count of 0 ranks");
+        assert_eq!(of("srun -n x ./app").1, "./app");
+    }
+}
