@@ -297,8 +297,7 @@ pub fn run(args: DoctorArgs) -> i32 {
     let ugni_loaded = outcome.as_ref().is_some_and(|o| o.ugni_loaded);
     let selfcheck = outcome.and_then(|o| o.doc);
     let nodes = JobNodes::find();
-    let launched = line.and_then(|l| l.ranks.map(|(n, written)| (n, format!("{} {written}", l.launcher))));
-    let ranks = JobRanks::find(args.ranks, launched, selfcheck.as_ref(), nodes.as_ref());
+    let ranks = JobRanks::find(args.ranks, line.and_then(|l| l.ranks), selfcheck.as_ref(), nodes.as_ref());
     let libaar =
         selfcheck.as_ref().and_then(|d| d["library"].as_str().map(PathBuf::from)).or_else(|| libaar.map(|(p, _)| p));
     if let Some(doc) = &selfcheck {

@@ -591,8 +591,7 @@ fn a_rank_that_cannot_be_started_ends_the_job() {
 #[test]
 fn a_file_this_machine_cannot_execute_starts_no_rank() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = target_dir().join("aar-tests").join(format!("run-foreign-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = aar_testkit::scratch("run-foreign");
     // aar itself with e_machine (bytes 18-19, little-endian here) set to another machine's.
     let mut bytes = std::fs::read(env!("CARGO_BIN_EXE_aar")).unwrap();
     let (other, name) = if cfg!(target_arch = "aarch64") { (62u16, "x86-64") } else { (183u16, "AArch64") };

@@ -7,108 +7,39 @@ use std::path::Path;
 /// The launchers whose command lines the doctor reads, by the name of their first word.
 const LAUNCHERS: [&str; 6] = ["srun", "aprun", "mpirun", "mpiexec", "mpiexec.hydra", "orterun"];
 
-/// The options of `launcher` that take a value as the next word (written `-n 4`, not `-n4` or
-/// `--ntasks=4`), and how many words: Slurm's srun, Cray's ALPS aprun, MPICH's Hydra and Open
-/// MPI's mpirun (`-genv NAME VALUE` and `--mca KEY VALUE` take two).
+/// Slurm's srun options that take a value as the next word (written `-n 4`, not `-n4` or
+/// `--ntasks=4`).
+#[rustfmt::skip]
+const SRUN_VALUES: &[&str] = &[
+    "-A", "-c", "-C", "-d", "-D", "-e", "-G", "-i", "-J", "-L", "-m", "-M", "-n", "-N", "-o", "-p", "-q", "-r",
+    "-S", "-t", "-T", "-w", "-x", "--account", "--chdir", "--constraint", "--cpu-bind", "--cpu_bind",
+    "--cpus-per-task", "--dependency", "--distribution", "--error", "--exclude", "--export", "--gpus", "--gres",
+    "--hint", "--input", "--job-name", "--mem", "--mem-per-cpu", "--mpi", "--nodelist", "--nodes", "--ntasks",
+    "--ntasks-per-node", "--output", "--partition", "--qos", "--reservation", "--time",
+];
+/// The same for Cray ALPS's aprun.
+#[rustfmt::skip]
+const APRUN_VALUES: &[&str] =
+    &["-n", "-N", "-d", "-S", "-sl", "-sn", "-j", "-cc", "-cp", "-e", "-L", "-m", "-p", "-r", "-t", "-a", "-D"];
+/// The same for MPICH's Hydra and Open MPI's mpirun (`-genv NAME VALUE` and `--mca KEY VALUE`,
+/// which take two, are [`value_words`]').
+#[rustfmt::skip]
+const MPIRUN_VALUES: &[&str] = &[
+    "-n", "-np", "--np", "-c", "-N", "-ppn", "--ppn", "-npernode", "--npernode", "-f", "-hostfile", "--hostfile",
+    "-machinefile", "--machinefile", "-host", "--host", "-hosts", "-H", "-wdir", "--wdir", "-x", "--map-by",
+    "--bind-to", "--rank-by", "-bind-to", "-map-by", "-iface", "-launcher", "-bootstrap", "-rmk", "-envlist",
+    "-genvlist",
+];
+
+/// How many of the next words `launcher`'s `option` takes as its value.
 fn value_words(launcher: &str, option: &str) -> usize {
-    let srun = [
-        "-A",
-        "-c",
-        "-C",
-        "-d",
-        "-D",
-        "-e",
-        "-G",
-        "-i",
-        "-J",
-        "-L",
-        "-m",
-        "-M",
-        "-n",
-        "-N",
-        "-o",
-        "-p",
-        "-q",
-        "-r",
-        "-S",
-        "-t",
-        "-T",
-        "-w",
-        "-x",
-        "--account",
-        "--chdir",
-        "--constraint",
-        "--cpu-bind",
-        "--cpu_bind",
-        "--cpus-per-task",
-        "--dependency",
-        "--distribution",
-        "--error",
-        "--export",
-        "--gpus",
-        "--gres",
-        "--hint",
-        "--input",
-        "--job-name",
-        "--mem",
-        "--mem-per-cpu",
-        "--mpi",
-        "--nodelist",
-        "--nodes",
-        "--ntasks",
-        "--ntasks-per-node",
-        "--output",
-        "--partition",
-        "--qos",
-        "--reservation",
-        "--time",
-        "--exclude",
-    ];
-    let aprun =
-        ["-n", "-N", "-d", "-S", "-sl", "-sn", "-j", "-cc", "-cp", "-e", "-L", "-m", "-p", "-r", "-t", "-a", "-D"];
-    let mpirun = [
-        "-n",
-        "-np",
-        "--np",
-        "-c",
-        "-N",
-        "-ppn",
-        "--ppn",
-        "-npernode",
-        "--npernode",
-        "-f",
-        "-hostfile",
-        "--hostfile",
-        "-machinefile",
-        "--machinefile",
-        "-host",
-        "--host",
-        "-hosts",
-        "-H",
-        "-wdir",
-        "--wdir",
-        "-x",
-        "--map-by",
-        "--bind-to",
-        "--rank-by",
-        "-bind-to",
-        "-map-by",
-        "-iface",
-        "-launcher",
-        "-bootstrap",
-        "-rmk",
-        "-envlist",
-        "-genvlist",
-    ];
     match launcher {
-        "srun" if srun.contains(&option) => 1,
-        "aprun" if aprun.contains(&option) => 1,
-        "mpirun" | "mpiexec" | "mpiexec.hydra" | "orterun" => match option {
+        "srun" => usize::from(SRUN_VALUES.contains(&option)),
+        "aprun" => usize::from(APRUN_VALUES.contains(&option)),
+        _ => match option {
             "-genv" | "-env" | "-mca" | "--mca" | "-gmca" | "--gmca" => 2,
-            o if mpirun.contains(&o) => 1,
-            _ => 0,
+            o => usize::from(MPIRUN_VALUES.contains(&o)),
         },
-        _ => 0,
     }
 }
 
@@ -129,7 +60,7 @@ pub struct LaunchLine {
     pub launcher: String,
     /// The program it would start, as given (`./app`).
     pub program: String,
-    /// The number of ranks its options ask for, with the option as written (`-n 4`).
+    /// The number of ranks its options ask for, with the launcher and option as written (`srun -n 4`).
     pub ranks: Option<(u32, String)>,
 }
 
@@ -168,7 +99,10 @@ impl LaunchLine {
             let takes = if attached.is_some() { 0 } else { value_words(launcher, option) };
             if ranks_option(launcher, option) {
                 let value = attached.clone().or_else(|| words.get(i + 1).cloned()).unwrap_or_default();
-                let written = if attached.is_some() { word.clone() } else { format!("{option} {value}") };
+                let written = match attached {
+                    Some(_) => format!("{launcher} {word}"),
+                    None => format!("{launcher} {option} {value}"),
+                };
                 ranks = value.parse::<u32>().ok().filter(|&n| n > 0).map(|n| (n, written));
             }
             i += 1 + takes;
@@ -201,15 +135,15 @@ mod tests {
     fn the_program_after_the_options_and_their_values() {
         let four = |w: &str| Some((4, w.to_string()));
         for (text, launcher, ranks) in [
-            ("srun -n 4 ./app --big", "srun", four("-n 4")),
-            ("srun -n4 ./app", "srun", four("-n4")),
-            ("srun --ntasks=4 --cpu-bind=cores ./app", "srun", four("--ntasks=4")),
-            ("srun --ntasks 4 -N 2 --label ./app", "srun", four("--ntasks 4")),
+            ("srun -n 4 ./app --big", "srun", four("srun -n 4")),
+            ("srun -n4 ./app", "srun", four("srun -n4")),
+            ("srun --ntasks=4 --cpu-bind=cores ./app", "srun", four("srun --ntasks=4")),
+            ("srun --ntasks 4 -N 2 --label ./app", "srun", four("srun --ntasks 4")),
             ("/usr/bin/srun -N 2 -c 8 -- ./app", "srun", None),
-            ("aprun -n 4 -N 2 -d 4 -cc depth ./app", "aprun", four("-n 4")),
-            ("mpirun -np 4 --map-by core ./app", "mpirun", four("-np 4")),
-            ("mpiexec -genv OMP_NUM_THREADS 2 -n 4 ./app", "mpiexec", four("-n 4")),
-            ("mpirun --mca btl self,vader -x PATH --oversubscribe -n 4 ./app", "mpirun", four("-n 4")),
+            ("aprun -n 4 -N 2 -d 4 -cc depth ./app", "aprun", four("aprun -n 4")),
+            ("mpirun -np 4 --map-by core ./app", "mpirun", four("mpirun -np 4")),
+            ("mpiexec -genv OMP_NUM_THREADS 2 -n 4 ./app", "mpiexec", four("mpiexec -n 4")),
+            ("mpirun --mca btl self,vader -x PATH --oversubscribe -n 4 ./app", "mpirun", four("mpirun -n 4")),
         ] {
             assert_eq!(of(text), (launcher.to_string(), "./app".to_string(), ranks), "{text}");
         }
