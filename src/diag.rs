@@ -28,8 +28,16 @@ fn print(parts: &[&[u8]]) {
     for part in parts {
         out.extend_from_slice(part);
     }
-    sys::write_stderr(&out);
+    if sys::write_stderr(&out) == sys::Written::Stalled {
+        // Kept for the record only: stderr takes nothing.
+        emit(STDERR_STALLED, false);
+    }
 }
+
+/// What the record says when stderr stalled.
+const STDERR_STALLED: &str = "stderr took nothing for 1 s (a pipe whose reader stopped reading, such as a stuck output \
+                              forwarding): this line and every later one of libaar.so were left off stderr, so that the \
+                              program does not wait on them; its warnings and errors are kept in this record";
 
 /// Messages said while [`KEPT`] was held by another thread (one inside `fork()`: its handlers
 /// hold every lock of the library until the fork is done), moved into it by the next message or

@@ -793,30 +793,74 @@ pub extern "C" fn note_stderr_at_load() {
     STDERR_OPEN_AT_LOAD.store(open, Relaxed);
 }
 
+/// How long a line waits for a stderr that takes nothing (a pipe whose reader stopped reading:
+/// a launcher's output forwarding that is stuck, `app 2>&1 | less` never paged). Then it and every
+/// later line are dropped: a thread of the application must not wait on the library's lines.
+const STDERR_PATIENCE_NS: u64 = 1_000_000_000;
+
+/// Set when stderr took nothing for [`STDERR_PATIENCE_NS`]: nothing more is written there.
+static STDERR_STALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// What became of a line given to [`write_stderr`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// Written, or dropped because stderr is closed, gone, full on disk or was not there at load.
+    Done,
+    /// Dropped, and stderr given up: it took nothing for [`STDERR_PATIENCE_NS`]. Said once.
+    Stalled,
+}
+
 /// Write a whole line to stderr with write(2): no lock (std's stderr lock could be inherited held
-/// by a fork child), one call so lines of different ranks do not interleave, EINTR retried,
-/// anything else dropped (a closed stderr must not disturb the application), and never a SIGPIPE
-/// or a SIGXFSZ: a stderr whose reader has gone (`app 2>&1 | head`), or a log file at the job's
-/// file size limit, would kill the application for a line of ours. In a process that had no
-/// stderr when the library was loaded, nothing is written: descriptor 2, if open now, is a file
-/// of the application's.
-pub fn write_stderr(bytes: &[u8]) {
-    if !STDERR_OPEN_AT_LOAD.load(Relaxed) {
-        return;
+/// by a fork child), one call for a line of up to `PIPE_BUF` (4096) bytes so lines of different
+/// ranks do not interleave, EINTR retried, anything else dropped (a closed stderr must not disturb
+/// the application), and never a SIGPIPE or a SIGXFSZ: a stderr whose reader has gone (`app 2>&1 |
+/// head`), or a log file at the job's file size limit, would kill the application for a line of
+/// ours. Each write waits with poll(2) until stderr can take it, for [`STDERR_PATIENCE_NS`] at
+/// most (a write to a full pipe would block until its reader reads, which a stuck reader never
+/// does; descriptor 2 is the application's, so it cannot be made non-blocking). In a process that
+/// had no stderr when the library was loaded, nothing is written: descriptor 2, if open now, is a
+/// file of the application's.
+pub fn write_stderr(bytes: &[u8]) -> Written {
+    if !STDERR_OPEN_AT_LOAD.load(Relaxed) || STDERR_STALLED.load(Relaxed) {
+        return Written::Done;
     }
     let _quiet = SignalsHeld::new();
+    let deadline = now_ns().saturating_add(STDERR_PATIENCE_NS);
     let mut rest = bytes;
     while !rest.is_empty() {
-        // SAFETY: fd 2 and a valid buffer of `rest.len()` bytes.
-        let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+        let mut fd = libc::pollfd { fd: 2, events: libc::POLLOUT, revents: 0 };
+        let left_ms = deadline.saturating_sub(now_ns()).div_ceil(1_000_000).min(i32::MAX as u64) as libc::c_int;
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut fd, 1, left_ms) };
+        if ready == 0 {
+            return if STDERR_STALLED.swap(true, Relaxed) { Written::Done } else { Written::Stalled };
+        }
+        if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return Written::Done;
+        }
+        if ready < 0 {
+            continue;
+        }
+        // A pipe that polls writable has room for `PIPE_BUF` bytes: no more, or the write could
+        // block after all. (An error or hang-up polls ready too: the write then fails.)
+        let chunk = &rest[..rest.len().min(libc::PIPE_BUF)];
+        // SAFETY: fd 2 and a valid buffer of `chunk.len()` bytes.
+        let n = unsafe { libc::write(2, chunk.as_ptr().cast(), chunk.len()) };
         if n > 0 {
             rest = &rest[n as usize..];
-        } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+        } else if n < 0
+            && matches!(
+                std::io::Error::last_os_error().kind(),
+                std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+            )
+        {
+            // Taken by another writer between the poll and the write, or a signal: poll again.
             continue;
         } else {
-            return;
+            return Written::Done;
         }
     }
+    Written::Done
 }
 
 /// The signals a write can raise in the writing thread, whose default action ends the process:

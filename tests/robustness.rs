@@ -1030,6 +1030,37 @@ fn a_program_that_handles_or_blocks_signals_sees_only_its_own() {
     }
 }
 
+/// A stderr that takes nothing: a pipe already full whose reader is alive and never reads (a stuck
+/// output forwarding). The library's warning waits for it a while, then gives stderr up: without
+/// that, the write would block the program for as long as the reader does not read (for ever
+/// here; the launch's two minutes end the test). The program runs to its end, its posts forwarded,
+/// and its record keeps the warning and says why stderr lacks it.
+#[test]
+fn a_stderr_that_takes_nothing_does_not_hold_the_program() {
+    use std::os::fd::AsRawFd;
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    let fd = writer.as_raw_fd();
+    // SAFETY: F_GETFL/F_SETFL on the pipe's own descriptor, held open by `writer`.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }, 0);
+    while std::io::Write::write(&mut writer, &[b'x'; 4096]).is_ok() {}
+    // SAFETY: as above; the program gets a blocking stderr, as a launcher's pipe is.
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) }, 0);
+    let mut launch = Launch::driver("stderr-full", "rdma 65536 20 0").env("AAR_THRESHOLD", "banana");
+    launch.stderr = Some(writer.into());
+    let r = launch.run();
+    drop(reader);
+    assert!(r.status.success(), "{} {}", r.status, r.stdout);
+    let posts = r.log.iter().filter(|v| v["call"] == "GNI_PostRdma").count();
+    assert_eq!(posts, 20, "every post forwarded");
+    let rec = r.records().pop().expect("the record");
+    assert_eq!(total_messages(&rec), 20);
+    let messages: Vec<&str> = rec["messages"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+    assert!(messages.iter().any(|m| m.contains("AAR_THRESHOLD")), "the warning is kept: {messages:?}");
+    assert!(messages.iter().any(|m| m.contains("stderr took nothing for 1 s")), "{messages:?}");
+}
+
 /// Under a container's seccomp filter that refuses fallocate(2) (EPERM), the ranks of a node
 /// still share their segment in /dev/shm: its pages are allocated through the mapping instead
 /// (MADV_POPULATE_WRITE, which fails where a touch would raise SIGBUS), not given up with a fix
