@@ -132,8 +132,18 @@ impl SharedMailbox {
         SharedMailbox { mine, ep, current: false, peer_rank, peer_addr, peer_box: None, peer_ep: None }
     }
 
+    /// Whether `mine` still belongs to this endpoint: another endpoint of the rank set up on the
+    /// same mailbox memory takes it over, and its messages are then that endpoint's.
+    fn keeps(&self) -> bool {
+        self.mine.ep.load(Ordering::Relaxed) == self.ep
+    }
+
     /// The head message's slot, if its tag matches (`tag` None: any tag); `tag` becomes its.
+    /// GNI_RC_INVALID_STATE once another endpoint took the mailbox over.
     pub fn next(&mut self, tag: Option<&mut u8>) -> Result<*mut u8, GniReturn> {
+        if !self.keeps() {
+            return Err(GNI_RC_INVALID_STATE);
+        }
         let m = self.mine;
         let head = m.head.load(Ordering::Acquire);
         if head == m.tail.load(Ordering::Acquire) {
@@ -156,7 +166,11 @@ impl SharedMailbox {
     }
 
     /// Frees the slot of the message `next` returned: a credit back to the sender.
+    /// GNI_RC_INVALID_STATE once another endpoint took the mailbox over: the head is its now.
     pub fn release(&mut self) -> Result<(), GniReturn> {
+        if !self.keeps() {
+            return Err(GNI_RC_INVALID_STATE);
+        }
         if !self.current {
             return Err(GNI_RC_NOT_DONE);
         }
@@ -170,7 +184,7 @@ impl Drop for SharedMailbox {
     fn drop(&mut self) {
         // Under the send lock, as the control changes hands: taken over, it is not ours to free.
         let _senders = self.mine.send_lock.lock();
-        if self.mine.ep.load(Ordering::Relaxed) == self.ep {
+        if self.keeps() {
             self.mine.state.store(MBOX_FREE, Ordering::Release);
         }
     }

@@ -394,6 +394,11 @@ fn an_smsg_mailbox_taken_over_by_a_new_endpoint_still_receives_once_the_old_endp
 }
 
 #[test]
+fn an_old_smsg_endpoint_can_neither_take_nor_release_the_messages_of_the_endpoint_that_took_its_mailbox_over() {
+    pass_job(&Launch { scenario: "smsgtakenold", ranks: 2, ..Default::default() });
+}
+
+#[test]
 fn posts_to_a_rank_that_ended_fail_and_the_poster_goes_on() {
     let says = Some((0, "aar-emu: process_vm_writev to rank 1 (pid "));
     pass_job(&Launch { scenario: "orphan", ranks: 2, says, ..Default::default() });

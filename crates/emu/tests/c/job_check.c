@@ -931,6 +931,65 @@ static void smsgtakeover(void)
 	EXPECT_RC(GNI_SmsgGetNext(e2, &got), GNI_RC_NOT_DONE);
 }
 
+/* As smsgtakeover, but rank 1 keeps e1 alive, holding the message it took but did not release
+ * when e2 took the mailbox over: e1 can then neither take e2's message nor release (advance e2's
+ * head), each GNI_RC_INVALID_STATE, and e2 still receives it. */
+static void smsgtakenold(void)
+{
+	setup();
+	EXPECT(size == 2);
+	struct msg_header h = {(uint32_t)rank, 0};
+	void *got;
+	if (rank == 0) {
+		gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
+		gni_smsg_attr_t mine2 = mbox_attr(addr_of(me.buf), me.mh, 1024);
+		gni_smsg_attr_t theirs = mbox_attr(peers[1].buf, peers[1].mh, 0);
+		gni_ep_handle_t f;
+		OK(GNI_SmsgInit(eps[1], &mine, &theirs));
+		barrier(1);
+		OK(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 1));
+		barrier(2);
+		barrier(3);
+		h.seq = 1;
+		EXPECT_RC(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 2), GNI_RC_TRANSACTION_ERROR);
+		OK(GNI_EpCreate(me.nic, me.cq, &f));
+		OK(GNI_EpBind(f, peers[1].addr, peers[1].inst));
+		OK(GNI_SmsgInit(f, &mine2, &theirs));
+		OK(GNI_SmsgSend(f, &h, sizeof h, NULL, 0, 3));
+		barrier(4);
+		return;
+	}
+	gni_smsg_attr_t theirs = mbox_attr(peers[0].buf, peers[0].mh, 0);
+	gni_smsg_attr_t theirs2 = mbox_attr(peers[0].buf, peers[0].mh, 1024);
+	gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
+	gni_ep_handle_t e1, e2;
+	uint8_t tag = GNI_SMSG_ANY_TAG;
+	OK(GNI_EpCreate(me.nic, me.cq, &e1));
+	OK(GNI_EpBind(e1, peers[0].addr, peers[0].inst));
+	OK(GNI_SmsgInit(e1, &mine, &theirs));
+	barrier(1);
+	barrier(2);
+	OK(GNI_SmsgGetNext(e1, &got));
+	memcpy(&h, got, sizeof h);
+	EXPECT(h.from == 0 && h.seq == 0);
+	OK(GNI_EpCreate(me.nic, me.cq, &e2));
+	OK(GNI_EpBind(e2, peers[0].addr, peers[0].inst));
+	OK(GNI_SmsgInit(e2, &mine, &theirs2));
+	barrier(3);
+	barrier(4);
+	/* Rank 0's send on its new endpoint returned: the message is in e2's mailbox, published. */
+	EXPECT_RC(GNI_SmsgGetNext(e1, &got), GNI_RC_INVALID_STATE);
+	EXPECT_RC(GNI_SmsgGetNextWTag(e1, &got, &tag), GNI_RC_INVALID_STATE);
+	EXPECT_RC(GNI_SmsgRelease(e1), GNI_RC_INVALID_STATE);
+	OK(GNI_SmsgGetNext(e2, &got));
+	memcpy(&h, got, sizeof h);
+	EXPECT(h.from == 0 && h.seq == 1);
+	OK(GNI_SmsgRelease(e2));
+	EXPECT_RC(GNI_SmsgGetNext(e2, &got), GNI_RC_NOT_DONE);
+	OK(GNI_EpDestroy(e1));
+	OK(GNI_EpDestroy(e2));
+}
+
 /* Rank 1 registers its memory and ends; rank 0's posts to it then fail with
  * GNI_RC_TRANSACTION_ERROR (said once on stderr) and rank 0 goes on. */
 static void orphan(void)
@@ -1156,6 +1215,7 @@ int main(int argc, char **argv)
 		{"smsgreinit", smsgreinit},
 		{"smsgstale", smsgstale},
 		{"smsgtakeover", smsgtakeover},
+		{"smsgtakenold", smsgtakenold},
 		{"orphan", orphan},
 		{"zombie", zombie},
 		{"attach", attach},
