@@ -166,10 +166,7 @@ pub fn ptag_of_cookie(device_id: u32, cookie: u32) -> Result<u8, GniReturn> {
 pub fn ep_create(nic: usize, src_cq: usize) -> Result<usize, GniReturn> {
     let mut reg = registry::write();
     let n = reg.nic(nic)?.clone();
-    let cq = match src_cq {
-        0 => None,
-        h => Some(reg.cq(h).ok().filter(|c| c.nic == nic).ok_or(GNI_RC_INVALID_PARAM)?.clone()),
-    };
+    let cq = reg.cq_of_nic(src_cq, nic)?.cloned();
     if let Some(c) = &cq {
         c.eps.fetch_add(1, Ordering::Relaxed);
     }

@@ -13,17 +13,14 @@ use crate::registry::{self, mem_handle_for, MemReg};
 use crate::shm::{mapped, Reg, NO_RING};
 
 /// GNI_MemRegister: registers [address, address+length) on `nic`; remote events of posts into it
-/// go to `dst_cq` (0: none).
+/// go to `dst_cq` (0: none), which must be a CQ of `nic`.
 pub fn register(nic: usize, address: u64, length: u64, dst_cq: usize, flags: u32) -> Result<GniMemHandle, GniReturn> {
     if address == 0 || length == 0 || !mapped(address, length) {
         return Err(GNI_RC_INVALID_PARAM);
     }
     let mut reg = registry::write();
     reg.nic(nic)?;
-    let dst_cq = match dst_cq {
-        0 => None,
-        h => Some(reg.cq(h)?.clone()),
-    };
+    let dst_cq = reg.cq_of_nic(dst_cq, nic)?.cloned();
     let read_only = flags & GNI_MEM_READ_ONLY != 0;
     let handle = match job::get() {
         Some(j) => {

@@ -189,6 +189,15 @@ impl Registry {
         self.cqs.get(&h).ok_or(GNI_RC_INVALID_PARAM)
     }
 
+    /// CQ handle `h` (0: none) for an object of NIC handle `nic`: uGNI refuses a CQ of another
+    /// NIC handle, as an unknown one, with GNI_RC_INVALID_PARAM (GNI_EpCreate, GNI_MemRegister).
+    pub fn cq_of_nic(&self, h: usize, nic: usize) -> Result<Option<&Arc<Cq>>, GniReturn> {
+        match h {
+            0 => Ok(None),
+            h => self.cq(h).ok().filter(|c| c.nic == nic).map(Some).ok_or(GNI_RC_INVALID_PARAM),
+        }
+    }
+
     /// The registration behind a handle, if it is one of ours and registered on NIC `nic`.
     pub fn mem(&self, mh: &GniMemHandle, nic: usize) -> Option<&Arc<MemReg>> {
         self.mems.get(&mh.qword1).filter(|m| m.check == mh.qword2 && m.nic == nic)

@@ -2,7 +2,7 @@
 //! names of gni_pub.h that public uGNI programs use (with the values aar_abi gives them), event
 //! data (GNI_EpSetEventData) in the CQ events of posts, CQ error decoding, the device type, the
 //! job's ptag (GNI_GetPtag), segment registration, the 32-bit and cached AMO commands, and the
-//! NIC an endpoint's CQ must be of.
+//! NIC an endpoint's or a registration's CQ must be of.
 
 mod common;
 
@@ -171,6 +171,23 @@ fn an_unknown_amo_command_is_illegal_and_named_once() {
     assert!(err.contains("GNI_RC_ILLEGAL_OP"), "{err}");
 }
 
+/// Runs a scenario as the one rank of a job (AAR_EMU_JOB_DIR, a folder under /dev/shm made and
+/// removed here, also when the scenario fails), where every CDM attaches at the node's address
+/// 300; as [`passes`].
+fn passes_in_one_rank_job(name: &str) -> (Vec<String>, String) {
+    struct Removed(PathBuf);
+    impl Drop for Removed {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let dir = Removed(Path::new("/dev/shm").join(format!("aar-emu-test-{}-surface-{name}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir(&dir.0).unwrap();
+    let job = dir.0.to_str().unwrap();
+    passes(name, &[("AAR_EMU_JOB_DIR", job), ("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMI_GNI_LOC_ADDR", "300")])
+}
+
 /// uGNI's GNI_EpCreate refuses a CQ of another NIC handle (GNI_RC_INVALID_PARAM): outside a job,
 /// where each CDM has a NIC address of its own, and in a one-rank job, where both CDMs attach at
 /// the node's address and only the handles tell the NICs apart.
@@ -179,13 +196,19 @@ fn an_endpoint_refuses_a_cq_of_another_nic_handle() {
     let (lines, err) = passes("cq_of_another_nic", &[]);
     assert_eq!(err, "");
     assert_eq!(lines, ["addresses 256 257"]);
-    let dir = Path::new("/dev/shm").join(format!("aar-emu-test-{}-surface", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir(&dir).unwrap();
-    let job = dir.to_str().unwrap();
-    let env = [("AAR_EMU_JOB_DIR", job), ("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMI_GNI_LOC_ADDR", "300")];
-    let (lines, err) = passes("cq_of_another_nic", &env);
-    std::fs::remove_dir_all(&dir).unwrap();
+    let (lines, err) = passes_in_one_rank_job("cq_of_another_nic");
+    assert_eq!(err, "");
+    assert_eq!(lines, ["addresses 300 300"]);
+}
+
+/// GNI_MemRegister and GNI_MemRegisterSegments refuse a dst_cq of another NIC handle as
+/// GNI_EpCreate does, outside a job and in a one-rank job.
+#[test]
+fn a_registration_refuses_a_cq_of_another_nic_handle() {
+    let (lines, err) = passes("mem_cq_of_another_nic", &[]);
+    assert_eq!(err, "");
+    assert_eq!(lines, ["addresses 256 257"]);
+    let (lines, err) = passes_in_one_rank_job("mem_cq_of_another_nic");
     assert_eq!(err, "");
     assert_eq!(lines, ["addresses 300 300"]);
 }

@@ -1,7 +1,7 @@
 /* The part of Cray's public uGNI surface beyond posts and messages: every name of gni_pub.h that
  * public uGNI programs use, event data, CQ error decoding, the device type, the job's ptag, segment
- * registration, the 32-bit and cached AMO commands and the NIC of an endpoint's CQ. One scenario
- * per argv[1]; prints "PASS <scenario>" on success and exits non-zero with a message on stderr at
+ * registration, the 32-bit and cached AMO commands and the NIC of an endpoint's or a registration's
+ * CQ. One scenario per argv[1]; prints "PASS <scenario>" on success and exits non-zero with a message on stderr at
  * the first surprise. */
 #include <stddef.h>
 
@@ -421,13 +421,40 @@ static void cq_of_another_nic(void)
 	OK(GNI_EpDestroy(ep));
 }
 
+/* As cq_of_another_nic, for a registration's dst_cq: GNI_MemRegister and GNI_MemRegisterSegments
+ * take only a CQ of the NIC handle they register on, and a refused one leaves the handle as it was. */
+static void mem_cq_of_another_nic(void)
+{
+	struct node a, b;
+	node_init(&a, 0, 0);
+	node_init(&b, 1000, 0);
+	printf("addresses %u %u\n", a.addr, b.addr);
+	unsigned char *region = aligned_alloc(4096, 4096);
+	EXPECT(region != NULL);
+	gni_mem_segment_t seg = { addr_of(region), 4096 };
+	gni_mem_handle_t mh = { 0x1111, 0x2222 };
+	EXPECT_RC(GNI_MemRegister(a.nic, addr_of(region), 4096, b.rx_cq, GNI_MEM_READWRITE, (uint32_t)-1, &mh),
+		  GNI_RC_INVALID_PARAM);
+	EXPECT_RC(GNI_MemRegister(b.nic, addr_of(region), 4096, a.cq, GNI_MEM_READWRITE, (uint32_t)-1, &mh),
+		  GNI_RC_INVALID_PARAM);
+	EXPECT_RC(GNI_MemRegisterSegments(a.nic, &seg, 1, b.rx_cq, GNI_MEM_READWRITE, (uint32_t)-1, &mh),
+		  GNI_RC_INVALID_PARAM);
+	EXPECT(mh.qword1 == 0x1111 && mh.qword2 == 0x2222);
+	/* Its own NIC's CQ, or none, is taken. */
+	OK(GNI_MemRegister(a.nic, addr_of(region), 4096, a.rx_cq, GNI_MEM_READWRITE, (uint32_t)-1, &mh));
+	OK(GNI_MemDeregister(a.nic, &mh));
+	OK(GNI_MemRegisterSegments(b.nic, &seg, 1, NULL, GNI_MEM_READWRITE, (uint32_t)-1, &mh));
+	OK(GNI_MemDeregister(b.nic, &mh));
+	free(region);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario scenarios[] = {
 		{ "names", names },	{ "event_data", event_data }, { "cq_error", cq_error },
 		{ "device", device },	{ "ptag_job", ptag_job },     { "ptag_none", ptag_none },
 		{ "segments", segments }, { "amo32", amo32 },	      { "amo_unknown", amo_unknown },
-		{ "cq_of_another_nic", cq_of_another_nic },
+		{ "cq_of_another_nic", cq_of_another_nic }, { "mem_cq_of_another_nic", mem_cq_of_another_nic },
 	};
 	return run_scenario("gni_surface_check", scenarios, sizeof scenarios / sizeof scenarios[0], argc, argv);
 }
