@@ -7,7 +7,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 use aar_abi::*;
@@ -175,16 +175,8 @@ fn an_unknown_amo_command_is_illegal_and_named_once() {
 /// removed here, also when the scenario fails), where every CDM attaches at the node's address
 /// 300; as [`passes`].
 fn passes_in_one_rank_job(name: &str) -> (Vec<String>, String) {
-    struct Removed(PathBuf);
-    impl Drop for Removed {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let dir = Removed(Path::new("/dev/shm").join(format!("aar-emu-test-{}-surface-{name}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir(&dir.0).unwrap();
-    let job = dir.0.to_str().unwrap();
+    let dir = aar_testkit::ShmDir::new(name);
+    let job = dir.path().to_str().unwrap();
     passes(name, &[("AAR_EMU_JOB_DIR", job), ("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMI_GNI_LOC_ADDR", "300")])
 }
 

@@ -7,9 +7,8 @@
 mod common;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -22,19 +21,14 @@ fn job_check() -> PathBuf {
 /// A job's folders: the shared one under /dev/shm and the exchange folder; removed on drop,
 /// also when the test fails.
 struct JobDirs {
-    shared: PathBuf,
+    shared: aar_testkit::ShmDir,
     xchg: PathBuf,
 }
 
 impl JobDirs {
     fn new(tag: &str) -> JobDirs {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let n = SEQ.fetch_add(1, Ordering::Relaxed);
-        let name = format!("aar-emu-test-{}-{tag}-{n}", std::process::id());
-        let shared = Path::new("/dev/shm").join(&name);
-        let _ = std::fs::remove_dir_all(&shared);
-        std::fs::create_dir(&shared).unwrap();
-        let xchg = lib_dir().join("emu-tests").join(&name);
+        let shared = aar_testkit::ShmDir::new(tag);
+        let xchg = lib_dir().join("emu-tests").join(shared.path().file_name().unwrap());
         let _ = std::fs::remove_dir_all(&xchg);
         std::fs::create_dir_all(&xchg).unwrap();
         JobDirs { shared, xchg }
@@ -42,7 +36,7 @@ impl JobDirs {
 
     /// The names of the files the ranks left in the shared folder, sorted.
     fn shared_files(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.shared)
+        let mut names: Vec<String> = std::fs::read_dir(self.shared.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
@@ -53,7 +47,6 @@ impl JobDirs {
 
 impl Drop for JobDirs {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.shared);
         let _ = std::fs::remove_dir_all(&self.xchg);
     }
 }
@@ -106,7 +99,7 @@ fn spawn(l: &Launch, dirs: &JobDirs, rank: u32) -> Child {
             cmd.env_remove(k);
         }
     }
-    cmd.env("AAR_EMU_JOB_DIR", &dirs.shared)
+    cmd.env("AAR_EMU_JOB_DIR", dirs.shared.path())
         .env("JOB_TEST_XCHG", &dirs.xchg)
         .env("PMI_RANK", rank.to_string())
         .env("PMI_SIZE", l.ranks.to_string())
@@ -282,7 +275,7 @@ fn a_nodes_counters_that_cannot_be_shared_are_said_and_the_rank_runs_on() {
         ..Default::default()
     };
     let dirs = JobDirs::new(l.scenario);
-    std::fs::create_dir(dirs.shared.join("nic-256")).unwrap();
+    std::fs::create_dir(dirs.shared.path().join("nic-256")).unwrap();
     let outs = run_job(&l, &dirs);
     for (rank, out) in &outs {
         let err = stderr(out);
@@ -458,7 +451,7 @@ fn hostile_posts_fail_with_ugni_codes_under_libaar() {
 fn a_bad_job_environment_warns_once_and_runs_alone() {
     let emu_check = compile("crates/emu/tests/c/emu_check.c", "emu_check");
     let dirs = JobDirs::new("badenv");
-    let dir = dirs.shared.display().to_string();
+    let dir = dirs.shared.path().display().to_string();
     let cases: [(&[(&str, &str)], &str); 6] = [
         (&[("PMI_SIZE", "2"), ("PMI_GNI_LOC_ADDR", "256")], "PMI_RANK is not set"),
         (
@@ -555,7 +548,7 @@ fn a_rank_file_of_another_build_is_said_once_and_that_rank_counts_as_not_started
         let dirs = JobDirs::new("stranger");
         // Rank 1 of this build makes its file, which then becomes another build's.
         run_job(&Launch { scenario: "attach", only: &[1], ..Launch::default() }, &dirs);
-        let file = dirs.shared.join("rank-1");
+        let file = dirs.shared.path().join("rank-1");
         if small {
             std::fs::write(&file, [0u8; 4096]).unwrap();
         } else {
@@ -590,7 +583,7 @@ fn a_job_file_of_another_build_fails_the_attach_and_says_what_to_do() {
     other_magic[..8].copy_from_slice(&0x6161_722d_6a6f_6200u64.to_ne_bytes());
     for (bytes, found) in [(vec![0u8; 16], "(16 bytes;"), (other_magic, "(magic 0x6161722d6a6f6200;")] {
         let dirs = JobDirs::new("foreignjob");
-        let file = dirs.shared.join("job");
+        let file = dirs.shared.path().join("job");
         std::fs::write(&file, &bytes).unwrap();
         for (rank, out) in run_job(&Launch { scenario: "attach", ..Launch::default() }, &dirs) {
             let stdout = expect_success(&out, &format!("rank {rank}"));
@@ -636,7 +629,7 @@ fn a_full_dev_shm_fails_the_attach_as_a_file_size_limit_does() {
         assert!(
             err.starts_with(&format!(
                 "aar-emu: AAR_EMU_JOB_DIR={}: cannot make this rank's shared file",
-                dirs.shared.display()
+                dirs.shared.path().display()
             )) && err.contains("(No space left on device")
                 && err.contains("GNI_CdmAttach returns GNI_RC_ERROR_RESOURCE"),
             "rank {rank}: {err}"

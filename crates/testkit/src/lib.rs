@@ -1,7 +1,7 @@
 //! What the integration tests of the shim, the emulator and the `aar` command share: where the
 //! workspace and the test's target folder are, the real artifacts (libaar.so, the emulated
 //! libugni.so and libdmapp.so, the `aar` command) built once per test binary into that folder,
-//! scratch folders, the names under which the emulator publishes the Aries counters, the
+//! scratch folders (and one under /dev/shm, [`ShmDir`]), the names under which the emulator publishes the Aries counters, the
 //! configuration that makes property tests reproducible, and the check of a crate's module layers
 //! ([`layers`]).
 
@@ -9,6 +9,7 @@ pub mod layers;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 /// The workspace root.
@@ -72,6 +73,32 @@ pub fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// An empty folder under /dev/shm for one test (a job's AAR_EMU_JOB_DIR), named after the test
+/// process, `tag` and a count, so that tests running at once never share one; removed on drop,
+/// also when the test fails.
+pub struct ShmDir(PathBuf);
+
+impl ShmDir {
+    pub fn new(tag: &str) -> ShmDir {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let d = Path::new("/dev/shm").join(format!("aar-test-{}-{tag}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap_or_else(|e| panic!("create {}: {e}", d.display()));
+        ShmDir(d)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ShmDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The emulator's counter events as PAPI names them: `sde:::aries::` and the Aries names, in the
