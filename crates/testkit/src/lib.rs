@@ -1,9 +1,9 @@
 //! What the integration tests of the shim, the emulator and the `aar` command share: where the
 //! workspace and the test's target folder are, the real artifacts (libaar.so, the emulated
 //! libugni.so and libdmapp.so, the `aar` command) built once per test binary into that folder,
-//! scratch folders (and one under /dev/shm, [`ShmDir`]), the names under which the emulator publishes the Aries counters, the
-//! configuration that makes property tests reproducible, and the check of a crate's module layers
-//! ([`layers`]).
+//! scratch folders (and one under /dev/shm, [`ShmDir`]), the names under which the emulator
+//! publishes the Aries counters, the configuration that makes property tests reproducible, and the
+//! check of a crate's module layers ([`layers`]).
 
 pub mod layers;
 
