@@ -725,7 +725,6 @@ fn always<T>(_: &T) -> bool {
 /// The fix of a policy name that is none (`AAR_MODE`, `aar_set_mode_name`).
 pub const POLICY_NAMES_FIX: &str = "Use auto, steady, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.";
 
-const BOOL: (&str, &str) = ("is not a boolean", "Use 1/0, true/false, yes/no or on/off.");
 /// The fixes of a bad λ and σ: each with its own default as the example.
 const LAMBDA_FIX: &str = "Use a number from 0.001 to 1000 (e.g. 1.2).";
 /// See [`LAMBDA_FIX`].
@@ -757,8 +756,10 @@ impl Settings {
         let mut p = Parser { lookup, warnings: Vec::new() };
         let d = Settings::default();
         let de = &d.engine;
+        let switch_fix = format!("Use {}.", Switch::SPELLINGS);
         let switch = |p: &mut Parser, name, default: bool, show_default| {
-            p.value::<Switch>(name, (show_default, BOOL.0, BOOL.1), Hidden, always).map_or(default, |s| s.0)
+            p.value::<Switch>(name, (show_default, "is not a boolean", &switch_fix), Hidden, always)
+                .map_or(default, |s| s.0)
         };
         let disabled = switch(&mut p, "AAR_DISABLE", false, "0 (enabled)");
         let ab = p.value::<PolicyList>(

@@ -39,6 +39,8 @@ const TOKENS: &[&str] = &[
     "FALSE",
     "Yes",
     "no",
+    "Y",
+    "n",
     "on",
     "OFF",
     "maybe",

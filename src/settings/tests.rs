@@ -64,6 +64,21 @@ fn good_values_are_taken() {
     assert_eq!(parse(&[("AAR_MODE", "Auto")]).0.engine.policy, Policy::Auto);
 }
 
+/// Booleans in every spelling, `Y`/`N` as Cray's tools and CMake write them among them; a bad
+/// one is told the spellings.
+#[test]
+fn booleans_are_taken_as_users_write_them() {
+    for (text, on) in [("1", true), ("yes", true), ("Y", true), ("y", true), ("N", false), ("n", false), ("Off", false)]
+    {
+        let (s, w) = parse(&[("AAR_SUMMARY", text), ("AAR_ALLTOALL", text)]);
+        assert!(w.is_empty(), "{text}: {w:?}");
+        assert_eq!((s.summary, s.alltoall_hook), (on, on), "{text}");
+    }
+    let (s, w) = parse(&[("AAR_SUMMARY", "yep")]);
+    assert!(s.summary);
+    assert!(w[0].message.ends_with("Use 1/0, true/false, yes/no, y/n or on/off."), "{}", w[0].message);
+}
+
 #[test]
 fn node_reading_ages_in_their_units() {
     for (text, ns) in [

@@ -3,17 +3,23 @@
 
 use core::str::FromStr;
 
-/// A boolean as users write it: `1/0, true/false, yes/no, on/off`, any case.
+/// A boolean as users write it: `1/0, true/false, yes/no, y/n, on/off`, any case (Cray's tools
+/// and CMake write `Y`/`N`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Switch(pub bool);
+
+impl Switch {
+    /// The spellings [`Switch`] takes, as messages list them.
+    pub const SPELLINGS: &str = "1/0, true/false, yes/no, y/n or on/off";
+}
 
 impl FromStr for Switch {
     type Err = String;
     fn from_str(v: &str) -> Result<Self, String> {
         match v.trim().to_ascii_lowercase().as_str() {
-            "1" | "true" | "yes" | "on" => Ok(Self(true)),
-            "0" | "false" | "no" | "off" => Ok(Self(false)),
-            _ => Err("expected 1/0, true/false, yes/no or on/off".into()),
+            "1" | "true" | "yes" | "y" | "on" => Ok(Self(true)),
+            "0" | "false" | "no" | "n" | "off" => Ok(Self(false)),
+            _ => Err(format!("expected {}", Self::SPELLINGS)),
         }
     }
 }
@@ -24,12 +30,22 @@ mod tests {
 
     #[test]
     fn spellings() {
-        for (t, b) in
-            [("1", true), ("ON", true), (" yes ", true), ("True", true), ("0", false), ("off", false), ("No", false)]
-        {
+        for (t, b) in [
+            ("1", true),
+            ("ON", true),
+            (" yes ", true),
+            ("True", true),
+            ("y", true),
+            ("Y", true),
+            ("0", false),
+            ("off", false),
+            ("No", false),
+            ("n", false),
+            (" N ", false),
+        ] {
             assert_eq!(t.parse::<Switch>(), Ok(Switch(b)), "{t}");
         }
-        for bad in ["", "2", "y", "enable", "é"] {
+        for bad in ["", "2", "ye", "yy", "t", "f", "nope", "enable", "é"] {
             assert!(bad.parse::<Switch>().is_err(), "{bad}");
         }
     }
