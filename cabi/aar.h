@@ -75,7 +75,9 @@ int aar_set_mode_name(const char *name);
  * policy, "auto"; aar_set_mode_name("steady") selects the other one). Without the counters (PAPI
  * or its events missing: one warning at start, and the fixed low-latency mode) it is accepted all
  * the same, but with no counter window to decide from every adaptive message gets
- * AAR_LOW_LATENCY_MODE (ADAPTIVE3), as one below the threshold does. */
+ * AAR_LOW_LATENCY_MODE (ADAPTIVE3), as one below the threshold does. AAR_LAMBDA, AAR_SIGMA,
+ * AAR_FRESHNESS and AAR_ALLTOALL given under a fixed AAR_MODE (said at start-up to have no effect)
+ * apply from then on. */
 int aar_set_auto(void);
 
 /* Pause the library: every call is forwarded untouched (SMSG modes and DMAPP routing attributes

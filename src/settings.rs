@@ -1,14 +1,16 @@
 //! The `AAR_*` variables: parsed once, from a lookup the caller provides (initialisation passes
 //! the environment), so parsing is pure and testable. Each format has one parser, the `FromStr`
-//! of the type that owns it: the engine's [`Policy`](aar_engine::Policy), [`RoutingMode`], [`LatencyUnit`],
+//! of the type that owns it: the engine's [`Policy`], [`RoutingMode`], [`LatencyUnit`],
 //! [`ByteSize`], [`AbOrder`] and [`PolicyList`], aar_abi's [`RoutingTable`], and here [`Boundary`],
 //! [`RankSet`], [`TestPanic`], [`Switch`], [`EventList`] and [`ReadingAge`]. A bad value never stops anything: it
 //! yields a [`Warning`] that names the variable, the value, what is used instead and how to fix it.
+//! Settings given that no policy of the run reads (λ under a fixed mode) yield one note, a
+//! [`Warning`] too, that names them and says how to make them count.
 
 use crate::sys::{env_value, EnvValue};
 use aar_abi::counters::{EVENTS, REQUIRED_EVENTS};
 use aar_abi::dmapp::RoutingTable;
-use aar_engine::{AbOrder, AbSchedule, ByteSize, EngineConfig, LatencyUnit, PolicyList, RoutingMode, Switch};
+use aar_engine::{AbOrder, AbSchedule, ByteSize, EngineConfig, LatencyUnit, Policy, PolicyList, RoutingMode, Switch};
 use aar_record::quotes::shown;
 pub use aar_record::ranks::RankSet;
 use core::fmt;
@@ -562,7 +564,8 @@ impl fmt::Display for Boundary {
     }
 }
 
-/// A bad value, and what was done instead.
+/// A bad value, and what was done instead; or the note of settings that no policy of the run reads
+/// (its message says [`NO_EFFECT`]; `variable` and `value` are the first it names).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
     /// The variable.
@@ -693,6 +696,55 @@ impl Parser<'_> {
         }
     }
 
+    /// One note naming the settings given (and taken) that no policy of the run reads, when none
+    /// of its policies (AAR_AB's arms, else AAR_MODE's `policy`) is automatic. Their values are
+    /// kept, for an automatic policy the program may select itself (C API, outside A/B runs).
+    fn unused_settings(&mut self, ab: Option<&PolicyList>, policy: Policy) {
+        let one = [policy];
+        let policies = ab.map_or(&one[..], |l| &l.0);
+        if policies.iter().any(|p| p.is_automatic()) {
+            return;
+        }
+        let all_off = policies.iter().all(|&p| p == Policy::Off);
+        let candidates = AUTOMATIC_ONLY.iter().chain(OFF_UNUSED.iter().filter(|_| all_off));
+        let mut unused: Vec<(&'static str, String)> = Vec::new();
+        for &name in candidates {
+            // A value already refused has its warning, and its default.
+            if self.warnings.iter().any(|w| w.variable == name) {
+                continue;
+            }
+            if let Some(v) = self.get(name) {
+                unused.push((name, v));
+            }
+        }
+        let Some((variable, value)) = unused.first().cloned() else { return };
+        let (has, it, they_are, it_counts) = match unused.len() {
+            1 => ("has", "it", "it is", "it counts"),
+            _ => ("have", "them", "they are", "they count"),
+        };
+        // The C API may select an automatic policy later, except in an A/B run (it is refused).
+        let (chooser, readers, fix, later) = match ab {
+            Some(_) => ("AAR_AB", "whose policies do not read", "add auto or steady to AAR_AB", String::new()),
+            None => (
+                "AAR_MODE",
+                "which does not read",
+                "set AAR_MODE=auto (or steady)",
+                format!(
+                    " (Should the program select auto or steady itself, with aar_set_auto or aar_set_mode_name, \
+                     {it_counts} from then on.)"
+                ),
+            ),
+        };
+        let chosen = self.get(chooser).unwrap_or_default();
+        let message = format!(
+            "{} {has} {NO_EFFECT} {chooser}={}, {readers} {it} (auto and steady do): {they_are} ignored. To make \
+             {it} count, {fix}; else unset {it}.{later}",
+            unused.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+            shown(&chosen),
+        );
+        self.warnings.push(Warning { variable, value, message });
+    }
+
     fn text(&mut self, name: &'static str) -> Option<String> {
         self.get(name).map(|v| v.trim().to_string())
     }
@@ -721,6 +773,20 @@ const QUOTED_CHARS: usize = 40;
 fn always<T>(_: &T) -> bool {
     true
 }
+
+/// Settings only the automatic policies (`auto`, `steady`) read: λ and σ turn the measured side
+/// into an estimate of the other, a fresh measurement of the other side replaces that estimate,
+/// and inside MPI_Alltoall only the low-stall side (and `steady`'s state) changes. Under a fixed
+/// mode or `off` they change nothing: not the routing, not the counter reads, not the records.
+const AUTOMATIC_ONLY: [&str; 4] = ["AAR_LAMBDA", "AAR_SIGMA", "AAR_FRESHNESS", "AAR_ALLTOALL"];
+/// Settings `off` never reads either, though a fixed mode does: a fixed mode's windows count for
+/// the side its mode is (the two side modes say which), and a side's windows let the counter reads
+/// follow `AAR_WINDOW`; `off` routes nothing, so its windows have no side and the counters are
+/// read after every decision.
+const OFF_UNUSED: [&str; 3] = ["AAR_WINDOW", "AAR_LOW_LATENCY_MODE", "AAR_LOW_STALL_MODE"];
+/// What the note of [`Parser::unused_settings`] says of the settings it names (the one warning
+/// whose values are kept: they are not refused, they do nothing).
+pub(crate) const NO_EFFECT: &str = "no effect under";
 
 /// The fix of a policy name that is none (`AAR_MODE`, `aar_set_mode_name`).
 pub const POLICY_NAMES_FIX: &str = "Use auto, steady, off, or a fixed mode such as ADAPTIVE3 or ADAPTIVE_0.";
@@ -940,6 +1006,7 @@ impl Settings {
                 |b| b.0 > 0,
             )
             .map_or(d.trace_max, |b| b.0);
+        p.unused_settings(ab.as_ref(), policy);
         let settings = Settings {
             disabled,
             engine: EngineConfig {

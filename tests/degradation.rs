@@ -239,6 +239,34 @@ fn a_fixed_mode_from_the_environment_applies_to_every_adaptive_message() {
     assert!(rec["engine"]["windows_valid"].as_u64().unwrap() >= 1);
 }
 
+/// Settings only the automatic policies read, given under a fixed mode, do nothing: one note on
+/// stderr (from rank 0, as every warning; nothing on stdout) names them and the fix, and the fixed
+/// mode routes as without them. An A/B run with an automatic arm reads them: no note.
+#[test]
+fn settings_a_fixed_mode_never_reads_get_one_note() {
+    let launch = |test: &str| Launch::driver(test, "rdma 65536 3 0").env("AAR_LAMBDA", "2").env("AAR_ALLTOALL", "n");
+    let r = launch("unused-fixed").env("AAR_MODE", "ADAPTIVE0").run();
+    r.assert_ok();
+    assert_eq!(r.dlvr_modes("GNI_PostRdma"), [AD0; 3]);
+    let w = warnings(&r);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with(
+            "aar: AAR_LAMBDA, AAR_ALLTOALL have no effect under AAR_MODE=\"ADAPTIVE0\", which does not read them (auto \
+             and steady do): they are ignored. To make them count, set AAR_MODE=auto (or steady)"
+        ),
+        "{}",
+        w[0]
+    );
+    assert!(!r.stdout.contains("AAR_LAMBDA"), "{}", r.stdout);
+    let other = launch("unused-fixed-rank1").env("AAR_MODE", "ADAPTIVE0").env("PMI_RANK", "1").run();
+    other.assert_ok();
+    assert!(!other.stderr.contains("AAR_LAMBDA"), "rank 0 says it: {}", other.stderr);
+    let ab = launch("unused-ab-auto").env("AAR_AB", "ADAPTIVE0,auto").run();
+    ab.assert_ok();
+    assert!(!ab.stderr.contains("no effect"), "{}", ab.stderr);
+}
+
 #[test]
 fn off_observes_without_rewriting() {
     let r = Launch::driver("mode-off", "rdma 65536 5 0 fma 64 5 0x40").env("AAR_MODE", "off").run();

@@ -244,11 +244,20 @@ fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseErr
         );
         prop_assert_eq!(Some(&w.value), raw, "the warning's value is the variable's value");
         let m = &w.message;
-        prop_assert!(m.starts_with(&format!("{}=\"", w.variable)), "the warning names its variable first: {m}");
+        // The note of settings no policy of the run reads names them first, without their values.
+        let note = m.contains(NO_EFFECT);
+        let first = if note { w.variable.to_string() } else { format!("{}=\"", w.variable) };
+        prop_assert!(m.starts_with(&first), "the warning names its variable first: {m}");
         prop_assert!(
-            m.contains("using the default") || (w.variable == KEPT_AS_WRITTEN && m.contains("kept as written")),
+            m.contains("using the default")
+                || (w.variable == KEPT_AS_WRITTEN && m.contains("kept as written"))
+                || (note && m.contains("ignored")),
             "the warning says what is used instead: {m}"
         );
+        if note {
+            let policies = s.ab.as_ref().map_or(vec![s.engine.policy], |l| l.0.clone());
+            prop_assert!(!policies.iter().any(|p| p.is_automatic()), "a note under an automatic policy: {m}");
+        }
         prop_assert!(
             m.chars().count() <= MAX_WARNING_CHARS,
             "warning of {} characters for a {}-byte value",
@@ -281,7 +290,9 @@ fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseErr
     prop_assert_eq!(&unset, &Settings::default());
     // A variable that was warned about keeps its default: the settings are the same as with
     // that variable unset.
-    for v in warned.iter().filter(|&&v| v != KEPT_AS_WRITTEN) {
+    // (The note's variables keep their values: not refused, only of no effect.)
+    let noted: Vec<&str> = warnings.iter().filter(|w| w.message.contains(NO_EFFECT)).map(|w| w.variable).collect();
+    for v in warned.iter().filter(|&&v| v != KEPT_AS_WRITTEN && !noted.contains(&v)) {
         let (without, _) = Settings::from_lookup(&|k: &str| if k == *v { None } else { env.get(k).cloned() });
         prop_assert_eq!(&without, &s, "{} was warned about but does not keep its default", v);
     }

@@ -44,7 +44,10 @@ fn good_values_are_taken() {
         ("AAR_TEST_PANIC", "after-forward"),
         ("AAR_ALLTOALL", "off"),
     ]);
-    assert!(w.is_empty(), "{w:?}");
+    // Taken, every one: the one warning is the note that ADAPTIVE_2 reads λ, σ, the freshness and
+    // the alltoall switch not (settings_no_policy_of_the_run_reads_get_one_note).
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].message.contains(NO_EFFECT), "{}", w[0]);
     assert!(s.disabled);
     assert_eq!(s.engine.policy, Policy::Fixed(RoutingMode::Adaptive2));
     assert_eq!(s.engine.threshold_bytes, 8192);
@@ -77,6 +80,88 @@ fn booleans_are_taken_as_users_write_them() {
     let (s, w) = parse(&[("AAR_SUMMARY", "yep")]);
     assert!(s.summary);
     assert!(w[0].message.ends_with("Use 1/0, true/false, yes/no, y/n or on/off."), "{}", w[0].message);
+}
+
+/// Under a fixed mode or `off` (and in an A/B run of such policies only), the settings only the
+/// automatic policies read get one note naming those given; their values are kept. A policy list
+/// with an automatic one, an automatic AAR_MODE, or a value already refused, gets none.
+#[test]
+fn settings_no_policy_of_the_run_reads_get_one_note() {
+    let given = [
+        ("AAR_LAMBDA", "2"),
+        ("AAR_SIGMA", "3"),
+        ("AAR_FRESHNESS", "1"),
+        ("AAR_ALLTOALL", "n"),
+        ("AAR_WINDOW", "1"),
+        ("AAR_LOW_LATENCY_MODE", "ADAPTIVE2"),
+        ("AAR_THRESHOLD", "8K"),
+        ("AAR_PAPI_EVENTS", "a,b,c,d"),
+    ];
+    let with = |mode: (&'static str, &'static str)| [&given[..], &[mode]].concat();
+    // A fixed mode reads the window, the side modes, the threshold and the counters (its records).
+    let (s, w) = parse(&with(("AAR_MODE", "ADAPTIVE0")));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!((w[0].variable, w[0].value.as_str()), ("AAR_LAMBDA", "2"));
+    let m = &w[0].message;
+    assert!(
+        m.starts_with(
+            "AAR_LAMBDA, AAR_SIGMA, AAR_FRESHNESS, AAR_ALLTOALL have no effect under AAR_MODE=\"ADAPTIVE0\", which does \
+             not read them (auto and steady do): they are ignored. To make them count, set AAR_MODE=auto (or steady); \
+             else unset them."
+        ),
+        "{m}"
+    );
+    assert!(m.contains("aar_set_auto"), "{m}");
+    assert_eq!((s.engine.lambda, s.engine.sigma, s.engine.freshness, s.alltoall_hook), (2.0, 3.0, 1, false), "kept");
+    // `off` reads neither the window nor the side modes: its windows have no side.
+    let (_, w) = parse(&with(("AAR_MODE", "off")));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].message.starts_with(
+            "AAR_LAMBDA, AAR_SIGMA, AAR_FRESHNESS, AAR_ALLTOALL, AAR_WINDOW, AAR_LOW_LATENCY_MODE have no effect under \
+             AAR_MODE=\"off\""
+        ),
+        "{}",
+        w[0]
+    );
+    // An A/B run of fixed modes only: the fix is in AAR_AB.
+    let (_, w) = parse(&with(("AAR_AB", "ADAPTIVE0,off")));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].message.contains("under AAR_AB=\"ADAPTIVE0,off\", whose policies do not read them"), "{}", w[0]);
+    assert!(w[0].message.contains("add auto or steady to AAR_AB"), "{}", w[0]);
+    assert!(!w[0].message.contains("AAR_WINDOW"), "ADAPTIVE0 reads it: {}", w[0]);
+    assert!(!w[0].message.contains("aar_set_auto"), "refused in an A/B run: {}", w[0]);
+    // One variable: said in the singular.
+    let (_, w) = parse(&[("AAR_MODE", "ADAPTIVE_3"), ("AAR_SIGMA", "3")]);
+    assert!(
+        w[0].message.starts_with("AAR_SIGMA has no effect under AAR_MODE=\"ADAPTIVE_3\", which does not read it"),
+        "{}",
+        w[0]
+    );
+    assert!(w[0].message.contains("it is ignored. To make it count"), "{}", w[0]);
+    // A value refused keeps its own warning and its default, and is not named again.
+    let (_, w) = parse(&[("AAR_MODE", "ADAPTIVE0"), ("AAR_LAMBDA", "nan"), ("AAR_SIGMA", "3")]);
+    let vars: Vec<_> = w.iter().map(|w| w.variable).collect();
+    assert_eq!(vars, ["AAR_LAMBDA", "AAR_SIGMA"], "{w:?}");
+    assert!(w[1].message.starts_with("AAR_SIGMA has no effect"), "{}", w[1]);
+    // No note where an automatic policy runs, or none of those variables is given.
+    for quiet in [
+        with(("AAR_MODE", "auto")),
+        with(("AAR_MODE", "steady")),
+        given.to_vec(),
+        with(("AAR_AB", "ADAPTIVE0,auto")),
+        with(("AAR_AB", "off,steady,ADAPTIVE3")),
+        vec![("AAR_MODE", "ADAPTIVE0"), ("AAR_WINDOW", "1"), ("AAR_THRESHOLD", "0"), ("AAR_LATENCY_UNIT", "cycles")],
+        vec![("AAR_MODE", "off"), ("AAR_THRESHOLD", "0"), ("AAR_NODE_READING", "0"), ("AAR_TRACE", "t")],
+        vec![("AAR_MODE", "ADAPTIVE0"), ("AAR_LAMBDA", " ")],
+    ] {
+        let (_, w) = parse(&quiet);
+        assert!(w.is_empty(), "{quiet:?}: {w:?}");
+    }
+    // AAR_MODE refused: the default, auto, reads them all.
+    let (_, w) = parse(&with(("AAR_MODE", "fast")));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].variable, "AAR_MODE");
 }
 
 #[test]
