@@ -84,8 +84,10 @@ fn document() -> String {
             lookup(name).map(|value| json!({ "name": name, "value": value, "default": default }))
         })
         .collect();
-    let warnings: Vec<Value> =
-        warnings.iter().map(|w| json!({ "variable": w.variable, "value": w.value, "message": w.message })).collect();
+    let warnings: Vec<Value> = warnings
+        .iter()
+        .map(|w| json!({ "variable": w.variable, "value": w.value, "message": w.message, "no_effect": w.no_effect }))
+        .collect();
     let runtime_initialised = state::settings().is_some();
     let papi = if runtime_initialised {
         json!({

@@ -574,6 +574,8 @@ pub struct Warning {
     pub value: String,
     /// The whole message: variable, value, what is used instead and how to fix it.
     pub message: String,
+    /// The note's settings, taken and without effect (empty for a bad value, which is not taken).
+    pub no_effect: Vec<&'static str>,
 }
 
 impl fmt::Display for Warning {
@@ -620,7 +622,7 @@ impl Parser<'_> {
                          as if unset. Give it in UTF-8 (for a path: a name in UTF-8, e.g. a symbolic link to it).",
                         shown(&shown_value)
                     );
-                    self.warnings.push(Warning { variable: name, value: shown_value, message });
+                    self.warnings.push(Warning { variable: name, value: shown_value, message, no_effect: Vec::new() });
                 }
                 None
             }
@@ -629,7 +631,7 @@ impl Parser<'_> {
 
     fn warn(&mut self, variable: &'static str, value: String, problem: &str, default: &str, fix: &str) {
         let message = format!("{variable}={} {problem}; using the default {default}. {fix}", shown(&value));
-        self.warnings.push(Warning { variable, value, message });
+        self.warnings.push(Warning { variable, value, message, no_effect: Vec::new() });
     }
 
     /// The value of `name` through its type's parser, kept only if `valid`; `None` when unset or
@@ -688,7 +690,7 @@ impl Parser<'_> {
             l.name(),
             l.name()
         );
-        self.warnings.push(Warning { variable, value, message });
+        self.warnings.push(Warning { variable, value, message, no_effect: Vec::new() });
         if variable == "AAR_LOW_STALL_MODE" {
             (l, default)
         } else {
@@ -736,13 +738,14 @@ impl Parser<'_> {
             ),
         };
         let chosen = self.get(chooser).unwrap_or_default();
+        let no_effect: Vec<&'static str> = unused.iter().map(|(n, _)| *n).collect();
         let message = format!(
             "{} {has} {NO_EFFECT} {chooser}={}, {readers} {it} (auto and steady do): {they_are} ignored. To make \
              {it} count, {fix}; else unset {it}.{later}",
-            unused.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+            no_effect.join(", "),
             shown(&chosen),
         );
-        self.warnings.push(Warning { variable, value, message });
+        self.warnings.push(Warning { variable, value, message, no_effect });
     }
 
     fn text(&mut self, name: &'static str) -> Option<String> {
@@ -760,7 +763,7 @@ impl Parser<'_> {
                 shown(&pattern),
                 unknown.escape_debug()
             );
-            self.warnings.push(Warning { variable: "AAR_TRACE", value, message });
+            self.warnings.push(Warning { variable: "AAR_TRACE", value, message, no_effect: Vec::new() });
         }
         Some(pattern)
     }
@@ -876,7 +879,7 @@ impl Settings {
             Some(list) => {
                 if let Some(v) = p.get("AAR_MODE") {
                     let message = format!("AAR_MODE={} {MODE_IGNORED}", shown(&v));
-                    p.warnings.push(Warning { variable: "AAR_MODE", value: v, message });
+                    p.warnings.push(Warning { variable: "AAR_MODE", value: v, message, no_effect: Vec::new() });
                 }
                 AbSchedule::new(list.0.clone(), ab_order).policy_at(0)
             }

@@ -1553,7 +1553,14 @@ fn given<'a>(doc: &'a Value, name: &str) -> Option<&'a str> {
 
 /// The variables the library warned of (their values were not taken).
 fn warned(doc: &Value) -> Vec<&str> {
-    doc["warnings"].as_array().into_iter().flatten().filter_map(|w| w["variable"].as_str()).collect()
+    let refused = doc["warnings"].as_array().into_iter().flatten().filter(|w| no_effect(w).is_empty());
+    refused.filter_map(|w| w["variable"].as_str()).collect()
+}
+
+/// The settings a warning names as taken but without effect under the run's policies (the
+/// library's note of them; none in a warning of a bad value, or from a libaar.so before the note).
+fn no_effect(warning: &Value) -> Vec<&str> {
+    warning["no_effect"].as_array().into_iter().flatten().filter_map(Value::as_str).collect()
 }
 
 /// Whether the automatic policy `name` (`auto` or `steady`), which needs the counters and
@@ -1583,7 +1590,12 @@ fn check_settings(doc: &Value, report: &mut Report) {
         );
     }
     for w in &warnings {
-        let fix = format!("Fix or unset {}.", w["variable"].as_str().unwrap_or("the variable"));
+        // The note of settings without effect says itself how to make them count.
+        let fix = if no_effect(w).is_empty() {
+            format!("Fix or unset {}.", w["variable"].as_str().unwrap_or("the variable"))
+        } else {
+            String::new()
+        };
         report.warning("setting", format!("aar: {}", w["message"].as_str().unwrap_or("")), fix);
     }
     for unknown in doc["unknown_variables"].as_array().into_iter().flatten() {
@@ -2103,6 +2115,7 @@ fn settings_lines(doc: &Value, records_unusable: bool) -> Vec<String> {
     let s = &doc["settings"];
     let e = &s["engine"];
     let warned = warned(doc);
+    let without_effect: Vec<&str> = doc["warnings"].as_array().into_iter().flatten().flat_map(no_effect).collect();
     let mut lines: Vec<String> = doc["variables_set"]
         .as_array()
         .into_iter()
@@ -2112,6 +2125,8 @@ fn settings_lines(doc: &Value, records_unusable: bool) -> Vec<String> {
             let value = v["value"].as_str().unwrap_or("");
             let tail = if warned.contains(&name) {
                 "   (not taken: see the warning above)"
+            } else if without_effect.contains(&name) {
+                "   (no effect under this run's policies: see the warning above)"
             } else if value.trim().is_empty() {
                 "   (empty: as if unset, the default applies)"
             } else {

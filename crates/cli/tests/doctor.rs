@@ -1317,6 +1317,27 @@ fn a_bad_setting_is_a_warning_with_the_librarys_own_words() {
     assert!(!r.stdout.lines().any(|l| l.starts_with("problem ")), "{}", r.stdout);
 }
 
+/// Settings taken but without effect under a fixed mode: the library's one note, with its own
+/// fix (no "Fix or unset" line, which would tell to fix values that are fine), and each of them
+/// marked as without effect, not as refused.
+#[test]
+fn settings_a_fixed_mode_never_reads_are_marked_as_without_effect() {
+    let prog = ugni_program();
+    let env = [("AAR_MODE", "ADAPTIVE0"), ("AAR_LAMBDA", "2"), ("AAR_SIGMA", "3")];
+    let r = doctor(&[prog.to_str().unwrap()], &env);
+    r.expect_code(3);
+    r.expect_line("warning", "setting", "aar: AAR_LAMBDA, AAR_SIGMA have no effect under AAR_MODE=\"ADAPTIVE0\"");
+    assert!(!r.stdout.contains("Fix or unset"), "{}", r.stdout);
+    for name in ["AAR_LAMBDA=2", "AAR_SIGMA=3"] {
+        assert!(
+            r.stdout.contains(&format!("{name}   (no effect under this run's policies: see the warning above)")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+    assert!(!r.stdout.contains("not taken"), "{}", r.stdout);
+}
+
 #[test]
 fn without_the_preload_the_fix_names_the_library_and_lib_chooses_it() {
     let prog = ugni_program();
