@@ -2211,9 +2211,12 @@ fn text(report: &Report, program: Option<&Program>, libaar: Option<&Path>, doc: 
         env!("CARGO_PKG_VERSION"),
         program.map_or("no PROGRAM given (environment only)".to_string(), |p| p.path.display().to_string())
     ));
-    for c in &report.checks {
+    for (k, c) in report.checks.iter().enumerate() {
         out.push_str(&format!("{:<8} {:<10} {}\n", c.verdict.word(), c.topic, c.text));
-        if let Some(fix) = &c.fix {
+        // Checks in a row with one fix (each missing default event has the same) have it said
+        // once, after the last of them, not once a line.
+        let next_has_it = report.checks.get(k + 1).is_some_and(|n| n.topic == c.topic && n.fix == c.fix);
+        if let Some(fix) = c.fix.as_ref().filter(|_| !next_has_it) {
             out.push_str(&format!("{:<8} {:<10}   fix: {fix}\n", "", ""));
         }
     }

@@ -865,7 +865,7 @@ fn a_missing_event_is_a_problem_under_steady_too() {
 
 /// The Aries default events missing (a login node, a node without PAPI's Aries counters, off-Cray):
 /// "unset AAR_PAPI_EVENTS for the Aries defaults" would change nothing, so the fix says where
-/// they exist instead, and why the defaults are in use.
+/// they exist instead, and why the defaults are in use: once, for the five events.
 #[test]
 fn missing_default_events_are_sent_to_a_compute_node_not_to_unset_the_variable() {
     let prog = ugni_program();
@@ -882,7 +882,18 @@ fn missing_default_events_are_sent_to_a_compute_node_not_to_unset_the_variable()
             "fix: These are the Aries defaults {why}, which exist on the compute nodes of a Cray XC only: run this \
              check there (srun -n 1 aar doctor ./app"
         );
-        assert_eq!(r.stdout.matches(&fix).count(), 5, "one per event:\n{}", r.stdout);
+        // Said once, after the last of the five events it fixes, not once per event.
+        assert_eq!(r.stdout.matches(&fix).count(), 1, "once for the five events:\n{}", r.stdout);
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        let fix_at = lines.iter().position(|l| l.contains(&fix)).unwrap();
+        let events: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.split_whitespace().nth(1) == Some("event"))
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(events.len(), 5, "{}", r.stdout);
+        assert_eq!(fix_at, events[4] + 1, "the fix follows the last event:\n{}", r.stdout);
         assert!(!r.stdout.contains("or unset it for the Aries defaults"), "{}", r.stdout);
         assert!(r.stdout.contains("; the 5 default Aries PAPI events;"), "{}", r.stdout);
     }
