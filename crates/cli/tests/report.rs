@@ -1012,6 +1012,44 @@ fn congestion_impact_and_rank_outliers() {
     assert!(table.contains("congestion impact") && table.contains("rank 3 ("), "{table}");
 }
 
+/// The congestion impact is a mean-like ratio of the table and has its rule: a value above 0 that
+/// would round to 0.000 is `<0.001`, not no impact; a huge one (a damaged record's) is in exponent
+/// form, not a run of digits. The CSV keeps the full numbers, as in its other columns.
+#[test]
+fn a_tiny_or_huge_congestion_impact_is_shown_as_the_means_are() {
+    let folder = tmp("impact");
+    let dir = folder.path();
+    // A: isolated 5 ms, congested 1 ns (impact 2e-7); B: isolated 1 ns, congested 2 ms (2e6).
+    let rows: Vec<Iteration> = (0..48u64)
+        .map(|i| {
+            let p = (i % 2) as usize;
+            let congested = (i / 4) % 2 == 1;
+            let ns = match (p, congested) {
+                (0, false) => 5_000_000,
+                (1, true) => 2_000_000,
+                _ => 1,
+            };
+            row(i, ["A", "B"][p], p, ns, Some(if congested { "congested" } else { "isolated" }))
+        })
+        .collect();
+    write_record(dir, &header("impact", 0, 1, &["A", "B"]), &rows);
+    let table = stdout(&run(&[dir.to_str().unwrap()]));
+    let section: Vec<&str> =
+        table.lines().skip_while(|l| !l.starts_with("congestion impact")).skip(2).take(2).collect();
+    let impact = |name: &str| {
+        let line = section.iter().find(|l| l.split_whitespace().next() == Some(name)).expect(name);
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        (cells[5].to_string(), cells[8].to_string())
+    };
+    assert_eq!(impact("A"), ("<0.001".into(), "<0.001".into()), "{table}");
+    assert_eq!(impact("B"), ("2.000e6".into(), "2.000e6".into()), "{table}");
+    let csv = stdout(&run(&[dir.to_str().unwrap(), "--csv"]));
+    let cols: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = cols.iter().position(|c| *c == "impact_median").unwrap();
+    let impacts: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(at).unwrap()).collect();
+    assert_eq!(impacts, ["0.0000002", "2000000"], "{csv}");
+}
+
 /// Lines of stderr that name `file`.
 fn mentions(err: &str, file: &Path) -> usize {
     let name = file.file_name().unwrap().to_str().unwrap();

@@ -141,7 +141,7 @@ fn fmt_qcd_difference(d: f64) -> String {
 /// measures that: a damaged or edited record's, up to 1e308), in exponent form, `1.000e308`, not
 /// the hundreds of digits that would push the table's last columns off the screen. A value above
 /// 0 that would round to `0.000` is `<0.001`: a small stall ratio is not none, nor a small QCD
-/// (which the policy table prints alike) no spread.
+/// (which the policy table prints alike) no spread, nor a congestion impact (alike too) none.
 fn fmt_mean(v: f64) -> String {
     if v > 0.0 && v < 0.0005 {
         "<0.001".into()
@@ -265,7 +265,7 @@ pub fn congestion_cells(e: &ExperimentReport, u: &Unit) -> (Vec<String>, Vec<Vec
             .map(String::from)
             .to_vec();
     let t = |v: Option<f64>| v.map_or_else(dash, |v| u.fmt(v));
-    let r = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.3}"));
+    let r = |v: Option<f64>| v.map_or_else(dash, fmt_mean);
     let rows = e
         .congestion
         .iter()
