@@ -138,7 +138,7 @@ pub enum SimSpecError {
     /// The simulator's own message, which names the value and what is accepted.
     #[error("background: {0}")]
     Background(ParseError),
-    #[error("background-global=\"{}\" is not 1/0, true/false, yes/no, on/off", .0.escape_debug())]
+    #[error("background-global=\"{}\" is not {}", .0.escape_debug(), Switch::SPELLINGS)]
     BackgroundGlobal(String),
     /// The simulator's capacity check, which names the placement and its capacity.
     #[error("nodes={nodes} on {groups} group(s): {source}")]
@@ -525,10 +525,10 @@ mod tests {
     #[test]
     fn specs_parse_with_defaults_and_both_spellings() {
         // README's spellings of on and off, in any case.
-        for on in ["1", " on ", "True", "YES"] {
+        for on in ["1", " on ", "True", "YES", "y"] {
             assert_eq!(on.parse(), Ok(SimSetting::On(SimSpec::default())), "{on}");
         }
-        for off in ["", "  ", "0", " off ", "False", "NO"] {
+        for off in ["", "  ", "0", " off ", "False", "NO", "N"] {
             assert_eq!(off.parse(), Ok(SimSetting::Off), "{off}");
         }
         for neither in ["2", "onn", "enabled"] {
@@ -588,6 +588,7 @@ mod tests {
             ("placement=same-blade,nodes=5", "at most 4 nodes"),
             ("global-per-router=11", "global-per-router=\"11\""),
             ("groups=2,nodes=4,groups=3", "key \"groups\" is given twice"),
+            ("background-global=maybe", "background-global=\"maybe\" is not 1/0, true/false, yes/no, y/n or on/off"),
             ("seed=-1", "seed: \"-1\" is not a seed: a seed is a whole number from 0 to 18446744073709551615"),
             ("groups=1,placement=across-groups", "placement=across-groups with groups=1: there is no other group"),
             ("placement=across-groups,groups=1", "give groups=2 or more, or placement=same-group"),
