@@ -875,6 +875,30 @@ static void smsgstale(void)
 	EXPECT_RC(GNI_SmsgGetNext(e2, &got), GNI_RC_NOT_DONE);
 }
 
+/* Rank 0's side of the takeover scenarios: one message to rank 1's first endpoint; after rank 1
+ * took its mailbox over (barrier 3), a send on the old connection fails, and one on a new endpoint
+ * bound to rank 1 goes out (message seq 1, before barrier 4). */
+static void takeover_sender(void)
+{
+	struct msg_header h = {(uint32_t)rank, 0};
+	gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
+	gni_smsg_attr_t mine2 = mbox_attr(addr_of(me.buf), me.mh, 1024);
+	gni_smsg_attr_t theirs = mbox_attr(peers[1].buf, peers[1].mh, 0);
+	gni_ep_handle_t f;
+	OK(GNI_SmsgInit(eps[1], &mine, &theirs));
+	barrier(1);
+	OK(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 1));
+	barrier(2);
+	barrier(3);
+	h.seq = 1;
+	EXPECT_RC(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 2), GNI_RC_TRANSACTION_ERROR);
+	OK(GNI_EpCreate(me.nic, me.cq, &f));
+	OK(GNI_EpBind(f, peers[1].addr, peers[1].inst));
+	OK(GNI_SmsgInit(f, &mine2, &theirs));
+	OK(GNI_SmsgSend(f, &h, sizeof h, NULL, 0, 3));
+	barrier(4);
+}
+
 /* Rank 1 sets up endpoint e1 on mailbox memory M and takes rank 0's first message on it, sets M
  * up again on a new endpoint e2 while e1 lives (e2 takes e1's control over), then destroys e1.
  * Rank 0's endpoint sent to e1, so its next send fails; re-connected on a new endpoint, it must
@@ -886,22 +910,7 @@ static void smsgtakeover(void)
 	struct msg_header h = {(uint32_t)rank, 0};
 	void *got;
 	if (rank == 0) {
-		gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
-		gni_smsg_attr_t mine2 = mbox_attr(addr_of(me.buf), me.mh, 1024);
-		gni_smsg_attr_t theirs = mbox_attr(peers[1].buf, peers[1].mh, 0);
-		gni_ep_handle_t f;
-		OK(GNI_SmsgInit(eps[1], &mine, &theirs));
-		barrier(1);
-		OK(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 1));
-		barrier(2);
-		barrier(3);
-		h.seq = 1;
-		EXPECT_RC(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 2), GNI_RC_TRANSACTION_ERROR);
-		OK(GNI_EpCreate(me.nic, me.cq, &f));
-		OK(GNI_EpBind(f, peers[1].addr, peers[1].inst));
-		OK(GNI_SmsgInit(f, &mine2, &theirs));
-		OK(GNI_SmsgSend(f, &h, sizeof h, NULL, 0, 3));
-		barrier(4);
+		takeover_sender();
 		return;
 	}
 	gni_smsg_attr_t theirs = mbox_attr(peers[0].buf, peers[0].mh, 0);
@@ -941,22 +950,7 @@ static void smsgtakenold(void)
 	struct msg_header h = {(uint32_t)rank, 0};
 	void *got;
 	if (rank == 0) {
-		gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
-		gni_smsg_attr_t mine2 = mbox_attr(addr_of(me.buf), me.mh, 1024);
-		gni_smsg_attr_t theirs = mbox_attr(peers[1].buf, peers[1].mh, 0);
-		gni_ep_handle_t f;
-		OK(GNI_SmsgInit(eps[1], &mine, &theirs));
-		barrier(1);
-		OK(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 1));
-		barrier(2);
-		barrier(3);
-		h.seq = 1;
-		EXPECT_RC(GNI_SmsgSend(eps[1], &h, sizeof h, NULL, 0, 2), GNI_RC_TRANSACTION_ERROR);
-		OK(GNI_EpCreate(me.nic, me.cq, &f));
-		OK(GNI_EpBind(f, peers[1].addr, peers[1].inst));
-		OK(GNI_SmsgInit(f, &mine2, &theirs));
-		OK(GNI_SmsgSend(f, &h, sizeof h, NULL, 0, 3));
-		barrier(4);
+		takeover_sender();
 		return;
 	}
 	gni_smsg_attr_t theirs = mbox_attr(peers[0].buf, peers[0].mh, 0);
