@@ -330,7 +330,8 @@ const PASSTHROUGH: usize = Reason::Passthrough.index();
 #[inline(always)]
 fn settle(rc: DmappReturn, c: Count) {
     if rc != DMAPP_RC_SUCCESS {
-        unsuccessful(rc, c);
+        // In registers: a `Count` in memory would be stored on every call, before its forward.
+        unsuccessful(rc, c.class, c.reason, c.messages, c.bytes);
     }
 }
 
@@ -339,7 +340,8 @@ fn settle(rc: DmappReturn, c: Count) {
 /// ([`tally::failed`]); any other sent nothing, and counts as refused ([`tally::refused`]).
 #[cold]
 #[inline(never)]
-fn unsuccessful(rc: DmappReturn, c: Count) {
+fn unsuccessful(rc: DmappReturn, class: usize, reason: usize, messages: u64, bytes: u64) {
+    let c = Count { api: Api::Dmapp, class, reason, messages, bytes };
     if Rc(rc).went_out() {
         tally::failed(c.messages);
     } else {

@@ -86,37 +86,74 @@ pub unsafe fn post<const CQ_WRITE: bool>(real: &Real, ep: GniEpHandle, pd: *mut 
         // SAFETY: non-null descriptor, valid per the caller's contract.
         let (dlvr, length, post_type) = unsafe { ((*pd).dlvr_mode, (*pd).length, (*pd).r#type) };
         let bytes = if CQ_WRITE { post_payload_bytes(post_type, length) } else { length };
-        if !routable(dlvr, post_type) {
-            let c = tally::count(class_of(dlvr), Reason::Passthrough, bytes);
-            // SAFETY: forwarding the caller's arguments.
-            return refused_if(unsafe { real_fn(ep, pd) }, c);
-        }
-        if !state::accumulate(bytes) {
-            if w & control::REWRITE != 0 {
-                let (routing, class, reason) = match mpi::call_follow(w) {
-                    Some((m, reason)) => (m.dlvr_bits(), m.index(), reason),
-                    None => (
-                        (w & control::ROUTING) as u16,
-                        control::below_threshold_class(w),
-                        control::below_threshold_reason_index(w),
-                    ),
-                };
-                // SAFETY: as above; only the routing byte changes, flag bits are kept.
-                unsafe { (*pd).dlvr_mode = (dlvr & !GNI_DLVMODE_ROUTING_MASK) | routing };
-                let c = tally::Count { api: tally::Api::Ugni, class, reason, messages: 1, bytes };
-                tally::count_all(c);
-                // SAFETY: forwarding the caller's arguments.
-                return refused_if(unsafe { real_fn(ep, pd) }, c);
-            }
-            let c = tally::count(class_of(dlvr), Reason::Passthrough, bytes);
-            // SAFETY: forwarding the caller's arguments.
-            return refused_if(unsafe { real_fn(ep, pd) }, c);
-        }
-        // SAFETY: same arguments; the accumulator was crossed (and reset) above.
-        return unsafe { guarded_post(real, real_fn, ep, pd, Some(true)) };
+        let (class, reason) = if !routable(dlvr, post_type) {
+            (class_of(dlvr), Reason::Passthrough.index())
+        } else if state::accumulate(bytes) {
+            // SAFETY: same arguments; the accumulator was crossed (and reset) above.
+            return unsafe { guarded_post(real, real_fn, ep, pd, Some(true)) };
+        } else if w & control::REWRITE != 0 {
+            let (routing, class, reason) = match mpi::call_follow(w) {
+                Some((m, reason)) => (m.dlvr_bits(), m.index(), reason),
+                None => (
+                    (w & control::ROUTING) as u16,
+                    control::below_threshold_class(w),
+                    control::below_threshold_reason_index(w),
+                ),
+            };
+            // SAFETY: as above; only the routing byte changes, flag bits are kept.
+            unsafe { (*pd).dlvr_mode = (dlvr & !GNI_DLVMODE_ROUTING_MASK) | routing };
+            (class, reason)
+        } else {
+            (class_of(dlvr), Reason::Passthrough.index())
+        };
+        let c = tally::Count { api: tally::Api::Ugni, class, reason, messages: 1, bytes };
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { count_and_forward(real_fn, ep, pd, c) };
     }
     // SAFETY: same arguments.
     unsafe { guarded_post(real, real_fn, ep, pd, None) }
+}
+
+/// Count a post of the fast path as `c` and forward it once ([`refused_if`]). A thread without
+/// a block of its own at its home slot (its first post, or a crowded table) counts and forwards
+/// out of line, so that the fast path makes no call between its count and its forward.
+///
+/// # Safety
+/// As [`post`].
+#[inline(always)]
+unsafe fn count_and_forward(
+    real_fn: PostFn,
+    ep: GniEpHandle,
+    pd: *mut GniPostDescriptor,
+    c: tally::Count,
+) -> GniReturn {
+    if !tally::count_own(c) {
+        // SAFETY: the caller's arguments.
+        return unsafe { count_elsewhere_and_forward(real_fn, ep, pd, c.class, c.reason, c.bytes) };
+    }
+    // SAFETY: the caller's arguments, forwarded once.
+    refused_if(unsafe { real_fn(ep, pd) }, c)
+}
+
+/// [`count_and_forward`] for a thread that owns no block at its home slot.
+///
+/// # Safety
+/// As [`post`].
+#[cold]
+#[inline(never)]
+unsafe fn count_elsewhere_and_forward(
+    real_fn: PostFn,
+    ep: GniEpHandle,
+    pd: *mut GniPostDescriptor,
+    class: usize,
+    reason: usize,
+    bytes: u64,
+) -> GniReturn {
+    // In registers: a `Count` in memory would be stored on every post, before the branch here.
+    let c = tally::Count { api: tally::Api::Ugni, class, reason, messages: 1, bytes };
+    tally::count_all(c);
+    // SAFETY: the caller's arguments, forwarded once.
+    refused_if(unsafe { real_fn(ep, pd) }, c)
 }
 
 /// Everything but the inline fast path, inside `catch_unwind`.
