@@ -223,6 +223,10 @@ struct Program {
 enum ArgError {
     #[error("{e}; nothing was checked. {fix}", e = .0, fix = .0.fix())]
     Program(#[from] crate::program::ProgramError),
+    /// A launch line's word that names no program, after an option the doctor does not know
+    /// (which may take it as its value): the fix is the line's.
+    #[error("{e}; nothing was checked. {fix}", e = .0, fix = .1)]
+    AfterUnknownOption(crate::program::ProgramError, String),
     /// A launch line without a program, or clap's message for a bad option after the program.
     #[error("{0}; nothing was checked.")]
     Usage(String),
@@ -266,7 +270,12 @@ fn check_args(args: DoctorArgs) -> Result<(Option<PathBuf>, Option<LaunchLine>, 
         }
         (None, None) => (None, args.options),
     };
-    let program = name.map(|p| crate::program::find(p.as_ref())).transpose()?;
+    let program = name.map(|p| crate::program::find(p.as_ref())).transpose().map_err(|e| {
+        match line.as_ref().and_then(|l| l.after_unknown.clone()) {
+            Some(fix) => ArgError::AfterUnknownOption(e, fix),
+            None => e.into(),
+        }
+    })?;
     match &options.lib {
         Some(lib) if !lib.is_file() => Err(ArgError::NoSuchLib(lib.clone())),
         _ => Ok((program, line, options)),

@@ -2121,3 +2121,30 @@ fn a_launch_line_checks_the_program_it_starts_with_its_ranks() {
     r.expect_code(2);
     assert!(r.stderr.contains("\"srun -n 4\" names no program after srun's options"), "{}", r.stderr);
 }
+
+/// A launcher's option the doctor does not know, its value written as the next word (a site's
+/// plugin: `srun --site-opt cores ./app`), makes the doctor take the value as the program: where
+/// that names no program, the message says which word it took, after which option, and the two
+/// ways to put it right, with the program found past the pair.
+#[test]
+fn a_value_taken_as_the_program_after_an_unknown_option_says_how_to_fix_it() {
+    let prog = ugni_program();
+    let p = prog.to_str().unwrap();
+    let r = doctor(&["srun", "-n", "4", "--site-opt", "cores", p], &NO_LAUNCHER);
+    r.expect_code(2);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("PROGRAM \"cores\" was not found")
+            && r.stderr.contains(
+                "The doctor took cores as the program srun would start: it follows --site-opt, an option of srun \
+                 the doctor does not know. If --site-opt takes cores as its value, write it --site-opt=cores, or \
+                 give the program alone (aar doctor --ranks 4 "
+            )
+            && r.stderr.contains(&format!("--ranks 4 {p}).")),
+        "{}",
+        r.stderr
+    );
+    // So written, the line is read as meant.
+    let r = doctor(&["srun", "-n", "4", "--site-opt=cores", p], &NO_LAUNCHER);
+    r.expect_line("ok", "program", &format!("{p}: ELF 64-bit"));
+}

@@ -62,6 +62,10 @@ pub struct LaunchLine {
     pub program: String,
     /// The number of ranks its options ask for, with the launcher and option as written (`srun -n 4`).
     pub ranks: Option<(u32, String)>,
+    /// Where the program's word directly follows an option the doctor does not know (`--foo` in
+    /// `srun --foo bar ./app`), which may take it as its value: what the doctor did and how to
+    /// put it right, said if the word names no program.
+    pub after_unknown: Option<String>,
 }
 
 impl LaunchLine {
@@ -76,9 +80,12 @@ impl LaunchLine {
             return Ok(None);
         }
         let mut ranks = None;
+        // The last option's index, if the doctor does not know it to take a value (none attached).
+        let mut unknown = None;
         let mut i = 1;
         while let Some(word) = words.get(i) {
             if word == "--" {
+                unknown = None;
                 i += 1;
                 break;
             }
@@ -97,6 +104,7 @@ impl LaunchLine {
                 (_, a) => (option, a),
             };
             let takes = if attached.is_some() { 0 } else { value_words(launcher, option) };
+            unknown = (attached.is_none() && takes == 0).then_some(i);
             if ranks_option(launcher, option) {
                 let value = attached.clone().or_else(|| words.get(i + 1).cloned()).unwrap_or_default();
                 let written = match attached {
@@ -108,7 +116,12 @@ impl LaunchLine {
             i += 1 + takes;
         }
         match words.get(i) {
-            Some(program) => Ok(Some(LaunchLine { launcher: launcher.to_string(), program: program.clone(), ranks })),
+            Some(program) => Ok(Some(LaunchLine {
+                launcher: launcher.to_string(),
+                program: program.clone(),
+                ranks,
+                after_unknown: unknown.filter(|&u| u + 1 == i).and_then(|u| unknown_option_fix(launcher, words, u)),
+            })),
             None => Err(format!(
                 "\"{}\" names no program after {launcher}'s options; give the whole launch line \
                  (e.g. aar doctor {launcher} -n 4 ./app) or the program alone",
@@ -116,6 +129,29 @@ impl LaunchLine {
             )),
         }
     }
+}
+
+/// What the doctor did with `words[option + 1]`, `launcher`'s option's next word it took as the
+/// program since it does not know `words[option]` (a site's plugin, a newer launcher), and how to
+/// put it right if the option takes it as its value: `--foo=bar`, or the program given alone, the
+/// one found without the option and the word. None if no program is found so: the word is the
+/// only one that can be the program, and the option likely takes no value (`srun --label ./app`).
+fn unknown_option_fix(launcher: &str, words: &[String], option: usize) -> Option<String> {
+    let (opt, word) = (&words[option], &words[option + 1]);
+    let mut rest = words.to_vec();
+    rest.drain(option..option + 2);
+    let line = LaunchLine::parse(&rest).ok().flatten()?;
+    let alone = match line.ranks {
+        Some((n, _)) => format!("aar doctor --ranks {n} {}", line.program),
+        None => format!("aar doctor {}", line.program),
+    };
+    // A short option takes no `=`, and the doctor reads none from a single-dash one.
+    let joined = if opt.starts_with("--") { format!("write it {opt}={word}, or ") } else { String::new() };
+    Some(format!(
+        "The doctor took {word} as the program {launcher} would start: it follows {opt}, an option of \
+         {launcher} the doctor does not know. If {opt} takes {word} as its value, {joined}give the program \
+         alone ({alone})."
+    ))
 }
 
 #[cfg(test)]
@@ -163,5 +199,32 @@ mod tests {
         assert!(e.contains("\"srun -n 4\" names no program after srun's options"), "{e}");
         assert_eq!(of("srun -n 0 ./app").2, None, "no count of 0 ranks");
         assert_eq!(of("srun -n x ./app").1, "./app");
+    }
+
+    /// A word after an option the doctor does not know may be that option's value: the line
+    /// keeps what to say if it names no program, with the program found without the pair.
+    #[test]
+    fn a_program_after_an_unknown_option_keeps_how_to_fix_it() {
+        let fix = |text: &str| line(text).unwrap().unwrap().after_unknown;
+        let f = fix("srun -n 4 --foo bar ./app").expect("--foo is unknown");
+        assert!(
+            f.contains("took bar as the program srun would start: it follows --foo, an option of srun")
+                && f.contains("write it --foo=bar, or give the program alone (aar doctor --ranks 4 ./app)"),
+            "{f}"
+        );
+        let f = fix("/usr/bin/mpirun -Q x -np 2 ./app").expect("-Q is unknown");
+        assert!(
+            f.contains("follows -Q, an option of mpirun")
+                && f.ends_with("give the program alone (aar doctor --ranks 2 ./app)."),
+            "{f}"
+        );
+        assert!(!f.contains("-Q="), "{f}");
+        for known in ["srun -n 4 ./app", "srun --foo=bar ./app", "srun --foo -- ./app", "srun --cpu-bind cores ./app"] {
+            assert_eq!(fix(known), None, "{known}");
+        }
+        // No other word can be the program: the option likely takes no value.
+        for alone in ["srun --label ./app", "srun --foo bar --baz", "srun -n 4 --foo ./app"] {
+            assert_eq!(fix(alone), None, "{alone}");
+        }
     }
 }
