@@ -11,24 +11,37 @@ const LAUNCHERS: [&str; 6] = ["srun", "aprun", "mpirun", "mpiexec", "mpiexec.hyd
 /// `--ntasks=4`).
 #[rustfmt::skip]
 const SRUN_VALUES: &[&str] = &[
-    "-A", "-c", "-C", "-d", "-D", "-e", "-G", "-i", "-J", "-L", "-m", "-M", "-n", "-N", "-o", "-p", "-q", "-r",
-    "-S", "-t", "-T", "-w", "-x", "--account", "--chdir", "--constraint", "--cpu-bind", "--cpu_bind",
-    "--cpus-per-task", "--dependency", "--distribution", "--error", "--exclude", "--export", "--gpus", "--gres",
-    "--hint", "--input", "--job-name", "--mem", "--mem-per-cpu", "--mpi", "--nodelist", "--nodes", "--ntasks",
-    "--ntasks-per-node", "--output", "--partition", "--qos", "--reservation", "--time",
+    "-A", "-B", "-c", "-C", "-d", "-D", "-e", "-G", "-i", "-J", "-L", "-m", "-M", "-n", "-N", "-o", "-p", "-q",
+    "-r", "-S", "-t", "-T", "-W", "-w", "-x", "--account", "--acctg-freq", "--bb", "--begin", "--chdir",
+    "--clusters", "--comment", "--constraint", "--core-spec", "--cores-per-socket", "--cpu-bind", "--cpu_bind",
+    "--cpu-freq", "--cpus-per-gpu", "--cpus-per-task", "--dependency", "--distribution", "--epilog", "--error",
+    "--exclude", "--export", "--extra-node-info", "--gpu-bind", "--gpus", "--gpus-per-node", "--gpus-per-socket",
+    "--gpus-per-task", "--gres", "--gres-flags", "--het-group", "--hint", "--input", "--jobid", "--job-name",
+    "--licenses", "--mail-type", "--mail-user", "--mem", "--mem-bind", "--mem-per-cpu", "--mem-per-gpu",
+    "--mincpus", "--mpi", "--network", "--nodelist", "--nodes", "--ntasks", "--ntasks-per-core",
+    "--ntasks-per-gpu", "--ntasks-per-node", "--ntasks-per-socket", "--output", "--partition", "--profile",
+    "--prolog", "--qos", "--relative", "--reservation", "--signal", "--sockets-per-node", "--switches",
+    "--task-epilog", "--task-prolog", "--thread-spec", "--threads", "--threads-per-core", "--time", "--time-min",
+    "--tmp", "--wait", "--wckey",
 ];
 /// The same for Cray ALPS's aprun.
 #[rustfmt::skip]
-const APRUN_VALUES: &[&str] =
-    &["-n", "-N", "-d", "-S", "-sl", "-sn", "-j", "-cc", "-cp", "-e", "-L", "-m", "-p", "-r", "-t", "-a", "-D"];
+const APRUN_VALUES: &[&str] = &[
+    "-n", "-N", "-d", "-S", "-sl", "-sn", "-j", "-cc", "-cp", "-e", "-E", "-F", "-L", "-m", "-p", "-r", "-R", "-t",
+    "-a", "-D",
+];
 /// The same for MPICH's Hydra and Open MPI's mpirun (`-genv NAME VALUE` and `--mca KEY VALUE`,
 /// which take two, are [`value_words`]').
 #[rustfmt::skip]
 const MPIRUN_VALUES: &[&str] = &[
-    "-n", "-np", "--np", "-c", "-N", "-ppn", "--ppn", "-npernode", "--npernode", "-f", "-hostfile", "--hostfile",
-    "-machinefile", "--machinefile", "-host", "--host", "-hosts", "-H", "-wdir", "--wdir", "-x", "--map-by",
-    "--bind-to", "--rank-by", "-bind-to", "-map-by", "-iface", "-launcher", "-bootstrap", "-rmk", "-envlist",
-    "-genvlist",
+    "-n", "-np", "--np", "-c", "-N", "-ppn", "--ppn", "-npernode", "--npernode", "-npersocket", "--npersocket",
+    "-f", "-hostfile", "--hostfile", "-machinefile", "--machinefile", "-host", "--host", "-hosts", "-H", "-wdir",
+    "--wdir", "-wd", "--wd", "-x", "--map-by", "--bind-to", "--rank-by", "-bind-to", "-map-by", "-binding",
+    "-membind", "-rf", "--rankfile", "-am", "--am", "-tune", "--tune", "--prefix", "-path", "--path",
+    "-cpus-per-proc", "--cpus-per-proc", "-cpus-per-rank", "--cpus-per-rank", "-output-filename",
+    "--output-filename", "--output", "--display", "--preload-files", "--personality", "-timeout", "--timeout",
+    "-configfile", "-iface", "-launcher", "-bootstrap", "-rmk", "-envlist", "-genvlist", "-outfile-pattern",
+    "-errfile-pattern",
 ];
 
 /// How many of the next words `launcher`'s `option` takes as its value.
@@ -37,7 +50,7 @@ fn value_words(launcher: &str, option: &str) -> usize {
         "srun" => usize::from(SRUN_VALUES.contains(&option)),
         "aprun" => usize::from(APRUN_VALUES.contains(&option)),
         _ => match option {
-            "-genv" | "-env" | "-mca" | "--mca" | "-gmca" | "--gmca" => 2,
+            "-genv" | "-env" | "-mca" | "--mca" | "-gmca" | "--gmca" | "--prtemca" | "--pmixmca" => 2,
             o => usize::from(MPIRUN_VALUES.contains(&o)),
         },
     }
@@ -180,6 +193,9 @@ mod tests {
             ("mpirun -np 4 --map-by core ./app", "mpirun", four("mpirun -np 4")),
             ("mpiexec -genv OMP_NUM_THREADS 2 -n 4 ./app", "mpiexec", four("mpiexec -n 4")),
             ("mpirun --mca btl self,vader -x PATH --oversubscribe -n 4 ./app", "mpirun", four("mpirun -n 4")),
+            ("srun --gpus-per-task 1 --mem-bind local -W 30 -B 2:8 ./app", "srun", None),
+            ("aprun -n 4 -E nid00012 -F exclusive -R 1 ./app", "aprun", four("aprun -n 4")),
+            ("mpirun --rankfile rf -wd /tmp --prtemca plm_base_verbose 5 -np 4 ./app", "mpirun", four("mpirun -np 4")),
         ] {
             assert_eq!(of(text), (launcher.to_string(), "./app".to_string(), ranks), "{text}");
         }
