@@ -1050,6 +1050,31 @@ fn a_tiny_or_huge_congestion_impact_is_shown_as_the_means_are() {
     assert_eq!(impacts, ["0.0000002", "2000000"], "{csv}");
 }
 
+/// A ratio of medians and its interval follow the means' rule too: one too small for three
+/// decimals is `<0.001`, not `0.000` (a policy that did no work would read as one that took
+/// none), and a huge one is in exponent form, not a run of digits.
+#[test]
+fn a_tiny_or_huge_ratio_of_medians_is_shown_as_the_means_are() {
+    let folder = tmp("ratio");
+    let dir = folder.path();
+    // A: 50 µs; B: 1 ns (ratio 2e-5); C: 100 s (ratio 2e6).
+    let rows: Vec<Iteration> = (0..48u64)
+        .map(|i| {
+            let p = (i % 3) as usize;
+            row(i, ["A", "B", "C"][p], p % 2, [50_000, 1, 100_000_000_000][p], None)
+        })
+        .collect();
+    write_record(dir, &header("ratio", 0, 1, &["A", "B", "C"]), &rows);
+    let table = stdout(&run(&[dir.to_str().unwrap()]));
+    let ratio = |name: &str| {
+        let line = table.lines().find(|l| l.split_whitespace().next() == Some(name)).expect(name);
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        (cells[9].to_string(), cells[10].to_string())
+    };
+    assert_eq!(ratio("B"), ("<0.001".into(), "<0.001–<0.001".into()), "{table}");
+    assert_eq!(ratio("C"), ("2.000e6".into(), "2.000e6–2.000e6".into()), "{table}");
+}
+
 /// Lines of stderr that name `file`.
 fn mentions(err: &str, file: &Path) -> usize {
     let name = file.file_name().unwrap().to_str().unwrap();

@@ -123,10 +123,6 @@ fn fmt_alpha(a: f64) -> String {
     }
 }
 
-pub fn fmt_ratio(r: f64) -> String {
-    format!("{r:.3}")
-}
-
 /// A difference of QCDs: one more decimal than the QCDs (differences of QCDs below 0.01 are
 /// common), and no `-0.0000`.
 fn fmt_qcd_difference(d: f64) -> String {
@@ -141,7 +137,8 @@ fn fmt_qcd_difference(d: f64) -> String {
 /// measures that: a damaged or edited record's, up to 1e308), in exponent form, `1.000e308`, not
 /// the hundreds of digits that would push the table's last columns off the screen. A value above
 /// 0 that would round to `0.000` is `<0.001`: a small stall ratio is not none, nor a small QCD
-/// (which the policy table prints alike) no spread, nor a congestion impact (alike too) none.
+/// (which the policy table prints alike) no spread, nor a congestion impact or a ratio of medians
+/// and its interval (alike too) none.
 fn fmt_mean(v: f64) -> String {
     if v > 0.0 && v < 0.0005 {
         "<0.001".into()
@@ -184,8 +181,8 @@ pub fn policy_cells(p: &PolicyStats, first_n: usize, u: &Unit) -> Vec<String> {
         Some(c) => (
             c.qcd_difference_ci
                 .map_or_else(&fewest, |d| format!("{}–{}", fmt_qcd_difference(d[0]), fmt_qcd_difference(d[1]))),
-            if c.ratio.is_finite() { fmt_ratio(c.ratio) } else { dash() },
-            c.ratio_ci.map_or_else(&fewest, |r| format!("{}–{}", fmt_ratio(r[0]), fmt_ratio(r[1]))),
+            if c.ratio.is_finite() { fmt_mean(c.ratio) } else { dash() },
+            c.ratio_ci.map_or_else(&fewest, |r| format!("{}–{}", fmt_mean(r[0]), fmt_mean(r[1]))),
             fmt_p(c.p),
             c.verdict.label(),
         ),
@@ -451,8 +448,8 @@ pub fn notes(e: &ExperimentReport, r: &Report) -> Vec<String> {
                 },
                 fmt_alpha(alpha),
                 if compared > 1 { format!(" (0.05 / {compared} comparisons, Bonferroni)") } else { String::new() },
-                fmt_ratio(1.0 - MARGIN),
-                fmt_ratio(1.0 + MARGIN),
+                fmt_mean(1.0 - MARGIN),
+                fmt_mean(1.0 + MARGIN),
                 Verdict::BelowMargin.label(),
                 margin = MARGIN * 100.0,
             )
