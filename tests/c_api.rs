@@ -243,7 +243,10 @@ fn iterations_ended_after_exit_are_said_once() {
 /// A thread that marks iterations while another calls exit(): what the summary record counts
 /// (ab.iterations) is what the iteration record holds, every ended iteration with its row; one
 /// that ends after the records were written has neither and is said. Over several runs, since
-/// where the exit falls among the iterations is the scheduler's.
+/// where the exit falls among the iterations is the scheduler's. On a loaded machine the marking
+/// thread can hold the record (writing rows) through the exit handler's whole wait: the rows
+/// still buffered then are not written, and the record counts them (ab.rows_unwritten_at_exit)
+/// with an error on stderr, so that none is lost silently.
 #[test]
 fn iterations_ended_while_the_process_exits_are_counted_as_their_rows_are() {
     for run in 0..12 {
@@ -254,13 +257,28 @@ fn iterations_ended_while_the_process_exits_are_counted_as_their_rows_are() {
         assert_eq!(r.stdout, "raced\n", "run {run}");
         let recs = r.records();
         assert_eq!(recs.len(), 1, "run {run}: {}", r.stderr);
-        let rows = iteration_records(&r.dir.join("out"));
-        assert_eq!(rows.len(), 1, "run {run}: {}", r.stderr);
         let counted = recs[0]["ab"]["iterations"].as_u64().expect("ab.iterations");
         assert!(counted >= 1, "run {run}: {}", recs[0]["ab"]);
+        // A number only where the exit handler did not get the iteration record in its wait.
+        let not_held = recs[0]["ab"]["rows_unwritten_at_exit"].as_u64();
+        let unwritten = not_held.unwrap_or(0);
+        if unwritten > 0 {
+            assert!(r.stderr.contains("for the iteration record in vain"), "run {run}: {}", r.stderr);
+        }
+        // One iteration record, unless no row was written before the exit handler's wait.
+        let rows = iteration_records(&r.dir.join("out"));
+        assert!(rows.len() == 1 || rows.is_empty() && unwritten > 0, "run {run}: {}", r.stderr);
+        let written = rows.first().map_or(0, |(_, rows)| rows.len() as u64);
         // (A thread the scheduler lets run long before main exits passes the 100,000 rows a
-        // process writes: those count, unwritten.)
-        assert_eq!(rows[0].1.len() as u64, counted.min(aar_record::MAX_ROWS), "run {run}: rows against ab.iterations");
+        // process writes: those count, unwritten.) When the handler did not get the record, the
+        // marking thread's iteration that ends as the handler counts can be counted and then
+        // find the count taken, and keep no row: one at most, the thread's one in flight.
+        let expected = counted.min(aar_record::MAX_ROWS);
+        assert!(
+            written + unwritten == expected || written + unwritten + 1 == expected && not_held.is_some(),
+            "run {run}: {written} rows written and {unwritten} unwritten against ab.iterations {counted}: {}",
+            recs[0]["ab"]
+        );
     }
 }
 
