@@ -245,7 +245,7 @@ fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseErr
         prop_assert_eq!(Some(&w.value), raw, "the warning's value is the variable's value");
         let m = &w.message;
         // The note of settings no policy of the run reads names them first, without their values.
-        let note = m.contains(NO_EFFECT);
+        let note = !w.no_effect.is_empty();
         let first = if note { w.variable.to_string() } else { format!("{}=\"", w.variable) };
         prop_assert!(m.starts_with(&first), "the warning names its variable first: {m}");
         prop_assert!(
@@ -291,7 +291,7 @@ fn check_settings(env: &HashMap<&'static str, String>) -> Result<(), TestCaseErr
     // A variable that was warned about keeps its default: the settings are the same as with
     // that variable unset.
     // (The note's variables keep their values: not refused, only of no effect.)
-    let noted: Vec<&str> = warnings.iter().filter(|w| w.message.contains(NO_EFFECT)).map(|w| w.variable).collect();
+    let noted: Vec<&str> = warnings.iter().filter(|w| !w.no_effect.is_empty()).map(|w| w.variable).collect();
     for v in warned.iter().filter(|&&v| v != KEPT_AS_WRITTEN && !noted.contains(&v)) {
         let (without, _) = Settings::from_lookup(&|k: &str| if k == *v { None } else { env.get(k).cloned() });
         prop_assert_eq!(&without, &s, "{} was warned about but does not keep its default", v);

@@ -899,6 +899,40 @@ static void takeover_sender(void)
 	barrier(4);
 }
 
+/* Rank 1's first endpoint in the takeover scenarios, on its mailbox memory at offset 0, once it
+ * has taken (not released) rank 0's first message (seq 0, between barriers 1 and 2 of
+ * takeover_sender). */
+static gni_ep_handle_t takeover_first_endpoint(void)
+{
+	gni_smsg_attr_t theirs = mbox_attr(peers[0].buf, peers[0].mh, 0);
+	gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
+	struct msg_header h;
+	void *got;
+	gni_ep_handle_t e1;
+	OK(GNI_EpCreate(me.nic, me.cq, &e1));
+	OK(GNI_EpBind(e1, peers[0].addr, peers[0].inst));
+	OK(GNI_SmsgInit(e1, &mine, &theirs));
+	barrier(1);
+	barrier(2);
+	OK(GNI_SmsgGetNext(e1, &got));
+	memcpy(&h, got, sizeof h);
+	EXPECT(h.from == 0 && h.seq == 0);
+	return e1;
+}
+
+/* Rank 1's second endpoint, set up on the same mailbox memory (taking the first one's control
+ * over), towards rank 0's new endpoint's mailbox at offset 1024. */
+static gni_ep_handle_t takeover_second_endpoint(void)
+{
+	gni_smsg_attr_t theirs2 = mbox_attr(peers[0].buf, peers[0].mh, 1024);
+	gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
+	gni_ep_handle_t e2;
+	OK(GNI_EpCreate(me.nic, me.cq, &e2));
+	OK(GNI_EpBind(e2, peers[0].addr, peers[0].inst));
+	OK(GNI_SmsgInit(e2, &mine, &theirs2));
+	return e2;
+}
+
 /* Rank 1 sets up endpoint e1 on mailbox memory M and takes rank 0's first message on it, sets M
  * up again on a new endpoint e2 while e1 lives (e2 takes e1's control over), then destroys e1.
  * Rank 0's endpoint sent to e1, so its next send fails; re-connected on a new endpoint, it must
@@ -913,22 +947,9 @@ static void smsgtakeover(void)
 		takeover_sender();
 		return;
 	}
-	gni_smsg_attr_t theirs = mbox_attr(peers[0].buf, peers[0].mh, 0);
-	gni_smsg_attr_t theirs2 = mbox_attr(peers[0].buf, peers[0].mh, 1024);
-	gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
-	gni_ep_handle_t e1, e2;
-	OK(GNI_EpCreate(me.nic, me.cq, &e1));
-	OK(GNI_EpBind(e1, peers[0].addr, peers[0].inst));
-	OK(GNI_SmsgInit(e1, &mine, &theirs));
-	barrier(1);
-	barrier(2);
-	OK(GNI_SmsgGetNext(e1, &got));
-	memcpy(&h, got, sizeof h);
-	EXPECT(h.from == 0 && h.seq == 0);
+	gni_ep_handle_t e1 = takeover_first_endpoint();
 	OK(GNI_SmsgRelease(e1));
-	OK(GNI_EpCreate(me.nic, me.cq, &e2));
-	OK(GNI_EpBind(e2, peers[0].addr, peers[0].inst));
-	OK(GNI_SmsgInit(e2, &mine, &theirs2));
+	gni_ep_handle_t e2 = takeover_second_endpoint();
 	OK(GNI_EpDestroy(e1));
 	barrier(3);
 	barrier(4);
@@ -953,22 +974,9 @@ static void smsgtakenold(void)
 		takeover_sender();
 		return;
 	}
-	gni_smsg_attr_t theirs = mbox_attr(peers[0].buf, peers[0].mh, 0);
-	gni_smsg_attr_t theirs2 = mbox_attr(peers[0].buf, peers[0].mh, 1024);
-	gni_smsg_attr_t mine = mbox_attr(addr_of(me.buf), me.mh, 0);
-	gni_ep_handle_t e1, e2;
 	uint8_t tag = GNI_SMSG_ANY_TAG;
-	OK(GNI_EpCreate(me.nic, me.cq, &e1));
-	OK(GNI_EpBind(e1, peers[0].addr, peers[0].inst));
-	OK(GNI_SmsgInit(e1, &mine, &theirs));
-	barrier(1);
-	barrier(2);
-	OK(GNI_SmsgGetNext(e1, &got));
-	memcpy(&h, got, sizeof h);
-	EXPECT(h.from == 0 && h.seq == 0);
-	OK(GNI_EpCreate(me.nic, me.cq, &e2));
-	OK(GNI_EpBind(e2, peers[0].addr, peers[0].inst));
-	OK(GNI_SmsgInit(e2, &mine, &theirs2));
+	gni_ep_handle_t e1 = takeover_first_endpoint();
+	gni_ep_handle_t e2 = takeover_second_endpoint();
 	barrier(3);
 	barrier(4);
 	/* Rank 0's send on its new endpoint returned: the message is in e2's mailbox, published. */
